@@ -1,0 +1,3 @@
+from servefit.cli import main
+
+raise SystemExit(main())

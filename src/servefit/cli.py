@@ -1,0 +1,50 @@
+"""servefit's command line. Each subcommand lives in servefit/commands/<name>.py with
+`add_parser(subparsers)` and `run(args) -> int`; this file only wires them up, so the
+start-up path imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from servefit import __version__
+from servefit.core import UsageError
+
+COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+        self.exit(2, f"servefit: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="servefit", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"servefit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"servefit.commands.{name}")
+        except ModuleNotFoundError:
+            continue
+        mod.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except UsageError as exc:
+        print(f"servefit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,61 @@
+"""Options shared by the commands that evaluate servers (estimate, explain, tune)."""
+
+from __future__ import annotations
+
+import argparse
+
+from servefit.core import UsageError
+from servefit.pipeline import Target
+from servefit.units import parse_size
+
+# servefit's own options that users also put after `--` (e.g. `-- vllm serve X --gpu H100`)
+TRAILING = {"--gpu": 1, "--gpus": 1, "--gpu-memory": 1, "--engine-version": 1, "--format": 1,
+            "--sweep": 1, "--model-config": 1}
+
+
+def add_target_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", help="target GPU (any name: nvidia-smi, k8s label, GKE name, instance type)")
+    p.add_argument("--gpus", type=int, help="number of GPUs available to the server")
+    p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB for a modded card)")
+    p.add_argument("--engine-version", help="engine version to model (default: the newest servefit knows)")
+    p.add_argument("--model", help="model reference, overriding the one in the command")
+    p.add_argument("--model-config", help="path to the model's config.json (or its directory)")
+    p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("target", nargs="*", help="a file to read servers from, or `-- COMMAND...`")
+
+
+def split_trailing(words: list[str], args: argparse.Namespace) -> list[str]:
+    """Pull servefit's own options out of the launch command (they are never engine flags)."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        key, eq, val = w.partition("=")
+        if key in TRAILING and hasattr(args, key[2:].replace("-", "_")):
+            if not eq:
+                if i + 1 >= len(words):
+                    raise UsageError(f"{key} needs a value")
+                val = words[i + 1]
+                i += 1
+            setattr(args, key[2:].replace("-", "_"), val)
+            i += 1
+            continue
+        out.append(w)
+        i += 1
+    return out
+
+
+def target_from(args: argparse.Namespace) -> Target:
+    gpus = args.gpus
+    if isinstance(gpus, str):
+        try:
+            gpus = int(gpus)
+        except ValueError:
+            raise UsageError(f"--gpus: not a count: {gpus!r}") from None
+    if gpus is not None and gpus < 1:
+        raise UsageError(f"--gpus must be at least 1 (got {gpus})")
+    return Target(gpu=args.gpu, gpus=gpus,
+                  gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
+                  engine_version=args.engine_version, model=args.model, model_config=args.model_config,
+                  online=bool(args.online))

@@ -1,0 +1,52 @@
+"""`servefit estimate`: the memory plan one engine will make for one server."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from servefit.commands.common import add_target_args, split_trailing, target_from
+from servefit.core import UsageError
+from servefit.pipeline import Evaluation, evaluate, site_from_argv
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("estimate", help="predict the engine's GPU memory plan for a launch command or file",
+                       description="Predict what the engine will log at start: weights, activation peak, "
+                                   "CUDA graphs, KV cache, max concurrency and the verdict.")
+    add_target_args(p)
+    p.set_defaults(run=run)
+
+
+def evaluations(args: argparse.Namespace) -> list[Evaluation]:
+    """Evaluate the command after `--`, or every server found in the given files."""
+    words = split_trailing(list(args.target), args)
+    target = target_from(args)
+    if not words:
+        raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
+    if len(words) >= 1 and os.path.exists(words[0]) and not os.path.basename(words[0]).startswith(("vllm", "llama")):
+        from servefit.sources import scan_file
+
+        out = []
+        for path in words:
+            result = scan_file(path)
+            if not result.sites:
+                raise UsageError(f"{path}: no serving engine found in this file")
+            out.extend(evaluate(site, target) for site in result.sites)
+        return out
+    return [evaluate(site_from_argv(words), target)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from servefit.report.plan import plan_dict, render_text
+
+    evs = evaluations(args)
+    if args.format == "json":
+        objs = [plan_dict(ev) for ev in evs]
+        json.dump(objs[0] if len(objs) == 1 else objs, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write("\n\n".join(render_text(ev, color=sys.stdout.isatty()) for ev in evs))
+    return 0

@@ -1,0 +1,174 @@
+"""The types every stage hands to the next: spans, launch sites, engine configs, plans, findings.
+
+Plain dataclasses on purpose: the lint and estimate path must start fast, so nothing here
+imports pydantic or anything heavier than the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+class UsageError(Exception):
+    """Bad input from the user: the CLI prints the message on one line and exits 2."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a value sits in its file. Lines and columns are 1-based; `start`/`end` are
+    character offsets into the file text as read (newlines kept as written, so a patch on
+    [start, end) changes only those characters). `end_col` is exclusive."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    start: int = -1
+    end: int = -1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "col": self.col,
+                "end_line": self.end_line, "end_col": self.end_col}
+
+
+@dataclass(frozen=True)
+class Token:
+    """One argv word or env value as the engine will receive it, with where it came from.
+    `span` is None for values that exist only on the command line (estimate's `--`)."""
+
+    text: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class GpuHint:
+    """What a file says about the hardware: a name as written (any alias) and a count."""
+
+    name: str | None
+    count: int | None
+    source: str  # e.g. "k8s nodeSelector nvidia.com/gpu.product", "--gpu", "config default"
+    span: Span | None = None
+
+
+@dataclass
+class LaunchSite:
+    """One server found in a file (or given on the command line): the engine argv and
+    environment exactly as the engine will receive them, plus hardware and version hints."""
+
+    file: str
+    line: int
+    argv: list[Token]
+    env: dict[str, Token] = field(default_factory=dict)
+    engine: str | None = None  # vllm | llamacpp | ollama | tgi | sglang, when the wrapper knows
+    image: str | None = None
+    engine_version: str | None = None
+    gpu: GpuHint | None = None
+    name: str = ""  # stable identity for baselines, e.g. "Deployment/llama/vllm"
+    unresolved: list[str] = field(default_factory=list)  # variables left unexpanded
+    extra: dict[str, Any] = field(default_factory=dict)  # wrapper-specific (Modelfile, shm, ...)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace [span.start, span.end) with `text`; an insertion has start == end."""
+
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A change that resolves a finding, in ruff's shape."""
+
+    message: str
+    edits: tuple[Edit, ...] = ()
+    applicability: Literal["safe", "unsafe", "display-only"] = "display-only"
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    span: Span | None = None
+    fix: Fix | None = None
+    setting: str | None = None  # canonical option name the finding is about
+    site: str = ""  # LaunchSite.name
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "name": self.name,
+                               "severity": self.severity, "message": self.message}
+        if self.setting:
+            out["setting"] = self.setting
+        if self.span is not None:
+            out["location"] = self.span.as_dict()
+        if self.fix is not None:
+            out["fix"] = {"message": self.fix.message, "applicability": self.fix.applicability}
+        return out
+
+
+@dataclass
+class EngineConfig:
+    """An engine's settings after parsing: canonical option names (underscores) mapped to
+    the values the engine will use, defaults applied, and the span of each value the user
+    wrote. `explicit` names the options the user set (defaults are not explicit)."""
+
+    engine: str
+    model_ref: str | None
+    settings: dict[str, Any]
+    spans: dict[str, Span] = field(default_factory=dict)
+    explicit: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)
+    version: str | None = None
+    findings: list[Finding] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    site: LaunchSite | None = None
+
+
+@dataclass
+class DeviceMemory:
+    """Bytes on one GPU. `budget` is what the engine lets itself use on it."""
+
+    total: int = 0
+    budget: int = 0
+    weights: int = 0
+    activation_peak: int = 0
+    non_torch: int = 0
+    cuda_graphs: int = 0
+    kv_cache: int = 0
+    free_headroom: int = 0
+    label: str = ""
+
+    def as_dict(self) -> dict[str, int]:
+        return {"budget": self.budget, "weights": self.weights,
+                "activation_peak": self.activation_peak, "non_torch": self.non_torch,
+                "cuda_graphs": self.cuda_graphs, "kv_cache": self.kv_cache,
+                "free_headroom": self.free_headroom}
+
+
+@dataclass
+class MemoryPlan:
+    """What the engine will do at start on this hardware (DESIGN.md's JSON contract).
+    `memory` is the GPU that runs out first; `devices` lists every GPU when they differ."""
+
+    engine: str
+    engine_version: str
+    outcome: str  # started | refused_max_model_len | no_kv_memory | oom_at_load | rejected_config
+    memory: DeviceMemory
+    kv_bytes_per_token: int = 0
+    kv_cache_tokens: int = 0
+    max_model_len: int = 0
+    max_concurrency: float = 0.0
+    fitting_max_model_len: int | None = None  # largest length that fits, when refused
+    devices: list[DeviceMemory] = field(default_factory=list)
+    parallel: dict[str, int] = field(default_factory=lambda: {"tensor": 1, "pipeline": 1})
+    assumptions: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # the engine's own log/error lines
+    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific fields

@@ -1,0 +1,71 @@
+"""The engine plugin shape: every engine turns a LaunchSite into an EngineConfig and an
+EngineConfig into the MemoryPlan the engine itself would make."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+
+def program(word: str) -> str:
+    """`/usr/local/bin/llama-server` -> `llama-server`."""
+    return os.path.basename(word)
+
+
+def python_module(words: list[str]) -> tuple[str | None, int]:
+    """For `python[3[.x]] [-u] -m pkg.mod ...`: (module, words consumed); else (None, 0)."""
+    if not words or not program(words[0]).startswith("python"):
+        return None, 0
+    i = 1
+    while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+        i += 1
+    if i + 1 < len(words) and words[i] == "-m":
+        return words[i + 1], i + 2
+    return None, 0
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A setting tune may turn: canonical name and the values valid for this config."""
+
+    name: str
+    values: tuple[Any, ...]
+
+
+class Engine:
+    """Base class; subclasses set the class attributes and implement parse/plan."""
+
+    name: str = ""
+    title: str = ""  # human name: "vLLM", "llama.cpp"
+    default_version: str = ""
+    image_patterns: tuple[str, ...] = ()  # substrings of container image names
+
+    def command_length(self, words: list[str]) -> int:
+        """How many leading words are this engine's command (0: not this engine)."""
+        raise NotImplementedError
+
+    def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
+        raise NotImplementedError
+
+    def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+        raise NotImplementedError
+
+    def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
+        return []
+
+    def matches_image(self, image: str | None) -> bool:
+        return bool(image) and any(p in image.lower() for p in self.image_patterns)  # type: ignore[union-attr]
+
+
+def split_command(engine: Engine, argv: list[Token], image: str | None = None) -> tuple[list[Token], list[Token]]:
+    """(command words, engine arguments). With only an image (a container whose args are
+    the engine's arguments), the command is empty."""
+    n = engine.command_length([t.text for t in argv])
+    return argv[:n], argv[n:]

@@ -1,0 +1,317 @@
+"""Engine option tables (data/engines/<engine>.yaml) and the argv parser that reads them.
+
+One table per engine serves parsing, did-you-mean, docs and tune's knobs. The parser follows
+argparse the way the engines use it: `--flag value`, `--flag=value`, `--no-flag` for negatable
+booleans, short aliases, unique-prefix abbreviations, and (where the table says so) `_` and `-`
+being the same in long names (vLLM's FlexibleArgumentParser normalises them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from servefit import data
+from servefit.core import Finding, Span, Token
+from servefit.rules.catalog import finding
+from servefit.units import human_int
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    flags: tuple[str, ...]
+    type: str = "str"  # str|int|float|bool|human_int|human_int_or_auto|json|list|choice|size
+    env: tuple[str, ...] = ()
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    negatable: bool = False
+    nargs: str | None = None  # None: one value ("0" for bool); "?", "*", "+"
+    since: str | None = None
+    until: str | None = None
+    memory: bool = False
+    help: str = ""
+
+    @property
+    def takes_value(self) -> bool:
+        return self.type != "bool" or self.nargs == "?"
+
+
+def _vkey(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    while len(out) < 3:
+        out.append(0)
+    return tuple(out)
+
+
+def version_in(version: str | None, since: str | None, until: str | None) -> bool:
+    """Whether an option exists in `version` (None = the newest we model)."""
+    if version is None:
+        return until is None
+    v = _vkey(version)
+    if since and v < _vkey(since):
+        return False
+    if until and v > _vkey(until):
+        return False
+    return True
+
+
+@dataclass
+class OptionTable:
+    engine: str
+    options: list[Option]
+    normalize_underscores: bool = False
+    allow_abbrev: bool = True
+    unknown_code: str = ""
+    invalid_code: str = ""
+    by_flag: dict[str, Option] = field(default_factory=dict)
+    by_env: dict[str, Option] = field(default_factory=dict)
+    by_name: dict[str, Option] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for opt in self.options:
+            self.by_name[opt.name] = opt
+            for f in opt.flags:
+                self.by_flag[self._norm(f)] = opt
+            for e in opt.env:
+                self.by_env[e] = opt
+
+    def _norm(self, flag: str) -> str:
+        if self.normalize_underscores and flag.startswith("--"):
+            return "--" + flag[2:].replace("_", "-")
+        return flag
+
+    def lookup(self, flag: str, version: str | None = None) -> tuple[Option | None, bool]:
+        """(option, negated) for a flag as written, or (None, False)."""
+        f = self._norm(flag)
+        opt = self.by_flag.get(f)
+        if opt is not None:
+            return opt, False
+        if f.startswith("--no-"):
+            pos = self.by_flag.get("--" + f[5:])
+            if pos is not None and pos.negatable:
+                return pos, True
+        if self.allow_abbrev and f.startswith("--") and len(f) > 3:
+            hits = {o.name: o for k, o in self.by_flag.items() if k.startswith(f) and k.startswith("--")}
+            if len(hits) == 1:
+                return next(iter(hits.values())), False
+        return None, False
+
+    def suggest(self, flag: str) -> str | None:
+        import difflib
+
+        cands = [k for k in self.by_flag if k.startswith("--")] if flag.startswith("--") else list(self.by_flag)
+        close = difflib.get_close_matches(self._norm(flag), cands, n=1, cutoff=0.6)
+        return close[0] if close else None
+
+
+@lru_cache(maxsize=None)
+def load_table(engine: str) -> OptionTable:
+    raw = data.load(f"engines/{engine}.yaml")
+    opts = []
+    for o in raw["options"]:
+        flags = o.get("flags") or []
+        env = o.get("env") or []
+        if isinstance(env, str):
+            env = [env]
+        opts.append(Option(
+            name=o["name"], flags=tuple(flags), type=o.get("type", "str"), env=tuple(env),
+            default=o.get("default"), choices=tuple(str(c) for c in o.get("choices") or ()),
+            negatable=bool(o.get("negatable", False)), nargs=o.get("nargs"),
+            since=o.get("since"), until=o.get("until"), memory=bool(o.get("memory", False)),
+            help=o.get("help", ""),
+        ))
+    return OptionTable(engine=engine, options=opts,
+                       normalize_underscores=bool(raw.get("normalize_underscores", False)),
+                       allow_abbrev=bool(raw.get("allow_abbrev", True)),
+                       unknown_code=raw.get("codes", {}).get("unknown", ""),
+                       invalid_code=raw.get("codes", {}).get("invalid", ""))
+
+
+class ValueProblem(ValueError):
+    pass
+
+
+def convert(opt: Option, text: str) -> Any:
+    """Turn one value as written into what the engine will hold, or raise ValueProblem with
+    the engine's own complaint."""
+    t = opt.type
+    try:
+        if t == "int":
+            return int(text)
+        if t == "float":
+            return float(text)
+        if t == "human_int":
+            return human_int(text)
+        if t == "human_int_or_auto":
+            if text.strip().lower() in ("auto", "-1"):
+                return "auto"
+            return human_int(text)
+        if t == "bool":
+            low = text.strip().lower()
+            if low in ("1", "true", "yes", "on", "y"):
+                return True
+            if low in ("0", "false", "no", "off", "n"):
+                return False
+            raise ValueError(text)
+        if t == "json":
+            return json.loads(text)
+    except ValueError as exc:
+        raise ValueProblem(f"invalid {t.replace('_', ' ')} value: {text!r}") from exc
+    if opt.choices and text not in opt.choices:
+        raise ValueProblem(f"invalid choice: {text!r} (choose from {', '.join(opt.choices)})")
+    return text
+
+
+@dataclass
+class Parsed:
+    values: dict[str, Any] = field(default_factory=dict)
+    spans: dict[str, Span] = field(default_factory=dict)
+    flag_spans: dict[str, Span] = field(default_factory=dict)  # span of the flag word itself
+    positionals: list[Token] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    unknown: list[Token] = field(default_factory=list)
+
+
+def _is_flag(text: str) -> bool:
+    if not text.startswith("-") or text == "-" or text == "--":
+        return False
+    try:
+        float(text)
+        return False
+    except ValueError:
+        return True
+
+
+def _span_after(tok: Token, offset: int) -> Span | None:
+    """The part of a `--flag=value` token after `offset` characters."""
+    s = tok.span
+    if s is None:
+        return None
+    if s.line != s.end_line or s.start < 0:
+        return s
+    return Span(s.file, s.line, s.col + offset, s.end_line, s.end_col, s.start + offset, s.end)
+
+
+def parse_argv(table: OptionTable, args: list[Token], version: str | None = None,
+               site: str = "") -> Parsed:
+    """Parse engine arguments (after the command words) against `table`."""
+    out = Parsed()
+    i = 0
+    n = len(args)
+    while i < n:
+        tok = args[i]
+        text = tok.text
+        if text == "--":
+            out.positionals.extend(args[i + 1:])
+            break
+        if not _is_flag(text):
+            out.positionals.append(tok)
+            i += 1
+            continue
+        flag, eq, inline = text.partition("=")
+        opt, negated = table.lookup(flag, version)
+        if opt is None and not eq and not flag.startswith("--") and len(flag) > 2:
+            # -O3 / -tp4 style: a short flag glued to its value
+            for k in sorted(table.by_flag, key=len, reverse=True):
+                if not k.startswith("--") and flag.startswith(k) and len(k) >= 2:
+                    opt, negated, inline, eq = table.by_flag[k], False, flag[len(k):], "="
+                    flag = k
+                    break
+        if opt is None:
+            out.unknown.append(tok)
+            hint = table.suggest(flag)
+            msg = f"unrecognized argument: {flag}"
+            if hint:
+                msg += f" (did you mean {hint}?)"
+            if table.unknown_code:
+                out.findings.append(finding(table.unknown_code, msg, span=tok.span, site=site))
+            i += 1
+            # skip its value if the next word is not a flag: the engine would fail anyway
+            if not eq and i < n and not _is_flag(args[i].text):
+                i += 1
+            continue
+        if not version_in(version, opt.since, opt.until) and table.unknown_code:
+            when = f"added in {opt.since}" if opt.since and not version_in(version, opt.since, None) \
+                else f"removed after {opt.until}"
+            out.findings.append(finding(
+                table.unknown_code, f"unrecognized argument: {flag} ({when}; this is {version})",
+                span=tok.span, site=site))
+        if tok.span is not None:
+            out.flag_spans[opt.name] = tok.span
+        if negated:
+            out.values[opt.name] = False
+            out.spans[opt.name] = tok.span  # type: ignore[assignment]
+            i += 1
+            continue
+        if not opt.takes_value:
+            if eq:
+                vtok = Token(inline, _span_after(tok, len(flag) + 1))
+                try:
+                    out.values[opt.name] = convert(opt, inline)
+                except ValueProblem as exc:
+                    out.findings.append(_bad_value(table, flag, str(exc), vtok, site))
+            else:
+                out.values[opt.name] = True
+            if tok.span is not None:
+                out.spans[opt.name] = tok.span
+            i += 1
+            continue
+        # options with values
+        values: list[Token] = []
+        if eq:
+            values.append(Token(inline, _span_after(tok, len(flag) + 1)))
+            i += 1
+        else:
+            i += 1
+            if opt.nargs in ("*", "+"):
+                while i < n and not _is_flag(args[i].text):
+                    values.append(args[i])
+                    i += 1
+            elif i < n and (not _is_flag(args[i].text) or opt.type in ("int", "float", "human_int_or_auto")):
+                values.append(args[i])
+                i += 1
+        if not values:
+            if opt.nargs in ("?", "*"):
+                out.values[opt.name] = True if opt.type == "bool" else []
+                continue
+            out.findings.append(_bad_value(table, flag, "expected one argument", tok, site))
+            continue
+        if opt.nargs in ("*", "+") or opt.type == "list":
+            out.values[opt.name] = [v.text for v in values]
+            sp = values[0].span
+        else:
+            v = values[0]
+            sp = v.span
+            try:
+                out.values[opt.name] = convert(opt, v.text)
+            except ValueProblem as exc:
+                out.findings.append(_bad_value(table, flag, str(exc), v, site))
+                continue
+        if sp is not None:
+            out.spans[opt.name] = sp
+    return out
+
+
+def _bad_value(table: OptionTable, flag: str, why: str, tok: Token, site: str) -> Finding:
+    return finding(table.invalid_code, f"argument {flag}: {why}", span=tok.span, site=site)
+
+
+def parse_env(table: OptionTable, env: dict[str, Token], parsed: Parsed, site: str = "") -> None:
+    """Fill options from their environment twins (TGI, llama.cpp LLAMA_ARG_*); flags win."""
+    for var, tok in env.items():
+        opt = table.by_env.get(var)
+        if opt is None or opt.name in parsed.values:
+            continue
+        try:
+            parsed.values[opt.name] = convert(opt, tok.text) if opt.type != "list" else tok.text.split(",")
+        except ValueProblem as exc:
+            parsed.findings.append(finding(table.invalid_code, f"{var}: {exc}", span=tok.span, site=site))
+            continue
+        if tok.span is not None:
+            parsed.spans[opt.name] = tok.span

@@ -1,0 +1,157 @@
+"""The vLLM engine plugin: `vllm serve`, the older `python -m vllm.entrypoints.openai.api_server`,
+the `--config` YAML file, and the VLLM_* variables that change memory."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+from servefit.engines.base import Engine, Knob, program, python_module
+from servefit.engines.options import load_table, parse_argv
+from servefit.engines.vllm.era import CURRENT, vtuple
+from servefit.rules.catalog import finding
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
+ENV_VARS = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "VLLM_USE_V1",
+            "VLLM_PP_LAYER_PARTITION", "VLLM_MLA_DISABLE", "VLLM_ATTENTION_BACKEND", "VLLM_USE_V2_MODEL_RUNNER",
+            "PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "VLLM_API_KEY")
+
+
+class VllmEngine(Engine):
+    name = "vllm"
+    title = "vLLM"
+    default_version = CURRENT
+    image_patterns = ("vllm/vllm-openai", "vllm-openai", "/vllm:", "vllm/vllm", "rocm/vllm", "vllm-tpu",
+                      "vllm-cuda", "vllm-serving")
+
+    def command_length(self, words: list[str]) -> int:
+        if not words:
+            return 0
+        if program(words[0]) == "vllm" and len(words) > 1 and words[1] == "serve":
+            return 2
+        mod, n = python_module(words)
+        if mod in MODULES:
+            if mod == "vllm.entrypoints.cli.main" and n < len(words) and words[n] == "serve":
+                return n + 1
+            return n
+        return 0
+
+    def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
+        version = version or site.engine_version
+        table = load_table("vllm")
+        n = self.command_length([t.text for t in site.argv])
+        args = list(site.argv[n:])
+        args = _splice_config(args, site)
+        parsed = parse_argv(table, args, version, site=site.name)
+        values = parsed.values
+        spans = dict(parsed.spans)
+        model_tok: Token | None = None
+        if parsed.positionals:
+            model_tok = parsed.positionals[0]
+            for extra in parsed.positionals[1:]:
+                parsed.findings.append(finding("VLLM001", f"unrecognized arguments: {extra.text}",
+                                               span=extra.span, site=site.name))
+        model_ref = values.get("model")
+        if model_tok is not None:
+            model_ref = model_tok.text
+            if model_tok.span is not None:
+                spans["model"] = model_tok.span
+        settings: dict[str, Any] = {"model": model_ref}
+        settings.update(values)
+        explicit = set(values) | ({"model"} if model_ref else set())
+        for opt in table.options:
+            if opt.default is not None and opt.name not in settings and opt.memory:
+                settings[opt.name] = opt.default
+        env = {k: t.text for k, t in site.env.items()}
+        cfg = EngineConfig(engine="vllm", model_ref=model_ref, settings=settings, spans=spans, explicit=explicit,
+                           env=env, version=version or CURRENT, findings=parsed.findings, site=site)
+        for k, t in site.env.items():
+            if k in ENV_VARS and t.span is not None:
+                cfg.spans[f"env:{k}"] = t.span
+        if version is None:
+            cfg.assumptions.append(f"vLLM {CURRENT} assumed (no version given; pass --engine-version "
+                                   "or pin the image tag)")
+        _check_auto_len(cfg)
+        return cfg
+
+    def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+        from servefit.engines.vllm.plan import plan
+
+        return plan(cfg, model, gpu, count)
+
+    def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
+        from servefit.engines.vllm.knobs import knobs
+
+        return knobs(cfg, model, gpu, count)
+
+
+def _check_auto_len(cfg: EngineConfig) -> None:
+    if cfg.settings.get("max_model_len") == "auto" and vtuple(cfg.version or CURRENT) < (0, 20, 0):
+        cfg.findings.append(finding("VLLM022", f"--max-model-len auto needs vLLM 0.20 or newer (this is {cfg.version})",
+                                    span=cfg.spans.get("max_model_len"), setting="max_model_len"))
+
+
+def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
+    """Expand `--config FILE` the way FlexibleArgumentParser._pull_args_from_config does: each
+    top-level key becomes `--key`, spliced in before the command-line flags (CLI wins)."""
+    for i, tok in enumerate(args):
+        text = tok.text
+        if text == "--config" and i + 1 < len(args):
+            path_tok, rest = args[i + 1], args[:i] + args[i + 2:]
+        elif text.startswith("--config="):
+            path_tok, rest = Token(text.split("=", 1)[1], tok.span), args[:i] + args[i + 1:]
+        else:
+            continue
+        path = path_tok.text
+        if not os.path.isabs(path) and site.file and os.path.exists(site.file):
+            cand = os.path.join(os.path.dirname(site.file), path)
+            if os.path.exists(cand):
+                path = cand
+        if not path.endswith((".yaml", ".yml")) or not os.path.isfile(path):
+            return rest  # vLLM would refuse a non-YAML file; an absent file cannot be read here
+        words = config_words(path)
+        # the positional model must stay first: splice after it
+        pos = 1 if rest and not rest[0].text.startswith("-") else 0
+        return rest[:pos] + words + rest[pos:]
+    return args
+
+
+def config_words(path: str) -> list[Token]:
+    """The argv words a vLLM --config YAML stands for, with spans when the sources layer can give them."""
+    try:
+        from servefit.sources.vllm_config import config_tokens  # spans into the YAML file
+
+        return list(config_tokens(path))
+    except ImportError:
+        pass
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh) or {}
+    words: list[Token] = []
+    if not isinstance(data, dict):
+        return words
+    for key, val in data.items():
+        flag = "--" + str(key).replace("_", "-")
+        if val is True:
+            words.append(Token(flag))
+        elif val is False:
+            words.append(Token("--no-" + flag[2:]))
+        elif isinstance(val, list):
+            if val:
+                words.append(Token(flag))
+                words.extend(Token(str(v)) for v in val)
+        elif isinstance(val, dict):
+            words += [Token(flag), Token(json.dumps(val))]
+        elif val is not None:
+            words += [Token(flag), Token(str(val))]
+    return words
+
+
+ENGINE = VllmEngine()

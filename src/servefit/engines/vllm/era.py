@@ -1,0 +1,72 @@
+"""What changed between vLLM releases, as facts the memory model switches on.
+
+Eras modelled: <=0.10 (V0 engine before 0.8; V1 from 0.8), 0.11-0.19, 0.20-0.32, 0.33 (current).
+Boundaries are the releases named in shared/research/vllm.md §7; where a change's release is not
+known exactly the nearer documented release is used and said in the assumptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CURRENT = "0.33.0"
+
+
+def vtuple(version: str) -> tuple[int, int, int]:
+    parts = []
+    for p in version.lstrip("v").split(".")[:3]:
+        digits = ""
+        for ch in p:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits or 0))
+    while len(parts) < 3:
+        parts.append(0)
+    return parts[0], parts[1], parts[2]
+
+
+@dataclass(frozen=True)
+class Era:
+    version: str
+    v1: bool  # V1 engine (default from 0.8; VLLM_USE_V1=0 selects V0 up to 0.10)
+    default_util: float  # CacheConfig.gpu_memory_utilization default
+    ceil_budget: bool  # request_memory: ceil(total x util) vs a float product
+    cudagraph_subtracted: bool  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default on
+    null_block_in_check: bool  # _check_enough_kv_cache_memory sees available - one block
+    tokens_from_concurrency: bool  # "GPU KV cache size" = int(concurrency x max_model_len)
+    swa_in_flight_batches: int  # multiplier of max_num_batched_tokens for SWA admission
+    auto_max_model_len: bool  # --max-model-len auto / -1
+    big_gpu_tier: bool  # >=160 GiB batch-default row
+    yarn_uses_original: bool  # derived len = original_max_position_embeddings x factor
+    capture_stride16: bool  # capture sizes step 16 above 256 (else 8 all the way)
+    has_bnb_gguf: bool
+
+
+def era(version: str | None, env: dict[str, str] | None = None) -> Era:
+    v = vtuple(version or CURRENT)
+    env = env or {}
+    use_v1 = env.get("VLLM_USE_V1")
+    v1 = v >= (0, 8, 0) if use_v1 is None else (use_v1 not in ("0", "false", "False") or v >= (0, 11, 0))
+    return Era(
+        version=version or CURRENT,
+        v1=v1,
+        default_util=0.92 if v >= (0, 20, 0) else 0.9,
+        ceil_budget=v >= (0, 20, 0),
+        cudagraph_subtracted=_env_flag(env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", v >= (0, 20, 0)),
+        null_block_in_check=v >= (0, 33, 0),
+        tokens_from_concurrency=v >= (0, 21, 0),
+        swa_in_flight_batches=2 if v >= (0, 33, 0) else 1,
+        auto_max_model_len=v >= (0, 20, 0),
+        big_gpu_tier=v >= (0, 33, 0),
+        yarn_uses_original=v < (0, 33, 0),
+        capture_stride16=v >= (0, 12, 0),
+        has_bnb_gguf=v < (0, 33, 0),
+    )
+
+
+def _env_flag(env: dict[str, str], name: str, default: bool) -> bool:
+    val = env.get(name)
+    if val is None:
+        return default
+    return val.strip().lower() in ("1", "true", "yes")

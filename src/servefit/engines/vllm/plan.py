@@ -1,0 +1,315 @@
+"""vLLM's memory plan on one GPU, replayed: budget, weights, activation peak, non-torch memory,
+CUDA graphs, KV blocks, and the outcome vLLM reaches at start.
+
+Budget and KV availability follow vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory
+and vllm/v1/worker/utils.py::request_memory (v0.11: Worker.init_device + memory_profiling in
+vllm/utils/__init__.py). vLLM measures weights, activations, non-torch memory and CUDA graphs at
+start; servefit predicts them (weights from the checkpoint's tensors, the rest from terms
+calibrated on public start-up logs, see benchmarks/accuracy/) and reproduces the KV arithmetic
+exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
+from servefit.engines.vllm import checks
+from servefit.engines.vllm.defaults import batch_defaults, capture_sizes
+from servefit.engines.vllm.era import Era, era
+from servefit.engines.vllm.kvcache import capacity, layer_kinds, layout
+from servefit.hardware.spec import GpuSpec
+from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.kv import full_kv_bytes_per_token
+from servefit.memory.params import param_groups
+from servefit.memory.weights import Scheme, scheme_for, weight_bytes
+from servefit.models.spec import ModelSpec
+from servefit.rules.catalog import finding
+
+GiB = 2**30
+MiB = 2**20
+# Calibrated terms (benchmarks/accuracy/cases/vllm.yaml; llm-d planner measurements in
+# shared/research/anchors_tuners.md §4.3):
+SAMPLER_BYTES_PER_LOGIT = 39  # dummy sampler run: fp32 logits, probs, sort values + int64 indices
+NON_TORCH_TP1 = int(0.13 * GiB)  # non-torch growth during load/profile, one GPU
+NON_TORCH_TP = int(0.55 * GiB)  # with NCCL / custom all-reduce buffers (TP or PP > 1)
+CUDA_CONTEXT = int(0.45 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
+GRAPH_BASE = 1 * MiB  # per captured graph
+GRAPH_PER_LAYER = int(0.1 * MiB)  # per captured graph per decoder layer on the rank
+VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64
+
+
+@dataclass
+class Resolved:
+    """Settings after vLLM's own defaulting, for this GPU and version."""
+
+    dtype: str
+    tp: int
+    pp: int
+    util: float
+    max_model_len: int | str
+    derived_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    chunked_prefill: bool
+    block_size: int
+    kv_dtype: str
+    scheme: Scheme | None
+    enforce_eager: bool
+
+
+def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
+    s = cfg.settings
+    dtype = checks.resolve_dtype(cfg, model, gpu)
+    derived = checks.derived_max_len(model, e, bool(s.get("disable_sliding_window")))
+    max_len = s.get("max_model_len") or derived
+    if max_len == "auto" and not e.auto_max_model_len:
+        max_len = derived
+    d_tokens, d_seqs = batch_defaults(e, gpu.name, gpu.memory_bytes)
+    chunked = s.get("enable_chunked_prefill")
+    if chunked is None:
+        # V1: on for generative models. V0: on only for max_model_len > 32K (with 512 / 2048 tokens)
+        chunked = e.v1 or (isinstance(max_len, int) and max_len > 32768)
+        if not e.v1 and chunked:
+            d_tokens = 512 if e.version < "0.7" else 2048
+    seqs = s.get("max_num_seqs") or d_seqs
+    tokens = s.get("max_num_batched_tokens")
+    if tokens is None:
+        tokens = d_tokens
+        if not chunked and isinstance(max_len, int):
+            tokens = max(max_len, tokens)
+        if isinstance(max_len, int):
+            tokens = min(seqs * max_len, tokens)
+    if s.get("max_num_seqs") is None:
+        seqs = min(seqs, tokens)
+    block = s.get("block_size") or (64 if model.is_mla else 16)
+    kv_dtype = s.get("kv_cache_dtype") or "auto"
+    if kv_dtype == "auto":
+        kv_dtype = dtype
+    quant_override = s.get("quantization")
+    scheme = scheme_for(model.quantization, quant_override if quant_override else None)
+    eager = bool(s.get("enforce_eager")) or str(s.get("optimization_level", "")) == "0"
+    util = s.get("gpu_memory_utilization")
+    return Resolved(dtype=dtype, tp=int(s.get("tensor_parallel_size") or 1), pp=int(s.get("pipeline_parallel_size") or 1),
+                    util=e.default_util if util is None else float(util), max_model_len=max_len, derived_len=derived,
+                    max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), chunked_prefill=bool(chunked),
+                    block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager)
+
+
+def pp_layers(n_layers: int, pp: int) -> list[int]:
+    """vllm/distributed/utils.py::get_pp_indices: the remainder goes to stages -2, -3, ..."""
+    base, rem = divmod(n_layers, pp)
+    counts = [base] * pp
+    for i in range(rem):
+        counts[-2 - i if pp > 1 else 0] += 1
+    return counts
+
+
+def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
+    """Weight bytes on one GPU of each pipeline stage (TP shards the linear layers, the
+    vocabulary and lm_head; norms and the rotary cache are replicated)."""
+    db = dtype_bytes(r.dtype)
+    g = param_groups(model)
+    total = weight_bytes(model, db, r.scheme, g)
+    qb = r.scheme.bytes_per_param if r.scheme else db
+    per_layer = []
+    for a, m, x in zip(g.attn, g.mlp, g.experts):
+        exp_b = x * qb
+        rest_b = (a + m) * (db if r.scheme and r.scheme.experts_only else qb)
+        per_layer.append(exp_b + rest_b)
+    padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
+    embed_b = padded_vocab * model.hidden_size * db
+    head_b = 0 if model.tie_word_embeddings else embed_b
+    arch_total = embed_b + head_b + sum(per_layer) + g.norms * db + g.other * db
+    scale = total / arch_total if arch_total else 1.0  # the checkpoint's count wins over the architecture
+    counts = pp_layers(len(per_layer), r.pp)
+    rope_len = model.max_position_embeddings
+    rs = model.rope_scaling or {}
+    if rs.get("rope_type", rs.get("type")) in ("yarn", "deepseek_yarn") and model.original_max_position_embeddings:
+        rope_len = int(model.original_max_position_embeddings * float(rs.get("factor", 1)))
+    rotary = rope_len * (model.qk_rope_head_dim or model.head_dim) * db
+    out, start = [], 0
+    for stage, n in enumerate(counts):
+        layers_b = sum(per_layer[start:start + n]) * scale
+        start += n
+        b = layers_b / r.tp
+        if stage == 0:
+            b += embed_b * scale / r.tp + g.other * db
+        if stage == r.pp - 1:
+            b += head_b * scale / r.tp
+        b += g.norms * db * n / max(len(per_layer), 1) + rotary
+        if model.num_key_value_heads < r.tp and not model.is_mla:  # K/V projections replicated
+            kvp = 2 * model.hidden_size * model.head_dim * db * n
+            b += kvp * (1 - model.num_key_value_heads / r.tp)
+        out.append(int(b))
+    return out
+
+
+def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool) -> int:
+    """Peak of profile_run: a forward of max_num_batched_tokens (gated MLP or fused-MoE
+    intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens) requests,
+    whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run)."""
+    db = dtype_bytes(r.dtype)
+    t = r.max_num_batched_tokens
+    h = model.hidden_size
+    if model.is_moe:
+        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
+        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
+    else:
+        mlp = 3 * (model.intermediate_size // r.tp)
+    fwd = int(t * (4 * h + mlp) * db)
+    reqs = min(r.max_num_seqs, t)
+    padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
+    sampler = reqs * padded_vocab * SAMPLER_BYTES_PER_LOGIT if last_stage else 0
+    return max(fwd, sampler)
+
+
+def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig) -> tuple[int, int]:
+    """(number of captured sizes, estimated pool bytes). vLLM captures, not computes, this
+    (gpu_model_runner.py::profile_cudagraph_memory); the per-graph terms are calibrated."""
+    if r.enforce_eager:
+        return 0, 0
+    s = cfg.settings
+    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
+    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
+                          [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
+                          s.get("max_cudagraph_capture_size")
+                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None))
+    n = len(sizes)
+    return n, n * (GRAPH_BASE + GRAPH_PER_LAYER * layers)
+
+
+def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    e = era(cfg.version, cfg.env)
+    r = resolve(cfg, model, gpu, e)
+    out = MemoryPlan(engine="vllm", engine_version=e.version, outcome="started", memory=DeviceMemory(),
+                     parallel={"tensor": r.tp, "pipeline": r.pp, "data": int(cfg.settings.get("data_parallel_size") or 1)})
+    out.findings.extend(checks.config_checks(cfg, model, gpu, count, r, e))
+    total = gpu.memory_bytes
+    budget = math.ceil(total * r.util) if e.ceil_budget else int(total * r.util)
+    kv_db = dtype_bytes(r.kv_dtype)
+    dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
+    hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1
+    kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")))
+    out.kv_bytes_per_token = full_kv_bytes_per_token(model, kv_db, r.tp)
+    in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
+    max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
+    weights = stage_weights(model, r)
+    offload = int(float(cfg.settings.get("cpu_offload_gb") or 0) * GiB)
+    stages = pp_layers(len(kinds), r.pp) if kinds else [0] * r.pp
+    devices: list[DeviceMemory] = []
+    blocks_per_stage: list[int] = []
+    lay = None
+    for st in range(r.pp):
+        w = max(0, weights[st] - offload)
+        last = st == r.pp - 1
+        act = activation_peak(model, r, last)
+        non_torch = NON_TORCH_TP if r.tp * r.pp > 1 else NON_TORCH_TP1
+        n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg)
+        kv_override = cfg.settings.get("kv_cache_memory_bytes")
+        avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)
+        start = sum(stages[:st])
+        lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e)
+        blocks = max(0, avail // lay.bytes_per_block) if lay.bytes_per_block else 0
+        blocks_per_stage.append(blocks)
+        kv = blocks * lay.bytes_per_block
+        used = w + act + non_torch + kv + cg
+        devices.append(DeviceMemory(total=total, budget=budget, weights=w, activation_peak=act, non_torch=non_torch,
+                                    cuda_graphs=cg, kv_cache=kv, free_headroom=total - used,
+                                    label=f"PP stage {st}" if r.pp > 1 else ""))
+        out.extra.setdefault("cuda_graph_sizes", n_graphs)
+        out.extra.setdefault("available_kv_cache_bytes", avail)
+    assert lay is not None
+    worst = min(range(r.pp), key=lambda i: blocks_per_stage[i])
+    out.memory = devices[worst]
+    out.devices = devices if r.pp > 1 else []
+    num_blocks = min(blocks_per_stage)
+    avail = out.extra["available_kv_cache_bytes"]
+    out.extra.update({"block_size": r.block_size, "num_gpu_blocks": num_blocks, "max_num_seqs": r.max_num_seqs,
+                      "max_num_batched_tokens": r.max_num_batched_tokens, "gpu_memory_utilization": r.util,
+                      "dtype": r.dtype, "kv_cache_dtype": r.kv_dtype,
+                      "kv_groups": len(lay.groups)})
+    _assume(out, cfg, model, r, e)
+    _outcome(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
+    return out
+
+
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era) -> None:
+    s = cfg.settings
+    a = out.assumptions
+    if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
+        a.append(f"scheduler defaults for this GPU: max_num_seqs={r.max_num_seqs}, "
+                 f"max_num_batched_tokens={r.max_num_batched_tokens}")
+    if s.get("gpu_memory_utilization") is None:
+        a.append(f"gpu_memory_utilization={r.util} (vLLM {e.version} default)")
+    a.append("activation peak, non-torch memory and CUDA-graph memory are predicted from terms calibrated on "
+             "public start-up logs; vLLM measures them at start")
+    if not e.cudagraph_subtracted and not r.enforce_eager:
+        a.append("CUDA graphs are captured after the KV cache is sized (not subtracted before 0.20)")
+    if r.scheme is not None:
+        a.append(f"weights stored as {r.scheme.name} ({r.scheme.bytes_per_param:.3f} bytes per quantized parameter)")
+    if any(k in ("mamba", "linear") for k in model.kinds()):
+        a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
+
+
+def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
+             num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
+    span = cfg.spans.get("max_model_len")
+    if any(f.severity == "error" for f in out.findings):
+        out.outcome = "rejected_config"
+    mem = out.memory
+    free_at_start = gpu.memory_bytes - CUDA_CONTEXT - (int(0.25 * GiB) if r.tp * r.pp > 1 else 0)
+    if out.outcome == "started" and budget > free_at_start and not gpu.unified_memory:
+        out.outcome = "rejected_config"
+        msg = (f"Free memory on device ({free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on startup is less "
+               f"than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
+        out.messages.append(msg)
+        out.findings.append(finding("VLLM020", msg, span=cfg.spans.get("gpu_memory_utilization"),
+                                    setting="gpu_memory_utilization"))
+    if out.outcome == "started" and mem.weights + CUDA_CONTEXT > gpu.memory_bytes:
+        out.outcome = "oom_at_load"
+        out.findings.append(finding(
+            "VLLM005", f"weights need {mem.weights / GiB:.2f} GiB per GPU, the {gpu.name} has "
+                       f"{gpu.memory_bytes / GiB:.2f} GiB: CUDA out of memory while loading", setting="model",
+            span=cfg.spans.get("model")))
+    check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
+    auto = r.max_model_len == "auto"
+    if auto and out.outcome == "started":
+        fit = lay.largest_fitting_len(check, r.derived_len, in_flight) if check > 0 else 0
+        if fit <= 0:
+            out.outcome = "no_kv_memory"
+            out.messages.append("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token")
+        else:
+            max_len = fit
+            out.messages.append(f"Auto-fit max_model_len: reduced from {r.derived_len} to {fit}")
+    out.max_model_len = max_len
+    if out.outcome == "started" and check <= 0:
+        out.outcome = "no_kv_memory"
+        msg = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+        out.messages.append(msg)
+        out.findings.append(finding(
+            "VLLM004", f"{mem.weights / GiB:.2f} GiB weights + {mem.activation_peak / GiB:.2f} GiB activations + "
+                       f"{(mem.non_torch + (mem.cuda_graphs if e.cudagraph_subtracted else 0)) / GiB:.2f} GiB other leave "
+                       f"{avail / GiB:.2f} GiB of the {budget / GiB:.2f} GiB budget: {msg}",
+            span=cfg.spans.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
+    if out.outcome == "started":
+        needed = lay.needed_bytes(max(1, -(-max_len // dcp)), in_flight)
+        if needed > check:
+            out.outcome = "refused_max_model_len"
+            fit = lay.largest_fitting_len(check, max_len, in_flight)
+            out.fitting_max_model_len = fit
+            msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "
+                   f"KV cache is needed, which is larger than the available KV cache memory ({check / GiB:.2f} GiB)."
+                   + (f" Based on the available memory, the estimated maximum model length is {fit}." if fit > 0 else ""))
+            out.messages.append(msg)
+            out.findings.append(finding(
+                "VLLM003", f"max-model-len {max_len:,} needs {needed / GiB:.2f} GiB of KV cache per GPU, "
+                           f"{check / GiB:.2f} GiB is left on the {gpu.name}; the largest that fits is {fit:,}",
+                span=span, setting="max_model_len"))
+    tokens, conc = capacity(lay, num_blocks, max_len, in_flight, e, dcp)
+    out.kv_cache_tokens, out.max_concurrency = tokens, conc
+    if out.outcome == "started":
+        out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
+        out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
+    out.findings.extend(checks.advice(cfg, model, gpu, r, e, out))

@@ -1,0 +1,28 @@
+"""GpuSpec: one accelerator as the driver reports it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GpuSpec:
+    """`memory_bytes` is the total the driver reports (cudaMemGetInfo / nvidia-smi), which is
+    what vLLM's `total_gpu_memory` shows, not the marketing size. `compute_capability` is an
+    int like 89 (8.9). Unified-memory devices (Apple, GH200's LPDDR side, DGX Spark) share the
+    pool with the OS."""
+
+    key: str  # catalog key, e.g. "h100-sxm"
+    name: str  # nvidia-smi style name, e.g. "NVIDIA H100 80GB HBM3"
+    vendor: str  # nvidia | amd | apple
+    memory_bytes: int
+    compute_capability: int = 0  # 0 for non-CUDA devices
+    fp8: bool = False  # native FP8 tensor cores
+    bf16: bool = True
+    unified_memory: bool = False
+    aliases: list[str] = field(default_factory=list)
+    source: str = "catalog"  # catalog | --gpu-memory override | ...
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / 2**30

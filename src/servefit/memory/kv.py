@@ -1,0 +1,33 @@
+"""KV-cache bytes per token for one layer, by attention kind.
+
+Full and sliding-window attention store K and V for every KV head: 2 x kv_heads x head_dim.
+MLA stores one latent of kv_lora_rank + qk_rope_head_dim (vllm/model_executor/layers/attention/
+mla_attention.py::MLAAttention.get_kv_cache_spec: head_size_v = 0, num_kv_heads = 1).
+Recurrent layers (Mamba, GatedDeltaNet) keep a fixed state per sequence instead."""
+
+from __future__ import annotations
+
+from servefit.models.spec import ModelSpec
+
+
+def kv_heads_per_rank(m: ModelSpec, tp: int) -> int:
+    """vllm/config/model.py::ModelConfig.get_num_kv_heads: max(1, kv // tp); MLA keeps 1."""
+    if m.is_mla:
+        return 1
+    return max(1, m.num_key_value_heads // max(tp, 1))
+
+
+def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> float:
+    """K+V bytes one attention layer stores per token on one TP rank."""
+    if m.is_mla:
+        return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes
+    return 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
+
+
+def attention_layers(m: ModelSpec) -> int:
+    return sum(1 for k in m.kinds() if k in ("full", "sliding", "chunked"))
+
+
+def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> int:
+    """Per-token KV bytes if every attention layer kept every token (the textbook figure)."""
+    return int(attention_layers(m) * layer_bytes_per_token(m, kv_dtype_bytes, tp))

@@ -1,0 +1,76 @@
+"""A model's parameters split into the groups engines place and shard differently.
+
+Counting follows the Hugging Face module layout of each family (q/k/v/o projections, gated MLP,
+routed + shared experts with a router, MLA down/up projections, RMS norms, embeddings and an
+untied lm_head)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servefit.models.spec import ModelSpec
+
+_QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}  # q/k/v carry a bias
+_NO_GATE = {"falcon", "gpt2", "phi", "starcoder2", "gpt_bigcode"}  # plain 2-matrix MLP
+
+
+@dataclass(frozen=True)
+class ParamGroups:
+    embed: int  # token embedding (vocab x hidden)
+    lm_head: int  # 0 when tied
+    attn: tuple[int, ...]  # per layer: attention projections (+ biases)
+    mlp: tuple[int, ...]  # per layer: dense MLP, or shared experts + router for MoE layers
+    experts: tuple[int, ...]  # per layer: routed experts (0 for dense layers)
+    norms: int  # every norm weight
+    other: int  # vision tower, MTP heads... counted in the checkpoint, not in the layers
+
+    @property
+    def total(self) -> int:
+        return self.embed + self.lm_head + sum(self.attn) + sum(self.mlp) + sum(self.experts) + self.norms + self.other
+
+    @property
+    def linear(self) -> int:
+        """Parameters of the quantizable linear layers (everything but embeddings, head, norms)."""
+        return sum(self.attn) + sum(self.mlp) + sum(self.experts)
+
+
+def attention_params(m: ModelSpec) -> int:
+    h, hd = m.hidden_size, m.head_dim
+    if m.is_mla:
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * m.num_attention_heads * qk) if m.q_lora_rank \
+            else h * m.num_attention_heads * qk
+        kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+        kv_b = m.kv_lora_rank * m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim)
+        o = m.num_attention_heads * m.v_head_dim * h
+        return q + kv_a + kv_b + o
+    q = h * m.num_attention_heads * hd
+    kv = 2 * h * m.num_key_value_heads * hd
+    o = m.num_attention_heads * hd * h
+    bias = (m.num_attention_heads + 2 * m.num_key_value_heads) * hd if m.model_type in _QKV_BIAS else 0
+    return q + kv + o + bias
+
+
+def mlp_params(hidden: int, inter: int, gated: bool = True) -> int:
+    return (3 if gated else 2) * hidden * inter
+
+
+def param_groups(m: ModelSpec) -> ParamGroups:
+    gated = m.model_type not in _NO_GATE
+    kinds = m.kinds()
+    attn, mlp, experts = [], [], []
+    for i, kind in enumerate(kinds):
+        attn.append(0 if kind in ("mamba", "linear", "none") else attention_params(m))
+        if m.is_moe and i >= m.first_k_dense_replace:
+            inter = m.moe_intermediate_size or m.intermediate_size
+            experts.append(m.num_experts * mlp_params(m.hidden_size, inter, gated))
+            shared = m.num_shared_experts * mlp_params(m.hidden_size, inter, gated)
+            mlp.append(shared + m.hidden_size * m.num_experts)  # + router
+        else:
+            experts.append(0)
+            mlp.append(mlp_params(m.hidden_size, m.intermediate_size, gated))
+    embed = m.vocab_size * m.hidden_size
+    lm_head = 0 if m.tie_word_embeddings else embed
+    norms = (2 * len(kinds) + 1) * m.hidden_size
+    return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
+                       experts=tuple(experts), norms=norms, other=m.vision_params)

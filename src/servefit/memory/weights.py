@@ -1,0 +1,77 @@
+"""Weight bytes of a checkpoint under each quantization scheme.
+
+The quantized linear layers carry packed low-bit weights plus per-group scales (and zeros);
+embeddings, lm_head and norms stay in the activation dtype. The bytes per parameter follow
+the tensors each format stores:
+- AWQ (vllm/model_executor/layers/quantization/awq.py::AWQLinearMethod.create_weights):
+  qweight int32 packs 8 4-bit values, qzeros packs 8 per group, scales fp16 per group.
+- GPTQ (gptq.py::GPTQLinearMethod.create_weights): same shapes with g_idx (int32 per input row).
+- FP8 (fp8.py): one byte per weight, one fp32 scale per tensor (or per channel).
+- bitsandbytes nf4: 4 bits + an absmax per 64-block, double-quantized (~8.5 bits per 64).
+- MXFP4 (gpt-oss, mxfp4.py): 4 bits + one e8m0 scale per 32 values, experts only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from servefit.memory.params import ParamGroups, param_groups
+from servefit.models.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str
+    bytes_per_param: float  # for quantized linear layers
+    experts_only: bool = False  # mxfp4 quantizes the MoE experts only
+    bits: int = 16
+
+
+def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Scheme | None:
+    """The storage scheme for a checkpoint's quantization_config, or an online method
+    (`--quantization fp8`). None means unquantized."""
+    method = (override or (quant or {}).get("quant_method") or "").lower()
+    if not method or method in ("none", "auto"):
+        return None
+    q = quant or {}
+    bits = int(q.get("bits") or q.get("w_bit") or 4)
+    group = int(q.get("group_size") or q.get("q_group_size") or 128)
+    if group <= 0:  # per-channel
+        group = 1 << 30
+    if method.startswith(("awq", "gptq", "moe_wna16", "auto-round", "inc", "auto_round")) or (
+            method == "compressed-tensors" and bits < 8):
+        # packed weights + fp16 scale and packed zero per group (+ int32 g_idx per input row
+        # for GPTQ, negligible per parameter)
+        return Scheme(method, bits / 8 + 2 / group + (bits / 8) / group, bits=bits)
+    if method in ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic", "experts_int8", "w8a8") or (
+            method == "compressed-tensors" and bits >= 8):
+        return Scheme(method, 1.0, bits=8)
+    if method in ("bitsandbytes", "bnb"):
+        if bits >= 8 or q.get("load_in_8bit"):
+            return Scheme(method, 1.0 + 4 / 4096, bits=8)
+        return Scheme(method, 0.5 + 1 / 64 + 4 / (64 * 256), bits=4)
+    if method == "mxfp4":
+        return Scheme(method, 0.5 + 1 / 32, experts_only=True, bits=4)
+    if method in ("modelopt_fp4", "nvfp4"):
+        return Scheme(method, 0.5 + 1 / 16, bits=4)
+    if method == "gguf":
+        return Scheme(method, 0.5625, bits=4)
+    return Scheme(method, 2.0)
+
+
+def weight_bytes(m: ModelSpec, dtype_bytes: float = 2, scheme: Scheme | None = None,
+                 groups: ParamGroups | None = None) -> int:
+    """Bytes of every weight once loaded (one copy, unsharded)."""
+    g = groups or param_groups(m)
+    total_params = m.params or g.total
+    # the catalog's count is the checkpoint's; split it with the architecture's proportions
+    dense_other = g.embed + g.lm_head + g.norms + g.other
+    linear = max(0, total_params - dense_other)
+    if scheme is None:
+        return int(total_params * dtype_bytes)
+    if scheme.experts_only:
+        experts = min(linear, sum(g.experts))
+        rest = total_params - experts
+        return int(rest * dtype_bytes + experts * scheme.bytes_per_param)
+    return int(dense_other * dtype_bytes + linear * scheme.bytes_per_param)

@@ -1,0 +1,100 @@
+"""One launch site through the whole model: engine parse -> model -> GPU -> plan.
+
+Every command (estimate, explain, lint, tune, accuracy benchmark) goes through `evaluate`,
+so they all see the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from servefit import engines
+from servefit.core import EngineConfig, GpuHint, LaunchSite, MemoryPlan, Token, UsageError
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+
+@dataclass
+class Target:
+    """What the user said about hardware and versions, on the CLI or in servefit's config."""
+
+    gpu: str | None = None
+    gpus: int | None = None
+    gpu_memory: int | None = None
+    engine_version: str | None = None
+    model: str | None = None  # override the model reference
+    model_config: str | None = None
+    online: bool = False
+    source: str = "--gpu"
+
+
+@dataclass
+class Evaluation:
+    site: LaunchSite
+    config: EngineConfig
+    model: ModelSpec
+    gpu: GpuSpec
+    count: int
+    gpu_source: str
+    plan: MemoryPlan
+    assumptions: list[str] = field(default_factory=list)
+
+
+def site_from_argv(argv: list[str], env: dict[str, str] | None = None, file: str = "<command line>") -> LaunchSite:
+    """A LaunchSite for a command typed on servefit's own command line (no spans)."""
+    return LaunchSite(file=file, line=0, argv=[Token(a) for a in argv],
+                      env={k: Token(v) for k, v in (env or {}).items()}, name="command line")
+
+
+def engine_for(site: LaunchSite):  # -> Engine
+    if site.engine:
+        return engines.get(site.engine)
+    hit = engines.detect([t.text for t in site.argv], site.image)
+    if hit is None:
+        shown = " ".join(t.text for t in site.argv[:3]) or "(empty)"
+        raise UsageError(f"no serving engine recognised in {shown!r} (expected vllm serve, llama-server, "
+                         "ollama, text-generation-launcher or python -m sglang.launch_server)")
+    site.engine = hit[0]
+    return engines.get(hit[0])
+
+
+def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, str]:
+    """The GPU and count: the CLI's --gpu wins, then what the file says, then the config."""
+    from servefit.hardware import resolve_target, with_memory
+
+    name, count, source = None, None, ""
+    if target.gpu:
+        name, source = target.gpu, target.source
+    elif site.gpu is not None and site.gpu.name:
+        name, source = site.gpu.name, site.gpu.source
+    if name is None:
+        raise UsageError("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "
+                         "in [tool.servefit]")
+    gpu, inst_count = resolve_target(name)
+    count = target.gpus or (site.gpu.count if site.gpu is not None and site.gpu.count else None) or inst_count
+    if target.gpu_memory:
+        gpu = with_memory(gpu, target.gpu_memory)
+    return gpu, count or 0, source
+
+
+def evaluate(site: LaunchSite, target: Target) -> Evaluation:
+    from servefit.models import resolve_model
+
+    engine = engine_for(site)
+    version = target.engine_version or site.engine_version
+    cfg = engine.parse(site, version)
+    ref = target.model or cfg.model_ref
+    if not ref and not target.model_config:
+        raise UsageError(f"{engine.title}: no model given in the command (pass --model REF)")
+    model = resolve_model(ref or "", online=target.online, config_path=target.model_config)
+    gpu, count, source = resolve_hardware(site, target)
+    plan = engine.plan(cfg, model, gpu, count)
+    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count or plan.parallel.get("world", 1),
+                      gpu_source=source, plan=plan)
+
+
+def hint(name: str | None, count: int | None, source: str) -> GpuHint:
+    return GpuHint(name=name, count=count, source=source)

@@ -1,0 +1,114 @@
+"""A memory plan as the JSON contract (DESIGN.md) and as terminal bars."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import DeviceMemory
+from servefit.pipeline import Evaluation
+
+LAYERS = [  # (field, label, colour)
+    ("weights", "weights", "34"),
+    ("activation_peak", "activation peak", "35"),
+    ("non_torch", "non-torch", "33"),
+    ("cuda_graphs", "CUDA graphs", "36"),
+    ("kv_cache", "KV cache", "32"),
+    ("free_headroom", "free headroom", "37"),
+]
+
+VERDICT = {
+    "started": "starts",
+    "refused_max_model_len": "refuses to start: max-model-len does not fit the KV cache",
+    "no_kv_memory": "refuses to start: no memory left for the KV cache",
+    "oom_at_load": "runs out of memory while loading",
+    "rejected_config": "refuses the configuration",
+}
+
+
+def plan_dict(ev: Evaluation) -> dict[str, Any]:
+    p = ev.plan
+    out: dict[str, Any] = {
+        "engine": p.engine,
+        "engine_version": p.engine_version,
+        "model": {"ref": ev.config.model_ref or ev.model.name, "resolved": ev.model.name,
+                  "resolved_from": ev.model.resolved_from, "params": ev.model.params},
+        "gpu": {"name": ev.gpu.name, "count": ev.count, "memory_bytes": ev.gpu.memory_bytes,
+                "source": ev.gpu_source},
+        "parallel": dict(p.parallel),
+        "memory": p.memory.as_dict(),
+        "kv_bytes_per_token": p.kv_bytes_per_token,
+        "kv_cache_tokens": p.kv_cache_tokens,
+        "max_model_len": p.max_model_len,
+        "max_concurrency": round(p.max_concurrency, 2),
+        "outcome": p.outcome,
+        "assumptions": list(ev.model.assumptions) + list(ev.config.assumptions) + list(p.assumptions),
+        "findings": [f.as_dict() for f in ev.config.findings + p.findings],
+    }
+    if p.fitting_max_model_len is not None:
+        out["fitting_max_model_len"] = p.fitting_max_model_len
+    if p.messages:
+        out["messages"] = list(p.messages)
+    if len(p.devices) > 1:
+        out["devices"] = [dict(d.as_dict(), label=d.label) for d in p.devices]
+    out.update({k: v for k, v in p.extra.items() if k not in out})
+    return out
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:6.2f} GiB"
+
+
+def stack_lines(mem: DeviceMemory, total: int, width: int = 40, color: bool = False) -> list[str]:
+    """One bar per memory component, scaled to the GPU's total."""
+    lines = []
+    for key, label, code in LAYERS:
+        val = getattr(mem, key)
+        frac = val / total if total else 0.0
+        n = max(0, min(width, round(frac * width)))
+        bar = "█" * n + "·" * (width - n)
+        if color:
+            bar = f"\x1b[{code}m{bar}\x1b[0m"
+        lines.append(f"  {label:<16}{_gib(val)} {frac * 100:5.1f}%  {bar}")
+    return lines
+
+
+def render_text(ev: Evaluation, color: bool = False) -> str:
+    p = ev.plan
+    m = ev.model
+    head = [
+        f"{p.engine} {p.engine_version}  ·  {ev.config.model_ref or m.name}"
+        + (f" (→ {m.name})" if ev.config.model_ref and ev.config.model_ref != m.name else ""),
+        f"{ev.count} × {ev.gpu.name} ({ev.gpu.memory_bytes / 2**30:.2f} GiB as the driver reports it; "
+        f"{ev.gpu_source})  ·  TP {p.parallel.get('tensor', 1)} PP {p.parallel.get('pipeline', 1)}",
+        "",
+    ]
+    devices = p.devices if len(p.devices) > 1 else [p.memory]
+    body: list[str] = []
+    for d in devices:
+        label = d.label or "per GPU"
+        body.append(f"{label}: budget {_gib(d.budget).strip()} of {_gib(d.total or ev.gpu.memory_bytes).strip()}")
+        body.extend(stack_lines(d, d.total or ev.gpu.memory_bytes, color=color))
+        body.append("")
+    verdict = VERDICT.get(p.outcome, p.outcome)
+    tail = [f"verdict: {verdict}"]
+    if p.kv_bytes_per_token:
+        tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens")
+    if p.max_model_len:
+        tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x")
+    if p.fitting_max_model_len:
+        tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")
+    for msg in p.messages:
+        tail.append(f"engine says: {msg}")
+    findings = ev.config.findings + p.findings
+    if findings:
+        tail.append("")
+        tail.append("findings:")
+        for f in findings:
+            loc = f"{f.span.file}:{f.span.line}:{f.span.col}: " if f.span and f.span.line else ""
+            tail.append(f"  {loc}{f.code} [{f.severity}] {f.message}")
+    assumptions = list(m.assumptions) + list(ev.config.assumptions) + list(p.assumptions)
+    if assumptions:
+        tail.append("")
+        tail.append("assumptions:")
+        tail.extend(f"  - {a}" for a in assumptions)
+    return "\n".join(head + body + tail) + "\n"

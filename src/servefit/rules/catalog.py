@@ -1,0 +1,33 @@
+"""The rule catalogue: every finding's code, kebab name, default severity and docs.
+
+Codes live as data in data/rules/*.yaml (one file per engine plus common.yaml), so engines,
+the linter, `servefit rules` and the docs all read one table.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from servefit import data
+from servefit.core import Finding, Fix, Severity, Span
+
+
+@lru_cache(maxsize=1)
+def rules() -> dict[str, dict[str, Any]]:
+    """code -> rule entry, from every file in data/rules/."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((data.DATA_DIR / "rules").glob("*.yaml")):
+        for entry in data.load(f"rules/{path.name}") or []:
+            out[entry["code"]] = entry
+    return out
+
+
+def finding(code: str, message: str, *, span: Span | None = None, setting: str | None = None,
+            fix: Fix | None = None, site: str = "", severity: Severity | None = None) -> Finding:
+    """A Finding for a catalogued rule; the severity defaults to the rule's."""
+    entry = rules().get(code)
+    if entry is None:
+        raise KeyError(f"rule {code} is not in data/rules/")
+    return Finding(code=code, name=entry["name"], severity=severity or entry["severity"],
+                   message=message, span=span, fix=fix, setting=setting, site=site)

@@ -1,0 +1,64 @@
+"""Numbers as users and engines write them: 1k / 1K / 8G / 48GiB / 10%."""
+
+from __future__ import annotations
+
+import re
+
+from servefit.core import UsageError
+
+_HUMAN = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)\s*$")
+_DEC = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BIN = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def human_int(text: str) -> int:
+    """vLLM's human-readable integers (argparse_utils.py::human_readable_int):
+    lowercase suffix is decimal (1k = 1000), uppercase binary (1K = 1024); decimals allowed
+    with a suffix (25.6k)."""
+    m = _HUMAN.match(text)
+    if not m:
+        raise ValueError(f"not a number: {text!r}")
+    num, suffix = m.groups()
+    if not suffix:
+        if "." in num:
+            raise ValueError(f"not an integer: {text!r}")
+        return int(num)
+    mult = _DEC[suffix] if suffix.islower() else _BIN[suffix]
+    return int(float(num) * mult)
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT]?)(i?)([bB]?)\s*$")
+
+
+def parse_size(text: str) -> int:
+    """A memory size: 48GiB, 48G, 48GB, 4096MiB, 1.5T, or bytes. G and GiB are binary
+    (as nvidia-smi and vLLM print them); GB is decimal."""
+    m = _SIZE.match(text)
+    if not m:
+        raise UsageError(f"not a memory size: {text!r} (try 48GiB, 24G or 24000MiB)")
+    num, unit, i, b = m.groups()
+    if not unit:
+        return int(float(num))
+    u = unit.upper()
+    if b and not i and unit:  # "GB": decimal
+        return int(float(num) * _DEC[u.lower()])
+    return int(float(num) * _BIN[u])
+
+
+def parse_tokens(text: str) -> int:
+    """Token counts as users write them on servefit's own CLI: 32k and 32K both mean 32768."""
+    m = _HUMAN.match(text)
+    if not m:
+        raise UsageError(f"not a token count: {text!r} (try 32768 or 32k)")
+    num, suffix = m.groups()
+    mult = _BIN[suffix.upper()] if suffix else 1
+    return int(float(num) * mult)
+
+
+def gib(n: float) -> float:
+    return n / 2**30
+
+
+def fmt_gib(n: float) -> str:
+    """GiB the way vLLM's format_gib rounds them: two decimals."""
+    return f"{n / 2**30:.2f}"
