@@ -31,3 +31,15 @@ def finding(code: str, message: str, *, span: Span | None = None, setting: str |
         raise KeyError(f"rule {code} is not in data/rules/")
     return Finding(code=code, name=entry["name"], severity=severity or entry["severity"],
                    message=message, span=span, fix=fix, setting=setting, site=site)
+
+
+def lookup(code_or_name: str) -> dict[str, Any] | None:
+    """A rule by code (case-insensitive) or kebab name."""
+    cat = rules()
+    key = code_or_name.strip()
+    if key.upper() in cat:
+        return cat[key.upper()]
+    for entry in cat.values():
+        if entry["name"] == key:
+            return entry
+    return None

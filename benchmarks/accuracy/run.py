@@ -1,0 +1,144 @@
+"""Accuracy of servefit's predictions against numbers engines logged in public start-up logs.
+
+    python benchmarks/accuracy/run.py [--engine vllm] [--verbose] [--json]
+
+Each case in cases/*.yaml records the command, GPU, version and the figures the engine logged
+(source URL and the verbatim lines beside them). The runner puts the command through the same
+pipeline `servefit estimate` uses and prints, per engine, outcome accuracy and the median / p90
+relative error of each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parents[1] / "src"))
+
+from servefit.core import UsageError  # noqa: E402
+from servefit.pipeline import Target, evaluate, site_from_argv  # noqa: E402
+
+GiB = 2**30
+CORE = {  # expected key -> how to read it off the plan
+    "weights_gib": lambda p: p.memory.weights / GiB,
+    "kv_cache_gib": lambda p: p.memory.kv_cache / GiB,
+    "activation_peak_gib": lambda p: p.memory.activation_peak / GiB,
+    "cuda_graph_gib": lambda p: p.memory.cuda_graphs / GiB,
+    "non_torch_gib": lambda p: p.memory.non_torch / GiB,
+    "kv_tokens": lambda p: p.kv_cache_tokens,
+    "max_concurrency": lambda p: p.max_concurrency,
+    "fitting_max_model_len": lambda p: p.fitting_max_model_len,
+}
+IGNORED = {"total_gpu_gib", "needed_kv_gib"}  # context, not predictions
+
+
+def load_cases(engine: str | None = None) -> list[dict[str, Any]]:
+    cases = []
+    for path in sorted((HERE / "cases").glob("*.yaml")):
+        for case in yaml.safe_load(path.read_text()) or []:
+            if engine is None or case.get("engine") == engine:
+                case["_file"] = path.name
+                cases.append(case)
+    return cases
+
+
+def predict(case: dict[str, Any]):
+    """The plan servefit predicts for one case."""
+    argv = shlex.split(case["command"])
+    site = site_from_argv(argv, {k: str(v) for k, v in (case.get("env") or {}).items()})
+    site.engine = case.get("engine")
+    if case.get("parameters"):
+        site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
+    target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case.get("version")),
+                    model=case.get("model_override"))
+    return evaluate(site, target).plan
+
+
+def compare(case: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": case["id"], "engine": case["engine"], "errors": {}, "outcome_ok": None}
+    try:
+        plan = predict(case)
+    except (UsageError, KeyError, ValueError) as exc:
+        row["failure"] = f"{type(exc).__name__}: {exc}"
+        return row
+    for key, want in (case.get("expected") or {}).items():
+        if key in IGNORED or want is None:
+            continue
+        if key == "outcome":
+            row["outcome_ok"] = plan.outcome == want
+            row["outcome"] = (want, plan.outcome)
+            continue
+        got = CORE[key](plan) if key in CORE else plan.extra.get(key)
+        if got is None:
+            continue
+        row["errors"][key] = (float(got) - float(want)) / float(want) if want else float(got)
+        row.setdefault("pairs", {})[key] = (want, round(float(got), 3))
+    return row
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))
+    return s[k]
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for engine in sorted({r["engine"] for r in rows}):
+        rs = [r for r in rows if r["engine"] == engine]
+        oc = [r["outcome_ok"] for r in rs if r["outcome_ok"] is not None]
+        metrics: dict[str, Any] = {}
+        keys = sorted({k for r in rs for k in r["errors"]})
+        for k in keys:
+            errs = [abs(r["errors"][k]) for r in rs if k in r["errors"]]
+            metrics[k] = {"n": len(errs), "median": statistics.median(errs), "p90": pct(errs, 0.9)}
+        out[engine] = {"cases": len(rs), "failures": sum(1 for r in rs if "failure" in r),
+                       "outcome_accuracy": (sum(oc) / len(oc)) if oc else None, "outcome_n": len(oc),
+                       "metrics": metrics}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1] if __doc__ else None)
+    ap.add_argument("--engine")
+    ap.add_argument("--verbose", "-v", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    rows = [compare(c) for c in load_cases(args.engine)]
+    summary = summarize(rows)
+    if args.json:
+        json.dump({"summary": summary, "rows": rows}, sys.stdout, indent=2, default=str)
+        print()
+        return 0
+    if args.verbose:
+        for r in rows:
+            if "failure" in r:
+                print(f"  {r['id']:<44} FAILED {r['failure']}")
+                continue
+            bits = [f"{k} {w}->{g} ({r['errors'][k] * 100:+.1f}%)" for k, (w, g) in r.get("pairs", {}).items()]
+            oc = r.get("outcome")
+            if oc:
+                bits.insert(0, f"outcome {oc[0]}{'' if oc[0] == oc[1] else ' GOT ' + oc[1]}")
+            print(f"  {r['id']:<44} " + "; ".join(bits))
+        print()
+    for engine, s in summary.items():
+        acc = s["outcome_accuracy"]
+        print(f"{engine}: {s['cases']} cases ({s['failures']} not evaluable); outcome "
+              + (f"{acc * 100:.0f}% of {s['outcome_n']}" if acc is not None else "n/a"))
+        for k, m in s["metrics"].items():
+            print(f"  {k:<24} n={m['n']:<3} median {m['median'] * 100:5.1f}%   p90 {m['p90'] * 100:5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

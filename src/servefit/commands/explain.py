@@ -1,0 +1,79 @@
+"""`servefit explain`: the memory stack per GPU, sweeps to the OOM boundary, max users per
+context for each KV dtype and quantization the engine allows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from servefit.commands.common import add_target_args
+from servefit.core import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="draw the memory stack and sweep context / batch to the OOM boundary",
+                       description="Show the memory stack the engine will plan, and where it runs out.")
+    add_target_args(p)
+    p.set_defaults(format="text")
+    for a in p._actions:  # explain also writes HTML
+        if a.dest == "format":
+            a.choices = ["text", "json", "html"]
+    p.add_argument("--sweep", help="context, batch, or context,batch")
+    p.add_argument("--batch", type=int, default=8, help="users for the context sweep (default 8, as seed 001)")
+    p.add_argument("--context", default="2048", help="tokens per user for the batch sweep (default 2048)")
+    p.add_argument("-o", "--output", help="write the report to this file")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from servefit import sweep
+    from servefit.commands.estimate import evaluations
+    from servefit.report import sweep as sweep_report
+    from servefit.report.plan import plan_dict, render_text
+    from servefit.units import parse_tokens
+
+    evs = evaluations(args)
+    kinds = [k.strip() for k in (args.sweep or "").split(",") if k.strip()]
+    bad = [k for k in kinds if k not in ("context", "batch")]
+    if bad:
+        raise UsageError(f"--sweep takes context, batch or context,batch (got {args.sweep!r})")
+    context = parse_tokens(str(args.context))
+    if args.format == "html":
+        from servefit.report.html import explain_page
+
+        page = explain_page(evs)
+        _emit(page, args.output)
+        return 0
+    if args.format == "json":
+        out = []
+        for ev in evs:
+            obj = plan_dict(ev)
+            if "context" in kinds:
+                obj["sweep_context"] = [r.__dict__ for r in sweep.context_sweep(ev, args.batch)]
+            if "batch" in kinds:
+                obj["sweep_batch"] = [r.__dict__ for r in sweep.batch_sweep(ev, context)]
+            obj["max_users"] = sweep.max_users(ev, sweep.variants(ev))
+            out.append(obj)
+        _emit(json.dumps(out[0] if len(out) == 1 else out, indent=2) + "\n", args.output)
+        return 0
+    parts = []
+    for ev in evs:
+        parts.append(render_text(ev, color=sys.stdout.isatty() and not args.output))
+        if "context" in kinds:
+            parts.append(f"Context sweep at {args.batch} users:\n" + sweep_report.table(sweep.context_sweep(ev, args.batch), "context"))
+        if "batch" in kinds:
+            parts.append(f"Batch sweep at {context:,} tokens per user:\n" + sweep_report.table(sweep.batch_sweep(ev, context), "batch"))
+        if "context" in kinds and "batch" in kinds:
+            parts.append(sweep_report.grid_table(sweep.grid(ev)))
+        parts.append(sweep_report.users_table(sweep.max_users(ev, sweep.variants(ev))))
+    _emit("\n\n".join(parts) + "\n", args.output)
+    return 0
+
+
+def _emit(text: str, path: str | None) -> None:
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)

@@ -1,0 +1,210 @@
+"""servefit's own configuration: `[tool.servefit]` in pyproject.toml or a `servefit.toml`,
+found from the linted path upwards, plus `--config KEY=VALUE` overrides.
+
+The schema is schemas/config.schema.json. Validation here walks that schema with a small
+interpreter for the keywords it uses (type, enum, properties, additionalProperties,
+propertyNames, items, required, minimum, minItems), so a lint run never imports jsonschema;
+tests check the interpreter against jsonschema on good and bad configs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from servefit.core import SEVERITY_RANK, UsageError
+
+SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.json"
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "number": (int, float)}
+
+
+@dataclass
+class Target:
+    paths: list[str]
+    gpu: str | None = None
+    count: int | None = None
+    gpu_memory: str | None = None
+    engine_versions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Config:
+    path: str | None = None  # the file it came from
+    root: str = "."  # paths in the config are relative to this directory
+    gpu: str | None = None
+    gpus: int | None = None
+    gpu_memory: str | None = None
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    severity: dict[str, str] = field(default_factory=dict)
+    fail_on: str = "error"
+    engine_versions: dict[str, str] = field(default_factory=dict)
+    online: bool = False
+    require_reason: bool = True
+    exclude: list[str] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+
+    def enabled(self, code: str, file: str | None = None) -> bool:
+        if self.select and not any(code.startswith(s) for s in self.select):
+            return False
+        if any(code.startswith(s) for s in self.ignore):
+            return False
+        if file is not None:
+            rel = self.relative(file)
+            for pattern, codes in self.per_file_ignores.items():
+                if _match(rel, pattern) and any(code.startswith(c) for c in codes):
+                    return False
+        return True
+
+    def severity_of(self, code: str, default: str) -> str:
+        return self.severity.get(code, default)
+
+    def fails(self, severity: str) -> bool:
+        return self.fail_on != "never" and SEVERITY_RANK[severity] >= SEVERITY_RANK[self.fail_on]
+
+    def relative(self, file: str) -> str:
+        try:
+            return os.path.relpath(os.path.abspath(file), os.path.abspath(self.root)).replace(os.sep, "/")
+        except ValueError:
+            return file
+
+    def target_for(self, file: str) -> Target | None:
+        rel = self.relative(file)
+        for t in self.targets:
+            if any(_match(rel, p) for p in t.paths):
+                return t
+        return None
+
+
+def _match(rel: str, pattern: str) -> bool:
+    """Glob with ** spanning directories (gitignore-like)."""
+    if fnmatch.fnmatch(rel, pattern):
+        return True
+    if "**" in pattern:
+        return fnmatch.fnmatch(rel, pattern.replace("**/", "").replace("/**", "/*")) or \
+            fnmatch.fnmatch(rel, pattern.replace("**", "*"))
+    return False
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def validate(data: Any, sch: dict[str, Any] | None = None, path: str = "tool.servefit") -> list[str]:
+    """Problems as 'key.path: message', following the JSON Schema keywords the config schema uses."""
+    sch = schema() if sch is None else sch
+    errs: list[str] = []
+    if "enum" in sch and data not in sch["enum"]:
+        return [f"{path}: {data!r} is not one of {', '.join(map(str, sch['enum']))}"]
+    t = sch.get("type")
+    if t == "integer":
+        if not isinstance(data, int) or isinstance(data, bool):
+            return [f"{path}: expected an integer, got {type(data).__name__}"]
+    elif t is not None:
+        py = _TYPES[t]
+        if not isinstance(data, py) or (t != "boolean" and isinstance(data, bool)):
+            return [f"{path}: expected {t}, got {type(data).__name__}"]
+    if "minimum" in sch and isinstance(data, (int, float)) and data < sch["minimum"]:
+        errs.append(f"{path}: must be at least {sch['minimum']}")
+    if isinstance(data, dict):
+        props = sch.get("properties", {})
+        for req in sch.get("required", []):
+            if req not in data:
+                errs.append(f"{path}: missing required key {req!r}")
+        names = sch.get("propertyNames")
+        for k, v in data.items():
+            if names is not None:
+                errs.extend(validate(k, names, f"{path}.{k}"))
+            if k in props:
+                errs.extend(validate(v, props[k], f"{path}.{k}"))
+            elif sch.get("additionalProperties") is False:
+                near = [p for p in props if p.replace("-", "") == str(k).replace("_", "").replace("-", "")]
+                errs.append(f"{path}.{k}: unknown key" + (f" (did you mean {near[0]!r}?)" if near else ""))
+            elif isinstance(sch.get("additionalProperties"), dict):
+                errs.extend(validate(v, sch["additionalProperties"], f"{path}.{k}"))
+    if isinstance(data, list):
+        if "minItems" in sch and len(data) < sch["minItems"]:
+            errs.append(f"{path}: needs at least {sch['minItems']} item(s)")
+        if "items" in sch:
+            for i, item in enumerate(data):
+                errs.extend(validate(item, sch["items"], f"{path}[{i}]"))
+    return errs
+
+
+def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
+    """The nearest servefit.toml, or pyproject.toml with [tool.servefit], from `start` upwards."""
+    d = Path(start).resolve()
+    if d.is_file():
+        d = d.parent
+    for folder in [d, *d.parents]:
+        for name in ("servefit.toml", ".servefit.toml"):
+            p = folder / name
+            if p.is_file():
+                return str(p), _read(p, table=False)
+        p = folder / "pyproject.toml"
+        if p.is_file():
+            data = _read(p, table=True)
+            if data is not None:
+                return str(p), data
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+def _read(p: Path, table: bool) -> Any:
+    try:
+        with open(p, "rb") as fh:
+            doc = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"{p}: cannot read config: {exc}") from None
+    if table:
+        return doc.get("tool", {}).get("servefit")
+    return doc.get("tool", {}).get("servefit", doc)
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`--config KEY=VALUE`: the value is read as TOML (so lists and numbers work), else a string."""
+    key, eq, raw = text.partition("=")
+    if not eq or not key.strip():
+        raise UsageError(f"--config expects KEY=VALUE, got {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def load(start: str = ".", overrides: list[str] | None = None, path: str | None = None) -> Config:
+    """Find, merge overrides into, validate and build the configuration."""
+    data: dict[str, Any] = {}
+    where: str | None = None
+    if path:
+        where, data = path, _read(Path(path), table=Path(path).name == "pyproject.toml") or {}
+    else:
+        found = find_config(start)
+        if found:
+            where, data = found
+    data = dict(data or {})
+    for ov in overrides or []:
+        k, v = parse_override(ov)
+        data[k] = v
+    errs = validate(data)
+    if errs:
+        raise UsageError(f"{where or '--config'}: invalid configuration: {errs[0]}")
+    targets = [Target(paths=t["paths"], gpu=t.get("gpu"), count=t.get("count"), gpu_memory=t.get("gpu-memory"),
+                      engine_versions=t.get("engine-versions", {})) for t in data.get("targets", [])]
+    return Config(path=where, root=str(Path(where).parent) if where else os.getcwd(), gpu=data.get("gpu"),
+                  gpus=data.get("gpus"), gpu_memory=data.get("gpu-memory"), select=data.get("select", []),
+                  ignore=data.get("ignore", []), per_file_ignores=data.get("per-file-ignores", {}),
+                  severity=data.get("severity", {}), fail_on=data.get("fail-on", "error"),
+                  engine_versions=data.get("engine-versions", {}), online=bool(data.get("online", False)),
+                  require_reason=bool(data.get("require-reason", True)), exclude=data.get("exclude", []),
+                  targets=targets)

@@ -1,0 +1,49 @@
+"""Sweep tables in the seed-001 shape, with the OOM boundary marked."""
+
+from __future__ import annotations
+
+from servefit.sweep import Row
+
+GB = 1e9  # the seed's tables are in decimal GB; servefit prints GiB elsewhere
+
+
+def _gb(n: float) -> str:
+    return f"{n / GB:8.2f} GB"
+
+
+def table(rows: list[Row], vary: str) -> str:
+    """`vary` is "context" or "batch": the first column."""
+    head = f"{'Context' if vary == 'context' else 'Batch':>9} {'KV-Cache':>11} {'Total':>11} {'Util':>7}  {'Users':>7}  Feasible"
+    lines = [head, "─" * len(head)]
+    marked = False
+    for r in rows:
+        key = f"{r.context:,}" if vary == "context" else str(r.batch)
+        verdict = "OK" if r.ok else "OOM"
+        mark = ""
+        if not r.ok and not marked:
+            mark = "  ◀ OOM boundary"
+            marked = True
+        lines.append(f"{key:>9} {_gb(r.kv_bytes)} {_gb(r.total_bytes)} {r.util * 100:6.1f}%  {r.users:7.2f}  {verdict}{mark}")
+    return "\n".join(lines)
+
+
+def grid_table(grid: list[list[Row]]) -> str:
+    if not grid:
+        return ""
+    batches = [r.batch for r in grid[0]]
+    head = f"{'context':>9} | " + " ".join(f"{b:>4}" for b in batches)
+    lines = ["users →", head, "─" * len(head)]
+    for row in grid:
+        lines.append(f"{row[0].context:>9,} | " + " ".join(f"{'OK' if r.ok else 'OOM':>4}" for r in row))
+    return "\n".join(lines)
+
+
+def users_table(users: dict[str, list[tuple[int, int]]]) -> str:
+    names = list(users)
+    contexts = [c for c, _ in users[names[0]]] if names else []
+    width = max(12, *(len(n) for n in names)) if names else 12
+    head = f"{'context':>9} | " + " ".join(f"{n:>{width}}" for n in names)
+    lines = ["max users at each context", head, "─" * len(head)]
+    for i, c in enumerate(contexts):
+        lines.append(f"{c:>9,} | " + " ".join(f"{users[n][i][1]:>{width}}" for n in names))
+    return "\n".join(lines)

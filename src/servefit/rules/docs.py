@@ -1,0 +1,41 @@
+"""A rule's documentation as text, in ruff's shape (What it does / Why is this bad / Example / Fix)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DOCS_URL = "docs/rules.md#{code}"  # relative to the servefit repository
+
+
+def url(code: str) -> str:
+    return DOCS_URL.format(code=code.lower())
+
+
+def render(r: dict[str, Any]) -> str:
+    out = [f"{r['name']} ({r['code']})", "", f"Default severity: {r['severity']}", ""]
+    if r.get("summary"):
+        out += [r["summary"], ""]
+    for title, key in (("What it does", "what"), ("Why is this bad?", "why"), ("Example", "example"), ("Fix", "fix")):
+        if r.get(key):
+            body = str(r[key]).rstrip()
+            if key == "example":
+                body = "\n".join("    " + ln for ln in body.splitlines())
+            out += [f"## {title}", body, ""]
+    return "\n".join(out)
+
+
+def markdown(rules: dict[str, dict[str, Any]]) -> str:
+    """docs/rules.md: every rule, generated from the catalogue."""
+    out = ["# servefit rules", "", "Generated from `src/servefit/data/rules/*.yaml` (`servefit rule CODE` prints one).", "",
+           "| code | name | severity | summary |", "|---|---|---|---|"]
+    for code, r in sorted(rules.items()):
+        out.append(f"| [{code}](#{code.lower()}) | {r['name']} | {r['severity']} | {r.get('summary', '')} |")
+    out.append("")
+    for code, r in sorted(rules.items()):
+        out += [f"## {code}", "", f"**{r['name']}** — default severity *{r['severity']}*", ""]
+        for title, key in (("What it does", "what"), ("Why is this bad?", "why"), ("Fix", "fix")):
+            if r.get(key):
+                out += [f"**{title}** {r[key]}", ""]
+        if r.get("example"):
+            out += ["```", str(r["example"]).rstrip(), "```", ""]
+    return "\n".join(out)
