@@ -63,7 +63,7 @@ def engine_for(site: LaunchSite):  # -> Engine
 
 def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, str]:
     """The GPU and count: the CLI's --gpu wins, then what the file says, then the config."""
-    from servefit.hardware import resolve_target, with_memory
+    from servefit.hardware import catalog_assumption, resolve_target, with_memory
 
     name, count, source = None, None, ""
     if target.gpu:
@@ -74,6 +74,9 @@ def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, st
         raise UsageError("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "
                          "in [tool.servefit]")
     gpu, inst_count = resolve_target(name)
+    note = catalog_assumption(gpu, name)
+    if note:
+        source = f"{source}; {note}"
     count = target.gpus or (site.gpu.count if site.gpu is not None and site.gpu.count else None) or inst_count
     if target.gpu_memory:
         gpu = with_memory(gpu, target.gpu_memory)

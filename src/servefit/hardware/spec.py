@@ -22,6 +22,11 @@ class GpuSpec:
     unified_memory: bool = False
     aliases: list[str] = field(default_factory=list)
     source: str = "catalog"  # catalog | --gpu-memory override | ...
+    # Where memory_bytes comes from ("vllm log ...", "torch total_memory ...", "estimated: ...").
+    memory_source: str = ""
+    # Total as nvidia-smi / rocm-smi print it (unified memory: the physical RAM); 0 when unknown.
+    # Usually larger than memory_bytes: the driver keeps a few hundred MiB that CUDA never reports.
+    smi_memory_bytes: int = 0
 
     @property
     def memory_gib(self) -> float:

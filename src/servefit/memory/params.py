@@ -61,7 +61,7 @@ def param_groups(m: ModelSpec) -> ParamGroups:
     attn, mlp, experts = [], [], []
     for i, kind in enumerate(kinds):
         attn.append(0 if kind in ("mamba", "linear", "none") else attention_params(m))
-        if m.is_moe and i >= m.first_k_dense_replace:
+        if m.is_moe and i >= m.first_k_dense_replace and (i + 1) % max(m.moe_layer_step, 1) == 0:
             inter = m.moe_intermediate_size or m.intermediate_size
             experts.append(m.num_experts * mlp_params(m.hidden_size, inter, gated))
             shared = m.num_shared_experts * mlp_params(m.hidden_size, inter, gated)
