@@ -25,11 +25,13 @@ sys.path.insert(0, str(HERE.parents[1] / "src"))
 
 from servefit.core import UsageError  # noqa: E402
 from servefit.pipeline import Target, evaluate, site_from_argv  # noqa: E402
+from servefit.units import parse_size  # noqa: E402
 
 GiB = 2**30
 CORE = {  # expected key -> how to read it off the plan
     "weights_gib": lambda p: p.memory.weights / GiB,
-    "kv_cache_gib": lambda p: p.memory.kv_cache / GiB,
+    # vLLM logs the memory available for KV ("Available KV cache memory", negative when short)
+    "kv_cache_gib": lambda p: p.extra.get("available_kv_cache_bytes", p.memory.kv_cache) / GiB,
     "activation_peak_gib": lambda p: p.memory.activation_peak / GiB,
     "cuda_graph_gib": lambda p: p.memory.cuda_graphs / GiB,
     "non_torch_gib": lambda p: p.memory.non_torch / GiB,
@@ -44,6 +46,8 @@ def load_cases(engine: str | None = None) -> list[dict[str, Any]]:
     cases = []
     for path in sorted((HERE / "cases").glob("*.yaml")):
         for case in yaml.safe_load(path.read_text()) or []:
+            if case.get("exclude"):
+                continue  # kept in the data with the reason; not counted
             if engine is None or case.get("engine") == engine:
                 case["_file"] = path.name
                 cases.append(case)
@@ -58,7 +62,8 @@ def predict(case: dict[str, Any]):
     if case.get("parameters"):
         site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case.get("version")),
-                    model=case.get("model_override"))
+                    model=case.get("model_override"),
+                    gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
     return evaluate(site, target).plan
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from servefit import __version__
@@ -48,3 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # unreadable paths and the like: the user's input, one line
+        print(f"servefit: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: still one line; SERVEFIT_DEBUG=1 shows the traceback
+        if os.environ.get("SERVEFIT_DEBUG"):
+            raise
+        print(f"servefit: internal error: {type(exc).__name__}: {exc} (set SERVEFIT_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 2

@@ -122,3 +122,26 @@ def variants(ev: Evaluation) -> dict[str, dict[str, object]]:
         out["kv q8_0"] = {"cache_type_k": "q8_0", "cache_type_v": "q8_0", "flash_attn": "on"}
         out["kv q4_0"] = {"cache_type_k": "q4_0", "cache_type_v": "q4_0", "flash_attn": "on"}
     return out
+
+
+@dataclass
+class PagingRow:
+    block_size: int
+    blocks_per_request: int
+    users: float  # requests of `context` tokens the pool holds at this block size
+    waste_bytes: int  # expected KV lost to partly filled last blocks across `batch` requests
+
+
+def paging(ev: Evaluation, context: int, batch: int, sizes: tuple[int, ...] = (16, 256)) -> list[PagingRow]:
+    """Seed 001 exercise 3: a request's last block is on average half empty, so the expected
+    waste per request is (block_size - 1) / 2 tokens of KV; at long context the pool holds few
+    requests and that waste is a larger share of what is left for new ones."""
+    out = []
+    for bs in sizes:
+        at = replan(ev, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, block_size=bs,
+                    **{CONTEXT_SETTING.get(ev.config.engine, "max_model_len"): context})
+        per_token = at.plan.kv_bytes_per_token
+        out.append(PagingRow(block_size=bs, blocks_per_request=-(-context // bs),
+                             users=at.plan.max_concurrency if at.plan.outcome == "started" else 0.0,
+                             waste_bytes=int(batch * (bs - 1) / 2 * per_token)))
+    return out

@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for a in p._actions:  # explain also writes HTML
         if a.dest == "format":
             a.choices = ["text", "json", "html"]
-    p.add_argument("--sweep", help="context, batch, or context,batch")
+    p.add_argument("--sweep", help="context, batch, block (paged block sizes), or a comma list")
     p.add_argument("--batch", type=int, default=8, help="users for the context sweep (default 8, as seed 001)")
     p.add_argument("--context", default="2048", help="tokens per user for the batch sweep (default 2048)")
     p.add_argument("-o", "--output", help="write the report to this file")
@@ -35,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
     evs = evaluations(args)
     kinds = [k.strip() for k in (args.sweep or "").split(",") if k.strip()]
-    bad = [k for k in kinds if k not in ("context", "batch")]
+    bad = [k for k in kinds if k not in ("context", "batch", "block")]
     if bad:
-        raise UsageError(f"--sweep takes context, batch or context,batch (got {args.sweep!r})")
+        raise UsageError(f"--sweep takes context, batch, block or a comma list (got {args.sweep!r})")
     context = parse_tokens(str(args.context))
     if args.format == "html":
         from servefit.report.html import explain_page
@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
             parts.append(f"Context sweep at {args.batch} users:\n" + sweep_report.table(sweep.context_sweep(ev, args.batch), "context"))
         if "batch" in kinds:
             parts.append(f"Batch sweep at {context:,} tokens per user:\n" + sweep_report.table(sweep.batch_sweep(ev, context), "batch"))
+        if "block" in kinds:
+            parts.append(sweep_report.paging_table(sweep.paging(ev, context, args.batch), context, args.batch))
         if "context" in kinds and "batch" in kinds:
             parts.append(sweep_report.grid_table(sweep.grid(ev)))
         parts.append(sweep_report.users_table(sweep.max_users(ev, sweep.variants(ev))))

@@ -29,7 +29,7 @@ def get(name: str) -> Engine:
     if mod_name is not None:
         try:
             eng = importlib.import_module(mod_name).ENGINE
-        except ModuleNotFoundError:
+        except (ModuleNotFoundError, AttributeError):
             eng = None
     if eng is None:
         from importlib.metadata import entry_points
@@ -53,9 +53,20 @@ def available() -> list[str]:
     return out
 
 
+def loaded() -> list[Engine]:
+    """Every engine that imports; one broken plugin must not stop the others."""
+    out = []
+    for name in available():
+        try:
+            out.append(get(name))
+        except (UsageError, ImportError, AttributeError):
+            continue
+    return out
+
+
 def detect(words: list[str], image: str | None = None) -> tuple[str, int] | None:
     """(engine, command length) for a command line, else by image name with length 0."""
-    engines = [get(n) for n in available()]
+    engines = loaded()
     for eng in engines:
         n = eng.command_length(words)
         if n:

@@ -57,6 +57,9 @@ class ModelSpec:
     aliases: list[str] = field(default_factory=list)
     resolved_from: str = "catalog"  # catalog | local | hf-cache | hub | gguf | config
     assumptions: list[str] = field(default_factory=list)
+    # MoE layers interleave with dense ones: layer i (from first_k_dense_replace on) is MoE when
+    # (i + 1) % moe_layer_step == 0 (Llama-4 interleave_moe_layer_step, Qwen2-MoE decoder_sparse_step)
+    moe_layer_step: int = 1
 
     @property
     def is_mla(self) -> bool:

@@ -47,3 +47,11 @@ def users_table(users: dict[str, list[tuple[int, int]]]) -> str:
     for i, c in enumerate(contexts):
         lines.append(f"{c:>9,} | " + " ".join(f"{users[n][i][1]:>{width}}" for n in names))
     return "\n".join(lines)
+
+
+def paging_table(rows: list, context: int, batch: int) -> str:
+    head = f"{'block':>6} {'blocks/request':>15} {'users at ' + format(context, ','):>16} {'expected waste, ' + str(batch) + ' users':>24}"
+    lines = [f"Paged KV blocks at {context:,} tokens, {batch} users", head, "─" * len(head)]
+    for r in rows:
+        lines.append(f"{r.block_size:>6} {r.blocks_per_request:>15,} {r.users:>16.2f} {r.waste_bytes / 2**20:>20.1f} MiB")
+    return "\n".join(lines)

@@ -14,7 +14,9 @@ def batch_defaults(era: Era, gpu_name: str, gpu_bytes: int) -> tuple[int, int]:
     gib = gpu_bytes / 2**30
     if era.big_gpu_tier and gib >= 160:
         return 16384, 1024
-    if v >= (0, 9, 0) and gib >= 70 and "a100" not in gpu_name.lower() and "gb10" not in gpu_name.lower():
+    # the A100 exclusion arrived in 0.9 (engine/arg_utils.py, 0.8.5 vs 0.9.2); GB10 in 0.33
+    big = gib >= 70 and (v < (0, 9, 0) or "a100" not in gpu_name.lower())
+    if big and not (era.big_gpu_tier and "gb10" in gpu_name.lower()):
         return 8192, 1024
     return 2048, 256
 

@@ -31,10 +31,12 @@ GiB = 2**30
 MiB = 2**20
 # Calibrated terms (benchmarks/accuracy/cases/vllm.yaml; llm-d planner measurements in
 # shared/research/anchors_tuners.md §4.3):
-SAMPLER_BYTES_PER_LOGIT = 39  # dummy sampler run: fp32 logits, probs, sort values + int64 indices
-NON_TORCH_TP1 = int(0.13 * GiB)  # non-torch growth during load/profile, one GPU
-NON_TORCH_TP = int(0.55 * GiB)  # with NCCL / custom all-reduce buffers (TP or PP > 1)
-CUDA_CONTEXT = int(0.45 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
+SAMPLER_BYTES_PER_LOGIT = 39  # V1 dummy sampler run: fp32 logits, probs, sort values + int64 indices
+SAMPLER_BYTES_PER_LOGIT_V0 = 8  # V0 profile_run: logits and probs on top of the forward's peak
+# non-torch growth during load and profiling by world size (NCCL and custom all-reduce buffers
+# grow with the peers): measured 0.13 GiB alone, 0.55 at TP2, 2.04 at TP4; linear beyond
+NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 2.04}
+CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
 GRAPH_BASE = 1 * MiB  # per captured graph
 GRAPH_PER_LAYER = int(0.1 * MiB)  # per captured graph per decoder layer on the rank
 VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64
@@ -112,10 +114,13 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     db = dtype_bytes(r.dtype)
     g = param_groups(model)
     total = weight_bytes(model, db, r.scheme, g)
+    if r.scheme and r.scheme.experts_only:
+        total += int(sum(g.experts) * r.scheme.bytes_per_param * (mxfp4_padding(model, r.tp) - 1)) if model.is_moe else 0
     qb = r.scheme.bytes_per_param if r.scheme else db
     per_layer = []
+    pad = mxfp4_padding(model, r.tp) if r.scheme and r.scheme.name == "mxfp4" and model.is_moe else 1.0
     for a, m, x in zip(g.attn, g.mlp, g.experts):
-        exp_b = x * qb
+        exp_b = x * qb * pad
         rest_b = (a + m) * (db if r.scheme and r.scheme.experts_only else qb)
         per_layer.append(exp_b + rest_b)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
@@ -146,7 +151,23 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     return out
 
 
-def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool) -> int:
+def non_torch_bytes(world: int) -> int:
+    if world in NON_TORCH_GIB:
+        return int(NON_TORCH_GIB[world] * GiB)
+    lo = max(k for k in NON_TORCH_GIB if k <= world)
+    slope = (NON_TORCH_GIB[4] - NON_TORCH_GIB[2]) / 2
+    return int((NON_TORCH_GIB[lo] + slope * (world - lo)) * GiB)
+
+
+def mxfp4_padding(model: ModelSpec, tp: int) -> float:
+    """Marlin MXFP4 MoE pads the per-rank intermediate size to a multiple of 128 and the hidden
+    size to 256 (model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights)."""
+    inter = max(1, (model.moe_intermediate_size or model.intermediate_size) // tp)
+    h = model.hidden_size
+    return (-(-inter // 128) * 128 * -(-h // 256) * 256) / (inter * h)
+
+
+def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True) -> int:
     """Peak of profile_run: a forward of max_num_batched_tokens (gated MLP or fused-MoE
     intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens) requests,
     whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run)."""
@@ -161,6 +182,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool) -> int:
     fwd = int(t * (4 * h + mlp) * db)
     reqs = min(r.max_num_seqs, t)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
+    if not v1:  # V0 (worker/model_runner.py::profile_run): logits on top of the forward's peak
+        return fwd + (reqs * padded_vocab * SAMPLER_BYTES_PER_LOGIT_V0 if last_stage else 0)
     sampler = reqs * padded_vocab * SAMPLER_BYTES_PER_LOGIT if last_stage else 0
     return max(fwd, sampler)
 
@@ -204,8 +227,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     for st in range(r.pp):
         w = max(0, weights[st] - offload)
         last = st == r.pp - 1
-        act = activation_peak(model, r, last)
-        non_torch = NON_TORCH_TP if r.tp * r.pp > 1 else NON_TORCH_TP1
+        act = activation_peak(model, r, last, e.v1)
+        non_torch = non_torch_bytes(r.tp * r.pp)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg)
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)
@@ -259,8 +282,8 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     if any(f.severity == "error" for f in out.findings):
         out.outcome = "rejected_config"
     mem = out.memory
-    free_at_start = gpu.memory_bytes - CUDA_CONTEXT - (int(0.25 * GiB) if r.tp * r.pp > 1 else 0)
-    if out.outcome == "started" and budget > free_at_start and not gpu.unified_memory:
+    free_at_start = gpu.memory_bytes - CUDA_CONTEXT
+    if out.outcome == "started" and budget > free_at_start and not gpu.unified_memory and e.v1:
         out.outcome = "rejected_config"
         msg = (f"Free memory on device ({free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on startup is less "
                f"than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")

@@ -1,0 +1,127 @@
+"""Join a Modelfile with the Ollama server that serves it, so both are estimated as one server:
+the server's environment (OLLAMA_NUM_PARALLEL, OLLAMA_KV_CACHE_TYPE, ...) with the Modelfile's FROM
+and PARAMETERs (num_ctx, num_gpu, ...).
+
+A server site says which Modelfiles it uses through:
+- site.extra["modelfile_refs"]: paths the sources layer found (build context, volume mounts,
+  `ollama create NAME -f PATH` in a command), relative to the server's file or absolute, possibly
+  container paths mapped by site.extra["path_map"] ({container_dir: host_dir});
+- `ollama create ... -f PATH` words in its own argv;
+- site.extra["modelfile_inline"]: [{"text": ..., "line": first line in the file, "indent": columns}]
+  for a Modelfile written inside the file (compose `configs: {x: {content: |...}}`).
+Failing those, a lone Modelfile in the directory of a file with exactly one Ollama server is
+taken as that server's. The Modelfile's own site is dropped once merged."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from servefit.core import LaunchSite, Span
+from servefit.engines.ollama_modelfile import ModelfileDoc, parse_modelfile
+
+
+def _norm(p: str) -> str:
+    return os.path.normpath(os.path.abspath(p))
+
+
+def _refs(site: LaunchSite) -> list[str]:
+    refs = [str(r) for r in site.extra.get("modelfile_refs") or []]
+    words = [t.text for t in site.argv]
+    for i, w in enumerate(words):
+        if w == "create":
+            for j in range(i + 1, len(words) - 1):
+                if words[j] in ("-f", "--file"):
+                    refs.append(words[j + 1])
+                    break
+    base = os.path.dirname(site.file) if site.file else "."
+    out = []
+    pmap: Mapping[str, str] = site.extra.get("path_map") or {}
+    for r in refs:
+        for cdir, hdir in pmap.items():
+            if r == cdir or r.startswith(cdir.rstrip("/") + "/"):
+                r = os.path.join(hdir, r[len(cdir):].lstrip("/"))
+                break
+        out.append(_norm(r if os.path.isabs(r) else os.path.join(base, r)))
+        if os.path.basename(r).lower() != "modelfile" and not os.path.splitext(r)[1]:
+            out.append(_norm(os.path.join(base, r, "Modelfile")))  # a build context directory
+    return out
+
+
+def _shift(doc: ModelfileDoc, line0: int, indent: int, file: str) -> ModelfileDoc:
+    def sh(sp: Span | None) -> Span | None:
+        if sp is None:
+            return None
+        return Span(file, sp.line + line0 - 1, sp.col + indent, sp.end_line + line0 - 1, sp.end_col + indent)
+
+    for ins in doc.instructions:
+        ins.keyword = replace(ins.keyword, span=sh(ins.keyword.span))
+        ins.value = replace(ins.value, span=sh(ins.value.span))
+        if ins.param is not None:
+            ins.param = replace(ins.param, span=sh(ins.param.span))
+    for f in doc.findings:
+        f.span = sh(f.span)
+    doc.file = file
+    return doc
+
+
+def _merge(server: LaunchSite, doc: ModelfileDoc) -> LaunchSite:
+    extra: dict[str, Any] = dict(server.extra)
+    extra["modelfile"] = doc
+    return replace(server, extra=extra, engine="ollama")
+
+
+def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping[str, str] | None = None
+                    ) -> list[LaunchSite]:
+    """Sites with each Ollama server merged with its Modelfile(s); unmatched Modelfiles stay as
+    they are (estimated with the default server environment)."""
+    mf_sites = {_norm(s.file): s for s in sites if isinstance(s.extra.get("modelfile"), ModelfileDoc)
+                and [t.text for t in s.argv] == ["ollama", "serve"] and not s.env}
+    servers = [s for s in sites if _norm(s.file) not in mf_sites or s is not mf_sites.get(_norm(s.file))]
+    servers = [s for s in servers if (s.engine == "ollama" or any(t.text.endswith("ollama") for t in s.argv[:1]))]
+    texts: dict[str, str] = {}
+    if isinstance(repo_files, Mapping):
+        texts = {_norm(k): v for k, v in repo_files.items()}
+    used: set[str] = set()
+    merged: dict[int, LaunchSite] = {}
+    for srv in servers:
+        if isinstance(srv.extra.get("modelfile"), ModelfileDoc):
+            continue
+        doc: ModelfileDoc | None = None
+        for item in srv.extra.get("modelfile_inline") or []:
+            doc = _shift(parse_modelfile(item["text"], srv.file), int(item.get("line", 1)), int(item.get("indent", 0)),
+                         srv.file)
+            break
+        if doc is None:
+            for ref in _refs(srv):
+                if ref in mf_sites:
+                    doc, _ = mf_sites[ref].extra["modelfile"], used.add(ref)
+                    break
+                if ref in texts or os.path.isfile(ref):
+                    text = texts.get(ref)
+                    if text is None:
+                        with open(ref, encoding="utf-8", errors="replace") as fh:
+                            text = fh.read(1 << 20)
+                    doc = parse_modelfile(text, ref)
+                    used.add(ref)
+                    break
+        if doc is None:
+            d = _norm(os.path.dirname(srv.file))
+            local = [p for p in mf_sites if os.path.dirname(p) == d]
+            same_file = [s for s in servers if _norm(s.file) == _norm(srv.file)]
+            if len(local) == 1 and len(same_file) == 1:
+                doc = mf_sites[local[0]].extra["modelfile"]
+                used.add(local[0])
+        if doc is not None:
+            merged[id(srv)] = _merge(srv, doc)
+    out = []
+    for s in sites:
+        if id(s) in merged:
+            out.append(merged[id(s)])
+        elif _norm(s.file) in used and s is mf_sites.get(_norm(s.file)):
+            continue
+        else:
+            out.append(s)
+    return out

@@ -1,0 +1,296 @@
+"""The model catalog (data/models.yaml): lookup by repo id, and name heuristics that map
+quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4`,
+`unsloth/Llama-3.2-3B-Instruct-bnb-4bit`, `llama3.1:8b`) onto the catalogued architecture."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+from dataclasses import dataclass, fields
+from functools import cache, lru_cache
+from typing import Any
+
+import yaml
+
+from servefit import data
+from servefit.models.config_json import (
+    count_vision_params,
+    layer_kind,
+    linear_attention_state,
+    pattern_layers,
+)
+from servefit.models.spec import ModelSpec
+
+_SPEC_FIELDS = {f.name for f in fields(ModelSpec)}
+# catalog keys that are not ModelSpec fields (or need converting)
+_EXTRA = {"layer_pattern", "vision", "hf_params", "note", "mamba", "layer_types", "rope_scaling",
+          "quantization", "aliases"}
+
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def entries() -> list[dict[str, Any]]:
+    """The raw catalog entries, as data/models.yaml holds them (do not mutate)."""
+    out = data.load("models.yaml")
+    return out if isinstance(out, list) else []
+
+
+@lru_cache(maxsize=1)
+def _chunks() -> list[tuple[str, tuple[str, ...], str]]:
+    """(name, aliases, YAML text) of every entry, found by scanning lines: parsing the whole
+    catalog costs ~10 ms, a lookup parses only the entry it finds. models.yaml keeps `name` and
+    a flow-style `aliases` list on their own lines (tests check this scan against the parse)."""
+    text = (data.DATA_DIR / "models.yaml").read_text(encoding="utf-8")
+    starts = [m.start() for m in re.finditer(r"(?m)^- name: ", text)]
+    out = []
+    for k, at in enumerate(starts):
+        chunk = text[at:starts[k + 1] if k + 1 < len(starts) else len(text)]
+        name = chunk[len("- name: "):chunk.index("\n")].strip()
+        m = re.search(r"(?m)^  aliases: \[(.*)\]\s*$", chunk)
+        aliases = tuple(a.strip() for a in m.group(1).split(",") if a.strip()) if m else ()
+        out.append((name, aliases, chunk))
+    return out
+
+
+@cache
+def _entry(i: int) -> dict[str, Any]:
+    parsed = yaml.load(_chunks()[i][2], Loader=_LOADER)
+    return parsed[0] if isinstance(parsed, list) and parsed else {}
+
+
+def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
+    """A fresh ModelSpec for a catalog entry (defaults filled, layer pattern expanded)."""
+    kw: dict[str, Any] = {k: v for k, v in e.items() if k in _SPEC_FIELDS and k not in _EXTRA}
+    n = int(e["num_hidden_layers"])
+    if "head_dim" not in kw:
+        if e.get("kv_lora_rank"):
+            kw["head_dim"] = int(e["qk_nope_head_dim"]) + int(e["qk_rope_head_dim"])
+        else:
+            kw["head_dim"] = int(e["hidden_size"]) // int(e["num_attention_heads"])
+    pat = e.get("layer_pattern")
+    if pat:
+        kind = layer_kind(pat["kind"])
+        kw["layer_types"] = pattern_layers(n, int(pat.get("every", 0)), int(pat.get("full_at", -1)), kind)
+    elif e.get("layer_types"):
+        kw["layer_types"] = [layer_kind(k) for k in e["layer_types"]]
+    if e.get("mamba"):
+        kw["mamba"] = linear_attention_state(e["mamba"])
+    rope = e.get("rope_scaling")
+    if rope:
+        kw["rope_scaling"] = dict(rope)
+        if "original_max_position_embeddings" not in kw and rope.get("original_max_position_embeddings"):
+            kw["original_max_position_embeddings"] = int(rope["original_max_position_embeddings"])
+    if e.get("quantization"):
+        kw["quantization"] = copy.deepcopy(e["quantization"])
+    kw["aliases"] = list(e.get("aliases") or [])
+    spec = ModelSpec(**kw)
+    vision = e.get("vision")
+    if vision:
+        spec.vision_params = count_vision_params(vision, spec.hidden_size, spec.model_type)
+    spec.resolved_from = "catalog"
+    return spec
+
+
+def all_models() -> list[ModelSpec]:
+    """Every catalogued model, in catalog order."""
+    return [spec_from_entry(e) for e in entries()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Name heuristics
+# ---------------------------------------------------------------------------------------------
+
+_VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
+_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
+_QUANT_WORDS = {
+    "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
+    "5bit", "6bit", "8bit", "unsloth", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx", "gguf",
+    "nvfp4", "mxfp4", "fp4", "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "block", "kv",
+}
+_GGUF_TYPE = re.compile(r"^(i?q[1-8](_[a-z0-9]+)*|tq[12]_0)$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What a model name says beyond its architecture."""
+
+    stem: str  # tokens of the base name without variant / quantization words, joined
+    variants: frozenset[str]  # instruct / it / chat / base ...
+    quant: dict[str, Any] | None
+    quant_label: str  # "AWQ 4-bit, group 128"
+    dtype: str | None  # "-bf16" / "-fp16" re-uploads
+
+
+def _split(ref: str) -> tuple[str, str]:
+    """(org, base name) of a repo id, local path, GGUF file name or Ollama tag."""
+    s = ref.strip().rstrip("/")
+    parts = s.split("/")
+    base = parts[-1]
+    org = parts[-2].lower() if len(parts) >= 2 else ""
+    return org, base
+
+
+def _tokens(base: str) -> list[str]:
+    s = base.lower()
+    s = re.sub(r"\.gguf$", "-gguf", s)
+    s = s.replace(":", "-")  # Ollama name:tag
+    s = re.sub(r"[._]quantized[._]", "-quantized-", s)  # RedHatAI ...-quantized.w4a16
+    s = re.sub(r"-quantized\.", "-quantized-", s)
+    return [t for t in s.split("-") if t]
+
+
+def _bits(t: set[str], default: int) -> int:
+    for b in (8, 6, 5, 4, 3, 2):
+        if f"{b}bit" in t or f"int{b}" in t:
+            return b
+    return default
+
+
+def parse_variant(ref: str) -> Variant:
+    """Split a model reference into its architecture stem and the quantization its name implies."""
+    org, base = _split(ref)
+    toks = _tokens(base)
+    ts = set(toks)
+    gguf_type = next((x for x in toks if _GGUF_TYPE.match(x)), None)
+    dtype = next((_DTYPE[x] for x in toks if x in _DTYPE), None)
+    quant: dict[str, Any] | None = None
+    label = ""
+    if "awq" in ts:
+        quant, label = {"quant_method": "awq", "bits": 4, "group_size": 128}, "AWQ 4-bit, group 128"
+    elif "gptq" in ts:
+        b = _bits(ts, 4)
+        quant, label = {"quant_method": "gptq", "bits": b, "group_size": 128}, f"GPTQ {b}-bit, group 128"
+    elif "w4a16" in ts or "w4a8" in ts:
+        quant = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
+        label = "compressed-tensors INT4 weights (W4A16), group 128"
+    elif "w8a8" in ts or "w8a16" in ts:
+        quant, label = {"quant_method": "compressed-tensors", "bits": 8}, "compressed-tensors INT8 weights"
+    elif "nvfp4" in ts or "fp4" in ts:
+        quant, label = {"quant_method": "modelopt_fp4", "bits": 4, "group_size": 16}, "NVFP4 4-bit, group 16"
+    elif "mxfp4" in ts:
+        quant, label = {"quant_method": "mxfp4"}, "MXFP4"
+    elif "fp8" in ts:
+        quant, label = {"quant_method": "fp8"}, "FP8 weights"
+    elif "gguf" in ts or gguf_type:
+        quant = {"quant_method": "gguf"}
+        label = "GGUF"
+        if gguf_type:
+            quant["type"] = gguf_type.upper()
+            quant["bits"] = int(re.sub(r"\D", "", gguf_type)[:1] or 4)
+            label = f"GGUF {gguf_type.upper()}"
+    elif "mlx" in ts or org == "mlx-community":
+        if ts & {"2bit", "3bit", "4bit", "5bit", "6bit", "8bit"}:
+            b = _bits(ts, 4)
+            quant, label = {"quant_method": "mlx", "bits": b, "group_size": 64}, f"MLX {b}-bit, group 64"
+    elif "bnb" in ts or "4bit" in ts or "8bit" in ts:
+        b = _bits(ts, 4)
+        quant, label = {"quant_method": "bitsandbytes", "bits": b}, f"bitsandbytes {b}-bit"
+    elif "int4" in ts:
+        quant = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
+        label = "INT4 weights (W4A16), group 128"
+    elif "int8" in ts:
+        quant, label = {"quant_method": "compressed-tensors", "bits": 8}, "INT8 weights (W8A8)"
+    variants = frozenset(x for x in toks if x in _VARIANT)
+    stem_toks = [x for x in toks if x not in _VARIANT and x not in _QUANT_WORDS and x not in _DTYPE
+                 and not _GGUF_TYPE.match(x)]
+    if stem_toks and stem_toks[0] == "meta":  # Meta-Llama-3.1-8B == Llama-3.1-8B
+        stem_toks = stem_toks[1:]
+    return Variant(stem="".join(stem_toks), variants=variants, quant=quant, quant_label=label, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class _Index:
+    full: dict[str, int]  # lower-case repo id (name or alias) -> entry
+    base: dict[str, list[int]]  # lower-case name without org -> entries
+    stem: dict[str, list[tuple[int, frozenset[str]]]]  # stem -> (entry, variant words)
+    ids: list[tuple[str, int, str]]  # (repo id, entry, stem) for nearest()
+
+
+@lru_cache(maxsize=1)
+def _index() -> _Index:
+    full: dict[str, int] = {}
+    base: dict[str, list[int]] = {}
+    stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
+    ids: list[tuple[str, int, str]] = []
+    for i, (name, aliases, _) in enumerate(_chunks()):
+        for rid in (name, *aliases):
+            full.setdefault(rid.lower(), i)
+            base.setdefault(rid.split("/")[-1].lower(), []).append(i)
+            v = parse_variant(rid)
+            stem.setdefault(v.stem, []).append((i, v.variants))
+            ids.append((rid, i, v.stem))
+    return _Index(full=full, base=base, stem=stem, ids=ids)
+
+
+def lookup(ref: str) -> ModelSpec | None:
+    """The catalogued ModelSpec for `ref`: exact repo id or alias (case-insensitive), then the
+    name without its organization, then name heuristics for quantized and variant names (which
+    set `quantization` and say what was assumed). None when nothing matches."""
+    if not ref or not ref.strip():
+        return None
+    idx = _index()
+    key = ref.strip().rstrip("/").lower()
+    if key in idx.full:
+        return spec_from_entry(_entry(idx.full[key]))
+    org, base = _split(ref)
+    hits = idx.base.get(base.lower())
+    if hits and ":" not in base:
+        spec = spec_from_entry(_entry(hits[0]))
+        if org:
+            spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name (a copy "
+                                    f"under another organization); assumed the same checkpoint")
+        return spec
+    v = parse_variant(ref)
+    cands = idx.stem.get(v.stem) if v.stem else None
+    if not cands:
+        return None
+    # prefer the entry whose instruct/base words match the reference's
+    best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
+    spec = spec_from_entry(_entry(best))
+    name = spec.name
+    quant, label = v.quant, v.quant_label
+    ollama = ":" in base and "/" not in ref.strip()
+    if quant is None and ollama:
+        if spec.quantization:  # gpt-oss ships in its native mxfp4
+            label = f"the checkpoint's own {spec.quantization.get('quant_method')} weights"
+            quant = spec.quantization
+        else:  # an Ollama tag without a quantization suffix pulls its default 4-bit GGUF
+            quant = {"quant_method": "gguf", "type": "Q4_K_M", "bits": 4}
+            label = "Ollama's default GGUF Q4_K_M"
+    what = "the same architecture"
+    if quant is not None:
+        spec.quantization = quant
+        what = label
+    elif v.dtype:
+        spec.quantization = None
+        spec.torch_dtype = v.dtype
+        what = f"an unquantized {v.dtype} checkpoint"
+    if not ollama and v.variants - {"hf", "latest"} != best_variants - {"hf", "latest"}:
+        what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
+    spec.assumptions.append(f"resolved '{ref}' to catalog entry '{name}' by name; assumed {what}")
+    return spec
+
+
+def nearest(ref: str, n: int = 3) -> list[str]:
+    """The `n` catalog names closest to `ref` (for "did you mean" messages)."""
+    idx = _index()
+    _, base = _split(ref or "")
+    key = base.lower()
+    stem = parse_variant(ref or "").stem
+    scored: list[tuple[float, int]] = []
+    for rid, i, rstem in idx.ids:
+        b = rid.split("/")[-1].lower()
+        r1 = difflib.SequenceMatcher(None, key, b).ratio()
+        r2 = difflib.SequenceMatcher(None, stem, rstem).ratio() if stem else 0.0
+        scored.append((max(r1, r2), i))
+    scored.sort(key=lambda s: -s[0])
+    out: list[str] = []
+    for _, i in scored:
+        name = _chunks()[i][0]
+        if name not in out:
+            out.append(name)
+        if len(out) >= n:
+            break
+    return out

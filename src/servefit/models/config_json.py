@@ -1,0 +1,605 @@
+"""ModelSpec from a Hugging Face config.json, and the parameter count of an architecture.
+
+`from_config` reads the keys engines read, under every alias the families use (ChatGLM's
+`num_layers` / `multi_query_group_num`, Falcon's `n_head_kv`, DeepSeek's `n_routed_experts`,
+Mixtral's `num_local_experts`, ...), unwraps the `text_config` of multimodal checkpoints and turns
+every per-layer attention scheme (Gemma sliding patterns, gpt-oss `layer_types`, Llama-4 chunked
+attention, Qwen3-Next linear attention) into `ModelSpec.layer_types`.
+
+`count_params` counts the parameters of the Hugging Face module layout of each family:
+embeddings, q/k/v/o projections (with their biases where the family has them), MLA down/up
+projections, dense or gated MLPs, routed + shared experts and the router, norms, the lm_head
+unless tied, and the vision tower (`vision_params`). It is the guard the catalog is checked
+against. Standard library only: this is on the fast path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from servefit.models.spec import ModelSpec
+
+# ---------------------------------------------------------------------------------------------
+# Family traits: what a model_type's modules carry beyond the Llama layout
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Traits:
+    qkv_bias: bool = False  # q/k/v projections carry a bias
+    o_bias: bool = False  # output projection carries a bias
+    qk_norm: bool = False  # per-head RMSNorm on q and k (head_dim weights each)
+    norms_per_layer: int = 2  # norm modules per decoder layer
+    norm_bias: bool = False  # LayerNorm with bias (2 x hidden per norm)
+    gated_mlp: bool = True  # gate/up/down (3 matrices) vs up/down (2)
+    mlp_bias: bool = False  # MLP / expert projections carry biases
+    router_bias: bool = False  # router (gate) carries a bias
+    expert_score_bias: bool = False  # DeepSeek-V3 e_score_correction_bias (one per expert)
+    shared_expert_gate: bool = False  # sigmoid gate (hidden -> 1) on the shared expert
+    lm_head_bias: bool = False
+    attn_sinks: bool = False  # one learned sink logit per head (gpt-oss)
+    attn_output_gate: bool = False  # q_proj also produces a per-head output gate (Qwen3-Next)
+
+
+_LLAMA = Traits()
+TRAITS: dict[str, Traits] = {
+    "qwen2": Traits(qkv_bias=True),
+    "qwen2_moe": Traits(qkv_bias=True, shared_expert_gate=True),
+    "qwen2_vl": Traits(qkv_bias=True),
+    "qwen2_5_vl": Traits(qkv_bias=True),
+    "qwen3": Traits(qk_norm=True),
+    "qwen3_moe": Traits(qk_norm=True),
+    "qwen3_next": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
+    "gemma2": Traits(norms_per_layer=4),
+    "gemma3": Traits(norms_per_layer=4, qk_norm=True),
+    "gemma3_text": Traits(norms_per_layer=4, qk_norm=True),
+    "gpt_oss": Traits(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attn_sinks=True),
+    "phimoe": Traits(qkv_bias=True, o_bias=True, norm_bias=True, lm_head_bias=True),
+    "cohere": Traits(norms_per_layer=1),
+    "chatglm": Traits(qkv_bias=True),
+    "glm": Traits(qkv_bias=True),
+    "falcon": Traits(norm_bias=True, gated_mlp=False),
+    "deepseek_v3": Traits(expert_score_bias=True),
+    "gpt2": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
+    "phi": Traits(qkv_bias=True, o_bias=True, norms_per_layer=1, norm_bias=True, gated_mlp=False,
+                  mlp_bias=True, lm_head_bias=True),
+    "starcoder2": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
+}
+
+
+def traits(model_type: str) -> Traits:
+    return TRAITS.get(model_type, _LLAMA)
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer kinds
+# ---------------------------------------------------------------------------------------------
+
+_KIND_NAMES = {
+    "full_attention": "full", "full": "full", "attention": "full", "global": "full",
+    "sliding_attention": "sliding", "sliding": "sliding", "local": "sliding", "local_sliding": "sliding",
+    "chunked_attention": "chunked", "chunked": "chunked",
+    "linear_attention": "linear", "linear": "linear",
+    "mamba": "mamba", "mamba2": "mamba", "none": "none",
+}
+
+
+def layer_kind(name: str) -> str:
+    """The ModelSpec kind ("full", "sliding", ...) of a config.json layer_types entry."""
+    kind = _KIND_NAMES.get(str(name).lower())
+    if kind is None:
+        raise ValueError(f"unknown layer type {name!r}")
+    return kind
+
+
+def pattern_layers(n: int, every: int, full_at: int, other: str) -> list[str]:
+    """Every `every`-th layer (index % every == full_at) full, the others `other`."""
+    return ["full" if every and i % every == full_at else other for i in range(n)]
+
+
+def is_moe_layer(spec: ModelSpec, i: int) -> bool:
+    if not spec.is_moe or i < spec.first_k_dense_replace:
+        return False
+    step = max(1, spec.moe_layer_step)
+    return (i + 1) % step == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter counting
+# ---------------------------------------------------------------------------------------------
+
+
+def _attention_params(s: ModelSpec, t: Traits) -> int:
+    h, heads = s.hidden_size, s.num_attention_heads
+    if s.is_mla:
+        qk = s.qk_nope_head_dim + s.qk_rope_head_dim
+        if s.q_lora_rank:
+            q = h * s.q_lora_rank + s.q_lora_rank + s.q_lora_rank * heads * qk  # q_a, q_a_layernorm, q_b
+        else:
+            q = h * heads * qk
+        kv_a = h * (s.kv_lora_rank + s.qk_rope_head_dim) + s.kv_lora_rank  # kv_a_proj_with_mqa + norm
+        kv_b = s.kv_lora_rank * heads * (s.qk_nope_head_dim + s.v_head_dim)
+        o = heads * s.v_head_dim * h
+        return q + kv_a + kv_b + o
+    hd, kvh = s.head_dim, s.num_key_value_heads
+    q_out = heads * hd * (2 if t.attn_output_gate else 1)
+    n = h * q_out + 2 * h * kvh * hd + heads * hd * h
+    if t.qkv_bias:
+        n += q_out + 2 * kvh * hd
+    if t.o_bias:
+        n += h
+    if t.qk_norm:
+        n += 2 * hd
+    if t.attn_sinks:
+        n += heads
+    return n
+
+
+def _linear_attention_params(s: ModelSpec) -> int:
+    """Gated DeltaNet (Qwen3-Next) layer: in_proj_qkvz, in_proj_ba, conv1d, dt_bias, A_log,
+    gated norm, out_proj. Mamba2 layer: in_proj (z, x, B, C, dt), conv1d with bias, dt_bias,
+    A_log, D, gated norm, out_proj."""
+    m = s.mamba
+    h = s.hidden_size
+    if m.get("kind") == "mamba2":
+        heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
+        groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))
+        d_inner = heads * hd
+        conv_dim = d_inner + 2 * groups * state
+        kernel = int(m.get("conv_kernel", 4))
+        return (h * (2 * d_inner + 2 * groups * state + heads) + conv_dim * (kernel + 1) + 3 * heads
+                + d_inner + d_inner * h)
+    nk, nv = int(m.get("num_key_heads", 0)), int(m.get("num_value_heads", 0))
+    dk, dv = int(m.get("key_head_dim", 0)), int(m.get("value_head_dim", 0))
+    kernel = int(m.get("conv_kernel", 4))
+    key_dim, value_dim = nk * dk, nv * dv
+    conv_dim = 2 * key_dim + value_dim
+    return (h * (2 * key_dim + 2 * value_dim) + h * 2 * nv + conv_dim * kernel + 2 * nv + dv
+            + value_dim * h)
+
+
+def _mlp_params(h: int, inter: int, t: Traits) -> int:
+    if t.gated_mlp:
+        n = 3 * h * inter
+        return n + (2 * inter + h if t.mlp_bias else 0)
+    return 2 * h * inter + (inter + h if t.mlp_bias else 0)
+
+
+def _moe_params(s: ModelSpec, t: Traits) -> int:
+    h = s.hidden_size
+    inter = s.moe_intermediate_size or s.intermediate_size
+    n = (s.num_experts + s.num_shared_experts) * _mlp_params(h, inter, t)
+    n += h * s.num_experts + (s.num_experts if t.router_bias else 0)
+    if t.expert_score_bias:
+        n += s.num_experts
+    if t.shared_expert_gate and s.num_shared_experts:
+        n += h
+    return n
+
+
+def _norms_per_layer(s: ModelSpec, t: Traits) -> int:
+    if s.model_type == "falcon":
+        # Falcon-7B: one input_layernorm (parallel attention); new decoder architecture (40B,
+        # 180B, grouped KV heads): ln_attn and ln_mlp
+        return 2 if s.num_key_value_heads > 1 else 1
+    return t.norms_per_layer
+
+
+def count_text_params(s: ModelSpec) -> int:
+    """Parameters of the language model (everything but the vision tower)."""
+    t = traits(s.model_type)
+    h = s.hidden_size
+    norm = h * (2 if t.norm_bias else 1)
+    kinds = s.kinds()
+    total = s.vocab_size * h  # embed_tokens
+    if not s.tie_word_embeddings:
+        total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
+    total += norm  # final norm
+    attn = _attention_params(s, t)
+    dense = _mlp_params(h, s.intermediate_size, t)
+    moe = _moe_params(s, t) if s.is_moe else 0
+    per_norms = _norms_per_layer(s, t) * norm
+    for i, kind in enumerate(kinds):
+        if kind in ("linear", "mamba"):
+            total += _linear_attention_params(s)
+        elif kind != "none":
+            total += attn
+        total += moe if is_moe_layer(s, i) else dense
+        total += per_norms
+    return total
+
+
+def count_params(spec: ModelSpec) -> int:
+    """Total parameters of the checkpoint the architecture describes (vision tower included)."""
+    return count_text_params(spec) + spec.vision_params
+
+
+def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: str,
+                        top: dict[str, Any] | None = None) -> int:
+    """Parameters of a vision tower plus the projector into the language model.
+
+    `vision` is the config.json `vision_config`; `top` the top-level config (projector keys such
+    as `spatial_merge_size`), looked up in `vision` too when absent. Layouts: SigLIP (Gemma 3),
+    Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter; other ViTs are counted as
+    CLIP-style encoders with a two-layer projector."""
+    top = top or {}
+
+    def get(key: str, default: Any = None) -> Any:
+        if vision.get(key) is not None:
+            return vision[key]
+        return top.get(key, default)
+
+    h = int(get("hidden_size", 0))
+    if not h:
+        return 0
+    layers = int(get("num_hidden_layers", 0))
+    inter = int(get("intermediate_size", 4 * h))
+    patch = int(get("patch_size", 14))
+    image = int(get("image_size", 224))
+    chans = int(get("num_channels", 3))
+    grid = (image // patch) ** 2
+    # a pre-norm ViT layer with biases everywhere: q/k/v/o, fc1/fc2, two LayerNorms
+    vit_layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h
+    vtype = str(vision.get("model_type", ""))
+    if model_type == "mistral3" or vtype == "pixtral":
+        # Pixtral: bias-free RMSNorm layers with a gated MLP, 2-D RoPE (no position table)
+        enc = chans * patch * patch * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+        merge = int(get("spatial_merge_size", 2))
+        bias = bool(get("multimodal_projector_bias", False))
+        proj = h + (h * merge * merge) * h  # norm + patch merger
+        proj += h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
+        return enc + proj
+    if model_type == "llama4" or vtype == "llama4_vision_model":
+        enc = chans * patch * patch * h + h + (grid + 1) * h + 4 * h + layers * vit_layer
+        p_in = int(get("projector_input_dim", 4096))
+        p_out = int(get("projector_output_dim", 4096))
+        adapter = inter * p_in + p_out * p_out  # pixel-shuffle MLP fc1 / fc2
+        proj = int(get("vision_output_dim", p_out)) * text_hidden
+        return enc + adapter + proj
+    if model_type == "gemma3" or vtype == "siglip_vision_model":
+        enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
+        return enc + h + h * text_hidden  # mm_soft_emb_norm + mm_input_projection
+    enc = chans * patch * patch * h + (grid + 1) * h + h + layers * vit_layer + 4 * h
+    return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+
+
+def linear_attention_state(m: dict[str, Any]) -> dict[str, Any]:
+    """Complete a Gated DeltaNet state description with the per-layer state sizes (elements):
+    conv state (kernel - 1) x conv_dim and recurrent state value_heads x key_dim x value_dim."""
+    out = dict(m)
+    if m.get("kind") == "mamba2":
+        heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
+        groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))
+        conv_dim = heads * hd + 2 * groups * state
+        out.setdefault("conv_dim", conv_dim)
+        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 4)) - 1) * conv_dim)
+        out.setdefault("ssm_state_elems", heads * hd * state)
+        return out
+    nk, nv = int(m.get("num_key_heads", 0)), int(m.get("num_value_heads", 0))
+    dk, dv = int(m.get("key_head_dim", 0)), int(m.get("value_head_dim", 0))
+    kernel = int(m.get("conv_kernel", 4))
+    conv_dim = 2 * nk * dk + nv * dv
+    out.setdefault("conv_dim", conv_dim)
+    out.setdefault("conv_state_elems", (kernel - 1) * conv_dim)
+    out.setdefault("ssm_state_elems", nv * dk * dv)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# config.json -> ModelSpec
+# ---------------------------------------------------------------------------------------------
+
+# Defaults of the transformers config classes for keys real checkpoints leave out (Gemma 3's
+# text_config relies on them for heads, head_dim and vocab).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "max_position_embeddings": 131072, "sliding_window": 4096,
+                    "tie_word_embeddings": True},
+    "gemma2": {"head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192,
+               "tie_word_embeddings": True},
+    "gemma": {"head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": True},
+    "llama": {"vocab_size": 32000, "max_position_embeddings": 2048, "tie_word_embeddings": False},
+    "mistral": {"vocab_size": 32000, "max_position_embeddings": 131072, "tie_word_embeddings": False},
+    "falcon": {"vocab_size": 65024, "max_position_embeddings": 2048, "tie_word_embeddings": True},
+    "cohere": {"tie_word_embeddings": True},
+    "chatglm": {"tie_word_embeddings": False},
+    "llama4_text": {"tie_word_embeddings": False},
+}
+
+_FIRST_OF = {
+    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+    "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"),
+    "vocab_size": ("padded_vocab_size", "vocab_size", "n_vocab"),
+    "max_position_embeddings": ("max_position_embeddings", "seq_length", "n_positions",
+                                "max_sequence_length", "max_seq_len", "n_ctx"),
+}
+
+
+def _first(cfg: dict[str, Any], keys: tuple[str, ...], default: Any = None) -> Any:
+    for k in keys:
+        v = cfg.get(k)
+        if v is not None:
+            return v
+    return default
+
+
+def _int(v: Any, default: int = 0) -> int:
+    try:
+        return int(v) if v is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _kv_heads(c: dict[str, Any], heads: int) -> int:
+    if c.get("multi_query") and not c.get("new_decoder_architecture"):
+        return 1  # Falcon-7B: one K/V head shared by every query head
+    for key in ("num_key_value_heads", "num_kv_heads", "n_head_kv"):
+        if c.get(key) is not None:
+            return int(c[key])
+    if c.get("multi_query_group_num") is not None and c.get("multi_query_attention", True):
+        return int(c["multi_query_group_num"])
+    return heads
+
+
+def _layer_types(c: dict[str, Any], model_type: str, n: int, sliding: int, max_pos: int) -> list[str]:
+    lt = c.get("layer_types")
+    if isinstance(lt, list) and lt:
+        return [layer_kind(x) for x in lt]
+    pattern = c.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and len(pattern) == n:  # Nemotron-H: M mamba, * attention, - MLP only
+        return ["mamba" if ch == "M" else "full" if ch == "*" else "none" for ch in pattern]
+    if c.get("attn_layer_period") and any(k.startswith("mamba") for k in c):  # Jamba
+        period, offset = int(c["attn_layer_period"]), _int(c.get("attn_layer_offset"))
+        return ["full" if i % period == offset else "mamba" for i in range(n)]
+    if c.get("full_attention_interval"):  # Qwen3-Next: 3 Gated DeltaNet layers, then 1 full
+        every = int(c["full_attention_interval"])
+        return pattern_layers(n, every, every - 1, "linear")
+    if c.get("attention_chunk_size"):  # Llama 4: NoPE layers are global, the RoPE ones chunked
+        nope = c.get("no_rope_layers")
+        if isinstance(nope, list) and len(nope) == n:
+            return ["chunked" if use_rope else "full" for use_rope in nope]
+        every = _int(c.get("no_rope_layer_interval"), 4)
+        return pattern_layers(n, every, every - 1, "chunked")
+    if not sliding:
+        return []
+    if model_type == "gemma2":
+        return pattern_layers(n, 2, 1, "sliding")
+    if model_type in ("gemma3", "gemma3_text", "cohere2"):
+        every = _int(c.get("sliding_window_pattern") or c.get("sliding_window_pattern_size"),
+                     4 if model_type == "cohere2" else 6)
+        return pattern_layers(n, every, every - 1, "sliding")
+    if model_type.startswith(("qwen2", "qwen3")):
+        if not c.get("use_sliding_window"):
+            return []
+        first = _int(c.get("max_window_layers"), n)
+        return ["sliding" if i >= first else "full" for i in range(n)]
+    if c.get("use_sliding_window") is False or (max_pos and sliding >= max_pos):
+        return []
+    return ["sliding"] * n  # Mistral v0.1, Phi-3, Starcoder2: every layer windowed
+
+
+def _rope(c: dict[str, Any]) -> dict[str, Any] | None:
+    rs = c.get("rope_scaling")
+    if not rs and isinstance(c.get("rope_parameters"), dict):
+        rp = c["rope_parameters"]
+        if rp.get("rope_type", "default") != "default":
+            rs = {k: v for k, v in rp.items() if k != "rope_theta"}
+    return dict(rs) if isinstance(rs, dict) and rs else None
+
+
+def _vision_config(cfg: dict[str, Any]) -> dict[str, Any] | None:
+    v = cfg.get("vision_config")
+    return v if isinstance(v, dict) and v else None
+
+
+def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config") -> ModelSpec:
+    """A ModelSpec from a config.json dict; `params` is counted from the architecture."""
+    top = cfg
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
+    # LLM keys from text_config (Gemma 3, Llama 4, Mistral 3, Llava...), anything else from the top
+    c: dict[str, Any] = dict(top)
+    if text is not None:
+        c.update(text)
+    archs = top.get("architectures") or []
+    architecture = str(archs[0]) if archs else ""
+    model_type = str(top.get("model_type") or c.get("model_type") or "")
+    text_type = str((text or {}).get("model_type") or model_type)
+    if model_type == "gemma3" and text is not None and not text.get("model_type"):
+        text_type = "gemma3_text"
+    for mt in (text_type, model_type):
+        for k, v in _DEFAULTS.get(mt, {}).items():
+            if c.get(k) is None:
+                c[k] = v
+    n = _int(_first(c, _FIRST_OF["num_hidden_layers"]))
+    h = _int(_first(c, _FIRST_OF["hidden_size"]))
+    heads = _int(_first(c, _FIRST_OF["num_attention_heads"]), 1) or 1
+    if not n or not h:
+        raise ValueError(f"{name}: config.json has no layer count or hidden size")
+    kv = _kv_heads(c, heads)
+    head_dim = _int(c.get("head_dim") or c.get("kv_channels")) or h // heads
+    inter = _int(_first(c, _FIRST_OF["intermediate_size"]))
+    if not inter:
+        inter = 4 * h
+    vocab = _int(_first(c, _FIRST_OF["vocab_size"]))
+    max_pos = _int(_first(c, _FIRST_OF["max_position_embeddings"]))
+    tie = c.get("tie_word_embeddings")
+    if tie is None:
+        tie = top.get("tie_word_embeddings", False)
+
+    # mixture of experts
+    experts = _int(_first(c, ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")))
+    per_tok = _int(_first(c, ("num_experts_per_tok", "experts_per_token", "moe_top_k",
+                              "num_selected_experts")))
+    moe_inter = _int(c.get("moe_intermediate_size"))
+    shared = _int(_first(c, ("n_shared_experts", "num_shared_experts")))
+    if text_type in ("llama4_text", "llama4") and experts:
+        moe_inter = _int(c.get("intermediate_size"))
+        inter = _int(c.get("intermediate_size_mlp"), inter)
+        shared = 1
+    if experts and not moe_inter:
+        moe_inter = inter  # Mixtral, PhiMoE, gpt-oss: intermediate_size is the expert's
+    shared_size = _int(c.get("shared_expert_intermediate_size"))
+    if experts and shared_size and not shared:
+        shared = max(1, round(shared_size / moe_inter)) if moe_inter else 1
+    step = _int(_first(c, ("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")), 1) or 1
+    first_dense = _int(c.get("first_k_dense_replace"))
+
+    # multi-head latent attention
+    kv_lora = _int(c.get("kv_lora_rank"))
+    qk_nope = _int(c.get("qk_nope_head_dim"))
+    qk_rope = _int(c.get("qk_rope_head_dim"))
+    if kv_lora:
+        head_dim = qk_nope + qk_rope
+
+    sliding = _int(c.get("sliding_window"))
+    layer_types = _layer_types(c, text_type or model_type, n, sliding, max_pos)
+    if "sliding" not in layer_types and c.get("use_sliding_window") is False:
+        sliding = 0
+
+    mamba: dict[str, Any] = {}
+    if c.get("linear_num_value_heads"):
+        mamba = linear_attention_state({
+            "kind": "gated_deltanet",
+            "conv_kernel": _int(c.get("linear_conv_kernel_dim"), 4),
+            "num_key_heads": _int(c.get("linear_num_key_heads")),
+            "num_value_heads": _int(c.get("linear_num_value_heads")),
+            "key_head_dim": _int(c.get("linear_key_head_dim")),
+            "value_head_dim": _int(c.get("linear_value_head_dim")),
+        })
+
+    elif "mamba" in layer_types:
+        heads = _int(_first(c, ("mamba_n_heads", "mamba_num_heads")))
+        hd = _int(_first(c, ("mamba_d_head", "mamba_head_dim")))
+        expand = _int(_first(c, ("mamba_expand", "expand")), 2)
+        groups = _int(_first(c, ("mamba_n_groups", "n_groups")), 1)
+        if not heads and hd:
+            heads = expand * h // hd
+        elif not hd:  # Mamba1 (Jamba): a d_inner x d_state state, no heads or groups
+            heads, hd, groups = expand * h, 1, 0
+        mamba = linear_attention_state({
+            "kind": "mamba2",
+            "conv_kernel": _int(_first(c, ("mamba_d_conv", "conv_kernel", "mamba_conv_kernel")), 4),
+            "num_heads": heads, "head_dim": hd, "n_groups": groups,
+            "state_size": _int(_first(c, ("mamba_d_state", "ssm_state_size", "state_size")), 128),
+        })
+
+    rope = _rope(c)
+    orig = _int(c.get("original_max_position_embeddings")) or _int((rope or {}).get(
+        "original_max_position_embeddings"))
+    quant = top.get("quantization_config") or c.get("quantization_config") or top.get("compression_config")
+    dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype")
+                or "bfloat16")
+    vision = _vision_config(top)
+    spec = ModelSpec(
+        name=name, architecture=architecture, model_type=model_type,
+        num_hidden_layers=n, hidden_size=h, num_attention_heads=heads, num_key_value_heads=kv,
+        head_dim=head_dim, intermediate_size=inter, vocab_size=vocab, max_position_embeddings=max_pos,
+        tie_word_embeddings=bool(tie), torch_dtype=dtype,
+        num_experts=experts, num_experts_per_tok=per_tok if experts else 0,
+        num_shared_experts=shared if experts else 0, moe_intermediate_size=moe_inter if experts else 0,
+        first_k_dense_replace=first_dense if experts else 0,
+        kv_lora_rank=kv_lora, q_lora_rank=_int(c.get("q_lora_rank")), qk_rope_head_dim=qk_rope,
+        qk_nope_head_dim=qk_nope, v_head_dim=_int(c.get("v_head_dim")),
+        sliding_window=sliding, attention_chunk_size=_int(c.get("attention_chunk_size")),
+        layer_types=layer_types, mamba=mamba, rope_scaling=rope, original_max_position_embeddings=orig,
+        model_max_length=_int(top.get("model_max_length") or c.get("model_max_length")),
+        quantization=dict(quant) if isinstance(quant, dict) else None,
+        multimodal=vision is not None or text is not None,
+        resolved_from=resolved_from, moe_layer_step=step if experts else 1,
+    )
+    if vision is not None:
+        spec.vision_params = count_vision_params(vision, h, model_type, top)
+    spec.params = count_params(spec)
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# Files: config.json and safetensors headers
+# ---------------------------------------------------------------------------------------------
+
+
+def read_config(path: str) -> tuple[dict[str, Any], str]:
+    """(config dict, directory) for a config.json file or a directory holding one."""
+    file = os.path.join(path, "config.json") if os.path.isdir(path) else path
+    with open(file, encoding="utf-8") as fh:
+        cfg = json.load(fh)
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{file}: not a JSON object")
+    return cfg, os.path.dirname(os.path.abspath(file))
+
+
+_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float8_e4m3fn": 1}
+
+
+def _header(path: str) -> dict[str, Any]:
+    with open(path, "rb") as fh:
+        raw = fh.read(8)
+        if len(raw) != 8:
+            raise ValueError("short file")
+        (size,) = struct.unpack("<Q", raw)
+        if size > 100_000_000:
+            raise ValueError("header too large")
+        head = json.loads(fh.read(size))
+    return head if isinstance(head, dict) else {}
+
+
+def _skip_tensor(name: str, spec: ModelSpec) -> bool:
+    """Tensors an engine does not load: multi-token-prediction modules (mtp.*, DeepSeek's layer
+    past num_hidden_layers) and a tied lm_head stored twice."""
+    if name.startswith("mtp.") or ".mtp." in name:
+        return True
+    if spec.tie_word_embeddings and name.endswith("lm_head.weight"):
+        return True
+    marker = "layers."
+    at = name.find(marker)
+    if at >= 0 and (at == 0 or name[at - 1] == "."):
+        rest = name[at + len(marker):].split(".", 1)[0]
+        if rest.isdigit() and int(rest) >= spec.num_hidden_layers and "vision" not in name \
+                and "visual" not in name:
+            return True
+    return False
+
+
+def params_from_safetensors(directory: str, spec: ModelSpec) -> int | None:
+    """Parameters counted from the safetensors headers in `directory` (headers only; tensors are
+    never read), or from model.safetensors.index.json's total_size over the dtype width when
+    the shards are absent. None when neither is there or the checkpoint is packed-quantized
+    (element counts of packed tensors are not parameter counts)."""
+    if spec.quantization:
+        return None
+    try:
+        names = sorted(f for f in os.listdir(directory) if f.endswith(".safetensors"))
+    except OSError:
+        return None
+    total = 0
+    try:
+        for f in names:
+            for tname, meta in _header(os.path.join(directory, f)).items():
+                if tname == "__metadata__" or not isinstance(meta, dict) or _skip_tensor(tname, spec):
+                    continue
+                count = 1
+                for d in meta.get("shape", []):
+                    count *= int(d)
+                total += count
+    except (OSError, ValueError, struct.error):
+        total = 0
+    if total:
+        return total
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.isfile(index):
+        try:
+            with open(index, encoding="utf-8") as fh:
+                size = int(json.load(fh)["metadata"]["total_size"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        width = _DTYPE_BYTES.get(spec.torch_dtype)
+        if width and size:
+            return size // width
+    return None
