@@ -92,7 +92,11 @@ def evaluate(site: LaunchSite, target: Target) -> Evaluation:
     ref = target.model or cfg.model_ref
     if not ref and not target.model_config:
         raise UsageError(f"{engine.title}: no model given in the command (pass --model REF)")
-    model = resolve_model(ref or "", online=target.online, config_path=target.model_config)
+    custom = getattr(engine, "resolve_model", None)  # GGUF files, Ollama tags: the engine knows its refs
+    if custom is not None and not target.model_config:
+        model = custom(cfg, target)
+    else:
+        model = resolve_model(ref or "", online=target.online, config_path=target.model_config)
     gpu, count, source = resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
     return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count or plan.parallel.get("world", 1),

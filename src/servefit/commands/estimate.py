@@ -39,10 +39,23 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     return [evaluate(site_from_argv(words), target)]
 
 
+def refuse_bad_input(evs: list[Evaluation]) -> None:
+    """A flag or value the engine cannot parse makes the estimate meaningless: one line, exit 2
+    (lint reports the same as findings with their spans)."""
+    from servefit.rules.catalog import rules
+
+    cat = rules()
+    for ev in evs:
+        for f in ev.config.findings + ev.plan.findings:
+            if cat.get(f.code, {}).get("input_error"):
+                raise UsageError(f"{ev.plan.engine}: {f.message} [{f.code}]")
+
+
 def run(args: argparse.Namespace) -> int:
     from servefit.report.plan import plan_dict, render_text
 
     evs = evaluations(args)
+    refuse_bad_input(evs)
     if args.format == "json":
         objs = [plan_dict(ev) for ev in evs]
         json.dump(objs[0] if len(objs) == 1 else objs, sys.stdout, indent=2)

@@ -97,7 +97,8 @@ def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping
         if doc is None:
             for ref in _refs(srv):
                 if ref in mf_sites:
-                    doc, _ = mf_sites[ref].extra["modelfile"], used.add(ref)
+                    doc = mf_sites[ref].extra["modelfile"]
+                    used.add(ref)
                     break
                 if ref in texts or os.path.isfile(ref):
                     text = texts.get(ref)

@@ -139,8 +139,8 @@ def server_section(ev: Evaluation, findings: list[Finding] | None = None, tune_n
 
 
 def page(title: str, sections: list[str], summary: str = "") -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + escape(title) + "</title>"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>" + CSS + "</style></head>"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>" + escape(title) + "</title>"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/><style>" + CSS + "</style></head>"
             "<body><h1>" + escape(title) + "</h1>" + (f"<p class=\"meta\">{escape(summary)}</p>" if summary else "")
             + "\n".join(sections) + "</body></html>\n")
 

@@ -1,0 +1,60 @@
+"""The llama.cpp engine plugin: `llama-server` (and the official image's `/app/llama-server`
+entrypoint), its flags and LLAMA_ARG_* variables, GGUF models, and llama.cpp's own memory
+accounting (model buffers by -ngl/-ts, KV cache by layer, compute buffers, --fit)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, LaunchSite, MemoryPlan
+from servefit.engines.base import Engine, Knob, program
+from servefit.engines.llamacpp.versions import CURRENT
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+SERVER_PROGRAMS = {"llama-server", "llama-server.exe", "llama_server"}
+LEGACY_SERVER_PATHS = {"/server", "/app/server", "./server"}  # ghcr.io/ggerganov/llama.cpp:server before b3400
+
+
+class LlamaCppEngine(Engine):
+    name = "llamacpp"
+    title = "llama.cpp"
+    default_version = CURRENT
+    image_patterns = ("ggml-org/llama.cpp", "ggerganov/llama.cpp", "llama.cpp:server", "llama.cpp:full",
+                      "llama-cpp-server", "llamacpp-server", "/llama.cpp:")
+
+    def command_length(self, words: list[str]) -> int:
+        if not words:
+            return 0
+        if program(words[0]) in SERVER_PROGRAMS or words[0] in LEGACY_SERVER_PATHS:
+            return 1
+        return 0
+
+    def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
+        from servefit.engines.llamacpp.config import parse
+
+        return parse(site, version or site.engine_version)
+
+    def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+        from servefit.engines.llamacpp.assemble import plan
+
+        return plan(cfg, model, gpu, count)
+
+    def resolve_model(self, cfg: EngineConfig, target: Any = None) -> ModelSpec:
+        """The model behind `-m` / `-hf`: a local GGUF's header, else the catalog model its name
+        stands for (pipeline.evaluate may prefer this over models.resolve_model)."""
+        from servefit.models.gguf import resolve_gguf_ref
+
+        ref = (getattr(target, "model", None) or cfg.settings.get("model") or cfg.model_ref or "")
+        return resolve_gguf_ref(str(ref), online=bool(getattr(target, "online", False)))
+
+    def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
+        ctx = [c for c in (4096, 8192, 16384, 32768, 65536, 131072) if c <= max(4096, model.max_position_embeddings)]
+        return [Knob("ctx_size", tuple(ctx)), Knob("cache_type_k", ("f16", "q8_0", "q4_0")),
+                Knob("cache_type_v", ("f16", "q8_0", "q4_0")), Knob("flash_attn", ("on", "auto")),
+                Knob("parallel", (1, 2, 4, 8)), Knob("ubatch_size", (256, 512, 1024))]
+
+
+ENGINE = LlamaCppEngine()

@@ -1,0 +1,207 @@
+"""The llama.cpp MemoryPlan: effective settings -> fit -> per-device memory -> outcome, findings and
+the log lines llama-server will print (src/llama-model.cpp load_tensors, src/llama-kv-cache.cpp,
+src/llama-context.cpp sched_reserve; format strings per docs A5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
+from servefit.engines.llamacpp import model as M
+from servefit.engines.llamacpp import placement as P
+from servefit.engines.llamacpp import planner as PL
+from servefit.engines.llamacpp import versions as V
+from servefit.engines.llamacpp.config import QUANTIZED_KV
+from servefit.hardware.spec import GpuSpec
+from servefit.models.spec import ModelSpec
+from servefit.rules.catalog import finding
+
+MIB = 2**20
+REJECT = {"LCPP001", "LCPP002", "LCPP003", "LCPP004", "LCPP005"}
+
+
+def dev_name(gpu: GpuSpec, d: int) -> str:
+    if d == P.CPU:
+        return "CPU"
+    return {"nvidia": "CUDA", "amd": "ROCm", "apple": "MTL"}.get(gpu.vendor, "GPU") + str(d)
+
+
+def mib(n: int) -> float:
+    return round(n / MIB, 2)
+
+
+def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    s, b = cfg.settings, V.build(cfg.version)
+    site = cfg.site.name if cfg.site else ""
+    assumptions: list[str] = []
+    lm = M.load(s, spec, assumptions)
+    n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
+    fa = PL.resolve_fa(s, lm, gpu, b)
+    free = [PL.device_free(gpu)] * n_dev
+    splits = list(s["tensor_split"] or [1.0] * n_dev)[:n_dev]
+    splits += [0.0] * (n_dev - len(splits))
+    inp = PL.Inputs(lm=lm, s=s, b=b, fa=fa, n_dev=n_dev, splits=splits, free=free)
+    inp.extras = PL.extras(cfg, lm, assumptions)
+    findings = PL.findings_for_model(cfg, lm, fa)
+    fit_on = bool(s["fit"])
+    ngl_user = PL.ngl_value(s["n_gpu_layers"], lm, fit_on)
+    ctx_user = int(s["ctx_size"])
+    fr = PL.FitResult(ctx=ctx_user or lm.n_ctx_train, ngl=ngl_user if ngl_user is not None else lm.n_layer + 1)
+    if fit_on:
+        fr = PL.run_fit(inp, ctx_user, ngl_user)
+    u = PL.usage(inp, fr.ctx, fr.ngl, fr.n_cpu_moe)
+    # ---- outcome
+    rejected = [f for f in cfg.findings + findings if f.code in REJECT and f.severity == "error"]
+    over = [d for d in range(n_dev) if u.used(d) > free[d]]
+    outcome = "rejected_config" if rejected else ("oom_at_load" if over else "started")
+    # ---- per device
+    devices = []
+    for d in range(n_dev):
+        used = u.used(d)
+        devices.append(DeviceMemory(
+            total=gpu.memory_bytes, budget=free[d], weights=u.pl.on(d) + sum(e.weights for e in inp.extras
+                                                                             if d == s["main_gpu"]),
+            activation_peak=u.compute_by_dev.get(d, 0), non_torch=gpu.memory_bytes - free[d],
+            kv_cache=u.kv_by_dev.get(d, 0) + sum(e.kv for e in inp.extras if d == s["main_gpu"]),
+            free_headroom=max(0, free[d] - used), label=f"{dev_name(gpu, d)} ({gpu.name})"))
+    worst = max(range(n_dev), key=lambda d: u.used(d) / max(1, free[d]))
+    cp, kv = u.cp, u.kv
+    n_total_layers = lm.n_layer + 1
+    gpu_kv = sum(v for d, v in u.kv_by_dev.items() if d != P.CPU)
+    extra: dict[str, Any] = {
+        "kv_buffer_mib": mib(kv.total), "kv_buffer_gpu_mib": mib(gpu_kv),
+        "model_buffer_mib": mib(sum(v for d, v in u.pl.weights.items() if d != P.CPU)),
+        "model_buffer_host_mib": mib(u.pl.on(P.CPU)),
+        "compute_buffer_mib": mib(max(u.compute_by_dev.values(), default=0)),
+        "compute_buffer_host_mib": mib(u.comp.host),
+        "kv_cache_cells": kv.cells_base, "n_ctx": cp.n_ctx, "n_ctx_per_seq": cp.n_ctx_seq,
+        "n_parallel": cp.n_seq, "kv_unified": cp.unified, "flash_attn": fa,
+        "n_gpu_layers_offloaded": u.pl.n_offloaded, "n_layers_total": n_total_layers,
+        "n_ubatch": cp.n_ubatch, "model_source": lm.source, "gguf_ftype": lm.ftype,
+    }
+    if kv.cells_swa:
+        extra["kv_cache_cells_swa"] = kv.cells_swa
+        extra["kv_buffer_swa_mib"] = mib(kv.swa_bytes)
+    if kv.rs_bytes:
+        extra["rs_buffer_mib"] = mib(kv.rs_bytes)
+    if n_dev > 1:
+        extra["devices_mib"] = {dev_name(gpu, d): {"model": mib(u.pl.on(d)), "kv": mib(u.kv_by_dev.get(d, 0)),
+                                                   "compute": mib(u.compute_by_dev.get(d, 0))} for d in range(n_dev)}
+    if fit_on:
+        extra["fit"] = {"ctx": fr.ctx, "n_gpu_layers": fr.ngl, "n_cpu_moe": fr.n_cpu_moe,
+                        "changed_ctx": fr.changed_ctx, "changed_layers": fr.changed_layers}
+    msgs = messages(gpu, u, lm, b, fa, s, over, outcome, rejected)
+    if outcome != "rejected_config":
+        findings += advice(cfg, lm, u, fr, fit_on, ctx_user, ngl_user, gpu, free, devices, outcome, over, site)
+    _assume(assumptions, cfg, s, fa, lm, b, gpu)
+    return MemoryPlan(
+        engine="llamacpp", engine_version=f"b{b}", outcome=outcome, memory=devices[worst],
+        kv_bytes_per_token=kv.bytes_per_token, kv_cache_tokens=cp.n_ctx, max_model_len=cp.n_ctx_seq,
+        max_concurrency=round(cp.n_ctx / max(1, cp.n_ctx_seq), 2), devices=devices if n_dev > 1 else [],
+        parallel={"tensor": 1, "pipeline": n_dev if u.pipeline else 1, "world": n_dev},
+        assumptions=assumptions, findings=findings, messages=msgs, extra=extra)
+
+
+def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[str, Any], over: list[int],
+             outcome: str, rejected: list[Any]) -> list[str]:
+    out: list[str] = []
+    if rejected:
+        out.extend(f.message for f in rejected)
+        return out
+    if s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "auto":
+        out.append("llama_context: enabling flash_attn since it is required for quantized V cache")
+    out.append(f"load_tensors: offloaded {u.pl.n_offloaded}/{lm.n_layer + 1} layers to GPU")
+    for d, nbytes in sorted(u.pl.weights.items(), key=lambda kv: (kv[0] == P.CPU, kv[0])):
+        name = dev_name(gpu, d) if d != P.CPU else ("CPU_Mapped" if s["mmap"] else "CPU")
+        out.append(f"load_tensors: {name:>12} model buffer size = {nbytes / MIB:8.2f} MiB")
+    if u.kv.cells_swa:
+        out.append(f"llama_kv_cache_iswa: creating non-SWA KV cache, size = {u.kv.cells_base} cells")
+        out.append(f"llama_kv_cache_iswa: creating     SWA KV cache, size = {u.kv.cells_swa} cells")
+    for d, nbytes in sorted(u.kv_by_dev.items()):
+        if nbytes:
+            out.append(f"{V.kv_log_prefix(b)}: {dev_name(gpu, d):>10} KV buffer size = {nbytes / MIB:8.2f} MiB")
+    if u.cp.n_ctx_seq < lm.n_ctx_train:
+        out.append(f"llama_context: n_ctx_seq ({u.cp.n_ctx_seq}) < n_ctx_train ({lm.n_ctx_train}) -- the full "
+                   "capacity of the model will not be utilized")
+    for d, nbytes in sorted(u.compute_by_dev.items()):
+        out.append(f"{V.compute_log_prefix(b)}: {dev_name(gpu, d):>10} compute buffer size = {nbytes / MIB:8.2f} MiB")
+    for d in over:
+        out.append(f"ggml_backend_cuda_buffer_type_alloc_buffer: allocating on device {d}: cudaMalloc failed: "
+                   f"out of memory (needs {u.used(d) / MIB:.0f} MiB of {PL.device_free(gpu) / MIB:.0f} MiB free)")
+    return out
+
+
+def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_on: bool, ctx_user: int,
+           ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
+           over: list[int], site: str) -> list[Any]:
+    s, sp = cfg.settings, cfg.spans
+    out: list[Any] = []
+    cp = u.cp
+    if outcome == "oom_at_load":
+        d = over[0]
+        out.append(finding("LCPP006", f"{dev_name(gpu, d)} needs {u.used(d) / 2**30:.2f} GiB (model "
+                           f"{u.pl.on(d) / 2**30:.2f} + KV {u.kv_by_dev.get(d, 0) / 2**30:.2f} + compute "
+                           f"{u.compute_by_dev.get(d, 0) / 2**30:.2f}) but has {free[d] / 2**30:.2f} GiB free",
+                           span=sp.get("ctx_size") or sp.get("n_gpu_layers"), site=site, setting="ctx_size"))
+    if not cp.unified and cp.n_seq > 1:
+        out.append(finding("LCPP007", f"-c {cp.n_ctx} is shared by {cp.n_seq} slots: each request can use at most "
+                           f"{cp.n_ctx_seq} tokens (n_ctx_seq); add -kvu or raise -c",
+                           span=sp.get("parallel") or sp.get("ctx_size"), site=site, setting="parallel"))
+    if not ctx_user:
+        what = (f"fit lowers it to {fr.ctx}" if fr.changed_ctx else f"KV cache {u.kv.total / 2**30:.2f} GiB")
+        out.append(finding("LCPP008", f"no -c: the context defaults to the training length {lm.n_ctx_train} "
+                           f"({what})", span=sp.get("model"), site=site, setting="ctx_size"))
+    if fr.changed_ctx and ctx_user == 0:
+        out.append(finding("LCPP010", f"--fit: context size reduced from {lm.n_ctx_train} to {fr.ctx} to keep "
+                           f"{s['fit_target'][0]} MiB free", span=sp.get("model"), site=site, setting="ctx_size"))
+    n_all = lm.n_layer + 1
+    if u.pl.n_offloaded < n_all or fr.n_cpu_moe:
+        how = "--fit" if fr.changed_layers else "-ngl"
+        moe = f", experts of {fr.n_cpu_moe} layers on the CPU" if fr.n_cpu_moe else ""
+        out.append(finding("LCPP009", f"offloaded {u.pl.n_offloaded}/{n_all} layers to GPU ({how}{moe}); the rest "
+                           "runs on the CPU", span=sp.get("n_gpu_layers") or sp.get("ctx_size"), site=site,
+                           setting="n_gpu_layers"))
+    if cp.n_ctx_seq > lm.n_ctx_train > 0:
+        out.append(finding("LCPP011", f"n_ctx_seq ({cp.n_ctx_seq}) > n_ctx_train ({lm.n_ctx_train}) -- possible "
+                           "training context overflow", span=sp.get("ctx_size"), site=site, setting="ctx_size"))
+    if fit_on and fr.failed and outcome != "started":
+        out.append(finding("LCPP012", f"--fit cannot adjust anything: {fr.failed}", span=sp.get("n_gpu_layers"),
+                           site=site, setting="n_gpu_layers"))
+    if s.get("mmproj") or s.get("model_draft"):
+        out.append(finding("LCPP013", "the projector / draft model is loaded outside --fit's plan; keep "
+                           "--fit-target above its size", span=sp.get("mmproj") or sp.get("model_draft"),
+                           site=site, setting="mmproj"))
+    used = sum(dm.weights + dm.kv_cache + dm.activation_peak for dm in devices)
+    if gpu.unified_memory and outcome == "started" and used > gpu.memory_bytes * 0.5:
+        out.append(finding("LCPP014", f"{gpu.name} shares its {gpu.memory_gib:.0f} GiB with the OS: this server "
+                           f"takes {used / 2**30:.1f} GiB of it, leaving {(gpu.memory_bytes - used) / 2**30:.1f} GiB "
+                           "for the OS and every other program", site=site))
+    if int(s.get("models_max", 0) or 0) != 1 and s.get("models_dir"):
+        out.append(finding("LCPP015", f"router mode may keep {s.get('models_max', 4)} models loaded at once; the "
+                           "estimate is for one", span=sp.get("models_max"), site=site, setting="models_max"))
+    if not s["kv_offload"]:
+        out.append(finding("LCPP016", f"-nkvo: {u.kv.total / 2**30:.2f} GiB of KV cache stay in host memory",
+                           span=sp.get("no_kv_offload"), site=site, setting="kv_offload"))
+    if s["swa_full"]:
+        msg = ("--swa-full has no effect: the model has no sliding-window layers" if not any(lm.swa)
+               else f"--swa-full sizes sliding-window layers for {cp.n_ctx_seq} cells")
+        out.append(finding("LCPP017", msg, span=sp.get("swa_full"), site=site, setting="swa_full"))
+    if outcome == "started" and not gpu.unified_memory:
+        tight = [d for d in range(len(devices)) if devices[d].free_headroom < 1024 * MIB]
+        if tight:
+            out.append(finding("LCPP018", f"{dev_name(gpu, tight[0])} keeps only "
+                               f"{devices[tight[0]].free_headroom / MIB:.0f} MiB free", site=site))
+    return out
+
+
+def _assume(a: list[str], cfg: EngineConfig, s: dict[str, Any], fa: bool, lm: M.LModel, b: int,
+            gpu: GpuSpec) -> None:
+    if "parallel" not in cfg.explicit:
+        a.append(f"-np not set: {s['parallel']} slot(s){' with unified KV' if s['kv_unified'] else ''} "
+                 f"(llama-server b{b} default)")
+    if s["flash_attn"] == "auto":
+        a.append(f"-fa auto resolved to {'on' if fa else 'off'} on {gpu.name}")
+    a.append(f"compute buffer estimated from the graph's largest working set (llama.cpp measures it; "
+             f"±25%); {PL.CUDA_RESERVE // MIB} MiB per GPU for the CUDA context")
+    if b < V.FIT and "n_gpu_layers" not in cfg.explicit and s["n_gpu_layers"] == 0:
+        a.append("no -ngl before b6325: the model runs on the CPU (0 layers offloaded)")

@@ -1,0 +1,69 @@
+"""The compute buffer llama.cpp reserves per device.
+
+llama.cpp has no formula: src/llama-context.cpp::llama_context::sched_reserve builds the worst-case
+graphs (n_tokens = min(n_ctx, n_ubatch), a full KV: n_kv = cells per stream) and ggml-alloc measures
+the peak of live tensors per backend. The peak is one of three phases of that graph, each an f32
+working set (sizes from the graph built in src/llama-graph.cpp):
+- attention, flash attention off: the KQ scores n_kv x n_tokens x n_head (softmax in place), the
+  f32 KQ mask n_kv x pad(n_tokens), and the residual stream (~4 x n_embd x n_tokens);
+- attention, flash attention on: the mask (f32 input + f16 copy) and the residual stream;
+- FFN: gate/up/act/down-input n_ff x n_tokens each (MoE: the n_expert_used selected experts);
+- output: logits n_vocab x n_outputs + the final norm n_embd x n_tokens. Before b9460 the reserve
+  produced logits for all n_ubatch tokens; since, llama-server reserves n_parallel outputs
+  (server-context.cpp::server_n_outputs_max).
+The max of the phases matches the logs within a few MiB for dense models (e.g. Llama-3-8B at
+n_ctx 8192, ub 512: 560.00 MiB with FA off = KQ 512 + mask 16 + residual 32; 258.50 MiB with FA on
+= logits 250.5 + 8). Every GPU that holds layers reserves roughly the full amount.
+The host side (CUDA_Host compute buffer) holds the graph inputs: embeddings + the f32 mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servefit.engines.llamacpp import versions as V
+from servefit.engines.llamacpp.kv import CtxParams, KvLayout, pad
+from servefit.engines.llamacpp.model import LModel
+
+KQ_MASK_PAD = 64  # GGML_KQ_MASK_PAD (src/llama-graph.cpp)
+
+
+@dataclass
+class Compute:
+    device: int  # bytes on each GPU holding layers
+    host: int  # CUDA_Host / CPU compute buffer
+    phase: str  # attention | ffn | output
+    n_outputs: int
+
+
+def n_outputs(cp: CtxParams, b: int, draft: int = 0, embedding: bool = False) -> int:
+    t = min(cp.n_ctx, cp.n_ubatch)
+    if b < V.OUTPUTS_MAX or embedding:
+        return t
+    return min(cp.n_batch, cp.n_seq * (1 + draft), t)
+
+
+def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, draft: int = 0) -> Compute:
+    t = min(cp.n_ctx, cp.n_ubatch)
+    n_kv = kv.cells_base if any(lm.has_kv(il) for il in range(lm.n_layer)) else 0
+    e, h, vocab = lm.n_embd, lm.n_head_max, lm.n_vocab
+    t_pad = pad(t, KQ_MASK_PAD)
+    resid = 4 * t * 4 * e
+    masks = 6 * n_kv * t_pad  # f32 KQ mask + its f16 copy
+    if fa:
+        attn = masks + resid
+    else:
+        attn = 4 * n_kv * t * h + 4 * n_kv * t_pad + resid
+    if lm.n_expert and lm.n_expert_used:  # gate/up/act/down rows of the selected experts + the router
+        ff = lm.n_ff_exp or lm.n_ff
+        ffn = 4 * t * (4 * lm.n_expert_used * ff + e + 2 * lm.n_expert)
+    else:  # gate, up, activation and down input: four n_ff x n_tokens f32 tensors
+        ffn = 4 * t * (4 * lm.n_ff + e)
+    n_out = n_outputs(cp, b, draft, lm.embedding)
+    out = 4 * vocab * n_out + 4 * e * t
+    if n_out >= t:  # the logits do not fit a freed hole: they stack on the masks still allocated
+        out += max(0, (masks if fa else 4 * n_kv * t_pad) - 8 * e * t)
+    phases = {"attention": attn, "ffn": ffn, "output": out}
+    phase = max(phases, key=lambda k: phases[k])
+    host = 4 * t * e + 4 * n_kv * t_pad
+    return Compute(device=phases[phase], host=host, phase=phase, n_outputs=n_out)

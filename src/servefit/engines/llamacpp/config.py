@@ -1,0 +1,219 @@
+"""llama-server's command line and LLAMA_ARG_* environment -> settings, the way
+common/arg.cpp::common_params_parse reads them (flags win over env; a negatable flag's
+LLAMA_ARG_NO_<X> means off whatever its value), with the build's defaults applied."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from servefit.core import EngineConfig, Finding, LaunchSite, Token
+from servefit.engines.llamacpp import versions as V
+from servefit.engines.options import Parsed, load_table, parse_argv, parse_env
+from servefit.models.gguf import parse_ref
+from servefit.rules.catalog import finding
+
+QUANTIZED_KV = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+FA_VALUES = {"on": "on", "enabled": "on", "1": "on", "true": "on", "off": "off", "disabled": "off", "0": "off",
+             "false": "off", "auto": "auto", "-1": "auto"}
+_BOOL_ENV = {"enabled": "true", "disabled": "false"}
+
+
+def _fa(parsed: Parsed, b: int, findings: list[Finding], site: str) -> str | None:
+    """common/arg.cpp `-fa`: a value on|off|auto since b6325; a bare switch before."""
+    raw = parsed.values.get("flash_attn")
+    span = parsed.spans.get("flash_attn") or parsed.flag_spans.get("flash_attn")
+    if raw is None:
+        return None
+    if raw == [] or raw is True:
+        if b >= V.FA_AUTO:
+            findings.append(finding("LCPP002", "argument -fa: expected value on|off|auto (since b6325 `-fa` "
+                                    "takes a value; a bare -fa is an error)", span=span, site=site,
+                                    setting="flash_attn"))
+            return "on"
+        return "on"
+    text = str(raw).strip().lower()
+    if b < V.FA_AUTO:  # a switch: the word after it is a stray argument
+        findings.append(finding("LCPP001", f"error: invalid argument: {raw} (before b6325 -fa is a switch "
+                                "without a value)", span=span, site=site, setting="flash_attn"))
+        return "on"
+    val = FA_VALUES.get(text)
+    if val is None:
+        findings.append(finding("LCPP002", f"error: unknown value for --flash-attn: '{raw}'", span=span,
+                                site=site, setting="flash_attn"))
+        return "auto"
+    return val
+
+
+def _ngl(text: Any, b: int) -> int | str:
+    """-ngl N | auto (-1) | all (-2); values above the layer count mean all."""
+    s = str(text).strip().lower()
+    if s in ("auto", "-1"):
+        return "auto"
+    if s in ("all", "-2"):
+        return "all"
+    n = int(s)
+    if n < 0:
+        raise ValueError(s)
+    return n
+
+
+def split_floats(text: str) -> list[float]:
+    parts = [p for p in re.split(r"[,/]+", text.strip()) if p]
+    return [float(p) for p in parts]
+
+
+def model_words(site: LaunchSite) -> int:
+    from servefit.engines.llamacpp import ENGINE
+
+    return ENGINE.command_length([t.text for t in site.argv])
+
+
+def parse(site: LaunchSite, version: str | None) -> EngineConfig:
+    b = V.build(version)
+    table = load_table("llamacpp")
+    ver = f"b{b}"
+    n = model_words(site)
+    parsed = parse_argv(table, list(site.argv[n:]), ver, site=site.name)
+    # llama-swap macros (${PORT}, ${MODEL_ID}) are filled in by llama-swap at run time: not a bad value
+    parsed.findings = [f for f in parsed.findings if "${" not in f.message]
+    for tok in parsed.positionals:
+        parsed.findings.append(finding("LCPP001", f"error: invalid argument: {tok.text}", span=tok.span,
+                                       site=site.name))
+    env: dict[str, Token] = {}
+    for k, tok in site.env.items():
+        low = tok.text.strip().lower()
+        if k.startswith("LLAMA_ARG_NO_") and k not in table.by_env:
+            pos = "LLAMA_ARG_" + k[len("LLAMA_ARG_NO_"):]  # LLAMA_ARG_NO_MMAP=anything -> mmap off
+            if pos in table.by_env and table.by_env[pos].type == "bool":
+                env[pos] = Token("false", tok.span)
+                continue
+        env[k] = Token(_BOOL_ENV.get(low, tok.text), tok.span) if low in _BOOL_ENV else tok
+    explicit_argv = set(parsed.values)
+    parse_env(table, env, parsed, site=site.name)
+    findings = parsed.findings
+    vals = parsed.values
+    s: dict[str, Any] = {}
+    spans = dict(parsed.spans)
+    # model reference
+    ref = vals.get("model") or vals.get("hf_repo") or vals.get("model_url")
+    if vals.get("hf_repo") and vals.get("hf_file"):
+        ref = vals["hf_file"]
+    s["model"] = ref
+    if vals.get("hf_repo"):
+        s["hf_repo"] = vals["hf_repo"]
+    base = quant = None
+    if ref:
+        base, quant, _ = parse_ref(str(ref).rsplit("/", 1)[-1] if str(ref).startswith("http") else str(ref))
+        if vals.get("hf_repo") and not vals.get("hf_file") and not quant:
+            quant = "Q4_K_M"
+    s["gguf_base"], s["gguf_quant"] = base, quant
+    # values as the engine holds them
+    s["ctx_size"] = int(vals.get("ctx_size", 0) or 0)
+    s["parallel"] = int(vals.get("parallel", -1 if b >= V.NP_AUTO else 1))
+    s["batch_size"] = int(vals.get("batch_size", 2048))
+    s["ubatch_size"] = int(vals.get("ubatch_size", 512))
+    for key in ("cache_type_k", "cache_type_v"):
+        s[key] = str(vals.get(key, "f16")).lower()
+    fa = _fa(parsed, b, findings, site.name)
+    s["flash_attn"] = fa or ("auto" if b >= V.FA_AUTO else "off")
+    if vals.get("no_kv_unified"):
+        s["kv_unified"] = False
+    elif vals.get("kv_unified") is not None:
+        s["kv_unified"] = bool(vals["kv_unified"])
+    else:
+        s["kv_unified"] = b >= V.NP_AUTO and s["parallel"] < 0
+    if s["parallel"] < 0:
+        s["parallel"] = 4 if b >= V.NP_AUTO else 1
+    s["swa_full"] = bool(vals.get("swa_full", False))
+    s["kv_offload"] = not vals.get("no_kv_offload", False) and vals.get("kv_offload", True) is not False
+    try:
+        s["n_gpu_layers"] = _ngl(vals["n_gpu_layers"], b) if "n_gpu_layers" in vals else (
+            "auto" if b >= V.NGL_AUTO else ("all" if b >= V.FA_AUTO else 0))
+    except ValueError:
+        findings.append(finding("LCPP002", f"argument -ngl: invalid value '{vals['n_gpu_layers']}' (a number, auto "
+                                "or all)", span=spans.get("n_gpu_layers"), site=site.name, setting="n_gpu_layers"))
+        s["n_gpu_layers"] = "auto"
+    if isinstance(s["n_gpu_layers"], int) and s["n_gpu_layers"] >= 999:
+        s["n_gpu_layers"] = "all"
+    s["split_mode"] = vals.get("split_mode", "layer")
+    s["main_gpu"] = int(vals.get("main_gpu", 0) or 0)
+    s["tensor_split"] = None
+    if vals.get("tensor_split"):
+        try:
+            s["tensor_split"] = split_floats(str(vals["tensor_split"]))
+        except ValueError:
+            findings.append(finding("LCPP002", f"argument -ts: invalid value '{vals['tensor_split']}'",
+                                    span=spans.get("tensor_split"), site=site.name, setting="tensor_split"))
+    fit = vals.get("fit")
+    s["fit"] = b >= V.FIT and (fit is None or str(fit).lower() in ("on", "true", "1", "enabled"))
+    s["fit_target"] = [1024]
+    if vals.get("fit_target"):
+        try:
+            s["fit_target"] = [int(float(x)) for x in split_floats(str(vals["fit_target"]))]
+        except ValueError:
+            findings.append(finding("LCPP002", f"argument -fitt: invalid value '{vals['fit_target']}'",
+                                    span=spans.get("fit_target"), site=site.name, setting="fit_target"))
+    s["fit_ctx"] = int(vals.get("fit_ctx", 4096) or 4096)
+    s["override_tensor"] = [p for p in str(vals.get("override_tensor", "") or "").split(",") if "=" in p]
+    s["cpu_moe"] = bool(vals.get("cpu_moe", False))
+    s["n_cpu_moe"] = int(vals.get("n_cpu_moe", 0) or 0)
+    load_mode = str(vals.get("load_mode", "") or "")
+    s["mmap"] = vals.get("mmap", True) is not False and load_mode not in ("none", "dio")
+    s["mlock"] = bool(vals.get("mlock", False)) or "mlock" in load_mode
+    s["mmproj"] = vals.get("mmproj")
+    s["mmproj_offload"] = vals.get("mmproj_offload", True) is not False
+    s["model_draft"] = vals.get("model_draft") or vals.get("hf_repo_draft")
+    for key in ("n_gpu_layers_draft", "ctx_size_draft", "cache_type_k_draft", "cache_type_v_draft", "device",
+                "models_max", "models_dir", "embedding", "verbosity", "draft_max", "lora"):
+        if key in vals:
+            s[key] = vals[key]
+    if str(s.get("device", "")).lower() == "none":
+        s["n_gpu_layers"] = 0
+    if s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "off":
+        findings.append(finding(
+            "LCPP003", f"quantized V cache ({s['cache_type_v']}) requires flash_attn to be enabled; "
+            "llama-server fails at start (llama_init_from_model: quantized V cache requires flash_attn to be enabled)",
+            span=spans.get("flash_attn") or spans.get("cache_type_v"), site=site.name, setting="cache_type_v"))
+    elif s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "auto" and "flash_attn" not in vals:
+        findings.append(finding(
+            "LCPP003", f"quantized V cache ({s['cache_type_v']}) needs flash attention; -fa is not set, so this "
+            "build (-fa auto) turns it on when the device has a kernel for the K/V pair (on CUDA: q8_0/q8_0 or "
+            "q4_0/q4_0). With -fa off, or on builds before b6325 (flash attention off by default), llama-server "
+            "refuses: \"quantized V cache requires flash_attn to be enabled\"; write -fa on",
+            span=spans.get("cache_type_v"), site=site.name, setting="flash_attn", severity="info"))
+    cfg = EngineConfig(engine="llamacpp", model_ref=_catalog_ref(s, ref), settings=s, spans=spans,
+                       explicit=set(vals), env={k: t.text for k, t in site.env.items()}, version=ver,
+                       findings=findings, site=site)
+    cfg.explicit |= {k for k in explicit_argv}
+    if ref and cfg.model_ref and cfg.model_ref != ref and not os.path.isfile(str(ref)):
+        cfg.assumptions.append(f"model {os.path.basename(str(ref))!r} taken as {cfg.model_ref} by its name"
+                               + (f" ({quant}, sized as llama-quantize makes it)" if quant else ""))
+    if version is None:
+        cfg.assumptions.append(f"llama.cpp {V.CURRENT} assumed (no version given; pass --engine-version bNNNN "
+                               "or pin the image tag)")
+    return cfg
+
+
+def _catalog_ref(s: dict[str, Any], ref: Any) -> str | None:
+    """What pipeline.evaluate hands to models.resolve_model: a local GGUF stays a path; a file or
+    repo name becomes the first catalog name that resolves (the original stays in settings)."""
+    if not ref:
+        return None
+    ref = str(ref)
+    if ref.lower().endswith(".gguf") and os.path.isfile(ref):
+        return ref
+    from servefit.models.gguf import catalog_candidates
+
+    cands = catalog_candidates(s.get("gguf_base") or ref)
+    try:
+        from servefit.models import resolve_model  # type: ignore[attr-defined]
+    except ImportError:
+        return cands[0]
+    for cand in cands:
+        try:
+            return str(resolve_model(cand).name)
+        except Exception:
+            continue
+    return cands[0]

@@ -1,0 +1,138 @@
+"""The KV cache exactly as llama.cpp sizes it.
+
+- context: src/llama-context.cpp::llama_context::llama_context: n_ctx = -c or n_ctx_train,
+  GGML_PAD(n_ctx, 256) (b6975+); unified -> n_ctx_seq = n_ctx, else n_ctx_seq = PAD(n_ctx / n_seq, 256)
+  and n_ctx = n_ctx_seq * n_seq. Before b6868 the size was padded to 256 with flash attention and 32
+  without (llama_kv_cache_unified::get_padding); between b6868 and b6975 not at all.
+- per layer: src/llama-kv-cache.cpp::llama_kv_cache::llama_kv_cache: K = row_size(type_k, n_embd_k_gqa(il))
+  x kv_size x n_stream, V likewise (none for MLA: has_v = !is_mla); without flash attention V widths
+  that vary across layers are padded to the largest.
+- sliding window: src/llama-kv-cache-iswa.cpp: size_swa = PAD(min(size_base, n_swa*(unified ? n_seq : 1)
+  + n_ubatch), 256), or size_base with --swa-full.
+- recurrent state: src/llama-memory-recurrent.cpp: f32 r/s rows x max(1, n_seq) per recurrent layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from servefit.engines.llamacpp import versions as V
+from servefit.engines.llamacpp.model import LModel
+from servefit.models.gguf import row_bytes
+
+
+def pad(x: int, n: int) -> int:
+    """ggml.h::GGML_PAD (round up)."""
+    return (x + n - 1) // n * n if n > 1 else x
+
+
+@dataclass
+class CtxParams:
+    n_ctx: int  # total cells after padding (all streams)
+    n_ctx_seq: int  # cells per stream = per-slot limit
+    n_seq: int
+    n_stream: int
+    unified: bool
+    n_ubatch: int
+    n_batch: int
+    kv_cells: int = 0  # cells per stream (= n_ctx_seq since multi-stream KV; n_ctx before)
+
+    def __post_init__(self) -> None:
+        if not self.kv_cells:
+            self.kv_cells = self.n_ctx_seq
+
+
+def context(lm: LModel, ctx: int, n_seq: int, unified: bool, n_batch: int, n_ubatch: int, fa: bool,
+            b: int) -> CtxParams:
+    n_seq = max(1, min(int(n_seq), 256))  # LLAMA_MAX_SEQ
+    n_ctx = ctx if ctx > 0 else lm.n_ctx_train
+    if b >= V.PAD_256:
+        n_ctx = pad(n_ctx, 256)
+    elif b < V.NO_PAD:
+        n_ctx = pad(n_ctx, 256 if fa else 32)
+    if b < V.KV_UNIFIED_OPTION:  # one cache shared by every sequence; the server's slots get n_ctx / np
+        n_batch = min(n_batch, n_ctx)
+        return CtxParams(n_ctx=n_ctx, n_ctx_seq=n_ctx // n_seq, n_seq=n_seq, n_stream=1, unified=False,
+                         n_ubatch=min(n_batch, n_ubatch), n_batch=n_batch, kv_cells=n_ctx)
+    if unified:
+        n_ctx_seq = n_ctx
+    else:
+        n_ctx_seq = n_ctx // n_seq
+        if b >= V.PAD_256:
+            n_ctx_seq = pad(n_ctx_seq, 256)
+        n_ctx = n_ctx_seq * n_seq
+    n_batch = min(n_batch, n_ctx)  # causal models: n_batch = min(n_ctx, n_batch)
+    n_ubatch = min(n_batch, n_ubatch)
+    return CtxParams(n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_seq=n_seq, n_stream=1 if unified else n_seq,
+                     unified=unified, n_ubatch=n_ubatch, n_batch=n_batch)
+
+
+@dataclass
+class KvLayout:
+    cells_base: int  # per stream
+    cells_swa: int  # per stream (0: no SWA cache)
+    n_stream: int
+    layer_bytes: list[int] = field(default_factory=list)  # KV (or RS) bytes of each layer, all streams
+    k_bytes: int = 0
+    v_bytes: int = 0
+    rs_bytes: int = 0
+    swa_bytes: int = 0
+    bytes_per_token: int = 0  # K+V per cell summed over attention layers
+    v_padded_to: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.layer_bytes)
+
+
+def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_full: bool, b: int) -> KvLayout:
+    size_base = cp.kv_cells
+    size_swa = 0
+    if lm.n_swa and any(lm.swa):
+        if swa_full:
+            size_swa = size_base
+        else:
+            shared = cp.unified or cp.n_stream == 1
+            size_swa = min(size_base, lm.n_swa * (cp.n_seq if shared else 1) + cp.n_ubatch)
+            size_swa = pad(size_swa, 256) if b >= V.PAD_256 else pad(size_swa, 256 if fa else 32)
+            size_swa = min(size_swa, pad(size_base, 256))
+    out = KvLayout(cells_base=size_base, cells_swa=size_swa, n_stream=cp.n_stream)
+    v_max = max((lm.v_width(il) for il in range(lm.n_layer) if lm.has_kv(il)), default=0)
+    widths = {lm.v_width(il) for il in range(lm.n_layer) if lm.has_kv(il)}
+    if not fa and len(widths) > 1:
+        out.v_padded_to = v_max
+    mem_rs = max(1, cp.n_seq)
+    for il in range(lm.n_layer):
+        if lm.recurrent and lm.recurrent[il]:
+            rs = 4 * (lm.n_embd_r + lm.n_embd_s) * mem_rs  # f32 rows, src/llama-memory-recurrent.cpp
+            out.layer_bytes.append(rs)
+            out.rs_bytes += rs
+            continue
+        if not lm.has_kv(il):
+            out.layer_bytes.append(0)
+            continue
+        cells = size_swa if (lm.swa[il] and size_swa) else size_base
+        kw = lm.k_width(il)
+        vw = out.v_padded_to or lm.v_width(il)
+        k = row_bytes(type_k, kw) * cells * cp.n_stream
+        v = row_bytes(type_v, vw) * cells * cp.n_stream if vw else 0
+        out.k_bytes += k
+        out.v_bytes += v
+        if lm.swa[il] and size_swa:
+            out.swa_bytes += k + v
+        out.bytes_per_token += row_bytes(type_k, kw) + (row_bytes(type_v, vw) if vw else 0)
+        out.layer_bytes.append(k + v)
+    return out
+
+
+def block_problem(lm: LModel, type_k: str, type_v: str) -> str | None:
+    """llama_init_from_model with flash attention: the cache type's block must divide the head size."""
+    from servefit.models.gguf import type_by_name
+
+    for name, t, hd in (("K", type_k, lm.head_k), ("V", type_v, lm.head_v)):
+        blk = type_by_name()[t.upper()][1]
+        if name == "V" and lm.mla:
+            continue
+        if blk > 1 and hd % blk:
+            return (f"{name} cache type {t} with block size {blk} does not divide n_embd_head_{name.lower()}={hd}")
+    return None

@@ -1,0 +1,186 @@
+"""The model as llama.cpp sees it: hparams per layer (src/llama-hparams.cpp) and the GGUF tensor
+table, from a local GGUF header or from a catalog ModelSpec plus the llama-quantize type model."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.models.gguf import ArrayLen, GgufInfo, TensorInfo, read_gguf, swa_layers
+from servefit.models.gguf_quant import hf_to_arch, synth_tensors
+from servefit.models.spec import ModelSpec
+
+RECURRENT_ARCHS = {"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"}
+HYBRID_ARCHS = {"jamba", "falcon-h1", "nemotron_h", "nemotron_h_moe", "granitehybrid", "qwen3next", "lfm2",
+                "lfm2moe", "plamo2", "kimi-linear", "qwen35", "qwen35moe"}
+
+
+@dataclass
+class LModel:
+    arch: str
+    name: str
+    n_layer: int  # block_count (n_layer_all)
+    n_embd: int
+    n_vocab: int
+    n_ctx_train: int
+    n_head: list[int]
+    n_head_kv: list[int]  # 0: no attention in that layer
+    head_k: int
+    head_v: int
+    head_k_swa: int
+    head_v_swa: int
+    swa: list[bool]
+    n_swa: int
+    mla: bool = False  # K-only cache (has_v = !is_mla)
+    recurrent: list[bool] = field(default_factory=list)
+    n_embd_r: int = 0
+    n_embd_s: int = 0
+    n_layer_kv_from_start: int = -1  # layers at or past this share an earlier layer's cache
+    n_ff: int = 0
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    embedding: bool = False  # pooling_type present
+    tensors: list[TensorInfo] = field(default_factory=list)
+    ftype: str | None = None
+    source: str = "gguf"
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def n_head_max(self) -> int:
+        return max(self.n_head) if self.n_head else 1
+
+    @property
+    def tied(self) -> bool:
+        return not any(t.name == "output.weight" for t in self.tensors)
+
+    def has_kv(self, il: int) -> bool:
+        if self.recurrent and self.recurrent[il]:
+            return False
+        if self.n_head_kv[il] == 0:
+            return False
+        return not (0 <= self.n_layer_kv_from_start <= il)
+
+    def k_width(self, il: int) -> int:
+        """hparams.n_embd_k_gqa(il) (SWA layers use the _swa head size)."""
+        hd = self.head_k_swa if self.swa[il] else self.head_k
+        return hd * self.n_head_kv[il]
+
+    def v_width(self, il: int) -> int:
+        if self.mla:
+            return 0
+        hd = self.head_v_swa if self.swa[il] else self.head_v
+        return hd * self.n_head_kv[il]
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+
+def _per_layer(v: Any, n: int, default: int) -> list[int]:
+    if isinstance(v, list):
+        vals = [int(x) for x in v][:n]
+        return vals + [vals[-1] if vals else default] * (n - len(vals))
+    if isinstance(v, ArrayLen) or v is None:
+        return [default] * n
+    return [int(v)] * n
+
+
+def from_gguf(info: GgufInfo) -> LModel:
+    """src/llama-model.cpp::load_hparams over the keys of docs PART C."""
+    n = int(info.get("block_count", 0) or 0)
+    n_embd = int(info.get("embedding_length", 0) or 0)
+    n_head = _per_layer(info.get("attention.head_count"), n, 1)
+    n_head_kv = _per_layer(info.get("attention.head_count_kv"), n, n_head[0] if n_head else 1)
+    if info.get("attention.head_count_kv") is None:
+        n_head_kv = list(n_head)
+    hk_default = n_embd // max(1, max(n_head))
+    head_k = int(info.get("attention.key_length", 0) or hk_default)
+    head_v = int(info.get("attention.value_length", 0) or hk_default)
+    swa, window = swa_layers(info, n)
+    arch = info.arch
+    recurrent = [arch in RECURRENT_ARCHS or (arch in HYBRID_ARCHS and n_head_kv[i] == 0) for i in range(n)]
+    d_conv = int(info.get("ssm.conv_kernel", 0) or 0)
+    d_inner = int(info.get("ssm.inner_size", 0) or 0)
+    d_state = int(info.get("ssm.state_size", 0) or 0)
+    n_group = int(info.get("ssm.group_count", 0) or 0)
+    if arch.startswith("rwkv"):
+        n_embd_r = int(info.get("token_shift_count", 2) or 2) * n_embd
+        n_embd_s = n_embd * int(info.get("wkv.head_size", 64) or 64)
+    elif arch in ("lfm2", "lfm2moe"):
+        n_embd_r, n_embd_s = n_embd * (int(info.get("shortconv.l_cache", 3) or 3) - 1), 0
+    else:  # llama_hparams::n_embd_r / n_embd_s (Mamba / Mamba-2 / gated delta net)
+        n_embd_r = max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state)
+        n_embd_s = d_state * d_inner
+    shared = int(info.get("attention.shared_kv_layers", 0) or 0)
+    ff = info.get("feed_forward_length")
+    mla = f"{arch}.attention.key_length_mla" in info.kv
+    return LModel(
+        arch=arch, name=str(info.kv.get("general.name") or os.path.basename(info.path)), n_layer=n, n_embd=n_embd,
+        n_vocab=info.n_vocab, n_ctx_train=int(info.get("context_length", 0) or 0), n_head=n_head,
+        n_head_kv=n_head_kv, head_k=head_k, head_v=head_v,
+        head_k_swa=int(info.get("attention.key_length_swa", 0) or head_k),
+        head_v_swa=int(info.get("attention.value_length_swa", 0) or head_v),
+        swa=swa, n_swa=window, mla=mla, recurrent=recurrent, n_embd_r=n_embd_r, n_embd_s=n_embd_s,
+        n_layer_kv_from_start=n - shared if shared else -1,
+        n_ff=max(ff) if isinstance(ff, list) and ff else int(ff or 0),
+        n_expert=int(info.get("expert_count", 0) or 0), n_expert_used=int(info.get("expert_used_count", 0) or 0),
+        n_ff_exp=int(info.get("expert_feed_forward_length", 0) or 0),
+        embedding=info.get("pooling_type") is not None, tensors=list(info.tensors),
+        ftype=None, source="gguf")
+
+
+def from_spec(m: ModelSpec, ftype: str) -> LModel:
+    """The GGUF convert_hf_to_gguf.py + llama-quantize would make of a catalog model."""
+    arch = hf_to_arch(m.model_type)
+    n = m.num_hidden_layers
+    kinds = m.kinds()
+    from servefit import data
+
+    swa_arch = data.load("gguf_quants.yaml")["swa_arch"].get(arch)
+    window = m.sliding_window or m.attention_chunk_size or (swa_arch or {}).get("window", 0)
+    if swa_arch and window:
+        if any(k in ("sliding", "chunked") for k in kinds):
+            swa = [k in ("sliding", "chunked") for k in kinds]
+        else:
+            p = int(swa_arch["pattern"])
+            swa = [(il % p) < (p - 1) for il in range(n)]
+    else:
+        swa, window = [False] * n, 0
+    recurrent = [k in ("mamba", "linear") for k in kinds]
+    if m.is_mla:
+        head_k = m.kv_lora_rank + m.qk_rope_head_dim
+        n_head_kv = [0 if k in ("mamba", "linear", "none") else 1 for k in kinds]
+    else:
+        head_k = m.head_dim
+        n_head_kv = [0 if k in ("mamba", "linear", "none") else m.num_key_value_heads for k in kinds]
+    mb = m.mamba or {}
+    d_inner = int(mb.get("d_inner") or mb.get("intermediate_size") or 0)
+    d_state = int(mb.get("d_state") or mb.get("state_size") or 0)
+    d_conv = int(mb.get("d_conv") or mb.get("conv_kernel") or 0)
+    n_group = int(mb.get("n_groups") or 0)
+    lm = LModel(
+        arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
+        n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
+        head_k=head_k, head_v=m.head_dim, head_k_swa=head_k, head_v_swa=m.head_dim, swa=swa, n_swa=int(window),
+        mla=m.is_mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
+        n_embd_s=d_state * d_inner, n_ff=m.intermediate_size, n_expert=m.num_experts,
+        n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
+        tensors=synth_tensors(m, ftype, arch), ftype=ftype, source="catalog")
+    return lm
+
+
+def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> LModel:
+    """From the local GGUF when `-m` names a readable file, else from the catalog spec."""
+    path = settings.get("model")
+    if isinstance(path, str) and path.lower().endswith(".gguf") and os.path.isfile(path):
+        return from_gguf(read_gguf(path))
+    quant = settings.get("gguf_quant")
+    if not quant:
+        quant = "Q4_K_M"
+        assumptions.append("GGUF quantization unknown: Q4_K_M assumed (put the quant in the file name or -hf repo:QUANT)")
+    lm = from_spec(spec, quant)
+    assumptions.append(f"weights sized from {spec.name} as llama-quantize makes {quant} "
+                       f"({lm.weight_bytes / 2**30:.2f} GiB; the real file may differ slightly)")
+    return lm

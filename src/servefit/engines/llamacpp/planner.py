@@ -1,0 +1,278 @@
+"""llama-server's memory per device, the way it allocates at start: the model buffers by layer
+placement, the KV cache by layer device, one compute buffer per GPU, and --fit (common/fit.cpp::
+common_params_fit_impl) adjusting the unset -c / -ngl first."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.core import EngineConfig, Finding
+from servefit.engines.llamacpp import compute as C
+from servefit.engines.llamacpp import kv as K
+from servefit.engines.llamacpp import placement as P
+from servefit.engines.llamacpp import versions as V
+from servefit.engines.llamacpp.config import QUANTIZED_KV
+from servefit.engines.llamacpp.model import LModel
+from servefit.hardware.spec import GpuSpec
+
+MIB = 2**20
+CUDA_RESERVE = 512 * MIB  # CUDA context + cuBLAS workspace: free memory of an idle GPU vs its total
+
+
+@dataclass
+class Extra:
+    """An extra model on the main GPU (mmproj, draft): weights, KV, compute."""
+
+    name: str
+    weights: int = 0
+    kv: int = 0
+    compute: int = 0
+
+
+@dataclass
+class Usage:
+    cp: K.CtxParams
+    kv: K.KvLayout
+    pl: P.Placement
+    comp: C.Compute
+    kv_by_dev: dict[int, int]
+    compute_by_dev: dict[int, int]
+    extra_by_dev: dict[int, int]
+    pipeline: bool = False
+
+    def used(self, dev: int) -> int:
+        return self.pl.on(dev) + self.kv_by_dev.get(dev, 0) + self.compute_by_dev.get(dev, 0) + \
+            self.extra_by_dev.get(dev, 0)
+
+
+@dataclass
+class Inputs:
+    lm: LModel
+    s: dict[str, Any]
+    b: int
+    fa: bool
+    n_dev: int
+    splits: list[float]
+    free: list[int]
+    extras: list[Extra] = field(default_factory=list)
+    cpu_moe_layers: int = 0
+
+
+def device_free(gpu: GpuSpec) -> int:
+    """Memory llama.cpp sees free at start (ggml_backend_dev_memory) on an otherwise idle device."""
+    if gpu.vendor == "apple":  # Metal: recommendedMaxWorkingSetSize, about 3/4 of unified memory
+        return int(gpu.memory_bytes * 0.75)
+    if gpu.unified_memory:  # the OS and page cache share the pool (DGX Spark, Jetson)
+        return gpu.memory_bytes - max(4 * 2**30, gpu.memory_bytes // 12)
+    return max(0, gpu.memory_bytes - CUDA_RESERVE)
+
+
+def resolve_fa(s: dict[str, Any], lm: LModel, gpu: GpuSpec, b: int) -> bool:
+    """-fa auto: enabled when the device supports it (llama_context: resolve_fused_ops), forced on for a
+    quantized V cache ("enabling flash_attn since it is required for quantized V cache")."""
+    v = s["flash_attn"]
+    if v == "on":
+        return True
+    if v == "off":
+        return False
+    if lm.arch == "grok":
+        return False
+    if not cuda_fa_kernel(s, gpu):
+        return False  # the trial graph finds no FA kernel for these cache types: auto -> disabled
+    if s["cache_type_v"] in QUANTIZED_KV:
+        return True
+    return not (gpu.vendor == "nvidia" and 0 < gpu.compute_capability < 60)
+
+
+CUDA_FA_TYPES = {("f16", "f16"), ("q8_0", "q8_0"), ("q4_0", "q4_0"), ("bf16", "bf16"), ("f32", "f32")}
+
+
+def cuda_fa_kernel(s: dict[str, Any], gpu: GpuSpec) -> bool:
+    """ggml-cuda builds flash-attention kernels for f16 and symmetric q8_0 / q4_0 caches only
+    (without GGML_CUDA_FA_ALL_QUANTS): other K/V type pairs have no kernel on CUDA."""
+    if gpu.vendor != "nvidia":
+        return True
+    return (s["cache_type_k"], s["cache_type_v"]) in CUDA_FA_TYPES
+
+
+def usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int = 0) -> Usage:
+    s, lm, b = inp.s, inp.lm, inp.b
+    cp = K.context(lm, ctx, s["parallel"], s["kv_unified"], s["batch_size"], s["ubatch_size"], inp.fa, b)
+    kv = K.layout(lm, cp, s["cache_type_k"], s["cache_type_v"], inp.fa, s["swa_full"], b)
+    rules = P.parse_overrides(s["override_tensor"], s["cpu_moe"], max(s["n_cpu_moe"], n_cpu_moe))
+    pl = P.place(lm, ngl, inp.n_dev, s["split_mode"], inp.splits, s["main_gpu"], rules, b)
+    kv_dev = P.kv_devices(pl, lm.n_layer, s["kv_offload"], s["split_mode"], s["main_gpu"])
+    kv_by: dict[int, int] = {}
+    for il, nbytes in enumerate(kv.layer_bytes):
+        kv_by[kv_dev[il]] = kv_by.get(kv_dev[il], 0) + nbytes
+    comp = C.compute_buffer(lm, cp, kv, inp.fa, b, int(s.get("draft_max") or 0) if s.get("model_draft") else 0)
+    gpus_used = sorted({d for d in pl.layer_dev if d != P.CPU} | {d for d in kv_by if d != P.CPU})
+    if not gpus_used and inp.n_dev:
+        gpus_used = [s["main_gpu"]] if cp.n_ubatch >= 32 else []  # op offload still computes on the GPU
+    comp_by = {d: comp.device for d in gpus_used}
+    on_cpu = [t for t in lm.tensors if len(t.shape) >= 2 and _layer_dev(pl, t.name, lm.n_layer) == P.CPU]
+    if on_cpu and gpus_used and cp.n_ubatch >= 32:  # op offload copies CPU weights to the GPU per op
+        biggest = max(t.nbytes for t in on_cpu)
+        comp_by = {d: v + biggest for d, v in comp_by.items()}
+    pipeline = (inp.n_dev > 1 and pl.n_offloaded >= lm.n_layer + 1 and s["split_mode"] == "layer"
+                and s["kv_offload"] and not s["override_tensor"])
+    if pipeline:  # GGML_SCHED_MAX_COPIES = 4 copies of the graph inputs
+        comp_by = {d: v + 3 * comp.host for d, v in comp_by.items()}
+    extra_by: dict[int, int] = {}
+    main = s["main_gpu"] if inp.n_dev else P.CPU
+    for ex in inp.extras:
+        extra_by[main] = extra_by.get(main, 0) + ex.weights + ex.kv + ex.compute
+    return Usage(cp, kv, pl, comp, kv_by, comp_by, extra_by, pipeline)
+
+
+def _layer_dev(pl: P.Placement, name: str, n_layer: int) -> int | None:
+    il = P.layer_of(name, n_layer)
+    return None if il is None else pl.layer_dev[il]
+
+
+def fits(inp: Inputs, u: Usage, margin: list[int]) -> bool:
+    return all(inp.free[d] - u.used(d) >= margin[min(d, len(margin) - 1)] for d in range(inp.n_dev))
+
+
+def total_fits(inp: Inputs, u: Usage, margin: list[int]) -> bool:
+    need = sum(u.used(d) for d in range(inp.n_dev))
+    return need <= sum(inp.free) - sum(margin[min(d, len(margin) - 1)] for d in range(inp.n_dev))
+
+
+def ngl_value(v: int | str, lm: LModel, fit_on: bool) -> int | None:
+    """An -ngl as a layer count (None: auto, for fit to decide)."""
+    if v == "all":
+        return lm.n_layer + 1
+    if v == "auto":
+        return None if fit_on else lm.n_layer + 1
+    return int(v)
+
+
+@dataclass
+class FitResult:
+    ctx: int
+    ngl: int
+    n_cpu_moe: int = 0
+    changed_ctx: bool = False
+    changed_layers: bool = False
+    failed: str = ""
+
+
+def run_fit(inp: Inputs, ctx_user: int, ngl_user: int | None) -> FitResult:
+    """common/fit.cpp::common_params_fit_impl: keep `margin` MiB free per device, lowering the
+    unset context first (to a multiple of 256, not below --fit-ctx), then the unset layer count
+    (MoE: experts to the CPU first)."""
+    s, lm = inp.s, inp.lm
+    margin = [m * MIB for m in s["fit_target"]]
+    full = lm.n_layer + 1
+    ngl = ngl_user if ngl_user is not None else full
+    ctx = ctx_user or lm.n_ctx_train
+    res = FitResult(ctx=ctx, ngl=ngl)
+    if fits(inp, usage(inp, ctx, ngl), margin):
+        return res
+    fitc = int(s["fit_ctx"])
+    if not ctx_user and lm.n_ctx_train > fitc:
+        lo, hi = fitc // 256, ctx // 256
+        if total_fits(inp, usage(inp, lo * 256, ngl), margin):
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if total_fits(inp, usage(inp, mid * 256, ngl), margin):
+                    lo = mid
+                else:
+                    hi = mid - 1
+        res.ctx, res.changed_ctx = lo * 256, True
+        ctx = res.ctx
+        if fits(inp, usage(inp, ctx, ngl), margin):
+            return res
+    layers_free = (ngl_user is None and not s["tensor_split"] and not s["override_tensor"]
+                   and s["split_mode"] in ("layer", "none"))
+    if not layers_free:
+        res.failed = ("n_gpu_layers already set by user" if ngl_user is not None
+                      else "tensor split / overrides set by user")
+        return res
+    if lm.n_expert:
+        lo, hi = 0, lm.n_layer
+        if fits(inp, usage(inp, ctx, full, hi), margin):
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if fits(inp, usage(inp, ctx, full, mid), margin):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            res.n_cpu_moe, res.changed_layers = lo, True
+            return res
+        res.n_cpu_moe = lm.n_layer
+    lo, hi = 0, full
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(inp, usage(inp, ctx, mid, res.n_cpu_moe), margin):
+            lo = mid
+        else:
+            hi = mid - 1
+    res.ngl, res.changed_layers = lo, True
+    if lo == 0 and not fits(inp, usage(inp, ctx, 0, res.n_cpu_moe), margin):
+        res.failed = "not even the context fits"
+    return res
+
+
+def model_bytes_of(path: str) -> int:
+    from servefit.models.gguf import read_gguf
+
+    return read_gguf(path).weight_bytes
+
+
+def extras(cfg: EngineConfig, lm: LModel, assumptions: list[str]) -> list[Extra]:
+    """The projector and the draft model: weights on the main GPU (their KV and compute too)."""
+    s = cfg.settings
+    out: list[Extra] = []
+    mm = s.get("mmproj")
+    if mm and s.get("mmproj_offload", True):
+        if os.path.isfile(mm):
+            out.append(Extra("mmproj", weights=model_bytes_of(mm)))
+        else:
+            assumptions.append(f"projector {os.path.basename(str(mm))} not readable here: its weights "
+                               "(hundreds of MiB to ~1 GiB) are not counted")
+    draft = s.get("model_draft")
+    if draft:
+        try:
+            from servefit.engines.llamacpp.model import from_gguf, from_spec
+            from servefit.models.gguf import parse_ref, read_gguf, resolve_gguf_ref
+
+            if os.path.isfile(draft):
+                dm = from_gguf(read_gguf(draft))
+            else:
+                dm = from_spec(resolve_gguf_ref(draft), parse_ref(draft)[1] or "Q4_K_M")
+            dcp = K.context(dm, int(s.get("ctx_size_draft") or s["ctx_size"] or lm.n_ctx_train), s["parallel"],
+                            s["kv_unified"], s["batch_size"], s["ubatch_size"], True, V.build(cfg.version))
+            dkv = K.layout(dm, dcp, str(s.get("cache_type_k_draft", "f16")), str(s.get("cache_type_v_draft", "f16")),
+                           True, False, V.build(cfg.version))
+            out.append(Extra("draft", weights=dm.weight_bytes, kv=dkv.total,
+                             compute=C.compute_buffer(dm, dcp, dkv, True, V.build(cfg.version)).device))
+        except Exception:
+            assumptions.append(f"draft model {os.path.basename(str(draft))} could not be sized; not counted")
+    return out
+
+
+def findings_for_model(cfg: EngineConfig, lm: LModel, fa: bool) -> list[Finding]:
+    from servefit.rules.catalog import finding
+
+    s, sp, out = cfg.settings, cfg.spans, []
+    if not fa and s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "auto":
+        out.append(finding("LCPP003", "failed to initialize the context: quantized V cache was requested, but this "
+                           f"requires Flash Attention (-fa auto found no flash-attention kernel for K {s['cache_type_k']}"
+                           f" / V {s['cache_type_v']} on this device; CUDA builds have f16, q8_0/q8_0 and q4_0/q4_0)",
+                           span=sp.get("cache_type_v"), site=cfg.site.name if cfg.site else "",
+                           setting="cache_type_v"))
+    if fa and (s["cache_type_k"] in QUANTIZED_KV or s["cache_type_v"] in QUANTIZED_KV):
+        why = K.block_problem(lm, s["cache_type_k"], s["cache_type_v"])
+        if why:
+            out.append(finding("LCPP004", f"llama_init_from_model: {why}", span=sp.get("cache_type_k"),
+                               site=cfg.site.name if cfg.site else "", setting="cache_type_k"))
+    if lm.mla and s["cache_type_k"] != s["cache_type_v"]:
+        out.append(finding("LCPP005", f"model does not support different K ({s['cache_type_k']}) and V "
+                           f"({s['cache_type_v']}) cache types (MLA stores K only)",
+                           span=sp.get("cache_type_v") or sp.get("cache_type_k"),
+                           site=cfg.site.name if cfg.site else "", setting="cache_type_v"))
+    return out

@@ -1,0 +1,43 @@
+"""llama.cpp build numbers and the builds where memory behaviour changed (docs A7; builds are
+`git rev-list --count` on master, approximate to +-10)."""
+
+from __future__ import annotations
+
+import re
+
+CURRENT = "b10309"  # newest modelled (ggml-org/llama.cpp 82bb48500, 2026-08)
+
+KV_UNIFIED_OPTION = 5913  # -kvu, multi-stream KV (#14363)
+KV_CACHE_RENAMED = 6233  # llama_kv_cache_unified -> llama_kv_cache in logs
+FA_AUTO = 6325  # -fa on|off|auto, default auto; all GPU layers by default (#15434)
+NO_PAD = 6868  # KV padding (256 with FA, 32 without) removed (#16812)
+NP_AUTO = 6925  # server -np auto = 4 with unified KV (#16736)
+PAD_256 = 6975  # n_ctx and SWA cache padded to 256 (#17046)
+FIT = 7407  # --fit, default on (#16653)
+OUTPUT_FIRST = 7467  # -ngl offloads the output layer first (#18148)
+NGL_AUTO = 7553  # -ngl default auto, `all` keyword (#18266)
+SCHED_RESERVE_LOG = 8865  # compute-buffer log prefix sched_reserve:, fit in common/fit.cpp
+TRACE_LOGS = 9151  # library INFO logs need -lv 4 (#23021)
+OUTPUTS_MAX = 9460  # n_outputs_max: server reserves logits for n_parallel outputs only (#23861)
+
+
+def build(version: str | None) -> int:
+    """`b6800`, `6800`, `server-b6800`, `full-cuda-b4719` -> 6800; unknown -> the newest."""
+    if not version:
+        return build(CURRENT)
+    m = re.search(r"b?(\d{3,6})(?!.*\d)", version)
+    if m:
+        return int(m.group(1))
+    return build(CURRENT)
+
+
+def kv_log_prefix(b: int) -> str:
+    if b < 4600:
+        return "llama_kv_cache_init"
+    return "llama_kv_cache_unified" if b < KV_CACHE_RENAMED else "llama_kv_cache"
+
+
+def compute_log_prefix(b: int) -> str:
+    if b < 4500:
+        return "llama_new_context_with_model"
+    return "llama_context" if b < SCHED_RESERVE_LOG else "sched_reserve"

@@ -1,0 +1,67 @@
+"""The Ollama engine plugin: `ollama serve` / `ollama run MODEL` with the OLLAMA_* server
+environment, Modelfile PARAMETERs (site.extra["modelfile"], a ModelfileDoc) or request options
+(site.extra["parameters"]), and Ollama's memory handling in each of its three eras."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, LaunchSite, MemoryPlan
+from servefit.engines.base import Engine, Knob, program
+from servefit.engines.ollama.versions import CURRENT
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+
+class OllamaEngine(Engine):
+    name = "ollama"
+    title = "Ollama"
+    default_version = CURRENT
+    image_patterns = ("ollama/ollama", "ollama:", "/ollama")
+
+    def command_length(self, words: list[str]) -> int:
+        if len(words) >= 2 and program(words[0]) in ("ollama", "ollama.exe") and words[1] in ("serve", "run", "start"):
+            return 2
+        return 0
+
+    def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
+        from servefit.engines.ollama.config import parse
+
+        return parse(site, version or site.engine_version, self.command_length([t.text for t in site.argv]))
+
+    def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+        from servefit.engines.ollama.plan import plan
+
+        return plan(cfg, model, gpu, count)
+
+    def resolve_model(self, cfg: EngineConfig, target: Any = None) -> ModelSpec:
+        """A tag through servefit's Ollama library table, a GGUF path through its header."""
+        from servefit.core import UsageError
+        from servefit.engines.ollama.config import resolve_tag
+        from servefit.models.gguf import resolve_gguf_ref
+
+        ref = getattr(target, "model", None) or cfg.settings.get("model_path") or cfg.settings.get("model") or ""
+        ref = str(ref)
+        if ref.lower().endswith(".gguf") or ref.startswith(("hf.co/", "huggingface.co/")):
+            return resolve_gguf_ref(ref.split("/", 1)[1] if ref.startswith("hf.co/") else ref)
+        cid, quant, note = resolve_tag(ref)
+        from servefit.models import resolve_model  # type: ignore[attr-defined]
+
+        if cid is None:
+            try:
+                return resolve_model(ref, online=bool(getattr(target, "online", False)))
+            except Exception as exc:
+                raise UsageError(f"Ollama model {ref!r}: {note}") from exc
+        if getattr(target, "model", None):
+            cfg.settings["quant"] = quant
+        return resolve_model(cid, online=bool(getattr(target, "online", False)))
+
+    def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
+        return [Knob("num_ctx", (2048, 4096, 8192, 16384, 32768, 65536, 131072)),
+                Knob("OLLAMA_NUM_PARALLEL", (1, 2, 4)), Knob("OLLAMA_KV_CACHE_TYPE", ("f16", "q8_0", "q4_0")),
+                Knob("OLLAMA_FLASH_ATTENTION", (True,))]
+
+
+ENGINE = OllamaEngine()

@@ -1,0 +1,188 @@
+"""Ollama's settings for one model: the server's OLLAMA_* environment (envconfig/config.go), the
+Modelfile PARAMETERs (or request options), and the model tag -> catalog model + quantization."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from servefit import data
+from servefit.core import EngineConfig, Finding, LaunchSite, Span, Token
+from servefit.engines.ollama import versions as V
+from servefit.engines.ollama_modelfile import GO_FALSE, GO_TRUE, ModelfileDoc, check_parameters, value_problem
+from servefit.models.gguf import canonical_quant, parse_ref
+from servefit.rules.catalog import finding
+
+KV_TYPES_OLD = ("f16", "q8_0", "q4_0")  # fs/ggml/ggml.go::SupportsKVCacheType (before 0.30)
+KV_TYPES_LLAMA = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+
+
+def resolve_tag(ref: str) -> tuple[str | None, str | None, str]:
+    """`llama3.1:8b-instruct-q4_K_M` -> (catalog id, quant, note). hf.co/... refs are GGUF repos."""
+    r = re.sub(r"^(https?://)?(registry\.ollama\.ai/)?(library/)?", "", ref.strip())
+    if r.startswith(("hf.co/", "huggingface.co/")):
+        base, quant, _ = parse_ref(r.split("/", 1)[1])
+        return None, quant, f"Hugging Face GGUF {base}"
+    name, _, tag = r.partition(":")
+    name = name.rsplit("/", 1)[-1].lower()
+    tag = tag or "latest"
+    lib = data.load("ollama_tags.yaml")["library"].get(name)
+    quant = None
+    parts = tag.split("-")
+    for i in range(len(parts)):
+        q = canonical_quant("_".join(parts[i:]).replace("fp16", "f16"))
+        if q:
+            quant = q
+            break
+    if lib is None:
+        return None, quant, f"{name} is not in servefit's Ollama tag table"
+    size = next((p.lower() for p in parts if p.lower() in lib["sizes"]), None) or lib["default"]
+    quant = quant or lib.get("quant") or data.load("ollama_tags.yaml")["defaults"]["quant"]
+    return lib["sizes"].get(size), quant, f"{name}:{tag} -> {lib['sizes'].get(size)} ({quant})"
+
+
+def _env_value(var: str, tok: Token, typ: str, findings: list[Finding], site: str) -> Any:
+    """envconfig.Var trims spaces and quotes; Uint logs "invalid environment variable, using default";
+    BoolWithDefault treats an unparsable value as true."""
+    text = tok.text.strip().strip("'\"").strip()
+    if typ == "uint":
+        if not text:
+            return None
+        try:
+            n = int(text, 10)
+            if n < 0:
+                raise ValueError
+            return n
+        except ValueError:
+            findings.append(finding("OLLM013", f"invalid environment variable, using default: {var}={tok.text!r}",
+                                    span=tok.span, site=site, setting=var))
+            return None
+    if typ == "bool":
+        if not text:
+            return None
+        if text in GO_TRUE:
+            return True
+        if text in GO_FALSE:
+            return False
+        findings.append(finding("OLLM013", f"{var}={tok.text!r} is not a boolean; Ollama reads it as true",
+                                span=tok.span, site=site, setting=var))
+        return True
+    return text
+
+
+def _program(w: str) -> str:
+    return os.path.basename(w)
+
+
+def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineConfig:
+    v = V.vtuple(version)
+    findings: list[Finding] = []
+    args = list(site.argv[command_length:])
+    if command_length == 0 and args and args[0].text in ("serve", "run", "start"):
+        args = args[1:]  # the image's entrypoint is `ollama`; its args start with the subcommand
+    spans: dict[str, Span] = {}
+    s: dict[str, Any] = {}
+    explicit: set[str] = set()
+    # the model: `ollama run MODEL`, the Modelfile's FROM, or what a wrapper found
+    words = [t.text for t in site.argv]
+    model_tok: Token | None = None
+    if len(words) >= 2 and _program(words[0]) == "ollama" and words[1] == "run":
+        model_tok = next((t for t in site.argv[2:] if not t.text.startswith("-")), None)
+    doc: ModelfileDoc | None = site.extra.get("modelfile")
+    if model_tok is None and doc is not None:
+        model_tok = doc.from_ref
+    if model_tok is None and site.extra.get("model"):
+        m = site.extra["model"]
+        model_tok = m if isinstance(m, Token) else Token(str(m))
+    ref = model_tok.text if model_tok else None
+    if model_tok is not None and model_tok.span is not None:
+        spans["model"] = model_tok.span
+    s["model"] = ref
+    # parameters: Modelfile PARAMETER < request options (site.extra["parameters"])
+    params: dict[str, str] = {}
+    if doc is not None:
+        findings.extend(f for f in doc.findings if f.code == "OLLM001")
+        findings.extend(check_parameters(doc, version))
+        params.update(doc.values())
+        for name, toks in doc.parameters.items():
+            if toks[-1].span is not None:
+                spans[name] = toks[-1].span
+    table = data.load("engines/ollama.yaml")["parameters"]
+    for name, val in (site.extra.get("parameters") or {}).items():
+        spec = table.get(name)
+        bad = value_problem(spec["type"], str(val)) if spec else None
+        if spec is None:  # API options: unknown keys are ignored ("invalid option provided")
+            findings.append(finding("OLLM002", f"invalid option provided: {name} (ignored)", site=site.name,
+                                    setting=name, severity="warning"))
+            continue
+        if bad:
+            findings.append(finding("OLLM003", bad, site=site.name, setting=name))
+            continue
+        params[name] = str(val)
+    for name in ("num_ctx", "num_batch", "num_gpu", "main_gpu"):
+        if name in params and not value_problem("int", params[name]):
+            s[name] = int(params[name])
+            explicit.add(name)
+    if "use_mmap" in params and params["use_mmap"] in GO_TRUE | GO_FALSE:
+        s["use_mmap"] = params["use_mmap"] in GO_TRUE
+        explicit.add("use_mmap")
+    s["parameters"] = params
+    # server environment
+    types = {o["name"]: o.get("type", "str") for o in data.load("engines/ollama.yaml")["options"]}
+    for var, tok in site.env.items():
+        if var in types:
+            val = _env_value(var, tok, types[var], findings, site.name)
+            if val is not None:
+                s[var] = val
+                explicit.add(var)
+            if tok.span is not None:
+                spans[var] = tok.span
+        elif var.startswith("LLAMA_ARG_"):
+            s.setdefault("llama_env", {})[var] = tok
+    kvt = str(s.get("OLLAMA_KV_CACHE_TYPE", "") or "").lower()
+    s["kv_cache_type"] = kvt or "f16"
+    fa = s.get("OLLAMA_FLASH_ATTENTION")
+    s["flash_attention"] = fa  # None: unset
+    if kvt and kvt != "f16":
+        allowed = KV_TYPES_LLAMA if v >= V.LLAMA_SERVER else KV_TYPES_OLD
+        if kvt not in allowed:
+            findings.append(finding("OLLM014", f"OLLAMA_KV_CACHE_TYPE={kvt} is not one of {', '.join(allowed)}"
+                                    + ("; llama-server exits on it" if v >= V.LLAMA_SERVER else "; f16 is used"),
+                                    span=spans.get("OLLAMA_KV_CACHE_TYPE"), site=site.name,
+                                    setting="OLLAMA_KV_CACHE_TYPE",
+                                    severity="error" if v >= V.LLAMA_SERVER else "warning"))
+        elif v >= V.LLAMA_SERVER and fa is False:
+            findings.append(finding("OLLM005", f"OLLAMA_KV_CACHE_TYPE={kvt} with OLLAMA_FLASH_ATTENTION off: Ollama "
+                                    "passes --flash-attn off and llama-server fails (\"quantized V cache requires "
+                                    "flash_attn to be enabled\")", span=spans.get("OLLAMA_FLASH_ATTENTION"),
+                                    site=site.name, setting="OLLAMA_FLASH_ATTENTION", severity="error"))
+        elif v < V.LLAMA_SERVER and not fa:
+            findings.append(finding("OLLM005", f"OLLAMA_KV_CACHE_TYPE={kvt} is ignored without "
+                                    "OLLAMA_FLASH_ATTENTION=1 (\"OLLAMA_FLASH_ATTENTION must be enabled to use a "
+                                    "quantized OLLAMA_KV_CACHE_TYPE\"): the KV cache stays f16",
+                                    span=spans.get("OLLAMA_KV_CACHE_TYPE"), site=site.name,
+                                    setting="OLLAMA_KV_CACHE_TYPE"))
+    catalog_id, quant, note = (None, None, "")
+    if ref:
+        if ref.lower().endswith(".gguf"):
+            path = ref
+            if doc is not None and not os.path.isabs(ref):
+                path = os.path.join(os.path.dirname(doc.file), os.path.expanduser(ref))
+            s["model_path"] = path if os.path.isfile(path) else None
+            base, quant, _ = parse_ref(os.path.basename(ref))
+            catalog_id = path if os.path.isfile(path) else base
+            note = f"GGUF {os.path.basename(ref)}"
+        else:
+            catalog_id, quant, note = resolve_tag(ref)
+    s["quant"] = quant
+    s["tag_note"] = note
+    cfg = EngineConfig(engine="ollama", model_ref=catalog_id or ref, settings=s, spans=spans, explicit=explicit,
+                       env={k: t.text for k, t in site.env.items()}, version=".".join(map(str, v)),
+                       findings=findings, site=site)
+    if version is None:
+        cfg.assumptions.append(f"Ollama {V.CURRENT} assumed (no version given; pass --engine-version or pin "
+                               "the image tag)")
+    if note and ref and catalog_id != ref:
+        cfg.assumptions.append(f"model tag {note}")
+    return cfg

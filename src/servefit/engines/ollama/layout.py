@@ -1,0 +1,101 @@
+"""Ollama's layout era (0.11.5 - 0.2x): llm/server.go::buildLayout / assignLayers.
+
+The runner reports (or, on the llama-runner path, GraphSize estimates) weights, cache and graph per
+device; each GPU reserves MinimumMemory + OLLAMA_GPU_OVERHEAD + its graph; layers (weights + their
+cache) are packed from the last layer down, the output layer first, onto as few GPUs as possible.
+The Ollama engine's cache (kvcache/causal.go::Causal.Init) holds num_ctx x num_parallel cells per
+full-attention layer and num_parallel x window + batch per sliding-window layer, each rounded up
+to 256 (CachePadding), in the exact ggml type sizes. Log: msg="model weights" / "kv cache" /
+"compute graph" per device, then msg="total memory" (ml/device.go::BackendMemory.Log)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
+from servefit.engines.llamacpp import compute as C
+from servefit.engines.llamacpp import kv as K
+from servefit.engines.llamacpp.model import LModel
+from servefit.engines.ollama import classic as CL
+from servefit.engines.ollama.report import gib, human_bytes
+from servefit.hardware.spec import GpuSpec
+from servefit.models.gguf import row_bytes
+
+
+def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ctx: dict[str, Any], fa: bool,
+                kvt: str, est: CL.Estimate, overhead: int, minimum: int, assumptions: list[str]) -> MemoryPlan:
+    s = cfg.settings
+    np_, num_ctx = ctx["num_parallel"], ctx["num_ctx"]
+    batch = min(int(s.get("num_batch", 512)), num_ctx)
+    cells = K.pad(num_ctx * np_, 256)
+    swa_cells = min(cells, K.pad(np_ * (lm.n_swa + (1 if np_ > 1 else 0)) + batch, 256)) if lm.n_swa else cells
+    grp = CL.groups(lm)
+    layer_w = [grp.get(f"blk.{i}", 0) for i in range(lm.n_layer)]
+    layer_kv = []
+    for il in range(lm.n_layer):
+        if not lm.has_kv(il):
+            layer_kv.append(0)
+            continue
+        c = swa_cells if lm.swa[il] else cells
+        layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, lm.v_width(il)) if lm.v_width(il) else 0)) * c)
+    out_w = grp.get("output_norm", 0) + (grp["output"] if "output" in grp else grp.get("token_embd", 0))
+    eng = ctx["arch"] in ("gemma3", "gemma3n", "gptoss", "gpt-oss", "llama4", "mistral3", "qwen3", "qwen3moe") \
+        or bool(s.get("OLLAMA_NEW_ENGINE"))
+    if eng:
+        cp = K.CtxParams(n_ctx=cells, n_ctx_seq=cells, n_seq=np_, n_stream=1, unified=True, n_ubatch=batch,
+                         n_batch=batch)
+        kvl = K.KvLayout(cells_base=cells, cells_swa=swa_cells if lm.n_swa else 0, n_stream=1)
+        graph = C.compute_buffer(lm, cp, kvl, fa, 0).device
+    else:
+        graph = est.graph_full
+    num_gpu = int(s.get("num_gpu", -1))
+    used = [minimum + overhead + graph for _ in free]
+    on_dev: list[int | None] = [None] * (lm.n_layer + 1)  # index n_layer: output layer
+    order = [lm.n_layer] + list(range(lm.n_layer - 1, -1, -1))
+    placed = 0
+    d = 0
+    for il in order:
+        if 0 <= num_gpu <= placed:
+            break
+        need = out_w if il == lm.n_layer else layer_w[il] + layer_kv[il]
+        while d < len(free) and used[d] + need > free[d]:
+            d += 1
+        if d >= len(free):
+            break
+        used[d] += need
+        on_dev[il] = d
+        placed += 1
+    devices = []
+    for i in range(len(free)):
+        w = sum(layer_w[il] for il in range(lm.n_layer) if on_dev[il] == i) + (out_w if on_dev[lm.n_layer] == i else 0)
+        kvb = sum(layer_kv[il] for il in range(lm.n_layer) if on_dev[il] == i)
+        g = graph if any(x == i for x in on_dev) else 0
+        devices.append(DeviceMemory(total=gpu.memory_bytes, budget=free[i], weights=w, activation_peak=g,
+                                    non_torch=minimum + overhead, kv_cache=kvb,
+                                    free_headroom=max(0, free[i] - (w + kvb + g + minimum + overhead)),
+                                    label=f"GPU{i} ({gpu.name})"))
+    gpu_total = sum(dm.weights + dm.kv_cache + dm.activation_peak for dm in devices)
+    all_w = sum(layer_w) + out_w + grp.get("token_embd", 0) * (1 if "output" in grp else 0)
+    total = all_w + sum(layer_kv) + graph
+    forced = num_gpu > placed
+    extra = {"memory_required_gib": gib(total), "total_memory_gib": gib(total), "vram_gib": gib(gpu_total),
+             "model_weights_gib": gib(sum(dm.weights for dm in devices)),
+             "kv_cache_gib": gib(sum(layer_kv)), "compute_graph_gib": gib(graph),
+             "layers_offloaded": placed, "layers_model": lm.n_layer + 1, "num_ctx": num_ctx, "num_parallel": np_,
+             "kv_cache_type": kvt, "flash_attention": fa, "era": "layout", "kv_cache_cells": cells}
+    msgs = []
+    for i, dm in enumerate(devices):
+        name = f"CUDA{i}" if gpu.vendor == "nvidia" else f"ROCm{i}" if gpu.vendor == "amd" else "Metal"
+        msgs += [f'msg="model weights" device={name} size="{human_bytes(dm.weights)}"',
+                 f'msg="kv cache" device={name} size="{human_bytes(dm.kv_cache)}"',
+                 f'msg="compute graph" device={name} size="{human_bytes(dm.activation_peak)}"']
+    msgs.append(f'msg="total memory" size="{human_bytes(total)}"')
+    msgs.append(f"load_tensors: offloaded {placed}/{lm.n_layer + 1} layers to GPU")
+    if not eng:
+        assumptions.append("llama-runner model: compute graph from Ollama's GraphSize estimate")
+    worst = max(range(len(devices)), key=lambda i: (devices[i].weights + devices[i].kv_cache) / max(1, free[i]))
+    return MemoryPlan(engine="ollama", engine_version=cfg.version or "", outcome="oom_at_load" if forced else "started",
+                      memory=devices[worst], kv_bytes_per_token=sum(layer_kv) // max(1, cells),
+                      kv_cache_tokens=cells, max_model_len=num_ctx, max_concurrency=float(np_),
+                      devices=devices if len(devices) > 1 else [],
+                      parallel={"tensor": 1, "pipeline": 1, "world": len(devices)}, messages=msgs, extra=extra)

@@ -1,0 +1,200 @@
+"""What Ollama does with a model at load, per era (docs B1):
+- classic (<= 0.11.4; llama-runner models until 0.12.10): llm/memory.go::EstimateGPULayers;
+- layout (0.11.5 - 0.2x): llm/server.go::buildLayout packs layers from the last one down into
+  free - MinimumMemory - OLLAMA_GPU_OVERHEAD - graph, with the real cache/graph sizes;
+- llama-server (>= 0.30): llm/llama_server.go builds `llama-server -c num_ctx*np -np np ...` and
+  llama.cpp's own rules (--fit for the layers) decide -- planned by the llamacpp engine.
+Settings first: num_ctx (request > Modelfile > OLLAMA_CONTEXT_LENGTH > default by version/VRAM,
+server/routes.go + llm/server.go cap at the training context), num_parallel (server/sched.go)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit import data
+from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
+from servefit.engines.llamacpp import model as M
+from servefit.engines.ollama import classic as CL
+from servefit.engines.ollama import versions as V
+from servefit.engines.ollama.report import advice, gib, human_bytes, offload_line
+from servefit.hardware.spec import GpuSpec
+from servefit.models.spec import ModelSpec
+
+MIB, GIB = 2**20, 2**30
+OLLAMA_RESERVE = 256 * MIB  # what the driver/other contexts hold on an idle GPU ("available" vs total)
+
+
+def table() -> dict[str, Any]:
+    return dict(data.load("engines/ollama.yaml"))
+
+
+def ollama_arch(lm: M.LModel) -> str:
+    return str(table()["arch_names"].get(lm.arch, lm.arch))
+
+
+def ollama_engine(arch: str, v: tuple[int, ...], new_engine: bool) -> bool:
+    if new_engine and v >= V.LAYOUT:
+        return True
+    return any(v >= V.vtuple(e["since"]) and arch in e["archs"] for e in table()["ollama_engine"])
+
+
+def gpu_free(gpu: GpuSpec) -> int:
+    if gpu.vendor == "apple":
+        return int(gpu.memory_bytes * 0.75)  # Metal recommendedMaxWorkingSetSize
+    if gpu.unified_memory:
+        return gpu.memory_bytes - max(4 * GIB, gpu.memory_bytes // 12)
+    return gpu.memory_bytes - OLLAMA_RESERVE
+
+
+def default_num_ctx(s: dict[str, Any], v: tuple[int, ...], arch: str, gpu: GpuSpec, n_dev: int) -> tuple[int, str]:
+    if "num_ctx" in s:
+        return int(s["num_ctx"]), "PARAMETER num_ctx"
+    env = int(s.get("OLLAMA_CONTEXT_LENGTH") or 0)
+    if env:
+        return env, "OLLAMA_CONTEXT_LENGTH"
+    overhead = int(s.get("OLLAMA_GPU_OVERHEAD") or 0)
+    total = n_dev * max(0, gpu.memory_bytes - overhead)
+    if v >= V.VRAM_TIERS:  # server/routes.go::Serve "vram-based default context"
+        tier = 262144 if total >= 47 * GIB else 32768 if total >= 23 * GIB else 4096
+        return tier, f"VRAM-based default for {total / GIB:.0f} GiB"
+    base = 4096 if v >= V.CTX_4096 else 2048
+    if v >= V.GPTOSS_8K and arch in ("gptoss", "gpt-oss", "qwen3vl", "qwen3vlmoe") and total >= 20 * GIB:
+        return max(base, 8192), "Ollama default (gpt-oss minimum 8192)"
+    return base, "Ollama default"
+
+
+def minimum_memory(gpu: GpuSpec) -> int:
+    mm = table()["minimum_memory_mib"]
+    return int(mm["metal" if gpu.vendor == "apple" else "rocm" if gpu.vendor == "amd" else "cuda"]) * MIB
+
+
+def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    s = cfg.settings
+    v = V.vtuple(cfg.version)
+    assumptions: list[str] = []
+    lm = M.load({"model": s.get("model_path"), "gguf_quant": s.get("quant")}, spec, assumptions)
+    arch = ollama_arch(lm)
+    n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
+    num_ctx, ctx_src = default_num_ctx(s, v, arch, gpu, n_dev)
+    requested_ctx = num_ctx
+    if lm.n_ctx_train and num_ctx > lm.n_ctx_train:
+        num_ctx = lm.n_ctx_train  # "requested context size too large for model"
+    num_ctx = max(num_ctx, 4)
+    np_env = s.get("OLLAMA_NUM_PARALLEL")
+    np_auto = not np_env and v < V.NUM_PARALLEL_1
+    num_parallel = int(np_env or 1)
+    if lm.embedding or arch in table()["single_slot"]:
+        num_parallel = 1
+    eng = ollama_engine(arch, v, bool(s.get("OLLAMA_NEW_ENGINE")))
+    era = V.era(v, arch, eng)
+    ctx = {"num_ctx": num_ctx, "requested_ctx": requested_ctx, "ctx_src": ctx_src, "num_parallel": num_parallel,
+           "np_auto": np_auto, "era": era, "arch": arch, "n_dev": n_dev}
+    if era == "llamaserver":
+        from servefit.engines.ollama.server import plan_llama_server
+
+        p = plan_llama_server(cfg, spec, lm, gpu, n_dev, ctx, assumptions)
+    else:
+        p = _plan_estimate(cfg, spec, lm, gpu, n_dev, ctx, v, assumptions)
+    p.findings = advice(cfg, lm, gpu, p, ctx) + p.findings
+    p.assumptions = list(dict.fromkeys(assumptions + p.assumptions))
+    return p
+
+
+def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool) -> str:
+    """llm/server.go: the KV type applies only with flash attention on and a supported type."""
+    t = s["kv_cache_type"]
+    if t in ("q8_0", "q4_0") and fa:
+        return t
+    return "f16"
+
+
+def _fa(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, v: tuple[int, ...], eng: bool) -> bool:
+    """OLLAMA_FLASH_ATTENTION, GPU support (CUDA CC >= 7.0 then) and model support (K == V head size,
+    not an embedding model, not gpt-oss <= 0.11.4); on by default for Ollama-engine families from 0.12."""
+    gpu_ok = not (gpu.vendor == "nvidia" and 0 < gpu.compute_capability < 70)
+    model_ok = lm.head_k == lm.head_v and not lm.embedding and not (lm.arch == "gpt-oss" and v < (0, 11, 5))
+    want = s.get("flash_attention")
+    if want is None:
+        want = eng and v >= V.FA_DEFAULT_FAMILIES
+    return bool(want and gpu_ok and model_ok)
+
+
+def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpec, n_dev: int,
+                   ctx: dict[str, Any], v: tuple[int, ...], assumptions: list[str]) -> MemoryPlan:
+    s = cfg.settings
+    eng = ctx["era"] == "layout" and ollama_engine(ctx["arch"], v, bool(s.get("OLLAMA_NEW_ENGINE")))
+    fa = _fa(s, lm, gpu, v, eng)
+    kvt = _kv_type(s, lm, gpu, fa)
+    overhead = int(s.get("OLLAMA_GPU_OVERHEAD") or 0)
+    free = [gpu_free(gpu)] * n_dev
+    num_gpu = int(s.get("num_gpu", -1))
+    num_batch = int(s.get("num_batch", 512))
+    minimum = minimum_memory(gpu)
+
+    def est(np_: int, frees: list[int]) -> CL.Estimate:
+        return CL.estimate(lm, ctx["arch"], frees, ctx["num_ctx"] * np_, num_batch, np_, kvt, num_gpu, overhead,
+                           minimum)
+
+    np_ = ctx["num_parallel"]
+    if ctx["np_auto"]:  # server/sched.go before 0.10: try 4 slots, then 1
+        np_ = 4 if est(4, free).fully_loaded else 1
+        assumptions.append(f"OLLAMA_NUM_PARALLEL unset: Ollama {'.'.join(map(str, v))} picks {np_} "
+                           "(4 when the model fits fully with 4, else 1)")
+    ctx["num_parallel"] = np_
+    if n_dev > 1 and not s.get("OLLAMA_SCHED_SPREAD") and est(np_, free[:1]).fully_loaded:
+        free = free[:1]  # pickBestFullFitByLibrary: one GPU when it fits there
+    e = est(np_, free)
+    from servefit.engines.ollama.runner import runner_buffers
+
+    runner = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt)
+    if ctx["era"] == "layout":
+        from servefit.engines.ollama.layout import layout_plan
+
+        p = layout_plan(cfg, lm, gpu, free, ctx, fa, kvt, e, overhead, minimum, assumptions)
+        p.extra = {**runner, **p.extra}
+        return p
+    devices = []
+    for i, a in enumerate(e.allocations):
+        devices.append(DeviceMemory(total=gpu.memory_bytes, budget=free[i], weights=0, activation_peak=0,
+                                    non_torch=minimum + overhead, kv_cache=0, free_headroom=max(0, free[i] - a),
+                                    label=f"GPU{i} ({gpu.name})"))
+    frac = [c / max(1, e.layers) for c in e.split]
+    gpu_layers_w = e.weights_repeating * min(e.layers, lm.n_layer) // max(1, lm.n_layer)
+    for i, d in enumerate(devices):
+        d.weights = int(gpu_layers_w * frac[i]) + (e.weights_output if e.fully_loaded and i == 0 else 0)
+        d.kv_cache = int(e.kv * min(e.layers, lm.n_layer) / max(1, lm.n_layer) * frac[i])
+        d.activation_peak = e.graph_full if e.fully_loaded else e.graph_partial
+    forced = num_gpu >= 0 and num_gpu > e.layers
+    outcome = "oom_at_load" if forced else "started"
+    worst = max(range(len(devices)), key=lambda i: e.allocations[i] / max(1, free[i]))
+    legacy = v < (0, 6, 1)  # memoryWeights counted each layer's KV too, and "total" was that sum
+    w_rep = e.weights_repeating + (e.kv if legacy else 0)
+    extra = {
+        **runner,
+        "memory_required_gib": gib(e.total), "memory_required_partial_gib": gib(e.vram),
+        "memory_required_kv_gib": gib(e.kv),
+        "memory_weights_total_gib": gib(w_rep if legacy else w_rep + e.weights_output),
+        "memory_weights_repeating_gib": gib(w_rep - e.weights_output if legacy else w_rep),
+        "memory_weights_nonrepeating_gib": gib(e.weights_output),
+        "memory_graph_full_gib": gib(e.graph_full), "memory_graph_partial_gib": gib(e.graph_partial),
+        "memory_required_allocations_gib": [gib(a) for a in e.allocations],
+        "layers_offloaded": e.layers, "layers_model": e.layers_model, "num_ctx": ctx["num_ctx"],
+        "num_parallel": np_, "kv_cache_type": kvt, "flash_attention": fa, "era": "classic",
+    }
+    from dataclasses import replace as _replace
+
+    msgs = [offload_line(gpu, _replace(e, weights_repeating=w_rep) if legacy else e, free, overhead, num_gpu, v)] + list(runner.get("runner_messages", []))
+    extra.pop("runner_messages", None)
+    if s["kv_cache_type"] != "f16" and kvt == "f16":
+        msgs.insert(0, "level=WARN msg=\"quantized kv cache requested but flash attention disabled\" type="
+                    + s["kv_cache_type"])
+    bpt = int(sum(CL.graph_size(lm, ctx["arch"], 1, 1, 1, kvt, {})[0]))
+    return MemoryPlan(engine="ollama", engine_version=".".join(map(str, v)), outcome=outcome,
+                      memory=devices[worst], kv_bytes_per_token=bpt, kv_cache_tokens=ctx["num_ctx"] * np_,
+                      max_model_len=ctx["num_ctx"], max_concurrency=float(np_),
+                      devices=devices if len(devices) > 1 else [], parallel={"tensor": 1, "pipeline": 1,
+                                                                             "world": len(devices)},
+                      messages=msgs, extra=extra)
+
+
+__all__ = ["plan", "human_bytes"]

@@ -1,0 +1,81 @@
+"""Ollama findings and log lines (llm/memory.go::MemoryEstimate.LogValue, format/bytes.go::HumanBytes2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import EngineConfig, Finding, MemoryPlan
+from servefit.engines.llamacpp.model import LModel
+from servefit.hardware.spec import GpuSpec
+from servefit.rules.catalog import finding
+
+GIB = 2**30
+
+
+def gib(n: float) -> float:
+    return round(n / GIB, 3)
+
+
+def human_bytes(b: int) -> str:
+    """format.HumanBytes2: base 1024, one decimal."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{b} B"
+
+
+def offload_line(gpu: GpuSpec, e: Any, free: list[int], overhead: int, num_gpu: int, v: tuple[int, ...]) -> str:
+    lib = {"nvidia": "cuda", "amd": "rocm", "apple": "metal"}.get(gpu.vendor, "cuda")
+    msg = "offload" if v >= (0, 5, 12) else f'"offload to {lib}"'
+    split = ",".join(str(c) for c in e.split) if len(e.split) > 1 else ""
+    return (f"msg={msg} library={lib} layers.requested={num_gpu} layers.model={e.layers_model} "
+            f"layers.offload={e.layers} layers.split=\"{split}\" "
+            f"memory.available=\"[{' '.join(human_bytes(f) for f in free)}]\" "
+            f"memory.gpu_overhead=\"{human_bytes(overhead)}\" "
+            f"memory.required.full=\"{human_bytes(e.total)}\" memory.required.partial=\"{human_bytes(e.vram)}\" "
+            f"memory.required.kv=\"{human_bytes(e.kv)}\" "
+            f"memory.required.allocations=\"[{' '.join(human_bytes(a) for a in e.allocations)}]\" "
+            f"memory.weights.total=\"{human_bytes(e.weights_repeating + e.weights_output)}\" "
+            f"memory.weights.repeating=\"{human_bytes(e.weights_repeating)}\" "
+            f"memory.weights.nonrepeating=\"{human_bytes(e.weights_output)}\" "
+            f"memory.graph.full=\"{human_bytes(e.graph_full)}\" memory.graph.partial=\"{human_bytes(e.graph_partial)}\"")
+
+
+def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict[str, Any]) -> list[Finding]:
+    s, sp = cfg.settings, cfg.spans
+    site = cfg.site.name if cfg.site else ""
+    out: list[Finding] = []
+    x = p.extra
+    n_ctx, np_ = ctx["num_ctx"], x.get("num_parallel", ctx["num_parallel"])
+    if p.outcome == "oom_at_load":
+        out.append(finding("OLLM012", f"num_gpu {s.get('num_gpu')} forces more layers onto the GPU than fit "
+                           f"(only {x.get('layers_offloaded')} of {x.get('layers_model')} fit); the runner runs out "
+                           "of memory", span=sp.get("num_gpu"), site=site, setting="num_gpu"))
+    elif x.get("layers_offloaded", 0) < x.get("layers_model", 0):
+        out.append(finding("OLLM006", f"only {x['layers_offloaded']}/{x['layers_model']} layers fit on "
+                           f"{gpu.name}; the rest run on the CPU (num_ctx {n_ctx} x {np_} slots)",
+                           span=sp.get("num_ctx") or sp.get("OLLAMA_NUM_PARALLEL"), site=site, setting="num_ctx"))
+    if np_ > 1:
+        out.append(finding("OLLM007", f"KV cache for {n_ctx} x {np_} = {n_ctx * np_} tokens "
+                           f"({x.get('kv_cache_gib', x.get('memory_required_kv_gib', 0)):.2f} GiB): each of the "
+                           f"{np_} slots gets the full num_ctx", span=sp.get("OLLAMA_NUM_PARALLEL") or sp.get("num_ctx"),
+                           site=site, setting="OLLAMA_NUM_PARALLEL"))
+    if ctx["ctx_src"] not in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):
+        out.append(finding("OLLM008", f"num_ctx not set: {ctx['ctx_src']} gives {n_ctx} tokens (the model "
+                           f"supports {lm.n_ctx_train}); longer prompts are truncated", span=sp.get("model"),
+                           site=site, setting="num_ctx"))
+    if ctx["requested_ctx"] > lm.n_ctx_train > 0:
+        out.append(finding("OLLM009", f"requested context size too large for model: num_ctx {ctx['requested_ctx']} "
+                           f"> {lm.n_ctx_train}; Ollama uses {lm.n_ctx_train}",
+                           span=sp.get("num_ctx") or sp.get("OLLAMA_CONTEXT_LENGTH"), site=site, setting="num_ctx"))
+    maxm = int(s.get("OLLAMA_MAX_LOADED_MODELS") or 0)
+    used = p.memory.weights + p.memory.kv_cache + p.memory.activation_peak
+    if (maxm > 1 or (maxm == 0 and "OLLAMA_MAX_LOADED_MODELS" in s)) and used > 0.5 * p.memory.budget:
+        out.append(finding("OLLM010", f"OLLAMA_MAX_LOADED_MODELS={maxm or '3 per GPU'}: a second model of this size "
+                           "does not fit beside this one", span=sp.get("OLLAMA_MAX_LOADED_MODELS"), site=site,
+                           setting="OLLAMA_MAX_LOADED_MODELS"))
+    if gpu.unified_memory and used > gpu.memory_bytes * 0.5:
+        out.append(finding("OLLM011", f"{gpu.name} shares its {gpu.memory_gib:.0f} GiB with the OS: this model takes "
+                           f"{used / GIB:.1f} GiB, {(gpu.memory_bytes - used) / GIB:.1f} GiB stay for everything else",
+                           site=site))
+    return out

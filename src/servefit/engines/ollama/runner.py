@@ -1,0 +1,53 @@
+"""The llama.cpp runner Ollama starts before 0.30 (`ollama runner --model BLOB --ctx-size num_ctx*np
+--batch-size num_batch --n-gpu-layers N --parallel np [--flash-attn] [--kv-cache-type T]`,
+llm/server.go::NewLlamaServer): its own buffers (model, KV, compute) are llama.cpp's, at the
+llama.cpp build Ollama vendored, so the llamacpp planner predicts the lines the runner logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import LaunchSite, Token
+from servefit.hardware.spec import GpuSpec
+from servefit.models.spec import ModelSpec
+
+# Ollama release -> llama.cpp build it vendored (llama/ or llm/llama.cpp submodule), approximate
+VENDORED = [((0, 0, 0), "b3800"), ((0, 5, 0), "b4500"), ((0, 6, 0), "b5000"), ((0, 7, 0), "b5600"),
+            ((0, 10, 0), "b6100"), ((0, 13, 0), "b6800")]
+KEYS = ("model_buffer_mib", "model_buffer_host_mib", "kv_buffer_mib", "compute_buffer_mib", "n_ctx_per_seq",
+        "n_gpu_layers_offloaded", "kv_cache_cells")
+
+
+def vendored_build(v: tuple[int, ...]) -> str:
+    out = VENDORED[0][1]
+    for ov, b in VENDORED:
+        if v >= ov:
+            out = b
+    return out
+
+
+def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int, v: tuple[int, ...], num_ctx: int,
+                   num_parallel: int, num_batch: int, layers: int, fa: bool, kvt: str) -> dict[str, Any]:
+    from servefit.engines.llamacpp import ENGINE as LCPP
+
+    build = vendored_build(v)
+    words = ["llama-server", "-m", str(s.get("model_path") or "model.gguf"), "-c", str(num_ctx * num_parallel),
+             "-np", str(num_parallel), "-b", str(num_batch), "-ub", str(num_batch), "-ngl", str(layers)]
+    if fa:
+        words.append("-fa")
+    if kvt != "f16":
+        words += ["-ctk", kvt, "-ctv", kvt]
+    site = LaunchSite(file="<ollama runner>", line=0, argv=[Token(w) for w in words], engine="llamacpp",
+                      name="ollama runner")
+    cfg = LCPP.parse(site, build)
+    cfg.settings["gguf_quant"] = s.get("quant")
+    if not s.get("model_path"):
+        cfg.settings["model"] = None
+    try:
+        p = LCPP.plan(cfg, spec, gpu, n_dev)
+    except Exception:  # a model llama.cpp's planner cannot size: leave the runner lines out
+        return {}
+    out = {k: p.extra[k] for k in KEYS if k in p.extra}
+    out["runner_llama_cpp_build"] = build
+    out["runner_messages"] = [m for m in p.messages if "buffer size" in m or "offloaded" in m]
+    return out

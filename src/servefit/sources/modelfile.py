@@ -1,0 +1,36 @@
+"""Ollama Modelfiles as launch sites: one `ollama serve` site per Modelfile, carrying the parsed
+document (site.extra["modelfile"]) so the Ollama engine reads its FROM and PARAMETERs with spans.
+servefit.engines.ollama_link.link_modelfiles later merges it with the server that uses it."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from servefit.core import Finding, LaunchSite, Token
+from servefit.engines.ollama_modelfile import parse_modelfile
+
+_NAME = re.compile(r"(^|[._-])modelfile([._-]|$)", re.I)
+_FIRST = re.compile(r"^\s*(#.*)?$")
+
+
+def detect(path: str, text: str) -> bool:
+    """`Modelfile`, `Modelfile.llama`, `llama.modelfile`; or a text whose first instruction is FROM
+    followed by Modelfile instructions (no YAML/Dockerfile look-alikes)."""
+    base = os.path.basename(path)
+    if _NAME.search(base) and not base.lower().endswith((".yaml", ".yml", ".json", ".py", ".md")):
+        return True
+    lines = [ln for ln in text.splitlines()[:50] if not _FIRST.match(ln)]
+    if not lines or not re.match(r"^\s*FROM\s+\S", lines[0], re.I):
+        return False
+    return any(re.match(r"^\s*(PARAMETER|TEMPLATE|SYSTEM|ADAPTER|MESSAGE)\s", ln, re.I) for ln in lines[1:])
+
+
+def scan(path: str, text: str) -> tuple[list[LaunchSite], list[Finding]]:
+    doc = parse_modelfile(text, path)
+    frm = doc.from_ref
+    line = frm.span.line if frm is not None and frm.span is not None else 1
+    site = LaunchSite(file=path, line=line, argv=[Token("ollama"), Token("serve")], engine="ollama",
+                      name=f"Modelfile {os.path.basename(path)}", extra={"modelfile": doc})
+    # parse findings travel with the site (the engine re-checks PARAMETERs for its version)
+    return [site], []

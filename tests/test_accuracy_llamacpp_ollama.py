@@ -1,0 +1,64 @@
+"""The llama.cpp and Ollama accuracy cases (benchmarks/accuracy/cases) meet their targets:
+KV buffer within 1 MiB where architecture, context and cache types are known; weights (model
+buffer) within 2%; compute buffer within 25%; Ollama's own estimate within 5%; outcomes exact."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servefit.core import UsageError
+from servefit.pipeline import Target, evaluate, site_from_argv
+from servefit.units import parse_size
+
+CASES = Path(__file__).parents[1] / "benchmarks" / "accuracy" / "cases"
+
+
+def load(name: str) -> list[dict]:
+    return [c for c in yaml.safe_load((CASES / name).read_text()) if not c.get("exclude")]
+
+
+def predict(case: dict):
+    site = site_from_argv(shlex.split(case["command"]), {k: str(v) for k, v in (case.get("env") or {}).items()})
+    site.engine = case["engine"]
+    if case.get("parameters"):
+        site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
+    target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]),
+                    gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
+    try:
+        return evaluate(site, target).plan
+    except UsageError as exc:  # a catalog (models/GPUs) that cannot resolve the case is not a prediction
+        pytest.skip(f"{case['id']}: {exc}")
+
+
+ALL = load("llamacpp.yaml") + load("ollama.yaml")
+
+
+def test_case_counts_and_fields():
+    assert len(load("llamacpp.yaml")) >= 12 and len(load("ollama.yaml")) >= 8
+    for c in ALL:
+        assert {"id", "engine", "source", "version", "gpu", "model", "command", "expected", "log"} <= set(c), c["id"]
+
+
+@pytest.mark.parametrize("case", ALL, ids=[c["id"] for c in ALL])
+def test_case(case):
+    plan = predict(case)
+    exp = case["expected"]
+    if "outcome" in exp:
+        assert plan.outcome == exp["outcome"]
+    x = plan.extra
+    if "kv_buffer_mib" in exp:
+        assert abs(x["kv_buffer_mib"] - exp["kv_buffer_mib"]) <= 1.0
+    if "model_buffer_mib" in exp:
+        assert abs(x["model_buffer_mib"] / exp["model_buffer_mib"] - 1) <= 0.02
+    if "compute_buffer_mib" in exp:
+        assert abs(x["compute_buffer_mib"] / exp["compute_buffer_mib"] - 1) <= 0.25
+    for key in ("memory_required_gib", "memory_required_kv_gib", "memory_graph_full_gib"):
+        if key in exp:  # Ollama logs one decimal
+            assert abs(x[key] - exp[key]) <= max(0.05, 0.05 * exp[key])
+    for key in ("n_ctx_per_seq", "n_gpu_layers_offloaded", "layers_offloaded", "num_parallel", "num_ctx"):
+        if key in exp:
+            assert x[key] == exp[key]

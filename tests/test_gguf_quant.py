@@ -1,0 +1,89 @@
+"""The llama-quantize per-tensor type model reproduces the model buffers llama.cpp logs."""
+
+from __future__ import annotations
+
+import pytest
+
+from servefit.models.gguf_quant import synth_tensors
+from servefit.models.spec import ModelSpec
+
+MIB = 2**20
+
+
+def llama31_8b() -> ModelSpec:
+    return ModelSpec(name="llama-3.1-8b", architecture="LlamaForCausalLM", model_type="llama", num_hidden_layers=32,
+                     hidden_size=4096, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                     intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072)
+
+
+def qwen25_7b() -> ModelSpec:
+    return ModelSpec(name="qwen2.5-7b", architecture="Qwen2ForCausalLM", model_type="qwen2", num_hidden_layers=28,
+                     hidden_size=3584, num_attention_heads=28, num_key_value_heads=4, head_dim=128,
+                     intermediate_size=18944, vocab_size=152064, max_position_embeddings=32768)
+
+
+def qwen3_8b() -> ModelSpec:
+    return ModelSpec(name="qwen3-8b", architecture="Qwen3ForCausalLM", model_type="qwen3", num_hidden_layers=36,
+                     hidden_size=4096, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                     intermediate_size=12288, vocab_size=151936, max_position_embeddings=40960)
+
+
+def split(spec: ModelSpec, ft: str) -> tuple[float, float]:
+    ts = synth_tensors(spec, ft)
+    emb = sum(t.nbytes for t in ts if t.name == "token_embd.weight")
+    return round((sum(t.nbytes for t in ts) - emb) / MIB, 2), round(emb / MIB, 2)
+
+
+@pytest.mark.parametrize("spec,ft,gpu,cpu", [
+    # load_tensors: CUDA0 model buffer size / CPU_Mapped model buffer size, from public logs
+    (llama31_8b, "Q4_K_M", 4403.49, 281.81),
+    (llama31_8b, "Q8_0", 7605.33, 532.31),
+    (qwen25_7b, "Q4_K_M", 4168.09, 292.36),
+    (qwen3_8b, "Q4_K_M", 4455.34, 333.84),
+])
+def test_model_buffers_match_logs(spec, ft, gpu, cpu):
+    assert split(spec(), ft) == (gpu, cpu)
+
+
+def test_q4_k_m_type_choices():
+    ts = {t.name: t.type for t in synth_tensors(llama31_8b(), "Q4_K_M")}
+    assert ts["output.weight"] == "Q6_K" and ts["token_embd.weight"] == "Q4_K"
+    assert ts["blk.0.attn_v.weight"] == "Q6_K" and ts["blk.4.attn_v.weight"] == "Q4_K"  # use_more_bits
+    assert ts["blk.0.attn_norm.weight"] == "F32"
+    assert sum(1 for v in ts.values() if v == "Q6_K") == 33  # as the log's "type q6_K: 33 tensors"
+
+
+def test_tied_embedding_takes_the_output_type():
+    spec = llama31_8b()
+    spec.tie_word_embeddings = True
+    ts = {t.name: t.type for t in synth_tensors(spec, "Q4_K_M")}
+    assert "output.weight" not in ts and ts["token_embd.weight"] == "Q6_K"
+
+
+def test_iq_mixes_and_bpw_order():
+    bpw = {}
+    for ft in ("IQ2_XXS", "Q2_K", "Q3_K_M", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16"):
+        ts = synth_tensors(llama31_8b(), ft)
+        bpw[ft] = 8 * sum(t.nbytes for t in ts) / sum(t.n_elements for t in ts)
+    assert list(bpw.values()) == sorted(bpw.values())
+    assert 4.8 < bpw["Q4_K_M"] < 4.95 and abs(bpw["F16"] - 16) < 0.01
+
+
+def test_moe_and_mla_layouts():
+    moe = ModelSpec(name="moe", architecture="X", model_type="mixtral", num_hidden_layers=4, hidden_size=256,
+                    num_attention_heads=8, num_key_value_heads=2, head_dim=32, intermediate_size=512,
+                    vocab_size=1000, max_position_embeddings=4096, num_experts=8, num_experts_per_tok=2)
+    ts = {t.name: t for t in synth_tensors(moe, "Q4_K_M")}
+    assert ts["blk.0.ffn_gate_inp.weight"].type == "F32" and ts["blk.0.attn_v.weight"].type == "Q8_0"
+    assert ts["blk.0.ffn_down_exps.weight"].shape == (512, 256, 8)
+    mla = ModelSpec(name="mla", architecture="X", model_type="deepseek_v3", num_hidden_layers=2, hidden_size=256,
+                    num_attention_heads=4, num_key_value_heads=4, head_dim=64, intermediate_size=512, vocab_size=1000,
+                    max_position_embeddings=4096, kv_lora_rank=64, qk_rope_head_dim=32, qk_nope_head_dim=64,
+                    v_head_dim=64, q_lora_rank=96)
+    names = {t.name for t in synth_tensors(mla, "Q8_0")}
+    assert {"blk.0.attn_kv_a_mqa.weight", "blk.0.attn_kv_b.weight", "blk.0.attn_q_b.weight"} <= names
+
+
+def test_unknown_ftype():
+    with pytest.raises(KeyError):
+        synth_tensors(llama31_8b(), "Q7_K")

@@ -1,0 +1,179 @@
+"""Ollama: server environment, tags, the three memory eras, and Modelfile linking."""
+
+from __future__ import annotations
+
+from servefit.core import LaunchSite, Span, Token
+from servefit.engines.ollama import ENGINE
+from servefit.engines.ollama.config import resolve_tag
+from servefit.engines.ollama_link import link_modelfiles
+from servefit.engines.ollama_modelfile import parse_modelfile
+from servefit.hardware.spec import GpuSpec
+from servefit.models.spec import ModelSpec
+
+MIB, GIB = 2**20, 2**30
+
+
+def gpu(mib: int = 24111) -> GpuSpec:
+    return GpuSpec(key="rtx-4090", name="NVIDIA GeForce RTX 4090", vendor="nvidia", memory_bytes=mib * MIB,
+                   compute_capability=89)
+
+
+def llama8b() -> ModelSpec:
+    return ModelSpec(name="meta-llama/Llama-3.1-8B-Instruct", architecture="LlamaForCausalLM", model_type="llama",
+                     num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                     head_dim=128, intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072)
+
+
+def site(cmd="ollama run llama3.1:8b", env=None, params=None, extra=None) -> LaunchSite:
+    ex = dict(extra or {})
+    if params:
+        ex["parameters"] = params
+    return LaunchSite(file="compose.yaml", line=1, argv=[Token(w) for w in cmd.split()],
+                      env={k: (v if isinstance(v, Token) else Token(v)) for k, v in (env or {}).items()},
+                      name="ollama", extra=ex)
+
+
+def plan(s: LaunchSite, version=None, g=None, n=1):
+    cfg = ENGINE.parse(s, version)
+    return cfg, ENGINE.plan(cfg, llama8b(), g or gpu(), n)
+
+
+def codes(cfg, p=None):
+    return {f.code for f in cfg.findings + (p.findings if p else [])}
+
+
+def test_command_and_tags():
+    assert ENGINE.command_length(["ollama", "serve"]) == 2 and ENGINE.command_length(["/bin/ollama", "run", "x"]) == 2
+    assert ENGINE.command_length(["ollama", "list"]) == 0
+    assert resolve_tag("llama3.1:8b-instruct-q4_K_M")[:2] == ("meta-llama/Llama-3.1-8B-Instruct", "Q4_K_M")
+    assert resolve_tag("gpt-oss:20b")[:2] == ("openai/gpt-oss-20b", "MXFP4_MOE")
+    assert resolve_tag("llama3.1:70b-instruct-q8_0")[:2] == ("meta-llama/Llama-3.1-70B-Instruct", "Q8_0")
+    assert resolve_tag("qwen2.5")[0] == "Qwen/Qwen2.5-7B-Instruct"
+    assert resolve_tag("registry.ollama.ai/library/gemma3:27b-it-fp16")[:2] == ("google/gemma-3-27b-it", "F16")
+    assert resolve_tag("hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q8_0")[1] == "Q8_0"
+
+
+def test_env_parsing_and_invalid_values():
+    cfg = ENGINE.parse(site(env={"OLLAMA_NUM_PARALLEL": "four", "OLLAMA_FLASH_ATTENTION": "yes please",
+                                 "OLLAMA_CONTEXT_LENGTH": " '8192' "}), None)
+    s = cfg.settings
+    assert "OLLAMA_NUM_PARALLEL" not in s and s["flash_attention"] is True and s["OLLAMA_CONTEXT_LENGTH"] == 8192
+    assert [f.code for f in cfg.findings].count("OLLM013") == 2
+
+
+def test_classic_estimator_matches_log():  # ollama/ollama#11292: llama3.1:8b, 8192 tokens, 0.9.x
+    cfg, p = plan(site(params={"num_ctx": "8192"}, env={"OLLAMA_NUM_PARALLEL": "1"}), "0.9.5")
+    x = p.extra
+    assert x["era"] == "classic" and p.outcome == "started"
+    assert round(x["memory_required_gib"], 1) == 6.5 and round(x["memory_required_kv_gib"], 1) == 1.0
+    assert 'memory.graph.full="560.0 MiB" memory.graph.partial="677.5 MiB"' in p.messages[0]
+    assert 'memory.weights.nonrepeating="411.0 MiB"' in p.messages[0]
+    assert x["kv_buffer_mib"] == 1024.0 and x["compute_buffer_mib"] == 560.0  # the runner's own lines
+
+
+def test_auto_parallel_before_0_10_and_kv_type_warning():
+    cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0"}), "0.9.0")
+    assert p.extra["num_parallel"] == 4 and p.extra["kv_cache_type"] == "f16"
+    assert "OLLM005" in codes(cfg, p) and "OLLM007" in codes(cfg, p)
+    cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0",
+                                                        "OLLAMA_FLASH_ATTENTION": "1"}), "0.9.0")
+    assert p.extra["kv_cache_type"] == "q8_0" and "OLLM005" not in codes(cfg, p)
+
+
+def test_kv_type_with_fa_off_fails_in_llama_server_era():
+    cfg, p = plan(site(env={"OLLAMA_KV_CACHE_TYPE": "q8_0", "OLLAMA_FLASH_ATTENTION": "false"}), "0.32.0")
+    errs = [f for f in cfg.findings if f.code == "OLLM005"]
+    assert errs and errs[0].severity == "error"
+    assert p.outcome == "rejected_config"
+
+
+def test_default_num_ctx_by_era_and_vram():
+    assert plan(site(), "0.6.0")[1].extra["num_ctx"] == 2048
+    assert plan(site(), "0.9.0")[1].extra["num_ctx"] == 4096
+    assert plan(site(), "0.32.0", g=gpu(24111))[1].extra["num_ctx"] == 32768
+    assert plan(site(), "0.32.0", g=gpu(16000))[1].extra["num_ctx"] == 4096
+    cfg, p = plan(site(), "0.32.0", g=gpu(81000))
+    assert p.extra["num_ctx"] == 131072  # the 256k tier, capped at the model's context
+    assert "OLLM008" in codes(cfg, p)
+
+
+def test_llama_server_era_partial_offload_is_a_warning():
+    cfg, p = plan(site(params={"num_ctx": "131072"}, env={"OLLAMA_NUM_PARALLEL": "4"}), "0.32.0")
+    assert p.outcome == "started" and p.extra["era"] == "llama-server"
+    assert "-c 524288 -np 4" in p.extra["llama_server_argv"]
+    assert p.extra["n_ctx_per_seq"] == 131072
+    assert 0 < p.extra["layers_offloaded"] < 33
+    warn = [f for f in p.findings if f.code == "OLLM006"]
+    assert warn and warn[0].severity == "warning" and f"{p.extra['layers_offloaded']}/33" in warn[0].message
+
+
+def test_forced_num_gpu_can_oom():
+    cfg, p = plan(site(params={"num_ctx": "131072", "num_gpu": "99"}, env={"OLLAMA_NUM_PARALLEL": "4"}), "0.9.0")
+    assert p.outcome == "oom_at_load" and "OLLM012" in codes(cfg, p)
+
+
+def test_layout_era_reports_per_device_lines():
+    cfg, p = plan(site("ollama run gemma3:4b", params={"num_ctx": "8192"}), "0.12.3")
+    assert p.extra["era"] in ("layout", "classic")
+    cfg, p = plan(site(params={"num_ctx": "8192"}), "0.15.0")
+    assert p.extra["era"] == "layout" and any('msg="total memory"' in m for m in p.messages)
+
+
+def test_modelfile_parameters_through_the_site():
+    text = "FROM llama3.1:8b\nPARAMETER num_ctx 131072\nPARAMETER bogus 1\n"
+    doc = parse_modelfile(text, "Modelfile")
+    cfg = ENGINE.parse(site("ollama serve", extra={"modelfile": doc}), None)
+    assert cfg.settings["num_ctx"] == 131072 and cfg.model_ref == "meta-llama/Llama-3.1-8B-Instruct"
+    assert cfg.spans["num_ctx"].line == 2 and "OLLM002" in codes(cfg)
+
+
+def test_compose_with_modelfile_is_one_server(tmp_path):
+    """Done-when: the Modelfile's num_ctx 131072 and the compose file's OLLAMA_NUM_PARALLEL=4
+    are estimated as one server."""
+    mf_path = tmp_path / "Modelfile"
+    mf_path.write_text("FROM llama3.1:8b\nPARAMETER num_ctx 131072\n")
+    compose = str(tmp_path / "compose.yaml")
+    env_span = Span(compose, 7, 30, 7, 31, 120, 121)
+    server = LaunchSite(file=compose, line=5, argv=[Token("ollama"), Token("serve")], engine="ollama",
+                        env={"OLLAMA_NUM_PARALLEL": Token("4", env_span)}, name="services/ollama",
+                        extra={"modelfile_refs": ["./Modelfile"]})
+    from servefit.sources.modelfile import scan
+
+    mf_sites, _ = scan(str(mf_path), mf_path.read_text())
+    merged = link_modelfiles([server] + mf_sites)
+    assert len(merged) == 1
+    cfg = ENGINE.parse(merged[0], "0.32.0")
+    assert cfg.settings["num_ctx"] == 131072 and cfg.settings["OLLAMA_NUM_PARALLEL"] == 4
+    assert cfg.spans["OLLAMA_NUM_PARALLEL"] == env_span and cfg.spans["num_ctx"].file == str(mf_path)
+    p = ENGINE.plan(cfg, llama8b(), gpu(), 1)
+    assert p.extra["n_ctx"] == 4 * 131072 and any(f.code == "OLLM006" for f in p.findings)
+
+
+def test_link_by_create_command_inline_and_same_directory(tmp_path):
+    (tmp_path / "models").mkdir()
+    mf = tmp_path / "models" / "Modelfile"
+    mf.write_text("FROM qwen2.5:7b\nPARAMETER num_ctx 8192\n")
+    compose = str(tmp_path / "compose.yaml")
+    cmd = LaunchSite(file=compose, line=3, argv=[Token(w) for w in
+                                                 "ollama create mine -f /models/Modelfile".split()],
+                     engine="ollama", name="s", extra={"path_map": {"/models": "./models"}})
+    out = link_modelfiles([cmd])
+    assert out[0].extra["modelfile"].from_ref.text == "qwen2.5:7b"
+    inline = LaunchSite(file=compose, line=3, argv=[Token("ollama"), Token("serve")], engine="ollama", name="s",
+                        extra={"modelfile_inline": [{"text": "FROM gemma3:4b\nPARAMETER num_ctx 4096\n",
+                                                      "line": 12, "indent": 8}]})
+    doc = link_modelfiles([inline])[0].extra["modelfile"]
+    assert doc.from_ref.span.line == 12 and doc.from_ref.span.col == 14
+    lone = LaunchSite(file=str(tmp_path / "models" / "compose.yaml"), line=1, argv=[Token("ollama"), Token("serve")],
+                      engine="ollama", name="s")
+    from servefit.sources.modelfile import scan
+
+    out = link_modelfiles([lone] + scan(str(mf), mf.read_text())[0])
+    assert len(out) == 1 and "modelfile" in out[0].extra
+
+
+def test_unified_memory_and_max_loaded_models():
+    mac = GpuSpec(key="m2", name="Apple M2 Max", vendor="apple", memory_bytes=32 * GIB, unified_memory=True)
+    cfg, p = plan(site(params={"num_ctx": "131072"}, env={"OLLAMA_MAX_LOADED_MODELS": "3"}), "0.32.0", g=mac)
+    assert "OLLM011" in codes(cfg, p)
+    assert "OLLM010" in codes(cfg, p)
