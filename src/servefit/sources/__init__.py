@@ -1,1 +1,220 @@
-"""sources."""
+"""Sources: find the servers inside deployment files and hand each on as a `LaunchSite`
+(engine argv + environment with spans, image, engine version, hardware hints).
+
+`scan_file(path)` picks the wrapper by file name and content. Cheap checks come first: a file
+whose name no wrapper reads is not opened, and a file that mentions no engine (vllm,
+llama-server / llama.cpp, ollama, text-generation, sglang, tgi) is not parsed. Wrappers, one
+module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
+llama-swap), helm (values files), compose, dockerfile, script, systemd, skypilot, llamaswap,
+vllm_config, and modelfile (written with the Ollama plugin, used when present).
+
+Spans: see shell.py for how a value that came through a variable is located.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.core import Finding, LaunchSite
+from servefit.rules.catalog import finding
+from servefit.sources.walk import iter_files
+
+__all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
+
+MARKERS = re.compile(r"vllm|llama[-_.]?(?:server|cpp|swap)|ollama|text-generation|sglang|\btgi\b|"
+                     r"max[-_]model[-_]len|gpu[-_]memory[-_]utilization", re.I)
+MAX_BYTES = 2 << 20
+YAML_EXT = (".yaml", ".yml")
+
+
+@dataclass
+class ScanResult:
+    sites: list[LaunchSite] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    kind: str | None = None
+
+
+def file_kind(path: str, head: str | None = None) -> str | None:
+    """The wrapper family a file belongs to by its name (and first line for scripts)."""
+    base = os.path.basename(path)
+    low = base.lower()
+    if low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.", "containerfile.")) or \
+            low.endswith((".dockerfile", ".containerfile")):
+        return "dockerfile"
+    if "modelfile" in low and not low.endswith((".yaml", ".yml", ".json", ".py", ".md", ".txt", ".sh")):
+        return "modelfile"
+    if low.endswith(YAML_EXT):
+        return "yaml"
+    if low.endswith((".sh", ".bash")):
+        return "script"
+    if low.endswith(".service") or (low.endswith(".conf") and os.path.dirname(path).endswith(".service.d")):
+        return "systemd"
+    if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
+        return "script"
+    return None
+
+
+def _read(path: str, result: ScanResult) -> str | None:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_BYTES:
+            result.findings.append(finding("SF108", f"{path}: {size} bytes, over the {MAX_BYTES >> 20} MiB "
+                                                    "servefit reads; skipped"))
+            return None
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        result.findings.append(finding("SF108", f"{path}: cannot be read ({exc.strerror or exc})"))
+        return None
+    if b"\0" in raw[:8192]:
+        result.findings.append(finding("SF108", f"{path}: binary file; skipped"))
+        return None
+    return raw.decode("utf-8", errors="replace")
+
+
+def _head(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(128).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def scan_file(path: str, text: str | None = None) -> ScanResult:
+    """Every server in one file, and the file's own problems (never raises on bad input)."""
+    result = ScanResult()
+    kind = file_kind(path, text[:128] if text is not None else None)
+    if kind is None and text is None and "." not in os.path.basename(path):
+        kind = file_kind(path, _head(path))
+    if kind is None:
+        return result
+    result.kind = kind
+    if kind == "modelfile":
+        return _modelfile(path, text, result)
+    if text is None:
+        text = _read(path, result)
+        if text is None:
+            return result
+    if not MARKERS.search(text):
+        return result
+    from servefit.sources.base import FileCtx
+
+    fc = FileCtx.of(path, text)
+    try:
+        _dispatch(kind, fc, result)
+        fc.finish()
+    except RecursionError:
+        fc.findings.append(finding("SF108", f"{path}: nested too deeply; skipped"))
+    result.sites.extend(fc.sites)
+    result.findings.extend(fc.findings)
+    result.findings.extend(unresolved_findings(fc.sites))
+    return result
+
+
+def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
+    if kind == "dockerfile":
+        from servefit.sources import dockerfile
+
+        dockerfile.scan(fc)
+    elif kind == "script":
+        from servefit.sources import script
+
+        script.scan(fc)
+    elif kind == "systemd":
+        from servefit.sources import systemd
+
+        systemd.scan(fc)
+    else:
+        _yaml(fc, result)
+
+
+def _yaml(fc: Any, result: ScanResult) -> None:
+    from yaml.nodes import MappingNode
+
+    from servefit.sources import compose, helm, k8s, llamaswap, skypilot, vllm_config
+    from servefit.sources.yamlpos import Y, YamlProblem, compose_all, is_templated
+
+    templated = is_templated(fc.text)
+    in_templates = "/templates/" in "/" + fc.path.replace(os.sep, "/")
+    if templated and in_templates:
+        _templated(fc)
+        return
+    try:
+        docs = compose_all(fc.src)
+    except YamlProblem as exc:
+        if templated:
+            _templated(fc)
+        else:
+            fc.findings.append(finding("SF105", str(exc), span=exc.span))
+        return
+    y = Y(fc.src)
+    k8s_docs = [d for d in docs if y.get(d, "apiVersion") is not None and y.get(d, "kind") is not None]
+    if k8s_docs:
+        k8s.scan(y, k8s_docs, fc)
+    for d in docs:
+        if d in k8s_docs or not isinstance(d, MappingNode):
+            continue
+        keys = set(y.map(d))
+        if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
+            compose.scan(y, d, fc)
+        elif "models" in keys and any(y.get(m, "cmd") is not None for _, _, m in y.items(y.get(d, "models"))):
+            llamaswap.scan(y, d, fc)
+        elif "run" in keys and keys & {"resources", "envs", "setup", "num_nodes", "service", "file_mounts"}:
+            skypilot.scan(y, d, fc)
+        elif vllm_config.looks_like(y, d):
+            vllm_config.scan(y, d, fc)
+        else:
+            helm.scan_values(y, d, fc)
+
+
+def _templated(fc: Any) -> None:
+    i = fc.text.find("{{")
+    i = i if i >= 0 else fc.text.find("{%")
+    fc.findings.append(finding(
+        "SF104", "template syntax ({{ }}): this file is not YAML until rendered, so it was not read; "
+                 "servefit reads the chart's values file, or lint `helm template` output",
+        span=fc.li.span(max(i, 0), max(i, 0) + 2)))
+
+
+def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
+    """The Modelfile wrapper lives with the Ollama plugin (sources/modelfile.py)."""
+    try:
+        mod = importlib.import_module("servefit.sources.modelfile")
+    except ImportError:
+        return result
+    if text is None:
+        text = _read(path, result)
+        if text is None:
+            return result
+    detect = getattr(mod, "detect", None)
+    if detect is not None and not detect(path, text):
+        return result
+    out = mod.scan(path, text)
+    sites, findings = out if isinstance(out, tuple) else (out, [])
+    result.sites.extend(sites)
+    result.findings.extend(findings)
+    return result
+
+
+def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
+    """SF001 once per variable per server, at the first place the variable is used."""
+    out = []
+    for site in sites:
+        seen: set[str] = set()
+        for var, span in site.extra.get("unresolved_spans", []):
+            if var in seen:
+                continue
+            seen.add(var)
+            eng = site.engine or "the engine"
+            if var.startswith(("$(", "`")):
+                msg = f"{var} is computed when the server starts: the value it gives {eng} is not known here"
+            elif var in ("$@", "$*"):
+                msg = f"{var}: the arguments the script is called with are not known; they are not checked"
+            else:
+                msg = f"${{{var}}} is not set in this repository: the value it gives {eng} is not known, so it is not checked"
+            out.append(finding("SF001", msg, span=span or None, site=site.name))
+    return out

@@ -1,0 +1,177 @@
+"""Time `servefit lint` on a generated 1,000-file deployment tree of mixed configs.
+
+    python benchmarks/lint_speed.py [--files 1000] [--keep DIR]
+
+About 60% of the files run a server (k8s Deployments for vLLM / TGI / Ollama, compose files,
+Dockerfiles, shell scripts, systemd units, Helm values, SkyPilot tasks, llama-swap configs);
+the rest are the other files a deployment repo holds (manifests of other services, docs, code,
+JSON). Prints the wall time of the whole command, start-up included. The target is < 2 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B",
+          "mistralai/Mistral-7B-Instruct-v0.3", "google/gemma-2-9b-it", "Qwen/Qwen2.5-14B-Instruct"]
+GGUF = ["Qwen2.5-7B-Instruct-Q4_K_M.gguf", "Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf", "gemma-2-9b-it-Q4_K_M.gguf",
+        "Mistral-7B-Instruct-v0.3-Q6_K.gguf", "Qwen3-8B-Q8_0.gguf"]
+
+K8S_VLLM = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-{i}
+spec:
+  template:
+    spec:
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          args: ["{model}", "--max-model-len", "{len}", "--gpu-memory-utilization", "0.9"]
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: vllm-{i}
+spec:
+  ports: [{{port: 80, targetPort: 8000}}]
+"""
+K8S_TGI = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tgi-{i}
+spec:
+  template:
+    spec:
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:3.3.4
+          args: ["--model-id", "{model}", "--max-total-tokens", "{len}"]
+          resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+COMPOSE = """services:
+  llama:
+    image: ghcr.io/ggml-org/llama.cpp:server-cuda
+    command: ["-m", "/models/{gguf}", "-c", "{len}", "-ngl", "99"]
+  ollama:
+    image: ollama/ollama:0.12.3
+    environment:
+      OLLAMA_NUM_PARALLEL: "2"
+    deploy:
+      resources:
+        reservations:
+          devices: [{{driver: nvidia, count: 1, capabilities: [gpu]}}]
+"""
+SCRIPT = """#!/usr/bin/env bash
+set -e
+MODEL=${{MODEL:-{model}}}
+exec vllm serve "$MODEL" \\
+  --max-model-len {len} \\
+  --gpu-memory-utilization 0.9
+"""
+DOCKERFILE = """FROM vllm/vllm-openai:v0.10.2
+ENV VLLM_LOGGING_LEVEL=INFO
+CMD ["{model}", "--max-model-len", "{len}"]
+"""
+SYSTEMD = """[Service]
+Environment=HF_HOME=/var/cache/hf
+ExecStart=/usr/local/bin/vllm serve {model} --max-model-len {len}
+"""
+HELM = """servingEngineSpec:
+  modelSpec:
+    - name: m{i}
+      repository: vllm/vllm-openai
+      tag: v0.10.2
+      modelURL: {model}
+      requestGPU: 1
+      vllmConfig:
+        maxModelLen: {len}
+"""
+SKY = """resources:
+  accelerators: L4:1
+run: |
+  vllm serve {model} --max-model-len {len}
+"""
+SWAP = """models:
+  m{i}:
+    cmd: llama-server --port ${{PORT}} -m /models/{gguf} -c {len}
+"""
+OTHER_K8S = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-{i}
+spec:
+  template:
+    spec:
+      containers:
+        - name: nginx
+          image: nginx:1.27
+          ports: [{{containerPort: 80}}]
+"""
+README = "# service {i}\n\nDeploy with kubectl apply -f k8s/.\n" * 5
+PYFILE = "import os\n\n\ndef main():\n    return os.environ.get('X', '{i}')\n" * 4
+JSONF = '{{"name": "svc-{i}", "replicas": 2, "labels": {{"team": "infra"}}}}\n'
+
+KINDS = [  # (share out of 100, path, template)
+    (15, "k8s/vllm-{i}.yaml", K8S_VLLM), (5, "k8s/tgi-{i}.yaml", K8S_TGI), (8, "compose/{i}/docker-compose.yaml", COMPOSE),
+    (8, "scripts/serve-{i}.sh", SCRIPT), (5, "docker/{i}/Dockerfile", DOCKERFILE), (4, "systemd/vllm-{i}.service", SYSTEMD),
+    (5, "helm/values-{i}.yaml", HELM), (5, "sky/task-{i}.yaml", SKY), (5, "swap/config-{i}.yaml", SWAP),
+    (15, "k8s/web-{i}.yaml", OTHER_K8S), (10, "docs/svc-{i}.md", README), (10, "src/mod_{i}.py", PYFILE),
+    (5, "conf/svc-{i}.json", JSONF),
+]
+
+
+def generate(root: str, n: int) -> None:
+    i = 0
+    while i < n:
+        for share, path, tpl in KINDS:
+            for _ in range(share):
+                if i >= n:
+                    return
+                full = os.path.join(root, path.format(i=i))
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                with open(full, "w") as fh:
+                    fh.write(tpl.format(i=i, model=MODELS[i % len(MODELS)], gguf=GGUF[i % len(GGUF)],
+                                       len=4096 * (1 + i % 8)))
+                i += 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=1000)
+    ap.add_argument("--keep", help="generate into this directory and keep it")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    root = args.keep or tempfile.mkdtemp(prefix="servefit-bench-")
+    generate(root, args.files)
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "servefit", "lint", root, "--gpu", "L4", "--exit-zero"]
+    times = []
+    out = ""
+    for _ in range(args.repeat):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        times.append(time.perf_counter() - t0)
+        out = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr.strip()
+    print(f"{args.files} files: best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s "
+          f"({' '.join(f'{t:.2f}' for t in times)}); {out}")
+    print("command:", " ".join(cmd))
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Lint findings as text: `file:line:col: CODE message`, sorted by place, and a summary line."""
+
+from __future__ import annotations
+
+from servefit.core import Finding
+
+COLOR = {"error": "31", "warning": "33", "info": "36"}
+
+
+def _key(f: Finding) -> tuple[str, int, int, str]:
+    s = f.span
+    return (s.file, s.line, s.col, f.code) if s is not None else ("", 0, 0, f.code)
+
+
+def render(findings: list[Finding], files: int = 0, servers: int = 0, color: bool = False) -> str:
+    lines = []
+    for f in sorted(findings, key=_key):
+        s = f.span
+        where = f"{s.file}:{s.line}:{s.col}" if s is not None else "-"
+        code = f"\x1b[{COLOR[f.severity]}m{f.code}\x1b[0m" if color else f.code
+        lines.append(f"{where}: {code} {f.message}")
+    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
+    summary = ", ".join(f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}" for sev, n in counts.items())
+    lines.append(f"{summary} in {files} file{'s' if files != 1 else ''} ({servers} server{'s' if servers != 1 else ''})")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,117 @@
+"""What every wrapper shares: the file being read, its findings, files beside it, and turning
+launches into named LaunchSites (with the in-file `# servefit:` override applied)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.core import Finding, GpuHint, LaunchSite, Token
+from servefit.sources.hints import Override, apply_override, file_override
+from servefit.sources.launch import Ctx, Launch, to_site
+from servefit.sources.text import LineIndex, Src
+
+MAX_SIDE_FILE = 1 << 20
+MODELFILE_WORD = re.compile(r"(?:^|/)(?:Modelfile[\w.-]*|[\w.-]+\.modelfile)$", re.I)
+
+
+@dataclass
+class FileCtx:
+    path: str
+    text: str
+    li: LineIndex
+    findings: list[Finding] = field(default_factory=list)
+    override: Override | None = None
+    sites: list[LaunchSite] = field(default_factory=list)
+    ctxs: list[Ctx] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, path: str, text: str) -> FileCtx:
+        li = LineIndex(text, path)
+        return cls(path, text, li, override=file_override(text, li.span))
+
+    @property
+    def src(self) -> Src:
+        return Src(self.text, self.li)
+
+    def ctx(self, exported_only: bool = False) -> Ctx:
+        c = Ctx(self.path, self.li, self.findings, exported_only)
+        self._last_ctx = c
+        self.ctxs.append(c)
+        return c
+
+    def finish(self) -> None:
+        """`ollama create -f` / `ollama pull` in one container (an init job) of a file tell
+        which Modelfiles and models the Ollama servers of the same file use."""
+        refs = [r for c in self.ctxs for r in c.modelfile_refs]
+        models = [m for c in self.ctxs for m in c.ollama_models]
+        for site in self.sites:
+            if site.engine != "ollama":
+                continue
+            if refs and not site.extra.get("modelfile_refs"):
+                site.extra["modelfile_refs"] = list(dict.fromkeys(refs))
+            if models and not site.extra.get("ollama_models"):
+                site.extra["ollama_models"] = list(dict.fromkeys(m.text for m in models))
+                site.extra.setdefault("model", models[0])
+
+    def near(self, ref: str, up: int = 3) -> str | None:
+        """A file a config refers to (`.env`, `EnvironmentFile=/etc/default/vllm`, `--config
+        /cfg/x.yaml`), looked up beside this file and in its parents, by path then by name."""
+        if not ref or "$" in ref:
+            return None
+        base = os.path.dirname(self.path) or "."
+        rel = ref.lstrip("/")
+        cands = [os.path.join(base, ref) if not os.path.isabs(ref) else ref]
+        d = base
+        for _ in range(up + 1):
+            cands.append(os.path.join(d, rel))
+            cands.append(os.path.join(d, os.path.basename(ref)))
+            parent = os.path.dirname(d)
+            if parent == d or not parent:
+                break
+            d = parent
+        for c in cands:
+            try:
+                if os.path.isfile(c) and os.path.getsize(c) <= MAX_SIDE_FILE:
+                    return c
+            except OSError:
+                continue
+        return None
+
+    def add(self, launches: list[Launch], name: str, gpu: GpuHint | None = None,
+            extra: dict[str, Any] | None = None, ollama_models: list[Token] | None = None) -> None:
+        """Append one site per launch (a second server under the same name gets `#2`)."""
+        for k, launch in enumerate(launches):
+            site = to_site(launch, self.path, name if k == 0 else f"{name}#{k + 1}", gpu, extra)
+            site.gpu = apply_override(site.gpu, self.override, site.line)
+            if self.override is not None and self.override.engine_version:
+                site.engine_version = self.override.engine_version
+            refs = modelfile_refs(site.argv, site.env)
+            ctx = getattr(self, "_last_ctx", None)
+            if site.engine == "ollama" and ctx is not None and ctx.modelfile_refs:
+                refs = list(dict.fromkeys(refs + ctx.modelfile_refs))
+            if refs:
+                site.extra["modelfile_refs"] = refs
+            if ollama_models and site.engine == "ollama":
+                site.extra.setdefault("ollama_models", list(dict.fromkeys(t.text for t in ollama_models)))
+                site.extra.setdefault("model", ollama_models[0])
+            self.sites.append(site)
+
+
+def modelfile_refs(argv: list[Token], env: dict[str, Token]) -> list[str]:
+    out = []
+    for t in list(argv) + list(env.values()):
+        for part in t.text.split():
+            if MODELFILE_WORD.search(part):
+                out.append(part)
+    return list(dict.fromkeys(out))
+
+
+def read_text(path: str, limit: int = MAX_SIDE_FILE) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return fh.read(limit)
+    except OSError:
+        return None

@@ -1,0 +1,162 @@
+"""Dockerfiles: the final stage's ENTRYPOINT and CMD (exec form as JSON, shell form run by
+`/bin/sh -c`), ENV (both syntaxes) and ARG defaults, FROM with stages (`FROM base AS x`, then
+`FROM x` inherits), the `# escape=` directive, continuations with comment lines dropped.
+
+Docker semantics kept: a CMD alone is appended to the base image's entrypoint (the engine
+image's `vllm serve` and friends); setting ENTRYPOINT drops the base CMD; a shell-form
+ENTRYPOINT ignores CMD; the exec form expands no variables (SF107 when it holds `$VAR`); the
+shell form sees ENV values (not ARG values, which exist only at build time).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from servefit.core import Token
+from servefit.rules.catalog import finding
+from servefit.sources import detect
+from servefit.sources.base import FileCtx
+from servefit.sources.launch import container
+from servefit.sources.shell import Piece, Vars, Word, expand_word, split_words
+from servefit.sources.text import Src, align, logical_lines, sub
+
+INSTR = re.compile(r"\s*([A-Za-z]+)(?:\s+|$)")
+JSON_STR = re.compile(r'"((?:[^"\\]|\\.)*)"')
+ESCAPE = re.compile(r"^#\s*escape\s*=\s*(\S)", re.M | re.I)
+VAR = re.compile(r"\$(?:\{[A-Za-z_]|[A-Za-z_])")
+
+
+@dataclass
+class Stage:
+    name: str | None
+    image: Token | None
+    scope: Vars = field(default_factory=Vars)  # ARG + ENV, for build-time expansion
+    runtime: Vars = field(default_factory=Vars)  # ENV only: what the server process sees
+    entry: list[Word] | None = None
+    cmd: list[Word] | None = None
+    exec_vars: list[Word] = field(default_factory=list)
+
+
+def _exec_form(src: Src) -> list[Src] | None:
+    text = src.text.strip()
+    if not text.startswith("["):
+        return None
+    try:
+        vals = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(vals, list) or not all(isinstance(v, str) for v in vals):
+        return None
+    ms = list(JSON_STR.finditer(src.text))
+    if len(ms) != len(vals):
+        return None
+    out = []
+    for m, val in zip(ms, vals, strict=True):
+        a, b = m.start(1), m.end(1)
+        if src.text[a:b] == val:
+            out.append(sub(src, a, b))
+        else:
+            local = align(val, src.text, a, b)
+            out.append(Src(val, src.li, offs=[src.off(k) for k in local[:-1]] + [src.end_off(local[-1])]))
+    return out
+
+
+def _synthetic(text: str, src: Src) -> Word:
+    at = src.off(0)
+    return Word([Piece(text, at, at)], src.li)
+
+
+def _command(rest: Src, st: Stage) -> list[Word]:
+    items = _exec_form(rest)
+    if items is not None:
+        words = [expand_word(i, None) for i in items]
+        st.exec_vars = [w for w in words if VAR.search(w.text)]
+        return words
+    body = rest.text.strip()
+    lead = len(rest.text) - len(rest.text.lstrip())
+    payload = expand_word(sub(rest, lead, lead + len(body)), None)
+    return [_synthetic("/bin/sh", rest), _synthetic("-c", rest), payload]
+
+
+def scan(fc: FileCtx) -> None:
+    m = ESCAPE.search(fc.text[:500])
+    escape = m.group(1) if m else "\\"
+    stages: list[Stage] = []
+    global_args = Vars()
+    st: Stage | None = None
+    for line in logical_lines(fc.src, escape):
+        if line.text.lstrip().startswith("#"):
+            continue
+        im = INSTR.match(line.text)
+        if not im:
+            continue
+        instr = im.group(1).upper()
+        rest = sub(line, im.end())
+        scope = st.scope if st is not None else global_args
+        if instr == "FROM":
+            words = [w for w in split_words(rest, global_args) if not w.text.startswith("--")]
+            if not words:
+                continue
+            base = words[0].text
+            name = words[2].text if len(words) > 2 and words[1].text.lower() == "as" else None
+            parent = next((s for s in stages if s.name and s.name == base), None)
+            if parent is not None:
+                st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd)
+            else:
+                st = Stage(name, words[0].token())
+            stages.append(st)
+        elif st is None and instr == "ARG":
+            for w in split_words(rest, global_args):
+                a = w.assignment()
+                if a is not None:
+                    global_args.set(a[0], a[1].token(), a[1].unresolved)
+        elif st is None:
+            continue
+        elif instr == "ARG":
+            for w in split_words(rest, scope):
+                a = w.assignment()
+                if a is not None and st.runtime.get(a[0]) is None:
+                    st.scope.set(a[0], a[1].token(), a[1].unresolved)
+                elif a is None and global_args.get(w.text) is not None:
+                    st.scope.set(w.text, global_args.get(w.text))  # type: ignore[arg-type]
+        elif instr == "ENV":
+            words = split_words(rest, scope)
+            pairs = []
+            if words and words[0].assignment() is not None:
+                pairs = [(a[0], a[1]) for w in words if (a := w.assignment()) is not None]
+            elif words:
+                key = words[0].text
+                k_end = rest.text.find(key) + len(key)
+                val = rest.text[k_end:].strip()
+                lead = k_end + (len(rest.text[k_end:]) - len(rest.text[k_end:].lstrip()))
+                pairs = [(key, expand_word(sub(rest, lead, lead + len(val)), scope))]
+            for k, v in pairs:
+                tok = v.token()
+                st.scope.set(k, tok, v.unresolved)
+                st.runtime.set(k, tok, v.unresolved)
+        elif instr in ("CMD", "ENTRYPOINT"):
+            words = _command(rest, st)
+            if instr == "CMD":
+                st.cmd = words
+            else:
+                st.entry = words
+                if words and words[0].text == "/bin/sh" and words[0].pieces[0].start == words[0].pieces[0].end:
+                    st.cmd = []  # shell-form ENTRYPOINT ignores CMD
+    if not stages:
+        return
+    st = stages[-1]
+    if st.entry is None and st.cmd is None and not st.runtime.values and \
+            detect.engine_of_image(st.image.text if st.image else None) != "ollama":
+        return  # only extends an engine image: nothing about the server is configured here
+    st.runtime.exported = set(st.runtime.values)
+    ctx = fc.ctx()
+    launches = container(st.image, st.entry, st.cmd or None, ctx, st.runtime)
+    if not launches:
+        return
+    for w in st.exec_vars:
+        fc.findings.append(finding("SF107", f"the exec form passes {w.text!r} to the engine literally: "
+                                            "no shell expands variables here", span=w.token().span))
+    fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None,
+           {"dockerfile_stage": st.name}, ctx.ollama_models)

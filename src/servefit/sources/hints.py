@@ -1,0 +1,149 @@
+"""Hardware hints a file gives: GPU model labels (node selectors, affinities, instance types),
+GPU counts (`nvidia.com/gpu` limits, compose device reservations, `--gpus`,
+`CUDA_VISIBLE_DEVICES`), shared-memory sizes, and the in-file override comment
+`# servefit: gpu=L4 count=2`.
+
+GPU names are kept as written (`nvidia-l4`, `NVIDIA-L4`, `g6.xlarge`); the hardware catalog
+resolves every alias, so the sources never translate names themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from servefit.core import GpuHint, Span, Token
+
+# label key -> (priority, how a finding names the source); lower priority wins
+GPU_LABELS: dict[str, tuple[int, str]] = {
+    "nvidia.com/gpu.product": (0, "nvidia.com/gpu.product"),
+    "cloud.google.com/gke-accelerator": (1, "cloud.google.com/gke-accelerator"),
+    "karpenter.k8s.aws/instance-gpu-name": (2, "karpenter.k8s.aws/instance-gpu-name"),
+    "gpu.nvidia.com/class": (3, "gpu.nvidia.com/class"),
+    "gpu.nvidia.com/model": (3, "gpu.nvidia.com/model"),
+    "accelerator": (4, "accelerator"),
+    "node.kubernetes.io/instance-type": (5, "node.kubernetes.io/instance-type"),
+    "beta.kubernetes.io/instance-type": (5, "beta.kubernetes.io/instance-type"),
+    "karpenter.k8s.aws/instance-type": (5, "karpenter.k8s.aws/instance-type"),
+    "eks.amazonaws.com/instance-type": (5, "eks.amazonaws.com/instance-type"),
+}
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915", "habana.ai/gaudi")
+SHM_MIN = 1 << 30  # below this NCCL's shared-memory transport runs out with TP > 1
+
+
+@dataclass
+class NameHint:
+    name: str
+    source: str
+    span: Span | None
+    priority: int = 9
+
+
+def best_label(cands: list[NameHint]) -> NameHint | None:
+    if not cands:
+        return None
+    return min(cands, key=lambda h: h.priority)
+
+
+def label_hint(key: str, value: Token, where: str, alternatives: int = 1) -> NameHint | None:
+    """A GPU name from one node-selector / affinity label."""
+    entry = GPU_LABELS.get(key)
+    if entry is None or not value.text or "$" in value.text or "{{" in value.text:
+        return None
+    src = f"{where} {entry[1]}"
+    if alternatives > 1:
+        src += f" (first of {alternatives} allowed values)"
+    return NameHint(value.text, src, value.span, entry[0])
+
+
+def merge(name: NameHint | None, count: int | None, count_source: str | None,
+          count_span: Span | None = None) -> GpuHint | None:
+    if name is None and count is None:
+        return None
+    parts = []
+    if name is not None:
+        parts.append(name.source)
+    if count is not None and count_source:
+        parts.append(f"count from {count_source}")
+    return GpuHint(name.name if name else None, count, "; ".join(parts) or "file",
+                   name.span if name is not None else count_span)
+
+
+def to_int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    t = text.strip().strip("\"'")
+    try:
+        return int(t)
+    except ValueError:
+        try:
+            f = float(t)
+        except ValueError:
+            return None
+        return int(f) if f.is_integer() else None
+
+
+def count_visible_devices(value: str) -> int | None:
+    """CUDA_VISIBLE_DEVICES=0,1 -> 2; empty / "all" / unknown -> None."""
+    v = value.strip()
+    if not v or v.lower() in ("all", "none", "void") or "$" in v:
+        return None
+    return len([p for p in v.split(",") if p.strip()])
+
+
+def docker_gpus(value: str) -> tuple[int | None, str]:
+    """`--gpus all` -> (None, ...), `--gpus 2` -> 2, `--gpus '"device=0,1"'` -> 2."""
+    v = value.strip().strip("\"'")
+    if v == "all":
+        return None, "all GPUs of the host"
+    m = re.search(r"device=([0-9,\s]+)", v)
+    if m:
+        return len([p for p in m.group(1).split(",") if p.strip()]), f"--gpus {v}"
+    n = to_int(v.split(",")[0].replace("count=", ""))
+    return n, f"--gpus {v}"
+
+
+def size_bytes(text: str) -> int | None:
+    """Docker / compose / k8s sizes (16g, 16gb, 16Gi, 1024m, bytes), read as binary units:
+    close enough for the shared-memory threshold."""
+    m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)i?b?\s*$", text.strip().strip("\"'"), re.I)
+    if not m:
+        return None
+    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
+
+
+COMMENT = re.compile(r"^[ \t]*(?:#|//|;)[ \t]*servefit:[ \t]*(.*?)[ \t]*\r?$", re.M)
+
+
+@dataclass
+class Override:
+    gpu: str | None
+    count: int | None
+    engine_version: str | None
+    span: Span | None
+
+
+def file_override(text: str, li_span) -> Override | None:  # type: ignore[no-untyped-def]
+    """`# servefit: gpu=L4 count=2 engine-version=0.11.0` anywhere in the file."""
+    if "servefit:" not in text:
+        return None
+    m = COMMENT.search(text)
+    if not m:
+        return None
+    vals = dict(re.findall(r"([A-Za-z_-]+)\s*=\s*(\"[^\"]*\"|'[^']*'|\S+)", m.group(1)))
+    vals = {k.lower().replace("_", "-"): v.strip("\"'") for k, v in vals.items()}
+    gpu = vals.get("gpu")
+    count = to_int(vals.get("count") or vals.get("gpus"))
+    ver = vals.get("engine-version") or vals.get("version")
+    if gpu is None and count is None and ver is None:
+        return None
+    return Override(gpu, count, ver, li_span(m.start(1), m.end(1)))
+
+
+def apply_override(hint: GpuHint | None, ov: Override | None, line: int) -> GpuHint | None:
+    if ov is None or (ov.gpu is None and ov.count is None):
+        return hint
+    name = ov.gpu or (hint.name if hint else None)
+    count = ov.count if ov.count is not None else (hint.count if hint else None)
+    return GpuHint(name, count, f"servefit comment (line {ov.span.line if ov.span else line})", ov.span)

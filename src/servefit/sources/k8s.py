@@ -1,0 +1,271 @@
+"""Kubernetes manifests, multi-document: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
+CronJob, Pod, PodTemplate, Argo Rollout, Knative Service, LeaderWorkerSet, KServe
+ServingRuntime / InferenceService, KubeAI Model, vLLM production-stack VLLMRuntime, Flux
+HelmRelease (its `values:`), List, and llama-swap configs embedded in a ConfigMap.
+
+A container is a server when its command (after `command` + `args`, the image's entrypoint,
+`sh -c` unwrapping and `$(VAR)` expansion from the same container's env) starts an engine;
+init containers and helpers are not. Env values come from `value`, ConfigMaps in the same
+file (`configMapKeyRef`, `envFrom`); Secrets and fieldRefs are not read. Hardware: node
+selectors and required (then preferred) node affinity for GPU labels, `nvidia.com/gpu`
+limits/requests for the count, and /dev/shm from an emptyDir of medium Memory or hostIPC.
+"""
+
+from __future__ import annotations
+
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from servefit.core import GpuHint, Span, Token
+from servefit.sources import helm, llamaswap
+from servefit.sources.base import FileCtx
+from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
+from servefit.sources.launch import Launch, container
+from servefit.sources.shell import Vars, Word, expand_word, split_words
+from servefit.sources.yamlpos import Y
+
+POD_PATHS: dict[str, tuple[str, ...]] = {
+    "Deployment": ("spec", "template", "spec"), "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"), "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"), "Rollout": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    "Pod": ("spec",), "PodTemplate": ("template", "spec"),
+    "ServingRuntime": ("spec",), "ClusterServingRuntime": ("spec",),
+}
+ConfigMaps = dict[str, dict[str, Token]]
+
+
+def scan(y: Y, docs: list[Node], fc: FileCtx) -> None:
+    cms: ConfigMaps = {}
+    for doc in docs:
+        if y.str(y.get(doc, "kind")) == "ConfigMap":
+            data = {k: t for k, _, v in y.items(y.get(doc, "data")) if (t := y.tok(v)) is not None}
+            cms[y.str(y.get(doc, "metadata", "name")) or ""] = data
+    # a ServingRuntime an InferenceService of this file uses is read with that service
+    used = {y.str(y.get(d, "spec", "predictor", "model", "runtime")) for d in docs
+            if y.str(y.get(d, "kind")) == "InferenceService"}
+    for doc in docs:
+        if y.str(y.get(doc, "kind")) in ("ServingRuntime", "ClusterServingRuntime") and \
+                y.str(y.get(doc, "metadata", "name")) in used:
+            continue
+        scan_doc(y, doc, fc, cms, docs)
+
+
+def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], depth: int = 0) -> None:
+    kind = y.str(y.get(doc, "kind")) or ""
+    api = y.str(y.get(doc, "apiVersion")) or ""
+    name = y.str(y.get(doc, "metadata", "name")) or "unnamed"
+    label = f"{kind}/{name}"
+    if kind == "List" and depth < 3:
+        for item in y.seq(y.get(doc, "items")):
+            scan_doc(y, item, fc, cms, docs, depth + 1)
+    elif kind == "HelmRelease":
+        chart = y.str(y.get(doc, "spec", "chart", "spec", "chart"))
+        helm.scan_values(y, y.get(doc, "spec", "values"), fc, label, chart)
+    elif kind == "ConfigMap":
+        for key, _, v in y.items(y.get(doc, "data")):
+            text = y.str(v) or ""
+            if "models:" in text and "cmd:" in text:
+                llamaswap.scan_embedded(y.scalar_src(v), fc, f"{label}/{key}")
+    elif kind == "LeaderWorkerSet":
+        lwt = y.get(doc, "spec", "leaderWorkerTemplate")
+        size = to_int(y.str(y.get(lwt, "size"))) or 1
+        worker = y.get(lwt, "workerTemplate", "spec")
+        leader = y.get(lwt, "leaderTemplate", "spec") or worker
+        worker_gpus = sum(gpu_count(y, c)[0] or 0 for c in y.seq(y.get(worker, "containers")))
+        extra = (worker_gpus * (size - 1), f"+ {size - 1} worker pod(s) × {worker_gpus} (LeaderWorkerSet size {size})")
+        pod_sites(y, leader, fc, cms, f"{label}/leader", kind, extra if size > 1 else None)
+        if y.get(lwt, "leaderTemplate") is not None:
+            pod_sites(y, worker, fc, cms, f"{label}/worker", kind)
+    elif kind == "InferenceService":
+        inference_service(y, doc, fc, cms, docs, label)
+    elif kind == "Model" and "kubeai" in api:
+        kubeai_model(y, doc, fc, label)
+    elif kind == "VLLMRuntime":
+        helm.vllm_runtime(y, doc, fc, label)
+    elif kind in POD_PATHS or (kind == "Service" and "knative" in api):
+        pod_sites(y, y.get(doc, *POD_PATHS.get(kind, ("spec", "template", "spec"))), fc, cms, label, kind)
+    elif kind:
+        pod = y.get(doc, "spec", "template", "spec")
+        if y.get(pod, "containers") is not None:
+            pod_sites(y, pod, fc, cms, label, kind)
+
+
+def name_hints(y: Y, pod: Node | None) -> list[NameHint]:
+    out: list[NameHint] = []
+    for k, _, v in y.items(y.get(pod, "nodeSelector")):
+        t = y.tok(v)
+        h = label_hint(k, t, "nodeSelector") if t is not None else None
+        if h:
+            out.append(h)
+    na = y.get(pod, "affinity", "nodeAffinity")
+    terms: list[tuple[Node | None, str, int]] = [(t, "node affinity", 0) for t in y.seq(y.get(na, "requiredDuringSchedulingIgnoredDuringExecution",
+                                                             "nodeSelectorTerms"))]
+    terms += [(y.get(p, "preference"), "preferred node affinity", 20)
+              for p in y.seq(y.get(na, "preferredDuringSchedulingIgnoredDuringExecution"))]
+    for term, where, bump in terms:
+        for expr in y.seq(y.get(term, "matchExpressions")):
+            if (y.str(y.get(expr, "operator")) or "In") != "In":
+                continue
+            vals = y.seq(y.get(expr, "values"))
+            t = y.tok(vals[0]) if vals else None
+            h = label_hint(y.str(y.get(expr, "key")) or "", t, where, len(vals)) if t is not None else None
+            if h:
+                h.priority += bump
+                out.append(h)
+    return out
+
+
+def gpu_count(y: Y, c: Node | None) -> tuple[int | None, Token | None, str]:
+    res = y.get(c, "resources")
+    for part in ("limits", "requests"):
+        for key in GPU_RESOURCES:
+            node = y.get(res, part, key)
+            t = y.tok(node)
+            if t is not None:
+                return to_int(t.text), t, f"{key} {part[:-1]}"
+        for key, _, v in y.items(y.get(res, part)):
+            if key.startswith("nvidia.com/mig-"):
+                t = y.tok(v)
+                return (to_int(t.text) if t else None), t, f"{key} {part[:-1]}"
+    return None, None, ""
+
+
+def item_words(y: Y, node: Node | None, env: Vars) -> list[Word] | None:
+    """k8s `command` / `args`: a list (each item one word, `$(VAR)` expanded); a string is
+    split like a shell would (Helm values sometimes hold one)."""
+    if isinstance(node, SequenceNode):
+        words = [expand_word(y.scalar_src(i), None, k8s=env) for i in node.value if isinstance(i, ScalarNode)]
+        return words or None
+    if isinstance(node, ScalarNode) and str(node.value).strip():
+        return split_words(y.scalar_src(node), None, k8s=env)
+    return None
+
+
+def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] | None = None) -> Vars:
+    env = Vars()
+    for ef in y.seq(y.get(c, "envFrom")):
+        cm = y.str(y.get(ef, "configMapRef", "name"))
+        prefix = y.str(y.get(ef, "prefix")) or ""
+        for k, t in cms.get(cm or "", {}).items():
+            env.set(prefix + k, t)
+    for e in list(y.seq(y.get(c, "env"))) + list(extra_env or []):
+        name = y.str(y.get(e, "name"))
+        if not name:
+            continue
+        v = y.get(e, "value")
+        if isinstance(v, ScalarNode):
+            w = expand_word(y.scalar_src(v), None, k8s=env)
+            env.set(name, w.token(), w.unresolved)
+            continue
+        ref = y.get(e, "valueFrom", "configMapKeyRef")
+        if ref is not None:
+            tok = cms.get(y.str(y.get(ref, "name")) or "", {}).get(y.str(y.get(ref, "key")) or "")
+            if tok is not None:
+                env.set(name, tok)
+    env.exported = set(env.values)
+    return env
+
+
+def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, kind: str,
+              group: tuple[int, str] | None = None) -> None:
+    if not isinstance(pod, MappingNode):
+        return
+    host_ipc = (y.str(y.get(pod, "hostIPC")) or "").lower() == "true"
+    mem_vols = set()
+    for v in y.seq(y.get(pod, "volumes")):
+        if (y.str(y.get(v, "emptyDir", "medium")) or "").lower() == "memory" or \
+                y.str(y.get(v, "hostPath", "path")) == "/dev/shm":
+            mem_vols.add(y.str(y.get(v, "name")))
+    names = name_hints(y, pod)
+    for c in y.seq(y.get(pod, "containers")):
+        one_container(y, c, fc, cms, label, kind, names, host_ipc, mem_vols, group)
+
+
+def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind: str, names: list[NameHint],
+                  host_ipc: bool, mem_vols: set[str | None], group: tuple[int, str] | None = None,
+                  args_prefix: list[Node] | None = None, more: Node | None = None) -> list[Launch]:
+    """One container (with `more`, a KServe predictor model merged over its runtime's container)."""
+    env = container_env(y, c, cms, y.seq(y.get(more, "env")) if more is not None else None)
+    image = y.tok(y.get(c, "image"))
+    cmd = item_words(y, y.get(c, "command"), env)
+    args = item_words(y, y.get(c, "args"), env)
+    if more is not None:
+        args = (args or []) + (item_words(y, y.get(more, "args"), env) or []) or None
+    ctx = fc.ctx()
+    launches = container(image, cmd, args, ctx, env)
+    if not launches:
+        return []
+    count, count_tok, count_src = gpu_count(y, more if more is not None and y.get(more, "resources") else c)
+    if group is not None and count is not None:
+        count += group[0]
+        count_src += f" {group[1]}"
+    hint: GpuHint | None = merge(best_label(names), count, count_src, count_tok.span if count_tok else None)
+    shm = host_ipc or any(y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols
+                          for m in y.seq(y.get(c, "volumeMounts")))
+    for launch in launches:
+        if launch.shm is None:
+            launch.shm = shm
+    cname = y.str(y.get(c, "name")) or "container"
+    ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
+    fc.add(launches, f"{label}/{cname}", hint,
+           {"k8s_kind": kind, "container": cname, "ports": [p for p in ports if p]}, ctx.ollama_models)
+    return launches
+
+
+def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], label: str) -> None:
+    pred = y.get(doc, "spec", "predictor")
+    if y.get(pred, "containers") is not None:
+        pod_sites(y, pred, fc, cms, label, "InferenceService")
+        return
+    model = y.get(pred, "model")
+    if model is None:
+        return
+    runtime = y.str(y.get(model, "runtime"))
+    for d in docs:
+        if y.str(y.get(d, "kind")) in ("ServingRuntime", "ClusterServingRuntime") and \
+                y.str(y.get(d, "metadata", "name")) == runtime:
+            rt = y.get(d, "spec")
+            conts = y.seq(y.get(rt, "containers"))
+            if conts:
+                names = name_hints(y, pred) or name_hints(y, rt)
+                first = len(fc.sites)
+                one_container(y, conts[0], fc, cms, label, "InferenceService", names, False, set(), more=model)
+                uri = y.str(y.get(model, "storageUri")) or ""
+                if uri.startswith("hf://"):
+                    for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models
+                        site.extra["storage_model"] = uri[5:]
+                        site.extra["storage_path"] = "/mnt/models"
+            return
+    if y.get(model, "image") is not None:
+        one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, set())
+
+
+def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
+    spec = y.get(doc, "spec")
+    url = y.tok(y.get(spec, "url"))
+    engine = (y.str(y.get(spec, "engine")) or "").lower()
+    if url is None or engine not in ("vllm", "ollama"):
+        return
+    scheme, sep, ref = url.text.partition("://")
+    skip = len(scheme) + len(sep) if sep else 0
+    s = url.span
+    model = Token(ref if sep else url.text,
+                  s if s is None or s.line != s.end_line else
+                  Span(s.file, s.line, s.col + skip, s.end_line, s.end_col, s.start + skip, s.end))
+    env = Vars({k: t for k, _, v in y.items(y.get(spec, "env")) if (t := y.tok(v)) is not None})
+    args = [expand_word(y.scalar_src(a), None) for a in y.seq(y.get(spec, "args"))]
+    if engine == "vllm":
+        argv = [Token("vllm"), Token("serve"), model] + [w.token() for w in args]
+    else:
+        argv = [Token("ollama"), Token("serve")]
+    launch = Launch(engine, argv, dict(env.values), y.line(y.get(spec, "url") or doc))
+    hint = None
+    prof = y.tok(y.get(spec, "resourceProfile"))
+    if prof is not None and ":" in prof.text and "gpu" in prof.text:
+        pname, _, cnt = prof.text.partition(":")
+        for pre in ("nvidia-gpu-", "amd-gpu-", "gpu-"):
+            if pname.startswith(pre):
+                pname = pname[len(pre):]
+        hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
+    fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if engine == "ollama" else None)

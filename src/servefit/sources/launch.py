@@ -1,0 +1,332 @@
+"""From words to servers: strip what wraps an engine command (`exec`, `nohup`, `env`,
+`VAR=1` prefixes, `sudo`, `uv run`, `srun`...), unwrap `sh -c` strings, read `docker run`
+options (image, `-e`, `--gpus`, `--ipc=host`, `--shm-size`, `--entrypoint`), and combine a
+container's entrypoint and command the way the runtime does (k8s `command`/`args`, compose
+`entrypoint`/`command`, Dockerfile ENTRYPOINT/CMD) with the image's own entrypoint when only
+arguments are given.
+
+The image entrypoint, when servefit fills it in, appears in argv as tokens with `span=None`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.core import Finding, GpuHint, LaunchSite, Span, Token
+from servefit.rules.catalog import finding
+from servefit.sources import detect
+from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
+from servefit.sources.shell import Command, Vars, Word, split_commands
+from servefit.sources.text import LineIndex
+
+SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf"}
+DOCKER = {"docker", "podman", "nerdctl"}
+DOCKER_VALUE_LONG = {
+    "--env", "--env-file", "--volume", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
+    "--network", "--net", "--workdir", "--entrypoint", "--user", "--runtime", "--mount", "--device",
+    "--cpus", "--memory", "--restart", "--label", "--hostname", "--ulimit", "--cap-add", "--cap-drop",
+    "--security-opt", "--log-driver", "--log-opt", "--platform", "--pull", "--add-host", "--dns",
+    "--tmpfs", "--group-add", "--pid", "--uts", "--cpuset-cpus", "--memory-swap", "--health-cmd",
+    "--health-interval", "--health-retries", "--health-timeout", "--label-file", "--volumes-from",
+    "--stop-signal", "--stop-timeout", "--cgroupns", "--cidfile", "--device-cgroup-rule", "--expose",
+    "--link", "--mac-address", "--ip", "--ip6", "--memory-reservation", "--oom-score-adj",
+    "--storage-opt", "--sysctl", "--userns", "--cpu-shares", "--annotation", "--attach",
+    "--device-read-bps", "--gpus-all", "--pids-limit", "--network-alias", "--isolation", "--hooks-dir",
+}
+DOCKER_VALUE_SHORT = set("evpwuhlmc")
+
+
+@dataclass
+class Ctx:
+    """What a wrapper knows around the words it hands over."""
+
+    file: str
+    li: LineIndex
+    findings: list[Finding]
+    exported_only: bool = False  # scripts: only exported variables reach the engine
+    depth: int = 0
+    ollama_models: list[Token] = field(default_factory=list)
+    modelfile_refs: list[str] = field(default_factory=list)  # `ollama create NAME -f PATH`
+
+
+@dataclass
+class Launch:
+    engine: str
+    argv: list[Token]
+    env: dict[str, Token]
+    line: int
+    image: str | None = None
+    unresolved: list[tuple[str, Span | None]] = field(default_factory=list)
+    gpu: GpuHint | None = None
+    shm: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _env_of(env: Vars, exported_only: bool) -> dict[str, Token]:
+    if not exported_only:
+        return dict(env.values)
+    return {k: v for k, v in env.values.items() if k in env.exported}
+
+
+def _shell_payload(words: list[Word], i: int) -> Word | None:
+    """For `sh [-opts] -c PAYLOAD`, the payload word."""
+    j = i + 1
+    while j < len(words):
+        t = words[j].text
+        if t.startswith("-") and not t.startswith("--") and "c" in t[1:]:
+            return words[j + 1] if j + 1 < len(words) else None
+        if t.startswith("-") or t.startswith("+"):
+            j += 1
+            continue
+        return None
+    return None
+
+
+def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
+    out: list[Launch] = []
+    for cmd in cmds:
+        found = from_words(cmd.words, ctx, cmd.env if cmd.env is not None else env)
+        for launch in found:
+            launch.unresolved.extend(cmd.unresolved)
+            if cmd.broken is not None:
+                ctx.findings.append(finding(
+                    "SF103", "this comment ends the backslash continuation: bash runs the command "
+                    "without the lines that follow, and those lines fail as a separate command",
+                    span=cmd.broken))
+        out.extend(found)
+    return out
+
+
+def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
+    """The servers one simple command starts (an `sh -c` can hold several)."""
+    if ctx.depth > 4 or not words:
+        return []
+    texts = [w.text for w in words]
+    prefix: dict[str, Word] = {}
+    i = 0
+    n = len(words)
+    while i < n:
+        t = texts[i]
+        a = words[i].assignment()
+        if a is not None:
+            prefix[a[0]] = a[1]
+            i += 1
+        elif t in SKIP_WORDS:
+            i += 1
+        elif t in ("env", "sudo"):
+            i += 1
+            while i < n and texts[i].startswith("-"):
+                i += 2 if texts[i] in ("-u", "-g", "--unset", "-C") else 1
+        else:
+            break
+    if i >= n:
+        return []
+    _ollama_client(words[i:], ctx)
+    head = detect.program(texts[i])
+    if head in detect.NOT_LAUNCH:
+        return []
+    sub_env = env
+    if prefix:
+        sub_env = env.copy()
+        for var, w in prefix.items():
+            sub_env.set(var, w.token(), w.unresolved)
+            sub_env.exported.add(var)
+    if head in DOCKER:
+        j = i + 1
+        if j < n and texts[j] == "container":
+            j += 1
+        if j < n and texts[j] == "run":
+            return docker_run(words[j + 1:], ctx, sub_env)
+        return []
+    if head in detect.SHELLS:
+        payload = _shell_payload(words, i)
+        if payload is None:
+            return []
+        inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
+                    ctx.modelfile_refs)
+        cmds = split_commands(payload.to_src(), sub_env.copy())
+        return from_commands(cmds, inner, sub_env)
+    hit = detect.find_engine(texts[i:])
+    if hit is None:
+        return []
+    k = i + hit[0]
+    argv_words = words[k:]
+    unres: list[tuple[str, Span | None]] = []
+    for w in argv_words:
+        unres.extend(w.unresolved)
+    for w in prefix.values():
+        unres.extend(w.unresolved)
+    proc_env = _env_of(sub_env, ctx.exported_only)
+    launch = Launch(hit[1], [w.token() for w in argv_words], proc_env, argv_words[0].line,
+                    unresolved=unres)
+    cvd = proc_env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        cnt = count_visible_devices(cvd.text)
+        if cnt:
+            launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
+    return [launch]
+
+
+def _ollama_client(words: list[Word], ctx: Ctx) -> None:
+    """`ollama pull|run MODEL` and `ollama create NAME -f PATH`: what an Ollama server beside
+    this command will load."""
+    texts = [w.text for w in words]
+    if detect.mentions_ollama_model(texts):
+        ctx.ollama_models.append(words[2].token())
+    if len(texts) > 1 and detect.program(texts[0]) == "ollama" and texts[1] == "create":
+        for j in range(2, len(texts) - 1):
+            if texts[j] in ("-f", "--file"):
+                ctx.modelfile_refs.append(texts[j + 1])
+
+
+def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
+    """`docker run [OPTIONS] IMAGE [COMMAND...]`."""
+    denv = Vars()
+    entry: Word | None = None
+    gpu: GpuHint | None = None
+    shm: bool | None = None
+    unres: list[tuple[str, Span | None]] = []
+    j = 0
+    n = len(words)
+    while j < n:
+        t = words[j].text
+        if t == "--":
+            j += 1
+            break
+        if not t.startswith("-") or t == "-":
+            break
+        flag, eq, _ = t.partition("=")
+        val: Word | None = None
+        pos: int
+        if flag.startswith("--"):
+            if eq:
+                val = words[j].after(len(flag) + 1)
+                j += 1
+            elif flag in DOCKER_VALUE_LONG and j + 1 < n:
+                val = words[j + 1]
+                j += 2
+            else:
+                j += 1
+        else:
+            j += 1
+            for pos, ch in enumerate(flag[1:]):
+                if ch in DOCKER_VALUE_SHORT:
+                    flag = "-" + ch
+                    if len(t) > pos + 2:
+                        val = words[j - 1].after(pos + 2)
+                    elif j < n:
+                        val = words[j]
+                        j += 1
+                    break
+        if val is None:
+            continue
+        v = val.text
+        if flag in ("-e", "--env"):
+            name, has_eq, _ = v.partition("=")
+            if has_eq:
+                vw = val.after(len(name) + 1)
+                denv.set(name, vw.token(), vw.unresolved)
+            elif env.get(name) is not None:
+                tok = env.get(name)
+                assert tok is not None
+                denv.set(name, tok)
+            else:
+                unres.append((name, val.token().span))
+        elif flag == "--gpus":
+            cnt, src = docker_gpus(v)
+            gpu = GpuHint(None, cnt, f"docker run {src}", val.token().span)
+        elif flag == "--ipc":
+            shm = True if v == "host" else shm
+        elif flag == "--shm-size":
+            size = size_bytes(v)
+            shm = size is not None and size >= SHM_MIN
+        elif flag == "--entrypoint":
+            entry = val
+    if j >= n:
+        return []
+    image_word = words[j]
+    rest = words[j + 1:]
+    denv.exported = set(denv.values)
+    launches = container(image_word.token(), [entry] if entry is not None else None, rest, ctx, denv)
+    for launch in launches:
+        launch.unresolved.extend(unres)
+        if gpu is not None and (launch.gpu is None or launch.gpu.count is None):
+            launch.gpu = gpu
+        launch.shm = shm if shm is not None else False
+        launch.extra["runtime"] = "docker run"
+    return launches
+
+
+def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx,
+              env: Vars) -> list[Launch]:
+    """A container's launch: its entrypoint (k8s `command`, compose `entrypoint`) and command
+    (k8s `args`, compose `command`), or the engine image's own entrypoint when none is set."""
+    img = image.text if image is not None else None
+    found: list[Launch]
+    if entry:
+        found = from_words(list(entry) + list(cmd or []), ctx, env)
+    else:
+        ie = detect.image_entrypoint(img)
+        texts = [w.text for w in cmd or []]
+        starts_command = bool(texts) and (detect.recognise(texts) is not None
+                                          or detect.program(texts[0]) in detect.SHELLS
+                                          or detect.program(texts[0]) in SKIP_WORDS)
+        if cmd and (starts_command or ie is None):
+            if ie is not None and ie[2] and starts_command:
+                shown = " ".join(ie[0])
+                ctx.findings.append(finding(
+                    "SF106", f"{img} already runs `{shown}`; with this command the container runs "
+                    f"`{shown} {' '.join(texts[:3])} ...` and the engine rejects it. Set the entrypoint "
+                    "(k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
+                    span=cmd[0].token().span))
+            found = from_words(list(cmd), ctx, env)
+        elif ie is not None:
+            eng = detect.engine_of_image(img)
+            assert eng is not None
+            argv = [Token(w) for w in ie[0]]
+            unres: list[tuple[str, Span | None]] = []
+            if cmd:
+                argv += [w.token() for w in cmd]
+                for w in cmd:
+                    unres.extend(w.unresolved)
+            else:
+                argv += [Token(w) for w in ie[1]]
+            line = cmd[0].line if cmd else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
+            found = [Launch(eng, argv, dict(env.values), line, unresolved=unres,
+                            extra={"entrypoint_from_image": " ".join(ie[0])})]
+        else:
+            found = []
+    for launch in found:
+        if launch.image is None:
+            launch.image = img
+        if image is not None and image.span is not None:
+            launch.extra.setdefault("image_span", image.span)
+    return found
+
+
+def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
+            extra: dict[str, Any] | None = None) -> LaunchSite:
+    """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
+    seen: set[str] = set()
+    unresolved = []
+    for var, _ in launch.unresolved:
+        if var not in seen:
+            seen.add(var)
+            unresolved.append(var)
+    x = dict(launch.extra)
+    x["unresolved_spans"] = [(v, s) for v, s in launch.unresolved]
+    if launch.shm is not None:
+        x["shm"] = launch.shm
+    if extra:
+        x.update(extra)
+    hint = gpu
+    if launch.gpu is not None:
+        if hint is None:
+            hint = launch.gpu
+        elif hint.count is None and launch.gpu.count is not None:
+            hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
+    version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
+    return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
+                      image=launch.image, engine_version=version,
+                      gpu=hint, name=name, unresolved=unresolved, extra=x)

@@ -1,0 +1,98 @@
+"""llama-swap configs (also embedded in a k8s ConfigMap): one server per `models.<name>.cmd`.
+
+llama-swap drops comment lines and joins continuations before splitting `cmd` like a shell,
+so a commented line inside a continuation does not end the command here. `${macro}` expands
+from `macros:`; `${PORT}` (llama-swap assigns it counting from `startPort`, 5800 by default) and
+`${MODEL_ID}` (the model's name) are filled in the way llama-swap fills them.
+`cmd` may also be `docker run ... IMAGE args`. Per-model `env: ["K=V"]` is the process env.
+"""
+
+from __future__ import annotations
+
+import re
+
+from yaml.nodes import Node, ScalarNode
+
+from servefit.sources.base import FileCtx
+from servefit.sources.launch import from_words
+from servefit.sources.shell import Vars, Word, expand_word, split_words
+from servefit.sources.text import Src, logical_lines
+from servefit.sources.yamlpos import Y, YamlProblem, compose_all
+
+START_PORT = "5800"  # llama-swap's default startPort: ${PORT} counts up from it
+MACRO = re.compile(r"\$\{([A-Za-z0-9_-]+)\}")
+
+
+def substitute(src: Src, table: dict[str, Src | str]) -> Src:
+    """Replace `${name}` textually, as llama-swap does before splitting. A macro used as whole
+    words keeps the offsets of its definition (a finding on `-ngl 99` inside a macro points
+    there); one glued to other text (`${models}/x.gguf`) maps to where it is used."""
+    text: list[str] = []
+    offs: list[int] = []
+    pos = 0
+    t = src.text
+    for m in MACRO.finditer(t):
+        rep = table.get(m.group(1))
+        if rep is None:
+            continue
+        text.append(t[pos:m.start()])
+        offs.extend(src.off(k) for k in range(pos, m.start()))
+        whole = (m.start() == 0 or t[m.start() - 1].isspace()) and (m.end() == len(t) or t[m.end()].isspace())
+        if isinstance(rep, Src) and whole:
+            text.append(rep.text)
+            offs.extend(rep.off(k) for k in range(len(rep.text)))
+        else:
+            val = rep.text if isinstance(rep, Src) else rep
+            text.append(val)
+            offs.extend([src.off(m.start())] * len(val))
+        pos = m.end()
+    if not offs and pos == 0:
+        return src
+    text.append(t[pos:])
+    offs.extend(src.off(k) for k in range(pos, len(t)))
+    offs.append(src.end_off(len(t)))
+    return Src("".join(text), src.li, offs=offs)
+
+
+def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
+    start = y.str(y.get(root, "startPort")) or START_PORT
+    macro_nodes = [(k, v) for k, _, v in y.items(y.get(root, "macros")) if isinstance(v, ScalarNode)]
+    for mname, _, m in y.items(y.get(root, "models")):
+        cmd = y.get(m, "cmd")
+        if not isinstance(cmd, ScalarNode):
+            continue
+        # ${PORT} is assigned by llama-swap (only its value is a guess, and no setting servefit
+        # checks depends on it); ${MODEL_ID} is the model's name
+        table: dict[str, Src | str] = {"PORT": start, "MODEL_ID": mname}
+        for k, v in macro_nodes:
+            table[k] = substitute(y.scalar_src(v), table)
+        words: list[Word] = []
+        for line in logical_lines(substitute(y.scalar_src(cmd), table), "\\"):
+            if not line.text.lstrip().startswith("#"):
+                words += split_words(line, None)
+        env = Vars()
+        for item in y.seq(y.get(m, "env")):
+            if isinstance(item, ScalarNode):
+                w = expand_word(substitute(y.scalar_src(item), table), None)
+                name, eq, _ = w.text.partition("=")
+                if eq:
+                    val = w.after(len(name) + 1)
+                    env.set(name, val.token(), val.unresolved)
+        env.exported = set(env.values)
+        ctx = fc.ctx()
+        launches = from_words(words, ctx, env)
+        first = y.scalar_src(cmd)
+        for launch in launches:  # the model's cmd, even when it starts with a macro
+            launch.line = first.li.pos(first.off(len(first.text) - len(first.text.lstrip())))[0]
+        fc.add(launches, f"{label}/{mname}", None, {"llama_swap_model": mname},
+               ctx.ollama_models)
+
+
+def scan_embedded(src: Src, fc: FileCtx, label: str) -> None:
+    try:
+        docs = compose_all(src)
+    except YamlProblem:
+        return
+    y = Y(src)
+    for doc in docs:
+        scan(y, doc, fc, label)

@@ -1,0 +1,510 @@
+"""One word splitter for every command line servefit reads: shell scripts, Dockerfile shell
+form, `sh -c` strings, systemd ExecStart, compose string commands, SkyPilot `run`, llama-swap
+`cmd`, and list items (k8s `$(VAR)`, compose `${VAR:-d}`).
+
+Bash rules followed: quotes and escapes, backslash-newline continuations, a `#` that starts a
+word is a comment to the end of the line even inside a continuation (so the command ends
+there, as bash would end it), `;`/`&&`/`||`/`|`/`&`/newline separate commands, redirections
+and heredocs are dropped, `$VAR`, `${VAR}`, `${VAR:-d}`, `${VAR-d}`, `${VAR:=d}`, `${VAR:+a}`,
+`${VAR:?}` expand from the variables known at that point, unquoted expansions are split on
+whitespace, and assignments (`X=1`, `export X=1`) update the variables for later commands.
+
+Spans. A word's span covers the characters it was written with in the original file. When a
+whole word comes from one expansion (`$MAX_LEN`, `$(MAX_LEN)`, `${MAX_LEN}`), its span is the
+place the value is *defined* (the env value, the assignment, the `.env` line), because that is
+where a fix must go; a default (`${LEN:-8192}`) is literal text, so its span is the default as
+written. A word that mixes text and an expansion (`--max-model-len=$LEN`) keeps the span of
+the word as written. A variable that is not known stays as written (`${LEN}`) and is listed in
+the word's `unresolved`, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from servefit.core import Span, Token
+from servefit.sources.text import Src
+from servefit.sources.words import ASSIGN, NAME, Command, Piece, Vars, Word, apply_assignments
+
+__all__ = ["Command", "Piece", "Scanner", "Vars", "Word", "apply_assignments", "expand_word", "split_commands",
+           "split_words"]
+
+BRACE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(:?[-=+?])?")
+RUN_SHELL = re.compile(r"[^\s'\"\\$;&|<>()`]+")
+RUN_SPLIT = re.compile(r"[^\s'\"\\$]+")
+RUN_WORD = re.compile(r"[^$]+")
+RUN_DQ = re.compile(r"[^\"\\$`]+")
+RUN_SQ = re.compile(r"[^'$]+")
+K8S_REF = re.compile(r"\(([A-Za-z_][A-Za-z0-9_]*)\)")
+OPENERS = {"if", "while", "until", "for", "case", "select"}
+CLOSERS = {"fi", "done", "esac"}
+
+
+class Scanner:
+    """mode: "shell" (operators, comments, heredocs), "split" (quotes and whitespace only:
+    compose string commands, systemd, shlex-like), "word" (no splitting: a list item).
+
+    `env`: the variables `$X` / `${X}` read (None: that syntax is not expanded, as in a k8s
+    list item). `k8s`: container env for `$(X)`. `compose`: `$$` is an escaped `$`; with
+    `shell_env`, `$$X` is a variable the shell inside the container expands.
+    `provided`: names the runtime fills in itself (llama-swap `${PORT}`): kept as written."""
+
+    def __init__(self, src: Src, env: Vars | None, *, mode: str = "shell", k8s: Vars | None = None,
+                 compose: bool = False, shell_env: Vars | None = None,
+                 provided: frozenset[str] = frozenset(), assign: bool = True) -> None:
+        self.src = src
+        self.t = src.text
+        self.env = env
+        self.mode = mode
+        self.k8s = k8s
+        self.compose = compose
+        self.shell_env = shell_env
+        self.provided = provided
+        self.assign = assign and mode == "shell"
+        self.cmds: list[Command] = []
+        self.words: list[Word] = []
+        self.cur: list[Piece] | None = None
+        self.unres: list[tuple[str, Span | None]] = []
+        self.cont = False
+        self.broken: Span | None = None
+        self.skip_next = False
+        self.heredoc_next: bool | None = None
+        self.heredocs: list[tuple[str, bool]] = []
+        self.cmd_unres: list[tuple[str, Span | None]] = []
+        self.at_seen = False
+        self.depth = 0  # inside if / while / for / case: assignments there may not run
+        self.prev_sep = ""
+
+    # ---- entry points
+    def commands(self) -> list[Command]:
+        self._scan()
+        self._end_word()
+        self._end_cmd("")
+        return self.cmds
+
+    def word(self) -> Word:
+        self.mode = "word"
+        self._scan()
+        w = Word(self.cur or [], self.src.li, self.unres)
+        if not w.pieces:
+            w.pieces = [Piece("", self.src.off(0), self.src.off(0))]
+        return w
+
+    # ---- pieces and words
+    def _lit(self, a: int, b: int, quoted: bool = False, text: str | None = None) -> None:
+        src = self.src
+        if text is None:
+            text = self.t[a:b]
+            offs = src.slice_offs(a, b)
+        else:
+            offs = [src.off(a)] * len(text) if len(text) != b - a else src.slice_offs(a, b)
+        if self.cur is None:
+            self.cur = []
+        self.cur.append(Piece(text, src.off(a), src.end_off(b) if b > a else src.off(a), None, 0, offs,
+                              False, quoted))
+
+    def _exp(self, tok: Token, a: int, b: int, quoted: bool, name: str, env: Vars | None) -> None:
+        if self.cur is None:
+            self.cur = []
+        self.cur.append(Piece(tok.text, self.src.off(a), self.src.end_off(b), tok, 0, None,
+                              not quoted and self.mode != "word", quoted))
+        if env is not None and name in env.taint:
+            self.unres.extend(env.taint[name])
+
+    def _unresolved(self, name: str, a: int, b: int, quoted: bool, keep: bool = True) -> None:
+        self.unres.append((name, self.src.span(a, b)))
+        if keep:
+            self._lit(a, b, quoted)
+
+    def _end_word(self) -> None:
+        if self.cur is None:
+            return
+        pieces, self.cur = self.cur, None
+        unres, self.unres = self.unres, []
+        li = self.src.li
+        out: list[Word] = []
+        if any(p.split for p in pieces) and not (pieces[0].exp is None and ASSIGN.match(pieces[0].text)):
+            acc: list[Piece] = []
+            for p in pieces:
+                if not p.split:
+                    acc.append(p)
+                    continue
+                if p.text[:1].isspace() and acc:
+                    out.append(Word(acc, li))
+                    acc = []
+                ms = list(re.finditer(r"\S+", p.text))
+                for k, m in enumerate(ms):
+                    if k and acc:
+                        out.append(Word(acc, li))
+                        acc = []
+                    acc.append(Piece(m.group(), p.start, p.end, p.exp, p.vstart + m.start(), None, True))
+                if p.text[-1:].isspace() and acc:
+                    out.append(Word(acc, li))
+                    acc = []
+            if acc:
+                out.append(Word(acc, li))
+        elif not pieces or all(p.split and not p.text for p in pieces):
+            out = []
+        else:
+            out = [Word(pieces, li)]
+        for w in out:
+            w.unresolved = list(unres)
+        if not out and unres:
+            self.cmd_unres.extend(unres)
+        if self.skip_next:
+            self.skip_next = False
+            if self.heredoc_next is not None and out:
+                self.heredocs.append((out[0].text, self.heredoc_next))
+            self.heredoc_next = None
+            return
+        self.words.extend(out)
+
+    def _end_cmd(self, sep: str) -> None:
+        words, self.words = self.words, []
+        broken, self.broken = self.broken, None
+        unres, self.cmd_unres = self.cmd_unres, []
+        self.cont = False
+        if not words:
+            return
+        cmd = Command(words, sep, broken, self.env.copy() if self.env is not None and self.mode == "shell" else None,
+                      unres)
+        self.cmds.append(cmd)
+        first = words[0].text
+        conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
+        self.prev_sep = sep
+        if first in OPENERS:
+            self.depth += 1
+        elif first in CLOSERS:
+            self.depth = max(0, self.depth - 1)
+        elif self.assign and self.env is not None:
+            apply_assignments(cmd, self.env, conditional)
+
+    # ---- the scanner
+    def _scan(self) -> None:
+        t = self.t
+        n = len(t)
+        i = 0
+        mode = self.mode
+        shell = mode == "shell"
+        run = RUN_SHELL if shell else RUN_SPLIT
+        while i < n:
+            c = t[i]
+            if mode == "word":
+                if c == "$":
+                    i = self._dollar(i, False)
+                else:
+                    m = RUN_WORD.match(t, i)
+                    j = m.end() if m else i + 1
+                    self._lit(i, j)
+                    i = j
+                continue
+            if c in " \t\r":
+                self._end_word()
+                i += 1
+            elif c == "\n":
+                self._end_word()
+                if shell:
+                    self._end_cmd("\n")
+                    i = self._skip_heredocs(i + 1)
+                else:
+                    i += 1
+            elif c == "\\":
+                nxt = t[i + 1:i + 2]
+                if nxt == "\n":
+                    i += 2
+                    self.cont = True
+                elif nxt == "\r" and t[i + 2:i + 3] == "\n":
+                    i += 3
+                    self.cont = True
+                elif nxt:
+                    self._lit(i + 1, i + 2)
+                    i += 2
+                else:
+                    i += 1
+            elif c == "#" and shell and self.cur is None:
+                j = t.find("\n", i)
+                j = n if j < 0 else j
+                if self.cont and self.words:
+                    self.broken = self.src.span(i, j)
+                i = j
+            elif shell and c in ";&|<>()":
+                i = self._operator(i)
+            elif c == "'" and self.compose:
+                i = self._dquote(i + 1, "'")  # compose interpolates before splitting: quotes do not protect
+            elif c == "'":
+                j = t.find("'", i + 1)
+                j = n if j < 0 else j
+                self._lit(i + 1, j, True)
+                i = j + 1
+            elif c == '"':
+                i = self._dquote(i + 1)
+            elif c == "$":
+                i = self._dollar(i, False)
+            elif c == "`" and shell:
+                i = self._backtick(i, False)
+            else:
+                m = run.match(t, i)
+                j = m.end() if m else i + 1
+                self._lit(i, j)
+                i = j
+
+    def _operator(self, i: int) -> int:
+        t = self.t
+        c = t[i]
+        two = t[i:i + 2]
+        if c in "<>" or two == "&>":
+            cur = self.cur
+            if cur is not None and "".join(p.text for p in cur).isdigit() and i > 0 and not t[i - 1].isspace():
+                self.cur = None  # `2>`: the fd number is not a word
+                self.unres = []
+            else:
+                self._end_word()
+            if t.startswith("<<<", i):
+                i += 3
+            elif two == "<<":
+                dash = t[i + 2:i + 3] == "-"
+                i += 3 if dash else 2
+                self.heredoc_next = dash
+            elif two in (">>", ">&", "<&", ">|", "<>", "&>"):
+                i += 2
+                if t[i:i + 1] == ">":
+                    i += 1
+            else:
+                i += 1
+            self.skip_next = True
+            return i
+        self._end_word()
+        if two in ("&&", "||"):
+            self._end_cmd(two)
+            return i + 2
+        if two == "|&":
+            self._end_cmd("|")
+            return i + 2
+        self._end_cmd(c)
+        return i + 1
+
+    def _skip_heredocs(self, i: int) -> int:
+        if not self.heredocs:
+            return i
+        t = self.t
+        for delim, dash in self.heredocs:
+            while i < len(t):
+                j = t.find("\n", i)
+                j = len(t) if j < 0 else j
+                line = t[i:j].rstrip("\r")
+                i = j + 1
+                if (line.lstrip("\t") if dash else line) == delim:
+                    break
+        self.heredocs = []
+        return i
+
+    def _dquote(self, i: int, close: str = '"') -> int:
+        t = self.t
+        n = len(t)
+        if self.cur is None:
+            self.cur = []
+        start_len = len(self.cur)
+        self.at_seen = False
+        while i < n:
+            c = t[i]
+            if c == close:
+                i += 1
+                break
+            if c == "\\" and close == '"':
+                nxt = t[i + 1:i + 2]
+                if nxt == "\n":
+                    i += 2
+                elif nxt in ('"', "\\", "$", "`"):
+                    self._lit(i + 1, i + 2, True)
+                    i += 2
+                else:
+                    self._lit(i, i + 1, True)
+                    i += 1
+            elif c == "$":
+                i = self._dollar(i, True)
+            elif c == "`" and self.mode == "shell":
+                i = self._backtick(i, True)
+            else:
+                m = (RUN_DQ if close == '"' else RUN_SQ).match(t, i)
+                j = m.end() if m else i + 1
+                self._lit(i, j, True)
+                i = j
+        if len(self.cur) == start_len and not self.at_seen:  # "" is an empty word, not nothing
+            self._lit(i - 1, i - 1, True, "")
+        return i
+
+    def _backtick(self, i: int, quoted: bool) -> int:
+        j = self.t.find("`", i + 1)
+        j = len(self.t) if j < 0 else j + 1
+        self._unresolved(self.t[i:j], i, j, quoted)
+        return j
+
+    def _match(self, i: int, open_: str, close: str) -> int:
+        """Index just after the bracket closing the one at i (quotes skipped), or len."""
+        t = self.t
+        depth = 0
+        k = i
+        n = len(t)
+        while k < n:
+            c = t[k]
+            if c == "\\":
+                k += 2
+                continue
+            if c == "'" and open_ == "(":
+                e = t.find("'", k + 1)
+                k = n if e < 0 else e + 1
+                continue
+            if c == open_:
+                depth += 1
+            elif c == close:
+                depth -= 1
+                if depth == 0:
+                    return k + 1
+            k += 1
+        return n
+
+    def _dollar(self, i: int, quoted: bool) -> int:
+        t = self.t
+        nxt = t[i + 1:i + 2]
+        shell = self.mode == "shell"
+        if nxt == "$" and self.compose:
+            if self.shell_env is not None:
+                m = NAME.match(t, i + 2)
+                if m:
+                    return self._var(m.group(), i, m.end(), quoted, self.shell_env)
+                if t[i + 2:i + 3] == "{":
+                    return self._brace(i + 1, quoted, self.shell_env)
+            self._lit(i + 1, i + 2, quoted)
+            return i + 2
+        if nxt == "$" and self.k8s is not None and t[i + 2:i + 3] == "(":
+            self._lit(i + 1, i + 3, quoted)  # `$$(X)` is a literal `$(X)`
+            return i + 3
+        if nxt == "(":
+            if self.k8s is not None:
+                m = K8S_REF.match(t, i + 1)
+                if m:
+                    tok = self.k8s.get(m.group(1))
+                    if tok is not None:
+                        self._exp(tok, i, m.end(), quoted, m.group(1), self.k8s)
+                    else:
+                        self._unresolved(m.group(1), i, m.end(), quoted)
+                    return m.end()
+            if shell or self.mode == "split":
+                j = self._match(i + 1, "(", ")")
+                self._unresolved(t[i:j], i, j, quoted)
+                return j
+            self._lit(i, i + 1, quoted)
+            return i + 1
+        if self.env is None:
+            self._lit(i, i + 1, quoted)
+            return i + 1
+        if nxt == "{":
+            return self._brace(i, quoted, self.env)
+        m = NAME.match(t, i + 1)
+        if m:
+            return self._var(m.group(), i, m.end(), quoted, self.env)
+        if nxt and nxt in "@*#?$!-0123456789" and not self.compose:
+            return self._var(nxt, i, i + 2, quoted, self.env)
+        if nxt == "'" and shell:
+            j = t.find("'", i + 2)
+            j = len(t) if j < 0 else j
+            self._lit(i + 2, j, True)
+            return j + 1
+        self._lit(i, i + 1, quoted)
+        return i + 1
+
+    def _var(self, name: str, a: int, b: int, quoted: bool, env: Vars) -> int:
+        tok = env.get(name)
+        if tok is not None:
+            self._exp(tok, a, b, quoted, name, env)
+        elif name in self.provided:
+            self._lit(a, b, quoted)
+        elif name in ("@", "*"):
+            self._unresolved("$" + name, a, b, quoted, keep=False)
+            self.at_seen = True
+        else:
+            self._unresolved(name if NAME.fullmatch(name) else "$" + name, a, b, quoted)
+        return b
+
+    def _brace(self, i: int, quoted: bool, env: Vars) -> int:
+        t = self.t
+        j = self._match(i + 1, "{", "}")  # just after the closing brace
+        inner_a, inner_b = i + 2, j - 1
+        inner = t[inner_a:inner_b]
+        m = BRACE.match(inner)
+        if not m:
+            self._unresolved(t[i:j], i, j, quoted)
+            return j
+        name, op = m.group(1), m.group(2)
+        if not op:
+            if m.end() != len(inner):  # ${X/a/b}, ${X:0:3}, ${X%.*}: not evaluated
+                self._unresolved(name, i, j, quoted)
+                return j
+            return self._var(name, i, j, quoted, env)
+        tok = env.get(name)
+        is_set = tok is not None and (not op.startswith(":") or tok.text != "")
+        kind = op[-1]
+        arg_a = inner_a + m.end()
+        if kind in "-=":
+            if is_set and tok is not None:
+                self._exp(tok, i, j, quoted, name, env)
+            else:
+                before = len(self.cur or [])
+                self._default(arg_a, inner_b, quoted, env)
+                if kind == "=":
+                    got = (self.cur or [])[before:]
+                    text = "".join(p.text for p in got)
+                    span = self.src.span(arg_a, inner_b) if got else None
+                    env.set(name, Token(text, span))
+        elif kind == "+":
+            if is_set:
+                self._default(arg_a, inner_b, quoted, env)
+        else:  # ?
+            if is_set and tok is not None:
+                self._exp(tok, i, j, quoted, name, env)
+            else:
+                self._unresolved(name, i, j, quoted)
+        return j
+
+    def _default(self, a: int, b: int, quoted: bool, env: Vars) -> None:
+        """The word inside `${X:-...}`: quotes and nested expansions, no splitting."""
+        t = self.t
+        i = a
+        if self.cur is None:
+            self.cur = []
+        while i < b:
+            c = t[i]
+            if c == "'" and not quoted:
+                j = t.find("'", i + 1, b)
+                j = b if j < 0 else j
+                self._lit(i + 1, j, True)
+                i = j + 1
+            elif c == '"':
+                i += 1
+            elif c == "\\" and i + 1 < b:
+                self._lit(i + 1, i + 2, quoted)
+                i += 2
+            elif c == "$":
+                i = self._dollar(i, True)
+            else:
+                k = i + 1
+                while k < b and t[k] not in "'\"\\$":
+                    k += 1
+                self._lit(i, k, quoted)
+                i = k
+
+
+def split_commands(src: Src, env: Vars | None = None, **kw: object) -> list[Command]:
+    """Shell-tokenize `src` into simple commands (variables assigned on the way land in env)."""
+    return Scanner(src, env if env is not None else Vars(), **kw).commands()  # type: ignore[arg-type]
+
+
+def split_words(src: Src, env: Vars | None, **kw: object) -> list[Word]:
+    """Split like shlex (quotes, whitespace), expanding variables: compose/systemd strings."""
+    cmds = Scanner(src, env, mode="split", **kw).commands()  # type: ignore[arg-type]
+    return [w for c in cmds for w in c.words]
+
+
+def expand_word(src: Src, env: Vars | None, **kw: object) -> Word:
+    """One list item: expansions only, no splitting or quote removal."""
+    return Scanner(src, env, mode="word", **kw).word()  # type: ignore[arg-type]

@@ -1,0 +1,85 @@
+"""SkyPilot task YAML: the `run` script (shell rules, `envs` exported to it), the GPU from
+`resources.accelerators` (`A100:4`, `{A100: 4}`, a candidate list: the first is taken and the
+source says so; `any_of` / `ordered` alternatives likewise), and `SKYPILOT_NUM_GPUS_PER_NODE` /
+`SKYPILOT_NUM_NODES` resolved from the accelerator count and `num_nodes` (their spans point
+there). Variables SkyPilot fills in per node (`SKYPILOT_NODE_RANK`, IPs) are kept as written.
+"""
+
+from __future__ import annotations
+
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from servefit.core import GpuHint, Span, Token
+from servefit.sources.base import FileCtx
+from servefit.sources.hints import to_int
+from servefit.sources.launch import from_commands
+from servefit.sources.shell import Vars, split_commands
+from servefit.sources.yamlpos import Y
+
+PROVIDED = frozenset({"SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_ID", "SKYPILOT_CLUSTER_INFO",
+                      "SKYPILOT_SETUP_NODE_IPS", "SKYPILOT_SETUP_NODE_RANK", "SKYPILOT_SERVE_REPLICA_ID"})
+
+
+def accelerators(y: Y, res: Node | None) -> GpuHint | None:
+    acc = y.get(res, "accelerators")
+    note = ""
+    if acc is None:
+        for alt in ("any_of", "ordered"):
+            opts = y.seq(y.get(res, alt))
+            for o in opts:
+                if y.get(o, "accelerators") is not None:
+                    acc, note = y.get(o, "accelerators"), f" (first of resources.{alt})"
+                    break
+            if acc is not None:
+                break
+    if isinstance(acc, SequenceNode) and acc.value:
+        note = f" (first of {len(acc.value)} candidates)"
+        acc = acc.value[0]
+    if isinstance(acc, MappingNode):
+        items = y.items(acc)
+        if not items:
+            return None
+        key, kn, v = items[0]
+        ctok = y.tok(v)
+        return GpuHint(key, to_int(ctok.text) if ctok else 1, "SkyPilot resources.accelerators" + note,
+                       ctok.span if ctok is not None else y.span(kn))
+    if isinstance(acc, ScalarNode):
+        t = y.tok(acc)
+        if t is None or not t.text:
+            return None
+        name, _, cnt = t.text.partition(":")
+        return GpuHint(name.strip(), to_int(cnt) if cnt else 1, "SkyPilot resources.accelerators" + note, t.span)
+    return None
+
+
+def _count_token(hint: GpuHint) -> Token:
+    """The count as a value, located at the count (`A100:4` -> the `4`, `{H100: 8}` -> the `8`)."""
+    text = str(hint.count)
+    s = hint.span
+    if s is not None and s.line == s.end_line and s.end - s.start > len(text):
+        k = s.end - s.start - len(text)
+        return Token(text, Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
+    return Token(text, s)
+
+
+def scan(y: Y, root: Node, fc: FileCtx) -> None:
+    run = y.get(root, "run")
+    if not isinstance(run, ScalarNode):
+        return
+    res = y.get(root, "resources")
+    hint = accelerators(y, res)
+    env = Vars()
+    for k, _, v in y.items(y.get(root, "envs")):
+        t = y.tok(v)
+        if t is not None and v.tag != "tag:yaml.org,2002:null":
+            env.set(k, t)
+    if hint is not None and hint.count:
+        env.set("SKYPILOT_NUM_GPUS_PER_NODE", _count_token(hint))
+    nodes = y.tok(y.get(root, "num_nodes"))
+    env.set("SKYPILOT_NUM_NODES", nodes if nodes is not None else Token("1"))
+    env.exported = set(env.values)
+    cmds = split_commands(y.scalar_src(run), env, provided=PROVIDED)
+    ctx = fc.ctx(exported_only=True)
+    for launch in from_commands(cmds, ctx, env):
+        fc.add([launch], f"skypilot/run:{launch.line}", hint, {"num_nodes": to_int(nodes.text) if nodes else 1},
+               ctx.ollama_models)

@@ -1,0 +1,98 @@
+"""systemd units: `ExecStart=` (continuations, prefixes `-@:+!`, systemd quoting, `$VAR` and
+`${VAR}` from `Environment=` and `EnvironmentFile=`), and drop-ins in `<unit>.d/*.conf` beside
+the unit (an empty `ExecStart=` resets the list, as systemd does). `EnvironmentFile=` is read
+when the repository holds the file (by its path, or by name beside the unit); its values
+override `Environment=` as systemd's do. A drop-in whose unit is beside it is read with the unit
+and yields nothing on its own.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from servefit.rules.catalog import finding
+from servefit.sources.base import FileCtx, read_text
+from servefit.sources.envfile import load_env_file
+from servefit.sources.launch import from_words
+from servefit.sources.shell import Vars, split_words
+from servefit.sources.text import LineIndex, Src, logical_lines, sub
+from servefit.sources.words import NAME
+
+
+def entries(src: Src) -> list[tuple[str, str, Src]]:
+    """(section, key, value) for every assignment in a unit file."""
+    out = []
+    section = ""
+    for ln in logical_lines(src, "\\"):
+        t = ln.text.strip()
+        if not t or t[0] in "#;":
+            continue
+        if t.startswith("["):
+            section = t.strip("[] \t")
+            continue
+        key, eq, _ = ln.text.partition("=")
+        if not eq:
+            continue
+        i = len(key) + 1
+        while i < len(ln.text) and ln.text[i] in " \t":
+            i += 1
+        out.append((section, key.strip(), sub(ln, i)))
+    return out
+
+
+def scan(fc: FileCtx) -> None:
+    d = os.path.dirname(fc.path)
+    if d.endswith(".d") and os.path.isfile(d[:-2]):
+        return  # read with its unit
+    items = entries(fc.src)
+    for conf in sorted(glob.glob(os.path.join(glob.escape(fc.path) + ".d", "*.conf"))):
+        text = read_text(conf)
+        if text is not None:
+            items += entries(Src(text, LineIndex(text, conf)))
+    env = Vars()
+    files: list[Src] = []
+    execs: list[Src] = []
+    for section, key, val in items:
+        if section != "Service":
+            continue
+        if key == "Environment":
+            for w in split_words(val, None):  # "A=1" B=2: quotes may wrap the whole assignment
+                name, eq, _ = w.text.partition("=")
+                if eq and NAME.fullmatch(name) and w.pieces and len(w.pieces[0].text) > len(name):
+                    env.set(name, w.after(len(name) + 1).token())
+        elif key == "EnvironmentFile":
+            files.append(val)
+        elif key == "ExecStart":
+            if not val.text.strip():
+                execs = []
+            else:
+                execs.append(val)
+    for f in files:
+        ref = f.text.strip()
+        optional = ref.startswith("-")
+        path = fc.near(ref.lstrip("-"))
+        vals = load_env_file(path) if path else None
+        if vals is None:
+            if not optional:
+                fc.findings.append(finding("SF113", f"EnvironmentFile {ref} is not in the repository; the "
+                                                    "variables it sets are unknown", span=f.span(0, len(f.text))))
+            continue
+        for k, v in vals.items():
+            env.set(k, v)
+    env.exported = set(env.values)
+    unit = os.path.basename(fc.path)
+    for val in execs:
+        i = 0
+        while i < len(val.text) and val.text[i] in "@-:+!|":
+            i += 1
+        words = split_words(sub(val, i), env)
+        ctx = fc.ctx()
+        launches = from_words(words, ctx, env)
+        first = len(fc.sites)
+        fc.add(launches, f"systemd/{unit}", None, {"unit": unit}, ctx.ollama_models)
+        for site in fc.sites[first:]:
+            s0 = site.argv[0].span if site.argv else None
+            if s0 is not None and s0.file != fc.path:  # ExecStart from a drop-in: the server is there
+                site.extra["unit_file"] = fc.path
+                site.file, site.line = s0.file, s0.line
