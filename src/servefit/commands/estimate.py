@@ -26,7 +26,7 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     target = target_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
-    if len(words) >= 1 and os.path.exists(words[0]) and not os.path.basename(words[0]).startswith(("vllm", "llama")):
+    if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
         from servefit.sources import scan_file
 
         out = []

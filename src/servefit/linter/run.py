@@ -14,8 +14,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from servefit.config import Config
 from servefit.core import EngineConfig, Finding, LaunchSite, Span, UsageError
 from servefit.rules.catalog import finding
+from servefit.suppressions import Suppression, scan_text
 
 GPU_DEPENDENT = ("SF101", "SF111")
 
@@ -30,6 +32,7 @@ class LintOptions:
     default_gpu_count: int | None = None
     online: bool = False
     evaluate: bool = True  # False: find and parse servers only (--list-sites)
+    config: Config | None = None  # servefit's configuration: per-path targets, engine versions
 
 
 @dataclass
@@ -42,6 +45,7 @@ class SiteReport:
     plan: Any = None  # MemoryPlan when evaluated
     plugin: bool = False
     findings: list[Finding] = field(default_factory=list)
+    evaluation: Any = None  # pipeline.Evaluation when evaluated
 
     @property
     def gpu_label(self) -> str:
@@ -56,6 +60,7 @@ class LintResult:
     findings: list[Finding]
     sites: list[SiteReport]
     files: int = 0
+    suppressions: list[Suppression] = field(default_factory=list)
 
 
 def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResult:
@@ -65,11 +70,14 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     findings: list[Finding] = []
     sites: list[LaunchSite] = []
     files = 0
+    sups: list[Suppression] = []
     for path in iter_files(paths):
         files += 1
         result = scan_file(path)
         findings.extend(result.findings)
         sites.extend(result.sites)
+        if result.text and "servefit:" in result.text:
+            sups.extend(scan_text(path, result.text))
     sites = _link_modelfiles(sites)
     reports: list[SiteReport] = []
     for site in sites:
@@ -77,7 +85,7 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
         reports.append(rep)
         findings.extend(rep.findings)
     reports, findings = _drop_config_duplicates(reports, findings)
-    return LintResult(_unique(findings), reports, files)
+    return LintResult(_unique(findings), reports, files, sups)
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
@@ -137,6 +145,10 @@ def _gpu(site: LaunchSite, options: LintOptions) -> tuple[str | None, int | None
         name, source = hint.name, hint.source
     elif options.gpu:
         name, source = options.gpu, "--gpu"
+    elif options.config is not None and (t := options.config.target_for(site.file)) is not None and t.gpu:
+        name, source = t.gpu, f"config target {', '.join(t.paths)}"
+        if t.count and not (hint is not None and hint.count):
+            return name, t.count, source
     elif options.default_gpu:
         name, source = options.default_gpu, "config default"
     file_count = hint.count if hint is not None and hint.count else None
@@ -178,7 +190,7 @@ def lint_site(site: LaunchSite, options: LintOptions) -> SiteReport:
         out.append(finding("SF109", f"no servefit plugin for {site.engine or 'this engine'} is installed: "
                                     "this server is listed but its settings are not checked",
                            site=site.name, span=_anchor(site)))
-    version = options.engine_version or site.engine_version
+    version = options.engine_version or site.engine_version or _config_version(site, options)
     if engine is not None:
         try:
             rep.config = engine.parse(site, version)
@@ -197,6 +209,16 @@ def lint_site(site: LaunchSite, options: LintOptions) -> SiteReport:
         out.append(f)
     _finish(rep)
     return rep
+
+
+def _config_version(site: LaunchSite, options: LintOptions) -> str | None:
+    cfg = options.config
+    if cfg is None or not site.engine:
+        return None
+    t = cfg.target_for(site.file)
+    if t is not None and site.engine in t.engine_versions:
+        return t.engine_versions[site.engine]
+    return cfg.engine_versions.get(site.engine)
 
 
 def _evaluate(rep: SiteReport, options: LintOptions, version: str | None) -> None:
@@ -240,7 +262,7 @@ def _evaluate(rep: SiteReport, options: LintOptions, version: str | None) -> Non
         out.extend(cfg.findings)
         out.append(finding("SF112", f"{type(exc).__name__}: {exc}", site=site.name, span=_anchor(site)))
         return
-    rep.config, rep.plan = ev.config, ev.plan
+    rep.config, rep.plan, rep.evaluation = ev.config, ev.plan, ev
     rep.gpu_count = ev.count
     out.extend(ev.config.findings)
     out.extend(ev.plan.findings)

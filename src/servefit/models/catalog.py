@@ -274,16 +274,26 @@ def lookup(ref: str) -> ModelSpec | None:
 
 
 def nearest(ref: str, n: int = 3) -> list[str]:
-    """The `n` catalog names closest to `ref` (for "did you mean" messages)."""
+    """The `n` catalog names closest to `ref` (for "did you mean" messages). Cached: a lint run
+    asks for the same unknown names many times."""
+    return list(_nearest(ref or "", n))
+
+
+@lru_cache(maxsize=1024)
+def _nearest(ref: str, n: int) -> tuple[str, ...]:
     idx = _index()
-    _, base = _split(ref or "")
+    _, base = _split(ref)
     key = base.lower()
-    stem = parse_variant(ref or "").stem
+    stem = parse_variant(ref).stem
     scored: list[tuple[float, int]] = []
     for rid, i, rstem in idx.ids:
         b = rid.split("/")[-1].lower()
-        r1 = difflib.SequenceMatcher(None, key, b).ratio()
-        r2 = difflib.SequenceMatcher(None, stem, rstem).ratio() if stem else 0.0
+        m1 = difflib.SequenceMatcher(None, key, b)
+        r1 = m1.ratio() if m1.real_quick_ratio() > 0.3 else 0.0
+        r2 = 0.0
+        if stem:
+            m2 = difflib.SequenceMatcher(None, stem, rstem)
+            r2 = m2.ratio() if m2.real_quick_ratio() > 0.3 else 0.0
         scored.append((max(r1, r2), i))
     scored.sort(key=lambda s: -s[0])
     out: list[str] = []
@@ -293,4 +303,4 @@ def nearest(ref: str, n: int = 3) -> list[str]:
             out.append(name)
         if len(out) >= n:
             break
-    return out
+    return tuple(out)

@@ -36,6 +36,7 @@ class ScanResult:
     sites: list[LaunchSite] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     kind: str | None = None
+    text: str | None = None  # the file as read (suppression comments are read from it)
 
 
 def file_kind(path: str, head: str | None = None) -> str | None:
@@ -99,6 +100,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         text = _read(path, result)
         if text is None:
             return result
+    result.text = text
     if not MARKERS.search(text):
         return result
     from servefit.sources.base import FileCtx
@@ -190,6 +192,7 @@ def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
         text = _read(path, result)
         if text is None:
             return result
+    result.text = text
     detect = getattr(mod, "detect", None)
     if detect is not None and not detect(path, text):
         return result

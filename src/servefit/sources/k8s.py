@@ -52,13 +52,30 @@ def scan(y: Y, docs: list[Node], fc: FileCtx) -> None:
 
 
 def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], depth: int = 0) -> None:
+    before = len(fc.sites)
+    _scan_doc(y, doc, fc, cms, docs, depth)
+    notes: dict[str, str] = {}
+    line = 0
+    for path in (("metadata", "annotations"), ("spec", "template", "metadata", "annotations")):
+        node = y.get(doc, *path)
+        for k, knode, v in y.items(node):
+            notes[k] = y.str(v) or ""
+            if k.startswith("servefit.io/") and not line:
+                line = knode.start_mark.line + 1
+    if notes:
+        for site in fc.sites[before:]:
+            site.extra["annotations"] = notes
+            site.extra["annotation_line"] = line or site.line
+
+
+def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], depth: int = 0) -> None:
     kind = y.str(y.get(doc, "kind")) or ""
     api = y.str(y.get(doc, "apiVersion")) or ""
     name = y.str(y.get(doc, "metadata", "name")) or "unnamed"
     label = f"{kind}/{name}"
     if kind == "List" and depth < 3:
         for item in y.seq(y.get(doc, "items")):
-            scan_doc(y, item, fc, cms, docs, depth + 1)
+            _scan_doc(y, item, fc, cms, docs, depth + 1)
     elif kind == "HelmRelease":
         chart = y.str(y.get(doc, "spec", "chart", "spec", "chart"))
         helm.scan_values(y, y.get(doc, "spec", "values"), fc, label, chart)

@@ -1,0 +1,34 @@
+"""What the user asked of the findings: the configuration's select / ignore / per-file ignores
+and severity overrides, suppressions written in the files, and the baseline."""
+
+from __future__ import annotations
+
+from servefit import baseline as baseline_mod
+from servefit import suppressions
+from servefit.config import Config
+from servefit.core import Finding
+from servefit.linter.run import LintResult
+
+
+def apply(result: LintResult, cfg: Config, baseline: str | None = None) -> list[Finding]:
+    sups = list(result.suppressions)
+    for rep in result.sites:
+        notes = rep.site.extra.get("annotations")
+        if notes:
+            sups.extend(suppressions.from_annotations(rep.site.file, rep.site.name, notes,
+                                                      rep.site.extra.get("annotation_line", rep.site.line)))
+    kept = []
+    for f in result.findings:
+        f.severity = cfg.severity_of(f.code, f.severity)  # type: ignore[assignment]
+        if cfg.enabled(f.code, f.span.file if f.span is not None else None):
+            kept.append(f)
+    kept, meta = suppressions.apply(kept, sups, cfg.require_reason)
+    kept += [m for m in meta if cfg.enabled(m.code, m.span.file if m.span is not None else None)]
+    if baseline:
+        kept = baseline_mod.filter_new(kept, baseline_mod.read(baseline), cfg.relative)
+    return sorted(kept, key=_order)
+
+
+def _order(f: Finding) -> tuple:
+    s = f.span
+    return (s.file, s.line, s.col, f.code) if s is not None else ("", 0, 0, f.code)
