@@ -147,29 +147,49 @@ def generate(root: str, n: int) -> None:
                 i += 1
 
 
+def best_of(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, str]:
+    times, out = [], ""
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        times.append(time.perf_counter() - t0)
+        out = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr.strip()
+    return min(times), out
+
+
+def yaml_files(root: str) -> list[str]:
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith((".yaml", ".yml")))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("--keep", help="generate into this directory and keep it")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    root = args.keep or tempfile.mkdtemp(prefix="servefit-bench-")
-    generate(root, args.files)
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "servefit", "lint", root, "--gpu", "L4", "--exit-zero"]
-    times = []
-    out = ""
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        times.append(time.perf_counter() - t0)
-        out = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr.strip()
-    print(f"{args.files} files: best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s "
-          f"({' '.join(f'{t:.2f}' for t in times)}); {out}")
-    print("command:", " ".join(cmd))
-    if not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
+    yamllint = shutil.which("yamllint")
+    print(f"{'files':>6} {'servefit':>10} {'yamllint':>10}   servefit's summary")
+    roots = []
+    sizes = sorted({max(1, args.files // 4), max(1, args.files // 2), args.files})
+    for n in sizes:  # linear growth: the same mix at three sizes
+        root = args.keep if (args.keep and n == args.files) else tempfile.mkdtemp(prefix="servefit-bench-")
+        roots.append(root)
+        generate(root, n)
+        t, out = best_of([sys.executable, "-m", "servefit", "lint", root, "--gpu", "L4", "--exit-zero"], env,
+                         args.repeat)
+        y = best_of([yamllint, "-d", "relaxed", *yaml_files(root)], env, args.repeat)[0] if yamllint else float("nan")
+        print(f"{n:>6} {t:>9.2f}s {y:>9.2f}s   {out}")
+    one = next(f for f in yaml_files(roots[-1]) if "vllm" in open(f).read())
+    t1 = best_of([sys.executable, "-m", "servefit", "lint", one, "--gpu", "L4", "--exit-zero"], env, args.repeat)[0]
+    y1 = best_of([yamllint, "-d", "relaxed", one], env, args.repeat)[0] if yamllint else float("nan")
+    print(f"{'1':>6} {t1:>9.2f}s {y1:>9.2f}s   one k8s manifest")
+    print("servefit: python -m servefit lint DIR --gpu L4 --exit-zero; yamllint: yamllint -d relaxed FILES "
+          f"(best of {args.repeat}, wall time, start-up included)")
+    for root in roots:
+        if root != args.keep:
+            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
