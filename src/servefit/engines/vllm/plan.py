@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks
 from servefit.engines.vllm.defaults import batch_defaults, capture_sizes
-from servefit.engines.vllm.era import Era, era
+from servefit.engines.vllm.era import Era, era, vtuple
 from servefit.engines.vllm.kvcache import capacity, layer_kinds, layout
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
@@ -31,14 +31,15 @@ GiB = 2**30
 MiB = 2**20
 # Calibrated terms (benchmarks/accuracy/cases/vllm.yaml; llm-d planner measurements in
 # shared/research/anchors_tuners.md §4.3):
-SAMPLER_BYTES_PER_LOGIT = 39  # V1 dummy sampler run: fp32 logits, probs, sort values + int64 indices
+SAMPLER_BYTES_PER_LOGIT = 39  # V1 dummy sampler run up to 0.15: fp32 logits, probs, sort values + int64 indices
+SAMPLER_BYTES_PER_LOGIT_016 = 15  # from 0.16 the profiled sampler peak is ~15 bytes per logit (0.17-0.28 logs)
 SAMPLER_BYTES_PER_LOGIT_V0 = 8  # V0 profile_run: logits and probs on top of the forward's peak
 # non-torch growth during load and profiling by world size (NCCL and custom all-reduce buffers
 # grow with the peers): measured 0.13 GiB alone, 0.55 at TP2, 2.04 at TP4; linear beyond
 NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 2.04}
 CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
-GRAPH_BASE = 1 * MiB  # per captured graph
-GRAPH_PER_LAYER = int(0.1 * MiB)  # per captured graph per decoder layer on the rank
+GRAPH_PER_LAYER = int(0.25 * MiB)  # per captured size per decoder layer on the rank, at 8192 batched tokens/2
+GRAPH_TOKENS_REF = 8192  # the pool grows with max_num_batched_tokens: x (1 + tokens / 8192)
 VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64
 
 
@@ -59,6 +60,7 @@ class Resolved:
     kv_dtype: str
     scheme: Scheme | None
     enforce_eager: bool
+    version: tuple[int, int, int] = (0, 33, 0)
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -96,7 +98,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     return Resolved(dtype=dtype, tp=int(s.get("tensor_parallel_size") or 1), pp=int(s.get("pipeline_parallel_size") or 1),
                     util=e.default_util if util is None else float(util), max_model_len=max_len, derived_len=derived,
                     max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), chunked_prefill=bool(chunked),
-                    block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager)
+                    block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
+                    version=vtuple(e.version))
 
 
 def pp_layers(n_layers: int, pp: int) -> list[int]:
@@ -184,7 +187,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if not v1:  # V0 (worker/model_runner.py::profile_run): logits on top of the forward's peak
         return fwd + (reqs * padded_vocab * SAMPLER_BYTES_PER_LOGIT_V0 if last_stage else 0)
-    sampler = reqs * padded_vocab * SAMPLER_BYTES_PER_LOGIT if last_stage else 0
+    per_logit = SAMPLER_BYTES_PER_LOGIT_016 if r.version >= (0, 16, 0) else SAMPLER_BYTES_PER_LOGIT
+    sampler = reqs * padded_vocab * per_logit if last_stage else 0
     return max(fwd, sampler)
 
 
@@ -200,7 +204,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
                           s.get("max_cudagraph_capture_size")
                           or (int(explicit[0]) if explicit and len(explicit) == 1 else None))
     n = len(sizes)
-    return n, n * (GRAPH_BASE + GRAPH_PER_LAYER * layers)
+    return n, int(n * GRAPH_PER_LAYER * layers * (1 + r.max_num_batched_tokens / GRAPH_TOKENS_REF))
 
 
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:

@@ -1,0 +1,190 @@
+"""The SGLang plugin: `python -m sglang.launch_server`, `sglang serve`, and the lmsysorg/sglang
+images. Modelled: SGLang 0.5.23 (newest), with the 0.4.x / 0.5.x differences that change the
+KV pool (see defaults.py). SGLang reads its options only from the command line (and `--config`
+YAML); its one memory-relevant variable is SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+from servefit.engines.base import Engine, Knob, program, python_module
+from servefit.engines.options import load_table, parse_argv
+from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
+from servefit.engines.tgi.concepts import add_hints
+from servefit.rules.catalog import finding
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+MODULES = ("sglang.launch_server", "sglang.cli.main")
+ENV_VARS = ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "CUDA_VISIBLE_DEVICES", "SGLANG_ENABLE_TORCH_COMPILE")
+# spellings other engines use for SGLang's choices (cross-engine hints)
+KV_HINTS = {"fp8_e4m3fn": "fp8_e4m3", "fp8": "fp8_e4m3", "fp8_e5m2fn": "fp8_e5m2", "float8_e4m3fn": "fp8_e4m3"}
+QUANT_HINTS = {"eetq": "fp8 or w8a8_int8", "bitsandbytes-nf4": "bitsandbytes", "bitsandbytes-fp4": "bitsandbytes",
+               "exl2": "(none: SGLang has no exl2 support)", "gptq-marlin": "gptq_marlin"}
+
+
+class SglangEngine(Engine):
+    name = "sglang"
+    title = "SGLang"
+    default_version = CURRENT
+    image_patterns = ("lmsysorg/sglang", "sglang")
+
+    def command_length(self, words: list[str]) -> int:
+        if not words:
+            return 0
+        if program(words[0]) == "sglang" and len(words) > 1 and words[1] == "serve":
+            return 2
+        mod, n = python_module(words)
+        if mod in MODULES:
+            if mod == "sglang.cli.main" and n < len(words) and words[n] == "serve":
+                return n + 1
+            return n
+        return 0
+
+    def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
+        version = version or site.engine_version
+        table = load_table("sglang")
+        n = self.command_length([t.text for t in site.argv])
+        args = _splice_config(list(site.argv[n:]), site)
+        parsed = parse_argv(table, args, version, site=site.name)
+        for extra in parsed.positionals:
+            parsed.findings.append(finding("SGL001", f"unrecognized arguments: {extra.text}", span=extra.span,
+                                           site=site.name))
+        _fix_choice_hints(parsed.findings)
+        _ambiguous(parsed.findings, table)
+        add_hints(parsed.findings, "SGL001", "sglang", "SGLang")
+        values: dict[str, Any] = dict(parsed.values)
+        e = era(version)
+        if "context_length" in values:
+            raw = str(values["context_length"])
+            try:
+                values["context_length"] = human_readable_int(raw, e)
+            except ValueError as exc:
+                why = _context_complaint(raw, str(exc), e)
+                parsed.findings.append(finding("SGL002", f"argument --context-length: {why}",
+                                               span=parsed.spans.get("context_length"), site=site.name,
+                                               setting="context_length"))
+                values.pop("context_length")
+        settings: dict[str, Any] = {}
+        for opt in table.options:
+            if opt.memory and opt.default is not None:
+                settings[opt.name] = opt.default
+        settings.update(values)
+        model_ref = values.get("model_path")
+        env = {k: t.text for k, t in site.env.items()}
+        cfg = EngineConfig(engine="sglang", model_ref=model_ref, settings=settings, spans=dict(parsed.spans),
+                           explicit=set(values), env=env, version=version or CURRENT, findings=parsed.findings,
+                           site=site)
+        if "model_path" in cfg.spans:
+            cfg.spans["model"] = cfg.spans["model_path"]
+        for k in ENV_VARS:
+            tok = site.env.get(k)
+            if tok is not None and tok.span is not None:
+                cfg.spans[f"env:{k}"] = tok.span
+        if model_ref is None:
+            cfg.findings.append(finding("SGL002", "the following arguments are required: --model-path",
+                                        span=site.argv[0].span if site.argv else None, site=site.name,
+                                        setting="model_path"))
+        if version is None:
+            cfg.assumptions.append(f"SGLang {CURRENT} assumed (no version given; pass --engine-version or pin the "
+                                   "image tag)")
+        elif vtuple(version) > vtuple(CURRENT):
+            cfg.assumptions.append(f"SGLang {version} is newer than the newest release modelled ({CURRENT})")
+        return cfg
+
+    def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+        from servefit.engines.sglang.plan import plan
+
+        return plan(cfg, model, gpu, count)
+
+    def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
+        mpe = model.max_position_embeddings or 4096
+        lengths = tuple(x for x in (4096, 8192, 16384, 32768, 65536, 131072) if x <= mpe)
+        return [Knob("mem_fraction_static", (0.7, 0.8, 0.85, 0.88, 0.9)),
+                Knob("context_length", lengths),
+                Knob("chunked_prefill_size", (2048, 4096, 8192)),
+                Knob("kv_cache_dtype", ("auto", "fp8_e4m3"))]
+
+
+def _context_complaint(raw: str, exc: str, e: Any) -> str:
+    """argparse's complaint for a bad --context-length, plus what SGLang would have accepted."""
+    if "Decimals" in exc:
+        return exc
+    why = f"invalid {'human_readable_int' if e.human_context else 'int'} value: '{raw}'"
+    if not e.human_context and raw[-1:] in "kMGT" and raw[:-1].replace(".", "").isdigit():
+        return why + f" (suffixes are accepted from SGLang 0.5.16; this is {e.version})"
+    if raw[-1:] in "KmgtB" or raw[-2:] in ("KB", "kb"):
+        return why + " (SGLang writes 32k = 32000 or 32Ki = 32768; 'K' is not a suffix)"
+    return why
+
+
+def _ambiguous(findings: list, table: Any) -> None:
+    """argparse's own words for a prefix that matches several long options."""
+    for f in findings:
+        if f.code == "SGL001" and f.message.startswith("unrecognized argument: --"):
+            flag = f.message.split(": ", 1)[1].split(" ", 1)[0]
+            hits = sorted({k for k in table.by_flag if k.startswith(flag) and k.startswith("--")})
+            if len(hits) > 1:
+                f.message = f"ambiguous option: {flag} could match {', '.join(hits)}"
+
+
+def _fix_choice_hints(findings: list) -> None:
+    for f in findings:
+        if f.code != "SGL002":
+            continue
+        table = KV_HINTS if "--kv-cache-dtype" in f.message else QUANT_HINTS if "--quantization" in f.message else {}
+        for other, ours in table.items():
+            if f"'{other}'" in f.message:
+                f.message += f"; SGLang spells it {ours}"
+                break
+
+
+def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
+    """`--config FILE.yaml` (server_args.py::ConfigArgumentMerger): the file's keys become flags
+    placed before the command line's, so the command line wins."""
+    for i, tok in enumerate(args):
+        if tok.text == "--config" and i + 1 < len(args):
+            path_tok, rest = args[i + 1], args[:i] + args[i + 2:]
+        elif tok.text.startswith("--config="):
+            path_tok, rest = Token(tok.text.split("=", 1)[1], tok.span), args[:i] + args[i + 1:]
+        else:
+            continue
+        path = path_tok.text
+        if not os.path.isabs(path) and site.file and os.path.exists(site.file):
+            cand = os.path.join(os.path.dirname(site.file), path)
+            if os.path.exists(cand):
+                path = cand
+        if not os.path.isfile(path):
+            return rest
+        return _config_words(path) + rest
+    return args
+
+
+def _config_words(path: str) -> list[Token]:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    words: list[Token] = []
+    for key, val in (data.items() if isinstance(data, dict) else ()):
+        flag = "--" + str(key).replace("_", "-")
+        if val is True:
+            words.append(Token(flag))
+        elif val is False or val is None:
+            continue
+        elif isinstance(val, list):
+            words.append(Token(flag))
+            words.extend(Token(str(v)) for v in val)
+        else:
+            words.extend([Token(flag), Token(str(val))])
+    return words
+
+
+ENGINE = SglangEngine()

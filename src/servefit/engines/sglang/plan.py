@@ -1,0 +1,294 @@
+"""SGLang's KV pool replayed (python/sglang/srt/...):
+
+- model_executor/model_runner.py::ModelRunner.profile_max_num_token (0.4 - 0.5.x; newest:
+  model_executor/pool_configurator.py): rest = available after loading weights
+  - pre_model_load_memory x (1 - mem_fraction_static); max_total_num_tokens =
+  int(rest x 2^30 // cell_size), cell_size = this rank's KV bytes per token;
+- ModelRunner.init_memory_pool: min with --max-total-tokens (warning when larger), rounded
+  down to page_size, "Not enough memory. Please try to increase --mem-fraction-static" when <= 0;
+  hybrid sliding-window models split the pool (set_num_token_hybrid / HybridSWAPoolConfigurator);
+- managers/tp_worker.py: max_running_requests = min(max_total_num_tokens // 2 or the flag,
+  req_to_token_pool.size); max_req_len = min(context_len - 1, max_total_num_tokens - 1),
+  max_req_input_len = max_req_len - 5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan
+from servefit.engines.sglang import defaults as d
+from servefit.hardware.spec import GpuSpec
+from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.weights import scheme_for, weight_bytes
+from servefit.models.spec import ModelSpec
+from servefit.rules.catalog import finding
+
+GiB = 2**30
+MiB = 2**20
+# Calibrated on the "Load weight begin. avail mem=" lines of the public logs in
+# benchmarks/accuracy/cases/sglang.yaml: memory gone before the weights load (CUDA context,
+# cuBLAS; plus NCCL / custom all-reduce buffers when TP > 1), and what loading takes beyond the
+# checkpoint's tensors ("mem usage" minus parameter bytes: rotary caches, workspaces).
+CONTEXT = int(0.40 * GiB)
+DIST_EXTRA = int(0.13 * GiB)
+LOAD_EXTRA = int(0.20 * GiB)
+KV_DTYPE_BYTES = {"fp8_e5m2": 1, "fp8_e4m3": 1, "mxfp8": 1, "bf16": 2, "bfloat16": 2,
+                  "fp4_e2m1": 0.5 + 1 / 16, "nvfp4": 0.5 + 1 / 16, "fp4_mx_block16": 0.5 + 1 / 16}
+
+
+@dataclass
+class Resolved:
+    e: d.Era
+    tp: int
+    pp: int
+    dp: int
+    attn_tp: int
+    gpu_mem: float | None  # MiB, as nvidia-smi reports
+    chunk: int
+    graph_bs: int
+    fraction: float
+    reserved_mib: float
+    context_len: int
+    derived_len: int
+    kv_bytes: float
+    page: int
+
+
+def derived_context_len(model: ModelSpec) -> int:
+    """srt/utils/hf_transformers_utils.py::get_context_length: max_position_embeddings x the
+    rope factor, unless the scaling carries original_max_position_embeddings or is llama3."""
+    rs = model.rope_scaling or {}
+    factor = float(rs.get("factor", 1) or 1)
+    if "original_max_position_embeddings" in rs or rs.get("rope_type", rs.get("type")) == "llama3":
+        factor = 1
+    return int(factor * (model.max_position_embeddings or 2048))
+
+
+def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec) -> Resolved:
+    s = cfg.settings
+    e = d.era(cfg.version)
+    tp, pp, dp = int(s.get("tp_size") or 1), int(s.get("pp_size") or 1), int(s.get("dp_size") or 1)
+    dpa = bool(s.get("enable_dp_attention"))
+    gpu_mem = (gpu.smi_memory_bytes or gpu.memory_bytes) / MiB if gpu.memory_bytes else None
+    chunk, bs = d.chunk_and_graph_bs(e, gpu_mem, tp)
+    if s.get("chunked_prefill_size") is not None:
+        chunk = int(s["chunked_prefill_size"])
+    if s.get("cuda_graph_max_bs") is not None:
+        bs = int(s["cuda_graph_max_bs"])
+    f, reserved = d.mem_fraction_static(e, gpu_mem, tp, pp, chunk, int(s.get("max_prefill_tokens") or 16384), bs,
+                                        not s.get("disable_cuda_graph"), dp if dpa else 1,
+                                        s.get("speculative_algorithm"), model.is_mla)
+    if s.get("mem_fraction_static") is not None:
+        f = float(s["mem_fraction_static"])
+    derived = derived_context_len(model)
+    ctx = s.get("context_length")
+    kv = s.get("kv_cache_dtype") or "auto"
+    kv_bytes = KV_DTYPE_BYTES.get(kv, dtype_bytes(_dtype(s, model)))
+    page = int(s.get("page_size") or (64 if s.get("attention_backend") == "flashmla" else 1))
+    return Resolved(e=e, tp=tp, pp=pp, dp=dp, attn_tp=max(1, tp // dp) if dpa else tp, gpu_mem=gpu_mem, chunk=chunk,
+                    graph_bs=bs, fraction=f, reserved_mib=reserved, context_len=int(ctx) if ctx else derived,
+                    derived_len=derived, kv_bytes=kv_bytes, page=max(page, 1))
+
+
+def _dtype(s: dict, model: ModelSpec) -> str:
+    dt = s.get("dtype") or "auto"
+    if dt in ("auto", None):
+        return "float16" if model.torch_dtype in ("float32", "float") else model.torch_dtype or "bfloat16"
+    return {"half": "float16", "float": "float32"}.get(dt, dt)
+
+
+# Which models get the split (full + sliding-window) KV pool:
+# - 0.4.10 - 0.5.5: ModelRunner.__init__ marks every model whose class has
+#   get_attention_sliding_window_size (models/gemma2.py, gemma3_*.py, gpt_oss.py, ...) except Llama4;
+# - 0.5.6+: configs/model_config.py::is_hybrid_swa_model, an architecture allowlist (Gemma-2/3 left out).
+SWA_METHOD_TYPES = {"gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gpt_oss"}
+HYBRID_SWA_ARCHS = {"Llama4ForConditionalGeneration", "GptOssForCausalLM", "MiMoV2FlashForCausalLM",
+                    "Step3p5ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
+                    "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "LagunaForCausalLM"}
+
+
+def hybrid_swa(model: ModelSpec, e: d.Era) -> bool:
+    if e.v < (0, 4, 10):
+        return False
+    if e.v < (0, 5, 6):
+        return model.model_type in SWA_METHOD_TYPES
+    return model.architecture in HYBRID_SWA_ARCHS
+
+
+def layers_on_rank(model: ModelSpec, pp: int) -> list[str]:
+    kinds = model.kinds()
+    per = -(-len(kinds) // max(pp, 1))
+    return kinds[:per]  # the first stage holds at least as many layers as any other
+
+
+def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, int, int]:
+    """(bytes per token across this rank's attention layers, #full layers, #sliding layers)
+    (profile_max_num_token): MHA num_kv_heads/attn_tp x (head_dim + v_head_dim) x layers x bytes;
+    MLA (kv_lora_rank + qk_rope_head_dim) x layers x bytes (not split by TP)."""
+    local = ("sliding", "chunked") if model.architecture.startswith("Llama4") else ("sliding",)
+    full = sum(1 for k in kinds if k in ("full", "chunked") and k not in local)
+    swa = sum(1 for k in kinds if k in local)
+    if model.is_mla:
+        per_layer = (model.kv_lora_rank + model.qk_rope_head_dim) * r.kv_bytes
+    else:
+        per_layer = max(1, model.num_key_value_heads // r.attn_tp) * model.head_dim * 2 * r.kv_bytes
+    return per_layer, full, swa
+
+
+def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    s = cfg.settings
+    r = resolve(cfg, model, gpu)
+    out = MemoryPlan(engine="sglang", engine_version=r.e.version, outcome="started", memory=DeviceMemory(),
+                     parallel={"tensor": r.tp, "pipeline": r.pp, "data": r.dp})
+    out.findings.extend(checks(cfg, model, gpu, count, r))
+    total = gpu.memory_bytes
+    pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0)
+    sch = scheme_for(model.quantization, s.get("quantization"))
+    weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
+    weights = max(0, weights - int(float(s.get("cpu_offload_gb") or 0) * GiB))
+    rest = (pre - weights) - pre * (1 - r.fraction)
+    kinds = layers_on_rank(model, r.pp)
+    per_layer, n_full, n_swa = cell_size(model, r, kinds)
+    hybrid = n_swa > 0 and n_full > 0 and hybrid_swa(model, r.e) and not s.get("disable_hybrid_swa_memory")
+    ratio = float(s.get("swa_full_tokens_ratio") or 0.8)
+    if hybrid:  # full_layer_tokens x (n_full + ratio x n_swa) x per_layer = rest
+        cell = per_layer * (n_full + ratio * n_swa)
+    else:
+        cell = per_layer * (n_full + n_swa)
+    tokens = int(rest // cell) if cell and rest > 0 else (0 if rest <= 0 else 0)
+    profiled = tokens
+    cap = s.get("max_total_tokens")
+    if cap is not None and tokens > 0:
+        if cap > tokens:
+            out.findings.append(_f("SGL007", f"max_total_tokens={cap} is larger than the profiled value {tokens}. "
+                                   "Use the profiled value instead.", cfg, "max_total_tokens"))
+        tokens = min(tokens, int(cap))
+    tokens = tokens // r.page * r.page
+    kv_bytes = int(tokens * cell)
+    budget = int(pre * r.fraction)
+    act, cg = int(max(r.chunk, 2048) * 1.5 * MiB), int(r.graph_bs * 2 * MiB) if not s.get("disable_cuda_graph") else 0
+    out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=act,
+                              non_torch=total - pre, cuda_graphs=cg, kv_cache=max(kv_bytes, 0),
+                              free_headroom=total - weights - max(kv_bytes, 0) - (total - pre) - act - cg)
+    out.kv_bytes_per_token = int(per_layer * (n_full + n_swa))
+    out.max_model_len = r.context_len
+    out.extra.update({"mem_fraction_static": r.fraction, "context_len": r.context_len,
+                      "chunked_prefill_size": r.chunk, "cuda_graph_max_bs": r.graph_bs, "page_size": r.page,
+                      "profiled_max_total_num_tokens": profiled, "pre_model_load_gib": round(pre / GiB, 2)})
+    if r.reserved_mib and s.get("mem_fraction_static") is None:
+        out.extra["reserved_mem_mib"] = round(r.reserved_mib, 1)
+    out.messages.append(f"Load weight begin. avail mem={pre / GiB:.2f} GB")
+    out.messages.append(f"Load weight end. avail mem={(pre - weights) / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB.")
+    _assume(out, cfg, model, r, sch is not None)
+    if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse / launch checks refuse
+        out.outcome = "rejected_config"
+        return out
+    if weights > pre:
+        out.outcome = "oom_at_load"
+        out.findings.append(_f("SGL005", f"weights need {weights / GiB:.2f} GiB per GPU, {pre / GiB:.2f} GiB is free "
+                               f"on the {gpu.name}: torch.OutOfMemoryError while loading", cfg, "model_path"))
+        return out
+    if tokens <= 0:
+        out.outcome = "oom_at_load"
+        msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
+               f"Current value: mem_fraction_static={r.fraction}")
+        out.messages.append(f"RuntimeError: {msg}")
+        out.findings.append(_f("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
+                               f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
+        return out
+    return _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
+
+
+def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
+          per_layer: float, n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
+    s = cfg.settings
+    swa_tokens = int(tokens * ratio) // r.page * r.page if hybrid else 0
+    if hybrid:
+        out.messages.append(f"Use Sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={swa_tokens}")
+    if model.is_mla:
+        out.messages.append(f"KV Cache is allocated. #tokens: {tokens}, KV size: "
+                            f"{(tokens + r.page) * per_layer * (n_full + n_swa) / GiB:.2f} GB")
+    else:
+        half = ((tokens + r.page) * n_full + (swa_tokens + r.page) * n_swa if hybrid
+                else (tokens + r.page) * (n_full + n_swa)) * per_layer / 2
+        out.messages.append(f"KV Cache is allocated. #tokens: {tokens}, K size: {half / GiB:.2f} GB, "
+                            f"V size: {half / GiB:.2f} GB")
+    req_pool = min(max(int(tokens / r.context_len * 512), 2048), 4096)
+    if s.get("max_running_requests") is not None:
+        req_pool = int(s["max_running_requests"])
+    if r.e.req_pool_plus_one:
+        req_pool += 1
+    dp_div = r.dp if s.get("enable_dp_attention") else 1
+    running = min(tokens // 2 if s.get("max_running_requests") is None else int(s["max_running_requests"]) // dp_div,
+                  req_pool)
+    max_req_len = min(r.context_len - 1, tokens - 1)
+    out.kv_cache_tokens = tokens
+    out.max_concurrency = tokens / r.context_len if r.context_len else 0.0
+    out.extra.update({"max_total_num_tokens": tokens, "max_running_requests": running, "max_req_len": max_req_len,
+                      "max_req_input_len": max_req_len - 5, "swa_max_total_num_tokens": swa_tokens or None})
+    out.messages.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={r.chunk}, max_prefill_tokens="
+                        f"{int(s.get('max_prefill_tokens') or 16384)}, max_running_requests={running}, "
+                        f"context_len={r.context_len}")
+    if tokens - 1 < r.context_len - 1:
+        out.findings.append(_f("SGL006", f"the KV pool holds {tokens} tokens, less than context_len={r.context_len}: "
+                               f"requests longer than {tokens - 6} input tokens are rejected (max_req_input_len)",
+                               cfg, "context_length" if "context_length" in cfg.spans else "mem_fraction_static"))
+    elif tokens < 2 * r.context_len:
+        out.findings.append(_f("SGL012", f"the KV pool holds {tokens} tokens: {tokens / r.context_len:.2f} requests of "
+                               f"context_len={r.context_len} at once", cfg, "context_length"))
+    return out
+
+
+def _f(code: str, msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
+    return finding(code, msg, span=cfg.spans.get(setting) if setting else None, setting=setting,
+                   site=cfg.site.name if cfg.site else "")
+
+
+def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
+    s, out = cfg.settings, []
+    ctx = s.get("context_length")
+    if ctx and ctx > r.derived_len and cfg.env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() \
+            not in ("1", "true"):
+        out.append(_f("SGL003", f"ValueError: User-specified context_length ({ctx}) is greater than the derived "
+                      f"context_length ({r.derived_len}). This may lead to incorrect model outputs or CUDA errors. "
+                      "To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+                      cfg, "context_length"))
+    if not model.is_mla and model.num_attention_heads % r.attn_tp:
+        out.append(_f("SGL009", f"AssertionError: the {model.num_attention_heads} attention heads are not divisible "
+                      f"by the attention tensor-parallel size {r.attn_tp}", cfg, "tp_size"))
+    world = r.tp * r.pp
+    if count and world > count:
+        out.append(_f("SGL010", f"tp_size x pp_size = {world} GPUs, but only {count} are available", cfg, "tp_size"))
+    cap = s.get("max_total_tokens")
+    if cap is not None and cap <= r.context_len:
+        out.append(_f("SGL008", f"--max-total-tokens {cap} caps SGLang's whole KV pool (all requests together), not "
+                      "one request as TGI's flag of the same name does; for a per-request limit use --context-length",
+                      cfg, "max_total_tokens"))
+    if s.get("mem_fraction_static") is not None and r.gpu_mem:
+        _, need = d.mem_fraction_static(r.e, r.gpu_mem, r.tp, r.pp, r.chunk, int(s.get("max_prefill_tokens") or 16384),
+                                        r.graph_bs, not s.get("disable_cuda_graph"), 1, s.get("speculative_algorithm"),
+                                        model.is_mla)
+        left = (1 - r.fraction) * r.gpu_mem
+        if r.e.mem_rule == "formula" and left < min(need, 0.6 * need + 2048):
+            out.append(_f("SGL011", f"mem_fraction_static={r.fraction} leaves {left / 1024:.1f} GiB outside the static "
+                          f"pool; SGLang reserves {need / 1024:.1f} GiB for activations and CUDA graphs at this "
+                          f"chunked_prefill_size ({r.chunk}) and cuda graph batch size ({r.graph_bs})",
+                          cfg, "mem_fraction_static"))
+    return out
+
+
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, quantized: bool) -> None:
+    s, a = cfg.settings, out.assumptions
+    if s.get("mem_fraction_static") is None:
+        a.append(f"mem_fraction_static={r.fraction} (SGLang {r.e.version} default for "
+                 f"{(r.gpu_mem or 0) / 1024:.1f} GiB GPUs, TP {r.tp})")
+    if s.get("chunked_prefill_size") is None:
+        a.append(f"chunked_prefill_size={r.chunk} (SGLang {r.e.version} default for this GPU)")
+    a.append("memory free before the weights load and the weights' load overhead are estimated from terms "
+             "calibrated on public start-up logs; SGLang measures them")
+    if any(k in ("mamba", "linear") for k in model.kinds()):
+        a.append("recurrent-state (Mamba / linear attention) layers: only attention layers are counted and the "
+                 "mamba state pool is not carved out")
+    if quantized:
+        a.append("weights stored quantized as the checkpoint / --quantization says")

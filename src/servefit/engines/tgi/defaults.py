@@ -1,0 +1,176 @@
+"""The values TGI derives when a setting is unset, replayed from launcher/src/main.rs and the
+shard's server/text_generation_server/models/* (paths relative to huggingface/text-generation-inference)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from servefit.engines.tgi.era import Era
+
+if TYPE_CHECKING:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.spec import ModelSpec
+
+# launcher/src/main.rs::ComputeType::f16_flop: peak f16 FLOP/s per card, keyed by the
+# nvidia-smi gpu_name lower-cased with spaces as dashes (Gpu::from). Names not listed
+# ("Tesla T4", "NVIDIA GeForce RTX 4090", "NVIDIA H100 PCIe", ...) are Gpu::Unknown: no
+# compute-optimal prefill and no vram_maximum cap.
+F16_FLOPS = {
+    "nvidia-4090": 82e12, "nvidia-t4": 65e12, "nvidia-l4": 121e12, "nvidia-l40": 181e12,
+    "nvidia-l40s": 363e12, "nvidia-a10g": 125e12, "nvidia-a40": 149e12,
+    "nvidia-h100-80gb-hbm3": 900e12, "nvidia-h100-nvl": 900e12, "nvidia-h100": 900e12,
+    "nvidia-a100-sxm4-80gb": 312e12, "nvidia-a100-sxm4-40gb": 312e12, "nvidia-a100-80gb-pcie": 312e12,
+    "nvidia-a100": 312e12, "nvidia-h200": 989e12,
+}
+# models whose TGI implementation is a flash-attention one (server/.../models/__init__.py::get_model);
+# gpt2 and gptj gained flash versions in 2.0.4 / 2.1; from 3.0 other architectures fall back to the
+# transformers flash backend (TransformersFlashCausalLM), which is flash too.
+FLASH_TYPES = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
+               "gemma3_text", "cohere", "dbrx", "starcoder2", "gpt_bigcode", "santacoder", "gpt_neox", "phi", "phi3",
+               "phimoe", "falcon", "RefinedWeb", "RefinedWebModel", "deepseek_v2", "deepseek_v3", "granite",
+               "baichuan", "llama4", "qwen2_vl", "qwen2_5_vl", "idefics2", "idefics3", "llava_next", "paligemma",
+               "mllama", "bloom", "mpt"}
+NO_CHUNKING = {"gemma3", "qwen2_vl", "qwen2_5_vl", "idefics", "mllama"}  # support_chunking=False in get_model
+BLOCK = {"flashinfer": 1, "flashdecoding": 256, "flashdecoding-ipex": 64, "paged": 16}  # models/globals.py
+
+
+def card(gpu: GpuSpec) -> str:
+    return gpu.name.replace(" ", "-").lower()
+
+
+def is_flash(model: ModelSpec, e: Era) -> bool:
+    if model.model_type in FLASH_TYPES:
+        return True
+    if model.model_type in ("gpt2", "gptj"):
+        return e.v >= (2, 0, 4)
+    return e.v >= (3, 0, 0)
+
+
+def num_shard(settings: dict, env: dict[str, str], count: int) -> tuple[int, str | None]:
+    """launcher/src/main.rs::find_num_shards: (shards, launcher error or None)."""
+    sharded, n = settings.get("sharded"), settings.get("num_shard")
+    visible = None
+    for var in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+        if var in env:
+            val = env[var].strip()
+            visible = count or 1 if val in ("all", "void") else len(val.split(","))  # num_cuda_devices
+            break
+    if sharded is True and n is None:
+        devices = visible if visible is not None else count
+        if not devices or devices <= 1:
+            return 1, f"not enough cuda devices: `sharded` is true but only found {devices or 1} CUDA devices"
+        return devices, None
+    if sharded is True and n is not None and n <= 1:
+        return n, "Invalid argument: `sharded` is true but `num_shard` <= 1"
+    if n is None:
+        n = 1 if sharded is False else (visible if visible is not None else 1)
+    if n < 1:
+        return n, "Invalid argument: `num_shard` cannot be < 1"
+    return n, None
+
+
+def resolve_attention(model: ModelSpec, gpu: GpuSpec, e: Era, env: dict[str, str],
+                      lora: bool) -> tuple[str, bool]:
+    """launcher/src/main.rs::resolve_attention: (ATTENTION, prefix caching)."""
+    if not e.attention_backends:
+        return "paged", False
+    attention = env.get("ATTENTION")
+    pc = env.get("PREFIX_CACHING")
+    prefix: bool | None = None if pc is None else pc.lower() in ("1", "true")
+    if model.multimodal and prefix is None:
+        prefix = False
+    fallback = "paged" if (gpu.compute_capability and gpu.compute_capability < 80) else "flashdecoding"
+    if model.head_dim in (64, 128, 256):
+        if lora and prefix is None:
+            prefix = False
+        if model.model_type in ("falcon", "deepseek_v2") and attention is None:
+            attention = fallback
+            if fallback == "paged" and prefix is None:
+                prefix = False
+    else:
+        if attention is None:
+            attention = fallback
+        if prefix is None:
+            prefix = False
+    if attention == "paged" and prefix is None:
+        prefix = False
+    return attention or "flashinfer", True if prefix is None else prefix
+
+
+def _flop(m: ModelSpec) -> int:
+    """Config::flop: per-token FLOPs the launcher assumes (vision models: None)."""
+    h, hd, heads, kv = m.hidden_size, m.head_dim, m.num_attention_heads, m.num_key_value_heads
+    inter = (m.moe_intermediate_size or m.intermediate_size) if m.is_moe else m.intermediate_size
+    inter *= (m.num_experts_per_tok or 1) + m.num_shared_experts if m.is_moe else 1
+    attn = 2 * heads * hd * h * 3 + 2 * kv * hd * h * 2
+    return (attn + 2 * 3 * h * inter) * m.num_hidden_layers
+
+
+def _model_vram(m: ModelSpec) -> int | None:
+    """Config::model_vram (its attention term omits the hidden size, as upstream does)."""
+    if m.quantization:
+        return None
+    hd, heads, kv, h = m.head_dim, m.num_attention_heads, m.num_key_value_heads, m.hidden_size
+    experts = m.num_experts or 1
+    layer = 3 * m.intermediate_size * experts * h + (heads + 2 * kv) * hd + heads * hd * h
+    return (layer * m.num_hidden_layers + 2 * h * m.vocab_size) * 2
+
+
+def _token_vram(m: ModelSpec) -> int | None:
+    """Config::token_vram = kv_vram_per_tok + mlp_vram_per_tok."""
+    if m.quantization:
+        return None
+    kv = m.num_key_value_heads * 2 * m.head_dim * 2 * m.num_hidden_layers
+    mlp = (m.intermediate_size + m.intermediate_size // 2) * (m.num_experts or 1) * 2 * 3
+    return kv + mlp
+
+
+def default_prefill(e: Era, model: ModelSpec, gpu: GpuSpec, shards: int, fraction: float, wiggle_env: float | None,
+                    max_input: int | None, max_batch_size: int | None) -> tuple[int, list[str]]:
+    """The launcher's `Default max_batch_prefill_tokens to N` and its log lines."""
+    mpe = model.max_position_embeddings or 0
+    logs: list[str] = []
+    if e.defaults in ("v1",):
+        return 4096, logs
+    if e.defaults == "mpe4096":
+        inp = max_input if max_input is not None else min(mpe or 4096, 4096) - 1
+        value = (max_batch_size * inp) if max_batch_size else inp + 50
+        logs.append(f"Default `max_batch_prefill_tokens` to {value}")
+        return value, logs
+    if e.defaults == "shard":
+        value = min(4096, min(mpe or 4096, 4096))
+        logs.append(f"Default `max_batch_prefill_tokens` to {value}")
+        return value, logs
+    flops = F16_FLOPS.get(card(gpu))
+    optimal = None
+    if flops and not model.multimodal:
+        opt = int(flops * shards / max(_flop(model), 1))
+        optimal = opt if opt > 100 else None
+    fallback = {"qwen2_vl": 10000, "qwen2_5_vl": 10000, "gemma3": 8000}.get(model.model_type, 4096)
+    default = optimal or fallback
+    value = min(default, mpe) if mpe else default
+    mv, tv = _model_vram(model), _token_vram(model)
+    if flops and mv is not None and tv:
+        smi = gpu.smi_memory_bytes or gpu.memory_bytes
+        avail = int(smi * shards * fraction * (wiggle_env if wiggle_env is not None else 0.95))
+        if avail > mv:
+            vmax = (avail - mv) // tv
+            if vmax < value:
+                logs.append(f"Reducing the max batch prefill from {default} to {vmax} because there is not enough "
+                            "VRAM to support it.")
+            value = min(value, vmax)
+        else:
+            logs.append("Not enough VRAM to run the model: Available: ... - Model ....")
+    logs.append(f"Default `max_batch_prefill_tokens` to {value}")
+    return int(value), logs
+
+
+def default_lengths(e: Era, model: ModelSpec) -> tuple[int | None, int | None]:
+    """Launcher defaults of (max_input_tokens, max_total_tokens); None = decided at warmup."""
+    mpe = model.max_position_embeddings or 4096
+    if e.defaults == "v1":
+        return 1024, 2048
+    if e.defaults == "mpe4096":
+        cap = min(mpe, 4096)
+        return cap - 1, cap
+    return None, None

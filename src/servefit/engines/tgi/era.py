@@ -1,0 +1,83 @@
+"""What changes between TGI releases for memory, read off the v1.0.0 ... v3.3.7 tags of
+huggingface/text-generation-inference.
+
+- Launcher defaults for max_input_tokens / max_total_tokens / max_batch_prefill_tokens
+  (launcher/src/main.rs::main):
+  * < 2.0: Args defaults 1024 / 2048 / 4096.
+  * 2.0 - 2.4.0: from config.json's max_position_embeddings capped at 4096 ("max_default"):
+    input = mpe - 1, total = mpe, prefill = input + 50 (or max_batch_size x input).
+  * 2.4.1: input / total left to the shard (None); prefill = min(4096, capped mpe).
+  * >= 3.0: input / total left to the shard; prefill from compute_optimal / vram_maximum.
+- Warmup free memory (server/.../models/flash_causal_lm.py::warmup and
+  utils/import_utils.py::get_cuda_free_memory):
+  * < 1.4.5: free // block (no wiggle room); 1.4.5 - 2.2: free x 0.95;
+    2.3: free x TGI_WIGGLE_ROOM (0.95); 2.4: free x TGI_WIGGLE_ROOM (0.90);
+  * >= 3.0: get_free_memory(device, CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM), i.e. the
+    wiggle room is a share of the *total* memory (3.0: 0.95, 3.1 - 3.2: 0.93, >= 3.3: 0.90).
+- The router's warmup requests ask for prefill log-probabilities of every prompt token before
+  3.0 (the shard honours it); from 3.0 the shard ignores them unless REQUEST_LOGPROBS=1
+  (models/flash_causal_lm.py: `if not REQUEST_LOGPROBS: r.prefill_logprobs = False`).
+- Attention backend and block size (models/globals.py; launcher resolve_attention): 16 before
+  2.3; from 2.3 flashinfer (block 1) by default, paged (16) below compute capability 8.0,
+  flashdecoding (256) for head sizes flashinfer lacks.
+- From 2.3 the router is backends/v3: a shard max_total_tokens above the inferred KV capacity
+  raises V3Error::NotEnoughMemory; before, the router's ArgumentValidation names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CURRENT = "3.3.7"
+
+
+def vtuple(v: str | None) -> tuple[int, int, int]:
+    out = []
+    for part in (v or CURRENT).lstrip("v").split("-")[0].split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    while len(out) < 3:
+        out.append(0)
+    return out[0], out[1], out[2]
+
+
+@dataclass(frozen=True)
+class Era:
+    version: str
+    v: tuple[int, int, int]
+    defaults: str  # "v1" | "mpe4096" | "shard" (2.4.1) | "compute" (>= 3.0)
+    wiggle: float  # default TGI_WIGGLE_ROOM (or the hard-coded factor)
+    wiggle_of_total: bool  # >= 3.0: the wiggle room is a share of the total memory
+    warmup_logprobs: bool  # < 3.0: warmup computes log-probs of every prompt token
+    attention_backends: bool  # >= 2.3: flashinfer / flashdecoding / paged
+    router_v3: bool  # >= 2.3
+    max_new_from_total: bool  # >= 1.1: warmup requests ask max_total - truncate new tokens
+    mpe_clamp: bool  # >= 3.0.2: shard default max_total_tokens also capped by max_position_embeddings
+    chunking: bool  # >= 2.4.1 shard side prefill chunking (flashinfer / flashdecoding)
+
+
+def era(version: str | None) -> Era:
+    v = vtuple(version)
+    if v < (1, 4, 5):
+        wiggle = 1.0
+    elif v < (2, 4, 0):
+        wiggle = 0.95
+    elif v < (3, 0, 0):
+        wiggle = 0.90
+    elif v < (3, 1, 0):
+        wiggle = 0.95
+    elif v < (3, 3, 0):
+        wiggle = 0.93
+    else:
+        wiggle = 0.90
+    if v < (2, 0, 0):
+        defaults = "v1"
+    elif v < (2, 4, 1):
+        defaults = "mpe4096"
+    elif v < (3, 0, 0):
+        defaults = "shard"
+    else:
+        defaults = "compute"
+    return Era(version=version or CURRENT, v=v, defaults=defaults, wiggle=wiggle, wiggle_of_total=v >= (3, 0, 0),
+               warmup_logprobs=v < (3, 0, 0), attention_backends=v >= (2, 3, 0), router_v3=v >= (2, 3, 0),
+               max_new_from_total=v >= (1, 1, 0), mpe_clamp=v >= (3, 0, 2), chunking=v >= (2, 4, 1))

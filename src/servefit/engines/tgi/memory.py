@@ -1,0 +1,153 @@
+"""TGI's warmup arithmetic (server/text_generation_server/models/flash_causal_lm.py::warmup) and
+the pieces it is made of: weights per shard, KV bytes per block, the router's warmup batch
+(backends/v3/src/client/grpc_client.rs::warmup; router/client/src/client.rs before 2.3) and the
+memory the prefill of that batch holds when the shard measures free memory."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from servefit.engines.tgi.era import Era
+from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.weights import Scheme, scheme_for, weight_bytes
+from servefit.models.spec import ModelSpec
+
+GiB = 2**30
+MiB = 2**20
+# Calibrated on the public logs in benchmarks/accuracy/cases/tgi.yaml (TGI measures, not
+# computes, these): the CUDA context, cuBLAS / flash-attention workspaces and allocator slack
+# that sit outside the weights, the warmup KV blocks and the prefill activations.
+CONTEXT = int(0.40 * GiB)
+NCCL = int(0.25 * GiB)  # NCCL buffers per rank when sharded
+# Warmup prefill before 3.0 asked for the log-probabilities of every prompt token: the lm_head
+# output for all N tokens (model dtype) plus log_softmax(out) and the sampler's copies
+# (generate_token: torch.log_softmax(out, -1)); calibrated on the three 2.x logs in
+# benchmarks/accuracy/cases/tgi.yaml: 6 bytes per logit beyond the head output.
+LOGPROB_EXTRA_BYTES = 6
+GRAPH_BYTES = 24 * MiB  # per captured decode batch size (display only; captured inside the wiggle room)
+
+
+def scheme(quantize: str | None, model: ModelSpec) -> Scheme | None:
+    """Weight storage for TGI's --quantize (or the checkpoint's quantization_config)."""
+    if quantize is None:
+        return scheme_for(model.quantization)
+    if quantize == "bitsandbytes":
+        return scheme_for({"quant_method": "bitsandbytes", "bits": 8})
+    if quantize in ("bitsandbytes-nf4", "bitsandbytes-fp4"):
+        return scheme_for({"quant_method": "bitsandbytes", "bits": 4})
+    if quantize == "eetq":
+        return Scheme("eetq", 1.0, bits=8)
+    if quantize == "fp8":
+        return scheme_for({"quant_method": "fp8"})
+    q = model.quantization if model.quantization else {"quant_method": quantize, "bits": 4}
+    return scheme_for(q, None if model.quantization else quantize) or Scheme(quantize, 0.5 + 1 / 32, bits=4)
+
+
+def weights_per_shard(model: ModelSpec, db: float, sch: Scheme | None, shards: int) -> int:
+    """TGI shards every linear layer, the embedding (TensorParallelEmbedding) and the head
+    (TensorParallelHead); norms are replicated (small)."""
+    return int(weight_bytes(model, db, sch) / max(shards, 1))
+
+
+def kv_layout(model: ModelSpec, kv_db: float, shards: int) -> tuple[int, int]:
+    """(KV heads per shard, head size) as TGI stores them. DeepSeek-V2/V3 in TGI keep full K and
+    V per head (flash_deepseek_v2_modeling.py: head_size = qk_nope + qk_rope, V padded), not the
+    MLA latent."""
+    if model.is_mla:
+        return max(1, model.num_attention_heads // shards), model.qk_nope_head_dim + model.qk_rope_head_dim
+    return max(1, model.num_key_value_heads // shards), model.head_dim
+
+
+def attention_layer_count(model: ModelSpec) -> int:
+    return sum(1 for k in model.kinds() if k in ("full", "sliding", "chunked"))
+
+
+def bytes_per_token(model: ModelSpec, kv_db: float, shards: int) -> int:
+    """flash_causal_lm.py::warmup: total_cache_size / BLOCK_SIZE =
+    num_layers x num_kv_heads x head_size x 2 (K, V) x dtype_size (every layer keeps every token:
+    TGI's KV cache has no sliding-window savings)."""
+    heads, hs = kv_layout(model, kv_db, shards)
+    return int(attention_layer_count(model) * heads * hs * 2 * kv_db)
+
+
+@dataclass
+class WarmupBatch:
+    requests: int
+    tokens: int  # prompt tokens in the prefill (current_tokens)
+    blocks: int  # KV blocks allocated for it (batch.num_blocks)
+
+
+def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
+                 speculate: int, max_batch_size: int | None) -> WarmupBatch:
+    """The router builds requests of `truncate` tokens until max_batch_prefill_tokens; each asks
+    max_total_tokens - truncate new tokens (1 when max_total is left to the shard, 2 before 1.1)
+    and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
+    (FlashCausalLMBatch.from_tokenized)."""
+    n = reqs = blocks = 0
+    while n < prefill and reqs < 100_000:
+        truncate = prefill - n
+        if max_input is not None:
+            truncate = min(max_input, truncate)
+        if not e.max_new_from_total:
+            max_new = 2
+        else:
+            max_new = max(1, max_total - truncate) if max_total is not None else 1
+        blocks += math.ceil((truncate + max_new - 1 + speculate) / block)
+        n += truncate
+        reqs += 1
+        if max_batch_size and reqs == max_batch_size:
+            break
+    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks)
+
+
+def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
+                    prefill_logprobs: bool) -> int:
+    """Memory the warmup prefill still holds in PyTorch's caching allocator when the shard reads
+    free memory (no empty_cache in between): one decoder layer's working set (hidden states,
+    fused gate_up output and the activated half; fused-MoE intermediates) plus the lm_head
+    output, which the allocator cannot carve out of the freed layer blocks (it is allocated
+    while the last hidden states are alive). Before 3.0 (or with --enable-prefill-logprobs)
+    every prompt token gets log-probabilities, so the head output is tokens x vocab; after, one
+    row per request."""
+    h = model.hidden_size
+    if model.is_moe:
+        inter = (model.moe_intermediate_size or model.intermediate_size) // shards
+        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
+    else:
+        mlp = 3 * (model.intermediate_size // shards)
+    fwd = tokens * (4 * h + mlp) * db
+    rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
+    head = rows * model.vocab_size * (db + (LOGPROB_EXTRA_BYTES if rows == tokens else 4)) + tokens * h * db
+    return int(fwd + head)
+
+
+@dataclass
+class KvResult:
+    num_blocks: int
+    free_after_peak: int  # bytes get_free_memory returned after the warmup prefill
+    kv_bytes: int
+
+
+def kv_blocks(e: Era, total: int, used: int, fraction: float, wiggle: float, block_bytes: int,
+              batch_blocks: int) -> KvResult:
+    """flash_causal_lm.py::warmup after the prefill:
+    >= 3.0: free = max(0, mem_get_info.free - (1 - CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM) x total),
+            num_blocks = free // block_bytes + batch.num_blocks;
+    <  3.0: free = max(0, mem_get_info.free - (1 - CUDA_MEMORY_FRACTION) x total),
+            num_blocks = int(free x wiggle // block_bytes) + batch.num_blocks.
+    `used` is everything the process holds at that moment (context, weights, warmup KV, activations)."""
+    device_free = max(0, total - used)
+    if e.wiggle_of_total:
+        free = max(0, int(device_free - (1 - fraction * wiggle) * total))
+        n = free // block_bytes + batch_blocks
+    else:
+        free = max(0, int(device_free - (1 - fraction) * total))
+        n = int(free * wiggle // block_bytes) + batch_blocks
+    return KvResult(num_blocks=n, free_after_peak=free, kv_bytes=n * block_bytes)
+
+
+def kv_dtype_bytes(kv_cache_dtype: str | None, dtype: str) -> float:
+    if kv_cache_dtype in ("fp8_e4m3fn", "fp8_e5m2"):
+        return 1
+    return dtype_bytes(dtype)

@@ -1,0 +1,136 @@
+"""TGI warmup arithmetic (flash_causal_lm.py::warmup) against hand computations, and the warmup
+failures as outcomes."""
+
+from __future__ import annotations
+
+import math
+
+from test_tgi_engine import H100, LLAMA8B, run
+
+from servefit.engines.tgi import memory as mem
+from servefit.engines.tgi.era import era
+from servefit.models.spec import ModelSpec
+
+GiB = 2**30
+LLAMA70B = ModelSpec(
+    name="meta-llama/Llama-3.1-70B-Instruct", architecture="LlamaForCausalLM", model_type="llama",
+    num_hidden_layers=80, hidden_size=8192, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
+    intermediate_size=28672, vocab_size=128256, max_position_embeddings=131072, params=70_553_706_496,
+    rope_scaling={"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192})
+GPT2 = ModelSpec(name="gpt2", architecture="GPT2LMHeadModel", model_type="gpt2", num_hidden_layers=12,
+                 hidden_size=768, num_attention_heads=12, num_key_value_heads=12, head_dim=64, intermediate_size=3072,
+                 vocab_size=50257, max_position_embeddings=1024, params=124_439_808, torch_dtype="float32")
+
+
+def test_bytes_per_block_per_backend():
+    # warmup: total_cache_size = num_layers x BLOCK_SIZE x num_kv_heads x head_size x 2 x dtype_size
+    assert mem.bytes_per_token(LLAMA8B, 2, 1) == 32 * 8 * 128 * 2 * 2 == 131_072
+    assert mem.bytes_per_token(LLAMA8B, 2, 2) == 65_536  # 4 KV heads per shard
+    cfg, plan = run("text-generation-launcher --model-id m")  # 3.x flashinfer: block 1
+    assert plan.extra["block_size"] == 1 and plan.extra["attention"] == "flashinfer"
+    cfg, plan = run("text-generation-launcher --model-id m", {"ATTENTION": "flashdecoding"})
+    assert plan.extra["block_size"] == 256
+    cfg, plan = run("text-generation-launcher --model-id m", version="2.2.0")  # before 2.3: paged, 16
+    assert plan.extra["block_size"] == 16
+
+
+def test_kv_blocks_formula_by_era():
+    total, used, bb = 24 * GiB, 16 * GiB, 131_072
+    # >= 3.0: free - (1 - fraction x wiggle) x total, then // block bytes, plus the warmup blocks
+    r = mem.kv_blocks(era("3.3.7"), total, used, 1.0, 0.9, bb, 100)
+    assert r.num_blocks == int(8 * GiB - 0.1 * total) // bb + 100
+    # 2.x: (free - (1 - fraction) x total) x wiggle // block bytes
+    r = mem.kv_blocks(era("2.2.0"), total, used, 0.9, 0.95, bb, 10)
+    assert r.num_blocks == int(int(8 * GiB - 0.1 * total) * 0.95 // bb) + 10
+
+
+def test_warmup_batch_requests():
+    # 2.x: requests of max_input tokens until max_batch_prefill_tokens; each asks max_total - truncate new tokens
+    b = mem.warmup_batch(era("2.0.3"), 4145, 4095, 4096, 16, 0, None)
+    assert (b.requests, b.tokens) == (2, 4145)
+    assert b.blocks == math.ceil((4095 + 1 - 1) / 16) + math.ceil((50 + 4046 - 1) / 16)
+    b = mem.warmup_batch(era("3.3.7"), 8315, None, None, 1, 0, None)  # 3.x: one request, 1 new token
+    assert (b.requests, b.tokens, b.blocks) == (1, 8315, 8315)
+
+
+def test_done_when_a10g_llama31_8b_matches_hand_computation():
+    cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
+    m, x = plan.memory, plan.extra
+    assert plan.outcome == "started"
+    assert (x["max_batch_prefill_tokens"], x["cuda_memory_fraction"], x["wiggle_room"]) == (8315, 1.0, 0.9)
+    warm_blocks = 8315  # block size 1, one request of 8315 tokens + 1 new token - 1
+    used = m.non_torch + m.weights + warm_blocks * 131_072 + m.activation_peak
+    free = int((m.total - used) - (1 - 1.0 * 0.9) * m.total)
+    expected = free // 131_072 + warm_blocks
+    assert x["max_batch_total_tokens"] == expected == plan.kv_cache_tokens
+    assert f"Setting max batch total tokens to {expected}" in plan.messages
+    assert x["max_total_tokens"] == expected and x["max_input_tokens"] == expected - 1
+    # the weights are the checkpoint's bf16 tensors
+    assert abs(m.weights - 8_030_261_248 * 2) < 0.01 * m.weights
+
+
+def test_2x_warmup_includes_prefill_logprobs():
+    cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", version="2.2.0")
+    n, v, h = 4145, 128256, 4096
+    head = n * v * (2 + mem.LOGPROB_EXTRA_BYTES) + n * h * 2
+    fwd = n * (4 * h + 3 * 14336) * 2
+    assert plan.memory.activation_peak == head + fwd
+    cfg3, plan3 = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct "
+                      "--max-batch-prefill-tokens 4145")
+    assert plan3.memory.activation_peak < plan.memory.activation_peak / 3  # 3.x: one row per request
+
+
+def test_not_enough_memory_for_prefill_tokens():
+    cfg, plan = run("text-generation-launcher --model-id meta-llama/Meta-Llama-3.1-70B-Instruct --max-input-length "
+                    "131072 --max-total-tokens 139264 --num-shard 4 --sharded true", version="2.2.0",
+                    model=LLAMA70B, gpu=H100, count=4)
+    assert plan.outcome == "oom_at_load"
+    assert ("RuntimeError: Not enough memory to handle 131122 prefill tokens. You need to decrease "
+            "`--max-batch-prefill-tokens`") in plan.messages
+    f = next(f for f in plan.findings if f.code == "TGI008")
+    assert f.severity == "error" and f.setting == "max_batch_prefill_tokens"
+
+
+def test_max_total_tokens_above_kv_capacity():
+    # from 1.1 the warmup requests ask max_total - truncate new tokens, so their KV blocks fail first
+    cfg, plan = run("text-generation-launcher --model-id m --max-input-tokens 131000 --max-total-tokens 131072 "
+                    "--max-batch-prefill-tokens 4096")
+    assert plan.outcome == "oom_at_load"
+    assert ("RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease "
+            "`--max-batch-prefill-tokens`") in plan.messages
+    # 1.0 asked 2 new tokens: warmup passes and the router refuses the result
+    cfg, plan = run("text-generation-launcher --model-id m --max-input-length 4000 --max-total-tokens 131072",
+                    version="1.0.3")
+    assert plan.outcome == "oom_at_load"
+    bt = plan.extra["max_batch_total_tokens"]
+    assert f"Error: `max_total_tokens` must be <= `max_batch_total_tokens`. Given: 131072 and {bt}" in plan.messages
+    assert "TGI009" in [f.code for f in plan.findings]
+
+
+def test_weights_larger_than_the_gpu():
+    cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-70B-Instruct", model=LLAMA70B, gpu=H100)
+    assert plan.outcome == "oom_at_load" and "TGI014" in [f.code for f in plan.findings]
+
+
+def test_cuda_memory_fraction_shrinks_the_cache():
+    _, full = run("text-generation-launcher --model-id m", gpu=H100)
+    _, part = run("text-generation-launcher --model-id m --cuda-memory-fraction 0.5", gpu=H100)
+    assert part.extra["max_batch_total_tokens"] < full.extra["max_batch_total_tokens"] / 2
+    _, wig = run("text-generation-launcher --model-id m", {"TGI_WIGGLE_ROOM": "0.8"}, gpu=H100)
+    assert wig.extra["wiggle_room"] == 0.8
+    assert wig.extra["max_batch_total_tokens"] < full.extra["max_batch_total_tokens"]
+
+
+def test_non_flash_model_keeps_router_default():
+    cfg, plan = run("text-generation-launcher --model-id gpt2", version="1.4.0", model=GPT2)
+    assert plan.extra["max_batch_total_tokens"] == 16000
+    assert "Model does not support automatic max batch total tokens" in plan.messages
+    assert plan.kv_cache_tokens == 0
+
+
+def test_capacity_advice():
+    cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
+    f = next(f for f in plan.findings if f.code == "TGI017")
+    assert f.severity == "info"
+    assert plan.max_concurrency == plan.kv_cache_tokens / plan.max_model_len
+    assert any("TGI 3.3.7 assumed" in a for a in cfg.assumptions)
