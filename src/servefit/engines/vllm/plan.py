@@ -61,6 +61,8 @@ class Resolved:
     scheme: Scheme | None
     enforce_eager: bool
     version: tuple[int, int, int] = (0, 33, 0)
+    dp: int = 1
+    expert_parallel: bool = False
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -76,7 +78,9 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
         # V1: on for generative models. V0: on only for max_model_len > 32K (with 512 / 2048 tokens)
         chunked = e.v1 or (isinstance(max_len, int) and max_len > 32768)
         if not e.v1 and chunked:
-            d_tokens = 512 if e.version < "0.7" else 2048
+            d_tokens = 512 if vtuple(e.version) < (0, 7, 0) else 2048
+        if not e.v1 and vtuple(e.version) < (0, 5, 1):
+            chunked = False  # auto-enabled for long contexts only from 0.5.1
     seqs = s.get("max_num_seqs") or d_seqs
     tokens = s.get("max_num_batched_tokens")
     if tokens is None:
@@ -99,7 +103,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     util=e.default_util if util is None else float(util), max_model_len=max_len, derived_len=derived,
                     max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), chunked_prefill=bool(chunked),
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
-                    version=vtuple(e.version))
+                    version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
+                    expert_parallel=bool(s.get("enable_expert_parallel")))
 
 
 def pp_layers(n_layers: int, pp: int) -> list[int]:
@@ -122,14 +127,17 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     qb = r.scheme.bytes_per_param if r.scheme else db
     per_layer = []
     pad = mxfp4_padding(model, r.tp) if r.scheme and r.scheme.name == "mxfp4" and model.is_moe else 1.0
-    for a, m, x in zip(g.attn, g.mlp, g.experts):
-        exp_b = x * qb * pad
-        rest_b = (a + m) * (db if r.scheme and r.scheme.experts_only else qb)
-        per_layer.append(exp_b + rest_b)
+    # --enable-expert-parallel shards the routed experts over tp x dp ranks instead of tp
+    # (model_executor/layers/fused_moe/layer.py::FusedMoE, ep_size = tp_size * dp_size)
+    ep_share = 1.0 / r.dp if r.expert_parallel else 1.0
+    dense_qb = db if r.scheme and r.scheme.experts_only else qb
+    experts_b = [x * qb * pad for x in g.experts]
+    per_layer_full = [(a + m) * dense_qb + x for a, m, x in zip(g.attn, g.mlp, experts_b)]
+    per_layer = [(a + m) * dense_qb + x * ep_share for a, m, x in zip(g.attn, g.mlp, experts_b)]
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     embed_b = padded_vocab * model.hidden_size * db
     head_b = 0 if model.tie_word_embeddings else embed_b
-    arch_total = embed_b + head_b + sum(per_layer) + g.norms * db + g.other * db
+    arch_total = embed_b + head_b + sum(per_layer_full) + g.norms * db + g.other * db
     scale = total / arch_total if arch_total else 1.0  # the checkpoint's count wins over the architecture
     counts = pp_layers(len(per_layer), r.pp)
     rope_len = model.max_position_embeddings
@@ -300,6 +308,13 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
             "VLLM005", f"weights need {mem.weights / GiB:.2f} GiB per GPU, the {gpu.name} has "
                        f"{gpu.memory_bytes / GiB:.2f} GiB: CUDA out of memory while loading", setting="model",
             span=cfg.spans.get("model")))
+    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch + CUDA_CONTEXT > gpu.memory_bytes:
+        out.outcome = "oom_at_load"
+        out.findings.append(finding(
+            "VLLM005", f"weights ({mem.weights / GiB:.2f} GiB) and the profiling run's activation peak "
+                       f"({mem.activation_peak / GiB:.2f} GiB, {r.max_num_batched_tokens:,} tokens) exceed the "
+                       f"{gpu.name}: CUDA out of memory during start-up", setting="max_num_batched_tokens",
+            span=cfg.spans.get("max_num_batched_tokens") or cfg.spans.get("max_model_len")))
     check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
     auto = r.max_model_len == "auto"
     if auto and out.outcome == "started":
