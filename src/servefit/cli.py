@@ -8,6 +8,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from servefit import __version__
 from servefit.core import UsageError
@@ -16,7 +17,7 @@ COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models",
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints usage too)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
         self.exit(2, f"servefit: error: {message}\n")
 
 

@@ -21,7 +21,8 @@ from typing import Any
 from servefit.core import SEVERITY_RANK, UsageError
 
 SCHEMA_PATH = Path(__file__).parent / "schemas" / "config.schema.json"
-_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "number": (int, float)}
+_TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str, "boolean": bool,
+                                              "number": (int, float)}
 
 
 @dataclass

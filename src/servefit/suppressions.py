@@ -47,7 +47,7 @@ class Suppression:
 def scan_text(file: str, text: str) -> list[Suppression]:
     """Directives in one file's comments. A directive on a line of its own covers the next line;
     a trailing one covers its own line."""
-    out = []
+    out: list[Suppression] = []
     if "servefit:" not in text:
         return out
     lines = text.splitlines()

@@ -29,7 +29,7 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
         from servefit.sources import scan_file
 
-        out = []
+        out: list[Evaluation] = []
         for path in words:
             result = scan_file(path)
             if not result.sites:

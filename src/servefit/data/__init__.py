@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ def _cache_dir() -> Path | None:
     return Path(base) / "servefit" / "data"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> Any:
     """Load `data/<name>` (e.g. "gpus.yaml", "engines/vllm.yaml")."""
     path = DATA_DIR / name

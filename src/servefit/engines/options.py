@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from servefit import data
@@ -110,7 +110,7 @@ class OptionTable:
         return close[0] if close else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table(engine: str) -> OptionTable:
     raw = data.load(f"engines/{engine}.yaml")
     opts = []

@@ -6,6 +6,7 @@ other, CUDA graphs, KV cache, free headroom), the context x concurrency feasibil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -149,7 +150,7 @@ def explain_page(evs: list[Evaluation]) -> str:
     return page("servefit explain", [server_section(ev) for ev in evs])
 
 
-def lint_page(evs: list[tuple[Evaluation | None, list[Finding], str | None, str]], other: list[Finding]) -> str:
+def lint_page(evs: Sequence[tuple[Evaluation | None, list[Finding], str | None, str]], other: list[Finding]) -> str:
     """evs: (evaluation or None when it could not be planned, its findings, tune note, label)."""
     sections = []
     for ev, findings, note, label in evs:

@@ -132,8 +132,8 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     ep_share = 1.0 / r.dp if r.expert_parallel else 1.0
     dense_qb = db if r.scheme and r.scheme.experts_only else qb
     experts_b = [x * qb * pad for x in g.experts]
-    per_layer_full = [(a + m) * dense_qb + x for a, m, x in zip(g.attn, g.mlp, experts_b)]
-    per_layer = [(a + m) * dense_qb + x * ep_share for a, m, x in zip(g.attn, g.mlp, experts_b)]
+    per_layer_full = [(a + m) * dense_qb + x for a, m, x in zip(g.attn, g.mlp, experts_b, strict=True)]
+    per_layer = [(a + m) * dense_qb + x * ep_share for a, m, x in zip(g.attn, g.mlp, experts_b, strict=True)]
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     embed_b = padded_vocab * model.hidden_size * db
     head_b = 0 if model.tie_word_embeddings else embed_b
