@@ -181,7 +181,8 @@ def advice(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Er
                                       "everything outside vLLM's budget",
                            span=sp.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
     m = plan.memory
-    if not e.cudagraph_subtracted and m.cuda_graphs and m.free_headroom < 0:
+    context = 0.30 * 2**30  # the CUDA context lives outside the budget too (plan.CUDA_CONTEXT)
+    if not e.cudagraph_subtracted and m.cuda_graphs and m.free_headroom - context < 0:
         out.append(finding("VLLM016", f"CUDA graphs (~{m.cuda_graphs / 2**30:.2f} GiB) are captured after the KV cache "
                                       f"takes the budget; only {(m.total - m.budget) / 2**30:.2f} GiB is outside it",
                            span=sp.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
