@@ -1,0 +1,303 @@
+"""Log lines -> failure events, one line at a time.
+
+The scanner keeps only bounded state whatever the size of the log: the current engine run
+(start-up progress, request counters, the last engine figures), the failure events with a
+copy of that run state, and the function names of the last traceback. A line is searched
+by a pattern's regex only when it contains one of the pattern's literal needles.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.diagnose import patterns as P
+from servefit.diagnose.model import Event, Line, RunState
+from servefit.diagnose.timestamps import Clock, duration
+from servefit.diagnose.track import Tracker
+
+CONTINUATION = 8  # a torch OOM message may wrap over this many following lines
+MAX_EVENTS = 200
+MERGE_WINDOW = {"llamacpp": 12, "kernel": 200, "k8s": 40}  # lines within which one failure's lines belong together
+SUPPORT_WINDOW = 40
+# Substrings that tell which engine wrote a log; the first engine in this order wins
+# (Ollama logs contain llama.cpp lines, TGI/SGLang logs may mention vLLM kernels).
+HINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ollama", ("[GIN]", "ollama", "source=sched.go", "source=server.go", "source=routes.go")),
+    ("tgi", ("text_generation_",)),
+    ("sglang", ("sglang", " TP0]")),
+    ("vllm", ("vllm", "vLLM", "(EngineCore", "[gpu_model_runner.py:", "[api_server.py:")),
+    ("llamacpp", ("llama_model_loader", "llama_context", "load_tensors:", "ggml_", "llama_kv_cache", "llama-server")),
+)
+_FRAME = re.compile(r'File "[^"]+", line \d+, in (\w+)')
+_STAGE_TEXT = (("kv cache", "kv"), ("KV cache", "kv"), ("compute buffer", "compute"), ("ggml_gallocr", "compute"),
+               ("error loading model", "load"),
+               ("load_tensors", "load"), ("unable to allocate", "load"))
+
+
+# Keywords: each needle is reached through one of its words. A line is cut into words once
+# (punctuation to spaces, one C-level translate + split), the words are intersected with the
+# keyword set, and only the needles of the keywords found are tested: an ordinary line costs a
+# couple of microseconds whatever the number of patterns.
+_PUNCT = "".join(chr(c) for c in range(33, 127) if not (chr(c).isalnum() or chr(c) == "_"))
+WORDS = bytes.maketrans(_PUNCT.encode(), b" " * len(_PUNCT))  # bytes.translate is the fast one
+_COMMON = {"a", "an", "the", "of", "to", "in", "is", "at", "on", "for", "with", "and", "one", "than", "that",
+           "can", "be", "more", "size", "model", "failed", "memory", "process", "server", "request", "GPU", "KV",
+           "cache", "max", "tokens", "llama", "took"}
+
+
+def _keyword(needle: str) -> str:
+    words = needle.encode().translate(WORDS).decode().split()
+    rare = [w for w in words if w not in _COMMON] or words
+    return max(rare, key=len)
+
+
+def _index() -> tuple[frozenset[bytes], dict[bytes, list[tuple[str, list[P.Pattern]]]]]:
+    by_needle: dict[str, list[P.Pattern]] = {}
+    for pat in P.PATTERNS:
+        for nd in pat.needles:
+            by_needle.setdefault(nd, []).append(pat)
+    index: dict[bytes, list[tuple[str, list[P.Pattern]]]] = {}
+    for nd, pats in by_needle.items():
+        index.setdefault(_keyword(nd).encode(), []).append((nd, pats))
+    return frozenset(index), index
+
+
+KEYWORDS, KEYWORD_NEEDLES = _index()
+_TS_HINT = re.compile(r"\d\d:\d\d:\d\d|^\[\s*\d+\.\d+\]|^\d+\.\d\d\.\d{3}\.\d{3} ")
+HINT_LINES = 5000  # engine hints are looked for in the first lines and in every matched line
+
+
+@dataclass
+class ScanResult:
+    events: list[Event] = field(default_factory=list)
+    engines: list[str] = field(default_factory=list)  # hinted engines, in HINTS order
+    lines: int = 0
+    oom_events: int = 0
+    last_state: RunState = field(default_factory=RunState)
+
+
+class Scanner(Tracker):
+    """Feed it lines; `result()` gives the failure events."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self._ts_text: str | None = None  # the latest line with a timestamp, parsed lazily
+        self._ts_parsed_text: str | None = None
+        self._ts_value: tuple[str, float] | None = None
+        self._run_ts_text: str | None = None  # the first line with a timestamp in this run
+        self.state = RunState()
+        self.events: list[Event] = []
+        self.dropped = 0
+        self.hints: set[str] = set()
+        self.n = 0
+        self.frames: deque[str] = deque(maxlen=64)
+        self.traceback_line = 0
+        self.open_event: Event | None = None
+        self.open_until = 0
+        self.last_by_family: dict[str, Event] = {}
+        self.block: list[tuple[int, str]] | None = None  # TGI prints `Args {` pretty-printed over many lines
+        self.block_start: Line | None = None
+
+    # -- per line -------------------------------------------------------------------------------
+    def feed(self, text: str) -> None:
+        self.n += 1
+        n = self.n
+        if _TS_HINT.search(text, 0, 100):
+            self._ts_text = text
+            if self._run_ts_text is None:
+                self._run_ts_text = text
+        if "Traceback (most recent call last)" in text:
+            self.frames.clear()
+            self.traceback_line = n
+        elif 'File "' in text:
+            m = _FRAME.search(text)
+            if m:
+                self.frames.append(m.group(1))
+        if self.block is not None:
+            self._block(n, text)
+        if self.open_event is not None:
+            if n <= self.open_until:
+                self._continue(self.open_event, n, text)
+            else:
+                self.open_event = None
+        matched: list[tuple[P.Pattern, re.Match[str]]] = []
+        for word in KEYWORDS.intersection(text.encode("utf-8", "replace").translate(WORDS).split()):
+            for needle, pats in KEYWORD_NEEDLES[word]:
+                if needle in text:
+                    for pat in pats:
+                        m = pat.regex.search(text)
+                        if m:
+                            matched.append((pat, m))
+        if n <= HINT_LINES or (matched and matched[0][0].kind == "fatal"):
+            self._hint(text)
+        if matched:
+            self._handle(n, text, matched)
+
+    def _hint(self, text: str) -> None:
+        if len(self.hints) < len(HINTS):
+            for eng, needles in HINTS:
+                if eng not in self.hints and any(nd in text for nd in needles):
+                    self.hints.add(eng)
+
+    def _handle(self, n: int, text: str, matched: list[tuple[P.Pattern, re.Match[str]]]) -> None:
+        if len(matched) == 1:  # the common case: one request or metric line
+            pat, m = matched[0]
+            if pat.kind == "request":
+                self._request(n, text, matched)
+            elif pat.kind == "fatal":
+                self._fatal(n, text, matched)
+            else:
+                self._one(n, text, pat, m)
+            return
+        unique: dict[str, tuple[P.Pattern, re.Match[str]]] = {}
+        for pm in matched:  # a pattern listed under two needles matches twice
+            unique.setdefault(pm[0].name, pm)
+        matched = list(unique.values())
+        fatal = [(p, m) for p, m in matched if p.kind == "fatal"]
+        if fatal:
+            self._fatal(n, text, fatal)
+        requests = [(p, m) for p, m in matched if p.kind == "request"]
+        if requests:
+            self._request(n, text, requests)
+        matched.sort(key=lambda pm: pm[0].kind != "start")
+        for pat, m in matched:
+            if pat.kind not in ("fatal", "request"):
+                self._one(n, text, pat, m)
+
+    def _one(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
+        kind = pat.kind
+        if kind == "metric":
+            self._metric(n, text, m)
+        elif kind == "support":
+            self._support(n, text, pat, m)
+        elif kind == "start":
+            self._start(n, text, pat, m)
+        elif kind == "config":
+            self._config(n, text, pat)
+        elif kind == "loading":
+            if m.group("pct__n") == "100":
+                self.state.weights_loaded = self.state.weights_loaded or self._line(n, text)
+            else:
+                self.state.loading = self._line(n, text)
+        elif kind.startswith("phase:"):
+            self._phase(kind[6:], pat, m)
+        else:
+            self._progress(n, text, pat, m)
+
+    # -- failures -------------------------------------------------------------------------------
+    def _fatal(self, n: int, text: str, fatal: list[tuple[P.Pattern, re.Match[str]]]) -> None:
+        fatal.sort(key=lambda pm: -pm[0].rank)
+        pat = fatal[0][0]
+        figs: dict[str, Any] = {}
+        for _, m in fatal:
+            for k, v in P.figures_of(m).items():
+                figs.setdefault(k, v)
+        family = pat.family
+        line = self._line(n, text)
+        body = text[fatal[0][1].start():].strip().rstrip("\"')]} ")
+        for ev in reversed(self.events[-8:]):
+            if ev.pattern == pat.name and n - ev.line.number < 400 and ev.extra.get("body") == body:
+                ev.repeats += 1  # the same message again (vLLM and TGI print tracebacks twice)
+                return
+        prev = self.last_by_family.get(family)
+        window = MERGE_WINDOW.get(family)
+        if prev is not None and window and n - prev.line.number <= window:
+            self._merge(prev, line, figs, [p for p, _ in fatal], text)
+            return
+        if len(self.events) >= MAX_EVENTS:
+            self.dropped += 1
+            return
+        self._run_start_time()
+        ev = Event(line=line, pattern=pat.name, engine=pat.engine, rank=pat.rank, figures=figs, time=self._now(),
+                   state=self.state.copy(), extra={"body": body})
+        if family == "torch":
+            self._continue(ev, n, text)
+            self.open_event, self.open_until = ev, n + CONTINUATION
+            if self.traceback_line and n - self.traceback_line < 400:
+                names = set(self.frames)
+                ev.stage = next((stage for name, stage in P.STAGES if name in names), "")
+        else:
+            ev.stage = self._stage_of([pat], text)
+        self.events.append(ev)
+        self.last_by_family[family] = ev
+
+    def _merge(self, ev: Event, line: Line, figs: dict[str, Any], pats: list[P.Pattern], text: str) -> None:
+        ev.extra_lines.append(line)
+        for k, v in figs.items():
+            ev.figures.setdefault(k, v)
+        ev.rank = max(ev.rank, pats[0].rank)
+        stage = self._stage_of(pats, text)
+        if stage and not ev.stage:
+            ev.stage = stage
+
+    @staticmethod
+    def _stage_of(pats: list[P.Pattern], text: str) -> str:
+        for pat in pats:
+            if pat.name == "llamacpp.kv_alloc":
+                return "kv"
+            if pat.name == "llamacpp.compute_alloc":
+                return "compute"
+            if pat.name == "llamacpp.load_alloc":
+                return "load"
+        for needle, stage in _STAGE_TEXT:
+            if needle in text:
+                return stage
+        return ""
+
+    def _continue(self, ev: Event, n: int, text: str) -> None:
+        found = False
+        for rx in P.TORCH_FIGURES:
+            m = rx.search(text)
+            if m:
+                for k, v in P.figures_of(m).items():
+                    if k not in ev.figures:
+                        ev.figures[k] = v
+                        found = True
+        procs = P.TORCH_PROCESS.findall(text)
+        if procs:
+            seen = ev.extra.setdefault("processes", {})
+            for pid, sz in procs:
+                seen[pid] = P.size(sz) or 0
+            ev.figures["gpu_processes"] = len(seen)
+            ev.figures["process_in_use"] = sum(seen.values())
+            found = True
+        if found and n != ev.line.number:
+            ev.extra_lines.append(self._line(n, text))
+
+    def _support(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
+        if not self.events:
+            return
+        target = self.events[-1]
+        last = max([target.line.number] + [x.number for x in target.extra_lines])
+        if n - last > max(SUPPORT_WINDOW, MERGE_WINDOW.get(pat.family, 0)):
+            return
+        figs = P.figures_of(m)
+        if pat.name in ("k8s.started", "k8s.finished"):
+            if target.pattern != "k8s.oomkilled":
+                return
+            ts = self.clock.parse(m.group(1))
+            if ts is None:
+                return
+            target.extra[pat.name] = ts
+            figs = {}
+            up = duration(target.extra.get("k8s.started"), target.extra.get("k8s.finished"))
+            if up is not None:
+                target.figures["uptime_seconds"] = int(up)
+        if figs and all(k in target.figures for k in figs):
+            return  # nothing new (kubectl describe lists memory under Limits and Requests)
+        if n != target.line.number and all(x.number != n for x in target.extra_lines):
+            target.extra_lines.append(self._line(n, text))
+        for k, v in figs.items():
+            target.figures.setdefault(k, v)
+        stage = self._stage_of([pat], text)
+        if stage and not target.stage:
+            target.stage = stage
+
+    # -- start-up progress ----------------------------------------------------------------------
+    def result(self) -> ScanResult:
+        engines = [eng for eng, _ in HINTS if eng in self.hints]
+        return ScanResult(events=self.events, engines=engines, lines=self.n,
+                          oom_events=len(self.events) + self.dropped, last_state=self.state)

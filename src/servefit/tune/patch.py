@@ -1,0 +1,379 @@
+"""The tuned point as edits on the spans the sources found: a value that is written is replaced
+in place (only its characters change), a flag that is absent is inserted in the file's own style
+(tune/style.py), a boolean flag turned off is removed. Each change carries an applicability, as
+ruff's fixes do: `safe` for settings, `unsafe` for a change of checkpoint or quantization (applied
+only with --unsafe), `display-only` where servefit cannot place the edit and shows it instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.core import Edit, Fix, LaunchSite, Span, Token
+from servefit.redact import is_secret_name
+from servefit.sources.text import LineIndex
+from servefit.tune import style
+from servefit.tune.space import WEIGHTS, Space
+from servefit.tune.write import apply_edits, by_file
+
+SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display-only"
+RANK = {SAFE: 0, UNSAFE: 1, DISPLAY: 2}
+Reader = Callable[[str], str]
+
+
+@dataclass
+class Placed:
+    setting: str
+    old: Any
+    new: Any
+    applicability: str
+    edits: list[Edit] = field(default_factory=list)
+    shown: str = ""  # how the change reads (`--max-model-len 32768`), for messages and manual edits
+
+
+@dataclass
+class Patch:
+    site: LaunchSite
+    placed: list[Placed]
+
+    @property
+    def edits(self) -> list[Edit]:
+        return [e for p in self.placed if p.applicability != DISPLAY for e in p.edits]
+
+    @property
+    def applicability(self) -> str:
+        if not self.placed:
+            return SAFE
+        return max((p.applicability for p in self.placed), key=lambda a: RANK[a])
+
+    def fix(self) -> Fix:
+        what = ", ".join(p.shown for p in self.placed)
+        return Fix(message=f"tune: {what}" if what else "tune: nothing to change", edits=tuple(self.edits),
+                   applicability=self.applicability)  # type: ignore[arg-type]
+
+    def manual(self) -> list[str]:
+        return [p.shown for p in self.placed if p.applicability == DISPLAY]
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def reader(preloaded: dict[str, str] | None = None) -> Reader:
+    """Read each file once, newlines as written (CRLF stays two characters). `preloaded`: texts
+    that are not files (a command line typed after `--`)."""
+    cache: dict[str, str] = dict(preloaded or {})
+
+    def read(path: str) -> str:
+        if path not in cache:
+            with open(path, encoding="utf-8", newline="") as fh:
+                cache[path] = fh.read()
+        return cache[path]
+
+    return read
+
+
+def settings_changes(space: Space, point: dict[str, Any]) -> list[tuple[str, Any, Any, bool]]:
+    """(setting, old, new, unsafe) the point asks for."""
+    out: list[tuple[str, Any, Any, bool]] = []
+    cur = space.current()
+    changed = {k: v for k, v in space.changed(point).items() if k != WEIGHTS}
+    settings = space.ev.config.settings
+    for name, val in space.adapter.writes(changed, point, cur, space.ev.config).items():
+        out.append((name, cur.get(name, settings.get(name)), val, False))
+    var = space.variants.get(point.get(WEIGHTS, "none"))
+    if var is not None and var.changes_checkpoint:
+        for k, v in var.settings.items():
+            out.append((k, space.ev.config.settings.get(k), v, True))
+        if var.ref:
+            out.append(("model", space.ev.config.model_ref, var.ref, True))
+    return out
+
+
+@dataclass
+class Occurrence:
+    flag: Token
+    value: Token | None
+    inline: bool
+    negated: bool
+
+
+def _table(engine: str) -> Any:
+    from servefit.engines.options import load_table
+
+    try:
+        return load_table(engine)
+    except Exception:  # an engine without a table yet (TGI, SGLang): flags from the names
+        return None
+
+
+def occurrences(site: LaunchSite, table: Any, skip: int) -> dict[str, Occurrence]:
+    """The last place each option is written on the command line (argparse: the last wins)."""
+    out: dict[str, Occurrence] = {}
+    args = site.argv[skip:]
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        text = tok.text
+        if not text.startswith("-") or text in ("-", "--"):
+            i += 1
+            continue
+        flag, eq, _ = text.partition("=")
+        opt, neg = table.lookup(flag) if table is not None else (None, False)
+        if opt is None:
+            i += 1
+            continue
+        if not opt.takes_value or neg:
+            out[opt.name] = Occurrence(tok, None, bool(eq), neg)
+            i += 1
+            continue
+        if eq:
+            out[opt.name] = Occurrence(tok, None, True, False)
+            i += 1
+            continue
+        val = args[i + 1] if i + 1 < len(args) else None
+        out[opt.name] = Occurrence(tok, val, False, False)
+        i += 2
+    return out
+
+
+class Patcher:
+    def __init__(self, space: Space, read: Reader) -> None:
+        from servefit.engines import get
+
+        self.space, self.read = space, read
+        self.site = space.ev.site
+        self.engine = space.ev.config.engine
+        self.table = _table(self.engine)
+        words = [t.text for t in self.site.argv]
+        self.skip = get(self.engine).command_length(words) if words else 0
+        self.occ = occurrences(self.site, self.table, self.skip)
+        self.pending_words: list[tuple[Placed, list[str]]] = []
+        self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
+
+    # -- helpers
+    def span(self, file: str, start: int, end: int) -> Span:
+        return LineIndex(self.read(file), file).span(start, end)
+
+    def exact(self, tok: Token | None) -> bool:
+        if tok is None or tok.span is None:
+            return False
+        try:
+            text = self.read(tok.span.file)
+        except (OSError, UnicodeDecodeError):
+            return False
+        return style.exact(text, tok.span, tok.text)
+
+    def readable(self, path: str) -> bool:
+        try:
+            self.read(path)
+            return True
+        except (OSError, UnicodeDecodeError):
+            return False
+
+    def replace(self, p: Placed, tok: Token, text: str, offset: int = 0) -> None:
+        s = tok.span
+        assert s is not None
+        if offset and (s.end - s.start != len(tok.text)):
+            p.applicability = DISPLAY
+            return
+        if not style.PLAIN_SHELL.match(text) and not self._quoted(tok):
+            p.applicability = DISPLAY
+            return
+        p.edits.append(Edit(self.span(s.file, s.start + offset, s.end), text))
+
+    def _quoted(self, tok: Token) -> bool:
+        assert tok.span is not None
+        return bool(style.quote_of(self.read(tok.span.file), tok.span))
+
+    def anchor(self) -> Token | None:
+        """The last word of the command as written in the site's file (not a value expanded
+        from a variable defined elsewhere)."""
+        env_spans = {t.span for t in self.site.env.values() if t.span is not None}
+        cands = [t for t in self.site.argv if t.span is not None and t.span not in env_spans
+                 and t.span.file == self.site.file and self.exact(t)]
+        if not cands:
+            return None
+        first = next((t for t in self.site.argv if t.span is not None and t in cands), None)
+        start = first.span.start if first is not None and first.span is not None else 0
+        cands = [t for t in cands if t.span is not None and t.span.start >= start]
+        return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
+
+    def quotes(self, text: str) -> tuple[str | None, str | None]:
+        """The quoting of the last flag and the last value written in the site's file."""
+        flag_q: str | None = None
+        val_q: str | None = None
+        for t in self.site.argv[self.skip:]:
+            if t.span is None or t.span.file != self.site.file or not self.exact(t):
+                continue
+            q = style.quote_of(text, t.span)
+            if t.text.startswith("-"):
+                flag_q = q
+            else:
+                val_q = q
+        return flag_q, val_q
+
+    # -- kinds of settings
+    def flag(self, p: Placed, name: str) -> None:
+        opt = self.table.by_name.get(name) if self.table is not None else None
+        flags = opt.flags if opt is not None and opt.flags else ("--" + name.replace("_", "-"),)
+        long = next((f for f in flags if f.startswith("--")), flags[0])
+        occ = self.occ.get(name)
+        is_bool = opt is not None and not opt.takes_value
+        new = p.new
+        p.shown = (long if new else f"no {long}") if is_bool else f"{long} {fmt(new)}"
+        if occ is not None:
+            if is_bool:
+                if bool(new) == (not occ.negated):
+                    return
+                if occ.negated:
+                    self.replace(p, occ.flag, long)
+                elif self.exact(occ.flag):
+                    assert occ.flag.span is not None
+                    text = self.read(occ.flag.span.file)
+                    piece = style.remove_word(text, occ.flag.span)
+                    if piece is None:
+                        p.applicability = DISPLAY
+                    else:
+                        p.edits.append(Edit(self.span(occ.flag.span.file, piece[0], piece[1]), piece[2]))
+                else:
+                    p.applicability = DISPLAY
+                return
+            if occ.inline:
+                flag_text = occ.flag.text.partition("=")[0]
+                if self.exact(occ.flag):
+                    self.replace(p, occ.flag, fmt(new), offset=len(flag_text) + 1)
+                else:
+                    p.applicability = DISPLAY
+                return
+            if occ.value is not None and self.exact(occ.value):
+                self.replace(p, occ.value, fmt(new))
+            else:
+                p.applicability = DISPLAY
+            return
+        env = next((v for v in (opt.env if opt is not None else ()) if v in self.site.env), None)
+        if env is not None:
+            self.env(p, env, shown=False)
+            return
+        if is_bool and not new:
+            return
+        self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
+
+    def env(self, p: Placed, var: str, shown: bool = True) -> None:
+        value = fmt(p.new)
+        if isinstance(p.new, bool):
+            value = "1" if p.new else "0"
+        if shown:
+            p.shown = f"{var}={value}"
+        if is_secret_name(var):
+            p.applicability = DISPLAY
+            return
+        tok = self.site.env.get(var)
+        if tok is not None:
+            if self.exact(tok):
+                self.replace(p, tok, value)
+            else:
+                p.applicability = DISPLAY
+            return
+        sibs = [t for t in self.site.env.values() if self.exact(t)]
+        sibs.sort(key=lambda t: (t.span is None or t.span.file != self.site.file, -(t.span.end if t.span else 0)))
+        for sib in sibs:
+            assert sib.span is not None
+            piece = style.env_entry(self.read(sib.span.file), sib.span, var, value)
+            if piece is not None:
+                p.edits.append(Edit(self.span(sib.span.file, piece[0], piece[1]), piece[2]))
+                return
+        cmd = next((t for t in self.site.argv if t.span is not None), None)
+        if cmd is not None and cmd is self.site.argv[0] and self.exact(cmd) and self.site.extra.get("k8s_kind") is None:
+            assert cmd.span is not None
+            piece = style.prefix_env(self.read(cmd.span.file), cmd.span, var, value)
+            if piece is not None:
+                p.edits.append(Edit(self.span(cmd.span.file, piece[0], piece[1]), piece[2]))
+                return
+        p.applicability = DISPLAY
+
+    def parameter(self, p: Placed, name: str) -> None:
+        doc = self.site.extra.get("modelfile")
+        p.shown = f"PARAMETER {name} {fmt(p.new)}"
+        toks = doc.parameters.get(name) if doc is not None else None
+        if toks:
+            if self.exact(toks[-1]):
+                self.replace(p, toks[-1], fmt(p.new))
+            else:
+                p.applicability = DISPLAY
+            return
+        after = None
+        for ins in doc.instructions if doc is not None else []:
+            if ins.name in ("from", "parameter") and ins.keyword.span is not None:
+                after = ins.keyword.span
+        if after is None or not self.readable(after.file):
+            p.applicability = DISPLAY
+            return
+        s, e, t = style.parameter_line(self.read(after.file), after, name, fmt(p.new))
+        p.edits.append(Edit(self.span(after.file, s, e), t))
+
+    def model(self, p: Placed) -> None:
+        span = self.space.ev.config.spans.get("model")
+        p.shown = f"model {p.new}"
+        tok = next((t for t in self.site.argv if t.span == span and span is not None), None)
+        if tok is None:
+            doc = self.site.extra.get("modelfile")
+            tok = doc.from_ref if doc is not None else None
+        if tok is not None and self.exact(tok):
+            self.replace(p, tok, fmt(p.new))
+        else:
+            p.applicability = DISPLAY
+
+    def flush(self) -> None:
+        if not self.pending_words:
+            return
+        anchor = self.anchor()
+        piece = None
+        if anchor is not None and anchor.span is not None:
+            text = self.read(anchor.span.file)
+            # with `--flag=value` items around, new flags follow that style one by one
+            parts = []
+            for _, ws in self.pending_words:
+                parts.append(["=".join(ws)] if self.inline and len(ws) == 2 else ws)
+            spans = [t.span for t in self.site.argv if t.span is not None and t.span.file == anchor.span.file
+                     and t.span.start <= anchor.span.start and self.exact(t)]
+            spans.sort(key=lambda sp: sp.start)
+            piece = style.insert_words(text, anchor.span, parts, self.quotes(text), style.spans_lines(text, spans))
+        if piece is None:
+            for p, _ in self.pending_words:
+                p.applicability = DISPLAY
+            return
+        assert anchor is not None and anchor.span is not None
+        first = self.pending_words[0][0]
+        first.edits.append(Edit(self.span(anchor.span.file, piece[0], piece[1]), piece[2]))
+
+
+def make_patch(space: Space, point: dict[str, Any], read: Reader | None = None) -> Patch:
+    read = read or reader()
+    pt = Patcher(space, read)
+    placed: list[Placed] = []
+    for name, old, new, unsafe in settings_changes(space, point):
+        p = Placed(setting=name, old=old, new=new, applicability=UNSAFE if unsafe else SAFE)
+        placed.append(p)
+        if name == "model":
+            pt.model(p)
+        elif pt.engine == "ollama" and name == "num_ctx" and space.ev.site.extra.get("modelfile") is not None:
+            pt.parameter(p, name)
+        elif pt.engine == "ollama" and name == "num_ctx":
+            p.new = new
+            pt.env(p, "OLLAMA_CONTEXT_LENGTH")
+        elif name.isupper():
+            pt.env(p, name)
+        else:
+            pt.flag(p, name)
+    pt.flush()
+    return Patch(site=space.ev.site, placed=placed)
+
+
+__all__ = ["DISPLAY", "SAFE", "UNSAFE", "Patch", "Placed", "apply_edits", "by_file", "make_patch", "reader"]

@@ -1,0 +1,196 @@
+"""One `servefit tune` invocation: find the servers, tune each, turn the answers into patches,
+then show (`--diff`) and write (`--write`) them. Files with several servers get one patch each
+per server, merged per file; a server whose patch is not applicable (unsafe without --unsafe,
+or display-only) leaves its part of the file as it is."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from servefit.core import LaunchSite, Token, UsageError
+from servefit.tune.objective import Needs
+from servefit.tune.patch import DISPLAY, SAFE, UNSAFE, Patch, apply_edits, by_file, make_patch, reader
+from servefit.tune.study import TuneRun
+
+VIRTUAL = "<command line>"
+# a file of one of these names in the current directory is still a command (`-- vllm serve ...`)
+PROGRAMS = {"vllm", "llama-server", "ollama", "text-generation-launcher", "python", "python3", "docker", "sglang"}
+
+
+@dataclass
+class SiteTune:
+    site: LaunchSite
+    run: TuneRun | None = None
+    patch: Patch | None = None
+    error: str | None = None
+    applied: bool = False
+    held_back: str = ""  # why the patch is not applied
+
+
+@dataclass
+class FileChange:
+    path: str
+    old: str
+    new: str
+    written: bool = False
+    refused: str = ""
+
+
+@dataclass
+class Session:
+    args: argparse.Namespace
+    needs: Needs
+    target: Any
+    tunes: list[SiteTune] = field(default_factory=list)
+    files: list[FileChange] = field(default_factory=list)
+    command: str | None = None  # the tuned command line (`-- COMMAND` mode)
+    preloaded: dict[str, str] = field(default_factory=dict)
+
+    def run(self, words: list[str]) -> None:
+        import os
+
+        if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS:
+            from servefit.sources import scan_file
+
+            self.read = reader()
+            for path in words:
+                result = scan_file(path)
+                if not result.sites:
+                    raise UsageError(f"{path}: no serving engine found in this file")
+                for site in result.sites:
+                    self.tunes.append(self.tune_site(site))
+        else:
+            text, site = command_site(words)
+            self.preloaded[VIRTUAL] = text
+            self.read = reader(self.preloaded)
+            self.tunes.append(self.tune_site(site))
+        self.finish()
+
+    def tune_site(self, site: LaunchSite) -> SiteTune:
+        from servefit.pipeline import evaluate
+        from servefit.tune import study
+        from servefit.tune.space import build_space
+
+        out = SiteTune(site=site)
+        try:
+            ev = evaluate(site, self.target)
+            needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
+            space = build_space(ev, needs)
+        except UsageError as exc:
+            out.error = str(exc)
+            return out
+        a = self.args
+        bench = None
+        if a.bench_cmd:
+            from servefit.tune.bench import Bench
+
+            bench = Bench(a.bench_cmd, space, a.bench_metric, a.bench_goal, a.bench_timeout)
+        storage = a.storage or ("sqlite:///servefit-tune.db" if bench is not None else None)
+        name = a.study
+        if name and len(self.tunes) > 0:
+            name = f"{name}/{site.name}"
+        out.run = study.run(space, needs, strategy=a.sampler, trials=a.trials, storage=storage, study_name=name,
+                            seed=a.seed, bench=bench)
+        b = out.run.best
+        if b is not None and b.feasible and b.changes:
+            out.patch = make_patch(space, b.point, self.read)
+        return out
+
+    def finish(self) -> None:
+        edits: dict[str, list[Any]] = {}
+        for t in self.tunes:
+            if t.patch is None:
+                continue
+            app = t.patch.applicability
+            if app == DISPLAY:
+                t.held_back = "some changes cannot be placed in the file: make them by hand (shown below)"
+                continue
+            if app == UNSAFE and not self.args.unsafe:
+                t.held_back = "changes the checkpoint or its quantization (unsafe): pass --unsafe to apply it"
+                continue
+            t.applied = True
+            for path, es in by_file(t.patch.edits).items():
+                edits.setdefault(path, []).extend(es)
+        for path, es in edits.items():
+            old = self.read(path)
+            try:
+                new = apply_edits(old, es)
+            except ValueError as exc:
+                self.files.append(FileChange(path, old, old, refused=str(exc)))
+                continue
+            self.files.append(FileChange(path, old, new))
+        if VIRTUAL in self.preloaded:
+            fc = next((f for f in self.files if f.path == VIRTUAL), None)
+            self.command = fc.new if fc is not None else self.preloaded[VIRTUAL]
+            self.files = [f for f in self.files if f.path != VIRTUAL]
+        if self.args.write:
+            self.write()
+
+    def write(self) -> None:
+        from servefit.tune.write import WriteRefused, atomic_write
+
+        for fc in self.files:
+            if fc.refused or fc.new == fc.old:
+                continue
+            try:
+                atomic_write(fc.path, fc.new, fc.old)
+                fc.written = True
+            except WriteRefused as exc:
+                fc.refused = str(exc)
+
+    def diffs(self) -> str:
+        from servefit.tune.diff import secret_values, unified
+
+        secrets = secret_values([t.site for t in self.tunes])
+        return "".join(unified(f.path, f.old, f.new, secrets) for f in self.files)
+
+    def exit_code(self) -> int:
+        if any(t.error for t in self.tunes) and not any(t.run for t in self.tunes):
+            return 2
+        if any(f.refused for f in self.files):
+            return 1
+        if any(t.run is None or t.run.best is None or not t.run.best.feasible for t in self.tunes):
+            return 1
+        return 0
+
+    def text(self) -> str:
+        from servefit.report.tune import render_session
+
+        return render_session(self)
+
+    def as_json(self) -> Any:
+        from servefit.report.tune import session_dict
+
+        return session_dict(self)
+
+
+def command_site(words: list[str]) -> tuple[str, LaunchSite]:
+    """A command typed after `--` as a one-line text with a span for every word, so the same
+    patcher that edits files rewrites it."""
+    from servefit.sources.text import LineIndex
+
+    parts: list[str] = []
+    spans: list[tuple[int, int] | None] = []
+    pos = 0
+    for w in words:
+        q = shlex.quote(w)
+        if parts:
+            pos += 1
+        if q == w:
+            spans.append((pos, pos + len(w)))
+        elif q == f"'{w}'":
+            spans.append((pos + 1, pos + 1 + len(w)))
+        else:
+            spans.append(None)
+        parts.append(q)
+        pos += len(q)
+    text = " ".join(parts)
+    li = LineIndex(text, VIRTUAL)
+    toks = [Token(w, li.span(*s) if s else None) for w, s in zip(words, spans, strict=True)]
+    return text, LaunchSite(file=VIRTUAL, line=1, argv=toks, name="command line")
+
+
+__all__ = ["SAFE", "Session", "SiteTune", "command_site"]

@@ -1,0 +1,332 @@
+"""The search space: the engine's knobs (valid values only, from its plugin), the weight
+choices, and how one point becomes an EngineConfig the engine's own `plan` can judge.
+
+A point maps each dimension name to one of its values. Dimensions whose value equals what the
+user's config already resolves to, and which the user did not write, stay unset when a point
+is applied, so the engine defaults them exactly as it will after the patch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, MemoryPlan, UsageError
+from servefit.tune.objective import KV_4BIT, KV_8BIT, KV_NONE, Needs, Result, constraint_values
+from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
+
+if TYPE_CHECKING:
+    from servefit.pipeline import Evaluation
+
+WEIGHTS = "weights"
+
+
+@dataclass(frozen=True)
+class Dim:
+    name: str
+    values: tuple[Any, ...]
+    current: Any
+
+
+class Adapter:
+    """How tune sees one engine. Subclasses fill the knobs and the engine's own semantics."""
+
+    engine = ""
+    always: frozenset[str] = frozenset()  # dimensions written into the settings even when unchanged
+
+    def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
+        raise NotImplementedError
+
+    def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
+        return []
+
+    def current_level(self, ev: Evaluation) -> int:
+        return level_of(ev.model.quantization)
+
+    def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
+        settings[name] = value
+
+    def finish(self, settings: dict[str, Any], explicit: set[str]) -> None:
+        """Settings that follow from several dimensions (llama.cpp's ctx_size)."""
+
+    def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
+               cfg: EngineConfig) -> dict[str, Any]:
+        """The settings to write for the changed dimensions (the same names, for most engines)."""
+        return dict(changed)
+
+    def kv_level(self, point: dict[str, Any]) -> int:
+        return KV_NONE
+
+    def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
+        return ""
+
+    def users(self, plan: MemoryPlan, point: dict[str, Any]) -> int:
+        return int(math.floor(plan.max_concurrency + 1e-9))
+
+    def penalty(self, point: dict[str, Any], plan: MemoryPlan) -> int:
+        return 0
+
+    def started(self, plan: MemoryPlan, needs: Needs) -> bool:
+        return plan.outcome == "started"
+
+
+def kv_level_of(dtype: str) -> int:
+    d = str(dtype).lower()
+    if d in ("auto", "bfloat16", "float16", "f16", "bf16", "f32", "float32", "", "none"):
+        return KV_NONE
+    if d.startswith(("fp8", "q8", "int8")) or "k8v" in d:
+        return KV_8BIT
+    return KV_4BIT
+
+
+def kv_allowed(dtype: str, needs: Needs) -> bool:
+    """Unquantized KV is always allowed; `--allow kv=fp8` opens fp8* (and q8_0 in GGUF engines),
+    `kv=q4_0` / `kv=4bit` the 4-bit caches, `kv=any` everything the engine has."""
+    if kv_level_of(dtype) == KV_NONE:
+        return True
+    allow = {a.lower() for a in needs.allow_kv}
+    d = str(dtype).lower()
+    if "any" in allow or d in allow:
+        return True
+    if kv_level_of(d) == KV_8BIT and allow & {"8bit", "int8", "fp8", "q8_0"}:
+        return True
+    return kv_level_of(d) == KV_4BIT and bool(allow & {"4bit", "q4_0", "int4"})
+
+
+def ladder(values: tuple[Any, ...] | list[Any], current: Any) -> tuple[Any, ...]:
+    """The knob's values with the current one included, in ascending order."""
+    vals = list(dict.fromkeys(list(values) + [current]))
+    try:
+        return tuple(sorted(vals))
+    except TypeError:
+        return tuple(vals)
+
+
+def contexts(ladder_values: tuple[int, ...], limit: int, needs: Needs, current: int) -> tuple[int, ...]:
+    """Context lengths at least --min-context and at most the model's limit (the minimum itself
+    included, so the answer can sit exactly on it)."""
+    vals = set(ladder_values) | {current}
+    if needs.min_context:
+        vals.add(needs.min_context)
+        vals = {v for v in vals if v >= needs.min_context}
+    return tuple(sorted(v for v in vals if 0 < v <= limit))
+
+
+class VllmAdapter(Adapter):
+    engine = "vllm"
+
+    def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
+        from servefit.engines import get
+        from servefit.engines.vllm.checks import derived_max_len
+        from servefit.engines.vllm.era import era
+
+        cfg, plan, s = ev.config, ev.plan, ev.config.settings
+        knobs = {k.name: k.values for k in get("vllm").knobs(cfg, ev.model, ev.gpu, ev.count)}
+        e = era(cfg.version, cfg.env)
+        limit = derived_max_len(ev.model, e, bool(s.get("disable_sliding_window")))
+        if cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").lower() in ("1", "true"):
+            limit = max(limit, needs.min_context or 0, plan.max_model_len)
+        cur_len = int(plan.max_model_len or limit)
+        lens = contexts(tuple(knobs.get("max_model_len", ())), limit, needs, cur_len)
+        if not lens:
+            raise UsageError(f"{ev.model.name} allows at most {limit:,} tokens in vLLM; --min-context "
+                             f"{needs.min_context:,} needs VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment")
+        kv_cur = str(s.get("kv_cache_dtype") or "auto")
+        kvs = [v for v in knobs.get("kv_cache_dtype", ("auto",)) if kv_allowed(v, needs)]
+        seqs_cur = int(plan.extra.get("max_num_seqs") or 256)
+        seqs = [v for v in knobs.get("max_num_seqs", ()) if v >= needs.min_concurrency]
+        tok_cur = int(plan.extra.get("max_num_batched_tokens") or 2048)
+        toks = [v for v in (2048, 4096, 8192, 16384) if v < tok_cur]
+        util_cur = float(plan.extra.get("gpu_memory_utilization") or 0.9)
+        # a lower fraction only ever costs KV blocks: it is tried for --headroom, the memory
+        # objective, or when vLLM refuses the current one (VLLM020: more than is free at start)
+        lower = needs.headroom is not None or "memory" in needs.objective or \
+            any(f.code == "VLLM020" for f in plan.findings)
+        cap = 1 - needs.headroom if needs.headroom is not None else util_cur
+        utils = [v for v in knobs.get("gpu_memory_utilization", ()) if v <= cap + 1e-9] if lower else []
+        eager_cur = bool(s.get("enforce_eager"))
+        eagers = knobs.get("enforce_eager", (False, True)) if needs.allow_eager else ()
+        tp_cur = int(plan.parallel.get("tensor", 1))
+        return [
+            Dim("max_model_len", lens, cur_len),
+            Dim("kv_cache_dtype", ladder(kvs, kv_cur), kv_cur),
+            Dim("max_num_seqs", ladder(seqs, seqs_cur), seqs_cur),
+            Dim("max_num_batched_tokens", ladder(toks, tok_cur), tok_cur),
+            Dim("gpu_memory_utilization", ladder(utils, util_cur), util_cur),
+            Dim("enforce_eager", ladder(eagers, eager_cur), eager_cur),
+            Dim("tensor_parallel_size", ladder(knobs.get("tensor_parallel_size", (1,)), tp_cur), tp_cur),
+        ]
+
+    def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
+        from servefit.engines.vllm.checks import MIN_CAPABILITY
+        from servefit.engines.vllm.era import vtuple
+
+        fams = families(needs.allow_quant)
+        out: list[Variant] = []
+        v = vtuple(ev.config.version or "0.33.0")
+        idx = 0 if v < (0, 21, 0) else (1 if v < (0, 33, 0) else 2)
+        need = MIN_CAPABILITY["fp8"][idx]
+        gpu = ev.gpu
+        if "fp8" in fams and not ev.model.quantization and not ev.config.settings.get("quantization") \
+                and (gpu.vendor != "nvidia" or (need is not None and gpu.compute_capability >= need)):
+            how = "native FP8" if gpu.fp8 or gpu.compute_capability >= 89 else "weight-only FP8 (Marlin)"
+            out.append(Variant(key="fp8", label=f"online fp8 ({how})", level=level_of({"quant_method": "fp8"}),
+                               settings={"quantization": "fp8"}))
+        ref = ev.config.model_ref
+        out += checkpoint_variants(ev.model, ref, fams, needs.variants)
+        return out
+
+    def kv_level(self, point: dict[str, Any]) -> int:
+        return kv_level_of(point.get("kv_cache_dtype", "auto"))
+
+    def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
+        v = str(point.get("kv_cache_dtype", "auto"))
+        return f"auto ({plan.extra.get('kv_cache_dtype', '?')})" if v == "auto" else v
+
+    def users(self, plan: MemoryPlan, point: dict[str, Any]) -> int:
+        n = int(math.floor(plan.max_concurrency + 1e-9))
+        cap = plan.extra.get("max_num_seqs")
+        return min(n, int(cap)) if cap else n
+
+    def penalty(self, point: dict[str, Any], plan: MemoryPlan) -> int:
+        return int(bool(point.get("enforce_eager")))
+
+
+def adapter_for(engine: str) -> Adapter:
+    if engine == "vllm":
+        return VllmAdapter()
+    from servefit.tune.adapters import ADAPTERS
+
+    cls = ADAPTERS.get(engine)
+    if cls is None:
+        raise UsageError(f"tune does not know the {engine} engine's knobs yet")
+    return cls()
+
+
+@dataclass
+class Space:
+    ev: Evaluation
+    adapter: Adapter
+    dims: list[Dim]
+    variants: dict[str, Variant] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    _base: tuple[int, ...] | None = field(default=None, repr=False)
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.dims]
+
+    def size(self) -> int:
+        return math.prod(len(d.values) for d in self.dims)
+
+    def current(self) -> dict[str, Any]:
+        return {d.name: d.current for d in self.dims}
+
+    def start(self) -> dict[str, Any]:
+        """The user's config as a point of the space (a current value outside the space, such as a
+        context below --min-context, becomes the nearest allowed one)."""
+        out = {}
+        for d in self.dims:
+            if d.current in d.values:
+                out[d.name] = d.current
+            else:
+                try:
+                    out[d.name] = min(d.values, key=lambda v: abs(v - d.current))
+                except TypeError:
+                    out[d.name] = d.values[0]
+        return out
+
+    def points(self) -> Iterator[dict[str, Any]]:
+        names = self.names
+        for combo in itertools.product(*(d.values for d in self.dims)):
+            yield dict(zip(names, combo, strict=True))
+
+    def index(self, point: dict[str, Any]) -> tuple[int, ...]:
+        return tuple(d.values.index(point[d.name]) if point[d.name] in d.values else len(d.values)
+                     for d in self.dims)
+
+    def distance(self, point: dict[str, Any]) -> int:
+        base = self._base
+        if base is None:
+            base = self._base = self.index(self.start())
+        return sum(abs(a - b) for a, b in zip(self.index(point), base, strict=True))
+
+    def changed(self, point: dict[str, Any]) -> dict[str, Any]:
+        return {d.name: point[d.name] for d in self.dims if point.get(d.name, d.current) != d.current}
+
+    def apply(self, point: dict[str, Any]) -> tuple[EngineConfig, Any]:
+        """The EngineConfig (and ModelSpec) the patched file will produce."""
+        cfg = self.ev.config
+        settings = dict(cfg.settings)
+        explicit = set(cfg.explicit)
+        model = self.ev.model
+        for d in self.dims:
+            if d.name == WEIGHTS:
+                continue
+            val = point[d.name]
+            if val == d.current and d.name not in explicit and d.name not in self.adapter.always:
+                continue
+            self.adapter.apply(settings, d.name, val)
+            explicit.add(d.name)
+        self.adapter.finish(settings, explicit)
+        var = self.variants.get(point.get(WEIGHTS, "none"))
+        if var is not None and var.changes_checkpoint:
+            for k, v in var.settings.items():
+                self.adapter.apply(settings, k, v)
+                explicit.add(k)
+            if var.model is not None:
+                model = var.model
+            if var.ref:
+                settings["model"] = var.ref
+        new = replace(cfg, settings=settings, explicit=explicit, findings=list(cfg.findings),
+                      assumptions=list(cfg.assumptions), model_ref=settings.get("model", cfg.model_ref))
+        return new, model
+
+    def evaluate(self, point: dict[str, Any], needs: Needs) -> Result:
+        from servefit.engines import get
+
+        cfg, model = self.apply(point)
+        plan = get(self.adapter.engine).plan(cfg, model, self.ev.gpu, self.ev.count)
+        var = self.variants.get(point.get(WEIGHTS, "none"))
+        level = var.level if var is not None and var.changes_checkpoint else self.adapter.current_level(self.ev)
+        started = self.adapter.started(plan, needs)
+        outcome = plan.outcome if plan.outcome != "started" or started else "offloaded"
+        users = self.adapter.users(plan, point) if outcome == "started" else 0
+        total = self.ev.gpu.memory_bytes or plan.memory.total or 1
+        headroom = plan.memory.free_headroom / total
+        context = int(plan.max_model_len or 0)
+        return Result(point=dict(point), outcome=outcome, context=context, concurrency=float(plan.max_concurrency),
+                      users=users, quality=(level, self.adapter.kv_level(point)), headroom=round(headroom, 6),
+                      used=int(total - plan.memory.free_headroom), kv_tokens=int(plan.kv_cache_tokens),
+                      penalty=self.adapter.penalty(point, plan), changes=len(self.changed(point)),
+                      distance=self.distance(point), index=self.index(point),
+                      labels={"kv": self.adapter.kv_label(point, plan),
+                              "weights": var.label if var is not None else "checkpoint"},
+                      constraints=constraint_values(needs, outcome, context, users, headroom),
+                      message=plan.messages[-1] if plan.messages and outcome != "started" else "")
+
+
+def build_space(ev: Evaluation, needs: Needs) -> Space:
+    engine = ev.config.engine
+    adapter = adapter_for(engine)
+    dims = adapter.dims(ev, needs)
+    base = Variant(key="none", label=_checkpoint_label(ev), level=adapter.current_level(ev))
+    variants = {"none": base}
+    for v in adapter.variants(ev, needs):
+        variants.setdefault(v.key, v)
+    dims.append(Dim(WEIGHTS, tuple(variants), "none"))
+    notes = [f"{v.label}: {v.note}" for v in variants.values() if v.note]
+    return Space(ev=ev, adapter=adapter, dims=dims, variants=variants, notes=notes)
+
+
+def _checkpoint_label(ev: Evaluation) -> str:
+    q = ev.model.quantization or {}
+    gq = ev.config.settings.get("gguf_quant") or ev.config.settings.get("quant")
+    if gq:
+        return str(gq)
+    if q:
+        return f"{q.get('quant_method')} (checkpoint)"
+    return "none"

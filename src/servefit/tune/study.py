@@ -1,0 +1,278 @@
+"""The optuna study over an engine's memory model (optuna is imported here only, and only when
+tune runs: lint and estimate never load it).
+
+Strategies:
+
+- ``exhaustive`` (analytic runs whose space has at most EXHAUSTIVE_LIMIT points, the usual
+  case): every point is planned, in the order of the space with the user's config first, and
+  recorded in the study as completed trials (`study.add_trials`), so the answer is the proven
+  optimum of the space and `--storage` keeps every trial. optuna's own GridSampler costs about
+  25 ms and BruteForceSampler about 3 ms per trial in optuna 5 against 0.1 ms for the memory
+  model, which would break the 3 s budget of an analytic tune; both end with the same trials.
+- ``bruteforce``: optuna's BruteForceSampler through `study.optimize` (used with `--trials`,
+  `--storage` shared by several workers, or `--bench-cmd`, when the space is small enough).
+- ``tpe`` / ``nsga2``: TPESampler (one objective) or NSGAIISampler (several) with
+  `constraints_func`, where the space is too large to enumerate.
+
+The user's current config is the first trial (`study.enqueue_trial` in the sampled strategies).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.tune.objective import Needs, Result, best, pareto
+from servefit.tune.space import Space
+
+EXHAUSTIVE_LIMIT = 20000
+CONSTRAINT_KEYS = ("started", "min_context", "min_concurrency", "headroom")
+DEFAULT_TRIALS = 300
+
+
+@dataclass
+class TuneRun:
+    space: Space
+    needs: Needs
+    results: list[Result]
+    current: Result
+    best: Result | None
+    front: list[Result] = field(default_factory=list)
+    strategy: str = "exhaustive"
+    trials: int = 0
+    proven: bool = False
+    elapsed: float = 0.0
+    study_name: str | None = None
+    by_quality: list[Result] = field(default_factory=list)  # the best answer at each quality level
+    study: Any = None  # the optuna study (in memory, or in --storage)
+
+
+class Evaluator:
+    """Plans each point once (workers of one process share the cache)."""
+
+    def __init__(self, space: Space, needs: Needs, bench: Callable[[Result], Result] | None = None) -> None:
+        self.space, self.needs, self.bench = space, needs, bench
+        self.cache: dict[tuple[Any, ...], Result] = {}
+
+    def __call__(self, point: dict[str, Any]) -> Result:
+        key = tuple(point[n] for n in self.space.names)
+        r = self.cache.get(key)
+        if r is None:
+            r = self.space.evaluate(point, self.needs)
+            if self.bench is not None:
+                r = self.bench(r)
+            self.cache[key] = r
+        return r
+
+
+def directions(needs: Needs) -> list[Any]:
+    if needs.objective and needs.objective[0] == "measured":
+        return ["maximize"]
+    if needs.multi:
+        names = [o for o in needs.objective if o != "balanced"] or ["context", "concurrency"]
+        return ["minimize" if o == "memory" else "maximize" for o in names] + ["minimize"]
+    return ["minimize" if needs.objective[0] == "memory" else "maximize"]
+
+
+def values(r: Result, needs: Needs) -> list[float]:
+    if needs.objective and needs.objective[0] == "measured":
+        return [float(r.metric) if r.metric is not None else float("-inf")]
+    names = ([o for o in needs.objective if o != "balanced"] or ["context", "concurrency"]) if needs.multi \
+        else list(needs.objective[:1])
+    out: list[float] = []
+    for o in names:
+        out.append(float(r.context if o == "context" else r.users if o == "concurrency" else r.used))
+    if needs.multi:
+        out.append(float(r.quality_rank))
+    return out
+
+
+def storage_for(url: str | None) -> Any:
+    """None: in memory. `sqlite:///x.db`, `postgresql://...` and other RDB URLs; a path ending in
+    .log / .journal / .jsonl: an optuna journal file (works over NFS); any other path: SQLite."""
+    if not url:
+        return None
+    import optuna
+
+    if "://" not in url:
+        if url.endswith((".log", ".journal", ".jsonl")):
+            from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+            return JournalStorage(JournalFileBackend(url))
+        import os
+
+        url = "sqlite:///" + os.path.abspath(url)
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs["engine_kwargs"] = {"connect_args": {"timeout": 120}}
+    last: Exception | None = None
+    for attempt in range(20):  # workers starting together race to create the schema: retry
+        try:
+            return optuna.storages.RDBStorage(url, **kwargs)
+        except Exception as exc:  # sqlalchemy IntegrityError / OperationalError
+            last = exc
+            time.sleep(0.05 * (attempt + 1) + random.random() * 0.1)
+    raise RuntimeError(f"cannot open storage {url}: {last}")
+
+
+def default_study_name(space: Space) -> str:
+    ev = space.ev
+    raw = f"servefit-{ev.site.name or ev.site.file}-{ev.gpu.key}x{ev.count}"
+    return re.sub(r"[^A-Za-z0-9_.#/-]+", "_", raw)
+
+
+def _open_study(storage: Any, name: str | None, dirs: list[Any], sampler: Any) -> Any:
+    import optuna
+
+    last: Exception | None = None
+    for attempt in range(20):  # two workers creating one study at once: one of them retries
+        try:
+            return optuna.create_study(storage=storage, study_name=name, directions=dirs, sampler=sampler,
+                                       load_if_exists=True)
+        except Exception as exc:  # DuplicatedStudyError / IntegrityError during the race
+            last = exc
+            time.sleep(0.1 * (attempt + 1) + random.random() * 0.1)
+    raise RuntimeError(f"cannot open study {name!r}: {last}")
+
+
+def _choices(space: Space) -> dict[str, Any]:
+    from optuna.distributions import CategoricalDistribution
+
+    return {d.name: CategoricalDistribution(list(d.values)) for d in space.dims}
+
+
+def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | None = None,
+        storage: str | None = None, study_name: str | None = None, seed: int = 0,
+        bench: Callable[[Result], Result] | None = None, progress: bool | None = None) -> TuneRun:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    t0 = time.perf_counter()
+    ev = Evaluator(space, needs, bench)
+    size = space.size()
+    if strategy == "auto":
+        if bench is None and trials is None and size <= EXHAUSTIVE_LIMIT:
+            strategy = "exhaustive"
+        elif size <= EXHAUSTIVE_LIMIT:
+            strategy = "bruteforce"
+        else:
+            strategy = "nsga2" if needs.multi else "tpe"
+    if storage and not study_name:
+        study_name = default_study_name(space)
+    store = storage_for(storage)
+    dirs = directions(needs)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    current = space.evaluate(space.current(), needs)
+    if strategy == "exhaustive":
+        study = _open_study(store, study_name, dirs, None)
+        results = _exhaustive(space, needs, ev, study, progress)
+        n = len(results)
+    else:
+        sampler = _sampler(strategy, needs, seed, trials)
+        study = _open_study(store, study_name, dirs, sampler)
+        study.enqueue_trial(space.start(), skip_if_exists=True)
+        _optimize(space, needs, ev, study, trials or DEFAULT_TRIALS, progress)
+        results = _collect(study, space)
+        n = len(results)
+    objective = needs.objective if bench is None else ("measured",) + tuple(needs.objective)
+    target = needs.min_context or needs.target_context
+    levels: dict[tuple[int, int], list[Result]] = {}
+    for r in results:
+        if r.feasible:
+            levels.setdefault(r.quality, []).append(r)
+    by_quality = [b for q in sorted(levels) if (b := best(levels[q], objective, target)) is not None]
+    return TuneRun(space=space, needs=needs, results=results, current=current,
+                   best=best(results, objective, target), front=pareto(results, needs.objective, target)
+                   if needs.multi else [], strategy=strategy, trials=n,
+                   proven=strategy == "exhaustive" or (strategy == "bruteforce" and n >= size),
+                   elapsed=time.perf_counter() - t0, study_name=study_name, by_quality=by_quality, study=study)
+
+
+def _native_constraints() -> bool:
+    """optuna >= 5 records constraints on the trial (Trial.set_constraint) and deprecates
+    constraints_func; older releases need the function."""
+    import optuna
+
+    return hasattr(optuna.trial.Trial, "set_constraint")
+
+
+def _sampler(strategy: str, needs: Needs, seed: int, trials: int | None) -> Any:
+    import optuna
+
+    def constraints(ft: Any) -> list[float]:
+        return list(ft.user_attrs.get("constraints") or [1.0])
+
+    kw: dict[str, Any] = {} if _native_constraints() else {"constraints_func": constraints}
+    if strategy == "bruteforce":
+        import warnings
+
+        with warnings.catch_warnings():  # experimental since optuna 3.1, stable enough for a finite space
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.BruteForceSampler(seed=seed)
+    if strategy == "nsga2":
+        pop = max(8, min(50, (trials or DEFAULT_TRIALS) // 6))
+        return optuna.samplers.NSGAIISampler(population_size=pop, seed=seed, **kw)
+    if strategy == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=10, **kw)
+    raise ValueError(f"unknown strategy {strategy!r} (auto, exhaustive, bruteforce, tpe, nsga2)")
+
+
+def _exhaustive(space: Space, needs: Needs, ev: Evaluator, study: Any, progress: bool) -> list[Result]:
+    from optuna.trial import create_trial
+
+    dists = _choices(space)
+    start = space.start()
+    results = [ev(start)]
+    size = space.size()
+    shown = progress and size > 5000
+    for k, point in enumerate(space.points()):
+        if point != start:
+            results.append(ev(point))
+        if shown and k % 2000 == 0:
+            sys.stderr.write(f"\rtune: {k:,}/{size:,} candidates planned")
+    if shown:
+        sys.stderr.write("\n")
+    native = _native_constraints()
+    batch = []
+    for r in results:
+        extra: dict[str, Any] = {"constraints": dict(zip(CONSTRAINT_KEYS, r.constraints, strict=True))} if native \
+            else {"system_attrs": {"constraints": list(r.constraints)}}
+        batch.append(create_trial(params=r.point, distributions=dists, values=values(r, needs),
+                                  user_attrs={"r": r.attrs(), "constraints": list(r.constraints)}, **extra))
+    study.add_trials(batch)
+    return results
+
+
+def _optimize(space: Space, needs: Needs, ev: Evaluator, study: Any, n_trials: int, progress: bool) -> None:
+    def objective(trial: Any) -> Any:
+        point = {d.name: trial.suggest_categorical(d.name, list(d.values)) for d in space.dims}
+        r = ev(point)
+        trial.set_user_attr("r", r.attrs())
+        trial.set_user_attr("constraints", list(r.constraints))
+        if hasattr(trial, "set_constraint"):
+            for key, c in zip(CONSTRAINT_KEYS, r.constraints, strict=True):
+                trial.set_constraint(key, c)
+        vals = values(r, needs)
+        return vals[0] if len(vals) == 1 else vals
+
+    study.optimize(objective, n_trials=n_trials, show_progress_bar=progress and n_trials >= 20)
+
+
+def _collect(study: Any, space: Space) -> list[Result]:
+    """Every completed trial of the study, this worker's and the others'."""
+    from optuna.trial import TrialState
+
+    out: list[Result] = []
+    names = set(space.names)
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        a = t.user_attrs.get("r")
+        if a is None or set(t.params) != names:
+            continue
+        out.append(Result.from_attrs(t.params, a))
+    return out

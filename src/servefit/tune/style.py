@@ -1,0 +1,237 @@
+"""Where and how a new setting goes into a file, in the file's own style: a new item of a k8s
+`args:` block list (same indentation and quoting), a new element of a flow list / JSON exec form,
+` --flag value` on a shell command line (continuation style kept), a new env entry shaped like
+its siblings (k8s `- name:/value:`, compose map or list, Dockerfile ENV, shell assignment,
+systemd Environment=, .env line), a new Modelfile PARAMETER line; and how a token is removed.
+
+Every helper returns (start, end, text): replace [start, end) of the file text with text.
+None means the place could not be recognised; the caller then shows the change for the user
+to make by hand (display-only) instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from servefit.core import Span
+
+Piece = tuple[int, int, str]
+DQ = '"'
+PLAIN_SHELL = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+YAML_AMBIGUOUS = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|"
+                            r"true|false|yes|no|on|off|y|n|null|~|)$", re.I)
+YAML_SPECIAL_START = set("?:,[]{}#&*!|>'\"%@`")
+
+
+def exact(text: str, span: Span | None, value: str) -> bool:
+    return span is not None and 0 <= span.start <= span.end <= len(text) and text[span.start:span.end] == value
+
+
+def line_bounds(text: str, pos: int) -> tuple[int, int, int]:
+    """(line start, end of content, end including the newline) of the line holding pos."""
+    a = text.rfind("\n", 0, pos) + 1
+    nl = text.find("\n", pos)
+    if nl < 0:
+        return a, len(text), len(text)
+    b = nl - 1 if nl > a and text[nl - 1] == "\r" else nl
+    return a, b, nl + 1
+
+
+def eol_of(text: str, pos: int) -> str:
+    """The line ending the file uses at pos (CRLF files stay CRLF)."""
+    nl = text.find("\n", pos)
+    if nl < 0:
+        nl = text.rfind("\n", 0, pos)
+    if nl > 0 and text[nl - 1] == "\r":
+        return "\r\n"
+    return "\n"
+
+
+def _after_line(text: str, pos: int) -> tuple[int, str]:
+    """Insertion point just after pos's line, and a prefix when that line has no newline."""
+    _, _, end = line_bounds(text, pos)
+    if end == len(text) and not text.endswith("\n"):
+        return end, eol_of(text, pos)
+    return end, ""
+
+
+def yaml_quote(value: str, quote: str) -> str:
+    """A YAML scalar for value, quoted like its neighbours, and quoted anyway when a plain
+    scalar would not be a string."""
+    if not quote and (YAML_AMBIGUOUS.match(value) or value[:1] in YAML_SPECIAL_START or ": " in value
+                      or " #" in value or value in ("-", "") or value.startswith("- ") or value != value.strip()):
+        quote = '"'
+    if quote == "'":
+        return "'" + value.replace("'", "''") + "'"
+    if quote == '"':
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return value
+
+
+def quote_of(text: str, span: Span) -> str:
+    if span.start > 0 and span.end < len(text) and text[span.start - 1] in "'\"" \
+            and text[span.end] == text[span.start - 1]:
+        return text[span.start - 1]
+    return ""
+
+
+def block_item(text: str, span: Span) -> tuple[str, str] | None:
+    """For a token that is a whole item of a YAML block list: (prefix up to the value, quote)."""
+    a, _, _ = line_bounds(text, span.start)
+    q = quote_of(text, span)
+    head = text[a:span.start - len(q)]
+    if re.fullmatch(r"[ \t]*-[ \t]+", head):
+        return head, q
+    return None
+
+
+def in_flow(text: str, span: Span) -> bool:
+    q = quote_of(text, span)
+    i = span.start - len(q) - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    j = span.end + len(q)
+    while j < len(text) and text[j] in " \t\r\n":
+        j += 1
+    return i >= 0 and text[i] in "[," and j < len(text) and text[j] in ",]"
+
+
+def insert_words(text: str, anchor: Span, groups: list[list[str]],
+                 quotes: tuple[str | None, str | None] = (None, None), spread: bool = False) -> Piece | None:
+    """Insert argv words (one group per setting) after the anchor token, the last word of the
+    command. `quotes`: the quote characters the file's flags and values use (None: the anchor's)."""
+    q = quote_of(text, anchor)
+    words = [w for g in groups for w in g]
+
+    def quoted(w: str, default: str) -> str:
+        pick = quotes[0] if w.startswith("-") else quotes[1]
+        return yaml_quote(w, default if pick is None else pick)
+
+    item = block_item(text, anchor)
+    if item is not None:
+        head, _ = item
+        at, pre = _after_line(text, anchor.end)
+        eol = eol_of(text, anchor.start)
+        return at, at, pre + "".join(f"{head}{quoted(w, q)}{eol}" for w in words)
+    if in_flow(text, anchor):
+        qq = q or '"'
+        at = anchor.end + len(q)
+        a, _, _ = line_bounds(text, anchor.start)
+        j = at
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        multiline = j < len(text) and text[j] in "\r\n" or (j < len(text) and text[j] == "," and
+                                                             text[j + 1:j + 2] in ("\r", "\n"))
+        if multiline:
+            indent = re.match(r"[ \t]*", text[a:]).group(0)  # type: ignore[union-attr]
+            eol = eol_of(text, anchor.start)
+            return at, at, "".join(f",{eol}{indent}{quoted(w, qq)}" for w in words)
+        return at, at, "".join(f", {quoted(w, qq)}" for w in words)
+    # a shell command line: the anchor must be a bare word (not inside shell quotes)
+    if q or not all(PLAIN_SHELL.match(w) for w in words):
+        return None
+    if anchor.start > 0 and text[anchor.start - 1] not in " \t\n=":
+        return None
+    a, _, _ = line_bounds(text, anchor.start)
+    prev_a, prev_b, _ = line_bounds(text, a - 1) if a > 0 else (0, 0, 0)
+    continued = a > 0 and text[prev_a:prev_b].rstrip(" \t").endswith("\\")
+    # a command written over several lines (backslash continuations; llama-swap's `cmd: |`
+    # joins its lines without them): one setting per line, as the file does
+    if continued or spread:
+        indent = re.match(r"[ \t]*", text[a:]).group(0)  # type: ignore[union-attr]
+        eol = eol_of(text, anchor.start)
+        cont = " \\" if continued else ""
+        return anchor.end, anchor.end, "".join(f"{cont}{eol}{indent}{' '.join(g)}" for g in groups)
+    return anchor.end, anchor.end, " " + " ".join(words)
+
+
+def spans_lines(text: str, spans: list[Span]) -> bool:
+    """Whether the words ending with the last of `spans` run over several lines of one text (only
+    blanks, backslashes and newlines between them), as in llama-swap's `cmd: |`."""
+    multi = False
+    for prev, cur in zip(reversed(spans[:-1]), reversed(spans), strict=False):
+        gap = text[prev.end:cur.start]
+        if not re.fullmatch(r"['\"]?[ \t\\\r\n]*['\"]?", gap):
+            break
+        multi = multi or "\n" in gap
+    return multi
+
+
+def remove_word(text: str, span: Span) -> Piece | None:
+    """Delete one argv word with the syntax around it."""
+    q = quote_of(text, span)
+    s, e = span.start - len(q), span.end + len(q)
+    if block_item(text, span) is not None:
+        a, _, end = line_bounds(text, span.start)
+        return a, end, ""
+    if in_flow(text, span):
+        i = s - 1
+        while i >= 0 and text[i] in " \t\r\n":
+            i -= 1
+        if text[i] == ",":
+            return i, e, ""
+        j = e
+        while j < len(text) and text[j] in " \t\r\n":
+            j += 1
+        return s, (j + 1 if j < len(text) and text[j] == "," else e), ""
+    a, b, end = line_bounds(text, span.start)
+    line = text[a:b]
+    if line.strip() == text[s:e] or re.fullmatch(r"[ \t]*" + re.escape(text[s:e]) + r"[ \t]*\\", line):
+        return a, end, ""
+    i = s
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    return i, e, ""
+
+
+def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
+    """A new environment variable shaped like the sibling whose value sits at `sib`."""
+    a, b, _ = line_bounds(text, sib.start)
+    line = text[a:b]
+    q = quote_of(text, sib)
+    eol = eol_of(text, sib.start)
+    at, pre = _after_line(text, sib.start)
+    m = re.match(r"([ \t]*)value:[ \t]*", line)
+    if m:  # k8s env list: `- name: X` then `value: "Y"`
+        pa, pb, _ = line_bounds(text, a - 1) if a > 0 else (0, 0, 0)
+        n = re.match(r"([ \t]*-[ \t]+)name:", text[pa:pb])
+        if n is None:
+            return None
+        return at, at, f"{pre}{n.group(1)}name: {name}{eol}{m.group(1)}value: {yaml_quote(value, q or DQ)}{eol}"
+    m = re.match(r"([ \t]*-[ \t]+)(name:[ \t]*\S+[ \t]*,[ \t]*value:)", line)
+    if m:  # `- {name: X, value: Y}` flow items are rare: not guessed
+        return None
+    m = re.match(r"([ \t]*-[ \t]+)(['\"]?)[A-Za-z_][A-Za-z0-9_]*=", line)
+    if m:  # compose environment list
+        return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}={value}{m.group(2)}{eol}"
+    m = re.match(r"([ \t]*)(['\"]?)[A-Za-z_][A-Za-z0-9_]*\2:[ \t]", line)
+    if m:  # compose environment map
+        return at, at, f"{pre}{m.group(1)}{name}: {yaml_quote(value, q or DQ)}{eol}"
+    m = re.match(r"([ \t]*)(ENV[ \t]+)[A-Za-z_][A-Za-z0-9_]*([= ])", line, re.I)
+    if m:  # Dockerfile
+        return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}{m.group(3)}{value}{eol}"
+    m = re.match(r"([ \t]*)(Environment=)", line)
+    if m:  # systemd
+        return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}={value}{eol}"
+    m = re.match(r"([ \t]*)(export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=", line)
+    if m:  # shell assignment or .env line
+        rest = line[m.end():]
+        if re.search(r"[ \t]\S", rest.strip().strip("'\"")) and not rest.strip().startswith(("'", '"')):
+            return None  # `VAR=1 vllm serve ...`: a prefix; handled by prefix_env
+        return at, at, f"{pre}{m.group(1)}{m.group(2) or ''}{name}={value}{eol}"
+    return None
+
+
+def prefix_env(text: str, command: Span, name: str, value: str) -> Piece | None:
+    """`NAME=value ` in front of a shell command word."""
+    if not PLAIN_SHELL.match(value) or quote_of(text, command):
+        return None
+    if command.start > 0 and text[command.start - 1] not in " \t\n":
+        return None
+    return command.start, command.start, f"{name}={value} "
+
+
+def parameter_line(text: str, after: Span, name: str, value: str) -> Piece:
+    """A Modelfile `PARAMETER name value` line after the given instruction's line."""
+    at, pre = _after_line(text, after.start)
+    return at, at, f"{pre}PARAMETER {name} {value}{eol_of(text, after.start)}"
