@@ -58,7 +58,8 @@ def test_findings_exit_codes_and_formats(tmp_path):
     # several reports in one run; SARIF validates
     out = lint("k8s", "--format", "sarif", "-o", "r.sarif", "--format", "github", cwd=tmp_path)
     jsonschema.validate(json.loads((tmp_path / "r.sarif").read_text()), SARIF_SCHEMA)
-    assert out.stdout.startswith("::error file=k8s/vllm.yaml,line=14")
+    errors = [ln for ln in out.stdout.splitlines() if ln.startswith("::error")]
+    assert errors[0].startswith("::error file=k8s/vllm.yaml,line=14")
     assert lint("k8s", "--exit-zero", cwd=tmp_path).returncode == 0
     assert lint("k8s", "--fail-on", "never", cwd=tmp_path).returncode == 0
     assert lint("nope", cwd=tmp_path).returncode == 2
@@ -98,8 +99,9 @@ def test_baseline_hides_todays_findings_after_edits_and_reports_new(tmp_path):
     (tmp_path / "vllm.yaml").write_text(edited)
     out = lint("vllm.yaml", "--baseline", "baseline.json", "--format", "json", cwd=tmp_path)
     new = json.loads(out.stdout)
-    assert {(f["code"], f["server"]) for f in new} == {("VLLM003", "Deployment/llm-2/vllm"),
-                                                       ("VLLM017", "Deployment/llm-2/vllm")}
+    assert {(f["code"], f["server"]) for f in new if not f["code"].startswith("SEC")} == {
+        ("VLLM003", "Deployment/llm-2/vllm"), ("VLLM016", "Deployment/llm-2/vllm"),
+        ("VLLM017", "Deployment/llm-2/vllm")}  # 0.97 on vLLM 0.11 also leaves no room for CUDA graphs
     assert out.returncode == 1
 
 
@@ -115,7 +117,7 @@ def test_config_targets_select_and_overrides(tmp_path):
     found = json.loads(out.stdout)
     files = {(f["location"]["file"], f["code"], f["severity"]) for f in found}
     assert ("dev.yaml", "VLLM003", "warning") in files  # on the default L4, downgraded by config
-    prod = [f for f in found if f["location"]["file"].startswith("prod")]
+    prod = [f for f in found if f["location"]["file"].startswith("prod") and not f["code"].startswith("SEC")]
     assert [f["code"] for f in prod] == ["VLLM018"]  # fits an H100; only the 128K default is worth a word
     assert "H100" in prod[0]["message"] and "config target prod/**" in prod[0]["message"]
     assert not [f for f in found if f["code"] == "VLLM017"]

@@ -130,13 +130,47 @@ def render(fmt: str, findings: list, result, color: bool = False) -> str:  # typ
         by_site: dict[str, list] = {}  # type: ignore[type-arg]
         for f in findings:
             by_site.setdefault(f.site, []).append(f)
-        rows = [(rep.evaluation, by_site.pop(rep.site.name, []), None, f"{rep.site.file}: {rep.site.name}")
+        rows = [(rep.evaluation, by_site.pop(rep.site.name, []), tune_note(rep), f"{rep.site.file}: {rep.site.name}")
                 for rep in result.sites]
         rest = [f for fs in by_site.values() for f in fs]
         return lint_page(rows, rest)
     from servefit.report.lint_text import render as text
 
     return text(findings, result.files, len(result.sites), color=color)
+
+
+def tune_note(rep) -> str | None:  # type: ignore[no-untyped-def]
+    """What `servefit tune` would change for a server with an error (HTML report only: this is
+    the one lint output that pays for importing the tuner)."""
+    if rep.evaluation is None or not any(f.severity == "error" for f in rep.findings):
+        return None
+    try:
+        from servefit.commands import tune as tune_cmd
+        from servefit.report.tune import render_site
+        from servefit.tune.session import Session
+
+        parser = argparse.ArgumentParser()
+        tune_cmd.add_parser(parser.add_subparsers())
+        args = parser.parse_args(["tune", rep.site.file, "--gpu", rep.evaluation.gpu.name])
+        args.gpus = rep.evaluation.count or None
+        session = Session(args, tune_cmd.needs_from(args), rep.evaluation and _target(rep))
+        session.read = _reader()
+        return "\n".join(render_site(session.tune_site(rep.site), False)[1:])
+    except Exception as exc:  # noqa: BLE001 - a suggestion that cannot be made is left out, not the report
+        return f"(tune could not run here: {type(exc).__name__}: {exc})"
+
+
+def _target(rep):  # type: ignore[no-untyped-def]
+    from servefit.pipeline import Target
+
+    ev = rep.evaluation
+    return Target(gpu=ev.gpu.name, gpus=ev.count or None, engine_version=ev.plan.engine_version, source=ev.gpu_source)
+
+
+def _reader():  # type: ignore[no-untyped-def]
+    from servefit.tune.session import reader
+
+    return reader()
 
 
 def _write(text: str, dest: str | None) -> None:

@@ -9,7 +9,7 @@ import sys
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rules", help="list every rule with its code, name and default severity")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     p.set_defaults(run=run)
 
 
@@ -17,6 +17,11 @@ def run(args: argparse.Namespace) -> int:
     from servefit.rules.catalog import rules
 
     cat = rules()
+    if args.format == "markdown":
+        from servefit.rules.docs import markdown
+
+        sys.stdout.write(markdown(cat))
+        return 0
     if args.format == "json":
         json.dump([{k: v for k, v in r.items()} for r in cat.values()], sys.stdout, indent=2)
         sys.stdout.write("\n")
