@@ -7,3 +7,19 @@ from pathlib import Path
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 os.environ["PYTHONPATH"] = SRC + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+
+# Hypothesis profiles for the fuzz suite (tests/test_fuzz_*.py). "ci" (the default) keeps the
+# whole fuzz suite near a minute on two cores; HYPOTHESIS_PROFILE=nightly runs 20x the examples.
+# Fuzz tests size themselves with fuzzkit.fuzz(n), which scales n by the profile.
+try:
+    from hypothesis import HealthCheck
+    from hypothesis import settings as _hsettings
+except ImportError:  # pragma: no cover - hypothesis is a test dependency
+    pass
+else:
+    _quiet = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+    _hsettings.register_profile("ci", max_examples=100, deadline=None, suppress_health_check=_quiet,
+                                print_blob=True)
+    _hsettings.register_profile("nightly", max_examples=2000, deadline=None, suppress_health_check=_quiet,
+                                print_blob=True)
+    _hsettings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

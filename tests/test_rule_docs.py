@@ -52,3 +52,11 @@ def test_rule_docs_render_and_markdown_lists_every_rule():
         assert head in text
     md = markdown(rules())
     assert all(f"## {code}" in md for code in rules())
+
+
+def test_docs_rules_md_is_generated_from_the_catalogue():
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
+    assert doc.read_text(encoding="utf-8") == markdown(rules()), \
+        "docs/rules.md is stale: run `servefit rules --format markdown > docs/rules.md`"

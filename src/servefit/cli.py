@@ -44,18 +44,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
-        print(f"servefit: error: {exc}", file=sys.stderr)
+        print(f"servefit: error: {_redact(str(exc), argv)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except OSError as exc:  # unreadable paths and the like: the user's input, one line
-        print(f"servefit: error: {exc}", file=sys.stderr)
+        print(f"servefit: error: {_redact(str(exc), argv)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: still one line; SERVEFIT_DEBUG=1 shows the traceback
         if os.environ.get("SERVEFIT_DEBUG"):
             raise
-        print(f"servefit: internal error: {type(exc).__name__}: {exc} (set SERVEFIT_DEBUG=1 for the traceback)",
-              file=sys.stderr)
+        print(f"servefit: internal error: {type(exc).__name__}: {_redact(str(exc), argv)} (set SERVEFIT_DEBUG=1 "
+              "for the traceback)", file=sys.stderr)
         return 2
+
+
+def _redact(message: str, argv: list[str]) -> str:
+    """An error line never echoes a credential, even one given on this command line."""
+    from servefit.redact import mask_values, redact_text, secret_values
+
+    return mask_values(redact_text(message), secret_values((), [argv]))

@@ -145,7 +145,10 @@ def convert(opt: Option, text: str) -> Any:
         if t == "int":
             return int(text)
         if t == "float":
-            return float(text)
+            value = float(text)
+            if value != value or value in (float("inf"), float("-inf")):  # argparse takes them; no engine can
+                raise ValueError(text)
+            return value
         if t == "human_int":
             return human_int(text)
         if t == "human_int_or_auto":

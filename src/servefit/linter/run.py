@@ -64,6 +64,7 @@ class LintResult:
 
 
 def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResult:
+    from servefit.linter.secrets import check_file
     from servefit.sources import iter_files, scan_file
 
     options = options or LintOptions()
@@ -75,6 +76,7 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
         files += 1
         result = scan_file(path)
         findings.extend(result.findings)
+        findings.extend(check_file(path, result.text, result.sites))
         sites.extend(result.sites)
         if result.text and "servefit:" in result.text:
             sups.extend(scan_text(path, result.text))
@@ -177,6 +179,7 @@ def _anchor(site: LaunchSite) -> Span:
 
 def lint_site(site: LaunchSite, options: LintOptions) -> SiteReport:
     from servefit import engines
+    from servefit.linter import exposure
     from servefit.linter.checks import check
 
     rep = SiteReport(site)
@@ -207,6 +210,7 @@ def lint_site(site: LaunchSite, options: LintOptions) -> SiteReport:
         if f.code == "SF101" and f.span is not None and (f.span.file, f.span.start) in taken:
             continue  # the engine plugin already reports the world size
         out.append(f)
+    out.extend(exposure.check(site, rep.config, options.config.trusted_orgs if options.config else ()))
     _finish(rep)
     return rep
 
@@ -290,7 +294,7 @@ def _finish(rep: SiteReport) -> None:
             f.site = site.name
         if f.span is None:
             f.span = _anchor(site)
-        planned = rep.plan is not None and not f.code.startswith("SF")
+        planned = rep.plan is not None and not f.code.startswith(("SF", "SEC"))
         if rep.gpu_name and (planned or f.code in GPU_DEPENDENT) and "[GPU:" not in f.message:
             f.message = f"{f.message} [GPU: {rep.gpu_label}]"
         kept.append(f)

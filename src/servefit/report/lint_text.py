@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from servefit.core import Finding
+from servefit.redact import redact_text
 
 COLOR = {"error": "31", "warning": "33", "info": "36"}
 
@@ -18,7 +19,7 @@ def render(findings: list[Finding], files: int = 0, servers: int = 0, color: boo
         s = f.span
         where = f"{s.file}:{s.line}:{s.col}" if s is not None else "-"
         code = f"\x1b[{COLOR[f.severity]}m{f.code}\x1b[0m" if color else f.code
-        lines.append(f"{where}: {code} {f.message}")
+        lines.append(f"{where}: {code} {redact_text(f.message)}")
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
     summary = ", ".join(f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}" for sev, n in counts.items())
     lines.append(f"{summary} in {files} file{'s' if files != 1 else ''} ({servers} server{'s' if servers != 1 else ''})")

@@ -6,6 +6,7 @@ from typing import Any
 
 from servefit.core import DeviceMemory
 from servefit.pipeline import Evaluation
+from servefit.redact import redact_text
 
 LAYERS = [  # (field, label, colour)
     ("weights", "weights", "34"),
@@ -41,13 +42,14 @@ def plan_dict(ev: Evaluation) -> dict[str, Any]:
         "max_model_len": p.max_model_len,
         "max_concurrency": round(p.max_concurrency, 2),
         "outcome": p.outcome,
-        "assumptions": list(ev.model.assumptions) + list(ev.config.assumptions) + list(p.assumptions),
-        "findings": [f.as_dict() for f in ev.config.findings + p.findings],
+        "assumptions": [redact_text(a) for a in list(ev.model.assumptions) + list(ev.config.assumptions)
+                        + list(p.assumptions)],
+        "findings": [dict(f.as_dict(), message=redact_text(f.message)) for f in ev.config.findings + p.findings],
     }
     if p.fitting_max_model_len is not None:
         out["fitting_max_model_len"] = p.fitting_max_model_len
     if p.messages:
-        out["messages"] = list(p.messages)
+        out["messages"] = [redact_text(m) for m in p.messages]
     if len(p.devices) > 1:
         out["devices"] = [dict(d.as_dict(), label=d.label) for d in p.devices]
     out.update({k: v for k, v in p.extra.items() if k not in out})
@@ -98,17 +100,17 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
     if p.fitting_max_model_len:
         tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")
     for msg in p.messages:
-        tail.append(f"engine says: {msg}")
+        tail.append(f"engine says: {redact_text(msg)}")
     findings = ev.config.findings + p.findings
     if findings:
         tail.append("")
         tail.append("findings:")
         for f in findings:
             loc = f"{f.span.file}:{f.span.line}:{f.span.col}: " if f.span and f.span.line else ""
-            tail.append(f"  {loc}{f.code} [{f.severity}] {f.message}")
+            tail.append(f"  {loc}{f.code} [{f.severity}] {redact_text(f.message)}")
     assumptions = list(m.assumptions) + list(ev.config.assumptions) + list(p.assumptions)
     if assumptions:
         tail.append("")
         tail.append("assumptions:")
-        tail.extend(f"  - {a}" for a in assumptions)
+        tail.extend(f"  - {redact_text(a)}" for a in assumptions)
     return "\n".join(head + body + tail) + "\n"

@@ -1,5 +1,6 @@
 """`servefit lint --list-sites`: what was found in each file, as a table or as JSON objects
-(`file`, `line`, `engine`, `model`, `settings`, `env`, `gpu`, `engine_version`, `unresolved`)."""
+(`file`, `line`, `engine`, `model`, `settings`, `env`, `gpu`, `engine_version`, `unresolved`).
+Values of secret settings, variables and flags are masked (servefit.redact)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from servefit.core import LaunchSite
 from servefit.linter.run import SiteReport
+from servefit.redact import MASK, is_secret_name, redact_argv, redact_env, redact_text
 
 MODEL_FLAGS = {
     "vllm": ("--model",),
@@ -53,21 +55,23 @@ def site_dict(rep: SiteReport) -> dict[str, Any]:
     site, cfg = rep.site, rep.config
     if cfg is not None:
         model = cfg.model_ref
-        settings = {k: _plain(cfg.settings.get(k)) for k in sorted(cfg.explicit) if k != "model"}
+        settings = {k: (MASK if is_secret_name(k) and cfg.settings.get(k) not in (None, False, "")
+                        else _plain(cfg.settings.get(k))) for k in sorted(cfg.explicit) if k != "model"}
     else:
         model, settings = raw_model(site), {}
     if site.engine == "ollama" and not model:
         models = site.extra.get("ollama_models")
         model = models[0] if models else None
     out: dict[str, Any] = {
-        "file": site.file, "line": site.line, "name": site.name, "engine": site.engine, "model": model,
-        "settings": settings, "env": {k: t.text for k, t in site.env.items()},
+        "file": site.file, "line": site.line, "name": site.name, "engine": site.engine,
+        "model": redact_text(model) if isinstance(model, str) else model,
+        "settings": settings, "env": redact_env({k: t.text for k, t in site.env.items()}),
         "gpu": {"name": rep.gpu_name, "count": rep.gpu_count, "source": rep.gpu_source or None},
         "engine_version": site.engine_version, "unresolved": list(site.unresolved),
         "image": site.image,
     }
     if cfg is None:
-        out["argv"] = [t.text for t in site.argv]
+        out["argv"] = redact_argv(t.text for t in site.argv)
     for key in ("shm", "modelfile_refs", "ollama_models", "config_only"):
         if key in site.extra:
             out[key] = _plain(site.extra[key])

@@ -60,25 +60,26 @@ def file_kind(path: str, head: str | None = None) -> str | None:
 
 
 def _read(path: str, result: ScanResult) -> str | None:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_BYTES:
-            result.findings.append(finding("SF108", f"{path}: {size} bytes, over the {MAX_BYTES >> 20} MiB "
-                                                    "servefit reads; skipped"))
-            return None
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        result.findings.append(finding("SF108", f"{path}: cannot be read ({exc.strerror or exc})"))
+    """The file's text, or None with an SF108 finding saying why it was skipped (too large, not a
+    regular file, a broken symlink, unreadable, binary, or not UTF-8 with the encoding named).
+    A non-UTF-8 file that mentions no engine is skipped silently, like any file we do not parse."""
+    from servefit.core import Span
+    from servefit.sources.read import read_text
+
+    text, problem = read_text(path, MAX_BYTES)
+    if problem is None:
+        return text
+    if problem.latin1 is not None and not MARKERS.search(problem.latin1):
         return None
-    if b"\0" in raw[:8192]:
-        result.findings.append(finding("SF108", f"{path}: binary file; skipped"))
-        return None
-    return raw.decode("utf-8", errors="replace")
+    at = Span(path, problem.line, problem.col, problem.line, problem.col, problem.offset, problem.offset)
+    result.findings.append(finding("SF108", problem.message, span=at))
+    return None
 
 
 def _head(path: str) -> str | None:
     try:
+        if not os.path.isfile(path):
+            return None
         with open(path, "rb") as fh:
             return fh.read(128).decode("utf-8", errors="replace")
     except OSError:
@@ -110,7 +111,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         _dispatch(kind, fc, result)
         fc.finish()
     except RecursionError:
-        fc.findings.append(finding("SF108", f"{path}: nested too deeply; skipped"))
+        fc.findings.append(finding("SF108", "nested too deeply; skipped", span=fc.li.span(0, 0)))
     result.sites.extend(fc.sites)
     result.findings.extend(fc.findings)
     result.findings.extend(unresolved_findings(fc.sites))
@@ -151,7 +152,7 @@ def _yaml(fc: Any, result: ScanResult) -> None:
         if templated:
             _templated(fc)
         else:
-            fc.findings.append(finding("SF105", str(exc), span=exc.span))
+            fc.findings.append(finding("SF105", str(exc), span=exc.span or fc.li.span(0, 0)))
         return
     y = Y(fc.src)
     k8s_docs = [d for d in docs if y.get(d, "apiVersion") is not None and y.get(d, "kind") is not None]

@@ -34,6 +34,10 @@ class FileCtx:
 
     @property
     def src(self) -> Src:
+        """The text to parse; a UTF-8 byte-order mark is left out (parsers would count it or choke
+        on it) while offsets still point into the file as read."""
+        if self.text.startswith("\ufeff"):
+            return Src(self.text[1:], self.li, base=1)
         return Src(self.text, self.li)
 
     def ctx(self, exported_only: bool = False) -> Ctx:

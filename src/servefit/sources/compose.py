@@ -22,6 +22,7 @@ from servefit.sources.base import FileCtx
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import container
+from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
 
@@ -51,7 +52,10 @@ def _env_files(y: Y, node: Node | None, fc: FileCtx, env: Vars) -> None:
             env.set(k, v)
 
 
-def _environment(y: Y, node: Node | None, interp: Vars, env: Vars) -> None:
+def _environment(y: Y, node: Node | None, interp: Vars, env: Vars, runtime: list[str] | None = None) -> None:
+    """`environment` as a list or a map; a name without a value that `.env` does not define is
+    passed through from the shell that runs compose (`runtime`: set, value unknown)."""
+    runtime = runtime if runtime is not None else []
     if isinstance(node, SequenceNode):
         for item in node.value:
             if not isinstance(item, ScalarNode):
@@ -63,6 +67,8 @@ def _environment(y: Y, node: Node | None, interp: Vars, env: Vars) -> None:
                 env.set(name, val.token(), val.unresolved)
             elif interp.get(name) is not None:
                 env.set(name, interp.get(name))  # type: ignore[arg-type]
+            else:
+                runtime.append(name)
     elif isinstance(node, MappingNode):
         for k, _, v in y.items(node):
             if isinstance(v, ScalarNode) and v.tag != "tag:yaml.org,2002:null":
@@ -70,6 +76,8 @@ def _environment(y: Y, node: Node | None, interp: Vars, env: Vars) -> None:
                 env.set(k, w.token(), w.unresolved)
             elif interp.get(k) is not None:
                 env.set(k, interp.get(k))  # type: ignore[arg-type]
+            else:
+                runtime.append(k)
 
 
 def _gpus(y: Y, svc: Node, env: Vars) -> GpuHint | None:
@@ -127,7 +135,8 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
             image = expand_word(y.scalar_src(image_node), interp, compose=True).token()
         env = Vars()
         _env_files(y, y.get(svc, "env_file"), fc, env)
-        _environment(y, y.get(svc, "environment"), interp, env)
+        runtime: list[str] = []
+        _environment(y, y.get(svc, "environment"), interp, env, runtime)
         env.exported = set(env.values)
         entry = _words(y, y.get(svc, "entrypoint"), interp)
         cmd = _words(y, y.get(svc, "command"), interp)
@@ -139,7 +148,8 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
         for launch in launches:
             launch.shm = shm
         ports = [y.str(p) or y.str(y.get(p, "target")) for p in y.seq(y.get(svc, "ports"))]
-        extra: dict[str, object] = {"service": sname, "ports": [p for p in ports if p]}
+        extra: dict[str, object] = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svc),
+                                    "runtime_env": runtime}
         pmap = _path_map(y, svc)
         if pmap:
             extra["path_map"] = pmap
@@ -147,6 +157,30 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
         if build and any(la.engine == "ollama" for la in launches):
             extra["modelfile_refs"] = [build]
         fc.add(launches, f"compose/{sname}", _gpus(y, svc, env), extra, ctx.ollama_models)
+
+
+def _exposure(y: Y, svc: Node) -> list[Exposure]:
+    """Ports published beyond the host's loopback, and host networking."""
+    out: list[Exposure] = []
+    mode = y.tok(y.get(svc, "network_mode"))
+    if mode is not None and mode.text == "host":
+        out.append(Exposure("compose network_mode: host (the container shares the host's interfaces)", mode.span))
+    for p in y.seq(y.get(svc, "ports")):
+        t = y.tok(p)
+        if t is not None:
+            e = published("compose ports", t.text, t.span)
+        else:  # long syntax: target, published, host_ip
+            target = y.str(y.get(p, "target")) or ""
+            ip = y.str(y.get(p, "host_ip")) or ""
+            pub = y.str(y.get(p, "published")) or ""
+            if ip:
+                spec = f"{f'[{ip}]' if ':' in ip else ip}:{pub}:{target}"
+            else:
+                spec = f"{pub}:{target}" if pub else target
+            e = published("compose ports", spec, y.span(p)) if target else None
+        if e is not None:
+            out.append(e)
+    return out
 
 
 def _path_map(y: Y, svc: Node) -> dict[str, str]:

@@ -64,8 +64,10 @@ def _exec_form(src: Src) -> list[Src] | None:
 
 
 def _synthetic(text: str, src: Src) -> Word:
+    """A word Docker adds (`/bin/sh -c` of the shell form): located at the instruction's value,
+    zero characters wide, since it is not written in the file."""
     at = src.off(0)
-    return Word([Piece(text, at, at)], src.li)
+    return Word([Piece(text, at, at, exp=Token(text))], src.li)
 
 
 def _command(rest: Src, st: Stage) -> list[Word]:

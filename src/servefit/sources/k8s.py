@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from servefit.core import GpuHint, Span, Token
+from servefit.core import GpuHint, LaunchSite, Span, Token
 from servefit.sources import helm, llamaswap
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.launch import Launch, container
+from servefit.sources.ports import Exposure, port_list
+from servefit.sources.ports import add as add_exposure
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
 
@@ -44,16 +46,53 @@ def scan(y: Y, docs: list[Node], fc: FileCtx) -> None:
     # a ServingRuntime an InferenceService of this file uses is read with that service
     used = {y.str(y.get(d, "spec", "predictor", "model", "runtime")) for d in docs
             if y.str(y.get(d, "kind")) == "InferenceService"}
+    first = len(fc.sites)
     for doc in docs:
         if y.str(y.get(doc, "kind")) in ("ServingRuntime", "ClusterServingRuntime") and \
                 y.str(y.get(doc, "metadata", "name")) in used:
             continue
         scan_doc(y, doc, fc, cms, docs)
+    services(y, docs, fc.sites[first:])
+
+
+def services(y: Y, docs: list[Node], sites: list[LaunchSite]) -> None:
+    """A Service of type LoadBalancer or NodePort in the same file whose selector matches a pod's
+    labels publishes that pod's servers outside the cluster."""
+    for d in docs:
+        typ = y.tok(y.get(d, "spec", "type"))
+        if y.str(y.get(d, "kind")) != "Service" or typ is None or typ.text not in ("LoadBalancer", "NodePort"):
+            continue
+        selector = {k: y.str(v) for k, _, v in y.items(y.get(d, "spec", "selector"))}
+        if not selector:
+            continue
+        ns = y.str(y.get(d, "metadata", "namespace"))
+        targets = []
+        for p in y.seq(y.get(d, "spec", "ports")):
+            t = y.str(y.get(p, "targetPort")) or y.str(y.get(p, "port")) or ""
+            targets.append(to_int(t))
+        ports = tuple(t for t in targets if t) if all(targets) else ()
+        how = f"Service/{y.str(y.get(d, 'metadata', 'name')) or 'unnamed'} of type {typ.text}"
+        for site in sites:
+            labels = site.extra.get("pod_labels") or {}
+            if site.extra.get("namespace") == ns and all(labels.get(k) == v for k, v in selector.items()):
+                add_exposure(site, Exposure(how, typ.span, ports))
 
 
 def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], depth: int = 0) -> None:
     before = len(fc.sites)
     _scan_doc(y, doc, fc, cms, docs, depth)
+    kind = y.str(y.get(doc, "kind")) or ""
+    path = POD_PATHS.get(kind, ("spec", "template", "spec"))
+    labels = {k: y.str(v) for k, _, v in y.items(y.get(doc, *path[:-1], "metadata", "labels"))}
+    ns = y.str(y.get(doc, "metadata", "namespace"))
+    knative = kind == "Service" and "knative" in (y.str(y.get(doc, "apiVersion")) or "")
+    local = (y.str(y.get(doc, "metadata", "labels", "networking.knative.dev/visibility")) or "") == "cluster-local"
+    for site in fc.sites[before:]:
+        site.extra.setdefault("pod_labels", labels)
+        site.extra.setdefault("namespace", ns)
+        if knative and not local:
+            add_exposure(site, Exposure(f"Knative Service/{y.str(y.get(doc, 'metadata', 'name'))} (public by default)",
+                                        y.span(y.key_node(doc, "kind") or doc)))
     notes: dict[str, str] = {}
     line = 0
     for path in (("metadata", "annotations"), ("spec", "template", "metadata", "annotations")):
@@ -184,6 +223,22 @@ def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] |
     return env
 
 
+def runtime_env(y: Y, c: Node | None, cms: ConfigMaps) -> tuple[list[str], bool]:
+    """(variables set when the pod starts from Secrets, fieldRefs or ConfigMaps not in this file,
+    whether some variables come from such a source under names not known here: `envFrom`)."""
+    names = []
+    for e in y.seq(y.get(c, "env")):
+        name = y.str(y.get(e, "name"))
+        ref = y.get(e, "valueFrom")
+        if name and ref is not None and not (y.get(ref, "configMapKeyRef") is not None and
+                                             y.str(y.get(ref, "configMapKeyRef", "name")) in cms):
+            names.append(name)
+    opaque = any(y.get(ef, "secretRef") is not None or
+                 (y.get(ef, "configMapRef") is not None and y.str(y.get(ef, "configMapRef", "name")) not in cms)
+                 for ef in y.seq(y.get(c, "envFrom")))
+    return names, opaque
+
+
 def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, kind: str,
               group: tuple[int, str] | None = None) -> None:
     if not isinstance(pod, MappingNode):
@@ -195,8 +250,19 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
                 y.str(y.get(v, "hostPath", "path")) == "/dev/shm":
             mem_vols.add(y.str(y.get(v, "name")))
     names = name_hints(y, pod)
+    host_net = y.tok(y.get(pod, "hostNetwork"))
     for c in y.seq(y.get(pod, "containers")):
+        before = len(fc.sites)
         one_container(y, c, fc, cms, label, kind, names, host_ipc, mem_vols, group)
+        for site in fc.sites[before:]:
+            if host_net is not None and host_net.text.lower() == "true":
+                add_exposure(site, Exposure("hostNetwork: true (the pod listens on the node's interfaces)",
+                                            host_net.span))
+            for p in y.seq(y.get(c, "ports")):
+                hp = y.tok(y.get(p, "hostPort"))
+                if hp is not None and (y.str(y.get(p, "hostIP")) or "") not in ("127.0.0.1", "::1"):
+                    add_exposure(site, Exposure(f"hostPort {hp.text} (published on the node)", hp.span,
+                                                port_list(y.str(y.get(p, "containerPort")) or "")))
 
 
 def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind: str, names: list[NameHint],
@@ -225,8 +291,10 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
             launch.shm = shm
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
+    runtime, opaque = runtime_env(y, c, cms)
     fc.add(launches, f"{label}/{cname}", hint,
-           {"k8s_kind": kind, "container": cname, "ports": [p for p in ports if p]}, ctx.ollama_models)
+           {"k8s_kind": kind, "container": cname, "ports": [p for p in ports if p], "runtime_env": runtime,
+            "env_opaque": opaque}, ctx.ollama_models)
     return launches
 
 

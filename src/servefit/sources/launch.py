@@ -17,6 +17,7 @@ from servefit.core import Finding, GpuHint, LaunchSite, Span, Token
 from servefit.rules.catalog import finding
 from servefit.sources import detect
 from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
+from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
 
@@ -187,6 +188,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     gpu: GpuHint | None = None
     shm: bool | None = None
     unres: list[tuple[str, Span | None]] = []
+    exposure: list[Exposure] = []
     j = 0
     n = len(words)
     while j < n:
@@ -197,6 +199,8 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if not t.startswith("-") or t == "-":
             break
         flag, eq, _ = t.partition("=")
+        if t in ("-P", "--publish-all") or (not t.startswith("--") and "P" in t[1:] and "p" not in t[1:]):
+            exposure.append(Exposure(f"docker run {t} (every exposed port, on all interfaces)", words[j].token().span))
         val: Word | None = None
         pos: int
         if flag.startswith("--"):
@@ -243,6 +247,13 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             shm = size is not None and size >= SHM_MIN
         elif flag == "--entrypoint":
             entry = val
+        elif flag in ("-p", "--publish"):
+            e = published(f"docker run {flag}", v, val.token().span)
+            if e is not None:
+                exposure.append(e)
+        elif flag in ("--network", "--net") and v == "host":
+            exposure.append(Exposure(f"docker run {flag} host (the container shares the host's interfaces)",
+                                     val.token().span))
     if j >= n:
         return []
     image_word = words[j]
@@ -255,6 +266,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             launch.gpu = gpu
         launch.shm = shm if shm is not None else False
         launch.extra["runtime"] = "docker run"
+        launch.extra["exposure"] = list(exposure)
     return launches
 
 

@@ -27,6 +27,8 @@ def detect(path: str, text: str) -> bool:
 
 
 def scan(path: str, text: str) -> tuple[list[LaunchSite], list[Finding]]:
+    if text.startswith("\ufeff"):  # the parser drops a BOM, which would shift every offset by one
+        text = " " + text[1:]
     doc = parse_modelfile(text, path)
     frm = doc.from_ref
     line = frm.span.line if frm is not None and frm.span is not None else 1

@@ -13,6 +13,7 @@ from servefit.core import GpuHint, Span, Token
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import to_int
 from servefit.sources.launch import from_commands
+from servefit.sources.ports import Exposure, port_list
 from servefit.sources.shell import Vars, split_commands
 from servefit.sources.yamlpos import Y
 
@@ -80,6 +81,17 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
     env.exported = set(env.values)
     cmds = split_commands(y.scalar_src(run), env, provided=PROVIDED)
     ctx = fc.ctx(exported_only=True)
+    exposure = []
+    ports = y.get(res, "ports")
+    if ports is not None:
+        shown = y.str(ports) or ", ".join(y.str(p) or "" for p in y.seq(ports))
+        exposure.append(Exposure(f"SkyPilot resources.ports {shown} (opened to the internet)", y.span(ports),
+                                 port_list(shown)))
+    service = y.key_node(root, "service")
+    if service is not None:
+        exposure.append(Exposure("SkyServe service (a public load-balancer endpoint)", y.span(service),
+                                 port_list(y.str(y.get(root, "service", "ports")) or "")))
     for launch in from_commands(cmds, ctx, env):
-        fc.add([launch], f"skypilot/run:{launch.line}", hint, {"num_nodes": to_int(nodes.text) if nodes else 1},
+        fc.add([launch], f"skypilot/run:{launch.line}", hint, {"num_nodes": to_int(nodes.text) if nodes else 1,
+                                                             "exposure": list(exposure)},
                ctx.ollama_models)

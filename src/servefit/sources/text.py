@@ -14,13 +14,15 @@ from servefit.core import Span
 
 
 class LineIndex:
-    """Character offset -> (line, column), both 1-based, for one file's text."""
+    """Character offset -> (line, column), both 1-based, for one file's text. A UTF-8 byte-order
+    mark is counted in offsets (a patch keeps it) but not in line 1's columns, as editors show them."""
 
-    __slots__ = ("file", "text", "starts")
+    __slots__ = ("file", "text", "starts", "bom")
 
     def __init__(self, text: str, file: str) -> None:
         self.file = file
         self.text = text
+        self.bom = text.startswith("\ufeff")
         starts = [0]
         find = text.find
         i = find("\n")
@@ -30,8 +32,11 @@ class LineIndex:
         self.starts = starts
 
     def pos(self, off: int) -> tuple[int, int]:
-        line = bisect_right(self.starts, off) - 1
-        return line + 1, off - self.starts[line] + 1
+        line = max(bisect_right(self.starts, off) - 1, 0)
+        col = off - self.starts[line] + 1
+        if self.bom and line == 0 and off > 0:
+            col -= 1
+        return line + 1, col
 
     def line_of(self, off: int) -> int:
         return bisect_right(self.starts, off)

@@ -1,7 +1,8 @@
 """Walking a repository: files under the given paths, skipping VCS and tool directories,
 virtual environments (any directory holding `pyvenv.cfg`), node_modules, and whatever the
 `.gitignore` files (at every level, plus `.git/info/exclude`) ignore. Paths named explicitly
-are always yielded."""
+are always yielded. Symlinks are not followed, so a link loop cannot hang the walk; a link that
+loops or points nowhere is yielded for the reader to report."""
 
 from __future__ import annotations
 
@@ -112,6 +113,18 @@ def _read(path: str) -> str:
         return ""
 
 
+def _readable_entry(e: os.DirEntry[str]) -> bool:
+    """Files, and what the reader should report rather than skip in silence: a symlink that
+    loops or points nowhere, a FIFO or a device (never opened). Symlinks that resolve are not
+    followed: their targets are linted where they live, and a loop cannot hang the walk."""
+    try:
+        if e.is_symlink():
+            return not os.path.exists(e.path)
+        return not e.is_dir(follow_symlinks=False)
+    except OSError:
+        return True
+
+
 def _walk(root: str, rel: str, rules: list[Rule]) -> Iterator[str]:
     d = os.path.join(root, rel) if rel else root
     gi = os.path.join(d, ".gitignore")
@@ -134,7 +147,7 @@ def _walk(root: str, rel: str, rules: list[Rule]) -> Iterator[str]:
             if e.name in SKIP_DIRS or ignored(rules, child, True):
                 continue
             subdirs.append(child)
-        elif e.is_file(follow_symlinks=False) and not ignored(rules, child, False):
+        elif _readable_entry(e) and not ignored(rules, child, False):
             yield os.path.join(root, child) if root != "." else child
     for child in subdirs:
         yield from _walk(root, child, rules)

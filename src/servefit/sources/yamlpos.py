@@ -1,8 +1,10 @@
 """YAML with positions: PyYAML's composer (the C one when libyaml is there) gives nodes whose
 marks carry the character index of every scalar, so spans are exact for plain, quoted and
 block scalars alike. Only composing is done (no constructors, no tags run); aliases stay shared
-nodes (never expanded), `<<` merges are applied on lookup, and inputs nested deeply enough to
-exhaust the C composer's stack are refused before parsing.
+nodes (never expanded), `<<` merges are applied on lookup, inputs nested deeply enough to
+exhaust the C composer's stack are refused before parsing, and documents whose aliases would
+expand past MAX_EXPANDED nodes (a "billion laughs" bomb) are refused after composing, measured
+over the shared nodes without expanding them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ except AttributeError:  # pragma: no cover - libyaml missing
     _Loader = yaml.SafeLoader
 
 MAX_DEPTH = 200
+MAX_EXPANDED = 1_000_000  # nodes after alias expansion
 _BRACKETS = re.compile(r"[\[\]{}]")
 _DEEP_DASH = re.compile(r"(?:-[ \t]+){48}")
 _DEEP_INDENT = re.compile(r"\n {1200}")
@@ -58,7 +61,7 @@ def compose_all(src: Src) -> list[Node]:
     if too_deep(text):
         raise YamlProblem(f"nested more than {MAX_DEPTH} levels deep; not parsed", src.span(0, 0))
     try:
-        return [n for n in yaml.compose_all(text, Loader=_Loader) if n is not None]
+        docs = [n for n in yaml.compose_all(text, Loader=_Loader) if n is not None]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         span = None
@@ -69,6 +72,51 @@ def compose_all(src: Src) -> list[Node]:
         raise YamlProblem(f"YAML error: {msg}", span) from None
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         raise YamlProblem(f"YAML error: {exc}", src.span(0, 0)) from None
+    if "*" in text and "&" in text:
+        size = expanded_size(docs)
+        if size > MAX_EXPANDED:
+            raise YamlProblem(f"YAML aliases expand to more than {MAX_EXPANDED:,} nodes (an alias bomb, "
+                              f"'billion laughs'); not parsed", src.span(0, 0))
+    return docs
+
+
+def expanded_size(docs: list[Node]) -> int:
+    """How many nodes the documents would hold with every alias expanded, computed over the
+    shared nodes once each (a bomb is measured, never expanded); capped past MAX_EXPANDED. A
+    recursive alias (`&a [*a]`, which the composer allows) counts once."""
+    memo: dict[int, int] = {}
+    visiting: set[int] = set()
+
+    def kids(node: Node) -> list[Node]:
+        if isinstance(node, SequenceNode):
+            return list(node.value)
+        if isinstance(node, MappingNode):
+            return [x for kv in node.value for x in kv]
+        return []
+
+    total = 0
+    for root in docs:
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            key = id(node)
+            if key in memo:
+                stack.pop()
+                continue
+            children = kids(node)
+            if key not in visiting:
+                visiting.add(key)
+                pending = [c for c in children if id(c) not in memo and id(c) not in visiting]
+                if pending:
+                    stack.extend(pending)
+                    continue
+            memo[key] = min(1 + sum(memo.get(id(c), 1) for c in children), MAX_EXPANDED + 1)
+            visiting.discard(key)
+            stack.pop()
+        total += memo.get(id(root), 1)
+        if total > MAX_EXPANDED:
+            break
+    return total
 
 
 class Y:

@@ -151,8 +151,8 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     s["fit_target"] = [1024]
     if vals.get("fit_target"):
         try:
-            s["fit_target"] = [int(float(x)) for x in split_floats(str(vals["fit_target"]))]
-        except ValueError:
+            s["fit_target"] = [int(float(x)) for x in split_floats(str(vals["fit_target"]))] or [1024]
+        except (ValueError, OverflowError):
             findings.append(finding("LCPP002", f"argument -fitt: invalid value '{vals['fit_target']}'",
                                     span=spans.get("fit_target"), site=site.name, setting="fit_target"))
     s["fit_ctx"] = int(vals.get("fit_ctx", 4096) or 4096)

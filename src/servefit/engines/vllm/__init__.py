@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
+POSITIVE = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs", "block_size",
+            "decode_context_parallel_size")
+INT_LISTS = ("cuda_graph_sizes", "cudagraph_capture_sizes")
 MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
 ENV_VARS = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "VLLM_USE_V1",
             "VLLM_PP_LAYER_PARTITION", "VLLM_MLA_DISABLE", "VLLM_ATTENTION_BACKEND", "VLLM_USE_V2_MODEL_RUNNER",
@@ -50,6 +53,8 @@ class VllmEngine(Engine):
         args = _splice_config(args, site)
         parsed = parse_argv(table, args, version, site=site.name)
         values = parsed.values
+        _int_lists(parsed, site.name)
+        _positive(parsed, site.name)
         spans = dict(parsed.spans)
         model_tok: Token | None = None
         if parsed.positionals:
@@ -89,6 +94,34 @@ class VllmEngine(Engine):
         from servefit.engines.vllm.knobs import knobs
 
         return knobs(cfg, model, gpu, count)
+
+
+def _int_lists(parsed: Any, site: str) -> None:
+    """`--cuda-graph-sizes` / `--cudagraph-capture-sizes` take integers (argparse `type=int`):
+    any other word is the engine's "invalid int value" error, and the setting is dropped."""
+    for name in INT_LISTS:
+        vals = parsed.values.get(name)
+        if not isinstance(vals, list):
+            continue
+        bad = next((v for v in vals if not str(v).strip().lstrip("-").isdigit()), None)
+        if bad is not None:
+            parsed.findings.append(finding("VLLM002", f"argument --{name.replace('_', '-')}: invalid int value: {bad!r}",
+                                           span=parsed.spans.get(name), site=site, setting=name))
+            del parsed.values[name]
+            parsed.spans.pop(name, None)
+
+
+def _positive(parsed: Any, site: str) -> None:
+    """Parallel sizes, the sequence limit and the block size count things: below 1 the engine
+    fails before it plans anything; the finding names the value and planning keeps the default."""
+    for name in POSITIVE:
+        v = parsed.values.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+            parsed.findings.append(finding("VLLM002", f"argument --{name.replace('_', '-')}: must be at least 1 "
+                                                      f"(got {v})", span=parsed.spans.get(name), site=site,
+                                           setting=name))
+            del parsed.values[name]
+            parsed.spans.pop(name, None)
 
 
 def _check_auto_len(cfg: EngineConfig) -> None:

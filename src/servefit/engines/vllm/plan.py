@@ -99,7 +99,14 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     scheme = scheme_for(model.quantization, quant_override if quant_override else None)
     eager = bool(s.get("enforce_eager")) or str(s.get("optimization_level", "")) == "0"
     util = s.get("gpu_memory_utilization")
-    return Resolved(dtype=dtype, tp=int(s.get("tensor_parallel_size") or 1), pp=int(s.get("pipeline_parallel_size") or 1),
+    pp = int(s.get("pipeline_parallel_size") or 1)
+    layers = max(1, model.num_hidden_layers)
+    if pp > layers:  # every stage holds at least one layer; more stages would only be empty
+        note = f"pipeline parallel size {pp} is more than the model's {layers} layers; planned as {layers} stages"
+        if note not in cfg.assumptions:
+            cfg.assumptions.append(note)
+        pp = layers
+    return Resolved(dtype=dtype, tp=int(s.get("tensor_parallel_size") or 1), pp=pp,
                     util=e.default_util if util is None else float(util), max_model_len=max_len, derived_len=derived,
                     max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), chunked_prefill=bool(chunked),
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
@@ -223,7 +230,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     out.findings.extend(checks.config_checks(cfg, model, gpu, count, r, e))
     total = gpu.memory_bytes
     budget = math.ceil(total * r.util) if e.ceil_budget else int(total * r.util)
-    kv_db = dtype_bytes(r.kv_dtype)
+    try:
+        kv_db = dtype_bytes(r.kv_dtype)
+    except KeyError:  # VLLM015 names the invalid value; plan as `auto` meanwhile
+        kv_db = dtype_bytes(r.dtype)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1
     kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")))

@@ -1,0 +1,216 @@
+"""Security rules on one server (docs in data/rules/security.yaml):
+
+- SEC002 unauthenticated-public-endpoint: no API key, listening on all interfaces, and the same
+  file publishes it (site.extra["exposure"], filled by the wrappers through sources/ports.py).
+- SEC003 unauthenticated-host-listener: the same, started directly on a machine.
+- SEC004 unauthenticated-pod-listener: the same, in a container nothing in the file publishes.
+- SEC005 trust-remote-code-untrusted: --trust-remote-code on a Hub model of an unknown publisher.
+- SEC006 modelfile-remote-adapter: a Modelfile ADAPTER fetched from a URL.
+
+Defaults as the engines have them: vLLM binds every interface unless --host is given
+(vllm/entrypoints/openai/api_server.py: `create_server_socket((args.host or "", port))`), TGI's
+launcher defaults `--hostname 0.0.0.0`, llama-server and SGLang default to 127.0.0.1, Ollama to
+127.0.0.1:11434; the llama.cpp server images set LLAMA_ARG_HOST=0.0.0.0 and the ollama/ollama
+image OLLAMA_HOST=0.0.0.0:11434. Keys: vLLM `--api-key` or VLLM_API_KEY, llama-server `--api-key`,
+`--api-key-file` (LLAMA_API_KEY, LLAMA_ARG_API_KEY_FILE), SGLang `--api-key`, TGI `--api-key`
+(API_KEY, 2.3+); Ollama has no authentication.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from servefit.core import EngineConfig, Finding, LaunchSite, Span
+from servefit.rules.catalog import finding
+
+
+@dataclass(frozen=True)
+class Auth:
+    title: str
+    host: str | None  # the option naming the listen address
+    binds_all: bool  # by default
+    keys: tuple[str, ...]  # options that turn authentication on
+    key_env: tuple[str, ...]
+    port: int | None = None  # the default port where it is the same everywhere
+
+
+ENGINES = {
+    "vllm": Auth("vLLM", "host", True, ("api_key",), ("VLLM_API_KEY",)),
+    "llamacpp": Auth("llama-server", "host", False, ("api_key", "api_key_file"), ("LLAMA_API_KEY", "LLAMA_ARG_API_KEY_FILE")),
+    "sglang": Auth("SGLang", "host", False, ("api_key",), ()),
+    "tgi": Auth("TGI", "hostname", True, ("api_key",), ("API_KEY",)),
+    "ollama": Auth("Ollama", None, False, (), (), 11434),
+}
+RAW_FLAGS = {"host": ("--host",), "hostname": ("--hostname",), "api_key": ("--api-key", "--api_key"),
+             "api_key_file": ("--api-key-file",), "port": ("--port",), "trust_remote_code": ("--trust-remote-code",)}
+IMAGE_HOST = {"llamacpp": "the llama.cpp server image sets LLAMA_ARG_HOST=0.0.0.0",
+              "ollama": "the ollama/ollama image sets OLLAMA_HOST=0.0.0.0"}
+ALL_INTERFACES = {"0.0.0.0", "::", "[::]", "*", "0"}
+# Original publishers whose architectures ship modelling code on the Hub (rule docs list them).
+TRUSTED_ORGS = frozenset(o.lower() for o in (
+    "meta-llama", "mistralai", "Qwen", "google", "microsoft", "nvidia", "deepseek-ai", "openai", "ibm-granite",
+    "allenai", "tiiuae", "01-ai", "zai-org", "THUDM", "moonshotai", "baichuan-inc", "internlm", "OpenGVLab",
+    "MiniMaxAI", "stepfun-ai", "CohereLabs", "CohereForAI", "HuggingFaceTB", "HuggingFaceM4", "bigcode",
+    "Salesforce", "facebook", "apple", "ai21labs", "Snowflake", "databricks", "xai-org", "LiquidAI", "tencent",
+    "baidu", "inclusionAI"))
+
+
+def _raw(site: LaunchSite, name: str) -> tuple[str | None, Span | None]:
+    """A setting read from the argv and the environment with the engine's option table (flags,
+    aliases, abbreviations, env twins); the flags in RAW_FLAGS when there is no table."""
+    table = None
+    try:
+        from servefit.engines.options import load_table
+
+        table = load_table(site.engine or "")
+    except Exception:  # no table for this engine: the plain flags
+        table = None
+    words = site.argv
+    for i, tok in enumerate(words):
+        key, eq, val = tok.text.partition("=")
+        if not key.startswith("-"):
+            continue
+        hit = table.lookup(key)[0] if table is not None else None
+        if (hit.name == name) if hit is not None else key in RAW_FLAGS.get(name, ()):
+            if eq:
+                return val, tok.span
+            if name == "trust_remote_code":
+                return "true", tok.span
+            if i + 1 < len(words):
+                return words[i + 1].text, words[i + 1].span
+    if table is not None:
+        for var, tok in site.env.items():
+            opt = table.by_env.get(var)
+            if opt is not None and opt.name == name:
+                return tok.text, tok.span
+    return None, None
+
+
+def _setting(site: LaunchSite, cfg: EngineConfig | None, name: str) -> tuple[str | None, Span | None]:
+    """A setting as the user gave it (flag, env twin, --config file), with its span: the engine's
+    parsed value where it keeps one, else the argv and environment as written."""
+    if cfg is not None and cfg.settings.get(name) is not None and (name in cfg.explicit or name in cfg.spans):
+        v = cfg.settings[name]
+        return (None if v is False else str(v)), cfg.spans.get(name)
+    return _raw(site, name)
+
+
+def context(site: LaunchSite) -> str | None:
+    """pod | container | host, or None for what is not a running server (a vLLM --config file,
+    a Modelfile not joined to its server)."""
+    x = site.extra
+    if x.get("config_only") or (site.name.startswith("Modelfile ") and all(t.span is None for t in site.argv)):
+        return None
+    if x.get("k8s_kind") or x.get("chart"):
+        return "pod"
+    if "service" in x or x.get("runtime") == "docker run" or site.name.startswith("dockerfile"):
+        return "container"
+    return "host"
+
+
+def _listen(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) -> tuple[str, Span | None] | None:
+    """(how it listens on all interfaces, span of the address) or None when it does not."""
+    from servefit.sources.detect import engine_of_image
+
+    eng = site.engine or ""
+    if eng == "ollama":
+        tok = site.env.get("OLLAMA_HOST")
+        if tok is not None:
+            host = tok.text.split("://", 1)[-1].split("/", 1)[0]
+            host = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+            return (f"OLLAMA_HOST={tok.text}", tok.span) if host in ALL_INTERFACES | {""} else None
+    else:
+        value, span = _setting(site, cfg, auth.host or "")
+        if value is not None:
+            if "$" in value or value not in ALL_INTERFACES:
+                return None
+            return f"--{(auth.host or '').replace('_', '-')} {value}", span
+        if auth.binds_all:
+            return f"its default without --{auth.host}", None
+    if where != "host" and engine_of_image(site.image) == eng and eng in IMAGE_HOST:
+        return IMAGE_HOST[eng], None
+    return None
+
+
+def _has_key(site: LaunchSite, cfg: EngineConfig | None, auth: Auth) -> bool:
+    """A key is set, or may be: a variable filled in at start (a Secret, the shell's environment)
+    or variables from a source this file does not show (`envFrom: secretRef`) count as set."""
+    if any(_setting(site, cfg, k)[0] for k in auth.keys):
+        return True
+    if site.extra.get("env_opaque"):
+        return True
+    runtime = set(site.extra.get("runtime_env") or ()) | set(site.unresolved)
+    return any((site.env.get(e) is not None and site.env[e].text) or e in runtime for e in auth.key_env)
+
+
+def _port(site: LaunchSite, cfg: EngineConfig | None, auth: Auth) -> int | None:
+    if site.engine == "ollama":
+        tok = site.env.get("OLLAMA_HOST")
+        tail = tok.text.rsplit(":", 1)[-1] if tok is not None and ":" in tok.text.split("://", 1)[-1] else ""
+        return int(tail) if tail.isdigit() else auth.port
+    value, _ = _setting(site, cfg, "port")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = ()) -> list[Finding]:
+    out: list[Finding] = []
+    auth = ENGINES.get(site.engine or "")
+    where = context(site)
+    if auth is not None and where is not None:
+        out.extend(_exposure(site, cfg, auth, where))
+    out.extend(_remote_code(site, cfg, trusted))
+    out.extend(_adapters(site))
+    return out
+
+
+def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) -> list[Finding]:
+    listen = _listen(site, cfg, auth, where)
+    if listen is None or _has_key(site, cfg, auth):
+        return []
+    reason, span = listen
+    nokey = "has no authentication at all" if site.engine == "ollama" else "has no API key"
+    port = _port(site, cfg, auth)
+    exps = [e for e in site.extra.get("exposure") or [] if not (port and e.ports and port not in e.ports)]
+    if exps:
+        e = exps[0]
+        return [finding("SEC002", f"{auth.title} {nokey} and listens on all interfaces ({reason}); {e.how} "
+                                  "publishes it: anyone who can reach that address can run prompts on this server",
+                        span=e.span or span, site=site.name)]
+    if where == "host":
+        fix = "bind 127.0.0.1" + (" or pass --api-key" if auth.keys else " and put an authenticating proxy in front")
+        return [finding("SEC003", f"{auth.title} {nokey} and listens on every interface of this machine ({reason}): "
+                                  f"anyone who can reach {f'port {port}' if port else 'it'} can use it; {fix}",
+                        span=span, site=site.name)]
+    return [finding("SEC004", f"{auth.title} {nokey} and listens on all interfaces ({reason}): anything on the "
+                              f"{'pod' if where == 'pod' else 'container'} network can use it",
+                    span=span, site=site.name)]
+
+
+def _remote_code(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str]) -> list[Finding]:
+    if cfg is None:
+        return []
+    on, span = _setting(site, cfg, "trust_remote_code")
+    if on is None or on.lower() in ("false", "0", "no"):
+        return []
+    ref = (cfg.model_ref or "").removeprefix("hf://")
+    if not ref or "$" in ref or ref.startswith(("/", ".", "~")) or "://" in ref or ref.count("/") != 1:
+        return []
+    org = ref.split("/", 1)[0]
+    if org.lower() in TRUSTED_ORGS or org.lower() in {t.lower() for t in trusted}:
+        return []
+    return [finding("SEC005", f"--trust-remote-code runs the Python files of {ref} at load time, and {org} is not a "
+                              "trusted publisher: use the original publisher's repository, pin --revision to a "
+                              "reviewed commit, or add the organisation to trusted-orgs",
+                    span=span or cfg.spans.get("model"), setting="trust_remote_code", site=site.name)]
+
+
+def _adapters(site: LaunchSite) -> list[Finding]:
+    doc = site.extra.get("modelfile")
+    out = []
+    for ins in getattr(doc, "instructions", None) or []:
+        if ins.name == "adapter" and ins.value.text.strip().lower().startswith(("http://", "https://")):
+            out.append(finding("SEC006", f"ADAPTER {ins.value.text.strip()} is fetched from outside the repository "
+                                         "when the model is created: not reviewed, not pinned",
+                               span=ins.value.span, site=site.name))
+    return out
