@@ -24,10 +24,12 @@ def python_module(words: list[str]) -> tuple[str | None, int]:
     if not words or not program(words[0]).startswith("python"):
         return None, 0
     i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+    while i < len(words) and words[i].startswith("-") and not words[i].startswith("-m"):
         i += 1
     if i + 1 < len(words) and words[i] == "-m":
         return words[i + 1], i + 2
+    if i < len(words) and words[i].startswith("-m") and len(words[i]) > 2:  # python -mvllm.entrypoints...
+        return words[i][2:], i + 1
     return None, 0
 
 

@@ -8,8 +8,10 @@ sources hand them, command words included.
 
 from __future__ import annotations
 
-import os
 import re
+
+from servefit.engines.base import program
+from servefit.engines.base import python_module as _python_module
 
 SHELLS = {"sh", "bash", "dash", "zsh", "ash", "ksh"}
 # A word that starts a command which mentions an engine without running it.
@@ -22,23 +24,6 @@ NOT_LAUNCH = {
 VLLM_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server",
                 "vllm.entrypoints.cli.main"}
 SGLANG_MODULES = {"sglang.launch_server", "sglang_router.launch_server"}
-
-
-def program(word: str) -> str:
-    return os.path.basename(word)
-
-
-def _python_module(words: list[str]) -> tuple[str | None, int]:
-    if not words or not program(words[0]).startswith("python"):
-        return None, 0
-    i = 1
-    while i < len(words) and words[i].startswith("-") and words[i] != "-m":
-        i += 1
-    if i + 1 < len(words) and words[i] == "-m":
-        return words[i + 1], i + 2
-    if i < len(words) and words[i].startswith("-m") and len(words[i]) > 2:
-        return words[i][2:], i + 1
-    return None, 0
 
 
 def recognise(words: list[str]) -> tuple[str, int] | None:

@@ -95,8 +95,9 @@ def prefill_graph_sizes(max_tokens: int) -> int:
     """How many prefill graph sizes SGLang captures up to `max_tokens`
     (_generate_piecewise_cuda_graph_tokens / generate_prefill_cuda_graph_batch_sizes)."""
     sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
-             + list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_tokens + 1, 512)))
-    return len([s for s in sizes if s <= max_tokens])
+             + list(range(576, 1025, 64)) + list(range(1280, 4097, 256)))
+    tail = len(range(4608, max_tokens + 1, 512))  # counted, not listed: the limit can be huge
+    return len([s for s in sizes if s <= max_tokens]) + tail
 
 
 def mem_fraction_static(e: Era, gpu_mem: float | None, tp: int, pp: int, chunk: int, max_prefill: int,
