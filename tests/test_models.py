@@ -22,7 +22,7 @@ from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
 
 SCHEMA = Path(data.__file__).parent.parent / "schemas" / "models.schema.json"
-RAW: list[dict[str, Any]] = data.load("models.yaml")
+RAW: list[dict[str, Any]] = catalog.entries()
 BY_NAME = {m.name: m for m in all_models()}
 
 
@@ -597,6 +597,8 @@ def test_online_reads_config_from_the_hub(tmp_path, monkeypatch):
 
 
 def test_yaml_keeps_name_and_aliases_on_single_lines():
-    text = (Path(data.__file__).parent / "models.yaml").read_text()
-    assert text.count("\n- name: ") + text.startswith("- name: ") == len(RAW)
-    assert all(isinstance(e.get("aliases", []), list) for e in yaml.safe_load(text))
+    for name in catalog.catalog_files():
+        text = (Path(data.__file__).parent / name).read_text()
+        parsed = yaml.safe_load(text)
+        assert text.count("\n- name: ") + text.startswith("- name: ") == len(parsed), name
+        assert all(isinstance(e.get("aliases", []), list) for e in parsed), name

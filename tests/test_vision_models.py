@@ -48,7 +48,7 @@ CONFIG_7B = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_typ
 
 
 def test_not_in_the_catalog_until_the_encoder_profile_matches_logs():
-    # the facts wait in the catalog's pending block; a config.json (or --online) gives the model
+    # the facts wait in the pending list (data/models/pending.md); a config.json (or --online) gives the model
     with pytest.raises(UsageError, match="--model-config"):
         resolve_model("Qwen/Qwen2.5-VL-7B-Instruct")
 

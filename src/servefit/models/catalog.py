@@ -1,4 +1,4 @@
-"""The model catalog (data/models.yaml): lookup by repo id, and name heuristics that map
+"""The model catalog (data/models/*.yaml, one file per family): lookup by repo id, and name heuristics that map
 quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4`,
 `unsloth/Llama-3.2-3B-Instruct-bnb-4bit`, `llama3.1:8b`) onto the catalogued architecture."""
 
@@ -21,32 +21,42 @@ from servefit.models.vision import count_vision_params
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)}
 # catalog keys that are not ModelSpec fields (or need converting)
 _EXTRA = {"layer_pattern", "vision", "hf_params", "note", "mamba", "layer_types", "rope_scaling",
-          "quantization", "aliases"}
+          "quantization", "aliases", "source"}
 
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def catalog_files() -> list[str]:
+    """The catalog's data files, relative to the data directory, in a fixed order."""
+    return sorted(f"models/{p.name}" for p in (data.DATA_DIR / "models").glob("*.yaml"))
+
+
 def entries() -> list[dict[str, Any]]:
-    """The raw catalog entries, as data/models.yaml holds them (do not mutate)."""
-    out = data.load("models.yaml")
-    return out if isinstance(out, list) else []
+    """The raw catalog entries, as data/models/*.yaml hold them (do not mutate)."""
+    out: list[dict[str, Any]] = []
+    for name in catalog_files():
+        part = data.load(name)
+        if isinstance(part, list):
+            out.extend(part)
+    return out
 
 
 @lru_cache(maxsize=1)
 def _chunks() -> list[tuple[str, tuple[str, ...], str]]:
     """(name, aliases, YAML text) of every entry, found by scanning lines: parsing the whole
-    catalog costs ~10 ms, a lookup parses only the entry it finds. models.yaml keeps `name` and
+    catalog costs ~10 ms, a lookup parses only the entry it finds. The files keep `name` and
     a flow-style `aliases` list on their own lines (tests check this scan against the parse)."""
-    text = (data.DATA_DIR / "models.yaml").read_text(encoding="utf-8")
-    starts = [m.start() for m in re.finditer(r"(?m)^- name: ", text)]
     out = []
-    for k, at in enumerate(starts):
-        chunk = text[at:starts[k + 1] if k + 1 < len(starts) else len(text)]
-        name = chunk[len("- name: "):chunk.index("\n")].strip()
-        m = re.search(r"(?m)^  aliases: \[(.*)\]\s*$", chunk)
-        aliases = tuple(a.strip() for a in m.group(1).split(",") if a.strip()) if m else ()
-        out.append((name, aliases, chunk))
+    for fname in catalog_files():
+        text = (data.DATA_DIR / fname).read_text(encoding="utf-8")
+        starts = [m.start() for m in re.finditer(r"(?m)^- name: ", text)]
+        for k, at in enumerate(starts):
+            chunk = text[at:starts[k + 1] if k + 1 < len(starts) else len(text)]
+            name = chunk[len("- name: "):chunk.index("\n")].strip()
+            m = re.search(r"(?m)^  aliases: \[(.*)\]\s*$", chunk)
+            aliases = tuple(a.strip() for a in m.group(1).split(",") if a.strip()) if m else ()
+            out.append((name, aliases, chunk))
     return out
 
 
