@@ -221,6 +221,7 @@ def redact_argv(words: Iterable[str]) -> list[str]:
 
 def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str]] = ()) -> set[str]:
     """The values to hide: of secret-named (name, value) pairs and of the words after secret flags."""
+    pairs = list(pairs)
     out: set[str] = set()
     for name, value in pairs:
         if is_secret_name(name) and len(value) >= 4 and not is_reference(value):
@@ -233,7 +234,7 @@ def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str
                 v = val if eq else (words[i + 1] if i + 1 < len(words) else "")
                 if len(v) >= 4 and not is_reference(v):
                     out.add(v)
-    for name, value in pairs:  # credentials inside URLs (DATABASE_URL, HTTPS_PROXY, --download-dir)
+    for _name, value in pairs:  # credentials inside URLs (DATABASE_URL, HTTPS_PROXY, --download-dir)
         for m in URL_USERINFO.finditer(value):
             secret = m.group(3) if m.group(3) is not None else m.group(2)
             if len(secret) >= 4 and not is_reference(secret):

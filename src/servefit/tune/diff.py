@@ -7,8 +7,8 @@ import difflib
 import os
 from collections.abc import Iterable
 
-from servefit.core import LaunchSite
 from servefit import redact
+from servefit.core import LaunchSite
 from servefit.redact import MASK, redact_text
 
 
