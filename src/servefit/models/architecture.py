@@ -58,6 +58,7 @@ TRAITS: dict[str, Traits] = {
     "deepseek_v3": Traits(expert_score_bias=True),
     # DeepSeek-V3 layout with the V3.2 sparse-attention indexer (spec.index_n_heads)
     "deepseek_v32": Traits(expert_score_bias=True),
+    "kimi_linear": Traits(expert_score_bias=True),  # KDA layers + NoPE MLA layers, 256 experts
     "kimi_k2": Traits(expert_score_bias=True),  # Kimi K2: DeepseekV3ForCausalLM, 384 experts
     # vLLM glm4.py Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm as well
     "glm4": Traits(qkv_bias=True, norms_per_layer=4),
@@ -161,6 +162,14 @@ def _linear_attention_params(s: ModelSpec) -> int:
     A_log, D, gated norm, out_proj."""
     m = s.mamba
     h = s.hidden_size
+    if m.get("kind") == "kda":
+        # Kimi Delta Attention (vLLM layers/mamba/gdn/kimi_gdn_linear_attn.py, low-rank gates):
+        # q/k/v, beta (b) and f_a from the input; f_b; dt_bias; q/k/v short conv without bias;
+        # A_log; output gate g_a / g_b; gated RMSNorm over head_dim; o_proj
+        heads, hd = int(m.get("num_value_heads", 0)), int(m.get("value_head_dim", 0))
+        p = heads * hd
+        kernel = int(m.get("conv_kernel", 4))
+        return 4 * h * p + h * heads + 2 * h * hd + 2 * hd * p + p + 3 * p * kernel + heads + hd
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))

@@ -240,6 +240,8 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         first_k_dense_replace=first_dense if experts else 0,
         kv_lora_rank=kv_lora, q_lora_rank=_int(c.get("q_lora_rank")), qk_rope_head_dim=qk_rope,
         qk_nope_head_dim=qk_nope, v_head_dim=_int(c.get("v_head_dim")),
+        index_n_heads=_int(c.get("index_n_heads")) if kv_lora else 0,  # DeepSeek-V3.2 / GLM-5 indexer
+        index_head_dim=_int(c.get("index_head_dim")), index_topk=_int(c.get("index_topk")),
         sliding_window=sliding, attention_chunk_size=_int(c.get("attention_chunk_size")),
         layer_types=layer_types, mamba=mamba, rope_scaling=rope, original_max_position_embeddings=orig,
         model_max_length=_int(top.get("model_max_length") or c.get("model_max_length")),
