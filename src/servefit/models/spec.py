@@ -42,6 +42,10 @@ class ModelSpec:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # DeepSeek-V3.2 / GLM-5 sparse-attention indexer (index_n_heads 0 = none)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     # Attention variants
     sliding_window: int = 0
     attention_chunk_size: int = 0
