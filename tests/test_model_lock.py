@@ -129,10 +129,15 @@ GGUF_NAME = "tiny-llama-Q8_0.gguf"
 # ----------------------------------------------------------------------------- fixtures
 
 
+@pytest.fixture(scope="module")
+def gguf_bytes(tmp_path_factory) -> bytes:
+    return tiny_gguf(tmp_path_factory.mktemp("gguf") / GGUF_NAME)
+
+
 @pytest.fixture
-def hub(tmp_path, monkeypatch):
+def hub(tmp_path, monkeypatch, gguf_bytes):
     stub = HubStub()
-    gguf_bytes = tiny_gguf(tmp_path / GGUF_NAME)
+    (tmp_path / GGUF_NAME).write_bytes(gguf_bytes)
     stub.add("acme/tiny-llama", sharded_repo())
     stub.add("acme/tiny-llama-GGUF", Repo(files={GGUF_NAME: gguf_bytes, "tiny-llama-F16.gguf": b"GGUF",
                                                  "mmproj-Q8_0.gguf": b"GGUF", "README.md": b"# tiny"},
