@@ -116,7 +116,9 @@ def tiny_gguf(path: Path, ftype_q8: bool = True) -> bytes:
         q8(f"blk.{i}.ffn_up.weight", 128, 64)
         q8(f"blk.{i}.ffn_down.weight", 64, 128)
     w.add_tensor("output_norm.weight", np.ones(64, dtype=np.float32))
-    q8("output.weight", 5000, 64)
+    # an F16 output head in a Q8_0 file, as llama-quantize's mixes keep some tensors wider: a
+    # locked header must size from its tensor table, not from the quant in the name
+    w.add_tensor("output.weight", rng.standard_normal((5000, 64)).astype(np.float16))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -220,6 +222,7 @@ def test_lock_then_offline_gives_the_numbers_online_gives(hub, repo, capsys, mon
     lock = repo / "servefit.lock"
     assert out.strip() == f"wrote {os.path.relpath(lock)} (3 models)"
     first = lock.read_bytes()
+    assert first.decode() == json.dumps(json.loads(first), sort_keys=True, indent=2) + "\n"
     rc, out, _ = run(capsys, "models", "lock", repo)
     assert rc == 0 and "unchanged:" in out and lock.read_bytes() == first  # stable bytes
 
@@ -229,6 +232,7 @@ def test_lock_then_offline_gives_the_numbers_online_gives(hub, repo, capsys, mon
         doc = estimate(capsys, repo / "deploy" / name)
         assert doc["model"]["resolved_from"] == "lock", (name, doc["model"])
         assert doc["model"]["params"] == online[name]["model"]["params"]
+        assert not [a for a in doc["assumptions"] if "by its name" in a or "llama-quantize makes" in a], name
         for key in NUMBERS:
             assert doc[key] == online[name][key], (name, key)
     rc, out, err = run(capsys, "lint", "--gpu", "L4", "--format", "json", repo)
@@ -256,7 +260,7 @@ def test_lock_records_exact_safetensors_counts_and_the_gguf_header(hub, repo, ca
     assert g["files"] == [GGUF_NAME] and g["kind"] == "gguf"
     assert g["gguf"]["kv"]["llama.block_count"] == 2 and g["gguf"]["kv"]["general.file_type"] == 7
     assert g["gguf"]["kv"]["tokenizer.ggml.tokens"] == {"array_len": 5000, "item_type": 8}
-    assert "token_embd.weight Q8_0 64x5000" in g["gguf"]["tensors"] and len(g["gguf"]["tensors"]) == 21
+    assert "output.weight F16 64x5000" in g["gguf"]["tensors"] and len(g["gguf"]["tensors"]) == 21
     assert doc["models"]["acme/tiny-llama-GGUF/tiny-llama-Q8_0.gguf"]["gguf"] == g["gguf"]
     # headers only: range requests, far less than the file
     ranged = [h for h in hub.hits if h.path.startswith("/cdn/") and h.method == "GET"]
@@ -277,6 +281,7 @@ def test_locked_gguf_sizes_from_its_tensors(hub, repo, capsys, monkeypatch, tmp_
     local = repo / "deploy" / "local.sh"
     local.write_text(f"# servefit: gpu=L4\nllama-server -m {tmp_path / GGUF_NAME} -c 4096 -ngl 99\n")
     same = estimate(capsys, local)
+    assert same["model"]["resolved_from"] == "gguf"
     for key in NUMBERS:
         assert doc[key] == same[key], key  # the locked header sizes like the file itself
 

@@ -131,8 +131,9 @@ def _read_cached(path: str, mtime_ns: int, size: int) -> Lock:
     if version != FORMAT_VERSION:
         raise UsageError(f"{path}: model lock format {version!r} is not supported (this servefit reads "
                          f"{FORMAT_VERSION}); run `servefit models lock` again")
-    unresolved = doc.get("unresolved") if isinstance(doc.get("unresolved"), dict) else {}
-    return Lock(path=path, models=doc["models"], unresolved={str(k): str(v) for k, v in unresolved.items()})
+    unresolved = doc.get("unresolved")
+    pairs = unresolved.items() if isinstance(unresolved, dict) else ()
+    return Lock(path=path, models=doc["models"], unresolved={str(k): str(v) for k, v in pairs})
 
 
 def dumps(models: dict[str, dict[str, Any]], unresolved: dict[str, str]) -> str:
