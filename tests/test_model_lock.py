@@ -425,3 +425,17 @@ def test_lint_with_a_lock_never_imports_huggingface_hub(tmp_path):
                          timeout=60)
     assert out.stdout.strip().endswith("False 0"), out.stderr
     assert "'resolved_from': 'lock', 'params': 123456" in out.stdout
+
+
+def test_a_mapped_local_gguf_is_locked_and_sized_from_the_lock(hub, repo, capsys, monkeypatch, tmp_path):
+    (repo / "servefit.toml").write_text('[models]\n"/data/llama.gguf" = "acme/tiny-llama-GGUF:Q8_0"\n')
+    (repo / "deploy" / "mapped.sh").write_text("llama-server -m /data/llama.gguf -c 4096 -ngl 99\n")
+    rc, _, err = run(capsys, "models", "lock", repo / "deploy" / "mapped.sh")
+    assert rc == 0, err
+    assert list(json.loads((repo / "servefit.lock").read_text())["models"]) == ["acme/tiny-llama-GGUF:Q8_0"]
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-empty"))
+    sockets_off(monkeypatch)
+    doc = estimate(capsys, repo / "deploy" / "mapped.sh")
+    assert doc["model"]["resolved_from"] == "lock"
+    rc, out, _ = run(capsys, "models", repo / "deploy" / "mapped.sh")
+    assert rc == 0 and "mapped.sh:1  llamacpp  /data/llama.gguf  -> Tiny Llama (0.7M) from lock" in out

@@ -86,7 +86,8 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         if r["error"]:
             print(f"{head}  -> not resolved: {r['error']}")
             continue
-        size = f"{r['params'] / 1e9:.2f}B" if r["params"] else "?"
+        n = r["params"]
+        size = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n else "size unknown"
         print(f"{head}  -> {r['model']} ({size}) from {r['source']}")
         for a in r["assumptions"]:
             print(f"    assumed: {a}")
