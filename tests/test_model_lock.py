@@ -337,8 +337,11 @@ def test_unresolvable_refs_are_listed_with_the_reason(hub, repo, capsys, monkeyp
                                          "acme/tiny-llama-GGUF:IQ2_XXS"]
     # lint says why, offline
     sockets_off(monkeypatch)
-    rc, out, _ = run(capsys, "estimate", "--gpu", "L4", "--", "vllm", "serve", "acme/nope")
-    assert rc == 2
+    rc, out, _ = run(capsys, "lint", "--gpu", "L4", "--format", "json", repo / "deploy" / "bad.sh")
+    doc = json.loads(out)
+    sf002 = {f["message"].split("'")[1]: f["message"] for f in (doc["findings"] if isinstance(doc, dict) else doc)
+             if f["code"] == "SF002" and f["message"].startswith("unknown model")}
+    assert "`servefit models lock` could not read it: no such repository on the Hub" in sf002["acme/nope"]
 
 
 def test_a_failed_refresh_keeps_the_locked_entry(hub, repo, capsys):
@@ -439,3 +442,17 @@ def test_a_mapped_local_gguf_is_locked_and_sized_from_the_lock(hub, repo, capsys
     assert doc["model"]["resolved_from"] == "lock"
     rc, out, _ = run(capsys, "models", repo / "deploy" / "mapped.sh")
     assert rc == 0 and "mapped.sh:1  llamacpp  /data/llama.gguf  -> Tiny Llama (0.7M) from lock" in out
+
+
+def test_an_unreachable_hub_is_a_reason_not_a_traceback(repo, capsys, monkeypatch, tmp_path):
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    rc, out, err = run(capsys, "models", "lock", repo / "deploy" / "vllm.sh")
+    assert rc == 1
+    assert "failed  acme/tiny-llama: cannot reach the Hub (ConnectError" in err
+    assert json.loads((repo / "servefit.lock").read_text())["unresolved"]["acme/tiny-llama"].startswith(
+        "cannot reach the Hub")

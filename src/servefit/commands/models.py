@@ -83,6 +83,9 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         return 0
     for r, rep in zip(rows, reps, strict=True):
         head = f"{_where(rep)}  {r['engine']}  {r['ref'] or '(none)'}"
+        if not r["ref"]:
+            print(f"{head}  -> no model named here (the server loads models on request)")
+            continue
         if r["error"]:
             print(f"{head}  -> not resolved: {r['error']}")
             continue

@@ -39,8 +39,11 @@ def _hub() -> tuple[Any, str | None, str | None, str]:
         from huggingface_hub import HfApi
     except ImportError:
         raise UsageError("reading models from the Hub needs huggingface_hub: pip install 'servefit[hub]'") from None
+    from huggingface_hub.utils import disable_progress_bars
+
     from servefit.models.resolve import hub_cache_dir
 
+    disable_progress_bars()  # servefit prints one line per model; bars for kilobyte files are noise
     endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None
     token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or None
     return HfApi(endpoint=endpoint, token=token), endpoint, token, hub_cache_dir()
