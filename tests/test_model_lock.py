@@ -456,3 +456,41 @@ def test_an_unreachable_hub_is_a_reason_not_a_traceback(repo, capsys, monkeypatc
     assert "failed  acme/tiny-llama: cannot reach the Hub (ConnectError" in err
     assert json.loads((repo / "servefit.lock").read_text())["unresolved"]["acme/tiny-llama"].startswith(
         "cannot reach the Hub")
+
+
+def test_counts_from_model_info_and_none_for_packed_quantized_weights(hub, repo, capsys):
+    t = llama_tensors(extra=False)
+    hub.add("acme/consolidated", Repo(files={"config.json": json.dumps(CONFIG).encode(),
+                                             "consolidated.safetensors": safetensors(t)},
+                                      lfs={"consolidated.safetensors"},
+                                      safetensors={"parameters": {"BF16": count(t) + 7}, "total": count(t) + 7}))
+    awq = dict(CONFIG, quantization_config={"quant_method": "awq", "bits": 4, "group_size": 128})
+    hub.add("acme/tiny-llama-AWQ", Repo(files={"config.json": json.dumps(awq).encode(),
+                                               "model.safetensors": safetensors(t)}, lfs={"model.safetensors"}))
+    (repo / "deploy" / "more.sh").write_text("vllm serve acme/consolidated\nvllm serve acme/tiny-llama-AWQ\n")
+    rc, _, err = run(capsys, "models", "lock", repo / "deploy" / "more.sh")
+    assert rc == 0, err
+    models = json.loads((repo / "servefit.lock").read_text())["models"]
+    # no model.safetensors / index: the Hub's own count (here deliberately off by 7 to tell them apart)
+    assert models["acme/consolidated"]["parameters"] == {"dtypes": {"BF16": count(t) + 7}, "source": "model info",
+                                                         "total": count(t) + 7}
+    assert models["acme/consolidated"]["params"] == count(t) + 7
+    awq_entry = models["acme/tiny-llama-AWQ"]
+    assert awq_entry["params"] is None and awq_entry["quantization_config"]["quant_method"] == "awq"
+    assert awq_entry["parameters"]["total"] == count(t)  # element counts are kept, not used as parameters
+    from servefit.models.lock import read_lock, spec_from_entry
+
+    spec = spec_from_entry(read_lock(str(repo / "servefit.lock")).entry("ACME/Tiny-Llama-awq"), "x")
+    assert spec.resolved_from == "lock" and spec.quantization["bits"] == 4
+    assert any("counted from the architecture" in a for a in spec.assumptions)
+
+
+def test_a_lock_of_another_format_version_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "servefit.lock").write_text('{"models": {}, "version": 99}\n')
+    (tmp_path / "a.sh").write_text("vllm serve Qwen/Qwen3-8B\n")
+    rc, _, err = run(capsys, "estimate", "--gpu", "L4", tmp_path / "a.sh")
+    assert rc == 2 and "model lock format 99 is not supported" in err
+    (tmp_path / "servefit.lock").write_text("{not json")
+    rc, _, err = run(capsys, "estimate", "--gpu", "L4", tmp_path / "a.sh")
+    assert rc == 2 and "not a servefit model lock" in err
