@@ -1,15 +1,16 @@
 """Turn a model reference into a ModelSpec, in this order (DESIGN.md):
 
-0. `[tool.servefit.models]` maps the reference to a Hub id or a config.json  -> "mapping"
-1. the model lock (servefit.lock, `servefit models lock`)                   -> "lock"
-2. `config_path`: a config.json file, or a directory holding one          -> "config"
-3. `ref` is a local directory with a config.json                           -> "local"
-4. the local Hugging Face cache (what `--online` fetched, or
+1. `config_path` (--model-config: said on the command line, so it wins): a config.json file,
+   or a directory holding one                                              -> "config"
+2. `[tool.servefit.models]` maps the reference to a Hub id or a config.json -> "mapping"
+3. the model lock (servefit.lock, `servefit models lock`)                   -> "lock"
+4. `ref` is a local directory with a config.json                           -> "local"
+5. the local Hugging Face cache (what `--online` fetched, or
    models--org--name/snapshots/*/config.json)                              -> "hf-cache"
-5. the catalog: repo id or alias, the name without its organization, then name heuristics
+6. the catalog: repo id or alias, the name without its organization, then name heuristics
    for quantized / variant names                                           -> "catalog"
-6. with `online`, the Hub through models/hub.py (the code `models lock` uses) -> "hub"
-7. otherwise a one-line UsageError naming the nearest catalog entries.
+7. with `online`, the Hub through models/hub.py (the code `models lock` uses) -> "hub"
+8. otherwise a one-line UsageError naming the nearest catalog entries.
 
 The lock and the mapping travel in a `ModelContext` (models/lock.py).
 """
