@@ -220,7 +220,9 @@ def test_lock_then_offline_gives_the_numbers_online_gives(hub, repo, capsys, mon
     rc, out, err = run(capsys, "models", "lock", repo)
     assert rc == 0, err
     lock = repo / "servefit.lock"
-    assert out.strip() == f"wrote {os.path.relpath(lock)} (3 models)"
+    rel = os.path.relpath(lock)
+    assert out.strip() == f"wrote {lock if rel.startswith('..') else rel} (3 models)"
+    assert f"locked  acme/tiny-llama  (revision {hub.repos['acme/tiny-llama'].sha[:12]}, 0.7M parameters)" in err
     first = lock.read_bytes()
     assert first.decode() == json.dumps(json.loads(first), sort_keys=True, indent=2) + "\n"
     rc, out, _ = run(capsys, "models", "lock", repo)

@@ -54,8 +54,18 @@ def _context(file: str, cfg: Any) -> Any:
     return context_for(file, config=cfg if cfg.path else None)
 
 
+def _show(path: str) -> str:
+    """A path relative to the working directory when it lies below it, else as it is."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def _where(rep: Any) -> str:
-    return f"{os.path.relpath(rep.site.file)}:{rep.site.line}"
+    return f"{_show(rep.site.file)}:{rep.site.line}"
+
+
+def _size(n: int | None) -> str:
+    return f"{n / 1e9:.2f}B" if n and n >= 1e9 else f"{n / 1e6:.1f}M" if n else "size unknown"
 
 
 # ------------------------------------------------------------------------- servefit models
@@ -89,9 +99,7 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         if r["error"]:
             print(f"{head}  -> not resolved: {r['error']}")
             continue
-        n = r["params"]
-        size = f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.1f}M" if n else "size unknown"
-        print(f"{head}  -> {r['model']} ({size}) from {r['source']}")
+        print(f"{head}  -> {r['model']} ({_size(r['params'])}) from {r['source']}")
         for a in r["assumptions"]:
             print(f"    assumed: {a}")
     return 1 if failed else 0
@@ -178,9 +186,8 @@ def lock(paths: list[str], args: argparse.Namespace) -> int:
             if key not in models:
                 failed.setdefault(key, why)
     changed = write_lock(target, models, failed)
-    rel = os.path.relpath(target)
     state = "wrote" if changed else "unchanged:"
-    print(f"{state} {rel} ({len(models)} model{'s' * (len(models) != 1)}"
+    print(f"{state} {_show(target)} ({len(models)} model{'s' * (len(models) != 1)}"
           + (f", {len(failed)} not resolved" if failed else "") + ")")
     return 1 if errors or failed else 0
 
@@ -196,5 +203,5 @@ def _summary(entry: dict[str, Any]) -> str:
         n = len((entry.get("gguf") or {}).get("tensors") or [])
         return f"revision {rev}, GGUF {', '.join(entry.get('files') or [])}, {n} tensors"
     params = entry.get("params") or (entry.get("parameters") or {}).get("total")
-    size = f", {params / 1e9:.3f}B parameters" if params else ""
+    size = f", {_size(params)} parameters" if params else ""
     return f"revision {rev}{size}"
