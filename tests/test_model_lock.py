@@ -496,3 +496,65 @@ def test_a_lock_of_another_format_version_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "servefit.lock").write_text("{not json")
     rc, _, err = run(capsys, "estimate", "--gpu", "L4", tmp_path / "a.sh")
     assert rc == 2 and "not a servefit model lock" in err
+
+
+def test_pick_gguf_follows_llama_cpp():
+    from servefit.models.hub import pick_gguf, split_gguf_key
+    from servefit.models.lock import gguf_key
+
+    files = ["README.md", "mmproj-model-Q4_K_M.gguf", "m-IQ4_XS.gguf", "m-Q4_K_M.gguf", "m-UD-Q4_K_XL.gguf",
+             "Q8_0/m-Q8_0-00001-of-00002.gguf", "Q8_0/m-Q8_0-00002-of-00002.gguf"]
+    assert pick_gguf(files, None) == "m-Q4_K_M.gguf"  # no tag: Q4_K_M, never the projector
+    assert pick_gguf(files, "q8_0") == "Q8_0/m-Q8_0-00001-of-00002.gguf"  # the first shard
+    assert pick_gguf(files, "UD-Q4_K_XL") == "m-UD-Q4_K_XL.gguf"
+    assert pick_gguf(files, "IQ4_XS") == "m-IQ4_XS.gguf"
+    assert pick_gguf(files, "Q5_K_M") is None
+    assert pick_gguf(["b-Q6_K.gguf", "a-Q5_K_M.gguf"], None) == "a-Q5_K_M.gguf"  # no Q4_K_M: the first file
+    assert gguf_key("hf.co/Org/Repo-GGUF:q4_k_m") == "Org/Repo-GGUF:Q4_K_M"
+    assert gguf_key("Org/Repo-GGUF") == "Org/Repo-GGUF:Q4_K_M"
+    assert gguf_key("Org/Repo-GGUF", "sub/m.gguf") == "Org/Repo-GGUF/sub/m.gguf"
+    assert split_gguf_key("Org/Repo-GGUF/sub/m.gguf") == ("Org/Repo-GGUF", None, "sub/m.gguf")
+    assert split_gguf_key("Org/Repo-GGUF:Q8_0") == ("Org/Repo-GGUF", "Q8_0", None)
+
+
+def _gguf_shard(path: Path, names: list[str], first: bool, shard: int) -> bytes:
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    if first:
+        w.add_name("Split Llama")
+        w.add_block_count(1)
+        w.add_context_length(2048)
+        w.add_embedding_length(64)
+        w.add_feed_forward_length(128)
+        w.add_head_count(4)
+        w.add_head_count_kv(2)
+        w.add_token_list([f"t{i}" for i in range(300)])
+    w.add_uint16("split.no", shard)
+    w.add_uint16("split.count", 2)
+    for n in names:
+        w.add_tensor(n, np.ones((32, 64), dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path.read_bytes()
+
+
+def test_a_split_gguf_is_locked_from_every_shard(hub, repo, capsys, tmp_path):
+    a = _gguf_shard(tmp_path / "s1.gguf", ["token_embd.weight", "blk.0.attn_q.weight"], True, 0)
+    b = _gguf_shard(tmp_path / "s2.gguf", ["blk.0.attn_k.weight", "output.weight"], False, 1)
+    s1, s2 = "Q8_0/split-Q8_0-00001-of-00002.gguf", "Q8_0/split-Q8_0-00002-of-00002.gguf"
+    hub.add("acme/split-GGUF", Repo(files={s1: a, s2: b}, lfs={s1, s2}))
+    (repo / "deploy" / "split.sh").write_text("llama-server -hf acme/split-GGUF:Q8_0\n")
+    rc, _, err = run(capsys, "models", "lock", repo / "deploy" / "split.sh")
+    assert rc == 0, err
+    entry = json.loads((repo / "servefit.lock").read_text())["models"]["acme/split-GGUF:Q8_0"]
+    assert entry["files"] == [s1, s2]
+    assert [t.split(" ")[0] for t in entry["gguf"]["tensors"]] == ["token_embd.weight", "blk.0.attn_q.weight",
+                                                                    "blk.0.attn_k.weight", "output.weight"]
+    assert entry["gguf"]["kv"]["general.name"] == "Split Llama" and entry["gguf"]["kv"]["llama.block_count"] == 1
+    del hub.repos["acme/split-GGUF"].files[s2]  # a missing shard is a reason, not a guess
+    rc, _, err = run(capsys, "models", "lock", repo / "deploy" / "split.sh")
+    assert rc == 1 and f"shard '{s2}' is not in the repository" in err
