@@ -69,7 +69,10 @@ def reason(exc: BaseException) -> str:
         return f"the Hub answered HTTP {code}" if code else f"the Hub refused: {str(exc).splitlines()[0]}"
     if isinstance(exc, E.OfflineModeIsEnabled):
         return "HF_HUB_OFFLINE is set"
-    return f"cannot reach the Hub ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "ssl"):
+        return f"cannot reach the Hub ({type(exc).__name__}: {first})"
+    return f"the Hub's answer could not be read ({type(exc).__name__}: {first})"
 
 
 def fetch(key: str, kind: str) -> dict[str, Any]:
