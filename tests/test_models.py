@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -569,31 +567,6 @@ def test_hf_home_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     m = resolve_model("acme/tiny")
     assert m.resolved_from == "hf-cache" and m.num_hidden_layers == 2
-
-
-def test_online_reads_config_from_the_hub(tmp_path, monkeypatch):
-    calls = []
-
-    def hf_hub_download(repo: str, filename: str) -> str:
-        calls.append((repo, filename))
-        if repo != "acme/tiny-online":
-            raise OSError("404")
-        p = tmp_path / "config.json"
-        p.write_text(json.dumps(TINY))
-        return str(p)
-
-    fake = types.ModuleType("huggingface_hub")
-    fake.hf_hub_download = hf_hub_download  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
-    with pytest.raises(UsageError):  # offline: never asks the Hub
-        resolve_model("acme/tiny-online", hf_home=str(tmp_path))
-    assert calls == []
-    m = resolve_model("acme/tiny-online", online=True, hf_home=str(tmp_path))
-    assert m.resolved_from == "hub" and calls == [("acme/tiny-online", "config.json")]
-    with pytest.raises(UsageError, match="not found on the Hub"):
-        resolve_model("acme/missing", online=True, hf_home=str(tmp_path))
-    # catalogued names never reach the Hub
-    assert resolve_model("Qwen/Qwen3-8B", online=True, hf_home=str(tmp_path)).resolved_from == "catalog"
 
 
 def test_yaml_keeps_name_and_aliases_on_single_lines():

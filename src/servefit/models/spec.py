@@ -60,11 +60,12 @@ class ModelSpec:
     vision_params: int = 0  # parameters of a vision tower (counted in params)
     vision: dict[str, Any] = field(default_factory=dict)  # its vision_config (encoder profiling)
     aliases: list[str] = field(default_factory=list)
-    resolved_from: str = "catalog"  # catalog | local | hf-cache | hub | gguf | config
+    resolved_from: str = "catalog"  # lock | catalog | local | hf-cache | hub | gguf | config | mapping
     assumptions: list[str] = field(default_factory=list)
     # MoE layers interleave with dense ones: layer i (from first_k_dense_replace on) is MoE when
     # (i + 1) % moe_layer_step == 0 (Llama-4 interleave_moe_layer_step, Qwen2-MoE decoder_sparse_step)
     moe_layer_step: int = 1
+    gguf: Any = None  # the GgufInfo of a locked GGUF header (llama.cpp / Ollama size from its tensors)
 
     @property
     def is_mla(self) -> bool:
