@@ -55,6 +55,7 @@ def test_gguf_file_by_name_is_a_derivative():
 def test_ollama_library_tag_is_a_catalog_hit():
     out = one("llama3.1:8b", "ollama")
     assert (out.status, out.model, out.assumptions) == ("catalog", "meta-llama/Llama-3.1-8B-Instruct", [])
+    assert out.notes == ["model tag llama3.1:8b -> meta-llama/Llama-3.1-8B-Instruct (Q4_K_M)"]
 
 
 def test_bare_mount_point_is_unknown_with_the_reason():

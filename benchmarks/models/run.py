@@ -75,7 +75,8 @@ class Outcome:
     status: str = "unknown"  # catalog | derivative | lock | unknown
     model: str | None = None  # the catalog entry / model it was sized as
     resolved_from: str | None = None
-    assumptions: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)  # what the model's resolution assumed
+    notes: list[str] = field(default_factory=list)  # what the engine's parse said about the model
     reason: str | None = None  # why not sized
 
 
@@ -117,22 +118,42 @@ def offline() -> Iterator[None]:
                     os.environ[k] = v
 
 
-def _resolve(engine_name: str, ref: str) -> Any:
+def _resolve(engine_name: str, ref: str, notes: list[str] | None = None) -> Any:
     """The ModelSpec pipeline.evaluate would size the server with (its model step, without the
-    GPU and the plan: a GPU is not what this measures)."""
+    GPU and the plan: a GPU is not what this measures). The engine's own notes about the model
+    (an Ollama tag's mapping, a GGUF name) go to `notes`."""
     from servefit.models import resolve_model
 
     site = site_from_argv(command(engine_name, ref))
     site.engine = engine_name
-    target = Target()
+    context = _lock_context()
+    target = Target(models=context) if context is not None else Target()  # type: ignore[call-arg]
     engine = engine_for(site)
     cfg = engine.parse(site, None)
     if not cfg.model_ref:
         raise UsageError(f"{engine.title}: no model given in the command")
     custom = getattr(engine, "resolve_model", None)
-    if custom is not None:
-        return custom(cfg, target)
-    return resolve_model(cfg.model_ref, online=False)
+    try:
+        if custom is not None:
+            return custom(cfg, target)
+        if context is not None:
+            return resolve_model(cfg.model_ref, online=False, context=context)  # type: ignore[call-arg]
+        return resolve_model(cfg.model_ref, online=False)
+    finally:
+        if notes is not None:  # the engine-version guess is not about the model
+            notes.extend(a for a in cfg.assumptions if "no version given" not in a)
+
+
+def _lock_context() -> Any:
+    """The model lock and model mapping lint applies to a file here (benchmarks/models/servefit.lock
+    or one further up), where this servefit reads locks; None where it does not."""
+    if "models" not in getattr(Target, "__dataclass_fields__", {}):
+        return None
+    try:
+        from servefit.models.lock import context_for  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    return context_for(str(HERE), online=False)
 
 
 def classify(entry: dict[str, Any]) -> Outcome:
@@ -140,7 +161,7 @@ def classify(entry: dict[str, Any]) -> Outcome:
     out = Outcome(ref=str(entry["ref"]), engine=str(entry["engine"]), source=str(entry.get("source", "")),
                   kind=str(entry.get("kind", "")), expected=entry.get("expected"))
     try:
-        spec = _resolve(out.engine, out.ref)
+        spec = _resolve(out.engine, out.ref, out.notes)
     except (UsageError, KeyError, ValueError, OSError) as exc:
         out.reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return out
@@ -149,8 +170,10 @@ def classify(entry: dict[str, Any]) -> Outcome:
     out.assumptions = list(spec.assumptions)
     if spec.resolved_from == "lock":
         out.status = "lock"
+    elif spec.resolved_from == "derivative" or (spec.resolved_from == "catalog" and spec.assumptions):
+        out.status = "derivative"  # sized as a base found by name (older code marks it "catalog")
     elif spec.resolved_from == "catalog":
-        out.status = "derivative" if spec.assumptions else "catalog"
+        out.status = "catalog"
     else:  # a config.json or GGUF on disk: cannot happen in the empty sandbox, so say it loudly
         out.status = "unknown"
         out.reason = f"resolved from {spec.resolved_from!r}, which the offline sandbox should not offer"
@@ -210,12 +233,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.verbose:
         for half, rows in results.items():
-            print(f"{half}:")
+            print(f"{half}:" + ("  (held out: read, never tune on)" if half == "heldout" else ""))
             for o in rows:
                 what = f"-> {o.model}" if o.model else f"NOT SIZED: {o.reason}"
                 print(f"  [{o.status:<10}] {o.engine:<8} {o.ref}  {what}")
                 for a in o.assumptions:
                     print(f"      assumed: {a}")
+                for n in o.notes:
+                    if n not in o.assumptions:
+                        print(f"      engine: {n}")
                 if o.expected and o.model and o.expected.lower() != o.model.lower():
                     print(f"      note: the file says this is {o.expected}")
                 print(f"      {o.source}")
