@@ -13,6 +13,38 @@ QWEN2_VL = ("qwen2_vl",)
 QWEN2_5_VL = ("qwen2_5_vl", "qwen2_5_vl_vision")
 # Qwen2-VL / Qwen2.5-VL image processor default (Qwen2VLImageProcessor: max_pixels 12845056)
 QWEN_VL_MAX_PIXELS = 12845056
+# Qwen3-VL and Qwen3.5 / 3.6 towers (vision_config model_type, or the top-level model_type)
+QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision")
+
+
+def is_qwen3_vision(vision: dict[str, Any], model_type: str) -> bool:
+    return str(vision.get("model_type", "")) in QWEN3_VL or (model_type in QWEN3_VL and "depth" in vision)
+
+
+def _qwen3_vl_params(vision: dict[str, Any], text_hidden: int) -> int:
+    """Qwen3-VL / Qwen3.5 vision transformer (transformers modeling_qwen3_vl.py::Qwen3VLVisionModel,
+    vLLM model_executor/models/qwen3_vl.py::Qwen3_VisionTransformer): Conv3d patch embed with
+    bias, a learned position table (num_position_embeddings x width), `depth` blocks of two
+    LayerNorms, qkv / proj and fc1 / fc2 (gelu) with biases, the 2x2 patch merger (LayerNorm on
+    the width, Linear(4e -> 4e), Linear(-> LM width)) and one merger per deepstack index (Qwen3-VL;
+    LayerNorm on 4e). Qwen3.5 has no deepstack mergers."""
+    depth = int(vision.get("depth") or vision.get("num_hidden_layers") or 0)
+    e = int(vision.get("hidden_size", 0))
+    if not e or not depth:
+        return 0
+    inter = int(vision.get("intermediate_size") or 4 * e)
+    chans = int(vision.get("in_chans") or vision.get("in_channels") or 3)
+    patch = int(vision.get("patch_size", 16))
+    tps = int(vision.get("temporal_patch_size", 2))
+    merge = int(vision.get("spatial_merge_size", 2))
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    npos = int(vision.get("num_position_embeddings", 2304))
+    block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * inter + inter) + (inter * e + e)
+    m = e * merge * merge
+    mlp = (m * m + m) + (m * out + out)
+    deepstack = len(vision.get("deepstack_visual_indexes") or [])
+    return (chans * tps * patch * patch * e + e + npos * e + depth * block + 2 * e + mlp
+            + deepstack * (2 * m + mlp))
 
 
 def qwen_vl_kind(vision: dict[str, Any], model_type: str) -> str:
@@ -65,8 +97,10 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     `vision` is the config.json `vision_config`; `top` the top-level config (projector keys such
     as `spatial_merge_size`), looked up in `vision` too when absent. Layouts: SigLIP (Gemma 3),
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
-    other ViTs are counted as CLIP-style encoders with a two-layer projector."""
+    Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
+    if is_qwen3_vision(vision, model_type):
+        return _qwen3_vl_params(vision, text_hidden)
     qwen = qwen_vl_kind(vision, model_type)
     if qwen:
         return _qwen_vl_params(vision, text_hidden, qwen)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.models.spec import ModelSpec
-from servefit.models.vision import QWEN_VL_MAX_PIXELS, qwen_vl_kind
+from servefit.models.vision import QWEN_VL_MAX_PIXELS, is_qwen3_vision, qwen_vl_kind
 
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
@@ -95,8 +95,10 @@ def _video_tokens(per_frame_pair: int, room: int, max_frames: int, videos: int =
 
 
 def sharded(model: ModelSpec) -> bool:
-    """Whether vLLM splits the vision tower over tensor-parallel ranks (Qwen-VL towers)."""
-    return bool(model.vision) and bool(qwen_vl_kind(model.vision, model.model_type))
+    """Whether vLLM splits the vision tower over tensor-parallel ranks (Qwen-VL towers; Qwen3-VL and
+    Qwen3.5 blocks use ColumnParallelLinear / RowParallelLinear too, qwen3_vl.py::Qwen3_VisionBlock)."""
+    v, mt = model.vision, model.model_type
+    return bool(v) and (bool(qwen_vl_kind(v, mt)) or is_qwen3_vision(v, mt))
 
 
 def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
