@@ -38,6 +38,7 @@ class Traits:
 
 _LLAMA = Traits()
 TRAITS: dict[str, Traits] = {
+    "qwen": Traits(qkv_bias=True),  # first-generation Qwen: c_attn with bias (vLLM models/qwen.py)
     "qwen2": Traits(qkv_bias=True),
     "qwen2_moe": Traits(qkv_bias=True, shared_expert_gate=True),
     "qwen2_vl": Traits(qkv_bias=True),

@@ -15,6 +15,11 @@ QWEN2_5_VL = ("qwen2_5_vl", "qwen2_5_vl_vision")
 QWEN_VL_MAX_PIXELS = 12845056
 # Qwen3-VL and Qwen3.5 / 3.6 towers (vision_config model_type, or the top-level model_type)
 QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision")
+# their image processor's size["longest_edge"] (preprocessor_config.json), the profiling image's pixels
+QWEN3_VL_MAX_PIXELS = 16777216
+# ... and their video processor's longest_edge, a cap on the pixels of all frames together
+# (video_smart_resize over frames x height x width)
+QWEN3_VL_VIDEO_MAX_PIXELS = 25165824
 
 
 def is_qwen3_vision(vision: dict[str, Any], model_type: str) -> bool:
@@ -122,14 +127,22 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     # a pre-norm ViT layer with biases everywhere: q/k/v/o, fc1/fc2, two LayerNorms
     vit_layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h
     vtype = str(vision.get("model_type", ""))
-    if model_type == "mistral3" or vtype == "pixtral":
+    if model_type == "mistral3" or (vtype == "pixtral" and model_type != "llava"):
         # Pixtral: bias-free RMSNorm layers with a gated MLP, 2-D RoPE (no position table)
-        enc = chans * patch * patch * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+        enc = _pixtral_encoder(h, layers, inter, patch, chans)
         merge = int(get("spatial_merge_size", 2))
         bias = bool(get("multimodal_projector_bias", False))
         proj = h + (h * merge * merge) * h  # norm + patch merger
         proj += h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
         return enc + proj
+    if model_type == "mllama" or vtype == "mllama_vision_model":
+        return _mllama_params(get, h, layers, inter, patch, image, chans, text_hidden)
+    if vtype == "pixtral" and model_type == "llava":
+        # Pixtral-12B in the LLaVA layout (transformers LlavaForConditionalGeneration, vLLM llava.py):
+        # the Pixtral encoder without a patch merger, then linear_1 / linear_2 with biases
+        enc = _pixtral_encoder(h, layers, inter, patch, chans)
+        bias = bool(get("multimodal_projector_bias", True))
+        return enc + h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
     if model_type == "llama4" or vtype == "llama4_vision_model":
         enc = chans * patch * patch * h + h + (grid + 1) * h + 4 * h + layers * vit_layer
         p_in = int(get("projector_input_dim", 4096))
@@ -142,3 +155,27 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
         return enc + h + h * text_hidden  # mm_soft_emb_norm + mm_input_projection
     enc = chans * patch * patch * h + (grid + 1) * h + h + layers * vit_layer + 4 * h
     return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+
+
+def _pixtral_encoder(h: int, layers: int, inter: int, patch: int, chans: int) -> int:
+    """Bias-free patch conv, ln_pre, and RMSNorm layers with q/k/v/o and a gated MLP."""
+    return chans * patch * patch * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+
+
+def _mllama_params(get: Any, h: int, layers: int, inter: int, patch: int, image: int, chans: int,
+                   text_hidden: int) -> int:
+    """Llama-3.2-Vision tower (transformers modeling_mllama.py::MllamaVisionModel, vLLM mllama.py):
+    bias-free patch conv, class embedding, a position embedding (patches + 1 rows) and a tile
+    position embedding ((aspect ratios + 1) x tiles x (patches + 1) x width) under one gate, gated pre/post
+    tile embeddings, LayerNorms pre and post, `num_hidden_layers` + `num_global_layers` ViT layers
+    (q/k/v/o without biases; the global ones add two scalar gates), then the projector from
+    vision_output_dim into the LM width."""
+    tiles = int(get("max_num_tiles", 4))
+    ratios = len(get("supported_aspect_ratios") or [[1, 1]] * 8) + 1
+    glob = int(get("num_global_layers", 0))
+    grid = (image // patch) ** 2 + 1
+    layer = 4 * h * h + (h * inter + inter) + (inter * h + h) + 4 * h
+    enc = (chans * patch * patch * h + h + grid * h + ratios * tiles * grid * h + 1
+           + 2 * (ratios * tiles * h + 1) + 4 * h + (layers + glob) * layer + 2 * glob)
+    out = int(get("vision_output_dim", h))
+    return enc + out * text_hidden + text_hidden
