@@ -15,10 +15,11 @@ QWEN2_5_VL = ("qwen2_5_vl", "qwen2_5_vl_vision")
 QWEN_VL_MAX_PIXELS = 12845056
 # Qwen3-VL and Qwen3.5 / 3.6 towers (vision_config model_type, or the top-level model_type)
 QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision")
-# their image processor's size["longest_edge"] (preprocessor_config.json), the profiling image's pixels
+# size["longest_edge"] of the Qwen3-VL checkpoints' preprocessor_config.json (the profiling image's
+# pixels) and video_preprocessor_config.json (a cap on the pixels of all frames together,
+# video_smart_resize over frames x height x width); Qwen3.5 / 3.6 use the same processor classes
+# (transformers auto maps: Qwen3VLProcessor) and are assumed to ship the same sizes
 QWEN3_VL_MAX_PIXELS = 16777216
-# ... and their video processor's longest_edge, a cap on the pixels of all frames together
-# (video_smart_resize over frames x height x width)
 QWEN3_VL_VIDEO_MAX_PIXELS = 25165824
 
 
