@@ -222,8 +222,8 @@ def test_reupload_under_another_org_and_base_sibling_are_noted():
     m = resolve_model("unsloth/Llama-3.2-3B-Instruct")
     assert m.name == "meta-llama/Llama-3.2-3B-Instruct" and m.quantization is None
     assert "another organization" in m.assumptions[0]
-    b = resolve_model("Qwen/Qwen2.5-7B")
-    assert b.name == "Qwen/Qwen2.5-7B-Instruct" and "base/instruct" in b.assumptions[0]
+    b = resolve_model("mistralai/Mistral-Nemo-Base-2407")
+    assert b.name == "mistralai/Mistral-Nemo-Instruct-2407" and "base/instruct" in b.assumptions[0]
     bf = resolve_model("unsloth/gpt-oss-20b-BF16")
     assert bf.quantization is None and bf.torch_dtype == "bfloat16"
 

@@ -39,6 +39,7 @@ class Traits:
 
 _LLAMA = Traits()
 TRAITS: dict[str, Traits] = {
+    "qwen": Traits(qkv_bias=True),  # first-generation Qwen: c_attn with bias (vLLM models/qwen.py)
     "qwen2": Traits(qkv_bias=True),
     "qwen2_moe": Traits(qkv_bias=True, shared_expert_gate=True),
     "qwen2_vl": Traits(qkv_bias=True),
@@ -46,6 +47,12 @@ TRAITS: dict[str, Traits] = {
     "qwen3": Traits(qk_norm=True),
     "qwen3_moe": Traits(qk_norm=True),
     "qwen3_next": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
+    # Qwen3-VL text models are Qwen3 / Qwen3-MoE; Qwen3.5 / 3.6 are Qwen3-Next's hybrid layout
+    # (vLLM model_executor/models/qwen3_5.py) with a dense MLP (qwen3_5) or the gated shared expert
+    "qwen3_vl": Traits(qk_norm=True),
+    "qwen3_vl_moe": Traits(qk_norm=True),
+    "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
+    "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),
     "gemma3": Traits(norms_per_layer=4, qk_norm=True),
     "gemma3_text": Traits(norms_per_layer=4, qk_norm=True),
