@@ -65,9 +65,12 @@ def test_every_entry_plans_with_its_weights(entry):
     tp = tensor_parallel(m)
     plan = plan_for(m.name, tp, min(4096, m.max_position_embeddings))
     assert plan.memory.weights > 0
-    assert plan.outcome == "started", (plan.outcome, plan.messages)
-    total = plan.memory.weights * tp  # the GPU that runs out first holds an even share under TP
     want = expected_weight_bytes(m, tp)
+    if want / tp <= 0.8 * H200:
+        assert plan.outcome == "started", (plan.outcome, plan.messages)
+    else:  # over 8 x H200's room (GLM-5 in bf16, Kimi K2 in FP8): it need not start, weights still exact
+        assert want / 8 > 0.8 * H200 and tp == 8
+    total = plan.memory.weights * tp  # the GPU that runs out first holds an even share under TP
     assert abs(total - want) <= 0.01 * want + allowance(m, tp), (total, want, tp)
 
 
