@@ -34,6 +34,7 @@ class Traits:
     lm_head_bias: bool = False
     attn_sinks: bool = False  # one learned sink logit per head (gpt-oss)
     attn_output_gate: bool = False  # q_proj also produces a per-head output gate (Qwen3-Next)
+    qk_norm_full: bool = False  # RMSNorm over all q heads and all k heads (OLMo 2: heads x head_dim each)
 
 
 _LLAMA = Traits()
@@ -59,6 +60,16 @@ TRAITS: dict[str, Traits] = {
     "phi": Traits(qkv_bias=True, o_bias=True, norms_per_layer=1, norm_bias=True, gated_mlp=False,
                   mlp_bias=True, lm_head_bias=True),
     "starcoder2": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
+    # modeling_gpt_neox.py (Pythia): fused query_key_value + dense with biases, two LayerNorms
+    "gpt_neox": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
+    # modeling_gptj.py: bias-free q/k/v/out_proj, one ln_1 (parallel residual), lm_head with bias
+    "gptj": Traits(norms_per_layer=1, norm_bias=True, gated_mlp=False, mlp_bias=True, lm_head_bias=True),
+    # modeling_nemotron.py: LayerNorm1P (weight + bias), relu^2 up/down MLP without a gate
+    "nemotron": Traits(norm_bias=True, gated_mlp=False),
+    # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
+    "olmo2": Traits(qk_norm_full=True),
+    "olmo3": Traits(qk_norm_full=True),
+    "olmoe": Traits(qk_norm_full=True),
 }
 
 
@@ -125,6 +136,8 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         n += h
     if t.qk_norm:
         n += 2 * hd
+    if t.qk_norm_full:
+        n += (heads + kvh) * hd
     if t.attn_sinks:
         n += heads
     return n
@@ -139,7 +152,7 @@ def _linear_attention_params(s: ModelSpec) -> int:
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))
-        d_inner = heads * hd
+        d_inner = int(m.get("d_inner") or heads * hd)
         conv_dim = d_inner + 2 * groups * state
         kernel = int(m.get("conv_kernel", 4))
         return (h * (2 * d_inner + 2 * groups * state + heads) + conv_dim * (kernel + 1) + 3 * heads
@@ -182,6 +195,8 @@ def _norms_per_layer(s: ModelSpec, t: Traits) -> int:
 
 def count_text_params(s: ModelSpec) -> int:
     """Parameters of the language model (everything but the vision tower)."""
+    if (other := count_other_layouts(s)) is not None:  # OPT, GPT-2, BLOOM, encoders, hybrids
+        return other
     t = traits(s.model_type)
     h = s.hidden_size
     norm = h * (2 if t.norm_bias else 1)
@@ -204,6 +219,11 @@ def count_text_params(s: ModelSpec) -> int:
     return total
 
 
+def count_other_layouts(s: ModelSpec) -> int | None:
+    from servefit.models.arch_classic import count_classic  # layouts beyond the Llama one
+    return count_classic(s)
+
+
 def count_params(spec: ModelSpec) -> int:
     """Total parameters of the checkpoint the architecture describes (vision tower included)."""
     return count_text_params(spec) + spec.vision_params
@@ -213,6 +233,10 @@ def linear_attention_state(m: dict[str, Any]) -> dict[str, Any]:
     """Complete a Gated DeltaNet state description with the per-layer state sizes (elements):
     conv state (kernel - 1) x conv_dim and recurrent state value_heads x key_dim x value_dim."""
     out = dict(m)
+    if m.get("kind") == "short_conv":  # LFM2 ShortConv: (L_cache - 1) x hidden conv state, no SSM state
+        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 3)) - 1) * int(m.get("conv_dim", 0)))
+        out.setdefault("ssm_state_elems", 0)
+        return out
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))

@@ -61,6 +61,12 @@ class ModelSpec:
     # MoE layers interleave with dense ones: layer i (from first_k_dense_replace on) is MoE when
     # (i + 1) % moe_layer_step == 0 (Llama-4 interleave_moe_layer_step, Qwen2-MoE decoder_sparse_step)
     moe_layer_step: int = 1
+    # architecture facts count_params needs beyond the common ones (OPT word_embed_proj_dim,
+    # GPT-2 / BERT position tables, hybrid Mamba widths...): see models/arch_classic.py
+    layout: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.layout = dict(self.layout)  # never share the catalog's parsed dict
 
     @property
     def is_mla(self) -> bool:
