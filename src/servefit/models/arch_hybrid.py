@@ -36,8 +36,8 @@ def _nemotron_h(s: ModelSpec) -> int:
     """modeling_nemotron_h.py NemotronHForCausalLM: every block is one RMSNorm plus one mixer,
     from hybrid_override_pattern: 'M' Mamba2, '*' bias-free attention, '-' relu^2 up/down MLP,
     'E' MoE (Nemotron 3: routed relu^2 experts, a shared expert of
-    moe_shared_expert_intermediate_size, router with e_score_correction_bias); norm_f;
-    untied lm_head."""
+    moe_shared_expert_intermediate_size, the router's weight; its e_score_correction_bias is
+    not in the Hub's parameter count, 128 per layer); norm_f; untied lm_head."""
     h = s.hidden_size
     n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
     shared = int(s.layout.get("moe_shared_expert_intermediate_size", 0))
@@ -48,7 +48,7 @@ def _nemotron_h(s: ModelSpec) -> int:
         elif kind == "full":
             n += _gqa(s)
         elif s.is_moe:
-            n += _experts(s, gated=False, score_bias=True) + 2 * h * shared
+            n += _experts(s, gated=False, score_bias=False) + 2 * h * shared
         else:
             n += 2 * h * s.intermediate_size
     return n
@@ -97,7 +97,7 @@ def _lfm2(s: ModelSpec) -> int:
         n += 2 * h
         n += 4 * h * h + h * kernel if kind == "mamba" else _gqa(s, qk_norm=2 * s.head_dim)
         if s.is_moe and i >= s.first_k_dense_replace:
-            n += _experts(s, gated=True, score_bias=True)
+            n += _experts(s, gated=True, score_bias=bool(s.layout.get("use_expert_bias", True)))
         else:
             n += 3 * h * s.intermediate_size
     return n

@@ -52,6 +52,7 @@ TRAITS: dict[str, Traits] = {
     "gpt_oss": Traits(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attn_sinks=True),
     "phimoe": Traits(qkv_bias=True, o_bias=True, norm_bias=True, lm_head_bias=True),
     "cohere": Traits(norms_per_layer=1),
+    "cohere2": Traits(norms_per_layer=1),  # modeling_cohere2.py: one input_layernorm per layer
     "chatglm": Traits(qkv_bias=True),
     "glm": Traits(qkv_bias=True),
     "falcon": Traits(norm_bias=True, gated_mlp=False),
@@ -67,6 +68,7 @@ TRAITS: dict[str, Traits] = {
     # modeling_nemotron.py: LayerNorm1P (weight + bias), relu^2 up/down MLP without a gate
     "nemotron": Traits(norm_bias=True, gated_mlp=False),
     # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
+    "llava_onevision": Traits(qkv_bias=True),  # its language model is Qwen2
     "olmo2": Traits(qk_norm_full=True),
     "olmo3": Traits(qk_norm_full=True),
     "olmoe": Traits(qk_norm_full=True),
@@ -189,7 +191,8 @@ def _norms_per_layer(s: ModelSpec, t: Traits) -> int:
     if s.model_type == "falcon":
         # Falcon-7B: one input_layernorm (parallel attention); new decoder architecture (40B,
         # 180B, grouped KV heads): ln_attn and ln_mlp
-        return 2 if s.num_key_value_heads > 1 else 1
+        # (Falcon2-11B: num_ln_in_parallel_attn 1, one LayerNorm feeding both branches)
+        return 2 if s.num_key_value_heads > 1 and s.layout.get("num_ln_in_parallel_attn") != 1 else 1
     return t.norms_per_layer
 
 
@@ -202,7 +205,7 @@ def count_text_params(s: ModelSpec) -> int:
     norm = h * (2 if t.norm_bias else 1)
     kinds = s.kinds()
     total = s.vocab_size * h  # embed_tokens
-    if not s.tie_word_embeddings:
+    if not s.tie_word_embeddings and not s.layout.get("no_lm_head"):  # no_lm_head: e5-mistral's MistralModel
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
     total += norm  # final norm
     attn = _attention_params(s, t)

@@ -104,7 +104,7 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
         proj = int(get("vision_output_dim", p_out)) * text_hidden
         return enc + adapter + proj
     # LLaVA-NeXT / -OneVision add image_newline (one LM-width vector) to LLaVA's 2-layer projector
-    newline = text_hidden if model_type in ("llava_next", "llava_onevision") else 0
+    newline = text_hidden if model_type in ("llava_next", "llava_next_video", "llava_onevision") else 0
     if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
