@@ -333,7 +333,8 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
         out.max_model_len = max_len
         if out.outcome == "started":
             out.messages.append("attention-free model (encoder-only pooling): no KV cache is allocated")
-        out.findings.extend(checks.advice(cfg, model, gpu, r, e, out))
+        # requests are not bounded by KV blocks: the concurrency advice (VLLM019) does not apply
+        out.findings.extend(f for f in checks.advice(cfg, model, gpu, r, e, out) if f.code != "VLLM019")
         return
     check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
     auto = r.max_model_len == "auto"
