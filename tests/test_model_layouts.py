@@ -1,0 +1,191 @@
+"""Parameter layouts beyond the Llama one (models/arch_classic.py, arch_hybrid.py, encoders.py,
+the LLaVA towers in vision.py), each checked against a count written out by hand from the
+Hugging Face module list, and how the engines plan the new kinds of model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from servefit.core import UsageError
+from servefit.models import count_params, resolve_model
+from servefit.models.arch_hybrid import mamba2_mixer
+from servefit.pipeline import Target, evaluate, site_from_argv
+
+
+def ln(h: int) -> int:
+    return 2 * h
+
+
+def biased(i: int, o: int) -> int:
+    return i * o + o
+
+
+# --- classic decoders ---------------------------------------------------------------------------
+
+def test_opt_125m_by_hand():
+    h, v, layers, ffn = 768, 50272, 12, 3072
+    layer = 4 * biased(h, h) + ln(h) + biased(h, ffn) + biased(ffn, h) + ln(h)
+    total = v * h + (2048 + 2) * h + ln(h) + layers * layer  # tied lm_head; positions offset by 2
+    assert total == 125_239_296
+    m = resolve_model("facebook/opt-125m")
+    assert count_params(m) == total == m.params
+
+
+def test_opt_350m_projects_its_512_wide_embeddings_and_has_no_final_norm():
+    h, v, layers, ffn, wep = 1024, 50272, 24, 4096, 512
+    layer = 4 * biased(h, h) + ln(h) + biased(h, ffn) + biased(ffn, h) + ln(h)
+    total = v * wep + 2050 * h + h * wep + wep * h + layers * layer
+    assert count_params(resolve_model("facebook/opt-350m")) == total == 331_196_416
+
+
+def test_gpt2_by_hand():
+    h, v, layers = 768, 50257, 12
+    layer = ln(h) + biased(h, 3 * h) + biased(h, h) + ln(h) + biased(h, 4 * h) + biased(4 * h, h)
+    total = v * h + 1024 * h + layers * layer + ln(h)
+    assert count_params(resolve_model("gpt2")) == total == 124_439_808
+    assert resolve_model("gpt2").name == "openai-community/gpt2"
+
+
+def test_pythia_counts_and_the_hub_buffers():
+    h, v, layers = 512, 50304, 6
+    layer = ln(h) + ln(h) + biased(h, 3 * h) + biased(h, h) + biased(h, 4 * h) + biased(4 * h, h)
+    total = 2 * v * h + layers * layer + ln(h)  # untied embed_in / embed_out
+    m = resolve_model("EleutherAI/pythia-70m-deduped")
+    assert m.name == "EleutherAI/pythia-70m" and count_params(m) == total == m.params == 70_426_624
+
+
+def test_gptj_and_bloom_by_hand():
+    h, v, layers = 4096, 50400, 28
+    layer = ln(h) + 4 * h * h + biased(h, 4 * h) + biased(4 * h, h)  # bias-free attention, one ln_1
+    assert count_params(resolve_model("EleutherAI/gpt-j-6b")) == v * h + v * h + v + layers * layer + ln(h)
+    h, v, layers = 1024, 250880, 24
+    layer = ln(h) + biased(h, 3 * h) + biased(h, h) + ln(h) + biased(h, 4 * h) + biased(4 * h, h)
+    total = v * h + ln(h) + layers * layer + ln(h)  # word_embeddings_layernorm, ln_f, tied head
+    m = resolve_model("bigscience/bloomz-560m")
+    assert m.name == "bigscience/bloom-560m" and count_params(m) == total == m.params == 559_214_592
+
+
+# --- encoders -------------------------------------------------------------------------------------
+
+def test_bert_xlmr_nomic_mpnet_by_hand():
+    def bert(v: int, pos: int, types: int, h: int, layers: int, inter: int) -> int:
+        layer = 4 * biased(h, h) + ln(h) + biased(h, inter) + biased(inter, h) + ln(h)
+        return (v + pos + types) * h + ln(h) + layers * layer + biased(h, h)  # + pooler
+
+    assert count_params(resolve_model("BAAI/bge-large-en-v1.5")) == bert(30522, 512, 2, 1024, 24, 4096) == 335_141_888
+    assert count_params(resolve_model("BAAI/bge-m3")) == bert(250002, 8194, 1, 1024, 24, 4096)
+    assert count_params(resolve_model("sentence-transformers/all-MiniLM-L6-v2")) == bert(30522, 512, 2, 384, 6, 1536)
+    mpnet = bert(30527, 514, 0, 768, 12, 3072) + 32 * 12  # relative_attention_bias
+    assert count_params(resolve_model("sentence-transformers/all-mpnet-base-v2")) == mpnet
+    h = 768
+    nomic = (30528 + 2) * h + ln(h) + 12 * (3 * h * h + h * h + 3 * h * 3072 + 2 * ln(h))
+    assert count_params(resolve_model("nomic-ai/nomic-embed-text-v1")) == nomic == 136_731_648
+
+
+def test_e5_mistral_is_a_decoder_without_lm_head():
+    m = resolve_model("intfloat/e5-mistral-7b-instruct")
+    assert count_params(m) == m.params == 7_241_732_096 - 32000 * 4096
+    assert m.kinds() == ["full"] * 32
+
+
+# --- hybrids -----------------------------------------------------------------------------------------
+
+def test_mamba2_mixer_by_hand():
+    m = resolve_model("nvidia/Nemotron-H-8B-Base-8K")
+    h, heads, hd, groups, state, kernel = 4096, 128, 64, 8, 128, 4
+    d_inner = heads * hd
+    conv = d_inner + 2 * groups * state
+    in_proj = h * (2 * d_inner + 2 * groups * state + heads)
+    mixer = in_proj + conv * kernel + conv + 3 * heads + d_inner + d_inner * h  # conv w+b, dt/A/D, norm, out
+    assert mamba2_mixer(m) == mixer
+    kinds = m.kinds()
+    assert (kinds.count("mamba"), kinds.count("full"), kinds.count("none")) == (24, 4, 24)
+    attn = 2 * h * 32 * 128 + 2 * h * 8 * 128
+    total = 2 * 131072 * h + h + 52 * h + 24 * mixer + 4 * attn + 24 * 2 * h * 21504
+    assert count_params(m) == total == m.params == 8_100_852_736
+    assert m.mamba["ssm_state_elems"] == heads * hd * state and m.mamba["conv_state_elems"] == 3 * conv
+
+
+def test_granite4_hybrid_moe_and_lfm2_short_conv():
+    g = resolve_model("ibm-granite/granite-4.0-h-tiny")
+    assert g.kinds().count("full") == 4 and g.num_experts == 64
+    assert count_params(g) == g.params == 6_939_037_248
+    lfm = resolve_model("LiquidAI/LFM2-350M")
+    h, inter = 1024, 4608
+    conv = 3 * h * h + 3 * h + h * h  # in_proj, depthwise conv (3 taps), out_proj
+    attn = 2 * h * h + 2 * h * 512 + 2 * 64  # q/o, k/v (8 KV heads of 64), q/k layernorms
+    total = 65536 * h + h + 10 * conv + 6 * attn + 16 * (3 * h * inter + 2 * h)
+    assert count_params(lfm) == total == lfm.params == 354_483_968
+    assert lfm.mamba["conv_state_elems"] == 2 * h and lfm.mamba["ssm_state_elems"] == 0
+    assert resolve_model("LiquidAI/LFM2.5-1.2B-Instruct").name == "LiquidAI/LFM2-1.2B"
+
+
+def test_falcon_h1_runs_attention_and_mamba_in_every_layer():
+    m = resolve_model("tiiuae/Falcon-H1-0.5B-Base")
+    assert m.kinds() == ["full"] * 36
+    h = 1024
+    attn = 2 * h * 8 * 64 + 2 * h * 2 * 64
+    layer = 2 * h + attn + mamba2_mixer(m, norm=False) + 3 * h * 2048
+    assert count_params(m) == 2 * 32784 * h + h + 36 * layer == m.params == 521_411_104
+
+
+def test_olmo2_norms_span_all_heads():
+    m = resolve_model("allenai/OLMo-2-1124-7B")
+    h = 4096
+    layer = 4 * h * h + 2 * h + 3 * h * 11008 + 2 * h  # q_norm / k_norm over 32 x 128 each
+    assert count_params(m) == 2 * 100352 * h + h + 32 * layer == 7_298_617_344
+
+
+# --- LLaVA towers ----------------------------------------------------------------------------------
+
+def test_llava_clip_tower_projector_and_newline():
+    v, t = 1024, 4096
+    vit = 4 * biased(v, v) + biased(v, 4096) + biased(4096, v) + 2 * ln(v)
+    clip = 3 * 14 * 14 * v + (576 + 1) * v + v + 2 * ln(v) + 24 * vit  # patch, positions, class, pre/post LN
+    proj = biased(v, t) + biased(t, t)
+    assert resolve_model("llava-hf/llava-1.5-7b-hf").vision_params == clip + proj == 324_487_168
+    assert resolve_model("llava-hf/llava-v1.6-vicuna-7b-hf").vision_params == clip + proj + t  # image_newline
+    ov = resolve_model("llava-hf/llava-onevision-qwen2-0.5b-ov-hf")
+    assert count_params(ov) == ov.params == 893_675_552
+
+
+# --- planning ----------------------------------------------------------------------------------------
+
+def plan(*argv: str):
+    return evaluate(site_from_argv(list(argv)), Target(gpu="H100")).plan
+
+
+def test_vllm_plans_an_encoder_without_kv_cache_or_profiling():
+    p = plan("vllm", "serve", "BAAI/bge-m3")
+    assert p.outcome == "started"
+    assert p.memory.kv_cache == 0 and p.memory.activation_peak == 0 and p.kv_bytes_per_token == 0
+    assert not any(f.code == "VLLM019" for f in p.findings)
+    assert "attention-free model (encoder-only pooling): no KV cache is allocated" in p.messages
+
+
+def test_vllm_hybrids_cache_only_their_attention_layers():
+    assert plan("vllm", "serve", "ibm-granite/granite-4.0-h-tiny").kv_bytes_per_token == 4 * 2 * 4 * 128 * 2
+    assert plan("vllm", "serve", "LiquidAI/LFM2-1.2B").kv_bytes_per_token == 6 * 2 * 8 * 64 * 2
+    assert plan("vllm", "serve", "nvidia/NVIDIA-Nemotron-Nano-9B-v2").kv_bytes_per_token == 4 * 2 * 8 * 128 * 2
+    assert plan("vllm", "serve", "tiiuae/Falcon-H1-0.5B-Instruct").kv_bytes_per_token == 36 * 2 * 2 * 64 * 2
+
+
+def test_sglang_pools_every_encoder_layer_and_tgi_refuses_encoders():
+    p = plan("python3", "-m", "sglang.launch_server", "--model-path", "BAAI/bge-m3", "--is-embedding")
+    assert p.kv_bytes_per_token == 24 * 2 * 16 * 64 * 2
+    with pytest.raises(UsageError, match="text-generation-inference cannot serve BAAI/bge-m3"):
+        plan("text-generation-launcher", "--model-id", "BAAI/bge-m3")
+
+
+def test_estimate_opt_125m_end_to_end():
+    out = subprocess.run([sys.executable, "-m", "servefit", "estimate", "--gpu", "H100", "--format", "json", "--",
+                          "vllm", "serve", "facebook/opt-125m"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["outcome"] == "started" and doc["model"]["params"] == 125_239_296
+    assert doc["kv_bytes_per_token"] == 12 * 2 * 768 * 2  # float16 checkpoint, 12 layers of 12 x 64
+    assert doc["max_model_len"] == 2048
