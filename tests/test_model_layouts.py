@@ -189,3 +189,71 @@ def test_estimate_opt_125m_end_to_end():
     assert doc["outcome"] == "started" and doc["model"]["params"] == 125_239_296
     assert doc["kv_bytes_per_token"] == 12 * 2 * 768 * 2  # float16 checkpoint, 12 layers of 12 x 64
     assert doc["max_model_len"] == 2048
+
+
+# --- config.json (local checkpoints, --model-config, the model lock) -------------------------------
+
+CONFIGS = {
+    "facebook/opt-125m": {"architectures": ["OPTForCausalLM"], "model_type": "opt", "hidden_size": 768,
+                          "num_hidden_layers": 12, "num_attention_heads": 12, "ffn_dim": 3072, "vocab_size": 50272,
+                          "max_position_embeddings": 2048, "word_embed_proj_dim": 768, "do_layer_norm_before": True,
+                          "torch_dtype": "float16"},
+    "facebook/opt-350m": {"architectures": ["OPTForCausalLM"], "model_type": "opt", "hidden_size": 1024,
+                          "num_hidden_layers": 24, "num_attention_heads": 16, "ffn_dim": 4096, "vocab_size": 50272,
+                          "max_position_embeddings": 2048, "word_embed_proj_dim": 512, "do_layer_norm_before": False},
+    "openai-community/gpt2": {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768, "n_layer": 12,
+                              "n_head": 12, "n_inner": None, "n_positions": 1024, "vocab_size": 50257},
+    "BAAI/bge-large-en-v1.5": {"architectures": ["BertModel"], "model_type": "bert", "hidden_size": 1024,
+                               "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
+                               "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2},
+    "nomic-ai/nomic-embed-text-v1.5": {"architectures": ["NomicBertModel"], "model_type": "nomic_bert", "n_embd": 768,
+                                       "n_layer": 12, "n_head": 12, "n_inner": 3072, "n_positions": 8192,
+                                       "vocab_size": 30528, "type_vocab_size": 2},
+    "LiquidAI/LFM2-1.2B": {"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 2048,
+                           "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+                           "block_ff_dim": 12288, "block_auto_adjust_ff_dim": True, "block_ffn_dim_multiplier": 1.0,
+                           "block_multiple_of": 256, "conv_L_cache": 3, "vocab_size": 65536,
+                           "max_position_embeddings": 128000, "tie_word_embeddings": True,
+                           "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv",
+                                           "conv", "full_attention", "conv", "full_attention", "conv",
+                                           "full_attention", "conv", "full_attention", "conv"]},
+    "nvidia/NVIDIA-Nemotron-Nano-9B-v2": {
+        "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "hidden_size": 4480,
+        "num_hidden_layers": 56, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+        "intermediate_size": 15680, "vocab_size": 131072, "max_position_embeddings": 131072,
+        "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+        "mamba_num_heads": 128, "mamba_head_dim": 80, "n_groups": 8, "ssm_state_size": 128, "conv_kernel": 4,
+        "tie_word_embeddings": False},
+    "ibm-granite/granite-4.0-h-tiny": {
+        "architectures": ["GraniteMoeHybridForCausalLM"], "model_type": "granitemoehybrid", "hidden_size": 1536,
+        "num_hidden_layers": 40, "num_attention_heads": 12, "num_key_value_heads": 4, "intermediate_size": 512,
+        "shared_intermediate_size": 1024, "num_local_experts": 64, "num_experts_per_tok": 6, "vocab_size": 100352,
+        "max_position_embeddings": 131072, "tie_word_embeddings": True, "mamba_n_heads": 48, "mamba_d_head": 64,
+        "mamba_n_groups": 1, "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_expand": 2,
+        "layer_types": ["mamba"] * 5 + ["attention"] + ["mamba"] * 9 + ["attention"] + ["mamba"] * 9 + ["attention"]
+        + ["mamba"] * 9 + ["attention"] + ["mamba"] * 4},
+    "tiiuae/Falcon-H1-0.5B-Instruct": {
+        "architectures": ["FalconH1ForCausalLM"], "model_type": "falcon_h1", "hidden_size": 1024,
+        "num_hidden_layers": 36, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+        "intermediate_size": 2048, "vocab_size": 32784, "max_position_embeddings": 16384,
+        "tie_word_embeddings": False, "mamba_d_ssm": 1536, "mamba_n_heads": 24, "mamba_d_head": 64,
+        "mamba_n_groups": 1, "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_rms_norm": False},
+    "intfloat/e5-mistral-7b-instruct": {
+        "architectures": ["MistralModel"], "model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+        "max_position_embeddings": 32768},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_config_json_counts_and_kinds_match_the_catalog(name):
+    from servefit.models import from_config
+
+    got = from_config(CONFIGS[name], name)
+    want = resolve_model(name)
+    assert got.params == want.params
+    assert got.kinds() == want.kinds() or got.kinds().count("full") == want.kinds().count("full")
+    assert (got.intermediate_size, got.head_dim) == (want.intermediate_size, want.head_dim)
+    if want.mamba:
+        assert got.mamba["conv_state_elems"] == want.mamba["conv_state_elems"]
+        assert got.mamba["ssm_state_elems"] == want.mamba["ssm_state_elems"]

@@ -89,6 +89,7 @@ _KIND_NAMES = {
     "chunked_attention": "chunked", "chunked": "chunked",
     "linear_attention": "linear", "linear": "linear",
     "mamba": "mamba", "mamba2": "mamba", "none": "none",
+    "conv": "mamba",  # LFM2 short-convolution layers: recurrent conv state, no KV cache
 }
 
 
