@@ -257,3 +257,9 @@ def test_config_json_counts_and_kinds_match_the_catalog(name):
     if want.mamba:
         assert got.mamba["conv_state_elems"] == want.mamba["conv_state_elems"]
         assert got.mamba["ssm_state_elems"] == want.mamba["ssm_state_elems"]
+
+
+def test_olmo1_layernorms_hold_no_weights():
+    m = resolve_model("allenai/OLMo-1B-hf")
+    h = 2048
+    assert count_params(m) == 50304 * h + 16 * (4 * h * h + 3 * h * 8192) == 1_176_764_416 == m.params

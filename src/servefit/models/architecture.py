@@ -35,6 +35,7 @@ class Traits:
     attn_sinks: bool = False  # one learned sink logit per head (gpt-oss)
     attn_output_gate: bool = False  # q_proj also produces a per-head output gate (Qwen3-Next)
     qk_norm_full: bool = False  # RMSNorm over all q heads and all k heads (OLMo 2: heads x head_dim each)
+    final_norm: bool = True  # False: OLMo 1's non-parametric LayerNorms hold no weights
 
 
 _LLAMA = Traits()
@@ -69,6 +70,7 @@ TRAITS: dict[str, Traits] = {
     "nemotron": Traits(norm_bias=True, gated_mlp=False),
     # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
     "llava_onevision": Traits(qkv_bias=True),  # its language model is Qwen2
+    "olmo": Traits(norms_per_layer=0, final_norm=False),  # modeling_olmo.py OlmoLayerNorm: no weights
     "olmo2": Traits(qk_norm_full=True),
     "olmo3": Traits(qk_norm_full=True),
     "olmoe": Traits(qk_norm_full=True),
@@ -208,7 +210,7 @@ def count_text_params(s: ModelSpec) -> int:
     total = s.vocab_size * h  # embed_tokens
     if not s.tie_word_embeddings and not s.layout.get("no_lm_head"):  # no_lm_head: e5-mistral's MistralModel
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
-    total += norm  # final norm
+    total += norm if t.final_norm else 0  # final norm
     attn = _attention_params(s, t)
     dense = _mlp_params(h, s.intermediate_size, t)
     moe = _moe_params(s, t) if s.is_moe else 0
