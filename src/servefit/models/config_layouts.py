@@ -87,7 +87,9 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         if mt == "lfm2_moe":
             spec.first_k_dense_replace = _int(c.get("num_dense_layers"))
             lay["use_expert_bias"] = bool(c.get("use_expert_bias", True))
-    elif mt in ("gpt_neox", "nemotron") and c.get("rotary_pct", c.get("partial_rotary_factor")) is not None:
-        lay["rotary_pct"] = float(c.get("rotary_pct", c.get("partial_rotary_factor")))
+    elif mt in ("gpt_neox", "nemotron"):
+        pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
+        if isinstance(pct, (int, float)):
+            lay["rotary_pct"] = float(pct)
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True
