@@ -207,7 +207,7 @@ CONFIGS = {
                                "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
                                "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2},
     "nomic-ai/nomic-embed-text-v1.5": {"architectures": ["NomicBertModel"], "model_type": "nomic_bert", "n_embd": 768,
-                                       "n_layer": 12, "n_head": 12, "n_inner": 3072, "n_positions": 8192,
+                                       "n_layer": 12, "n_head": 12, "n_inner": 3072, "n_positions": 2048,
                                        "vocab_size": 30528, "type_vocab_size": 2},
     "LiquidAI/LFM2-1.2B": {"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "hidden_size": 2048,
                            "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
