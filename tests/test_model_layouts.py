@@ -263,3 +263,15 @@ def test_olmo1_layernorms_hold_no_weights():
     m = resolve_model("allenai/OLMo-1B-hf")
     h = 2048
     assert count_params(m) == 50304 * h + 16 * (4 * h * h + 3 * h * 8192) == 1_176_764_416 == m.params
+
+
+def test_reranker_heads():
+    h = 1024
+    layer = 4 * biased(h, h) + ln(h) + biased(h, 4096) + biased(4096, h) + ln(h)
+    enc = (250002 + 8194 + 1) * h + ln(h) + 24 * layer  # bge-m3's encoder without its pooler
+    assert count_params(resolve_model("BAAI/bge-reranker-v2-m3")) == enc + biased(h, h) + biased(h, 1)
+    h = 384
+    layer = 4 * biased(h, h) + ln(h) + biased(h, 1536) + biased(1536, h) + ln(h)
+    bert = (30522 + 512 + 2) * h + ln(h) + 6 * layer + biased(h, h)  # with the pooler
+    assert count_params(resolve_model("cross-encoder/ms-marco-MiniLM-L-6-v2")) == bert + biased(h, 1)
+    assert plan("vllm", "serve", "BAAI/bge-reranker-v2-m3").memory.kv_cache == 0

@@ -34,4 +34,9 @@ def count_encoder(s: ModelSpec) -> int:
         n += int(lay.get("relative_attention_num_buckets", 32)) * s.num_attention_heads
     if lay.get("pooler", True):
         n += h * h + h
+    labels = int(lay.get("classifier_labels", 0))
+    if labels:  # rerankers: *ForSequenceClassification heads
+        # RobertaClassificationHead: dense (h x h) + out_proj; BertForSequenceClassification: one Linear
+        head = h * h + h if s.model_type in ("roberta", "xlm-roberta") else 0
+        n += head + h * labels + labels
     return n
