@@ -68,9 +68,9 @@ TRAITS: dict[str, Traits] = {
     "gptj": Traits(norms_per_layer=1, norm_bias=True, gated_mlp=False, mlp_bias=True, lm_head_bias=True),
     # modeling_nemotron.py: LayerNorm1P (weight + bias), relu^2 up/down MLP without a gate
     "nemotron": Traits(norm_bias=True, gated_mlp=False),
-    # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
     "llava_onevision": Traits(qkv_bias=True),  # its language model is Qwen2
     "olmo": Traits(norms_per_layer=0, final_norm=False),  # modeling_olmo.py OlmoLayerNorm: no weights
+    # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
     "olmo2": Traits(qk_norm_full=True),
     "olmo3": Traits(qk_norm_full=True),
     "olmoe": Traits(qk_norm_full=True),
