@@ -298,7 +298,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append(f"vision encoder profiling estimated, not calibrated: {enc.items} dummy {enc.modality} item(s) of "
                  f"{enc.tokens_per_item:,} tokens" + (f"; the LM profiling forward runs {enc.lm_tokens:,} tokens"
                                                       if enc.lm_tokens else ""))
-    if any(k in ("mamba", "linear") for k in model.kinds()):
+    if any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba:  # Falcon-H1: in every layer
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
 
 
