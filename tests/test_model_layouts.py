@@ -275,3 +275,8 @@ def test_reranker_heads():
     bert = (30522 + 512 + 2) * h + ln(h) + 6 * layer + biased(h, h)  # with the pooler
     assert count_params(resolve_model("cross-encoder/ms-marco-MiniLM-L-6-v2")) == bert + biased(h, 1)
     assert plan("vllm", "serve", "BAAI/bge-reranker-v2-m3").memory.kv_cache == 0
+
+
+def test_falcon_h1_plan_says_its_mamba_state_is_not_counted():
+    p = plan("vllm", "serve", "tiiuae/Falcon-H1-0.5B-Instruct")
+    assert "recurrent-state (Mamba / linear attention) layers are not counted in the KV cache" in p.assumptions
