@@ -280,3 +280,18 @@ def test_reranker_heads():
 def test_falcon_h1_plan_says_its_mamba_state_is_not_counted():
     p = plan("vllm", "serve", "tiiuae/Falcon-H1-0.5B-Instruct")
     assert "recurrent-state (Mamba / linear attention) layers are not counted in the KV cache" in p.assumptions
+
+
+@pytest.mark.parametrize("tag,name,quant", [
+    ("granite3.3", "ibm-granite/granite-3.3-8b-instruct", "Q4_K_M"),
+    ("smollm2:360m", "HuggingFaceTB/SmolLM2-360M-Instruct", "Q4_K_M"),
+    ("nomic-embed-text", "nomic-ai/nomic-embed-text-v1.5", "F16"),
+    ("all-minilm:33m", "sentence-transformers/all-MiniLM-L12-v2", "F16"),
+    ("falcon3:10b", "tiiuae/Falcon3-10B-Instruct", "Q4_K_M"),
+    ("internlm2:1.8b-chat-v2.5-q8_0", "internlm/internlm2_5-1_8b-chat", "Q8_0"),
+])
+def test_ollama_tags_of_the_new_families(tag, name, quant):
+    from servefit.engines.ollama.config import resolve_tag
+
+    got, q, _ = resolve_tag(tag)
+    assert (resolve_model(got).name, q) == (name, quant)
