@@ -151,11 +151,18 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
         adapter = inter * p_in + p_out * p_out  # pixel-shuffle MLP fc1 / fc2
         proj = int(get("vision_output_dim", p_out)) * text_hidden
         return enc + adapter + proj
+    # LLaVA-NeXT / -OneVision add image_newline (one LM-width vector) to LLaVA's 2-layer projector
+    newline = text_hidden if model_type in ("llava_next", "llava_next_video", "llava_onevision") else 0
+    if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
+        enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
+        return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
     if model_type == "gemma3" or vtype == "siglip_vision_model":
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h + h * text_hidden  # mm_soft_emb_norm + mm_input_projection
+    # CLIP (modeling_clip.py CLIPVisionTransformer: class embedding, pre/post LayerNorms) and
+    # LLaVA's multi_modal_projector linear_1 / linear_2 with biases (modeling_llava.py)
     enc = chans * patch * patch * h + (grid + 1) * h + h + layers * vit_layer + 4 * h
-    return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
 
 
 def _pixtral_encoder(h: int, layers: int, inter: int, patch: int, chans: int) -> int:
