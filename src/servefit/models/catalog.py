@@ -5,7 +5,6 @@ quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AW
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 from dataclasses import dataclass, fields
 from functools import cache, lru_cache
@@ -112,7 +111,7 @@ def all_models() -> list[ModelSpec]:
 _VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
 _QUANT_WORDS = {
-    "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
+    "ud", "i1", "imat", "imatrix", "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
     "5bit", "6bit", "8bit", "unsloth", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx", "gguf",
     "nvfp4", "mxfp4", "fp4", "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "block", "kv",
 }
@@ -142,6 +141,7 @@ def _split(ref: str) -> tuple[str, str]:
 def _tokens(base: str) -> list[str]:
     s = base.lower()
     s = re.sub(r"\.gguf$", "-gguf", s)
+    s = re.sub(r"-\d{5}-of-\d{5}-gguf$", "-gguf", s)  # split GGUF shards
     s = s.replace(":", "-")  # Ollama name:tag
     s = re.sub(r"[._]quantized[._]", "-quantized-", s)  # RedHatAI ...-quantized.w4a16
     s = re.sub(r"-quantized\.", "-quantized-", s)
@@ -212,59 +212,28 @@ class _Index:
     full: dict[str, int]  # lower-case repo id (name or alias) -> entry
     base: dict[str, list[int]]  # lower-case name without org -> entries
     stem: dict[str, list[tuple[int, frozenset[str]]]]  # stem -> (entry, variant words)
-    ids: list[tuple[str, int, str]]  # (repo id, entry, stem) for nearest()
+    names: Any  # names.Index: families and sizes, for derivatives and suggestions
 
 
 @lru_cache(maxsize=1)
 def _index() -> _Index:
+    from servefit.models import names
+
     full: dict[str, int] = {}
     base: dict[str, list[int]] = {}
     stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
-    ids: list[tuple[str, int, str]] = []
     for i, (name, aliases, _) in enumerate(_chunks()):
         for rid in (name, *aliases):
             full.setdefault(rid.lower(), i)
             base.setdefault(rid.split("/")[-1].lower(), []).append(i)
             v = parse_variant(rid)
             stem.setdefault(v.stem, []).append((i, v.variants))
-            ids.append((rid, i, v.stem))
-    return _Index(full=full, base=base, stem=stem, ids=ids)
+    return _Index(full=full, base=base, stem=stem, names=names.build_index(_chunks()))
 
 
-def lookup(ref: str) -> ModelSpec | None:
-    """The catalogued ModelSpec for `ref`: exact repo id or alias (case-insensitive), then the
-    name without its organization, then name heuristics for quantized and variant names (which
-    set `quantization` and say what was assumed). None when nothing matches."""
-    if not ref or not ref.strip():
-        return None
-    idx = _index()
-    key = ref.strip().rstrip("/").lower()
-    if key in idx.full:
-        return spec_from_entry(_entry(idx.full[key]))
-    org, base = _split(ref)
-    hits = idx.base.get(base.lower())
-    if (hits and org and ref.count("/") == 1 and not ref.startswith((".", "~")) and parse_variant(base).quant
-            and _split(_chunks()[hits[0]][0])[0].lower() != org.lower()):
-        # a quantized name under another Hub organization is that quantizer's own checkpoint
-        # (RedHatAI's ...-FP8 quantizes every layer, Meta's keeps attention in bf16): by variant.
-        # A local directory of that name (/models/Meta-Llama-3.1-405B-Instruct-FP8) is a download.
-        hits = None
-    if hits and ":" not in base:
-        spec = spec_from_entry(_entry(hits[0]))
-        if org:
-            spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name (a copy "
-                                    f"under another organization); assumed the same checkpoint")
-        return spec
-    v = parse_variant(ref)
-    cands = idx.stem.get(v.stem) if v.stem else None
-    if not cands:
-        return None
-    # prefer the entry whose instruct/base words match the reference's
-    best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
-    spec = spec_from_entry(_entry(best))
-    name = spec.name
+def _derived(spec: ModelSpec, ref: str, why: str, v: Variant, ollama: bool, sibling: bool) -> ModelSpec:
+    """Set the quantization the name implies and say what was assumed, and why."""
     quant, label = v.quant, v.quant_label
-    ollama = ":" in base and "/" not in ref.strip()
     if quant is None and ollama:
         if spec.quantization:  # gpt-oss ships in its native mxfp4
             label = f"the checkpoint's own {spec.quantization.get('quant_method')} weights"
@@ -280,40 +249,83 @@ def lookup(ref: str) -> ModelSpec | None:
         spec.quantization = None
         spec.torch_dtype = v.dtype
         what = f"an unquantized {v.dtype} checkpoint"
-    if not ollama and v.variants - {"hf", "latest"} != best_variants - {"hf", "latest"}:
+    if sibling:
         what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
-    spec.assumptions.append(f"resolved '{ref}' to catalog entry '{name}' by name; assumed {what}")
+    spec.resolved_from = "derivative"
+    spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name ({why}); assumed {what}")
     return spec
 
 
+def lookup(ref: str) -> ModelSpec | None:
+    """The catalogued ModelSpec for `ref`: exact repo id or alias (case-insensitive), then the
+    name without its organization, then name heuristics for quantized and variant names, then
+    the base a derivative's name carries (models/names.py). Every match by name sets
+    `quantization`, `resolved_from = "derivative"` and says what was assumed. None when nothing
+    matches."""
+    from servefit.models import names
+
+    if not ref or not ref.strip():
+        return None
+    idx = _index()
+    key = ref.strip().rstrip("/").lower()
+    if key in idx.full:
+        return spec_from_entry(_entry(idx.full[key]))
+    org, base = _split(ref)
+    local = names.split_ref(ref)[2]
+    hits = idx.base.get(base.lower())
+    if (hits and org and not local and parse_variant(base).quant
+            and _split(_chunks()[hits[0]][0])[0].lower() != org.lower()):
+        # a quantized name under another Hub organization is that quantizer's own checkpoint
+        # (RedHatAI's ...-FP8 quantizes every layer, Meta's keeps attention in bf16): by variant.
+        # A local directory of that name (/models/Meta-Llama-3.1-405B-Instruct-FP8) is a download.
+        hits = None
+    if hits and ":" not in base:
+        spec = spec_from_entry(_entry(hits[0]))
+        if org:
+            where = "a local folder of that name" if local else "a copy under another organization"
+            spec.resolved_from = "derivative"
+            spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name ({where}); "
+                                    f"assumed the same checkpoint")
+        return spec
+    v = parse_variant(ref)
+    ollama = ":" in base and "/" not in ref.strip()
+    cands = idx.stem.get(v.stem) if v.stem else None
+    if cands:
+        # prefer the entry whose instruct/base words match the reference's
+        best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
+        spec = spec_from_entry(_entry(best))
+        org_as_written = names.split_ref(ref)[0]
+        if local:
+            why = "a local folder named after it"
+        elif ollama:
+            why = "an Ollama tag of that model"
+        elif org and names.repacker(org) and v.quant and org.lower() != _split(spec.name)[0].lower():
+            kind = v.quant_label.split(",")[0].replace(" weights", "")
+            why = f"a{'n' if kind[:1] in 'AEFHIMNORSX' else ''} {kind} repack by {org_as_written}"
+        else:
+            why = "its name is the base's with " + ("quantization words" if v.quant or v.dtype else "variant words")
+        sibling = not ollama and v.variants - {"hf", "latest"} != best_variants - {"hf", "latest"}
+        return _derived(spec, ref, why, v, ollama, sibling)
+    d = names.derive(ref, idx.names)
+    if d is None:
+        return None
+    why = f"a local folder named after it; {d.why}" if local else d.why
+    spec = spec_from_entry(_entry(d.entry))
+    if d.context:
+        spec.max_position_embeddings = d.context
+    return _derived(spec, ref, why, v, ollama, False)
+
+
 def nearest(ref: str, n: int = 3) -> list[str]:
-    """The `n` catalog names closest to `ref` (for "did you mean" messages). Cached: a lint run
-    asks for the same unknown names many times."""
+    """Up to `n` catalog names of the same family as `ref`, same size first (for "did you
+    mean" messages); none when no catalogued family is in the name. Cached: a lint run asks for
+    the same unknown names many times."""
     return list(_nearest(ref or "", n))
 
 
 @lru_cache(maxsize=1024)
 def _nearest(ref: str, n: int) -> tuple[str, ...]:
+    from servefit.models import names
+
     idx = _index()
-    _, base = _split(ref)
-    key = base.lower()
-    stem = parse_variant(ref).stem
-    scored: list[tuple[float, int]] = []
-    for rid, i, rstem in idx.ids:
-        b = rid.split("/")[-1].lower()
-        m1 = difflib.SequenceMatcher(None, key, b)
-        r1 = m1.ratio() if m1.real_quick_ratio() > 0.3 else 0.0
-        r2 = 0.0
-        if stem:
-            m2 = difflib.SequenceMatcher(None, stem, rstem)
-            r2 = m2.ratio() if m2.real_quick_ratio() > 0.3 else 0.0
-        scored.append((max(r1, r2), i))
-    scored.sort(key=lambda s: -s[0])
-    out: list[str] = []
-    for _, i in scored:
-        name = _chunks()[i][0]
-        if name not in out:
-            out.append(name)
-        if len(out) >= n:
-            break
-    return tuple(out)
+    return tuple(_chunks()[i][0] for i in names.nearest(ref, n, idx.names))

@@ -132,5 +132,6 @@ def resolve_model(ref: str, *, online: bool = False, config_path: str | None = N
             return spec
     near = ", ".join(catalog.nearest(ref, 3))
     where = "; not found on the Hub either" if online else ""
-    raise UsageError(f"unknown model '{ref}'{where}; nearest: {near}. Pass --model-config PATH/config.json, "
+    near = f"nearest: {near}" if near else "no catalogued model has a similar family and size"
+    raise UsageError(f"unknown model '{ref}'{where}; {near}. Pass --model-config PATH/config.json, "
                      f"a local model directory, or --online to read it from the Hub")

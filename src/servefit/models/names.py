@@ -1,0 +1,265 @@
+"""Derivative names -> their catalogued base, and "did you mean" suggestions.
+
+A fine-tune, repack, GGUF or local folder usually carries its base's family and size in its
+name (`NousResearch/Hermes-3-Llama-3.1-8B`, `/models/Qwen2-7B-Instruct`,
+`Qwen3-30B-A3B-UD-Q4_K_XL.gguf`). Names are cut into words with the family and its version
+joined (`llama3.1`, `qwen2.5`) and a size key (`8b`, `30b-a3b`, `8x7b`, `mini`); a name
+resolves when a catalogued family sits right before a size the catalog has for it (after the
+rules of data/derivatives.yaml for sibling families), never to another size of the family.
+Suggestions for unknown names come from an index by family and size; difflib only ranks that
+short list (a lint of many files with unknown models asks this a lot).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from servefit import data
+
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?[bm]|\d+x\d+(?:\.\d+)?b|e\d+b)$")  # 8b, 125m, 8x7b, e4b
+_PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): part of the size
+_SIZE_WORDS = {"mini", "small", "medium", "large", "nano", "tiny", "micro"}  # Phi-3-mini
+_VERSION = re.compile(r"^(\d+(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
+_STOP = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
+_GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|tq[12]_0|bf16|f16|f32|fp16)"
+                   r"(?=$|[-_.])")
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+_DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
+         "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx",
+         "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth",
+         "bf16", "fp16", "f16", "fp32", "f32"}
+
+
+def split_ref(ref: str) -> tuple[str, str, bool]:
+    """(organization or parent folder, last name, is a local path) of a reference."""
+    s = ref.strip().rstrip("/")
+    s = re.sub(r"^(https?://)?(hf\.co|huggingface\.co)/", "", s)
+    path = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
+    parts = re.split(r"[/\\]", s)
+    return (parts[-2] if len(parts) >= 2 else ""), parts[-1], path
+
+
+def words(name: str) -> list[str]:
+    """Lower-case words of a model name without quantization or file words, each family word
+    joined to its version: `Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf` -> meta llama3.1 8b instruct."""
+    s = name.lower()
+    s = re.sub(r"\.gguf$", "", s)
+    s = _SHARD.sub("", s)
+    s = s.replace(":", "-")  # Ollama name:tag
+    s = _GGUF.sub("-", s)
+    s = re.sub(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])", r"\1.\2", s)  # qwen2_5 folders
+    s = re.sub(r"\.(?=[a-z])", "-", s)  # ...-quantized.w4a16
+    toks = [t for t in re.split(r"[-_\s]+", s) if t and t not in _DROP]
+    out: list[str] = []
+    for t in toks:
+        if out and _VERSION.match(t) and re.fullmatch(r"[a-z]+", out[-1]):
+            out[-1] += t
+        else:
+            out.append(t)
+    return out
+
+
+def size_at(ws: list[str], i: int) -> str | None:
+    """The size key starting at word i (`30b` + `a3b` -> `30b-a3b`), or None."""
+    if i >= len(ws) or not _SIZE.match(ws[i]):
+        return None
+    if i + 1 < len(ws) and _PART.match(ws[i + 1]):
+        return f"{ws[i]}-{ws[i + 1]}"
+    return ws[i]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    family: tuple[str, ...]
+    size: str | None
+    rest: tuple[str, ...]  # words after the size
+
+
+def parse(name: str) -> Parsed:
+    """Family words, size key and the words after it, of a catalog repo name."""
+    ws = words(split_ref(name)[1])
+    if ws and ws[0] == "meta":
+        ws = ws[1:]
+    for i in range(len(ws)):
+        sz = size_at(ws, i)
+        if sz:
+            return Parsed(tuple(ws[:i]), sz, tuple(ws[i + 1 + sz.count("-"):]))
+    for i, w in enumerate(ws):
+        if w in _SIZE_WORDS and i > 0:
+            return Parsed(tuple(ws[:i]), w, tuple(ws[i + 1:]))
+    cut = next((i for i, w in enumerate(ws) if w in _STOP or re.fullmatch(r"v?\d[\d.]*", w)), len(ws))
+    return Parsed(tuple(ws[:cut]), None, tuple(ws[cut:]))
+
+
+@lru_cache(maxsize=1)
+def rules() -> dict[str, Any]:
+    return data.load("derivatives.yaml")  # type: ignore[no-any-return]
+
+
+@dataclass
+class Index:
+    by_key: dict[tuple[tuple[str, ...], str | None], list[tuple[int, tuple[str, ...]]]]
+    by_total: dict[tuple[tuple[str, ...], str], list[int]]  # MoE entries by total size alone (30b)
+    by_root: dict[str, list[int]]  # family root word (qwen, llama) -> entries
+    sizes: dict[int, str | None]
+    names: list[str]  # entry -> catalog name
+    bases: dict[int, list[str]]  # entry -> lower-case last names (name and aliases)
+
+
+def _root(word: str) -> str:
+    return re.sub(r"[\d.]+[a-z]?$", "", word)
+
+
+def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
+    implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
+    idx = Index({}, {}, {}, {}, [], {})
+    for i, (name, aliases, _) in enumerate(chunks):
+        idx.names.append(name)
+        idx.bases[i] = []
+        for rid in (name, *aliases):
+            p = parse(rid)
+            size = p.size or implied.get(name.lower())
+            idx.by_key.setdefault((p.family, size), []).append((i, p.rest))
+            if size and "-" in size:
+                idx.by_total.setdefault((p.family, size.split("-")[0]), []).append(i)
+            idx.sizes.setdefault(i, size)
+            for w in p.family:
+                r = _root(w)
+                if len(r) >= 3 and i not in idx.by_root.setdefault(r, []):
+                    idx.by_root[r].append(i)
+            idx.bases[i].append(split_ref(rid)[1].lower())
+    return idx
+
+
+@dataclass(frozen=True)
+class Derived:
+    entry: int
+    base: str  # the words the match was made on
+    why: str
+    context: int = 0  # the family's own max_position_embeddings, where a rule says
+
+
+def _blocked(ws: list[str], entry_words: set[str]) -> bool:
+    other = set(rules().get("other_architecture") or ())
+    return any(w in other and w not in entry_words for w in ws)
+
+
+def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str]) -> int:
+    """The candidate whose remaining words agree most with the name's (Instruct-2507 over the
+    base release, v0.1 over v0.3), then the catalog's first."""
+    have = set(ws)
+
+    def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int]:
+        rest = set(c[1])
+        variant = len((rest & _STOP) ^ (have & _STOP))
+        return (-len(rest & have - _STOP), variant, c[0])
+
+    return min(cands, key=score)[0]
+
+
+def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
+    """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
+    for s in range(len(ws)):
+        size = size_at(ws, s)
+        if not size:
+            continue
+        end = s + 1 + size.count("-")
+        for j in range(s):  # longest family first
+            fam = tuple(ws[j:s])
+            cands = idx.by_key.get((fam, size))
+            if cands is None and "-" not in size:
+                totals = idx.by_total.get((fam, size))
+                if totals and len(set(totals)) == 1:
+                    cands = [(totals[0], ())]
+            if cands:
+                return _pick(cands, ws[end:]), j, end, size
+    if any(size_at(ws, k) for k in range(len(ws))):
+        return None
+    for j in range(len(ws)):  # sizeless entries (phi-4, DeepSeek-V3) only when the name has no size
+        for k in range(len(ws), j, -1):
+            cands = idx.by_key.get((tuple(ws[j:k]), None))
+            if cands:
+                return _pick(cands, ws[k:]), j, k, ""
+    return None
+
+
+def derive(ref: str, idx: Index) -> Derived | None:
+    """The catalogued base a derivative name stands for, with the reason, or None."""
+    org, base, _ = split_ref(ref)
+    ws = words(base)
+    if not ws:
+        return None
+    found = _match(idx, ws)
+    why = shown = ""
+    context = 0
+    if found is not None:
+        shown = "-".join(ws[found[1]:found[2]])
+    else:
+        for rule in rules().get("same_architecture") or ():
+            src, dst = [str(w) for w in rule["from"]], [str(w) for w in rule["to"]]
+            for p in range(len(ws) - len(src) + 1):
+                size = size_at(ws, p + len(src))
+                if ws[p:p + len(src)] == src and size in {str(s) for s in rule["sizes"]}:
+                    cand = _match(idx, ws[:p] + dst + ws[p + len(src):])
+                    if cand is not None:
+                        found, shown = cand, "-".join(src + [ws[p + len(src)]])
+                        why = f"{rule['why']}, per servefit's table of sibling families"
+                        context = int(rule.get("context") or 0)
+                        break
+            if found is not None:
+                break
+        if found is None:
+            return None
+    entry, j, end, _ = found
+    entry_words = {w for b in idx.bases[entry] for w in words(b)}
+    if _blocked(ws, entry_words):
+        return None
+    if not why:
+        extra = [w for w in ws[:j] + ws[end:] if w not in _STOP and not re.fullmatch(r"v?\d[\d.]*", w)]
+        if extra:
+            why = f"its name carries the base's family and size, {shown}; a fine-tune keeps its base's architecture"
+        else:
+            why = f"its name is the base's family and size, {shown}"
+    return Derived(entry=entry, base=shown, why=why, context=context)
+
+
+def repacker(org: str) -> bool:
+    return org.lower() in {str(o).lower() for o in rules().get("repackers") or ()}
+
+
+def nearest(ref: str, n: int, idx: Index) -> list[int]:
+    """Entries whose family root and size match `ref`'s (same size first), ranked by difflib on
+    that short list; empty when no catalogued family is in the name (no noise)."""
+    _, base, _ = split_ref(ref)
+    ws = words(base)
+    roots = [r for r in (_root(w) for w in ws) if r in idx.by_root]
+    if not roots:
+        return []
+    sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
+    sizes |= {s.split("-")[0] for s in sizes}
+    pool: list[int] = []
+    for r in roots:
+        pool.extend(i for i in idx.by_root[r] if i not in pool)
+    key = base.lower()
+
+    def ratio(i: int, quick: bool = False) -> float:
+        out = 0.0
+        for b in idx.bases[i][:4]:
+            m = difflib.SequenceMatcher(None, key, b)
+            out = max(out, m.quick_ratio() if quick else m.ratio())
+        return out
+
+    def same_size(i: int) -> bool:
+        sz = idx.sizes.get(i)
+        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+
+    same = [i for i in pool if same_size(i)]
+    short = sorted(same, key=lambda i: (-ratio(i), i))
+    if len(short) < n:  # then the family's other sizes: a cheap bound first, difflib on a few
+        others = sorted((i for i in pool if i not in same), key=lambda i: (-ratio(i, quick=True), i))[:3 * n]
+        short += sorted(others, key=lambda i: (-ratio(i), i))
+    return short[:n]
