@@ -187,6 +187,10 @@ def parse_variant(ref: str) -> Variant:
             quant["type"] = gguf_type.upper()
             quant["bits"] = int(re.sub(r"\D", "", gguf_type)[:1] or 4)
             label = f"GGUF {gguf_type.upper()}"
+        elif dtype:  # an unquantized GGUF: model-BF16.gguf
+            quant["type"] = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype]
+            quant["bits"] = 32 if dtype == "float32" else 16
+            label = f"GGUF {quant['type']}"
     elif "mlx" in ts or org == "mlx-community":
         if ts & {"2bit", "3bit", "4bit", "5bit", "6bit", "8bit"}:
             b = _bits(ts, 4)
@@ -300,7 +304,7 @@ def lookup(ref: str) -> ModelSpec | None:
         elif ollama:
             why = "an Ollama tag of that model"
         elif org and names.repacker(org) and v.quant and org.lower() != _split(spec.name)[0].lower():
-            kind = v.quant_label.split(",")[0].replace(" weights", "")
+            kind = re.sub(r"\s*\(.*?\)", "", v.quant_label.split(",")[0].replace(" weights", ""))
             why = f"a{'n' if kind[:1] in 'AEFHIMNORSX' else ''} {kind} repack by {org_as_written}"
         else:
             why = "its name is the base's with " + ("quantization words" if v.quant or v.dtype else "variant words")

@@ -103,7 +103,7 @@ def rules() -> dict[str, Any]:
 @dataclass
 class Index:
     by_key: dict[tuple[tuple[str, ...], str | None], list[tuple[int, tuple[str, ...]]]]
-    by_total: dict[tuple[tuple[str, ...], str], list[int]]  # MoE entries by total size alone (30b)
+    by_total: dict[tuple[tuple[str, ...], str], list[tuple[int, tuple[str, ...], str]]]  # MoE by total size (30b)
     by_root: dict[str, list[int]]  # family root word (qwen, llama) -> entries
     sizes: dict[int, str | None]
     names: list[str]  # entry -> catalog name
@@ -124,8 +124,10 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             p = parse(rid)
             size = p.size or implied.get(name.lower())
             idx.by_key.setdefault((p.family, size), []).append((i, p.rest))
+            if p.size is None and size:  # phi-4 is also found as phi-4-14b
+                idx.by_key.setdefault((p.family, None), []).append((i, p.rest))
             if size and "-" in size:
-                idx.by_total.setdefault((p.family, size.split("-")[0]), []).append(i)
+                idx.by_total.setdefault((p.family, size.split("-")[0]), []).append((i, p.rest, size))
             idx.sizes.setdefault(i, size)
             for w in p.family:
                 r = _root(w)
@@ -163,8 +165,8 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str]) -> int:
 
 def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
     """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
-    for s in range(len(ws)):
-        size = size_at(ws, s)
+    sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in _SIZE_WORDS else None) for s in range(len(ws))]
+    for s, size in enumerate(sizes):
         if not size:
             continue
         end = s + 1 + size.count("-")
@@ -173,11 +175,11 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
             cands = idx.by_key.get((fam, size))
             if cands is None and "-" not in size:
                 totals = idx.by_total.get((fam, size))
-                if totals and len(set(totals)) == 1:
-                    cands = [(totals[0], ())]
+                if totals and len({t[2] for t in totals}) == 1:  # one MoE of that total size
+                    cands = [(t[0], t[1]) for t in totals]
             if cands:
                 return _pick(cands, ws[end:]), j, end, size
-    if any(size_at(ws, k) for k in range(len(ws))):
+    if any(sizes):
         return None
     for j in range(len(ws)):  # sizeless entries (phi-4, DeepSeek-V3) only when the name has no size
         for k in range(len(ws), j, -1):
