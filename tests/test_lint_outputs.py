@@ -157,3 +157,92 @@ def test_baseline_survives_edits_above_and_reports_new(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(UsageError):
         baseline.read(str(tmp_path / "bad.json"))
+
+
+# --- SARIF as code scanning reads it -----------------------------------------------------------
+
+def _lint_sarif(path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> dict:
+    from servefit.cli import main
+
+    monkeypatch.chdir(path)
+    main(["lint", ".", "--format", "sarif", "--gpu", "L4"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_sarif_rule_index_points_at_its_rule_on_every_example(monkeypatch, capsys):
+    doc = _lint_sarif(Path(__file__).resolve().parents[1] / "examples", monkeypatch, capsys)
+    jsonschema.validate(doc, SARIF_SCHEMA)
+    run = doc["runs"][0]
+    rules_ = run["tool"]["driver"]["rules"]
+    assert len(run["results"]) > 10
+    for res in run["results"]:
+        assert rules_[res["ruleIndex"]]["id"] == res["ruleId"]
+    fps = [res["partialFingerprints"]["servefit/v2"] for res in run["results"]]
+    assert len(fps) == len(set(fps))  # unique, although three files hold the same server names
+    for r in rules_:
+        assert r["helpUri"] == f"https://servefit.dev/rules/#{r['id'].lower()}"
+        assert r["help"]["markdown"].startswith(f"**{r['name']}** ({r['id']})")
+        assert ("security-severity" in r["properties"]) == r["id"].startswith("SEC")
+    sec = {r["id"]: r["properties"] for r in rules_ if r["id"].startswith("SEC")}
+    assert sec["SEC002"]["security-severity"] == "7.5" and "security" in sec["SEC002"]["tags"]
+    for res in run["results"]:
+        loc = res["locations"][0]["physicalLocation"]["artifactLocation"]
+        assert loc["uriBaseId"] == "%SRCROOT%" and not loc["uri"].startswith(("/", "file:"))
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"].endswith("/examples/")
+
+
+SCRIPT = ("# servefit: gpu=L4\n"
+          "vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.99 --host 0.0.0.0\n")
+
+
+def test_sarif_fingerprints_survive_a_moved_line_and_name_the_file(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "serve.sh").write_text(SCRIPT)
+    (tmp_path / "b" / "serve.sh").write_text(SCRIPT)
+    before = _lint_sarif(tmp_path, monkeypatch, capsys)["runs"][0]["results"]
+    (tmp_path / "a" / "serve.sh").write_text("#!/bin/sh\nset -e\n\n" + SCRIPT)
+    after = _lint_sarif(tmp_path, monkeypatch, capsys)["runs"][0]["results"]
+
+    def by_key(results):
+        return {(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["ruleId"]):
+                (r["partialFingerprints"]["servefit/v2"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+                for r in results}
+
+    b, a = by_key(before), by_key(after)
+    assert set(b) == set(a) and any(k[0] == "a/serve.sh" for k in b)
+    for key in b:
+        assert b[key][0] == a[key][0], key  # same fingerprint
+        if key[0] == "a/serve.sh":
+            assert a[key][1] == b[key][1] + 3  # the line really moved
+    same_rule = [k for k in b if k[0] == "a/serve.sh" and ("b/serve.sh", k[1]) in b]
+    assert same_rule and all(b[k][0] != b[("b/serve.sh", k[1])][0] for k in same_rule)
+
+
+def test_sarif_files_outside_the_root_are_absolute_uris_and_fixes_are_replacements(tmp_path):
+    from servefit.core import Edit
+
+    inside = Span(str(tmp_path / "k8s" / "x.yaml"), 3, 5, 3, 10, 20, 25)
+    outside = Span("/elsewhere/y.sh", 1, 1, 1, 2, 0, 1)
+    fix = Fix("set --max-model-len 30672", (Edit(inside, "30672"),), "safe")
+    doc = json.loads(to_sarif([finding("VLLM003", "m", span=inside, fix=fix, site="s"),
+                               finding("VLLM017", "n", span=outside, site="t")], root=str(tmp_path)))
+    jsonschema.validate(doc, SARIF_SCHEMA)
+    r0, r1 = doc["runs"][0]["results"]
+    assert r0["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "k8s/x.yaml", "uriBaseId": "%SRCROOT%"}
+    assert r1["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "file:///elsewhere/y.sh"}
+    assert r0["fixes"] == [{"description": {"text": "set --max-model-len 30672"},
+                            "artifactChanges": [{"artifactLocation": {"uri": "k8s/x.yaml", "uriBaseId": "%SRCROOT%"},
+                                                 "replacements": [{"deletedRegion": {"startLine": 3, "startColumn": 5,
+                                                                                     "endLine": 3, "endColumn": 10},
+                                                                   "insertedContent": {"text": "30672"}}]}]}]
+
+
+def test_rule_catalogue_validates_against_its_schema():
+    schema = json.loads((Path(__file__).resolve().parents[1] / "src" / "servefit" / "schemas"
+                         / "rules.schema.json").read_text())
+    entries = [e for path in sorted((Path(__file__).resolve().parents[1] / "src" / "servefit" / "data" / "rules")
+                                    .glob("*.yaml")) for e in __import__("yaml").safe_load(path.read_text())]
+    errors = [f"{e.get('code')}: {err.message}" for e in entries
+              for err in jsonschema.Draft202012Validator(schema).iter_errors([e])]
+    assert errors == [] and len(entries) == len(rules())

@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", action="append", choices=list(FORMATS),
                    help="text (default; github under GitHub Actions), json, sarif, github, html; repeat "
                         "with --output for several reports in one run")
-    p.add_argument("-o", "--output", action="append", help="file for the matching --format (default stdout)")
+    p.add_argument("-o", "--output", action="append", help="file for the matching --format (default stdout; - is stdout)")
     p.add_argument("--config", action="append", default=[], metavar="PATH|KEY=VALUE",
                    help="a servefit.toml / pyproject.toml to use, or one setting to override")
     p.add_argument("--select", help="comma-separated rule codes or prefixes to run")
@@ -107,9 +107,14 @@ def run(args: argparse.Namespace) -> int:
         n = baseline.write(args.write_baseline, findings, cfg.relative)
         sys.stderr.write(f"servefit: wrote {n} finding(s) to {args.write_baseline}\n")
         return 0
-    for i, fmt in enumerate(formats):
-        dest = outputs[i] if i < len(outputs) else None
+    dests = [outputs[i] if i < len(outputs) and outputs[i] != "-" else None for i in range(len(formats))]
+    for fmt, dest in zip(formats, dests, strict=True):
         _write(render(fmt, findings, result, color=dest is None and sys.stdout.isatty()), dest)
+    if None not in dests:  # every report went to a file: say on the terminal what they hold
+        from servefit.report.lint_text import summary
+
+        sys.stderr.write(f"servefit: {summary(findings, result.files, len(result.sites))}; "
+                         f"wrote {', '.join(dests)}\n")  # type: ignore[arg-type]
     if args.exit_zero:
         return 0
     return 1 if any(cfg.fails(f.severity) for f in findings) else 0

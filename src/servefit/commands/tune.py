@@ -152,9 +152,18 @@ def needs_from(args: argparse.Namespace):  # -> Needs
                  variants=tuple(args.variant))
 
 
+def require_optuna() -> None:
+    """tune's search is an optuna study; optuna is an extra so that lint installs stay light."""
+    import importlib.util
+
+    if importlib.util.find_spec("optuna") is None:
+        raise UsageError("servefit tune needs optuna, which is not installed: pip install 'servefit[tune]'")
+
+
 def run(args: argparse.Namespace) -> int:
     from servefit.tune.session import Session
 
+    require_optuna()
     words = split_trailing(list(args.target), args)
     words = pull_tune_options(words, args)
     if not words:

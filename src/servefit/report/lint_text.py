@@ -20,7 +20,12 @@ def render(findings: list[Finding], files: int = 0, servers: int = 0, color: boo
         where = f"{s.file}:{s.line}:{s.col}" if s is not None else "-"
         code = f"\x1b[{COLOR[f.severity]}m{f.code}\x1b[0m" if color else f.code
         lines.append(f"{where}: {code} {redact_text(f.message)}")
-    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
-    summary = ", ".join(f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}" for sev, n in counts.items())
-    lines.append(f"{summary} in {files} file{'s' if files != 1 else ''} ({servers} server{'s' if servers != 1 else ''})")
+    lines.append(summary(findings, files, servers))
     return "\n".join(lines) + "\n"
+
+
+def summary(findings: list[Finding], files: int = 0, servers: int = 0) -> str:
+    """`2 errors, 1 warning, 0 info in 3 files (2 servers)`."""
+    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
+    text = ", ".join(f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}" for sev, n in counts.items())
+    return f"{text} in {files} file{'s' if files != 1 else ''} ({servers} server{'s' if servers != 1 else ''})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DOCS_URL = "docs/rules.md#{code}"  # relative to the servefit repository
+DOCS_URL = "https://servefit.dev/rules/#{code}"  # the docs site built from docs/ (mkdocs.yml)
 
 
 def url(code: str) -> str:
