@@ -349,6 +349,7 @@ def resolve_gguf_ref(ref: str, online: bool = False) -> Any:
             continue
         spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name} "
                                 f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+        spec.resolved_from = "derivative"
         return spec
     raise UsageError(f"{ref}: cannot tell which model this GGUF is ({first})")
 
