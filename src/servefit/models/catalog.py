@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from servefit import data
+from servefit.models import names
 from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
@@ -138,13 +139,14 @@ def _split(ref: str) -> tuple[str, str]:
     return org, base
 
 
+_SHARD_GGUF = re.compile(r"(-\d{5}-of-\d{5})?\.gguf$")  # split GGUF shards
+_QUANTIZED = re.compile(r"[-._]quantized[._]")  # RedHatAI ...-quantized.w4a16
+
+
 def _tokens(base: str) -> list[str]:
-    s = base.lower()
-    s = re.sub(r"\.gguf$", "-gguf", s)
-    s = re.sub(r"-\d{5}-of-\d{5}-gguf$", "-gguf", s)  # split GGUF shards
+    s = _SHARD_GGUF.sub("-gguf", base.lower())
     s = s.replace(":", "-")  # Ollama name:tag
-    s = re.sub(r"[._]quantized[._]", "-quantized-", s)  # RedHatAI ...-quantized.w4a16
-    s = re.sub(r"-quantized\.", "-quantized-", s)
+    s = _QUANTIZED.sub("-quantized-", s)
     return [t for t in s.split("-") if t]
 
 
@@ -156,7 +158,13 @@ def _bits(t: set[str], default: int) -> int:
 
 
 def parse_variant(ref: str) -> Variant:
-    """Split a model reference into its architecture stem and the quantization its name implies."""
+    """Split a model reference into its architecture stem and the quantization its name implies
+    (cached: a lint asks for the same names many times; `quant` is shared, copy before changing)."""
+    return _parse_variant(ref)
+
+
+@lru_cache(maxsize=4096)
+def _parse_variant(ref: str) -> Variant:
     org, base = _split(ref)
     toks = _tokens(base)
     ts = set(toks)
@@ -221,8 +229,6 @@ class _Index:
 
 @lru_cache(maxsize=1)
 def _index() -> _Index:
-    from servefit.models import names
-
     full: dict[str, int] = {}
     base: dict[str, list[int]] = {}
     stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
@@ -235,29 +241,42 @@ def _index() -> _Index:
     return _Index(full=full, base=base, stem=stem, names=names.build_index(_chunks()))
 
 
-def _derived(spec: ModelSpec, ref: str, why: str, v: Variant, ollama: bool, sibling: bool) -> ModelSpec:
-    """Set the quantization the name implies and say what was assumed, and why."""
+@dataclass(frozen=True)
+class _Recipe:
+    """How a reference maps onto a catalog entry (cached per reference; lookup() applies it to a
+    fresh spec)."""
+
+    entry: int
+    assumption: str = ""  # empty for an exact match
+    quant: Any = None  # the quantization the name implies (shared: copied when applied)
+    dtype: str | None = None  # an unquantized re-upload's dtype
+    context: int = 0  # max_position_embeddings of a sibling family
+
+
+def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: bool,
+             context: int = 0) -> _Recipe:
+    """The quantization the name implies and the sentence that says what was assumed, and why."""
     quant, label = v.quant, v.quant_label
+    own = _entry(entry).get("quantization")
     if quant is None and ollama:
-        if spec.quantization:  # gpt-oss ships in its native mxfp4
-            label = f"the checkpoint's own {spec.quantization.get('quant_method')} weights"
-            quant = spec.quantization
+        if own:  # gpt-oss ships in its native mxfp4
+            label = f"the checkpoint's own {own.get('quant_method')} weights"
+            quant = own
         else:  # an Ollama tag without a quantization suffix pulls its default 4-bit GGUF
             quant = {"quant_method": "gguf", "type": "Q4_K_M", "bits": 4}
             label = "Ollama's default GGUF Q4_K_M"
     what = "the same architecture"
+    dtype = None
     if quant is not None:
-        spec.quantization = quant
         what = label
     elif v.dtype:
-        spec.quantization = None
-        spec.torch_dtype = v.dtype
+        dtype = v.dtype
         what = f"an unquantized {v.dtype} checkpoint"
     if sibling:
         what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
-    spec.resolved_from = "derivative"
-    spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name ({why}); assumed {what}")
-    return spec
+    name = _chunks()[entry][0]
+    return _Recipe(entry, f"resolved '{ref}' to catalog entry '{name}' by name ({why}); assumed {what}",
+                   quant, dtype, context)
 
 
 def lookup(ref: str) -> ModelSpec | None:
@@ -266,14 +285,32 @@ def lookup(ref: str) -> ModelSpec | None:
     the base a derivative's name carries (models/names.py). Every match by name sets
     `quantization`, `resolved_from = "derivative"` and says what was assumed. None when nothing
     matches."""
-    from servefit.models import names
-
     if not ref or not ref.strip():
         return None
+    r = _recipe(ref)
+    if r is None:
+        return None
+    spec = spec_from_entry(_entry(r.entry))
+    if not r.assumption:
+        return spec
+    if r.quant is not None:
+        spec.quantization = copy.deepcopy(r.quant)
+    elif r.dtype:
+        spec.quantization = None
+        spec.torch_dtype = r.dtype
+    if r.context:
+        spec.max_position_embeddings = r.context
+    spec.resolved_from = "derivative"
+    spec.assumptions.append(r.assumption)
+    return spec
+
+
+@lru_cache(maxsize=4096)
+def _recipe(ref: str) -> _Recipe | None:
     idx = _index()
     key = ref.strip().rstrip("/").lower()
     if key in idx.full:
-        return spec_from_entry(_entry(idx.full[key]))
+        return _Recipe(idx.full[key])
     org, base = _split(ref)
     local = names.split_ref(ref)[2]
     hits = idx.base.get(base.lower())
@@ -284,52 +321,43 @@ def lookup(ref: str) -> ModelSpec | None:
         # A local directory of that name (/models/Meta-Llama-3.1-405B-Instruct-FP8) is a download.
         hits = None
     if hits and ":" not in base:
-        spec = spec_from_entry(_entry(hits[0]))
-        if org:
-            where = "a local folder of that name" if local else "a copy under another organization"
-            spec.resolved_from = "derivative"
-            spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name ({where}); "
-                                    f"assumed the same checkpoint")
-        return spec
+        if not org:
+            return _Recipe(hits[0])
+        where = "a local folder of that name" if local else "a copy under another organization"
+        return _Recipe(hits[0], f"resolved '{ref}' to catalog entry '{_chunks()[hits[0]][0]}' by name ({where}); "
+                                f"assumed the same checkpoint")
     v = parse_variant(ref)
     ollama = ":" in base and "/" not in ref.strip()
     cands = idx.stem.get(v.stem) if v.stem else None
     if cands:
         # prefer the entry whose instruct/base words match the reference's
         best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
-        spec = spec_from_entry(_entry(best))
         org_as_written = names.split_ref(ref)[0]
         if local:
             why = "a local folder named after it"
         elif ollama:
             why = "an Ollama tag of that model"
-        elif org and names.repacker(org) and v.quant and org.lower() != _split(spec.name)[0].lower():
+        elif org and names.repacker(org) and v.quant and org.lower() != _split(_chunks()[best][0])[0].lower():
             kind = re.sub(r"\s*\(.*?\)", "", v.quant_label.split(",")[0].replace(" weights", ""))
             why = f"a{'n' if kind[:1] in 'AEFHIMNORSX' else ''} {kind} repack by {org_as_written}"
         else:
             why = "its name is the base's with " + ("quantization words" if v.quant or v.dtype else "variant words")
         sibling = not ollama and v.variants - {"hf", "latest"} != best_variants - {"hf", "latest"}
-        return _derived(spec, ref, why, v, ollama, sibling)
+        return _derived(best, ref, why, v, ollama, sibling)
     d = names.derive(ref, idx.names)
     if d is None:
         return None
     why = f"a local folder named after it; {d.why}" if local else d.why
-    spec = spec_from_entry(_entry(d.entry))
-    if d.context:
-        spec.max_position_embeddings = d.context
-    return _derived(spec, ref, why, v, ollama, False)
+    return _derived(d.entry, ref, why, v, ollama, False, d.context)
 
 
 def nearest(ref: str, n: int = 3) -> list[str]:
     """Up to `n` catalog names of the same family as `ref`, same size first (for "did you
     mean" messages); none when no catalogued family is in the name. Cached: a lint run asks for
     the same unknown names many times."""
-    return list(_nearest(ref or "", n))
+    return list(_nearest(names.name_key(ref or ""), n))
 
 
 @lru_cache(maxsize=1024)
-def _nearest(ref: str, n: int) -> tuple[str, ...]:
-    from servefit.models import names
-
-    idx = _index()
-    return tuple(_chunks()[i][0] for i in names.nearest(ref, n, idx.names))
+def _nearest(key: tuple[str, ...], n: int) -> tuple[str, ...]:
+    return tuple(_chunks()[i][0] for i in names.nearest(key, n, _index().names))

@@ -28,39 +28,52 @@ _STOP = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
 _GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|tq[12]_0|bf16|f16|f32|fp16)"
                    r"(?=$|[-_.])")
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+_UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])")
+_DOT_WORD = re.compile(r"\.(?=[a-z])")
+_SEP = re.compile(r"[-_\s]+")
 _DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
          "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx",
          "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth",
          "bf16", "fp16", "f16", "fp32", "f32"}
 
 
+_HUB_PREFIX = re.compile(r"^(https?://)?(hf\.co|huggingface\.co)/")
+
+
+@lru_cache(maxsize=8192)
 def split_ref(ref: str) -> tuple[str, str, bool]:
     """(organization or parent folder, last name, is a local path) of a reference."""
     s = ref.strip().rstrip("/")
-    s = re.sub(r"^(https?://)?(hf\.co|huggingface\.co)/", "", s)
+    if "co/" in s:
+        s = _HUB_PREFIX.sub("", s)
     path = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
-    parts = re.split(r"[/\\]", s)
+    parts = s.replace("\\", "/").split("/")
     return (parts[-2] if len(parts) >= 2 else ""), parts[-1], path
 
 
 def words(name: str) -> list[str]:
     """Lower-case words of a model name without quantization or file words, each family word
     joined to its version: `Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf` -> meta llama3.1 8b instruct."""
+    return list(_words(name))
+
+
+@lru_cache(maxsize=8192)
+def _words(name: str) -> tuple[str, ...]:
     s = name.lower()
-    s = re.sub(r"\.gguf$", "", s)
-    s = _SHARD.sub("", s)
+    if s.endswith(".gguf"):
+        s = _SHARD.sub("", s[:-5])
     s = s.replace(":", "-")  # Ollama name:tag
     s = _GGUF.sub("-", s)
-    s = re.sub(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])", r"\1.\2", s)  # qwen2_5 folders
-    s = re.sub(r"\.(?=[a-z])", "-", s)  # ...-quantized.w4a16
-    toks = [t for t in re.split(r"[-_\s]+", s) if t and t not in _DROP]
+    s = _UNDERSCORE_VERSION.sub(r"\1.\2", s)  # qwen2_5 folders
+    s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
+    toks = [t for t in _SEP.split(s) if t and t not in _DROP]
     out: list[str] = []
     for t in toks:
-        if out and _VERSION.match(t) and re.fullmatch(r"[a-z]+", out[-1]):
+        if out and _VERSION.match(t) and out[-1].isalpha():
             out[-1] += t
         else:
             out.append(t)
-    return out
+    return tuple(out)
 
 
 def size_at(ws: list[str], i: int) -> str | None:
@@ -100,6 +113,18 @@ def rules() -> dict[str, Any]:
     return data.load("derivatives.yaml")  # type: ignore[no-any-return]
 
 
+@lru_cache(maxsize=1)
+def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, int]]:
+    """(from words, to words, sizes, why, context) of every same-architecture rule."""
+    return [([str(w) for w in r["from"]], [str(w) for w in r["to"]], frozenset(str(x) for x in r["sizes"]),
+             str(r["why"]), int(r.get("context") or 0)) for r in rules().get("same_architecture") or ()]
+
+
+@lru_cache(maxsize=1)
+def _other_words() -> frozenset[str]:
+    return frozenset(str(w) for w in rules().get("other_architecture") or ())
+
+
 @dataclass
 class Index:
     by_key: dict[tuple[tuple[str, ...], str | None], list[tuple[int, tuple[str, ...]]]]
@@ -108,6 +133,9 @@ class Index:
     sizes: dict[int, str | None]
     names: list[str]  # entry -> catalog name
     bases: dict[int, list[str]]  # entry -> lower-case last names (name and aliases)
+    words: dict[int, set[str]]  # entry -> the words of its names
+    keys: dict[int, str]  # entry -> its name's words, joined (what difflib compares)
+    longest: int = 1  # the most words a catalogued family has
 
 
 def _root(word: str) -> str:
@@ -116,14 +144,17 @@ def _root(word: str) -> str:
 
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
     implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
-    idx = Index({}, {}, {}, {}, [], {})
+    idx = Index({}, {}, {}, {}, [], {}, {}, {})
     for i, (name, aliases, _) in enumerate(chunks):
         idx.names.append(name)
         idx.bases[i] = []
+        idx.words[i] = set()
+        idx.keys[i] = "-".join(name_key(name))
         for rid in (name, *aliases):
             p = parse(rid)
             size = p.size or implied.get(name.lower())
             idx.by_key.setdefault((p.family, size), []).append((i, p.rest))
+            idx.longest = max(idx.longest, len(p.family))
             if p.size is None and size:  # phi-4 is also found as phi-4-14b
                 idx.by_key.setdefault((p.family, None), []).append((i, p.rest))
             if size and "-" in size:
@@ -134,6 +165,7 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
                 if len(r) >= 3 and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
             idx.bases[i].append(split_ref(rid)[1].lower())
+            idx.words[i].update(words(split_ref(rid)[1]))
     return idx
 
 
@@ -146,7 +178,7 @@ class Derived:
 
 
 def _blocked(ws: list[str], entry_words: set[str]) -> bool:
-    other = set(rules().get("other_architecture") or ())
+    other = _other_words()
     return any(w in other and w not in entry_words for w in ws)
 
 
@@ -170,7 +202,7 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
         if not size:
             continue
         end = s + 1 + size.count("-")
-        for j in range(s):  # longest family first
+        for j in range(max(0, s - idx.longest), s):  # longest family first
             fam = tuple(ws[j:s])
             cands = idx.by_key.get((fam, size))
             if cands is None and "-" not in size:
@@ -201,24 +233,24 @@ def derive(ref: str, idx: Index) -> Derived | None:
     if found is not None:
         shown = "-".join(ws[found[1]:found[2]])
     else:
-        for rule in rules().get("same_architecture") or ():
-            src, dst = [str(w) for w in rule["from"]], [str(w) for w in rule["to"]]
+        for src, dst, sizes, rule_why, rule_context in _sibling_rules():
+            if src[0] not in ws:
+                continue
             for p in range(len(ws) - len(src) + 1):
                 size = size_at(ws, p + len(src))
-                if ws[p:p + len(src)] == src and size in {str(s) for s in rule["sizes"]}:
+                if ws[p:p + len(src)] == src and size in sizes:
                     cand = _match(idx, ws[:p] + dst + ws[p + len(src):])
                     if cand is not None:
                         found, shown = cand, "-".join(src + [ws[p + len(src)]])
-                        why = f"{rule['why']}, per servefit's table of sibling families"
-                        context = int(rule.get("context") or 0)
+                        why = f"{rule_why}, per servefit's table of sibling families"
+                        context = rule_context
                         break
             if found is not None:
                 break
         if found is None:
             return None
     entry, j, end, _ = found
-    entry_words = {w for b in idx.bases[entry] for w in words(b)}
-    if _blocked(ws, entry_words):
+    if _blocked(ws, idx.words[entry]):
         return None
     if not why:
         extra = [w for w in ws[:j] + ws[end:] if w not in _STOP and not re.fullmatch(r"v?\d[\d.]*", w)]
@@ -229,39 +261,45 @@ def derive(ref: str, idx: Index) -> Derived | None:
     return Derived(entry=entry, base=shown, why=why, context=context)
 
 
+@lru_cache(maxsize=1)
+def _repackers() -> frozenset[str]:
+    return frozenset(str(o).lower() for o in rules().get("repackers") or ())
+
+
 def repacker(org: str) -> bool:
-    return org.lower() in {str(o).lower() for o in rules().get("repackers") or ()}
+    """Whether `org` publishes quantized or converted copies of other checkpoints."""
+    return org.lower() in _repackers()
 
 
-def nearest(ref: str, n: int, idx: Index) -> list[int]:
-    """Entries whose family root and size match `ref`'s (same size first), ranked by difflib on
-    that short list; empty when no catalogued family is in the name (no noise)."""
-    _, base, _ = split_ref(ref)
-    ws = words(base)
-    roots = [r for r in (_root(w) for w in ws) if r in idx.by_root]
+def name_key(ref: str) -> tuple[str, ...]:
+    """The words that suggestions for `ref` depend on (`org/X`, `/models/X` and `Meta-X` agree)."""
+    ws = _words(split_ref(ref)[1])
+    return ws[1:] if ws[:1] == ("meta",) else ws
+
+
+def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
+    """Entries whose family root and size match the name's (same size first), ranked by difflib
+    on that short list; empty when no catalogued family is in the name (no noise)."""
+    roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     if not roots:
         return []
+    ws = list(key)
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     sizes |= {s.split("-")[0] for s in sizes}
-    pool: list[int] = []
+    pool: dict[int, None] = {}
     for r in roots:
-        pool.extend(i for i in idx.by_root[r] if i not in pool)
-    key = base.lower()
+        pool.update(dict.fromkeys(idx.by_root[r]))
+    have = set(ws)
 
-    def ratio(i: int, quick: bool = False) -> float:
-        out = 0.0
-        for b in idx.bases[i][:4]:
-            m = difflib.SequenceMatcher(None, key, b)
-            out = max(out, m.quick_ratio() if quick else m.ratio())
-        return out
-
-    def same_size(i: int) -> bool:
+    def cheap(i: int) -> tuple[int, int, int]:  # same size first, then shared words
         sz = idx.sizes.get(i)
-        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+        same = bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+        return (0 if same else 1, -len(have & idx.words[i]), i)
 
-    same = [i for i in pool if same_size(i)]
-    short = sorted(same, key=lambda i: (-ratio(i), i))
-    if len(short) < n:  # then the family's other sizes: a cheap bound first, difflib on a few
-        others = sorted((i for i in pool if i not in same), key=lambda i: (-ratio(i, quick=True), i))[:3 * n]
-        short += sorted(others, key=lambda i: (-ratio(i), i))
-    return short[:n]
+    short = sorted(pool, key=cheap)[:n + 2]  # difflib only orders this short list
+    text = "-".join(ws)
+
+    def ratio(i: int) -> float:
+        return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
+
+    return sorted(short, key=lambda i: (cheap(i)[0], -ratio(i), i))[:n]
