@@ -106,8 +106,8 @@ def test_library_tags_resolve_to_catalogued_models():
     """Tags whose checkpoint is catalogued resolve to it exactly; the rest resolve to a base by
     name or stay unknown until the catalog has them (no wrong size either way)."""
     exact = 0
-    for name, lib in TABLE["library"].items():
-        for size, entry in lib["sizes"].items():
+    for lib in TABLE["library"].values():
+        for entry in lib["sizes"].values():
             model = entry["model"] if isinstance(entry, dict) else entry
             try:
                 m = resolve_model(model, hf_home="/nonexistent-hf-home")

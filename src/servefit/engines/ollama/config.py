@@ -4,7 +4,6 @@ Modelfile PARAMETERs (or request options), and the model tag -> catalog model + 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from servefit import data
