@@ -281,3 +281,12 @@ def test_derivative_table_validates_and_names_catalogued_bases():
         assert tuple(rule["to"]) in families, rule
     ids = {c[0] for c in catalog._chunks()}
     assert set(table["implied_size"]) <= ids
+
+
+def test_a_total_size_alone_resolves_only_to_a_single_moe():
+    one = names.build_index([("x/Foo-30B-A3B", (), "")])
+    d = names.derive("acme/Foo-30B-sft", one)
+    assert d is not None and d.entry == 0
+    two = names.build_index([("x/Foo-30B-A3B", (), ""), ("x/Foo-30B-A6B", (), "")])
+    assert names.derive("acme/Foo-30B-sft", two) is None  # 3B or 6B active: not a guess to make
+    assert names.derive("acme/Foo-30B-A6B-sft", two).entry == 1
