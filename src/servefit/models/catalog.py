@@ -112,7 +112,7 @@ def all_models() -> list[ModelSpec]:
 _VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
 _QUANT_WORDS = {
-    "ud", "i1", "imat", "imatrix", "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
+    "ud", "i1", "imat", "imatrix", "qat", "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
     "5bit", "6bit", "8bit", "unsloth", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx", "gguf",
     "nvfp4", "mxfp4", "fp4", "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "block", "kv",
 }

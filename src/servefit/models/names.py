@@ -33,7 +33,7 @@ _DOT_WORD = re.compile(r"\.(?=[a-z])")
 _SEP = re.compile(r"[-_\s]+")
 _DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
          "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx",
-         "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth",
+         "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth", "qat",
          "bf16", "fp16", "f16", "fp32", "f32"}
 
 
@@ -221,6 +221,33 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
     return None
 
 
+_MAX_BETWEEN = 3
+
+
+def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] | None:
+    """A versioned family, up to three other words, then a size the family has:
+    `Llama-3-Open-Ko-8B`, `qwen2.5-coder-abliterate:7b`. Words a sibling rule governs
+    (`qwen2.5-math`) are left to that rule."""
+    ruled = {tuple(r[0]) for r in _sibling_rules()}
+    for s in range(len(ws)):
+        size = size_at(ws, s)
+        if not size:
+            continue
+        end = s + 1 + size.count("-")
+        for k in range(max(1, s - _MAX_BETWEEN), s):  # family ends at k, the words k..s are between
+            mid = ws[k:s]
+            if any(size_at(ws, x) or w in _SIZE_WORDS for x, w in enumerate(mid, k)):
+                continue
+            for j in range(max(0, k - idx.longest), k):
+                fam = tuple(ws[j:k])
+                if not any(c.isdigit() for c in fam[-1]) or fam + tuple(mid) in ruled or fam + tuple(mid[:1]) in ruled:
+                    continue
+                cands = idx.by_key.get((fam, size))
+                if cands:
+                    return _pick(cands, ws[end:]), j, end, size, mid
+    return None
+
+
 def derive(ref: str, idx: Index) -> Derived | None:
     """The catalogued base a derivative name stands for, with the reason, or None."""
     org, base, _ = split_ref(ref)
@@ -237,18 +264,38 @@ def derive(ref: str, idx: Index) -> Derived | None:
             if src[0] not in ws:
                 continue
             for p in range(len(ws) - len(src) + 1):
-                size = size_at(ws, p + len(src))
-                if ws[p:p + len(src)] == src and size in sizes:
-                    cand = _match(idx, ws[:p] + dst + ws[p + len(src):])
+                if ws[p:p + len(src)] != src:
+                    continue
+                for b in range(_MAX_BETWEEN + 1):  # qwen2.5-coder-abliterate:7b: words before the size
+                    at = p + len(src) + b
+                    size = size_at(ws, at)
+                    if size is None:
+                        if at >= len(ws) or ws[at] in _SIZE_WORDS:
+                            break
+                        continue
+                    if size not in sizes:
+                        break
+                    cand = _match(idx, ws[:p] + dst + ws[at:])
                     if cand is not None:
-                        found, shown = cand, "-".join(src + [ws[p + len(src)]])
-                        why = f"{rule_why}, per servefit's table of sibling families"
+                        found, shown = cand, "-".join(src + [ws[at]])
+                        mid = ws[p + len(src):at]
+                        why = f"{rule_why}, per servefit's table of sibling families" + (
+                            f"; '{'-'.join(mid)}' in the name is taken as a fine-tune of it" if mid else "")
                         context = rule_context
                         break
+                    break
+                if found is not None:
+                    break
             if found is not None:
                 break
         if found is None:
-            return None
+            loose = _between(idx, ws)
+            if loose is None:
+                return None
+            found, mid = loose[:4], loose[4]
+            shown = "-".join(w for w in ws[found[1]:found[2]] if w not in mid)
+            why = (f"its name carries the base's family and size, {shown}, with '{'-'.join(mid)}' between; "
+                   f"a fine-tune keeps its base's architecture")
     entry, j, end, _ = found
     if _blocked(ws, idx.words[entry]):
         return None
