@@ -234,7 +234,7 @@ def test_sizes_never_cross(ref, base):
     "Qwen/Qwen2-57B-A14B-Instruct",  # Qwen2's MoE has no Qwen2.5 twin
     "Qwen/Qwen2.5-Math-1.5B",  # untied head: the rule leaves this size out
     "microsoft/Phi-4-mini-instruct",  # not phi-4 (14B)
-    "Qwen/Qwen3-Coder-480B-A35B-Instruct-X",  # noqa: the catalog has it: resolves (checked below)
+    "Qwen/Qwen3-Coder-480B-A35B-Instruct-X",  # the catalog has it: resolves (checked below)
 ])
 def test_near_misses_stay_unknown(ref):
     if ref.endswith("-X"):
