@@ -279,7 +279,7 @@ def test_derivative_table_validates_and_names_catalogued_bases():
     families = {fam for fam, _ in idx.by_key}
     # every rule points at a family the catalog has (Gemma 1 arrives with the Gemma catalog entries)
     missing = [r["from"] for r in table["same_architecture"] if tuple(r["to"]) not in families]
-    assert missing in ([], [["gemma1.1"]]), missing
+    assert missing in ([], [["qwen2.5", "vl"], ["gemma1.1"]]), missing
     ids = {c[0] for c in catalog._chunks()}
     assert set(table["implied_size"]) <= ids
 
@@ -316,3 +316,14 @@ def test_fine_tune_words_between_family_and_size(ref, base, tail):
 def test_words_between_never_stretch_to_a_wrong_base(ref):
     with pytest.raises(UsageError):
         resolve_model(ref, hf_home=NO_CACHE)
+
+
+def test_a_catalogued_sibling_with_fine_tune_words_wins_over_the_rule():
+    chunks = [("Qwen/Qwen2.5-7B-Instruct", (), ""), ("Qwen/Qwen2.5-Coder-7B-Instruct", (), "")]
+    idx = names.build_index(chunks)
+    d = names.derive("huihui_ai/qwen2.5-coder-abliterate:7b", idx)
+    assert d is not None and d.entry == 1
+    assert d.why == ("its name carries the base's family and size, qwen2.5-coder-7b, with 'abliterate' between; "
+                     "a fine-tune keeps its base's architecture")
+    d = names.derive("Qwen/Qwen2.5-Coder-7B-Instruct-AWQ", idx)
+    assert d is not None and d.entry == 1 and d.why == "its name is the base's family and size, qwen2.5-coder-7b"

@@ -240,7 +240,7 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
                 continue
             for j in range(max(0, k - idx.longest), k):
                 fam = tuple(ws[j:k])
-                if not any(c.isdigit() for c in fam[-1]) or fam + tuple(mid) in ruled or fam + tuple(mid[:1]) in ruled:
+                if not any(c.isdigit() for w in fam for c in w) or fam + tuple(mid) in ruled or fam + tuple(mid[:1]) in ruled:
                     continue
                 cands = idx.by_key.get((fam, size))
                 if cands:
@@ -259,6 +259,11 @@ def derive(ref: str, idx: Index) -> Derived | None:
     context = 0
     if found is not None:
         shown = "-".join(ws[found[1]:found[2]])
+    elif (loose := _between(idx, ws)) is not None:  # catalogued family, fine-tune words, size
+        found, mid = loose[:4], loose[4]
+        shown = "-".join(w for w in ws[found[1]:found[2]] if w not in mid)
+        why = (f"its name carries the base's family and size, {shown}, with '{'-'.join(mid)}' between; "
+               f"a fine-tune keeps its base's architecture")
     else:
         for src, dst, sizes, rule_why, rule_context in _sibling_rules():
             if src[0] not in ws:
@@ -289,13 +294,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
             if found is not None:
                 break
         if found is None:
-            loose = _between(idx, ws)
-            if loose is None:
-                return None
-            found, mid = loose[:4], loose[4]
-            shown = "-".join(w for w in ws[found[1]:found[2]] if w not in mid)
-            why = (f"its name carries the base's family and size, {shown}, with '{'-'.join(mid)}' between; "
-                   f"a fine-tune keeps its base's architecture")
+            return None
     entry, j, end, _ = found
     if _blocked(ws, idx.words[entry]):
         return None
