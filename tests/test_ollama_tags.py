@@ -73,6 +73,11 @@ def test_the_issues_families_are_covered(name):
                              "nomic-embed-text:latest -> nomic-ai/nomic-embed-text-v1.5 (F16)")),
     ("mistral:7b-instruct-v0.3-fp16", Tag("mistralai/Mistral-7B-Instruct-v0.3", "F16", 32768,
                                           "mistral:7b-instruct-v0.3-fp16 -> mistralai/Mistral-7B-Instruct-v0.3 (F16)")),
+    ("deepseek-r1:8b", Tag("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "Q4_K_M", 131072,
+                           "deepseek-r1:8b -> deepseek-ai/DeepSeek-R1-Distill-Llama-8B (Q4_K_M)")),
+    ("deepseek-r1:8b-0528-qwen3-q8_0", Tag("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B", "Q8_0", 131072,
+                                           "deepseek-r1:8b-0528-qwen3-q8_0 -> deepseek-ai/DeepSeek-R1-0528-Qwen3-8B "
+                                           "(Q8_0)")),
     ("deepseek-r1:671b", Tag("deepseek-ai/DeepSeek-R1", "Q4_K_M", 163840,
                              "deepseek-r1:671b -> deepseek-ai/DeepSeek-R1 (Q4_K_M)")),
 ])
