@@ -183,7 +183,16 @@ def test_local_folders_resolve_by_their_name(ref, base, why):
     assert m.assumptions == [assumption(ref, base, why, what)]
 
 
-@pytest.mark.parametrize("ref", ["/models/qwen3", "model.gguf", "/models/model", "./llm"])
+def test_generic_path_components_fall_back_to_the_folder_above():
+    snap = "/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-7B-Instruct/snapshots/" + "0123456789abcdef" * 2 + "01234567"
+    assert resolved(snap).name == Q25_7B
+    m = resolved("/data/Qwen2-7B-Instruct/final")
+    assert m.name == Q25_7B and "a local folder named after it; Qwen2 and Qwen2.5 share" in m.assumptions[0]
+    assert names.split_ref("/data/checkpoints/run-12/final") == ("checkpoints", "run-12", True)
+
+
+@pytest.mark.parametrize("ref", ["/models/qwen3", "model.gguf", "/models/model", "./llm", "/models/qwen3/hf",
+                                 "/data/checkpoints/run-12/final"])
 def test_folders_without_a_size_stay_unknown(ref):
     with pytest.raises(UsageError) as exc:
         resolve_model(ref, hf_home=NO_CACHE)

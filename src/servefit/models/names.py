@@ -37,6 +37,9 @@ _DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "
          "bf16", "fp16", "f16", "fp32", "f32"}
 
 
+# path components that do not name the model: the folder above them does
+_GENERIC = re.compile(r"^([0-9a-f]{40}|snapshots|main|final|model|models|hf|merged|weights|latest|"
+                      r"checkpoint-\d+|step-?\d+|global_step\d+|export|output|safetensors)$", re.I)
 _HUB_PREFIX = re.compile(r"^(https?://)?(hf\.co|huggingface\.co)/")
 
 
@@ -48,6 +51,8 @@ def split_ref(ref: str) -> tuple[str, str, bool]:
         s = _HUB_PREFIX.sub("", s)
     path = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
     parts = s.replace("\\", "/").split("/")
+    while path and len(parts) > 2 and _GENERIC.match(parts[-1]):  # .../Qwen2-7B-Instruct/snapshots/<hash>
+        parts.pop()
     return (parts[-2] if len(parts) >= 2 else ""), parts[-1], path
 
 
