@@ -159,7 +159,11 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
             catalog_id = path if os.path.isfile(path) else base
             note = f"GGUF {os.path.basename(ref)}"
         else:
-            catalog_id, quant, note = resolve_tag(ref)
+            from servefit.engines.ollama.tags import lookup
+
+            tag = lookup(ref)
+            catalog_id, quant, note = tag.model, tag.quant, tag.note
+            s["tag_context"] = tag.context or None  # the library GGUF's context_length
     s["quant"] = quant
     s["tag_note"] = note
     cfg = EngineConfig(engine="ollama", model_ref=catalog_id or ref, settings=s, spans=spans, explicit=explicit,
