@@ -336,3 +336,39 @@ def test_a_catalogued_sibling_with_fine_tune_words_wins_over_the_rule():
                      "a fine-tune keeps its base's architecture")
     d = names.derive("Qwen/Qwen2.5-Coder-7B-Instruct-AWQ", idx)
     assert d is not None and d.entry == 1 and d.why == "its name is the base's family and size, qwen2.5-coder-7b"
+
+
+# --- what the commands print -----------------------------------------------------------------------------
+
+SCRIPT = """#!/bin/sh
+# servefit: gpu=L40S
+vllm serve {model} --max-model-len 8192 --host 127.0.0.1 --api-key "$KEY"
+"""
+
+
+def test_lint_reports_the_assumed_base_and_keeps_unknowns_sf002(tmp_path, capsys):
+    from servefit.cli import main
+
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="NousResearch/Hermes-3-Llama-3.1-8B"))
+    (tmp_path / "b.sh").write_text(SCRIPT.format(model="acme/Llama-3.1-9B-sft"))
+    main(["lint", str(tmp_path), "--format", "json", "--exit-zero"])
+    out = json.loads(capsys.readouterr().out)
+    found = {(Path(f["location"]["file"]).name, f["code"]): f["message"] for f in out}
+    assert found[("a.sh", "SF004")] == (
+        "resolved 'NousResearch/Hermes-3-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
+        "(its name carries the base's family and size, llama3.1-8b; a fine-tune keeps its base's architecture); "
+        "assumed the same architecture")
+    assert ("a.sh", "SF002") not in found and ("b.sh", "SF004") not in found
+    near = found[("b.sh", "SF002")].split("nearest: ")[1].split(". Pass")[0].split(", ")
+    assert near[0] == L31_8B and all("Llama" in n for n in near)
+
+
+def test_estimate_prints_the_assumption(tmp_path, capsys):
+    from servefit.cli import main
+
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="/models/Qwen2-7B-Instruct"))
+    main(["estimate", str(tmp_path / "a.sh")])
+    out = capsys.readouterr().out
+    assert ("  - resolved '/models/Qwen2-7B-Instruct' to catalog entry 'Qwen/Qwen2.5-7B-Instruct' by name (a local "
+            "folder named after it; Qwen2 and Qwen2.5 share layers, widths, heads and vocabulary at this size, per "
+            "servefit's table of sibling families); assumed the same architecture") in out.splitlines()
