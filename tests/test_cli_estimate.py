@@ -86,7 +86,8 @@ def test_gpu_memory_override_and_instance_type():
 def test_estimate_path_imports_nothing_heavy():
     code = ("import sys; from servefit.cli import main; "
             "main(['estimate','--gpu','L4','--format','json','--','vllm','serve','meta-llama/Llama-3.1-8B-Instruct']);"
-            "print(sorted(m for m in ('optuna','numpy','jsonschema','gguf','pydantic') if m in sys.modules), "
+            "print(sorted(m for m in ('optuna','numpy','jsonschema','gguf','pydantic','huggingface_hub')"
+            " if m in sys.modules), "
             "file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stderr.strip().splitlines()[-1] == "[]"

@@ -141,7 +141,7 @@ def test_the_lint_path_stays_light():
     import sys
 
     code = ("import sys; from servefit.cli import main; main(['lint', sys.argv[1], '--exit-zero']); "
-            "print(sorted(m for m in ('optuna', 'numpy', 'jsonschema', 'gguf') if m in sys.modules))")
+            "print(sorted(m for m in ('optuna', 'numpy', 'jsonschema', 'gguf', 'huggingface_hub') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, EXAMPLES], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"

@@ -207,3 +207,79 @@ def test_placeholders_fakes_and_references_are_not_literal():
     assert looks_fake("hf_abcdefghijklmnopqrstuvwxyz0123") and looks_fake("AKIAIOSFODNN7EXAMPLE")
     assert not looks_fake(HF) and not looks_fake(SK)
     assert check_file("x.yaml", "token: " + "hf_" + "abcdefghijklmnopqrstuvwxyz0123\n", []) == []
+
+
+# --- one masker, by name and by shape; references stay so diffs apply --------------------------
+
+def test_secret_names_by_part_and_glued():
+    for name in ("SSHKEY", "OPENAIKEY", "HF_TOKENS", "API_KEYS", "GITHUB_PAT", "HF_AUTH", "CLIENT_CREDENTIALS"):
+        assert is_secret_name(name), name
+    for name in ("MAX_INPUT_TOKENS", "MAX_TOTAL_TOKENS", "max_num_batched_tokens", "DATABASE_URL", "key",
+                 "secretKeyRef", "secretName", "existingSecret", "MONKEY", "MAX_BATCH_PREFILL_TOKENS"):
+        assert not is_secret_name(name), name
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("Environment=HF_TOKEN=hunter2abc", "Environment=HF_TOKEN=***"),
+    ("environment: [HF_TOKEN=hunter2abc, OTHER=1]", "environment: [HF_TOKEN=***, OTHER=1]"),
+    ('curl -H "Authorization: Bearer abcdefgh123"', 'curl -H "Authorization: Bearer ***"'),
+    ("non-default args: {'model': 'm', 'api_key': ['NonDefaultKey-7171'], 'max_num_batched_tokens': 2048}",
+     "non-default args: {'model': 'm', 'api_key': ['***'], 'max_num_batched_tokens': 2048}"),
+    ("vllm serve m --api-k KEYVALUE1 --max-model-len 8192", "vllm serve m --api-k *** --max-model-len 8192"),
+    ("FROM https://user:pass1234@example.com/m.gguf", "FROM https://user:***@example.com/m.gguf"),
+    ("HTTPS_PROXY=http://bob:s3cretpw@proxy:3128", "HTTPS_PROXY=http://bob:***@proxy:3128"),
+    ("--storage postgresql://user:pw123456@db/x", "--storage postgresql://user:***@db/x"),
+    ("git clone https://ghtoken1234@github.com/o/r", "git clone https://***@github.com/o/r"),
+    ("apiKeys:\n  - \"sk-abcd1234\"\n  - plainkey99\nmodels:\n  - a",
+     "apiKeys:\n  - \"***\"\n  - ***\nmodels:\n  - a"),
+    ("GITHUB_PAT=abcd1234 HF_AUTH=zzzz1234 MAX_INPUT_TOKENS=4096", "GITHUB_PAT=*** HF_AUTH=*** MAX_INPUT_TOKENS=4096"),
+])
+def test_masked_by_shape(text, shown):
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize("reference", [
+    "--api-key $(VLLM_API_KEY)", "--api-key ${VLLM_API_KEY}", "secretKeyRef: {key: k, name: s}", "        key: hf-token",
+    "HF_TOKEN: ${HF_TOKEN:-}", "token: {{ .Values.hfToken }}", "existingSecret: hf-secret",
+    "DATABASE_URL=postgres://${DB_USER}:${DB_PASS}@db/x", "--tokenizer mistral --to x",
+])
+def test_references_are_never_masked(reference):
+    assert redact_text(reference) == reference
+
+
+def test_env_and_argv_masks_cover_urls_and_abbreviations():
+    assert redact_env({"DATABASE_URL": "postgres://u:pw1234@h/db", "HF_TOKEN": "${HF_TOKEN}"}) == \
+        {"DATABASE_URL": "postgres://u:***@h/db", "HF_TOKEN": "${HF_TOKEN}"}
+    assert redact_argv(["vllm", "serve", "m", "--api-k", "KEYVALUE1"]) == ["vllm", "serve", "m", "--api-k", "***"]
+    from servefit.redact import secret_values
+    assert secret_values([("DATABASE_URL", "postgres://u:pw1234@h/db"), ("DB_PASSWORD", "hunter22")],
+                         [["vllm", "serve", "--api-ke", "abcdef12"]]) == {"pw1234", "hunter22", "abcdef12"}
+
+
+def test_tune_diff_masks_values_keeps_references_and_applies(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    src = Path(__file__).resolve().parents[1] / "examples" / "k8s" / "vllm-llama-8b.yaml"
+    text = src.read_text().replace(
+        '            - "64"\n',
+        '            - "64"\n            - --api-key\n            - $(VLLM_API_KEY)\n').replace(
+        "            - name: HF_TOKEN\n              valueFrom:\n                secretKeyRef: {name: hf-token, key: token}\n",
+        "            - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf-token, key: token}}}\n"
+        "            - {name: DB_PASSWORD, value: hunter2hunter2}\n")
+    assert "{secretKeyRef: {name: hf-token, key: token}}" in text
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "vllm.yaml").write_text(text)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    proc = subprocess.run([sys.executable, "-m", "servefit", "tune", "vllm.yaml", "--gpu", "L4", "--min-context",
+                           "32k", "--diff"], cwd=repo, capture_output=True, text=True, timeout=120)
+    diff = proc.stdout[proc.stdout.index("--- a/"):] if "--- a/" in proc.stdout else ""
+    assert diff, proc.stdout + proc.stderr
+    assert "hunter2" not in proc.stdout and "$(VLLM_API_KEY)" in diff
+    assert "- {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf-token, key: token}}}" in diff
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy)
+    check = subprocess.run(["git", "apply", "--check", "-"], cwd=copy, input=diff, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr + diff

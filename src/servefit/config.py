@@ -52,6 +52,7 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     trusted_orgs: list[str] = field(default_factory=list)  # Hub organisations whose remote code is trusted
+    models: dict[str, str] = field(default_factory=dict)  # local path / private name -> Hub id or config.json
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         if self.select and not any(code.startswith(s) for s in self.select):
@@ -209,4 +210,4 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
                   severity=data.get("severity", {}), fail_on=data.get("fail-on", "error"),
                   engine_versions=data.get("engine-versions", {}), online=bool(data.get("online", False)),
                   require_reason=bool(data.get("require-reason", True)), exclude=data.get("exclude", []),
-                  targets=targets, trusted_orgs=data.get("trusted-orgs", []))
+                  targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}))

@@ -6,8 +6,9 @@ so they all see the same numbers.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from servefit import engines
 from servefit.core import EngineConfig, GpuHint, LaunchSite, MemoryPlan, Token, UsageError
@@ -29,6 +30,7 @@ class Target:
     model_config: str | None = None
     online: bool = False
     source: str = "--gpu"
+    models: Any = None  # models/lock.ModelContext: the model lock and [tool.servefit.models]; found if None
 
 
 @dataclass
@@ -92,11 +94,19 @@ def evaluate(site: LaunchSite, target: Target) -> Evaluation:
     ref = target.model or cfg.model_ref
     if not ref and not target.model_config:
         raise UsageError(f"{engine.title}: no model given in the command (pass --model REF)")
+    if target.models is None:  # the lock and model mapping that apply to this file
+        from dataclasses import replace
+
+        from servefit.models.lock import context_for
+
+        start = site.file if os.path.exists(site.file) else os.getcwd()
+        target = replace(target, models=context_for(start, online=target.online))
     custom = getattr(engine, "resolve_model", None)  # GGUF files, Ollama tags: the engine knows its refs
     if custom is not None and not target.model_config:
         model = custom(cfg, target)
     else:
-        model = resolve_model(ref or "", online=target.online, config_path=target.model_config)
+        model = resolve_model(ref or "", online=target.online, config_path=target.model_config,
+                              context=target.models)
     gpu, count, source = resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
     return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count or plan.parallel.get("world", 1),

@@ -2,10 +2,19 @@
 every output format and diff.
 
 A name is secret when one of its parts (split at `_`, `-`, `.` and camelCase humps) is TOKEN,
-KEY, APIKEY, SECRET, PASSWORD, PASSWD, PASS, PWD, CREDENTIAL(S) or AUTHORIZATION; a name that
-ends in _FILE / _PATH / _DIR names where a secret lives, not the secret. So `HF_TOKEN`,
-`OPENAI_API_KEY`, `apiKey` and `db.password` are secret; `max_num_batched_tokens`,
-`TOKENIZERS_PARALLELISM` and `LLAMA_ARG_API_KEY_FILE` are not.
+KEY(S), APIKEY, SECRET, PASSWORD, PASSWD, PASS, PWD, PAT, AUTH, CREDENTIAL(S) or AUTHORIZATION,
+or TOKENS without a word that makes it a count (MAX, NUM, BATCH, INPUT...); a name that ends in
+_FILE / _PATH / _DIR names where a secret lives, not the secret. So `HF_TOKEN`, `HF_TOKENS`,
+`OPENAI_API_KEY`, `OPENAIKEY`, `GITHUB_PAT`, `apiKey` and `db.password` are secret;
+`max_num_batched_tokens`, `MAX_INPUT_TOKENS`, `TOKENIZERS_PARALLELISM` and
+`LLAMA_ARG_API_KEY_FILE` are not. The bare name `key` is a reference (a k8s `secretKeyRef`
+names the key it reads), not a secret.
+
+Values are masked by shape too: the password of a URL's userinfo (`https://user:***@host`), the
+credential of an `Authorization:` header, provider tokens (hf_..., sk-...), the items of a
+secret-named list (llama-swap `apiKeys:`), and the values of secret flags written in full or as
+an abbreviation the engine's parser accepts (`--api-k`). References are never masked
+(`${HF_TOKEN}`, `$(VLLM_API_KEY)`, `{{ .Values.token }}`), so a masked diff still applies.
 """
 
 from __future__ import annotations
@@ -16,9 +25,19 @@ import re
 from collections.abc import Iterable
 
 MASK = "***"
-SECRET_PARTS = frozenset({"TOKEN", "KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "CREDENTIAL",
-                          "CREDENTIALS", "AUTHORIZATION", "HFTOKEN", "ACCESSKEY", "SECRETKEY", "AUTHTOKEN"})
-GLUED = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY")  # HFTOKEN, CLIENTSECRET, MYAPIKEY
+SECRET_PARTS = frozenset({"TOKEN", "KEY", "KEYS", "APIKEY", "APIKEYS", "SECRET", "SECRETS", "PASSWORD", "PASSWD",
+                          "PASS", "PWD", "PAT", "AUTH", "CREDENTIAL", "CREDENTIALS", "AUTHORIZATION", "HFTOKEN",
+                          "ACCESSKEY", "SECRETKEY", "AUTHTOKEN"})
+GLUED = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "APIKEYS", "SSHKEY", "AIKEY", "PRIVATEKEY",
+         "ACCESSKEY", "AUTHKEY")  # HFTOKEN, CLIENTSECRET, MYAPIKEY, SSHKEY, OPENAIKEY
+# TOKENS is a count next to these words (MAX_INPUT_TOKENS, max_num_batched_tokens), a secret otherwise
+COUNT_WORDS = frozenset({"MAX", "MIN", "NUM", "BATCH", "BATCHED", "INPUT", "TOTAL", "PREFILL", "NEW", "CONTEXT",
+                         "CTX", "PREDICT", "CHUNK", "DRAFT", "SPECULATIVE", "OUTPUT", "PROMPT", "GENERATED",
+                         "LIMIT", "PER", "SEQ", "WAITING", "COMPLETION", "CACHED", "SPECIAL", "STOP", "BAD",
+                         "EXTRA", "ADDED", "IMAGE", "VISION", "AUDIO", "LOOKAHEAD", "REASONING", "THINKING"})
+REFERENCE_NAMES = frozenset({"KEY"})  # secretKeyRef / configMapKeyRef: `key: hf-token` names the key
+# secretKeyRef, secretName, existingSecret, tokenSecretRefs: they name a k8s Secret, not its value
+REFERENCE_LAST = frozenset({"REF", "REFS", "NAME", "NAMES"})
 NOT_SECRET_SUFFIX = ("_FILE", "_PATH", "_DIR", "-FILE", "-PATH", "FILE", "PATH")
 SECRET_FLAGS = ("--api-key", "--hf-token", "--token", "--api-keys", "--admin-api-key", "--ssl-keyfile-password",
                 "--api_key", "--hf_token", "--api_keys", "--admin_api_key", "-hft", "--openai-api-key")
@@ -27,10 +46,14 @@ LITERAL = re.compile(r"\b(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_-]{20,}|ghp_[A-Za-z0
                      r"|xox[bpoa]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,}|nvapi-[A-Za-z0-9_-]{20,})\b")
 PREFIXES = ("hf_", "sk-ant-", "sk-proj-", "sk-", "ghp_", "github_pat_", "xoxb-", "xoxp-", "xoxa-", "xoxo-", "AKIA",
             "glpat-", "nvapi-")
-_VALUE = r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;\"'}\]]+)"
-ASSIGN = re.compile(r"([\"']?)\b([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[=:]\s*)" + _VALUE)
-FLAG = re.compile(r"(?<![\w-])(" + "|".join(re.escape(f) for f in sorted(SECRET_FLAGS, key=len, reverse=True))
-                  + r")(=|\s+)" + _VALUE)
+_VALUE = r"(\[[^\]\n]*\]|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;\"'}\]]+)"
+ASSIGN = re.compile(r"([\"']?)\b([A-Za-z_][A-Za-z0-9_.-]*)\1([ \t]*[=:][ \t]*)" + _VALUE)
+FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9_-]*|-hft)(=|\s+)" + _VALUE)
+URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/\s:@'\"<>]+)(?::([^/\s@'\"<>]*))?@(?=[^\s/@])")
+AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(bearer|basic|token|digest|apikey)?"
+                         r"(\s*)([^\s\"',;}\]]+)")
+_SCHEMES = {"bearer", "basic", "token", "digest", "apikey"}
+SECRET_LIST_KEY = re.compile(r"^(\s*)([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\2\s*:\s*(#.*)?$")
 _HUMPS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -46,14 +69,33 @@ def is_secret_name(name: str) -> bool:
     if not name:
         return False
     up = name.strip("-").upper()
-    if up.endswith(NOT_SECRET_SUFFIX):
+    if up.endswith(NOT_SECRET_SUFFIX) or up in REFERENCE_NAMES:
         return False
     parts = name_parts(name.strip("-"))
-    return any(p in SECRET_PARTS or p.endswith(GLUED) for p in parts)
+    if parts and (parts[-1] in REFERENCE_LAST or parts[0] == "EXISTING"):
+        return False
+    if any(p in SECRET_PARTS or p.endswith(GLUED) for p in parts):
+        return True
+    return "TOKENS" in parts and not COUNT_WORDS.intersection(parts)
+
+
+_FULL_FLAGS = tuple(sorted({"--" + f[2:].replace("_", "-") for f in SECRET_FLAGS if f.startswith("--")}))
 
 
 def is_secret_flag(flag: str) -> bool:
-    return flag in SECRET_FLAGS or ("--" + flag[2:].replace("_", "-")) in SECRET_FLAGS
+    """A secret flag as written in full, with underscores, or abbreviated the way argparse
+    accepts (`--api-k` for `--api-key`: at least three letters past the dashes and a prefix of
+    exactly one secret flag's name... or of several that are all secret)."""
+    if flag in SECRET_FLAGS:
+        return True
+    if not flag.startswith("--"):
+        return False
+    norm = "--" + flag[2:].replace("_", "-")
+    if norm in _FULL_FLAGS:
+        return True
+    if len(norm) < 7 or norm.endswith("-"):  # --api-k and longer; `--api` or `--to` mean other flags too
+        return False
+    return any(f.startswith(norm) for f in _FULL_FLAGS)
 
 
 def masked(value: str) -> str:
@@ -64,26 +106,96 @@ def masked(value: str) -> str:
     return MASK
 
 
+def is_reference(value: str) -> bool:
+    """`${X}`, `$(X)`, `$X`, `{{ .Values.x }}`: where a secret comes from, never the secret."""
+    v = value.strip("\"'[] ")
+    return v.startswith(("$", "{{")) or v in ("", MASK)
+
+
+def _mask_item(item: str) -> str:
+    s = item.strip()
+    if is_reference(s):
+        return item
+    quote = s[0] if s[:1] in "\"'" and len(s) > 1 else ""
+    return item.replace(s, f"{quote}{MASK}{quote}") if s else item
+
+
 def _assign(m: re.Match[str]) -> str:
     q, name, sep, value = m.group(1), m.group(2), m.group(3), m.group(4)
-    if not is_secret_name(name) or value.strip("\"'") in ("", MASK) or value.startswith("$"):
+    if not is_secret_name(name):
+        if "=" in value or ":" in value:  # Environment=HF_TOKEN=x, environment: [HF_TOKEN=x]
+            inner = ASSIGN.sub(_assign, value[1:]) if value[:1] in "[\"'" else ASSIGN.sub(_assign, value)
+            return f"{q}{name}{q}{sep}{value[:1] + inner if value[:1] in '[' + chr(34) + chr(39) else inner}"
         return m.group(0)
+    if name.lower().endswith("authorization") and value.strip("\"'").lower() in _SCHEMES:
+        return m.group(0)  # the header pass masked the credential after the scheme
+    if is_reference(value):
+        return m.group(0)
+    if value.startswith("["):  # 'api_key': ['NonDefaultKey-7171'] (vLLM's non-default args)
+        return f"{q}{name}{q}{sep}[" + ",".join(_mask_item(i) for i in value[1:-1].split(",")) + "]"
     quote = value[0] if value[0] in "\"'" and len(value) > 1 else ""
     return f"{q}{name}{q}{sep}{quote}{MASK}{quote}"
 
 
+def _flag(m: re.Match[str]) -> str:
+    flag, sep, value = m.group(1), m.group(2), m.group(3)
+    if not is_secret_flag(flag) or is_reference(value) or value.startswith("-"):
+        return m.group(0)
+    quote = value[0] if value[0] in "\"'" and len(value) > 1 else ""
+    return f"{flag}{sep}{quote}{MASK}{quote}"
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    scheme, user, password = m.group(1), m.group(2), m.group(3)
+    if password is None:  # https://TOKEN@host: the user part is the credential
+        return m.group(0) if is_reference(user) else f"{scheme}{MASK}@"
+    if is_reference(password):
+        return m.group(0)
+    return f"{scheme}{user}:{MASK}@"
+
+
+def _auth(m: re.Match[str]) -> str:
+    head, scheme, space, cred = m.group(1), m.group(2) or "", m.group(3), m.group(4)
+    if is_reference(cred) or cred.lower() in _SCHEMES:
+        return m.group(0)
+    return f"{head}{scheme}{space}{MASK}"
+
+
+def _secret_lists(text: str) -> str:
+    """Items of a YAML block list under a secret-named key (llama-swap `apiKeys:`)."""
+    if "\n" not in text or ":" not in text:
+        return text
+    lines = text.split("\n")
+    indent: int | None = None
+    for i, line in enumerate(lines):
+        if indent is not None:
+            stripped = line.lstrip()
+            if stripped.startswith("- ") and len(line) - len(stripped) >= indent:
+                lines[i] = line[:len(line) - len(stripped) + 2] + _mask_item(stripped[2:])
+                continue
+            if stripped and not stripped.startswith("#"):
+                indent = None
+        m = SECRET_LIST_KEY.match(line)
+        if m and is_secret_name(m.group(3)):
+            indent = len(m.group(1))
+    return "\n".join(lines)
+
+
 def redact_text(text: str) -> str:
-    """Mask secret assignments, secret flags' values and provider tokens in free text."""
+    """Mask secret assignments, secret flags' values, URL passwords, Authorization credentials,
+    secret-named lists and provider tokens in free text; references stay as written."""
     if not text:
         return text
     text = LITERAL.sub(lambda m: masked(m.group(0)), text)
+    text = URL_USERINFO.sub(_userinfo, text)
+    text = AUTH_HEADER.sub(_auth, text)
     text = ASSIGN.sub(_assign, text)
-    text = FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    return text
+    text = FLAG.sub(_flag, text)
+    return _secret_lists(text)
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: (MASK if is_secret_name(k) and v else redact_text(v)) for k, v in env.items()}
+    return {k: (MASK if is_secret_name(k) and v and not is_reference(v) else redact_text(v)) for k, v in env.items()}
 
 
 def redact_argv(words: Iterable[str]) -> list[str]:
@@ -109,9 +221,10 @@ def redact_argv(words: Iterable[str]) -> list[str]:
 
 def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str]] = ()) -> set[str]:
     """The values to hide: of secret-named (name, value) pairs and of the words after secret flags."""
+    pairs = list(pairs)
     out: set[str] = set()
     for name, value in pairs:
-        if is_secret_name(name) and len(value) >= 4 and not value.startswith("$"):
+        if is_secret_name(name) and len(value) >= 4 and not is_reference(value):
             out.add(value)
     for argv in argvs:
         words = list(argv)
@@ -119,8 +232,13 @@ def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str
             flag, eq, val = w.partition("=")
             if is_secret_flag(flag):
                 v = val if eq else (words[i + 1] if i + 1 < len(words) else "")
-                if len(v) >= 4 and not v.startswith("$"):
+                if len(v) >= 4 and not is_reference(v):
                     out.add(v)
+    for _name, value in pairs:  # credentials inside URLs (DATABASE_URL, HTTPS_PROXY, --download-dir)
+        for m in URL_USERINFO.finditer(value):
+            secret = m.group(3) if m.group(3) is not None else m.group(2)
+            if len(secret) >= 4 and not is_reference(secret):
+                out.add(secret)
     return out
 
 

@@ -254,8 +254,12 @@ def _evaluate(rep: SiteReport, options: LintOptions, version: str | None) -> Non
         return
     storage = site.extra.get("storage_model")  # KServe: storageUri is downloaded to /mnt/models
     model = storage if storage and ref.startswith(site.extra.get("storage_path", "\0")) else None
+    from servefit.models.lock import context_for
+
+    found = options.config if options.config is not None and options.config.path else None
     target = Target(gpu=rep.gpu_name, gpus=rep.gpu_count, gpu_memory=options.gpu_memory,
-                    engine_version=version, online=options.online, source=rep.gpu_source, model=model)
+                    engine_version=version, online=options.online, source=rep.gpu_source, model=model,
+                    models=context_for(site.file, online=options.online, config=found))
     try:
         ev = evaluate(site, target)
     except UsageError as exc:

@@ -20,7 +20,10 @@ def kv_heads_per_rank(m: ModelSpec, tp: int) -> int:
 def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> float:
     """K+V bytes one attention layer stores per token on one TP rank."""
     if m.is_mla:
-        return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes
+        # DeepSeek-V3.2 / GLM-5: each layer's indexer also caches one fp8 key of index_head_dim
+        # plus a 4-byte scale per 128 (vLLM deepseek_v2.py Indexer -> DeepseekV32IndexerCache)
+        index = m.index_head_dim + m.index_head_dim // 128 * 4 if m.index_n_heads else 0
+        return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes + index
     return 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
 
 

@@ -34,10 +34,12 @@ class Traits:
     lm_head_bias: bool = False
     attn_sinks: bool = False  # one learned sink logit per head (gpt-oss)
     attn_output_gate: bool = False  # q_proj also produces a per-head output gate (Qwen3-Next)
+    qk_norm_full: bool = False  # RMSNorm over all q heads and all k heads (MiniMax-M2)
 
 
 _LLAMA = Traits()
 TRAITS: dict[str, Traits] = {
+    "qwen": Traits(qkv_bias=True),  # first-generation Qwen: c_attn with bias (vLLM models/qwen.py)
     "qwen2": Traits(qkv_bias=True),
     "qwen2_moe": Traits(qkv_bias=True, shared_expert_gate=True),
     "qwen2_vl": Traits(qkv_bias=True),
@@ -45,6 +47,12 @@ TRAITS: dict[str, Traits] = {
     "qwen3": Traits(qk_norm=True),
     "qwen3_moe": Traits(qk_norm=True),
     "qwen3_next": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
+    # Qwen3-VL text models are Qwen3 / Qwen3-MoE; Qwen3.5 / 3.6 are Qwen3-Next's hybrid layout
+    # (vLLM model_executor/models/qwen3_5.py) with a dense MLP (qwen3_5) or the gated shared expert
+    "qwen3_vl": Traits(qk_norm=True),
+    "qwen3_vl_moe": Traits(qk_norm=True),
+    "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
+    "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),
     "gemma3": Traits(norms_per_layer=4, qk_norm=True),
     "gemma3_text": Traits(norms_per_layer=4, qk_norm=True),
@@ -55,6 +63,19 @@ TRAITS: dict[str, Traits] = {
     "glm": Traits(qkv_bias=True),
     "falcon": Traits(norm_bias=True, gated_mlp=False),
     "deepseek_v3": Traits(expert_score_bias=True),
+    # DeepSeek-V3 layout with the V3.2 sparse-attention indexer (spec.index_n_heads)
+    "deepseek_v32": Traits(expert_score_bias=True),
+    "kimi_linear": Traits(expert_score_bias=True),  # KDA layers + NoPE MLA layers, 256 experts
+    "kimi_k2": Traits(expert_score_bias=True),  # Kimi K2: DeepseekV3ForCausalLM, 384 experts
+    # vLLM glm4.py Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm as well
+    "glm4": Traits(qkv_bias=True, norms_per_layer=4),
+    # vLLM glm4_moe.py Glm4MoeAttention (qkv bias; GLM-4.5's use_qk_norm head norms not modelled:
+    # 2 x 128 per layer) and Glm4MoE (e_score_correction_bias)
+    "glm4_moe": Traits(qkv_bias=True, expert_score_bias=True),
+    "glm4_moe_lite": Traits(expert_score_bias=True),  # GLM-4.7-Flash: DeepSeek-V3 MLA layout
+    "glm_moe_dsa": Traits(expert_score_bias=True),  # GLM-5: V3.2 layout (vllm deepseek_v32)
+    # vLLM minimax_m2.py MiniMaxM2Attention: q_norm / k_norm span all heads; router score bias
+    "minimax_m2": Traits(qk_norm_full=True, expert_score_bias=True),
     "gpt2": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
     "phi": Traits(qkv_bias=True, o_bias=True, norms_per_layer=1, norm_bias=True, gated_mlp=False,
                   mlp_bias=True, lm_head_bias=True),
@@ -115,7 +136,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         kv_a = h * (s.kv_lora_rank + s.qk_rope_head_dim) + s.kv_lora_rank  # kv_a_proj_with_mqa + norm
         kv_b = s.kv_lora_rank * heads * (s.qk_nope_head_dim + s.v_head_dim)
         o = heads * s.v_head_dim * h
-        return q + kv_a + kv_b + o
+        return q + kv_a + kv_b + o + _indexer_params(s)
     hd, kvh = s.head_dim, s.num_key_value_heads
     q_out = heads * hd * (2 if t.attn_output_gate else 1)
     n = h * q_out + 2 * h * kvh * hd + heads * hd * h
@@ -125,9 +146,21 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         n += h
     if t.qk_norm:
         n += 2 * hd
+    if t.qk_norm_full:
+        n += heads * hd + kvh * hd
     if t.attn_sinks:
         n += heads
     return n
+
+
+def _indexer_params(s: ModelSpec) -> int:
+    """DeepSeek-V3.2 / GLM-5 sparse-attention indexer (vLLM deepseek_v2.py Indexer): wq_b
+    (q_lora_rank -> heads x head_dim), wk and weights_proj (hidden -> head_dim + heads, no
+    bias), k_norm LayerNorm with bias."""
+    if not s.index_n_heads:
+        return 0
+    d = s.index_head_dim
+    return s.q_lora_rank * s.index_n_heads * d + s.hidden_size * (d + s.index_n_heads) + 2 * d
 
 
 def _linear_attention_params(s: ModelSpec) -> int:
@@ -136,6 +169,14 @@ def _linear_attention_params(s: ModelSpec) -> int:
     A_log, D, gated norm, out_proj."""
     m = s.mamba
     h = s.hidden_size
+    if m.get("kind") == "kda":
+        # Kimi Delta Attention (vLLM layers/mamba/gdn/kimi_gdn_linear_attn.py, low-rank gates):
+        # q/k/v, beta (b) and f_a from the input; f_b; dt_bias; q/k/v short conv without bias;
+        # A_log; output gate g_a / g_b; gated RMSNorm over head_dim; o_proj
+        heads, hd = int(m.get("num_value_heads", 0)), int(m.get("value_head_dim", 0))
+        p = heads * hd
+        kernel = int(m.get("conv_kernel", 4))
+        return 4 * h * p + h * heads + 2 * h * hd + 2 * hd * p + p + 3 * p * kernel + heads + hd
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))

@@ -91,6 +91,10 @@ def _layer_types(c: dict[str, Any], model_type: str, n: int, sliding: int, max_p
     if c.get("attn_layer_period") and any(k.startswith("mamba") for k in c):  # Jamba
         period, offset = int(c["attn_layer_period"]), _int(c.get("attn_layer_offset"))
         return ["full" if i % period == offset else "mamba" for i in range(n)]
+    kda = c.get("linear_attn_config")
+    if isinstance(kda, dict) and isinstance(kda.get("full_attn_layers"), list):  # Kimi-Linear, 1-based
+        full = {int(i) - 1 for i in kda["full_attn_layers"]}
+        return ["full" if i in full else "linear" for i in range(n)]
     if c.get("full_attention_interval"):  # Qwen3-Next: 3 Gated DeltaNet layers, then 1 full
         every = int(c["full_attention_interval"])
         return pattern_layers(n, every, every - 1, "linear")
@@ -168,7 +172,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
 
     # mixture of experts
     experts = _int(_first(c, ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")))
-    per_tok = _int(_first(c, ("num_experts_per_tok", "experts_per_token", "moe_top_k",
+    per_tok = _int(_first(c, ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k",
                               "num_selected_experts")))
     moe_inter = _int(c.get("moe_intermediate_size"))
     shared = _int(_first(c, ("n_shared_experts", "num_shared_experts")))
@@ -197,7 +201,14 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         sliding = 0
 
     mamba: dict[str, Any] = {}
-    if c.get("linear_num_value_heads"):
+    kda = c.get("linear_attn_config")
+    if isinstance(kda, dict) and kda.get("num_heads"):  # Kimi Delta Attention (vLLM kimi_gdn_linear_attn.py)
+        heads, hd = _int(kda.get("num_heads")), _int(kda.get("head_dim"), 128)
+        mamba = linear_attention_state({
+            "kind": "kda", "conv_kernel": _int(kda.get("short_conv_kernel_size"), 4),
+            "num_key_heads": heads, "num_value_heads": heads, "key_head_dim": hd, "value_head_dim": hd,
+        })
+    elif c.get("linear_num_value_heads"):
         mamba = linear_attention_state({
             "kind": "gated_deltanet",
             "conv_kernel": _int(c.get("linear_conv_kernel_dim"), 4),
@@ -240,6 +251,8 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         first_k_dense_replace=first_dense if experts else 0,
         kv_lora_rank=kv_lora, q_lora_rank=_int(c.get("q_lora_rank")), qk_rope_head_dim=qk_rope,
         qk_nope_head_dim=qk_nope, v_head_dim=_int(c.get("v_head_dim")),
+        index_n_heads=_int(c.get("index_n_heads")) if kv_lora else 0,  # DeepSeek-V3.2 / GLM-5 indexer
+        index_head_dim=_int(c.get("index_head_dim")), index_topk=_int(c.get("index_topk")),
         sliding_window=sliding, attention_chunk_size=_int(c.get("attention_chunk_size")),
         layer_types=layer_types, mamba=mamba, rope_scaling=rope, original_max_position_embeddings=orig,
         model_max_length=_int(top.get("model_max_length") or c.get("model_max_length")),

@@ -42,6 +42,10 @@ class ModelSpec:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # DeepSeek-V3.2 / GLM-5 sparse-attention indexer (index_n_heads 0 = none)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     # Attention variants
     sliding_window: int = 0
     attention_chunk_size: int = 0
@@ -56,11 +60,12 @@ class ModelSpec:
     vision_params: int = 0  # parameters of a vision tower (counted in params)
     vision: dict[str, Any] = field(default_factory=dict)  # its vision_config (encoder profiling)
     aliases: list[str] = field(default_factory=list)
-    resolved_from: str = "catalog"  # catalog | local | hf-cache | hub | gguf | config
+    resolved_from: str = "catalog"  # lock | catalog | local | hf-cache | hub | gguf | config | mapping
     assumptions: list[str] = field(default_factory=list)
     # MoE layers interleave with dense ones: layer i (from first_k_dense_replace on) is MoE when
     # (i + 1) % moe_layer_step == 0 (Llama-4 interleave_moe_layer_step, Qwen2-MoE decoder_sparse_step)
     moe_layer_step: int = 1
+    gguf: Any = None  # the GgufInfo of a locked GGUF header (llama.cpp / Ollama size from its tensors)
 
     @property
     def is_mla(self) -> bool:

@@ -7,25 +7,16 @@ import difflib
 import os
 from collections.abc import Iterable
 
+from servefit import redact
 from servefit.core import LaunchSite
-from servefit.redact import MASK, SECRET_FLAGS, is_secret_name, redact_text
+from servefit.redact import MASK, redact_text
 
 
 def secret_values(sites: Iterable[LaunchSite]) -> set[str]:
-    """Values of secret-named variables and of the words after secret flags (--api-key, --hf-token)."""
-    out: set[str] = set()
-    for site in sites:
-        for name, tok in site.env.items():
-            if is_secret_name(name) and len(tok.text) >= 4:
-                out.add(tok.text)
-        words = [t.text for t in site.argv]
-        for i, w in enumerate(words):
-            flag, eq, val = w.partition("=")
-            if flag in SECRET_FLAGS or flag in ("-hft",):
-                v = val if eq else (words[i + 1] if i + 1 < len(words) else "")
-                if len(v) >= 4:
-                    out.add(v)
-    return out
+    """The secret values the servers were given (redact.secret_values over their env and argv)."""
+    sites = list(sites)
+    return redact.secret_values([(k, tok.text) for s in sites for k, tok in s.env.items()],
+                                [[tok.text for tok in s.argv] for s in sites])
 
 
 def redact_line(line: str, secrets: set[str]) -> str:
@@ -44,20 +35,32 @@ def display_path(path: str) -> str:
 
 
 def unified(path: str, old: str, new: str, secrets: set[str] | None = None) -> str:
-    """A unified diff (git style a/ b/ names) of one file; empty when nothing changes."""
+    """A unified diff (git style a/ b/ names) of one file; empty when nothing changes. Context
+    lines that would show a credential are left out by narrowing the context (3 lines, else 2,
+    then 1), so the masked diff still applies; only a credential on a changed line itself, or
+    one no narrower context avoids, is shown masked."""
     if old == new:
         return ""
     name = display_path(path)
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
-    out: list[str] = []
-    for line in difflib.unified_diff(a, b, fromfile=f"a/{name.lstrip('/')}",
-                                     tofile=f"b/{name.lstrip('/')}", n=3):
-        if line.startswith(("---", "+++", "@@")):
-            out.append(line if line.endswith("\n") else line + "\n")
-            continue
-        shown = redact_line(line, secrets or set())
-        if not shown.endswith("\n"):
-            shown += "\n\\ No newline at end of file\n"
-        out.append(shown)
-    return "".join(out)
+    best: list[str] = []
+    for n in (3, 2, 1):
+        out: list[str] = []
+        clean = True
+        for line in difflib.unified_diff(a, b, fromfile=f"a/{name.lstrip('/')}",
+                                         tofile=f"b/{name.lstrip('/')}", n=n):
+            if line.startswith(("---", "+++", "@@")):
+                out.append(line if line.endswith("\n") else line + "\n")
+                continue
+            shown = redact_line(line, secrets or set())
+            if shown != line and line.startswith(" "):
+                clean = False
+            if not shown.endswith("\n"):
+                shown += "\n\\ No newline at end of file\n"
+            out.append(shown)
+        if n == 3:
+            best = out
+        if clean:
+            return "".join(out)
+    return "".join(best)

@@ -176,6 +176,8 @@ def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> L
     path = settings.get("model")
     if isinstance(path, str) and path.lower().endswith(".gguf") and os.path.isfile(path):
         return from_gguf(read_gguf(path))
+    if spec.gguf is not None:  # a GGUF header from the model lock or the Hub (models/lock.py)
+        return from_gguf(spec.gguf)
     quant = settings.get("gguf_quant")
     if not quant:
         quant = "Q4_K_M"

@@ -45,18 +45,22 @@ class OllamaEngine(Engine):
         ref = getattr(target, "model", None) or cfg.settings.get("model_path") or cfg.settings.get("model") or ""
         ref = str(ref)
         if ref.lower().endswith(".gguf") or ref.startswith(("hf.co/", "huggingface.co/")):
-            return resolve_gguf_ref(ref.split("/", 1)[1] if ref.startswith("hf.co/") else ref)
+            return resolve_gguf_ref(ref.split("/", 1)[1] if ref.startswith(("hf.co/", "huggingface.co/")) else ref,
+                                    online=bool(getattr(target, "online", False)),
+                                    context=getattr(target, "models", None))
         cid, quant, note = resolve_tag(ref)
         from servefit.models import resolve_model  # type: ignore[attr-defined]
 
         if cid is None:
             try:
-                return resolve_model(ref, online=bool(getattr(target, "online", False)))
+                return resolve_model(ref, online=bool(getattr(target, "online", False)),
+                                     context=getattr(target, "models", None))
             except Exception as exc:
                 raise UsageError(f"Ollama model {ref!r}: {note}") from exc
         if getattr(target, "model", None):
             cfg.settings["quant"] = quant
-        return resolve_model(cid, online=bool(getattr(target, "online", False)))
+        return resolve_model(cid, online=bool(getattr(target, "online", False)),
+                             context=getattr(target, "models", None))
 
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
         return [Knob("num_ctx", (2048, 4096, 8192, 16384, 32768, 65536, 131072)),

@@ -101,7 +101,9 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     if kv_dtype == "auto":
         kv_dtype = dtype
     quant_override = s.get("quantization")
-    scheme = scheme_for(model.quantization, quant_override if quant_override else None)
+    # a quantized checkpoint's own config sets the storage (vLLM rejects a --quantization of another
+    # family, VLLM014; within a family, e.g. modelopt for an NVFP4 checkpoint, the checkpoint's wins)
+    scheme = scheme_for(model.quantization, None if model.quantization else quant_override or None)
     eager = bool(s.get("enforce_eager")) or str(s.get("optimization_level", "")) == "0"
     util = s.get("gpu_memory_utilization")
     pp = int(s.get("pipeline_parallel_size") or 1)
