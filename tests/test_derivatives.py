@@ -107,10 +107,15 @@ def test_qwens_own_gguf_repo():
 
 # --- community fine-tunes, distills, sibling families -------------------------------------------------
 
+Q25_7B_BASE = "Qwen/Qwen2.5-7B"
+
+
 @pytest.mark.parametrize("ref,base,shown", [
     ("NousResearch/Hermes-3-Llama-3.1-8B", L31_8B, "llama3.1-8b"),
     ("cognitivecomputations/dolphin-2.9-llama3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", "llama3-8b"),
-    ("acme/support-bot-Qwen2.5-7B-sft-v2", Q25_7B, "qwen2.5-7b"),
+    ("acme/support-bot-Qwen2.5-7B-sft-v2", Q25_7B_BASE, "qwen2.5-7b"),  # no instruct word: the base release
+    ("acme/support-bot-Qwen2.5-7B-Instruct-sft", Q25_7B, "qwen2.5-7b"),
+    ("acme/support-bot-Qwen2.5-7B-chat-sft", Q25_7B, "qwen2.5-7b"),  # chat is an instruct release
     ("someone/phi-4-abliterated", "microsoft/phi-4", "phi4"),
     ("someone/Phi-3-mini-4k-finetune", "microsoft/Phi-3-mini-4k-instruct", "phi3-mini"),
 ])
@@ -128,23 +133,30 @@ def test_fine_tune_repack_keeps_its_quantization():
     assert m.assumptions[0].endswith("a fine-tune keeps its base's architecture); assumed AWQ 4-bit, group 128")
 
 
+def derive_without(ref: str, *absent: str) -> tuple[str, str, int] | None:
+    """(base, why, context) as if the catalog had no entry whose name holds one of `absent`: the
+    catalog grows, and a rule must still hold for the siblings it does not hold yet."""
+    chunks = [c for c in catalog._chunks() if not any(a in c[0] for a in absent)]
+    d = names.derive(ref, names.build_index(chunks))
+    return None if d is None else (chunks[d.entry][0], d.why, d.context)
+
+
 SIBLING = "Qwen2.5-Coder has Qwen2.5's layers, widths and heads at each size, per servefit's table of sibling families"
 
 
 def test_sibling_family_shares_the_base_at_its_size():
-    m = resolved("Qwen/Qwen2.5-Coder-7B-Instruct")
-    assert m.name == Q25_7B and m.quantization is None and m.max_position_embeddings == 32768
-    assert m.assumptions == [assumption("Qwen/Qwen2.5-Coder-7B-Instruct", Q25_7B, SIBLING, "the same architecture")]
-    q = resolved("Qwen/Qwen2.5-Coder-32B-Instruct-AWQ")
-    assert q.name == "Qwen/Qwen2.5-32B-Instruct" and q.quantization == AWQ
+    assert derive_without("Qwen/Qwen2.5-Coder-7B-Instruct", "Coder") == (Q25_7B, SIBLING, 0)
+    assert derive_without("acme/Qwen2.5-Coder-32B-Instruct-AWQ", "Coder")[0] == "Qwen/Qwen2.5-32B-Instruct"
+    assert derive_without("Qwen/Qwen2.5-Coder-9B-Instruct", "Coder") is None  # no Qwen2.5 at 9B
 
 
 def test_sibling_rule_sets_the_familys_context():
-    m = resolved("Qwen/QwQ-32B")
-    assert m.name == "Qwen/Qwen2.5-32B-Instruct" and m.max_position_embeddings == 40960
-    assert "QwQ-32B is a Qwen2.5-32B fine-tune" in m.assumptions[0]
-    math = resolved("Qwen/Qwen2.5-Math-7B")
-    assert math.name == Q25_7B and math.max_position_embeddings == 4096
+    base, why, context = derive_without("Qwen/QwQ-32B-AWQ", "QwQ")
+    assert base == "Qwen/Qwen2.5-32B" and context == 40960 and why.startswith("QwQ-32B is a Qwen2.5-32B fine-tune")
+    assert derive_without("Qwen/Qwen2.5-Math-7B", "Math")[2] == 4096
+    assert derive_without("Qwen/Qwen2.5-Math-1.5B", "Math") is None  # untied head: the rule leaves 1.5B out
+    m = resolved("acme/QwQ-32B-sft")  # the catalogued QwQ-32B itself wins over the rule
+    assert m.name == "Qwen/QwQ-32B" and m.max_position_embeddings == 40960
 
 
 def test_exact_catalog_entry_wins_over_a_rule():
@@ -153,23 +165,25 @@ def test_exact_catalog_entry_wins_over_a_rule():
 
 
 def test_distill_resolves_to_qwen25_when_not_catalogued():
-    chunks = [c for c in catalog._chunks() if "Distill" not in c[0]]
-    idx = names.build_index(chunks)
-    d = names.derive("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", idx)
-    assert d is not None and chunks[d.entry][0] == Q25_7B and d.context == 131072
-    assert d.why.startswith("the R1 distills are fine-tunes of Qwen2.5-Math-7B")
-    d = names.derive("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", idx)
-    assert d is not None and chunks[d.entry][0] == L31_8B
-    d = names.derive("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", idx)
-    assert d is not None and chunks[d.entry][0] == "meta-llama/Llama-3.3-70B-Instruct"
-    assert names.derive("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", idx) is None  # untied head: no rule
+    base, why, context = derive_without("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "Distill")
+    # the rule explains more of the name than first-generation Qwen-7B's family word does
+    assert base == "Qwen/Qwen2.5-7B" and context == 131072
+    assert why.startswith("the R1 distills are fine-tunes of Qwen2.5-Math-7B")
+    assert derive_without("deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "Distill")[0] == L31_8B
+    assert derive_without("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", "Distill")[0] == \
+        "meta-llama/Llama-3.3-70B-Instruct"
+    assert derive_without("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", "Distill") is None  # untied head
+
+
+def test_qwen2_folder_shares_qwen25_when_qwen2_is_not_catalogued():
+    base, why, _ = derive_without("/models/Qwen2-7B-Instruct", "Qwen2-")
+    assert base == Q25_7B and why.startswith("Qwen2 and Qwen2.5 share layers, widths, heads and vocabulary")
 
 
 # --- local folders and Ollama-style tags --------------------------------------------------------------
 
 @pytest.mark.parametrize("ref,base,why", [
-    ("/models/Qwen2-7B-Instruct", Q25_7B, "a local folder named after it; Qwen2 and Qwen2.5 share layers, widths, "
-     "heads and vocabulary at this size, per servefit's table of sibling families"),
+    ("/models/Qwen2-7B-Instruct", "Qwen/Qwen2-7B-Instruct", "a local folder of that name"),
     ("/data/llama-3.1-8b-instruct", L31_8B, "a local folder of that name"),
     ("/data/qwen2_5-7b-instruct", Q25_7B, "a local folder named after it; its name is the base's family and size, "
      "qwen2.5-7b"),
@@ -186,8 +200,10 @@ def test_local_folders_resolve_by_their_name(ref, base, why):
 def test_generic_path_components_fall_back_to_the_folder_above():
     snap = "/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-7B-Instruct/snapshots/" + "0123456789abcdef" * 2 + "01234567"
     assert resolved(snap).name == Q25_7B
-    m = resolved("/data/Qwen2-7B-Instruct/final")
-    assert m.name == Q25_7B and "a local folder named after it; Qwen2 and Qwen2.5 share" in m.assumptions[0]
+    m = resolved("/data/Hermes-3-Llama-3.1-8B/final")
+    assert m.name == L31_8B and m.assumptions[0].startswith(
+        "resolved '/data/Hermes-3-Llama-3.1-8B/final' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
+        "(a local folder named after it; its name carries")
     assert names.split_ref("/data/checkpoints/run-12/final") == ("checkpoints", "run-12", True)
 
 
@@ -204,8 +220,8 @@ def test_ollama_tags_of_derivatives():
     assert m.name == "meta-llama/Meta-Llama-3-8B-Instruct"
     assert m.quantization == {"quant_method": "gguf", "type": "Q4_K_M", "bits": 4}
     assert m.assumptions[0].endswith("assumed Ollama's default GGUF Q4_K_M")
-    c = resolved("qwen2.5-coder:7b-instruct-q8_0")
-    assert c.name == Q25_7B and c.quantization == {"quant_method": "gguf", "type": "Q8_0", "bits": 8}
+    c = resolved("acme-llama3.1:8b-instruct-q8_0")
+    assert c.name == L31_8B and c.quantization == {"quant_method": "gguf", "type": "Q8_0", "bits": 8}
 
 
 @pytest.mark.parametrize("ref", ["hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q8_0",
@@ -236,13 +252,10 @@ def test_sizes_never_cross(ref, base):
     "acme/Qwen2.5-9B-sft",  # no Qwen2.5 at 9B
     "acme/Llama-3.1-1B-sft",  # Llama 3.1 has no 1B (3.2 does)
     "acme/Llama-3.2-8B",  # nor 3.2 an 8B
-    "Qwen/Qwen2.5-VL-7B-Instruct",  # a vision tower: not Qwen2.5-7B
-    "meta-llama/Llama-3.2-11B-Vision-Instruct",
-    "llava-hf/llava-v1.6-mistral-7b-hf",
+    "acme/Qwen2.5-Omni-7B-sft",  # an audio/vision model: not Qwen2.5-7B
+    "acme/Llama-3.1-8B-Vision-sft",
+    "acme/llava-next-mistral-7b",
     "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3",  # a draft head, not the model
-    "Qwen/Qwen2-57B-A14B-Instruct",  # Qwen2's MoE has no Qwen2.5 twin
-    "Qwen/Qwen2.5-Math-1.5B",  # untied head: the rule leaves this size out
-    "microsoft/Phi-4-mini-instruct",  # not phi-4 (14B)
     "Qwen/Qwen3-Coder-480B-A35B-Instruct-X",  # the catalog has it: resolves (checked below)
 ])
 def test_near_misses_stay_unknown(ref):
@@ -253,12 +266,20 @@ def test_near_misses_stay_unknown(ref):
         resolve_model(ref, hf_home=NO_CACHE)
 
 
+def test_near_misses_against_a_catalog_without_the_sibling():
+    assert derive_without("Qwen/Qwen2.5-VL-7B-Instruct", "-VL-") is None  # a vision tower: not Qwen2.5-7B
+    assert derive_without("Qwen/Qwen2-57B-A14B-Instruct", "Qwen2-") is None  # Qwen2's MoE has no Qwen2.5 twin
+    assert derive_without("microsoft/Phi-4-mini-instruct", "Phi-4-mini") is None  # not phi-4 (14B)
+    assert derive_without("someone/phi-4-abliterated", "Phi-4-mini")[0] == "microsoft/phi-4"
+
+
 def test_unknown_names_suggest_the_same_family_and_size():
-    assert catalog.nearest("acme/Qwen2.5-9B-sft", 3)[0].startswith("Qwen/Qwen2.5-")
-    near = catalog.nearest("Qwen/Qwen2.5-VL-7B-Instruct", 3)
-    assert near[0] == Q25_7B and all("Qwen" in n for n in near)
+    near = catalog.nearest("acme/Qwen2.5-9B-sft", 3)  # Qwen2.5 has no 9B: its sizes, or another Qwen's 9B
+    assert len(near) == 3 and all(n.startswith("Qwen/") and ("9B" in n or "Qwen2.5-" in n) for n in near)
+    near = catalog.nearest("acme/Qwen2.5-Omni-7B-sft", 3)
+    assert all(n.startswith("Qwen/") and "7B" in n for n in near)
     near = catalog.nearest("acme/Llama-3.1-1B-sft", 3)
-    assert near[0] == "meta-llama/Llama-3.2-1B-Instruct" and all("lama" in n for n in near)
+    assert "1B" in near[0] and all("lama" in n for n in near)
     assert catalog.nearest("model.gguf", 3) == [] and catalog.nearest("/models/model", 3) == []
     with pytest.raises(UsageError) as exc:
         resolve_model("model.gguf", hf_home=NO_CACHE)
@@ -308,8 +329,9 @@ def test_a_total_size_alone_resolves_only_to_a_single_moe():
      "base's architecture); assumed GGUF Q8_0"),
     ("akjindal53244/Llama-3.1-Storm-8B", L31_8B, "its name carries the base's family and size, llama3.1-8b, with "
      "'storm' between; a fine-tune keeps its base's architecture); assumed the same architecture"),
-    ("huihui_ai/qwen2.5-coder-abliterate:7b", Q25_7B, "per servefit's table of sibling families; 'abliterate' in "
-     "the name is taken as a fine-tune of it); assumed the same architecture"),
+    ("huihui_ai/qwen2.5-coder-abliterate:7b", "Qwen/Qwen2.5-Coder-7B-Instruct", "its name carries the base's family "
+     "and size, qwen2.5-coder-7b, with 'abliterate' between; a fine-tune keeps its base's architecture); assumed the "
+     "same architecture"),
 ])
 def test_fine_tune_words_between_family_and_size(ref, base, tail):
     m = resolved(ref)
@@ -318,13 +340,19 @@ def test_fine_tune_words_between_family_and_size(ref, base, tail):
 
 @pytest.mark.parametrize("ref", [
     "tiiuae/falcon-mamba-7b",  # another architecture; and a bare family word never takes words between
-    "Qwen/Qwen2.5-Math-1.5B-abliterated",  # the sibling rule governs Qwen2.5-Math, and leaves 1.5B out
     "acme/Llama-3.1-Nemotron-Nano-4B",  # Llama 3.1 has no 4B
     "acme/Llama-3.1-a-b-c-d-8B",  # more than three words between
 ])
 def test_words_between_never_stretch_to_a_wrong_base(ref):
     with pytest.raises(UsageError):
         resolve_model(ref, hf_home=NO_CACHE)
+
+
+def test_a_sibling_rule_governs_its_words_with_fine_tune_words_too():
+    # the rule for Qwen2.5-Math leaves 1.5B out (untied head): no stretch to Qwen2.5-1.5B through 'math'
+    assert derive_without("Qwen/Qwen2.5-Math-1.5B-abliterated", "Math") is None
+    base, why, _ = derive_without("huihui_ai/qwen2.5-coder-abliterate:7b", "Coder")
+    assert base == Q25_7B_BASE and why == f"{SIBLING}; 'abliterate' in the name is taken as a fine-tune of it"
 
 
 def test_a_catalogued_sibling_with_fine_tune_words_wins_over_the_rule():
@@ -366,9 +394,9 @@ def test_lint_reports_the_assumed_base_and_keeps_unknowns_sf002(tmp_path, capsys
 def test_estimate_prints_the_assumption(tmp_path, capsys):
     from servefit.cli import main
 
-    (tmp_path / "a.sh").write_text(SCRIPT.format(model="/models/Qwen2-7B-Instruct"))
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="/models/Hermes-3-Llama-3.1-8B"))
     main(["estimate", str(tmp_path / "a.sh")])
     out = capsys.readouterr().out
-    assert ("  - resolved '/models/Qwen2-7B-Instruct' to catalog entry 'Qwen/Qwen2.5-7B-Instruct' by name (a local "
-            "folder named after it; Qwen2 and Qwen2.5 share layers, widths, heads and vocabulary at this size, per "
-            "servefit's table of sibling families); assumed the same architecture") in out.splitlines()
+    assert ("  - resolved '/models/Hermes-3-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
+            "(a local folder named after it; its name carries the base's family and size, llama3.1-8b; a fine-tune "
+            "keeps its base's architecture); assumed the same architecture") in out.splitlines()

@@ -192,9 +192,12 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str]) -> int:
     base release, v0.1 over v0.3), then the catalog's first."""
     have = set(ws)
 
+    def tuned(ws: set[str]) -> set[str]:  # chat, it and instruct are the same kind of release
+        return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & _STOP}
+
     def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int]:
         rest = set(c[1])
-        variant = len((rest & _STOP) ^ (have & _STOP))
+        variant = len(tuned(rest) ^ tuned(have))
         return (-len(rest & have - _STOP), variant, c[0])
 
     return min(cands, key=score)[0]
@@ -253,53 +256,64 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
     return None
 
 
+def _by_rule(idx: Index, ws: list[str]) -> tuple[tuple[int, int, int, str], str, str, int, int] | None:
+    """(match, shown, why, context, rule words) of the first sibling rule that names a catalogued base."""
+    for src, dst, sizes, rule_why, rule_context in _sibling_rules():
+        if src[0] not in ws:
+            continue
+        for p in range(len(ws) - len(src) + 1):
+            if ws[p:p + len(src)] != src:
+                continue
+            for b in range(_MAX_BETWEEN + 1):  # qwen2.5-coder-abliterate:7b: words before the size
+                at = p + len(src) + b
+                size = size_at(ws, at)
+                if size is None:
+                    if at >= len(ws) or ws[at] in _SIZE_WORDS:
+                        break
+                    continue
+                if size not in sizes:
+                    break
+                cand = _match(idx, ws[:p] + dst + ws[at:])
+                if cand is not None:
+                    mid = ws[p + len(src):at]
+                    why = f"{rule_why}, per servefit's table of sibling families" + (
+                        f"; '{'-'.join(mid)}' in the name is taken as a fine-tune of it" if mid else "")
+                    return cand, "-".join(src + [ws[at]]), why, rule_context, len(src)
+                break
+    return None
+
+
+def _family_len(found: tuple[int, int, int, str]) -> int:
+    _, j, end, size = found
+    return end - j - (1 + size.count("-") if size else 0)
+
+
 def derive(ref: str, idx: Index) -> Derived | None:
-    """The catalogued base a derivative name stands for, with the reason, or None."""
-    org, base, _ = split_ref(ref)
+    """The catalogued base a derivative name stands for, with the reason, or None. Of a direct
+    match (`...-Qwen-7B`), a family with fine-tune words before its size, and a sibling rule
+    (`DeepSeek-R1-Distill-Qwen-7B`), the one that explains more of the name's family words wins;
+    on a tie the catalogued family does."""
+    _, base, _ = split_ref(ref)
     ws = words(base)
     if not ws:
         return None
+    options: list[tuple[int, int, tuple[int, int, int, str], str, str, int]] = []
     found = _match(idx, ws)
-    why = shown = ""
-    context = 0
     if found is not None:
-        shown = "-".join(ws[found[1]:found[2]])
-    elif (loose := _between(idx, ws)) is not None:  # catalogued family, fine-tune words, size
-        found, mid = loose[:4], loose[4]
-        shown = "-".join(w for w in ws[found[1]:found[2]] if w not in mid)
+        options.append((_family_len(found), 2, found, "-".join(ws[found[1]:found[2]]), "", 0))
+    loose = _between(idx, ws)
+    if loose is not None:  # catalogued family, fine-tune words, size
+        mid = loose[4]
+        shown = "-".join(w for w in ws[loose[1]:loose[2]] if w not in mid)
         why = (f"its name carries the base's family and size, {shown}, with '{'-'.join(mid)}' between; "
                f"a fine-tune keeps its base's architecture")
-    else:
-        for src, dst, sizes, rule_why, rule_context in _sibling_rules():
-            if src[0] not in ws:
-                continue
-            for p in range(len(ws) - len(src) + 1):
-                if ws[p:p + len(src)] != src:
-                    continue
-                for b in range(_MAX_BETWEEN + 1):  # qwen2.5-coder-abliterate:7b: words before the size
-                    at = p + len(src) + b
-                    size = size_at(ws, at)
-                    if size is None:
-                        if at >= len(ws) or ws[at] in _SIZE_WORDS:
-                            break
-                        continue
-                    if size not in sizes:
-                        break
-                    cand = _match(idx, ws[:p] + dst + ws[at:])
-                    if cand is not None:
-                        found, shown = cand, "-".join(src + [ws[at]])
-                        mid = ws[p + len(src):at]
-                        why = f"{rule_why}, per servefit's table of sibling families" + (
-                            f"; '{'-'.join(mid)}' in the name is taken as a fine-tune of it" if mid else "")
-                        context = rule_context
-                        break
-                    break
-                if found is not None:
-                    break
-            if found is not None:
-                break
-        if found is None:
-            return None
+        options.append((_family_len(loose[:4]) - len(mid), 1, loose[:4], shown, why, 0))
+    ruled = _by_rule(idx, ws)
+    if ruled is not None:
+        options.append((ruled[4], 0, ruled[0], ruled[1], ruled[2], ruled[3]))
+    if not options:
+        return None
+    _, _, found, shown, why, context = max(options, key=lambda o: (o[0], o[1]))
     entry, j, end, _ = found
     if _blocked(ws, idx.words[entry]):
         return None
