@@ -294,6 +294,13 @@ def test_words_and_sizes():
                                                                                     ("instruct",))
     assert names.parse("microsoft/Phi-3-mini-128k-instruct") == names.Parsed(("phi3",), "mini", ("128k", "instruct"))
     assert names.parse("mistralai/Mixtral-8x7B-v0.1").size == "8x7b"
+    # release words and dates are not versions: Kimi-K2-Instruct-0905 is the kimi k2 family
+    assert names.parse("moonshotai/Kimi-K2-Instruct-0905") == names.Parsed(("kimi", "k2"), None, ("instruct", "0905"))
+    assert names.words("dolphin-2.9.4-llama3.1-8b") == ["dolphin2.9.4", "llama3.1", "8b"]
+
+
+def test_release_words_never_make_a_family_for_suggestions():
+    assert catalog.nearest("acme/FooLM2-135M-Instruct", 3) == []  # not every "...-Instruct" model
 
 
 # --- the derivative table is data, validated by its schema ---------------------------------------------

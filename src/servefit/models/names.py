@@ -23,7 +23,7 @@ from servefit import data
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?[bm]|\d+x\d+(?:\.\d+)?b|e\d+b)$")  # 8b, 125m, 8x7b, e4b
 _PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): part of the size
 _SIZE_WORDS = {"mini", "small", "medium", "large", "nano", "tiny", "micro"}  # Phi-3-mini
-_VERSION = re.compile(r"^(\d+(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
+_VERSION = re.compile(r"^(\d{1,2}(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
 _STOP = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
 _GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|tq[12]_0|bf16|f16|f32|fp16)"
                    r"(?=$|[-_.])")
@@ -74,7 +74,7 @@ def _words(name: str) -> tuple[str, ...]:
     toks = [t for t in _SEP.split(s) if t and t not in _DROP]
     out: list[str] = []
     for t in toks:
-        if out and _VERSION.match(t) and out[-1].isalpha():
+        if out and _VERSION.match(t) and out[-1].isalpha() and out[-1] not in _STOP:
             out[-1] += t
         else:
             out.append(t)
@@ -167,7 +167,7 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             idx.sizes.setdefault(i, size)
             for w in p.family:
                 r = _root(w)
-                if len(r) >= 3 and i not in idx.by_root.setdefault(r, []):
+                if len(r) >= 3 and r not in _STOP and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
             idx.bases[i].append(split_ref(rid)[1].lower())
             idx.words[i].update(words(split_ref(rid)[1]))
