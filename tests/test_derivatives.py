@@ -267,7 +267,9 @@ def test_near_misses_stay_unknown(ref):
 
 
 def test_near_misses_against_a_catalog_without_the_sibling():
-    assert derive_without("Qwen/Qwen2.5-VL-7B-Instruct", "-VL-") is None  # a vision tower: not Qwen2.5-7B
+    # a vision tower: not Qwen2.5-7B; and no rule to Qwen2-VL (its encoder profiling differs; data/models/pending.md)
+    assert derive_without("Qwen/Qwen2.5-VL-7B-Instruct", "Qwen2.5-VL") is None
+    assert derive_without("Qwen/Qwen2.5-VL-7B-Instruct", "-VL-") is None
     assert derive_without("Qwen/Qwen2-57B-A14B-Instruct", "Qwen2-") is None  # Qwen2's MoE has no Qwen2.5 twin
     assert derive_without("microsoft/Phi-4-mini-instruct", "Phi-4-mini") is None  # not phi-4 (14B)
     assert derive_without("someone/phi-4-abliterated", "Phi-4-mini")[0] == "microsoft/phi-4"
@@ -314,9 +316,9 @@ def test_derivative_table_validates_and_names_catalogued_bases():
     jsonschema.validate(table, schema)
     idx = catalog._index().names
     families = {fam for fam, _ in idx.by_key}
-    # every rule points at a family the catalog has (Gemma 1 arrives with the Gemma catalog entries)
+    # every rule points at a family the catalog has
     missing = [r["from"] for r in table["same_architecture"] if tuple(r["to"]) not in families]
-    assert missing in ([], [["qwen2.5", "vl"], ["gemma1.1"]]), missing
+    assert missing == [], missing
     ids = {c[0] for c in catalog._chunks()}
     assert set(table["implied_size"]) <= ids
 
