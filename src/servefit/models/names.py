@@ -3,11 +3,14 @@
 A fine-tune, repack, GGUF or local folder usually carries its base's family and size in its
 name (`NousResearch/Hermes-3-Llama-3.1-8B`, `/models/Qwen2-7B-Instruct`,
 `Qwen3-30B-A3B-UD-Q4_K_XL.gguf`). Names are cut into words with the family and its version
-joined (`llama3.1`, `qwen2.5`) and a size key (`8b`, `30b-a3b`, `8x7b`, `mini`); a name
-resolves when a catalogued family sits right before a size the catalog has for it (after the
-rules of data/derivatives.yaml for sibling families), never to another size of the family.
-Suggestions for unknown names come from an index by family and size; difflib only ranks that
-short list (a lint of many files with unknown models asks this a lot).
+joined (`llama3.1`, `qwen2.5`) and a size key (`8b`, `30b-a3b`, `8x7b`, `mini`). A name
+resolves when a catalogued family sits right before a size the catalog has for it, or a
+versioned family does with up to three fine-tune words between (`Llama-3-Open-Ko-8B`), or a
+sibling-family rule of data/derivatives.yaml applies (`Qwen2.5-Coder-7B` is Qwen2.5-7B); the
+reading that explains more of the name's family words wins. Never another size of the family,
+never a name that carries another architecture's word (`-VL-`, `eagle3`). Suggestions for
+unknown names come from an index by family and size; difflib only ranks that short list (a lint
+of many files with unknown models asks this a lot).
 """
 
 from __future__ import annotations
@@ -137,7 +140,6 @@ class Index:
     by_root: dict[str, list[int]]  # family root word (qwen, llama) -> entries
     sizes: dict[int, str | None]
     names: list[str]  # entry -> catalog name
-    bases: dict[int, list[str]]  # entry -> lower-case last names (name and aliases)
     words: dict[int, set[str]]  # entry -> the words of its names
     keys: dict[int, str]  # entry -> its name's words, joined (what difflib compares)
     longest: int = 1  # the most words a catalogued family has
@@ -149,10 +151,9 @@ def _root(word: str) -> str:
 
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
     implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
-    idx = Index({}, {}, {}, {}, [], {}, {}, {})
+    idx = Index({}, {}, {}, {}, [], {}, {})
     for i, (name, aliases, _) in enumerate(chunks):
         idx.names.append(name)
-        idx.bases[i] = []
         idx.words[i] = set()
         idx.keys[i] = "-".join(name_key(name))
         for rid in (name, *aliases):
@@ -169,7 +170,6 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
                 r = _root(w)
                 if len(r) >= 3 and r not in _STOP and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
-            idx.bases[i].append(split_ref(rid)[1].lower())
             idx.words[i].update(words(split_ref(rid)[1]))
     return idx
 
