@@ -409,3 +409,17 @@ def test_estimate_prints_the_assumption(tmp_path, capsys):
     assert ("  - resolved '/models/Hermes-3-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
             "(a local folder named after it; its name carries the base's family and size, llama3.1-8b; a fine-tune "
             "keeps its base's architecture); assumed the same architecture") in out.splitlines()
+
+
+def test_the_name_index_cached_on_disk_is_the_index(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("SERVEFIT_NO_CACHE", raising=False)
+    catalog._index.cache_clear()
+    try:
+        built = catalog._index()
+        assert len(list((tmp_path / "servefit" / "data").glob("catalog-index-*.marshal"))) == 1
+        catalog._index.cache_clear()
+        loaded = catalog._index()
+        assert loaded is not built and loaded == built
+    finally:
+        catalog._index.cache_clear()
