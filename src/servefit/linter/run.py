@@ -271,6 +271,8 @@ def _evaluate(rep: SiteReport, options: LintOptions, version: str | None) -> Non
         out.append(finding("SF112", f"{type(exc).__name__}: {exc}", site=site.name, span=_anchor(site)))
         return
     rep.config, rep.plan, rep.evaluation = ev.config, ev.plan, ev
+    if ev.model.resolved_from == "derivative" and ev.model.assumptions:  # sized from a base by name: say so
+        out.append(finding("SF004", ev.model.assumptions[0], site=site.name, span=cfg.spans.get("model") or _anchor(site)))
     rep.gpu_count = ev.count
     out.extend(ev.config.findings)
     out.extend(ev.plan.findings)
