@@ -66,6 +66,12 @@ def test_command_that_repeats_the_image_entrypoint_and_ollama_scripts():
 
 
 def test_in_file_override_comment():
+    # the directive is kept apart from what the repo says; sources/target.py applies the precedence
+    from servefit.sources.target import Flags, resolve
+
     [site] = scan("override/docker-compose.yaml").sites
-    assert (site.gpu.name, site.gpu.count) == ("L4", 2) and site.gpu.source == "servefit comment (line 1)"
+    assert (site.directives["gpu"].value, site.directives["count"].value) == ("L4", "2")
+    assert (site.directives["gpu"].span.line, site.directives["gpu"].span.col) == (1, 17)
+    t = resolve(site, Flags(), None)
+    assert (t.gpu.value, t.count.value) == ("L4", 2) and t.gpu.source == "servefit directive (line 1)"
     assert argv(site)[:4] == ["vllm", "serve", "--model", "Qwen/Qwen2.5-7B-Instruct"]

@@ -55,6 +55,15 @@ class GpuHint:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class DirectiveValue:
+    """One `key=value` of a `# servefit:` directive comment, with where it is written."""
+
+    value: str
+    line: int
+    span: Span | None = None
+
+
 @dataclass
 class LaunchSite:
     """One server found in a file (or given on the command line): the engine argv and
@@ -70,6 +79,9 @@ class LaunchSite:
     gpu: GpuHint | None = None
     name: str = ""  # stable identity for baselines, e.g. "Deployment/llama/vllm"
     unresolved: list[str] = field(default_factory=list)  # variables left unexpanded
+    # `# servefit: gpu=… count=… model=… engine-version=… gpu-memory=…` directives that apply to
+    # this server (the nearest one above it for each key), kept apart from what the repo says
+    directives: dict[str, DirectiveValue] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # wrapper-specific (Modelfile, shm, ...)
 
 

@@ -115,7 +115,22 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     result.sites.extend(fc.sites)
     result.findings.extend(fc.findings)
     result.findings.extend(unresolved_findings(fc.sites))
+    _directives(path, result)
     return result
+
+
+def _directives(path: str, result: ScanResult) -> None:
+    """Each server gets the `# servefit: gpu=… model=…` directives that apply to it."""
+    if not result.sites or not result.text or "servefit:" not in result.text:
+        return
+    from servefit.sources.hints import directives, for_line
+    from servefit.sources.text import LineIndex
+
+    found = directives(result.text, LineIndex(result.text, path).span)
+    if found:
+        for site in result.sites:
+            if site.file == path:
+                site.directives = for_line(found, site.line)
 
 
 def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
@@ -201,6 +216,7 @@ def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
     sites, findings = out if isinstance(out, tuple) else (out, [])
     result.sites.extend(sites)
     result.findings.extend(findings)
+    _directives(path, result)
     return result
 
 
