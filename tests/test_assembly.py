@@ -125,7 +125,7 @@ def test_nearest_config_per_file(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert "SEC003" not in by_dir["a"] and "SEC003" in by_dir["b"]  # a's ignore applies to a only
     assert rc == 1
     rc, out, _ = run(capsys, "lint", *paths, "--list-sites", "--format", "json")
-    gpus = {Path(d["file"]).parent.name: (d["gpu"]["name"], d["gpu"]["source"]) for d in json.loads(out)}
+    gpus = {Path(d["file"]).parent.name: (d["target"]["gpu"]["value"], d["target"]["gpu"]["source"]) for d in json.loads(out)}
     assert gpus == {"a": ("L4", "config default"), "b": ("H100", "config default")}
 
 

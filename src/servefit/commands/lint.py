@@ -83,7 +83,7 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
     path, overrides = config_args(args)
     return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
                        engine_version=args.engine_version, online=bool(args.online),
-                       evaluate=not args.list_sites, configs=Configs(overrides, path))
+                       configs=Configs(overrides, path))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -61,7 +61,8 @@ class ServerTarget:
         if self.gpu is None:
             return ""
         src = self.gpu.source
-        if self.count is not None and self.count.source != self.gpu.source and self.count.source not in src:
+        if self.count is not None and self.count.source not in (src, f"count from {src}") \
+                and self.count.source not in src:
             src = f"{src}; {self.count.source}"
         return src
 
