@@ -103,7 +103,10 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
         model = resolve_model(ref or "", online=target.online, config_path=target.model_config)
     gpu, count, source = hardware if hardware is not None else resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
-    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count or plan.parallel.get("world", 1),
+    if not count:  # no count given: as many GPUs as the server's parallelism uses (what the plan assumed)
+        par = plan.parallel
+        count = par.get("world") or par.get("tensor", 1) * par.get("pipeline", 1) * par.get("data", 1)
+    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count,
                       gpu_source=source, plan=plan)
 
 

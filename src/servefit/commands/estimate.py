@@ -31,17 +31,12 @@ def servers(args: argparse.Namespace):  # -> list[Server]
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
     if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
         asm = assemble(words, flags)
+        found = {os.path.abspath(f.path) for f in asm.files if f.sites}
         for path in words:
-            if os.path.isfile(path) and not any(_from(srv, path) for srv in asm.servers):
+            if os.path.isfile(path) and os.path.abspath(path) not in found:
                 raise UsageError(f"{path}: no serving engine found in this file")
         return asm.servers
     return assemble_sites([site_from_argv(words)], flags).servers
-
-
-def _from(srv, path: str) -> bool:  # type: ignore[no-untyped-def]
-    doc = srv.site.extra.get("modelfile")
-    files = {srv.site.file, getattr(doc, "file", None)}
-    return any(f is not None and os.path.abspath(f) == os.path.abspath(path) for f in files)
 
 
 def evaluations(args: argparse.Namespace) -> list[Evaluation]:

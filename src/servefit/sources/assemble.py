@@ -77,6 +77,7 @@ class ScannedFile:
     path: str
     text: str | None
     kind: str | None
+    sites: int = 0  # servers found in it (their own file may be a drop-in or a side file)
 
 
 @dataclass
@@ -97,7 +98,7 @@ def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | No
     sites: list[LaunchSite] = []
     for path in iter_files(paths):
         result = scan_file(path)
-        files.append(ScannedFile(path, result.text, result.kind))
+        files.append(ScannedFile(path, result.text, result.kind, len(result.sites)))
         findings.extend(result.findings)
         sites.extend(result.sites)
     return assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
