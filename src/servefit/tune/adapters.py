@@ -75,17 +75,12 @@ class LlamaCppAdapter(Adapter):
         ]
 
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
-        if name == "context":
-            settings["_context"] = value
-        elif name == "parallel":
-            settings["parallel"] = value
-            settings["_parallel"] = value
-        else:
+        if name != "context":  # the context per slot is not a setting: finish() turns it into -c
             settings[name] = value
 
-    def finish(self, settings: dict[str, Any], explicit: set[str]) -> None:
-        ctx = settings.pop("_context", None)
-        par = settings.pop("_parallel", None)
+    def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
+        ctx = applied.get("context")
+        par = applied.get("parallel")
         if par is not None and "kv_unified" not in explicit:
             settings["kv_unified"] = False  # an explicit --parallel turns the unified cache off
         if ctx is not None:
@@ -254,7 +249,7 @@ class TgiAdapter(GenericAdapter):
     fraction_name = "cuda_memory_fraction"
     tp_name = "num_shard"
 
-    def finish(self, settings: dict[str, Any], explicit: set[str]) -> None:
+    def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
         total, inp = settings.get("max_total_tokens"), settings.get("max_input_tokens")
         if total and inp and int(inp) >= int(total):
             settings["max_input_tokens"] = int(total) - 1  # TGI: max_input_tokens < max_total_tokens

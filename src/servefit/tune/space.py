@@ -49,8 +49,9 @@ class Adapter:
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
         settings[name] = value
 
-    def finish(self, settings: dict[str, Any], explicit: set[str]) -> None:
-        """Settings that follow from several dimensions (llama.cpp's ctx_size)."""
+    def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
+        """Settings that follow from several dimensions (llama.cpp's ctx_size); `applied` holds
+        the dimension values this candidate sets, by dimension name."""
 
     def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
                cfg: EngineConfig) -> dict[str, Any]:
@@ -263,6 +264,7 @@ class Space:
         settings = dict(cfg.settings)
         explicit = set(cfg.explicit)
         model = self.ev.model
+        applied: dict[str, Any] = {}
         for d in self.dims:
             if d.name == WEIGHTS:
                 continue
@@ -270,8 +272,9 @@ class Space:
             if val == d.current and d.name not in explicit and d.name not in self.adapter.always:
                 continue
             self.adapter.apply(settings, d.name, val)
+            applied[d.name] = val
             explicit.add(d.name)
-        self.adapter.finish(settings, explicit)
+        self.adapter.finish(settings, explicit, applied)
         var = self.variants.get(point.get(WEIGHTS, "none"))
         if var is not None and var.changes_checkpoint:
             for k, v in var.settings.items():
