@@ -15,8 +15,9 @@ def apply(result: LintResult, cfg: Config, baseline: str | None = None) -> list[
     for rep in result.sites:
         notes = rep.site.extra.get("annotations")
         if notes:
+            files = frozenset(f.span.file for f in rep.findings if f.span is not None)
             sups.extend(suppressions.from_annotations(rep.site.file, rep.site.name, notes,
-                                                      rep.site.extra.get("annotation_line", rep.site.line)))
+                                                      rep.site.extra.get("annotation_line", rep.site.line), files))
     kept = []
     for f in result.findings:
         file = f.span.file if f.span is not None else None
