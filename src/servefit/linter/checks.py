@@ -3,7 +3,7 @@
 - SF101 parallel-exceeds-gpus: tensor × pipeline parallel size (TGI `num_shard`, SGLang
   `tp_size × pp_size`) larger than the GPUs the file requests.
 - SF102 shm-too-small: tensor/pipeline parallelism over NCCL with the container's default
-  64 MiB /dev/shm (the wrapper sets `site.extra["shm"]`: True, False, or None when unknown).
+  64 MiB /dev/shm (the wrapper sets `site.workload.shm`: True, False, or None when unknown).
 
 Each takes the site, the engine's parsed settings (or None without a plugin) and returns
 findings; the docs live in data/rules/sources.yaml.
@@ -83,7 +83,7 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
         out.append(finding("SF101", f"{what} needs {world} GPUs, but the file requests {gpu.count} "
                                     f"({gpu.source}): the engine fails at start", span=span or gpu.span, site=site.name,
                            setting=PARALLEL_KEYS.get(site.engine or "", ("",))[0] or None))
-    shm = site.extra.get("shm")
+    shm = site.workload.shm
     if world > 1 and shm is False and site.engine in NCCL_ENGINES:
         out.append(finding("SF102", f"{world} GPU workers share tensors through /dev/shm, which is only 64 MiB "
                                     f"in this {_where(site)}: NCCL crashes or hangs at start. "
@@ -92,15 +92,15 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
 
 
 def _where(site: LaunchSite) -> str:
-    if site.extra.get("k8s_kind") or site.extra.get("chart"):
+    if site.workload.kind or site.workload.chart:
         return "pod"
     return "container"
 
 
 def _fix(site: LaunchSite) -> str:
-    if site.extra.get("k8s_kind") or site.extra.get("chart"):
+    if site.workload.kind or site.workload.chart:
         return "Mount an emptyDir with medium: Memory at /dev/shm."
-    if site.extra.get("service"):
+    if site.workload.service:
         return "Set shm_size: 16gb or ipc: host."
     return "Pass --ipc=host or --shm-size 16g."
 

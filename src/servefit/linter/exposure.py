@@ -1,7 +1,7 @@
 """Security rules on one server (docs in data/rules/security.yaml):
 
 - SEC002 unauthenticated-public-endpoint: no API key, listening on all interfaces, and the same
-  file publishes it (site.extra["exposure"], filled by the wrappers through sources/ports.py).
+  file publishes it (site.workload.exposures, filled by the wrappers through sources/ports.py).
 - SEC003 unauthenticated-host-listener: the same, started directly on a machine.
 - SEC004 unauthenticated-pod-listener: the same, in a container nothing in the file publishes.
 - SEC005 trust-remote-code-untrusted: --trust-remote-code on a Hub model of an unknown publisher.
@@ -99,12 +99,12 @@ def _setting(site: LaunchSite, cfg: EngineConfig | None, name: str) -> tuple[str
 def context(site: LaunchSite) -> str | None:
     """pod | container | host, or None for what is not a running server (a vLLM --config file,
     a Modelfile not joined to its server)."""
-    x = site.extra
-    if x.get("config_only") or (site.name.startswith("Modelfile ") and all(t.span is None for t in site.argv)):
+    x = site.workload
+    if site.config_only or (site.name.startswith("Modelfile ") and all(t.span is None for t in site.argv)):
         return None
-    if x.get("k8s_kind") or x.get("chart"):
+    if x.kind or x.chart:
         return "pod"
-    if "service" in x or x.get("runtime") == "docker run" or site.name.startswith("dockerfile"):
+    if x.service is not None or x.runtime == "docker run" or site.name.startswith("dockerfile"):
         return "container"
     return "host"
 
@@ -138,9 +138,9 @@ def _has_key(site: LaunchSite, cfg: EngineConfig | None, auth: Auth) -> bool:
     or variables from a source this file does not show (`envFrom: secretRef`) count as set."""
     if any(_setting(site, cfg, k)[0] for k in auth.keys):
         return True
-    if site.extra.get("env_opaque"):
+    if site.workload.env_opaque:
         return True
-    runtime = set(site.extra.get("runtime_env") or ()) | set(site.unresolved)
+    runtime = set(site.workload.runtime_env or ()) | set(site.unresolved)
     return any((site.env.get(e) is not None and site.env[e].text) or e in runtime for e in auth.key_env)
 
 
@@ -171,7 +171,7 @@ def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str
     reason, span = listen
     nokey = "has no authentication at all" if site.engine == "ollama" else "has no API key"
     port = _port(site, cfg, auth)
-    exps = [e for e in site.extra.get("exposure") or [] if not (port and e.ports and port not in e.ports)]
+    exps = [e for e in site.workload.exposures if not (port and e.ports and port not in e.ports)]
     if exps:
         e = exps[0]
         return [finding("SEC002", f"{auth.title} {nokey} and listens on all interfaces ({reason}); {e.how} "

@@ -13,11 +13,11 @@ from servefit.linter.run import LintResult
 def apply(result: LintResult, cfg: Config, baseline: str | None = None) -> list[Finding]:
     sups = list(result.suppressions)
     for rep in result.sites:
-        notes = rep.site.extra.get("annotations")
+        notes = rep.site.workload.annotations
         if notes:
             files = frozenset(f.span.file for f in rep.findings if f.span is not None)
             sups.extend(suppressions.from_annotations(rep.site.file, rep.site.name, notes,
-                                                      rep.site.extra.get("annotation_line", rep.site.line), files))
+                                                      rep.site.workload.annotation_line or rep.site.line, files))
     kept = []
     for f in result.findings:
         file = f.span.file if f.span is not None else None

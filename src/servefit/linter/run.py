@@ -135,7 +135,7 @@ def _finish(rep: Server) -> None:
     was assumed and where that came from; a finding on an unresolved variable's text is left
     to SF001 (the value is not known, so it cannot be wrong)."""
     site = rep.site
-    unresolved = {(s.file, s.start) for _, s in site.extra.get("unresolved_spans", []) if s is not None}
+    unresolved = {(s.file, s.start) for _, s in site.unresolved_spans if s is not None}
     kept = []
     for f in rep.findings:
         if f.span is not None and (f.span.file, f.span.start) in unresolved and f.code != "SF001":

@@ -139,7 +139,11 @@ def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> di
     }
     if cfg is None:
         out["argv"] = redact_argv(t.text for t in site.argv)
-    for key in ("shm", "modelfile_refs", "ollama_models", "config_only"):
+    if site.workload.shm is not None:
+        out["shm"] = site.workload.shm
+    if site.config_only:
+        out["config_only"] = True
+    for key in ("modelfile_refs", "ollama_models"):
         if key in site.extra:
             out[key] = _plain(site.extra[key])
     return out

@@ -225,7 +225,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
     out = []
     for site in sites:
         seen: set[str] = set()
-        for var, span in site.extra.get("unresolved_spans", []):
+        for var, span in site.unresolved_spans:
             if var in seen:
                 continue
             seen.add(var)

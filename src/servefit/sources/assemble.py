@@ -186,7 +186,7 @@ def dedupe(sites: list[LaunchSite]) -> tuple[list[LaunchSite], set[tuple[str, st
             ref = argv[i + 1] if w == "--config" and i + 1 < len(argv) else (w[9:] if w.startswith("--config=") else None)
             if ref:
                 used.add(os.path.basename(ref))
-    drop = [s for s in sites if s.extra.get("config_only") and os.path.basename(s.file) in used]
+    drop = [s for s in sites if s.config_only and os.path.basename(s.file) in used]
     if not drop:
         return sites, set()
     ids = {id(s) for s in drop}
@@ -246,9 +246,9 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 def _storage_model(srv: Server) -> None:
     """KServe: the storageUri is downloaded to /mnt/models, which the command then names."""
     site, cfg = srv.site, srv.config
-    storage = site.extra.get("storage_model")
+    storage, path = site.workload.storage_model, site.workload.storage_path
     ref = cfg.model_ref if cfg is not None else None
-    if srv.target.model is None and storage and ref and ref.startswith(site.extra.get("storage_path", "\0")):
+    if srv.target.model is None and storage and path and ref and ref.startswith(path):
         srv.target.model = Part(storage, "KServe storageUri", None)
 
 
