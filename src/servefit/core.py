@@ -75,7 +75,7 @@ class Workload:
     container: str | None = None  # k8s container name
     runtime: str | None = None  # "docker run"
     namespace: str | None = None
-    pod_labels: dict[str, str] = field(default_factory=dict)
+    pod_labels: dict[str, str | None] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     annotation_line: int | None = None
     runtime_env: list[str] = field(default_factory=list)  # variables the runtime sets (env_file, envFrom)

@@ -8,7 +8,6 @@ on. Findings that depend on the GPU say which one was assumed and where that cam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from servefit.config import Config, Configs
 from servefit.core import Finding, LaunchSite, UsageError
