@@ -81,6 +81,9 @@ class Engine:
     title: str = ""  # human name: "vLLM", "llama.cpp"
     default_version: str = ""
     image_patterns: tuple[str, ...] = ()  # substrings of container image names
+    # words whose presence makes the sources read a file for this engine (plugins; the built-ins
+    # are in sources.MARKERS)
+    markers: tuple[str, ...] = ()
 
     def command_length(self, words: list[str]) -> int:
         """How many leading words are this engine's command (0: not this engine)."""
@@ -97,6 +100,15 @@ class Engine:
 
     def matches_image(self, image: str | None) -> bool:
         return bool(image) and any(p in image.lower() for p in self.image_patterns)  # type: ignore[union-attr]
+
+    def tune_adapter(self) -> Any:
+        """The tune adapter (tune.space.Adapter) for this engine's knobs; None: tune does not
+        know them."""
+        return None
+
+    def image_command(self, image: str | None) -> list[str] | None:
+        """The command an image of this engine runs when a file gives only arguments."""
+        return None
 
 
 def split_command(engine: Engine, argv: list[Token], image: str | None = None) -> tuple[list[Token], list[Token]]:

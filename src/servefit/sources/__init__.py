@@ -102,7 +102,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         if text is None:
             return result
     result.text = text
-    if not MARKERS.search(text):
+    if not MARKERS.search(text) and not _plugin_marker(text):
         return result
     from servefit.sources.base import FileCtx
 
@@ -131,6 +131,13 @@ def _directives(path: str, result: ScanResult) -> None:
         for site in result.sites:
             if site.file == path:
                 site.directives = for_line(found, site.line)
+
+
+def _plugin_marker(text: str) -> bool:
+    """Whether an engine another package registers is mentioned (its `markers`)."""
+    from servefit.engines import plugins
+
+    return any(m in text for eng in plugins() for m in eng.markers)
 
 
 def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:

@@ -48,6 +48,21 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
         return "vllm", n
     if mod in SGLANG_MODULES:
         return "sglang", n
+    return _plugin_command(words)
+
+
+def _plugin_command(words: list[str]) -> tuple[str, int] | None:
+    """An engine another package registers (servefit.engines entry points) recognises its own
+    command."""
+    from servefit.engines import plugins
+
+    for eng in plugins():
+        try:
+            n = eng.command_length(words)
+        except Exception:  # noqa: BLE001 - a plugin bug must not stop the scan
+            continue
+        if n:
+            return eng.name, n
     return None
 
 
@@ -95,7 +110,9 @@ def engine_of_image(image: str | None) -> str | None:
         return "vllm"
     if any(k in r for k in ("llama.cpp", "llama-cpp", "llamacpp", "llama-server")) and "python" not in r:
         return "llamacpp" if ("server" in r or "server" in t) else None
-    return None
+    from servefit.engines import plugins
+
+    return next((eng.name for eng in plugins() if eng.matches_image(image)), None)
 
 
 VERSION = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)")
@@ -146,4 +163,9 @@ def image_entrypoint(image: str | None) -> tuple[list[str], list[str], bool] | N
         return ["/bin/ollama"], ["serve"], known
     if eng == "tgi":
         return ["text-generation-launcher"], [], known
-    return ["python3", "-m", "sglang.launch_server"], [], False
+    if eng == "sglang":
+        return ["python3", "-m", "sglang.launch_server"], [], False
+    from servefit.engines import get
+
+    cmd = get(eng).image_command(image)
+    return (cmd, [], False) if cmd else None

@@ -202,9 +202,14 @@ def adapter_for(engine: str) -> Adapter:
     from servefit.tune.adapters import ADAPTERS
 
     cls = ADAPTERS.get(engine)
-    if cls is None:
+    if cls is not None:
+        return cls()
+    from servefit.engines import get
+
+    adapter = get(engine).tune_adapter()
+    if adapter is None:
         raise UsageError(f"tune does not know the {engine} engine's knobs yet")
-    return cls()
+    return adapter  # type: ignore[no-any-return]
 
 
 @dataclass
