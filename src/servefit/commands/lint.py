@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", help="report only findings not recorded in this baseline file")
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings and exit 0")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are at or above fail-on")
+    p.add_argument("--fix", action="store_true", help="apply the safe fixes to the files")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="also apply (with --fix) or show (with --diff) the unsafe fixes, e.g. a shorter context")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them")
     p.set_defaults(run=run)
 
 
@@ -108,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         _write(out, outputs[0] if outputs else None)
         return 0
     findings = apply(result, cfg, args.baseline)
+    if args.fix or args.diff:
+        return _fixes(args, result, findings, cfg)
     if args.write_baseline:
         from servefit import baseline
 
@@ -121,6 +127,36 @@ def run(args: argparse.Namespace) -> int:
         return 0
     return 1 if any(result.config_for(f.span.file if f.span else None, cfg).fails(f.severity)
                     for f in findings) else 0
+
+
+def _fixes(args: argparse.Namespace, result, findings: list, cfg) -> int:  # type: ignore[no-untyped-def,type-arg]
+    """`--diff`: the patch of the allowed fixes (exit 1 when there is one); `--fix`: write them
+    and report what remains."""
+    from servefit.linter import fixes
+    from servefit.tune.diff import secret_values, unified
+
+    fixes.attach(result.sites)
+    run = fixes.plan(findings, unsafe=args.unsafe_fixes)
+    if args.diff:
+        secrets = secret_values([s.site for s in result.sites])
+        sys.stdout.write("".join(unified(p, old, new, secrets) for p, (old, new) in sorted(run.changes.items())))
+        held = [f for f in findings if f.fix is not None and f.fix.applicability == "unsafe" and f not in run.fixed]
+        if held:
+            sys.stderr.write(f"servefit: {len(held)} unsafe fix(es) not shown (pass --unsafe-fixes)\n")
+        return 1 if run.changes else 0
+    fixes.write(run)
+    for path, why in run.refused.items():
+        sys.stderr.write(f"servefit: {path}: not written: {why}\n")
+    written = [f for f in run.fixed if not any(e.span.file in run.refused for e in (f.fix.edits if f.fix else ()))]
+    remaining = [f for f in findings if f not in written]
+    sys.stderr.write(f"servefit: fixed {len(written)} finding(s)\n")
+    formats = args.format or ["text"]
+    out = args.output[0] if args.output else None
+    _write(render(formats[0], remaining, result, color=out is None and sys.stdout.isatty()), out)
+    if args.exit_zero:
+        return 0
+    return 1 if any(result.config_for(f.span.file if f.span else None, cfg).fails(f.severity)
+                    for f in remaining) else 0
 
 
 def render(fmt: str, findings: list, result, color: bool = False) -> str:  # type: ignore[type-arg]
