@@ -84,6 +84,9 @@ class Engine:
     # words whose presence makes the sources read a file for this engine (plugins; the built-ins
     # are in sources.MARKERS)
     markers: tuple[str, ...] = ()
+    # the server loads models when requests name them (`ollama serve`): a command without a
+    # model is not a problem, only nothing to plan
+    models_on_request: bool = False
 
     def command_length(self, words: list[str]) -> int:
         """How many leading words are this engine's command (0: not this engine)."""
@@ -100,6 +103,11 @@ class Engine:
 
     def matches_image(self, image: str | None) -> bool:
         return bool(image) and any(p in image.lower() for p in self.image_patterns)  # type: ignore[union-attr]
+
+    def link_sites(self, sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
+        """Join this engine's servers with the files they use elsewhere (`scanned`: the files
+        already read in this run). Most engines have nothing to join."""
+        return sites
 
     def tune_adapter(self) -> Any:
         """The tune adapter (tune.space.Adapter) for this engine's knobs; None: tune does not

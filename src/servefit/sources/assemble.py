@@ -120,60 +120,18 @@ def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs:
 
 
 def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[LaunchSite]:
-    """An Ollama server and the Modelfile it serves become one server (engines/ollama_link).
-    A Modelfile given on its own is joined with the server beside it that uses it (a compose
-    file or manifest in the same directory), so its slots and KV type are the deployment's."""
-    if not any(s.engine == "ollama" for s in sites):
-        return sites
-    try:
-        from servefit.engines.ollama_link import link_modelfiles
-    except ImportError:
-        return sites
-    try:
-        sites = link_modelfiles(sites)
-        return _link_lone_modelfiles(sites, scanned or set(), link_modelfiles)
-    except Exception:  # noqa: BLE001 - the Ollama side's problem must not stop the run
-        return sites
+    """Servers whose parts live in several files become one: each engine plugin present joins
+    its own (Ollama: a server and the Modelfile it serves, also when the Modelfile is given
+    alone and the compose file or manifest that serves it sits beside it)."""
+    from servefit import engines
 
-
-def _is_lone_modelfile(site: LaunchSite) -> bool:
-    doc = site.extra.get("modelfile")
-    return doc is not None and getattr(doc, "file", None) == site.file and not site.env \
-        and [t.text for t in site.argv] == ["ollama", "serve"]
-
-
-def _link_lone_modelfiles(sites: list[LaunchSite], scanned: set[str], link_modelfiles: Any) -> list[LaunchSite]:
-    from servefit.sources import file_kind, scan_file
-
-    lone = [s for s in sites if _is_lone_modelfile(s)]
-    if not lone:
-        return sites
-    seen = {os.path.abspath(p) for p in scanned}
-    by_dir: dict[str, list[LaunchSite]] = {}
-    out = list(sites)
-    for mf in lone:
-        d = os.path.dirname(os.path.abspath(mf.file))
-        if d not in by_dir:
-            found: list[LaunchSite] = []
-            try:
-                names = sorted(os.listdir(d))
-            except OSError:
-                names = []
-            for name in names:
-                p = os.path.join(d, name)
-                if p in seen or not os.path.isfile(p) or file_kind(p) in (None, "modelfile"):
-                    continue
-                found.extend(s for s in scan_file(p).sites if s.engine == "ollama")
-            by_dir[d] = found
-        neighbours = by_dir[d]
-        if not neighbours:
+    for name in dict.fromkeys(s.engine for s in sites if s.engine):
+        try:
+            eng = engines.get(name)
+            sites = eng.link_sites(sites, scanned or set())
+        except Exception:  # noqa: BLE001 - one engine's linking problem must not stop the run
             continue
-        for merged in link_modelfiles([mf, *neighbours]):
-            doc = merged.extra.get("modelfile")
-            if merged is not mf and doc is not None and getattr(doc, "file", None) == mf.file:
-                out[out.index(mf)] = merged
-                break
-    return out
+    return sites
 
 
 def dedupe(sites: list[LaunchSite]) -> tuple[list[LaunchSite], set[tuple[str, str]]]:
@@ -266,8 +224,8 @@ def _plan(srv: Server, engine: Any) -> None:
                                     "--gpu NAME or add `# servefit: gpu=NAME` to the file",
                            site=site.name, span=anchor(site)))
         return
-    if not ref and not t.model_config and site.engine == "ollama":
-        # `ollama serve` loads models on request: none is named here
+    if not ref and not t.model_config and engine.models_on_request:
+        # the server loads models on request (`ollama serve`): none is named here
         srv.error = f"{engine.title}: no model given in the command (pass --model REF)"
         return
     if "$" in ref:

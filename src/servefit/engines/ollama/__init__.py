@@ -26,6 +26,14 @@ class OllamaEngine(Engine):
             return 2
         return 0
 
+    models_on_request = True
+
+    def link_sites(self, sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
+        """A server and the Modelfile it serves become one server (engines/ollama_link)."""
+        from servefit.engines.ollama_link import link_all
+
+        return link_all(sites, scanned)
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.ollama.config import parse
 
