@@ -13,9 +13,10 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "servefit"
 NAMES = {"vllm", "llamacpp", "ollama", "tgi", "sglang"}
-BUDGET = 224  # 228 when the assembly was introduced (issue 14); lower it as tables move into the plugins
+BUDGET = 196  # 228 before issue 14; 196 once recognition moved to data/engines/*.yaml; lower it as tables move
 CLEAN = ("sources/assemble.py", "sources/target.py", "linter/run.py", "linter/fixes.py", "commands/estimate.py",
-         "commands/explain.py", "commands/tune.py", "commands/lint.py", "pipeline.py", "config.py")
+         "commands/explain.py", "commands/tune.py", "commands/lint.py", "pipeline.py", "config.py",
+         "sources/detect.py")
 
 
 def count(text: str) -> int:

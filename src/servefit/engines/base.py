@@ -82,7 +82,7 @@ class Engine:
     default_version: str = ""
     image_patterns: tuple[str, ...] = ()  # substrings of container image names
     # words whose presence makes the sources read a file for this engine (plugins; the built-ins
-    # are in sources.MARKERS)
+    # are in data/engines/<name>.yaml)
     markers: tuple[str, ...] = ()
     # the server loads models when requests name them (`ollama serve`): a command without a
     # model is not a problem, only nothing to plan

@@ -2,8 +2,8 @@
 (engine argv + environment with spans, image, engine version, hardware hints).
 
 `scan_file(path)` picks the wrapper by file name and content. Cheap checks come first: a file
-whose name no wrapper reads is not opened, and a file that mentions no engine (vllm,
-llama-server / llama.cpp, ollama, text-generation, sglang, tgi) is not parsed. Wrappers, one
+whose name no wrapper reads is not opened, and a file that mentions no engine (the engines'
+`markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, systemd, skypilot, llamaswap,
 vllm_config, and modelfile (written with the Ollama plugin, used when present).
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +24,6 @@ from servefit.sources.walk import iter_files
 
 __all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
 
-MARKERS = re.compile(r"vllm|llama[-_.]?(?:server|cpp|swap)|ollama|text-generation|sglang|\btgi\b|"
-                     r"max[-_]model[-_]len|gpu[-_]memory[-_]utilization", re.I)
 MAX_BYTES = 2 << 20
 YAML_EXT = (".yaml", ".yml")
 
@@ -69,7 +66,7 @@ def _read(path: str, result: ScanResult) -> str | None:
     text, problem = read_text(path, MAX_BYTES)
     if problem is None:
         return text
-    if problem.latin1 is not None and not MARKERS.search(problem.latin1):
+    if problem.latin1 is not None and not _mentions_engine(problem.latin1):
         return None
     at = Span(path, problem.line, problem.col, problem.line, problem.col, problem.offset, problem.offset)
     result.findings.append(finding("SF108", problem.message, span=at))
@@ -102,7 +99,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         if text is None:
             return result
     result.text = text
-    if not MARKERS.search(text) and not _plugin_marker(text):
+    if not _mentions_engine(text):
         return result
     from servefit.sources.base import FileCtx
 
@@ -133,11 +130,13 @@ def _directives(path: str, result: ScanResult) -> None:
                 site.directives = for_line(found, site.line)
 
 
-def _plugin_marker(text: str) -> bool:
-    """Whether an engine another package registers is mentioned (its `markers`)."""
+def _mentions_engine(text: str) -> bool:
+    """Whether the file mentions an engine (the engines' `markers`, data/engines/*.yaml), or one
+    another package registers."""
     from servefit.engines import plugins
+    from servefit.sources.detect import markers
 
-    return any(m in text for eng in plugins() for m in eng.markers)
+    return bool(markers().search(text)) or any(m in text for eng in plugins() for m in eng.markers)
 
 
 def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
