@@ -79,3 +79,21 @@ def test_markers_and_model_commands() -> None:
     assert not m.search("nginx -g daemon off")
     assert detect.mentions_ollama_model(["ollama", "pull", "llama3.2:3b"]) == "llama3.2:3b"
     assert detect.mentions_ollama_model(["ollama", "create", "x", "-f", "Modelfile"]) is None
+
+
+@pytest.mark.parametrize("argv, engine, env, model", [
+    (["vllm", "serve", "m1", "--port", "1"], "vllm", {}, "m1"),
+    (["llama-server", "-hf", "org/r:Q4_K_M"], "llamacpp", {}, "org/r:Q4_K_M"),
+    (["llama-server", "--port", "1"], "llamacpp", {"LLAMA_ARG_MODEL": "/m.gguf"}, "/m.gguf"),
+    (["text-generation-launcher", "--model-id=x/y"], "tgi", {}, "x/y"),
+    (["python3", "-m", "sglang.launch_server", "--model-path", "q"], "sglang", {}, "q"),
+    (["python3", "-m", "sglang.launch_server", "q"], "sglang", {}, None),  # SGLang takes no positional model
+])
+def test_model_as_written_without_the_plugin(argv: list[str], engine: str, env: dict[str, str],
+                                             model: str | None) -> None:
+    from servefit.pipeline import site_from_argv
+    from servefit.report.sites import raw_model
+
+    site = site_from_argv(argv, env)
+    site.engine = engine
+    assert raw_model(site) == model

@@ -14,14 +14,7 @@ from servefit.core import LaunchSite, Span
 from servefit.linter.run import SiteReport
 from servefit.redact import MASK, is_secret_name, redact_argv, redact_env, redact_text
 
-MODEL_FLAGS = {
-    "vllm": ("--model",),
-    "llamacpp": ("-m", "--model", "-hf", "--hf-repo", "-hfr", "--hf-file"),
-    "tgi": ("--model-id",),
-    "sglang": ("--model-path", "--model"),
-}
 MAX_READ = 2 << 20
-MODEL_ENV = {"tgi": "MODEL_ID", "llamacpp": "LLAMA_ARG_MODEL"}
 
 
 def _plain(v: Any) -> Any:
@@ -35,20 +28,22 @@ def _plain(v: Any) -> Any:
 
 
 def raw_model(site: LaunchSite) -> str | None:
-    """The model as written, for servers whose engine plugin is not installed."""
-    from servefit.sources.detect import recognise
+    """The model as written, for servers whose engine plugin is not installed (where the
+    command names it: the `recognise.model` key of data/engines/<name>.yaml)."""
+    from servefit.sources.detect import model_keys, recognise
 
     words = [t.text for t in site.argv]
     hit = recognise(words)
     n = hit[1] if hit else 0
-    flags = MODEL_FLAGS.get(site.engine or "", ())
+    keys = model_keys(site.engine or "")
+    flags = tuple(keys.get("flags") or ())
     for i, w in enumerate(words[n:], n):
         key, eq, val = w.partition("=")
         if key in flags:
             return val if eq else (words[i + 1] if i + 1 < len(words) else None)
-    if site.engine == "vllm" and len(words) > n and not words[n].startswith("-"):
+    if keys.get("positional") and len(words) > n and not words[n].startswith("-"):
         return words[n]
-    env = MODEL_ENV.get(site.engine or "")
+    env = keys.get("env")
     if env and env in site.env:
         return site.env[env].text
     models = site.extra.get("ollama_models")

@@ -171,6 +171,11 @@ def version_of_image(image: str | None) -> str | None:
     return None
 
 
+def model_keys(engine: str) -> dict[str, Any]:
+    """Where an engine's command names the model: {flags, env, positional}."""
+    return dict(_table(engine).get("model") or {})
+
+
 def _table(engine: str) -> dict[str, Any]:
     return next((t for name, t in _tables() if name == engine), {})
 
