@@ -34,6 +34,12 @@ class OllamaEngine(Engine):
 
         return link_all(sites, scanned)
 
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.ollama.tune import OllamaAdapter
+
+        return OllamaAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.ollama.config import parse
 
