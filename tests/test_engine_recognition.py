@@ -24,6 +24,8 @@ def test_recognition_data_is_valid(name: str) -> None:
     jsonschema.validate(table, schema)
     for pattern in table.get("images", []) + table["markers"]:
         re.compile(pattern)
+    listen = yaml.safe_load((SRC / "data" / "engines" / f"{name}.yaml").read_text())["listen"]
+    jsonschema.validate(listen, json.loads((SRC / "schemas" / "engine_listen.schema.json").read_text()))
 
 
 @pytest.mark.parametrize("words, expected", [
