@@ -26,6 +26,9 @@ def test_recognition_data_is_valid(name: str) -> None:
         re.compile(pattern)
     listen = yaml.safe_load((SRC / "data" / "engines" / f"{name}.yaml").read_text())["listen"]
     jsonschema.validate(listen, json.loads((SRC / "schemas" / "engine_listen.schema.json").read_text()))
+    par = yaml.safe_load((SRC / "data" / "engines" / f"{name}.yaml").read_text()).get("parallel")
+    if par is not None:
+        jsonschema.validate(par, json.loads((SRC / "schemas" / "engine_parallel.schema.json").read_text()))
 
 
 @pytest.mark.parametrize("words, expected", [
