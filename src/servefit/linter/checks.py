@@ -17,7 +17,6 @@ from servefit.core import EngineConfig, Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 
 
-
 def _parallel_data(engine: str | None) -> dict[str, Any]:
     """The `parallel` key of data/engines/<name>.yaml: the settings and flags of tensor and
     pipeline parallelism, and whether the engine's workers talk over NCCL."""
