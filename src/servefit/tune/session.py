@@ -16,8 +16,8 @@ from servefit.tune.patch import DISPLAY, SAFE, UNSAFE, Patch, apply_edits, by_fi
 from servefit.tune.study import TuneRun
 
 VIRTUAL = "<command line>"
-# a file of one of these names in the current directory is still a command (`-- vllm serve ...`)
-PROGRAMS = {"vllm", "llama-server", "ollama", "text-generation-launcher", "python", "python3", "docker", "sglang"}
+# a file of one of these names in the current directory is still a command (`-- python3 -m ...`)
+PROGRAMS = {"python", "python3", "docker", "sudo", "env"}
 
 
 @dataclass
@@ -56,7 +56,10 @@ class Session:
 
         from servefit.sources.assemble import assemble, assemble_sites
 
-        if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS:
+        from servefit.sources.detect import find_engine
+
+        # a file named like an engine's program in the current directory is still a command
+        if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS and find_engine(words) is None:
             self.read = reader()
             for path in words:
                 asm = assemble([path], self.target)
