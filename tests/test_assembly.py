@@ -221,3 +221,17 @@ def test_each_server_parsed_once_and_its_gpu_resolved_once(monkeypatch: pytest.M
     result = lint_paths([str(EXAMPLES / "k8s" / "vllm-llama-8b.yaml")], LintOptions())
     assert len(result.sites) == 1 and result.sites[0].plan is not None
     assert calls == {"parse": 1, "gpu": 1}
+
+
+def test_config_exclude_applies_to_walked_files_not_named_ones(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "servefit.toml").write_text('gpu = "L4"\nexclude = ["legacy/**", "scratch"]\n')
+    for d in ("legacy/old", "scratch", "prod"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "serve.sh").write_text(SCRIPT)
+    found = {Path(s.site.file).parent.relative_to(tmp_path).as_posix()
+             for s in assemble([str(tmp_path)], plan=False).servers}
+    assert found == {"prod"}
+    named = assemble([str(tmp_path / "scratch" / "serve.sh")], plan=False).servers
+    assert len(named) == 1  # named on the command line: read regardless, as ruff does

@@ -93,15 +93,32 @@ def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | No
     """Every server in the given files and directories (see the module docstring)."""
     from servefit.sources import iter_files, scan_file
 
+    configs = configs or Configs()
+    named = {os.path.abspath(p) for p in paths if os.path.isfile(p)}
     files: list[ScannedFile] = []
     findings: list[Finding] = []
     sites: list[LaunchSite] = []
     for path in iter_files(paths):
+        if os.path.abspath(path) not in named and excluded(configs.for_file(path), path):
+            continue
         result = scan_file(path)
         files.append(ScannedFile(path, result.text, result.kind, len(result.sites)))
         findings.extend(result.findings)
         sites.extend(result.sites)
     return assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
+
+
+def excluded(cfg: Config, path: str) -> bool:
+    """Whether the configuration's `exclude` globs cover `path` (or a folder above it), relative
+    to the configuration's directory. Files named on the command line are read regardless."""
+    if not cfg.exclude:
+        return False
+    from servefit.config import _match
+
+    rel = cfg.relative(path)
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(_match(p, pat) or _match(p, pat.rstrip("/")) for pat in cfg.exclude for p in prefixes)
 
 
 def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs: Configs | None = None, *,
