@@ -55,7 +55,6 @@ class Session:
         import os
 
         from servefit.sources.assemble import assemble, assemble_sites
-
         from servefit.sources.detect import find_engine
 
         # a file named like an engine's program in the current directory is still a command
