@@ -44,8 +44,11 @@ def test_the_matrix_covers_many_files() -> None:
     assert len(FILES) >= 40
 
 
-@pytest.mark.parametrize("gpu", [[], ["--gpu", "H100"]], ids=["own-target", "gpu-flag"])
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+CASES = [(p, []) for p in FILES] + [(p, ["--gpu", "H100"]) for p in FILES if p.is_relative_to(ROOT / "examples")]
+
+
+@pytest.mark.parametrize("path, gpu", CASES,
+                         ids=[f"{p.relative_to(ROOT).as_posix()}{'-gpu-flag' if g else ''}" for p, g in CASES])
 def test_commands_agree(capsys: pytest.CaptureFixture[str], path: Path, gpu: list[str]) -> None:
     f = str(path)
     rc, out, _ = run(capsys, "lint", f, *gpu, "--list-sites", "--format", "json")
