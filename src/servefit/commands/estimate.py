@@ -51,7 +51,19 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
         raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
     for s in skipped:
         sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
+    args.servers_skipped = len(skipped)
     return evs
+
+
+def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
+    """lint's contract: 1 when a server will not start, has an error finding, or could not be
+    estimated at all; 0 otherwise (2, usage errors, is raised before this)."""
+    if getattr(args, "servers_skipped", 0):
+        return 1
+    for ev in evs:
+        if ev.plan.outcome != "started" or any(f.severity == "error" for f in ev.config.findings + ev.plan.findings):
+            return 1
+    return 0
 
 
 def refuse_bad_input(evs: list[Evaluation]) -> None:
@@ -77,4 +89,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write("\n\n".join(render_text(ev, color=sys.stdout.isatty()) for ev in evs))
-    return 0
+    return exit_code(evs, args)

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from servefit import sweep
-    from servefit.commands.estimate import evaluations
+    from servefit.commands.estimate import evaluations, exit_code
     from servefit.report import sweep as sweep_report
     from servefit.report.plan import plan_dict, render_text
     from servefit.units import parse_tokens
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
         page = explain_page(evs)
         _emit(page, args.output)
-        return 0
+        return exit_code(evs, args)
     if args.format == "json":
         out = []
         for ev in evs:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             obj["max_users"] = sweep.max_users(ev, sweep.variants(ev))
             out.append(obj)
         _emit(json.dumps(out[0] if len(out) == 1 else out, indent=2) + "\n", args.output)
-        return 0
+        return exit_code(evs, args)
     parts = []
     for ev in evs:
         parts.append(render_text(ev, color=sys.stdout.isatty() and not args.output))
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
             parts.append(sweep_report.grid_table(sweep.grid(ev)))
         parts.append(sweep_report.users_table(sweep.max_users(ev, sweep.variants(ev))))
     _emit("\n\n".join(parts) + "\n", args.output)
-    return 0
+    return exit_code(evs, args)
 
 
 def _emit(text: str, path: str | None) -> None:
