@@ -79,6 +79,22 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
                        default_gpu_count=cfg.gpus if cfg is not None else None)
 
 
+def check_gpu_names(args: argparse.Namespace, cfg) -> None:  # type: ignore[no-untyped-def]
+    """A GPU the user names for the run (--gpu, the config's default) that the catalog does not
+    know is a usage error with the nearest names, as in estimate; with --gpu-memory (or the
+    config's gpu-memory) it is an unlisted card of that size."""
+    from servefit.hardware import resolve_target
+
+    if args.gpu_memory or (cfg is not None and cfg.gpu_memory):
+        return
+    for name, where in ((args.gpu, "--gpu"), (cfg.gpu if cfg is not None else None, "config gpu")):
+        if name:
+            try:
+                resolve_target(name)
+            except UsageError as exc:
+                raise UsageError(f"{where}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from servefit.linter.policy import apply
     from servefit.linter.run import lint_paths
@@ -93,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline and not os.path.isfile(args.baseline):
         raise UsageError(f"--baseline {args.baseline}: no such file")
     cfg = load_config(args)
+    check_gpu_names(args, cfg)
     result = lint_paths(list(args.paths), options_from(args, cfg))
     if args.list_sites:
         from servefit.report import sites

@@ -27,6 +27,7 @@ __all__ = [
     "lookup_instance",
     "resolve_gpu",
     "resolve_target",
+    "unlisted",
     "with_memory",
 ]
 
@@ -275,6 +276,21 @@ def with_memory(gpu: GpuSpec, memory_bytes: int) -> GpuSpec:
         memory_source=OVERRIDE_SOURCE,
         smi_memory_bytes=0,
     )
+
+
+UNLISTED_CC = 80  # what an unlisted card is assumed to support: bf16, no native FP8 (Ampere)
+
+
+def unlisted(name: str, memory_bytes: int) -> GpuSpec:
+    """A card the catalog does not know, sized by --gpu-memory ("My Card" 48GiB). Its features
+    are assumed to be an Ampere card's (bf16, no native FP8); `memory_source` says so."""
+    shown = " ".join((name or "").split()) or "unlisted GPU"
+    gpu = GpuSpec(key="unlisted", name=shown, vendor="nvidia", memory_bytes=1,
+                  compute_capability=UNLISTED_CC, fp8=False, bf16=True, aliases=[], source="unlisted")
+    out = with_memory(gpu, memory_bytes)
+    out.memory_source = (f"--gpu-memory override; '{shown}' is not in the catalog: taken as a CUDA card with "
+                         f"compute capability {UNLISTED_CC / 10:.1f} (bf16, no native FP8)")
+    return out
 
 
 def catalog_assumption(gpu: GpuSpec, name: str | None = None) -> str | None:

@@ -248,10 +248,11 @@ def _evaluate(rep: SiteReport, options: LintOptions, version: str | None) -> Non
     try:
         resolve_target(rep.gpu_name)
     except UsageError as exc:
-        out.extend(cfg.findings)
-        out.append(finding("SF003", str(exc), site=site.name,
-                           span=site.gpu.span if site.gpu is not None and site.gpu.name else _anchor(site)))
-        return
+        if not options.gpu_memory:  # with --gpu-memory an unlisted card is sized, not unknown
+            out.extend(cfg.findings)
+            out.append(finding("SF003", str(exc), site=site.name,
+                               span=site.gpu.span if site.gpu is not None and site.gpu.name else _anchor(site)))
+            return
     storage = site.extra.get("storage_model")  # KServe: storageUri is downloaded to /mnt/models
     model = storage if storage and ref.startswith(site.extra.get("storage_path", "\0")) else None
     from servefit.models.lock import context_for
