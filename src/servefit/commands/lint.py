@@ -22,6 +22,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB)")
     p.add_argument("--engine-version", help="engine version to model where the image tag does not say")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
+    p.add_argument("--values", action="append", metavar="FILE",
+                   help="values file for the Helm charts found (repeat, or comma-separate; later files win, as "
+                        "in helm): default, each values file the repository pairs with the chart")
+    p.add_argument("--no-render", action="store_true",
+                   help="do not render Helm charts with helm, even when it is on PATH")
     p.add_argument("--list-sites", action="store_true", help="list the servers found (engine, model, "
                                                              "settings, hardware) instead of linting")
     p.add_argument("--format", action="append", choices=list(FORMATS),
@@ -76,7 +81,16 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
                        engine_version=args.engine_version, online=bool(args.online) or bool(cfg and cfg.online),
                        evaluate=not args.list_sites, config=cfg,
                        default_gpu=cfg.gpu if cfg is not None else None,
-                       default_gpu_count=cfg.gpus if cfg is not None else None)
+                       default_gpu_count=cfg.gpus if cfg is not None else None,
+                       values=_values(args), render=not getattr(args, "no_render", False))
+
+
+def _values(args: argparse.Namespace) -> list[str] | None:
+    vals = [v.strip() for item in (getattr(args, "values", None) or []) for v in item.split(",") if v.strip()]
+    for v in vals:
+        if not os.path.isfile(v):
+            raise UsageError(f"--values {v}: no such file")
+    return vals or None
 
 
 def check_gpu_names(args: argparse.Namespace, cfg) -> None:  # type: ignore[no-untyped-def]

@@ -33,6 +33,8 @@ class LintOptions:
     online: bool = False
     evaluate: bool = True  # False: find and parse servers only (--list-sites)
     config: Config | None = None  # servefit's configuration: per-path targets, engine versions
+    values: list[str] | None = None  # --values for Helm charts (None: the values files the repo pairs)
+    render: bool = True  # render Helm charts when helm is on PATH
 
 
 @dataclass
@@ -72,14 +74,17 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     sites: list[LaunchSite] = []
     files = 0
     sups: list[Suppression] = []
+    walked = []
     for path in iter_files(paths):
         files += 1
+        walked.append(path)
         result = scan_file(path)
         findings.extend(result.findings)
         findings.extend(check_file(path, result.text, result.sites))
         sites.extend(result.sites)
         if result.text and "servefit:" in result.text:
             sups.extend(scan_text(path, result.text))
+    sites, findings, notes = _rendered(walked, sites, findings, options)
     sites = _link_modelfiles(sites)
     reports: list[SiteReport] = []
     for site in sites:
@@ -87,7 +92,29 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
         reports.append(rep)
         findings.extend(rep.findings)
     reports, findings = _drop_config_duplicates(reports, findings)
+    for f in findings:
+        note = notes.get((f.span.file, f.span.start, f.span.end)) if f.span is not None else None
+        if note:
+            f.message = f"{f.message} ({note})"
     return LintResult(_unique(findings), reports, files, sups)
+
+
+def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding], options: LintOptions
+              ) -> tuple[list[LaunchSite], list[Finding], dict[tuple[str, int, int], str]]:
+    """Helm charts among the files, rendered (sources/render.py): their manifests' servers replace
+    what was read from their values files, and one finding per chart replaces SF104 on each template."""
+    from servefit.sources import render
+
+    out = render.charts(walked, options.values, options.render)
+    if not out.charts:
+        return sites, findings, {}
+    import os
+
+    rendered = sorted(out.charts)
+    sites = [s for s in sites if os.path.normpath(s.file) not in out.values_files] + out.sites
+    findings = [f for f in findings if not (f.code == "SF104" and f.span is not None
+                                            and render.in_chart(f.span.file, rendered))] + out.findings
+    return sites, findings, out.notes
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
