@@ -9,9 +9,9 @@ import os
 import shutil
 from pathlib import Path
 
+import k8stools
 import pytest
 
-import k8stools
 from servefit.cli import main
 
 CHART = Path(__file__).parent / "fixtures" / "charts" / "llm"
@@ -154,3 +154,57 @@ def test_templates_outside_a_chart_are_still_reported_one_by_one(no_helm, capsys
     t.write_text("kind: Deployment\nspec:\n  image: vllm/vllm-openai\n  args: [{{ .Values.model | quote }}]\n")
     rc, found = lint(capsys, str(tmp_path))
     assert [(f["code"], where(f)) for f in found] == [("SF104", ("vllm.yaml", 4, 10))]
+
+
+# ---------------------------------------------------------------------------- kustomize
+
+KUSTOMIZE = Path(__file__).parent / "fixtures" / "kustomize"
+
+
+@pytest.fixture
+def kustomize_tree(tmp_path) -> Path:
+    dst = tmp_path / "k"
+    shutil.copytree(KUSTOMIZE, dst)
+    return dst
+
+
+def test_an_overlay_is_built_and_its_patch_line_reported(helm, capsys, kustomize_tree, monkeypatch):
+    """`kubectl kustomize` (from the same npm package) builds overlays/prod: the JSON patch sets
+    args[5] to 131072, and the error is on the patch's value line, not the base's 16384."""
+    monkeypatch.chdir(kustomize_tree)
+    rc, found = lint(capsys, ".")
+    errors = [f for f in found if f["severity"] == "error"]
+    assert rc == 1 and [f["code"] for f in errors] == ["VLLM003"]
+    assert where(errors[0]) == ("long-context.yaml", 3, 11) and text_at(errors[0]) == "131072"
+    assert errors[0]["server"] == "Deployment/prod-vllm/vllm (overlays/prod)"
+    # the base is not linted a second time on its own: it is a resource of the overlay
+    assert {f["server"] for f in found if f.get("server")} == {"Deployment/prod-vllm/vllm (overlays/prod)"}
+
+
+def test_a_setting_from_the_base_points_at_the_base(helm, kustomize_tree):
+    from servefit.sources import iter_files, render
+
+    out = render.Rendered()
+    render.kustomizations(list(iter_files([str(kustomize_tree)])), out)
+    [site] = out.sites
+    spans = {t.text: (Path(t.span.file).name, t.span.line) for t in site.argv if t.span is not None}
+    assert spans["--max-model-len"] == ("deployment.yaml", 13) and spans["131072"] == ("long-context.yaml", 3)
+    assert (Path(site.gpu.span.file).name, site.gpu.span.line) == ("deployment.yaml", 9)
+
+
+def test_without_kustomize_the_overlay_is_named_once(no_helm, capsys, kustomize_tree, monkeypatch):
+    monkeypatch.chdir(kustomize_tree)
+    rc, found = lint(capsys, ".")
+    sf104 = [f for f in found if f["code"] == "SF104"]
+    assert rc == 0 and len(sf104) == 1 and where(sf104[0]) == ("kustomization.yaml", 1, 1)
+    assert sf104[0]["location"]["file"].endswith("overlays/prod/kustomization.yaml")
+    assert "neither kustomize nor kubectl is on PATH" in sf104[0]["message"]
+
+
+def test_a_remote_resource_is_not_built(helm, capsys, kustomize_tree, monkeypatch):
+    k = kustomize_tree / "overlays" / "prod" / "kustomization.yaml"
+    k.write_text(k.read_text().replace("  - ../../base\n", "  - ../../base\n  - github.com/acme/k8s//vllm?ref=v1\n"))
+    monkeypatch.chdir(kustomize_tree)
+    rc, found = lint(capsys, ".")
+    [note] = [f for f in found if f["code"] == "SF104"]
+    assert "remote resource" in note["message"] and rc == 0

@@ -102,11 +102,12 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
 def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding], options: LintOptions
               ) -> tuple[list[LaunchSite], list[Finding], dict[tuple[str, int, int], str]]:
     """Helm charts among the files, rendered (sources/render.py): their manifests' servers replace
-    what was read from their values files, and one finding per chart replaces SF104 on each template."""
+    what was read from their values files, and one finding per chart replaces SF104 on each template.
+    Kustomizations likewise: the built output's servers replace those of the files it reads."""
     from servefit.sources import render
 
     out = render.charts(walked, options.values, options.render)
-    if not out.charts:
+    if not (out.charts or out.sites or out.findings or out.values_files):
         return sites, findings, {}
     import os
 

@@ -13,6 +13,12 @@ The rendered manifests are read like any k8s file, then every span is mapped bac
 (sources/render_map.py): to the values line that set it where that is traceable, else to the
 template line, with a note. Without helm, one SF104 per chart says its templates were not
 rendered.
+
+A kustomization (kustomization.yaml) that no other one among the files uses as a resource is
+built with `kustomize build` or `kubectl kustomize`; its output replaces the servers read from
+the files it uses, and each value points at the one file line among them (its own patches
+first, then its resources) that holds that text, else at the kustomization. One that pulls a
+remote resource is not built (that would go to the network).
 """
 
 from __future__ import annotations
@@ -89,11 +95,125 @@ def render(chart: str, values: list[str], helm: str) -> tuple[str | None, str]:
     return proc.stdout, ""
 
 
+KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=", re.I)
+
+
+def kustomize_cmd() -> list[str] | None:
+    if shutil.which("kustomize"):
+        return ["kustomize", "build"]
+    kubectl = shutil.which("kubectl")
+    return [kubectl, "kustomize"] if kubectl else None
+
+
+def _kustomization(d: str) -> str | None:
+    return next((os.path.join(d, n) for n in KUSTOMIZATIONS if os.path.isfile(os.path.join(d, n))), None)
+
+
+def _uses(kfile: str) -> tuple[list[str], list[str], bool]:
+    """(its own patch files, the resources it uses (directories and files), pulls a remote one)."""
+    import yaml
+
+    d = os.path.dirname(kfile)
+    try:
+        with open(kfile, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError):
+        return [], [], False
+    if not isinstance(doc, dict):
+        return [], [], False
+    refs = [str(r) for key in ("resources", "bases", "components") for r in doc.get(key) or [] if isinstance(r, str)]
+    remote = any(_REMOTE.search(r) for r in refs)
+    patches = [str(p) for p in doc.get("patchesStrategicMerge") or [] if isinstance(p, str)]
+    patches += [str(p["path"]) for key in ("patches", "patchesJson6902") for p in doc.get(key) or []
+                if isinstance(p, dict) and isinstance(p.get("path"), str)]
+    local = [os.path.normpath(os.path.join(d, r)) for r in refs if not _REMOTE.search(r)]
+    return [os.path.normpath(os.path.join(d, p)) for p in patches], local, remote
+
+
+def _tree(kfile: str, depth: int = 0) -> tuple[list[str], bool]:
+    """Every file a kustomization reads, its own first; and whether any of them is remote."""
+    own, refs, remote = _uses(kfile)
+    files = [kfile, *own]
+    for r in refs:
+        if os.path.isdir(r):
+            sub = _kustomization(r)
+            if sub is not None and depth < 20:
+                more, rem = _tree(sub, depth + 1)
+                files += more
+                remote = remote or rem
+        elif os.path.isfile(r):
+            files.append(r)
+    return list(dict.fromkeys(files)), remote
+
+
+def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> None:
+    """Build each kustomization no other one uses; its output's servers replace its files'."""
+    from servefit.sources import render_map, scan_file
+
+    kfiles = [f for f in files if os.path.basename(f) in KUSTOMIZATIONS]
+    if not kfiles:
+        return
+    used = {os.path.normpath(r) for k in kfiles for r in _uses(k)[1]}
+    tops = [k for k in kfiles if os.path.normpath(os.path.dirname(k) or ".") not in used]
+    cmd = kustomize_cmd() if enabled else None
+    for k in tops:
+        d = os.path.dirname(k) or "."
+        tree, remote = _tree(k)
+        anchor = _at(k)
+        if cmd is None or remote:
+            why = ("rendering is off (--no-render)" if not enabled else "it uses a remote resource (building it "
+                   "would go to the network)" if remote else "neither kustomize nor kubectl is on PATH")
+            if any(_mentions_engine(f) for f in tree):
+                out.findings.append(finding("SF104", f"this kustomization was not built: {why}; its files were "
+                                                     "read as they are, without its patches", span=anchor))
+            continue
+        try:
+            proc = subprocess.run([*cmd, d], capture_output=True, text=True, timeout=TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL)
+        except (subprocess.TimeoutExpired, OSError) as exc:
+            out.findings.append(finding("SF104", f"kustomize could not build this: {exc}", span=anchor))
+            continue
+        if proc.returncode != 0:
+            err = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "no message")
+            out.findings.append(finding("SF104", f"kustomize could not build this: {err.removeprefix('Error: ')}",
+                                        span=anchor))
+            continue
+        out.values_files.update(os.path.normpath(f) for f in tree)
+        virtual = os.path.join(d, ".rendered-kustomize.yaml")
+        result = scan_file(virtual, proc.stdout)
+        sources = [f for f in tree if f.endswith((".yaml", ".yml")) and os.path.basename(f) not in KUSTOMIZATIONS]
+        mapper = render_map.Mapper(d, proc.stdout, sources, virtual,
+                                   fallback=(k, "built by kustomize; not traced to one line of its files"))
+        label = os.path.relpath(d) if not os.path.isabs(d) else d
+        for site in result.sites:
+            mapper.site(site)
+            site.name = f"{site.name} ({label})"
+            site.extra["rendered"] = f"kustomize build {label}"
+            out.sites.append(site)
+        for f in result.findings:
+            if f.span is not None:
+                f.span = mapper.span(f.span)
+            out.findings.append(f)
+        out.notes.update(mapper.notes)
+
+
+def _mentions_engine(path: str) -> bool:
+    from servefit.sources import MARKERS
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return bool(MARKERS.search(fh.read(1 << 20)))
+    except OSError:
+        return False
+
+
 def charts(files: list[str], given_values: list[str] | None = None, enabled: bool = True) -> Rendered:
     """Render every chart among `files` and read its manifests; without helm, say so once per chart."""
     from servefit.sources import render_map, scan_file
 
     out = Rendered()
+    kustomizations(files, out, enabled)
     found = find_charts(files)
     if not found:
         return out
@@ -140,9 +260,13 @@ def _values_paths(chart: str, values: list[str]) -> list[str]:
 
 
 def _anchor(chart: str):  # -> Span
+    return _at(os.path.join(chart, "Chart.yaml"))
+
+
+def _at(path: str):  # -> Span
     from servefit.core import Span
 
-    return Span(os.path.join(chart, "Chart.yaml"), 1, 1, 1, 1, 0, 0)
+    return Span(path, 1, 1, 1, 1, 0, 0)
 
 
 def in_chart(path: str, chart_dirs: list[str]) -> bool:

@@ -50,9 +50,11 @@ class _Template:
 class Mapper:
     """Maps spans of one render (its text) back to the chart's templates and values files."""
 
-    def __init__(self, chart: str, rendered: str, values: list[str], virtual: str) -> None:
+    def __init__(self, chart: str, rendered: str, values: list[str], virtual: str,
+                 fallback: tuple[str, str] | None = None) -> None:
         self.chart = chart
         self.virtual = virtual
+        self.fallback = fallback  # (file, note) for what no template or values file explains
         self.text = rendered
         self.li = LineIndex(rendered, "")
         self.values = [_Values(v) for v in values]
@@ -97,7 +99,10 @@ class Mapper:
         if unique is not None:
             return unique
         if tpl is None:
-            return span
+            if self.fallback is None:
+                return span
+            path, note = self.fallback
+            return self._note(Span(path, 1, 1, 1, 1, 0, 0), note)
         near = self._near(line)
         at = tpl.li.span(near, near) if near is not None else tpl.li.span(0, 0)
         return self._note(at, "rendered from this template (toYaml or a computed value); not traced to one "
@@ -117,6 +122,8 @@ class Mapper:
             site.file, site.line = first.file, first.line
         elif tpl is not None:
             site.file, site.line = tpl.path, 1
+        elif self.fallback is not None:
+            site.file, site.line = self.fallback[0], 1
 
     # ------------------------------------------------------------------ matching
     def _match_all(self) -> None:
