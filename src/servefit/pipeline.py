@@ -82,6 +82,8 @@ def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, st
             raise
         gpu, inst_count = unlisted(name, target.gpu_memory), None  # --gpu-memory sizes an unlisted card
         source = f"{source}; {gpu.memory_source.removeprefix('--gpu-memory override; ')}"
+    if gpu.source == "local":
+        source = gpu.memory_source
     note = catalog_assumption(gpu, name)
     if note:
         source = f"{source}; {note}"

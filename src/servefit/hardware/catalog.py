@@ -242,7 +242,12 @@ def lookup_instance(instance_type: str) -> tuple[GpuSpec, int] | None:
 
 def resolve_target(name: str) -> tuple[GpuSpec, int | None]:
     """Like `resolve_gpu`, plus the GPU count when the name carries one: an instance type
-    ("p4d.24xlarge" -> 8) or a count form ("8xH100", "L4 x 2"). Raises UsageError."""
+    ("p4d.24xlarge" -> 8) or a count form ("8xH100", "L4 x 2"); "local" reads this machine's
+    GPUs through NVML (hardware/local.py). Raises UsageError."""
+    if (name or "").strip().lower() == "local":
+        from servefit.hardware import local
+
+        return local.target()
     gpu = lookup(name)
     if gpu is not None:
         return gpu, None
@@ -297,7 +302,7 @@ def catalog_assumption(gpu: GpuSpec, name: str | None = None) -> str | None:
     """A short sentence for the plan's assumptions, or None: which card an ambiguous `name`
     ("A100", "H100", "RTX 3080") was taken as, and whether the catalog's memory figure for
     `gpu` is an estimate rather than a logged value."""
-    if gpu.source == OVERRIDE_SOURCE:
+    if gpu.source in (OVERRIDE_SOURCE, "local"):
         return None
     parts: list[str] = []
     entry = _catalog().assumptions.get(gpu.key)
