@@ -129,9 +129,9 @@ def test_gpus_local_lists_what_it_resolves_to(nvml, capsys):
 
 
 def test_nvml_is_imported_only_for_gpu_local(tmp_path):
-    code = ("import sys; sys.path.insert(0, %r); from servefit.cli import main; "
+    code = (f"import sys; sys.path.insert(0, {str(FAKE)!r}); from servefit.cli import main; "
             "main(['estimate', '--gpu', 'L4', '--', 'vllm', 'serve', 'meta-llama/Llama-3.1-8B-Instruct']); "
-            "print('pynvml' in sys.modules)") % str(FAKE)
+            "print('pynvml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().endswith("False")
 
