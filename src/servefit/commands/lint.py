@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 
+from servefit.conventions import add_color_arg, use_color
 from servefit.core import UsageError
 
 
@@ -29,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="do not render Helm charts with helm, even when it is on PATH")
     p.add_argument("--list-sites", action="store_true", help="list the servers found (engine, model, "
                                                              "settings, hardware) instead of linting")
-    p.add_argument("--format", action="append", choices=list(FORMATS),
+    p.add_argument("--output-format", "--format", dest="format", action="append", choices=list(FORMATS),
                    help="text (default; github under GitHub Actions), json, sarif, github, html; repeat "
                         "with --output for several reports in one run")
     p.add_argument("-o", "--output", action="append", help="file for the matching --format (default stdout; - is stdout)")
@@ -42,6 +43,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", help="report only findings not recorded in this baseline file")
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings and exit 0")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are at or above fail-on")
+    p.add_argument("-q", "--quiet", action="store_true", help="print the findings and nothing else (no summary)")
+    p.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead")
+    p.add_argument("--show-source", action="store_true", help="show the source line under each finding")
+    p.add_argument("--stdin-filename", metavar="NAME",
+                   help="the file name standard input stands for (`lint -`): it decides how the text is read")
+    add_color_arg(p)
     p.set_defaults(run=run)
 
 
@@ -114,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from servefit.linter.run import lint_paths
 
     for p in args.paths:
-        if not os.path.exists(p):
+        if p != "-" and not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
     formats = args.format or [("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")]
     outputs = list(args.output or [])
@@ -124,7 +131,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--baseline {args.baseline}: no such file")
     cfg = load_config(args)
     check_gpu_names(args, cfg)
-    result = lint_paths(list(args.paths), options_from(args, cfg))
+    options = options_from(args, cfg)
+    if "-" in args.paths:
+        from servefit.conventions import read_stdin, stdin_name
+
+        text = read_stdin()
+        options.stdin = (stdin_name(text, args.stdin_filename), text)
+    result = lint_paths(list(args.paths), options)
     if args.list_sites:
         from servefit.report import sites
 
@@ -139,9 +152,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"servefit: wrote {n} finding(s) to {args.write_baseline}\n")
         return 0
     dests = [outputs[i] if i < len(outputs) and outputs[i] != "-" else None for i in range(len(formats))]
+    if args.statistics:
+        from servefit.report.lint_text import statistics
+
+        formats, dests = ["statistics"], [dests[0]]
+        _write(statistics(findings), dests[0])
     for fmt, dest in zip(formats, dests, strict=True):
-        _write(render(fmt, findings, result, color=dest is None and sys.stdout.isatty()), dest)
-    if None not in dests:  # every report went to a file: say on the terminal what they hold
+        if fmt == "statistics":
+            continue
+        source = None
+        if args.show_source:
+            from servefit.report.snippet import reader
+
+            source = reader(dict([options.stdin]) if options.stdin else None)
+        _write(render(fmt, findings, result, color=dest is None and use_color(args.color), quiet=args.quiet,
+                      source=source), dest)
+    if None not in dests and not args.quiet:  # every report went to a file: say on the terminal what they hold
         from servefit.report.lint_text import summary
 
         sys.stderr.write(f"servefit: {summary(findings, result.files, len(result.sites))}; "
@@ -151,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(cfg.fails(f.severity) for f in findings) else 0
 
 
-def render(fmt: str, findings: list, result, color: bool = False) -> str:  # type: ignore[type-arg]
+def render(fmt: str, findings: list, result, color: bool = False, quiet: bool = False,  # type: ignore[type-arg]
+           source=None) -> str:  # type: ignore[no-untyped-def]
     from servefit.report import formats
 
     if fmt == "json":
@@ -172,7 +199,7 @@ def render(fmt: str, findings: list, result, color: bool = False) -> str:  # typ
         return lint_page(rows, rest)
     from servefit.report.lint_text import render as text
 
-    return text(findings, result.files, len(result.sites), color=color)
+    return text(findings, result.files, len(result.sites), color=color, quiet=quiet, source=source)
 
 
 def tune_note(rep) -> str | None:  # type: ignore[no-untyped-def]

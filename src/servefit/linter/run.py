@@ -35,6 +35,7 @@ class LintOptions:
     config: Config | None = None  # servefit's configuration: per-path targets, engine versions
     values: list[str] | None = None  # --values for Helm charts (None: the values files the repo pairs)
     render: bool = True  # render Helm charts when helm is on PATH
+    stdin: tuple[str, str] | None = None  # (file name, text) linted for the path `-`
 
 
 @dataclass
@@ -77,8 +78,13 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     walked = []
     for path in iter_files(paths):
         files += 1
-        walked.append(path)
-        result = scan_file(path)
+        if path == "-" and options.stdin is not None:  # `lint -`: the text read from standard input
+            path, text = options.stdin
+            result = scan_file(path, text)
+            result.text = text
+        else:
+            walked.append(path)
+            result = scan_file(path)
         findings.extend(result.findings)
         findings.extend(check_file(path, result.text, result.sites))
         sites.extend(result.sites)
