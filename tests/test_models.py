@@ -63,12 +63,22 @@ def test_largest_param_deviation_is_tiny():
     assert worst < 1e-4  # Command-R+'s per-head q/k norms (0.85M of 104B) are the only gap
 
 
-def test_hf_totals_that_store_a_tied_lm_head_twice():
+def test_hf_totals_differ_by_a_tied_lm_head_or_buffers_exactly():
+    """hf_params (the raw Hub count) differs from params by a tied lm_head stored twice, or by
+    buffers saved with the weights: Pythia's per-layer causal mask and rotary inv_freq, BERT's
+    position_ids; nothing else."""
     for e in RAW:
-        if "hf_params" in e:
-            m = spec(e["name"])
-            assert m.tie_word_embeddings
-            assert e["hf_params"] == m.params + m.vocab_size * m.hidden_size
+        if "hf_params" not in e:
+            continue
+        m = spec(e["name"])
+        extra = e["hf_params"] - m.params
+        if m.model_type == "gpt_neox":
+            rot = int(m.head_dim * m.layout["rotary_pct"]) // 2
+            assert extra == m.num_hidden_layers * (m.max_position_embeddings ** 2 + rot), e["name"]
+        elif m.model_type == "bert":
+            assert extra == m.max_position_embeddings, e["name"]
+        else:
+            assert m.tie_word_embeddings and extra == m.vocab_size * m.hidden_size, e["name"]
 
 
 def test_brief_reference_counts():
@@ -222,8 +232,8 @@ def test_reupload_under_another_org_and_base_sibling_are_noted():
     m = resolve_model("unsloth/Llama-3.2-3B-Instruct")
     assert m.name == "meta-llama/Llama-3.2-3B-Instruct" and m.quantization is None
     assert "another organization" in m.assumptions[0]
-    b = resolve_model("Qwen/Qwen2.5-7B")
-    assert b.name == "Qwen/Qwen2.5-7B-Instruct" and "base/instruct" in b.assumptions[0]
+    b = resolve_model("mistralai/Mistral-Nemo-Base-2407")
+    assert b.name == "mistralai/Mistral-Nemo-Instruct-2407" and "base/instruct" in b.assumptions[0]
     bf = resolve_model("unsloth/gpt-oss-20b-BF16")
     assert bf.quantization is None and bf.torch_dtype == "bfloat16"
 

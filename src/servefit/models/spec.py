@@ -66,6 +66,12 @@ class ModelSpec:
     # (i + 1) % moe_layer_step == 0 (Llama-4 interleave_moe_layer_step, Qwen2-MoE decoder_sparse_step)
     moe_layer_step: int = 1
     gguf: Any = None  # the GgufInfo of a locked GGUF header (llama.cpp / Ollama size from its tensors)
+    # architecture facts count_params needs beyond the common ones (OPT word_embed_proj_dim,
+    # GPT-2 / BERT position tables, hybrid Mamba widths...): see models/arch_classic.py
+    layout: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.layout = dict(self.layout)  # never share the catalog's parsed dict
 
     @property
     def is_mla(self) -> bool:

@@ -95,7 +95,7 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
     tail = [f"verdict: {verdict}"]
     if p.kv_bytes_per_token:
         tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens")
-    if p.max_model_len:
+    if p.max_model_len and p.kv_bytes_per_token:  # attention-free (pooling) models have no KV cache
         tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x")
     if p.fitting_max_model_len:
         tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")
