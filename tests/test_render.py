@@ -125,14 +125,28 @@ def test_a_computed_value_points_at_the_template_with_a_note(helm, capsys, chart
                                    "not traced to one values line)")
 
 
-def test_a_chart_that_does_not_render_says_why(helm, capsys, chart):
+def test_a_chart_whose_dependencies_are_not_vendored_renders_without_them(helm, capsys, chart):
+    """helm template refuses a chart whose dependencies are not in charts/; servefit renders a copy
+    without them (it never downloads them) and says so once."""
     with open(chart / "Chart.yaml", "a", encoding="utf-8") as fh:
-        fh.write("dependencies:\n  - name: redis\n    version: 1.0.0\n    repository: https://charts.example.com\n")
+        fh.write("dependencies:\n  - name: redis\n    version: 1.0.0\n    repository: https://charts.example.com\n"
+                 "    condition: redis.enabled\n")
     rc, found = lint(capsys, str(chart))
-    msgs = [f["message"] for f in found if f["code"] == "SF104"]
-    assert rc == 0 and len(msgs) == 1  # one per values set (values-prod.yaml), at Chart.yaml; no network tried
-    assert all("helm could not render this chart" in m and "missing in charts/ directory" in m for m in msgs)
-    assert {where(f) for f in found if f["code"] == "SF104"} == {("Chart.yaml", 1, 1)}
+    [note] = [f for f in found if f["code"] == "SF104"]
+    assert where(note) == ("Chart.yaml", 1, 1) and note["message"].startswith(
+        "rendered without the dependencies redis: they are not in charts/")
+    [err] = [f for f in found if f["severity"] == "error"]
+    assert rc == 1 and where(err) == ("values-prod.yaml", 2, 14)  # the spans still point at the user's files
+
+
+def test_a_chart_that_does_not_render_says_why(helm, capsys, chart):
+    tpl = chart / "templates" / "deployment.yaml"
+    tpl.write_text(tpl.read_text(encoding="utf-8") + "{{ required \"set apiToken\" .Values.apiToken }}\n")
+    rc, found = lint(capsys, str(chart))
+    [note] = [f for f in found if f["code"] == "SF104"]
+    assert rc == 0 and where(note) == ("Chart.yaml", 1, 1)
+    assert note["message"].startswith("helm could not render this chart with values-prod.yaml: ")
+    assert "set apiToken" in note["message"] and note["message"].endswith("; its templates were not read")
 
 
 def test_without_helm_one_finding_per_chart(no_helm, capsys, chart):
@@ -208,3 +222,27 @@ def test_a_remote_resource_is_not_built(helm, capsys, kustomize_tree, monkeypatc
     rc, found = lint(capsys, ".")
     [note] = [f for f in found if f["code"] == "SF104"]
     assert "remote resource" in note["message"] and rc == 0
+
+
+def test_helper_actions_map_to_their_own_lines(helm, chart):
+    """Two `- {{ include ... | quote }}` lines match any list item: each rendered line goes to the
+    next such template line in order (control lines such as `{{- with }}` are not counted)."""
+    from servefit.sources import iter_files, render
+
+    (chart / "templates" / "_helpers.tpl").write_text(
+        (chart / "templates" / "_helpers.tpl").read_text(encoding="utf-8")
+        + '{{- define "llm.model" -}}{{ .Values.model }}{{- end -}}\n{{- define "llm.host" -}}127.0.0.1{{- end -}}\n',
+        encoding="utf-8")
+    tpl = chart / "templates" / "deployment.yaml"
+    tpl.write_text(tpl.read_text(encoding="utf-8")
+                   .replace("{{ .Values.model | quote }}", '{{ include "llm.model" . | quote }}')
+                   .replace("            - 127.0.0.1\n", '            - {{ include "llm.host" . | quote }}\n'),
+                   encoding="utf-8")
+    out = render.charts(list(iter_files([str(chart)])))
+    [site] = out.sites
+    spans = {t.text: t.span for t in site.argv if t.span is not None}
+    host = spans["127.0.0.1"]
+    assert (Path(host.file).name, host.line, host.col) == ("deployment.yaml", 26, 15)
+    assert out.notes[(host.file, host.start, host.end)].startswith('set by `{{ include "llm.host" . | quote }}`')
+    model = spans["meta-llama/Llama-3.1-8B-Instruct"]  # through a helper, but one values line holds it
+    assert (Path(model.file).name, model.line) == ("values.yaml", 5)

@@ -95,6 +95,45 @@ def render(chart: str, values: list[str], helm: str) -> tuple[str | None, str]:
     return proc.stdout, ""
 
 
+def missing_dependencies(chart: str) -> list[str]:
+    """Dependencies Chart.yaml names that are not vendored in charts/ (helm template refuses the
+    chart; servefit never downloads them)."""
+    import yaml
+
+    try:
+        with open(os.path.join(chart, "Chart.yaml"), encoding="utf-8") as fh:
+            meta = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    deps = [d.get("name") for d in (meta.get("dependencies") or []) if isinstance(d, dict) and d.get("name")]
+    sub = os.path.join(chart, "charts")
+    have = set(os.listdir(sub)) if os.path.isdir(sub) else set()
+    return [str(d) for d in deps if d not in have and not any(h.startswith(f"{d}-") and h.endswith(".tgz")
+                                                             for h in have)]
+
+
+def render_without(chart: str, values: list[str], helm: str, missing: list[str]) -> tuple[str | None, str]:
+    """Render a copy of the chart whose Chart.yaml leaves out the dependencies that are not there:
+    the chart's own templates still render (and the missing ones are said to be left out)."""
+    import tempfile
+
+    import yaml
+
+    with tempfile.TemporaryDirectory(prefix="servefit-chart-") as tmp:
+        copy = os.path.join(tmp, os.path.basename(os.path.abspath(chart)))
+        shutil.copytree(chart, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        with open(os.path.join(copy, "Chart.yaml"), encoding="utf-8") as fh:
+            meta = yaml.safe_load(fh) or {}
+        meta["dependencies"] = [d for d in meta.get("dependencies") or []
+                                if not (isinstance(d, dict) and d.get("name") in missing)]
+        with open(os.path.join(copy, "Chart.yaml"), "w", encoding="utf-8") as fh:
+            yaml.safe_dump(meta, fh, sort_keys=False)
+        for lock in ("Chart.lock", "requirements.lock"):
+            if os.path.exists(os.path.join(copy, lock)):
+                os.remove(os.path.join(copy, lock))
+        return render(copy, [os.path.abspath(v) for v in values], helm)
+
+
 KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=", re.I)
 
@@ -228,14 +267,20 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
                          "rendered, so only its values files were read (install helm 3 to lint the manifests "
                          "the cluster gets)", span=anchor))
             continue
+        missing = missing_dependencies(chart)
+        if missing:
+            out.findings.append(finding(
+                "SF104", f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
+                         "(servefit does not download them; `helm dependency build` does)", span=anchor))
         for values in values_sets(chart, given_values):
-            text, err = render(chart, values, helm)
+            text, err = (render_without(chart, values, helm, missing) if missing else render(chart, values, helm))
             label = ", ".join(os.path.basename(v) for v in values) or "values.yaml"
             if text is None:
                 out.findings.append(finding("SF104", f"helm could not render this chart with {label}: {err}; "
                                                      "its templates were not read", span=anchor))
                 continue
             out.values_files.update(os.path.normpath(v) for v in _values_paths(chart, values))
+            out.values_files.update(os.path.normpath(v) for vs in values_sets(chart, None) for v in vs)
             virtual = os.path.join(chart, f".rendered-{label}.yaml")
             result = scan_file(virtual, text)
             mapper = render_map.Mapper(chart, text, _values_paths(chart, values), virtual)

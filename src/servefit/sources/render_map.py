@@ -91,6 +91,10 @@ class Mapper:
                     hit_v = self._by_path(ref[0].lstrip(".").split("."))
                     if hit_v is not None:
                         return hit_v
+                else:  # a range variable, a helper: the value is traced when one values line holds it
+                    hit_v = self._by_text(self.text[span.start:span.end])
+                    if hit_v is not None:
+                        return hit_v
                 a, b = tl.start + tl.parts[g][1], tl.start + tl.parts[g][2]
                 return self._note(tpl_.li.span(a, b),
                                   f"set by `{tpl_.li.text[a:b]}` in this template; not traced to one values line")
@@ -146,15 +150,21 @@ class Mapper:
                 found = self._find(tpl, stripped, cursor)
                 if found is not None:
                     tl, m = found
-                    cursor = tl.index + 1
+                    cursor = tpl.lines.index(tl) + 1  # a position in the pattern list, not a line number
                     self._matched[ln] = (tpl, tl, m, content)
 
     def _find(self, tpl: _Template, text: str, cursor: int) -> tuple[_Line, re.Match[str]] | None:
+        """The template line that wrote `text`: a line of plain text equal to it first (an action
+        such as `- {{ $x | quote }}` matches any list item), then a line with actions; from the
+        cursor on, then from the top (a range loop writes its lines again)."""
         for order in (tpl.lines[cursor:], tpl.lines[:cursor]):
-            for tl in order:
-                m = tl.regex.fullmatch(text)
-                if m is not None and self._consistent(tl, m):
-                    return tl, m
+            for literal in (True, False):
+                for tl in order:
+                    if literal != all(kind == "lit" for kind, *_ in tl.parts):
+                        continue
+                    m = tl.regex.fullmatch(text)
+                    if m is not None and self._consistent(tl, m):
+                        return tl, m
         return None
 
     def _consistent(self, tl: _Line, m: re.Match[str]) -> bool:
@@ -221,6 +231,9 @@ class Mapper:
 
     def _by_text(self, text: str) -> Span | None:
         """The one scalar in the highest-precedence values file that holds `text` exactly."""
+        text = text.strip()
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
+            text = text[1:-1]
         if not text.strip():
             return None
         for v in self.values:
