@@ -64,3 +64,9 @@ def test_explain_sizes_an_unlisted_card(capsys):
 def test_unlisted_without_memory_is_still_unknown(capsys):
     assert main(["explain", "--gpu", "My Card", *CMD]) == 2
     assert "unknown GPU 'My Card'" in capsys.readouterr().err
+
+
+def test_tune_sizes_an_unlisted_card(capsys):
+    assert main(["tune", "--gpu", "My Card", "--gpu-memory", "48GiB", *CMD]) == 0
+    out = capsys.readouterr().out
+    assert "on 1 x My Card (48.00 GiB)" in out
