@@ -197,3 +197,15 @@ def test_the_readme_opening_example_is_what_servefit_prints(capsys):
     assert argv[0] == "servefit"
     assert main(argv[1:]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_stdin_uses_the_configuration_of_the_file_it_stands_for(stdin, capsys, tmp_path, monkeypatch):
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "servefit.toml").write_text('gpu = "H100"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    stdin("vllm serve meta-llama/Llama-3.1-8B-Instruct --host 127.0.0.1 --max-model-len 131072\n")
+    assert main(["lint", "-", "--stdin-filename", "team/serve.sh", "--format", "json"]) == 0  # fits an H100
+    stdin("vllm serve meta-llama/Llama-3.1-8B-Instruct --host 127.0.0.1 --max-model-len 131072\n")
+    assert main(["lint", "-", "--stdin-filename", "serve.sh", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert '"SF110"' in out.split("]\n", 1)[1]  # without the team's config no GPU is known

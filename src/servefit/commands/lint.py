@@ -74,6 +74,8 @@ def load_config(args: argparse.Namespace):  # -> Config
     if args.fail_on:
         overrides.append(f'fail-on="{args.fail_on}"')
     start = args.paths[0] if args.paths else "."
+    if start == "-":  # standard input: the configuration of the file it stands for, as ruff finds it
+        start = os.path.dirname(getattr(args, "stdin_filename", None) or "") or "."
     return config.load(start, overrides, path)
 
 
