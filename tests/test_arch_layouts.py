@@ -288,7 +288,6 @@ def test_falcon_h1_plan_says_its_mamba_state_is_not_counted():
     ("nomic-embed-text", "nomic-ai/nomic-embed-text-v1.5", "F16"),
     ("all-minilm:33m", "sentence-transformers/all-MiniLM-L12-v2", "F16"),
     ("falcon3:10b", "tiiuae/Falcon3-10B-Instruct", "Q4_K_M"),
-    ("internlm2:1.8b-chat-v2.5-q8_0", "internlm/internlm2_5-1_8b-chat", "Q8_0"),
 ])
 def test_ollama_tags_of_the_new_families(tag, name, quant):
     from servefit.engines.ollama.config import resolve_tag

@@ -58,7 +58,7 @@ def test_text_view_draws_the_stack():
     (["--gpu", "L4", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-lenn", "4096"],
      "did you mean --max-model-len?"),
     (["--gpu", "Z99", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], "unknown GPU 'Z99'"),
-    (["--gpu", "L4", "--", "vllm", "serve", "foo/bar-13B"], "unknown model 'foo/bar-13B'; nearest:"),
+    (["--gpu", "L4", "--", "vllm", "serve", "foo/bar-13B"], "unknown model 'foo/bar-13B'; no catalogued model has a similar family and size"),
     (["--gpu", "L4", "--gpu-memory", "lots", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"],
      "not a memory size"),
     (["--gpu", "L4", "--", "nginx", "-g", "daemon off;"], "no serving engine recognised"),

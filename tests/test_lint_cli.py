@@ -40,7 +40,8 @@ def test_list_sites_json_on_the_examples(capsys):
     assert set(k8s) >= {"file", "line", "engine", "model", "settings", "env", "gpu", "engine_version", "unresolved"}
     sky = sites[("examples/skypilot/task.yaml", "vllm")]
     assert sky["settings"]["tensor_parallel_size"] == 4 and sky["settings"]["max_model_len"] == 16384
-    assert sky["gpu"] == {"name": "A100-80GB", "count": 4, "source": "SkyPilot resources.accelerators"}
+    assert sky["gpu"] == {"name": "A100-80GB", "count": 4, "source": "SkyPilot resources.accelerators",
+                          "resolved": "NVIDIA A100-SXM4-80GB"}
     script = sites[("examples/scripts/serve.sh", "vllm")]
     assert script["model"] == "Qwen/Qwen3-8B" and script["settings"]["kv_cache_dtype"] == "fp8"
     assert script["gpu"]["count"] == 2 and script["env"] == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "0",

@@ -203,7 +203,7 @@ def test_catalog_specs_are_fresh_copies():
 ])
 def test_quantized_variant_names(ref, name, quant):
     m = resolve_model(ref, hf_home="/nonexistent-hf-home")
-    assert m.name == name and m.resolved_from == "catalog"
+    assert m.name == name and m.resolved_from == "derivative"
     assert m.quantization == quant
     assert len(m.assumptions) == 1 and m.assumptions[0].startswith(f"resolved '{ref}' to catalog entry '{name}'")
 
@@ -212,7 +212,8 @@ def test_awq_assumption_sentence():
     m = resolve_model("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4")
     assert m.assumptions == [
         "resolved 'hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4' to catalog entry "
-        "'meta-llama/Llama-3.1-8B-Instruct' by name; assumed AWQ 4-bit, group 128"]
+        "'meta-llama/Llama-3.1-8B-Instruct' by name (an AWQ 4-bit repack by hugging-quants); assumed AWQ 4-bit, "
+        "group 128"]
     assert m.params == 8_030_261_248  # the logical count; weight bytes come from the scheme
 
 
@@ -253,7 +254,7 @@ def test_unknown_model_names_nearest_entries():
 
 def test_nearest():
     assert nearest("Qwen/Qwen2.5-7B-Instruct-Turbo", 2)[0] == "Qwen/Qwen2.5-7B-Instruct"
-    assert len(nearest("zzz", 5)) == 5
+    assert nearest("zzz", 5) == []  # no catalogued family in the name: no noise
 
 
 def test_empty_ref_is_a_usage_error():

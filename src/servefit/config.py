@@ -211,3 +211,21 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
                   engine_versions=data.get("engine-versions", {}), online=bool(data.get("online", False)),
                   require_reason=bool(data.get("require-reason", True)), exclude=data.get("exclude", []),
                   targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}))
+
+
+class Configs:
+    """The configuration of each file: the nearest servefit.toml / pyproject.toml
+    [tool.servefit] from the file's directory upwards (as ruff does), or the one file given with
+    `--config PATH` for every file; `--config KEY=VALUE` overrides apply on top of either."""
+
+    def __init__(self, overrides: list[str] | None = None, path: str | None = None) -> None:
+        self.overrides = list(overrides or [])
+        self.path = path
+        self._by_dir: dict[str, Config] = {}
+
+    def for_file(self, file: str) -> Config:
+        d = os.path.dirname(os.path.abspath(file)) if os.path.exists(file) else os.getcwd()
+        cfg = self._by_dir.get(d)
+        if cfg is None:
+            cfg = self._by_dir[d] = load(d, self.overrides, self.path)
+        return cfg

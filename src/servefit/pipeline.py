@@ -1,7 +1,8 @@
 """One launch site through the whole model: engine parse -> model -> GPU -> plan.
 
 Every command (estimate, explain, lint, tune, accuracy benchmark) goes through `evaluate`,
-so they all see the same numbers.
+so they all see the same numbers; the commands reach it through sources.assemble, which
+resolves the target (GPU, model, version) with one precedence for all of them.
 """
 
 from __future__ import annotations
@@ -93,12 +94,15 @@ def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, st
     return gpu, count or 0, source
 
 
-def evaluate(site: LaunchSite, target: Target) -> Evaluation:
+def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
+             hardware: tuple[GpuSpec, int, str] | None = None) -> Evaluation:
+    """The plan for one site. The assembly (sources/assemble.py) passes the parse and the
+    hardware it already resolved, so nothing is parsed or resolved twice."""
     from servefit.models import resolve_model
 
     engine = engine_for(site)
-    version = target.engine_version or site.engine_version
-    cfg = engine.parse(site, version)
+    if cfg is None:
+        cfg = engine.parse(site, target.engine_version or site.engine_version)
     ref = target.model or cfg.model_ref
     if not ref and not target.model_config:
         raise UsageError(f"{engine.title}: no model given in the command (pass --model REF)")
@@ -115,9 +119,12 @@ def evaluate(site: LaunchSite, target: Target) -> Evaluation:
     else:
         model = resolve_model(ref or "", online=target.online, config_path=target.model_config,
                               context=target.models)
-    gpu, count, source = resolve_hardware(site, target)
+    gpu, count, source = hardware if hardware is not None else resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
-    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count or plan.parallel.get("world", 1),
+    if not count:  # no count given: as many GPUs as the server's parallelism uses (what the plan assumed)
+        par = plan.parallel
+        count = par.get("world") or par.get("tensor", 1) * par.get("pipeline", 1) * par.get("data", 1)
+    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count,
                       gpu_source=source, plan=plan)
 
 

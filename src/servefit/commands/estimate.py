@@ -7,10 +7,10 @@ import json
 import os
 import sys
 
-from servefit.commands.common import add_target_args, split_trailing, target_from
+from servefit.commands.common import add_target_args, split_trailing
 from servefit.conventions import use_color
 from servefit.core import UsageError
-from servefit.pipeline import Evaluation, evaluate, site_from_argv
+from servefit.pipeline import Evaluation, site_from_argv
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,10 +21,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def evaluations(args: argparse.Namespace) -> list[Evaluation]:
-    """Evaluate the command after `--`, or every server found in the given files."""
+def servers(args: argparse.Namespace):  # -> list[Server]
+    """The servers in the given files, or the command after `--`, through the shared assembly
+    (the same servers, links, configuration and target lint sees)."""
+    from servefit.sources.assemble import assemble, assemble_sites, flags_from
+
     words = split_trailing(list(args.target), args)
-    target = target_from(args)
+    flags = flags_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
     if words == ["-"]:  # a file on standard input
@@ -36,18 +39,30 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
         sites = scan_file(name, text).sites
         if not sites:
             raise UsageError(f"{name}: no serving engine found in standard input")
-        return [evaluate(site, target) for site in sites]
+        return assemble_sites(sites, flags).servers
     if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
-        from servefit.sources import scan_file
-
-        out: list[Evaluation] = []
+        asm = assemble(words, flags)
+        found = {os.path.abspath(f.path) for f in asm.files if f.sites}
         for path in words:
-            result = scan_file(path)
-            if not result.sites:
+            if os.path.isfile(path) and os.path.abspath(path) not in found:
                 raise UsageError(f"{path}: no serving engine found in this file")
-            out.extend(evaluate(site, target) for site in result.sites)
-        return out
-    return [evaluate(site_from_argv(words), target)]
+        return asm.servers
+    return assemble_sites([site_from_argv(words)], flags).servers
+
+
+def evaluations(args: argparse.Namespace) -> list[Evaluation]:
+    """The plan of every server; one that cannot be planned is named on stderr, and when none
+    can, its reason is the one-line error (exit 2)."""
+    srvs = servers(args)
+    evs = [s.evaluation for s in srvs if s.evaluation is not None]
+    skipped = [s for s in srvs if s.evaluation is None]
+    if not evs:
+        s = skipped[0]
+        where = f"{s.site.file}:{s.site.line}: " if len(srvs) > 1 else ""
+        raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
+    for s in skipped:
+        sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
+    return evs
 
 
 def refuse_bad_input(evs: list[Evaluation]) -> None:

@@ -364,6 +364,7 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
             continue
         spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name} "
                                 f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+        spec.resolved_from = "derivative"
         return spec
     if online or (context is not None and context.online):
         found = resolve_gguf(ref, hf_repo, context, online=online, fetch=True)

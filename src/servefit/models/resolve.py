@@ -214,5 +214,6 @@ def resolve_model(ref: str, *, online: bool = False, config_path: str | None = N
     where = f"; not found on the Hub either ({why})" if why else "; not a Hub repository id" if online else ""
     if context is not None and context.lock is not None and ref in context.lock.unresolved:
         where += f"; `servefit models lock` could not read it: {context.lock.unresolved[ref]}"
-    raise UsageError(f"unknown model '{ref}'{where}; nearest: {near}. Pass --model-config PATH/config.json, "
+    near = f"nearest: {near}" if near else "no catalogued model has a similar family and size"
+    raise UsageError(f"unknown model '{ref}'{where}; {near}. Pass --model-config PATH/config.json, "
                      f"a local model directory, or --online to read it from the Hub")

@@ -31,6 +31,7 @@ def plan_dict(ev: Evaluation) -> dict[str, Any]:
     out: dict[str, Any] = {
         "engine": p.engine,
         "engine_version": p.engine_version,
+        "server": {"name": ev.site.name, "file": ev.site.file, "line": ev.site.line},
         "model": {"ref": ev.config.model_ref or ev.model.name, "resolved": ev.model.name,
                   "resolved_from": ev.model.resolved_from, "params": ev.model.params},
         "gpu": {"name": ev.gpu.name, "count": ev.count, "memory_bytes": ev.gpu.memory_bytes,

@@ -73,8 +73,8 @@ def services(y: Y, docs: list[Node], sites: list[LaunchSite]) -> None:
         ports = tuple(t for t in targets if t) if all(targets) else ()
         how = f"Service/{y.str(y.get(d, 'metadata', 'name')) or 'unnamed'} of type {typ.text}"
         for site in sites:
-            labels = site.extra.get("pod_labels") or {}
-            if site.extra.get("namespace") == ns and all(labels.get(k) == v for k, v in selector.items()):
+            labels = site.workload.pod_labels
+            if site.workload.namespace == ns and all(labels.get(k) == v for k, v in selector.items()):
                 add_exposure(site, Exposure(how, typ.span, ports))
 
 
@@ -88,8 +88,10 @@ def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], de
     knative = kind == "Service" and "knative" in (y.str(y.get(doc, "apiVersion")) or "")
     local = (y.str(y.get(doc, "metadata", "labels", "networking.knative.dev/visibility")) or "") == "cluster-local"
     for site in fc.sites[before:]:
-        site.extra.setdefault("pod_labels", labels)
-        site.extra.setdefault("namespace", ns)
+        if not site.workload.pod_labels:
+            site.workload.pod_labels = labels
+        if site.workload.namespace is None:
+            site.workload.namespace = ns
         if knative and not local:
             add_exposure(site, Exposure(f"Knative Service/{y.str(y.get(doc, 'metadata', 'name'))} (public by default)",
                                         y.span(y.key_node(doc, "kind") or doc)))
@@ -103,8 +105,8 @@ def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], de
                 line = knode.start_mark.line + 1
     if notes:
         for site in fc.sites[before:]:
-            site.extra["annotations"] = notes
-            site.extra["annotation_line"] = line or site.line
+            site.workload.annotations = notes
+            site.workload.annotation_line = line or site.line
 
 
 def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], depth: int = 0) -> None:
@@ -323,8 +325,8 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
                 uri = y.str(y.get(model, "storageUri")) or ""
                 if uri.startswith("hf://"):
                     for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models
-                        site.extra["storage_model"] = uri[5:]
-                        site.extra["storage_path"] = "/mnt/models"
+                        site.workload.storage_model = uri[5:]
+                        site.workload.storage_path = "/mnt/models"
             return
     if y.get(model, "image") is not None:
         one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})

@@ -238,11 +238,11 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
 
 
 def _mentions_engine(path: str) -> bool:
-    from servefit.sources import MARKERS
+    from servefit.sources import _mentions_engine as mentions
 
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            return bool(MARKERS.search(fh.read(1 << 20)))
+            return mentions(fh.read(1 << 20))
     except OSError:
         return False
 

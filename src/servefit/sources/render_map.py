@@ -255,6 +255,13 @@ class Mapper:
             return Token(obj.text, self._walk(obj.span)) if obj.span is not None else obj
         if isinstance(obj, GpuHint):
             return dataclasses.replace(obj, span=self._walk(obj.span)) if obj.span is not None else obj
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # Workload, Exposure, ...
+            import copy
+
+            new = copy.copy(obj)
+            for f in dataclasses.fields(obj):
+                object.__setattr__(new, f.name, self._walk(getattr(obj, f.name)))
+            return new
         if isinstance(obj, list):
             return [self._walk(x) for x in obj]
         if isinstance(obj, tuple):

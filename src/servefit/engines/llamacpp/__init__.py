@@ -32,6 +32,12 @@ class LlamaCppEngine(Engine):
             return 1
         return 0
 
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.llamacpp.tune import LlamaCppAdapter
+
+        return LlamaCppAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.llamacpp.config import parse
 

@@ -26,6 +26,20 @@ class OllamaEngine(Engine):
             return 2
         return 0
 
+    models_on_request = True
+
+    def link_sites(self, sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
+        """A server and the Modelfile it serves become one server (engines/ollama_link)."""
+        from servefit.engines.ollama_link import link_all
+
+        return link_all(sites, scanned)
+
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.ollama.tune import OllamaAdapter
+
+        return OllamaAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.ollama.config import parse
 
