@@ -8,6 +8,7 @@ import os
 import sys
 
 from servefit.commands.common import add_target_args, split_trailing
+from servefit.conventions import use_color
 from servefit.core import UsageError
 from servefit.pipeline import Evaluation, site_from_argv
 
@@ -29,6 +30,16 @@ def servers(args: argparse.Namespace):  # -> list[Server]
     flags = flags_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
+    if words == ["-"]:  # a file on standard input
+        from servefit.conventions import read_stdin, stdin_name
+        from servefit.sources import scan_file
+
+        text = read_stdin()
+        name = stdin_name(text, getattr(args, "stdin_filename", None))
+        sites = scan_file(name, text).sites
+        if not sites:
+            raise UsageError(f"{name}: no serving engine found in standard input")
+        return assemble_sites(sites, flags).servers
     if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
         asm = assemble(words, flags)
         found = {os.path.abspath(f.path) for f in asm.files if f.sites}
@@ -88,5 +99,8 @@ def run(args: argparse.Namespace) -> int:
         json.dump(objs[0] if len(objs) == 1 else objs, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n\n".join(render_text(ev, color=sys.stdout.isatty()) for ev in evs))
+        color = use_color(getattr(args, "color", None))
+        sys.stdout.write("
+
+".join(render_text(ev, color=color) for ev in evs))
     return exit_code(evs, args)

@@ -8,6 +8,7 @@ import json
 import sys
 
 from servefit.commands.common import add_target_args
+from servefit.conventions import use_color
 from servefit.core import UsageError
 
 
@@ -20,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         if a.dest == "format":
             a.choices = ["text", "json", "html"]
     p.add_argument("--sweep", help="context, batch, block (paged block sizes), or a comma list")
-    p.add_argument("--batch", type=int, default=8, help="users for the context sweep (default 8, as seed 001)")
+    p.add_argument("--batch", type=int, default=8, help="users for the context sweep (default 8)")
     p.add_argument("--context", default="2048", help="tokens per user for the batch sweep (default 2048)")
     p.add_argument("-o", "--output", help="write the report to this file")
     p.set_defaults(run=run)
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return exit_code(evs, args)
     parts = []
     for ev in evs:
-        parts.append(render_text(ev, color=sys.stdout.isatty() and not args.output))
+        parts.append(render_text(ev, color=use_color(getattr(args, "color", None)) and not args.output))
         if "context" in kinds:
             parts.append(f"Context sweep at {args.batch} users:\n" + sweep_report.table(sweep.context_sweep(ev, args.batch), "context"))
         if "batch" in kinds:
