@@ -1,16 +1,25 @@
 """Accuracy of servefit's predictions against numbers engines logged in public start-up logs.
 
-    python benchmarks/accuracy/run.py [--engine vllm] [--verbose] [--json]
+    python benchmarks/accuracy/run.py [--engine vllm] [--split heldout] [--verbose] [--json]
 
 Each case in cases/*.yaml records the command, GPU, version and the figures the engine logged
 (source URL and the verbatim lines beside them). The runner puts the command through the same
-pipeline `servefit estimate` uses and prints, per engine, outcome accuracy and the median / p90
-relative error of each figure.
+pipeline `servefit estimate` uses and prints, per engine and per split, outcome accuracy and the
+median / p90 relative error of each figure.
+
+Splits: every case carries `split: calibration | heldout`. Cases collected before issue 16 were
+used to fit servefit's formulas and constants, so they are all `calibration`. Cases added since
+(`added: issue-16`) were assigned by a rule fixed before any of them was run (SPLIT_RULE below):
+held out iff the first hex digit of sha256(id) is 0-9 (10 of 16 values). No formula or constant
+may be fitted to a held-out case; `split_by_rule` lets a test check every new case follows the rule.
+Cases with `exclude: reason` stay in the data and are listed (and counted) as excluded; cases the
+pipeline cannot evaluate are listed with the reason too. Nothing is dropped silently.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shlex
 import statistics
@@ -40,18 +49,34 @@ CORE = {  # expected key -> how to read it off the plan
     "fitting_max_model_len": lambda p: p.fitting_max_model_len,
 }
 IGNORED = {"total_gpu_gib", "needed_kv_gib"}  # context, not predictions
+SPLITS = ("calibration", "heldout")
+SPLIT_RULE = "held out iff sha256(id) starts with a hex digit 0-9 (cases added: issue-16)"
 
 
-def load_cases(engine: str | None = None) -> list[dict[str, Any]]:
+def split_by_rule(case_id: str) -> str:
+    """The split SPLIT_RULE assigns a newly added case (fixed before any new case was evaluated)."""
+    return "heldout" if hashlib.sha256(case_id.encode()).hexdigest()[0] in "0123456789" else "calibration"
+
+
+def all_cases(engine: str | None = None) -> list[dict[str, Any]]:
+    """Every case in the data, excluded ones included (each with its `_file`)."""
     cases = []
     for path in sorted((HERE / "cases").glob("*.yaml")):
         for case in yaml.safe_load(path.read_text()) or []:
-            if case.get("exclude"):
-                continue  # kept in the data with the reason; not counted
             if engine is None or case.get("engine") == engine:
                 case["_file"] = path.name
                 cases.append(case)
     return cases
+
+
+def load_cases(engine: str | None = None, split: str | None = None) -> list[dict[str, Any]]:
+    """The counted cases: those without an `exclude` reason, optionally of one split."""
+    return [c for c in all_cases(engine)
+            if not c.get("exclude") and (split is None or c.get("split") == split)]
+
+
+def excluded_cases(engine: str | None = None) -> list[dict[str, Any]]:
+    return [c for c in all_cases(engine) if c.get("exclude")]
 
 
 def predict(case: dict[str, Any]):
@@ -68,7 +93,8 @@ def predict(case: dict[str, Any]):
 
 
 def compare(case: dict[str, Any]) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": case["id"], "engine": case["engine"], "errors": {}, "outcome_ok": None}
+    row: dict[str, Any] = {"id": case["id"], "engine": case["engine"], "split": case.get("split"),
+                           "errors": {}, "outcome_ok": None}
     try:
         plan = predict(case)
     except (UsageError, KeyError, ValueError) as exc:
@@ -97,8 +123,11 @@ def pct(values: list[float], q: float) -> float:
     return s[k]
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]], split: str | None = None) -> dict[str, Any]:
+    """Per engine: case count, failures (named), outcome accuracy, per-figure median / p90 error."""
     out: dict[str, Any] = {}
+    if split is not None:
+        rows = [r for r in rows if r.get("split") == split]
     for engine in sorted({r["engine"] for r in rows}):
         rs = [r for r in rows if r["engine"] == engine]
         oc = [r["outcome_ok"] for r in rs if r["outcome_ok"] is not None]
@@ -108,6 +137,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             errs = [abs(r["errors"][k]) for r in rs if k in r["errors"]]
             metrics[k] = {"n": len(errs), "median": statistics.median(errs), "p90": pct(errs, 0.9)}
         out[engine] = {"cases": len(rs), "failures": sum(1 for r in rs if "failure" in r),
+                       "not_evaluable": {r["id"]: r["failure"] for r in rs if "failure" in r},
                        "outcome_accuracy": (sum(oc) / len(oc)) if oc else None, "outcome_n": len(oc),
                        "metrics": metrics}
     return out
@@ -116,32 +146,45 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1] if __doc__ else None)
     ap.add_argument("--engine")
+    ap.add_argument("--split", choices=SPLITS, help="only this half (default: both, printed separately)")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    rows = [compare(c) for c in load_cases(args.engine)]
-    summary = summarize(rows)
+    rows = [compare(c) for c in load_cases(args.engine, args.split)]
+    splits = [args.split] if args.split else list(SPLITS)
+    summary = {sp: summarize(rows, sp) for sp in splits}
+    excluded = {c["id"]: c["exclude"] for c in excluded_cases(args.engine)}
     if args.json:
-        json.dump({"summary": summary, "rows": rows}, sys.stdout, indent=2, default=str)
+        json.dump({"summary": summary, "excluded": excluded, "rows": rows}, sys.stdout, indent=2, default=str)
         print()
         return 0
     if args.verbose:
         for r in rows:
+            tag = f"[{(r.get('split') or '?')[:5]}]"
             if "failure" in r:
-                print(f"  {r['id']:<44} FAILED {r['failure']}")
+                print(f"  {tag} {r['id']:<44} NOT EVALUABLE {r['failure']}")
                 continue
             bits = [f"{k} {w}->{g} ({r['errors'][k] * 100:+.1f}%)" for k, (w, g) in r.get("pairs", {}).items()]
             oc = r.get("outcome")
             if oc:
                 bits.insert(0, f"outcome {oc[0]}{'' if oc[0] == oc[1] else ' GOT ' + oc[1]}")
-            print(f"  {r['id']:<44} " + "; ".join(bits))
+            print(f"  {tag} {r['id']:<44} " + "; ".join(bits))
         print()
-    for engine, s in summary.items():
-        acc = s["outcome_accuracy"]
-        print(f"{engine}: {s['cases']} cases ({s['failures']} not evaluable); outcome "
-              + (f"{acc * 100:.0f}% of {s['outcome_n']}" if acc is not None else "n/a"))
-        for k, m in s["metrics"].items():
-            print(f"  {k:<24} n={m['n']:<3} median {m['median'] * 100:5.1f}%   p90 {m['p90'] * 100:5.1f}%")
+    for sp in splits:
+        print(f"== {sp} ==")
+        for engine, s in summary[sp].items():
+            acc = s["outcome_accuracy"]
+            print(f"{engine}: {s['cases']} cases ({s['failures']} not evaluable); outcome "
+                  + (f"{acc * 100:.0f}% of {s['outcome_n']}" if acc is not None else "n/a"))
+            for k, m in s["metrics"].items():
+                print(f"  {k:<24} n={m['n']:<3} median {m['median'] * 100:5.1f}%   p90 {m['p90'] * 100:5.1f}%")
+            for cid, why in s["not_evaluable"].items():
+                print(f"  not evaluable: {cid}: {why.split(';')[0]}")
+        print()
+    if excluded:
+        print(f"excluded ({len(excluded)}, kept in the data with the reason, not counted):")
+        for cid, why in excluded.items():
+            print(f"  {cid}: {' '.join(str(why).split())}")
     return 0
 
 
