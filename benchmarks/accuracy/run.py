@@ -86,7 +86,7 @@ def predict(case: dict[str, Any]):
     site.engine = case.get("engine")
     if case.get("parameters"):
         site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
-    target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case.get("version")),
+    target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,
                     model=case.get("model_override"),
                     gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
     return evaluate(site, target).plan
