@@ -69,14 +69,27 @@ def all_cases(engine: str | None = None) -> list[dict[str, Any]]:
     return cases
 
 
-def load_cases(engine: str | None = None, split: str | None = None) -> list[dict[str, Any]]:
-    """The counted cases: those without an `exclude` reason, optionally of one split."""
+def load_cases(engine: str | None = None, split: str | None = None, located: bool = False) -> list[dict[str, Any]]:
+    """Cases without an `exclude` reason, optionally of one split. `located=True` (what the printed
+    figures use) also leaves out cases marked `unlocated` (a source a reader cannot open); regression
+    tests may still run those."""
     return [c for c in all_cases(engine)
-            if not c.get("exclude") and (split is None or c.get("split") == split)]
+            if not c.get("exclude") and not (located and c.get("unlocated"))
+            and (split is None or c.get("split") == split)]
 
 
 def excluded_cases(engine: str | None = None) -> list[dict[str, Any]]:
-    return [c for c in all_cases(engine) if c.get("exclude")]
+    """Cases kept in the data but not counted in the printed figures, each with its reason."""
+    return [c for c in all_cases(engine) if c.get("exclude") or c.get("unlocated")]
+
+
+def expected_value(key: str, want: Any) -> float:
+    """A figure as recorded: a number, or a string with the unit the engine printed ("560.0 MiB"),
+    converted to the unit the key names (_gib / _mib)."""
+    if isinstance(want, str):
+        size = parse_size(want)
+        return size / (GiB if key.endswith("_gib") else 2**20 if key.endswith("_mib") else 1)
+    return float(want)
 
 
 def predict(case: dict[str, Any]):
@@ -109,8 +122,10 @@ def compare(case: dict[str, Any]) -> dict[str, Any]:
             continue
         got = CORE[key](plan) if key in CORE else plan.extra.get(key)
         if got is None:
+            row.setdefault("unpredicted", []).append(key)  # the plan has no such figure: named, not dropped
             continue
-        row["errors"][key] = (float(got) - float(want)) / float(want) if want else float(got)
+        want = expected_value(key, want)
+        row["errors"][key] = (float(got) - want) / want if want else float(got)
         row.setdefault("pairs", {})[key] = (want, round(float(got), 3))
     return row
 
@@ -150,10 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    rows = [compare(c) for c in load_cases(args.engine, args.split)]
+    rows = [compare(c) for c in load_cases(args.engine, args.split, located=True)]
     splits = [args.split] if args.split else list(SPLITS)
     summary = {sp: summarize(rows, sp) for sp in splits}
-    excluded = {c["id"]: c["exclude"] for c in excluded_cases(args.engine)}
+    excluded = {c["id"]: c.get("exclude") or f"no openable source ({c['unlocated']})"
+                for c in excluded_cases(args.engine)}
     if args.json:
         json.dump({"summary": summary, "excluded": excluded, "rows": rows}, sys.stdout, indent=2, default=str)
         print()
@@ -180,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {k:<24} n={m['n']:<3} median {m['median'] * 100:5.1f}%   p90 {m['p90'] * 100:5.1f}%")
             for cid, why in s["not_evaluable"].items():
                 print(f"  not evaluable: {cid}: {why.split(';')[0]}")
+            for r in (r for r in rows if r["engine"] == engine and r.get("split") == sp and r.get("unpredicted")):
+                print(f"  not predicted: {r['id']}: {', '.join(r['unpredicted'])}")
         print()
     if excluded:
         print(f"excluded ({len(excluded)}, kept in the data with the reason, not counted):")
