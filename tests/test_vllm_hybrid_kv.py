@@ -6,8 +6,14 @@ and checked against the numbers a public log shows (club-3090 #652, a held-out c
 from __future__ import annotations
 
 from servefit.engines.vllm.era import era
-from servefit.engines.vllm.kvcache import (aligned_block_size, capacity, layer_kinds, layout, mamba_page_bytes,
-                                           mamba_state_blocks)
+from servefit.engines.vllm.kvcache import (
+    aligned_block_size,
+    capacity,
+    layer_kinds,
+    layout,
+    mamba_page_bytes,
+    mamba_state_blocks,
+)
 from servefit.models.catalog import lookup
 
 QWEN36_35B = "Qwen/Qwen3.6-35B-A3B"

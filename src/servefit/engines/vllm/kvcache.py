@@ -12,8 +12,10 @@ get_kv_cache_config_from_groups).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from servefit.engines.vllm.era import Era
+from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import layer_bytes_per_token
 from servefit.models.spec import ModelSpec
 
@@ -126,6 +128,39 @@ def mamba_state_blocks(version: tuple[int, ...], prefix_caching: bool, num_spec:
     if version < (0, 15, 0):
         return 1
     return (2 if prefix_caching else 1) + num_spec
+
+
+def speculative(settings: dict[str, Any]) -> tuple[str, int]:
+    """(method, num_speculative_tokens) of --speculative-config ("", 0 without one)."""
+    sc = settings.get("speculative_config")
+    if not isinstance(sc, dict):
+        return "", 0
+    method = str(sc.get("method") or "")
+    return ("mtp" if method.endswith("mtp") else method), int(sc.get("num_speculative_tokens") or 0)
+
+
+def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int, version: tuple[int, ...],
+                 block_size: int, kv_dtype_bytes: float) -> tuple[int | None, int]:
+    """(state blocks per request, attention block size) of a Mamba2 / GatedDeltaNet hybrid; None
+    blocks when the model has no recurrent layers or its state shape is unknown. The ssm state is
+    fp32 where the model's vLLM config class says so: Qwen3.5 (its config's mamba_ssm_dtype,
+    models/config.py::Qwen3_5ForConditionalGenerationConfig) and Nemotron-H
+    (NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE)."""
+    if not any(k in ("mamba", "linear") for k in model.kinds()):
+        return None, block_size
+    _, n_spec = speculative(settings)
+    conv_dtype = settings.get("mamba_cache_dtype") or "auto"
+    conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
+    ssm_dtype = settings.get("mamba_ssm_cache_dtype") or "auto"
+    if ssm_dtype == "auto":
+        ssm_dtype = "float32" if model.model_type.startswith(("qwen3_5", "nemotron_h")) else conv_dtype
+    ssm_b = dtype_bytes(dtype if ssm_dtype == "auto" else ssm_dtype)
+    page = mamba_page_bytes(model, tp, conv_b, ssm_b, n_spec)
+    if not page:
+        return None, block_size
+    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp))
+    prefix = settings.get("enable_prefix_caching")
+    return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block
 
 
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,

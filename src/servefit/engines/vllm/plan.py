@@ -18,12 +18,11 @@ from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, encoder
 from servefit.engines.vllm.defaults import batch_defaults, capture_sizes
 from servefit.engines.vllm.era import Era, era, vtuple
-from servefit.engines.vllm.kvcache import (aligned_block_size, capacity, layer_kinds, layout, mamba_page_bytes,
-                                          mamba_state_blocks)
+from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.weights import VOCAB_PAD, pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.kv import full_kv_bytes_per_token, layer_bytes_per_token
+from servefit.memory.kv import full_kv_bytes_per_token
 from servefit.memory.params import param_groups
 from servefit.memory.weights import Scheme, kept_params, scheme_for
 from servefit.models.spec import ModelSpec
@@ -120,38 +119,6 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
                     version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
                     expert_parallel=bool(s.get("enable_expert_parallel")))
-
-
-def _spec(cfg: EngineConfig) -> tuple[str, int]:
-    """(method, num_speculative_tokens) of --speculative-config ("", 0 without one)."""
-    sc = cfg.settings.get("speculative_config")
-    if not isinstance(sc, dict):
-        return "", 0
-    method = str(sc.get("method") or "")
-    return ("mtp" if method.endswith("mtp") else method), int(sc.get("num_speculative_tokens") or 0)
-
-
-def _hybrid_state(cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, kv_db: float) -> int | None:
-    """Blocks per request of the recurrent layers of a Mamba2 / GatedDeltaNet hybrid (None when the
-    model has none or its state shape is unknown); raises r.block_size to the aligned attention
-    block size vLLM picks. The ssm state is fp32 where the model's vLLM config class says so:
-    Qwen3.5 (config mamba_ssm_dtype, models/config.py::Qwen3_5ForConditionalGenerationConfig) and
-    Nemotron-H (NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE)."""
-    if not any(k in ("mamba", "linear") for k in model.kinds()):
-        return None
-    method, n_spec = _spec(cfg)
-    conv_dtype = cfg.settings.get("mamba_cache_dtype") or "auto"
-    conv_b = dtype_bytes(r.dtype if conv_dtype == "auto" else conv_dtype)
-    ssm_dtype = cfg.settings.get("mamba_ssm_cache_dtype") or "auto"
-    if ssm_dtype == "auto":
-        ssm_dtype = "float32" if model.model_type.startswith(("qwen3_5", "nemotron_h")) else conv_dtype
-    ssm_b = dtype_bytes(r.dtype if ssm_dtype == "auto" else ssm_dtype)
-    page = mamba_page_bytes(model, r.tp, conv_b, ssm_b, n_spec)
-    if not page:
-        return None
-    r.block_size = aligned_block_size(r.block_size, page, layer_bytes_per_token(model, kv_db, r.tp))
-    prefix = cfg.settings.get("enable_prefix_caching")
-    return mamba_state_blocks(r.version, True if prefix is None else bool(prefix), n_spec)
 
 
 def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
@@ -258,9 +225,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = dtype_bytes(r.dtype)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1
-    state_blocks = _hybrid_state(cfg, model, r, e, kv_db) if hybrid else None
+    state_blocks, r.block_size = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size, kv_db) \
+        if hybrid else (None, r.block_size)
     kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
-    if state_blocks is not None and _spec(cfg)[0] == "mtp":
+    if state_blocks is not None and speculative(cfg.settings)[0] == "mtp":
         kinds.append(("full", 0))  # the MTP drafter's attention layer joins the same pool
     out.kv_bytes_per_token = full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
