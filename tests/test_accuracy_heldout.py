@@ -53,7 +53,7 @@ def test_every_counted_case_has_an_openable_source():
     assert not bad, bad
     # the unlocated ones are kept, named and not counted
     unlocated = [c for c in ALL if c.get("unlocated")]
-    assert len(unlocated) >= 18  # 20 at issue 16; two located since (TGI on EC2, SGLang on a 3090)
+    assert unlocated and all(str(c["unlocated"]).strip() for c in unlocated)
     assert all(c in acc.excluded_cases() for c in unlocated)
 
 
