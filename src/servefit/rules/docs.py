@@ -21,7 +21,22 @@ def render(r: dict[str, Any]) -> str:
             if key == "example":
                 body = "\n".join("    " + ln for ln in body.splitlines())
             out += [f"## {title}", body, ""]
+    if r.get("options"):
+        out += ["## Options", *option_lines(r), ""]
     return "\n".join(out)
+
+
+def option_lines(r: dict[str, Any]) -> list[str]:
+    """`- max (number, default 0.95): ...` and the configuration that sets it."""
+    out = []
+    for name, o in r.get("options", {}).items():
+        bounds = "".join(f", {k} {o[k]}" for k in ("minimum", "maximum") if k in o)
+        out.append(f"- `{name}` ({o['type']}, default {o['default']}{bounds}): {o['description']}")
+    first = next(iter(r.get("options", {})), None)
+    if first is not None:
+        default = r["options"][first]["default"]
+        out += ["", f"    [tool.servefit.rules.{r['code']}]", f"    {first} = {default}"]
+    return out
 
 
 def markdown(rules: dict[str, dict[str, Any]]) -> str:
@@ -38,4 +53,6 @@ def markdown(rules: dict[str, dict[str, Any]]) -> str:
                 out += [f"**{title}** {r[key]}", ""]
         if r.get("example"):
             out += ["```", str(r["example"]).rstrip(), "```", ""]
+        if r.get("options"):
+            out += ["**Options**", "", *option_lines(r), ""]
     return "\n".join(out)

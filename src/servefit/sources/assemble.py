@@ -208,10 +208,18 @@ def anchor(site: LaunchSite) -> Span:
 
 
 def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True) -> Server:
-    """Configuration, target, parse (once) and plan (once) for one server."""
-    from servefit.pipeline import engine_for
+    """Configuration, target, parse (once) and plan (once) for one server; the checks run
+    with the rule options of the server's file."""
+    from servefit.rules.registry import options
 
     opts = configs.for_file(site.file)
+    with options(opts.rules):
+        return _build(site, flags, opts, plan)
+
+
+def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
+    from servefit.pipeline import engine_for
+
     try:
         target = resolve(site, flags, opts)
     except UsageError as exc:
