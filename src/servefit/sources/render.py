@@ -30,7 +30,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from servefit.core import Finding, LaunchSite
-from servefit.rules.catalog import finding
+from servefit.sources.problems import not_rendered
 
 TIMEOUT_S = 60
 _PAIRED = re.compile(r"^(?:values[-._].+|.+[-._]values(?:[-._].+)?)\.ya?ml$", re.I)
@@ -204,18 +204,18 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
             why = ("rendering is off (--no-render)" if not enabled else "it uses a remote resource (building it "
                    "would go to the network)" if remote else "neither kustomize nor kubectl is on PATH")
             if any(_mentions_engine(f) for f in tree):
-                out.findings.append(finding("SF104", f"this kustomization was not built: {why}; its files were "
+                out.findings.append(not_rendered(f"this kustomization was not built: {why}; its files were "
                                                      "read as they are, without its patches", span=anchor))
             continue
         try:
             proc = subprocess.run([*cmd, d], capture_output=True, text=True, timeout=TIMEOUT_S,
                                   stdin=subprocess.DEVNULL)
         except (subprocess.TimeoutExpired, OSError) as exc:
-            out.findings.append(finding("SF104", f"kustomize could not build this: {exc}", span=anchor))
+            out.findings.append(not_rendered(f"kustomize could not build this: {exc}", span=anchor))
             continue
         if proc.returncode != 0:
             err = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "no message")
-            out.findings.append(finding("SF104", f"kustomize could not build this: {err.removeprefix('Error: ')}",
+            out.findings.append(not_rendered(f"kustomize could not build this: {err.removeprefix('Error: ')}",
                                         span=anchor))
             continue
         out.values_files.update(os.path.normpath(f) for f in tree)
@@ -262,21 +262,19 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
         anchor = _anchor(chart)
         if helm is None:
             why = "rendering is off (--no-render)" if not enabled else "helm is not on PATH"
-            out.findings.append(finding(
-                "SF104", f"{why}: the templates of chart '{os.path.basename(os.path.abspath(chart))}' were not "
+            out.findings.append(not_rendered(f"{why}: the templates of chart '{os.path.basename(os.path.abspath(chart))}' were not "
                          "rendered, so only its values files were read (install helm 3 to lint the manifests "
                          "the cluster gets)", span=anchor))
             continue
         missing = missing_dependencies(chart)
         if missing:
-            out.findings.append(finding(
-                "SF104", f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
+            out.findings.append(not_rendered(f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
                          "(servefit does not download them; `helm dependency build` does)", span=anchor))
         for values in values_sets(chart, given_values):
             text, err = (render_without(chart, values, helm, missing) if missing else render(chart, values, helm))
             label = ", ".join(os.path.basename(v) for v in values) or "values.yaml"
             if text is None:
-                out.findings.append(finding("SF104", f"helm could not render this chart with {label}: {err}; "
+                out.findings.append(not_rendered(f"helm could not render this chart with {label}: {err}; "
                                                      "its templates were not read", span=anchor))
                 continue
             out.values_files.update(os.path.normpath(v) for v in _values_paths(chart, values))

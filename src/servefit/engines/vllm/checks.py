@@ -76,6 +76,7 @@ def derived_max_len(model: ModelSpec, e: Era, disable_sliding_window: bool) -> i
     return derived
 
 
+@rule("VLLM006", "VLLM007", "VLLM008", "VLLM009", "VLLM011", "VLLM012", "VLLM013", "VLLM015", "VLLM021")
 def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved, e: Era) -> list[Finding]:
     """Rejections vLLM raises while building its config (before the weights load)."""
     s, sp = cfg.settings, cfg.spans
@@ -134,6 +135,7 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
     return out
 
 
+@rule("VLLM010", "VLLM014")
 def _quant_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, v: tuple[int, int, int]) -> list[Finding]:
     s, sp = cfg.settings, cfg.spans
     out: list[Finding] = []

@@ -27,6 +27,7 @@ from servefit.memory.params import param_groups
 from servefit.memory.weights import Scheme, kept_params, scheme_for
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 GiB = 2**30
 MiB = 2**20
@@ -308,6 +309,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
 
 
+@rule("VLLM003", "VLLM004", "VLLM005", "VLLM020")
 def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
              num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
     span = cfg.spans.get("max_model_len")
