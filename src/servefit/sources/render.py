@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 
 from servefit.core import Finding, LaunchSite
@@ -48,6 +46,7 @@ class Rendered:
 
 
 def helm_path() -> str | None:
+    import shutil
     return shutil.which("helm")
 
 
@@ -77,6 +76,7 @@ def values_sets(chart: str, given: list[str] | None) -> list[list[str]]:
 
 def render(chart: str, values: list[str], helm: str) -> tuple[str | None, str]:
     """(manifests, "") or (None, the first line of helm's complaint)."""
+    import subprocess
     name = re.sub(r"[^a-z0-9-]+", "-", os.path.basename(os.path.abspath(chart)).lower()).strip("-") or "release"
     cmd = [helm, "template", name[:53], chart]
     for v in values:
@@ -115,6 +115,7 @@ def missing_dependencies(chart: str) -> list[str]:
 def render_without(chart: str, values: list[str], helm: str, missing: list[str]) -> tuple[str | None, str]:
     """Render a copy of the chart whose Chart.yaml leaves out the dependencies that are not there:
     the chart's own templates still render (and the missing ones are said to be left out)."""
+    import shutil
     import tempfile
 
     import yaml
@@ -139,6 +140,7 @@ _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|b
 
 
 def kustomize_cmd() -> list[str] | None:
+    import shutil
     if shutil.which("kustomize"):
         return ["kustomize", "build"]
     kubectl = shutil.which("kubectl")
@@ -188,6 +190,7 @@ def _tree(kfile: str, depth: int = 0) -> tuple[list[str], bool]:
 
 def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> None:
     """Build each kustomization no other one uses; its output's servers replace its files'."""
+
     from servefit.sources import render_map, scan_file
 
     kfiles = [f for f in files if os.path.basename(f) in KUSTOMIZATIONS]
@@ -207,6 +210,8 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
                 out.findings.append(not_rendered(f"this kustomization was not built: {why}; its files were "
                                                      "read as they are, without its patches", span=anchor))
             continue
+        import subprocess
+
         try:
             proc = subprocess.run([*cmd, d], capture_output=True, text=True, timeout=TIMEOUT_S,
                                   stdin=subprocess.DEVNULL)
