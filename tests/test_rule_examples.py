@@ -12,11 +12,16 @@ from servefit.rules.catalog import rules
 
 EXECUTABLE = sorted(code for code, r in rules().items() if isinstance(r.get("example"), dict))
 
-# Rules whose example is still prose (written before examples ran). The set is exact, so it only
-# shrinks: a rule given an executable example must leave it, and no new rule may join it.
+# Rules whose example is still prose, and why. The set is exact, so it only shrinks: a rule given an
+# executable example must leave it, and no new rule may join it.
+TODO = "not written yet: the example needs a case found by hand"
 PROSE = {
-    "LCPP004", "LCPP015", "LCPP018", "OLLM006", "OLLM007", "OLLM010", "OLLM011", "SEC002", "SF101", "SF108",
-    "SF109", "SF111", "SF112", "TGI009",
+    "SF108": "a file over the size or nesting limits (tens of MB): too large for the docs",
+    "SF109": "an engine whose servefit plugin is not installed: not a property of a file",
+    "SF112": "a plugin that raises: a bug, not a property of a file",
+    "SF111": "a fallback for a failed start-up that no engine rule reports: every bundled engine reports its own",
+    "LCPP004": TODO, "LCPP015": TODO, "LCPP018": TODO, "OLLM006": TODO, "OLLM007": TODO, "OLLM010": TODO,
+    "OLLM011": TODO, "SF101": TODO, "TGI009": TODO,
 }
 
 
@@ -49,6 +54,6 @@ def test_passing_examples_change_the_file_not_only_the_target() -> None:
 
 def test_every_rule_has_an_executable_example_or_is_listed_as_prose() -> None:
     prose = {code for code, r in rules().items() if not isinstance(r.get("example"), dict)}
-    assert prose == PROSE, (f"new executable examples: drop {sorted(PROSE - prose)} from PROSE; "
-                            f"rules without one: {sorted(prose - PROSE)}")
+    assert prose == set(PROSE), (f"new executable examples: drop {sorted(set(PROSE) - prose)} from PROSE; "
+                                 f"rules without one: {sorted(prose - set(PROSE))}")
     assert len(EXECUTABLE) + len(PROSE) == len(rules())
