@@ -189,6 +189,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     shm: bool | None = None
     unres: list[tuple[str, Span | None]] = []
     exposure: list[Exposure] = []
+    mounts: dict[str, str] = {}  # container dir -> host dir (`-v HOST:CONTAINER[:ro]`)
     j = 0
     n = len(words)
     while j < n:
@@ -247,6 +248,10 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             shm = size is not None and size >= SHM_MIN
         elif flag == "--entrypoint":
             entry = val
+        elif flag in ("-v", "--volume"):
+            parts = v.split(":")
+            if len(parts) >= 2 and parts[0] and parts[1].startswith("/"):
+                mounts[parts[1].rstrip("/") or "/"] = parts[0]
         elif flag in ("-p", "--publish"):
             e = published(f"docker run {flag}", v, val.token().span)
             if e is not None:
@@ -267,6 +272,8 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         launch.shm = shm if shm is not None else False
         launch.extra["runtime"] = "docker run"
         launch.extra["exposure"] = list(exposure)
+        if mounts:
+            launch.extra.setdefault("path_map", dict(mounts))
     return launches
 
 
