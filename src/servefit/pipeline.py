@@ -133,9 +133,11 @@ def resolve_site_model(engine: Any, site: LaunchSite, cfg: EngineConfig, target:
     except UsageError:
         if target.model or target.model_config or not cfg.model_ref:
             raise
-        from servefit.models.evidence import candidates
+        from servefit.models.evidence import candidates, is_unnamed_path
 
-        found = candidates(site, site.engine or "", cfg.model_ref)
+        path = next((str(r) for r in (cfg.model_ref, cfg.settings.get("model_path"), cfg.settings.get("model"))
+                     if isinstance(r, str) and is_unnamed_path(r)), cfg.model_ref)  # llama.cpp: -m PATH
+        found = candidates(site, site.engine or "", path)
         if not found:
             raise
         kept = list(cfg.assumptions)
@@ -145,7 +147,7 @@ def resolve_site_model(engine: Any, site: LaunchSite, cfg: EngineConfig, target:
             except UsageError:
                 cfg.assumptions[:] = kept
                 continue
-            spec.assumptions.insert(0, f"'{cfg.model_ref}' names no model; sized as {ref}: {why} "
+            spec.assumptions.insert(0, f"'{path}' names no model; sized as {ref}: {why} "
                                        "(pass --model or `# servefit: model=` to say otherwise)")
             if spec.resolved_from == "catalog":
                 spec.resolved_from = "derivative"

@@ -92,7 +92,8 @@ def _downloads(file: str, ref: str) -> list[tuple[str, str]]:
             continue
         folder = d.group(1)
         if _under(ref, folder) == "":
-            out.append((m.group(1), f"`{m.group(0).strip()[:120]}` in the same file downloads it to {folder}"))
+            shown = " ".join(m.group(0).split())[:120]
+            out.append((m.group(1), f"`{shown}` in the same file downloads it to {folder}"))
     return out
 
 
