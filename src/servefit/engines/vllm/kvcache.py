@@ -27,6 +27,7 @@ class Group:
     kind: str  # full | sliding | chunked
     window: int  # sliding window or attention chunk size (0 for full)
     layers: int  # layers in this group (padding included)
+    block_size: int = 0  # tokens per block when unified pages differ from the layout's (0: the layout's)
 
 
 @dataclass
@@ -42,12 +43,13 @@ class KvLayout:
         (SlidingWindowSpec.max_admission_blocks_per_request: window - 1 + in-flight tokens, + 1)."""
         total = 0
         for g in self.groups:
+            bs = g.block_size or self.block_size
             if g.kind == "sliding":
-                total += cdiv(min(g.window - 1 + in_flight, max_model_len), self.block_size) + 1
+                total += cdiv(min(g.window - 1 + in_flight, max_model_len), bs) + 1
             elif g.kind == "chunked":
-                total += cdiv(min(g.window + in_flight, max_model_len), self.block_size)
+                total += cdiv(min(g.window + in_flight, max_model_len), bs)
             else:
-                total += cdiv(max_model_len, self.block_size)
+                total += cdiv(max_model_len, bs)
         return total
 
     def needed_bytes(self, max_model_len: int, in_flight: int) -> int:
@@ -88,6 +90,8 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
     buckets: dict[tuple[str, int], int] = {}
     for spec in layers:
         buckets[spec] = buckets.get(spec, 0) + 1
+    if model.layout.get("global_head_dim") and len(buckets) > 1:
+        return _unified_layout(model, buckets, kv_dtype_bytes, tp, block_size, era)
     if len(buckets) <= 1:
         (kind, window), n = next(iter(buckets.items())) if buckets else (("full", 0), 0)
         return KvLayout([Group(kind, window, n)], page, block_size, page * n)
@@ -102,6 +106,31 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
         padding += k * group_size - n
         groups.extend(Group(kind, window, group_size) for _ in range(k))
     return KvLayout(groups, page, block_size, page * group_size, padding)
+
+
+def _unified_layout(model: ModelSpec, buckets: dict[tuple[str, int], int], kv_dtype_bytes: float, tp: int,
+                    block_size: int, era: Era) -> KvLayout:
+    """Layer kinds whose pages differ (Gemma 4: sliding 2 x 16 KV x 256, full 2 x 4 KV x 512):
+    kv_cache_planning.py unify_kv_cache_spec_page_size gives a smaller page a proportionally
+    larger block (or pads it when it does not divide the largest), then
+    _get_kv_cache_groups_uniform_page_size groups the layers as for one page size."""
+    from servefit.memory.kv import kind_bytes_per_token
+
+    pages = {spec: int(block_size * kind_bytes_per_token(model, spec[0], kv_dtype_bytes, tp)) for spec in buckets}
+    top = max(pages.values())
+    sizes = list(buckets.values())
+    group_size = min(sizes)
+    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
+        group_size = max(sizes)
+    groups: list[Group] = []
+    padding = 0
+    for (kind, window), n in buckets.items():
+        bs = block_size * top // pages[(kind, window)] if pages[(kind, window)] and top % pages[(kind, window)] == 0 \
+            else block_size
+        k = cdiv(n, group_size)
+        padding += k * group_size - n
+        groups.extend(Group(kind, window, group_size, bs) for _ in range(k))
+    return KvLayout(groups, top, block_size, top * group_size, padding)
 
 
 def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int, era: Era,

@@ -1,0 +1,71 @@
+"""Gemma 4 (data/models/gemma4.yaml, models/arch_gemma4.py): parameter counts by hand, and the
+KV pages vLLM sizes per layer kind (full layers: global_head_dim 512 and the global KV heads;
+sliding layers: head_dim 256) - a single head_dim would double the full layers' cache."""
+
+from __future__ import annotations
+
+from servefit.engines.vllm.era import era
+from servefit.engines.vllm.kvcache import Group, layout
+from servefit.memory.kv import full_kv_bytes_per_token, kind_bytes_per_token
+from servefit.models import catalog, count_params
+from servefit.pipeline import Target, evaluate, site_from_argv
+
+V = 262144
+
+
+def g31():
+    return catalog.lookup("google/gemma-4-31B-it")
+
+
+def test_31b_text_and_vision_counts_by_hand():
+    h, inter = 5376, 21504
+    sliding = h * 32 * 256 + 2 * h * 16 * 256 + 32 * 256 * h + 2 * 256 + 3 * h * inter + 4 * h + 1
+    full = h * 32 * 512 + h * 4 * 512 + 32 * 512 * h + 2 * 512 + 3 * h * inter + 4 * h + 1  # k_eq_v: no v_proj
+    text = V * h + h + 50 * sliding + 10 * full
+    hv = 1152
+    vision = 3 * 16 * 16 * hv + 2 * 10240 * hv + 27 * (4 * hv * hv + 2 * 72 + 3 * hv * 4304 + 4 * hv) + 2 * hv + hv * h
+    m = g31()
+    assert (text, vision) == (30_697_345_340, 575_743_536)
+    assert m.vision_params == vision and count_params(m) == text + vision == m.params
+
+
+def test_26b_a4b_experts_beside_the_dense_mlp_by_hand():
+    h = 2816
+    attn_s = h * 16 * 256 + 2 * h * 8 * 256 + 16 * 256 * h + 2 * 256
+    attn_f = h * 16 * 512 + h * 2 * 512 + 16 * 512 * h + 2 * 512
+    ffn = 3 * h * 2112 + 128 * 3 * h * 704 + h * 128 + h + 128 + 3 * h  # dense MLP + experts, router, norms
+    text = V * h + h + 25 * (attn_s + ffn + 4 * h + 1) + 5 * (attn_f + ffn + 4 * h + 1)
+    m = catalog.lookup("google/gemma-4-26B-A4B")
+    assert text == 25_233_141_790
+    assert (m.name, count_params(m), m.params) == ("google/gemma-4-26B-A4B-it", text + 572_794_416, 25_805_936_206)
+
+
+def test_kv_bytes_per_layer_kind():
+    m = g31()
+    assert kind_bytes_per_token(m, "sliding", 2) == 2 * 16 * 256 * 2 == 16384
+    assert kind_bytes_per_token(m, "full", 2) == 2 * 4 * 512 * 2 == 8192
+    assert kind_bytes_per_token(m, "full", 2, tp=2) == 2 * 2 * 512 * 2
+    assert kind_bytes_per_token(m, "full", 2, tp=8) == 2 * 1 * 512 * 2  # max(1, 4 // 8)
+    assert full_kv_bytes_per_token(m, 2) == 50 * 16384 + 10 * 8192
+
+
+def test_vllm_unifies_the_pages_of_the_two_kinds():
+    """unify_kv_cache_spec_page_size: the full layers' 128 KiB page (16 tokens) becomes a 32-token
+    block of the sliding layers' 256 KiB page; 50 sliding + 10 full layers -> 6 groups of 10."""
+    m = g31()
+    kinds = [("sliding", 1024) if k == "sliding" else ("full", 0) for k in m.kinds()]
+    lay = layout(m, kinds, 2, 1, 16, era("0.19.0"))
+    assert lay.page_bytes == 16 * 16384 and lay.bytes_per_block == 10 * 16 * 16384
+    assert lay.groups == [Group("sliding", 1024, 10, 16)] * 5 + [Group("full", 0, 10, 32)]
+    # one request of 32768 tokens with 8192 in flight: 5 x (cdiv(1023 + 8192, 16) + 1) + 32768 / 32
+    assert lay.blocks_per_request(32768, 8192) == 5 * (576 + 1) + 1024
+
+
+def test_vllm_plan_uses_the_per_kind_pages():
+    site = site_from_argv(["vllm", "serve", "google/gemma-4-31B-it", "--max-model-len", "32768"])
+    ev = evaluate(site, Target(gpu="H200", gpus=1, engine_version="0.19.0"))
+    p = ev.plan
+    assert p.kv_bytes_per_token == 50 * 16384 + 10 * 8192
+    assert p.extra["kv_groups"] == 6
+    blocks = p.extra["num_gpu_blocks"]
+    assert p.memory.kv_cache == blocks * 10 * 16 * 16384
