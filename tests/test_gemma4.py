@@ -69,3 +69,28 @@ def test_vllm_plan_uses_the_per_kind_pages():
     assert p.extra["kv_groups"] == 6
     blocks = p.extra["num_gpu_blocks"]
     assert p.memory.kv_cache == blocks * 10 * 16 * 16384
+
+
+def test_llamacpp_model_from_the_catalog_entry():
+    """src/models/gemma4.cpp: full layers take the global head size (K and V) and KV heads, SWA
+    layers key_length_swa; full layers have no attn_v (k_eq_v); the 26B's dense FFN runs beside
+    its experts."""
+    from servefit.engines.llamacpp.model import from_spec
+
+    lm = from_spec(g31(), "Q4_K_M")
+    assert (lm.head_k, lm.head_v, lm.head_k_swa, lm.head_v_swa, lm.n_swa) == (512, 512, 256, 256, 1024)
+    assert lm.n_head_kv[:6] == [16] * 5 + [4] and lm.swa[:6] == [True] * 5 + [False]
+    names = {t.name: t.shape for t in lm.tensors}
+    assert names["blk.5.attn_q.weight"] == (5376, 32 * 512) and "blk.5.attn_v.weight" not in names
+    assert names["blk.0.attn_k.weight"] == (5376, 16 * 256) and names["blk.0.attn_v.weight"] == (5376, 16 * 256)
+    moe = {t.name: t.shape for t in from_spec(catalog.lookup("google/gemma-4-26B-A4B-it"), "Q4_K_M").tensors}
+    assert moe["blk.0.ffn_gate.weight"] == (2816, 2112) and moe["blk.0.ffn_gate_exps.weight"] == (2816, 704, 128)
+
+
+def test_llamacpp_kv_cache_per_layer_kind(tmp_path):
+    """-c 32768: 10 full layers x 32768 cells x 2 x 4 x 512 x 2 B + 50 SWA layers x
+    (llama-kv-cache-iswa.cpp: 1024 window x 4 sequences + 512 ubatch = 4608 cells) x 2 x 16 x 256 x 2 B."""
+    site = site_from_argv(["llama-server", "-hf", "unsloth/gemma-4-31B-it-GGUF:Q4_K_M", "-c", "32768"])
+    ev = evaluate(site, Target(gpu="H100", gpus=1))
+    assert ev.plan.kv_bytes_per_token == 50 * 16384 + 10 * 8192
+    assert ev.plan.memory.kv_cache == 10 * 32768 * 8192 + 50 * 4608 * 16384

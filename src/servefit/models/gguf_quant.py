@@ -230,16 +230,26 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
                     (p + "attn_kv_b.weight", (m.kv_lora_rank, m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim))),
                     (p + "attn_output.weight", (m.num_attention_heads * m.v_head_dim, e))]
         elif kind != "none":
-            qd, kvd = m.num_attention_heads * hd, m.num_key_value_heads * hd
-            out += [(p + "attn_q.weight", (e, qd)), (p + "attn_k.weight", (e, kvd)), (p + "attn_v.weight", (e, kvd)),
-                    (p + "attn_output.weight", (qd, e))]
+            lhd, lkv = hd, m.num_key_value_heads
+            if m.layout.get("global_head_dim"):  # Gemma 4: full layers' own shape, no v_proj with k_eq_v
+                from servefit.models.arch_gemma4 import attention_shape
+
+                lhd, lkv = attention_shape(m, kind)
+            qd, kvd = m.num_attention_heads * lhd, lkv * lhd
+            out += [(p + "attn_q.weight", (e, qd)), (p + "attn_k.weight", (e, kvd))]
+            if not (kind == "full" and m.layout.get("attention_k_eq_v")):
+                out.append((p + "attn_v.weight", (e, kvd)))
+            out.append((p + "attn_output.weight", (qd, e)))
             if arch in ("qwen2", "qwen2moe"):
                 out += [(p + "attn_q.bias", (qd,)), (p + "attn_k.bias", (kvd,)), (p + "attn_v.bias", (kvd,))]
-            if arch in ("qwen3", "qwen3moe", "gemma3", "olmo2"):
-                out += [(p + "attn_q_norm.weight", (hd,)), (p + "attn_k_norm.weight", (hd,))]
+            if arch in ("qwen3", "qwen3moe", "gemma3", "gemma4", "olmo2"):
+                out += [(p + "attn_q_norm.weight", (lhd,)), (p + "attn_k_norm.weight", (lhd,))]
         out.append((p + "ffn_norm.weight", (e,)))
         if arch.startswith("gemma"):
             out += [(p + "post_attention_norm.weight", (e,)), (p + "post_ffw_norm.weight", (e,))]
+        if arch == "gemma4" and m.is_moe:  # gemma4.cpp: the dense FFN runs as a shared expert beside the experts
+            out += [(p + "ffn_gate.weight", (e, m.intermediate_size)), (p + "ffn_up.weight", (e, m.intermediate_size)),
+                    (p + "ffn_down.weight", (m.intermediate_size, e))]
         if m.is_moe and il >= m.first_k_dense_replace:
             ff, ne = m.moe_intermediate_size or m.intermediate_size, m.num_experts
             out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "ffn_gate_exps.weight", (e, ff, ne)),
