@@ -162,7 +162,7 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         from servefit.models.arch_gemma4 import attention_shape
 
         head_k, kv_full = attention_shape(m, "full")
-        n_head_kv = [kv_full if k == "full" else h for k, h in zip(kinds, n_head_kv)]
+        n_head_kv = [kv_full if k == "full" else h for k, h in zip(kinds, n_head_kv, strict=True)]
     mb = m.mamba or {}
     d_inner = int(mb.get("d_inner") or mb.get("intermediate_size") or 0)
     d_state = int(mb.get("d_state") or mb.get("state_size") or 0)
