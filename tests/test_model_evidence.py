@@ -106,3 +106,17 @@ def test_candidates_order_and_what_is_not_evidence():
                                          ("Qwen/Qwen3-8B", False), ("llama3:8b", False), ("", False)])
 def test_is_unnamed_path(ref, unnamed):
     assert is_unnamed_path(ref) is unnamed
+
+
+def test_compose_bind_mount(tmp_path):
+    srv = server(tmp_path, "docker-compose.yml", """services:
+  llm:
+    image: vllm/vllm-openai:v0.8.5
+    volumes:
+      - ./weights/Mistral-7B-Instruct-v0.2:/model:ro
+    command: --model /model --max-model-len 8192
+""")
+    m = srv.evaluation.model
+    assert m.name == "mistralai/Mistral-7B-Instruct-v0.2"
+    assert m.assumptions[0].startswith("'/model' names no model; sized as ./weights/Mistral-7B-Instruct-v0.2: "
+                                       "the file mounts ./weights/Mistral-7B-Instruct-v0.2 at /model")
