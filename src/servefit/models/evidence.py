@@ -9,8 +9,9 @@ Read in this order (the first that resolves wins):
    the path: the host folder's name (site.extra["path_map"], sources/launch.py, compose.py);
 2. `huggingface-cli download ORG/NAME --local-dir DIR` / `hf download ...` in the same file,
    where DIR is the path;
-3. the engine's own flags: `--served-model-name` (vLLM, SGLang; the first name), `--tokenizer`
-   (vLLM, SGLang, TGI), `--alias` / `-a` (llama-server).
+3. the engine's own options whose value names a model: `--served-model-name` (vLLM, SGLang; the
+   first name), `--tokenizer` (vLLM), `--tokenizer-path` (SGLang), `--alias` / `-a` (llama-server),
+   found through the engine's option table.
 Standard library only: this is on the lint path.
 """
 
@@ -20,15 +21,10 @@ import os
 import re
 from typing import Any
 
-# engine flags whose value names the model the server loads (vLLM arg_utils.py, SGLang
-# server_args.py, TGI launcher main.rs, llama.cpp common/arg.cpp)
-_FLAGS: dict[str, tuple[str, ...]] = {
-    "--served-model-name": ("vllm", "sglang"),
-    "--tokenizer": ("vllm", "sglang", "tgi"),
-    "--tokenizer-path": ("sglang",),
-    "--alias": ("llamacpp",),
-    "-a": ("llamacpp",),
-}
+# engine options whose value names the model the server loads, by their name in the engine's
+# option table (data/engines/<engine>.yaml: vLLM --served-model-name / --tokenizer, SGLang
+# --served-model-name / --tokenizer-path, llama-server --alias / -a)
+_OPTIONS = ("served_model_name", "tokenizer", "tokenizer_path", "alias")
 _DOWNLOAD = re.compile(
     r"\b(?:huggingface-cli|hf)\s+download\s+(?:--\S+\s+)*[\"']?([\w.-]+/[\w.-]+)[\"']?([^\n;&|]*)")
 _LOCAL_DIR = re.compile(r"--local-dir(?:=|\s+)[\"']?([^\s\"']+)")
@@ -59,17 +55,25 @@ def _under(path: str, folder: str) -> str | None:
 
 
 def _flag_values(argv: list[str], engine: str) -> list[tuple[str, str]]:
+    from servefit.engines.options import load_table
+
+    try:
+        table = load_table(engine)
+    except (OSError, KeyError, ValueError):
+        return []
     out = []
     for i, w in enumerate(argv):
-        name, eq, inline = w.partition("=")
-        engines = _FLAGS.get(name)
-        if engines is None or engine not in engines:
+        if not w.startswith("-"):
+            continue
+        flag, eq, inline = w.partition("=")
+        opt, negated = table.lookup(flag)
+        if opt is None or negated or opt.name not in _OPTIONS:
             continue
         value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-        if name == "--served-model-name":
+        if opt.name == "served_model_name":  # a list: the first name
             value = value.split(",")[0].split()[0] if value.split() else ""
         if _usable(value) and not value.startswith("-"):
-            out.append((value.strip("\"'"), f"the same command's {name} {value}"))
+            out.append((value.strip("\"'"), f"the same command's {flag} {value}"))
     return out
 
 
