@@ -404,7 +404,7 @@ def test_config_mapping_and_the_models_listing(tmp_path, capsys, monkeypatch):
     sf002 = [f for f in findings if f["code"] == "SF002"]
     assert len(sf002) == 1 and "/models/unknown" in sf002[0]["message"]
     rc, out, err = run(capsys, "estimate", "--format", "json", root / "a.sh")
-    assert rc == 2 and "/models/unknown" in err  # estimate refuses a server it cannot size
+    assert rc == 1 and "/models/unknown" in err  # one server could not be sized: named, exit 1
 
 
 def test_mapping_schema_rejects_non_strings(tmp_path, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 import time
 from pathlib import Path
@@ -75,10 +76,41 @@ def test_hf_totals_differ_by_a_tied_lm_head_or_buffers_exactly():
         if m.model_type == "gpt_neox":
             rot = int(m.head_dim * m.layout["rotary_pct"]) // 2
             assert extra == m.num_hidden_layers * (m.max_position_embeddings ** 2 + rot), e["name"]
-        elif m.model_type == "bert":
+        elif m.model_type in ("bert", "xlm-roberta"):
             assert extra == m.max_position_embeddings, e["name"]
+        elif m.model_type == "gpt2":  # GPT-2 saves each layer's causal mask (h.N.attn.bias)
+            assert extra == m.num_hidden_layers * m.max_position_embeddings ** 2, e["name"]
         else:
             assert m.tie_word_embeddings and extra == m.vocab_size * m.hidden_size, e["name"]
+
+
+_BARE_HUB_CONFIG = re.compile(r"^(https?://)?huggingface\.co/[^ ;]+ config\.json( \([^)]*\))?$")
+_DOCUMENT = re.compile(
+    r"https?://"  # a URL
+    r"|search.index files? \d+"  # a file of the public-code index, re-readable by its id
+    r"|[\w.-]+/[\w.-]+[@ ][0-9a-f]{7,}"  # owner/repo at a commit
+    r"|\b(transformers|litgpt|llmfit|mteb|vllm|sglang|llama\.cpp)\b[^;]*?\b\d+\.\d+(\.\d+)?\b"  # package + version
+    r"|safetensors metadata|model card|public (test )?fixture|quoted verbatim|as quoted",
+    re.I,
+)
+
+
+@pytest.mark.parametrize("entry", RAW, ids=[e["name"] for e in RAW])
+def test_source_names_a_document_that_was_read(entry):
+    """Provenance: `source` names what was read (a URL, a repository file or search-index file,
+    or a package with its version and file), never only the Hub config.json it claims to mirror."""
+    src = entry["source"].strip()
+    parts = [p.strip() for p in src.split(";") if p.strip()]
+    assert not all(_BARE_HUB_CONFIG.match(p) for p in parts), src
+    assert _DOCUMENT.search(src), src
+
+
+def test_source_rule_rejects_a_bare_hub_reference():
+    assert _BARE_HUB_CONFIG.match("huggingface.co/01-ai/Yi-9B config.json")
+    assert _BARE_HUB_CONFIG.match("huggingface.co/x/y config.json (Mistral-7B-v0.3 layout)")
+    assert not _DOCUMENT.search("huggingface.co/01-ai/Yi-9B config.json")
+    assert _DOCUMENT.search("litgpt 0.5.13 litgpt/config.py (Falcon3-1B)")
+    assert _DOCUMENT.search("llmfit 1.1.17 (PyPI wheel) embedded data/hf_models.json")
 
 
 def test_brief_reference_counts():

@@ -45,18 +45,18 @@ def test_llama_server_unit_shows_what_the_file_writes(capsys: pytest.CaptureFixt
                                "location": {"file": str(f), "line": 5, "col": line.index("32768") + 1,
                                             "end_line": 5, "end_col": line.index("32768") + 6}}
     m = site["model_ref"]
-    assert m["written"] == "/models/Qwen3.6-27B-UD-Q6_K_XL.gguf" and m["parsed"] == "Qwen3.6-27B"
+    assert m["written"] == "/models/Qwen3.6-27B-UD-Q6_K_XL.gguf" and m["parsed"] == "Qwen/Qwen3.6-27B"
     assert m["location"]["col"] == line.index("/models/") + 1
     assert site["target"]["gpu"] == {"value": "L4", "source": "--gpu", "location": None}
-    assert site["gpu"]["resolved"] is None and site["verdict"] is None  # the GGUF names no known model
-    assert "cannot tell which model" in site["not_planned"]
+    # the GGUF's name points at a catalogued model: planned (27B at Q6_K does not fit an L4)
+    assert site["gpu"]["resolved"] == "NVIDIA L4" and site["verdict"] == "oom_at_load"
     # the finding quotes the same place the report shows
     rc, out = run(capsys, "lint", str(f), "--format", "json", "--gpu", "L4")
     sec = next(d for d in json.loads(out) if d["code"] == "SEC003")
     assert "--host 0.0.0.0" in sec["message"]
     assert (sec["location"]["line"], sec["location"]["column"]) == (host["location"]["line"], host["location"]["col"])
     rc, out = run(capsys, "lint", str(f), "--list-sites", "--gpu", "L4")
-    assert "/models/Qwen3.6-27B-UD-Q6_K_XL.gguf (Qwen3.6-27B)" in out and "host=0.0.0.0" in out
+    assert "/models/Qwen3.6-27B-UD-Q6_K_XL.gguf (Qwen/Qwen3.6-27B)" in out and "host=0.0.0.0" in out
 
 
 def test_target_parts_and_verdict(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

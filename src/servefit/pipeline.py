@@ -66,7 +66,7 @@ def engine_for(site: LaunchSite):  # -> Engine
 
 def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, str]:
     """The GPU and count: the CLI's --gpu wins, then what the file says, then the config."""
-    from servefit.hardware import catalog_assumption, resolve_target, with_memory
+    from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
 
     name, count, source = None, None, ""
     if target.gpu:
@@ -76,12 +76,20 @@ def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, st
     if name is None:
         raise UsageError("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "
                          "in [tool.servefit]")
-    gpu, inst_count = resolve_target(name)
+    try:
+        gpu, inst_count = resolve_target(name)
+    except UsageError:
+        if not target.gpu_memory:
+            raise
+        gpu, inst_count = unlisted(name, target.gpu_memory), None  # --gpu-memory sizes an unlisted card
+        source = f"{source}; {gpu.memory_source.removeprefix('--gpu-memory override; ')}"
+    if gpu.source == "local":
+        source = gpu.memory_source
     note = catalog_assumption(gpu, name)
     if note:
         source = f"{source}; {note}"
     count = target.gpus or (site.gpu.count if site.gpu is not None and site.gpu.count else None) or inst_count
-    if target.gpu_memory:
+    if target.gpu_memory and gpu.key != "unlisted":
         gpu = with_memory(gpu, target.gpu_memory)
     return gpu, count or 0, source
 

@@ -8,6 +8,7 @@ import os
 import sys
 
 from servefit.commands.common import add_target_args, split_trailing
+from servefit.conventions import use_color
 from servefit.core import UsageError
 from servefit.pipeline import Evaluation, site_from_argv
 
@@ -29,6 +30,16 @@ def servers(args: argparse.Namespace):  # -> list[Server]
     flags = flags_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
+    if words == ["-"]:  # a file on standard input
+        from servefit.conventions import read_stdin, stdin_name
+        from servefit.sources import scan_file
+
+        text = read_stdin()
+        name = stdin_name(text, getattr(args, "stdin_filename", None))
+        sites = scan_file(name, text).sites
+        if not sites:
+            raise UsageError(f"{name}: no serving engine found in standard input")
+        return assemble_sites(sites, flags).servers
     if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
         asm = assemble(words, flags)
         found = {os.path.abspath(f.path) for f in asm.files if f.sites}
@@ -51,7 +62,19 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
         raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
     for s in skipped:
         sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
+    args.servers_skipped = len(skipped)
     return evs
+
+
+def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
+    """lint's contract: 1 when a server will not start, has an error finding, or could not be
+    estimated at all; 0 otherwise (2, usage errors, is raised before this)."""
+    if getattr(args, "servers_skipped", 0):
+        return 1
+    for ev in evs:
+        if ev.plan.outcome != "started" or any(f.severity == "error" for f in ev.config.findings + ev.plan.findings):
+            return 1
+    return 0
 
 
 def refuse_bad_input(evs: list[Evaluation]) -> None:
@@ -76,5 +99,8 @@ def run(args: argparse.Namespace) -> int:
         json.dump(objs[0] if len(objs) == 1 else objs, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n\n".join(render_text(ev, color=sys.stdout.isatty()) for ev in evs))
-    return 0
+        color = use_color(getattr(args, "color", None))
+        sys.stdout.write("
+
+".join(render_text(ev, color=color) for ev in evs))
+    return exit_code(evs, args)

@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 
+from servefit.conventions import add_color_arg, use_color
 from servefit.core import UsageError
 
 
@@ -22,9 +23,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB)")
     p.add_argument("--engine-version", help="engine version to model where the image tag does not say")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
+    p.add_argument("--values", action="append", metavar="FILE",
+                   help="values file for the Helm charts found (repeat, or comma-separate; later files win, as "
+                        "in helm): default, each values file the repository pairs with the chart")
+    p.add_argument("--no-render", action="store_true",
+                   help="do not render Helm charts with helm, even when it is on PATH")
     p.add_argument("--list-sites", action="store_true", help="list the servers found (engine, model, "
                                                              "settings, hardware) instead of linting")
-    p.add_argument("--format", action="append", choices=list(FORMATS),
+    p.add_argument("--output-format", "--format", dest="format", action="append", choices=list(FORMATS),
                    help="text (default; github under GitHub Actions), json, sarif, github, html; repeat "
                         "with --output for several reports in one run")
     p.add_argument("-o", "--output", action="append", help="file for the matching --format (default stdout; - is stdout)")
@@ -41,6 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unsafe-fixes", action="store_true",
                    help="also apply (with --fix) or show (with --diff) the unsafe fixes, e.g. a shorter context")
     p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them")
+    p.add_argument("-q", "--quiet", action="store_true", help="print the findings and nothing else (no summary)")
+    p.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead")
+    p.add_argument("--show-source", action="store_true", help="show the source line under each finding")
+    p.add_argument("--stdin-filename", metavar="NAME",
+                   help="the file name standard input stands for (`lint -`): it decides how the text is read")
+    add_color_arg(p)
     p.set_defaults(run=run)
 
 
@@ -74,6 +86,8 @@ def load_config(args: argparse.Namespace):  # -> Config
 
     path, overrides = config_args(args)
     start = args.paths[0] if args.paths else "."
+    if start == "-":  # standard input: the configuration of the file it stands for, as ruff finds it
+        start = os.path.dirname(getattr(args, "stdin_filename", None) or "") or "."
     return config.load(start, overrides, path)
 
 
@@ -87,7 +101,32 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
     path, overrides = config_args(args)
     return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
                        engine_version=args.engine_version, online=bool(args.online),
-                       configs=Configs(overrides, path))
+                       configs=Configs(overrides, path), values=_values(args),
+                       render=not getattr(args, "no_render", False))
+
+
+def _values(args: argparse.Namespace) -> list[str] | None:
+    vals = [v.strip() for item in (getattr(args, "values", None) or []) for v in item.split(",") if v.strip()]
+    for v in vals:
+        if not os.path.isfile(v):
+            raise UsageError(f"--values {v}: no such file")
+    return vals or None
+
+
+def check_gpu_names(args: argparse.Namespace, cfg) -> None:  # type: ignore[no-untyped-def]
+    """A GPU the user names for the run (--gpu, the config's default) that the catalog does not
+    know is a usage error with the nearest names, as in estimate; with --gpu-memory (or the
+    config's gpu-memory) it is an unlisted card of that size."""
+    from servefit.hardware import resolve_target
+
+    if args.gpu_memory or (cfg is not None and cfg.gpu_memory):
+        return
+    for name, where in ((args.gpu, "--gpu"), (cfg.gpu if cfg is not None else None, "config gpu")):
+        if name:
+            try:
+                resolve_target(name)
+            except UsageError as exc:
+                raise UsageError(f"{where}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from servefit.linter.run import lint_paths
 
     for p in args.paths:
-        if not os.path.exists(p):
+        if p != "-" and not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
     formats = args.format or [("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")]
     outputs = list(args.output or [])
@@ -104,7 +143,14 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline and not os.path.isfile(args.baseline):
         raise UsageError(f"--baseline {args.baseline}: no such file")
     cfg = load_config(args)
-    result = lint_paths(list(args.paths), options_from(args, cfg))
+    check_gpu_names(args, cfg)
+    options = options_from(args, cfg)
+    if "-" in args.paths:
+        from servefit.conventions import read_stdin, stdin_name
+
+        text = read_stdin()
+        options.stdin = (stdin_name(text, args.stdin_filename), text)
+    result = lint_paths(list(args.paths), options)
     if args.list_sites:
         from servefit.report import sites
 
@@ -121,9 +167,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"servefit: wrote {n} finding(s) to {args.write_baseline}\n")
         return 0
     dests = [outputs[i] if i < len(outputs) and outputs[i] != "-" else None for i in range(len(formats))]
+    if args.statistics:
+        from servefit.report.lint_text import statistics
+
+        formats, dests = ["statistics"], [dests[0]]
+        _write(statistics(findings), dests[0])
     for fmt, dest in zip(formats, dests, strict=True):
-        _write(render(fmt, findings, result, color=dest is None and sys.stdout.isatty()), dest)
-    if None not in dests:  # every report went to a file: say on the terminal what they hold
+        if fmt == "statistics":
+            continue
+        source = None
+        if args.show_source:
+            from servefit.report.snippet import reader
+
+            source = reader(dict([options.stdin]) if options.stdin else None)
+        _write(render(fmt, findings, result, color=dest is None and use_color(args.color), quiet=args.quiet,
+                      source=source), dest)
+    if None not in dests and not args.quiet:  # every report went to a file: say on the terminal what they hold
         from servefit.report.lint_text import summary
 
         sys.stderr.write(f"servefit: {summary(findings, result.files, len(result.sites))}; "
@@ -157,14 +216,15 @@ def _fixes(args: argparse.Namespace, result, findings: list, cfg) -> int:  # typ
     sys.stderr.write(f"servefit: fixed {len(written)} finding(s)\n")
     formats = args.format or ["text"]
     out = args.output[0] if args.output else None
-    _write(render(formats[0], remaining, result, color=out is None and sys.stdout.isatty()), out)
+    _write(render(formats[0], remaining, result, color=out is None and use_color(args.color)), out)
     if args.exit_zero:
         return 0
     return 1 if any(result.config_for(f.span.file if f.span else None, cfg).fails(f.severity)
                     for f in remaining) else 0
 
 
-def render(fmt: str, findings: list, result, color: bool = False) -> str:  # type: ignore[type-arg]
+def render(fmt: str, findings: list, result, color: bool = False, quiet: bool = False,  # type: ignore[type-arg]
+           source=None) -> str:  # type: ignore[no-untyped-def]
     from servefit.report import formats
 
     if fmt == "json":
@@ -185,7 +245,7 @@ def render(fmt: str, findings: list, result, color: bool = False) -> str:  # typ
         return lint_page(rows, rest)
     from servefit.report.lint_text import render as text
 
-    return text(findings, result.files, len(result.sites), color=color)
+    return text(findings, result.files, len(result.sites), color=color, quiet=quiet, source=source)
 
 
 def tune_note(rep) -> str | None:  # type: ignore[no-untyped-def]

@@ -31,6 +31,9 @@ class LintOptions:
     evaluate: bool = True  # False: find and parse servers only (--list-sites)
     config: Config | None = None
     configs: Configs | None = None  # per-file configuration (the CLI's)
+    values: list[str] | None = None  # --values for Helm charts (None: the values files the repo pairs)
+    render: bool = True  # render Helm charts and kustomizations when helm / kustomize is on PATH
+    stdin: tuple[str, str] | None = None  # (file name, text) linted for the path `-`
 
     def flags(self) -> Flags:
         return Flags(gpu=self.gpu, gpus=self.gpus, gpu_memory=self.gpu_memory,
@@ -76,7 +79,8 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     from servefit.sources.assemble import assemble
 
     options = options or LintOptions()
-    asm = assemble(paths, options.flags(), options.resolver(), plan=options.evaluate)
+    asm = assemble(paths, options.flags(), options.resolver(), plan=options.evaluate, stdin=options.stdin,
+                   values=options.values, render=options.render)
     findings: list[Finding] = list(asm.findings)
     sups: list[Suppression] = []
     by_file: dict[str, list[LaunchSite]] = {}
@@ -89,6 +93,11 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     for srv in asm.servers:
         check_server(srv)
         findings.extend(srv.findings)
+    for found in findings:  # a finding on a rendered template line says the value was not traced further
+        at = found.span
+        note = asm.notes.get((at.file, at.start, at.end)) if at is not None else None
+        if note and not found.message.endswith(f"({note})"):
+            found.message = f"{found.message} ({note})"
     return LintResult(_unique(findings), asm.servers, len(asm.files), sups, asm.configs)
 
 

@@ -32,14 +32,8 @@ def _is_repo(ref: str) -> bool:
 def server_ref(cfg: EngineConfig, ctx: ModelContext | None = None) -> ServerRef | None:
     """The model reference of a parsed server, or None when it names none (`ollama serve`)."""
     s = cfg.settings
-    if cfg.engine == "llamacpp":
-        ref = str(s.get("model") or cfg.model_ref or "")
-        hf_repo = s.get("hf_repo")
-    elif cfg.engine == "ollama":
-        ref = str(s.get("model") or cfg.model_ref or "")
-        hf_repo = None
-    else:
-        ref, hf_repo = str(cfg.model_ref or ""), None
+    ref = str(s.get("model") or cfg.model_ref or "")
+    hf_repo = s.get("hf_repo")  # llama.cpp -hf / --hf-repo; no other engine sets it
     if not ref:
         return None
     if "$" in ref:
@@ -59,7 +53,8 @@ def server_ref(cfg: EngineConfig, ctx: ModelContext | None = None) -> ServerRef 
         return ServerRef(ref, name, "safetensors")
     if os.path.exists(os.path.expanduser(ref)):
         return ServerRef(ref, note="a local file or directory")
-    what = "an Ollama library tag" if cfg.engine == "ollama" else "not a Hub repository id"
+    library_tag = "/" not in ref and not ref.lower().endswith(".gguf")  # llama3.1:8b, qwen3
+    what = "a model library tag (sized from servefit's tag table)" if library_tag else "not a Hub repository id"
     return ServerRef(ref, note=what)
 
 

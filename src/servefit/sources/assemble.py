@@ -86,11 +86,15 @@ class Assembly:
     findings: list[Finding]  # about files (unreadable, malformed, unresolved variables)
     files: list[ScannedFile]
     configs: Configs
+    notes: dict[tuple[str, int, int], str] = field(default_factory=dict)  # rendered spans not traced further
 
 
 def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | None = None, *,
-             plan: bool = True) -> Assembly:
-    """Every server in the given files and directories (see the module docstring)."""
+             plan: bool = True, stdin: tuple[str, str] | None = None, values: list[str] | None = None,
+             render: bool = True) -> Assembly:
+    """Every server in the given files and directories (see the module docstring). The path `-`
+    is `stdin` (its file name, its text); Helm charts and kustomizations among the files are
+    rendered (sources/render.py) unless `render` is False."""
     from servefit.sources import iter_files, scan_file
 
     configs = configs or Configs()
@@ -99,13 +103,39 @@ def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | No
     findings: list[Finding] = []
     sites: list[LaunchSite] = []
     for path in iter_files(paths):
-        if os.path.abspath(path) not in named and excluded(configs.for_file(path), path):
+        if path == "-" and stdin is not None:  # `lint -`: the text read from standard input
+            result = scan_file(stdin[0], stdin[1])
+            result.text = stdin[1]
+            path = stdin[0]
+        elif os.path.abspath(path) not in named and excluded(configs.for_file(path), path):
             continue
-        result = scan_file(path)
+        else:
+            result = scan_file(path)
         files.append(ScannedFile(path, result.text, result.kind, len(result.sites)))
         findings.extend(result.findings)
         sites.extend(result.sites)
-    return assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
+    sites, findings, notes = _rendered([f.path for f in files if not (stdin and f.path == stdin[0])], sites,
+                                       findings, values, render)
+    asm = assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
+    asm.notes = notes
+    return asm
+
+
+def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding], values: list[str] | None,
+              render: bool) -> tuple[list[LaunchSite], list[Finding], dict[tuple[str, int, int], str]]:
+    """Helm charts among the files, rendered: their manifests' servers replace what was read from
+    their values files, and one finding per chart replaces SF104 on each template. Kustomizations
+    likewise: the built output's servers replace those of the files it reads."""
+    from servefit.sources import render as rendering
+
+    out = rendering.charts(walked, values, render)
+    if not (out.charts or out.sites or out.findings or out.values_files):
+        return sites, findings, {}
+    charts = sorted(out.charts)
+    sites = [s for s in sites if os.path.normpath(s.file) not in out.values_files] + out.sites
+    findings = [f for f in findings if not (f.code == "SF104" and f.span is not None
+                                            and rendering.in_chart(f.span.file, charts))] + out.findings
+    return sites, findings, out.notes
 
 
 def excluded(cfg: Config, path: str) -> bool:
@@ -228,7 +258,7 @@ def _storage_model(srv: Server) -> None:
 
 
 def _plan(srv: Server, engine: Any) -> None:
-    from servefit.hardware import catalog_assumption, resolve_target, with_memory
+    from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
     from servefit.pipeline import Target, evaluate
 
     site, cfg, t, out = srv.site, srv.config, srv.target, srv.findings
@@ -249,19 +279,26 @@ def _plan(srv: Server, engine: Any) -> None:
         srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"
         return  # SF001 / SF107 say so
     name = str(t.gpu.value)
+    source = t.gpu_source
+    sized = t.gpu_memory is not None and bool(t.gpu_memory.value)
     try:
         gpu, inst_count = resolve_target(name)
     except UsageError as exc:
-        srv.error = str(exc)
-        span = t.gpu.span or anchor(site)
-        out.append(finding("SF003", str(exc), site=site.name, span=span))
-        return
-    source = t.gpu_source
+        if not sized:
+            srv.error = str(exc)
+            span = t.gpu.span or anchor(site)
+            out.append(finding("SF003", str(exc), site=site.name, span=span))
+            return
+        assert t.gpu_memory is not None
+        gpu, inst_count = unlisted(name, int(t.gpu_memory.value)), None  # --gpu-memory sizes an unlisted card
+        source = f"{source}; {gpu.memory_source.removeprefix('--gpu-memory override; ')}"
+    if gpu.source == "local":  # --gpu local: NVML's device, its memory and what is in use
+        source = gpu.memory_source
     note = catalog_assumption(gpu, name)
     if note:
         source = f"{source}; {note}"
     count = int(t.count.value) if t.count is not None else inst_count
-    if t.gpu_memory is not None and t.gpu_memory.value:
+    if sized and gpu.key != "unlisted" and t.gpu_memory is not None:
         gpu = with_memory(gpu, int(t.gpu_memory.value))
     target = Target(gpu=name, gpus=count or None, engine_version=cfg.version, online=t.online,
                     model=str(t.model.value) if t.model is not None else None, model_config=t.model_config,

@@ -104,8 +104,9 @@ def docker_gpus(value: str) -> tuple[int | None, str]:
 
 
 def size_bytes(text: str) -> int | None:
-    """Docker / compose / k8s sizes (16g, 16gb, 16Gi, 1024m, bytes), read as binary units:
-    close enough for the shared-memory threshold."""
+    """Docker / compose sizes (16g, 16gb, 1024m, bytes), where `m` is MiB as Docker reads it,
+    taken as binary units: close enough for the shared-memory threshold. Kubernetes quantities
+    are not this (`m` is milli there): `servefit.units.k8s_quantity`."""
     m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)i?b?\s*$", text.strip().strip("\"'"), re.I)
     if not m:
         return None

@@ -246,11 +246,11 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
     if not isinstance(pod, MappingNode):
         return
     host_ipc = (y.str(y.get(pod, "hostIPC")) or "").lower() == "true"
-    mem_vols = set()
+    mem_vols: dict[str | None, str | None] = {}  # volume name -> a sizeLimit below SHM_MIN, else None
     for v in y.seq(y.get(pod, "volumes")):
         if (y.str(y.get(v, "emptyDir", "medium")) or "").lower() == "memory" or \
                 y.str(y.get(v, "hostPath", "path")) == "/dev/shm":
-            mem_vols.add(y.str(y.get(v, "name")))
+            mem_vols[y.str(y.get(v, "name"))] = _small_limit(y.str(y.get(v, "emptyDir", "sizeLimit")))
     names = name_hints(y, pod)
     host_net = y.tok(y.get(pod, "hostNetwork"))
     for c in y.seq(y.get(pod, "containers")):
@@ -268,7 +268,7 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
 
 
 def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind: str, names: list[NameHint],
-                  host_ipc: bool, mem_vols: set[str | None], group: tuple[int, str] | None = None,
+                  host_ipc: bool, mem_vols: dict[str | None, str | None], group: tuple[int, str] | None = None,
                   args_prefix: list[Node] | None = None, more: Node | None = None) -> list[Launch]:
     """One container (with `more`, a KServe predictor model merged over its runtime's container)."""
     env = container_env(y, c, cms, y.seq(y.get(more, "env")) if more is not None else None)
@@ -286,11 +286,15 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
         count += group[0]
         count_src += f" {group[1]}"
     hint: GpuHint | None = merge(best_label(names), count, count_src, count_tok.span if count_tok else None)
-    shm = host_ipc or any(y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols
-                          for m in y.seq(y.get(c, "volumeMounts")))
+    shm_vols = [y.str(y.get(m, "name")) for m in y.seq(y.get(c, "volumeMounts"))
+                if y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols]
+    small = [mem_vols[v] for v in shm_vols if mem_vols[v]]
+    shm = host_ipc or (bool(shm_vols) and not small)
     for launch in launches:
         if launch.shm is None:
             launch.shm = shm
+            if small and not host_ipc:
+                launch.extra["shm_limit"] = small[0]
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
     runtime, opaque = runtime_env(y, c, cms)
@@ -317,7 +321,7 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
             if conts:
                 names = name_hints(y, pred) or name_hints(y, rt)
                 first = len(fc.sites)
-                one_container(y, conts[0], fc, cms, label, "InferenceService", names, False, set(), more=model)
+                one_container(y, conts[0], fc, cms, label, "InferenceService", names, False, {}, more=model)
                 uri = y.str(y.get(model, "storageUri")) or ""
                 if uri.startswith("hf://"):
                     for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models
@@ -325,7 +329,7 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
                         site.workload.storage_path = "/mnt/models"
             return
     if y.get(model, "image") is not None:
-        one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, set())
+        one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})
 
 
 def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
@@ -356,3 +360,16 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
                 pname = pname[len(pre):]
         hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
     fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if engine == "ollama" else None)
+
+
+def _small_limit(text: str | None) -> str | None:
+    """An emptyDir `sizeLimit` too small for NCCL's shared memory, as the user wrote it with its
+    size (Kubernetes quantities: `m` is milli, so `1000m` is one byte), else None."""
+    from servefit.sources.hints import SHM_MIN
+    from servefit.units import k8s_quantity
+
+    q = k8s_quantity(text)
+    if text is None or q is None or q >= SHM_MIN:
+        return None
+    size = f"{float(q) / 2**20:.0f} MiB" if q >= 2**20 else f"{int(q)} byte{'s' if int(q) != 1 else ''}"
+    return f"sizeLimit {text.strip()} ({size})"

@@ -174,7 +174,7 @@ def _family(m: str) -> str:
 
 
 def advice(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, plan: MemoryPlan) -> list[Finding]:
-    """Warnings and capacity advice for a config vLLM accepts (seed root causes 1-3)."""
+    """Warnings and capacity advice for a config vLLM accepts (KV overflow, batch sizing, fragmentation)."""
     s, sp = cfg.settings, cfg.spans
     out: list[Finding] = []
     if r.util >= 0.95:

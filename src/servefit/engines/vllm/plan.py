@@ -310,7 +310,7 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     if any(f.severity == "error" for f in out.findings):
         out.outcome = "rejected_config"
     mem = out.memory
-    free_at_start = gpu.memory_bytes - CUDA_CONTEXT
+    free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
     if out.outcome == "started" and budget > free_at_start and not gpu.unified_memory and e.v1:
         out.outcome = "rejected_config"
         msg = (f"Free memory on device ({free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on startup is less "
