@@ -94,3 +94,63 @@ def test_llamacpp_kv_cache_per_layer_kind(tmp_path):
     ev = evaluate(site, Target(gpu="H100", gpus=1))
     assert ev.plan.kv_bytes_per_token == 50 * 16384 + 10 * 8192
     assert ev.plan.memory.kv_cache == 10 * 32768 * 8192 + 50 * 4608 * 16384
+
+
+def e2b():
+    return catalog.lookup("google/gemma-4-E2B-it")
+
+
+def test_e2b_counts_by_hand():
+    """Per-layer embeddings, 15 layers with their own K/V then 20 KV-shared layers (q/o only,
+    double-wide MLP), 4 sliding : 1 full; the vision and audio towers; the raw safetensors total
+    (llmfit) also holds k/v/k_norm of the shared layers."""
+    h, ple, L = 1536, 256, 35
+    text = V * h + h + V * L * ple + h * L * ple + ple
+    for i in range(L):
+        hd = 512 if i % 5 == 4 else 256
+        text += 2 * 8 * hd * h + hd  # q, o, q_norm
+        if i < 15:
+            text += 2 * h * 1 * hd + hd  # k, v (1 KV head), k_norm
+        text += 3 * h * (6144 * 2 if i >= 15 else 6144) + 4 * h + 1 + 2 * h * ple + h
+    hv = 768
+    vision = 3 * 256 * hv + 2 * 10240 * hv + 16 * (4 * hv * hv + 2 * 64 + 3 * hv * 3072 + 4 * hv) + hv * h
+    ha = 1024
+    audio = (9 * 128 + 128 + 9 * 128 * 32 + 32 + 32 * 32 * ha
+             + 12 * (2 * (8 * ha * ha + 2 * ha) + 5 * ha * ha + 128 + 3 * ha * ha + 5 * ha + 2 * ha + 3 * ha)
+             + ha * 1536 + 1536 + 1536 * h)
+    m = e2b()
+    assert (text, vision, audio) == (4_628_569_379, 168_544_256, 307_183_904)
+    assert count_params(m) == m.params == text + vision + audio
+    shared_kv = sum(2 * h * (512 if i % 5 == 4 else 256) + (512 if i % 5 == 4 else 256) for i in range(15, 35))
+    assert m.params + shared_kv == 5_123_178_051  # llmfit's raw total for google/gemma-4-E2B-it
+
+
+def test_e4b_count_plus_shared_kv_is_the_raw_total():
+    m = catalog.lookup("google/gemma-4-E4B")
+    shared_kv = sum(2 * 2560 * 2 * (512 if i % 6 == 5 else 256) + (512 if i % 6 == 5 else 256) for i in range(24, 42))
+    assert count_params(m) == m.params and m.params + shared_kv == 7_996_156_490
+
+
+def test_e2b_kv_shared_layers_hold_no_cache():
+    m = e2b()
+    # 15 cache-owning layers: 12 sliding (1 KV x 256) and 3 full (1 KV x 512)
+    assert full_kv_bytes_per_token(m, 2) == 12 * 2 * 256 * 2 + 3 * 2 * 512 * 2
+    site = site_from_argv(["vllm", "serve", "google/gemma-4-E2B-it", "--max-model-len", "8192"])
+    p = evaluate(site, Target(gpu="L4", gpus=1, engine_version="0.19.0")).plan
+    assert p.kv_bytes_per_token == 12 * 1024 + 3 * 2048
+    # pages 16 x 1024 B (sliding) and 16 x 2048 B (full): the sliding block covers 32 tokens; 12 vs 3 layers -> 4 + 1 groups of 3
+    assert p.extra["kv_groups"] == 5
+
+
+def test_e2b_gguf_by_name_under_llama_cpp():
+    from servefit.engines.llamacpp.model import from_spec
+
+    lm = from_spec(e2b(), "Q4_K_M")
+    assert lm.n_layer_kv_from_start == 15 and (lm.head_k, lm.head_k_swa) == (512, 256)
+    names = {t.name: t.shape for t in lm.tensors}
+    assert "blk.15.attn_k.weight" not in names and names["blk.14.attn_k.weight"] == (1536, 512)
+    assert names["per_layer_token_embd.weight"] == (35 * 256, V) and names["blk.20.ffn_up.weight"] == (1536, 12288)
+    site = site_from_argv(["llama-server", "-m", "/models/gemma-4-E2B-it-qat-UD-Q4_K_XL.gguf", "-c", "8192"])
+    ev = evaluate(site, Target(gpu="L4", gpus=1))
+    assert ev.model.name == "google/gemma-4-E2B-it"
+    assert ev.plan.kv_bytes_per_token == 12 * 1024 + 3 * 2048

@@ -45,7 +45,8 @@ def attention_layers(m: ModelSpec) -> int:
 
 def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> int:
     """Per-token KV bytes if every attention layer kept every token (the textbook figure)."""
-    if m.layout.get("global_head_dim"):
-        return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in m.kinds()
+    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind pages; KV-shared layers hold none
+        kinds = m.kinds()[:m.num_hidden_layers - int(m.layout.get("num_kv_shared_layers") or 0)]
+        return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in kinds
                        if k in ("full", "sliding", "chunked")))
     return int(attention_layers(m) * layer_bytes_per_token(m, kv_dtype_bytes, tp))

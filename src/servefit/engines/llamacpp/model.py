@@ -163,6 +163,7 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
 
         head_k, kv_full = attention_shape(m, "full")
         n_head_kv = [kv_full if k == "full" else h for k, h in zip(kinds, n_head_kv, strict=True)]
+    shared = int(m.layout.get("num_kv_shared_layers") or 0)  # gemma4.cpp: n_layer_kv_from_start
     mb = m.mamba or {}
     d_inner = int(mb.get("d_inner") or mb.get("intermediate_size") or 0)
     d_state = int(mb.get("d_state") or mb.get("state_size") or 0)
@@ -176,6 +177,7 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         mla=m.is_mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
         n_embd_s=d_state * d_inner, n_ff=m.intermediate_size, n_expert=m.num_experts,
         n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
+        n_layer_kv_from_start=n - shared if shared else -1,
         tensors=_synth(m, ftype, arch), ftype=ftype, source="catalog")
     return lm
 

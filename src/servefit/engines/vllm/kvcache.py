@@ -71,7 +71,11 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
     """(kind, window) for every attention layer on the model; recurrent layers are left out
     (their state is a separate, fixed-size spec)."""
     out = []
-    for kind in model.kinds():
+    kinds = model.kinds()
+    shared = int(model.layout.get("num_kv_shared_layers") or 0)
+    if shared:  # Gemma 4 E2B / E4B: the last layers read earlier caches (gemma4.py kv_sharing_target_layer_name)
+        kinds = kinds[:len(kinds) - shared]
+    for kind in kinds:
         if kind in ("mamba", "linear", "none"):
             continue
         if kind == "sliding" and not disable_sliding_window and model.sliding_window:
