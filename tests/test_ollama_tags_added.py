@@ -18,8 +18,7 @@ from servefit.models import resolve_model
     ("aya:35b", "CohereLabs/aya-23-35B", "Q4_0", 8192),
     ("yi", "01-ai/Yi-1.5-6B-Chat", "Q4_0", 4096),
     ("yi:9b-chat-q8_0", "01-ai/Yi-1.5-9B-Chat", "Q8_0", 4096),
-    ("internlm2:20b", "internlm/internlm2_5-20b-chat", "Q4_0", 32768),
-    ("nemotron-mini", "nvidia/Nemotron-Mini-4B-Instruct", "Q4_K_M", 4096),
+    ("internlm2", "internlm/internlm2_5-7b-chat", "Q4_0", 32768),
     ("bge-large", "BAAI/bge-large-en-v1.5", "F16", 512),
     ("snowflake-arctic-embed", "Snowflake/snowflake-arctic-embed-l", "F16", 512),
     ("snowflake-arctic-embed:110m", "Snowflake/snowflake-arctic-embed-m", "F16", 512),
@@ -32,7 +31,8 @@ def test_added_library_names(tag, model, quant, context):
     resolve_model(model)  # every size names a catalogued checkpoint
 
 
-@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("snowflake-arctic-embed:22m", "22m")])
+@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("internlm2:20b", "20b"),
+                                      ("snowflake-arctic-embed:22m", "22m")])
 def test_uncatalogued_sizes_are_named(tag, size):
     t = lookup(tag)
     assert t.model is None and f"the library has no {size} size" in t.note
