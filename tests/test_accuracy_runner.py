@@ -53,8 +53,6 @@ def test_vllm_accuracy_targets():
 KNOWN_OFF = {
     "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused":
         "V0 Qwen2.5-VL: the encoder profiling peak is estimated 1.1-1.7 GiB low, so servefit says it starts",
-    "vllm-16570-4xa100-40gb-qwen25-vl-72b-v0-tp4":
-        "V0 Qwen2.5-VL TP4: the same low encoder estimate; 0.61 GiB of KV predicted where 0.04 GiB was logged",
     "vllm-pr12126-h100-llama32-11b-vision-eager":
         "V0 Mllama profiling (dummy 4-tile images, cross-attention states) is not modelled: 7.4 GiB activation "
         "predicted, 36.6 GiB logged, so the KV cache is +199%",
