@@ -24,6 +24,18 @@ from servefit.models import resolve_model
     ("snowflake-arctic-embed:110m", "Snowflake/snowflake-arctic-embed-m", "F16", 512),
     ("granite-embedding:278m", "ibm-granite/granite-embedding-278m-multilingual", "F16", 512),
     ("falcon:180b", "tiiuae/falcon-180B-chat", "Q4_0", 2048),
+    ("tinyllama", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Q4_0", 2048),
+    ("vicuna:13b", "lmsys/vicuna-13b-v1.5", "Q4_0", 4096),
+    ("solar", "upstage/SOLAR-10.7B-Instruct-v1.0", "Q4_0", 4096),
+    ("llama-guard3", "meta-llama/Llama-Guard-3-8B", "Q4_K_M", 131072),
+    ("llama-guard3:1b", "meta-llama/Llama-Guard-3-1B", "Q8_0", 131072),  # a size with its own quantization
+    ("granite3.1-moe:1b", "ibm-granite/granite-3.1-1b-a400m-instruct", "Q8_0", 131072),
+    ("qwen3-embedding:0.6b", "Qwen/Qwen3-Embedding-0.6B", "Q8_0", 32768),  # and its own context
+    ("qwen3-embedding", "Qwen/Qwen3-Embedding-8B", "Q4_K_M", 40960),
+    ("gpt-oss-safeguard:120b", "openai/gpt-oss-safeguard-120b", "MXFP4_MOE", 131072),
+    ("qwen3-next", "Qwen/Qwen3-Next-80B-A3B-Instruct", "Q4_K_M", 262144),
+    ("olmo-3:32b", "allenai/Olmo-3-1125-32B", "Q4_K_M", 65536),
+    ("lfm2", "LiquidAI/LFM2-24B-A2B", "Q4_K_M", 128000),
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
@@ -31,11 +43,15 @@ def test_added_library_names(tag, model, quant, context):
     resolve_model(model)  # every size names a catalogued checkpoint
 
 
-@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("internlm2:20b", "20b"),
+@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("internlm2:20b", "20b"), ("yi-coder:1.5b", "1.5b"),
                                       ("snowflake-arctic-embed:22m", "22m")])
 def test_uncatalogued_sizes_are_named(tag, size):
     t = lookup(tag)
     assert t.model is None and f"the library has no {size} size" in t.note
+
+
+def test_cloud_tag_of_an_added_name():
+    assert lookup("qwen3-next:80b-cloud").cloud
 
 
 def test_whiterabbitneo_is_not_a_library_name():
