@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from servefit.conventions import add_color_arg
 from servefit.config import user_online
+from servefit.conventions import add_color_arg
 from servefit.core import UsageError
 from servefit.pipeline import Target
 from servefit.units import parse_size
