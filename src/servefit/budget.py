@@ -119,6 +119,8 @@ def number(value: Any, field: str, *, minimum: float = 0.0, maximum: float = 1e1
 def json_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> int:
     """The nesting depth of a parsed JSON value, iteratively (no recursion on hostile input);
     BadValue past `limit`."""
+    if not isinstance(doc, (dict, list)):
+        return 0
     stack: list[tuple[Any, int]] = [(doc, 1)]
     deepest = 0
     while stack:
@@ -126,10 +128,9 @@ def json_depth(doc: Any, limit: int = MAX_JSON_DEPTH) -> int:
         if d > limit:
             raise BadValue(f"nested more than {limit} levels deep")
         deepest = max(deepest, d)
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
+        for x in v.values() if isinstance(v, dict) else v:
+            if isinstance(x, (dict, list)):
+                stack.append((x, d + 1))
     return deepest
 
 

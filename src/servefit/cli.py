@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from servefit.termsafe import SafeWriter
+
+    real = sys.stdout
+    sys.stdout = SafeWriter(real)  # type: ignore[assignment]  # nothing from an input reaches the terminal raw
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
@@ -59,10 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"servefit: internal error: {type(exc).__name__}: {_redact(str(exc), argv)} (set SERVEFIT_DEBUG=1 "
               "for the traceback)", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = real
 
 
 def _redact(message: str, argv: list[str]) -> str:
     """An error line never echoes a credential, even one given on this command line."""
     from servefit.redact import mask_values, redact_text, secret_values
 
-    return mask_values(redact_text(message), secret_values((), [argv]))
+    from servefit.termsafe import one_line
+
+    return one_line(mask_values(redact_text(message), secret_values((), [argv])))

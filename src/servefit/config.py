@@ -161,11 +161,23 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+MAX_CONFIG_FILE = 4 << 20
+
+
 def _read(p: Path, table: bool) -> Any:
+    from servefit import safe_io
+
     try:
-        with open(p, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        doc = tomllib.loads(safe_io.read_bytes(str(p), MAX_CONFIG_FILE).decode("utf-8"))
+    except RecursionError:
+        if table:  # someone else's pyproject.toml: servefit's table cannot be read, the run goes on
+            import sys
+
+            print(f"servefit: warning: {p}: nested too deeply to read; its [tool.servefit] is not used",
+                  file=sys.stderr)
+            return None
+        raise UsageError(f"{p}: cannot read config: nested too deeply") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{p}: cannot read config: {exc}") from None
     if table:
         return doc.get("tool", {}).get("servefit")
@@ -181,6 +193,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except RecursionError:
+        raise UsageError(f"--config {key.strip()}: value nested too deeply") from None
     return key.strip(), value
 
 

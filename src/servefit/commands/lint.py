@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = list(args.output or [])
     if len(outputs) > len(formats):
         raise UsageError("more --output than --format: pair each --output with a --format")
-    if args.baseline and not os.path.isfile(args.baseline):
+    if args.baseline and not os.path.exists(args.baseline):
         raise UsageError(f"--baseline {args.baseline}: no such file")
     cfg = load_config(args)
     result = lint_paths(list(args.paths), options_from(args, cfg))

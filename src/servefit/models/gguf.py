@@ -190,9 +190,9 @@ class _Reader:
             (it,) = struct.unpack("<I", self.take(4))
             (n,) = struct.unpack("<Q", self.take(8))
             if it == 8 and n > MAX_STRING_ARRAY:
-                raise ValueError(f"{key}: array of {n:,} strings, over the bound of {MAX_STRING_ARRAY:,}")
+                raise ValueError(f"array {key} holds {n:,} strings, over the bound of {MAX_STRING_ARRAY:,}")
             if n > MAX_ARRAY:
-                raise ValueError(f"{key}: array of {n:,} entries, over the bound of {MAX_ARRAY:,}")
+                raise ValueError(f"array {key} holds {n:,} entries, over the bound of {MAX_ARRAY:,}")
             if n > BIG_ARRAY:
                 if it == 8:
                     self.skip_strings(n)

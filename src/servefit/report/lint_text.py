@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from servefit.core import Finding
 from servefit.redact import redact_text
+from servefit.termsafe import one_line
 
 COLOR = {"error": "31", "warning": "33", "info": "36"}
 
@@ -17,9 +18,9 @@ def render(findings: list[Finding], files: int = 0, servers: int = 0, color: boo
     lines = []
     for f in sorted(findings, key=_key):
         s = f.span
-        where = f"{s.file}:{s.line}:{s.col}" if s is not None else "-"
+        where = f"{one_line(s.file)}:{s.line}:{s.col}" if s is not None else "-"
         code = f"\x1b[{COLOR[f.severity]}m{f.code}\x1b[0m" if color else f.code
-        lines.append(f"{where}: {code} {redact_text(f.message)}")
+        lines.append(f"{where}: {code} {one_line(redact_text(f.message))}")
     lines.append(summary(findings, files, servers))
     return "\n".join(lines) + "\n"
 

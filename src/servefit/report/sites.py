@@ -10,6 +10,7 @@ from typing import Any
 from servefit.core import LaunchSite
 from servefit.linter.run import SiteReport
 from servefit.redact import MASK, is_secret_name, redact_argv, redact_env, redact_text
+from servefit.termsafe import one_line
 
 MODEL_FLAGS = {
     "vllm": ("--model",),
@@ -96,8 +97,9 @@ def to_table(reports: list[SiteReport]) -> str:
         gpu = f"{g['name'] or '?'}×{g['count'] or '?'} ({g['source']})" if g["name"] or g["count"] else "-"
         if d["unresolved"]:
             settings += f" [unresolved: {', '.join(d['unresolved'])}]"
-        rows.append((f"{d['file']}:{d['line']}", d["engine"] or "?", d["model"] or "-", settings or "-", gpu,
-                     d["engine_version"] or "-"))
+        row = (f"{d['file']}:{d['line']}", d["engine"] or "?", d["model"] or "-", settings or "-", gpu,
+               d["engine_version"] or "-")
+        rows.append(tuple(one_line(str(c)) for c in row))  # type: ignore[arg-type]
     widths = [min(max(len(r[i]) for r in rows), 60) for i in range(5)]
     lines = []
     for row in rows:

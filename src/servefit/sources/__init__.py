@@ -106,12 +106,19 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         return result
     from servefit.sources.base import FileCtx
 
+    from servefit.budget import Exhausted, file_budget
+
     fc = FileCtx.of(path, text)
     try:
-        _dispatch(kind, fc, result)
-        fc.finish()
+        with file_budget():
+            _dispatch(kind, fc, result)
+            fc.finish()
     except RecursionError:
         fc.findings.append(finding("SF108", "nested too deeply; skipped", span=fc.li.span(0, 0)))
+    except (Exhausted, MemoryError) as exc:
+        fc.sites.clear()
+        msg = str(exc) if isinstance(exc, Exhausted) else "ran out of memory reading it; the file was not read"
+        fc.findings.append(finding("SF108", msg, span=fc.li.span(0, 0)))
     result.sites.extend(fc.sites)
     result.findings.extend(fc.findings)
     result.findings.extend(unresolved_findings(fc.sites))

@@ -114,8 +114,11 @@ def modelfile_refs(argv: list[Token], env: dict[str, Token]) -> list[str]:
 
 
 def read_text(path: str, limit: int = MAX_SIDE_FILE) -> str | None:
+    """A side file's text (env file, drop-in, engine config), or None: only regular files are
+    opened (a FIFO or device reached through a repository never blocks), at most `limit` bytes."""
+    from servefit import safe_io
+
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read(limit)
+        return safe_io.read_text(path, limit)
     except OSError:
         return None

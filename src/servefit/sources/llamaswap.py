@@ -13,6 +13,7 @@ import re
 
 from yaml.nodes import Node, ScalarNode
 
+from servefit.budget import charge
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import from_words
 from servefit.sources.shell import Vars, Word, expand_word, split_words
@@ -39,10 +40,12 @@ def substitute(src: Src, table: dict[str, Src | str]) -> Src:
         offs.extend(src.off(k) for k in range(pos, m.start()))
         whole = (m.start() == 0 or t[m.start() - 1].isspace()) and (m.end() == len(t) or t[m.end()].isspace())
         if isinstance(rep, Src) and whole:
+            charge(len(rep.text))
             text.append(rep.text)
             offs.extend(rep.off(k) for k in range(len(rep.text)))
         else:
             val = rep.text if isinstance(rep, Src) else rep
+            charge(len(val))
             text.append(val)
             offs.extend([src.off(m.start())] * len(val))
         pos = m.end()
