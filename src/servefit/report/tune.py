@@ -105,6 +105,9 @@ def render_session(s: Any) -> str:
             text += f"not written: {fc.refused}\n"
         elif fc.written:
             text += f"wrote {fc.path}\n"
+    if any(f.written for f in s.files) and any(f.refused for f in s.files):
+        done = ", ".join(f.path for f in s.files if f.written)
+        text += f"only part of the change was written ({done}); the files above marked 'not written' were not\n"
     if not s.args.diff and not s.args.write and s.files and any(f.new != f.old for f in s.files):
         text += "\n(--diff shows the patch, --write applies it)\n"
     return text
