@@ -218,7 +218,7 @@ def write_all(changes: list[tuple[str, str, str]], root: str | tuple[str, ...] |
             refused[path] = str(exc)
     if refused:
         for path, _, _ in changes:
-            refused.setdefault(path, f"{path}: not written, because another file of this change was refused")
+            refused.setdefault(path, f"{path}: held back, because another file of this change was refused")
         return [], refused
     written: list[str] = []
     for i, (path, new, old) in enumerate(changes):
@@ -228,7 +228,7 @@ def write_all(changes: list[tuple[str, str, str]], root: str | tuple[str, ...] |
         except (WriteRefused, OSError) as exc:
             refused[path] = str(exc) if isinstance(exc, WriteRefused) else f"{path}: {exc.strerror or exc}"
             for later, _, _ in changes[i + 1:]:
-                refused[later] = f"{later}: not written, because writing {path} failed"
+                refused[later] = f"{later}: held back, because writing {path} failed"
             break
     return written, refused
 
