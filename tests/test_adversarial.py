@@ -584,3 +584,20 @@ def test_tune_two_files_one_read_only_writes_neither(tmp_path):
     assert sum(ln.startswith("not written: ") for ln in lines) == 2, out.stdout
     assert any("serve.sh" in ln and "another file" in ln for ln in lines)
     assert {n: (r / n).read_bytes() for n in before} == before
+
+
+def test_formatters_escape_controls_themselves():
+    """Without the stdout net (cli.main), the text and github renderers alone keep every
+    control character of a file name or message out of the output."""
+    from servefit.core import Span
+    from servefit.report import lint_text
+    from servefit.report.formats import to_github
+    from servefit.rules.catalog import finding
+
+    f = finding("SF002", "unknown model 'a\x1b[2J\n::set-output name=x::1\rb'",
+                span=Span("d\x1b]0;t\x07\n::x.sh", 1, 1, 1, 2, 0, 1))
+    for out in (lint_text.render([f]), to_github([f])):
+        assert not set(out) & {"\x1b", "\x07", "\r"}, out
+        assert not any(ln.startswith(("::set-output", "::x.sh")) for ln in out.splitlines()), out
+    assert "\\u001b[2J\\u000a::set-output" in lint_text.render([f])
+    assert to_github([f]).count("\n") == 1
