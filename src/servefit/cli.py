@@ -16,9 +16,12 @@ from servefit.core import UsageError
 COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule"]
 
 
+_ARGV: list[str] = []  # this run's arguments: a usage error never echoes a credential among them
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
-        self.exit(2, f"servefit: error: {message}\n")
+        self.exit(2, f"servefit: error: {_redact(message, _ARGV)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _ARGV[:] = argv
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -96,7 +96,11 @@ def render_session(s: Any) -> str:
     blocks = ["\n".join(render_site(t, bool(s.args.unsafe))) for t in s.tunes]
     text = "\n\n".join(blocks) + "\n"
     if s.command is not None:
-        text += f"\ntuned command:\n  {redact_text(s.command)}\n"
+        from servefit.redact import mask_values
+        from servefit.tune.diff import secret_values
+
+        shown = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
+        text += f"\ntuned command:\n  {shown}\n"
     if s.args.diff:
         d = s.diffs()
         text += ("\n" + d) if d else "\nno changes to write\n"
