@@ -155,7 +155,10 @@ def site_dict(t: Any) -> dict[str, Any]:
 def session_dict(s: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"sites": [site_dict(t) for t in s.tunes]}
     if s.command is not None:
-        out["command"] = redact_text(s.command)
+        from servefit.redact import mask_values
+        from servefit.tune.diff import secret_values
+
+        out["command"] = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
     if s.args.diff:
         out["diff"] = s.diffs()
     out["files"] = [{"path": f.path, "changed": f.new != f.old, "written": f.written,
