@@ -114,9 +114,11 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
     json_depth(cfg)
     parts: list[tuple[str, Any]] = [(where, cfg)]
     for sub in ("text_config", "vision_config", "linear_attn_config", "rope_scaling", "rope_parameters",
-                "quantization_config"):
+                "quantization_config", "compression_config"):
         if isinstance(cfg.get(sub), dict):
             parts.append((f"{where}{sub}.", cfg[sub]))
+        elif cfg.get(sub) is not None and not (sub == "vision_config" and cfg[sub] == {}):
+            raise BadValue(f"{where}{sub} is {type(cfg[sub]).__name__}, not an object")
     for prefix, d in parts:
         for key, (kind, low) in _COUNTS.items():
             if key in d and d[key] is not None:
@@ -124,6 +126,12 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
                     continue
                 if key in ("mamba_expand", "expand") and isinstance(d[key], float):
                     number(d[key], prefix + key, minimum=0, maximum=64, open_min=True)
+                    continue
+                if isinstance(d[key], list) and kind in ("intermediate", "heads", "head_dim", "window"):
+                    if len(d[key]) > 4096:  # per-layer lists (Gemma 3n intermediate_size)
+                        raise BadValue(f"{prefix}{key} has {len(d[key]):,} entries, more than the 4,096 servefit reads")
+                    for i, x in enumerate(d[key]):
+                        count(x, f"{prefix}{key}[{i}]", kind, minimum=0)
                     continue
                 count(d[key], prefix + key, kind, minimum=low)
         for key in _LISTS:
@@ -139,9 +147,9 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
         for key in ("factor", "rope_theta", "mlp_ratio", "partial_rotary_factor"):
             if d.get(key) is not None:
                 number(d[key], prefix + key, minimum=0, maximum=1e12, open_min=key != "partial_rotary_factor")
-        for key in ("bits", "group_size"):
+        for key, low in (("bits", 0), ("w_bit", 0), ("group_size", -1), ("q_group_size", -1)):  # GPTQ: -1
             if d.get(key) is not None:
-                count(d[key], prefix + key, "small", minimum=0)
+                count(d[key], prefix + key, "small", minimum=low)
     kda = cfg.get("linear_attn_config")
     if isinstance(kda, dict) and isinstance(kda.get("full_attn_layers"), list):
         for i, x in enumerate(kda["full_attn_layers"]):
