@@ -386,7 +386,7 @@ def main() -> int:
     base = Path(args.keep or tempfile.mkdtemp(prefix="servefit-hostile-"))
     bad = 0
     print(f"{'case':32} {'wall s':>7} {'peak MB':>8} {'rc':>3}  ok")
-    for name, build, check in CASES:
+    for name, _build, check in CASES:
         if args.only and args.only not in name:
             continue
         # one process per case, so RUSAGE_CHILDREN is that case's peak: run each in a fresh child

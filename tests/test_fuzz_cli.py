@@ -122,7 +122,7 @@ def test_cli_never_raises(workdir, args):
     assert rc in (0, 1, 2), (args, rc)
     assert "Traceback" not in err.getvalue() and "internal error" not in err.getvalue(), (args, err.getvalue())
     stdout, stderr = out.getvalue(), err.getvalue()
-    flagged = [b for a, b in zip(args, args[1:]) if a in ("--api-key", "--api-k")]  # a value by its flag
+    flagged = [b for a, b in zip(args, args[1:], strict=False) if a in ("--api-key", "--api-k")]  # a value by its flag
     for secret in [SECRET] + [v for v in flagged if "Planted" in v]:  # an sk- token by its shape, anywhere
         assert secret not in stdout and secret not in stderr, (args, stdout[-500:], stderr)
     assert not set(stdout) & CONTROLS and not set(stderr) & CONTROLS - {"\r"}, args

@@ -74,7 +74,6 @@ def main(argv: list[str] | None = None) -> int:
 def _redact(message: str, argv: list[str]) -> str:
     """An error line never echoes a credential, even one given on this command line."""
     from servefit.redact import mask_values, redact_text, secret_values
-
     from servefit.termsafe import one_line
 
     return one_line(mask_values(redact_text(message), secret_values((), [argv])))

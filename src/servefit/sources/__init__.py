@@ -104,9 +104,8 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     result.text = text
     if not MARKERS.search(text):
         return result
-    from servefit.sources.base import FileCtx
-
     from servefit.budget import Exhausted, file_budget
+    from servefit.sources.base import FileCtx
 
     fc = FileCtx.of(path, text)
     try:

@@ -211,7 +211,7 @@ def write_all(changes: list[tuple[str, str, str]], root: str | tuple[str, ...] |
     Returns (paths written, {path: why not}); a failure after the first write leaves the ones
     written listed, so the caller can say exactly which."""
     refused: dict[str, str] = {}
-    for path, new, old in changes:
+    for path, _new, old in changes:
         try:
             check(path, old, root, named)
         except WriteRefused as exc:
