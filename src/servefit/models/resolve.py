@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -98,8 +97,9 @@ def _from_hub(ref: str) -> ModelSpec | None:
         path = hf_hub_download(ref, "config.json")
     except Exception:  # repository missing, gated, offline: fall through to the usage error
         return None
-    with open(path, encoding="utf-8") as fh:
-        cfg: Any = json.load(fh)
+    from servefit.models.config_json import load_json_bounded
+
+    cfg: Any = load_json_bounded(path)
     spec = from_config(cfg, ref, resolved_from="hub")
     spec.assumptions.append(f"config.json of '{ref}' read from the Hugging Face Hub; parameters "
                             f"counted from the architecture ({spec.params / 1e9:.2f}B)")

@@ -77,10 +77,12 @@ def _read(path: str, result: ScanResult) -> str | None:
 
 
 def _head(path: str) -> str | None:
+    from servefit.safe_io import open_regular
+
     try:
         if not os.path.isfile(path):
             return None
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(128).decode("utf-8", errors="replace")
     except OSError:
         return None
