@@ -3,7 +3,7 @@ found from the linted path upwards, plus `--config KEY=VALUE` overrides.
 
 The schema is schemas/config.schema.json. Validation here walks that schema with a small
 interpreter for the keywords it uses (type, enum, properties, additionalProperties,
-propertyNames, items, required, minimum, minItems), so a lint run never imports jsonschema;
+propertyNames, items, required, minimum, maximum, minItems), so a lint run never imports jsonschema;
 tests check the interpreter against jsonschema on good and bad configs.
 """
 
@@ -116,6 +116,8 @@ def validate(data: Any, sch: dict[str, Any] | None = None, path: str = "tool.ser
             return [f"{path}: expected {t}, got {type(data).__name__}"]
     if "minimum" in sch and isinstance(data, (int, float)) and data < sch["minimum"]:
         errs.append(f"{path}: must be at least {sch['minimum']}")
+    if "maximum" in sch and isinstance(data, (int, float)) and data > sch["maximum"]:
+        errs.append(f"{path}: must be at most {sch['maximum']}")
     if isinstance(data, dict):
         props = sch.get("properties", {})
         for req in sch.get("required", []):

@@ -21,9 +21,15 @@ MAX_SIDE_FILE = 1 << 20  # env files, drop-ins, config.json: far above any real 
 class NotRegularFile(OSError):
     """The path is a FIFO, a device, a socket or a directory: never read."""
 
+    def __str__(self) -> str:
+        return str(self.strerror)
+
 
 class TooLarge(OSError):
     """The file is larger than servefit reads for that purpose."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 def kind_of(mode: int) -> str:

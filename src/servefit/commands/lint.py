@@ -69,8 +69,8 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
     from servefit.linter.run import LintOptions
     from servefit.units import parse_size
 
-    if args.gpus is not None and args.gpus < 1:
-        raise UsageError(f"--gpus must be at least 1 (got {args.gpus})")
+    if args.gpus is not None and not 1 <= args.gpus <= 65536:
+        raise UsageError(f"--gpus must be 1 to 65,536 (got {args.gpus})")
     mem = args.gpu_memory or (cfg.gpu_memory if cfg is not None else None)
     return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(mem) if mem else None,
                        engine_version=args.engine_version, online=bool(args.online) or bool(cfg and cfg.online),
