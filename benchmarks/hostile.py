@@ -112,6 +112,29 @@ def llamaswap_macros(root: Path) -> list[str]:
     return ["lint", "--gpu", "H100", "llama-swap.yaml"]
 
 
+def llamaswap_models_x_macros(root: Path) -> list[str]:
+    macros = "\n".join(f'  m{i}: "v{i}"' for i in range(3000))
+    models = "\n".join(f"  q{i}:\n    cmd: llama-server -hf Qwen/Qwen3-8B-GGUF:Q4_K_M --alias ${{m{i}}}" for i in range(300))
+    (root / "llama-swap.yaml").write_text("macros:\n" + macros + "\nmodels:\n" + models + "\n")
+    return ["lint", "--list-sites", "llama-swap.yaml"]
+
+
+def compose_shared_env_file(root: Path) -> list[str]:
+    (root / ".env").write_text("".join(f"V{i}={'x' * 50}\n" for i in range(15000)))
+    svcs = "".join(f"  s{i}:\n    image: vllm/vllm-openai\n    env_file: .env\n    command: Qwen/Qwen3-8B\n"
+                   for i in range(2000))
+    (root / "compose.yaml").write_text("services:\n" + svcs)
+    return ["lint", "--gpu", "H100", "compose.yaml"]
+
+
+def compose_env_file_outside(root: Path) -> list[str]:
+    (root.parent / "outside.env").write_text(f"HF_TOKEN={SECRET}\nLEN=999\n")
+    (root / ".git").mkdir()
+    (root / "compose.yaml").write_text("services:\n  v:\n    image: vllm/vllm-openai:v0.11.0\n    env_file: "
+                                       f"{root.parent / 'outside.env'}\n    command: Qwen/Qwen3-8B --max-model-len ${{LEN}}\n")
+    return ["lint", "--gpu", "H100", "compose.yaml"]
+
+
 def _model_dir(root: Path, cfg: dict | str) -> None:
     (root / "m").mkdir()
     (root / "m" / "config.json").write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
@@ -309,6 +332,10 @@ CASES: list[Case] = [
     ("dockerfile-arg-doubling", dockerfile_arg, _finding("SF108", "KiB")),
     ("compose-many-refs", compose_refs, _finding("SF108", "MiB")),
     ("llama-swap-macro-doubling", llamaswap_macros, _finding("SF108", "KiB")),
+    ("llama-swap-300-models-x-3000-macros", llamaswap_models_x_macros, lambda rc, out, err: rc == 0
+     and out.count(" llamacpp ") == 300),
+    ("compose-2000-services-shared-env", compose_shared_env_file, _finding("SF108", "200,000")),
+    ("compose-env-file-outside-repo", compose_env_file_outside, _finding("SF113", "outside.env")),
     ("config-100M-layers", config_layers, _finding("SF002", "num_hidden_layers")),
     ("config-infinity-nan", config_infinity, _finding("SF002", "num_key_value_heads")),
     ("config-strings-lists", config_strings, _finding("SF002", "num_attention_heads")),

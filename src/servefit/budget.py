@@ -26,9 +26,13 @@ class Exhausted(Exception):
     """A bound was reached; the message names it (the reader adds the file)."""
 
 
+ENV_ENTRIES_PER_FILE = 200_000  # variables taken from env files by one file's servers
+
+
 class _Budget:
     def __init__(self) -> None:
         self.used = 0
+        self.entries = 0
 
 
 _current: ContextVar[_Budget | None] = ContextVar("servefit_expansion_budget", default=None)
@@ -56,6 +60,17 @@ def charge(n: int) -> None:
     b.used += n
     if b.used > EXPANSION_PER_FILE:
         raise Exhausted(f"variable expansions produce more than {EXPANSION_PER_FILE >> 20} MiB of text (the bound "
+                        "for one file); the file was not read further")
+
+
+def charge_entries(n: int) -> None:
+    """Account for `n` variables applied from an env file (compose env_file, EnvironmentFile)."""
+    b = _current.get()
+    if b is None:
+        return
+    b.entries += n
+    if b.entries > ENV_ENTRIES_PER_FILE:
+        raise Exhausted(f"its servers take more than {ENV_ENTRIES_PER_FILE:,} variables from env files (the bound "
                         "for one file); the file was not read further")
 
 
