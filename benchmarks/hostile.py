@@ -135,6 +135,15 @@ def compose_env_file_outside(root: Path) -> list[str]:
     return ["lint", "--gpu", "H100", "compose.yaml"]
 
 
+def k8s_configmap_x_containers(root: Path) -> list[str]:
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n" + "".join(f"  K{i}: v\n" for i in range(40000))
+    dep = ("---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n"
+           "      containers:\n" + "".join(f"      - name: c{i}\n        image: vllm/vllm-openai\n        args: [m]\n"
+                                         "        envFrom: [{configMapRef: {name: big}}]\n" for i in range(5000)))
+    (root / "k.yaml").write_text(cm + dep)
+    return ["lint", "--gpu", "H100", "k.yaml"]
+
+
 def _model_dir(root: Path, cfg: dict | str) -> None:
     (root / "m").mkdir()
     (root / "m" / "config.json").write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
@@ -335,6 +344,7 @@ CASES: list[Case] = [
     ("llama-swap-300-models-x-3000-macros", llamaswap_models_x_macros, lambda rc, out, err: rc == 0
      and out.count(" llamacpp ") == 300),
     ("compose-2000-services-shared-env", compose_shared_env_file, _finding("SF108", "200,000")),
+    ("k8s-configmap-x-5000-containers", k8s_configmap_x_containers, _finding("SF108", "ConfigMaps")),
     ("compose-env-file-outside-repo", compose_env_file_outside, _finding("SF113", "outside.env")),
     ("config-100M-layers", config_layers, _finding("SF002", "num_hidden_layers")),
     ("config-infinity-nan", config_infinity, _finding("SF002", "num_key_value_heads")),

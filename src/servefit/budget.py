@@ -70,7 +70,7 @@ def charge_entries(n: int) -> None:
         return
     b.entries += n
     if b.entries > ENV_ENTRIES_PER_FILE:
-        raise Exhausted(f"its servers take more than {ENV_ENTRIES_PER_FILE:,} variables from env files (the bound "
+        raise Exhausted(f"its servers take more than {ENV_ENTRIES_PER_FILE:,} variables from env files or ConfigMaps (the bound "
                         "for one file); the file was not read further")
 
 
