@@ -144,6 +144,11 @@ def k8s_configmap_x_containers(root: Path) -> list[str]:
     return ["lint", "--gpu", "H100", "k.yaml"]
 
 
+def shell_vars_x_commands(root: Path) -> list[str]:
+    _script(root, "".join(f"V{i}=x\n" for i in range(30000)) + "vllm serve Qwen/Qwen3-8B\n" * 20000)
+    return ["lint", "--gpu", "H100", "run.sh"]
+
+
 def _model_dir(root: Path, cfg: dict | str) -> None:
     (root / "m").mkdir()
     (root / "m" / "config.json").write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
@@ -340,10 +345,11 @@ CASES: list[Case] = [
     ("dockerfile-env-doubling", dockerfile_env, _finding("SF108", "KiB")),
     ("dockerfile-arg-doubling", dockerfile_arg, _finding("SF108", "KiB")),
     ("compose-many-refs", compose_refs, _finding("SF108", "MiB")),
+    ("shell-30k-vars-x-20k-commands", shell_vars_x_commands, _finding("SF108", "500,000")),
     ("llama-swap-macro-doubling", llamaswap_macros, _finding("SF108", "KiB")),
     ("llama-swap-300-models-x-3000-macros", llamaswap_models_x_macros, lambda rc, out, err: rc == 0
      and out.count(" llamacpp ") == 300),
-    ("compose-2000-services-shared-env", compose_shared_env_file, _finding("SF108", "200,000")),
+    ("compose-2000-services-shared-env", compose_shared_env_file, _finding("SF108", "500,000")),
     ("k8s-configmap-x-5000-containers", k8s_configmap_x_containers, _finding("SF108", "ConfigMaps")),
     ("compose-env-file-outside-repo", compose_env_file_outside, _finding("SF113", "outside.env")),
     ("config-100M-layers", config_layers, _finding("SF002", "num_hidden_layers")),

@@ -26,7 +26,7 @@ class Exhausted(Exception):
     """A bound was reached; the message names it (the reader adds the file)."""
 
 
-ENV_ENTRIES_PER_FILE = 200_000  # variables taken from env files by one file's servers
+ENV_ENTRIES_PER_FILE = 500_000  # variables copied per file (env files, ConfigMaps, per-command snapshots)
 
 
 class _Budget:
@@ -70,8 +70,8 @@ def charge_entries(n: int) -> None:
         return
     b.entries += n
     if b.entries > ENV_ENTRIES_PER_FILE:
-        raise Exhausted(f"its servers take more than {ENV_ENTRIES_PER_FILE:,} variables from env files or ConfigMaps (the bound "
-                        "for one file); the file was not read further")
+        raise Exhausted(f"its commands copy more than {ENV_ENTRIES_PER_FILE:,} variables (from assignments, env files or "
+                        "ConfigMaps; the bound for one file); the file was not read further")
 
 
 # Model-file counts. Largest real values (data/models/*.yaml and the Hub): 61-128 layers (Kimi K2:
