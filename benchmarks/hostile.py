@@ -149,6 +149,11 @@ def shell_vars_x_commands(root: Path) -> list[str]:
     return ["lint", "--gpu", "H100", "run.sh"]
 
 
+def many_servers(root: Path) -> list[str]:
+    _script(root, "vllm serve Qwen/Qwen3-8B --max-model-len 4096\n" * 20000)  # 0.9 MB
+    return ["lint", "--gpu", "H100", "run.sh"]
+
+
 def _model_dir(root: Path, cfg: dict | str) -> None:
     (root / "m").mkdir()
     (root / "m" / "config.json").write_text(cfg if isinstance(cfg, str) else json.dumps(cfg))
@@ -345,6 +350,7 @@ CASES: list[Case] = [
     ("dockerfile-env-doubling", dockerfile_env, _finding("SF108", "KiB")),
     ("dockerfile-arg-doubling", dockerfile_arg, _finding("SF108", "KiB")),
     ("compose-many-refs", compose_refs, _finding("SF108", "MiB")),
+    ("shell-20000-servers", many_servers, _finding("SF108", "1,000")),
     ("shell-30k-vars-x-20k-commands", shell_vars_x_commands, _finding("SF108", "500,000")),
     ("llama-swap-macro-doubling", llamaswap_macros, _finding("SF108", "KiB")),
     ("llama-swap-300-models-x-3000-macros", llamaswap_models_x_macros, lambda rc, out, err: rc == 0

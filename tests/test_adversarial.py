@@ -601,3 +601,34 @@ def test_formatters_escape_controls_themselves():
         assert not any(ln.startswith(("::set-output", "::x.sh")) for ln in out.splitlines()), out
     assert "\\u001b[2J\\u000a::set-output" in lint_text.render([f])
     assert to_github([f]).count("\n") == 1
+
+
+def test_servers_per_file_and_variable_copies_are_bounded(tmp_path):
+    from servefit.budget import ENV_ENTRIES_PER_FILE, SERVERS_PER_FILE
+
+    p = tmp_path / "run.sh"
+    p.write_text("#!/bin/sh\n" + "vllm serve Qwen/Qwen3-8B\n" * (SERVERS_PER_FILE + 50))
+    r = scan_file(str(p))
+    assert len(r.sites) == SERVERS_PER_FILE
+    [f] = [f for f in r.findings if f.code == "SF108"]
+    assert f"{SERVERS_PER_FILE:,}" in f.message
+    p.write_text("#!/bin/sh\n" + "".join(f"V{i}=x\n" for i in range(3000)) + "vllm serve m\n" * 200)
+    r = scan_file(str(p))  # 3,000 variables copied for each of 200 commands: past the bound at once
+    [f] = r.findings
+    assert f.code == "SF108" and f"{ENV_ENTRIES_PER_FILE:,}" in f.message and r.sites == []
+
+
+def test_env_file_shared_by_many_services_is_parsed_once(tmp_path, monkeypatch):
+    from servefit.sources import envfile
+
+    (tmp_path / "app.env").write_text("LEN=4096\n")
+    svcs = "".join(f"  s{i}:\n    image: vllm/vllm-openai\n    env_file: app.env\n"
+                   f"    command: Qwen/Qwen3-8B --max-model-len ${{LEN}}\n" for i in range(30))
+    (tmp_path / "compose.yaml").write_text("services:\n" + svcs)
+    calls = []
+    real = envfile.parse_env_text
+    monkeypatch.setattr(envfile, "parse_env_text", lambda t, p: calls.append(p) or real(t, p))
+    envfile._load.cache_clear()
+    r = scan_file(str(tmp_path / "compose.yaml"))
+    assert len(r.sites) == 30 and len(calls) == 1
+    assert all(s.env["LEN"].text == "4096" for s in r.sites)

@@ -26,6 +26,7 @@ class Exhausted(Exception):
     """A bound was reached; the message names it (the reader adds the file)."""
 
 
+SERVERS_PER_FILE = 1000  # servers checked per file (real files hold 1 to a few dozen)
 ENV_ENTRIES_PER_FILE = 500_000  # variables copied per file (env files, ConfigMaps, per-command snapshots)
 
 

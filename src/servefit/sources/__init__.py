@@ -120,6 +120,13 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         fc.sites.clear()
         msg = str(exc) if isinstance(exc, Exhausted) else "ran out of memory reading it; the file was not read"
         fc.findings.append(finding("SF108", msg, span=fc.li.span(0, 0)))
+    from servefit.budget import SERVERS_PER_FILE
+
+    if len(fc.sites) > SERVERS_PER_FILE:  # each server is evaluated: a bound keeps a 2 MiB file from taking minutes
+        fc.findings.append(finding("SF108", f"more than {SERVERS_PER_FILE:,} servers in one file (the bound servefit "
+                                            f"checks per file): only the first {SERVERS_PER_FILE:,} are checked",
+                                   span=fc.li.span(0, 0)))
+        del fc.sites[SERVERS_PER_FILE:]
     result.sites.extend(fc.sites)
     result.findings.extend(fc.findings)
     result.findings.extend(unresolved_findings(fc.sites))
