@@ -632,3 +632,27 @@ def test_env_file_shared_by_many_services_is_parsed_once(tmp_path, monkeypatch):
     r = scan_file(str(tmp_path / "compose.yaml"))
     assert len(r.sites) == 30 and len(calls) == 1
     assert all(s.env["LEN"].text == "4096" for s in r.sites)
+
+
+@pytest.mark.parametrize("command", ["estimate", "explain", "tune"])
+def test_no_input_starts_an_output_line_in_estimate_explain_tune(tmp_path, command):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(LLAMA_CFG))
+    evil = "evil\x1b]0;t\x07\n::set-output name=x::1"
+    out = subprocess.run([sys.executable, "-m", "servefit", command, "--gpu", "H100", "--model-config", "m", "--",
+                          "vllm", "serve", evil, "--max-model-len", "4096"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode in (0, 1), out.stderr
+    assert "evil" in out.stdout
+    for stream in (out.stdout, out.stderr):
+        assert not any(ln.startswith("::") for ln in stream.splitlines()), stream
+        assert "\x1b" not in stream and "\x07" not in stream
+
+
+def test_no_input_starts_an_output_line_in_diagnose(tmp_path):
+    name = tmp_path / "x\n::set-output y"
+    name.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB \x1b[2J\n")
+    out = subprocess.run([sys.executable, "-m", "servefit", "diagnose", str(name)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "model_too_large" in out.stdout
+    assert not any(ln.startswith("::") for ln in out.stdout.splitlines()) and "\x1b" not in out.stdout

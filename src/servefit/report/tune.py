@@ -93,22 +93,24 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
 
 
 def render_session(s: Any) -> str:
-    blocks = ["\n".join(render_site(t, bool(s.args.unsafe))) for t in s.tunes]
+    from servefit.termsafe import one_line
+
+    blocks = ["\n".join(one_line(ln) for ln in render_site(t, bool(s.args.unsafe))) for t in s.tunes]
     text = "\n\n".join(blocks) + "\n"
     if s.command is not None:
         from servefit.redact import mask_values
         from servefit.tune.diff import secret_values
 
         shown = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
-        text += f"\ntuned command:\n  {shown}\n"
+        text += f"\ntuned command:\n  {one_line(shown)}\n"
     if s.args.diff:
         d = s.diffs()
         text += ("\n" + d) if d else "\nno changes to write\n"
     for fc in s.files:
         if fc.refused:
-            text += f"not written: {fc.refused}\n"
+            text += f"not written: {one_line(fc.refused)}\n"
         elif fc.written:
-            text += f"wrote {fc.path}\n"
+            text += f"wrote {one_line(fc.path)}\n"
     if any(f.written for f in s.files) and any(f.refused for f in s.files):
         done = ", ".join(f.path for f in s.files if f.written)
         text += f"only part of the change was written ({done}); the files above marked 'not written' were not\n"
