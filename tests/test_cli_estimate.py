@@ -17,7 +17,7 @@ def servefit(*args: str) -> subprocess.CompletedProcess:
 def test_llama8b_on_l4_is_refused_and_names_the_length_that_fits():
     out = servefit("estimate", "--gpu", "NVIDIA L4", "--format", "json", "--", "vllm", "serve",
                    "meta-llama/Llama-3.1-8B-Instruct")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # it will not start: exit 1, as lint would
     doc = json.loads(out.stdout)
     assert doc["outcome"] == "refused_max_model_len"
     assert doc["engine"] == "vllm" and doc["max_model_len"] == 131072
@@ -58,7 +58,7 @@ def test_text_view_draws_the_stack():
     (["--gpu", "L4", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-lenn", "4096"],
      "did you mean --max-model-len?"),
     (["--gpu", "Z99", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], "unknown GPU 'Z99'"),
-    (["--gpu", "L4", "--", "vllm", "serve", "foo/bar-13B"], "unknown model 'foo/bar-13B'; nearest:"),
+    (["--gpu", "L4", "--", "vllm", "serve", "foo/bar-13B"], "unknown model 'foo/bar-13B'; no catalogued model has a similar family and size"),
     (["--gpu", "L4", "--gpu-memory", "lots", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"],
      "not a memory size"),
     (["--gpu", "L4", "--", "nginx", "-g", "daemon off;"], "no serving engine recognised"),
@@ -86,7 +86,8 @@ def test_gpu_memory_override_and_instance_type():
 def test_estimate_path_imports_nothing_heavy():
     code = ("import sys; from servefit.cli import main; "
             "main(['estimate','--gpu','L4','--format','json','--','vllm','serve','meta-llama/Llama-3.1-8B-Instruct']);"
-            "print(sorted(m for m in ('optuna','numpy','jsonschema','gguf','pydantic') if m in sys.modules), "
+            "print(sorted(m for m in ('optuna','numpy','jsonschema','gguf','pydantic','huggingface_hub')"
+            " if m in sys.modules), "
             "file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stderr.strip().splitlines()[-1] == "[]"

@@ -84,7 +84,7 @@ def test_memory_is_the_driver_total_not_the_marketing_size() -> None:
 def test_feature_flags_follow_compute_capability() -> None:
     for gpu in all_gpus():
         if gpu.vendor == "nvidia":
-            assert gpu.compute_capability >= 70, gpu.key
+            assert gpu.compute_capability >= 60, gpu.key  # Pascal (P100, P40, GTX 1080 Ti) and up
             assert gpu.fp8 == (gpu.compute_capability >= 89), gpu.key
             assert gpu.bf16 == (gpu.compute_capability >= 80), gpu.key
         else:
@@ -102,10 +102,36 @@ def test_feature_flags_follow_compute_capability() -> None:
 def test_unified_memory_devices() -> None:
     unified = {g.key for g in all_gpus() if g.unified_memory}
     assert {"dgx-spark", "m2-ultra-192gb", "m3-max-128gb", "m4-max-128gb", "m3-ultra-512gb"} <= unified
-    assert all(g.vendor == "apple" or g.key == "dgx-spark" for g in all_gpus() if g.unified_memory)
+    assert all(g.vendor == "apple" or g.key == "dgx-spark" or g.key.startswith("jetson-")
+               for g in all_gpus() if g.unified_memory)
     m2 = resolve_gpu("M2 Ultra")
     assert m2.smi_memory_bytes == 192 * GIB
     assert m2.memory_bytes == 144 * GIB  # Metal's recommendedMaxWorkingSetSize (75%)
+
+
+def test_older_and_edge_cards_as_the_driver_reports_them() -> None:
+    """A2, A16, P100, P40, GTX 1080 Ti and the Jetson Orin modules: the totals quoted in their
+    memory_source lines (torch banners in MiB), not the 16/24/11/64 GB on the box."""
+    mib = {k: resolve_gpu(k).memory_bytes // 2**20 for k in (
+        "Tesla P100-PCIE-16GB", "Tesla P100-SXM2-16GB", "Tesla P40", "NVIDIA GeForce GTX 1080 Ti",
+        "jetson-agx-orin-32gb", "Jetson Orin NX", "Jetson Orin Nano", "NVIDIA A2", "NVIDIA A16")}
+    assert mib == {"Tesla P100-PCIE-16GB": 16269, "Tesla P100-SXM2-16GB": 16276, "Tesla P40": 24446,
+                   "NVIDIA GeForce GTX 1080 Ti": 11177, "jetson-agx-orin-32gb": 30697, "Jetson Orin NX": 15655,
+                   "Jetson Orin Nano": 7620, "NVIDIA A2": 14926, "NVIDIA A16": 14926}
+    for key, cc in (("P100", 60), ("P40", 61), ("GTX 1080 Ti", 61), ("A2", 86), ("A16", 86), ("Orin", 87)):
+        assert resolve_gpu(key).compute_capability == cc, key
+    assert resolve_gpu("nvidia-tesla-p100").key == "p100-pcie-16gb"
+    assert resolve_gpu("NVIDIA-A2").key == "a2" and resolve_gpu("nvidia-tesla-p40").key == "p40"
+    # CUDA calls every Jetson Orin "Orin": that name is the AGX Orin 64GB, by assumption, said so
+    orin = resolve_gpu("Orin")
+    assert orin.key == "jetson-agx-orin-64gb" and orin.unified_memory
+    note = catalog_assumption(orin, "Orin")
+    assert note is not None and "AGX Orin 64GB" in note and "jetson-orin-nano-8gb" in note
+    for key in ("jetson-agx-orin-32gb", "jetson-orin-nx-16gb", "jetson-orin-nano-8gb"):
+        g = resolve_gpu(key)
+        assert g.name == "Orin" and g.unified_memory and g.memory_bytes < g.smi_memory_bytes
+    # the A2 / A16 figures are estimates and say so in the plan
+    assert "catalog estimate" in (catalog_assumption(resolve_gpu("A2")) or "")
 
 
 def test_keys_names_and_aliases_are_unique() -> None:

@@ -40,7 +40,8 @@ def test_list_sites_json_on_the_examples(capsys):
     assert set(k8s) >= {"file", "line", "engine", "model", "settings", "env", "gpu", "engine_version", "unresolved"}
     sky = sites[("examples/skypilot/task.yaml", "vllm")]
     assert sky["settings"]["tensor_parallel_size"] == 4 and sky["settings"]["max_model_len"] == 16384
-    assert sky["gpu"] == {"name": "A100-80GB", "count": 4, "source": "SkyPilot resources.accelerators"}
+    assert sky["gpu"] == {"name": "A100-80GB", "count": 4, "source": "SkyPilot resources.accelerators",
+                          "resolved": "NVIDIA A100-SXM4-80GB"}
     script = sites[("examples/scripts/serve.sh", "vllm")]
     assert script["model"] == "Qwen/Qwen3-8B" and script["settings"]["kv_cache_dtype"] == "fp8"
     assert script["gpu"]["count"] == 2 and script["env"] == {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "0",
@@ -97,11 +98,14 @@ def test_deployment_rules(tmp_path, capsys):
     assert shard_error and shard_error[0]["location"]["line"] == 10 and rc == 1  # SF101 or the plugin's own
 
 
-def test_unknown_gpu_and_model_are_findings_not_aborts(capsys):
-    rc, out = run(capsys, str(FIX / "k8s" / "three-servers.yaml"), str(FIX / "scripts" / "vars.sh"),
-                  "--gpu", "NoSuchGPU-9000", "--format", "json")
-    codes = [f["code"] for f in json.loads(out)]
-    assert codes.count("SF003") >= 3 and rc == 0  # every server still looked at; warnings only
+def test_unknown_gpu_in_a_file_is_a_finding_not_an_abort(capsys, tmp_path):
+    """A GPU name a file gives is the file's problem (SF003 at its span); one given with --gpu
+    is a usage error (tests/test_gpu_options.py)."""
+    f = tmp_path / "serve.sh"
+    f.write_text("# servefit: gpu=NoSuchGPU-9000\nvllm serve Qwen/Qwen2.5-7B-Instruct\n", encoding="utf-8")
+    rc, out = run(capsys, str(f), "--format", "json")
+    found = [x for x in json.loads(out) if x["code"] == "SF003"]
+    assert len(found) == 1 and rc == 0 and "unknown GPU 'NoSuchGPU-9000'" in found[0]["message"]
 
 
 def test_usage_errors_exit_2(capsys, tmp_path):
@@ -141,7 +145,7 @@ def test_the_lint_path_stays_light():
     import sys
 
     code = ("import sys; from servefit.cli import main; main(['lint', sys.argv[1], '--exit-zero']); "
-            "print(sorted(m for m in ('optuna', 'numpy', 'jsonschema', 'gguf') if m in sys.modules))")
+            "print(sorted(m for m in ('optuna', 'numpy', 'jsonschema', 'gguf', 'huggingface_hub') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, EXAMPLES], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"

@@ -39,6 +39,7 @@ COMMANDS = {
     "explain": ["explain", "--gpu", "L4", "--sweep", "context", *VLLM],
     "tune": ["tune", "--gpu", "L4", "--min-context", "8k", *VLLM],
     "diagnose": ["diagnose", "--no-progress", str(LOG)],
+    "models": ["models", str(ROOT / "examples")],
 }
 
 

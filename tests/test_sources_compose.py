@@ -33,7 +33,7 @@ def test_string_command_interpolated_from_env_file_and_merged_anchors():
     assert at(chat.argv[5]) == (".env", 3, 10, "24576")  # quoted in .env: the characters inside
     assert at(chat.argv[9]) == ("docker-compose.yml", 19, 110, "auto")  # ${DTYPE:-auto}: the default
     assert chat.image == "vllm/vllm-openai:v0.10.2" and chat.engine_version == "0.10.2"  # from <<: *vllm
-    assert chat.gpu.count == 2 and chat.extra["shm"] is True  # device_ids via <<: *gpu, ipc: host
+    assert chat.gpu.count == 2 and chat.workload.shm is True  # device_ids via <<: *gpu, ipc: host
     assert {k: t.text for k, t in chat.env.items()} == {"VLLM_USE_V1": "1", "HF_HOME": "/cache"}
 
 
@@ -43,7 +43,7 @@ def test_sh_c_with_escaped_dollars_reads_the_container_environment():
                            "--gpu-memory-utilization", "0.8", "--tensor-parallel-size", "2"]
     assert at(shell.argv[2]) == ("docker-compose.yml", 32, 20, "mistralai/Mistral-7B-Instruct-v0.3")
     assert at(shell.argv[4]) == ("docker-compose.yml", 33, 13, "16384")
-    assert shell.extra["shm"] is False  # shm_size: 64m
+    assert shell.workload.shm is False  # shm_size: 64m
 
 
 def test_sglang_string_command_and_device_count():
@@ -66,6 +66,12 @@ def test_command_that_repeats_the_image_entrypoint_and_ollama_scripts():
 
 
 def test_in_file_override_comment():
+    # the directive is kept apart from what the repo says; sources/target.py applies the precedence
+    from servefit.sources.target import Flags, resolve
+
     [site] = scan("override/docker-compose.yaml").sites
-    assert (site.gpu.name, site.gpu.count) == ("L4", 2) and site.gpu.source == "servefit comment (line 1)"
+    assert (site.directives["gpu"].value, site.directives["count"].value) == ("L4", "2")
+    assert (site.directives["gpu"].span.line, site.directives["gpu"].span.col) == (1, 17)
+    t = resolve(site, Flags(), None)
+    assert (t.gpu.value, t.count.value) == ("L4", 2) and t.gpu.source == "servefit directive (line 1)"
     assert argv(site)[:4] == ["vllm", "serve", "--model", "Qwen/Qwen2.5-7B-Instruct"]

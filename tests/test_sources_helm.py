@@ -37,7 +37,7 @@ def test_production_stack_model_spec():
     assert at(site.argv[10]) == (19, 22, "16384") and at(site.argv[9]) == (19, 9, "maxModelLen")
     assert at(site.argv[-1]) == (27, 14, "--kv-cache-dtype=fp8")
     assert (site.gpu.name, site.gpu.count) == ("NVIDIA-L4", 2)
-    assert site.extra["shm"] is True and site.image == "lmcache/vllm-openai:2025-05-27-v1"
+    assert site.workload.shm is True and site.image == "lmcache/vllm-openai:2025-05-27-v1"
     assert site.env["VLLM_USE_V1"].text == "1"
 
 

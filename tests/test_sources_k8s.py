@@ -43,7 +43,7 @@ def test_a_file_with_three_servers_yields_three_sites():
                           "--gpu-memory-utilization=0.85"]
     assert at(vllm.argv[4]) == (20, 16, "16384")
     assert vllm.line == 16 and vllm.engine_version == "0.11.0"
-    assert vllm.gpu.count == 1 and vllm.gpu.name is None and vllm.extra["shm"] is False
+    assert vllm.gpu.count == 1 and vllm.gpu.name is None and vllm.workload.shm is False
     # the image's entrypoint is filled in, without a span
     assert argv(llama)[:3] == ["/app/llama-server", "-m", "/models/nomic-embed.gguf"] and llama.argv[0].span is None
     assert llama.engine_version == "b6700"
@@ -86,7 +86,7 @@ def test_sh_c_block_scalar_with_affinity_and_shm():
     assert at(site.argv[2]) == (28, 23, "Qwen/Qwen2.5-32B-Instruct")  # "$MODEL" -> the env value
     assert at(site.argv[6]) == (25, 44, "8192")  # the default of ${MAX_LEN:-8192}
     assert site.gpu.name == "NVIDIA-L40S" and "first of 2 allowed values" in site.gpu.source
-    assert site.extra["shm"] is False
+    assert site.workload.shm is False
 
 
 def test_leader_worker_set_counts_the_whole_group():
@@ -96,7 +96,7 @@ def test_leader_worker_set_counts_the_whole_group():
     assert argv(site)[-4:] == ["--tensor-parallel-size", "8", "--pipeline-parallel-size", "2"]
     assert at(site.argv[-1]) == (20, 174, "2")
     assert site.gpu.name == "p5.48xlarge" and site.gpu.count == 16
-    assert site.extra["shm"] is True
+    assert site.workload.shm is True
 
 
 def test_kserve_inference_service_merges_its_runtime():
@@ -106,7 +106,7 @@ def test_kserve_inference_service_merges_its_runtime():
                           "/mnt/models", "--max-model-len", "16384", "--dtype", "bfloat16"]
     assert at(site.argv[8]) == (26, 34, "16384")
     assert site.gpu.name == "nvidia-tesla-a100" and site.gpu.count == 1
-    assert site.extra["storage_model"] == "mistralai/Mistral-7B-Instruct-v0.3"
+    assert site.workload.storage_model == "mistralai/Mistral-7B-Instruct-v0.3"
 
 
 def test_kubeai_model():
@@ -134,7 +134,7 @@ def test_flux_helm_release_values():
     assert argv(site)[:3] == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"]
     assert argv(site)[-4:] == ["--max-model-len", "65536", "--tensor-parallel-size", "1"]
     assert at(site.argv[-3]) == (21, 26, "65536")
-    assert site.extra["shm"] is True  # the chart mounts /dev/shm when tensorParallelSize is set
+    assert site.workload.shm is True  # the chart mounts /dev/shm when tensorParallelSize is set
 
 
 def test_llama_swap_embedded_in_a_configmap():
@@ -153,7 +153,7 @@ def test_crlf_and_quoted_scalars_keep_exact_spans():
     assert at(site.argv[4]) == (11, 87, "4096")  # single-quoted, after CRLF lines
     assert site.argv[4].span.start == open(site.file, newline="").read().index("4096'")
     assert at(site.env["NUM_SHARD"]) == (13, 43, "2")
-    assert site.gpu.count == 2 and site.extra["shm"] is False
+    assert site.gpu.count == 2 and site.workload.shm is False
 
 
 def test_job_cronjob_daemonset_and_generic_pod_templates(tmp_path):

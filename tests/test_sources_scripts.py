@@ -63,10 +63,10 @@ def test_docker_run_options_and_image_entrypoints():
     assert tgi.engine == "tgi" and tgi.image == "ghcr.io/huggingface/text-generation-inference:3.3.4"
     assert argv(tgi) == ["text-generation-launcher", "--model-id", "meta-llama/Llama-3.1-8B-Instruct", "--num-shard",
                          "2", "--max-total-tokens", "16384"]
-    assert tgi.gpu.count == 2 and tgi.extra["shm"] is True  # --gpus '"device=0,1"', --shm-size 1g
+    assert tgi.gpu.count == 2 and tgi.workload.shm is True  # --gpus '"device=0,1"', --shm-size 1g
     assert at(tgi.env["MAX_BATCH_PREFILL_TOKENS"]) == ("docker-run.sh", 4, 53, "4096")
     assert sgl.engine == "sglang" and argv(sgl)[:3] == ["python3", "-m", "sglang.launch_server"]
-    assert sgl.gpu.count is None and sgl.extra["shm"] is True  # --gpus all, --ipc=host
+    assert sgl.gpu.count is None and sgl.workload.shm is True  # --gpus all, --ipc=host
 
 
 def test_unresolved_variables_are_reported_not_guessed():
@@ -134,7 +134,7 @@ def test_vllm_config_file_tokens_and_standalone_site():
                                       "--tensor-parallel-size", "1"]
     assert at(toks[3]) == ("config.yaml", 2, 16, "32768") and at(toks[2]) == ("config.yaml", 2, 1, "max_model_len")
     [site] = scan("vllm-config/config.yaml").sites
-    assert site.extra["config_only"] is True and argv(site)[:2] == ["vllm", "serve"]
+    assert site.config_only is True and argv(site)[:2] == ["vllm", "serve"]
 
 
 def test_vllm_config_spliced_by_the_plugin():

@@ -13,7 +13,9 @@ from typing import NoReturn
 from servefit import __version__
 from servefit.core import UsageError
 
-COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule"]
+COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule", "completion"]
+DESCRIPTION = ("Lint and tune LLM serving configs (vLLM, llama.cpp, Ollama, TGI, SGLang): find every server in "
+               "a deployment repo and predict the GPU memory the engine will plan.")
 
 
 _ARGV: list[str] = []  # this run's arguments: a usage error never echoes a credential among them
@@ -25,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="servefit", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="servefit", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"servefit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:

@@ -52,6 +52,7 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     trusted_orgs: list[str] = field(default_factory=list)  # Hub organisations whose remote code is trusted
+    models: dict[str, str] = field(default_factory=dict)  # local path / private name -> Hub id or config.json
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         if self.select and not any(code.startswith(s) for s in self.select):
@@ -225,4 +226,22 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
                   severity=data.get("severity", {}), fail_on=data.get("fail-on", "error"),
                   engine_versions=data.get("engine-versions", {}), online=bool(data.get("online", False)),
                   require_reason=bool(data.get("require-reason", True)), exclude=data.get("exclude", []),
-                  targets=targets, trusted_orgs=data.get("trusted-orgs", []))
+                  targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}))
+
+
+class Configs:
+    """The configuration of each file: the nearest servefit.toml / pyproject.toml
+    [tool.servefit] from the file's directory upwards (as ruff does), or the one file given with
+    `--config PATH` for every file; `--config KEY=VALUE` overrides apply on top of either."""
+
+    def __init__(self, overrides: list[str] | None = None, path: str | None = None) -> None:
+        self.overrides = list(overrides or [])
+        self.path = path
+        self._by_dir: dict[str, Config] = {}
+
+    def for_file(self, file: str) -> Config:
+        d = os.path.dirname(os.path.abspath(file)) if os.path.exists(file) else os.getcwd()
+        cfg = self._by_dir.get(d)
+        if cfg is None:
+            cfg = self._by_dir[d] = load(d, self.overrides, self.path)
+        return cfg

@@ -55,6 +55,45 @@ class GpuHint:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class DirectiveValue:
+    """One `key=value` of a `# servefit:` directive comment, with where it is written."""
+
+    value: str
+    line: int
+    span: Span | None = None
+
+
+@dataclass
+class Workload:
+    """What the deployment file says about where and how a server runs; the rules about
+    exposure, shared memory and authentication read it, the wrappers fill it."""
+
+    kind: str | None = None  # k8s kind: Deployment, StatefulSet, InferenceService, ...
+    chart: str | None = None  # the Helm chart a values file configures
+    service: str | None = None  # compose service name
+    container: str | None = None  # k8s container name
+    runtime: str | None = None  # "docker run"
+    namespace: str | None = None
+    pod_labels: dict[str, str | None] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    annotation_line: int | None = None
+    runtime_env: list[str] = field(default_factory=list)  # variables the runtime sets (env_file, envFrom)
+    env_opaque: bool = False  # an environment source servefit cannot read
+    ports: list[Any] = field(default_factory=list)
+    exposures: list[Any] = field(default_factory=list)  # sources.ports.Exposure: how the file publishes it
+    shm: bool | None = None  # shared memory large enough for NCCL; None: not known
+    storage_model: str | None = None  # KServe storageUri model, downloaded to storage_path
+    storage_path: str | None = None
+
+
+# the wrapper keys LaunchSite lifts into Workload (sources/launch.to_site)
+WORKLOAD_KEYS = {"k8s_kind": "kind", "chart": "chart", "service": "service", "container": "container",
+                 "runtime": "runtime", "namespace": "namespace", "pod_labels": "pod_labels",
+                 "annotations": "annotations", "annotation_line": "annotation_line", "runtime_env": "runtime_env",
+                 "env_opaque": "env_opaque", "ports": "ports", "exposure": "exposures", "shm": "shm"}
+
+
 @dataclass
 class LaunchSite:
     """One server found in a file (or given on the command line): the engine argv and
@@ -70,6 +109,12 @@ class LaunchSite:
     gpu: GpuHint | None = None
     name: str = ""  # stable identity for baselines, e.g. "Deployment/llama/vllm"
     unresolved: list[str] = field(default_factory=list)  # variables left unexpanded
+    # `# servefit: gpu=… count=… model=… engine-version=… gpu-memory=…` directives that apply to
+    # this server (the nearest one above it for each key), kept apart from what the repo says
+    directives: dict[str, DirectiveValue] = field(default_factory=dict)
+    workload: Workload = field(default_factory=Workload)
+    unresolved_spans: list[tuple[str, Span | None]] = field(default_factory=list)  # where each variable is used
+    config_only: bool = False  # a vLLM --config file listed on its own (dropped when a command uses it)
     extra: dict[str, Any] = field(default_factory=dict)  # wrapper-specific (Modelfile, shm, ...)
 
 

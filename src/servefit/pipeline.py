@@ -1,13 +1,15 @@
 """One launch site through the whole model: engine parse -> model -> GPU -> plan.
 
 Every command (estimate, explain, lint, tune, accuracy benchmark) goes through `evaluate`,
-so they all see the same numbers.
+so they all see the same numbers; the commands reach it through sources.assemble, which
+resolves the target (GPU, model, version) with one precedence for all of them.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from servefit import engines
 from servefit.core import EngineConfig, GpuHint, LaunchSite, MemoryPlan, Token, UsageError
@@ -29,6 +31,7 @@ class Target:
     model_config: str | None = None
     online: bool = False
     source: str = "--gpu"
+    models: Any = None  # models/lock.ModelContext: the model lock and [tool.servefit.models]; found if None
 
 
 @dataclass
@@ -63,7 +66,7 @@ def engine_for(site: LaunchSite):  # -> Engine
 
 def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, str]:
     """The GPU and count: the CLI's --gpu wins, then what the file says, then the config."""
-    from servefit.hardware import catalog_assumption, resolve_target, with_memory
+    from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
 
     name, count, source = None, None, ""
     if target.gpu:
@@ -73,33 +76,55 @@ def resolve_hardware(site: LaunchSite, target: Target) -> tuple[GpuSpec, int, st
     if name is None:
         raise UsageError("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "
                          "in [tool.servefit]")
-    gpu, inst_count = resolve_target(name)
+    try:
+        gpu, inst_count = resolve_target(name)
+    except UsageError:
+        if not target.gpu_memory:
+            raise
+        gpu, inst_count = unlisted(name, target.gpu_memory), None  # --gpu-memory sizes an unlisted card
+        source = f"{source}; {gpu.memory_source.removeprefix('--gpu-memory override; ')}"
+    if gpu.source == "local":
+        source = gpu.memory_source
     note = catalog_assumption(gpu, name)
     if note:
         source = f"{source}; {note}"
     count = target.gpus or (site.gpu.count if site.gpu is not None and site.gpu.count else None) or inst_count
-    if target.gpu_memory:
+    if target.gpu_memory and gpu.key != "unlisted":
         gpu = with_memory(gpu, target.gpu_memory)
     return gpu, count or 0, source
 
 
-def evaluate(site: LaunchSite, target: Target) -> Evaluation:
+def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
+             hardware: tuple[GpuSpec, int, str] | None = None) -> Evaluation:
+    """The plan for one site. The assembly (sources/assemble.py) passes the parse and the
+    hardware it already resolved, so nothing is parsed or resolved twice."""
     from servefit.models import resolve_model
 
     engine = engine_for(site)
-    version = target.engine_version or site.engine_version
-    cfg = engine.parse(site, version)
+    if cfg is None:
+        cfg = engine.parse(site, target.engine_version or site.engine_version)
     ref = target.model or cfg.model_ref
     if not ref and not target.model_config:
         raise UsageError(f"{engine.title}: no model given in the command (pass --model REF)")
+    if target.models is None:  # the lock and model mapping that apply to this file
+        from dataclasses import replace
+
+        from servefit.models.lock import context_for
+
+        start = site.file if os.path.exists(site.file) else os.getcwd()
+        target = replace(target, models=context_for(start, online=target.online))
     custom = getattr(engine, "resolve_model", None)  # GGUF files, Ollama tags: the engine knows its refs
     if custom is not None and not target.model_config:
         model = custom(cfg, target)
     else:
-        model = resolve_model(ref or "", online=target.online, config_path=target.model_config)
-    gpu, count, source = resolve_hardware(site, target)
+        model = resolve_model(ref or "", online=target.online, config_path=target.model_config,
+                              context=target.models)
+    gpu, count, source = hardware if hardware is not None else resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
-    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count or plan.parallel.get("world", 1),
+    if not count:  # no count given: as many GPUs as the server's parallelism uses (what the plan assumed)
+        par = plan.parallel
+        count = par.get("world") or par.get("tensor", 1) * par.get("pipeline", 1) * par.get("data", 1)
+    return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count,
                       gpu_source=source, plan=plan)
 
 

@@ -31,6 +31,7 @@ class Suppression:
     reason: str
     applies_to: set[int] = field(default_factory=set)  # lines it covers ("ignore")
     site: str = ""  # for annotations: the object's server identity
+    files: frozenset[str] = frozenset()  # for annotations: the files that server's findings are in
     used: set[str] = field(default_factory=set)
 
     def covers(self, f: Finding) -> list[str]:
@@ -39,8 +40,9 @@ class Suppression:
             return []
         if self.kind == "file-ignore":
             return hit if f.span is not None and f.span.file == self.file else []
-        if self.kind == "annotation":
-            return hit if f.site and f.site == self.site else []
+        if self.kind == "annotation":  # server names repeat across files: the file must match too
+            in_files = f.span is None or f.span.file in (self.files or {self.file})
+            return hit if f.site and f.site == self.site and in_files else []
         return hit if f.span is not None and f.span.file == self.file and f.span.line in self.applies_to else []
 
 
@@ -64,12 +66,14 @@ def scan_text(file: str, text: str) -> list[Suppression]:
     return out
 
 
-def from_annotations(file: str, site: str, annotations: dict[str, str], line: int) -> list[Suppression]:
+def from_annotations(file: str, site: str, annotations: dict[str, str], line: int,
+                     files: frozenset[str] = frozenset()) -> list[Suppression]:
     out = []
     for key, reason in annotations.items():
         if key.startswith(ANNOTATION):
             out.append(Suppression(file=file, line=line, col=1, kind="annotation",
-                                   codes=[key[len(ANNOTATION):].upper()], reason=str(reason or "").strip(), site=site))
+                                   codes=[key[len(ANNOTATION):].upper()], reason=str(reason or "").strip(), site=site,
+                                   files=files | {file}))
     return out
 
 

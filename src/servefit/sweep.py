@@ -1,7 +1,7 @@
-"""Sweeps over context length and concurrency that find the OOM boundary (seed 001), computed
+"""Sweeps over context length and concurrency that find the OOM boundary, computed
 by re-planning with the engine's own model, so every row is what the engine would do.
 
-Each row books the KV cache the seed's formula gives (2 x layers x kv_heads x head_dim x bytes,
+Each row books the KV cache the usual formula gives (2 x layers x kv_heads x head_dim x bytes,
 GQA and the layer kinds respected) for `batch` users at `context` tokens, on top of the engine's
 non-KV memory, and marks whether the engine's KV pool holds that many requests.
 """
@@ -133,7 +133,7 @@ class PagingRow:
 
 
 def paging(ev: Evaluation, context: int, batch: int, sizes: tuple[int, ...] = (16, 256)) -> list[PagingRow]:
-    """Seed 001 exercise 3: a request's last block is on average half empty, so the expected
+    """A request's last block is on average half empty, so the expected
     waste per request is (block_size - 1) / 2 tokens of KV; at long context the pool holds few
     requests and that waste is a larger share of what is left for new ones."""
     out = []

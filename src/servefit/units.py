@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from servefit.core import UsageError
 
@@ -53,6 +54,28 @@ def parse_tokens(text: str) -> int:
     num, suffix = m.groups()
     mult = _BIN[suffix.upper()] if suffix else 1
     return int(float(num) * mult)
+
+
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+_QUANTITY_MULT: dict[str, int | Fraction] = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+                  "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": 1,
+                  "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def k8s_quantity(text: str | None) -> Fraction | None:
+    """A Kubernetes resource quantity (apimachinery resource.Quantity): binary suffixes Ki..Ei,
+    decimal n u m k M G T P E, or an exponent (1e3). Case matters: `m` is milli (1/1000),
+    `M` is 10**6 and `Mi` 2**20, so `sizeLimit: 1000m` is one byte, not 1000 MiB.
+    None when the text is not a quantity."""
+    if text is None:
+        return None
+    m = _QUANTITY.match(text.strip().strip("\"'"))
+    if not m:
+        return None
+    num, suffix = Fraction(m.group(1)), m.group(2) or ""
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        return num * Fraction(10) ** int(suffix[1:])
+    return num * _QUANTITY_MULT[suffix]
 
 
 def gib(n: float) -> float:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from servefit.conventions import add_color_arg
 from servefit.core import UsageError
 from servefit.pipeline import Target
 from servefit.units import parse_size
 
 # servefit's own options that users also put after `--` (e.g. `-- vllm serve X --gpu H100`)
-TRAILING = {"--gpu": 1, "--gpus": 1, "--gpu-memory": 1, "--engine-version": 1, "--format": 1,
+TRAILING = {"--gpu": 1, "--gpus": 1, "--gpu-memory": 1, "--engine-version": 1, "--format": 1, "--output-format": 1,
             "--sweep": 1, "--model-config": 1}
 
 
@@ -21,8 +22,12 @@ def add_target_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model reference, overriding the one in the command")
     p.add_argument("--model-config", help="path to the model's config.json (or its directory)")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
-    p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("target", nargs="*", help="a file to read servers from, or `-- COMMAND...`")
+    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text")
+    p.add_argument("--stdin-filename", metavar="NAME",
+                   help="the file name standard input stands for (`-`): it decides how the text is read")
+    add_color_arg(p)
+    p.add_argument("target", nargs="*", help="a file to read servers from (- for standard input), "
+                                             "or `-- COMMAND...`")
 
 
 def split_trailing(words: list[str], args: argparse.Namespace) -> list[str]:

@@ -12,10 +12,8 @@ from servefit.core import UsageError
 if TYPE_CHECKING:
     from servefit.core import LaunchSite
     from servefit.diagnose.model import Diagnosis
+    from servefit.sources.assemble import Server
 
-SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", ".ruff_cache",
-             "dist", "build"}
-MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,67 +30,91 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _scan_file():  # type: ignore[no-untyped-def]
-    try:
-        from servefit.sources import scan_file
-    except ImportError:
-        raise UsageError("--config-file and --repo need servefit.sources.scan_file, which this build does not "
-                         "have yet; diagnose the log without them") from None
-    return scan_file
+def _servers(paths: list[str]) -> list[Server]:
+    """The servers of a config file or a repo, through the shared assembly (parsed, not planned:
+    matching a log needs each server's engine, model and GPU, not its memory plan)."""
+    from servefit.sources.assemble import assemble
+
+    return assemble(paths, plan=False).servers
 
 
-def _sites_in(path: str) -> list[LaunchSite]:
+def _sites_in(path: str) -> list[Server]:
     if not os.path.isfile(path):
         raise UsageError(f"{path}: no such file")
-    return list(_scan_file()(path).sites)
+    return _servers([path])
 
 
-def _walk(root: str) -> list[str]:
-    """Files under root: servefit.sources' walker (honours .gitignore) when present."""
-    try:
-        from servefit.sources import iter_files
-    except ImportError:
-        out: list[str] = []
-        for d, dirs, files in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith("."))
-            out.extend(os.path.join(d, f) for f in sorted(files))
-        return out
-    return list(iter_files([root]))
-
-
-def _repo_sites(root: str) -> list[LaunchSite]:
+def _repo_sites(root: str) -> list[Server]:
     if not os.path.isdir(root):
         raise UsageError(f"{root}: not a directory")
-    scan_file = _scan_file()
-    out: list[LaunchSite] = []
-    for path in _walk(root):
-        try:
-            if os.path.getsize(path) > MAX_CONFIG_BYTES:
-                continue
-            out.extend(scan_file(path).sites)
-        except (UsageError, OSError, ValueError, UnicodeDecodeError):
-            continue
-    return out
+    return _servers([root])
 
 
 def _mentions(site: LaunchSite, text: str) -> bool:
     return any(text in t.text for t in site.argv) or any(text in t.text for t in site.env.values())
 
 
-def pick_site(sites: list[LaunchSite], diag: Diagnosis) -> tuple[LaunchSite | None, str | None]:
-    """The server the log came from: same engine, then same model; (site, note)."""
-    if not sites:
-        return None, None
-    cands = [s for s in sites if diag.engine in (None, "torch") or s.engine in (None, diag.engine)] or sites
+def _model_key(ref: str) -> str:
+    """`Qwen/Qwen2.5-32B-Instruct-AWQ`, `/models/qwen2.5-32b-instruct-awq` -> `qwen2.5-32b-instruct-awq`."""
+    return ref.rstrip("/").rsplit("/", 1)[-1].lower().removesuffix(".gguf")
+
+
+def _gpu_key(name: object) -> str | None:
+    if not isinstance(name, str) or not name:
+        return None
+    from servefit.hardware import resolve_target
+
+    try:
+        return resolve_target(name)[0].name
+    except (UsageError, ValueError, KeyError):
+        return name.lower()
+
+
+def _score(srv: Server, diag: Diagnosis) -> int:
+    """How well a server matches the log: its model (8 exact, 6 same name, 4 mentioned), its
+    GPU (2) and its engine (1)."""
+    score = 0
     model = diag.settings_in_log.get("model")
     if isinstance(model, str) and model:
-        by_model = [s for s in cands if _mentions(s, model)]
-        cands = by_model or cands
+        ref = srv.model_ref or ""
+        if ref == model:
+            score += 8
+        elif ref and _model_key(ref) == _model_key(model):
+            score += 6
+        elif _mentions(srv.site, model):
+            score += 4
+    log_gpu = _gpu_key(diag.figures.get("gpu_name"))
+    if log_gpu and srv.gpu_name and _gpu_key(srv.gpu_name) == log_gpu:
+        score += 2
+    if diag.engine not in (None, "torch") and srv.site.engine == diag.engine:
+        score += 1
+    return score
+
+
+def pick_site(servers: list[Server], diag: Diagnosis) -> tuple[Server | None, str | None]:
+    """The server the log came from: the same engine, then the best match on model and GPU;
+    (server, note)."""
+    if not servers:
+        return None, None
+    cands = [s for s in servers if diag.engine in (None, "torch") or s.site.engine in (None, diag.engine)] or servers
+    best = max(_score(s, diag) for s in cands)
+    cands = [s for s in cands if _score(s, diag) == best]
     note = None
     if len(cands) > 1:
-        names = ", ".join(f"{s.file}:{s.line}" for s in cands[:5])
+        names = ", ".join(f"{s.site.file}:{s.site.line}" for s in cands[:5])
         note = f"{len(cands)} servers could have written this log ({names}); used the first"
     return cands[0], note
+
+
+def _with_target(srv: Server) -> LaunchSite:
+    """The site with the GPU the assembly resolved (flag > directive > repo > config)."""
+    from dataclasses import replace
+
+    from servefit.core import GpuHint
+
+    if srv.gpu_name is None:
+        return srv.site
+    return replace(srv.site, gpu=GpuHint(srv.gpu_name, srv.gpu_count, srv.gpu_source))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.config_file and args.repo:
         raise UsageError("give --config-file or --repo, not both")
-    sites: list[LaunchSite] = []
+    sites: list[Server] = []
     if args.config_file:
         sites = _sites_in(args.config_file)
         if not sites:
@@ -121,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
             site, note = pick_site(sites, diag)
             if site is not None:
-                fixes.apply(diag, site)
+                fixes.apply(diag, _with_target(site))
             if note:
                 diag.notes.append(note)
         elif args.repo:

@@ -7,9 +7,10 @@ import json
 import os
 import sys
 
-from servefit.commands.common import add_target_args, split_trailing, target_from
+from servefit.commands.common import add_target_args, split_trailing
+from servefit.conventions import use_color
 from servefit.core import UsageError
-from servefit.pipeline import Evaluation, evaluate, site_from_argv
+from servefit.pipeline import Evaluation, site_from_argv
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,23 +21,60 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def evaluations(args: argparse.Namespace) -> list[Evaluation]:
-    """Evaluate the command after `--`, or every server found in the given files."""
+def servers(args: argparse.Namespace):  # -> list[Server]
+    """The servers in the given files, or the command after `--`, through the shared assembly
+    (the same servers, links, configuration and target lint sees)."""
+    from servefit.sources.assemble import assemble, assemble_sites, flags_from
+
     words = split_trailing(list(args.target), args)
-    target = target_from(args)
+    flags = flags_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
-    if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
+    if words == ["-"]:  # a file on standard input
+        from servefit.conventions import read_stdin, stdin_name
         from servefit.sources import scan_file
 
-        out: list[Evaluation] = []
+        text = read_stdin()
+        name = stdin_name(text, getattr(args, "stdin_filename", None))
+        sites = scan_file(name, text).sites
+        if not sites:
+            raise UsageError(f"{name}: no serving engine found in standard input")
+        return assemble_sites(sites, flags).servers
+    if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
+        asm = assemble(words, flags)
+        found = {os.path.abspath(f.path) for f in asm.files if f.sites}
         for path in words:
-            result = scan_file(path)
-            if not result.sites:
+            if os.path.isfile(path) and os.path.abspath(path) not in found:
                 raise UsageError(f"{path}: no serving engine found in this file")
-            out.extend(evaluate(site, target) for site in result.sites)
-        return out
-    return [evaluate(site_from_argv(words), target)]
+        return asm.servers
+    return assemble_sites([site_from_argv(words)], flags).servers
+
+
+def evaluations(args: argparse.Namespace) -> list[Evaluation]:
+    """The plan of every server; one that cannot be planned is named on stderr, and when none
+    can, its reason is the one-line error (exit 2)."""
+    srvs = servers(args)
+    evs = [s.evaluation for s in srvs if s.evaluation is not None]
+    skipped = [s for s in srvs if s.evaluation is None]
+    if not evs:
+        s = skipped[0]
+        where = f"{s.site.file}:{s.site.line}: " if len(srvs) > 1 else ""
+        raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
+    for s in skipped:
+        sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
+    args.servers_skipped = len(skipped)
+    return evs
+
+
+def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
+    """lint's contract: 1 when a server will not start, has an error finding, or could not be
+    estimated at all; 0 otherwise (2, usage errors, is raised before this)."""
+    if getattr(args, "servers_skipped", 0):
+        return 1
+    for ev in evs:
+        if ev.plan.outcome != "started" or any(f.severity == "error" for f in ev.config.findings + ev.plan.findings):
+            return 1
+    return 0
 
 
 def refuse_bad_input(evs: list[Evaluation]) -> None:
@@ -61,5 +99,6 @@ def run(args: argparse.Namespace) -> int:
         json.dump(objs[0] if len(objs) == 1 else objs, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n\n".join(render_text(ev, color=sys.stdout.isatty()) for ev in evs))
-    return 0
+        color = use_color(getattr(args, "color", None))
+        sys.stdout.write("\n\n".join(render_text(ev, color=color) for ev in evs))
+    return exit_code(evs, args)

@@ -8,6 +8,7 @@ import json
 import sys
 
 from servefit.commands.common import add_target_args
+from servefit.conventions import use_color
 from servefit.core import UsageError
 
 
@@ -20,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         if a.dest == "format":
             a.choices = ["text", "json", "html"]
     p.add_argument("--sweep", help="context, batch, block (paged block sizes), or a comma list")
-    p.add_argument("--batch", type=int, default=8, help="users for the context sweep (default 8, as seed 001)")
+    p.add_argument("--batch", type=int, default=8, help="users for the context sweep (default 8)")
     p.add_argument("--context", default="2048", help="tokens per user for the batch sweep (default 2048)")
     p.add_argument("-o", "--output", help="write the report to this file")
     p.set_defaults(run=run)
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from servefit import sweep
-    from servefit.commands.estimate import evaluations
+    from servefit.commands.estimate import evaluations, exit_code
     from servefit.report import sweep as sweep_report
     from servefit.report.plan import plan_dict, render_text
     from servefit.units import parse_tokens
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
         page = explain_page(evs)
         _emit(page, args.output)
-        return 0
+        return exit_code(evs, args)
     if args.format == "json":
         out = []
         for ev in evs:
@@ -56,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
             obj["max_users"] = sweep.max_users(ev, sweep.variants(ev))
             out.append(obj)
         _emit(json.dumps(out[0] if len(out) == 1 else out, indent=2) + "\n", args.output)
-        return 0
+        return exit_code(evs, args)
     parts = []
     for ev in evs:
-        parts.append(render_text(ev, color=sys.stdout.isatty() and not args.output))
+        parts.append(render_text(ev, color=use_color(getattr(args, "color", None)) and not args.output))
         if "context" in kinds:
             parts.append(f"Context sweep at {args.batch} users:\n" + sweep_report.table(sweep.context_sweep(ev, args.batch), "context"))
         if "batch" in kinds:
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             parts.append(sweep_report.grid_table(sweep.grid(ev)))
         parts.append(sweep_report.users_table(sweep.max_users(ev, sweep.variants(ev))))
     _emit("\n\n".join(parts) + "\n", args.output)
-    return 0
+    return exit_code(evs, args)
 
 
 def _emit(text: str, path: str | None) -> None:

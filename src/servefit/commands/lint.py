@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 
+from servefit.conventions import add_color_arg, use_color
 from servefit.core import UsageError
 
 
@@ -22,9 +23,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB)")
     p.add_argument("--engine-version", help="engine version to model where the image tag does not say")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
+    p.add_argument("--values", action="append", metavar="FILE",
+                   help="values file for the Helm charts found (repeat, or comma-separate; later files win, as "
+                        "in helm): default, each values file the repository pairs with the chart")
+    p.add_argument("--no-render", action="store_true",
+                   help="do not render Helm charts with helm, even when it is on PATH")
     p.add_argument("--list-sites", action="store_true", help="list the servers found (engine, model, "
                                                              "settings, hardware) instead of linting")
-    p.add_argument("--format", action="append", choices=list(FORMATS),
+    p.add_argument("--output-format", "--format", dest="format", action="append", choices=list(FORMATS),
                    help="text (default; github under GitHub Actions), json, sarif, github, html; repeat "
                         "with --output for several reports in one run")
     p.add_argument("-o", "--output", action="append", help="file for the matching --format (default stdout; - is stdout)")
@@ -37,15 +43,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baseline", help="report only findings not recorded in this baseline file")
     p.add_argument("--write-baseline", metavar="FILE", help="record today's findings and exit 0")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are at or above fail-on")
+    p.add_argument("--fix", action="store_true", help="apply the safe fixes to the files")
+    p.add_argument("--unsafe-fixes", action="store_true",
+                   help="also apply (with --fix) or show (with --diff) the unsafe fixes, e.g. a shorter context")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them")
+    p.add_argument("-q", "--quiet", action="store_true", help="print the findings and nothing else (no summary)")
+    p.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead")
+    p.add_argument("--show-source", action="store_true", help="show the source line under each finding")
+    p.add_argument("--stdin-filename", metavar="NAME",
+                   help="the file name standard input stands for (`lint -`): it decides how the text is read")
+    add_color_arg(p)
     p.set_defaults(run=run)
 
 
 FORMATS = ("text", "json", "sarif", "github", "html")
 
 
-def load_config(args: argparse.Namespace):  # -> Config
-    from servefit import config
-
+def config_args(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """(the --config file, the KEY=VALUE overrides, --select / --ignore / --fail-on included)."""
     path = None
     overrides = []
     for item in args.config:
@@ -61,22 +76,57 @@ def load_config(args: argparse.Namespace):  # -> Config
         overrides.append(f"ignore={[c.strip() for c in args.ignore.split(',') if c.strip()]!r}".replace("'", '"'))
     if args.fail_on:
         overrides.append(f'fail-on="{args.fail_on}"')
+    return path, overrides
+
+
+def load_config(args: argparse.Namespace):  # -> Config
+    """The run's configuration (the first path's): baseline paths and suppression policy. Each
+    file's own findings follow its nearest configuration (options_from)."""
+    from servefit import config
+
+    path, overrides = config_args(args)
     start = args.paths[0] if args.paths else "."
+    if start == "-":  # standard input: the configuration of the file it stands for, as ruff finds it
+        start = os.path.dirname(getattr(args, "stdin_filename", None) or "") or "."
     return config.load(start, overrides, path)
 
 
 def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
+    from servefit.config import Configs
     from servefit.linter.run import LintOptions
     from servefit.units import parse_size
 
     if args.gpus is not None and not 1 <= args.gpus <= 65536:
         raise UsageError(f"--gpus must be 1 to 65,536 (got {args.gpus})")
-    mem = args.gpu_memory or (cfg.gpu_memory if cfg is not None else None)
-    return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(mem) if mem else None,
-                       engine_version=args.engine_version, online=bool(args.online) or bool(cfg and cfg.online),
-                       evaluate=not args.list_sites, config=cfg,
-                       default_gpu=cfg.gpu if cfg is not None else None,
-                       default_gpu_count=cfg.gpus if cfg is not None else None)
+    path, overrides = config_args(args)
+    return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
+                       engine_version=args.engine_version, online=bool(args.online),
+                       configs=Configs(overrides, path), values=_values(args),
+                       render=not getattr(args, "no_render", False))
+
+
+def _values(args: argparse.Namespace) -> list[str] | None:
+    vals = [v.strip() for item in (getattr(args, "values", None) or []) for v in item.split(",") if v.strip()]
+    for v in vals:
+        if not os.path.isfile(v):
+            raise UsageError(f"--values {v}: no such file")
+    return vals or None
+
+
+def check_gpu_names(args: argparse.Namespace, cfg) -> None:  # type: ignore[no-untyped-def]
+    """A GPU the user names for the run (--gpu, the config's default) that the catalog does not
+    know is a usage error with the nearest names, as in estimate; with --gpu-memory (or the
+    config's gpu-memory) it is an unlisted card of that size."""
+    from servefit.hardware import resolve_target
+
+    if args.gpu_memory or (cfg is not None and cfg.gpu_memory):
+        return
+    for name, where in ((args.gpu, "--gpu"), (cfg.gpu if cfg is not None else None, "config gpu")):
+        if name:
+            try:
+                resolve_target(name)
+            except UsageError as exc:
+                raise UsageError(f"{where}: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from servefit.linter.run import lint_paths
 
     for p in args.paths:
-        if not os.path.exists(p):
+        if p != "-" and not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
     formats = args.format or [("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text")]
     outputs = list(args.output or [])
@@ -93,7 +143,14 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline and not os.path.exists(args.baseline):
         raise UsageError(f"--baseline {args.baseline}: no such file")
     cfg = load_config(args)
-    result = lint_paths(list(args.paths), options_from(args, cfg))
+    check_gpu_names(args, cfg)
+    options = options_from(args, cfg)
+    if "-" in args.paths:
+        from servefit.conventions import read_stdin, stdin_name
+
+        text = read_stdin()
+        options.stdin = (stdin_name(text, args.stdin_filename), text)
+    result = lint_paths(list(args.paths), options)
     if args.list_sites:
         from servefit.report import sites
 
@@ -101,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         _write(out, outputs[0] if outputs else None)
         return 0
     findings = apply(result, cfg, args.baseline)
+    if args.fix or args.diff:
+        return _fixes(args, result, findings, cfg)
     if args.write_baseline:
         from servefit import baseline
 
@@ -108,19 +167,64 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"servefit: wrote {n} finding(s) to {args.write_baseline}\n")
         return 0
     dests = [outputs[i] if i < len(outputs) and outputs[i] != "-" else None for i in range(len(formats))]
+    if args.statistics:
+        from servefit.report.lint_text import statistics
+
+        formats, dests = ["statistics"], [dests[0]]
+        _write(statistics(findings), dests[0])
     for fmt, dest in zip(formats, dests, strict=True):
-        _write(render(fmt, findings, result, color=dest is None and sys.stdout.isatty()), dest)
-    if None not in dests:  # every report went to a file: say on the terminal what they hold
+        if fmt == "statistics":
+            continue
+        source = None
+        if args.show_source:
+            from servefit.report.snippet import reader
+
+            source = reader(dict([options.stdin]) if options.stdin else None)
+        _write(render(fmt, findings, result, color=dest is None and use_color(args.color), quiet=args.quiet,
+                      source=source), dest)
+    if None not in dests and not args.quiet:  # every report went to a file: say on the terminal what they hold
         from servefit.report.lint_text import summary
 
         sys.stderr.write(f"servefit: {summary(findings, result.files, len(result.sites))}; "
                          f"wrote {', '.join(dests)}\n")  # type: ignore[arg-type]
     if args.exit_zero:
         return 0
-    return 1 if any(cfg.fails(f.severity) for f in findings) else 0
+    return 1 if any(result.config_for(f.span.file if f.span else None, cfg).fails(f.severity)
+                    for f in findings) else 0
 
 
-def render(fmt: str, findings: list, result, color: bool = False) -> str:  # type: ignore[type-arg]
+def _fixes(args: argparse.Namespace, result, findings: list, cfg) -> int:  # type: ignore[no-untyped-def,type-arg]
+    """`--diff`: the patch of the allowed fixes (exit 1 when there is one); `--fix`: write them
+    and report what remains."""
+    from servefit.linter import fixes
+    from servefit.tune.diff import secret_values, unified
+
+    fixes.attach(result.sites)
+    run = fixes.plan(findings, unsafe=args.unsafe_fixes)
+    if args.diff:
+        secrets = secret_values([s.site for s in result.sites])
+        sys.stdout.write("".join(unified(p, old, new, secrets) for p, (old, new) in sorted(run.changes.items())))
+        held = [f for f in findings if f.fix is not None and f.fix.applicability == "unsafe" and f not in run.fixed]
+        if held:
+            sys.stderr.write(f"servefit: {len(held)} unsafe fix(es) not shown (pass --unsafe-fixes)\n")
+        return 1 if run.changes else 0
+    fixes.write(run)
+    for path, why in run.refused.items():
+        sys.stderr.write(f"servefit: {path}: not written: {why}\n")
+    written = [f for f in run.fixed if not any(e.span.file in run.refused for e in (f.fix.edits if f.fix else ()))]
+    remaining = [f for f in findings if f not in written]
+    sys.stderr.write(f"servefit: fixed {len(written)} finding(s)\n")
+    formats = args.format or ["text"]
+    out = args.output[0] if args.output else None
+    _write(render(formats[0], remaining, result, color=out is None and use_color(args.color)), out)
+    if args.exit_zero:
+        return 0
+    return 1 if any(result.config_for(f.span.file if f.span else None, cfg).fails(f.severity)
+                    for f in remaining) else 0
+
+
+def render(fmt: str, findings: list, result, color: bool = False, quiet: bool = False,  # type: ignore[type-arg]
+           source=None) -> str:  # type: ignore[no-untyped-def]
     from servefit.report import formats
 
     if fmt == "json":
@@ -141,7 +245,7 @@ def render(fmt: str, findings: list, result, color: bool = False) -> str:  # typ
         return lint_page(rows, rest)
     from servefit.report.lint_text import render as text
 
-    return text(findings, result.files, len(result.sites), color=color)
+    return text(findings, result.files, len(result.sites), color=color, quiet=quiet, source=source)
 
 
 def tune_note(rep) -> str | None:  # type: ignore[no-untyped-def]
@@ -152,30 +256,14 @@ def tune_note(rep) -> str | None:  # type: ignore[no-untyped-def]
     try:
         from servefit.commands import tune as tune_cmd
         from servefit.report.tune import render_site
-        from servefit.tune.session import Session
+        from servefit.tune.session import Session, reader
 
-        parser = argparse.ArgumentParser()
-        tune_cmd.add_parser(parser.add_subparsers())
-        args = parser.parse_args(["tune", rep.site.file, "--gpu", rep.evaluation.gpu.name])
-        args.gpus = rep.evaluation.count or None
-        session = Session(args, tune_cmd.needs_from(args), rep.evaluation and _target(rep))
-        session.read = _reader()
-        return "\n".join(render_site(session.tune_site(rep.site), False)[1:])
+        args = tune_cmd.default_args()
+        session = Session(args, tune_cmd.needs_from(args), None)
+        session.read = reader()
+        return "\n".join(render_site(session.tune_server(rep), False)[1:])
     except Exception as exc:  # noqa: BLE001 - a suggestion that cannot be made is left out, not the report
         return f"(tune could not run here: {type(exc).__name__}: {exc})"
-
-
-def _target(rep):  # type: ignore[no-untyped-def]
-    from servefit.pipeline import Target
-
-    ev = rep.evaluation
-    return Target(gpu=ev.gpu.name, gpus=ev.count or None, engine_version=ev.plan.engine_version, source=ev.gpu_source)
-
-
-def _reader():  # type: ignore[no-untyped-def]
-    from servefit.tune.session import reader
-
-    return reader()
 
 
 def _write(text: str, dest: str | None) -> None:

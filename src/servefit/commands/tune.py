@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from servefit.commands.common import add_target_args, split_trailing, target_from
+from servefit.commands.common import add_target_args, split_trailing
 from servefit.core import UsageError
 
 # tune's own options that users also write after `--` (never engine flags; --seed is one, so
@@ -55,6 +55,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sampler", default="auto", choices=["auto", "exhaustive", "bruteforce", "tpe", "nsga2"])
     p.set_defaults(run=run)
+
+
+def default_args() -> argparse.Namespace:
+    """tune's own options at their defaults, for the lint HTML report's suggestion (no other
+    command builds tune's parser)."""
+    return argparse.Namespace(min_context=None, min_concurrency=None, allow=[], headroom=None, objective="balanced",
+                              diff=False, write=False, unsafe=False, variant=[], bench_cmd=None,
+                              bench_metric="throughput", bench_goal="max", bench_timeout=3600.0, storage=None,
+                              study=None, trials=None, seed=0, sampler="auto", format="text")
 
 
 def pull_tune_options(words: list[str], args: argparse.Namespace) -> list[str]:
@@ -170,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("nothing to tune: give a file, or `-- vllm serve MODEL ...`")
     if args.write and not any(os.path.exists(w) for w in words[:1]):
         raise UsageError("--write needs a file; with `-- COMMAND` tune prints the tuned command line")
-    session = Session(args, needs_from(args), target_from(args))
+    from servefit.sources.assemble import flags_from
+
+    session = Session(args, needs_from(args), flags_from(args))
     session.run(words)
     if args.format == "json":
         json.dump(session.as_json(), sys.stdout, indent=2)

@@ -1,4 +1,4 @@
-"""diagnose: read engine logs and tracebacks, name the OOM's root cause (seed 000's four:
+"""diagnose: read engine logs and tracebacks, name the OOM's root cause (the four:
 KV cache overflow, batch misconfiguration, fragmentation, model too large), quote the
 evidence, and point at the setting to change.
 

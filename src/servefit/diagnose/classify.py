@@ -1,4 +1,4 @@
-"""Failure events -> the seed's root cause (OOM root-cause procedure, seed 000).
+"""Failure events -> the root cause (the OOM root-cause procedure).
 
 Step 1, *when* it failed: at model load, during start-up (profiling, KV cache, CUDA graphs),
 on the first batch after start-up completed, on a long request, or after hours of uptime.

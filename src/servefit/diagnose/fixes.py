@@ -1,4 +1,4 @@
-"""Root cause -> what to change, following the seed's fixes, and where it is written.
+"""Root cause -> what to change, following the standard fixes, and where it is written.
 
   kv_cache_overflow       lower the context length, FP8/q8 KV cache, more GPUs
   batch_misconfiguration  lower max_num_seqs / max-num-batched-tokens / prefill tokens / parallel slots

@@ -9,7 +9,7 @@ from typing import Any
 ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "none")
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang", "torch")
 
-# How long after start-up / how much uptime makes the seed's timing classes.
+# How long after start-up / how much uptime makes the timing classes.
 FIRST_BATCH_REQUESTS = 8  # an OOM within the first few requests after "startup complete"
 FIRST_BATCH_SECONDS = 300.0
 LONG_UPTIME_SECONDS = 3600.0  # "after hours of uptime"

@@ -1,5 +1,9 @@
-"""Engine plugins. Built-ins are imported on first use; third-party engines register under the
-`servefit.engines` entry-point group and are looked up only when a name is not built in."""
+"""Engine plugins. Every engine registers under the `servefit.engines` entry-point group
+(pyproject.toml lists the five built-ins there too); the built-ins are also known by module so
+that a checkout that is not installed still finds them, and so that the lint path does not pay
+for scanning installed packages when only built-in engines are involved. Third-party engines
+(`plugins()`) are read from the group once per process; the sources ask them to recognise
+commands and images the built-in tables do not know (docs/engines.md)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,68 @@ BUILTIN = {
     "sglang": "servefit.engines.sglang",
 }
 _cache: dict[str, Engine] = {}
+_plugins: list[Engine] | None = None
+
+
+GROUP = "servefit.engines"
+
+
+def _declared_elsewhere() -> bool:
+    """Whether a package other than servefit declares the group: a scan of the installed
+    packages' entry_points.txt, much cheaper than importing importlib.metadata on the lint path."""
+    import os
+    import sys
+
+    for base in sys.path:
+        try:
+            entries = os.scandir(base or ".")
+        except OSError:
+            continue
+        with entries:
+            for e in entries:
+                if not e.name.endswith((".dist-info", ".egg-info")) or e.name.lower().split("-")[0].split(".")[0] == "servefit":
+                    continue
+                try:
+                    with open(os.path.join(e.path, "entry_points.txt"), encoding="utf-8") as fh:
+                        if f"[{GROUP}]" in fh.read():
+                            return True
+                except OSError:
+                    continue
+    return False
+
+
+def _entry_points() -> list:  # type: ignore[type-arg]
+    if not _declared_elsewhere():
+        return []
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=GROUP))
+
+
+def plugins() -> list[Engine]:
+    """The engines registered by other packages (not built in), loaded once; one that fails to
+    load is left out."""
+    global _plugins
+    if _plugins is None:
+        found: list[Engine] = []
+        for ep in _entry_points():
+            if ep.name in BUILTIN:
+                continue
+            try:
+                eng = ep.load()
+            except Exception:  # noqa: BLE001 - a broken plugin must not stop the run
+                continue
+            _cache.setdefault(ep.name, eng)
+            found.append(eng)
+        _plugins = found
+    return _plugins
+
+
+def reset() -> None:
+    """Forget loaded engines (tests that install a plugin)."""
+    global _plugins
+    _cache.clear()
+    _plugins = None
 
 
 def get(name: str) -> Engine:
@@ -32,13 +98,8 @@ def get(name: str) -> Engine:
             eng = importlib.import_module(mod_name).ENGINE
         except (ModuleNotFoundError, AttributeError):
             eng = None
-    if eng is None:
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group="servefit.engines"):
-            if ep.name == name:
-                eng = ep.load()
-                break
+    if eng is None and name:
+        eng = next((p for p in plugins() if p.name == name), None)
     if eng is None:
         raise UsageError(f"unknown engine {name!r} (known: {', '.join(available())})")
     _cache[name] = eng
@@ -46,12 +107,12 @@ def get(name: str) -> Engine:
 
 
 def available() -> list[str]:
-    """Built-in engines whose module is present."""
+    """Built-in engines whose module is present, then the plugins'."""
     out = []
     for name, mod in BUILTIN.items():
         if importlib.util.find_spec(mod) is not None:
             out.append(name)
-    return out
+    return out + [p.name for p in plugins() if p.name not in out]
 
 
 def loaded() -> list[Engine]:

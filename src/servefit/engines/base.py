@@ -81,6 +81,12 @@ class Engine:
     title: str = ""  # human name: "vLLM", "llama.cpp"
     default_version: str = ""
     image_patterns: tuple[str, ...] = ()  # substrings of container image names
+    # words whose presence makes the sources read a file for this engine (plugins; the built-ins
+    # are in data/engines/<name>.yaml)
+    markers: tuple[str, ...] = ()
+    # the server loads models when requests name them (`ollama serve`): a command without a
+    # model is not a problem, only nothing to plan
+    models_on_request: bool = False
 
     def command_length(self, words: list[str]) -> int:
         """How many leading words are this engine's command (0: not this engine)."""
@@ -97,6 +103,20 @@ class Engine:
 
     def matches_image(self, image: str | None) -> bool:
         return bool(image) and any(p in image.lower() for p in self.image_patterns)  # type: ignore[union-attr]
+
+    def link_sites(self, sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
+        """Join this engine's servers with the files they use elsewhere (`scanned`: the files
+        already read in this run). Most engines have nothing to join."""
+        return sites
+
+    def tune_adapter(self) -> Any:
+        """The tune adapter (tune.space.Adapter) for this engine's knobs; None: tune does not
+        know them."""
+        return None
+
+    def image_command(self, image: str | None) -> list[str] | None:
+        """The command an image of this engine runs when a file gives only arguments."""
+        return None
 
 
 def split_command(engine: Engine, argv: list[Token], image: str | None = None) -> tuple[list[Token], list[Token]]:

@@ -128,3 +128,46 @@ def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping
         else:
             out.append(s)
     return out
+
+
+def _is_lone_modelfile(site: LaunchSite) -> bool:
+    doc = site.extra.get("modelfile")
+    return isinstance(doc, ModelfileDoc) and doc.file == site.file and not site.env \
+        and [t.text for t in site.argv] == ["ollama", "serve"]
+
+
+def link_all(sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
+    """link_modelfiles, then each Modelfile given on its own is joined with the server beside it
+    that uses it (a compose file or manifest in the same directory, not read in this run), so
+    its slots and KV type are the deployment's rather than Ollama's defaults."""
+    sites = link_modelfiles(sites)
+    lone = [s for s in sites if _is_lone_modelfile(s)]
+    if not lone:
+        return sites
+    from servefit.sources import file_kind, scan_file
+
+    seen = {os.path.abspath(p) for p in scanned}
+    by_dir: dict[str, list[LaunchSite]] = {}
+    out = list(sites)
+    for mf in lone:
+        d = os.path.dirname(os.path.abspath(mf.file))
+        if d not in by_dir:
+            found: list[LaunchSite] = []
+            try:
+                names = sorted(os.listdir(d))
+            except OSError:
+                names = []
+            for name in names:
+                p = os.path.join(d, name)
+                if p in seen or not os.path.isfile(p) or file_kind(p) in (None, "modelfile"):
+                    continue
+                found.extend(s for s in scan_file(p).sites if s.engine == "ollama")
+            by_dir[d] = found
+        if not by_dir[d]:
+            continue
+        for merged in link_modelfiles([mf, *by_dir[d]]):
+            doc = merged.extra.get("modelfile")
+            if merged is not mf and isinstance(doc, ModelfileDoc) and doc.file == mf.file:
+                out[out.index(mf)] = merged
+                break
+    return out

@@ -7,6 +7,7 @@ from servefit.hardware.catalog import (
     lookup_instance,
     resolve_gpu,
     resolve_target,
+    unlisted,
     with_memory,
 )
 from servefit.hardware.spec import GpuSpec
@@ -19,5 +20,6 @@ __all__ = [
     "lookup_instance",
     "resolve_gpu",
     "resolve_target",
+    "unlisted",
     "with_memory",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "lookup_instance",
     "resolve_gpu",
     "resolve_target",
+    "unlisted",
     "with_memory",
 ]
 
@@ -241,7 +242,12 @@ def lookup_instance(instance_type: str) -> tuple[GpuSpec, int] | None:
 
 def resolve_target(name: str) -> tuple[GpuSpec, int | None]:
     """Like `resolve_gpu`, plus the GPU count when the name carries one: an instance type
-    ("p4d.24xlarge" -> 8) or a count form ("8xH100", "L4 x 2"). Raises UsageError."""
+    ("p4d.24xlarge" -> 8) or a count form ("8xH100", "L4 x 2"); "local" reads this machine's
+    GPUs through NVML (hardware/local.py). Raises UsageError."""
+    if (name or "").strip().lower() == "local":
+        from servefit.hardware import local
+
+        return local.target()
     gpu = lookup(name)
     if gpu is not None:
         return gpu, None
@@ -277,11 +283,26 @@ def with_memory(gpu: GpuSpec, memory_bytes: int) -> GpuSpec:
     )
 
 
+UNLISTED_CC = 80  # what an unlisted card is assumed to support: bf16, no native FP8 (Ampere)
+
+
+def unlisted(name: str, memory_bytes: int) -> GpuSpec:
+    """A card the catalog does not know, sized by --gpu-memory ("My Card" 48GiB). Its features
+    are assumed to be an Ampere card's (bf16, no native FP8); `memory_source` says so."""
+    shown = " ".join((name or "").split()) or "unlisted GPU"
+    gpu = GpuSpec(key="unlisted", name=shown, vendor="nvidia", memory_bytes=1,
+                  compute_capability=UNLISTED_CC, fp8=False, bf16=True, aliases=[], source="unlisted")
+    out = with_memory(gpu, memory_bytes)
+    out.memory_source = (f"--gpu-memory override; '{shown}' is not in the catalog: taken as a CUDA card with "
+                         f"compute capability {UNLISTED_CC / 10:.1f} (bf16, no native FP8)")
+    return out
+
+
 def catalog_assumption(gpu: GpuSpec, name: str | None = None) -> str | None:
     """A short sentence for the plan's assumptions, or None: which card an ambiguous `name`
     ("A100", "H100", "RTX 3080") was taken as, and whether the catalog's memory figure for
     `gpu` is an estimate rather than a logged value."""
-    if gpu.source == OVERRIDE_SOURCE:
+    if gpu.source in (OVERRIDE_SOURCE, "local"):
         return None
     parts: list[str] = []
     entry = _catalog().assumptions.get(gpu.key)

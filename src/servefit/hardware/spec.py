@@ -28,6 +28,9 @@ class GpuSpec:
     # Total as nvidia-smi / rocm-smi print it (unified memory: the physical RAM); 0 when unknown.
     # Usually larger than memory_bytes: the driver keeps a few hundred MiB that CUDA never reports.
     smi_memory_bytes: int = 0
+    # Memory other processes hold on the device now (--gpu local); vLLM will not start when the
+    # free memory is below its budget.
+    in_use_bytes: int = 0
 
     @property
     def memory_gib(self) -> float:

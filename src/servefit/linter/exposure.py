@@ -1,7 +1,7 @@
 """Security rules on one server (docs in data/rules/security.yaml):
 
 - SEC002 unauthenticated-public-endpoint: no API key, listening on all interfaces, and the same
-  file publishes it (site.extra["exposure"], filled by the wrappers through sources/ports.py).
+  file publishes it (site.workload.exposures, filled by the wrappers through sources/ports.py).
 - SEC003 unauthenticated-host-listener: the same, started directly on a machine.
 - SEC004 unauthenticated-pod-listener: the same, in a container nothing in the file publishes.
 - SEC005 trust-remote-code-untrusted: --trust-remote-code on a Hub model of an unknown publisher.
@@ -27,25 +27,35 @@ from servefit.rules.catalog import finding
 
 @dataclass(frozen=True)
 class Auth:
+    """How an engine listens and authenticates: the `listen` key of data/engines/<name>.yaml."""
+
     title: str
     host: str | None  # the option naming the listen address
     binds_all: bool  # by default
     keys: tuple[str, ...]  # options that turn authentication on
     key_env: tuple[str, ...]
     port: int | None = None  # the default port where it is the same everywhere
+    host_env: str | None = None  # the address (host[:port]) comes from this variable instead
+    no_auth: bool = False  # the server has no authentication at all
+    image_host: str | None = None  # what the engine's official image sets, when it binds all
 
 
-ENGINES = {
-    "vllm": Auth("vLLM", "host", True, ("api_key",), ("VLLM_API_KEY",)),
-    "llamacpp": Auth("llama-server", "host", False, ("api_key", "api_key_file"), ("LLAMA_API_KEY", "LLAMA_ARG_API_KEY_FILE")),
-    "sglang": Auth("SGLang", "host", False, ("api_key",), ()),
-    "tgi": Auth("TGI", "hostname", True, ("api_key",), ("API_KEY",)),
-    "ollama": Auth("Ollama", None, False, (), (), 11434),
-}
+def auth_of(engine: str | None) -> Auth | None:
+    from servefit import data
+
+    if not engine:
+        return None
+    try:
+        d = data.load(f"engines/{engine}.yaml").get("listen")
+    except (OSError, ValueError):
+        return None
+    if not d:
+        return None
+    return Auth(d["title"], d.get("host_setting"), bool(d.get("binds_all")), tuple(d.get("key_settings") or ()),
+                tuple(d.get("key_env") or ()), d.get("default_port"), d.get("host_env"), bool(d.get("no_auth")),
+                d.get("image_host"))
 RAW_FLAGS = {"host": ("--host",), "hostname": ("--hostname",), "api_key": ("--api-key", "--api_key"),
              "api_key_file": ("--api-key-file",), "port": ("--port",), "trust_remote_code": ("--trust-remote-code",)}
-IMAGE_HOST = {"llamacpp": "the llama.cpp server image sets LLAMA_ARG_HOST=0.0.0.0",
-              "ollama": "the ollama/ollama image sets OLLAMA_HOST=0.0.0.0"}
 ALL_INTERFACES = {"0.0.0.0", "::", "[::]", "*", "0"}
 # Original publishers whose architectures ship modelling code on the Hub (rule docs list them).
 TRUSTED_ORGS = frozenset(o.lower() for o in (
@@ -99,12 +109,12 @@ def _setting(site: LaunchSite, cfg: EngineConfig | None, name: str) -> tuple[str
 def context(site: LaunchSite) -> str | None:
     """pod | container | host, or None for what is not a running server (a vLLM --config file,
     a Modelfile not joined to its server)."""
-    x = site.extra
-    if x.get("config_only") or (site.name.startswith("Modelfile ") and all(t.span is None for t in site.argv)):
+    x = site.workload
+    if site.config_only or (site.name.startswith("Modelfile ") and all(t.span is None for t in site.argv)):
         return None
-    if x.get("k8s_kind") or x.get("chart"):
+    if x.kind or x.chart:
         return "pod"
-    if "service" in x or x.get("runtime") == "docker run" or site.name.startswith("dockerfile"):
+    if x.service is not None or x.runtime == "docker run" or site.name.startswith("dockerfile"):
         return "container"
     return "host"
 
@@ -114,12 +124,12 @@ def _listen(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) 
     from servefit.sources.detect import engine_of_image
 
     eng = site.engine or ""
-    if eng == "ollama":
-        tok = site.env.get("OLLAMA_HOST")
+    if auth.host_env:
+        tok = site.env.get(auth.host_env)
         if tok is not None:
             host = tok.text.split("://", 1)[-1].split("/", 1)[0]
             host = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
-            return (f"OLLAMA_HOST={tok.text}", tok.span) if host in ALL_INTERFACES | {""} else None
+            return (f"{auth.host_env}={tok.text}", tok.span) if host in ALL_INTERFACES | {""} else None
     else:
         value, span = _setting(site, cfg, auth.host or "")
         if value is not None:
@@ -128,8 +138,8 @@ def _listen(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) 
             return f"--{(auth.host or '').replace('_', '-')} {value}", span
         if auth.binds_all:
             return f"its default without --{auth.host}", None
-    if where != "host" and engine_of_image(site.image) == eng and eng in IMAGE_HOST:
-        return IMAGE_HOST[eng], None
+    if where != "host" and engine_of_image(site.image) == eng and auth.image_host:
+        return auth.image_host, None
     return None
 
 
@@ -138,15 +148,15 @@ def _has_key(site: LaunchSite, cfg: EngineConfig | None, auth: Auth) -> bool:
     or variables from a source this file does not show (`envFrom: secretRef`) count as set."""
     if any(_setting(site, cfg, k)[0] for k in auth.keys):
         return True
-    if site.extra.get("env_opaque"):
+    if site.workload.env_opaque:
         return True
-    runtime = set(site.extra.get("runtime_env") or ()) | set(site.unresolved)
+    runtime = set(site.workload.runtime_env or ()) | set(site.unresolved)
     return any((site.env.get(e) is not None and site.env[e].text) or e in runtime for e in auth.key_env)
 
 
 def _port(site: LaunchSite, cfg: EngineConfig | None, auth: Auth) -> int | None:
-    if site.engine == "ollama":
-        tok = site.env.get("OLLAMA_HOST")
+    if auth.host_env:
+        tok = site.env.get(auth.host_env)
         tail = tok.text.rsplit(":", 1)[-1] if tok is not None and ":" in tok.text.split("://", 1)[-1] else ""
         return int(tail) if tail.isdigit() else auth.port
     value, _ = _setting(site, cfg, "port")
@@ -155,7 +165,7 @@ def _port(site: LaunchSite, cfg: EngineConfig | None, auth: Auth) -> int | None:
 
 def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = ()) -> list[Finding]:
     out: list[Finding] = []
-    auth = ENGINES.get(site.engine or "")
+    auth = auth_of(site.engine)
     where = context(site)
     if auth is not None and where is not None:
         out.extend(_exposure(site, cfg, auth, where))
@@ -169,9 +179,9 @@ def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str
     if listen is None or _has_key(site, cfg, auth):
         return []
     reason, span = listen
-    nokey = "has no authentication at all" if site.engine == "ollama" else "has no API key"
+    nokey = "has no authentication at all" if auth.no_auth else "has no API key"
     port = _port(site, cfg, auth)
-    exps = [e for e in site.extra.get("exposure") or [] if not (port and e.ports and port not in e.ports)]
+    exps = [e for e in site.workload.exposures if not (port and e.ports and port not in e.ports)]
     if exps:
         e = exps[0]
         return [finding("SEC002", f"{auth.title} {nokey} and listens on all interfaces ({reason}); {e.how} "

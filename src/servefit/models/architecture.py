@@ -34,11 +34,13 @@ class Traits:
     lm_head_bias: bool = False
     attn_sinks: bool = False  # one learned sink logit per head (gpt-oss)
     attn_output_gate: bool = False  # q_proj also produces a per-head output gate (Qwen3-Next)
-    qk_norm_full: bool = False  # RMSNorm over all q heads and all k heads (MiniMax-M2)
+    qk_norm_full: bool = False  # RMSNorm over all q heads and all k heads (MiniMax-M2; OLMo 2: heads x head_dim each)
+    final_norm: bool = True  # False: OLMo 1's non-parametric LayerNorms hold no weights
 
 
 _LLAMA = Traits()
 TRAITS: dict[str, Traits] = {
+    "qwen": Traits(qkv_bias=True),  # first-generation Qwen: c_attn with bias (vLLM models/qwen.py)
     "qwen2": Traits(qkv_bias=True),
     "qwen2_moe": Traits(qkv_bias=True, shared_expert_gate=True),
     "qwen2_vl": Traits(qkv_bias=True),
@@ -46,12 +48,19 @@ TRAITS: dict[str, Traits] = {
     "qwen3": Traits(qk_norm=True),
     "qwen3_moe": Traits(qk_norm=True),
     "qwen3_next": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
+    # Qwen3-VL text models are Qwen3 / Qwen3-MoE; Qwen3.5 / 3.6 are Qwen3-Next's hybrid layout
+    # (vLLM model_executor/models/qwen3_5.py) with a dense MLP (qwen3_5) or the gated shared expert
+    "qwen3_vl": Traits(qk_norm=True),
+    "qwen3_vl_moe": Traits(qk_norm=True),
+    "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
+    "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),
     "gemma3": Traits(norms_per_layer=4, qk_norm=True),
     "gemma3_text": Traits(norms_per_layer=4, qk_norm=True),
     "gpt_oss": Traits(qkv_bias=True, o_bias=True, mlp_bias=True, router_bias=True, attn_sinks=True),
     "phimoe": Traits(qkv_bias=True, o_bias=True, norm_bias=True, lm_head_bias=True),
     "cohere": Traits(norms_per_layer=1),
+    "cohere2": Traits(norms_per_layer=1),  # modeling_cohere2.py: one input_layernorm per layer
     "chatglm": Traits(qkv_bias=True),
     "glm": Traits(qkv_bias=True),
     "falcon": Traits(norm_bias=True, gated_mlp=False),
@@ -73,6 +82,18 @@ TRAITS: dict[str, Traits] = {
     "phi": Traits(qkv_bias=True, o_bias=True, norms_per_layer=1, norm_bias=True, gated_mlp=False,
                   mlp_bias=True, lm_head_bias=True),
     "starcoder2": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
+    # modeling_gpt_neox.py (Pythia): fused query_key_value + dense with biases, two LayerNorms
+    "gpt_neox": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
+    # modeling_gptj.py: bias-free q/k/v/out_proj, one ln_1 (parallel residual), lm_head with bias
+    "gptj": Traits(norms_per_layer=1, norm_bias=True, gated_mlp=False, mlp_bias=True, lm_head_bias=True),
+    # modeling_nemotron.py: LayerNorm1P (weight + bias), relu^2 up/down MLP without a gate
+    "nemotron": Traits(norm_bias=True, gated_mlp=False),
+    "llava_onevision": Traits(qkv_bias=True),  # its language model is Qwen2
+    "olmo": Traits(norms_per_layer=0, final_norm=False),  # modeling_olmo.py OlmoLayerNorm: no weights
+    # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
+    "olmo2": Traits(qk_norm_full=True),
+    "olmo3": Traits(qk_norm_full=True),
+    "olmoe": Traits(qk_norm_full=True),
 }
 
 
@@ -90,6 +111,7 @@ _KIND_NAMES = {
     "chunked_attention": "chunked", "chunked": "chunked",
     "linear_attention": "linear", "linear": "linear",
     "mamba": "mamba", "mamba2": "mamba", "none": "none",
+    "conv": "mamba",  # LFM2 short-convolution layers: recurrent conv state, no KV cache
 }
 
 
@@ -140,7 +162,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
     if t.qk_norm:
         n += 2 * hd
     if t.qk_norm_full:
-        n += heads * hd + kvh * hd
+        n += (heads + kvh) * hd
     if t.attn_sinks:
         n += heads
     return n
@@ -173,7 +195,7 @@ def _linear_attention_params(s: ModelSpec) -> int:
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))
-        d_inner = heads * hd
+        d_inner = int(m.get("d_inner") or heads * hd)
         conv_dim = d_inner + 2 * groups * state
         kernel = int(m.get("conv_kernel", 4))
         return (h * (2 * d_inner + 2 * groups * state + heads) + conv_dim * (kernel + 1) + 3 * heads
@@ -210,20 +232,23 @@ def _norms_per_layer(s: ModelSpec, t: Traits) -> int:
     if s.model_type == "falcon":
         # Falcon-7B: one input_layernorm (parallel attention); new decoder architecture (40B,
         # 180B, grouped KV heads): ln_attn and ln_mlp
-        return 2 if s.num_key_value_heads > 1 else 1
+        # (Falcon2-11B: num_ln_in_parallel_attn 1, one LayerNorm feeding both branches)
+        return 2 if s.num_key_value_heads > 1 and s.layout.get("num_ln_in_parallel_attn") != 1 else 1
     return t.norms_per_layer
 
 
 def count_text_params(s: ModelSpec) -> int:
     """Parameters of the language model (everything but the vision tower)."""
+    if (other := count_other_layouts(s)) is not None:  # OPT, GPT-2, BLOOM, encoders, hybrids
+        return other
     t = traits(s.model_type)
     h = s.hidden_size
     norm = h * (2 if t.norm_bias else 1)
     kinds = s.kinds()
     total = s.vocab_size * h  # embed_tokens
-    if not s.tie_word_embeddings:
+    if not s.tie_word_embeddings and not s.layout.get("no_lm_head"):  # no_lm_head: e5-mistral's MistralModel
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
-    total += norm  # final norm
+    total += norm if t.final_norm else 0  # final norm
     attn = _attention_params(s, t)
     dense = _mlp_params(h, s.intermediate_size, t)
     moe = _moe_params(s, t) if s.is_moe else 0
@@ -238,6 +263,11 @@ def count_text_params(s: ModelSpec) -> int:
     return total
 
 
+def count_other_layouts(s: ModelSpec) -> int | None:
+    from servefit.models.arch_classic import count_classic  # layouts beyond the Llama one
+    return count_classic(s)
+
+
 def count_params(spec: ModelSpec) -> int:
     """Total parameters of the checkpoint the architecture describes (vision tower included)."""
     return count_text_params(spec) + spec.vision_params
@@ -247,6 +277,10 @@ def linear_attention_state(m: dict[str, Any]) -> dict[str, Any]:
     """Complete a Gated DeltaNet state description with the per-layer state sizes (elements):
     conv state (kernel - 1) x conv_dim and recurrent state value_heads x key_dim x value_dim."""
     out = dict(m)
+    if m.get("kind") == "short_conv":  # LFM2 ShortConv: (L_cache - 1) x hidden conv state, no SSM state
+        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 3)) - 1) * int(m.get("conv_dim", 0)))
+        out.setdefault("ssm_state_elems", 0)
+        return out
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))

@@ -5,7 +5,9 @@ quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AW
 from __future__ import annotations
 
 import copy
-import difflib
+import hashlib
+import marshal
+import os
 import re
 from dataclasses import dataclass, fields
 from functools import cache, lru_cache
@@ -14,6 +16,7 @@ from typing import Any
 import yaml
 
 from servefit import data
+from servefit.models import names
 from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
@@ -112,7 +115,7 @@ def all_models() -> list[ModelSpec]:
 _VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
 _QUANT_WORDS = {
-    "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
+    "ud", "i1", "imat", "imatrix", "qat", "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
     "5bit", "6bit", "8bit", "unsloth", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx", "gguf",
     "nvfp4", "mxfp4", "fp4", "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "block", "kv",
 }
@@ -139,12 +142,14 @@ def _split(ref: str) -> tuple[str, str]:
     return org, base
 
 
+_SHARD_GGUF = re.compile(r"(-\d{5}-of-\d{5})?\.gguf$")  # split GGUF shards
+_QUANTIZED = re.compile(r"[-._]quantized[._]")  # RedHatAI ...-quantized.w4a16
+
+
 def _tokens(base: str) -> list[str]:
-    s = base.lower()
-    s = re.sub(r"\.gguf$", "-gguf", s)
+    s = _SHARD_GGUF.sub("-gguf", base.lower())
     s = s.replace(":", "-")  # Ollama name:tag
-    s = re.sub(r"[._]quantized[._]", "-quantized-", s)  # RedHatAI ...-quantized.w4a16
-    s = re.sub(r"-quantized\.", "-quantized-", s)
+    s = _QUANTIZED.sub("-quantized-", s)
     return [t for t in s.split("-") if t]
 
 
@@ -156,7 +161,13 @@ def _bits(t: set[str], default: int) -> int:
 
 
 def parse_variant(ref: str) -> Variant:
-    """Split a model reference into its architecture stem and the quantization its name implies."""
+    """Split a model reference into its architecture stem and the quantization its name implies
+    (cached: a lint asks for the same names many times; `quant` is shared, copy before changing)."""
+    return _parse_variant(ref)
+
+
+@lru_cache(maxsize=4096)
+def _parse_variant(ref: str) -> Variant:
     org, base = _split(ref)
     toks = _tokens(base)
     ts = set(toks)
@@ -187,6 +198,10 @@ def parse_variant(ref: str) -> Variant:
             quant["type"] = gguf_type.upper()
             quant["bits"] = int(re.sub(r"\D", "", gguf_type)[:1] or 4)
             label = f"GGUF {gguf_type.upper()}"
+        elif dtype:  # an unquantized GGUF: model-BF16.gguf
+            quant["type"] = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype]
+            quant["bits"] = 32 if dtype == "float32" else 16
+            label = f"GGUF {quant['type']}"
     elif "mlx" in ts or org == "mlx-community":
         if ts & {"2bit", "3bit", "4bit", "5bit", "6bit", "8bit"}:
             b = _bits(ts, 4)
@@ -212,108 +227,164 @@ class _Index:
     full: dict[str, int]  # lower-case repo id (name or alias) -> entry
     base: dict[str, list[int]]  # lower-case name without org -> entries
     stem: dict[str, list[tuple[int, frozenset[str]]]]  # stem -> (entry, variant words)
-    ids: list[tuple[str, int, str]]  # (repo id, entry, stem) for nearest()
+    names: Any  # names.Index: families and sizes, for derivatives and suggestions
 
 
 @lru_cache(maxsize=1)
 def _index() -> _Index:
-    full: dict[str, int] = {}
-    base: dict[str, list[int]] = {}
-    stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
-    ids: list[tuple[str, int, str]] = []
+    """The name indexes, kept beside data.load's cache (marshal, keyed by the catalog files and
+    this code): building them is ~20 ms, a good part of a small lint."""
+    cfile = None
+    cdir = data._cache_dir()
+    if cdir is not None:
+        stats = [(data.DATA_DIR / f).stat() for f in (*catalog_files(), "derivatives.yaml")]
+        stats += [os.stat(__file__), os.stat(names.__file__)]
+        key = hashlib.sha1(repr([(st.st_size, st.st_mtime_ns) for st in stats]).encode()).hexdigest()[:16]
+        cfile = cdir / f"catalog-index-{key}.marshal"
+        try:
+            full, base, stem, by_name = marshal.loads(cfile.read_bytes())
+            return _Index(full=full, base=base, stem=stem, names=names.Index(*by_name))
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+    full = {}
+    base = {}
+    stem = {}
     for i, (name, aliases, _) in enumerate(_chunks()):
         for rid in (name, *aliases):
             full.setdefault(rid.lower(), i)
             base.setdefault(rid.split("/")[-1].lower(), []).append(i)
             v = parse_variant(rid)
             stem.setdefault(v.stem, []).append((i, v.variants))
-            ids.append((rid, i, v.stem))
-    return _Index(full=full, base=base, stem=stem, ids=ids)
+    idx = _Index(full=full, base=base, stem=stem, names=names.build_index(_chunks()))
+    if cfile is not None:
+        try:
+            cfile.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
+            by_name = tuple(getattr(idx.names, f.name) for f in fields(idx.names))
+            tmp.write_bytes(marshal.dumps((full, base, stem, by_name)))
+            os.replace(tmp, cfile)
+        except (OSError, ValueError):
+            pass
+    return idx
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    """How a reference maps onto a catalog entry (cached per reference; lookup() applies it to a
+    fresh spec)."""
+
+    entry: int
+    assumption: str = ""  # empty for an exact match
+    quant: Any = None  # the quantization the name implies (shared: copied when applied)
+    dtype: str | None = None  # an unquantized re-upload's dtype
+    context: int = 0  # max_position_embeddings of a sibling family
+
+
+def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: bool,
+             context: int = 0) -> _Recipe:
+    """The quantization the name implies and the sentence that says what was assumed, and why."""
+    quant, label = v.quant, v.quant_label
+    own = _entry(entry).get("quantization")
+    if quant is None and ollama:
+        if own:  # gpt-oss ships in its native mxfp4
+            label = f"the checkpoint's own {own.get('quant_method')} weights"
+            quant = own
+        else:  # an Ollama tag without a quantization suffix pulls its default 4-bit GGUF
+            quant = {"quant_method": "gguf", "type": "Q4_K_M", "bits": 4}
+            label = "Ollama's default GGUF Q4_K_M"
+    what = "the same architecture"
+    dtype = None
+    if quant is not None:
+        what = label
+    elif v.dtype:
+        dtype = v.dtype
+        what = f"an unquantized {v.dtype} checkpoint"
+    if sibling:
+        what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
+    name = _chunks()[entry][0]
+    return _Recipe(entry, f"resolved '{ref}' to catalog entry '{name}' by name ({why}); assumed {what}",
+                   quant, dtype, context)
 
 
 def lookup(ref: str) -> ModelSpec | None:
     """The catalogued ModelSpec for `ref`: exact repo id or alias (case-insensitive), then the
-    name without its organization, then name heuristics for quantized and variant names (which
-    set `quantization` and say what was assumed). None when nothing matches."""
+    name without its organization, then name heuristics for quantized and variant names, then
+    the base a derivative's name carries (models/names.py). Every match by name sets
+    `quantization`, `resolved_from = "derivative"` and says what was assumed. None when nothing
+    matches."""
     if not ref or not ref.strip():
         return None
+    r = _recipe(ref)
+    if r is None:
+        return None
+    spec = spec_from_entry(_entry(r.entry))
+    if not r.assumption:
+        return spec
+    if r.quant is not None:
+        spec.quantization = copy.deepcopy(r.quant)
+    elif r.dtype:
+        spec.quantization = None
+        spec.torch_dtype = r.dtype
+    if r.context:
+        spec.max_position_embeddings = r.context
+    spec.resolved_from = "derivative"
+    spec.assumptions.append(r.assumption)
+    return spec
+
+
+@lru_cache(maxsize=4096)
+def _recipe(ref: str) -> _Recipe | None:
     idx = _index()
     key = ref.strip().rstrip("/").lower()
     if key in idx.full:
-        return spec_from_entry(_entry(idx.full[key]))
+        return _Recipe(idx.full[key])
     org, base = _split(ref)
+    local = names.split_ref(ref)[2]
     hits = idx.base.get(base.lower())
-    if (hits and org and ref.count("/") == 1 and not ref.startswith((".", "~")) and parse_variant(base).quant
+    if (hits and org and not local and parse_variant(base).quant
             and _split(_chunks()[hits[0]][0])[0].lower() != org.lower()):
         # a quantized name under another Hub organization is that quantizer's own checkpoint
         # (RedHatAI's ...-FP8 quantizes every layer, Meta's keeps attention in bf16): by variant.
         # A local directory of that name (/models/Meta-Llama-3.1-405B-Instruct-FP8) is a download.
         hits = None
     if hits and ":" not in base:
-        spec = spec_from_entry(_entry(hits[0]))
-        if org:
-            spec.assumptions.append(f"resolved '{ref}' to catalog entry '{spec.name}' by name (a copy "
-                                    f"under another organization); assumed the same checkpoint")
-        return spec
+        if not org:
+            return _Recipe(hits[0])
+        where = "a local folder of that name" if local else "a copy under another organization"
+        return _Recipe(hits[0], f"resolved '{ref}' to catalog entry '{_chunks()[hits[0]][0]}' by name ({where}); "
+                                f"assumed the same checkpoint")
     v = parse_variant(ref)
-    cands = idx.stem.get(v.stem) if v.stem else None
-    if not cands:
-        return None
-    # prefer the entry whose instruct/base words match the reference's
-    best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
-    spec = spec_from_entry(_entry(best))
-    name = spec.name
-    quant, label = v.quant, v.quant_label
     ollama = ":" in base and "/" not in ref.strip()
-    if quant is None and ollama:
-        if spec.quantization:  # gpt-oss ships in its native mxfp4
-            label = f"the checkpoint's own {spec.quantization.get('quant_method')} weights"
-            quant = spec.quantization
-        else:  # an Ollama tag without a quantization suffix pulls its default 4-bit GGUF
-            quant = {"quant_method": "gguf", "type": "Q4_K_M", "bits": 4}
-            label = "Ollama's default GGUF Q4_K_M"
-    what = "the same architecture"
-    if quant is not None:
-        spec.quantization = quant
-        what = label
-    elif v.dtype:
-        spec.quantization = None
-        spec.torch_dtype = v.dtype
-        what = f"an unquantized {v.dtype} checkpoint"
-    if not ollama and v.variants - {"hf", "latest"} != best_variants - {"hf", "latest"}:
-        what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
-    spec.assumptions.append(f"resolved '{ref}' to catalog entry '{name}' by name; assumed {what}")
-    return spec
+    cands = idx.stem.get(v.stem) if v.stem else None
+    if cands:
+        # prefer the entry whose instruct/base words match the reference's
+        best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
+        org_as_written = names.split_ref(ref)[0]
+        if local:
+            why = "a local folder named after it"
+        elif ollama:
+            why = "an Ollama tag of that model"
+        elif org and names.repacker(org) and v.quant and org.lower() != _split(_chunks()[best][0])[0].lower():
+            kind = re.sub(r"\s*\(.*?\)", "", v.quant_label.split(",")[0].replace(" weights", ""))
+            why = f"a{'n' if kind[:1] in 'AEFHIMNORSX' else ''} {kind} repack by {org_as_written}"
+        else:
+            why = "its name is the base's with " + ("quantization words" if v.quant or v.dtype else "variant words")
+        sibling = not ollama and v.variants - {"hf", "latest"} != best_variants - {"hf", "latest"}
+        return _derived(best, ref, why, v, ollama, sibling)
+    d = names.derive(ref, idx.names)
+    if d is None:
+        return None
+    why = f"a local folder named after it; {d.why}" if local else d.why
+    return _derived(d.entry, ref, why, v, ollama, False, d.context)
 
 
 def nearest(ref: str, n: int = 3) -> list[str]:
-    """The `n` catalog names closest to `ref` (for "did you mean" messages). Cached: a lint run
-    asks for the same unknown names many times."""
-    return list(_nearest(ref or "", n))
+    """Up to `n` catalog names of the same family as `ref`, same size first (for "did you
+    mean" messages); none when no catalogued family is in the name. Cached: a lint run asks for
+    the same unknown names many times."""
+    return list(_nearest(names.name_key(ref or ""), n))
 
 
 @lru_cache(maxsize=1024)
-def _nearest(ref: str, n: int) -> tuple[str, ...]:
-    idx = _index()
-    _, base = _split(ref)
-    key = base.lower()
-    stem = parse_variant(ref).stem
-    scored: list[tuple[float, int]] = []
-    for rid, i, rstem in idx.ids:
-        b = rid.split("/")[-1].lower()
-        m1 = difflib.SequenceMatcher(None, key, b)
-        r1 = m1.ratio() if m1.real_quick_ratio() > 0.3 else 0.0
-        r2 = 0.0
-        if stem:
-            m2 = difflib.SequenceMatcher(None, stem, rstem)
-            r2 = m2.ratio() if m2.real_quick_ratio() > 0.3 else 0.0
-        scored.append((max(r1, r2), i))
-    scored.sort(key=lambda s: -s[0])
-    out: list[str] = []
-    for _, i in scored:
-        name = _chunks()[i][0]
-        if name not in out:
-            out.append(name)
-        if len(out) >= n:
-            break
-    return tuple(out)
+def _nearest(key: tuple[str, ...], n: int) -> tuple[str, ...]:
+    return tuple(_chunks()[i][0] for i in names.nearest(key, n, _index().names))

@@ -18,6 +18,7 @@ import os
 import struct
 from typing import Any
 
+from servefit.models import config_layouts
 from servefit.models.architecture import count_params, layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
@@ -306,18 +307,19 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         })
 
     elif "mamba" in layer_types:
-        heads = _int(_first(c, ("mamba_n_heads", "mamba_num_heads")))
+        # (m_heads, not heads: the attention head count is still needed below)
+        m_heads = _int(_first(c, ("mamba_n_heads", "mamba_num_heads")))
         hd = _int(_first(c, ("mamba_d_head", "mamba_head_dim")))
         expand = _int(_first(c, ("mamba_expand", "expand")), 2)
         groups = _int(_first(c, ("mamba_n_groups", "n_groups")), 1)
-        if not heads and hd:
-            heads = expand * h // hd
+        if not m_heads and hd:
+            m_heads = expand * h // hd
         elif not hd:  # Mamba1 (Jamba): a d_inner x d_state state, no heads or groups
-            heads, hd, groups = expand * h, 1, 0
+            m_heads, hd, groups = expand * h, 1, 0
         mamba = linear_attention_state({
             "kind": "mamba2",
             "conv_kernel": _int(_first(c, ("mamba_d_conv", "conv_kernel", "mamba_conv_kernel")), 4),
-            "num_heads": heads, "head_dim": hd, "n_groups": groups,
+            "num_heads": m_heads, "head_dim": hd, "n_groups": groups,
             "state_size": _int(_first(c, ("mamba_d_state", "ssm_state_size", "state_size")), 128),
         })
 
@@ -347,6 +349,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         multimodal=vision is not None or text is not None,
         resolved_from=resolved_from, moe_layer_step=step if experts else 1,
     )
+    config_layouts.apply(c, spec)  # OPT, encoders, Falcon-H1, Granite 4, Nemotron-H, LFM2 keys
     if vision is not None:
         spec.vision_params = count_vision_params(vision, h, model_type, top)
         spec.vision = dict(vision)

@@ -417,14 +417,29 @@ def parse_ref(ref: str) -> tuple[str, str | None, bool]:
     return base, q, False
 
 
-def resolve_gguf_ref(ref: str, online: bool = False) -> Any:
-    """A ModelSpec for a GGUF reference: the header of a local file, or the catalog model a
-    file / repo name stands for (found by name; the quant is recorded in the assumptions)."""
+def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_repo: str | None = None) -> Any:
+    """A ModelSpec for a GGUF reference: the header of a local file, the header in the model
+    lock or the HF cache (`context`: models/lock.ModelContext), or the catalog model a file /
+    repo name stands for (found by name; the quant is recorded in the assumptions); the Hub's
+    header last, with `online`."""
     from servefit.models.spec import ModelSpec
 
     base, quant, local = parse_ref(ref)
     if local:
         return spec_from_gguf(read_gguf(ref))
+    from servefit.models.resolve import resolve_gguf
+
+    mapped = context.mapped(ref) if context is not None else None
+    if mapped is not None and ":" not in mapped and not mapped.lower().endswith(".gguf"):
+        from servefit.models.resolve import resolve_model
+
+        return resolve_model(ref, online=online, context=context)  # the mapping names a config
+    if mapped is not None:
+        ref, hf_repo = mapped, None
+        base, quant, _ = parse_ref(ref)
+    found = resolve_gguf(ref, hf_repo, context, online=online)
+    if found is not None:
+        return found
     try:
         from servefit.models import resolve_model  # type: ignore[attr-defined]
     except ImportError:
@@ -438,7 +453,12 @@ def resolve_gguf_ref(ref: str, online: bool = False) -> Any:
             continue
         spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name} "
                                 f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+        spec.resolved_from = "derivative"
         return spec
+    if online or (context is not None and context.online):
+        found = resolve_gguf(ref, hf_repo, context, online=online, fetch=True)
+        if found is not None:
+            return found
     raise UsageError(f"{ref}: cannot tell which model this GGUF is ({first})")
 
 

@@ -60,11 +60,18 @@ class ModelSpec:
     vision_params: int = 0  # parameters of a vision tower (counted in params)
     vision: dict[str, Any] = field(default_factory=dict)  # its vision_config (encoder profiling)
     aliases: list[str] = field(default_factory=list)
-    resolved_from: str = "catalog"  # catalog | local | hf-cache | hub | gguf | config
+    resolved_from: str = "catalog"  # lock | catalog | local | hf-cache | hub | gguf | config | mapping
     assumptions: list[str] = field(default_factory=list)
     # MoE layers interleave with dense ones: layer i (from first_k_dense_replace on) is MoE when
     # (i + 1) % moe_layer_step == 0 (Llama-4 interleave_moe_layer_step, Qwen2-MoE decoder_sparse_step)
     moe_layer_step: int = 1
+    gguf: Any = None  # the GgufInfo of a locked GGUF header (llama.cpp / Ollama size from its tensors)
+    # architecture facts count_params needs beyond the common ones (OPT word_embed_proj_dim,
+    # GPT-2 / BERT position tables, hybrid Mamba widths...): see models/arch_classic.py
+    layout: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.layout = dict(self.layout)  # never share the catalog's parsed dict
 
     @property
     def is_mla(self) -> bool:

@@ -13,6 +13,44 @@ QWEN2_VL = ("qwen2_vl",)
 QWEN2_5_VL = ("qwen2_5_vl", "qwen2_5_vl_vision")
 # Qwen2-VL / Qwen2.5-VL image processor default (Qwen2VLImageProcessor: max_pixels 12845056)
 QWEN_VL_MAX_PIXELS = 12845056
+# Qwen3-VL and Qwen3.5 / 3.6 towers (vision_config model_type, or the top-level model_type)
+QWEN3_VL = ("qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision")
+# size["longest_edge"] of the Qwen3-VL checkpoints' preprocessor_config.json (the profiling image's
+# pixels) and video_preprocessor_config.json (a cap on the pixels of all frames together,
+# video_smart_resize over frames x height x width); Qwen3.5 / 3.6 use the same processor classes
+# (transformers auto maps: Qwen3VLProcessor) and are assumed to ship the same sizes
+QWEN3_VL_MAX_PIXELS = 16777216
+QWEN3_VL_VIDEO_MAX_PIXELS = 25165824
+
+
+def is_qwen3_vision(vision: dict[str, Any], model_type: str) -> bool:
+    return str(vision.get("model_type", "")) in QWEN3_VL or (model_type in QWEN3_VL and "depth" in vision)
+
+
+def _qwen3_vl_params(vision: dict[str, Any], text_hidden: int) -> int:
+    """Qwen3-VL / Qwen3.5 vision transformer (transformers modeling_qwen3_vl.py::Qwen3VLVisionModel,
+    vLLM model_executor/models/qwen3_vl.py::Qwen3_VisionTransformer): Conv3d patch embed with
+    bias, a learned position table (num_position_embeddings x width), `depth` blocks of two
+    LayerNorms, qkv / proj and fc1 / fc2 (gelu) with biases, the 2x2 patch merger (LayerNorm on
+    the width, Linear(4e -> 4e), Linear(-> LM width)) and one merger per deepstack index (Qwen3-VL;
+    LayerNorm on 4e). Qwen3.5 has no deepstack mergers."""
+    depth = int(vision.get("depth") or vision.get("num_hidden_layers") or 0)
+    e = int(vision.get("hidden_size", 0))
+    if not e or not depth:
+        return 0
+    inter = int(vision.get("intermediate_size") or 4 * e)
+    chans = int(vision.get("in_chans") or vision.get("in_channels") or 3)
+    patch = int(vision.get("patch_size", 16))
+    tps = int(vision.get("temporal_patch_size", 2))
+    merge = int(vision.get("spatial_merge_size", 2))
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    npos = int(vision.get("num_position_embeddings", 2304))
+    block = 4 * e + (e * 3 * e + 3 * e) + (e * e + e) + (e * inter + inter) + (inter * e + e)
+    m = e * merge * merge
+    mlp = (m * m + m) + (m * out + out)
+    deepstack = len(vision.get("deepstack_visual_indexes") or [])
+    return (chans * tps * patch * patch * e + e + npos * e + depth * block + 2 * e + mlp
+            + deepstack * (2 * m + mlp))
 
 
 def qwen_vl_kind(vision: dict[str, Any], model_type: str) -> str:
@@ -65,8 +103,10 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     `vision` is the config.json `vision_config`; `top` the top-level config (projector keys such
     as `spatial_merge_size`), looked up in `vision` too when absent. Layouts: SigLIP (Gemma 3),
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
-    other ViTs are counted as CLIP-style encoders with a two-layer projector."""
+    Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
+    if is_qwen3_vision(vision, model_type):
+        return _qwen3_vl_params(vision, text_hidden)
     qwen = qwen_vl_kind(vision, model_type)
     if qwen:
         return _qwen_vl_params(vision, text_hidden, qwen)
@@ -88,14 +128,22 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     # a pre-norm ViT layer with biases everywhere: q/k/v/o, fc1/fc2, two LayerNorms
     vit_layer = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h
     vtype = str(vision.get("model_type", ""))
-    if model_type == "mistral3" or vtype == "pixtral":
+    if model_type == "mistral3" or (vtype == "pixtral" and model_type != "llava"):
         # Pixtral: bias-free RMSNorm layers with a gated MLP, 2-D RoPE (no position table)
-        enc = chans * patch * patch * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+        enc = _pixtral_encoder(h, layers, inter, patch, chans)
         merge = int(get("spatial_merge_size", 2))
         bias = bool(get("multimodal_projector_bias", False))
         proj = h + (h * merge * merge) * h  # norm + patch merger
         proj += h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
         return enc + proj
+    if model_type == "mllama" or vtype == "mllama_vision_model":
+        return _mllama_params(get, h, layers, inter, patch, image, chans, text_hidden)
+    if vtype == "pixtral" and model_type == "llava":
+        # Pixtral-12B in the LLaVA layout (transformers LlavaForConditionalGeneration, vLLM llava.py):
+        # the Pixtral encoder without a patch merger, then linear_1 / linear_2 with biases
+        enc = _pixtral_encoder(h, layers, inter, patch, chans)
+        bias = bool(get("multimodal_projector_bias", True))
+        return enc + h * text_hidden + text_hidden * text_hidden + (2 * text_hidden if bias else 0)
     if model_type == "llama4" or vtype == "llama4_vision_model":
         enc = chans * patch * patch * h + h + (grid + 1) * h + 4 * h + layers * vit_layer
         p_in = int(get("projector_input_dim", 4096))
@@ -103,8 +151,39 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
         adapter = inter * p_in + p_out * p_out  # pixel-shuffle MLP fc1 / fc2
         proj = int(get("vision_output_dim", p_out)) * text_hidden
         return enc + adapter + proj
+    # LLaVA-NeXT / -OneVision add image_newline (one LM-width vector) to LLaVA's 2-layer projector
+    newline = text_hidden if model_type in ("llava_next", "llava_next_video", "llava_onevision") else 0
+    if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
+        enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
+        return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
     if model_type == "gemma3" or vtype == "siglip_vision_model":
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h + h * text_hidden  # mm_soft_emb_norm + mm_input_projection
+    # CLIP (modeling_clip.py CLIPVisionTransformer: class embedding, pre/post LayerNorms) and
+    # LLaVA's multi_modal_projector linear_1 / linear_2 with biases (modeling_llava.py)
     enc = chans * patch * patch * h + (grid + 1) * h + h + layers * vit_layer + 4 * h
-    return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
+
+
+def _pixtral_encoder(h: int, layers: int, inter: int, patch: int, chans: int) -> int:
+    """Bias-free patch conv, ln_pre, and RMSNorm layers with q/k/v/o and a gated MLP."""
+    return chans * patch * patch * h + h + layers * (4 * h * h + 3 * h * inter + 2 * h)
+
+
+def _mllama_params(get: Any, h: int, layers: int, inter: int, patch: int, image: int, chans: int,
+                   text_hidden: int) -> int:
+    """Llama-3.2-Vision tower (transformers modeling_mllama.py::MllamaVisionModel, vLLM mllama.py):
+    bias-free patch conv, class embedding, a position embedding (patches + 1 rows) and a tile
+    position embedding ((aspect ratios + 1) x tiles x (patches + 1) x width) under one gate, gated pre/post
+    tile embeddings, LayerNorms pre and post, `num_hidden_layers` + `num_global_layers` ViT layers
+    (q/k/v/o without biases; the global ones add two scalar gates), then the projector from
+    vision_output_dim into the LM width."""
+    tiles = int(get("max_num_tiles", 4))
+    ratios = len(get("supported_aspect_ratios") or [[1, 1]] * 8) + 1
+    glob = int(get("num_global_layers", 0))
+    grid = (image // patch) ** 2 + 1
+    layer = 4 * h * h + (h * inter + inter) + (inter * h + h) + 4 * h
+    enc = (chans * patch * patch * h + h + grid * h + ratios * tiles * grid * h + 1
+           + 2 * (ratios * tiles * h + 1) + 4 * h + (layers + glob) * layer + 2 * glob)
+    out = int(get("vision_output_dim", h))
+    return enc + out * text_hidden + text_hidden

@@ -42,14 +42,12 @@ def to_json(findings: list[Finding]) -> str:
     return json.dumps([finding_json(f) for f in findings], indent=2) + "\n"
 
 
-_TAG = {"SEC": "security", "VLLM": "vllm", "LCPP": "llama.cpp", "OLLM": "ollama", "TGI": "tgi",
-        "SGL": "sglang", "SF": "servefit"}
-
-
-def _rule_tags(code: str) -> list[str]:
-    prefix = code.rstrip("0123456789")
-    tags = [_TAG.get(prefix, prefix.lower())]
-    if prefix == "SEC":
+def _rule_tags(code: str, r: dict[str, Any]) -> list[str]:
+    """The rule's group (the data/rules file it lives in: an engine, `security`, `sources`,
+    `common`) and, for security rules, what kind of weakness."""
+    group = str(r.get("group") or "servefit")
+    tags = [group]
+    if group == "security":
         tags.append("external/cwe/cwe-798" if code == "SEC001" else "exposure")
     return tags
 
@@ -57,7 +55,7 @@ def _rule_tags(code: str) -> list[str]:
 def _sarif_rule(code: str, r: dict[str, Any]) -> dict[str, Any]:
     from servefit.rules.docs import render
 
-    props: dict[str, Any] = {"tags": _rule_tags(code), "precision": "high",
+    props: dict[str, Any] = {"tags": _rule_tags(code, r), "precision": "high",
                              "problem.severity": {"info": "recommendation"}.get(r["severity"], r["severity"])}
     if r.get("security_severity"):
         props["security-severity"] = str(r["security_severity"])

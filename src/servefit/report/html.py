@@ -1,8 +1,8 @@
 """One self-contained HTML page: inline SVG, inline CSS, no script, no external URL.
 
-For every server: the stacked memory bar per GPU (seed 002's stack: weights, activations,
+For every server: the stacked memory bar per GPU (the stack: weights, activations,
 other, CUDA graphs, KV cache, free headroom), the context x concurrency feasibility heat map
-(seed 001's wall), the findings with file:line, and what `servefit tune` would change."""
+(the OOM wall), the findings with file:line, and what `servefit tune` would change."""
 
 from __future__ import annotations
 

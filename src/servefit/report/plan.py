@@ -32,6 +32,7 @@ def plan_dict(ev: Evaluation) -> dict[str, Any]:
     out: dict[str, Any] = {
         "engine": p.engine,
         "engine_version": p.engine_version,
+        "server": {"name": ev.site.name, "file": ev.site.file, "line": ev.site.line},
         "model": {"ref": ev.config.model_ref or ev.model.name, "resolved": ev.model.name,
                   "resolved_from": ev.model.resolved_from, "params": ev.model.params},
         "gpu": {"name": ev.gpu.name, "count": ev.count, "memory_bytes": ev.gpu.memory_bytes,
@@ -96,7 +97,7 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
     tail = [f"verdict: {verdict}"]
     if p.kv_bytes_per_token:
         tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens")
-    if p.max_model_len:
+    if p.max_model_len and p.kv_bytes_per_token:  # attention-free (pooling) models have no KV cache
         tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x")
     if p.fitting_max_model_len:
         tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")

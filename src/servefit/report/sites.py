@@ -1,24 +1,21 @@
-"""`servefit lint --list-sites`: what was found in each file, as a table or as JSON objects
-(`file`, `line`, `engine`, `model`, `settings`, `env`, `gpu`, `engine_version`, `unresolved`).
-Values of secret settings, variables and flags are masked (servefit.redact)."""
+"""`servefit lint --list-sites`: the assembly made visible. Per server, as a table or as JSON
+objects: where it is (`file`, `line`, `name`), `engine`, the model as written and what it
+resolved to (`model_ref`), each setting as the file writes it with its span, the value the engine
+receives and what servefit parsed it to (`settings_raw`; `settings` keeps the parsed values),
+the `target` (GPU, count, GPU memory, model, engine version, each with where it came from) and
+the `verdict`. Values of secret settings, variables and flags are masked (servefit.redact)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from servefit.core import LaunchSite
+from servefit.core import LaunchSite, Span
 from servefit.linter.run import SiteReport
 from servefit.redact import MASK, is_secret_name, redact_argv, redact_env, redact_text
 from servefit.termsafe import one_line
 
-MODEL_FLAGS = {
-    "vllm": ("--model",),
-    "llamacpp": ("-m", "--model", "-hf", "--hf-repo", "-hfr", "--hf-file"),
-    "tgi": ("--model-id",),
-    "sglang": ("--model-path", "--model"),
-}
-MODEL_ENV = {"tgi": "MODEL_ID", "llamacpp": "LLAMA_ARG_MODEL"}
+MAX_READ = 2 << 20
 
 
 def _plain(v: Any) -> Any:
@@ -32,63 +29,134 @@ def _plain(v: Any) -> Any:
 
 
 def raw_model(site: LaunchSite) -> str | None:
-    """The model as written, for servers whose engine plugin is not installed."""
-    from servefit.sources.detect import recognise
+    """The model as written, for servers whose engine plugin is not installed (where the
+    command names it: the `recognise.model` key of data/engines/<name>.yaml)."""
+    from servefit.sources.detect import model_keys, recognise
 
     words = [t.text for t in site.argv]
     hit = recognise(words)
     n = hit[1] if hit else 0
-    flags = MODEL_FLAGS.get(site.engine or "", ())
+    keys = model_keys(site.engine or "")
+    flags = tuple(keys.get("flags") or ())
     for i, w in enumerate(words[n:], n):
         key, eq, val = w.partition("=")
         if key in flags:
             return val if eq else (words[i + 1] if i + 1 < len(words) else None)
-    if site.engine == "vllm" and len(words) > n and not words[n].startswith("-"):
+    if keys.get("positional") and len(words) > n and not words[n].startswith("-"):
         return words[n]
-    env = MODEL_ENV.get(site.engine or "")
+    env = keys.get("env")
     if env and env in site.env:
         return site.env[env].text
     models = site.extra.get("ollama_models")
     return models[0] if models else None
 
 
-def site_dict(rep: SiteReport) -> dict[str, Any]:
+def _token_at(site: LaunchSite, span: Span) -> str | None:
+    """The value the engine receives at `span` (an argv word or an environment value)."""
+    for t in list(site.argv) + list(site.env.values()):
+        if t.span == span:
+            return t.text
+    return None
+
+
+def _written(span: Span | None, texts: dict[str, str | None]) -> str | None:
+    """The characters the file holds at `span`, exactly as written."""
+    if span is None or span.start < 0:
+        return None
+    if span.file not in texts:
+        try:
+            with open(span.file, encoding="utf-8", newline="") as fh:
+                texts[span.file] = fh.read(MAX_READ)
+        except (OSError, UnicodeDecodeError):
+            texts[span.file] = None
+    text = texts[span.file]
+    return text[span.start:span.end] if text is not None and span.end <= len(text) else None
+
+
+def _mask(name: str, value: Any) -> Any:
+    if is_secret_name(name) and value not in (None, False, ""):
+        return MASK
+    return redact_text(value) if isinstance(value, str) else _plain(value)
+
+
+def setting_rows(rep: SiteReport, texts: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+    """Each setting the file writes: as written (with its span), the value the engine receives,
+    and what the engine plugin parsed it to (null where servefit does not model it)."""
     site, cfg = rep.site, rep.config
+    if cfg is None:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(cfg.explicit) | set(cfg.spans)):
+        span = cfg.spans.get(name)
+        received = _token_at(site, span) if span is not None else None
+        parsed = cfg.settings.get(name)
+        out[name] = {"written": _mask(name, _written(span, texts)), "value": _mask(name, received),
+                     "parsed": _mask(name, parsed), "modelled": name in cfg.settings,
+                     "location": span.as_dict() if span is not None else None}
+    return out
+
+
+def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> dict[str, Any]:
+    texts = {} if texts is None else texts
+    site, cfg = rep.site, rep.config
+    rows = setting_rows(rep, texts)
     if cfg is not None:
         model = cfg.model_ref
-        settings = {k: (MASK if is_secret_name(k) and cfg.settings.get(k) not in (None, False, "")
-                        else _plain(cfg.settings.get(k))) for k in sorted(cfg.explicit) if k != "model"}
+        settings = {k: (row["parsed"] if row["modelled"] else row["value"]) for k, row in rows.items()
+                    if k in cfg.explicit and k != "model"}
     else:
         model, settings = raw_model(site), {}
     if site.engine == "ollama" and not model:
         models = site.extra.get("ollama_models")
         model = models[0] if models else None
+    ev = rep.evaluation
+    mspan = cfg.spans.get("model") if cfg is not None else None
+    tgt = rep.target
     out: dict[str, Any] = {
         "file": site.file, "line": site.line, "name": site.name, "engine": site.engine,
         "model": redact_text(model) if isinstance(model, str) else model,
-        "settings": settings, "env": redact_env({k: t.text for k, t in site.env.items()}),
-        "gpu": {"name": rep.gpu_name, "count": rep.gpu_count, "source": rep.gpu_source or None},
+        "model_ref": {
+            "written": redact_text(w) if isinstance(w := _written(mspan, texts), str) else None,
+            "location": mspan.as_dict() if mspan is not None else None,
+            "parsed": redact_text(model) if isinstance(model, str) else model,
+            "override": tgt.model.as_dict() if tgt.model is not None else None,
+            "resolved": ev.model.name if ev is not None else None,
+            "resolved_from": ev.model.resolved_from if ev is not None else None,
+        },
+        "settings": settings, "settings_raw": rows,
+        "env": redact_env({k: t.text for k, t in site.env.items()}),
+        "gpu": {"name": rep.gpu_name, "count": rep.gpu_count, "source": rep.gpu_source or None,
+                "resolved": ev.gpu.name if ev is not None else None},
+        "target": tgt.as_dict(),
         "engine_version": site.engine_version, "unresolved": list(site.unresolved),
         "image": site.image,
+        "verdict": ev.plan.outcome if ev is not None else None,
+        "not_planned": redact_text(rep.error) if ev is None and rep.error else None,
     }
     if cfg is None:
         out["argv"] = redact_argv(t.text for t in site.argv)
-    for key in ("shm", "modelfile_refs", "ollama_models", "config_only"):
+    if site.workload.shm is not None:
+        out["shm"] = site.workload.shm
+    if site.config_only:
+        out["config_only"] = True
+    for key in ("modelfile_refs", "ollama_models"):
         if key in site.extra:
             out[key] = _plain(site.extra[key])
     return out
 
 
 def to_json(reports: list[SiteReport]) -> str:
-    return json.dumps([site_dict(r) for r in reports], indent=2) + "\n"
+    texts: dict[str, str | None] = {}
+    return json.dumps([site_dict(r, texts) for r in reports], indent=2) + "\n"
 
 
 def to_table(reports: list[SiteReport]) -> str:
     if not reports:
         return "no servers found\n"
-    rows = [("LOCATION", "ENGINE", "MODEL", "SETTINGS", "GPU", "VERSION")]
+    rows = [("LOCATION", "ENGINE", "MODEL", "SETTINGS", "GPU", "VERSION", "VERDICT")]
+    texts: dict[str, str | None] = {}
     for rep in reports:
-        d = site_dict(rep)
+        d = site_dict(rep, texts)
         if d["settings"]:
             settings = " ".join(f"{k}={v}" for k, v in d["settings"].items())
         else:
@@ -97,12 +165,21 @@ def to_table(reports: list[SiteReport]) -> str:
         gpu = f"{g['name'] or '?'}×{g['count'] or '?'} ({g['source']})" if g["name"] or g["count"] else "-"
         if d["unresolved"]:
             settings += f" [unresolved: {', '.join(d['unresolved'])}]"
-        row = (f"{d['file']}:{d['line']}", d["engine"] or "?", d["model"] or "-", settings or "-", gpu,
-               d["engine_version"] or "-")
+        m = d["model_ref"]
+        model = d["model"] or "-"
+        if m["written"] and m["written"] != model:
+            model = f"{m['written']} ({model})"
+        if m["resolved"] and m["resolved"] != d["model"]:
+            model += f" → {m['resolved']}"
+        ver = d["target"]["engine_version"]
+        version = f"{ver['value']} ({ver['source']})" if ver else "-"
+        row = (f"{d['file']}:{d['line']}", d["engine"] or "?", model, settings or "-", gpu, version,
+               d["verdict"] or "-")
         rows.append(tuple(one_line(str(c)) for c in row))  # type: ignore[arg-type]
-    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(5)]
+    n = len(rows[0]) - 1
+    widths = [min(max(len(r[i]) for r in rows), 60) for i in range(n)]
     lines = []
     for row in rows:
-        cells = [row[i].ljust(widths[i]) if len(row[i]) <= widths[i] else row[i] for i in range(5)]
-        lines.append("  ".join(cells + [row[5]]).rstrip())
+        cells = [row[i].ljust(widths[i]) if len(row[i]) <= widths[i] else row[i] for i in range(n)]
+        lines.append("  ".join(cells + [row[n]]).rstrip())
     return "\n".join(lines) + "\n"

@@ -1,10 +1,10 @@
-"""Sweep tables in the seed-001 shape, with the OOM boundary marked."""
+"""Sweep tables as context x users tables, with the OOM boundary marked."""
 
 from __future__ import annotations
 
 from servefit.sweep import Row
 
-GB = 1e9  # the seed's tables are in decimal GB; servefit prints GiB elsewhere
+GB = 1e9  # these tables are in decimal GB; servefit prints GiB elsewhere
 
 
 def _gb(n: float) -> str:

@@ -19,7 +19,7 @@ def rules() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in sorted((data.DATA_DIR / "rules").glob("*.yaml")):
         for entry in data.load(f"rules/{path.name}") or []:
-            out[entry["code"]] = entry
+            out[entry["code"]] = {**entry, "group": path.stem}  # the file: an engine, security, ...
     return out
 
 

@@ -2,8 +2,8 @@
 (engine argv + environment with spans, image, engine version, hardware hints).
 
 `scan_file(path)` picks the wrapper by file name and content. Cheap checks come first: a file
-whose name no wrapper reads is not opened, and a file that mentions no engine (vllm,
-llama-server / llama.cpp, ollama, text-generation, sglang, tgi) is not parsed. Wrappers, one
+whose name no wrapper reads is not opened, and a file that mentions no engine (the engines'
+`markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, systemd, skypilot, llamaswap,
 vllm_config, and modelfile (written with the Ollama plugin, used when present).
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +24,6 @@ from servefit.sources.walk import iter_files
 
 __all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
 
-MARKERS = re.compile(r"vllm|llama[-_.]?(?:server|cpp|swap)|ollama|text-generation|sglang|\btgi\b|"
-                     r"max[-_]model[-_]len|gpu[-_]memory[-_]utilization", re.I)
 MAX_BYTES = 2 << 20
 YAML_EXT = (".yaml", ".yml")
 
@@ -69,7 +66,7 @@ def _read(path: str, result: ScanResult) -> str | None:
     text, problem = read_text(path, MAX_BYTES)
     if problem is None:
         return text
-    if problem.latin1 is not None and not MARKERS.search(problem.latin1):
+    if problem.latin1 is not None and not _mentions_engine(problem.latin1):
         return None
     at = Span(path, problem.line, problem.col, problem.line, problem.col, problem.offset, problem.offset)
     result.findings.append(finding("SF108", problem.message, span=at))
@@ -104,7 +101,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         if text is None:
             return result
     result.text = text
-    if not MARKERS.search(text):
+    if not _mentions_engine(text):
         return result
     from servefit.budget import Exhausted, file_budget
     from servefit.sources.base import FileCtx
@@ -130,7 +127,31 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     result.sites.extend(fc.sites)
     result.findings.extend(fc.findings)
     result.findings.extend(unresolved_findings(fc.sites))
+    _directives(path, result)
     return result
+
+
+def _directives(path: str, result: ScanResult) -> None:
+    """Each server gets the `# servefit: gpu=… model=…` directives that apply to it."""
+    if not result.sites or not result.text or "servefit:" not in result.text:
+        return
+    from servefit.sources.hints import directives, for_line
+    from servefit.sources.text import LineIndex
+
+    found = directives(result.text, LineIndex(result.text, path).span)
+    if found:
+        for site in result.sites:
+            if site.file == path:
+                site.directives = for_line(found, site.line)
+
+
+def _mentions_engine(text: str) -> bool:
+    """Whether the file mentions an engine (the engines' `markers`, data/engines/*.yaml), or one
+    another package registers."""
+    from servefit.engines import plugins
+    from servefit.sources.detect import markers
+
+    return bool(markers().search(text)) or any(m in text for eng in plugins() for m in eng.markers)
 
 
 def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
@@ -216,6 +237,7 @@ def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
     sites, findings = out if isinstance(out, tuple) else (out, [])
     result.sites.extend(sites)
     result.findings.extend(findings)
+    _directives(path, result)
     return result
 
 
@@ -224,7 +246,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
     out = []
     for site in sites:
         seen: set[str] = set()
-        for var, span in site.extra.get("unresolved_spans", []):
+        for var, span in site.unresolved_spans:
             if var in seen:
                 continue
             seen.add(var)

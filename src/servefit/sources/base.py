@@ -1,5 +1,5 @@
 """What every wrapper shares: the file being read, its findings, files beside it, and turning
-launches into named LaunchSites (with the in-file `# servefit:` override applied)."""
+launches into named LaunchSites ."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.core import Finding, GpuHint, LaunchSite, Token
-from servefit.sources.hints import Override, apply_override, file_override
 from servefit.sources.launch import Ctx, Launch, to_site
 from servefit.sources.text import LineIndex, Src
 
@@ -23,14 +22,13 @@ class FileCtx:
     text: str
     li: LineIndex
     findings: list[Finding] = field(default_factory=list)
-    override: Override | None = None
     sites: list[LaunchSite] = field(default_factory=list)
     ctxs: list[Ctx] = field(default_factory=list)
 
     @classmethod
     def of(cls, path: str, text: str) -> FileCtx:
         li = LineIndex(text, path)
-        return cls(path, text, li, override=file_override(text, li.span))
+        return cls(path, text, li)
 
     @property
     def src(self) -> Src:
@@ -94,9 +92,6 @@ class FileCtx:
         """Append one site per launch (a second server under the same name gets `#2`)."""
         for k, launch in enumerate(launches):
             site = to_site(launch, self.path, name if k == 0 else f"{name}#{k + 1}", gpu, extra)
-            site.gpu = apply_override(site.gpu, self.override, site.line)
-            if self.override is not None and self.override.engine_version:
-                site.engine_version = self.override.engine_version
             refs = modelfile_refs(site.argv, site.env)
             ctx = getattr(self, "_last_ctx", None)
             if site.engine == "ollama" and ctx is not None and ctx.modelfile_refs:

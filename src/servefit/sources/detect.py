@@ -1,14 +1,17 @@
 """Which engine a command line or a container image runs, the engine version an image tag
 names, and the command an engine image runs when a file gives only arguments.
 
-The sources keep their own small table (rather than asking the engine plugins) so that a
-server is found even while its engine plugin is missing; the plugins parse the argv the
-sources hand them, command words included.
+What identifies each built-in engine is data: the `recognise` key of data/engines/<name>.yaml
+(programs, python modules, images, image entrypoints, file markers), read without importing the
+engine's code, so a server is found even while its plugin is missing. Engines from other
+packages answer through their plugin (`command_length`, `matches_image`, `markers`).
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
+from typing import Any
 
 from servefit.engines.base import program
 from servefit.engines.base import python_module as _python_module
@@ -21,9 +24,36 @@ NOT_LAUNCH = {
     "rm", "cp", "mv", "mkdir", "chmod", "chown", "tee", "sed", "awk", "find", "tail", "head", "wait",
     "sleep", "cd", "source", ".", "apt-get", "apt", "conda", "mamba", "docker-compose", "kubectl", "helm",
 }
-VLLM_MODULES = {"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server",
-                "vllm.entrypoints.cli.main"}
-SGLANG_MODULES = {"sglang.launch_server", "sglang_router.launch_server"}
+
+
+@cache
+def _tables() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(engine, recognition table) for every built-in engine, in image-priority order: the
+    `recognise` key of data/engines/<name>.yaml."""
+    from servefit import data
+    from servefit.engines import BUILTIN
+
+    out = []
+    for name in BUILTIN:
+        try:
+            table = data.load(f"engines/{name}.yaml").get("recognise")
+        except (OSError, ValueError):
+            continue
+        if table:
+            out.append((name, table))
+    return tuple(sorted(out, key=lambda nt: int(nt[1].get("priority", 100))))
+
+
+@cache
+def _image_patterns() -> tuple[tuple[str, tuple[re.Pattern[str], ...], dict[str, Any]], ...]:
+    return tuple((name, tuple(re.compile(p) for p in t.get("images") or ()), t) for name, t in _tables())
+
+
+@cache
+def markers() -> re.Pattern[str]:
+    """The words that make a file worth reading: every engine's markers, and llama-swap."""
+    parts = [m for _, t in _tables() for m in t.get("markers") or ()] + [r"llama[-_.]?swap"]
+    return re.compile("|".join(parts), re.I)
 
 
 def recognise(words: list[str]) -> tuple[str, int] | None:
@@ -31,23 +61,39 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
     if not words:
         return None
     prog = program(words[0])
-    if prog == "vllm":
-        return ("vllm", 2) if len(words) > 1 and words[1] == "serve" else None
-    if prog in ("llama-server", "llama-server.exe") or (prog == "server" and "llama" in words[0]):
-        return "llamacpp", 1
-    if prog == "ollama":
-        return ("ollama", 2) if len(words) > 1 and words[1] == "serve" else None
-    if prog == "text-generation-launcher":
-        return "tgi", 1
-    if prog == "sglang" and len(words) > 1 and words[1] == "serve":
-        return "sglang", 2
+    for name, t in _tables():
+        for entry in t.get("programs") or ():
+            if entry["program"] != prog or entry.get("path_contains", "") not in words[0]:
+                continue
+            then = entry.get("then")
+            if then is None:
+                return name, 1
+            return (name, 2) if len(words) > 1 and words[1] == then else None
     mod, n = _python_module(words)
-    if mod in VLLM_MODULES:
-        if mod == "vllm.entrypoints.cli.main":
-            return ("vllm", n + 1) if n < len(words) and words[n] == "serve" else None
-        return "vllm", n
-    if mod in SGLANG_MODULES:
-        return "sglang", n
+    if mod is not None:
+        for name, t in _tables():
+            for entry in t.get("python_modules") or ():
+                if entry["module"] != mod:
+                    continue
+                then = entry.get("then")
+                if then is None:
+                    return name, n
+                return (name, n + 1) if n < len(words) and words[n] == then else None
+    return _plugin_command(words)
+
+
+def _plugin_command(words: list[str]) -> tuple[str, int] | None:
+    """An engine another package registers (servefit.engines entry points) recognises its own
+    command."""
+    from servefit.engines import plugins
+
+    for eng in plugins():
+        try:
+            n = eng.command_length(words)
+        except Exception:  # noqa: BLE001 - a plugin bug must not stop the scan
+            continue
+        if n:
+            return eng.name, n
     return None
 
 
@@ -61,9 +107,15 @@ def find_engine(words: list[str]) -> tuple[int, str, int] | None:
 
 
 def mentions_ollama_model(words: list[str]) -> str | None:
-    """`ollama pull|run MODEL`: the model a script makes the server load."""
-    if len(words) >= 3 and program(words[0]) == "ollama" and words[1] in ("pull", "run", "create"):
-        return words[2] if words[1] != "create" else None
+    """`ollama pull|run MODEL`: the model a script makes the server load (the engines'
+    `model_commands`)."""
+    if len(words) < 3:
+        return None
+    prog = program(words[0])
+    for _, t in _tables():
+        for entry in t.get("model_commands") or ():
+            if entry["program"] == prog and words[1] in entry["verbs"]:
+                return words[2]
     return None
 
 
@@ -85,17 +137,16 @@ def engine_of_image(image: str | None) -> str | None:
     t = (tag or "").lower()
     if "router" in r or "${" in r or "{{" in r:
         return None
-    if "sglang" in r:
-        return "sglang"
-    if "text-generation-inference" in r or re.search(r"(^|/)tgi([-_/]|$)", r):
-        return "tgi"
-    if "ollama" in r:
-        return "ollama"
-    if "vllm" in r:
-        return "vllm"
-    if any(k in r for k in ("llama.cpp", "llama-cpp", "llamacpp", "llama-server")) and "python" not in r:
-        return "llamacpp" if ("server" in r or "server" in t) else None
-    return None
+    for name, pats, table in _image_patterns():
+        if not any(p.search(r) for p in pats):
+            continue
+        if table.get("image_excludes") and table["image_excludes"] in r:
+            continue
+        need = table.get("image_requires")
+        return name if not need or need in r or need in t else None
+    from servefit.engines import plugins
+
+    return next((eng.name for eng in plugins() if eng.matches_image(image)), None)
 
 
 VERSION = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)")
@@ -114,17 +165,23 @@ def version_of_image(image: str | None) -> str | None:
     if m:
         return m.group(1)
     m = LLAMA_BUILD.search(tag.replace("-", " "))
-    if m and engine_of_image(image) == "llamacpp":
+    eng = engine_of_image(image) if m else None
+    if m and eng is not None and _table(eng).get("build_tags"):
         return "b" + m.group(1)
     return None
 
 
+def model_keys(engine: str) -> dict[str, Any]:
+    """Where an engine's command names the model: {flags, env, positional}."""
+    return dict(_table(engine).get("model") or {})
+
+
+def _table(engine: str) -> dict[str, Any]:
+    return next((t for name, t in _tables() if name == engine), {})
+
+
 def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
-
-
-OFFICIAL = ("vllm/vllm-openai", "ollama/ollama", "ghcr.io/huggingface/text-generation-inference",
-            "ghcr.io/ggml-org/llama.cpp", "ghcr.io/ggerganov/llama.cpp")
 
 
 def image_entrypoint(image: str | None) -> tuple[list[str], list[str], bool] | None:
@@ -133,17 +190,18 @@ def image_entrypoint(image: str | None) -> tuple[list[str], list[str], bool] | N
     eng = engine_of_image(image)
     if eng is None or image is None:
         return None
+    table = _table(eng)
+    if not table:
+        from servefit.engines import get
+
+        cmd = get(eng).image_command(image)
+        return (cmd, [], False) if cmd else None
     repo, _ = split_image(image)
-    known = repo.lower().removeprefix("docker.io/") in OFFICIAL
-    if eng == "vllm":
-        ver = version_of_image(image)
-        if ver and _vkey(ver) < (0, 9):
-            return ["python3", "-m", "vllm.entrypoints.openai.api_server"], [], known
-        return ["vllm", "serve"], [], known
-    if eng == "llamacpp":
-        return ["/app/llama-server"], [], known
-    if eng == "ollama":
-        return ["/bin/ollama"], ["serve"], known
-    if eng == "tgi":
-        return ["text-generation-launcher"], [], known
-    return ["python3", "-m", "sglang.launch_server"], [], False
+    known = repo.lower().removeprefix("docker.io/") in (table.get("official_images") or ())
+    ver = version_of_image(image)
+    for entry in table.get("image_entrypoint") or ():
+        before = entry.get("before")
+        if before is not None and not (ver and _vkey(ver) < _vkey(str(before))):
+            continue
+        return list(entry["command"]), list(entry.get("cmd") or ()), known
+    return None

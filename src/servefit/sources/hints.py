@@ -1,7 +1,7 @@
 """Hardware hints a file gives: GPU model labels (node selectors, affinities, instance types),
 GPU counts (`nvidia.com/gpu` limits, compose device reservations, `--gpus`,
-`CUDA_VISIBLE_DEVICES`), shared-memory sizes, and the in-file override comment
-`# servefit: gpu=L4 count=2`.
+`CUDA_VISIBLE_DEVICES`), shared-memory sizes, and the in-file directive comments `# servefit: gpu=L4 count=2 model=ORG/NAME`
+(kept apart from the repo's own hints: sources/target.py applies the precedence).
 
 GPU names are kept as written (`nvidia-l4`, `NVIDIA-L4`, `g6.xlarge`); the hardware catalog
 resolves every alias, so the sources never translate names themselves.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from servefit.core import GpuHint, Span, Token
+from servefit.core import DirectiveValue, GpuHint, Span, Token
 
 # label key -> (priority, how a finding names the source); lower priority wins
 GPU_LABELS: dict[str, tuple[int, str]] = {
@@ -104,8 +104,9 @@ def docker_gpus(value: str) -> tuple[int | None, str]:
 
 
 def size_bytes(text: str) -> int | None:
-    """Docker / compose / k8s sizes (16g, 16gb, 16Gi, 1024m, bytes), read as binary units:
-    close enough for the shared-memory threshold."""
+    """Docker / compose sizes (16g, 16gb, 1024m, bytes), where `m` is MiB as Docker reads it,
+    taken as binary units: close enough for the shared-memory threshold. Kubernetes quantities
+    are not this (`m` is milli there): `servefit.units.k8s_quantity`."""
     m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([kmgtp]?)i?b?\s*$", text.strip().strip("\"'"), re.I)
     if not m:
         return None
@@ -114,36 +115,45 @@ def size_bytes(text: str) -> int | None:
 
 
 COMMENT = re.compile(r"^[ \t]*(?:#|//|;)[ \t]*servefit:[ \t]*(.*?)[ \t]*\r?$", re.M)
+PAIR = re.compile(r"([A-Za-z_-]+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s#]+)")
+# the keys a directive may set, and the names users also write for them
+DIRECTIVE_KEYS = {"gpu": "gpu", "count": "count", "gpus": "count", "model": "model",
+                  "engine-version": "engine-version", "version": "engine-version", "gpu-memory": "gpu-memory"}
 
 
-@dataclass
-class Override:
-    gpu: str | None
-    count: int | None
-    engine_version: str | None
-    span: Span | None
-
-
-def file_override(text: str, li_span) -> Override | None:  # type: ignore[no-untyped-def]
-    """`# servefit: gpu=L4 count=2 engine-version=0.11.0` anywhere in the file."""
+def directives(text: str, li_span) -> list[dict[str, DirectiveValue]]:  # type: ignore[no-untyped-def]
+    """Every `# servefit: gpu=L4 count=2 model=ORG/NAME engine-version=0.11.0` comment in the
+    file, wherever it stands (suppressions `# servefit: ignore[...]` are not directives)."""
     if "servefit:" not in text:
-        return None
-    m = COMMENT.search(text)
-    if not m:
-        return None
-    vals = dict(re.findall(r"([A-Za-z_-]+)\s*=\s*(\"[^\"]*\"|'[^']*'|\S+)", m.group(1)))
-    vals = {k.lower().replace("_", "-"): v.strip("\"'") for k, v in vals.items()}
-    gpu = vals.get("gpu")
-    count = to_int(vals.get("count") or vals.get("gpus"))
-    ver = vals.get("engine-version") or vals.get("version")
-    if gpu is None and count is None and ver is None:
-        return None
-    return Override(gpu, count, ver, li_span(m.start(1), m.end(1)))
+        return []
+    out = []
+    for m in COMMENT.finditer(text):
+        body = m.group(1)
+        if body.startswith(("ignore[", "file-ignore[")):
+            continue
+        vals: dict[str, DirectiveValue] = {}
+        for pm in PAIR.finditer(body):
+            key = DIRECTIVE_KEYS.get(pm.group(1).lower().replace("_", "-"))
+            if key is None:
+                continue
+            raw = pm.group(2)
+            quoted = raw[:1] in "\"'" and len(raw) >= 2
+            a = m.start(1) + pm.start(2) + (1 if quoted else 0)
+            b = m.start(1) + pm.end(2) - (1 if quoted else 0)
+            sp = li_span(a, b)
+            vals[key] = DirectiveValue(text[a:b], sp.line, sp)
+        if vals:
+            out.append(vals)
+    return out
 
 
-def apply_override(hint: GpuHint | None, ov: Override | None, line: int) -> GpuHint | None:
-    if ov is None or (ov.gpu is None and ov.count is None):
-        return hint
-    name = ov.gpu or (hint.name if hint else None)
-    count = ov.count if ov.count is not None else (hint.count if hint else None)
-    return GpuHint(name, count, f"servefit comment (line {ov.span.line if ov.span else line})", ov.span)
+def for_line(found: list[dict[str, DirectiveValue]], line: int) -> dict[str, DirectiveValue]:
+    """The directives that apply to a server starting at `line`: for each key, the nearest one
+    above it, else the first one in the file."""
+    out: dict[str, DirectiveValue] = {}
+    for d in found:
+        for k, v in d.items():
+            cur = out.get(k)
+            if cur is None or (v.line <= line and (cur.line > line or v.line > cur.line)):
+                out[k] = v
+    return out

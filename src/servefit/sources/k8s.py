@@ -74,8 +74,8 @@ def services(y: Y, docs: list[Node], sites: list[LaunchSite]) -> None:
         ports = tuple(t for t in targets if t) if all(targets) else ()
         how = f"Service/{y.str(y.get(d, 'metadata', 'name')) or 'unnamed'} of type {typ.text}"
         for site in sites:
-            labels = site.extra.get("pod_labels") or {}
-            if site.extra.get("namespace") == ns and all(labels.get(k) == v for k, v in selector.items()):
+            labels = site.workload.pod_labels
+            if site.workload.namespace == ns and all(labels.get(k) == v for k, v in selector.items()):
                 add_exposure(site, Exposure(how, typ.span, ports))
 
 
@@ -89,8 +89,10 @@ def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], de
     knative = kind == "Service" and "knative" in (y.str(y.get(doc, "apiVersion")) or "")
     local = (y.str(y.get(doc, "metadata", "labels", "networking.knative.dev/visibility")) or "") == "cluster-local"
     for site in fc.sites[before:]:
-        site.extra.setdefault("pod_labels", labels)
-        site.extra.setdefault("namespace", ns)
+        if not site.workload.pod_labels:
+            site.workload.pod_labels = labels
+        if site.workload.namespace is None:
+            site.workload.namespace = ns
         if knative and not local:
             add_exposure(site, Exposure(f"Knative Service/{y.str(y.get(doc, 'metadata', 'name'))} (public by default)",
                                         y.span(y.key_node(doc, "kind") or doc)))
@@ -104,8 +106,8 @@ def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], de
                 line = knode.start_mark.line + 1
     if notes:
         for site in fc.sites[before:]:
-            site.extra["annotations"] = notes
-            site.extra["annotation_line"] = line or site.line
+            site.workload.annotations = notes
+            site.workload.annotation_line = line or site.line
 
 
 def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], depth: int = 0) -> None:
@@ -247,11 +249,11 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
     if not isinstance(pod, MappingNode):
         return
     host_ipc = (y.str(y.get(pod, "hostIPC")) or "").lower() == "true"
-    mem_vols = set()
+    mem_vols: dict[str | None, str | None] = {}  # volume name -> a sizeLimit below SHM_MIN, else None
     for v in y.seq(y.get(pod, "volumes")):
         if (y.str(y.get(v, "emptyDir", "medium")) or "").lower() == "memory" or \
                 y.str(y.get(v, "hostPath", "path")) == "/dev/shm":
-            mem_vols.add(y.str(y.get(v, "name")))
+            mem_vols[y.str(y.get(v, "name"))] = _small_limit(y.str(y.get(v, "emptyDir", "sizeLimit")))
     names = name_hints(y, pod)
     host_net = y.tok(y.get(pod, "hostNetwork"))
     for c in y.seq(y.get(pod, "containers")):
@@ -269,7 +271,7 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
 
 
 def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind: str, names: list[NameHint],
-                  host_ipc: bool, mem_vols: set[str | None], group: tuple[int, str] | None = None,
+                  host_ipc: bool, mem_vols: dict[str | None, str | None], group: tuple[int, str] | None = None,
                   args_prefix: list[Node] | None = None, more: Node | None = None) -> list[Launch]:
     """One container (with `more`, a KServe predictor model merged over its runtime's container)."""
     env = container_env(y, c, cms, y.seq(y.get(more, "env")) if more is not None else None)
@@ -287,11 +289,15 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
         count += group[0]
         count_src += f" {group[1]}"
     hint: GpuHint | None = merge(best_label(names), count, count_src, count_tok.span if count_tok else None)
-    shm = host_ipc or any(y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols
-                          for m in y.seq(y.get(c, "volumeMounts")))
+    shm_vols = [y.str(y.get(m, "name")) for m in y.seq(y.get(c, "volumeMounts"))
+                if y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols]
+    small = [mem_vols[v] for v in shm_vols if mem_vols[v]]
+    shm = host_ipc or (bool(shm_vols) and not small)
     for launch in launches:
         if launch.shm is None:
             launch.shm = shm
+            if small and not host_ipc:
+                launch.extra["shm_limit"] = small[0]
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
     runtime, opaque = runtime_env(y, c, cms)
@@ -318,15 +324,15 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
             if conts:
                 names = name_hints(y, pred) or name_hints(y, rt)
                 first = len(fc.sites)
-                one_container(y, conts[0], fc, cms, label, "InferenceService", names, False, set(), more=model)
+                one_container(y, conts[0], fc, cms, label, "InferenceService", names, False, {}, more=model)
                 uri = y.str(y.get(model, "storageUri")) or ""
                 if uri.startswith("hf://"):
                     for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models
-                        site.extra["storage_model"] = uri[5:]
-                        site.extra["storage_path"] = "/mnt/models"
+                        site.workload.storage_model = uri[5:]
+                        site.workload.storage_path = "/mnt/models"
             return
     if y.get(model, "image") is not None:
-        one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, set())
+        one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})
 
 
 def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
@@ -357,3 +363,16 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
                 pname = pname[len(pre):]
         hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
     fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if engine == "ollama" else None)
+
+
+def _small_limit(text: str | None) -> str | None:
+    """An emptyDir `sizeLimit` too small for NCCL's shared memory, as the user wrote it with its
+    size (Kubernetes quantities: `m` is milli, so `1000m` is one byte), else None."""
+    from servefit.sources.hints import SHM_MIN
+    from servefit.units import k8s_quantity
+
+    q = k8s_quantity(text)
+    if text is None or q is None or q >= SHM_MIN:
+        return None
+    size = f"{float(q) / 2**20:.0f} MiB" if q >= 2**20 else f"{int(q)} byte{'s' if int(q) != 1 else ''}"
+    return f"sizeLimit {text.strip()} ({size})"

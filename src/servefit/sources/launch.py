@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from servefit.core import Finding, GpuHint, LaunchSite, Span, Token
+from servefit.core import WORKLOAD_KEYS, Finding, GpuHint, LaunchSite, Span, Token, Workload
 from servefit.rules.catalog import finding
 from servefit.sources import detect
 from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
@@ -331,11 +331,15 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
             seen.add(var)
             unresolved.append(var)
     x = dict(launch.extra)
-    x["unresolved_spans"] = [(v, s) for v, s in launch.unresolved]
     if launch.shm is not None:
         x["shm"] = launch.shm
     if extra:
         x.update(extra)
+    work = Workload()
+    for key, attr in WORKLOAD_KEYS.items():
+        if key in x:
+            setattr(work, attr, x.pop(key))
+    config_only = bool(x.pop("config_only", False))
     hint = gpu
     if launch.gpu is not None:
         if hint is None:
@@ -345,4 +349,5 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
     version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
     return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
                       image=launch.image, engine_version=version,
-                      gpu=hint, name=name, unresolved=unresolved, extra=x)
+                      gpu=hint, name=name, unresolved=unresolved, extra=x, workload=work,
+                      unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only)

@@ -2,7 +2,7 @@
 `network_mode: host`, `docker run -p / -P / --network host`, a k8s Service of type LoadBalancer
 or NodePort selecting the pod, `hostNetwork` / `hostPort`, a Knative Service, SkyPilot
 `resources.ports` and a SkyServe `service`. Each wrapper appends an `Exposure` to
-site.extra["exposure"]; linter/exposure.py decides whether the server behind it has auth.
+site.workload.exposures; linter/exposure.py decides whether the server behind it has auth.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class Exposure:
 
 
 def add(site: LaunchSite, exp: Exposure) -> None:
-    site.extra.setdefault("exposure", []).append(exp)
+    site.workload.exposures.append(exp)
 
 
 def _port(text: str) -> int | None:

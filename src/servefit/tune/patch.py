@@ -291,7 +291,7 @@ class Patcher:
                 p.edits.append(Edit(self.span(sib.span.file, piece[0], piece[1]), piece[2]))
                 return
         cmd = next((t for t in self.site.argv if t.span is not None), None)
-        if cmd is not None and cmd is self.site.argv[0] and self.exact(cmd) and self.site.extra.get("k8s_kind") is None:
+        if cmd is not None and cmd is self.site.argv[0] and self.exact(cmd) and self.site.workload.kind is None:
             assert cmd.span is not None
             piece = style.prefix_env(self.read(cmd.span.file), cmd.span, var, value)
             if piece is not None:

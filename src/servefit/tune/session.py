@@ -16,8 +16,8 @@ from servefit.tune.patch import DISPLAY, SAFE, UNSAFE, Patch, apply_edits, by_fi
 from servefit.tune.study import TuneRun
 
 VIRTUAL = "<command line>"
-# a file of one of these names in the current directory is still a command (`-- vllm serve ...`)
-PROGRAMS = {"vllm", "llama-server", "ollama", "text-generation-launcher", "python", "python3", "docker", "sglang"}
+# a file of one of these names in the current directory is still a command (`-- python3 -m ...`)
+PROGRAMS = {"python", "python3", "docker", "sudo", "env"}
 
 
 @dataclass
@@ -43,7 +43,7 @@ class FileChange:
 class Session:
     args: argparse.Namespace
     needs: Needs
-    target: Any
+    target: Any  # sources.target.Flags: the command line's GPU / model / version flags
     tunes: list[SiteTune] = field(default_factory=list)
     files: list[FileChange] = field(default_factory=list)
     command: str | None = None  # the tuned command line (`-- COMMAND` mode)
@@ -51,34 +51,41 @@ class Session:
     named: list[str] = field(default_factory=list)  # the files the user named: writable wherever they are
 
     def run(self, words: list[str]) -> None:
+        """Tune every server the shared assembly finds in the files (or the command after `--`),
+        so tune sees the same servers, links, configuration and target as lint and estimate."""
         import os
 
-        if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS:
-            from servefit.sources import scan_file
+        from servefit.sources.assemble import assemble, assemble_sites
+        from servefit.sources.detect import find_engine
 
+        # a file named like an engine's program in the current directory is still a command
+        if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS and find_engine(words) is None:
             self.read = reader()
             self.named = list(words)
             for path in words:
-                result = scan_file(path)
-                if not result.sites:
+                asm = assemble([path], self.target)
+                if not asm.servers:
                     raise UsageError(f"{path}: no serving engine found in this file")
-                for site in result.sites:
-                    self.tunes.append(self.tune_site(site))
+                for srv in asm.servers:
+                    self.tunes.append(self.tune_server(srv))
         else:
             text, site = command_site(words)
             self.preloaded[VIRTUAL] = text
             self.read = reader(self.preloaded)
-            self.tunes.append(self.tune_site(site))
+            self.tunes.append(self.tune_server(assemble_sites([site], self.target).servers[0]))
         self.finish()
 
-    def tune_site(self, site: LaunchSite) -> SiteTune:
-        from servefit.pipeline import evaluate
+    def tune_server(self, srv: Any) -> SiteTune:
+        """Tune one assembled server (sources.assemble.Server) from its plan."""
         from servefit.tune import study
         from servefit.tune.space import build_space
 
+        site = srv.site
         out = SiteTune(site=site)
         try:
-            ev = evaluate(site, self.target)
+            ev = srv.evaluation
+            if ev is None:
+                raise UsageError(srv.error or "this server could not be planned")
             needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
             space = build_space(ev, needs)
         except UsageError as exc:

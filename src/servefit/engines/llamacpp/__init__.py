@@ -32,6 +32,12 @@ class LlamaCppEngine(Engine):
             return 1
         return 0
 
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.llamacpp.tune import LlamaCppAdapter
+
+        return LlamaCppAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.llamacpp.config import parse
 
@@ -48,7 +54,11 @@ class LlamaCppEngine(Engine):
         from servefit.models.gguf import resolve_gguf_ref
 
         ref = (getattr(target, "model", None) or cfg.settings.get("model") or cfg.model_ref or "")
-        return resolve_gguf_ref(str(ref), online=bool(getattr(target, "online", False)))
+        spec = resolve_gguf_ref(str(ref), online=bool(getattr(target, "online", False)),
+                                context=getattr(target, "models", None), hf_repo=cfg.settings.get("hf_repo"))
+        if spec.gguf is not None:  # sized from the real header (model lock, Hub): not by its name
+            cfg.assumptions[:] = [a for a in cfg.assumptions if " by its name" not in a]
+        return spec
 
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
         ctx = [c for c in (4096, 8192, 16384, 32768, 65536, 131072) if c <= max(4096, model.max_position_embeddings)]

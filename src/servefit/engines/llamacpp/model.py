@@ -167,8 +167,23 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         mla=m.is_mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
         n_embd_s=d_state * d_inner, n_ff=m.intermediate_size, n_expert=m.num_experts,
         n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
-        tensors=synth_tensors(m, ftype, arch), ftype=ftype, source="catalog")
+        tensors=_synth(m, ftype, arch), ftype=ftype, source="catalog")
     return lm
+
+
+_SYNTH: dict[tuple[str, str, str], tuple[TensorInfo, ...]] = {}
+
+
+def _synth(m: ModelSpec, ftype: str, arch: str) -> list[TensorInfo]:
+    """synth_tensors once per model and file type in a run (a repo of many servers of one
+    model; TensorInfo is frozen, so the table is shared, the list is each model's own)."""
+    key = (ftype, arch, repr(m))
+    hit = _SYNTH.get(key)
+    if hit is None:
+        if len(_SYNTH) > 256:
+            _SYNTH.clear()
+        hit = _SYNTH[key] = tuple(synth_tensors(m, ftype, arch))
+    return list(hit)
 
 
 def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> LModel:
@@ -176,6 +191,8 @@ def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> L
     path = settings.get("model")
     if isinstance(path, str) and path.lower().endswith(".gguf") and os.path.isfile(path):
         return from_gguf(read_gguf(path))
+    if spec.gguf is not None:  # a GGUF header from the model lock or the Hub (models/lock.py)
+        return from_gguf(spec.gguf)
     quant = settings.get("gguf_quant")
     if not quant:
         quant = "Q4_K_M"

@@ -26,6 +26,20 @@ class OllamaEngine(Engine):
             return 2
         return 0
 
+    models_on_request = True
+
+    def link_sites(self, sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
+        """A server and the Modelfile it serves become one server (engines/ollama_link)."""
+        from servefit.engines.ollama_link import link_all
+
+        return link_all(sites, scanned)
+
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.ollama.tune import OllamaAdapter
+
+        return OllamaAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.ollama.config import parse
 
@@ -45,18 +59,22 @@ class OllamaEngine(Engine):
         ref = getattr(target, "model", None) or cfg.settings.get("model_path") or cfg.settings.get("model") or ""
         ref = str(ref)
         if ref.lower().endswith(".gguf") or ref.startswith(("hf.co/", "huggingface.co/")):
-            return resolve_gguf_ref(ref.split("/", 1)[1] if ref.startswith("hf.co/") else ref)
+            return resolve_gguf_ref(ref.split("/", 1)[1] if ref.startswith(("hf.co/", "huggingface.co/")) else ref,
+                                    online=bool(getattr(target, "online", False)),
+                                    context=getattr(target, "models", None))
         cid, quant, note = resolve_tag(ref)
         from servefit.models import resolve_model  # type: ignore[attr-defined]
 
         if cid is None:
             try:
-                return resolve_model(ref, online=bool(getattr(target, "online", False)))
+                return resolve_model(ref, online=bool(getattr(target, "online", False)),
+                                     context=getattr(target, "models", None))
             except Exception as exc:
                 raise UsageError(f"Ollama model {ref!r}: {note}") from exc
         if getattr(target, "model", None):
             cfg.settings["quant"] = quant
-        return resolve_model(cid, online=bool(getattr(target, "online", False)))
+        return resolve_model(cid, online=bool(getattr(target, "online", False)),
+                             context=getattr(target, "models", None))
 
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
         return [Knob("num_ctx", (2048, 4096, 8192, 16384, 32768, 65536, 131072)),

@@ -4,7 +4,6 @@ Modelfile PARAMETERs (or request options), and the model tag -> catalog model + 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from servefit import data
@@ -12,7 +11,7 @@ from servefit.core import EngineConfig, Finding, LaunchSite, Span, Token
 from servefit.engines.base import assume_version
 from servefit.engines.ollama import versions as V
 from servefit.engines.ollama_modelfile import GO_FALSE, GO_TRUE, ModelfileDoc, check_parameters, value_problem
-from servefit.models.gguf import canonical_quant, parse_ref
+from servefit.models.gguf import parse_ref
 from servefit.rules.catalog import finding
 
 KV_TYPES_OLD = ("f16", "q8_0", "q4_0")  # fs/ggml/ggml.go::SupportsKVCacheType (before 0.30)
@@ -20,27 +19,12 @@ KV_TYPES_LLAMA = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0"
 
 
 def resolve_tag(ref: str) -> tuple[str | None, str | None, str]:
-    """`llama3.1:8b-instruct-q4_K_M` -> (catalog id, quant, note). hf.co/... refs are GGUF repos."""
-    r = re.sub(r"^(https?://)?(registry\.ollama\.ai/)?(library/)?", "", ref.strip())
-    if r.startswith(("hf.co/", "huggingface.co/")):
-        base, quant, _ = parse_ref(r.split("/", 1)[1])
-        return None, quant, f"Hugging Face GGUF {base}"
-    name, _, tag = r.partition(":")
-    name = name.rsplit("/", 1)[-1].lower()
-    tag = tag or "latest"
-    lib = data.load("ollama_tags.yaml")["library"].get(name)
-    quant = None
-    parts = tag.split("-")
-    for i in range(len(parts)):
-        q = canonical_quant("_".join(parts[i:]).replace("fp16", "f16"))
-        if q:
-            quant = q
-            break
-    if lib is None:
-        return None, quant, f"{name} is not in servefit's Ollama tag table"
-    size = next((p.lower() for p in parts if p.lower() in lib["sizes"]), None) or lib["default"]
-    quant = quant or lib.get("quant") or data.load("ollama_tags.yaml")["defaults"]["quant"]
-    return lib["sizes"].get(size), quant, f"{name}:{tag} -> {lib['sizes'].get(size)} ({quant})"
+    """`llama3.1:8b-instruct-q4_K_M` -> (catalog id, quant, note) through the tag table
+    (engines/ollama/tags.py). hf.co/... refs are GGUF repos: (None, quant, note)."""
+    from servefit.engines.ollama.tags import lookup
+
+    t = lookup(ref)
+    return t.model, t.quant, t.note
 
 
 def _env_value(var: str, tok: Token, typ: str, findings: list[Finding], site: str) -> Any:
@@ -175,7 +159,11 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
             catalog_id = path if os.path.isfile(path) else base
             note = f"GGUF {os.path.basename(ref)}"
         else:
-            catalog_id, quant, note = resolve_tag(ref)
+            from servefit.engines.ollama.tags import lookup
+
+            tag = lookup(ref)
+            catalog_id, quant, note = tag.model, tag.quant, tag.note
+            s["tag_context"] = tag.context or None  # the library GGUF's context_length
     s["quant"] = quant
     s["tag_note"] = note
     cfg = EngineConfig(engine="ollama", model_ref=catalog_id or ref, settings=s, spans=spans, explicit=explicit,

@@ -73,6 +73,8 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     v = V.vtuple(cfg.version)
     assumptions: list[str] = []
     lm = M.load({"model": s.get("model_path"), "gguf_quant": s.get("quant")}, spec, assumptions)
+    if lm.source == "catalog" and s.get("tag_context"):  # the library's GGUF says its own context_length
+        lm.n_ctx_train = int(s["tag_context"])
     arch = ollama_arch(lm)
     n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
     num_ctx, ctx_src = default_num_ctx(s, v, arch, gpu, n_dev)

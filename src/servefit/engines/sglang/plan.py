@@ -118,6 +118,10 @@ def hybrid_swa(model: ModelSpec, e: d.Era) -> bool:
 
 def layers_on_rank(model: ModelSpec, pp: int) -> list[str]:
     kinds = model.kinds()
+    if all(k == "none" for k in kinds):
+        # an encoder-only embedding model still gets a token KV pool sized over every layer
+        # (model_runner.py::profile_max_num_token counts num_hidden_layers, not attention types)
+        kinds = ["full"] * len(kinds)
     per = -(-len(kinds) // max(pp, 1))
     return kinds[:per]  # the first stage holds at least as many layers as any other
 

@@ -41,6 +41,12 @@ class TgiEngine(Engine):
             return 1
         return 0
 
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.tgi.tune import TgiAdapter
+
+        return TgiAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         version = version or site.engine_version
         table = load_table("tgi")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan
+from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.tgi import defaults as d
 from servefit.engines.tgi import memory as mem
 from servefit.engines.tgi.era import Era, era
@@ -186,6 +186,10 @@ def shard_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, 
 
 
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    if model.kinds() and all(k == "none" for k in model.kinds()):
+        # server/text_generation_server/models/__init__.py::get_model has no encoder-only model type
+        raise UsageError(f"text-generation-inference cannot serve {model.name}: it is an encoder-only embedding "
+                         f"model (serve it with text-embeddings-inference or vLLM)")
     r = resolve(cfg, model, gpu, count)
     e, s = r.e, cfg.settings
     out = MemoryPlan(engine="tgi", engine_version=e.version, outcome="started", memory=DeviceMemory(),

@@ -36,6 +36,12 @@ class VllmEngine(Engine):
     def command_length(self, words: list[str]) -> int:
         return serve_command_length(words, "vllm", MODULES, "vllm.entrypoints.cli.main")
 
+    def tune_adapter(self) -> Any:
+        """The knobs tune turns for this engine (tune.py beside this module)."""
+        from servefit.engines.vllm.tune import VllmAdapter
+
+        return VllmAdapter()
+
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         version = version or site.engine_version
         table = load_table("vllm")

@@ -165,14 +165,16 @@ def _quant_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved
 
 def _family(m: str) -> str:
     m = m.lower()
-    for fam in ("awq", "gptq", "fp8", "bitsandbytes", "compressed-tensors", "mxfp4", "gguf"):
+    # "modelopt": a ModelOpt checkpoint's quant_method is "modelopt" for FP8 and NVFP4 alike; vLLM picks
+    # modelopt_fp4 from its quant_algo (quantization/modelopt.py::override_quantization_method)
+    for fam in ("awq", "gptq", "fp8", "bitsandbytes", "compressed-tensors", "mxfp4", "gguf", "modelopt"):
         if m.startswith(fam):
             return fam
     return m
 
 
 def advice(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, plan: MemoryPlan) -> list[Finding]:
-    """Warnings and capacity advice for a config vLLM accepts (seed root causes 1-3)."""
+    """Warnings and capacity advice for a config vLLM accepts (KV overflow, batch sizing, fragmentation)."""
     s, sp = cfg.settings, cfg.spans
     out: list[Finding] = []
     if r.util >= 0.95:

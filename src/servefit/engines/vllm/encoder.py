@@ -1,4 +1,4 @@
-"""The vision encoder's share of vLLM's profiling run, for Qwen2-VL / Qwen2.5-VL towers.
+"""The vision encoder's share of vLLM's profiling run, for Qwen2-VL / Qwen2.5-VL / Qwen3-VL / Qwen3.5 towers.
 
 V1 (vllm/v1/worker/gpu_model_runner.py::GPUModelRunner.profile_run): before the dummy LM
 forward, the encoder runs on `mm_max_items_per_batch` dummy items of the modality with the most
@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.models.spec import ModelSpec
-from servefit.models.vision import QWEN_VL_MAX_PIXELS, qwen_vl_kind
+from servefit.models.vision import (
+    QWEN3_VL_MAX_PIXELS,
+    QWEN3_VL_VIDEO_MAX_PIXELS,
+    QWEN_VL_MAX_PIXELS,
+    is_qwen3_vision,
+    qwen_vl_kind,
+)
 
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
@@ -75,7 +81,7 @@ def _limit(settings: dict[str, Any], modality: str, v1: bool) -> int:
         return 999 if v1 else 1
 
 
-def _max_pixels(settings: dict[str, Any]) -> int:
+def _max_pixels(settings: dict[str, Any], default: int = QWEN_VL_MAX_PIXELS) -> int:
     kw = _json(settings.get("mm_processor_kwargs"))
     if isinstance(kw, dict):
         for d in (kw, kw.get("images_kwargs"), kw.get("size")):
@@ -83,7 +89,7 @@ def _max_pixels(settings: dict[str, Any]) -> int:
                 v = d.get("max_pixels") or d.get("longest_edge")
                 if isinstance(v, (int, float)) and v > 0:
                     return int(v)
-    return QWEN_VL_MAX_PIXELS
+    return default
 
 
 def _video_tokens(per_frame_pair: int, room: int, max_frames: int, videos: int = 1) -> int:
@@ -95,8 +101,10 @@ def _video_tokens(per_frame_pair: int, room: int, max_frames: int, videos: int =
 
 
 def sharded(model: ModelSpec) -> bool:
-    """Whether vLLM splits the vision tower over tensor-parallel ranks (Qwen-VL towers)."""
-    return bool(model.vision) and bool(qwen_vl_kind(model.vision, model.model_type))
+    """Whether vLLM splits the vision tower over tensor-parallel ranks (Qwen-VL towers; Qwen3-VL and
+    Qwen3.5 blocks use ColumnParallelLinear / RowParallelLinear too, qwen3_vl.py::Qwen3_VisionBlock)."""
+    v, mt = model.vision, model.model_type
+    return bool(v) and (bool(qwen_vl_kind(v, mt)) or is_qwen3_vision(v, mt))
 
 
 def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
@@ -105,6 +113,8 @@ def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> in
     e = int(v.get("hidden_size", 0)) if kind == "qwen2_5_vl" else int(v.get("embed_dim") or v.get("hidden_size", 0))
     if kind == "qwen2_5_vl":
         mlp = 3 * int(v.get("intermediate_size", 4 * e))  # gate_up output + SiluAndMul output
+    elif is_qwen3_vision(v, model.model_type):
+        mlp = 2 * int(v.get("intermediate_size", 4 * e))  # linear_fc1 output + GELU output
     else:
         mlp = 2 * int(float(v.get("mlp_ratio", 4)) * e)  # fc1 output + activation
     in_dim = int(v.get("in_chans", 3)) * int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2
@@ -116,17 +126,23 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     """The encoder's part of the profiling run, or None when the model has no Qwen-VL tower or
     every modality is off (limit 0, --language-model-only)."""
     v = model.vision
-    if not v or not qwen_vl_kind(v, model.model_type):
+    qwen3 = bool(v) and is_qwen3_vision(v, model.model_type)
+    if not v or not (qwen3 or qwen_vl_kind(v, model.model_type)):
         return None
     merge = int(v.get("spatial_merge_size", 2))
     unit = int(v.get("patch_size", 14)) * merge
-    per_image = max(1, _max_pixels(settings) // (unit * unit))
-    out_hidden = int(v.get("out_hidden_size") or model.hidden_size)
+    # Qwen3-VL / Qwen3.5 reuse Qwen2-VL's profiling (qwen3_vl.py::Qwen3VLProcessingInfo subclasses
+    # Qwen2VLProcessingInfo) with their processor's longest_edge; deepstack levels ride along with
+    # every output token (Qwen3_VisionTransformer.forward concatenates them)
+    per_image = max(1, _max_pixels(settings, QWEN3_VL_MAX_PIXELS if qwen3 else QWEN_VL_MAX_PIXELS) // (unit * unit))
+    out_hidden = int(v.get("out_hidden_size") or model.hidden_size) * (1 + len(v.get("deepstack_visual_indexes") or []))
     images, videos = _limit(settings, "image", v1), _limit(settings, "video", v1)
     if not images and not videos:
         return None
     if v1:
         video = _video_tokens(per_image, max_model_len, V1_MAX_FRAMES) if videos else 0
+        if qwen3:  # the video processor caps all frames' pixels (qwen3_vl.py::_get_vision_info)
+            video = min(video, QWEN3_VL_VIDEO_MAX_PIXELS // (unit * unit * int(v.get("temporal_patch_size", 2))))
         modality, tok = ("video", video) if video >= per_image or not images else ("image", per_image)
         limit = videos if modality == "video" else images
         budget = max(max_num_batched_tokens, tok)

@@ -101,7 +101,9 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     if kv_dtype == "auto":
         kv_dtype = dtype
     quant_override = s.get("quantization")
-    scheme = scheme_for(model.quantization, quant_override if quant_override else None)
+    # a quantized checkpoint's own config sets the storage (vLLM rejects a --quantization of another
+    # family, VLLM014; within a family, e.g. modelopt for an NVFP4 checkpoint, the checkpoint's wins)
+    scheme = scheme_for(model.quantization, None if model.quantization else quant_override or None)
     eager = bool(s.get("enforce_eager")) or str(s.get("optimization_level", "")) == "0"
     util = s.get("gpu_memory_utilization")
     pp = int(s.get("pipeline_parallel_size") or 1)
@@ -236,7 +238,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     for st in range(r.pp):
         w = max(0, weights[st] - offload)
         last = st == r.pp - 1
-        act = activation_peak(model, r, last, e.v1, cfg.settings)
+        # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
+        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg)
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
@@ -267,6 +270,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     return out
 
 
+def attention_free(model: ModelSpec) -> bool:
+    """No layer keeps KV cache or recurrent state: v1/engine/core.py::_initialize_kv_caches
+    ("Attention free models don't need memory for kv cache") skips profiling and KV sizing."""
+    return all(k == "none" for k in model.kinds())
+
+
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era) -> None:
     s = cfg.settings
     a = out.assumptions
@@ -291,7 +300,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append(f"vision encoder profiling estimated, not calibrated: {enc.items} dummy {enc.modality} item(s) of "
                  f"{enc.tokens_per_item:,} tokens" + (f"; the LM profiling forward runs {enc.lm_tokens:,} tokens"
                                                       if enc.lm_tokens else ""))
-    if any(k in ("mamba", "linear") for k in model.kinds()):
+    if any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba:  # Falcon-H1: in every layer
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
 
 
@@ -301,7 +310,7 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     if any(f.severity == "error" for f in out.findings):
         out.outcome = "rejected_config"
     mem = out.memory
-    free_at_start = gpu.memory_bytes - CUDA_CONTEXT
+    free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
     if out.outcome == "started" and budget > free_at_start and not gpu.unified_memory and e.v1:
         out.outcome = "rejected_config"
         msg = (f"Free memory on device ({free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on startup is less "
@@ -322,6 +331,13 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
                        f"({mem.activation_peak / GiB:.2f} GiB, {r.max_num_batched_tokens:,} tokens) exceed the "
                        f"{gpu.name}: CUDA out of memory during start-up", setting="max_num_batched_tokens",
             span=cfg.spans.get("max_num_batched_tokens") or cfg.spans.get("max_model_len")))
+    if attention_free(model):
+        out.max_model_len = max_len
+        if out.outcome == "started":
+            out.messages.append("attention-free model (encoder-only pooling): no KV cache is allocated")
+        # requests are not bounded by KV blocks: the concurrency advice (VLLM019) does not apply
+        out.findings.extend(f for f in checks.advice(cfg, model, gpu, r, e, out) if f.code != "VLLM019")
+        return
     check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
     auto = r.max_model_len == "auto"
     if auto and out.outcome == "started":

@@ -1,0 +1,257 @@
+"""Share of real deployment files' model references that servefit sizes offline.
+
+    python benchmarks/models/run.py [--engine vllm] [--half calibration] [-v] [--json]
+
+Each reference in calibration.yaml / heldout.yaml (gathered from public deployment files, see
+README.md) is put on the command line of its engine (`vllm serve REF`, `llama-server -m REF` or
+`-hf REF`, `ollama run REF`, `text-generation-launcher --model-id REF`,
+`python -m sglang.launch_server --model-path REF`) and resolved the way `servefit lint` and
+`estimate` resolve a server's model (pipeline.evaluate: the engine's parse, then the engine's own
+resolver for GGUF files and Ollama tags, else models.resolve_model), with sockets disabled, an
+empty Hugging Face cache and an empty working directory, so nothing but servefit's own data can
+answer. Each reference ends as one of:
+
+  catalog     the catalog knows the checkpoint (repo id, alias, or an Ollama tag the tag table maps)
+  derivative  sized as a catalogued base its name points to; servefit printed the assumption
+  lock        read from a committed model lock
+  unknown     not sized (SF002): the reason is the one-line error servefit printed
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parents[1] / "src"))
+
+from servefit.core import UsageError  # noqa: E402
+from servefit.pipeline import Target, engine_for, site_from_argv  # noqa: E402
+
+HALVES = ("calibration", "heldout")
+ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang")
+SIZED = ("catalog", "derivative", "lock")
+
+
+def _is_local(ref: str) -> bool:
+    """A path llama-server would open with -m (anything else is a Hub repo for -hf)."""
+    return (ref.lower().endswith(".gguf") or ref.startswith(("/", ".", "~", "$")) or "\\" in ref
+            or (len(ref) > 1 and ref[1] == ":") or "/" not in ref)
+
+
+def command(engine: str, ref: str) -> list[str]:
+    """The engine's command line that serves `ref`."""
+    if engine == "vllm":
+        return ["vllm", "serve", ref]
+    if engine == "llamacpp":
+        return ["llama-server", "-m" if _is_local(ref) else "-hf", ref]
+    if engine == "ollama":
+        return ["ollama", "run", ref]
+    if engine == "tgi":
+        return ["text-generation-launcher", "--model-id", ref]
+    if engine == "sglang":
+        return ["python3", "-m", "sglang.launch_server", "--model-path", ref]
+    raise ValueError(f"unknown engine {engine!r}")
+
+
+@dataclass
+class Outcome:
+    ref: str
+    engine: str
+    source: str = ""
+    kind: str = ""
+    expected: str | None = None
+    status: str = "unknown"  # catalog | derivative | lock | unknown
+    model: str | None = None  # the catalog entry / model it was sized as
+    resolved_from: str | None = None
+    assumptions: list[str] = field(default_factory=list)  # what the model's resolution assumed
+    notes: list[str] = field(default_factory=list)  # what the engine's parse said about the model
+    reason: str | None = None  # why not sized
+
+
+class _Offline(OSError):
+    pass
+
+
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """No sockets, an empty Hugging Face cache, an empty working directory."""
+    keys = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HUB_OFFLINE", "XDG_CACHE_HOME")
+    saved_env = {k: os.environ.get(k) for k in keys}
+    saved = (socket.socket, socket.create_connection, socket.getaddrinfo)
+    cwd = os.getcwd()
+
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise _Offline("network disabled by the models benchmark")
+
+    with tempfile.TemporaryDirectory(prefix="servefit-models-bench-") as tmp:
+        try:
+            for k in keys:
+                os.environ.pop(k, None)
+            os.environ["HF_HOME"] = os.path.join(tmp, "hf")
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            socket.socket = refuse  # type: ignore[misc,assignment]
+            socket.create_connection = refuse  # type: ignore[assignment]
+            socket.getaddrinfo = refuse  # type: ignore[assignment]
+            work = os.path.join(tmp, "work")
+            os.makedirs(work)
+            os.chdir(work)
+            yield
+        finally:
+            os.chdir(cwd)
+            socket.socket, socket.create_connection, socket.getaddrinfo = saved  # type: ignore[misc]
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def _resolve(engine_name: str, ref: str, notes: list[str] | None = None) -> Any:
+    """The ModelSpec pipeline.evaluate would size the server with (its model step, without the
+    GPU and the plan: a GPU is not what this measures). The engine's own notes about the model
+    (an Ollama tag's mapping, a GGUF name) go to `notes`."""
+    from servefit.models import resolve_model
+
+    site = site_from_argv(command(engine_name, ref))
+    site.engine = engine_name
+    context = _lock_context()
+    target = Target(models=context) if context is not None else Target()  # type: ignore[call-arg]
+    engine = engine_for(site)
+    cfg = engine.parse(site, None)
+    if not cfg.model_ref:
+        raise UsageError(f"{engine.title}: no model given in the command")
+    custom = getattr(engine, "resolve_model", None)
+    try:
+        if custom is not None:
+            return custom(cfg, target)
+        if context is not None:
+            return resolve_model(cfg.model_ref, online=False, context=context)  # type: ignore[call-arg]
+        return resolve_model(cfg.model_ref, online=False)
+    finally:
+        if notes is not None:  # the engine-version guess is not about the model
+            notes.extend(a for a in cfg.assumptions if "no version given" not in a)
+
+
+def _lock_context() -> Any:
+    """The model lock and model mapping lint applies to a file here (benchmarks/models/servefit.lock
+    or one further up), where this servefit reads locks; None where it does not."""
+    if "models" not in getattr(Target, "__dataclass_fields__", {}):
+        return None
+    try:
+        from servefit.models.lock import context_for  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    return context_for(str(HERE), online=False)
+
+
+def classify(entry: dict[str, Any]) -> Outcome:
+    """Resolve one reference (call inside `offline()`)."""
+    out = Outcome(ref=str(entry["ref"]), engine=str(entry["engine"]), source=str(entry.get("source", "")),
+                  kind=str(entry.get("kind", "")), expected=entry.get("expected"))
+    try:
+        spec = _resolve(out.engine, out.ref, out.notes)
+    except (UsageError, KeyError, ValueError, OSError) as exc:
+        out.reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return out
+    out.model = spec.name
+    out.resolved_from = spec.resolved_from
+    out.assumptions = list(spec.assumptions)
+    if spec.resolved_from == "lock":
+        out.status = "lock"
+    elif spec.resolved_from == "derivative" or (spec.resolved_from == "catalog" and spec.assumptions):
+        out.status = "derivative"  # sized as a base found by name (older code marks it "catalog")
+    elif spec.resolved_from == "catalog":
+        out.status = "catalog"
+    else:  # a config.json or GGUF on disk: cannot happen in the empty sandbox, so say it loudly
+        out.status = "unknown"
+        out.reason = f"resolved from {spec.resolved_from!r}, which the offline sandbox should not offer"
+    return out
+
+
+def load(half: str, engine: str | None = None) -> list[dict[str, Any]]:
+    rows = yaml.safe_load((HERE / f"{half}.yaml").read_text(encoding="utf-8")) or []
+    return [r for r in rows if engine is None or r.get("engine") == engine]
+
+
+def run(entries: list[dict[str, Any]]) -> list[Outcome]:
+    with offline():
+        return [classify(e) for e in entries]
+
+
+def _repo(source: str) -> str:
+    return source.split("github.com/", 1)[-1].split("/blob/", 1)[0].lower()
+
+
+def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
+    """Per engine and overall: n, counts by status, share sized offline."""
+    out: dict[str, Any] = {}
+    for engine in (*ENGINES, "all"):
+        rs = [o for o in outcomes if engine == "all" or o.engine == engine]
+        if not rs:
+            continue
+        counts = {s: sum(1 for o in rs if o.status == s) for s in (*SIZED, "unknown")}
+        sized = sum(counts[s] for s in SIZED)
+        out[engine] = {"n": len(rs), **counts, "sized": sized, "share": sized / len(rs)}
+    return out
+
+
+def _line(name: str, s: dict[str, Any]) -> str:
+    return (f"  {name:<9} {s['sized']:>3}/{s['n']:<3} sized offline {s['share'] * 100:5.1f}%   "
+            f"(catalog {s['catalog']}, derivative {s['derivative']}, lock {s['lock']}, unknown {s['unknown']})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--engine", choices=ENGINES)
+    ap.add_argument("--half", choices=HALVES, help="one half only (default: both, reported separately)")
+    ap.add_argument("--verbose", "-v", action="store_true", help="every reference and what it resolved to")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    halves = [args.half] if args.half else list(HALVES)
+    results = {h: run(load(h, args.engine)) for h in halves}
+    report: dict[str, Any] = {h: summarize(r) for h, r in results.items()}
+    if "heldout" in results:  # held-out lines from repositories calibration never saw
+        seen = {_repo(str(e.get("source", ""))) for e in load("calibration")}
+        fresh = [o for o in results["heldout"] if _repo(o.source) not in seen]
+        report["heldout-unseen-repos"] = summarize(fresh)
+    if args.json:
+        json.dump({"summary": report, "rows": {h: [asdict(o) for o in r] for h, r in results.items()}},
+                  sys.stdout, indent=2)
+        print()
+        return 0
+    if args.verbose:
+        for half, rows in results.items():
+            print(f"{half}:" + ("  (held out: read, never tune on)" if half == "heldout" else ""))
+            for o in rows:
+                what = f"-> {o.model}" if o.model else f"NOT SIZED: {o.reason}"
+                print(f"  [{o.status:<10}] {o.engine:<8} {o.ref}  {what}")
+                for a in o.assumptions:
+                    print(f"      assumed: {a}")
+                for n in o.notes:
+                    if n not in o.assumptions:
+                        print(f"      engine: {n}")
+                if o.expected and o.model and o.expected.lower() != o.model.lower():
+                    print(f"      note: the file says this is {o.expected}")
+                print(f"      {o.source}")
+            print()
+    for half, summary in report.items():
+        print(f"{half}:")
+        for name, s in summary.items():
+            print(_line(name, s))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""llama.cpp as tune sees it: the context each slot gets and the slot count (`--ctx-size` =
+context x `--parallel` unless `--kv-unified`), cache types, flash attention, ubatch, `-ngl`, and
+other quantizations of a `-hf repo:QUANT` GGUF."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig, MemoryPlan, UsageError
+from servefit.tune.adapters import CTX_LADDER, SLOTS, _knobs, _limit
+from servefit.tune.objective import Needs
+from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.variants import GGUF_LADDER, Variant, families, level_of
+
+if TYPE_CHECKING:
+    from servefit.pipeline import Evaluation
+
+
+class LlamaCppAdapter(Adapter):
+    engine = "llamacpp"
+    always = frozenset({"context", "parallel"})
+
+    def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
+        s, x = ev.config.settings, ev.plan.extra
+        knobs = _knobs(ev)
+        ctx_cur = int(ev.plan.max_model_len or s.get("ctx_size") or 4096)
+        par_cur = int(x.get("n_parallel") or s.get("parallel") or 1)
+        ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
+        if not ctxs:
+            raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
+        slots = [p for p in knobs.get("parallel", SLOTS) if p >= needs.min_concurrency]
+        kv_vals = knobs.get("cache_type_k", ("f16", "q8_0", "q4_0"))
+        kvs = [v for v in kv_vals if kv_allowed(v, needs)]
+        fa_cur = str(s.get("flash_attn") or "auto")
+        ub_cur = int(s.get("ubatch_size") or 512)
+        ngl_cur = s.get("n_gpu_layers")
+        return [
+            Dim("context", ctxs, ctx_cur),
+            Dim("parallel", ladder(slots, par_cur), par_cur),
+            Dim("cache_type_k", ladder(kvs, str(s.get("cache_type_k", "f16"))), str(s.get("cache_type_k", "f16"))),
+            Dim("cache_type_v", ladder(kvs, str(s.get("cache_type_v", "f16"))), str(s.get("cache_type_v", "f16"))),
+            Dim("flash_attn", ladder(("on",) if len(kvs) > 1 else (), fa_cur), fa_cur),
+            Dim("ubatch_size", ladder([u for u in knobs.get("ubatch_size", (256, 512)) if u <= ub_cur], ub_cur),
+                ub_cur),
+            Dim("n_gpu_layers", (ngl_cur,), ngl_cur),
+        ]
+
+    def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
+        if name != "context":  # the context per slot is not a setting: finish() turns it into -c
+            settings[name] = value
+
+    def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
+        ctx = applied.get("context")
+        par = applied.get("parallel")
+        if par is not None and "kv_unified" not in explicit:
+            settings["kv_unified"] = False  # an explicit --parallel turns the unified cache off
+        if ctx is not None:
+            n = 1 if settings.get("kv_unified") else max(1, int(settings.get("parallel") or 1))
+            settings["ctx_size"] = int(ctx) * n
+
+    def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
+               cfg: EngineConfig) -> dict[str, Any]:
+        out = {k: v for k, v in changed.items() if k not in ("context", "parallel")}
+        if "context" in changed or "parallel" in changed:
+            unified = "kv_unified" in cfg.explicit and bool(cfg.settings.get("kv_unified"))
+            ctx = int(point["context"]) * (1 if unified else max(1, int(point["parallel"])))
+            if ctx != cfg.settings.get("ctx_size") or "ctx_size" not in cfg.explicit:
+                out["ctx_size"] = ctx
+            if "parallel" in changed or "parallel" not in cfg.explicit:
+                out["parallel"] = point["parallel"]  # also turns llama.cpp's automatic unified cache off
+        return out
+
+    def current_level(self, ev: Evaluation) -> int:
+        q = ev.config.settings.get("gguf_quant")
+        return level_of(None, str(q)) if q else level_of(ev.model.quantization)
+
+    def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
+        s = ev.config.settings
+        repo, quant = str(s.get("hf_repo") or ""), s.get("gguf_quant")
+        fams = families(needs.allow_quant)
+        wanted = {q.upper() for q in needs.allow_quant}
+        if not repo or ":" not in repo or not quant:
+            return []
+        base = repo.rsplit(":", 1)[0]
+        out = []
+        for q in GGUF_LADDER:
+            if q == str(quant).upper() or not ("gguf" in fams or q in wanted):
+                continue
+            out.append(Variant(key=f"gguf:{q}", label=f"GGUF {q}", level=level_of(None, q),
+                               settings={"hf_repo": f"{base}:{q}", "gguf_quant": q},
+                               note=f"{base} must hold a {q} file"))
+        return out
+
+    def kv_level(self, point: dict[str, Any]) -> int:
+        return max(kv_level_of(point.get("cache_type_k", "f16")), kv_level_of(point.get("cache_type_v", "f16")))
+
+    def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
+        k, v = point.get("cache_type_k", "f16"), point.get("cache_type_v", "f16")
+        return str(k) if k == v else f"K {k} / V {v}"
+
+    def started(self, plan: MemoryPlan, needs: Needs) -> bool:
+        x = plan.extra
+        on_gpu = int(x.get("n_gpu_layers_offloaded") or 0) >= int(x.get("n_layers_total") or 0)
+        return plan.outcome == "started" and (on_gpu or needs.allow_offload)

@@ -1,0 +1,71 @@
+"""Ollama model names (`llama3.1:8b-instruct-q4_K_M`, `hf.co/ORG/REPO:QUANT`) -> the checkpoint
+they are built from, its quantization and the library's context (data/ollama_tags.yaml)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from servefit import data
+from servefit.models.gguf import canonical_quant, parse_ref
+
+
+@dataclass(frozen=True)
+class Tag:
+    model: str | None  # Hugging Face id the tag is built from; None when not in the table
+    quant: str | None  # llama.cpp file type (Q4_K_M, Q4_0, MXFP4_MOE, F16 ...)
+    context: int  # the library's context window (0: the checkpoint's own)
+    note: str  # what was read, for the assumptions
+    cloud: bool = False  # runs on ollama.com: no local memory
+
+
+def table() -> dict[str, Any]:
+    return data.load("ollama_tags.yaml")  # type: ignore[no-any-return]
+
+
+def _suffix_quant(parts: list[str]) -> str | None:
+    """The quantization a tag ends with: `8b-instruct-q4_K_M` -> Q4_K_M, `-fp16` -> F16."""
+    for i in range(len(parts)):
+        q = canonical_quant("_".join(parts[i:]).replace("fp16", "f16"))
+        if q:
+            return q
+    return None
+
+
+def lookup(ref: str) -> Tag:
+    """The table's answer for an Ollama model reference."""
+    r = re.sub(r"^(https?://)?(registry\.ollama\.ai/|ollama\.com/)?(library/)?", "", ref.strip())
+    if r.startswith(("hf.co/", "huggingface.co/")):
+        base, quant, _ = parse_ref(r.split("/", 1)[1])
+        return Tag(None, quant, 0, f"Hugging Face GGUF {base}")
+    t = table()
+    name, _, tag = r.partition(":")
+    name = name.rsplit("/", 1)[-1].lower()
+    tag = tag or "latest"
+    parts = [p for p in re.split(r"[-:]", tag) if p]
+    cloud_word = str(t.get("cloud_suffix") or "cloud")
+    if cloud_word in (p.lower() for p in parts):
+        return Tag(None, None, 0, f"{name}:{tag} runs on Ollama's cloud (ollama.com), not on this GPU", cloud=True)
+    quant = _suffix_quant(parts)
+    lib = t["library"].get(name)
+    if lib is None:
+        return Tag(None, quant, 0, f"{name} is not in servefit's Ollama tag table")
+    sizes, aliases = lib["sizes"], {str(k).lower(): str(v) for k, v in (lib.get("aliases") or {}).items()}
+    low = [p.lower() for p in parts]
+    size = None
+    for n in range(len(low), 0, -1):  # the longest leading words that name a size: micro-h, 30b-a3b
+        key = "-".join(low[:n])
+        if key in sizes or key in aliases:
+            size = aliases.get(key, key)
+            break
+    if size is None and low and low[0] not in ("latest",) and re.fullmatch(r"(\d+(\.\d+)?[bm]|\d+x\d+b|e\d+b)", low[0]):
+        return Tag(None, quant, 0, f"{name}:{tag}: the library has no {low[0]} size "
+                                   f"(it has {', '.join(str(s) for s in sizes)})")
+    size = size or str(lib["default"])
+    entry = sizes[size]
+    model = entry["model"] if isinstance(entry, dict) else entry
+    context = int((entry.get("context") if isinstance(entry, dict) else 0) or lib.get("context") or 0)
+    quant = quant or (entry.get("quant") if isinstance(entry, dict) else None) or lib.get("quant") \
+        or t["defaults"]["quant"]
+    return Tag(str(model), str(quant), context, f"{name}:{tag} -> {model} ({quant})")

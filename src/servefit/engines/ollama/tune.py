@@ -1,0 +1,69 @@
+"""Ollama as tune sees it: num_ctx (Modelfile PARAMETER, else OLLAMA_CONTEXT_LENGTH),
+OLLAMA_NUM_PARALLEL, OLLAMA_KV_CACHE_TYPE, OLLAMA_FLASH_ATTENTION."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import MemoryPlan, UsageError
+from servefit.tune.adapters import CTX_LADDER, _knobs, _limit
+from servefit.tune.objective import Needs
+from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.variants import level_of
+
+if TYPE_CHECKING:
+    from servefit.pipeline import Evaluation
+
+
+def server_env_unknown(ev: Evaluation) -> bool:
+    site = ev.site
+    return site.extra.get("modelfile") is not None and not site.env and all(t.span is None for t in site.argv)
+
+
+class OllamaAdapter(Adapter):
+    engine = "ollama"
+
+    def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
+        s = ev.config.settings
+        knobs = _knobs(ev)
+        ctx_cur = int(ev.plan.max_model_len or 4096)
+        ctxs = contexts(knobs.get("num_ctx", CTX_LADDER), _limit(ev), needs, ctx_cur)
+        if not ctxs:
+            raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
+        par_cur = int(s.get("OLLAMA_NUM_PARALLEL") or ev.plan.max_concurrency or 1)
+        slots = [p for p in knobs.get("OLLAMA_NUM_PARALLEL", (1, 2, 4, 8)) if p >= needs.min_concurrency]
+        kv_cur = str(s.get("kv_cache_type") or "f16")
+        kvs = [v for v in knobs.get("OLLAMA_KV_CACHE_TYPE", ("f16", "q8_0", "q4_0")) if kv_allowed(v, needs)]
+        fa_cur = bool(s.get("flash_attention"))
+        fas = (True,) if len(kvs) > 1 else ()
+        if server_env_unknown(ev):  # a Modelfile on its own: the server's environment is elsewhere
+            slots, kvs, fas = [], [], ()
+        return [
+            Dim("num_ctx", ctxs, ctx_cur),
+            Dim("OLLAMA_NUM_PARALLEL", ladder(slots, par_cur), par_cur),
+            Dim("OLLAMA_KV_CACHE_TYPE", ladder(kvs, kv_cur), kv_cur),
+            Dim("OLLAMA_FLASH_ATTENTION", ladder(fas, fa_cur), fa_cur),
+        ]
+
+    def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
+        settings[name] = value
+        if name == "OLLAMA_KV_CACHE_TYPE":
+            settings["kv_cache_type"] = value
+        elif name == "OLLAMA_FLASH_ATTENTION":
+            settings["flash_attention"] = value
+
+    def current_level(self, ev: Evaluation) -> int:
+        q = ev.config.settings.get("quant")
+        return level_of(None, str(q)) if q else level_of(ev.model.quantization)
+
+    def kv_level(self, point: dict[str, Any]) -> int:
+        return kv_level_of(point.get("OLLAMA_KV_CACHE_TYPE", "f16"))
+
+    def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
+        return str(point.get("OLLAMA_KV_CACHE_TYPE", "f16"))
+
+    def started(self, plan: MemoryPlan, needs: Needs) -> bool:
+        x = plan.extra
+        layers, on = x.get("layers_model"), x.get("layers_offloaded")
+        on_gpu = layers is None or on is None or int(on) >= int(layers)
+        return plan.outcome == "started" and (on_gpu or needs.allow_offload)

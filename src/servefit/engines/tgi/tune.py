@@ -1,0 +1,34 @@
+"""TGI as tune sees it: max_total_tokens (max_input_tokens kept below it), KV dtype,
+cuda_memory_fraction, num_shard, max_concurrent_requests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import EngineConfig
+from servefit.tune.adapters import GenericAdapter
+
+if TYPE_CHECKING:
+    pass
+
+
+class TgiAdapter(GenericAdapter):
+    engine = "tgi"
+    context_name = "max_total_tokens"
+    cap_name = "max_concurrent_requests"
+    fraction_name = "cuda_memory_fraction"
+    tp_name = "num_shard"
+
+    def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
+        total, inp = settings.get("max_total_tokens"), settings.get("max_input_tokens")
+        if total and inp and int(inp) >= int(total):
+            settings["max_input_tokens"] = int(total) - 1  # TGI: max_input_tokens < max_total_tokens
+
+    def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
+               cfg: EngineConfig) -> dict[str, Any]:
+        out = dict(changed)
+        inp = cfg.settings.get("max_input_tokens")
+        if "max_total_tokens" in changed and inp and "max_input_tokens" in cfg.explicit \
+                and int(inp) >= int(changed["max_total_tokens"]):
+            out["max_input_tokens"] = int(changed["max_total_tokens"]) - 1
+        return out

@@ -1,0 +1,95 @@
+"""vLLM as tune sees it: max-model-len, KV dtype, max-num-seqs, batched tokens, memory
+utilization, eager mode and tensor parallelism, and online FP8 or another checkpoint."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from servefit.core import MemoryPlan, UsageError
+from servefit.tune.objective import Needs
+from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
+
+if TYPE_CHECKING:
+    from servefit.pipeline import Evaluation
+
+
+class VllmAdapter(Adapter):
+    engine = "vllm"
+
+    def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
+        from servefit.engines import get
+        from servefit.engines.vllm.checks import derived_max_len
+        from servefit.engines.vllm.era import era
+
+        cfg, plan, s = ev.config, ev.plan, ev.config.settings
+        knobs = {k.name: k.values for k in get("vllm").knobs(cfg, ev.model, ev.gpu, ev.count)}
+        e = era(cfg.version, cfg.env)
+        limit = derived_max_len(ev.model, e, bool(s.get("disable_sliding_window")))
+        if cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").lower() in ("1", "true"):
+            limit = max(limit, needs.min_context or 0, plan.max_model_len)
+        cur_len = int(plan.max_model_len or limit)
+        lens = contexts(tuple(knobs.get("max_model_len", ())), limit, needs, cur_len)
+        if not lens:
+            raise UsageError(f"{ev.model.name} allows at most {limit:,} tokens in vLLM; --min-context "
+                             f"{needs.min_context:,} needs VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment")
+        kv_cur = str(s.get("kv_cache_dtype") or "auto")
+        kvs = [v for v in knobs.get("kv_cache_dtype", ("auto",)) if kv_allowed(v, needs)]
+        seqs_cur = int(plan.extra.get("max_num_seqs") or 256)
+        seqs = [v for v in knobs.get("max_num_seqs", ()) if v >= needs.min_concurrency]
+        tok_cur = int(plan.extra.get("max_num_batched_tokens") or 2048)
+        toks = [v for v in (2048, 4096, 8192, 16384) if v < tok_cur]
+        util_cur = float(plan.extra.get("gpu_memory_utilization") or 0.9)
+        # a lower fraction only ever costs KV blocks: it is tried for --headroom, the memory
+        # objective, or when vLLM refuses the current one (VLLM020: more than is free at start)
+        lower = needs.headroom is not None or "memory" in needs.objective or \
+            any(f.code == "VLLM020" for f in plan.findings)
+        cap = 1 - needs.headroom if needs.headroom is not None else util_cur
+        utils = [v for v in knobs.get("gpu_memory_utilization", ()) if v <= cap + 1e-9] if lower else []
+        eager_cur = bool(s.get("enforce_eager"))
+        eagers = knobs.get("enforce_eager", (False, True)) if needs.allow_eager else ()
+        tp_cur = int(plan.parallel.get("tensor", 1))
+        return [
+            Dim("max_model_len", lens, cur_len),
+            Dim("kv_cache_dtype", ladder(kvs, kv_cur), kv_cur),
+            Dim("max_num_seqs", ladder(seqs, seqs_cur), seqs_cur),
+            Dim("max_num_batched_tokens", ladder(toks, tok_cur), tok_cur),
+            Dim("gpu_memory_utilization", ladder(utils, util_cur), util_cur),
+            Dim("enforce_eager", ladder(eagers, eager_cur), eager_cur),
+            Dim("tensor_parallel_size", ladder(knobs.get("tensor_parallel_size", (1,)), tp_cur), tp_cur),
+        ]
+
+    def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
+        from servefit.engines.vllm.checks import MIN_CAPABILITY
+        from servefit.engines.vllm.era import vtuple
+
+        fams = families(needs.allow_quant)
+        out: list[Variant] = []
+        v = vtuple(ev.config.version or "0.33.0")
+        idx = 0 if v < (0, 21, 0) else (1 if v < (0, 33, 0) else 2)
+        need = MIN_CAPABILITY["fp8"][idx]
+        gpu = ev.gpu
+        if "fp8" in fams and not ev.model.quantization and not ev.config.settings.get("quantization") \
+                and (gpu.vendor != "nvidia" or (need is not None and gpu.compute_capability >= need)):
+            how = "native FP8" if gpu.fp8 or gpu.compute_capability >= 89 else "weight-only FP8 (Marlin)"
+            out.append(Variant(key="fp8", label=f"online fp8 ({how})", level=level_of({"quant_method": "fp8"}),
+                               settings={"quantization": "fp8"}))
+        ref = ev.config.model_ref
+        out += checkpoint_variants(ev.model, ref, fams, needs.variants)
+        return out
+
+    def kv_level(self, point: dict[str, Any]) -> int:
+        return kv_level_of(point.get("kv_cache_dtype", "auto"))
+
+    def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
+        v = str(point.get("kv_cache_dtype", "auto"))
+        return f"auto ({plan.extra.get('kv_cache_dtype', '?')})" if v == "auto" else v
+
+    def users(self, plan: MemoryPlan, point: dict[str, Any]) -> int:
+        n = int(math.floor(plan.max_concurrency + 1e-9))
+        cap = plan.extra.get("max_num_seqs")
+        return min(n, int(cap)) if cap else n
+
+    def penalty(self, point: dict[str, Any], plan: MemoryPlan) -> int:
+        return int(bool(point.get("enforce_eager")))

@@ -1,0 +1,79 @@
+"""Parameter counts of decoder layouts that differ from the Llama one in more than per-module
+traits: OPT (learned positions, optional embedding projection), GPT-2 (learned positions),
+BLOOM (embedding LayerNorm, ALiBi), and the hybrid Mamba / short-convolution families
+(Nemotron-H, Granite 4.0, Falcon-H1, LFM2). Encoders (BERT & co.) are in models/encoders.py.
+
+Each layout follows the Hugging Face modeling file named in its function's docstring (vLLM's
+model file loads the same tensors). Standard library only: this is on the fast path.
+"""
+
+from __future__ import annotations
+
+from servefit.models.spec import ModelSpec
+
+
+def _ln(h: int) -> int:
+    return 2 * h  # LayerNorm with bias
+
+
+def _dense_attn(h: int, bias: bool) -> int:
+    """q, k, v and output projections of a multi-head layer of width h (fused or not)."""
+    return 4 * h * h + (4 * h if bias else 0)
+
+
+def _mlp2(h: int, inter: int, bias: bool) -> int:
+    """Up / down MLP without a gate."""
+    return 2 * h * inter + (inter + h if bias else 0)
+
+
+def _opt(s: ModelSpec) -> int:
+    """modeling_opt.py OPTForCausalLM: embed_tokens (vocab x word_embed_proj_dim), learned
+    positions with 2 extra rows (OPTLearnedPositionalEmbedding offset), project_in / project_out
+    when word_embed_proj_dim differs from hidden_size, pre-LN layers with biased q/k/v/out_proj
+    and fc1 / fc2, final_layer_norm only when do_layer_norm_before; lm_head tied."""
+    h, lay = s.hidden_size, s.layout
+    wep = int(lay.get("word_embed_proj_dim") or h)
+    n = s.vocab_size * wep + (s.max_position_embeddings + 2) * h
+    if wep != h:
+        n += 2 * h * wep
+    if lay.get("do_layer_norm_before", True):
+        n += _ln(h)
+    if not s.tie_word_embeddings:
+        n += s.vocab_size * wep
+    per = _dense_attn(h, True) + 2 * _ln(h) + _mlp2(h, s.intermediate_size, True)
+    return n + s.num_hidden_layers * per
+
+
+def _gpt2(s: ModelSpec) -> int:
+    """modeling_gpt2.py GPT2LMHeadModel: wte, wpe (n_positions rows), Conv1D c_attn / c_proj /
+    c_fc / c_proj with biases, ln_1 / ln_2, ln_f; lm_head tied to wte."""
+    h = s.hidden_size
+    n = s.vocab_size * h + s.max_position_embeddings * h + _ln(h)
+    if not s.tie_word_embeddings:
+        n += s.vocab_size * h
+    per = _dense_attn(h, True) + 2 * _ln(h) + _mlp2(h, s.intermediate_size, True)
+    return n + s.num_hidden_layers * per
+
+
+def _bloom(s: ModelSpec) -> int:
+    """modeling_bloom.py BloomForCausalLM: word_embeddings + word_embeddings_layernorm, fused
+    query_key_value and dense with biases, 4h MLP with biases, two LayerNorms per block, ln_f;
+    ALiBi (no position table); lm_head tied."""
+    h = s.hidden_size
+    n = s.vocab_size * h + 2 * _ln(h)
+    if not s.tie_word_embeddings:
+        n += s.vocab_size * h
+    per = _dense_attn(h, True) + 2 * _ln(h) + _mlp2(h, s.intermediate_size, True)
+    return n + s.num_hidden_layers * per
+
+
+def count_classic(s: ModelSpec) -> int | None:
+    """The count for a layout this module (or encoders / arch_hybrid) knows; None otherwise."""
+    fn = _LAYOUTS.get(s.model_type)
+    if fn is not None:
+        return fn(s)
+    from servefit.models import arch_hybrid, encoders
+    return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
+
+
+_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom}

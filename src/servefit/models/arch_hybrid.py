@@ -1,0 +1,112 @@
+"""Parameter counts of the hybrid recurrent families: Mamba2 mixers beside attention
+(Nemotron-H, Granite 4.0, Falcon-H1) and LFM2's short gated convolutions.
+
+Layer kinds come from ModelSpec.layer_types: "mamba" is the recurrent mixer (Mamba2, or
+LFM2's short convolution), "full" an attention layer, "none" (Nemotron-H only) an MLP-only
+block. Standard library only: this is on the fast path.
+"""
+
+from __future__ import annotations
+
+from servefit.models.spec import ModelSpec
+
+
+def mamba2_mixer(s: ModelSpec, norm: bool = True) -> int:
+    """vLLM model_executor/layers/mamba/mamba_mixer2.py MambaMixer2 (HF modeling_nemotron_h /
+    modeling_granitemoehybrid / modeling_falcon_h1): in_proj hidden -> (z, x, B, C, dt) without
+    bias, depthwise conv1d over x, B, C with bias, dt_bias, A_log and D per head, gated
+    RMSNorm over d_inner (Falcon-H1: only when mamba_rms_norm), out_proj d_inner -> hidden."""
+    m, h = s.mamba, s.hidden_size
+    heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
+    groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))
+    kernel = int(m.get("conv_kernel", 4))
+    d_inner = int(m.get("d_inner") or heads * hd)
+    conv_dim = d_inner + 2 * groups * state
+    n = h * (2 * d_inner + 2 * groups * state + heads) + conv_dim * (kernel + 1) + 3 * heads + d_inner * h
+    return n + (d_inner if norm else 0)
+
+
+def _experts(s: ModelSpec, gated: bool, score_bias: bool) -> int:
+    h, e = s.hidden_size, s.num_experts
+    per = (3 if gated else 2) * h * s.moe_intermediate_size
+    return e * per + e * h + (e if score_bias else 0)
+
+
+def _nemotron_h(s: ModelSpec) -> int:
+    """modeling_nemotron_h.py NemotronHForCausalLM: every block is one RMSNorm plus one mixer,
+    from hybrid_override_pattern: 'M' Mamba2, '*' bias-free attention, '-' relu^2 up/down MLP,
+    'E' MoE (Nemotron 3: routed relu^2 experts, a shared expert of
+    moe_shared_expert_intermediate_size, the router's weight; its e_score_correction_bias is
+    not in the Hub's parameter count, 128 per layer); norm_f; untied lm_head."""
+    h = s.hidden_size
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    shared = int(s.layout.get("moe_shared_expert_intermediate_size", 0))
+    for kind in s.kinds():
+        n += h
+        if kind == "mamba":
+            n += mamba2_mixer(s)
+        elif kind == "full":
+            n += _gqa(s)
+        elif s.is_moe:
+            n += _experts(s, gated=False, score_bias=False) + 2 * h * shared
+        else:
+            n += 2 * h * s.intermediate_size
+    return n
+
+
+def _gqa(s: ModelSpec, qk_norm: int = 0) -> int:
+    h, hd = s.hidden_size, s.head_dim
+    return 2 * h * s.num_attention_heads * hd + 2 * h * s.num_key_value_heads * hd + qk_norm
+
+
+def _granite4(s: ModelSpec) -> int:
+    """modeling_granitemoehybrid.py GraniteMoeHybridForCausalLM: per layer input_layernorm,
+    a Mamba2 or bias-free attention mixer, post_attention_layernorm, the routed experts
+    (router + input_linear gate/up + output_linear, when num_local_experts > 0) and the
+    shared_mlp of shared_intermediate_size (our intermediate_size); norm; tied lm_head."""
+    h = s.hidden_size
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    for kind in s.kinds():
+        n += 2 * h + (mamba2_mixer(s) if kind == "mamba" else _gqa(s)) + 3 * h * s.intermediate_size
+        if s.is_moe:
+            n += _experts(s, gated=True, score_bias=False)
+    return n
+
+
+def _falcon_h1(s: ModelSpec) -> int:
+    """modeling_falcon_h1.py FalconH1ForCausalLM: every layer runs attention and a Mamba2
+    mixer in parallel on input_layernorm's output, then pre_ff_layernorm and a SwiGLU
+    feed_forward; final_layernorm; lm_head tied or not per config."""
+    h = s.hidden_size
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    norm = bool(s.layout.get("mamba_rms_norm", False))
+    per = 2 * h + _gqa(s) + mamba2_mixer(s, norm=norm) + 3 * h * s.intermediate_size
+    return n + s.num_hidden_layers * per
+
+
+def _lfm2(s: ModelSpec) -> int:
+    """modeling_lfm2.py / vLLM models/lfm2.py: conv layers (ShortConv: in_proj hidden -> 3 x
+    hidden, depthwise conv of conv_L_cache taps, out_proj, no biases) or attention layers with
+    q_layernorm / k_layernorm; operator_norm and ffn_norm; SwiGLU w1 / w3 / w2 of the
+    adjusted block_ff_dim (our intermediate_size); embedding_norm; tied lm_head. lfm2_moe:
+    layers from num_dense_layers on are MoE (router + expert_bias + experts)."""
+    h = s.hidden_size
+    kernel = int(s.mamba.get("conv_kernel", 3))
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    for i, kind in enumerate(s.kinds()):
+        n += 2 * h
+        n += 4 * h * h + h * kernel if kind == "mamba" else _gqa(s, qk_norm=2 * s.head_dim)
+        if s.is_moe and i >= s.first_k_dense_replace:
+            n += _experts(s, gated=True, score_bias=bool(s.layout.get("use_expert_bias", True)))
+        else:
+            n += 3 * h * s.intermediate_size
+    return n
+
+
+_HYBRIDS = {"nemotron_h": _nemotron_h, "granitemoehybrid": _granite4, "falcon_h1": _falcon_h1,
+            "lfm2": _lfm2, "lfm2_moe": _lfm2}
+
+
+def count_hybrid(s: ModelSpec) -> int | None:
+    fn = _HYBRIDS.get(s.model_type)
+    return fn(s) if fn is not None else None

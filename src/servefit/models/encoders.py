@@ -1,0 +1,42 @@
+"""Parameter counts of the encoder-only embedding models (BERT, RoBERTa / XLM-R, MPNet,
+NomicBert). vLLM serves them as pooling models whose ENCODER_ONLY attention needs no KV cache
+(v1/worker/gpu_model_runner.py::get_kv_cache_spec skips those layers; v1/engine/core.py::
+_initialize_kv_caches gives an attention-free model no KV memory and runs no profiling); the
+catalog marks their layers "none". Standard library only: this is on the fast path.
+"""
+
+from __future__ import annotations
+
+from servefit.models.spec import ModelSpec
+
+ENCODERS = ("bert", "roberta", "xlm-roberta", "mpnet", "nomic_bert")
+_TYPE_VOCAB = {"bert": 2, "roberta": 1, "xlm-roberta": 1, "mpnet": 0, "nomic_bert": 2}
+
+
+def count_encoder(s: ModelSpec) -> int:
+    """modeling_bert.py BertModel (RoBERTa / XLM-R the same modules): word, position and
+    token-type embeddings + LayerNorm; per layer biased q/k/v, attention output dense +
+    LayerNorm, intermediate and output dense + LayerNorm; the pooler (dense h x h) when the
+    checkpoint has one. modeling_mpnet.py adds relative_attention_bias (32 buckets x heads)
+    and has no token types. NomicBert (nomic-ai contrastors): rotary positions, fused
+    bias-free Wqkv and out_proj, SwiGLU fc11 / fc12 / fc2 without biases, post-norm."""
+    h, lay = s.hidden_size, s.layout
+    inter = s.intermediate_size
+    types = int(lay.get("type_vocab_size", _TYPE_VOCAB.get(s.model_type, 2)))
+    n = s.vocab_size * h + types * h + 2 * h
+    if s.model_type == "nomic_bert":
+        per = 4 * h * h + 3 * h * inter + 2 * 2 * h
+        return n + s.num_hidden_layers * per
+    n += s.max_position_embeddings * h
+    per = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 2 * 2 * h
+    n += s.num_hidden_layers * per
+    if s.model_type == "mpnet":
+        n += int(lay.get("relative_attention_num_buckets", 32)) * s.num_attention_heads
+    if lay.get("pooler", True):
+        n += h * h + h
+    labels = int(lay.get("classifier_labels", 0))
+    if labels:  # rerankers: *ForSequenceClassification heads
+        # RobertaClassificationHead: dense (h x h) + out_proj; BertForSequenceClassification: one Linear
+        head = h * h + h if s.model_type in ("roberta", "xlm-roberta") else 0
+        n += head + h * labels + labels
+    return n

@@ -1,0 +1,370 @@
+"""Derivative names -> their catalogued base, and "did you mean" suggestions.
+
+A fine-tune, repack, GGUF or local folder usually carries its base's family and size in its
+name (`NousResearch/Hermes-3-Llama-3.1-8B`, `/models/Qwen2-7B-Instruct`,
+`Qwen3-30B-A3B-UD-Q4_K_XL.gguf`). Names are cut into words with the family and its version
+joined (`llama3.1`, `qwen2.5`) and a size key (`8b`, `30b-a3b`, `8x7b`, `mini`). A name
+resolves when a catalogued family sits right before a size the catalog has for it, or a
+versioned family does with up to three fine-tune words between (`Llama-3-Open-Ko-8B`), or a
+sibling-family rule of data/derivatives.yaml applies (`Qwen2.5-Coder-7B` is Qwen2.5-7B); the
+reading that explains more of the name's family words wins. Never another size of the family,
+never a name that carries another architecture's word (`-VL-`, `eagle3`). Suggestions for
+unknown names come from an index by family and size; difflib only ranks that short list (a lint
+of many files with unknown models asks this a lot).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from servefit import data
+
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?[bm]|\d+x\d+(?:\.\d+)?b|e\d+b)$")  # 8b, 125m, 8x7b, e4b
+_PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): part of the size
+_SIZE_WORDS = {"mini", "small", "medium", "large", "nano", "tiny", "micro"}  # Phi-3-mini
+_VERSION = re.compile(r"^(\d{1,2}(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
+_STOP = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
+_GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|tq[12]_0|bf16|f16|f32|fp16)"
+                   r"(?=$|[-_.])")
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+_UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])")
+_DOT_WORD = re.compile(r"\.(?=[a-z])")
+_SEP = re.compile(r"[-_\s]+")
+_DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
+         "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx",
+         "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth", "qat",
+         "bf16", "fp16", "f16", "fp32", "f32"}
+
+
+# path components that do not name the model: the folder above them does
+_GENERIC = re.compile(r"^([0-9a-f]{40}|snapshots|main|final|model|models|hf|merged|weights|latest|"
+                      r"checkpoint-\d+|step-?\d+|global_step\d+|export|output|safetensors)$", re.I)
+_HUB_PREFIX = re.compile(r"^(https?://)?(hf\.co|huggingface\.co)/")
+
+
+@lru_cache(maxsize=8192)
+def split_ref(ref: str) -> tuple[str, str, bool]:
+    """(organization or parent folder, last name, is a local path) of a reference."""
+    s = ref.strip().rstrip("/")
+    if "co/" in s:
+        s = _HUB_PREFIX.sub("", s)
+    path = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
+    parts = s.replace("\\", "/").split("/")
+    while path and len(parts) > 2 and _GENERIC.match(parts[-1]):  # .../Qwen2-7B-Instruct/snapshots/<hash>
+        parts.pop()
+    return (parts[-2] if len(parts) >= 2 else ""), parts[-1], path
+
+
+def words(name: str) -> list[str]:
+    """Lower-case words of a model name without quantization or file words, each family word
+    joined to its version: `Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf` -> meta llama3.1 8b instruct."""
+    return list(_words(name))
+
+
+@lru_cache(maxsize=8192)
+def _words(name: str) -> tuple[str, ...]:
+    s = name.lower()
+    if s.endswith(".gguf"):
+        s = _SHARD.sub("", s[:-5])
+    s = s.replace(":", "-")  # Ollama name:tag
+    s = _GGUF.sub("-", s)
+    s = _UNDERSCORE_VERSION.sub(r"\1.\2", s)  # qwen2_5 folders
+    s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
+    toks = [t for t in _SEP.split(s) if t and t not in _DROP]
+    out: list[str] = []
+    for t in toks:
+        if out and _VERSION.match(t) and out[-1].isalpha() and out[-1] not in _STOP:
+            out[-1] += t
+        else:
+            out.append(t)
+    return tuple(out)
+
+
+def size_at(ws: list[str], i: int) -> str | None:
+    """The size key starting at word i (`30b` + `a3b` -> `30b-a3b`), or None."""
+    if i >= len(ws) or not _SIZE.match(ws[i]):
+        return None
+    if i + 1 < len(ws) and _PART.match(ws[i + 1]):
+        return f"{ws[i]}-{ws[i + 1]}"
+    return ws[i]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    family: tuple[str, ...]
+    size: str | None
+    rest: tuple[str, ...]  # words after the size
+
+
+def parse(name: str) -> Parsed:
+    """Family words, size key and the words after it, of a catalog repo name."""
+    ws = words(split_ref(name)[1])
+    if ws and ws[0] == "meta":
+        ws = ws[1:]
+    for i in range(len(ws)):
+        sz = size_at(ws, i)
+        if sz:
+            return Parsed(tuple(ws[:i]), sz, tuple(ws[i + 1 + sz.count("-"):]))
+    for i, w in enumerate(ws):
+        if w in _SIZE_WORDS and i > 0:
+            return Parsed(tuple(ws[:i]), w, tuple(ws[i + 1:]))
+    cut = next((i for i, w in enumerate(ws) if w in _STOP or re.fullmatch(r"v?\d[\d.]*", w)), len(ws))
+    return Parsed(tuple(ws[:cut]), None, tuple(ws[cut:]))
+
+
+@lru_cache(maxsize=1)
+def rules() -> dict[str, Any]:
+    return data.load("derivatives.yaml")  # type: ignore[no-any-return]
+
+
+@lru_cache(maxsize=1)
+def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, int]]:
+    """(from words, to words, sizes, why, context) of every same-architecture rule."""
+    return [([str(w) for w in r["from"]], [str(w) for w in r["to"]], frozenset(str(x) for x in r["sizes"]),
+             str(r["why"]), int(r.get("context") or 0)) for r in rules().get("same_architecture") or ()]
+
+
+@lru_cache(maxsize=1)
+def _other_words() -> frozenset[str]:
+    return frozenset(str(w) for w in rules().get("other_architecture") or ())
+
+
+@dataclass
+class Index:
+    by_key: dict[tuple[tuple[str, ...], str | None], list[tuple[int, tuple[str, ...]]]]
+    by_total: dict[tuple[tuple[str, ...], str], list[tuple[int, tuple[str, ...], str]]]  # MoE by total size (30b)
+    by_root: dict[str, list[int]]  # family root word (qwen, llama) -> entries
+    sizes: dict[int, str | None]
+    names: list[str]  # entry -> catalog name
+    words: dict[int, set[str]]  # entry -> the words of its names
+    keys: dict[int, str]  # entry -> its name's words, joined (what difflib compares)
+    longest: int = 1  # the most words a catalogued family has
+
+
+def _root(word: str) -> str:
+    return re.sub(r"[\d.]+[a-z]?$", "", word)
+
+
+def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
+    implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
+    idx = Index({}, {}, {}, {}, [], {}, {})
+    for i, (name, aliases, _) in enumerate(chunks):
+        idx.names.append(name)
+        idx.words[i] = set()
+        idx.keys[i] = "-".join(name_key(name))
+        for rid in (name, *aliases):
+            p = parse(rid)
+            size = p.size or implied.get(name.lower())
+            idx.by_key.setdefault((p.family, size), []).append((i, p.rest))
+            idx.longest = max(idx.longest, len(p.family))
+            if p.size is None and size:  # phi-4 is also found as phi-4-14b
+                idx.by_key.setdefault((p.family, None), []).append((i, p.rest))
+            if size and "-" in size:
+                idx.by_total.setdefault((p.family, size.split("-")[0]), []).append((i, p.rest, size))
+            idx.sizes.setdefault(i, size)
+            for w in p.family:
+                r = _root(w)
+                if len(r) >= 3 and r not in _STOP and i not in idx.by_root.setdefault(r, []):
+                    idx.by_root[r].append(i)
+            idx.words[i].update(words(split_ref(rid)[1]))
+    return idx
+
+
+@dataclass(frozen=True)
+class Derived:
+    entry: int
+    base: str  # the words the match was made on
+    why: str
+    context: int = 0  # the family's own max_position_embeddings, where a rule says
+
+
+def _blocked(ws: list[str], entry_words: set[str]) -> bool:
+    other = _other_words()
+    return any(w in other and w not in entry_words for w in ws)
+
+
+def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str]) -> int:
+    """The candidate whose remaining words agree most with the name's (Instruct-2507 over the
+    base release, v0.1 over v0.3), then the catalog's first."""
+    have = set(ws)
+
+    def tuned(ws: set[str]) -> set[str]:  # chat, it and instruct are the same kind of release
+        return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & _STOP}
+
+    def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int]:
+        rest = set(c[1])
+        variant = len(tuned(rest) ^ tuned(have))
+        return (-len(rest & have - _STOP), variant, c[0])
+
+    return min(cands, key=score)[0]
+
+
+def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
+    """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
+    sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in _SIZE_WORDS else None) for s in range(len(ws))]
+    for s, size in enumerate(sizes):
+        if not size:
+            continue
+        end = s + 1 + size.count("-")
+        for j in range(max(0, s - idx.longest), s):  # longest family first
+            fam = tuple(ws[j:s])
+            cands = idx.by_key.get((fam, size))
+            if cands is None and "-" not in size:
+                totals = idx.by_total.get((fam, size))
+                if totals and len({t[2] for t in totals}) == 1:  # one MoE of that total size
+                    cands = [(t[0], t[1]) for t in totals]
+            if cands:
+                return _pick(cands, ws[end:]), j, end, size
+    if any(sizes):
+        return None
+    for j in range(len(ws)):  # sizeless entries (phi-4, DeepSeek-V3) only when the name has no size
+        for k in range(len(ws), j, -1):
+            cands = idx.by_key.get((tuple(ws[j:k]), None))
+            if cands:
+                return _pick(cands, ws[k:]), j, k, ""
+    return None
+
+
+_MAX_BETWEEN = 3
+
+
+def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] | None:
+    """A versioned family, up to three other words, then a size the family has:
+    `Llama-3-Open-Ko-8B`, `qwen2.5-coder-abliterate:7b`. Words a sibling rule governs
+    (`qwen2.5-math`) are left to that rule."""
+    ruled = {tuple(r[0]) for r in _sibling_rules()}
+    for s in range(len(ws)):
+        size = size_at(ws, s)
+        if not size:
+            continue
+        end = s + 1 + size.count("-")
+        for k in range(max(1, s - _MAX_BETWEEN), s):  # family ends at k, the words k..s are between
+            mid = ws[k:s]
+            if any(size_at(ws, x) or w in _SIZE_WORDS for x, w in enumerate(mid, k)):
+                continue
+            for j in range(max(0, k - idx.longest), k):
+                fam = tuple(ws[j:k])
+                if not any(c.isdigit() for w in fam for c in w) or fam + tuple(mid) in ruled or fam + tuple(mid[:1]) in ruled:
+                    continue
+                cands = idx.by_key.get((fam, size))
+                if cands:
+                    return _pick(cands, ws[end:]), j, end, size, mid
+    return None
+
+
+def _by_rule(idx: Index, ws: list[str]) -> tuple[tuple[int, int, int, str], str, str, int, int] | None:
+    """(match, shown, why, context, rule words) of the first sibling rule that names a catalogued base."""
+    for src, dst, sizes, rule_why, rule_context in _sibling_rules():
+        if src[0] not in ws:
+            continue
+        for p in range(len(ws) - len(src) + 1):
+            if ws[p:p + len(src)] != src:
+                continue
+            for b in range(_MAX_BETWEEN + 1):  # qwen2.5-coder-abliterate:7b: words before the size
+                at = p + len(src) + b
+                size = size_at(ws, at)
+                if size is None:
+                    if at >= len(ws) or ws[at] in _SIZE_WORDS:
+                        break
+                    continue
+                if size not in sizes:
+                    break
+                cand = _match(idx, ws[:p] + dst + ws[at:])
+                if cand is not None:
+                    mid = ws[p + len(src):at]
+                    why = f"{rule_why}, per servefit's table of sibling families" + (
+                        f"; '{'-'.join(mid)}' in the name is taken as a fine-tune of it" if mid else "")
+                    return cand, "-".join(src + [ws[at]]), why, rule_context, len(src)
+                break
+    return None
+
+
+def _family_len(found: tuple[int, int, int, str]) -> int:
+    _, j, end, size = found
+    return end - j - (1 + size.count("-") if size else 0)
+
+
+def derive(ref: str, idx: Index) -> Derived | None:
+    """The catalogued base a derivative name stands for, with the reason, or None. Of a direct
+    match (`...-Qwen-7B`), a family with fine-tune words before its size, and a sibling rule
+    (`DeepSeek-R1-Distill-Qwen-7B`), the one that explains more of the name's family words wins;
+    on a tie the catalogued family does."""
+    _, base, _ = split_ref(ref)
+    ws = words(base)
+    if not ws:
+        return None
+    options: list[tuple[int, int, tuple[int, int, int, str], str, str, int]] = []
+    found = _match(idx, ws)
+    if found is not None:
+        options.append((_family_len(found), 2, found, "-".join(ws[found[1]:found[2]]), "", 0))
+    loose = _between(idx, ws)
+    if loose is not None:  # catalogued family, fine-tune words, size
+        mid = loose[4]
+        shown = "-".join(w for w in ws[loose[1]:loose[2]] if w not in mid)
+        why = (f"its name carries the base's family and size, {shown}, with '{'-'.join(mid)}' between; "
+               f"a fine-tune keeps its base's architecture")
+        options.append((_family_len(loose[:4]) - len(mid), 1, loose[:4], shown, why, 0))
+    ruled = _by_rule(idx, ws)
+    if ruled is not None:
+        options.append((ruled[4], 0, ruled[0], ruled[1], ruled[2], ruled[3]))
+    if not options:
+        return None
+    _, _, found, shown, why, context = max(options, key=lambda o: (o[0], o[1]))
+    entry, j, end, _ = found
+    if _blocked(ws, idx.words[entry]):
+        return None
+    if not why:
+        extra = [w for w in ws[:j] + ws[end:] if w not in _STOP and not re.fullmatch(r"v?\d[\d.]*", w)]
+        if extra:
+            why = f"its name carries the base's family and size, {shown}; a fine-tune keeps its base's architecture"
+        else:
+            why = f"its name is the base's family and size, {shown}"
+    return Derived(entry=entry, base=shown, why=why, context=context)
+
+
+@lru_cache(maxsize=1)
+def _repackers() -> frozenset[str]:
+    return frozenset(str(o).lower() for o in rules().get("repackers") or ())
+
+
+def repacker(org: str) -> bool:
+    """Whether `org` publishes quantized or converted copies of other checkpoints."""
+    return org.lower() in _repackers()
+
+
+def name_key(ref: str) -> tuple[str, ...]:
+    """The words that suggestions for `ref` depend on (`org/X`, `/models/X` and `Meta-X` agree)."""
+    ws = _words(split_ref(ref)[1])
+    return ws[1:] if ws[:1] == ("meta",) else ws
+
+
+def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
+    """Entries whose family root and size match the name's (same size first), ranked by difflib
+    on that short list; empty when no catalogued family is in the name (no noise)."""
+    roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
+    if not roots:
+        return []
+    ws = list(key)
+    sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
+    sizes |= {s.split("-")[0] for s in sizes}
+    pool: dict[int, None] = {}
+    for r in roots:
+        pool.update(dict.fromkeys(idx.by_root[r]))
+    have = set(ws)
+
+    def cheap(i: int) -> tuple[int, int, int]:  # same size first, then shared words
+        sz = idx.sizes.get(i)
+        same = bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+        return (0 if same else 1, -len(have & idx.words[i]), i)
+
+    short = sorted(pool, key=cheap)[:n + 2]  # difflib only orders this short list
+    text = "-".join(ws)
+
+    def ratio(i: int) -> float:
+        return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
+
+    return sorted(short, key=lambda i: (cheap(i)[0], -ratio(i), i))[:n]

@@ -1,0 +1,348 @@
+"""One assembly for every command (lint, estimate, explain, tune, diagnose --repo, models):
+
+    walk → scan each file → link across files (Modelfile ↔ compose / k8s / systemd; .env,
+    EnvironmentFile and ConfigMaps are read by the wrappers while scanning) → de-duplicate →
+    configuration per file (the nearest servefit.toml / [tool.servefit]) → target (sources/
+    target.py: flag > directive > repo > config) → parse once → plan once.
+
+So the commands can never disagree about which servers a file holds, which GPU, model and
+engine version they target, or which configuration applies. A server that cannot be planned
+keeps a one-line reason (`error`) and the finding that says what was not checked.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from servefit.config import Config, Configs
+from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Span, UsageError
+from servefit.rules.catalog import finding
+from servefit.sources.target import Flags, Part, ServerTarget, resolve
+
+if TYPE_CHECKING:
+    from servefit.pipeline import Evaluation
+
+
+@dataclass
+class Server:
+    """One server, assembled: where it is, the configuration and target that apply to it, the
+    engine's parse of it and (when a GPU and a model are known) its memory plan."""
+
+    site: LaunchSite
+    options: Config  # servefit's configuration for the server's file
+    target: ServerTarget
+    config: EngineConfig | None = None  # the engine's parse
+    evaluation: Evaluation | None = None
+    plugin: bool = False
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None  # why it was not planned, said the way estimate / tune say it
+
+    @property
+    def plan(self) -> MemoryPlan | None:
+        return self.evaluation.plan if self.evaluation is not None else None
+
+    @property
+    def gpu_name(self) -> str | None:
+        return str(self.target.gpu.value) if self.target.gpu is not None else None
+
+    @property
+    def gpu_count(self) -> int | None:
+        if self.evaluation is not None:
+            return self.evaluation.count
+        return int(self.target.count.value) if self.target.count is not None else None
+
+    @property
+    def gpu_source(self) -> str:
+        return self.evaluation.gpu_source if self.evaluation is not None else self.target.gpu_source
+
+    @property
+    def gpu_label(self) -> str:
+        if not self.gpu_name:
+            return ""
+        count = f" ×{self.gpu_count}" if self.gpu_count else ""
+        return f"{self.gpu_name}{count} from {self.gpu_source}"
+
+    @property
+    def model_ref(self) -> str | None:
+        """The model as servefit resolves it: the target's override, else the server's own."""
+        if self.target.model is not None:
+            return str(self.target.model.value)
+        return self.config.model_ref if self.config is not None else None
+
+
+@dataclass
+class ScannedFile:
+    path: str
+    text: str | None
+    kind: str | None
+    sites: int = 0  # servers found in it (their own file may be a drop-in or a side file)
+
+
+@dataclass
+class Assembly:
+    servers: list[Server]
+    findings: list[Finding]  # about files (unreadable, malformed, unresolved variables)
+    files: list[ScannedFile]
+    configs: Configs
+    notes: dict[tuple[str, int, int], str] = field(default_factory=dict)  # rendered spans not traced further
+
+
+def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | None = None, *,
+             plan: bool = True, stdin: tuple[str, str] | None = None, values: list[str] | None = None,
+             render: bool = True) -> Assembly:
+    """Every server in the given files and directories (see the module docstring). The path `-`
+    is `stdin` (its file name, its text); Helm charts and kustomizations among the files are
+    rendered (sources/render.py) unless `render` is False."""
+    from servefit.sources import iter_files, scan_file
+
+    configs = configs or Configs()
+    named = {os.path.abspath(p) for p in paths if os.path.isfile(p)}
+    files: list[ScannedFile] = []
+    findings: list[Finding] = []
+    sites: list[LaunchSite] = []
+    for path in iter_files(paths):
+        if path == "-" and stdin is not None:  # `lint -`: the text read from standard input
+            result = scan_file(stdin[0], stdin[1])
+            result.text = stdin[1]
+            path = stdin[0]
+        elif os.path.abspath(path) not in named and excluded(configs.for_file(path), path):
+            continue
+        else:
+            result = scan_file(path)
+        files.append(ScannedFile(path, result.text, result.kind, len(result.sites)))
+        findings.extend(result.findings)
+        sites.extend(result.sites)
+    sites, findings, notes = _rendered([f.path for f in files if not (stdin and f.path == stdin[0])], sites,
+                                       findings, values, render)
+    asm = assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
+    asm.notes = notes
+    return asm
+
+
+def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding], values: list[str] | None,
+              render: bool) -> tuple[list[LaunchSite], list[Finding], dict[tuple[str, int, int], str]]:
+    """Helm charts among the files, rendered: their manifests' servers replace what was read from
+    their values files, and one finding per chart replaces SF104 on each template. Kustomizations
+    likewise: the built output's servers replace those of the files it reads."""
+    from servefit.sources import render as rendering
+
+    out = rendering.charts(walked, values, render)
+    if not (out.charts or out.sites or out.findings or out.values_files):
+        return sites, findings, {}
+    charts = sorted(out.charts)
+    sites = [s for s in sites if os.path.normpath(s.file) not in out.values_files] + out.sites
+    findings = [f for f in findings if not (f.code == "SF104" and f.span is not None
+                                            and rendering.in_chart(f.span.file, charts))] + out.findings
+    return sites, findings, out.notes
+
+
+def excluded(cfg: Config, path: str) -> bool:
+    """Whether the configuration's `exclude` globs cover `path` (or a folder above it), relative
+    to the configuration's directory. Files named on the command line are read regardless."""
+    if not cfg.exclude:
+        return False
+    from servefit.config import _match
+
+    rel = cfg.relative(path)
+    parts = rel.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(_match(p, pat) or _match(p, pat.rstrip("/")) for pat in cfg.exclude for p in prefixes)
+
+
+def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs: Configs | None = None, *,
+                   plan: bool = True, files: list[ScannedFile] | None = None,
+                   findings: list[Finding] | None = None) -> Assembly:
+    """The stages after scanning, for sites already found (a command typed after `--`)."""
+    flags = flags or Flags()
+    configs = configs or Configs()
+    findings = list(findings or [])
+    sites = link(sites, {f.path for f in files or []})
+    sites, dropped = dedupe(sites)
+    if dropped:
+        findings = [f for f in findings if not (f.span is not None and (f.site, f.span.file) in dropped)]
+    servers = [build(site, flags, configs, plan=plan) for site in sites]
+    return Assembly(servers, findings, list(files or []), configs)
+
+
+def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[LaunchSite]:
+    """Servers whose parts live in several files become one: each engine plugin present joins
+    its own (Ollama: a server and the Modelfile it serves, also when the Modelfile is given
+    alone and the compose file or manifest that serves it sits beside it)."""
+    from servefit import engines
+
+    for name in dict.fromkeys(s.engine for s in sites if s.engine):
+        try:
+            eng = engines.get(name)
+            sites = eng.link_sites(sites, scanned or set())
+        except Exception:  # noqa: BLE001 - one engine's linking problem must not stop the run
+            continue
+    return sites
+
+
+def dedupe(sites: list[LaunchSite]) -> tuple[list[LaunchSite], set[tuple[str, str]]]:
+    """A vLLM --config file listed on its own is dropped when a command in the run uses it.
+    Returns the sites kept and the (name, file) of those dropped."""
+    used = set()
+    for site in sites:
+        argv = [t.text for t in site.argv]
+        for i, w in enumerate(argv):
+            ref = argv[i + 1] if w == "--config" and i + 1 < len(argv) else (w[9:] if w.startswith("--config=") else None)
+            if ref:
+                used.add(os.path.basename(ref))
+    drop = [s for s in sites if s.config_only and os.path.basename(s.file) in used]
+    if not drop:
+        return sites, set()
+    ids = {id(s) for s in drop}
+    return [s for s in sites if id(s) not in ids], {(s.name, s.file) for s in drop}
+
+
+def anchor(site: LaunchSite) -> Span:
+    """Where a finding about the whole server points: its command's first word on the site's line."""
+    line = max(site.line, 1)
+    for t in site.argv:
+        if t.span is not None and t.span.file == site.file and t.span.line == line:
+            return t.span
+    return Span(site.file, line, 1, line, 1)
+
+
+def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True) -> Server:
+    """Configuration, target, parse (once) and plan (once) for one server."""
+    from servefit.pipeline import engine_for
+
+    opts = configs.for_file(site.file)
+    try:
+        target = resolve(site, flags, opts)
+    except UsageError as exc:
+        target = ServerTarget(model_config=flags.model_config, online=flags.online)
+        srv = Server(site, opts, target, error=str(exc))
+        srv.findings.append(finding("SF112", str(exc), site=site.name, span=anchor(site)))
+        return srv
+    srv = Server(site, opts, target)
+    out = srv.findings
+    try:
+        engine = engine_for(site)
+        srv.plugin = True
+    except UsageError as exc:
+        srv.error = str(exc) if site.engine is None else f"no servefit plugin for {site.engine} is installed"
+        out.append(finding("SF109", f"no servefit plugin for {site.engine or 'this engine'} is installed: "
+                                    "this server is listed but its settings are not checked",
+                           site=site.name, span=anchor(site)))
+        return srv
+    version = str(target.engine_version.value) if target.engine_version is not None else None
+    try:
+        srv.config = engine.parse(site, version)
+    except Exception as exc:  # noqa: BLE001 - a plugin bug or bad input: a finding, the run goes on
+        msg = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
+        srv.error = msg
+        out.append(finding("SF112", msg, site=site.name, span=anchor(site)))
+        return srv
+    _storage_model(srv)
+    if plan:
+        _plan(srv, engine)
+    out.extend(srv.config.findings)
+    if srv.evaluation is not None:
+        out.extend(srv.evaluation.plan.findings)
+        _not_starting(srv)
+    return srv
+
+
+def _storage_model(srv: Server) -> None:
+    """KServe: the storageUri is downloaded to /mnt/models, which the command then names."""
+    site, cfg = srv.site, srv.config
+    storage, path = site.workload.storage_model, site.workload.storage_path
+    ref = cfg.model_ref if cfg is not None else None
+    if srv.target.model is None and storage and path and ref and ref.startswith(path):
+        srv.target.model = Part(storage, "KServe storageUri", None)
+
+
+def _plan(srv: Server, engine: Any) -> None:
+    from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
+    from servefit.pipeline import Target, evaluate
+
+    site, cfg, t, out = srv.site, srv.config, srv.target, srv.findings
+    assert cfg is not None
+    ref = srv.model_ref or ""
+    if t.gpu is None:
+        srv.error = ("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "
+                     "in [tool.servefit]")
+        out.append(finding("SF110", "no GPU is known for this server, so its memory was not checked: pass "
+                                    "--gpu NAME or add `# servefit: gpu=NAME` to the file",
+                           site=site.name, span=anchor(site)))
+        return
+    if not ref and not t.model_config and engine.models_on_request:
+        # the server loads models on request (`ollama serve`): none is named here
+        srv.error = f"{engine.title}: no model given in the command (pass --model REF)"
+        return
+    if "$" in ref:
+        srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"
+        return  # SF001 / SF107 say so
+    name = str(t.gpu.value)
+    source = t.gpu_source
+    sized = t.gpu_memory is not None and bool(t.gpu_memory.value)
+    try:
+        gpu, inst_count = resolve_target(name)
+    except UsageError as exc:
+        if not sized:
+            srv.error = str(exc)
+            span = t.gpu.span or anchor(site)
+            out.append(finding("SF003", str(exc), site=site.name, span=span))
+            return
+        assert t.gpu_memory is not None
+        gpu, inst_count = unlisted(name, int(t.gpu_memory.value)), None  # --gpu-memory sizes an unlisted card
+        source = f"{source}; {gpu.memory_source.removeprefix('--gpu-memory override; ')}"
+    if gpu.source == "local":  # --gpu local: NVML's device, its memory and what is in use
+        source = gpu.memory_source
+    note = catalog_assumption(gpu, name)
+    if note:
+        source = f"{source}; {note}"
+    count = int(t.count.value) if t.count is not None else inst_count
+    if sized and gpu.key != "unlisted" and t.gpu_memory is not None:
+        gpu = with_memory(gpu, int(t.gpu_memory.value))
+    target = Target(gpu=name, gpus=count or None, engine_version=cfg.version, online=t.online,
+                    model=str(t.model.value) if t.model is not None else None, model_config=t.model_config,
+                    source=source)
+    try:
+        srv.evaluation = evaluate(site, target, cfg=cfg, hardware=(gpu, count or 0, source))
+        model = srv.evaluation.model
+        if model.resolved_from == "derivative" and model.assumptions:  # sized from a base by name: say so
+            out.append(finding("SF004", model.assumptions[0], site=site.name,
+                               span=cfg.spans.get("model") or anchor(site)))
+    except UsageError as exc:
+        srv.error = str(exc)
+        out.append(finding("SF002", str(exc), site=site.name, span=cfg.spans.get("model") or anchor(site)))
+    except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
+        srv.error = f"{type(exc).__name__}: {exc}"
+        out.append(finding("SF112", srv.error, site=site.name, span=anchor(site)))
+
+
+def _not_starting(srv: Server) -> None:
+    ev = srv.evaluation
+    assert ev is not None
+    plan = ev.plan
+    if plan.outcome != "started" and not any(f.severity == "error" for f in ev.config.findings + plan.findings):
+        m = plan.memory
+        need = (m.weights + m.activation_peak + m.non_torch + m.cuda_graphs) / 2**30
+        have = m.budget / 2**30 if m.budget else ev.gpu.memory_bytes / 2**30
+        srv.findings.append(finding("SF111", f"{plan.engine} will not start ({plan.outcome.replace('_', ' ')}): "
+                                             f"need {need:.2f} GiB before the KV cache, have {have:.2f} GiB",
+                                    site=srv.site.name, span=ev.config.spans.get("model") or anchor(srv.site)))
+
+
+def flags_from(args: Any) -> Flags:
+    """The target flags of any command's parsed arguments (those it does not have are None)."""
+    from servefit.units import parse_size
+
+    gpus = getattr(args, "gpus", None)
+    if isinstance(gpus, str):
+        try:
+            gpus = int(gpus)
+        except ValueError:
+            raise UsageError(f"--gpus: not a count: {gpus!r}") from None
+    if gpus is not None and gpus < 1:
+        raise UsageError(f"--gpus must be at least 1 (got {gpus})")
+    mem = getattr(args, "gpu_memory", None)
+    return Flags(gpu=getattr(args, "gpu", None), gpus=gpus, gpu_memory=parse_size(mem) if mem else None,
+                 engine_version=getattr(args, "engine_version", None), model=getattr(args, "model", None),
+                 model_config=getattr(args, "model_config", None), online=bool(getattr(args, "online", False)))

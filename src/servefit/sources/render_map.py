@@ -1,0 +1,337 @@
+"""Mapping a span in `helm template` output back to the file a user edits.
+
+Helm marks each rendered document with `# Source: <chart>/templates/<file>`. Each rendered line
+is matched to the template line that wrote it (the template line as a pattern: its literal text
+exact, each `{{ }}` action any text; template lines are tried in order from the last match, as
+Helm writes them). A character that came from the template's literal text points there. One
+that came from an action reading a single `.Values.a.b` points at that key's value in the
+highest-precedence values file that sets it. Lines that no template line writes (`toYaml`
+blocks) point at the values file where their text is set exactly once. Anything else points at
+the template action or line, and findings there carry a note saying the value was not traced
+to one values line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any
+
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from servefit.core import GpuHint, LaunchSite, Span, Token
+from servefit.sources.text import LineIndex
+
+_SOURCE = re.compile(r"^# Source: (.+)$", re.M)
+_ACTION = re.compile(r"\{\{-?(.*?)-?\}\}")
+_VALUES_REF = re.compile(r"\.Values((?:\.[A-Za-z_][\w-]*)+)")
+# an action that writes one values key as it is (quoted or not, with a default)
+_PLAIN = re.compile(r"^\s*\.Values(?:\.[A-Za-z_][\w-]*)+\s*(?:\|\s*(?:quote|squote|toString|trim|default\s+\S+)\s*)*$")
+
+
+@dataclasses.dataclass
+class _Line:
+    """One template line as a pattern."""
+
+    index: int  # 0-based line number in the template
+    start: int  # offset of the line's first non-blank character in the template text
+    regex: re.Pattern[str]
+    parts: list[tuple[str, int, int, str]]  # ("lit" | "act", start, end in the stripped line, action text)
+
+
+@dataclasses.dataclass
+class _Template:
+    path: str
+    li: LineIndex
+    lines: list[_Line]
+
+
+class Mapper:
+    """Maps spans of one render (its text) back to the chart's templates and values files."""
+
+    def __init__(self, chart: str, rendered: str, values: list[str], virtual: str,
+                 fallback: tuple[str, str] | None = None) -> None:
+        self.chart = chart
+        self.virtual = virtual
+        self.fallback = fallback  # (file, note) for what no template or values file explains
+        self.text = rendered
+        self.li = LineIndex(rendered, "")
+        self.values = [_Values(v) for v in values]
+        self.templates: dict[str, _Template | None] = {}
+        self.notes: dict[tuple[str, int, int], str] = {}
+        self._matched: dict[int, tuple[_Template, _Line, re.Match[str], int] | None] = {}
+        self._sections = [(m.start(), m.group(1).strip()) for m in _SOURCE.finditer(rendered)]
+        self._match_all()
+
+    # ------------------------------------------------------------------ public
+    def span(self, span: Span) -> Span:
+        if span.start < 0 or span.end > len(self.text):
+            return span
+        section = self._section(span.start)
+        tpl = self._template(section) if section else None
+        line = self.li.line_of(span.start) - 1
+        hit = self._matched.get(line)
+        line_start = self.li.starts[line]
+        if hit is not None:
+            tpl_, tl, m, content = hit
+            rel = span.start - (line_start + content)
+            groups = [m.span(g + 1) for g in range(len(tl.parts))]
+            pick = next((g for g, (gs, ge) in enumerate(groups) if gs <= rel < ge),
+                        next((g for g, (gs, ge) in reversed(list(enumerate(groups))) if gs <= rel <= ge), None))
+            for g, (kind, _a, _b, action) in enumerate(tl.parts):
+                if g != pick:
+                    continue
+                gs, ge = groups[g]
+                if kind == "lit":
+                    off = tl.start + tl.parts[g][1] + (rel - gs)
+                    return tpl_.li.span(off, off + min(span.end - span.start, ge - rel))
+                ref = _VALUES_REF.findall(action)
+                if _PLAIN.match(action):
+                    hit_v = self._by_path(ref[0].lstrip(".").split("."))
+                    if hit_v is not None:
+                        return hit_v
+                else:  # a range variable, a helper: the value is traced when one values line holds it
+                    hit_v = self._by_text(self.text[span.start:span.end])
+                    if hit_v is not None:
+                        return hit_v
+                a, b = tl.start + tl.parts[g][1], tl.start + tl.parts[g][2]
+                return self._note(tpl_.li.span(a, b),
+                                  f"set by `{tpl_.li.text[a:b]}` in this template; not traced to one values line")
+        value = self.text[span.start:span.end]
+        unique = self._by_text(value)
+        if unique is not None:
+            return unique
+        if tpl is None:
+            if self.fallback is None:
+                return span
+            path, note = self.fallback
+            return self._note(Span(path, 1, 1, 1, 1, 0, 0), note)
+        near = self._near(line)
+        at = tpl.li.span(near, near) if near is not None else tpl.li.span(0, 0)
+        return self._note(at, "rendered from this template (toYaml or a computed value); not traced to one "
+                              "values line")
+
+    def site(self, site: LaunchSite) -> None:
+        """Every span the site carries, mapped in place; the site's file and line become those of
+        its command in the template."""
+        line = min(max(site.line - 1, 0), len(self.li.starts) - 1)
+        section = self._section(self.li.starts[line])
+        tpl = self._template(section) if section else None
+        for f in dataclasses.fields(site):
+            setattr(site, f.name, self._walk(getattr(site, f.name)))
+        spans = [t.span for t in site.argv if t.span is not None]
+        first = next((s for s in spans if tpl is not None and s.file == tpl.path), spans[0] if spans else None)
+        if first is not None:
+            site.file, site.line = first.file, first.line
+        elif tpl is not None:
+            site.file, site.line = tpl.path, 1
+        elif self.fallback is not None:
+            site.file, site.line = self.fallback[0], 1
+
+    # ------------------------------------------------------------------ matching
+    def _match_all(self) -> None:
+        bounds = [s for s, _ in self._sections] + [len(self.text)]
+        for (start, source), end in zip(self._sections, bounds[1:], strict=False):
+            tpl = self._template(source)
+            if tpl is None:
+                continue
+            cursor = 0
+            first = self.li.line_of(start)  # the line after "# Source:"
+            last = self.li.line_of(max(end - 1, start))
+            for ln in range(first, last):
+                a = self.li.starts[ln]
+                b = self.li.starts[ln + 1] - 1 if ln + 1 < len(self.li.starts) else len(self.text)
+                raw = self.text[a:b].rstrip("\r")
+                stripped = raw.strip()
+                if not stripped or stripped == "---" or stripped.startswith("#"):
+                    continue
+                content = len(raw) - len(raw.lstrip())
+                found = self._find(tpl, stripped, cursor)
+                if found is not None:
+                    tl, m = found
+                    cursor = tpl.lines.index(tl) + 1  # a position in the pattern list, not a line number
+                    self._matched[ln] = (tpl, tl, m, content)
+
+    def _find(self, tpl: _Template, text: str, cursor: int) -> tuple[_Line, re.Match[str]] | None:
+        """The template line that wrote `text`: a line of plain text equal to it first (an action
+        such as `- {{ $x | quote }}` matches any list item), then a line with actions; from the
+        cursor on, then from the top (a range loop writes its lines again)."""
+        for order in (tpl.lines[cursor:], tpl.lines[:cursor]):
+            for literal in (True, False):
+                for tl in order:
+                    if literal != all(kind == "lit" for kind, *_ in tl.parts):
+                        continue
+                    m = tl.regex.fullmatch(text)
+                    if m is not None and self._consistent(tl, m):
+                        return tl, m
+        return None
+
+    def _consistent(self, tl: _Line, m: re.Match[str]) -> bool:
+        """An action reading one values key must have written that key's value."""
+        for g, (kind, _a, _b, action) in enumerate(tl.parts):
+            if kind != "act":
+                continue
+            if not _PLAIN.match(action):
+                continue
+            node = self._node(_VALUES_REF.findall(action)[0].lstrip(".").split("."))
+            if node is not None and isinstance(node[1], ScalarNode):
+                got = m.group(g + 1).strip().strip("\"'")
+                if got != str(node[1].value):
+                    return False
+        return True
+
+    def _template(self, source: str) -> _Template | None:
+        if source in self.templates:
+            return self.templates[source]
+        parts = source.split("/")
+        path = os.path.join(self.chart, *parts[1:]) if len(parts) > 1 else ""
+        tpl = None
+        if path and os.path.isfile(path):
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            tpl = _Template(path, LineIndex(text, path), _patterns(text))
+        self.templates[source] = tpl
+        return tpl
+
+    def _section(self, off: int) -> str | None:
+        current = None
+        for start, source in self._sections:
+            if start > off:
+                break
+            current = source
+        return current
+
+    def _near(self, line: int) -> int | None:
+        """The template offset just after the last matched line before `line` (a toYaml block
+        is written by the action that follows it)."""
+        for ln in range(line - 1, -1, -1):
+            hit = self._matched.get(ln)
+            if hit is not None:
+                tpl, tl, _, _ = hit
+                nxt = tl.index + 1
+                starts = tpl.li.starts
+                return starts[nxt] if nxt < len(starts) else tl.start
+        return None
+
+    # ------------------------------------------------------------------ values
+    def _node(self, path: list[str]) -> tuple[_Values, Node] | None:
+        for v in self.values:
+            node = v.get(path)
+            if node is not None:
+                return v, node
+        return None
+
+    def _by_path(self, path: list[str]) -> Span | None:
+        hit = self._node(path)
+        if hit is None:
+            return None
+        v, node = hit
+        return v.span(node)
+
+    def _by_text(self, text: str) -> Span | None:
+        """The one scalar in the highest-precedence values file that holds `text` exactly."""
+        text = text.strip()
+        if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
+            text = text[1:-1]
+        if not text.strip():
+            return None
+        for v in self.values:
+            nodes = v.scalars.get(text, [])
+            if len(nodes) == 1:
+                return v.span(nodes[0])
+            if nodes:
+                return None
+        return None
+
+    def _note(self, span: Span, note: str) -> Span:
+        self.notes[(span.file, span.start, span.end)] = note
+        return span
+
+    def _walk(self, obj: Any) -> Any:
+        if isinstance(obj, Span):
+            return self.span(obj) if obj.file == self.virtual else obj
+        if isinstance(obj, Token):
+            return Token(obj.text, self._walk(obj.span)) if obj.span is not None else obj
+        if isinstance(obj, GpuHint):
+            return dataclasses.replace(obj, span=self._walk(obj.span)) if obj.span is not None else obj
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # Workload, Exposure, ...
+            import copy
+
+            new = copy.copy(obj)
+            for f in dataclasses.fields(obj):
+                object.__setattr__(new, f.name, self._walk(getattr(obj, f.name)))
+            return new
+        if isinstance(obj, list):
+            return [self._walk(x) for x in obj]
+        if isinstance(obj, tuple):
+            return tuple(self._walk(x) for x in obj)
+        if isinstance(obj, dict):
+            return {k: self._walk(x) for k, x in obj.items()}
+        return obj
+
+
+def _patterns(text: str) -> list[_Line]:
+    out: list[_Line] = []
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    for idx, a in enumerate(starts):
+        b = starts[idx + 1] - 1 if idx + 1 < len(starts) else len(text)
+        raw = text[a:b].rstrip("\r")
+        stripped = raw.strip()
+        if "{{" in stripped and not _ACTION.sub("", stripped).strip():
+            continue  # only actions: control flow, or a block such as toYaml that writes lines of its own
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts: list[tuple[str, int, int, str]] = []
+        regex = ""
+        pos = 0
+        for m in _ACTION.finditer(stripped):
+            if m.start() > pos:
+                parts.append(("lit", pos, m.start(), ""))
+                regex += "(" + re.escape(stripped[pos:m.start()]) + ")"
+            parts.append(("act", m.start(), m.end(), m.group(1)))
+            regex += "(.*?)"
+            pos = m.end()
+        if pos < len(stripped):
+            parts.append(("lit", pos, len(stripped), ""))
+            regex += "(" + re.escape(stripped[pos:]) + ")"
+        out.append(_Line(idx, a + (len(raw) - len(raw.lstrip())), re.compile(regex), parts))
+    return out
+
+
+class _Values:
+    """One values file: its nodes by key path and its scalars by text."""
+
+    def __init__(self, path: str) -> None:
+        from servefit.sources.base import FileCtx
+        from servefit.sources.yamlpos import Y, YamlProblem, compose_all
+
+        self.path = path
+        self.root: Node | None = None
+        self.scalars: dict[str, list[Node]] = {}
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                fc = FileCtx.of(path, fh.read())
+            docs = compose_all(fc.src)
+        except (OSError, YamlProblem):
+            return
+        self.y = Y(fc.src)
+        self.root = docs[0] if docs else None
+        stack: list[Node] = [self.root] if self.root is not None else []
+        while stack:
+            node = stack.pop()
+            if isinstance(node, MappingNode):
+                stack.extend(v for _, v in node.value)
+            elif isinstance(node, SequenceNode):
+                stack.extend(node.value)
+            elif isinstance(node, ScalarNode):
+                self.scalars.setdefault(str(node.value), []).append(node)
+
+    def get(self, path: list[str]) -> Node | None:
+        if self.root is None:
+            return None
+        return self.y.get(self.root, *path)
+
+    def span(self, node: Node) -> Span:
+        tok = self.y.tok(node)
+        return tok.span if tok is not None and tok.span is not None else self.y.span(node)

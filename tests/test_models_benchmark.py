@@ -1,0 +1,150 @@
+"""The model-reference benchmark (benchmarks/models/run.py): its classification of a few
+references is exact, it resolves the way pipeline.evaluate does, it really runs offline, and its
+data files keep their shape and their split."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servefit.pipeline import Target, evaluate, site_from_argv
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "benchmarks" / "models" / "run.py"
+spec = importlib.util.spec_from_file_location("models_run", RUN)
+assert spec is not None and spec.loader is not None
+bench = importlib.util.module_from_spec(spec)
+sys.modules["models_run"] = bench  # dataclasses look their module up
+spec.loader.exec_module(bench)
+
+SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/blob/[\w.-]+/[^#\s]+#L[1-9]\d*$")
+
+
+def one(ref: str, engine: str):
+    (out,) = bench.run([{"ref": ref, "engine": engine, "source": "https://github.com/o/r/blob/HEAD/f#L1"}])
+    return out
+
+
+def test_catalog_hit():
+    out = one("Qwen/Qwen3-8B", "vllm")
+    assert (out.status, out.model, out.resolved_from, out.assumptions, out.reason) == (
+        "catalog", "Qwen/Qwen3-8B", "catalog", [], None)
+
+
+def test_derivative_says_what_it_assumed():
+    out = one("TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "tgi")
+    assert (out.status, out.model) == ("derivative", "mistralai/Mistral-7B-Instruct-v0.2")
+    assert len(out.assumptions) == 1 and "GPTQ" in out.assumptions[0]
+    assert "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ" in out.assumptions[0]
+
+
+def test_gguf_file_by_name_is_a_derivative():
+    out = one("/mnt/models/llm/Qwen2.5-7B-Instruct-Q5_K_M.gguf", "llamacpp")
+    assert (out.status, out.model) == ("derivative", "Qwen/Qwen2.5-7B-Instruct")
+    assert any("Q5_K_M" in a for a in out.assumptions)
+
+
+def test_ollama_library_tag_is_a_catalog_hit():
+    out = one("llama3.1:8b", "ollama")
+    assert (out.status, out.model, out.assumptions) == ("catalog", "meta-llama/Llama-3.1-8B-Instruct", [])
+    assert out.notes == ["model tag llama3.1:8b -> meta-llama/Llama-3.1-8B-Instruct (Q4_K_M)"]
+
+
+def test_bare_mount_point_is_unknown_with_the_reason():
+    out = one("/data", "tgi")
+    assert (out.status, out.model, out.resolved_from) == ("unknown", None, None)
+    assert out.reason is not None and out.reason.startswith("unknown model '/data'")
+
+
+def test_command_line_per_engine():
+    assert bench.command("vllm", "a/b") == ["vllm", "serve", "a/b"]
+    assert bench.command("llamacpp", "org/X-GGUF:Q4_K_M") == ["llama-server", "-hf", "org/X-GGUF:Q4_K_M"]
+    assert bench.command("llamacpp", "~/m/x.gguf") == ["llama-server", "-m", "~/m/x.gguf"]
+    assert bench.command("llamacpp", r"C:\m\x") == ["llama-server", "-m", r"C:\m\x"]
+    assert bench.command("ollama", "qwen3:4b") == ["ollama", "run", "qwen3:4b"]
+    assert bench.command("tgi", "a/b") == ["text-generation-launcher", "--model-id", "a/b"]
+    assert bench.command("sglang", "a/b")[-2:] == ["--model-path", "a/b"]
+    with pytest.raises(ValueError):
+        bench.command("trtllm", "a/b")
+
+
+@pytest.mark.parametrize("engine,ref", [
+    ("vllm", "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8"),
+    ("llamacpp", "bartowski/Qwen2.5-1.5B-Instruct-GGUF:Q4_K_M"),
+    ("ollama", "gemma3:12b"),
+    ("sglang", "/home/ckpt/Qwen3-8B"),
+    ("tgi", "meta-llama/Llama-2-70b-chat-hf"),
+])
+def test_same_model_as_lint_and_estimate(engine, ref):
+    """The benchmark's model step gives what pipeline.evaluate sizes the server with."""
+    out = one(ref, engine)
+    site = site_from_argv(bench.command(engine, ref))
+    site.engine = engine
+    ev = evaluate(site, Target(gpu="H200", gpus=8))
+    assert out.status in ("catalog", "derivative")
+    assert out.model == ev.model.name
+    assert out.assumptions == ev.model.assumptions
+
+
+def test_offline_sandbox_refuses_sockets_and_restores_everything(tmp_path):
+    cwd, home = os.getcwd(), os.environ.get("HF_HOME")
+    with bench.offline():
+        with pytest.raises(OSError, match="network disabled"):
+            socket.create_connection(("127.0.0.1", 9))
+        with pytest.raises(OSError):
+            socket.socket()
+        assert os.listdir(os.getcwd()) == [] and os.getcwd() != cwd
+        assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["HF_HOME"] != home
+    assert os.getcwd() == cwd and os.environ.get("HF_HOME") == home
+    socket.socket().close()
+
+
+def test_summary_counts_and_share():
+    Out = bench.Outcome
+    rows = [Out("a", "vllm", status="catalog"), Out("b", "vllm", status="derivative"),
+            Out("c", "vllm", status="unknown"), Out("d", "tgi", status="lock")]
+    s = bench.summarize(rows)
+    assert s["vllm"] == {"n": 3, "catalog": 1, "derivative": 1, "lock": 0, "unknown": 1, "sized": 2,
+                         "share": 2 / 3}
+    assert (s["all"]["n"], s["all"]["sized"], s["all"]["share"]) == (4, 3, 0.75)
+    assert "sglang" not in s
+
+
+def test_data_files_shape_and_split():
+    halves = {h: bench.load(h) for h in bench.HALVES}
+    allrows = halves["calibration"] + halves["heldout"]
+    assert len(allrows) >= 200
+    for engine in bench.ENGINES:
+        assert sum(r["engine"] == engine for r in allrows) >= 25, engine
+    for half, rows in halves.items():
+        for r in rows:
+            assert set(r) <= {"ref", "engine", "source", "kind", "expected"}, r
+            assert isinstance(r["ref"], str) and r["ref"].strip() == r["ref"] and r["ref"], r
+            assert r["engine"] in bench.ENGINES and SOURCE.match(r["source"]), r
+            parity = int(hashlib.sha256(r["source"].encode()).hexdigest(), 16) % 2
+            assert parity == (0 if half == "calibration" else 1), r["source"]
+    keys = [(r["source"], r["ref"]) for r in allrows]
+    assert len(keys) == len(set(keys))
+
+
+def test_cli_prints_both_halves(capsys):
+    assert bench.main(["--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert "calibration:" in out and "heldout:" in out and "heldout-unseen-repos:" in out
+    assert re.search(r"^  tgi +\d+/\d+ +sized offline", out, re.M)
+
+
+def test_verbose_names_the_reason(capsys):
+    data = yaml.safe_load((ROOT / "benchmarks" / "models" / "calibration.yaml").read_text())
+    assert any(r["ref"] == "/data" for r in data)
+    assert bench.main(["--half", "calibration", "--engine", "tgi", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\[unknown {3}\] tgi +/data  NOT SIZED: unknown model '/data'", out)
