@@ -90,3 +90,19 @@ def read_text(path: str, limit: int = MAX_SIDE_FILE) -> str:
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def load_yaml(path: str, limit: int = MAX_SIDE_FILE) -> object:
+    """A small YAML file (Chart.yaml, kustomization.yaml) as Python data, read as a regular file
+    and composed with servefit's bounds first (alias bombs, deep nesting: ValueError)."""
+    import yaml
+
+    from servefit.sources.text import whole
+    from servefit.sources.yamlpos import YamlProblem, compose_all
+
+    text = read_text(path, limit)
+    try:
+        compose_all(whole(text, path))
+        return yaml.safe_load(text)
+    except (YamlProblem, RecursionError) as exc:
+        raise ValueError(f"{path}: {exc}") from None

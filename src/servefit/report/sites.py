@@ -64,9 +64,11 @@ def _written(span: Span | None, texts: dict[str, str | None]) -> str | None:
     if span is None or span.start < 0:
         return None
     if span.file not in texts:
+        from servefit.safe_io import open_regular
+
         try:
-            with open(span.file, encoding="utf-8", newline="") as fh:
-                texts[span.file] = fh.read(MAX_READ)
+            with open_regular(span.file) as fh:
+                texts[span.file] = fh.read(MAX_READ).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             texts[span.file] = None
     text = texts[span.file]
