@@ -111,7 +111,7 @@ Q25_7B_BASE = "Qwen/Qwen2.5-7B"
 
 
 @pytest.mark.parametrize("ref,base,shown", [
-    ("NousResearch/Hermes-3-Llama-3.1-8B", L31_8B, "llama3.1-8b"),
+    ("Team-ACE/ToolACE-2-Llama-3.1-8B", L31_8B, "llama3.1-8b"),
     ("cognitivecomputations/dolphin-2.9-llama3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", "llama3-8b"),
     ("acme/support-bot-Qwen2.5-7B-sft-v2", Q25_7B_BASE, "qwen2.5-7b"),  # no instruct word: the base release
     ("acme/support-bot-Qwen2.5-7B-Instruct-sft", Q25_7B, "qwen2.5-7b"),
@@ -127,7 +127,7 @@ def test_community_fine_tunes(ref, base, shown):
 
 
 def test_fine_tune_repack_keeps_its_quantization():
-    ref = "solidrust/Hermes-3-Llama-3.1-8B-AWQ"
+    ref = "solidrust/ToolACE-2-Llama-3.1-8B-AWQ"
     m = resolved(ref)
     assert m.name == L31_8B and m.quantization == AWQ
     assert m.assumptions[0].endswith("a fine-tune keeps its base's architecture); assumed AWQ 4-bit, group 128")
@@ -187,7 +187,7 @@ def test_qwen2_folder_shares_qwen25_when_qwen2_is_not_catalogued():
     ("/data/llama-3.1-8b-instruct", L31_8B, "a local folder of that name"),
     ("/data/qwen2_5-7b-instruct", Q25_7B, "a local folder named after it; its name is the base's family and size, "
      "qwen2.5-7b"),
-    ("./weights/Hermes-3-Llama-3.1-8B/", L31_8B, "a local folder named after it; its name carries the base's "
+    ("./weights/ToolACE-2-Llama-3.1-8B/", L31_8B, "a local folder named after it; its name carries the base's "
      "family and size, llama3.1-8b; a fine-tune keeps its base's architecture"),
 ])
 def test_local_folders_resolve_by_their_name(ref, base, why):
@@ -200,9 +200,9 @@ def test_local_folders_resolve_by_their_name(ref, base, why):
 def test_generic_path_components_fall_back_to_the_folder_above():
     snap = "/root/.cache/huggingface/hub/models--Qwen--Qwen2.5-7B-Instruct/snapshots/" + "0123456789abcdef" * 2 + "01234567"
     assert resolved(snap).name == Q25_7B
-    m = resolved("/data/Hermes-3-Llama-3.1-8B/final")
+    m = resolved("/data/ToolACE-2-Llama-3.1-8B/final")
     assert m.name == L31_8B and m.assumptions[0].startswith(
-        "resolved '/data/Hermes-3-Llama-3.1-8B/final' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
+        "resolved '/data/ToolACE-2-Llama-3.1-8B/final' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
         "(a local folder named after it; its name carries")
     assert names.split_ref("/data/checkpoints/run-12/final") == ("checkpoints", "run-12", True)
 
@@ -386,13 +386,13 @@ vllm serve {model} --max-model-len 8192 --host 127.0.0.1 --api-key "$KEY"
 def test_lint_reports_the_assumed_base_and_keeps_unknowns_sf002(tmp_path, capsys):
     from servefit.cli import main
 
-    (tmp_path / "a.sh").write_text(SCRIPT.format(model="NousResearch/Hermes-3-Llama-3.1-8B"))
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="Team-ACE/ToolACE-2-Llama-3.1-8B"))
     (tmp_path / "b.sh").write_text(SCRIPT.format(model="acme/Llama-3.1-9B-sft"))
     main(["lint", str(tmp_path), "--format", "json", "--exit-zero"])
     out = json.loads(capsys.readouterr().out)
     found = {(Path(f["location"]["file"]).name, f["code"]): f["message"] for f in out}
     assert found[("a.sh", "SF004")] == (
-        "resolved 'NousResearch/Hermes-3-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
+        "resolved 'Team-ACE/ToolACE-2-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
         "(its name carries the base's family and size, llama3.1-8b; a fine-tune keeps its base's architecture); "
         "assumed the same architecture")
     assert ("a.sh", "SF002") not in found and ("b.sh", "SF004") not in found
@@ -403,10 +403,10 @@ def test_lint_reports_the_assumed_base_and_keeps_unknowns_sf002(tmp_path, capsys
 def test_estimate_prints_the_assumption(tmp_path, capsys):
     from servefit.cli import main
 
-    (tmp_path / "a.sh").write_text(SCRIPT.format(model="/models/Hermes-3-Llama-3.1-8B"))
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="/models/ToolACE-2-Llama-3.1-8B"))
     main(["estimate", str(tmp_path / "a.sh")])
     out = capsys.readouterr().out
-    assert ("  - resolved '/models/Hermes-3-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
+    assert ("  - resolved '/models/ToolACE-2-Llama-3.1-8B' to catalog entry 'meta-llama/Llama-3.1-8B-Instruct' by name "
             "(a local folder named after it; its name carries the base's family and size, llama3.1-8b; a fine-tune "
             "keeps its base's architecture); assumed the same architecture") in out.splitlines()
 

@@ -57,7 +57,8 @@ def test_lint_sizes_an_unlisted_card(capsys, script):
 
 
 def test_explain_sizes_an_unlisted_card(capsys):
-    assert main(["explain", "--gpu", "My Card", "--gpu-memory", "12GiB", *CMD]) == 0
+    # 12 GiB cannot hold the 7B's 14.2 GiB of weights: explained, and exit 1 as lint would
+    assert main(["explain", "--gpu", "My Card", "--gpu-memory", "12GiB", *CMD]) == 1
     assert "1 × My Card (12.00 GiB" in capsys.readouterr().out
 
 

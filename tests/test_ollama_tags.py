@@ -147,8 +147,8 @@ def test_the_library_context_caps_num_ctx_for_a_model_sized_from_the_catalog():
     assert p.extra["n_ctx_per_seq"] == 8192
 
 
-@pytest.mark.parametrize("ref", ["hf.co/bartowski/Hermes-3-Llama-3.1-8B-GGUF:Q5_K_M",
-                                 "huggingface.co/bartowski/Hermes-3-Llama-3.1-8B-GGUF:Q5_K_M"])
+@pytest.mark.parametrize("ref", ["hf.co/bartowski/ToolACE-2-Llama-3.1-8B-GGUF:Q5_K_M",
+                                 "huggingface.co/bartowski/ToolACE-2-Llama-3.1-8B-GGUF:Q5_K_M"])
 def test_ollama_serves_hf_co_tags_as_the_base_with_the_tags_quant(ref):
     from servefit.core import LaunchSite, Token
     from servefit.engines.ollama import ENGINE
@@ -158,5 +158,5 @@ def test_ollama_serves_hf_co_tags_as_the_base_with_the_tags_quant(ref):
     assert cfg.settings["quant"] == "Q5_K_M"
     m = ENGINE.resolve_model(cfg)
     assert m.name == "meta-llama/Llama-3.1-8B-Instruct" and m.resolved_from == "derivative"
-    assert m.assumptions[0].startswith("resolved 'Hermes-3-Llama-3.1-8B' to catalog entry "
+    assert m.assumptions[0].startswith("resolved 'ToolACE-2-Llama-3.1-8B' to catalog entry "
                                        "'meta-llama/Llama-3.1-8B-Instruct' by name (its name carries")

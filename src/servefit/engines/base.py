@@ -56,12 +56,33 @@ def serve_command_length(words: list[str], prog: str, modules: tuple[str, ...], 
     return 0
 
 
+def implied_version(options: Any, given: set[str]) -> tuple[str, str] | None:
+    """The newest release in which every given option exists, when one of them was removed before
+    the newest modelled release: (version, the option that implies it). Reads the `until` of the
+    engine's option table (data/engines/<engine>.yaml)."""
+    gone = [(o.until, o.flags[0] if o.flags else o.name) for o in options if o.name in given and o.until]
+    if not gone:
+        return None
+    until, flag = min(gone, key=lambda u: tuple(int("".join(c for c in p if c.isdigit()) or 0)
+                                                for p in u[0].split(".")[:3]))
+    parts = until.split(".")
+    if len(parts) == 3 and parts[2] == "99":  # "removed after 0.18.x": model that line's first release
+        until = f"{parts[0]}.{parts[1]}.0"
+    return until, flag
+
+
 def assume_version(cfg: EngineConfig, title: str, current: str, version: str | None, *,
-                   hint: str = "--engine-version", vkey: Callable[[str], Any] | None = None) -> None:
-    """Say which release was modelled: the newest one when no version was given; with `vkey`
-    (the engine's version sort key), that a given version is newer than the newest modelled."""
-    if version is None:
-        cfg.assumptions.append(f"{title} {current} assumed (no version given; pass {hint} or pin the image tag)")
+                   hint: str = "--engine-version", vkey: Callable[[str], Any] | None = None,
+                   implied: tuple[str, str] | None = None) -> None:
+    """Say which release was modelled, loudly when it was not given: the one the options imply
+    (`implied`), else the newest; with `vkey` (the engine's version sort key), that a given
+    version is newer than the newest modelled."""
+    if version is None and implied:
+        cfg.assumptions.insert(0, f"WARNING: {title} {implied[0]} assumed (no version given; {implied[1]} dates the "
+                                  f"config to that release line; pass {hint} or pin the image tag)")
+    elif version is None:
+        cfg.assumptions.insert(0, f"WARNING: {title} {current} assumed (no version given: the newest release "
+                                  f"modelled; older releases size memory differently, pass {hint} or pin the image tag)")
     elif vkey is not None and vkey(version) > vkey(current):
         cfg.assumptions.append(f"{title} {version} is newer than the newest release modelled ({current})")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -143,16 +143,22 @@ class Index:
     words: dict[int, set[str]]  # entry -> the words of its names
     keys: dict[int, str]  # entry -> its name's words, joined (what difflib compares)
     longest: int = 1  # the most words a catalogued family has
+    finetunes: set[int] = field(default_factory=set)  # entries with a `base_model`: never a base for others
 
 
 def _root(word: str) -> str:
     return re.sub(r"[\d.]+[a-z]?$", "", word)
 
 
+_BASE_MODEL = re.compile(r"(?m)^  base_model: ")
+
+
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
     implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
     idx = Index({}, {}, {}, {}, [], {}, {})
-    for i, (name, aliases, _) in enumerate(chunks):
+    for i, (name, aliases, text) in enumerate(chunks):
+        if _BASE_MODEL.search(text):
+            idx.finetunes.add(i)
         idx.names.append(name)
         idx.words[i] = set()
         idx.keys[i] = "-".join(name_key(name))
@@ -187,18 +193,21 @@ def _blocked(ws: list[str], entry_words: set[str]) -> bool:
     return any(w in other and w not in entry_words for w in ws)
 
 
-def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str]) -> int:
+def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Collection[int] = ()) -> int:
     """The candidate whose remaining words agree most with the name's (Instruct-2507 over the
-    base release, v0.1 over v0.3), then the catalog's first."""
+    base release, v0.1 over v0.3), a base release before a catalogued fine-tune of it (a
+    `-Llama-3-8B-sft` is not DeepMount00's Llama-3-8b-Ita unless its name says `ita`), then the
+    catalog's first."""
     have = set(ws)
 
     def tuned(ws: set[str]) -> set[str]:  # chat, it and instruct are the same kind of release
         return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & _STOP}
 
-    def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int]:
+    def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int, int]:
         rest = set(c[1])
         variant = len(tuned(rest) ^ tuned(have))
-        return (-len(rest & have - _STOP), variant, c[0])
+        overlap = len(rest & have - _STOP)
+        return (-overlap, int(c[0] in finetunes and not overlap), variant, c[0])
 
     return min(cands, key=score)[0]
 
@@ -218,14 +227,14 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
                 if totals and len({t[2] for t in totals}) == 1:  # one MoE of that total size
                     cands = [(t[0], t[1]) for t in totals]
             if cands:
-                return _pick(cands, ws[end:]), j, end, size
+                return _pick(cands, ws[end:], idx.finetunes), j, end, size
     if any(sizes):
         return None
     for j in range(len(ws)):  # sizeless entries (phi-4, DeepSeek-V3) only when the name has no size
         for k in range(len(ws), j, -1):
             cands = idx.by_key.get((tuple(ws[j:k]), None))
             if cands:
-                return _pick(cands, ws[k:]), j, k, ""
+                return _pick(cands, ws[k:], idx.finetunes), j, k, ""
     return None
 
 
@@ -252,7 +261,7 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
                     continue
                 cands = idx.by_key.get((fam, size))
                 if cands:
-                    return _pick(cands, ws[end:]), j, end, size, mid
+                    return _pick(cands, ws[end:], idx.finetunes), j, end, size, mid
     return None
 
 
@@ -356,10 +365,10 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
         pool.update(dict.fromkeys(idx.by_root[r]))
     have = set(ws)
 
-    def cheap(i: int) -> tuple[int, int, int]:  # same size first, then shared words
+    def cheap(i: int) -> tuple[int, int, int, int]:  # same size first, base releases, shared words
         sz = idx.sizes.get(i)
         same = bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
-        return (0 if same else 1, -len(have & idx.words[i]), i)
+        return (0 if same else 1, int(i in idx.finetunes), -len(have & idx.words[i]), i)
 
     short = sorted(pool, key=cheap)[:n + 2]  # difflib only orders this short list
     text = "-".join(ws)
@@ -367,4 +376,4 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     def ratio(i: int) -> float:
         return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
 
-    return sorted(short, key=lambda i: (cheap(i)[0], -ratio(i), i))[:n]
+    return sorted(short, key=lambda i: (cheap(i)[0], cheap(i)[1], -ratio(i), i))[:n]

@@ -88,7 +88,9 @@ class KvLayout:
 def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_full: bool, b: int) -> KvLayout:
     size_base = cp.kv_cells
     size_swa = 0
-    if lm.n_swa and any(lm.swa):
+    # before llama_kv_cache_unified_iswa (src/llama-kv-cache.cpp, #13194) one cache held n_ctx cells
+    # for every layer, sliding-window ones included: no separate SWA cache
+    if lm.n_swa and any(lm.swa) and b >= V.ISWA:
         if swa_full:
             size_swa = size_base
         else:

@@ -7,6 +7,7 @@ import re
 
 CURRENT = "b10309"  # newest modelled (ggml-org/llama.cpp 82bb48500, 2026-08)
 
+ISWA = 5435  # SWA layers get their own, window-sized cache (#13194, merged 2025-05-20; b5439 has it)
 KV_UNIFIED_OPTION = 5913  # -kvu, multi-stream KV (#14363)
 KV_CACHE_RENAMED = 6233  # llama_kv_cache_unified -> llama_kv_cache in logs
 FA_AUTO = 6325  # -fa on|off|auto, default auto; all GPU layers by default (#15434)

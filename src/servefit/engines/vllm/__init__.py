@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
-from servefit.engines.base import Engine, Knob, assume_version, serve_command_length
+from servefit.engines.base import Engine, Knob, assume_version, implied_version, serve_command_length
 from servefit.engines.options import load_table, parse_argv
 from servefit.engines.vllm.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
@@ -49,6 +49,10 @@ class VllmEngine(Engine):
         args = list(site.argv[n:])
         args = _splice_config(args, site)
         parsed = parse_argv(table, args, version, site=site.name)
+        implied = None if version else implied_version(table.options, set(parsed.values))
+        if implied:  # a flag the newest release dropped dates the config: model that era
+            version = implied[0]
+            parsed = parse_argv(table, args, version, site=site.name)
         values = parsed.values
         _int_lists(parsed, site.name)
         _positive(parsed, site.name)
@@ -76,7 +80,7 @@ class VllmEngine(Engine):
         for k, t in site.env.items():
             if k in ENV_VARS and t.span is not None:
                 cfg.spans[f"env:{k}"] = t.span
-        assume_version(cfg, "vLLM", CURRENT, version)
+        assume_version(cfg, "vLLM", CURRENT, None if implied else version, implied=implied)
         _check_auto_len(cfg)
         return cfg
 

@@ -12,8 +12,10 @@ get_kv_cache_config_from_groups).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from servefit.engines.vllm.era import Era
+from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import layer_bytes_per_token
 from servefit.models.spec import ModelSpec
 
@@ -24,8 +26,8 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Group:
-    kind: str  # full | sliding | chunked
-    window: int  # sliding window or attention chunk size (0 for full)
+    kind: str  # full | sliding | chunked | mamba (recurrent state: Mamba2 / GatedDeltaNet)
+    window: int  # sliding window or attention chunk size (0 for full); mamba: state blocks per request
     layers: int  # layers in this group (padding included)
 
 
@@ -46,6 +48,8 @@ class KvLayout:
                 total += cdiv(min(g.window - 1 + in_flight, max_model_len), self.block_size) + 1
             elif g.kind == "chunked":
                 total += cdiv(min(g.window + in_flight, max_model_len), self.block_size)
+            elif g.kind == "mamba":
+                total += g.window
             else:
                 total += cdiv(max_model_len, self.block_size)
         return total
@@ -65,11 +69,15 @@ class KvLayout:
         return lo
 
 
-def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: bool) -> list[tuple[str, int]]:
-    """(kind, window) for every attention layer on the model; recurrent layers are left out
-    (their state is a separate, fixed-size spec)."""
+def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: bool,
+                state_blocks: int | None = None) -> list[tuple[str, int]]:
+    """(kind, window) for every layer with a KV-cache spec. Recurrent layers are left out unless
+    `state_blocks` (see mamba_state_blocks) says how many blocks their state takes per request."""
     out = []
     for kind in model.kinds():
+        if kind in ("mamba", "linear") and state_blocks is not None and hybrid_manager:
+            out.append(("mamba", state_blocks))
+            continue
         if kind in ("mamba", "linear", "none"):
             continue
         if kind == "sliding" and not disable_sliding_window and model.sliding_window:
@@ -81,9 +89,85 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
     return out
 
 
+def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: float, num_spec: int) -> int:
+    """One recurrent layer's state on one TP rank (MambaSpec.page_size_bytes before padding), from
+    vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator
+    (gated_delta_net_state_shape, mamba2_state_shape; v0.24). 0 when the catalog lacks the shape."""
+    m = model.mamba or {}
+    kernel = int(m.get("conv_kernel") or 4)
+    if m.get("kind") == "gated_deltanet":
+        kh, vh = int(m["num_key_heads"]), int(m["num_value_heads"])
+        kd, vd = int(m["key_head_dim"]), int(m["value_head_dim"])
+        conv = (2 * kh * kd + vh * vd) // tp * (kernel - 1 + num_spec)
+        return int(conv * conv_bytes + vh // tp * vd * kd * ssm_bytes)
+    if m.get("kind") == "mamba2":
+        heads, hd, groups, state = int(m["num_heads"]), int(m["head_dim"]), int(m["n_groups"]), int(m["state_size"])
+        groups += 0 if groups % tp == 0 else tp - groups  # extra_groups_for_head_shards
+        conv = (heads * hd + 2 * groups * state) // tp * (kernel - 1 + num_spec)
+        return int(conv * conv_bytes + heads // tp * hd * state * ssm_bytes)
+    return 0
+
+
+def aligned_block_size(block_size: int, mamba_page: int, attn_bytes_1_token: float) -> int:
+    """The attention block size a hybrid Mamba model runs with: raised to the smallest multiple of
+    16 whose attention page holds one Mamba state (vllm/platforms/interface.py
+    Platform._align_hybrid_block_size, v0.21+; models/config.py HybridAttentionMambaModelConfig
+    in v0.11-0.18; the kernel alignment is 16 for the CUDA backends). The Mamba page is then padded
+    to the attention page."""
+    if mamba_page <= 0 or attn_bytes_1_token <= 0:
+        return block_size
+    need = 16 * cdiv(mamba_page, int(16 * attn_bytes_1_token))
+    return max(block_size, need)
+
+
+def mamba_state_blocks(version: tuple[int, ...], prefix_caching: bool, num_spec: int) -> int:
+    """Blocks one request's recurrent state holds (MambaSpec.max_memory_usage_bytes): one before
+    v0.15; from v0.15 `1 + num_speculative_blocks` ("none", prefix caching off) or `2 + ...`
+    ("align", prefix caching on for models without Mamba prefix-caching support, which is every
+    GatedDeltaNet model). The "all" mode of Mamba2 models with prefix caching is not modelled."""
+    if version < (0, 15, 0):
+        return 1
+    return (2 if prefix_caching else 1) + num_spec
+
+
+def speculative(settings: dict[str, Any]) -> tuple[str, int]:
+    """(method, num_speculative_tokens) of --speculative-config ("", 0 without one)."""
+    sc = settings.get("speculative_config")
+    if not isinstance(sc, dict):
+        return "", 0
+    method = str(sc.get("method") or "")
+    return ("mtp" if method.endswith("mtp") else method), int(sc.get("num_speculative_tokens") or 0)
+
+
+def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int, version: tuple[int, ...],
+                 block_size: int, kv_dtype_bytes: float) -> tuple[int | None, int]:
+    """(state blocks per request, attention block size) of a Mamba2 / GatedDeltaNet hybrid; None
+    blocks when the model has no recurrent layers or its state shape is unknown. The ssm state is
+    fp32 where the model's vLLM config class says so: Qwen3.5 (its config's mamba_ssm_dtype,
+    models/config.py::Qwen3_5ForConditionalGenerationConfig) and Nemotron-H
+    (NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE)."""
+    if not any(k in ("mamba", "linear") for k in model.kinds()):
+        return None, block_size
+    _, n_spec = speculative(settings)
+    conv_dtype = settings.get("mamba_cache_dtype") or "auto"
+    conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
+    ssm_dtype = settings.get("mamba_ssm_cache_dtype") or "auto"
+    if ssm_dtype == "auto":
+        ssm_dtype = "float32" if model.model_type.startswith(("qwen3_5", "nemotron_h")) else conv_dtype
+    ssm_b = dtype_bytes(dtype if ssm_dtype == "auto" else ssm_dtype)
+    page = mamba_page_bytes(model, tp, conv_b, ssm_b, n_spec)
+    if not page:
+        return None, block_size
+    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp))
+    prefix = settings.get("enable_prefix_caching")
+    return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block
+
+
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,
            block_size: int, era: Era) -> KvLayout:
-    """Group layers as the hybrid KV-cache manager does and size one block."""
+    """Group layers as the hybrid KV-cache manager does and size one block
+    (kv_cache_utils.py::_get_kv_cache_groups_uniform_page_size). Recurrent ("mamba") layers share
+    the pool with the attention layers at the attention page size."""
     page = int(block_size * layer_bytes_per_token(model, kv_dtype_bytes, tp))
     buckets: dict[tuple[str, int], int] = {}
     for spec in layers:

@@ -18,7 +18,7 @@ from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, encoder
 from servefit.engines.vllm.defaults import batch_defaults, capture_sizes
 from servefit.engines.vllm.era import Era, era, vtuple
-from servefit.engines.vllm.kvcache import capacity, layer_kinds, layout
+from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.weights import VOCAB_PAD, pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
@@ -225,7 +225,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = dtype_bytes(r.dtype)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1
-    kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")))
+    state_blocks, r.block_size = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size, kv_db) \
+        if hybrid else (None, r.block_size)
+    kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
+    if state_blocks is not None and speculative(cfg.settings)[0] == "mtp":
+        kinds.append(("full", 0))  # the MTP drafter's attention layer joins the same pool
     out.kv_bytes_per_token = full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len

