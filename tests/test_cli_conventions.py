@@ -125,7 +125,7 @@ def test_output_format_is_format(capsys, script):
     a = capsys.readouterr().out
     assert main(["lint", script, "--format", "json"]) == 1
     assert a == capsys.readouterr().out and json.loads(a)[0]["code"] == "VLLM003"
-    assert main(["estimate", script, "--output-format", "json"]) == 0
+    assert main(["estimate", script, "--output-format", "json"]) == 1  # the script refuses its max-model-len on the L4: exit 1, as lint
     assert json.loads(capsys.readouterr().out)["engine"] == "vllm"
 
 
@@ -195,7 +195,7 @@ def test_the_readme_opening_example_is_what_servefit_prints(capsys):
     command, shown = block.split("\n", 1)
     argv = shlex.split(command.removeprefix("$ "))
     assert argv[0] == "servefit"
-    assert main(argv[1:]) == 0
+    assert main(argv[1:]) == 1  # it refuses to start: exit 1, as lint would
     assert capsys.readouterr().out == shown
 
 

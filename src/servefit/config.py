@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -245,3 +246,36 @@ class Configs:
         if cfg is None:
             cfg = self._by_dir[d] = load(d, self.overrides, self.path)
         return cfg
+
+
+def user_online(args: Any = None) -> bool:
+    """Whether the user (never the linted repository) lets servefit read the Hub: `--online`,
+    `--config online=true` on the command line, SERVEFIT_ONLINE=1, or `online = true` in the
+    user's own ~/.config/servefit/config.toml ($XDG_CONFIG_HOME). A repository's servefit.toml or
+    pyproject.toml may ask for it (lint says so), but cannot turn it on."""
+    if args is not None:
+        if getattr(args, "online", False):
+            return True
+        for item in getattr(args, "config", None) or []:
+            if isinstance(item, str) and re.fullmatch(r"\s*online\s*=\s*true\s*", item, re.I):
+                return True
+    if os.environ.get("SERVEFIT_ONLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(base) / "servefit" / "config.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return data.get("online") is True
+
+
+def configs_asking_online(configs: Configs | None) -> list[Config]:
+    """The repository configurations seen in a run that set `online = true` (not honoured)."""
+    if configs is None:
+        return []
+    seen: dict[str, Config] = {}
+    for cfg in configs._by_dir.values():
+        if cfg.online and cfg.path and cfg.path not in seen:
+            seen[cfg.path] = cfg
+    return list(seen.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from servefit.conventions import add_color_arg
+from servefit.config import user_online
 from servefit.core import UsageError
 from servefit.pipeline import Target
 from servefit.units import parse_size
@@ -63,4 +64,4 @@ def target_from(args: argparse.Namespace) -> Target:
     return Target(gpu=args.gpu, gpus=gpus,
                   gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
                   engine_version=args.engine_version, model=args.model, model_config=args.model_config,
-                  online=bool(args.online))
+                  online=user_online(args))

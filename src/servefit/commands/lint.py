@@ -92,7 +92,7 @@ def load_config(args: argparse.Namespace):  # -> Config
 
 
 def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
-    from servefit.config import Configs
+    from servefit.config import Configs, user_online
     from servefit.linter.run import LintOptions
     from servefit.units import parse_size
 
@@ -100,7 +100,7 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
         raise UsageError(f"--gpus must be 1 to 65,536 (got {args.gpus})")
     path, overrides = config_args(args)
     return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
-                       engine_version=args.engine_version, online=bool(args.online),
+                       engine_version=args.engine_version, online=user_online(args),
                        configs=Configs(overrides, path), values=_values(args),
                        render=not getattr(args, "no_render", False))
 
