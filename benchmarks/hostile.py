@@ -351,11 +351,11 @@ CASES: list[Case] = [
     ("dockerfile-arg-doubling", dockerfile_arg, _finding("SF108", "KiB")),
     ("compose-many-refs", compose_refs, _finding("SF108", "MiB")),
     ("shell-20000-servers", many_servers, _finding("SF108", "1,000")),
-    ("shell-30k-vars-x-20k-commands", shell_vars_x_commands, _finding("SF108", "500,000")),
+    ("shell-30k-vars-x-20k-commands", shell_vars_x_commands, _finding("SF108", "250,000")),
     ("llama-swap-macro-doubling", llamaswap_macros, _finding("SF108", "KiB")),
     ("llama-swap-300-models-x-3000-macros", llamaswap_models_x_macros, lambda rc, out, err: rc == 0
      and out.count(" llamacpp ") == 300),
-    ("compose-2000-services-shared-env", compose_shared_env_file, _finding("SF108", "500,000")),
+    ("compose-2000-services-shared-env", compose_shared_env_file, _finding("SF108", "250,000")),
     ("k8s-configmap-x-5000-containers", k8s_configmap_x_containers, _finding("SF108", "ConfigMaps")),
     ("compose-env-file-outside-repo", compose_env_file_outside, _finding("SF113", "outside.env")),
     ("config-100M-layers", config_layers, _finding("SF002", "num_hidden_layers")),

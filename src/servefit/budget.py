@@ -27,7 +27,7 @@ class Exhausted(Exception):
 
 
 SERVERS_PER_FILE = 1000  # servers checked per file (real files hold 1 to a few dozen)
-ENV_ENTRIES_PER_FILE = 500_000  # variables copied per file (env files, ConfigMaps, per-command snapshots)
+ENV_ENTRIES_PER_FILE = 250_000  # variables copied per file (env files, ConfigMaps, per-command snapshots)
 
 
 class _Budget:
