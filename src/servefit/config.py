@@ -3,7 +3,7 @@ found from the linted path upwards, plus `--config KEY=VALUE` overrides.
 
 The schema is schemas/config.schema.json. Validation here walks that schema with a small
 interpreter for the keywords it uses (type, enum, properties, additionalProperties,
-propertyNames, items, required, minimum, minItems), so a lint run never imports jsonschema;
+propertyNames, items, required, minimum, maximum, minItems), so a lint run never imports jsonschema;
 tests check the interpreter against jsonschema on good and bad configs.
 """
 
@@ -118,6 +118,8 @@ def validate(data: Any, sch: dict[str, Any] | None = None, path: str = "tool.ser
             return [f"{path}: expected {t}, got {type(data).__name__}"]
     if "minimum" in sch and isinstance(data, (int, float)) and data < sch["minimum"]:
         errs.append(f"{path}: must be at least {sch['minimum']}")
+    if "maximum" in sch and isinstance(data, (int, float)) and data > sch["maximum"]:
+        errs.append(f"{path}: must be at most {sch['maximum']}")
     if isinstance(data, dict):
         props = sch.get("properties", {})
         for req in sch.get("required", []):
@@ -163,11 +165,23 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+MAX_CONFIG_FILE = 4 << 20
+
+
 def _read(p: Path, table: bool) -> Any:
+    from servefit import safe_io
+
     try:
-        with open(p, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        doc = tomllib.loads(safe_io.read_bytes(str(p), MAX_CONFIG_FILE).decode("utf-8"))
+    except RecursionError:
+        if table:  # someone else's pyproject.toml: servefit's table cannot be read, the run goes on
+            import sys
+
+            print(f"servefit: warning: {p}: nested too deeply to read; its [tool.servefit] is not used",
+                  file=sys.stderr)
+            return None
+        raise UsageError(f"{p}: cannot read config: nested too deeply") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{p}: cannot read config: {exc}") from None
     if table:
         return doc.get("tool", {}).get("servefit")
@@ -183,6 +197,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except RecursionError:
+        raise UsageError(f"--config {key.strip()}: value nested too deeply") from None
     return key.strip(), value
 
 

@@ -85,8 +85,12 @@ def _shell_payload(words: list[Word], i: int) -> Word | None:
 
 
 def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
+    from servefit.budget import SERVERS_PER_FILE
+
     out: list[Launch] = []
     for cmd in cmds:
+        if len(out) > SERVERS_PER_FILE:  # the file reader reports the bound; the rest is not looked at
+            break
         found = from_words(cmd.words, ctx, cmd.env if cmd.env is not None else env)
         for launch in found:
             launch.unresolved.extend(cmd.unresolved)

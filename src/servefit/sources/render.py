@@ -100,10 +100,13 @@ def missing_dependencies(chart: str) -> list[str]:
     chart; servefit never downloads them)."""
     import yaml
 
+    from servefit.safe_io import load_yaml
+
     try:
-        with open(os.path.join(chart, "Chart.yaml"), encoding="utf-8") as fh:
-            meta = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError):
+        meta = load_yaml(os.path.join(chart, "Chart.yaml")) or {}
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
+    if not isinstance(meta, dict):
         return []
     deps = [d.get("name") for d in (meta.get("dependencies") or []) if isinstance(d, dict) and d.get("name")]
     sub = os.path.join(chart, "charts")
@@ -122,8 +125,10 @@ def render_without(chart: str, values: list[str], helm: str, missing: list[str])
     with tempfile.TemporaryDirectory(prefix="servefit-chart-") as tmp:
         copy = os.path.join(tmp, os.path.basename(os.path.abspath(chart)))
         shutil.copytree(chart, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        with open(os.path.join(copy, "Chart.yaml"), encoding="utf-8") as fh:
-            meta = yaml.safe_load(fh) or {}
+        from servefit.safe_io import load_yaml
+
+        loaded = load_yaml(os.path.join(copy, "Chart.yaml")) or {}
+        meta: dict = loaded if isinstance(loaded, dict) else {}
         meta["dependencies"] = [d for d in meta.get("dependencies") or []
                                 if not (isinstance(d, dict) and d.get("name") in missing)]
         with open(os.path.join(copy, "Chart.yaml"), "w", encoding="utf-8") as fh:
@@ -154,10 +159,11 @@ def _uses(kfile: str) -> tuple[list[str], list[str], bool]:
     import yaml
 
     d = os.path.dirname(kfile)
+    from servefit.safe_io import load_yaml
+
     try:
-        with open(kfile, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError):
+        doc = load_yaml(kfile) or {}
+    except (OSError, ValueError, yaml.YAMLError):
         return [], [], False
     if not isinstance(doc, dict):
         return [], [], False
@@ -238,11 +244,12 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
 
 
 def _mentions_engine(path: str) -> bool:
+    from servefit.safe_io import open_regular
     from servefit.sources import _mentions_engine as mentions
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return mentions(fh.read(1 << 20))
+        with open_regular(path) as fh:
+            return mentions(fh.read(1 << 20).decode("utf-8", errors="replace"))
     except OSError:
         return False
 

@@ -234,7 +234,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
     weights = stage_weights(model, r)
-    offload = int(float(cfg.settings.get("cpu_offload_gb") or 0) * GiB)
+    offload = int(min(float(cfg.settings.get("cpu_offload_gb") or 0), 1 << 30) * GiB)  # past every weight: all
     stages = pp_layers(len(kinds), r.pp) if kinds else [0] * r.pp
     devices: list[DeviceMemory] = []
     blocks_per_stage: list[int] = []
