@@ -216,7 +216,10 @@ def extract(root: Path) -> dict[str, Any]:
             _record(flags, names, kws, field_info, idx, bool_negatable)
     env = _env(root)
     utils = [root / "vllm/utils.py", *sorted((root / "vllm/utils").glob("*.py"))]
-    flexible = any("class FlexibleArgumentParser" in p.read_text(errors="replace") for p in utils if p.is_file())
+    texts = [p.read_text(errors="replace") for p in utils if p.is_file()]
+    flexible = any("class FlexibleArgumentParser" in t for t in texts)
+    if any('arg.startswith("-O")' in t for t in texts):  # FlexibleArgumentParser rewrites -O3 / -O 3
+        flags.setdefault("-O", {"arity": "1"})
     for f in flags.values():
         if f.get("replacement", "").split("=")[0] not in flags:
             f.pop("replacement", None)
