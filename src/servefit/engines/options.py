@@ -134,19 +134,28 @@ class OptionTable:
                 and _vkey(version) < _vkey(self.underscores_since):
             f = flag  # before FlexibleArgumentParser, --max_model_len is its own (unknown) word
         opt = self.by_flag.get(f)
-        if opt is not None:
+        if opt is not None and (self.in_release(f, version) or not self._abbrev(f, version)):
             return opt, False, f
         if f.startswith("--no-"):
             pos = self.by_flag.get("--" + f[5:])
             if pos is not None and pos.negatable:
                 return pos, True, f
-        if self.allow_abbrev and f.startswith("--") and len(f) > 3:
-            hits = {o.name: (o, k) for k, o in self.by_flag.items()
-                    if k.startswith(f) and k.startswith("--") and self.in_release(k, version)}
-            if len(hits) == 1:
-                o, k = next(iter(hits.values()))
-                return o, False, k
+        hit = self._abbrev(f, version)
+        if hit is not None:
+            return hit[0], False, hit[1]
         return None, False, f
+
+    def _abbrev(self, f: str, version: str | None) -> tuple[Option, str] | None:
+        """argparse's allow_abbrev: a unique prefix of one long flag of this release (a flag the
+        release dropped can still be the prefix of one it kept, and then argparse takes it)."""
+        if not (self.allow_abbrev and f.startswith("--") and len(f) > 3):
+            return None
+        hits = {k: o for k, o in self.by_flag.items()
+                if k.startswith(f) and k != f and k.startswith("--") and self.in_release(k, version)}
+        if len(hits) == 1:
+            k, o = next(iter(hits.items()))
+            return o, k
+        return None
 
     def release_problem(self, canon: str, version: str | None) -> tuple[str, str] | None:
         """(rule code, message) where the flag is not in `version` (an error: argparse rejects
