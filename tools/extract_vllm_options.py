@@ -34,6 +34,7 @@ def vkey(v: str) -> tuple[int, int, int]:
     return version_tuple(v, "0")
 
 ENGINE_ARGS = "vllm/engine/arg_utils.py"
+BOOL_STR_OPTIONAL = False  # set per release while reading its arg_utils.py
 
 
 def _parser_files(root: Path) -> list[Path]:
@@ -180,6 +181,9 @@ def extract(root: Path) -> dict[str, Any]:
         tree = ast.parse(text)
         if "BooleanOptionalAction" in text and p.name == "arg_utils.py":
             bool_negatable = _get_kwargs_negates(tree)
+        if p.name == "arg_utils.py":  # get_kwargs: bool | str | None is an optional-valued flag
+            global BOOL_STR_OPTIONAL
+            BOOL_STR_OPTIONAL = "{bool, str, type(None)}" in text
         sources = _kwargs_sources(tree)
         deleted = _deleted_keys(tree)
         loops = _loops(tree)
@@ -202,7 +206,7 @@ def extract(root: Path) -> dict[str, Any]:
             if not names or not names[0].startswith("-"):
                 continue
             for d in [s for s in star if isinstance(s, ast.Dict)]:  # **{**kwargs["f"], "default": None}
-                for k, val in zip(d.keys, d.values):
+                for k, val in zip(d.keys, d.values, strict=True):
                     if k is None:
                         star.append(val)
                     elif isinstance(k, ast.Constant) and isinstance(k.value, str):
@@ -251,9 +255,10 @@ def _record(flags: dict[str, dict[str, Any]], names: list[str], kws: dict[str, a
     ann = field_info[0] if field_info else ""
     words = re.findall(r"\w+", ann)  # get_kwargs: any Union containing bool -> BooleanOptionalAction
     is_bool = "bool" in words and words[0] not in ("dict", "Dict", "list", "List", "tuple", "Tuple", "Callable")
-    if not action and field_info is not None and is_bool and bool_negatable:
+    optional_value = BOOL_STR_OPTIONAL and sorted(set(words) - {"Optional", "Union"}) == ["None", "bool", "str"]
+    if not action and field_info is not None and is_bool and bool_negatable and not optional_value:
         action = "BooleanOptionalAction"
-    fact: dict[str, Any] = {"arity": "0" if action in NO_VALUE else "1"}
+    fact: dict[str, Any] = {"arity": "0" if action in NO_VALUE else ("?" if optional_value and not action else "1")}
     if kws.get("nargs") is not None and action not in NO_VALUE:
         try:
             fact["arity"] = str(ast.literal_eval(kws["nargs"]))
@@ -337,7 +342,7 @@ def _changes(values: list[Any], present: list[bool], versions: list[str]) -> dic
     """{version: value} at each release where the value changes (releases without the flag skipped)."""
     out: dict[str, Any] = {}
     last: Any = object()
-    for v, val, here in zip(versions, values, present):
+    for v, val, here in zip(versions, values, present, strict=True):
         if here and val is not None and val != last:
             out[v] = val
             last = val

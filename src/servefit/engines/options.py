@@ -239,8 +239,10 @@ def _with_history(opts: list[Option], hist: dict[str, Any]) -> list[Option]:
         negatable = o.negatable or any(f in negated for f in o.flags)
         arity = [_newest(flags[f].get("arity", "1")) for f in kept if f in flags]
         typ, nargs = o.type, o.nargs
-        if typ == "str" and not o.memory and arity and all(a in ("0", "?") for a in arity):
-            typ, nargs = "bool", ("?" if "?" in arity else None)  # a switch the table left untyped
+        if typ == "str" and not o.memory and arity and all(a == "0" for a in arity):
+            typ = "bool"  # a switch the table left untyped
+        elif typ == "str" and not o.memory and arity and arity[-1] == "?":
+            nargs = "?"  # a bare flag or a value (`--hf-token` / `--hf-token TOKEN`)
         if kept or not o.flags:
             out.append(Option(**{**o.__dict__, "flags": kept, "negatable": negatable, "type": typ,
                                  "nargs": nargs}))
@@ -248,10 +250,10 @@ def _with_history(opts: list[Option], hist: dict[str, Any]) -> list[Option]:
     for flag, h in flags.items():
         if flag in known or h.get("negates"):
             continue
-        arity = _newest(h.get("arity", "1"))
+        last = _newest(h.get("arity", "1"))
         name = flag.lstrip("-").replace("-", "_")
-        out.append(Option(name=name, flags=(flag,), type="bool" if arity in ("0", "?") else "str",
-                          nargs=arity if arity in ("?", "*", "+") else None, negatable=flag in negated,
+        out.append(Option(name=name, flags=(flag,), type="bool" if last == "0" else "str",
+                          nargs=last if last in ("?", "*", "+") else None, negatable=flag in negated,
                           help="(from the engine's parser)"))
     return out
 
