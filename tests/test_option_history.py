@@ -131,3 +131,16 @@ def test_negated_switch_follows_its_release():
     # --no-enable-prefix-caching arrives with BooleanOptionalAction (0.6.5 among the releases read)
     assert [c for c, _ in _codes(["--no-enable-prefix-caching"], "0.6.3")] == ["VLLM001"]
     assert _codes(["--no-enable-prefix-caching"], "0.11.0") == []
+
+
+def test_env_history_agrees_with_the_era_model():
+    """vllm/envs.py's own VLLM_USE_V1 default flips to True in 0.8.0, the release era.py makes V1
+    the default; the variable is gone once V0 is (era.py: V1 regardless from 0.11)."""
+    from servefit.engines.vllm.era import era
+
+    data = yaml.safe_load((ROOT / "src" / "servefit" / "data" / "engines" / "vllm_history.yaml").read_text())
+    use_v1 = data["env"]["VLLM_USE_V1"]
+    flip = next(v for v, d in use_v1["default"].items() if d is True)
+    assert flip == "0.8.0" and era(flip).v1 and not era("0.7.3").v1
+    removed = use_v1["in"][-1][1]
+    assert removed is not None and era(removed, {"VLLM_USE_V1": "0"}).v1
