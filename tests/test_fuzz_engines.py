@@ -89,7 +89,7 @@ def test_option_table_parser(engine, data):
     parsed = parse_argv(table, [Token(w) for w in words], version)
     assert set(parsed.values) <= set(table.by_name)
     for f in parsed.findings:
-        assert f.code in (table.unknown_code, table.invalid_code) and f.message
+        assert f.code in (table.unknown_code, table.invalid_code, table.deprecated_code) and f.message
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -17,6 +17,8 @@ TITLE = {
     "batch_misconfiguration": "Batch misconfiguration",
     "fragmentation": "Memory fragmentation",
     "model_too_large": "Model too large for the GPU",
+    "profiling_peak": "Start-up profiling peak",
+    "cuda_graph_capture": "CUDA graph capture",
     "none": "No OOM signature found",
 }
 HOST_TITLE = {

@@ -371,6 +371,10 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
             msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "
                    f"KV cache is needed, which is larger than the available KV cache memory ({check / GiB:.2f} GiB)."
                    + (f" Based on the available memory, the estimated maximum model length is {fit}." if fit > 0 else ""))
+            if not e.v1:  # V0 words it per block: worker/worker.py::raise_if_cache_size_invalid (0.4.3-0.10)
+                msg = (f"The model's max seq len ({max_len}) is larger than the maximum number of tokens that can be "
+                       f"stored in KV cache ({r.block_size * num_blocks}). Try increasing `gpu_memory_utilization` or "
+                       "decreasing `max_model_len` when initializing the engine.")
             out.messages.append(msg)
             out.findings.append(finding(
                 "VLLM003", f"max-model-len {max_len:,} needs {needed / GiB:.2f} GiB of KV cache per GPU, "
@@ -378,7 +382,26 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
                 span=span, setting="max_model_len"))
     tokens, conc = capacity(lay, num_blocks, max_len, in_flight, e, dcp)
     out.kv_cache_tokens, out.max_concurrency = tokens, conc
-    if out.outcome == "started":
+    if out.outcome == "started" and not e.v1:
+        out.messages.extend(_v0_cache_lines(cfg, e, num_blocks, r.block_size, max_len, out.kv_bytes_per_token))
+    elif out.outcome == "started":
         out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
         out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
     out.findings.extend(checks.advice(cfg, model, gpu, r, e, out))
+
+
+def _v0_cache_lines(cfg: EngineConfig, e: Era, num_blocks: int, block_size: int, max_len: int,
+                    kv_bytes_per_token: int) -> list[str]:
+    """What the V0 engine logs once the cache is sized (executor/gpu_executor.py::initialize_cache,
+    executor_base.py from 0.7): "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks" from 0.7, the
+    platform's device_name), then, from 0.6.3, the concurrency as num_gpu_blocks x block_size /
+    max_model_len. CPU blocks = swap_space (4 GiB default) // one block's bytes (worker.py)."""
+    v = vtuple(e.version)
+    swap = float(cfg.settings.get("swap_space") or 4)
+    block_bytes = kv_bytes_per_token * block_size
+    cpu = int(swap * GiB // block_bytes) if block_bytes else 0
+    device = "cuda" if v >= (0, 7, 0) else "GPU"
+    out = [f"# {device} blocks: {num_blocks}, # CPU blocks: {cpu}"]
+    if v >= (0, 6, 3):
+        out.append(f"Maximum concurrency for {max_len} tokens per request: {num_blocks * block_size / max_len:.2f}x")
+    return out
