@@ -88,11 +88,9 @@ def test_sglang_cases_meet_the_target():
 # Each needs a model the catalog does not have yet (the runner reports "unknown model"). A case
 # that becomes evaluable (or one that stops being) changes this list on purpose.
 VLLM_NOT_EVALUABLE = {
-    "vllm-pr12126-h100-llama32-11b-vision-eager", "myoceane-a100-gemma-4-26b-a4b-131k-eager",
-    "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused", "club3090-1087-2x5090-qwen38-27b-fp8-breakdown",
-    "club3090-612-rtx5090-qwen36-35b-a3b-nvfp4-fp8kv", "club3090-1086-2x5090-qwen38-27b-fp8-64k",
-    "vllm-28228-2x3090-kimi-linear-48b-awq-tp2", "recipes810-2x5090-qwen38-27b-fp8-tp2-262k",
-    "vllm-16570-4xa100-40gb-qwen25-vl-72b-v0-tp4",
+    "club3090-1087-2x5090-qwen38-27b-fp8-breakdown", "club3090-1086-2x5090-qwen38-27b-fp8-64k",
+    "recipes810-2x5090-qwen38-27b-fp8-tp2-262k",  # Qwen3.8-27B: no public config or count found offline
+    "vllm-28228-2x3090-kimi-linear-48b-awq-tp2",  # Kimi-Linear: held in data/models/pending.md
 }
 # Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged; the known
 # misses are pinned at their current error (+-2 points) so any change to them shows.
@@ -100,7 +98,15 @@ KV_TOKENS_TOLERANCE = 0.10
 KNOWN_MISSES = {("vllm-pr17122-l40s-llama31-8b-32k", "kv_tokens"): 0.2206,
                 ("vllm-pr17122-l40s-llama31-8b-32k", "max_concurrency"): 0.221,
                 ("vllm-13061-2x4090-r1-distill-qwen14b-tp2-refused", "kv_tokens"): 0.1105,
-                ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.5917}
+                ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.5917,
+                # issue 16's new cases: TP8 + expert parallelism on PCIe A5000s (held out; non-torch
+                # terms come from NVLink boards) and vLLM 0.10 with FlashInfer's smaller sampler peak
+                ("vllm-22177-8xa5000-qwen3-coder-30b-a3b-tp8-ep", "kv_tokens"): -0.2294,
+                ("vllm-22177-8xa5000-qwen3-coder-30b-a3b-tp8-ep", "max_concurrency"): -0.2304,
+                ("dennislee-a100-80gb-qwen2-7b-util025", "kv_tokens"): -0.1921,
+                ("dennislee-a100-80gb-qwen2-7b-util025", "max_concurrency"): -0.1922,
+                ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "kv_tokens"): -0.1080,
+                ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "max_concurrency"): -0.1081}
 
 
 def test_vllm_cases_that_cannot_be_evaluated_are_named():
@@ -116,6 +122,8 @@ def test_vllm_kv_tokens_and_concurrency_per_case():
     _, out = rows("vllm")
     seen = {"kv_tokens": 0, "max_concurrency": 0}
     for r in out:
+        if r["id"] in KNOWN_OFF:  # asserted in test_vllm_accuracy_targets
+            continue
         for metric in seen:
             if metric not in r.get("errors", {}):
                 continue
