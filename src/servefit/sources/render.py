@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Any
 
 from servefit.core import Finding, LaunchSite
 from servefit.rules.catalog import finding
@@ -231,16 +232,23 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         mapper = render_map.Mapper(d, proc.stdout, sources, virtual,
                                    fallback=(k, "built by kustomize; not traced to one line of its files"))
         label = os.path.relpath(d) if not os.path.isabs(d) else d
-        for site in result.sites:
-            mapper.site(site)
+        _adopt(out, result, mapper, label, f"kustomize build {label}")
+
+
+def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str) -> None:
+    """The servers and findings of rendered manifests, with spans mapped back to the lines a user
+    edits (values files, patches) and each server named after what rendered it."""
+    for site in result.sites:
+        mapper.site(site)
+        if label:
             site.name = f"{site.name} ({label})"
-            site.extra["rendered"] = f"kustomize build {label}"
-            out.sites.append(site)
-        for f in result.findings:
-            if f.span is not None:
-                f.span = mapper.span(f.span)
-            out.findings.append(f)
-        out.notes.update(mapper.notes)
+        site.extra["rendered"] = how
+        out.sites.append(site)
+    for f in result.findings:
+        if f.span is not None:
+            f.span = mapper.span(f.span)
+        out.findings.append(f)
+    out.notes.update(mapper.notes)
 
 
 def _mentions_engine(path: str) -> bool:
@@ -291,17 +299,8 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
             virtual = os.path.join(chart, f".rendered-{label}.yaml")
             result = scan_file(virtual, text)
             mapper = render_map.Mapper(chart, text, _values_paths(chart, values), virtual)
-            for site in result.sites:
-                mapper.site(site)
-                if values:
-                    site.name = f"{site.name} ({label})"
-                site.extra["rendered"] = f"helm template {os.path.basename(os.path.abspath(chart))} with {label}"
-                out.sites.append(site)
-            for f in result.findings:
-                if f.span is not None:
-                    f.span = mapper.span(f.span)
-                out.findings.append(f)
-            out.notes.update(mapper.notes)
+            _adopt(out, result, mapper, label if values else None,
+                   f"helm template {os.path.basename(os.path.abspath(chart))} with {label}")
     return out
 
 
