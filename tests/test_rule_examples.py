@@ -22,6 +22,8 @@ PROSE = {
     "SF111": "a fallback for a failed start-up that no engine rule reports: every bundled engine reports its own",
     "LCPP004": TODO, "LCPP015": TODO, "LCPP018": TODO, "OLLM006": TODO, "OLLM007": TODO, "OLLM010": TODO,
     "OLLM011": TODO, "SF101": TODO, "TGI009": TODO,
+    "SF130": "needs the repository's own servefit.toml (online = true) beside the file; the harness sets the "
+             "configuration itself",
 }
 
 

@@ -96,18 +96,19 @@ def test_no_code_is_registered_by_two_functions() -> None:
 
 
 def test_registry_and_catalogue_agree() -> None:
+    """Every catalogued code has its function, or is one the option parser raises from an
+    engine's data table (engines/options.py: unknown / invalid / deprecated flags)."""
     emitted, registered, _ = scan()
     cat = set(rules())
     assert set(registered) - cat == set(), "registered codes missing from data/rules/*.yaml"
-    assert cat - set(registered) == set(), "catalogued codes no function is registered for"
+    assert cat - set(registered) - table_codes() == set(), "catalogued codes no function is registered for"
     assert set(emitted) == set(registered)
 
 
-def test_option_table_codes_are_catalogued_and_registered() -> None:
-    """The argument parser raises unknown / invalid codes named in data/engines/*.yaml; each of
-    them also has its registered function (the engine's own checks of the same kind)."""
-    _, registered, _ = scan()
-    assert table_codes() <= set(registered)
+def test_option_table_codes_are_catalogued() -> None:
+    """The codes engines/options.py raises come from data/engines/*.yaml `codes:` and are rules."""
+    assert table_codes() and table_codes() <= set(rules())
+    assert {"VLLM001", "VLLM002", "VLLM023", "LCPP001", "TGI001", "SGL002", "OLLM013"} <= table_codes()
 
 
 ENGINE_MODULES = ["servefit.engines.vllm", "servefit.engines.vllm.checks", "servefit.engines.vllm.plan",

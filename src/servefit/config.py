@@ -3,7 +3,7 @@ found from the linted path upwards, plus `--config KEY=VALUE` overrides.
 
 The schema is schemas/config.schema.json. Validation here walks that schema with a small
 interpreter for the keywords it uses (type, enum, properties, additionalProperties,
-propertyNames, items, required, minimum, minItems), so a lint run never imports jsonschema;
+propertyNames, items, required, minimum, maximum, minItems), so a lint run never imports jsonschema;
 tests check the interpreter against jsonschema on good and bad configs.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -165,11 +166,23 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+MAX_CONFIG_FILE = 4 << 20
+
+
 def _read(p: Path, table: bool) -> Any:
+    from servefit import safe_io
+
     try:
-        with open(p, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        doc = tomllib.loads(safe_io.read_bytes(str(p), MAX_CONFIG_FILE).decode("utf-8"))
+    except RecursionError:
+        if table:  # someone else's pyproject.toml: servefit's table cannot be read, the run goes on
+            import sys
+
+            print(f"servefit: warning: {p}: nested too deeply to read; its [tool.servefit] is not used",
+                  file=sys.stderr)
+            return None
+        raise UsageError(f"{p}: cannot read config: nested too deeply") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{p}: cannot read config: {exc}") from None
     if table:
         return doc.get("tool", {}).get("servefit")
@@ -185,6 +198,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except RecursionError:
+        raise UsageError(f"--config {key.strip()}: value nested too deeply") from None
     return key.strip(), value
 
 
@@ -237,3 +252,36 @@ class Configs:
         if cfg is None:
             cfg = self._by_dir[d] = load(d, self.overrides, self.path)
         return cfg
+
+
+def user_online(args: Any = None) -> bool:
+    """Whether the user (never the linted repository) lets servefit read the Hub: `--online`,
+    `--config online=true` on the command line, SERVEFIT_ONLINE=1, or `online = true` in the
+    user's own ~/.config/servefit/config.toml ($XDG_CONFIG_HOME). A repository's servefit.toml or
+    pyproject.toml may ask for it (lint says so), but cannot turn it on."""
+    if args is not None:
+        if getattr(args, "online", False):
+            return True
+        for item in getattr(args, "config", None) or []:
+            if isinstance(item, str) and re.fullmatch(r"\s*online\s*=\s*true\s*", item, re.I):
+                return True
+    if os.environ.get("SERVEFIT_ONLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(base) / "servefit" / "config.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return data.get("online") is True
+
+
+def configs_asking_online(configs: Configs | None) -> list[Config]:
+    """The repository configurations seen in a run that set `online = true` (not honoured)."""
+    if configs is None:
+        return []
+    seen: dict[str, Config] = {}
+    for cfg in configs._by_dir.values():
+        if cfg.online and cfg.path and cfg.path not in seen:
+            seen[cfg.path] = cfg
+    return list(seen.values())

@@ -47,7 +47,7 @@ PREFIXES = ("hf_", "sk-ant-", "sk-proj-", "sk-", "ghp_", "github_pat_", "xoxb-",
             "glpat-", "nvapi-")
 _VALUE = r"(\[[^\]\n]*\]|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;\"'}\]]+)"
 ASSIGN = re.compile(r"([\"']?)\b([A-Za-z_][A-Za-z0-9_.-]*)\1([ \t]*[=:][ \t]*)" + _VALUE)
-FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9_-]*|-hft)(=|\s+)" + _VALUE)
+FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9_-]*|-hft)(=|\s+(?!--[A-Za-z]))" + _VALUE)  # a flag is no value
 URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/\s:@'\"<>]+)(?::([^/\s@'\"<>]*))?@(?=[^\s/@])")
 AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(bearer|basic|token|digest|apikey)?"
                          r"(\s*)([^\s\"',;}\]]+)")

@@ -11,6 +11,7 @@ from servefit import __version__
 from servefit.core import Finding
 from servefit.redact import redact_text
 from servefit.rules.docs import url
+from servefit.termsafe import one_line
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -164,6 +165,7 @@ def to_sarif(findings: list[Finding], root: str | None = None) -> str:
 
 def _gh_escape(text: str, prop: bool = False) -> str:
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = one_line(text)  # ESC and every other control character: escaped, never raw in a CI log
     if prop:
         text = text.replace(":", "%3A").replace(",", "%2C")
     return text

@@ -76,10 +76,12 @@ def _read(path: str, result: ScanResult) -> str | None:
 
 
 def _head(path: str) -> str | None:
+    from servefit.safe_io import open_regular
+
     try:
         if not os.path.isfile(path):
             return None
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(128).decode("utf-8", errors="replace")
     except OSError:
         return None
@@ -103,14 +105,27 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     result.text = text
     if not _mentions_engine(text):
         return result
+    from servefit.budget import Exhausted, file_budget
     from servefit.sources.base import FileCtx
 
     fc = FileCtx.of(path, text)
     try:
-        _dispatch(kind, fc, result)
-        fc.finish()
+        with file_budget():
+            _dispatch(kind, fc, result)
+            fc.finish()
     except RecursionError:
         fc.findings.append(not_read("nested too deeply; skipped", span=fc.li.span(0, 0)))
+    except (Exhausted, MemoryError) as exc:
+        fc.sites.clear()
+        msg = str(exc) if isinstance(exc, Exhausted) else "ran out of memory reading it; the file was not read"
+        fc.findings.append(not_read(msg, span=fc.li.span(0, 0)))
+    from servefit.budget import SERVERS_PER_FILE
+
+    if len(fc.sites) > SERVERS_PER_FILE:  # each server is evaluated: a bound keeps a 2 MiB file from taking minutes
+        fc.findings.append(not_read(f"more than {SERVERS_PER_FILE:,} servers in one file (the bound servefit "
+                                            f"checks per file): only the first {SERVERS_PER_FILE:,} are checked",
+                                   span=fc.li.span(0, 0)))
+        del fc.sites[SERVERS_PER_FILE:]
     result.sites.extend(fc.sites)
     result.findings.extend(fc.findings)
     result.findings.extend(unresolved_findings(fc.sites))

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from servefit.config import Config, Configs
+from servefit.config import Config, Configs, user_online
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Span, UsageError
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -363,4 +363,4 @@ def flags_from(args: Any) -> Flags:
     mem = getattr(args, "gpu_memory", None)
     return Flags(gpu=getattr(args, "gpu", None), gpus=gpus, gpu_memory=parse_size(mem) if mem else None,
                  engine_version=getattr(args, "engine_version", None), model=getattr(args, "model", None),
-                 model_config=getattr(args, "model_config", None), online=bool(getattr(args, "online", False)))
+                 model_config=getattr(args, "model_config", None), online=user_online(args))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from servefit.core import Finding, LaunchSite
 from servefit.sources.problems import not_rendered
@@ -100,10 +101,13 @@ def missing_dependencies(chart: str) -> list[str]:
     chart; servefit never downloads them)."""
     import yaml
 
+    from servefit.safe_io import load_yaml
+
     try:
-        with open(os.path.join(chart, "Chart.yaml"), encoding="utf-8") as fh:
-            meta = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError):
+        meta = load_yaml(os.path.join(chart, "Chart.yaml")) or {}
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
+    if not isinstance(meta, dict):
         return []
     deps = [d.get("name") for d in (meta.get("dependencies") or []) if isinstance(d, dict) and d.get("name")]
     sub = os.path.join(chart, "charts")
@@ -123,8 +127,10 @@ def render_without(chart: str, values: list[str], helm: str, missing: list[str])
     with tempfile.TemporaryDirectory(prefix="servefit-chart-") as tmp:
         copy = os.path.join(tmp, os.path.basename(os.path.abspath(chart)))
         shutil.copytree(chart, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        with open(os.path.join(copy, "Chart.yaml"), encoding="utf-8") as fh:
-            meta = yaml.safe_load(fh) or {}
+        from servefit.safe_io import load_yaml
+
+        loaded = load_yaml(os.path.join(copy, "Chart.yaml")) or {}
+        meta: dict = loaded if isinstance(loaded, dict) else {}
         meta["dependencies"] = [d for d in meta.get("dependencies") or []
                                 if not (isinstance(d, dict) and d.get("name") in missing)]
         with open(os.path.join(copy, "Chart.yaml"), "w", encoding="utf-8") as fh:
@@ -156,10 +162,11 @@ def _uses(kfile: str) -> tuple[list[str], list[str], bool]:
     import yaml
 
     d = os.path.dirname(kfile)
+    from servefit.safe_io import load_yaml
+
     try:
-        with open(kfile, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError):
+        doc = load_yaml(kfile) or {}
+    except (OSError, ValueError, yaml.YAMLError):
         return [], [], False
     if not isinstance(doc, dict):
         return [], [], False
@@ -230,24 +237,32 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         mapper = render_map.Mapper(d, proc.stdout, sources, virtual,
                                    fallback=(k, "built by kustomize; not traced to one line of its files"))
         label = os.path.relpath(d) if not os.path.isabs(d) else d
-        for site in result.sites:
-            mapper.site(site)
+        _adopt(out, result, mapper, label, f"kustomize build {label}")
+
+
+def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str) -> None:
+    """The servers and findings of rendered manifests, with spans mapped back to the lines a user
+    edits (values files, patches) and each server named after what rendered it."""
+    for site in result.sites:
+        mapper.site(site)
+        if label:
             site.name = f"{site.name} ({label})"
-            site.extra["rendered"] = f"kustomize build {label}"
-            out.sites.append(site)
-        for f in result.findings:
-            if f.span is not None:
-                f.span = mapper.span(f.span)
-            out.findings.append(f)
-        out.notes.update(mapper.notes)
+        site.extra["rendered"] = how
+        out.sites.append(site)
+    for f in result.findings:
+        if f.span is not None:
+            f.span = mapper.span(f.span)
+        out.findings.append(f)
+    out.notes.update(mapper.notes)
 
 
 def _mentions_engine(path: str) -> bool:
+    from servefit.safe_io import open_regular
     from servefit.sources import _mentions_engine as mentions
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return mentions(fh.read(1 << 20))
+        with open_regular(path) as fh:
+            return mentions(fh.read(1 << 20).decode("utf-8", errors="replace"))
     except OSError:
         return False
 
@@ -287,17 +302,8 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
             virtual = os.path.join(chart, f".rendered-{label}.yaml")
             result = scan_file(virtual, text)
             mapper = render_map.Mapper(chart, text, _values_paths(chart, values), virtual)
-            for site in result.sites:
-                mapper.site(site)
-                if values:
-                    site.name = f"{site.name} ({label})"
-                site.extra["rendered"] = f"helm template {os.path.basename(os.path.abspath(chart))} with {label}"
-                out.sites.append(site)
-            for f in result.findings:
-                if f.span is not None:
-                    f.span = mapper.span(f.span)
-                out.findings.append(f)
-            out.notes.update(mapper.notes)
+            _adopt(out, result, mapper, label if values else None,
+                   f"helm template {os.path.basename(os.path.abspath(chart))} with {label}")
     return out
 
 

@@ -162,10 +162,17 @@ def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
 def _config_words(path: str) -> list[Token]:
     import yaml
 
+    from servefit.sources.base import read_text
+    from servefit.sources.text import whole
+    from servefit.sources.yamlpos import YamlProblem, compose_all
+
+    text = read_text(path)  # a regular file, at most 1 MiB
+    if text is None:
+        return []
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError):
+        compose_all(whole(text, path))  # bounded: alias bombs and deep nesting are refused first
+        data = yaml.safe_load(text) or {}
+    except (YamlProblem, yaml.YAMLError, RecursionError):
         return []
     words: list[Token] = []
     for key, val in (data.items() if isinstance(data, dict) else ()):

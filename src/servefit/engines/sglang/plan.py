@@ -152,7 +152,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0)
     sch = scheme_for(model.quantization, s.get("quantization"))
     weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
-    weights = max(0, weights - int(float(s.get("cpu_offload_gb") or 0) * GiB))
+    weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
     rest = (pre - weights) - pre * (1 - r.fraction)
     kinds = layers_on_rank(model, r.pp)
     per_layer, n_full, n_swa = cell_size(model, r, kinds)

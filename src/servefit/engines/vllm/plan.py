@@ -233,7 +233,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
     weights = stage_weights(model, r)
-    offload = int(float(cfg.settings.get("cpu_offload_gb") or 0) * GiB)
+    offload = int(min(float(cfg.settings.get("cpu_offload_gb") or 0), 1 << 30) * GiB)  # past every weight: all
     stages = pp_layers(len(kinds), r.pp) if kinds else [0] * r.pp
     devices: list[DeviceMemory] = []
     blocks_per_stage: list[int] = []
@@ -311,7 +311,7 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
              num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
     """The outcome of the start-up and vLLM's log lines; then the findings that say so (verdicts.py)
     and the capacity advice (checks.advice)."""
-    v = _verdict(out, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
+    v = _verdict(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
     out.findings.extend(verdicts.findings(cfg, gpu, out, v, e.cudagraph_subtracted))
     advice = checks.advice(cfg, model, gpu, r, e, out)
     if attention_free(model):  # requests are not bounded by KV blocks: the concurrency advice does not apply
@@ -319,8 +319,8 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     out.findings.extend(advice)
 
 
-def _verdict(out: MemoryPlan, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay, num_blocks: int, avail: int,
-             max_len: int, in_flight: int, dcp: int, budget: int) -> verdicts.Verdict:
+def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
+             num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> verdicts.Verdict:
     """Numbers and outcome only: sets out.outcome, out.messages and the KV capacity."""
     v = verdicts.Verdict(util=r.util, budget=budget, avail=avail, max_num_batched_tokens=r.max_num_batched_tokens)
     if any(f.severity == "error" for f in out.findings):
@@ -363,13 +363,36 @@ def _verdict(out: MemoryPlan, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Er
             fit = lay.largest_fitting_len(check, max_len, in_flight)
             out.fitting_max_model_len = v.fit = fit
             v.needed = needed
-            out.messages.append(
-                f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "
-                f"KV cache is needed, which is larger than the available KV cache memory ({check / GiB:.2f} GiB)."
-                + (f" Based on the available memory, the estimated maximum model length is {fit}." if fit > 0 else ""))
+            msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "
+                   f"KV cache is needed, which is larger than the available KV cache memory ({check / GiB:.2f} GiB)."
+                   + (f" Based on the available memory, the estimated maximum model length is {fit}." if fit > 0 else ""))
+            if not e.v1:  # V0 words it per block: worker/worker.py::raise_if_cache_size_invalid (0.4.3-0.10)
+                msg = (f"The model's max seq len ({max_len}) is larger than the maximum number of tokens that can be "
+                       f"stored in KV cache ({r.block_size * num_blocks}). Try increasing `gpu_memory_utilization` or "
+                       "decreasing `max_model_len` when initializing the engine.")
+            out.messages.append(msg)
     tokens, conc = capacity(lay, num_blocks, max_len, in_flight, e, dcp)
     out.kv_cache_tokens, out.max_concurrency = tokens, conc
-    if out.outcome == "started":
+    if out.outcome == "started" and not e.v1:
+        out.messages.extend(_v0_cache_lines(cfg, e, num_blocks, r.block_size, max_len, out.kv_bytes_per_token))
+    elif out.outcome == "started":
         out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
         out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
     return v
+
+
+def _v0_cache_lines(cfg: EngineConfig, e: Era, num_blocks: int, block_size: int, max_len: int,
+                    kv_bytes_per_token: int) -> list[str]:
+    """What the V0 engine logs once the cache is sized (executor/gpu_executor.py::initialize_cache,
+    executor_base.py from 0.7): "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks" from 0.7, the
+    platform's device_name), then, from 0.6.3, the concurrency as num_gpu_blocks x block_size /
+    max_model_len. CPU blocks = swap_space (4 GiB default) // one block's bytes (worker.py)."""
+    v = vtuple(e.version)
+    swap = float(cfg.settings.get("swap_space") or 4)
+    block_bytes = kv_bytes_per_token * block_size
+    cpu = int(swap * GiB // block_bytes) if block_bytes else 0
+    device = "cuda" if v >= (0, 7, 0) else "GPU"
+    out = [f"# {device} blocks: {num_blocks}, # CPU blocks: {cpu}"]
+    if v >= (0, 6, 3):
+        out.append(f"Maximum concurrency for {max_len} tokens per request: {num_blocks * block_size / max_len:.2f}x")
+    return out
