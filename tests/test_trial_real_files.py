@@ -46,3 +46,30 @@ def test_list_sites_table_verdict_in_estimates_words(tmp_path, capsys):
     f.write_text(VALUES_TP2.replace("8192", "1048576"))  # past the model's 32,768 positions
     rc, out = _lint(capsys, str(f), "--list-sites", "--gpu", "L4")
     assert out.splitlines()[1].endswith("  refuses the configuration")
+
+
+COMPOSE_OLLAMA = """services:
+  ollama:
+    image: ollama/ollama:0.9.0
+    entrypoint: ["/bin/sh", "-c", "ollama serve & sleep 10 && ollama pull gemma3:4b && wait"]
+"""
+
+
+def test_estimate_and_explain_take_a_directory_as_lint_does(tmp_path, capsys):
+    """`servefit lint DIR` works; estimate and explain on the same directory read the path as a
+    command ("no serving engine recognised in 'DIR' (expected vllm serve, ...)")."""
+    (tmp_path / "docker-compose.yml").write_text(COMPOSE_OLLAMA)
+    for cmd in ("estimate", "explain"):
+        rc = main([cmd, str(tmp_path), "--gpu", "L4"])
+        out = capsys.readouterr().out
+        assert rc == 0 and out.startswith("ollama 0.9.0  ·  google/gemma-3-4b-it\n1 × NVIDIA L4")
+    rc = main(["estimate", str(tmp_path), "--gpu", "L4", "--format", "json"])
+    assert rc == 0 and '"file": "' + str(tmp_path / "docker-compose.yml") + '"' in capsys.readouterr().out
+
+
+def test_estimate_on_a_directory_without_servers_is_one_clear_line(tmp_path, capsys):
+    (tmp_path / "README.md").write_text("nothing here\n")
+    rc = main(["estimate", str(tmp_path), "--gpu", "L4"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err == f"servefit: error: {tmp_path}: no serving engine found in the files there\n"

@@ -40,12 +40,15 @@ def servers(args: argparse.Namespace):  # -> list[Server]
         if not sites:
             raise UsageError(f"{name}: no serving engine found in standard input")
         return assemble_sites(sites, flags).servers
-    if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
+    if all(os.path.exists(w) for w in words) and any(os.path.isfile(w) or os.path.isdir(w) for w in words):
+        # files and directories, as lint takes them (a compose file with its override, a repo)
         asm = assemble(words, flags)
         found = {os.path.abspath(f.path) for f in asm.files if f.sites}
         for path in words:
             if os.path.isfile(path) and os.path.abspath(path) not in found:
                 raise UsageError(f"{path}: no serving engine found in this file")
+        if not asm.servers:
+            raise UsageError(f"{', '.join(words)}: no serving engine found in the files there")
         return asm.servers
     return assemble_sites([site_from_argv(words)], flags).servers
 
