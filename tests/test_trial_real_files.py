@@ -73,3 +73,30 @@ def test_estimate_on_a_directory_without_servers_is_one_clear_line(tmp_path, cap
     assert rc == 2
     err = capsys.readouterr().err
     assert err == f"servefit: error: {tmp_path}: no serving engine found in the files there\n"
+
+
+UNIT = """[Service]
+EnvironmentFile=-%h/llama/.env
+ExecStart=/opt/llama.cpp/build/bin/llama-server \\
+  -m ${MODEL_PATH} -ngl 99 --ctx-size 8192
+"""
+
+
+def test_models_names_a_variable_model_and_takes_the_directive_as_estimate_does(tmp_path, capsys):
+    """A systemd unit whose model comes from an EnvironmentFile outside the repository: `models`
+    said "cannot tell which model this GGUF is (unknown model '${MODEL_PATH}'; no catalogued
+    model has a similar family and size ...)" where estimate says the model is a variable; and
+    `# servefit: model=` (which estimate sizes) was ignored by `models`."""
+    f = tmp_path / "llama-server.service"
+    f.write_text(UNIT)
+    rc = main(["models", str(f)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert out.endswith("llamacpp  ${MODEL_PATH}  -> not resolved: the model is a variable (${MODEL_PATH}): its "
+                        "value is not known here (add `# servefit: model=ORG/NAME` to the file, or pass "
+                        "--model REF to estimate)\n")
+    f.write_text("# servefit: model=Qwen/Qwen2.5-7B-Instruct\n" + UNIT)
+    rc = main(["models", str(f)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "llamacpp  ${MODEL_PATH}  -> Qwen/Qwen2.5-7B-Instruct (7.62B) from " in out
+    assert "(servefit directive (line 1))" in out
