@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 from servefit.cli import main
 
 VALUES_TP2 = """servingEngineSpec:
@@ -100,3 +102,31 @@ def test_models_names_a_variable_model_and_takes_the_directive_as_estimate_does(
     out = capsys.readouterr().out
     assert rc == 0 and "llamacpp  ${MODEL_PATH}  -> Qwen/Qwen2.5-7B-Instruct (7.62B) from " in out
     assert "(servefit directive (line 1))" in out
+
+
+SWAP = """models:
+  "QwQ":
+    cmd: >
+      /path/to/llama-server --port 9503 --flash-attn on
+      --model /path/to/Qwen_QwQ-32B-Q4_K_M.gguf --ctx-size 32000
+      --samplers "top_k;top_p;min_p;temperature;dry;typ_p;xtc"
+      --dry-multiplier 0.5 --dry-base 1.75 --dry-allowed-length 2 --dry-penalty-last-n -1
+      --dry-sequence-breaker none --xtc-probability 0.5 --xtc-threshold 0.1 --top-nsigma 1.0
+      --dynatemp-range 0.5 --dynatemp-exp 1.0 --adaptive-target 0.5 --adaptive-decay 0.9
+      --logit-bias 15043+1 -ngl 99
+"""
+
+
+def test_llama_server_sampler_flags_are_known(tmp_path, capsys):
+    """llama-swap's own example passes `--dry-multiplier 0.5`: servefit called it LCPP001
+    "unrecognized argument" (an error) though llama-server's common/arg.cpp defines it with the
+    other DRY / XTC / dynatemp / adaptive-p sampler flags."""
+    f = tmp_path / "llama-swap.yaml"
+    f.write_text(SWAP)
+    rc, out = _lint(capsys, str(f), "--gpu", "L40S", "--format", "json")
+    codes = [x["code"] for x in json.loads(out)]
+    assert "LCPP001" not in codes and "LCPP002" not in codes
+    f.write_text(SWAP.replace("--dry-base", "--dry-bass"))
+    rc, out = _lint(capsys, str(f), "--gpu", "L40S", "--format", "json")
+    bad = [x for x in json.loads(out) if x["code"] == "LCPP001"]
+    assert len(bad) == 1 and bad[0]["message"].startswith("unrecognized argument: --dry-bass")
