@@ -130,3 +130,30 @@ def test_llama_server_sampler_flags_are_known(tmp_path, capsys):
     rc, out = _lint(capsys, str(f), "--gpu", "L40S", "--format", "json")
     bad = [x for x in json.loads(out) if x["code"] == "LCPP001"]
     assert len(bad) == 1 and bad[0]["message"].startswith("unrecognized argument: --dry-bass")
+
+
+SKY = """envs:
+  MODEL_NAME: Qwen/Qwen2.5-7B-Instruct
+resources:
+  accelerators: { L4:2, A10G:2, L40S:1 }
+run: |
+  vllm serve $MODEL_NAME --tensor-parallel-size $SKYPILOT_NUM_GPUS_PER_NODE --max-model-len 8192
+"""
+
+
+def test_skypilot_accelerator_set_form_gives_gpu_and_count(tmp_path, capsys):
+    """SkyPilot's set of candidates `{ H100:8, H200:8 }` (SkyPilot's llama-4 example): YAML reads
+    `H100:8` as a key, and servefit reported "unknown GPU 'H100:8'", count `?`, and
+    $SKYPILOT_NUM_GPUS_PER_NODE unresolved (estimate: VLLM002 "invalid int value")."""
+    f = tmp_path / "sky.yaml"
+    f.write_text(SKY)
+    rc, out = _lint(capsys, str(f), "--list-sites", "--format", "json")
+    site = json.loads(out)[0]
+    assert site["gpu"]["name"] == "L4" and site["gpu"]["count"] == 2
+    assert site["gpu"]["source"] == "SkyPilot resources.accelerators (first of 3 candidates)"
+    assert site["settings"]["tensor_parallel_size"] == 2 and site["unresolved"] == []
+    tp = site["settings_raw"]["tensor_parallel_size"]
+    assert tp["parsed"] == 2 and tp["location"]["line"] == 4  # the `2` of `L4:2`
+    rc = main(["estimate", str(f)])
+    out = capsys.readouterr().out
+    assert rc == 0 and out.splitlines()[1].startswith("2 × NVIDIA L4") and "TP 2 PP 1" in out
