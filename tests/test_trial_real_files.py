@@ -157,3 +157,23 @@ def test_skypilot_accelerator_set_form_gives_gpu_and_count(tmp_path, capsys):
     rc = main(["estimate", str(f)])
     out = capsys.readouterr().out
     assert rc == 0 and out.splitlines()[1].startswith("2 × NVIDIA L4") and "TP 2 PP 1" in out
+
+
+def test_a_variable_value_is_an_assumption_in_estimate_as_lint_leaves_it_to_sf001(tmp_path, capsys):
+    """`--tensor-parallel-size $TP` with TP set nowhere: lint says SF001 (not known, not checked,
+    exit 0) but estimate refused with "invalid int value: '$TP' [VLLM002]" (exit 2) and explain
+    listed the same as an error (exit 1)."""
+    f = tmp_path / "serve.sh"
+    f.write_text("#!/bin/bash\nvllm serve Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1 --tensor-parallel-size $TP "
+                 "--max-model-len 8192\n")
+    rc, out = _lint(capsys, str(f), "--gpu", "L4", "--format", "json")
+    assert rc == 0 and [x["code"] for x in json.loads(out)] == ["SF001"]
+    for cmd in ("estimate", "explain"):
+        rc = main([cmd, str(f), "--gpu", "L4"])
+        out = capsys.readouterr().out
+        assert rc == 0 and "VLLM002" not in out and "TP 1 PP 1" in out
+        assert ("  - --tensor-parallel-size is ${TP}, which is not set here: planned with the engine's default "
+                "(pass the value, or set the variable in the file)\n") in out
+    f.write_text(f.read_text().replace("$TP", "two"))  # a literal bad value is still refused
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    assert "invalid int value: 'two' [VLLM002]" in capsys.readouterr().err
