@@ -174,6 +174,7 @@ def test_a_variable_value_is_an_assumption_in_estimate_as_lint_leaves_it_to_sf00
         assert rc == 0 and "VLLM002" not in out and "TP 1 PP 1" in out
         assert ("  - --tensor-parallel-size is ${TP}, which is not set here: planned with the engine's default "
                 "(pass the value, or set the variable in the file)\n") in out
-    f.write_text(f.read_text().replace("$TP", "two"))  # a literal bad value is still refused
+    f.write_text(f.read_text().replace("$TP", "two"))  # a literal bad value is still refused, with its place
     assert main(["estimate", str(f), "--gpu", "L4"]) == 2
-    assert "invalid int value: 'two' [VLLM002]" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"servefit: error: {f}:2:77: vllm: argument --tensor-parallel-size: "
+                                       "invalid int value: 'two' [VLLM002]\n")

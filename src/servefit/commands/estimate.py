@@ -114,7 +114,10 @@ def refuse_bad_input(evs: list[Evaluation]) -> None:
     for ev in evs:
         for f in ev.config.findings + ev.plan.findings:
             if cat.get(f.code, {}).get("input_error"):
-                raise UsageError(f"{ev.plan.engine}: {f.message} [{f.code}]")
+                sp = f.span  # in a file, say where (as lint does): the engine alone does not say which line
+                where = f"{sp.file}:{sp.line}:{sp.col}: " if sp is not None and sp.file and \
+                    not sp.file.startswith("<") else ""
+                raise UsageError(f"{where}{ev.plan.engine}: {f.message} [{f.code}]")
 
 
 def run(args: argparse.Namespace) -> int:
