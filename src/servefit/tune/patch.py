@@ -21,6 +21,7 @@ from servefit.tune.write import apply_edits, by_file
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display-only"
 RANK = {SAFE: 0, UNSAFE: 1, DISPLAY: 2}
 Reader = Callable[[str], str]
+DQ_ = '"'
 
 
 @dataclass
@@ -113,10 +114,10 @@ def _table(engine: str) -> Any:
         return None
 
 
-def occurrences(site: LaunchSite, table: Any, skip: int) -> dict[str, Occurrence]:
+def occurrences(site: LaunchSite, table: Any, skip: int, argv: list[Token] | None = None) -> dict[str, Occurrence]:
     """The last place each option is written on the command line (argparse: the last wins)."""
     out: dict[str, Occurrence] = {}
-    args = site.argv[skip:]
+    args = (site.argv if argv is None else argv)[skip:]
     i = 0
     while i < len(args):
         tok = args[i]
@@ -153,11 +154,40 @@ class Patcher:
         self.table = _table(self.engine)
         words = [t.text for t in self.site.argv]
         self.skip = get(self.engine).command_length(words) if words else 0
-        self.occ = occurrences(self.site, self.table, self.skip)
+        self.argv = list(self.site.argv)
+        if self.engine == "vllm" and any(t.text == "--config" or t.text.startswith("--config=") for t in self.argv):
+            from servefit.engines.vllm import _splice_config  # a --config YAML's keys, spans in that file
+
+            self.argv = self.argv[:self.skip] + _splice_config(self.argv[self.skip:], self.site)
+        self.occ = occurrences(self.site, self.table, self.skip, self.argv)
         self.pending_words: list[tuple[Placed, list[str]]] = []
+        self.pending_keys: list[tuple[Placed, str, str]] = []  # (placed, --flag, value or "" for a switch)
+        work = space.ev.site.workload
+        self.prodstack = work.chart == "vllm-production-stack" or work.kind == "VLLMRuntime" or \
+            space.ev.site.extra.get("k8s_kind") == "VLLMRuntime"
+        self.keyed = self._keyed()
         self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
 
     # -- helpers
+    def _keyed(self) -> list[tuple[Token, str, Token | None]]:
+        """Flags the sources read from YAML keys (production-stack `vllmConfig`, a vLLM
+        `--config` file): (flag token on the key, the key as written, the value token)."""
+        out: list[tuple[Token, str, Token | None]] = []
+        argv = self.argv
+        for i, t in enumerate(argv):
+            if t.span is None or not t.text.startswith("-") or self.exact(t) or not self.readable(t.span.file):
+                continue
+            key = style.yaml_key_at(self.read(t.span.file), t.span)
+            if key is None:
+                continue
+            val = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].text.startswith("--") else None
+            out.append((t, key, val))
+        return out
+
+    def keyed_value(self, tok: Token) -> bool:
+        """Whether tok is the value of a YAML key (a scalar of its own, not a word of a command)."""
+        return any(v is tok for _, _, v in self.keyed)
+
     def span(self, file: str, start: int, end: int) -> Span:
         return LineIndex(self.read(file), file).span(start, end)
 
@@ -197,13 +227,21 @@ class Patcher:
         from a variable defined elsewhere)."""
         env_spans = {t.span for t in self.site.env.values() if t.span is not None}
         cands = [t for t in self.site.argv if t.span is not None and t.span not in env_spans
-                 and t.span.file == self.site.file and self.exact(t)]
+                 and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
+        if self.prodstack:  # the chart's template writes the command; only extraArgs items are words
+            cands = [t for t in cands if self._after_last_key(t)]
         if not cands:
             return None
         first = next((t for t in self.site.argv if t.span is not None and t in cands), None)
         start = first.span.start if first is not None and first.span is not None else 0
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
+
+    def _after_last_key(self, tok: Token) -> bool:
+        idx = {id(t): i for i, t in enumerate(self.argv)}
+        last = max((idx[id(f)] for f, _, v in self.keyed), default=-1)
+        last = max([last] + [idx[id(v)] for _, _, v in self.keyed if v is not None])
+        return idx.get(id(tok), -1) > last and idx.get(id(tok), -1) > 2
 
     def quotes(self, text: str) -> tuple[str | None, str | None]:
         """The quoting of the last flag and the last value written in the site's file."""
@@ -262,6 +300,9 @@ class Patcher:
             self.env(p, env, shown=False)
             return
         if is_bool and not new:
+            return
+        if self.keyed or self.prodstack:
+            self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 
@@ -330,7 +371,54 @@ class Patcher:
         else:
             p.applicability = DISPLAY
 
+    def flush_keys(self) -> None:
+        """New settings of a values or config file go in as keys where the file keeps them:
+        production-stack's `vllmConfig` keys (numbers stay numbers), other flags as `extraArgs`
+        items; a vLLM `--config` file gets `max-num-seqs: 64` in its own key spelling."""
+        from servefit.sources.helm import PRODSTACK_FLAGS
+
+        if not self.pending_keys:
+            return
+        known = {flag.lstrip("-").replace("_", "-"): key for key, flag in PRODSTACK_FLAGS}
+        sibs = [(f, k) for f, k, _ in self.keyed if f.span is not None and (not self.prodstack or k in known.values())]
+        sibs.sort(key=lambda fk: fk[0].span.start if fk[0].span else 0)
+        sib = sibs[-1][0] if sibs else None
+        extra_args: list[list[str]] = []
+        extra_owner: list[Placed] = []
+        for p, long, value in self.pending_keys:
+            if self.prodstack:
+                key = known.get(long[2:])
+                if key is None:
+                    extra_args.append([long] if not value else [long, value])
+                    extra_owner.append(p)
+                    continue
+            elif sib is not None and sib.span is not None:
+                written = style.yaml_key_at(self.read(sib.span.file), sib.span) or ""
+                key = long[2:].replace("-", "_") if "_" in written else long[2:]
+            else:
+                key = None
+            if sib is None or sib.span is None or key is None:
+                p.applicability = DISPLAY
+                continue
+            s, e, t = style.key_entry(self.read(sib.span.file), sib.span, key, value or "true")
+            p.edits.append(Edit(self.span(sib.span.file, s, e), t))
+        if not extra_args:
+            return
+        # items of an existing extraArgs list, else a new extraArgs key in vllmConfig
+        self.pending_words = list(zip(extra_owner, extra_args, strict=True))
+        if self.anchor() is not None:
+            return
+        self.pending_words = []
+        if sib is None or sib.span is None:
+            for p in extra_owner:
+                p.applicability = DISPLAY
+            return
+        items = [f"- {style.yaml_quote(w, DQ_)}" for g in extra_args for w in g]
+        s, e, t = style.key_block(self.read(sib.span.file), sib.span, "extraArgs", items)
+        extra_owner[0].edits.append(Edit(self.span(sib.span.file, s, e), t))
+
     def flush(self) -> None:
+        self.flush_keys()
         if not self.pending_words:
             return
         anchor = self.anchor()
