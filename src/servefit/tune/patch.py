@@ -7,6 +7,7 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display-only"
 RANK = {SAFE: 0, UNSAFE: 1, DISPLAY: 2}
 Reader = Callable[[str], str]
 DQ_ = '"'
+ANCHOR_BEFORE = re.compile(r"&([A-Za-z0-9_.-]+)[ \t]+$")
 
 
 @dataclass
@@ -159,6 +161,9 @@ class Patcher:
             from servefit.engines.vllm import _splice_config  # a --config YAML's keys, spans in that file
 
             self.argv = self.argv[:self.skip] + _splice_config(self.argv[self.skip:], self.site)
+        self.alias_quote: dict[int, str] = {}
+        self.shared: set[int] = set()  # tokens at a YAML anchor that other places also use
+        self.argv = [self._through_alias(i, t) for i, t in enumerate(self.argv)]
         self.occ = occurrences(self.site, self.table, self.skip, self.argv)
         self.pending_words: list[tuple[Placed, list[str]]] = []
         self.pending_keys: list[tuple[Placed, str, str]] = []  # (placed, --flag, value or "" for a switch)
@@ -169,6 +174,45 @@ class Patcher:
         self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
 
     # -- helpers
+    def _anchor_name(self, tok: Token) -> tuple[str, str] | None:
+        """(file text, anchor name) when tok's span is the value of a YAML anchor (`&len 8192`)."""
+        if tok.span is None or not self.readable(tok.span.file):
+            return None
+        text = self.read(tok.span.file)
+        q = style.quote_of(text, tok.span)
+        m = ANCHOR_BEFORE.search(text, max(0, tok.span.start - len(q) - 200), tok.span.start - len(q))
+        return (text, m.group(1)) if m is not None else None
+
+    def _through_alias(self, i: int, tok: Token) -> Token:
+        """A value that reaches this server through a YAML alias (`*len`) is edited at that alias,
+        never at the anchor, which other settings may share. The alias is the one written between
+        this word's neighbours; when it cannot be told apart, the token is left alone and marked
+        shared (a change to it is shown, not written)."""
+        found = self._anchor_name(tok)
+        if found is None:
+            return tok
+        text, name = found
+        uses = [m for m in re.finditer(r"\*" + re.escape(name) + r"(?![\w.-])", text)]
+        if not uses:
+            return tok
+        assert tok.span is not None
+        prev = next((t for t in reversed(self.argv[:i]) if t.span is not None and t.span.file == tok.span.file
+                     and self.exact(t) and self._anchor_name(t) is None), None)
+        after = next((t for t in self.argv[i + 1:] if t.span is not None and t.span.file == tok.span.file
+                      and self.exact(t) and self._anchor_name(t) is None), None)
+        lo = prev.span.end if prev is not None and prev.span is not None else 0
+        hi = after.span.start if after is not None and after.span is not None else len(text)
+        if prev is not None and after is None:
+            hi = style.line_bounds(text, lo)[2] if lo < len(text) else len(text)
+            hi = max(hi, style.entry_end(text, prev.span)) if prev.span is not None else hi
+        mine = [m for m in uses if lo <= m.start() and m.end() <= hi]
+        if len(mine) != 1:
+            self.shared.add(id(tok))
+            return tok
+        m = mine[0]
+        self.alias_quote[m.start()] = style.quote_of(text, tok.span)
+        return Token("*" + name, self.span(tok.span.file, m.start(), m.end()))
+
     def _keyed(self) -> list[tuple[Token, str, Token | None]]:
         """Flags the sources read from YAML keys (production-stack `vllmConfig`, a vLLM
         `--config` file): (flag token on the key, the key as written, the value token)."""
@@ -192,7 +236,7 @@ class Patcher:
         return LineIndex(self.read(file), file).span(start, end)
 
     def exact(self, tok: Token | None) -> bool:
-        if tok is None or tok.span is None:
+        if tok is None or tok.span is None or id(tok) in getattr(self, "shared", ()):
             return False
         try:
             text = self.read(tok.span.file)
@@ -213,6 +257,9 @@ class Patcher:
         if offset and (s.end - s.start != len(tok.text)):
             p.applicability = DISPLAY
             return
+        if tok.text.startswith("*") and s.start in self.alias_quote:  # a YAML alias: a scalar in its place
+            p.edits.append(Edit(s, style.yaml_quote(text, self.alias_quote[s.start])))
+            return
         if not style.PLAIN_SHELL.match(text) and not self._quoted(tok):
             p.applicability = DISPLAY
             return
@@ -226,13 +273,13 @@ class Patcher:
         """The last word of the command as written in the site's file (not a value expanded
         from a variable defined elsewhere)."""
         env_spans = {t.span for t in self.site.env.values() if t.span is not None}
-        cands = [t for t in self.site.argv if t.span is not None and t.span not in env_spans
+        cands = [t for t in self.argv if t.span is not None and t.span not in env_spans
                  and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
         if self.prodstack:  # the chart's template writes the command; only extraArgs items are words
             cands = [t for t in cands if self._after_last_key(t)]
         if not cands:
             return None
-        first = next((t for t in self.site.argv if t.span is not None and t in cands), None)
+        first = next((t for t in self.argv if t.span is not None and t in cands), None)
         start = first.span.start if first is not None and first.span is not None else 0
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
@@ -247,7 +294,7 @@ class Patcher:
         """The quoting of the last flag and the last value written in the site's file."""
         flag_q: str | None = None
         val_q: str | None = None
-        for t in self.site.argv[self.skip:]:
+        for t in self.argv[self.skip:]:
             if t.span is None or t.span.file != self.site.file or not self.exact(t):
                 continue
             q = style.quote_of(text, t.span)
@@ -317,6 +364,10 @@ class Patcher:
             return
         tok = self.site.env.get(var)
         if tok is not None:
+            found = self._anchor_name(tok)
+            if found is not None and re.search(r"\*" + re.escape(found[1]) + r"(?![\w.-])", found[0]):
+                p.applicability = DISPLAY  # a value shared through a YAML anchor: not changed for all
+                return
             if self.exact(tok):
                 self.replace(p, tok, value)
             else:
@@ -429,7 +480,7 @@ class Patcher:
             parts = []
             for _, ws in self.pending_words:
                 parts.append(["=".join(ws)] if self.inline and len(ws) == 2 else ws)
-            spans = [t.span for t in self.site.argv if t.span is not None and t.span.file == anchor.span.file
+            spans = [t.span for t in self.argv if t.span is not None and t.span.file == anchor.span.file
                      and t.span.start <= anchor.span.start and self.exact(t)]
             spans.sort(key=lambda sp: sp.start)
             piece = style.insert_words(text, anchor.span, parts, self.quotes(text), style.spans_lines(text, spans))

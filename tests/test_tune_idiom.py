@@ -1,0 +1,106 @@
+"""Write-back in each format's own idiom (issue 15 item 1): a setting a values or config file
+keeps as a key is written as that key (numbers stay numbers), a new one becomes its own key
+where the format keeps it, and a value reached through a YAML alias is rewritten at this
+server's alias, never at the anchor other servers share."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servefit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TUNE = ROOT / "tests" / "fixtures" / "tune"
+SOURCES = ROOT / "tests" / "fixtures" / "sources"
+
+
+def copy(tmp_path: Path, src: Path, name: str | None = None) -> Path:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    dst = tmp_path / (name or src.name)
+    shutil.copy2(src, dst)
+    return dst
+
+
+def tune(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    rc = main(["tune", *args])
+    return rc, capsys.readouterr().out
+
+
+def test_prodstack_values_get_numbers_and_new_keys_not_a_string(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's reproduction: Llama-3.3-70B, TP 4, A100-40GB. Before the fix tune wrote
+    `gpuMemoryUtilization: 0.9 --max-num-seqs 32` (a string; lint then reported VLLM002)."""
+    p = copy(tmp_path, TUNE / "prodstack-70b.yaml")
+    old = p.read_text()
+    rc, _ = tune(capsys, str(p), "--write")
+    assert rc == 0
+    new = p.read_text()
+    assert new == old.replace("maxModelLen: 131072", "maxModelLen: 8192").replace(
+        "        gpuMemoryUtilization: 0.9\n", "        gpuMemoryUtilization: 0.9\n        maxNumSeqs: 32\n")
+    vc = yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
+    assert vc == {"maxModelLen": 8192, "tensorParallelSize": 4, "gpuMemoryUtilization": 0.9, "maxNumSeqs": 32}
+    assert main(["lint", str(p), "--format", "json"]) in (0, 1)
+    assert "VLLM002" not in capsys.readouterr().out
+    rc, out = tune(capsys, str(p), "--diff")
+    assert rc == 0 and "--- a/" not in out  # a second run changes nothing
+
+
+def test_prodstack_flag_without_a_key_goes_to_a_new_extra_args_list(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    p = copy(tmp_path, TUNE / "prodstack-70b.yaml")
+    old = p.read_text()
+    rc, _ = tune(capsys, str(p), "--allow", "kv=fp8", "--min-context", "16k", "--write")
+    assert rc == 0
+    new = p.read_text()
+    assert new == old.replace("maxModelLen: 131072", "maxModelLen: 16384").replace(
+        "        gpuMemoryUtilization: 0.9\n",
+        '        gpuMemoryUtilization: 0.9\n        extraArgs:\n          - "--kv-cache-dtype"\n          - "fp8"\n'
+        "        maxNumSeqs: 32\n")
+    vc = yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
+    assert vc["extraArgs"] == ["--kv-cache-dtype", "fp8"] and vc["maxNumSeqs"] == 32
+    rc, out = tune(capsys, str(p), "--allow", "kv=fp8", "--min-context", "16k", "--diff")
+    assert rc == 0 and "--- a/" not in out
+
+
+def test_prodstack_existing_extra_args_and_keys_edited_in_place(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    p = copy(tmp_path, SOURCES / "helm" / "prodstack-values.yaml")
+    old = p.read_text()
+    rc, _ = tune(capsys, str(p), "--allow", "kv=fp8", "--min-context", "8k", "--write")
+    assert rc == 0
+    new = p.read_text()
+    assert new == old.replace("maxModelLen: 16384", "maxModelLen: 8192").replace(
+        "        gpuMemoryUtilization: 0.85\n", "        gpuMemoryUtilization: 0.85\n        maxNumSeqs: 64\n").replace(
+        '          - "4096"\n', '          - "2048"\n')
+    assert yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxNumSeqs"] == 64
+
+
+def test_vllm_config_file_gets_the_new_key_in_its_own_spelling(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    serve = copy(tmp_path, SOURCES / "vllm-config" / "serve.sh")
+    cfg = copy(tmp_path, SOURCES / "vllm-config" / "config.yaml")
+    old_serve, old_cfg = serve.read_text(), cfg.read_text()
+    rc, _ = tune(capsys, str(serve), "--gpu", "L4", "--min-context", "16k", "--write")
+    assert rc == 0
+    assert serve.read_text() == old_serve  # the command line stays as it was
+    assert cfg.read_text() == old_cfg.replace("max_model_len: 32768", "max_model_len: 16384") + "max-num-seqs: 128\n"
+    assert yaml.safe_load(cfg.read_text())["max-num-seqs"] == 128
+
+
+def test_alias_is_rewritten_at_this_servers_use_never_the_anchor(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Service a uses `*len` last on its command; b shares the anchor. Only a's use changes."""
+    p = copy(tmp_path, TUNE / "compose-alias.yaml")
+    old = p.read_text()
+    rc, _ = tune(capsys, str(p), "--gpu", "L4", "--write")
+    new = p.read_text()
+    assert 'x-len: &len "131072"' in new
+    a_old = '"--max-model-len", *len]'
+    assert new == old.replace(a_old, '"--max-model-len", "32768", "--max-num-seqs", "128"]')
+    doc = yaml.safe_load(new)
+    assert doc["services"]["b"]["command"][3] == "131072"
+    assert rc in (0, 1)
