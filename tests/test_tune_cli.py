@@ -97,7 +97,9 @@ def test_unsafe_changes_need_unsafe(tmp_path: Path, capsys: pytest.CaptureFixtur
     original = p.read_text()
     args = [str(p), "--min-context", "64k", "--min-concurrency", "2", "--allow", "kv=fp8", "quant=fp8"]
     rc, out, _ = run_cli(capsys, *args, "--write")
-    assert "[unsafe]" in out and "pass --unsafe" in out
+    assert "[unsafe]" in out and "only candidates that change the checkpoint or its quantization" in out
+    assert f"apply this one with: servefit tune {p} " in out and "--write --unsafe" in out
+    assert rc == 1  # a better config exists and nothing was written
     assert p.read_text() == original
     rc, out, _ = run_cli(capsys, *args, "--write", "--unsafe")
     assert rc == 0 and "wrote" in out
@@ -162,3 +164,35 @@ def test_lint_and_estimate_never_import_optuna(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_allow_applies_the_best_safe_candidate_and_names_the_unsafe_one(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's reproduction: `--allow kv=fp8 quant=fp8 --write` picked an unsafe candidate,
+    wrote nothing and exited 0. Now the best candidate within safe edits is written and the
+    better unsafe one is named with the command that applies it."""
+    p = copy(tmp_path, "k8s-vllm-l4.yaml")
+    original = p.read_text()
+    args = [str(p), "--gpu", "L4", "--min-context", "32k", "--allow", "kv=fp8", "quant=fp8"]
+    rc, out, _ = run_cli(capsys, *args, "--write", "--format", "json")
+    assert rc == 0
+    site = json.loads(out)["sites"][0]
+    assert site["best"]["quantization"] == "none" and site["best"]["kv_cache_dtype"] == "fp8"
+    assert site["unsafe_better"]["quantization"].startswith("online fp8")
+    assert site["unsafe_better"]["users"] > site["best"]["users"]
+    assert site["unsafe_better"]["command"].endswith("--write --format json --unsafe")
+    assert site["fix"]["applied"] is True and site["fix"]["applicability"] == "safe"
+    new = p.read_text()
+    assert new != original and "--quantization" not in new and '- "--kv-cache-dtype"\n            - "fp8"' in new
+    rc, out, _ = run_cli(capsys, *args)
+    assert "unsafe  better, but it changes the checkpoint or its quantization" not in out
+    assert "only candidates that change the checkpoint or its quantization (unsafe) beat the current config" in out
+    assert rc == 1  # now only the unsafe candidate beats what was written
+
+
+def test_unsafe_better_line_when_a_safe_candidate_is_applied(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    p = copy(tmp_path, "k8s-vllm-l4.yaml")
+    rc, out, _ = run_cli(capsys, str(p), "--gpu", "L4", "--min-context", "32k", "--allow", "kv=fp8", "quant=fp8")
+    assert rc == 0
+    assert "  unsafe  better, but it changes the checkpoint or its quantization: context 32,768 x 5 users" in out

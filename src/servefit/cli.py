@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # as typed: messages that show the command to run next
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
