@@ -277,6 +277,15 @@ class Patcher:
                  and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
         if self.prodstack:  # the chart's template writes the command; only extraArgs items are words
             cands = [t for t in cands if self._after_last_key(t)]
+        # a word followed (in the command) by one that is not written right after it, such as a
+        # flag whose value is `${CTX}` defined elsewhere: inserting there would split the pair
+        nxt = {id(a): b for a, b in zip(self.argv, self.argv[1:], strict=False)}
+
+        def closes(t: Token) -> bool:
+            n = nxt.get(id(t))
+            return n is None or (n.span is not None and t.span is not None and n.span.file == t.span.file
+                                 and n.span.start >= t.span.end and self.exact(n))
+        cands = [t for t in cands if closes(t)]
         if not cands:
             return None
         first = next((t for t in self.argv if t.span is not None and t in cands), None)
