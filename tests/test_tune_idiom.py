@@ -104,3 +104,33 @@ def test_alias_is_rewritten_at_this_servers_use_never_the_anchor(tmp_path: Path,
     doc = yaml.safe_load(new)
     assert doc["services"]["b"]["command"][3] == "131072"
     assert rc in (0, 1)
+
+
+# --- one JSON shape per input kind, one exit-code contract (issue 15 item 5) ------------------
+
+def test_json_shape_is_by_input_kind_not_by_server_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = str(TUNE / "k8s-vllm-l4.yaml")  # one server
+    for cmd in ("estimate", "explain"):
+        rc = main([cmd, f, "--gpu", "H100", "--format", "json"])
+        out = json.loads(capsys.readouterr().out)
+        assert isinstance(out, list) and len(out) == 1 and out[0]["engine"] == "vllm" and rc == 0
+        rc = main([cmd, "--gpu", "H100", "--format", "json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"])
+        out = json.loads(capsys.readouterr().out)
+        assert isinstance(out, dict) and out["engine"] == "vllm" and rc == 0
+
+
+def test_exit_codes_agree_across_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same refused server: lint, estimate and explain exit 1; tune finds a fix (0); a bad
+    flag is exit 2 everywhere."""
+    f = str(TUNE / "k8s-vllm-l4.yaml")  # 131,072 tokens on an L4: refused
+    assert [main([c, f, "--gpu", "L4"]) for c in ("lint", "estimate", "explain")] == [1, 1, 1]
+    assert main(["tune", f, "--gpu", "L4"]) == 0
+    assert main(["tune", f, "--gpu", "L4", "--min-context", "128k", "--min-concurrency", "8"]) == 1
+    for c in ("lint", "estimate", "explain", "tune"):
+        with pytest.raises(SystemExit) as exc:
+            main([c, f, "--gpu", "L4", "--no-such-flag"])
+        assert exc.value.code == 2
+        assert main([c, str(tmp_path / "missing.yaml"), "--gpu", "L4"]) == 2
+    capsys.readouterr()
