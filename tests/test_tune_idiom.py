@@ -134,3 +134,33 @@ def test_exit_codes_agree_across_commands(tmp_path: Path, capsys: pytest.Capture
         assert exc.value.code == 2
         assert main([c, str(tmp_path / "missing.yaml"), "--gpu", "L4"]) == 2
     capsys.readouterr()
+
+
+def test_sglang_negative_headroom_is_a_finding_and_the_verdict_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's reproduction: H100, Llama-3.1-8B, --mem-fraction-static 0.85 showed "free
+    headroom -0.68 GiB" under "verdict: starts" with no finding."""
+    import json
+
+    cmd = ["--gpu", "H100", "--", "python3", "-m", "sglang.launch_server", "--model-path",
+           "meta-llama/Llama-3.1-8B-Instruct", "--mem-fraction-static", "0.85"]
+    main(["estimate", *cmd])
+    out = capsys.readouterr().out
+    assert "free headroom    -0.68 GiB" in out
+    assert "verdict: starts, but the plan is 0.68 GiB short" in out
+    main(["estimate", "--format", "json", *cmd])
+    plan = json.loads(capsys.readouterr().out)
+    [f] = [f for f in plan["findings"] if f["code"] == "SGL011"]
+    assert f["severity"] == "warning" and "need 0.68 GiB more" in f["message"]
+    main(["estimate", "--format", "json", *cmd[:-1], "0.80"])  # 3.26 GiB free: no finding
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "SGL011"]
+
+
+def test_cuda_graph_warning_never_beside_a_weights_oom(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    for gpu in ("T4", "L4"):
+        rc = main(["estimate", "--gpu", gpu, "--format", "json", "--", "vllm", "serve", "Qwen/Qwen2.5-14B-Instruct",
+                   "--engine-version", "0.8.5"])
+        plan = json.loads(capsys.readouterr().out)
+        codes = {f["code"] for f in plan["findings"]}
+        assert rc == 1 and plan["outcome"] == "oom_at_load" and "VLLM005" in codes and "VLLM016" not in codes

@@ -201,7 +201,18 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.findings.append(_f("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
-    return _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
+    out = _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
+    short = -out.memory.free_headroom
+    if out.outcome == "started" and short > 0 and not any(f.code == "SGL011" for f in out.findings):
+        # the static pool leaves less than the prefill activations (chunked_prefill_size x 1.5 MB,
+        # server_args.py's reserve) and the CUDA graphs need: the plan shows a negative headroom,
+        # and that is a finding, not a silent "starts"
+        out.findings.append(_f("SGL011", f"mem_fraction_static={r.fraction} leaves {(total - budget - (total - pre)) / GiB:.2f} "
+                               f"GiB outside the static pool; the prefill activations ({act / GiB:.2f} GiB at "
+                               f"chunked_prefill_size {r.chunk}) and CUDA graphs ({cg / GiB:.2f} GiB) need "
+                               f"{short / GiB:.2f} GiB more: CUDA out of memory under a long prefill or while "
+                               "capturing graphs", cfg, "mem_fraction_static"))
+    return out
 
 
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,

@@ -381,4 +381,9 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     if out.outcome == "started":
         out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
         out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
-    out.findings.extend(checks.advice(cfg, model, gpu, r, e, out))
+    # CUDA graphs are captured after the KV cache is allocated (gpu_model_runner.capture_model
+    # runs from initialize_kv_cache): beside a weights OOM or an empty KV budget the warning
+    # contradicts the error (the figures it quotes do not exist); a refused max-model-len keeps
+    # it, as the graphs are the next thing to fail once the context is fixed
+    out.findings.extend(f for f in checks.advice(cfg, model, gpu, r, e, out)
+                        if f.code != "VLLM016" or out.outcome not in ("oom_at_load", "no_kv_memory"))
