@@ -1,15 +1,22 @@
-"""Sweeps over context length and concurrency that find the OOM boundary, computed
-by re-planning with the engine's own model, so every row is what the engine would do.
+"""Sweeps over context length and concurrency that find the OOM boundary. Every cell is the
+engine's own plan for that context and that many users, written in that engine's terms, the way
+`servefit estimate` plans the same command (so explain, estimate and tune cannot disagree):
 
-Each row books the KV cache the usual formula gives (2 x layers x kv_heads x head_dim x bytes,
-GQA and the layer kinds respected) for `batch` users at `context` tokens, on top of the engine's
-non-KV memory, and marks whether the engine's KV pool holds that many requests.
+- vLLM: `--max-model-len C`; the users are the requests of C tokens the KV pool holds
+  (capped by --max-num-seqs).
+- llama.cpp: `-c C x N -np N` (the context is split over the slots unless --kv-unified);
+  a cell is OK when the server starts with N slots of C tokens and its layers on the GPU.
+- Ollama: `num_ctx C` with OLLAMA_NUM_PARALLEL=N (Ollama allocates num_ctx x N); OK when it
+  starts with every layer on the GPU.
+- TGI: `--max-total-tokens C` (--max-input-tokens below it); SGLang: `--context-length C`.
+  Both count tokens: the users are the KV pool's tokens / C (capped by the request limit).
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 from servefit.pipeline import Evaluation
 
@@ -17,6 +24,9 @@ from servefit.pipeline import Evaluation
 CONTEXT_SETTING = {"vllm": "max_model_len", "llamacpp": "ctx_size", "ollama": "num_ctx",
                    "tgi": "max_total_tokens", "sglang": "context_length"}
 KV_DTYPE_SETTING = {"vllm": "kv_cache_dtype", "tgi": "kv_cache_dtype", "sglang": "kv_cache_dtype"}
+# the limit on requests served at once, for the engines whose KV pool is counted in tokens
+REQUEST_CAP = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "tgi": "max_concurrent_requests"}
+SLOT_ENGINES = ("llamacpp", "ollama")  # the users are slots the command sets
 CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
 BATCHES = (1, 4, 8, 16, 32, 64, 128, 256)
 
@@ -28,7 +38,7 @@ class Row:
     kv_bytes: int  # KV cache the batch needs
     total_bytes: int  # non-KV memory + that KV
     util: float  # total / the GPU's memory
-    users: float  # requests of `context` tokens the engine's KV pool holds
+    users: float  # requests of `context` tokens the engine serves at once with these settings
     ok: bool
     outcome: str
 
@@ -49,21 +59,85 @@ def replan(ev: Evaluation, env: dict[str, str] | None = None, **settings: object
                       plan=plan)
 
 
-def _non_kv(ev: Evaluation) -> int:
-    m = ev.plan.memory
-    return m.weights + m.activation_peak + m.non_torch + m.cuda_graphs
+def cell_settings(ev: Evaluation, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """(settings, environment) that ask the engine for `users` requests of `context` tokens, in
+    that engine's own terms."""
+    eng, s = ev.config.engine, ev.config.settings
+    if eng == "llamacpp":
+        unified = "kv_unified" in ev.config.explicit and bool(s.get("kv_unified"))
+        out: dict[str, Any] = {"ctx_size": context * (1 if unified else users), "parallel": users}
+        if not unified:
+            out["kv_unified"] = False  # an explicit -np turns llama.cpp's automatic unified cache off
+        return out, {}
+    if eng == "ollama":
+        return {"num_ctx": context, "OLLAMA_NUM_PARALLEL": users}, {}
+    if eng == "tgi":
+        out = {"max_total_tokens": context}
+        inp = s.get("max_input_tokens")
+        if inp is None or int(inp) >= context:
+            out["max_input_tokens"] = context - 1  # TGI: max_input_tokens < max_total_tokens
+        prefill = s.get("max_batch_prefill_tokens")
+        if prefill is not None and int(prefill) < out.get("max_input_tokens", int(inp or 0)):
+            out["max_batch_prefill_tokens"] = out.get("max_input_tokens", int(inp or 0))
+        return out, {}
+    if eng == "vllm":
+        return {"max_model_len": context}, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
+    return {CONTEXT_SETTING.get(eng, "max_model_len"): context}, {}
+
+
+def _started(at: Evaluation, base: Evaluation | None = None) -> bool:
+    """The server starts as configured: for the slot engines, with the layers on the GPU that the
+    user's own config puts there (llama.cpp's --fit and Ollama move layers to the CPU instead of
+    failing; that is a slower server, not the one asked for)."""
+    p = at.plan
+    if p.outcome != "started":
+        return False
+    x = p.extra
+    if at.config.engine == "ollama":
+        layers, on = x.get("layers_model"), x.get("layers_offloaded")
+    elif at.config.engine == "llamacpp":
+        layers, on = x.get("n_layers_total"), x.get("n_gpu_layers_offloaded")
+        if base is not None and "n_gpu_layers" in base.config.explicit:  # a partial -ngl the user chose
+            layers = min(int(layers or 0), int(base.plan.extra.get("n_gpu_layers_offloaded") or 0))
+    else:
+        return True
+    return layers is None or on is None or int(on) >= int(layers)
+
+
+def served(at: Evaluation, users: int, base: Evaluation | None = None) -> float:
+    """Requests served at once by the replanned server."""
+    p = at.plan
+    if not _started(at, base):
+        return 0.0
+    if at.config.engine in SLOT_ENGINES:
+        return float(users)
+    n = float(p.max_concurrency)
+    cap = REQUEST_CAP.get(at.config.engine)
+    limit = at.config.settings.get(cap) if cap else None
+    if limit is None and cap:
+        limit = p.extra.get(cap)
+    if limit:
+        n = min(n, float(limit))
+    return n
+
+
+def cell(ev: Evaluation, context: int, users: int, **variant: Any) -> Row:
+    """One sweep cell: the engine's plan for `users` requests of `context` tokens."""
+    settings, env = cell_settings(ev, context, users)
+    at = replan(ev, env, **{**variant, **settings})
+    p = at.plan
+    n = served(at, users, ev)
+    kv = p.kv_bytes_per_token * context * users
+    m = p.memory
+    total = m.weights + m.activation_peak + m.non_torch + m.cuda_graphs + kv
+    started = _started(at, ev)
+    return Row(context=context, batch=users, kv_bytes=kv, total_bytes=total, util=total / (ev.gpu.memory_bytes or 1),
+               users=n, ok=n >= users, outcome="started" if started else
+               (p.outcome if p.outcome != "started" else "offloaded"))
 
 
 def row(ev: Evaluation, context: int, batch: int, allow_long: bool = True) -> Row:
-    key = CONTEXT_SETTING.get(ev.config.engine, "max_model_len")
-    env = {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"} if allow_long and ev.config.engine == "vllm" else None
-    at = replan(ev, env, **{key: context})
-    p = at.plan
-    kv = p.kv_bytes_per_token * context * batch
-    total = _non_kv(at) + kv
-    users = p.max_concurrency if p.outcome == "started" else 0.0
-    return Row(context=context, batch=batch, kv_bytes=kv, total_bytes=total, util=total / ev.gpu.memory_bytes,
-               users=users, ok=p.outcome == "started" and users >= batch, outcome=p.outcome)
+    return cell(ev, context, batch)
 
 
 def limit(ev: Evaluation) -> int:
@@ -84,26 +158,41 @@ def batch_sweep(ev: Evaluation, context: int = 2048, batches: tuple[int, ...] = 
 
 
 def grid(ev: Evaluation, upto: int | None = None, batches: tuple[int, ...] = BATCHES) -> list[list[Row]]:
-    """context x batch feasibility (one re-plan per context; the batch only changes the booking)."""
+    """context x users, each cell planned by the engine (slot engines re-plan per cell: the
+    slots change the allocation; token-pool engines share one plan per context)."""
     top = upto or max(limit(ev), 2048)
     out = []
     for c in CONTEXTS:
         if c > top:
             break
-        base = row(ev, c, 1)
+        if ev.config.engine in SLOT_ENGINES:
+            out.append([cell(ev, c, b) for b in batches])
+            continue
+        base = cell(ev, c, 1)
         out.append([Row(c, b, base.kv_bytes * b, base.total_bytes + base.kv_bytes * (b - 1),
-                        (base.total_bytes + base.kv_bytes * (b - 1)) / ev.gpu.memory_bytes, base.users,
-                        base.outcome == "started" and base.users >= b, base.outcome) for b in batches])
+                        (base.total_bytes + base.kv_bytes * (b - 1)) / (ev.gpu.memory_bytes or 1), base.users,
+                        base.users >= b, base.outcome) for b in batches])
     return out
 
 
+def most_users(ev: Evaluation, context: int, batches: tuple[int, ...] = BATCHES, **variant: Any) -> int:
+    """The most users of `context` tokens the engine serves with these settings."""
+    if ev.config.engine not in SLOT_ENGINES:
+        return int(cell(ev, context, 1, **variant).users + 1e-9)
+    best = 0
+    for b in sorted(set((1, 2) + tuple(batches))):
+        if not cell(ev, context, b, **variant).ok:
+            break
+        best = b
+    return best
+
+
 def max_users(ev: Evaluation, variants: dict[str, dict[str, object]], upto: int | None = None) -> dict[str, list[tuple[int, int]]]:
-    """For each variant (KV dtype, quantization ...): (context, whole users the KV pool holds)."""
+    """For each variant (KV dtype, quantization ...): (context, whole users the engine serves)."""
     top = upto or max(limit(ev), 2048)
     out: dict[str, list[tuple[int, int]]] = {}
     for name, settings in variants.items():
-        base = replan(ev, None, **settings) if settings else ev
-        out[name] = [(r.context, int(r.users)) for r in (row(base, c, 1) for c in CONTEXTS if c <= top)]
+        out[name] = [(c, most_users(ev, c, **settings)) for c in CONTEXTS if c <= top]
     return out
 
 

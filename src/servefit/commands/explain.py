@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "html":
         from servefit.report.html import explain_page
 
-        page = explain_page(evs)
+        page = explain_page(evs, kinds, args.batch, context)
         _emit(page, args.output)
         return exit_code(evs, args)
     if args.format == "json":
