@@ -59,8 +59,14 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
     out.append(f"  now     {describe(cur)}: {state}")
     b = t.chosen if t.chosen is not None else run.best
     proven = ", the proven optimum" if run.proven else ""
-    out.append(f"  search  {run.strategy}, {run.trials:,} candidates of {run.space.size():,}{proven}, "
-               f"{run.elapsed:.2f} s" + (f", study {run.study_name}" if run.study_name else ""))
+    if run.strategy == "measured":
+        out.append(f"  search  measured, {run.bench_runs:,} benchmark run{'s' if run.bench_runs != 1 else ''}"
+                   + (f" (+{run.resumed:,} found in the study)" if run.resumed else "")
+                   + f", {run.rejected:,} of {run.space.size():,} candidates rejected by the memory model "
+                     f"(not run), {run.elapsed:.2f} s" + (f", study {run.study_name}" if run.study_name else ""))
+    else:
+        out.append(f"  search  {run.strategy}, {run.trials:,} candidates of {run.space.size():,}{proven}, "
+                   f"{run.elapsed:.2f} s" + (f", study {run.study_name}" if run.study_name else ""))
     if b is None or not b.feasible:
         miss = "no candidate"
         if b is not None:
@@ -134,6 +140,8 @@ def site_dict(t: Any) -> dict[str, Any]:
         "engine": ev.config.engine, "engine_version": ev.plan.engine_version,
         "gpu": {"name": ev.gpu.name, "count": ev.count, "memory_bytes": ev.gpu.memory_bytes},
         "search": {"strategy": run.strategy, "trials": run.trials, "space_size": run.space.size(),
+                   "benchmark_runs": run.bench_runs, "rejected_by_memory_model": run.rejected,
+                   "resumed_from_storage": run.resumed,
                    "proven_optimum": run.proven, "elapsed_s": round(run.elapsed, 3), "study": run.study_name,
                    "dimensions": {d.name: list(d.values) for d in run.space.dims}},
         "current": result_dict(run.current), "best": result_dict(t.chosen if t.chosen is not None else run.best),
