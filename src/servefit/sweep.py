@@ -24,9 +24,6 @@ from servefit.pipeline import Evaluation
 CONTEXT_SETTING = {"vllm": "max_model_len", "llamacpp": "ctx_size", "ollama": "num_ctx",
                    "tgi": "max_total_tokens", "sglang": "context_length"}
 KV_DTYPE_SETTING = {"vllm": "kv_cache_dtype", "tgi": "kv_cache_dtype", "sglang": "kv_cache_dtype"}
-# the limit on requests served at once, for the engines whose KV pool is counted in tokens
-REQUEST_CAP = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "tgi": "max_concurrent_requests"}
-SLOT_ENGINES = ("llamacpp", "ollama")  # the users are slots the command sets
 CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
 BATCHES = (1, 4, 8, 16, 32, 64, 128, 256)
 
@@ -59,63 +56,45 @@ def replan(ev: Evaluation, env: dict[str, str] | None = None, **settings: object
                       plan=plan)
 
 
+def _adapter(ev: Evaluation) -> Any:
+    from servefit.core import UsageError
+    from servefit.tune.space import adapter_for
+
+    try:
+        return adapter_for(ev.config.engine)
+    except UsageError:  # a plugin engine without tune knobs: its context setting, a token pool
+        from servefit.tune.adapters import GenericAdapter
+
+        ad = GenericAdapter()
+        ad.context_name = CONTEXT_SETTING.get(ev.config.engine, "max_model_len")
+        return ad
+
+
 def cell_settings(ev: Evaluation, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
     """(settings, environment) that ask the engine for `users` requests of `context` tokens, in
-    that engine's own terms."""
-    eng, s = ev.config.engine, ev.config.settings
-    if eng == "llamacpp":
-        unified = "kv_unified" in ev.config.explicit and bool(s.get("kv_unified"))
-        out: dict[str, Any] = {"ctx_size": context * (1 if unified else users), "parallel": users}
-        if not unified:
-            out["kv_unified"] = False  # an explicit -np turns llama.cpp's automatic unified cache off
-        return out, {}
-    if eng == "ollama":
-        return {"num_ctx": context, "OLLAMA_NUM_PARALLEL": users}, {}
-    if eng == "tgi":
-        out = {"max_total_tokens": context}
-        inp = s.get("max_input_tokens")
-        if inp is None or int(inp) >= context:
-            out["max_input_tokens"] = context - 1  # TGI: max_input_tokens < max_total_tokens
-        prefill = s.get("max_batch_prefill_tokens")
-        if prefill is not None and int(prefill) < out.get("max_input_tokens", int(inp or 0)):
-            out["max_batch_prefill_tokens"] = out.get("max_input_tokens", int(inp or 0))
-        return out, {}
-    if eng == "vllm":
-        return {"max_model_len": context}, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
-    return {CONTEXT_SETTING.get(eng, "max_model_len"): context}, {}
+    that engine's own terms (the engine's tune adapter, engines/<name>/tune.py, says how)."""
+    return _adapter(ev).cell_settings(ev, context, users)  # type: ignore[no-any-return]
 
 
-def _started(at: Evaluation, base: Evaluation | None = None) -> bool:
-    """The server starts as configured: for the slot engines, with the layers on the GPU that the
-    user's own config puts there (llama.cpp's --fit and Ollama move layers to the CPU instead of
-    failing; that is a slower server, not the one asked for)."""
-    p = at.plan
-    if p.outcome != "started":
-        return False
-    x = p.extra
-    if at.config.engine == "ollama":
-        layers, on = x.get("layers_model"), x.get("layers_offloaded")
-    elif at.config.engine == "llamacpp":
-        layers, on = x.get("n_layers_total"), x.get("n_gpu_layers_offloaded")
-        if base is not None and "n_gpu_layers" in base.config.explicit:  # a partial -ngl the user chose
-            layers = min(int(layers or 0), int(base.plan.extra.get("n_gpu_layers_offloaded") or 0))
-    else:
-        return True
-    return layers is None or on is None or int(on) >= int(layers)
+def _started(at: Evaluation) -> bool:
+    """The server starts as configured, with its layers on the GPU (llama.cpp's --fit and Ollama
+    move layers to the CPU instead of failing: a slower server, not the one asked for); the
+    same test tune applies."""
+    from servefit.tune.objective import Needs
+
+    return bool(_adapter(at).started(at.plan, Needs()))
 
 
-def served(at: Evaluation, users: int, base: Evaluation | None = None) -> float:
+def served(at: Evaluation, users: int) -> float:
     """Requests served at once by the replanned server."""
-    p = at.plan
-    if not _started(at, base):
+    ad = _adapter(at)
+    if not _started(at):
         return 0.0
-    if at.config.engine in SLOT_ENGINES:
+    if ad.slot_users:
         return float(users)
-    n = float(p.max_concurrency)
-    cap = REQUEST_CAP.get(at.config.engine)
-    limit = at.config.settings.get(cap) if cap else None
-    if limit is None and cap:
-        limit = p.extra.get(cap)
+    n = float(at.plan.max_concurrency)
+    cap = ad.request_cap
+    limit = (at.config.settings.get(cap) or at.plan.extra.get(cap)) if cap else None
     if limit:
         n = min(n, float(limit))
     return n
@@ -126,11 +105,11 @@ def cell(ev: Evaluation, context: int, users: int, **variant: Any) -> Row:
     settings, env = cell_settings(ev, context, users)
     at = replan(ev, env, **{**variant, **settings})
     p = at.plan
-    n = served(at, users, ev)
+    n = served(at, users)
     kv = p.kv_bytes_per_token * context * users
     m = p.memory
     total = m.weights + m.activation_peak + m.non_torch + m.cuda_graphs + kv
-    started = _started(at, ev)
+    started = _started(at)
     return Row(context=context, batch=users, kv_bytes=kv, total_bytes=total, util=total / (ev.gpu.memory_bytes or 1),
                users=n, ok=n >= users, outcome="started" if started else
                (p.outcome if p.outcome != "started" else "offloaded"))
@@ -165,7 +144,7 @@ def grid(ev: Evaluation, upto: int | None = None, batches: tuple[int, ...] = BAT
     for c in CONTEXTS:
         if c > top:
             break
-        if ev.config.engine in SLOT_ENGINES:
+        if _adapter(ev).slot_users:
             out.append([cell(ev, c, b) for b in batches])
             continue
         base = cell(ev, c, 1)
@@ -175,13 +154,14 @@ def grid(ev: Evaluation, upto: int | None = None, batches: tuple[int, ...] = BAT
     return out
 
 
-def most_users(ev: Evaluation, context: int, batches: tuple[int, ...] = BATCHES, **variant: Any) -> int:
+def most_users(ev: Evaluation, context: int, variant: dict[str, Any] | None = None,
+               batches: tuple[int, ...] = BATCHES) -> int:
     """The most users of `context` tokens the engine serves with these settings."""
-    if ev.config.engine not in SLOT_ENGINES:
-        return int(cell(ev, context, 1, **variant).users + 1e-9)
+    if not _adapter(ev).slot_users:
+        return int(cell(ev, context, 1, **(variant or {})).users + 1e-9)
     best = 0
     for b in sorted(set((1, 2) + tuple(batches))):
-        if not cell(ev, context, b, **variant).ok:
+        if not cell(ev, context, b, **(variant or {})).ok:
             break
         best = b
     return best
@@ -192,7 +172,7 @@ def max_users(ev: Evaluation, variants: dict[str, dict[str, object]], upto: int 
     top = upto or max(limit(ev), 2048)
     out: dict[str, list[tuple[int, int]]] = {}
     for name, settings in variants.items():
-        out[name] = [(c, most_users(ev, c, **settings)) for c in CONTEXTS if c <= top]
+        out[name] = [(c, most_users(ev, c, dict(settings))) for c in CONTEXTS if c <= top]
     return out
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 from servefit.commands.common import add_target_args, split_trailing
 from servefit.conventions import use_color
@@ -52,7 +53,7 @@ def servers(args: argparse.Namespace):  # -> list[Server]
     return assemble_sites([site_from_argv(words)], flags).servers
 
 
-def json_shape(objs: list[object], args: argparse.Namespace) -> object:
+def json_shape(objs: list[Any], args: argparse.Namespace) -> Any:
     """One JSON shape per input kind (docs/output.md): a command after `--` gives one object,
     files (or standard input) give a list of servers, even when they hold a single one."""
     return objs[0] if getattr(args, "input_kind", "file") == "command" and len(objs) == 1 else objs
