@@ -164,3 +164,33 @@ def test_cuda_graph_warning_never_beside_a_weights_oom(capsys: pytest.CaptureFix
         plan = json.loads(capsys.readouterr().out)
         codes = {f["code"] for f in plan["findings"]}
         assert rc == 1 and plan["outcome"] == "oom_at_load" and "VLLM005" in codes and "VLLM016" not in codes
+
+
+def test_k8s_env_flow_item_gets_a_sibling_shaped_like_it() -> None:
+    from servefit.sources.text import LineIndex
+    from servefit.tune import style
+
+    text = ('          env:\n            - {name: OLLAMA_NUM_PARALLEL, value: "8"}\n'
+            "          resources: {}\n")
+    at = text.index('"8"') + 1
+    sib = LineIndex(text, "f.yaml").span(at, at + 1)
+    s, e, new = style.env_entry(text, sib, "OLLAMA_CONTEXT_LENGTH", "16384")
+    out = text[:s] + new + text[e:]
+    assert out == ('          env:\n            - {name: OLLAMA_NUM_PARALLEL, value: "8"}\n'
+                   '            - {name: OLLAMA_CONTEXT_LENGTH, value: "16384"}\n          resources: {}\n')
+    assert yaml.safe_load(out.replace("          env:", "env:", 1).replace("          resources", "resources"))["env"][1] \
+        == {"name": "OLLAMA_CONTEXT_LENGTH", "value": "16384"}
+
+
+def test_yaml_key_entry_lands_after_the_siblings_whole_entry() -> None:
+    """A new key goes after a sibling's block (a list under it included), at the sibling's column."""
+    from servefit.sources.text import LineIndex
+    from servefit.tune import style
+
+    text = "vllmConfig:\n  extraArgs:\n  - --x\n  - '1'\n  maxModelLen: 8192\nenv: []\n"
+    at = text.index("extraArgs")
+    key = LineIndex(text, "v.yaml").span(at, at + len("extraArgs"))
+    s, e, new = style.key_entry(text, key, "maxNumSeqs", "64")
+    out = text[:s] + new + text[e:]
+    assert out == "vllmConfig:\n  extraArgs:\n  - --x\n  - '1'\n  maxNumSeqs: 64\n  maxModelLen: 8192\nenv: []\n"
+    assert yaml.safe_load(out)["vllmConfig"]["maxNumSeqs"] == 64

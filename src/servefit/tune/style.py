@@ -198,9 +198,12 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
         if n is None:
             return None
         return at, at, f"{pre}{n.group(1)}name: {name}{eol}{m.group(1)}value: {yaml_quote(value, q or DQ)}{eol}"
-    m = re.match(r"([ \t]*-[ \t]+)(name:[ \t]*\S+[ \t]*,[ \t]*value:)", line)
-    if m:  # `- {name: X, value: Y}` flow items are rare: not guessed
-        return None
+    m = re.match(r"([ \t]*-[ \t]+)\{([ \t]*)name:[ \t]*[^,}]+,([ \t]*)value:[ \t]*[^}]*\}[ \t]*$", line)
+    if m:  # `- {name: X, value: "Y"}`: a new flow item on its own line, spaced the same way
+        sp, mid = m.group(2), m.group(3)
+        return at, at, f"{pre}{m.group(1)}{{{sp}name: {name},{mid}value: {yaml_quote(value, q or DQ)}{sp}}}{eol}"
+    if re.match(r"[ \t]*-[ \t]+\{", line):
+        return None  # another flow shape: not guessed
     m = re.match(r"([ \t]*-[ \t]+)(['\"]?)[A-Za-z_][A-Za-z0-9_]*=", line)
     if m:  # compose environment list
         return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}={value}{m.group(2)}{eol}"
