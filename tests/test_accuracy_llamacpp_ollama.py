@@ -1,6 +1,6 @@
 """The llama.cpp and Ollama accuracy cases (benchmarks/accuracy/cases) meet their targets:
 KV buffer within 1 MiB where architecture, context and cache types are known; weights (model
-buffer) within 2%; compute buffer within 25%; Ollama's own estimate within 5%; outcomes exact."""
+buffer) within 2%; compute buffer within 5% (worst case today 4.7%: lcpp-qwen25-7b-q8kv-np-auto); Ollama's own estimate within 5%; outcomes exact."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_case(case):
     if "model_buffer_mib" in exp:
         assert abs(x["model_buffer_mib"] / exp["model_buffer_mib"] - 1) <= 0.02
     if "compute_buffer_mib" in exp:
-        assert abs(x["compute_buffer_mib"] / exp["compute_buffer_mib"] - 1) <= 0.25
+        assert abs(x["compute_buffer_mib"] / exp["compute_buffer_mib"] - 1) <= 0.05
     for key in ("memory_required_gib", "memory_required_kv_gib", "memory_graph_full_gib"):
         if key in exp:  # Ollama logs one decimal (GiB) or a MiB figure ("560.0 MiB")
             want = parse_size(exp[key]) / 2**30 if isinstance(exp[key], str) else exp[key]

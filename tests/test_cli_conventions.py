@@ -209,3 +209,19 @@ def test_stdin_uses_the_configuration_of_the_file_it_stands_for(stdin, capsys, t
     assert main(["lint", "-", "--stdin-filename", "serve.sh", "--format", "json"]) == 0
     out = capsys.readouterr().out
     assert '"SF110"' in out.split("]\n", 1)[1]  # without the team's config no GPU is known
+
+
+def test_output_file_prints_a_summary_and_dash_is_stdout(capsys, script, tmp_path, monkeypatch):
+    """`lint -o FILE` used to print nothing yet exit 1: a failing CI step showed no reason."""
+    monkeypatch.chdir(tmp_path)
+    report = tmp_path / "r.sarif"
+    assert main(["lint", script, "--format", "sarif", "-o", str(report)]) == 1
+    cap = capsys.readouterr()
+    assert cap.out == ""
+    assert cap.err == f"servefit: 1 error, 0 warnings, 0 info in 1 file (1 server); wrote {report}\n"
+    assert '"ruleId": "VLLM003"' in report.read_text()
+    # `-o -` is standard output, beside a file for the second format; no file named "-" appears
+    assert main(["lint", script, "--format", "github", "--format", "sarif", "-o", "-", "-o", str(report)]) == 1
+    cap = capsys.readouterr()
+    assert cap.out.startswith("::error file=") and cap.err == ""
+    assert not (tmp_path / "-").exists()

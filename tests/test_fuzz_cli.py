@@ -4,22 +4,33 @@ or 2 (argparse's own usage errors exit 2 and --help/--version exit 0 through Sys
 raise, and never print a traceback or the catch-all "internal error" line. Also the diagnose
 entry point on random and mutated log lines.
 
+Properties besides "no crash": a planted secret never appears in any output, no raw control
+character reaches stdout and no output line is forged by input, SARIF output validates against
+the official schema, JSON output parses; a diagnosis names a known root cause and quotes only
+lines of its input, with their numbers.
+
 Examples under the "ci" profile: 500 CLI (half of them well-formed commands) + 300 log lines + 150 mutated logs = 950."""
 
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import jsonschema
 import pytest
 from fuzzkit import ROOT, TEXT, fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 
 from servefit.cli import main
+
+SECRET = "sk-PlantedSecretValue0123456789abcdef"
+CONTROLS = {chr(c) for c in range(32) if c not in (9, 10)} | {"\x7f", "\x9b", "\u202e"}
+SARIF = jsonschema.Draft7Validator(json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text()))
 
 LOGS = ROOT / "tests" / "fixtures" / "logs"
 WORDS = {
@@ -39,7 +50,7 @@ WORDS = {
                "--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.95", "--kv-cache-dtype", "fp8",
                "llama-server", "-m", "/m/x.gguf", "-c", "8192", "ollama", "run", "llama3.1:8b",
                "text-generation-launcher", "--model-id", "python", "-m", "sglang.launch_server", "--model-path",
-               "--api-key", "sk-x", "--quantization", "awq", "--max-num-seqs", "0"],
+               "--api-key", "sk-x", "--api-k", "Bearer-PlantedFlagValue-1234", "--quantization", "awq", "--max-num-seqs", "0"],
 }
 WORD = st.one_of(*[st.sampled_from(v) for v in WORDS.values()], TEXT)
 K8S = """\
@@ -99,6 +110,7 @@ STRUCTURED = st.sampled_from(sorted(OPTIONS)).flatmap(_command)
 @given(args=st.one_of(STRUCTURED, st.tuples(st.sampled_from(WORDS["command"]), st.lists(WORD, max_size=10))
                       .map(lambda t: [t[0], *t[1]])))
 def test_cli_never_raises(workdir, args):
+    args = [a.replace("sk-x", SECRET) for a in args]
     out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as mp, redirect_stdout(out), redirect_stderr(err):
         mp.chdir(workdir)
@@ -109,6 +121,21 @@ def test_cli_never_raises(workdir, args):
             rc = exc.code if isinstance(exc.code, int) else 0
     assert rc in (0, 1, 2), (args, rc)
     assert "Traceback" not in err.getvalue() and "internal error" not in err.getvalue(), (args, err.getvalue())
+    stdout, stderr = out.getvalue(), err.getvalue()
+    flagged = [b for a, b in zip(args, args[1:], strict=False) if a in ("--api-key", "--api-k")]  # a value by its flag
+    for secret in [SECRET] + [v for v in flagged if "Planted" in v]:  # an sk- token by its shape, anywhere
+        assert secret not in stdout and secret not in stderr, (args, stdout[-500:], stderr)
+    assert not set(stdout) & CONTROLS and not set(stderr) & CONTROLS - {"\r"}, args
+    assert not any(ln.startswith("::") and not ln.startswith(("::error ", "::warning ", "::notice "))
+                   for ln in stdout.splitlines()), args
+    assert stderr.count("\n") <= 1 or rc != 2 or "--help" in args or "-h" in args or "--version" in args, stderr
+    if rc in (0, 1) and args and args[0] == "lint" and "-o" not in args and "--output" not in args:
+        fmts = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--format"]
+        fmt = fmts[0] if len(fmts) == 1 else "several"
+        if fmt == "sarif" and "--list-sites" not in args:
+            SARIF.validate(json.loads(stdout))
+        elif fmt == "json":
+            json.loads(stdout)
     for f in ("k8s.yaml", "serve.sh"):  # tune --write may edit them; start each example from the same files
         if f == "k8s.yaml" and (workdir / f).read_text() != K8S:
             (workdir / f).write_text(K8S)
@@ -128,8 +155,19 @@ LOG_LINE = st.one_of(TEXT, st.lists(st.sampled_from(LOG_WORDS), max_size=14).map
 def test_diagnose_any_lines(lines):
     from servefit.diagnose import diagnose_lines
 
-    diag = diagnose_lines(lines)
-    assert diag is not None
+    check_diagnosis(diagnose_lines(lines), lines)
+
+
+def check_diagnosis(diag, lines: list[str]) -> None:
+    """A known root cause and confidence; evidence quotes lines of the input by their numbers."""
+    from servefit.diagnose.model import ROOT_CAUSES
+
+    assert diag.root_cause in ROOT_CAUSES and diag.confidence in ("high", "medium", "low", "none")
+    assert diag.lines_read == len(lines)
+    assert (diag.root_cause == "none") == (diag.signature is None) or diag.root_cause != "none"
+    for e in diag.evidence:
+        assert 1 <= e.number <= len(lines), (e.number, len(lines))
+        assert e.text.strip() and e.text.strip()[:40] in lines[e.number - 1], (e.text, lines[e.number - 1])
 
 
 LOG_FILES = sorted(p for p in LOGS.iterdir() if p.is_file())
@@ -155,4 +193,4 @@ def test_diagnose_mutated_logs(data):
             lines[i] = lines[i][: data.draw(st.integers(0, len(lines[i])))]
         else:
             lines.insert(i, data.draw(LOG_LINE))
-    assert diagnose_lines(lines) is not None
+    check_diagnosis(diagnose_lines(lines), lines)

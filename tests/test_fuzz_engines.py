@@ -9,8 +9,12 @@ Examples under the "ci" profile: 5 x 300 argv + 5 x 200 parse + 5 x 150 plan + 3
 
 from __future__ import annotations
 
+import json
 import math
+import struct
+import time
 
+import jsonschema
 import pytest
 from fuzzkit import SPECIALS, TEXT, corpus, fuzz, mutated
 from hypothesis import given
@@ -23,8 +27,10 @@ from servefit.engines.options import load_table, parse_argv
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 from servefit.pipeline import site_from_argv
+from servefit.rules.catalog import lookup
 from servefit.units import human_int, parse_size, parse_tokens
 
+CONFIG_SCHEMA = jsonschema.Draft202012Validator(config.schema())
 ENGINES = ["vllm", "llamacpp", "ollama", "tgi", "sglang"]
 COMMANDS = {
     "vllm": ["vllm", "serve", "Qwen/Qwen3-8B"],
@@ -83,7 +89,7 @@ def test_option_table_parser(engine, data):
     parsed = parse_argv(table, [Token(w) for w in words], version)
     assert set(parsed.values) <= set(table.by_name)
     for f in parsed.findings:
-        assert f.code in (table.unknown_code, table.invalid_code) and f.message
+        assert f.code in (table.unknown_code, table.invalid_code, table.deprecated_code) and f.message
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -100,6 +106,11 @@ def test_engine_parse_on_random_commands(engine, data):
     except UsageError:
         return
     assert cfg.engine == engine
+    for f in cfg.findings:  # every finding is one of the catalogue's, with its own severity
+        rule = lookup(f.code)
+        assert rule is not None and f.severity in ("error", "warning", "info"), f.code
+    for name, span in cfg.spans.items():  # a setting's span is where its value is written
+        assert span is None or span.start <= span.end, (name, span)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -128,9 +139,12 @@ NUMBERISH = st.one_of(TEXT, st.lists(st.sampled_from(list("0123456789.kKmMgGtTiI
 @given(text=NUMBERISH)
 def test_human_int(text):
     try:
-        assert isinstance(human_int(text), int)
+        n = human_int(text)
     except ValueError:
-        pass
+        return
+    assert isinstance(n, int)
+    if text.strip().isdigit() and text.strip().isascii():
+        assert n == int(text.strip())
 
 
 @fuzz(500)
@@ -171,7 +185,13 @@ def test_modelfile_grammar(text):
 @fuzz(200)
 @given(pf=mutated(MODELFILES))
 def test_modelfile_mutations(pf):
-    parse_modelfile(pf[1], pf[0])
+    path, text = pf
+    doc = parse_modelfile(text, path)
+    for ins in doc.instructions:  # every value points inside the text, at what it says
+        s = ins.value.span
+        assert s is None or 0 <= s.start <= s.end <= len(text) + 1
+    for f in doc.findings:
+        assert f.code.startswith("OLLM") and lookup(f.code) is not None and f.span is not None
 
 
 JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), TEXT),
@@ -187,7 +207,8 @@ JSONISH = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.flo
 @given(data=JSONISH)
 def test_config_validate(data):
     errs = config.validate(data)
-    assert isinstance(errs, list) and all(isinstance(e, str) for e in errs)
+    assert all(isinstance(e, str) and e.startswith("tool.servefit") for e in errs), errs
+    assert (errs == []) == CONFIG_SCHEMA.is_valid(data), (errs, data)  # the published schema agrees
 
 
 @fuzz(200)
@@ -195,6 +216,118 @@ def test_config_validate(data):
                       .map(lambda t: f"{t[0]}={t[1]}")))
 def test_config_overrides(tmp_path_factory, text):
     try:
-        config.load(str(tmp_path_factory.getbasetemp()), [text])
-    except UsageError:
-        pass
+        cfg = config.load(str(tmp_path_factory.getbasetemp()), [text])
+    except UsageError as exc:
+        assert "\n" not in str(exc)  # one line
+        return
+    assert cfg.fail_on in ("error", "warning", "info", "never") and isinstance(cfg.select, list)
+
+
+# ------------------------------------------------------------------ model files (issue 18)
+
+LLAMA_CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072,
+             "torch_dtype": "bfloat16"}
+ODD = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True, allow_infinity=True),
+                TEXT, st.lists(st.integers(-5, 10), max_size=3), st.dictionaries(TEXT, st.integers(), max_size=2),
+                st.sampled_from([0, 1, -1, 0.5, -0.5, 1e308, 2**63, 4096, 100_000_000]))
+
+
+@fuzz(400)
+@given(patch=st.dictionaries(st.sampled_from(sorted(__import__("servefit.models.config_json",
+                                                               fromlist=["_COUNTS"])._COUNTS)), ODD,
+                             min_size=1, max_size=4),
+       nest=st.sampled_from([None, "text_config", "vision_config"]))
+def test_config_json_bad_values_are_findings_naming_the_field(patch, nest):
+    """Any value in any count field: a ModelSpec with every count inside the bounds, or a
+    ValueError naming one of the fields that were changed; fast either way."""
+    from servefit.budget import COUNT_LIMITS
+    from servefit.models.config_json import from_config
+
+    cfg = json.loads(json.dumps(LLAMA_CFG))
+    if nest:
+        cfg[nest] = dict(patch)
+    else:
+        cfg.update(patch)
+    t0 = time.perf_counter()
+    try:
+        spec = from_config(cfg, "m")
+    except ValueError as exc:
+        assert any(k in str(exc) for k in patch) or "layer count" in str(exc), (str(exc), patch)
+        return
+    finally:
+        assert time.perf_counter() - t0 < 2
+    assert 0 < spec.num_hidden_layers <= COUNT_LIMITS["layers"] and 0 < spec.hidden_size <= COUNT_LIMITS["hidden"]
+    assert spec.num_attention_heads >= 1 and 0 <= spec.num_experts <= COUNT_LIMITS["experts"]
+    assert isinstance(spec.params, int) and spec.params >= 0
+
+
+def _header(kvs: dict[str, tuple[int, bytes]], tensors: list[tuple[str, list[int], int, int]]) -> bytes:
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+    for k, (t, payload) in kvs.items():
+        out += struct.pack("<Q", len(k)) + k.encode() + struct.pack("<I", t) + payload
+    for name, shape, tid, off in tensors:
+        out += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(shape))
+        out += struct.pack(f"<{len(shape)}Q", *shape) + struct.pack("<IQ", tid, off)
+    return out
+
+
+GOOD_GGUF = _header({"general.architecture": (8, struct.pack("<Q", 5) + b"llama"),
+                     "llama.block_count": (4, struct.pack("<I", 2)),
+                     "llama.embedding_length": (4, struct.pack("<I", 64)),
+                     "tokenizer.ggml.tokens": (9, struct.pack("<IQ", 8, 3) + b"".join(
+                         struct.pack("<Q", 1) + c for c in (b"a", b"b", b"c")))},
+                    [("token_embd.weight", [64, 3], 1, 0), ("output.weight", [64, 3], 1, 384)])
+
+
+@fuzz(400)
+@given(data=st.data())
+def test_gguf_header_mutations_are_bounded(tmp_path_factory, data):
+    """Byte edits, truncations and huge integers anywhere in a GGUF header: a GgufInfo whose
+    counts are inside the bounds, or one UsageError; fast, whatever the numbers say."""
+    from servefit.core import UsageError
+    from servefit.models import gguf as G
+
+    raw = bytearray(GOOD_GGUF)
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(raw) - 1))
+        op = data.draw(st.sampled_from(["byte", "u64", "cut"]))
+        if op == "byte":
+            raw[i] = data.draw(st.integers(0, 255))
+        elif op == "u64":
+            raw[i:i + 8] = struct.pack("<Q", data.draw(st.sampled_from([0, 1, 2**32, 2**40, 2**63, 2**64 - 1])))
+        else:
+            del raw[i:]
+            if not raw:
+                raw = bytearray(b"G")
+    p = tmp_path_factory.mktemp("gguf") / "m.gguf"
+    p.write_bytes(bytes(raw))
+    t0 = time.perf_counter()
+    try:
+        info = G.read_header(str(p))
+    except UsageError as exc:
+        assert "\n" not in str(exc)
+        return
+    finally:
+        assert time.perf_counter() - t0 < 2
+    assert len(info.tensors) <= G.MAX_TENSORS and len(info.kv) <= G.MAX_KV
+    for t in info.tensors:
+        assert len(t.shape) <= G.MAX_DIMS and all(d <= G.MAX_DIM for d in t.shape)
+    n = info.kv.get("llama.block_count")
+    assert n is None or isinstance(n, (int, float, str, list, G.ArrayLen))
+
+
+@fuzz(500)
+@given(text=st.text(max_size=60))
+def test_terminal_escaping(text):
+    from servefit.termsafe import one_line, stream_safe
+
+    one = one_line(text)
+    assert "\n" not in one and not any(ord(c) < 32 or 0x7f <= ord(c) <= 0x9f for c in one)
+    safe = stream_safe(text)
+    assert safe.count("\n") == text.count("\n")
+    assert not any((ord(c) < 32 and c not in "\n\t\r") or 0x7f <= ord(c) <= 0x9f for c in safe)
+    assert all(safe[i + 1] == "\n" for i, c in enumerate(safe) if c == "\r")
+    if text.isprintable():
+        assert one == text and safe == text

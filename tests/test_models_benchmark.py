@@ -126,7 +126,8 @@ def test_data_files_shape_and_split():
         assert sum(r["engine"] == engine for r in allrows) >= 25, engine
     for half, rows in halves.items():
         for r in rows:
-            assert set(r) <= {"ref", "engine", "source", "kind", "expected"}, r
+            assert set(r) <= {"ref", "engine", "source", "kind", "expected", "command"}, r
+            assert "command" not in r or (isinstance(r["command"], str) and r["command"].strip()), r
             assert isinstance(r["ref"], str) and r["ref"].strip() == r["ref"] and r["ref"], r
             assert r["engine"] in bench.ENGINES and SOURCE.match(r["source"]), r
             parity = int(hashlib.sha256(r["source"].encode()).hexdigest(), 16) % 2
@@ -148,3 +149,16 @@ def test_verbose_names_the_reason(capsys):
     assert bench.main(["--half", "calibration", "--engine", "tgi", "-v"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"\[unknown {3}\] tgi +/data  NOT SIZED: unknown model '/data'", out)
+
+
+def test_entry_command_line_is_scanned_for_evidence():
+    """An entry's `command` (the file's own command line) is scanned like the file: the mount that
+    puts a named folder at the path the server loads sizes it, and says so."""
+    (out,) = bench.run([{"ref": "/data", "engine": "tgi", "kind": "shell", "source": "https://github.com/o/r/blob/HEAD/f#L1",
+                         "command": "docker run -v $PWD/models/Mistral-7B-Instruct-v0.2:/data "
+                                    "ghcr.io/huggingface/text-generation-inference:2.4.0 --model-id /data"}])
+    assert (out.status, out.model) == ("derivative", "mistralai/Mistral-7B-Instruct-v0.2")
+    assert out.assumptions[0].startswith("'/data' names no model; sized as /models/Mistral-7B-Instruct-v0.2: "
+                                         "the file mounts $PWD/models/Mistral-7B-Instruct-v0.2 at /data")
+    (bare,) = bench.run([{"ref": "/data", "engine": "tgi", "source": "https://github.com/o/r/blob/HEAD/f#L1"}])
+    assert bare.status == "unknown"

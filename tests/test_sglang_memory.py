@@ -149,3 +149,15 @@ def test_fp8_kv_doubles_the_pool():
 def test_page_size_rounds_the_pool_down():
     _, plan = run(f"{LAUNCH} --mem-fraction-static 0.88 --page-size 64")
     assert plan.extra["max_total_num_tokens"] % 64 == 0
+
+
+def test_h100_llama31_8b_pool_from_the_formula_alone():
+    """ModelRunner.profile_max_num_token by hand, sharing no sub-term with the plan: weights
+    8,030,261,248 x 2 bytes + 0.20 GiB load extra, 0.40 GiB context; rest = (pre - weights) -
+    pre x (1 - 0.88) with pre = total - context; one token's cell = 8 x 128 x 2 x 32 x 2 bytes."""
+    _, plan = run(f"{LAUNCH} --mem-fraction-static 0.88", version="0.4.4.post1")
+    total = 85_029_027_840
+    pre = total - int(0.40 * 2**30)
+    weights = 8_030_261_248 * 2 + int(0.20 * 2**30)
+    rest = (pre - weights) - pre * (1 - 0.88)
+    assert plan.kv_cache_tokens == int(rest // (8 * 128 * 2 * 32 * 2)) == 443_819

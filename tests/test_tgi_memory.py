@@ -134,3 +134,19 @@ def test_capacity_advice():
     assert f.severity == "info"
     assert plan.max_concurrency == plan.kv_cache_tokens / plan.max_model_len
     assert any("TGI 3.3.7 assumed" in a for a in cfg.assumptions)
+
+
+def test_a10g_llama31_8b_from_the_launcher_formulas_alone():
+    """The same case from the model card and TGI's own formulas, sharing no sub-term with the plan:
+    weights = 8,030,261,248 params x 2 bytes; the CUDA context 0.40 GiB; the warmup prefill's
+    peak (flash_causal_lm.py::warmup, 3.x: one request of max_batch_prefill_tokens = 8315) =
+    8315 x (4 x 4096 + 3 x 14336) x 2 for a decoder layer + 1 x 128256 x (2 + 4) + 8315 x 4096 x 2
+    for the head; then free - (1 - 1.0 x 0.9) x total over 131,072 bytes per block-of-1 token."""
+    _, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
+    total = 23_684_186_112  # A10G as torch reports it
+    weights = 8_030_261_248 * 2
+    context = int(0.40 * 2**30)
+    peak = 8315 * (4 * 4096 + 3 * 14336) * 2 + 128256 * 6 + 8315 * 4096 * 2
+    warm = 8315 * 131_072
+    free = int((total - (context + weights + warm + peak)) - 0.1 * total)
+    assert plan.kv_cache_tokens == free // 131_072 + 8315 == 28_756

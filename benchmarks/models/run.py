@@ -37,7 +37,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parents[1] / "src"))
 
 from servefit.core import UsageError  # noqa: E402
-from servefit.pipeline import Target, engine_for, site_from_argv  # noqa: E402
+from servefit.pipeline import Target, engine_for, resolve_site_model, site_from_argv  # noqa: E402
 
 HALVES = ("calibration", "heldout")
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang")
@@ -118,27 +118,38 @@ def offline() -> Iterator[None]:
                     os.environ[k] = v
 
 
-def _resolve(engine_name: str, ref: str, notes: list[str] | None = None) -> Any:
+def _site(engine_name: str, ref: str, command_line: str | None, kind: str = "") -> Any:
+    """The server: from `command_line` (the file's own command, scanned the way servefit scans a
+    shell script, so mounts, downloads and flags beside the model are seen) when the entry has
+    one and it names `ref`, else the engine's bare command line for `ref`."""
+    if command_line:
+        from servefit.sources import scan_file
+
+        path = os.path.join(os.getcwd(), "docker-compose.yml" if kind == "compose" else "command.sh")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(command_line if command_line.endswith("\n") else command_line + "\n")
+        sites = [s for s in scan_file(path).sites if s.engine == engine_name]
+        if sites:  # else a custom image servefit does not recognise: the bare command below
+            return sites[0]
+    site = site_from_argv(command(engine_name, ref))
+    site.engine = engine_name
+    return site
+
+
+def _resolve(engine_name: str, ref: str, notes: list[str] | None = None, command_line: str | None = None,
+             kind: str = "") -> Any:
     """The ModelSpec pipeline.evaluate would size the server with (its model step, without the
     GPU and the plan: a GPU is not what this measures). The engine's own notes about the model
     (an Ollama tag's mapping, a GGUF name) go to `notes`."""
-    from servefit.models import resolve_model
-
-    site = site_from_argv(command(engine_name, ref))
-    site.engine = engine_name
+    site = _site(engine_name, ref, command_line, kind)
     context = _lock_context()
     target = Target(models=context) if context is not None else Target()  # type: ignore[call-arg]
     engine = engine_for(site)
     cfg = engine.parse(site, None)
     if not cfg.model_ref:
         raise UsageError(f"{engine.title}: no model given in the command")
-    custom = getattr(engine, "resolve_model", None)
     try:
-        if custom is not None:
-            return custom(cfg, target)
-        if context is not None:
-            return resolve_model(cfg.model_ref, online=False, context=context)  # type: ignore[call-arg]
-        return resolve_model(cfg.model_ref, online=False)
+        return resolve_site_model(engine, site, cfg, target)
     finally:
         if notes is not None:  # the engine-version guess is not about the model
             notes.extend(a for a in cfg.assumptions if "no version given" not in a)
@@ -161,7 +172,7 @@ def classify(entry: dict[str, Any]) -> Outcome:
     out = Outcome(ref=str(entry["ref"]), engine=str(entry["engine"]), source=str(entry.get("source", "")),
                   kind=str(entry.get("kind", "")), expected=entry.get("expected"))
     try:
-        spec = _resolve(out.engine, out.ref, out.notes)
+        spec = _resolve(out.engine, out.ref, out.notes, entry.get("command"), out.kind)
     except (UsageError, KeyError, ValueError, OSError) as exc:
         out.reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return out

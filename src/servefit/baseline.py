@@ -27,13 +27,42 @@ def write(path: str, findings: list[Finding], rel) -> int:
     return len(findings)
 
 
+MAX_BYTES = 64 << 20
+MAX_COUNT = 1 << 30
+
+
 def read(path: str) -> Counter:
+    """The baseline's entries; anything else (not a regular file, too large, nested, fields of
+    the wrong type or out of range) is one UsageError naming what is wrong."""
+    from servefit import safe_io
+
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        return Counter({(e["file"], e["code"], e.get("server", ""), e.get("setting", "")): int(e.get("count", 1))
-                        for e in doc["findings"]})
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raw = safe_io.read_bytes(path, MAX_BYTES)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the baseline ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{path}: not a servefit baseline (nested too deeply)") from None
+    except ValueError as exc:
         raise UsageError(f"{path}: not a servefit baseline ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
+        raise UsageError(f"{path}: not a servefit baseline (no \"findings\" list)")
+    out: Counter = Counter()
+    for i, e in enumerate(doc["findings"]):
+        if not isinstance(e, dict):
+            raise UsageError(f"{path}: findings[{i}] is not an object")
+        k = []
+        for name in ("file", "code", "server", "setting"):
+            v = e.get(name, "" if name in ("server", "setting") else None)
+            if not isinstance(v, str):
+                raise UsageError(f"{path}: findings[{i}].{name} is not a string")
+            k.append(v)
+        n = e.get("count", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_COUNT:
+            raise UsageError(f"{path}: findings[{i}].count is not a whole number in 0..{MAX_COUNT}")
+        out[tuple(k)] += n
+    return out
 
 
 def filter_new(findings: list[Finding], base: Counter, rel) -> list[Finding]:

@@ -18,16 +18,21 @@ DESCRIPTION = ("Lint and tune LLM serving configs (vLLM, llama.cpp, Ollama, TGI,
                "a deployment repo and predict the GPU memory the engine will plan.")
 
 
+_ARGV: list[str] = []  # this run's arguments: a usage error never echoes a credential among them
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse prints usage too)
-        self.exit(2, f"servefit: error: {message}\n")
+        self.exit(2, f"servefit: error: {_redact(message, _ARGV)}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only` just that command's parser: a run of one command
+    imports and builds one subcommand, not all ten."""
     parser = _Parser(prog="servefit", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"servefit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in [only] if only in COMMANDS else COMMANDS:
         try:
             mod = importlib.import_module(f"servefit.commands.{name}")
         except ModuleNotFoundError:
@@ -38,12 +43,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser()
+    _ARGV[:] = argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     args.argv = list(argv)  # as typed: messages that show the command to run next
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    from servefit.termsafe import SafeWriter
+
+    real = sys.stdout
+    sys.stdout = SafeWriter(real)  # type: ignore[assignment]  # nothing from an input reaches the terminal raw
     try:
         return int(args.run(args) or 0)
     except UsageError as exc:
@@ -62,10 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"servefit: internal error: {type(exc).__name__}: {_redact(str(exc), argv)} (set SERVEFIT_DEBUG=1 "
               "for the traceback)", file=sys.stderr)
         return 2
+    finally:
+        sys.stdout = real
 
 
 def _redact(message: str, argv: list[str]) -> str:
     """An error line never echoes a credential, even one given on this command line."""
     from servefit.redact import mask_values, redact_text, secret_values
+    from servefit.termsafe import one_line
 
-    return mask_values(redact_text(message), secret_values((), [argv]))
+    return one_line(mask_values(redact_text(message), secret_values((), [argv])))

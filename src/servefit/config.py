@@ -3,7 +3,7 @@ found from the linted path upwards, plus `--config KEY=VALUE` overrides.
 
 The schema is schemas/config.schema.json. Validation here walks that schema with a small
 interpreter for the keywords it uses (type, enum, properties, additionalProperties,
-propertyNames, items, required, minimum, minItems), so a lint run never imports jsonschema;
+propertyNames, items, required, minimum, maximum, minItems), so a lint run never imports jsonschema;
 tests check the interpreter against jsonschema on good and bad configs.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -53,6 +54,7 @@ class Config:
     targets: list[Target] = field(default_factory=list)
     trusted_orgs: list[str] = field(default_factory=list)  # Hub organisations whose remote code is trusted
     models: dict[str, str] = field(default_factory=dict)  # local path / private name -> Hub id or config.json
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule options: code -> {option: value}
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         if self.select and not any(code.startswith(s) for s in self.select):
@@ -117,6 +119,8 @@ def validate(data: Any, sch: dict[str, Any] | None = None, path: str = "tool.ser
             return [f"{path}: expected {t}, got {type(data).__name__}"]
     if "minimum" in sch and isinstance(data, (int, float)) and data < sch["minimum"]:
         errs.append(f"{path}: must be at least {sch['minimum']}")
+    if "maximum" in sch and isinstance(data, (int, float)) and data > sch["maximum"]:
+        errs.append(f"{path}: must be at most {sch['maximum']}")
     if isinstance(data, dict):
         props = sch.get("properties", {})
         for req in sch.get("required", []):
@@ -162,11 +166,23 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+MAX_CONFIG_FILE = 4 << 20
+
+
 def _read(p: Path, table: bool) -> Any:
+    from servefit import safe_io
+
     try:
-        with open(p, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        doc = tomllib.loads(safe_io.read_bytes(str(p), MAX_CONFIG_FILE).decode("utf-8"))
+    except RecursionError:
+        if table:  # someone else's pyproject.toml: servefit's table cannot be read, the run goes on
+            import sys
+
+            print(f"servefit: warning: {p}: nested too deeply to read; its [tool.servefit] is not used",
+                  file=sys.stderr)
+            return None
+        raise UsageError(f"{p}: cannot read config: nested too deeply") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"{p}: cannot read config: {exc}") from None
     if table:
         return doc.get("tool", {}).get("servefit")
@@ -182,6 +198,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw
+    except RecursionError:
+        raise UsageError(f"--config {key.strip()}: value nested too deeply") from None
     return key.strip(), value
 
 
@@ -198,7 +216,11 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
     data = dict(data or {})
     for ov in overrides or []:
         k, v = parse_override(ov)
-        data[k] = v
+        *outer, last = k.split(".") if k.startswith("rules.") else [k]  # rules.VLLM017.max=0.9
+        table = data
+        for part in outer:
+            table[part] = table = dict(table.get(part) or {})
+        table[last] = v
     errs = validate(data)
     if errs:
         raise UsageError(f"{where or '--config'}: invalid configuration: {errs[0]}")
@@ -210,7 +232,8 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
                   severity=data.get("severity", {}), fail_on=data.get("fail-on", "error"),
                   engine_versions=data.get("engine-versions", {}), online=bool(data.get("online", False)),
                   require_reason=bool(data.get("require-reason", True)), exclude=data.get("exclude", []),
-                  targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}))
+                  targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}),
+                  rules=data.get("rules", {}))
 
 
 class Configs:
@@ -229,3 +252,36 @@ class Configs:
         if cfg is None:
             cfg = self._by_dir[d] = load(d, self.overrides, self.path)
         return cfg
+
+
+def user_online(args: Any = None) -> bool:
+    """Whether the user (never the linted repository) lets servefit read the Hub: `--online`,
+    `--config online=true` on the command line, SERVEFIT_ONLINE=1, or `online = true` in the
+    user's own ~/.config/servefit/config.toml ($XDG_CONFIG_HOME). A repository's servefit.toml or
+    pyproject.toml may ask for it (lint says so), but cannot turn it on."""
+    if args is not None:
+        if getattr(args, "online", False):
+            return True
+        for item in getattr(args, "config", None) or []:
+            if isinstance(item, str) and re.fullmatch(r"\s*online\s*=\s*true\s*", item, re.I):
+                return True
+    if os.environ.get("SERVEFIT_ONLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    path = Path(base) / "servefit" / "config.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return data.get("online") is True
+
+
+def configs_asking_online(configs: Configs | None) -> list[Config]:
+    """The repository configurations seen in a run that set `online = true` (not honoured)."""
+    if configs is None:
+        return []
+    seen: dict[str, Config] = {}
+    for cfg in configs._by_dir.values():
+        if cfg.online and cfg.path and cfg.path not in seen:
+            seen[cfg.path] = cfg
+    return list(seen.values())

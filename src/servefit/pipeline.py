@@ -98,8 +98,6 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
              hardware: tuple[GpuSpec, int, str] | None = None) -> Evaluation:
     """The plan for one site. The assembly (sources/assemble.py) passes the parse and the
     hardware it already resolved, so nothing is parsed or resolved twice."""
-    from servefit.models import resolve_model
-
     engine = engine_for(site)
     if cfg is None:
         cfg = engine.parse(site, target.engine_version or site.engine_version)
@@ -113,12 +111,7 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
 
         start = site.file if os.path.exists(site.file) else os.getcwd()
         target = replace(target, models=context_for(start, online=target.online))
-    custom = getattr(engine, "resolve_model", None)  # GGUF files, Ollama tags: the engine knows its refs
-    if custom is not None and not target.model_config:
-        model = custom(cfg, target)
-    else:
-        model = resolve_model(ref or "", online=target.online, config_path=target.model_config,
-                              context=target.models)
+    model = resolve_site_model(engine, site, cfg, target)
     gpu, count, source = hardware if hardware is not None else resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
     if not count:  # no count given: as many GPUs as the server's parallelism uses (what the plan assumed)
@@ -126,6 +119,48 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
         count = par.get("world") or par.get("tensor", 1) * par.get("pipeline", 1) * par.get("data", 1)
     return Evaluation(site=site, config=cfg, model=model, gpu=gpu, count=count,
                       gpu_source=source, plan=plan)
+
+
+def resolve_site_model(engine: Any, site: LaunchSite, cfg: EngineConfig, target: Target) -> ModelSpec:
+    """The server's model: the engine's own resolver (GGUF files, Ollama tags) or
+    models.resolve_model; when the command names a path without a model (`--model-id /data`),
+    what the same file says about that path (models/evidence.py), said in the assumptions."""
+    from dataclasses import replace
+
+    from servefit.models import resolve_model
+
+    def once(t: Target) -> ModelSpec:
+        custom = getattr(engine, "resolve_model", None)  # GGUF files, Ollama tags: the engine knows its refs
+        if custom is not None and not t.model_config:
+            return custom(cfg, t)  # type: ignore[no-any-return]
+        return resolve_model(t.model or cfg.model_ref or "", online=t.online, config_path=t.model_config,
+                             context=t.models)
+
+    try:
+        return once(target)
+    except UsageError:
+        if target.model or target.model_config or not cfg.model_ref:
+            raise
+        from servefit.models.evidence import candidates, is_unnamed_path
+
+        path = next((str(r) for r in (cfg.model_ref, cfg.settings.get("model_path"), cfg.settings.get("model"))
+                     if isinstance(r, str) and is_unnamed_path(r)), cfg.model_ref)  # llama.cpp: -m PATH
+        found = candidates(site, site.engine or "", path)
+        if not found:
+            raise
+        kept = list(cfg.assumptions)
+        for ref, why in found:
+            try:
+                spec = once(replace(target, model=ref))
+            except UsageError:
+                cfg.assumptions[:] = kept
+                continue
+            spec.assumptions.insert(0, f"'{path}' names no model; sized as {ref}: {why} "
+                                       "(pass --model or `# servefit: model=` to say otherwise)")
+            if spec.resolved_from == "catalog":
+                spec.resolved_from = "derivative"
+            return spec
+        raise
 
 
 def hint(name: str | None, count: int | None, source: str) -> GpuHint:

@@ -19,7 +19,6 @@ an abbreviation the engine's parser accepts (`--api-k`). References are never ma
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Iterable
@@ -48,7 +47,7 @@ PREFIXES = ("hf_", "sk-ant-", "sk-proj-", "sk-", "ghp_", "github_pat_", "xoxb-",
             "glpat-", "nvapi-")
 _VALUE = r"(\[[^\]\n]*\]|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;\"'}\]]+)"
 ASSIGN = re.compile(r"([\"']?)\b([A-Za-z_][A-Za-z0-9_.-]*)\1([ \t]*[=:][ \t]*)" + _VALUE)
-FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9_-]*|-hft)(=|\s+)" + _VALUE)
+FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][A-Za-z0-9_-]*|-hft)(=|\s+(?!--[A-Za-z]))" + _VALUE)  # a flag is no value
 URL_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^/\s:@'\"<>]+)(?::([^/\s@'\"<>]*))?@(?=[^\s/@])")
 AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(bearer|basic|token|digest|apikey)?"
                          r"(\s*)([^\s\"',;}\]]+)")
@@ -247,11 +246,13 @@ def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str
 
 def mask_values(text: str, values: Iterable[str]) -> str:
     """Mask known secret values wherever they appear: as written, JSON-escaped and HTML-escaped."""
+    from html import escape  # only when there are values to mask: not on the lint path
+
     forms: set[str] = set()
     for v in values:
         if len(v) < 4:
             continue
-        forms.update({v, json.dumps(v)[1:-1], html.escape(v), html.escape(v, quote=False)})
+        forms.update({v, json.dumps(v)[1:-1], escape(v), escape(v, quote=False)})
     for f in sorted(forms, key=len, reverse=True):
         if f and f in text:
             text = text.replace(f, MASK)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from servefit.config import user_online
 from servefit.conventions import add_color_arg
 from servefit.core import UsageError
 from servefit.pipeline import Target
@@ -58,9 +59,9 @@ def target_from(args: argparse.Namespace) -> Target:
             gpus = int(gpus)
         except ValueError:
             raise UsageError(f"--gpus: not a count: {gpus!r}") from None
-    if gpus is not None and gpus < 1:
-        raise UsageError(f"--gpus must be at least 1 (got {gpus})")
+    if gpus is not None and not 1 <= gpus <= 65536:
+        raise UsageError(f"--gpus must be 1 to 65,536 (got {gpus})")
     return Target(gpu=args.gpu, gpus=gpus,
                   gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
                   engine_version=args.engine_version, model=args.model, model_config=args.model_config,
-                  online=bool(args.online))
+                  online=user_online(args))

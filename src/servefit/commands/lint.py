@@ -92,15 +92,15 @@ def load_config(args: argparse.Namespace):  # -> Config
 
 
 def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
-    from servefit.config import Configs
+    from servefit.config import Configs, user_online
     from servefit.linter.run import LintOptions
     from servefit.units import parse_size
 
-    if args.gpus is not None and args.gpus < 1:
-        raise UsageError(f"--gpus must be at least 1 (got {args.gpus})")
+    if args.gpus is not None and not 1 <= args.gpus <= 65536:
+        raise UsageError(f"--gpus must be 1 to 65,536 (got {args.gpus})")
     path, overrides = config_args(args)
     return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
-                       engine_version=args.engine_version, online=bool(args.online),
+                       engine_version=args.engine_version, online=user_online(args),
                        configs=Configs(overrides, path), values=_values(args),
                        render=not getattr(args, "no_render", False))
 
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     outputs = list(args.output or [])
     if len(outputs) > len(formats):
         raise UsageError("more --output than --format: pair each --output with a --format")
-    if args.baseline and not os.path.isfile(args.baseline):
+    if args.baseline and not os.path.exists(args.baseline):
         raise UsageError(f"--baseline {args.baseline}: no such file")
     cfg = load_config(args)
     check_gpu_names(args, cfg)

@@ -54,3 +54,7 @@ def diagnose_path(path: str, site: LaunchSite | None = None, progress: bool | No
         return diagnose_lines(reader.lines(log, prog), site=site, source=log.name)
     finally:
         log.close()
+        from servefit.termsafe import one_line
+
+        for note in log.notes:
+            print(f"servefit diagnose: {one_line(note)}", file=stderr or sys.stderr)

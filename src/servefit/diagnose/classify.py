@@ -48,6 +48,8 @@ BLAMED = {
                                "max_running_requests", "n_ubatch"),
     "fragmentation": ("gpu_memory_utilization", "mem_fraction_static", "cuda_memory_fraction"),
     "model_too_large": ("quantization", "quantize", "tensor_parallel_size", "num_shard", "mem_fraction_static"),
+    "profiling_peak": ("max_model_len", "max_num_batched_tokens", "enable_chunked_prefill"),
+    "cuda_graph_capture": ("gpu_memory_utilization", "enforce_eager"),
 }
 
 TIMING_TEXT = {
@@ -65,6 +67,10 @@ ROOT_TEXT = {
     "batch_misconfiguration": "batch misconfiguration: the batch / concurrency settings need more memory than is left",
     "fragmentation": "memory fragmentation: enough memory is cached by the allocator, but not in one piece",
     "model_too_large": "model too large: the weights (plus the engine's fixed overhead) do not fit this GPU",
+    "profiling_peak": "start-up profiling peak: the engine's dummy forward pass over the largest batch it must "
+                      "accept (its activation peak) did not fit next to the weights",
+    "cuda_graph_capture": "CUDA graph capture: capturing the decode graphs needed more memory than was left after "
+                          "the KV cache took its share",
     "none": "no OOM signature found",
 }
 
@@ -75,6 +81,8 @@ HOST_TEXT = {
     "fragmentation": "memory growth over time: host memory climbed over hours until the limit (a leak or "
                      "fragmentation)",
     "model_too_large": "model too large for the host: loading needed more RAM than the machine or container allows",
+    "profiling_peak": "host memory ran out during start-up profiling",
+    "cuda_graph_capture": "host memory ran out while capturing CUDA graphs",
 }
 
 
@@ -236,7 +244,14 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
             return "batch_misconfiguration", "high"
         if share is not None and share >= 0.85:
             return "model_too_large", "medium"
-        return "batch_misconfiguration", "medium" if primary.stage in ("profile", "graphs") else "low"
+        # The stage the traceback names decides what acts: the profiling run (V0
+        # worker.py::determine_num_available_blocks -> profile_run, V1 gpu_worker.py::
+        # determine_available_memory -> profile_run / _dummy_run) or graph capture (capture_model).
+        if not host and primary.stage == "profile":
+            return "profiling_peak", "high"
+        if not host and primary.stage == "graphs":
+            return "cuda_graph_capture", "high"
+        return "batch_misconfiguration", "low"
     if timing == "first_batch":
         if share is not None and share >= 0.9:
             return "model_too_large", "medium"

@@ -30,6 +30,7 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
         "kv_cache_dtype": ("--kv-cache-dtype",), "quantization": ("--quantization", "-q"),
         "tensor_parallel_size": ("--tensor-parallel-size", "-tp"), "model": ("--model",),
         "PYTORCH_CUDA_ALLOC_CONF": ("PYTORCH_CUDA_ALLOC_CONF",),
+        "enable_chunked_prefill": ("--enable-chunked-prefill",), "enforce_eager": ("--enforce-eager",),
     },
     "llamacpp": {
         "ctx_size": ("--ctx-size", "-c", "LLAMA_ARG_CTX_SIZE"), "parallel": ("--parallel", "-np", "LLAMA_ARG_N_PARALLEL"),
@@ -61,6 +62,8 @@ FLAGS: dict[str, dict[str, tuple[str, ...]]] = {
 # engine -> root cause -> settings to change, most direct first
 TARGETS: dict[str, dict[str, tuple[str, ...]]] = {
     "vllm": {"kv_cache_overflow": ("max_model_len",), "batch_misconfiguration": ("max_num_seqs", "max_num_batched_tokens"),
+             "profiling_peak": ("max_model_len", "max_num_batched_tokens"),
+             "cuda_graph_capture": ("gpu_memory_utilization",),
              "fragmentation": ("PYTORCH_CUDA_ALLOC_CONF", "gpu_memory_utilization"),
              "model_too_large": ("quantization", "tensor_parallel_size", "model")},
     "llamacpp": {"kv_cache_overflow": ("ctx_size",), "batch_misconfiguration": ("parallel", "ubatch_size", "batch_size"),
@@ -225,6 +228,71 @@ def _batch(engine: str, diag: Diagnosis, setting: Setting | None) -> list[str]:
             "Cap concurrency in front of the server (gateway / load-balancer limit)"]
 
 
+def _version(diag: Diagnosis) -> tuple[str | None, bool]:
+    """(vLLM version the log names, whether it runs the V0 engine: before 0.8 or VLLM_USE_V1=0)."""
+    from servefit.engines.vllm.era import era
+
+    f = diag.figures
+    v = f.get("engine_version") or f.get("engine_version2")
+    v = str(v).lstrip("v") if v else None
+    return v, not era(v).v1
+
+
+def _flag_in(version: str | None, *flags: str) -> str:
+    """The first of `flags` the vLLM release `version` has (its own parser, vllm_history.yaml)."""
+    from servefit.engines.options import load_table
+
+    table = load_table("vllm")
+    return next((f for f in flags if table.in_release(f, version)), flags[-1])
+
+
+def _profiling(engine: str, diag: Diagnosis, setting: Setting | None) -> list[str]:
+    """The profiling run is a dummy forward pass over max_num_batched_tokens tokens; in V0 without
+    chunked prefill that is max(max_model_len, 2048) tokens (config.py::SchedulerConfig), so the
+    context length sets the activation peak, and a smaller max-num-batched-tokens is rejected
+    ("max_num_batched_tokens ... is smaller than max_model_len") unless chunked prefill is on.
+    gpu-memory-utilization does not shrink this peak: it only sizes the KV cache afterwards."""
+    if engine not in ("vllm", "torch"):
+        return _batch(engine, diag, setting)
+    version, v0 = _version(diag)
+    st = diag.settings_in_log
+    ml = _num(_current(diag, setting, "max_model_len"))
+    chunked = str(st.get("enable_chunked_prefill", "")).lower() in ("true", "1")
+    where = f" (vLLM {version})" if version else " (no version in the log; assuming the newest vLLM)"
+    half = f" to {int(ml) // 2:,} or less" if ml and ml >= 4096 else ""
+    if v0 and not chunked:
+        batch = int(min(8192, ml // 2)) if ml and ml > 4096 else 2048
+        return [f"Lower --max-model-len{_was(ml and int(ml))}{half}: without chunked prefill the V0 engine{where} "
+                f"profiles one prefill of max-model-len tokens",
+                f"Or turn on chunked prefill and bound the profiled batch: --enable-chunked-prefill "
+                f"--max-num-batched-tokens {batch} (below max-model-len it is only accepted with chunked prefill)",
+                "Lowering --gpu-memory-utilization does not help here: the profiling peak comes before the KV cache "
+                "is sized"]
+    cur = _num(_current(diag, setting, "max_num_batched_tokens"))
+    to = f" from {int(cur):,} to {max(512, int(cur) // 2):,}" if cur else " (e.g. 2048)"
+    return [f"Lower --max-num-batched-tokens{to}: the engine{where} profiles one step of that many tokens",
+            f"Lower --max-model-len{_was(ml and int(ml))}{half} where long prompts set the profiled batch "
+            "(multimodal inputs, or chunked prefill off)",
+            "Lowering --gpu-memory-utilization does not help here: the profiling peak comes before the KV cache "
+            "is sized"]
+
+
+def _graphs(engine: str, diag: Diagnosis, setting: Setting | None) -> list[str]:
+    """Graphs are captured after the KV cache took gpu_memory_utilization of the GPU (before 0.20
+    the graph pool is not in the budget: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), so a lower
+    utilization leaves them room; fewer or smaller capture sizes and eager mode act too."""
+    version, v0 = _version(diag)
+    util = _num(_current(diag, setting, "gpu_memory_utilization"))
+    lower = f" from {util} to {round(util - 0.05, 2)}" if util else " (e.g. 0.85)"
+    if v0:
+        size = "--max-seq-len-to-capture 2048"
+    else:
+        size = _flag_in(version, "--max-cudagraph-capture-size", "--cuda-graph-sizes") + " 128 (capture fewer, smaller graphs)"
+    return [f"Lower --gpu-memory-utilization{lower}: CUDA graphs are captured after the KV cache took its share",
+            f"Capture smaller graphs: {size}",
+            "Or skip graph capture: --enforce-eager (slower decoding, no graph memory)"]
+
+
 def _fragmentation(engine: str, diag: Diagnosis, setting: Setting | None, env_set: bool) -> list[str]:
     out = []
     if diag.signature and diag.signature.startswith(("kernel", "k8s")):
@@ -324,6 +392,10 @@ def apply(diag: Diagnosis, site: LaunchSite | None = None) -> None:
         lines = _batch(engine, diag, setting)
     elif root == "fragmentation":
         lines = _fragmentation(engine, diag, setting, env_set)
+    elif root == "profiling_peak":
+        lines = _profiling(engine, diag, setting)
+    elif root == "cuda_graph_capture":
+        lines = _graphs(engine, diag, setting)
     else:
         lines = _too_large(engine, diag, setting)
     if site is not None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "none")
+ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "profiling_peak",
+               "cuda_graph_capture", "none")
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang", "torch")
 
 # How long after start-up / how much uptime makes the timing classes.

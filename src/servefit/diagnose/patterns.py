@@ -284,7 +284,7 @@ SETTING_ALIASES = {
     "tp_size": "tensor_parallel_size", "num_shard": "num_shard", "max_input_length": "max_input_tokens",
     "--ctx-size": "num_ctx", "-c": "num_ctx", "--parallel": "num_parallel", "-np": "num_parallel",
     "--n-gpu-layers": "num_gpu", "-ngl": "num_gpu", "--batch-size": "num_batch", "-b": "num_batch",
-    "--model": "model",
+    "--model": "model", "chunked_prefill_enabled": "enable_chunked_prefill",
 }
 KNOWN_SETTINGS = frozenset({
     "model", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization",

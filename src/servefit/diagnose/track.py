@@ -65,6 +65,10 @@ class Tracker:
                 if n - line.number <= 5:
                     self._set(key, old.settings.get(key), line)
         self.state.start = self._line(n, text)
+        gd = m.groupdict()
+        version = gd.get("engine_version__s") or gd.get("engine_version2__s")
+        if version and not self.state.info.get("engine_version"):
+            self.state.info["engine_version"] = version.lstrip("v")  # the fixes depend on the release
         if pat.name == "ollama.start":
             self._cmd_flags(n, text)
 

@@ -103,8 +103,10 @@ def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping
                 if ref in texts or os.path.isfile(ref):
                     text = texts.get(ref)
                     if text is None:
-                        with open(ref, encoding="utf-8", errors="replace") as fh:
-                            text = fh.read(1 << 20)
+                        from servefit.safe_io import open_regular
+
+                        with open_regular(ref) as fh:
+                            text = fh.read(1 << 20).decode("utf-8", errors="replace")
                     doc = parse_modelfile(text, ref)
                     used.add(ref)
                     break

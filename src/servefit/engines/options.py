@@ -61,6 +61,33 @@ def version_in(version: str | None, since: str | None, until: str | None) -> boo
     return True
 
 
+@dataclass(frozen=True)
+class FlagHistory:
+    """One flag's life in the releases read from the engine's own parser
+    (data/engines/<engine>_history.yaml): the ranges it exists in, each [since, removed_in)."""
+
+    ranges: tuple[tuple[str | None, str | None], ...]
+    deprecated_since: str | None = None
+    replacement: str | None = None
+
+    def present(self, version: str | None) -> bool:
+        if version is None:
+            return bool(self.ranges) and self.ranges[-1][1] is None
+        v = _vkey(version)
+        return any((a is None or v >= _vkey(a)) and (b is None or v < _vkey(b)) for a, b in self.ranges)
+
+    def why_absent(self, version: str) -> str:
+        """'added in X' / 'removed in Y' for a version the flag is not in."""
+        v = _vkey(version)
+        later = [a for a, _ in self.ranges if a is not None and _vkey(a) > v]
+        gone = [b for _, b in self.ranges if b is not None and _vkey(b) <= v]
+        if later and not gone:
+            return f"added in {later[0]}"
+        if gone and later:
+            return f"removed in {gone[-1]}, back in {later[0]}"
+        return f"removed in {gone[-1]}" if gone else "not in this release"
+
+
 @dataclass
 class OptionTable:
     engine: str
@@ -69,6 +96,9 @@ class OptionTable:
     allow_abbrev: bool = True
     unknown_code: str = ""
     invalid_code: str = ""
+    deprecated_code: str = ""
+    history: dict[str, FlagHistory] = field(default_factory=dict)  # flag as written -> its releases
+    underscores_since: str | None = None  # `_` == `-` in long names from this release on
     by_flag: dict[str, Option] = field(default_factory=dict)
     by_env: dict[str, Option] = field(default_factory=dict)
     by_name: dict[str, Option] = field(default_factory=dict)
@@ -88,19 +118,61 @@ class OptionTable:
 
     def lookup(self, flag: str, version: str | None = None) -> tuple[Option | None, bool]:
         """(option, negated) for a flag as written, or (None, False)."""
+        opt, negated, _ = self.resolve(flag, version)
+        return opt, negated
+
+    def in_release(self, flag: str, version: str | None) -> bool:
+        """Whether the engine's parser of `version` has `flag` (True where no history says)."""
+        h = self.history.get(flag)
+        return h is None or h.present(version)
+
+    def resolve(self, flag: str, version: str | None = None) -> tuple[Option | None, bool, str]:
+        """(option, negated, the table's spelling of the flag) for a flag as written. An
+        abbreviation counts only among the flags of `version` (argparse sees no others)."""
         f = self._norm(flag)
+        if "_" in flag and f != flag and version is not None and self.underscores_since \
+                and _vkey(version) < _vkey(self.underscores_since):
+            f = flag  # before FlexibleArgumentParser, --max_model_len is its own (unknown) word
         opt = self.by_flag.get(f)
-        if opt is not None:
-            return opt, False
+        if opt is not None and (self.in_release(f, version) or not self._abbrev(f, version)):
+            return opt, False, f
         if f.startswith("--no-"):
             pos = self.by_flag.get("--" + f[5:])
             if pos is not None and pos.negatable:
-                return pos, True
-        if self.allow_abbrev and f.startswith("--") and len(f) > 3:
-            hits = {o.name: o for k, o in self.by_flag.items() if k.startswith(f) and k.startswith("--")}
-            if len(hits) == 1:
-                return next(iter(hits.values())), False
-        return None, False
+                return pos, True, f
+        hit = self._abbrev(f, version)
+        if hit is not None:
+            return hit[0], False, hit[1]
+        return None, False, f
+
+    def _abbrev(self, f: str, version: str | None) -> tuple[Option, str] | None:
+        """argparse's allow_abbrev: a unique prefix of one long flag of this release (a flag the
+        release dropped can still be the prefix of one it kept, and then argparse takes it)."""
+        if not (self.allow_abbrev and f.startswith("--") and len(f) > 3):
+            return None
+        hits = {k: o for k, o in self.by_flag.items()
+                if k.startswith(f) and k != f and k.startswith("--") and self.in_release(k, version)}
+        if len(hits) == 1:
+            k, o = next(iter(hits.items()))
+            return o, k
+        return None
+
+    def release_problem(self, canon: str, version: str | None) -> tuple[str, str] | None:
+        """(rule code, message) where the flag is not in `version` (an error: argparse rejects
+        it) or is deprecated there (a warning naming the replacement); None when fine."""
+        h = self.history.get(canon)
+        if h is None or version is None and h.present(None):
+            return None
+        shown = version or "the newest release"
+        if not h.present(version):
+            when = h.why_absent(version) if version else f"removed in {h.ranges[-1][1]}"
+            tail = f"; use {h.replacement}" if h.replacement and "removed" in when else ""
+            return self.unknown_code, f"unrecognized argument: {canon} ({when}; this is {shown}){tail}"
+        if h.deprecated_since and self.deprecated_code and (version is None or
+                                                            _vkey(version) >= _vkey(h.deprecated_since)):
+            rep = f"; use {h.replacement}" if h.replacement else ""
+            return self.deprecated_code, f"{canon} is deprecated since {h.deprecated_since}{rep}"
+        return None
 
     def suggest(self, flag: str) -> str | None:
         import difflib
@@ -110,9 +182,17 @@ class OptionTable:
         return close[0] if close else None
 
 
+def _history(engine: str) -> dict[str, Any]:
+    """data/engines/<engine>_history.yaml where the engine has one (generated from its releases)."""
+    if not (data.DATA_DIR / "engines" / f"{engine}_history.yaml").is_file():
+        return {}
+    return dict(data.load(f"engines/{engine}_history.yaml"))
+
+
 @cache
 def load_table(engine: str) -> OptionTable:
     raw = data.load(f"engines/{engine}.yaml")
+    hist = _history(engine)
     opts = []
     for o in raw["options"]:
         flags = o.get("flags") or []
@@ -126,11 +206,56 @@ def load_table(engine: str) -> OptionTable:
             since=o.get("since"), until=o.get("until"), memory=bool(o.get("memory", False)),
             help=o.get("help", ""),
         ))
+    history: dict[str, FlagHistory] = {}
+    if hist:
+        opts = _with_history(opts, hist)
+        for flag, h in (hist.get("flags") or {}).items():
+            history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in h["in"]),
+                                        deprecated_since=h.get("deprecated_since"),
+                                        replacement=h.get("replacement"))
     return OptionTable(engine=engine, options=opts,
                        normalize_underscores=bool(raw.get("normalize_underscores", False)),
                        allow_abbrev=bool(raw.get("allow_abbrev", True)),
                        unknown_code=raw.get("codes", {}).get("unknown", ""),
-                       invalid_code=raw.get("codes", {}).get("invalid", ""))
+                       invalid_code=raw.get("codes", {}).get("invalid", ""),
+                       deprecated_code=raw.get("codes", {}).get("deprecated", ""),
+                       history=history, underscores_since=hist.get("underscore_dash_same_since"))
+
+
+def _newest(arity: Any) -> str:
+    """A history value is one value, or {release: value} where it changed; the newest counts."""
+    return str(list(arity.values())[-1]) if isinstance(arity, dict) else str(arity)
+
+
+def _with_history(opts: list[Option], hist: dict[str, Any]) -> list[Option]:
+    """The hand-written options (types, memory meaning) plus every other flag some release's parser
+    has; a hand-written flag no release has is dropped unless its entry names its versions."""
+    flags = hist.get("flags") or {}
+    out: list[Option] = []
+    known: set[str] = set()
+    negated = {h["negates"] for h in flags.values() if h.get("negates")}
+    for o in opts:
+        kept = tuple(f for f in o.flags if f in flags or o.since or o.until)
+        negatable = o.negatable or any(f in negated for f in o.flags)
+        arity = [_newest(flags[f].get("arity", "1")) for f in kept if f in flags]
+        typ, nargs = o.type, o.nargs
+        if typ == "str" and not o.memory and arity and all(a == "0" for a in arity):
+            typ = "bool"  # a switch the table left untyped
+        elif typ == "str" and not o.memory and arity and arity[-1] == "?":
+            nargs = "?"  # a bare flag or a value (`--hf-token` / `--hf-token TOKEN`)
+        if kept or not o.flags:
+            out.append(Option(**{**o.__dict__, "flags": kept, "negatable": negatable, "type": typ,
+                                 "nargs": nargs}))
+        known.update(kept)
+    for flag, h in flags.items():
+        if flag in known or h.get("negates"):
+            continue
+        last = _newest(h.get("arity", "1"))
+        name = flag.lstrip("-").replace("-", "_")
+        out.append(Option(name=name, flags=(flag,), type="bool" if last == "0" else "str",
+                          nargs=last if last in ("?", "*", "+") else None, negatable=flag in negated,
+                          help="(from the engine's parser)"))
+    return out
 
 
 class ValueProblem(ValueError):
@@ -218,13 +343,13 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             i += 1
             continue
         flag, eq, inline = text.partition("=")
-        opt, negated = table.lookup(flag, version)
+        opt, negated, canon = table.resolve(flag, version)
         if opt is None and not eq and not flag.startswith("--") and len(flag) > 2:
             # -O3 / -tp4 style: a short flag glued to its value
             for k in sorted(table.by_flag, key=len, reverse=True):
                 if not k.startswith("--") and flag.startswith(k) and len(k) >= 2:
                     opt, negated, inline, eq = table.by_flag[k], False, flag[len(k):], "="
-                    flag = k
+                    flag = canon = k
                     break
         if opt is None:
             out.unknown.append(tok)
@@ -239,7 +364,10 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             if not eq and i < n and not _is_flag(args[i].text):
                 i += 1
             continue
-        if not version_in(version, opt.since, opt.until) and table.unknown_code:
+        problem = table.release_problem(canon, version) if canon in table.history else None
+        if problem is not None and problem[0]:
+            out.findings.append(finding(problem[0], problem[1], span=tok.span, site=site))
+        elif canon not in table.history and not version_in(version, opt.since, opt.until) and table.unknown_code:
             when = f"added in {opt.since}" if opt.since and not version_in(version, opt.since, None) \
                 else f"removed after {opt.until}"
             out.findings.append(finding(

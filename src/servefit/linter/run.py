@@ -7,10 +7,12 @@ on. Findings that depend on the GPU say which one was assumed and where that cam
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from servefit.config import Config, Configs
 from servefit.core import Finding, LaunchSite, UsageError
+from servefit.rules.registry import rule
 from servefit.sources.assemble import Server, anchor
 from servefit.sources.target import Flags
 from servefit.suppressions import Suppression, scan_text
@@ -93,12 +95,41 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     for srv in asm.servers:
         check_server(srv)
         findings.extend(srv.findings)
+    findings.extend(_online_asked(asm.configs, options, findings))
     for found in findings:  # a finding on a rendered template line says the value was not traced further
         at = found.span
         note = asm.notes.get((at.file, at.start, at.end)) if at is not None else None
         if note and not found.message.endswith(f"({note})"):
             found.message = f"{found.message} ({note})"
     return LintResult(_unique(findings), asm.servers, len(asm.files), sups, asm.configs)
+
+
+@rule("SF130")
+def _online_asked(configs: Configs | None, options: LintOptions, findings: list[Finding]) -> list[Finding]:
+    """SF130 where the repository's own configuration sets `online = true`: it may ask, never turn
+    the network on (only the user does: config.user_online)."""
+    from servefit.config import configs_asking_online
+    from servefit.rules.catalog import finding
+    from servefit.sources.text import LineIndex
+
+    if options.online:
+        return []
+    unsized = sum(1 for f in findings if f.code == "SF002")
+    out = []
+    for cfg in configs_asking_online(configs):
+        assert cfg.path is not None
+        try:
+            text = open(cfg.path, encoding="utf-8").read()
+        except OSError:
+            text = ""
+        m = re.search(r"(?m)^[ \t]*(online)[ \t]*=", text)
+        span = LineIndex(text, cfg.path).span(m.start(1), m.end(1)) if m else None
+        more = (f"; {unsized} server(s) name a model servefit could not size offline" if unsized else "")
+        out.append(finding("SF130", "this configuration sets online = true, but servefit reads the Hugging Face Hub "
+                                    "only when you ask (--online, or online = true in ~/.config/servefit/config.toml)"
+                                    f"{more}: run `servefit models lock` and commit servefit.lock to size them offline",
+                           span=span))
+    return out
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

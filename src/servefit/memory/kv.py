@@ -27,10 +27,26 @@ def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> f
     return 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
 
 
+def kind_bytes_per_token(m: ModelSpec, kind: str, kv_dtype_bytes: float, tp: int = 1) -> float:
+    """K+V bytes per token of one layer of this attention kind: Gemma 4's full-attention layers
+    have their own head_dim and KV heads (vLLM gemma4.py Gemma4Attention; models/arch_gemma4.py),
+    every other layer is layer_bytes_per_token."""
+    if kind != "full" or m.is_mla or not m.layout.get("global_head_dim"):
+        return layer_bytes_per_token(m, kv_dtype_bytes, tp)
+    from servefit.models.arch_gemma4 import attention_shape
+
+    hd, kv = attention_shape(m, "full")
+    return 2 * max(1, kv // max(tp, 1)) * hd * kv_dtype_bytes
+
+
 def attention_layers(m: ModelSpec) -> int:
     return sum(1 for k in m.kinds() if k in ("full", "sliding", "chunked"))
 
 
 def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> int:
     """Per-token KV bytes if every attention layer kept every token (the textbook figure)."""
+    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind pages; KV-shared layers hold none
+        kinds = m.kinds()[:m.num_hidden_layers - int(m.layout.get("num_kv_shared_layers") or 0)]
+        return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in kinds
+                       if k in ("full", "sliding", "chunked")))
     return int(attention_layers(m) * layer_bytes_per_token(m, kv_dtype_bytes, tp))

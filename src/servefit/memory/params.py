@@ -78,5 +78,13 @@ def param_groups(m: ModelSpec) -> ParamGroups:
     embed = m.vocab_size * m.hidden_size
     lm_head = 0 if m.tie_word_embeddings else embed
     norms = (2 * len(kinds) + 1) * m.hidden_size
+    other = m.vision_params
+    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind attention, KV-shared layers, PLE, audio
+        from servefit.models.arch_gemma4 import count_text, layer_attention, layer_mlp_width
+
+        attn = [layer_attention(m, i, k) for i, k in enumerate(kinds)]
+        mlp = [mlp_params(m.hidden_size, layer_mlp_width(m, i)) + (x and m.hidden_size * m.num_experts)
+               for i, x in enumerate(experts)]
+        other += count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
-                       experts=tuple(experts), norms=norms, other=m.vision_params)
+                       experts=tuple(experts), norms=norms, other=other)

@@ -264,6 +264,10 @@ def count_text_params(s: ModelSpec) -> int:
 
 
 def count_other_layouts(s: ModelSpec) -> int | None:
+    from servefit.models.arch_gemma4 import count_text, is_gemma4
+
+    if is_gemma4(s):  # per-layer-kind attention shapes, MoE beside the dense MLP
+        return count_text(s)
     from servefit.models.arch_classic import count_classic  # layouts beyond the Llama one
     return count_classic(s)
 

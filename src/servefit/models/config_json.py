@@ -66,9 +66,95 @@ def _first(cfg: dict[str, Any], keys: tuple[str, ...], default: Any = None) -> A
 
 def _int(v: Any, default: int = 0) -> int:
     try:
-        return int(v) if v is not None else default
-    except (TypeError, ValueError):
+        return int(v) if v is not None and not isinstance(v, (list, dict)) else default
+    except (TypeError, ValueError, OverflowError):
         return default
+
+
+# Fields read as counts, checked by type and range before use (budget.COUNT_LIMITS: far above
+# the largest real model, far below what makes a per-layer loop or a table expensive). The
+# second element is the smallest valid value: 1 for anything that divides or is a period.
+_COUNTS: dict[str, tuple[str, int]] = {
+    **{k: ("layers", 0) for k in ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "first_k_dense_replace",
+                                  "max_window_layers", "depth")},
+    **{k: ("hidden", 0) for k in ("hidden_size", "n_embd", "d_model", "embed_dim", "out_hidden_size")},
+    **{k: ("heads", 1) for k in ("num_attention_heads", "n_head", "num_heads", "n_heads")},
+    **{k: ("heads", 0) for k in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                                 "index_n_heads", "linear_num_key_heads", "linear_num_value_heads", "mamba_n_heads",
+                                 "mamba_num_heads")},
+    **{k: ("head_dim", 0) for k in ("head_dim", "kv_channels", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                                    "index_head_dim", "linear_key_head_dim", "linear_value_head_dim", "mamba_d_head",
+                                    "mamba_head_dim")},
+    **{k: ("intermediate", 0) for k in ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim",
+                                        "moe_intermediate_size", "shared_expert_intermediate_size",
+                                        "intermediate_size_mlp")},
+    **{k: ("vocab", 0) for k in ("padded_vocab_size", "vocab_size", "n_vocab")},
+    **{k: ("positions", 0) for k in ("max_position_embeddings", "seq_length", "n_positions", "max_sequence_length",
+                                     "max_seq_len", "n_ctx", "original_max_position_embeddings")},
+    **{k: ("experts", 0) for k in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+                                   "num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k",
+                                   "num_selected_experts", "n_shared_experts", "num_shared_experts")},
+    **{k: ("rank", 0) for k in ("kv_lora_rank", "q_lora_rank", "index_topk", "mamba_d_state", "ssm_state_size",
+                                "state_size")},
+    **{k: ("window", 0) for k in ("sliding_window", "attention_chunk_size")},
+    **{k: ("small", 1) for k in ("attn_layer_period", "full_attention_interval", "sliding_window_pattern_size",
+                                 "no_rope_layer_interval", "patch_size", "temporal_patch_size", "spatial_merge_size",
+                                 "mamba_expand", "expand", "mamba_n_groups", "n_groups", "mamba_d_conv",
+                                 "conv_kernel", "linear_conv_kernel_dim", "mamba_conv_kernel", "in_chans",
+                                 "in_channels", "short_conv_kernel_size", "image_size")},
+    "attn_layer_offset": ("layers", 0),
+}
+_LISTS = ("layer_types", "no_rope_layers", "full_attn_layers", "architectures")
+
+
+def validate_config(cfg: dict[str, Any], where: str = "") -> None:
+    """Check every count config.json gives (top level, text_config, vision_config,
+    linear_attn_config) by type and range, and the nesting depth; BadValue names the field."""
+    from servefit.budget import BadValue, count, json_depth, number
+
+    json_depth(cfg)
+    parts: list[tuple[str, Any]] = [(where, cfg)]
+    for sub in ("text_config", "vision_config", "linear_attn_config", "rope_scaling", "rope_parameters",
+                "quantization_config", "compression_config"):
+        if isinstance(cfg.get(sub), dict):
+            parts.append((f"{where}{sub}.", cfg[sub]))
+        elif cfg.get(sub) is not None and not (sub == "vision_config" and cfg[sub] == {}):
+            raise BadValue(f"{where}{sub} is {type(cfg[sub]).__name__}, not an object")
+    for prefix, d in parts:
+        for key, (kind, low) in _COUNTS.items():
+            if key in d and d[key] is not None:
+                if key == "sliding_window" and d[key] is False:
+                    continue
+                if key in ("mamba_expand", "expand") and isinstance(d[key], float):
+                    number(d[key], prefix + key, minimum=0, maximum=64, open_min=True)
+                    continue
+                if isinstance(d[key], list) and kind in ("intermediate", "heads", "head_dim", "window"):
+                    if len(d[key]) > 4096:  # per-layer lists (Gemma 3n intermediate_size)
+                        raise BadValue(f"{prefix}{key} has {len(d[key]):,} entries, more than the 4,096 servefit reads")
+                    for i, x in enumerate(d[key]):
+                        count(x, f"{prefix}{key}[{i}]", kind, minimum=0)
+                    continue
+                count(d[key], prefix + key, kind, minimum=low)
+        for key in _LISTS:
+            v = d.get(key)
+            if v is not None and not isinstance(v, list):
+                raise BadValue(f"{prefix}{key} is {type(v).__name__}, not a list")
+            if isinstance(v, list) and len(v) > 4096:
+                raise BadValue(f"{prefix}{key} has {len(v):,} entries, more than the 4,096 servefit reads")
+        for key in ("torch_dtype", "dtype", "model_type", "quant_method"):
+            v = d.get(key)
+            if v is not None and not isinstance(v, str):
+                raise BadValue(f"{prefix}{key} is {type(v).__name__}, not a string")
+        for key in ("factor", "rope_theta", "mlp_ratio", "partial_rotary_factor"):
+            if d.get(key) is not None:
+                number(d[key], prefix + key, minimum=0, maximum=1e12, open_min=key != "partial_rotary_factor")
+        for key, low in (("bits", 0), ("w_bit", 0), ("group_size", -1), ("q_group_size", -1)):  # GPTQ: -1
+            if d.get(key) is not None:
+                count(d[key], prefix + key, "small", minimum=low)
+    kda = cfg.get("linear_attn_config")
+    if isinstance(kda, dict) and isinstance(kda.get("full_attn_layers"), list):
+        for i, x in enumerate(kda["full_attn_layers"]):
+            count(x, f"{where}linear_attn_config.full_attn_layers[{i}]", "layers", minimum=0)
 
 
 def _kv_heads(c: dict[str, Any], heads: int) -> int:
@@ -139,6 +225,7 @@ def _vision_config(cfg: dict[str, Any]) -> dict[str, Any] | None:
 
 def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config") -> ModelSpec:
     """A ModelSpec from a config.json dict; `params` is counted from the architecture."""
+    validate_config(cfg)
     top = cfg
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
     # LLM keys from text_config (Gemma 3, Llama 4, Mistral 3, Llava...), anything else from the top
@@ -275,11 +362,30 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
 # ---------------------------------------------------------------------------------------------
 
 
+MAX_CONFIG_BYTES = 8 << 20  # config.json: real ones are under 100 KB
+MAX_SAFETENSORS_HEADER = 8 << 20  # one shard's JSON header: real ones are under 2 MB
+MAX_SHAPE_DIMS = 16
+
+
+def load_json_bounded(file: str, limit: int = MAX_CONFIG_BYTES) -> Any:
+    """A JSON file read through safe_io (regular files only, at most `limit` bytes), with its
+    nesting bounded; ValueError (BadValue) on anything else."""
+    from servefit.budget import BadValue, json_depth
+    from servefit.safe_io import read_bytes
+
+    raw = read_bytes(file, limit)
+    try:
+        doc = json.loads(raw)
+    except RecursionError:
+        raise BadValue("nested too deeply") from None
+    json_depth(doc)
+    return doc
+
+
 def read_config(path: str) -> tuple[dict[str, Any], str]:
     """(config dict, directory) for a config.json file or a directory holding one."""
     file = os.path.join(path, "config.json") if os.path.isdir(path) else path
-    with open(file, encoding="utf-8") as fh:
-        cfg = json.load(fh)
+    cfg = load_json_bounded(file)
     if not isinstance(cfg, dict):
         raise ValueError(f"{file}: not a JSON object")
     return cfg, os.path.dirname(os.path.abspath(file))
@@ -289,15 +395,39 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 
 
 def _header(path: str) -> dict[str, Any]:
-    with open(path, "rb") as fh:
+    from servefit.budget import BadValue, json_depth
+    from servefit.safe_io import open_regular
+
+    with open_regular(path) as fh:
         raw = fh.read(8)
         if len(raw) != 8:
-            raise ValueError("short file")
+            raise ValueError("shorter than a safetensors header")
         (size,) = struct.unpack("<Q", raw)
-        if size > 100_000_000:
-            raise ValueError("header too large")
-        head = json.loads(fh.read(size))
+        if size > MAX_SAFETENSORS_HEADER:
+            raise BadValue(f"header of {size:,} bytes, over the {MAX_SAFETENSORS_HEADER >> 20} MiB servefit reads")
+        body = fh.read(size)
+    try:
+        head = json.loads(body)
+    except RecursionError:
+        raise BadValue("header nested too deeply") from None
+    json_depth(head, 8)
     return head if isinstance(head, dict) else {}
+
+
+def _elements(tname: str, meta: dict[str, Any]) -> int:
+    """A tensor's element count from its `shape` (a short list of whole numbers), else BadValue."""
+    from servefit.budget import BadValue
+
+    shape = meta.get("shape", [])
+    if not isinstance(shape, list) or len(shape) > MAX_SHAPE_DIMS:
+        n = len(shape) if isinstance(shape, list) else type(shape).__name__
+        raise BadValue(f"tensor {tname[:80]!r}: shape {n} is not a list of at most {MAX_SHAPE_DIMS} dimensions")
+    total = 1
+    for d in shape:
+        if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d <= 1 << 40:
+            raise BadValue(f"tensor {tname[:80]!r}: dimension {str(d)[:20]} is not a whole number up to 2^40")
+        total *= d
+    return total
 
 
 def _skip_tensor(name: str, spec: ModelSpec) -> bool:
@@ -334,20 +464,22 @@ def params_from_safetensors(directory: str, spec: ModelSpec) -> int | None:
             for tname, meta in _header(os.path.join(directory, f)).items():
                 if tname == "__metadata__" or not isinstance(meta, dict) or _skip_tensor(tname, spec):
                     continue
-                count = 1
-                for d in meta.get("shape", []):
-                    count *= int(d)
-                total += count
-    except (OSError, ValueError, struct.error):
+                total += _elements(tname, meta)
+    except (OSError, ValueError, struct.error) as exc:
         total = 0
+        spec.assumptions.append(f"{os.path.basename(f)}: safetensors header not used ({exc}); parameters "
+                                "counted otherwise")
     if total:
         return total
     index = os.path.join(directory, "model.safetensors.index.json")
     if os.path.isfile(index):
         try:
-            with open(index, encoding="utf-8") as fh:
-                size = int(json.load(fh)["metadata"]["total_size"])
+            size = load_json_bounded(index)["metadata"]["total_size"]
+            if isinstance(size, bool) or not isinstance(size, int) or not 0 < size < 1 << 50:
+                raise ValueError("total_size")
         except (OSError, ValueError, KeyError, TypeError):
+            spec.assumptions.append("model.safetensors.index.json: metadata.total_size unreadable or out of "
+                                    "range; not used")
             return None
         width = _DTYPE_BYTES.get(spec.torch_dtype)
         if width and size:

@@ -1,10 +1,8 @@
 """GGUF model files: the header (metadata + tensor table) without reading any tensor data.
 
-Two readers give the same `GgufInfo`:
-- the `gguf` package (gguf-py, `gguf.GGUFReader`) for complete local files; it is imported only
-  here, only when a file is actually read (it pulls in numpy);
-- a small header-only parser for truncated or partial downloads, which GGUFReader cannot open
-  (it reshapes memmap views past EOF). Layout per gguf-py/gguf/gguf_reader.py and
+One small header-only parser reads complete files and truncated or partial downloads alike
+(gguf.GGUFReader memory-maps the whole file and builds an array per token: ~200 bytes of memory
+per file byte on a hostile vocabulary, so it is not used). Layout per gguf-py/gguf/gguf_reader.py and
   ggml/src/gguf.cpp::gguf_init_from_file_impl: magic "GGUF", u32 version, u64 tensor_count,
   u64 kv_count, the KV pairs, then per tensor: name, u32 n_dims, u64 ne[n_dims], u32 type, u64 offset.
 
@@ -113,9 +111,27 @@ class _Truncated(Exception):
     pass
 
 
+# Bounds on what a header may ask servefit to hold or walk (real files: ~50 keys, <2,000 tensors
+# per shard, vocabularies up to 262k tokens and ~500k merges, strings under 1 KB but chat
+# templates of tens of KB). Past a bound the header is refused with a message naming it.
+MAX_KV = 1 << 16
+MAX_TENSORS = 1 << 16
+MAX_DIMS = 4  # GGML_MAX_DIMS
+MAX_DIM = 1 << 40
+MAX_STRING = 1 << 20  # one string value kept in memory
+MAX_KEPT = 32 << 20  # all kept strings together
+MAX_ARRAY = 1 << 24  # elements of a numeric array (skipped by seeking)
+MAX_STRING_ARRAY = 1 << 22  # strings in one array (walked one by one to skip them)
+_CHUNK = 1 << 16
+
+
 class _Reader:
-    def __init__(self, fh: Any) -> None:
+    """Sequential reads through a small buffer; only what is kept is allocated."""
+
+    def __init__(self, fh: Any, path: str) -> None:
         self.fh = fh
+        self.path = path
+        self.kept = 0
 
     def take(self, n: int) -> bytes:
         b = self.fh.read(n)
@@ -127,42 +143,85 @@ class _Reader:
         fmt = _SCALAR[t]
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
 
-    def string(self) -> str:
+    def string(self, what: str = "a string") -> str:
         (n,) = struct.unpack("<Q", self.take(8))
-        if n > 1 << 26:
-            raise ValueError(f"string length {n} is not plausible")
+        if n > MAX_STRING:
+            raise ValueError(f"{what} of {n:,} bytes, over the {MAX_STRING >> 20} MiB bound on one string")
+        self.kept += n
+        if self.kept > MAX_KEPT:
+            raise ValueError(f"metadata strings over {MAX_KEPT >> 20} MiB in all")
         return self.take(n).decode("utf-8", errors="replace")
 
-    def skip_string(self) -> None:
-        (n,) = struct.unpack("<Q", self.take(8))
-        self.fh.seek(n, os.SEEK_CUR)
+    def skip_strings(self, count: int) -> None:
+        """Skip `count` length-prefixed strings, parsing lengths out of buffered chunks."""
+        buf = b""
+        pos = 0
+        left = count
+        unpack = struct.unpack_from
+        while left:
+            if len(buf) - pos < 8:
+                more = self.fh.read(_CHUNK)
+                if not more:
+                    raise _Truncated()
+                buf = buf[pos:] + more
+                pos = 0
+                continue
+            (n,) = unpack("<Q", buf, pos)
+            if n > MAX_DIM:
+                raise ValueError(f"a string of {n:,} bytes in an array")
+            end = pos + 8 + n
+            left -= 1
+            if end <= len(buf):
+                pos = end
+                continue
+            skip = end - len(buf)
+            buf, pos = b"", 0
+            here = self.fh.tell()
+            self.fh.seek(skip, os.SEEK_CUR)
+            if self.fh.tell() != here + skip:
+                raise _Truncated()
+        if pos < len(buf):  # give back what was read ahead
+            self.fh.seek(pos - len(buf), os.SEEK_CUR)
 
-    def value(self, t: int) -> Any:
+    def value(self, t: int, key: str) -> Any:
         if t == 8:
-            return self.string()
+            return self.string(key)
         if t == 9:
             (it,) = struct.unpack("<I", self.take(4))
             (n,) = struct.unpack("<Q", self.take(8))
+            if it == 8 and n > MAX_STRING_ARRAY:
+                raise ValueError(f"array {key} holds {n:,} strings, over the bound of {MAX_STRING_ARRAY:,}")
+            if n > MAX_ARRAY:
+                raise ValueError(f"array {key} holds {n:,} entries, over the bound of {MAX_ARRAY:,}")
             if n > BIG_ARRAY:
                 if it == 8:
-                    for _ in range(n):
-                        self.skip_string()
+                    self.skip_strings(n)
                 elif it in _SCALAR:
                     self.fh.seek(n * struct.calcsize(_SCALAR[it]), os.SEEK_CUR)
                 else:
-                    raise ValueError(f"array of type {it} is not supported")
+                    raise ValueError(f"{key}: array of type {it} is not supported")
                 return ArrayLen(n, it)
-            return [self.value(it) for _ in range(n)]
+            if it == 9:
+                raise ValueError(f"{key}: nested arrays are not read")
+            return [self.value(it, key) for _ in range(n)]
         if t in _SCALAR:
             return self.scalar(t)
-        raise ValueError(f"unknown GGUF value type {t}")
+        raise ValueError(f"{key}: unknown GGUF value type {t}")
 
 
 def read_header(path: str) -> GgufInfo:
-    """Parse the GGUF header of a possibly truncated file (no tensor data read)."""
+    """Parse the GGUF header of a possibly truncated file (no tensor data read), in memory
+    proportional to the fields kept; every count is bounded (see MAX_*)."""
+    from servefit.safe_io import open_regular
+
     types = type_table()
-    with open(path, "rb") as fh:
-        r = _Reader(fh)
+    try:
+        fh = open_regular(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        r = _Reader(fh, path)
         try:
             if r.take(4) != MAGIC:
                 raise UsageError(f"{path}: not a GGUF file (bad magic)")
@@ -176,70 +235,100 @@ def read_header(path: str) -> GgufInfo:
         truncated = False
         try:
             n_tensors, n_kv = struct.unpack("<QQ", r.take(16))
-            if n_tensors > 1 << 24 or n_kv > 1 << 20:
-                raise UsageError(f"{path}: implausible GGUF header ({n_tensors} tensors, {n_kv} keys)")
+            if n_tensors > MAX_TENSORS or n_kv > MAX_KV:
+                raise UsageError(f"{path}: implausible GGUF header ({n_tensors:,} tensors, {n_kv:,} keys; the bounds "
+                                 f"are {MAX_TENSORS:,} and {MAX_KV:,})")
             for _ in range(n_kv):
-                key = r.string()
+                key = r.string("a key")
                 (vt,) = struct.unpack("<I", r.take(4))
-                kv[key] = r.value(vt)
+                kv[key] = r.value(vt, key[:80])
             offsets = []
             for _ in range(n_tensors):
-                name = r.string()
+                name = r.string("a tensor name")
                 (nd,) = struct.unpack("<I", r.take(4))
-                if nd > 8:
-                    raise ValueError(f"tensor {name}: {nd} dimensions")
+                if nd > MAX_DIMS:
+                    raise ValueError(f"tensor {name[:80]}: {nd} dimensions (at most {MAX_DIMS})")
                 shape = struct.unpack(f"<{nd}Q", r.take(8 * nd))
                 (tid,) = struct.unpack("<I", r.take(4))
                 (off,) = struct.unpack("<Q", r.take(8))
-                tname, blk, size = types.get(tid, (f"TYPE{tid}", 1, 0))
+                tname, blk, tsize = types.get(tid, (f"TYPE{tid}", 1, 0))
                 n = 1
                 for d in shape:
+                    if d > MAX_DIM:
+                        raise ValueError(f"tensor {name[:80]}: dimension {d:,} over 2^40")
                     n *= d
-                tensors.append(TensorInfo(name, tuple(shape), tname, n // blk * size))
+                if n > 1 << 50:
+                    raise ValueError(f"tensor {name[:80]}: {n:,} elements")
+                tensors.append(TensorInfo(name, tuple(shape), tname, n // blk * tsize))
                 offsets.append(off)
             header_end = fh.tell()
         except _Truncated:
             truncated = True
             header_end = 0
-        except (ValueError, struct.error) as exc:
+        except (ValueError, struct.error, OverflowError) as exc:
             raise UsageError(f"{path}: malformed GGUF header ({exc})") from None
+    check_fields(path, kv)
     complete = False
     if not truncated:
-        align = int(kv.get("general.alignment", 32) or 32)
+        align = kv.get("general.alignment", 32) or 32
         data_start = -(-header_end // align) * align
         end = max((o + t.nbytes for o, t in zip(offsets, tensors, strict=True)), default=0)
-        complete = os.path.getsize(path) >= data_start + end
+        complete = size >= data_start + end
     return GgufInfo(path=path, version=version, kv=kv, tensors=tensors, truncated=truncated, complete=complete)
 
 
-def _read_with_gguf(path: str) -> GgufInfo:
-    import gguf  # lazy: only when a .gguf file is read
+# Header fields read as counts: suffix after `{arch}.` -> (bound kind, smallest valid value).
+# Per-layer keys may be arrays (one value per layer).
+_GGUF_COUNTS: dict[str, tuple[str, int]] = {
+    "block_count": ("layers", 0), "context_length": ("positions", 0), "embedding_length": ("hidden", 0),
+    "feed_forward_length": ("intermediate", 0), "attention.head_count": ("heads", 0),
+    "attention.head_count_kv": ("heads", 0), "attention.key_length": ("head_dim", 0),
+    "attention.value_length": ("head_dim", 0), "attention.key_length_swa": ("head_dim", 0),
+    "attention.value_length_swa": ("head_dim", 0), "attention.key_length_mla": ("head_dim", 0),
+    "expert_count": ("experts", 0), "expert_used_count": ("experts", 0), "expert_shared_count": ("experts", 0),
+    "expert_feed_forward_length": ("intermediate", 0), "leading_dense_block_count": ("layers", 0),
+    "attention.kv_lora_rank": ("rank", 0), "attention.q_lora_rank": ("rank", 0),
+    "rope.dimension_count": ("head_dim", 0), "attention.sliding_window": ("window", 0),
+    "vocab_size": ("vocab", 0), "ssm.conv_kernel": ("small", 0), "ssm.inner_size": ("intermediate", 0),
+    "ssm.state_size": ("rank", 0), "ssm.group_count": ("heads", 0), "ssm.time_step_rank": ("rank", 0),
+    "attention.shared_kv_layers": ("layers", 0), "token_shift_count": ("small", 0), "wkv.head_size": ("head_dim", 0),
+    "shortconv.l_cache": ("small", 0), "attention.sliding_window_pattern": ("layers", 0),
+}
 
-    reader = gguf.GGUFReader(path, "r")
-    kv: dict[str, Any] = {}
-    for name, fld in reader.fields.items():
-        if name.startswith("GGUF."):
-            continue
-        if fld.types and fld.types[0] == gguf.GGUFValueType.ARRAY and len(fld.data) > BIG_ARRAY:
-            kv[name] = ArrayLen(len(fld.data), int(fld.types[-1]))
-            continue
-        val = fld.contents()
-        kv[name] = val.item() if hasattr(val, "item") else val
-    tensors = [TensorInfo(t.name, tuple(int(d) for d in t.shape), t.tensor_type.name, int(t.n_bytes))
-               for t in reader.tensors]
-    version = int(reader.fields["GGUF.version"].parts[-1][0]) if "GGUF.version" in reader.fields else 3
-    return GgufInfo(path=path, version=version, kv=kv, tensors=tensors, reader="gguf")
+
+def check_fields(path: str, kv: dict[str, Any]) -> None:
+    """Every header field servefit reads, by type and range: one UsageError naming the field."""
+    from servefit.budget import BadValue, count
+
+    arch = kv.get("general.architecture")
+    if arch is not None and not isinstance(arch, str):
+        raise UsageError(f"{path}: general.architecture is not a string")
+    try:
+        align = kv.get("general.alignment")
+        if align is not None:
+            a = count(align, "general.alignment", "small", minimum=1)
+            if a & (a - 1):
+                raise BadValue(f"general.alignment is {a}, not a power of two")
+        if kv.get("general.file_type") is not None:
+            count(kv["general.file_type"], "general.file_type", "small")
+        for key, v in kv.items():
+            suffix = key[len(arch) + 1:] if isinstance(arch, str) and key.startswith(arch + ".") else None
+            if suffix not in _GGUF_COUNTS:
+                continue
+            kind, low = _GGUF_COUNTS[suffix]  # type: ignore[index]
+            if isinstance(v, ArrayLen):
+                raise BadValue(f"{key} is an array of {v.n:,} entries")
+            for i, x in enumerate(v if isinstance(v, list) else [v]):
+                if suffix == "attention.sliding_window_pattern" and isinstance(x, bool):
+                    continue
+                count(x, key if not isinstance(v, list) else f"{key}[{i}]", kind, minimum=low)
+    except BadValue as exc:
+        raise UsageError(f"{path}: {exc}") from None
 
 
 @lru_cache(maxsize=32)
 def _read_cached(path: str, mtime: float, size: int) -> GgufInfo:
-    info = read_header(path)
-    if info.complete:
-        try:
-            return _read_with_gguf(path)
-        except Exception:  # gguf missing, or a type this gguf version does not know
-            pass
-    return info
+    return read_header(path)
 
 
 def read_gguf(path: str) -> GgufInfo:
@@ -252,7 +341,7 @@ def read_gguf(path: str) -> GgufInfo:
     m = _SPLIT.search(path)
     if m and int(m.group(2)) > 1:
         tensors = list(info.tensors)
-        for i in range(1, int(m.group(2)) + 1):
+        for i in range(1, min(int(m.group(2)), 512) + 1):
             shard = path[: m.start()] + f"-{i:05d}-of-{m.group(2)}.gguf"
             if shard != path and os.path.exists(shard):
                 s = os.stat(shard)

@@ -206,8 +206,16 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
     e, v, hd = m.hidden_size, m.vocab_size, m.head_dim
     out: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (e, v))]
     kinds = m.kinds()
+    ple = int(m.layout.get("hidden_size_per_layer_input") or 0)  # Gemma 4 E2B / E4B (gemma4.cpp)
+    n_kv = len(kinds) - int(m.layout.get("num_kv_shared_layers") or 0)
+    if ple:
+        v_ple = int(m.layout.get("vocab_size_per_layer_input") or v)
+        out += [("per_layer_token_embd.weight", (ple * len(kinds), v_ple)),
+                ("per_layer_model_proj.weight", (e, ple * len(kinds))), ("per_layer_proj_norm.weight", (ple,))]
     for il, kind in enumerate(kinds):
         p = f"blk.{il}."
+        if ple:
+            out += [(p + "inp_gate.weight", (e, ple)), (p + "proj.weight", (ple, e)), (p + "post_norm.weight", (e,))]
         out.append((p + "attn_norm.weight", (e,)))
         if kind in ("mamba", "linear"):
             mb = m.mamba or {}
@@ -230,16 +238,28 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
                     (p + "attn_kv_b.weight", (m.kv_lora_rank, m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim))),
                     (p + "attn_output.weight", (m.num_attention_heads * m.v_head_dim, e))]
         elif kind != "none":
-            qd, kvd = m.num_attention_heads * hd, m.num_key_value_heads * hd
-            out += [(p + "attn_q.weight", (e, qd)), (p + "attn_k.weight", (e, kvd)), (p + "attn_v.weight", (e, kvd)),
-                    (p + "attn_output.weight", (qd, e))]
+            lhd, lkv = hd, m.num_key_value_heads
+            if m.layout.get("global_head_dim"):  # Gemma 4: full layers' own shape, no v_proj with k_eq_v
+                from servefit.models.arch_gemma4 import attention_shape
+
+                lhd, lkv = attention_shape(m, kind)
+            qd, kvd = m.num_attention_heads * lhd, lkv * lhd
+            out.append((p + "attn_q.weight", (e, qd)))
+            if il < n_kv:  # a KV-shared layer (Gemma 4) has no k/v of its own
+                out.append((p + "attn_k.weight", (e, kvd)))
+                if not (kind == "full" and m.layout.get("attention_k_eq_v")):
+                    out.append((p + "attn_v.weight", (e, kvd)))
+            out.append((p + "attn_output.weight", (qd, e)))
             if arch in ("qwen2", "qwen2moe"):
                 out += [(p + "attn_q.bias", (qd,)), (p + "attn_k.bias", (kvd,)), (p + "attn_v.bias", (kvd,))]
-            if arch in ("qwen3", "qwen3moe", "gemma3", "olmo2"):
-                out += [(p + "attn_q_norm.weight", (hd,)), (p + "attn_k_norm.weight", (hd,))]
+            if arch in ("qwen3", "qwen3moe", "gemma3", "gemma4", "olmo2"):
+                out += [(p + "attn_q_norm.weight", (lhd,)), (p + "attn_k_norm.weight", (lhd,))]
         out.append((p + "ffn_norm.weight", (e,)))
         if arch.startswith("gemma"):
             out += [(p + "post_attention_norm.weight", (e,)), (p + "post_ffw_norm.weight", (e,))]
+        if arch == "gemma4" and m.is_moe:  # gemma4.cpp: the dense FFN runs as a shared expert beside the experts
+            out += [(p + "ffn_gate.weight", (e, m.intermediate_size)), (p + "ffn_up.weight", (e, m.intermediate_size)),
+                    (p + "ffn_down.weight", (m.intermediate_size, e))]
         if m.is_moe and il >= m.first_k_dense_replace:
             ff, ne = m.moe_intermediate_size or m.intermediate_size, m.num_experts
             out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "ffn_gate_exps.weight", (e, ff, ne)),
@@ -249,7 +269,7 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
                 out += [(p + "ffn_gate_shexp.weight", (e, sh)), (p + "ffn_up_shexp.weight", (e, sh)),
                         (p + "ffn_down_shexp.weight", (sh, e))]
         else:
-            ff = m.intermediate_size
+            ff = m.intermediate_size * (2 if m.layout.get("use_double_wide_mlp") and il >= n_kv else 1)
             out += [(p + "ffn_gate.weight", (e, ff)), (p + "ffn_up.weight", (e, ff)), (p + "ffn_down.weight", (ff, e))]
     out.append(("output_norm.weight", (e,)))
     if not m.tie_word_embeddings:

@@ -97,8 +97,12 @@ def fetch_repo(repo: str, revision: str | None = None) -> dict[str, Any]:
                        (" (a GGUF repository: serve it with llama.cpp -hf or Ollama hf.co/)" if ggufs else ""))
     path = hf_hub_download(repo, "config.json", revision=info.sha, cache_dir=cache, endpoint=endpoint,
                            token=token)
-    with open(path, encoding="utf-8") as fh:
-        cfg = json.load(fh)
+    from servefit.models.config_json import load_json_bounded
+
+    try:
+        cfg = load_json_bounded(path)
+    except (OSError, ValueError) as exc:
+        raise HubError(f"config.json unreadable ({exc})") from None
     if not isinstance(cfg, dict):
         raise HubError("config.json is not a JSON object")
     entry: dict[str, Any] = {"kind": "safetensors", "repo": repo, "revision": info.sha, "config": cfg,

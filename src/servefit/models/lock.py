@@ -120,9 +120,10 @@ def read_lock(path: str) -> Lock:
 
 @lru_cache(maxsize=8)
 def _read_cached(path: str, mtime_ns: int, size: int) -> Lock:
+    from servefit.models.config_json import load_json_bounded
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        doc = load_json_bounded(path, 64 << 20)  # a regular file, bounded in size and nesting
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: not a servefit model lock ({exc}); run `servefit models lock` again") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("models"), dict):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any

@@ -105,6 +105,10 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
     Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
+    if vision.get("model_type") == "gemma4_vision":  # models/arch_gemma4.py
+        from servefit.models.arch_gemma4 import count_vision
+
+        return count_vision(vision, text_hidden)
     if is_qwen3_vision(vision, model_type):
         return _qwen3_vl_params(vision, text_hidden)
     qwen = qwen_vl_kind(vision, model_type)

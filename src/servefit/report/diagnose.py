@@ -10,12 +10,15 @@ from servefit.diagnose.model import Diagnosis
 from servefit.diagnose.patterns import is_size
 from servefit.diagnose.timestamps import human
 from servefit.redact import redact_text as _redact_text
+from servefit.termsafe import one_line
 
 TITLE = {
     "kv_cache_overflow": "KV cache overflow",
     "batch_misconfiguration": "Batch misconfiguration",
     "fragmentation": "Memory fragmentation",
     "model_too_large": "Model too large for the GPU",
+    "profiling_peak": "Start-up profiling peak",
+    "cuda_graph_capture": "CUDA graph capture",
     "none": "No OOM signature found",
 }
 HOST_TITLE = {
@@ -79,7 +82,7 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
     out: list[str] = []
     engine = ENGINE_TITLE.get(diag.engine or "", diag.engine or "engine unknown")
     host = (diag.signature or "").startswith(("kernel", "k8s"))
-    head = f"{diag.source}: {(HOST_TITLE if host else TITLE).get(diag.root_cause, TITLE[diag.root_cause])}"
+    head = f"{one_line(diag.source)}: {(HOST_TITLE if host else TITLE).get(diag.root_cause, TITLE[diag.root_cause])}"
     if diag.root_cause == "none":
         out.append(_c(head, "1", color) + f" ({engine}, {diag.lines_read:,} lines read)")
         out.append("  none of the OOM messages servefit knows (torch, vLLM, llama.cpp, Ollama, TGI, SGLang, "
@@ -92,7 +95,7 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
     out.append(_c("Evidence", "1", color))
     width = len(str(max((e.number for e in diag.evidence), default=1)))
     for e in diag.evidence:
-        out.append(f"  {e.number:>{width}} | {redact_text(e.text)}")
+        out.append(f"  {e.number:>{width}} | {one_line(redact_text(e.text))}")
     figs = diag.figures
     keys = [k for k in ORDER if k in figs] + sorted(k for k in figs if k not in ORDER)
     if keys:
@@ -101,11 +104,11 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
         w = max(len(k) for k in keys)
         out.extend(f"  {k:<{w}}  {_fmt(k, figs[k])}" for k in keys)
     if diag.settings_in_log:
-        out.append("  settings in log: " + ", ".join(f"{k}={v}" for k, v in sorted(diag.settings_in_log.items())))
+        out.append(one_line("  settings in log: " + ", ".join(f"{k}={v}" for k, v in sorted(diag.settings_in_log.items()))))
     if diag.fix:
         out.append("")
         out.append(_c("Fix", "1", color))
-        out.extend(f"  {i}. {redact_text(f)}" for i, f in enumerate(diag.fix, 1))
+        out.extend(f"  {i}. {one_line(redact_text(f))}" for i, f in enumerate(diag.fix, 1))
     for note in diag.notes:
-        out.append(f"  note: {note}")
+        out.append(f"  note: {one_line(note)}")
     return "\n".join(out) + "\n"

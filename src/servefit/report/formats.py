@@ -11,6 +11,7 @@ from servefit import __version__
 from servefit.core import Finding
 from servefit.redact import redact_text
 from servefit.rules.docs import url
+from servefit.termsafe import one_line
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -71,11 +72,16 @@ def _sarif_rule(code: str, r: dict[str, Any]) -> dict[str, Any]:
 
 def _help_markdown(r: dict[str, Any]) -> str:
     out = [f"**{r['name']}** ({r['code']})", "", str(r.get("summary", ""))]
+    from servefit.rules.docs import snippet
+
     for title, key in (("What it does", "what"), ("Why is this bad?", "why"), ("Example", "example"),
-                       ("Fix", "fix")):
+                       ("Use instead", "passing"), ("Fix", "fix")):
         if r.get(key):
-            body = str(r[key]).rstrip()
-            out += ["", f"### {title}", "", f"```\n{body}\n```" if key == "example" else body]
+            if key in ("example", "passing"):
+                body = "\n".join(snippet(r[key]))
+                out += ["", f"### {title}", "", f"```\n{body}\n```"]
+            else:
+                out += ["", f"### {title}", "", str(r[key]).rstrip()]
     out += ["", f"[Rule documentation]({url(r['code'])})"]
     return "\n".join(out)
 
@@ -159,6 +165,7 @@ def to_sarif(findings: list[Finding], root: str | None = None) -> str:
 
 def _gh_escape(text: str, prop: bool = False) -> str:
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = one_line(text)  # ESC and every other control character: escaped, never raw in a CI log
     if prop:
         text = text.replace(":", "%3A").replace(",", "%2C")
     return text

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from servefit.core import Finding
 from servefit.redact import redact_text
+from servefit.termsafe import one_line
 
 COLOR = {"error": "31", "warning": "33", "info": "36"}
 
@@ -23,9 +24,9 @@ def render(findings: list[Finding], files: int = 0, servers: int = 0, color: boo
     lines = []
     for f in sorted(findings, key=_key):
         s = f.span
-        where = f"{s.file}:{s.line}:{s.col}" if s is not None else "-"
+        where = f"{one_line(s.file)}:{s.line}:{s.col}" if s is not None else "-"
         code = f"\x1b[{COLOR[f.severity]}m{f.code}\x1b[0m" if color else f.code
-        lines.append(f"{where}: {code} {redact_text(f.message)}")
+        lines.append(f"{where}: {code} {one_line(redact_text(f.message))}")
         if source is not None:
             lines.extend(snippet(s, source))
     if not quiet:

@@ -7,6 +7,7 @@ from typing import Any
 from servefit.core import DeviceMemory
 from servefit.pipeline import Evaluation
 from servefit.redact import redact_text
+from servefit.termsafe import one_line
 
 LAYERS = [  # (field, label, colour)
     ("weights", "weights", "34"),
@@ -79,8 +80,8 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
     p = ev.plan
     m = ev.model
     head = [
-        f"{p.engine} {p.engine_version}  ·  {ev.config.model_ref or m.name}"
-        + (f" (→ {m.name})" if ev.config.model_ref and ev.config.model_ref != m.name else ""),
+        one_line(f"{p.engine} {p.engine_version}  ·  {ev.config.model_ref or m.name}"
+                 + (f" (→ {m.name})" if ev.config.model_ref and ev.config.model_ref != m.name else "")),
         f"{ev.count} × {ev.gpu.name} ({ev.gpu.memory_bytes / 2**30:.2f} GiB as the driver reports it; "
         f"{ev.gpu_source})  ·  TP {p.parallel.get('tensor', 1)} PP {p.parallel.get('pipeline', 1)}",
         "",
@@ -105,17 +106,17 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
     if p.fitting_max_model_len:
         tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")
     for msg in p.messages:
-        tail.append(f"engine says: {redact_text(msg)}")
+        tail.append(f"engine says: {one_line(redact_text(msg))}")
     findings = ev.config.findings + p.findings
     if findings:
         tail.append("")
         tail.append("findings:")
         for f in findings:
-            loc = f"{f.span.file}:{f.span.line}:{f.span.col}: " if f.span and f.span.line else ""
-            tail.append(f"  {loc}{f.code} [{f.severity}] {redact_text(f.message)}")
+            loc = f"{one_line(f.span.file)}:{f.span.line}:{f.span.col}: " if f.span and f.span.line else ""
+            tail.append(f"  {loc}{f.code} [{f.severity}] {one_line(redact_text(f.message))}")
     assumptions = list(m.assumptions) + list(ev.config.assumptions) + list(p.assumptions)
     if assumptions:
         tail.append("")
         tail.append("assumptions:")
-        tail.extend(f"  - {redact_text(a)}" for a in assumptions)
+        tail.extend(f"  - {one_line(redact_text(a))}" for a in assumptions)
     return "\n".join(head + body + tail) + "\n"

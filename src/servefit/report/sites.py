@@ -13,6 +13,7 @@ from typing import Any
 from servefit.core import LaunchSite, Span
 from servefit.linter.run import SiteReport
 from servefit.redact import MASK, is_secret_name, redact_argv, redact_env, redact_text
+from servefit.termsafe import one_line
 
 MAX_READ = 2 << 20
 
@@ -63,9 +64,11 @@ def _written(span: Span | None, texts: dict[str, str | None]) -> str | None:
     if span is None or span.start < 0:
         return None
     if span.file not in texts:
+        from servefit.safe_io import open_regular
+
         try:
-            with open(span.file, encoding="utf-8", newline="") as fh:
-                texts[span.file] = fh.read(MAX_READ)
+            with open_regular(span.file) as fh:
+                texts[span.file] = fh.read(MAX_READ).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             texts[span.file] = None
     text = texts[span.file]
@@ -172,8 +175,9 @@ def to_table(reports: list[SiteReport]) -> str:
             model += f" → {m['resolved']}"
         ver = d["target"]["engine_version"]
         version = f"{ver['value']} ({ver['source']})" if ver else "-"
-        rows.append((f"{d['file']}:{d['line']}", d["engine"] or "?", model, settings or "-", gpu, version,
-                     d["verdict"] or "-"))
+        row = (f"{d['file']}:{d['line']}", d["engine"] or "?", model, settings or "-", gpu, version,
+               d["verdict"] or "-")
+        rows.append(tuple(one_line(str(c)) for c in row))  # type: ignore[arg-type]
     n = len(rows[0]) - 1
     widths = [min(max(len(r[i]) for r in rows), 60) for i in range(n)]
     lines = []

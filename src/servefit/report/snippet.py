@@ -14,9 +14,10 @@ def reader(extra: dict[str, str] | None = None) -> Callable[[str], list[str] | N
 
     def read(path: str) -> list[str] | None:
         if path not in cache:
+            from servefit.safe_io import read_text
+
             try:
-                with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-                    cache[path] = fh.read().splitlines()
+                cache[path] = read_text(path, 8 << 20).splitlines()
             except OSError:
                 cache[path] = None
         return cache[path]

@@ -102,18 +102,27 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
 
 
 def render_session(s: Any) -> str:
-    blocks = ["\n".join(render_site(t, bool(s.args.unsafe))) for t in s.tunes]
+    from servefit.termsafe import one_line
+
+    blocks = ["\n".join(one_line(ln) for ln in render_site(t, bool(s.args.unsafe))) for t in s.tunes]
     text = "\n\n".join(blocks) + "\n"
     if s.command is not None:
-        text += f"\ntuned command:\n  {redact_text(s.command)}\n"
+        from servefit.redact import mask_values
+        from servefit.tune.diff import secret_values
+
+        shown = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
+        text += f"\ntuned command:\n  {one_line(shown)}\n"
     if s.args.diff:
         d = s.diffs()
         text += ("\n" + d) if d else "\nno changes to write\n"
     for fc in s.files:
         if fc.refused:
-            text += f"not written: {fc.refused}\n"
+            text += f"not written: {one_line(fc.refused)}\n"
         elif fc.written:
-            text += f"wrote {fc.path}\n"
+            text += f"wrote {one_line(fc.path)}\n"
+    if any(f.written for f in s.files) and any(f.refused for f in s.files):
+        done = ", ".join(f.path for f in s.files if f.written)
+        text += f"only part of the change was written ({done}); the files above marked 'not written' were not\n"
     if not s.args.diff and not s.args.write and s.files and any(f.new != f.old for f in s.files):
         text += "\n(--diff shows the patch, --write applies it)\n"
     return text
@@ -161,7 +170,10 @@ def site_dict(t: Any) -> dict[str, Any]:
 def session_dict(s: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"sites": [site_dict(t) for t in s.tunes]}
     if s.command is not None:
-        out["command"] = redact_text(s.command)
+        from servefit.redact import mask_values
+        from servefit.tune.diff import secret_values
+
+        out["command"] = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
     if s.args.diff:
         out["diff"] = s.diffs()
     out["files"] = [{"path": f.path, "changed": f.new != f.old, "written": f.written,

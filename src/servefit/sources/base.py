@@ -60,10 +60,15 @@ class FileCtx:
 
     def near(self, ref: str, up: int = 3) -> str | None:
         """A file a config refers to (`.env`, `EnvironmentFile=/etc/default/vllm`, `--config
-        /cfg/x.yaml`), looked up beside this file and in its parents, by path then by name."""
+        /cfg/x.yaml`), looked up beside this file and in its parents, by path then by name, but
+        only inside the repository (the nearest directory holding .git, else the current
+        directory when the file is in it, else the file's own directory): a file outside it is
+        neither read nor, by tune, written, and a missing absolute path is never taken to be a
+        same-named file above the repository."""
         if not ref or "$" in ref:
             return None
         base = os.path.dirname(self.path) or "."
+        root = _repo_of(base)
         rel = ref.lstrip("/")
         cands = [os.path.join(base, ref) if not os.path.isabs(ref) else ref]
         d = base
@@ -71,12 +76,12 @@ class FileCtx:
             cands.append(os.path.join(d, rel))
             cands.append(os.path.join(d, os.path.basename(ref)))
             parent = os.path.dirname(d)
-            if parent == d or not parent:
+            if parent == d or not parent or not _within(parent, root):
                 break
             d = parent
         for c in cands:
             try:
-                if os.path.isfile(c) and os.path.getsize(c) <= MAX_SIDE_FILE:
+                if _within(c, root) and os.path.isfile(c) and os.path.getsize(c) <= MAX_SIDE_FILE:
                     return c
             except OSError:
                 continue
@@ -99,6 +104,24 @@ class FileCtx:
             self.sites.append(site)
 
 
+def _within(path: str, root: str) -> bool:
+    p, r = os.path.realpath(path), os.path.realpath(root)
+    return p == r or p.startswith(r.rstrip(os.sep) + os.sep)
+
+
+def _repo_of(directory: str) -> str:
+    d = os.path.abspath(directory)
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    cwd = os.getcwd()
+    return cwd if _within(directory, cwd) else os.path.abspath(directory)
+
+
 def modelfile_refs(argv: list[Token], env: dict[str, Token]) -> list[str]:
     out = []
     for t in list(argv) + list(env.values()):
@@ -109,8 +132,11 @@ def modelfile_refs(argv: list[Token], env: dict[str, Token]) -> list[str]:
 
 
 def read_text(path: str, limit: int = MAX_SIDE_FILE) -> str | None:
+    """A side file's text (env file, drop-in, engine config), or None: only regular files are
+    opened (a FIFO or device reached through a repository never blocks), at most `limit` bytes."""
+    from servefit import safe_io
+
     try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read(limit)
+        return safe_io.read_text(path, limit)
     except OSError:
         return None

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+from functools import lru_cache
 
+from servefit.budget import charge_entries
 from servefit.core import Token
 from servefit.sources.base import read_text
 from servefit.sources.text import LineIndex
@@ -32,6 +35,20 @@ def parse_env_text(text: str, path: str) -> dict[str, Token]:
 
 
 def load_env_file(path: str) -> dict[str, Token] | None:
+    """The file's variables (parsed once per version of the file), charged to the reading file's
+    budget: a big env file shared by thousands of services cannot multiply into gigabytes."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    vals = _load(os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    if vals is not None:
+        charge_entries(len(vals))
+    return vals
+
+
+@lru_cache(maxsize=32)
+def _load(path: str, mtime: int, size: int) -> dict[str, Token] | None:
     text = read_text(path)
     if text is None:
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from servefit.budget import charge_entries
 from servefit.core import GpuHint, LaunchSite, Span, Token
 from servefit.sources import helm, llamaswap
 from servefit.sources.base import FileCtx
@@ -205,7 +206,9 @@ def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] |
     for ef in y.seq(y.get(c, "envFrom")):
         cm = y.str(y.get(ef, "configMapRef", "name"))
         prefix = y.str(y.get(ef, "prefix")) or ""
-        for k, t in cms.get(cm or "", {}).items():
+        entries = cms.get(cm or "", {})
+        charge_entries(len(entries))  # containers x ConfigMap entries: bounded per file
+        for k, t in entries.items():
             env.set(prefix + k, t)
     for e in list(y.seq(y.get(c, "env"))) + list(extra_env or []):
         name = y.str(y.get(e, "name"))

@@ -15,6 +15,7 @@ from typing import Any
 
 from servefit.core import WORKLOAD_KEYS, Finding, GpuHint, LaunchSite, Span, Token, Workload
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
 from servefit.sources.ports import Exposure, published
@@ -84,9 +85,14 @@ def _shell_payload(words: list[Word], i: int) -> Word | None:
     return None
 
 
+@rule("SF103")
 def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
+    from servefit.budget import SERVERS_PER_FILE
+
     out: list[Launch] = []
     for cmd in cmds:
+        if len(out) > SERVERS_PER_FILE:  # the file reader reports the bound; the rest is not looked at
+            break
         found = from_words(cmd.words, ctx, cmd.env if cmd.env is not None else env)
         for launch in found:
             launch.unresolved.extend(cmd.unresolved)
@@ -189,6 +195,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     shm: bool | None = None
     unres: list[tuple[str, Span | None]] = []
     exposure: list[Exposure] = []
+    mounts: dict[str, str] = {}  # container dir -> host dir (`-v HOST:CONTAINER[:ro]`)
     j = 0
     n = len(words)
     while j < n:
@@ -247,6 +254,10 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             shm = size is not None and size >= SHM_MIN
         elif flag == "--entrypoint":
             entry = val
+        elif flag in ("-v", "--volume"):
+            parts = v.split(":")
+            if len(parts) >= 2 and parts[0] and parts[1].startswith("/"):
+                mounts[parts[1].rstrip("/") or "/"] = parts[0]
         elif flag in ("-p", "--publish"):
             e = published(f"docker run {flag}", v, val.token().span)
             if e is not None:
@@ -267,9 +278,12 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         launch.shm = shm if shm is not None else False
         launch.extra["runtime"] = "docker run"
         launch.extra["exposure"] = list(exposure)
+        if mounts:
+            launch.extra.setdefault("path_map", dict(mounts))
     return launches
 
 
+@rule("SF106")
 def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx,
               env: Vars) -> list[Launch]:
     """A container's launch: its entrypoint (k8s `command`, compose `entrypoint`) and command

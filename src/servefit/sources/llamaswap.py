@@ -13,6 +13,7 @@ import re
 
 from yaml.nodes import Node, ScalarNode
 
+from servefit.budget import charge
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import from_words
 from servefit.sources.shell import Vars, Word, expand_word, split_words
@@ -39,10 +40,12 @@ def substitute(src: Src, table: dict[str, Src | str]) -> Src:
         offs.extend(src.off(k) for k in range(pos, m.start()))
         whole = (m.start() == 0 or t[m.start() - 1].isspace()) and (m.end() == len(t) or t[m.end()].isspace())
         if isinstance(rep, Src) and whole:
+            charge(len(rep.text))
             text.append(rep.text)
             offs.extend(rep.off(k) for k in range(len(rep.text)))
         else:
             val = rep.text if isinstance(rep, Src) else rep
+            charge(len(val))
             text.append(val)
             offs.extend([src.off(m.start())] * len(val))
         pos = m.end()
@@ -57,15 +60,21 @@ def substitute(src: Src, table: dict[str, Src | str]) -> Src:
 def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
     start = y.str(y.get(root, "startPort")) or START_PORT
     macro_nodes = [(k, v) for k, _, v in y.items(y.get(root, "macros")) if isinstance(v, ScalarNode)]
+    per_model = any("${MODEL_ID}" in y.scalar_src(v).text for _, v in macro_nodes)
+    shared: dict[str, Src | str] | None = None
     for mname, _, m in y.items(y.get(root, "models")):
         cmd = y.get(m, "cmd")
         if not isinstance(cmd, ScalarNode):
             continue
         # ${PORT} is assigned by llama-swap (only its value is a guess, and no setting servefit
-        # checks depends on it); ${MODEL_ID} is the model's name
-        table: dict[str, Src | str] = {"PORT": start, "MODEL_ID": mname}
-        for k, v in macro_nodes:
-            table[k] = substitute(y.scalar_src(v), table)
+        # checks depends on it); ${MODEL_ID} is the model's name. The macro table is built once
+        # (a macro using ${MODEL_ID} makes it per model): models x macros stays linear.
+        if shared is None or per_model:
+            table: dict[str, Src | str] = {"PORT": start, "MODEL_ID": mname}
+            for k, v in macro_nodes:
+                table[k] = substitute(y.scalar_src(v), table)
+            shared = table
+        table = dict(shared, MODEL_ID=mname)
         words: list[Word] = []
         for line in logical_lines(substitute(y.scalar_src(cmd), table), "\\"):
             if not line.text.lstrip().startswith("#"):

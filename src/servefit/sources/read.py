@@ -52,8 +52,10 @@ def read_text(path: str, limit: int) -> tuple[str | None, Problem | None]:
         return None, Problem(f"{kind}, not a regular file; skipped")
     if st.st_size > limit:
         return None, Problem(f"{st.st_size:,} bytes, over the {limit >> 20} MiB servefit reads; skipped")
+    from servefit.safe_io import open_regular
+
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # O_NONBLOCK + fstat: a file swapped for a FIFO meanwhile never blocks
             raw = fh.read(limit + 1)
     except OSError as exc:
         return None, Problem(f"cannot be read ({exc.strerror or exc}); skipped")

@@ -188,8 +188,13 @@ class Mapper:
         path = os.path.join(self.chart, *parts[1:]) if len(parts) > 1 else ""
         tpl = None
         if path and os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            from servefit.safe_io import read_text
+
+            try:
+                text = read_text(path, 8 << 20)
+            except OSError:
+                self.templates[source] = None
+                return None
             tpl = _Template(path, LineIndex(text, path), _patterns(text))
         self.templates[source] = tpl
         return tpl
@@ -310,8 +315,9 @@ class _Values:
         self.root: Node | None = None
         self.scalars: dict[str, list[Node]] = {}
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                fc = FileCtx.of(path, fh.read())
+            from servefit.safe_io import read_text
+
+            fc = FileCtx.of(path, read_text(path, 8 << 20))
             docs = compose_all(fc.src)
         except (OSError, YamlProblem):
             return

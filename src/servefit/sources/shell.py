@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from servefit.budget import charge
 from servefit.core import Span, Token
 from servefit.sources.text import Src
 from servefit.sources.words import ASSIGN, NAME, Command, Piece, Vars, Word, apply_assignments
@@ -104,6 +105,7 @@ class Scanner:
                               False, quoted))
 
     def _exp(self, tok: Token, a: int, b: int, quoted: bool, name: str, env: Vars | None) -> None:
+        charge(len(tok.text))  # budget.Exhausted past the bound: the file is reported, the run goes on
         if self.cur is None:
             self.cur = []
         self.cur.append(Piece(tok.text, self.src.off(a), self.src.end_off(b), tok, 0, None,

@@ -106,7 +106,7 @@ def resolve(site: LaunchSite, flags: Flags, cfg: Config | None) -> ServerTarget:
     """The target of one server, each part with its source (see the module docstring)."""
     from servefit.units import parse_size
 
-    t = ServerTarget(model_config=flags.model_config, online=flags.online or bool(cfg is not None and cfg.online))
+    t = ServerTarget(model_config=flags.model_config, online=flags.online)  # never the repo's own config
     hint = site.gpu
     ct = cfg.target_for(site.file) if cfg is not None else None
     ct_name = ", ".join(ct.paths) if ct is not None else ""

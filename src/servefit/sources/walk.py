@@ -106,9 +106,11 @@ def ignored(rules: list[Rule], rel: str, is_dir: bool) -> bool:
 
 
 def _read(path: str) -> str:
+    from servefit.safe_io import open_regular
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(1 << 20)
+        with open_regular(path) as fh:
+            return fh.read(1 << 20).decode("utf-8", errors="replace")
     except OSError:
         return ""
 

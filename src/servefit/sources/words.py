@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from servefit.budget import charge_entries
 from servefit.core import Span, Token
 from servefit.sources.text import LineIndex, Src
 
@@ -34,6 +35,7 @@ class Vars:
             self.taint.pop(name, None)
 
     def copy(self) -> Vars:
+        charge_entries(len(self.values))  # a snapshot per command: commands x variables, bounded per file
         out = Vars(self.values)
         out.taint = dict(self.taint)
         out.exported = set(self.exported)

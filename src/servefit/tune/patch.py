@@ -75,8 +75,9 @@ def reader(preloaded: dict[str, str] | None = None) -> Reader:
 
     def read(path: str) -> str:
         if path not in cache:
-            with open(path, encoding="utf-8", newline="") as fh:
-                cache[path] = fh.read()
+            from servefit.safe_io import read_bytes
+
+            cache[path] = read_bytes(path, 64 << 20).decode("utf-8")  # a regular file only
         return cache[path]
 
     return read

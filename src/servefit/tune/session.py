@@ -51,6 +51,7 @@ class Session:
     files: list[FileChange] = field(default_factory=list)
     command: str | None = None  # the tuned command line (`-- COMMAND` mode)
     preloaded: dict[str, str] = field(default_factory=dict)
+    named: list[str] = field(default_factory=list)  # the files the user named: writable wherever they are
 
     def run(self, words: list[str]) -> None:
         """Tune every server the shared assembly finds in the files (or the command after `--`),
@@ -63,6 +64,7 @@ class Session:
         # a file named like an engine's program in the current directory is still a command
         if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS and find_engine(words) is None:
             self.read = reader()
+            self.named = list(words)
             for path in words:
                 asm = assemble([path], self.target)
                 if not asm.servers:
@@ -154,16 +156,18 @@ class Session:
             self.write()
 
     def write(self) -> None:
-        from servefit.tune.write import WriteRefused, atomic_write
+        """All files or none; when a write fails part-way, each file says whether it was written."""
+        from servefit.tune.write import repo_root, write_all
 
-        for fc in self.files:
-            if fc.refused or fc.new == fc.old:
-                continue
-            try:
-                atomic_write(fc.path, fc.new, fc.old)
-                fc.written = True
-            except WriteRefused as exc:
-                fc.refused = str(exc)
+        todo = [fc for fc in self.files if not fc.refused and fc.new != fc.old]
+        if not todo:
+            return
+        named = tuple(self.named)
+        roots = tuple(dict.fromkeys(repo_root(p) for p in named)) or None
+        written, refused = write_all([(fc.path, fc.new, fc.old) for fc in todo], roots, named)
+        for fc in todo:
+            fc.written = fc.path in written
+            fc.refused = refused.get(fc.path, "")
 
     def diffs(self) -> str:
         from servefit.tune.diff import secret_values, unified
@@ -174,6 +178,8 @@ class Session:
     def exit_code(self) -> int:
         if any(t.error for t in self.tunes) and not any(t.run for t in self.tunes):
             return 2
+        if any(f.written for f in self.files) and any(f.refused for f in self.files):
+            return 2  # part of the change is written: the output lists which files
         if any(f.refused for f in self.files):
             return 1
         if any(t.run is None or t.run.best is None or not t.run.best.feasible for t in self.tunes):

@@ -155,6 +155,15 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     else:
         head_k = m.head_dim
         n_head_kv = [0 if k in ("mamba", "linear", "none") else m.num_key_value_heads for k in kinds]
+    head_swa = head_k
+    if m.layout.get("global_head_dim"):
+        # Gemma 4 (src/models/gemma4.cpp): full layers carry the global head size and KV heads
+        # (n_embd_head_k == n_embd_head_v, so V is cached too), SWA layers key_length_swa
+        from servefit.models.arch_gemma4 import attention_shape
+
+        head_k, kv_full = attention_shape(m, "full")
+        n_head_kv = [kv_full if k == "full" else h for k, h in zip(kinds, n_head_kv, strict=True)]
+    shared = int(m.layout.get("num_kv_shared_layers") or 0)  # gemma4.cpp: n_layer_kv_from_start
     mb = m.mamba or {}
     d_inner = int(mb.get("d_inner") or mb.get("intermediate_size") or 0)
     d_state = int(mb.get("d_state") or mb.get("state_size") or 0)
@@ -163,10 +172,12 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     lm = LModel(
         arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
         n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
-        head_k=head_k, head_v=m.head_dim, head_k_swa=head_k, head_v_swa=m.head_dim, swa=swa, n_swa=int(window),
+        head_k=head_k, head_v=head_k if head_swa != head_k else m.head_dim, head_k_swa=head_swa,
+        head_v_swa=m.head_dim, swa=swa, n_swa=int(window),
         mla=m.is_mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
         n_embd_s=d_state * d_inner, n_ff=m.intermediate_size, n_expert=m.num_experts,
         n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
+        n_layer_kv_from_start=n - shared if shared else -1,
         tensors=_synth(m, ftype, arch), ftype=ftype, source="catalog")
     return lm
 

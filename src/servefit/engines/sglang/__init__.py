@@ -14,6 +14,7 @@ from servefit.engines.options import load_table, parse_argv
 from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
 from servefit.engines.tgi.concepts import add_hints
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
@@ -42,6 +43,7 @@ class SglangEngine(Engine):
 
         return SglangAdapter()
 
+    @rule("SGL001", "SGL002")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         version = version or site.engine_version
         table = load_table("sglang")
@@ -160,10 +162,17 @@ def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
 def _config_words(path: str) -> list[Token]:
     import yaml
 
+    from servefit.sources.base import read_text
+    from servefit.sources.text import whole
+    from servefit.sources.yamlpos import YamlProblem, compose_all
+
+    text = read_text(path)  # a regular file, at most 1 MiB
+    if text is None:
+        return []
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError):
+        compose_all(whole(text, path))  # bounded: alias bombs and deep nesting are refused first
+        data = yaml.safe_load(text) or {}
+    except (YamlProblem, yaml.YAMLError, RecursionError):
         return []
     words: list[Token] = []
     for key, val in (data.items() if isinstance(data, dict) else ()):

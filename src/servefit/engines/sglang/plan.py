@@ -23,6 +23,7 @@ from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 GiB = 2**30
 MiB = 2**20
@@ -140,6 +141,7 @@ def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, i
     return per_layer, full, swa
 
 
+@rule("SGL004", "SGL005", "SGL007")
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
     s = cfg.settings
     r = resolve(cfg, model, gpu)
@@ -150,7 +152,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0)
     sch = scheme_for(model.quantization, s.get("quantization"))
     weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
-    weights = max(0, weights - int(float(s.get("cpu_offload_gb") or 0) * GiB))
+    weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
     rest = (pre - weights) - pre * (1 - r.fraction)
     kinds = layers_on_rank(model, r.pp)
     per_layer, n_full, n_swa = cell_size(model, r, kinds)
@@ -215,6 +217,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     return out
 
 
+@rule("SGL006", "SGL012")
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
           per_layer: float, n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
     s = cfg.settings
@@ -260,6 +263,7 @@ def _f(code: str, msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
                    site=cfg.site.name if cfg.site else "")
 
 
+@rule("SGL003", "SGL008", "SGL009", "SGL010", "SGL011")
 def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
     s, out = cfg.settings, []
     ctx = s.get("context_length")

@@ -29,6 +29,7 @@ class Group:
     kind: str  # full | sliding | chunked | mamba (recurrent state: Mamba2 / GatedDeltaNet)
     window: int  # sliding window or attention chunk size (0 for full); mamba: state blocks per request
     layers: int  # layers in this group (padding included)
+    block_size: int = 0  # tokens per block when unified pages differ from the layout's (0: the layout's)
 
 
 @dataclass
@@ -44,14 +45,15 @@ class KvLayout:
         (SlidingWindowSpec.max_admission_blocks_per_request: window - 1 + in-flight tokens, + 1)."""
         total = 0
         for g in self.groups:
+            bs = g.block_size or self.block_size
             if g.kind == "sliding":
-                total += cdiv(min(g.window - 1 + in_flight, max_model_len), self.block_size) + 1
+                total += cdiv(min(g.window - 1 + in_flight, max_model_len), bs) + 1
             elif g.kind == "chunked":
-                total += cdiv(min(g.window + in_flight, max_model_len), self.block_size)
+                total += cdiv(min(g.window + in_flight, max_model_len), bs)
             elif g.kind == "mamba":
                 total += g.window
             else:
-                total += cdiv(max_model_len, self.block_size)
+                total += cdiv(max_model_len, bs)
         return total
 
     def needed_bytes(self, max_model_len: int, in_flight: int) -> int:
@@ -74,7 +76,11 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
     """(kind, window) for every layer with a KV-cache spec. Recurrent layers are left out unless
     `state_blocks` (see mamba_state_blocks) says how many blocks their state takes per request."""
     out = []
-    for kind in model.kinds():
+    kinds = model.kinds()
+    shared = int(model.layout.get("num_kv_shared_layers") or 0)
+    if shared:  # Gemma 4 E2B / E4B: the last layers read earlier caches (gemma4.py kv_sharing_target_layer_name)
+        kinds = kinds[:len(kinds) - shared]
+    for kind in kinds:
         if kind in ("mamba", "linear") and state_blocks is not None and hybrid_manager:
             out.append(("mamba", state_blocks))
             continue
@@ -172,13 +178,12 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
     buckets: dict[tuple[str, int], int] = {}
     for spec in layers:
         buckets[spec] = buckets.get(spec, 0) + 1
+    if model.layout.get("global_head_dim") and len(buckets) > 1:
+        return _unified_layout(model, buckets, kv_dtype_bytes, tp, block_size, era)
     if len(buckets) <= 1:
         (kind, window), n = next(iter(buckets.items())) if buckets else (("full", 0), 0)
         return KvLayout([Group(kind, window, n)], page, block_size, page * n)
-    sizes = list(buckets.values())
-    group_size = min(sizes)
-    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
-        group_size = max(sizes)
+    group_size = _group_size(buckets, era)
     groups: list[Group] = []
     padding = 0
     for (kind, window), n in buckets.items():
@@ -186,6 +191,37 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
         padding += k * group_size - n
         groups.extend(Group(kind, window, group_size) for _ in range(k))
     return KvLayout(groups, page, block_size, page * group_size, padding)
+
+
+def _group_size(buckets: dict[tuple[str, int], int], era: Era) -> int:
+    """Layers per KV-cache group: the smallest kind's count; from 0.21 the largest when the kinds
+    are within 1.5x of each other (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size)."""
+    sizes = list(buckets.values())
+    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
+        return max(sizes)
+    return min(sizes)
+
+
+def _unified_layout(model: ModelSpec, buckets: dict[tuple[str, int], int], kv_dtype_bytes: float, tp: int,
+                    block_size: int, era: Era) -> KvLayout:
+    """Layer kinds whose pages differ (Gemma 4: sliding 2 x 16 KV x 256, full 2 x 4 KV x 512):
+    kv_cache_planning.py unify_kv_cache_spec_page_size gives a smaller page a proportionally
+    larger block (or pads it when it does not divide the largest), then
+    _get_kv_cache_groups_uniform_page_size groups the layers as for one page size."""
+    from servefit.memory.kv import kind_bytes_per_token
+
+    pages = {spec: int(block_size * kind_bytes_per_token(model, spec[0], kv_dtype_bytes, tp)) for spec in buckets}
+    top = max(pages.values())
+    group_size = _group_size(buckets, era)
+    groups: list[Group] = []
+    padding = 0
+    for (kind, window), n in buckets.items():
+        bs = block_size * top // pages[(kind, window)] if pages[(kind, window)] and top % pages[(kind, window)] == 0 \
+            else block_size
+        k = cdiv(n, group_size)
+        padding += k * group_size - n
+        groups.extend(Group(kind, window, group_size, bs) for _ in range(k))
+    return KvLayout(groups, top, block_size, top * group_size, padding)
 
 
 def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int, era: Era,

@@ -1,0 +1,58 @@
+"""Ollama library names added from a public transcription of ollama.com/library (Jeffser/Alpaca
+src/ollama_models.py): each tag -> the catalogued checkpoint, the quantization its download size
+implies and the context; tags whose checkpoint is not catalogued are named, not guessed."""
+
+from __future__ import annotations
+
+import pytest
+
+from servefit.engines.ollama.tags import lookup
+from servefit.models import resolve_model
+
+
+@pytest.mark.parametrize("tag,model,quant,context", [
+    ("smollm", "HuggingFaceTB/SmolLM-1.7B-Instruct", "Q4_0", 2048),
+    ("smollm:135m", "HuggingFaceTB/SmolLM-135M-Instruct", "Q4_0", 2048),
+    ("aya-expanse", "CohereLabs/aya-expanse-8b", "Q4_K_M", 8192),
+    ("aya-expanse:32b", "CohereLabs/aya-expanse-32b", "Q4_K_M", 8192),
+    ("aya:35b", "CohereLabs/aya-23-35B", "Q4_0", 8192),
+    ("yi", "01-ai/Yi-1.5-6B-Chat", "Q4_0", 4096),
+    ("yi:9b-chat-q8_0", "01-ai/Yi-1.5-9B-Chat", "Q8_0", 4096),
+    ("internlm2", "internlm/internlm2_5-7b-chat", "Q4_0", 32768),
+    ("bge-large", "BAAI/bge-large-en-v1.5", "F16", 512),
+    ("snowflake-arctic-embed", "Snowflake/snowflake-arctic-embed-l", "F16", 512),
+    ("snowflake-arctic-embed:110m", "Snowflake/snowflake-arctic-embed-m", "F16", 512),
+    ("granite-embedding:278m", "ibm-granite/granite-embedding-278m-multilingual", "F16", 512),
+    ("falcon:180b", "tiiuae/falcon-180B-chat", "Q4_0", 2048),
+    ("tinyllama", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "Q4_0", 2048),
+    ("vicuna:13b", "lmsys/vicuna-13b-v1.5", "Q4_0", 4096),
+    ("solar", "upstage/SOLAR-10.7B-Instruct-v1.0", "Q4_0", 4096),
+    ("llama-guard3", "meta-llama/Llama-Guard-3-8B", "Q4_K_M", 131072),
+    ("llama-guard3:1b", "meta-llama/Llama-Guard-3-1B", "Q8_0", 131072),  # a size with its own quantization
+    ("granite3.1-moe:1b", "ibm-granite/granite-3.1-1b-a400m-instruct", "Q8_0", 131072),
+    ("qwen3-embedding:0.6b", "Qwen/Qwen3-Embedding-0.6B", "Q8_0", 32768),  # and its own context
+    ("qwen3-embedding", "Qwen/Qwen3-Embedding-8B", "Q4_K_M", 40960),
+    ("gpt-oss-safeguard:120b", "openai/gpt-oss-safeguard-120b", "MXFP4_MOE", 131072),
+    ("qwen3-next", "Qwen/Qwen3-Next-80B-A3B-Instruct", "Q4_K_M", 262144),
+    ("olmo-3:32b", "allenai/Olmo-3-1125-32B", "Q4_K_M", 65536),
+    ("lfm2", "LiquidAI/LFM2-24B-A2B", "Q4_K_M", 128000),
+])
+def test_added_library_names(tag, model, quant, context):
+    t = lookup(tag)
+    assert (t.model, t.quant, t.context) == (model, quant, context)
+    resolve_model(model)  # every size names a catalogued checkpoint
+
+
+@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("internlm2:20b", "20b"), ("yi-coder:1.5b", "1.5b"),
+                                      ("snowflake-arctic-embed:22m", "22m")])
+def test_uncatalogued_sizes_are_named(tag, size):
+    t = lookup(tag)
+    assert t.model is None and f"the library has no {size} size" in t.note
+
+
+def test_cloud_tag_of_an_added_name():
+    assert lookup("qwen3-next:80b-cloud").cloud
+
+
+def test_whiterabbitneo_is_not_a_library_name():
+    assert lookup("whiterabbitneo").model is None
