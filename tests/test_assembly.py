@@ -34,12 +34,12 @@ def test_ollama_compose_same_server_for_lint_estimate_explain_tune(capsys: pytes
     assert {"OLLM006", "OLLM007"} <= codes
     rc, out, err = run(capsys, "estimate", f, "--gpu", "RTX4090", "--format", "json")
     assert rc == 0, err
-    est = json.loads(out)
+    [est] = json.loads(out)  # a file: a list of its servers
     assert est["model"]["ref"] == LLAMA  # the Modelfile's FROM llama3.1:8b-instruct-q4_K_M
     assert est["kv_cache_tokens"] == 131072 * 4  # num_ctx from the Modelfile x OLLAMA_NUM_PARALLEL from compose
     rc, out, err = run(capsys, "explain", f, "--gpu", "RTX4090", "--format", "json")
     assert rc == 0, err
-    assert json.loads(out)["kv_cache_tokens"] == 131072 * 4
+    assert json.loads(out)[0]["kv_cache_tokens"] == 131072 * 4
     rc, out, err = run(capsys, "tune", f, "--gpu", "RTX4090", "--format", "json")
     assert "no model given" not in out + err
     assert json.loads(out)["sites"][0]["engine"] == "ollama"
@@ -50,7 +50,7 @@ def test_modelfile_alone_is_tuned_with_the_compose_that_serves_it(capsys: pytest
     mf = str(EXAMPLES / "ollama" / "Modelfile")
     rc, out, err = run(capsys, "estimate", mf, "--gpu", "RTX4090", "--format", "json")
     assert rc == 0, err
-    assert json.loads(out)["kv_cache_tokens"] == 131072 * 4
+    assert json.loads(out)[0]["kv_cache_tokens"] == 131072 * 4
     rc, out, _ = run(capsys, "tune", mf, "--gpu", "RTX4090", "--diff")
     assert "+PARAMETER num_ctx 131072" not in out
     assert "-PARAMETER num_ctx 131072" in out  # it shrinks the context the 4 slots multiply
@@ -66,7 +66,7 @@ def test_gpu_flag_beats_the_node_selector_in_lint_and_estimate(capsys: pytest.Ca
     gpu_msgs = [d["message"] for d in found if "[GPU:" in d["message"]]
     assert gpu_msgs and all("[GPU: H100 ×1 from --gpu; count from nvidia.com/gpu limit" in m for m in gpu_msgs)
     rc, out, _ = run(capsys, "estimate", f, "--gpu", "H100", "--format", "json")
-    assert json.loads(out)["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
+    assert json.loads(out)[0]["gpu"]["name"] == "NVIDIA H100 80GB HBM3"
     rc, out, _ = run(capsys, "lint", f, "--format", "json")  # without the flag: the nodeSelector's L4
     assert "VLLM003" in {d["code"] for d in json.loads(out)}
 
@@ -82,7 +82,7 @@ def test_config_gpu_honoured_by_estimate_explain_tune(capsys: pytest.CaptureFixt
     for cmd in ("estimate", "explain"):
         rc, out, err = run(capsys, cmd, "docker/Dockerfile", "--format", "json")
         assert rc == 1, err  # the example refuses its max-model-len on the L4 (lint: VLLM003)
-        assert json.loads(out)["gpu"]["name"] == "NVIDIA L4"
+        assert json.loads(out)[0]["gpu"]["name"] == "NVIDIA L4"
 
 
 def test_config_found_from_the_file_not_the_working_directory(capsys: pytest.CaptureFixture[str],
@@ -91,7 +91,7 @@ def test_config_found_from_the_file_not_the_working_directory(capsys: pytest.Cap
     monkeypatch.chdir(tmp_path)
     rc, out, err = run(capsys, "estimate", str(EXAMPLES / "docker" / "Dockerfile"), "--format", "json")
     assert rc == 1, err  # planned on the config's L4, where it refuses its max-model-len
-    assert json.loads(out)["gpu"]["name"] == "NVIDIA L4"
+    assert json.loads(out)[0]["gpu"]["name"] == "NVIDIA L4"
     # a config target for scripts/** names the RTX 4090
     rc, out, err = run(capsys, "estimate", str(EXAMPLES / "scripts" / "serve.sh"), "--format", "json")
     assert rc == 0, err

@@ -62,7 +62,7 @@ def test_lint_stdin_without_a_name_is_read_by_its_look(stdin, capsys):
 def test_estimate_and_explain_read_stdin(stdin, capsys):
     stdin(SCRIPT.replace("131072", "8192"))
     assert main(["estimate", "-", "--format", "json"]) == 0
-    plan = json.loads(capsys.readouterr().out)
+    [plan] = json.loads(capsys.readouterr().out)  # standard input is a file: a list of servers
     assert plan["gpu"]["name"] == "NVIDIA L4" and plan["max_model_len"] == 8192
     stdin(SCRIPT.replace("131072", "8192"))
     assert main(["explain", "-", "--gpu", "L4"]) == 0
@@ -126,7 +126,7 @@ def test_output_format_is_format(capsys, script):
     assert main(["lint", script, "--format", "json"]) == 1
     assert a == capsys.readouterr().out and json.loads(a)[0]["code"] == "VLLM003"
     assert main(["estimate", script, "--output-format", "json"]) == 1  # the script refuses its max-model-len on the L4: exit 1, as lint
-    assert json.loads(capsys.readouterr().out)["engine"] == "vllm"
+    assert json.loads(capsys.readouterr().out)[0]["engine"] == "vllm"
 
 
 def test_help_speaks_to_users(capsys):

@@ -32,7 +32,7 @@ def test_diff_shows_the_unsafe_fix_only_when_asked(manifest: Path, capsys: pytes
     rc, out, err = run(capsys, "lint", str(manifest), "--diff")
     assert rc == 0 and out == "" and "1 unsafe fix(es) not shown" in err
     rc, out, _ = run(capsys, "estimate", str(manifest), "--format", "json")
-    fits = json.loads(out)["fitting_max_model_len"]
+    fits = json.loads(out)[0]["fitting_max_model_len"]
     rc, out, _ = run(capsys, "lint", str(manifest), "--diff", "--unsafe-fixes")
     assert rc == 1
     added = [ln for ln in out.splitlines() if ln.startswith("+") and not ln.startswith("+++")]

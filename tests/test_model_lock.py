@@ -200,7 +200,8 @@ def run(capsys, *args) -> tuple[int, str, str]:
 def estimate(capsys, path) -> dict:
     rc, out, err = run(capsys, "estimate", "--gpu", "L4", "--format", "json", path)
     assert rc == 0, err
-    return json.loads(out)
+    [plan] = json.loads(out)  # a file gives a list of its servers
+    return plan
 
 
 NUMBERS = ("memory", "kv_bytes_per_token", "kv_cache_tokens", "max_model_len", "max_concurrency", "outcome",
@@ -214,7 +215,7 @@ def test_lock_then_offline_gives_the_numbers_online_gives(hub, repo, capsys, mon
     for name in SERVERS:
         rc, out, err = run(capsys, "estimate", "--gpu", "L4", "--online", "--format", "json", repo / "deploy" / name)
         assert rc == 0, err
-        doc = json.loads(out)
+        [doc] = json.loads(out)
         assert doc["model"]["resolved_from"] == ("hf-cache" if name == "Modelfile" else "hub"), name  # -hf cached it
         online[name] = doc
     rc, out, err = run(capsys, "models", "lock", repo)
@@ -291,7 +292,7 @@ def test_locked_gguf_sizes_from_its_tensors(hub, repo, capsys, monkeypatch, tmp_
 def test_online_caches_what_it_fetched(hub, repo, capsys, monkeypatch):
     rc, out, err = run(capsys, "estimate", "--gpu", "L4", "--online", "--format", "json", repo / "deploy" / "vllm.sh")
     assert rc == 0, err
-    online = json.loads(out)
+    [online] = json.loads(out)
     sockets_off(monkeypatch)  # same HF cache, no lock, no network
     doc = estimate(capsys, repo / "deploy" / "vllm.sh")
     assert doc["model"]["resolved_from"] == "hf-cache"
@@ -425,7 +426,7 @@ def test_lint_with_a_lock_never_imports_huggingface_hub(tmp_path):
     (tmp_path / "a.sh").write_text("# servefit: gpu=L4\nvllm serve acme/tiny-llama\n")
     code = ("import sys, json; from servefit.cli import main; import io, contextlib; buf = io.StringIO()\n"
             "with contextlib.redirect_stdout(buf): rc = main(['estimate', '--format', 'json', sys.argv[1]])\n"
-            "print(json.loads(buf.getvalue())['model'], 'huggingface_hub' in sys.modules, rc)")
+            "print(json.loads(buf.getvalue())[0]['model'], 'huggingface_hub' in sys.modules, rc)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.sh")], capture_output=True, text=True,
                          timeout=60)
     assert out.stdout.strip().endswith("False 0"), out.stderr

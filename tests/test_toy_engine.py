@@ -53,7 +53,7 @@ def test_toy_engine_is_found_linted_estimated_and_tuned(toy: Path, capsys: pytes
     [toy001] = [d for d in json.loads(out) if d["code"] == "TOY001"]
     assert rc == 1 and (toy001["location"]["line"], toy001["location"]["column"]) == (2, 49)
     rc, out, err = run(capsys, "estimate", str(f), "--gpu", "L4", "--format", "json")
-    est = json.loads(out)
+    [est] = json.loads(out)
     assert est["engine"] == "toyllm" and est["outcome"] == "oom_at_load"
     assert est["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
     rc, out, err = run(capsys, "tune", str(f), "--gpu", "L4", "--diff")

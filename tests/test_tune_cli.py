@@ -97,7 +97,9 @@ def test_unsafe_changes_need_unsafe(tmp_path: Path, capsys: pytest.CaptureFixtur
     original = p.read_text()
     args = [str(p), "--min-context", "64k", "--min-concurrency", "2", "--allow", "kv=fp8", "quant=fp8"]
     rc, out, _ = run_cli(capsys, *args, "--write")
-    assert "[unsafe]" in out and "pass --unsafe" in out
+    assert "[unsafe]" in out and "only candidates that change the checkpoint or its quantization" in out
+    assert f"apply this one with: servefit tune {p} " in out and "--write --unsafe" in out
+    assert rc == 1  # a better config exists and nothing was written
     assert p.read_text() == original
     rc, out, _ = run_cli(capsys, *args, "--write", "--unsafe")
     assert rc == 0 and "wrote" in out
@@ -162,3 +164,91 @@ def test_lint_and_estimate_never_import_optuna(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_allow_applies_the_best_safe_candidate_and_names_the_unsafe_one(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's reproduction: `--allow kv=fp8 quant=fp8 --write` picked an unsafe candidate,
+    wrote nothing and exited 0. Now the best candidate within safe edits is written and the
+    better unsafe one is named with the command that applies it."""
+    p = copy(tmp_path, "k8s-vllm-l4.yaml")
+    original = p.read_text()
+    args = [str(p), "--gpu", "L4", "--min-context", "32k", "--allow", "kv=fp8", "quant=fp8"]
+    rc, out, _ = run_cli(capsys, *args, "--write", "--format", "json")
+    assert rc == 0
+    site = json.loads(out)["sites"][0]
+    assert site["best"]["quantization"] == "none" and site["best"]["kv_cache_dtype"] == "fp8"
+    assert site["unsafe_better"]["quantization"].startswith("online fp8")
+    assert site["unsafe_better"]["users"] > site["best"]["users"]
+    assert site["unsafe_better"]["command"].endswith("--write --format json --unsafe")
+    assert site["fix"]["applied"] is True and site["fix"]["applicability"] == "safe"
+    new = p.read_text()
+    assert new != original and "--quantization" not in new and '- "--kv-cache-dtype"\n            - "fp8"' in new
+    rc, out, _ = run_cli(capsys, *args)
+    assert "unsafe  better, but it changes the checkpoint or its quantization" not in out
+    assert "only candidates that change the checkpoint or its quantization (unsafe) beat the current config" in out
+    assert rc == 1  # now only the unsafe candidate beats what was written
+
+
+def test_unsafe_better_line_when_a_safe_candidate_is_applied(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    p = copy(tmp_path, "k8s-vllm-l4.yaml")
+    rc, out, _ = run_cli(capsys, str(p), "--gpu", "L4", "--min-context", "32k", "--allow", "kv=fp8", "quant=fp8")
+    assert rc == 0
+    assert "  unsafe  better, but it changes the checkpoint or its quantization: context 32,768 x 5 users" in out
+
+
+def _counting_bench(tmp_path: Path) -> tuple[Path, Path]:
+    log = tmp_path / "runs.log"
+    bench = tmp_path / "bench.py"
+    bench.write_text(
+        "import json, sys\n"
+        f"open({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "a = sys.argv[1:]\n"
+        "ctx = int(a[a.index('--max-model-len') + 1])\n"
+        "seqs = int(a[a.index('--max-num-seqs') + 1]) if '--max-num-seqs' in a else 256\n"
+        "print(json.dumps({'throughput': seqs + ctx / 1024}))\n")
+    return bench, log
+
+
+def test_trials_count_benchmark_runs_and_rejected_candidates_are_free(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's reproduction: `--trials 6` on Llama-3.1-8B / L4 benchmarked one candidate (the
+    memory model's rejections used up the trials) and reported that nothing met the needs."""
+    bench, log = _counting_bench(tmp_path)
+    db = f"sqlite:///{tmp_path / 'm.db'}"
+    args = ["--gpu", "L4", "--trials", "6", "--storage", db, "--bench-cmd", f"{sys.executable} {bench} {{flags}}",
+            "--format", "json", "--", "vllm", "serve", LLAMA]
+    rc, out, err = run_cli(capsys, *args)
+    assert rc == 0 and err == ""  # no progress bar when stderr is not a terminal
+    site = json.loads(out)["sites"][0]
+    runs = log.read_text().splitlines()
+    assert len(runs) == 6 == site["search"]["benchmark_runs"]
+    assert site["search"]["rejected_by_memory_model"] > 0 and site["best"]["feasible"]
+    assert site["best"]["metric"] == max(float(r.split("--max-model-len ")[1].split()[0]) / 1024 +
+                                         (int(r.split("--max-num-seqs ")[1].split()[0]) if "--max-num-seqs" in r
+                                          else 256) for r in runs)
+    rejected = site["search"]["rejected_by_memory_model"]
+    # resumed from --storage: the next 6 are new candidates, none benchmarked twice
+    rc, out, _ = run_cli(capsys, *args)
+    site = json.loads(out)["sites"][0]
+    runs = log.read_text().splitlines()
+    assert len(runs) == 12 and len(set(runs)) == 12
+    assert site["search"]["benchmark_runs"] == 6 and site["search"]["resumed_from_storage"] == 6
+    # a budget larger than the space: every candidate the memory model accepts, once
+    rc, out, _ = run_cli(capsys, *args[:2], "--trials", "1000", *args[4:])
+    site = json.loads(out)["sites"][0]
+    runs = log.read_text().splitlines()
+    assert len(runs) == len(set(runs)) == site["search"]["space_size"] - rejected
+
+
+def test_progress_bar_on_a_terminal_shows_trials_best_and_time_per_run(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    bench, _ = _counting_bench(tmp_path)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    rc, out, err = run_cli(capsys, "--gpu", "L4", "--trials", "3", "--storage", f"sqlite:///{tmp_path / 'p.db'}",
+                           "--bench-cmd", f"{sys.executable} {bench} {{flags}}", "--", "vllm", "serve", LLAMA)
+    assert rc == 0
+    assert "tune: benchmark 3/3  best " in err and " s/run" in err
+    assert "measured, 3 benchmark runs" in out and "rejected by the memory model (not run)" in out

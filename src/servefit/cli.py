@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     _ARGV[:] = argv
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
+    args.argv = list(argv)  # as typed: messages that show the command to run next
     if not getattr(args, "command", None):
         parser.print_help()
         return 2

@@ -73,6 +73,9 @@ def is_secret_name(name: str) -> bool:
     parts = name_parts(name.strip("-"))
     if parts and (parts[-1] in REFERENCE_LAST or parts[0] == "EXISTING"):
         return False
+    if parts and parts[-1] == "TOKEN" and {"MAX", "NUM", "BATCHED"}.intersection(parts[:-1]) \
+            and "TOKEN" not in parts[:-1]:
+        return False  # a count abbreviated the way argparse allows (--max-num-batched-token)
     if any(p in SECRET_PARTS or p.endswith(GLUED) for p in parts):
         return True
     return "TOKENS" in parts and not COUNT_WORDS.intersection(parts)

@@ -1,15 +1,22 @@
-"""Sweeps over context length and concurrency that find the OOM boundary, computed
-by re-planning with the engine's own model, so every row is what the engine would do.
+"""Sweeps over context length and concurrency that find the OOM boundary. Every cell is the
+engine's own plan for that context and that many users, written in that engine's terms, the way
+`servefit estimate` plans the same command (so explain, estimate and tune cannot disagree):
 
-Each row books the KV cache the usual formula gives (2 x layers x kv_heads x head_dim x bytes,
-GQA and the layer kinds respected) for `batch` users at `context` tokens, on top of the engine's
-non-KV memory, and marks whether the engine's KV pool holds that many requests.
+- vLLM: `--max-model-len C`; the users are the requests of C tokens the KV pool holds
+  (capped by --max-num-seqs).
+- llama.cpp: `-c C x N -np N` (the context is split over the slots unless --kv-unified);
+  a cell is OK when the server starts with N slots of C tokens and its layers on the GPU.
+- Ollama: `num_ctx C` with OLLAMA_NUM_PARALLEL=N (Ollama allocates num_ctx x N); OK when it
+  starts with every layer on the GPU.
+- TGI: `--max-total-tokens C` (--max-input-tokens below it); SGLang: `--context-length C`.
+  Both count tokens: the users are the KV pool's tokens / C (capped by the request limit).
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 from servefit.pipeline import Evaluation
 
@@ -28,7 +35,7 @@ class Row:
     kv_bytes: int  # KV cache the batch needs
     total_bytes: int  # non-KV memory + that KV
     util: float  # total / the GPU's memory
-    users: float  # requests of `context` tokens the engine's KV pool holds
+    users: float  # requests of `context` tokens the engine serves at once with these settings
     ok: bool
     outcome: str
 
@@ -49,21 +56,67 @@ def replan(ev: Evaluation, env: dict[str, str] | None = None, **settings: object
                       plan=plan)
 
 
-def _non_kv(ev: Evaluation) -> int:
-    m = ev.plan.memory
-    return m.weights + m.activation_peak + m.non_torch + m.cuda_graphs
+def _adapter(ev: Evaluation) -> Any:
+    from servefit.core import UsageError
+    from servefit.tune.space import adapter_for
+
+    try:
+        return adapter_for(ev.config.engine)
+    except UsageError:  # a plugin engine without tune knobs: its context setting, a token pool
+        from servefit.tune.adapters import GenericAdapter
+
+        ad = GenericAdapter()
+        ad.context_name = CONTEXT_SETTING.get(ev.config.engine, "max_model_len")
+        return ad
+
+
+def cell_settings(ev: Evaluation, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """(settings, environment) that ask the engine for `users` requests of `context` tokens, in
+    that engine's own terms (the engine's tune adapter, engines/<name>/tune.py, says how)."""
+    return _adapter(ev).cell_settings(ev, context, users)  # type: ignore[no-any-return]
+
+
+def _started(at: Evaluation) -> bool:
+    """The server starts as configured, with its layers on the GPU (llama.cpp's --fit and Ollama
+    move layers to the CPU instead of failing: a slower server, not the one asked for); the
+    same test tune applies."""
+    from servefit.tune.objective import Needs
+
+    return bool(_adapter(at).started(at.plan, Needs()))
+
+
+def served(at: Evaluation, users: int) -> float:
+    """Requests served at once by the replanned server."""
+    ad = _adapter(at)
+    if not _started(at):
+        return 0.0
+    if ad.slot_users:
+        return float(users)
+    n = float(at.plan.max_concurrency)
+    cap = ad.request_cap
+    limit = (at.config.settings.get(cap) or at.plan.extra.get(cap)) if cap else None
+    if limit:
+        n = min(n, float(limit))
+    return n
+
+
+def cell(ev: Evaluation, context: int, users: int, **variant: Any) -> Row:
+    """One sweep cell: the engine's plan for `users` requests of `context` tokens."""
+    settings, env = cell_settings(ev, context, users)
+    at = replan(ev, env, **{**variant, **settings})
+    p = at.plan
+    n = served(at, users)
+    kv = p.kv_bytes_per_token * context * users
+    m = p.memory
+    total = m.weights + m.activation_peak + m.non_torch + m.cuda_graphs + kv
+    started = _started(at)
+    return Row(context=context, batch=users, kv_bytes=kv, total_bytes=total, util=total / (ev.gpu.memory_bytes or 1),
+               users=n, ok=n >= users, outcome="started" if started else
+               (p.outcome if p.outcome != "started" else "offloaded"))
 
 
 def row(ev: Evaluation, context: int, batch: int, allow_long: bool = True) -> Row:
-    key = CONTEXT_SETTING.get(ev.config.engine, "max_model_len")
-    env = {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"} if allow_long and ev.config.engine == "vllm" else None
-    at = replan(ev, env, **{key: context})
-    p = at.plan
-    kv = p.kv_bytes_per_token * context * batch
-    total = _non_kv(at) + kv
-    users = p.max_concurrency if p.outcome == "started" else 0.0
-    return Row(context=context, batch=batch, kv_bytes=kv, total_bytes=total, util=total / ev.gpu.memory_bytes,
-               users=users, ok=p.outcome == "started" and users >= batch, outcome=p.outcome)
+    return cell(ev, context, batch)
 
 
 def limit(ev: Evaluation) -> int:
@@ -84,26 +137,42 @@ def batch_sweep(ev: Evaluation, context: int = 2048, batches: tuple[int, ...] = 
 
 
 def grid(ev: Evaluation, upto: int | None = None, batches: tuple[int, ...] = BATCHES) -> list[list[Row]]:
-    """context x batch feasibility (one re-plan per context; the batch only changes the booking)."""
+    """context x users, each cell planned by the engine (slot engines re-plan per cell: the
+    slots change the allocation; token-pool engines share one plan per context)."""
     top = upto or max(limit(ev), 2048)
     out = []
     for c in CONTEXTS:
         if c > top:
             break
-        base = row(ev, c, 1)
+        if _adapter(ev).slot_users:
+            out.append([cell(ev, c, b) for b in batches])
+            continue
+        base = cell(ev, c, 1)
         out.append([Row(c, b, base.kv_bytes * b, base.total_bytes + base.kv_bytes * (b - 1),
-                        (base.total_bytes + base.kv_bytes * (b - 1)) / ev.gpu.memory_bytes, base.users,
-                        base.outcome == "started" and base.users >= b, base.outcome) for b in batches])
+                        (base.total_bytes + base.kv_bytes * (b - 1)) / (ev.gpu.memory_bytes or 1), base.users,
+                        base.users >= b, base.outcome) for b in batches])
     return out
 
 
+def most_users(ev: Evaluation, context: int, variant: dict[str, Any] | None = None,
+               batches: tuple[int, ...] = BATCHES) -> int:
+    """The most users of `context` tokens the engine serves with these settings."""
+    if not _adapter(ev).slot_users:
+        return int(cell(ev, context, 1, **(variant or {})).users + 1e-9)
+    best = 0
+    for b in sorted(set((1, 2) + tuple(batches))):
+        if not cell(ev, context, b, **(variant or {})).ok:
+            break
+        best = b
+    return best
+
+
 def max_users(ev: Evaluation, variants: dict[str, dict[str, object]], upto: int | None = None) -> dict[str, list[tuple[int, int]]]:
-    """For each variant (KV dtype, quantization ...): (context, whole users the KV pool holds)."""
+    """For each variant (KV dtype, quantization ...): (context, whole users the engine serves)."""
     top = upto or max(limit(ev), 2048)
     out: dict[str, list[tuple[int, int]]] = {}
     for name, settings in variants.items():
-        base = replan(ev, None, **settings) if settings else ev
-        out[name] = [(r.context, int(r.users)) for r in (row(base, c, 1) for c in CONTEXTS if c <= top)]
+        out[name] = [(c, most_users(ev, c, dict(settings))) for c in CONTEXTS if c <= top]
     return out
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from typing import Any
 
 from servefit.commands.common import add_target_args, split_trailing
 from servefit.conventions import use_color
@@ -31,6 +32,7 @@ def servers(args: argparse.Namespace):  # -> list[Server]
     flags = flags_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")
+    args.input_kind = "file"
     if words == ["-"]:  # a file on standard input
         from servefit.conventions import read_stdin, stdin_name
         from servefit.sources import scan_file
@@ -51,7 +53,14 @@ def servers(args: argparse.Namespace):  # -> list[Server]
         if not asm.servers:
             raise UsageError(f"{', '.join(words)}: no serving engine found in the files there")
         return asm.servers
+    args.input_kind = "command"
     return assemble_sites([site_from_argv(words)], flags).servers
+
+
+def json_shape(objs: list[Any], args: argparse.Namespace) -> Any:
+    """One JSON shape per input kind (docs/output.md): a command after `--` gives one object,
+    files (or standard input) give a list of servers, even when they hold a single one."""
+    return objs[0] if getattr(args, "input_kind", "file") == "command" and len(objs) == 1 else objs
 
 
 def evaluations(args: argparse.Namespace) -> list[Evaluation]:
@@ -127,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_bad_input(evs)
     if args.format == "json":
         objs = [plan_dict(ev) for ev in evs]
-        json.dump(objs[0] if len(objs) == 1 else objs, sys.stdout, indent=2)
+        json.dump(json_shape(objs, args), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         color = use_color(getattr(args, "color", None))

@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from servefit import sweep
-    from servefit.commands.estimate import evaluations, exit_code
+    from servefit.commands.estimate import evaluations, exit_code, json_shape
     from servefit.report import sweep as sweep_report
     from servefit.report.plan import plan_dict, render_text
     from servefit.units import parse_tokens
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "html":
         from servefit.report.html import explain_page
 
-        page = explain_page(evs)
+        page = explain_page(evs, kinds, args.batch, context)
         _emit(page, args.output)
         return exit_code(evs, args)
     if args.format == "json":
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                 obj["sweep_batch"] = [r.__dict__ for r in sweep.batch_sweep(ev, context)]
             obj["max_users"] = sweep.max_users(ev, sweep.variants(ev))
             out.append(obj)
-        _emit(json.dumps(out[0] if len(out) == 1 else out, indent=2) + "\n", args.output)
+        _emit(json.dumps(json_shape(out, args), indent=2) + "\n", args.output)
         return exit_code(evs, args)
     parts = []
     for ev in evs:

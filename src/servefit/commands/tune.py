@@ -51,7 +51,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bench-timeout", type=float, default=3600.0)
     p.add_argument("--storage", help="optuna storage: sqlite:///tune.db, any RDB URL, or a journal file (*.log)")
     p.add_argument("--study", help="study name (several workers on one storage share it)")
-    p.add_argument("--trials", type=int, help="trials for this worker (sampled search instead of exhaustive)")
+    p.add_argument("--trials", type=int,
+                   help="with --bench-cmd: benchmark runs for this worker (candidates the memory model rejects "
+                        "are free and never run; a --storage study resumes where it stopped); otherwise "
+                        "sampled trials instead of the exhaustive search")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sampler", default="auto", choices=["auto", "exhaustive", "bruteforce", "tpe", "nsga2"])
     p.set_defaults(run=run)

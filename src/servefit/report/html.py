@@ -146,8 +146,50 @@ def page(title: str, sections: list[str], summary: str = "") -> str:
             + "\n".join(sections) + "</body></html>\n")
 
 
-def explain_page(evs: list[Evaluation]) -> str:
-    return page("servefit explain", [server_section(ev) for ev in evs])
+def _rows_table(rows: list[Any], vary: str) -> str:
+    """A context or batch sweep as the text view prints it (report/sweep.py), in GiB."""
+    from servefit.report.sweep import _verdict
+
+    head = "<tr><th>" + ("context" if vary == "context" else "users") + "</th><th>KV cache</th><th>total</th>" \
+           "<th>of the GPU</th><th>users served</th><th>verdict</th></tr>"
+    body = []
+    for r in rows:
+        key = f"{r.context:,}" if vary == "context" else str(r.batch)
+        v = _verdict(r)
+        body.append(f"<tr><td>{key}</td><td>{_gib(r.kv_bytes)}</td><td>{_gib(r.total_bytes)}</td>"
+                    f"<td>{r.util * 100:.1f}%</td><td>{r.users:.2f}</td>"
+                    f'<td class="{"ok" if r.ok else "bad"}">{v}</td></tr>')
+    return "<table>" + head + "".join(body) + "</table>"
+
+
+def _users_table(users: dict[str, list[tuple[int, int]]]) -> str:
+    names = list(users)
+    if not names:
+        return ""
+    head = "<tr><th>context</th>" + "".join(f"<th>{escape(n)}</th>" for n in names) + "</tr>"
+    body = []
+    for i, (c, _) in enumerate(users[names[0]]):
+        body.append(f"<tr><td>{c:,}</td>" + "".join(f"<td>{users[n][i][1]}</td>" for n in names) + "</tr>")
+    return "<table>" + head + "".join(body) + "</table>"
+
+
+def sweep_sections(ev: Evaluation, kinds: Sequence[str] = (), batch: int = 8, context: int = 2048) -> str:
+    """The tables explain's text view prints: the sweeps asked for and the max users per KV
+    dtype and quantization."""
+    from servefit import sweep
+
+    out = []
+    if "context" in kinds:
+        out += [f"<h3>Context sweep at {batch} users</h3>", _rows_table(sweep.context_sweep(ev, batch), "context")]
+    if "batch" in kinds:
+        out += [f"<h3>Batch sweep at {context:,} tokens per user</h3>", _rows_table(sweep.batch_sweep(ev, context), "batch")]
+    out += ["<h3>Max users at each context</h3>", _users_table(sweep.max_users(ev, sweep.variants(ev)))]
+    return "\n".join(out)
+
+
+def explain_page(evs: list[Evaluation], kinds: Sequence[str] = (), batch: int = 8, context: int = 2048) -> str:
+    return page("servefit explain", [server_section(ev) + "\n" + sweep_sections(ev, kinds, batch, context)
+                                     for ev in evs])
 
 
 def lint_page(evs: Sequence[tuple[Evaluation | None, list[Finding], str | None, str]], other: list[Finding]) -> str:

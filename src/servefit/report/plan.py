@@ -94,6 +94,10 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
         body.extend(stack_lines(d, d.total or ev.gpu.memory_bytes, color=color))
         body.append("")
     verdict = VERDICT.get(p.outcome, p.outcome)
+    short = min(d.free_headroom for d in devices)
+    if p.outcome == "started" and short < 0:  # a negative headroom never reads as a plain "starts"
+        verdict = (f"starts, but the plan is {-short / 2**30:.2f} GiB short of what activations and CUDA graphs "
+                   "need: out of memory under load is likely")
     tail = [f"verdict: {verdict}"]
     if p.kv_bytes_per_token:
         tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens")

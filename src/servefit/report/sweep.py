@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from servefit.sweep import Row
 
-GB = 1e9  # these tables are in decimal GB; servefit prints GiB elsewhere
+GIB = 2**30  # GiB, as everywhere else servefit prints memory
 
 
 def _gb(n: float) -> str:
-    return f"{n / GB:8.2f} GB"
+    return f"{n / GIB:7.2f} GiB"
+
+
+def _verdict(r: Row) -> str:
+    """OK, OOM, or CPU: the engine starts only by leaving layers on the CPU (llama.cpp --fit,
+    Ollama), which is not the server configured."""
+    return "OK" if r.ok else ("CPU" if r.outcome == "offloaded" else "OOM")
 
 
 def table(rows: list[Row], vary: str) -> str:
@@ -18,7 +24,7 @@ def table(rows: list[Row], vary: str) -> str:
     marked = False
     for r in rows:
         key = f"{r.context:,}" if vary == "context" else str(r.batch)
-        verdict = "OK" if r.ok else "OOM"
+        verdict = _verdict(r)
         mark = ""
         if not r.ok and not marked:
             mark = "  ◀ OOM boundary"
@@ -34,7 +40,7 @@ def grid_table(grid: list[list[Row]]) -> str:
     head = f"{'context':>9} | " + " ".join(f"{b:>4}" for b in batches)
     lines = ["users →", head, "─" * len(head)]
     for row in grid:
-        lines.append(f"{row[0].context:>9,} | " + " ".join(f"{'OK' if r.ok else 'OOM':>4}" for r in row))
+        lines.append(f"{row[0].context:>9,} | " + " ".join(f"{_verdict(r):>4}" for r in row))
     return "\n".join(lines)
 
 

@@ -57,10 +57,16 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
     cur = run.current
     state = cur.outcome if cur.outcome != "started" else ("meets the needs" if cur.feasible else "misses the needs")
     out.append(f"  now     {describe(cur)}: {state}")
-    b = run.best
+    b = t.chosen if t.chosen is not None else run.best
     proven = ", the proven optimum" if run.proven else ""
-    out.append(f"  search  {run.strategy}, {run.trials:,} candidates of {run.space.size():,}{proven}, "
-               f"{run.elapsed:.2f} s" + (f", study {run.study_name}" if run.study_name else ""))
+    if run.strategy == "measured":
+        out.append(f"  search  measured, {run.bench_runs:,} benchmark run{'s' if run.bench_runs != 1 else ''}"
+                   + (f" (+{run.resumed:,} found in the study)" if run.resumed else "")
+                   + f", {run.rejected:,} of {run.space.size():,} candidates rejected by the memory model "
+                     f"(not run), {run.elapsed:.2f} s" + (f", study {run.study_name}" if run.study_name else ""))
+    else:
+        out.append(f"  search  {run.strategy}, {run.trials:,} candidates of {run.space.size():,}{proven}, "
+                   f"{run.elapsed:.2f} s" + (f", study {run.study_name}" if run.study_name else ""))
     if b is None or not b.feasible:
         miss = "no candidate"
         if b is not None:
@@ -69,6 +75,9 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
                    "--allow more (quant=..., kv=...)")
         return out
     out.append(f"  tuned   {describe(b)}")
+    if t.unsafe_best is not None and t.unsafe_best is not b:
+        out.append(f"  unsafe  better, but it changes the checkpoint or its quantization: {describe(t.unsafe_best)}; "
+                   f"apply it with: {t.unsafe_command}")
     if t.patch is None:
         out.append("  change  none: the config is already the best one")
     else:
@@ -140,10 +149,14 @@ def site_dict(t: Any) -> dict[str, Any]:
         "engine": ev.config.engine, "engine_version": ev.plan.engine_version,
         "gpu": {"name": ev.gpu.name, "count": ev.count, "memory_bytes": ev.gpu.memory_bytes},
         "search": {"strategy": run.strategy, "trials": run.trials, "space_size": run.space.size(),
+                   "benchmark_runs": run.bench_runs, "rejected_by_memory_model": run.rejected,
+                   "resumed_from_storage": run.resumed,
                    "proven_optimum": run.proven, "elapsed_s": round(run.elapsed, 3), "study": run.study_name,
                    "dimensions": {d.name: list(d.values) for d in run.space.dims}},
-        "current": result_dict(run.current), "best": result_dict(run.best),
-        "changes": run.space.changed(run.best.point) if run.best is not None and run.best.feasible else {},
+        "current": result_dict(run.current), "best": result_dict(t.chosen if t.chosen is not None else run.best),
+        "changes": run.space.changed(t.chosen.point) if t.chosen is not None and t.chosen.feasible else {},
+        "unsafe_better": ({**(result_dict(t.unsafe_best) or {}), "command": t.unsafe_command}
+                          if t.unsafe_best is not None else None),
         "pareto": [result_dict(r) for r in run.front],
         "by_quality": [result_dict(r) for r in run.by_quality],
     })

@@ -83,6 +83,13 @@ class GenericAdapter(Adapter):
             dims.append(Dim(self.seqs_name, ladder(vals, int(cur)), int(cur)))
         return dims
 
+    @property
+    def request_cap(self) -> str:  # type: ignore[override]
+        return self.seqs_name or self.cap_name
+
+    def cell_settings(self, ev: Evaluation, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        return {self.context_name: context}, {}
+
     def kv_level(self, point: dict[str, Any]) -> int:
         return kv_level_of(point.get("kv_cache_dtype") or "auto")
 

@@ -7,6 +7,7 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,8 @@ from servefit.tune.write import apply_edits, by_file
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display-only"
 RANK = {SAFE: 0, UNSAFE: 1, DISPLAY: 2}
 Reader = Callable[[str], str]
+DQ_ = '"'
+ANCHOR_BEFORE = re.compile(r"&([A-Za-z0-9_.-]+)[ \t]+$")
 
 
 @dataclass
@@ -114,10 +117,10 @@ def _table(engine: str) -> Any:
         return None
 
 
-def occurrences(site: LaunchSite, table: Any, skip: int) -> dict[str, Occurrence]:
+def occurrences(site: LaunchSite, table: Any, skip: int, argv: list[Token] | None = None) -> dict[str, Occurrence]:
     """The last place each option is written on the command line (argparse: the last wins)."""
     out: dict[str, Occurrence] = {}
-    args = site.argv[skip:]
+    args = (site.argv if argv is None else argv)[skip:]
     i = 0
     while i < len(args):
         tok = args[i]
@@ -154,16 +157,87 @@ class Patcher:
         self.table = _table(self.engine)
         words = [t.text for t in self.site.argv]
         self.skip = get(self.engine).command_length(words) if words else 0
-        self.occ = occurrences(self.site, self.table, self.skip)
+        self.argv = list(self.site.argv)
+        if self.engine == "vllm" and any(t.text == "--config" or t.text.startswith("--config=") for t in self.argv):
+            from servefit.engines.vllm import _splice_config  # a --config YAML's keys, spans in that file
+
+            self.argv = self.argv[:self.skip] + _splice_config(self.argv[self.skip:], self.site)
+        self.alias_quote: dict[int, str] = {}
+        self.shared: set[int] = set()  # tokens at a YAML anchor that other places also use
+        self.argv = [self._through_alias(i, t) for i, t in enumerate(self.argv)]
+        self.occ = occurrences(self.site, self.table, self.skip, self.argv)
         self.pending_words: list[tuple[Placed, list[str]]] = []
+        self.pending_keys: list[tuple[Placed, str, str]] = []  # (placed, --flag, value or "" for a switch)
+        work = space.ev.site.workload
+        self.prodstack = work.chart == "vllm-production-stack" or work.kind == "VLLMRuntime" or \
+            space.ev.site.extra.get("k8s_kind") == "VLLMRuntime"
+        self.keyed = self._keyed()
         self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
 
     # -- helpers
+    def _anchor_name(self, tok: Token) -> tuple[str, str] | None:
+        """(file text, anchor name) when tok's span is the value of a YAML anchor (`&len 8192`)."""
+        if tok.span is None or not self.readable(tok.span.file):
+            return None
+        text = self.read(tok.span.file)
+        q = style.quote_of(text, tok.span)
+        m = ANCHOR_BEFORE.search(text, max(0, tok.span.start - len(q) - 200), tok.span.start - len(q))
+        return (text, m.group(1)) if m is not None else None
+
+    def _through_alias(self, i: int, tok: Token) -> Token:
+        """A value that reaches this server through a YAML alias (`*len`) is edited at that alias,
+        never at the anchor, which other settings may share. The alias is the one written between
+        this word's neighbours; when it cannot be told apart, the token is left alone and marked
+        shared (a change to it is shown, not written)."""
+        found = self._anchor_name(tok)
+        if found is None:
+            return tok
+        text, name = found
+        uses = [m for m in re.finditer(r"\*" + re.escape(name) + r"(?![\w.-])", text)]
+        if not uses:
+            return tok
+        assert tok.span is not None
+        prev = next((t for t in reversed(self.argv[:i]) if t.span is not None and t.span.file == tok.span.file
+                     and self.exact(t) and self._anchor_name(t) is None), None)
+        after = next((t for t in self.argv[i + 1:] if t.span is not None and t.span.file == tok.span.file
+                      and self.exact(t) and self._anchor_name(t) is None), None)
+        lo = prev.span.end if prev is not None and prev.span is not None else 0
+        hi = after.span.start if after is not None and after.span is not None else len(text)
+        if prev is not None and after is None:
+            hi = style.line_bounds(text, lo)[2] if lo < len(text) else len(text)
+            hi = max(hi, style.entry_end(text, prev.span)) if prev.span is not None else hi
+        mine = [m for m in uses if lo <= m.start() and m.end() <= hi]
+        if len(mine) != 1:
+            self.shared.add(id(tok))
+            return tok
+        m = mine[0]
+        self.alias_quote[m.start()] = style.quote_of(text, tok.span)
+        return Token("*" + name, self.span(tok.span.file, m.start(), m.end()))
+
+    def _keyed(self) -> list[tuple[Token, str, Token | None]]:
+        """Flags the sources read from YAML keys (production-stack `vllmConfig`, a vLLM
+        `--config` file): (flag token on the key, the key as written, the value token)."""
+        out: list[tuple[Token, str, Token | None]] = []
+        argv = self.argv
+        for i, t in enumerate(argv):
+            if t.span is None or not t.text.startswith("-") or self.exact(t) or not self.readable(t.span.file):
+                continue
+            key = style.yaml_key_at(self.read(t.span.file), t.span)
+            if key is None:
+                continue
+            val = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].text.startswith("--") else None
+            out.append((t, key, val))
+        return out
+
+    def keyed_value(self, tok: Token) -> bool:
+        """Whether tok is the value of a YAML key (a scalar of its own, not a word of a command)."""
+        return any(v is tok for _, _, v in self.keyed)
+
     def span(self, file: str, start: int, end: int) -> Span:
         return LineIndex(self.read(file), file).span(start, end)
 
     def exact(self, tok: Token | None) -> bool:
-        if tok is None or tok.span is None:
+        if tok is None or tok.span is None or id(tok) in getattr(self, "shared", ()):
             return False
         try:
             text = self.read(tok.span.file)
@@ -184,6 +258,9 @@ class Patcher:
         if offset and (s.end - s.start != len(tok.text)):
             p.applicability = DISPLAY
             return
+        if tok.text.startswith("*") and s.start in self.alias_quote:  # a YAML alias: a scalar in its place
+            p.edits.append(Edit(s, style.yaml_quote(text, self.alias_quote[s.start])))
+            return
         if not style.PLAIN_SHELL.match(text) and not self._quoted(tok):
             p.applicability = DISPLAY
             return
@@ -197,20 +274,37 @@ class Patcher:
         """The last word of the command as written in the site's file (not a value expanded
         from a variable defined elsewhere)."""
         env_spans = {t.span for t in self.site.env.values() if t.span is not None}
-        cands = [t for t in self.site.argv if t.span is not None and t.span not in env_spans
-                 and t.span.file == self.site.file and self.exact(t)]
+        cands = [t for t in self.argv if t.span is not None and t.span not in env_spans
+                 and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
+        if self.prodstack:  # the chart's template writes the command; only extraArgs items are words
+            cands = [t for t in cands if self._after_last_key(t)]
+        # a word followed (in the command) by one that is not written right after it, such as a
+        # flag whose value is `${CTX}` defined elsewhere: inserting there would split the pair
+        nxt = {id(a): b for a, b in zip(self.argv, self.argv[1:], strict=False)}
+
+        def closes(t: Token) -> bool:
+            n = nxt.get(id(t))
+            return n is None or (n.span is not None and t.span is not None and n.span.file == t.span.file
+                                 and n.span.start >= t.span.end and self.exact(n))
+        cands = [t for t in cands if closes(t)]
         if not cands:
             return None
-        first = next((t for t in self.site.argv if t.span is not None and t in cands), None)
+        first = next((t for t in self.argv if t.span is not None and t in cands), None)
         start = first.span.start if first is not None and first.span is not None else 0
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
+
+    def _after_last_key(self, tok: Token) -> bool:
+        idx = {id(t): i for i, t in enumerate(self.argv)}
+        last = max((idx[id(f)] for f, _, v in self.keyed), default=-1)
+        last = max([last] + [idx[id(v)] for _, _, v in self.keyed if v is not None])
+        return idx.get(id(tok), -1) > last and idx.get(id(tok), -1) > 2
 
     def quotes(self, text: str) -> tuple[str | None, str | None]:
         """The quoting of the last flag and the last value written in the site's file."""
         flag_q: str | None = None
         val_q: str | None = None
-        for t in self.site.argv[self.skip:]:
+        for t in self.argv[self.skip:]:
             if t.span is None or t.span.file != self.site.file or not self.exact(t):
                 continue
             q = style.quote_of(text, t.span)
@@ -264,6 +358,9 @@ class Patcher:
             return
         if is_bool and not new:
             return
+        if self.keyed or self.prodstack:
+            self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
+            return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 
     def env(self, p: Placed, var: str, shown: bool = True) -> None:
@@ -277,6 +374,10 @@ class Patcher:
             return
         tok = self.site.env.get(var)
         if tok is not None:
+            found = self._anchor_name(tok)
+            if found is not None and re.search(r"\*" + re.escape(found[1]) + r"(?![\w.-])", found[0]):
+                p.applicability = DISPLAY  # a value shared through a YAML anchor: not changed for all
+                return
             if self.exact(tok):
                 self.replace(p, tok, value)
             else:
@@ -331,7 +432,54 @@ class Patcher:
         else:
             p.applicability = DISPLAY
 
+    def flush_keys(self) -> None:
+        """New settings of a values or config file go in as keys where the file keeps them:
+        production-stack's `vllmConfig` keys (numbers stay numbers), other flags as `extraArgs`
+        items; a vLLM `--config` file gets `max-num-seqs: 64` in its own key spelling."""
+        from servefit.sources.helm import PRODSTACK_FLAGS
+
+        if not self.pending_keys:
+            return
+        known = {flag.lstrip("-").replace("_", "-"): key for key, flag in PRODSTACK_FLAGS}
+        sibs = [(f, k) for f, k, _ in self.keyed if f.span is not None and (not self.prodstack or k in known.values())]
+        sibs.sort(key=lambda fk: fk[0].span.start if fk[0].span else 0)
+        sib = sibs[-1][0] if sibs else None
+        extra_args: list[list[str]] = []
+        extra_owner: list[Placed] = []
+        for p, long, value in self.pending_keys:
+            if self.prodstack:
+                key = known.get(long[2:])
+                if key is None:
+                    extra_args.append([long] if not value else [long, value])
+                    extra_owner.append(p)
+                    continue
+            elif sib is not None and sib.span is not None:
+                written = style.yaml_key_at(self.read(sib.span.file), sib.span) or ""
+                key = long[2:].replace("-", "_") if "_" in written else long[2:]
+            else:
+                key = None
+            if sib is None or sib.span is None or key is None:
+                p.applicability = DISPLAY
+                continue
+            s, e, t = style.key_entry(self.read(sib.span.file), sib.span, key, value or "true")
+            p.edits.append(Edit(self.span(sib.span.file, s, e), t))
+        if not extra_args:
+            return
+        # items of an existing extraArgs list, else a new extraArgs key in vllmConfig
+        self.pending_words = list(zip(extra_owner, extra_args, strict=True))
+        if self.anchor() is not None:
+            return
+        self.pending_words = []
+        if sib is None or sib.span is None:
+            for p in extra_owner:
+                p.applicability = DISPLAY
+            return
+        items = [f"- {style.yaml_quote(w, DQ_)}" for g in extra_args for w in g]
+        s, e, t = style.key_block(self.read(sib.span.file), sib.span, "extraArgs", items)
+        extra_owner[0].edits.append(Edit(self.span(sib.span.file, s, e), t))
+
     def flush(self) -> None:
+        self.flush_keys()
         if not self.pending_words:
             return
         anchor = self.anchor()
@@ -342,7 +490,7 @@ class Patcher:
             parts = []
             for _, ws in self.pending_words:
                 parts.append(["=".join(ws)] if self.inline and len(ws) == 2 else ws)
-            spans = [t.span for t in self.site.argv if t.span is not None and t.span.file == anchor.span.file
+            spans = [t.span for t in self.argv if t.span is not None and t.span.file == anchor.span.file
                      and t.span.start <= anchor.span.start and self.exact(t)]
             spans.sort(key=lambda sp: sp.start)
             piece = style.insert_words(text, anchor.span, parts, self.quotes(text), style.spans_lines(text, spans))

@@ -28,6 +28,9 @@ class SiteTune:
     error: str | None = None
     applied: bool = False
     held_back: str = ""  # why the patch is not applied
+    chosen: Any = None  # the candidate the patch writes (the best one, or the best safe one)
+    unsafe_best: Any = None  # a better candidate that needs --unsafe, when one exists
+    unsafe_command: str = ""  # the command that applies it
 
 
 @dataclass
@@ -104,6 +107,19 @@ class Session:
         out.run = study.run(space, needs, strategy=a.sampler, trials=a.trials, storage=storage, study_name=name,
                             seed=a.seed, bench=bench)
         b = out.run.best
+        out.chosen = b
+        if b is not None and b.feasible and b.changes and not a.unsafe and unsafe_point(space, b.point):
+            # --allow opened a lossy change of checkpoint or quantization, which is written only
+            # with --unsafe: apply the best candidate that stays within safe edits instead
+            from servefit.tune.objective import best as pick
+
+            safe = [r for r in out.run.results if r.feasible and not unsafe_point(space, r.point)]
+            objective = out.run.needs.objective if bench is None else ("measured",) + tuple(out.run.needs.objective)
+            sb = pick(safe, objective, needs.min_context or needs.target_context)
+            out.unsafe_best = b
+            out.unsafe_command = unsafe_command(self.args)
+            if sb is not None and sb.changes:
+                out.chosen = b = sb
         if b is not None and b.feasible and b.changes:
             out.patch = make_patch(space, b.point, self.read)
         return out
@@ -118,7 +134,8 @@ class Session:
                 t.held_back = "some changes cannot be placed in the file: make them by hand (shown below)"
                 continue
             if app == UNSAFE and not self.args.unsafe:
-                t.held_back = "changes the checkpoint or its quantization (unsafe): pass --unsafe to apply it"
+                t.held_back = "only candidates that change the checkpoint or its quantization (unsafe) beat " \
+                    "the current config; apply this one with: " + (t.unsafe_command or "--unsafe")
                 continue
             t.applied = True
             for path, es in by_file(t.patch.edits).items():
@@ -167,6 +184,8 @@ class Session:
             return 1
         if any(t.run is None or t.run.best is None or not t.run.best.feasible for t in self.tunes):
             return 1
+        if any(t.held_back for t in self.tunes):  # a better config exists and nothing applied it
+            return 1
         return 0
 
     def text(self) -> str:
@@ -178,6 +197,30 @@ class Session:
         from servefit.report.tune import session_dict
 
         return session_dict(self)
+
+
+def unsafe_point(space: Any, point: dict[str, Any]) -> bool:
+    """Whether a candidate changes the checkpoint or its quantization (an unsafe edit)."""
+    from servefit.tune.space import WEIGHTS
+
+    var = space.variants.get(point.get(WEIGHTS, "none"))
+    return var is not None and bool(var.changes_checkpoint) and point.get(WEIGHTS) != space.current().get(WEIGHTS)
+
+
+def unsafe_command(args: argparse.Namespace) -> str:
+    """The user's own tune command with --unsafe (and --write) added."""
+    argv = list(getattr(args, "argv", None) or [])
+    if not argv:
+        return "servefit tune ... --unsafe --write"
+    extra = [w for w in ("--unsafe", "--write") if w not in argv]
+    if "--" in argv:
+        i = argv.index("--")
+        argv = argv[:i] + [w for w in extra if w != "--write"] + argv[i:]
+    else:
+        argv = argv + extra
+    from servefit.redact import redact_text
+
+    return redact_text("servefit " + shlex.join(argv))
 
 
 def command_site(words: list[str]) -> tuple[str, LaunchSite]:

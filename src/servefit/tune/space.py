@@ -73,6 +73,14 @@ class Adapter:
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         return plan.outcome == "started"
 
+    # -- explain's sweep cells (sweep.py): the engine's own terms for N users at C tokens
+    slot_users = False  # the users are slots the command sets (llama.cpp -np, OLLAMA_NUM_PARALLEL)
+    request_cap = ""  # the setting that caps the requests served at once, for token-pool engines
+
+    def cell_settings(self, ev: Evaluation, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        """(settings, environment) that ask the engine for `users` requests of `context` tokens."""
+        raise NotImplementedError
+
 
 def kv_level_of(dtype: str) -> int:
     d = str(dtype).lower()

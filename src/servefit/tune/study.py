@@ -24,7 +24,7 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from servefit.tune.objective import Needs, Result, best, pareto
@@ -33,6 +33,7 @@ from servefit.tune.space import Space
 EXHAUSTIVE_LIMIT = 20000
 CONSTRAINT_KEYS = ("started", "min_context", "min_concurrency", "headroom")
 DEFAULT_TRIALS = 300
+DEFAULT_BENCH_TRIALS = 20  # measured mode: benchmark runs when --trials is not given
 
 
 @dataclass
@@ -50,6 +51,9 @@ class TuneRun:
     study_name: str | None = None
     by_quality: list[Result] = field(default_factory=list)  # the best answer at each quality level
     study: Any = None  # the optuna study (in memory, or in --storage)
+    bench_runs: int = 0  # measured mode: benchmarks run by this worker
+    rejected: int = 0  # measured mode: candidates the memory model rejected (never run, no GPU time)
+    resumed: int = 0  # measured mode: benchmarks found in --storage from an earlier run or another worker
 
 
 class Evaluator:
@@ -169,7 +173,14 @@ def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | Non
     if progress is None:
         progress = sys.stderr.isatty()
     current = space.evaluate(space.current(), needs)
-    if strategy == "exhaustive":
+    measured: dict[str, int] = {}
+    if bench is not None and size <= EXHAUSTIVE_LIMIT and strategy in ("auto", "bruteforce", "exhaustive"):
+        strategy = "measured"
+        study = _open_study(store, study_name, dirs, None)
+        results, measured = _measured(space, needs, ev, study, trials or DEFAULT_BENCH_TRIALS,
+                                      progress if progress is not None else sys.stderr.isatty())
+        n = measured["runs"]
+    elif strategy == "exhaustive":
         study = _open_study(store, study_name, dirs, None)
         results = _exhaustive(space, needs, ev, study, progress)
         n = len(results)
@@ -191,7 +202,9 @@ def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | Non
                    best=best(results, objective, target), front=pareto(results, needs.objective, target)
                    if needs.multi else [], strategy=strategy, trials=n,
                    proven=strategy == "exhaustive" or (strategy == "bruteforce" and n >= size),
-                   elapsed=time.perf_counter() - t0, study_name=study_name, by_quality=by_quality, study=study)
+                   elapsed=time.perf_counter() - t0, study_name=study_name, by_quality=by_quality, study=study,
+                   bench_runs=measured.get("runs", 0), rejected=measured.get("rejected", 0),
+                   resumed=measured.get("resumed", 0))
 
 
 def _native_constraints() -> bool:
@@ -262,6 +275,83 @@ def _optimize(space: Space, needs: Needs, ev: Evaluator, study: Any, n_trials: i
         return vals[0] if len(vals) == 1 else vals
 
     study.optimize(objective, n_trials=n_trials, show_progress_bar=progress and n_trials >= 20)
+
+
+def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int,
+              progress: bool) -> tuple[list[Result], dict[str, int]]:
+    """Measured mode: `budget` counts benchmark runs. Every candidate is planned first (free);
+    those the memory model rejects are recorded as infeasible trials and never run. The rest are
+    benchmarked best-first by the memory model's own ranking, the user's config first, skipping
+    any candidate the study already holds (an earlier run resumed from --storage, or another
+    worker on the same study, which marks its candidate as running before benchmarking it)."""
+    from optuna.trial import TrialState, create_trial
+
+    from servefit.tune.objective import rank_key
+
+    dists = _choices(space)
+    names = space.names
+    planned = [space.evaluate(p, needs) for p in space.points()]
+    key = lambda point: tuple(point[n] for n in names)  # noqa: E731
+    start = key(space.start())
+
+    def held() -> dict[tuple[Any, ...], Any]:
+        out = {}
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
+            if set(t.params) == set(names):
+                out[key(t.params)] = t
+        return out
+
+    seen = held()
+    native = _native_constraints()
+
+    def record(r: Result) -> Any:
+        extra: dict[str, Any] = {"constraints": dict(zip(CONSTRAINT_KEYS, r.constraints, strict=True))} if native \
+            else {"system_attrs": {"constraints": list(r.constraints)}}
+        return create_trial(params=r.point, distributions=dists, values=values(r, needs),
+                            user_attrs={"r": r.attrs(), "constraints": list(r.constraints)}, **extra)
+
+    rejected = [r for r in planned if not r.feasible]
+    fresh = [record(replace(r, message=r.message or "rejected by the memory model; not benchmarked"))
+             for r in rejected if key(r.point) not in seen]
+    if fresh:
+        study.add_trials(fresh)
+    target = needs.min_context or needs.target_context
+    order = sorted((r for r in planned if r.feasible),
+                   key=lambda r: (key(r.point) != start, rank_key(r, needs.objective, target)))
+    resumed = sum(1 for r in order if key(r.point) in seen)
+    runs, t_run, best_metric = 0, 0.0, None
+    for r in order:
+        if runs >= budget:
+            break
+        if key(r.point) in held():  # benchmarked before, or being benchmarked by another worker
+            continue
+        study.enqueue_trial(r.point, skip_if_exists=True)
+        trial = study.ask()
+        point = {n: trial.suggest_categorical(n, list(dists[n].choices)) for n in names}
+        if key(point) != key(r.point):  # another worker's queued candidate: give it back
+            study.tell(trial, state=TrialState.FAIL)
+            continue
+        t1 = time.perf_counter()
+        res = ev(point)
+        t_run += time.perf_counter() - t1
+        runs += 1
+        trial.set_user_attr("r", res.attrs())
+        trial.set_user_attr("constraints", list(res.constraints))
+        if hasattr(trial, "set_constraint"):
+            for k, c in zip(CONSTRAINT_KEYS, res.constraints, strict=True):
+                trial.set_constraint(k, c)
+        vals = values(res, needs)
+        study.tell(trial, vals[0] if len(vals) == 1 else vals)
+        if res.metric is not None and (best_metric is None or res.metric > best_metric):
+            best_metric = res.metric
+        if progress:
+            shown = "-" if best_metric is None else f"{abs(best_metric):g}"
+            sys.stderr.write(f"\rtune: benchmark {runs}/{min(budget, len(order) - resumed)}  best {shown}  "
+                             f"{t_run / runs:.1f} s/run ")
+            sys.stderr.flush()
+    if progress and runs:
+        sys.stderr.write("\n")
+    return _collect(study, space), {"runs": runs, "rejected": len(rejected), "resumed": resumed}
 
 
 def _collect(study: Any, space: Space) -> list[Result]:

@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 
 class LlamaCppAdapter(Adapter):
     engine = "llamacpp"
+    slot_users = True
+
+    def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        """`-c C x N -np N`: llama.cpp splits -c over the slots (llama-context.cpp n_ctx_seq =
+        n_ctx / n_seq_max) unless the user chose --kv-unified."""
+        unified = "kv_unified" in ev.config.explicit and bool(ev.config.settings.get("kv_unified"))
+        out: dict[str, Any] = {"ctx_size": context * (1 if unified else users), "parallel": users}
+        if not unified:
+            out["kv_unified"] = False  # an explicit -np turns the automatic unified cache off
+        return out, {}
     always = frozenset({"context", "parallel"})
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:

@@ -22,6 +22,12 @@ def server_env_unknown(ev: Evaluation) -> bool:
 
 class OllamaAdapter(Adapter):
     engine = "ollama"
+    slot_users = True
+
+    def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        """num_ctx C with OLLAMA_NUM_PARALLEL=N: Ollama allocates num_ctx x N cells
+        (kvcache/causal.go) for N requests of C tokens."""
+        return {"num_ctx": context, "OLLAMA_NUM_PARALLEL": users}, {}
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s = ev.config.settings

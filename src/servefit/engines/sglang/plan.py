@@ -203,7 +203,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.findings.append(_f("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
-    return _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
+    out = _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
+    if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
+        f = reserve_finding(cfg, model, r, out)
+        if f is not None:
+            out.findings.append(f)
+    return out
 
 
 @rule("SGL006", "SGL012")
@@ -252,7 +257,7 @@ def _f(code: str, msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
                    site=cfg.site.name if cfg.site else "")
 
 
-@rule("SGL003", "SGL008", "SGL009", "SGL010", "SGL011")
+@rule("SGL003", "SGL008", "SGL009", "SGL010")
 def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
     s, out = cfg.settings, []
     ctx = s.get("context_length")
@@ -273,17 +278,40 @@ def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Res
         out.append(_f("SGL008", f"--max-total-tokens {cap} caps SGLang's whole KV pool (all requests together), not "
                       "one request as TGI's flag of the same name does; for a per-request limit use --context-length",
                       cfg, "max_total_tokens"))
+    reserve = reserve_finding(cfg, model, r)
+    if reserve is not None:
+        out.append(reserve)
+    return out
+
+
+@rule("SGL011")
+def reserve_finding(cfg: EngineConfig, model: ModelSpec, r: Resolved, plan: MemoryPlan | None = None) -> Finding | None:
+    """Before planning: an explicit mem_fraction_static below SGLang's own reserve
+    (server_args.py). After (plan given): the static pool leaves less than the prefill
+    activations (chunked_prefill_size x 1.5 MB) and the CUDA graphs need, a negative headroom,
+    which is a finding rather than a silent "starts"."""
+    s = cfg.settings
+    if plan is not None:
+        m = plan.memory
+        short = -m.free_headroom
+        if short <= 0:
+            return None
+        outside = m.total - m.budget - m.non_torch
+        return _f("SGL011", f"mem_fraction_static={r.fraction} leaves {outside / GiB:.2f} GiB outside the static pool; "
+                  f"the prefill activations ({m.activation_peak / GiB:.2f} GiB at chunked_prefill_size {r.chunk}) and "
+                  f"CUDA graphs ({m.cuda_graphs / GiB:.2f} GiB) need {short / GiB:.2f} GiB more: CUDA out of memory "
+                  "under a long prefill or while capturing graphs", cfg, "mem_fraction_static")
     if s.get("mem_fraction_static") is not None and r.gpu_mem:
         _, need = d.mem_fraction_static(r.e, r.gpu_mem, r.tp, r.pp, r.chunk, int(s.get("max_prefill_tokens") or 16384),
                                         r.graph_bs, not s.get("disable_cuda_graph"), 1, s.get("speculative_algorithm"),
                                         model.is_mla)
         left = (1 - r.fraction) * r.gpu_mem
         if r.e.mem_rule == "formula" and left < min(need, 0.6 * need + 2048):
-            out.append(_f("SGL011", f"mem_fraction_static={r.fraction} leaves {left / 1024:.1f} GiB outside the static "
-                          f"pool; SGLang reserves {need / 1024:.1f} GiB for activations and CUDA graphs at this "
-                          f"chunked_prefill_size ({r.chunk}) and cuda graph batch size ({r.graph_bs})",
-                          cfg, "mem_fraction_static"))
-    return out
+            return _f("SGL011", f"mem_fraction_static={r.fraction} leaves {left / 1024:.1f} GiB outside the static "
+                      f"pool; SGLang reserves {need / 1024:.1f} GiB for activations and CUDA graphs at this "
+                      f"chunked_prefill_size ({r.chunk}) and cuda graph batch size ({r.graph_bs})",
+                      cfg, "mem_fraction_static")
+    return None
 
 
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, quantized: bool) -> None:

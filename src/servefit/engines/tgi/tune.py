@@ -19,6 +19,19 @@ class TgiAdapter(GenericAdapter):
     fraction_name = "cuda_memory_fraction"
     tp_name = "num_shard"
 
+    def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        """--max-total-tokens C, --max-input-tokens kept below it (and the prefill batch not
+        below that): TGI counts tokens, so the users are its pool's tokens / C."""
+        s = ev.config.settings
+        out: dict[str, Any] = {"max_total_tokens": context}
+        inp = s.get("max_input_tokens")
+        if inp is None or int(inp) >= context:
+            inp = out["max_input_tokens"] = context - 1  # TGI: max_input_tokens < max_total_tokens
+        prefill = s.get("max_batch_prefill_tokens")
+        if prefill is not None and int(prefill) < int(inp):
+            out["max_batch_prefill_tokens"] = int(inp)
+        return out, {}
+
     def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
         total, inp = settings.get("max_total_tokens"), settings.get("max_input_tokens")
         if total and inp and int(inp) >= int(total):

@@ -314,6 +314,11 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     v = _verdict(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
     out.findings.extend(verdicts.findings(cfg, gpu, out, v, e.cudagraph_subtracted))
     advice = checks.advice(cfg, model, gpu, r, e, out)
+    if out.outcome in ("oom_at_load", "no_kv_memory"):
+        # CUDA graphs are captured after the KV cache is allocated (gpu_model_runner.capture_model
+        # runs from initialize_kv_cache): beside a weights OOM or an empty KV budget the warning
+        # contradicts the error; a refused max-model-len keeps it (the graphs fail next)
+        advice = [f for f in advice if f.code != "VLLM016"]
     if attention_free(model):  # requests are not bounded by KV blocks: the concurrency advice does not apply
         advice = [f for f in advice if f.code != "VLLM019"]
     out.findings.extend(advice)

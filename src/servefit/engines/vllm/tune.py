@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 class VllmAdapter(Adapter):
     engine = "vllm"
+    request_cap = "max_num_seqs"
+
+    def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        """--max-model-len C (past the model's own limit only as VLLM_ALLOW_LONG_MAX_MODEL_LEN
+        allows); the users are the requests of C tokens the KV pool holds."""
+        return {"max_model_len": context}, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         from servefit.engines import get
