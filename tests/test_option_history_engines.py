@@ -1,0 +1,120 @@
+"""TGI, SGLang and llama.cpp option tables agree with each release's own parser.
+
+tests/data/<engine>_flags.yaml lists every flag each release's parser has, read from the sources
+at the release tags by tools/extract_<engine>_options.py (TGI: launcher/src/main.rs `struct Args`;
+SGLang: server_args.py `add_cli_args`; llama.cpp: common/arg.cpp). Each flag of a release must
+parse at that release, and every flag another release has but this one lacks must be rejected
+there the way the engine's parser does (argparse takes a unique prefix; clap and llama.cpp's own
+parser take whole words only)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from servefit.core import Token
+from servefit.engines.options import load_table, parse_argv
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = [e for e in ("tgi", "sglang", "llamacpp") if (ROOT / "tests" / "data" / f"{e}_flags.yaml").is_file()]
+FLAGS = {e: yaml.safe_load((ROOT / "tests" / "data" / f"{e}_flags.yaml").read_text()) for e in ENGINES}
+CASES = [(e, v) for e in ENGINES for v in FLAGS[e]]
+
+
+def _codes(engine: str, words: list[str], version: str | None) -> list[tuple[str, str]]:
+    parsed = parse_argv(load_table(engine), [Token(w) for w in words], version)
+    return [(f.code, f.message) for f in parsed.findings]
+
+
+def _engine_takes(engine: str, flag: str, release: list[str]) -> bool:
+    if flag in release:
+        return True
+    if not load_table(engine).allow_abbrev:
+        return False
+    return flag.startswith("--") and len([f for f in release if f.startswith(flag) and f.startswith("--")]) == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_walks_at_least_three_releases(engine):
+    assert len(FLAGS[engine]) >= 3
+
+
+@pytest.mark.parametrize(("engine", "version"), CASES)
+def test_every_flag_of_the_release_parses_there(engine, version):
+    table = load_table(engine)
+    wrong = [(f, msg) for f in FLAGS[engine][version]["flags"]
+             for code, msg in _codes(engine, [f], version) if code == table.unknown_code]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(("engine", "version"), CASES)
+def test_flags_of_other_releases_are_rejected_there(engine, version):
+    table = load_table(engine)
+    release = FLAGS[engine][version]["flags"]
+    every = sorted({f for rel in FLAGS[engine].values() for f in rel["flags"]})
+    missed = []
+    for flag in every:
+        if _engine_takes(engine, flag, release):
+            continue
+        errors = [msg for code, msg in _codes(engine, [flag], version) if code == table.unknown_code]
+        if not errors:
+            missed.append(flag)
+        else:
+            assert ("added in" in errors[0] or "removed in" in errors[0]) and version in errors[0], errors[0]
+    assert missed == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_history_file_matches_its_schema(engine):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "src" / "servefit" / "schemas" / "option_history.schema.json").read_text())
+    data = yaml.safe_load((ROOT / "src" / "servefit" / "data" / "engines" / f"{engine}_history.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert data["engine"] == engine and set(FLAGS[engine]) <= set(data["releases_read"])
+
+
+def _lint(tmp_path: Path, name: str, text: str, prefix: str, *extra: str) -> list[dict]:
+    p = tmp_path / name
+    p.write_text(text)
+    out = subprocess.run([sys.executable, "-m", "servefit", "lint", str(p), "--format", "json", "--exit-zero", *extra],
+                         capture_output=True, text=True, env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
+                                                              "SERVEFIT_NO_CACHE": "1"})
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    found = doc["findings"] if isinstance(doc, dict) else doc
+    return [f for f in found if f["code"].startswith(prefix)]
+
+
+# --- TGI ------------------------------------------------------------------------------------------
+
+
+def test_tgi_removed_flag_errors_only_after_its_release():
+    # --enable-cuda-graphs: Args has it from v1.4.1; v2.0.0 replaced it with --cuda-graphs
+    assert _codes("tgi", ["--enable-cuda-graphs"], "1.4.5") == []
+    (code, msg), = _codes("tgi", ["--enable-cuda-graphs"], "2.0.0")
+    assert code == "TGI001" and "removed in 2.0.0" in msg and "this is 2.0.0" in msg
+
+
+def test_tgi_added_flag_names_the_release_that_adds_it():
+    (code, msg), = _codes("tgi", ["--kv-cache-dtype", "fp8_e5m2"], "2.3.1")
+    assert code == "TGI001" and "added in 2.4.0" in msg
+    assert _codes("tgi", ["--kv-cache-dtype", "fp8_e5m2"], "2.4.0") == []
+
+
+def test_tgi_legacy_flag_warns_with_its_replacement():
+    assert _codes("tgi", ["--max-input-length", "4000"], "1.4.5") == []
+    assert _codes("tgi", ["--max-input-length", "4000"], "3.3.7") == [
+        ("TGI021", "--max-input-length is deprecated since 2.0.0; use --max-input-tokens")]
+
+
+def test_tgi_pinned_image_rejects_a_flag_of_a_later_release(tmp_path):
+    text = ("FROM ghcr.io/huggingface/text-generation-inference:1.4.5\n"
+            'CMD ["--model-id", "mistralai/Mistral-7B-Instruct-v0.2", "--cuda-graphs", "1,2,4"]\n')
+    found = _lint(tmp_path, "Dockerfile", text, "TGI0")
+    errors = [f["message"] for f in found if f["code"] == "TGI001"]
+    assert len(errors) == 1 and "--cuda-graphs" in errors[0] and "added in 2.0.0" in errors[0]
