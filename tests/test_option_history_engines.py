@@ -118,3 +118,33 @@ def test_tgi_pinned_image_rejects_a_flag_of_a_later_release(tmp_path):
     found = _lint(tmp_path, "Dockerfile", text, "TGI0")
     errors = [f["message"] for f in found if f["code"] == "TGI001"]
     assert len(errors) == 1 and "--cuda-graphs" in errors[0] and "added in 2.0.0" in errors[0]
+
+
+# --- SGLang ---------------------------------------------------------------------------------------
+
+
+def test_sglang_removed_flag_warns_then_errors_with_its_replacement():
+    # --cuda-graph-max-bs: a plain flag to 0.5.12, a deprecated alias in 0.5.16, gone in 0.5.20
+    assert _codes("sglang", ["--cuda-graph-max-bs", "8"], "0.5.8") == []
+    assert _codes("sglang", ["--cuda-graph-max-bs", "8"], "0.5.16") == [
+        ("SGL013", "--cuda-graph-max-bs is deprecated since 0.5.16; use --cuda-graph-max-bs-decode")]
+    (code, msg), = _codes("sglang", ["--cuda-graph-max-bs", "8"], "0.5.20")
+    assert code == "SGL001" and "removed in 0.5.20" in msg and msg.endswith("use --cuda-graph-max-bs-decode")
+
+
+def test_sglang_added_flag_names_the_release_that_adds_it():
+    (code, msg), = _codes("sglang", ["--page-size", "16"], "0.4.0")
+    assert code == "SGL001" and "added in 0.4.6.post5" in msg and "this is 0.4.0" in msg
+    assert _codes("sglang", ["--page-size", "16"], "0.4.10") == []
+
+
+def test_sglang_rejected_deprecated_action_counts_as_removed():
+    # 0.5.3 registers --enable-ep-moe with DeprecatedAction, whose __call__ raises: the engine rejects it
+    assert _codes("sglang", ["--enable-ep-moe"], "0.5.1")[0][0] == "SGL013"
+    (code, msg), = _codes("sglang", ["--enable-ep-moe"], "0.5.3")
+    assert code == "SGL001" and "removed in 0.5.3" in msg
+
+
+def test_sglang_abbreviation_follows_the_release():
+    # argparse's unique prefix: --tp is --tp-size in every release read
+    assert _codes("sglang", ["--tp", "2"], "0.3.0") == [] and _codes("sglang", ["--tp", "2"], "0.5.23") == []

@@ -32,6 +32,8 @@ def main_for(engine: str, extract: Callable[[Path], dict[str, Any]], doc: str, h
         h = history(per, engine)
         if h.get("underscore_dash_same_since") is None:
             h.pop("underscore_dash_same_since", None)
+        if not h.get("env"):
+            h.pop("env", None)
         Path(args.history_out).write_text(header + "# Schema: servefit/schemas/option_history.schema.json\n"
                                           + _dump_history(h))
     for v in sorted(per, key=vkey):
