@@ -148,3 +148,38 @@ def test_sglang_rejected_deprecated_action_counts_as_removed():
 def test_sglang_abbreviation_follows_the_release():
     # argparse's unique prefix: --tp is --tp-size in every release read
     assert _codes("sglang", ["--tp", "2"], "0.3.0") == [] and _codes("sglang", ["--tp", "2"], "0.5.23") == []
+
+
+# --- Ollama (environment variables: Ollama ignores one it does not read, so no error code) --------
+
+OLLAMA_ENV = yaml.safe_load((ROOT / "tests" / "data" / "ollama_env.yaml").read_text())
+OLLAMA_HIST = yaml.safe_load((ROOT / "src" / "servefit" / "data" / "engines" / "ollama_history.yaml").read_text())
+
+
+def _env_present(var: str, version: str) -> bool:
+    from servefit.engines.options import FlagHistory
+
+    h = OLLAMA_HIST["env"].get(var)
+    return h is not None and FlagHistory(ranges=tuple((a, b) for a, b in h["in"])).present(version)
+
+
+@pytest.mark.parametrize("version", list(OLLAMA_ENV))
+def test_ollama_env_history_agrees_with_each_release(version):
+    every = {v for rel in OLLAMA_ENV.values() for v in rel["env"]}
+    here = set(OLLAMA_ENV[version]["env"])
+    assert {v for v in every if _env_present(v, version)} == here
+
+
+def test_ollama_env_history_schema_and_the_eras_the_table_states():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "src" / "servefit" / "schemas" / "option_history.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(OLLAMA_HIST)
+    env = OLLAMA_HIST["env"]
+    # ollama.yaml's help texts: parallel 1 from 0.10.0; context 2048 -> 4096 (0.6.7) -> VRAM-based 0 (0.15.5)
+    assert env["OLLAMA_NUM_PARALLEL"]["default"]["0.10.0"] == 1
+    assert env["OLLAMA_CONTEXT_LENGTH"]["default"] == {"0.5.13": 2048, "0.6.7": 4096, "0.15.5": 0}
+    table = yaml.safe_load((ROOT / "src" / "servefit" / "data" / "engines" / "ollama.yaml").read_text())
+    for opt in table["options"]:
+        for var in opt.get("env") or []:
+            if opt.get("since") and var in env:
+                assert env[var]["in"][0][0] == opt["since"], var

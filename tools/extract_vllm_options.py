@@ -391,7 +391,7 @@ def _dump_history(h: dict[str, Any]) -> str:
 
     lines = [f"{k}: {flow(v)}" for k, v in h.items() if k not in ("flags", "env")]
     for kind in [k for k in ("flags", "env") if k in h]:
-        lines.append(f"{kind}:")
+        lines.append(f"{kind}:" if h[kind] else f"{kind}: {{}}")
         lines += [f"  {flow(k)}: {flow(v)}" for k, v in h[kind].items()]
     return "\n".join(lines) + "\n"
 
