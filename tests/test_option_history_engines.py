@@ -112,6 +112,18 @@ def test_tgi_legacy_flag_warns_with_its_replacement():
         ("TGI021", "--max-input-length is deprecated since 2.0.0; use --max-input-tokens")]
 
 
+def test_tgi_variable_of_a_later_release_has_no_effect():
+    from servefit.engines.options import parse_env
+
+    table = load_table("tgi")
+    for version, read in (("2.3.1", False), ("2.4.0", True)):
+        parsed = parse_argv(table, [], version)
+        parse_env(table, {"KV_CACHE_DTYPE": Token("fp8_e5m2")}, parsed, version=version)
+        assert ("kv_cache_dtype" in parsed.values) is read
+        assert [(f.code, f.message) for f in parsed.findings] == ([] if read else [
+            ("TGI022", "KV_CACHE_DTYPE has no effect: this release does not read it (added in 2.4.0; this is 2.3.1)")])
+
+
 def test_tgi_pinned_image_rejects_a_flag_of_a_later_release(tmp_path):
     text = ("FROM ghcr.io/huggingface/text-generation-inference:1.4.5\n"
             'CMD ["--model-id", "mistralai/Mistral-7B-Instruct-v0.2", "--cuda-graphs", "1,2,4"]\n')
