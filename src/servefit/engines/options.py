@@ -210,9 +210,13 @@ def load_table(engine: str) -> OptionTable:
         ))
     history: dict[str, FlagHistory] = {}
     if hist:
+        hand_since = {f: o.since for o in opts for f in o.flags if o.since}
         opts = _with_history(opts, hist)
         for flag, h in (hist.get("flags") or {}).items():
-            history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in h["in"]),
+            ranges = [list(r) for r in h["in"]]
+            if ranges[0][0] is None and flag in hand_since:  # older than the oldest release read
+                ranges[0][0] = hand_since[flag]
+            history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in ranges),
                                         deprecated_since=h.get("deprecated_since"),
                                         replacement=h.get("replacement"))
     env_history = {var: FlagHistory(ranges=tuple((a, b) for a, b in h["in"]))
@@ -253,8 +257,8 @@ def _with_history(opts: list[Option], hist: dict[str, Any]) -> list[Option]:
                                  "nargs": nargs}))
         known.update(kept)
     for flag, h in flags.items():
-        if flag in known or h.get("negates"):
-            continue
+        if flag in known or h.get("negates") and flag == "--no-" + h["negates"][2:]:
+            continue  # argparse-style `--no-X` is X's own negation (resolve)
         last = _newest(h.get("arity", "1"))
         name = flag.lstrip("-").replace("-", "_")
         out.append(Option(name=name, flags=(flag,), type="bool" if last == "0" else "str",
