@@ -201,12 +201,12 @@ def test_ollama_env_history_schema_and_the_eras_the_table_states():
 
 
 def test_llamacpp_removed_flag_warns_then_errors_with_its_replacement():
-    # --no-mmap: deprecated for --load-mode in b10298, gone from common/arg.cpp in b11434
+    # --no-mmap: deprecated for --load-mode in b10298, gone from common/arg.cpp in b10901
     assert _codes("llamacpp", ["--no-mmap"], "b9093") == []
     assert _codes("llamacpp", ["--no-mmap"], "b10298") == [
         ("LCPP019", "--no-mmap is deprecated since b10298; use --load-mode")]
     (code, msg), = _codes("llamacpp", ["--no-mmap"], "b11434")
-    assert code == "LCPP001" and "removed in b11434" in msg and msg.endswith("use --load-mode")
+    assert code == "LCPP001" and "removed in b10901" in msg and msg.endswith("use --load-mode")
 
 
 def test_llamacpp_added_flag_names_the_build_that_adds_it():
@@ -226,4 +226,4 @@ def test_llamacpp_lint_quotes_llama_servers_wording(tmp_path):
     found = _lint(tmp_path, "run.sh", "#!/bin/sh\nllama-server -m /models/q.gguf --no-mmap -c 4096\n", "LCPP0",
                   "--engine-version", "b11434")
     assert [f["message"] for f in found if f["code"] == "LCPP001"] == [
-        "error: invalid argument: --no-mmap (removed in b11434; this is b11434); use --load-mode"]
+        "error: invalid argument: --no-mmap (removed in b10901; this is b11434); use --load-mode"]
