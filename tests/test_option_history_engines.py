@@ -227,3 +227,61 @@ def test_llamacpp_lint_quotes_llama_servers_wording(tmp_path):
                   "--engine-version", "b11434")
     assert [f["message"] for f in found if f["code"] == "LCPP001"] == [
         "error: invalid argument: --no-mmap (removed in b10901; this is b11434); use --load-mode"]
+
+
+# --- the extractors, on small sources written here ----------------------------------------------
+
+
+def _tool(name: str):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop(0)
+
+
+def test_tgi_extractor_reads_clap_fields(tmp_path):
+    src = tmp_path / "9.9.9" / "launcher" / "src"
+    src.mkdir(parents=True)
+    (src / "main.rs").write_text(
+        "#[derive(Parser)]\nstruct Args {\n"
+        "    /// Where to listen.\n    #[clap(default_value = \"3000\", long, short, env)]\n    port: u16,\n"
+        "    /// Legacy version of [`Args::max_input_tokens`].\n    #[clap(long, env)]\n    max_input_length: Option<usize>,\n"
+        "    #[clap(long, env)]\n    max_input_tokens: Option<usize>,\n"
+        "    #[clap(long, env)]\n    trust_remote_code: bool,\n"
+        "    #[clap(long, short, action)]\n    env: bool,\n"
+        "    #[clap(long = \"renamed\", env = \"OTHER_NAME\")]\n    some_field: Option<String>,\n}\n")
+    got = _tool("extract_tgi_options").extract(tmp_path / "9.9.9")
+    assert got["flags"] == {
+        "--port": {"arity": "1", "default": 3000}, "-p": {"arity": "1", "default": 3000},
+        "--max-input-length": {"arity": "1", "deprecated": True, "replacement": "--max-input-tokens"},
+        "--max-input-tokens": {"arity": "1"},
+        "--trust-remote-code": {"arity": "0", "default": False},
+        "--env": {"arity": "0", "default": False}, "-e": {"arity": "0", "default": False},
+        "--renamed": {"arity": "1"}}
+    assert set(got["env"]) == {"PORT", "MAX_INPUT_LENGTH", "MAX_INPUT_TOKENS", "TRUST_REMOTE_CODE", "OTHER_NAME"}
+
+
+def test_llamacpp_extractor_keeps_llama_servers_options(tmp_path):
+    src = tmp_path / "b1" / "common"
+    src.mkdir(parents=True)
+    (src / "arg.cpp").write_text(
+        'add_opt(common_arg({"-c", "--ctx-size"}, "N", string_format("size (default: %d)", 0),\n'
+        '    [](common_params & params, int value) { params.n_ctx = value; }).set_env("LLAMA_ARG_CTX_SIZE"));\n'
+        'add_opt(common_arg({"--mmap"}, {"--no-mmap"}, "deprecated, use --load-mode",\n'
+        '    [](common_params & params, bool value) { (void) value; }).set_examples({LLAMA_EXAMPLE_SERVER}));\n'
+        'add_opt(common_arg({"--load-mode"}, "MODE", "how to load (a) or (b)",\n'
+        '    [](common_params & params, const std::string & value) { }));\n'
+        'add_opt(common_arg({"-gan"}, "N", "group attention",\n'
+        '    [](common_params & params, int value) { }).set_examples({LLAMA_EXAMPLE_MAIN}));\n'
+        'add_opt(common_arg({"--spec-replace"}, "T", "D", "replace",\n'
+        '    [](common_params & params, const std::string & a, const std::string & b) { }));\n'
+        'add_opt(common_arg({"--no-ctx"}, "skip (server excluded)",\n'
+        '    [](common_params & params) { }).set_excludes({LLAMA_EXAMPLE_SERVER}));\n')
+    got = _tool("extract_llamacpp_options").extract(tmp_path / "b1")
+    assert got["flags"] == {
+        "-c": {"arity": "1"}, "--ctx-size": {"arity": "1"},
+        "--mmap": {"arity": "0", "deprecated": True, "replacement": "--load-mode"},
+        "--no-mmap": {"arity": "0", "negates": "--mmap", "deprecated": True, "replacement": "--load-mode"},
+        "--load-mode": {"arity": "1"}, "--spec-replace": {"arity": "2"}}
+    assert got["env"] == {"LLAMA_ARG_CTX_SIZE": {}}
