@@ -219,7 +219,11 @@ DOC_FILES = {  # each SEC rule's documented example, in the file it comes from
 def test_documented_example_fires_its_rule(tmp_path, capsys, code):
     entry = rules()[code]
     assert all(entry.get(k) for k in ("what", "why", "example", "fix")), code
-    name, make = DOC_FILES[code]
-    p = write(tmp_path, name, make(entry["example"]))
+    ex = entry["example"]
+    if isinstance(ex, dict):  # an executable example: its own file (tests/test_rule_examples.py runs it too)
+        p = write(tmp_path, ex["file"], ex["text"])
+    else:
+        name, make = DOC_FILES[code]
+        p = write(tmp_path, name, make(ex))
     _, found = lint(capsys, p, "--gpu", "H100")
     assert code in {f["code"] for f in found}, (Path(p).read_text(), found)

@@ -26,11 +26,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"servefit: error: {_redact(message, _ARGV)}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or with `only` just that command's parser: a run of one command
+    imports and builds one subcommand, not all ten."""
     parser = _Parser(prog="servefit", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"servefit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in [only] if only in COMMANDS else COMMANDS:
         try:
             mod = importlib.import_module(f"servefit.commands.{name}")
         except ModuleNotFoundError:
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _ARGV[:] = argv
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()

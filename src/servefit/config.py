@@ -54,6 +54,7 @@ class Config:
     targets: list[Target] = field(default_factory=list)
     trusted_orgs: list[str] = field(default_factory=list)  # Hub organisations whose remote code is trusted
     models: dict[str, str] = field(default_factory=dict)  # local path / private name -> Hub id or config.json
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)  # rule options: code -> {option: value}
 
     def enabled(self, code: str, file: str | None = None) -> bool:
         if self.select and not any(code.startswith(s) for s in self.select):
@@ -215,7 +216,11 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
     data = dict(data or {})
     for ov in overrides or []:
         k, v = parse_override(ov)
-        data[k] = v
+        *outer, last = k.split(".") if k.startswith("rules.") else [k]  # rules.VLLM017.max=0.9
+        table = data
+        for part in outer:
+            table[part] = table = dict(table.get(part) or {})
+        table[last] = v
     errs = validate(data)
     if errs:
         raise UsageError(f"{where or '--config'}: invalid configuration: {errs[0]}")
@@ -227,7 +232,8 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
                   severity=data.get("severity", {}), fail_on=data.get("fail-on", "error"),
                   engine_versions=data.get("engine-versions", {}), online=bool(data.get("online", False)),
                   require_reason=bool(data.get("require-reason", True)), exclude=data.get("exclude", []),
-                  targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}))
+                  targets=targets, trusted_orgs=data.get("trusted-orgs", []), models=data.get("models", {}),
+                  rules=data.get("rules", {}))
 
 
 class Configs:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from servefit.core import Finding, Span
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 DIRECTIVE = re.compile(r"(?:#|;|//)\s*servefit:\s*(ignore|file-ignore)\[([A-Za-z0-9_,\s-]+)\]\s*(.*?)\s*$")
 ANNOTATION = "servefit.io/ignore-"
@@ -77,6 +78,7 @@ def from_annotations(file: str, site: str, annotations: dict[str, str], line: in
     return out
 
 
+@rule("SF010", "SF011")
 def apply(findings: list[Finding], sups: list[Suppression], require_reason: bool = True) -> tuple[list[Finding], list[Finding]]:
     """(findings that remain, findings about the suppressions themselves)."""
     active = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from servefit.commands.common import add_target_args, split_trailing
@@ -40,12 +41,15 @@ def servers(args: argparse.Namespace):  # -> list[Server]
         if not sites:
             raise UsageError(f"{name}: no serving engine found in standard input")
         return assemble_sites(sites, flags).servers
-    if os.path.isfile(words[0]) and all(os.path.exists(w) for w in words):
+    if all(os.path.exists(w) for w in words) and any(os.path.isfile(w) or os.path.isdir(w) for w in words):
+        # files and directories, as lint takes them (a compose file with its override, a repo)
         asm = assemble(words, flags)
         found = {os.path.abspath(f.path) for f in asm.files if f.sites}
         for path in words:
             if os.path.isfile(path) and os.path.abspath(path) not in found:
                 raise UsageError(f"{path}: no serving engine found in this file")
+        if not asm.servers:
+            raise UsageError(f"{', '.join(words)}: no serving engine found in the files there")
         return asm.servers
     return assemble_sites([site_from_argv(words)], flags).servers
 
@@ -63,7 +67,31 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     for s in skipped:
         sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
     args.servers_skipped = len(skipped)
+    for ev in evs:
+        _unresolved_to_assumptions(ev)
     return evs
+
+
+def _unresolved_to_assumptions(ev: Evaluation) -> None:
+    """A finding on a variable's text (`--tensor-parallel-size $TP`: "invalid int value: '$TP'")
+    is about a value servefit does not know, not a wrong one: lint leaves it to SF001
+    (linter/run.py::_finish); here it becomes an assumption, so estimate and explain neither
+    refuse nor fail the file for it."""
+    spans = {(sp.file, sp.start): var for var, sp in ev.site.unresolved_spans if sp is not None}
+    if not spans:
+        return
+    for holder in (ev.config, ev.plan):
+        kept = []
+        for f in holder.findings:
+            var = spans.get((f.span.file, f.span.start)) if f.span is not None else None
+            if var is None or f.code == "SF001":
+                kept.append(f)
+                continue
+            flag = re.match(r"argument (-[-\w]+)", f.message)
+            what = flag.group(1) if flag else f"--{f.setting.replace('_', '-')}" if f.setting else "a setting"
+            ev.config.assumptions.append(f"{what} is ${{{var}}}, which is not set here: planned with the engine's "
+                                         "default (pass the value, or set the variable in the file)")
+        holder.findings = kept
 
 
 def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
@@ -86,7 +114,10 @@ def refuse_bad_input(evs: list[Evaluation]) -> None:
     for ev in evs:
         for f in ev.config.findings + ev.plan.findings:
             if cat.get(f.code, {}).get("input_error"):
-                raise UsageError(f"{ev.plan.engine}: {f.message} [{f.code}]")
+                sp = f.span  # in a file, say where (as lint does): the engine alone does not say which line
+                where = f"{sp.file}:{sp.line}:{sp.col}: " if sp is not None and sp.file and \
+                    not sp.file.startswith("<") else ""
+                raise UsageError(f"{where}{ev.plan.engine}: {f.message} [{f.code}]")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 from servefit.core import UsageError
@@ -79,10 +80,17 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for rep in reps:
         engine = engines.get(rep.site.engine or "")
-        res = resolve_server(engine, rep.config, _context(rep.site.file, cfg))
+        ecfg, override = rep.config, getattr(rep.target, "model", None)
+        if override is not None:  # `# servefit: model=` or [[targets]] model: what estimate sizes
+            ref = str(override.value)
+            ecfg = replace(ecfg, model_ref=ref, settings={**ecfg.settings, "model": ref})
+        res = resolve_server(engine, ecfg, _context(rep.site.file, cfg))
         rows.append({"file": rep.site.file, "line": rep.site.line, "server": rep.site.name,
-                     "engine": rep.site.engine, "ref": res.ref, "model": res.model, "params": res.params,
-                     "source": res.source or None, "assumptions": res.assumptions, "error": res.error})
+                     "engine": rep.site.engine, "ref": rep.config.model_ref if override is not None else res.ref,
+                     "model": res.model, "params": res.params,
+                     "source": (f"{res.source} ({override.source})" if override is not None and res.source
+                                else res.source or None),
+                     "assumptions": res.assumptions, "error": res.error})
     failed = any(r["error"] and r["ref"] for r in rows)
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=2)

@@ -17,6 +17,7 @@ from typing import Any
 from servefit import data
 from servefit.core import Finding, Span, Token
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 INSTRUCTIONS = ("from", "license", "template", "system", "adapter", "draft", "renderer", "parser", "parameter",
                 "message", "requires")
@@ -24,6 +25,18 @@ INVALID_COMMAND = ('command must be one of "from", "license", "template", "syste
                    '"renderer", "parser", "parameter", "message", or "requires"')
 GO_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 GO_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+@rule("OLLM002")
+def unknown_parameter(message: str, **where: Any) -> Finding:
+    """A PARAMETER (or API option) Ollama does not know."""
+    return finding("OLLM002", message, **where)
+
+
+@rule("OLLM003")
+def invalid_parameter(message: str, **where: Any) -> Finding:
+    """A PARAMETER value of the wrong type."""
+    return finding("OLLM003", message, **where)
 
 
 @dataclass
@@ -116,6 +129,7 @@ def _read_value(t: _Text, i: int) -> tuple[int, int, int]:
         i = j + 1
 
 
+@rule("OLLM001")
 def parse_modelfile(text: str, file: str) -> ModelfileDoc:
     t = _Text(text.lstrip("\ufeff") if text.startswith("\ufeff") else text, file)
     doc = ModelfileDoc(file=file)
@@ -185,6 +199,7 @@ def param_table() -> dict[str, dict[str, Any]]:
     return dict(data.load("engines/ollama.yaml")["parameters"])
 
 
+@rule("OLLM004")
 def check_parameters(doc: ModelfileDoc, version: str | None) -> list[Finding]:
     """`ollama create`'s checks on PARAMETER names and values for `version` (None: the newest)."""
     table = param_table()
@@ -203,11 +218,11 @@ def check_parameters(doc: ModelfileDoc, version: str | None) -> list[Finding]:
                                setting=name))
             continue
         if not known:
-            out.append(finding("OLLM002", f"unknown parameter '{name}'", span=ins.param.span, setting=name))
+            out.append(unknown_parameter(f"unknown parameter '{name}'", span=ins.param.span, setting=name))
             continue
         bad = value_problem(str(spec.get("type") if spec else "string"), ins.value.text)  # type: ignore[union-attr]
         if bad:
-            out.append(finding("OLLM003", bad, span=ins.value.span, setting=name))
+            out.append(invalid_parameter(bad, span=ins.value.span, setting=name))
     return out
 
 

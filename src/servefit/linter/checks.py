@@ -15,6 +15,7 @@ from typing import Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 
 def _parallel_data(engine: str | None) -> dict[str, Any]:
@@ -70,6 +71,7 @@ def parallel(site: LaunchSite, cfg: EngineConfig | None) -> tuple[int, int, Span
     return tp or 1, pp or 1, tspan or pspan
 
 
+@rule("SF101", "SF102")
 def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
     out: list[Finding] = []
     tp, pp, span = parallel(site, cfg)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,7 @@ def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = (
     return out
 
 
+@rule("SEC002", "SEC003", "SEC004")
 def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) -> list[Finding]:
     listen = _listen(site, cfg, auth, where)
     if listen is None or _has_key(site, cfg, auth):
@@ -197,6 +199,7 @@ def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str
                     span=span, site=site.name)]
 
 
+@rule("SEC005")
 def _remote_code(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str]) -> list[Finding]:
     if cfg is None:
         return []
@@ -215,6 +218,7 @@ def _remote_code(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[s
                     span=span or cfg.spans.get("model"), setting="trust_remote_code", site=site.name)]
 
 
+@rule("SEC006")
 def _adapters(site: LaunchSite) -> list[Finding]:
     doc = site.extra.get("modelfile")
     out = []

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from servefit.config import Config, Configs
 from servefit.core import Finding, LaunchSite, UsageError
+from servefit.rules.registry import rule
 from servefit.sources.assemble import Server, anchor
 from servefit.sources.target import Flags
 from servefit.suppressions import Suppression, scan_text
@@ -103,6 +104,7 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     return LintResult(_unique(findings), asm.servers, len(asm.files), sups, asm.configs)
 
 
+@rule("SF130")
 def _online_asked(configs: Configs | None, options: LintOptions, findings: list[Finding]) -> list[Finding]:
     """SF130 where the repository's own configuration sets `online = true`: it may ask, never turn
     the network on (only the user does: config.user_online)."""

@@ -17,6 +17,7 @@ import re
 from servefit.core import Finding, LaunchSite, Span, Token
 from servefit.redact import LITERAL, is_secret_flag, is_secret_name, masked
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 PLACEHOLDER = re.compile(
     r"^(?:x+|X+|\*+|\.+|-+|_+|0+|changeme|change[-_]?me|change[-_]?this|placeholder|replace[-_]?me|your[-_ ].*|"
@@ -67,6 +68,7 @@ def _values(site: LaunchSite) -> list[tuple[str, str, Span | None]]:
     return out
 
 
+@rule("SEC001")
 def check_file(path: str, text: str | None, sites: list[LaunchSite]) -> list[Finding]:
     if not text:
         return []

@@ -5,7 +5,6 @@ quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AW
 from __future__ import annotations
 
 import copy
-import hashlib
 import marshal
 import os
 import re
@@ -239,7 +238,9 @@ def _index() -> _Index:
     if cdir is not None:
         stats = [(data.DATA_DIR / f).stat() for f in (*catalog_files(), "derivatives.yaml")]
         stats += [os.stat(__file__), os.stat(names.__file__)]
-        key = hashlib.sha1(repr([(st.st_size, st.st_mtime_ns) for st in stats]).encode()).hexdigest()[:16]
+        # hash() of a tuple of ints is the same in every process (only str / bytes hashing is salted);
+        # hashlib would load OpenSSL (~6 ms) for a cache key
+        key = format(hash(tuple((st.st_size, st.st_mtime_ns) for st in stats)) & (2**64 - 1), "016x")
         cfile = cdir / f"catalog-index-{key}.marshal"
         try:
             full, base, stem, by_name = marshal.loads(cfile.read_bytes())

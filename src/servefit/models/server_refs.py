@@ -85,6 +85,10 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
     if not ref:
         out.error = "no model named: the server loads models on request"
         return out
+    if "$" in ref:  # as estimate says it (sources/assemble.py), not "cannot tell which model this GGUF is"
+        out.error = (f"the model is a variable ({ref}): its value is not known here (add "
+                     "`# servefit: model=ORG/NAME` to the file, or pass --model REF to estimate)")
+        return out
     custom = getattr(engine, "resolve_model", None)
     try:
         if custom is not None:

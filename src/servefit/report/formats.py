@@ -72,11 +72,16 @@ def _sarif_rule(code: str, r: dict[str, Any]) -> dict[str, Any]:
 
 def _help_markdown(r: dict[str, Any]) -> str:
     out = [f"**{r['name']}** ({r['code']})", "", str(r.get("summary", ""))]
+    from servefit.rules.docs import snippet
+
     for title, key in (("What it does", "what"), ("Why is this bad?", "why"), ("Example", "example"),
-                       ("Fix", "fix")):
+                       ("Use instead", "passing"), ("Fix", "fix")):
         if r.get(key):
-            body = str(r[key]).rstrip()
-            out += ["", f"### {title}", "", f"```\n{body}\n```" if key == "example" else body]
+            if key in ("example", "passing"):
+                body = "\n".join(snippet(r[key]))
+                out += ["", f"### {title}", "", f"```\n{body}\n```"]
+            else:
+                out += ["", f"### {title}", "", str(r[key]).rstrip()]
     out += ["", f"[Rule documentation]({url(r['code'])})"]
     return "\n".join(out)
 

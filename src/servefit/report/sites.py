@@ -163,8 +163,7 @@ def to_table(reports: list[SiteReport]) -> str:
             settings = " ".join(f"{k}={v}" for k, v in d["settings"].items())
         else:
             settings = " ".join(d.get("argv", [])[:8]) + (" …" if len(d.get("argv", [])) > 8 else "")
-        g = d["gpu"]
-        gpu = f"{g['name'] or '?'}×{g['count'] or '?'} ({g['source']})" if g["name"] or g["count"] else "-"
+        gpu = _gpu_cell(d)
         if d["unresolved"]:
             settings += f" [unresolved: {', '.join(d['unresolved'])}]"
         m = d["model_ref"]
@@ -176,7 +175,7 @@ def to_table(reports: list[SiteReport]) -> str:
         ver = d["target"]["engine_version"]
         version = f"{ver['value']} ({ver['source']})" if ver else "-"
         row = (f"{d['file']}:{d['line']}", d["engine"] or "?", model, settings or "-", gpu, version,
-               d["verdict"] or "-")
+               _verdict_cell(d))
         rows.append(tuple(one_line(str(c)) for c in row))  # type: ignore[arg-type]
     n = len(rows[0]) - 1
     widths = [min(max(len(r[i]) for r in rows), 60) for i in range(n)]
@@ -185,3 +184,24 @@ def to_table(reports: list[SiteReport]) -> str:
         cells = [row[i].ljust(widths[i]) if len(row[i]) <= widths[i] else row[i] for i in range(n)]
         lines.append("  ".join(cells + [row[n]]).rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _gpu_cell(d: dict[str, Any]) -> str:
+    """The GPU and where it came from, in words: no Python `None`, and a count read from the file
+    keeps its source when no GPU model is named."""
+    g, tgt = d["gpu"], d["target"]
+    if not (g["name"] or g["count"]):
+        return "-"
+    sources = [g["source"]] if g["source"] else [p["source"] for p in (tgt.get("gpu"), tgt.get("count")) if p]
+    cell = f"{g['name'] or 'no GPU named'}×{g['count'] or '?'}"
+    return f"{cell} ({'; '.join(sources)})" if sources else cell
+
+
+def _verdict_cell(d: dict[str, Any]) -> str:
+    """The verdict in estimate's words ("starts", "refuses to start: ..."), or why none was made."""
+    from servefit.report.plan import VERDICT
+
+    if d["verdict"]:
+        return str(VERDICT.get(d["verdict"], d["verdict"]))
+    return f"not checked: {d['not_planned']}" if d["not_planned"] else "-"
+

@@ -15,13 +15,42 @@ def render(r: dict[str, Any]) -> str:
     out = [f"{r['name']} ({r['code']})", "", f"Default severity: {r['severity']}", ""]
     if r.get("summary"):
         out += [r["summary"], ""]
-    for title, key in (("What it does", "what"), ("Why is this bad?", "why"), ("Example", "example"), ("Fix", "fix")):
+    for title, key in (("What it does", "what"), ("Why is this bad?", "why"), ("Example", "example"),
+                       ("Use instead", "passing"), ("Fix", "fix")):
         if r.get(key):
-            body = str(r[key]).rstrip()
-            if key == "example":
-                body = "\n".join("    " + ln for ln in body.splitlines())
+            if key in ("example", "passing"):
+                body = "\n".join("    " + ln for ln in snippet(r[key]))
+            else:
+                body = str(r[key]).rstrip()
             out += [f"## {title}", body, ""]
+    if r.get("options"):
+        out += ["## Options", *option_lines(r), ""]
     return "\n".join(out)
+
+
+def snippet(ex: Any) -> list[str]:
+    """An example as lines: a header naming the file and target, then the file's text."""
+    if not isinstance(ex, dict):
+        return str(ex).rstrip().splitlines()
+    target = " ".join(x for x in (f"{ex['gpus']} ×" if ex.get("gpus") else "", ex.get("gpu", ""),
+                                   f"engine {ex['version']}" if ex.get("version") else "") if x)
+    where = f", reported at {ex['line']}:{ex['column']}" if ex.get("line") else ""
+    note = f": {ex['note']}" if ex.get("note") else ""
+    head = f"# {ex['file']}" + (f" (--gpu {target})" if target else "") + where + note
+    return [head, *str(ex["text"]).rstrip().splitlines()]
+
+
+def option_lines(r: dict[str, Any]) -> list[str]:
+    """`- max (number, default 0.95): ...` and the configuration that sets it."""
+    out = []
+    for name, o in r.get("options", {}).items():
+        bounds = "".join(f", {k} {o[k]}" for k in ("minimum", "maximum") if k in o)
+        out.append(f"- `{name}` ({o['type']}, default {o['default']}{bounds}): {o['description']}")
+    first = next(iter(r.get("options", {})), None)
+    if first is not None:
+        default = r["options"][first]["default"]
+        out += ["", f"    [tool.servefit.rules.{r['code']}]", f"    {first} = {default}"]
+    return out
 
 
 def markdown(rules: dict[str, dict[str, Any]]) -> str:
@@ -37,5 +66,9 @@ def markdown(rules: dict[str, dict[str, Any]]) -> str:
             if r.get(key):
                 out += [f"**{title}** {r[key]}", ""]
         if r.get("example"):
-            out += ["```", str(r["example"]).rstrip(), "```", ""]
+            out += [*(["Example:", ""] if r.get("passing") else []), "```", *snippet(r["example"]), "```", ""]
+        if r.get("passing"):
+            out += ["Use instead:", "", "```", *snippet(r["passing"]), "```", ""]
+        if r.get("options"):
+            out += ["**Options**", "", *option_lines(r), ""]
     return "\n".join(out)

@@ -20,6 +20,8 @@ from typing import Any
 
 from servefit.core import Finding, LaunchSite
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
+from servefit.sources.problems import not_read, not_rendered
 from servefit.sources.walk import iter_files
 
 __all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
@@ -69,7 +71,7 @@ def _read(path: str, result: ScanResult) -> str | None:
     if problem.latin1 is not None and not _mentions_engine(problem.latin1):
         return None
     at = Span(path, problem.line, problem.col, problem.line, problem.col, problem.offset, problem.offset)
-    result.findings.append(finding("SF108", problem.message, span=at))
+    result.findings.append(not_read(problem.message, span=at))
     return None
 
 
@@ -112,15 +114,15 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
             _dispatch(kind, fc, result)
             fc.finish()
     except RecursionError:
-        fc.findings.append(finding("SF108", "nested too deeply; skipped", span=fc.li.span(0, 0)))
+        fc.findings.append(not_read("nested too deeply; skipped", span=fc.li.span(0, 0)))
     except (Exhausted, MemoryError) as exc:
         fc.sites.clear()
         msg = str(exc) if isinstance(exc, Exhausted) else "ran out of memory reading it; the file was not read"
-        fc.findings.append(finding("SF108", msg, span=fc.li.span(0, 0)))
+        fc.findings.append(not_read(msg, span=fc.li.span(0, 0)))
     from servefit.budget import SERVERS_PER_FILE
 
     if len(fc.sites) > SERVERS_PER_FILE:  # each server is evaluated: a bound keeps a 2 MiB file from taking minutes
-        fc.findings.append(finding("SF108", f"more than {SERVERS_PER_FILE:,} servers in one file (the bound servefit "
+        fc.findings.append(not_read(f"more than {SERVERS_PER_FILE:,} servers in one file (the bound servefit "
                                             f"checks per file): only the first {SERVERS_PER_FILE:,} are checked",
                                    span=fc.li.span(0, 0)))
         del fc.sites[SERVERS_PER_FILE:]
@@ -171,6 +173,7 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         _yaml(fc, result)
 
 
+@rule("SF105")
 def _yaml(fc: Any, result: ScanResult) -> None:
     from yaml.nodes import MappingNode
 
@@ -213,8 +216,7 @@ def _yaml(fc: Any, result: ScanResult) -> None:
 def _templated(fc: Any) -> None:
     i = fc.text.find("{{")
     i = i if i >= 0 else fc.text.find("{%")
-    fc.findings.append(finding(
-        "SF104", "template syntax ({{ }}): this file is not YAML until rendered, so it was not read; "
+    fc.findings.append(not_rendered("template syntax ({{ }}): this file is not YAML until rendered, so it was not read; "
                  "servefit reads the chart's values file, or lint `helm template` output",
         span=fc.li.span(max(i, 0), max(i, 0) + 2)))
 
@@ -241,6 +243,7 @@ def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
     return result
 
 
+@rule("SF001")
 def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
     """SF001 once per variable per server, at the first place the variable is used."""
     out = []

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.config import Config, Configs, user_online
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Span, UsageError
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 from servefit.sources.target import Flags, Part, ServerTarget, resolve
 
 if TYPE_CHECKING:
@@ -208,16 +209,25 @@ def anchor(site: LaunchSite) -> Span:
 
 
 def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True) -> Server:
-    """Configuration, target, parse (once) and plan (once) for one server."""
-    from servefit.pipeline import engine_for
+    """Configuration, target, parse (once) and plan (once) for one server; the checks run
+    with the rule options of the server's file."""
+    from servefit.rules.registry import options
 
     opts = configs.for_file(site.file)
+    with options(opts.rules):
+        return _build(site, flags, opts, plan)
+
+
+@rule("SF109")
+def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
+    from servefit.pipeline import engine_for
+
     try:
         target = resolve(site, flags, opts)
     except UsageError as exc:
         target = ServerTarget(model_config=flags.model_config, online=flags.online)
         srv = Server(site, opts, target, error=str(exc))
-        srv.findings.append(finding("SF112", str(exc), site=site.name, span=anchor(site)))
+        srv.findings.append(plugin_failed(str(exc), site=site.name, span=anchor(site)))
         return srv
     srv = Server(site, opts, target)
     out = srv.findings
@@ -236,7 +246,7 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
     except Exception as exc:  # noqa: BLE001 - a plugin bug or bad input: a finding, the run goes on
         msg = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
         srv.error = msg
-        out.append(finding("SF112", msg, site=site.name, span=anchor(site)))
+        out.append(plugin_failed(msg, site=site.name, span=anchor(site)))
         return srv
     _storage_model(srv)
     if plan:
@@ -248,6 +258,12 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
     return srv
 
 
+@rule("SF112")
+def plugin_failed(message: str, **where: Any) -> Finding:
+    """The engine plugin raised on this server: a finding, and the run goes on."""
+    return finding("SF112", message, **where)
+
+
 def _storage_model(srv: Server) -> None:
     """KServe: the storageUri is downloaded to /mnt/models, which the command then names."""
     site, cfg = srv.site, srv.config
@@ -257,6 +273,7 @@ def _storage_model(srv: Server) -> None:
         srv.target.model = Part(storage, "KServe storageUri", None)
 
 
+@rule("SF002", "SF003", "SF004", "SF110")
 def _plan(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
     from servefit.pipeline import Target, evaluate
@@ -314,9 +331,10 @@ def _plan(srv: Server, engine: Any) -> None:
         out.append(finding("SF002", str(exc), site=site.name, span=cfg.spans.get("model") or anchor(site)))
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
         srv.error = f"{type(exc).__name__}: {exc}"
-        out.append(finding("SF112", srv.error, site=site.name, span=anchor(site)))
+        out.append(plugin_failed(srv.error, site=site.name, span=anchor(site)))
 
 
+@rule("SF111")
 def _not_starting(srv: Server) -> None:
     ev = srv.evaluation
     assert ev is not None

@@ -17,12 +17,12 @@ import os
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, Token
-from servefit.rules.catalog import finding
 from servefit.sources.base import FileCtx, _repo_of, _within
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import container
 from servefit.sources.ports import Exposure, published
+from servefit.sources.problems import missing_config_file
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
 
@@ -46,7 +46,7 @@ def _env_files(y: Y, node: Node | None, fc: FileCtx, env: Vars) -> None:
         inside = _within(path, _repo_of(os.path.dirname(fc.path) or "."))  # never a file outside the repository
         vals = load_env_file(path) if inside and os.path.isfile(path) else None
         if vals is None:
-            fc.findings.append(finding("SF113", f"env_file {t.text} is not in the repository; the variables "
+            fc.findings.append(missing_config_file(f"env_file {t.text} is not in the repository; the variables "
                                                 "it sets are unknown", span=t.span))
             continue
         for k, v in vals.items():

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from servefit.core import Token
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import container
@@ -82,6 +83,7 @@ def _command(rest: Src, st: Stage) -> list[Word]:
     return [_synthetic("/bin/sh", rest), _synthetic("-c", rest), payload]
 
 
+@rule("SF107")
 def scan(fc: FileCtx) -> None:
     m = ESCAPE.search(fc.text[:500])
     escape = m.group(1) if m else "\\"

@@ -15,6 +15,7 @@ from typing import Any
 
 from servefit.core import WORKLOAD_KEYS, Finding, GpuHint, LaunchSite, Span, Token, Workload
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
 from servefit.sources.ports import Exposure, published
@@ -84,6 +85,7 @@ def _shell_payload(words: list[Word], i: int) -> Word | None:
     return None
 
 
+@rule("SF103")
 def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
     from servefit.budget import SERVERS_PER_FILE
 
@@ -281,6 +283,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     return launches
 
 
+@rule("SF106")
 def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx,
               env: Vars) -> list[Launch]:
     """A container's launch: its entrypoint (k8s `command`, compose `entrypoint`) and command

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
+from typing import Any
 
 from servefit.core import Finding, LaunchSite
-from servefit.rules.catalog import finding
+from servefit.sources.problems import not_rendered
 
 TIMEOUT_S = 60
 _PAIRED = re.compile(r"^(?:values[-._].+|.+[-._]values(?:[-._].+)?)\.ya?ml$", re.I)
@@ -48,6 +47,7 @@ class Rendered:
 
 
 def helm_path() -> str | None:
+    import shutil
     return shutil.which("helm")
 
 
@@ -77,6 +77,7 @@ def values_sets(chart: str, given: list[str] | None) -> list[list[str]]:
 
 def render(chart: str, values: list[str], helm: str) -> tuple[str | None, str]:
     """(manifests, "") or (None, the first line of helm's complaint)."""
+    import subprocess
     name = re.sub(r"[^a-z0-9-]+", "-", os.path.basename(os.path.abspath(chart)).lower()).strip("-") or "release"
     cmd = [helm, "template", name[:53], chart]
     for v in values:
@@ -118,6 +119,7 @@ def missing_dependencies(chart: str) -> list[str]:
 def render_without(chart: str, values: list[str], helm: str, missing: list[str]) -> tuple[str | None, str]:
     """Render a copy of the chart whose Chart.yaml leaves out the dependencies that are not there:
     the chart's own templates still render (and the missing ones are said to be left out)."""
+    import shutil
     import tempfile
 
     import yaml
@@ -144,6 +146,7 @@ _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|b
 
 
 def kustomize_cmd() -> list[str] | None:
+    import shutil
     if shutil.which("kustomize"):
         return ["kustomize", "build"]
     kubectl = shutil.which("kubectl")
@@ -194,6 +197,7 @@ def _tree(kfile: str, depth: int = 0) -> tuple[list[str], bool]:
 
 def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> None:
     """Build each kustomization no other one uses; its output's servers replace its files'."""
+
     from servefit.sources import render_map, scan_file
 
     kfiles = [f for f in files if os.path.basename(f) in KUSTOMIZATIONS]
@@ -210,18 +214,20 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
             why = ("rendering is off (--no-render)" if not enabled else "it uses a remote resource (building it "
                    "would go to the network)" if remote else "neither kustomize nor kubectl is on PATH")
             if any(_mentions_engine(f) for f in tree):
-                out.findings.append(finding("SF104", f"this kustomization was not built: {why}; its files were "
+                out.findings.append(not_rendered(f"this kustomization was not built: {why}; its files were "
                                                      "read as they are, without its patches", span=anchor))
             continue
+        import subprocess
+
         try:
             proc = subprocess.run([*cmd, d], capture_output=True, text=True, timeout=TIMEOUT_S,
                                   stdin=subprocess.DEVNULL)
         except (subprocess.TimeoutExpired, OSError) as exc:
-            out.findings.append(finding("SF104", f"kustomize could not build this: {exc}", span=anchor))
+            out.findings.append(not_rendered(f"kustomize could not build this: {exc}", span=anchor))
             continue
         if proc.returncode != 0:
             err = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "no message")
-            out.findings.append(finding("SF104", f"kustomize could not build this: {err.removeprefix('Error: ')}",
+            out.findings.append(not_rendered(f"kustomize could not build this: {err.removeprefix('Error: ')}",
                                         span=anchor))
             continue
         out.values_files.update(os.path.normpath(f) for f in tree)
@@ -231,16 +237,23 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         mapper = render_map.Mapper(d, proc.stdout, sources, virtual,
                                    fallback=(k, "built by kustomize; not traced to one line of its files"))
         label = os.path.relpath(d) if not os.path.isabs(d) else d
-        for site in result.sites:
-            mapper.site(site)
+        _adopt(out, result, mapper, label, f"kustomize build {label}")
+
+
+def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str) -> None:
+    """The servers and findings of rendered manifests, with spans mapped back to the lines a user
+    edits (values files, patches) and each server named after what rendered it."""
+    for site in result.sites:
+        mapper.site(site)
+        if label:
             site.name = f"{site.name} ({label})"
-            site.extra["rendered"] = f"kustomize build {label}"
-            out.sites.append(site)
-        for f in result.findings:
-            if f.span is not None:
-                f.span = mapper.span(f.span)
-            out.findings.append(f)
-        out.notes.update(mapper.notes)
+        site.extra["rendered"] = how
+        out.sites.append(site)
+    for f in result.findings:
+        if f.span is not None:
+            f.span = mapper.span(f.span)
+        out.findings.append(f)
+    out.notes.update(mapper.notes)
 
 
 def _mentions_engine(path: str) -> bool:
@@ -269,21 +282,19 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
         anchor = _anchor(chart)
         if helm is None:
             why = "rendering is off (--no-render)" if not enabled else "helm is not on PATH"
-            out.findings.append(finding(
-                "SF104", f"{why}: the templates of chart '{os.path.basename(os.path.abspath(chart))}' were not "
+            out.findings.append(not_rendered(f"{why}: the templates of chart '{os.path.basename(os.path.abspath(chart))}' were not "
                          "rendered, so only its values files were read (install helm 3 to lint the manifests "
                          "the cluster gets)", span=anchor))
             continue
         missing = missing_dependencies(chart)
         if missing:
-            out.findings.append(finding(
-                "SF104", f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
+            out.findings.append(not_rendered(f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
                          "(servefit does not download them; `helm dependency build` does)", span=anchor))
         for values in values_sets(chart, given_values):
             text, err = (render_without(chart, values, helm, missing) if missing else render(chart, values, helm))
             label = ", ".join(os.path.basename(v) for v in values) or "values.yaml"
             if text is None:
-                out.findings.append(finding("SF104", f"helm could not render this chart with {label}: {err}; "
+                out.findings.append(not_rendered(f"helm could not render this chart with {label}: {err}; "
                                                      "its templates were not read", span=anchor))
                 continue
             out.values_files.update(os.path.normpath(v) for v in _values_paths(chart, values))
@@ -291,17 +302,8 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
             virtual = os.path.join(chart, f".rendered-{label}.yaml")
             result = scan_file(virtual, text)
             mapper = render_map.Mapper(chart, text, _values_paths(chart, values), virtual)
-            for site in result.sites:
-                mapper.site(site)
-                if values:
-                    site.name = f"{site.name} ({label})"
-                site.extra["rendered"] = f"helm template {os.path.basename(os.path.abspath(chart))} with {label}"
-                out.sites.append(site)
-            for f in result.findings:
-                if f.span is not None:
-                    f.span = mapper.span(f.span)
-                out.findings.append(f)
-            out.notes.update(mapper.notes)
+            _adopt(out, result, mapper, label if values else None,
+                   f"helm template {os.path.basename(os.path.abspath(chart))} with {label}")
     return out
 
 

@@ -41,7 +41,14 @@ def accelerators(y: Y, res: Node | None) -> GpuHint | None:
         if not items:
             return None
         key, kn, v = items[0]
+        if len(items) > 1:  # `{H100: 8, A100: 8}`: a set of candidates, any of which SkyPilot may pick
+            note = f" (first of {len(items)} candidates)"
         ctok = y.tok(v)
+        if (ctok is None or not ctok.text or v.tag == "tag:yaml.org,2002:null") and ":" in key:
+            # `{ H100:8, H200:8 }` (SkyPilot's set form): YAML reads each `NAME:COUNT` as a key
+            name, _, cnt = key.partition(":")
+            return GpuHint(name.strip(), to_int(cnt.strip()) or 1, "SkyPilot resources.accelerators" + note,
+                           y.span(kn))
         return GpuHint(key, to_int(ctok.text) if ctok else 1, "SkyPilot resources.accelerators" + note,
                        ctok.span if ctok is not None else y.span(kn))
     if isinstance(acc, ScalarNode):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import glob
 import os
 
-from servefit.rules.catalog import finding
 from servefit.sources.base import FileCtx, read_text
 from servefit.sources.envfile import load_env_file
 from servefit.sources.launch import from_words
+from servefit.sources.problems import missing_config_file
 from servefit.sources.shell import Vars, split_words
 from servefit.sources.text import LineIndex, Src, logical_lines, sub
 from servefit.sources.words import NAME
@@ -75,7 +75,7 @@ def scan(fc: FileCtx) -> None:
         vals = load_env_file(path) if path else None
         if vals is None:
             if not optional:
-                fc.findings.append(finding("SF113", f"EnvironmentFile {ref} is not in the repository; the "
+                fc.findings.append(missing_config_file(f"EnvironmentFile {ref} is not in the repository; the "
                                                     "variables it sets are unknown", span=f.span(0, len(f.text))))
             continue
         for k, v in vals.items():

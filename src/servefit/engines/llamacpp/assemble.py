@@ -15,6 +15,7 @@ from servefit.engines.llamacpp.config import QUANTIZED_KV
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 MIB = 2**20
 REJECT = {"LCPP001", "LCPP002", "LCPP003", "LCPP004", "LCPP005"}
@@ -131,6 +132,7 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
     return out
 
 
+@rule("LCPP006", "LCPP007", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP015", "LCPP016", "LCPP017", "LCPP018")
 def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_on: bool, ctx_user: int,
            ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
            over: list[int], site: str) -> list[Any]:

@@ -14,11 +14,30 @@ from servefit.engines.llamacpp import versions as V
 from servefit.engines.options import Parsed, load_table, parse_argv, parse_env
 from servefit.models.gguf import parse_ref
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 QUANTIZED_KV = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 FA_VALUES = {"on": "on", "enabled": "on", "1": "on", "true": "on", "off": "off", "disabled": "off", "0": "off",
              "false": "off", "auto": "auto", "-1": "auto"}
 _BOOL_ENV = {"enabled": "true", "disabled": "false"}
+
+
+@rule("LCPP001")
+def invalid_argument(message: str, **where: Any) -> Finding:
+    """llama-server rejects an argument (a stray word, a switch given a value)."""
+    return finding("LCPP001", message, **where)
+
+
+@rule("LCPP002")
+def invalid_value(message: str, **where: Any) -> Finding:
+    """A flag's value llama-server does not accept."""
+    return finding("LCPP002", message, **where)
+
+
+@rule("LCPP003")
+def needs_flash_attention(message: str, **where: Any) -> Finding:
+    """A quantized V cache without flash attention: the context fails to initialise."""
+    return finding("LCPP003", message, **where)
 
 
 def _fa(parsed: Parsed, b: int, findings: list[Finding], site: str) -> str | None:
@@ -29,19 +48,19 @@ def _fa(parsed: Parsed, b: int, findings: list[Finding], site: str) -> str | Non
         return None
     if raw == [] or raw is True:
         if b >= V.FA_AUTO:
-            findings.append(finding("LCPP002", "argument -fa: expected value on|off|auto (since b6325 `-fa` "
+            findings.append(invalid_value("argument -fa: expected value on|off|auto (since b6325 `-fa` "
                                     "takes a value; a bare -fa is an error)", span=span, site=site,
                                     setting="flash_attn"))
             return "on"
         return "on"
     text = str(raw).strip().lower()
     if b < V.FA_AUTO:  # a switch: the word after it is a stray argument
-        findings.append(finding("LCPP001", f"error: invalid argument: {raw} (before b6325 -fa is a switch "
+        findings.append(invalid_argument(f"error: invalid argument: {raw} (before b6325 -fa is a switch "
                                 "without a value)", span=span, site=site, setting="flash_attn"))
         return "on"
     val = FA_VALUES.get(text)
     if val is None:
-        findings.append(finding("LCPP002", f"error: unknown value for --flash-attn: '{raw}'", span=span,
+        findings.append(invalid_value(f"error: unknown value for --flash-attn: '{raw}'", span=span,
                                 site=site, setting="flash_attn"))
         return "auto"
     return val
@@ -83,7 +102,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         if f.code == "LCPP001" and f.message.startswith("unrecognized argument: "):
             f.message = "error: invalid argument: " + f.message[len("unrecognized argument: "):]
     for tok in parsed.positionals:
-        parsed.findings.append(finding("LCPP001", f"error: invalid argument: {tok.text}", span=tok.span,
+        parsed.findings.append(invalid_argument(f"error: invalid argument: {tok.text}", span=tok.span,
                                        site=site.name))
     env: dict[str, Token] = {}
     for k, tok in site.env.items():
@@ -136,7 +155,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         s["n_gpu_layers"] = _ngl(vals["n_gpu_layers"], b) if "n_gpu_layers" in vals else (
             "auto" if b >= V.NGL_AUTO else ("all" if b >= V.FA_AUTO else 0))
     except ValueError:
-        findings.append(finding("LCPP002", f"argument -ngl: invalid value '{vals['n_gpu_layers']}' (a number, auto "
+        findings.append(invalid_value(f"argument -ngl: invalid value '{vals['n_gpu_layers']}' (a number, auto "
                                 "or all)", span=spans.get("n_gpu_layers"), site=site.name, setting="n_gpu_layers"))
         s["n_gpu_layers"] = "auto"
     if isinstance(s["n_gpu_layers"], int) and s["n_gpu_layers"] >= 999:
@@ -148,7 +167,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         try:
             s["tensor_split"] = split_floats(str(vals["tensor_split"]))
         except ValueError:
-            findings.append(finding("LCPP002", f"argument -ts: invalid value '{vals['tensor_split']}'",
+            findings.append(invalid_value(f"argument -ts: invalid value '{vals['tensor_split']}'",
                                     span=spans.get("tensor_split"), site=site.name, setting="tensor_split"))
     fit = vals.get("fit")
     s["fit"] = b >= V.FIT and (fit is None or str(fit).lower() in ("on", "true", "1", "enabled"))
@@ -157,7 +176,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         try:
             s["fit_target"] = [int(float(x)) for x in split_floats(str(vals["fit_target"]))] or [1024]
         except (ValueError, OverflowError):
-            findings.append(finding("LCPP002", f"argument -fitt: invalid value '{vals['fit_target']}'",
+            findings.append(invalid_value(f"argument -fitt: invalid value '{vals['fit_target']}'",
                                     span=spans.get("fit_target"), site=site.name, setting="fit_target"))
     s["fit_ctx"] = int(vals.get("fit_ctx", 4096) or 4096)
     s["override_tensor"] = [p for p in str(vals.get("override_tensor", "") or "").split(",") if "=" in p]
@@ -176,13 +195,11 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     if str(s.get("device", "")).lower() == "none":
         s["n_gpu_layers"] = 0
     if s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "off":
-        findings.append(finding(
-            "LCPP003", f"quantized V cache ({s['cache_type_v']}) requires flash_attn to be enabled; "
+        findings.append(needs_flash_attention(f"quantized V cache ({s['cache_type_v']}) requires flash_attn to be enabled; "
             "llama-server fails at start (llama_init_from_model: quantized V cache requires flash_attn to be enabled)",
             span=spans.get("flash_attn") or spans.get("cache_type_v"), site=site.name, setting="cache_type_v"))
     elif s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "auto" and "flash_attn" not in vals:
-        findings.append(finding(
-            "LCPP003", f"quantized V cache ({s['cache_type_v']}) needs flash attention; -fa is not set, so this "
+        findings.append(needs_flash_attention(f"quantized V cache ({s['cache_type_v']}) needs flash attention; -fa is not set, so this "
             "build (-fa auto) turns it on when the device has a kernel for the K/V pair (on CUDA: q8_0/q8_0 or "
             "q4_0/q4_0). With -fa off, or on builds before b6325 (flash attention off by default), llama-server "
             "refuses: \"quantized V cache requires flash_attn to be enabled\"; write -fa on",

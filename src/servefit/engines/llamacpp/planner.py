@@ -13,9 +13,10 @@ from servefit.engines.llamacpp import compute as C
 from servefit.engines.llamacpp import kv as K
 from servefit.engines.llamacpp import placement as P
 from servefit.engines.llamacpp import versions as V
-from servefit.engines.llamacpp.config import QUANTIZED_KV
+from servefit.engines.llamacpp.config import QUANTIZED_KV, needs_flash_attention
 from servefit.engines.llamacpp.model import LModel
 from servefit.hardware.spec import GpuSpec
+from servefit.rules.registry import rule
 
 MIB = 2**20
 CUDA_RESERVE = 512 * MIB  # CUDA context + cuBLAS workspace: free memory of an idle GPU vs its total
@@ -255,12 +256,13 @@ def extras(cfg: EngineConfig, lm: LModel, assumptions: list[str]) -> list[Extra]
     return out
 
 
+@rule("LCPP004", "LCPP005")
 def findings_for_model(cfg: EngineConfig, lm: LModel, fa: bool) -> list[Finding]:
     from servefit.rules.catalog import finding
 
     s, sp, out = cfg.settings, cfg.spans, []
     if not fa and s["cache_type_v"] in QUANTIZED_KV and s["flash_attn"] == "auto":
-        out.append(finding("LCPP003", "failed to initialize the context: quantized V cache was requested, but this "
+        out.append(needs_flash_attention("failed to initialize the context: quantized V cache was requested, but this "
                            f"requires Flash Attention (-fa auto found no flash-attention kernel for K {s['cache_type_k']}"
                            f" / V {s['cache_type_v']} on this device; CUDA builds have f16, q8_0/q8_0 and q4_0/q4_0)",
                            span=sp.get("cache_type_v"), site=cfg.site.name if cfg.site else "",

@@ -10,9 +10,18 @@ from servefit import data
 from servefit.core import EngineConfig, Finding, LaunchSite, Span, Token
 from servefit.engines.base import assume_version
 from servefit.engines.ollama import versions as V
-from servefit.engines.ollama_modelfile import GO_FALSE, GO_TRUE, ModelfileDoc, check_parameters, value_problem
+from servefit.engines.ollama_modelfile import (
+    GO_FALSE,
+    GO_TRUE,
+    ModelfileDoc,
+    check_parameters,
+    invalid_parameter,
+    unknown_parameter,
+    value_problem,
+)
 from servefit.models.gguf import parse_ref
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 KV_TYPES_OLD = ("f16", "q8_0", "q4_0")  # fs/ggml/ggml.go::SupportsKVCacheType (before 0.30)
 KV_TYPES_LLAMA = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
@@ -27,6 +36,7 @@ def resolve_tag(ref: str) -> tuple[str | None, str | None, str]:
     return t.model, t.quant, t.note
 
 
+@rule("OLLM013")
 def _env_value(var: str, tok: Token, typ: str, findings: list[Finding], site: str) -> Any:
     """envconfig.Var trims spaces and quotes; Uint logs "invalid environment variable, using default";
     BoolWithDefault treats an unparsable value as true."""
@@ -60,6 +70,7 @@ def _program(w: str) -> str:
     return os.path.basename(w)
 
 
+@rule("OLLM005", "OLLM014")
 def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineConfig:
     v = V.vtuple(version)
     findings: list[Finding] = []
@@ -98,11 +109,11 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
         spec = table.get(name)
         bad = value_problem(spec["type"], str(val)) if spec else None
         if spec is None:  # API options: unknown keys are ignored ("invalid option provided")
-            findings.append(finding("OLLM002", f"invalid option provided: {name} (ignored)", site=site.name,
+            findings.append(unknown_parameter(f"invalid option provided: {name} (ignored)", site=site.name,
                                     setting=name, severity="warning"))
             continue
         if bad:
-            findings.append(finding("OLLM003", bad, site=site.name, setting=name))
+            findings.append(invalid_parameter(bad, site=site.name, setting=name))
             continue
         params[name] = str(val)
     for name in ("num_ctx", "num_batch", "num_gpu", "main_gpu"):

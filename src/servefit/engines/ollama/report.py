@@ -8,6 +8,7 @@ from servefit.core import EngineConfig, Finding, MemoryPlan
 from servefit.engines.llamacpp.model import LModel
 from servefit.hardware.spec import GpuSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 GIB = 2**30
 
@@ -41,6 +42,7 @@ def offload_line(gpu: GpuSpec, e: Any, free: list[int], overhead: int, num_gpu: 
             f"memory.graph.full=\"{human_bytes(e.graph_full)}\" memory.graph.partial=\"{human_bytes(e.graph_partial)}\"")
 
 
+@rule("OLLM006", "OLLM007", "OLLM008", "OLLM009", "OLLM010", "OLLM011", "OLLM012")
 def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict[str, Any]) -> list[Finding]:
     s, sp = cfg.settings, cfg.spans
     site = cfg.site.name if cfg.site else ""

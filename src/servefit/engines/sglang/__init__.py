@@ -14,6 +14,7 @@ from servefit.engines.options import load_table, parse_argv
 from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
 from servefit.engines.tgi.concepts import add_hints
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
@@ -42,6 +43,7 @@ class SglangEngine(Engine):
 
         return SglangAdapter()
 
+    @rule("SGL001", "SGL002")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         version = version or site.engine_version
         table = load_table("sglang")

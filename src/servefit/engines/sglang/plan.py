@@ -23,6 +23,7 @@ from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 GiB = 2**30
 MiB = 2**20
@@ -140,6 +141,7 @@ def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, i
     return per_layer, full, swa
 
 
+@rule("SGL004", "SGL005", "SGL007")
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
     s = cfg.settings
     r = resolve(cfg, model, gpu)
@@ -204,6 +206,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     return _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
 
 
+@rule("SGL006", "SGL012")
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
           per_layer: float, n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
     s = cfg.settings
@@ -249,6 +252,7 @@ def _f(code: str, msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
                    site=cfg.site.name if cfg.site else "")
 
 
+@rule("SGL003", "SGL008", "SGL009", "SGL010", "SGL011")
 def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
     s, out = cfg.settings, []
     ctx = s.get("context_length")

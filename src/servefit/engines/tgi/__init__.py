@@ -13,6 +13,7 @@ from servefit.engines.options import load_table, parse_argv, parse_env
 from servefit.engines.tgi.concepts import add_hints
 from servefit.engines.tgi.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
@@ -47,6 +48,7 @@ class TgiEngine(Engine):
 
         return TgiAdapter()
 
+    @rule("TGI001", "TGI002")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         version = version or site.engine_version
         table = load_table("tgi")

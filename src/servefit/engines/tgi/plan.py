@@ -17,6 +17,7 @@ from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 GiB = 2**30
 AUTO_QUANT = {"gptq": "gptq", "awq": "awq", "exl2": "exl2", "fp8": "fp8", "fbgemm_fp8": "fp8",
@@ -96,6 +97,37 @@ def _err(code: str, msg: str, cfg: EngineConfig, setting: str | None, **kw) -> F
                    site=cfg.site.name if cfg.site else "", **kw)
 
 
+@rule("TGI012")
+def _shard_invalid(msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
+    """The launcher or the model code refuses this sharding."""
+    return _err("TGI012", msg, cfg, setting)
+
+
+@rule("TGI003")
+def _input_not_below_total(msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
+    """max_input_tokens is not below max_total_tokens (launcher, or router after warmup)."""
+    return _err("TGI003", msg, cfg, setting)
+
+
+@rule("TGI005")
+def _prefill_below_input(msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
+    """max_batch_prefill_tokens is below the input limit."""
+    return _err("TGI005", msg, cfg, setting)
+
+
+@rule("TGI006")
+def _prefill_above_batch_total(msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
+    """max_batch_prefill_tokens is above max_batch_total_tokens."""
+    return _err("TGI006", msg, cfg, setting)
+
+
+@rule("TGI007")
+def _total_above_batch_total(msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
+    """max_total_tokens is above max_batch_total_tokens."""
+    return _err("TGI007", msg, cfg, setting)
+
+
+@rule("TGI004", "TGI019")
 def launcher_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
     """Argument validation before anything loads, in the launcher's own words (by era)."""
     s, e, out = cfg.settings, r.e, []
@@ -105,9 +137,9 @@ def launcher_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: in
                         f"`max_input_length` ({s['max_input_length']}) are set. Please define only `max_input_tokens` "
                         "as `max_input_length is deprecated for naming consistency.", cfg, "max_input_length"))
     if r.shard_error:
-        out.append(_err("TGI012", r.shard_error, cfg, "num_shard" if "num_shard" in cfg.spans else "sharded"))
+        out.append(_shard_invalid(r.shard_error, cfg, "num_shard" if "num_shard" in cfg.spans else "sharded"))
     if r.quantize == "exl2" and r.shards > 1:
-        out.append(_err("TGI012", "Invalid argument: Sharding is currently not supported with `exl2` quantization",
+        out.append(_shard_invalid("Invalid argument: Sharding is currently not supported with `exl2` quantization",
                         cfg, "num_shard"))
     a, t = r.max_input, r.max_total
     in_name = "max_input_length" if (old or (s.get("max_input_tokens") is None and "max_input_length" in s)) \
@@ -122,17 +154,17 @@ def launcher_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: in
             msg = "`max_input_tokens must be < `max_total_tokens`"
         if "(" not in msg:  # older launchers do not print the values
             msg += f" (max_input_tokens={a}, max_total_tokens={t})"
-        out.append(_err("TGI003", f"Invalid argument: {msg}", cfg, span_of if span_of in cfg.spans else "max_total_tokens"))
+        out.append(_input_not_below_total(f"Invalid argument: {msg}", cfg, span_of if span_of in cfg.spans else "max_total_tokens"))
     if e.v < (2, 3, 0) and a is not None and a > r.prefill:
-        out.append(_err("TGI005", f"Invalid argument: `max_batch_prefill_tokens` must be >= `{in_name}`. "
+        out.append(_prefill_below_input(f"Invalid argument: `max_batch_prefill_tokens` must be >= `{in_name}`. "
                         f"Given: {r.prefill} and {a}", cfg, "max_batch_prefill_tokens"))
     bt = s.get("max_batch_total_tokens")
     if bt is not None:
         if e.v < (2, 4, 1) and r.prefill > bt:
-            out.append(_err("TGI006", f"Invalid argument: `max_batch_prefill_tokens` must be <= "
+            out.append(_prefill_above_batch_total(f"Invalid argument: `max_batch_prefill_tokens` must be <= "
                             f"`max_batch_total_tokens`. Given: {r.prefill} and {bt}", cfg, "max_batch_total_tokens"))
         if t is not None and t > bt:
-            out.append(_err("TGI007", f"Invalid argument: `max_total_tokens` must be <= `max_batch_total_tokens`. "
+            out.append(_total_above_batch_total(f"Invalid argument: `max_total_tokens` must be <= `max_batch_total_tokens`. "
                             f"Given: {t} and {bt}", cfg, "max_batch_total_tokens"))
     for name in ("validation_workers", "max_batch_size"):
         if s.get(name) == 0:
@@ -143,6 +175,7 @@ def launcher_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: in
     return out
 
 
+@rule("TGI011", "TGI013", "TGI015", "TGI016", "TGI018")
 def shard_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
     """What the Python shards raise while loading (server/.../cli.py, models/__init__.py,
     custom_modeling/flash_*_modeling.py, layers/attention/kv_cache.py)."""
@@ -155,10 +188,10 @@ def shard_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, 
                         "the extra shards fail to start (CUDA error: invalid device ordinal)", cfg, "num_shard"))
     if r.shards > 1 and not model.is_mla:
         if model.num_attention_heads % r.shards:
-            out.append(_err("TGI012", f"ValueError: `num_heads` must be divisible by `num_shards` (got `num_heads`: "
+            out.append(_shard_invalid(f"ValueError: `num_heads` must be divisible by `num_shards` (got `num_heads`: "
                             f"{model.num_attention_heads} and `num_shards`: {r.shards}", cfg, "num_shard"))
         elif model.num_key_value_heads % r.shards:
-            out.append(_err("TGI012", f"ValueError: `num_key_value_heads` must be divisible by `num_shards` (got "
+            out.append(_shard_invalid(f"ValueError: `num_key_value_heads` must be divisible by `num_shards` (got "
                             f"`num_key_value_heads`: {model.num_key_value_heads} and `num_shards`: {r.shards}",
                             cfg, "num_shard"))
     kv = s.get("kv_cache_dtype")
@@ -185,6 +218,7 @@ def shard_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, 
     return out
 
 
+@rule("TGI008", "TGI014")
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
     if model.kinds() and all(k == "none" for k in model.kinds()):
         # server/text_generation_server/models/__init__.py::get_model has no encoder-only model type
@@ -249,6 +283,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     return _warmup_result(out, cfg, model, r, tokens, res.num_blocks, batch)
 
 
+@rule("TGI009", "TGI010", "TGI017", "TGI020")
 def _warmup_result(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, blocks: int,
                    batch: mem.WarmupBatch) -> MemoryPlan:
     s, e = cfg.settings, r.e
@@ -293,18 +328,18 @@ def _warmup_result(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Reso
         out.messages.append(f"Maximum total tokens defaulted to {max_total}")
     router = []
     if max_input >= max_total:
-        router.append(("TGI003", "`max_input_tokens` must be < `max_total_tokens`", "max_input_tokens"))
+        router.append((_input_not_below_total, "`max_input_tokens` must be < `max_total_tokens`", "max_input_tokens"))
     if e.v >= (2, 3, 0) and max_input > r.prefill and not r.chunking:
-        router.append(("TGI005", f"`max_batch_prefill_tokens` must be >= `max_input_tokens`. Given: {r.prefill} "
+        router.append((_prefill_below_input, f"`max_batch_prefill_tokens` must be >= `max_input_tokens`. Given: {r.prefill} "
                        f"and {max_input}", "max_batch_prefill_tokens"))
     if r.prefill > batch_total:
-        router.append(("TGI006", f"`max_batch_prefill_tokens` must be <= `max_batch_total_tokens`. Given: "
+        router.append((_prefill_above_batch_total, f"`max_batch_prefill_tokens` must be <= `max_batch_total_tokens`. Given: "
                        f"{r.prefill} and {batch_total}", "max_batch_prefill_tokens"))
     if max_total > batch_total:
-        router.append(("TGI007", f"`max_total_tokens` must be <= `max_batch_total_tokens`. Given: {max_total} and "
+        router.append((_total_above_batch_total, f"`max_total_tokens` must be <= `max_batch_total_tokens`. Given: {max_total} and "
                        f"{batch_total}", "max_batch_total_tokens"))
-    for code, msg, setting in router:
-        out.findings.append(_err(code, f"Argument validation error: {msg}", cfg, setting))
+    for make, msg, setting in router:
+        out.findings.append(make(f"Argument validation error: {msg}", cfg, setting))
         out.messages.append(f"Error: ArgumentValidation({msg!r})")
     if router:
         out.outcome = "rejected_config"

@@ -7,11 +7,12 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Token
 from servefit.engines.base import Engine, Knob, assume_version, implied_version, serve_command_length
 from servefit.engines.options import load_table, parse_argv
 from servefit.engines.vllm.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
@@ -42,6 +43,7 @@ class VllmEngine(Engine):
 
         return VllmAdapter()
 
+    @rule("VLLM001")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         version = version or site.engine_version
         table = load_table("vllm")
@@ -95,6 +97,12 @@ class VllmEngine(Engine):
         return knobs(cfg, model, gpu, count)
 
 
+@rule("VLLM002")
+def invalid_value(message: str, **where: Any) -> Finding:
+    """A flag's value vLLM's argparse (or its config check) rejects."""
+    return finding("VLLM002", message, **where)
+
+
 def _int_lists(parsed: Any, site: str) -> None:
     """`--cuda-graph-sizes` / `--cudagraph-capture-sizes` take integers (argparse `type=int`):
     any other word is the engine's "invalid int value" error, and the setting is dropped."""
@@ -104,7 +112,7 @@ def _int_lists(parsed: Any, site: str) -> None:
             continue
         bad = next((v for v in vals if not str(v).strip().lstrip("-").isdigit()), None)
         if bad is not None:
-            parsed.findings.append(finding("VLLM002", f"argument --{name.replace('_', '-')}: invalid int value: {bad!r}",
+            parsed.findings.append(invalid_value(f"argument --{name.replace('_', '-')}: invalid int value: {bad!r}",
                                            span=parsed.spans.get(name), site=site, setting=name))
             del parsed.values[name]
             parsed.spans.pop(name, None)
@@ -116,13 +124,14 @@ def _positive(parsed: Any, site: str) -> None:
     for name in POSITIVE:
         v = parsed.values.get(name)
         if isinstance(v, int) and not isinstance(v, bool) and v < 1:
-            parsed.findings.append(finding("VLLM002", f"argument --{name.replace('_', '-')}: must be at least 1 "
+            parsed.findings.append(invalid_value(f"argument --{name.replace('_', '-')}: must be at least 1 "
                                                       f"(got {v})", span=parsed.spans.get(name), site=site,
                                            setting=name))
             del parsed.values[name]
             parsed.spans.pop(name, None)
 
 
+@rule("VLLM022")
 def _check_auto_len(cfg: EngineConfig) -> None:
     if cfg.settings.get("max_model_len") == "auto" and vtuple(cfg.version or CURRENT) < (0, 20, 0):
         cfg.findings.append(finding("VLLM022", f"--max-model-len auto needs vLLM 0.20 or newer (this is {cfg.version})",

@@ -10,6 +10,7 @@ from servefit.engines.vllm.era import Era, vtuple
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
+from servefit.rules.registry import option, rule
 
 if TYPE_CHECKING:
     from servefit.engines.vllm.plan import Resolved
@@ -75,6 +76,7 @@ def derived_max_len(model: ModelSpec, e: Era, disable_sliding_window: bool) -> i
     return derived
 
 
+@rule("VLLM006", "VLLM007", "VLLM008", "VLLM009", "VLLM011", "VLLM012", "VLLM013", "VLLM015", "VLLM021")
 def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved, e: Era) -> list[Finding]:
     """Rejections vLLM raises while building its config (before the weights load)."""
     s, sp = cfg.settings, cfg.spans
@@ -133,6 +135,7 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
     return out
 
 
+@rule("VLLM010", "VLLM014")
 def _quant_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, v: tuple[int, int, int]) -> list[Finding]:
     s, sp = cfg.settings, cfg.spans
     out: list[Finding] = []
@@ -175,24 +178,48 @@ def _family(m: str) -> str:
 
 def advice(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, plan: MemoryPlan) -> list[Finding]:
     """Warnings and capacity advice for a config vLLM accepts (KV overflow, batch sizing, fragmentation)."""
-    s, sp = cfg.settings, cfg.spans
-    out: list[Finding] = []
-    if r.util >= 0.95:
-        out.append(finding("VLLM017", f"gpu_memory_utilization {r.util} leaves "
-                                      f"{(1 - r.util) * gpu.memory_bytes / 2**30:.2f} GiB for fragmentation and "
-                                      "everything outside vLLM's budget",
-                           span=sp.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
+    checks = (fragmentation_headroom, cuda_graphs_outside_budget, max_model_len_unset, low_concurrency)
+    return [f for check in checks if (f := check(cfg, model, gpu, r, e, plan)) is not None]
+
+
+@rule("VLLM017")
+def fragmentation_headroom(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
+                           plan: MemoryPlan) -> Finding | None:
+    limit = float(option("VLLM017", "max"))
+    if r.util < limit:
+        return None
+    return finding("VLLM017", f"gpu_memory_utilization {r.util} leaves "
+                              f"{(1 - r.util) * gpu.memory_bytes / 2**30:.2f} GiB for fragmentation and "
+                              "everything outside vLLM's budget",
+                   span=cfg.spans.get("gpu_memory_utilization"), setting="gpu_memory_utilization")
+
+
+@rule("VLLM016")
+def cuda_graphs_outside_budget(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
+                               plan: MemoryPlan) -> Finding | None:
     m = plan.memory
     context = 0.30 * 2**30  # the CUDA context lives outside the budget too (plan.CUDA_CONTEXT)
-    if not e.cudagraph_subtracted and m.cuda_graphs and m.free_headroom - context < 0:
-        out.append(finding("VLLM016", f"CUDA graphs (~{m.cuda_graphs / 2**30:.2f} GiB) are captured after the KV cache "
-                                      f"takes the budget; only {(m.total - m.budget) / 2**30:.2f} GiB is outside it",
-                           span=sp.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
-    if s.get("max_model_len") is None and r.derived_len >= 32768 and plan.outcome == "started":
-        out.append(finding("VLLM018", f"max-model-len is not set: vLLM uses {model.name}'s {r.derived_len:,} tokens",
-                           span=sp.get("model"), setting="max_model_len"))
-    if plan.outcome == "started" and plan.max_concurrency < 2:
-        out.append(finding("VLLM019", f"only {plan.max_concurrency:.2f} requests of {plan.max_model_len:,} tokens fit "
-                                      f"the KV cache ({plan.kv_cache_tokens:,} tokens) at once",
-                           span=sp.get("max_model_len"), setting="max_model_len"))
-    return out
+    if e.cudagraph_subtracted or not m.cuda_graphs or m.free_headroom - context >= 0:
+        return None
+    return finding("VLLM016", f"CUDA graphs (~{m.cuda_graphs / 2**30:.2f} GiB) are captured after the KV cache "
+                              f"takes the budget; only {(m.total - m.budget) / 2**30:.2f} GiB is outside it",
+                   span=cfg.spans.get("gpu_memory_utilization"), setting="gpu_memory_utilization")
+
+
+@rule("VLLM018")
+def max_model_len_unset(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
+                        plan: MemoryPlan) -> Finding | None:
+    if cfg.settings.get("max_model_len") is not None or r.derived_len < 32768 or plan.outcome != "started":
+        return None
+    return finding("VLLM018", f"max-model-len is not set: vLLM uses {model.name}'s {r.derived_len:,} tokens",
+                   span=cfg.spans.get("model"), setting="max_model_len")
+
+
+@rule("VLLM019")
+def low_concurrency(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
+                    plan: MemoryPlan) -> Finding | None:
+    if plan.outcome != "started" or plan.max_concurrency >= float(option("VLLM019", "min")):
+        return None
+    return finding("VLLM019", f"only {plan.max_concurrency:.2f} requests of {plan.max_model_len:,} tokens fit "
+                              f"the KV cache ({plan.kv_cache_tokens:,} tokens) at once",
+                   span=cfg.spans.get("max_model_len"), setting="max_model_len")

@@ -183,10 +183,7 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
     if len(buckets) <= 1:
         (kind, window), n = next(iter(buckets.items())) if buckets else (("full", 0), 0)
         return KvLayout([Group(kind, window, n)], page, block_size, page * n)
-    sizes = list(buckets.values())
-    group_size = min(sizes)
-    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
-        group_size = max(sizes)
+    group_size = _group_size(buckets, era)
     groups: list[Group] = []
     padding = 0
     for (kind, window), n in buckets.items():
@@ -194,6 +191,15 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
         padding += k * group_size - n
         groups.extend(Group(kind, window, group_size) for _ in range(k))
     return KvLayout(groups, page, block_size, page * group_size, padding)
+
+
+def _group_size(buckets: dict[tuple[str, int], int], era: Era) -> int:
+    """Layers per KV-cache group: the smallest kind's count; from 0.21 the largest when the kinds
+    are within 1.5x of each other (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size)."""
+    sizes = list(buckets.values())
+    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
+        return max(sizes)
+    return min(sizes)
 
 
 def _unified_layout(model: ModelSpec, buckets: dict[tuple[str, int], int], kv_dtype_bytes: float, tp: int,
@@ -206,10 +212,7 @@ def _unified_layout(model: ModelSpec, buckets: dict[tuple[str, int], int], kv_dt
 
     pages = {spec: int(block_size * kind_bytes_per_token(model, spec[0], kv_dtype_bytes, tp)) for spec in buckets}
     top = max(pages.values())
-    sizes = list(buckets.values())
-    group_size = min(sizes)
-    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
-        group_size = max(sizes)
+    group_size = _group_size(buckets, era)
     groups: list[Group] = []
     padding = 0
     for (kind, window), n in buckets.items():

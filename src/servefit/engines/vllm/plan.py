@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, encoder
+from servefit.engines.vllm import checks, encoder, verdicts
 from servefit.engines.vllm.defaults import batch_defaults, capture_sizes
 from servefit.engines.vllm.era import Era, era, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
@@ -26,7 +26,6 @@ from servefit.memory.kv import full_kv_bytes_per_token
 from servefit.memory.params import param_groups
 from servefit.memory.weights import Scheme, kept_params, scheme_for
 from servefit.models.spec import ModelSpec
-from servefit.rules.catalog import finding
 
 GiB = 2**30
 MiB = 2**20
@@ -310,39 +309,39 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
 
 def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
              num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
-    span = cfg.spans.get("max_model_len")
+    """The outcome of the start-up and vLLM's log lines; then the findings that say so (verdicts.py)
+    and the capacity advice (checks.advice)."""
+    v = _verdict(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
+    out.findings.extend(verdicts.findings(cfg, gpu, out, v, e.cudagraph_subtracted))
+    advice = checks.advice(cfg, model, gpu, r, e, out)
+    if attention_free(model):  # requests are not bounded by KV blocks: the concurrency advice does not apply
+        advice = [f for f in advice if f.code != "VLLM019"]
+    out.findings.extend(advice)
+
+
+def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
+             num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> verdicts.Verdict:
+    """Numbers and outcome only: sets out.outcome, out.messages and the KV capacity."""
+    v = verdicts.Verdict(util=r.util, budget=budget, avail=avail, max_num_batched_tokens=r.max_num_batched_tokens)
     if any(f.severity == "error" for f in out.findings):
         out.outcome = "rejected_config"
     mem = out.memory
-    free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
-    if out.outcome == "started" and budget > free_at_start and not gpu.unified_memory and e.v1:
-        out.outcome = "rejected_config"
-        msg = (f"Free memory on device ({free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on startup is less "
-               f"than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
-        out.messages.append(msg)
-        out.findings.append(finding("VLLM020", msg, span=cfg.spans.get("gpu_memory_utilization"),
-                                    setting="gpu_memory_utilization"))
+    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
+    if out.outcome == "started" and budget > v.free_at_start and not gpu.unified_memory and e.v1:
+        out.outcome, v.code = "rejected_config", "VLLM020"
+        out.messages.append(f"Free memory on device ({v.free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on "
+                            f"startup is less than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
     if out.outcome == "started" and mem.weights + CUDA_CONTEXT > gpu.memory_bytes:
-        out.outcome = "oom_at_load"
-        out.findings.append(finding(
-            "VLLM005", f"weights need {mem.weights / GiB:.2f} GiB per GPU, the {gpu.name} has "
-                       f"{gpu.memory_bytes / GiB:.2f} GiB: CUDA out of memory while loading", setting="model",
-            span=cfg.spans.get("model")))
+        out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
     if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch + CUDA_CONTEXT > gpu.memory_bytes:
-        out.outcome = "oom_at_load"
-        out.findings.append(finding(
-            "VLLM005", f"weights ({mem.weights / GiB:.2f} GiB) and the profiling run's activation peak "
-                       f"({mem.activation_peak / GiB:.2f} GiB, {r.max_num_batched_tokens:,} tokens) exceed the "
-                       f"{gpu.name}: CUDA out of memory during start-up", setting="max_num_batched_tokens",
-            span=cfg.spans.get("max_num_batched_tokens") or cfg.spans.get("max_model_len")))
+        out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
     if attention_free(model):
         out.max_model_len = max_len
         if out.outcome == "started":
             out.messages.append("attention-free model (encoder-only pooling): no KV cache is allocated")
-        # requests are not bounded by KV blocks: the concurrency advice (VLLM019) does not apply
-        out.findings.extend(f for f in checks.advice(cfg, model, gpu, r, e, out) if f.code != "VLLM019")
-        return
+        return v
     check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
+    v.check = check
     auto = r.max_model_len == "auto"
     if auto and out.outcome == "started":
         fit = lay.largest_fitting_len(check, r.derived_len, in_flight) if check > 0 else 0
@@ -352,22 +351,18 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
         else:
             max_len = fit
             out.messages.append(f"Auto-fit max_model_len: reduced from {r.derived_len} to {fit}")
-    out.max_model_len = max_len
+    out.max_model_len = v.max_len = max_len
     if out.outcome == "started" and check <= 0:
-        out.outcome = "no_kv_memory"
-        msg = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
-        out.messages.append(msg)
-        out.findings.append(finding(
-            "VLLM004", f"{mem.weights / GiB:.2f} GiB weights + {mem.activation_peak / GiB:.2f} GiB activations + "
-                       f"{(mem.non_torch + (mem.cuda_graphs if e.cudagraph_subtracted else 0)) / GiB:.2f} GiB other leave "
-                       f"{avail / GiB:.2f} GiB of the {budget / GiB:.2f} GiB budget: {msg}",
-            span=cfg.spans.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
+        out.outcome, v.code = "no_kv_memory", "VLLM004"
+        out.messages.append("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                            "initializing the engine.")
     if out.outcome == "started":
         needed = lay.needed_bytes(max(1, -(-max_len // dcp)), in_flight)
         if needed > check:
-            out.outcome = "refused_max_model_len"
+            out.outcome, v.code = "refused_max_model_len", "VLLM003"
             fit = lay.largest_fitting_len(check, max_len, in_flight)
-            out.fitting_max_model_len = fit
+            out.fitting_max_model_len = v.fit = fit
+            v.needed = needed
             msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "
                    f"KV cache is needed, which is larger than the available KV cache memory ({check / GiB:.2f} GiB)."
                    + (f" Based on the available memory, the estimated maximum model length is {fit}." if fit > 0 else ""))
@@ -376,10 +371,6 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
                        f"stored in KV cache ({r.block_size * num_blocks}). Try increasing `gpu_memory_utilization` or "
                        "decreasing `max_model_len` when initializing the engine.")
             out.messages.append(msg)
-            out.findings.append(finding(
-                "VLLM003", f"max-model-len {max_len:,} needs {needed / GiB:.2f} GiB of KV cache per GPU, "
-                           f"{check / GiB:.2f} GiB is left on the {gpu.name}; the largest that fits is {fit:,}",
-                span=span, setting="max_model_len"))
     tokens, conc = capacity(lay, num_blocks, max_len, in_flight, e, dcp)
     out.kv_cache_tokens, out.max_concurrency = tokens, conc
     if out.outcome == "started" and not e.v1:
@@ -387,7 +378,7 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     elif out.outcome == "started":
         out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
         out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
-    out.findings.extend(checks.advice(cfg, model, gpu, r, e, out))
+    return v
 
 
 def _v0_cache_lines(cfg: EngineConfig, e: Era, num_blocks: int, block_size: int, max_len: int,

@@ -1,0 +1,28 @@
+"""Findings about the files themselves (not read, not rendered, a file they name is missing),
+raised wherever the sources meet the problem; each code has its one registered function here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import Finding
+from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
+
+
+@rule("SF104")
+def not_rendered(message: str, **where: Any) -> Finding:
+    """A template (Helm chart, kustomization, `{{ }}` YAML) whose servers were not read."""
+    return finding("SF104", message, **where)
+
+
+@rule("SF108")
+def not_read(message: str, **where: Any) -> Finding:
+    """A file too large, too deep or unreadable: skipped, and said so."""
+    return finding("SF108", message, **where)
+
+
+@rule("SF113")
+def missing_config_file(message: str, **where: Any) -> Finding:
+    """An env_file / EnvironmentFile the configuration reads is not in the repository."""
+    return finding("SF113", message, **where)
