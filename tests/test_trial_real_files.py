@@ -129,7 +129,7 @@ def test_llama_server_sampler_flags_are_known(tmp_path, capsys):
     f.write_text(SWAP.replace("--dry-base", "--dry-bass"))
     rc, out = _lint(capsys, str(f), "--gpu", "L40S", "--format", "json")
     bad = [x for x in json.loads(out) if x["code"] == "LCPP001"]
-    assert len(bad) == 1 and bad[0]["message"].startswith("unrecognized argument: --dry-bass")
+    assert len(bad) == 1 and bad[0]["message"].startswith("error: invalid argument: --dry-bass")  # llama-server's wording
 
 
 SKY = """envs:

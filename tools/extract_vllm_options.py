@@ -31,7 +31,8 @@ from servefit.engines.base import version_tuple  # noqa: E402
 
 
 def vkey(v: str) -> tuple[int, int, int]:
-    return version_tuple(v, "0")
+    """Release order; llama.cpp builds (`b4000`) sort by their number."""
+    return (int(v[1:]), 0, 0) if re.fullmatch(r"b\d+", v) else version_tuple(v, "0")
 
 ENGINE_ARGS = "vllm/engine/arg_utils.py"
 BOOL_STR_OPTIONAL = False  # set per release while reading its arg_utils.py
@@ -349,9 +350,9 @@ def _changes(values: list[Any], present: list[bool], versions: list[str]) -> dic
     return out
 
 
-def history(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def history(per: dict[str, dict[str, Any]], engine: str = "vllm") -> dict[str, Any]:
     versions = sorted(per, key=vkey)
-    out: dict[str, Any] = {"engine": "vllm", "releases_read": versions, "flags": {}, "env": {}}
+    out: dict[str, Any] = {"engine": engine, "releases_read": versions, "flags": {}, "env": {}}
     out["underscore_dash_same_since"] = next((v for v in versions if per[v]["underscores"]), None)
     for kind in ("flags", "env"):
         versions = [v for v in out["releases_read"] if kind == "flags" or per[v]["has_envs"]]
@@ -389,8 +390,8 @@ def _dump_history(h: dict[str, Any]) -> str:
         return text[:-3].strip() if text.endswith("\n...") else text  # a bare scalar's end marker
 
     lines = [f"{k}: {flow(v)}" for k, v in h.items() if k not in ("flags", "env")]
-    for kind in ("flags", "env"):
-        lines.append(f"{kind}:")
+    for kind in [k for k in ("flags", "env") if k in h]:
+        lines.append(f"{kind}:" if h[kind] else f"{kind}: {{}}")
         lines += [f"  {flow(k)}: {flow(v)}" for k, v in h[kind].items()]
     return "\n".join(lines) + "\n"
 

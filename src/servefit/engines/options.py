@@ -98,6 +98,8 @@ class OptionTable:
     invalid_code: str = ""
     deprecated_code: str = ""
     history: dict[str, FlagHistory] = field(default_factory=dict)  # flag as written -> its releases
+    env_history: dict[str, FlagHistory] = field(default_factory=dict)  # variable -> the releases that read it
+    unread_env_code: str = ""  # a twin variable the release does not read (it has no effect)
     underscores_since: str | None = None  # `_` == `-` in long names from this release on
     by_flag: dict[str, Option] = field(default_factory=dict)
     by_env: dict[str, Option] = field(default_factory=dict)
@@ -208,18 +210,25 @@ def load_table(engine: str) -> OptionTable:
         ))
     history: dict[str, FlagHistory] = {}
     if hist:
+        hand_since = {f: o.since for o in opts for f in o.flags if o.since}
         opts = _with_history(opts, hist)
         for flag, h in (hist.get("flags") or {}).items():
-            history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in h["in"]),
+            ranges = [list(r) for r in h["in"]]
+            if ranges[0][0] is None and flag in hand_since:  # older than the oldest release read
+                ranges[0][0] = hand_since[flag]
+            history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in ranges),
                                         deprecated_since=h.get("deprecated_since"),
                                         replacement=h.get("replacement"))
+    env_history = {var: FlagHistory(ranges=tuple((a, b) for a, b in h["in"]))
+                   for var, h in (hist.get("env") or {}).items()}
     return OptionTable(engine=engine, options=opts,
                        normalize_underscores=bool(raw.get("normalize_underscores", False)),
                        allow_abbrev=bool(raw.get("allow_abbrev", True)),
                        unknown_code=raw.get("codes", {}).get("unknown", ""),
                        invalid_code=raw.get("codes", {}).get("invalid", ""),
                        deprecated_code=raw.get("codes", {}).get("deprecated", ""),
-                       history=history, underscores_since=hist.get("underscore_dash_same_since"))
+                       history=history, underscores_since=hist.get("underscore_dash_same_since"),
+                       env_history=env_history, unread_env_code=raw.get("codes", {}).get("unread_env", ""))
 
 
 def _newest(arity: Any) -> str:
@@ -248,8 +257,8 @@ def _with_history(opts: list[Option], hist: dict[str, Any]) -> list[Option]:
                                  "nargs": nargs}))
         known.update(kept)
     for flag, h in flags.items():
-        if flag in known or h.get("negates"):
-            continue
+        if flag in known or h.get("negates") and flag == "--no-" + h["negates"][2:]:
+            continue  # argparse-style `--no-X` is X's own negation (resolve)
         last = _newest(h.get("arity", "1"))
         name = flag.lstrip("-").replace("-", "_")
         out.append(Option(name=name, flags=(flag,), type="bool" if last == "0" else "str",
@@ -433,11 +442,21 @@ def _bad_value(table: OptionTable, flag: str, why: str, tok: Token, site: str) -
     return finding(table.invalid_code, f"argument {flag}: {why}", span=tok.span, site=site)
 
 
-def parse_env(table: OptionTable, env: dict[str, Token], parsed: Parsed, site: str = "") -> None:
-    """Fill options from their environment twins (TGI, llama.cpp LLAMA_ARG_*); flags win."""
+def parse_env(table: OptionTable, env: dict[str, Token], parsed: Parsed, site: str = "",
+              version: str | None = None) -> None:
+    """Fill options from their environment twins (TGI, llama.cpp LLAMA_ARG_*); flags win. A twin
+    the release does not read is left out (the engine ignores it) and, where the table has a code
+    for it, reported."""
     for var, tok in env.items():
         opt = table.by_env.get(var)
         if opt is None or opt.name in parsed.values:
+            continue
+        h = table.env_history.get(var)
+        if h is not None and version is not None and not h.present(version):
+            if table.unread_env_code:
+                parsed.findings.append(finding(
+                    table.unread_env_code, f"{var} has no effect: this release does not read it "
+                    f"({h.why_absent(version)}; this is {version})", span=tok.span, site=site, setting=opt.name))
             continue
         try:
             parsed.values[opt.name] = convert(opt, tok.text) if opt.type != "list" else tok.text.split(",")

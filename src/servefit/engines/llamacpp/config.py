@@ -98,6 +98,9 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     parsed = parse_argv(table, list(site.argv[n:]), ver, site=site.name)
     # llama-swap macros (${PORT}, ${MODEL_ID}) are filled in by llama-swap at run time: not a bad value
     parsed.findings = [f for f in parsed.findings if "${" not in f.message]
+    for f in parsed.findings:  # llama.cpp's own wording (common/arg.cpp: "error: invalid argument: X")
+        if f.code == "LCPP001" and f.message.startswith("unrecognized argument: "):
+            f.message = "error: invalid argument: " + f.message[len("unrecognized argument: "):]
     for tok in parsed.positionals:
         parsed.findings.append(invalid_argument(f"error: invalid argument: {tok.text}", span=tok.span,
                                        site=site.name))

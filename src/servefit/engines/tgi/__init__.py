@@ -63,7 +63,7 @@ class TgiEngine(Engine):
             for src, dst in SAGEMAKER_ENV.items():
                 if src in env:
                     env[dst] = env[src]
-        parse_env(table, env, parsed, site=site.name)
+        parse_env(table, env, parsed, site=site.name, version=version)
         _fix_choice_hints(parsed.findings)
         add_hints(parsed.findings, "TGI001", "tgi", "TGI")
         values: dict[str, Any] = dict(parsed.values)
