@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extract_vllm_options import _action, _text  # the same AST readers
 from history_common import main_for  # noqa: E402
 
 NO_VALUE = {"store_true", "store_false", "store_const", "count", "help", "version", "BooleanOptionalAction",
@@ -44,22 +45,6 @@ def _lit(node: ast.expr | None) -> Any:
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     return v if isinstance(v, (str, int, float, bool)) or v is None else None
-
-
-def _text(node: ast.expr | None) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)  # type: ignore[misc]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _text(node.left) + _text(node.right)
-    return ""
-
-
-def _action(node: ast.expr | None) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return getattr(node, "attr", getattr(node, "id", "")) if node is not None else ""
 
 
 def _fact(names: list[str], action: str, nargs: Any, default: Any, help_text: str,
