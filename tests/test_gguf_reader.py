@@ -9,6 +9,7 @@ import pytest
 
 from servefit.core import UsageError
 from servefit.models import gguf as G
+from servefit.models import gguf_names as N
 
 gguf = pytest.importorskip("gguf")
 np = pytest.importorskip("numpy")
@@ -97,7 +98,7 @@ def test_not_a_gguf_is_a_usage_error(tmp_path):
 
 
 def test_spec_from_gguf(tiny):
-    spec = G.resolve_gguf_ref(tiny)
+    spec = N.resolve_gguf_ref(tiny)
     assert spec.resolved_from == "gguf"
     assert (spec.num_hidden_layers, spec.hidden_size, spec.num_attention_heads, spec.num_key_value_heads) == (2, 64, 4, 2)
     assert spec.head_dim == 16 and spec.max_position_embeddings == 4096 and not spec.tie_word_embeddings
@@ -106,7 +107,7 @@ def test_spec_from_gguf(tiny):
 def test_tied_embeddings_detected(tmp_path):
     p = str(tmp_path / "tied.gguf")
     write_tiny(p, with_output=False)
-    assert G.resolve_gguf_ref(p).tie_word_embeddings
+    assert N.resolve_gguf_ref(p).tie_word_embeddings
 
 
 @pytest.mark.parametrize("name,base,quant", [
@@ -119,16 +120,16 @@ def test_tied_embeddings_detected(tmp_path):
     ("model.gguf", "model", None),
 ])
 def test_split_quant(name, base, quant):
-    assert G.split_quant(name) == (base, quant)
+    assert N.split_quant(name) == (base, quant)
 
 
 def test_parse_ref_hf_repo():
-    assert G.parse_ref("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q8_0") == ("Meta-Llama-3.1-8B-Instruct", "Q8_0", False)
-    assert G.parse_ref("ggml-org/gemma-3-12b-it-GGUF")[1] == "Q4_K_M"  # -hf default
+    assert N.parse_ref("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q8_0") == ("Meta-Llama-3.1-8B-Instruct", "Q8_0", False)
+    assert N.parse_ref("ggml-org/gemma-3-12b-it-GGUF")[1] == "Q4_K_M"  # -hf default
 
 
 def test_catalog_candidates():
-    assert "meta-llama/Llama-3.1-8B-Instruct" in G.catalog_candidates("Meta-Llama-3.1-8B-Instruct")
+    assert "meta-llama/Llama-3.1-8B-Instruct" in N.catalog_candidates("Meta-Llama-3.1-8B-Instruct")
 
 
 def test_row_bytes_block_types():
@@ -140,7 +141,7 @@ def test_no_numpy_import_on_name_only_paths():
     import subprocess
     import sys
 
-    code = ("import sys; from servefit.models.gguf import split_quant; split_quant('a-Q4_K_M.gguf'); "
+    code = ("import sys; from servefit.models.gguf_names import split_quant; split_quant('a-Q4_K_M.gguf'); "
             "print('numpy' in sys.modules, 'gguf' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout.strip()

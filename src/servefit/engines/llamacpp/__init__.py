@@ -51,7 +51,7 @@ class LlamaCppEngine(Engine):
     def resolve_model(self, cfg: EngineConfig, target: Any = None) -> ModelSpec:
         """The model behind `-m` / `-hf`: a local GGUF's header, else the catalog model its name
         stands for (pipeline.evaluate may prefer this over models.resolve_model)."""
-        from servefit.models.gguf import resolve_gguf_ref
+        from servefit.models.gguf_names import resolve_gguf_ref
 
         ref = (getattr(target, "model", None) or cfg.settings.get("model") or cfg.model_ref or "")
         spec = resolve_gguf_ref(str(ref), online=bool(getattr(target, "online", False)),

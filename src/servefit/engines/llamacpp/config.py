@@ -12,7 +12,7 @@ from servefit.core import EngineConfig, Finding, LaunchSite, Token
 from servefit.engines.base import assume_version
 from servefit.engines.llamacpp import versions as V
 from servefit.engines.options import Parsed, load_table, parse_argv, parse_env
-from servefit.models.gguf import parse_ref
+from servefit.models.gguf_names import parse_ref
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
@@ -223,7 +223,7 @@ def _catalog_ref(s: dict[str, Any], ref: Any) -> str | None:
     ref = str(ref)
     if ref.lower().endswith(".gguf") and os.path.isfile(ref):
         return ref
-    from servefit.models.gguf import catalog_candidates
+    from servefit.models.gguf_names import catalog_candidates
 
     cands = catalog_candidates(s.get("gguf_base") or ref)
     try:

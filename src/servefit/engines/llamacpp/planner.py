@@ -239,7 +239,8 @@ def extras(cfg: EngineConfig, lm: LModel, assumptions: list[str]) -> list[Extra]
     if draft:
         try:
             from servefit.engines.llamacpp.model import from_gguf, from_spec
-            from servefit.models.gguf import parse_ref, read_gguf, resolve_gguf_ref
+            from servefit.models.gguf import read_gguf
+            from servefit.models.gguf_names import parse_ref, resolve_gguf_ref
 
             if os.path.isfile(draft):
                 dm = from_gguf(read_gguf(draft))

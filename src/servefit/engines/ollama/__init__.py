@@ -54,7 +54,7 @@ class OllamaEngine(Engine):
         """A tag through servefit's Ollama library table, a GGUF path through its header."""
         from servefit.core import UsageError
         from servefit.engines.ollama.config import resolve_tag
-        from servefit.models.gguf import resolve_gguf_ref
+        from servefit.models.gguf_names import resolve_gguf_ref
 
         ref = getattr(target, "model", None) or cfg.settings.get("model_path") or cfg.settings.get("model") or ""
         ref = str(ref)

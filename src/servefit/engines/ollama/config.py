@@ -19,7 +19,7 @@ from servefit.engines.ollama_modelfile import (
     unknown_parameter,
     value_problem,
 )
-from servefit.models.gguf import parse_ref
+from servefit.models.gguf_names import parse_ref
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 

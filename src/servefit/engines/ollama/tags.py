@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit import data
-from servefit.models.gguf import canonical_quant, parse_ref
+from servefit.models.gguf_names import canonical_quant, parse_ref
 
 
 @dataclass(frozen=True)

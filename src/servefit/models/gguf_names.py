@@ -1,0 +1,122 @@
+"""GGUF references -> the model they hold: a file name, a Hub repo with a quant tag
+(`unsloth/Qwen3-8B-GGUF:Q4_K_M`, `hf.co/...`), or a local file whose header is read
+(models/gguf.py reads headers; this module only names things)."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from typing import Any
+
+from servefit import data
+from servefit.core import UsageError
+from servefit.models.gguf import read_gguf, spec_from_gguf
+
+_FAMILY_ORG = [("llama", "meta-llama"), ("qwen", "Qwen"), ("qwq", "Qwen"), ("gemma", "google"),
+               ("mistral", "mistralai"), ("mixtral", "mistralai"), ("ministral", "mistralai"),
+               ("phi", "microsoft"), ("deepseek", "deepseek-ai"), ("gpt-oss", "openai"), ("granite", "ibm-granite"),
+               ("glm", "zai-org"), ("olmo", "allenai"), ("smollm", "HuggingFaceTB")]
+
+
+@lru_cache(maxsize=1)
+def _quant_names() -> list[str]:
+    q = data.load("gguf_quants.yaml")
+    names = set(q["ftypes"]) | set(q["aliases"])
+    return sorted(names, key=len, reverse=True)
+
+
+def canonical_quant(text: str) -> str | None:
+    """`q4_k_m` / `Q4_K_M` / `mxfp4` -> the llama.cpp file type name."""
+    up = text.upper().replace("-", "_")
+    q = data.load("gguf_quants.yaml")
+    if up in q["ftypes"]:
+        return up
+    return q["aliases"].get(up)
+
+
+def split_quant(name: str) -> tuple[str, str | None]:
+    """(base name, quant) from a GGUF file or repo name: `Meta-Llama-3.1-8B-Instruct-Q4_K_M`."""
+    base = re.sub(r"\.gguf$", "", os.path.basename(name), flags=re.I)
+    base = re.sub(r"-\d{5}-of-\d{5}$", "", base)
+    base = re.sub(r"[-_.]gguf$", "", base, flags=re.I)
+    for q in _quant_names():
+        m = re.search(rf"(?:^|[-_.])(?:UD[-_]|i1[-_])?{re.escape(q)}(?:[-_.]?(?:XL|L|M|S))?$", base, re.I)
+        if m:
+            stem = base[: m.start()].rstrip("-_.")
+            return stem or base, canonical_quant(q)
+    return base, None
+
+
+def catalog_candidates(base: str) -> list[str]:
+    """Names to try in the catalog for a GGUF base name, most specific first."""
+    out = [base]
+    short = re.sub(r"^Meta-", "", base, flags=re.I)
+    if short != base:
+        out.append(short)
+    low = short.lower()
+    for prefix, org in _FAMILY_ORG:
+        if low.startswith(prefix):
+            out.append(f"{org}/{short}")
+            break
+    return list(dict.fromkeys(out))
+
+
+def parse_ref(ref: str) -> tuple[str, str | None, bool]:
+    """(base model name, quant, is_local_file) for `-m PATH`, `-hf repo[:QUANT]` or a file name."""
+    if os.path.isfile(ref):
+        return ref, None, True
+    repo, _, tag = ref.partition(":") if "/" in ref and not ref.lower().endswith(".gguf") else (ref, "", "")
+    if tag:
+        base, _ = split_quant(repo.split("/")[-1])
+        return base, canonical_quant(tag) or tag.upper(), False
+    if "/" in ref and not ref.lower().endswith(".gguf"):  # -hf repo without a tag: Q4_K_M by default
+        base, q = split_quant(ref.split("/")[-1])
+        return base, q or "Q4_K_M", False
+    base, q = split_quant(ref)
+    return base, q, False
+
+
+def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_repo: str | None = None) -> Any:
+    """A ModelSpec for a GGUF reference: the header of a local file, the header in the model
+    lock or the HF cache (`context`: models/lock.ModelContext), or the catalog model a file /
+    repo name stands for (found by name; the quant is recorded in the assumptions); the Hub's
+    header last, with `online`."""
+    from servefit.models.spec import ModelSpec
+
+    base, quant, local = parse_ref(ref)
+    if local:
+        return spec_from_gguf(read_gguf(ref))
+    from servefit.models.resolve import resolve_gguf
+
+    mapped = context.mapped(ref) if context is not None else None
+    if mapped is not None and ":" not in mapped and not mapped.lower().endswith(".gguf"):
+        from servefit.models.resolve import resolve_model
+
+        return resolve_model(ref, online=online, context=context)  # the mapping names a config
+    if mapped is not None:
+        ref, hf_repo = mapped, None
+        base, quant, _ = parse_ref(ref)
+    found = resolve_gguf(ref, hf_repo, context, online=online)
+    if found is not None:
+        return found
+    try:
+        from servefit.models import resolve_model  # type: ignore[attr-defined]
+    except ImportError:
+        raise UsageError(f"{ref}: no model catalog to resolve {base!r} against") from None
+    first: Exception | None = None
+    for cand in catalog_candidates(base):
+        try:
+            spec: ModelSpec = resolve_model(cand, online=online)
+        except Exception as exc:  # UsageError with nearest names, KeyError, ...
+            first = first or exc
+            continue
+        spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name} "
+                                f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+        spec.resolved_from = "derivative"
+        return spec
+    if online or (context is not None and context.online):
+        found = resolve_gguf(ref, hf_repo, context, online=online, fetch=True)
+        if found is not None:
+            return found
+    raise UsageError(f"{ref}: cannot tell which model this GGUF is ({first})")
