@@ -262,17 +262,22 @@ def _exhaustive(space: Space, needs: Needs, ev: Evaluator, study: Any, progress:
     return results
 
 
+def _record(trial: Any, r: Any, needs: Needs) -> Any:
+    """Keep a result on its trial (attributes and constraints, natively where optuna has
+    Trial.set_constraint) and return the objective value(s) optuna expects."""
+    trial.set_user_attr("r", r.attrs())
+    trial.set_user_attr("constraints", list(r.constraints))
+    if hasattr(trial, "set_constraint"):
+        for key, c in zip(CONSTRAINT_KEYS, r.constraints, strict=True):
+            trial.set_constraint(key, c)
+    vals = values(r, needs)
+    return vals[0] if len(vals) == 1 else vals
+
+
 def _optimize(space: Space, needs: Needs, ev: Evaluator, study: Any, n_trials: int, progress: bool) -> None:
     def objective(trial: Any) -> Any:
         point = {d.name: trial.suggest_categorical(d.name, list(d.values)) for d in space.dims}
-        r = ev(point)
-        trial.set_user_attr("r", r.attrs())
-        trial.set_user_attr("constraints", list(r.constraints))
-        if hasattr(trial, "set_constraint"):
-            for key, c in zip(CONSTRAINT_KEYS, r.constraints, strict=True):
-                trial.set_constraint(key, c)
-        vals = values(r, needs)
-        return vals[0] if len(vals) == 1 else vals
+        return _record(trial, ev(point), needs)
 
     study.optimize(objective, n_trials=n_trials, show_progress_bar=progress and n_trials >= 20)
 
@@ -335,13 +340,7 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
         res = ev(point)
         t_run += time.perf_counter() - t1
         runs += 1
-        trial.set_user_attr("r", res.attrs())
-        trial.set_user_attr("constraints", list(res.constraints))
-        if hasattr(trial, "set_constraint"):
-            for k, c in zip(CONSTRAINT_KEYS, res.constraints, strict=True):
-                trial.set_constraint(k, c)
-        vals = values(res, needs)
-        study.tell(trial, vals[0] if len(vals) == 1 else vals)
+        study.tell(trial, _record(trial, res, needs))
         if res.metric is not None and (best_metric is None or res.metric > best_metric):
             best_metric = res.metric
         if progress:
