@@ -136,11 +136,65 @@ def test_data_files_shape_and_split():
     assert len(keys) == len(set(keys))
 
 
-def test_cli_prints_both_halves(capsys):
+FRESH_SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{40}/[^#\s]+#L[1-9]\d*$")
+SIZE_WORD = re.compile(r"(?<![a-z0-9])(\d+x)?\d+(\.\d+)?[bm](?![a-z0-9])", re.I)  # 7b, 125m, 1.5B, 8x7b
+
+
+def _is_path(ref: str) -> bool:
+    return (ref.startswith(("/", ".", "~", "$")) or "\\" in ref or (len(ref) > 1 and ref[1] == ":")
+            or ref.lower().endswith(".gguf"))
+
+
+def test_fresh_heldout_file_shape():
+    """The 2026-11-28 set: complete entries citing a line at a commit, no repository either earlier
+    half has, and `command` exactly where the README's mechanical rule puts it."""
+    rows = yaml.safe_load((ROOT / "benchmarks" / "models" / bench.PARTS[bench.FRESH]).read_text(encoding="utf-8"))
+    assert len(rows) >= 150
+    for engine in bench.ENGINES:
+        assert sum(r["engine"] == engine for r in rows) >= 25, engine
+    old = {bench._repo(r["source"]) for h in bench.HALVES for r in bench.load(h)}
+    for r in rows:
+        assert {"ref", "engine", "source", "kind"} <= set(r) <= {"ref", "engine", "source", "kind", "expected",
+                                                                  "command"}, r
+        assert isinstance(r["ref"], str) and r["ref"].strip() == r["ref"] and r["ref"], r
+        assert r["engine"] in bench.ENGINES and FRESH_SOURCE.match(r["source"]), r
+        assert bench._repo(r["source"]) not in old, r["source"]
+        last = re.split(r"[/\\]", r["ref"].rstrip("/\\"))[-1]
+        wants = _is_path(r["ref"]) and not SIZE_WORD.search(last) and r["kind"] != "modelfile"
+        assert ("command" in r) == wants, r
+        assert "command" not in r or (isinstance(r["command"], str) and r["command"].strip()), r
+    keys = [(r["ref"], r["source"]) for r in rows]
+    assert len(keys) == len(set(keys))
+
+
+def _tiny_fresh(tmp_path, monkeypatch):
+    """Point the fresh part at a one-line stand-in, so CLI tests never resolve the real held-out set."""
+    (tmp_path / "fresh.yaml").write_text(yaml.safe_dump([{
+        "ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
+        "source": "https://github.com/o/r/blob/0000000000000000000000000000000000000000/f#L1"}]))
+    monkeypatch.setitem(bench.PARTS, bench.FRESH, str(tmp_path / "fresh.yaml"))
+
+
+def test_cli_prints_every_part_separately(capsys, tmp_path, monkeypatch):
+    _tiny_fresh(tmp_path, monkeypatch)
     assert bench.main(["--engine", "tgi"]) == 0
     out = capsys.readouterr().out
     assert "calibration:" in out and "heldout:" in out and "heldout-unseen-repos:" in out
     assert re.search(r"^  tgi +\d+/\d+ +sized offline", out, re.M)
+    fresh = out.split("fresh (held-out, gathered 2026-11-28):\n", 1)[1]
+    assert re.match(r"  tgi +1/1 +sized offline 100\.0%   \(catalog 0, derivative 1, lock 0, unknown 0\)\n"
+                    r"  all +1/1 ", fresh)
+    assert "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories not in calibration):\n  tgi " in fresh
+
+
+def test_half_fresh_prints_only_the_fresh_part(capsys, tmp_path, monkeypatch):
+    _tiny_fresh(tmp_path, monkeypatch)
+    assert bench.main(["--half", "fresh", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert "calibration:" not in out and "heldout:" not in out
+    assert re.match(r"fresh \(held-out, gathered 2026-11-28\):\n  tgi +1/1 +sized offline", out)
+    with pytest.raises(SystemExit):
+        bench.main(["--half", "held-out"])
 
 
 def test_verbose_names_the_reason(capsys):

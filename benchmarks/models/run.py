@@ -1,15 +1,16 @@
 """Share of real deployment files' model references that servefit sizes offline.
 
-    python benchmarks/models/run.py [--engine vllm] [--half calibration] [-v] [--json]
+    python benchmarks/models/run.py [--engine vllm] [--half calibration|heldout|fresh|all] [-v] [--json]
 
 Each reference in calibration.yaml / heldout.yaml (gathered from public deployment files, see
-README.md) is put on the command line of its engine (`vllm serve REF`, `llama-server -m REF` or
-`-hf REF`, `ollama run REF`, `text-generation-launcher --model-id REF`,
-`python -m sglang.launch_server --model-path REF`) and resolved the way `servefit lint` and
-`estimate` resolve a server's model (pipeline.evaluate: the engine's parse, then the engine's own
-resolver for GGUF files and Ollama tags, else models.resolve_model), with sockets disabled, an
-empty Hugging Face cache and an empty working directory, so nothing but servefit's own data can
-answer. Each reference ends as one of:
+README.md) and in heldout_2026-11-28.yaml (a fresh held-out set gathered later from repositories
+neither half has, reported on its own as "fresh") is put on the command line of its engine
+(`vllm serve REF`, `llama-server -m REF` or `-hf REF`, `ollama run REF`,
+`text-generation-launcher --model-id REF`, `python -m sglang.launch_server --model-path REF`) and
+resolved the way `servefit lint` and `estimate` resolve a server's model (pipeline.evaluate: the
+engine's parse, then the engine's own resolver for GGUF files and Ollama tags, else
+models.resolve_model), with sockets disabled, an empty Hugging Face cache and an empty working
+directory, so nothing but servefit's own data can answer. Each reference ends as one of:
 
   catalog     the catalog knows the checkpoint (repo id, alias, or an Ollama tag the tag table maps)
   derivative  sized as a catalogued base its name points to; servefit printed the assumption
@@ -39,7 +40,11 @@ sys.path.insert(0, str(HERE.parents[1] / "src"))
 from servefit.core import UsageError  # noqa: E402
 from servefit.pipeline import Target, engine_for, resolve_site_model, site_from_argv  # noqa: E402
 
-HALVES = ("calibration", "heldout")
+HALVES = ("calibration", "heldout")  # the 2026-11-25 set, split by the parity of sha256(source)
+FRESH = "fresh"  # held out as a whole, gathered 2026-11-28 after the resolver changes began
+PARTS = {"calibration": "calibration.yaml", "heldout": "heldout.yaml", FRESH: "heldout_2026-11-28.yaml"}
+TITLES = {FRESH: "fresh (held-out, gathered 2026-11-28)",
+          "fresh-unseen-repos": "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories not in calibration)"}
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang")
 SIZED = ("catalog", "derivative", "lock")
 
@@ -192,7 +197,7 @@ def classify(entry: dict[str, Any]) -> Outcome:
 
 
 def load(half: str, engine: str | None = None) -> list[dict[str, Any]]:
-    rows = yaml.safe_load((HERE / f"{half}.yaml").read_text(encoding="utf-8")) or []
+    rows = yaml.safe_load((HERE / PARTS[half]).read_text(encoding="utf-8")) or []
     return [r for r in rows if engine is None or r.get("engine") == engine]
 
 
@@ -226,17 +231,20 @@ def _line(name: str, s: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--engine", choices=ENGINES)
-    ap.add_argument("--half", choices=HALVES, help="one half only (default: both, reported separately)")
+    ap.add_argument("--half", choices=(*PARTS, "all"), default="all",
+                    help="one part only: calibration, heldout, fresh (held-out, gathered 2026-11-28); "
+                         "default all, each reported separately")
     ap.add_argument("--verbose", "-v", action="store_true", help="every reference and what it resolved to")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    halves = [args.half] if args.half else list(HALVES)
+    halves = list(PARTS) if args.half == "all" else [args.half]
     results = {h: run(load(h, args.engine)) for h in halves}
-    report: dict[str, Any] = {h: summarize(r) for h, r in results.items()}
-    if "heldout" in results:  # held-out lines from repositories calibration never saw
-        seen = {_repo(str(e.get("source", ""))) for e in load("calibration")}
-        fresh = [o for o in results["heldout"] if _repo(o.source) not in seen]
-        report["heldout-unseen-repos"] = summarize(fresh)
+    report: dict[str, Any] = {}
+    seen = {_repo(str(e.get("source", ""))) for e in load("calibration")}
+    for half, rows in results.items():
+        report[half] = summarize(rows)
+        if half != "calibration":  # held-out lines from repositories calibration never saw
+            report[f"{half}-unseen-repos"] = summarize([o for o in rows if _repo(o.source) not in seen])
     if args.json:
         json.dump({"summary": report, "rows": {h: [asdict(o) for o in r] for h, r in results.items()}},
                   sys.stdout, indent=2)
@@ -244,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.verbose:
         for half, rows in results.items():
-            print(f"{half}:" + ("  (held out: read, never tune on)" if half == "heldout" else ""))
+            print(f"{half}:" + {"heldout": "  (held out: read, never tune on)",
+                                 FRESH: "  (held out, gathered 2026-11-28: read, never tune on)"}.get(half, ""))
             for o in rows:
                 what = f"-> {o.model}" if o.model else f"NOT SIZED: {o.reason}"
                 print(f"  [{o.status:<10}] {o.engine:<8} {o.ref}  {what}")
@@ -258,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"      {o.source}")
             print()
     for half, summary in report.items():
-        print(f"{half}:")
+        print(f"{TITLES.get(half, half)}:")
         for name, s in summary.items():
             print(_line(name, s))
     return 0
