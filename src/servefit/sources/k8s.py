@@ -341,11 +341,21 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
                        y.str(fmt), fc)
 
 
+LLM_FORMATS = {"huggingface", "hf", "llm"}  # KServe model formats of language models (or an engine's name)
+
+
 def _runtime_not_found(y: Y, doc: Node, at: Node | None, runtime: str | None, fmt: str | None,
                        fc: FileCtx) -> None:
-    """The runtime (engine, image, command) is defined elsewhere: say so, never skip silently."""
+    """The runtime (engine, image, command) is defined elsewhere: say so, never skip silently
+    (for a language model: a Hugging Face format or storage, or a runtime named after an engine)."""
+    from servefit.sources.detect import markers
     from servefit.sources.problems import runtime_not_found
 
+    pred = y.get(doc, "spec", "predictor")
+    uri = y.str(y.get(pred, "model", "storageUri")) or y.str(y.get(pred, "huggingface", "storageUri")) or ""
+    if (fmt or "").lower() not in LLM_FORMATS and not uri.startswith("hf://") and \
+            not markers().search(f"{runtime or ''} {fmt or ''}"):
+        return  # an sklearn or xgboost model: not a server servefit checks
     name = y.str(y.get(doc, "metadata", "name")) or "this InferenceService"
     if runtime:
         what = f"runtime {runtime!r} is not in this file (a ServingRuntime or ClusterServingRuntime defined elsewhere)"
