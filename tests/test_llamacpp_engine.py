@@ -289,3 +289,46 @@ def test_knobs():
     cfg = ENGINE.parse(site("llama-server -m x.gguf"), None)
     names = {k.name for k in ENGINE.knobs(cfg, llama8b(), RTX4090, 1)}
     assert {"ctx_size", "cache_type_k", "parallel"} <= names
+
+
+@pytest.mark.parametrize(("cmd", "env", "router", "warned"), [
+    ("llama-server --models-dir /models", None, True, "up to 4 at once"),  # default --models-max 4
+    ("llama-server --models-dir /models --models-max 0", None, True, "with no limit"),
+    ("llama-server --models-preset /etc/models.ini --models-max 2", None, True, "up to 2 at once"),
+    ("llama-server --models-dir /models --models-max 1", None, True, None),  # one at a time
+    ("llama-server", {"LLAMA_ARG_MODELS_MAX": "3"}, True, "up to 3 at once"),
+    ("llama-server -m /models/qwen2.5-7b-instruct-q4_k_m.gguf --models-dir /models", None, False, None),
+    ("llama-server -hf Qwen/Qwen2.5-7B-Instruct-GGUF --models-max 4", None, False, None),
+    ("llama-server --models-dir /models", {"LLAMA_ARG_MODEL": "/models/qwen2.5-7b-instruct-q4_k_m.gguf"}, False, None),
+])
+def test_router_mode_is_a_server_without_a_model(cmd, env, router, warned):
+    """tools/server/server.cpp: is_router_server = model path and hf_repo empty. --models-dir
+    beside -m (or LLAMA_ARG_MODEL) changes nothing; LCPP015 used to fire there, and a real
+    router was reported as SF002 "no model given"."""
+    cfg = ENGINE.parse(site(cmd, env), None)
+    assert (cfg.model_ref is None) is router
+    found = [f for f in cfg.findings if f.code == "LCPP015"]
+    assert [warned in f.message for f in found] == ([True] if warned else [])
+    if warned:
+        assert "servefit cannot size models this file does not name" in found[0].message
+
+
+def test_router_mode_is_reported_at_models_max_and_not_as_an_unknown_model(tmp_path, capsys):
+    from servefit.cli import main
+
+    f = tmp_path / "serve.sh"
+    f.write_text("llama-server --models-dir /models --models-max 4 --port 8080\n")
+    rc = main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    import json
+
+    found = [(x["code"], x["location"]["line"], x["location"]["column"]) for x in json.loads(capsys.readouterr().out)]
+    assert rc == 0 and found == [("LCPP015", 1, 48)]
+
+
+def test_before_router_mode_no_model_is_the_default_path():
+    """Builds before router mode load common.h's DEFAULT_MODEL_PATH when -m is missing."""
+    cfg = ENGINE.parse(site("llama-server --port 8080"), "b6000")
+    assert cfg.settings["model"] == "models/7B/ggml-model-f16.gguf"
+    assert "no -m: llama-server b6000 loads its default models/7B/ggml-model-f16.gguf (router mode came in b7389)" \
+        in cfg.assumptions
+    assert not [f for f in cfg.findings if f.code == "LCPP015"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from servefit.core import LaunchSite, Span, Token
 from servefit.engines.ollama import ENGINE
 from servefit.engines.ollama.config import resolve_tag
@@ -74,10 +76,29 @@ def test_classic_estimator_matches_log():  # ollama/ollama#11292: llama3.1:8b, 8
 def test_auto_parallel_before_0_10_and_kv_type_warning():
     cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0"}), "0.9.0")
     assert p.extra["num_parallel"] == 4 and p.extra["kv_cache_type"] == "f16"
-    assert "OLLM005" in codes(cfg, p) and "OLLM007" in codes(cfg, p)
+    # the four automatic slots fit (0.9 picks 4 only when they do): concurrency, not a cost (OLLM007)
+    assert "OLLM005" in codes(cfg, p) and "OLLM007" not in codes(cfg, p)
+    assert p.extra["layers_offloaded"] == p.extra["layers_model"]
     cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0",
                                                         "OLLAMA_FLASH_ATTENTION": "1"}), "0.9.0")
     assert p.extra["kv_cache_type"] == "q8_0" and "OLLM005" not in codes(cfg, p)
+
+
+@pytest.mark.parametrize(("num_ctx", "parallel", "spills", "warned"), [
+    ("131072", "4", True, True),  # 4 x 131072 tokens of KV: layers go to the CPU because of the slots
+    ("16384", "4", False, False),  # 4 slots that fit: the concurrency asked for
+    ("131072", "1", True, False),  # one slot that spills: OLLM006 says so, the slots are not the cause
+])
+def test_parallel_slots_are_reported_only_when_they_push_the_model_off_the_gpu(num_ctx, parallel, spills, warned):
+    """Ollama gives each slot the full num_ctx (sched.go: NumCtx x numParallel). OLLM007 used to
+    fire on any num_parallel > 1, so a config tune wrote (131072 x 4 with headroom) was flagged."""
+    cfg, p = plan(site(params={"num_ctx": num_ctx}, env={"OLLAMA_NUM_PARALLEL": parallel}), "0.12.3")
+    assert (p.extra["layers_offloaded"] < p.extra["layers_model"]) is spills
+    assert ("OLLM007" in codes(cfg, p)) is warned
+    if warned:
+        f = next(f for f in p.findings if f.code == "OLLM007")
+        assert f.message.startswith(f"KV cache for {num_ctx} x 4 = {int(num_ctx) * 4} tokens (")
+        assert "the model no longer fits on NVIDIA GeForce RTX 4090" in f.message
 
 
 def test_kv_type_with_fa_off_fails_in_llama_server_era():

@@ -175,3 +175,55 @@ def test_job_cronjob_daemonset_and_generic_pod_templates(tmp_path):
     assert [s.name for s in r.sites] == ["Job/j/s", "CronJob/c/s", "DaemonSet/d/s", "Rollout/r/s", "Pod/p/s"]
     assert all(argv(s)[:3] == ["vllm", "serve", "Qwen/Qwen3-4B"] for s in r.sites[:4])
     assert r.findings == []
+
+
+ISVC = """apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: qwen
+spec:
+  predictor:
+    model:
+      modelFormat: {name: huggingface}
+      storageUri: hf://Qwen/Qwen2.5-7B-Instruct
+"""
+
+
+@pytest.mark.parametrize(("text", "where", "says"), [
+    (ISVC + "      runtime: vllm-runtime\n", (10, 16, "vllm-runtime"),
+     "InferenceService qwen: runtime 'vllm-runtime' is not in this file (a ServingRuntime or "
+     "ClusterServingRuntime defined elsewhere)"),
+    (ISVC, (8, 27, "huggingface"), "InferenceService qwen: no runtime is named: KServe picks one of the cluster's "
+     "runtimes for model format 'huggingface'"),
+    (ISVC.replace("    model:\n      modelFormat: {name: huggingface}\n", "    huggingface:\n"), (7, 5, "huggingface"),
+     "InferenceService qwen: no runtime is named: KServe picks one of the cluster's runtimes for model format "
+     "'huggingface'"),
+])
+def test_inference_service_without_its_runtime_says_so(tmp_path, text, where, says):
+    """It was skipped without a word: a server that may not fit its GPU read as a pass."""
+    f = tmp_path / "isvc.yaml"
+    f.write_text(text)
+    r = scan_file(str(f))
+    assert r.sites == []
+    [found] = r.findings
+    assert found.code == "SF114" and found.message.startswith(says)
+    s = found.span
+    assert (s.line, s.col, text[s.start:s.end]) == where
+
+
+def test_estimate_on_it_is_one_line_with_the_reason(tmp_path, capsys):
+    from servefit.cli import main
+
+    f = tmp_path / "isvc.yaml"
+    f.write_text(ISVC + "      runtime: vllm-runtime\n")
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"servefit: error: {f}: no serving engine found in this file (InferenceService qwen: "
+                          "runtime 'vllm-runtime' is not in this file") and err.endswith("[SF114])\n")
+
+
+def test_inference_service_of_another_kind_of_model_is_not_ours(tmp_path):
+    f = tmp_path / "isvc.yaml"
+    f.write_text(ISVC.replace("{name: huggingface}", "{name: sklearn}").replace("hf://Qwen/Qwen2.5-7B-Instruct",
+                                                                                "gs://models/iris"))
+    assert scan_file(str(f)).findings == []

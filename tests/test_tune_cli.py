@@ -154,6 +154,12 @@ def test_measured_mode_runs_the_benchmark_only_for_accepted_candidates(tmp_path:
     assert all("--max-model-len" in r for r in runs)
     assert site["best"]["metric"] == max(
         int(r.split("--max-num-seqs ")[1].split()[0]) * (2 if "--kv-cache-dtype fp8" in r else 1) for r in runs)
+    import optuna
+
+    trials = optuna.load_study(study_name=site["search"]["study"], storage=f"sqlite:///{tmp_path / 'm.db'}").trials
+    assert {t.state.name for t in trials} == {"COMPLETE"}  # none waiting in a queue two workers could both take
+    assert not [t.number for t in trials if "fixed_params" in t.system_attrs]
+    assert len(runs) == len({r for r in runs})  # each candidate benchmarked once
 
 
 def test_lint_and_estimate_never_import_optuna(tmp_path: Path) -> None:

@@ -94,12 +94,18 @@ def test_optuna_bruteforce_sampler_equals_brute_force(model: str, gpu: str, need
     assert run.best.point == expected.point
 
 
-def test_sampled_search_enqueues_the_current_config_first() -> None:
+def test_sampled_search_records_the_current_config_first_without_queueing_it(tmp_path) -> None:
+    """The current config is the first trial, written finished in one go: a trial left waiting
+    in the queue (study.enqueue_trial) is what two workers on one SQLite study could both pop
+    (the storage reads WAITING in each before either writes RUNNING), and the second `tell`
+    then failed on a finished trial."""
     space, needs = _space("llama8b", "L4", "ctx32k-fp8kv")
-    run = study.run(space, needs, strategy="tpe", trials=12, progress=False)
+    run = study.run(space, needs, strategy="tpe", trials=12, progress=False,
+                    storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")
     trials = run.study.trials
-    assert trials[0].params == space.start()
+    assert trials[0].params == space.start() and trials[0].state.name == "COMPLETE"
     assert len(trials) == 12 and run.trials == 12
+    assert not [t.number for t in trials if "fixed_params" in t.system_attrs]  # nothing went through the queue
 
 
 @pytest.mark.parametrize("strategy", ["tpe", "nsga2"])

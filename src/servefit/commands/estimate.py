@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def servers(args: argparse.Namespace):  # -> list[Server]
     """The servers in the given files, or the command after `--`, through the shared assembly
     (the same servers, links, configuration and target lint sees)."""
-    from servefit.sources.assemble import assemble, assemble_sites, flags_from
+    from servefit.sources.assemble import assemble_named, assemble_sites, flags_from
 
     words = split_trailing(list(args.target), args)
     flags = flags_from(args)
@@ -45,14 +45,7 @@ def servers(args: argparse.Namespace):  # -> list[Server]
         return assemble_sites(sites, flags).servers
     if all(os.path.exists(w) for w in words) and any(os.path.isfile(w) or os.path.isdir(w) for w in words):
         # files and directories, as lint takes them (a compose file with its override, a repo)
-        asm = assemble(words, flags)
-        found = {os.path.abspath(f.path) for f in asm.files if f.sites}
-        for path in words:
-            if os.path.isfile(path) and os.path.abspath(path) not in found:
-                raise UsageError(f"{path}: no serving engine found in this file")
-        if not asm.servers:
-            raise UsageError(f"{', '.join(words)}: no serving engine found in the files there")
-        return asm.servers
+        return assemble_named(words, flags).servers
     args.input_kind = "command"
     return assemble_sites([site_from_argv(words)], flags).servers
 

@@ -29,15 +29,24 @@ def render(r: dict[str, Any]) -> str:
 
 
 def snippet(ex: Any) -> list[str]:
-    """An example as lines: a header naming the file and target, then the file's text."""
+    """An example as lines: a header naming the file and target, then the file's text; then each
+    file beside it under its own header."""
     if not isinstance(ex, dict):
         return str(ex).rstrip().splitlines()
     target = " ".join(x for x in (f"{ex['gpus']} ×" if ex.get("gpus") else "", ex.get("gpu", ""),
                                    f"engine {ex['version']}" if ex.get("version") else "") if x)
     where = f", reported at {ex['line']}:{ex['column']}" if ex.get("line") else ""
-    note = f": {ex['note']}" if ex.get("note") else ""
-    head = f"# {ex['file']}" + (f" (--gpu {target})" if target else "") + where + note
-    return [head, *str(ex["text"]).rstrip().splitlines()]
+    setting = [f"saved as {ex['encoding']}"] if ex.get("encoding") else []
+    setting += [f"the {name} plugin {'not installed' if state == 'not-installed' else 'raising an error'}"
+                for name, state in (ex.get("plugins") or {}).items()]
+    if ex.get("linted"):
+        setting.append(f"servefit lint {' '.join(ex['linted'])}")
+    note = "; ".join(setting + ([ex["note"]] if ex.get("note") else []))
+    head = f"# {ex['file']}" + (f" (--gpu {target})" if target else "") + where + (f": {note}" if note else "")
+    out = [head, *str(ex["text"]).rstrip().splitlines()]
+    for name, text in (ex.get("also") or {}).items():
+        out += ["", f"# {name}", *str(text).rstrip().splitlines()]
+    return out
 
 
 def option_lines(r: dict[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,7 +104,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         if text is None:
             return result
     result.text = text
-    if not _mentions_engine(text):
+    if not _mentions_engine(text) and not _compose_overlay(path) and not _INFERENCE_SERVICE.search(text):
         return result
     from servefit.budget import Exhausted, file_budget
     from servefit.sources.base import FileCtx
@@ -145,6 +146,19 @@ def _directives(path: str, result: ScanResult) -> None:
         for site in result.sites:
             if site.file == path:
                 site.directives = for_line(found, site.line)
+
+
+# a KServe InferenceService names its runtime, not its engine: read it to say when the runtime is missing
+_INFERENCE_SERVICE = re.compile(r"(?m)^\s*kind:\s*InferenceService\b")
+
+
+def _compose_overlay(path: str) -> bool:
+    """An overlay (docker-compose.gpu.yml) need not name the engine: its base does."""
+    if not os.path.basename(path).startswith(("compose.", "docker-compose.")):
+        return False
+    from servefit.sources.compose_layers import overlay_base
+
+    return overlay_base(path) is not None
 
 
 def _mentions_engine(text: str) -> bool:

@@ -122,6 +122,24 @@ def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | No
     return asm
 
 
+def assemble_named(paths: list[str], flags: Flags | None = None) -> Assembly:
+    """The servers of the files and directories a command names (estimate, explain, tune), the
+    way lint assembles them together (a Modelfile with its compose file, an override with its
+    base); one clear error, with the reason the file's own finding gives, when a named file holds
+    no server or none is found at all."""
+    asm = assemble(paths, flags)
+    found = {os.path.abspath(f.path) for f in asm.files if f.sites}
+    for path in paths:
+        if os.path.isfile(path) and os.path.abspath(path) not in found:
+            why = next((f for f in asm.findings if f.span is not None
+                        and os.path.abspath(f.span.file) == os.path.abspath(path)), None)
+            raise UsageError(f"{path}: no serving engine found in this file"
+                             + (f" ({why.message} [{why.code}])" if why is not None else ""))
+    if not asm.servers:
+        raise UsageError(f"{', '.join(paths)}: no serving engine found in the files there")
+    return asm
+
+
 def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding], values: list[str] | None,
               render: bool) -> tuple[list[LaunchSite], list[Finding], dict[tuple[str, int, int], str]]:
     """Helm charts among the files, rendered: their manifests' servers replace what was read from
@@ -168,11 +186,16 @@ def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs:
 
 
 def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[LaunchSite]:
-    """Servers whose parts live in several files become one: each engine plugin present joins
-    its own (Ollama: a server and the Modelfile it serves, also when the Modelfile is given
-    alone and the compose file or manifest that serves it sits beside it)."""
+    """Servers whose parts live in several files become one: a compose service read alone gives
+    way to the same service read with an overlay on top; each engine plugin present joins its
+    own (Ollama: a server and the Modelfile it serves, also when the Modelfile is given alone and
+    the compose file or manifest that serves it sits beside it)."""
     from servefit import engines
 
+    if any(s.extra.get("compose_files") for s in sites):  # only layered compose reads need it (lint stays light)
+        from servefit.sources.compose_layers import drop_shadowed
+
+        sites = drop_shadowed(sites)
     for name in dict.fromkeys(s.engine for s in sites if s.engine):
         try:
             eng = engines.get(name)

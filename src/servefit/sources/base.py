@@ -44,6 +44,14 @@ class FileCtx:
         self.ctxs.append(c)
         return c
 
+    def ctx_for(self, path: str, li: LineIndex | None) -> Ctx:
+        """A context for words written in another file read with this one (a compose base under
+        its overlay): lines and findings point there."""
+        c = Ctx(path, li or self.li, self.findings)
+        self._last_ctx = c
+        self.ctxs.append(c)
+        return c
+
     def finish(self) -> None:
         """`ollama create -f` / `ollama pull` in one container (an init job) of a file tell
         which Modelfiles and models the Ollama servers of the same file use."""

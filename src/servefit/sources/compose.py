@@ -8,6 +8,13 @@ is one word); `sh -c` strings are then run through the shell splitter with the c
 `environment` (list or map) and `env_file` values. YAML anchors and `<<` merges are applied.
 Hardware: `deploy.resources.reservations.devices` (count / device_ids), `gpus:`, and
 `NVIDIA_VISIBLE_DEVICES`; shared memory from `shm_size`, `ipc: host` or a /dev/shm mount.
+
+Files layered on a base, as `docker compose -f compose.yaml -f compose.gpu.yaml` merges them
+(compose_layers.py): a base file takes its standard override (compose.override.yaml,
+docker-compose.override.yml) as docker compose does by default; an overlay beside a base
+(docker-compose.gpu.yml, compose.prod.yaml) is read on top of that base for the services it
+names. Later layers replace `image`, `command`, `entrypoint` and the GPU request, and merge
+`environment` / `env_file` by variable, `ports` and `volumes` by adding.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, Token
 from servefit.sources.base import FileCtx, _repo_of, _within
+from servefit.sources.compose_layers import LayeredY, layers
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import container
@@ -81,13 +89,28 @@ def _environment(y: Y, node: Node | None, interp: Vars, env: Vars, runtime: list
                 runtime.append(k)
 
 
-def _gpus(y: Y, svc: Node, env: Vars) -> GpuHint | None:
+def _gpus(y: Y, svcs: list[Node], env: Vars, interp: Vars) -> GpuHint | None:
+    """The GPU request of the last layer that makes one, else NVIDIA_VISIBLE_DEVICES."""
+    for svc in reversed(svcs):
+        hint = _gpu_request(y, svc, interp)
+        if hint is not None:
+            return hint
+    vis = env.get("NVIDIA_VISIBLE_DEVICES")
+    if vis is not None and count_visible_devices(vis.text):
+        return GpuHint(None, count_visible_devices(vis.text), "NVIDIA_VISIBLE_DEVICES", vis.span)
+    return None
+
+
+def _gpu_request(y: Y, svc: Node, interp: Vars) -> GpuHint | None:
+    def value(node: Node | None) -> Token | None:  # `count: ${GPU_COUNT-1}` is interpolated like the rest
+        return expand_word(y.scalar_src(node), interp, compose=True).token() if isinstance(node, ScalarNode) else None
+
     for d in y.seq(y.get(svc, "deploy", "resources", "reservations", "devices")):
         caps = [y.str(c) for c in y.seq(y.get(d, "capabilities"))]
-        driver = y.str(y.get(d, "driver"))
-        if "gpu" not in caps and driver not in ("nvidia", "amd", "cdi"):
+        drv = value(y.get(d, "driver"))
+        if "gpu" not in caps and (drv.text if drv else None) not in ("nvidia", "amd", "cdi"):
             continue
-        cnt = y.tok(y.get(d, "count"))
+        cnt = value(y.get(d, "count"))
         ids = y.seq(y.get(d, "device_ids"))
         if ids:
             return GpuHint(None, len(ids), "compose device_ids", y.span(y.get(d, "device_ids")))  # type: ignore[arg-type]
@@ -98,27 +121,34 @@ def _gpus(y: Y, svc: Node, env: Vars) -> GpuHint | None:
     if isinstance(g, ScalarNode):
         return GpuHint(None, None, "compose gpus: all", y.span(g))
     for d in y.seq(g):
-        cnt = y.tok(y.get(d, "count"))
+        cnt = value(y.get(d, "count"))
         if cnt is not None and cnt.text != "all":
             return GpuHint(None, to_int(cnt.text), "compose gpus count", cnt.span)
-    vis = env.get("NVIDIA_VISIBLE_DEVICES")
-    if vis is not None and count_visible_devices(vis.text):
-        return GpuHint(None, count_visible_devices(vis.text), "NVIDIA_VISIBLE_DEVICES", vis.span)
     return None
 
 
-def _shm(y: Y, svc: Node) -> bool:
-    if y.str(y.get(svc, "ipc")) == "host":
+def _shm(y: Y, svcs: list[Node]) -> bool:
+    ipc, size = _last(y, svcs, "ipc"), _last(y, svcs, "shm_size")
+    if y.str(ipc) == "host":
         return True
-    size = y.str(y.get(svc, "shm_size"))
-    if size:
-        b = size_bytes(size)
+    if y.str(size):
+        b = size_bytes(y.str(size) or "")
         return b is not None and b >= SHM_MIN
-    for v in y.seq(y.get(svc, "volumes")):
-        text = y.str(v) or y.str(y.get(v, "target")) or ""
-        if text.rstrip("/").endswith("/dev/shm"):
-            return True
+    for svc in svcs:
+        for v in y.seq(y.get(svc, "volumes")):
+            text = y.str(v) or y.str(y.get(v, "target")) or ""
+            if text.rstrip("/").endswith("/dev/shm"):
+                return True
     return False
+
+
+def _last(y: Y, svcs: list[Node], key: str) -> Node | None:
+    """A key's value in the last layer that sets it (compose replaces scalars and commands)."""
+    for svc in reversed(svcs):
+        v = y.get(svc, key)
+        if v is not None:
+            return v
+    return None
 
 
 def scan(y: Y, root: Node, fc: FileCtx) -> None:
@@ -127,46 +157,74 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
     if os.path.isfile(dotenv):
         for k, v in (load_env_file(dotenv) or {}).items():
             interp.set(k, v)
-    for sname, _, svc in y.items(y.get(root, "services")):
-        if not isinstance(svc, MappingNode):
-            continue
-        image_node = y.get(svc, "image")
-        image: Token | None = None
-        if isinstance(image_node, ScalarNode):
-            image = expand_word(y.scalar_src(image_node), interp, compose=True).token()
-        env = Vars()
+    stack = layers(fc.path, y, root)
+    ly = LayeredY(y, stack)
+    files = [p for p, _, _ in stack]
+    overlay = files[0] != fc.path  # this file is read on top of its base: only the services it names
+    names = [k for k, _, _ in y.items(y.get(root, "services"))] if overlay else \
+        list(dict.fromkeys(k for _, yy, rr in stack for k, _, _ in yy.items(yy.get(rr, "services"))))
+    for sname in names:
+        svcs: list[Node] = [n for _, yy, rr in stack if isinstance(n := yy.get(rr, "services", sname), MappingNode)]
+        if svcs:
+            _service(ly, sname, svcs, fc, interp, files)
+
+
+def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Vars, files: list[str]) -> None:
+    image_node = _last(y, svcs, "image")
+    image: Token | None = None
+    if isinstance(image_node, ScalarNode):
+        image = expand_word(y.scalar_src(image_node), interp, compose=True).token()
+    env = Vars()
+    for svc in svcs:  # env_file first, then environment, each layer over the one before
         _env_files(y, y.get(svc, "env_file"), fc, env)
-        runtime: list[str] = []
+    runtime: list[str] = []
+    for svc in svcs:
         _environment(y, y.get(svc, "environment"), interp, env, runtime)
-        env.exported = set(env.values)
-        entry = _words(y, y.get(svc, "entrypoint"), interp)
-        cmd = _words(y, y.get(svc, "command"), interp)
-        ctx = fc.ctx()
-        launches = container(image, entry, cmd, ctx, env)
-        if not launches:
-            continue
-        shm = _shm(y, svc)
-        for launch in launches:
-            launch.shm = shm
-        ports = [y.str(p) or y.str(y.get(p, "target")) for p in y.seq(y.get(svc, "ports"))]
-        extra: dict[str, object] = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svc),
-                                    "runtime_env": runtime}
-        pmap = _path_map(y, svc)
-        if pmap:
-            extra["path_map"] = pmap
-        build = y.str(y.get(svc, "build")) or y.str(y.get(svc, "build", "context"))
-        if build and any(la.engine == "ollama" for la in launches):
-            extra["modelfile_refs"] = [build]
-        fc.add(launches, f"compose/{sname}", _gpus(y, svc, env), extra, ctx.ollama_models)
+    env.exported = set(env.values)
+    entry_node, cmd_node = _last(y, svcs, "entrypoint"), _last(y, svcs, "command")
+    entry = _words(y, entry_node, interp)
+    cmd = _words(y, cmd_node, interp)
+    # the server's file is the one its command (else its image) is written in: its line is there
+    home = y.file_of(entry_node if entry else cmd_node if cmd else image_node) or fc.path
+    ctx = fc.ctx() if home == fc.path else fc.ctx_for(home, y.index_of(home))
+    launches = container(image, entry, cmd, ctx, env)
+    if not launches:
+        return
+    shm = _shm(y, svcs)
+    for launch in launches:
+        launch.shm = shm
+    ports = [y.str(p) or y.str(y.get(p, "target")) for svc in svcs for p in y.seq(y.get(svc, "ports"))]
+    extra: dict[str, object] = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svcs),
+                                "runtime_env": runtime}
+    if len(files) > 1:
+        extra["compose_files"] = files
+    pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
+    if pmap:
+        extra["path_map"] = pmap
+    build_node = _last(y, svcs, "build")
+    build = y.str(build_node) or y.str(y.get(build_node, "context"))
+    if build and any(la.engine == "ollama" for la in launches):
+        extra["modelfile_refs"] = [build]
+    first = len(fc.sites)
+    label = f"compose/{sname}" + "".join(f"+{os.path.basename(f)}" for f in files[1:] if not _standard(f))
+    fc.add(launches, label, _gpus(y, svcs, env, interp), extra, ctx.ollama_models)
+    for site in fc.sites[first:]:
+        site.file = home
 
 
-def _exposure(y: Y, svc: Node) -> list[Exposure]:
-    """Ports published beyond the host's loopback, and host networking."""
+def _standard(path: str) -> bool:
+    from servefit.sources.compose_layers import OVERRIDES
+
+    return os.path.basename(path) in OVERRIDES
+
+
+def _exposure(y: Y, svcs: list[Node]) -> list[Exposure]:
+    """Ports published beyond the host's loopback (every layer's), and host networking."""
     out: list[Exposure] = []
-    mode = y.tok(y.get(svc, "network_mode"))
+    mode = y.tok(_last(y, svcs, "network_mode"))
     if mode is not None and mode.text == "host":
         out.append(Exposure("compose network_mode: host (the container shares the host's interfaces)", mode.span))
-    for p in y.seq(y.get(svc, "ports")):
+    for p in [p for svc in svcs for p in y.seq(y.get(svc, "ports"))]:
         t = y.tok(p)
         if t is not None:
             e = published("compose ports", t.text, t.span)

@@ -314,6 +314,8 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
         return
     model = y.get(pred, "model")
     if model is None:
+        if y.get(pred, "huggingface") is not None:  # the older predictor.<format> form
+            _runtime_not_found(y, doc, y.key_node(pred, "huggingface"), None, "huggingface", fc)
         return
     runtime = y.str(y.get(model, "runtime"))
     for d in docs:
@@ -333,6 +335,37 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
             return
     if y.get(model, "image") is not None:
         one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})
+        return
+    fmt = y.get(model, "modelFormat", "name")
+    _runtime_not_found(y, doc, y.get(model, "runtime") or fmt or y.key_node(pred, "model"), runtime,
+                       y.str(fmt), fc)
+
+
+LLM_FORMATS = {"huggingface", "hf", "llm"}  # KServe model formats of language models (or an engine's name)
+
+
+def _runtime_not_found(y: Y, doc: Node, at: Node | None, runtime: str | None, fmt: str | None,
+                       fc: FileCtx) -> None:
+    """The runtime (engine, image, command) is defined elsewhere: say so, never skip silently
+    (for a language model: a Hugging Face format or storage, or a runtime named after an engine)."""
+    from servefit.sources.detect import markers
+    from servefit.sources.problems import runtime_not_found
+
+    pred = y.get(doc, "spec", "predictor")
+    uri = y.str(y.get(pred, "model", "storageUri")) or y.str(y.get(pred, "huggingface", "storageUri")) or ""
+    if (fmt or "").lower() not in LLM_FORMATS and not uri.startswith("hf://") and \
+            not markers().search(f"{runtime or ''} {fmt or ''}"):
+        return  # an sklearn or xgboost model: not a server servefit checks
+    name = y.str(y.get(doc, "metadata", "name")) or "this InferenceService"
+    if runtime:
+        what = f"runtime {runtime!r} is not in this file (a ServingRuntime or ClusterServingRuntime defined elsewhere)"
+    else:
+        what = (f"no runtime is named: KServe picks one of the cluster's runtimes for model format {fmt!r}"
+                if fmt else "no runtime is named")
+    fc.findings.append(runtime_not_found(
+        f"InferenceService {name}: {what}, so servefit does not know which server runs the model and did not "
+        "check it; put the ServingRuntime in this file (another `---` document) or give the predictor its own "
+        "containers", span=y.span(at) if at is not None else None))
 
 
 def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:

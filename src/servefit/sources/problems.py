@@ -26,3 +26,9 @@ def not_read(message: str, **where: Any) -> Finding:
 def missing_config_file(message: str, **where: Any) -> Finding:
     """An env_file / EnvironmentFile the configuration reads is not in the repository."""
     return finding("SF113", message, **where)
+
+
+@rule("SF114")
+def runtime_not_found(message: str, **where: Any) -> Finding:
+    """A KServe InferenceService whose serving runtime is not in its file: the server is unknown."""
+    return finding("SF114", message, **where)

@@ -6,6 +6,7 @@ or display-only) leaves its part of the file as it is."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,8 +17,6 @@ from servefit.tune.patch import DISPLAY, SAFE, UNSAFE, Patch, apply_edits, by_fi
 from servefit.tune.study import TuneRun
 
 VIRTUAL = "<command line>"
-# a file of one of these names in the current directory is still a command (`-- python3 -m ...`)
-PROGRAMS = {"python", "python3", "docker", "sudo", "env"}
 
 
 @dataclass
@@ -56,21 +55,16 @@ class Session:
     def run(self, words: list[str]) -> None:
         """Tune every server the shared assembly finds in the files (or the command after `--`),
         so tune sees the same servers, links, configuration and target as lint and estimate."""
-        import os
-
-        from servefit.sources.assemble import assemble, assemble_sites
+        from servefit.sources.assemble import assemble_named, assemble_sites
         from servefit.sources.detect import find_engine
 
-        # a file named like an engine's program in the current directory is still a command
-        if os.path.isfile(words[0]) and os.path.basename(words[0]) not in PROGRAMS and find_engine(words) is None:
+        # files and directories, as estimate takes them; a file named like a program in the current
+        # directory (`docker`, `python`) is still a command when the words after it are not paths
+        if all(os.path.exists(w) for w in words) and find_engine(words) is None:
             self.read = reader()
             self.named = list(words)
-            for path in words:
-                asm = assemble([path], self.target)
-                if not asm.servers:
-                    raise UsageError(f"{path}: no serving engine found in this file")
-                for srv in asm.servers:
-                    self.tunes.append(self.tune_server(srv))
+            for srv in assemble_named(words, self.target).servers:  # together, as lint and estimate do
+                self.tunes.append(self.tune_server(srv))
         else:
             text, site = command_site(words)
             self.preloaded[VIRTUAL] = text
@@ -162,8 +156,10 @@ class Session:
         todo = [fc for fc in self.files if not fc.refused and fc.new != fc.old]
         if not todo:
             return
-        named = tuple(self.named)
-        roots = tuple(dict.fromkeys(repo_root(p) for p in named)) or None
+        named = tuple(p for p in self.named if not os.path.isdir(p))
+        # a named directory is a root of its own: what it holds may be written, wherever it is
+        roots = tuple(dict.fromkeys([repo_root(p) for p in named]
+                                    + [os.path.abspath(p) for p in self.named if os.path.isdir(p)])) or None
         written, refused = write_all([(fc.path, fc.new, fc.old) for fc in todo], roots, named)
         for fc in todo:
             fc.written = fc.path in written

@@ -14,7 +14,11 @@ Strategies:
 - ``tpe`` / ``nsga2``: TPESampler (one objective) or NSGAIISampler (several) with
   `constraints_func`, where the space is too large to enumerate.
 
-The user's current config is the first trial (`study.enqueue_trial` in the sampled strategies).
+The user's current config is the first trial. No strategy leaves a trial waiting in the study's
+queue (`study.enqueue_trial`): on SQLite two workers could both pop the same waiting trial (the
+storage reads its state before either writes it) and the second one's `tell` then fails on a
+finished trial. The sampled strategies record the current config as a completed trial instead,
+and measured mode asks for each candidate through a sampler that returns exactly that point.
 """
 
 from __future__ import annotations
@@ -187,8 +191,11 @@ def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | Non
     else:
         sampler = _sampler(strategy, needs, seed, trials)
         study = _open_study(store, study_name, dirs, sampler)
-        study.enqueue_trial(space.start(), skip_if_exists=True)
-        _optimize(space, needs, ev, study, trials or DEFAULT_TRIALS, progress)
+        budget = trials or DEFAULT_TRIALS
+        if not _holds(study, space, space.start()):  # the current config first, as a finished trial
+            study.add_trial(_completed(ev(space.start()), _choices(space), needs))
+            budget -= 1
+        _optimize(space, needs, ev, study, budget, progress)
         results = _collect(study, space)
         n = len(results)
     objective = needs.objective if bench is None else ("measured",) + tuple(needs.objective)
@@ -237,8 +244,6 @@ def _sampler(strategy: str, needs: Needs, seed: int, trials: int | None) -> Any:
 
 
 def _exhaustive(space: Space, needs: Needs, ev: Evaluator, study: Any, progress: bool) -> list[Result]:
-    from optuna.trial import create_trial
-
     dists = _choices(space)
     start = space.start()
     results = [ev(start)]
@@ -251,15 +256,48 @@ def _exhaustive(space: Space, needs: Needs, ev: Evaluator, study: Any, progress:
             sys.stderr.write(f"\rtune: {k:,}/{size:,} candidates planned")
     if shown:
         sys.stderr.write("\n")
-    native = _native_constraints()
-    batch = []
-    for r in results:
-        extra: dict[str, Any] = {"constraints": dict(zip(CONSTRAINT_KEYS, r.constraints, strict=True))} if native \
-            else {"system_attrs": {"constraints": list(r.constraints)}}
-        batch.append(create_trial(params=r.point, distributions=dists, values=values(r, needs),
-                                  user_attrs={"r": r.attrs(), "constraints": list(r.constraints)}, **extra))
-    study.add_trials(batch)
+    study.add_trials([_completed(r, dists, needs) for r in results])
     return results
+
+
+def _completed(r: Result, dists: dict[str, Any], needs: Needs) -> Any:
+    """A finished trial holding a planned result (added to the study in one write)."""
+    from optuna.trial import create_trial
+
+    extra: dict[str, Any] = {"constraints": dict(zip(CONSTRAINT_KEYS, r.constraints, strict=True))} \
+        if _native_constraints() else {"system_attrs": {"constraints": list(r.constraints)}}
+    return create_trial(params=r.point, distributions=dists, values=values(r, needs),
+                        user_attrs={"r": r.attrs(), "constraints": list(r.constraints)}, **extra)
+
+
+def _holds(study: Any, space: Space, point: dict[str, Any]) -> bool:
+    """Whether the study already has this point (finished or being evaluated)."""
+    from optuna.trial import TrialState
+
+    want = tuple(point[n] for n in space.names)
+    return any(set(t.params) == set(space.names) and tuple(t.params[n] for n in space.names) == want
+               for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)))
+
+
+def _chosen_sampler() -> Any:
+    """A sampler that returns the point it was given: measured mode asks for exactly the
+    candidate it picked, without putting a trial in the queue for any worker to take."""
+    from optuna.samplers import BaseSampler
+
+    class Chosen(BaseSampler):
+        def __init__(self) -> None:
+            self.point: dict[str, Any] = {}
+
+        def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
+            return {}
+
+        def sample_relative(self, study: Any, trial: Any, search_space: dict[str, Any]) -> dict[str, Any]:
+            return {}
+
+        def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+            return self.point[name]
+
+    return Chosen()
 
 
 def _record(trial: Any, r: Any, needs: Needs) -> Any:
@@ -289,7 +327,7 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
     benchmarked best-first by the memory model's own ranking, the user's config first, skipping
     any candidate the study already holds (an earlier run resumed from --storage, or another
     worker on the same study, which marks its candidate as running before benchmarking it)."""
-    from optuna.trial import TrialState, create_trial
+    from optuna.trial import TrialState
 
     from servefit.tune.objective import rank_key
 
@@ -300,23 +338,15 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
     start = key(space.start())
 
     def held() -> dict[tuple[Any, ...], Any]:
-        out = {}
+        out: dict[tuple[Any, ...], Any] = {}
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)):
             if set(t.params) == set(names):
-                out[key(t.params)] = t
+                out.setdefault(key(t.params), t)  # trials come in number order: the first one holds it
         return out
 
     seen = held()
-    native = _native_constraints()
-
-    def record(r: Result) -> Any:
-        extra: dict[str, Any] = {"constraints": dict(zip(CONSTRAINT_KEYS, r.constraints, strict=True))} if native \
-            else {"system_attrs": {"constraints": list(r.constraints)}}
-        return create_trial(params=r.point, distributions=dists, values=values(r, needs),
-                            user_attrs={"r": r.attrs(), "constraints": list(r.constraints)}, **extra)
-
     rejected = [r for r in planned if not r.feasible]
-    fresh = [record(replace(r, message=r.message or "rejected by the memory model; not benchmarked"))
+    fresh = [_completed(replace(r, message=r.message or "rejected by the memory model; not benchmarked"), dists, needs)
              for r in rejected if key(r.point) not in seen]
     if fresh:
         study.add_trials(fresh)
@@ -324,17 +354,20 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
     order = sorted((r for r in planned if r.feasible),
                    key=lambda r: (key(r.point) != start, rank_key(r, needs.objective, target)))
     resumed = sum(1 for r in order if key(r.point) in seen)
+    chosen = _chosen_sampler()
+    study.sampler = chosen
     runs, t_run, best_metric = 0, 0.0, None
     for r in order:
         if runs >= budget:
             break
         if key(r.point) in held():  # benchmarked before, or being benchmarked by another worker
             continue
-        study.enqueue_trial(r.point, skip_if_exists=True)
-        trial = study.ask()
+        chosen.point = dict(r.point)
+        trial = study.ask()  # RUNNING from here: other workers skip this candidate
         point = {n: trial.suggest_categorical(n, list(dists[n].choices)) for n in names}
-        if key(point) != key(r.point):  # another worker's queued candidate: give it back
-            study.tell(trial, state=TrialState.FAIL)
+        first = held().get(key(point))
+        if key(point) != key(r.point) or (first is not None and first.number < trial.number):
+            study.tell(trial, state=TrialState.FAIL)  # a queued trial of another worker, or one started first
             continue
         t1 = time.perf_counter()
         res = ev(point)

@@ -22,6 +22,7 @@ class LlamaCppEngine(Engine):
     name = "llamacpp"
     title = "llama.cpp"
     default_version = CURRENT
+    models_on_request = True  # no -m: a router that loads the models requests name (config.router_mode)
     image_patterns = ("ggml-org/llama.cpp", "ggerganov/llama.cpp", "llama.cpp:server", "llama.cpp:full",
                       "llama-cpp-server", "llamacpp-server", "/llama.cpp:")
 

@@ -132,7 +132,7 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
     return out
 
 
-@rule("LCPP006", "LCPP007", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP015", "LCPP016", "LCPP017", "LCPP018")
+@rule("LCPP006", "LCPP007", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
 def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_on: bool, ctx_user: int,
            ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
            over: list[int], site: str) -> list[Any]:
@@ -178,9 +178,6 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
         out.append(finding("LCPP014", f"{gpu.name} shares its {gpu.memory_gib:.0f} GiB with the OS: this server "
                            f"takes {used / 2**30:.1f} GiB of it, leaving {(gpu.memory_bytes - used) / 2**30:.1f} GiB "
                            "for the OS and every other program", site=site))
-    if int(s.get("models_max", 0) or 0) != 1 and s.get("models_dir"):
-        out.append(finding("LCPP015", f"router mode may keep {s.get('models_max', 4)} models loaded at once; the "
-                           "estimate is for one", span=sp.get("models_max"), site=site, setting="models_max"))
     if not s["kv_offload"]:
         out.append(finding("LCPP016", f"-nkvo: {u.kv.total / 2**30:.2f} GiB of KV cache stay in host memory",
                            span=sp.get("no_kv_offload"), site=site, setting="kv_offload"))
@@ -192,7 +189,8 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
         tight = [d for d in range(len(devices)) if devices[d].free_headroom < 1024 * MIB]
         if tight:
             out.append(finding("LCPP018", f"{dev_name(gpu, tight[0])} keeps only "
-                               f"{devices[tight[0]].free_headroom / MIB:.0f} MiB free", site=site))
+                               f"{devices[tight[0]].free_headroom / MIB:.0f} MiB free",
+                               span=sp.get("ctx_size") or sp.get("model"), site=site, setting="ctx_size"))
     return out
 
 

@@ -120,7 +120,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     s: dict[str, Any] = {}
     spans = dict(parsed.spans)
     # model reference
-    ref = vals.get("model") or vals.get("hf_repo") or vals.get("model_url")
+    ref = vals.get("model") or vals.get("hf_repo") or vals.get("model_url") or vals.get("docker_repo")
     if vals.get("hf_repo") and vals.get("hf_file"):
         ref = vals["hf_file"]
     s["model"] = ref
@@ -204,6 +204,10 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
             "q4_0/q4_0). With -fa off, or on builds before b6325 (flash attention off by default), llama-server "
             "refuses: \"quantized V cache requires flash_attn to be enabled\"; write -fa on",
             span=spans.get("cache_type_v"), site=site.name, setting="flash_attn", severity="info"))
+    if not ref and b < V.ROUTER:  # before router mode: common/arg.cpp falls back to DEFAULT_MODEL_PATH
+        s["model"] = ref = "models/7B/ggml-model-f16.gguf"
+    elif not ref:
+        findings.extend(router_mode(site, s, spans, b))
     cfg = EngineConfig(engine="llamacpp", model_ref=_catalog_ref(s, ref), settings=s, spans=spans,
                        explicit=set(vals), env={k: t.text for k, t in site.env.items()}, version=ver,
                        findings=findings, site=site)
@@ -211,8 +215,26 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     if ref and cfg.model_ref and cfg.model_ref != ref and not os.path.isfile(str(ref)):
         cfg.assumptions.append(f"model {os.path.basename(str(ref))!r} taken as {cfg.model_ref} by its name"
                                + (f" ({quant}, sized as llama-quantize makes it)" if quant else ""))
+    if not set(vals) & {"model", "hf_repo", "model_url", "docker_repo"} and ref:
+        cfg.assumptions.append(f"no -m: llama-server b{b} loads its default {ref} (router mode came in b{V.ROUTER})")
     assume_version(cfg, "llama.cpp", V.CURRENT, version, hint="--engine-version bNNNN")
     return cfg
+
+
+@rule("LCPP015")
+def router_mode(site: LaunchSite, s: dict[str, Any], spans: dict[str, Any], b: int) -> list[Finding]:
+    """No -m / -hf / -mu / -dr: llama-server is a router (tools/server/server.cpp: is_router_server =
+    model path and hf_repo empty) that loads the models requests name, from --models-dir or its
+    cache, keeping up to --models-max (default 4, 0 = no limit) loaded at once."""
+    n = int(s.get("models_max", 4) or 0)
+    if n == 1:
+        return []
+    where = f"from {s['models_dir']}" if s.get("models_dir") else "from its cache (or --models-preset)"
+    many = f"up to {n} at once" if n else "with no limit on how many stay loaded (--models-max 0)"
+    first = site.argv[0].span if site.argv else None
+    return [finding("LCPP015", f"no -m: llama-server runs as a router and loads the models requests name {where}, "
+                    f"{many}; their memory adds up, and servefit cannot size models this file does not name",
+                    span=spans.get("models_max") or first, site=site.name, setting="models_max")]
 
 
 def _catalog_ref(s: dict[str, Any], ref: Any) -> str | None:

@@ -14,6 +14,7 @@ FA_AUTO = 6325  # -fa on|off|auto, default auto; all GPU layers by default (#154
 NO_PAD = 6868  # KV padding (256 with FA, 32 without) removed (#16812)
 NP_AUTO = 6925  # server -np auto = 4 with unified KV (#16736)
 PAD_256 = 6975  # n_ctx and SWA cache padded to 256 (#17046)
+ROUTER = 7389  # no -m: router mode, --models-dir / --models-max (#17470, Dec 2025; b7389 has it, issue #18035)
 FIT = 7407  # --fit, default on (#16653)
 OUTPUT_FIRST = 7467  # -ngl offloads the output layer first (#18148)
 NGL_AUTO = 7553  # -ngl default auto, `all` keyword (#18266)

@@ -57,10 +57,12 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
         out.append(finding("OLLM006", f"only {x['layers_offloaded']}/{x['layers_model']} layers fit on "
                            f"{gpu.name}; the rest run on the CPU (num_ctx {n_ctx} x {np_} slots)",
                            span=sp.get("num_ctx") or sp.get("OLLAMA_NUM_PARALLEL"), site=site, setting="num_ctx"))
-    if np_ > 1:
+    partial = p.outcome == "oom_at_load" or x.get("layers_offloaded", 0) < x.get("layers_model", 0)
+    if np_ > 1 and partial:  # every slot gets the full num_ctx (sched.go: NumCtx x numParallel); a cost once it spills
         out.append(finding("OLLM007", f"KV cache for {n_ctx} x {np_} = {n_ctx * np_} tokens "
                            f"({x.get('kv_cache_gib', x.get('memory_required_kv_gib', 0)):.2f} GiB): each of the "
-                           f"{np_} slots gets the full num_ctx", span=sp.get("OLLAMA_NUM_PARALLEL") or sp.get("num_ctx"),
+                           f"{np_} slots gets the full num_ctx, and the model no longer fits on {gpu.name}; fewer "
+                           "slots keep more of it on the GPU", span=sp.get("OLLAMA_NUM_PARALLEL") or sp.get("num_ctx"),
                            site=site, setting="OLLAMA_NUM_PARALLEL"))
     if ctx["ctx_src"] not in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):
         out.append(finding("OLLM008", f"num_ctx not set: {ctx['ctx_src']} gives {n_ctx} tokens (the model "

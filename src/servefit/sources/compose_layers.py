@@ -1,0 +1,163 @@
+"""Compose files layered on a base, the way `docker compose -f base -f overlay` reads them: which
+files make one deployment, node positions across them, and which servers a layered one replaces.
+
+docker compose reads compose.yaml (or docker-compose.yml) and, by default, the override file
+beside it (compose.override.yaml, docker-compose.override.yml). Other overlays
+(docker-compose.gpu.yml, compose.prod.yaml) are named with -f on top of the base; servefit reads
+each one found beside a base file on top of that base, for the services it names, and the base
+alone is then not reported for those services (the layered one is the deployment)."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from servefit.sources.yamlpos import Y
+
+if TYPE_CHECKING:
+    from servefit.core import LaunchSite, Span, Token
+    from servefit.sources.text import LineIndex, Src
+
+BASES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+OVERRIDES = ("compose.override.yaml", "compose.override.yml", "docker-compose.override.yaml",
+             "docker-compose.override.yml")
+OVERLAY = re.compile(r"(?:docker-)?compose\.[\w.-]+\.ya?ml")  # compose.gpu.yaml, docker-compose.prod.yml
+
+
+def overlay_base(path: str) -> str | None:
+    """The base file an overlay beside it is layered on, or None (not an overlay, no base)."""
+    name = os.path.basename(path)
+    if name in BASES or not OVERLAY.fullmatch(name):
+        return None
+    d = os.path.dirname(path)
+    return next((p for b in BASES if os.path.isfile(p := os.path.join(d, b))), None)
+
+
+def standard_override(base: str) -> str | None:
+    d = os.path.dirname(base)
+    return next((p for o in OVERRIDES if os.path.isfile(p := os.path.join(d, o))), None)
+
+
+Layer = tuple[str, Y, Node]  # (file, its node helpers, its root mapping)
+
+
+def layers(path: str, y: Y, root: Node) -> list[Layer]:
+    """The files one deployment reads, base first: [base, this overlay], [this base, its standard
+    override], or [this file]. A layer that cannot be read is left out (its own scan says why)."""
+    base = overlay_base(path)
+    if base is not None:
+        below = _read(base)
+        return ([below] if below is not None else []) + [(path, y, root)]
+    if os.path.basename(path) in BASES and (over := standard_override(path)) is not None:
+        above = _read(over)
+        return [(path, y, root)] + ([above] if above is not None else [])
+    return [(path, y, root)]
+
+
+def _read(path: str) -> Layer | None:
+    from servefit.sources.base import FileCtx, read_text
+    from servefit.sources.yamlpos import YamlProblem, compose_all
+
+    text = read_text(path)
+    if text is None:
+        return None
+    src = FileCtx.of(path, text).src
+    try:
+        docs = compose_all(src)
+    except YamlProblem:
+        return None
+    y = Y(src)
+    root = next((d for d in docs if isinstance(y.get(d, "services"), MappingNode)), None)
+    return (path, y, root) if root is not None else None
+
+
+class LayeredY(Y):
+    """Node helpers over several files' trees: each position is taken from the file the node
+    was parsed from."""
+
+    def __init__(self, y: Y, stack: list[Layer]) -> None:
+        super().__init__(y.src)
+        self.owner: dict[int, Y] = {}
+        self.files: dict[str, Y] = {}
+        for path, yy, root in stack:
+            self.files[path] = yy
+            if yy is not y:
+                for node in _walk(root):
+                    self.owner[id(node)] = yy
+
+    def _y(self, node: Node | None) -> Y:
+        return self.owner.get(id(node), self) if node is not None else self
+
+    def _base(self, node: Node) -> bool:
+        return id(node) not in self.owner
+
+    def span(self, node: Node) -> Span:
+        return Y.span(self, node) if self._base(node) else self._y(node).span(node)
+
+    def line(self, node: Node) -> int:
+        return Y.line(self, node) if self._base(node) else self._y(node).line(node)
+
+    def scalar_src(self, node: Node) -> Src:
+        return Y.scalar_src(self, node) if self._base(node) else self._y(node).scalar_src(node)
+
+    def tok(self, node: Node | None) -> Token | None:
+        return Y.tok(self, node) if node is None or self._base(node) else self._y(node).tok(node)
+
+    def file_of(self, node: Node | None) -> str | None:
+        if node is None:
+            return None
+        return self._y(node).src.li.file if not self._base(node) else self.src.li.file
+
+    def index_of(self, path: str) -> LineIndex | None:
+        yy = self.files.get(path)
+        return yy.src.li if yy is not None else None
+
+
+def _walk(root: Node) -> list[Node]:
+    """Every node of a tree once (aliases share nodes)."""
+    out: list[Node] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        if isinstance(node, SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, MappingNode):
+            for k, v in node.value:
+                stack.extend((k, v))
+    return out
+
+
+def drop_shadowed(sites: list[LaunchSite]) -> list[LaunchSite]:
+    """A compose service read alone (or with fewer layers) is not reported beside the same
+    service read with an overlay on top: the layered one is the deployment. Two reads of the
+    same layers (a base with its standard override, and that override) are one server."""
+    def key(s: LaunchSite) -> tuple[str, str] | None:
+        files = s.extra.get("compose_files") or [s.file]
+        svc = s.workload.service
+        return (os.path.abspath(files[0]), str(svc)) if svc else None
+
+    layered: dict[tuple[str, str], list[frozenset[str]]] = {}
+    for s in sites:
+        k = key(s)
+        if k is not None:
+            layered.setdefault(k, []).append(frozenset(map(os.path.abspath, s.extra.get("compose_files") or [s.file])))
+    out, seen = [], set()
+    for s in sites:
+        k = key(s)
+        if k is None or len(layered.get(k, ())) < 2:
+            out.append(s)
+            continue
+        mine = frozenset(map(os.path.abspath, s.extra.get("compose_files") or [s.file]))
+        if any(mine < other for other in layered[k]) or (k, mine, s.name) in seen:
+            continue
+        seen.add((k, mine, s.name))
+        out.append(s)
+    return out
