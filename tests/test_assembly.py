@@ -161,6 +161,26 @@ def test_directives_apply_to_the_server_below_them(tmp_path: Path) -> None:
     assert [s.gpu_name for s in servers] == ["L4", "H100"]
 
 
+def test_an_unusable_directive_is_reported_and_the_next_source_applies(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`gpus=two`, `count=0`, `gpu-memory=lots` and an unknown key are SF012 at their spans; the
+    count falls back to what the repo or config says (here: none), never an engine error (SF112)."""
+    f = tmp_path / "serve.sh"
+    f.write_text("# servefit: gpuu=A100 gpus=two\n# servefit: count=0 gpu-memory=lots\n"
+                 f"vllm serve {LLAMA} --max-model-len 8192 --host 127.0.0.1\n")
+    asm = assemble([str(f)], Flags(gpu="L4"))
+    [srv] = asm.servers
+    got = [(x.code, x.span.line, x.span.col, x.message.split(":")[0]) for x in asm.findings if x.span is not None]
+    assert got == [("SF012", 1, 13, "unknown directive key 'gpuu' (servefit reads count, engine-version, gpu, "
+                                      "gpu-memory, model); it is ignored"),
+                   ("SF012", 1, 28, "gpus=two"), ("SF012", 2, 19, "count=0"), ("SF012", 2, 32, "gpu-memory=lots")]
+    assert srv.target.count is None and srv.target.gpu_memory is None
+    assert not [x for x in srv.findings if x.code == "SF112"]
+    assert srv.evaluation is not None and srv.evaluation.plan.outcome == "started"
+    rc, _, err = run(capsys, "estimate", str(f), "--gpu", "L4")
+    assert rc == 0 and err.count("[SF012]") == 4 and "serve.sh:1:28: gpus=two: not a GPU count" in err
+
+
 def test_precedence_flag_directive_repo_config(tmp_path: Path) -> None:
     (tmp_path / "servefit.toml").write_text('gpu = "A10G"\n')
     (tmp_path / ".git").mkdir()

@@ -45,7 +45,9 @@ def servers(args: argparse.Namespace):  # -> list[Server]
         return assemble_sites(sites, flags).servers
     if all(os.path.exists(w) for w in words) and any(os.path.isfile(w) or os.path.isdir(w) for w in words):
         # files and directories, as lint takes them (a compose file with its override, a repo)
-        return assemble_named(words, flags).servers
+        asm = assemble_named(words, flags)
+        asm.warn_ignored_directives()
+        return asm.servers
     args.input_kind = "command"
     return assemble_sites([site_from_argv(words)], flags).servers
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from servefit.core import Finding, LaunchSite
+from servefit.core import Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources.problems import not_read, not_rendered
@@ -134,6 +134,12 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     return result
 
 
+@rule("SF012")
+def invalid_directive(message: str, span: Span) -> Finding:
+    """A `# servefit:` directive with a key or value servefit cannot use: said, never silently ignored."""
+    return finding("SF012", message, span=span)
+
+
 def _directives(path: str, result: ScanResult) -> None:
     """Each server gets the `# servefit: gpu=… model=…` directives that apply to it."""
     if not result.sites or not result.text or "servefit:" not in result.text:
@@ -141,7 +147,9 @@ def _directives(path: str, result: ScanResult) -> None:
     from servefit.sources.hints import directives, for_line
     from servefit.sources.text import LineIndex
 
-    found = directives(result.text, LineIndex(result.text, path).span)
+    problems: list[tuple[str, Span]] = []
+    found = directives(result.text, LineIndex(result.text, path).span, problems)
+    result.findings.extend(invalid_directive(msg, span=at) for msg, at in problems)
     if found:
         for site in result.sites:
             if site.file == path:

@@ -13,6 +13,7 @@ keeps a one-line reason (`error`) and the finding that says what was not checked
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,16 @@ class Assembly:
     files: list[ScannedFile]
     configs: Configs
     notes: dict[tuple[str, int, int], str] = field(default_factory=dict)  # rendered spans not traced further
+
+    def warn_ignored_directives(self) -> None:
+        """estimate, explain and tune print no findings about files: a `# servefit:` directive they
+        ignore (SF012) is still said, on standard error, since it changes what is checked."""
+        from servefit.termsafe import one_line
+
+        for f in self.findings:
+            if f.code == "SF012" and f.span is not None:
+                sys.stderr.write(one_line(f"servefit: {f.span.file}:{f.span.line}:{f.span.col}: {f.message} "
+                                       f"[{f.code}]") + "\n")
 
 
 def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | None = None, *,

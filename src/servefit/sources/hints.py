@@ -121,9 +121,12 @@ DIRECTIVE_KEYS = {"gpu": "gpu", "count": "count", "gpus": "count", "model": "mod
                   "engine-version": "engine-version", "version": "engine-version", "gpu-memory": "gpu-memory"}
 
 
-def directives(text: str, li_span) -> list[dict[str, DirectiveValue]]:  # type: ignore[no-untyped-def]
+def directives(text: str, li_span, problems: list[tuple[str, Span]] | None = None  # type: ignore[no-untyped-def]
+               ) -> list[dict[str, DirectiveValue]]:
     """Every `# servefit: gpu=L4 count=2 model=ORG/NAME engine-version=0.11.0` comment in the
-    file, wherever it stands (suppressions `# servefit: ignore[...]` are not directives)."""
+    file, wherever it stands (suppressions `# servefit: ignore[...]` are not directives). A key
+    servefit does not know, or a value it cannot read, is left out and described in `problems`
+    (message, where), so that a typo is reported instead of silently changing nothing."""
     if "servefit:" not in text:
         return []
     out = []
@@ -133,18 +136,47 @@ def directives(text: str, li_span) -> list[dict[str, DirectiveValue]]:  # type: 
             continue
         vals: dict[str, DirectiveValue] = {}
         for pm in PAIR.finditer(body):
-            key = DIRECTIVE_KEYS.get(pm.group(1).lower().replace("_", "-"))
-            if key is None:
-                continue
             raw = pm.group(2)
             quoted = raw[:1] in "\"'" and len(raw) >= 2
             a = m.start(1) + pm.start(2) + (1 if quoted else 0)
             b = m.start(1) + pm.end(2) - (1 if quoted else 0)
+            key = DIRECTIVE_KEYS.get(pm.group(1).lower().replace("_", "-"))
+            if key is None:
+                if problems is not None:
+                    known = ", ".join(sorted(set(DIRECTIVE_KEYS.values())))
+                    problems.append((f"unknown directive key '{pm.group(1)}' (servefit reads {known}); "
+                                     "it is ignored", li_span(m.start(1) + pm.start(1), m.start(1) + pm.end(1))))
+                continue
             sp = li_span(a, b)
+            bad = _invalid_value(key, text[a:b])
+            if bad:
+                if problems is not None:
+                    problems.append((f"{pm.group(1)}={text[a:b]}: {bad}; the directive is ignored", sp))
+                continue
             vals[key] = DirectiveValue(text[a:b], sp.line, sp)
         if vals:
             out.append(vals)
     return out
+
+
+def _invalid_value(key: str, value: str) -> str | None:
+    """Why a directive's value cannot be used, or None."""
+    if not value:
+        return "no value"
+    if key == "count":
+        n = to_int(value)
+        if n is None or str(n) != value.strip():
+            return "not a GPU count (a whole number such as 2)"
+        return None if n >= 1 else "a GPU count must be at least 1"
+    if key == "gpu-memory":
+        from servefit.units import parse_size
+
+        try:
+            ok = parse_size(value)
+        except Exception:  # noqa: BLE001 - any unreadable size is reported the same way
+            ok = None
+        return None if ok else "not a memory size (such as 48GiB)"
+    return None
 
 
 def for_line(found: list[dict[str, DirectiveValue]], line: int) -> dict[str, DirectiveValue]:

@@ -63,7 +63,9 @@ class Session:
         if all(os.path.exists(w) for w in words) and find_engine(words) is None:
             self.read = reader()
             self.named = list(words)
-            for srv in assemble_named(words, self.target).servers:  # together, as lint and estimate do
+            asm = assemble_named(words, self.target)
+            asm.warn_ignored_directives()
+            for srv in asm.servers:  # together, as lint and estimate do
                 self.tunes.append(self.tune_server(srv))
         else:
             text, site = command_site(words)
