@@ -34,7 +34,7 @@ def test_every_case_has_a_split_and_new_cases_follow_the_rule():
     assert not [c["id"] for c in ALL if not c.get("added") and c["split"] != "calibration"]
     wrong = [c["id"] for c in NEW if c["split"] != acc.split_by_rule(c["id"], c.get("seen_before"))]
     assert not wrong, wrong
-    assert len(NEW) >= 38
+    assert len(NEW) >= 50
     # at least half of the cases nobody had seen are held out
     unseen = [c for c in NEW if not c.get("seen_before")]
     assert sum(c["split"] == "heldout" for c in unseen) * 2 >= len(unseen)
@@ -120,22 +120,46 @@ def test_vllm_outcomes(rows):
 
 
 def test_vllm_heldout_token_targets(rows):
-    """Issue 16's held-out target for "GPU KV cache size" tokens (median <= 3%, p90 <= 10%), met
-    since the hybrid GatedDeltaNet models count their state blocks as vLLM does; the available KV
-    memory is not asserted held out (median 4.7%: see the README)."""
+    """Issue 16's held-out target for "GPU KV cache size" tokens (median <= 3%, p90 <= 10%), with the
+    concurrency and available KV memory beside it, on the 18 held-out logs that print them."""
     tokens = _errors(rows, "vllm", "heldout", "kv_tokens")
-    assert len(tokens) >= 6
+    assert len(tokens) >= 15
     assert statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.10
     conc = _errors(rows, "vllm", "heldout", "max_concurrency")
-    assert len(conc) >= 5 and statistics.median(conc) <= 0.03
+    assert len(conc) >= 15 and statistics.median(conc) <= 0.03 and acc.pct(conc, 0.9) <= 0.10
+    kv = _errors(rows, "vllm", "heldout", "kv_cache_gib")
+    assert len(kv) >= 15 and statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.10
     weights = _errors(rows, "vllm", "heldout", "weights_gib")
-    assert len(weights) >= 3 and acc.pct(weights, 0.9) <= 0.02
+    assert len(weights) >= 12 and statistics.median(weights) <= 0.01
+
+
+# The held-out sub-term medians as measured after issue 16's second batch (the held-out cases
+# were never fitted to): a change that makes one worse by more than 2 points fails here, and the
+# targets below say which are still missed.
+HELDOUT_SUBTERMS = {"activation_peak_gib": (3, 0.122), "non_torch_gib": (2, 2.833), "cuda_graph_gib": (11, 0.354)}
+
+
+def test_vllm_heldout_subterms_do_not_regress(rows):
+    for key, (n, median) in HELDOUT_SUBTERMS.items():
+        errs = _errors(rows, "vllm", "heldout", key)
+        assert len(errs) >= n, key
+        assert statistics.median(errs) <= median + 0.02, (key, statistics.median(errs))
+
+
+@pytest.mark.parametrize("key", sorted(HELDOUT_SUBTERMS))
+@pytest.mark.xfail(strict=True, reason="issue 16 target not met held out (README, 'Measured figures'): "
+                                       "activation 12.2% on 3 logs, non-torch 283% on 2, CUDA graphs 35.4% on 11")
+def test_vllm_heldout_subterm_targets(rows, key):
+    """Issue 16's held-out target for each profile sub-term: median <= 10%. Strict: when one is met
+    the test reports it (XPASS fails) so the mark comes off."""
+    errs = _errors(rows, "vllm", "heldout", key)
+    assert errs and statistics.median(errs) <= 0.10
 
 
 def test_vllm_calibration_targets_met(rows):
     kv = _errors(rows, "vllm", "calibration", "kv_cache_gib")
     assert len(kv) >= 50 and statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.10
-    # the token p90 is 10.8%: v0.10 runs with FlashInfer's sampler installed profile a smaller
+    # the token p90 is 10.9%: v0.10 runs with FlashInfer's sampler installed profile a smaller
     # sampler peak than the native one servefit assumes (dennislee22 logs)
     tokens = _errors(rows, "vllm", "calibration", "kv_tokens")
     assert len(tokens) >= 35 and statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.12
@@ -146,6 +170,8 @@ def test_vllm_calibration_targets_met(rows):
     assert len(act) >= 10 and statistics.median(act) <= 0.10
     nt = _errors(rows, "vllm", "calibration", "non_torch_gib")
     assert len(nt) >= 10 and statistics.median(nt) <= 0.10
+    graphs = _errors(rows, "vllm", "calibration", "cuda_graph_gib")
+    assert len(graphs) >= 10 and statistics.median(graphs) <= 0.10 and acc.pct(graphs, 0.9) <= 0.15
 
 
 def test_sglang_and_tgi_calibration_pools(rows):

@@ -92,21 +92,36 @@ VLLM_NOT_EVALUABLE = {
     "recipes810-2x5090-qwen38-27b-fp8-tp2-262k",  # Qwen3.8-27B: no public config or count found offline
     "vllm-28228-2x3090-kimi-linear-48b-awq-tp2",  # Kimi-Linear: held in data/models/pending.md
 }
-# Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged; the known
-# misses are pinned at their current error (+-2 points) so any change to them shows.
-KV_TOKENS_TOLERANCE = 0.10
-KNOWN_MISSES = {("vllm-pr17122-l40s-llama31-8b-32k", "kv_tokens"): 0.2206,
-                ("vllm-pr17122-l40s-llama31-8b-32k", "max_concurrency"): 0.221,
-                ("vllm-13061-2x4090-r1-distill-qwen14b-tp2-refused", "kv_tokens"): 0.1105,
-                ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.5917,
-                # issue 16's new cases: TP8 + expert parallelism on PCIe A5000s (held out; non-torch
-                # terms come from NVLink boards) and vLLM 0.10 with FlashInfer's smaller sampler peak
-                ("vllm-22177-8xa5000-qwen3-coder-30b-a3b-tp8-ep", "kv_tokens"): -0.2294,
-                ("vllm-22177-8xa5000-qwen3-coder-30b-a3b-tp8-ep", "max_concurrency"): -0.2304,
-                ("dennislee-a100-80gb-qwen2-7b-util025", "kv_tokens"): -0.1921,
-                ("dennislee-a100-80gb-qwen2-7b-util025", "max_concurrency"): -0.1922,
-                ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "kv_tokens"): -0.1080,
-                ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "max_concurrency"): -0.1081}
+# Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged, just above
+# the largest error outside the pinned list (7.8%, the held-out 8 x A5000 TP8 + EP run); the cases
+# beyond it are pinned at their measured error (+-2 points) so any change to them shows, and a
+# doubled KV element size (about -50%) fails every fp8-KV case.
+KV_TOKENS_TOLERANCE = 0.08
+KNOWN_MISSES = {
+    # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown): the log breaks the overhead down no further
+    ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.3470,
+    # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
+    ("vllm-pr17122-l40s-llama31-8b-32k", "kv_tokens"): 0.2206,
+    ("vllm-pr17122-l40s-llama31-8b-32k", "max_concurrency"): 0.2210,
+    # v0.10 with FlashInfer's sampler installed profiles a smaller sampler peak than the native one
+    ("dennislee-a100-80gb-qwen2-7b-util025", "kv_tokens"): -0.1921,
+    ("dennislee-a100-80gb-qwen2-7b-util025", "max_concurrency"): -0.1922,
+    ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "kv_tokens"): -0.1080,
+    ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "max_concurrency"): -0.1081,
+    # V0 0.6.4 on an RTX 3090 at 29k: the profiled peak there depends on the chunked-prefill switch
+    ("vllm-10517-rtx3090-llama31-8b-29k-refused", "kv_tokens"): -0.1089,
+    ("vllm-10517-rtx3090-llama31-8b-29k-refused", "max_concurrency"): -0.1141,
+    # Mistral-Small-3.2 (a vision model) on v0.11: activation predicted 2.3x the logged one
+    ("llmd-h100-mistral-small-32-24b-095-16k", "kv_tokens"): -0.0970,
+    ("llmd-h100-mistral-small-32-24b-095-16k", "max_concurrency"): -0.0968,
+    ("offload-profiles-3090-qwen25-7b-8k-065", "kv_tokens"): -0.0845,
+    # held out (measured, not fitted): Gemma 4 26B-A4B on DGX Spark, v0.25.1 raises the batch
+    # to 2496 tokens for its video input, which servefit does not model
+    ("dgxspark-gb10-gemma4-26b-a4b-nvfp4-262k", "kv_tokens"): -0.1340,
+    ("dgxspark-gb10-gemma4-26b-a4b-nvfp4-262k", "max_concurrency"): -0.1338,
+    ("dgxspark-gb10-gemma4-26b-a4b-awq-int4-262k", "kv_tokens"): -0.1160,
+    ("dgxspark-gb10-gemma4-26b-a4b-awq-int4-262k", "max_concurrency"): -0.1158,
+}
 
 
 def test_vllm_cases_that_cannot_be_evaluated_are_named():
@@ -134,7 +149,7 @@ def test_vllm_kv_tokens_and_concurrency_per_case():
                 assert abs(err - pinned) <= 0.02, (r["id"], metric, err)
             else:
                 assert abs(err) <= KV_TOKENS_TOLERANCE, (r["id"], metric, err)
-    assert seen["kv_tokens"] >= 20 and seen["max_concurrency"] >= 15, seen
+    assert seen["kv_tokens"] >= 55 and seen["max_concurrency"] >= 45, seen
     tokens = sorted(abs(r["errors"]["kv_tokens"]) for r in out if "kv_tokens" in r.get("errors", {}))
     assert statistics.median(tokens) <= 0.03
 

@@ -46,6 +46,8 @@ CORE = {  # expected key -> how to read it off the plan
     "activation_peak_gib": lambda p: p.memory.activation_peak / GiB,
     "cuda_graph_gib": lambda p: p.memory.cuda_graphs / GiB,
     "non_torch_gib": lambda p: p.memory.non_torch / GiB,
+    # vLLM >= 0.2x prints weights and non-torch memory as one "consumed memory" figure
+    "consumed_gib": lambda p: (p.memory.weights + p.memory.non_torch) / GiB,
     "kv_tokens": lambda p: p.kv_cache_tokens,
     "max_concurrency": lambda p: p.max_concurrency,
     "fitting_max_model_len": lambda p: p.fitting_max_model_len,

@@ -15,11 +15,18 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, encoder, verdicts
-from servefit.engines.vllm.defaults import batch_defaults, capture_sizes
+from servefit.engines.vllm import checks, verdicts
+from servefit.engines.vllm.defaults import batch_defaults
 from servefit.engines.vllm.era import Era, era, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
-from servefit.engines.vllm.weights import VOCAB_PAD, pp_layers, stage_weights
+from servefit.engines.vllm.profile import (
+    CUDA_CONTEXT,
+    activation_peak,
+    encoder_profile,
+    graph_memory,
+    non_torch_bytes,
+)
+from servefit.engines.vllm.weights import pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token
@@ -29,24 +36,6 @@ from servefit.models.spec import ModelSpec
 
 GiB = 2**30
 MiB = 2**20
-# Calibrated terms (benchmarks/accuracy/cases/vllm.yaml; llm-d planner measurements in
-# shared/research/anchors_tuners.md §4.3):
-SAMPLER_BYTES_PER_LOGIT = 39  # V1 dummy sampler run up to 0.15: fp32 logits, probs, sort values + int64 indices
-SAMPLER_BYTES_PER_LOGIT_016 = 15  # from 0.16 the profiled sampler peak is ~15 bytes per logit (0.17-0.28 logs)
-SAMPLER_BYTES_PER_LOGIT_V0 = 8  # V0 profile_run: logits and probs on top of the forward's peak
-# non-torch growth during load and profiling by world size without NVLS (NCCL ring/tree and
-# custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100), 1.79 at TP4
-# (2.04 logged on 4 x H200 with 0.10, less its NVLS term below), 2.10 at TP8 (0.7 logs on
-# 8 x A100, which has no NVLS); linear in between, flat beyond
-NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 1.79, 8: 2.10}
-# NCCL's NVLS (NVLink SHARP) buffers on NVSwitch boards, per communicator of more than 2 GPUs,
-# per GPU and per local rank (nvlsPerRankSize x nHeads in NCCL src/transport/nvls.cc): 288 MiB
-# with NCCL 2.20 (torch 2.3/2.4: vLLM < 0.6.4; 2.25 GiB at 8 ranks, as NCCL logs it in vLLM
-# issue #9699), 144 MiB with 2.21 (torch 2.5/2.6: vLLM < 0.9), 32 MiB from 2.23 (torch >= 2.7)
-NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
-CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
-GRAPH_PER_LAYER = int(0.25 * MiB)  # per captured size per decoder layer on the rank, at 8192 batched tokens/2
-GRAPH_TOKENS_REF = 8192  # the pool grows with max_num_batched_tokens: x (1 + tokens / 8192)
 
 
 @dataclass
@@ -138,78 +127,6 @@ def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
     return not (v >= (0, 6, 2) and model.vision_params > 0)
 
 
-def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0)) -> int:
-    """Memory outside torch's allocator that vLLM's profile charges to the budget: NCCL and
-    custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
-    is taken before the distributed set-up (worker.py::init_device), so both the pynccl
-    communicator and torch's own ProcessGroupNCCL (created lazily in profile_run) count; from
-    0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does."""
-    keys = sorted(NON_TORCH_GIB)
-    w = min(max(world, 1), keys[-1])
-    lo = max(k for k in keys if k <= w)
-    hi = min(k for k in keys if k >= w)
-    gib = NON_TORCH_GIB[lo] if hi == lo else \
-        NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
-    return int(gib * GiB) + nvls_bytes(tp, gpu, version)
-
-
-def nvls_bytes(tp: int, gpu: GpuSpec | None, version: tuple[int, int, int]) -> int:
-    if gpu is None or not gpu.nvls or tp <= 2:
-        return 0
-    per_rank = next(mib for until, mib in NVLS_MIB_PER_RANK if version < until)
-    communicators = 1 if version >= (0, 11, 0) else 2
-    return communicators * per_rank * MiB * min(tp, 8)
-
-
-def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> encoder.EncoderProfile | None:
-    return encoder.profile(model, settings, v1=v1, max_num_seqs=r.max_num_seqs, db=dtype_bytes(r.dtype), tp=r.tp,
-                           max_model_len=r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len,
-                           max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill)
-
-
-def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
-                    settings: dict | None = None) -> int:
-    """Peak of profile_run: a forward of max_num_batched_tokens (gated MLP or fused-MoE
-    intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens) requests,
-    whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run). A Qwen-VL
-    vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
-    held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens."""
-    db = dtype_bytes(r.dtype)
-    enc = encoder_profile(model, r, settings or {}, v1)
-    t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    h = model.hidden_size
-    if model.is_moe:
-        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
-        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
-    else:
-        mlp = 3 * (model.intermediate_size // r.tp)
-    fwd = int(t * (4 * h + mlp) * db)
-    reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
-    padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
-    if not v1:  # V0 (worker/model_runner.py::profile_run): logits on top of the forward's peak
-        lm = fwd + (reqs * padded_vocab * SAMPLER_BYTES_PER_LOGIT_V0 if last_stage else 0)
-        return max(lm, enc.peak) if enc else lm
-    per_logit = SAMPLER_BYTES_PER_LOGIT_016 if r.version >= (0, 16, 0) else SAMPLER_BYTES_PER_LOGIT
-    sampler = reqs * padded_vocab * per_logit if last_stage else 0
-    lm = max(fwd, sampler)
-    return max(enc.peak, enc.outputs + lm) if enc else lm
-
-
-def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig) -> tuple[int, int]:
-    """(number of captured sizes, estimated pool bytes). vLLM captures, not computes, this
-    (gpu_model_runner.py::profile_cudagraph_memory); the per-graph terms are calibrated."""
-    if r.enforce_eager:
-        return 0, 0
-    s = cfg.settings
-    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
-    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
-                          [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
-                          s.get("max_cudagraph_capture_size")
-                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None))
-    n = len(sizes)
-    return n, int(n * GRAPH_PER_LAYER * layers * (1 + r.max_num_batched_tokens / GRAPH_TOKENS_REF))
-
-
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
     e = era(cfg.version, cfg.env)
     r = resolve(cfg, model, gpu, e)
@@ -244,7 +161,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
-        n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg)
+        n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu)
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)
         start = sum(stages[:st])

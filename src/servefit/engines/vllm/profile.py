@@ -1,0 +1,186 @@
+"""What vLLM's start-up profile charges besides weights and KV cache: the activation peak of the
+dummy run, memory outside torch's allocator, and the CUDA-graph pool, version by version.
+
+vLLM measures all three at start (vllm/worker/worker.py::Worker.determine_num_available_blocks
+in V0, vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory in V1); servefit
+replays what the engine runs and prices it with terms calibrated on the calibration half of
+benchmarks/accuracy/cases/vllm.yaml (never on the held-out half).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from servefit.engines.vllm import encoder
+from servefit.engines.vllm.defaults import capture_sizes
+from servefit.engines.vllm.era import Era
+from servefit.engines.vllm.kvcache import speculative
+from servefit.engines.vllm.weights import VOCAB_PAD
+from servefit.hardware.spec import GpuSpec
+from servefit.memory.dtypes import dtype_bytes
+from servefit.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from servefit.core import EngineConfig
+    from servefit.engines.vllm.plan import Resolved
+
+GiB = 2**30
+MiB = 2**20
+# The dummy sampler run (V0 model_runner.py::ModelRunner._dummy_run with SamplingParams(top_p=0.99,
+# top_k=vocab-1); V1 gpu_model_runner.py::_dummy_sampler_run): fp32 logits, the top-k/top-p sort
+# (values + int64 indices), probs and logprobs over min(max_num_seqs, tokens) requests x the padded
+# vocab. 39 bytes per logit up to 0.15 (V1 0.11 logs on H100; V0 0.6.5 / 0.7 logs give 41-43), ~15
+# from 0.16 (0.17-0.28 logs).
+SAMPLER_BYTES_PER_LOGIT = 39
+SAMPLER_BYTES_PER_LOGIT_016 = 15
+# Non-torch growth during load and profiling by world size on NVLink boards without NVLS (NCCL
+# ring/tree and custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100),
+# 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
+# 8 x A100); linear in between, flat beyond.
+NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 1.79, 8: 2.10}
+# GPUs without NVLink talk over PCIe: NCCL opens a few channels there instead of the dozens it opens
+# over NVLink, and vLLM's custom all-reduce stays off without P2P (custom_all_reduce.py::
+# CustomAllreduce.__init__), so the communicators' buffers stay small: 0.25 GiB at TP2 (V0 0.7 log
+# on 2 x RTX 4090); ring buffers are per neighbour, so the size does not grow with the world.
+PCIE_NON_TORCH_GIB = 0.25
+# NCCL's NVLS (NVLink SHARP) buffers on NVSwitch boards, per communicator of more than 2 GPUs,
+# per GPU and per local rank (nvlsPerRankSize x nHeads in NCCL src/transport/nvls.cc): 288 MiB
+# with NCCL 2.20 (torch 2.3/2.4: vLLM < 0.6.4; 2.25 GiB at 8 ranks, as NCCL logs it in vLLM
+# issue #9699), 144 MiB with 2.21 (torch 2.5/2.6: vLLM < 0.9), 32 MiB from 2.23 (torch >= 2.7)
+NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
+CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
+# CUDA-graph pool per captured graph and decoder layer (the driver keeps each graph's kernel nodes;
+# the pool's tensors are shared across sizes): a piecewise graph (one per attention-free piece,
+# i.e. per layer) 0.25 MiB (0.9.0.1 / 0.10.1.1 logs: Mistral-7B on A10G, Qwen2-7B on A100), a full
+# decode graph 0.10 MiB (0.19 logs with 51 piecewise + 35 full graphs on A100 / A6000 / L40S).
+GRAPH_PIECEWISE_PER_LAYER = int(0.25 * MiB)
+GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
+# With tensor parallelism every captured layer holds two all-reduces and their registered buffers
+# (distributed/device_communicators/custom_all_reduce.py::register_graph_buffers): +30% (0.10.1.1
+# logs: 0.65 GiB at TP2 vs 0.50 alone, Qwen2-7B on A100).
+GRAPH_TP_FACTOR = 1.3
+# Dynamic activation quantization (W8A8 int8 / FP8) adds a quant kernel per linear layer to every
+# captured layer: x1.8 (0.19 logs, Llama-3.1-8B W8A8 vs FP16 on the same A100).
+GRAPH_ACT_QUANT_FACTOR = 1.8
+WEIGHT_ONLY_8BIT = ("bitsandbytes", "bnb", "experts_int8")
+# FlashAttention 3 (Hopper) with full CUDA graphs pins an upper bound of splits so that its
+# split-KV buffers [num_splits, heads, tokens, head_dim] (fp32, plus the fp32 LSE) are allocated
+# in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
+# envs.VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH = 32).
+FA3_MAX_SPLITS = 32
+
+
+def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0)) -> int:
+    """Memory outside torch's allocator that vLLM's profile charges to the budget: NCCL and
+    custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
+    is taken before the distributed set-up (worker.py::init_device), so both the pynccl
+    communicator and torch's own ProcessGroupNCCL (created lazily in profile_run) count; from
+    0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. Up to 0.6.4
+    vLLM counted every byte the device had in use that torch had not allocated
+    (worker.py::determine_num_available_blocks: mem_get_info - allocated_bytes), the CUDA context
+    and cuBLAS workspaces included."""
+    keys = sorted(NON_TORCH_GIB)
+    w = min(max(world, 1), keys[-1])
+    if w > 1 and gpu is not None and not nvlink(gpu):
+        gib = PCIE_NON_TORCH_GIB
+    else:
+        lo = max(k for k in keys if k <= w)
+        hi = min(k for k in keys if k >= w)
+        gib = NON_TORCH_GIB[lo] if hi == lo else \
+            NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
+    context = CUDA_CONTEXT if version < (0, 6, 5) else 0
+    return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context
+
+
+def nvlink(gpu: GpuSpec) -> bool:
+    """Whether GPUs of this kind reach each other over NVLink: the SXM / NVL / NVSwitch boards and
+    the superchips; PCIe cards (GeForce, RTX workstation, L4/L40, A10, PCIe A100/H100) do not."""
+    key = gpu.key.lower()
+    return gpu.nvls or any(t in key for t in ("sxm", "nvl", "gh200", "gb200", "b200", "b300", "mi3"))
+
+
+def nvls_bytes(tp: int, gpu: GpuSpec | None, version: tuple[int, int, int]) -> int:
+    if gpu is None or not gpu.nvls or tp <= 2:
+        return 0
+    per_rank = next(mib for until, mib in NVLS_MIB_PER_RANK if version < until)
+    communicators = 1 if version >= (0, 11, 0) else 2
+    return communicators * per_rank * MiB * min(tp, 8)
+
+
+def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> encoder.EncoderProfile | None:
+    return encoder.profile(model, settings, v1=v1, max_num_seqs=r.max_num_seqs, db=dtype_bytes(r.dtype), tp=r.tp,
+                           max_model_len=r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len,
+                           max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill)
+
+
+def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
+                    settings: dict | None = None) -> int:
+    """Peak of profile_run on the rank that samples: a forward of max_num_batched_tokens (gated MLP
+    or fused-MoE intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens)
+    requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run). V0 runs
+    the same dummy sampling after the forward has freed its intermediates
+    (model_runner.py::ModelRunner.execute_model: logits are gathered to the driver, the only rank
+    that samples), so the same max applies; the other TP ranks peak at the forward. A Qwen-VL
+    vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
+    held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens."""
+    db = dtype_bytes(r.dtype)
+    enc = encoder_profile(model, r, settings or {}, v1)
+    t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
+    h = model.hidden_size
+    if model.is_moe:
+        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
+        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
+    else:
+        mlp = 3 * (model.intermediate_size // r.tp)
+    fwd = int(t * (4 * h + mlp) * db)
+    reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
+    padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
+    per_logit = SAMPLER_BYTES_PER_LOGIT_016 if v1 and r.version >= (0, 16, 0) else SAMPLER_BYTES_PER_LOGIT
+    sampler = reqs * padded_vocab * per_logit if last_stage else 0
+    lm = max(fwd, sampler)
+    if not v1:
+        return max(lm, enc.peak) if enc else lm
+    return max(enc.peak, enc.outputs + lm) if enc else lm
+
+
+def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> tuple[list[int], list[int]]:
+    """(piecewise sizes, full sizes) vLLM captures. V0 (worker/model_runner.py::capture_model)
+    captures one full decode graph per size. V1 up to 0.10 captures piecewise graphs only
+    (full_cuda_graph off); from 0.11 the default mode is FULL_AND_PIECEWISE
+    (config/__init__.py::VllmConfig.__post_init__): piecewise graphs for every size and full
+    graphs for the uniform decode sizes up to max_num_seqs x (1 + speculative tokens)
+    (v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model)."""
+    if r.enforce_eager:
+        return [], []
+    s = cfg.settings
+    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
+    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
+                          [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
+                          s.get("max_cudagraph_capture_size")
+                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None))
+    if not e.v1:
+        return [], sizes
+    if r.version < (0, 11, 0):
+        return sizes, []
+    q = 1 + speculative(s)[1]
+    return sizes, [x for x in sizes if q <= x <= r.max_num_seqs * q]
+
+
+def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig,
+                 gpu: GpuSpec | None = None) -> tuple[int, int]:
+    """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
+    (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
+    the per-graph terms are calibrated, the FA3 split buffers follow the backend's shapes."""
+    piecewise, full = graph_sizes(model, r, e, cfg)
+    if not piecewise and not full:
+        return 0, 0
+    per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+    factor = GRAPH_TP_FACTOR if r.tp > 1 else 1.0
+    if r.scheme is not None and r.scheme.bits == 8 and r.scheme.name not in WEIGHT_ONLY_8BIT:
+        factor *= GRAPH_ACT_QUANT_FACTOR
+    total = per_layer * layers * factor
+    if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not model.is_mla:
+        heads = max(1, model.num_attention_heads // r.tp)
+        total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
+    return len(piecewise) + len(full), int(total)
