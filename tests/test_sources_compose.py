@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from servefit.sources import scan_file
@@ -75,3 +76,12 @@ def test_in_file_override_comment():
     t = resolve(site, Flags(), None)
     assert (t.gpu.value, t.count.value) == ("L4", 2) and t.gpu.source == "servefit directive (line 1)"
     assert argv(site)[:4] == ["vllm", "serve", "--model", "Qwen/Qwen2.5-7B-Instruct"]
+
+
+def test_env_file_spans_name_the_file_as_the_compose_file_is_named(monkeypatch):
+    """A value from `.env` points at `compose/anchors/.env` when the compose file was given as
+    `compose/anchors/docker-compose.yml`: relative like every other finding, not absolute."""
+    monkeypatch.chdir(FIX)
+    r = scan_file("compose/anchors/docker-compose.yml")
+    tok = r.sites[0].argv[3]
+    assert tok.span.file == os.path.join("compose", "anchors", ".env") and tok.span.line == 2

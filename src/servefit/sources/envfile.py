@@ -41,15 +41,16 @@ def load_env_file(path: str) -> dict[str, Token] | None:
         st = os.stat(path)
     except OSError:
         return None
-    vals = _load(os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    vals = _load(os.path.abspath(path), st.st_mtime_ns, st.st_size, path)
     if vals is not None:
         charge_entries(len(vals))
     return vals
 
 
 @lru_cache(maxsize=32)
-def _load(path: str, mtime: int, size: int) -> dict[str, Token] | None:
+def _load(path: str, mtime: int, size: int, shown: str) -> dict[str, Token] | None:
+    """Read by its absolute path; spans name the file as the caller wrote it, as every other finding does."""
     text = read_text(path)
     if text is None:
         return None
-    return parse_env_text(text, path)
+    return parse_env_text(text, shown)
