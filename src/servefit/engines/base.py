@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -137,6 +139,34 @@ class Engine:
 
     def image_command(self, image: str | None) -> list[str] | None:
         """The command an image of this engine runs when a file gives only arguments."""
+        return None
+
+    def table(self, key: str) -> dict[str, Any]:
+        """A section of this engine's data: `logs` (what diagnose reads in its logs), `sweep` (its
+        context setting and the variants worth sweeping), `recognise`, `listen`, `parallel`. The
+        built-in engines keep them in data/engines/<name>.yaml; a plugin returns its own."""
+        from servefit import data
+
+        try:
+            return dict(data.load(f"engines/{self.name}.yaml").get(key) or {})
+        except (OSError, ValueError):
+            return {}
+
+    # -- diagnose: what this engine's failures mean and what fixes them -----------------------
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        """(root cause, timing, confidence) for a failure that one of this engine's own log lines
+        reports, where the line's `cause` in the logs table is not the whole answer; None: the
+        table's cause, else judged by when it happened (like a PyTorch OOM)."""
+        return None
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        """What this engine's failure line says, with its figures (diag: root cause, stage and
+        figures already set); None: the root cause's sentence."""
+        return None
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """The fix lines for a diagnosis of this engine's log, most direct first, in its own flags
+        (fx: the diagnosis, the setting located in the user's file, helpers); None: generic ones."""
         return None
 
 

@@ -11,6 +11,8 @@ from servefit.engines.base import Engine, Knob, program
 from servefit.engines.ollama.versions import CURRENT
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -39,6 +41,20 @@ class OllamaEngine(Engine):
         from servefit.engines.ollama.tune import OllamaAdapter
 
         return OllamaAdapter()
+
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        """The runner's exit (its llama.cpp allocation failed): judged like llama.cpp's own lines."""
+        if primary.pattern != "ollama.runner_oom":
+            return None
+        from servefit.engines.llamacpp.diagnose import slot_cause
+
+        return slot_cause(primary, related, figures)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.ollama.diagnose import fixes
+
+        return fixes(fx)
 
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.ollama.config import parse

@@ -15,6 +15,8 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -42,6 +44,22 @@ class VllmEngine(Engine):
         from servefit.engines.vllm.tune import VllmAdapter
 
         return VllmAdapter()
+
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        from servefit.engines.vllm.diagnose import cause
+
+        return cause(primary, figures)
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.vllm.diagnose import summary
+
+        return summary(diag, primary)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.vllm.diagnose import fixes
+
+        return fixes(fx)
 
     @rule("VLLM001")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
