@@ -164,7 +164,7 @@ CUDA error: out of memory
 """)
     assert (d.root_cause, d.timing, d.engine) == ("kv_cache_overflow", "long_request", "llamacpp")
     assert d.figures["long_request_tokens"] == 118004
-    assert [e.number for e in d.evidence] == [1, 3, 4]
+    assert [e.number for e in d.evidence] == [1, 3, 4, 5]
 
 
 def test_prompt_tokens_json_and_vllm_token_ids() -> None:

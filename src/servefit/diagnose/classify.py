@@ -230,12 +230,13 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
         return "fragmentation", "low" if figs.get("fragmentation_gap") is not None else "medium"
     tried, total = _int(figs.get("tried_to_allocate")), _int(figs.get("total"))
     alloc = _int(figs.get("allocated")) or _int(figs.get("process_in_use"))
-    if timing == "serving" and st.serving is None and alloc and total and alloc >= 0.85 * total:
+    if timing == "serving" and st.serving is None and not st.requests and st.start is None and alloc and total \
+            and alloc >= 0.85 * total:
         return "model_too_large", "medium"  # an inference call in a script: weights fill the GPU
     if timing == "serving" and tried and total and tried >= 0.25 * total:
         return "kv_cache_overflow", "medium"
-    if timing == "serving":
-        return "batch_misconfiguration", "low"
+    if timing == "serving":  # a server's step: which one (prefill / decode) firms it up
+        return "batch_misconfiguration", "medium" if primary.stage in ("prefill", "decode") else "low"
     return "model_too_large", "low"
 
 

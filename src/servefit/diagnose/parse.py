@@ -58,6 +58,8 @@ class Scanner(Tracker):
         self.frames: deque[str] = deque(maxlen=64)
         self.traceback_line = 0
         self.traceback_open = False
+        self.frame_line = 0  # the last traceback frame (logs that print frames without the header)
+        self.stage_pending: Event | None = None  # a torch OOM whose traceback may follow it
         self.open_event: Event | None = None
         self.open_until = 0
         self.last_by_family: dict[str, Event] = {}
@@ -80,6 +82,12 @@ class Scanner(Tracker):
             m = _FRAME.search(text)
             if m:
                 self.frames.append(m.group(1))
+                self.frame_line = n
+                pending = self.stage_pending
+                if pending is not None and n - pending.line.number <= TRACEBACK_SPAN:
+                    pending.stage = self._frame_stage()  # the traceback printed after the OOM message
+                    if pending.stage:
+                        self.stage_pending = None
         if self.block is not None:
             self._block(n, text)
         if self.open_event is not None:
@@ -191,11 +199,13 @@ class Scanner(Tracker):
         if family == "torch":
             self._continue(ev, n, text)
             self.open_event, self.open_until = ev, n + CONTINUATION
-            if self.traceback_line and n - self.traceback_line < TRACEBACK_SPAN:
+            if max(self.traceback_line, self.frame_line) and n - max(self.traceback_line, self.frame_line) < TRACEBACK_SPAN:
                 ev.stage = self._frame_stage()
             ev.stage = ev.stage or self._stage_of([], text)
+            self.stage_pending = None if ev.stage else ev
         else:
             ev.stage = self._stage_of([pat], text)
+            ev.extra["stage_named"] = bool(pat.stage)
         self.events.append(ev)
         self.last_by_family[family] = ev
 
@@ -204,9 +214,11 @@ class Scanner(Tracker):
         for k, v in figs.items():
             ev.figures.setdefault(k, v)
         ev.rank = max(ev.rank, pats[0].rank)
-        stage = self._stage_of(pats, text)
-        if stage and not ev.stage:
-            ev.stage = stage
+        named = next((p.stage for p in pats if p.stage), "")
+        if named and not ev.extra.get("stage_named"):  # a line that names its stage outranks words guessed from
+            ev.stage, ev.extra["stage_named"] = named, True
+        elif not ev.stage:
+            ev.stage = self._stage_of(pats, text)
 
     def _frame_stage(self) -> str:
         """The most specific stage the last traceback's frames name (a graph capture runs forward

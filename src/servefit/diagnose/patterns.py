@@ -159,6 +159,7 @@ GENERIC_FRAMES: dict[str, str] = {
     "capture_graph": "graphs", "cuda_graph": "graphs", "capture_begin": "graphs", "capture_end": "graphs",
     "init_kv_cache": "kv_alloc",
     "load_model": "load", "load_weights": "load", "from_pretrained": "load", "model_loader": "load",
+    "create_weights": "load", "weight_loader": "load",
     "generate": "serving", "forward": "serving",
 }
 # When several frames name a stage, the most specific wins (a graph capture runs forward passes).
@@ -166,7 +167,7 @@ STAGE_ORDER = ("sampler", "graphs", "kv_alloc", "compute", "profile", "load", "p
 
 # Settings printed in start-up lines: `{'k': v}` / `k=v, ...` / Rust `Args { k: Some(v), ... }` /
 # `ServerArgs(k=v, ...)`, Go `map[K:V ...]`, a command line's flags.
-KV_PAIRS = re.compile(r"""['"]?([A-Za-z_][\w.]*)['"]?(?::\s*|=)(Some\(([^)]*)\)|'[^']*'|"[^"]*"|\[[^\]]*\]|[^,\s})]+)""")
+KV_PAIRS = re.compile(r"""['"]?([A-Za-z_][\w.]*)['"]?(?::\s*|=)(Some\(([^)]*)\)|'[^']*'|"[^"]*"|\[[^\]]*\]|[^,\s}()]+)""")
 ENV_MAP = re.compile(r"\b([A-Z][A-Z0-9_]+):(\S*)")
 CMD_FLAG = re.compile(r"(?:^|\s)(--?[\w-]+)(?:=|\s+)([^\s-][^\s]*)")
 

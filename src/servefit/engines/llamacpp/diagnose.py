@@ -46,7 +46,7 @@ def slot_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tu
         per_seq = ctx // n_seq if ctx else 0
     if stage == "load":
         return "model_too_large", "load", "high"
-    if st.phase == "serving" and stage in ("compute", "serving"):
+    if stage == "serving" or (st.phase == "serving" and stage == "compute"):
         return "batch_misconfiguration", "serving", "medium"  # a compute buffer re-reserved while decoding
     if stage in ("kv_alloc", "compute"):
         if n_seq >= 2 and per_seq and per_seq < LONG_CONTEXT:
@@ -65,17 +65,18 @@ def slot_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tu
     return "model_too_large", "startup", "low"
 
 
-def summary(diag: Diagnosis, primary: Event) -> str | None:
+def summary(diag: Diagnosis, primary: Event, who: str = "llama.cpp") -> str | None:
     from servefit.diagnose.classify import ROOT_TEXT, size_text
 
     figs = diag.figures
     if figs.get("alloc_size") is None:
         return None
-    what = {"load": " for the model weights", "kv_alloc": " for the KV cache",
-            "compute": " for the compute buffer"}.get(diag.stage, "")
+    what = {"load": " for the model weights", "kv_alloc": " for the KV cache", "compute": " for the compute buffer",
+            "serving": " for a compute buffer while serving"}.get(diag.stage, "")
     free = f" ({size_text(figs, 'device_free')} was free at start)" if figs.get("device_free") is not None else ""
-    return (f"{ROOT_TEXT[diag.root_cause]}. llama.cpp could not allocate {size_text(figs, 'alloc_size')}{what} "
-            f"on the GPU{free}.")
+    where = "in host memory (RAM)" if figs.get("alloc_backend") == "cpu" else "on the GPU"
+    return (f"{ROOT_TEXT[diag.root_cause]}. {who} could not allocate {size_text(figs, 'alloc_size')}{what} "
+            f"{where}{free}.")
 
 
 def layers_that_fit(fx: Fixing) -> int | None:
@@ -88,21 +89,28 @@ def layers_that_fit(fx: Fixing) -> int | None:
     return max(0, int(layers * free / need) - 1)
 
 
+def _ubatch(fx: Fixing) -> str:
+    ub = fx.num(fx.current("ubatch_size"))
+    return (f"Lower -ub/--ubatch-size{fx.was(ub and int(ub))} to {max(64, int(ub or 512) // 2)} (and -b/--batch-size "
+            "with it): the compute buffer grows with the micro-batch")
+
+
 def _kv(fx: Fixing) -> list[str]:
     cur = fx.current("ctx_size")
     n = fx.num(cur)
     to = f" to {int(n) // 2} or less" if n else ""
-    return [f"Lower the context -c/--ctx-size{fx.was(cur)}{to}",
-            "Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with -fa on (half the KV memory)",
-            "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)"]
+    lines = [f"Lower the context -c/--ctx-size{fx.was(cur)}{to}",
+             "Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with -fa on (half the KV memory)",
+             "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)"]
+    if fx.diag.stage == "compute":  # the buffer reserved after the KV cache: context and micro-batch size it
+        lines[1:1] = [_ubatch(fx) + " and the context"]
+    return lines
 
 
 def _batch(fx: Fixing) -> list[str]:
     np_ = fx.current("parallel")
-    ub = fx.num(fx.current("ubatch_size"))
     slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
-    ubatch = (f"Lower -ub/--ubatch-size{fx.was(ub and int(ub))} to {max(64, int(ub or 512) // 2)} (and -b/--batch-size "
-              "with it): the compute buffer grows with the micro-batch")
+    ubatch = _ubatch(fx)
     return [ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch]
 
 

@@ -12,7 +12,7 @@ from servefit.engines.ollama.versions import CURRENT
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
-    from servefit.diagnose.model import Event
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -49,6 +49,11 @@ class OllamaEngine(Engine):
         from servefit.engines.llamacpp.diagnose import slot_cause
 
         return slot_cause(primary, related, figures)
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.ollama.diagnose import summary
+
+        return summary(diag, primary)
 
     def oom_fixes(self, fx: Fixing) -> list[str] | None:
         """Fix lines per root cause and stage (diagnose.py beside this module)."""

@@ -12,22 +12,38 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
+
+
+def summary(diag: Diagnosis, primary: Event) -> str | None:
+    from servefit.diagnose.classify import size_text
+    from servefit.engines.llamacpp.diagnose import summary as runner
+
+    if primary.pattern == "ollama.sysmem":
+        return (f"Ollama refused to load the model: it needs {size_text(diag.figures, 'required')} of system memory "
+                f"and {size_text(diag.figures, 'available')} is available.")
+    return runner(diag, primary, "Ollama's runner (llama.cpp)")
+
+
+BATCH = "Lower num_batch (PARAMETER num_batch 256, default 512): the compute graph grows with the batch"
 
 
 def _kv(fx: Fixing) -> list[str]:
     cur = fx.current("num_ctx")
     n = fx.num(cur)
     to = f" to {int(n) // 2} or less" if n else ""
-    return [f"Lower the context: OLLAMA_CONTEXT_LENGTH or PARAMETER num_ctx{fx.was(cur)}{to}",
-            "Quantize the KV cache: OLLAMA_KV_CACHE_TYPE=q8_0 with OLLAMA_FLASH_ATTENTION=1",
-            "Use a GPU with more memory, or spread the model over more GPUs (OLLAMA_SCHED_SPREAD=1)"]
+    lines = [f"Lower the context: OLLAMA_CONTEXT_LENGTH or PARAMETER num_ctx{fx.was(cur)}{to}",
+             "Quantize the KV cache: OLLAMA_KV_CACHE_TYPE=q8_0 with OLLAMA_FLASH_ATTENTION=1",
+             "Use a GPU with more memory, or spread the model over more GPUs (OLLAMA_SCHED_SPREAD=1)"]
+    if fx.diag.stage == "compute":  # the compute graph is sized by the batch and the context
+        lines[1:1] = [BATCH]
+    return lines
 
 
 def _batch(fx: Fixing) -> list[str]:
     np_ = fx.current("OLLAMA_NUM_PARALLEL")
     slots = f"Set OLLAMA_NUM_PARALLEL=1{fx.was(np_)}: every parallel slot multiplies the KV cache"
-    batch = "Lower num_batch (PARAMETER num_batch 256): the compute graph grows with the batch"
-    return [batch, slots] if fx.diag.stage in ("compute", "serving") else [slots, batch]
+    return [BATCH, slots] if fx.diag.stage in ("compute", "serving") else [slots, BATCH]
 
 
 def _too_large(fx: Fixing) -> list[str]:
