@@ -152,6 +152,15 @@ class Engine:
         except (OSError, ValueError):
             return {}
 
+    def context_limit(self, model: ModelSpec, version: str | None = None) -> int:
+        """The longest context worth sweeping: the model's own limit (max_position_embeddings with
+        its rope scaling, model_max_length when the tokenizer sets one), derived as vLLM's
+        ModelConfig derives it; an engine that derives it otherwise overrides this."""
+        from servefit.engines.vllm.checks import derived_max_len
+        from servefit.engines.vllm.era import era
+
+        return derived_max_len(model, era(None), False)
+
     # -- diagnose: what this engine's failures mean and what fixes them -----------------------
     def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
         """(root cause, timing, confidence) for a failure that one of this engine's own log lines

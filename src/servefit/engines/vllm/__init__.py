@@ -45,6 +45,13 @@ class VllmEngine(Engine):
 
         return VllmAdapter()
 
+    def context_limit(self, model: ModelSpec, version: str | None = None) -> int:
+        """vLLM's derived max_model_len for the release modelled (config.py::_get_and_verify_max_len)."""
+        from servefit.engines.vllm.checks import derived_max_len
+        from servefit.engines.vllm.era import era
+
+        return derived_max_len(model, era(version), False)
+
     def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
         from servefit.engines.vllm.diagnose import cause
 
