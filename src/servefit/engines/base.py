@@ -141,6 +141,30 @@ class Engine:
         """The command an image of this engine runs when a file gives only arguments."""
         return None
 
+    # -- sources: this engine's own charts, operator resources and config files --------------
+    # (the recognition data says which: `chart_keys`, `resource_kinds`, `config_files`)
+    def scan_chart(self, y: Any, root: Any, fc: Any, label: str) -> bool:
+        """Helm values of this engine's own chart as servers (fc.add); True when they were its."""
+        return False
+
+    def scan_resource(self, y: Any, doc: Any, fc: Any, label: str) -> None:
+        """A Kubernetes resource of this engine's operator (one of its `resource_kinds`) as servers."""
+
+    def scan_config(self, y: Any, doc: Any, fc: Any) -> bool:
+        """A YAML document that is one of this engine's own config files, as a server; True when it was."""
+        return False
+
+    # -- tune: how a changed setting is written back -----------------------------------------
+    def expand_args(self, args: list[Token], site: LaunchSite) -> list[Token]:
+        """The arguments as the engine reads them, with the spans of where each is written (vLLM
+        splices a `--config FILE`'s keys in, spans in that file). Most engines read them as given."""
+        return args
+
+    def written_as(self, name: str, site: LaunchSite | None = None) -> tuple[str, str] | None:
+        """Where a setting goes when the file does not write it yet: ("env", VARIABLE), ("parameter",
+        NAME) in the model file the site carries, or None for the engine's own flag."""
+        return None
+
     def table(self, key: str) -> dict[str, Any]:
         """A section of this engine's data: `logs` (what diagnose reads in its logs), `sweep` (its
         context setting and the variants worth sweeping), `recognise`, `listen`, `parallel`. The

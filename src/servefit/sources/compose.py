@@ -18,6 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, Token
 from servefit.sources.base import FileCtx, _repo_of, _within
+from servefit.sources.detect import models_on_request
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import container
@@ -155,7 +156,7 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
         if pmap:
             extra["path_map"] = pmap
         build = y.str(y.get(svc, "build")) or y.str(y.get(svc, "build", "context"))
-        if build and any(la.engine == "ollama" for la in launches):
+        if build and any(models_on_request(la.engine) for la in launches):  # the build context holds its Modelfile
             extra["modelfile_refs"] = [build]
         fc.add(launches, f"compose/{sname}", _gpus(y, svc, env), extra, ctx.ollama_models)
 

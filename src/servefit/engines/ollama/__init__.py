@@ -50,6 +50,20 @@ class OllamaEngine(Engine):
 
         return slot_cause(primary, related, figures)
 
+    def written_as(self, name: str, site: LaunchSite | None = None) -> tuple[str, str] | None:
+        """num_ctx is a Modelfile PARAMETER where the server has a Modelfile, else the server-wide
+        OLLAMA_CONTEXT_LENGTH (envconfig.ContextLength)."""
+        if name != "num_ctx":
+            return None
+        if site is not None and site.extra.get("modelfile") is not None:
+            return "parameter", name
+        return "env", "OLLAMA_CONTEXT_LENGTH"
+
+    def scan_chart(self, y: Any, root: Any, fc: Any, label: str) -> bool:
+        from servefit.engines.ollama.charts import scan_values
+
+        return scan_values(y, root, fc, label)
+
     def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
         from servefit.engines.ollama.diagnose import summary
 
