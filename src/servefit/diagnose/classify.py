@@ -240,7 +240,17 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
     return "model_too_large", "low"
 
 
-def _evidence(primary: Event, related: list[Event], root: str, timing: str) -> list[Line]:
+def _blamed(engine: str | None, root: str) -> tuple[str, ...]:
+    """The settings whose start-up line is evidence for a root cause: the engine's own fix targets
+    (and the names its log prints them under), then the common ones."""
+    fix = catalog().fix.get(engine or "", {})
+    names: list[str] = []
+    for name in (fix.get("targets") or {}).get(root) or ():
+        names += [name, *(fix.get("log_names") or {}).get(name, ())]
+    return tuple(names) + BLAMED.get(root, ())
+
+
+def _evidence(primary: Event, related: list[Event], root: str, timing: str, engine: str | None = None) -> list[Line]:
     st = primary.state
     lines: list[Line] = [primary.line, *primary.extra_lines[:6]]
     for ev in related[:2]:
@@ -257,7 +267,7 @@ def _evidence(primary: Event, related: list[Event], root: str, timing: str) -> l
         ctx.append(st.weights_loaded)
     if timing == "load":
         ctx.append(st.loading)
-    for key in BLAMED.get(root, ()):
+    for key in _blamed(engine, root):
         if key in st.settings_lines:
             ctx.append(st.settings_lines[key])
             break
@@ -407,7 +417,7 @@ def classify(scan: ScanResult) -> Diagnosis:
     diag.settings_in_log = dict(primary.state.settings)
     diag.stage = _stage(primary, related, timing)
     diag.stage_text = stage_text(diag.engine, diag.stage)
-    diag.evidence = _evidence(primary, related, root, timing)
+    diag.evidence = _evidence(primary, related, root, timing, diag.engine)
     diag.summary = _summary(diag, primary, own)
     diag.timing_text = _timing_text(timing, figs)
     if conf == "low":
