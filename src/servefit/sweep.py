@@ -103,7 +103,7 @@ def served(at: Evaluation, users: int) -> float:
         return float(users)
     n = float(at.plan.max_concurrency)
     cap = ad.request_cap
-    limit = (at.config.settings.get(cap) or at.plan.extra.get(cap)) if cap else None
+    limit = (at.config.settings.get(cap) or at.plan.detail.resolved(cap)) if cap else None
     if limit:
         n = min(n, float(limit))
     return n
