@@ -223,6 +223,7 @@ def model_keys(engine: str) -> dict[str, Any]:
     return dict(_table(engine).get("model") or {})
 
 
+@cache
 def _table(engine: str) -> dict[str, Any]:
     return next((t for name, t in _tables() if name == engine), {})
 
