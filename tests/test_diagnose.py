@@ -59,7 +59,7 @@ CASES = {
         {"alloc_size": mib(4352), "kv_buffer": mib(8192), "memory.required.kv": gib(8.0),
          "memory.available": gib(15.3), "runner_error": "cudaMalloc failed: out of memory"}),
     "tgi_prefill.log": (
-        "batch_misconfiguration", "tgi", "startup", [24, 73, 82],
+        "profiling_peak", "tgi", "startup", [24, 73, 82],
         {"prefill_tokens": 16000, "tried_to_allocate": gib(7.65), "total": gib(22.05), "free": gib(4.89),
          "repeats": 2}),
     "sglang_mem_fraction.log": (
@@ -107,7 +107,7 @@ def test_clean_logs_have_no_signature(name: str, engine: str) -> None:
 def test_every_engine_and_class_is_covered() -> None:
     assert {c[1] for c in CASES.values()} >= {"vllm", "llamacpp", "ollama", "tgi", "sglang", "torch"}
     assert {c[0] for c in CASES.values()} == {"kv_cache_overflow", "batch_misconfiguration", "fragmentation",
-                                              "model_too_large"}
+                                              "model_too_large", "profiling_peak"}
 
 
 def test_signatures_and_confidence() -> None:

@@ -93,7 +93,7 @@ def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPat
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
         rc, out, _ = run(capsys, *argv, "--format", "json")
         doc = json.loads(out)
-        assert rc == 0 and doc["root_cause"] == "batch_misconfiguration" and doc["source"] == "<stdin>"
+        assert rc == 0 and doc["root_cause"] == "profiling_peak" and doc["source"] == "<stdin>"
 
 
 def test_gzip_log(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

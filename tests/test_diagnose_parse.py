@@ -9,7 +9,7 @@ import pytest
 
 from servefit.diagnose import diagnose_lines
 from servefit.diagnose import patterns as P
-from servefit.diagnose.parse import KEYWORD_NEEDLES, KEYWORDS, WORDS, _keyword
+from servefit.diagnose.catalog import WORDS, catalog, keyword
 from servefit.diagnose.timestamps import BOOT, REL, WALL, Clock, duration
 
 GiB, MiB = 2**30, 2**20
@@ -164,7 +164,7 @@ CUDA error: out of memory
 """)
     assert (d.root_cause, d.timing, d.engine) == ("kv_cache_overflow", "long_request", "llamacpp")
     assert d.figures["long_request_tokens"] == 118004
-    assert [e.number for e in d.evidence] == [1, 3, 4]
+    assert [e.number for e in d.evidence] == [1, 3, 4, 5]
 
 
 def test_prompt_tokens_json_and_vllm_token_ids() -> None:
@@ -215,20 +215,22 @@ def test_sizes(text: str, value: int) -> None:
 # -- the keyword index never hides a needle ---------------------------------------------------------
 
 def test_every_needle_is_reached_through_its_keyword() -> None:
-    for pat in P.PATTERNS:
+    cat = catalog()
+    for pat in cat.patterns:
         for needle in pat.needles:
-            kw = _keyword(needle).encode()
-            assert kw in KEYWORDS and any(nd == needle for nd, _ in KEYWORD_NEEDLES[kw])
+            kw = keyword(needle).encode()
+            assert kw in cat.keywords and any(nd == needle for nd, _ in cat.keyword_needles[kw])
             assert kw in needle.encode().translate(WORDS).split()
 
 
 def test_keyword_gating_matches_brute_force_on_every_fixture_line() -> None:
-    texts = [line for f in sorted(LOGS.iterdir()) if f.suffix in (".log", ".txt")
+    cat = catalog()
+    texts = [line for f in sorted(LOGS.rglob("*")) if f.suffix in (".log", ".txt")
              for line in f.read_text().splitlines()]
     texts += SEED.splitlines()
     for text in texts:
-        brute = {p.name for p in P.PATTERNS if any(nd in text for nd in p.needles) and p.regex.search(text)}
-        words = KEYWORDS.intersection(text.encode().translate(WORDS).split())
-        gated = {p.name for w in words for nd, pats in KEYWORD_NEEDLES[w] if nd in text
+        brute = {p.name for p in cat.patterns if any(nd in text for nd in p.needles) and p.regex.search(text)}
+        words = cat.keywords.intersection(text.encode().translate(WORDS).split())
+        gated = {p.name for w in words for nd, pats in cat.keyword_needles[w] if nd in text
                  for p in pats if p.regex.search(text)}
         assert gated == brute, text

@@ -71,3 +71,129 @@ def test_runtime_oom_is_not_a_start_up_stage():
 def test_a_log_without_an_oom_says_so():
     d = diagnose_lines(_v1_profile("0.11.0")[:2])
     assert (d.root_cause, d.summary, d.fix) == ("none", "no OOM signature found", [])
+
+
+# -- every engine's stages, from public logs (each fixture's header names its issue) -------------------
+
+def stage(name: str):  # type: ignore[no-untyped-def]
+    return diagnose_path(str(STAGES / name), progress=False)
+
+
+def test_tgi_warmup_prefill_is_the_start_up_profiling_of_that_batch():
+    d = stage("tgi_warmup_prefill.log")
+    assert (d.engine, d.stage, d.root_cause, d.timing) == ("tgi", "profile", "profiling_peak", "startup")
+    assert [e.number for e in d.evidence] == [5, 7] and d.figures["prefill_tokens"] == 4096
+    assert d.fix[0].startswith("Lower --max-batch-prefill-tokens from 4096 to 2048: the warm-up runs one prefill")
+    assert "warm-up" in d.stage_text and "--max-batch-prefill-tokens" in d.stage_text
+
+
+def test_tgi_0_9_warmup_total_tokens_names_max_batch_total_tokens():
+    # the error as the title of https://github.com/huggingface/text-generation-inference/issues/710 quotes it
+    d = diagnose_lines(["Not enough memory to handle 16000 total tokens with 2 prefill tokens. You need to decrease "
+                        "`--max-batch-total-tokens` or `--max-batch-prefill-tokens"])
+    assert (d.signature, d.stage, d.root_cause) == ("tgi.warmup_total", "profile", "kv_cache_overflow")
+    assert d.fix[0].startswith("Remove --max-batch-total-tokens (now 16000)")
+
+
+def test_tgi_runtime_prefill_oom_is_a_serving_step_not_start_up():
+    d = stage("tgi_prefill_runtime.log")
+    assert (d.stage, d.timing, d.root_cause, d.confidence) == ("prefill", "serving", "batch_misconfiguration", "medium")
+    assert [e.number for e in d.evidence] == [4] and d.figures["tried_to_allocate"] == 222 * 2**20
+    assert d.fix[0].startswith("Lower --max-batch-prefill-tokens")
+
+
+def test_sglang_graph_capture_oom_acts_on_the_capture():
+    d = stage("sglang_graph_capture.log")
+    assert (d.engine, d.stage, d.root_cause, d.signature) == ("sglang", "graphs", "cuda_graph_capture",
+                                                                "sglang.graph_capture")
+    assert [e.number for e in d.evidence] == [20]
+    assert [f.split(":")[0] for f in d.fix] == ["Lower --cuda-graph-max-bs (e.g. 16)",
+                                                 "Lower --mem-fraction-static (-0.05)",
+                                                 "Or skip graph capture"]
+    d = diagnose_lines(["[2025-04-10 08:00:01] server_args=ServerArgs(mem_fraction_static=0.88, cuda_graph_max_bs=160)"]
+                       + (STAGES / "sglang_graph_capture.log").read_text().splitlines())
+    assert "--cuda-graph-max-bs from 160 to 80" in d.fix[0] and "--mem-fraction-static from 0.88 to 0.83" in d.fix[1]
+
+
+def test_sglang_capture_failure_without_oom_says_it_is_not_memory():
+    d = stage("sglang_graph_capture_not_oom.log")
+    assert (d.root_cause, d.engine, d.fix, d.stage) == ("not_oom", "sglang", [], "")
+    assert "not for lack of memory" in d.summary and "pair.cc:534" in d.summary
+    assert [e.number for e in d.evidence] == [20]
+
+
+def test_sglang_kv_pool_refusal_and_decode_retraction():
+    # RuntimeError as https://github.com/sgl-project/sglang/issues/4330 quotes it (SGLang 0.4.3.post2)
+    d = diagnose_lines(["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."])
+    assert (d.stage, d.root_cause) == ("kv_alloc", "model_too_large") and d.fix[0].startswith("Raise --mem-fraction")
+    d = stage("sglang_decode_retract.log")
+    assert (d.stage, d.timing, d.root_cause) == ("decode", "serving", "kv_cache_overflow")
+    assert d.figures["retracted_reqs"] == 1 and d.figures["new_token_ratio_after"] == 0.1845
+    assert d.fix[0].startswith("Lower --max-running-requests") and "kept running" in d.summary
+
+
+def test_llamacpp_model_buffer_kv_cache_and_compute_buffer_stages():
+    load = stage("llamacpp_load_alloc.log")
+    assert (load.stage, load.root_cause, load.timing) == ("load", "model_too_large", "load")
+    assert [e.number for e in load.evidence] == [5, 6, 7] and round(load.figures["alloc_size"] / 2**20, 2) == 144817.04
+    assert "141.42 GiB for the model weights on the GPU" in load.summary and "-ngl" in load.fix[1]
+    kv = stage("llamacpp_kv_alloc.log")
+    assert (kv.stage, kv.root_cause) == ("kv_alloc", "kv_cache_overflow")
+    assert kv.fix[0] == "Lower the context -c/--ctx-size (now 1048576) to 524288 or less"
+    assert "in host memory (RAM)" in kv.summary and kv.figures["alloc_size"] == 137438953504
+    compute = stage("llamacpp_compute_alloc.log")
+    assert (compute.stage, compute.timing) == ("compute", "startup")
+    assert any(f.startswith("Lower -ub/--ubatch-size to 256") for f in compute.fix)
+
+
+def test_llamacpp_compute_buffer_reserved_while_decoding_is_runtime():
+    d = stage("llamacpp_runtime_compute.log")
+    assert (d.stage, d.timing, d.root_cause) == ("serving", "serving", "batch_misconfiguration")
+    assert d.fix[0].startswith("Lower -ub/--ubatch-size to 256") and "while serving" in d.summary
+
+
+def test_ollama_host_memory_runner_load_compute_and_runtime():
+    sysmem = stage("ollama_sysmem.log")
+    assert (sysmem.engine, sysmem.stage, sysmem.root_cause) == ("ollama", "load", "model_too_large")
+    assert [e.number for e in sysmem.evidence] == [13]
+    assert "164.80 GiB of system memory and 13.40 GiB is available" in sysmem.summary
+    load = stage("ollama_load_alloc.log")
+    assert (load.engine, load.stage, load.root_cause) == ("ollama", "load", "model_too_large")
+    assert [e.number for e in load.evidence] == [4, 5, 6] and "PARAMETER num_gpu" in load.fix[1]
+    compute = stage("ollama_compute.log")
+    assert (compute.stage, compute.signature) == ("compute", "ollama.runner_oom")
+    assert "Ollama's runner (llama.cpp) could not allocate 800 MiB for the compute buffer" in compute.summary
+    assert any(f.startswith("Lower num_batch") for f in compute.fix)
+    runtime = stage("ollama_runtime_cuda.log")
+    assert (runtime.stage, runtime.timing) == ("serving", "serving")
+    assert [e.number for e in runtime.evidence] == [5, 6] and runtime.fix[0].startswith("Lower num_batch")
+
+
+def test_ollama_unknown_architecture_is_not_an_oom():
+    d = stage("ollama_not_oom.log")
+    assert (d.root_cause, d.engine, d.fix) == ("not_oom", "ollama", [])
+    assert "unknown model architecture: 'pangu-embedded'" in d.summary
+    assert [e.number for e in d.evidence] == [3]
+
+
+def test_vllm_v1_sampler_free_memory_graph_capture_and_load_from_public_logs():
+    sampler = stage("vllm_sampler_v1.log")
+    assert (sampler.stage, sampler.root_cause) == ("sampler", "batch_misconfiguration")
+    assert sampler.fix[0] == "Lower --max-num-seqs from 256 to 128"
+    free = stage("vllm_free_memory_v1.log")
+    assert (free.stage, free.timing, free.root_cause) == ("load", "load", "model_too_large")
+    assert free.fix[1] == "Or lower --gpu-memory-utilization (now 0.9) to 0.78 or less"
+    graphs = stage("vllm_graph_capture_v1.log")  # torch's capture_end frame, no "Traceback" header
+    assert (graphs.stage, graphs.root_cause, graphs.timing) == ("graphs", "cuda_graph_capture", "startup")
+    assert [e.number for e in graphs.evidence] == [9]
+    load = stage("vllm_load_v1.log")  # the traceback comes after the message
+    assert (load.stage, load.timing, load.root_cause, load.confidence) == ("load", "load", "model_too_large", "high")
+
+
+def test_stage_is_in_the_json_and_the_report():
+    from servefit.report.diagnose import render_text
+
+    d = stage("sglang_decode_retract.log")
+    assert d.as_dict()["stage"] == "decode"
+    assert "  Stage: serving, a decode batch" in render_text(d)
+    assert stage("vllm_load_v1.log").as_dict()["stage"] == "load"

@@ -31,6 +31,19 @@ def test_recognition_data_is_valid(name: str) -> None:
         jsonschema.validate(par, json.loads((SRC / "schemas" / "engine_parallel.schema.json").read_text()))
 
 
+@pytest.mark.parametrize("name", ENGINES)
+def test_log_and_sweep_data_is_valid(name: str) -> None:
+    """What diagnose reads in each engine's logs and how sweeps set its context: data, schema-checked."""
+    jsonschema = pytest.importorskip("jsonschema")
+    doc = yaml.safe_load((SRC / "data" / "engines" / f"{name}.yaml").read_text())
+    jsonschema.validate(doc["logs"], json.loads((SRC / "schemas" / "engine_logs.schema.json").read_text()))
+    jsonschema.validate(doc["sweep"], json.loads((SRC / "schemas" / "engine_sweep.schema.json").read_text()))
+    for pat in doc["logs"]["patterns"]:
+        re.compile(pat["regex"].replace("%SIZE%", "x"))
+    names = [p["name"] for p in doc["logs"]["patterns"]]
+    assert len(names) == len(set(names))
+
+
 @pytest.mark.parametrize("words, expected", [
     (["vllm", "serve", "m"], ("vllm", 2)),
     (["vllm", "bench"], None),

@@ -66,8 +66,8 @@ def test_vllm_plan_uses_the_per_kind_pages():
     ev = evaluate(site, Target(gpu="H200", gpus=1, engine_version="0.19.0"))
     p = ev.plan
     assert p.kv_bytes_per_token == 50 * 16384 + 10 * 8192
-    assert p.extra["kv_groups"] == 6
-    blocks = p.extra["num_gpu_blocks"]
+    assert p.detail.kv_groups == 6
+    blocks = p.detail.num_gpu_blocks
     assert p.memory.kv_cache == blocks * 10 * 16 * 16384
 
 
@@ -139,7 +139,7 @@ def test_e2b_kv_shared_layers_hold_no_cache():
     p = evaluate(site, Target(gpu="L4", gpus=1, engine_version="0.19.0")).plan
     assert p.kv_bytes_per_token == 12 * 1024 + 3 * 2048
     # pages 16 x 1024 B (sliding) and 16 x 2048 B (full): the sliding block covers 32 tokens; 12 vs 3 layers -> 4 + 1 groups of 3
-    assert p.extra["kv_groups"] == 5
+    assert p.detail.kv_groups == 5
 
 
 def test_e2b_gguf_by_name_under_llama_cpp():

@@ -128,9 +128,9 @@ def test_hf_repo_quant_and_catalog_name():
 def test_done_when_kv_buffer_np4_q8():
     cfg, p = run("llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -c 32768 -np 4 -ctk q8_0 -ctv q8_0 -fa on")
     assert p.outcome == "started"
-    assert p.extra["kv_buffer_mib"] == 2176.0 and p.extra["n_ctx_per_seq"] == 8192 and p.max_model_len == 8192
+    assert p.detail.kv_buffer_mib == 2176.0 and p.detail.n_ctx_per_seq == 8192 and p.max_model_len == 8192
     assert "llama_kv_cache:      CUDA0 KV buffer size =  2176.00 MiB" in p.messages
-    assert p.extra["model_buffer_mib"] == 4403.49
+    assert p.detail.model_buffer_mib == 4403.49
     assert "LCPP007" in codes(cfg, p)
 
 
@@ -140,7 +140,7 @@ def test_done_when_without_fa_rejected_on_old_builds_and_explained_on_new():
     assert p.outcome == "rejected_config"
     assert any("quantized V cache requires flash_attn" in m for m in p.messages)
     cfg, p = run("llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -c 32768 -np 4 -ctk q8_0 -ctv q8_0")
-    assert p.outcome == "started" and p.extra["flash_attn"] is True
+    assert p.outcome == "started" and p.detail.flash_attn is True
     info = [f for f in cfg.findings if f.code == "LCPP003"]
     assert info and info[0].severity == "info"
 
@@ -158,32 +158,32 @@ def test_asymmetric_quantized_v_on_cuda_has_no_fa_kernel():
 @pytest.mark.parametrize("ctk,mib", [("f16", 1024.0), ("q8_0", 544.0), ("q4_0", 288.0)])
 def test_kv_bytes_by_type(ctk, mib):
     _, p = run(f"llama-server -m x-Q4_K_M.gguf -c 8192 -np 1 -ctk {ctk} -ctv {ctk} -fa on")
-    assert p.extra["kv_buffer_mib"] == mib
+    assert p.detail.kv_buffer_mib == mib
 
 
 def test_ctx_padding_and_streams():
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 10000 -np 3 -fa on")  # PAD(10000)=10240; 10240/3 -> PAD 3584
-    assert (p.extra["n_ctx_per_seq"], p.extra["n_ctx"]) == (3584, 3584 * 3)
+    assert (p.detail.n_ctx_per_seq, p.detail.n_ctx) == (3584, 3584 * 3)
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 10000 -np 3 -kvu -fa on")
-    assert (p.extra["n_ctx_per_seq"], p.extra["n_ctx"]) == (10240, 10240)
+    assert (p.detail.n_ctx_per_seq, p.detail.n_ctx) == (10240, 10240)
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 10000 -np 3", version="b6000")  # FA off: padded to 32
-    assert p.extra["n_ctx_per_seq"] == 10016 // 3
+    assert p.detail.n_ctx_per_seq == 10016 // 3
 
 
 def test_sliding_window_gemma3():
     _, p = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 32768 -fa on", spec=gemma3_12b, g=gpu(80000))
-    assert p.extra["kv_cache_cells_swa"] == 4608
-    assert p.extra["kv_buffer_mib"] == 2048.0 + 1440.0
+    assert p.detail.kv_cache_cells_swa == 4608
+    assert p.detail.kv_buffer_mib == 2048.0 + 1440.0
     _, p = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 32768 -fa on --swa-full", spec=gemma3_12b,
                g=gpu(80000))
-    assert p.extra["kv_buffer_mib"] == 48 * 32768 * 8192 / MIB
+    assert p.detail.kv_buffer_mib == 48 * 32768 * 8192 / MIB
 
 
 def test_sliding_window_gpt_oss_unified_vs_np():
     _, p = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 131072 -fa on", spec=gpt_oss_20b, g=gpu(80000))
-    assert p.extra["kv_buffer_mib"] == 3072.0 + 24.0
+    assert p.detail.kv_buffer_mib == 3072.0 + 24.0
     _, p = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 131072 -np 4 -fa on", spec=gpt_oss_20b, g=gpu(80000))
-    assert p.extra["kv_buffer_mib"] == 3072.0 + 72.0
+    assert p.detail.kv_buffer_mib == 3072.0 + 72.0
 
 
 def test_mla_stores_k_only_and_needs_equal_types():
@@ -192,7 +192,7 @@ def test_mla_stores_k_only_and_needs_equal_types():
                              intermediate_size=1024, vocab_size=1000, max_position_embeddings=8192, kv_lora_rank=512,
                              qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=256)
     _, p = run("llama-server -m ds-Q4_K_M.gguf -c 4096 -fa on", spec=spec)
-    assert p.extra["kv_buffer_mib"] == 4 * 576 * 2 * 4096 / MIB
+    assert p.detail.kv_buffer_mib == 4 * 576 * 2 * 4096 / MIB
     cfg, p = run("llama-server -m ds-Q4_K_M.gguf -c 4096 -fa on -ctk q8_0 -ctv f16", spec=spec)
     assert p.outcome == "rejected_config" and "LCPP005" in codes(cfg, p)
 
@@ -205,7 +205,7 @@ def test_recurrent_state_is_f32_per_sequence():
                              mamba={"d_inner": 512, "d_state": 16, "d_conv": 4, "n_groups": 1})
     _, p = run("llama-server -m m-Q8_0.gguf -c 4096 -np 2 -fa on", spec=spec)
     rs = 3 * 4 * ((4 - 1) * (512 + 2 * 16) + 16 * 512) * 2
-    assert p.extra["rs_buffer_mib"] == round(rs / MIB, 2)
+    assert p.detail.rs_buffer_mib == round(rs / MIB, 2)
 
 
 # ---------------------------------------------------------------- placement, fit, outcome
@@ -213,21 +213,21 @@ def test_recurrent_state_is_f32_per_sequence():
 def test_ngl_places_output_layer_first_since_b7467():
     _, new = run("llama-server -m x-Q4_K_M.gguf -c 4096 -ngl 1 -fa on")
     _, old = run("llama-server -m x-Q4_K_M.gguf -c 4096 -ngl 1 -fa on", version="b7000")
-    assert new.extra["model_buffer_mib"] == 410.99  # output.weight (Q6_K) + output_norm
-    assert 100 < old.extra["model_buffer_mib"] < 200  # the last repeating layer
-    assert new.extra["n_gpu_layers_offloaded"] == old.extra["n_gpu_layers_offloaded"] == 1
+    assert new.detail.model_buffer_mib == 410.99  # output.weight (Q6_K) + output_norm
+    assert 100 < old.detail.model_buffer_mib < 200  # the last repeating layer
+    assert new.detail.n_gpu_layers_offloaded == old.detail.n_gpu_layers_offloaded == 1
 
 
 def test_fit_lowers_unset_context():
     cfg, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(12000))
-    assert p.outcome == "started" and p.extra["fit"]["changed_ctx"]
-    assert 4096 <= p.extra["n_ctx"] < 131072 and p.extra["n_ctx"] % 256 == 0
+    assert p.outcome == "started" and p.detail.fit["changed_ctx"]
+    assert 4096 <= p.detail.n_ctx < 131072 and p.detail.n_ctx % 256 == 0
     assert {"LCPP008", "LCPP010"} <= codes(cfg, p)
 
 
 def test_fit_moves_layers_when_context_is_explicit():
     cfg, p = run("llama-server -m x-Q4_K_M.gguf -c 131072 -np 1", g=gpu(12000))
-    assert p.outcome == "started" and 0 < p.extra["n_gpu_layers_offloaded"] < 33
+    assert p.outcome == "started" and 0 < p.detail.n_gpu_layers_offloaded < 33
     assert "LCPP009" in codes(cfg, p)
 
 
@@ -245,20 +245,20 @@ def test_no_fit_before_b7407_means_oom_with_default_context():
 def test_two_gpus_split_layers_and_pipeline_copies():
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 16384 -np 1 -fa on", n=2)
     assert len(p.devices) == 2 and p.parallel["pipeline"] == 2
-    dev = p.extra["devices_mib"]
+    dev = p.detail.devices_mib
     assert abs(dev["CUDA0"]["kv"] - dev["CUDA1"]["kv"]) <= 128  # 17 / 16 of 33 layers
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 16384 -np 1 -fa on -ts 3,1", n=2)
-    dev = p.extra["devices_mib"]
+    dev = p.detail.devices_mib
     assert dev["CUDA0"]["model"] > 2 * dev["CUDA1"]["model"]
 
 
 def test_no_kv_offload_and_cpu_moe():
     cfg, p = run("llama-server -m x-Q4_K_M.gguf -c 8192 -np 1 -nkvo -fa on")
-    assert p.extra["kv_buffer_gpu_mib"] == 0 and p.extra["kv_buffer_mib"] == 1024.0
+    assert p.detail.kv_buffer_gpu_mib == 0 and p.detail.kv_buffer_mib == 1024.0
     assert "LCPP016" in codes(cfg, p)
     _, full = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 8192 -fa on", spec=gpt_oss_20b, g=gpu(80000))
     _, cmoe = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 8192 -fa on --cpu-moe", spec=gpt_oss_20b, g=gpu(80000))
-    assert cmoe.extra["model_buffer_mib"] < 0.2 * full.extra["model_buffer_mib"]
+    assert cmoe.detail.model_buffer_mib < 0.2 * full.detail.model_buffer_mib
 
 
 def test_unified_memory_warning():
@@ -281,8 +281,8 @@ def test_local_gguf_file_is_read(tmp_path):
     assert cfg.model_ref == path
     spec = ENGINE.resolve_model(cfg)
     p = ENGINE.plan(cfg, spec, RTX4090, 1)
-    assert p.extra["model_source"] == "gguf"
-    assert p.extra["kv_buffer_mib"] == round(2 * 2 * 32 * 2 * 1024 / MIB, 2)  # 2 layers, K+V 2x16 wide, f16
+    assert p.detail.model_source == "gguf"
+    assert p.detail.kv_buffer_mib == round(2 * 2 * 32 * 2 * 1024 / MIB, 2)  # 2 layers, K+V 2x16 wide, f16
 
 
 def test_knobs():

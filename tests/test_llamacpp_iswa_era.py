@@ -13,7 +13,7 @@ def kv(build: str, extra: str = "") -> dict:
     argv = f"llama-server -m gemma-3-270m-it-Q8_0.gguf -c 4096 -np 1 -ngl 99 {extra}".split()
     site = site_from_argv(argv, {})
     site.engine = "llamacpp"
-    return evaluate(site, Target(gpu="RTX 4090", engine_version=build)).plan.extra
+    return evaluate(site, Target(gpu="RTX 4090", engine_version=build)).plan.detail.as_dict()  # the plan JSON's engine figures
 
 
 @pytest.mark.parametrize("build", ["b4800", "b5400"])

@@ -65,23 +65,23 @@ def test_env_parsing_and_invalid_values():
 
 def test_classic_estimator_matches_log():  # ollama/ollama#11292: llama3.1:8b, 8192 tokens, 0.9.x
     cfg, p = plan(site(params={"num_ctx": "8192"}, env={"OLLAMA_NUM_PARALLEL": "1"}), "0.9.5")
-    x = p.extra
-    assert x["era"] == "classic" and p.outcome == "started"
-    assert round(x["memory_required_gib"], 1) == 6.5 and round(x["memory_required_kv_gib"], 1) == 1.0
+    x = p.detail
+    assert x.era == "classic" and p.outcome == "started"
+    assert round(x.memory_required_gib, 1) == 6.5 and round(x.memory_required_kv_gib, 1) == 1.0
     assert 'memory.graph.full="560.0 MiB" memory.graph.partial="677.5 MiB"' in p.messages[0]
     assert 'memory.weights.nonrepeating="411.0 MiB"' in p.messages[0]
-    assert x["kv_buffer_mib"] == 1024.0 and x["compute_buffer_mib"] == 560.0  # the runner's own lines
+    assert x.runner is not None and x.runner.kv_buffer_mib == 1024.0 and x.runner.compute_buffer_mib == 560.0  # the runner's own lines
 
 
 def test_auto_parallel_before_0_10_and_kv_type_warning():
     cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0"}), "0.9.0")
-    assert p.extra["num_parallel"] == 4 and p.extra["kv_cache_type"] == "f16"
+    assert p.detail.num_parallel == 4 and p.detail.kv_cache_type == "f16"
     # the four automatic slots fit (0.9 picks 4 only when they do): concurrency, not a cost (OLLM007)
     assert "OLLM005" in codes(cfg, p) and "OLLM007" not in codes(cfg, p)
-    assert p.extra["layers_offloaded"] == p.extra["layers_model"]
+    assert p.detail.layers_offloaded == p.detail.layers_model
     cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0",
                                                         "OLLAMA_FLASH_ATTENTION": "1"}), "0.9.0")
-    assert p.extra["kv_cache_type"] == "q8_0" and "OLLM005" not in codes(cfg, p)
+    assert p.detail.kv_cache_type == "q8_0" and "OLLM005" not in codes(cfg, p)
 
 
 @pytest.mark.parametrize(("num_ctx", "parallel", "spills", "warned"), [
@@ -93,7 +93,7 @@ def test_parallel_slots_are_reported_only_when_they_push_the_model_off_the_gpu(n
     """Ollama gives each slot the full num_ctx (sched.go: NumCtx x numParallel). OLLM007 used to
     fire on any num_parallel > 1, so a config tune wrote (131072 x 4 with headroom) was flagged."""
     cfg, p = plan(site(params={"num_ctx": num_ctx}, env={"OLLAMA_NUM_PARALLEL": parallel}), "0.12.3")
-    assert (p.extra["layers_offloaded"] < p.extra["layers_model"]) is spills
+    assert (p.detail.layers_offloaded < p.detail.layers_model) is spills
     assert ("OLLM007" in codes(cfg, p)) is warned
     if warned:
         f = next(f for f in p.findings if f.code == "OLLM007")
@@ -109,23 +109,23 @@ def test_kv_type_with_fa_off_fails_in_llama_server_era():
 
 
 def test_default_num_ctx_by_era_and_vram():
-    assert plan(site(), "0.6.0")[1].extra["num_ctx"] == 2048
-    assert plan(site(), "0.9.0")[1].extra["num_ctx"] == 4096
-    assert plan(site(), "0.32.0", g=gpu(24111))[1].extra["num_ctx"] == 32768
-    assert plan(site(), "0.32.0", g=gpu(16000))[1].extra["num_ctx"] == 4096
+    assert plan(site(), "0.6.0")[1].detail.num_ctx == 2048
+    assert plan(site(), "0.9.0")[1].detail.num_ctx == 4096
+    assert plan(site(), "0.32.0", g=gpu(24111))[1].detail.num_ctx == 32768
+    assert plan(site(), "0.32.0", g=gpu(16000))[1].detail.num_ctx == 4096
     cfg, p = plan(site(), "0.32.0", g=gpu(81000))
-    assert p.extra["num_ctx"] == 131072  # the 256k tier, capped at the model's context
+    assert p.detail.num_ctx == 131072  # the 256k tier, capped at the model's context
     assert "OLLM008" in codes(cfg, p)
 
 
 def test_llama_server_era_partial_offload_is_a_warning():
     cfg, p = plan(site(params={"num_ctx": "131072"}, env={"OLLAMA_NUM_PARALLEL": "4"}), "0.32.0")
-    assert p.outcome == "started" and p.extra["era"] == "llama-server"
-    assert "-c 524288 -np 4" in p.extra["llama_server_argv"]
-    assert p.extra["n_ctx_per_seq"] == 131072
-    assert 0 < p.extra["layers_offloaded"] < 33
+    assert p.outcome == "started" and p.detail.era == "llama-server"
+    assert "-c 524288 -np 4" in p.detail.llama_server_argv
+    assert p.detail.runner is not None and p.detail.runner.n_ctx_per_seq == 131072
+    assert 0 < p.detail.layers_offloaded < 33
     warn = [f for f in p.findings if f.code == "OLLM006"]
-    assert warn and warn[0].severity == "warning" and f"{p.extra['layers_offloaded']}/33" in warn[0].message
+    assert warn and warn[0].severity == "warning" and f"{p.detail.layers_offloaded}/33" in warn[0].message
 
 
 def test_forced_num_gpu_can_oom():
@@ -135,9 +135,9 @@ def test_forced_num_gpu_can_oom():
 
 def test_layout_era_reports_per_device_lines():
     cfg, p = plan(site("ollama run gemma3:4b", params={"num_ctx": "8192"}), "0.12.3")
-    assert p.extra["era"] in ("layout", "classic")
+    assert p.detail.era in ("layout", "classic")
     cfg, p = plan(site(params={"num_ctx": "8192"}), "0.15.0")
-    assert p.extra["era"] == "layout" and any('msg="total memory"' in m for m in p.messages)
+    assert p.detail.era == "layout" and any('msg="total memory"' in m for m in p.messages)
 
 
 def test_modelfile_parameters_through_the_site():
@@ -167,7 +167,7 @@ def test_compose_with_modelfile_is_one_server(tmp_path):
     assert cfg.settings["num_ctx"] == 131072 and cfg.settings["OLLAMA_NUM_PARALLEL"] == 4
     assert cfg.spans["OLLAMA_NUM_PARALLEL"] == env_span and cfg.spans["num_ctx"].file == str(mf_path)
     p = ENGINE.plan(cfg, llama8b(), gpu(), 1)
-    assert p.extra["n_ctx"] == 4 * 131072 and any(f.code == "OLLM006" for f in p.findings)
+    assert p.detail.as_dict()["n_ctx"] == 4 * 131072 and any(f.code == "OLLM006" for f in p.findings)
 
 
 def test_link_by_create_command_inline_and_same_directory(tmp_path):

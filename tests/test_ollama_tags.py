@@ -144,7 +144,7 @@ def test_the_library_context_caps_num_ctx_for_a_model_sized_from_the_catalog():
     gpu = GpuSpec(key="rtx-4090", name="NVIDIA GeForce RTX 4090", vendor="nvidia", memory_bytes=24111 * 2**20,
                   compute_capability=89)
     p = ENGINE.plan(cfg, spec, gpu, 1)
-    assert p.extra["n_ctx_per_seq"] == 8192
+    assert p.detail.as_dict()["n_ctx_per_seq"] == 8192
 
 
 @pytest.mark.parametrize("ref", ["hf.co/bartowski/ToolACE-2-Llama-3.1-8B-GGUF:Q5_K_M",

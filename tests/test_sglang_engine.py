@@ -160,12 +160,12 @@ def test_context_length_over_derived():
     assert plan.outcome == "rejected_config"
     cfg, plan = run("python -m sglang.launch_server --model-path mistralai/Mistral-7B-Instruct-v0.3 "
                     "--context-length 65536", {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}, model=MISTRAL7B)
-    assert "SGL003" not in codes(cfg, plan) and plan.extra["context_len"] == 65536
+    assert "SGL003" not in codes(cfg, plan) and plan.detail.context_len == 65536
 
 
 def test_llama3_rope_does_not_stretch_the_derived_length():
     cfg, plan = run(LAUNCH)
-    assert plan.extra["context_len"] == 131072  # llama3 rope type: factor ignored by get_context_length
+    assert plan.detail.context_len == 131072  # llama3 rope type: factor ignored by get_context_length
 
 
 def test_parallel_checks():
@@ -179,11 +179,11 @@ def test_parallel_checks():
 def test_max_total_tokens_name_clash_and_cap():
     cfg, plan = run(f"{LAUNCH} --max-total-tokens 8192")
     assert "SGL008" in codes(cfg, plan)
-    assert plan.extra["max_total_num_tokens"] == 8192 and plan.outcome == "started"
+    assert plan.detail.max_total_num_tokens == 8192 and plan.outcome == "started"
     cfg, plan = run(f"{LAUNCH} --max-total-tokens 5000000")
     f = next(f for f in plan.findings if f.code == "SGL007")
     assert f.message == (f"max_total_tokens=5000000 is larger than the profiled value "
-                         f"{plan.extra['max_total_num_tokens']}. Use the profiled value instead.")
+                         f"{plan.detail.max_total_num_tokens}. Use the profiled value instead.")
 
 
 def test_mem_fraction_too_high_warns():

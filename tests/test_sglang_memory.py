@@ -44,7 +44,7 @@ def test_dense_gqa_pool_by_hand():
     assert plan.memory.non_torch == sp.CONTEXT
     assert plan.memory.weights == int(weight_bytes(LLAMA8B, 2, None)) + sp.LOAD_EXTRA
     tokens = int(hand_rest(plan, 0.88) // 131_072)
-    assert plan.extra["max_total_num_tokens"] == tokens == plan.kv_cache_tokens
+    assert plan.detail.max_total_num_tokens == tokens == plan.kv_cache_tokens
     assert f"max_total_num_tokens={tokens}" in plan.messages[-1]
     half = (tokens + 1) * 131_072 / 2 / GiB
     assert f"KV Cache is allocated. #tokens: {tokens}, K size: {half:.2f} GB, V size: {half:.2f} GB" in plan.messages
@@ -55,7 +55,7 @@ def test_tp_splits_kv_heads_and_weights():
     _, two = run(f"{LAUNCH} --mem-fraction-static 0.88 --tp 2", count=2)
     assert two.kv_bytes_per_token == one.kv_bytes_per_token // 2
     assert two.memory.weights < one.memory.weights * 0.55
-    assert two.extra["max_total_num_tokens"] > 2 * one.extra["max_total_num_tokens"]
+    assert two.detail.max_total_num_tokens > 2 * one.detail.max_total_num_tokens
 
 
 def test_mla_pool_is_the_latent_not_split_by_tp():
@@ -63,8 +63,8 @@ def test_mla_pool_is_the_latent_not_split_by_tp():
                     "--mem-fraction-static 0.85", model=DSV2_LITE)
     cell = (512 + 64) * 27 * 2  # (kv_lora_rank + qk_rope_head_dim) x layers x bf16
     assert plan.kv_bytes_per_token == cell == 31_104
-    assert plan.extra["max_total_num_tokens"] == int(hand_rest(plan, 0.85) // cell)
-    assert plan.extra["context_len"] == 163840  # yarn with original_max_position_embeddings: factor ignored
+    assert plan.detail.max_total_num_tokens == int(hand_rest(plan, 0.85) // cell)
+    assert plan.detail.context_len == 163840  # yarn with original_max_position_embeddings: factor ignored
     _, tp2 = run("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V2-Lite --tp 2 "
                  "--mem-fraction-static 0.85", model=DSV2_LITE, count=2)
     assert tp2.kv_bytes_per_token == cell  # every rank holds the whole latent
@@ -77,14 +77,14 @@ def test_sliding_window_hybrid_pool_gpt_oss():
     per_layer = 8 * 64 * 2 * 2
     cell = per_layer * (12 + 0.8 * 12)  # full_layer_tokens x (n_full + swa_full_tokens_ratio x n_swa)
     full = int(hand_rest(plan, 0.85) // cell)
-    assert plan.extra["max_total_num_tokens"] == full
-    assert plan.extra["swa_max_total_num_tokens"] == int(full * 0.8)
+    assert plan.detail.max_total_num_tokens == full
+    assert plan.detail.swa_max_total_num_tokens == int(full * 0.8)
     assert f"Use Sliding window memory pool. full_layer_tokens={full}, swa_layer_tokens={int(full * 0.8)}" \
         in plan.messages
     _, off = run("python -m sglang.launch_server --model-path openai/gpt-oss-20b --mem-fraction-static 0.85 "
                  "--disable-hybrid-swa-memory", model=GPT_OSS_20B)
-    assert off.extra["max_total_num_tokens"] == int(hand_rest(off, 0.85) // (per_layer * 24))
-    assert off.extra["max_total_num_tokens"] < full
+    assert off.detail.max_total_num_tokens == int(hand_rest(off, 0.85) // (per_layer * 24))
+    assert off.detail.max_total_num_tokens < full
 
 
 def test_gemma2_hybrid_only_between_0_4_10_and_0_5_5():
@@ -92,29 +92,29 @@ def test_gemma2_hybrid_only_between_0_4_10_and_0_5_5():
     _, mid = run(argv, version="0.5.5", model=GEMMA2_9B)
     _, new = run(argv, version="0.5.23", model=GEMMA2_9B)
     _, old = run(argv, version="0.4.6.post5", model=GEMMA2_9B)
-    assert mid.extra["swa_max_total_num_tokens"]
-    assert not new.extra["swa_max_total_num_tokens"] and not old.extra["swa_max_total_num_tokens"]
+    assert mid.detail.swa_max_total_num_tokens
+    assert not new.detail.swa_max_total_num_tokens and not old.detail.swa_max_total_num_tokens
     per_layer = 8 * 256 * 2 * 2
-    assert new.extra["max_total_num_tokens"] == int(hand_rest(new, 0.85) // (per_layer * 42))
+    assert new.detail.max_total_num_tokens == int(hand_rest(new, 0.85) // (per_layer * 42))
 
 
 def test_request_caps():
     cfg, plan = run(f"{LAUNCH} --mem-fraction-static 0.88 --context-length 32768")
-    tokens = plan.extra["max_total_num_tokens"]
+    tokens = plan.detail.max_total_num_tokens
     req_pool = min(max(int(tokens / 32768 * 512), 2048), 4096)
-    assert plan.extra["max_running_requests"] == min(tokens // 2, req_pool)
-    assert plan.extra["max_req_len"] == min(32768 - 1, tokens - 1)
-    assert plan.extra["max_req_input_len"] == plan.extra["max_req_len"] - 5
+    assert plan.detail.max_running_requests == min(tokens // 2, req_pool)
+    assert plan.detail.max_req_len == min(32768 - 1, tokens - 1)
+    assert plan.detail.max_req_input_len == plan.detail.max_req_len - 5
     # before 0.4.7 the request pool had one extra slot: the logs' max_running_requests=2049
     _, old = run(f"{LAUNCH} --mem-fraction-static 0.88", version="0.4.1.post7")
-    assert old.extra["max_running_requests"] == 2049
+    assert old.detail.max_running_requests == 2049
 
 
 def test_pool_smaller_than_context_caps_requests():
     cfg, plan = run(f"{LAUNCH} --mem-fraction-static 0.88", gpu=L4)
-    tokens = plan.extra["max_total_num_tokens"]
+    tokens = plan.detail.max_total_num_tokens
     assert tokens < 131072
-    assert plan.extra["max_req_len"] == tokens - 1 and plan.extra["max_req_input_len"] == tokens - 6
+    assert plan.detail.max_req_len == tokens - 1 and plan.detail.max_req_input_len == tokens - 6
     f = next(f for f in plan.findings if f.code == "SGL006")
     assert f.severity == "warning" and str(tokens - 6) in f.message
 
@@ -143,12 +143,12 @@ def test_fp8_kv_doubles_the_pool():
     _, bf16 = run(f"{LAUNCH} --mem-fraction-static 0.88")
     _, fp8 = run(f"{LAUNCH} --mem-fraction-static 0.88 --kv-cache-dtype fp8_e4m3")
     assert fp8.kv_bytes_per_token == bf16.kv_bytes_per_token // 2
-    assert abs(fp8.extra["max_total_num_tokens"] - 2 * bf16.extra["max_total_num_tokens"]) <= 2
+    assert abs(fp8.detail.max_total_num_tokens - 2 * bf16.detail.max_total_num_tokens) <= 2
 
 
 def test_page_size_rounds_the_pool_down():
     _, plan = run(f"{LAUNCH} --mem-fraction-static 0.88 --page-size 64")
-    assert plan.extra["max_total_num_tokens"] % 64 == 0
+    assert plan.detail.max_total_num_tokens % 64 == 0
 
 
 def test_h100_llama31_8b_pool_from_the_formula_alone():

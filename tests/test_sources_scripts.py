@@ -126,7 +126,7 @@ def test_llama_swap_macros_comments_env_and_docker():
 
 
 def test_vllm_config_file_tokens_and_standalone_site():
-    from servefit.sources.vllm_config import config_tokens
+    from servefit.engines.vllm.config_file import config_tokens
 
     toks = config_tokens(str(FIX / "vllm-config/config.yaml"))
     assert [t.text for t in toks] == ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "32768",

@@ -146,20 +146,20 @@ def test_version_gated_flags():
 
 def test_defaults_before_2_0():
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-2-7b-hf", version="1.4.0", model=LLAMA2_7B)
-    assert (plan.extra["max_input_tokens"], plan.extra["max_total_tokens"], plan.extra["max_batch_prefill_tokens"]) \
+    assert (plan.detail.max_input_tokens, plan.detail.max_total_tokens, plan.detail.max_batch_prefill_tokens) \
         == (1024, 2048, 4096)
 
 
 def test_defaults_2_0_from_max_position_embeddings_capped_at_4096():
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", version="2.0.3")
-    assert (plan.extra["max_input_tokens"], plan.extra["max_total_tokens"], plan.extra["max_batch_prefill_tokens"]) \
+    assert (plan.detail.max_input_tokens, plan.detail.max_total_tokens, plan.detail.max_batch_prefill_tokens) \
         == (4095, 4096, 4145)
     assert "Default `max_batch_prefill_tokens` to 4145" in plan.messages
 
 
 def test_defaults_2_4_1_prefill_and_shard_lengths():
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", version="2.4.1", gpu=H100)
-    assert plan.extra["max_batch_prefill_tokens"] == 4096
+    assert plan.detail.max_batch_prefill_tokens == 4096
 
 
 def test_defaults_3x_compute_optimal_prefill_by_hand():
@@ -167,17 +167,17 @@ def test_defaults_3x_compute_optimal_prefill_by_hand():
     flop = (2 * 32 * 128 * 4096 * 3 + 2 * 8 * 128 * 4096 * 2 + 2 * 3 * 4096 * 14336) * 32
     assert flop == 15_032_385_536
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
-    assert plan.extra["max_batch_prefill_tokens"] == int(125e12 / flop) == 8315  # A10G: 125 TFLOP/s f16
+    assert plan.detail.max_batch_prefill_tokens == int(125e12 / flop) == 8315  # A10G: 125 TFLOP/s f16
     # the shard then derives max_total_tokens from the KV capacity (chunking on) and max_input = total - 1
-    assert plan.extra["max_total_tokens"] == plan.extra["max_batch_total_tokens"]
-    assert plan.extra["max_input_tokens"] == plan.extra["max_total_tokens"] - 1
-    assert f"Maximum input tokens defaulted to {plan.extra['max_input_tokens']}" in plan.messages
+    assert plan.detail.max_total_tokens == plan.detail.max_batch_total_tokens
+    assert plan.detail.max_input_tokens == plan.detail.max_total_tokens - 1
+    assert f"Maximum input tokens defaulted to {plan.detail.max_input_tokens}" in plan.messages
 
 
 def test_unknown_gpu_name_falls_back_to_4096_prefill():
     t4ish = GpuSpec(key="x", name="NVIDIA Foo", vendor="nvidia", memory_bytes=A10G.memory_bytes, compute_capability=86)
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", gpu=t4ish)
-    assert plan.extra["max_batch_prefill_tokens"] == 4096
+    assert plan.detail.max_batch_prefill_tokens == 4096
 
 
 # --- launcher and router checks, in TGI's words ---------------------------------------------
@@ -268,5 +268,5 @@ def test_ignored_max_batch_total_tokens_is_a_warning():
     f = next(f for f in plan.findings if f.code == "TGI010")
     assert f.severity == "warning"
     assert f.message.startswith("`--max-batch-total-tokens` is deprecated for Flash Attention models. Inferred max "
-                                f"batch total tokens: {plan.extra['max_batch_total_tokens']}")
+                                f"batch total tokens: {plan.detail.max_batch_total_tokens}")
     assert plan.outcome == "started"

@@ -27,11 +27,11 @@ def test_bytes_per_block_per_backend():
     assert mem.bytes_per_token(LLAMA8B, 2, 1) == 32 * 8 * 128 * 2 * 2 == 131_072
     assert mem.bytes_per_token(LLAMA8B, 2, 2) == 65_536  # 4 KV heads per shard
     cfg, plan = run("text-generation-launcher --model-id m")  # 3.x flashinfer: block 1
-    assert plan.extra["block_size"] == 1 and plan.extra["attention"] == "flashinfer"
+    assert plan.detail.block_size == 1 and plan.detail.attention == "flashinfer"
     cfg, plan = run("text-generation-launcher --model-id m", {"ATTENTION": "flashdecoding"})
-    assert plan.extra["block_size"] == 256
+    assert plan.detail.block_size == 256
     cfg, plan = run("text-generation-launcher --model-id m", version="2.2.0")  # before 2.3: paged, 16
-    assert plan.extra["block_size"] == 16
+    assert plan.detail.block_size == 16
 
 
 def test_kv_blocks_formula_by_era():
@@ -55,16 +55,16 @@ def test_warmup_batch_requests():
 
 def test_done_when_a10g_llama31_8b_matches_hand_computation():
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
-    m, x = plan.memory, plan.extra
+    m, x = plan.memory, plan.detail
     assert plan.outcome == "started"
-    assert (x["max_batch_prefill_tokens"], x["cuda_memory_fraction"], x["wiggle_room"]) == (8315, 1.0, 0.9)
+    assert (x.max_batch_prefill_tokens, x.cuda_memory_fraction, x.wiggle_room) == (8315, 1.0, 0.9)
     warm_blocks = 8315  # block size 1, one request of 8315 tokens + 1 new token - 1
     used = m.non_torch + m.weights + warm_blocks * 131_072 + m.activation_peak
     free = int((m.total - used) - (1 - 1.0 * 0.9) * m.total)
     expected = free // 131_072 + warm_blocks
-    assert x["max_batch_total_tokens"] == expected == plan.kv_cache_tokens
+    assert x.max_batch_total_tokens == expected == plan.kv_cache_tokens
     assert f"Setting max batch total tokens to {expected}" in plan.messages
-    assert x["max_total_tokens"] == expected and x["max_input_tokens"] == expected - 1
+    assert x.max_total_tokens == expected and x.max_input_tokens == expected - 1
     # the weights are the checkpoint's bf16 tensors
     assert abs(m.weights - 8_030_261_248 * 2) < 0.01 * m.weights
 
@@ -102,7 +102,7 @@ def test_max_total_tokens_above_kv_capacity():
     cfg, plan = run("text-generation-launcher --model-id m --max-input-length 4000 --max-total-tokens 131072",
                     version="1.0.3")
     assert plan.outcome == "oom_at_load"
-    bt = plan.extra["max_batch_total_tokens"]
+    bt = plan.detail.max_batch_total_tokens
     assert f"Error: `max_total_tokens` must be <= `max_batch_total_tokens`. Given: 131072 and {bt}" in plan.messages
     assert "TGI009" in [f.code for f in plan.findings]
 
@@ -115,15 +115,15 @@ def test_weights_larger_than_the_gpu():
 def test_cuda_memory_fraction_shrinks_the_cache():
     _, full = run("text-generation-launcher --model-id m", gpu=H100)
     _, part = run("text-generation-launcher --model-id m --cuda-memory-fraction 0.5", gpu=H100)
-    assert part.extra["max_batch_total_tokens"] < full.extra["max_batch_total_tokens"] / 2
+    assert part.detail.max_batch_total_tokens < full.detail.max_batch_total_tokens / 2
     _, wig = run("text-generation-launcher --model-id m", {"TGI_WIGGLE_ROOM": "0.8"}, gpu=H100)
-    assert wig.extra["wiggle_room"] == 0.8
-    assert wig.extra["max_batch_total_tokens"] < full.extra["max_batch_total_tokens"]
+    assert wig.detail.wiggle_room == 0.8
+    assert wig.detail.max_batch_total_tokens < full.detail.max_batch_total_tokens
 
 
 def test_non_flash_model_keeps_router_default():
     cfg, plan = run("text-generation-launcher --model-id gpt2", version="1.4.0", model=GPT2)
-    assert plan.extra["max_batch_total_tokens"] == 16000
+    assert plan.detail.max_batch_total_tokens == 16000
     assert "Model does not support automatic max batch total tokens" in plan.messages
     assert plan.kv_cache_tokens == 0
 

@@ -62,6 +62,42 @@ def test_toy_engine_is_found_linted_estimated_and_tuned(toy: Path, capsys: pytes
     assert "+toyserve meta-llama/Llama-3.1-8B-Instruct --ctx " in out
 
 
+LOG = """toyserve starting (v1.0)
+toyserve config ctx=32768, slots=8
+loading meta-llama/Llama-3.1-8B-Instruct
+error: cannot allocate kv cache of 32.00 GiB
+"""
+
+
+def test_toy_engine_logs_are_diagnosed_with_its_own_fixes(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (toy / "serve.sh").write_text(SCRIPT)
+    (toy / "server.log").write_text(LOG)
+    rc, out, err = run(capsys, "diagnose", str(toy / "server.log"), "--config-file", str(toy / "serve.sh"),
+                       "--format", "json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert (d["engine"], d["root_cause"], d["stage"], d["signature"]) == ("toyllm", "kv_cache_overflow", "kv_alloc",
+                                                                          "toyllm.kv_oom")
+    assert [e["line"] for e in d["evidence"]] == [2, 4] and d["figures"]["kv_cache_needed"] == 32 * 2**30
+    assert d["fix"][0] == f"{toy / 'serve.sh'}:2: Lower --ctx (now 32768) to 16384"
+    assert d["setting"]["col"] == 49 and d["settings_in_log"] == {"ctx": 32768, "slots": 8}
+    rc, out, _ = run(capsys, "diagnose", str(toy / "server.log"))
+    assert "ToyLLM" in out and "Stage: allocating the KV cache (--ctx x --slots)" in out
+
+
+def test_toy_engine_is_swept_in_its_own_terms(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (toy / "serve.sh").write_text(SCRIPT)
+    rc, out, err = run(capsys, "explain", str(toy / "serve.sh"), "--gpu", "L4", "--format", "json")
+    [obj] = json.loads(out)
+    users = obj["max_users"]
+    assert set(users) == {"as configured", "one slot"}
+    by_ctx = dict(users["as configured"])
+    # the toy's plan: 90% of the L4 for 16 GB of weights and --ctx x --slots x 128 KiB of KV cache
+    assert obj["kv_bytes_per_token"] == 2 * 32 * 8 * 128 * 2
+    assert (by_ctx[2048], by_ctx[32768]) == (16, 1)  # slots the sweep cells asked for, planned by the toy
+    assert users["one slot"] == users["as configured"]  # each cell sets the slots itself
+
+
 def test_toy_engine_from_its_image(toy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (toy / "compose.yaml").write_text("services:\n  toy:\n    image: toyllm/server:1.0\n"
                                       "    entrypoint: [toyserve]\n    command: [Qwen/Qwen2.5-7B-Instruct, --ctx, '8192']\n")

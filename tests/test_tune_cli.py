@@ -53,7 +53,7 @@ def test_done_when_a_failing_manifest_passes_with_the_most_users(tmp_path: Path,
     best = json.loads(out)["sites"][0]["best"]
     after = evaluate(scan_file(str(p)).sites[0], Target(gpu="L4")).plan
     assert after.outcome == "started" and after.max_model_len >= 32768
-    assert min(int(after.max_concurrency), after.extra["max_num_seqs"]) == best["users"] >= 1
+    assert min(int(after.max_concurrency), after.detail.max_num_seqs) == best["users"] >= 1
     # linting the output reports no error
     assert main(["lint", str(p), "--gpu", "L4"]) == 0
     capsys.readouterr()

@@ -97,7 +97,7 @@ def test_llama8b_on_l4_default_length_is_refused_with_the_length_that_fits():
     fit = plan.fitting_max_model_len
     assert fit is not None and 8192 < fit < 131072
     # the fitting length is exactly what the remaining blocks hold (null block reserved)
-    blocks = plan.extra["num_gpu_blocks"]
+    blocks = plan.detail.num_gpu_blocks
     assert fit == (blocks - 1) * 16
     assert "VLLM003" in codes(cfg, plan)
     assert any("estimated maximum model length is" in m for m in plan.messages)
@@ -106,7 +106,7 @@ def test_llama8b_on_l4_default_length_is_refused_with_the_length_that_fits():
 def test_llama8b_on_l4_at_8k_starts_with_tokens_and_concurrency():
     cfg, plan = run("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192")
     assert plan.outcome == "started"
-    blocks = plan.extra["num_gpu_blocks"]
+    blocks = plan.detail.num_gpu_blocks
     assert plan.memory.kv_cache == blocks * 16 * 131_072
     assert plan.max_concurrency == pytest.approx(blocks / 512)
     assert plan.kv_cache_tokens == int(blocks / 512 * 8192)
@@ -125,10 +125,10 @@ def test_weights_match_what_vllm_logs_for_llama8b():
 def test_v011_era_differences():
     _, new = run("vllm serve m --max-model-len 8192")
     _, old = run("vllm serve m --max-model-len 8192", version="0.11.0")
-    assert new.extra["gpu_memory_utilization"] == 0.92 and old.extra["gpu_memory_utilization"] == 0.9
+    assert new.detail.gpu_memory_utilization == 0.92 and old.detail.gpu_memory_utilization == 0.9
     assert old.memory.budget == int(L4.memory_bytes * 0.9)
     # before 0.20 the CUDA graphs are not subtracted from the KV budget: more KV blocks
-    avail_old = old.extra["available_kv_cache_bytes"]
+    avail_old = old.detail.available_kv_cache_bytes
     m = old.memory
     assert avail_old == m.budget - m.weights - m.activation_peak - m.non_torch
 
@@ -219,7 +219,7 @@ def test_rejections_in_vllms_words():
     cfg, plan = run("vllm serve m --dtype bfloat16 --max-model-len 2048", gpu=T4)
     assert "VLLM009" in codes(cfg, plan) and plan.outcome == "rejected_config"
     cfg, plan = run("vllm serve m --max-model-len 2048", gpu=T4)  # auto dtype falls back to fp16
-    assert "VLLM021" in codes(cfg, plan) and plan.extra["dtype"] == "float16"
+    assert "VLLM021" in codes(cfg, plan) and plan.detail.dtype == "float16"
     cfg, plan = run("vllm serve m --max-num-batched-tokens 128 --max-num-seqs 256 --max-model-len 2048")
     assert "max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256)." in \
         [f.message for f in plan.findings]
@@ -269,4 +269,4 @@ def test_tensor_parallel_shards_weights_and_kv():
 def test_v0_turns_chunked_prefill_on_for_long_contexts_only_when_it_can(version, flags, model, tokens):
     cfg, plan = run(f"vllm serve {model.name} {flags}".strip(), model=model, gpu=H100,
                     env={"VLLM_USE_V1": "0"}, version=version)
-    assert plan.extra["max_num_batched_tokens"] == tokens
+    assert plan.detail.max_num_batched_tokens == tokens

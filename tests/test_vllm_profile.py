@@ -44,12 +44,12 @@ def test_v0_forward_wins_when_it_is_larger_than_the_sampler():
 def test_graph_count_per_era():
     # 0.10: piecewise only, sizes [1, 2, 4] + 8..512 step 8 (max_num_seqs 256 -> cap 512)
     _, p10 = run("vllm serve m --max-model-len 8192", version="0.10.1")
-    assert p10.extra["cuda_graph_sizes"] == 3 + 64
+    assert p10.detail.cuda_graph_sizes == 3 + 64
     assert p10.memory.cuda_graphs == 67 * 32 * GRAPH_PIECEWISE_PER_LAYER
     # 0.11 (FULL_AND_PIECEWISE): 35 piecewise sizes at max_num_seqs 128 (cap 256), plus full decode
     # graphs for the sizes up to 128: [1, 2, 4] + 8..128 step 8 = 19
     _, p11 = run("vllm serve m --max-model-len 8192 --max-num-seqs 128", version="0.11.0")
-    assert p11.extra["cuda_graph_sizes"] == 35 + 19
+    assert p11.detail.cuda_graph_sizes == 35 + 19
     assert p11.memory.cuda_graphs == 32 * (35 * GRAPH_PIECEWISE_PER_LAYER + 19 * GRAPH_FULL_PER_LAYER)
 
 

@@ -1,7 +1,8 @@
 """A toy engine that exists only in the test package: `toyserve MODEL --ctx N --slots N`.
 It is registered under the `servefit.engines` entry-point group by a dist-info written in the
 test (tests/test_toy_engine.py), and must then be found, linted, estimated and tuned with
-nothing in servefit naming it (docs/engines.md)."""
+nothing in servefit naming it (docs/adding-an-engine.md); its logs are diagnosed and its context
+swept from the tables it returns."""
 
 from __future__ import annotations
 
@@ -12,10 +13,34 @@ from servefit.engines.base import Engine, program
 from servefit.tune.space import Adapter, Dim, ladder
 
 KV_BYTES = 2  # f16 cache
+# What `servefit diagnose` reads in the toy's logs and how sweeps set its context: the same shape as
+# the built-ins' data files (schemas/engine_logs.schema.json, engine_sweep.schema.json).
+TABLES: dict[str, dict[str, Any]] = {
+    "logs": {
+        "hint_order": 60,
+        "hints": ["toyserve"],
+        "settings": ["ctx", "slots"],
+        "stage_names": {"kv_alloc": "allocating the KV cache (--ctx x --slots)"},
+        "patterns": [
+            {"name": "start", "kind": "start", "needles": ["toyserve starting"],
+             "regex": r"toyserve starting \(v(?P<engine_version__s>[\d.]+)\)"},
+            {"name": "config", "kind": "config", "needles": ["toyserve config"], "regex": "toyserve config "},
+            {"name": "kv_oom", "kind": "fatal", "rank": 3, "needles": ["cannot allocate kv cache"],
+             "regex": r"cannot allocate kv cache of (?P<kv_cache_needed__gib>[\d.]+) GiB",
+             "cause": ["kv_cache_overflow", "startup", "high"], "stage": "kv_alloc"},
+        ],
+        "fix": {"settings": {"ctx": ["--ctx"], "slots": ["--slots"]}, "targets": {"kv_cache_overflow": ["ctx"]}},
+    },
+    "sweep": {"context": "ctx", "variants": [{"name": "one slot", "settings": {"slots": 1}}]},
+}
 
 
 class ToyAdapter(Adapter):
     engine = "toyllm"
+    slot_users = True  # the users of a sweep cell are slots
+
+    def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
+        return {"ctx": context, "slots": users}, {}
 
     def dims(self, ev: Any, needs: Any) -> list[Dim]:
         s = ev.config.settings
@@ -84,6 +109,16 @@ class ToyEngine(Engine):
 
     def tune_adapter(self) -> Adapter:
         return ToyAdapter()
+
+    def table(self, key: str) -> dict[str, Any]:
+        return TABLES.get(key, {})
+
+    def oom_fixes(self, fx: Any) -> list[str] | None:
+        if fx.diag.root_cause != "kv_cache_overflow":
+            return None
+        ctx = fx.num(fx.current("ctx"))
+        to = f" to {int(ctx) // 2}" if ctx else ""
+        return [f"Lower --ctx{fx.was(ctx and int(ctx))}{to}", "Or lower --slots: each slot holds --ctx tokens"]
 
 
 ENGINE = ToyEngine()

@@ -42,7 +42,7 @@ GiB = 2**30
 CORE = {  # expected key -> how to read it off the plan
     "weights_gib": lambda p: p.memory.weights / GiB,
     # vLLM logs the memory available for KV ("Available KV cache memory", negative when short)
-    "kv_cache_gib": lambda p: p.extra.get("available_kv_cache_bytes", p.memory.kv_cache) / GiB,
+    "kv_cache_gib": lambda p: (p.detail.resolved("available_kv_cache_bytes") or p.memory.kv_cache) / GiB,
     "activation_peak_gib": lambda p: p.memory.activation_peak / GiB,
     "cuda_graph_gib": lambda p: p.memory.cuda_graphs / GiB,
     "non_torch_gib": lambda p: p.memory.non_torch / GiB,
@@ -127,7 +127,7 @@ def compare(case: dict[str, Any]) -> dict[str, Any]:
             row["outcome_ok"] = plan.outcome == want
             row["outcome"] = (want, plan.outcome)
             continue
-        got = CORE[key](plan) if key in CORE else plan.extra.get(key)
+        got = CORE[key](plan) if key in CORE else plan.detail.as_dict().get(key)
         if got is None:
             row.setdefault("unpredicted", []).append(key)  # the plan has no such figure: named, not dropped
             continue

@@ -198,6 +198,33 @@ class DeviceMemory:
 
 
 @dataclass
+class EngineDetail:
+    """What one engine's plan adds to the common figures. Each engine subclasses it with typed
+    fields named after its own settings and log figures (engines/<name>/detail.py); a field whose
+    metadata says `omit` is left out of the JSON while it is None (a figure this run does not
+    have), and a field that is itself an EngineDetail (Ollama's runner) is flattened into it."""
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import fields
+
+        nested: dict[str, Any] = {}
+        own: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, EngineDetail):
+                nested.update(v.as_dict())
+            elif not (v is None and f.metadata.get("omit")):
+                own[f.name] = v
+        return {**nested, **own}
+
+    def resolved(self, name: str) -> Any:
+        """The value the engine resolved for its setting `name` (max_num_seqs, mem_fraction_static...)
+        when the plan records one: for readers that know the setting by name, such as tune's
+        token-pool adapter; None otherwise."""
+        return getattr(self, name, None) if name in getattr(self, "__dataclass_fields__", {}) else None
+
+
+@dataclass
 class MemoryPlan:
     """What the engine will do at start on this hardware (DESIGN.md's JSON contract).
     `memory` is the GPU that runs out first; `devices` lists every GPU when they differ."""
@@ -216,4 +243,4 @@ class MemoryPlan:
     assumptions: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # the engine's own log/error lines
-    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific fields
+    detail: EngineDetail = field(default_factory=lambda: EngineDetail())  # the engine's own figures

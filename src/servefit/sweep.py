@@ -20,10 +20,19 @@ from typing import Any
 
 from servefit.pipeline import Evaluation
 
-# the setting that sets the per-request context, per engine (data/concepts.yaml has the full map)
-CONTEXT_SETTING = {"vllm": "max_model_len", "llamacpp": "ctx_size", "ollama": "num_ctx",
-                   "tgi": "max_total_tokens", "sglang": "context_length"}
-KV_DTYPE_SETTING = {"vllm": "kv_cache_dtype", "tgi": "kv_cache_dtype", "sglang": "kv_cache_dtype"}
+
+def _table(engine: str) -> dict[str, Any]:
+    """The engine's `sweep` data: its context setting, KV dtype setting and variants
+    (data/engines/<name>.yaml for the built-ins; schemas/engine_sweep.schema.json)."""
+    from servefit import engines
+
+    return engines.section(engine, "sweep")
+
+
+def context_setting(engine: str) -> str | None:
+    """The setting that sets the per-request context (vLLM's max_model_len, llama.cpp's -c ...)."""
+    return _table(engine).get("context")
+
 CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576)
 BATCHES = (1, 4, 8, 16, 32, 64, 128, 256)
 
@@ -66,7 +75,7 @@ def _adapter(ev: Evaluation) -> Any:
         from servefit.tune.adapters import GenericAdapter
 
         ad = GenericAdapter()
-        ad.context_name = CONTEXT_SETTING.get(ev.config.engine, "max_model_len")
+        ad.context_name = context_setting(ev.config.engine) or "max_model_len"
         return ad
 
 
@@ -94,7 +103,7 @@ def served(at: Evaluation, users: int) -> float:
         return float(users)
     n = float(at.plan.max_concurrency)
     cap = ad.request_cap
-    limit = (at.config.settings.get(cap) or at.plan.extra.get(cap)) if cap else None
+    limit = (at.config.settings.get(cap) or at.plan.detail.resolved(cap)) if cap else None
     if limit:
         n = min(n, float(limit))
     return n
@@ -120,11 +129,10 @@ def row(ev: Evaluation, context: int, batch: int, allow_long: bool = True) -> Ro
 
 
 def limit(ev: Evaluation) -> int:
-    """The longest context worth sweeping: the model's own limit."""
-    from servefit.engines.vllm.checks import derived_max_len
-    from servefit.engines.vllm.era import era
+    """The longest context worth sweeping: the model's own limit, as the engine derives it."""
+    from servefit import engines
 
-    return derived_max_len(ev.model, era(ev.plan.engine_version if ev.plan.engine == "vllm" else None), False)
+    return int(engines.get(ev.plan.engine).context_limit(ev.model, ev.plan.engine_version))
 
 
 def context_sweep(ev: Evaluation, batch: int = 8, upto: int | None = None) -> list[Row]:
@@ -176,20 +184,23 @@ def max_users(ev: Evaluation, variants: dict[str, dict[str, object]], upto: int 
     return out
 
 
+def _allowed(ev: Evaluation, needs: str | list[str] | None) -> bool:
+    """kv_fp8: an FP8 KV cache (any GPU but an NVIDIA one before Ampere); unquantized_cc75: online FP8
+    weights (an unquantized model on compute capability 7.5+)."""
+    for need in [needs] if isinstance(needs, str) else needs or []:
+        if need == "kv_fp8" and not (ev.gpu.vendor != "nvidia" or ev.gpu.compute_capability >= 80):
+            return False
+        if need == "unquantized_cc75" and (ev.model.quantization or ev.gpu.compute_capability < 75):
+            return False
+    return True
+
+
 def variants(ev: Evaluation) -> dict[str, dict[str, object]]:
-    """KV dtypes and quantizations the engine allows on this GPU."""
-    eng = ev.config.engine
+    """KV dtypes and quantizations the engine allows on this GPU (the engine's `sweep.variants`)."""
     out: dict[str, dict[str, object]] = {"as configured": {}}
-    if eng in KV_DTYPE_SETTING:
-        if ev.gpu.vendor != "nvidia" or ev.gpu.compute_capability >= 80:
-            out["kv fp8"] = {KV_DTYPE_SETTING[eng]: "fp8"}
-    if eng == "vllm" and not ev.model.quantization and ev.gpu.compute_capability >= 75:
-        out["weights fp8 (online)"] = {"quantization": "fp8"}
-        if "kv fp8" in out:
-            out["weights fp8 + kv fp8"] = {"quantization": "fp8", "kv_cache_dtype": "fp8"}
-    if eng == "llamacpp":
-        out["kv q8_0"] = {"cache_type_k": "q8_0", "cache_type_v": "q8_0", "flash_attn": "on"}
-        out["kv q4_0"] = {"cache_type_k": "q4_0", "cache_type_v": "q4_0", "flash_attn": "on"}
+    for v in _table(ev.config.engine).get("variants") or ():
+        if _allowed(ev, v.get("needs")):
+            out[str(v["name"])] = dict(v["settings"])
     return out
 
 
@@ -208,7 +219,7 @@ def paging(ev: Evaluation, context: int, batch: int, sizes: tuple[int, ...] = (1
     out = []
     for bs in sizes:
         at = replan(ev, {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, block_size=bs,
-                    **{CONTEXT_SETTING.get(ev.config.engine, "max_model_len"): context})
+                    **{context_setting(ev.config.engine) or "max_model_len": context})
         per_token = at.plan.kv_bytes_per_token
         out.append(PagingRow(block_size=bs, blocks_per_request=-(-context // bs),
                              users=at.plan.max_concurrency if at.plan.outcome == "started" else 0.0,

@@ -14,30 +14,21 @@ figures give the fragmentation gap, reserved − allocated.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servefit.diagnose import model as M
+from servefit.diagnose.catalog import catalog
 from servefit.diagnose.model import Diagnosis, Event, Line, RunState
 from servefit.diagnose.parse import ScanResult
+
+if TYPE_CHECKING:
+    from servefit.diagnose.patterns import Pattern
+    from servefit.engines.base import Engine
 from servefit.diagnose.timestamps import duration, human
 
 GiB = 2**30
 MAX_EVIDENCE = 12
 RELATED_LINES = 400
-
-# Refusals and errors that name their cause: pattern -> (root cause, timing, confidence)
-DECISIVE = {
-    "vllm.kv_refusal": ("kv_cache_overflow", "startup", "high"),
-    "vllm.kv_refusal_v0": ("kv_cache_overflow", "startup", "high"),
-    "tgi.max_total": ("kv_cache_overflow", "startup", "high"),
-    "vllm.sampler_oom": ("batch_misconfiguration", "startup", "high"),
-    "tgi.prefill": ("batch_misconfiguration", "startup", "high"),
-    "vllm.no_kv_memory": ("model_too_large", "startup", "medium"),
-    "vllm.autofit_fail": ("model_too_large", "startup", "medium"),
-    "vllm.free_memory": ("model_too_large", "load", "medium"),
-    "sglang.mem_fraction": ("model_too_large", "startup", "high"),
-    "ollama.sysmem": ("model_too_large", "load", "high"),
-}
 
 # settings whose start-up line is evidence for a root cause (first one printed wins)
 BLAMED = {
@@ -48,8 +39,8 @@ BLAMED = {
                                "max_running_requests", "n_ubatch"),
     "fragmentation": ("gpu_memory_utilization", "mem_fraction_static", "cuda_memory_fraction"),
     "model_too_large": ("quantization", "quantize", "tensor_parallel_size", "num_shard", "mem_fraction_static"),
-    "profiling_peak": ("max_model_len", "max_num_batched_tokens", "enable_chunked_prefill"),
-    "cuda_graph_capture": ("gpu_memory_utilization", "enforce_eager"),
+    "profiling_peak": ("max_model_len", "max_num_batched_tokens", "max_batch_prefill_tokens", "enable_chunked_prefill"),
+    "cuda_graph_capture": ("gpu_memory_utilization", "cuda_graph_max_bs", "mem_fraction_static", "enforce_eager"),
 }
 
 TIMING_TEXT = {
@@ -71,8 +62,23 @@ ROOT_TEXT = {
                       "accept (its activation peak) did not fit next to the weights",
     "cuda_graph_capture": "CUDA graph capture: capturing the decode graphs needed more memory than was left after "
                           "the KV cache took its share",
+    "not_oom": "not an out-of-memory failure: the engine stopped for another reason",
     "none": "no OOM signature found",
 }
+# how each stage is called when the engine's table does not name it (catalog.stage_names)
+STAGE_TEXT = {
+    "load": "loading the weights",
+    "profile": "the start-up profiling run",
+    "sampler": "warming up the sampler",
+    "kv_alloc": "allocating the KV cache",
+    "compute": "reserving the compute buffer",
+    "graphs": "capturing CUDA graphs",
+    "prefill": "serving, a prefill step",
+    "decode": "serving, a decode step",
+    "serving": "serving requests",
+}
+# the start-up phase a slot engine (llama.cpp, Ollama's runner) had reached -> the stage that failed
+PHASE_STAGE = {"load": "load", "context": "kv_alloc", "compute": "compute", "serving": "serving"}
 
 
 HOST_TEXT = {
@@ -151,19 +157,17 @@ def _long_prompt(st: RunState) -> tuple[int, Line] | None:
 
 def _timing(primary: Event, figs: dict[str, Any]) -> str:
     st, stage = primary.state, primary.stage
-    if primary.pattern in DECISIVE:
-        return DECISIVE[primary.pattern][1]
     uptime = _int(figs.get("uptime_seconds"))
     if st.serving is None:
         if stage == "load":
             return "load"
-        if stage in ("profile", "sampler", "graphs", "kv_alloc", "kv", "compute"):
+        if stage in ("profile", "sampler", "graphs", "kv_alloc", "compute"):
             return "startup"
-        if stage == "serving":
+        if stage in ("serving", "prefill", "decode"):
             return "serving"
-        if st.weights_loaded or st.kv_ready or st.llama_phase in ("context", "compute"):
+        if st.weights_loaded or st.kv_ready or st.phase in ("context", "compute"):
             return "startup"
-        if st.start is not None or st.llama_phase == "load":
+        if st.start is not None or st.phase == "load":
             return "load"
         if uptime is not None and uptime >= M.LONG_UPTIME_SECONDS and primary.pattern.startswith(("k8s", "kernel")):
             return "after_uptime"
@@ -191,43 +195,6 @@ def _weights_share(figs: dict[str, Any]) -> float | None:
     weights = _int(figs.get("weights")) or _int(figs.get("model_buffer"))
     total = _int(figs.get("total"))
     return weights / total if weights and total else None
-
-
-def _llama_stage(primary: Event, related: list[Event]) -> str:
-    for ev in [primary, *related]:
-        if ev.stage:
-            return ev.stage
-    return {"load": "load", "context": "kv", "compute": "compute", "serving": "serving"}.get(
-        primary.state.llama_phase, "")
-
-
-def _llama_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tuple[str, str, str]:
-    """(root cause, timing, confidence) for a llama.cpp / Ollama allocation failure."""
-    st = primary.state
-    s = st.settings
-    stage = _llama_stage(primary, related)
-    n_seq = _int(s.get("n_seq_max")) or _int(s.get("num_parallel")) or _int(s.get("OLLAMA_NUM_PARALLEL")) or 1
-    ctx = _int(s.get("n_ctx")) or _int(s.get("num_ctx")) or 0
-    per_seq = _int(s.get("n_ctx_seq")) or _int(s.get("n_ctx_per_seq")) or (ctx // n_seq if ctx else 0)
-    if n_seq > 1 and s.get("num_ctx") is not None and s.get("n_ctx") is None:
-        per_seq = ctx // n_seq if ctx else 0
-    if stage == "load":
-        return "model_too_large", "load", "high"
-    if stage in ("kv", "compute"):
-        if n_seq >= 2 and per_seq and per_seq < M.LONG_PROMPT_TOKENS:
-            return "batch_misconfiguration", "startup", "medium"
-        if stage == "compute" and (_int(s.get("n_ubatch")) or 512) > 512:
-            return "batch_misconfiguration", "startup", "medium"
-        return "kv_cache_overflow", "startup", "high" if stage == "kv" else "medium"
-    weights, avail = _int(figs.get("memory.weights.total")), _int(figs.get("memory.available"))
-    kv = _int(figs.get("memory.required.kv"))
-    if weights and avail and weights > avail:
-        return "model_too_large", "load", "medium"
-    if n_seq >= 2 and per_seq and per_seq < M.LONG_PROMPT_TOKENS:
-        return "batch_misconfiguration", "startup", "medium"
-    if ctx >= M.LONG_PROMPT_TOKENS or (kv and weights and kv >= weights // 2):
-        return "kv_cache_overflow", "startup", "medium"
-    return "model_too_large", "startup", "low"
 
 
 def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, str]:
@@ -263,16 +230,27 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
         return "fragmentation", "low" if figs.get("fragmentation_gap") is not None else "medium"
     tried, total = _int(figs.get("tried_to_allocate")), _int(figs.get("total"))
     alloc = _int(figs.get("allocated")) or _int(figs.get("process_in_use"))
-    if timing == "serving" and st.serving is None and alloc and total and alloc >= 0.85 * total:
+    if timing == "serving" and st.serving is None and not st.requests and st.start is None and alloc and total \
+            and alloc >= 0.85 * total:
         return "model_too_large", "medium"  # an inference call in a script: weights fill the GPU
     if timing == "serving" and tried and total and tried >= 0.25 * total:
         return "kv_cache_overflow", "medium"
-    if timing == "serving":
-        return "batch_misconfiguration", "low"
+    if timing == "serving":  # a server's step: which one (prefill / decode) firms it up
+        return "batch_misconfiguration", "medium" if primary.stage in ("prefill", "decode") else "low"
     return "model_too_large", "low"
 
 
-def _evidence(primary: Event, related: list[Event], root: str, timing: str) -> list[Line]:
+def _blamed(engine: str | None, root: str) -> tuple[str, ...]:
+    """The settings whose start-up line is evidence for a root cause: the engine's own fix targets
+    (and the names its log prints them under), then the common ones."""
+    fix = catalog().fix.get(engine or "", {})
+    names: list[str] = []
+    for name in (fix.get("targets") or {}).get(root) or ():
+        names += [name, *(fix.get("log_names") or {}).get(name, ())]
+    return tuple(names) + BLAMED.get(root, ())
+
+
+def _evidence(primary: Event, related: list[Event], root: str, timing: str, engine: str | None = None) -> list[Line]:
     st = primary.state
     lines: list[Line] = [primary.line, *primary.extra_lines[:6]]
     for ev in related[:2]:
@@ -289,7 +267,7 @@ def _evidence(primary: Event, related: list[Event], root: str, timing: str) -> l
         ctx.append(st.weights_loaded)
     if timing == "load":
         ctx.append(st.loading)
-    for key in BLAMED.get(root, ()):
+    for key in _blamed(engine, root):
         if key in st.settings_lines:
             ctx.append(st.settings_lines[key])
             break
@@ -305,36 +283,26 @@ def _evidence(primary: Event, related: list[Event], root: str, timing: str) -> l
     return sorted(out[:MAX_EVIDENCE], key=lambda ln: ln.number)
 
 
-def _summary(root: str, primary: Event, figs: dict[str, Any], stage: str) -> str:
-    def g(key: str) -> str:
-        v = _int(figs.get(key))
-        if v is None:
-            return "?"
-        return f"{v / GiB:.2f} GiB" if v >= GiB else f"{v / 2**20:.0f} MiB"
+def size_text(figs: dict[str, Any], key: str) -> str:
+    """A size figure as the summaries print it ("16.00 GiB", "448 MiB", "?")."""
+    v = _int(figs.get(key))
+    if v is None:
+        return "?"
+    return f"{v / GiB:.2f} GiB" if v >= GiB else f"{v / 2**20:.0f} MiB"
 
+
+def _summary(diag: Diagnosis, primary: Event, eng: Engine | None) -> str:
+    root, figs = diag.root_cause, diag.figures
+
+    def g(key: str) -> str:
+        return size_text(figs, key)
+
+    said = eng.oom_summary(diag, primary) if eng is not None else None
+    if said:
+        return said
     pat = primary.pattern
-    if pat == "vllm.kv_refusal":
-        est = figs.get("estimated_max_model_len")
-        tail = f"; the longest that fits is {est:,}" if isinstance(est, int) else ""
-        return (f"vLLM refused to start: one request at max_model_len {figs.get('max_model_len', 0):,} needs "
-                f"{g('kv_cache_needed')} of KV cache, but only {g('kv_cache_available')} is left{tail}.")
-    if pat == "vllm.free_memory":
-        return (f"vLLM refused to start: only {g('device_free')} of {g('total')} is free on the GPU, but "
-                f"gpu_memory_utilization {figs.get('gpu_memory_utilization')} asks for {g('requested')}; "
-                "another process (or a previous instance) holds the rest.")
-    if pat == "tgi.prefill":
-        return (f"TGI could not run its warm-up batch of {figs.get('prefill_tokens', 0):,} prefill tokens "
-                "(--max-batch-prefill-tokens): the batch does not fit next to the weights.")
-    if pat == "sglang.mem_fraction":
-        return (f"SGLang found no memory for the KV cache pool: the weights fill mem_fraction_static "
-                f"{figs.get('mem_fraction_static', '?')} of the GPU.")
     host = pat.startswith(("kernel", "k8s"))
     text = (HOST_TEXT if host else ROOT_TEXT)[root] + "."
-    if primary.pattern.startswith("llamacpp") and figs.get("alloc_size") is not None:
-        what = {"load": " for the model weights", "kv": " for the KV cache",
-                "compute": " for the compute buffer"}.get(stage, "")
-        free = f" ({g('device_free')} was free at start)" if figs.get("device_free") is not None else ""
-        text += f" llama.cpp could not allocate {g('alloc_size')}{what} on the GPU{free}."
     if pat == "torch.oom" and root != "fragmentation" and figs.get("tried_to_allocate") is not None \
             and figs.get("total") is not None:
         text += (f" PyTorch asked for {g('tried_to_allocate')} more with {g('free')} free of {g('total')} "
@@ -361,25 +329,82 @@ def _timing_text(timing: str, figs: dict[str, Any]) -> str:
     return text
 
 
+def _engine_of(name: str | None) -> Engine | None:
+    """The engine plugin that wrote a line (None for torch / kernel lines or an engine not installed)."""
+    if not name:
+        return None
+    from servefit import engines
+    from servefit.core import UsageError
+
+    try:
+        return engines.get(name)
+    except (UsageError, ImportError, AttributeError):
+        return None
+
+
+def _stage(primary: Event, related: list[Event], timing: str) -> str:
+    """The stage that ran out of memory: the one a failure line or traceback names, else the
+    phase a slot engine had reached, else what the timing implies."""
+    for ev in [primary, *related]:
+        if ev.stage:
+            return ev.stage
+    phase = PHASE_STAGE.get(primary.state.phase)
+    if phase and primary.pattern.split(".", 1)[0] not in ("torch", "kernel", "k8s"):
+        return phase
+    if timing == "load":
+        return "load"
+    if timing in ("first_batch", "long_request", "after_uptime", "serving"):
+        return "serving"
+    return ""
+
+
+def stage_text(engine: str | None, stage: str) -> str:
+    """How the engine calls a stage (its logs table), else the common name."""
+    named = catalog().stage_names.get(engine or "", {})
+    return named.get(stage) or STAGE_TEXT.get(stage, "")
+
+
+def _not_oom(diag: Diagnosis, scan: ScanResult) -> None:
+    """The log shows a failure, but no out-of-memory line: say so, with the line, instead of
+    guessing a memory cause."""
+    err = scan.errors[-1]
+    first = next((e for e in scan.errors if e.pattern != "python.exception"), err)
+    diag.root_cause, diag.timing, diag.confidence = "not_oom", "unknown", "medium"
+    diag.signature = err.pattern
+    diag.figures = {k: v for k, v in err.figures.items() if k in ("exception", "message")}
+    diag.settings_in_log = dict(err.state.settings)
+    lines = {ln.number: ln for ln in (first.line, err.line, err.state.start) if ln is not None}
+    diag.evidence = [lines[k] for k in sorted(lines)]
+    diag.timing = "load" if err.state.start is not None and err.state.weights_loaded is None \
+        and err.state.serving is None else ("serving" if err.state.serving is not None else "unknown")
+    diag.timing_text = TIMING_TEXT[diag.timing]
+    what = err.figures.get("message") or err.line.text.strip()
+    eng = _engine_of(diag.engine)
+    title = (eng.title if eng is not None else None) or "The engine"
+    diag.summary = (f"{title} failed, but not for lack of memory: {str(what).strip()[:200]}. No out-of-memory "
+                    "line appears in this log, so servefit's memory fixes do not apply.")
+
+
 def classify(scan: ScanResult) -> Diagnosis:
     diag = Diagnosis(lines_read=scan.lines, oom_events=scan.oom_events)
     if not scan.events:
-        diag.engine = _engine(scan, None)
+        diag.engine = _engine(scan, scan.errors[-1] if scan.errors else None)
         diag.settings_in_log = dict(scan.last_state.settings)
+        if scan.errors:
+            _not_oom(diag, scan)
         return diag
     primary = _primary(scan.events)
     lo, hi = primary.line.number - RELATED_LINES, primary.line.number + RELATED_LINES
     related = [ev for ev in scan.events if ev is not primary and lo <= ev.line.number <= hi]
     figs = _figures(primary, related)
     diag.engine = _engine(scan, primary)
-    if primary.pattern in DECISIVE:
-        root, timing, conf = DECISIVE[primary.pattern]
-        if primary.pattern in ("vllm.no_kv_memory", "vllm.autofit_fail"):
-            act, w = _int(figs.get("activation_peak")), _int(figs.get("weights"))
-            if act and w and act >= w // 2:
-                root = "batch_misconfiguration"
-    elif primary.pattern.startswith("llamacpp") or primary.pattern == "ollama.runner_oom":
-        root, timing, conf = _llama_cause(primary, related, figs)
+    pat: Pattern | None = catalog().pattern(primary.pattern)
+    own = _engine_of(primary.engine)  # the engine whose line this is (llama.cpp's lines in an Ollama log)
+    said = own.oom_cause(primary, related, figs) if own is not None else None
+    if said is not None:
+        root, timing, conf = said
+    elif pat is not None and pat.cause is not None:
+        root, timing, conf = pat.cause
     else:
         timing = _timing(primary, figs)
         root, conf = _by_timing(primary, timing, figs)
@@ -390,8 +415,10 @@ def classify(scan: ScanResult) -> Diagnosis:
     diag.signature = primary.pattern
     diag.figures = figs
     diag.settings_in_log = dict(primary.state.settings)
-    diag.evidence = _evidence(primary, related, root, timing)
-    diag.summary = _summary(root, primary, figs, _llama_stage(primary, related))
+    diag.stage = _stage(primary, related, timing)
+    diag.stage_text = stage_text(diag.engine, diag.stage)
+    diag.evidence = _evidence(primary, related, root, timing, diag.engine)
+    diag.summary = _summary(diag, primary, own)
     diag.timing_text = _timing_text(timing, figs)
     if conf == "low":
         diag.notes.append("low confidence: the log says little about when the failure happened; "

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "profiling_peak",
-               "cuda_graph_capture", "none")
-ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang", "torch")
+               "cuda_graph_capture", "not_oom", "none")
+# the stage that ran out of memory (catalog.py, classify.STAGE_TEXT); "" when the log does not say
+STAGES = ("load", "profile", "sampler", "kv_alloc", "compute", "graphs", "prefill", "decode", "serving", "")
 
 # How long after start-up / how much uptime makes the timing classes.
 FIRST_BATCH_REQUESTS = 8  # an OOM within the first few requests after "startup complete"
@@ -41,7 +42,7 @@ class RunState:
     kv_ready: Line | None = None
     serving: Line | None = None
     serving_time: tuple[str, float] | None = None
-    llama_phase: str = ""  # llama.cpp: load | context | compute | serving
+    phase: str = ""  # the start-up phase a pattern marks (`phase` in the logs tables): load | context | compute | serving
     requests: int = 0  # requests seen since `serving` (or since start when no marker)
     request_counts: dict[str, int] = field(default_factory=dict)  # per request-line kind; requests = max
     first_request: Line | None = None
@@ -80,7 +81,7 @@ class Event:
     figures: dict[str, Any] = field(default_factory=dict)
     time: tuple[str, float] | None = None
     extra_lines: list[Line] = field(default_factory=list)  # wrapped continuation lines
-    stage: str = ""  # from the traceback frames or the next lines: load | profile | ...
+    stage: str = ""  # from the traceback frames or the failure's lines: one of STAGES
     state: RunState = field(default_factory=RunState)
     repeats: int = 0
     extra: dict[str, Any] = field(default_factory=dict)  # parser bookkeeping (message body, k8s times)
@@ -112,6 +113,8 @@ class Diagnosis:
     fix: list[str] = field(default_factory=list)
     timing: str = "unknown"  # load | startup | first_batch | long_request | after_uptime | serving | unknown
     timing_text: str = ""
+    stage: str = ""  # the step that ran out of memory (STAGES): start-up profiling, graph capture, a decode step...
+    stage_text: str = ""  # that step as the engine calls it
     summary: str = "no OOM signature found"
     signature: str | None = None  # the pattern that decided, e.g. "vllm.kv_refusal"
     confidence: str = "none"  # high | medium | low | none
@@ -131,6 +134,7 @@ class Diagnosis:
             "figures": dict(self.figures),
             "fix": list(self.fix),
             "timing": self.timing,
+            "stage": self.stage,
             "summary": self.summary,
             "signature": self.signature,
             "confidence": self.confidence,

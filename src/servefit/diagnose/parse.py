@@ -14,75 +14,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.diagnose import patterns as P
+from servefit.diagnose.catalog import WORDS, catalog
 from servefit.diagnose.model import Event, Line, RunState
 from servefit.diagnose.timestamps import Clock, duration
 from servefit.diagnose.track import Tracker
 
 CONTINUATION = 8  # a torch OOM message may wrap over this many following lines
 MAX_EVENTS = 200
-MERGE_WINDOW = {"llamacpp": 12, "kernel": 200, "k8s": 40}  # lines within which one failure's lines belong together
 SUPPORT_WINDOW = 40
-# Substrings that tell which engine wrote a log; the first engine in this order wins
-# (Ollama logs contain llama.cpp lines, TGI/SGLang logs may mention vLLM kernels).
-HINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ollama", ("[GIN]", "ollama", "source=sched.go", "source=server.go", "source=routes.go")),
-    ("tgi", ("text_generation_",)),
-    ("sglang", ("sglang", " TP0]")),
-    ("vllm", ("vllm", "vLLM", "(EngineCore", "[gpu_model_runner.py:", "[api_server.py:")),
-    ("llamacpp", ("llama_model_loader", "llama_context", "load_tensors:", "ggml_", "llama_kv_cache", "llama-server")),
-)
 _FRAME = re.compile(r'File "[^"]+", line \d+, in (\w+)')
-_STAGE_TEXT = (("kv cache", "kv"), ("KV cache", "kv"), ("compute buffer", "compute"), ("ggml_gallocr", "compute"),
-               ("error loading model", "load"),
-               ("load_tensors", "load"), ("unable to allocate", "load"))
-
-
-# Keywords: each needle is reached through one of its words. A line is cut into words once
-# (punctuation to spaces, one C-level translate + split), the words are intersected with the
-# keyword set, and only the needles of the keywords found are tested: an ordinary line costs a
-# couple of microseconds whatever the number of patterns.
-_PUNCT = "".join(chr(c) for c in range(33, 127) if not (chr(c).isalnum() or chr(c) == "_"))
-WORDS = bytes.maketrans(_PUNCT.encode(), b" " * len(_PUNCT))  # bytes.translate is the fast one
-_COMMON = {"a", "an", "the", "of", "to", "in", "is", "at", "on", "for", "with", "and", "one", "than", "that",
-           "can", "be", "more", "size", "model", "failed", "memory", "process", "server", "request", "GPU", "KV",
-           "cache", "max", "tokens", "llama", "took"}
-
-
-def _keyword(needle: str) -> str:
-    words = needle.encode().translate(WORDS).decode().split()
-    rare = [w for w in words if w not in _COMMON] or words
-    return max(rare, key=len)
-
-
-def _index() -> tuple[frozenset[bytes], dict[bytes, list[tuple[str, list[P.Pattern]]]]]:
-    by_needle: dict[str, list[P.Pattern]] = {}
-    for pat in P.PATTERNS:
-        for nd in pat.needles:
-            by_needle.setdefault(nd, []).append(pat)
-    index: dict[bytes, list[tuple[str, list[P.Pattern]]]] = {}
-    for nd, pats in by_needle.items():
-        index.setdefault(_keyword(nd).encode(), []).append((nd, pats))
-    return frozenset(index), index
-
-
-KEYWORDS, KEYWORD_NEEDLES = _index()
 _TS_HINT = re.compile(r"\d\d:\d\d:\d\d|^\[\s*\d+\.\d+\]|^\d+\.\d\d\.\d{3}\.\d{3} ")
 HINT_LINES = 5000  # engine hints are looked for in the first lines and in every matched line
+TRACEBACK_SPAN = 400  # an exception line this close after "Traceback" ends that traceback
+_EXCEPTION_PATTERN = P.Pattern("python.exception", None, "error", (), P.EXCEPTION)
 
 
 @dataclass
 class ScanResult:
     events: list[Event] = field(default_factory=list)
-    engines: list[str] = field(default_factory=list)  # hinted engines, in HINTS order
+    engines: list[str] = field(default_factory=list)  # hinted engines, in hint order
     lines: int = 0
     oom_events: int = 0
     last_state: RunState = field(default_factory=RunState)
+    errors: list[Event] = field(default_factory=list)  # failures that are not OOMs
 
 
 class Scanner(Tracker):
     """Feed it lines; `result()` gives the failure events."""
 
     def __init__(self) -> None:
+        self.cat = catalog()
         self.clock = Clock()
         self._ts_text: str | None = None  # the latest line with a timestamp, parsed lazily
         self._ts_parsed_text: str | None = None
@@ -90,11 +51,15 @@ class Scanner(Tracker):
         self._run_ts_text: str | None = None  # the first line with a timestamp in this run
         self.state = RunState()
         self.events: list[Event] = []
+        self.errors: list[Event] = []  # failures that are not OOMs
         self.dropped = 0
         self.hints: set[str] = set()
         self.n = 0
         self.frames: deque[str] = deque(maxlen=64)
         self.traceback_line = 0
+        self.traceback_open = False
+        self.frame_line = 0  # the last traceback frame (logs that print frames without the header)
+        self.stage_pending: Event | None = None  # a torch OOM whose traceback may follow it
         self.open_event: Event | None = None
         self.open_until = 0
         self.last_by_family: dict[str, Event] = {}
@@ -112,10 +77,17 @@ class Scanner(Tracker):
         if "Traceback (most recent call last)" in text:
             self.frames.clear()
             self.traceback_line = n
+            self.traceback_open = True
         elif 'File "' in text:
             m = _FRAME.search(text)
             if m:
                 self.frames.append(m.group(1))
+                self.frame_line = n
+                pending = self.stage_pending
+                if pending is not None and n - pending.line.number <= TRACEBACK_SPAN:
+                    pending.stage = self._frame_stage()  # the traceback printed after the OOM message
+                    if pending.stage:
+                        self.stage_pending = None
         if self.block is not None:
             self._block(n, text)
         if self.open_event is not None:
@@ -124,8 +96,9 @@ class Scanner(Tracker):
             else:
                 self.open_event = None
         matched: list[tuple[P.Pattern, re.Match[str]]] = []
-        for word in KEYWORDS.intersection(text.encode("utf-8", "replace").translate(WORDS).split()):
-            for needle, pats in KEYWORD_NEEDLES[word]:
+        cat = self.cat
+        for word in cat.keywords.intersection(text.encode("utf-8", "replace").translate(WORDS).split()):
+            for needle, pats in cat.keyword_needles[word]:
                 if needle in text:
                     for pat in pats:
                         m = pat.regex.search(text)
@@ -135,10 +108,13 @@ class Scanner(Tracker):
             self._hint(text)
         if matched:
             self._handle(n, text, matched)
+        if self.traceback_open and ("Error" in text or "Exception" in text):
+            self._exception(n, text, matched)
 
     def _hint(self, text: str) -> None:
-        if len(self.hints) < len(HINTS):
-            for eng, needles in HINTS:
+        hints = self.cat.hints
+        if len(self.hints) < len(hints):
+            for eng, needles in hints:
                 if eng not in self.hints and any(nd in text for nd in needles):
                     self.hints.add(eng)
 
@@ -149,6 +125,8 @@ class Scanner(Tracker):
                 self._request(n, text, matched)
             elif pat.kind == "fatal":
                 self._fatal(n, text, matched)
+            elif pat.kind == "error":
+                self._error(n, text, pat, m)
             else:
                 self._one(n, text, pat, m)
             return
@@ -159,12 +137,17 @@ class Scanner(Tracker):
         fatal = [(p, m) for p, m in matched if p.kind == "fatal"]
         if fatal:
             self._fatal(n, text, fatal)
+        else:  # an error line that is also an OOM line is the OOM
+            for pat, m in matched:
+                if pat.kind == "error":
+                    self._error(n, text, pat, m)
+                    break
         requests = [(p, m) for p, m in matched if p.kind == "request"]
         if requests:
             self._request(n, text, requests)
         matched.sort(key=lambda pm: pm[0].kind != "start")
         for pat, m in matched:
-            if pat.kind not in ("fatal", "request"):
+            if pat.kind not in ("fatal", "request", "error"):
                 self._one(n, text, pat, m)
 
     def _one(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
@@ -178,12 +161,12 @@ class Scanner(Tracker):
         elif kind == "config":
             self._config(n, text, pat)
         elif kind == "loading":
-            if m.group("pct__n") == "100":
+            if m.groupdict().get("pct__n") == "100":
                 self.state.weights_loaded = self.state.weights_loaded or self._line(n, text)
             else:
                 self.state.loading = self._line(n, text)
-        elif kind.startswith("phase:"):
-            self._phase(kind[6:], pat, m)
+        elif kind == "phase":
+            self._phase(pat.phase, pat, m)
         else:
             self._progress(n, text, pat, m)
 
@@ -203,7 +186,7 @@ class Scanner(Tracker):
                 ev.repeats += 1  # the same message again (vLLM and TGI print tracebacks twice)
                 return
         prev = self.last_by_family.get(family)
-        window = MERGE_WINDOW.get(family)
+        window = self.cat.merge_window.get(family)
         if prev is not None and window and n - prev.line.number <= window:
             self._merge(prev, line, figs, [p for p, _ in fatal], text)
             return
@@ -216,11 +199,13 @@ class Scanner(Tracker):
         if family == "torch":
             self._continue(ev, n, text)
             self.open_event, self.open_until = ev, n + CONTINUATION
-            if self.traceback_line and n - self.traceback_line < 400:
-                names = set(self.frames)
-                ev.stage = next((stage for name, stage in P.STAGES if name in names), "")
+            if max(self.traceback_line, self.frame_line) and n - max(self.traceback_line, self.frame_line) < TRACEBACK_SPAN:
+                ev.stage = self._frame_stage()
+            ev.stage = ev.stage or self._stage_of([], text)
+            self.stage_pending = None if ev.stage else ev
         else:
             ev.stage = self._stage_of([pat], text)
+            ev.extra["stage_named"] = bool(pat.stage)
         self.events.append(ev)
         self.last_by_family[family] = ev
 
@@ -229,23 +214,47 @@ class Scanner(Tracker):
         for k, v in figs.items():
             ev.figures.setdefault(k, v)
         ev.rank = max(ev.rank, pats[0].rank)
-        stage = self._stage_of(pats, text)
-        if stage and not ev.stage:
-            ev.stage = stage
+        named = next((p.stage for p in pats if p.stage), "")
+        if named and not ev.extra.get("stage_named"):  # a line that names its stage outranks words guessed from
+            ev.stage, ev.extra["stage_named"] = named, True
+        elif not ev.stage:
+            ev.stage = self._stage_of(pats, text)
 
-    @staticmethod
-    def _stage_of(pats: list[P.Pattern], text: str) -> str:
+    def _frame_stage(self) -> str:
+        """The most specific stage the last traceback's frames name (a graph capture runs forward
+        passes, a profiling run too)."""
+        frames = self.cat.frames
+        stages = {frames[f] for f in self.frames if f in frames}
+        return next((st for st in P.STAGE_ORDER if st in stages), "")
+
+    def _stage_of(self, pats: list[P.Pattern], text: str) -> str:
         for pat in pats:
-            if pat.name == "llamacpp.kv_alloc":
-                return "kv"
-            if pat.name == "llamacpp.compute_alloc":
-                return "compute"
-            if pat.name == "llamacpp.load_alloc":
-                return "load"
-        for needle, stage in _STAGE_TEXT:
+            if pat.stage:
+                return pat.stage
+        for needle, stage in self.cat.stage_text:
             if needle in text:
                 return stage
         return ""
+
+    def _exception(self, n: int, text: str, matched: list[tuple[P.Pattern, re.Match[str]]]) -> None:
+        """The exception line that ends an open traceback: an error unless the line is an OOM."""
+        if n - self.traceback_line > TRACEBACK_SPAN:
+            self.traceback_open = False
+            return
+        m = P.EXCEPTION.search(text)
+        if m is None:
+            return
+        self.traceback_open = False
+        if not any(p.kind == "fatal" for p, _ in matched):
+            self._error(n, text, _EXCEPTION_PATTERN, m)
+
+    def _error(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
+        """A failure that is not an out-of-memory one (a missing file, an unknown architecture, an
+        engine crash): kept apart, it only matters when the log has no OOM."""
+        line = self._line(n, text)
+        if len(self.errors) < MAX_EVENTS:
+            self.errors.append(Event(line=line, pattern=pat.name, engine=pat.engine, rank=0,
+                                     figures=P.figures_of(m), time=self._now(), state=self.state.copy()))
 
     def _continue(self, ev: Event, n: int, text: str) -> None:
         found = False
@@ -272,7 +281,7 @@ class Scanner(Tracker):
             return
         target = self.events[-1]
         last = max([target.line.number] + [x.number for x in target.extra_lines])
-        if n - last > max(SUPPORT_WINDOW, MERGE_WINDOW.get(pat.family, 0)):
+        if n - last > max(SUPPORT_WINDOW, self.cat.merge_window.get(pat.family, 0)):
             return
         figs = P.figures_of(m)
         if pat.name in ("k8s.started", "k8s.finished"):
@@ -298,6 +307,6 @@ class Scanner(Tracker):
 
     # -- start-up progress ----------------------------------------------------------------------
     def result(self) -> ScanResult:
-        engines = [eng for eng, _ in HINTS if eng in self.hints]
+        engines = [eng for eng, _ in self.cat.hints if eng in self.hints]
         return ScanResult(events=self.events, engines=engines, lines=self.n,
-                          oom_events=len(self.events) + self.dropped, last_state=self.state)
+                          oom_events=len(self.events) + self.dropped, last_state=self.state, errors=self.errors)

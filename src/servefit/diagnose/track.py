@@ -6,19 +6,19 @@ from __future__ import annotations
 import re
 
 from servefit.diagnose import patterns as P
+from servefit.diagnose.catalog import Catalog
 from servefit.diagnose.model import Event, Line, RunState
 from servefit.diagnose.timestamps import Clock
 
 MAX_TEXT = 400  # evidence lines are clipped to this many characters
 RECENT_PROMPTS = 12
 _LOGFMT = re.compile(r'([\w.]+)=("(?:[^"\\]|\\.)*"|\S+)')
-OLLAMA_OFFLOAD_KEYS = {"memory.available", "memory.required.full", "memory.required.kv", "memory.weights.total",
-                       "memory.graph.full", "layers.model", "layers.offload"}
 _BLOCK_KEY = re.compile(r"^\s+(\w+): ")
-_GPU_BUF = re.compile(r"^(?:CPU|BLAS|Metal_Mapped)|_Host$|^CPU_")
+_HOST_BUF = re.compile(r"^(?:CPU|BLAS|Metal_Mapped)|_Host$|^CPU_")  # parse=sum_devices: not GPU memory
 
 
 class Tracker:
+    cat: Catalog
     clock: Clock
     n: int
     state: RunState
@@ -51,7 +51,7 @@ class Tracker:
 
     def _progressed(self) -> bool:
         s = self.state
-        return bool(s.weights_loaded or s.serving or s.requests or s.kv_ready or s.llama_phase
+        return bool(s.weights_loaded or s.serving or s.requests or s.kv_ready or s.phase
                     or (self.events and self.events[-1].line.number >= (s.start.number if s.start else 0)))
 
     def _start(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
@@ -69,7 +69,7 @@ class Tracker:
         version = gd.get("engine_version__s") or gd.get("engine_version2__s")
         if version and not self.state.info.get("engine_version"):
             self.state.info["engine_version"] = version.lstrip("v")  # the fixes depend on the release
-        if pat.name == "ollama.start":
+        if pat.parse == "cmd_flags":
             self._cmd_flags(n, text)
 
     def _add(self, key: str, val: int, line: Line) -> None:
@@ -85,21 +85,21 @@ class Tracker:
         s = self.state
         line = self._line(n, text)
         figs = P.figures_of(m)
-        if pat.name in ("llamacpp.model_buf", "llamacpp.kv_buf", "llamacpp.compute_buf"):
-            if _GPU_BUF.search(str(figs.pop("buf", ""))):
+        if pat.parse == "sum_devices":  # one line per device (CUDA0, CUDA1, ...): GPU buffers only
+            if _HOST_BUF.search(str(figs.pop("buf", ""))):
                 return
             for k, v in figs.items():
                 self._add(k, v, line)
             figs = {}
-        elif pat.name == "ollama.layout":
-            if "device=CPU" in text:
+        elif pat.parse == "layout":  # `msg="kv cache" device=CUDA0 size="1.0 GiB"`
+            key = dict(pat.names).get(str(figs.get("what")))
+            if (pat.skip and pat.skip in text) or key is None:
                 return
-            key = {"model weights": "weights", "kv cache": "kv_cache", "compute graph": "compute_graph"}[figs["what"]]
             self._add(key, int(figs.get("size", 0)), line)
             figs = {}
-        elif pat.name == "ollama.offload":
+        elif pat.parse == "logfmt":  # `key=value key="quoted value"`, the keys the pattern names
             for k, v in _LOGFMT.findall(text):
-                if k in OLLAMA_OFFLOAD_KEYS:
+                if k in pat.keys:
                     v = v.strip('"[]')
                     figs.setdefault(k, P.size(v) if k.startswith("memory.") else P.value(v))
         if "gpu_name" in figs:
@@ -111,41 +111,42 @@ class Tracker:
         kind = pat.kind
         if kind == "weights" and s.weights_loaded is None:
             s.weights_loaded = line
-        elif kind == "kv":
-            if s.kv_ready is None:
-                s.kv_ready = line
-            if pat.engine == "llamacpp":
-                s.llama_phase = "compute"
+        elif kind == "kv" and s.kv_ready is None:
+            s.kv_ready = line
         elif kind == "serving" and s.serving is None:
             s.serving, s.serving_time = line, self._now()
             self._run_start_time()
             s.requests, s.first_request, s.request_counts = 0, None, {}
-            s.llama_phase = "serving"
+            s.phase = "serving"
+        if pat.phase and kind != "phase":
+            self._phase(pat.phase, pat, m)
 
     def _phase(self, phase: str, pat: P.Pattern, m: re.Match[str]) -> None:
         s = self.state
         order = ("", "load", "context", "compute", "serving")
-        if order.index(phase) > order.index(s.llama_phase if s.llama_phase in order else ""):
-            s.llama_phase = phase
-        if pat.name == "llamacpp.context" and m.group("key__s"):
-            self._set(m.group("key__s"), P.value(m.group("value__s")), self._line(self.n, m.string))
+        if phase in order and order.index(phase) > order.index(s.phase if s.phase in order else ""):
+            s.phase = phase
+        key = m.groupdict().get("key__s")
+        if key:  # `llama_context: n_ctx = 8192`: a setting printed as key = value
+            self._set(key, P.value(m.group("value__s")), self._line(self.n, m.string))
 
     # -- settings, requests, metrics ------------------------------------------------------------
     def _config(self, n: int, text: str, pat: P.Pattern) -> None:
         s = self.state
         line: Line | None = None
-        if pat.name == "tgi.args" and text.rstrip().endswith("{"):
+        if pat.parse == "block" and text.rstrip().endswith("{"):  # a Rust struct pretty-printed over lines
             self.block, self.block_start = [], self._line(n, text)
             return
-        if pat.name == "ollama.config":
-            pairs = [(k, v, "") for k, v in P.OLLAMA_ENV.findall(text)]
+        if pat.parse == "env_map":  # Go's `map[KEY:value ...]`
+            pairs = [(k, v, "") for k, v in P.ENV_MAP.findall(text)]
         else:
             pairs = P.KV_PAIRS.findall(text)
+        aliases, known = self.cat.aliases, self.cat.settings
         for k, raw, some in pairs:
-            key = P.SETTING_ALIASES.get(k, k)
-            if key not in P.KNOWN_SETTINGS:
+            key = aliases.get(k, k)
+            if key not in known:
                 continue
-            if pat.name == "sglang.scheduler" and key in s.settings:
+            if pat.parse == "keep_first" and key in s.settings:
                 continue
             self._set(key, P.value(some if raw.startswith("Some(") else raw), line := line or self._line(n, text))
 
@@ -164,10 +165,10 @@ class Tracker:
         for ln, t in self.block:
             m = _BLOCK_KEY.match(t)
             if m:
-                key_lines[P.SETTING_ALIASES.get(m.group(1), m.group(1))] = self._line(ln, t)
+                key_lines[self.cat.aliases.get(m.group(1), m.group(1))] = self._line(ln, t)
         for k, raw, some in P.KV_PAIRS.findall(" ".join(t.strip() for _, t in self.block)):
-            key = P.SETTING_ALIASES.get(k, k)
-            if key in P.KNOWN_SETTINGS:
+            key = self.cat.aliases.get(k, k)
+            if key in self.cat.settings:
                 val = P.value(some if raw.startswith("Some(") else raw)
                 self._set(key, val, key_lines.get(key, self.block_start))
         self.block = self.block_start = None
@@ -175,7 +176,7 @@ class Tracker:
     def _cmd_flags(self, n: int, text: str) -> None:
         line = self._line(n, text)
         for flag, v in P.CMD_FLAG.findall(text):
-            key = P.SETTING_ALIASES.get(flag)
+            key = self.cat.aliases.get(flag)
             if key:
                 self._set(key, P.value(v.strip('"')), line)
 
@@ -189,7 +190,7 @@ class Tracker:
             figs = P.figures_of(m)
             if isinstance(figs.get("prompt_tokens"), int):
                 tokens = max(tokens or 0, figs["prompt_tokens"])
-            if pat.name == "vllm.request" and "prompt_token_ids: [" in text:
+            if pat.parse == "token_ids" and "prompt_token_ids: [" in text:
                 ids = text.split("prompt_token_ids: [", 1)[1].split("]", 1)[0]
                 if ids.strip():
                     tokens = max(tokens or 0, ids.count(",") + 1)

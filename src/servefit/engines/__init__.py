@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from servefit.core import UsageError
 
@@ -124,6 +124,33 @@ def loaded() -> list[Engine]:
         except (UsageError, ImportError, AttributeError):
             continue
     return out
+
+
+def section(name: str, key: str) -> dict[str, Any]:
+    """A section of an engine's data (`logs`, `sweep`, `recognise`...): the built-ins' from
+    data/engines/<name>.yaml without importing their code, a plugin's from its Engine.table."""
+    if name in BUILTIN:
+        from servefit import data
+
+        try:
+            return dict(data.load(f"engines/{name}.yaml").get(key) or {})
+        except (OSError, ValueError):
+            return {}
+    eng = next((p for p in plugins() if p.name == name), None)
+    try:
+        return dict(eng.table(key) or {}) if eng is not None else {}
+    except Exception:  # noqa: BLE001 - a broken plugin must not stop the run
+        return {}
+
+
+def title(name: str | None) -> str | None:
+    """The name users read for an engine ("llama.cpp"), None when no engine has that id."""
+    if not name:
+        return None
+    try:
+        return get(name).title or name
+    except (UsageError, ImportError, AttributeError):
+        return None
 
 
 def detect(words: list[str], image: str | None = None) -> tuple[str, int] | None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -137,6 +139,67 @@ class Engine:
 
     def image_command(self, image: str | None) -> list[str] | None:
         """The command an image of this engine runs when a file gives only arguments."""
+        return None
+
+    # -- sources: this engine's own charts, operator resources and config files --------------
+    # (the recognition data says which: `chart_keys`, `resource_kinds`, `config_files`)
+    def scan_chart(self, y: Any, root: Any, fc: Any, label: str) -> bool:
+        """Helm values of this engine's own chart as servers (fc.add); True when they were its."""
+        return False
+
+    def scan_resource(self, y: Any, doc: Any, fc: Any, label: str) -> None:
+        """A Kubernetes resource of this engine's operator (one of its `resource_kinds`) as servers."""
+
+    def scan_config(self, y: Any, doc: Any, fc: Any) -> bool:
+        """A YAML document that is one of this engine's own config files, as a server; True when it was."""
+        return False
+
+    # -- tune: how a changed setting is written back -----------------------------------------
+    def expand_args(self, args: list[Token], site: LaunchSite) -> list[Token]:
+        """The arguments as the engine reads them, with the spans of where each is written (vLLM
+        splices a `--config FILE`'s keys in, spans in that file). Most engines read them as given."""
+        return args
+
+    def written_as(self, name: str, site: LaunchSite | None = None) -> tuple[str, str] | None:
+        """Where a setting goes when the file does not write it yet: ("env", VARIABLE), ("parameter",
+        NAME) in the model file the site carries, or None for the engine's own flag."""
+        return None
+
+    def table(self, key: str) -> dict[str, Any]:
+        """A section of this engine's data: `logs` (what diagnose reads in its logs), `sweep` (its
+        context setting and the variants worth sweeping), `recognise`, `listen`, `parallel`. The
+        built-in engines keep them in data/engines/<name>.yaml; a plugin returns its own."""
+        from servefit import data
+
+        try:
+            return dict(data.load(f"engines/{self.name}.yaml").get(key) or {})
+        except (OSError, ValueError):
+            return {}
+
+    def context_limit(self, model: ModelSpec, version: str | None = None) -> int:
+        """The longest context worth sweeping: the model's own limit (max_position_embeddings with
+        its rope scaling, model_max_length when the tokenizer sets one), derived as vLLM's
+        ModelConfig derives it; an engine that derives it otherwise overrides this."""
+        from servefit.engines.vllm.checks import derived_max_len
+        from servefit.engines.vllm.era import era
+
+        return derived_max_len(model, era(None), False)
+
+    # -- diagnose: what this engine's failures mean and what fixes them -----------------------
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        """(root cause, timing, confidence) for a failure that one of this engine's own log lines
+        reports, where the line's `cause` in the logs table is not the whole answer; None: the
+        table's cause, else judged by when it happened (like a PyTorch OOM)."""
+        return None
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        """What this engine's failure line says, with its figures (diag: root cause, stage and
+        figures already set); None: the root cause's sentence."""
+        return None
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """The fix lines for a diagnosis of this engine's log, most direct first, in its own flags
+        (fx: the diagnosis, the setting located in the user's file, helpers); None: generic ones."""
         return None
 
 

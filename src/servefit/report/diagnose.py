@@ -19,6 +19,7 @@ TITLE = {
     "model_too_large": "Model too large for the GPU",
     "profiling_peak": "Start-up profiling peak",
     "cuda_graph_capture": "CUDA graph capture",
+    "not_oom": "Not an out-of-memory failure",
     "none": "No OOM signature found",
 }
 HOST_TITLE = {
@@ -27,8 +28,6 @@ HOST_TITLE = {
     "fragmentation": "Host memory growth over uptime",
     "model_too_large": "Model too large for the host memory",
 }
-ENGINE_TITLE = {"vllm": "vLLM", "llamacpp": "llama.cpp", "ollama": "Ollama", "tgi": "TGI", "sglang": "SGLang",
-                "torch": "PyTorch"}
 # figures shown first in the text report, in this order
 ORDER = ("tried_to_allocate", "total", "allocated", "reserved", "free", "fragmentation_gap", "weights",
          "kv_cache_needed", "kv_cache_available", "max_model_len", "estimated_max_model_len", "uptime_seconds",
@@ -78,19 +77,31 @@ def _c(text: str, code: str, color: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if color else text
 
 
+def _engine_title(name: str | None) -> str:
+    from servefit import engines
+
+    if name == "torch":
+        return "PyTorch"
+    return engines.title(name) or name or "engine unknown"
+
+
 def render_text(diag: Diagnosis, color: bool = False) -> str:
     out: list[str] = []
-    engine = ENGINE_TITLE.get(diag.engine or "", diag.engine or "engine unknown")
+    engine = _engine_title(diag.engine)
     host = (diag.signature or "").startswith(("kernel", "k8s"))
     head = f"{one_line(diag.source)}: {(HOST_TITLE if host else TITLE).get(diag.root_cause, TITLE[diag.root_cause])}"
     if diag.root_cause == "none":
+        from servefit import engines
+
+        known = ", ".join(["PyTorch"] + [_engine_title(e) for e in engines.available()] + ["the kernel's OOM killer"])
         out.append(_c(head, "1", color) + f" ({engine}, {diag.lines_read:,} lines read)")
-        out.append("  none of the OOM messages servefit knows (torch, vLLM, llama.cpp, Ollama, TGI, SGLang, "
-                   "kernel OOM killer) appear in this log")
+        out.append(f"  none of the OOM messages servefit knows ({known}) appear in this log")
         return "\n".join(out) + "\n"
     out.append(_c(head, "1;31", color) + f"  [{diag.root_cause}; {engine}; {diag.confidence} confidence]")
     out.append(f"  {diag.summary}")
     out.append(f"  When: {diag.timing_text or diag.timing}")
+    if diag.stage_text:
+        out.append(f"  Stage: {diag.stage_text}")
     out.append("")
     out.append(_c("Evidence", "1", color))
     width = len(str(max((e.number for e in diag.evidence), default=1)))

@@ -126,7 +126,7 @@ def server_section(ev: Evaluation, findings: list[Finding] | None = None, tune_n
                    f"max concurrency at {p.max_model_len:,} tokens: <b>{p.max_concurrency:.2f}x</b>"
                    + (f" · largest max-model-len that fits: <b>{p.fitting_max_model_len:,}</b>"
                       if p.fitting_max_model_len else "") + "</p>")
-    if with_grid and p.engine in sweep.CONTEXT_SETTING:
+    if with_grid and sweep.context_setting(p.engine):
         try:
             grid = sweep.grid(ev)
         except Exception:  # noqa: BLE001 - a sweep that cannot be planned leaves the map out, not the page

@@ -54,7 +54,7 @@ def plan_dict(ev: Evaluation) -> dict[str, Any]:
         out["messages"] = [redact_text(m) for m in p.messages]
     if len(p.devices) > 1:
         out["devices"] = [dict(d.as_dict(), label=d.label) for d in p.devices]
-    out.update({k: v for k, v in p.extra.items() if k not in out})
+    out.update({k: v for k, v in p.detail.as_dict().items() if k not in out})
     return out
 
 

@@ -108,7 +108,7 @@ def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> di
                     if k in cfg.explicit and k != "model"}
     else:
         model, settings = raw_model(site), {}
-    if site.engine == "ollama" and not model:
+    if not model:  # a server that loads models on request: the ones its init jobs pull
         models = site.extra.get("ollama_models")
         model = models[0] if models else None
     ev = rep.evaluation

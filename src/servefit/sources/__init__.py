@@ -6,7 +6,8 @@ whose name no wrapper reads is not opened, and a file that mentions no engine (t
 `markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, systemd, skypilot, llamaswap,
-vllm_config, and modelfile (written with the Ollama plugin, used when present).
+and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+(vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
 """
@@ -199,7 +200,7 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
 def _yaml(fc: Any, result: ScanResult) -> None:
     from yaml.nodes import MappingNode
 
-    from servefit.sources import compose, helm, k8s, llamaswap, skypilot, vllm_config
+    from servefit.sources import compose, detect, helm, k8s, llamaswap, skypilot
     from servefit.sources.yamlpos import Y, YamlProblem, compose_all, is_templated
 
     templated = is_templated(fc.text)
@@ -229,10 +230,15 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             llamaswap.scan(y, d, fc)
         elif "run" in keys and keys & {"resources", "envs", "setup", "num_nodes", "service", "file_mounts"}:
             skypilot.scan(y, d, fc)
-        elif vllm_config.looks_like(y, d):
-            vllm_config.scan(y, d, fc)
-        else:
+        elif not _engine_config(y, d, fc, detect.owners("config_files")):
             helm.scan_values(y, d, fc)
+
+
+def _engine_config(y: Any, doc: Any, fc: Any, owners: list[tuple[str, Any]]) -> bool:
+    """A YAML document that is an engine's own config file (vLLM's `--config` YAML), read by its plugin."""
+    from servefit import engines
+
+    return any(engines.get(name).scan_config(y, doc, fc) for name, _ in owners)
 
 
 def _templated(fc: Any) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.core import Finding, GpuHint, LaunchSite, Token
+from servefit.sources.detect import models_on_request
 from servefit.sources.launch import Ctx, Launch, to_site
 from servefit.sources.text import LineIndex, Src
 
@@ -54,11 +55,11 @@ class FileCtx:
 
     def finish(self) -> None:
         """`ollama create -f` / `ollama pull` in one container (an init job) of a file tell
-        which Modelfiles and models the Ollama servers of the same file use."""
+        which model files and models the servers of the same file that load models on request use."""
         refs = [r for c in self.ctxs for r in c.modelfile_refs]
         models = [m for c in self.ctxs for m in c.ollama_models]
         for site in self.sites:
-            if site.engine != "ollama":
+            if not models_on_request(site.engine):
                 continue
             if refs and not site.extra.get("modelfile_refs"):
                 site.extra["modelfile_refs"] = list(dict.fromkeys(refs))
@@ -102,11 +103,12 @@ class FileCtx:
             site = to_site(launch, self.path, name if k == 0 else f"{name}#{k + 1}", gpu, extra)
             refs = modelfile_refs(site.argv, site.env)
             ctx = getattr(self, "_last_ctx", None)
-            if site.engine == "ollama" and ctx is not None and ctx.modelfile_refs:
+            on_request = models_on_request(site.engine)
+            if on_request and ctx is not None and ctx.modelfile_refs:
                 refs = list(dict.fromkeys(refs + ctx.modelfile_refs))
             if refs:
                 site.extra["modelfile_refs"] = refs
-            if ollama_models and site.engine == "ollama":
+            if ollama_models and on_request:
                 site.extra.setdefault("ollama_models", list(dict.fromkeys(t.text for t in ollama_models)))
                 site.extra.setdefault("model", ollama_models[0])
             self.sites.append(site)

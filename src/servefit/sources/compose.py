@@ -26,6 +26,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from servefit.core import GpuHint, Token
 from servefit.sources.base import FileCtx, _repo_of, _within
 from servefit.sources.compose_layers import LayeredY, layers
+from servefit.sources.detect import models_on_request
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import container
@@ -203,7 +204,7 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
         extra["path_map"] = pmap
     build_node = _last(y, svcs, "build")
     build = y.str(build_node) or y.str(y.get(build_node, "context"))
-    if build and any(la.engine == "ollama" for la in launches):
+    if build and any(models_on_request(la.engine) for la in launches):  # the build context holds its Modelfile
         extra["modelfile_refs"] = [build]
     first = len(fc.sites)
     label = f"compose/{sname}" + "".join(f"+{os.path.basename(f)}" for f in files[1:] if not _standard(f))

@@ -106,6 +106,53 @@ def find_engine(words: list[str]) -> tuple[int, str, int] | None:
     return None
 
 
+def trait(engine: str | None, key: str) -> Any:
+    """One of an engine's recognition facts (`models_on_request`, `image_serves`, `kubeai`...): the
+    built-ins' from their data, a plugin's from its attribute of that name; None when absent."""
+    if not engine:
+        return None
+    table = _table(engine)
+    if table:
+        return table.get(key)
+    from servefit.engines import plugins
+
+    eng = next((p for p in plugins() if p.name == engine), None)
+    return getattr(eng, key, None) if eng is not None else None
+
+
+def models_on_request(engine: str | None) -> bool:
+    """The server loads models when requests name them (`ollama serve`): the models and model
+    files that other commands in the same file pull or create are its."""
+    return bool(trait(engine, "models_on_request"))
+
+
+def owners(key: str) -> list[tuple[str, Any]]:
+    """(engine, value) for every built-in engine whose recognition data has `key`."""
+    return [(name, t[key]) for name, t in _tables() if t.get(key)]
+
+
+def server_command(engine: str) -> list[str]:
+    """The command that starts the engine's server (`ollama serve`), from its first program."""
+    for entry in _table(engine).get("programs") or ():
+        return [entry["program"]] + ([entry["then"]] if entry.get("then") else [])
+    return [engine]
+
+
+def modelfile_ref(words: list[str]) -> str | None:
+    """`ollama create NAME -f PATH`: the model file a server beside this command will serve (the
+    engines' `modelfile_commands`)."""
+    if len(words) < 3:
+        return None
+    prog = program(words[0])
+    for _, t in _tables():
+        for entry in t.get("modelfile_commands") or ():
+            if entry["program"] == prog and words[1] in entry["verbs"]:
+                for j in range(2, len(words) - 1):
+                    if words[j] in entry["file_flags"]:
+                        return words[j + 1]
+    return None
+
+
 def mentions_ollama_model(words: list[str]) -> str | None:
     """`ollama pull|run MODEL`: the model a script makes the server load (the engines'
     `model_commands`)."""
@@ -176,6 +223,7 @@ def model_keys(engine: str) -> dict[str, Any]:
     return dict(_table(engine).get("model") or {})
 
 
+@cache
 def _table(engine: str) -> dict[str, Any]:
     return next((t for name, t in _tables() if name == engine), {})
 

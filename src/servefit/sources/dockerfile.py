@@ -152,7 +152,7 @@ def scan(fc: FileCtx) -> None:
         return
     st = stages[-1]
     if st.entry is None and st.cmd is None and not st.runtime.values and \
-            detect.engine_of_image(st.image.text if st.image else None) != "ollama":
+            not detect.models_on_request(detect.engine_of_image(st.image.text if st.image else None)):
         return  # only extends an engine image: nothing about the server is configured here
     st.runtime.exported = set(st.runtime.values)
     ctx = fc.ctx()

@@ -1,11 +1,7 @@
-"""Helm values of the charts users run, and CRDs shaped like them.
+"""Helm values of the charts users run.
 
-- vLLM production-stack: `servingEngineSpec.modelSpec[]` becomes the command its
-  deployment-vllm-multi.yaml template renders (`vllm serve <modelURL> --host 0.0.0.0 --port
-  8000`, then `vllmConfig` keys as flags, then `extraArgs`); `requestGPU` / `resources` for the
-  count, `nodeSelectorTerms` / `affinity` for the GPU; /dev/shm is mounted when
-  `tensorParallelSize` is set. The operator's `VLLMRuntime` CRD maps the same way.
-- otwld ollama-helm: `ollama.gpu.{enabled,number}`, `ollama.models.{pull,run}`, `extraEnv`.
+- An engine's own chart (vLLM production-stack, otwld ollama-helm): its plugin reads it
+  (Engine.scan_chart, engines/<name>/charts.py), with the helpers below.
 - Any other chart: a mapping whose `image` is an engine image or whose `command`/`args`/
   `extraArgs` start an engine, with `env`/`extraEnv` beside it (list or map).
 Flux HelmRelease `spec.values` is read the same way. Commented-out items are YAML comments and
@@ -21,21 +17,17 @@ from servefit.core import GpuHint, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import NameHint, best_label, label_hint, merge, to_int
-from servefit.sources.launch import Launch, container
+from servefit.sources.launch import container
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
 
-PRODSTACK_FLAGS = [("maxModelLen", "--max-model-len"), ("dtype", "--dtype"),
-                   ("tensorParallelSize", "--tensor-parallel-size"), ("maxNumSeqs", "--max-num-seqs"),
-                   ("gpuMemoryUtilization", "--gpu_memory_utilization"), ("maxLoras", "--max_loras")]
-HANDLED = {"servingEngineSpec", "routerSpec", "cacheserverSpec", "loraController", "ollama"}
 
-
-def _true(y: Y, node: Node | None) -> bool:
+def true(y: Y, node: Node | None) -> bool:
     return (y.str(node) or "").lower() in ("true", "yes", "on", "1")
 
 
-def _flag(y: Y, parent: Node | None, key: str, text: str) -> Token:
+def flag(y: Y, parent: Node | None, key: str, text: str) -> Token:
+    """`text` (a flag servefit writes for a values key) with the span of that key."""
     kn = y.key_node(parent, key)
     return Token(text, y.span(kn) if kn is not None else None)
 
@@ -105,89 +97,6 @@ def hint_of(y: Y, *scopes: Node | None, count: tuple[int | None, Token | None, s
     return merge(best_label(names), n, src, tok.span if tok is not None else None)
 
 
-def vllm_flags(y: Y, model: Node | None, vc: Node | None) -> list[Token]:
-    """The flags production-stack's template writes for modelSpec / VLLMRuntime keys."""
-    out: list[Token] = []
-    if _true(y, y.get(model, "enableLoRA")):
-        out.append(Token("--enable-lora", y.tok(y.get(model, "enableLoRA")).span))  # type: ignore[union-attr]
-    if _true(y, y.get(model, "enableTool")):
-        out.append(_flag(y, model, "enableTool", "--enable-auto-tool-choice"))
-    parser = y.tok(y.get(model, "toolCallParser"))
-    if parser is not None and parser.text:
-        out += [_flag(y, model, "toolCallParser", "--tool-call-parser"), parser]
-    if vc is None:
-        return out
-    cp = y.get(vc, "enableChunkedPrefill")
-    if cp is not None:
-        out.append(Token("--enable-chunked-prefill" if _true(y, cp) else "--no-enable-chunked-prefill", y.span(cp)))
-    pc = y.get(vc, "enablePrefixCaching")
-    out.append(Token("--enable-prefix-caching" if _true(y, pc) else "--no-enable-prefix-caching",
-                     y.span(pc) if pc is not None else None))
-    for scope in (model, vc):
-        for key, flag in PRODSTACK_FLAGS:
-            t = y.tok(y.get(scope, key))
-            if t is not None and scope is not None:
-                out += [_flag(y, scope, key, flag), t]
-    out += [w.token() for w in arg_words(y, y.get(vc, "extraArgs")) or []]
-    return out
-
-
-def prodstack_model(y: Y, ms: Node, ses: Node | None, fc: FileCtx, label: str) -> None:
-    name = y.str(y.get(ms, "name")) or "model"
-    repo, tag = y.tok(y.get(ms, "repository")), y.str(y.get(ms, "tag"))
-    url = y.tok(y.get(ms, "modelURL"))
-    if url is None:
-        return
-    vc = y.get(ms, "vllmConfig")
-    argv = [Token("vllm"), Token("serve"), url, Token("--host"), Token("0.0.0.0"), Token("--port"), Token("8000")]
-    argv += vllm_flags(y, ms, vc)
-    env = env_vars(y, y.get(ms, "env"))
-    image = f"{repo.text}:{tag}" if repo is not None and tag else (repo.text if repo else None)
-    launch = Launch("vllm", argv, dict(env.values), y.line(ms), image=image,
-                    shm=y.get(vc, "tensorParallelSize") is not None)
-    if image and repo is not None:
-        launch.extra["image_span"] = repo.span
-    req = y.tok(y.get(ms, "requestGPU"))
-    count = (to_int(req.text), req, "modelSpec.requestGPU") if req is not None else None
-    hint = hint_of(y, ms, count=count) if count else hint_of(y, ms)
-    fc.add([launch], f"{label}/modelSpec/{name}", hint, {"chart": "vllm-production-stack"})
-
-
-def vllm_runtime(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
-    spec = y.get(doc, "spec")
-    model = y.get(spec, "model")
-    url = y.tok(y.get(model, "modelURL"))
-    if url is None:
-        return
-    vc = y.get(spec, "vllmConfig")
-    argv = [Token("vllm"), Token("serve"), url] + vllm_flags(y, model, vc)
-    env = env_vars(y, y.get(vc, "env"))
-    img = y.str(y.get(spec, "deploymentConfig", "image", "name"))
-    launch = Launch("vllm", argv, dict(env.values), y.line(y.get(model, "modelURL") or doc), image=img,
-                    shm=y.get(vc, "tensorParallelSize") is not None)
-    g = y.tok(y.get(spec, "deploymentConfig", "resources", "gpu"))
-    hint = merge(None, to_int(g.text), "deploymentConfig.resources.gpu", g.span) if g is not None else None
-    fc.add([launch], label, hint, {"k8s_kind": "VLLMRuntime"})
-
-
-def ollama_chart(y: Y, root: Node, fc: FileCtx, label: str) -> None:
-    o = y.get(root, "ollama")
-    repo = y.tok(y.get(root, "image", "repository"))
-    tag = y.str(y.get(root, "image", "tag"))
-    image = (repo.text if repo else "ollama/ollama") + (f":{tag}" if tag else "")
-    env = env_vars(y, y.get(root, "extraEnv"))
-    args = arg_words(y, y.get(root, "extraArgs"))
-    argv = [Token("/bin/ollama")] + ([w.token() for w in args] if args else [Token("serve")])
-    launch = Launch("ollama", argv, dict(env.values), y.line(o) if o is not None else 1, image=image)
-    models = [m for key in ("pull", "run") for n in y.seq(y.get(o, "models", key)) if (m := y.tok(n))]
-    gpu = y.get(o, "gpu")
-    hint = None
-    if _true(y, y.get(gpu, "enabled")):
-        num = y.tok(y.get(gpu, "number"))
-        hint = hint_of(y, root, count=(to_int(num.text) if num else 1, num, "ollama.gpu.number"))
-    fc.add([launch], f"{label}/ollama", hint, {"chart": "ollama-helm"}, models)
-
-
 def _image_text(y: Y, node: Node | None) -> Token | None:
     if isinstance(node, ScalarNode):
         return y.tok(node)
@@ -200,8 +109,9 @@ def _image_text(y: Y, node: Node | None) -> Token | None:
     return Token(text, repo.span)
 
 
-def generic(y: Y, root: Node, fc: FileCtx, label: str) -> None:
-    """Any mapping (up to 4 levels down) that runs an engine by image or by command."""
+def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = frozenset()) -> None:
+    """Any mapping (up to 4 levels down) that runs an engine by image or by command; the keys of
+    the engines' own charts (`owned`) are theirs."""
     queue: list[tuple[Node, str, int]] = [(root, "", 0)]
     seen: set[int] = set()
     while queue:
@@ -213,7 +123,7 @@ def generic(y: Y, root: Node, fc: FileCtx, label: str) -> None:
             continue
         if depth < 4:
             for k, _, v in y.items(node):
-                if k not in HANDLED and isinstance(v, MappingNode):
+                if k not in owned and isinstance(v, MappingNode):
                     queue.append((v, f"{path}.{k}" if path else k, depth + 1))
 
 
@@ -226,7 +136,7 @@ def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str) -> bool:
     texts = [w.text for w in (cmd or []) + args]
     if eng is None and detect.find_engine(texts) is None:
         return False
-    if cmd is None and not args and eng in ("vllm", "llamacpp", "sglang"):
+    if cmd is None and not args and eng is not None and not detect.trait(eng, "image_serves"):
         return False  # an image alone (a router, a cache server) is not a configured server
     ctx = fc.ctx()
     launches = container(image, cmd, args or None, ctx, env)
@@ -237,13 +147,17 @@ def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str) -> bool:
 
 
 def scan_values(y: Y, root: Node | None, fc: FileCtx, label: str = "helm", chart: str | None = None) -> None:
+    """A values file (or a HelmRelease's values): an engine's own chart when its keys are there
+    (Engine.scan_chart; the keys are the engines' `chart_keys`), else any mapping that runs one."""
     if not isinstance(root, MappingNode):
         return
-    ses = y.get(root, "servingEngineSpec")
-    for ms in y.seq(y.get(ses, "modelSpec")):
-        prodstack_model(y, ms, ses, fc, label)
-    o = y.get(root, "ollama")
-    if isinstance(o, MappingNode) and (y.get(o, "gpu") is not None or y.get(o, "models") is not None):
-        ollama_chart(y, root, fc, label)
-    elif ses is None:
-        generic(y, root, fc, label)
+    owned: set[str] = set()
+    claimed = False
+    for name, keys in detect.owners("chart_keys"):
+        owned.update(keys)
+        if any(y.get(root, k) is not None for k in keys):
+            from servefit import engines
+
+            claimed = engines.get(name).scan_chart(y, root, fc, label) or claimed
+    if not claimed:
+        generic(y, root, fc, label, frozenset(owned))

@@ -17,7 +17,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.budget import charge_entries
 from servefit.core import GpuHint, LaunchSite, Span, Token
-from servefit.sources import helm, llamaswap
+from servefit.sources import detect, helm, llamaswap
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.launch import Launch, container
@@ -140,10 +140,12 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         inference_service(y, doc, fc, cms, docs, label)
     elif kind == "Model" and "kubeai" in api:
         kubeai_model(y, doc, fc, label)
-    elif kind == "VLLMRuntime":
-        helm.vllm_runtime(y, doc, fc, label)
     elif kind in POD_PATHS or (kind == "Service" and "knative" in api):
         pod_sites(y, y.get(doc, *POD_PATHS.get(kind, ("spec", "template", "spec"))), fc, cms, label, kind)
+    elif (owner := _resource_owner(kind)) is not None:
+        from servefit import engines
+
+        engines.get(owner).scan_resource(y, doc, fc, label)
     elif kind:
         pod = y.get(doc, "spec", "template", "spec")
         if y.get(pod, "containers") is not None:
@@ -368,12 +370,21 @@ def _runtime_not_found(y: Y, doc: Node, at: Node | None, runtime: str | None, fm
         "containers", span=y.span(at) if at is not None else None))
 
 
+def _resource_owner(kind: str) -> str | None:
+    """The engine whose operator defines this resource kind (its recognition data: `resource_kinds`)."""
+    return next((name for name, kinds in detect.owners("resource_kinds") if kind in kinds), None)
+
+
 def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
+    """A KubeAI Model: `spec.engine` names the engine (its recognition data: `kubeai`), `spec.url`
+    the model, `spec.args` the engine's arguments when the model is an argument."""
     spec = y.get(doc, "spec")
     url = y.tok(y.get(spec, "url"))
-    engine = (y.str(y.get(spec, "engine")) or "").lower()
-    if url is None or engine not in ("vllm", "ollama"):
+    named = (y.str(y.get(spec, "engine")) or "").lower()
+    found = next(((name, k) for name, k in detect.owners("kubeai") if k["engine"] == named), None)
+    if url is None or found is None:
         return
+    engine, how = found
     scheme, sep, ref = url.text.partition("://")
     skip = len(scheme) + len(sep) if sep else 0
     s = url.span
@@ -382,10 +393,10 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
                   Span(s.file, s.line, s.col + skip, s.end_line, s.end_col, s.start + skip, s.end))
     env = Vars({k: t for k, _, v in y.items(y.get(spec, "env")) if (t := y.tok(v)) is not None})
     args = [expand_word(y.scalar_src(a), None) for a in y.seq(y.get(spec, "args"))]
-    if engine == "vllm":
-        argv = [Token("vllm"), Token("serve"), model] + [w.token() for w in args]
-    else:
-        argv = [Token("ollama"), Token("serve")]
+    argv = [Token(w) for w in how["command"]]
+    pulled = how["model"] == "pull"
+    if not pulled:
+        argv += [model] + [w.token() for w in args]
     launch = Launch(engine, argv, dict(env.values), y.line(y.get(spec, "url") or doc))
     hint = None
     prof = y.tok(y.get(spec, "resourceProfile"))
@@ -395,7 +406,7 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
             if pname.startswith(pre):
                 pname = pname[len(pre):]
         hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
-    fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if engine == "ollama" else None)
+    fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if pulled else None)
 
 
 def _small_limit(text: str | None) -> str | None:

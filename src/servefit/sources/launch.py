@@ -181,10 +181,9 @@ def _ollama_client(words: list[Word], ctx: Ctx) -> None:
     texts = [w.text for w in words]
     if detect.mentions_ollama_model(texts):
         ctx.ollama_models.append(words[2].token())
-    if len(texts) > 1 and detect.program(texts[0]) == "ollama" and texts[1] == "create":
-        for j in range(2, len(texts) - 1):
-            if texts[j] in ("-f", "--file"):
-                ctx.modelfile_refs.append(texts[j + 1])
+    ref = detect.modelfile_ref(texts)
+    if ref is not None:
+        ctx.modelfile_refs.append(ref)
 
 
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:

@@ -9,6 +9,7 @@ import re
 
 from servefit.core import Finding, LaunchSite, Token
 from servefit.engines.ollama_modelfile import parse_modelfile
+from servefit.sources import detect as detect_engines
 
 _NAME = re.compile(r"(^|[._-])modelfile([._-]|$)", re.I)
 _FIRST = re.compile(r"^\s*(#.*)?$")
@@ -32,7 +33,10 @@ def scan(path: str, text: str) -> tuple[list[LaunchSite], list[Finding]]:
     doc = parse_modelfile(text, path)
     frm = doc.from_ref
     line = frm.span.line if frm is not None and frm.span is not None else 1
-    site = LaunchSite(file=path, line=line, argv=[Token("ollama"), Token("serve")], engine="ollama",
-                      name=f"Modelfile {os.path.basename(path)}", extra={"modelfile": doc})
+    engine = next((name for name, kinds in detect_engines.owners("file_kinds") if "modelfile" in kinds), None)
+    if engine is None:  # no engine that reads Modelfiles is installed
+        return [], []
+    site = LaunchSite(file=path, line=line, argv=[Token(w) for w in detect_engines.server_command(engine)],
+                      engine=engine, name=f"Modelfile {os.path.basename(path)}", extra={"modelfile": doc})
     # parse findings travel with the site (the engine re-checks PARAMETERs for its version)
     return [site], []

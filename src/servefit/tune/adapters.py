@@ -58,7 +58,7 @@ class GenericAdapter(Adapter):
     fraction_ceiling = 0.0  # without --headroom, fractions up to this (or the current one) are tried
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
-        s, x = ev.config.settings, ev.plan.extra
+        s, x = ev.config.settings, ev.plan.detail
         knobs = _knobs(ev)
         ctx_cur = int(ev.plan.max_model_len or s.get(self.context_name) or 4096)
         ctxs = contexts(knobs.get(self.context_name, CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
@@ -66,12 +66,12 @@ class GenericAdapter(Adapter):
             raise UsageError(f"{ev.model.name} allows {_limit(ev):,} tokens; --min-context is larger")
         kv_cur = s.get("kv_cache_dtype")
         kvs = [v for v in knobs.get("kv_cache_dtype", (kv_cur,)) if kv_allowed(v, needs)]
-        frac = s.get(self.fraction_name, x.get(self.fraction_name))
+        frac = s.get(self.fraction_name, x.resolved(self.fraction_name))
         frac_cur = float(frac) if frac is not None else 0.9
         cap = 1 - needs.headroom if needs.headroom is not None else max(frac_cur, self.fraction_ceiling)
         lower = needs.headroom is not None or "memory" in needs.objective or ev.plan.outcome != "started"
         fracs = [f for f in knobs.get(self.fraction_name, ()) if f <= cap + 1e-9 and (lower or f >= frac_cur)]
-        tp_cur = int(s.get(self.tp_name) or x.get(self.tp_name) or 1)
+        tp_cur = int(s.get(self.tp_name) or x.resolved(self.tp_name) or 1)
         tps = [t for t in (1, 2, 4, 8) if t <= max(ev.count, 1) and ev.model.num_attention_heads % t == 0]
         dims = [Dim(self.context_name, ctxs, ctx_cur),
                 Dim("kv_cache_dtype", ladder(kvs, kv_cur), kv_cur),
@@ -95,14 +95,14 @@ class GenericAdapter(Adapter):
 
     def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
         v = point.get("kv_cache_dtype")
-        return str(v) if v not in (None, "auto") else f"auto ({plan.extra.get('kv_cache_dtype') or 'model dtype'})"
+        return str(v) if v not in (None, "auto") else f"auto ({plan.detail.resolved('kv_cache_dtype') or 'model dtype'})"
 
     def users(self, plan: MemoryPlan, point: dict[str, Any]) -> int:
         n = int(math.floor(plan.max_concurrency + 1e-9))
         for name in (self.seqs_name, self.cap_name):
             cap = point.get(name) if name else None
             if cap is None and name:
-                cap = plan.extra.get(name)
+                cap = plan.detail.resolved(name)
             if cap:
                 n = min(n, int(cap))
         return n

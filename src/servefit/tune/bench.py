@@ -25,16 +25,19 @@ from servefit.tune.space import WEIGHTS, Space
 
 def words_for(space: Space, point: dict[str, Any]) -> tuple[list[str], list[str], str]:
     """(engine flags, NAME=value env words, model reference) of a candidate."""
+    from servefit.engines import get
     from servefit.tune.patch import _table
 
     table = _table(space.ev.config.engine)
+    plugin = get(space.ev.config.engine)
     flags: list[str] = []
     env: list[str] = []
     for name, value in point.items():
         if name == WEIGHTS:
             continue
-        if name.isupper() or (space.ev.config.engine == "ollama" and name == "num_ctx"):
-            var = "OLLAMA_CONTEXT_LENGTH" if name == "num_ctx" else name
+        how = None if name.isupper() else plugin.written_as(name)
+        if name.isupper() or (how is not None and how[0] == "env"):
+            var = how[1] if how is not None else name
             env.append(f"{var}={('1' if value else '0') if isinstance(value, bool) else fmt(value)}")
             continue
         opt = table.by_name.get(name) if table is not None else None

@@ -158,10 +158,8 @@ class Patcher:
         words = [t.text for t in self.site.argv]
         self.skip = get(self.engine).command_length(words) if words else 0
         self.argv = list(self.site.argv)
-        if self.engine == "vllm" and any(t.text == "--config" or t.text.startswith("--config=") for t in self.argv):
-            from servefit.engines.vllm import _splice_config  # a --config YAML's keys, spans in that file
-
-            self.argv = self.argv[:self.skip] + _splice_config(self.argv[self.skip:], self.site)
+        self.plugin = get(self.engine)
+        self.argv = self.argv[:self.skip] + self.plugin.expand_args(self.argv[self.skip:], self.site)
         self.alias_quote: dict[int, str] = {}
         self.shared: set[int] = set()  # tokens at a YAML anchor that other places also use
         self.argv = [self._through_alias(i, t) for i, t in enumerate(self.argv)]
@@ -436,7 +434,7 @@ class Patcher:
         """New settings of a values or config file go in as keys where the file keeps them:
         production-stack's `vllmConfig` keys (numbers stay numbers), other flags as `extraArgs`
         items; a vLLM `--config` file gets `max-num-seqs: 64` in its own key spelling."""
-        from servefit.sources.helm import PRODSTACK_FLAGS
+        from servefit.engines.vllm.charts import PRODSTACK_FLAGS
 
         if not self.pending_keys:
             return
@@ -510,13 +508,14 @@ def make_patch(space: Space, point: dict[str, Any], read: Reader | None = None) 
     for name, old, new, unsafe in settings_changes(space, point):
         p = Placed(setting=name, old=old, new=new, applicability=UNSAFE if unsafe else SAFE)
         placed.append(p)
+        how = pt.plugin.written_as(name, space.ev.site)
         if name == "model":
             pt.model(p)
-        elif pt.engine == "ollama" and name == "num_ctx" and space.ev.site.extra.get("modelfile") is not None:
-            pt.parameter(p, name)
-        elif pt.engine == "ollama" and name == "num_ctx":
+        elif how is not None and how[0] == "parameter":
+            pt.parameter(p, how[1])
+        elif how is not None:
             p.new = new
-            pt.env(p, "OLLAMA_CONTEXT_LENGTH")
+            pt.env(p, how[1])
         elif name.isupper():
             pt.env(p, name)
         else:

@@ -11,6 +11,8 @@ from servefit.engines.base import Engine, Knob, program
 from servefit.engines.llamacpp.versions import CURRENT
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -38,6 +40,23 @@ class LlamaCppEngine(Engine):
         from servefit.engines.llamacpp.tune import LlamaCppAdapter
 
         return LlamaCppAdapter()
+
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        """Which buffer failed (model, KV cache, compute) and how the slots split the context."""
+        from servefit.engines.llamacpp.diagnose import slot_cause
+
+        return slot_cause(primary, related, figures)
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.llamacpp.diagnose import summary
+
+        return summary(diag, primary)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.llamacpp.diagnose import fixes
+
+        return fixes(fx)
 
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.llamacpp.config import parse

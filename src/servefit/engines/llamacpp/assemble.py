@@ -12,6 +12,7 @@ from servefit.engines.llamacpp import placement as P
 from servefit.engines.llamacpp import planner as PL
 from servefit.engines.llamacpp import versions as V
 from servefit.engines.llamacpp.config import QUANTIZED_KV
+from servefit.engines.llamacpp.detail import LlamaCppDetail
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
@@ -69,28 +70,28 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     cp, kv = u.cp, u.kv
     n_total_layers = lm.n_layer + 1
     gpu_kv = sum(v for d, v in u.kv_by_dev.items() if d != P.CPU)
-    extra: dict[str, Any] = {
-        "kv_buffer_mib": mib(kv.total), "kv_buffer_gpu_mib": mib(gpu_kv),
-        "model_buffer_mib": mib(sum(v for d, v in u.pl.weights.items() if d != P.CPU)),
-        "model_buffer_host_mib": mib(u.pl.on(P.CPU)),
-        "compute_buffer_mib": mib(max(u.compute_by_dev.values(), default=0)),
-        "compute_buffer_host_mib": mib(u.comp.host),
-        "kv_cache_cells": kv.cells_base, "n_ctx": cp.n_ctx, "n_ctx_per_seq": cp.n_ctx_seq,
-        "n_parallel": cp.n_seq, "kv_unified": cp.unified, "flash_attn": fa,
-        "n_gpu_layers_offloaded": u.pl.n_offloaded, "n_layers_total": n_total_layers,
-        "n_ubatch": cp.n_ubatch, "model_source": lm.source, "gguf_ftype": lm.ftype,
-    }
+    detail = LlamaCppDetail(
+        kv_buffer_mib=mib(kv.total), kv_buffer_gpu_mib=mib(gpu_kv),
+        model_buffer_mib=mib(sum(v for d, v in u.pl.weights.items() if d != P.CPU)),
+        model_buffer_host_mib=mib(u.pl.on(P.CPU)),
+        compute_buffer_mib=mib(max(u.compute_by_dev.values(), default=0)),
+        compute_buffer_host_mib=mib(u.comp.host),
+        kv_cache_cells=kv.cells_base, n_ctx=cp.n_ctx, n_ctx_per_seq=cp.n_ctx_seq,
+        n_parallel=cp.n_seq, kv_unified=cp.unified, flash_attn=fa,
+        n_gpu_layers_offloaded=u.pl.n_offloaded, n_layers_total=n_total_layers,
+        n_ubatch=cp.n_ubatch, model_source=lm.source, gguf_ftype=lm.ftype,
+    )
     if kv.cells_swa:
-        extra["kv_cache_cells_swa"] = kv.cells_swa
-        extra["kv_buffer_swa_mib"] = mib(kv.swa_bytes)
+        detail.kv_cache_cells_swa = kv.cells_swa
+        detail.kv_buffer_swa_mib = mib(kv.swa_bytes)
     if kv.rs_bytes:
-        extra["rs_buffer_mib"] = mib(kv.rs_bytes)
+        detail.rs_buffer_mib = mib(kv.rs_bytes)
     if n_dev > 1:
-        extra["devices_mib"] = {dev_name(gpu, d): {"model": mib(u.pl.on(d)), "kv": mib(u.kv_by_dev.get(d, 0)),
-                                                   "compute": mib(u.compute_by_dev.get(d, 0))} for d in range(n_dev)}
+        detail.devices_mib = {dev_name(gpu, d): {"model": mib(u.pl.on(d)), "kv": mib(u.kv_by_dev.get(d, 0)),
+                                                 "compute": mib(u.compute_by_dev.get(d, 0))} for d in range(n_dev)}
     if fit_on:
-        extra["fit"] = {"ctx": fr.ctx, "n_gpu_layers": fr.ngl, "n_cpu_moe": fr.n_cpu_moe,
-                        "changed_ctx": fr.changed_ctx, "changed_layers": fr.changed_layers}
+        detail.fit = {"ctx": fr.ctx, "n_gpu_layers": fr.ngl, "n_cpu_moe": fr.n_cpu_moe,
+                      "changed_ctx": fr.changed_ctx, "changed_layers": fr.changed_layers}
     msgs = messages(gpu, u, lm, b, fa, s, over, outcome, rejected)
     if outcome != "rejected_config":
         findings += advice(cfg, lm, u, fr, fit_on, ctx_user, ngl_user, gpu, free, devices, outcome, over, site)
@@ -100,7 +101,7 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
         kv_bytes_per_token=kv.bytes_per_token, kv_cache_tokens=cp.n_ctx, max_model_len=cp.n_ctx_seq,
         max_concurrency=round(cp.n_ctx / max(1, cp.n_ctx_seq), 2), devices=devices if n_dev > 1 else [],
         parallel={"tensor": 1, "pipeline": n_dev if u.pipeline else 1, "world": n_dev},
-        assumptions=assumptions, findings=findings, messages=msgs, extra=extra)
+        assumptions=assumptions, findings=findings, messages=msgs, detail=detail)
 
 
 def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[str, Any], over: list[int],

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, MemoryPlan, UsageError
+from servefit.engines.llamacpp.detail import of as detail_of
 from servefit.tune.adapters import CTX_LADDER, SLOTS, _knobs, _limit
 from servefit.tune.objective import Needs
 from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
@@ -31,10 +32,10 @@ class LlamaCppAdapter(Adapter):
     always = frozenset({"context", "parallel"})
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
-        s, x = ev.config.settings, ev.plan.extra
+        s, x = ev.config.settings, detail_of(ev.plan)
         knobs = _knobs(ev)
         ctx_cur = int(ev.plan.max_model_len or s.get("ctx_size") or 4096)
-        par_cur = int(x.get("n_parallel") or s.get("parallel") or 1)
+        par_cur = int(x.n_parallel or s.get("parallel") or 1)
         ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
         if not ctxs:
             raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
@@ -109,6 +110,6 @@ class LlamaCppAdapter(Adapter):
         return str(k) if k == v else f"K {k} / V {v}"
 
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
-        x = plan.extra
-        on_gpu = int(x.get("n_gpu_layers_offloaded") or 0) >= int(x.get("n_layers_total") or 0)
+        x = detail_of(plan)
+        on_gpu = x.n_gpu_layers_offloaded >= x.n_layers_total
         return plan.outcome == "started" and (on_gpu or needs.allow_offload)

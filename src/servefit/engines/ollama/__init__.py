@@ -11,6 +11,8 @@ from servefit.engines.base import Engine, Knob, program
 from servefit.engines.ollama.versions import CURRENT
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -39,6 +41,39 @@ class OllamaEngine(Engine):
         from servefit.engines.ollama.tune import OllamaAdapter
 
         return OllamaAdapter()
+
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        """The runner's exit (its llama.cpp allocation failed): judged like llama.cpp's own lines."""
+        if primary.pattern != "ollama.runner_oom":
+            return None
+        from servefit.engines.llamacpp.diagnose import slot_cause
+
+        return slot_cause(primary, related, figures)
+
+    def written_as(self, name: str, site: LaunchSite | None = None) -> tuple[str, str] | None:
+        """num_ctx is a Modelfile PARAMETER where the server has a Modelfile, else the server-wide
+        OLLAMA_CONTEXT_LENGTH (envconfig.ContextLength)."""
+        if name != "num_ctx":
+            return None
+        if site is not None and site.extra.get("modelfile") is not None:
+            return "parameter", name
+        return "env", "OLLAMA_CONTEXT_LENGTH"
+
+    def scan_chart(self, y: Any, root: Any, fc: Any, label: str) -> bool:
+        from servefit.engines.ollama.charts import scan_values
+
+        return scan_values(y, root, fc, label)
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.ollama.diagnose import summary
+
+        return summary(diag, primary)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.ollama.diagnose import fixes
+
+        return fixes(fx)
 
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
         from servefit.engines.ollama.config import parse

@@ -17,6 +17,7 @@ from servefit.engines.llamacpp import compute as C
 from servefit.engines.llamacpp import kv as K
 from servefit.engines.llamacpp.model import LModel
 from servefit.engines.ollama import classic as CL
+from servefit.engines.ollama.detail import OllamaDetail
 from servefit.engines.ollama.report import gib, human_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.models.gguf import row_bytes
@@ -78,11 +79,11 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
     all_w = sum(layer_w) + out_w + grp.get("token_embd", 0) * (1 if "output" in grp else 0)
     total = all_w + sum(layer_kv) + graph
     forced = num_gpu > placed
-    extra = {"memory_required_gib": gib(total), "total_memory_gib": gib(total), "vram_gib": gib(gpu_total),
-             "model_weights_gib": gib(sum(dm.weights for dm in devices)),
-             "kv_cache_gib": gib(sum(layer_kv)), "compute_graph_gib": gib(graph),
-             "layers_offloaded": placed, "layers_model": lm.n_layer + 1, "num_ctx": num_ctx, "num_parallel": np_,
-             "kv_cache_type": kvt, "flash_attention": fa, "era": "layout", "kv_cache_cells": cells}
+    detail = OllamaDetail(memory_required_gib=gib(total), total_memory_gib=gib(total), vram_gib=gib(gpu_total),
+                          model_weights_gib=gib(sum(dm.weights for dm in devices)),
+                          kv_cache_gib=gib(sum(layer_kv)), compute_graph_gib=gib(graph),
+                          layers_offloaded=placed, layers_model=lm.n_layer + 1, num_ctx=num_ctx, num_parallel=np_,
+                          kv_cache_type=kvt, flash_attention=fa, era="layout", kv_cache_cells=cells)
     msgs = []
     for i, dm in enumerate(devices):
         name = f"CUDA{i}" if gpu.vendor == "nvidia" else f"ROCm{i}" if gpu.vendor == "amd" else "Metal"
@@ -98,4 +99,4 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
                       memory=devices[worst], kv_bytes_per_token=sum(layer_kv) // max(1, cells),
                       kv_cache_tokens=cells, max_model_len=num_ctx, max_concurrency=float(np_),
                       devices=devices if len(devices) > 1 else [],
-                      parallel={"tensor": 1, "pipeline": 1, "world": len(devices)}, messages=msgs, extra=extra)
+                      parallel={"tensor": 1, "pipeline": 1, "world": len(devices)}, messages=msgs, detail=detail)

@@ -16,6 +16,8 @@ from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.llamacpp import model as M
 from servefit.engines.ollama import classic as CL
 from servefit.engines.ollama import versions as V
+from servefit.engines.ollama.detail import OllamaDetail
+from servefit.engines.ollama.detail import of as detail_of
 from servefit.engines.ollama.report import advice, gib, human_bytes, offload_line
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
@@ -148,12 +150,12 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     e = est(np_, free)
     from servefit.engines.ollama.runner import runner_buffers
 
-    runner = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt)
+    runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt)
     if ctx["era"] == "layout":
         from servefit.engines.ollama.layout import layout_plan
 
         p = layout_plan(cfg, lm, gpu, free, ctx, fa, kvt, e, overhead, minimum, assumptions)
-        p.extra = {**runner, **p.extra}
+        detail_of(p).runner = runner
         return p
     devices = []
     for i, a in enumerate(e.allocations):
@@ -171,22 +173,21 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     worst = max(range(len(devices)), key=lambda i: e.allocations[i] / max(1, free[i]))
     legacy = v < (0, 6, 1)  # memoryWeights counted each layer's KV too, and "total" was that sum
     w_rep = e.weights_repeating + (e.kv if legacy else 0)
-    extra = {
-        **runner,
-        "memory_required_gib": gib(e.total), "memory_required_partial_gib": gib(e.vram),
-        "memory_required_kv_gib": gib(e.kv),
-        "memory_weights_total_gib": gib(w_rep if legacy else w_rep + e.weights_output),
-        "memory_weights_repeating_gib": gib(w_rep - e.weights_output if legacy else w_rep),
-        "memory_weights_nonrepeating_gib": gib(e.weights_output),
-        "memory_graph_full_gib": gib(e.graph_full), "memory_graph_partial_gib": gib(e.graph_partial),
-        "memory_required_allocations_gib": [gib(a) for a in e.allocations],
-        "layers_offloaded": e.layers, "layers_model": e.layers_model, "num_ctx": ctx["num_ctx"],
-        "num_parallel": np_, "kv_cache_type": kvt, "flash_attention": fa, "era": "classic",
-    }
+    detail = OllamaDetail(
+        runner=runner,
+        memory_required_gib=gib(e.total), memory_required_partial_gib=gib(e.vram),
+        memory_required_kv_gib=gib(e.kv),
+        memory_weights_total_gib=gib(w_rep if legacy else w_rep + e.weights_output),
+        memory_weights_repeating_gib=gib(w_rep - e.weights_output if legacy else w_rep),
+        memory_weights_nonrepeating_gib=gib(e.weights_output),
+        memory_graph_full_gib=gib(e.graph_full), memory_graph_partial_gib=gib(e.graph_partial),
+        memory_required_allocations_gib=[gib(a) for a in e.allocations],
+        layers_offloaded=e.layers, layers_model=e.layers_model, num_ctx=ctx["num_ctx"],
+        num_parallel=np_, kv_cache_type=kvt, flash_attention=fa, era="classic",
+    )
     from dataclasses import replace as _replace
 
-    msgs = [offload_line(gpu, _replace(e, weights_repeating=w_rep) if legacy else e, free, overhead, num_gpu, v)] + list(runner.get("runner_messages", []))
-    extra.pop("runner_messages", None)
+    msgs = [offload_line(gpu, _replace(e, weights_repeating=w_rep) if legacy else e, free, overhead, num_gpu, v)] + runner_msgs
     if s["kv_cache_type"] != "f16" and kvt == "f16":
         msgs.insert(0, "level=WARN msg=\"quantized kv cache requested but flash attention disabled\" type="
                     + s["kv_cache_type"])
@@ -196,7 +197,7 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
                       max_model_len=ctx["num_ctx"], max_concurrency=float(np_),
                       devices=devices if len(devices) > 1 else [], parallel={"tensor": 1, "pipeline": 1,
                                                                              "world": len(devices)},
-                      messages=msgs, extra=extra)
+                      messages=msgs, detail=detail)
 
 
 __all__ = ["plan", "human_bytes"]

@@ -6,6 +6,8 @@ from typing import Any
 
 from servefit.core import EngineConfig, Finding, MemoryPlan
 from servefit.engines.llamacpp.model import LModel
+from servefit.engines.ollama.detail import OllamaDetail
+from servefit.engines.ollama.detail import of as detail_of
 from servefit.hardware.spec import GpuSpec
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -47,20 +49,20 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
     s, sp = cfg.settings, cfg.spans
     site = cfg.site.name if cfg.site else ""
     out: list[Finding] = []
-    x = p.extra
-    n_ctx, np_ = ctx["num_ctx"], x.get("num_parallel", ctx["num_parallel"])
+    x = detail_of(p)
+    n_ctx, np_ = ctx["num_ctx"], x.num_parallel if isinstance(p.detail, OllamaDetail) else ctx["num_parallel"]
     if p.outcome == "oom_at_load":
         out.append(finding("OLLM012", f"num_gpu {s.get('num_gpu')} forces more layers onto the GPU than fit "
-                           f"(only {x.get('layers_offloaded')} of {x.get('layers_model')} fit); the runner runs out "
+                           f"(only {x.layers_offloaded} of {x.layers_model} fit); the runner runs out "
                            "of memory", span=sp.get("num_gpu"), site=site, setting="num_gpu"))
-    elif x.get("layers_offloaded", 0) < x.get("layers_model", 0):
-        out.append(finding("OLLM006", f"only {x['layers_offloaded']}/{x['layers_model']} layers fit on "
+    elif x.layers_offloaded < x.layers_model:
+        out.append(finding("OLLM006", f"only {x.layers_offloaded}/{x.layers_model} layers fit on "
                            f"{gpu.name}; the rest run on the CPU (num_ctx {n_ctx} x {np_} slots)",
                            span=sp.get("num_ctx") or sp.get("OLLAMA_NUM_PARALLEL"), site=site, setting="num_ctx"))
-    partial = p.outcome == "oom_at_load" or x.get("layers_offloaded", 0) < x.get("layers_model", 0)
+    partial = p.outcome == "oom_at_load" or x.layers_offloaded < x.layers_model
     if np_ > 1 and partial:  # every slot gets the full num_ctx (sched.go: NumCtx x numParallel); a cost once it spills
         out.append(finding("OLLM007", f"KV cache for {n_ctx} x {np_} = {n_ctx * np_} tokens "
-                           f"({x.get('kv_cache_gib', x.get('memory_required_kv_gib', 0)):.2f} GiB): each of the "
+                           f"({x.kv_cache_gib if x.kv_cache_gib is not None else x.memory_required_kv_gib or 0:.2f} GiB): each of the "
                            f"{np_} slots gets the full num_ctx, and the model no longer fits on {gpu.name}; fewer "
                            "slots keep more of it on the GPU", span=sp.get("OLLAMA_NUM_PARALLEL") or sp.get("num_ctx"),
                            site=site, setting="OLLAMA_NUM_PARALLEL"))

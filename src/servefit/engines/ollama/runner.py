@@ -8,14 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.core import LaunchSite, Token
+from servefit.engines.ollama.detail import RunnerBuffers
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
 # Ollama release -> llama.cpp build it vendored (llama/ or llm/llama.cpp submodule), approximate
 VENDORED = [((0, 0, 0), "b3800"), ((0, 5, 0), "b4500"), ((0, 6, 0), "b5000"), ((0, 7, 0), "b5600"),
             ((0, 10, 0), "b6100"), ((0, 13, 0), "b6800")]
-KEYS = ("model_buffer_mib", "model_buffer_host_mib", "kv_buffer_mib", "compute_buffer_mib", "n_ctx_per_seq",
-        "n_gpu_layers_offloaded", "kv_cache_cells")
 
 
 def vendored_build(v: tuple[int, ...]) -> str:
@@ -27,8 +26,10 @@ def vendored_build(v: tuple[int, ...]) -> str:
 
 
 def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int, v: tuple[int, ...], num_ctx: int,
-                   num_parallel: int, num_batch: int, layers: int, fa: bool, kvt: str) -> dict[str, Any]:
+                   num_parallel: int, num_batch: int, layers: int, fa: bool, kvt: str) -> tuple[RunnerBuffers | None, list[str]]:
+    """The runner's buffers and the lines it logs for them (None, [] for a model the planner cannot size)."""
     from servefit.engines.llamacpp import ENGINE as LCPP
+    from servefit.engines.llamacpp.detail import of as llama_detail
 
     build = vendored_build(v)
     words = ["llama-server", "-m", str(s.get("model_path") or "model.gguf"), "-c", str(num_ctx * num_parallel),
@@ -46,8 +47,10 @@ def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int,
     try:
         p = LCPP.plan(cfg, spec, gpu, n_dev)
     except Exception:  # a model llama.cpp's planner cannot size: leave the runner lines out
-        return {}
-    out = {k: p.extra[k] for k in KEYS if k in p.extra}
-    out["runner_llama_cpp_build"] = build
-    out["runner_messages"] = [m for m in p.messages if "buffer size" in m or "offloaded" in m]
-    return out
+        return None, []
+    x = llama_detail(p)
+    out = RunnerBuffers(model_buffer_mib=x.model_buffer_mib, model_buffer_host_mib=x.model_buffer_host_mib,
+                        kv_buffer_mib=x.kv_buffer_mib, compute_buffer_mib=x.compute_buffer_mib,
+                        n_ctx_per_seq=x.n_ctx_per_seq, n_gpu_layers_offloaded=x.n_gpu_layers_offloaded,
+                        kv_cache_cells=x.kv_cache_cells, runner_llama_cpp_build=build)
+    return out, [m for m in p.messages if "buffer size" in m or "offloaded" in m]

@@ -11,7 +11,9 @@ from typing import Any
 
 from servefit import data
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+from servefit.engines.llamacpp.detail import of as llama_detail
 from servefit.engines.llamacpp.model import LModel
+from servefit.engines.ollama.detail import OllamaDetail
 from servefit.engines.ollama.report import gib
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
@@ -79,14 +81,14 @@ def plan_llama_server(cfg: EngineConfig, spec: ModelSpec, lm: LModel, gpu: GpuSp
     if not s.get("model_path"):
         lcfg.settings["model"] = None
     p = LCPP.plan(lcfg, spec, gpu, n_dev)
-    x = p.extra
+    x = llama_detail(p)
     gpu_used = sum(d.weights + d.kv_cache + d.activation_peak for d in (p.devices or [p.memory]))
     p.engine, p.engine_version = "ollama", ".".join(map(str, v))
-    p.extra = dict(x, memory_required_gib=gib(gpu_used), num_ctx=num_ctx, num_parallel=np_,
-                   layers_offloaded=x["n_gpu_layers_offloaded"], layers_model=x["n_layers_total"],
-                   kv_cache_gib=gib(x["kv_buffer_mib"] * MIB), kv_cache_type=s["kv_cache_type"],
-                   flash_attention=x["flash_attn"], era="llama-server", llama_server_argv=" ".join(words),
-                   llama_cpp_build=build)
+    p.detail = OllamaDetail(runner=x, memory_required_gib=gib(gpu_used), num_ctx=num_ctx, num_parallel=np_,
+                            layers_offloaded=x.n_gpu_layers_offloaded, layers_model=x.n_layers_total,
+                            kv_cache_gib=gib(x.kv_buffer_mib * MIB), kv_cache_type=s["kv_cache_type"],
+                            flash_attention=x.flash_attn, era="llama-server", llama_server_argv=" ".join(words),
+                            llama_cpp_build=build)
     p.findings = [f for f in lcfg.findings + p.findings if f.code in KEEP]
     p.max_model_len = num_ctx
     p.messages = [" ".join(words)] + p.messages

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import MemoryPlan, UsageError
+from servefit.engines.ollama.detail import of as detail_of
 from servefit.tune.adapters import CTX_LADDER, _knobs, _limit
 from servefit.tune.objective import Needs
 from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
@@ -69,7 +70,6 @@ class OllamaAdapter(Adapter):
         return str(point.get("OLLAMA_KV_CACHE_TYPE", "f16"))
 
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
-        x = plan.extra
-        layers, on = x.get("layers_model"), x.get("layers_offloaded")
-        on_gpu = layers is None or on is None or int(on) >= int(layers)
+        x = detail_of(plan)
+        on_gpu = x.layers_offloaded >= x.layers_model
         return plan.outcome == "started" and (on_gpu or needs.allow_offload)

@@ -17,6 +17,8 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -42,6 +44,17 @@ class SglangEngine(Engine):
         from servefit.engines.sglang.tune import SglangAdapter
 
         return SglangAdapter()
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.sglang.diagnose import summary
+
+        return summary(diag, primary)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.sglang.diagnose import fixes
+
+        return fixes(fx)
 
     @rule("SGL001", "SGL002")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:

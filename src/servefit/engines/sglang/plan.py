@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan
 from servefit.engines.sglang import defaults as d
+from servefit.engines.sglang.detail import SglangDetail
+from servefit.engines.sglang.detail import of as detail_of
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
@@ -179,11 +181,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                               free_headroom=total - weights - max(kv_bytes, 0) - (total - pre) - act - cg)
     out.kv_bytes_per_token = int(per_layer * (n_full + n_swa))
     out.max_model_len = r.context_len
-    out.extra.update({"mem_fraction_static": r.fraction, "context_len": r.context_len,
-                      "chunked_prefill_size": r.chunk, "cuda_graph_max_bs": r.graph_bs, "page_size": r.page,
-                      "profiled_max_total_num_tokens": profiled, "pre_model_load_gib": round(pre / GiB, 2)})
+    out.detail = x = SglangDetail(mem_fraction_static=r.fraction, context_len=r.context_len, chunked_prefill_size=r.chunk,
+                                  cuda_graph_max_bs=r.graph_bs, page_size=r.page, profiled_max_total_num_tokens=profiled,
+                                  pre_model_load_gib=round(pre / GiB, 2))
     if r.reserved_mib and s.get("mem_fraction_static") is None:
-        out.extra["reserved_mem_mib"] = round(r.reserved_mib, 1)
+        x.reserved_mem_mib = round(r.reserved_mib, 1)
     out.messages.append(f"Load weight begin. avail mem={pre / GiB:.2f} GB")
     out.messages.append(f"Load weight end. avail mem={(pre - weights) / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB.")
     _assume(out, cfg, model, r, sch is not None)
@@ -237,8 +239,10 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     max_req_len = min(r.context_len - 1, tokens - 1)
     out.kv_cache_tokens = tokens
     out.max_concurrency = tokens / r.context_len if r.context_len else 0.0
-    out.extra.update({"max_total_num_tokens": tokens, "max_running_requests": running, "max_req_len": max_req_len,
-                      "max_req_input_len": max_req_len - 5, "swa_max_total_num_tokens": swa_tokens or None})
+    x = detail_of(out)
+    out.detail = x
+    x.max_total_num_tokens, x.max_running_requests, x.max_req_len = tokens, running, max_req_len
+    x.max_req_input_len, x.swa_max_total_num_tokens = max_req_len - 5, swa_tokens or None
     out.messages.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={r.chunk}, max_prefill_tokens="
                         f"{int(s.get('max_prefill_tokens') or 16384)}, max_running_requests={running}, "
                         f"context_len={r.context_len}")

@@ -16,6 +16,8 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -47,6 +49,17 @@ class TgiEngine(Engine):
         from servefit.engines.tgi.tune import TgiAdapter
 
         return TgiAdapter()
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.tgi.diagnose import summary
+
+        return summary(diag, primary)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.tgi.diagnose import fixes
+
+        return fixes(fx)
 
     @rule("TGI001", "TGI002")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:

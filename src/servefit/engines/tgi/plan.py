@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.tgi import defaults as d
 from servefit.engines.tgi import memory as mem
+from servefit.engines.tgi.detail import TgiDetail
+from servefit.engines.tgi.detail import of as detail_of
 from servefit.engines.tgi.era import Era, era
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
@@ -255,10 +257,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                               cuda_graphs=cg, kv_cache=kv_bytes,
                               free_headroom=total - weights - act - ctx - cg - kv_bytes)
     out.kv_bytes_per_token = bpt
-    out.extra.update({"max_batch_prefill_tokens": r.prefill, "attention": r.attention, "block_size": r.block,
-                      "num_shard": r.shards, "cuda_memory_fraction": r.fraction, "wiggle_room": r.wiggle,
-                      "support_chunking": r.chunking, "flash_attention": r.flash, "warmup_prefill_tokens": batch.tokens,
-                      "dtype": r.dtype, "kv_cache_dtype": r.kv_dtype, "quantize": r.quantize})
+    out.detail = TgiDetail(max_batch_prefill_tokens=r.prefill, attention=r.attention, block_size=r.block,
+                           num_shard=r.shards, cuda_memory_fraction=r.fraction, wiggle_room=r.wiggle,
+                           support_chunking=r.chunking, flash_attention=r.flash, warmup_prefill_tokens=batch.tokens,
+                           dtype=r.dtype, kv_cache_dtype=r.kv_dtype, quantize=r.quantize)
     _assume(out, cfg, model, r)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # clap / launcher refuse
         out.outcome = "rejected_config"
@@ -311,8 +313,10 @@ def _warmup_result(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Reso
         out.messages.append("Model does not support automatic max batch total tokens")
     if max_input is None:
         max_input = max_total - 1
-    out.extra.update({"max_input_tokens": max_input, "max_total_tokens": max_total,
-                      "max_batch_total_tokens": batch_total, "kv_cache_blocks": blocks})
+    x = detail_of(out)
+    out.detail = x
+    x.max_input_tokens, x.max_total_tokens, x.max_batch_total_tokens, x.kv_cache_blocks = \
+        max_input, max_total, batch_total, blocks
     if r.flash and max_total > batch_total:
         out.outcome = "oom_at_load"
         msg = (f"Not enough memory to handle `max_total_tokens={max_total}`" if e.router_v3 else

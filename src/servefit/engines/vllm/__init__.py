@@ -15,6 +15,8 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
@@ -42,6 +44,51 @@ class VllmEngine(Engine):
         from servefit.engines.vllm.tune import VllmAdapter
 
         return VllmAdapter()
+
+    def expand_args(self, args: list[Token], site: LaunchSite) -> list[Token]:
+        """A `--config FILE`'s keys spliced in, spans in that file."""
+        return _splice_config(args, site)
+
+    def scan_chart(self, y: Any, root: Any, fc: Any, label: str) -> bool:
+        from servefit.engines.vllm.charts import scan_values
+
+        return scan_values(y, root, fc, label)
+
+    def scan_resource(self, y: Any, doc: Any, fc: Any, label: str) -> None:
+        from servefit.engines.vllm.charts import vllm_runtime
+
+        vllm_runtime(y, doc, fc, label)
+
+    def scan_config(self, y: Any, doc: Any, fc: Any) -> bool:
+        from servefit.engines.vllm import config_file
+
+        if not config_file.looks_like(y, doc):
+            return False
+        config_file.scan(y, doc, fc)
+        return True
+
+    def context_limit(self, model: ModelSpec, version: str | None = None) -> int:
+        """vLLM's derived max_model_len for the release modelled (config.py::_get_and_verify_max_len)."""
+        from servefit.engines.vllm.checks import derived_max_len
+        from servefit.engines.vllm.era import era
+
+        return derived_max_len(model, era(version), False)
+
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        from servefit.engines.vllm.diagnose import cause
+
+        return cause(primary, figures)
+
+    def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
+        from servefit.engines.vllm.diagnose import summary
+
+        return summary(diag, primary)
+
+    def oom_fixes(self, fx: Fixing) -> list[str] | None:
+        """Fix lines per root cause and stage (diagnose.py beside this module)."""
+        from servefit.engines.vllm.diagnose import fixes
+
+        return fixes(fx)
 
     @rule("VLLM001")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
@@ -166,7 +213,7 @@ def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
 def config_words(path: str) -> list[Token]:
     """The argv words a vLLM --config YAML stands for, with spans when the sources layer can give them."""
     try:
-        from servefit.sources.vllm_config import config_tokens  # spans into the YAML file
+        from servefit.engines.vllm.config_file import config_tokens  # spans into the YAML file
 
         return list(config_tokens(path))
     except ImportError:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, verdicts
 from servefit.engines.vllm.defaults import batch_defaults
+from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.profile import (
@@ -173,18 +174,18 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         devices.append(DeviceMemory(total=total, budget=budget, weights=w, activation_peak=act, non_torch=non_torch,
                                     cuda_graphs=cg, kv_cache=kv, free_headroom=total - used,
                                     label=f"PP stage {st}" if r.pp > 1 else ""))
-        out.extra.setdefault("cuda_graph_sizes", n_graphs)
-        out.extra.setdefault("available_kv_cache_bytes", avail)
+        if st == 0:
+            first_graphs, first_avail = n_graphs, avail
     assert lay is not None
     worst = min(range(r.pp), key=lambda i: blocks_per_stage[i])
     out.memory = devices[worst]
     out.devices = devices if r.pp > 1 else []
     num_blocks = min(blocks_per_stage)
-    avail = out.extra["available_kv_cache_bytes"]
-    out.extra.update({"block_size": r.block_size, "num_gpu_blocks": num_blocks, "max_num_seqs": r.max_num_seqs,
-                      "max_num_batched_tokens": r.max_num_batched_tokens, "gpu_memory_utilization": r.util,
-                      "dtype": r.dtype, "kv_cache_dtype": r.kv_dtype,
-                      "kv_groups": len(lay.groups)})
+    avail = first_avail
+    out.detail = VllmDetail(available_kv_cache_bytes=first_avail, cuda_graph_sizes=first_graphs,
+                            block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
+                            max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
+                            gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
     _assume(out, cfg, model, r, e)
     _outcome(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
     return out

@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import MemoryPlan, UsageError
+from servefit.engines.vllm.detail import of as detail_of
 from servefit.tune.objective import Needs
 from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
 from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
@@ -42,11 +43,12 @@ class VllmAdapter(Adapter):
                              f"{needs.min_context:,} needs VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the server's environment")
         kv_cur = str(s.get("kv_cache_dtype") or "auto")
         kvs = [v for v in knobs.get("kv_cache_dtype", ("auto",)) if kv_allowed(v, needs)]
-        seqs_cur = int(plan.extra.get("max_num_seqs") or 256)
+        x = detail_of(plan)
+        seqs_cur = int(x.max_num_seqs or 256)
         seqs = [v for v in knobs.get("max_num_seqs", ()) if v >= needs.min_concurrency]
-        tok_cur = int(plan.extra.get("max_num_batched_tokens") or 2048)
+        tok_cur = int(x.max_num_batched_tokens or 2048)
         toks = [v for v in (2048, 4096, 8192, 16384) if v < tok_cur]
-        util_cur = float(plan.extra.get("gpu_memory_utilization") or 0.9)
+        util_cur = float(x.gpu_memory_utilization or 0.9)
         # a lower fraction only ever costs KV blocks: it is tried for --headroom, the memory
         # objective, or when vLLM refuses the current one (VLLM020: more than is free at start)
         lower = needs.headroom is not None or "memory" in needs.objective or \
@@ -90,11 +92,11 @@ class VllmAdapter(Adapter):
 
     def kv_label(self, point: dict[str, Any], plan: MemoryPlan) -> str:
         v = str(point.get("kv_cache_dtype", "auto"))
-        return f"auto ({plan.extra.get('kv_cache_dtype', '?')})" if v == "auto" else v
+        return f"auto ({detail_of(plan).kv_cache_dtype or '?'})" if v == "auto" else v
 
     def users(self, plan: MemoryPlan, point: dict[str, Any]) -> int:
         n = int(math.floor(plan.max_concurrency + 1e-9))
-        cap = plan.extra.get("max_num_seqs")
+        cap = detail_of(plan).max_num_seqs
         return min(n, int(cap)) if cap else n
 
     def penalty(self, point: dict[str, Any], plan: MemoryPlan) -> int:

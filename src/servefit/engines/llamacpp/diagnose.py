@@ -1,0 +1,135 @@
+"""What llama.cpp's allocation failures mean and the flags that fix them (Engine.oom_cause /
+oom_summary / oom_fixes; the log lines are data, the `logs` key of data/engines/llamacpp.yaml).
+
+llama.cpp allocates at start, in this order, and names the buffer that failed: the model's
+layers on each device (llama-model.cpp::load_tensors, "unable to allocate CUDA0 buffer"), the KV
+cache for -c over -np slots (llama-kv-cache.cpp, "failed to allocate buffer for kv cache"), then
+the compute buffer reserved for one -ub micro-batch (llama-context.cpp::graph_reserve, "failed to
+allocate compute buffers"). Ollama's runner is llama.cpp and fails the same way (its settings are
+num_ctx, OLLAMA_NUM_PARALLEL, num_batch, num_gpu).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
+
+LONG_CONTEXT = 32768  # a slot this long is a long context, not a batch of short ones
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _stage(primary: Event, related: list[Event]) -> str:
+    for ev in [primary, *related]:
+        if ev.stage:
+            return ev.stage
+    return {"load": "load", "context": "kv_alloc", "compute": "compute", "serving": "serving"}.get(
+        primary.state.phase, "")
+
+
+def slot_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tuple[str, str, str]:
+    """(root cause, timing, confidence) for an allocation failure of llama.cpp or Ollama's runner:
+    the buffer that failed says which setting sized it; several short slots are a batch
+    problem, one long slot a context problem."""
+    st = primary.state
+    s = st.settings
+    stage = _stage(primary, related)
+    n_seq = _int(s.get("n_seq_max")) or _int(s.get("num_parallel")) or _int(s.get("OLLAMA_NUM_PARALLEL")) or 1
+    ctx = _int(s.get("n_ctx")) or _int(s.get("num_ctx")) or 0
+    per_seq = _int(s.get("n_ctx_seq")) or _int(s.get("n_ctx_per_seq")) or (ctx // n_seq if ctx else 0)
+    if n_seq > 1 and s.get("num_ctx") is not None and s.get("n_ctx") is None:
+        per_seq = ctx // n_seq if ctx else 0
+    if stage == "load":
+        return "model_too_large", "load", "high"
+    if stage == "serving" or (st.phase == "serving" and stage == "compute"):
+        return "batch_misconfiguration", "serving", "medium"  # a compute buffer re-reserved while decoding
+    if stage in ("kv_alloc", "compute"):
+        if n_seq >= 2 and per_seq and per_seq < LONG_CONTEXT:
+            return "batch_misconfiguration", "startup", "medium"
+        if stage == "compute" and (_int(s.get("n_ubatch")) or 512) > 512:
+            return "batch_misconfiguration", "startup", "medium"
+        return "kv_cache_overflow", "startup", "high" if stage == "kv_alloc" else "medium"
+    weights, avail = _int(figs.get("memory.weights.total")), _int(figs.get("memory.available"))
+    kv = _int(figs.get("memory.required.kv"))
+    if weights and avail and weights > avail:
+        return "model_too_large", "load", "medium"
+    if n_seq >= 2 and per_seq and per_seq < LONG_CONTEXT:
+        return "batch_misconfiguration", "startup", "medium"
+    if ctx >= LONG_CONTEXT or (kv and weights and kv >= weights // 2):
+        return "kv_cache_overflow", "startup", "medium"
+    return "model_too_large", "startup", "low"
+
+
+def summary(diag: Diagnosis, primary: Event, who: str = "llama.cpp") -> str | None:
+    from servefit.diagnose.classify import ROOT_TEXT, size_text
+
+    figs = diag.figures
+    if figs.get("alloc_size") is None:
+        return None
+    what = {"load": " for the model weights", "kv_alloc": " for the KV cache", "compute": " for the compute buffer",
+            "serving": " for a compute buffer while serving"}.get(diag.stage, "")
+    free = f" ({size_text(figs, 'device_free')} was free at start)" if figs.get("device_free") is not None else ""
+    where = "in host memory (RAM)" if figs.get("alloc_backend") == "cpu" else "on the GPU"
+    return (f"{ROOT_TEXT[diag.root_cause]}. {who} could not allocate {size_text(figs, 'alloc_size')}{what} "
+            f"{where}{free}.")
+
+
+def layers_that_fit(fx: Fixing) -> int | None:
+    """-ngl that fits when the model buffer failed: the offloaded layers scaled by the memory free
+    at start over the buffer asked for (an estimate: the KV cache and compute buffer need room too)."""
+    f = fx.figures
+    layers, need, free = _int(f.get("layers_offloaded")), _int(f.get("alloc_size")), _int(f.get("device_free"))
+    if not (layers and need and free) or need <= free:
+        return None
+    return max(0, int(layers * free / need) - 1)
+
+
+def _ubatch(fx: Fixing) -> str:
+    ub = fx.num(fx.current("ubatch_size"))
+    return (f"Lower -ub/--ubatch-size{fx.was(ub and int(ub))} to {max(64, int(ub or 512) // 2)} (and -b/--batch-size "
+            "with it): the compute buffer grows with the micro-batch")
+
+
+def _kv(fx: Fixing) -> list[str]:
+    cur = fx.current("ctx_size")
+    n = fx.num(cur)
+    to = f" to {int(n) // 2} or less" if n else ""
+    lines = [f"Lower the context -c/--ctx-size{fx.was(cur)}{to}",
+             "Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with -fa on (half the KV memory)",
+             "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)"]
+    if fx.diag.stage == "compute":  # the buffer reserved after the KV cache: context and micro-batch size it
+        lines[1:1] = [_ubatch(fx) + " and the context"]
+    return lines
+
+
+def _batch(fx: Fixing) -> list[str]:
+    np_ = fx.current("parallel")
+    slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
+    ubatch = _ubatch(fx)
+    return [ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch]
+
+
+def _too_large(fx: Fixing) -> list[str]:
+    ngl = layers_that_fit(fx)
+    offload = (f"Offload fewer layers: -ngl {ngl} (of {fx.figures.get('layers_offloaded')}; the rest run on the CPU, "
+               "slower)" if ngl is not None else "Offload fewer layers: lower -ngl (the rest run on the CPU, slower)")
+    return ["Use a smaller GGUF: a lower quantization (e.g. Q8_0 -> Q4_K_M, Q4_K_M -> IQ3_M) or a smaller model",
+            offload, "Split over more GPUs (--tensor-split) or use a GPU with more memory"]
+
+
+def fixes(fx: Fixing) -> list[str] | None:
+    root = fx.diag.root_cause
+    if root == "kv_cache_overflow":
+        return _kv(fx)
+    if root in ("batch_misconfiguration", "profiling_peak"):
+        return _batch(fx)
+    if root == "fragmentation":
+        return fx.host_growth() if fx.host else [fx.restarts()]
+    if root == "model_too_large":
+        return _too_large(fx)
+    return None

@@ -1,0 +1,33 @@
+"""The figures a TGI plan adds to the common ones (MemoryPlan.detail): the launcher's resolved
+settings and what warm-up finds (flash_causal_lm.py::warmup: "KV-cache blocks", the router's
+"Setting max batch total tokens")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servefit.core import EngineDetail, MemoryPlan
+
+
+@dataclass
+class TgiDetail(EngineDetail):
+    max_batch_prefill_tokens: int = 0
+    attention: str = ""  # flashinfer | flashdecoding | paged (globals.py ATTENTION)
+    block_size: int = 0
+    num_shard: int = 1
+    cuda_memory_fraction: float = 1.0
+    wiggle_room: float = 0.0  # TGI_WIGGLE_ROOM
+    support_chunking: bool = False
+    flash_attention: bool = False
+    warmup_prefill_tokens: int = 0
+    dtype: str = ""
+    kv_cache_dtype: str = ""
+    quantize: str | None = None
+    max_input_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_batch_total_tokens: int | None = None
+    kv_cache_blocks: int | None = None
+
+
+def of(plan: MemoryPlan) -> TgiDetail:
+    return plan.detail if isinstance(plan.detail, TgiDetail) else TgiDetail()

@@ -1,0 +1,95 @@
+"""What TGI's out-of-memory failures mean and the flags that fix them, per stage (Engine.oom_summary
+/ oom_fixes; the log lines are data, the `logs` key of data/engines/tgi.yaml).
+
+A shard loads its weights (a torch OOM under get_model), then warms up
+(flash_causal_lm.py::warmup): the router sends one prefill batch of --max-batch-prefill-tokens
+tokens, and an OOM there is "Not enough memory to handle N prefill tokens". The KV cache is then
+sized from what is left, keeping (1 - CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM) of the card free
+(0.90 by default); serving OOMs come from a Prefill or Decode call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from servefit.diagnose.fixes import Fixing
+    from servefit.diagnose.model import Diagnosis, Event
+
+
+def summary(diag: Diagnosis, primary: Event) -> str | None:
+    figs = diag.figures
+    if primary.pattern == "tgi.prefill":
+        return (f"TGI could not run its warm-up batch of {figs.get('prefill_tokens', 0):,} prefill tokens "
+                "(--max-batch-prefill-tokens): the batch does not fit next to the weights.")
+    if primary.pattern == "tgi.warmup_total":
+        return (f"TGI's warm-up could not hold {figs.get('warmup_total_tokens', 0):,} tokens of KV cache "
+                "(--max-batch-total-tokens) next to the weights.")
+    if primary.pattern == "tgi.max_total":
+        return (f"TGI refused --max-total-tokens {figs.get('max_total_tokens', 0):,}: it is more than the KV "
+                "cache it found room for at warm-up.")
+    return None
+
+
+def _prefill_tokens(fx: Fixing) -> str:
+    n = fx.figures.get("prefill_tokens") or fx.num(fx.current("max_batch_prefill_tokens"))
+    return f" from {int(n)} to {int(n) // 2}" if n else ""
+
+
+def _kv(fx: Fixing) -> list[str]:
+    if fx.diag.signature == "tgi.warmup_total":
+        total = fx.figures.get("warmup_total_tokens")
+        return [f"Remove --max-batch-total-tokens (now {total}) and let TGI infer it from the memory left after "
+                "warm-up, or lower it", f"Or lower --max-batch-prefill-tokens{_prefill_tokens(fx)}",
+                "Add GPUs: --num-shard 2 splits the weights and the KV cache"]
+    cap = fx.figures.get("max_batch_total_tokens")
+    limit = f" to at most {cap:,} (the KV pool TGI found room for)" if isinstance(cap, int) else ""
+    return [f"Lower --max-total-tokens{limit}, and --max-input-tokens below it",
+            "Store the KV cache in FP8: --kv-cache-dtype fp8_e4m3fn",
+            "Add GPUs: --num-shard 2 splits the weights and the KV cache"]
+
+
+def _warmup(fx: Fixing) -> list[str]:
+    return [f"Lower --max-batch-prefill-tokens{_prefill_tokens(fx)}: the warm-up runs one prefill of that many "
+            "tokens (keep it >= --max-input-tokens unless prefill chunking is on)",
+            "Or lower --max-input-tokens with it: the warm-up batch is made of requests that long",
+            "Add GPUs: --num-shard 2 leaves each shard half the weights"]
+
+
+def _batch(fx: Fixing) -> list[str]:
+    stage = fx.diag.stage
+    if stage == "decode":
+        return ["Lower --max-concurrent-requests / --max-batch-size: a decode step of the running batch ran out of "
+                "memory", "Leave more memory outside the KV cache: TGI_WIGGLE_ROOM=0.85 (default 0.90) or "
+                "--cuda-memory-fraction 0.9", f"Or lower --max-batch-prefill-tokens{_prefill_tokens(fx)}"]
+    return [f"Lower --max-batch-prefill-tokens{_prefill_tokens(fx)} (keep it >= --max-input-tokens unless prefill "
+            "chunking is on)", "Lower --max-concurrent-requests / --max-batch-size to what the GPU can hold"]
+
+
+def _fragmentation(fx: Fixing) -> list[str]:
+    if fx.host:
+        return fx.host_growth()
+    return [fx.alloc_conf(), "Leave headroom: lower --cuda-memory-fraction (e.g. 0.9)", fx.restarts()]
+
+
+def _too_large(fx: Fixing) -> list[str]:
+    if fx.host:
+        return ["Raise the host / container memory limit: the shards load the checkpoint through host RAM",
+                "Serve a pre-quantized checkpoint (AWQ/GPTQ): about half the RAM to load"]
+    return ["Quantize: --quantize awq | gptq | fp8, or serve a pre-quantized checkpoint",
+            "Shard over more GPUs: --num-shard 2", "Use a GPU with more memory"]
+
+
+def fixes(fx: Fixing) -> list[str] | None:
+    root = fx.diag.root_cause
+    if root == "kv_cache_overflow":
+        return _kv(fx)
+    if root == "profiling_peak":
+        return _warmup(fx)
+    if root == "batch_misconfiguration":
+        return _batch(fx)
+    if root == "fragmentation":
+        return _fragmentation(fx)
+    if root == "model_too_large":
+        return _too_large(fx)
+    return None

@@ -1,0 +1,28 @@
+"""The figures a vLLM plan adds to the common ones (MemoryPlan.detail): the settings as resolved for
+the release and the numbers vLLM logs at start (v1/core/kv_cache_utils.py: "# GPU blocks" / the KV
+cache size; v1/worker/gpu_worker.py: "Available KV cache memory")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servefit.core import EngineDetail, MemoryPlan
+
+
+@dataclass
+class VllmDetail(EngineDetail):
+    available_kv_cache_bytes: int = 0  # what gpu_worker.determine_available_memory leaves for the KV cache
+    cuda_graph_sizes: int = 0  # batch sizes captured
+    block_size: int = 0
+    num_gpu_blocks: int = 0
+    kv_groups: int = 0  # KV cache groups (hybrid / sliding-window layers page separately)
+    max_num_seqs: int = 0
+    max_num_batched_tokens: int = 0
+    gpu_memory_utilization: float = 0.0
+    dtype: str = ""
+    kv_cache_dtype: str = ""
+
+
+def of(plan: MemoryPlan) -> VllmDetail:
+    """The plan's vLLM figures (empty ones for a plan that stopped before sizing the KV cache)."""
+    return plan.detail if isinstance(plan.detail, VllmDetail) else VllmDetail()
