@@ -423,3 +423,79 @@ def test_the_name_index_cached_on_disk_is_the_index(tmp_path, monkeypatch):
         assert loaded is not built and loaded == built
     finally:
         catalog._index.cache_clear()
+
+
+# --- a release the catalog lacks: the nearest catalogued release of its line, at its size ---------------
+
+def release_why(word: str, size: str, base: str) -> str:
+    return (f"the catalog has no {word} release at {size}; assumed the architecture of {base}, "
+            f"the nearest catalogued release of the family at {size}")
+
+
+@pytest.mark.parametrize("ref,base,word,size,what", [
+    ("RadixArk/Qwen3.8-27B-NVFP4", "Qwen/Qwen3.6-27B", "qwen3.8", "27B", "NVFP4 4-bit, group 16"),
+    ("acme/Qwen3.9-35B-A3B-Instruct", "Qwen/Qwen3.6-35B-A3B", "qwen3.9", "35B-A3B", "the same architecture"),
+    ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron3.5",
+     "30B-A3B", "the same architecture"),
+    ("acme/Llama-3.9-8B-Turbo", L31_8B, "llama3.9", "8B", "the same architecture"),
+])
+def test_an_uncatalogued_release_takes_the_nearest_release_of_its_line(ref, base, word, size, what):
+    m = resolved(ref)
+    assert m.name == base
+    assert m.assumptions == [assumption(ref, base, release_why(word, size, base), what)]
+
+
+def test_the_nearest_release_in_a_gguf_name_and_a_lint(tmp_path, capsys):
+    from servefit.cli import main
+
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="unsloth/Qwen3.8-27B-FP8"))
+    main(["lint", str(tmp_path), "--format", "json", "--exit-zero"])
+    found = {f["code"]: f["message"] for f in json.loads(capsys.readouterr().out)}
+    assert "SF002" not in found
+    assert found["SF004"] == assumption("unsloth/Qwen3.8-27B-FP8", "Qwen/Qwen3.6-27B",
+                                        release_why("qwen3.8", "27B", "Qwen/Qwen3.6-27B"), "FP8 weights")
+
+
+@pytest.mark.parametrize("ref", [
+    "acme/Qwen3.8-14B",  # Qwen3 has a 14B, but Qwen3.5 changed the architecture (release_breaks)
+    "acme/Qwen3.8-26B",  # no release of the line at 26B
+    "acme/Llama-3.2-8B",  # the catalog holds Llama 3.2 (1B, 3B, 11B, 90B): a size it never had
+    "acme/Qwen3.8-VL-27B",  # another architecture's word
+    "acme/Qwen2.7-Math-1.5B",  # a sibling rule's sub-line (Qwen2.5-Math-1.5B is not Qwen2.5-1.5B)
+    "mistralai/Mistral-Small-2.1-24B",  # Small-2 at 24B is Devstral's: a family word the name lacks
+    "acme/Gemma-5-27B",  # another major version
+])
+def test_the_nearest_release_never_stretches(ref):
+    with pytest.raises(UsageError) as exc:
+        resolve_model(ref, hf_home=NO_CACHE)
+    assert str(exc.value).startswith(f"unknown model '{ref}'")
+
+
+def test_the_nearest_release_is_older_and_within_a_segment():
+    chunks = [("x/Foo3-8B", (), ""), ("x/Foo3.2-8B", (), ""), ("x/Foo3.5-8B", (), ""), ("x/Foo3.5-8B-Instruct", (), "")]
+    idx = names.build_index(chunks)
+    assert names.derive("acme/Foo3.4-8B", idx).entry == 1  # the newest older release, not 3.5
+    assert names.derive("acme/Foo3.1-8B", idx).entry == 0
+    assert names.derive("acme/Foo3.7-8B-Instruct", idx).entry == 3  # release words pick among its entries
+    assert names.derive("acme/Foo2.9-8B", idx) is None  # no older release of major 2
+    assert names.derive("acme/Foo3.4-7B", idx) is None  # no 7B
+
+
+@pytest.mark.parametrize("ref", [
+    "microsoft/Phi-4-multimodal-instruct",  # not phi-4 (14B): a vision and audio model on Phi-4-mini
+    "ibm-granite/granite-4.0-h-350m",  # the hybrid (Mamba) 350M, not the dense granite-4.0-350m
+    "Alibaba-NLP/gte-modernbert-base",  # a ModernBERT encoder, not BERT's gte-base
+    "nomic-ai/nomic-embed-text-v2-moe",  # a MoE encoder, not v1.5
+    "Snowflake/snowflake-arctic-embed-l-v2.0",  # XLM-R large, not the BERT-large v1
+    "BAAI/bge-reranker-base",  # XLM-R base, not bge-reranker-v2-m3
+])
+def test_other_architectures_and_releases_never_take_a_sizeless_base(ref):
+    chunks = [c for c in catalog._chunks() if c[0].lower() != ref.lower() and ref.lower() not in
+              [a.lower() for a in c[1]]]
+    assert names.derive(ref, names.build_index(chunks)) is None
+
+
+def test_a_snapshot_folder_of_any_name_is_its_repository():
+    assert names.split_ref("/hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/main-2") == (
+        "hf", "models--Qwen--Qwen2.5-7B-Instruct", True)
+    assert resolved("/hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/abc123").name == Q25_7B
