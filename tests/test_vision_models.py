@@ -123,3 +123,31 @@ def test_cli_estimate_qwen25_vl(capsys, tmp_path):
     plan = json.loads(capsys.readouterr().out)
     assert plan["memory"]["activation_peak"] == 2_310_537_216
     assert any("vision encoder profiling estimated" in a for a in plan["assumptions"])
+
+
+# --- GLM-4.1V / GLM-4.5V (models/vision.py _glm4v_params) ---------------------------------------------
+
+GLM41V_VISION = {"model_type": "glm4v", "depth": 24, "hidden_size": 1536, "intermediate_size": 13696, "num_heads": 12,
+                 "in_channels": 3, "image_size": 336, "patch_size": 14, "temporal_patch_size": 2,
+                 "spatial_merge_size": 2, "out_hidden_size": 4096}
+
+
+def test_glm41v_vision_count_by_hand():
+    e, out, inter = 1536, 4096, 13696
+    block = 2 * e + 3 * e * e + e * e + 3 * e * out  # norms, bias-free qkv / proj, SwiGLU of out_hidden_size
+    by_hand = ((336 // 14) ** 2 * e + 3 * 2 * 14 * 14 * e + e + 24 * block + 2 * e + e * out * 4 + out
+               + out * out + 2 * out + 3 * out * inter)
+    assert count_vision_params(GLM41V_VISION, 4096, "glm4v") == by_hand == 892_498_432
+    # the catalog entry: GLM-4-9B-0414's text model + this tower = the Hub total (llmfit) exactly
+    m = resolve_model("zai-org/GLM-4.1V-9B-Thinking")
+    assert (m.vision_params, count_params(m), m.params) == (892_498_432, 10_292_777_472, 10_292_777_472)
+
+
+def test_glm4v_from_a_config_json_counts_as_the_catalog():
+    cfg = {"architectures": ["Glm4vForConditionalGeneration"], "model_type": "glm4v",
+           "text_config": {"model_type": "glm4v_text", "vocab_size": 151552, "hidden_size": 4096,
+                           "intermediate_size": 13696, "num_hidden_layers": 40, "num_attention_heads": 32,
+                           "num_key_value_heads": 2, "max_position_embeddings": 65536},
+           "vision_config": GLM41V_VISION}
+    m = from_config(cfg, "local/glm-4.1v")
+    assert (m.vision_params, count_params(m)) == (892_498_432, 10_292_777_472)

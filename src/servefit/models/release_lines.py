@@ -36,14 +36,15 @@ def line_word(word: str) -> tuple[str, Version] | None:
 def add_entry(lines: Lines, known: dict[str, set[Version]], entry: int, family: tuple[str, ...], size: str | None,
               rest: tuple[str, ...]) -> None:
     """Index one catalog name (its family words, size and the words after the size): every
-    versioned word of its family, by (root, size), and in `known` the releases the catalog has."""
+    versioned word of its family, by (root, size), and in `known` the releases the catalog has at
+    some size (a sizeless name such as `Qwen3.8-Flash-Next` says nothing of the line's sizes)."""
+    if not size or not size[0].isdigit():
+        return
     for k, w in enumerate(family):
         lw = line_word(w)
         if lw is None:
             continue
         known.setdefault(lw[0], set()).add(lw[1])
-        if not size or not size[0].isdigit():
-            continue
         row = (lw[1], entry, family[:k] + family[k + 1:], rest)
         bucket = lines.setdefault((lw[0], size), [])
         if row not in bucket:
