@@ -176,7 +176,7 @@ def test_a_name_outside_the_library_carrying_a_library_name_and_size(ref, model,
 
 
 @pytest.mark.parametrize("ref", ["someone/llama3.1-uncensored", "someone/llama3.1-uncensored:latest",
-                                 "llama3.1-custom:9b", "someone/dolphin-mistral:7b"])
+                                 "llama3.1-custom:9b", "someone/foo-mistral:7b"])
 def test_a_name_outside_the_library_without_a_size_of_its_base_stays_unknown(ref):
     t = lookup(ref)
     assert t.model is None and t.note.endswith("is not in servefit's Ollama tag table")
