@@ -185,8 +185,8 @@ def test_qwen2_folder_shares_qwen25_when_qwen2_is_not_catalogued():
 @pytest.mark.parametrize("ref,base,why", [
     ("/models/Qwen2-7B-Instruct", "Qwen/Qwen2-7B-Instruct", "a local folder of that name"),
     ("/data/llama-3.1-8b-instruct", L31_8B, "a local folder of that name"),
-    ("/data/qwen2_5-7b-instruct", Q25_7B, "a local folder named after it; its name is the base's family and size, "
-     "qwen2.5-7b"),
+    ("/data/qwen2_5-7b-instruct", Q25_7B, "a local folder named after it"),  # an underscore for the version's dot
+    ("/data/Qwen2.5_7B_Instruct", Q25_7B, "a local folder named after it"),  # underscores for dashes
     ("./weights/ToolACE-2-Llama-3.1-8B/", L31_8B, "a local folder named after it; its name carries the base's "
      "family and size, llama3.1-8b; a fine-tune keeps its base's architecture"),
 ])
@@ -349,7 +349,7 @@ def test_fine_tune_words_between_family_and_size(ref, base, tail):
 
 @pytest.mark.parametrize("ref", [
     "tiiuae/falcon-mamba-7b",  # another architecture; and a bare family word never takes words between
-    "acme/Llama-3.1-Nemotron-Nano-4B",  # Llama 3.1 has no 4B
+    "acme/Llama-3.1-Nemotron-Nano-5B",  # Llama 3.1 has no 5B
     "acme/Llama-3.1-a-b-c-d-8B",  # more than three words between
 ])
 def test_words_between_never_stretch_to_a_wrong_base(ref):
@@ -435,8 +435,10 @@ def release_why(word: str, size: str, base: str) -> str:
 @pytest.mark.parametrize("ref,base,word,size,what", [
     ("RadixArk/Qwen3.8-27B-NVFP4", "Qwen/Qwen3.6-27B", "qwen3.8", "27B", "NVFP4 4-bit, group 16"),
     ("acme/Qwen3.9-35B-A3B-Instruct", "Qwen/Qwen3.6-35B-A3B", "qwen3.9", "35B-A3B", "the same architecture"),
-    ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron3.5",
+    ("acme/NVIDIA-Nemotron-3.7-Lightning-30B-A3B", "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16", "nemotron3.7",
      "30B-A3B", "the same architecture"),
+    ("acme/NVIDIA-Nemotron-3.7-Flash-30B-A3B", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron3.7",
+     "30B-A3B", "the same architecture"),  # Lightning is newer, but its word is not in the name
     ("acme/Llama-3.9-8B-Turbo", L31_8B, "llama3.9", "8B", "the same architecture"),
 ])
 def test_an_uncatalogued_release_takes_the_nearest_release_of_its_line(ref, base, word, size, what):
@@ -499,3 +501,34 @@ def test_a_snapshot_folder_of_any_name_is_its_repository():
     assert names.split_ref("/hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/main-2") == (
         "hf", "models--Qwen--Qwen2.5-7B-Instruct", True)
     assert resolved("/hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/abc123").name == Q25_7B
+
+
+@pytest.mark.parametrize("ref,base,quant", [
+    ("/models/Qwen2.5-7B-Instruct_AWQ", Q25_7B, "awq"),  # an underscore before the quantization
+    ("/models/qwen2.5_7b_instruct_gptq_int4", Q25_7B, "gptq"),
+    ("/models/Llama-3.1-8B-Instruct.FP8", L31_8B, "fp8"),  # a dot before it
+    ("/models/AWQ-Qwen2.5-7B-Instruct", Q25_7B, "awq"),  # the quantization first
+    ("/models/qwen2.5-7b-instruct-int4-gptq", Q25_7B, "gptq"),  # its words in either order
+    ("/models/models--meta-llama--Llama-3.1-8B-Instruct", L31_8B, None),  # an HF cache folder name
+    ("models--Qwen--Qwen2.5-7B-Instruct-AWQ", Q25_7B, "awq"),
+    ("/opt/llm/meta-llama_Llama-3.1-8B-Instruct", L31_8B, None),  # ORG_NAME folders
+    ("/models/QWEN2.5-7B-INSTRUCT", Q25_7B, None),  # upper case
+])
+def test_naming_styles_of_local_folders(ref, base, quant):
+    m = resolved(ref)
+    assert m.name == base and (m.quantization or {}).get("quant_method") == quant
+
+
+@pytest.mark.parametrize("ref,base,gtype", [
+    ("bartowski_Meta-Llama-3.1-8B-Instruct-GGUF_Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf", L31_8B, "Q5_K_M"),
+    ("/models/Qwen_Qwen3-8B-Q6_K.gguf", "Qwen/Qwen3-8B", "Q6_K"),  # bartowski's ORG_NAME file names
+    ("/models/mistral-7b-instruct-v0.2.Q4_K_M.gguf", "mistralai/Mistral-7B-Instruct-v0.2", "Q4_K_M"),  # TheBloke's dot
+    ("/models/Q4_K_M-Qwen2.5-7B-Instruct.gguf", Q25_7B, "Q4_K_M"),  # the file type first
+    ("/models/Qwen2.5-7B-Instruct-Q4_K_M-00002-of-00002.gguf", Q25_7B, "Q4_K_M"),  # a later shard
+])
+def test_naming_styles_of_gguf_files(ref, base, gtype):
+    from servefit.models.gguf_names import parse_ref, resolve_gguf_ref
+
+    assert parse_ref(ref)[1] == gtype
+    m = resolve_gguf_ref(ref)
+    assert m.name == base and m.resolved_from == "derivative"
