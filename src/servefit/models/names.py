@@ -159,6 +159,7 @@ _BASE_MODEL = re.compile(r"(?m)^  base_model: ")
 
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
     implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
+    generic = frozenset(str(w) for w in rules().get("generic_words") or ())
     idx = Index({}, {}, {}, {}, [], {}, {})
     for i, (name, aliases, text) in enumerate(chunks):
         if _BASE_MODEL.search(text):
@@ -179,7 +180,7 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             release_lines.add_entry(idx.by_line, idx.releases, i, p.family, size, p.rest)
             for w in p.family:
                 r = _root(w)
-                if len(r) >= 3 and r not in _STOP and i not in idx.by_root.setdefault(r, []):
+                if len(r) >= 3 and r not in _STOP and r not in generic and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
             idx.words[i].update(words(split_ref(rid)[1]))
     return idx
