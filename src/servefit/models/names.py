@@ -131,6 +131,11 @@ def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, in
 
 
 @lru_cache(maxsize=1)
+def _ruled_families() -> frozenset[tuple[str, ...]]:
+    return frozenset(tuple(r[0]) for r in _sibling_rules())
+
+
+@lru_cache(maxsize=1)
 def _other_words() -> frozenset[str]:
     return frozenset(str(w) for w in rules().get("other_architecture") or ())
 
@@ -263,7 +268,7 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
     """A versioned family, up to three other words, then a size the family has:
     `Llama-3-Open-Ko-8B`, `qwen2.5-coder-abliterate:7b`. Words a sibling rule governs
     (`qwen2.5-math`) are left to that rule."""
-    ruled = {tuple(r[0]) for r in _sibling_rules()}
+    ruled = _ruled_families()
     for s in range(len(ws)):
         size = size_at(ws, s)
         if not size:
