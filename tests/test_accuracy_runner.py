@@ -88,8 +88,6 @@ def test_sglang_cases_meet_the_target():
 # Each needs a model the catalog does not have yet (the runner reports "unknown model"). A case
 # that becomes evaluable (or one that stops being) changes this list on purpose.
 VLLM_NOT_EVALUABLE = {
-    "club3090-1087-2x5090-qwen38-27b-fp8-breakdown", "club3090-1086-2x5090-qwen38-27b-fp8-64k",
-    "recipes810-2x5090-qwen38-27b-fp8-tp2-262k",  # Qwen3.8-27B: no public config or count found offline
     "vllm-28228-2x3090-kimi-linear-48b-awq-tp2",  # Kimi-Linear: held in data/models/pending.md
 }
 # Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged, just above

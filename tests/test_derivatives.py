@@ -185,8 +185,8 @@ def test_qwen2_folder_shares_qwen25_when_qwen2_is_not_catalogued():
 @pytest.mark.parametrize("ref,base,why", [
     ("/models/Qwen2-7B-Instruct", "Qwen/Qwen2-7B-Instruct", "a local folder of that name"),
     ("/data/llama-3.1-8b-instruct", L31_8B, "a local folder of that name"),
-    ("/data/qwen2_5-7b-instruct", Q25_7B, "a local folder named after it; its name is the base's family and size, "
-     "qwen2.5-7b"),
+    ("/data/qwen2_5-7b-instruct", Q25_7B, "a local folder named after it"),  # an underscore for the version's dot
+    ("/data/Qwen2.5_7B_Instruct", Q25_7B, "a local folder named after it"),  # underscores for dashes
     ("./weights/ToolACE-2-Llama-3.1-8B/", L31_8B, "a local folder named after it; its name carries the base's "
      "family and size, llama3.1-8b; a fine-tune keeps its base's architecture"),
 ])
@@ -303,6 +303,9 @@ def test_words_and_sizes():
 
 def test_release_words_never_make_a_family_for_suggestions():
     assert catalog.nearest("acme/FooLM2-135M-Instruct", 3) == []  # not every "...-Instruct" model
+    # generic words (data/derivatives.yaml generic_words) are no family either
+    for ref in ("checkpoints/HRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual"):
+        assert catalog.nearest(ref, 3) == [], ref
 
 
 # --- the derivative table is data, validated by its schema ---------------------------------------------
@@ -349,7 +352,7 @@ def test_fine_tune_words_between_family_and_size(ref, base, tail):
 
 @pytest.mark.parametrize("ref", [
     "tiiuae/falcon-mamba-7b",  # another architecture; and a bare family word never takes words between
-    "acme/Llama-3.1-Nemotron-Nano-4B",  # Llama 3.1 has no 4B
+    "acme/Llama-3.1-Nemotron-Nano-5B",  # Llama 3.1 has no 5B
     "acme/Llama-3.1-a-b-c-d-8B",  # more than three words between
 ])
 def test_words_between_never_stretch_to_a_wrong_base(ref):
@@ -423,3 +426,112 @@ def test_the_name_index_cached_on_disk_is_the_index(tmp_path, monkeypatch):
         assert loaded is not built and loaded == built
     finally:
         catalog._index.cache_clear()
+
+
+# --- a release the catalog lacks: the nearest catalogued release of its line, at its size ---------------
+
+def release_why(word: str, size: str, base: str) -> str:
+    return (f"the catalog has no {word} release at {size}; assumed the architecture of {base}, "
+            f"the nearest catalogued release of the family at {size}")
+
+
+@pytest.mark.parametrize("ref,base,word,size,what", [
+    ("RadixArk/Qwen3.8-27B-NVFP4", "Qwen/Qwen3.6-27B", "qwen3.8", "27B", "NVFP4 4-bit, group 16"),
+    ("acme/Qwen3.9-35B-A3B-Instruct", "Qwen/Qwen3.6-35B-A3B", "qwen3.9", "35B-A3B", "the same architecture"),
+    ("acme/NVIDIA-Nemotron-3.7-Lightning-30B-A3B", "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16", "nemotron3.7",
+     "30B-A3B", "the same architecture"),
+    ("acme/NVIDIA-Nemotron-3.7-Flash-30B-A3B", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron3.7",
+     "30B-A3B", "the same architecture"),  # Lightning is newer, but its word is not in the name
+    ("acme/Llama-3.9-8B-Turbo", L31_8B, "llama3.9", "8B", "the same architecture"),
+])
+def test_an_uncatalogued_release_takes_the_nearest_release_of_its_line(ref, base, word, size, what):
+    m = resolved(ref)
+    assert m.name == base
+    assert m.assumptions == [assumption(ref, base, release_why(word, size, base), what)]
+
+
+def test_the_nearest_release_in_a_gguf_name_and_a_lint(tmp_path, capsys):
+    from servefit.cli import main
+
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="unsloth/Qwen3.8-27B-FP8"))
+    main(["lint", str(tmp_path), "--format", "json", "--exit-zero"])
+    found = {f["code"]: f["message"] for f in json.loads(capsys.readouterr().out)}
+    assert "SF002" not in found
+    assert found["SF004"] == assumption("unsloth/Qwen3.8-27B-FP8", "Qwen/Qwen3.6-27B",
+                                        release_why("qwen3.8", "27B", "Qwen/Qwen3.6-27B"), "FP8 weights")
+
+
+@pytest.mark.parametrize("ref", [
+    "acme/Qwen3.8-14B",  # Qwen3 has a 14B, but Qwen3.5 changed the architecture (release_breaks)
+    "acme/Qwen3.8-26B",  # no release of the line at 26B
+    "acme/Llama-3.2-8B",  # the catalog holds Llama 3.2 (1B, 3B, 11B, 90B): a size it never had
+    "acme/Qwen3.8-VL-27B",  # another architecture's word
+    "acme/Qwen2.7-Math-1.5B",  # a sibling rule's sub-line (Qwen2.5-Math-1.5B is not Qwen2.5-1.5B)
+    "mistralai/Mistral-Small-2.1-24B",  # Small-2 at 24B is Devstral's: a family word the name lacks
+    "acme/Gemma-5-27B",  # another major version
+])
+def test_the_nearest_release_never_stretches(ref):
+    with pytest.raises(UsageError) as exc:
+        resolve_model(ref, hf_home=NO_CACHE)
+    assert str(exc.value).startswith(f"unknown model '{ref}'")
+
+
+def test_the_nearest_release_is_older_and_within_a_segment():
+    chunks = [("x/Foo3-8B", (), ""), ("x/Foo3.2-8B", (), ""), ("x/Foo3.5-8B", (), ""), ("x/Foo3.5-8B-Instruct", (), "")]
+    idx = names.build_index(chunks)
+    assert names.derive("acme/Foo3.4-8B", idx).entry == 1  # the newest older release, not 3.5
+    assert names.derive("acme/Foo3.1-8B", idx).entry == 0
+    assert names.derive("acme/Foo3.7-8B-Instruct", idx).entry == 3  # release words pick among its entries
+    assert names.derive("acme/Foo2.9-8B", idx) is None  # no older release of major 2
+    assert names.derive("acme/Foo3.4-7B", idx) is None  # no 7B
+
+
+@pytest.mark.parametrize("ref", [
+    "microsoft/Phi-4-multimodal-instruct",  # not phi-4 (14B): a vision and audio model on Phi-4-mini
+    "ibm-granite/granite-4.0-h-350m",  # the hybrid (Mamba) 350M, not the dense granite-4.0-350m
+    "Alibaba-NLP/gte-modernbert-base",  # a ModernBERT encoder, not BERT's gte-base
+    "nomic-ai/nomic-embed-text-v2-moe",  # a MoE encoder, not v1.5
+    "Snowflake/snowflake-arctic-embed-l-v2.0",  # XLM-R large, not the BERT-large v1
+    "BAAI/bge-reranker-base",  # XLM-R base, not bge-reranker-v2-m3
+])
+def test_other_architectures_and_releases_never_take_a_sizeless_base(ref):
+    chunks = [c for c in catalog._chunks() if c[0].lower() != ref.lower() and ref.lower() not in
+              [a.lower() for a in c[1]]]
+    assert names.derive(ref, names.build_index(chunks)) is None
+
+
+def test_a_snapshot_folder_of_any_name_is_its_repository():
+    assert names.split_ref("/hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/main-2") == (
+        "hf", "models--Qwen--Qwen2.5-7B-Instruct", True)
+    assert resolved("/hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/abc123").name == Q25_7B
+
+
+@pytest.mark.parametrize("ref,base,quant", [
+    ("/models/Qwen2.5-7B-Instruct_AWQ", Q25_7B, "awq"),  # an underscore before the quantization
+    ("/models/qwen2.5_7b_instruct_gptq_int4", Q25_7B, "gptq"),
+    ("/models/Llama-3.1-8B-Instruct.FP8", L31_8B, "fp8"),  # a dot before it
+    ("/models/AWQ-Qwen2.5-7B-Instruct", Q25_7B, "awq"),  # the quantization first
+    ("/models/qwen2.5-7b-instruct-int4-gptq", Q25_7B, "gptq"),  # its words in either order
+    ("/models/models--meta-llama--Llama-3.1-8B-Instruct", L31_8B, None),  # an HF cache folder name
+    ("models--Qwen--Qwen2.5-7B-Instruct-AWQ", Q25_7B, "awq"),
+    ("/opt/llm/meta-llama_Llama-3.1-8B-Instruct", L31_8B, None),  # ORG_NAME folders
+    ("/models/QWEN2.5-7B-INSTRUCT", Q25_7B, None),  # upper case
+])
+def test_naming_styles_of_local_folders(ref, base, quant):
+    m = resolved(ref)
+    assert m.name == base and (m.quantization or {}).get("quant_method") == quant
+
+
+@pytest.mark.parametrize("ref,base,gtype", [
+    ("bartowski_Meta-Llama-3.1-8B-Instruct-GGUF_Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf", L31_8B, "Q5_K_M"),
+    ("/models/Qwen_Qwen3-8B-Q6_K.gguf", "Qwen/Qwen3-8B", "Q6_K"),  # bartowski's ORG_NAME file names
+    ("/models/mistral-7b-instruct-v0.2.Q4_K_M.gguf", "mistralai/Mistral-7B-Instruct-v0.2", "Q4_K_M"),  # TheBloke's dot
+    ("/models/Q4_K_M-Qwen2.5-7B-Instruct.gguf", Q25_7B, "Q4_K_M"),  # the file type first
+    ("/models/Qwen2.5-7B-Instruct-Q4_K_M-00002-of-00002.gguf", Q25_7B, "Q4_K_M"),  # a later shard
+])
+def test_naming_styles_of_gguf_files(ref, base, gtype):
+    from servefit.models.gguf_names import parse_ref, resolve_gguf_ref
+
+    assert parse_ref(ref)[1] == gtype
+    m = resolve_gguf_ref(ref)
+    assert m.name == base and m.resolved_from == "derivative"

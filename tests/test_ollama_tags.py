@@ -160,3 +160,23 @@ def test_ollama_serves_hf_co_tags_as_the_base_with_the_tags_quant(ref):
     assert m.name == "meta-llama/Llama-3.1-8B-Instruct" and m.resolved_from == "derivative"
     assert m.assumptions[0].startswith("resolved 'ToolACE-2-Llama-3.1-8B' to catalog entry "
                                        "'meta-llama/Llama-3.1-8B-Instruct' by name (its name carries")
+
+
+@pytest.mark.parametrize("ref,model,quant,base", [
+    ("huihui_ai/deepseek-r1-abliterated:8b", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "Q4_K_M", "deepseek-r1"),
+    ("someone/llama3.1-uncensored:70b-q8_0", "meta-llama/Llama-3.1-70B-Instruct", "Q8_0", "llama3.1"),
+    ("qwen2.5-coder-abliterate:7b", "Qwen/Qwen2.5-Coder-7B-Instruct", "Q4_K_M", "qwen2.5-coder"),
+])
+def test_a_name_outside_the_library_carrying_a_library_name_and_size(ref, model, quant, base):
+    t = lookup(ref)
+    size = ref.split(":")[1].split("-")[0]
+    assert (t.model, t.quant) == (model, quant)
+    assert t.note == (f"{ref} -> {model} ({quant}); not a library name: its name carries the library's {base} "
+                      f"and the tag its size {size}, and a fine-tune keeps its base's architecture")
+
+
+@pytest.mark.parametrize("ref", ["someone/llama3.1-uncensored", "someone/llama3.1-uncensored:latest",
+                                 "llama3.1-custom:9b", "someone/foo-mistral:7b"])
+def test_a_name_outside_the_library_without_a_size_of_its_base_stays_unknown(ref):
+    t = lookup(ref)
+    assert t.model is None and t.note.endswith("is not in servefit's Ollama tag table")

@@ -36,6 +36,19 @@ from servefit.models import resolve_model
     ("qwen3-next", "Qwen/Qwen3-Next-80B-A3B-Instruct", "Q4_K_M", 262144),
     ("olmo-3:32b", "allenai/Olmo-3-1125-32B", "Q4_K_M", 65536),
     ("lfm2", "LiquidAI/LFM2-24B-A2B", "Q4_K_M", 128000),
+    # the second batch (issue 13): quant from download size / parameters, context the checkpoint's
+    ("starcoder2", "bigcode/starcoder2-3b", "Q4_0", 16384),
+    ("starcoder2:15b-q8_0", "bigcode/starcoder2-15b", "Q8_0", 16384),
+    ("neural-chat", "Intel/neural-chat-7b-v3-3", "Q4_0", 32768),
+    ("openchat:7b", "openchat/openchat-3.5-0106", "Q4_0", 8192),
+    ("dolphin-mixtral:8x22b", "cognitivecomputations/dolphin-2.9.2-mixtral-8x22b", "Q4_0", 65536),
+    ("deepscaler", "agentica-org/DeepScaleR-1.5B-Preview", "F16", 131072),
+    ("functiongemma", "google/functiongemma-270m-it", "Q8_0", 32768),
+    ("command-a", "CohereLabs/c4ai-command-a-03-2025", "Q4_K_M", 8192),
+    ("llama3-gradient:70b", "gradientai/Llama-3-70B-Instruct-Gradient-1048k", "Q4_0", 1048576),
+    ("internlm2:20b", "internlm/internlm2_5-20b-chat", "Q4_0", 32768),
+    ("granite4:350m", "ibm-granite/granite-4.0-350m", "F16", 32768),
+    ("granite4:1b", "ibm-granite/granite-4.0-1b", "F16", 131072),
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
@@ -43,7 +56,7 @@ def test_added_library_names(tag, model, quant, context):
     resolve_model(model)  # every size names a catalogued checkpoint
 
 
-@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("internlm2:20b", "20b"), ("yi-coder:1.5b", "1.5b"),
+@pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("yi-coder:1.5b", "1.5b"),
                                       ("snowflake-arctic-embed:22m", "22m")])
 def test_uncatalogued_sizes_are_named(tag, size):
     t = lookup(tag)

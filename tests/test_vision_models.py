@@ -123,3 +123,55 @@ def test_cli_estimate_qwen25_vl(capsys, tmp_path):
     plan = json.loads(capsys.readouterr().out)
     assert plan["memory"]["activation_peak"] == 2_310_537_216
     assert any("vision encoder profiling estimated" in a for a in plan["assumptions"])
+
+
+# --- GLM-4.1V / GLM-4.5V (models/vision.py _glm4v_params) ---------------------------------------------
+
+GLM41V_VISION = {"model_type": "glm4v", "depth": 24, "hidden_size": 1536, "intermediate_size": 13696, "num_heads": 12,
+                 "in_channels": 3, "image_size": 336, "patch_size": 14, "temporal_patch_size": 2,
+                 "spatial_merge_size": 2, "out_hidden_size": 4096}
+
+
+def test_glm41v_vision_count_by_hand():
+    e, out, inter = 1536, 4096, 13696
+    block = 2 * e + 3 * e * e + e * e + 3 * e * out  # norms, bias-free qkv / proj, SwiGLU of out_hidden_size
+    by_hand = ((336 // 14) ** 2 * e + 3 * 2 * 14 * 14 * e + e + 24 * block + 2 * e + e * out * 4 + out
+               + out * out + 2 * out + 3 * out * inter)
+    assert count_vision_params(GLM41V_VISION, 4096, "glm4v") == by_hand == 892_498_432
+    # the catalog entry: GLM-4-9B-0414's text model + this tower = the Hub total (llmfit) exactly
+    m = resolve_model("zai-org/GLM-4.1V-9B-Thinking")
+    assert (m.vision_params, count_params(m), m.params) == (892_498_432, 10_292_777_472, 10_292_777_472)
+
+
+def test_glm4v_from_a_config_json_counts_as_the_catalog():
+    cfg = {"architectures": ["Glm4vForConditionalGeneration"], "model_type": "glm4v",
+           "text_config": {"model_type": "glm4v_text", "vocab_size": 151552, "hidden_size": 4096,
+                           "intermediate_size": 13696, "num_hidden_layers": 40, "num_attention_heads": 32,
+                           "num_key_value_heads": 2, "max_position_embeddings": 65536},
+           "vision_config": GLM41V_VISION}
+    m = from_config(cfg, "local/glm-4.1v")
+    assert (m.vision_params, count_params(m)) == (892_498_432, 10_292_777_472)
+
+
+# --- InternVL (models/vision.py _internvl_params) -------------------------------------------------------
+
+INTERNVIT_300M = {"model_type": "internvl_vision", "hidden_size": 1024, "num_hidden_layers": 24,
+                  "num_attention_heads": 16, "intermediate_size": 4096, "image_size": 448, "patch_size": 14,
+                  "num_channels": 3, "attention_bias": True, "norm_type": "layer_norm", "use_mean_pooling": True,
+                  "downsample_ratio": 0.5}
+
+
+def test_internvit_300m_and_projector_count_by_hand():
+    h, inter, text = 1024, 4096, 3584
+    layer = 3 * h * h + 3 * h + h * h + h + 2 * 2 * h + (h * inter + inter) + (inter * h + h) + 2 * h
+    embeddings = h + 3 * 14 * 14 * h + h + (32 * 32 + 1) * h  # class token, patch conv, positions
+    projector = 2 * 4 * h + (4 * h * text + text) + (text * text + text)  # LayerNorm, linear_1, linear_2
+    assert count_vision_params(INTERNVIT_300M, text, "qwen2") == embeddings + 24 * layer + projector == 331_552_768
+    # InternVL3-8B: Qwen2.5-7B's layout with vocab 151674 + this tower = its Hub total (llmfit) exactly
+    m = resolve_model("OpenGVLab/InternVL3-8B-hf")
+    assert (m.name, m.vision_params, count_params(m)) == ("OpenGVLab/InternVL3-8B", 331_552_768, 7_944_373_760)
+
+
+def test_internvit_is_sharded_under_tensor_parallelism():
+    assert encoder.sharded(resolve_model("OpenGVLab/InternVL3-78B"))  # vLLM intern_vit.py: parallel linears
+    assert not encoder.sharded(resolve_model("google/gemma-3-27b-it"))  # SigLIP: replicated on every rank

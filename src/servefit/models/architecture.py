@@ -71,9 +71,11 @@ TRAITS: dict[str, Traits] = {
     "kimi_k2": Traits(expert_score_bias=True),  # Kimi K2: DeepseekV3ForCausalLM, 384 experts
     # vLLM glm4.py Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm as well
     "glm4": Traits(qkv_bias=True, norms_per_layer=4),
+    "glm4v": Traits(qkv_bias=True, norms_per_layer=4),  # GLM-4.1V text model (modeling_glm4v.py Glm4vTextDecoderLayer)
     # vLLM glm4_moe.py Glm4MoeAttention (qkv bias; GLM-4.5's use_qk_norm head norms not modelled:
     # 2 x 128 per layer) and Glm4MoE (e_score_correction_bias)
     "glm4_moe": Traits(qkv_bias=True, expert_score_bias=True),
+    "glm4v_moe": Traits(qkv_bias=True, expert_score_bias=True),  # GLM-4.5V / 4.6V text model: GLM-4.5-Air's
     "glm4_moe_lite": Traits(expert_score_bias=True),  # GLM-4.7-Flash: DeepSeek-V3 MLA layout
     "glm_moe_dsa": Traits(expert_score_bias=True),  # GLM-5: V3.2 layout (vllm deepseek_v32)
     # vLLM minimax_m2.py MiniMaxM2Attention: q_norm / k_norm span all heads; router score bias
@@ -155,7 +157,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
     hd, kvh = s.head_dim, s.num_key_value_heads
     q_out = heads * hd * (2 if t.attn_output_gate else 1)
     n = h * q_out + 2 * h * kvh * hd + heads * hd * h
-    if t.qkv_bias:
+    if s.layout.get("attention_bias", t.qkv_bias):  # vLLM glm4.py: qkv_bias=config.attention_bias
         n += q_out + 2 * kvh * hd
     if t.o_bias:
         n += h

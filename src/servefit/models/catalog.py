@@ -145,11 +145,26 @@ _SHARD_GGUF = re.compile(r"(-\d{5}-of-\d{5})?\.gguf$")  # split GGUF shards
 _QUANTIZED = re.compile(r"[-._]quantized[._]")  # RedHatAI ...-quantized.w4a16
 
 
+_DOT_WORD = re.compile(r"\.(?=[a-z])")  # Llama-3.1-8B-Instruct.FP8, ...-v0.2.Q4_K_M (not a version's dot)
+_UNDERSCORE_VERSION = re.compile(r"(?<=[a-pr-z])(\d+)_(\d+)(?=$|[-_])")  # qwen2_5, not q4_0
+_GGUF_TAIL = re.compile(r"(?:^|_)((?:i?q[1-8]|tq[12])(?:_[a-z0-9]+)*)$")
+
+
 def _tokens(base: str) -> list[str]:
+    """Name words, split at `-`, `:`, a dot before a letter, and `_` outside a version (qwen2_5) or
+    a GGUF file type (q4_k_m): `Qwen2.5_7B_Instruct_AWQ` and `Qwen2.5-7B-Instruct-AWQ` agree."""
     s = _SHARD_GGUF.sub("-gguf", base.lower())
     s = s.replace(":", "-")  # Ollama name:tag
     s = _QUANTIZED.sub("-quantized-", s)
-    return [t for t in s.split("-") if t]
+    s = _DOT_WORD.sub("-", _UNDERSCORE_VERSION.sub(r"\1.\2", s))
+    out: list[str] = []
+    for t in s.split("-"):
+        tail = _GGUF_TAIL.search(t) if "_" in t else None
+        if tail:  # model_q4_k_m: the file type stays one word
+            out.extend(t[:tail.start()].split("_") + [tail.group(1)])
+        else:
+            out.extend(t.split("_"))
+    return [t for t in out if t]
 
 
 def _bits(t: set[str], default: int) -> int:

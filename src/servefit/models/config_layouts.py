@@ -91,5 +91,7 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
             lay["rotary_pct"] = float(pct)
+    if mt in ("glm4", "seed_oss") and isinstance(c.get("attention_bias"), bool):  # vLLM glm4.py, seed_oss.py: q/k/v bias
+        lay["attention_bias"] = c["attention_bias"]
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True

@@ -45,6 +45,10 @@ def split_quant(name: str) -> tuple[str, str | None]:
         if m:
             stem = base[: m.start()].rstrip("-_.")
             return stem or base, canonical_quant(q)
+    for q in _quant_names():  # the file type first: Q4_K_M-Qwen2.5-7B-Instruct.gguf
+        m = re.match(rf"(?:UD[-_])?{re.escape(q)}[-_.](?=[A-Za-z])", base, re.I)
+        if m:
+            return base[m.end():], canonical_quant(q)
     return base, None
 
 

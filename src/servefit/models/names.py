@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from servefit import data
+from servefit.models import release_lines
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?[bm]|\d+x\d+(?:\.\d+)?b|e\d+b)$")  # 8b, 125m, 8x7b, e4b
 _PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): part of the size
@@ -55,8 +56,8 @@ def split_ref(ref: str) -> tuple[str, str, bool]:
         s = _HUB_PREFIX.sub("", s)
     path = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
     parts = s.replace("\\", "/").split("/")
-    while path and len(parts) > 2 and _GENERIC.match(parts[-1]):  # .../Qwen2-7B-Instruct/snapshots/<hash>
-        parts.pop()
+    while path and len(parts) > 2 and (_GENERIC.match(parts[-1]) or parts[-2] == "snapshots"):
+        parts.pop()  # .../Qwen2-7B-Instruct/snapshots/<hash>
     return (parts[-2] if len(parts) >= 2 else ""), parts[-1], path
 
 
@@ -130,6 +131,11 @@ def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, in
 
 
 @lru_cache(maxsize=1)
+def _ruled_families() -> frozenset[tuple[str, ...]]:
+    return frozenset(tuple(r[0]) for r in _sibling_rules())
+
+
+@lru_cache(maxsize=1)
 def _other_words() -> frozenset[str]:
     return frozenset(str(w) for w in rules().get("other_architecture") or ())
 
@@ -145,6 +151,8 @@ class Index:
     keys: dict[int, str]  # entry -> its name's words, joined (what difflib compares)
     longest: int = 1  # the most words a catalogued family has
     finetunes: set[int] = field(default_factory=set)  # entries with a `base_model`: never a base for others
+    by_line: release_lines.Lines = field(default_factory=dict)  # (root, size) -> releases (models/release_lines.py)
+    releases: dict[str, set[tuple[int, ...]]] = field(default_factory=dict)  # root -> catalogued versions
 
 
 def _root(word: str) -> str:
@@ -156,6 +164,7 @@ _BASE_MODEL = re.compile(r"(?m)^  base_model: ")
 
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
     implied = {k.lower(): str(v) for k, v in (rules().get("implied_size") or {}).items()}
+    generic = frozenset(str(w) for w in rules().get("generic_words") or ())
     idx = Index({}, {}, {}, {}, [], {}, {})
     for i, (name, aliases, text) in enumerate(chunks):
         if _BASE_MODEL.search(text):
@@ -173,9 +182,10 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             if size and "-" in size:
                 idx.by_total.setdefault((p.family, size.split("-")[0]), []).append((i, p.rest, size))
             idx.sizes.setdefault(i, size)
+            release_lines.add_entry(idx.by_line, idx.releases, i, p.family, size, p.rest)
             for w in p.family:
                 r = _root(w)
-                if len(r) >= 3 and r not in _STOP and i not in idx.by_root.setdefault(r, []):
+                if len(r) >= 3 and r not in _STOP and r not in generic and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
             idx.words[i].update(words(split_ref(rid)[1]))
     return idx
@@ -233,10 +243,22 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
         return None
     for j in range(len(ws)):  # sizeless entries (phi-4, DeepSeek-V3) only when the name has no size
         for k in range(len(ws), j, -1):
-            cands = idx.by_key.get((tuple(ws[j:k]), None))
+            cands = [c for c in idx.by_key.get((tuple(ws[j:k]), None)) or () if _same_release(c[1], ws[k:])]
             if cands:
                 return _pick(cands, ws[k:], idx.finetunes), j, k, ""
     return None
+
+
+_RELEASE = re.compile(r"^v\d[\d.]*$")
+
+
+def _same_release(entry_rest: tuple[str, ...], rest: list[str]) -> bool:
+    """Without a size, only the release itself: the entry's words after its family are in the name
+    (bge-reranker-base is not bge-reranker-v2-m3) and the name's version words are the entry's
+    (snowflake-arctic-embed-l-v2.0 is not -l)."""
+    have = set(rest)
+    return (all(w in have or w in _STOP or w.isdigit() for w in entry_rest)
+            and all(w in entry_rest for w in rest if _RELEASE.match(w)))
 
 
 _MAX_BETWEEN = 3
@@ -246,7 +268,7 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
     """A versioned family, up to three other words, then a size the family has:
     `Llama-3-Open-Ko-8B`, `qwen2.5-coder-abliterate:7b`. Words a sibling rule governs
     (`qwen2.5-math`) are left to that rule."""
-    ruled = {tuple(r[0]) for r in _sibling_rules()}
+    ruled = _ruled_families()
     for s in range(len(ws)):
         size = size_at(ws, s)
         if not size:
@@ -322,7 +344,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
     if ruled is not None:
         options.append((ruled[4], 0, ruled[0], ruled[1], ruled[2], ruled[3]))
     if not options:
-        return None
+        return _nearest_release(idx, ws)
     _, _, found, shown, why, context = max(options, key=lambda o: (o[0], o[1]))
     entry, j, end, _ = found
     if _blocked(ws, idx.words[entry]):
@@ -334,6 +356,38 @@ def derive(ref: str, idx: Index) -> Derived | None:
         else:
             why = f"its name is the base's family and size, {shown}"
     return Derived(entry=entry, base=shown, why=why, context=context)
+
+
+@lru_cache(maxsize=1)
+def _breaks() -> dict[str, list[tuple[int, ...]]]:
+    table = rules().get("release_breaks") or {}
+    return {str(k): [tuple(int(x) for x in str(v).split(".")) for v in vs] for k, vs in table.items()}
+
+
+@lru_cache(maxsize=1)
+def _ruled_words() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for src, *_ in _sibling_rules():
+        out.setdefault(_root(src[0]), set()).update(src[1:])
+    return out
+
+
+def _nearest_release(idx: Index, ws: list[str]) -> Derived | None:
+    """A release the catalog lacks, as the nearest catalogued release of its line at its size
+    (models/release_lines.py); never for a name with another architecture's word."""
+    if any(w in _other_words() for w in ws):
+        return None
+    found = release_lines.nearest_release(idx.by_line, idx.releases, ws, size_at, _SIZE_WORDS | _STOP, _breaks(), idx.finetunes,
+                                          _ruled_words())
+    if found is None:
+        return None
+    cands, word, size, end = found
+    entry = _pick(cands, ws[end:], idx.finetunes)
+    shown = f"{word}-{size}"
+    big = size.upper()
+    why = (f"the catalog has no {word} release at {big}; assumed the architecture of {idx.names[entry]}, "
+           f"the nearest catalogued release of the family at {big}")
+    return Derived(entry=entry, base=shown, why=why)
 
 
 @lru_cache(maxsize=1)

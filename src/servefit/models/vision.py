@@ -53,6 +53,64 @@ def _qwen3_vl_params(vision: dict[str, Any], text_hidden: int) -> int:
             + deepstack * (2 * m + mlp))
 
 
+GLM4V = ("glm4v", "glm4v_moe", "glm4v_vision", "glm4v_moe_vision")  # GLM-4.1V / 4.5V / 4.6V
+
+
+def _glm4v_params(vision: dict[str, Any], text_hidden: int) -> int:
+    """GLM-4.1V / GLM-4.5V vision tower (transformers modeling_glm4v.py::Glm4vVisionModel, vLLM
+    glm4_1v.py::Glm4vVisionTransformer): a learned position table ((image_size / patch)^2 rows),
+    the Conv3d patch embed with bias, `depth` blocks of two RMSNorms, bias-free qkv / proj and a
+    bias-free SwiGLU whose width is out_hidden_size, the post-conv RMSNorm, the 2x2 Conv2d
+    downsample (hidden -> out_hidden_size, with bias), the post RMSNorm, and the patch merger
+    (Linear(out -> out), LayerNorm, SwiGLU out -> intermediate_size -> out, bias-free)."""
+    depth = int(vision.get("depth") or vision.get("num_hidden_layers") or 0)
+    e = int(vision.get("hidden_size", 0))
+    if not e or not depth:
+        return 0
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    inter = int(vision.get("intermediate_size") or 13696)
+    chans = int(vision.get("in_channels") or vision.get("in_chans") or 3)
+    patch = int(vision.get("patch_size", 14))
+    tps = int(vision.get("temporal_patch_size", 2))
+    merge = int(vision.get("spatial_merge_size", 2))
+    grid = (int(vision.get("image_size", 336)) // patch) ** 2
+    qkv_bias = 3 * e if vision.get("attention_bias") else 0
+    block = 2 * e + e * 3 * e + qkv_bias + e * e + 3 * e * out
+    merger = out * out + 2 * out + 3 * out * inter
+    return (grid * e + chans * tps * patch * patch * e + e + depth * block + 2 * e
+            + e * out * merge * merge + out + merger)
+
+
+INTERNVL = ("internvl_vision", "intern_vit_6b")  # InternViT towers of InternVL 2 / 2.5 / 3 / 3.5
+
+
+def _internvl_params(vision: dict[str, Any], text_hidden: int, top: dict[str, Any]) -> int:
+    """InternViT + InternVL's MLP projector (transformers modeling_internvl.py InternVLVisionModel and
+    InternVLMultiModalProjector; vLLM internvl.py InternVisionModel / mlp1): class token, patch conv
+    with bias, a (patches + 1)-row position table, layers of q/k/v (biases per `attention_bias`), an
+    output projection with bias, optional per-head-width q/k RMSNorms over the whole width
+    (`use_qk_norm`), two LayerNorms (weight + bias) or RMSNorms (`norm_type`), the fc1 / fc2 MLP
+    with biases and two layer-scale vectors; a final LayerNorm unless `use_mean_pooling`; then
+    LayerNorm(hidden x 1/downsample^2) -> Linear -> GELU -> Linear into the language model."""
+    h = int(vision.get("hidden_size", 0))
+    layers = int(vision.get("num_hidden_layers", 0))
+    if not h or not layers:
+        return 0
+    inter = int(vision.get("intermediate_size") or 4 * h)
+    patch = int(vision.get("patch_size", 14))
+    chans = int(vision.get("num_channels", 3))
+    grid = (int(vision.get("image_size", 448)) // patch) ** 2
+    norm = h if vision.get("norm_type") == "rms_norm" else 2 * h
+    attn = 3 * h * h + (3 * h if vision.get("attention_bias") else 0) + h * h + h
+    attn += 2 * h if vision.get("use_qk_norm") else 0
+    layer = attn + 2 * norm + (h * inter + inter) + (inter * h + h) + 2 * h
+    enc = h + chans * patch * patch * h + h + (grid + 1) * h + layers * layer
+    enc += 0 if vision.get("use_mean_pooling", True) else 2 * h
+    ratio = float(vision.get("downsample_ratio") or top.get("downsample_ratio") or 0.5)
+    wide = h * int(round(1 / ratio)) ** 2
+    return enc + 2 * wide + (wide * text_hidden + text_hidden) + (text_hidden * text_hidden + text_hidden)
+
+
 def qwen_vl_kind(vision: dict[str, Any], model_type: str) -> str:
     """"qwen2_5_vl", "qwen2_vl" or "" for a vision_config and the top-level model_type."""
     vtype = str(vision.get("model_type", ""))
@@ -105,6 +163,10 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
     Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
+    if vision.get("model_type") in INTERNVL:
+        return _internvl_params(vision, text_hidden, top)
+    if vision.get("model_type") in GLM4V or (model_type in GLM4V and "depth" in vision):
+        return _glm4v_params(vision, text_hidden)
     if vision.get("model_type") == "gemma4_vision":  # models/arch_gemma4.py
         from servefit.models.arch_gemma4 import count_vision
 

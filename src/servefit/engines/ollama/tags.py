@@ -48,24 +48,50 @@ def lookup(ref: str) -> Tag:
     if cloud_word in (p.lower() for p in parts):
         return Tag(None, None, 0, f"{name}:{tag} runs on Ollama's cloud (ollama.com), not on this GPU", cloud=True)
     quant = _suffix_quant(parts)
+    low = [p.lower() for p in parts]
     lib = t["library"].get(name)
     if lib is None:
-        return Tag(None, quant, 0, f"{name} is not in servefit's Ollama tag table")
+        return _carried(t, name, r if ":" in r else f"{r}:{tag}", low, quant)
+    size = _size(lib, low)
+    if size is None and low and low[0] not in ("latest",) and _SIZE.fullmatch(low[0]):
+        return Tag(None, quant, 0, f"{name}:{tag}: the library has no {low[0]} size "
+                                   f"(it has {', '.join(str(s) for s in lib['sizes'])})")
+    return _tag(t, lib, size or str(lib["default"]), quant, f"{name}:{tag}")
+
+
+_SIZE = re.compile(r"(\d+(\.\d+)?[bm]|\d+x\d+b|e\d+b)")
+
+
+def _size(lib: dict[str, Any], low: list[str]) -> str | None:
+    """The size the tag's leading words name (the longest: micro-h, 30b-a3b), or None."""
     sizes, aliases = lib["sizes"], {str(k).lower(): str(v) for k, v in (lib.get("aliases") or {}).items()}
-    low = [p.lower() for p in parts]
-    size = None
-    for n in range(len(low), 0, -1):  # the longest leading words that name a size: micro-h, 30b-a3b
+    for n in range(len(low), 0, -1):
         key = "-".join(low[:n])
         if key in sizes or key in aliases:
-            size = aliases.get(key, key)
-            break
-    if size is None and low and low[0] not in ("latest",) and re.fullmatch(r"(\d+(\.\d+)?[bm]|\d+x\d+b|e\d+b)", low[0]):
-        return Tag(None, quant, 0, f"{name}:{tag}: the library has no {low[0]} size "
-                                   f"(it has {', '.join(str(s) for s in sizes)})")
-    size = size or str(lib["default"])
-    entry = sizes[size]
+            return aliases.get(key, key)
+    return None
+
+
+def _tag(t: dict[str, Any], lib: dict[str, Any], size: str, quant: str | None, shown: str, why: str = "") -> Tag:
+    entry = lib["sizes"][size]
     model = entry["model"] if isinstance(entry, dict) else entry
     context = int((entry.get("context") if isinstance(entry, dict) else 0) or lib.get("context") or 0)
     quant = quant or (entry.get("quant") if isinstance(entry, dict) else None) or lib.get("quant") \
         or t["defaults"]["quant"]
-    return Tag(str(model), str(quant), context, f"{name}:{tag} -> {model} ({quant})")
+    return Tag(str(model), str(quant), context, f"{shown} -> {model} ({quant}){why}")
+
+
+def _carried(t: dict[str, Any], name: str, shown: str, low: list[str], quant: str | None) -> Tag:
+    """A name outside the table whose leading words are a library name and whose tag names one of
+    its sizes (`huihui_ai/deepseek-r1-abliterated:8b`: a fine-tune published under a user's
+    namespace) is sized as that library model, and says so; anything else stays unknown."""
+    words = name.split("-")
+    for n in range(len(words) - 1, 0, -1):
+        lib = t["library"].get("-".join(words[:n]))
+        size = _size(lib, low) if lib is not None else None
+        if lib is not None and size is not None:
+            base = "-".join(words[:n])
+            return _tag(t, lib, size, quant, shown,
+                        f"; not a library name: its name carries the library's {base} and the tag its size "
+                        f"{size}, and a fine-tune keeps its base's architecture")
+    return Tag(None, quant, 0, f"{name} is not in servefit's Ollama tag table")

@@ -29,6 +29,7 @@ from typing import Any
 
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import (
+    INTERNVL,
     QWEN3_VL_MAX_PIXELS,
     QWEN3_VL_VIDEO_MAX_PIXELS,
     QWEN_VL_MAX_PIXELS,
@@ -102,9 +103,11 @@ def _video_tokens(per_frame_pair: int, room: int, max_frames: int, videos: int =
 
 def sharded(model: ModelSpec) -> bool:
     """Whether vLLM splits the vision tower over tensor-parallel ranks (Qwen-VL towers; Qwen3-VL and
-    Qwen3.5 blocks use ColumnParallelLinear / RowParallelLinear too, qwen3_vl.py::Qwen3_VisionBlock)."""
+    Qwen3.5 blocks use ColumnParallelLinear / RowParallelLinear too, qwen3_vl.py::Qwen3_VisionBlock;
+    InternViT: intern_vit.py::InternMLP is Column/RowParallelLinear and InternParallelAttention a
+    QKVParallelLinear padded with dummy heads to a multiple of the TP size)."""
     v, mt = model.vision, model.model_type
-    return bool(v) and (bool(qwen_vl_kind(v, mt)) or is_qwen3_vision(v, mt))
+    return bool(v) and (bool(qwen_vl_kind(v, mt)) or is_qwen3_vision(v, mt) or v.get("model_type") in INTERNVL)
 
 
 def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
