@@ -256,3 +256,24 @@ def test_config_exclude_applies_to_walked_files_not_named_ones(capsys: pytest.Ca
     assert found == {"prod"}
     named = assemble([str(tmp_path / "scratch" / "serve.sh")], plan=False).servers
     assert len(named) == 1  # named on the command line: read regardless, as ruff does
+
+
+@pytest.mark.parametrize("version", ["foo", "unknown (Aug 2026 build)", "latest"])
+def test_a_word_that_is_not_a_version_is_refused_not_modelled_as_the_oldest_release(
+        version: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc, _, err = run(capsys, "estimate", "--engine-version", version, "--gpu", "L4", "--", "vllm", "serve", LLAMA)
+    assert rc == 2 and err == f"servefit: error: --engine-version: not a version: {version!r} " \
+                              "(try 0.11.0, or b5000 for a llama.cpp build)\n"
+    f = tmp_path / "serve.sh"
+    f.write_text(f"# servefit: engine-version={version.split()[0]}\nvllm serve {LLAMA} --max-model-len 8192\n")
+    asm = assemble([str(f)], Flags(gpu="L4"))
+    assert [(x.code, x.span.col) for x in asm.findings if x.span is not None] == [("SF012", 28)]
+    assert asm.servers[0].target.engine_version is None
+
+
+def test_versions_as_users_write_them_are_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    for version in ("0.6.3", "v0.6.3", "0.6.3.post1", "0.10.1.dev101+gbda9d05"):
+        rc, out, err = run(capsys, "estimate", "--engine-version", version, "--gpu", "L4", "--format", "json",
+                           "--", "vllm", "serve", LLAMA, "--max-model-len", "8192")
+        assert rc in (0, 1), err
+        assert json.loads(out)["engine_version"] == version

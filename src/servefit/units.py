@@ -85,3 +85,18 @@ def gib(n: float) -> float:
 def fmt_gib(n: float) -> str:
     """GiB the way vLLM's format_gib rounds them: two decimals."""
     return f"{n / 2**30:.2f}"
+
+
+_VERSION = re.compile(r"^v?[0-9]+(\.[0-9]+)*([.+-]?[0-9A-Za-z.+-]*)$")
+
+
+def engine_version(text: str | None, what: str = "--engine-version") -> str | None:
+    """An engine version as users write it (`0.11.0`, `v3.3.4`, `0.6.3.post1`, `b5000` for a
+    llama.cpp build); anything else is refused, since a word that is not a version would be
+    modelled as the oldest release."""
+    if text is None:
+        return None
+    if not (_VERSION.match(text.strip()) or re.fullmatch(r"b[0-9]+", text.strip())):
+        raise UsageError(f"{what}: not a version: {text!r} (try 0.11.0, or b5000 for a llama.cpp build)")
+    return text.strip()
+

@@ -8,7 +8,7 @@ from servefit.config import user_online
 from servefit.conventions import add_color_arg
 from servefit.core import UsageError
 from servefit.pipeline import Target
-from servefit.units import parse_size
+from servefit.units import engine_version, parse_size
 
 # servefit's own options that users also put after `--` (e.g. `-- vllm serve X --gpu H100`)
 TRAILING = {"--gpu": 1, "--gpus": 1, "--gpu-memory": 1, "--engine-version": 1, "--format": 1, "--output-format": 1,
@@ -63,5 +63,5 @@ def target_from(args: argparse.Namespace) -> Target:
         raise UsageError(f"--gpus must be 1 to 65,536 (got {gpus})")
     return Target(gpu=args.gpu, gpus=gpus,
                   gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
-                  engine_version=args.engine_version, model=args.model, model_config=args.model_config,
+                  engine_version=engine_version(args.engine_version), model=args.model, model_config=args.model_config,
                   online=user_online(args))

@@ -384,7 +384,7 @@ def _not_starting(srv: Server) -> None:
 
 def flags_from(args: Any) -> Flags:
     """The target flags of any command's parsed arguments (those it does not have are None)."""
-    from servefit.units import parse_size
+    from servefit.units import engine_version, parse_size
 
     gpus = getattr(args, "gpus", None)
     if isinstance(gpus, str):
@@ -396,5 +396,6 @@ def flags_from(args: Any) -> Flags:
         raise UsageError(f"--gpus must be at least 1 (got {gpus})")
     mem = getattr(args, "gpu_memory", None)
     return Flags(gpu=getattr(args, "gpu", None), gpus=gpus, gpu_memory=parse_size(mem) if mem else None,
-                 engine_version=getattr(args, "engine_version", None), model=getattr(args, "model", None),
+                 engine_version=engine_version(getattr(args, "engine_version", None)),
+                 model=getattr(args, "model", None),
                  model_config=getattr(args, "model_config", None), online=user_online(args))

@@ -176,6 +176,13 @@ def _invalid_value(key: str, value: str) -> str | None:
         except Exception:  # noqa: BLE001 - any unreadable size is reported the same way
             ok = None
         return None if ok else "not a memory size (such as 48GiB)"
+    if key == "engine-version":
+        from servefit.units import engine_version
+
+        try:
+            engine_version(value)
+        except Exception:  # noqa: BLE001 - the reason is the same for every unreadable version
+            return "not a version (such as 0.11.0)"
     return None
 
 
