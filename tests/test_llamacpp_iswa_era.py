@@ -32,3 +32,18 @@ def test_iswa_builds_size_the_window():
 
 def test_swa_full_restores_the_full_size():
     assert kv("b9000", "--swa-full")["kv_buffer_mib"] == 18 * 4096 / 1024
+
+
+@pytest.mark.parametrize(("build", "kv", "compute"), [
+    ("b4435", "llama_kv_cache_init", "llama_new_context_with_model"),
+    ("b4753", "llama_kv_cache_init", "llama_init_from_model"),
+    ("b4980", "init", "llama_context"),
+    ("b5415", "llama_kv_cache_unified", "llama_context"),
+    ("b6301", "llama_kv_cache", "llama_context"),
+])
+def test_buffer_lines_carry_the_logging_function_of_the_build(build, kv, compute):
+    # the function names llama.cpp's own source has at those tags (versions.py)
+    from servefit.engines.llamacpp import versions as V
+
+    b = V.build(build)
+    assert (V.kv_log_prefix(b), V.compute_log_prefix(b)) == (kv, compute)
