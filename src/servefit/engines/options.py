@@ -211,11 +211,12 @@ def load_table(engine: str) -> OptionTable:
     history: dict[str, FlagHistory] = {}
     if hist:
         hand_since = {f: o.since for o in opts for f in o.flags if o.since}
+        read = [str(v) for v in hist.get("releases_read") or []]
         opts = _with_history(opts, hist)
         for flag, h in (hist.get("flags") or {}).items():
             ranges = [list(r) for r in h["in"]]
-            if ranges[0][0] is None and flag in hand_since:  # older than the oldest release read
-                ranges[0][0] = hand_since[flag]
+            if flag in hand_since and _hand_since_fits(ranges[0][0], hand_since[flag], read):
+                ranges[0][0] = hand_since[flag]  # the hand value is finer than the releases read
             history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in ranges),
                                         deprecated_since=h.get("deprecated_since"),
                                         replacement=h.get("replacement"))
@@ -229,6 +230,15 @@ def load_table(engine: str) -> OptionTable:
                        deprecated_code=raw.get("codes", {}).get("deprecated", ""),
                        history=history, underscores_since=hist.get("underscore_dash_same_since"),
                        env_history=env_history, unread_env_code=raw.get("codes", {}).get("unread_env", ""))
+
+
+def _hand_since_fits(first_read: str | None, hand: str, read: list[str]) -> bool:
+    """Whether a hand-written `since` refines where the releases read place a flag's start: before
+    the oldest release read (None), or between the release read before `first_read` and it."""
+    if first_read is None:
+        return True
+    before = [r for r in read if _vkey(r) < _vkey(first_read)]
+    return bool(before) and _vkey(before[-1]) < _vkey(hand) <= _vkey(first_read)
 
 
 def _newest(arity: Any) -> str:

@@ -33,13 +33,28 @@ def build(version: str | None) -> int:
     return build(CURRENT)
 
 
+# The function that logs the KV / compute buffers, read off src/ at the tags b4234 b4435 b4600 b4753
+# b4980 b5415 b5590 b6301 (a change between two tags read is placed at the later one):
+# KV: llama_kv_cache_init() up to b4753, llama_kv_cache_unified::init ("init:") at b4980,
+# the llama_kv_cache_unified constructor from b5415, llama_kv_cache from KV_CACHE_RENAMED;
+# compute: llama_new_context_with_model() up to b4435, llama_init_from_model() b4600 - b4753, the
+# llama_context constructor from b4980, sched_reserve from SCHED_RESERVE_LOG.
+KV_INIT_METHOD = 4980
+KV_UNIFIED_CTOR = 5415
+CONTEXT_CTOR = 4980
+
+
 def kv_log_prefix(b: int) -> str:
-    if b < 4600:
+    if b < KV_INIT_METHOD:
         return "llama_kv_cache_init"
+    if b < KV_UNIFIED_CTOR:
+        return "init"
     return "llama_kv_cache_unified" if b < KV_CACHE_RENAMED else "llama_kv_cache"
 
 
 def compute_log_prefix(b: int) -> str:
     if b < 4500:
         return "llama_new_context_with_model"
+    if b < CONTEXT_CTOR:
+        return "llama_init_from_model"
     return "llama_context" if b < SCHED_RESERVE_LOG else "sched_reserve"

@@ -46,8 +46,16 @@ def scheme(quantize: str | None, model: ModelSpec) -> Scheme | None:
 
 def weights_per_shard(model: ModelSpec, db: float, sch: Scheme | None, shards: int) -> int:
     """TGI shards every linear layer, the embedding (TensorParallelEmbedding) and the head
-    (TensorParallelHead); norms are replicated (small)."""
-    return int(weight_bytes(model, db, sch) / max(shards, 1))
+    (TensorParallelHead); norms are replicated (small). A tied head is a second copy on the GPU:
+    the modeling files name the embedding as the head's weights (custom_modeling/
+    flash_llama_modeling.py, flash_gemma3_modeling.py, ...: SpeculativeHead.load(prefix
+    "...embed_tokens") when tie_word_embeddings), and layers/tensor_parallel.py::TensorParallelHead.load
+    reads it again (utils/weights.py::Weights.get_sharded -> get_partial_sharded: its own
+    tensor .to(device)), sharded over the vocabulary like the embedding; the checkpoint's parameter
+    count holds it once."""
+    n = max(shards, 1)
+    tied_head = model.vocab_size * model.hidden_size * db if model.tie_word_embeddings else 0
+    return int((weight_bytes(model, db, sch) + tied_head) / n)
 
 
 def kv_layout(model: ModelSpec, kv_db: float, shards: int) -> tuple[int, int]:
