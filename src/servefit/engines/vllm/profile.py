@@ -64,9 +64,10 @@ GRAPH_TP_FACTOR = 1.3
 # instead (cuda_communicator.py::CudaCommunicator.all_reduce falls back to pynccl), and no custom
 # all-reduce buffers are registered; each graph then keeps its captured NCCL kernels and their launch
 # resources. Per captured all-reduce (two per decoder layer and one for the embedding, in every graph),
-# calibrated: 166 KiB (0.13 log: Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9 cards without P2P, 86
-# graphs x 97 all-reduces, 2.08 GiB captured).
-NCCL_GRAPH_COLLECTIVE = 166 * 1024
+# calibrated by least squares on the two calibration logs of that kind, which disagree: 166 KiB each
+# on 0.13 (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9 cards without P2P: 86 graphs x 97 all-reduces,
+# 2.08 GiB captured) and 53 KiB on 0.9.2 (Qwen3-14B at TP4 on four PCIe cards: 67 x 81, 0.93 GiB).
+NCCL_GRAPH_COLLECTIVE = 132 * 1024
 # Dynamic activation quantization adds a quant kernel per linear layer to every captured layer:
 # x1.8 (0.19 logs, Llama-3.1-8B W8A8 int8 vs FP16 on the same A100). The int8 quant is an opaque
 # custom op (scaled_mm kernels call ops.scaled_int8_quant); the FP8 one is the QuantFP8 CustomOp
