@@ -176,11 +176,11 @@ def test_vllm_calibration_targets_met(rows):
     # the KV memory p90 is 10.8%: a Qwen3-30B-A3B AWQ run on an RTX 3090 keeps 16% more than predicted
     kv = _errors(rows, "vllm", "calibration", "kv_cache_gib")
     assert len(kv) >= 55 and statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.11
-    # the token p90 is 19.2%: v0.10 runs with FlashInfer's sampler installed profile a smaller
-    # sampler peak than the native one servefit assumes (dennislee22 logs), and gemma-4-26B-A4B on
-    # 0.20.2 logs 3.1x the tokens servefit counts for the same KV memory (its mixed head sizes)
+    # the token p90 is 16.2%: v0.10 runs with FlashInfer's sampler installed profile a smaller
+    # sampler peak than the native one servefit assumes (dennislee22 logs). gemma-4-26B-A4B on
+    # 0.20.2 is +1.8% since the token count follows the release (0.20.1 logs concurrency x length)
     tokens = _errors(rows, "vllm", "calibration", "kv_tokens")
-    assert len(tokens) >= 40 and statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.20
+    assert len(tokens) >= 40 and statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.17
     weights = _errors(rows, "vllm", "calibration", "weights_gib")
     assert len(weights) >= 50 and statistics.median(weights) <= 0.01
     # the sub-terms where logs print them (llm-d's v0.11 breakdowns on H100 among them)

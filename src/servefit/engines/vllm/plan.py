@@ -20,6 +20,7 @@ from servefit.engines.vllm.defaults import batch_defaults
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
+from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
     CUDA_CONTEXT,
     activation_peak,
@@ -129,6 +130,7 @@ def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
 
 
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    model = as_loaded(cfg, model)  # --rope-scaling / --hf-overrides, as this release applies them
     e = era(cfg.version, cfg.env)
     r = resolve(cfg, model, gpu, e)
     out = MemoryPlan(engine="vllm", engine_version=e.version, outcome="started", memory=DeviceMemory(),
