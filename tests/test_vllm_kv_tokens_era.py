@@ -62,3 +62,31 @@ def test_group_size_by_era(sliding, full, version, groups, padding):
     lay = layout(m, layer_kinds(m, True, False), 2, 1, 16, era(version))
     assert (len(lay.groups), lay.padding_layers) == (groups, padding)
     assert lay.bytes_per_block == lay.groups[0].layers * 16 * 2 * 8 * 64 * 2
+
+
+def test_sliding_layers_are_full_attention_before_091():
+    """Up to 0.9.0 V1 has no hybrid KV-cache manager: kv_cache_utils.py::get_kv_cache_config checks one
+    request against the sliding-window specs (check_enough_kv_cache_memory), then
+    unify_hybrid_kv_cache_specs makes every layer full attention: one group, `num_blocks x block_size`
+    tokens and `tokens / max_model_len` concurrency. 0.9.1 keeps the sliding layers' own groups."""
+    from servefit.engines.vllm import ENGINE
+    from servefit.hardware.spec import GpuSpec
+    from servefit.pipeline import site_from_argv
+
+    m = _model(5, 1)
+    m.max_position_embeddings = 8_388_608
+    h100 = GpuSpec(key="h100-sxm", name="NVIDIA H100 80GB HBM3", vendor="nvidia", memory_bytes=85_520_809_984,
+                   compute_capability=90, fp8=True)
+    page = 16 * 2 * 8 * 64 * 2
+    argv = ["vllm", "serve", "synthetic", "--max-model-len", "8388608"]
+    old = ENGINE.plan(cfg := ENGINE.parse(site_from_argv(argv), "0.9.0"), m, h100, 1)
+    assert cfg.version == "0.9.0"
+    blocks = old.detail.num_gpu_blocks
+    assert old.detail.kv_groups == 1 and old.memory.kv_cache == blocks * 6 * page
+    # six full layers need 8388608 / 16 blocks of 6 pages, more than the pool holds; the check
+    # sees one full layer and five 128-token windows, which fit: it starts below one request
+    assert blocks < 8_388_608 // 16
+    assert old.outcome == "started"
+    assert old.kv_cache_tokens == blocks * 16 and old.max_concurrency == pytest.approx(blocks / (8_388_608 // 16))
+    new = ENGINE.plan(ENGINE.parse(site_from_argv(argv), "0.9.1"), m, h100, 1)
+    assert new.detail.kv_groups == 6 and new.outcome == "started" and new.max_concurrency > 1
