@@ -86,3 +86,23 @@ def test_ollama_from_a_local_folder_gives_the_name_heuristics_answer():
                                        ("unsloth/Qwen3-8B-GGUF:q8_0", "Q8_0")])
 def test_a_repo_tag_that_is_a_file_name_prefix(ref, quant):
     assert parse_ref(ref)[1] == quant
+
+
+# --- checkpoints whose names do not carry their base, catalogued from exact counts -----------------
+
+@pytest.mark.parametrize("ref,model,via", [
+    ("./foundation-sec-8b.gguf", "fdtn-ai/Foundation-Sec-8B", "gguf"),
+    ("fdtn-ai/Foundation-Sec-8B-Instruct", "fdtn-ai/Foundation-Sec-8B", "model"),
+    ("$HOME/models/AgentCPM-Explore", "openbmb/AgentCPM-Explore", "model"),
+    ("/srv/vllm2/models/Ornith-1.0-35B-FP8", "ornith-ai/Ornith-1.0-35B", "model"),
+    ("THUDM/codegeex4-all-9b", "zai-org/codegeex4-all-9b", "model"),
+])
+def test_checkpoints_named_without_their_base(ref, model, via):
+    spec = resolve_gguf_ref(ref) if via == "gguf" else resolve_model(ref, hf_home="/nonexistent")
+    assert spec.name == model
+
+
+def test_ornith_fp8_folder_keeps_its_quantization_and_the_qwen35_layout():
+    spec = resolve_model("/srv/vllm2/models/Ornith-1.0-35B-FP8", hf_home="/nonexistent")
+    assert spec.quantization == {"quant_method": "fp8"} and spec.model_type == "qwen3_5_moe"
+    assert (spec.num_hidden_layers, spec.hidden_size, spec.params) == (40, 2048, 35107181936)
