@@ -63,6 +63,9 @@ from servefit.models import resolve_model
     ("nous-hermes:13b", "NousResearch/Nous-Hermes-Llama2-13b", "Q4_0", 4096),
     ("wizard-vicuna-uncensored", "cognitivecomputations/Wizard-Vicuna-7B-Uncensored", "Q4_0", 2048),
     ("codeup", "deepse/CodeUp-Llama-2-13b-chat-hf", "Q4_0", 4096),
+    ("exaone3.5", "LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "Q4_K_M", 32768),
+    ("exaone3.5:2.4b", "LGAI-EXAONE/EXAONE-3.5-2.4B-Instruct", "Q4_K_M", 32768),
+    ("exaone-deep:32b", "LGAI-EXAONE/EXAONE-Deep-32B", "Q4_K_M", 32768),
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
