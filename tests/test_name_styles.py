@@ -96,6 +96,8 @@ def test_a_repo_tag_that_is_a_file_name_prefix(ref, quant):
     ("$HOME/models/AgentCPM-Explore", "openbmb/AgentCPM-Explore", "model"),
     ("/srv/vllm2/models/Ornith-1.0-35B-FP8", "ornith-ai/Ornith-1.0-35B", "model"),
     ("THUDM/codegeex4-all-9b", "zai-org/codegeex4-all-9b", "model"),
+    ("/path/to/ChatGLM3-6B", "THUDM/chatglm3-6b", "model"),
+    ("/models/EXAONE-3.5-7.8B-Instruct-AWQ", "LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "model"),
 ])
 def test_checkpoints_named_without_their_base(ref, model, via):
     spec = resolve_gguf_ref(ref) if via == "gguf" else resolve_model(ref, hf_home="/nonexistent")
