@@ -10,8 +10,10 @@ import os
 import sys
 from typing import NoReturn
 
-from servefit import __version__
-from servefit.core import UsageError
+from servefit import __version__, codecache
+
+codecache.install()  # before the first dataclass is defined: their methods come compiled from the cache
+from servefit.core import UsageError  # noqa: E402
 
 COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule", "completion"]
 DESCRIPTION = ("Lint and tune LLM serving configs (vLLM, llama.cpp, Ollama, TGI, SGLang): find every server in "
