@@ -1,0 +1,68 @@
+"""What the data cache keeps (servefit/data: parsed YAML and values derived from it) reads back
+equal to what a run without the cache builds."""
+
+from __future__ import annotations
+
+import pytest
+
+from servefit import data
+from servefit.engines import BUILTIN
+from servefit.engines.options import load_table
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("SERVEFIT_NO_CACHE", raising=False)
+    data.load.cache_clear()
+    load_table.cache_clear()
+    yield tmp_path / "servefit" / "data"
+    data.load.cache_clear()
+    load_table.cache_clear()
+
+
+@pytest.mark.parametrize("engine", sorted(BUILTIN))
+def test_an_option_table_read_back_from_the_cache_is_the_built_one(engine, cache, monkeypatch):
+    built = load_table(engine)
+    assert [p.name.split("-")[1] for p in cache.glob("options-*.marshal")] == [engine]
+    load_table.cache_clear()
+    loaded = load_table(engine)
+    assert loaded is not built and loaded == built
+    monkeypatch.setenv("SERVEFIT_NO_CACHE", "1")
+    load_table.cache_clear()
+    assert load_table(engine) == built
+    assert built.options and all(type(o.flags) is tuple and type(o.choices) is tuple for o in loaded.options)
+
+
+def test_a_derived_value_follows_its_inputs(cache, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("one")
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"text": src.read_text(), "pair": (1, 2)}
+
+    assert data.derived("t", [src], build) == {"text": "one", "pair": (1, 2)}
+    assert data.derived("t", [src], build) == {"text": "one", "pair": (1, 2)} and len(calls) == 1
+    src.write_text("three")  # another size: another key
+    assert data.derived("t", [src], build)["text"] == "three" and len(calls) == 2
+    assert len(list(cache.glob("t-*.marshal"))) == 2
+
+
+def test_the_gpu_catalog_read_back_from_the_cache_is_the_built_one(cache, monkeypatch):
+    from servefit.hardware import catalog
+
+    catalog._catalog.cache_clear()
+    try:
+        built = catalog._catalog()
+        assert len(list(cache.glob("gpus-*.marshal"))) == 1
+        catalog._catalog.cache_clear()
+        loaded = catalog._catalog()
+        assert loaded is not built and loaded == built
+        monkeypatch.setenv("SERVEFIT_NO_CACHE", "1")
+        catalog._catalog.cache_clear()
+        assert catalog._catalog() == built
+        assert catalog.lookup("NVIDIA-L4").key == "l4" and catalog.lookup_instance("p4d.24xlarge")[1] == 8
+    finally:
+        catalog._catalog.cache_clear()
