@@ -10,10 +10,8 @@ tests check the interpreter against jsonschema on good and bad configs.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -100,6 +98,8 @@ def _match(rel: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
+    import json
+
     return json.loads(SCHEMA_PATH.read_text())
 
 
@@ -170,6 +170,8 @@ MAX_CONFIG_FILE = 4 << 20
 
 
 def _read(p: Path, table: bool) -> Any:
+    import tomllib
+
     from servefit import safe_io
 
     try:
@@ -191,6 +193,8 @@ def _read(p: Path, table: bool) -> Any:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """`--config KEY=VALUE`: the value is read as TOML (so lists and numbers work), else a string."""
+    import tomllib
+
     key, eq, raw = text.partition("=")
     if not eq or not key.strip():
         raise UsageError(f"--config expects KEY=VALUE, got {text!r}")
@@ -221,7 +225,7 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
         for part in outer:
             table[part] = table = dict(table.get(part) or {})
         table[last] = v
-    errs = validate(data)
+    errs = validate(data) if data else []  # nothing to check (and no schema to read) without a config
     if errs:
         raise UsageError(f"{where or '--config'}: invalid configuration: {errs[0]}")
     targets = [Target(paths=t["paths"], gpu=t.get("gpu"), count=t.get("count"), gpu_memory=t.get("gpu-memory"),
@@ -270,8 +274,14 @@ def user_online(args: Any = None) -> bool:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     path = Path(base) / "servefit" / "config.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    import tomllib  # only when the user has a config file: reading TOML costs ~4 ms of start-up
+
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
         return False
     return data.get("online") is True
 
