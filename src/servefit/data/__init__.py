@@ -65,6 +65,12 @@ def derived(name: str, inputs: Iterable[str | os.PathLike[str]], build: Callable
     return value
 
 
+def files(folder: str) -> list[str]:
+    """The YAML files of a data folder ("models", "rules"), relative to the data directory, in
+    name order (os.listdir: Path.glob costs ~0.2 ms a call)."""
+    return sorted(f"{folder}/{n}" for n in os.listdir(DATA_DIR / folder) if n.endswith(".yaml") and not n.startswith("."))
+
+
 _MISSING = object()
 
 

@@ -32,7 +32,19 @@ GROUP = "servefit.engines"
 
 def _declared_elsewhere() -> bool:
     """Whether a package other than servefit declares the group: a scan of the installed
-    packages' entry_points.txt, much cheaper than importing importlib.metadata on the lint path."""
+    packages' entry_points.txt, much cheaper than importing importlib.metadata on the lint path,
+    and kept in the data cache until a folder on sys.path changes (installing or removing a
+    package changes its folder's mtime)."""
+    import os
+    import sys
+
+    from servefit import data
+
+    folders = [p or "." for p in sys.path if os.path.isdir(p or ".")]
+    return bool(data.derived("entry-points", folders, _scan_for_group))
+
+
+def _scan_for_group() -> bool:
     import os
     import sys
 

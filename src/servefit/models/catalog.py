@@ -30,7 +30,7 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def catalog_files() -> list[str]:
     """The catalog's data files, relative to the data directory, in a fixed order."""
-    return sorted(f"models/{p.name}" for p in (data.DATA_DIR / "models").glob("*.yaml"))
+    return data.files("models")
 
 
 def entries() -> list[dict[str, Any]]:
