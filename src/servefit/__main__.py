@@ -1,3 +1,7 @@
-from servefit.cli import main
+import gc
 
-raise SystemExit(main())
+gc.disable()  # before the imports: see cli.entry
+
+from servefit.cli import entry  # noqa: E402
+
+entry()

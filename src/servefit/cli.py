@@ -78,6 +78,31 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = real
 
 
+def entry() -> NoReturn:
+    """The `servefit` program (console script and `python -m servefit`): main(), then a quick exit.
+    Tearing the interpreter down (freeing every object of every module) is ~8% of a one-file
+    lint; as mypy does, the exit handlers run and the output is flushed, then the process ends
+    without it. Where another thread still runs, the exit is the ordinary one. The cycle
+    collector is off for the run: start-up allocates ~100k objects that live until the end, and
+    scanning them again and again is ~5% of a lint (peak memory of a 1,000-file lint is the same
+    without it: the run holds what it reads until the report anyway)."""
+    import gc
+
+    gc.disable()
+    code = main()
+    if "threading" in sys.modules and sys.modules["threading"].active_count() > 1:
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()  # noqa: SLF001 - what Python's own exit runs first (codecache, logging, ...)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say
+            pass
+    os._exit(code)
+
+
 def _redact(message: str, argv: list[str]) -> str:
     """An error line never echoes a credential, even one given on this command line."""
     from servefit.redact import mask_values, redact_text, secret_values
