@@ -88,3 +88,30 @@ def test_the_rule_brief_and_the_recognition_tables_read_back_as_built(cache):
     finally:
         for fn in (catalog.brief, detect._tables):
             fn.cache_clear()
+
+
+def test_engines_declared_by_another_package_are_seen_through_the_cache(cache, tmp_path, monkeypatch):
+    from servefit import engines
+
+    site = tmp_path / "site"
+    dist = site / "other_pkg-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(tmp_path / "first"))
+    assert engines._declared_elsewhere() is False
+    assert len(list(cache.glob("entry-points-*.marshal"))) == 1
+    assert engines._declared_elsewhere() is False
+    plugin = site / "servefit_extra-0.2.dist-info"  # installing a package changes the folder
+    plugin.mkdir()
+    (plugin / "entry_points.txt").write_text("[servefit.engines]\nextra = extra:ENGINE\n")
+    assert engines._declared_elsewhere() is True
+    first = tmp_path / "first" / "local-0.1.dist-info"  # the first sys.path entry is read each time
+    first.mkdir(parents=True)
+    (first / "entry_points.txt").write_text("[servefit.engines]\nlocal = local:ENGINE\n")
+    import shutil
+
+    shutil.rmtree(plugin)
+    assert engines._declared_elsewhere() is True
+    shutil.rmtree(first)
+    assert engines._declared_elsewhere() is False
