@@ -177,7 +177,7 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
 def _yaml(fc: Any, result: ScanResult) -> None:
     from yaml.nodes import MappingNode
 
-    from servefit.sources import compose, helm, k8s, llamaswap, skypilot, vllm_config
+    from servefit.sources import k8s, vllm_config
     from servefit.sources.yamlpos import Y, YamlProblem, compose_all, is_templated
 
     templated = is_templated(fc.text)
@@ -202,14 +202,22 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             continue
         keys = set(y.map(d))
         if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
+            from servefit.sources import compose
+
             compose.scan(y, d, fc)
         elif "models" in keys and any(y.get(m, "cmd") is not None for _, _, m in y.items(y.get(d, "models"))):
+            from servefit.sources import llamaswap
+
             llamaswap.scan(y, d, fc)
         elif "run" in keys and keys & {"resources", "envs", "setup", "num_nodes", "service", "file_mounts"}:
+            from servefit.sources import skypilot
+
             skypilot.scan(y, d, fc)
         elif vllm_config.looks_like(y, d):
             vllm_config.scan(y, d, fc)
         else:
+            from servefit.sources import helm
+
             helm.scan_values(y, d, fc)
 
 
