@@ -54,7 +54,7 @@ def test_exit_handlers_run_and_a_short_report_is_flushed(tmp_path):
     # a short report stays in the output buffer until the exit flushes it
     assert out.stdout.endswith("\n1 error, 0 warnings, 1 info in 1 file (1 server)\n") and out.returncode == 1
     # written by an atexit handler (servefit/codecache.py) on the first run
-    assert [p.name for p in (tmp_path / "cache" / "servefit").glob("dataclass-code-*.marshal")]
+    assert [p.name for p in (tmp_path / "cache" / "servefit").glob("compiled-*.marshal")]
 
 
 def test_usage_errors_and_version_exit_as_before(tmp_path):

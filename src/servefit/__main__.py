@@ -1,7 +1,3 @@
-import gc
-
-gc.disable()  # before the imports: see cli.entry
-
-from servefit.cli import entry  # noqa: E402
+from servefit.cli import entry
 
 entry()

@@ -10,10 +10,7 @@ import os
 import sys
 from typing import NoReturn
 
-from servefit import __version__, codecache
-
-codecache.install()  # before the first dataclass is defined: their methods come compiled from the cache
-from servefit.core import UsageError  # noqa: E402
+from servefit import __version__
 
 COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule", "completion"]
 DESCRIPTION = ("Lint and tune LLM serving configs (vLLM, llama.cpp, Ollama, TGI, SGLang): find every server in "
@@ -44,6 +41,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from servefit.core import UsageError
+
     argv = sys.argv[1:] if argv is None else argv
     _ARGV[:] = argv
     parser = build_parser(argv[0] if argv else None)
@@ -88,7 +87,10 @@ def entry() -> NoReturn:
     without it: the run holds what it reads until the report anyway)."""
     import gc
 
+    from servefit import codecache
+
     gc.disable()
+    codecache.install()  # before the first dataclass and pattern: they come compiled from the cache
     code = main()
     if "threading" in sys.modules and sys.modules["threading"].active_count() > 1:
         sys.exit(code)
