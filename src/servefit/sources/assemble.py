@@ -163,7 +163,10 @@ def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs:
     sites, dropped = dedupe(sites)
     if dropped:
         findings = [f for f in findings if not (f.span is not None and (f.site, f.span.file) in dropped)]
-    servers = [build(site, flags, configs, plan=plan) for site in sites]
+    from servefit.models.lock import one_context_per_folder
+
+    with one_context_per_folder():  # the lock and model mapping of a folder, read once for its servers
+        servers = [build(site, flags, configs, plan=plan) for site in sites]
     return Assembly(servers, findings, list(files or []), configs)
 
 
