@@ -50,3 +50,26 @@ def test_one_context_per_folder_within_a_run(tmp_path):
         assert lock.context_for(link).mapping == {"/models/m": "Qwen/Qwen3-8B"}
         assert lock.context_for(a1, online=True) is not first
     assert lock._shared is None
+
+
+def test_find_config_searches_each_folder_once_within_a_run(tmp_path):
+    from servefit import config
+
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no [tool.servefit]: the search goes on
+    (root / "a" / "deep").mkdir(parents=True)
+    (root / "a" / "servefit.toml").write_text('gpu = "L4"\n')
+    (root / "b").mkdir()
+    (tmp_path / "servefit.toml").write_text('gpu = "H100"\n')  # above the repository root: never read
+    starts = [root / "a" / "deep", root / "a", root / "b", root]
+    outside = [config.find_config(str(s)) for s in starts]
+    assert outside == [(str(root / "a" / "servefit.toml"), {"gpu": "L4"})] * 2 + [None, None]
+    with config.searching_each_folder_once():
+        assert [config.find_config(str(s)) for s in starts] == outside
+        (root / "b" / "servefit.toml").write_text('gpu = "A100"\n')  # written during the run: not seen
+        assert config.find_config(str(root / "b")) is None
+        with config.searching_each_folder_once():  # nested: the same run
+            assert config.find_config(str(root / "b")) is None
+    assert config.find_config(str(root / "b")) == (str(root / "b" / "servefit.toml"), {"gpu": "A100"})
+    assert config._folders is None
