@@ -160,3 +160,18 @@ print(json.dumps([len(same), all(same)]))
                              check=True)
         n, same = json.loads(out.stdout)
         assert n > 30 and same
+
+
+def test_a_damaged_entry_is_compiled_afresh(tmp_path):
+    name = f"compiled-{sys.implementation.cache_tag}-O{sys.flags.optimize}.marshal"
+    (tmp_path / "servefit").mkdir()
+    bad = {("ab+c", 0): (32, [999, 1, 2], 0, {}, ()),  # not a program _sre accepts
+           ("x(y)", 0): b"\x00garbage", ("z", 0): ("not", "arguments")}
+    (tmp_path / "servefit" / name).write_bytes(marshal.dumps(({"def f(): pass": b"junk"}, bad)))
+    script = ("import re, json; from servefit import codecache; codecache.install(); "
+              "c = [re.compile(p) for p in ('ab+c', 'x(y)', 'z')]; "
+              "print(json.dumps([[x.pattern, x.groups, bool(x.search('xxabbbc xy z'))] for x in c]))")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    env.pop("SERVEFIT_NO_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [["ab+c", 0, True], ["x(y)", 1, True], ["z", 0, True]]

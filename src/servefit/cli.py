@@ -90,7 +90,8 @@ def entry() -> NoReturn:
     from servefit import codecache
 
     gc.disable()
-    codecache.install()  # before the first dataclass and pattern: they come compiled from the cache
+    # before the first dataclass and pattern: they come compiled from the cache
+    codecache.install(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in COMMANDS else "")
     code = main()
     if "threading" in sys.modules and sys.modules["threading"].active_count() > 1:
         sys.exit(code)

@@ -74,12 +74,15 @@ def _compile_regex(p: Any, flags: int = 0) -> Any:
                               dict(parsed.state.groupdict), tuple(indexgroup))
         _compiled += 1
     _used.add(key)
-    flags, code, groups, groupindex, indexgroup = args
-    return _sre.compile(p, flags, code, groups, dict(groupindex), indexgroup)
+    try:
+        return _sre.compile(p, *args)
+    except (TypeError, ValueError, OverflowError, RuntimeError):  # a damaged entry: what re itself does
+        return _re_compile(p, flags)
 
 
-def install() -> None:
-    """Serve dataclass methods and regular expressions from the cache (once per process)."""
+def install(command: str = "") -> None:
+    """Serve dataclass methods and regular expressions from the cache (once per process). One
+    file per servefit command: each reads what it needs, not what tune or diagnose compiled."""
     global _path, _loaded, _re_compile
     import dataclasses
 
@@ -88,7 +91,8 @@ def install() -> None:
     base = cache_dir()
     if base is None:
         return
-    _path = os.path.join(base, f"compiled-{sys.implementation.cache_tag}-O{sys.flags.optimize}.marshal")
+    name = f"compiled-{command + '-' if command.isidentifier() else ''}{sys.implementation.cache_tag}"
+    _path = os.path.join(base, f"{name}-O{sys.flags.optimize}.marshal")
     try:
         with open(_path, "rb") as fh:
             codes, regex = marshal.loads(fh.read())  # marshal.load(fh) reads piece by piece: 10x slower
