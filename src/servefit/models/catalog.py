@@ -49,6 +49,7 @@ def _chunks() -> list[tuple[str, tuple[str, ...], str]]:
     return [(name, aliases, _text(fname)[start:end]) for name, aliases, fname, start, end in _spans()]
 
 
+@lru_cache(maxsize=1)
 def _spans() -> list[tuple[str, tuple[str, ...], str, int, int]]:
     """(name, aliases, file, start, end) of every entry, found by scanning lines: parsing the
     whole catalog costs ~10 ms, a lookup parses only the entry it finds. The files keep `name`
@@ -75,13 +76,13 @@ def _text(fname: str) -> str:
 @cache
 def _entry(i: int) -> dict[str, Any]:
     """Entry `i`, parsed from its own lines of its family's file (the index says where)."""
-    fname, start, end = _index().spans[i]
+    fname, start, end = _exact()[1][i]
     parsed = yaml.load(_text(fname)[start:end], Loader=_LOADER)
     return parsed[0] if isinstance(parsed, list) and parsed else {}
 
 
 def _name(i: int) -> str:
-    return _index().names.names[i]  # type: ignore[no-any-return]
+    return _exact()[2][i]
 
 
 def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
@@ -239,35 +240,51 @@ def _parse_variant(ref: str) -> Variant:
 
 @dataclass(frozen=True)
 class _Index:
-    full: dict[str, int]  # lower-case repo id (name or alias) -> entry
+    """The name heuristics' indexes (an exact name or alias is found through _exact)."""
+
     base: dict[str, list[int]]  # lower-case name without org -> entries
     stem: dict[str, list[tuple[int, frozenset[str]]]]  # stem -> (entry, variant words)
     names: Any  # names.Index: families and sizes, for derivatives and suggestions
-    spans: list[tuple[str, int, int]]  # entry -> (catalog file, start, end): its lines
+
+
+def _index_inputs() -> list[str | os.PathLike[str]]:
+    return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__]
+
+
+@lru_cache(maxsize=1)
+def _exact() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
+    """What an exact lookup needs, kept in the data cache: each name and alias (lower case) ->
+    entry, where each entry's lines are, each entry's name. The name heuristics' index is ~6x
+    larger to read and only a name the catalog does not list needs it."""
+    def build() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
+        full: dict[str, int] = {}
+        for i, (name, aliases, _, _, _) in enumerate(_spans()):
+            for rid in (name, *aliases):
+                full.setdefault(rid.lower(), i)
+        return full, [(f, a, b) for _, _, f, a, b in _spans()], [name for name, *_ in _spans()]
+
+    full, spans, entry_names = data.derived("catalog-names", _index_inputs(), build)
+    return full, spans, entry_names
 
 
 @lru_cache(maxsize=1)
 def _index() -> _Index:
     """The name indexes, kept in the data cache (keyed by the catalog files and this code):
     building them is ~20 ms, a good part of a small lint."""
-    inputs: list[str | os.PathLike[str]] = [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__]
-    full, base, stem, by_name, spans = data.derived("catalog-index", inputs, _index_data)
-    return _Index(full=full, base=base, stem=stem, names=names.Index(*by_name), spans=spans)
+    base, stem, by_name = data.derived("catalog-index", _index_inputs(), _index_data)
+    return _Index(base=base, stem=stem, names=names.Index(*by_name))
 
 
 def _index_data() -> tuple[Any, ...]:
-    full: dict[str, int] = {}
     base: dict[str, list[int]] = {}
     stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
     for i, (name, aliases, _) in enumerate(_chunks()):
         for rid in (name, *aliases):
-            full.setdefault(rid.lower(), i)
             base.setdefault(rid.split("/")[-1].lower(), []).append(i)
             v = parse_variant(rid)
             stem.setdefault(v.stem, []).append((i, v.variants))
     by_name = names.build_index(_chunks())
-    spans = [(fname, start, end) for _, _, fname, start, end in _spans()]
-    return full, base, stem, tuple(getattr(by_name, f.name) for f in fields(by_name)), spans
+    return base, stem, tuple(getattr(by_name, f.name) for f in fields(by_name))
 
 
 @dataclass(frozen=True)
@@ -336,10 +353,11 @@ def lookup(ref: str) -> ModelSpec | None:
 
 @lru_cache(maxsize=4096)
 def _recipe(ref: str) -> _Recipe | None:
-    idx = _index()
     key = ref.strip().rstrip("/").lower()
-    if key in idx.full:
-        return _Recipe(idx.full[key])
+    exact = _exact()[0].get(key)
+    if exact is not None:
+        return _Recipe(exact)
+    idx = _index()
     org, base = _split(ref)
     local = names.split_ref(ref)[2]
     hits = idx.base.get(base.lower())
