@@ -104,6 +104,12 @@ class OllamaEngine(Engine):
             try:
                 return resolve_model(ref, online=bool(getattr(target, "online", False)),
                                      context=getattr(target, "models", None))
+            except UsageError as exc:
+                from servefit.models.evidence import is_unnamed_path
+
+                if is_unnamed_path(ref):  # FROM a local folder: the name heuristics' answer is the one to give
+                    raise
+                raise UsageError(f"Ollama model {ref!r}: {note}") from exc
             except Exception as exc:
                 raise UsageError(f"Ollama model {ref!r}: {note}") from exc
         if getattr(target, "model", None):
