@@ -66,7 +66,7 @@ def scan() -> tuple[dict[str, set[str]], dict[str, set[str]], list[str]]:
                            and _name(d) == "rule" for a in d.args}  # type: ignore[attr-defined]
                     if first.value not in own:
                         problems.append(f"{here} emits {first.value} but is not registered for it")
-                elif where.name != "options.py" and not (fn and fn.name in ctors):
+                elif where.name != "argv.py" and not (fn and fn.name in ctors):
                     problems.append(f"{here}: a finding whose code is not written out")
             visit(ch, where, fn)
 
@@ -76,7 +76,7 @@ def scan() -> tuple[dict[str, set[str]], dict[str, set[str]], list[str]]:
 
 
 def table_codes() -> set[str]:
-    """Codes the generic option parser (engines/options.py) raises from an engine's data table."""
+    """Codes the generic option parser (engines/argv.py) raises from an engine's data table."""
     out = set()
     for path in sorted((data.DATA_DIR / "engines").glob("*.yaml")):
         codes = (data.load(f"engines/{path.name}") or {}).get("codes") or {}
@@ -97,7 +97,7 @@ def test_no_code_is_registered_by_two_functions() -> None:
 
 def test_registry_and_catalogue_agree() -> None:
     """Every catalogued code has its function, or is one the option parser raises from an
-    engine's data table (engines/options.py: unknown / invalid / deprecated flags)."""
+    engine's data table (engines/argv.py: unknown / invalid / deprecated flags)."""
     emitted, registered, _ = scan()
     cat = set(rules())
     assert set(registered) - cat == set(), "registered codes missing from data/rules/*.yaml"
@@ -106,7 +106,7 @@ def test_registry_and_catalogue_agree() -> None:
 
 
 def test_option_table_codes_are_catalogued() -> None:
-    """The codes engines/options.py raises come from data/engines/*.yaml `codes:` and are rules."""
+    """The codes engines/argv.py raises come from data/engines/*.yaml `codes:` and are rules."""
     assert table_codes() and table_codes() <= set(rules())
     assert {"VLLM001", "VLLM002", "VLLM023", "LCPP001", "TGI001", "SGL002", "OLLM013"} <= table_codes()
 
