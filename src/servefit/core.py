@@ -85,6 +85,10 @@ class Workload:
     shm: bool | None = None  # shared memory large enough for NCCL; None: not known
     storage_model: str | None = None  # KServe storageUri model, downloaded to storage_path
     storage_path: str | None = None
+    # the names the file gives this server, each with where it is written (a llama-swap `models:`
+    # key, a compose service, a k8s object's name or labels, a unit's Description=): what
+    # models/evidence.py reads when the model path names no model
+    names: list[tuple[str, str]] = field(default_factory=list)
 
 
 # the wrapper keys LaunchSite lifts into Workload (sources/launch.to_site)

@@ -200,6 +200,7 @@ class Derived:
     base: str  # the words the match was made on
     why: str
     context: int = 0  # the family's own max_position_embeddings, where a rule says
+    guess: bool = False  # another release of the line stands in for it (_nearest_release)
 
 
 def _blocked(ws: list[str], entry_words: set[str]) -> bool:
@@ -341,7 +342,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
             found = _derive([rest, *ws[1:]], idx)
             if found is not None:
                 why = f"{found.why}; the name starts with the organization '{org}' written without a separator"
-                return Derived(found.entry, found.base, why, found.context)
+                return Derived(found.entry, found.base, why, found.context, found.guess)
             break
     return None
 
@@ -405,7 +406,7 @@ def _nearest_release(idx: Index, ws: list[str]) -> Derived | None:
     big = size.upper()
     why = (f"the catalog has no {word} release at {big}; assumed the architecture of {idx.names[entry]}, "
            f"the nearest catalogued release of the family at {big}")
-    return Derived(entry=entry, base=shown, why=why)
+    return Derived(entry=entry, base=shown, why=why, guess=True)
 
 
 @lru_cache(maxsize=1)
@@ -416,6 +417,17 @@ def _repackers() -> frozenset[str]:
 def repacker(org: str) -> bool:
     """Whether `org` publishes quantized or converted copies of other checkpoints."""
     return org.lower() in _repackers()
+
+
+def has_size(name: str) -> bool:
+    """Whether the name carries a size word (`8b`, `30b-a3b`, `8x7b`, `e4b`, `125m`)."""
+    ws = words(split_ref(name)[1])
+    return any(size_at(ws, i) for i in range(len(ws)))
+
+
+def carries_family(ref: str, idx: Index) -> bool:
+    """Whether the last part of `ref` has a word of a catalogued family (`mixtral`, `qwen2.5`)."""
+    return any(_root(w) in idx.by_root for w in name_key(ref))
 
 
 def name_key(ref: str) -> tuple[str, ...]:

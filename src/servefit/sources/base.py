@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +59,12 @@ class FileCtx:
         which model files and models the servers of the same file that load models on request use."""
         refs = [r for c in self.ctxs for r in c.modelfile_refs]
         models = [m for c in self.ctxs for m in c.ollama_models]
+        created = list(dict.fromkeys(n for c in self.ctxs for n in c.created if not n.startswith("-")))
         for site in self.sites:
             if not models_on_request(site.engine):
                 continue
+            if len(created) == 1:  # one model built from a model file: its name is the file's evidence
+                give_names([site], [(created[0], "the name `ollama create` gives it")])
             if refs and not site.extra.get("modelfile_refs"):
                 site.extra["modelfile_refs"] = list(dict.fromkeys(refs))
             if models and not site.extra.get("ollama_models"):
@@ -112,6 +116,18 @@ class FileCtx:
                 site.extra.setdefault("ollama_models", list(dict.fromkeys(t.text for t in ollama_models)))
                 site.extra.setdefault("model", ollama_models[0])
             self.sites.append(site)
+
+
+def give_names(sites: list[LaunchSite], names: Sequence[tuple[str | None, str]]) -> None:
+    """Record the names the file gives these servers (Workload.names: a llama-swap key, a compose
+    service, a k8s object's name...), each once, in the order given."""
+    for site in sites:
+        have = {n for n, _ in site.workload.names}
+        for name, where in names:
+            n = (name or "").strip()
+            if n and n not in have:
+                have.add(n)
+                site.workload.names.append((n, where))
 
 
 def _within(path: str, root: str) -> bool:
