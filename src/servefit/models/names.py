@@ -15,7 +15,6 @@ of many files with unknown models asks this a lot).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -457,6 +456,7 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
 
     short = sorted(pool, key=cheap)[:n + 2]  # difflib only orders this short list
     text = "-".join(ws)
+    import difflib  # only for a name the catalog does not know
 
     def ratio(i: int) -> float:
         return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
