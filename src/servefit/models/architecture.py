@@ -183,7 +183,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
     n = h * q_out + 2 * h * kvh * hd + heads * hd * h
     if s.layout.get("attention_bias", t.qkv_bias):  # vLLM glm4.py: qkv_bias=config.attention_bias
         n += q_out + 2 * kvh * hd
-    if t.o_bias:
+    if s.layout.get("o_bias", t.o_bias):  # vLLM llama.py: o_proj bias=config.attention_bias
         n += h
     if t.qk_norm:
         n += 2 * hd
@@ -235,11 +235,12 @@ def _linear_attention_params(s: ModelSpec) -> int:
             + value_dim * h)
 
 
-def _mlp_params(h: int, inter: int, t: Traits) -> int:
+def _mlp_params(h: int, inter: int, t: Traits, bias: bool | None = None) -> int:
+    b = t.mlp_bias if bias is None else bias  # vLLM llama.py LlamaMLP: bias=config.mlp_bias
     if t.gated_mlp:
         n = 3 * h * inter
-        return n + (2 * inter + h if t.mlp_bias else 0)
-    return 2 * h * inter + (inter + h if t.mlp_bias else 0)
+        return n + (2 * inter + h if b else 0)
+    return 2 * h * inter + (inter + h if b else 0)
 
 
 def _moe_params(s: ModelSpec, t: Traits) -> int:
@@ -276,7 +277,7 @@ def count_text_params(s: ModelSpec) -> int:
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
     total += norm if t.final_norm else 0  # final norm
     attn = _attention_params(s, t)
-    dense = _mlp_params(h, s.intermediate_size, t)
+    dense = _mlp_params(h, s.intermediate_size, t, s.layout.get("mlp_bias"))
     moe = _moe_params(s, t) if s.is_moe else 0
     per_norms = _norms_per_layer(s, t) * norm
     for i, kind in enumerate(kinds):
