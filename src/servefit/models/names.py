@@ -240,6 +240,8 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
                 totals = idx.by_total.get((fam, size))
                 if totals and len({t[2] for t in totals}) == 1:  # one MoE of that total size
                     cands = [(t[0], t[1]) for t in totals]
+            if cands and size in _SIZE_WORDS:  # gte-large-en-v1.5 is not gte-large: a word size keeps its release
+                cands = [c for c in cands if all(w in c[1] for w in ws[end:] if _RELEASE.match(w))]
             if cands:
                 return _pick(cands, ws[end:], idx.finetunes), j, end, size
     if any(sizes):
