@@ -74,3 +74,33 @@ def test_vllm_caches_one_kv_head_for_starcoder():
     plan = evaluate(site_from_argv(["vllm", "serve", "bigcode/starcoder", "--max-model-len", "8192"]),
                     Target(gpu="H100", engine_version="0.11.0")).plan
     assert plan.kv_bytes_per_token == 40 * 2 * 128 * 2  # 40 layers x K and V x 1 head x 128 x bf16
+
+
+def siglip(h: int, layers: int, inter: int, patch: int, image: int) -> int:
+    """SigLIP without its head: patch conv with bias, a position row per patch, post LayerNorm."""
+    layer = 4 * biased(h, h) + biased(h, inter) + biased(inter, h) + 4 * h
+    return 3 * patch * patch * h + h + (image // patch) ** 2 * h + layers * layer + 2 * h
+
+
+def test_paligemma_tower_and_linear_projector_by_hand():
+    m = resolve_model("google/paligemma-3b-pt-224")
+    assert m.vision_params == siglip(1152, 27, 4304, 14, 224) + biased(1152, 2048)
+    assert m.params == count_params(m) == 2_923_466_480
+
+
+@pytest.mark.parametrize("name,scale,text", [("HuggingFaceTB/SmolVLM-256M-Instruct", 4, 576),
+                                             ("HuggingFaceM4/Idefics3-8B-Llama3", 2, 4096)])
+def test_idefics3_connector_shuffles_pixels_into_the_lm_width(name, scale, text):
+    m = resolve_model(name)
+    v = m.vision
+    tower = siglip(v["hidden_size"], v["num_hidden_layers"], v["intermediate_size"], v["patch_size"], v["image_size"])
+    assert m.vision_params == tower + v["hidden_size"] * scale * scale * text  # modality_projection, no bias
+    assert count_params(m) == m.params
+
+
+def test_phi35_vision_clip_and_hd_projector_by_hand():
+    h, text = 1024, 3072
+    layer = 4 * biased(h, h) + biased(h, 4096) + biased(4096, h) + 4 * h
+    clip = 3 * 14 * 14 * h + (24 * 24 + 1) * h + h + 24 * layer + 4 * h  # class token, pre / post LayerNorm
+    proj = biased(4 * h, text) + biased(text, text) + 2 * 4 * h  # img_projection, glb_GN, sub_GN
+    assert resolve_model("microsoft/Phi-3.5-vision-instruct").vision_params == clip + proj
