@@ -104,3 +104,11 @@ def test_phi35_vision_clip_and_hd_projector_by_hand():
     clip = 3 * 14 * 14 * h + (24 * 24 + 1) * h + h + 24 * layer + 4 * h  # class token, pre / post LayerNorm
     proj = biased(4 * h, text) + biased(text, text) + 2 * 4 * h  # img_projection, glb_GN, sub_GN
     assert resolve_model("microsoft/Phi-3.5-vision-instruct").vision_params == clip + proj
+
+
+def test_granite_vision_keeps_the_siglip_head_and_four_feature_layers():
+    h, inter, text = 1152, 4304, 2048
+    head = h + biased(h, 3 * h) + biased(h, h) + 2 * h + biased(h, inter) + biased(inter, h)  # probe, MHA, LN, MLP
+    proj = biased(4 * h, text) + biased(text, text) + text  # linear_1 over 4 layers' features, linear_2, newline
+    m = resolve_model("ibm-granite/granite-vision-3.2-2b")
+    assert m.vision_params == siglip(h, 27, inter, 14, 384) + head + proj

@@ -237,6 +237,15 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
         return clip + 4 * h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + 8 * h
     # LLaVA-NeXT / -OneVision add image_newline (one LM-width vector) to LLaVA's 2-layer projector
     newline = text_hidden if model_type in ("llava_next", "llava_next_video", "llava_onevision") else 0
+    if model_type == "llava_next" and vtype == "siglip_vision_model":
+        # Granite Vision (vLLM llava_next.py with a SigLIP tower): the features of several layers
+        # concatenated (vision_feature_layer as a list) into linear_1; SigLIP keeps its pooling head
+        # (vLLM siglip.py loads it unless vision_use_head is false): probe, MultiheadAttention,
+        # LayerNorm and MLP
+        feats = int(get("vision_feature_layers", 1))
+        head = (h + 3 * h * h + 3 * h + h * h + h + 2 * h + h * inter + inter + inter * h + h
+                if get("vision_use_head", True) else 0)
+        return siglip + head + feats * h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
     if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
