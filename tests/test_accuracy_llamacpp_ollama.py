@@ -25,7 +25,7 @@ def predict(case: dict):
     site = site_from_argv(shlex.split(case["command"]), {k: str(v) for k, v in (case.get("env") or {}).items()})
     site.engine = case["engine"]
     if case.get("parameters"):
-        site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
+        site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]),
                     gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
     try:

@@ -212,7 +212,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
     the compose file or manifest that serves it sits beside it)."""
     from servefit import engines
 
-    if any(s.extra.get("compose_files") for s in sites):  # only layered compose reads need it (lint stays light)
+    if any(s.workload.compose_files for s in sites):  # only layered compose reads need it (lint stays light)
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)

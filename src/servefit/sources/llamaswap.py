@@ -94,7 +94,7 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
         for launch in launches:  # the model's cmd, even when it starts with a macro
             launch.line = first.li.pos(first.off(len(first.text) - len(first.text.lstrip())))[0]
         before = len(fc.sites)
-        fc.add(launches, f"{label}/{mname}", None, {"llama_swap_model": mname},
+        fc.add(launches, f"{label}/{mname}", None, None,
                ctx.ollama_models)
         give_names(fc.sites[before:], [(mname, "its llama-swap `models:` key")] +
                    [(y.str(a), "its llama-swap alias") for a in y.seq(y.get(m, "aliases"))])

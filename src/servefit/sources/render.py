@@ -246,7 +246,7 @@ def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str)
         mapper.site(site)
         if label:
             site.name = f"{site.name} ({label})"
-        site.extra["rendered"] = how
+        site.workload.rendered = how
         out.sites.append(site)
     for f in result.findings:
         if f.span is not None:
