@@ -205,3 +205,45 @@ def test_deployment_names_need_a_site_with_names():
         argv: list = []
 
     assert deployment_names(Bare(), "/data") == []
+
+
+def test_k8s_object_name(tmp_path):
+    srv = one(tmp_path, "isvc.yaml", """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: mistral-7b-instruct
+spec:
+  template:
+    spec:
+      containers:
+      - name: server
+        image: ghcr.io/huggingface/text-generation-inference:2.4.0
+        args: ["--model-id", "/data"]
+""")
+    name, why = sized(srv)
+    assert name.startswith("mistralai/Mistral-7B") and "the Deployment's name is 'mistral-7b-instruct'" in why
+
+
+def test_production_stack_model_spec_name(tmp_path):
+    srv = one(tmp_path, "values.yaml", """servingEngineSpec:
+  modelSpec:
+  - name: "llama-3.1-8b-instruct"
+    repository: "vllm/vllm-openai"
+    tag: "v0.8.5"
+    modelURL: "/data/weights"
+    replicaCount: 1
+    requestGPU: 1
+""")
+    name, why = sized(srv)
+    assert name == "meta-llama/Llama-3.1-8B-Instruct"
+    assert "its production-stack modelSpec name is 'llama-3.1-8b-instruct'" in why
+
+
+def test_systemd_unit_file_name(tmp_path):
+    srv = one(tmp_path, "qwen2.5-7b-instruct.service", """[Unit]
+Description=LLM server
+[Service]
+ExecStart=/usr/bin/llama-server -m /srv/model.gguf
+""")
+    name, why = sized(srv)
+    assert name == "Qwen/Qwen2.5-7B-Instruct" and "its unit file's name is 'qwen2.5-7b-instruct'" in why
