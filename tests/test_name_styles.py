@@ -108,3 +108,17 @@ def test_ornith_fp8_folder_keeps_its_quantization_and_the_qwen35_layout():
     spec = resolve_model("/srv/vllm2/models/Ornith-1.0-35B-FP8", hf_home="/nonexistent")
     assert spec.quantization == {"quant_method": "fp8"} and spec.model_type == "qwen3_5_moe"
     assert (spec.num_hidden_layers, spec.hidden_size, spec.params) == (40, 2048, 35107181936)
+
+
+# --- a word size (large, small) keeps its release ------------------------------------------------
+
+@pytest.mark.parametrize("ref,model", [
+    ("Alibaba-NLP/gte-large-en-v1.5", None),  # a new architecture (NewModel, 8192 positions), not thenlper/gte-large
+    ("/models/bge-large-en-v1.5-q8_0.gguf", "BAAI/bge-large-en-v1.5"),
+    ("acme/gte-large-finetuned", "thenlper/gte-large"),
+])
+def test_a_word_size_does_not_cross_releases(ref, model):
+    from servefit.models import catalog
+
+    spec = catalog.lookup(ref)
+    assert (spec.name if spec else None) == model

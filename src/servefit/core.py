@@ -90,6 +90,10 @@ class Workload:
     compose_files: list[str] = field(default_factory=list)  # compose files layered for it, base first (2 or more)
     unit_file: str | None = None  # the systemd unit whose drop-in sets its ExecStart
     rendered: str | None = None  # how its manifest was rendered (`helm template ...`, `kustomize build ...`)
+    # the names the file gives this server, each with where it is written (a llama-swap `models:`
+    # key, a compose service, a k8s object's name or labels, a unit's Description=): what
+    # models/evidence.py reads when the model path names no model
+    names: list[tuple[str, str]] = field(default_factory=list)
 
 
 class ModelDefinition:

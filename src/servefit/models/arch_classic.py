@@ -1,6 +1,7 @@
 """Parameter counts of decoder layouts that differ from the Llama one in more than per-module
 traits: OPT (learned positions, optional embedding projection), GPT-2 (learned positions),
-BLOOM (embedding LayerNorm, ALiBi), and the hybrid Mamba / short-convolution families
+BLOOM (embedding LayerNorm, ALiBi), GPT-BigCode (StarCoder: learned positions, multi-query
+attention), and the hybrid Mamba / short-convolution families
 (Nemotron-H, Granite 4.0, Falcon-H1, LFM2). Encoders (BERT & co.) are in models/encoders.py.
 
 Each layout follows the Hugging Face modeling file named in its function's docstring (vLLM's
@@ -67,6 +68,18 @@ def _bloom(s: ModelSpec) -> int:
     return n + s.num_hidden_layers * per
 
 
+def _gpt_bigcode(s: ModelSpec) -> int:
+    """modeling_gpt_bigcode.py GPTBigCodeForCausalLM (vLLM gpt_bigcode.py, TGI flash_santacoder):
+    wte, wpe (n_positions rows), per block ln_1, c_attn (hidden -> hidden + 2 x kv heads x
+    head_dim: one K/V head with multi_query) and c_proj with biases, ln_2, c_fc / c_proj (n_inner)
+    with biases, ln_f; lm_head tied (StarCoder-15B's checkpoint stores a copy)."""
+    h = s.hidden_size
+    kv = 2 * s.num_key_value_heads * s.head_dim
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + s.max_position_embeddings * h + _ln(h)
+    per = _ln(h) + h * (h + kv) + (h + kv) + h * h + h + _ln(h) + _mlp2(h, s.intermediate_size, True)
+    return n + s.num_hidden_layers * per
+
+
 def count_classic(s: ModelSpec) -> int | None:
     """The count for a layout this module (or encoders / arch_hybrid) knows; None otherwise."""
     fn = _LAYOUTS.get(s.model_type)
@@ -76,4 +89,4 @@ def count_classic(s: ModelSpec) -> int | None:
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 
 
-_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom}
+_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode}

@@ -36,6 +36,7 @@ class Traits:
     attn_output_gate: bool = False  # q_proj also produces a per-head output gate (Qwen3-Next)
     qk_norm_full: bool = False  # RMSNorm over all q heads and all k heads (MiniMax-M2; OLMo 2: heads x head_dim each)
     final_norm: bool = True  # False: OLMo 1's non-parametric LayerNorms hold no weights
+    act_params: int = 0  # learned scalars of each layer's activation (Apertus xIELU: alpha_p, alpha_n)
 
 
 _LLAMA = Traits()
@@ -96,6 +97,29 @@ TRAITS: dict[str, Traits] = {
     "olmo2": Traits(qk_norm_full=True),
     "olmo3": Traits(qk_norm_full=True),
     "olmoe": Traits(qk_norm_full=True),
+    # vLLM hunyuan_v1.py HunYuanAttention: query_layernorm / key_layernorm over head_dim (use_qk_norm)
+    "hunyuan_v1_dense": Traits(qk_norm=True),
+    "hunyuan_v1_moe": Traits(qk_norm=True),
+    # vLLM arcee.py ArceeMLP: up_proj -> relu^2 -> down_proj, no gate
+    "arcee": Traits(gated_mlp=False),
+    # vLLM apertus.py: q_norm / k_norm over head_dim, up/down MLP with xIELU (alpha_p, alpha_n per layer)
+    "apertus": Traits(qk_norm=True, gated_mlp=False, act_params=2),
+    # vLLM stablelm.py: LayerNorm with bias, q/k/v bias only where config.use_qkv_bias (layout.attention_bias)
+    "stablelm": Traits(norm_bias=True),
+    # vLLM exaone4.py Exaone4DecoderLayer: q_norm / k_norm, post_attention_layernorm and
+    # post_feedforward_layernorm (no input norm)
+    "exaone4": Traits(qk_norm=True),
+    # vLLM ernie45_moe.py Ernie4_5_MoeMoE: routed experts with e_score_correction_bias, shared
+    # experts as one MLP of moe_num_shared_experts x moe_intermediate_size (same count)
+    "ernie4_5_moe": Traits(expert_score_bias=True),
+    # vLLM dots1.py Dots1Attention: q_norm / k_norm over head_dim (Qwen3's); Dots1MoE: noaux_tc
+    # e_score_correction_bias, n_shared_experts in one MLP
+    "dots1": Traits(qk_norm=True, expert_score_bias=True),
+    # vLLM bailing_moe.py (Ling / Ring 2.0, BailingMoeV2): fused qkv without bias, per-head
+    # query_layernorm / key_layernorm, expert bias (moe_router_enable_expert_bias)
+    "bailing_moe": Traits(qk_norm=True, expert_score_bias=True),
+    # vLLM mimo.py: Qwen2's layout (q/k/v bias); its MTP layers are not loaded for serving
+    "mimo": Traits(qkv_bias=True),
 }
 
 
@@ -159,7 +183,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
     n = h * q_out + 2 * h * kvh * hd + heads * hd * h
     if s.layout.get("attention_bias", t.qkv_bias):  # vLLM glm4.py: qkv_bias=config.attention_bias
         n += q_out + 2 * kvh * hd
-    if t.o_bias:
+    if s.layout.get("o_bias", t.o_bias):  # vLLM llama.py: o_proj bias=config.attention_bias
         n += h
     if t.qk_norm:
         n += 2 * hd
@@ -211,11 +235,12 @@ def _linear_attention_params(s: ModelSpec) -> int:
             + value_dim * h)
 
 
-def _mlp_params(h: int, inter: int, t: Traits) -> int:
+def _mlp_params(h: int, inter: int, t: Traits, bias: bool | None = None) -> int:
+    b = t.mlp_bias if bias is None else bias  # vLLM llama.py LlamaMLP: bias=config.mlp_bias
     if t.gated_mlp:
         n = 3 * h * inter
-        return n + (2 * inter + h if t.mlp_bias else 0)
-    return 2 * h * inter + (inter + h if t.mlp_bias else 0)
+        return n + (2 * inter + h if b else 0)
+    return 2 * h * inter + (inter + h if b else 0)
 
 
 def _moe_params(s: ModelSpec, t: Traits) -> int:
@@ -252,7 +277,7 @@ def count_text_params(s: ModelSpec) -> int:
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
     total += norm if t.final_norm else 0  # final norm
     attn = _attention_params(s, t)
-    dense = _mlp_params(h, s.intermediate_size, t)
+    dense = _mlp_params(h, s.intermediate_size, t, s.layout.get("mlp_bias"))
     moe = _moe_params(s, t) if s.is_moe else 0
     per_norms = _norms_per_layer(s, t) * norm
     for i, kind in enumerate(kinds):
@@ -261,7 +286,7 @@ def count_text_params(s: ModelSpec) -> int:
         elif kind != "none":
             total += attn
         total += moe if is_moe_layer(s, i) else dense
-        total += per_norms
+        total += per_norms + t.act_params
     return total
 
 

@@ -261,10 +261,11 @@ class _Recipe:
     quant: Any = None  # the quantization the name implies (shared: copied when applied)
     dtype: str | None = None  # an unquantized re-upload's dtype
     context: int = 0  # max_position_embeddings of a sibling family
+    guess: bool = False  # the nearest catalogued release of its line stands in for it
 
 
 def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: bool,
-             context: int = 0) -> _Recipe:
+             context: int = 0, guess: bool = False) -> _Recipe:
     """The quantization the name implies and the sentence that says what was assumed, and why."""
     quant, label = v.quant, v.quant_label
     own = _entry(entry).get("quantization")
@@ -286,7 +287,7 @@ def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: 
         what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
     name = _name(entry)
     return _Recipe(entry, f"resolved '{ref}' to catalog entry '{name}' by name ({why}); assumed {what}",
-                   quant, dtype, context)
+                   quant, dtype, context, guess)
 
 
 def lookup(ref: str) -> ModelSpec | None:
@@ -359,7 +360,24 @@ def _recipe(ref: str) -> _Recipe | None:
     if d is None:
         return None
     why = f"a local folder named after it; {d.why}" if local else d.why
-    return _derived(d.entry, ref, why, v, ollama, False, d.context)
+    return _derived(d.entry, ref, why, v, ollama, False, d.context, d.guess)
+
+
+def names_a_model(name: str) -> bool:
+    """Whether `name` is a catalogued checkpoint's name (`deepseek-r1`), or carries a catalogued
+    family and a size the catalog has for it, matched by name and not as the nearest release of
+    its line: a name a deployment gives a server (a service, a llama-swap key) counts as evidence
+    of its model only then (`llm`, `vllm-server`, `qwen`, `llm-8b` never do)."""
+    r = _recipe(name) if name and name.strip() else None
+    if r is None or r.guess:
+        return False
+    return not r.assumption or names.has_size(name)
+
+
+def names_a_family(ref: str) -> bool:
+    """Whether the last part of a path carries a catalogued family word (`mixtral.gguf` does,
+    `model.gguf` and `/data` do not)."""
+    return names.carries_family(ref or "", _index().names)
 
 
 def nearest(ref: str, n: int = 3) -> list[str]:

@@ -11,7 +11,7 @@ from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
-_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid")
+_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode")
 
 
 def _int(v: Any, default: int = 0) -> int:
@@ -93,5 +93,9 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["rotary_pct"] = float(pct)
     if mt in ("glm4", "seed_oss") and isinstance(c.get("attention_bias"), bool):  # vLLM glm4.py, seed_oss.py: q/k/v bias
         lay["attention_bias"] = c["attention_bias"]
+    if mt in ("llama", "mistral") and c.get("attention_bias") is True:  # vLLM llama.py: q/k/v and o_proj biases
+        lay["attention_bias"] = lay["o_bias"] = True
+    if mt in ("llama", "mistral") and c.get("mlp_bias") is True:  # vLLM llama.py LlamaMLP(bias=config.mlp_bias)
+        lay["mlp_bias"] = True
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True

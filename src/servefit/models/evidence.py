@@ -11,7 +11,12 @@ Read in this order (the first that resolves wins):
    where DIR is the path;
 3. the engine's own options whose value names a model: `--served-model-name` (vLLM, SGLang; the
    first name), `--tokenizer` (vLLM), `--tokenizer-path` (SGLang), `--alias` / `-a` (llama-server),
-   found through the engine's option table.
+   found through the engine's option table;
+4. only when the path names no model family at all (`/data`, `model.gguf`, not `mixtral.gguf`):
+   the names the file gives the server (Workload.names: a llama-swap `models:` key, a compose
+   service or container_name, a k8s label that names a model, the object's name, app labels, a
+   Helm values `modelName`, a unit's Description=), each only when it carries a catalogued family
+   and a size the catalog has for it (`llama-3.1-8b`; never `llm`, `inference`, `vllm-server`).
 Standard library only: this is on the lint path.
 """
 
@@ -101,6 +106,18 @@ def _downloads(file: str, ref: str) -> list[tuple[str, str]]:
     return out
 
 
+def deployment_names(site: Any, ref: str) -> list[tuple[str, str]]:
+    """(name, why) for the names the file gives the server, where `ref` names no model family
+    and the name resolves to a catalogued family and size by name (catalog.names_a_model)."""
+    from servefit.models import catalog
+
+    work = getattr(site, "workload", None)
+    if work is None or not work.names or catalog.names_a_family(ref):
+        return []
+    return [(name, f"{where} is '{name}'") for name, where in work.names
+            if _usable(name) and catalog.names_a_model(name)]
+
+
 def candidates(site: Any, engine: str, ref: str) -> list[tuple[str, str]]:
     """(model reference, why) pairs the file gives for the path `ref`, in the order above."""
     if not is_unnamed_path(ref):
@@ -118,5 +135,6 @@ def candidates(site: Any, engine: str, ref: str) -> list[tuple[str, str]]:
     out.extend(_downloads(str(getattr(site, "file", "") or ""), ref))
     argv = [getattr(t, "text", str(t)) for t in getattr(site, "argv", [])]
     out.extend(_flag_values(argv, engine))
+    out.extend(deployment_names(site, ref))
     seen: set[str] = set()
     return [c for c in out if not (c[0] in seen or seen.add(c[0]))]  # type: ignore[func-returns-value]

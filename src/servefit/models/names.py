@@ -199,6 +199,7 @@ class Derived:
     base: str  # the words the match was made on
     why: str
     context: int = 0  # the family's own max_position_embeddings, where a rule says
+    guess: bool = False  # another release of the line stands in for it (_nearest_release)
 
 
 def _blocked(ws: list[str], entry_words: set[str]) -> bool:
@@ -239,6 +240,8 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
                 totals = idx.by_total.get((fam, size))
                 if totals and len({t[2] for t in totals}) == 1:  # one MoE of that total size
                     cands = [(t[0], t[1]) for t in totals]
+            if cands and size in _SIZE_WORDS:  # gte-large-en-v1.5 is not gte-large: a word size keeps its release
+                cands = [c for c in cands if all(w in c[1] for w in ws[end:] if _RELEASE.match(w))]
             if cands:
                 return _pick(cands, ws[end:], idx.finetunes), j, end, size
     if any(sizes):
@@ -340,7 +343,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
             found = _derive([rest, *ws[1:]], idx)
             if found is not None:
                 why = f"{found.why}; the name starts with the organization '{org}' written without a separator"
-                return Derived(found.entry, found.base, why, found.context)
+                return Derived(found.entry, found.base, why, found.context, found.guess)
             break
     return None
 
@@ -404,7 +407,7 @@ def _nearest_release(idx: Index, ws: list[str]) -> Derived | None:
     big = size.upper()
     why = (f"the catalog has no {word} release at {big}; assumed the architecture of {idx.names[entry]}, "
            f"the nearest catalogued release of the family at {big}")
-    return Derived(entry=entry, base=shown, why=why)
+    return Derived(entry=entry, base=shown, why=why, guess=True)
 
 
 @lru_cache(maxsize=1)
@@ -415,6 +418,17 @@ def _repackers() -> frozenset[str]:
 def repacker(org: str) -> bool:
     """Whether `org` publishes quantized or converted copies of other checkpoints."""
     return org.lower() in _repackers()
+
+
+def has_size(name: str) -> bool:
+    """Whether the name carries a size word (`8b`, `30b-a3b`, `8x7b`, `e4b`, `125m`)."""
+    ws = words(split_ref(name)[1])
+    return any(size_at(ws, i) for i in range(len(ws)))
+
+
+def carries_family(ref: str, idx: Index) -> bool:
+    """Whether the last part of `ref` has a word of a catalogued family (`mixtral`, `qwen2.5`)."""
+    return any(_root(w) in idx.by_root for w in name_key(ref))
 
 
 def name_key(ref: str) -> tuple[str, ...]:

@@ -159,7 +159,8 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     """Parameters of a vision tower plus the projector into the language model.
 
     `vision` is the config.json `vision_config`; `top` the top-level config (projector keys such
-    as `spatial_merge_size`), looked up in `vision` too when absent. Layouts: SigLIP (Gemma 3),
+    as `spatial_merge_size`), looked up in `vision` too when absent. Layouts: SigLIP (Gemma 3,
+    PaliGemma, Idefics3 / SmolVLM), Phi-3-vision's CLIP with its HD projector,
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
     Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
@@ -217,8 +218,34 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
         adapter = inter * p_in + p_out * p_out  # pixel-shuffle MLP fc1 / fc2
         proj = int(get("vision_output_dim", p_out)) * text_hidden
         return enc + adapter + proj
+    siglip = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h  # no class token, post LN
+    if model_type == "paligemma":
+        # modeling_paligemma.py / vLLM paligemma.py: SigLIP without its pooling head, then
+        # multi_modal_projector.linear (vision width -> projection_dim = LM width, with bias)
+        return siglip + h * text_hidden + text_hidden
+    if model_type in ("idefics3", "smolvlm"):
+        # modeling_idefics3.py / vLLM idefics3.py: Idefics3VisionTransformer (SigLIP: patch conv
+        # with bias, one position row per patch, post_layernorm) and the connector's pixel shuffle
+        # into modality_projection (vision width x scale_factor^2 -> LM width, no bias)
+        scale = int(get("scale_factor", 2))
+        return siglip + h * scale * scale * text_hidden
+    if model_type == "phi3_v":
+        # vLLM phi3v.py Phi3HDImageEmbedding: CLIP ViT (all its layers are in the checkpoint), the
+        # 2 x 2 merged features (4 x width) through img_projection Linear -> GELU -> Linear with
+        # biases, and the glb_GN / sub_GN separator vectors (4 x width each)
+        clip = chans * patch * patch * h + (grid + 1) * h + h + layers * vit_layer + 4 * h
+        return clip + 4 * h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + 8 * h
     # LLaVA-NeXT / -OneVision add image_newline (one LM-width vector) to LLaVA's 2-layer projector
     newline = text_hidden if model_type in ("llava_next", "llava_next_video", "llava_onevision") else 0
+    if model_type == "llava_next" and vtype == "siglip_vision_model":
+        # Granite Vision (vLLM llava_next.py with a SigLIP tower): the features of several layers
+        # concatenated (vision_feature_layer as a list) into linear_1; SigLIP keeps its pooling head
+        # (vLLM siglip.py loads it unless vision_use_head is false): probe, MultiheadAttention,
+        # LayerNorm and MLP
+        feats = int(get("vision_feature_layers", 1))
+        head = (h + 3 * h * h + 3 * h + h * h + h + 2 * h + h * inter + inter + inter * h + h
+                if get("vision_use_head", True) else 0)
+        return siglip + head + feats * h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
     if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline

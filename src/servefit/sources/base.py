@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from servefit.core import Finding, GpuHint, LaunchSite, Token
@@ -57,9 +58,12 @@ class FileCtx:
         which model files and models the servers of the same file that load models on request use."""
         refs = [r for c in self.ctxs for r in c.modelfile_refs]
         models = [m for c in self.ctxs for m in c.ollama_models]
+        created = list(dict.fromkeys(n for c in self.ctxs for n in c.created if not n.startswith("-")))
         for site in self.sites:
             if not models_on_request(site.engine):
                 continue
+            if len(created) == 1:  # one model built from a model file: its name is the file's evidence
+                give_names([site], [(created[0], "the name `ollama create` gives it")])
             if refs and not site.inputs.file_refs:
                 site.inputs.file_refs = list(dict.fromkeys(refs))
             if models and not site.inputs.pulled:
@@ -109,6 +113,18 @@ class FileCtx:
             if ollama_models and on_request:
                 site.inputs.pulled = first_of_each(ollama_models)
             self.sites.append(site)
+
+
+def give_names(sites: list[LaunchSite], names: Sequence[tuple[str | None, str]]) -> None:
+    """Record the names the file gives these servers (Workload.names: a llama-swap key, a compose
+    service, a k8s object's name...), each once, in the order given."""
+    for site in sites:
+        have = {n for n, _ in site.workload.names}
+        for name, where in names:
+            n = (name or "").strip()
+            if n and n not in have:
+                have.add(n)
+                site.workload.names.append((n, where))
 
 
 def first_of_each(models: list[Token]) -> list[Token]:

@@ -24,7 +24,7 @@ import os
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, Token
-from servefit.sources.base import FileCtx, _repo_of, _within
+from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_layers import LayeredY, layers
 from servefit.sources.detect import models_on_request
 from servefit.sources.envfile import load_env_file
@@ -209,6 +209,9 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     first = len(fc.sites)
     label = f"compose/{sname}" + "".join(f"+{os.path.basename(f)}" for f in files[1:] if not _standard(f))
     fc.add(launches, label, _gpus(y, svcs, env, interp), facts, ctx.ollama_models)
+    cname = _last(y, svcs, "container_name")
+    give_names(fc.sites[first:], [(y.str(cname) if isinstance(cname, ScalarNode) else None, "its compose container_name"),
+                                  (sname, "its compose service name")])
     for site in fc.sites[first:]:
         site.file = home
 

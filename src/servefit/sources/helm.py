@@ -15,7 +15,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, Token
 from servefit.sources import detect
-from servefit.sources.base import FileCtx
+from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.launch import container
 from servefit.sources.shell import Vars, Word, expand_word, split_words
@@ -112,22 +112,22 @@ def _image_text(y: Y, node: Node | None) -> Token | None:
 def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = frozenset()) -> None:
     """Any mapping (up to 4 levels down) that runs an engine by image or by command; the keys of
     the engines' own charts (`owned`) are theirs."""
-    queue: list[tuple[Node, str, int]] = [(root, "", 0)]
+    queue: list[tuple[Node, str, int, str]] = [(root, "", 0, "")]
     seen: set[int] = set()
     while queue:
-        node, path, depth = queue.pop(0)
+        node, path, depth, key = queue.pop(0)
         if id(node) in seen or not isinstance(node, MappingNode):
             continue
         seen.add(id(node))
-        if _generic_one(y, node, root, fc, f"{label}/{path}" if path else label):
+        if _generic_one(y, node, root, fc, f"{label}/{path}" if path else label, key):
             continue
         if depth < 4:
             for k, _, v in y.items(node):
                 if k not in owned and isinstance(v, MappingNode):
-                    queue.append((v, f"{path}.{k}" if path else k, depth + 1))
+                    queue.append((v, f"{path}.{k}" if path else k, depth + 1, k))
 
 
-def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str) -> bool:
+def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str, key: str = "") -> bool:
     image = _image_text(y, y.get(m, "image"))
     eng = detect.engine_of_image(image.text if image else None)
     env = env_vars(y, y.get(m, "env"), y.get(m, "extraEnv"), y.get(m, "envVars"), y.get(m, "extraEnvVars"))
@@ -142,8 +142,25 @@ def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str) -> bool:
     launches = container(image, cmd, args or None, ctx, env)
     if not launches:
         return False
+    before = len(fc.sites)
     fc.add(launches, label, hint_of(y, m, root), {"chart": "values"}, ctx.ollama_models)
+    give_names(fc.sites[before:], value_names(y, m, root, key))
     return True
+
+
+# values keys that name the model a chart serves, then the chart's own name overrides
+_NAME_KEYS = ("modelName", "servedModelName", "model_name", "served_model_name", "name")
+_CHART_NAME_KEYS = ("fullnameOverride", "nameOverride")
+
+
+def value_names(y: Y, m: Node, root: Node, key: str) -> list[tuple[str | None, str]]:
+    """The names a values file gives the server defined at `m`: its model-name keys, the key it
+    sits under (`models: {llama-3-8b: {image: ...}}`), the chart's name overrides."""
+    out: list[tuple[str | None, str]] = [(y.str(y.get(m, k)), f"its values key {k}") for k in _NAME_KEYS]
+    if key:
+        out.append((key, "the values key it is defined under"))
+    out += [(y.str(y.get(root, k)), f"the values key {k}") for k in _CHART_NAME_KEYS]
+    return out
 
 
 def scan_values(y: Y, root: Node | None, fc: FileCtx, label: str = "helm", chart: str | None = None) -> None:

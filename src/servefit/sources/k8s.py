@@ -18,7 +18,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from servefit.budget import charge_entries
 from servefit.core import GpuHint, LaunchSite, Span, Token
 from servefit.sources import detect, helm, llamaswap
-from servefit.sources.base import FileCtx
+from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.launch import Launch, container
 from servefit.sources.ports import Exposure, port_list
@@ -89,6 +89,7 @@ def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], de
     knative = kind == "Service" and "knative" in (y.str(y.get(doc, "apiVersion")) or "")
     local = (y.str(y.get(doc, "metadata", "labels", "networking.knative.dev/visibility")) or "") == "cluster-local"
     for site in fc.sites[before:]:
+        give_names([site], object_names(y, doc, kind, labels) + [(site.workload.container, "its container name")])
         if not site.workload.pod_labels:
             site.workload.pod_labels = labels
         if site.workload.namespace is None:
@@ -150,6 +151,23 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         pod = y.get(doc, "spec", "template", "spec")
         if y.get(pod, "containers") is not None:
             pod_sites(y, pod, fc, cms, label, kind)
+
+
+# label keys that name an application rather than a model (their values are tried after the
+# object's own name); a key with "model" in it (`model`, `ai.gke.io/model`, `llm-d.ai/model`) first
+_APP_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app", "name")
+
+
+def object_names(y: Y, doc: Node, kind: str, pod_labels: dict[str, str | None]) -> list[tuple[str | None, str]]:
+    """The names a manifest gives its servers: labels that name a model, the object's own name
+    (a Deployment, an InferenceService, a KubeAI Model, a LeaderWorkerSet), application labels."""
+    labels = {k: y.str(v) for k, _, v in y.items(y.get(doc, "metadata", "labels"))}
+    labels.update({k: v for k, v in pod_labels.items() if k not in labels})
+    out: list[tuple[str | None, str]] = [(v, f"its label {k}") for k, v in labels.items() if "model" in k.lower()]
+    name = y.str(y.get(doc, "metadata", "name"))
+    out.append((name, f"the {kind or 'object'}'s name"))
+    out += [(labels[k], f"its label {k}") for k in _APP_LABELS if labels.get(k)]
+    return out
 
 
 def name_hints(y: Y, pod: Node | None) -> list[NameHint]:

@@ -50,6 +50,7 @@ class Ctx:
     depth: int = 0
     ollama_models: list[Token] = field(default_factory=list)
     modelfile_refs: list[str] = field(default_factory=list)  # `ollama create NAME -f PATH`
+    created: list[str] = field(default_factory=list)  # the NAME of each `ollama create NAME -f PATH`
 
 
 class Facts(TypedDict, total=False):
@@ -206,6 +207,7 @@ def _ollama_client(words: list[Word], ctx: Ctx) -> None:
     ref = detect.modelfile_ref(texts)
     if ref is not None:
         ctx.modelfile_refs.append(ref)
+        ctx.created.append(texts[2])
 
 
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:

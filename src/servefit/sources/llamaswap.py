@@ -14,7 +14,7 @@ import re
 from yaml.nodes import Node, ScalarNode
 
 from servefit.budget import charge
-from servefit.sources.base import FileCtx
+from servefit.sources.base import FileCtx, give_names
 from servefit.sources.launch import from_words
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.text import Src, logical_lines
@@ -93,8 +93,11 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
         first = y.scalar_src(cmd)
         for launch in launches:  # the model's cmd, even when it starts with a macro
             launch.line = first.li.pos(first.off(len(first.text) - len(first.text.lstrip())))[0]
+        before = len(fc.sites)
         fc.add(launches, f"{label}/{mname}", None, None,
                ctx.ollama_models)
+        give_names(fc.sites[before:], [(mname, "its llama-swap `models:` key")] +
+                   [(y.str(a), "its llama-swap alias") for a in y.seq(y.get(m, "aliases"))])
 
 
 def scan_embedded(src: Src, fc: FileCtx, label: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import glob
 import os
 
-from servefit.sources.base import FileCtx, read_text
+from servefit.sources.base import FileCtx, give_names, read_text
 from servefit.sources.envfile import load_env_file
 from servefit.sources.launch import from_words
 from servefit.sources.problems import missing_config_file
@@ -53,6 +53,7 @@ def scan(fc: FileCtx) -> None:
     env = Vars()
     files: list[Src] = []
     execs: list[Src] = []
+    described = [val.text.strip() for section, key, val in items if section == "Unit" and key == "Description"][-1:]
     for section, key, val in items:
         if section != "Service":
             continue
@@ -91,6 +92,8 @@ def scan(fc: FileCtx) -> None:
         launches = from_words(words, ctx, env)
         first = len(fc.sites)
         fc.add(launches, f"systemd/{unit}", None, None, ctx.ollama_models)
+        give_names(fc.sites[first:], [(desc, "its unit's Description") for desc in described] +
+                   [(unit.rsplit(".", 1)[0], "its unit file's name")])
         for site in fc.sites[first:]:
             s0 = site.argv[0].span if site.argv else None
             if s0 is not None and s0.file != fc.path:  # ExecStart from a drop-in: the server is there

@@ -12,7 +12,7 @@ from __future__ import annotations
 from yaml.nodes import Node
 
 from servefit.core import Token
-from servefit.sources.base import FileCtx
+from servefit.sources.base import FileCtx, give_names
 from servefit.sources.helm import arg_words, env_vars, flag, hint_of, true
 from servefit.sources.hints import merge, to_int
 from servefit.sources.launch import Launch
@@ -68,7 +68,9 @@ def prodstack_model(y: Y, ms: Node, ses: Node | None, fc: FileCtx, label: str) -
     req = y.tok(y.get(ms, "requestGPU"))
     count = (to_int(req.text), req, "modelSpec.requestGPU") if req is not None else None
     hint = hint_of(y, ms, count=count) if count else hint_of(y, ms)
+    before = len(fc.sites)
     fc.add([launch], f"{label}/modelSpec/{name}", hint, {"chart": "vllm-production-stack"})
+    give_names(fc.sites[before:], [(name, "its production-stack modelSpec name")])
 
 
 def vllm_runtime(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
