@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 
 def program(word: str) -> str:
-    """`/usr/local/bin/llama-server` -> `llama-server`."""
-    return os.path.basename(word)
+    """`/usr/local/bin/llama-server` -> `llama-server`; a Windows path too
+    (`C:\\llama\\llama-server.exe` -> `llama-server.exe`)."""
+    return os.path.basename(word).rsplit("\\", 1)[-1]
 
 
 def python_module(words: list[str]) -> tuple[str | None, int]:

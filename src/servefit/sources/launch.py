@@ -22,7 +22,9 @@ from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
 
-SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf"}
+# words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
+SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
+              "until"}
 DOCKER = {"docker", "podman", "nerdctl"}
 DOCKER_VALUE_LONG = {
     "--env", "--env-file", "--volume", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
