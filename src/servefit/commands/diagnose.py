@@ -91,19 +91,51 @@ def _score(srv: Server, diag: Diagnosis) -> int:
     return score
 
 
-def pick_site(servers: list[Server], diag: Diagnosis) -> tuple[Server | None, str | None]:
-    """The server the log came from: the same engine, then the best match on model and GPU;
-    (server, note)."""
+def _contradiction(srv: Server, diag: Diagnosis) -> str | None:
+    """A number the server's config sets and the log shows otherwise (`max_model_len` 8192 here,
+    131072 in the log): that config did not write this log."""
+    cfg = srv.config
+    if cfg is None:
+        return None
+    for key in sorted(cfg.explicit):
+        mine, logged = cfg.settings.get(key), diag.settings_in_log.get(key)
+        if isinstance(mine, bool) or isinstance(logged, bool):
+            continue
+        if isinstance(mine, (int, float)) and isinstance(logged, (int, float)) and mine != logged:
+            return f"{key}={mine:g} here, {logged:g} in the log"
+    return None
+
+
+def pick_site(servers: list[Server], diag: Diagnosis, where: str = "",
+              repo: bool = False) -> tuple[Server | None, str | None]:
+    """The server the log came from: one of the log's engine, then the best match on model and
+    GPU, a config whose numbers contradict the log's last; (server, note). None when no server
+    runs the log's engine, or (in a repo) every one contradicts the log: fixes for another
+    server's flags would only mislead."""
     if not servers:
         return None, None
-    cands = [s for s in servers if diag.engine in (None, "torch") or s.site.engine in (None, diag.engine)] or servers
-    best = max(_score(s, diag) for s in cands)
-    cands = [s for s in cands if _score(s, diag) == best]
-    note = None
-    if len(cands) > 1:
-        names = ", ".join(f"{s.site.file}:{s.site.line}" for s in cands[:5])
-        note = f"{len(cands)} servers could have written this log ({names}); used the first"
-    return cands[0], note
+    known = diag.engine not in (None, "torch")
+    cands = [s for s in servers if not known or s.site.engine in (None, diag.engine)]
+    if not cands:
+        from servefit import engines
+
+        title = engines.get(str(diag.engine)).title
+        return None, f"this log is {title}'s, and no server in {where or 'the config'} runs {title}: the fixes name no file"
+    clash = {id(s): _contradiction(s, diag) for s in cands}
+    best = max((clash[id(s)] is None, _score(s, diag)) for s in cands)
+    chosen = [s for s in cands if (clash[id(s)] is None, _score(s, diag)) == best]
+    why = clash[id(chosen[0])]
+    if why is not None and repo:  # every server of that engine in the repo differs from the log
+        return None, (f"no server in {where} matches this log ({chosen[0].site.file}:{chosen[0].site.line} sets "
+                      f"{why}): the fixes name no file")
+    notes = []
+    if why is not None:
+        notes.append(f"{chosen[0].site.file}:{chosen[0].site.line} sets {why}: the log may come from another version "
+                     "of this config")
+    if len(chosen) > 1:
+        names = ", ".join(f"{s.site.file}:{s.site.line}" for s in chosen[:5])
+        notes.append(f"{len(chosen)} servers could have written this log ({names}); used the first")
+    return chosen[0], "; ".join(notes) or None
 
 
 def _with_target(srv: Server) -> LaunchSite:
@@ -141,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         if sites:
             from servefit.diagnose import fixes
 
-            site, note = pick_site(sites, diag)
+            site, note = pick_site(sites, diag, args.repo or args.config_file, repo=bool(args.repo))
             if site is not None:
                 fixes.apply(diag, _with_target(site))
             if note:
