@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from typing import Any
 
@@ -77,25 +76,11 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
 
 
 def _unresolved_to_assumptions(ev: Evaluation) -> None:
-    """A finding on a variable's text (`--tensor-parallel-size $TP`: "invalid int value: '$TP'")
-    is about a value servefit does not know, not a wrong one: lint leaves it to SF001
-    (linter/run.py::_finish); here it becomes an assumption, so estimate and explain neither
-    refuse nor fail the file for it."""
-    spans = {(sp.file, sp.start): var for var, sp in ev.site.unresolved_spans if sp is not None}
-    if not spans:
-        return
-    for holder in (ev.config, ev.plan):
-        kept = []
-        for f in holder.findings:
-            var = spans.get((f.span.file, f.span.start)) if f.span is not None else None
-            if var is None or f.code == "SF001":
-                kept.append(f)
-                continue
-            flag = re.match(r"argument (-[-\w]+)", f.message)
-            what = flag.group(1) if flag else f"--{f.setting.replace('_', '-')}" if f.setting else "a setting"
-            ev.config.assumptions.append(f"{what} is ${{{var}}}, which is not set here: planned with the engine's "
-                                         "default (pass the value, or set the variable in the file)")
-        holder.findings = kept
+    """A plan finding on a variable's text: an assumption here, as the assembly made the parse's
+    (pipeline.py::unresolved_to_assumptions)."""
+    from servefit.pipeline import unresolved_to_assumptions
+
+    unresolved_to_assumptions(ev.site, ev.config, ev.plan)
 
 
 def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:

@@ -254,7 +254,7 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 
 @rule("SF109")
 def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
-    from servefit.pipeline import engine_for
+    from servefit.pipeline import engine_for, unresolved_to_assumptions
 
     try:
         target = resolve(site, flags, opts)
@@ -282,12 +282,15 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
         srv.error = msg
         out.append(plugin_failed(msg, site=site.name, span=anchor(site)))
         return srv
+    unknown = unresolved_to_assumptions(site, srv.config)  # `--tp $TP` unset: the default is planned, not a refusal
     _storage_model(srv)
     if plan:
         _plan(srv, engine)
     out.extend(srv.config.findings)
     if srv.evaluation is not None:
-        out.extend(srv.evaluation.plan.findings)
+        p = srv.evaluation.plan  # a finding about a setting given as an unset variable judges a default (SF001 says so)
+        p.findings = [f for f in p.findings if f.setting not in unknown or f.code.startswith("SF")]
+        out.extend(p.findings)
         _not_starting(srv)
     return srv
 
