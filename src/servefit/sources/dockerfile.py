@@ -15,11 +15,10 @@ import re
 from dataclasses import dataclass, field
 
 from servefit.core import Token
-from servefit.rules.catalog import finding
-from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import container
+from servefit.sources.problems import literal_variable
 from servefit.sources.shell import Piece, Vars, Word, expand_word, split_words
 from servefit.sources.text import Src, align, logical_lines, sub
 
@@ -83,7 +82,6 @@ def _command(rest: Src, st: Stage) -> list[Word]:
     return [_synthetic("/bin/sh", rest), _synthetic("-c", rest), payload]
 
 
-@rule("SF107")
 def scan(fc: FileCtx) -> None:
     m = ESCAPE.search(fc.text[:500])
     escape = m.group(1) if m else "\\"
@@ -160,7 +158,7 @@ def scan(fc: FileCtx) -> None:
     if not launches:
         return
     for w in st.exec_vars:
-        fc.findings.append(finding("SF107", f"the exec form passes {w.text!r} to the engine literally: "
+        fc.findings.append(literal_variable(f"the exec form passes {w.text!r} to the engine literally: "
                                             "no shell expands variables here", span=w.token().span))
     fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None,
            {"dockerfile_stage": st.name}, ctx.ollama_models)
