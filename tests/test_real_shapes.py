@@ -167,3 +167,114 @@ def test_diagnose_repo_prefers_the_server_whose_settings_match_the_log(tmp_path:
     doc = _diagnose(capsys, "vllm_kv_refusal.log", "--repo", str(tmp_path))
     assert doc["setting"]["name"] == "max_model_len" and doc["fix"][0].startswith(f"{tmp_path / 'b-long.yaml'}:")
     assert not doc.get("notes")
+
+
+# a systemd unit whose values come from an EnvironmentFile outside the repository, and an SGLang
+# script whose parallel size is a variable: each typed flag given an unset variable was an
+# "invalid int value" error in the parse, so every engine but vLLM planned `rejected_config`:
+# list-sites and estimate said "refuses the configuration" and tune "nothing meets the needs",
+# while lint reported only SF001 (the value is not known) and exited 0
+UNIT = """[Unit]
+Description=llama.cpp server
+
+[Service]
+EnvironmentFile=/etc/systemd/system/llama-server.env
+ExecStart=/opt/llama.cpp/build/bin/llama-server -m /models/Qwen2.5-7B-Instruct-Q4_K_M.gguf \\
+    --host ${HOST} --port ${PORT} -ngl ${NGL_LEVEL} --ctx-size ${CONTEXT_SIZE}
+Restart=always
+"""
+SGLANG_SH = "python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --tp $TP --context-length 4096\n"
+TGI_SH = "text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --num-shard $SHARDS --max-total-tokens 4096\n"
+
+
+@pytest.mark.parametrize("name, text, var, flag", [("llama.service", UNIT, "CONTEXT_SIZE", "--ctx-size"),
+                                                    ("serve.sh", SGLANG_SH, "TP", "--tp"),
+                                                    ("tgi.sh", TGI_SH, "SHARDS", "--num-shard")])
+def test_an_unset_variable_is_an_assumption_in_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             name: str, text: str, var: str, flag: str) -> None:
+    f = tmp_path / name
+    f.write_text(text)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    found = json.loads(out)
+    assert rc == 0 and any(d["code"] == "SF001" and var in d["message"] for d in found)
+    # nothing claims the setting is missing, nor judges the default planned in its place
+    assert not [d for d in found if d["code"] in ("LCPP008", "LCPP010")]
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json")
+    [site] = json.loads(out)
+    assert site["verdict"] == "started"
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--format", "json")
+    [plan] = json.loads(out)
+    assert rc == 0 and plan["outcome"] == "started" and not [d for d in plan["findings"] if d["severity"] == "error"]
+    assert f"{flag} is ${{{var}}}, which is not set here: planned with the engine's default " \
+           "(pass the value, or set the variable in the file)" in plan["assumptions"]
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "L4", "--format", "json")
+    now = json.loads(out)["sites"][0]["current"]
+    assert now["outcome"] == "started" and now["feasible"]
+
+
+# a public Ollama compose file publishes its port through a variable with a default: the spec was
+# split at the colon inside `${OLLAMA_PORT:-11434}`, and SEC002 said "published on ${OLLAMA_PORT"
+OLLAMA_PORTS = """services:
+  ollama:
+    image: ollama/ollama:latest
+    ports:
+      - '${OLLAMA_PORT:-11434}:11434'
+    env_file:
+      - .env
+"""
+
+
+def test_a_compose_port_is_read_after_interpolation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(OLLAMA_PORTS)
+    rc, out, _ = _run(capsys, "lint", str(f), "--format", "json")
+    [sec] = [d for d in json.loads(out) if d["code"] == "SEC002"]
+    assert 'compose ports "${OLLAMA_PORT:-11434}:11434" (published on all interfaces) publishes it' in sec["message"]
+    assert (sec["location"]["line"], sec["location"]["column"]) == (5, 10)
+    f.write_text(OLLAMA_PORTS.replace("${OLLAMA_PORT:-11434}", "${OLLAMA_BIND:-127.0.0.1}:11434"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--format", "json")
+    assert not [d for d in json.loads(out) if d["code"] == "SEC002"]  # the default binds loopback only
+
+
+# a public manifest that streams the model from a bucket: the model is `${MODEL_PATH}`, which
+# Kubernetes does not expand (only `$(MODEL_PATH)`), so vLLM gets the text; the server was left
+# unplanned without a word ("the model is a variable")
+K8S_LITERAL = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm-streaming}
+spec:
+  template:
+    spec:
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:latest
+          env:
+            - name: MODEL_PATH
+              value: gs://models/Qwen2.5-7B-Instruct
+          command:
+            - "vllm"
+            - "serve"
+            - "${MODEL_PATH}"
+            - "--max-model-len=$(MAX_LEN)"
+            - "--port"
+            - "8000"
+        - name: shell
+          image: vllm/vllm-openai:latest
+          command: ["sh", "-c", "vllm serve ${MODEL_PATH} --port 8001"]
+          env:
+            - name: MODEL_PATH
+              value: Qwen/Qwen2.5-7B-Instruct
+"""
+
+
+def test_a_k8s_command_with_a_shell_variable_says_it_is_passed_literally(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "vllm.yaml"
+    f.write_text(K8S_LITERAL)
+    rc, out, _ = _run(capsys, "lint", str(f), "--format", "json")
+    found = [d for d in json.loads(out) if d["code"] == "SF107"]
+    assert [(d["location"]["line"], d["location"]["column"], d["message"]) for d in found] == [
+        (18, 16, "Kubernetes passes '${MODEL_PATH}' to the engine literally: it expands $(VAR) in command and args, "
+                 "not ${VAR}; write $(MODEL_PATH)")]  # not $(MAX_LEN), not the sh -c payload

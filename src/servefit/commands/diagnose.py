@@ -108,10 +108,10 @@ def _contradiction(srv: Server, diag: Diagnosis) -> str | None:
 
 def pick_site(servers: list[Server], diag: Diagnosis, where: str = "",
               repo: bool = False) -> tuple[Server | None, str | None]:
-    """The server the log came from: one of the log's engine, then the best match on model and
-    GPU, a config whose numbers contradict the log's last; (server, note). None when no server
-    runs the log's engine, or (in a repo) every one contradicts the log: fixes for another
-    server's flags would only mislead."""
+    """The server the log came from: one of the log's engine, the one running the log's model
+    first, then one whose numbers do not contradict the log's, then the best match on GPU;
+    (server, note). None when no server runs the log's engine, or (in a repo) none runs its model
+    and every one contradicts it: fixes for another server's flags would only mislead."""
     if not servers:
         return None, None
     known = diag.engine not in (None, "torch")
@@ -122,10 +122,14 @@ def pick_site(servers: list[Server], diag: Diagnosis, where: str = "",
         title = engines.get(str(diag.engine)).title
         return None, f"this log is {title}'s, and no server in {where or 'the config'} runs {title}: the fixes name no file"
     clash = {id(s): _contradiction(s, diag) for s in cands}
-    best = max((clash[id(s)] is None, _score(s, diag)) for s in cands)
-    chosen = [s for s in cands if (clash[id(s)] is None, _score(s, diag)) == best]
+
+    def rank(s: Server) -> tuple[bool, bool, int]:  # the model named, then no contradiction, then the rest
+        return _score(s, diag) >= 4, clash[id(s)] is None, _score(s, diag)
+
+    best = max(rank(s) for s in cands)
+    chosen = [s for s in cands if rank(s) == best]
     why = clash[id(chosen[0])]
-    if why is not None and repo:  # every server of that engine in the repo differs from the log
+    if why is not None and repo and not best[0]:  # no server of that engine in the repo fits the log
         return None, (f"no server in {where} matches this log ({chosen[0].site.file}:{chosen[0].site.line} sets "
                       f"{why}): the fixes name no file")
     notes = []
