@@ -278,3 +278,54 @@ def test_a_k8s_command_with_a_shell_variable_says_it_is_passed_literally(tmp_pat
     assert [(d["location"]["line"], d["location"]["column"], d["message"]) for d in found] == [
         (18, 16, "Kubernetes passes '${MODEL_PATH}' to the engine literally: it expands $(VAR) in command and args, "
                  "not ${VAR}; write $(MODEL_PATH)")]  # not $(MAX_LEN), not the sh -c payload
+
+
+# a public manifest on `vllm/vllm-openai:latest` with a flag vLLM removed: lint said VLLM001 (an
+# error) and estimate refused the file, while explain printed "verdict: starts", the sites table
+# "starts", and tune proposed --max-num-seqs 128 for a server that exits at argparse
+VLLM_REMOVED_FLAG = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm-governance}
+spec:
+  template:
+    spec:
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:latest
+        command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+        args:
+        - "--model"
+        - "Qwen/Qwen2.5-7B-Instruct"
+        - "--guided-decoding-backend"
+        - "outlines"
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+"""
+
+
+def test_a_flag_the_engine_refuses_is_the_same_verdict_everywhere(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "vllm.yaml"
+    f.write_text(VLLM_REMOVED_FLAG)
+    rc, out, _ = _run(capsys, "lint", str(f), "--format", "json")
+    [err] = [d for d in json.loads(out) if d["severity"] == "error"]
+    assert rc == 1 and err["code"] == "VLLM001" and (err["location"]["line"], err["location"]["column"]) == (16, 12)
+    assert err["message"].startswith("unrecognized argument: --guided-decoding-backend (removed in 0.11.0; servefit "
+                                     "models the newest release: pin the image tag or pass --engine-version if an "
+                                     "older one runs)")
+    rc, out, _ = _run(capsys, "lint", str(f), "--list-sites", "--format", "json")
+    assert json.loads(out)[0]["verdict"] == "rejected_config"
+    rc, out, _ = _run(capsys, "explain", str(f), "--format", "json")
+    assert rc == 1 and json.loads(out)[0]["outcome"] == "rejected_config"
+    rc, out, _ = _run(capsys, "explain", str(f))
+    assert "verdict: refuses the configuration" in out
+    rc, _, err_line = _run(capsys, "estimate", str(f))
+    said = f"{f}:16:12: vLLM: unrecognized argument: --guided-decoding-backend"
+    assert rc == 2 and err_line.startswith(f"servefit: error: {said}")
+    rc, out, _ = _run(capsys, "tune", str(f), "--diff", "--format", "json")
+    [site] = json.loads(out)["sites"]
+    assert rc == 2 and site["error"].startswith(said) and site["error"].endswith(
+        "[VLLM001]: the engine refuses this command; fix it first, then tune")

@@ -94,19 +94,34 @@ def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
     return 0
 
 
-def refuse_bad_input(evs: list[Evaluation]) -> None:
-    """A flag or value the engine cannot parse makes the estimate meaningless: one line, exit 2
-    (lint reports the same as findings with their spans)."""
+def input_error(ev: Evaluation) -> str | None:
+    """The first flag or value the engine cannot parse, as one line (where, engine, message,
+    code); None when the command parses."""
     from servefit.rules.catalog import rules
 
     cat = rules()
+    for f in ev.config.findings + ev.plan.findings:
+        if cat.get(f.code, {}).get("input_error"):
+            sp = f.span  # in a file, say where (as lint does): the engine alone does not say which line
+            where = f"{sp.file}:{sp.line}:{sp.col}: " if sp is not None and sp.file and \
+                not sp.file.startswith("<") else ""
+            from servefit import engines
+
+            try:
+                title = engines.get(ev.plan.engine).title
+            except Exception:  # noqa: BLE001 - a plugin without a title: its name
+                title = ev.plan.engine
+            return f"{where}{title}: {f.message} [{f.code}]"
+    return None
+
+
+def refuse_bad_input(evs: list[Evaluation]) -> None:
+    """A flag or value the engine cannot parse makes the estimate meaningless: one line, exit 2
+    (lint reports the same as findings with their spans; tune says it for that server)."""
     for ev in evs:
-        for f in ev.config.findings + ev.plan.findings:
-            if cat.get(f.code, {}).get("input_error"):
-                sp = f.span  # in a file, say where (as lint does): the engine alone does not say which line
-                where = f"{sp.file}:{sp.line}:{sp.col}: " if sp is not None and sp.file and \
-                    not sp.file.startswith("<") else ""
-                raise UsageError(f"{where}{ev.plan.engine}: {f.message} [{f.code}]")
+        bad = input_error(ev)
+        if bad:
+            raise UsageError(bad)
 
 
 def run(args: argparse.Namespace) -> int:
