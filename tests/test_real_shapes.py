@@ -329,3 +329,27 @@ def test_a_flag_the_engine_refuses_is_the_same_verdict_everywhere(tmp_path: Path
     [site] = json.loads(out)["sites"]
     assert rc == 2 and site["error"].startswith(said) and site["error"].endswith(
         "[VLLM001]: the engine refuses this command; fix it first, then tune")
+
+
+def test_a_server_that_loads_models_on_request_says_its_memory_was_not_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The public Ollama compose file above, on a GPU: lint said nothing about memory, estimate
+    "Ollama: no model given in the command" (there is no command in it)."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(OLLAMA_PORTS)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+    [sf] = [d for d in json.loads(out) if d["code"] == "SF115"]
+    assert sf["severity"] == "info" and (sf["location"]["line"], sf["location"]["column"]) == (3, 1)
+    assert sf["message"] == ("Ollama loads the models requests name, and this file names none, so their memory was "
+                             "not checked: add `# servefit: model=REF` above it for the model it serves")
+    rc, _, err = _run(capsys, "estimate", str(f), "--gpu", "RTX4090")
+    assert rc == 2 and err == ("servefit: error: Ollama loads the models requests name, and none is named here: add "
+                               "`# servefit: model=REF` above the server (or pass --model REF)\n")
+    f.write_text("# servefit: model=llama3.1:8b\n" + OLLAMA_PORTS)  # the fix the message names
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--list-sites", "--format", "json")
+    assert json.loads(out)[0]["verdict"] == "started"
+    # llama.cpp's router says it in its own words (LCPP015), once
+    g = tmp_path / "router.sh"
+    g.write_text("llama-server --host 127.0.0.1 --port 8080 --models-max 2\n")
+    rc, out, _ = _run(capsys, "lint", str(g), "--gpu", "RTX4090", "--format", "json")
+    assert [d["code"] for d in json.loads(out)] == ["LCPP015"]

@@ -109,8 +109,10 @@ class Engine:
     # are in data/engines/<name>.yaml)
     markers: tuple[str, ...] = ()
     # the server loads models when requests name them (`ollama serve`): a command without a
-    # model is not a problem, only nothing to plan
+    # model is not a problem, only nothing to plan (SF115 says so, unless the engine's own rule
+    # named here does: llama.cpp's router, LCPP015)
     models_on_request: bool = False
+    unnamed_models_code: str = ""
 
     def command_length(self, words: list[str]) -> int:
         """How many leading words are this engine's command (0: not this engine)."""

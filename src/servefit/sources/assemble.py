@@ -310,7 +310,7 @@ def _storage_model(srv: Server) -> None:
         srv.target.model = Part(storage, "KServe storageUri", None)
 
 
-@rule("SF002", "SF003", "SF004", "SF110")
+@rule("SF002", "SF003", "SF004", "SF110", "SF115")
 def _plan(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
     from servefit.pipeline import Target, evaluate
@@ -326,8 +326,15 @@ def _plan(srv: Server, engine: Any) -> None:
                            site=site.name, span=anchor(site)))
         return
     if not ref and not t.model_config and engine.models_on_request:
-        # the server loads models on request (`ollama serve`): none is named here
-        srv.error = f"{engine.title}: no model given in the command (pass --model REF)"
+        # the server loads models on request (`ollama serve`): none is named here. Said once: by
+        # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
+        srv.error = (f"{engine.title} loads the models requests name, and none is named here: add "
+                     "`# servefit: model=REF` above the server (or pass --model REF)")
+        own = getattr(engine, "unnamed_models_code", "")
+        if not any(own and f.code == own for f in cfg.findings):
+            out.append(finding("SF115", f"{engine.title} loads the models requests name, and this file names none, "
+                                        "so their memory was not checked: add `# servefit: model=REF` above it for "
+                                        "the model it serves", site=site.name, span=anchor(site)))
         return
     if "$" in ref:
         srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"
