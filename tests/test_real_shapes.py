@@ -353,3 +353,11 @@ def test_a_server_that_loads_models_on_request_says_its_memory_was_not_checked(
     g.write_text("llama-server --host 127.0.0.1 --port 8080 --models-max 2\n")
     rc, out, _ = _run(capsys, "lint", str(g), "--gpu", "RTX4090", "--format", "json")
     assert [d["code"] for d in json.loads(out)] == ["LCPP015"]
+
+
+def test_the_examples_carry_no_stale_suppression(capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's first command linted examples/ and got SF010 (an `ignore[SF002]` that nothing
+    needed any more, since the model resolves by its base's name)."""
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    rc, out, _ = _run(capsys, "lint", str(examples), "--format", "json")
+    assert not [d for d in json.loads(out) if d["code"] in ("SF010", "SF011", "SF012", "SF112")]
