@@ -361,3 +361,21 @@ def test_the_examples_carry_no_stale_suppression(capsys: pytest.CaptureFixture[s
     examples = Path(__file__).resolve().parents[1] / "examples"
     rc, out, _ = _run(capsys, "lint", str(examples), "--format", "json")
     assert not [d for d in json.loads(out) if d["code"] in ("SF010", "SF011", "SF012", "SF112")]
+
+
+def test_the_target_flags_help_says_what_they_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lint's help said --gpu / --gpus / --engine-version apply to "servers whose file does not
+    say", but the flag wins over the file (issue 14's precedence), as estimate's does."""
+    with pytest.raises(SystemExit):
+        main(["lint", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--gpu GPU GPU for every server, over what the files and the config say" in text
+    assert "--gpus GPUS GPU count for every server, over what the files say" in text
+    assert "engine version to model for every server, over what image tags say" in text
+    f = tmp_path / "vllm.yaml"
+    f.write_text(VLLM_A.replace("      containers:", "      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}\n"
+                                                      "      containers:"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "H100", "--gpus", "2", "--engine-version", "0.10.2",
+                      "--list-sites", "--format", "json")
+    [site] = json.loads(out)
+    assert (site["gpu"]["name"], site["gpu"]["count"], site["engine_version"]) == ("H100", 2, "0.10.2")

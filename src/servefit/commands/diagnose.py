@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "misconfiguration, fragmentation, model too large), quote the evidence and "
                                    "name the fix. Each LOG is diagnosed on its own.")
     p.add_argument("logs", nargs="*", metavar="LOG", help="log files (.gz too); `-` or nothing reads stdin")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text",
+                   help="text (default) or json")
     p.add_argument("--config-file", metavar="FILE", help="the config the server runs from, to name the setting")
     p.add_argument("--repo", metavar="DIR", help="a deployment repo: find the server's config in it")
     p.add_argument("--no-progress", action="store_true", help="never print progress on stderr")

@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "repository root; lint, estimate, explain and tune then read it offline.")
     p.add_argument("paths", nargs="*", metavar="[lock] PATH",
                    help="files or directories (default: the current directory); start with `lock` to write the lock")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text",
+                   help="text (default) or json")
     p.add_argument("--lockfile", help="the lock file to write (default: servefit.lock at the repository root)")
     p.add_argument("--config", metavar="PATH", help="a servefit.toml / pyproject.toml to use")
     p.set_defaults(run=run)
