@@ -379,3 +379,21 @@ def test_the_target_flags_help_says_what_they_do(tmp_path: Path, capsys: pytest.
                       "--list-sites", "--format", "json")
     [site] = json.loads(out)
     assert (site["gpu"]["name"], site["gpu"]["count"], site["engine_version"]) == ("H100", 2, "0.10.2")
+
+
+def test_tune_leaves_a_variable_set_elsewhere_to_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tune --write replaced `--ctx-size ${CONTEXT_SIZE}` (set in an EnvironmentFile outside the
+    repository) with a number, cutting the unit off from the file that configures it."""
+    f = tmp_path / "llama.service"
+    f.write_text(UNIT)
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "L4", "--format", "json")
+    [site] = json.loads(out)["sites"]
+    fix = site["fix"]
+    assert fix["applied"] is False and fix["held_back"] and fix["applicability"] == "display-only"
+    assert fix["by_hand"][0].startswith("CONTEXT_SIZE=")
+    assert fix["by_hand"][0].endswith(" where $CONTEXT_SIZE is set (it gives --ctx-size)")
+    assert fix["by_hand"][1:] == [f"--{k} {v}" for k, v in site["changes"].items()]  # nothing is written: all by hand
+    assert rc == 1
+    main(["tune", str(f), "--gpu", "L4", "--write"])
+    capsys.readouterr()
+    assert f.read_text() == UNIT
