@@ -187,8 +187,8 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
                                    "default (pass the value, or set the variable in the file)")
         holder.findings = kept
     unknown = _unknown_settings(site, cfg.engine, spans)
-    for flag, var in unknown.values():  # also where the parser itself let the variable pass
-        said = f"{flag} is ${{{var}}}, which is not set here"
+    for given, var in unknown.values():  # also where the parser itself let the variable pass
+        said = f"{given} is ${{{var}}}, which is not set here"
         if not any(a.startswith(said) for a in cfg.assumptions):
             cfg.assumptions.append(f"{said}: planned with the engine's default (pass the value, or set the "
                                    "variable in the file)")
