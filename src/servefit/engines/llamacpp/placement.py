@@ -65,7 +65,7 @@ def layer_devices(n_layer: int, ngl: int, n_dev: int, split_mode: str, splits: l
 
 
 class _FirstLayersExperts:
-    """-ncmoe N as one rule: llama.cpp adds `^blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps` for
+    r"""-ncmoe N as one rule: llama.cpp adds `^blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps` for
     il < N (common/arg.cpp), all to the CPU; one test instead of N patterns per tensor (explain
     and --fit place every tensor thousands of times)."""
 
