@@ -25,7 +25,7 @@ def predict(case: dict):
     site = site_from_argv(shlex.split(case["command"]), {k: str(v) for k, v in (case.get("env") or {}).items()})
     site.engine = case["engine"]
     if case.get("parameters"):
-        site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
+        site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]),
                     gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
     try:
@@ -78,7 +78,7 @@ def test_new_ollama_cases_print_every_figure_as_logged(case):
     # issue 16's Ollama cases: each memory.* figure of the offload line, formatted the way Ollama
     # prints it, is the logged text (GiB figures; MiB ones to the MiB), KV buffers exact
     plan = predict(case)
-    x, exp = plan.extra, case["expected"]
+    x, exp = plan.detail.as_dict(), case["expected"]  # the plan JSON's engine figures
     figures = {k: v for k, v in exp.items() if k.startswith("memory_")}
     for key, want in figures.items():
         logged = want if isinstance(want, str) else f"{want:.1f} GiB"

@@ -107,6 +107,9 @@ VLLM_NOT_EVALUABLE = {
 # doubled KV element size (about -50%) fails every fp8-KV case.
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
+    # Qwen3.8-27B-FP8 is sized as Qwen3.6-27B (nearest catalogued release of the line: no public
+    # config); on 0.26 with TP2 on RTX 5090s the token count is 10% low
+    ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1039,
     # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown): the log breaks the overhead down no further
     ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.3470,
     # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
@@ -130,6 +133,20 @@ KNOWN_MISSES = {
     ("dgxspark-gb10-gemma4-26b-a4b-nvfp4-262k", "max_concurrency"): -0.1338,
     ("dgxspark-gb10-gemma4-26b-a4b-awq-int4-262k", "kv_tokens"): -0.1160,
     ("dgxspark-gb10-gemma4-26b-a4b-awq-int4-262k", "max_concurrency"): -0.1158,
+    # third batch (measured, not fitted). Held out: gemma-3-12b "qat-autoawq" is read as unquantized
+    # (the name parser does not take "autoawq" for AWQ): 11.8 GiB of weights where 4.8 are logged
+    ("plgai-2x4090-gemma3-12b-qat-awq-tp2-131k-084", "kv_tokens"): -0.4769,
+    ("plgai-2x4090-gemma3-12b-qat-awq-tp2-131k-084", "max_concurrency"): 1.8262,
+    # held out: gpt-oss-20b on a GB10 (unified memory) at utilization 0.25 keeps 12.94 GiB for KV
+    # where 9.13 is predicted
+    ("vllmrouter-gb10-gpt-oss-20b-u025-8k-013", "kv_tokens"): -0.2946,
+    ("vllmrouter-gb10-gpt-oss-20b-u025-8k-013", "max_concurrency"): -0.5534,
+    # calibration: gemma-4-26B-A4B on 0.20.2 logs 3.1x the tokens servefit counts for the same KV
+    # memory (+2%): the token count for its KV groups at 0.20 (the pre-0.21 rule, kvcache.py)
+    ("clinician-h200-gemma4-26b-a4b-32k-0202", "kv_tokens"): -0.6760,
+    # calibration: Qwen3-30B-A3B AWQ (Marlin MoE) on an RTX 3090: 16% more KV memory than predicted
+    ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1618,
+    ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1615,
 }
 
 

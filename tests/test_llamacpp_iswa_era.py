@@ -56,7 +56,7 @@ def test_pre_iswa_padding_follows_flash_attention():
         argv = f"llama-server -m gemma-3-270m-it-Q8_0.gguf -c 4000 -np 1 -ngl 99 {extra}".split()
         site = site_from_argv(argv, {})
         site.engine = "llamacpp"
-        return evaluate(site, Target(gpu="RTX 4090", engine_version=build)).plan.extra["kv_buffer_mib"]
+        return evaluate(site, Target(gpu="RTX 4090", engine_version=build)).plan.detail.as_dict()["kv_buffer_mib"]
 
     assert kv4000("b4980") == pytest.approx(18 * 4000 / 1024, abs=0.01)  # PAD(4000, 32) = 4000 cells
     assert kv4000("b4980", "-fa") == 18 * 4096 / 1024  # PAD(4000, 256) = 4096 cells

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from servefit.core import Token
+from servefit.core import Token, Workload
 from servefit.models.evidence import candidates, is_unnamed_path
 from servefit.sources.assemble import assemble
 from servefit.sources.target import Flags
@@ -91,7 +91,7 @@ def test_a_named_model_is_not_replaced_and_the_directive_wins(tmp_path):
 def test_candidates_order_and_what_is_not_evidence():
     class Site:
         file = "/nonexistent/x.sh"
-        extra = {"path_map": {"/data": "/host/Mistral-7B-Instruct-v0.2", "/": "/host"}}
+        workload = Workload(path_map={"/data": "/host/Mistral-7B-Instruct-v0.2", "/": "/host"})
         argv = [Token(t) for t in ("vllm", "serve", "/data", "--served-model-name", "a/b,c", "--tokenizer", "$TOK")]
 
     assert candidates(Site(), "vllm", "/data") == [

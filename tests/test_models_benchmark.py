@@ -179,19 +179,20 @@ def test_cli_prints_every_part_separately(capsys, tmp_path, monkeypatch):
     _tiny_fresh(tmp_path, monkeypatch)
     assert bench.main(["--engine", "tgi"]) == 0
     out = capsys.readouterr().out
-    assert "calibration:" in out and "heldout:" in out and "heldout-unseen-repos:" in out
+    assert "calibration:" in out and "calibration-2 (was held out until 2026-11-28):" in out
+    assert "calibration-2-unseen-repos (repositories not in calibration):" in out
     assert re.search(r"^  tgi +\d+/\d+ +sized offline", out, re.M)
     fresh = out.split("fresh (held-out, gathered 2026-11-28):\n", 1)[1]
     assert re.match(r"  tgi +1/1 +sized offline 100\.0%   \(catalog 0, derivative 1, lock 0, unknown 0\)\n"
                     r"  all +1/1 ", fresh)
-    assert "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories not in calibration):\n  tgi " in fresh
+    assert "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories in neither calibration part):\n  tgi " in fresh
 
 
 def test_half_fresh_prints_only_the_fresh_part(capsys, tmp_path, monkeypatch):
     _tiny_fresh(tmp_path, monkeypatch)
     assert bench.main(["--half", "fresh", "--engine", "tgi"]) == 0
     out = capsys.readouterr().out
-    assert "calibration:" not in out and "heldout:" not in out
+    assert "calibration:" not in out and "calibration-2" not in out
     assert re.match(r"fresh \(held-out, gathered 2026-11-28\):\n  tgi +1/1 +sized offline", out)
     with pytest.raises(SystemExit):
         bench.main(["--half", "held-out"])

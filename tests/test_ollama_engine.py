@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from servefit.core import LaunchSite, Span, Token
+from servefit.core import InlineFile, LaunchSite, ModelInputs, Span, Token, Workload
 from servefit.engines.ollama import ENGINE
 from servefit.engines.ollama.config import resolve_tag
 from servefit.engines.ollama_link import link_modelfiles
-from servefit.engines.ollama_modelfile import parse_modelfile
+from servefit.engines.ollama_modelfile import modelfile_of, parse_modelfile
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -26,13 +26,10 @@ def llama8b() -> ModelSpec:
                      head_dim=128, intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072)
 
 
-def site(cmd="ollama run llama3.1:8b", env=None, params=None, extra=None) -> LaunchSite:
-    ex = dict(extra or {})
-    if params:
-        ex["parameters"] = params
+def site(cmd="ollama run llama3.1:8b", env=None, params=None, modelfile=None) -> LaunchSite:
     return LaunchSite(file="compose.yaml", line=1, argv=[Token(w) for w in cmd.split()],
                       env={k: (v if isinstance(v, Token) else Token(v)) for k, v in (env or {}).items()},
-                      name="ollama", extra=ex)
+                      name="ollama", inputs=ModelInputs(request_options=dict(params or {}), definition=modelfile))
 
 
 def plan(s: LaunchSite, version=None, g=None, n=1):
@@ -143,7 +140,7 @@ def test_layout_era_reports_per_device_lines():
 def test_modelfile_parameters_through_the_site():
     text = "FROM llama3.1:8b\nPARAMETER num_ctx 131072\nPARAMETER bogus 1\n"
     doc = parse_modelfile(text, "Modelfile")
-    cfg = ENGINE.parse(site("ollama serve", extra={"modelfile": doc}), None)
+    cfg = ENGINE.parse(site("ollama serve", modelfile=doc), None)
     assert cfg.settings["num_ctx"] == 131072 and cfg.model_ref == "meta-llama/Llama-3.1-8B-Instruct"
     assert cfg.spans["num_ctx"].line == 2 and "OLLM002" in codes(cfg)
 
@@ -157,7 +154,7 @@ def test_compose_with_modelfile_is_one_server(tmp_path):
     env_span = Span(compose, 7, 30, 7, 31, 120, 121)
     server = LaunchSite(file=compose, line=5, argv=[Token("ollama"), Token("serve")], engine="ollama",
                         env={"OLLAMA_NUM_PARALLEL": Token("4", env_span)}, name="services/ollama",
-                        extra={"modelfile_refs": ["./Modelfile"]})
+                        inputs=ModelInputs(file_refs=["./Modelfile"]))
     from servefit.sources.modelfile import scan
 
     mf_sites, _ = scan(str(mf_path), mf_path.read_text())
@@ -177,20 +174,20 @@ def test_link_by_create_command_inline_and_same_directory(tmp_path):
     compose = str(tmp_path / "compose.yaml")
     cmd = LaunchSite(file=compose, line=3, argv=[Token(w) for w in
                                                  "ollama create mine -f /models/Modelfile".split()],
-                     engine="ollama", name="s", extra={"path_map": {"/models": "./models"}})
+                     engine="ollama", name="s", workload=Workload(path_map={"/models": "./models"}))
     out = link_modelfiles([cmd])
-    assert out[0].extra["modelfile"].from_ref.text == "qwen2.5:7b"
+    assert modelfile_of(out[0]).from_ref.text == "qwen2.5:7b"
     inline = LaunchSite(file=compose, line=3, argv=[Token("ollama"), Token("serve")], engine="ollama", name="s",
-                        extra={"modelfile_inline": [{"text": "FROM gemma3:4b\nPARAMETER num_ctx 4096\n",
-                                                      "line": 12, "indent": 8}]})
-    doc = link_modelfiles([inline])[0].extra["modelfile"]
+                        inputs=ModelInputs(inline=[InlineFile("FROM gemma3:4b\nPARAMETER num_ctx 4096\n", line=12,
+                                                                      indent=8)]))
+    doc = modelfile_of(link_modelfiles([inline])[0])
     assert doc.from_ref.span.line == 12 and doc.from_ref.span.col == 14
     lone = LaunchSite(file=str(tmp_path / "models" / "compose.yaml"), line=1, argv=[Token("ollama"), Token("serve")],
                       engine="ollama", name="s")
     from servefit.sources.modelfile import scan
 
     out = link_modelfiles([lone] + scan(str(mf), mf.read_text())[0])
-    assert len(out) == 1 and "modelfile" in out[0].extra
+    assert len(out) == 1 and modelfile_of(out[0]) is not None
 
 
 def test_unified_memory_and_max_loaded_models():

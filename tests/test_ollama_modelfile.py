@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from servefit.engines.ollama_modelfile import check_parameters, parse_modelfile
+from servefit.engines.ollama_modelfile import check_parameters, modelfile_of, parse_modelfile
 from servefit.sources import modelfile as src
 
 MF = '''# a comment
@@ -75,4 +75,4 @@ def test_source_wrapper():
     assert len(sites) == 1 and findings == []
     s = sites[0]
     assert [t.text for t in s.argv] == ["ollama", "serve"] and s.engine == "ollama" and s.line == 2
-    assert s.extra["modelfile"].from_ref.text == "llama3.1:8b"
+    assert modelfile_of(s).from_ref.text == "llama3.1:8b"

@@ -132,12 +132,12 @@ def test_a_cloud_tag_is_not_sized_as_a_local_model():
 
 def test_the_library_context_caps_num_ctx_for_a_model_sized_from_the_catalog():
     """llama3:8b's GGUF says 8192 tokens; a spec that says 131072 must not lift Ollama's cap."""
-    from servefit.core import LaunchSite, Token
+    from servefit.core import LaunchSite, ModelInputs, Token
     from servefit.engines.ollama import ENGINE
     from servefit.hardware.spec import GpuSpec
 
     site = LaunchSite(file="compose.yaml", line=1, argv=[Token(w) for w in "ollama run llama3:8b".split()],
-                      env={}, name="ollama", extra={"parameters": {"num_ctx": "32768"}})
+                      env={}, name="ollama", inputs=ModelInputs(request_options={"num_ctx": "32768"}))
     cfg = ENGINE.parse(site, "0.12.3")
     assert cfg.settings["tag_context"] == 8192
     spec = resolve_model("meta-llama/Llama-3.1-8B-Instruct")  # 131072 positions

@@ -49,6 +49,23 @@ from servefit.models import resolve_model
     ("internlm2:20b", "internlm/internlm2_5-20b-chat", "Q4_0", 32768),
     ("granite4:350m", "ibm-granite/granite-4.0-350m", "F16", 32768),
     ("granite4:1b", "ibm-granite/granite-4.0-1b", "F16", 131072),
+    # the second round: checkpoints catalogued from exact llmfit counts (data/models/finetunes_exact.yaml)
+    ("deepcoder", "agentica-org/DeepCoder-14B-Preview", "Q4_K_M", 131072),
+    ("deepcoder:1.5b", "agentica-org/DeepCoder-1.5B-Preview", "Q4_K_M", 131072),
+    ("openthinker", "open-thoughts/OpenThinker-7B", "Q4_K_M", 32768),
+    ("granite3-guardian", "ibm-granite/granite-guardian-3.0-2b", "Q8_0", 4096),
+    ("granite3-guardian:8b", "ibm-granite/granite-guardian-3.0-8b", "Q5_K_M", 4096),
+    ("athene-v2", "Nexusflow/Athene-V2-Chat", "Q4_K_M", 32768),
+    ("nuextract", "numind/NuExtract", "Q4_0", 4096),
+    ("glm-4.7-flash:q8_0", "zai-org/GLM-4.7-Flash", "Q8_0", 202752),  # one size, tags name only the quantization
+    ("qwen3-coder-next", "Qwen/Qwen3-Coder-Next", "Q4_K_M", 262144),
+    ("cogito-2.1:671b", "deepcogito/cogito-671b-v2.1", "BF16", 163840),
+    ("nous-hermes:13b", "NousResearch/Nous-Hermes-Llama2-13b", "Q4_0", 4096),
+    ("wizard-vicuna-uncensored", "cognitivecomputations/Wizard-Vicuna-7B-Uncensored", "Q4_0", 2048),
+    ("codeup", "deepse/CodeUp-Llama-2-13b-chat-hf", "Q4_0", 4096),
+    ("exaone3.5", "LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "Q4_K_M", 32768),
+    ("exaone3.5:2.4b", "LGAI-EXAONE/EXAONE-3.5-2.4B-Instruct", "Q4_K_M", 32768),
+    ("exaone-deep:32b", "LGAI-EXAONE/EXAONE-Deep-32B", "Q4_K_M", 32768),
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
@@ -57,7 +74,8 @@ def test_added_library_names(tag, model, quant, context):
 
 
 @pytest.mark.parametrize("tag,size", [("internlm2:1m", "1m"), ("yi-coder:1.5b", "1.5b"),
-                                      ("snowflake-arctic-embed:22m", "22m")])
+                                      ("snowflake-arctic-embed:22m", "22m"), ("openthinker:32b", "32b"),
+                                      ("wizard-vicuna-uncensored:30b", "30b")])
 def test_uncatalogued_sizes_are_named(tag, size):
     t = lookup(tag)
     assert t.model is None and f"the library has no {size} size" in t.note

@@ -88,6 +88,7 @@ def test_every_setting_maps_to_the_line_a_user_edits(helm, capsys, chart):
     assert (Path(site.file).name, site.line) == ("deployment.yaml", 23)
     assert site.gpu.name == "NVIDIA-L4" and site.gpu.count == 1 and site.engine_version == "0.11.0"
     assert (Path(site.gpu.span.file).name, site.gpu.span.line) == ("values.yaml", 12)  # nodeSelector via toYaml
+    assert site.workload.rendered == "helm template llm with values-prod.yaml"
 
 
 def test_values_flag_as_helm_takes_it(helm, capsys, chart, tmp_path):
@@ -204,6 +205,7 @@ def test_a_setting_from_the_base_points_at_the_base(helm, kustomize_tree):
     spans = {t.text: (Path(t.span.file).name, t.span.line) for t in site.argv if t.span is not None}
     assert spans["--max-model-len"] == ("deployment.yaml", 13) and spans["131072"] == ("long-context.yaml", 3)
     assert (Path(site.gpu.span.file).name, site.gpu.span.line) == ("deployment.yaml", 9)
+    assert site.workload.rendered == f"kustomize build {kustomize_tree / 'overlays' / 'prod'}"
 
 
 def test_without_kustomize_the_overlay_is_named_once(no_helm, capsys, kustomize_tree, monkeypatch):

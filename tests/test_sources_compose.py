@@ -61,9 +61,9 @@ def test_command_that_repeats_the_image_entrypoint_and_ollama_scripts():
     assert argv(vllm) == ["vllm", "serve", "Qwen/Qwen3-4B", "--max-model-len", "8192"]
     assert [f.code for f in r.findings] == ["SF106"] and r.findings[0].span.line == 4
     assert argv(ollama) == ["ollama", "serve"]
-    assert ollama.extra["ollama_models"] == ["llama3.2:3b"]
-    assert ollama.extra["modelfile_refs"] == ["/modelfiles/Modelfile"]
-    assert ollama.extra["path_map"] == {"/modelfiles": "./ollama"}
+    assert [t.text for t in ollama.inputs.pulled] == ["llama3.2:3b"]
+    assert ollama.inputs.file_refs == ["/modelfiles/Modelfile"]
+    assert ollama.workload.path_map == {"/modelfiles": "./ollama"}
 
 
 def test_in_file_override_comment():
@@ -85,3 +85,25 @@ def test_env_file_spans_name_the_file_as_the_compose_file_is_named(monkeypatch):
     r = scan_file("compose/anchors/docker-compose.yml")
     tok = r.sites[0].argv[3]
     assert tok.span.file == os.path.join("compose", "anchors", ".env") and tok.span.line == 2
+
+
+def test_build_context_repeated_pulls_and_where_the_image_is_written(tmp_path: Path, capsys) -> None:
+    """The wrappers' facts land in typed fields and in --list-sites: the build context as the place
+    of the Modelfile, each pulled model once (at its first mention), the image's span."""
+    import json
+
+    from servefit.cli import main
+    from servefit.core import Token
+
+    f = tmp_path / "compose.yaml"
+    f.write_text("services:\n  ollama:\n    image: ollama/ollama:0.12.3\n    build: ./ollama\n"
+                 '    entrypoint: ["/bin/sh", "-c", "ollama serve & ollama pull qwen2.5:7b && '
+                 'ollama pull llama3.2:3b && ollama pull qwen2.5:7b && wait"]\n')
+    [site] = scan_file(str(f)).sites
+    assert site.inputs.file_refs == ["./ollama"]
+    assert [at(t) for t in site.inputs.pulled] == [("compose.yaml", 5, 63, "qwen2.5:7b"),
+                                                   ("compose.yaml", 5, 89, "llama3.2:3b")]
+    assert at(Token(site.image, site.image_span)) == ("compose.yaml", 3, 12, "ollama/ollama:0.12.3")
+    main(["lint", str(f), "--list-sites", "--format", "json"])
+    [shown] = json.loads(capsys.readouterr().out)
+    assert shown["modelfile_refs"] == ["./ollama"] and shown["ollama_models"] == ["qwen2.5:7b", "llama3.2:3b"]

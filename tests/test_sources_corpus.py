@@ -26,7 +26,7 @@ def test_every_file_parses_and_every_span_is_exact(path):
     assert not codes & {"SF105", "SF108"} - EXPECTED_PROBLEMS.get(Path(path).name, set()), r.findings
     for site in r.sites:
         assert site.engine in ("vllm", "llamacpp", "ollama", "tgi", "sglang")
-        assert site.argv or site.extra.get("modelfile") is not None
+        assert site.argv or site.inputs.definition is not None
         toks = list(site.argv) + list(site.env.values())
         for tok in toks:
             s = tok.span

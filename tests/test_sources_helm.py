@@ -53,13 +53,17 @@ def test_production_stack_settings_through_the_vllm_plugin():
 
 
 def test_ollama_chart():
+    from servefit import engines
+
     [site] = scan("ollama-values.yaml").sites
     assert site.engine == "ollama" and argv(site) == ["/bin/ollama", "serve"]
-    assert site.extra["ollama_models"] == ["llama3.1:8b", "qwen2.5:14b"]
-    assert at(site.extra["model"]) == (9, 9, "llama3.1:8b")
+    assert [t.text for t in site.inputs.pulled] == ["llama3.1:8b", "qwen2.5:14b"]
+    assert at(site.inputs.pulled[0]) == (9, 9, "llama3.1:8b")
     assert {k: t.text for k, t in site.env.items()} == {"OLLAMA_NUM_PARALLEL": "4", "OLLAMA_MAX_LOADED_MODELS": "2"}
     assert (site.gpu.name, site.gpu.count) == ("nvidia-tesla-t4", 2)
     assert site.engine_version == "0.11.10"
+    cfg = engines.get("ollama").parse(site, site.engine_version)  # the first pulled model is the one planned
+    assert cfg.model_ref == "meta-llama/Llama-3.1-8B-Instruct" and cfg.spans["model"] == site.inputs.pulled[0].span
 
 
 def test_other_charts_by_shape():

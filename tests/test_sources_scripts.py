@@ -89,6 +89,7 @@ def test_systemd_unit_with_drop_in_and_environment_file():
     assert at(site.argv[2]) == ("llama.env", 1, 12, "/srv/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf")
     assert at(site.argv[4]) == ("override.conf", 3, 72, "32768")
     assert site.file.endswith("override.conf") and site.line == 3
+    assert site.workload.unit_file == str(FIX / "systemd/llama.service")  # the unit the drop-in belongs to
     assert site.env["LLAMA_ARG_N_GPU_LAYERS"].text == "99" and site.env["CTX"].text == "16384"
     assert scan("systemd/llama.service.d/override.conf").sites == []  # read with its unit
 

@@ -32,8 +32,8 @@ def test_not_quantities(text) -> None:
 def test_a_milli_size_limit_is_not_mebibytes() -> None:
     """`sizeLimit: 2000m` is 2 bytes of /dev/shm, which NCCL cannot work in; `2Gi` is enough."""
     small, ok = scan_file(str(FIX / "shm-size-limit.yaml")).sites
-    assert small.workload.shm is False and small.extra["shm_limit"] == "sizeLimit 2000m (2 bytes)"
-    assert ok.workload.shm is True and "shm_limit" not in ok.extra
+    assert small.workload.shm is False and small.workload.shm_limit == "sizeLimit 2000m (2 bytes)"
+    assert ok.workload.shm is True and ok.workload.shm_limit is None
 
 
 def test_lint_reports_the_size_limit(capsys) -> None:

@@ -5,6 +5,7 @@ snapshot semantics per release. Every number here is computed by hand from the e
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from servefit.engines.vllm.profile import (
@@ -12,6 +13,7 @@ from servefit.engines.vllm.profile import (
     FA3_MAX_SPLITS,
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
+    NCCL_GRAPH_COLLECTIVE,
     PCIE_NON_TORCH_GIB,
     SAMPLER_BYTES_PER_LOGIT,
     non_torch_bytes,
@@ -19,7 +21,7 @@ from servefit.engines.vllm.profile import (
 from servefit.hardware.catalog import resolve_gpu
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_vllm_engine import H100, L4, run  # noqa: E402
+from test_vllm_engine import H100, L4, LLAMA8B, T4, run  # noqa: E402
 
 GiB = 2**30
 PADDED_VOCAB = 128256  # Llama-3's vocab is already a multiple of vLLM's padding (64)
@@ -70,8 +72,54 @@ def test_graph_pool_grows_with_tp_and_activation_quantization():
     _, one = run("vllm serve m --max-model-len 8192", gpu=H100, version="0.10.1")
     _, two = run("vllm serve m --max-model-len 8192 -tp 2", gpu=H100, version="0.10.1", count=2)
     assert two.memory.cuda_graphs == int(one.memory.cuda_graphs * 1.3)
+    # int8 W8A8: the quant is an opaque custom op, one more kernel per linear in every graph
+    int8 = replace(LLAMA8B, quantization={"quant_method": "compressed-tensors", "bits": 8})
+    _, w8a8 = run("vllm serve m --max-model-len 8192", model=int8, gpu=H100, version="0.10.1")
+    assert w8a8.memory.cuda_graphs == int(one.memory.cuda_graphs * 1.8)
+    # FP8: QuantFP8 (a CustomOp from 0.10.0) is fused by Inductor into its neighbours, no extra node;
+    # before 0.10 (ops.scaled_fp8_quant) it was a kernel of its own
     _, fp8 = run("vllm serve m --max-model-len 8192 --quantization fp8", gpu=H100, version="0.10.1")
-    assert fp8.memory.cuda_graphs == int(one.memory.cuda_graphs * 1.8)
+    assert fp8.memory.cuda_graphs == one.memory.cuda_graphs
+    _, one9 = run("vllm serve m --max-model-len 8192", gpu=H100, version="0.9.2")
+    _, fp89 = run("vllm serve m --max-model-len 8192 --quantization fp8", gpu=H100, version="0.9.2")
+    assert fp89.memory.cuda_graphs == int(one9.memory.cuda_graphs * 1.8)
+
+
+def test_nccl_all_reduces_captured_where_the_custom_all_reduce_is_off():
+    # 0.10.1 piecewise: 67 graphs x 32 layers; every graph holds 2 all-reduces per layer + 1
+    base = 67 * 32 * GRAPH_PIECEWISE_PER_LAYER
+    nccl = base + 67 * (2 * 32 + 1) * NCCL_GRAPH_COLLECTIVE
+    rtx, l40s, a100 = resolve_gpu("RTX 4090"), resolve_gpu("L40S"), resolve_gpu("A100-80GB")
+    argv = "vllm serve m --max-model-len 8192 -tp {tp}"
+    # GeForce cards have no P2P: NCCL in the graphs, no custom all-reduce buffers
+    _, g2 = run(argv.format(tp=2), gpu=rtx, version="0.10.1", count=2)
+    assert g2.memory.cuda_graphs == nccl
+    # PCIe cards with P2P keep the custom all-reduce at TP2, lose it beyond two GPUs
+    _, p2 = run(argv.format(tp=2), gpu=l40s, version="0.10.1", count=2)
+    assert p2.memory.cuda_graphs == int(base * 1.3)
+    _, p4 = run(argv.format(tp=4), gpu=l40s, version="0.10.1", count=4)
+    assert p4.memory.cuda_graphs == nccl
+    _, n4 = run(argv.format(tp=4), gpu=a100, version="0.10.1", count=4)
+    assert n4.memory.cuda_graphs == int(base * 1.3)
+    _, off = run(argv.format(tp=2) + " --disable-custom-all-reduce", gpu=a100, version="0.10.1", count=2)
+    assert off.memory.cuda_graphs == nccl
+
+
+def test_awq_dequantized_weight_sits_in_the_graph_pool():
+    awq = replace(LLAMA8B, quantization={"quant_method": "awq", "bits": 4, "group_size": 128})
+    argv = "vllm serve m --max-model-len 8192"
+    _, marlin = run(argv, model=awq, gpu=L4, version="0.13.0")
+    _, forced = run(argv + " --quantization awq", model=awq, gpu=L4, version="0.13.0")
+    # gate_up_proj is the largest: [4096, 2 x 14336] dequantized to fp16 plus its output at 512 tokens
+    assert forced.memory.cuda_graphs - marlin.memory.cuda_graphs == (4096 * 28672 + 512 * 28672) * 2
+    # on Turing awq_marlin is unavailable, so the AWQ kernel runs without the flag too
+    _, turing = run(argv, model=awq, gpu=T4, version="0.13.0")
+    _, turing16 = run(argv, gpu=T4, version="0.13.0")
+    assert turing.memory.cuda_graphs - turing16.memory.cuda_graphs == (4096 * 28672 + 512 * 28672) * 2
+    # no captured size reaches 256 tokens: the AWQ GEMM kernel runs, nothing is dequantized
+    _, small = run(argv + " --quantization awq --max-num-seqs 64", model=awq, gpu=L4, version="0.13.0")
+    _, small16 = run(argv + " --max-num-seqs 64", gpu=L4, version="0.13.0")
+    assert small.memory.cuda_graphs == small16.memory.cuda_graphs
 
 
 def test_non_torch_by_snapshot_era_and_interconnect():

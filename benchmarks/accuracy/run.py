@@ -105,7 +105,7 @@ def predict(case: dict[str, Any]):
     site = site_from_argv(argv, {k: str(v) for k, v in (case.get("env") or {}).items()})
     site.engine = case.get("engine")
     if case.get("parameters"):
-        site.extra["parameters"] = {k: str(v) for k, v in case["parameters"].items()}
+        site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,
                     model=case.get("model_override"),
                     gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)

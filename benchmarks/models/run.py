@@ -3,8 +3,9 @@
     python benchmarks/models/run.py [--engine vllm] [--half calibration|heldout|fresh|all] [-v] [--json]
 
 Each reference in calibration.yaml / heldout.yaml (gathered from public deployment files, see
-README.md) and in heldout_2026-11-28.yaml (a fresh held-out set gathered later from repositories
-neither half has, reported on its own as "fresh") is put on the command line of its engine
+README.md; heldout.yaml was held out until 2026-11-28 and is printed as "calibration-2" since) and
+in heldout_2026-11-28.yaml (a fresh held-out set gathered later from repositories neither file
+has, reported on its own as "fresh") is put on the command line of its engine
 (`vllm serve REF`, `llama-server -m REF` or `-hf REF`, `ollama run REF`,
 `text-generation-launcher --model-id REF`, `python -m sglang.launch_server --model-path REF`) and
 resolved the way `servefit lint` and `estimate` resolve a server's model (pipeline.evaluate: the
@@ -40,11 +41,15 @@ sys.path.insert(0, str(HERE.parents[1] / "src"))
 from servefit.core import UsageError  # noqa: E402
 from servefit.pipeline import Target, engine_for, resolve_site_model, site_from_argv  # noqa: E402
 
-HALVES = ("calibration", "heldout")  # the 2026-11-25 set, split by the parity of sha256(source)
+# the 2026-11-25 set, split by the parity of sha256(source); "heldout" was measured once more on main at
+# the merge of the first catalog round (2026-11-28) and is a second calibration part since
+HALVES = ("calibration", "heldout")
 FRESH = "fresh"  # held out as a whole, gathered 2026-11-28 after the resolver changes began
 PARTS = {"calibration": "calibration.yaml", "heldout": "heldout.yaml", FRESH: "heldout_2026-11-28.yaml"}
-TITLES = {FRESH: "fresh (held-out, gathered 2026-11-28)",
-          "fresh-unseen-repos": "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories not in calibration)"}
+TITLES = {"heldout": "calibration-2 (was held out until 2026-11-28)",
+          "heldout-unseen-repos": "calibration-2-unseen-repos (repositories not in calibration)",
+          FRESH: "fresh (held-out, gathered 2026-11-28)",
+          "fresh-unseen-repos": "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories in neither calibration part)"}
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang")
 SIZED = ("catalog", "derivative", "lock")
 
@@ -232,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--engine", choices=ENGINES)
     ap.add_argument("--half", choices=(*PARTS, "all"), default="all",
-                    help="one part only: calibration, heldout, fresh (held-out, gathered 2026-11-28); "
+                    help="one part only: calibration, heldout (calibration-2, held out until 2026-11-28), "
+                         "fresh (held out, gathered 2026-11-28); "
                          "default all, each reported separately")
     ap.add_argument("--verbose", "-v", action="store_true", help="every reference and what it resolved to")
     ap.add_argument("--json", action="store_true")
@@ -241,10 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     results = {h: run(load(h, args.engine)) for h in halves}
     report: dict[str, Any] = {}
     seen = {_repo(str(e.get("source", ""))) for e in load("calibration")}
+    studied = seen | {_repo(str(e.get("source", ""))) for e in load("heldout")}  # both calibration parts
     for half, rows in results.items():
         report[half] = summarize(rows)
-        if half != "calibration":  # held-out lines from repositories calibration never saw
-            report[f"{half}-unseen-repos"] = summarize([o for o in rows if _repo(o.source) not in seen])
+        if half != "calibration":  # lines from repositories calibration (and calibration-2, for fresh) never saw
+            known = seen if half == "heldout" else studied
+            report[f"{half}-unseen-repos"] = summarize([o for o in rows if _repo(o.source) not in known])
     if args.json:
         json.dump({"summary": report, "rows": {h: [asdict(o) for o in r] for h, r in results.items()}},
                   sys.stdout, indent=2)
@@ -252,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.verbose:
         for half, rows in results.items():
-            print(f"{half}:" + {"heldout": "  (held out: read, never tune on)",
+            print(f"{half}:" + {"heldout": "  (calibration-2: held out until 2026-11-28, open for study since)",
                                  FRESH: "  (held out, gathered 2026-11-28: read, never tune on)"}.get(half, ""))
             for o in rows:
                 what = f"-> {o.model}" if o.model else f"NOT SIZED: {o.reason}"

@@ -1,3 +1,3 @@
-from servefit.cli import main
+from servefit.cli import entry
 
-raise SystemExit(main())
+entry()

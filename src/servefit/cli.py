@@ -11,7 +11,6 @@ import sys
 from typing import NoReturn
 
 from servefit import __version__
-from servefit.core import UsageError
 
 COMMANDS = ["estimate", "explain", "lint", "tune", "diagnose", "gpus", "models", "rules", "rule", "completion"]
 DESCRIPTION = ("Lint and tune LLM serving configs (vLLM, llama.cpp, Ollama, TGI, SGLang): find every server in "
@@ -42,6 +41,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from servefit.core import UsageError
+
     argv = sys.argv[1:] if argv is None else argv
     _ARGV[:] = argv
     parser = build_parser(argv[0] if argv else None)
@@ -74,6 +75,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         sys.stdout = real
+
+
+def entry() -> NoReturn:
+    """The `servefit` program (console script and `python -m servefit`): main(), then a quick exit.
+    Tearing the interpreter down (freeing every object of every module) is ~8% of a one-file
+    lint; as mypy does, the exit handlers run and the output is flushed, then the process ends
+    without it. Where another thread still runs, the exit is the ordinary one. The cycle
+    collector is off for the run: start-up allocates ~100k objects that live until the end, and
+    scanning them again and again is ~5% of a lint (peak memory of a 1,000-file lint is the same
+    without it: the run holds what it reads until the report anyway)."""
+    import gc
+
+    from servefit import codecache
+
+    gc.disable()
+    # before the first dataclass and pattern: they come compiled from the cache
+    codecache.install(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in COMMANDS else "")
+    code = main()
+    if "threading" in sys.modules and sys.modules["threading"].active_count() > 1:
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()  # noqa: SLF001 - what Python's own exit runs first (codecache, logging, ...)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say
+            pass
+    os._exit(code)
 
 
 def _redact(message: str, argv: list[str]) -> str:

@@ -10,10 +10,10 @@ tests check the interpreter against jsonschema on good and bad configs.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
-import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -100,6 +100,8 @@ def _match(rel: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
+    import json
+
     return json.loads(SCHEMA_PATH.read_text())
 
 
@@ -152,24 +154,60 @@ def find_config(start: str) -> tuple[str, dict[str, Any]] | None:
     if d.is_file():
         d = d.parent
     for folder in [d, *d.parents]:
-        for name in ("servefit.toml", ".servefit.toml"):
-            p = folder / name
-            if p.is_file():
-                return str(p), _read(p, table=False)
-        p = folder / "pyproject.toml"
-        if p.is_file():
-            data = _read(p, table=True)
-            if data is not None:
-                return str(p), data
-        if (folder / ".git").exists():
-            break
+        here = _folder_config(folder)
+        if here is not None:
+            return None if here is _STOP else here
     return None
+
+
+_STOP: Any = ("", {})  # a repository root (.git) without a configuration: the search ends there
+_folders: dict[str, tuple[str, dict[str, Any]] | None] | None = None
+
+
+@contextmanager
+def searching_each_folder_once() -> Iterator[None]:
+    """Inside (one run: files do not change meanwhile), what each folder holds for find_config
+    is looked at once: the servers of 1,000 files share the folders above them."""
+    global _folders
+    if _folders is not None:
+        yield
+        return
+    _folders = {}
+    try:
+        yield
+    finally:
+        _folders = None
+
+
+def _folder_config(folder: Path) -> tuple[str, dict[str, Any]] | None:
+    """The configuration in `folder` itself, _STOP at a repository root without one, or None."""
+    key = str(folder)
+    if _folders is not None and key in _folders:
+        return _folders[key]
+    found: tuple[str, dict[str, Any]] | None = None
+    for name in ("servefit.toml", ".servefit.toml"):
+        p = folder / name
+        if p.is_file():
+            found = str(p), _read(p, table=False)
+            break
+    else:
+        p = folder / "pyproject.toml"
+        data = _read(p, table=True) if p.is_file() else None
+        if data is not None:
+            found = str(p), data
+        elif (folder / ".git").exists():
+            found = _STOP
+    if _folders is not None:
+        _folders[key] = found
+    return found
 
 
 MAX_CONFIG_FILE = 4 << 20
 
 
 def _read(p: Path, table: bool) -> Any:
+    import tomllib
+
     from servefit import safe_io
 
     try:
@@ -191,6 +229,8 @@ def _read(p: Path, table: bool) -> Any:
 
 def parse_override(text: str) -> tuple[str, Any]:
     """`--config KEY=VALUE`: the value is read as TOML (so lists and numbers work), else a string."""
+    import tomllib
+
     key, eq, raw = text.partition("=")
     if not eq or not key.strip():
         raise UsageError(f"--config expects KEY=VALUE, got {text!r}")
@@ -221,7 +261,7 @@ def load(start: str = ".", overrides: list[str] | None = None, path: str | None 
         for part in outer:
             table[part] = table = dict(table.get(part) or {})
         table[last] = v
-    errs = validate(data)
+    errs = validate(data) if data else []  # nothing to check (and no schema to read) without a config
     if errs:
         raise UsageError(f"{where or '--config'}: invalid configuration: {errs[0]}")
     targets = [Target(paths=t["paths"], gpu=t.get("gpu"), count=t.get("count"), gpu_memory=t.get("gpu-memory"),
@@ -245,12 +285,18 @@ class Configs:
         self.overrides = list(overrides or [])
         self.path = path
         self._by_dir: dict[str, Config] = {}
+        self._by_file: dict[str, Config] = {}  # the same file is asked about by each stage
 
     def for_file(self, file: str) -> Config:
+        cfg = self._by_file.get(file)
+        if cfg is not None:
+            return cfg
         d = os.path.dirname(os.path.abspath(file)) if os.path.exists(file) else os.getcwd()
         cfg = self._by_dir.get(d)
         if cfg is None:
             cfg = self._by_dir[d] = load(d, self.overrides, self.path)
+        if len(self._by_file) < 100_000:
+            self._by_file[file] = cfg
         return cfg
 
 
@@ -270,8 +316,14 @@ def user_online(args: Any = None) -> bool:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     path = Path(base) / "servefit" / "config.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    import tomllib  # only when the user has a config file: reading TOML costs ~4 ms of start-up
+
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
         return False
     return data.get("online") is True
 

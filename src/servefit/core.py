@@ -85,13 +85,38 @@ class Workload:
     shm: bool | None = None  # shared memory large enough for NCCL; None: not known
     storage_model: str | None = None  # KServe storageUri model, downloaded to storage_path
     storage_path: str | None = None
+    shm_limit: str | None = None  # the /dev/shm volume's size limit as written, when it is too small
+    path_map: dict[str, str] = field(default_factory=dict)  # container folder -> host folder it mounts
+    compose_files: list[str] = field(default_factory=list)  # compose files layered for it, base first (2 or more)
+    unit_file: str | None = None  # the systemd unit whose drop-in sets its ExecStart
+    rendered: str | None = None  # how its manifest was rendered (`helm template ...`, `kustomize build ...`)
 
 
-# the wrapper keys LaunchSite lifts into Workload (sources/launch.to_site)
-WORKLOAD_KEYS = {"k8s_kind": "kind", "chart": "chart", "service": "service", "container": "container",
-                 "runtime": "runtime", "namespace": "namespace", "pod_labels": "pod_labels",
-                 "annotations": "annotations", "annotation_line": "annotation_line", "runtime_env": "runtime_env",
-                 "env_opaque": "env_opaque", "ports": "ports", "exposure": "exposures", "shm": "shm"}
+class ModelDefinition:
+    """A file that defines the model a server loads, parsed by the engine that reads it (Ollama's
+    Modelfile: engines/ollama_modelfile.ModelfileDoc subclasses it); the wrappers only carry it."""
+
+
+@dataclass
+class InlineFile:
+    """A model definition written inside another file (compose `configs: {x: {content: |...}}`)."""
+
+    text: str
+    line: int = 1  # its first line in the file
+    indent: int = 0  # columns
+
+
+@dataclass
+class ModelInputs:
+    """How a server that is told its model outside its command line (Ollama) gets it: files that
+    define a model, the models an init step pulls for it, options each request sends. The
+    wrappers fill the generic parts; `definition` is the linked file as its engine parsed it."""
+
+    file_refs: list[str] = field(default_factory=list)  # build context, mounts, `-f PATH`, as written
+    inline: list[InlineFile] = field(default_factory=list)
+    pulled: list[Token] = field(default_factory=list)  # models pulled or listed for it, first of each name
+    request_options: dict[str, str] = field(default_factory=dict)  # API options sent with each request
+    definition: ModelDefinition | None = None
 
 
 @dataclass
@@ -115,7 +140,8 @@ class LaunchSite:
     workload: Workload = field(default_factory=Workload)
     unresolved_spans: list[tuple[str, Span | None]] = field(default_factory=list)  # where each variable is used
     config_only: bool = False  # a vLLM --config file listed on its own (dropped when a command uses it)
-    extra: dict[str, Any] = field(default_factory=dict)  # wrapper-specific (Modelfile, shm, ...)
+    image_span: Span | None = None  # where the image is written
+    inputs: ModelInputs = field(default_factory=ModelInputs)  # model files, pulled models, request options
 
 
 @dataclass(frozen=True)

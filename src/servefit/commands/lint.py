@@ -225,14 +225,10 @@ def _fixes(args: argparse.Namespace, result, findings: list, cfg) -> int:  # typ
 
 def render(fmt: str, findings: list, result, color: bool = False, quiet: bool = False,  # type: ignore[type-arg]
            source=None) -> str:  # type: ignore[no-untyped-def]
-    from servefit.report import formats
+    if fmt in ("json", "sarif", "github"):
+        from servefit.report import formats
 
-    if fmt == "json":
-        return formats.to_json(findings)
-    if fmt == "sarif":
-        return formats.to_sarif(findings)
-    if fmt == "github":
-        return formats.to_github(findings)
+        return {"json": formats.to_json, "sarif": formats.to_sarif, "github": formats.to_github}[fmt](findings)
     if fmt == "html":
         from servefit.report.html import lint_page
 

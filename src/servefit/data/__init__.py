@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import marshal
 import os
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from servefit.codecache import cache_dir
+
 DATA_DIR = Path(__file__).parent
+T = TypeVar("T")
 
 try:  # the C loader is ~10x faster; fall back where libyaml is missing
     _Loader: Any = yaml.CSafeLoader
@@ -24,10 +28,8 @@ except AttributeError:  # pragma: no cover
 
 
 def _cache_dir() -> Path | None:
-    if os.environ.get("SERVEFIT_NO_CACHE"):
-        return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "servefit" / "data"
+    base = cache_dir()
+    return None if base is None else Path(base) / "data"
 
 
 @cache
@@ -35,22 +37,64 @@ def load(name: str) -> Any:
     """Load `data/<name>` (e.g. "gpus.yaml", "engines/vllm.yaml")."""
     path = DATA_DIR / name
     st = path.stat()
-    cdir = _cache_dir()
-    cfile = None
-    if cdir is not None:
-        cfile = cdir / f"{name.replace('/', '_')}-{st.st_size}-{st.st_mtime_ns}.marshal"
-        try:
-            return marshal.loads(cfile.read_bytes())
-        except (OSError, ValueError, EOFError, TypeError):
-            pass
+    cfile = _cache_file(f"{name.replace('/', '_')}-{st.st_size}-{st.st_mtime_ns}")
+    found = _read(cfile)
+    if found is not _MISSING:
+        return found
     with open(path, encoding="utf-8") as fh:
         value = yaml.load(fh, Loader=_Loader)
-    if cfile is not None:
-        try:
-            cfile.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps(value))
-            os.replace(tmp, cfile)
-        except (OSError, ValueError):
-            pass
+    _write(cfile, value)
     return value
+
+
+def derived(name: str, inputs: Iterable[str | os.PathLike[str]], build: Callable[[], T]) -> T:
+    """`build()`, kept in the cache like `load`'s data: for what a run derives from the data
+    files (indexes, merged tables) when deriving it costs more than reading it back. `inputs` are
+    every file the value depends on, the code that builds it included; the value must be plain
+    data (dicts, lists, tuples, sets, scalars)."""
+    stats = [os.stat(p) for p in inputs]
+    # hash() of a tuple of ints is the same in every process (only str / bytes hashing is salted);
+    # hashlib would load OpenSSL (~6 ms) for a cache key
+    key = format(hash(tuple((st.st_size, st.st_mtime_ns) for st in stats)) & (2**64 - 1), "016x")
+    cfile = _cache_file(f"{name}-{key}")
+    found = _read(cfile)
+    if found is not _MISSING:
+        return found  # type: ignore[no-any-return]
+    value = build()
+    _write(cfile, value)
+    return value
+
+
+def files(folder: str) -> list[str]:
+    """The YAML files of a data folder ("models", "rules"), relative to the data directory, in
+    name order (os.listdir: Path.glob costs ~0.2 ms a call)."""
+    return sorted(f"{folder}/{n}" for n in os.listdir(DATA_DIR / folder) if n.endswith(".yaml") and not n.startswith("."))
+
+
+_MISSING = object()
+
+
+def _cache_file(stem: str) -> Path | None:
+    cdir = _cache_dir()
+    return None if cdir is None else cdir / f"{stem}.marshal"
+
+
+def _read(cfile: Path | None) -> Any:
+    if cfile is None:
+        return _MISSING
+    try:
+        return marshal.loads(cfile.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return _MISSING
+
+
+def _write(cfile: Path | None, value: Any) -> None:
+    if cfile is None:
+        return
+    try:
+        cfile.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps(value))
+        os.replace(tmp, cfile)
+    except (OSError, ValueError):
+        pass

@@ -84,7 +84,12 @@ class Event:
     stage: str = ""  # from the traceback frames or the failure's lines: one of STAGES
     state: RunState = field(default_factory=RunState)
     repeats: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)  # parser bookkeeping (message body, k8s times)
+    # parser bookkeeping
+    body: str | None = None  # the failure message, to spot the same message printed again
+    stage_named: bool = False  # the stage comes from a line that names it (outranks guessed words)
+    processes: dict[str, int] = field(default_factory=dict)  # pid -> bytes, from torch's per-process list
+    k8s_started: tuple[str, float] | None = None  # `kubectl describe` Started / Finished times
+    k8s_finished: tuple[str, float] | None = None
 
 
 @dataclass

@@ -182,7 +182,7 @@ class Scanner(Tracker):
         line = self._line(n, text)
         body = text[fatal[0][1].start():].strip().rstrip("\"')]} ")
         for ev in reversed(self.events[-8:]):
-            if ev.pattern == pat.name and n - ev.line.number < 400 and ev.extra.get("body") == body:
+            if ev.pattern == pat.name and n - ev.line.number < 400 and ev.body == body:
                 ev.repeats += 1  # the same message again (vLLM and TGI print tracebacks twice)
                 return
         prev = self.last_by_family.get(family)
@@ -195,7 +195,7 @@ class Scanner(Tracker):
             return
         self._run_start_time()
         ev = Event(line=line, pattern=pat.name, engine=pat.engine, rank=pat.rank, figures=figs, time=self._now(),
-                   state=self.state.copy(), extra={"body": body})
+                   state=self.state.copy(), body=body)
         if family == "torch":
             self._continue(ev, n, text)
             self.open_event, self.open_until = ev, n + CONTINUATION
@@ -205,7 +205,7 @@ class Scanner(Tracker):
             self.stage_pending = None if ev.stage else ev
         else:
             ev.stage = self._stage_of([pat], text)
-            ev.extra["stage_named"] = bool(pat.stage)
+            ev.stage_named = bool(pat.stage)
         self.events.append(ev)
         self.last_by_family[family] = ev
 
@@ -215,8 +215,8 @@ class Scanner(Tracker):
             ev.figures.setdefault(k, v)
         ev.rank = max(ev.rank, pats[0].rank)
         named = next((p.stage for p in pats if p.stage), "")
-        if named and not ev.extra.get("stage_named"):  # a line that names its stage outranks words guessed from
-            ev.stage, ev.extra["stage_named"] = named, True
+        if named and not ev.stage_named:  # a line that names its stage outranks words guessed from
+            ev.stage, ev.stage_named = named, True
         elif not ev.stage:
             ev.stage = self._stage_of(pats, text)
 
@@ -267,7 +267,7 @@ class Scanner(Tracker):
                         found = True
         procs = P.TORCH_PROCESS.findall(text)
         if procs:
-            seen = ev.extra.setdefault("processes", {})
+            seen = ev.processes
             for pid, sz in procs:
                 seen[pid] = P.size(sz) or 0
             ev.figures["gpu_processes"] = len(seen)
@@ -290,9 +290,12 @@ class Scanner(Tracker):
             ts = self.clock.parse(m.group(1))
             if ts is None:
                 return
-            target.extra[pat.name] = ts
+            if pat.name == "k8s.started":
+                target.k8s_started = ts
+            else:
+                target.k8s_finished = ts
             figs = {}
-            up = duration(target.extra.get("k8s.started"), target.extra.get("k8s.finished"))
+            up = duration(target.k8s_started, target.k8s_finished)
             if up is not None:
                 target.figures["uptime_seconds"] = int(up)
         if figs and all(k in target.figures for k in figs):

@@ -32,11 +32,25 @@ GROUP = "servefit.engines"
 
 def _declared_elsewhere() -> bool:
     """Whether a package other than servefit declares the group: a scan of the installed
-    packages' entry_points.txt, much cheaper than importing importlib.metadata on the lint path."""
+    packages' entry_points.txt, much cheaper than importing importlib.metadata on the lint path.
+    What the installed packages' folders say is kept in the data cache until one of them changes
+    (installing or removing a package changes its folder's mtime); the first sys.path entry (the
+    working directory under `python -m`, the script's folder otherwise) is read each time."""
     import os
     import sys
 
-    for base in sys.path:
+    from servefit import data
+
+    if not sys.path:
+        return False
+    first, rest = sys.path[0] or ".", [p for p in sys.path[1:] if os.path.isdir(p or ".")]
+    return _scan_for_group([first]) or bool(data.derived("entry-points", rest, lambda: _scan_for_group(rest)))
+
+
+def _scan_for_group(folders: list[str]) -> bool:
+    import os
+
+    for base in folders:
         try:
             entries = os.scandir(base or ".")
         except OSError:

@@ -3,12 +3,13 @@ the server's environment (OLLAMA_NUM_PARALLEL, OLLAMA_KV_CACHE_TYPE, ...) with t
 and PARAMETERs (num_ctx, num_gpu, ...).
 
 A server site says which Modelfiles it uses through:
-- site.extra["modelfile_refs"]: paths the sources layer found (build context, volume mounts,
+- site.inputs.file_refs: paths the sources layer found (build context, volume mounts,
   `ollama create NAME -f PATH` in a command), relative to the server's file or absolute, possibly
-  container paths mapped by site.extra["path_map"] ({container_dir: host_dir});
+  container paths mapped by site.workload.path_map ({container_dir: host_dir});
 - `ollama create ... -f PATH` words in its own argv;
-- site.extra["modelfile_inline"]: [{"text": ..., "line": first line in the file, "indent": columns}]
-  for a Modelfile written inside the file (compose `configs: {x: {content: |...}}`).
+- site.inputs.inline: InlineFile(text, line: first line in the file, indent: columns) for a
+  Modelfile written inside the file (compose `configs: {x: {content: |...}}`).
+The merged server carries the parsed Modelfile as site.inputs.definition.
 Failing those, a lone Modelfile in the directory of a file with exactly one Ollama server is
 taken as that server's. The Modelfile's own site is dropped once merged."""
 
@@ -17,10 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from servefit.core import LaunchSite, Span
-from servefit.engines.ollama_modelfile import ModelfileDoc, parse_modelfile
+from servefit.engines.ollama_modelfile import ModelfileDoc, modelfile_of, parse_modelfile
 
 
 def _norm(p: str) -> str:
@@ -28,7 +28,7 @@ def _norm(p: str) -> str:
 
 
 def _refs(site: LaunchSite) -> list[str]:
-    refs = [str(r) for r in site.extra.get("modelfile_refs") or []]
+    refs = [str(r) for r in site.inputs.file_refs]
     words = [t.text for t in site.argv]
     for i, w in enumerate(words):
         if w == "create":
@@ -38,7 +38,7 @@ def _refs(site: LaunchSite) -> list[str]:
                     break
     base = os.path.dirname(site.file) if site.file else "."
     out = []
-    pmap: Mapping[str, str] = site.extra.get("path_map") or {}
+    pmap: Mapping[str, str] = site.workload.path_map
     for r in refs:
         for cdir, hdir in pmap.items():
             if r == cdir or r.startswith(cdir.rstrip("/") + "/"):
@@ -68,16 +68,14 @@ def _shift(doc: ModelfileDoc, line0: int, indent: int, file: str) -> ModelfileDo
 
 
 def _merge(server: LaunchSite, doc: ModelfileDoc) -> LaunchSite:
-    extra: dict[str, Any] = dict(server.extra)
-    extra["modelfile"] = doc
-    return replace(server, extra=extra, engine="ollama")
+    return replace(server, inputs=replace(server.inputs, definition=doc), engine="ollama")
 
 
 def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping[str, str] | None = None
                     ) -> list[LaunchSite]:
     """Sites with each Ollama server merged with its Modelfile(s); unmatched Modelfiles stay as
     they are (estimated with the default server environment)."""
-    mf_sites = {_norm(s.file): s for s in sites if isinstance(s.extra.get("modelfile"), ModelfileDoc)
+    mf_sites = {_norm(s.file): s for s in sites if modelfile_of(s) is not None
                 and [t.text for t in s.argv] == ["ollama", "serve"] and not s.env}
     servers = [s for s in sites if _norm(s.file) not in mf_sites or s is not mf_sites.get(_norm(s.file))]
     servers = [s for s in servers if (s.engine == "ollama" or any(t.text.endswith("ollama") for t in s.argv[:1]))]
@@ -87,17 +85,16 @@ def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping
     used: set[str] = set()
     merged: dict[int, LaunchSite] = {}
     for srv in servers:
-        if isinstance(srv.extra.get("modelfile"), ModelfileDoc):
+        if modelfile_of(srv) is not None:
             continue
         doc: ModelfileDoc | None = None
-        for item in srv.extra.get("modelfile_inline") or []:
-            doc = _shift(parse_modelfile(item["text"], srv.file), int(item.get("line", 1)), int(item.get("indent", 0)),
-                         srv.file)
+        for item in srv.inputs.inline:
+            doc = _shift(parse_modelfile(item.text, srv.file), item.line, item.indent, srv.file)
             break
         if doc is None:
             for ref in _refs(srv):
                 if ref in mf_sites:
-                    doc = mf_sites[ref].extra["modelfile"]
+                    doc = modelfile_of(mf_sites[ref])
                     used.add(ref)
                     break
                 if ref in texts or os.path.isfile(ref):
@@ -115,7 +112,7 @@ def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping
             local = [p for p in mf_sites if os.path.dirname(p) == d]
             same_file = [s for s in servers if _norm(s.file) == _norm(srv.file)]
             if len(local) == 1 and len(same_file) == 1:
-                doc = mf_sites[local[0]].extra["modelfile"]
+                doc = modelfile_of(mf_sites[local[0]])
                 used.add(local[0])
         if doc is not None:
             merged[id(srv)] = _merge(srv, doc)
@@ -131,8 +128,8 @@ def link_modelfiles(sites: list[LaunchSite], repo_files: Iterable[str] | Mapping
 
 
 def _is_lone_modelfile(site: LaunchSite) -> bool:
-    doc = site.extra.get("modelfile")
-    return isinstance(doc, ModelfileDoc) and doc.file == site.file and not site.env \
+    doc = modelfile_of(site)
+    return doc is not None and doc.file == site.file and not site.env \
         and [t.text for t in site.argv] == ["ollama", "serve"]
 
 
@@ -166,8 +163,8 @@ def link_all(sites: list[LaunchSite], scanned: set[str]) -> list[LaunchSite]:
         if not by_dir[d]:
             continue
         for merged in link_modelfiles([mf, *by_dir[d]]):
-            doc = merged.extra.get("modelfile")
-            if merged is not mf and isinstance(doc, ModelfileDoc) and doc.file == mf.file:
+            doc = modelfile_of(merged)
+            if merged is not mf and doc is not None and doc.file == mf.file:
                 out[out.index(mf)] = merged
                 break
     return out

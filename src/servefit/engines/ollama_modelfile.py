@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit import data
-from servefit.core import Finding, Span, Token
+from servefit.core import Finding, LaunchSite, ModelDefinition, Span, Token
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
@@ -49,7 +49,7 @@ class Instruction:
 
 
 @dataclass
-class ModelfileDoc:
+class ModelfileDoc(ModelDefinition):
     file: str
     instructions: list[Instruction] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -75,6 +75,12 @@ class ModelfileDoc:
     def values(self) -> dict[str, str]:
         """PARAMETER name -> last value as a string (lists joined by newlines)."""
         return {k: (v[-1].text if len(v) == 1 else "\n".join(t.text for t in v)) for k, v in self.parameters.items()}
+
+
+def modelfile_of(site: LaunchSite) -> ModelfileDoc | None:
+    """The Modelfile linked to a server (sources/modelfile.py, engines/ollama_link.py), if any."""
+    doc = site.inputs.definition
+    return doc if isinstance(doc, ModelfileDoc) else None
 
 
 class _Text:

@@ -9,7 +9,8 @@ being the same in long names (vLLM's FlexibleArgumentParser normalises them).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
 
@@ -194,6 +195,21 @@ def _history(engine: str) -> dict[str, Any]:
 
 @cache
 def load_table(engine: str) -> OptionTable:
+    """The engine's option table: the hand-written data/engines/<engine>.yaml merged with the
+    flags its releases' parsers have (the merge is kept in the data cache)."""
+    files: list[str | os.PathLike[str]] = [data.DATA_DIR / "engines" / f"{engine}.yaml", __file__]
+    if (data.DATA_DIR / "engines" / f"{engine}_history.yaml").is_file():
+        files.append(data.DATA_DIR / "engines" / f"{engine}_history.yaml")
+    opts, history, env_history, attrs = data.derived(f"options-{engine}", files, lambda: _table_data(engine))
+    return OptionTable(engine=engine, options=[Option(*o) for o in opts],
+                       history={f: FlagHistory(*h) for f, h in history.items()},
+                       env_history={v: FlagHistory(r) for v, r in env_history.items()}, **attrs)
+
+
+def _table_data(engine: str) -> tuple[list[tuple[Any, ...]], dict[str, tuple[Any, ...]],
+                                      dict[str, tuple[Any, ...]], dict[str, Any]]:
+    """load_table's content as plain data: (options as Option's fields, flag histories as
+    FlagHistory's fields, variables' ranges, the table's other settings)."""
     raw = data.load(f"engines/{engine}.yaml")
     hist = _history(engine)
     opts = []
@@ -209,7 +225,7 @@ def load_table(engine: str) -> OptionTable:
             since=o.get("since"), until=o.get("until"), memory=bool(o.get("memory", False)),
             help=o.get("help", ""),
         ))
-    history: dict[str, FlagHistory] = {}
+    history: dict[str, tuple[Any, ...]] = {}
     if hist:
         hand_since = {f: o.since for o in opts for f in o.flags if o.since}
         read = [str(v) for v in hist.get("releases_read") or []]
@@ -217,20 +233,22 @@ def load_table(engine: str) -> OptionTable:
         for flag, h in (hist.get("flags") or {}).items():
             ranges = [list(r) for r in h["in"]]
             if flag in hand_since and _hand_since_fits(ranges[0][0], hand_since[flag], read):
-                ranges[0][0] = hand_since[flag]  # the hand value is finer than the releases read
-            history[flag] = FlagHistory(ranges=tuple((a, b) for a, b in ranges),
-                                        deprecated_since=h.get("deprecated_since"),
-                                        replacement=h.get("replacement"))
-    env_history = {var: FlagHistory(ranges=tuple((a, b) for a, b in h["in"]))
-                   for var, h in (hist.get("env") or {}).items()}
-    return OptionTable(engine=engine, options=opts,
-                       normalize_underscores=bool(raw.get("normalize_underscores", False)),
-                       allow_abbrev=bool(raw.get("allow_abbrev", True)),
-                       unknown_code=raw.get("codes", {}).get("unknown", ""),
-                       invalid_code=raw.get("codes", {}).get("invalid", ""),
-                       deprecated_code=raw.get("codes", {}).get("deprecated", ""),
-                       history=history, underscores_since=hist.get("underscore_dash_same_since"),
-                       env_history=env_history, unread_env_code=raw.get("codes", {}).get("unread_env", ""))
+                # the hand value is finer than the releases read
+                ranges[0][0] = hand_since[flag]
+            history[flag] = (tuple((a, b) for a, b in ranges), h.get("deprecated_since"), h.get("replacement"))
+    env_history = {var: tuple((a, b) for a, b in h["in"]) for var, h in (hist.get("env") or {}).items()}
+    codes = raw.get("codes", {})
+    attrs = {"normalize_underscores": bool(raw.get("normalize_underscores", False)),
+             "allow_abbrev": bool(raw.get("allow_abbrev", True)), "unknown_code": codes.get("unknown", ""),
+             "invalid_code": codes.get("invalid", ""), "deprecated_code": codes.get("deprecated", ""),
+             "underscores_since": hist.get("underscore_dash_same_since"),
+             "unread_env_code": codes.get("unread_env", "")}
+    return [_fields_of(o) for o in opts], history, env_history, attrs
+
+
+def _fields_of(o: Option) -> tuple[Any, ...]:
+    """An Option's fields in order, as Option(*fields) takes them back."""
+    return tuple(getattr(o, f.name) for f in fields(Option))
 
 
 def _hand_since_fits(first_read: str | None, hand: str, read: list[str]) -> bool:

@@ -115,9 +115,11 @@ def _add_loose(index: dict[str, str], derived: dict[str, str | None], form: str,
         derived[form] = None
 
 
-def _build(raw: dict[str, Any]) -> _Catalog:
-    gpus: list[GpuSpec] = []
-    by_key: dict[str, GpuSpec] = {}
+def _build(raw: dict[str, Any]) -> tuple[Any, ...]:
+    """The catalog as plain data (kept in the data cache): each GPU's GpuSpec fields, then the
+    name indexes; gpus.yaml's consistency errors raise ValueError."""
+    gpus: list[dict[str, Any]] = []
+    by_key: dict[str, dict[str, Any]] = {}
     exact: dict[str, str] = {}
     loose: dict[str, str] = {}
     derived: dict[str, str | None] = {}
@@ -129,7 +131,7 @@ def _build(raw: dict[str, Any]) -> _Catalog:
             raise ValueError(f"gpus.yaml: duplicate key {key!r}")
         aliases = [str(a) for a in entry.get("aliases", [])]
         smi = entry.get("smi_memory_mib")
-        gpu = GpuSpec(
+        gpu = dict(
             key=key,
             name=entry["name"],
             vendor=entry["vendor"],
@@ -169,7 +171,7 @@ def _build(raw: dict[str, Any]) -> _Catalog:
 
     types: dict[str, tuple[str, int]] = {}
     spelled: dict[str, str] = {}
-    patterns: list[tuple[re.Pattern[str], str, int]] = []
+    patterns: list[tuple[str, str, int]] = []
     for inst in raw.get("instances", []):
         key, count = inst["gpu"], int(inst["count"])
         if key not in by_key:
@@ -181,15 +183,19 @@ def _build(raw: dict[str, Any]) -> _Catalog:
             types[norm] = (key, count)
             spelled[norm] = name
         if inst.get("pattern"):
-            patterns.append((re.compile(inst["pattern"], re.IGNORECASE), key, count))
-    return _Catalog(tuple(gpus), by_key, exact, loose, smi_names, assumptions, types, spelled, tuple(patterns))
+            patterns.append((inst["pattern"], key, count))
+    return gpus, exact, loose, smi_names, assumptions, types, spelled, patterns
 
 
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
-    from servefit import data  # deferred: reading YAML is the only cost, paid on first use
+    from servefit import data  # deferred: reading the data is the only cost, paid on first use
 
-    return _build(data.load("gpus.yaml"))
+    fields, exact, loose, smi_names, assumptions, types, spelled, patterns = data.derived(
+        "gpus", [data.DATA_DIR / "gpus.yaml", __file__], lambda: _build(data.load("gpus.yaml")))
+    gpus = tuple(GpuSpec(**f) for f in fields)
+    return _Catalog(gpus, {g.key: g for g in gpus}, exact, loose, smi_names, assumptions, types, spelled,
+                    tuple((re.compile(p, re.IGNORECASE), key, count) for p, key, count in patterns))
 
 
 # ---------------------------------------------------------------------------- public API

@@ -87,10 +87,10 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
                            setting=d.get("tensor") or None))
     shm = site.workload.shm
     if world > 1 and shm is False and _parallel_data(site.engine).get("nccl"):
-        size = f"limited by its {site.extra['shm_limit']}" if site.extra.get("shm_limit") else "only 64 MiB"
+        size = f"limited by its {site.workload.shm_limit}" if site.workload.shm_limit else "only 64 MiB"
         out.append(finding("SF102", f"{world} GPU workers share tensors through /dev/shm, which is {size} "
                                     f"in this {_where(site)}: NCCL crashes or hangs at start. "
-                                    f"{'Raise the sizeLimit (e.g. 16Gi).' if site.extra.get('shm_limit') else _fix(site)}",
+                                    f"{'Raise the sizeLimit (e.g. 16Gi).' if site.workload.shm_limit else _fix(site)}",
                            span=span, site=site.name))
     return out
 

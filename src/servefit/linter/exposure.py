@@ -220,9 +220,13 @@ def _remote_code(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[s
 
 @rule("SEC006")
 def _adapters(site: LaunchSite) -> list[Finding]:
-    doc = site.extra.get("modelfile")
+    if site.inputs.definition is None:
+        return []
+    from servefit.engines.ollama_modelfile import modelfile_of  # only a server with a Modelfile needs it
+
+    doc = modelfile_of(site)
     out = []
-    for ins in getattr(doc, "instructions", None) or []:
+    for ins in doc.instructions if doc is not None else []:
         if ins.name == "adapter" and ins.value.text.strip().lower().startswith(("http://", "https://")):
             out.append(finding("SEC006", f"ADAPTER {ins.value.text.strip()} is fetched from outside the repository "
                                          "when the model is created: not reviewed, not pinned",

@@ -3,7 +3,6 @@ and severity overrides, suppressions written in the files, and the baseline."""
 
 from __future__ import annotations
 
-from servefit import baseline as baseline_mod
 from servefit import suppressions
 from servefit.config import Config
 from servefit.core import Finding
@@ -29,6 +28,8 @@ def apply(result: LintResult, cfg: Config, baseline: str | None = None) -> list[
     kept += [m for m in meta if result.config_for(m.span.file if m.span is not None else None, cfg)
              .enabled(m.code, m.span.file if m.span is not None else None)]
     if baseline:
+        from servefit import baseline as baseline_mod
+
         kept = baseline_mod.filter_new(kept, baseline_mod.read(baseline), cfg.relative)
     return sorted(kept, key=_order)
 

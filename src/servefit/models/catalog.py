@@ -5,7 +5,6 @@ quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AW
 from __future__ import annotations
 
 import copy
-import marshal
 import os
 import re
 from dataclasses import dataclass, fields
@@ -31,7 +30,7 @@ _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def catalog_files() -> list[str]:
     """The catalog's data files, relative to the data directory, in a fixed order."""
-    return sorted(f"models/{p.name}" for p in (data.DATA_DIR / "models").glob("*.yaml"))
+    return data.files("models")
 
 
 def entries() -> list[dict[str, Any]]:
@@ -46,26 +45,44 @@ def entries() -> list[dict[str, Any]]:
 
 @lru_cache(maxsize=1)
 def _chunks() -> list[tuple[str, tuple[str, ...], str]]:
-    """(name, aliases, YAML text) of every entry, found by scanning lines: parsing the whole
-    catalog costs ~10 ms, a lookup parses only the entry it finds. The files keep `name` and
-    a flow-style `aliases` list on their own lines (tests check this scan against the parse)."""
+    """(name, aliases, YAML text) of every entry (the whole catalog is read to build the index)."""
+    return [(name, aliases, _text(fname)[start:end]) for name, aliases, fname, start, end in _spans()]
+
+
+@lru_cache(maxsize=1)
+def _spans() -> list[tuple[str, tuple[str, ...], str, int, int]]:
+    """(name, aliases, file, start, end) of every entry, found by scanning lines: parsing the
+    whole catalog costs ~10 ms, a lookup parses only the entry it finds. The files keep `name`
+    and a flow-style `aliases` list on their own lines (tests check this scan against the parse)."""
     out = []
     for fname in catalog_files():
-        text = (data.DATA_DIR / fname).read_text(encoding="utf-8")
+        text = _text(fname)
         starts = [m.start() for m in re.finditer(r"(?m)^- name: ", text)]
         for k, at in enumerate(starts):
-            chunk = text[at:starts[k + 1] if k + 1 < len(starts) else len(text)]
+            end = starts[k + 1] if k + 1 < len(starts) else len(text)
+            chunk = text[at:end]
             name = chunk[len("- name: "):chunk.index("\n")].strip()
             m = re.search(r"(?m)^  aliases: \[(.*)\]\s*$", chunk)
             aliases = tuple(a.strip() for a in m.group(1).split(",") if a.strip()) if m else ()
-            out.append((name, aliases, chunk))
+            out.append((name, aliases, fname, at, end))
     return out
 
 
 @cache
+def _text(fname: str) -> str:
+    return (data.DATA_DIR / fname).read_text(encoding="utf-8")
+
+
+@cache
 def _entry(i: int) -> dict[str, Any]:
-    parsed = yaml.load(_chunks()[i][2], Loader=_LOADER)
+    """Entry `i`, parsed from its own lines of its family's file (the index says where)."""
+    fname, start, end = _exact()[1][i]
+    parsed = yaml.load(_text(fname)[start:end], Loader=_LOADER)
     return parsed[0] if isinstance(parsed, list) and parsed else {}
+
+
+def _name(i: int) -> str:
+    return _exact()[2][i]
 
 
 def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
@@ -238,50 +255,51 @@ def _parse_variant(ref: str) -> Variant:
 
 @dataclass(frozen=True)
 class _Index:
-    full: dict[str, int]  # lower-case repo id (name or alias) -> entry
+    """The name heuristics' indexes (an exact name or alias is found through _exact)."""
+
     base: dict[str, list[int]]  # lower-case name without org -> entries
     stem: dict[str, list[tuple[int, frozenset[str]]]]  # stem -> (entry, variant words)
     names: Any  # names.Index: families and sizes, for derivatives and suggestions
 
 
+def _index_inputs() -> list[str | os.PathLike[str]]:
+    return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__]
+
+
+@lru_cache(maxsize=1)
+def _exact() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
+    """What an exact lookup needs, kept in the data cache: each name and alias (lower case) ->
+    entry, where each entry's lines are, each entry's name. The name heuristics' index is ~6x
+    larger to read and only a name the catalog does not list needs it."""
+    def build() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
+        full: dict[str, int] = {}
+        for i, (name, aliases, _, _, _) in enumerate(_spans()):
+            for rid in (name, *aliases):
+                full.setdefault(rid.lower(), i)
+        return full, [(f, a, b) for _, _, f, a, b in _spans()], [name for name, *_ in _spans()]
+
+    full, spans, entry_names = data.derived("catalog-names", _index_inputs(), build)
+    return full, spans, entry_names
+
+
 @lru_cache(maxsize=1)
 def _index() -> _Index:
-    """The name indexes, kept beside data.load's cache (marshal, keyed by the catalog files and
-    this code): building them is ~20 ms, a good part of a small lint."""
-    cfile = None
-    cdir = data._cache_dir()
-    if cdir is not None:
-        stats = [(data.DATA_DIR / f).stat() for f in (*catalog_files(), "derivatives.yaml")]
-        stats += [os.stat(__file__), os.stat(names.__file__)]
-        # hash() of a tuple of ints is the same in every process (only str / bytes hashing is salted);
-        # hashlib would load OpenSSL (~6 ms) for a cache key
-        key = format(hash(tuple((st.st_size, st.st_mtime_ns) for st in stats)) & (2**64 - 1), "016x")
-        cfile = cdir / f"catalog-index-{key}.marshal"
-        try:
-            full, base, stem, by_name = marshal.loads(cfile.read_bytes())
-            return _Index(full=full, base=base, stem=stem, names=names.Index(*by_name))
-        except (OSError, ValueError, EOFError, TypeError):
-            pass
-    full = {}
-    base = {}
-    stem = {}
+    """The name indexes, kept in the data cache (keyed by the catalog files and this code):
+    building them is ~20 ms, a good part of a small lint."""
+    base, stem, by_name = data.derived("catalog-index", _index_inputs(), _index_data)
+    return _Index(base=base, stem=stem, names=names.Index(*by_name))
+
+
+def _index_data() -> tuple[Any, ...]:
+    base: dict[str, list[int]] = {}
+    stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
     for i, (name, aliases, _) in enumerate(_chunks()):
         for rid in (name, *aliases):
-            full.setdefault(rid.lower(), i)
             base.setdefault(rid.split("/")[-1].lower(), []).append(i)
             v = parse_variant(rid)
             stem.setdefault(v.stem, []).append((i, v.variants))
-    idx = _Index(full=full, base=base, stem=stem, names=names.build_index(_chunks()))
-    if cfile is not None:
-        try:
-            cfile.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cfile.with_suffix(f".{os.getpid()}.tmp")
-            by_name = tuple(getattr(idx.names, f.name) for f in fields(idx.names))
-            tmp.write_bytes(marshal.dumps((full, base, stem, by_name)))
-            os.replace(tmp, cfile)
-        except (OSError, ValueError):
-            pass
-    return idx
+    by_name = names.build_index(_chunks())
+    return base, stem, tuple(getattr(by_name, f.name) for f in fields(by_name))
 
 
 @dataclass(frozen=True)
@@ -317,7 +335,7 @@ def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: 
         what = f"an unquantized {v.dtype} checkpoint"
     if sibling:
         what += " (a base/instruct sibling: same architecture, max_position_embeddings may differ)"
-    name = _chunks()[entry][0]
+    name = _name(entry)
     return _Recipe(entry, f"resolved '{ref}' to catalog entry '{name}' by name ({why}); assumed {what}",
                    quant, dtype, context)
 
@@ -350,15 +368,16 @@ def lookup(ref: str) -> ModelSpec | None:
 
 @lru_cache(maxsize=4096)
 def _recipe(ref: str) -> _Recipe | None:
-    idx = _index()
     key = ref.strip().rstrip("/").lower()
-    if key in idx.full:
-        return _Recipe(idx.full[key])
+    exact = _exact()[0].get(key)
+    if exact is not None:
+        return _Recipe(exact)
+    idx = _index()
     org, base = _split(ref)
     local = names.split_ref(ref)[2]
     hits = idx.base.get(base.lower())
     if (hits and org and not local and parse_variant(base).quant
-            and _split(_chunks()[hits[0]][0])[0].lower() != org.lower()):
+            and _split(_name(hits[0]))[0].lower() != org.lower()):
         # a quantized name under another Hub organization is that quantizer's own checkpoint
         # (RedHatAI's ...-FP8 quantizes every layer, Meta's keeps attention in bf16): by variant.
         # A local directory of that name (/models/Meta-Llama-3.1-405B-Instruct-FP8) is a download.
@@ -367,7 +386,7 @@ def _recipe(ref: str) -> _Recipe | None:
         if not org:
             return _Recipe(hits[0])
         where = "a local folder of that name" if local else "a copy under another organization"
-        return _Recipe(hits[0], f"resolved '{ref}' to catalog entry '{_chunks()[hits[0]][0]}' by name ({where}); "
+        return _Recipe(hits[0], f"resolved '{ref}' to catalog entry '{_name(hits[0])}' by name ({where}); "
                                 f"assumed the same checkpoint")
     v = parse_variant(ref)
     ollama = ":" in base and "/" not in ref.strip()
@@ -380,7 +399,7 @@ def _recipe(ref: str) -> _Recipe | None:
             why = "a local folder named after it"
         elif ollama:
             why = "an Ollama tag of that model"
-        elif org and names.repacker(org) and v.quant and org.lower() != _split(_chunks()[best][0])[0].lower():
+        elif org and names.repacker(org) and v.quant and org.lower() != _split(_name(best))[0].lower():
             kind = re.sub(r"\s*\(.*?\)", "", v.quant_label.split(",")[0].replace(" weights", ""))
             why = f"a{'n' if kind[:1] in 'AEFHIMNORSX' else ''} {kind} repack by {org_as_written}"
         else:
@@ -403,4 +422,4 @@ def nearest(ref: str, n: int = 3) -> list[str]:
 
 @lru_cache(maxsize=1024)
 def _nearest(key: tuple[str, ...], n: int) -> tuple[str, ...]:
-    return tuple(_chunks()[i][0] for i in names.nearest(key, n, _index().names))
+    return tuple(_name(i) for i in names.nearest(key, n, _index().names))

@@ -6,7 +6,7 @@ nothing, and the one used is said in the assumptions.
 
 Read in this order (the first that resolves wins):
 1. a bind mount (`docker run -v HOST:/data`, compose `volumes:`) whose container folder holds
-   the path: the host folder's name (site.extra["path_map"], sources/launch.py, compose.py);
+   the path: the host folder's name (site.workload.path_map, sources/launch.py, compose.py);
 2. `huggingface-cli download ORG/NAME --local-dir DIR` / `hf download ...` in the same file,
    where DIR is the path;
 3. the engine's own options whose value names a model: `--served-model-name` (vLLM, SGLang; the
@@ -106,7 +106,7 @@ def candidates(site: Any, engine: str, ref: str) -> list[tuple[str, str]]:
     if not is_unnamed_path(ref):
         return []
     out: list[tuple[str, str]] = []
-    pmap = (getattr(site, "extra", None) or {}).get("path_map") or {}
+    pmap = getattr(getattr(site, "workload", None), "path_map", None) or {}
     for cdir, hdir in sorted(pmap.items(), key=lambda kv: -len(kv[0])):
         rest = _under(ref, str(cdir))
         if rest is not None and _usable(os.path.basename(str(hdir).rstrip("/")) or ""):

@@ -66,14 +66,28 @@ def catalog_candidates(base: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _ollama_export(base: str, quant: str | None) -> tuple[Any, str] | None:
+    """(tag table answer, `name:tag`) for a GGUF named after an Ollama model with its colon
+    written as `_` (`deepseek-r1_8b-llama-distill-q4_K_M.gguf`, a blob copied out of Ollama's
+    store), where the name is a library name and the tag starts with one of its sizes."""
+    name, sep, tag = os.path.basename(base).partition("_")
+    if not sep or not tag:
+        return None
+    from servefit.engines.ollama.tags import library_size
+
+    full = f"{tag}-{quant.lower()}" if quant else tag
+    found = library_size(name, full)
+    return (found, f"{name.lower()}:{full}") if found is not None else None
+
+
 def parse_ref(ref: str) -> tuple[str, str | None, bool]:
     """(base model name, quant, is_local_file) for `-m PATH`, `-hf repo[:QUANT]` or a file name."""
     if os.path.isfile(ref):
         return ref, None, True
     repo, _, tag = ref.partition(":") if "/" in ref and not ref.lower().endswith(".gguf") else (ref, "", "")
-    if tag:
+    if tag:  # a bare quant (`:Q4_K_M`) or a file-name prefix (`:DeepSeek-R1-UD-IQ1_M`)
         base, _ = split_quant(repo.split("/")[-1])
-        return base, canonical_quant(tag) or tag.upper(), False
+        return base, canonical_quant(tag) or split_quant(tag)[1] or tag.upper(), False
     if "/" in ref and not ref.lower().endswith(".gguf"):  # -hf repo without a tag: Q4_K_M by default
         base, q = split_quant(ref.split("/")[-1])
         return base, q or "Q4_K_M", False
@@ -117,6 +131,14 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
             continue
         spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name} "
                                 f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+        spec.resolved_from = "derivative"
+        return spec
+    exported = _ollama_export(base, quant)
+    if exported is not None:
+        tag, name = exported
+        spec = resolve_model(tag.model, online=online)
+        spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name}: its name is Ollama's "
+                                f"{name} written as a file name ({tag.quant}; no file to read)")
         spec.resolved_from = "derivative"
         return spec
     if online or (context is not None and context.online):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -163,10 +165,38 @@ def write_lock(path: str, models: dict[str, dict[str, Any]], unresolved: dict[st
 # ------------------------------------------------------------------------- context
 
 
+_shared: dict[tuple[str, str, bool, str | None], ModelContext] | None = None
+
+
+@contextmanager
+def one_context_per_folder() -> Iterator[None]:
+    """Inside, every file of a folder gets the same context from context_for (found from the
+    folder once: a lint run reads each folder's lock and configuration once, not per server)."""
+    global _shared
+    outer, _shared = _shared, {}
+    try:
+        yield
+    finally:
+        _shared = outer
+
+
 def context_for(start: str, *, online: bool = False, config: Any = None, hf_home: str | None = None
                 ) -> ModelContext:
     """The lock and mapping that apply to a file: the nearest servefit.lock and the model
     mapping of `config` (servefit's Config) or of the config found from `start` upwards."""
+    if _shared is not None and config is None:
+        # what the two searches start from: find_lock's folder, and find_config's (symlinks resolved)
+        folder, real = os.path.abspath(start), os.path.realpath(start)
+        key = (folder if os.path.isdir(folder) else os.path.dirname(folder),
+               real if not os.path.isfile(real) else os.path.dirname(real), online, hf_home)
+        found = _shared.get(key)
+        if found is None:
+            found = _shared[key] = _context_for(start, online=online, config=None, hf_home=hf_home)
+        return found
+    return _context_for(start, online=online, config=config, hf_home=hf_home)
+
+
+def _context_for(start: str, *, online: bool, config: Any, hf_home: str | None) -> ModelContext:
     lock_path = find_lock(start)
     lock = read_lock(lock_path) if lock_path else None
     mapping: dict[str, str] = {}

@@ -15,7 +15,6 @@ of many files with unknown models asks this a lot).
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ _PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): 
 _SIZE_WORDS = {"mini", "small", "medium", "large", "nano", "tiny", "micro"}  # Phi-3-mini
 _VERSION = re.compile(r"^(\d{1,2}(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
 _STOP = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
-_GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|tq[12]_0|bf16|f16|f32|fp16)"
+_GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|q[2-6]k[sml]?|tq[12]_0|bf16|f16|f32|fp16)"
                    r"(?=$|[-_.])")
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
 _UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])")
@@ -153,6 +152,7 @@ class Index:
     finetunes: set[int] = field(default_factory=set)  # entries with a `base_model`: never a base for others
     by_line: release_lines.Lines = field(default_factory=dict)  # (root, size) -> releases (models/release_lines.py)
     releases: dict[str, set[tuple[int, ...]]] = field(default_factory=dict)  # root -> catalogued versions
+    org_words: set[str] = field(default_factory=set)  # words of catalogued organizations (qwen, google, llama)
 
 
 def _root(word: str) -> str:
@@ -188,6 +188,8 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
                 if len(r) >= 3 and r not in _STOP and r not in generic and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
             idx.words[i].update(words(split_ref(rid)[1]))
+            org = rid.split("/")[0].lower() if "/" in rid else ""
+            idx.org_words.update(w for w in _SEP.split(org) if len(w) >= 4)
     return idx
 
 
@@ -329,6 +331,21 @@ def derive(ref: str, idx: Index) -> Derived | None:
     ws = words(base)
     if not ws:
         return None
+    found = _derive(ws, idx)
+    if found is not None or len(ws[0]) < 8:
+        return found
+    for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
+        rest = ws[0][len(org):]
+        if ws[0].startswith(org) and len(rest) >= 3 and _root(rest) in idx.by_root:
+            found = _derive([rest, *ws[1:]], idx)
+            if found is not None:
+                why = f"{found.why}; the name starts with the organization '{org}' written without a separator"
+                return Derived(found.entry, found.base, why, found.context)
+            break
+    return None
+
+
+def _derive(ws: list[str], idx: Index) -> Derived | None:
     options: list[tuple[int, int, tuple[int, int, int, str], str, str, int]] = []
     found = _match(idx, ws)
     if found is not None:
@@ -427,6 +444,7 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
 
     short = sorted(pool, key=cheap)[:n + 2]  # difflib only orders this short list
     text = "-".join(ws)
+    import difflib  # only for a name the catalog does not know
 
     def ratio(i: int) -> float:
         return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()

@@ -47,8 +47,8 @@ def raw_model(site: LaunchSite) -> str | None:
     env = keys.get("env")
     if env and env in site.env:
         return site.env[env].text
-    models = site.extra.get("ollama_models")
-    return models[0] if models else None
+    models = site.inputs.pulled
+    return models[0].text if models else None
 
 
 def _token_at(site: LaunchSite, span: Span) -> str | None:
@@ -109,8 +109,8 @@ def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> di
     else:
         model, settings = raw_model(site), {}
     if not model:  # a server that loads models on request: the ones its init jobs pull
-        models = site.extra.get("ollama_models")
-        model = models[0] if models else None
+        models = site.inputs.pulled
+        model = models[0].text if models else None
     ev = rep.evaluation
     mspan = cfg.spans.get("model") if cfg is not None else None
     tgt = rep.target
@@ -144,9 +144,10 @@ def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> di
         out["shm"] = site.workload.shm
     if site.config_only:
         out["config_only"] = True
-    for key in ("modelfile_refs", "ollama_models"):
-        if key in site.extra:
-            out[key] = _plain(site.extra[key])
+    if site.inputs.file_refs:
+        out["modelfile_refs"] = _plain(site.inputs.file_refs)
+    if site.inputs.pulled:
+        out["ollama_models"] = _plain([t.text for t in site.inputs.pulled])
     return out
 
 

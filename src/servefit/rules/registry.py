@@ -48,9 +48,9 @@ def option(code: str, name: str) -> Any:
     given = (_OPTIONS.get() or {}).get(code, {})
     if name in given:
         return given[name]
-    from servefit.rules.catalog import rules
+    from servefit.rules.catalog import brief
 
-    return rules()[code]["options"][name]["default"]
+    return brief()[code][2][name]
 
 
 @contextmanager

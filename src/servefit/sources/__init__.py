@@ -200,7 +200,7 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
 def _yaml(fc: Any, result: ScanResult) -> None:
     from yaml.nodes import MappingNode
 
-    from servefit.sources import compose, detect, helm, k8s, llamaswap, skypilot
+    from servefit.sources import detect, k8s
     from servefit.sources.yamlpos import Y, YamlProblem, compose_all, is_templated
 
     templated = is_templated(fc.text)
@@ -225,12 +225,20 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             continue
         keys = set(y.map(d))
         if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
+            from servefit.sources import compose
+
             compose.scan(y, d, fc)
         elif "models" in keys and any(y.get(m, "cmd") is not None for _, _, m in y.items(y.get(d, "models"))):
+            from servefit.sources import llamaswap
+
             llamaswap.scan(y, d, fc)
         elif "run" in keys and keys & {"resources", "envs", "setup", "num_nodes", "service", "file_mounts"}:
+            from servefit.sources import skypilot
+
             skypilot.scan(y, d, fc)
         elif not _engine_config(y, d, fc, detect.owners("config_files")):
+            from servefit.sources import helm
+
             helm.scan_values(y, d, fc)
 
 

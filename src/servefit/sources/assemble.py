@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from servefit.config import Config, Configs, user_online
+from servefit.config import Config, Configs, searching_each_folder_once, user_online
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Span, UsageError
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -107,6 +107,12 @@ def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | No
     """Every server in the given files and directories (see the module docstring). The path `-`
     is `stdin` (its file name, its text); Helm charts and kustomizations among the files are
     rendered (sources/render.py) unless `render` is False."""
+    with searching_each_folder_once():  # one run: what a folder holds is looked at once
+        return _assemble(paths, flags, configs, plan=plan, stdin=stdin, values=values, render=render)
+
+
+def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *, plan: bool,
+              stdin: tuple[str, str] | None, values: list[str] | None, render: bool) -> Assembly:
     from servefit.sources import iter_files, scan_file
 
     configs = configs or Configs()
@@ -192,7 +198,10 @@ def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs:
     sites, dropped = dedupe(sites)
     if dropped:
         findings = [f for f in findings if not (f.span is not None and (f.site, f.span.file) in dropped)]
-    servers = [build(site, flags, configs, plan=plan) for site in sites]
+    from servefit.models.lock import one_context_per_folder
+
+    with searching_each_folder_once(), one_context_per_folder():  # a folder's lock and config, read once
+        servers = [build(site, flags, configs, plan=plan) for site in sites]
     return Assembly(servers, findings, list(files or []), configs)
 
 
@@ -203,7 +212,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
     the compose file or manifest that serves it sits beside it)."""
     from servefit import engines
 
-    if any(s.extra.get("compose_files") for s in sites):  # only layered compose reads need it (lint stays light)
+    if any(s.workload.compose_files for s in sites):  # only layered compose reads need it (lint stays light)
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from servefit.core import Finding, GpuHint, LaunchSite, Token
 from servefit.sources.detect import models_on_request
-from servefit.sources.launch import Ctx, Launch, to_site
+from servefit.sources.launch import Ctx, Facts, Launch, to_site
 from servefit.sources.text import LineIndex, Src
 
 MAX_SIDE_FILE = 1 << 20
@@ -61,11 +60,10 @@ class FileCtx:
         for site in self.sites:
             if not models_on_request(site.engine):
                 continue
-            if refs and not site.extra.get("modelfile_refs"):
-                site.extra["modelfile_refs"] = list(dict.fromkeys(refs))
-            if models and not site.extra.get("ollama_models"):
-                site.extra["ollama_models"] = list(dict.fromkeys(m.text for m in models))
-                site.extra.setdefault("model", models[0])
+            if refs and not site.inputs.file_refs:
+                site.inputs.file_refs = list(dict.fromkeys(refs))
+            if models and not site.inputs.pulled:
+                site.inputs.pulled = first_of_each(models)
 
     def near(self, ref: str, up: int = 3) -> str | None:
         """A file a config refers to (`.env`, `EnvironmentFile=/etc/default/vllm`, `--config
@@ -97,21 +95,28 @@ class FileCtx:
         return None
 
     def add(self, launches: list[Launch], name: str, gpu: GpuHint | None = None,
-            extra: dict[str, Any] | None = None, ollama_models: list[Token] | None = None) -> None:
+            facts: Facts | None = None, ollama_models: list[Token] | None = None) -> None:
         """Append one site per launch (a second server under the same name gets `#2`)."""
         for k, launch in enumerate(launches):
-            site = to_site(launch, self.path, name if k == 0 else f"{name}#{k + 1}", gpu, extra)
+            site = to_site(launch, self.path, name if k == 0 else f"{name}#{k + 1}", gpu, facts)
             refs = modelfile_refs(site.argv, site.env)
             ctx = getattr(self, "_last_ctx", None)
             on_request = models_on_request(site.engine)
             if on_request and ctx is not None and ctx.modelfile_refs:
                 refs = list(dict.fromkeys(refs + ctx.modelfile_refs))
             if refs:
-                site.extra["modelfile_refs"] = refs
+                site.inputs.file_refs = refs
             if ollama_models and on_request:
-                site.extra.setdefault("ollama_models", list(dict.fromkeys(t.text for t in ollama_models)))
-                site.extra.setdefault("model", ollama_models[0])
+                site.inputs.pulled = first_of_each(ollama_models)
             self.sites.append(site)
+
+
+def first_of_each(models: list[Token]) -> list[Token]:
+    """The models in order, the first token of each name."""
+    seen: dict[str, Token] = {}
+    for t in models:
+        seen.setdefault(t.text, t)
+    return list(seen.values())
 
 
 def _within(path: str, root: str) -> bool:

@@ -29,7 +29,7 @@ from servefit.sources.compose_layers import LayeredY, layers
 from servefit.sources.detect import models_on_request
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
-from servefit.sources.launch import container
+from servefit.sources.launch import Facts, container
 from servefit.sources.ports import Exposure, published
 from servefit.sources.problems import missing_config_file
 from servefit.sources.shell import Vars, Word, expand_word, split_words
@@ -195,20 +195,20 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     for launch in launches:
         launch.shm = shm
     ports = [y.str(p) or y.str(y.get(p, "target")) for svc in svcs for p in y.seq(y.get(svc, "ports"))]
-    extra: dict[str, object] = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svcs, interp),
-                                "runtime_env": runtime}
+    facts: Facts = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svcs, interp),
+                    "runtime_env": runtime}
     if len(files) > 1:
-        extra["compose_files"] = files
+        facts["compose_files"] = files
     pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
     if pmap:
-        extra["path_map"] = pmap
+        facts["path_map"] = pmap
     build_node = _last(y, svcs, "build")
     build = y.str(build_node) or y.str(y.get(build_node, "context"))
     if build and any(models_on_request(la.engine) for la in launches):  # the build context holds its Modelfile
-        extra["modelfile_refs"] = [build]
+        facts["model_file_refs"] = [build]
     first = len(fc.sites)
     label = f"compose/{sname}" + "".join(f"+{os.path.basename(f)}" for f in files[1:] if not _standard(f))
-    fc.add(launches, label, _gpus(y, svcs, env, interp), extra, ctx.ollama_models)
+    fc.add(launches, label, _gpus(y, svcs, env, interp), facts, ctx.ollama_models)
     for site in fc.sites[first:]:
         site.file = home
 

@@ -140,7 +140,7 @@ def drop_shadowed(sites: list[LaunchSite]) -> list[LaunchSite]:
     service read with an overlay on top: the layered one is the deployment. Two reads of the
     same layers (a base with its standard override, and that override) are one server."""
     def key(s: LaunchSite) -> tuple[str, str] | None:
-        files = s.extra.get("compose_files") or [s.file]
+        files = s.workload.compose_files or [s.file]
         svc = s.workload.service
         return (os.path.abspath(files[0]), str(svc)) if svc else None
 
@@ -148,14 +148,14 @@ def drop_shadowed(sites: list[LaunchSite]) -> list[LaunchSite]:
     for s in sites:
         k = key(s)
         if k is not None:
-            layered.setdefault(k, []).append(frozenset(map(os.path.abspath, s.extra.get("compose_files") or [s.file])))
+            layered.setdefault(k, []).append(frozenset(map(os.path.abspath, s.workload.compose_files or [s.file])))
     out, seen = [], set()
     for s in sites:
         k = key(s)
         if k is None or len(layered.get(k, ())) < 2:
             out.append(s)
             continue
-        mine = frozenset(map(os.path.abspath, s.extra.get("compose_files") or [s.file]))
+        mine = frozenset(map(os.path.abspath, s.workload.compose_files or [s.file]))
         if any(mine < other for other in layered[k]) or (k, mine, s.name) in seen:
             continue
         seen.add((k, mine, s.name))

@@ -33,15 +33,23 @@ def _tables() -> tuple[tuple[str, dict[str, Any]], ...]:
     from servefit import data
     from servefit.engines import BUILTIN
 
-    out = []
-    for name in BUILTIN:
-        try:
-            table = data.load(f"engines/{name}.yaml").get("recognise")
-        except (OSError, ValueError):
-            continue
-        if table:
-            out.append((name, table))
-    return tuple(sorted(out, key=lambda nt: int(nt[1].get("priority", 100))))
+    def build() -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for name in BUILTIN:
+            try:
+                table = data.load(f"engines/{name}.yaml").get("recognise")
+            except (OSError, ValueError):
+                continue
+            if table:
+                out.append((name, table))
+        return sorted(out, key=lambda nt: int(nt[1].get("priority", 100)))
+
+    # kept in the data cache: the option tables around them are ~120 KB to read on every run
+    files = [data.DATA_DIR / "engines" / f"{name}.yaml" for name in BUILTIN]
+    try:
+        return tuple(data.derived("recognise", [*files, __file__], build))
+    except OSError:  # an engine's data file is missing: the others still count
+        return tuple(build())
 
 
 @cache

@@ -160,5 +160,4 @@ def scan(fc: FileCtx) -> None:
     for w in st.exec_vars:
         fc.findings.append(literal_variable(f"the exec form passes {w.text!r} to the engine literally: "
                                             "no shell expands variables here", span=w.token().span))
-    fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None,
-           {"dockerfile_stage": st.name}, ctx.ollama_models)
+    fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None, None, ctx.ollama_models)

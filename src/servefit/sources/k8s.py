@@ -323,7 +323,7 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
         if launch.shm is None:
             launch.shm = shm
             if small and not host_ipc:
-                launch.extra["shm_limit"] = small[0]
+                launch.facts["shm_limit"] = small[0]
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
     runtime, opaque = runtime_env(y, c, cms)

@@ -11,9 +11,9 @@ The image entrypoint, when servefit fills it in, appears in argv as tokens with 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-from servefit.core import WORKLOAD_KEYS, Finding, GpuHint, LaunchSite, Span, Token, Workload
+from servefit.core import Finding, GpuHint, LaunchSite, ModelInputs, Span, Token, Workload
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect
@@ -54,6 +54,28 @@ class Ctx:
     modelfile_refs: list[str] = field(default_factory=list)  # `ollama create NAME -f PATH`
 
 
+class Facts(TypedDict, total=False):
+    """What a wrapper knows about a server beside its words; to_site lifts each into the
+    LaunchSite (Workload, image span, model inputs). The wrapper's own facts override those of a
+    launch inside it (a `docker run` in a compose command)."""
+
+    k8s_kind: str | None
+    chart: str
+    service: str | None
+    container: str
+    runtime: str
+    runtime_env: list[str]
+    env_opaque: bool
+    ports: list[Any]
+    exposure: list[Exposure]
+    config_only: bool
+    compose_files: list[str]
+    path_map: dict[str, str]
+    model_file_refs: list[str]
+    image_span: Span | None
+    shm_limit: str | None
+
+
 @dataclass
 class Launch:
     engine: str
@@ -64,7 +86,7 @@ class Launch:
     unresolved: list[tuple[str, Span | None]] = field(default_factory=list)
     gpu: GpuHint | None = None
     shm: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    facts: Facts = field(default_factory=lambda: Facts())
 
 
 def _env_of(env: Vars, exported_only: bool) -> dict[str, Token]:
@@ -277,10 +299,10 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if gpu is not None and (launch.gpu is None or launch.gpu.count is None):
             launch.gpu = gpu
         launch.shm = shm if shm is not None else False
-        launch.extra["runtime"] = "docker run"
-        launch.extra["exposure"] = list(exposure)
+        launch.facts["runtime"] = "docker run"
+        launch.facts["exposure"] = list(exposure)
         if mounts:
-            launch.extra.setdefault("path_map", dict(mounts))
+            launch.facts.setdefault("path_map", dict(mounts))
     return launches
 
 
@@ -320,20 +342,19 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
             else:
                 argv += [Token(w) for w in ie[1]]
             line = cmd[0].line if cmd else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
-            found = [Launch(eng, argv, dict(env.values), line, unresolved=unres,
-                            extra={"entrypoint_from_image": " ".join(ie[0])})]
+            found = [Launch(eng, argv, dict(env.values), line, unresolved=unres)]
         else:
             found = []
     for launch in found:
         if launch.image is None:
             launch.image = img
         if image is not None and image.span is not None:
-            launch.extra.setdefault("image_span", image.span)
+            launch.facts.setdefault("image_span", image.span)
     return found
 
 
 def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
-            extra: dict[str, Any] | None = None) -> LaunchSite:
+            facts: Facts | None = None) -> LaunchSite:
     """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
     seen: set[str] = set()
     unresolved = []
@@ -341,16 +362,15 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
         if var not in seen:
             seen.add(var)
             unresolved.append(var)
-    x = dict(launch.extra)
-    if launch.shm is not None:
-        x["shm"] = launch.shm
-    if extra:
-        x.update(extra)
-    work = Workload()
-    for key, attr in WORKLOAD_KEYS.items():
-        if key in x:
-            setattr(work, attr, x.pop(key))
-    config_only = bool(x.pop("config_only", False))
+    x = launch.facts.copy()
+    if facts:
+        x.update(facts)
+    work = Workload(kind=x.get("k8s_kind"), chart=x.get("chart"), service=x.get("service"),
+                    container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
+                    env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
+                    exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
+                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []))
+    config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:
         if hint is None:
@@ -360,5 +380,6 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
     version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
     return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
                       image=launch.image, engine_version=version,
-                      gpu=hint, name=name, unresolved=unresolved, extra=x, workload=work,
-                      unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only)
+                      gpu=hint, name=name, unresolved=unresolved, workload=work,
+                      unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only,
+                      image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])))

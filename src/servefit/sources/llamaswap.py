@@ -98,7 +98,7 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
         first = y.scalar_src(cmd)
         for launch in launches:  # the model's cmd, even when it starts with a macro
             launch.line = first.li.pos(first.off(len(first.text) - len(first.text.lstrip())))[0]
-        fc.add(launches, f"{label}/{mname}", None, {"llama_swap_model": mname},
+        fc.add(launches, f"{label}/{mname}", None, None,
                ctx.ollama_models)
 
 

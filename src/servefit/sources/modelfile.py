@@ -1,5 +1,5 @@
 """Ollama Modelfiles as launch sites: one `ollama serve` site per Modelfile, carrying the parsed
-document (site.extra["modelfile"]) so the Ollama engine reads its FROM and PARAMETERs with spans.
+document (site.inputs.definition) so the Ollama engine reads its FROM and PARAMETERs with spans.
 servefit.engines.ollama_link.link_modelfiles later merges it with the server that uses it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from servefit.core import Finding, LaunchSite, Token
+from servefit.core import Finding, LaunchSite, ModelInputs, Token
 from servefit.engines.ollama_modelfile import parse_modelfile
 from servefit.sources import detect as detect_engines
 
@@ -37,6 +37,6 @@ def scan(path: str, text: str) -> tuple[list[LaunchSite], list[Finding]]:
     if engine is None:  # no engine that reads Modelfiles is installed
         return [], []
     site = LaunchSite(file=path, line=line, argv=[Token(w) for w in detect_engines.server_command(engine)],
-                      engine=engine, name=f"Modelfile {os.path.basename(path)}", extra={"modelfile": doc})
+                      engine=engine, name=f"Modelfile {os.path.basename(path)}", inputs=ModelInputs(definition=doc))
     # parse findings travel with the site (the engine re-checks PARAMETERs for its version)
     return [site], []

@@ -197,12 +197,11 @@ def _tree(kfile: str, depth: int = 0) -> tuple[list[str], bool]:
 
 def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> None:
     """Build each kustomization no other one uses; its output's servers replace its files'."""
-
-    from servefit.sources import render_map, scan_file
-
     kfiles = [f for f in files if os.path.basename(f) in KUSTOMIZATIONS]
     if not kfiles:
         return
+    from servefit.sources import render_map, scan_file
+
     used = {os.path.normpath(r) for k in kfiles for r in _uses(k)[1]}
     tops = [k for k in kfiles if os.path.normpath(os.path.dirname(k) or ".") not in used]
     cmd = kustomize_cmd() if enabled else None
@@ -247,7 +246,7 @@ def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str)
         mapper.site(site)
         if label:
             site.name = f"{site.name} ({label})"
-        site.extra["rendered"] = how
+        site.workload.rendered = how
         out.sites.append(site)
     for f in result.findings:
         if f.span is not None:
@@ -269,13 +268,13 @@ def _mentions_engine(path: str) -> bool:
 
 def charts(files: list[str], given_values: list[str] | None = None, enabled: bool = True) -> Rendered:
     """Render every chart among `files` and read its manifests; without helm, say so once per chart."""
-    from servefit.sources import render_map, scan_file
-
     out = Rendered()
     kustomizations(files, out, enabled)
     found = find_charts(files)
     if not found:
         return out
+    from servefit.sources import render_map, scan_file
+
     helm = helm_path() if enabled else None
     for chart in found:
         out.charts.append(chart)

@@ -99,6 +99,5 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
         exposure.append(Exposure("SkyServe service (a public load-balancer endpoint)", y.span(service),
                                  port_list(y.str(y.get(root, "service", "ports")) or "")))
     for launch in from_commands(cmds, ctx, env):
-        fc.add([launch], f"skypilot/run:{launch.line}", hint, {"num_nodes": to_int(nodes.text) if nodes else 1,
-                                                             "exposure": list(exposure)},
+        fc.add([launch], f"skypilot/run:{launch.line}", hint, {"exposure": list(exposure)},
                ctx.ollama_models)

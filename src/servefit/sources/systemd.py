@@ -90,9 +90,9 @@ def scan(fc: FileCtx) -> None:
         ctx = fc.ctx()
         launches = from_words(words, ctx, env)
         first = len(fc.sites)
-        fc.add(launches, f"systemd/{unit}", None, {"unit": unit}, ctx.ollama_models)
+        fc.add(launches, f"systemd/{unit}", None, None, ctx.ollama_models)
         for site in fc.sites[first:]:
             s0 = site.argv[0].span if site.argv else None
             if s0 is not None and s0.file != fc.path:  # ExecStart from a drop-in: the server is there
-                site.extra["unit_file"] = fc.path
+                site.workload.unit_file = fc.path
                 site.file, site.line = s0.file, s0.line

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.core import Edit, Fix, LaunchSite, Span, Token
+from servefit.engines.ollama_modelfile import modelfile_of
 from servefit.redact import is_secret_name
 from servefit.sources.text import LineIndex
 from servefit.tune import style
@@ -171,8 +172,7 @@ class Patcher:
         self.pending_words: list[tuple[Placed, list[str]]] = []
         self.pending_keys: list[tuple[Placed, str, str]] = []  # (placed, --flag, value or "" for a switch)
         work = space.ev.site.workload
-        self.prodstack = work.chart == "vllm-production-stack" or work.kind == "VLLMRuntime" or \
-            space.ev.site.extra.get("k8s_kind") == "VLLMRuntime"
+        self.prodstack = work.chart == "vllm-production-stack" or work.kind == "VLLMRuntime"
         self.keyed = self._keyed()
         self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
 
@@ -409,7 +409,7 @@ class Patcher:
         p.applicability = DISPLAY
 
     def parameter(self, p: Placed, name: str) -> None:
-        doc = self.site.extra.get("modelfile")
+        doc = modelfile_of(self.site)
         p.shown = f"PARAMETER {name} {fmt(p.new)}"
         toks = doc.parameters.get(name) if doc is not None else None
         if toks:
@@ -433,7 +433,7 @@ class Patcher:
         p.shown = f"model {p.new}"
         tok = next((t for t in self.site.argv if t.span == span and span is not None), None)
         if tok is None:
-            doc = self.site.extra.get("modelfile")
+            doc = modelfile_of(self.site)
             tok = doc.from_ref if doc is not None else None
         if tok is not None and self.exact(tok):
             self.replace(p, tok, fmt(p.new))

@@ -59,6 +59,10 @@ class Inputs:
     free: list[int]
     extras: list[Extra] = field(default_factory=list)
     cpu_moe_layers: int = 0
+    # usage() of each (ctx, ngl, n_cpu_moe): the fit search and the final plan ask for the same ones
+    usages: dict[tuple[int, int, int], Usage] = field(default_factory=dict, repr=False, compare=False)
+    placements: dict[tuple[int, int], tuple[P.Placement, list[Any]]] = field(default_factory=dict, repr=False,
+                                                                            compare=False)
 
 
 def device_free(gpu: GpuSpec) -> int:
@@ -99,11 +103,17 @@ def cuda_fa_kernel(s: dict[str, Any], gpu: GpuSpec) -> bool:
 
 
 def usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int = 0) -> Usage:
+    found = inp.usages.get((ctx, ngl, n_cpu_moe))
+    if found is None:
+        found = inp.usages[(ctx, ngl, n_cpu_moe)] = _usage(inp, ctx, ngl, n_cpu_moe)
+    return found
+
+
+def _usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int) -> Usage:
     s, lm, b = inp.s, inp.lm, inp.b
     cp = K.context(lm, ctx, s["parallel"], s["kv_unified"], s["batch_size"], s["ubatch_size"], inp.fa, b)
     kv = K.layout(lm, cp, s["cache_type_k"], s["cache_type_v"], inp.fa, s["swa_full"], b)
-    rules = P.parse_overrides(s["override_tensor"], s["cpu_moe"], max(s["n_cpu_moe"], n_cpu_moe))
-    pl = P.place(lm, ngl, inp.n_dev, s["split_mode"], inp.splits, s["main_gpu"], rules, b)
+    pl, on_cpu = _placed(inp, ngl, max(s["n_cpu_moe"], n_cpu_moe))
     kv_dev = P.kv_devices(pl, lm.n_layer, s["kv_offload"], s["split_mode"], s["main_gpu"])
     kv_by: dict[int, int] = {}
     for il, nbytes in enumerate(kv.layer_bytes):
@@ -113,7 +123,6 @@ def usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int = 0) -> Usage:
     if not gpus_used and inp.n_dev:
         gpus_used = [s["main_gpu"]] if cp.n_ubatch >= 32 else []  # op offload still computes on the GPU
     comp_by = {d: comp.device for d in gpus_used}
-    on_cpu = [t for t in lm.tensors if len(t.shape) >= 2 and _layer_dev(pl, t.name, lm.n_layer) == P.CPU]
     if on_cpu and gpus_used and cp.n_ubatch >= 32:  # op offload copies CPU weights to the GPU per op
         biggest = max(t.nbytes for t in on_cpu)
         comp_by = {d: v + biggest for d, v in comp_by.items()}
@@ -126,6 +135,19 @@ def usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int = 0) -> Usage:
     for ex in inp.extras:
         extra_by[main] = extra_by.get(main, 0) + ex.weights + ex.kv + ex.compute
     return Usage(cp, kv, pl, comp, kv_by, comp_by, extra_by, pipeline)
+
+
+def _placed(inp: Inputs, ngl: int, n_cpu_moe: int) -> tuple[P.Placement, list[Any]]:
+    """Where the weights go, and the matrices left on the CPU: the same for every context size
+    the fit search tries."""
+    found = inp.placements.get((ngl, n_cpu_moe))
+    if found is None:
+        s, lm = inp.s, inp.lm
+        rules = P.parse_overrides(s["override_tensor"], s["cpu_moe"], n_cpu_moe)
+        pl = P.place(lm, ngl, inp.n_dev, s["split_mode"], inp.splits, s["main_gpu"], rules, inp.b)
+        on_cpu = [t for t in lm.tensors if len(t.shape) >= 2 and _layer_dev(pl, t.name, lm.n_layer) == P.CPU]
+        found = inp.placements[(ngl, n_cpu_moe)] = (pl, on_cpu)
+    return found
 
 
 def _layer_dev(pl: P.Placement, name: str, n_layer: int) -> int | None:

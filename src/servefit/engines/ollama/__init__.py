@@ -1,6 +1,6 @@
 """The Ollama engine plugin: `ollama serve` / `ollama run MODEL` with the OLLAMA_* server
-environment, Modelfile PARAMETERs (site.extra["modelfile"], a ModelfileDoc) or request options
-(site.extra["parameters"]), and Ollama's memory handling in each of its three eras."""
+environment, Modelfile PARAMETERs (site.inputs.definition, a ModelfileDoc) or request options
+(site.inputs.request_options), and Ollama's memory handling in each of its three eras."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class OllamaEngine(Engine):
         OLLAMA_CONTEXT_LENGTH (envconfig.ContextLength)."""
         if name != "num_ctx":
             return None
-        if site is not None and site.extra.get("modelfile") is not None:
+        if site is not None and site.inputs.definition is not None:
             return "parameter", name
         return "env", "OLLAMA_CONTEXT_LENGTH"
 
@@ -104,6 +104,12 @@ class OllamaEngine(Engine):
             try:
                 return resolve_model(ref, online=bool(getattr(target, "online", False)),
                                      context=getattr(target, "models", None))
+            except UsageError as exc:
+                from servefit.models.evidence import is_unnamed_path
+
+                if is_unnamed_path(ref):  # FROM a local folder: the name heuristics' answer is the one to give
+                    raise
+                raise UsageError(f"Ollama model {ref!r}: {note}") from exc
             except Exception as exc:
                 raise UsageError(f"Ollama model {ref!r}: {note}") from exc
         if getattr(target, "model", None):

@@ -13,9 +13,9 @@ from servefit.engines.ollama import versions as V
 from servefit.engines.ollama_modelfile import (
     GO_FALSE,
     GO_TRUE,
-    ModelfileDoc,
     check_parameters,
     invalid_parameter,
+    modelfile_of,
     unknown_parameter,
     value_problem,
 )
@@ -85,17 +85,16 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
     model_tok: Token | None = None
     if len(words) >= 2 and _program(words[0]) == "ollama" and words[1] == "run":
         model_tok = next((t for t in site.argv[2:] if not t.text.startswith("-")), None)
-    doc: ModelfileDoc | None = site.extra.get("modelfile")
+    doc = modelfile_of(site)
     if model_tok is None and doc is not None:
         model_tok = doc.from_ref
-    if model_tok is None and site.extra.get("model"):
-        m = site.extra["model"]
-        model_tok = m if isinstance(m, Token) else Token(str(m))
+    if model_tok is None and site.inputs.pulled:
+        model_tok = site.inputs.pulled[0]
     ref = model_tok.text if model_tok else None
     if model_tok is not None and model_tok.span is not None:
         spans["model"] = model_tok.span
     s["model"] = ref
-    # parameters: Modelfile PARAMETER < request options (site.extra["parameters"])
+    # parameters: Modelfile PARAMETER < request options (site.inputs.request_options)
     params: dict[str, str] = {}
     if doc is not None:
         findings.extend(f for f in doc.findings if f.code == "OLLM001")
@@ -105,7 +104,7 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
             if toks[-1].span is not None:
                 spans[name] = toks[-1].span
     table = data.load("engines/ollama.yaml")["parameters"]
-    for name, val in (site.extra.get("parameters") or {}).items():
+    for name, val in site.inputs.request_options.items():
         spec = table.get(name)
         bad = value_problem(spec["type"], str(val)) if spec else None
         if spec is None:  # API options: unknown keys are ignored ("invalid option provided")

@@ -33,8 +33,25 @@ def _suffix_quant(parts: list[str]) -> str | None:
     return None
 
 
+def library_size(name: str, tag: str) -> Tag | None:
+    """The table's answer for `name:tag` only where `name` is a library name and the tag's leading
+    words name one of its sizes (`deepseek-r1`, `8b-llama-distill-q4_K_M`); None otherwise. For a
+    file named after an Ollama model, where the colon could not be written."""
+    lib = table()["library"].get(name.lower())
+    low = [p.lower() for p in re.split(r"[-:]", tag) if p]
+    if lib is None or not low or _size(lib, low) is None:
+        return None
+    found = lookup(f"{name.lower()}:{tag}")
+    return found if found.model else None
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
 def lookup(ref: str) -> Tag:
     """The table's answer for an Ollama model reference."""
+    if _DRIVE.match(ref.strip()):  # FROM F:/models/X: a local folder, not name:tag
+        return Tag(None, None, 0, f"{ref.strip()} is a local path, not an Ollama library name")
     r = re.sub(r"^(https?://)?(registry\.ollama\.ai/|ollama\.com/)?(library/)?", "", ref.strip())
     if r.startswith(("hf.co/", "huggingface.co/")):
         base, quant, _ = parse_ref(r.split("/", 1)[1])

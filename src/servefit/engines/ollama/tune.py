@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def server_env_unknown(ev: Evaluation) -> bool:
     site = ev.site
-    return site.extra.get("modelfile") is not None and not site.env and all(t.span is None for t in site.argv)
+    return site.inputs.definition is not None and not site.env and all(t.span is None for t in site.argv)
 
 
 class OllamaAdapter(Adapter):

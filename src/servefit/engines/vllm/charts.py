@@ -64,7 +64,7 @@ def prodstack_model(y: Y, ms: Node, ses: Node | None, fc: FileCtx, label: str) -
     launch = Launch("vllm", argv, dict(env.values), y.line(ms), image=image,
                     shm=y.get(vc, "tensorParallelSize") is not None)
     if image and repo is not None:
-        launch.extra["image_span"] = repo.span
+        launch.facts["image_span"] = repo.span
     req = y.tok(y.get(ms, "requestGPU"))
     count = (to_int(req.text), req, "modelSpec.requestGPU") if req is not None else None
     hint = hint_of(y, ms, count=count) if count else hint_of(y, ms)

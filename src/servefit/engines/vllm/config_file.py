@@ -11,7 +11,6 @@ the duplicate.
 from __future__ import annotations
 
 import json
-import os
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -82,4 +81,4 @@ def config_tokens(path: str) -> list[Token]:
 def scan(y: Y, root: Node, fc: FileCtx) -> None:
     argv = [Token("vllm"), Token("serve")] + tokens(y, root)
     launch = Launch("vllm", argv, {}, y.line(root))
-    fc.add([launch], "vllm-config", None, {"config_only": True, "vllm_config_file": os.path.abspath(fc.path)})
+    fc.add([launch], "vllm-config", None, {"config_only": True})

@@ -60,10 +60,28 @@ GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
 # (distributed/device_communicators/custom_all_reduce.py::register_graph_buffers): +30% (0.10.1.1
 # logs: 0.65 GiB at TP2 vs 0.50 alone, Qwen2-7B on A100).
 GRAPH_TP_FACTOR = 1.3
-# Dynamic activation quantization (W8A8 int8 / FP8) adds a quant kernel per linear layer to every
-# captured layer: x1.8 (0.19 logs, Llama-3.1-8B W8A8 vs FP16 on the same A100).
+# Where the custom all-reduce is off (see custom_allreduce below) vLLM captures NCCL all-reduces
+# instead (cuda_communicator.py::CudaCommunicator.all_reduce falls back to pynccl), and no custom
+# all-reduce buffers are registered; each graph then keeps its captured NCCL kernels and their launch
+# resources. Per captured all-reduce (two per decoder layer and one for the embedding, in every graph),
+# calibrated by least squares on the two calibration logs of that kind, which disagree: 166 KiB each
+# on 0.13 (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9 cards without P2P: 86 graphs x 97 all-reduces,
+# 2.08 GiB captured) and 53 KiB on 0.9.2 (Qwen3-14B at TP4 on four PCIe cards: 67 x 81, 0.93 GiB).
+NCCL_GRAPH_COLLECTIVE = 132 * 1024
+# Dynamic activation quantization adds a quant kernel per linear layer to every captured layer:
+# x1.8 (0.19 logs, Llama-3.1-8B W8A8 int8 vs FP16 on the same A100). The int8 quant is an opaque
+# custom op (scaled_mm kernels call ops.scaled_int8_quant); the FP8 one is the QuantFP8 CustomOp
+# from 0.10.0 (quantization/input_quant_fp8.py), whose native form Inductor fuses into the
+# neighbouring kernels when V1 compiles the model, so it adds no node there.
 GRAPH_ACT_QUANT_FACTOR = 1.8
 WEIGHT_ONLY_8BIT = ("bitsandbytes", "bnb", "experts_int8")
+FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
+# awq.py::AWQLinearMethod.apply: from 256 tokens on, the AWQ kernel dequantizes the whole weight to
+# fp16 and runs torch.matmul (FP16_MATMUL_HEURISTIC_CONDITION); captured, the dequantized weight and
+# the matmul output live in the graph pool (one pool for all sizes: the largest). Only the `awq`
+# method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
+# --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
+AWQ_DEQUANT_TOKENS = 256
 # FlashAttention 3 (Hopper) with full CUDA graphs pins an upper bound of splits so that its
 # split-KV buffers [num_splits, heads, tokens, head_dim] (fp32, plus the fp32 LSE) are allocated
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
@@ -167,20 +185,68 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> tup
     return sizes, [x for x in sizes if q <= x <= r.max_num_seqs * q]
 
 
+def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
+    """Whether vLLM's custom all-reduce serves the TP group (custom_all_reduce.py::
+    CustomAllreduce.__init__): off when disabled by flag, for more than two GPUs that are not
+    fully NVLink-connected, and without P2P, which GeForce drivers do not offer (an NVLink-bridged
+    pair has it; servefit cannot see the bridge)."""
+    if tp <= 1 or settings.get("disable_custom_all_reduce"):
+        return False
+    if gpu is None:
+        return True
+    if "geforce" in gpu.name.lower():
+        return False
+    return tp <= 2 or nvlink(gpu)
+
+
+def act_quant_factor(r: Resolved, e: Era) -> float:
+    """Extra quant kernels per captured layer for dynamic activation quantization (see above)."""
+    sc = r.scheme
+    if sc is None or sc.bits != 8 or sc.name in WEIGHT_ONLY_8BIT:
+        return 1.0
+    if sc.name in FP8_ACT_QUANT and e.v1 and r.version >= (0, 10, 0):
+        return 1.0
+    return GRAPH_ACT_QUANT_FACTOR
+
+
+def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict) -> int:
+    """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
+    largest linear layer at the largest captured size of 256 tokens or more."""
+    if r.scheme is None or not r.scheme.name.startswith("awq"):
+        return 0
+    forced = str(settings.get("quantization") or "") == "awq"
+    cc = gpu.compute_capability if gpu is not None else 0
+    if not forced and cc >= 80 and r.version >= (0, 5, 1):
+        return 0
+    t = max((x for x in sizes if x >= AWQ_DEQUANT_TOKENS), default=0)
+    if not t:
+        return 0
+    h, tp, hd = model.hidden_size, r.tp, model.head_dim
+    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // tp),
+              (model.num_attention_heads * hd // tp, h)]
+    if not model.is_moe:  # AWQ experts run the fused MoE kernels, which do not dequantize
+        shapes += [(h, 2 * model.intermediate_size // tp), (model.intermediate_size // tp, h)]
+    return max((k * n + t * n) * 2 for k, n in shapes)
+
+
 def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig,
                  gpu: GpuSpec | None = None) -> tuple[int, int]:
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
-    the per-graph terms are calibrated, the FA3 split buffers follow the backend's shapes."""
+    the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
+    follow the kernels' shapes."""
     piecewise, full = graph_sizes(model, r, e, cfg)
     if not piecewise and not full:
         return 0, 0
+    graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
-    factor = GRAPH_TP_FACTOR if r.tp > 1 else 1.0
-    if r.scheme is not None and r.scheme.bits == 8 and r.scheme.name not in WEIGHT_ONLY_8BIT:
-        factor *= GRAPH_ACT_QUANT_FACTOR
-    total = per_layer * layers * factor
+    nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
+    factor = GRAPH_TP_FACTOR if r.tp > 1 and not nccl else 1.0
+    total = per_layer * layers * factor * act_quant_factor(r, e)
+    if nccl:
+        total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not model.is_mla:
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
-    return len(piecewise) + len(full), int(total)
+    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
+    return graphs, int(total)
