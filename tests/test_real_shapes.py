@@ -397,3 +397,48 @@ def test_tune_leaves_a_variable_set_elsewhere_to_the_user(tmp_path: Path, capsys
     main(["tune", str(f), "--gpu", "L4", "--write"])
     capsys.readouterr()
     assert f.read_text() == UNIT
+
+
+# an Ollama image that bakes its model in at build time (`RUN ollama serve & ... ollama pull $MODEL`):
+# the model was not seen, so the server was "no model named" (SF115) though the file names it
+OLLAMA_BAKED = """FROM ollama/ollama:0.11.9
+
+ENV OLLAMA_HOST 0.0.0.0:8080
+ENV OLLAMA_KEEP_ALIVE -1
+
+ENV MODEL codestral:22b
+RUN ollama serve & sleep 5 && ollama pull $MODEL
+"""
+# a benchmark script that writes vLLM's --config file at run time: the file is not in the
+# repository, and nothing said so (the settings it holds were silently unchecked)
+HEREDOC_CONFIG = """#!/usr/bin/env bash
+cat > config.yaml << EOF
+max-num-batched-tokens: 8192
+max-model-len: 10240
+EOF
+vllm serve openai/gpt-oss-20b --host=127.0.0.1 --config=config.yaml --gpu-memory-utilization=0.9
+"""
+
+
+def test_a_model_pulled_at_build_time_is_the_images_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Dockerfile"
+    f.write_text(OLLAMA_BAKED)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json")
+    [site] = json.loads(out)
+    assert site["model_ref"]["written"] == "codestral:22b" and site["model_ref"]["location"]["line"] == 6
+    assert site["verdict"] == "started"
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    assert "SF115" not in {d["code"] for d in json.loads(out)}
+
+
+def test_a_vllm_config_file_that_is_not_there_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "bench.sh"
+    f.write_text(HEREDOC_CONFIG)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "H100", "--format", "json")
+    [sf] = [d for d in json.loads(out) if d["code"] == "SF113"]
+    assert sf["message"] == ("--config config.yaml is not in the repository; the settings it holds are unknown, so "
+                             "only the command line's are checked")
+    assert (sf["location"]["line"], sf["location"]["column"]) == (6, 48)
+    (tmp_path / "config.yaml").write_text("max-model-len: 10240\n")  # there: read, and nothing to say
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "H100", "--format", "json")
+    assert "SF113" not in {d["code"] for d in json.loads(out)}

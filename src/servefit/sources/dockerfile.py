@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from servefit.core import Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import container
+from servefit.sources.launch import container, ollama_client
 from servefit.sources.problems import literal_variable
-from servefit.sources.shell import Piece, Vars, Word, expand_word, split_words
+from servefit.sources.shell import Piece, Vars, Word, expand_word, split_commands, split_words
 from servefit.sources.text import Src, align, logical_lines, sub
 
 INSTR = re.compile(r"\s*([A-Za-z]+)(?:\s+|$)")
@@ -37,6 +37,7 @@ class Stage:
     entry: list[Word] | None = None
     cmd: list[Word] | None = None
     exec_vars: list[Word] = field(default_factory=list)
+    built: list[list[Word]] = field(default_factory=list)  # RUN commands: `ollama pull X` puts X in the image
 
 
 def _exec_form(src: Src) -> list[Src] | None:
@@ -105,7 +106,8 @@ def scan(fc: FileCtx) -> None:
             name = words[2].text if len(words) > 2 and words[1].text.lower() == "as" else None
             parent = next((s for s in stages if s.name and s.name == base), None)
             if parent is not None:
-                st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd)
+                st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd,
+                           built=list(parent.built))
             else:
                 st = Stage(name, words[0].token())
             stages.append(st)
@@ -138,6 +140,8 @@ def scan(fc: FileCtx) -> None:
                 tok = v.token()
                 st.scope.set(k, tok, v.unresolved)
                 st.runtime.set(k, tok, v.unresolved)
+        elif instr == "RUN" and not rest.text.lstrip().startswith("["):
+            st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
         elif instr in ("CMD", "ENTRYPOINT"):
             words = _command(rest, st)
             if instr == "CMD":
@@ -154,6 +158,8 @@ def scan(fc: FileCtx) -> None:
         return  # only extends an engine image: nothing about the server is configured here
     st.runtime.exported = set(st.runtime.values)
     ctx = fc.ctx()
+    for words in st.built:  # models pulled at build time are the ones the image's server has
+        ollama_client(words, ctx)
     launches = container(st.image, st.entry, st.cmd or None, ctx, st.runtime)
     if not launches:
         return

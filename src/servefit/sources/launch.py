@@ -153,7 +153,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             break
     if i >= n:
         return []
-    _ollama_client(words[i:], ctx)
+    ollama_client(words[i:], ctx)
     head = detect.program(texts[i])
     if head in detect.NOT_LAUNCH:
         return []
@@ -199,7 +199,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     return [launch]
 
 
-def _ollama_client(words: list[Word], ctx: Ctx) -> None:
+def ollama_client(words: list[Word], ctx: Ctx) -> None:
     """`ollama pull|run MODEL` and `ollama create NAME -f PATH`: what an Ollama server beside
     this command will load."""
     texts = [w.text for w in words]
