@@ -442,3 +442,25 @@ def test_a_vllm_config_file_that_is_not_there_is_said(tmp_path: Path, capsys: py
     (tmp_path / "config.yaml").write_text("max-model-len: 10240\n")  # there: read, and nothing to say
     rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "H100", "--format", "json")
     assert "SF113" not in {d["code"] for d in json.loads(out)}
+
+
+# two Dockerfiles of one public repository that add a package to the vLLM image; the one that
+# also passes a build-time Hub token through ENV became a server with no model (SF002, SEC004),
+# its twin without the ENV was (rightly) no server at all
+VLLM_EXTENDED = """FROM vllm/vllm-openai:latest
+RUN pip install --no-cache-dir "vllm[runai]" runai-model-streamer huggingface_hub
+ARG HUGGING_FACE_HUB_TOKEN
+ENV HUGGING_FACE_HUB_TOKEN=$HUGGING_FACE_HUB_TOKEN
+"""
+
+
+def test_an_image_that_only_extends_the_engine_is_no_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Dockerfile.vllm"
+    f.write_text(VLLM_EXTENDED)
+    assert scan_file(str(f)).sites == []
+    f.write_text(VLLM_EXTENDED + "ENV VLLM_ATTENTION_BACKEND=FLASHINFER\n")  # a setting of the server: it is one
+    [site] = scan_file(str(f)).sites
+    assert site.engine == "vllm" and site.env["VLLM_ATTENTION_BACKEND"].text == "FLASHINFER"
+    f.write_text("FROM ghcr.io/huggingface/text-generation-inference:3.3.4\nENV MODEL_ID=Qwen/Qwen2.5-7B-Instruct\n")
+    [site] = scan_file(str(f)).sites  # TGI's launcher takes its whole configuration from the environment
+    assert site.engine == "tgi"

@@ -153,9 +153,10 @@ def scan(fc: FileCtx) -> None:
     if not stages:
         return
     st = stages[-1]
-    if st.entry is None and st.cmd is None and not st.runtime.values and \
-            not detect.models_on_request(detect.engine_of_image(st.image.text if st.image else None)):
-        return  # only extends an engine image: nothing about the server is configured here
+    engine = detect.engine_of_image(st.image.text if st.image else None)
+    if st.entry is None and st.cmd is None and not detect.models_on_request(engine) and \
+            not any(_reads_env(engine, k) for k in st.runtime.values):
+        return  # only extends an engine image (a token, a cache path): nothing about the server is set here
     st.runtime.exported = set(st.runtime.values)
     ctx = fc.ctx()
     for words in st.built:  # models pulled at build time are the ones the image's server has
@@ -167,3 +168,19 @@ def scan(fc: FileCtx) -> None:
         fc.findings.append(literal_variable(f"the exec form passes {w.text!r} to the engine literally: "
                                             "no shell expands variables here", span=w.token().span))
     fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None, None, ctx.ollama_models)
+
+
+def _reads_env(engine: str | None, name: str) -> bool:
+    """Whether the engine's server reads this environment variable: its option table's twins
+    (TGI, llama.cpp), its own prefix (VLLM_*, SGLANG_*), anything for a launcher that takes its
+    whole configuration from the environment (TGI's image_serves)."""
+    if engine is None:
+        return bool(name)
+    if detect.trait(engine, "image_serves") or name.startswith(engine.upper() + "_"):
+        return True
+    from servefit.engines.options import load_table
+
+    try:
+        return name in load_table(engine).by_env
+    except Exception:  # noqa: BLE001 - a plugin engine without a table: count it, as before
+        return True
