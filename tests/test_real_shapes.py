@@ -464,3 +464,21 @@ def test_an_image_that_only_extends_the_engine_is_no_server(tmp_path: Path, caps
     f.write_text("FROM ghcr.io/huggingface/text-generation-inference:3.3.4\nENV MODEL_ID=Qwen/Qwen2.5-7B-Instruct\n")
     [site] = scan_file(str(f)).sites  # TGI's launcher takes its whole configuration from the environment
     assert site.engine == "tgi"
+
+
+def test_lcpp009_says_what_runs_on_the_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Windows llama-swap config with MoE models and --fit said "offloaded 49/49 layers to GPU
+    (--fit, experts of 3 layers on the CPU); the rest runs on the CPU": every layer, and a rest."""
+    f = tmp_path / "serve.sh"
+    f.write_text("llama-server -m /m/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -ngl 20 -c 4096 --host 127.0.0.1\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    [d] = [d for d in json.loads(out) if d["code"] == "LCPP009"]
+    assert d["message"].startswith("offloaded 20/33 layers to GPU (-ngl); 13 layers run on the CPU")
+    f = tmp_path / "config.yaml"
+    f.write_text(LLAMA_SWAP_WINDOWS.replace("-c 16384", "--fit-ctx 60000").replace(
+        r"Qwen2.5-Coder-7B-Instruct-GGUF\Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf",
+        r"Qwen3-Coder-30B-A3B-Instruct-GGUF\Qwen3-Coder-30B-A3B-Instruct-Q4_K_M.gguf"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+    msgs = [d["message"] for d in json.loads(out) if d["code"] == "LCPP009"]
+    assert msgs and all("the rest" not in m for m in msgs)
+    assert any(m.startswith("offloaded 49/49 layers to GPU (--fit); the experts of ") for m in msgs), msgs
