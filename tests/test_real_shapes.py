@@ -482,3 +482,23 @@ def test_lcpp009_says_what_runs_on_the_cpu(tmp_path: Path, capsys: pytest.Captur
     msgs = [d["message"] for d in json.loads(out) if d["code"] == "LCPP009"]
     assert msgs and all("the rest" not in m for m in msgs)
     assert any(m.startswith("offloaded 49/49 layers to GPU (--fit); the experts of ") for m in msgs), msgs
+
+
+def test_models_reads_each_files_configuration_as_lint_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`models a b` applied a/servefit.toml's model mapping to b's server too (and `models b a`
+    to neither), while lint reads the nearest configuration per file."""
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "serve.sh").write_text("vllm serve /models/my-finetune --host 127.0.0.1\n")
+    (tmp_path / "a" / "servefit.toml").write_text('[tool.servefit]\ngpu = "L4"\n[tool.servefit.models]\n'
+                                                  '"/models/my-finetune" = "Qwen/Qwen2.5-7B-Instruct"\n')
+    (tmp_path / "b" / "servefit.toml").write_text('[tool.servefit]\ngpu = "L4"\n')
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    rc, out, _ = _run(capsys, "lint", a, b, "--list-sites", "--format", "json")
+    linted = {Path(s["file"]).parent.name: s["model_ref"]["resolved"] for s in json.loads(out)}
+    assert linted == {"a": "Qwen/Qwen2.5-7B-Instruct", "b": None}
+    for order in ((a, b), (b, a)):
+        rc, out, _ = _run(capsys, "models", *order, "--format", "json")
+        assert {Path(r["file"]).parent.name: r["model"] for r in json.loads(out)} == linted, order
+    rc, out, _ = _run(capsys, "models", b, "--config", str(tmp_path / "a" / "servefit.toml"), "--format", "json")
+    assert [r["model"] for r in json.loads(out)] == ["Qwen/Qwen2.5-7B-Instruct"]  # named: for every file

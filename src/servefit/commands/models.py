@@ -46,14 +46,17 @@ def _servers(paths: list[str], args: argparse.Namespace) -> tuple[Any, list[Any]
         if not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
     cfg = config.load(paths[0], None, args.config)
-    result = lint_paths(paths, LintOptions(evaluate=False, config=cfg))
+    # each file's nearest configuration, as lint reads it (`--config PATH`: that one for all)
+    result = lint_paths(paths, LintOptions(evaluate=False, configs=config.Configs(None, args.config)))
     return cfg, [r for r in result.sites if r.config is not None]
 
 
-def _context(file: str, cfg: Any) -> Any:
+def _context(file: str, forced: Any) -> Any:
+    """The model lock and [tool.servefit.models] of the file's own configuration (`forced`: the
+    one named with --config), as lint and estimate resolve them."""
     from servefit.models.lock import context_for
 
-    return context_for(file, config=cfg if cfg.path else None)
+    return context_for(file, config=forced)
 
 
 def _show(path: str) -> str:
@@ -85,7 +88,7 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         if override is not None:  # `# servefit: model=` or [[targets]] model: what estimate sizes
             ref = str(override.value)
             ecfg = replace(ecfg, model_ref=ref, settings={**ecfg.settings, "model": ref})
-        res = resolve_server(engine, ecfg, _context(rep.site.file, cfg))
+        res = resolve_server(engine, ecfg, _context(rep.site.file, cfg if args.config else None))
         rows.append({"file": rep.site.file, "line": rep.site.line, "server": rep.site.name,
                      "engine": rep.site.engine, "ref": rep.config.model_ref if override is not None else res.ref,
                      "model": res.model, "params": res.params,
@@ -152,7 +155,7 @@ def lock(paths: list[str], args: argparse.Namespace) -> int:
     wanted: dict[str, str] = {}  # lock key -> kind
     offline: dict[str, str] = {}  # refs the Hub cannot be asked about -> why they cannot be sized
     for rep in reps:
-        ctx = _context(rep.site.file, cfg)
+        ctx = _context(rep.site.file, cfg if args.config else None)
         sref = server_ref(rep.config, ctx)
         if sref is None:
             continue
