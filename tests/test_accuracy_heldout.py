@@ -133,10 +133,11 @@ def test_vllm_heldout_token_targets(rows):
     assert len(weights) >= 20 and statistics.median(weights) <= 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="p90 13.4% since the third batch: gemma-3-12b 'qat-autoawq' is read as "
-                                       "unquantized (the name parser does not take 'autoawq' for AWQ: 11.8 GiB of "
-                                       "weights vs 4.8 logged) and gpt-oss-20b on a GB10 at utilization 0.25 keeps "
-                                       "12.94 GiB of KV memory where 9.13 is predicted (unified memory)")
+@pytest.mark.xfail(strict=True, reason="p90 11.6% (tokens and concurrency; 13.4% before 'autoawq' was read as "
+                                       "AWQ): gpt-oss-20b on a GB10 at utilization 0.25 keeps 12.94 GiB of KV memory "
+                                       "where 9.13 is predicted (unified memory), gemma-4-26B-A4B on DGX Spark is "
+                                       "-13.4% / -11.6% (the batch raised to 2496 tokens for video input is not "
+                                       "modelled) and gemma-3-12b AWQ on 0.8.4 is +10.2% (weights 8.8% low)")
 def test_vllm_heldout_token_p90_target(rows):
     """Issue 16's held-out p90 target for tokens and concurrency (<= 10%)."""
     for key in ("kv_tokens", "max_concurrency"):
@@ -176,11 +177,11 @@ def test_vllm_calibration_targets_met(rows):
     # the KV memory p90 is 10.8%: a Qwen3-30B-A3B AWQ run on an RTX 3090 keeps 16% more than predicted
     kv = _errors(rows, "vllm", "calibration", "kv_cache_gib")
     assert len(kv) >= 55 and statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.11
-    # the token p90 is 19.2%: v0.10 runs with FlashInfer's sampler installed profile a smaller
-    # sampler peak than the native one servefit assumes (dennislee22 logs), and gemma-4-26B-A4B on
-    # 0.20.2 logs 3.1x the tokens servefit counts for the same KV memory (its mixed head sizes)
+    # the token p90 is 16.2%: v0.10 runs with FlashInfer's sampler installed profile a smaller
+    # sampler peak than the native one servefit assumes (dennislee22 logs). gemma-4-26B-A4B on
+    # 0.20.2 is +1.8% since the token count follows the release (0.20.1 logs concurrency x length)
     tokens = _errors(rows, "vllm", "calibration", "kv_tokens")
-    assert len(tokens) >= 40 and statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.20
+    assert len(tokens) >= 40 and statistics.median(tokens) <= 0.03 and acc.pct(tokens, 0.9) <= 0.17
     weights = _errors(rows, "vllm", "calibration", "weights_gib")
     assert len(weights) >= 50 and statistics.median(weights) <= 0.01
     # the sub-terms where logs print them (llm-d's v0.11 breakdowns on H100 among them)

@@ -77,3 +77,27 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait() in (0, 1) and "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_the_cycle_collector_stays_on_for_the_long_commands(tmp_path, monkeypatch):
+    """lint runs without the cycle collector (start-up objects live to the end); tune's search
+    and diagnose's log reading can run long, so they keep it."""
+    import gc
+
+    from servefit import cli
+
+    seen: dict[str, bool] = {}
+    monkeypatch.setattr(cli, "main", lambda: seen.setdefault(sys.argv[1], gc.isenabled()) and 0 or 0)
+    import atexit
+
+    monkeypatch.setattr(os, "_exit", lambda code: None)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: None)  # pytest's own handlers stay for its exit
+    monkeypatch.setenv("SERVEFIT_NO_CACHE", "1")
+    try:
+        for command in ("lint", "tune", "diagnose", "estimate"):
+            gc.enable()
+            monkeypatch.setattr(sys, "argv", ["servefit", command])
+            cli.entry()
+    finally:
+        gc.enable()
+    assert seen == {"lint": False, "tune": True, "diagnose": True, "estimate": False}

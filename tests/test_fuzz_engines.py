@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 from servefit import config, engines
 from servefit.core import Token, UsageError
+from servefit.engines.argv import parse_argv
 from servefit.engines.ollama_modelfile import parse_modelfile
-from servefit.engines.options import load_table, parse_argv
+from servefit.engines.options import load_table
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 from servefit.pipeline import site_from_argv

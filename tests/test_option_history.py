@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from servefit.core import Token
-from servefit.engines.options import load_table, parse_argv
+from servefit.engines.argv import parse_argv
+from servefit.engines.options import load_table
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = yaml.safe_load((ROOT / "tests" / "data" / "vllm_flags.yaml").read_text())

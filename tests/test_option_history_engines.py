@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from servefit.core import Token
-from servefit.engines.options import load_table, parse_argv
+from servefit.engines.argv import parse_argv
+from servefit.engines.options import load_table
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = [e for e in ("tgi", "sglang", "llamacpp") if (ROOT / "tests" / "data" / f"{e}_flags.yaml").is_file()]
@@ -113,7 +114,7 @@ def test_tgi_legacy_flag_warns_with_its_replacement():
 
 
 def test_tgi_variable_of_a_later_release_has_no_effect():
-    from servefit.engines.options import parse_env
+    from servefit.engines.argv import parse_env
 
     table = load_table("tgi")
     for version, read in (("2.3.1", False), ("2.4.0", True)):

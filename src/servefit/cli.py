@@ -82,16 +82,19 @@ def entry() -> NoReturn:
     Tearing the interpreter down (freeing every object of every module) is ~8% of a one-file
     lint; as mypy does, the exit handlers run and the output is flushed, then the process ends
     without it. Where another thread still runs, the exit is the ordinary one. The cycle
-    collector is off for the run: start-up allocates ~100k objects that live until the end, and
+    collector is off for the run (not for tune and diagnose, whose searches and logs can run long):
+    start-up allocates ~100k objects that live until the end, and
     scanning them again and again is ~5% of a lint (peak memory of a 1,000-file lint is the same
     without it: the run holds what it reads until the report anyway)."""
     import gc
 
     from servefit import codecache
 
-    gc.disable()
+    command = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in COMMANDS else ""
+    if command not in ("tune", "diagnose"):  # a long search or a long log keeps the collector
+        gc.disable()
     # before the first dataclass and pattern: they come compiled from the cache
-    codecache.install(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] in COMMANDS else "")
+    codecache.install(command)
     code = main()
     if "threading" in sys.modules and sys.modules["threading"].active_count() > 1:
         sys.exit(code)

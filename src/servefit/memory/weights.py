@@ -35,11 +35,20 @@ def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Sch
     method = (override or (quant or {}).get("quant_method") or "").lower()
     if not method or method in ("none", "auto"):
         return None
-    q = quant or {}
+    given = quant or {}
+    q = _from_config(method, given)
+    if q is not given:  # the method the engine picks from the config (ModelOpt NVFP4: modelopt_fp4)
+        method = str(q.get("quant_method") or method).lower()
+    if method in ("exl2", "exl3"):  # ExLlama: the name's bits per weight, scales included (4.0bpw, 6.5bpw)
+        bpw = float(q.get("bits") or 4)
+        return Scheme(method, bpw / 8, bits=round(bpw))
     bits = int(q.get("bits") or q.get("w_bit") or 4)
     group = int(q.get("group_size") or q.get("q_group_size") or 128)
     if group <= 0:  # per-channel
         group = 1 << 30
+    if method == "compressed-tensors" and q.get("float") and bits == 4:
+        # NVFP4 (group 16, fp8 scales) / MXFP4 (group 32, e8m0 scales): 4 bits + one byte per group
+        return Scheme(method, 0.5 + 1 / group, bits=4)
     if method.startswith(("awq", "gptq", "moe_wna16", "auto-round", "inc", "auto_round")) or (
             method == "compressed-tensors" and bits < 8):
         # packed weights + fp16 scale and packed zero per group (+ int32 g_idx per input row
@@ -59,6 +68,29 @@ def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Sch
     if method == "gguf":
         return Scheme(method, 0.5625, bits=4)
     return Scheme(method, 2.0)
+
+
+def _from_config(method: str, q: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's quantization_config with the bits and group its method keeps elsewhere:
+    compressed-tensors in each config group's `weights` (num_bits, type, group_size: vLLM
+    compressed_tensors.py::CompressedTensorsConfig._quantization_scheme_map_from_config; 4-bit
+    float is NVFP4 in groups of 16, _is_fp4a4_nvfp4, or MXFP4 in groups of 32), ModelOpt in `quant_algo`
+    (modelopt.py::ModelOptNvFp4Config.override_quantization_method: NVFP4 / FP4 is modelopt_fp4)."""
+    if method == "modelopt":
+        inner = q.get("quantization")
+        algo = str((inner if isinstance(inner, dict) else q).get("quant_algo") or "").upper()
+        return {**q, "quant_method": "modelopt_fp4"} if "FP4" in algo else q
+    if method != "compressed-tensors" or q.get("bits") or not isinstance(q.get("config_groups"), dict):
+        return q
+    for group in q["config_groups"].values():
+        w = group.get("weights") if isinstance(group, dict) else None
+        if not isinstance(w, dict) or not isinstance(w.get("num_bits"), int):
+            continue
+        bits, gs = w["num_bits"], w.get("group_size")
+        # no group size: one scale per output channel (strategy "channel") or per tensor
+        out = {**q, "bits": bits, "group_size": gs if isinstance(gs, int) and gs > 0 else -1}
+        return {**out, "float": True} if w.get("type") == "float" else out
+    return q
 
 
 def kept_params(m: ModelSpec, g: ParamGroups, scheme: Scheme | None) -> list[float] | None:

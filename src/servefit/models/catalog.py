@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from servefit import data
-from servefit.models import names
+from servefit.models import names, quant_names
 from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
@@ -130,11 +130,6 @@ def all_models() -> list[ModelSpec]:
 
 _VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
-_QUANT_WORDS = {
-    "ud", "i1", "imat", "imatrix", "qat", "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb", "2bit", "3bit", "4bit",
-    "5bit", "6bit", "8bit", "unsloth", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx", "gguf",
-    "nvfp4", "mxfp4", "fp4", "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "block", "kv",
-}
 _GGUF_TYPE = re.compile(r"^(i?q[1-8](_[a-z0-9]+)*|tq[12]_0)$")
 
 
@@ -184,13 +179,6 @@ def _tokens(base: str) -> list[str]:
     return [t for t in out if t]
 
 
-def _bits(t: set[str], default: int) -> int:
-    for b in (8, 6, 5, 4, 3, 2):
-        if f"{b}bit" in t or f"int{b}" in t:
-            return b
-    return default
-
-
 def parse_variant(ref: str) -> Variant:
     """Split a model reference into its architecture stem and the quantization its name implies
     (cached: a lint asks for the same names many times; `quant` is shared, copy before changing)."""
@@ -204,49 +192,9 @@ def _parse_variant(ref: str) -> Variant:
     ts = set(toks)
     gguf_type = next((x for x in toks if _GGUF_TYPE.match(x)), None)
     dtype = next((_DTYPE[x] for x in toks if x in _DTYPE), None)
-    quant: dict[str, Any] | None = None
-    label = ""
-    if "awq" in ts:
-        quant, label = {"quant_method": "awq", "bits": 4, "group_size": 128}, "AWQ 4-bit, group 128"
-    elif "gptq" in ts:
-        b = _bits(ts, 4)
-        quant, label = {"quant_method": "gptq", "bits": b, "group_size": 128}, f"GPTQ {b}-bit, group 128"
-    elif "w4a16" in ts or "w4a8" in ts:
-        quant = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
-        label = "compressed-tensors INT4 weights (W4A16), group 128"
-    elif "w8a8" in ts or "w8a16" in ts:
-        quant, label = {"quant_method": "compressed-tensors", "bits": 8}, "compressed-tensors INT8 weights"
-    elif "nvfp4" in ts or "fp4" in ts:
-        quant, label = {"quant_method": "modelopt_fp4", "bits": 4, "group_size": 16}, "NVFP4 4-bit, group 16"
-    elif "mxfp4" in ts:
-        quant, label = {"quant_method": "mxfp4"}, "MXFP4"
-    elif "fp8" in ts:
-        quant, label = {"quant_method": "fp8"}, "FP8 weights"
-    elif "gguf" in ts or gguf_type:
-        quant = {"quant_method": "gguf"}
-        label = "GGUF"
-        if gguf_type:
-            quant["type"] = gguf_type.upper()
-            quant["bits"] = int(re.sub(r"\D", "", gguf_type)[:1] or 4)
-            label = f"GGUF {gguf_type.upper()}"
-        elif dtype:  # an unquantized GGUF: model-BF16.gguf
-            quant["type"] = {"bfloat16": "BF16", "float16": "F16", "float32": "F32"}[dtype]
-            quant["bits"] = 32 if dtype == "float32" else 16
-            label = f"GGUF {quant['type']}"
-    elif "mlx" in ts or org == "mlx-community":
-        if ts & {"2bit", "3bit", "4bit", "5bit", "6bit", "8bit"}:
-            b = _bits(ts, 4)
-            quant, label = {"quant_method": "mlx", "bits": b, "group_size": 64}, f"MLX {b}-bit, group 64"
-    elif "bnb" in ts or "4bit" in ts or "8bit" in ts:
-        b = _bits(ts, 4)
-        quant, label = {"quant_method": "bitsandbytes", "bits": b}, f"bitsandbytes {b}-bit"
-    elif "int4" in ts:
-        quant = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 128}
-        label = "INT4 weights (W4A16), group 128"
-    elif "int8" in ts:
-        quant, label = {"quant_method": "compressed-tensors", "bits": 8}, "INT8 weights (W8A8)"
+    quant, label = quant_names.scheme(toks, org, gguf_type, dtype)  # -AWQ, -autoawq, GPTQ-Int8, exl2 ...
     variants = frozenset(x for x in toks if x in _VARIANT)
-    stem_toks = [x for x in toks if x not in _VARIANT and x not in _QUANT_WORDS and x not in _DTYPE
+    stem_toks = [x for x in toks if x not in _VARIANT and not quant_names.is_quant_word(x, ts) and x not in _DTYPE
                  and not _GGUF_TYPE.match(x)]
     if stem_toks and stem_toks[0] == "meta":  # Meta-Llama-3.1-8B == Llama-3.1-8B
         stem_toks = stem_toks[1:]
@@ -263,7 +211,8 @@ class _Index:
 
 
 def _index_inputs() -> list[str | os.PathLike[str]]:
-    return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__]
+    return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__,
+            quant_names.__file__]
 
 
 @lru_cache(maxsize=1)

@@ -149,7 +149,9 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
             if d.get(key) is not None:
                 number(d[key], prefix + key, minimum=0, maximum=1e12, open_min=key != "partial_rotary_factor")
         for key, low in (("bits", 0), ("w_bit", 0), ("group_size", -1), ("q_group_size", -1)):  # GPTQ: -1
-            if d.get(key) is not None:
+            if key == "bits" and isinstance(d.get(key), float) and str(d.get("quant_method")).startswith("exl"):
+                number(d[key], prefix + key, minimum=0, maximum=32, open_min=True)  # ExLlama: 4.65 bits per weight
+            elif d.get(key) is not None:
                 count(d[key], prefix + key, "small", minimum=low)
     kda = cfg.get("linear_attn_config")
     if isinstance(kda, dict) and isinstance(kda.get("full_attn_layers"), list):

@@ -9,9 +9,10 @@ import re
 from typing import Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Token
+from servefit.engines.argv import Parsed, parse_argv, parse_env
 from servefit.engines.base import assume_version
 from servefit.engines.llamacpp import versions as V
-from servefit.engines.options import Parsed, load_table, parse_argv, parse_env
+from servefit.engines.options import load_table
 from servefit.models.gguf_names import parse_ref
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule

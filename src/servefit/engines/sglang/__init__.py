@@ -9,8 +9,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+from servefit.engines.argv import parse_argv
 from servefit.engines.base import Engine, Knob, assume_version, serve_command_length
-from servefit.engines.options import load_table, parse_argv
+from servefit.engines.options import load_table
 from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
 from servefit.engines.tgi.concepts import add_hints
 from servefit.rules.catalog import finding

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan
+from servefit.engines.argv import parse_argv, parse_env
 from servefit.engines.base import Engine, Knob, assume_version, program
-from servefit.engines.options import load_table, parse_argv, parse_env
+from servefit.engines.options import load_table
 from servefit.engines.tgi.concepts import add_hints
 from servefit.engines.tgi.era import CURRENT, vtuple
 from servefit.rules.catalog import finding

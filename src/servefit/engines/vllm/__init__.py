@@ -8,8 +8,9 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Token
+from servefit.engines.argv import parse_argv
 from servefit.engines.base import Engine, Knob, assume_version, implied_version, serve_command_length
-from servefit.engines.options import load_table, parse_argv
+from servefit.engines.options import load_table
 from servefit.engines.vllm.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule

@@ -25,6 +25,9 @@ MIN_CAPABILITY: dict[str, tuple[int | None, int | None, int | None]] = {
     "torchao": (75, 75, 75), "auto-round": (60, None, None), "inc": (None, 60, 60), "hqq": (80, None, None),
     "rtn": (80, None, None), "fp_quant": (None, 100, 100), "gptq_marlin_24": (80, None, None),
     "gptq_bitblas": (80, None, None), "bitblas": (70, None, None),
+    # ExLlamaV2 / V3 checkpoints: no such method in any release (config/model.py::_verify_quantization
+    # raises "Unknown quantization method"); TGI serves exl2
+    "exl2": (None, None, None), "exl3": (None, None, None),
 }
 KV_DTYPES_011 = {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
 KV_DTYPES_033 = KV_DTYPES_011 | {"float16", "fp8_ds_mla", "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc",

@@ -27,6 +27,8 @@ class Era:
     cudagraph_subtracted: bool  # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default on
     null_block_in_check: bool  # _check_enough_kv_cache_memory sees available - one block
     tokens_from_concurrency: bool  # "GPU KV cache size" = int(concurrency x max_model_len)
+    group_merge_ratio: float  # KV groups take the largest kind's layer count below this ratio (0: never)
+    hybrid_kv_manager: bool  # V1 keeps sliding-window layers in their own KV groups
     swa_in_flight_batches: int  # multiplier of max_num_batched_tokens for SWA admission
     auto_max_model_len: bool  # --max-model-len auto / -1
     big_gpu_tier: bool  # >=160 GiB batch-default row
@@ -47,7 +49,15 @@ def era(version: str | None, env: dict[str, str] | None = None) -> Era:
         ceil_budget=v >= (0, 20, 0),
         cudagraph_subtracted=_env_flag(env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", v >= (0, 20, 0)),
         null_block_in_check=v >= (0, 33, 0),
-        tokens_from_concurrency=v >= (0, 21, 0),
+        # v1/core/kv_cache_utils.py::_report_kv_cache_config: int(max_concurrency x max_model_len) from
+        # 0.20.1 (0.20.0 still logs num_blocks // len(kv_cache_groups) x min block size)
+        tokens_from_concurrency=v >= (0, 20, 1),
+        # _get_kv_cache_groups_uniform_page_size: group size = the smallest kind's count up to 0.11;
+        # the largest kind's when max < min x 1.25 from 0.12, x 1.5 from 0.18 (checked in each wheel)
+        group_merge_ratio=1.5 if v >= (0, 18, 0) else (1.25 if v >= (0, 12, 0) else 0.0),
+        # kv_cache_utils.py::get_kv_cache_config: up to 0.9.0 unify_hybrid_kv_cache_specs turns every
+        # sliding-window layer into full attention; from 0.9.1 only with --disable-hybrid-kv-cache-manager
+        hybrid_kv_manager=v >= (0, 9, 1),
         swa_in_flight_batches=2 if v >= (0, 33, 0) else 1,
         auto_max_model_len=v >= (0, 20, 0),
         big_gpu_tier=v >= (0, 33, 0),

@@ -6,6 +6,7 @@ from servefit.core import EngineConfig
 from servefit.engines.base import Knob
 from servefit.engines.vllm.checks import derived_max_len
 from servefit.engines.vllm.era import era
+from servefit.engines.vllm.overrides import as_loaded
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -14,7 +15,7 @@ CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 10485
 
 def knobs(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
     e = era(cfg.version, cfg.env)
-    limit = derived_max_len(model, e, False)
+    limit = derived_max_len(as_loaded(cfg, model), e, False)
     lens = tuple(c for c in CONTEXTS if c <= limit) + ((limit,) if limit not in CONTEXTS else ())
     kv = ("auto", "fp8") if (gpu.compute_capability >= 80 or gpu.vendor != "nvidia") else ("auto",)
     tps = tuple(t for t in (1, 2, 4, 8) if t <= max(count, 1) and model.num_attention_heads % t == 0)

@@ -194,10 +194,11 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
 
 
 def _group_size(buckets: dict[tuple[str, int], int], era: Era) -> int:
-    """Layers per KV-cache group: the smallest kind's count; from 0.21 the largest when the kinds
-    are within 1.5x of each other (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size)."""
+    """Layers per KV-cache group: the smallest kind's count; the largest when the kinds are close
+    (max < min x 1.25 from 0.12, x 1.5 from 0.18: kv_cache_utils.py
+    _get_kv_cache_groups_uniform_page_size)."""
     sizes = list(buckets.values())
-    if era.tokens_from_concurrency and max(sizes) < 1.5 * min(sizes):  # >= 0.21
+    if max(sizes) < era.group_merge_ratio * min(sizes):
         return max(sizes)
     return min(sizes)
 
@@ -226,10 +227,13 @@ def _unified_layout(model: ModelSpec, buckets: dict[tuple[str, int], int], kv_dt
 
 def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int, era: Era,
              dcp: int = 1) -> tuple[int, float]:
-    """("GPU KV cache size" tokens, "Maximum concurrency") as vLLM logs them."""
+    """("GPU KV cache size" tokens, "Maximum concurrency") as vLLM logs them
+    (kv_cache_utils.py::_report_kv_cache_config and get_max_concurrency_for_kv_cache_config):
+    from 0.20.1 int(concurrency x max_model_len); before, num_blocks // len(kv_cache_groups) x the
+    smallest group block size (x dcp), which counts one group's share of the blocks only."""
     per_req = lay.blocks_per_request(max_model_len, in_flight)
     conc = num_blocks / per_req if per_req else 0.0
     if era.tokens_from_concurrency:
         return int(conc * max_model_len), conc
-    tokens = num_blocks // len(lay.groups) * lay.block_size * dcp
+    tokens = num_blocks // len(lay.groups) * min(g.block_size or lay.block_size for g in lay.groups) * dcp
     return tokens, conc

@@ -20,6 +20,7 @@ from servefit.engines.vllm.defaults import batch_defaults
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
+from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
     CUDA_CONTEXT,
     activation_peak,
@@ -129,6 +130,7 @@ def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
 
 
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
+    model = as_loaded(cfg, model)  # --rope-scaling / --hf-overrides, as this release applies them
     e = era(cfg.version, cfg.env)
     r = resolve(cfg, model, gpu, e)
     out = MemoryPlan(engine="vllm", engine_version=e.version, outcome="started", memory=DeviceMemory(),
@@ -141,10 +143,15 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     except KeyError:  # VLLM015 names the invalid value; plan as `auto` meanwhile
         kv_db = dtype_bytes(r.dtype)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
-    hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1
+    hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size, kv_db) \
         if hybrid else (None, r.block_size)
     kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
+    # up to 0.9.0 V1 checks one request against the sliding-window specs, then sizes every layer as
+    # full attention (kv_cache_utils.py::get_kv_cache_config: check_enough_kv_cache_memory before
+    # unify_hybrid_kv_cache_specs)
+    check_kinds = layer_kinds(model, True, bool(cfg.settings.get("disable_sliding_window"))) \
+        if e.v1 and not e.hybrid_kv_manager else kinds
     if state_blocks is not None and speculative(cfg.settings)[0] == "mtp":
         kinds.append(("full", 0))  # the MTP drafter's attention layer joins the same pool
     out.kv_bytes_per_token = full_kv_bytes_per_token(model, kv_db, r.tp)
@@ -167,6 +174,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)
         start = sum(stages[:st])
         lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e)
+        check_lay = lay if check_kinds is kinds else layout(model, check_kinds[start:start + stages[st]], kv_db, r.tp,
+                                                              r.block_size, e)
         blocks = max(0, avail // lay.bytes_per_block) if lay.bytes_per_block else 0
         blocks_per_stage.append(blocks)
         kv = blocks * lay.bytes_per_block
@@ -187,7 +196,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
     _assume(out, cfg, model, r, e)
-    _outcome(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
+    _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
 
 
@@ -225,11 +234,11 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
 
 
-def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
+def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lays,
              num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
     """The outcome of the start-up and vLLM's log lines; then the findings that say so (verdicts.py)
-    and the capacity advice (checks.advice)."""
-    v = _verdict(out, cfg, model, gpu, r, e, lay, num_blocks, avail, max_len, in_flight, dcp, budget)
+    and the capacity advice (checks.advice). `lays`: the KV layout and the one the memory check uses."""
+    v = _verdict(out, cfg, model, gpu, r, e, lays, num_blocks, avail, max_len, in_flight, dcp, budget)
     out.findings.extend(verdicts.findings(cfg, gpu, out, v, e.cudagraph_subtracted))
     advice = checks.advice(cfg, model, gpu, r, e, out)
     if out.outcome in ("oom_at_load", "no_kv_memory"):
@@ -242,9 +251,10 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     out.findings.extend(advice)
 
 
-def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lay,
+def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lays,
              num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> verdicts.Verdict:
     """Numbers and outcome only: sets out.outcome, out.messages and the KV capacity."""
+    lay, check_lay = lays
     v = verdicts.Verdict(util=r.util, budget=budget, avail=avail, max_num_batched_tokens=r.max_num_batched_tokens)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse refuses (VLLM001/002)
         out.outcome = "rejected_config"
@@ -267,7 +277,7 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     v.check = check
     auto = r.max_model_len == "auto"
     if auto and out.outcome == "started":
-        fit = lay.largest_fitting_len(check, r.derived_len, in_flight) if check > 0 else 0
+        fit = check_lay.largest_fitting_len(check, r.derived_len, in_flight) if check > 0 else 0
         if fit <= 0:
             out.outcome = "no_kv_memory"
             out.messages.append("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token")
@@ -280,10 +290,10 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
         out.messages.append("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
                             "initializing the engine.")
     if out.outcome == "started":
-        needed = lay.needed_bytes(max(1, -(-max_len // dcp)), in_flight)
+        needed = check_lay.needed_bytes(max(1, -(-max_len // dcp)), in_flight)
         if needed > check:
             out.outcome, v.code = "refused_max_model_len", "VLLM003"
-            fit = lay.largest_fitting_len(check, max_len, in_flight)
+            fit = check_lay.largest_fitting_len(check, max_len, in_flight)
             out.fitting_max_model_len = v.fit = fit
             v.needed = needed
             msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "

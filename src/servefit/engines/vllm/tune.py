@@ -29,11 +29,12 @@ class VllmAdapter(Adapter):
         from servefit.engines import get
         from servefit.engines.vllm.checks import derived_max_len
         from servefit.engines.vllm.era import era
+        from servefit.engines.vllm.overrides import as_loaded
 
         cfg, plan, s = ev.config, ev.plan, ev.config.settings
         knobs = {k.name: k.values for k in get("vllm").knobs(cfg, ev.model, ev.gpu, ev.count)}
         e = era(cfg.version, cfg.env)
-        limit = derived_max_len(ev.model, e, bool(s.get("disable_sliding_window")))
+        limit = derived_max_len(as_loaded(cfg, ev.model), e, bool(s.get("disable_sliding_window")))
         if cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").lower() in ("1", "true"):
             limit = max(limit, needs.min_context or 0, plan.max_model_len)
         cur_len = int(plan.max_model_len or limit)
