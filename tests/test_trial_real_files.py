@@ -176,5 +176,5 @@ def test_a_variable_value_is_an_assumption_in_estimate_as_lint_leaves_it_to_sf00
                 "(pass the value, or set the variable in the file)\n") in out
     f.write_text(f.read_text().replace("$TP", "two"))  # a literal bad value is still refused, with its place
     assert main(["estimate", str(f), "--gpu", "L4"]) == 2
-    assert capsys.readouterr().err == (f"servefit: error: {f}:2:77: vllm: argument --tensor-parallel-size: "
+    assert capsys.readouterr().err == (f"servefit: error: {f}:2:77: vLLM: argument --tensor-parallel-size: "
                                        "invalid int value: 'two' [VLLM002]\n")

@@ -83,3 +83,42 @@ def test_lint_does_not_flag_what_tune_wrote(tmp_path: Path, capsys: pytest.Captu
     if case == "ollama-env":  # tune did raise both, within the GPU
         text = (d / "docker-compose.yml").read_text()
         assert "OLLAMA_NUM_PARALLEL=4" in text and "OLLAMA_CONTEXT_LENGTH=32768" in text
+
+
+# the shape of a SkyPilot SGLang task: a 70B model over the node's GPUs, mem_fraction_static left
+# to SGLang. tune raised it to 0.9, leaving 8 GiB outside the static pool where SGLang needs 15 GiB
+# for the prefill activations and CUDA graphs; lint then warned SGL011 (an OOM under load).
+SKY_SGLANG = """resources:
+  accelerators: {H100: 8}
+envs:
+  MODEL_NAME: deepseek-ai/DeepSeek-R1-Distill-Llama-70B
+run: |
+  python -m sglang.launch_server \\
+    --model-path $MODEL_NAME \\
+    --tp $SKYPILOT_NUM_GPUS_PER_NODE \\
+    --context-length 32768 \\
+    --port 30000
+"""
+
+
+def test_tune_never_writes_an_sglang_fraction_lint_warns_about(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "sglang.yaml"
+    f.write_text(SKY_SGLANG)
+    assert _flagged(capsys, tmp_path) == set()
+    rc, out = _run(capsys, "tune", str(f), "--format", "json")
+    site = json.loads(out)["sites"][0]
+    assert rc == 0 and site["gpu"]["count"] == 8
+    front = site["pareto"]
+    assert front and all(c["headroom"] >= 0 for c in front)  # no candidate short of SGLang's reserve
+    main(["tune", str(f), "--write"])
+    capsys.readouterr()
+    assert _flagged(capsys, tmp_path) == set()
+    # with the fraction forced up, the current config is the one short of the reserve, and says so
+    f.write_text(SKY_SGLANG.replace("--port 30000", "--port 30000 --mem-fraction-static 0.95"))
+    assert ("SGL011", "sglang.yaml") in _flagged(capsys, tmp_path)
+    rc, out = _run(capsys, "tune", str(f), "--format", "json")
+    site = json.loads(out)["sites"][0]
+    assert site["current"]["outcome"] == "oom_under_load"
+    assert site["current"]["feasible"] is False
+    assert site["best"]["settings"]["mem_fraction_static"] < 0.95

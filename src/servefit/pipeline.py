@@ -8,6 +8,7 @@ resolves the target (GPU, model, version) with one precedence for all of them.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -161,6 +162,72 @@ def resolve_site_model(engine: Any, site: LaunchSite, cfg: EngineConfig, target:
                 spec.resolved_from = "derivative"
             return spec
         raise
+
+
+def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any) -> set[str]:
+    """A finding on a variable's text (`--tp $TP`: "invalid int value: '$TP'") is about a value
+    servefit does not know, not a wrong one: it becomes an assumption (the engine's default is
+    planned), so no command calls the server refused for it; lint says SF001 instead. Run on the
+    parse before planning (sources/assemble.py), and on the plan's findings after (estimate).
+    Returns the settings whose value is such a variable (the plan's findings about them judge a
+    default servefit picked, not what the file says)."""
+    spans = {(sp.file, sp.start): var for var, sp in site.unresolved_spans if sp is not None}
+    if not spans:
+        return set()
+    for holder in (cfg, *holders):
+        kept = []
+        for f in holder.findings:
+            var = spans.get((f.span.file, f.span.start)) if f.span is not None else None
+            if var is None or f.code == "SF001":
+                kept.append(f)
+                continue
+            flag = re.match(r"argument (-[-\w]+)", f.message)
+            what = flag.group(1) if flag else f"--{f.setting.replace('_', '-')}" if f.setting else "a setting"
+            cfg.assumptions.append(f"{what} is ${{{var}}}, which is not set here: planned with the engine's "
+                                   "default (pass the value, or set the variable in the file)")
+        holder.findings = kept
+    unknown = _unknown_settings(site, cfg.engine, spans)
+    for given, var in unknown.values():  # also where the parser itself let the variable pass
+        said = f"{given} is ${{{var}}}, which is not set here"
+        if not any(a.startswith(said) for a in cfg.assumptions):
+            cfg.assumptions.append(f"{said}: planned with the engine's default (pass the value, or set the "
+                                   "variable in the file)")
+    return set(unknown)
+
+
+def _unknown_settings(site: LaunchSite, engine: str,
+                      spans: dict[tuple[str, int], str]) -> dict[str, tuple[str, str]]:
+    """The options whose value (`--flag $X`, `--flag=$X`, an env twin) is an unset variable, by
+    the engine's option table (none for an engine without one): name -> (flag, variable)."""
+    from servefit.engines.options import load_table
+
+    try:
+        table = load_table(engine)
+    except Exception:  # noqa: BLE001 - a plugin engine has no table
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    argv = site.argv
+    for i, tok in enumerate(argv):
+        sp = tok.span
+        var = spans.get((sp.file, sp.start)) if sp is not None else None
+        if var is not None and i and argv[i - 1].text.startswith("-"):
+            flag = argv[i - 1].text
+        elif tok.text.startswith("-") and "=" in tok.text and sp is not None:
+            flag, _, value = tok.text.partition("=")
+            var = next((v for (f, start), v in spans.items() if f == sp.file and sp.start < start < sp.end), None)
+            if var is None or "$" not in value:
+                continue
+        else:
+            continue
+        opt = table.by_flag.get(flag)
+        if opt is not None:
+            out[opt.name] = (flag, var)
+    for name, tok in site.env.items():
+        opt = table.by_env.get(name)
+        var = spans.get((tok.span.file, tok.span.start)) if tok.span is not None else None
+        if opt is not None and var is not None:
+            out.setdefault(opt.name, (name, var))
+    return out
 
 
 def hint(name: str | None, count: int | None, source: str) -> GpuHint:

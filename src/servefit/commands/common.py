@@ -16,14 +16,17 @@ TRAILING = {"--gpu": 1, "--gpus": 1, "--gpu-memory": 1, "--engine-version": 1, "
 
 
 def add_target_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", help="target GPU (any name: nvidia-smi, k8s label, GKE name, instance type)")
-    p.add_argument("--gpus", type=int, help="number of GPUs available to the server")
+    p.add_argument("--gpu", help="target GPU, over what the file says (any name: nvidia-smi, k8s label, GKE name, "
+                                 "instance type)")
+    p.add_argument("--gpus", type=int, help="number of GPUs available to the server, over what the file says")
     p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB for a modded card)")
-    p.add_argument("--engine-version", help="engine version to model (default: the newest servefit knows)")
+    p.add_argument("--engine-version", help="engine version to model (default: the image tag's, else the newest "
+                                            "servefit knows)")
     p.add_argument("--model", help="model reference, overriding the one in the command")
     p.add_argument("--model-config", help="path to the model's config.json (or its directory)")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
-    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text")
+    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text",
+                   help="text (default) or json")
     p.add_argument("--stdin-filename", metavar="NAME",
                    help="the file name standard input stands for (`-`): it decides how the text is read")
     add_color_arg(p)

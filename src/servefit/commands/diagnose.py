@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "misconfiguration, fragmentation, model too large), quote the evidence and "
                                    "name the fix. Each LOG is diagnosed on its own.")
     p.add_argument("logs", nargs="*", metavar="LOG", help="log files (.gz too); `-` or nothing reads stdin")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text",
+                   help="text (default) or json")
     p.add_argument("--config-file", metavar="FILE", help="the config the server runs from, to name the setting")
     p.add_argument("--repo", metavar="DIR", help="a deployment repo: find the server's config in it")
     p.add_argument("--no-progress", action="store_true", help="never print progress on stderr")
@@ -91,19 +92,55 @@ def _score(srv: Server, diag: Diagnosis) -> int:
     return score
 
 
-def pick_site(servers: list[Server], diag: Diagnosis) -> tuple[Server | None, str | None]:
-    """The server the log came from: the same engine, then the best match on model and GPU;
-    (server, note)."""
+def _contradiction(srv: Server, diag: Diagnosis) -> str | None:
+    """A number the server's config sets and the log shows otherwise (`max_model_len` 8192 here,
+    131072 in the log): that config did not write this log."""
+    cfg = srv.config
+    if cfg is None:
+        return None
+    for key in sorted(cfg.explicit):
+        mine, logged = cfg.settings.get(key), diag.settings_in_log.get(key)
+        if isinstance(mine, bool) or isinstance(logged, bool):
+            continue
+        if isinstance(mine, (int, float)) and isinstance(logged, (int, float)) and mine != logged:
+            return f"{key}={mine:g} here, {logged:g} in the log"
+    return None
+
+
+def pick_site(servers: list[Server], diag: Diagnosis, where: str = "",
+              repo: bool = False) -> tuple[Server | None, str | None]:
+    """The server the log came from: one of the log's engine, the one running the log's model
+    first, then one whose numbers do not contradict the log's, then the best match on GPU;
+    (server, note). None when no server runs the log's engine, or (in a repo) none runs its model
+    and every one contradicts it: fixes for another server's flags would only mislead."""
     if not servers:
         return None, None
-    cands = [s for s in servers if diag.engine in (None, "torch") or s.site.engine in (None, diag.engine)] or servers
-    best = max(_score(s, diag) for s in cands)
-    cands = [s for s in cands if _score(s, diag) == best]
-    note = None
-    if len(cands) > 1:
-        names = ", ".join(f"{s.site.file}:{s.site.line}" for s in cands[:5])
-        note = f"{len(cands)} servers could have written this log ({names}); used the first"
-    return cands[0], note
+    known = diag.engine not in (None, "torch")
+    cands = [s for s in servers if not known or s.site.engine in (None, diag.engine)]
+    if not cands:
+        from servefit import engines
+
+        title = engines.get(str(diag.engine)).title
+        return None, f"this log is {title}'s, and no server in {where or 'the config'} runs {title}: the fixes name no file"
+    clash = {id(s): _contradiction(s, diag) for s in cands}
+
+    def rank(s: Server) -> tuple[bool, bool, int]:  # the model named, then no contradiction, then the rest
+        return _score(s, diag) >= 4, clash[id(s)] is None, _score(s, diag)
+
+    best = max(rank(s) for s in cands)
+    chosen = [s for s in cands if rank(s) == best]
+    why = clash[id(chosen[0])]
+    if why is not None and repo and not best[0]:  # no server of that engine in the repo fits the log
+        return None, (f"no server in {where} matches this log ({chosen[0].site.file}:{chosen[0].site.line} sets "
+                      f"{why}): the fixes name no file")
+    notes = []
+    if why is not None:
+        notes.append(f"{chosen[0].site.file}:{chosen[0].site.line} sets {why}: the log may come from another version "
+                     "of this config")
+    if len(chosen) > 1:
+        names = ", ".join(f"{s.site.file}:{s.site.line}" for s in chosen[:5])
+        notes.append(f"{len(chosen)} servers could have written this log ({names}); used the first")
+    return chosen[0], "; ".join(notes) or None
 
 
 def _with_target(srv: Server) -> LaunchSite:
@@ -141,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         if sites:
             from servefit.diagnose import fixes
 
-            site, note = pick_site(sites, diag)
+            site, note = pick_site(sites, diag, args.repo or args.config_file, repo=bool(args.repo))
             if site is not None:
                 fixes.apply(diag, _with_target(site))
             if note:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from typing import Any
 
@@ -77,25 +76,11 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
 
 
 def _unresolved_to_assumptions(ev: Evaluation) -> None:
-    """A finding on a variable's text (`--tensor-parallel-size $TP`: "invalid int value: '$TP'")
-    is about a value servefit does not know, not a wrong one: lint leaves it to SF001
-    (linter/run.py::_finish); here it becomes an assumption, so estimate and explain neither
-    refuse nor fail the file for it."""
-    spans = {(sp.file, sp.start): var for var, sp in ev.site.unresolved_spans if sp is not None}
-    if not spans:
-        return
-    for holder in (ev.config, ev.plan):
-        kept = []
-        for f in holder.findings:
-            var = spans.get((f.span.file, f.span.start)) if f.span is not None else None
-            if var is None or f.code == "SF001":
-                kept.append(f)
-                continue
-            flag = re.match(r"argument (-[-\w]+)", f.message)
-            what = flag.group(1) if flag else f"--{f.setting.replace('_', '-')}" if f.setting else "a setting"
-            ev.config.assumptions.append(f"{what} is ${{{var}}}, which is not set here: planned with the engine's "
-                                         "default (pass the value, or set the variable in the file)")
-        holder.findings = kept
+    """A plan finding on a variable's text: an assumption here, as the assembly made the parse's
+    (pipeline.py::unresolved_to_assumptions)."""
+    from servefit.pipeline import unresolved_to_assumptions
+
+    unresolved_to_assumptions(ev.site, ev.config, ev.plan)
 
 
 def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
@@ -109,19 +94,34 @@ def exit_code(evs: list[Evaluation], args: argparse.Namespace) -> int:
     return 0
 
 
-def refuse_bad_input(evs: list[Evaluation]) -> None:
-    """A flag or value the engine cannot parse makes the estimate meaningless: one line, exit 2
-    (lint reports the same as findings with their spans)."""
+def input_error(ev: Evaluation) -> str | None:
+    """The first flag or value the engine cannot parse, as one line (where, engine, message,
+    code); None when the command parses."""
     from servefit.rules.catalog import rules
 
     cat = rules()
+    for f in ev.config.findings + ev.plan.findings:
+        if cat.get(f.code, {}).get("input_error"):
+            sp = f.span  # in a file, say where (as lint does): the engine alone does not say which line
+            where = f"{sp.file}:{sp.line}:{sp.col}: " if sp is not None and sp.file and \
+                not sp.file.startswith("<") else ""
+            from servefit import engines
+
+            try:
+                title = engines.get(ev.plan.engine).title
+            except Exception:  # noqa: BLE001 - a plugin without a title: its name
+                title = ev.plan.engine
+            return f"{where}{title}: {f.message} [{f.code}]"
+    return None
+
+
+def refuse_bad_input(evs: list[Evaluation]) -> None:
+    """A flag or value the engine cannot parse makes the estimate meaningless: one line, exit 2
+    (lint reports the same as findings with their spans; tune says it for that server)."""
     for ev in evs:
-        for f in ev.config.findings + ev.plan.findings:
-            if cat.get(f.code, {}).get("input_error"):
-                sp = f.span  # in a file, say where (as lint does): the engine alone does not say which line
-                where = f"{sp.file}:{sp.line}:{sp.col}: " if sp is not None and sp.file and \
-                    not sp.file.startswith("<") else ""
-                raise UsageError(f"{where}{ev.plan.engine}: {f.message} [{f.code}]")
+        bad = input_error(ev)
+        if bad:
+            raise UsageError(bad)
 
 
 def run(args: argparse.Namespace) -> int:

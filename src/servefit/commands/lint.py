@@ -17,11 +17,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "files, Dockerfiles, scripts, systemd units, SkyPilot and llama-swap "
                                    "configs, and report the settings that will not start or will OOM.")
     p.add_argument("paths", nargs="*", help="files or directories (default: the current directory)")
-    p.add_argument("--gpu", help="GPU for servers whose file does not say (any name: nvidia-smi, k8s label, "
-                                 "GKE name, instance type)")
-    p.add_argument("--gpus", type=int, help="GPU count for servers whose file does not say")
+    p.add_argument("--gpu", help="GPU for every server, over what the files and the config say (any name: "
+                                 "nvidia-smi, k8s label, GKE name, instance type)")
+    p.add_argument("--gpus", type=int, help="GPU count for every server, over what the files say")
     p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB)")
-    p.add_argument("--engine-version", help="engine version to model where the image tag does not say")
+    p.add_argument("--engine-version", help="engine version to model for every server, over what image tags say")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
     p.add_argument("--values", action="append", metavar="FILE",
                    help="values file for the Helm charts found (repeat, or comma-separate; later files win, as "

@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "repository root; lint, estimate, explain and tune then read it offline.")
     p.add_argument("paths", nargs="*", metavar="[lock] PATH",
                    help="files or directories (default: the current directory); start with `lock` to write the lock")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--output-format", "--format", dest="format", choices=["text", "json"], default="text",
+                   help="text (default) or json")
     p.add_argument("--lockfile", help="the lock file to write (default: servefit.lock at the repository root)")
     p.add_argument("--config", metavar="PATH", help="a servefit.toml / pyproject.toml to use")
     p.set_defaults(run=run)
@@ -45,14 +46,17 @@ def _servers(paths: list[str], args: argparse.Namespace) -> tuple[Any, list[Any]
         if not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
     cfg = config.load(paths[0], None, args.config)
-    result = lint_paths(paths, LintOptions(evaluate=False, config=cfg))
+    # each file's nearest configuration, as lint reads it (`--config PATH`: that one for all)
+    result = lint_paths(paths, LintOptions(evaluate=False, configs=config.Configs(None, args.config)))
     return cfg, [r for r in result.sites if r.config is not None]
 
 
-def _context(file: str, cfg: Any) -> Any:
+def _context(file: str, forced: Any) -> Any:
+    """The model lock and [tool.servefit.models] of the file's own configuration (`forced`: the
+    one named with --config), as lint and estimate resolve them."""
     from servefit.models.lock import context_for
 
-    return context_for(file, config=cfg if cfg.path else None)
+    return context_for(file, config=forced)
 
 
 def _show(path: str) -> str:
@@ -84,7 +88,7 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         if override is not None:  # `# servefit: model=` or [[targets]] model: what estimate sizes
             ref = str(override.value)
             ecfg = replace(ecfg, model_ref=ref, settings={**ecfg.settings, "model": ref})
-        res = resolve_server(engine, ecfg, _context(rep.site.file, cfg))
+        res = resolve_server(engine, ecfg, _context(rep.site.file, cfg if args.config else None))
         rows.append({"file": rep.site.file, "line": rep.site.line, "server": rep.site.name,
                      "engine": rep.site.engine, "ref": rep.config.model_ref if override is not None else res.ref,
                      "model": res.model, "params": res.params,
@@ -151,7 +155,7 @@ def lock(paths: list[str], args: argparse.Namespace) -> int:
     wanted: dict[str, str] = {}  # lock key -> kind
     offline: dict[str, str] = {}  # refs the Hub cannot be asked about -> why they cannot be sized
     for rep in reps:
-        ctx = _context(rep.site.file, cfg)
+        ctx = _context(rep.site.file, cfg if args.config else None)
         sref = server_ref(rep.config, ctx)
         if sref is None:
             continue

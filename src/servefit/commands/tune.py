@@ -28,8 +28,8 @@ written only with --unsafe.
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="find the best context / KV dtype / quantization / concurrency and patch the files",
-                       description="Search the engine's knobs with its own memory model (an optuna study; the "
-                                   "exact optimum where the space is small) and write the answer back into the "
+                       description="Search the engine's knobs with its own memory model (an optuna study; the\n"
+                                   "exact optimum where the space is small) and write the answer back into the\n"
                                    "files as minimal edits.", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_target_args(p)
@@ -47,16 +47,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", action="append", default=[], help="another checkpoint of the same model to consider")
     p.add_argument("--bench-cmd", help="measured mode: run 'CMD {flags}' per trial; it prints a JSON line of metrics")
     p.add_argument("--bench-metric", default="throughput", help="the metric to optimise in measured mode")
-    p.add_argument("--bench-goal", choices=["max", "min"], default="max")
-    p.add_argument("--bench-timeout", type=float, default=3600.0)
+    p.add_argument("--bench-goal", choices=["max", "min"], default="max",
+                   help="whether --bench-metric is better high (default) or low")
+    p.add_argument("--bench-timeout", type=float, default=3600.0,
+                   help="seconds one benchmark run may take before it counts as failed (default 3600)")
     p.add_argument("--storage", help="optuna storage: sqlite:///tune.db, any RDB URL, or a journal file (*.log)")
     p.add_argument("--study", help="study name (several workers on one storage share it)")
     p.add_argument("--trials", type=int,
                    help="with --bench-cmd: benchmark runs for this worker (candidates the memory model rejects "
                         "are free and never run; a --storage study resumes where it stopped); otherwise "
                         "sampled trials instead of the exhaustive search")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sampler", default="auto", choices=["auto", "exhaustive", "bruteforce", "tpe", "nsga2"])
+    p.add_argument("--seed", type=int, default=0, help="random seed of the sampled search (default 0)")
+    p.add_argument("--sampler", default="auto", choices=["auto", "exhaustive", "bruteforce", "tpe", "nsga2"],
+                   help="how candidates are picked: auto (every one where the space is small), or one method")
     p.set_defaults(run=run)
 
 

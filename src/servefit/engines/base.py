@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 
 def program(word: str) -> str:
-    """`/usr/local/bin/llama-server` -> `llama-server`."""
-    return os.path.basename(word)
+    """`/usr/local/bin/llama-server` -> `llama-server`; a Windows path too
+    (`C:\\llama\\llama-server.exe` -> `llama-server.exe`)."""
+    return os.path.basename(word).rsplit("\\", 1)[-1]
 
 
 def python_module(words: list[str]) -> tuple[str | None, int]:
@@ -108,8 +109,10 @@ class Engine:
     # are in data/engines/<name>.yaml)
     markers: tuple[str, ...] = ()
     # the server loads models when requests name them (`ollama serve`): a command without a
-    # model is not a problem, only nothing to plan
+    # model is not a problem, only nothing to plan (SF115 says so, unless the engine's own rule
+    # named here does: llama.cpp's router, LCPP015)
     models_on_request: bool = False
+    unnamed_models_code: str = ""
 
     def command_length(self, words: list[str]) -> int:
         """How many leading words are this engine's command (0: not this engine)."""

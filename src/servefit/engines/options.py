@@ -161,11 +161,12 @@ class OptionTable:
         h = self.history.get(canon)
         if h is None or version is None and h.present(None):
             return None
-        shown = version or "the newest release"
+        shown = f"this is {version}" if version else "servefit models the newest release: pin the image tag or pass " \
+            "--engine-version if an older one runs"
         if not h.present(version):
             when = h.why_absent(version) if version else f"removed in {h.ranges[-1][1]}"
             tail = f"; use {h.replacement}" if h.replacement and "removed" in when else ""
-            return self.unknown_code, f"unrecognized argument: {canon} ({when}; this is {shown}){tail}"
+            return self.unknown_code, f"unrecognized argument: {canon} ({when}; {shown}){tail}"
         if h.deprecated_since and self.deprecated_code and (version is None or
                                                             _vkey(version) >= _vkey(h.deprecated_since)):
             rep = f"; use {h.replacement}" if h.replacement else ""

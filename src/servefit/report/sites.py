@@ -130,7 +130,10 @@ def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> di
         "gpu": {"name": rep.gpu_name, "count": rep.gpu_count, "source": rep.gpu_source or None,
                 "resolved": ev.gpu.name if ev is not None else None},
         "target": tgt.as_dict(),
-        "engine_version": site.engine_version, "unresolved": list(site.unresolved),
+        # the release modelled (a flag over a directive over the image tag), as estimate's header names it
+        "engine_version": (cfg.version if cfg is not None else None) or (str(tgt.engine_version.value)
+                                                                         if tgt.engine_version is not None else None),
+        "unresolved": list(site.unresolved),
         "image": site.image,
         "verdict": ev.plan.outcome if ev is not None else None,
         "not_planned": redact_text(rep.error) if ev is None and rep.error else None,

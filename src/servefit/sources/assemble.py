@@ -263,7 +263,7 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 
 @rule("SF109")
 def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
-    from servefit.pipeline import engine_for
+    from servefit.pipeline import engine_for, unresolved_to_assumptions
 
     try:
         target = resolve(site, flags, opts)
@@ -291,12 +291,15 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
         srv.error = msg
         out.append(plugin_failed(msg, site=site.name, span=anchor(site)))
         return srv
+    unknown = unresolved_to_assumptions(site, srv.config)  # `--tp $TP` unset: the default is planned, not a refusal
     _storage_model(srv)
     if plan:
         _plan(srv, engine)
     out.extend(srv.config.findings)
     if srv.evaluation is not None:
-        out.extend(srv.evaluation.plan.findings)
+        p = srv.evaluation.plan  # a finding about a setting given as an unset variable judges a default (SF001 says so)
+        p.findings = [f for f in p.findings if f.setting not in unknown or f.code.startswith("SF")]
+        out.extend(p.findings)
         _not_starting(srv)
     return srv
 
@@ -316,7 +319,7 @@ def _storage_model(srv: Server) -> None:
         srv.target.model = Part(storage, "KServe storageUri", None)
 
 
-@rule("SF002", "SF003", "SF004", "SF110")
+@rule("SF002", "SF003", "SF004", "SF110", "SF115")
 def _plan(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
     from servefit.pipeline import Target, evaluate
@@ -332,8 +335,15 @@ def _plan(srv: Server, engine: Any) -> None:
                            site=site.name, span=anchor(site)))
         return
     if not ref and not t.model_config and engine.models_on_request:
-        # the server loads models on request (`ollama serve`): none is named here
-        srv.error = f"{engine.title}: no model given in the command (pass --model REF)"
+        # the server loads models on request (`ollama serve`): none is named here. Said once: by
+        # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
+        srv.error = (f"{engine.title} loads the models requests name, and none is named here: add "
+                     "`# servefit: model=REF` above the server (or pass --model REF)")
+        own = getattr(engine, "unnamed_models_code", "")
+        if not any(own and f.code == own for f in cfg.findings):
+            out.append(finding("SF115", f"{engine.title} loads the models requests name, and this file names none, "
+                                        "so their memory was not checked: add `# servefit: model=REF` above it for "
+                                        "the model it serves", site=site.name, span=anchor(site)))
         return
     if "$" in ref:
         srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"

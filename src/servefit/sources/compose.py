@@ -195,7 +195,7 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     for launch in launches:
         launch.shm = shm
     ports = [y.str(p) or y.str(y.get(p, "target")) for svc in svcs for p in y.seq(y.get(svc, "ports"))]
-    facts: Facts = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svcs),
+    facts: Facts = {"service": sname, "ports": [p for p in ports if p], "exposure": _exposure(y, svcs, interp),
                     "runtime_env": runtime}
     if len(files) > 1:
         facts["compose_files"] = files
@@ -222,8 +222,9 @@ def _standard(path: str) -> bool:
     return os.path.basename(path) in OVERRIDES
 
 
-def _exposure(y: Y, svcs: list[Node]) -> list[Exposure]:
-    """Ports published beyond the host's loopback (every layer's), and host networking."""
+def _exposure(y: Y, svcs: list[Node], interp: Vars) -> list[Exposure]:
+    """Ports published beyond the host's loopback (every layer's), and host networking; a port
+    spec is read after compose's interpolation (`${OLLAMA_PORT:-11434}:11434`)."""
     out: list[Exposure] = []
     mode = y.tok(_last(y, svcs, "network_mode"))
     if mode is not None and mode.text == "host":
@@ -231,7 +232,8 @@ def _exposure(y: Y, svcs: list[Node]) -> list[Exposure]:
     for p in [p for svc in svcs for p in y.seq(y.get(svc, "ports"))]:
         t = y.tok(p)
         if t is not None:
-            e = published("compose ports", t.text, t.span)
+            value = expand_word(y.scalar_src(p), interp, compose=True).text if "$" in t.text else None
+            e = published("compose ports", t.text, t.span, value)
         else:  # long syntax: target, published, host_ip
             target = y.str(y.get(p, "target")) or ""
             ip = y.str(y.get(p, "host_ip")) or ""

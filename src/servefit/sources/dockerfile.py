@@ -15,12 +15,11 @@ import re
 from dataclasses import dataclass, field
 
 from servefit.core import Token
-from servefit.rules.catalog import finding
-from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import container
-from servefit.sources.shell import Piece, Vars, Word, expand_word, split_words
+from servefit.sources.launch import container, ollama_client
+from servefit.sources.problems import literal_variable
+from servefit.sources.shell import Piece, Vars, Word, expand_word, split_commands, split_words
 from servefit.sources.text import Src, align, logical_lines, sub
 
 INSTR = re.compile(r"\s*([A-Za-z]+)(?:\s+|$)")
@@ -38,6 +37,7 @@ class Stage:
     entry: list[Word] | None = None
     cmd: list[Word] | None = None
     exec_vars: list[Word] = field(default_factory=list)
+    built: list[list[Word]] = field(default_factory=list)  # RUN commands: `ollama pull X` puts X in the image
 
 
 def _exec_form(src: Src) -> list[Src] | None:
@@ -83,7 +83,6 @@ def _command(rest: Src, st: Stage) -> list[Word]:
     return [_synthetic("/bin/sh", rest), _synthetic("-c", rest), payload]
 
 
-@rule("SF107")
 def scan(fc: FileCtx) -> None:
     m = ESCAPE.search(fc.text[:500])
     escape = m.group(1) if m else "\\"
@@ -107,7 +106,8 @@ def scan(fc: FileCtx) -> None:
             name = words[2].text if len(words) > 2 and words[1].text.lower() == "as" else None
             parent = next((s for s in stages if s.name and s.name == base), None)
             if parent is not None:
-                st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd)
+                st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd,
+                           built=list(parent.built))
             else:
                 st = Stage(name, words[0].token())
             stages.append(st)
@@ -140,6 +140,8 @@ def scan(fc: FileCtx) -> None:
                 tok = v.token()
                 st.scope.set(k, tok, v.unresolved)
                 st.runtime.set(k, tok, v.unresolved)
+        elif instr == "RUN" and not rest.text.lstrip().startswith("["):
+            st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
         elif instr in ("CMD", "ENTRYPOINT"):
             words = _command(rest, st)
             if instr == "CMD":
@@ -151,15 +153,34 @@ def scan(fc: FileCtx) -> None:
     if not stages:
         return
     st = stages[-1]
-    if st.entry is None and st.cmd is None and not st.runtime.values and \
-            not detect.models_on_request(detect.engine_of_image(st.image.text if st.image else None)):
-        return  # only extends an engine image: nothing about the server is configured here
+    engine = detect.engine_of_image(st.image.text if st.image else None)
+    if st.entry is None and st.cmd is None and not detect.models_on_request(engine) and \
+            not any(_reads_env(engine, k) for k in st.runtime.values):
+        return  # only extends an engine image (a token, a cache path): nothing about the server is set here
     st.runtime.exported = set(st.runtime.values)
     ctx = fc.ctx()
+    for words in st.built:  # models pulled at build time are the ones the image's server has
+        ollama_client(words, ctx)
     launches = container(st.image, st.entry, st.cmd or None, ctx, st.runtime)
     if not launches:
         return
     for w in st.exec_vars:
-        fc.findings.append(finding("SF107", f"the exec form passes {w.text!r} to the engine literally: "
+        fc.findings.append(literal_variable(f"the exec form passes {w.text!r} to the engine literally: "
                                             "no shell expands variables here", span=w.token().span))
     fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None, None, ctx.ollama_models)
+
+
+def _reads_env(engine: str | None, name: str) -> bool:
+    """Whether the engine's server reads this environment variable: its option table's twins
+    (TGI, llama.cpp), its own prefix (VLLM_*, SGLANG_*), anything for a launcher that takes its
+    whole configuration from the environment (TGI's image_serves)."""
+    if engine is None:
+        return bool(name)
+    if detect.trait(engine, "image_serves") or name.startswith(engine.upper() + "_"):
+        return True
+    from servefit.engines.options import load_table
+
+    try:
+        return name in load_table(engine).by_env
+    except Exception:  # noqa: BLE001 - a plugin engine without a table: count it, as before
+        return True

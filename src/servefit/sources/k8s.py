@@ -13,6 +13,8 @@ limits/requests for the count, and /dev/shm from an emptyDir of medium Memory or
 
 from __future__ import annotations
 
+import re
+
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.budget import charge_entries
@@ -23,8 +25,11 @@ from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hi
 from servefit.sources.launch import Launch, container
 from servefit.sources.ports import Exposure, port_list
 from servefit.sources.ports import add as add_exposure
+from servefit.sources.problems import literal_variable
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
+
+LITERAL_VAR = re.compile(r"(?<!\$)\$\{?([A-Za-z_][A-Za-z0-9_]*)")  # `${X}` / `$X`, not `$(X)` nor `$$X`
 
 POD_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template", "spec"), "StatefulSet": ("spec", "template", "spec"),
@@ -221,6 +226,24 @@ def item_words(y: Y, node: Node | None, env: Vars) -> list[Word] | None:
     return None
 
 
+def _literal_variables(launches: list[Launch], items: list[Word], fc: FileCtx) -> None:
+    """SF107: a `${VAR}` / `$VAR` in a command or args item reaches the engine as text, because
+    Kubernetes expands `$(VAR)` there and nothing else (a `sh -c` payload is the shell's)."""
+    written = {(t.span.file, t.span.start): w.text for w in items if LITERAL_VAR.search(w.text)
+               for t in [w.token()] if t.span is not None}
+    if not written:
+        return
+    for launch in launches:
+        shell = {(sp.file, sp.start) for _, sp in launch.unresolved if sp is not None}
+        for tok in launch.argv:
+            key = (tok.span.file, tok.span.start) if tok.span is not None else None
+            if key in written and key not in shell and LITERAL_VAR.search(tok.text):
+                name = LITERAL_VAR.search(tok.text).group(1)  # type: ignore[union-attr]
+                fc.findings.append(literal_variable(
+                    f"Kubernetes passes {tok.text!r} to the engine literally: it expands $(VAR) in command "
+                    f"and args, not ${{VAR}}; write $({name})", span=tok.span))
+
+
 def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] | None = None) -> Vars:
     env = Vars()
     for ef in y.seq(y.get(c, "envFrom")):
@@ -304,6 +327,7 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
     launches = container(image, cmd, args, ctx, env)
     if not launches:
         return []
+    _literal_variables(launches, (cmd or []) + (args or []), fc)
     count, count_tok, count_src = gpu_count(y, more if more is not None and y.get(more, "resources") else c)
     if group is not None and count is not None:
         count += group[0]

@@ -22,7 +22,9 @@ from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
 
-SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf"}
+# words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
+SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
+              "until"}
 DOCKER = {"docker", "podman", "nerdctl"}
 DOCKER_VALUE_LONG = {
     "--env", "--env-file", "--volume", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
@@ -152,7 +154,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             break
     if i >= n:
         return []
-    _ollama_client(words[i:], ctx)
+    ollama_client(words[i:], ctx)
     head = detect.program(texts[i])
     if head in detect.NOT_LAUNCH:
         return []
@@ -198,7 +200,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     return [launch]
 
 
-def _ollama_client(words: list[Word], ctx: Ctx) -> None:
+def ollama_client(words: list[Word], ctx: Ctx) -> None:
     """`ollama pull|run MODEL` and `ollama create NAME -f PATH`: what an Ollama server beside
     this command will load."""
     texts = [w.text for w in words]

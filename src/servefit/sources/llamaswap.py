@@ -5,6 +5,8 @@ so a commented line inside a continuation does not end the command here. `${macr
 from `macros:`; `${PORT}` (llama-swap assigns it counting from `startPort`, 5800 by default) and
 `${MODEL_ID}` (the model's name) are filled in the way llama-swap fills them.
 `cmd` may also be `docker run ... IMAGE args`. Per-model `env: ["K=V"]` is the process env.
+A `cmd` that starts with a Windows path (`C:\\llama\\llama-server.exe`) is split as llama-swap
+splits it on Windows (sources/winsplit.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from servefit.sources.base import FileCtx, give_names
 from servefit.sources.launch import from_words
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.text import Src, logical_lines
+from servefit.sources.winsplit import is_windows_command, split_windows
 from servefit.sources.yamlpos import Y, YamlProblem, compose_all
 
 START_PORT = "5800"  # llama-swap's default startPort: ${PORT} counts up from it
@@ -76,9 +79,11 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
             shared = table
         table = dict(shared, MODEL_ID=mname)
         words: list[Word] = []
-        for line in logical_lines(substitute(y.scalar_src(cmd), table), "\\"):
+        full = substitute(y.scalar_src(cmd), table)
+        windows = is_windows_command(full.text.lstrip("\n"))  # llama-swap on Windows splits the Windows way
+        for line in logical_lines(full, "\\"):
             if not line.text.lstrip().startswith("#"):
-                words += split_words(line, None)
+                words += split_windows(line) if windows else split_words(line, None)
         env = Vars()
         for item in y.seq(y.get(m, "env")):
             if isinstance(item, ScalarNode):

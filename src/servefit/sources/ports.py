@@ -49,8 +49,10 @@ def publish_spec(spec: str) -> tuple[str, int | None] | None:
     return ip or "0.0.0.0", _port(parts[-1]) if parts else None
 
 
-def published(how: str, spec: str, span: Span | None) -> Exposure | None:
-    hit = publish_spec(spec)
+def published(how: str, spec: str, span: Span | None, value: str | None = None) -> Exposure | None:
+    """`spec` as written; `value`, when given, the same after the wrapper's interpolation
+    (compose `"${PORT:-8000}:8000"`), which is what is read."""
+    hit = publish_spec(spec if value is None else value)
     if hit is None:
         return None
     ip, port = hit

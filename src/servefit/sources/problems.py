@@ -32,3 +32,10 @@ def missing_config_file(message: str, **where: Any) -> Finding:
 def runtime_not_found(message: str, **where: Any) -> Finding:
     """A KServe InferenceService whose serving runtime is not in its file: the server is unknown."""
     return finding("SF114", message, **where)
+
+
+@rule("SF107")
+def literal_variable(message: str, **where: Any) -> Finding:
+    """A `$VAR` the runtime passes to the engine as text: a Dockerfile exec form (no shell), a
+    k8s command or args item (Kubernetes expands `$(VAR)` only)."""
+    return finding("SF107", message, **where)

@@ -69,7 +69,7 @@ class GenericAdapter(Adapter):
         frac = s.get(self.fraction_name, x.resolved(self.fraction_name))
         frac_cur = float(frac) if frac is not None else 0.9
         cap = 1 - needs.headroom if needs.headroom is not None else max(frac_cur, self.fraction_ceiling)
-        lower = needs.headroom is not None or "memory" in needs.objective or ev.plan.outcome != "started"
+        lower = needs.headroom is not None or "memory" in needs.objective or not self.started(ev.plan, needs)
         fracs = [f for f in knobs.get(self.fraction_name, ()) if f <= cap + 1e-9 and (lower or f >= frac_cur)]
         tp_cur = int(s.get(self.tp_name) or x.resolved(self.tp_name) or 1)
         tps = [t for t in (1, 2, 4, 8) if t <= max(ev.count, 1) and ev.model.num_attention_heads % t == 0]

@@ -58,7 +58,11 @@ class Patch:
                    applicability=self.applicability)  # type: ignore[arg-type]
 
     def manual(self) -> list[str]:
-        return [p.shown for p in self.placed if p.applicability == DISPLAY]
+        """The changes to make by hand: all of them when one cannot be placed (then nothing of
+        this patch is written, so a change that could be placed alone is by hand too)."""
+        if any(p.applicability == DISPLAY for p in self.placed):
+            return [p.shown for p in self.placed if p.shown]
+        return []
 
 
 def fmt(value: Any) -> str:
@@ -253,6 +257,12 @@ class Patcher:
     def replace(self, p: Placed, tok: Token, text: str, offset: int = 0) -> None:
         s = tok.span
         assert s is not None
+        var = next((v for v, sp in self.site.unresolved_spans if sp is not None and sp.file == s.file
+                    and s.start <= sp.start < s.end), None)
+        if var is not None:  # `${CONTEXT_SIZE}` set outside the repository: the value belongs there
+            p.applicability = DISPLAY
+            p.shown = f"{var}={text} where ${var} is set (it gives {p.shown.split(' ', 1)[0] or 'this setting'})"
+            return
         if offset and (s.end - s.start != len(tok.text)):
             p.applicability = DISPLAY
             return

@@ -85,6 +85,11 @@ class Session:
             ev = srv.evaluation
             if ev is None:
                 raise UsageError(srv.error or "this server could not be planned")
+            from servefit.commands.estimate import input_error
+
+            bad = input_error(ev)  # the engine refuses the command itself: no memory setting changes that
+            if bad:
+                raise UsageError(f"{bad}: the engine refuses this command; fix it first, then tune")
             needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
             space = build_space(ev, needs)
         except UsageError as exc:

@@ -73,6 +73,9 @@ class Adapter:
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         return plan.outcome == "started"
 
+    # what tune and explain call a plan that starts but fails started() (layers left on the CPU)
+    short_of_started = "offloaded"
+
     # -- explain's sweep cells (sweep.py): the engine's own terms for N users at C tokens
     slot_users = False  # the users are slots the command sets (llama.cpp -np, OLLAMA_NUM_PARALLEL)
     request_cap = ""  # the setting that caps the requests served at once, for token-pool engines
@@ -223,7 +226,7 @@ class Space:
         var = self.variants.get(point.get(WEIGHTS, "none"))
         level = var.level if var is not None and var.changes_checkpoint else self.adapter.current_level(self.ev)
         started = self.adapter.started(plan, needs)
-        outcome = plan.outcome if plan.outcome != "started" or started else "offloaded"
+        outcome = plan.outcome if plan.outcome != "started" or started else self.adapter.short_of_started
         users = self.adapter.users(plan, point) if outcome == "started" else 0
         total = self.ev.gpu.memory_bytes or plan.memory.total or 1
         headroom = plan.memory.free_headroom / total
@@ -236,7 +239,17 @@ class Space:
                       labels={"kv": self.adapter.kv_label(point, plan),
                               "weights": var.label if var is not None else "checkpoint"},
                       constraints=constraint_values(needs, outcome, context, users, headroom),
-                      message=plan.messages[-1] if plan.messages and outcome != "started" else "")
+                      message=_why_not(plan, outcome))
+
+
+def _why_not(plan: MemoryPlan, outcome: str) -> str:
+    """Why a candidate does not serve: the engine's last word when it refuses, else (it starts
+    short of what was asked) the finding that says so."""
+    if outcome == "started":
+        return ""
+    if plan.outcome != "started":
+        return plan.messages[-1] if plan.messages else ""
+    return next((f.message for f in plan.findings if f.severity in ("error", "warning")), "")
 
 
 def build_space(ev: Evaluation, needs: Needs) -> Space:

@@ -25,6 +25,7 @@ class LlamaCppEngine(Engine):
     title = "llama.cpp"
     default_version = CURRENT
     models_on_request = True  # no -m: a router that loads the models requests name (config.router_mode)
+    unnamed_models_code = "LCPP015"
     image_patterns = ("ggml-org/llama.cpp", "ggerganov/llama.cpp", "llama.cpp:server", "llama.cpp:full",
                       "llama-cpp-server", "llamacpp-server", "/llama.cpp:")
 

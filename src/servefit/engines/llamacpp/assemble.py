@@ -160,10 +160,14 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
     n_all = lm.n_layer + 1
     if u.pl.n_offloaded < n_all or fr.n_cpu_moe:
         how = "--fit" if fr.changed_layers else "-ngl"
-        moe = f", experts of {fr.n_cpu_moe} layers on the CPU" if fr.n_cpu_moe else ""
-        out.append(finding("LCPP009", f"offloaded {u.pl.n_offloaded}/{n_all} layers to GPU ({how}{moe}); the rest "
-                           "runs on the CPU", span=sp.get("n_gpu_layers") or sp.get("ctx_size"), site=site,
-                           setting="n_gpu_layers"))
+        on_cpu: list[str] = []
+        if u.pl.n_offloaded < n_all:
+            on_cpu.append(f"{n_all - u.pl.n_offloaded} layer{'s' if n_all - u.pl.n_offloaded != 1 else ''}")
+        if fr.n_cpu_moe:
+            on_cpu.append(f"the experts of {fr.n_cpu_moe} layer{'s' if fr.n_cpu_moe != 1 else ''}")
+        out.append(finding("LCPP009", f"offloaded {u.pl.n_offloaded}/{n_all} layers to GPU ({how}); "
+                           f"{' and '.join(on_cpu)} run{'s' if on_cpu == ['1 layer'] else ''} on the CPU",
+                           span=sp.get("n_gpu_layers") or sp.get("ctx_size"), site=site, setting="n_gpu_layers"))
     if cp.n_ctx_seq > lm.n_ctx_train > 0:
         out.append(finding("LCPP011", f"n_ctx_seq ({cp.n_ctx_seq}) > n_ctx_train ({lm.n_ctx_train}) -- possible "
                            "training context overflow", span=sp.get("ctx_size"), site=site, setting="ctx_size"))

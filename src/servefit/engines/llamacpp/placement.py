@@ -64,16 +64,34 @@ def layer_devices(n_layer: int, ngl: int, n_dev: int, split_mode: str, splits: l
     return out
 
 
-def _override_device(name: str, rules: list[tuple[re.Pattern[str], int]]) -> int | None:
+class _FirstLayersExperts:
+    r"""-ncmoe N as one rule: llama.cpp adds `^blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps` for
+    il < N (common/arg.cpp), all to the CPU; one test instead of N patterns per tensor (explain
+    and --fit place every tensor thousands of times)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def search(self, name: str) -> bool:
+        if not name.startswith("blk."):
+            return False
+        il = name[4:name.find(".", 4)]
+        return il.isdigit() and int(il) < self.n and _EXPS.match(name, 4 + len(il)) is not None
+
+
+Rule = tuple["re.Pattern[str] | _FirstLayersExperts", int]
+
+
+def _override_device(name: str, rules: list[Rule]) -> int | None:
     for pat, dev in rules:
         if pat.search(name):
             return dev
     return None
 
 
-def parse_overrides(items: list[str], cpu_moe: bool, n_cpu_moe: int) -> list[tuple[re.Pattern[str], int]]:
+def parse_overrides(items: list[str], cpu_moe: bool, n_cpu_moe: int) -> list[Rule]:
     """-ot pattern=BUFT (CPU, CPU_REPACK, CUDA1, ...), then -cmoe / -ncmoe as llama.cpp adds them."""
-    rules: list[tuple[re.Pattern[str], int]] = []
+    rules: list[Rule] = []
     for item in items:
         pat, _, buft = item.rpartition("=")
         m = re.search(r"(\d+)$", buft)
@@ -84,8 +102,8 @@ def parse_overrides(items: list[str], cpu_moe: bool, n_cpu_moe: int) -> list[tup
             continue
     if cpu_moe:
         rules.append((_EXPS, CPU))
-    for il in range(n_cpu_moe):
-        rules.append((re.compile(rf"^blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"), CPU))
+    if n_cpu_moe > 0:
+        rules.append((_FirstLayersExperts(n_cpu_moe), CPU))
     return rules
 
 
@@ -100,7 +118,7 @@ class Placement:
 
 
 def place(lm: LModel, ngl: int, n_dev: int, split_mode: str, splits: list[float], main_gpu: int,
-          overrides: list[tuple[re.Pattern[str], int]], b: int) -> Placement:
+          overrides: list[Rule], b: int) -> Placement:
     devs = layer_devices(lm.n_layer, ngl, n_dev, split_mode, splits, main_gpu, b)
     pl = Placement(layer_dev=devs, n_offloaded=sum(1 for d in devs if d != CPU))
     row = split_mode == "row" and n_dev > 1

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 from servefit.tune.adapters import GenericAdapter
 
 if TYPE_CHECKING:
-    pass
+    from servefit.core import MemoryPlan
+    from servefit.tune.objective import Needs
 
 
 class SglangAdapter(GenericAdapter):
@@ -18,3 +19,11 @@ class SglangAdapter(GenericAdapter):
     fraction_name = "mem_fraction_static"
     tp_name = "tp_size"
     fraction_ceiling = 0.9  # SGLang's own default is often far lower; its OOM message says to raise it
+    short_of_started = "oom_under_load"
+
+    def started(self, plan: MemoryPlan, needs: Needs) -> bool:
+        """SGLang starts, but SGL011 says the static pool leaves less than the prefill activations
+        and the CUDA graphs need (plan.py::reserve_finding): CUDA out of memory under the first
+        long prefill or at graph capture. Not a configuration tune may write, nor an explain cell
+        that fits."""
+        return plan.outcome == "started" and not any(f.code == "SGL011" for f in plan.findings)

@@ -97,8 +97,10 @@ class VllmEngine(Engine):
         table = load_table("vllm")
         n = self.command_length([t.text for t in site.argv])
         args = list(site.argv[n:])
-        args = _splice_config(args, site)
+        missing: list[Finding] = []
+        args = _splice_config(args, site, missing)
         parsed = parse_argv(table, args, version, site=site.name)
+        parsed.findings[:0] = missing
         implied = None if version else implied_version(table.options, set(parsed.values))
         if implied:  # a flag the newest release dropped dates the config: model that era
             version = implied[0]
@@ -186,9 +188,10 @@ def _check_auto_len(cfg: EngineConfig) -> None:
                                     span=cfg.spans.get("max_model_len"), setting="max_model_len"))
 
 
-def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
+def _splice_config(args: list[Token], site: LaunchSite, missing: list[Finding] | None = None) -> list[Token]:
     """Expand `--config FILE` the way FlexibleArgumentParser._pull_args_from_config does: each
-    top-level key becomes `--key`, spliced in before the command-line flags (CLI wins)."""
+    top-level key becomes `--key`, spliced in before the command-line flags (CLI wins). A YAML
+    file that is not there (written at run time, or kept elsewhere) is SF113 in `missing`."""
     for i, tok in enumerate(args):
         text = tok.text
         if text == "--config" and i + 1 < len(args):
@@ -202,6 +205,13 @@ def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
             cand = os.path.join(os.path.dirname(site.file), path)
             if os.path.exists(cand):
                 path = cand
+        if path.endswith((".yaml", ".yml")) and not os.path.isfile(path) and missing is not None and \
+                "$" not in path:
+            from servefit.sources.problems import missing_config_file
+
+            missing.append(missing_config_file(f"--config {path_tok.text} is not in the repository; the settings it "
+                                               "holds are unknown, so only the command line's are checked",
+                                               span=path_tok.span, site=site.name))
         if not path.endswith((".yaml", ".yml")) or not os.path.isfile(path):
             return rest  # vLLM would refuse a non-YAML file; an absent file cannot be read here
         words = config_words(path)

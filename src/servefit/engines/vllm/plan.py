@@ -256,7 +256,7 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     """Numbers and outcome only: sets out.outcome, out.messages and the KV capacity."""
     lay, check_lay = lays
     v = verdicts.Verdict(util=r.util, budget=budget, avail=avail, max_num_batched_tokens=r.max_num_batched_tokens)
-    if any(f.severity == "error" for f in out.findings):
+    if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse refuses (VLLM001/002)
         out.outcome = "rejected_config"
     mem = out.memory
     v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
