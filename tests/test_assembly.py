@@ -277,3 +277,18 @@ def test_versions_as_users_write_them_are_taken(capsys: pytest.CaptureFixture[st
                            "--", "vllm", "serve", LLAMA, "--max-model-len", "8192")
         assert rc in (0, 1), err
         assert json.loads(out)["engine_version"] == version
+
+
+def test_a_model_directive_is_the_next_servers_only(tmp_path: Path) -> None:
+    """`# servefit: model=` names the model of the server below it: not the one above it (which
+    names its own), and not the one after the next; `gpu=` still applies file-wide."""
+    f = tmp_path / "serve.sh"
+    f.write_text("#!/bin/sh\n# servefit: gpu=L4\n"
+                 f"vllm serve {LLAMA} --port 8000 &\n"
+                 "# servefit: model=Qwen/Qwen2.5-7B-Instruct\n"
+                 "vllm serve /models/qwen --port 8001 &\n"
+                 "vllm serve /models/other --port 8002 &\nwait\n")
+    servers = assemble([str(f)], plan=False).servers
+    assert [s.target.model.value if s.target.model else None for s in servers] == \
+        [None, "Qwen/Qwen2.5-7B-Instruct", None]
+    assert [s.gpu_name for s in servers] == ["L4", "L4", "L4"]

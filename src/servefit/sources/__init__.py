@@ -152,9 +152,10 @@ def _directives(path: str, result: ScanResult) -> None:
     found = directives(result.text, LineIndex(result.text, path).span, problems)
     result.findings.extend(invalid_directive(msg, span=at) for msg, at in problems)
     if found:
+        lines = sorted({site.line for site in result.sites if site.file == path})
         for site in result.sites:
             if site.file == path:
-                site.directives = for_line(found, site.line)
+                site.directives = for_line(found, site.line, lines)
 
 
 # a KServe InferenceService names its runtime, not its engine: read it to say when the runtime is missing

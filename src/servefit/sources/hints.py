@@ -186,12 +186,22 @@ def _invalid_value(key: str, value: str) -> str | None:
     return None
 
 
-def for_line(found: list[dict[str, DirectiveValue]], line: int) -> dict[str, DirectiveValue]:
+# keys that name one server's own setting: a directive sets them for the first server below it only
+PER_SERVER_KEYS = frozenset({"model"})
+
+
+def for_line(found: list[dict[str, DirectiveValue]], line: int,
+             servers: list[int] | tuple[int, ...] = ()) -> dict[str, DirectiveValue]:
     """The directives that apply to a server starting at `line`: for each key, the nearest one
-    above it, else the first one in the file."""
+    above it, else the first one in the file. A `model=` directive is the next server's only:
+    it applies when no other server (`servers`: every server's line in the file) starts between
+    it and this one, and never to a server above it."""
     out: dict[str, DirectiveValue] = {}
     for d in found:
         for k, v in d.items():
+            if k in PER_SERVER_KEYS:
+                if v.line > line or any(v.line <= other < line for other in servers):
+                    continue
             cur = out.get(k)
             if cur is None or (v.line <= line and (cur.line > line or v.line > cur.line)):
                 out[k] = v
