@@ -133,7 +133,7 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
     return out
 
 
-@rule("LCPP006", "LCPP007", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
+@rule("LCPP006", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
 def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_on: bool, ctx_user: int,
            ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
            over: list[int], site: str) -> list[Any]:
@@ -197,6 +197,7 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
     return out
 
 
+@rule("LCPP007")
 def split_context(cp: Any, ctx_user: int, s: dict[str, Any], sp: dict[str, Any], b: int, site: str) -> Any:
     """LCPP007: without a unified cache llama.cpp gives each of the -np slots n_ctx / np cells
     (src/llama-context.cpp: n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256); before b5913 the server's
