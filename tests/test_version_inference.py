@@ -247,3 +247,25 @@ def test_the_newest_modelled_counts_even_when_not_read():
     assert got is not None and (got.version, got.why) == ("1.0.0", (("--b", "removed in 2.0.0"),))
     got = table.implied_release(["--d"], "2.5.0")  # no history: the table's own until
     assert got is not None and (got.version, got.why) == ("1.0.0", (("--d", "removed after 1.9.99"),))
+
+
+@pytest.mark.parametrize("image,version,dated", [
+    ("vllm/vllm-openai:latest", CURRENT, False),  # pulled today: the newest runs, the flag is refused
+    ("vllm/vllm-openai", CURRENT, False),  # no tag is latest
+    ("vllm/vllm-openai:nightly", CURRENT, False),
+    ("vllm/vllm-openai:v0.9.1", "0.9.1", False),
+    ("vllm/vllm-openai@sha256:" + "0" * 64, "0.9.2", True),  # a digest names a build, not a version
+    ("myorg/llm-gateway:latest", "0.9.2", True),  # not the engine's image: its vLLM is not known
+])
+def test_a_moving_image_tag_is_the_newest(image, version, dated):
+    site = site_from_argv("vllm serve Qwen/Qwen3-8B --use-v2-block-manager".split(), {})
+    site.engine, site.image = "vllm", image
+    from servefit import engines
+    from servefit.sources.detect import version_of_image
+
+    cfg = engines.get("vllm").parse(site, version_of_image(image))
+    assert cfg.version == version
+    assert bool(sf005(cfg)) is dated
+    if image.endswith(("latest", "openai")) and not dated:
+        (err,) = [f for f in cfg.findings if f.code == "VLLM001"]
+        assert err.message.endswith("(removed in 0.10.0; the image tag latest runs the newest release)")

@@ -62,19 +62,41 @@ def serve_command_length(words: list[str], prog: str, modules: tuple[str, ...], 
     return 0
 
 
-def implied_release(table: OptionTable, used: Iterable[str], current: str, version: str | None) -> Implied | None:
-    """With no version given (`version` None): what the options the server uses (flags as the
-    table spells them, environment variables) say about its release (OptionTable.implied_release);
-    a given version is never second-guessed."""
-    return None if version else table.implied_release(used, current)
+def moving_tag(site: LaunchSite | None) -> str | None:
+    """The tag when the server runs the engine's own image by a tag that moves with its releases
+    (`vllm/vllm-openai:latest`, no tag, `nightly`, llama.cpp `server-cuda`, Ollama `rocm`): the
+    newest release runs where it is pulled, so that is the version given. None otherwise (a
+    version in the tag, a digest, another image)."""
+    import re
+
+    from servefit.sources.detect import engine_of_image, split_image
+
+    if site is None or not site.image or "@" in site.image or engine_of_image(site.image) != site.engine:
+        return None
+    tag = split_image(site.image)[1] or "latest"
+    if re.search(r"\d+\.\d+|\bb\d{3,}", tag.replace("-", " ")) or "$" in tag or "{" in tag:
+        return None
+    return tag
 
 
-def unpinned(title: str, implied: Implied | None) -> str:
-    """Why the newest release judges a config's flags, for the findings that depend on it."""
+def implied_release(table: OptionTable, used: Iterable[str], current: str, version: str | None,
+                    site: LaunchSite | None = None) -> Implied | None:
+    """With no version given (`version` None, and no image tag that moves with the releases): what
+    the options the server uses (flags as the table spells them, environment variables) say about
+    its release (OptionTable.implied_release); a given version is never second-guessed."""
+    return None if version or moving_tag(site) else table.implied_release(used, current)
+
+
+def unpinned(title: str, implied: Implied | None, site: LaunchSite | None = None, version: str | None = None) -> str:
+    """Why the newest release judges a config's flags, for the findings that depend on it ("":
+    a version was given, or the flags date the config)."""
+    if version:
+        return ""
     if implied is not None and implied.version is None:
         return (f"no version given, and no {title} release has every option this config uses, so servefit "
                 "models the newest: pin the image tag or pass --engine-version")
-    return ""
+    tag = moving_tag(site)
+    return f"the image tag {tag} runs the newest release" if tag else ""
 
 
 @rule("SF005")

@@ -103,13 +103,14 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     table = load_table("llamacpp")
     n = model_words(site)
     args = list(site.argv[n:])
-    parsed = parse_argv(table, args, f"b{V.build(version)}", site=site.name)
+    parsed = parse_argv(table, args, f"b{V.build(version)}", site=site.name,
+                        unpinned=unpinned("llama.cpp", None, site, version))
     where = {**parsed.used, **_dating_env(site, table)}
-    implied = implied_release(table, where, V.CURRENT, version)
+    implied = implied_release(table, where, V.CURRENT, version, site)
     b = V.build(implied.version if implied and implied.version else version)
     ver = f"b{b}"
     if implied:  # the options date the config (or no build has them all): model that build, say so
-        parsed = parse_argv(table, args, ver, site=site.name, unpinned=unpinned("llama.cpp", implied))
+        parsed = parse_argv(table, args, ver, site=site.name, unpinned=unpinned("llama.cpp", implied, site))
     # llama-swap macros (${PORT}, ${MODEL_ID}) are filled in by llama-swap at run time: not a bad value
     parsed.findings = [f for f in parsed.findings if "${" not in f.message]
     for f in parsed.findings:  # llama.cpp's own wording (common/arg.cpp: "error: invalid argument: X")

@@ -75,7 +75,7 @@ def _program(w: str) -> str:
 def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineConfig:
     table = load_table("ollama")  # the OLLAMA_* variables each release's envconfig reads
     where = {k: t.span for k, t in site.env.items() if k in table.env_history}
-    implied = implied_release(table, where, V.CURRENT, version)
+    implied = implied_release(table, where, V.CURRENT, version, site)
     modelled = version or (implied.version if implied else None)
     v = V.vtuple(modelled)
     findings: list[Finding] = []

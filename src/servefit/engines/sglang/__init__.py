@@ -70,10 +70,11 @@ class SglangEngine(Engine):
         table = load_table("sglang")
         n = self.command_length([t.text for t in site.argv])
         args = _splice_config(list(site.argv[n:]), site)
-        parsed = parse_argv(table, args, version, site=site.name)
-        implied = implied_release(table, parsed.used, CURRENT, version)
+        parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("SGLang", None, site, version))
+        implied = implied_release(table, parsed.used, CURRENT, version, site)
         if implied:  # the flags date the config (or no release has them all): model that era, say so
-            parsed = parse_argv(table, args, implied.version, site=site.name, unpinned=unpinned("SGLang", implied))
+            parsed = parse_argv(table, args, implied.version, site=site.name,
+                                unpinned=unpinned("SGLang", implied, site))
         where = dict(parsed.used)
         given, version = version, version or (implied.version if implied else None)
         for extra in parsed.positionals:

@@ -68,7 +68,7 @@ class TgiEngine(Engine):
         table = load_table("tgi")
         n = self.command_length([t.text for t in site.argv])
         args = list(site.argv[n:])
-        parsed = parse_argv(table, args, version, site=site.name)
+        parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("TGI", None, site, version))
         env = dict(site.env)
         sagemaker = (site.image and "tgi-inference" in site.image) or ("HF_MODEL_ID" in env and "MODEL_ID" not in env)
         if sagemaker:
@@ -76,9 +76,10 @@ class TgiEngine(Engine):
                 if src in env:
                     env[dst] = env[src]
         where = {**parsed.used, **{k: t.span for k, t in env.items() if k in table.env_history}}
-        implied = implied_release(table, where, CURRENT, version)
+        implied = implied_release(table, where, CURRENT, version, site)
         if implied:  # the options date the config (or no release has them all): model that era, say so
-            parsed = parse_argv(table, args, implied.version, site=site.name, unpinned=unpinned("TGI", implied))
+            parsed = parse_argv(table, args, implied.version, site=site.name,
+                                unpinned=unpinned("TGI", implied, site))
         version_read = implied.version if implied else version
         for extra in parsed.positionals:  # clap takes no positionals
             parsed.findings.append(finding("TGI001", f"error: unexpected argument '{extra.text}' found",

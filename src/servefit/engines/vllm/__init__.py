@@ -106,10 +106,11 @@ class VllmEngine(Engine):
         args = list(site.argv[n:])
         missing: list[Finding] = []
         args = _splice_config(args, site, missing)
-        parsed = parse_argv(table, args, version, site=site.name)
-        implied = implied_release(table, parsed.used, CURRENT, version)
+        parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("vLLM", None, site, version))
+        implied = implied_release(table, parsed.used, CURRENT, version, site)
         if implied:  # the flags date the config (or no release has them all): model that era, say so
-            parsed = parse_argv(table, args, implied.version, site=site.name, unpinned=unpinned("vLLM", implied))
+            parsed = parse_argv(table, args, implied.version, site=site.name,
+                                unpinned=unpinned("vLLM", implied, site))
         parsed.findings[:0] = missing
         where = dict(parsed.used)
         values = parsed.values
