@@ -141,3 +141,16 @@ def test_an_exact_catalog_name_is_found_without_the_name_heuristics_index(cache)
     finally:
         for fn in fns:
             fn.cache_clear()
+
+
+def test_an_empty_entry_on_the_import_path_is_the_working_directory(cache, monkeypatch, tmp_path):
+    """`python3 -` puts '' on sys.path: the plugin scan reads it as '.', never os.stat('')."""
+    import sys
+
+    from servefit import engines
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [sys.path[0], "", *sys.path[1:]])
+    assert engines._declared_elsewhere() in (True, False)
+    assert data.derived("t", [tmp_path / "gone"], lambda: [1]) == [1]  # an input gone: built, not kept
+    assert not list(cache.glob("t-*"))

@@ -134,6 +134,32 @@ def test_done_when_kv_buffer_np4_q8():
     assert "LCPP007" in codes(cfg, p)
 
 
+@pytest.mark.parametrize("cmd, version, want", [
+    # -c C x N -np N is how N requests of C tokens are written (tune writes it): said, not warned
+    ("-c 32768 -np 4", None, ("info", "-c 32768 is shared by 4 slots: each request can use at most 8192 tokens "
+                                      "(n_ctx_seq)")),
+    ("-c 32768 -np 4 -n 8192", None, ("info", "-c 32768 is shared by 4 slots")),
+    # no -c: the model's context, split; -n longer than a slot: the file asks for more per request
+    ("-np 4 -fit off", None, ("warning", "no -c: the context (131072 tokens) is shared by 4 slots: each request "
+                                         "can use at most 32768 tokens (n_ctx_seq); set -c to the context each "
+                                         "request needs x 4 or add -kvu")),
+    ("-c 32768 -np 4 -n 16384", None, ("warning", "-n 16384 lets a request generate 16384 tokens, but -c 32768 is "
+                                                  "shared by 4 slots")),
+    ("-c 32768 -np 4 -n 16384", "b5000", ("warning", "-n 16384 lets a request")),  # no -kvu before b5913
+    ("-c 32768 -np 4 -kvu", None, None),
+    ("-c 32768", None, None),  # no -np: 4 slots with a unified cache since b6925
+    ("-np 4", "b5000", ("warning", "no -c")),
+])
+def test_context_split_warns_only_where_the_file_expects_more(cmd, version, want):
+    cfg, p = run(f"llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf {cmd}", version=version)
+    got = [(f.severity, f.message) for f in p.findings if f.code == "LCPP007"]
+    if want is None:
+        assert got == []
+    else:
+        assert len(got) == 1 and got[0][0] == want[0] and got[0][1].startswith(want[1])
+        assert ("-kvu" in got[0][1]) == (want[0] == "warning" and version is None)
+
+
 def test_done_when_without_fa_rejected_on_old_builds_and_explained_on_new():
     cfg, p = run("llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -c 32768 -np 4 -ctk q8_0 -ctv q8_0",
                  version="b6000")

@@ -217,3 +217,114 @@ def test_entry_command_line_is_scanned_for_evidence():
                                          "the file mounts $PWD/models/Mistral-7B-Instruct-v0.2 at /data")
     (bare,) = bench.run([{"ref": "/data", "engine": "tgi", "source": "https://github.com/o/r/blob/HEAD/f#L1"}])
     assert bare.status == "unknown"
+
+
+# what a `command` snippet of each kind may hold (README, "Deployment context in `command`"): the keys
+# servefit reads for the server's command, its model evidence and the names the file gives it
+SNIPPET_KEYS = {
+    "llama-swap": {"model": {"cmd", "aliases", "env"}},
+    "compose": {"service": {"container_name", "image", "build", "entrypoint", "command", "environment", "env_file",
+                            "volumes"}},
+    "k8s": {"metadata": {"name", "labels"}, "container": {"name", "image", "command", "args", "env", "envFrom"}},
+    "systemd": {"Unit": {"Description"}, "Service": {"Environment", "EnvironmentFile", "ExecStart"}},
+}
+FAMILY = {"shell": "script", "systemd": "systemd", "llama-swap": "yaml", "compose": "yaml", "k8s": "yaml",
+          "helm-values": "yaml"}
+MACRO = re.compile(r"\$\{([\w-]+)\}")
+
+
+def _containers(node):
+    """Every mapping under a `containers:` list, anywhere in a manifest."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "containers" and isinstance(v, list):
+                yield from (c for c in v if isinstance(c, dict))
+            else:
+                yield from _containers(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _containers(v)
+
+
+def _snippet_shape(r):
+    """The README's rule for one entry's `command`, checked on the text alone."""
+    kind, text = r["kind"], r["command"]
+    if kind == "llama-swap":
+        doc = yaml.safe_load(text)
+        assert set(doc) <= {"macros", "models"} and len(doc["models"]) == 1, r
+        (model,) = doc["models"].values()
+        assert "cmd" in model and set(model) <= SNIPPET_KEYS[kind]["model"], r
+        macros = doc.get("macros") or {}
+        used = set(MACRO.findall(model["cmd"])) | {m for v in macros.values() for m in MACRO.findall(str(v))}
+        assert set(macros) <= used, r  # only the macros its cmd uses
+        assert used - {"PORT", "MODEL_ID"} <= set(macros), r  # and every one it uses
+    elif kind == "compose":
+        doc = yaml.safe_load(text)
+        assert set(doc) == {"services"} and len(doc["services"]) == 1, r
+        (svc,) = doc["services"].values()
+        assert set(svc) <= SNIPPET_KEYS[kind]["service"], r
+    elif kind == "k8s":
+        docs = [d for d in yaml.safe_load_all(text) if d]
+        assert len(docs) == 1, r
+        (doc,) = docs
+        assert {"apiVersion", "kind", "metadata"} <= set(doc) and set(doc) <= {"apiVersion", "kind", "metadata", "spec"}, r
+        assert "name" in doc["metadata"] and set(doc["metadata"]) <= SNIPPET_KEYS[kind]["metadata"], r
+        (c,) = list(_containers(doc))
+        assert "name" in c and set(c) <= SNIPPET_KEYS[kind]["container"], r
+    elif kind == "systemd":
+        section, seen = "", []
+        for line in text.splitlines():
+            if line.startswith("["):
+                section = line.strip("[]")
+                assert section in SNIPPET_KEYS[kind], r
+            elif not line.startswith((" ", "\t")):  # a continuation line belongs to the key above it
+                key = line.split("=", 1)[0]
+                assert key in SNIPPET_KEYS[kind][section], (key, r)
+                seen.append(key)
+        assert seen.count("ExecStart") == 1, r
+
+
+def test_command_snippets_follow_the_rule():
+    """Every `command`, in all three parts, is a snippet of its own file kind that servefit reads as
+    that kind under the source file's name: the server's command and the names the file gives it."""
+    from servefit.sources import scan_file
+
+    rows = [r for part in bench.PARTS for r in bench.load(part) if "command" in r]
+    assert len(rows) >= 30
+    by_kind = {k: sum(r["kind"] == k for r in rows) for k in ("llama-swap", "compose", "k8s", "systemd")}
+    assert all(by_kind.values()), by_kind
+    for r in rows:
+        _snippet_shape(r)
+        text = r["command"] + "\n"
+        name = bench.snippet_name(r["source"], r["kind"], text)
+        assert name == r["source"].split("#")[0].rsplit("/", 1)[-1], r  # its own file name
+        with bench.offline():
+            path = os.path.join(os.getcwd(), name)
+            Path(path).write_text(text, encoding="utf-8")
+            result = scan_file(path)
+        assert result.kind == FAMILY[r["kind"]], r
+        labels = [s.name for s in result.sites if s.engine == r["engine"]]
+        wrapper = {"llama-swap": "llama-swap/", "compose": "compose/", "systemd": "systemd/"}.get(r["kind"])
+        if wrapper:  # servefit reads these files whole: the server is found, under the wrapper's name
+            assert labels and all(n.startswith(wrapper) for n in labels), (labels, r)
+        if r["kind"] == "k8s":
+            doc = yaml.safe_load(r["command"])
+            assert all(n.startswith(f"{doc['kind']}/{doc['metadata']['name']}/") for n in labels), (labels, r)
+
+
+def test_snippet_is_scanned_under_its_file_name():
+    """The name a file gives a server reaches the benchmark: a llama-swap key, a unit file's name."""
+    swap = ("models:\n  llama-3.1-8b-instruct:\n    cmd: llama-server --port ${PORT} -m /models/model.gguf\n")
+    (out,) = bench.run([{"ref": "/models/model.gguf", "engine": "llamacpp", "kind": "llama-swap", "command": swap,
+                         "source": "https://github.com/o/r/blob/HEAD/llama-swap.yml#L3"}])
+    assert (out.status, out.model) == ("derivative", "meta-llama/Llama-3.1-8B-Instruct")
+    assert "its llama-swap `models:` key is 'llama-3.1-8b-instruct'" in out.assumptions[0]
+    unit = "[Service]\nExecStart=/usr/bin/llama-server -m /srv/model.gguf\n"
+    (out,) = bench.run([{"ref": "/srv/model.gguf", "engine": "llamacpp", "kind": "systemd", "command": unit,
+                         "source": "https://github.com/o/r/blob/HEAD/qwen2.5-7b-instruct.service#L2"}])
+    assert out.model == "Qwen/Qwen2.5-7B-Instruct" and "its unit file's name is 'qwen2.5-7b-instruct'" in out.assumptions[0]
+    assert bench.snippet_name("https://github.com/o/r/blob/HEAD/f#L1", "systemd", unit) == "server.service"
+    assert bench.snippet_name("https://github.com/o/r/blob/HEAD/f#L1", "shell", "vllm serve /m\n") == "command.sh"
+    (bare,) = bench.run([{"ref": "/srv/model.gguf", "engine": "llamacpp", "kind": "systemd", "command": unit,
+                          "source": "https://github.com/o/r/blob/HEAD/f#L2"}])
+    assert bare.status == "unknown"

@@ -195,3 +195,20 @@ def test_unified_memory_and_max_loaded_models():
     cfg, p = plan(site(params={"num_ctx": "131072"}, env={"OLLAMA_MAX_LOADED_MODELS": "3"}), "0.32.0", g=mac)
     assert "OLLM011" in codes(cfg, p)
     assert "OLLM010" in codes(cfg, p)
+
+
+def test_a_second_model_fits_beside_as_the_scheduler_decides():
+    """server/sched.go::load: before 0.30 a second model must load fully in what this one leaves;
+    from 0.30 its prediction may take at most 80% of it. OLLAMA_MAX_LOADED_MODELS unset or 1: one model."""
+    from servefit.engines.ollama.report import room_for_another, several_models
+
+    assert room_for_another(10 * GIB, 20 * GIB, "layout") and not room_for_another(10 * GIB + 1, 20 * GIB, "layout")
+    assert room_for_another(8 * GIB, 18 * GIB, "llamaserver")
+    assert not room_for_another(9 * GIB, 20 * GIB, "llamaserver") and room_for_another(9 * GIB, 20 * GIB, "classic")
+    assert [several_models(s) for s in ({}, {"OLLAMA_MAX_LOADED_MODELS": 1}, {"OLLAMA_MAX_LOADED_MODELS": 2},
+                                        {"OLLAMA_MAX_LOADED_MODELS": 0})] == [False, False, True, True]
+    cfg, p = plan(site(params={"num_ctx": "65536"}, env={"OLLAMA_MAX_LOADED_MODELS": "2",
+                                                          "OLLAMA_NUM_PARALLEL": "2"}), "0.12.3")
+    f = next(f for f in p.findings if f.code == "OLLM010")
+    assert f.message.startswith("OLLAMA_MAX_LOADED_MODELS=2: a second model of this size does not fit beside this "
+                                "one (") and "num_ctx 65536 x 2 slots" in f.message

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,29 +61,183 @@ def test_tune_takes_the_named_files_together(tmp_path: Path, capsys: pytest.Capt
         assert (now["num_ctx"], now["OLLAMA_NUM_PARALLEL"]) == (131072, 4)
 
 
+# the shape of the llama.cpp server compose files users publish (the ggml-org image, the command
+# folded over lines). tune raised --parallel to 8 and -c to 8 x the context, as llama.cpp splits
+# -c over the slots; lint then warned LCPP007 "-c 131072 is shared by 8 slots" about the very
+# split tune had chosen.
+LLAMACPP_COMPOSE = """# llama.cpp server, as the ggml-org image's README runs it
+services:
+  llamacpp-server:
+    image: ghcr.io/ggml-org/llama.cpp:server-cuda-b6800
+    ports:
+      - "127.0.0.1:8080:8080"
+    volumes:
+      - ./models:/models
+    command: >
+      -m /models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf
+      --ctx-size 8192 --n-gpu-layers 99
+      --host 0.0.0.0 --port 8080{extra}
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]
+"""
+# the shape of a llama-swap config: a macro for the server, one model, no -np (so the current
+# build's automatic 4 slots with a unified cache); tune's explicit --parallel splits -c
+LLAMA_SWAP = """healthCheckTimeout: 500
+startPort: 10001
+macros:
+  "llama-server": >
+    /app/llama-server
+    --host 127.0.0.1 --port ${PORT}
+    --flash-attn on -ngl 99
+models:
+  "qwen2.5-7b":
+    cmd: |
+      ${llama-server}
+      --model /models/Qwen2.5-7B-Instruct-Q4_K_M.gguf
+      --ctx-size 16384
+      --jinja
+    aliases:
+      - gpt-4o-mini
+    ttl: 300
+"""
+# the shape of an Ollama compose file behind Open WebUI: a chat model and an embedding model
+# meant to stay loaded together. tune raised the context and the slots to 32768 x 4, and lint
+# then warned OLLM010: a second model of that size no longer fits beside it.
+OLLAMA_TWO_MODELS = """# Ollama for Open WebUI: a chat model and an embedding model stay loaded
+services:
+  ollama:
+    image: ollama/ollama:0.12.3
+    volumes:
+      - ollama:/root/.ollama
+    environment:
+      - OLLAMA_KEEP_ALIVE=24h
+      - OLLAMA_MAX_LOADED_MODELS=2
+      - OLLAMA_NUM_PARALLEL={np}
+      - OLLAMA_CONTEXT_LENGTH={ctx}
+    entrypoint: ["/bin/sh", "-c", "ollama serve & sleep 5 && ollama pull qwen2.5:7b && ollama pull nomic-embed-text && wait"]
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: 1
+              capabilities: [gpu]
+volumes:
+  ollama:
+"""
+# (file name, text, tune's extra arguments) of the cases written here; all on an L4
+SHAPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "ollama-env": ("docker-compose.yml", OLLAMA_ENV, ()),
+    "llamacpp-compose": ("docker-compose.yml", LLAMACPP_COMPOSE.format(extra=""), ()),
+    # -n 40000: a request may generate 40000 tokens; 4 slots of 32768 would stop it early
+    "llamacpp-n-predict": ("docker-compose.yml", LLAMACPP_COMPOSE.format(extra=" -n 40000").replace(
+        "--ctx-size 8192", "--ctx-size 65536"), ("--min-concurrency", "4")),
+    "llama-swap-macros": ("config.yaml", LLAMA_SWAP, ()),
+    "ollama-two-models": ("docker-compose.yml", OLLAMA_TWO_MODELS.format(np=1, ctx=8192), ()),
+}
+
+
 def _cases() -> list[str]:
-    return sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()) + ["ollama-env"]
+    return sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()) + list(SHAPES)
+
+
+def _shape(tmp_path: Path, case: str) -> tuple[Path, tuple[str, ...]]:
+    d = tmp_path / case
+    name, text, extra = SHAPES[case]
+    d.mkdir()
+    (d / name).write_text(text)
+    (tmp_path / "servefit.toml").write_text('gpu = "L4"\n')
+    return d, extra
 
 
 @pytest.mark.parametrize("case", _cases())
 def test_lint_does_not_flag_what_tune_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
-    """The property, over every example: after `tune DIR --write`, lint reports no warning or
-    error it did not report before (tune may fix findings, never add one)."""
-    d = tmp_path / case
-    if case == "ollama-env":
-        d.mkdir()
-        (d / "docker-compose.yml").write_text(OLLAMA_ENV)
-        (tmp_path / "servefit.toml").write_text('gpu = "L4"\n')
+    """The property, over every example and the shapes above: after `tune DIR --write`, lint
+    reports no warning or error it did not report before (tune may fix findings, never add one)."""
+    extra: tuple[str, ...] = ()
+    if case in SHAPES:
+        d, extra = _shape(tmp_path, case)
     else:
+        d = tmp_path / case
         shutil.copytree(EXAMPLES / case, d)
         shutil.copy(EXAMPLES / "servefit.toml", tmp_path / "servefit.toml")
     before = _flagged(capsys, d)
-    main(["tune", str(d), "--write"])
+    main(["tune", str(d), "--write", *extra])
     capsys.readouterr()
     assert _flagged(capsys, d) - before == set()
+    text = (d / SHAPES[case][0]).read_text() if case in SHAPES else ""
     if case == "ollama-env":  # tune did raise both, within the GPU
-        text = (d / "docker-compose.yml").read_text()
         assert "OLLAMA_NUM_PARALLEL=4" in text and "OLLAMA_CONTEXT_LENGTH=32768" in text
+    if case in ("llamacpp-compose", "llama-swap-macros"):  # tune did split -c over more slots
+        assert "--parallel 8" in text
+    if case == "ollama-two-models":  # more slots, in what leaves a second model room
+        assert "OLLAMA_NUM_PARALLEL=4" in text and "OLLAMA_CONTEXT_LENGTH=8192" in text
+
+
+def _lint(capsys: pytest.CaptureFixture[str], d: Path) -> list[dict[str, Any]]:
+    rc, out = _run(capsys, "lint", str(d), "--format", "json", "--fail-on", "never")
+    return list(json.loads(out))
+
+
+@pytest.mark.parametrize("case", ["llamacpp-compose", "llama-swap-macros"])
+def test_lint_reports_the_split_tune_chose_as_tune_claims_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              case: str) -> None:
+    """tune writes `-c C x N --parallel N` for N requests of C tokens; lint says the same split,
+    as information, with the same numbers: each request up to C tokens, N slots."""
+    d, _ = _shape(tmp_path, case)
+    rc, out = _run(capsys, "tune", str(d), "--format", "json")
+    best = json.loads(out)["sites"][0]["best"]
+    context, users = best["context"], best["users"]
+    assert (context, users) == ({"llamacpp-compose": 16384, "llama-swap-macros": 32768}[case], 8)
+    main(["tune", str(d), "--write"])
+    capsys.readouterr()
+    split = [f for f in _lint(capsys, d) if f["code"] == "LCPP007"]
+    assert [(f["severity"], f["message"].split(" [GPU:")[0]) for f in split] == [
+        ("info", f"-c {context * users} is shared by {users} slots: each request can use at most {context} tokens "
+                 "(n_ctx_seq)")]
+
+
+def test_tune_keeps_every_slot_as_long_as_n_predict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With -n 40000, 4 slots of 32768 tokens would stop a request early (LCPP007 warns): tune
+    finds no 4-slot config and writes nothing; 2 slots of 65536 hold it and are written."""
+    d, extra = _shape(tmp_path, "llamacpp-n-predict")
+    f = d / "docker-compose.yml"
+    old = f.read_text()
+    rc, out = _run(capsys, "tune", str(d), "--write", *extra)
+    assert rc == 1 and "nothing meets the needs" in out and f.read_text() == old
+    rc, out = _run(capsys, "tune", str(d), "--write", "--min-concurrency", "2")
+    assert rc == 0 and "--ctx-size 131072 --n-gpu-layers 99" in f.read_text() and "--parallel 2" in f.read_text()
+    assert [x["severity"] for x in _lint(capsys, d) if x["code"] == "LCPP007"] == ["info"]
+
+
+def test_tune_leaves_a_second_ollama_model_no_less_room(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OLLAMA_MAX_LOADED_MODELS=2 where a second model of this size already does not fit (16384 x
+    4): tune gives this model no more memory than it takes (the scheduler loads the others in
+    what it leaves), and says what would free it: OLLAMA_MAX_LOADED_MODELS=1, by hand."""
+    d = tmp_path / "ollama"
+    d.mkdir()
+    (d / "docker-compose.yml").write_text(OLLAMA_TWO_MODELS.format(np=4, ctx=16384))
+    (tmp_path / "servefit.toml").write_text('gpu = "L4"\n')
+    assert ("OLLM010", "docker-compose.yml") in _flagged(capsys, d)
+    rc, out = _run(capsys, "tune", str(d), "--format", "json")
+    site = json.loads(out)["sites"][0]
+    assert site["by_hand"] and site["by_hand"][0].startswith("OLLAMA_MAX_LOADED_MODELS=1 if this server runs")
+    assert site["best"]["memory_bytes"] <= site["current"]["memory_bytes"]
+    over = [r for r in site["pareto"] if r["memory_bytes"] > site["current"]["memory_bytes"]]
+    assert over == []
+    rc, out = _run(capsys, "tune", str(d))
+    assert "  by hand OLLAMA_MAX_LOADED_MODELS=1" in out
+    # with one model loaded at a time, the whole GPU is this model's: tune takes more of it
+    f = d / "docker-compose.yml"
+    f.write_text(f.read_text().replace("OLLAMA_MAX_LOADED_MODELS=2", "OLLAMA_MAX_LOADED_MODELS=1"))
+    rc, out = _run(capsys, "tune", str(d), "--format", "json")
+    site = json.loads(out)["sites"][0]
+    assert site["by_hand"] == [] and site["best"]["memory_bytes"] > site["current"]["memory_bytes"]
 
 
 # the shape of a SkyPilot SGLang task: a 70B model over the node's GPUs, mem_fraction_static left

@@ -128,18 +128,37 @@ def offline() -> Iterator[None]:
                     os.environ[k] = v
 
 
-def _site(engine_name: str, ref: str, command_line: str | None, kind: str = "") -> Any:
-    """The server: from `command_line` (the file's own command, scanned the way servefit scans a
-    shell script, so mounts, downloads and flags beside the model are seen) when the entry has
-    one and it names `ref`, else the engine's bare command line for `ref`."""
+# the name a snippet is scanned under when its source's own file name gives no kind servefit reads
+KIND_FILES = {"compose": "docker-compose.yml", "systemd": "server.service", "llama-swap": "llama-swap.yaml",
+              "k8s": "manifest.yaml", "helm-values": "values.yaml", "skypilot": "task.yaml"}
+
+
+def snippet_name(source: str, kind: str, text: str) -> str:
+    """The file name `command` is scanned under: the source file's own name (a unit's name is evidence
+    servefit reads, and the name decides how a file is read), else one for the entry's kind."""
+    from servefit.sources import file_kind
+
+    name = source.split("#", 1)[0].rsplit("/", 1)[-1]
+    if name and file_kind(name, text[:128]) is not None:
+        return name
+    return KIND_FILES.get(kind, "command.sh")
+
+
+def _site(engine_name: str, ref: str, command_line: str | None, kind: str = "", source: str = "") -> Any:
+    """The server: from `command_line` (a snippet of the entry's file: its command, and the names the
+    file gives that server, scanned the way servefit scans that file, so mounts, downloads, flags
+    and names beside the model are seen) when the entry has one, else the engine's bare command
+    line for `ref`."""
     if command_line:
         from servefit.sources import scan_file
 
-        path = os.path.join(os.getcwd(), "docker-compose.yml" if kind == "compose" else "command.sh")
+        text = command_line if command_line.endswith("\n") else command_line + "\n"
+        here = tempfile.mkdtemp(dir=os.getcwd())  # alone: no other entry's file beside it (offline() removes it)
+        path = os.path.join(here, snippet_name(source, kind, text))
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(command_line if command_line.endswith("\n") else command_line + "\n")
+            fh.write(text)
         sites = [s for s in scan_file(path).sites if s.engine == engine_name]
-        if sites:  # else a custom image servefit does not recognise: the bare command below
+        if sites:  # else a server servefit does not recognise: the bare command below
             return sites[0]
     site = site_from_argv(command(engine_name, ref))
     site.engine = engine_name
@@ -147,11 +166,11 @@ def _site(engine_name: str, ref: str, command_line: str | None, kind: str = "") 
 
 
 def _resolve(engine_name: str, ref: str, notes: list[str] | None = None, command_line: str | None = None,
-             kind: str = "") -> Any:
+             kind: str = "", source: str = "") -> Any:
     """The ModelSpec pipeline.evaluate would size the server with (its model step, without the
     GPU and the plan: a GPU is not what this measures). The engine's own notes about the model
     (an Ollama tag's mapping, a GGUF name) go to `notes`."""
-    site = _site(engine_name, ref, command_line, kind)
+    site = _site(engine_name, ref, command_line, kind, source)
     context = _lock_context()
     target = Target(models=context) if context is not None else Target()  # type: ignore[call-arg]
     engine = engine_for(site)
@@ -182,7 +201,7 @@ def classify(entry: dict[str, Any]) -> Outcome:
     out = Outcome(ref=str(entry["ref"]), engine=str(entry["engine"]), source=str(entry.get("source", "")),
                   kind=str(entry.get("kind", "")), expected=entry.get("expected"))
     try:
-        spec = _resolve(out.engine, out.ref, out.notes, entry.get("command"), out.kind)
+        spec = _resolve(out.engine, out.ref, out.notes, entry.get("command"), out.kind, out.source)
     except (UsageError, KeyError, ValueError, OSError) as exc:
         out.reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return out

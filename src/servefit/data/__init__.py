@@ -52,7 +52,10 @@ def derived(name: str, inputs: Iterable[str | os.PathLike[str]], build: Callable
     files (indexes, merged tables) when deriving it costs more than reading it back. `inputs` are
     every file the value depends on, the code that builds it included; the value must be plain
     data (dicts, lists, tuples, sets, scalars)."""
-    stats = [os.stat(p) for p in inputs]
+    try:
+        stats = [os.stat(p) for p in inputs]
+    except OSError:  # an input gone or unreadable: build it, keep nothing
+        return build()
     # hash() of a tuple of ints is the same in every process (only str / bytes hashing is salted);
     # hashlib would load OpenSSL (~6 ms) for a cache key
     key = format(hash(tuple((st.st_size, st.st_mtime_ns) for st in stats)) & (2**64 - 1), "016x")

@@ -43,7 +43,7 @@ def _declared_elsewhere() -> bool:
 
     if not sys.path:
         return False
-    first, rest = sys.path[0] or ".", [p for p in sys.path[1:] if os.path.isdir(p or ".")]
+    first, rest = sys.path[0] or ".", [p or "." for p in sys.path[1:] if os.path.isdir(p or ".")]
     return _scan_for_group([first]) or bool(data.derived("entry-points", rest, lambda: _scan_for_group(rest)))
 
 

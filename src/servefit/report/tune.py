@@ -87,6 +87,8 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
             out.append(f"          not applied: {t.held_back}")
         for m in t.patch.manual():
             out.append(f"          by hand: {redact_text(m)}")
+    for step in run.space.by_hand:
+        out.append(f"  by hand {redact_text(step)}")
     for note in run.space.notes:
         if note.split(":")[0] == b.labels.get("weights"):
             out.append(f"  note    {note}")
@@ -159,6 +161,7 @@ def site_dict(t: Any) -> dict[str, Any]:
                           if t.unsafe_best is not None else None),
         "pareto": [result_dict(r) for r in run.front],
         "by_quality": [result_dict(r) for r in run.by_quality],
+        "by_hand": [redact_text(s) for s in run.space.by_hand],
     })
     if t.patch is not None:
         out["fix"] = {"message": redact_text(t.patch.fix().message), "applicability": t.patch.applicability,

@@ -22,26 +22,24 @@ from __future__ import annotations
 
 import re
 
-from servefit.budget import charge
-from servefit.core import Span, Token
+from servefit.core import Span
+from servefit.sources.shell_expand import Expansions
 from servefit.sources.text import Src
-from servefit.sources.words import ASSIGN, NAME, Command, Piece, Vars, Word, apply_assignments
+from servefit.sources.words import ASSIGN, Command, Piece, Vars, Word, apply_assignments
 
 __all__ = ["Command", "Piece", "Scanner", "Vars", "Word", "apply_assignments", "expand_word", "split_commands",
            "split_words"]
 
-BRACE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(:?[-=+?])?")
 RUN_SHELL = re.compile(r"[^\s'\"\\$;&|<>()`]+")
 RUN_SPLIT = re.compile(r"[^\s'\"\\$]+")
 RUN_WORD = re.compile(r"[^$]+")
 RUN_DQ = re.compile(r"[^\"\\$`]+")
 RUN_SQ = re.compile(r"[^'$]+")
-K8S_REF = re.compile(r"\(([A-Za-z_][A-Za-z0-9_]*)\)")
 OPENERS = {"if", "while", "until", "for", "case", "select"}
 CLOSERS = {"fi", "done", "esac"}
 
 
-class Scanner:
+class Scanner(Expansions):
     """mode: "shell" (operators, comments, heredocs), "split" (quotes and whitespace only:
     compose string commands, systemd, shlex-like), "word" (no splitting: a list item).
 
@@ -90,33 +88,6 @@ class Scanner:
         if not w.pieces:
             w.pieces = [Piece("", self.src.off(0), self.src.off(0))]
         return w
-
-    # ---- pieces and words
-    def _lit(self, a: int, b: int, quoted: bool = False, text: str | None = None) -> None:
-        src = self.src
-        if text is None:
-            text = self.t[a:b]
-            offs = src.slice_offs(a, b)
-        else:
-            offs = [src.off(a)] * len(text) if len(text) != b - a else src.slice_offs(a, b)
-        if self.cur is None:
-            self.cur = []
-        self.cur.append(Piece(text, src.off(a), src.end_off(b) if b > a else src.off(a), None, 0, offs,
-                              False, quoted))
-
-    def _exp(self, tok: Token, a: int, b: int, quoted: bool, name: str, env: Vars | None) -> None:
-        charge(len(tok.text))  # budget.Exhausted past the bound: the file is reported, the run goes on
-        if self.cur is None:
-            self.cur = []
-        self.cur.append(Piece(tok.text, self.src.off(a), self.src.end_off(b), tok, 0, None,
-                              not quoted and self.mode != "word", quoted))
-        if env is not None and name in env.taint:
-            self.unres.extend(env.taint[name])
-
-    def _unresolved(self, name: str, a: int, b: int, quoted: bool, keep: bool = True) -> None:
-        self.unres.append((name, self.src.span(a, b)))
-        if keep:
-            self._lit(a, b, quoted)
 
     def _end_word(self) -> None:
         if self.cur is None:
@@ -334,167 +305,6 @@ class Scanner:
         if len(self.cur) == start_len and not self.at_seen:  # "" is an empty word, not nothing
             self._lit(i - 1, i - 1, True, "")
         return i
-
-    def _backtick(self, i: int, quoted: bool) -> int:
-        j = self.t.find("`", i + 1)
-        j = len(self.t) if j < 0 else j + 1
-        self._unresolved(self.t[i:j], i, j, quoted)
-        return j
-
-    def _match(self, i: int, open_: str, close: str) -> int:
-        """Index just after the bracket closing the one at i (quotes skipped), or len."""
-        t = self.t
-        depth = 0
-        k = i
-        n = len(t)
-        while k < n:
-            c = t[k]
-            if c == "\\":
-                k += 2
-                continue
-            if c == "'" and open_ == "(":
-                e = t.find("'", k + 1)
-                k = n if e < 0 else e + 1
-                continue
-            if c == open_:
-                depth += 1
-            elif c == close:
-                depth -= 1
-                if depth == 0:
-                    return k + 1
-            k += 1
-        return n
-
-    def _dollar(self, i: int, quoted: bool) -> int:
-        t = self.t
-        nxt = t[i + 1:i + 2]
-        shell = self.mode == "shell"
-        if nxt == "$" and self.compose:
-            if self.shell_env is not None:
-                m = NAME.match(t, i + 2)
-                if m:
-                    return self._var(m.group(), i, m.end(), quoted, self.shell_env)
-                if t[i + 2:i + 3] == "{":
-                    return self._brace(i + 1, quoted, self.shell_env)
-            self._lit(i + 1, i + 2, quoted)
-            return i + 2
-        if nxt == "$" and self.k8s is not None and t[i + 2:i + 3] == "(":
-            self._lit(i + 1, i + 3, quoted)  # `$$(X)` is a literal `$(X)`
-            return i + 3
-        if nxt == "(":
-            if self.k8s is not None:
-                m = K8S_REF.match(t, i + 1)
-                if m:
-                    tok = self.k8s.get(m.group(1))
-                    if tok is not None:
-                        self._exp(tok, i, m.end(), quoted, m.group(1), self.k8s)
-                    else:
-                        self._unresolved(m.group(1), i, m.end(), quoted)
-                    return m.end()
-            if shell or self.mode == "split":
-                j = self._match(i + 1, "(", ")")
-                self._unresolved(t[i:j], i, j, quoted)
-                return j
-            self._lit(i, i + 1, quoted)
-            return i + 1
-        if self.env is None:
-            self._lit(i, i + 1, quoted)
-            return i + 1
-        if nxt == "{":
-            return self._brace(i, quoted, self.env)
-        m = NAME.match(t, i + 1)
-        if m:
-            return self._var(m.group(), i, m.end(), quoted, self.env)
-        if nxt and nxt in "@*#?$!-0123456789" and not self.compose:
-            return self._var(nxt, i, i + 2, quoted, self.env)
-        if nxt == "'" and shell:
-            j = t.find("'", i + 2)
-            j = len(t) if j < 0 else j
-            self._lit(i + 2, j, True)
-            return j + 1
-        self._lit(i, i + 1, quoted)
-        return i + 1
-
-    def _var(self, name: str, a: int, b: int, quoted: bool, env: Vars) -> int:
-        tok = env.get(name)
-        if tok is not None:
-            self._exp(tok, a, b, quoted, name, env)
-        elif name in self.provided:
-            self._lit(a, b, quoted)
-        elif name in ("@", "*"):
-            self._unresolved("$" + name, a, b, quoted, keep=False)
-            self.at_seen = True
-        else:
-            self._unresolved(name if NAME.fullmatch(name) else "$" + name, a, b, quoted)
-        return b
-
-    def _brace(self, i: int, quoted: bool, env: Vars) -> int:
-        t = self.t
-        j = self._match(i + 1, "{", "}")  # just after the closing brace
-        inner_a, inner_b = i + 2, j - 1
-        inner = t[inner_a:inner_b]
-        m = BRACE.match(inner)
-        if not m:
-            self._unresolved(t[i:j], i, j, quoted)
-            return j
-        name, op = m.group(1), m.group(2)
-        if not op:
-            if m.end() != len(inner):  # ${X/a/b}, ${X:0:3}, ${X%.*}: not evaluated
-                self._unresolved(name, i, j, quoted)
-                return j
-            return self._var(name, i, j, quoted, env)
-        tok = env.get(name)
-        is_set = tok is not None and (not op.startswith(":") or tok.text != "")
-        kind = op[-1]
-        arg_a = inner_a + m.end()
-        if kind in "-=":
-            if is_set and tok is not None:
-                self._exp(tok, i, j, quoted, name, env)
-            else:
-                before = len(self.cur or [])
-                self._default(arg_a, inner_b, quoted, env)
-                if kind == "=":
-                    got = (self.cur or [])[before:]
-                    text = "".join(p.text for p in got)
-                    span = self.src.span(arg_a, inner_b) if got else None
-                    env.set(name, Token(text, span))
-        elif kind == "+":
-            if is_set:
-                self._default(arg_a, inner_b, quoted, env)
-        else:  # ?
-            if is_set and tok is not None:
-                self._exp(tok, i, j, quoted, name, env)
-            else:
-                self._unresolved(name, i, j, quoted)
-        return j
-
-    def _default(self, a: int, b: int, quoted: bool, env: Vars) -> None:
-        """The word inside `${X:-...}`: quotes and nested expansions, no splitting."""
-        t = self.t
-        i = a
-        if self.cur is None:
-            self.cur = []
-        while i < b:
-            c = t[i]
-            if c == "'" and not quoted:
-                j = t.find("'", i + 1, b)
-                j = b if j < 0 else j
-                self._lit(i + 1, j, True)
-                i = j + 1
-            elif c == '"':
-                i += 1
-            elif c == "\\" and i + 1 < b:
-                self._lit(i + 1, i + 2, quoted)
-                i += 2
-            elif c == "$":
-                i = self._dollar(i, True)
-            else:
-                k = i + 1
-                while k < b and t[k] not in "'\"\\$":
-                    k += 1
-                self._lit(i, k, quoted)
-                i = k
-
 
 def split_commands(src: Src, env: Vars | None = None, **kw: object) -> list[Command]:
     """Shell-tokenize `src` into simple commands (variables assigned on the way land in env)."""

@@ -73,6 +73,14 @@ class Adapter:
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         return plan.outcome == "started"
 
+    def shortfall(self, plan: MemoryPlan) -> str:
+        """The outcome tune reports for a plan that starts but fails started()."""
+        return self.short_of_started
+
+    def by_hand(self, ev: Evaluation) -> list[str]:
+        """Changes tune leaves to the user (a setting it cannot judge safely), shown with its answer."""
+        return []
+
     # what tune and explain call a plan that starts but fails started() (layers left on the CPU)
     short_of_started = "offloaded"
 
@@ -144,6 +152,7 @@ class Space:
     dims: list[Dim]
     variants: dict[str, Variant] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    by_hand: list[str] = field(default_factory=list)  # the adapter's changes left to the user
     _base: tuple[int, ...] | None = field(default=None, repr=False)
 
     @property
@@ -226,7 +235,7 @@ class Space:
         var = self.variants.get(point.get(WEIGHTS, "none"))
         level = var.level if var is not None and var.changes_checkpoint else self.adapter.current_level(self.ev)
         started = self.adapter.started(plan, needs)
-        outcome = plan.outcome if plan.outcome != "started" or started else self.adapter.short_of_started
+        outcome = plan.outcome if plan.outcome != "started" or started else self.adapter.shortfall(plan)
         users = self.adapter.users(plan, point) if outcome == "started" else 0
         total = self.ev.gpu.memory_bytes or plan.memory.total or 1
         headroom = plan.memory.free_headroom / total
@@ -262,7 +271,7 @@ def build_space(ev: Evaluation, needs: Needs) -> Space:
         variants.setdefault(v.key, v)
     dims.append(Dim(WEIGHTS, tuple(variants), "none"))
     notes = [f"{v.label}: {v.note}" for v in variants.values() if v.note]
-    return Space(ev=ev, adapter=adapter, dims=dims, variants=variants, notes=notes)
+    return Space(ev=ev, adapter=adapter, dims=dims, variants=variants, notes=notes, by_hand=adapter.by_hand(ev))
 
 
 def _checkpoint_label(ev: Evaluation) -> str:

@@ -133,7 +133,7 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
     return out
 
 
-@rule("LCPP006", "LCPP007", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
+@rule("LCPP006", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
 def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_on: bool, ctx_user: int,
            ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
            over: list[int], site: str) -> list[Any]:
@@ -147,9 +147,7 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
                            f"{u.compute_by_dev.get(d, 0) / 2**30:.2f}) but has {free[d] / 2**30:.2f} GiB free",
                            span=sp.get("ctx_size") or sp.get("n_gpu_layers"), site=site, setting="ctx_size"))
     if not cp.unified and cp.n_seq > 1:
-        out.append(finding("LCPP007", f"-c {cp.n_ctx} is shared by {cp.n_seq} slots: each request can use at most "
-                           f"{cp.n_ctx_seq} tokens (n_ctx_seq); add -kvu or raise -c",
-                           span=sp.get("parallel") or sp.get("ctx_size"), site=site, setting="parallel"))
+        out.append(split_context(cp, ctx_user, s, sp, V.build(cfg.version), site))
     if not ctx_user:
         what = (f"fit lowers it to {fr.ctx}" if fr.changed_ctx else f"KV cache {u.kv.total / 2**30:.2f} GiB")
         out.append(finding("LCPP008", f"no -c: the context defaults to the training length {lm.n_ctx_train} "
@@ -197,6 +195,34 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
                                f"{devices[tight[0]].free_headroom / MIB:.0f} MiB free",
                                span=sp.get("ctx_size") or sp.get("model"), site=site, setting="ctx_size"))
     return out
+
+
+@rule("LCPP007")
+def split_context(cp: Any, ctx_user: int, s: dict[str, Any], sp: dict[str, Any], b: int, site: str) -> Any:
+    """LCPP007: without a unified cache llama.cpp gives each of the -np slots n_ctx / np cells
+    (src/llama-context.cpp: n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256); before b5913 the server's
+    n_ctx_slot = n_ctx / n_parallel). `-c C x N -np N` is how a server of N requests of C tokens is
+    written (and how Ollama drives llama-server), so the split alone is only said (info). It is a
+    warning where the file shows it expects more per request: no -c (the model's context, or what
+    --fit leaves, is what the user left it at, and each slot gets 1/np of it), or -n asking a
+    request to generate more tokens than its slot holds."""
+    kvu = " or add -kvu (one cache the slots share)" if b >= V.KV_UNIFIED_OPTION else ""
+    per = f"each request can use at most {cp.n_ctx_seq} tokens (n_ctx_seq)"
+    span = sp.get("parallel") or sp.get("ctx_size")
+    try:
+        predict = int(str(s.get("n_predict") or 0))
+    except ValueError:  # the option parser has said so already
+        predict = 0
+    if not ctx_user:
+        return finding("LCPP007", f"no -c: the context ({cp.n_ctx} tokens) is shared by {cp.n_seq} slots: {per}; "
+                       f"set -c to the context each request needs x {cp.n_seq}{kvu}", span=span, site=site,
+                       setting="parallel")
+    if predict > cp.n_ctx_seq:
+        return finding("LCPP007", f"-n {predict} lets a request generate {predict} tokens, but -c {cp.n_ctx} is "
+                       f"shared by {cp.n_seq} slots: {per}; raise -c to at least {predict} x {cp.n_seq}{kvu}",
+                       span=sp.get("n_predict") or span, site=site, setting="parallel")
+    return finding("LCPP007", f"-c {cp.n_ctx} is shared by {cp.n_seq} slots: {per}", span=span, site=site,
+                   setting="parallel", severity="info")
 
 
 def _assume(a: list[str], cfg: EngineConfig, s: dict[str, Any], fa: bool, lm: M.LModel, b: int,

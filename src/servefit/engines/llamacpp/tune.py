@@ -17,9 +17,15 @@ if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
 
 
+def split_warning(plan: MemoryPlan) -> bool:
+    """LCPP007 as a warning: the slots hold less than the file asks of a request (assemble.py)."""
+    return any(f.code == "LCPP007" and f.severity == "warning" for f in plan.findings)
+
+
 class LlamaCppAdapter(Adapter):
     engine = "llamacpp"
     slot_users = True
+    slots_hold = False  # the slots hold what the file asks of a request now: tune keeps them so
 
     def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         """`-c C x N -np N`: llama.cpp splits -c over the slots (llama-context.cpp n_ctx_seq =
@@ -37,6 +43,9 @@ class LlamaCppAdapter(Adapter):
         ctx_cur = int(ev.plan.max_model_len or s.get("ctx_size") or 4096)
         par_cur = int(x.n_parallel or s.get("parallel") or 1)
         ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
+        # a slot shorter than the file asks of a request (-n N lets one generate N tokens) stops it
+        # early, and LCPP007 warns: where the slots hold it now, tune keeps them holding it
+        self.slots_hold = not split_warning(ev.plan)
         if not ctxs:
             raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
         slots = [p for p in knobs.get("parallel", SLOTS) if p >= needs.min_concurrency]
@@ -71,6 +80,9 @@ class LlamaCppAdapter(Adapter):
 
     def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
                cfg: EngineConfig) -> dict[str, Any]:
+        """`-c C x N -np N`, not `-kvu`: split slots hold N requests of C tokens at once, what tune
+        promises, where a unified cache lets one request take every cell (the plan counts it as one
+        request of -c). Ollama drives llama-server the same way (llm/llama_server.go)."""
         out = {k: v for k, v in changed.items() if k not in ("context", "parallel")}
         if "context" in changed or "parallel" in changed:
             unified = "kv_unified" in cfg.explicit and bool(cfg.settings.get("kv_unified"))
@@ -112,4 +124,10 @@ class LlamaCppAdapter(Adapter):
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         x = detail_of(plan)
         on_gpu = x.n_gpu_layers_offloaded >= x.n_layers_total
-        return plan.outcome == "started" and (on_gpu or needs.allow_offload)
+        return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan)
+
+    def too_short(self, plan: MemoryPlan) -> bool:
+        return self.slots_hold and split_warning(plan)
+
+    def shortfall(self, plan: MemoryPlan) -> str:
+        return "slots_too_short" if self.too_short(plan) else self.short_of_started

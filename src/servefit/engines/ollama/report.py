@@ -44,6 +44,35 @@ def offload_line(gpu: GpuSpec, e: Any, free: list[int], overhead: int, num_gpu: 
             f"memory.graph.full=\"{human_bytes(e.graph_full)}\" memory.graph.partial=\"{human_bytes(e.graph_partial)}\"")
 
 
+# server/sched.go::load: from 0.30 a model loads beside the others only when its predicted size
+# (plus the batch surcharge) is at most 80% of the memory they leave free, else the scheduler
+# evicts first; before, it must load fully onto the GPUs (requireFull, llm.ErrLoadRequiredFull).
+BESIDE_FRACTION = {"llamaserver": 0.8}
+
+
+def several_models(s: dict[str, Any]) -> bool:
+    """OLLAMA_MAX_LOADED_MODELS, as the file sets it, lets more than one model stay loaded (0 is
+    sched.go's automatic 3 per GPU). Unset: servefit does not assume the server shares its GPU."""
+    if "OLLAMA_MAX_LOADED_MODELS" not in s:
+        return False
+    try:
+        n = int(s.get("OLLAMA_MAX_LOADED_MODELS") or 0)
+    except (TypeError, ValueError):
+        return False
+    return n != 1
+
+
+def model_bytes(p: MemoryPlan) -> int:
+    """What this model takes of the GPU that runs out first (weights, KV cache, graph)."""
+    return p.memory.weights + p.memory.kv_cache + p.memory.activation_peak
+
+
+def room_for_another(used: int, budget: int, era: str) -> bool:
+    """Whether a second model of `used` bytes loads beside this one (server/sched.go::load). Every
+    model gets the same OLLAMA_NUM_PARALLEL, so a second one of this size holds as many slots."""
+    return used <= BESIDE_FRACTION.get(era, 1.0) * (budget - used)
+
+
 @rule("OLLM006", "OLLM007", "OLLM008", "OLLM009", "OLLM010", "OLLM011", "OLLM012")
 def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict[str, Any]) -> list[Finding]:
     s, sp = cfg.settings, cfg.spans
@@ -74,12 +103,13 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
         out.append(finding("OLLM009", f"requested context size too large for model: num_ctx {ctx['requested_ctx']} "
                            f"> {lm.n_ctx_train}; Ollama uses {lm.n_ctx_train}",
                            span=sp.get("num_ctx") or sp.get("OLLAMA_CONTEXT_LENGTH"), site=site, setting="num_ctx"))
-    maxm = int(s.get("OLLAMA_MAX_LOADED_MODELS") or 0)
-    used = p.memory.weights + p.memory.kv_cache + p.memory.activation_peak
-    if (maxm > 1 or (maxm == 0 and "OLLAMA_MAX_LOADED_MODELS" in s)) and used > 0.5 * p.memory.budget:
-        out.append(finding("OLLM010", f"OLLAMA_MAX_LOADED_MODELS={maxm or '3 per GPU'}: a second model of this size "
-                           "does not fit beside this one", span=sp.get("OLLAMA_MAX_LOADED_MODELS"), site=site,
-                           setting="OLLAMA_MAX_LOADED_MODELS"))
+    used = model_bytes(p)
+    if several_models(s) and not room_for_another(used, p.memory.budget, ctx["era"]):
+        maxm = int(s.get("OLLAMA_MAX_LOADED_MODELS") or 0)
+        out.append(finding("OLLM010", f"OLLAMA_MAX_LOADED_MODELS={maxm or '0 (3 per GPU)'}: a second model of this size "
+                           f"does not fit beside this one ({used / GIB:.1f} of {p.memory.budget / GIB:.1f} GiB, "
+                           f"num_ctx {n_ctx} x {np_} slots): Ollama unloads this one to load it",
+                           span=sp.get("OLLAMA_MAX_LOADED_MODELS"), site=site, setting="OLLAMA_MAX_LOADED_MODELS"))
     if gpu.unified_memory and used > gpu.memory_bytes * 0.5:
         out.append(finding("OLLM011", f"{gpu.name} shares its {gpu.memory_gib:.0f} GiB with the OS: this model takes "
                            f"{used / GIB:.1f} GiB, {(gpu.memory_bytes - used) / GIB:.1f} GiB stay for everything else",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import MemoryPlan, UsageError
 from servefit.engines.ollama.detail import of as detail_of
+from servefit.engines.ollama.report import model_bytes, several_models
 from servefit.tune.adapters import CTX_LADDER, _knobs, _limit
 from servefit.tune.objective import Needs
 from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
@@ -21,9 +22,16 @@ def server_env_unknown(ev: Evaluation) -> bool:
     return site.inputs.definition is not None and not site.env and all(t.span is None for t in site.argv)
 
 
+SHARED = "OLLM010"  # a second model no longer fits beside this one (report.py::room_for_another)
+
+
 class OllamaAdapter(Adapter):
     engine = "ollama"
     slot_users = True
+    # where OLLAMA_MAX_LOADED_MODELS lets several models stay loaded: the most this model may take
+    # (None: no limit), and whether a second one of its size must keep fitting beside it
+    room_cap: int | None = None
+    keep_room = False
 
     def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         """num_ctx C with OLLAMA_NUM_PARALLEL=N: Ollama allocates num_ctx x N cells
@@ -45,6 +53,13 @@ class OllamaAdapter(Adapter):
         fas = (True,) if len(kvs) > 1 else ()
         if server_env_unknown(ev):  # a Modelfile on its own: the server's environment is elsewhere
             slots, kvs, fas = [], [], ()
+        # the scheduler loads another model beside this one only in what this one leaves free
+        # (server/sched.go::load), and OLLAMA_NUM_PARALLEL x num_ctx applies to every model it
+        # loads. Where the file lets several stay loaded, tune keeps a second model of this size
+        # fitting when it fits today, and otherwise takes no more than this model takes now.
+        if several_models(s):
+            self.keep_room = not any(f.code == SHARED for f in ev.plan.findings)
+            self.room_cap = None if self.keep_room else model_bytes(ev.plan)
         return [
             Dim("num_ctx", ctxs, ctx_cur),
             Dim("OLLAMA_NUM_PARALLEL", ladder(slots, par_cur), par_cur),
@@ -72,4 +87,21 @@ class OllamaAdapter(Adapter):
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         x = detail_of(plan)
         on_gpu = x.layers_offloaded >= x.layers_model
-        return plan.outcome == "started" and (on_gpu or needs.allow_offload)
+        return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.crowds_out(plan)
+
+    def crowds_out(self, plan: MemoryPlan) -> bool:
+        if self.room_cap is not None:
+            return model_bytes(plan) > self.room_cap
+        return self.keep_room and any(f.code == SHARED for f in plan.findings)
+
+    def shortfall(self, plan: MemoryPlan) -> str:
+        return "no_room_for_another_model" if self.crowds_out(plan) else self.short_of_started
+
+    def by_hand(self, ev: Evaluation) -> list[str]:
+        """OLLAMA_MAX_LOADED_MODELS is not tune's to change (which other models the server runs is
+        not in the file); where this model already leaves no room for a second, say what would."""
+        if several_models(ev.config.settings) and any(f.code == SHARED for f in ev.plan.findings):
+            return ["OLLAMA_MAX_LOADED_MODELS=1 if this server runs this model alone, then tune again: a second "
+                    "model of its size does not fit beside it, so tune gave it no more memory than it takes now "
+                    "(the other models you load are not in the file)"]
+        return []

@@ -1,0 +1,111 @@
+"""Serving resources whose engine is not a container of their own: a KServe InferenceService
+(its predictor's containers, a ServingRuntime in the same file, or a runtime defined elsewhere,
+which is said, never skipped) and a KubeAI Model (`spec.engine`, `spec.url`, `spec.args`)."""
+
+from __future__ import annotations
+
+from yaml.nodes import Node
+
+from servefit.core import GpuHint, Span, Token
+from servefit.sources import detect
+from servefit.sources.base import FileCtx
+from servefit.sources.hints import to_int
+from servefit.sources.k8s import ConfigMaps, name_hints, one_container, pod_sites
+from servefit.sources.launch import Launch
+from servefit.sources.shell import Vars, expand_word
+from servefit.sources.yamlpos import Y
+
+
+def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], label: str) -> None:
+    pred = y.get(doc, "spec", "predictor")
+    if y.get(pred, "containers") is not None:
+        pod_sites(y, pred, fc, cms, label, "InferenceService")
+        return
+    model = y.get(pred, "model")
+    if model is None:
+        if y.get(pred, "huggingface") is not None:  # the older predictor.<format> form
+            _runtime_not_found(y, doc, y.key_node(pred, "huggingface"), None, "huggingface", fc)
+        return
+    runtime = y.str(y.get(model, "runtime"))
+    for d in docs:
+        if y.str(y.get(d, "kind")) in ("ServingRuntime", "ClusterServingRuntime") and \
+                y.str(y.get(d, "metadata", "name")) == runtime:
+            rt = y.get(d, "spec")
+            conts = y.seq(y.get(rt, "containers"))
+            if conts:
+                names = name_hints(y, pred) or name_hints(y, rt)
+                first = len(fc.sites)
+                one_container(y, conts[0], fc, cms, label, "InferenceService", names, False, {}, more=model)
+                uri = y.str(y.get(model, "storageUri")) or ""
+                if uri.startswith("hf://"):
+                    for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models
+                        site.workload.storage_model = uri[5:]
+                        site.workload.storage_path = "/mnt/models"
+            return
+    if y.get(model, "image") is not None:
+        one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})
+        return
+    fmt = y.get(model, "modelFormat", "name")
+    _runtime_not_found(y, doc, y.get(model, "runtime") or fmt or y.key_node(pred, "model"), runtime,
+                       y.str(fmt), fc)
+
+
+LLM_FORMATS = {"huggingface", "hf", "llm"}  # KServe model formats of language models (or an engine's name)
+
+
+def _runtime_not_found(y: Y, doc: Node, at: Node | None, runtime: str | None, fmt: str | None,
+                       fc: FileCtx) -> None:
+    """The runtime (engine, image, command) is defined elsewhere: say so, never skip silently
+    (for a language model: a Hugging Face format or storage, or a runtime named after an engine)."""
+    from servefit.sources.detect import markers
+    from servefit.sources.problems import runtime_not_found
+
+    pred = y.get(doc, "spec", "predictor")
+    uri = y.str(y.get(pred, "model", "storageUri")) or y.str(y.get(pred, "huggingface", "storageUri")) or ""
+    if (fmt or "").lower() not in LLM_FORMATS and not uri.startswith("hf://") and \
+            not markers().search(f"{runtime or ''} {fmt or ''}"):
+        return  # an sklearn or xgboost model: not a server servefit checks
+    name = y.str(y.get(doc, "metadata", "name")) or "this InferenceService"
+    if runtime:
+        what = f"runtime {runtime!r} is not in this file (a ServingRuntime or ClusterServingRuntime defined elsewhere)"
+    else:
+        what = (f"no runtime is named: KServe picks one of the cluster's runtimes for model format {fmt!r}"
+                if fmt else "no runtime is named")
+    fc.findings.append(runtime_not_found(
+        f"InferenceService {name}: {what}, so servefit does not know which server runs the model and did not "
+        "check it; put the ServingRuntime in this file (another `---` document) or give the predictor its own "
+        "containers", span=y.span(at) if at is not None else None))
+
+
+def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
+    """A KubeAI Model: `spec.engine` names the engine (its recognition data: `kubeai`), `spec.url`
+    the model, `spec.args` the engine's arguments when the model is an argument."""
+    spec = y.get(doc, "spec")
+    url = y.tok(y.get(spec, "url"))
+    named = (y.str(y.get(spec, "engine")) or "").lower()
+    found = next(((name, k) for name, k in detect.owners("kubeai") if k["engine"] == named), None)
+    if url is None or found is None:
+        return
+    engine, how = found
+    scheme, sep, ref = url.text.partition("://")
+    skip = len(scheme) + len(sep) if sep else 0
+    s = url.span
+    model = Token(ref if sep else url.text,
+                  s if s is None or s.line != s.end_line else
+                  Span(s.file, s.line, s.col + skip, s.end_line, s.end_col, s.start + skip, s.end))
+    env = Vars({k: t for k, _, v in y.items(y.get(spec, "env")) if (t := y.tok(v)) is not None})
+    args = [expand_word(y.scalar_src(a), None) for a in y.seq(y.get(spec, "args"))]
+    argv = [Token(w) for w in how["command"]]
+    pulled = how["model"] == "pull"
+    if not pulled:
+        argv += [model] + [w.token() for w in args]
+    launch = Launch(engine, argv, dict(env.values), y.line(y.get(spec, "url") or doc))
+    hint = None
+    prof = y.tok(y.get(spec, "resourceProfile"))
+    if prof is not None and ":" in prof.text and "gpu" in prof.text:
+        pname, _, cnt = prof.text.partition(":")
+        for pre in ("nvidia-gpu-", "amd-gpu-", "gpu-"):
+            if pname.startswith(pre):
+                pname = pname[len(pre):]
+        hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
+    fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if pulled else None)
