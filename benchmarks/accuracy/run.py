@@ -171,8 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", choices=SPLITS, help="only this half (default: both, printed separately)")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--drop-version", action="store_true",
+                    help="run every case as if its log named no version (servefit then dates it by its flags)")
     args = ap.parse_args(argv)
-    rows = [compare(c) for c in load_cases(args.engine, args.split, located=True)]
+    cases = load_cases(args.engine, args.split, located=True)
+    rows = [compare({k: v for k, v in c.items() if k != "version"} if args.drop_version else c) for c in cases]
     splits = [args.split] if args.split else list(SPLITS)
     summary = {sp: summarize(rows, sp) for sp in splits}
     excluded = {c["id"]: c.get("exclude") or f"no openable source ({c['unlocated']})"

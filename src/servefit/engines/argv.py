@@ -64,6 +64,7 @@ class Parsed:
     positionals: list[Token] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     unknown: list[Token] = field(default_factory=list)
+    used: dict[str, Span | None] = field(default_factory=dict)  # each known flag as the table spells it -> where
 
 
 def _is_flag(text: str) -> bool:
@@ -87,8 +88,9 @@ def _span_after(tok: Token, offset: int) -> Span | None:
 
 
 def parse_argv(table: OptionTable, args: list[Token], version: str | None = None,
-               site: str = "") -> Parsed:
-    """Parse engine arguments (after the command words) against `table`."""
+               site: str = "", unpinned: str = "") -> Parsed:
+    """Parse engine arguments (after the command words) against `table`. `unpinned`: why the
+    newest release is modelled when no version was given, for the findings that depend on it."""
     out = Parsed()
     i = 0
     n = len(args)
@@ -124,14 +126,15 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             if not eq and i < n and not _is_flag(args[i].text):
                 i += 1
             continue
-        problem = table.release_problem(canon, version) if canon in table.history else None
+        out.used.setdefault(canon, tok.span)
+        problem = table.release_problem(canon, version, unpinned) if canon in table.history else None
         if problem is not None and problem[0]:
             out.findings.append(finding(problem[0], problem[1], span=tok.span, site=site))
         elif canon not in table.history and not version_in(version, opt.since, opt.until) and table.unknown_code:
             when = f"added in {opt.since}" if opt.since and not version_in(version, opt.since, None) \
                 else f"removed after {opt.until}"
             out.findings.append(finding(
-                table.unknown_code, f"unrecognized argument: {flag} ({when}; this is {version})",
+                table.unknown_code, f"unrecognized argument: {flag} ({when}; {table.release_shown(version, unpinned)})",
                 span=tok.span, site=site))
         if tok.span is not None:
             out.flag_spans[opt.name] = tok.span

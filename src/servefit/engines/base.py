@@ -4,11 +4,14 @@ EngineConfig into the MemoryPlan the engine itself would make."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
+from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Span, Token
+from servefit.engines.options import Implied, OptionTable
+from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
@@ -59,33 +62,71 @@ def serve_command_length(words: list[str], prog: str, modules: tuple[str, ...], 
     return 0
 
 
-def implied_version(options: Any, given: set[str]) -> tuple[str, str] | None:
-    """The newest release in which every given option exists, when one of them was removed before
-    the newest modelled release: (version, the option that implies it). Reads the `until` of the
-    engine's option table (data/engines/<engine>.yaml)."""
-    gone = [(o.until, o.flags[0] if o.flags else o.name) for o in options if o.name in given and o.until]
-    if not gone:
+def moving_tag(site: LaunchSite | None) -> str | None:
+    """The tag when the server runs the engine's own image by a tag that moves with its releases
+    (`vllm/vllm-openai:latest`, no tag, `nightly`, llama.cpp `server-cuda`, Ollama `rocm`): the
+    newest release runs where it is pulled, so that is the version given. None otherwise (a
+    version in the tag, a digest, another image)."""
+    import re
+
+    from servefit.sources.detect import engine_of_image, split_image
+
+    if site is None or not site.image or "@" in site.image or engine_of_image(site.image) != site.engine:
         return None
-    until, flag = min(gone, key=lambda u: tuple(int("".join(c for c in p if c.isdigit()) or 0)
-                                                for p in u[0].split(".")[:3]))
-    parts = until.split(".")
-    if len(parts) == 3 and parts[2] == "99":  # "removed after 0.18.x": model that line's first release
-        until = f"{parts[0]}.{parts[1]}.0"
-    return until, flag
+    tag = split_image(site.image)[1] or "latest"
+    if re.search(r"\d+\.\d+|\bb\d{3,}", tag.replace("-", " ")) or "$" in tag or "{" in tag:
+        return None
+    return tag
 
 
+def implied_release(table: OptionTable, used: Iterable[str], current: str, version: str | None,
+                    site: LaunchSite | None = None) -> Implied | None:
+    """With no version given (`version` None, and no image tag that moves with the releases): what
+    the options the server uses (flags as the table spells them, environment variables) say about
+    its release (OptionTable.implied_release); a given version is never second-guessed."""
+    return None if version or moving_tag(site) else table.implied_release(used, current)
+
+
+def unpinned(title: str, implied: Implied | None, site: LaunchSite | None = None, version: str | None = None) -> str:
+    """Why the newest release judges a config's flags, for the findings that depend on it ("":
+    a version was given, or the flags date the config)."""
+    if version:
+        return ""
+    if implied is not None and implied.version is None:
+        return (f"no version given, and no {title} release has every option this config uses, so servefit "
+                "models the newest: pin the image tag or pass --engine-version")
+    tag = moving_tag(site)
+    return f"the image tag {tag} runs the newest release" if tag else ""
+
+
+@rule("SF005")
 def assume_version(cfg: EngineConfig, title: str, current: str, version: str | None, *,
                    hint: str = "--engine-version", vkey: Callable[[str], Any] | None = None,
-                   implied: tuple[str, str] | None = None) -> None:
-    """Say which release was modelled, loudly when it was not given: the one the options imply
-    (`implied`), else the newest; with `vkey` (the engine's version sort key), that a given
-    version is newer than the newest modelled."""
-    if version is None and implied:
-        cfg.assumptions.insert(0, f"WARNING: {title} {implied[0]} assumed (no version given; {implied[1]} dates the "
-                                  f"config to that release line; pass {hint} or pin the image tag)")
+                   implied: Implied | None = None, where: Mapping[str, Span | None] | None = None) -> None:
+    """Say which release was modelled, loudly when it was not given: the one the options the
+    config uses imply (`implied`, with SF005 on the option that dates it, `where` its spans),
+    else the newest; with `vkey` (the engine's version sort key), that a given version is newer
+    than the newest modelled."""
+    pin = f"pass {hint} or pin the image tag"
+    if version is None and implied is not None:
+        where = where or {}
+        if implied.version is not None:
+            dated = ", ".join(f"{n} ({why})" for n, why in implied.why)
+            said = (f"{title} {implied.version} assumed (no version given; {dated} dates the config to that "
+                    f"release line, the newest servefit read that has every option it uses; {pin})")
+            shown = implied.version
+        else:
+            parts = ", ".join(f"{n} ({why})" for n, why in implied.why)
+            said = (f"{title} {current} assumed (no version given, and no release has every option this config "
+                    f"uses: {parts}; the newest release modelled; {pin})")
+            shown = current
+        cfg.assumptions.insert(0, f"WARNING: {said}")
+        first = implied.why[0][0]
+        cfg.findings.append(finding("SF005", f"{title} {shown} assumed: {said.split(' assumed (', 1)[1][:-1]}",
+                                    span=where.get(first), site=cfg.site.name if cfg.site else ""))
     elif version is None:
         cfg.assumptions.insert(0, f"WARNING: {title} {current} assumed (no version given: the newest release "
-                                  f"modelled; older releases size memory differently, pass {hint} or pin the image tag)")
+                                  f"modelled; older releases size memory differently, {pin})")
     elif vkey is not None and vkey(version) > vkey(current):
         cfg.assumptions.append(f"{title} {version} is newer than the newest release modelled ({current})")
 

@@ -8,6 +8,7 @@ releases a flag exists, when it was deprecated and what replaced it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
@@ -84,6 +85,32 @@ class FlagHistory:
         return f"removed in {gone[-1]}" if gone else "not in this release"
 
 
+@dataclass(frozen=True)
+class Implied:
+    """The release the options a config uses date it to, when no version was given."""
+
+    version: str | None  # the newest release with every option; None: no release has them all
+    why: tuple[tuple[str, str], ...]  # (option, "removed in 0.17.1" / "0.5.3 to 0.16.0"): what dates it
+
+
+def _releases_text(has: list[str], cands: list[str]) -> str:
+    """The releases an option is in, as runs of the releases known: "up to 0.16.0", "from 0.20.0 on"."""
+    if not has:
+        return "in no release servefit read"
+    runs: list[list[str]] = []
+    for r in has:
+        if runs and cands.index(r) == cands.index(runs[-1][-1]) + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = []
+    for run in runs:
+        first, last = run[0] == cands[0], run[-1] == cands[-1]
+        parts.append("in every release" if first and last else f"up to {run[-1]}" if first
+                     else f"from {run[0]} on" if last else run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}")
+    return " and ".join(parts)
+
+
 @dataclass
 class OptionTable:
     engine: str
@@ -97,6 +124,7 @@ class OptionTable:
     env_history: dict[str, FlagHistory] = field(default_factory=dict)  # variable -> the releases that read it
     unread_env_code: str = ""  # a twin variable the release does not read (it has no effect)
     underscores_since: str | None = None  # `_` == `-` in long names from this release on
+    releases: tuple[str, ...] = ()  # the releases whose parsers the history was read from, oldest first
     by_flag: dict[str, Option] = field(default_factory=dict)
     by_env: dict[str, Option] = field(default_factory=dict)
     by_name: dict[str, Option] = field(default_factory=dict)
@@ -155,14 +183,23 @@ class OptionTable:
             return o, k
         return None
 
-    def release_problem(self, canon: str, version: str | None) -> tuple[str, str] | None:
+    def release_shown(self, version: str | None, unpinned: str = "") -> str:
+        """Which release a finding judged by: why the newest is modelled (`unpinned`, or no version
+        given), else the one given."""
+        if unpinned:
+            return unpinned
+        if version:
+            return f"this is {version}"
+        return "no version given, so servefit models the newest release: pin the image tag or pass " \
+            "--engine-version if an older one runs"
+
+    def release_problem(self, canon: str, version: str | None, unpinned: str = "") -> tuple[str, str] | None:
         """(rule code, message) where the flag is not in `version` (an error: argparse rejects
         it) or is deprecated there (a warning naming the replacement); None when fine."""
         h = self.history.get(canon)
         if h is None or version is None and h.present(None):
             return None
-        shown = f"this is {version}" if version else "servefit models the newest release: pin the image tag or pass " \
-            "--engine-version if an older one runs"
+        shown = self.release_shown(version, unpinned)
         if not h.present(version):
             when = h.why_absent(version) if version else f"removed in {h.ranges[-1][1]}"
             tail = f"; use {h.replacement}" if h.replacement and "removed" in when else ""
@@ -172,6 +209,43 @@ class OptionTable:
             rep = f"; use {h.replacement}" if h.replacement else ""
             return self.deprecated_code, f"{canon} is deprecated since {h.deprecated_since}{rep}"
         return None
+
+    def implied_release(self, used: Iterable[str], current: str) -> Implied | None:
+        """What the options a config uses say about its release when none was given: the newest
+        release read (or `current`, the newest modelled) in which every one exists, from each
+        release's own parser (the history) or the table's since / until. None: the newest has
+        them all, or nothing here dates them."""
+        checks: dict[str, Callable[[str], bool]] = {}
+        for name in used:
+            h = self.history.get(name) or self.env_history.get(name)
+            opt = self.by_flag.get(name) or self.by_env.get(name)
+            if h is not None:
+                checks[name] = h.present
+            elif opt is not None and (opt.since or opt.until):
+                checks[name] = lambda v, o=opt: version_in(v, o.since, o.until)  # type: ignore[misc]
+        if not checks:
+            return None
+        cands = sorted({*self.releases, current}, key=_vkey)
+        has = {name: [r for r in cands if ok(r)] for name, ok in checks.items()}
+        common = [r for r in cands if all(r in rs for rs in has.values())]
+        if common and _vkey(common[-1]) >= _vkey(current):
+            return None
+        if common:
+            after = cands[cands.index(common[-1]) + 1]
+            return Implied(common[-1], tuple((n, self._why_absent(n, after)) for n, rs in has.items()
+                                             if after not in rs))
+        names_in_order = list(has)
+        pair = next(((a, b) for i, a in enumerate(names_in_order) for b in names_in_order[i + 1:]
+                     if not set(has[a]) & set(has[b])), None)
+        names = pair or tuple(has)
+        return Implied(None, tuple((n, _releases_text(has[n], cands)) for n in names))
+
+    def _why_absent(self, name: str, version: str) -> str:
+        h = self.history.get(name) or self.env_history.get(name)
+        if h is not None:
+            return h.why_absent(version)
+        opt = self.by_flag.get(name) or self.by_env.get(name)
+        return f"removed after {opt.until}" if opt is not None and opt.until else "not in later releases"
 
     def suggest(self, flag: str) -> str | None:
         import difflib
@@ -237,7 +311,8 @@ def _table_data(engine: str) -> tuple[list[tuple[Any, ...]], dict[str, tuple[Any
              "allow_abbrev": bool(raw.get("allow_abbrev", True)), "unknown_code": codes.get("unknown", ""),
              "invalid_code": codes.get("invalid", ""), "deprecated_code": codes.get("deprecated", ""),
              "underscores_since": hist.get("underscore_dash_same_since"),
-             "unread_env_code": codes.get("unread_env", "")}
+             "unread_env_code": codes.get("unread_env", ""),
+             "releases": tuple(str(v) for v in hist.get("releases_read") or ())}
     return [_fields_of(o) for o in opts], history, env_history, attrs
 
 

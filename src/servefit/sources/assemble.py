@@ -169,8 +169,10 @@ def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding
         return sites, findings, {}
     charts = sorted(out.charts)
     sites = [s for s in sites if os.path.normpath(s.file) not in out.values_files] + out.sites
-    findings = [f for f in findings if not (f.code == "SF104" and f.span is not None
-                                            and rendering.in_chart(f.span.file, charts))] + out.findings
+    findings = [f for f in findings if not (f.code in ("SF104", "SF116") and f.span is not None
+                                            and rendering.in_chart(f.span.file, charts))
+                and not (f.code == "SF116" and f.span is not None
+                         and os.path.normpath(f.span.file) in out.values_files)] + out.findings
     return sites, findings, out.notes
 
 

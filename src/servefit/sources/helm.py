@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from servefit.core import GpuHint, Token
+from servefit.core import Finding, GpuHint, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.launch import container
+from servefit.sources.problems import unread_server
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
 
@@ -110,10 +111,13 @@ def _image_text(y: Y, node: Node | None) -> Token | None:
 
 
 def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = frozenset()) -> None:
-    """Any mapping (up to 4 levels down) that runs an engine by image or by command; the keys of
-    the engines' own charts (`owned`) are theirs."""
+    """Any mapping (up to 4 levels down, list items included: `containers: [...]`) that runs an
+    engine by image or by command; the keys of the engines' own charts (`owned`) are theirs. An
+    engine image where no server was found is SF116: the chart's templates write its command."""
     queue: list[tuple[Node, str, int, str]] = [(root, "", 0, "")]
     seen: set[int] = set()
+    before = len(fc.sites)
+    unread: list[Token] = []
     while queue:
         node, path, depth, key = queue.pop(0)
         if id(node) in seen or not isinstance(node, MappingNode):
@@ -121,10 +125,35 @@ def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = f
         seen.add(id(node))
         if _generic_one(y, node, root, fc, f"{label}/{path}" if path else label, key):
             continue
+        image = _image_text(y, y.get(node, "image"))
+        if image is not None and detect.engine_of_image(image.text) is not None:
+            unread.append(image)
         if depth < 4:
             for k, _, v in y.items(node):
-                if k not in owned and isinstance(v, MappingNode):
-                    queue.append((v, f"{path}.{k}" if path else k, depth + 1, k))
+                if k in owned:
+                    continue
+                at = f"{path}.{k}" if path else k
+                if isinstance(v, MappingNode):
+                    queue.append((v, at, depth + 1, k))
+                elif isinstance(v, SequenceNode):
+                    queue.extend((item, f"{at}[{i}]", depth + 1, k) for i, item in enumerate(v.value)
+                                 if isinstance(item, MappingNode))
+    if len(fc.sites) == before:
+        for image in unread:
+            fc.findings.append(image_not_read(image))
+
+
+def image_not_read(image: Token, why: str = "", what: str = "") -> Finding:
+    """SF116 on an engine image whose command servefit cannot know from the values (`what` it
+    runs, when the image alone does not say)."""
+    from servefit.engines import get
+
+    eng = detect.engine_of_image(image.text)
+    title = what or (get(eng).title if eng else "an engine")
+    why = why or ("the command it runs comes from the templates of a chart servefit does not read, so this "
+                  "server's settings were not checked: put the chart in the repository (servefit renders it "
+                  "with helm) or lint the output of `helm template`")
+    return unread_server(f"{image.text} runs {title}, but {why}", span=image.span)
 
 
 def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str, key: str = "") -> bool:

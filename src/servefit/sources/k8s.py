@@ -296,11 +296,7 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
     if not isinstance(pod, MappingNode):
         return
     host_ipc = (y.str(y.get(pod, "hostIPC")) or "").lower() == "true"
-    mem_vols: dict[str | None, str | None] = {}  # volume name -> a sizeLimit below SHM_MIN, else None
-    for v in y.seq(y.get(pod, "volumes")):
-        if (y.str(y.get(v, "emptyDir", "medium")) or "").lower() == "memory" or \
-                y.str(y.get(v, "hostPath", "path")) == "/dev/shm":
-            mem_vols[y.str(y.get(v, "name"))] = _small_limit(y.str(y.get(v, "emptyDir", "sizeLimit")))
+    mem_vols = memory_volumes(y, pod)
     names = name_hints(y, pod)
     host_net = y.tok(y.get(pod, "hostNetwork"))
     for c in y.seq(y.get(pod, "containers")):
@@ -315,6 +311,32 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
                 if hp is not None and (y.str(y.get(p, "hostIP")) or "") not in ("127.0.0.1", "::1"):
                     add_exposure(site, Exposure(f"hostPort {hp.text} (published on the node)", hp.span,
                                                 port_list(y.str(y.get(p, "containerPort")) or "")))
+
+
+def memory_volumes(y: Y, *pods: Node | None) -> dict[str | None, str | None]:
+    """The pod's volumes that can back /dev/shm (an emptyDir of medium Memory, the host's
+    /dev/shm): name -> a sizeLimit below SHM_MIN as written, else None."""
+    out: dict[str | None, str | None] = {}
+    for pod in pods:
+        for v in y.seq(y.get(pod, "volumes")):
+            if (y.str(y.get(v, "emptyDir", "medium")) or "").lower() == "memory" or \
+                    y.str(y.get(v, "hostPath", "path")) == "/dev/shm":
+                out[y.str(y.get(v, "name"))] = _small_limit(y.str(y.get(v, "emptyDir", "sizeLimit")))
+    return out
+
+
+def set_shm(y: Y, c: Node, launches: list[Launch], host_ipc: bool, mem_vols: dict[str | None, str | None]) -> None:
+    """Whether the container has shared memory for NCCL: hostIPC, or one of `mem_vols` mounted
+    at /dev/shm (a sizeLimit too small is kept as a fact for the finding)."""
+    shm_vols = [y.str(y.get(m, "name")) for m in y.seq(y.get(c, "volumeMounts"))
+                if y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols]
+    small = [mem_vols[v] for v in shm_vols if mem_vols[v]]
+    shm = host_ipc or (bool(shm_vols) and not small)
+    for launch in launches:
+        if launch.shm is None:
+            launch.shm = shm
+            if small and not host_ipc:
+                launch.facts["shm_limit"] = small[0]
 
 
 def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind: str, names: list[NameHint],
@@ -337,15 +359,7 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
         count += group[0]
         count_src += f" {group[1]}"
     hint: GpuHint | None = merge(best_label(names), count, count_src, count_tok.span if count_tok else None)
-    shm_vols = [y.str(y.get(m, "name")) for m in y.seq(y.get(c, "volumeMounts"))
-                if y.str(y.get(m, "mountPath")) == "/dev/shm" and y.str(y.get(m, "name")) in mem_vols]
-    small = [mem_vols[v] for v in shm_vols if mem_vols[v]]
-    shm = host_ipc or (bool(shm_vols) and not small)
-    for launch in launches:
-        if launch.shm is None:
-            launch.shm = shm
-            if small and not host_ipc:
-                launch.facts["shm_limit"] = small[0]
+    set_shm(y, c, launches, host_ipc, mem_vols)
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
     runtime, opaque = runtime_env(y, c, cms)

@@ -39,3 +39,10 @@ def literal_variable(message: str, **where: Any) -> Finding:
     """A `$VAR` the runtime passes to the engine as text: a Dockerfile exec form (no shell), a
     k8s command or args item (Kubernetes expands `$(VAR)` only)."""
     return finding("SF107", message, **where)
+
+
+@rule("SF116")
+def unread_server(message: str, **where: Any) -> Finding:
+    """A values file runs an engine image, but the command it runs comes from templates servefit
+    does not have (or a chart setting it cannot turn into one): the server was not read."""
+    return finding("SF116", message, **where)

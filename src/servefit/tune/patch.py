@@ -161,6 +161,9 @@ class Patcher(YamlPlacement):
         self.pending_keys: list[tuple[Placed, str, str]] = []  # (placed, --flag, value or "" for a switch)
         work = space.ev.site.workload
         self.prodstack = work.chart == "vllm-production-stack" or work.kind == "VLLMRuntime"
+        # llm-d-modelservice writes the command from its keys (engines/vllm/llmd.py): a new flag
+        # goes in the container's `args` list, after the flags the chart writes
+        self.args_only = work.chart == "llm-d-modelservice"
         self.keyed = self._keyed()
         self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
 
@@ -214,7 +217,7 @@ class Patcher(YamlPlacement):
         env_spans = {t.span for t in self.site.env.values() if t.span is not None}
         cands = [t for t in self.argv if t.span is not None and t.span not in env_spans
                  and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
-        if self.prodstack:  # the chart's template writes the command; only extraArgs items are words
+        if self.prodstack or self.args_only:  # the chart's template writes the command; only args items are words
             cands = [t for t in cands if self._after_last_key(t)]
         # a word followed (in the command) by one that is not written right after it, such as a
         # flag whose value is `${CTX}` defined elsewhere: inserting there would split the pair
@@ -290,7 +293,7 @@ class Patcher(YamlPlacement):
             return
         if is_bool and not new:
             return
-        if self.keyed or self.prodstack:
+        if self.keyed and not self.args_only or self.prodstack:
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))

@@ -10,7 +10,7 @@ from typing import Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Token
 from servefit.engines.argv import Parsed, parse_argv, parse_env
-from servefit.engines.base import assume_version
+from servefit.engines.base import assume_version, implied_release, unpinned
 from servefit.engines.llamacpp import versions as V
 from servefit.engines.options import load_table
 from servefit.models.gguf_names import parse_ref
@@ -91,12 +91,26 @@ def model_words(site: LaunchSite) -> int:
     return ENGINE.command_length([t.text for t in site.argv])
 
 
+def _dating_env(site: LaunchSite, table: Any) -> dict[str, Any]:
+    """The LLAMA_ARG_* twins the site sets, where each release's parser lists them. LLAMA_ARG_NO_<X>
+    is left out: from b8121 every negatable flag honours it by rule (common_arg::get_value_from_env),
+    so its leaving the list dates nothing."""
+    return {k: t.span for k, t in site.env.items()
+            if k in table.env_history and k.startswith("LLAMA_ARG_") and not k.startswith("LLAMA_ARG_NO_")}
+
+
 def parse(site: LaunchSite, version: str | None) -> EngineConfig:
-    b = V.build(version)
     table = load_table("llamacpp")
-    ver = f"b{b}"
     n = model_words(site)
-    parsed = parse_argv(table, list(site.argv[n:]), ver, site=site.name)
+    args = list(site.argv[n:])
+    parsed = parse_argv(table, args, f"b{V.build(version)}", site=site.name,
+                        unpinned=unpinned("llama.cpp", None, site, version))
+    where = {**parsed.used, **_dating_env(site, table)}
+    implied = implied_release(table, where, V.CURRENT, version, site)
+    b = V.build(implied.version if implied and implied.version else version)
+    ver = f"b{b}"
+    if implied:  # the options date the config (or no build has them all): model that build, say so
+        parsed = parse_argv(table, args, ver, site=site.name, unpinned=unpinned("llama.cpp", implied, site))
     # llama-swap macros (${PORT}, ${MODEL_ID}) are filled in by llama-swap at run time: not a bad value
     parsed.findings = [f for f in parsed.findings if "${" not in f.message]
     for f in parsed.findings:  # llama.cpp's own wording (common/arg.cpp: "error: invalid argument: X")
@@ -218,7 +232,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
                                + (f" ({quant}, sized as llama-quantize makes it)" if quant else ""))
     if not set(vals) & {"model", "hf_repo", "model_url", "docker_repo"} and ref:
         cfg.assumptions.append(f"no -m: llama-server b{b} loads its default {ref} (router mode came in b{V.ROUTER})")
-    assume_version(cfg, "llama.cpp", V.CURRENT, version, hint="--engine-version bNNNN")
+    assume_version(cfg, "llama.cpp", V.CURRENT, version, hint="--engine-version bNNNN", implied=implied, where=where)
     return cfg
 
 

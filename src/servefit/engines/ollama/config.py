@@ -8,7 +8,7 @@ from typing import Any
 
 from servefit import data
 from servefit.core import EngineConfig, Finding, LaunchSite, Span, Token
-from servefit.engines.base import assume_version
+from servefit.engines.base import assume_version, implied_release
 from servefit.engines.ollama import versions as V
 from servefit.engines.ollama_modelfile import (
     GO_FALSE,
@@ -19,6 +19,7 @@ from servefit.engines.ollama_modelfile import (
     unknown_parameter,
     value_problem,
 )
+from servefit.engines.options import load_table
 from servefit.models.gguf_names import parse_ref
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -72,7 +73,11 @@ def _program(w: str) -> str:
 
 @rule("OLLM005", "OLLM014")
 def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineConfig:
-    v = V.vtuple(version)
+    table = load_table("ollama")  # the OLLAMA_* variables each release's envconfig reads
+    where = {k: t.span for k, t in site.env.items() if k in table.env_history}
+    implied = implied_release(table, where, V.CURRENT, version, site)
+    modelled = version or (implied.version if implied else None)
+    v = V.vtuple(modelled)
     findings: list[Finding] = []
     args = list(site.argv[command_length:])
     if command_length == 0 and args and args[0].text in ("serve", "run", "start"):
@@ -98,7 +103,7 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
     params: dict[str, str] = {}
     if doc is not None:
         findings.extend(f for f in doc.findings if f.code == "OLLM001")
-        findings.extend(check_parameters(doc, version))
+        findings.extend(check_parameters(doc, modelled))
         params.update(doc.values())
         for name, toks in doc.parameters.items():
             if toks[-1].span is not None:
@@ -179,7 +184,7 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
     cfg = EngineConfig(engine="ollama", model_ref=catalog_id or ref, settings=s, spans=spans, explicit=explicit,
                        env={k: t.text for k, t in site.env.items()}, version=".".join(map(str, v)),
                        findings=findings, site=site)
-    assume_version(cfg, "Ollama", V.CURRENT, version)
+    assume_version(cfg, "Ollama", V.CURRENT, version, implied=implied, where=where)
     if note and ref and catalog_id != ref:
         cfg.assumptions.append(f"model tag {note}")
     return cfg

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan, Token
 from servefit.engines.argv import parse_argv
-from servefit.engines.base import Engine, Knob, assume_version, serve_command_length
+from servefit.engines.base import (
+    Engine,
+    Knob,
+    assume_version,
+    implied_release,
+    serve_command_length,
+    unpinned,
+)
 from servefit.engines.options import load_table
 from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
 from servefit.engines.tgi.concepts import add_hints
@@ -63,7 +70,13 @@ class SglangEngine(Engine):
         table = load_table("sglang")
         n = self.command_length([t.text for t in site.argv])
         args = _splice_config(list(site.argv[n:]), site)
-        parsed = parse_argv(table, args, version, site=site.name)
+        parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("SGLang", None, site, version))
+        implied = implied_release(table, parsed.used, CURRENT, version, site)
+        if implied:  # the flags date the config (or no release has them all): model that era, say so
+            parsed = parse_argv(table, args, implied.version, site=site.name,
+                                unpinned=unpinned("SGLang", implied, site))
+        where = dict(parsed.used)
+        given, version = version, version or (implied.version if implied else None)
         for extra in parsed.positionals:
             parsed.findings.append(finding("SGL001", f"unrecognized arguments: {extra.text}", span=extra.span,
                                            site=site.name))
@@ -102,7 +115,7 @@ class SglangEngine(Engine):
             cfg.findings.append(finding("SGL002", "the following arguments are required: --model-path",
                                         span=site.argv[0].span if site.argv else None, site=site.name,
                                         setting="model_path"))
-        assume_version(cfg, "SGLang", CURRENT, version, vkey=vtuple)
+        assume_version(cfg, "SGLang", CURRENT, given, vkey=vtuple, implied=implied, where=where)
         return cfg
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, LaunchSite, MemoryPlan
 from servefit.engines.argv import parse_argv, parse_env
-from servefit.engines.base import Engine, Knob, assume_version, program
+from servefit.engines.base import Engine, Knob, assume_version, implied_release, program, unpinned
 from servefit.engines.options import load_table
 from servefit.engines.tgi.concepts import add_hints
 from servefit.engines.tgi.era import CURRENT, vtuple
@@ -67,17 +67,24 @@ class TgiEngine(Engine):
         version = version or site.engine_version
         table = load_table("tgi")
         n = self.command_length([t.text for t in site.argv])
-        parsed = parse_argv(table, list(site.argv[n:]), version, site=site.name)
-        for extra in parsed.positionals:  # clap takes no positionals
-            parsed.findings.append(finding("TGI001", f"error: unexpected argument '{extra.text}' found",
-                                           span=extra.span, site=site.name))
+        args = list(site.argv[n:])
+        parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("TGI", None, site, version))
         env = dict(site.env)
         sagemaker = (site.image and "tgi-inference" in site.image) or ("HF_MODEL_ID" in env and "MODEL_ID" not in env)
         if sagemaker:
             for src, dst in SAGEMAKER_ENV.items():
                 if src in env:
                     env[dst] = env[src]
-        parse_env(table, env, parsed, site=site.name, version=version)
+        where = {**parsed.used, **{k: t.span for k, t in env.items() if k in table.env_history}}
+        implied = implied_release(table, where, CURRENT, version, site)
+        if implied:  # the options date the config (or no release has them all): model that era, say so
+            parsed = parse_argv(table, args, implied.version, site=site.name,
+                                unpinned=unpinned("TGI", implied, site))
+        version_read = implied.version if implied else version
+        for extra in parsed.positionals:  # clap takes no positionals
+            parsed.findings.append(finding("TGI001", f"error: unexpected argument '{extra.text}' found",
+                                           span=extra.span, site=site.name))
+        parse_env(table, env, parsed, site=site.name, version=version_read)
         _fix_choice_hints(parsed.findings)
         add_hints(parsed.findings, "TGI001", "tgi", "TGI")
         values: dict[str, Any] = dict(parsed.values)
@@ -97,7 +104,7 @@ class TgiEngine(Engine):
         settings.update(values)
         model_ref = values.get("model_id")
         cfg = EngineConfig(engine="tgi", model_ref=model_ref, settings=settings, spans=dict(parsed.spans),
-                           explicit=set(values), env={k: t.text for k, t in env.items()}, version=version or CURRENT,
+                           explicit=set(values), env={k: t.text for k, t in env.items()}, version=version_read or CURRENT,
                            findings=parsed.findings, site=site)
         if "model_id" in cfg.spans:
             cfg.spans["model"] = cfg.spans["model_id"]
@@ -107,7 +114,7 @@ class TgiEngine(Engine):
                 cfg.spans[f"env:{k}"] = tok.span
         if model_ref is None:
             cfg.assumptions.append("no --model-id / MODEL_ID: TGI would load bigscience/bloom-560m")
-        assume_version(cfg, "TGI", CURRENT, version, vkey=vtuple)
+        assume_version(cfg, "TGI", CURRENT, version, vkey=vtuple, implied=implied, where=where)
         return cfg
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Token
 from servefit.engines.argv import parse_argv
-from servefit.engines.base import Engine, Knob, assume_version, implied_version, serve_command_length
+from servefit.engines.base import (
+    Engine,
+    Knob,
+    assume_version,
+    implied_release,
+    serve_command_length,
+    unpinned,
+)
 from servefit.engines.options import load_table
 from servefit.engines.vllm.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
@@ -99,12 +106,13 @@ class VllmEngine(Engine):
         args = list(site.argv[n:])
         missing: list[Finding] = []
         args = _splice_config(args, site, missing)
-        parsed = parse_argv(table, args, version, site=site.name)
+        parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("vLLM", None, site, version))
+        implied = implied_release(table, parsed.used, CURRENT, version, site)
+        if implied:  # the flags date the config (or no release has them all): model that era, say so
+            parsed = parse_argv(table, args, implied.version, site=site.name,
+                                unpinned=unpinned("vLLM", implied, site))
         parsed.findings[:0] = missing
-        implied = None if version else implied_version(table.options, set(parsed.values))
-        if implied:  # a flag the newest release dropped dates the config: model that era
-            version = implied[0]
-            parsed = parse_argv(table, args, version, site=site.name)
+        where = dict(parsed.used)
         values = parsed.values
         _int_lists(parsed, site.name)
         _positive(parsed, site.name)
@@ -127,12 +135,13 @@ class VllmEngine(Engine):
             if opt.default is not None and opt.name not in settings and opt.memory:
                 settings[opt.name] = opt.default
         env = {k: t.text for k, t in site.env.items()}
+        modelled = version or (implied.version if implied else None)
         cfg = EngineConfig(engine="vllm", model_ref=model_ref, settings=settings, spans=spans, explicit=explicit,
-                           env=env, version=version or CURRENT, findings=parsed.findings, site=site)
+                           env=env, version=modelled or CURRENT, findings=parsed.findings, site=site)
         for k, t in site.env.items():
             if k in ENV_VARS and t.span is not None:
                 cfg.spans[f"env:{k}"] = t.span
-        assume_version(cfg, "vLLM", CURRENT, None if implied else version, implied=implied)
+        assume_version(cfg, "vLLM", CURRENT, version, implied=implied, where=where)
         _check_auto_len(cfg)
         return cfg
 

@@ -1,4 +1,5 @@
-"""vLLM production-stack's Helm chart and its operator's VLLMRuntime resource, as servers.
+"""vLLM production-stack's Helm chart and its operator's VLLMRuntime resource, as servers (the
+llm-d-modelservice chart: llmd.py beside this module).
 
 `servingEngineSpec.modelSpec[]` becomes the command the chart's deployment-vllm-multi.yaml
 template renders (`vllm serve <modelURL> --host 0.0.0.0 --port 8000`, then `vllmConfig` keys as
@@ -91,10 +92,13 @@ def vllm_runtime(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
 
 
 def scan_values(y: Y, root: Node, fc: FileCtx, label: str) -> bool:
-    """production-stack values: one server per modelSpec (its router and cache server are not)."""
+    """production-stack values: one server per modelSpec (its router and cache server are not);
+    llm-d-modelservice values (`modelArtifacts`): decode and prefill (engines/vllm/llmd.py)."""
     ses = y.get(root, "servingEngineSpec")
     if ses is None:
-        return False
+        from servefit.engines.vllm.llmd import scan_modelservice
+
+        return scan_modelservice(y, root, fc, label)
     for ms in y.seq(y.get(ses, "modelSpec")):
         prodstack_model(y, ms, ses, fc, label)
     return True
