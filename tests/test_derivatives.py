@@ -351,7 +351,7 @@ def test_fine_tune_words_between_family_and_size(ref, base, tail):
 
 
 @pytest.mark.parametrize("ref", [
-    "tiiuae/falcon-mamba-7b",  # another architecture; and a bare family word never takes words between
+    "tiiuae/falcon-rw-7b",  # another architecture (RefinedWeb, ALiBi); a bare family word never takes words between
     "acme/Llama-3.1-Nemotron-Nano-5B",  # Llama 3.1 has no 5B
     "acme/Llama-3.1-a-b-c-d-8B",  # more than three words between
 ])

@@ -312,6 +312,12 @@ def linear_attention_state(m: dict[str, Any]) -> dict[str, Any]:
         out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 3)) - 1) * int(m.get("conv_dim", 0)))
         out.setdefault("ssm_state_elems", 0)
         return out
+    if m.get("kind") == "mamba1":  # Mamba / Falcon-Mamba / Jamba: conv over d_inner, a d_inner x state SSM state
+        d = int(m.get("d_inner", 0))
+        out.setdefault("conv_dim", d)
+        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 4)) - 1) * d)
+        out.setdefault("ssm_state_elems", d * int(m.get("state_size", 16)))
+        return out
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
         groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))

@@ -11,7 +11,9 @@ from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
-_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode")
+_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
+                    "falcon_mamba")
+_SSM = ("mamba", "falcon_mamba", "mamba2")  # attention-free: every layer is the recurrent mixer
 
 
 def _int(v: Any, default: int = 0) -> int:
@@ -51,6 +53,54 @@ def _mamba2(c: dict[str, Any], h: int) -> dict[str, Any]:
         "conv_kernel": _int(c.get("mamba_d_conv") or c.get("conv_kernel"), 4)})
 
 
+def _mamba1(c: dict[str, Any], h: int, jamba: bool) -> dict[str, Any]:
+    """Mamba1 mixer keys: MambaConfig / FalconMambaConfig (state_size, expand, conv_kernel,
+    time_step_rank, use_bias, use_conv_bias) or JambaConfig's mamba_* names."""
+    p = "mamba_" if jamba else ""
+    rank = c.get(p + "dt_rank" if jamba else "time_step_rank")
+    m: dict[str, Any] = {
+        "kind": "mamba1", "d_inner": _int(c.get("intermediate_size")) if not jamba and c.get("intermediate_size")
+        else _int(c.get(p + "expand"), 2) * h,
+        "state_size": _int(c.get(p + "d_state" if jamba else "state_size"), 16),
+        "conv_kernel": _int(c.get(p + "d_conv" if jamba else "conv_kernel"), 4),
+        "dt_rank": _int(rank) if rank not in (None, "auto") else -(-h // 16),
+        "conv_bias": bool(c.get(p + "conv_bias" if jamba else "use_conv_bias", True)),
+        "proj_bias": bool(c.get(p + "proj_bias" if jamba else "use_bias", False)),
+    }
+    if jamba:
+        m["bc_norms"] = True  # vLLM jamba.py MambaMixer(use_rms_norm=True): dt / B / C norms with weights
+    return linear_attention_state(m)
+
+
+def _decilm(c: dict[str, Any], spec: ModelSpec) -> None:
+    """block_configs of a DeciLM (Llama-Nemotron NAS) config: attention no-ops become "none"
+    layers, each FFN its ffn_mult (0: no-op); the KV heads are the attention layers' largest
+    num_attention_heads // n_heads_in_group (vLLM nemotron_nas.py DeciLMDecoderLayer)."""
+    blocks = c.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != spec.num_hidden_layers:
+        return
+    kinds, mults, kv = [], [], []
+    for b in blocks:
+        attn = b.get("attention") if isinstance(b, dict) else None
+        ffn = b.get("ffn") if isinstance(b, dict) else None
+        attn, ffn = attn if isinstance(attn, dict) else {}, ffn if isinstance(ffn, dict) else {}
+        if attn.get("no_op"):
+            kinds.append("none")
+        else:
+            kinds.append("full")
+            kv.append(spec.num_attention_heads // max(1, _int(attn.get("n_heads_in_group"), 1)))
+        mult = ffn.get("ffn_mult")
+        mults.append(0 if ffn.get("no_op") else float(mult) if isinstance(mult, (int, float)) else 0)
+    spec.layer_types = kinds
+    spec.layout["ffn_mult"] = mults
+    if kv:
+        spec.num_key_value_heads = max(kv)
+    if any(mults):
+        from servefit.models.arch_classic import decilm_ffn_width
+
+        spec.intermediate_size = max(decilm_ffn_width(x, spec.hidden_size) for x in mults if x)
+
+
 def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     """Complete `spec` (from the merged config dict `c`) for the layouts beyond the Llama one."""
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
@@ -87,6 +137,21 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         if mt == "lfm2_moe":
             spec.first_k_dense_replace = _int(c.get("num_dense_layers"))
             lay["use_expert_bias"] = bool(c.get("use_expert_bias", True))
+    elif mt in _SSM:
+        spec.layer_types = ["mamba"] * n
+        if mt == "mamba2":  # Mamba2Config names (num_heads, head_dim, n_groups, state_size, conv_kernel)
+            keys = {"mamba_n_heads": "num_heads", "mamba_d_head": "head_dim", "mamba_n_groups": "n_groups",
+                    "mamba_d_state": "state_size", "mamba_d_conv": "conv_kernel", "mamba_expand": "expand"}
+            spec.mamba = _mamba2({k: c.get(v) for k, v in keys.items()}, h)
+        else:
+            spec.mamba = _mamba1(c, h, jamba=False)
+    elif mt == "jamba":
+        spec.mamba = _mamba1(c, h, jamba=True)
+        period, offset = _int(c.get("expert_layer_period"), 2), _int(c.get("expert_layer_offset"), 1)
+        if spec.num_experts and offset == period - 1:  # MoE where i % period == offset
+            spec.moe_layer_step = period
+    elif mt == "nemotron-nas":
+        _decilm(c, spec)
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
