@@ -120,6 +120,10 @@ TRAITS: dict[str, Traits] = {
     "bailing_moe": Traits(qk_norm=True, expert_score_bias=True),
     # vLLM mimo.py: Qwen2's layout (q/k/v bias); its MTP layers are not loaded for serving
     "mimo": Traits(qkv_bias=True),
+    # Kimi-VL (vLLM kimi_vl.py) and Kimi-K2.5 (kimi_k25.py): DeepSeek-V3 text models with the
+    # noaux_tc e_score_correction_bias, under the multimodal model_type
+    "kimi_vl": Traits(expert_score_bias=True),
+    "kimi_k25": Traits(expert_score_bias=True),
 }
 
 
@@ -185,7 +189,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         n += q_out + 2 * kvh * hd
     if s.layout.get("o_bias", t.o_bias):  # vLLM llama.py: o_proj bias=config.attention_bias
         n += h
-    if t.qk_norm:
+    if s.layout.get("qk_norm", t.qk_norm):  # MiniCPM-V 4.5: a Qwen3 LM under the minicpmv model_type
         n += 2 * hd
     if t.qk_norm_full:
         n += (heads + kvh) * hd

@@ -114,8 +114,8 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
 
     json_depth(cfg)
     parts: list[tuple[str, Any]] = [(where, cfg)]
-    for sub in ("text_config", "vision_config", "linear_attn_config", "rope_scaling", "rope_parameters",
-                "quantization_config", "compression_config"):
+    for sub in ("text_config", "language_config", "vision_config", "linear_attn_config", "rope_scaling",
+                "rope_parameters", "quantization_config", "compression_config"):
         if isinstance(cfg.get(sub), dict):
             parts.append((f"{where}{sub}.", cfg[sub]))
         elif cfg.get(sub) is not None and not (sub == "vision_config" and cfg[sub] == {}):
@@ -237,6 +237,8 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     validate_config(cfg)
     top = cfg
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
+    if text is None and isinstance(cfg.get("language_config"), dict):  # DeepSeek-VL2 / OCR
+        text = cfg["language_config"]
     # LLM keys from text_config (Gemma 3, Llama 4, Mistral 3, Llava...), anything else from the top
     c: dict[str, Any] = dict(top)
     if text is not None:
@@ -286,7 +288,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     first_dense = _int(c.get("first_k_dense_replace"))
 
     # multi-head latent attention
-    kv_lora = _int(c.get("kv_lora_rank"))
+    kv_lora = _int(c.get("kv_lora_rank")) if c.get("use_mla") is not False else 0  # DeepSeek-VL2-tiny: MHA
     qk_nope = _int(c.get("qk_nope_head_dim"))
     qk_rope = _int(c.get("qk_rope_head_dim"))
     if kv_lora:
@@ -338,7 +340,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     quant = top.get("quantization_config") or c.get("quantization_config") or top.get("compression_config")
     dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype")
                 or "bfloat16")
-    vision = _vision_config(top)
+    vision = config_layouts.tower(top, _vision_config(top))
     spec = ModelSpec(
         name=name, architecture=architecture, model_type=model_type,
         num_hidden_layers=n, hidden_size=h, num_attention_heads=heads, num_key_value_heads=kv,

@@ -152,6 +152,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.moe_layer_step = period
     elif mt == "nemotron-nas":
         _decilm(c, spec)
+    elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3
+        version = str(c.get("version") or "")
+        if version.startswith("2.6"):
+            lay["attention_bias"] = True
+        elif version.startswith("4.5"):
+            lay["qk_norm"] = True
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
@@ -164,3 +170,29 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         lay["mlp_bias"] = True
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True
+
+
+def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The catalog `vision` dict of a tower in models/vision_towers.py, from a config.json whose
+    vision_config says too little for the generic readers: Kimi-VL / Kimi-K2.5 (MoonViT), DeepSeek-VL2
+    (timm SigLIP: width / layers / mlp_ratio) and DeepSeek-OCR (towers fixed in vLLM), MiniCPM-V
+    (a SigLIP vision_config with the resampler's query_num at the top level)."""
+    mt = str(top.get("model_type") or "")
+    v = vision or {}
+    if mt in ("kimi_vl", "kimi_k25") or v.get("model_type") in ("moonvit", "kimi_k25_vision"):
+        return {"model_type": "moonvit", "hidden_size": _int(v.get("hidden_size"), 1152),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
+                "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 14),
+                "init_pos_emb_height": _int(v.get("init_pos_emb_height") or v.get("pos_emb_height"), 64),
+                "init_pos_emb_width": _int(v.get("init_pos_emb_width") or v.get("pos_emb_width"), 64)}
+    if mt in ("deepseek_vl_v2", "deepseek_ocr"):
+        if "DeepseekOCRForCausalLM" in (top.get("architectures") or []) or mt == "deepseek_ocr":
+            return {"model_type": "deepencoder", "hidden_size": 1024, "patch_size": 14}
+        width = _int(v.get("width"), 1152)
+        ratio = v.get("mlp_ratio")
+        return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
+                "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
+                "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt in ("minicpmv", "minicpmo") and v:
+        return {**v, "model_type": "minicpmv", "query_num": _int(top.get("query_num"), 64)}
+    return vision

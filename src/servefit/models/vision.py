@@ -164,6 +164,10 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
     Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
+    from servefit.models.vision_towers import TOWERS, count_tower
+
+    if vision.get("model_type") in TOWERS:  # MoonViT, DeepSeek-VL2 / OCR, MiniCPM-V
+        return count_tower(vision, text_hidden)
     if vision.get("model_type") in INTERNVL:
         return _internvl_params(vision, text_hidden, top)
     if vision.get("model_type") in GLM4V or (model_type in GLM4V and "depth" in vision):
