@@ -124,6 +124,10 @@ TRAITS: dict[str, Traits] = {
     # noaux_tc e_score_correction_bias, under the multimodal model_type
     "kimi_vl": Traits(expert_score_bias=True),
     "kimi_k25": Traits(expert_score_bias=True),
+    # vLLM hyperclovax.py HyperCLOVAXDecoderLayer (use_post_norm): post_norm1 / post_norm2 as well
+    "hyperclovax": Traits(norms_per_layer=4),
+    # FlexOlmo (transformers modeling_flex_olmo.py; vLLM's Transformers backend): OLMoE's layout
+    "flex_olmo": Traits(qk_norm_full=True),
 }
 
 
@@ -260,6 +264,8 @@ def _moe_params(s: ModelSpec, t: Traits) -> int:
 
 
 def _norms_per_layer(s: ModelSpec, t: Traits) -> int:
+    if s.layout.get("norms_per_layer") is not None:  # PaliGemma 2: a Gemma 2 LM (four norms) under paligemma
+        return int(s.layout["norms_per_layer"])
     if s.model_type == "falcon":
         # Falcon-7B: one input_layernorm (parallel attention); new decoder architecture (40B,
         # 180B, grouped KV heads): ln_attn and ln_mlp

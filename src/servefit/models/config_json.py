@@ -153,13 +153,7 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
                 number(d[key], prefix + key, minimum=0, maximum=32, open_min=True)  # ExLlama: 4.65 bits per weight
             elif d.get(key) is not None:
                 count(d[key], prefix + key, "small", minimum=low)
-    for i, b in enumerate(cfg.get("block_configs") or []):  # DeciLM: per-layer attention / FFN shapes
-        attn = b.get("attention") if isinstance(b, dict) else None
-        ffn = b.get("ffn") if isinstance(b, dict) else None
-        if isinstance(attn, dict) and attn.get("n_heads_in_group") is not None:
-            count(attn["n_heads_in_group"], f"{where}block_configs[{i}].attention.n_heads_in_group", "heads", minimum=1)
-        if isinstance(ffn, dict) and ffn.get("ffn_mult") is not None:
-            number(ffn["ffn_mult"], f"{where}block_configs[{i}].ffn.ffn_mult", minimum=0, maximum=1000)
+    config_layouts.validate_blocks(cfg, where)  # DeciLM block_configs
     kda = cfg.get("linear_attn_config")
     if isinstance(kda, dict) and isinstance(kda.get("full_attn_layers"), list):
         for i, x in enumerate(kda["full_attn_layers"]):
@@ -234,6 +228,7 @@ def _vision_config(cfg: dict[str, Any]) -> dict[str, Any] | None:
 
 def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config") -> ModelSpec:
     """A ModelSpec from a config.json dict; `params` is counted from the architecture."""
+    cfg = config_layouts.unwrap(cfg)  # Qwen2.5-Omni: the thinker
     validate_config(cfg)
     top = cfg
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None

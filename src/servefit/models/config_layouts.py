@@ -53,6 +53,27 @@ def _mamba2(c: dict[str, Any], h: int) -> dict[str, Any]:
         "conv_kernel": _int(c.get("mamba_d_conv") or c.get("conv_kernel"), 4)})
 
 
+def unwrap(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2.5-Omni's config.json nests the served model in thinker_config (vLLM
+    qwen2_5_omni_thinker.py serves the thinker only): that, with the top-level names."""
+    if isinstance(cfg.get("thinker_config"), dict):
+        return {**cfg["thinker_config"], "architectures": cfg.get("architectures"), "model_type": cfg.get("model_type")}
+    return cfg
+
+
+def validate_blocks(cfg: dict[str, Any], where: str) -> None:
+    """DeciLM block_configs: each n_heads_in_group and ffn_mult in range (BadValue names the field)."""
+    from servefit.budget import count, number
+
+    for i, b in enumerate(cfg.get("block_configs") or []):
+        attn = b.get("attention") if isinstance(b, dict) else None
+        ffn = b.get("ffn") if isinstance(b, dict) else None
+        if isinstance(attn, dict) and attn.get("n_heads_in_group") is not None:
+            count(attn["n_heads_in_group"], f"{where}block_configs[{i}].attention.n_heads_in_group", "heads", minimum=1)
+        if isinstance(ffn, dict) and ffn.get("ffn_mult") is not None:
+            number(ffn["ffn_mult"], f"{where}block_configs[{i}].ffn.ffn_mult", minimum=0, maximum=1000)
+
+
 def _mamba1(c: dict[str, Any], h: int, jamba: bool) -> dict[str, Any]:
     """Mamba1 mixer keys: MambaConfig / FalconMambaConfig (state_size, expand, conv_kernel,
     time_step_rank, use_bias, use_conv_bias) or JambaConfig's mamba_* names."""
@@ -152,6 +173,8 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.moe_layer_step = period
     elif mt == "nemotron-nas":
         _decilm(c, spec)
+    elif mt == "qwen2_5_omni":  # the thinker's language model is Qwen2.5's (q/k/v biases)
+        lay["attention_bias"] = True
     elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3
         version = str(c.get("version") or "")
         if version.startswith("2.6"):
@@ -193,6 +216,10 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "qwen2_5_omni" and v:  # the thinker's Qwen2.5-VL tower and its audio encoder (audio_config)
+        a = top.get("audio_config") if isinstance(top.get("audio_config"), dict) else {}
+        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim")
+        return {**v, "model_type": "qwen2_5_vl", "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
     if mt in ("minicpmv", "minicpmo") and v:
         return {**v, "model_type": "minicpmv", "query_num": _int(top.get("query_num"), 64)}
     return vision

@@ -156,6 +156,18 @@ def _qwen_vl_params(vision: dict[str, Any], text_hidden: int, kind: str) -> int:
 
 def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: str,
                         top: dict[str, Any] | None = None) -> int:
+    """Parameters of a vision tower plus the projector into the language model, and of the audio
+    encoder a vision dict may carry (`audio`: Qwen2.5-Omni's thinker; models/vision_towers.py)."""
+    n = _count_vision(vision, text_hidden, model_type, top)
+    if isinstance(vision.get("audio"), dict):
+        from servefit.models.vision_towers import count_audio
+
+        n += count_audio(vision["audio"], text_hidden)
+    return n
+
+
+def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
+                  top: dict[str, Any] | None = None) -> int:
     """Parameters of a vision tower plus the projector into the language model.
 
     `vision` is the config.json `vision_config`; `top` the top-level config (projector keys such

@@ -1,6 +1,7 @@
 """Vision towers beyond models/vision.py's: MoonViT (Kimi-VL, Kimi-K2.5 / K2.6), DeepSeek-VL2's
 SigLIP with its downsampling MLP, DeepSeek-OCR's DeepEncoder (SAM ViT-B + CLIP-L), and MiniCPM-V's
-SigLIP with the perceiver resampler. Each follows the vLLM model file its docstring names (the
+SigLIP with the perceiver resampler; and the Whisper-style audio encoder of Qwen2.5-Omni's thinker.
+Each follows the vLLM model file its docstring names (the
 tensors vLLM builds and loads); keys are the catalog's `vision` keys (vision_config names where the
 checkpoint has them). Standard library only: this is on the fast path.
 """
@@ -104,3 +105,16 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     if kind == "minicpmv":
         return _minicpmv(vision, text_hidden)
     raise ValueError(f"unknown vision tower {kind!r}")
+
+
+def count_audio(a: dict[str, Any], text_hidden: int) -> int:
+    """Qwen2.5-Omni's audio encoder (transformers modeling_qwen2_5_omni.py
+    Qwen2_5OmniAudioEncoder, which vLLM qwen2_5_omni_thinker.py loads): conv1 (mel bins -> d_model,
+    kernel 3) and conv2 (d_model -> d_model, kernel 3) with biases, Whisper layers (q / v / out with
+    biases, k without, two LayerNorms, fc1 / fc2 with biases), ln_post, proj into output_dim (the LM
+    width) with bias, and audio_bos_eos_token (2 x output_dim); the sinusoidal positions are a buffer."""
+    d, ffn = int(a.get("d_model", 1280)), int(a.get("encoder_ffn_dim", 5120))
+    mel, out = int(a.get("num_mel_bins", 128)), int(a.get("output_dim") or text_hidden)
+    layer = 3 * _lin(d, d) + d * d + 4 * d + _lin(d, ffn) + _lin(ffn, d)
+    return (mel * d * 3 + d + d * d * 3 + d + int(a.get("encoder_layers", 32)) * layer + 2 * d
+            + _lin(d, out) + 2 * out)
