@@ -66,3 +66,12 @@ def test_qwen25_omni_config_json_serves_the_thinker():
                                 "output_dim": 3584}},
            "talker_config": {"hidden_size": 896, "num_hidden_layers": 24}}
     assert from_config(cfg, "x").params == 8_931_813_888
+
+
+def test_ollama_library_names_of_this_round():
+    from servefit.engines.ollama.config import resolve_tag
+
+    got = {tag: resolve_tag(tag)[:2] for tag in ("minicpm-v", "deepseek-ocr:3b", "wizard-math:7b", "wizard-math:13b")}
+    assert got == {"minicpm-v": ("openbmb/MiniCPM-V-2_6", "Q4_K_M"), "deepseek-ocr:3b": ("deepseek-ai/DeepSeek-OCR", "F16"),
+                   "wizard-math:7b": ("mistralai/Mistral-7B-v0.1", "Q4_0"),
+                   "wizard-math:13b": ("meta-llama/Llama-2-13b-hf", "Q4_0")}
