@@ -75,3 +75,44 @@ def test_ollama_library_names_of_this_round():
     assert got == {"minicpm-v": ("openbmb/MiniCPM-V-2_6", "Q4_K_M"), "deepseek-ocr:3b": ("deepseek-ai/DeepSeek-OCR", "F16"),
                    "wizard-math:7b": ("mistralai/Mistral-7B-v0.1", "Q4_0"),
                    "wizard-math:13b": ("meta-llama/Llama-2-13b-hf", "Q4_0")}
+
+
+def gemma3n_text(layers: int, inter: int, shared: int) -> int:
+    h, ple, alt, rank = 2048, 256, 4, 64
+    n = 262400 * h + 262144 * layers * ple + h * layers * ple + ple + 2 * (alt - 1) * h * h + h  # tied embeddings
+    for i in range(layers):
+        n += 2 * h * 8 * 256 + 256 + (2 * h * 2 * 256 + 256 if i < layers - shared else 0)  # q, o, q_norm; k, v, k_norm
+        n += 3 * h * inter + 4 * h  # MLP, four norms
+        n += h + alt * alt + alt ** 3 + h * alt + h  # AltUp: output scale, correction / prediction coefs, router, norm
+        n += 2 * h * rank + h + 2 * h * ple + h  # LAuReL, per-layer input gate / projection / norm
+    return n
+
+
+def test_gemma3n_e2b_by_hand():
+    m = resolve_model("google/gemma-3n-E2B-it")
+    assert count_params(m) - m.vision_params == gemma3n_text(30, 8192, 10)
+    assert m.params == count_params(m) == 5_439_438_272 - 10 * (2 * 2048 * 512 + 256)  # the stored shared k / v
+    e4b = resolve_model("google/gemma-3n-E4B-it")
+    # the two records leave the same towers after their text models (with every layer's k / v)
+    assert 7_849_978_192 - gemma3n_text(35, 16384, 0) == 5_439_438_272 - gemma3n_text(30, 8192, 0) == e4b.vision_params
+
+
+def test_gemma3n_kv_skips_the_shared_layers():
+    plan = evaluate(site_from_argv(["vllm", "serve", "google/gemma-3n-E4B-it", "--max-model-len", "8192"]),
+                    Target(gpu="L4", engine_version="0.33.0")).plan
+    assert plan.kv_bytes_per_token == 20 * 2 * 2 * 256 * 2  # 35 layers, the last 15 read earlier caches
+    assert plan.detail.kv_groups >= 2  # sliding (512) and full layers in their own groups
+
+
+def test_gemma3n_config_json():
+    cfg = {"architectures": ["Gemma3nForConditionalGeneration"], "model_type": "gemma3n",
+           "text_config": {"model_type": "gemma3n_text", "vocab_size": 262400, "hidden_size": 2048,
+                           "intermediate_size": [8192] * 30, "num_hidden_layers": 30, "num_attention_heads": 8,
+                           "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32768,
+                           "sliding_window": 512, "num_kv_shared_layers": 10, "vocab_size_per_layer_input": 262144,
+                           "hidden_size_per_layer_input": 256, "altup_num_inputs": 4, "laurel_rank": 64,
+                           "layer_types": ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention"
+                                           for i in range(30)]},
+           "vision_config": {"architecture": "mobilenetv5_300m_enc", "hidden_size": 2048}}
+    got, want = from_config(cfg, "x"), resolve_model("google/gemma-3n-E2B-it")
+    assert (got.params, got.kinds(), got.tie_word_embeddings) == (want.params, want.kinds(), True)

@@ -305,6 +305,10 @@ def count_other_layouts(s: ModelSpec) -> int | None:
 
     if is_gemma4(s):  # per-layer-kind attention shapes, MoE beside the dense MLP
         return count_text(s)
+    if s.model_type in ("gemma3n", "gemma3n_text"):  # AltUp, LAuReL, per-layer embeddings
+        from servefit.models import arch_gemma3n
+
+        return arch_gemma3n.count_text(s)
     from servefit.models.arch_classic import count_classic  # layouts beyond the Llama one
     return count_classic(s)
 

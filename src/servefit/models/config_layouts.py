@@ -12,7 +12,10 @@ from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
 _TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
-                    "falcon_mamba")
+                    "falcon_mamba", "gemma3n")
+# Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
+# E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
+GEMMA3N_TOWERS = 983281504
 _SSM = ("mamba", "falcon_mamba", "mamba2")  # attention-free: every layer is the recurrent mixer
 
 
@@ -173,6 +176,13 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.moe_layer_step = period
     elif mt == "nemotron-nas":
         _decilm(c, spec)
+    elif mt == "gemma3n":  # Gemma3nTextConfig: per-layer MLP widths (one for all here), PLE, AltUp, LAuReL
+        widths = c.get("intermediate_size")
+        if isinstance(widths, list) and widths:
+            spec.intermediate_size = max(_int(x) for x in widths)
+        for key, default in (("hidden_size_per_layer_input", 256), ("vocab_size_per_layer_input", 262144),
+                             ("num_kv_shared_layers", 0), ("altup_num_inputs", 4), ("laurel_rank", 64)):
+            lay[key] = _int(c.get(key), default)
     elif mt == "qwen2_5_omni":  # the thinker's language model is Qwen2.5's (q/k/v biases)
         lay["attention_bias"] = True
     elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3
@@ -216,6 +226,10 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "gemma3n" and v:  # only the released towers' total is known (GEMMA3N_TOWERS)
+        known = v.get("architecture") == "mobilenetv5_300m_enc"
+        return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,
+                "towers_params": GEMMA3N_TOWERS if known else 1}
     if mt == "qwen2_5_omni" and v:  # the thinker's Qwen2.5-VL tower and its audio encoder (audio_config)
         a = top.get("audio_config") if isinstance(top.get("audio_config"), dict) else {}
         keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv")
+TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -104,6 +104,11 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _deepencoder() + _lin(2048, text_hidden) + 2 * text_hidden
     if kind == "minicpmv":
         return _minicpmv(vision, text_hidden)
+    if kind == "gemma3n":
+        # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
+        # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
+        # say which counts fix it)
+        return int(vision["towers_params"])
     raise ValueError(f"unknown vision tower {kind!r}")
 
 
