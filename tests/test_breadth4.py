@@ -116,3 +116,25 @@ def test_gemma3n_config_json():
            "vision_config": {"architecture": "mobilenetv5_300m_enc", "hidden_size": 2048}}
     got, want = from_config(cfg, "x"), resolve_model("google/gemma-3n-E2B-it")
     assert (got.params, got.kinds(), got.tie_word_embeddings) == (want.params, want.kinds(), True)
+
+
+def test_arctic_moe_beside_a_dense_residual_mlp_by_hand():
+    h, moe = 7168, 4864
+    attn = 2 * h * 56 * 128 + 2 * h * 8 * 128
+    per = attn + 128 * 3 * h * moe + h * 128 + 3 * h * h + 3 * h  # experts, router, residual MLP of hidden_size, 3 norms
+    m = resolve_model("Snowflake/snowflake-arctic-instruct")
+    assert count_params(m) == 2 * 32000 * h + h + 35 * per == m.params == 478_584_608_768
+
+
+def test_dbrx_config_json_reads_its_nested_configs():
+    cfg = {"architectures": ["DbrxForCausalLM"], "model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40,
+           "max_seq_len": 32768, "vocab_size": 100352, "tie_word_embeddings": False,
+           "attn_config": {"kv_n_heads": 8, "clip_qkv": 8, "rope_theta": 500000},
+           "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}}
+    m = from_config(cfg, "x")
+    h = 6144
+    per = h * (h + 2 * 8 * 128) + h * h + 16 * 3 * h * 10752 + 16 * h + 2 * h  # Wqkv, out_proj, experts, router, norms
+    assert m.params == 2 * 100352 * h + h + 40 * per == resolve_model("databricks/dbrx-instruct").params
+    plan = evaluate(site_from_argv(["vllm", "serve", "databricks/dbrx-instruct", "--tensor-parallel-size", "8",
+                                    "--max-model-len", "8192"]), Target(gpu="H100", engine_version="0.33.0")).plan
+    assert plan.kv_bytes_per_token == 40 * 2 * 1 * 128 * 2  # 8 KV heads over TP8

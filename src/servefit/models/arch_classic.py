@@ -1,7 +1,8 @@
 """Parameter counts of decoder layouts that differ from the Llama one in more than per-module
 traits: OPT (learned positions, optional embedding projection), GPT-2 (learned positions),
 BLOOM (embedding LayerNorm, ALiBi), GPT-BigCode (StarCoder: learned positions, multi-query
-attention), DeciLM (Llama-Nemotron Super / Ultra: per-layer attention and FFN widths), and the hybrid Mamba / short-convolution families
+attention), DeciLM (Llama-Nemotron Super / Ultra: per-layer attention and FFN widths), Snowflake Arctic
+(MoE beside a dense residual MLP), and the hybrid Mamba / short-convolution families
 (Nemotron-H, Granite 4.0, Falcon-H1, LFM2). Encoders (BERT & co.) are in models/encoders.py.
 
 Each layout follows the Hugging Face modeling file named in its function's docstring (vLLM's
@@ -103,6 +104,18 @@ def _decilm(s: ModelSpec) -> int:
     return n
 
 
+def _arctic(s: ModelSpec) -> int:
+    """vLLM arctic.py ArcticForCausalLM (served up to 0.27): per layer input_layernorm, bias-free GQA
+    attention, post_attention_layernorm, the MoE (router + num_experts SwiGLU experts of
+    intermediate_size) and, in parallel (use_residual), residual_layernorm and a dense SwiGLU
+    residual MLP whose width is hidden_size (ArcticMLP is_residual_mlp); final norm; untied."""
+    h, hd = s.hidden_size, s.head_dim
+    attn = 2 * h * s.num_attention_heads * hd + 2 * h * s.num_key_value_heads * hd
+    moe = s.num_experts * 3 * h * (s.moe_intermediate_size or s.intermediate_size) + h * s.num_experts
+    per = attn + moe + 3 * h * h + 3 * h
+    return s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h + s.num_hidden_layers * per
+
+
 def count_classic(s: ModelSpec) -> int | None:
     """The count for a layout this module (or encoders / arch_hybrid) knows; None otherwise."""
     fn = _LAYOUTS.get(s.model_type)
@@ -112,4 +125,5 @@ def count_classic(s: ModelSpec) -> int | None:
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 
 
-_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode, "nemotron-nas": _decilm}
+_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode, "nemotron-nas": _decilm,
+            "arctic": _arctic}

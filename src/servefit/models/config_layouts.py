@@ -176,6 +176,13 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.moe_layer_step = period
     elif mt == "nemotron-nas":
         _decilm(c, spec)
+    elif mt == "dbrx":  # vLLM dbrx.py: attn_config.kv_n_heads, ffn_config (experts of ffn_hidden_size)
+        attn = c.get("attn_config") if isinstance(c.get("attn_config"), dict) else {}
+        ffn = c.get("ffn_config") if isinstance(c.get("ffn_config"), dict) else {}
+        spec.num_key_value_heads = _int(attn.get("kv_n_heads"), spec.num_key_value_heads)
+        spec.num_experts = _int(ffn.get("moe_num_experts"))
+        spec.num_experts_per_tok = _int(ffn.get("moe_top_k"))
+        spec.moe_intermediate_size = spec.intermediate_size = _int(ffn.get("ffn_hidden_size"), spec.intermediate_size)
     elif mt == "gemma3n":  # Gemma3nTextConfig: per-layer MLP widths (one for all here), PLE, AltUp, LAuReL
         widths = c.get("intermediate_size")
         if isinstance(widths, list) and widths:
