@@ -130,3 +130,45 @@ def test_minicpm_config_json_reads_query_num_at_the_top():
     # version 2.6 is vLLM's MiniCPMV2_6 over Qwen2: q/k/v biases (28 x (3584 + 2 x 512))
     assert got.params - from_config({**MINICPM_V26, "version": 2.5}, "x").params == 28 * (3584 + 2 * 512)
     assert from_config({**MINICPM_V26, "query_num": 96}, "x").vision_params - got.vision_params == 32 * 3584
+
+
+def test_molmo_7b_d_by_hand():
+    e, text, inter = 1024, 3584, 18944
+    vit = e + 577 * e + 3 * 14 * 14 * e + 2 * e + 23 * vit_layer(e, 4096)  # class token, positions, bias-free patch
+    pool = lin(2 * e, e) * 3 + lin(e, e)  # q / k / v over two layers' features, wo
+    proj = 2 * e * inter + inter * text  # bias-free SwiGLU projector
+    m = resolve_model("allenai/Molmo-7B-D-0924")
+    assert m.vision_params == vit + pool + proj + 2 * 2 * e  # pad_embed
+    assert count_params(m) - m.vision_params - count_params(resolve_model("Qwen/Qwen2-7B-Instruct")) == 128 * text
+    assert m.params == count_params(m) == 8_021_025_280
+    assert kv_per_token("allenai/Molmo-7B-D-0924") == 28 * 2 * 4 * 128 * 2
+
+
+def test_molmo2_keeps_25_vision_layers_and_untied_qwen3_by_hand():
+    h, text, inter = 1152, 2560, 9728
+    vit = 729 * h + lin(3 * 14 * 14, h) + 25 * vit_layer(h, 4304)
+    tower = vit + lin(2 * h, h) * 3 + lin(h, h) + 2 * h * inter + inter * text
+    m = resolve_model("allenai/Molmo2-4B")
+    assert m.vision_params == tower
+    attn = 2 * text * 32 * 128 + 2 * text * 8 * 128 + 2 * 128  # q, o, k, v, q_norm / k_norm
+    lm = (151936 + 128) * text + 151936 * text + text + 36 * (attn + 3 * text * inter + 2 * text)
+    assert count_params(m) == lm + tower == m.params == 4_850_869_200
+    o = resolve_model("allenai/Molmo2-O-7B")  # an OLMo LM: q / k norms over all 32 heads
+    assert o.layout["qk_norm_full"] and count_params(o) == o.params == 7_760_786_896
+
+
+def test_molmo_config_json_files():
+    v1 = {"architectures": ["MolmoForCausalLM"], "model_type": "molmo", "hidden_size": 3584, "intermediate_size": 37888,
+          "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+          "embedding_size": 152064, "max_position_embeddings": 4096, "qkv_bias": True}
+    assert from_config(v1, "x").params == 8_021_025_280
+    v2 = {"architectures": ["Molmo2ForConditionalGeneration"], "model_type": "molmo2",
+          "text_config": {"hidden_size": 2560, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                          "vocab_size": 151936, "additional_vocab_size": 128, "num_hidden_layers": 36,
+                          "intermediate_size": 9728, "max_position_embeddings": 36864, "use_qk_norm": True,
+                          "qk_norm_type": "qwen3"},
+          "vit_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27, "image_patch_size": 14,
+                         "image_default_input_size": [378, 378]},
+          "adapter_config": {"vit_layers": [-3, -9], "intermediate_size": 9728}}
+    got = from_config(v2, "x")
+    assert (got.params, got.vision["num_hidden_layers"]) == (4_850_869_200, 25)

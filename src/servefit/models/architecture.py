@@ -195,7 +195,7 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         n += h
     if s.layout.get("qk_norm", t.qk_norm):  # MiniCPM-V 4.5: a Qwen3 LM under the minicpmv model_type
         n += 2 * hd
-    if t.qk_norm_full:
+    if s.layout.get("qk_norm_full", t.qk_norm_full):  # Molmo2-O: an OLMo LM under the molmo2 model_type
         n += (heads + kvh) * hd
     if t.attn_sinks:
         n += heads
@@ -282,7 +282,7 @@ def count_text_params(s: ModelSpec) -> int:
     h = s.hidden_size
     norm = h * (2 if t.norm_bias else 1)
     kinds = s.kinds()
-    total = s.vocab_size * h  # embed_tokens
+    total = (s.vocab_size + int(s.layout.get("additional_vocab", 0))) * h  # embed_tokens (Molmo: + new tokens)
     if not s.tie_word_embeddings and not s.layout.get("no_lm_head"):  # no_lm_head: e5-mistral's MistralModel
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
     total += norm if t.final_norm else 0  # final norm

@@ -190,6 +190,15 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         for key, default in (("hidden_size_per_layer_input", 256), ("vocab_size_per_layer_input", 262144),
                              ("num_kv_shared_layers", 0), ("altup_num_inputs", 4), ("laurel_rank", 64)):
             lay[key] = _int(c.get(key), default)
+    elif mt in ("molmo", "molmo2"):  # vLLM molmo.py / molmo2.py: 128 new token rows, the LM's norms / biases
+        lay["additional_vocab"] = _int(c.get("additional_vocab_size"), 128)
+        if mt == "molmo":  # Molmo's intermediate_size is the fused gate + up width
+            spec.intermediate_size //= 2
+            spec.vocab_size = _int(c.get("embedding_size"), spec.vocab_size)
+        if c.get("qkv_bias"):
+            lay["attention_bias"] = True
+        if c.get("use_qk_norm"):
+            lay["qk_norm" if c.get("qk_norm_type") == "qwen3" else "qk_norm_full"] = True
     elif mt == "qwen2_5_omni":  # the thinker's language model is Qwen2.5's (q/k/v biases)
         lay["attention_bias"] = True
     elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3
@@ -233,6 +242,21 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "molmo":  # VisionBackboneConfig is fixed in vLLM molmo.py (CLIP-L/14 at 336, 23 layers)
+        inter = _int(top.get("intermediate_size")) // 2
+        return {"model_type": "molmo", "hidden_size": 1024, "num_hidden_layers": 23, "intermediate_size": 4096,
+                "patch_size": 14, "image_size": 336, "projector_intermediate": inter}
+    if mt == "molmo2":  # vit_config / adapter_config (molmo2.py VitConfig, AdapterConfig)
+        vit = top.get("vit_config") if isinstance(top.get("vit_config"), dict) else {}
+        ad = top.get("adapter_config") if isinstance(top.get("adapter_config"), dict) else {}
+        layers = _int(vit.get("num_hidden_layers"), 27)
+        deepest = max((_int(x) + layers if _int(x) < 0 else _int(x)) for x in (ad.get("vit_layers") or [-3, -9])) + 1
+        size = vit.get("image_default_input_size") or [378, 378]
+        return {"model_type": "molmo2", "hidden_size": _int(vit.get("hidden_size"), 1152),
+                "num_hidden_layers": min(layers, deepest), "intermediate_size": _int(vit.get("intermediate_size"), 4304),
+                "patch_size": _int(vit.get("image_patch_size"), 14),
+                "image_size": _int(size[0] if isinstance(size, list) and size else 378, 378),
+                "projector_intermediate": _int(ad.get("intermediate_size"), 18944)}
     if mt == "gemma3n" and v:  # only the released towers' total is known (GEMMA3N_TOWERS)
         known = v.get("architecture") == "mobilenetv5_300m_enc"
         return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n")
+TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -93,6 +93,26 @@ def _minicpmv(v: dict[str, Any], text_hidden: int) -> int:
     return enc + resampler
 
 
+def _molmo(v: dict[str, Any], text_hidden: int, version: int) -> int:
+    """vLLM molmo.py MolmoVisionBackbone (Molmo): a CLIP-style ViT (class embedding, (image / patch)^2 + 1
+    positions, a bias-free patch Linear, pre_ln, blocks of two LayerNorms, wq / wk / wv / wo and w1 / w2
+    with biases) whose two feature layers (VIT_LAYERS -2, -9) feed image_pooling_2d (q / k / v from
+    2 x width, wo, biases) and the SwiGLU image_projector (bias-free, the LM's MLP width), plus
+    pad_embed (2 x 2 x width). molmo2.py Molmo2VisionBackbone (Molmo2): SigLIP-style (no class
+    token, (image / patch)^2 positions, a patch Linear with bias, merged qkv / wo with biases), the
+    checkpoint holding only the layers up to the deepest feature layer (-3, -9 of 27: 25), the same
+    pooling and projector, no pad_embed."""
+    h, layers = int(v["hidden_size"]), int(v["num_hidden_layers"])
+    inter, patch = int(v.get("intermediate_size", 4 * h)), int(v.get("patch_size", 14))
+    grid = (int(v["image_size"]) // patch) ** 2
+    pool = _lin(2 * h, h) + 2 * _lin(2 * h, h) + _lin(h, h)
+    proj = 2 * h * int(v["projector_intermediate"]) + int(v["projector_intermediate"]) * text_hidden
+    if version == 1:
+        vit = h + (grid + 1) * h + 3 * patch * patch * h + 2 * h + layers * _vit_layer(h, inter)
+        return vit + pool + proj + 2 * 2 * h
+    return grid * h + _lin(3 * patch * patch, h) + layers * _vit_layer(h, inter) + pool + proj
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -104,6 +124,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _deepencoder() + _lin(2048, text_hidden) + 2 * text_hidden
     if kind == "minicpmv":
         return _minicpmv(vision, text_hidden)
+    if kind in ("molmo", "molmo2"):
+        return _molmo(vision, text_hidden, 1 if kind == "molmo" else 2)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
