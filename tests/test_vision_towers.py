@@ -172,3 +172,22 @@ def test_molmo_config_json_files():
           "adapter_config": {"vit_layers": [-3, -9], "intermediate_size": 9728}}
     got = from_config(v2, "x")
     assert (got.params, got.vision["num_hidden_layers"]) == (4_850_869_200, 25)
+
+
+def test_lfm2_vl_siglip2_naflex_and_projector_by_hand():
+    h, text = 768, 1024
+    tower = lin(3 * 16 * 16, h) + 256 * h + 12 * vit_layer(h, 3072) + 2 * h  # patch Linear, 256 positions, post LN
+    proj = 2 * 4 * h + lin(4 * h, 2560) + lin(2560, text)  # LayerNorm over 2x2 unshuffled patches, two Linears
+    m = resolve_model("LiquidAI/LFM2-VL-450M")
+    assert m.vision_params == tower + proj
+    assert count_params(m) == count_params(resolve_model("LiquidAI/LFM2-350M")) + m.vision_params == m.params
+    cfg = {"architectures": ["Lfm2VlForConditionalGeneration"], "model_type": "lfm2_vl", "projector_hidden_size": 2560,
+           "text_config": {"model_type": "lfm2", "hidden_size": 1024, "num_hidden_layers": 16, "num_attention_heads": 16,
+                           "num_key_value_heads": 8, "vocab_size": 65536, "block_ff_dim": 6656,
+                           "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0, "conv_L_cache": 3,
+                           "max_position_embeddings": 128000,
+                           "layer_types": ["full_attention" if k == "full" else "conv" for k in m.kinds()]},
+           "vision_config": {"model_type": "siglip2_vision_model", "hidden_size": 768, "num_hidden_layers": 12,
+                             "intermediate_size": 3072, "patch_size": 16, "num_patches": 256}}
+    got = from_config(cfg, "x")
+    assert (got.model_type, got.params) == ("lfm2", m.params)

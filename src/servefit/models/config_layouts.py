@@ -129,6 +129,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     """Complete `spec` (from the merged config dict `c`) for the layouts beyond the Llama one."""
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
     lay = spec.layout
+    if mt == "lfm2_vl":  # counted and planned as its language model (vLLM lfm2_vl.py over lfm2.py)
+        spec.model_type = mt = str(c.get("model_type") or "lfm2")
+        if mt == "lfm2_vl":
+            spec.model_type = mt = "lfm2"
     if mt in _TIED_BY_DEFAULT and c.get("tie_word_embeddings") is None:
         spec.tie_word_embeddings = True  # the config class default (PretrainedConfig: True)
     if mt == "opt":
@@ -242,6 +246,12 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "lfm2_vl" and v:
+        return {"model_type": "lfm2_vl", "hidden_size": _int(v.get("hidden_size"), 1152),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
+                "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 16),
+                "num_patches": _int(v.get("num_patches"), 256),
+                "projector_hidden_size": _int(top.get("projector_hidden_size"), 2560)}
     if mt == "molmo":  # VisionBackboneConfig is fixed in vLLM molmo.py (CLIP-L/14 at 336, 23 layers)
         inter = _int(top.get("intermediate_size")) // 2
         return {"model_type": "molmo", "hidden_size": 1024, "num_hidden_layers": 23, "intermediate_size": 4096,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2")
+TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -113,6 +113,18 @@ def _molmo(v: dict[str, Any], text_hidden: int, version: int) -> int:
     return grid * h + _lin(3 * patch * patch, h) + layers * _vit_layer(h, inter) + pool + proj
 
 
+def _lfm2_vl(v: dict[str, Any], text_hidden: int) -> int:
+    """vLLM lfm2_vl.py / lfm2_siglip2.py (LFM2-VL): SigLIP2 NaFlex (a patch Linear with bias, a
+    num_patches-row position table, the layers the config keeps, post_layernorm) and
+    Lfm2VLMultiModalProjector (LayerNorm over 2 x 2 unshuffled patches, linear_1 into
+    projector_hidden_size and linear_2 into the LM width, biases)."""
+    h, patch = int(v["hidden_size"]), int(v.get("patch_size", 16))
+    hidden, wide = int(v.get("projector_hidden_size", 2560)), 4 * h
+    enc = _lin(3 * patch * patch, h) + int(v.get("num_patches", 256)) * h
+    enc += int(v["num_hidden_layers"]) * _vit_layer(h, int(v.get("intermediate_size", 4 * h))) + 2 * h
+    return enc + 2 * wide + _lin(wide, hidden) + _lin(hidden, text_hidden)
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -126,6 +138,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _minicpmv(vision, text_hidden)
     if kind in ("molmo", "molmo2"):
         return _molmo(vision, text_hidden, 1 if kind == "molmo" else 2)
+    if kind == "lfm2_vl":
+        return _lfm2_vl(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
