@@ -130,9 +130,7 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
     lay = spec.layout
     if mt == "lfm2_vl":  # counted and planned as its language model (vLLM lfm2_vl.py over lfm2.py)
-        spec.model_type = mt = str(c.get("model_type") or "lfm2")
-        if mt == "lfm2_vl":
-            spec.model_type = mt = "lfm2"
+        spec.model_type = mt = "lfm2_moe" if c.get("model_type") == "lfm2_moe" else "lfm2"
     if mt in _TIED_BY_DEFAULT and c.get("tie_word_embeddings") is None:
         spec.tie_word_embeddings = True  # the config class default (PretrainedConfig: True)
     if mt == "opt":
