@@ -26,6 +26,10 @@ def _int(v: Any, default: int = 0) -> int:
         return default
 
 
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def lfm2_ff_dim(c: dict[str, Any]) -> int:
     """modeling_lfm2.py Lfm2MLP: with block_auto_adjust_ff_dim the width is 2/3 of block_ff_dim,
     times block_ffn_dim_multiplier, rounded up to block_multiple_of."""
@@ -179,8 +183,7 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     elif mt == "nemotron-nas":
         _decilm(c, spec)
     elif mt == "dbrx":  # vLLM dbrx.py: attn_config.kv_n_heads, ffn_config (experts of ffn_hidden_size)
-        attn = c.get("attn_config") if isinstance(c.get("attn_config"), dict) else {}
-        ffn = c.get("ffn_config") if isinstance(c.get("ffn_config"), dict) else {}
+        attn, ffn = _dict(c.get("attn_config")), _dict(c.get("ffn_config"))
         spec.num_key_value_heads = _int(attn.get("kv_n_heads"), spec.num_key_value_heads)
         spec.num_experts = _int(ffn.get("moe_num_experts"))
         spec.num_experts_per_tok = _int(ffn.get("moe_top_k"))
@@ -255,8 +258,7 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "molmo", "hidden_size": 1024, "num_hidden_layers": 23, "intermediate_size": 4096,
                 "patch_size": 14, "image_size": 336, "projector_intermediate": inter}
     if mt == "molmo2":  # vit_config / adapter_config (molmo2.py VitConfig, AdapterConfig)
-        vit = top.get("vit_config") if isinstance(top.get("vit_config"), dict) else {}
-        ad = top.get("adapter_config") if isinstance(top.get("adapter_config"), dict) else {}
+        vit, ad = _dict(top.get("vit_config")), _dict(top.get("adapter_config"))
         layers = _int(vit.get("num_hidden_layers"), 27)
         deepest = max((_int(x) + layers if _int(x) < 0 else _int(x)) for x in (ad.get("vit_layers") or [-3, -9])) + 1
         size = vit.get("image_default_input_size") or [378, 378]
@@ -270,7 +272,7 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,
                 "towers_params": GEMMA3N_TOWERS if known else 1}
     if mt == "qwen2_5_omni" and v:  # the thinker's Qwen2.5-VL tower and its audio encoder (audio_config)
-        a = top.get("audio_config") if isinstance(top.get("audio_config"), dict) else {}
+        a = _dict(top.get("audio_config"))
         keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim")
         return {**v, "model_type": "qwen2_5_vl", "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
     if mt in ("minicpmv", "minicpmo") and v:
