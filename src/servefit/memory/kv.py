@@ -44,9 +44,12 @@ def attention_layers(m: ModelSpec) -> int:
 
 
 def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> int:
-    """Per-token KV bytes if every attention layer kept every token (the textbook figure)."""
-    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind pages; KV-shared layers hold none
-        kinds = m.kinds()[:m.num_hidden_layers - int(m.layout.get("num_kv_shared_layers") or 0)]
+    """Per-token KV bytes if every attention layer kept every token (the textbook figure); the
+    KV-shared layers of Gemma 3n / Gemma 4 E2B / E4B hold none."""
+    shared = int(m.layout.get("num_kv_shared_layers") or 0)
+    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind pages
+        kinds = m.kinds()[:m.num_hidden_layers - shared]
         return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in kinds
                        if k in ("full", "sliding", "chunked")))
-    return int(attention_layers(m) * layer_bytes_per_token(m, kv_dtype_bytes, tp))
+    layers = sum(1 for k in m.kinds()[:m.num_hidden_layers - shared] if k in ("full", "sliding", "chunked"))
+    return int(layers * layer_bytes_per_token(m, kv_dtype_bytes, tp))

@@ -79,12 +79,16 @@ def param_groups(m: ModelSpec) -> ParamGroups:
     lm_head = 0 if m.tie_word_embeddings else embed
     norms = (2 * len(kinds) + 1) * m.hidden_size
     other = m.vision_params
-    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind attention, KV-shared layers, PLE, audio
-        from servefit.models.arch_gemma4 import count_text, layer_attention, layer_mlp_width
+    if m.layout.get("global_head_dim") or m.layout.get("altup_num_inputs"):
+        # Gemma 4 / Gemma 3n: per-kind attention, KV-shared layers, PLE (and AltUp, LAuReL, audio)
+        # in `other`
+        from servefit.models import arch_gemma3n, arch_gemma4
+        from servefit.models.arch_gemma4 import layer_attention, layer_mlp_width
 
+        text = arch_gemma3n.count_text(m) if arch_gemma3n.is_gemma3n(m) else arch_gemma4.count_text(m)
         attn = [layer_attention(m, i, k) for i, k in enumerate(kinds)]
         mlp = [mlp_params(m.hidden_size, layer_mlp_width(m, i)) + (x and m.hidden_size * m.num_experts)
                for i, x in enumerate(experts)]
-        other += count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+        other += text - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
                        experts=tuple(experts), norms=norms, other=other)

@@ -1,7 +1,8 @@
 """Parameter counts of decoder layouts that differ from the Llama one in more than per-module
 traits: OPT (learned positions, optional embedding projection), GPT-2 (learned positions),
 BLOOM (embedding LayerNorm, ALiBi), GPT-BigCode (StarCoder: learned positions, multi-query
-attention), and the hybrid Mamba / short-convolution families
+attention), DeciLM (Llama-Nemotron Super / Ultra: per-layer attention and FFN widths), Snowflake Arctic
+(MoE beside a dense residual MLP), and the hybrid Mamba / short-convolution families
 (Nemotron-H, Granite 4.0, Falcon-H1, LFM2). Encoders (BERT & co.) are in models/encoders.py.
 
 Each layout follows the Hugging Face modeling file named in its function's docstring (vLLM's
@@ -80,6 +81,41 @@ def _gpt_bigcode(s: ModelSpec) -> int:
     return n + s.num_hidden_layers * per
 
 
+def decilm_ffn_width(ffn_mult: float, hidden: int) -> int:
+    """vLLM nemotron_nas.py _ffn_mult_to_intermediate_size: int(2 x ffn_mult x hidden / 3)
+    rounded up to a multiple of 256."""
+    n = int(2 * ffn_mult * hidden / 3)
+    return -(-n // 256) * 256
+
+
+def _decilm(s: ModelSpec) -> int:
+    """vLLM nemotron_nas.py DeciLMForCausalLM (Llama-Nemotron Super / Ultra, NAS-pruned Llama):
+    per layer from block_configs, a bias-free GQA attention with its input_layernorm unless the
+    attention is a no-op ("none" in layer_types), and a SwiGLU MLP of
+    _ffn_mult_to_intermediate_size(ffn_mult) with its post_attention_layernorm unless the FFN is a
+    no-op (layout.ffn_mult 0); final norm; untied lm_head. Every attention layer here has the same
+    KV head count (num_attention_heads // n_heads_in_group)."""
+    h, hd = s.hidden_size, s.head_dim
+    attn = 2 * h * s.num_attention_heads * hd + 2 * h * s.num_key_value_heads * hd + h
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    for kind, mult in zip(s.kinds(), s.layout.get("ffn_mult") or [], strict=True):
+        n += attn if kind != "none" else 0
+        n += 3 * h * decilm_ffn_width(mult, h) + h if mult else 0
+    return n
+
+
+def _arctic(s: ModelSpec) -> int:
+    """vLLM arctic.py ArcticForCausalLM (served up to 0.27): per layer input_layernorm, bias-free GQA
+    attention, post_attention_layernorm, the MoE (router + num_experts SwiGLU experts of
+    intermediate_size) and, in parallel (use_residual), residual_layernorm and a dense SwiGLU
+    residual MLP whose width is hidden_size (ArcticMLP is_residual_mlp); final norm; untied."""
+    h, hd = s.hidden_size, s.head_dim
+    attn = 2 * h * s.num_attention_heads * hd + 2 * h * s.num_key_value_heads * hd
+    moe = s.num_experts * 3 * h * (s.moe_intermediate_size or s.intermediate_size) + h * s.num_experts
+    per = attn + moe + 3 * h * h + 3 * h
+    return s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h + s.num_hidden_layers * per
+
+
 def count_classic(s: ModelSpec) -> int | None:
     """The count for a layout this module (or encoders / arch_hybrid) knows; None otherwise."""
     fn = _LAYOUTS.get(s.model_type)
@@ -89,4 +125,5 @@ def count_classic(s: ModelSpec) -> int | None:
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 
 
-_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode}
+_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode, "nemotron-nas": _decilm,
+            "arctic": _arctic}

@@ -1,7 +1,8 @@
-"""Parameter counts of the hybrid recurrent families: Mamba2 mixers beside attention
-(Nemotron-H, Granite 4.0, Falcon-H1) and LFM2's short gated convolutions.
+"""Parameter counts of the recurrent families: Mamba2 mixers beside attention (Nemotron-H,
+Granite 4.0, Falcon-H1), LFM2's short gated convolutions, the pure state-space models (Mamba,
+Falcon-Mamba, Mamba2 / Mamba-Codestral) and Jamba (Mamba1 mixers, attention and MoE).
 
-Layer kinds come from ModelSpec.layer_types: "mamba" is the recurrent mixer (Mamba2, or
+Layer kinds come from ModelSpec.layer_types: "mamba" is the recurrent mixer (Mamba1, Mamba2, or
 LFM2's short convolution), "full" an attention layer, "none" (Nemotron-H only) an MLP-only
 block. Standard library only: this is on the fast path.
 """
@@ -24,6 +25,52 @@ def mamba2_mixer(s: ModelSpec, norm: bool = True) -> int:
     conv_dim = d_inner + 2 * groups * state
     n = h * (2 * d_inner + 2 * groups * state + heads) + conv_dim * (kernel + 1) + 3 * heads + d_inner * h
     return n + (d_inner if norm else 0)
+
+
+def mamba1_mixer(s: ModelSpec) -> int:
+    """vLLM model_executor/layers/mamba/mamba_mixer.py MambaMixer (HF modeling_mamba /
+    modeling_falcon_mamba / modeling_jamba): in_proj hidden -> 2 x d_inner, depthwise conv1d over
+    d_inner (bias per use_conv_bias), x_proj d_inner -> dt_rank + 2 x state, dt_proj dt_rank ->
+    d_inner with bias, A_log (d_inner x state), D, out_proj d_inner -> hidden (in / out biases per
+    use_bias); Jamba's dt / B / C RMSNorms carry weights (rms_norm_has_weight), Falcon-Mamba's not."""
+    m, h = s.mamba, s.hidden_size
+    d, state = int(m.get("d_inner") or 2 * h), int(m.get("state_size", 16))
+    rank, kernel = int(m.get("dt_rank") or -(-h // 16)), int(m.get("conv_kernel", 4))
+    n = h * 2 * d + d * kernel + d * (rank + 2 * state) + rank * d + d + d * state + d + d * h
+    if m.get("conv_bias", True):
+        n += d
+    if m.get("proj_bias"):
+        n += 2 * d + h
+    if m.get("bc_norms"):
+        n += rank + 2 * state
+    return n
+
+
+def _ssm(s: ModelSpec) -> int:
+    """vLLM models/mamba.py MambaForCausalLM (also FalconMambaForCausalLM) and mamba2.py
+    Mamba2ForCausalLM: embeddings, per layer one RMSNorm and the mixer, norm_f; lm_head tied or
+    not per config (Mamba: tied; Falcon-Mamba, Mamba2: untied)."""
+    h = s.hidden_size
+    mixer = mamba2_mixer(s) if s.mamba.get("kind") == "mamba2" else mamba1_mixer(s)
+    return s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h + s.num_hidden_layers * (h + mixer)
+
+
+def _jamba(s: ModelSpec) -> int:
+    """vLLM models/jamba.py JambaForCausalLM: per layer input_layernorm, a Mamba1 mixer with dt / B
+    / C RMSNorms or bias-free GQA attention (layers_block_type), pre_ff_layernorm, then a SwiGLU
+    MLP or, every expert_layer_period-th layer, the MoE (bias-free router + num_experts SwiGLU
+    experts); final_layernorm; lm_head untied unless the config ties it."""
+    from servefit.models.architecture import is_moe_layer
+
+    h = s.hidden_size
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    for i, kind in enumerate(s.kinds()):
+        n += 2 * h + (mamba1_mixer(s) if kind == "mamba" else _gqa(s))
+        if is_moe_layer(s, i):
+            n += s.num_experts * 3 * h * s.moe_intermediate_size + h * s.num_experts
+        else:
+            n += 3 * h * s.intermediate_size
+    return n
 
 
 def _experts(s: ModelSpec, gated: bool, score_bias: bool) -> int:
@@ -104,7 +151,8 @@ def _lfm2(s: ModelSpec) -> int:
 
 
 _HYBRIDS = {"nemotron_h": _nemotron_h, "granitemoehybrid": _granite4, "falcon_h1": _falcon_h1,
-            "lfm2": _lfm2, "lfm2_moe": _lfm2}
+            "lfm2": _lfm2, "lfm2_moe": _lfm2, "mamba": _ssm, "falcon_mamba": _ssm, "mamba2": _ssm,
+            "jamba": _jamba}
 
 
 def count_hybrid(s: ModelSpec) -> int | None:

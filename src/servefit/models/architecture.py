@@ -120,6 +120,14 @@ TRAITS: dict[str, Traits] = {
     "bailing_moe": Traits(qk_norm=True, expert_score_bias=True),
     # vLLM mimo.py: Qwen2's layout (q/k/v bias); its MTP layers are not loaded for serving
     "mimo": Traits(qkv_bias=True),
+    # Kimi-VL (vLLM kimi_vl.py) and Kimi-K2.5 (kimi_k25.py): DeepSeek-V3 text models with the
+    # noaux_tc e_score_correction_bias, under the multimodal model_type
+    "kimi_vl": Traits(expert_score_bias=True),
+    "kimi_k25": Traits(expert_score_bias=True),
+    # vLLM hyperclovax.py HyperCLOVAXDecoderLayer (use_post_norm): post_norm1 / post_norm2 as well
+    "hyperclovax": Traits(norms_per_layer=4),
+    # FlexOlmo (transformers modeling_flex_olmo.py; vLLM's Transformers backend): OLMoE's layout
+    "flex_olmo": Traits(qk_norm_full=True),
 }
 
 
@@ -185,9 +193,9 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         n += q_out + 2 * kvh * hd
     if s.layout.get("o_bias", t.o_bias):  # vLLM llama.py: o_proj bias=config.attention_bias
         n += h
-    if t.qk_norm:
+    if s.layout.get("qk_norm", t.qk_norm):  # MiniCPM-V 4.5: a Qwen3 LM under the minicpmv model_type
         n += 2 * hd
-    if t.qk_norm_full:
+    if s.layout.get("qk_norm_full", t.qk_norm_full):  # Molmo2-O: an OLMo LM under the molmo2 model_type
         n += (heads + kvh) * hd
     if t.attn_sinks:
         n += heads
@@ -256,6 +264,8 @@ def _moe_params(s: ModelSpec, t: Traits) -> int:
 
 
 def _norms_per_layer(s: ModelSpec, t: Traits) -> int:
+    if s.layout.get("norms_per_layer") is not None:  # PaliGemma 2: a Gemma 2 LM (four norms) under paligemma
+        return int(s.layout["norms_per_layer"])
     if s.model_type == "falcon":
         # Falcon-7B: one input_layernorm (parallel attention); new decoder architecture (40B,
         # 180B, grouped KV heads): ln_attn and ln_mlp
@@ -272,7 +282,7 @@ def count_text_params(s: ModelSpec) -> int:
     h = s.hidden_size
     norm = h * (2 if t.norm_bias else 1)
     kinds = s.kinds()
-    total = s.vocab_size * h  # embed_tokens
+    total = (s.vocab_size + int(s.layout.get("additional_vocab", 0))) * h  # embed_tokens (Molmo: + new tokens)
     if not s.tie_word_embeddings and not s.layout.get("no_lm_head"):  # no_lm_head: e5-mistral's MistralModel
         total += s.vocab_size * h + (s.vocab_size if t.lm_head_bias else 0)
     total += norm if t.final_norm else 0  # final norm
@@ -295,6 +305,10 @@ def count_other_layouts(s: ModelSpec) -> int | None:
 
     if is_gemma4(s):  # per-layer-kind attention shapes, MoE beside the dense MLP
         return count_text(s)
+    if s.model_type in ("gemma3n", "gemma3n_text"):  # AltUp, LAuReL, per-layer embeddings
+        from servefit.models import arch_gemma3n
+
+        return arch_gemma3n.count_text(s)
     from servefit.models.arch_classic import count_classic  # layouts beyond the Llama one
     return count_classic(s)
 
@@ -311,6 +325,12 @@ def linear_attention_state(m: dict[str, Any]) -> dict[str, Any]:
     if m.get("kind") == "short_conv":  # LFM2 ShortConv: (L_cache - 1) x hidden conv state, no SSM state
         out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 3)) - 1) * int(m.get("conv_dim", 0)))
         out.setdefault("ssm_state_elems", 0)
+        return out
+    if m.get("kind") == "mamba1":  # Mamba / Falcon-Mamba / Jamba: conv over d_inner, a d_inner x state SSM state
+        d = int(m.get("d_inner", 0))
+        out.setdefault("conv_dim", d)
+        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 4)) - 1) * d)
+        out.setdefault("ssm_state_elems", d * int(m.get("state_size", 16)))
         return out
     if m.get("kind") == "mamba2":
         heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))

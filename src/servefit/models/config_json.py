@@ -104,7 +104,7 @@ _COUNTS: dict[str, tuple[str, int]] = {
                                  "in_channels", "short_conv_kernel_size", "image_size")},
     "attn_layer_offset": ("layers", 0),
 }
-_LISTS = ("layer_types", "no_rope_layers", "full_attn_layers", "architectures")
+_LISTS = ("layer_types", "no_rope_layers", "full_attn_layers", "architectures", "block_configs")
 
 
 def validate_config(cfg: dict[str, Any], where: str = "") -> None:
@@ -114,8 +114,8 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
 
     json_depth(cfg)
     parts: list[tuple[str, Any]] = [(where, cfg)]
-    for sub in ("text_config", "vision_config", "linear_attn_config", "rope_scaling", "rope_parameters",
-                "quantization_config", "compression_config"):
+    for sub in ("text_config", "language_config", "vision_config", "linear_attn_config", "rope_scaling",
+                "rope_parameters", "quantization_config", "compression_config"):
         if isinstance(cfg.get(sub), dict):
             parts.append((f"{where}{sub}.", cfg[sub]))
         elif cfg.get(sub) is not None and not (sub == "vision_config" and cfg[sub] == {}):
@@ -153,6 +153,7 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
                 number(d[key], prefix + key, minimum=0, maximum=32, open_min=True)  # ExLlama: 4.65 bits per weight
             elif d.get(key) is not None:
                 count(d[key], prefix + key, "small", minimum=low)
+    config_layouts.validate_blocks(cfg, where)  # DeciLM block_configs
     kda = cfg.get("linear_attn_config")
     if isinstance(kda, dict) and isinstance(kda.get("full_attn_layers"), list):
         for i, x in enumerate(kda["full_attn_layers"]):
@@ -227,9 +228,12 @@ def _vision_config(cfg: dict[str, Any]) -> dict[str, Any] | None:
 
 def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config") -> ModelSpec:
     """A ModelSpec from a config.json dict; `params` is counted from the architecture."""
+    cfg = config_layouts.unwrap(cfg)  # Qwen2.5-Omni: the thinker
     validate_config(cfg)
     top = cfg
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
+    if text is None and isinstance(cfg.get("language_config"), dict):  # DeepSeek-VL2 / OCR
+        text = cfg["language_config"]
     # LLM keys from text_config (Gemma 3, Llama 4, Mistral 3, Llava...), anything else from the top
     c: dict[str, Any] = dict(top)
     if text is not None:
@@ -279,7 +283,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     first_dense = _int(c.get("first_k_dense_replace"))
 
     # multi-head latent attention
-    kv_lora = _int(c.get("kv_lora_rank"))
+    kv_lora = _int(c.get("kv_lora_rank")) if c.get("use_mla") is not False else 0  # DeepSeek-VL2-tiny: MHA
     qk_nope = _int(c.get("qk_nope_head_dim"))
     qk_rope = _int(c.get("qk_rope_head_dim"))
     if kv_lora:
@@ -331,7 +335,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     quant = top.get("quantization_config") or c.get("quantization_config") or top.get("compression_config")
     dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype")
                 or "bfloat16")
-    vision = _vision_config(top)
+    vision = config_layouts.tower(top, _vision_config(top))
     spec = ModelSpec(
         name=name, architecture=architecture, model_type=model_type,
         num_hidden_layers=n, hidden_size=h, num_attention_heads=heads, num_key_value_heads=kv,

@@ -11,7 +11,12 @@ from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
-_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode")
+_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
+                    "falcon_mamba", "gemma3n")
+# Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
+# E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
+GEMMA3N_TOWERS = 983281504
+_SSM = ("mamba", "falcon_mamba", "mamba2")  # attention-free: every layer is the recurrent mixer
 
 
 def _int(v: Any, default: int = 0) -> int:
@@ -19,6 +24,10 @@ def _int(v: Any, default: int = 0) -> int:
         return int(v) if v is not None else default
     except (TypeError, ValueError):
         return default
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
 
 
 def lfm2_ff_dim(c: dict[str, Any]) -> int:
@@ -51,10 +60,81 @@ def _mamba2(c: dict[str, Any], h: int) -> dict[str, Any]:
         "conv_kernel": _int(c.get("mamba_d_conv") or c.get("conv_kernel"), 4)})
 
 
+def unwrap(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Qwen2.5-Omni's config.json nests the served model in thinker_config (vLLM
+    qwen2_5_omni_thinker.py serves the thinker only): that, with the top-level names."""
+    if isinstance(cfg.get("thinker_config"), dict):
+        return {**cfg["thinker_config"], "architectures": cfg.get("architectures"), "model_type": cfg.get("model_type")}
+    return cfg
+
+
+def validate_blocks(cfg: dict[str, Any], where: str) -> None:
+    """DeciLM block_configs: each n_heads_in_group and ffn_mult in range (BadValue names the field)."""
+    from servefit.budget import count, number
+
+    for i, b in enumerate(cfg.get("block_configs") or []):
+        attn = b.get("attention") if isinstance(b, dict) else None
+        ffn = b.get("ffn") if isinstance(b, dict) else None
+        if isinstance(attn, dict) and attn.get("n_heads_in_group") is not None:
+            count(attn["n_heads_in_group"], f"{where}block_configs[{i}].attention.n_heads_in_group", "heads", minimum=1)
+        if isinstance(ffn, dict) and ffn.get("ffn_mult") is not None:
+            number(ffn["ffn_mult"], f"{where}block_configs[{i}].ffn.ffn_mult", minimum=0, maximum=1000)
+
+
+def _mamba1(c: dict[str, Any], h: int, jamba: bool) -> dict[str, Any]:
+    """Mamba1 mixer keys: MambaConfig / FalconMambaConfig (state_size, expand, conv_kernel,
+    time_step_rank, use_bias, use_conv_bias) or JambaConfig's mamba_* names."""
+    p = "mamba_" if jamba else ""
+    rank = c.get(p + "dt_rank" if jamba else "time_step_rank")
+    m: dict[str, Any] = {
+        "kind": "mamba1", "d_inner": _int(c.get("intermediate_size")) if not jamba and c.get("intermediate_size")
+        else _int(c.get(p + "expand"), 2) * h,
+        "state_size": _int(c.get(p + "d_state" if jamba else "state_size"), 16),
+        "conv_kernel": _int(c.get(p + "d_conv" if jamba else "conv_kernel"), 4),
+        "dt_rank": _int(rank) if rank not in (None, "auto") else -(-h // 16),
+        "conv_bias": bool(c.get(p + "conv_bias" if jamba else "use_conv_bias", True)),
+        "proj_bias": bool(c.get(p + "proj_bias" if jamba else "use_bias", False)),
+    }
+    if jamba:
+        m["bc_norms"] = True  # vLLM jamba.py MambaMixer(use_rms_norm=True): dt / B / C norms with weights
+    return linear_attention_state(m)
+
+
+def _decilm(c: dict[str, Any], spec: ModelSpec) -> None:
+    """block_configs of a DeciLM (Llama-Nemotron NAS) config: attention no-ops become "none"
+    layers, each FFN its ffn_mult (0: no-op); the KV heads are the attention layers' largest
+    num_attention_heads // n_heads_in_group (vLLM nemotron_nas.py DeciLMDecoderLayer)."""
+    blocks = c.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != spec.num_hidden_layers:
+        return
+    kinds, mults, kv = [], [], []
+    for b in blocks:
+        attn = b.get("attention") if isinstance(b, dict) else None
+        ffn = b.get("ffn") if isinstance(b, dict) else None
+        attn, ffn = attn if isinstance(attn, dict) else {}, ffn if isinstance(ffn, dict) else {}
+        if attn.get("no_op"):
+            kinds.append("none")
+        else:
+            kinds.append("full")
+            kv.append(spec.num_attention_heads // max(1, _int(attn.get("n_heads_in_group"), 1)))
+        mult = ffn.get("ffn_mult")
+        mults.append(0 if ffn.get("no_op") else float(mult) if isinstance(mult, (int, float)) else 0)
+    spec.layer_types = kinds
+    spec.layout["ffn_mult"] = mults
+    if kv:
+        spec.num_key_value_heads = max(kv)
+    if any(mults):
+        from servefit.models.arch_classic import decilm_ffn_width
+
+        spec.intermediate_size = max(decilm_ffn_width(x, spec.hidden_size) for x in mults if x)
+
+
 def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     """Complete `spec` (from the merged config dict `c`) for the layouts beyond the Llama one."""
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
     lay = spec.layout
+    if mt == "lfm2_vl":  # counted and planned as its language model (vLLM lfm2_vl.py over lfm2.py)
+        spec.model_type = mt = "lfm2_moe" if c.get("model_type") == "lfm2_moe" else "lfm2"
     if mt in _TIED_BY_DEFAULT and c.get("tie_word_embeddings") is None:
         spec.tie_word_embeddings = True  # the config class default (PretrainedConfig: True)
     if mt == "opt":
@@ -87,6 +167,51 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         if mt == "lfm2_moe":
             spec.first_k_dense_replace = _int(c.get("num_dense_layers"))
             lay["use_expert_bias"] = bool(c.get("use_expert_bias", True))
+    elif mt in _SSM:
+        spec.layer_types = ["mamba"] * n
+        if mt == "mamba2":  # Mamba2Config names (num_heads, head_dim, n_groups, state_size, conv_kernel)
+            keys = {"mamba_n_heads": "num_heads", "mamba_d_head": "head_dim", "mamba_n_groups": "n_groups",
+                    "mamba_d_state": "state_size", "mamba_d_conv": "conv_kernel", "mamba_expand": "expand"}
+            spec.mamba = _mamba2({k: c.get(v) for k, v in keys.items()}, h)
+        else:
+            spec.mamba = _mamba1(c, h, jamba=False)
+    elif mt == "jamba":
+        spec.mamba = _mamba1(c, h, jamba=True)
+        period, offset = _int(c.get("expert_layer_period"), 2), _int(c.get("expert_layer_offset"), 1)
+        if spec.num_experts and offset == period - 1:  # MoE where i % period == offset
+            spec.moe_layer_step = period
+    elif mt == "nemotron-nas":
+        _decilm(c, spec)
+    elif mt == "dbrx":  # vLLM dbrx.py: attn_config.kv_n_heads, ffn_config (experts of ffn_hidden_size)
+        attn, ffn = _dict(c.get("attn_config")), _dict(c.get("ffn_config"))
+        spec.num_key_value_heads = _int(attn.get("kv_n_heads"), spec.num_key_value_heads)
+        spec.num_experts = _int(ffn.get("moe_num_experts"))
+        spec.num_experts_per_tok = _int(ffn.get("moe_top_k"))
+        spec.moe_intermediate_size = spec.intermediate_size = _int(ffn.get("ffn_hidden_size"), spec.intermediate_size)
+    elif mt == "gemma3n":  # Gemma3nTextConfig: per-layer MLP widths (one for all here), PLE, AltUp, LAuReL
+        widths = c.get("intermediate_size")
+        if isinstance(widths, list) and widths:
+            spec.intermediate_size = max(_int(x) for x in widths)
+        for key, default in (("hidden_size_per_layer_input", 256), ("vocab_size_per_layer_input", 262144),
+                             ("num_kv_shared_layers", 0), ("altup_num_inputs", 4), ("laurel_rank", 64)):
+            lay[key] = _int(c.get(key), default)
+    elif mt in ("molmo", "molmo2"):  # vLLM molmo.py / molmo2.py: 128 new token rows, the LM's norms / biases
+        lay["additional_vocab"] = _int(c.get("additional_vocab_size"), 128)
+        if mt == "molmo":  # Molmo's intermediate_size is the fused gate + up width
+            spec.intermediate_size //= 2
+            spec.vocab_size = _int(c.get("embedding_size"), spec.vocab_size)
+        if c.get("qkv_bias"):
+            lay["attention_bias"] = True
+        if c.get("use_qk_norm"):
+            lay["qk_norm" if c.get("qk_norm_type") == "qwen3" else "qk_norm_full"] = True
+    elif mt == "qwen2_5_omni":  # the thinker's language model is Qwen2.5's (q/k/v biases)
+        lay["attention_bias"] = True
+    elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3
+        version = str(c.get("version") or "")
+        if version.startswith("2.6"):
+            lay["attention_bias"] = True
+        elif version.startswith("4.5"):
+            lay["qk_norm"] = True
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
@@ -99,3 +224,57 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         lay["mlp_bias"] = True
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True
+
+
+def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The catalog `vision` dict of a tower in models/vision_towers.py, from a config.json whose
+    vision_config says too little for the generic readers: Kimi-VL / Kimi-K2.5 (MoonViT), DeepSeek-VL2
+    (timm SigLIP: width / layers / mlp_ratio) and DeepSeek-OCR (towers fixed in vLLM), MiniCPM-V
+    (a SigLIP vision_config with the resampler's query_num at the top level)."""
+    mt = str(top.get("model_type") or "")
+    v = vision or {}
+    if mt in ("kimi_vl", "kimi_k25") or v.get("model_type") in ("moonvit", "kimi_k25_vision"):
+        return {"model_type": "moonvit", "hidden_size": _int(v.get("hidden_size"), 1152),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
+                "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 14),
+                "init_pos_emb_height": _int(v.get("init_pos_emb_height") or v.get("pos_emb_height"), 64),
+                "init_pos_emb_width": _int(v.get("init_pos_emb_width") or v.get("pos_emb_width"), 64)}
+    if mt in ("deepseek_vl_v2", "deepseek_ocr"):
+        if "DeepseekOCRForCausalLM" in (top.get("architectures") or []) or mt == "deepseek_ocr":
+            return {"model_type": "deepencoder", "hidden_size": 1024, "patch_size": 14}
+        width = _int(v.get("width"), 1152)
+        ratio = v.get("mlp_ratio")
+        return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
+                "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
+                "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "lfm2_vl" and v:
+        return {"model_type": "lfm2_vl", "hidden_size": _int(v.get("hidden_size"), 1152),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
+                "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 16),
+                "num_patches": _int(v.get("num_patches"), 256),
+                "projector_hidden_size": _int(top.get("projector_hidden_size"), 2560)}
+    if mt == "molmo":  # VisionBackboneConfig is fixed in vLLM molmo.py (CLIP-L/14 at 336, 23 layers)
+        inter = _int(top.get("intermediate_size")) // 2
+        return {"model_type": "molmo", "hidden_size": 1024, "num_hidden_layers": 23, "intermediate_size": 4096,
+                "patch_size": 14, "image_size": 336, "projector_intermediate": inter}
+    if mt == "molmo2":  # vit_config / adapter_config (molmo2.py VitConfig, AdapterConfig)
+        vit, ad = _dict(top.get("vit_config")), _dict(top.get("adapter_config"))
+        layers = _int(vit.get("num_hidden_layers"), 27)
+        deepest = max((_int(x) + layers if _int(x) < 0 else _int(x)) for x in (ad.get("vit_layers") or [-3, -9])) + 1
+        size = vit.get("image_default_input_size") or [378, 378]
+        return {"model_type": "molmo2", "hidden_size": _int(vit.get("hidden_size"), 1152),
+                "num_hidden_layers": min(layers, deepest), "intermediate_size": _int(vit.get("intermediate_size"), 4304),
+                "patch_size": _int(vit.get("image_patch_size"), 14),
+                "image_size": _int(size[0] if isinstance(size, list) and size else 378, 378),
+                "projector_intermediate": _int(ad.get("intermediate_size"), 18944)}
+    if mt == "gemma3n" and v:  # only the released towers' total is known (GEMMA3N_TOWERS)
+        known = v.get("architecture") == "mobilenetv5_300m_enc"
+        return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,
+                "towers_params": GEMMA3N_TOWERS if known else 1}
+    if mt == "qwen2_5_omni" and v:  # the thinker's Qwen2.5-VL tower and its audio encoder (audio_config)
+        a = _dict(top.get("audio_config"))
+        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim")
+        return {**v, "model_type": "qwen2_5_vl", "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
+    if mt in ("minicpmv", "minicpmo") and v:
+        return {**v, "model_type": "minicpmv", "query_num": _int(top.get("query_num"), 64)}
+    return vision

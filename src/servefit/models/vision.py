@@ -156,6 +156,18 @@ def _qwen_vl_params(vision: dict[str, Any], text_hidden: int, kind: str) -> int:
 
 def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: str,
                         top: dict[str, Any] | None = None) -> int:
+    """Parameters of a vision tower plus the projector into the language model, and of the audio
+    encoder a vision dict may carry (`audio`: Qwen2.5-Omni's thinker; models/vision_towers.py)."""
+    n = _count_vision(vision, text_hidden, model_type, top)
+    if isinstance(vision.get("audio"), dict):
+        from servefit.models.vision_towers import count_audio
+
+        n += count_audio(vision["audio"], text_hidden)
+    return n
+
+
+def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
+                  top: dict[str, Any] | None = None) -> int:
     """Parameters of a vision tower plus the projector into the language model.
 
     `vision` is the config.json `vision_config`; `top` the top-level config (projector keys such
@@ -164,6 +176,10 @@ def count_vision_params(vision: dict[str, Any], text_hidden: int, model_type: st
     Pixtral (Mistral 3), Llama-4's ViT with its pixel-shuffle adapter, Qwen2-VL and Qwen2.5-VL;
     Qwen3-VL / Qwen3.5; other ViTs are counted as CLIP-style encoders with a two-layer projector."""
     top = top or {}
+    from servefit.models.vision_towers import TOWERS, count_tower
+
+    if vision.get("model_type") in TOWERS:  # MoonViT, DeepSeek-VL2 / OCR, MiniCPM-V
+        return count_tower(vision, text_hidden)
     if vision.get("model_type") in INTERNVL:
         return _internvl_params(vision, text_hidden, top)
     if vision.get("model_type") in GLM4V or (model_type in GLM4V and "depth" in vision):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan
+from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.sglang import defaults as d
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
@@ -146,6 +146,11 @@ def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, i
 @rule("SGL004", "SGL005", "SGL007")
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
     s = cfg.settings
+    if model.kinds() and all(k == "mamba" for k in model.kinds()):
+        # sglang/srt/models has no attention-free state-space model (Mamba, Falcon-Mamba, Mamba2); the
+        # mamba pool beside a token pool (Nemotron-H, Qwen3-Next) assumes attention layers
+        raise UsageError(f"SGLang has no native model for {model.name}, an attention-free state-space model "
+                         f"({model.architecture}); servefit cannot plan it (vLLM serves it)")
     r = resolve(cfg, model, gpu)
     out = MemoryPlan(engine="sglang", engine_version=r.e.version, outcome="started", memory=DeviceMemory(),
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": r.dp})

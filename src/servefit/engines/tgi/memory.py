@@ -146,6 +146,8 @@ def kv_blocks(e: Era, total: int, used: int, fraction: float, wiggle: float, blo
             num_blocks = int(free x wiggle // block_bytes) + batch.num_blocks.
     `used` is everything the process holds at that moment (context, weights, warmup KV, activations)."""
     device_free = max(0, total - used)
+    if block_bytes <= 0:  # no attention layer (Mamba: TGI's non-flash Mamba model keeps no paged KV cache)
+        return KvResult(num_blocks=0, free_after_peak=device_free, kv_bytes=0)
     if e.wiggle_of_total:
         free = max(0, int(device_free - (1 - fraction * wiggle) * total))
         n = free // block_bytes + batch_blocks

@@ -226,6 +226,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # server/text_generation_server/models/__init__.py::get_model has no encoder-only model type
         raise UsageError(f"text-generation-inference cannot serve {model.name}: it is an encoder-only embedding "
                          f"model (serve it with text-embeddings-inference or vLLM)")
+    if model.kinds() and all(k == "mamba" for k in model.kinds()):
+        # models/__init__.py::get_model serves MAMBA with the non-flash Mamba class (its own recurrent
+        # state per batch, no paged KV cache or warmup): not modelled here
+        raise UsageError(f"servefit does not model text-generation-inference's Mamba server ({model.name}, an "
+                         f"attention-free state-space model); plan it under vLLM")
     r = resolve(cfg, model, gpu, count)
     e, s = r.e, cfg.settings
     out = MemoryPlan(engine="tgi", engine_version=e.version, outcome="started", memory=DeviceMemory(),

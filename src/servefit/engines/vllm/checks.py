@@ -96,7 +96,9 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
             "VLLM006", f"User-specified max_model_len ({ml}) is greater than the derived max_model_len "
                        f"({r.derived_len} for {model.name}). Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override.",
             span=sp.get("max_model_len"), setting="max_model_len"))
-    if model.num_attention_heads % r.tp:
+    if not any(k in ("full", "sliding", "chunked", "none") for k in model.kinds()):
+        pass  # attention-free SSM (Mamba): the config has no heads (getattr default 0 divides by anything)
+    elif model.num_attention_heads % r.tp:
         out.append(finding(
             "VLLM007", f"Total number of attention heads ({model.num_attention_heads}) must be divisible by tensor "
                        f"parallel size ({r.tp}).", span=sp.get("tensor_parallel_size"), setting="tensor_parallel_size"))

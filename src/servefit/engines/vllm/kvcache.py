@@ -106,6 +106,9 @@ def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: fl
         kd, vd = int(m["key_head_dim"]), int(m["value_head_dim"])
         conv = (2 * kh * kd + vh * vd) // tp * (kernel - 1 + num_spec)
         return int(conv * conv_bytes + vh // tp * vd * kd * ssm_bytes)
+    if m.get("kind") == "mamba1":  # mamba1_state_shape: conv (d_inner, kernel - 1), ssm (d_inner, state)
+        d = int(m["d_inner"]) // tp
+        return int(d * (kernel - 1) * conv_bytes + d * int(m["state_size"]) * ssm_bytes)
     if m.get("kind") == "mamba2":
         heads, hd, groups, state = int(m["num_heads"]), int(m["head_dim"]), int(m["n_groups"]), int(m["state_size"])
         groups += 0 if groups % tp == 0 else tp - groups  # extra_groups_for_head_shards
@@ -146,14 +149,18 @@ def speculative(settings: dict[str, Any]) -> tuple[str, int]:
 
 
 def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int, version: tuple[int, ...],
-                 block_size: int, kv_dtype_bytes: float) -> tuple[int | None, int]:
-    """(state blocks per request, attention block size) of a Mamba2 / GatedDeltaNet hybrid; None
-    blocks when the model has no recurrent layers or its state shape is unknown. The ssm state is
-    fp32 where the model's vLLM config class says so: Qwen3.5 (its config's mamba_ssm_dtype,
+                 block_size: int, kv_dtype_bytes: float) -> tuple[int | None, int, int]:
+    """(state blocks per request, attention block size, one layer's state page) of a recurrent
+    model (Mamba1 / Mamba2 / GatedDeltaNet, hybrid or not); None blocks when the model has no
+    recurrent layers or its state shape is unknown. The ssm state is fp32 where the model's vLLM
+    config class says so: Qwen3.5 (its config's mamba_ssm_dtype,
     models/config.py::Qwen3_5ForConditionalGenerationConfig) and Nemotron-H
-    (NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE)."""
-    if not any(k in ("mamba", "linear") for k in model.kinds()):
-        return None, block_size
+    (NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE). An attention-free model (Mamba,
+    Falcon-Mamba, Mamba2) runs without prefix caching (config/model.py
+    is_prefix_caching_supported: "Attention free models do not support prefix caching")."""
+    kinds = model.kinds()
+    if not any(k in ("mamba", "linear") for k in kinds):
+        return None, block_size, 0
     _, n_spec = speculative(settings)
     conv_dtype = settings.get("mamba_cache_dtype") or "auto"
     conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
@@ -163,18 +170,24 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     ssm_b = dtype_bytes(dtype if ssm_dtype == "auto" else ssm_dtype)
     page = mamba_page_bytes(model, tp, conv_b, ssm_b, n_spec)
     if not page:
-        return None, block_size
+        return None, block_size, 0
+    attention = any(k in ("full", "sliding", "chunked") for k in kinds)
+    if not attention:  # no attention page to align to: the state is its own page
+        return mamba_state_blocks(version, False, n_spec), block_size, page
     block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp))
     prefix = settings.get("enable_prefix_caching")
-    return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block
+    return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block, page
 
 
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,
-           block_size: int, era: Era) -> KvLayout:
+           block_size: int, era: Era, state_page: int = 0) -> KvLayout:
     """Group layers as the hybrid KV-cache manager does and size one block
     (kv_cache_utils.py::_get_kv_cache_groups_uniform_page_size). Recurrent ("mamba") layers share
-    the pool with the attention layers at the attention page size."""
+    the pool with the attention layers at the attention page size; without attention layers
+    (pure Mamba) a block is one layer's state (`state_page`, MambaSpec.page_size_bytes)."""
     page = int(block_size * layer_bytes_per_token(model, kv_dtype_bytes, tp))
+    if state_page and layers and all(kind == "mamba" for kind, _ in layers):
+        page = state_page
     buckets: dict[tuple[str, int], int] = {}
     for spec in layers:
         buckets[spec] = buckets.get(spec, 0) + 1

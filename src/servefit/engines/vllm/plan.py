@@ -144,8 +144,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = dtype_bytes(r.dtype)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
-    state_blocks, r.block_size = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size, kv_db) \
-        if hybrid else (None, r.block_size)
+    state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
+                                                          kv_db) if hybrid else (None, r.block_size, 0)
     kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
     # up to 0.9.0 V1 checks one request against the sliding-window specs, then sizes every layer as
     # full attention (kv_cache_utils.py::get_kv_cache_config: check_enough_kv_cache_memory before
@@ -173,7 +173,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)
         start = sum(stages[:st])
-        lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e)
+        lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e, state_page)
         check_lay = lay if check_kinds is kinds else layout(model, check_kinds[start:start + stages[st]], kv_db, r.tp,
                                                               r.block_size, e)
         blocks = max(0, avail // lay.bytes_per_block) if lay.bytes_per_block else 0
@@ -195,7 +195,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
-    _assume(out, cfg, model, r, e)
+    _assume(out, cfg, model, r, e, state_blocks is not None)
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
 
@@ -206,7 +206,7 @@ def attention_free(model: ModelSpec) -> bool:
     return all(k == "none" for k in model.kinds())
 
 
-def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era) -> None:
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, state_planned: bool) -> None:
     s = cfg.settings
     a = out.assumptions
     if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
@@ -230,7 +230,8 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append(f"vision encoder profiling estimated, not calibrated: {enc.items} dummy {enc.modality} item(s) of "
                  f"{enc.tokens_per_item:,} tokens" + (f"; the LM profiling forward runs {enc.lm_tokens:,} tokens"
                                                       if enc.lm_tokens else ""))
-    if any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba:  # Falcon-H1: in every layer
+    if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
+        # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
 
 
@@ -246,7 +247,8 @@ def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
         # runs from initialize_kv_cache): beside a weights OOM or an empty KV budget the warning
         # contradicts the error; a refused max-model-len keeps it (the graphs fail next)
         advice = [f for f in advice if f.code != "VLLM016"]
-    if attention_free(model):  # requests are not bounded by KV blocks: the concurrency advice does not apply
+    if attention_free(model) or not any(g.layers for g in lays[0].groups):
+        # requests are not bounded by KV blocks: the concurrency advice does not apply
         advice = [f for f in advice if f.code != "VLLM019"]
     out.findings.extend(advice)
 
@@ -268,10 +270,12 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
     if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch + CUDA_CONTEXT > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
-    if attention_free(model):
+    if attention_free(model) or not any(g.layers for g in lay.groups):
         out.max_model_len = max_len
         if out.outcome == "started":
-            out.messages.append("attention-free model (encoder-only pooling): no KV cache is allocated")
+            out.messages.append("attention-free model (encoder-only pooling): no KV cache is allocated"
+                                if attention_free(model) else "no attention layers: the recurrent state is not "
+                                "sized by this release's KV-cache manager (planned from 0.9.1 on)")
         return v
     check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
     v.check = check

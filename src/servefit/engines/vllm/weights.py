@@ -53,7 +53,10 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     embed_b = padded_vocab * model.hidden_size * db
     head_b = 0 if model.tie_word_embeddings else embed_b
     arch_total = embed_b + head_b + sum(per_layer_full) + g.norms * db + g.other * db
-    scale = total / arch_total if arch_total else 1.0  # the checkpoint's count wins over the architecture
+    # the checkpoint's count wins over the architecture; the towers and norms are counted exactly,
+    # so the difference goes to the language model's layers and embeddings
+    fixed = (g.norms + g.other) * db
+    scale = (total - fixed) / (arch_total - fixed) if arch_total > fixed and total > fixed else 1.0
     counts = pp_layers(len(per_layer), r.pp)
     rope_len = model.max_position_embeddings
     rs = model.rope_scaling or {}

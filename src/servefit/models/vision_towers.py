@@ -1,0 +1,161 @@
+"""Vision towers beyond models/vision.py's: MoonViT (Kimi-VL, Kimi-K2.5 / K2.6), DeepSeek-VL2's
+SigLIP with its downsampling MLP, DeepSeek-OCR's DeepEncoder (SAM ViT-B + CLIP-L), and MiniCPM-V's
+SigLIP with the perceiver resampler; and the Whisper-style audio encoder of Qwen2.5-Omni's thinker.
+Each follows the vLLM model file its docstring names (the
+tensors vLLM builds and loads); keys are the catalog's `vision` keys (vision_config names where the
+checkpoint has them). Standard library only: this is on the fast path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl")
+
+
+def _lin(i: int, o: int, bias: bool = True) -> int:
+    return i * o + (o if bias else 0)
+
+
+def _vit_layer(h: int, inter: int) -> int:
+    """Pre-norm ViT block with biases everywhere: two LayerNorms, q/k/v/o, fc1 / fc2."""
+    return 4 * h + 4 * _lin(h, h) + _lin(h, inter) + _lin(inter, h)
+
+
+def _siglip(h: int, layers: int, inter: int, patch: int, image: int) -> int:
+    """SigLIP without a class token: patch conv with bias, one position row per patch, the layers,
+    post LayerNorm."""
+    return 3 * patch * patch * h + h + (image // patch) ** 2 * h + layers * _vit_layer(h, inter) + 2 * h
+
+
+def _map_head(h: int, inter: int) -> int:
+    """SigLIP's attention-pooling head (timm AttentionPoolLatent): latent, q, kv, proj, norm, MLP."""
+    return h + _lin(h, h) + _lin(h, 2 * h) + _lin(h, h) + 2 * h + _lin(h, inter) + _lin(inter, h)
+
+
+def _moonvit(v: dict[str, Any], text_hidden: int) -> int:
+    """vLLM moonvit.py MoonVitPretrainedModel (Kimi-VL) / kimi_k25_vit.py MoonViT3dPretrainedModel
+    (Kimi-K2.5: its time position table is fixed, not a parameter): patch conv with bias, a learned
+    init_pos_emb_height x width x hidden position table, layers of two LayerNorms, wqkv / wo and
+    fc0 / fc1 with biases, final_layernorm; then the projector (kimi_vl.py KimiVLMultiModalProjector,
+    kimi_k25_vit.py "patchmerger"): pre_norm LayerNorm, linear_1 (4h -> 4h) and linear_2 (4h -> LM
+    width), both with biases."""
+    h, layers = int(v["hidden_size"]), int(v.get("num_hidden_layers", 27))
+    inter, patch = int(v.get("intermediate_size", 4304)), int(v.get("patch_size", 14))
+    pos = int(v.get("init_pos_emb_height", 64)) * int(v.get("init_pos_emb_width", 64))
+    merged = h * 4  # merge_kernel_size (2, 2)
+    enc = 3 * patch * patch * h + h + pos * h + layers * _vit_layer(h, inter) + 2 * h
+    return enc + 2 * h + _lin(merged, merged) + _lin(merged, text_hidden)
+
+
+def _deepseek_vl2(v: dict[str, Any], text_hidden: int) -> int:
+    """vLLM deepseek_vl2.py DeepseekVLV2ForCausalLM: timm vit_so400m_patch14_siglip_384 built with
+    num_classes=0 (its attention-pooling head stays), the downsample_mlp_gelu projector (2 x 2
+    patches -> Linear -> GELU -> Linear into the LM width, biases) and image_newline /
+    view_seperator (one LM-width vector each)."""
+    h, inter = int(v["hidden_size"]), int(v.get("intermediate_size", 4304))
+    enc = _siglip(h, int(v.get("num_hidden_layers", 27)), inter, int(v.get("patch_size", 14)),
+                  int(v.get("image_size", 384))) + _map_head(h, inter)
+    return enc + _lin(4 * h, text_hidden) + _lin(text_hidden, text_hidden) + 2 * text_hidden
+
+
+def _deepencoder() -> int:
+    """vLLM deepencoder.py build_sam_vit_b (SAM ViT-B at 1024 px: patch 16 conv with bias, a 64 x 64
+    position table, 12 blocks with decomposed relative positions (window 14; global at 2, 5, 8, 11),
+    the neck convs and LayerNorm2ds, net_2 / net_3 convs up to 1024 channels) and
+    DeepCLIPVisionTransformer (CLIP-L/14 at 224: class token, bias-free patch conv, 257 positions,
+    pre_layrnorm, 24 layers, no post LayerNorm). Both are fixed in vLLM (deepseek_ocr.py), not read
+    from the config."""
+    h, heads = 768, 12
+    sam = 3 * 16 * 16 * h + h + 64 * 64 * h
+    for i in range(12):
+        size = 64 if i in (2, 5, 8, 11) else 14
+        sam += 2 * h + _lin(h, 3 * h) + _lin(h, h) + 2 * (2 * size - 1) * (h // heads) + 2 * h
+        sam += _lin(h, 4 * h) + _lin(4 * h, h)
+    sam += h * 256 + 2 * 256 + 256 * 256 * 9 + 2 * 256 + 256 * 512 * 9 + 512 * 1024 * 9
+    c = 1024
+    clip = c + 3 * 14 * 14 * c + 257 * c + 2 * c + 24 * _vit_layer(c, 4096)
+    return sam + clip
+
+
+def _minicpmv(v: dict[str, Any], text_hidden: int) -> int:
+    """vLLM minicpmv.py MiniCPMV2_5 / 2_6 / 4_0 / 4_5: Idefics2VisionTransformer (SigLIP, one position
+    row per patch of image_size, post_layernorm; every layer the checkpoint holds) and the
+    Resampler2_5 / 4_5 (vLLM layers/resampler.py BaseResampler): query_num queries of the LM width,
+    kv_proj (vision width -> LM width, no bias), nn.MultiheadAttention (in_proj and out_proj with
+    biases), ln_q / ln_kv / ln_post, and proj (LM width^2, no bias); the 2-D sin-cos positions are a
+    buffer."""
+    h, inter = int(v["hidden_size"]), int(v.get("intermediate_size", 4304))
+    enc = _siglip(h, int(v.get("num_hidden_layers", 27)), inter, int(v.get("patch_size", 14)),
+                  int(v.get("image_size", 980)))
+    e, q = text_hidden, int(v.get("query_num", 64))
+    resampler = q * e + (h * e if h != e else 0) + _lin(e, 3 * e) + _lin(e, e) + 3 * 2 * e + e * e
+    return enc + resampler
+
+
+def _molmo(v: dict[str, Any], text_hidden: int, version: int) -> int:
+    """vLLM molmo.py MolmoVisionBackbone (Molmo): a CLIP-style ViT (class embedding, (image / patch)^2 + 1
+    positions, a bias-free patch Linear, pre_ln, blocks of two LayerNorms, wq / wk / wv / wo and w1 / w2
+    with biases) whose two feature layers (VIT_LAYERS -2, -9) feed image_pooling_2d (q / k / v from
+    2 x width, wo, biases) and the SwiGLU image_projector (bias-free, the LM's MLP width), plus
+    pad_embed (2 x 2 x width). molmo2.py Molmo2VisionBackbone (Molmo2): SigLIP-style (no class
+    token, (image / patch)^2 positions, a patch Linear with bias, merged qkv / wo with biases), the
+    checkpoint holding only the layers up to the deepest feature layer (-3, -9 of 27: 25), the same
+    pooling and projector, no pad_embed."""
+    h, layers = int(v["hidden_size"]), int(v["num_hidden_layers"])
+    inter, patch = int(v.get("intermediate_size", 4 * h)), int(v.get("patch_size", 14))
+    grid = (int(v["image_size"]) // patch) ** 2
+    pool = _lin(2 * h, h) + 2 * _lin(2 * h, h) + _lin(h, h)
+    proj = 2 * h * int(v["projector_intermediate"]) + int(v["projector_intermediate"]) * text_hidden
+    if version == 1:
+        vit = h + (grid + 1) * h + 3 * patch * patch * h + 2 * h + layers * _vit_layer(h, inter)
+        return vit + pool + proj + 2 * 2 * h
+    return grid * h + _lin(3 * patch * patch, h) + layers * _vit_layer(h, inter) + pool + proj
+
+
+def _lfm2_vl(v: dict[str, Any], text_hidden: int) -> int:
+    """vLLM lfm2_vl.py / lfm2_siglip2.py (LFM2-VL): SigLIP2 NaFlex (a patch Linear with bias, a
+    num_patches-row position table, the layers the config keeps, post_layernorm) and
+    Lfm2VLMultiModalProjector (LayerNorm over 2 x 2 unshuffled patches, linear_1 into
+    projector_hidden_size and linear_2 into the LM width, biases)."""
+    h, patch = int(v["hidden_size"]), int(v.get("patch_size", 16))
+    hidden, wide = int(v.get("projector_hidden_size", 2560)), 4 * h
+    enc = _lin(3 * patch * patch, h) + int(v.get("num_patches", 256)) * h
+    enc += int(v["num_hidden_layers"]) * _vit_layer(h, int(v.get("intermediate_size", 4 * h))) + 2 * h
+    return enc + 2 * wide + _lin(wide, hidden) + _lin(hidden, text_hidden)
+
+
+def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
+    """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
+    kind = vision.get("model_type")
+    if kind == "moonvit":
+        return _moonvit(vision, text_hidden)
+    if kind == "deepseek_vl2_siglip":
+        return _deepseek_vl2(vision, text_hidden)
+    if kind == "deepencoder":  # DeepSeek-OCR: a linear projector (2048 -> LM width) and the two vectors
+        return _deepencoder() + _lin(2048, text_hidden) + 2 * text_hidden
+    if kind == "minicpmv":
+        return _minicpmv(vision, text_hidden)
+    if kind in ("molmo", "molmo2"):
+        return _molmo(vision, text_hidden, 1 if kind == "molmo" else 2)
+    if kind == "lfm2_vl":
+        return _lfm2_vl(vision, text_hidden)
+    if kind == "gemma3n":
+        # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
+        # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
+        # say which counts fix it)
+        return int(vision["towers_params"])
+    raise ValueError(f"unknown vision tower {kind!r}")
+
+
+def count_audio(a: dict[str, Any], text_hidden: int) -> int:
+    """Qwen2.5-Omni's audio encoder (transformers modeling_qwen2_5_omni.py
+    Qwen2_5OmniAudioEncoder, which vLLM qwen2_5_omni_thinker.py loads): conv1 (mel bins -> d_model,
+    kernel 3) and conv2 (d_model -> d_model, kernel 3) with biases, Whisper layers (q / v / out with
+    biases, k without, two LayerNorms, fc1 / fc2 with biases), ln_post, proj into output_dim (the LM
+    width) with bias, and audio_bos_eos_token (2 x output_dim); the sinusoidal positions are a buffer."""
+    d, ffn = int(a.get("d_model", 1280)), int(a.get("encoder_ffn_dim", 5120))
+    mel, out = int(a.get("num_mel_bins", 128)), int(a.get("output_dim") or text_hidden)
+    layer = 3 * _lin(d, d) + d * d + 4 * d + _lin(d, ffn) + _lin(ffn, d)
+    return (mel * d * 3 + d + d * d * 3 + d + int(a.get("encoder_layers", 32)) * layer + 2 * d
+            + _lin(d, out) + 2 * out)
