@@ -17,6 +17,7 @@ EngineConfig gives each setting's span), then by looking for the flag or environ
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,12 @@ class Fixing:
 
     def restarts(self) -> str:
         return "Schedule restarts in a low-traffic window (e.g. a daily `kubectl rollout restart`)"
+
+    def by_cause(self, table: dict[str, Callable[[Fixing], list[str]]]) -> list[str] | None:
+        """An engine's fixes for this diagnosis' root cause (engines/<name>/diagnose.py `FIXES`),
+        or None where the engine has none of its own for it."""
+        fn = table.get(self.diag.root_cause)
+        return fn(self) if fn is not None else None
 
 
 def generic(fx: Fixing) -> list[str]:

@@ -58,14 +58,13 @@ def _too_large(fx: Fixing) -> list[str]:
                   "Offload fewer layers (PARAMETER num_gpu) or use a GPU with more memory"]
 
 
+def _fragmentation(fx: Fixing) -> list[str]:
+    return fx.host_growth() if fx.host else [fx.restarts()]
+
+
+FIXES = {"kv_cache_overflow": _kv, "batch_misconfiguration": _batch, "profiling_peak": _batch,
+         "fragmentation": _fragmentation, "model_too_large": _too_large}
+
+
 def fixes(fx: Fixing) -> list[str] | None:
-    root = fx.diag.root_cause
-    if root == "kv_cache_overflow":
-        return _kv(fx)
-    if root in ("batch_misconfiguration", "profiling_peak"):
-        return _batch(fx)
-    if root == "fragmentation":
-        return fx.host_growth() if fx.host else [fx.restarts()]
-    if root == "model_too_large":
-        return _too_large(fx)
-    return None
+    return fx.by_cause(FIXES)

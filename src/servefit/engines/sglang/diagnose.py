@@ -94,5 +94,4 @@ FIXES = {"kv_cache_overflow": _kv, "batch_misconfiguration": _batch, "profiling_
 
 
 def fixes(fx: Fixing) -> list[str] | None:
-    fn = FIXES.get(fx.diag.root_cause)
-    return fn(fx) if fn is not None else None
+    return fx.by_cause(FIXES)

@@ -80,16 +80,9 @@ def _too_large(fx: Fixing) -> list[str]:
             "Shard over more GPUs: --num-shard 2", "Use a GPU with more memory"]
 
 
+FIXES = {"kv_cache_overflow": _kv, "profiling_peak": _warmup, "batch_misconfiguration": _batch,
+         "fragmentation": _fragmentation, "model_too_large": _too_large}
+
+
 def fixes(fx: Fixing) -> list[str] | None:
-    root = fx.diag.root_cause
-    if root == "kv_cache_overflow":
-        return _kv(fx)
-    if root == "profiling_peak":
-        return _warmup(fx)
-    if root == "batch_misconfiguration":
-        return _batch(fx)
-    if root == "fragmentation":
-        return _fragmentation(fx)
-    if root == "model_too_large":
-        return _too_large(fx)
-    return None
+    return fx.by_cause(FIXES)
