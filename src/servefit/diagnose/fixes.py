@@ -17,7 +17,7 @@ EngineConfig gives each setting's span), then by looking for the flag or environ
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +145,7 @@ class Fixing:
     def restarts(self) -> str:
         return "Schedule restarts in a low-traffic window (e.g. a daily `kubectl rollout restart`)"
 
-    def by_cause(self, table: dict[str, Callable[[Fixing], list[str]]]) -> list[str] | None:
+    def by_cause(self, table: Mapping[str, Callable[[Fixing], list[str]]]) -> list[str] | None:
         """An engine's fixes for this diagnosis' root cause (engines/<name>/diagnose.py `FIXES`),
         or None where the engine has none of its own for it."""
         fn = table.get(self.diag.root_cause)
