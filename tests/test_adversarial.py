@@ -310,7 +310,8 @@ def test_gguf_with_4m_empty_tokens_is_read_in_bounded_memory(tmp_path):
 
 
 def test_safetensors_huge_shape_is_linear_and_named(tmp_path):
-    from servefit.models.config_json import from_config, params_from_safetensors
+    from servefit.models.checkpoint_files import params_from_safetensors
+    from servefit.models.config_json import from_config
 
     head = json.dumps({"w": {"dtype": "BF16", "shape": [2] * 2_000_000, "data_offsets": [0, 0]}}).encode()
     (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(head)) + head)

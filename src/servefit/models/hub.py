@@ -97,7 +97,7 @@ def fetch_repo(repo: str, revision: str | None = None) -> dict[str, Any]:
                        (" (a GGUF repository: serve it with llama.cpp -hf or Ollama hf.co/)" if ggufs else ""))
     path = hf_hub_download(repo, "config.json", revision=info.sha, cache_dir=cache, endpoint=endpoint,
                            token=token)
-    from servefit.models.config_json import load_json_bounded
+    from servefit.models.checkpoint_files import load_json_bounded
 
     try:
         cfg = load_json_bounded(path)
@@ -130,7 +130,8 @@ def _count_headers(meta: Any, cfg: dict[str, Any], repo: str) -> dict[str, Any]:
     """Per-dtype element counts of every tensor, and the count an engine loads (MTP modules and
     a tied lm_head stored twice skipped, as for a local checkpoint; none for packed quantized
     weights, whose element counts are not parameter counts)."""
-    from servefit.models.config_json import _skip_tensor, from_config
+    from servefit.models.checkpoint_files import _skip_tensor
+    from servefit.models.config_json import from_config
 
     spec = from_config(cfg, repo)
     dtypes: dict[str, int] = {}

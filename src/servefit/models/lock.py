@@ -122,7 +122,7 @@ def read_lock(path: str) -> Lock:
 
 @lru_cache(maxsize=8)
 def _read_cached(path: str, mtime_ns: int, size: int) -> Lock:
-    from servefit.models.config_json import load_json_bounded
+    from servefit.models.checkpoint_files import load_json_bounded
 
     try:
         doc = load_json_bounded(path, 64 << 20)  # a regular file, bounded in size and nesting

@@ -21,7 +21,8 @@ import os
 
 from servefit.core import UsageError
 from servefit.models import catalog
-from servefit.models.config_json import from_config, params_from_safetensors, read_config
+from servefit.models.checkpoint_files import params_from_safetensors, read_config
+from servefit.models.config_json import from_config
 from servefit.models.lock import ModelContext, gguf_key, spec_from_entry
 from servefit.models.spec import ModelSpec
 
