@@ -11,6 +11,7 @@ import yaml
 
 from servefit.core import UsageError
 from servefit.models import catalog, names, resolve_model
+from servefit.models.name_words import Parsed
 
 NO_CACHE = "/nonexistent-hf-home"
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128}
@@ -292,12 +293,12 @@ def test_words_and_sizes():
     assert names.words("Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf") == ["meta", "llama3.1", "8b", "instruct"]
     assert names.words("Qwen3-30B-A3B-UD-Q4_K_XL-00001-of-00002.gguf") == ["qwen3", "30b", "a3b"]
     assert names.words("llama3.1:8b-instruct-q8_0") == ["llama3.1", "8b", "instruct"]
-    assert names.parse("meta-llama/Llama-4-Scout-17B-16E-Instruct") == names.Parsed(("llama4", "scout"), "17b-16e",
+    assert names.parse("meta-llama/Llama-4-Scout-17B-16E-Instruct") == Parsed(("llama4", "scout"), "17b-16e",
                                                                                     ("instruct",))
-    assert names.parse("microsoft/Phi-3-mini-128k-instruct") == names.Parsed(("phi3",), "mini", ("128k", "instruct"))
+    assert names.parse("microsoft/Phi-3-mini-128k-instruct") == Parsed(("phi3",), "mini", ("128k", "instruct"))
     assert names.parse("mistralai/Mixtral-8x7B-v0.1").size == "8x7b"
     # release words and dates are not versions: Kimi-K2-Instruct-0905 is the kimi k2 family
-    assert names.parse("moonshotai/Kimi-K2-Instruct-0905") == names.Parsed(("kimi", "k2"), None, ("instruct", "0905"))
+    assert names.parse("moonshotai/Kimi-K2-Instruct-0905") == Parsed(("kimi", "k2"), None, ("instruct", "0905"))
     assert names.words("dolphin-2.9.4-llama3.1-8b") == ["dolphin2.9.4", "llama3.1", "8b"]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from servefit import data
-from servefit.models import names, quant_names
+from servefit.models import name_words, names, quant_names
 from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
@@ -212,7 +212,7 @@ class _Index:
 
 def _index_inputs() -> list[str | os.PathLike[str]]:
     return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__,
-            quant_names.__file__]
+            name_words.__file__, quant_names.__file__]
 
 
 @lru_cache(maxsize=1)

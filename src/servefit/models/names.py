@@ -2,7 +2,7 @@
 
 A fine-tune, repack, GGUF or local folder usually carries its base's family and size in its
 name (`NousResearch/Hermes-3-Llama-3.1-8B`, `/models/Qwen2-7B-Instruct`,
-`Qwen3-30B-A3B-UD-Q4_K_XL.gguf`). Names are cut into words with the family and its version
+`Qwen3-30B-A3B-UD-Q4_K_XL.gguf`). Names are cut into words (models/name_words.py) with the family and its version
 joined (`llama3.1`, `qwen2.5`) and a size key (`8b`, `30b-a3b`, `8x7b`, `mini`). A name
 resolves when a catalogued family sits right before a size the catalog has for it, or a
 versioned family does with up to three fine-tune words between (`Llama-3-Open-Ko-8B`), or a
@@ -23,98 +23,16 @@ from typing import Any
 
 from servefit import data
 from servefit.models import release_lines
-
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?[bm]|\d+x\d+(?:\.\d+)?b|e\d+b)$")  # 8b, 125m, 8x7b, e4b
-_PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): part of the size
-_SIZE_WORDS = {"mini", "small", "medium", "large", "nano", "tiny", "micro"}  # Phi-3-mini
-_VERSION = re.compile(r"^(\d{1,2}(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
-_STOP = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
-_GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|q[2-6]k[sml]?|tq[12]_0|bf16|f16|f32|fp16)"
-                   r"(?=$|[-_.])")
-_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
-_UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])")
-_DOT_WORD = re.compile(r"\.(?=[a-z])")
-_SEP = re.compile(r"[-_\s]+")
-_DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
-         "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx",
-         "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth", "qat",
-         "bf16", "fp16", "f16", "fp32", "f32"}
-
-
-# path components that do not name the model: the folder above them does
-_GENERIC = re.compile(r"^([0-9a-f]{40}|snapshots|main|final|model|models|hf|merged|weights|latest|"
-                      r"checkpoint-\d+|step-?\d+|global_step\d+|export|output|safetensors)$", re.I)
-_HUB_PREFIX = re.compile(r"^(https?://)?(hf\.co|huggingface\.co)/")
-
-
-@lru_cache(maxsize=8192)
-def split_ref(ref: str) -> tuple[str, str, bool]:
-    """(organization or parent folder, last name, is a local path) of a reference."""
-    s = ref.strip().rstrip("/")
-    if "co/" in s:
-        s = _HUB_PREFIX.sub("", s)
-    path = s.startswith(("/", ".", "~")) or s.count("/") > 1 or "\\" in s
-    parts = s.replace("\\", "/").split("/")
-    while path and len(parts) > 2 and (_GENERIC.match(parts[-1]) or parts[-2] == "snapshots"):
-        parts.pop()  # .../Qwen2-7B-Instruct/snapshots/<hash>
-    return (parts[-2] if len(parts) >= 2 else ""), parts[-1], path
-
-
-def words(name: str) -> list[str]:
-    """Lower-case words of a model name without quantization or file words, each family word
-    joined to its version: `Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf` -> meta llama3.1 8b instruct."""
-    return list(_words(name))
-
-
-@lru_cache(maxsize=8192)
-def _words(name: str) -> tuple[str, ...]:
-    s = name.lower()
-    if s.endswith(".gguf"):
-        s = _SHARD.sub("", s[:-5])
-    s = s.replace(":", "-")  # Ollama name:tag
-    s = _GGUF.sub("-", s)
-    s = _UNDERSCORE_VERSION.sub(r"\1.\2", s)  # qwen2_5 folders
-    s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
-    toks = [t for t in _SEP.split(s) if t and t not in _DROP]
-    out: list[str] = []
-    for t in toks:
-        if out and _VERSION.match(t) and out[-1].isalpha() and out[-1] not in _STOP:
-            out[-1] += t
-        else:
-            out.append(t)
-    return tuple(out)
-
-
-def size_at(ws: list[str], i: int) -> str | None:
-    """The size key starting at word i (`30b` + `a3b` -> `30b-a3b`), or None."""
-    if i >= len(ws) or not _SIZE.match(ws[i]):
-        return None
-    if i + 1 < len(ws) and _PART.match(ws[i + 1]):
-        return f"{ws[i]}-{ws[i + 1]}"
-    return ws[i]
-
-
-@dataclass(frozen=True)
-class Parsed:
-    family: tuple[str, ...]
-    size: str | None
-    rest: tuple[str, ...]  # words after the size
-
-
-def parse(name: str) -> Parsed:
-    """Family words, size key and the words after it, of a catalog repo name."""
-    ws = words(split_ref(name)[1])
-    if ws and ws[0] == "meta":
-        ws = ws[1:]
-    for i in range(len(ws)):
-        sz = size_at(ws, i)
-        if sz:
-            return Parsed(tuple(ws[:i]), sz, tuple(ws[i + 1 + sz.count("-"):]))
-    for i, w in enumerate(ws):
-        if w in _SIZE_WORDS and i > 0:
-            return Parsed(tuple(ws[:i]), w, tuple(ws[i + 1:]))
-    cut = next((i for i, w in enumerate(ws) if w in _STOP or re.fullmatch(r"v?\d[\d.]*", w)), len(ws))
-    return Parsed(tuple(ws[:cut]), None, tuple(ws[cut:]))
+from servefit.models.name_words import (
+    SEP,
+    SIZE_WORDS,
+    STOP_WORDS,
+    parse,
+    size_at,
+    split_ref,
+    word_tuple,
+    words,
+)
 
 
 @lru_cache(maxsize=1)
@@ -185,11 +103,11 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             release_lines.add_entry(idx.by_line, idx.releases, i, p.family, size, p.rest)
             for w in p.family:
                 r = _root(w)
-                if len(r) >= 3 and r not in _STOP and r not in generic and i not in idx.by_root.setdefault(r, []):
+                if len(r) >= 3 and r not in STOP_WORDS and r not in generic and i not in idx.by_root.setdefault(r, []):
                     idx.by_root[r].append(i)
             idx.words[i].update(words(split_ref(rid)[1]))
             org = rid.split("/")[0].lower() if "/" in rid else ""
-            idx.org_words.update(w for w in _SEP.split(org) if len(w) >= 4)
+            idx.org_words.update(w for w in SEP.split(org) if len(w) >= 4)
     return idx
 
 
@@ -215,12 +133,12 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Co
     have = set(ws)
 
     def tuned(ws: set[str]) -> set[str]:  # chat, it and instruct are the same kind of release
-        return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & _STOP}
+        return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & STOP_WORDS}
 
     def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int, int]:
         rest = set(c[1])
         variant = len(tuned(rest) ^ tuned(have))
-        overlap = len(rest & have - _STOP)
+        overlap = len(rest & have - STOP_WORDS)
         return (-overlap, int(c[0] in finetunes and not overlap), variant, c[0])
 
     return min(cands, key=score)[0]
@@ -228,7 +146,7 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Co
 
 def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
     """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
-    sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in _SIZE_WORDS else None) for s in range(len(ws))]
+    sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in SIZE_WORDS else None) for s in range(len(ws))]
     for s, size in enumerate(sizes):
         if not size:
             continue
@@ -240,7 +158,7 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
                 totals = idx.by_total.get((fam, size))
                 if totals and len({t[2] for t in totals}) == 1:  # one MoE of that total size
                     cands = [(t[0], t[1]) for t in totals]
-            if cands and size in _SIZE_WORDS:  # gte-large-en-v1.5 is not gte-large: a word size keeps its release
+            if cands and size in SIZE_WORDS:  # gte-large-en-v1.5 is not gte-large: a word size keeps its release
                 cands = [c for c in cands if all(w in c[1] for w in ws[end:] if _RELEASE.match(w))]
             if cands:
                 return _pick(cands, ws[end:], idx.finetunes), j, end, size
@@ -262,7 +180,7 @@ def _same_release(entry_rest: tuple[str, ...], rest: list[str]) -> bool:
     (bge-reranker-base is not bge-reranker-v2-m3) and the name's version words are the entry's
     (snowflake-arctic-embed-l-v2.0 is not -l)."""
     have = set(rest)
-    return (all(w in have or w in _STOP or w.isdigit() for w in entry_rest)
+    return (all(w in have or w in STOP_WORDS or w.isdigit() for w in entry_rest)
             and all(w in entry_rest for w in rest if _RELEASE.match(w)))
 
 
@@ -281,7 +199,7 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
         end = s + 1 + size.count("-")
         for k in range(max(1, s - _MAX_BETWEEN), s):  # family ends at k, the words k..s are between
             mid = ws[k:s]
-            if any(size_at(ws, x) or w in _SIZE_WORDS for x, w in enumerate(mid, k)):
+            if any(size_at(ws, x) or w in SIZE_WORDS for x, w in enumerate(mid, k)):
                 continue
             for j in range(max(0, k - idx.longest), k):
                 fam = tuple(ws[j:k])
@@ -305,7 +223,7 @@ def _by_rule(idx: Index, ws: list[str]) -> tuple[tuple[int, int, int, str], str,
                 at = p + len(src) + b
                 size = size_at(ws, at)
                 if size is None:
-                    if at >= len(ws) or ws[at] in _SIZE_WORDS:
+                    if at >= len(ws) or ws[at] in SIZE_WORDS:
                         break
                     continue
                 if size not in sizes:
@@ -370,7 +288,7 @@ def _derive(ws: list[str], idx: Index) -> Derived | None:
     if _blocked(ws, idx.words[entry]):
         return None
     if not why:
-        extra = [w for w in ws[:j] + ws[end:] if w not in _STOP and not re.fullmatch(r"v?\d[\d.]*", w)]
+        extra = [w for w in ws[:j] + ws[end:] if w not in STOP_WORDS and not re.fullmatch(r"v?\d[\d.]*", w)]
         if extra:
             why = f"its name carries the base's family and size, {shown}; a fine-tune keeps its base's architecture"
         else:
@@ -397,7 +315,7 @@ def _nearest_release(idx: Index, ws: list[str]) -> Derived | None:
     (models/release_lines.py); never for a name with another architecture's word."""
     if any(w in _other_words() for w in ws):
         return None
-    found = release_lines.nearest_release(idx.by_line, idx.releases, ws, size_at, _SIZE_WORDS | _STOP, _breaks(), idx.finetunes,
+    found = release_lines.nearest_release(idx.by_line, idx.releases, ws, size_at, SIZE_WORDS | STOP_WORDS, _breaks(), idx.finetunes,
                                           _ruled_words())
     if found is None:
         return None
@@ -433,7 +351,7 @@ def carries_family(ref: str, idx: Index) -> bool:
 
 def name_key(ref: str) -> tuple[str, ...]:
     """The words that suggestions for `ref` depend on (`org/X`, `/models/X` and `Meta-X` agree)."""
-    ws = _words(split_ref(ref)[1])
+    ws = word_tuple(split_ref(ref)[1])
     return ws[1:] if ws[:1] == ("meta",) else ws
 
 
