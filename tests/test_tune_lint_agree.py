@@ -4,6 +4,7 @@ lint and estimate, and never writes a configuration that lint then flags."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,9 @@ def test_tune_leaves_a_second_ollama_model_no_less_room(tmp_path: Path, capsys: 
     rc, out = _run(capsys, "tune", str(d), "--format", "json")
     site = json.loads(out)["sites"][0]
     assert site["by_hand"] and site["by_hand"][0].startswith("OLLAMA_MAX_LOADED_MODELS=1 if this server runs")
+    # the step names the size tune kept the model within: Ollama's own size of it (sched.go), not
+    # the plan's GPU total
+    assert re.search(r"kept this one within the 11\.\d\d GiB Ollama sizes it at now", site["by_hand"][0])
     assert site["best"]["memory_bytes"] <= site["current"]["memory_bytes"]
     over = [r for r in site["pareto"] if r["memory_bytes"] > site["current"]["memory_bytes"]]
     assert over == []

@@ -101,7 +101,8 @@ class OllamaAdapter(Adapter):
         """OLLAMA_MAX_LOADED_MODELS is not tune's to change (which other models the server runs is
         not in the file); where this model already leaves no room for a second, say what would."""
         if several_models(ev.config.settings) and any(f.code == SHARED for f in ev.plan.findings):
+            need = model_bytes(ev.plan) / 2**30
             return ["OLLAMA_MAX_LOADED_MODELS=1 if this server runs this model alone, then tune again: a second "
-                    "model of its size does not fit beside it, so tune gave it no more memory than it takes now "
-                    "(the other models you load are not in the file)"]
+                    f"model of its size does not fit beside it, so tune kept this one within the {need:.2f} GiB "
+                    "Ollama sizes it at now (the other models you load are not in the file)"]
         return []
