@@ -28,6 +28,9 @@ _TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "st
 
 @dataclass
 class Target:
+    """One `[[targets]]` entry: the GPU, count, GPU memory and engine versions for the files its `paths`
+    match, ahead of the project-wide values."""
+
     paths: list[str]
     gpu: str | None = None
     count: int | None = None
@@ -37,6 +40,9 @@ class Target:
 
 @dataclass
 class Config:
+    """One project's servefit settings (servefit.toml or `[tool.servefit]`, plus `--config` overrides): which
+    rules run on a file, their severities, what fails the run, and the default target."""
+
     path: str | None = None  # the file it came from
     root: str = "."  # paths in the config are relative to this directory
     gpu: str | None = None

@@ -58,6 +58,9 @@ def convert(opt: Option, text: str) -> Any:
 
 @dataclass
 class Parsed:
+    """An engine command line read against the engine's option table: each setting's value and where it is
+    written, the positionals, the flags the engine would reject, and the findings."""
+
     values: dict[str, Any] = field(default_factory=dict)
     spans: dict[str, Span] = field(default_factory=dict)
     flag_spans: dict[str, Span] = field(default_factory=dict)  # span of the flag word itself

@@ -76,6 +76,9 @@ class Server:
 
 @dataclass
 class ScannedFile:
+    """A file the assembly read: its text and kind for the per-file checks and suppression comments, and how
+    many servers were found in it."""
+
     path: str
     text: str | None
     kind: str | None
@@ -84,6 +87,9 @@ class ScannedFile:
 
 @dataclass
 class Assembly:
+    """Every server the named paths hold, each planned once, with the findings about files, the files read and
+    their configurations: what every command works from."""
+
     servers: list[Server]
     findings: list[Finding]  # about files (unreadable, malformed, unresolved variables)
     files: list[ScannedFile]

@@ -43,6 +43,9 @@ V0_MAX_FRAMES = 16  # ... in 0.8.x
 
 @dataclass
 class EncoderProfile:
+    """The vision encoder's share of vLLM's profiling run: its peak, the outputs kept through the language
+    model's forward, and the dummy items behind them."""
+
     peak: int  # bytes the encoder forward holds at its peak
     outputs: int  # bytes of the encoder outputs kept for the LM run (V1)
     lm_tokens: int  # tokens of the LM profiling forward (V0: the dummy prompts, uncut)
