@@ -106,9 +106,16 @@ def _match(rel: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    import json
+    """The config schema, parsed once per user (the data cache): a project with a config then
+    needs no json module to lint."""
+    from servefit import data
 
-    return json.loads(SCHEMA_PATH.read_text())
+    def parse() -> dict[str, Any]:
+        import json
+
+        return json.loads(SCHEMA_PATH.read_text())
+
+    return data.derived("config-schema", [SCHEMA_PATH, __file__], parse)
 
 
 def validate(data: Any, sch: dict[str, Any] | None = None, path: str = "tool.servefit") -> list[str]:

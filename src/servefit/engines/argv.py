@@ -8,7 +8,6 @@ normalises them).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +47,8 @@ def convert(opt: Option, text: str) -> Any:
                 return False
             raise ValueError(text)
         if t == "json":
+            import json  # only for a json-typed option: most command lines have none
+
             return json.loads(text)
     except ValueError as exc:
         raise ValueProblem(f"invalid {t.replace('_', ' ')} value: {text!r}") from exc

@@ -23,7 +23,6 @@ no patches^2 term), plus the pixel values (fp32 and a 16-bit copy)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +56,8 @@ class EncoderProfile:
 
 def _json(value: Any) -> Any:
     if isinstance(value, str):
+        import json  # only for a --limit-mm-per-prompt: not on the path of a plain lint
+
         try:
             return json.loads(value)
         except ValueError:
