@@ -16,7 +16,6 @@ import yaml
 from servefit import data
 from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
-from servefit.models.vision import count_vision_params
 
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)}
 # catalog keys that are not ModelSpec fields (or need converting)
@@ -112,6 +111,8 @@ def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
     spec = ModelSpec(**kw)
     vision = e.get("vision")
     if vision:
+        from servefit.models.vision import count_vision_params  # a vision tower's own counting
+
         spec.vision_params = count_vision_params(vision, spec.hidden_size, spec.model_type)
         spec.vision = dict(vision)
     spec.resolved_from = "catalog"
