@@ -26,6 +26,10 @@ from servefit.sources.target import Flags, Part, ServerTarget, resolve
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
 
+# the files rendering starts from (sources/render.py: CHART_FILE, KUSTOMIZATIONS): without one
+# among the linted files the renderer is not loaded
+RENDER_ROOTS = frozenset(("Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"))
+
 
 @dataclass
 class Server:
@@ -168,6 +172,8 @@ def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding
     """Helm charts among the files, rendered: their manifests' servers replace what was read from
     their values files, and one finding per chart replaces SF104 on each template. Kustomizations
     likewise: the built output's servers replace those of the files it reads."""
+    if not any(os.path.basename(f) in RENDER_ROOTS for f in walked):
+        return sites, findings, {}
     from servefit.sources import render as rendering
 
     out = rendering.charts(walked, values, render)
