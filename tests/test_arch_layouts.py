@@ -247,7 +247,7 @@ CONFIGS = {
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_config_json_counts_and_kinds_match_the_catalog(name):
-    from servefit.models import from_config
+    from servefit.models.config_json import from_config
 
     got = from_config(CONFIGS[name], name)
     want = resolve_model(name)

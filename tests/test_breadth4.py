@@ -4,7 +4,8 @@ Qwen2.5-Omni's thinker (Qwen2.5-VL tower plus a Whisper-style audio encoder), ea
 
 from __future__ import annotations
 
-from servefit.models import count_params, from_config, resolve_model
+from servefit.models import count_params, resolve_model
+from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
 
 

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from servefit import data
-from servefit.models import catalog, count_params, from_config, resolve_model
+from servefit.models import catalog, count_params, resolve_model
 from servefit.models.catalog import spec_from_entry
+from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
 
 FILES = ("deepseek", "gemma", "phi", "glm", "gpt_oss", "kimi", "minimax")

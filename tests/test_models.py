@@ -15,8 +15,9 @@ import yaml
 
 from servefit import data
 from servefit.core import UsageError
-from servefit.models import all_models, catalog, count_params, from_config, nearest, resolve_model
+from servefit.models import all_models, catalog, count_params, nearest, resolve_model
 from servefit.models.checkpoint_files import params_from_safetensors
+from servefit.models.config_json import from_config
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
 

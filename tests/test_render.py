@@ -248,3 +248,10 @@ def test_helper_actions_map_to_their_own_lines(helm, chart):
     assert out.notes[(host.file, host.start, host.end)].startswith('set by `{{ include "llm.host" . | quote }}`')
     model = spans["meta-llama/Llama-3.1-8B-Instruct"]  # through a helper, but one values line holds it
     assert (Path(model.file).name, model.line) == ("values.yaml", 5)
+
+
+def test_the_assembly_knows_every_file_rendering_starts_from():
+    # the assembly loads the renderer only when one of these is among the files
+    from servefit.sources import assemble, render
+
+    assert assemble.RENDER_ROOTS == {render.CHART_FILE, *render.KUSTOMIZATIONS}

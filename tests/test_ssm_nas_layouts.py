@@ -11,7 +11,8 @@ from servefit.budget import BadValue
 from servefit.core import UsageError
 from servefit.engines.vllm.era import era
 from servefit.engines.vllm.kvcache import capacity, layer_kinds, layout, mamba_page_bytes
-from servefit.models import count_params, from_config, resolve_model
+from servefit.models import count_params, resolve_model
+from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
 
 

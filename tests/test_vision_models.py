@@ -7,8 +7,9 @@ import json
 
 from servefit.cli import main
 from servefit.engines.vllm import encoder
-from servefit.models import count_params, from_config, resolve_model
+from servefit.models import count_params, resolve_model
 from servefit.models.architecture import count_text_params
+from servefit.models.config_json import from_config
 from servefit.models.vision import count_vision_params
 
 QWEN25_VL_7B_VISION = {

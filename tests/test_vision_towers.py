@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from servefit.models import count_params, from_config, resolve_model
+from servefit.models import count_params, resolve_model
+from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
 
 

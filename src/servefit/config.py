@@ -28,6 +28,9 @@ _TYPES: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "st
 
 @dataclass
 class Target:
+    """One `[[targets]]` entry: the GPU, count, GPU memory and engine versions for the files its `paths`
+    match, ahead of the project-wide values."""
+
     paths: list[str]
     gpu: str | None = None
     count: int | None = None
@@ -37,6 +40,9 @@ class Target:
 
 @dataclass
 class Config:
+    """One project's servefit settings (servefit.toml or `[tool.servefit]`, plus `--config` overrides): which
+    rules run on a file, their severities, what fails the run, and the default target."""
+
     path: str | None = None  # the file it came from
     root: str = "."  # paths in the config are relative to this directory
     gpu: str | None = None
@@ -100,9 +106,16 @@ def _match(rel: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    import json
+    """The config schema, parsed once per user (the data cache): a project with a config then
+    needs no json module to lint."""
+    from servefit import data
 
-    return json.loads(SCHEMA_PATH.read_text())
+    def parse() -> dict[str, Any]:
+        import json
+
+        return json.loads(SCHEMA_PATH.read_text())
+
+    return data.derived("config-schema", [SCHEMA_PATH, __file__], parse)
 
 
 def validate(data: Any, sch: dict[str, Any] | None = None, path: str = "tool.servefit") -> list[str]:

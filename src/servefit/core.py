@@ -167,6 +167,9 @@ class Fix:
 
 @dataclass
 class Finding:
+    """One problem a rule found: code, severity and message, where it is written, the setting it is about, and
+    a fix when there is one."""
+
     code: str
     name: str
     severity: Severity

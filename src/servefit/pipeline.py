@@ -37,6 +37,9 @@ class Target:
 
 @dataclass
 class Evaluation:
+    """One server planned end to end: its parsed config, the model and GPUs it was checked against (and where
+    the GPU came from), and the engine's memory plan, which every command reads."""
+
     site: LaunchSite
     config: EngineConfig
     model: ModelSpec

@@ -19,7 +19,6 @@ an abbreviation the engine's parser accepts (`--api-k`). References are never ma
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
@@ -246,7 +245,8 @@ def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str
 
 def mask_values(text: str, values: Iterable[str]) -> str:
     """Mask known secret values wherever they appear: as written, JSON-escaped and HTML-escaped."""
-    from html import escape  # only when there are values to mask: not on the lint path
+    import json  # both only when there are values to mask: not on the lint path
+    from html import escape
 
     forms: set[str] = set()
     for v in values:

@@ -24,6 +24,9 @@ ANNOTATION = "servefit.io/ignore-"
 
 @dataclass
 class Suppression:
+    """One `servefit: ignore[...]` comment, file-ignore or k8s annotation: the codes it silences, its reason
+    and what it covers; the codes it did silence are recorded, so an unused one is reported (SF010)."""
+
     file: str
     line: int
     col: int

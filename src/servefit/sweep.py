@@ -39,6 +39,9 @@ BATCHES = (1, 4, 8, 16, 32, 64, 128, 256)
 
 @dataclass
 class Row:
+    """One cell of the context x concurrency sweep: the memory the engine's plan needs at that context and
+    batch, the users it serves, and whether it starts."""
+
     context: int
     batch: int
     kv_bytes: int  # KV cache the batch needs
@@ -206,6 +209,9 @@ def variants(ev: Evaluation) -> dict[str, dict[str, object]]:
 
 @dataclass
 class PagingRow:
+    """What one KV block size costs at a context: blocks per request, the requests the pool holds, and the KV
+    lost to partly filled last blocks."""
+
     block_size: int
     blocks_per_request: int
     users: float  # requests of `context` tokens the pool holds at this block size

@@ -39,6 +39,9 @@ def keyword(needle: str) -> str:
 
 @dataclass(frozen=True)
 class Catalog:
+    """Every engine's log patterns and the tables that go with them, indexed by keyword so that a log line is
+    tested only against the patterns it could match."""
+
     patterns: tuple[P.Pattern, ...]
     hints: tuple[tuple[str, tuple[str, ...]], ...]  # (engine, words), the first engine found wins
     merge_window: dict[str, int]

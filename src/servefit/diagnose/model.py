@@ -111,6 +111,9 @@ class Setting:
 
 @dataclass
 class Diagnosis:
+    """What diagnose concluded from a log: the cause, the lines that show it, when and at which step memory
+    ran out, and the setting to change."""
+
     root_cause: str = "none"
     engine: str | None = None
     evidence: list[Line] = field(default_factory=list)

@@ -31,6 +31,9 @@ _EXCEPTION_PATTERN = P.Pattern("python.exception", None, "error", (), P.EXCEPTIO
 
 @dataclass
 class ScanResult:
+    """What one pass over a log found: the failure events, the engines its lines point to, and the state of
+    the last engine run."""
+
     events: list[Event] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)  # hinted engines, in hint order
     lines: int = 0

@@ -8,7 +8,6 @@ normalises them).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +47,8 @@ def convert(opt: Option, text: str) -> Any:
                 return False
             raise ValueError(text)
         if t == "json":
+            import json  # only for a json-typed option: most command lines have none
+
             return json.loads(text)
     except ValueError as exc:
         raise ValueProblem(f"invalid {t.replace('_', ' ')} value: {text!r}") from exc
@@ -58,6 +59,9 @@ def convert(opt: Option, text: str) -> Any:
 
 @dataclass
 class Parsed:
+    """An engine command line read against the engine's option table: each setting's value and where it is
+    written, the positionals, the flags the engine would reject, and the findings."""
+
     values: dict[str, Any] = field(default_factory=dict)
     spans: dict[str, Span] = field(default_factory=dict)
     flag_spans: dict[str, Span] = field(default_factory=dict)  # span of the flag word itself

@@ -41,6 +41,9 @@ def invalid_parameter(message: str, **where: Any) -> Finding:
 
 @dataclass
 class Instruction:
+    """One Modelfile instruction with the spans of its keyword, parameter name and value, so findings and
+    tune's edits point at what is written."""
+
     name: str  # lower case; "from" for FROM
     keyword: Token  # the instruction word as written
     value: Token  # the value (unquoted text, span of the value as written)
@@ -50,6 +53,8 @@ class Instruction:
 
 @dataclass
 class ModelfileDoc(ModelDefinition):
+    """A parsed Modelfile: its instructions in order, and the findings `ollama create` would report on it."""
+
     file: str
     instructions: list[Instruction] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)

@@ -18,6 +18,9 @@ from servefit import data
 
 @dataclass(frozen=True)
 class Option:
+    """One engine setting as the engine's parser takes it: flags, environment variables, value type, default
+    and the releases that have it; `memory` marks the settings a plan fills with their default."""
+
     name: str
     flags: tuple[str, ...]
     type: str = "str"  # str|int|float|bool|human_int|human_int_or_auto|json|list|choice|size
@@ -113,6 +116,9 @@ def _releases_text(has: list[str], cands: list[str]) -> str:
 
 @dataclass
 class OptionTable:
+    """An engine's settings indexed by flag, variable and name, with each flag's release history, so a command
+    line is read the way the given release reads it."""
+
     engine: str
     options: list[Option]
     normalize_underscores: bool = False

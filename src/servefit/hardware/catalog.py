@@ -82,6 +82,9 @@ def _instance_norm(text: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class _Catalog:
+    """The GPU catalog with its name indexes, built once per process so that every spelling of a GPU resolves
+    by dictionary look-up."""
+
     gpus: tuple[GpuSpec, ...]
     by_key: dict[str, GpuSpec]
     exact: dict[str, str]  # normalize(alias) -> key

@@ -26,6 +26,9 @@ NAME = "local"
 
 @dataclasses.dataclass(frozen=True)
 class Device:
+    """One GPU (or MIG instance) of this machine as CUDA will see it: total and free memory, and NVML's board
+    total (nvidia-smi's figure)."""
+
     index: str  # "0", or "0:1" for MIG instance 1 of GPU 0
     name: str
     uuid: str

@@ -61,6 +61,9 @@ SiteReport = Server  # what lint reports per server is the assembled server plus
 
 @dataclass
 class LintResult:
+    """What one lint run produced: the findings, the servers, how many files were read, the suppressions, and
+    each file's configuration."""
+
     findings: list[Finding]
     sites: list[Server]
     files: int = 0

@@ -16,6 +16,9 @@ _NO_GATE = {"falcon", "gpt2", "phi", "starcoder2", "gpt_bigcode"}  # plain 2-mat
 
 @dataclass(frozen=True)
 class ParamGroups:
+    """A model's parameters by the groups engines treat differently (embeddings, head, attention, MLP, routed
+    experts), so weights can be sharded, quantized and placed group by group."""
+
     embed: int  # token embedding (vocab x hidden)
     lm_head: int  # 0 when tied
     attn: tuple[int, ...]  # per layer: attention projections (+ biases)

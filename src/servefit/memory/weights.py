@@ -23,6 +23,9 @@ from servefit.models.spec import ModelSpec
 
 @dataclass(frozen=True)
 class Scheme:
+    """A weight quantization: bytes per parameter of the quantized linear layers, and whether it quantizes the
+    MoE experts only."""
+
     name: str
     bytes_per_param: float  # for quantized linear layers
     experts_only: bool = False  # mxfp4 quantizes the MoE experts only

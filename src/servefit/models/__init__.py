@@ -1,9 +1,9 @@
-"""Model architectures: the catalog, config.json parsing and reference resolution."""
+"""Model architectures: the catalog and reference resolution. config.json parsing is
+servefit.models.config_json, imported where a config.json is read (a catalogued model needs none)."""
 
 from servefit.models.architecture import count_params
 from servefit.models.catalog import all_models, lookup, nearest
-from servefit.models.config_json import from_config
 from servefit.models.resolve import resolve_model
 from servefit.models.spec import ModelSpec
 
-__all__ = ["ModelSpec", "all_models", "count_params", "from_config", "lookup", "nearest", "resolve_model"]
+__all__ = ["ModelSpec", "all_models", "count_params", "lookup", "nearest", "resolve_model"]

@@ -21,6 +21,9 @@ from servefit.models.spec import ModelSpec
 
 @dataclass(frozen=True)
 class Traits:
+    """What a family's modules carry beyond the Llama layout (biases, extra norms, gates, sinks), so
+    parameters are counted the way the checkpoint stores them."""
+
     qkv_bias: bool = False  # q/k/v projections carry a bias
     o_bias: bool = False  # output projection carries a bias
     qk_norm: bool = False  # per-head RMSNorm on q and k (head_dim weights each)

@@ -14,10 +14,8 @@ from typing import Any
 import yaml
 
 from servefit import data
-from servefit.models import name_words, names, quant_names
 from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
 from servefit.models.spec import ModelSpec
-from servefit.models.vision import count_vision_params
 
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)}
 # catalog keys that are not ModelSpec fields (or need converting)
@@ -113,6 +111,8 @@ def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
     spec = ModelSpec(**kw)
     vision = e.get("vision")
     if vision:
+        from servefit.models.vision import count_vision_params  # a vision tower's own counting
+
         spec.vision_params = count_vision_params(vision, spec.hidden_size, spec.model_type)
         spec.vision = dict(vision)
     spec.resolved_from = "catalog"
@@ -187,6 +187,8 @@ def parse_variant(ref: str) -> Variant:
 
 @lru_cache(maxsize=4096)
 def _parse_variant(ref: str) -> Variant:
+    from servefit.models import quant_names
+
     org, base = _split(ref)
     toks = _tokens(base)
     ts = set(toks)
@@ -211,6 +213,8 @@ class _Index:
 
 
 def _index_inputs() -> list[str | os.PathLike[str]]:
+    from servefit.models import name_words, names, quant_names
+
     return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__,
             name_words.__file__, quant_names.__file__]
 
@@ -227,7 +231,8 @@ def _exact() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
                 full.setdefault(rid.lower(), i)
         return full, [(f, a, b) for _, _, f, a, b in _spans()], [name for name, *_ in _spans()]
 
-    full, spans, entry_names = data.derived("catalog-names", _index_inputs(), build)
+    inputs: list[str | os.PathLike[str]] = [*(data.DATA_DIR / f for f in catalog_files()), __file__]
+    full, spans, entry_names = data.derived("catalog-names", inputs, build)
     return full, spans, entry_names
 
 
@@ -235,11 +240,15 @@ def _exact() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
 def _index() -> _Index:
     """The name indexes, kept in the data cache (keyed by the catalog files and this code):
     building them is ~20 ms, a good part of a small lint."""
+    from servefit.models import names
+
     base, stem, by_name = data.derived("catalog-index", _index_inputs(), _index_data)
     return _Index(base=base, stem=stem, names=names.Index(*by_name))
 
 
 def _index_data() -> tuple[Any, ...]:
+    from servefit.models import names
+
     base: dict[str, list[int]] = {}
     stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
     for i, (name, aliases, _) in enumerate(_chunks()):
@@ -322,6 +331,8 @@ def _recipe(ref: str) -> _Recipe | None:
     exact = _exact()[0].get(key)
     if exact is not None:
         return _Recipe(exact)
+    from servefit.models import names  # the name heuristics: only for a name the catalog does not list
+
     idx = _index()
     org, base = _split(ref)
     local = names.split_ref(ref)[2]
@@ -371,12 +382,16 @@ def names_a_model(name: str) -> bool:
     r = _recipe(name) if name and name.strip() else None
     if r is None or r.guess:
         return False
+    from servefit.models import names
+
     return not r.assumption or names.has_size(name)
 
 
 def names_a_family(ref: str) -> bool:
     """Whether the last part of a path carries a catalogued family word (`mixtral.gguf` does,
     `model.gguf` and `/data` do not)."""
+    from servefit.models import names
+
     return names.carries_family(ref or "", _index().names)
 
 
@@ -384,9 +399,13 @@ def nearest(ref: str, n: int = 3) -> list[str]:
     """Up to `n` catalog names of the same family as `ref`, same size first (for "did you
     mean" messages); none when no catalogued family is in the name. Cached: a lint run asks for
     the same unknown names many times."""
+    from servefit.models import names
+
     return list(_nearest(names.name_key(ref or ""), n))
 
 
 @lru_cache(maxsize=1024)
 def _nearest(key: tuple[str, ...], n: int) -> tuple[str, ...]:
+    from servefit.models import names
+
     return tuple(_name(i) for i in names.nearest(key, n, _index().names))

@@ -51,6 +51,8 @@ def tensor_bytes(type_name: str, n_elements: int) -> int:
 
 @dataclass(frozen=True)
 class TensorInfo:
+    """One entry of a GGUF tensor table: name, ggml shape, type and the bytes of its data."""
+
     name: str
     shape: tuple[int, ...]  # ggml order: ne[0] is the row length
     type: str  # F16, Q4_K, ...
@@ -66,6 +68,9 @@ class TensorInfo:
 
 @dataclass
 class GgufInfo:
+    """A GGUF file's header (metadata and tensor table), and whether the file or the header itself was cut
+    short, as partial downloads are."""
+
     path: str
     version: int
     kv: dict[str, Any]

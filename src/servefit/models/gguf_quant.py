@@ -42,6 +42,9 @@ def _more_bits(i: int, n: int) -> bool:
 
 @dataclass
 class _State:
+    """Counters llama-quantize keeps while it visits the tensors: the type of an attn_v or ffn_down tensor
+    depends on how many came before it."""
+
     n_attn_v: int
     n_layer: int
     n_gqa: int

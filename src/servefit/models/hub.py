@@ -13,10 +13,8 @@ huggingface_hub is imported inside the functions that go to the network, never o
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import tempfile
 from typing import Any
 
 from servefit.core import UsageError
@@ -235,6 +233,8 @@ def _keep_kv(kv: dict[str, Any]) -> dict[str, Any]:
 def _read_gguf_header(repo: str, filename: str, revision: str, endpoint: str | None, token: str | None) -> Any:
     """The header of a GGUF on the Hub, read with range requests of growing size until the
     tensor table is complete."""
+    import tempfile
+
     from servefit.models.gguf import read_header
 
     have = b""
@@ -305,13 +305,21 @@ def cached_entry(key: str, kind: str, hf_home: str | None = None) -> dict[str, A
         return None
     try:
         with open(cache_path(key, kind, hf_home), encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
+            text = fh.read()
+    except (OSError, ValueError):  # ValueError: not UTF-8
+        return None
+    import json  # only once an entry is there (an --online run stored it): not on a plain lint's path
+
+    try:
+        doc = json.loads(text)
+    except ValueError:
         return None
     return doc if isinstance(doc, dict) and doc.get("kind") else None
 
 
 def store_entry(key: str, kind: str, entry: dict[str, Any], hf_home: str | None = None) -> None:
+    import json
+
     path = cache_path(key, kind, hf_home)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -8,7 +8,6 @@ facts twice gives the same bytes. Standard library only: this is on the lint pat
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -141,6 +140,8 @@ def _read_cached(path: str, mtime_ns: int, size: int) -> Lock:
 
 def dumps(models: dict[str, dict[str, Any]], unresolved: dict[str, str]) -> str:
     """The lock's bytes: sorted keys, two-space indent, one trailing newline."""
+    import json  # `models lock` only: lint reads locks through checkpoint_files
+
     doc = {"version": FORMAT_VERSION, "generator": "servefit models lock", "models": models,
            "unresolved": unresolved}
     return json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

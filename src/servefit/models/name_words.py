@@ -80,6 +80,8 @@ def size_at(ws: list[str], i: int) -> str | None:
 
 @dataclass(frozen=True)
 class Parsed:
+    """A catalog name cut for matching: its family words, its size key, and the words after the size."""
+
     family: tuple[str, ...]
     size: str | None
     rest: tuple[str, ...]  # words after the size

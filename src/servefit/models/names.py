@@ -59,6 +59,9 @@ def _other_words() -> frozenset[str]:
 
 @dataclass
 class Index:
+    """The catalog indexed by family, size and family root, built once, so a derivative name is matched and
+    suggestions found without comparing every entry."""
+
     by_key: dict[tuple[tuple[str, ...], str | None], list[tuple[int, tuple[str, ...]]]]
     by_total: dict[tuple[tuple[str, ...], str], list[tuple[int, tuple[str, ...], str]]]  # MoE by total size (30b)
     by_root: dict[str, list[int]]  # family root word (qwen, llama) -> entries
@@ -113,6 +116,9 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
 
 @dataclass(frozen=True)
 class Derived:
+    """The catalogued base a derivative name was matched to, the words the match rests on, and the reason
+    shown to the user."""
+
     entry: int
     base: str  # the words the match was made on
     why: str

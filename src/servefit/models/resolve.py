@@ -21,15 +21,17 @@ import os
 
 from servefit.core import UsageError
 from servefit.models import catalog
-from servefit.models.checkpoint_files import params_from_safetensors, read_config
-from servefit.models.config_json import from_config
 from servefit.models.lock import ModelContext, gguf_key, spec_from_entry
 from servefit.models.spec import ModelSpec
 
-__all__ = ["from_config", "resolve_model", "resolve_gguf", "hub_cache_dir"]
+__all__ = ["resolve_model", "resolve_gguf", "hub_cache_dir"]
 
 
 def _from_dir_or_file(path: str, name: str, source: str) -> ModelSpec:
+    # a checkpoint's own files (and the json module) only when one is read: a catalogued model needs neither
+    from servefit.models.checkpoint_files import params_from_safetensors, read_config
+    from servefit.models.config_json import from_config
+
     try:
         cfg, directory = read_config(path)
     except FileNotFoundError:

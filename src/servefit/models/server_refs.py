@@ -17,6 +17,9 @@ from servefit.models.lock import ModelContext, gguf_key
 
 @dataclass
 class ServerRef:
+    """The model a server names, in the model lock's terms: the key to ask the Hub with, or why only offline
+    sources can size it."""
+
     ref: str  # as the server names it
     key: str | None = None  # the lock key when the Hub can be asked (None: offline sources only)
     kind: str = "safetensors"  # safetensors | gguf
@@ -66,6 +69,9 @@ _SOURCES = {"lock": "lock", "catalog": "catalog", "hf-cache": "HF cache", "local
 
 @dataclass
 class Resolution:
+    """What a server's model resolved to for `servefit models`: the model, its parameter count and where it
+    came from, or why it did not resolve."""
+
     ref: str
     model: str | None = None
     params: int = 0

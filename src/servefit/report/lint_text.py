@@ -19,8 +19,6 @@ def _key(f: Finding) -> tuple[str, int, int, str]:
 def render(findings: list[Finding], files: int = 0, servers: int = 0, color: bool = False,
            quiet: bool = False, source: Callable[[str], list[str] | None] | None = None) -> str:
     """`quiet`: the findings without the summary line; `source`: a line reader for --show-source."""
-    from servefit.report.snippet import snippet
-
     lines = []
     for f in sorted(findings, key=_key):
         s = f.span
@@ -28,6 +26,8 @@ def render(findings: list[Finding], files: int = 0, servers: int = 0, color: boo
         code = f"\x1b[{COLOR[f.severity]}m{f.code}\x1b[0m" if color else f.code
         lines.append(f"{where}: {code} {one_line(redact_text(f.message))}")
         if source is not None:
+            from servefit.report.snippet import snippet  # --show-source only
+
             lines.extend(snippet(s, source))
     if not quiet:
         lines.append(summary(findings, files, servers))

@@ -34,6 +34,9 @@ YAML_EXT = (".yaml", ".yml")
 
 @dataclass
 class ScanResult:
+    """What one file holds: the servers found in it, findings about the file, the kind of file, and its text
+    (suppression comments are read from it)."""
+
     sites: list[LaunchSite] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     kind: str | None = None

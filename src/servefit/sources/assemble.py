@@ -26,6 +26,10 @@ from servefit.sources.target import Flags, Part, ServerTarget, resolve
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
 
+# the files rendering starts from (sources/render.py: CHART_FILE, KUSTOMIZATIONS): without one
+# among the linted files the renderer is not loaded
+RENDER_ROOTS = frozenset(("Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"))
+
 
 @dataclass
 class Server:
@@ -76,6 +80,9 @@ class Server:
 
 @dataclass
 class ScannedFile:
+    """A file the assembly read: its text and kind for the per-file checks and suppression comments, and how
+    many servers were found in it."""
+
     path: str
     text: str | None
     kind: str | None
@@ -84,6 +91,9 @@ class ScannedFile:
 
 @dataclass
 class Assembly:
+    """Every server the named paths hold, each planned once, with the findings about files, the files read and
+    their configurations: what every command works from."""
+
     servers: list[Server]
     findings: list[Finding]  # about files (unreadable, malformed, unresolved variables)
     files: list[ScannedFile]
@@ -162,6 +172,8 @@ def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding
     """Helm charts among the files, rendered: their manifests' servers replace what was read from
     their values files, and one finding per chart replaces SF104 on each template. Kustomizations
     likewise: the built output's servers replace those of the files it reads."""
+    if not any(os.path.basename(f) in RENDER_ROOTS for f in walked):
+        return sites, findings, {}
     from servefit.sources import render as rendering
 
     out = rendering.charts(walked, values, render)

@@ -19,6 +19,8 @@ MODELFILE_WORD = re.compile(r"(?:^|/)(?:Modelfile[\w.-]*|[\w.-]+\.modelfile)$", 
 
 @dataclass
 class FileCtx:
+    """One file being scanned: its text and line index, and the servers and findings its wrapper collects."""
+
     path: str
     text: str
     li: LineIndex

@@ -30,6 +30,9 @@ VAR = re.compile(r"\$(?:\{[A-Za-z_]|[A-Za-z_])")
 
 @dataclass
 class Stage:
+    """One Dockerfile build stage: base image, ARG and ENV in scope, ENTRYPOINT and CMD, and what RUN commands
+    put in the image; a later `FROM <stage>` inherits it."""
+
     name: str | None
     image: Token | None
     scope: Vars = field(default_factory=Vars)  # ARG + ENV, for build-time expansion

@@ -33,6 +33,9 @@ SHM_MIN = 1 << 30  # below this NCCL's shared-memory transport runs out with TP 
 
 @dataclass
 class NameHint:
+    """A GPU name a file gives (a node-selector label, an instance type), where it is written, and its
+    priority (where several labels name a GPU, the lowest wins)."""
+
     name: str
     source: str
     span: Span | None

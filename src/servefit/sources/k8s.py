@@ -19,7 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.budget import charge_entries
 from servefit.core import GpuHint, LaunchSite, Token
-from servefit.sources import detect, helm, llamaswap
+from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.launch import Launch, container
@@ -125,12 +125,16 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         for item in y.seq(y.get(doc, "items")):
             _scan_doc(y, item, fc, cms, docs, depth + 1)
     elif kind == "HelmRelease":
+        from servefit.sources import helm  # Flux objects (and llama-swap ConfigMaps) are rare
+
         chart = y.str(y.get(doc, "spec", "chart", "spec", "chart"))
         helm.scan_values(y, y.get(doc, "spec", "values"), fc, label, chart)
     elif kind == "ConfigMap":
         for key, _, v in y.items(y.get(doc, "data")):
             text = y.str(v) or ""
             if "models:" in text and "cmd:" in text:
+                from servefit.sources import llamaswap
+
                 llamaswap.scan_embedded(y.scalar_src(v), fc, f"{label}/{key}")
     elif kind == "LeaderWorkerSet":
         lwt = y.get(doc, "spec", "leaderWorkerTemplate")

@@ -79,6 +79,9 @@ class Facts(TypedDict, total=False):
 
 @dataclass
 class Launch:
+    """An engine command found in a file, before it becomes a LaunchSite: the engine, its argv and environment
+    with spans, the image, and what the wrapper knows about the server."""
+
     engine: str
     argv: list[Token]
     env: dict[str, Token]

@@ -17,6 +17,9 @@ LOOPBACK = re.compile(r"^(?:127\.\d+\.\d+\.\d+|::1|\[::1\]|localhost)$", re.I)
 
 @dataclass(frozen=True)
 class Exposure:
+    """One way a file publishes a server's port beyond its container or cluster, as the user wrote it; the
+    exposure rules check whether the server behind it asks for an API key."""
+
     how: str  # what publishes it, as the user wrote it: 'compose ports "8000:8000"'
     span: Span | None
     ports: tuple[int, ...] = ()  # the container ports it forwards to; () when unknown or all

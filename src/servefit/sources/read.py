@@ -26,6 +26,8 @@ SNIFF = 8192
 
 @dataclass
 class Problem:
+    """Why a file could not be read as text, and where in it the problem was found."""
+
     message: str
     offset: int = 0  # character offset into the decodable prefix where it was found
     line: int = 1

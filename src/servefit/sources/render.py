@@ -54,7 +54,7 @@ def helm_path() -> str | None:
 def find_charts(files: list[str]) -> list[str]:
     """Chart directories (Chart.yaml with a templates/ directory) among the linted files;
     a subchart under another chart's charts/ is rendered with its parent, not alone."""
-    dirs = sorted({os.path.dirname(f) or "." for f in files if os.path.basename(f) == "Chart.yaml"})
+    dirs = sorted({os.path.dirname(f) or "." for f in files if os.path.basename(f) == CHART_FILE})
     dirs = [d for d in dirs if os.path.isdir(os.path.join(d, "templates"))]
     return [d for d in dirs if not any(d.startswith(os.path.join(p, "charts") + os.sep) for p in dirs)]
 
@@ -141,6 +141,7 @@ def render_without(chart: str, values: list[str], helm: str, missing: list[str])
         return render(copy, [os.path.abspath(v) for v in values], helm)
 
 
+CHART_FILE = "Chart.yaml"
 KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=", re.I)
 

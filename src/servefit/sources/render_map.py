@@ -42,6 +42,8 @@ class _Line:
 
 @dataclasses.dataclass
 class _Template:
+    """One Helm template file as a pattern per line, to map rendered lines back to it."""
+
     path: str
     li: LineIndex
     lines: list[_Line]

@@ -47,6 +47,9 @@ class Flags:
 
 @dataclass
 class ServerTarget:
+    """The GPU, count, GPU memory, model and engine version one server is checked against, each with where it
+    came from, so findings can say what was assumed and why."""
+
     gpu: Part | None = None
     count: Part | None = None
     gpu_memory: Part | None = None

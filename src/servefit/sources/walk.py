@@ -55,6 +55,8 @@ def _glob_regex(pat: str) -> str:
 
 @dataclass(frozen=True)
 class Rule:
+    """One .gitignore pattern, compiled, with the directory it applies under."""
+
     base: str  # directory of the .gitignore, relative to the walk root ("" for the root)
     regex: re.Pattern[str]
     negate: bool

@@ -44,6 +44,9 @@ class Vars:
 
 @dataclass
 class Piece:
+    """Characters of a word that came from one place (literal text, or one variable's value), so each can be
+    traced to where it is written."""
+
     text: str
     start: int  # file offset where it is written (an expansion: the `${...}` reference)
     end: int
@@ -67,6 +70,9 @@ def _exact(tok: Token) -> bool:
 
 @dataclass
 class Word:
+    """A shell word as the engine receives it, made of pieces that remember where they are written; its token
+    carries the span a finding should point at."""
+
     pieces: list[Piece]
     li: LineIndex
     unresolved: list[tuple[str, Span | None]] = field(default_factory=list)
@@ -143,6 +149,9 @@ class Word:
 
 @dataclass
 class Command:
+    """One simple command from the shell splitter: its words, what ended it (`;`, `&&`, a newline...), and the
+    variables in effect when it ran."""
+
     words: list[Word]
     sep: str  # what ended it: "\n", ";", "&&", "||", "|", "&", "(", ")", "" at the end
     broken: Span | None = None  # a comment that ended a backslash continuation

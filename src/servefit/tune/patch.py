@@ -27,6 +27,9 @@ Reader = Callable[[str], str]
 
 @dataclass
 class Patch:
+    """A tuned server's changes placed in its files, as one fix that is only as safe as its least safe
+    change."""
+
     site: LaunchSite
     placed: list[Placed]
 
@@ -95,6 +98,9 @@ def settings_changes(space: Space, point: dict[str, Any]) -> list[tuple[str, Any
 
 @dataclass
 class Occurrence:
+    """Where an option is written on the command line (the flag, its value, whether the value follows `=`,
+    whether it is the `--no-` form), so tune can rewrite it in place."""
+
     flag: Token
     value: Token | None
     inline: bool

@@ -15,6 +15,9 @@ RANK = {SAFE: 0, UNSAFE: 1, DISPLAY: 2}
 
 @dataclass
 class Placed:
+    """One tuned setting placed in the files: old and new value, the edits that write it and their
+    applicability, and how the change reads in messages."""
+
     setting: str
     old: Any
     new: Any

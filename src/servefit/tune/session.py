@@ -21,6 +21,9 @@ VIRTUAL = "<command line>"
 
 @dataclass
 class SiteTune:
+    """The outcome of tuning one server: the search, the patch, whether it was applied or why it was held
+    back, and a better unsafe choice when there is one."""
+
     site: LaunchSite
     run: TuneRun | None = None
     patch: Patch | None = None
@@ -34,6 +37,8 @@ class SiteTune:
 
 @dataclass
 class FileChange:
+    """A file's text before and after tune's patches, and whether it was written or why not."""
+
     path: str
     old: str
     new: str
@@ -43,6 +48,9 @@ class FileChange:
 
 @dataclass
 class Session:
+    """One `servefit tune` run: the servers tuned, the file changes, and the target flags and needs that apply
+    to all of them."""
+
     args: argparse.Namespace
     needs: Needs
     target: Any  # sources.target.Flags: the command line's GPU / model / version flags

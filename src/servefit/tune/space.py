@@ -26,6 +26,8 @@ WEIGHTS = "weights"
 
 @dataclass(frozen=True)
 class Dim:
+    """One tuning knob: the values tune may try, and the user's current one."""
+
     name: str
     values: tuple[Any, ...]
     current: Any
@@ -147,6 +149,9 @@ def adapter_for(engine: str) -> Adapter:
 
 @dataclass
 class Space:
+    """The points tune searches for one server (the engine's knobs and the weight choices), and how a point
+    becomes a config the engine's plan can judge."""
+
     ev: Evaluation
     adapter: Adapter
     dims: list[Dim]

@@ -42,6 +42,9 @@ DEFAULT_BENCH_TRIALS = 20  # measured mode: benchmark runs when --trials is not 
 
 @dataclass
 class TuneRun:
+    """A finished search over one server's space: every result, the current config's, the best and the trade-
+    off front, and how the search ran (strategy, trials, whether the best is proven)."""
+
     space: Space
     needs: Needs
     results: list[Result]

@@ -27,6 +27,9 @@ GGUF_LADDER = ("F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_0", "IQ4_X
 
 @dataclass
 class Variant:
+    """A weight choice tune may offer: keep the checkpoint, quantize it online, or switch checkpoint or GGUF
+    quantization, with the settings or reference it writes."""
+
     key: str  # "none" | "fp8" | "ref:<repo>" | "gguf:<QUANT>"
     label: str
     level: int  # weight level (objective.W_*)

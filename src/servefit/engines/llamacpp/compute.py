@@ -30,6 +30,9 @@ KQ_MASK_PAD = 64  # GGML_KQ_MASK_PAD (src/llama-graph.cpp)
 
 @dataclass
 class Compute:
+    """The compute buffer llama.cpp reserves on each GPU holding layers and on the host, and the graph phase
+    that sets its peak."""
+
     device: int  # bytes on each GPU holding layers
     host: int  # CUDA_Host / CPU compute buffer
     phase: str  # attention | ffn | output

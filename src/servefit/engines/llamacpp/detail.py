@@ -16,6 +16,9 @@ def _omit() -> Any:
 
 @dataclass
 class LlamaCppDetail(EngineDetail):
+    """The buffer sizes llama.cpp logs at start and the context it settles on, as the plan predicts them, to
+    set beside the server's own log."""
+
     kv_buffer_mib: float = 0.0
     kv_buffer_gpu_mib: float = 0.0
     model_buffer_mib: float = 0.0

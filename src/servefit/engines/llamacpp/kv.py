@@ -28,6 +28,9 @@ def pad(x: int, n: int) -> int:
 
 @dataclass
 class CtxParams:
+    """The context llama.cpp settles on from -c, -np and the batch sizes: cells in all and per slot after
+    padding, the KV streams, and the clamped batch sizes."""
+
     n_ctx: int  # total cells after padding (all streams)
     n_ctx_seq: int  # cells per stream = per-slot limit
     n_seq: int
@@ -69,6 +72,9 @@ def context(lm: LModel, ctx: int, n_seq: int, unified: bool, n_batch: int, n_uba
 
 @dataclass
 class KvLayout:
+    """The KV cache as llama.cpp allocates it: cells per stream (full and sliding-window layers) and the bytes
+    of each layer, which the placement puts on devices."""
+
     cells_base: int  # per stream
     cells_swa: int  # per stream (0: no SWA cache)
     n_stream: int

@@ -18,6 +18,9 @@ HYBRID_ARCHS = {"jamba", "falcon-h1", "nemotron_h", "nemotron_h_moe", "granitehy
 
 @dataclass
 class LModel:
+    """The model as llama.cpp's loader sees it: per-layer hyperparameters and the tensor table, from a GGUF
+    header or a catalog entry (with what had to be assumed)."""
+
     arch: str
     name: str
     n_layer: int  # block_count (n_layer_all)

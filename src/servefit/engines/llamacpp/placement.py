@@ -109,6 +109,8 @@ def parse_overrides(items: list[str], cpu_moe: bool, n_cpu_moe: int) -> list[Rul
 
 @dataclass
 class Placement:
+    """The device llama.cpp puts each layer on, and the weight bytes that end up on each device."""
+
     layer_dev: list[int]
     weights: dict[int, int] = field(default_factory=dict)  # device -> bytes (CPU = -1)
     n_offloaded: int = 0  # layers (output included) on a GPU, as "offloaded X/Y layers"

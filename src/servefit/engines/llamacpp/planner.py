@@ -34,6 +34,9 @@ class Extra:
 
 @dataclass
 class Usage:
+    """The memory one choice of context, -ngl and --n-cpu-moe takes on each device (weights, KV cache, compute
+    buffer, extra models), which --fit and the plan compare with free memory."""
+
     cp: K.CtxParams
     kv: K.KvLayout
     pl: P.Placement
@@ -50,6 +53,9 @@ class Usage:
 
 @dataclass
 class Inputs:
+    """What a llama.cpp plan works from that does not change while --fit searches, and the usages already
+    computed, since the search and the final plan ask for the same ones."""
+
     lm: LModel
     s: dict[str, Any]
     b: int
@@ -175,6 +181,9 @@ def ngl_value(v: int | str, lm: LModel, fit_on: bool) -> int | None:
 
 @dataclass
 class FitResult:
+    """What --fit settles on: the context and layer count (and experts moved to the CPU), which of them it
+    lowered, and why it gave up when nothing it may change fits."""
+
     ctx: int
     ngl: int
     n_cpu_moe: int = 0

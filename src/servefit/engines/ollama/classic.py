@@ -23,6 +23,9 @@ MIB = 2**20
 
 @dataclass
 class Estimate:
+    """Ollama's classic estimate for one model load: the layers it offloads, the memory it logs as required
+    (full and on the GPUs), and the parts that add up to it."""
+
     layers: int
     layers_model: int
     total: int  # memory.required.full

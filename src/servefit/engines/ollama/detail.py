@@ -31,6 +31,9 @@ class RunnerBuffers(EngineDetail):
 
 @dataclass
 class OllamaDetail(EngineDetail):
+    """The figures Ollama logs when it loads a model (the classic `offload` line, the layout era's buffers, or
+    the llama-server command), as the plan predicts them, with the llama.cpp runner underneath."""
+
     # the llama.cpp underneath: its buffers, or (llama-server era) its whole plan; flattened into
     # the JSON, Ollama's own fields after it
     runner: RunnerBuffers | LlamaCppDetail | None = None

@@ -13,6 +13,9 @@ from servefit.models.gguf_names import canonical_quant, parse_ref
 
 @dataclass(frozen=True)
 class Tag:
+    """What an Ollama model name stands for: the checkpoint and quantization it is built from, the library's
+    context, and whether it runs on Ollama's cloud instead of this GPU."""
+
     model: str | None  # Hugging Face id the tag is built from; None when not in the table
     quant: str | None  # llama.cpp file type (Q4_K_M, Q4_0, MXFP4_MOE, F16 ...)
     context: int  # the library's context window (0: the checkpoint's own)

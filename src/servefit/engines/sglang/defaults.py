@@ -33,6 +33,9 @@ def vtuple(v: str | None) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Era:
+    """An SGLang release and the memory behaviour that changed across releases, so the plan follows the
+    release in use."""
+
     version: str
     v: tuple[int, int, int]
 

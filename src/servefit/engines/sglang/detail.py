@@ -10,6 +10,9 @@ from servefit.core import EngineDetail, MemoryPlan
 
 @dataclass
 class SglangDetail(EngineDetail):
+    """The server arguments SGLang settles on and the pool sizes its scheduler logs at start, as the plan
+    predicts them."""
+
     mem_fraction_static: float = 0.0
     context_len: int = 0
     chunked_prefill_size: int = 0

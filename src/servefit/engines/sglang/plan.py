@@ -42,6 +42,9 @@ KV_DTYPE_BYTES = {"fp8_e5m2": 1, "fp8_e4m3": 1, "mxfp8": 1, "bf16": 2, "bfloat16
 
 @dataclass
 class Resolved:
+    """An SGLang server's settings once the release's defaults fill what the command line leaves unset:
+    parallelism, memory fraction, context, KV bytes per token, page size."""
+
     e: d.Era
     tp: int
     pp: int

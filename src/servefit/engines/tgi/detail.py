@@ -11,6 +11,9 @@ from servefit.core import EngineDetail, MemoryPlan
 
 @dataclass
 class TgiDetail(EngineDetail):
+    """The settings TGI's launcher settles on and what its warm-up finds (KV blocks, max batch total tokens),
+    as the plan predicts them."""
+
     max_batch_prefill_tokens: int = 0
     attention: str = ""  # flashinfer | flashdecoding | paged (globals.py ATTENTION)
     block_size: int = 0

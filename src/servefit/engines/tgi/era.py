@@ -39,6 +39,9 @@ def vtuple(v: str | None) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Era:
+    """A TGI release and the memory behaviour that changed across releases (launcher defaults, wiggle room,
+    warm-up, attention backends), so the plan follows the release in use."""
+
     version: str
     v: tuple[int, int, int]
     defaults: str  # "v1" | "mpe4096" | "shard" (2.4.1) | "compute" (>= 3.0)

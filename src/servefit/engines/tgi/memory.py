@@ -81,6 +81,9 @@ def bytes_per_token(model: ModelSpec, kv_db: float, shards: int) -> int:
 
 @dataclass
 class WarmupBatch:
+    """The prefill batch TGI's router sends at warm-up: its requests, prompt tokens and KV blocks, which set
+    the activation peak and the blocks already held when the KV cache is sized."""
+
     requests: int
     tokens: int  # prompt tokens in the prefill (current_tokens)
     blocks: int  # KV blocks allocated for it (batch.num_blocks)
@@ -132,6 +135,8 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
 
 @dataclass
 class KvResult:
+    """The KV cache TGI's warm-up allocates: its blocks and bytes, and the free memory it was sized from."""
+
     num_blocks: int
     free_after_peak: int  # bytes get_free_memory returned after the warmup prefill
     kv_bytes: int

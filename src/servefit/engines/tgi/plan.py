@@ -28,6 +28,9 @@ AUTO_QUANT = {"gptq": "gptq", "awq": "awq", "exl2": "exl2", "fp8": "fp8", "fbgem
 
 @dataclass
 class Resolved:
+    """A TGI server's settings once the launcher's defaults for the release fill what the command line leaves
+    unset, with the lines the launcher would log about them."""
+
     e: Era
     shards: int
     shard_error: str | None

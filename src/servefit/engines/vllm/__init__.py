@@ -3,7 +3,6 @@ the `--config` YAML file, and the VLLM_* variables that change memory."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -238,6 +237,8 @@ def config_words(path: str) -> list[Token]:
         return list(config_tokens(path))
     except ImportError:
         pass
+    import json
+
     import yaml
 
     with open(path, encoding="utf-8") as fh:

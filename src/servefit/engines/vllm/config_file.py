@@ -10,8 +10,6 @@ the duplicate.
 
 from __future__ import annotations
 
-import json
-
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -56,7 +54,9 @@ def tokens(y: Y, root: Node) -> list[Token]:
             if v.value:
                 out.append(Token(flag, fspan))
                 out += [t for i in v.value if (t := y.tok(i)) is not None]
-        else:
+        else:  # a mapping, which vLLM takes as JSON text
+            import json  # only then: a plain config file needs none
+
             try:
                 val = yaml.safe_load(y.text[v.start_mark.index:v.end_mark.index])
             except yaml.YAMLError:

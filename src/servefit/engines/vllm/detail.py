@@ -11,6 +11,9 @@ from servefit.core import EngineDetail, MemoryPlan
 
 @dataclass
 class VllmDetail(EngineDetail):
+    """The settings vLLM settles on for the release and the figures it logs at start (available KV cache
+    memory, GPU blocks), as the plan predicts them."""
+
     available_kv_cache_bytes: int = 0  # what gpu_worker.determine_available_memory leaves for the KV cache
     cuda_graph_sizes: int = 0  # batch sizes captured
     block_size: int = 0

@@ -23,7 +23,6 @@ no patches^2 term), plus the pixel values (fp32 and a 16-bit copy)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +42,9 @@ V0_MAX_FRAMES = 16  # ... in 0.8.x
 
 @dataclass
 class EncoderProfile:
+    """The vision encoder's share of vLLM's profiling run: its peak, the outputs kept through the language
+    model's forward, and the dummy items behind them."""
+
     peak: int  # bytes the encoder forward holds at its peak
     outputs: int  # bytes of the encoder outputs kept for the LM run (V1)
     lm_tokens: int  # tokens of the LM profiling forward (V0: the dummy prompts, uncut)
@@ -54,6 +56,8 @@ class EncoderProfile:
 
 def _json(value: Any) -> Any:
     if isinstance(value, str):
+        import json  # only for a --limit-mm-per-prompt: not on the path of a plain lint
+
         try:
             return json.loads(value)
         except ValueError:

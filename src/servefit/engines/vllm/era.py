@@ -20,6 +20,9 @@ def vtuple(version: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Era:
+    """A vLLM release as the facts the memory model switches on, so a command is planned the way that release
+    would run it."""
+
     version: str
     v1: bool  # V1 engine (default from 0.8; VLLM_USE_V1=0 selects V0 up to 0.10)
     default_util: float  # CacheConfig.gpu_memory_utilization default

@@ -26,6 +26,9 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Group:
+    """Layers vLLM's KV-cache manager pages together: their attention kind and window, which set how many
+    blocks a request holds."""
+
     kind: str  # full | sliding | chunked | mamba (recurrent state: Mamba2 / GatedDeltaNet)
     window: int  # sliding window or attention chunk size (0 for full); mamba: state blocks per request
     layers: int  # layers in this group (padding included)
@@ -34,6 +37,9 @@ class Group:
 
 @dataclass
 class KvLayout:
+    """vLLM's KV-cache groups and page sizes, from which follow the blocks a request needs and the longest
+    context that fits."""
+
     groups: list[Group]
     page_bytes: int  # one layer's page (block_size tokens)
     block_size: int

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm import encoder
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.kvcache import speculative
@@ -23,6 +22,7 @@ from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from servefit.core import EngineConfig
+    from servefit.engines.vllm.encoder import EncoderProfile
     from servefit.engines.vllm.plan import Resolved
 
 GiB = 2**30
@@ -126,7 +126,11 @@ def nvls_bytes(tp: int, gpu: GpuSpec | None, version: tuple[int, int, int]) -> i
     return communicators * per_rank * MiB * min(tp, 8)
 
 
-def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> encoder.EncoderProfile | None:
+def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> EncoderProfile | None:
+    if not model.vision:  # a text model: no encoder in the profiling run (and no encoder module to load)
+        return None
+    from servefit.engines.vllm import encoder
+
     return encoder.profile(model, settings, v1=v1, max_num_seqs=r.max_num_seqs, db=dtype_bytes(r.dtype), tp=r.tp,
                            max_model_len=r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len,
                            max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm import encoder
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.params import param_groups
 from servefit.memory.weights import kept_params, weight_bytes
@@ -63,14 +62,18 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     if rs.get("rope_type", rs.get("type")) in ("yarn", "deepseek_yarn") and model.original_max_position_embeddings:
         rope_len = int(model.original_max_position_embeddings * float(rs.get("factor", 1)))
     rotary = rope_len * (model.qk_rope_head_dim or model.head_dim) * db
+    tower_tp = 1
+    if model.vision:  # a Qwen-VL tower is tensor-parallel like the LM (qwen2_5_vl.py: Column/RowParallelLinear)
+        from servefit.engines.vllm import encoder
+
+        tower_tp = r.tp if encoder.sharded(model) else 1
     out, start = [], 0
     for stage, n in enumerate(counts):
         layers_b = sum(per_layer[start:start + n]) * scale
         start += n
         b = layers_b / r.tp
         if stage == 0:
-            # a Qwen-VL tower is tensor-parallel like the LM (qwen2_5_vl.py: Column/RowParallelLinear)
-            b += embed_b * scale / r.tp + g.other * db / (r.tp if encoder.sharded(model) else 1)
+            b += embed_b * scale / r.tp + g.other * db / tower_tp
         if stage == r.pp - 1:
             b += head_b * scale / r.tp
         b += g.norms * db * n / max(len(per_layer), 1) + rotary
