@@ -145,6 +145,10 @@ class Fixing:
     def restarts(self) -> str:
         return "Schedule restarts in a low-traffic window (e.g. a daily `kubectl rollout restart`)"
 
+    def growth_or_restarts(self) -> list[str]:
+        """Fragmentation where the engine has no memory fraction to lower (llama.cpp, Ollama)."""
+        return self.host_growth() if self.host else [self.restarts()]
+
     def by_cause(self, table: Mapping[str, Callable[[Fixing], list[str]]]) -> list[str] | None:
         """An engine's fixes for this diagnosis' root cause (engines/<name>/diagnose.py `FIXES`),
         or None where the engine has none of its own for it."""

@@ -122,12 +122,8 @@ def _too_large(fx: Fixing) -> list[str]:
             offload, "Split over more GPUs (--tensor-split) or use a GPU with more memory"]
 
 
-def _fragmentation(fx: Fixing) -> list[str]:
-    return fx.host_growth() if fx.host else [fx.restarts()]
-
-
 FIXES = {"kv_cache_overflow": _kv, "batch_misconfiguration": _batch, "profiling_peak": _batch,
-         "fragmentation": _fragmentation, "model_too_large": _too_large}
+         "fragmentation": Fixing.growth_or_restarts, "model_too_large": _too_large}
 
 
 def fixes(fx: Fixing) -> list[str] | None:
