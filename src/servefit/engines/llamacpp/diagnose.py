@@ -123,7 +123,7 @@ def _too_large(fx: Fixing) -> list[str]:
 
 
 FIXES = {"kv_cache_overflow": _kv, "batch_misconfiguration": _batch, "profiling_peak": _batch,
-         "fragmentation": Fixing.growth_or_restarts, "model_too_large": _too_large}
+         "fragmentation": lambda fx: fx.growth_or_restarts(), "model_too_large": _too_large}
 
 
 def fixes(fx: Fixing) -> list[str] | None:
