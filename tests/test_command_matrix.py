@@ -106,3 +106,29 @@ def test_commands_agree(capsys: pytest.CaptureFixture[str], path: Path, gpu: lis
             same = [s for s in sites if s["engine"] == engine]
             if all(s["target"]["gpu"] for s in same):  # else the log's own GPU may be named
                 assert gpu in {s["target"]["gpu"]["value"] for s in same}, gpu
+
+
+DIRS = sorted({p.parent for p in FILES})
+
+
+@pytest.mark.parametrize("folder", DIRS, ids=[str(d.relative_to(ROOT)) for d in DIRS])
+def test_diagnose_repo_attaches_a_log_to_a_server_of_its_engine(capsys: pytest.CaptureFixture[str],
+                                                                 folder: Path) -> None:
+    """`diagnose LOG --repo DIR` on every folder of the matrix: the server it attaches the log to
+    is one lint finds in that folder, of the log's engine, and the `servefit tune` it proposes
+    names that server's GPU where the repository gives one; never a traceback."""
+    rc, out, _ = run(capsys, "lint", str(folder), "--list-sites", "--format", "json")
+    sites = json.loads(out)
+    for engine in sorted({s["engine"] for s in sites if s["engine"] in LOGS}):
+        rc, out, _ = run(capsys, "diagnose", str(FIX / "logs" / LOGS[engine]), "--repo", str(folder),
+                         "--format", "json")
+        diag = json.loads(out)
+        srv = diag.get("server")
+        if srv is None:  # no server matched the log: a note says so, no fixes for another server's flags
+            assert "setting" not in diag and diag.get("notes"), (engine, diag.get("notes"))
+            continue
+        mine = [s for s in sites if _key(s) == _key(srv)]
+        assert len(mine) == 1 and mine[0]["engine"] == engine == srv["engine"], (engine, srv)
+        if diag.get("tune") and "--gpu" in diag["tune"] and mine[0]["target"]["gpu"]:
+            words = shlex.split(diag["tune"])
+            assert words[words.index("--gpu") + 1] == mine[0]["target"]["gpu"]["value"], (srv, diag["tune"])

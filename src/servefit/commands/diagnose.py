@@ -180,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
 
             site, note = pick_site(sites, diag, args.repo or args.config_file, repo=bool(args.repo))
             if site is not None:
+                diag.server = {"file": site.site.file, "line": site.site.line, "name": site.site.name,
+                               "engine": site.site.engine}
                 fixes.apply(diag, _with_target(site))
             if note:
                 diag.notes.append(note)

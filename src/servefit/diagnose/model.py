@@ -128,6 +128,7 @@ class Diagnosis:
     confidence: str = "none"  # high | medium | low | none
     settings_in_log: dict[str, Any] = field(default_factory=dict)
     setting: Setting | None = None
+    server: dict[str, Any] | None = None  # the server of --repo / --config-file the log was matched to
     tune: str | None = None
     source: str = "-"
     lines_read: int = 0
@@ -153,6 +154,8 @@ class Diagnosis:
             out["settings_in_log"] = dict(self.settings_in_log)
         if self.setting is not None:
             out["setting"] = self.setting.as_dict()
+        if self.server is not None:
+            out["server"] = dict(self.server)
         if self.tune:
             out["tune"] = self.tune
         if self.notes:

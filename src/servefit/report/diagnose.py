@@ -102,6 +102,8 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
     out.append(f"  When: {diag.timing_text or diag.timing}")
     if diag.stage_text:
         out.append(f"  Stage: {diag.stage_text}")
+    if diag.server is not None:
+        out.append(one_line(f"  Server: {diag.server['file']}:{diag.server['line']} ({diag.server['name']})"))
     out.append("")
     out.append(_c("Evidence", "1", color))
     width = len(str(max((e.number for e in diag.evidence), default=1)))
