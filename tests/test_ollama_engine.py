@@ -98,6 +98,23 @@ def test_parallel_slots_are_reported_only_when_they_push_the_model_off_the_gpu(n
         assert "the model no longer fits on NVIDIA GeForce RTX 4090" in f.message
 
 
+def test_no_layer_on_the_gpu_runs_on_the_cpu_runner():
+    """llm/server.go NewLlamaServer: when no layer fits (not on Metal) Ollama starts the CPU runner, so
+    the GPU holds nothing: not the graph the estimate sized for a partial offload, not a CUDA buffer."""
+    cfg, p = plan(site(params={"num_ctx": "131072"}, env={"OLLAMA_NUM_PARALLEL": "4"}), "0.12.3", g=gpu(12000))
+    assert p.detail.layers_offloaded == 0 and p.detail.memory_graph_partial_gib > 10
+    m = p.memory
+    assert (m.weights, m.kv_cache, m.activation_peak, m.non_torch) == (0, 0, 0, 0)
+    assert m.free_headroom == m.budget
+    assert p.detail.runner is None and not any("CUDA" in line for line in p.messages)
+    warn = [f for f in p.findings if f.code == "OLLM006"]
+    assert warn[0].message == ("no layer fits on NVIDIA GeForce RTX 4090: Ollama runs the whole model on the CPU "
+                               "(num_ctx 131072 x 4 slots)")
+    cfg, p = plan(site(params={"num_ctx": "131072"}, env={"OLLAMA_NUM_PARALLEL": "1"}), "0.12.3", g=gpu(12000))
+    assert 0 < p.detail.layers_offloaded < 33  # some layers fit: the partial graph is on the GPU
+    assert abs(p.memory.activation_peak - p.detail.memory_graph_partial_gib * GIB) < MIB
+
+
 def test_kv_type_with_fa_off_fails_in_llama_server_era():
     cfg, p = plan(site(env={"OLLAMA_KV_CACHE_TYPE": "q8_0", "OLLAMA_FLASH_ATTENTION": "false"}), "0.32.0")
     errs = [f for f in cfg.findings if f.code == "OLLM005"]

@@ -151,6 +151,11 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     from servefit.engines.ollama.runner import runner_buffers
 
     runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt)
+    # llm/server.go NewLlamaServer: "Don't bother loading into the GPU if no layers can fit" (not on
+    # Metal): the CPU runner serves the model and the GPU holds none of it
+    cpu_only = e.layers == 0 and num_gpu != 0 and gpu.vendor != "apple"
+    if cpu_only:
+        runner, runner_msgs = None, [f"load_tensors: offloaded 0/{e.layers_model} layers to GPU"]
     if ctx["era"] == "layout":
         from servefit.engines.ollama.layout import layout_plan
 
@@ -160,14 +165,14 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     devices = []
     for i, a in enumerate(e.allocations):
         devices.append(DeviceMemory(total=gpu.memory_bytes, budget=free[i], weights=0, activation_peak=0,
-                                    non_torch=minimum + overhead, kv_cache=0, free_headroom=max(0, free[i] - a),
+                                    non_torch=0 if cpu_only else minimum + overhead, kv_cache=0, free_headroom=max(0, free[i] - a),
                                     label=f"GPU{i} ({gpu.name})"))
     frac = [c / max(1, e.layers) for c in e.split]
     gpu_layers_w = e.weights_repeating * min(e.layers, lm.n_layer) // max(1, lm.n_layer)
     for i, d in enumerate(devices):
         d.weights = int(gpu_layers_w * frac[i]) + (e.weights_output if e.fully_loaded and i == 0 else 0)
         d.kv_cache = int(e.kv * min(e.layers, lm.n_layer) / max(1, lm.n_layer) * frac[i])
-        d.activation_peak = e.graph_full if e.fully_loaded else e.graph_partial
+        d.activation_peak = 0 if cpu_only else e.graph_full if e.fully_loaded else e.graph_partial
     forced = num_gpu >= 0 and num_gpu > e.layers
     outcome = "oom_at_load" if forced else "started"
     worst = max(range(len(devices)), key=lambda i: e.allocations[i] / max(1, free[i]))

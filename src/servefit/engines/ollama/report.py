@@ -85,8 +85,9 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
                            f"(only {x.layers_offloaded} of {x.layers_model} fit); the runner runs out "
                            "of memory", span=sp.get("num_gpu"), site=site, setting="num_gpu"))
     elif x.layers_offloaded < x.layers_model:
-        out.append(finding("OLLM006", f"only {x.layers_offloaded}/{x.layers_model} layers fit on "
-                           f"{gpu.name}; the rest run on the CPU (num_ctx {n_ctx} x {np_} slots)",
+        where = (f"no layer fits on {gpu.name}: Ollama runs the whole model on the CPU" if x.layers_offloaded == 0
+                 else f"only {x.layers_offloaded}/{x.layers_model} layers fit on {gpu.name}; the rest run on the CPU")
+        out.append(finding("OLLM006", f"{where} (num_ctx {n_ctx} x {np_} slots)",
                            span=sp.get("num_ctx") or sp.get("OLLAMA_NUM_PARALLEL"), site=site, setting="num_ctx"))
     partial = p.outcome == "oom_at_load" or x.layers_offloaded < x.layers_model
     if np_ > 1 and partial:  # every slot gets the full num_ctx (sched.go: NumCtx x numParallel); a cost once it spills
