@@ -87,3 +87,44 @@ def test_moe_and_mla_layouts():
 def test_unknown_ftype():
     with pytest.raises(KeyError):
         synth_tensors(llama31_8b(), "Q7_K")
+
+
+# The text model's GGUF holds what the checkpoint holds without the vision tower; these differ for a
+# recorded reason: OPT-350m's 512-wide embeddings with project_in / project_out, an embedding model
+# whose catalogued count leaves out the LM head that the layout adds, Gemma 4 E2B / E4B's audio tower.
+LAYOUT_EXCEPTIONS = {"facebook/opt-350m", "Alibaba-NLP/gte-Qwen2-7B-instruct", "google/gemma-4-E2B-it",
+                     "google/gemma-4-E4B-it"}
+
+
+def test_every_catalog_layout_holds_the_checkpoints_text_parameters():
+    """A GGUF sized from the catalog (no file to read) is only right when convert_hf_to_gguf.py's
+    tensors are the architecture's: the gate-less MLPs (GPT-2, OPT, BLOOM, StarCoder, BERT), the
+    encoders' attention and positions, mixer-only blocks (Nemotron-H, Mamba), MoE every n-th layer
+    (Llama 4, Jamba), Gated DeltaNet and Falcon-H1's parallel mixers. Within 2% of the count."""
+    from servefit.models import catalog
+
+    off = {}
+    for m in catalog.all_models():
+        if not m.params or m.name in LAYOUT_EXCEPTIONS:
+            continue
+        n = sum(t.n_elements for t in synth_tensors(m, "BF16"))
+        r = n / (m.params - (m.vision_params or 0)) - 1
+        if abs(r) > 0.02:
+            off[m.name] = round(100 * r, 1)
+    assert off == {}
+
+
+def test_nemotron_h_blocks_hold_one_mixer_each():
+    """llama.cpp nemotron-h.cpp: a Mamba2 block has no FFN, an attention block none, and the FFN
+    blocks of Nemotron 3 hold ungated experts with a shared expert; MoE sits only in those."""
+    from servefit.models import catalog
+
+    m = catalog.lookup("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    ts = {t.name: t for t in synth_tensors(m, "Q4_K_M")}
+    kinds = m.kinds()
+    il_m, il_a, il_f = kinds.index("mamba"), kinds.index("full"), kinds.index("none")
+    assert not any(k.startswith((f"blk.{il_m}.ffn", f"blk.{il_a}.ffn", f"blk.{il_f}.attn_q", f"blk.{il_f}.ssm"))
+                   for k in ts)
+    assert ts[f"blk.{il_f}.ffn_up_exps.weight"].shape == (2688, 1856, 128)
+    assert f"blk.{il_f}.ffn_gate_exps.weight" not in ts and ts[f"blk.{il_f}.ffn_up_shexp.weight"].shape == (2688, 3712)
+    assert ts[f"blk.{il_m}.ssm_in.weight"].shape == (2688, 2 * 4096 + 2 * 8 * 128 + 64)
