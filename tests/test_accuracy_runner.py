@@ -71,9 +71,11 @@ TGI_KNOWN_MISSES = {"tgi-file-2xa6000-gemma3-27b-defaults": 0.1671,
 # recorded here rather than fitted): the warm-up OOM of Gemma 3 27B with a 31000-token prefill on
 # 4 x A100 80GB (3.2.1) and of Llama-3.1-405B FP8 on 8 x H100 in CUDA-graph capture (2.2.0) are
 # predicted to start; starcoder2-15b with a 30000-token prefill on an A100 40GB (2.0.4) started where
-# servefit predicts a warm-up OOM. A fix takes the case off this list.
+# servefit predicts a warm-up OOM; Falcon-40B GPTQ on 8 x A100 80GB with TGI 1.0.2 refused the warm-up
+# prefill even at the minimum size (the excerpt read does not show the cause; servefit predicts it starts). A fix takes the
+# case off this list.
 TGI_KNOWN_OUTCOME_MISSES = {"tgi-3130-4xa100-gemma3-27b-prefill-31000-oom", "tgi-2572-8xh100-llama31-405b-fp8-warmup-oom",
-                            "tgi-1993-a100-40gb-starcoder2-15b-16k"}
+                            "tgi-1993-a100-40gb-starcoder2-15b-16k", "tgi-943-8xa100-falcon-40b-gptq-prefill-oom"}
 
 
 def test_tgi_cases_meet_the_target():
