@@ -231,3 +231,13 @@ def test_sglang_heldout_pool_target(rows):
             and "max_total_num_tokens" in r["errors"] and r["id"] not in SGLANG_HELDOUT_KNOWN_MISSES]
     assert len(rest) == len(sg) - len(SGLANG_HELDOUT_KNOWN_MISSES) and max(rest) <= 0.03
 
+
+
+def test_tgi_heldout_pool_target(rows):
+    """Issue 16's held-out target for TGI's pool: median <= 5% (met on the one held-out pool with an
+    openable source, Qwen2.5-VL-3B on an RTX A6000 with 3.2.3: -3.5%); its outcomes are pinned in
+    tests/test_accuracy_runner.py (TGI_KNOWN_OUTCOME_MISSES)."""
+    tgi = _errors(rows, "tgi", "heldout", "max_batch_total_tokens")
+    assert len(tgi) >= 1 and statistics.median(tgi) <= 0.05
+    blocks = {r["id"]: r["errors"]["kv_cache_blocks"] for r in rows if "kv_cache_blocks" in r["errors"]}
+    assert abs(blocks["tgi-3181-a6000-qwen25-vl-3b-zero-config"] - (-0.0349)) <= 0.005, blocks
