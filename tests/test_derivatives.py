@@ -127,6 +127,26 @@ def test_community_fine_tunes(ref, base, shown):
     assert m.assumptions == [assumption(ref, base, why, "the same architecture")]
 
 
+@pytest.mark.parametrize("ref,base,shown", [
+    ("liuhaotian/llava-v1.5-7b", "llava-hf/llava-1.5-7b-hf", "llava1.5-7b"),  # the original release's own name
+    ("someone/starcoder-v2-15b", "bigcode/starcoder2-15b", "starcoder2-15b"),
+])
+def test_a_version_written_with_a_v_before_the_size(ref, base, shown):
+    m = resolved(ref)
+    assert m.name == base
+    assert m.assumptions == [assumption(ref, base, f"its name is the base's family and size, {shown}",
+                                        "the same architecture")]
+
+
+def test_a_v_version_elsewhere_stays_a_release_word():
+    """Mistral-7B-Instruct-v0.2 keeps v0.2 as its release; llava-v1.6-vicuna-7b keeps its family apart."""
+    from servefit.models.name_words import words
+
+    assert words("Mistral-7B-Instruct-v0.2") == ["mistral", "7b", "instruct", "v0.2"]
+    assert words("llava-v1.6-vicuna-7b-hf") == ["llava", "v1.6", "vicuna", "7b", "hf"]
+    assert words("DeepSeek-V2-Lite") == ["deepseek", "v2", "lite"]
+
+
 def test_fine_tune_repack_keeps_its_quantization():
     ref = "solidrust/ToolACE-2-Llama-3.1-8B-AWQ"
     m = resolved(ref)

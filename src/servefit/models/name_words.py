@@ -11,6 +11,7 @@ from functools import lru_cache
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?[bm]|\d+x\d+(?:\.\d+)?b|e\d+b)$")  # 8b, 125m, 8x7b, e4b
 _PART = re.compile(r"^(a\d+(?:\.\d+)?b|\d+e)$")  # a3b (active), 16e (experts): part of the size
 SIZE_WORDS = {"mini", "small", "medium", "large", "nano", "tiny", "micro"}  # Phi-3-mini
+_V_VERSION = re.compile(r"^v\d{1,2}(?:\.\d+)*$")  # a family's version written with a v, right before the size
 _VERSION = re.compile(r"^(\d{1,2}(?:\.\d+)*|\d+n)$")  # joins the family word before it: llama 3.1, gemma 3n
 STOP_WORDS = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
 _GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|q[2-6]k[sml]?|tq[12]_0|bf16|f16|f32|fp16)"
@@ -61,9 +62,12 @@ def word_tuple(name: str) -> tuple[str, ...]:
     s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
     toks = [t for t in SEP.split(s) if t and t not in _DROP]
     out: list[str] = []
-    for t in toks:
+    for i, t in enumerate(toks):
         if out and _VERSION.match(t) and out[-1].isalpha() and out[-1] not in STOP_WORDS:
             out[-1] += t
+        elif (out and _V_VERSION.match(t) and out[-1].isalpha() and out[-1] not in STOP_WORDS
+              and i + 1 < len(toks) and _SIZE.match(toks[i + 1])):
+            out[-1] += t[1:]  # llava-v1.5-7b is llava-1.5-7b, starcoder-v2-15b starcoder2-15b
         else:
             out.append(t)
     return tuple(out)
