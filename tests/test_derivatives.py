@@ -325,7 +325,8 @@ def test_words_and_sizes():
 def test_release_words_never_make_a_family_for_suggestions():
     assert catalog.nearest("acme/FooLM2-135M-Instruct", 3) == []  # not every "...-Instruct" model
     # generic words (data/derivatives.yaml generic_words) are no family either
-    for ref in ("checkpoints/HRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual"):
+    for ref in ("checkpoints/HRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual",
+                "microsoft/wavlm-base-plus", "stepfun-ai/Step-3.7-Flash-NVFP4"):  # plus, flash: no family
         assert catalog.nearest(ref, 3) == [], ref
 
 
