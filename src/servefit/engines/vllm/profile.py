@@ -166,7 +166,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     return max(enc.peak, enc.outputs + lm) if enc else lm
 
 
-def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> tuple[list[int], list[int]]:
+def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
+                gpu: GpuSpec | None = None) -> tuple[list[int], list[int]]:
     """(piecewise sizes, full sizes) vLLM captures. V0 (worker/model_runner.py::capture_model)
     captures one full decode graph per size. V1 up to 0.10 captures piecewise graphs only
     (full_cuda_graph off); from 0.11 the default mode is FULL_AND_PIECEWISE
@@ -177,16 +178,31 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> tup
         return [], []
     s = cfg.settings
     explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
+    q = 1 + speculative(s)[1]
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
                           [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
                           s.get("max_cudagraph_capture_size")
-                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None))
+                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
+                          decode_query_len=q if r.version >= (0, 11, 0) else 1,
+                          blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
     if not e.v1:
         return [], sizes
     if r.version < (0, 11, 0):
         return sizes, []
-    q = 1 + speculative(s)[1]
-    return sizes, [x for x in sizes if q <= x <= r.max_num_seqs * q]
+    full = [x for x in sizes if q <= x <= r.max_num_seqs * q]
+    if lora_specialized(r, s):
+        return sizes * 2, full * 2
+    return sizes, full
+
+
+def lora_specialized(r: Resolved, settings: dict) -> bool:
+    """From 0.12 a LoRA server captures every graph twice, with and without LoRA
+    (config/compilation.py::CompilationConfig.cudagraph_specialize_lora, default True;
+    v1/worker/gpu_model_runner.py::capture_model crosses the sizes with lora_cases [True, False])."""
+    if not settings.get("enable_lora") or r.version < (0, 12, 0):
+        return False
+    cc = settings.get("compilation_config")
+    return not (isinstance(cc, dict) and cc.get("cudagraph_specialize_lora") is False)
 
 
 def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
@@ -239,7 +255,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
     the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
     follow the kernels' shapes."""
-    piecewise, full = graph_sizes(model, r, e, cfg)
+    piecewise, full = graph_sizes(model, r, e, cfg, gpu)
     if not piecewise and not full:
         return 0, 0
     graphs = len(piecewise) + len(full)
