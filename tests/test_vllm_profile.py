@@ -177,3 +177,31 @@ def test_lora_captures_every_graph_twice_from_012():
     assert p12.memory.cuda_graphs == 2 * 32 * (35 * GRAPH_PIECEWISE_PER_LAYER + 19 * GRAPH_FULL_PER_LAYER)
     _, off = run(argv + ' --compilation-config {"cudagraph_specialize_lora":false}', version="0.12.0")
     assert off.detail.cuda_graph_sizes == 35 + 19
+
+
+def test_eagle_and_mtp_drafters_capture_piecewise_graphs_from_012():
+    # one speculative token at max_num_seqs 128 on 0.12: sizes [1, 2, 4] + 8..256 rounded to even
+    # -> [2, 4, 8, ..., 256] = 34 piecewise and 34 full; an MTP / EAGLE drafter adds its one layer's
+    # piecewise graph per size (34), an n-gram proposer has no model; 0.11 captures no drafter graph
+    spec = ' --speculative-config {"method":"%s","num_speculative_tokens":1,"model":"d"}'
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128"
+    target = 32 * (34 * GRAPH_PIECEWISE_PER_LAYER + 34 * GRAPH_FULL_PER_LAYER)
+    _, ngram = run(argv + spec % "ngram", version="0.12.0")
+    assert ngram.memory.cuda_graphs == target
+    for method in ("mtp", "eagle3"):
+        _, p = run(argv + spec % method, version="0.12.0")
+        assert p.memory.cuda_graphs == target + 34 * GRAPH_PIECEWISE_PER_LAYER
+    _, p11 = run(argv + spec % "mtp", version="0.11.0")
+    _, n11 = run(argv + spec % "ngram", version="0.11.0")
+    assert p11.memory.cuda_graphs == n11.memory.cuda_graphs
+    # with LoRA the drafter captures only in the half without LoRA: still 34 drafter graphs
+    _, lora = run(argv + " --enable-lora" + spec % "mtp", version="0.12.0")
+    assert lora.memory.cuda_graphs == 2 * target + 34 * GRAPH_PIECEWISE_PER_LAYER
+
+
+def test_the_drafter_graphs_sit_on_the_last_pipeline_stage():
+    spec = ' --speculative-config {"method":"mtp","num_speculative_tokens":1}'
+    _, p = run("vllm serve m --max-model-len 8192 --max-num-seqs 128 -pp 2" + spec, count=2, version="0.12.0")
+    first, last = p.devices
+    assert first.cuda_graphs == 16 * (34 * GRAPH_PIECEWISE_PER_LAYER + 34 * GRAPH_FULL_PER_LAYER)
+    assert last.cuda_graphs == first.cuda_graphs + 34 * GRAPH_PIECEWISE_PER_LAYER

@@ -205,6 +205,21 @@ def lora_specialized(r: Resolved, settings: dict) -> bool:
     return not (isinstance(cc, dict) and cc.get("cudagraph_specialize_lora") is False)
 
 
+def drafter_layers(r: Resolved, settings: dict) -> int:
+    """Decoder layers of an EAGLE / EAGLE-3 / MTP drafter whose piecewise graphs vLLM captures with
+    the target's, one per piecewise size (from 0.12: v1/worker/gpu_model_runner.py::_dummy_run calls
+    drafter.dummy_run(use_cudagraphs=...) while capturing the PIECEWISE sizes, and not for the LoRA
+    half of a specialized capture; v1/spec_decode/eagle.py::EagleProposer.dummy_run captures one
+    forward per size). 0.11 runs the drafter's dummy forward without graphs. The drafter's own
+    config is not read: one layer, as EAGLE heads and the MTP modules of DeepSeek-V3 / Qwen3-Next /
+    GLM-4.5 have (num_nextn_predict_layers 1)."""
+    method, _ = speculative(settings)
+    sc = settings.get("speculative_config")
+    if method not in ("eagle", "eagle3", "mtp") or r.version < (0, 12, 0) or r.enforce_eager:
+        return 0
+    return 0 if isinstance(sc, dict) and sc.get("enforce_eager") else 1
+
+
 def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
     """Whether vLLM's custom all-reduce serves the TP group (custom_all_reduce.py::
     CustomAllreduce.__init__): off when disabled by flag, for more than two GPUs that are not
@@ -250,7 +265,7 @@ def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSp
 
 
 def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig,
-                 gpu: GpuSpec | None = None) -> tuple[int, int]:
+                 gpu: GpuSpec | None = None, last_stage: bool = True) -> tuple[int, int]:
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
     the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
@@ -260,11 +275,13 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         return 0, 0
     graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+    drafter = drafter_layers(r, cfg.settings) if last_stage else 0
+    drafter_graphs = len(set(piecewise)) if drafter else 0
     nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
     factor = GRAPH_TP_FACTOR if r.tp > 1 and not nccl else 1.0
-    total = per_layer * layers * factor * act_quant_factor(r, e)
+    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
     if nccl:
-        total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE
+        total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE + drafter_graphs * 2 * drafter * NCCL_GRAPH_COLLECTIVE
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not model.is_mla:
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
