@@ -131,3 +131,77 @@ def test_non_torch_by_snapshot_era_and_interconnect():
     assert non_torch_bytes(2, 2, rtx, (0, 7, 3)) == non_torch_bytes(8, 8, rtx, (0, 7, 3)) == int(PCIE_NON_TORCH_GIB * GiB)
     assert non_torch_bytes(2, 2, a100, (0, 7, 3)) == int(0.55 * GiB)
     assert non_torch_bytes(1, 1, rtx, (0, 7, 3)) == int(0.13 * GiB)
+
+
+def test_capture_sizes_follow_each_release():
+    from servefit.engines.vllm.defaults import capture_sizes
+    from servefit.engines.vllm.era import era
+
+    base_300 = [1, 2, 4] + list(range(8, 256, 8)) + [256, 272, 288]
+    # max_num_batched_tokens 300 under the 512 ceiling: captured itself from 0.20.1, not in 0.20.0
+    assert capture_sizes(era("0.20.0"), 256, 300) == base_300
+    assert capture_sizes(era("0.20.1"), 256, 300) == base_300 + [300]
+    # max_num_seqs 100 (ceiling 200, off the 8-stride) joins the list in 0.33, not in 0.25.1
+    base_200 = [1, 2, 4] + list(range(8, 201, 8))
+    assert capture_sizes(era("0.25.1"), 100, 8192) == base_200
+    assert capture_sizes(era("0.33.0"), 100, 8192) == sorted(base_200 + [100])
+    # data-centre Blackwell: a 1024 ceiling in 0.33 only
+    assert capture_sizes(era("0.33.0"), 1024, 8192, blackwell=True)[-1] == 1024
+    assert capture_sizes(era("0.33.0"), 1024, 8192)[-1] == 512
+    assert capture_sizes(era("0.25.1"), 1024, 8192, blackwell=True)[-1] == 512
+
+
+def test_speculative_decoding_rounds_and_widens_the_capture_sizes():
+    # 3 speculative tokens (decode query 4) at max_num_seqs 64. 0.11: ceiling 128, sizes as they are
+    # (19 piecewise; full decode graphs for the 17 sizes from 4 to 64 x 4); 0.12: the same ceiling,
+    # every size rounded up to a multiple of 4 ([4] + 8..128 step 8 = 17, both modes); 0.13: the
+    # ceiling counts the query too (64 x 4 x 2 -> 512): [4] + 8..248 step 8 + 256..512 step 16 = 49
+    # piecewise, and the 33 of them up to 256 full.
+    spec = ' --speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 64" + spec
+    _, p11 = run(argv, version="0.11.0")
+    assert p11.detail.cuda_graph_sizes == 19 + 17  # 1 and 2 are below the 4-token decode query
+    _, p12 = run(argv, version="0.12.0")
+    assert p12.detail.cuda_graph_sizes == 17 + 17
+    _, p13 = run(argv, version="0.13.0")
+    assert p13.detail.cuda_graph_sizes == 49 + 33
+    assert p13.memory.cuda_graphs == 32 * (49 * GRAPH_PIECEWISE_PER_LAYER + 33 * GRAPH_FULL_PER_LAYER)
+
+
+def test_lora_captures_every_graph_twice_from_012():
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128 --enable-lora"
+    _, p11 = run(argv, version="0.11.0")
+    assert p11.detail.cuda_graph_sizes == 35 + 19
+    _, p12 = run(argv, version="0.12.0")
+    assert p12.detail.cuda_graph_sizes == 2 * (35 + 19)
+    assert p12.memory.cuda_graphs == 2 * 32 * (35 * GRAPH_PIECEWISE_PER_LAYER + 19 * GRAPH_FULL_PER_LAYER)
+    _, off = run(argv + ' --compilation-config {"cudagraph_specialize_lora":false}', version="0.12.0")
+    assert off.detail.cuda_graph_sizes == 35 + 19
+
+
+def test_eagle_and_mtp_drafters_capture_piecewise_graphs_from_012():
+    # one speculative token at max_num_seqs 128 on 0.12: sizes [1, 2, 4] + 8..256 rounded to even
+    # -> [2, 4, 8, ..., 256] = 34 piecewise and 34 full; an MTP / EAGLE drafter adds its one layer's
+    # piecewise graph per size (34), an n-gram proposer has no model; 0.11 captures no drafter graph
+    spec = ' --speculative-config {"method":"%s","num_speculative_tokens":1,"model":"d"}'
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128"
+    target = 32 * (34 * GRAPH_PIECEWISE_PER_LAYER + 34 * GRAPH_FULL_PER_LAYER)
+    _, ngram = run(argv + spec % "ngram", version="0.12.0")
+    assert ngram.memory.cuda_graphs == target
+    for method in ("mtp", "eagle3"):
+        _, p = run(argv + spec % method, version="0.12.0")
+        assert p.memory.cuda_graphs == target + 34 * GRAPH_PIECEWISE_PER_LAYER
+    _, p11 = run(argv + spec % "mtp", version="0.11.0")
+    _, n11 = run(argv + spec % "ngram", version="0.11.0")
+    assert p11.memory.cuda_graphs == n11.memory.cuda_graphs
+    # with LoRA the drafter captures only in the half without LoRA: still 34 drafter graphs
+    _, lora = run(argv + " --enable-lora" + spec % "mtp", version="0.12.0")
+    assert lora.memory.cuda_graphs == 2 * target + 34 * GRAPH_PIECEWISE_PER_LAYER
+
+
+def test_the_drafter_graphs_sit_on_the_last_pipeline_stage():
+    spec = ' --speculative-config {"method":"mtp","num_speculative_tokens":1}'
+    _, p = run("vllm serve m --max-model-len 8192 --max-num-seqs 128 -pp 2" + spec, count=2, version="0.12.0")
+    first, last = p.devices
+    assert first.cuda_graphs == 16 * (34 * GRAPH_PIECEWISE_PER_LAYER + 34 * GRAPH_FULL_PER_LAYER)
+    assert last.cuda_graphs == first.cuda_graphs + 34 * GRAPH_PIECEWISE_PER_LAYER

@@ -22,22 +22,55 @@ def batch_defaults(era: Era, gpu_name: str, gpu_bytes: int) -> tuple[int, int]:
 
 
 def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
-                  explicit: list[int] | None = None, max_size: int | None = None) -> list[int]:
-    """Batch sizes vLLM captures CUDA graphs for (config/vllm.py::_set_cudagraph_sizes; V0:
-    worker/model_runner.py _BATCH_SIZES_TO_CAPTURE)."""
+                  explicit: list[int] | None = None, max_size: int | None = None,
+                  decode_query_len: int = 1, blackwell: bool = False) -> list[int]:
+    """Batch sizes vLLM captures CUDA graphs for (config/vllm.py::VllmConfig._set_cudagraph_sizes;
+    V0: worker/model_runner.py _BATCH_SIZES_TO_CAPTURE). `decode_query_len` is 1 + the speculative
+    tokens (the uniform decode batch's tokens per request); `blackwell` a cc 10.x device. What
+    changed, read in each wheel: the default ceiling min(max_num_seqs x 2, 512) counts
+    decode_query_len from 0.13, and is 1024 on data-centre Blackwell in 0.33 (not in 0.25.1);
+    max_num_batched_tokens joins the list when it fits the ceiling from 0.20.1 (not in 0.20.0);
+    max_num_seqs (the widest uniform decode batch) joins in 0.33 (not in 0.25.1), with speculative
+    decoding as the request-count grid x decode_query_len; and from 0.12, when full decode graphs
+    are captured with speculative decoding, every size is rounded up to a multiple of
+    decode_query_len (config/compilation.py::CompilationConfig.adjust_cudagraph_sizes_for_spec_decode,
+    called by v1/worker/gpu_model_runner.py::_check_and_update_cudagraph_mode up to 0.19)."""
+    v = vtuple(era.version)
+    q = max(1, decode_query_len) if era.v1 else 1
     if explicit:
-        return sorted({s for s in explicit if s <= max_num_batched_tokens})
+        return _round_for_spec(sorted({s for s in explicit if s <= max_num_batched_tokens}), q, v)
     if not era.v1:  # V0: [1, 2, 4] + range(8, 257, 8), capped by max_num_seqs
         sizes = [1, 2, 4] + list(range(8, 257, 8))
         top = min(max_num_seqs, 256)
         kept = [s for s in sizes if s <= top]
         nxt = [s for s in sizes if s > top]
         return kept + nxt[:1]
-    cap = max_size if max_size is not None else min(max_num_seqs * 2, 512)
+    ceiling = 1024 if blackwell and v >= (0, 33, 0) else 512
+    spec_q = q if v >= (0, 13, 0) else 1
+    cap = max_size if max_size is not None else min(max_num_seqs * spec_q * 2, ceiling)
     cap = min(cap, max_num_batched_tokens)
-    if era.capture_stride16:
-        sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, cap + 1, 16))
-        extra = [x for x in (max_num_batched_tokens, max_num_seqs) if x <= cap]
-        return sorted({s for s in sizes + extra if s <= cap})
-    sizes = [1, 2, 4] + list(range(8, cap + 1, 8))
-    return [s for s in sizes if s <= cap]
+    if not era.capture_stride16:
+        sizes = [1, 2, 4] + list(range(8, cap + 1, 8))
+        return _round_for_spec([s for s in sizes if s <= cap], q, v)
+    sizes = [1, 2, 4] + list(range(8, min(cap + 1, 256), 8)) + list(range(256, cap + 1, 16))
+    if v >= (0, 20, 1) and max_num_batched_tokens <= cap:
+        sizes.append(max_num_batched_tokens)
+    if v >= (0, 33, 0) and max_size is None:
+        if q > 1:
+            reqs = min(max_num_seqs, ceiling)
+            counts = [n for n in (1, 2, 4) if n <= reqs] + list(range(8, min(reqs + 1, 256), 8)) \
+                + list(range(256, reqs + 1, 16)) + [reqs]
+            sizes += [n * q for n in counts if n * q <= cap]
+        elif max_num_seqs <= cap:
+            sizes.append(max_num_seqs)
+    return _round_for_spec(sorted({s for s in sizes if s <= cap}), q, v)
+
+
+def _round_for_spec(sizes: list[int], q: int, v: tuple[int, int, int]) -> list[int]:
+    """adjust_cudagraph_sizes_for_spec_decode (from 0.12): each size rounded up to a multiple of
+    decode_query_len, kept when it stays within the largest size."""
+    if q <= 1 or v < (0, 12, 0) or not sizes:
+        return sizes
+    top = sizes[-1]
+    rounded = sorted({-(-s // q) * q for s in sizes if -(-s // q) * q <= top})
+    return rounded or ([q] if q <= top else [])

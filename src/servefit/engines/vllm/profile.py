@@ -166,7 +166,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     return max(enc.peak, enc.outputs + lm) if enc else lm
 
 
-def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> tuple[list[int], list[int]]:
+def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
+                gpu: GpuSpec | None = None) -> tuple[list[int], list[int]]:
     """(piecewise sizes, full sizes) vLLM captures. V0 (worker/model_runner.py::capture_model)
     captures one full decode graph per size. V1 up to 0.10 captures piecewise graphs only
     (full_cuda_graph off); from 0.11 the default mode is FULL_AND_PIECEWISE
@@ -177,16 +178,46 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> tup
         return [], []
     s = cfg.settings
     explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
+    q = 1 + speculative(s)[1]
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
                           [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
                           s.get("max_cudagraph_capture_size")
-                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None))
+                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
+                          decode_query_len=q if r.version >= (0, 11, 0) else 1,
+                          blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
     if not e.v1:
         return [], sizes
     if r.version < (0, 11, 0):
         return sizes, []
-    q = 1 + speculative(s)[1]
-    return sizes, [x for x in sizes if q <= x <= r.max_num_seqs * q]
+    full = [x for x in sizes if q <= x <= r.max_num_seqs * q]
+    if lora_specialized(r, s):
+        return sizes * 2, full * 2
+    return sizes, full
+
+
+def lora_specialized(r: Resolved, settings: dict) -> bool:
+    """From 0.12 a LoRA server captures every graph twice, with and without LoRA
+    (config/compilation.py::CompilationConfig.cudagraph_specialize_lora, default True;
+    v1/worker/gpu_model_runner.py::capture_model crosses the sizes with lora_cases [True, False])."""
+    if not settings.get("enable_lora") or r.version < (0, 12, 0):
+        return False
+    cc = settings.get("compilation_config")
+    return not (isinstance(cc, dict) and cc.get("cudagraph_specialize_lora") is False)
+
+
+def drafter_layers(r: Resolved, settings: dict) -> int:
+    """Decoder layers of an EAGLE / EAGLE-3 / MTP drafter whose piecewise graphs vLLM captures with
+    the target's, one per piecewise size (from 0.12: v1/worker/gpu_model_runner.py::_dummy_run calls
+    drafter.dummy_run(use_cudagraphs=...) while capturing the PIECEWISE sizes, and not for the LoRA
+    half of a specialized capture; v1/spec_decode/eagle.py::EagleProposer.dummy_run captures one
+    forward per size). 0.11 runs the drafter's dummy forward without graphs. The drafter's own
+    config is not read: one layer, as EAGLE heads and the MTP modules of DeepSeek-V3 / Qwen3-Next /
+    GLM-4.5 have (num_nextn_predict_layers 1)."""
+    method, _ = speculative(settings)
+    sc = settings.get("speculative_config")
+    if method not in ("eagle", "eagle3", "mtp") or r.version < (0, 12, 0) or r.enforce_eager:
+        return 0
+    return 0 if isinstance(sc, dict) and sc.get("enforce_eager") else 1
 
 
 def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
@@ -234,21 +265,23 @@ def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSp
 
 
 def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig,
-                 gpu: GpuSpec | None = None) -> tuple[int, int]:
+                 gpu: GpuSpec | None = None, last_stage: bool = True) -> tuple[int, int]:
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
     the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
     follow the kernels' shapes."""
-    piecewise, full = graph_sizes(model, r, e, cfg)
+    piecewise, full = graph_sizes(model, r, e, cfg, gpu)
     if not piecewise and not full:
         return 0, 0
     graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+    drafter = drafter_layers(r, cfg.settings) if last_stage else 0
+    drafter_graphs = len(set(piecewise)) if drafter else 0
     nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
     factor = GRAPH_TP_FACTOR if r.tp > 1 and not nccl else 1.0
-    total = per_layer * layers * factor * act_quant_factor(r, e)
+    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
     if nccl:
-        total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE
+        total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE + drafter_graphs * 2 * drafter * NCCL_GRAPH_COLLECTIVE
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not model.is_mla:
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
