@@ -168,11 +168,13 @@ def test_fresh_heldout_file_shape():
 
 
 def _tiny_fresh(tmp_path, monkeypatch):
-    """Point the fresh part at a one-line stand-in, so CLI tests never resolve the real held-out set."""
+    """Point the held-out parts (and the second batch's calibration half) at a one-line stand-in, so CLI
+    tests never resolve the real held-out sets."""
     (tmp_path / "fresh.yaml").write_text(yaml.safe_dump([{
         "ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
         "source": "https://github.com/o/r/blob/0000000000000000000000000000000000000000/f#L1"}]))
-    monkeypatch.setitem(bench.PARTS, bench.FRESH, str(tmp_path / "fresh.yaml"))
+    for part in (*bench.HELD_OUT, bench.CALIBRATION3):
+        monkeypatch.setitem(bench.PARTS, part, str(tmp_path / "fresh.yaml"))
 
 
 def test_cli_prints_every_part_separately(capsys, tmp_path, monkeypatch):
@@ -186,6 +188,81 @@ def test_cli_prints_every_part_separately(capsys, tmp_path, monkeypatch):
     assert re.match(r"  tgi +1/1 +sized offline 100\.0%   \(catalog 0, derivative 1, lock 0, unknown 0\)\n"
                     r"  all +1/1 ", fresh)
     assert "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories in neither calibration part):\n  tgi " in fresh
+
+
+SECOND_BATCH = (bench.CALIBRATION3, bench.FRESH2)
+KINDS = {"shell", "k8s", "helm-values", "compose", "compose-env", "dockerfile", "systemd", "modelfile", "llama-swap",
+         "skypilot", "ci-workflow", "terraform"}
+
+
+def _rows(part):
+    return yaml.safe_load((ROOT / "benchmarks" / "models" / bench.PARTS[part]).read_text(encoding="utf-8"))
+
+
+def test_second_batch_shape_and_split():
+    """The second 2026-11-28 batch: complete entries citing a line at a commit, kinds the README names,
+    `command` exactly where the mechanical rule puts it, split by the first hex digit of sha256(source)
+    (even: calibration-3, odd: fresh-2), and no repository any earlier file has."""
+    earlier = {bench._repo(r["source"]) for part in (*bench.HALVES, bench.FRESH) for r in bench.load(part)}
+    batch = []
+    for part in SECOND_BATCH:
+        rows = _rows(part)
+        assert rows, part
+        for r in rows:
+            assert {"ref", "engine", "source", "kind"} <= set(r) <= {"ref", "engine", "source", "kind", "expected",
+                                                                      "command"}, r
+            assert isinstance(r["ref"], str) and r["ref"].strip() == r["ref"] and r["ref"], r
+            assert r["engine"] in bench.ENGINES and FRESH_SOURCE.match(r["source"]), r
+            assert r["kind"] in KINDS, r
+            assert bench._repo(r["source"]) not in earlier, r["source"]
+            first = int(hashlib.sha256(r["source"].encode()).hexdigest()[0], 16)
+            assert first % 2 == (0 if part == bench.CALIBRATION3 else 1), r["source"]
+            last = re.split(r"[/\\]", r["ref"].rstrip("/\\"))[-1]
+            wants = _is_path(r["ref"]) and not SIZE_WORD.search(last) and r["kind"] != "modelfile"
+            assert ("command" in r) == wants, r
+            assert "command" not in r or (isinstance(r["command"], str) and r["command"].strip()), r
+            assert "expected" not in r or (isinstance(r["expected"], str) and r["expected"].strip()), r
+        batch += rows
+    assert len(batch) >= 160
+    for engine in bench.ENGINES:
+        assert sum(r["engine"] == engine for r in batch) >= 30, engine
+    keys = [(r["ref"], r["source"]) for r in batch]
+    assert len(keys) == len(set(keys))
+
+
+def test_held_out_repositories_appear_in_no_other_file():
+    """No repository of the fresh part has a line in any other file; none of fresh-2's has one in any file
+    gathered before it (its lines and calibration-3's are split per line, so a repository can have lines in
+    both halves of the second batch: run.py reports fresh-2's lines from repositories calibration-3 lacks)."""
+    repos = {part: {bench._repo(r["source"]) for r in bench.load(part)} for part in bench.PARTS}
+    for part, mine in repos.items():
+        if part != bench.FRESH:
+            assert not mine & repos[bench.FRESH], (part, sorted(mine & repos[bench.FRESH]))
+    for part in (*bench.HALVES, bench.FRESH):
+        assert not repos[bench.FRESH2] & repos[part], (part, sorted(repos[bench.FRESH2] & repos[part]))
+    assert repos[bench.FRESH2] - repos[bench.CALIBRATION3]  # the unseen-repos line has something to report
+
+
+def test_second_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
+    _tiny_fresh(tmp_path, monkeypatch)
+    assert bench.main(["--half", "calibration3", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert re.match(r"calibration-3:\n  tgi +1/1 +sized offline", out) and "fresh" not in out
+    assert bench.main(["--half", "fresh2", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert re.match(r"fresh-2 \(held out, gathered 2026-11-28, second batch\):\n  tgi +1/1 +sized offline", out)
+    assert "fresh-2-unseen-repos (held out, gathered 2026-11-28, second batch, repositories in no calibration part):\n" in out
+    assert "calibration" not in out.replace("in no calibration part", "")
+    assert bench.main(["--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    titles = [line for line in out.splitlines() if not line.startswith(" ")]
+    assert titles == ["calibration:", "calibration-2 (was held out until 2026-11-28):",
+                      "calibration-2-unseen-repos (repositories not in calibration):",
+                      "fresh (held-out, gathered 2026-11-28):",
+                      "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories in neither calibration part):",
+                      "calibration-3:", "fresh-2 (held out, gathered 2026-11-28, second batch):",
+                      "fresh-2-unseen-repos (held out, gathered 2026-11-28, second batch, repositories in no "
+                      "calibration part):"]
 
 
 def test_half_fresh_prints_only_the_fresh_part(capsys, tmp_path, monkeypatch):
