@@ -118,3 +118,26 @@ def test_logical_lines_drop_comment_lines_in_continuations():
     lines = logical_lines(whole(text, "Dockerfile"))
     assert [ln.text for ln in lines] == ["CMD a   b", "ENV X=1"]
     assert lines[0].off(len("CMD a   ")) == text.index("b\n")
+
+
+def test_bash_arrays_expand_element_by_element_with_their_spans():
+    """`args=( ... )` over several lines, `args+=(...)`, then `"${args[@]}"`: the command as bash runs it,
+    each element a word whose span is where the element is written (so a fix edits the array)."""
+    text = ('M=Qwen/Qwen3-8B\nARGS=(\n  --model "$M"   # the model\n  --max-model-len 32768\n)\n'
+            'ARGS+=(--max-num-seqs 64)\nvllm serve "${ARGS[@]}" --port 8000\n')
+    c = cmds(text)[-1]
+    assert c.texts == ["vllm", "serve", "--model", "Qwen/Qwen3-8B", "--max-model-len", "32768",
+                       "--max-num-seqs", "64", "--port", "8000"]
+    toks = [w.token() for w in c.words]
+    assert (toks[5].span.line, toks[5].span.col) == (4, 19) and src_of(text, toks[5]) == "32768"
+    assert (toks[7].span.line, toks[7].span.col) == (6, 23) and src_of(text, toks[7]) == "64"
+    assert src_of(text, toks[3]) == "Qwen/Qwen3-8B"  # through $M: where M is written
+
+
+def test_array_forms_star_index_unset_and_conditional():
+    text = 'A=(x "y z")\necho "${A[*]}" ${A[1]} ${B[@]} "${A[@]}"\n'
+    assert cmds(text)[-1].texts == ["echo", "x y z", "y", "z", "${B[@]}", "x", "y z"]
+    assert cmds(text)[-1].unresolved == [] and cmds(text)[-1].words[4].unresolved[0][0] == "B"
+    # inside a condition an array that is already set keeps its value, as a plain variable does
+    assert cmds('A=(1)\nif x; then\n  A=(2)\nfi\necho "${A[@]}"\n')[-1].texts == ["echo", "1"]
+    assert cmds('E=()\necho "${E[@]}" end\n')[-1].texts == ["echo", "end"]

@@ -7,7 +7,9 @@ word is a comment to the end of the line even inside a continuation (so the comm
 there, as bash would end it), `;`/`&&`/`||`/`|`/`&`/newline separate commands, redirections
 and heredocs are dropped, `$VAR`, `${VAR}`, `${VAR:-d}`, `${VAR-d}`, `${VAR:=d}`, `${VAR:+a}`,
 `${VAR:?}` expand from the variables known at that point, unquoted expansions are split on
-whitespace, and assignments (`X=1`, `export X=1`) update the variables for later commands.
+whitespace, assignments (`X=1`, `export X=1`) update the variables for later commands, and
+arrays (`ARGS=( ... )` over several lines, `ARGS+=(...)`) expand element by element in
+`"${ARGS[@]}"`, `${ARGS[*]}` and `${ARGS[N]}`.
 
 Spans. A word's span covers the characters it was written with in the original file. When a
 whole word comes from one expansion (`$MAX_LEN`, `$(MAX_LEN)`, `${MAX_LEN}`), its span is the
@@ -35,6 +37,7 @@ RUN_SPLIT = re.compile(r"[^\s'\"\\$]+")
 RUN_WORD = re.compile(r"[^$]+")
 RUN_DQ = re.compile(r"[^\"\\$`]+")
 RUN_SQ = re.compile(r"[^'$]+")
+ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+)?=")
 OPENERS = {"if", "while", "until", "for", "case", "select"}
 CLOSERS = {"fi", "done", "esac"}
 
@@ -73,6 +76,7 @@ class Scanner(Expansions):
         self.at_seen = False
         self.depth = 0  # inside if / while / for / case: assignments there may not run
         self.prev_sep = ""
+        self.array: tuple[str, bool, int] | None = None  # inside `NAME=(`: name, `+=`, its first word
 
     # ---- entry points
     def commands(self) -> list[Command]:
@@ -176,7 +180,9 @@ class Scanner(Expansions):
                 i += 1
             elif c == "\n":
                 self._end_word()
-                if shell:
+                if self.array is not None:  # newlines inside `args=( ... )` only separate elements
+                    i += 1
+                elif shell:
                     self._end_cmd("\n")
                     i = self._skip_heredocs(i + 1)
                 else:
@@ -200,6 +206,11 @@ class Scanner(Expansions):
                 if self.cont and self.words:
                     self.broken = self.src.span(i, j)
                 i = j
+            elif shell and c == "(" and self.array is None and self._array_start():
+                i += 1
+            elif shell and c == ")" and self.array is not None:
+                self._array_end()
+                i += 1
             elif shell and c in ";&|<>()":
                 i = self._operator(i)
             elif c == "'" and self.compose:
@@ -220,6 +231,36 @@ class Scanner(Expansions):
                 j = m.end() if m else i + 1
                 self._lit(i, j)
                 i = j
+
+    def _array_start(self) -> bool:
+        """`NAME=(` or `NAME+=(` just read: the words up to `)` are the array's elements."""
+        cur = self.cur
+        if not cur or any(p.exp is not None or p.quoted for p in cur):
+            return False
+        m = ARRAY_START.fullmatch("".join(p.text for p in cur))
+        if not m:
+            return False
+        self.cur = None
+        self.array = (m.group(1), bool(m.group(2)), len(self.words))
+        return True
+
+    def _array_end(self) -> None:
+        """`)`: the elements become the array's value (each word's token: where it is written), under
+        the same rule as a plain assignment inside a condition (sources/words.py apply_assignments)."""
+        self._end_word()
+        assert self.array is not None
+        name, append, first = self.array
+        self.array = None
+        elems = [w.token() for w in self.words[first:]]
+        del self.words[first:]
+        if not self.assign or self.env is None:
+            return
+        conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
+        have = self.env.arrays.get(name)
+        if append:
+            self.env.arrays[name] = (have or []) + elems
+        elif not (conditional and have is not None):
+            self.env.arrays[name] = elems
 
     def _operator(self, i: int) -> int:
         t = self.t

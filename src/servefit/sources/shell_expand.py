@@ -13,6 +13,7 @@ from servefit.sources.text import Src
 from servefit.sources.words import NAME, Piece, Vars
 
 BRACE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(:?[-=+?])?")
+ARRAY_REF = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*]|[0-9]+)\]")
 K8S_REF = re.compile(r"\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
@@ -158,6 +159,9 @@ class Expansions:
         j = self._match(i + 1, "{", "}")  # just after the closing brace
         inner_a, inner_b = i + 2, j - 1
         inner = t[inner_a:inner_b]
+        arr = ARRAY_REF.fullmatch(inner)
+        if arr:
+            return self._array(arr.group(1), arr.group(2), i, j, quoted, env)
         m = BRACE.match(inner)
         if not m:
             self._unresolved(t[i:j], i, j, quoted)
@@ -192,6 +196,25 @@ class Expansions:
             else:
                 self._unresolved(name, i, j, quoted)
         return j
+
+    def _array(self, name: str, which: str, a: int, b: int, quoted: bool, env: Vars) -> int:
+        """`"${args[@]}"`: each element its own word (an unquoted one split again), as bash does;
+        `${args[*]}` and `${args[N]}` likewise from the elements. An unknown array stays as written."""
+        elems = env.arrays.get(name)
+        if elems is None:
+            self._unresolved(name, a, b, quoted)
+            return b
+        if which.isdigit():
+            elems = elems[int(which):int(which) + 1]
+        for k, tok in enumerate(elems):
+            if k and (which == "@" or not quoted):
+                self._end_word()  # type: ignore[attr-defined]
+            elif k:
+                self._lit(b, b, quoted, " ")
+            self._exp(tok, a, b, quoted, name, env)
+        if not elems:
+            self.at_seen = True
+        return b
 
     def _default(self, a: int, b: int, quoted: bool, env: Vars) -> None:
         """The word inside `${X:-...}`: quotes and nested expansions, no splitting."""

@@ -23,6 +23,7 @@ class Vars:
         self.values: dict[str, Token] = dict(values or {})
         self.taint: dict[str, list[tuple[str, Span | None]]] = {}
         self.exported: set[str] = set()
+        self.arrays: dict[str, list[Token]] = {}  # bash arrays: `args=(vllm serve ...)`, `args+=(...)`
 
     def get(self, name: str) -> Token | None:
         return self.values.get(name)
@@ -39,6 +40,7 @@ class Vars:
         out = Vars(self.values)
         out.taint = dict(self.taint)
         out.exported = set(self.exported)
+        out.arrays = dict(self.arrays)
         return out
 
 
