@@ -94,6 +94,9 @@ TRAITS: dict[str, Traits] = {
     "gptj": Traits(norms_per_layer=1, norm_bias=True, gated_mlp=False, mlp_bias=True, lm_head_bias=True),
     # modeling_nemotron.py: LayerNorm1P (weight + bias), relu^2 up/down MLP without a gate
     "nemotron": Traits(norm_bias=True, gated_mlp=False),
+    # vLLM mpt.py MPTBlock: fused Wqkv and out_proj, up_proj -> GELU -> down_proj, no biases
+    # where config.no_bias (every MPT checkpoint), LayerNorms without bias, ALiBi (no positions)
+    "mpt": Traits(gated_mlp=False),
     "llava_onevision": Traits(qkv_bias=True),  # its language model is Qwen2
     "olmo": Traits(norms_per_layer=0, final_norm=False),  # modeling_olmo.py OlmoLayerNorm: no weights
     # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width

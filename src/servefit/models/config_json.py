@@ -38,6 +38,9 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "mistral": {"vocab_size": 32000, "max_position_embeddings": 131072, "tie_word_embeddings": False},
     "falcon": {"vocab_size": 65024, "max_position_embeddings": 2048, "tie_word_embeddings": True},
     "cohere": {"tie_word_embeddings": True},
+    # MPT's config.json leaves tie_word_embeddings to PretrainedConfig's default (True); vLLM
+    # mpt.py MPTForCausalLM reuses wte as the lm_head
+    "mpt": {"tie_word_embeddings": True},
     "chatglm": {"tie_word_embeddings": False},
     "llama4_text": {"tie_word_embeddings": False},
 }
@@ -253,8 +256,9 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     kv = _kv_heads(c, heads)
     head_dim = _int(c.get("head_dim") or c.get("kv_channels")) or h // heads
     inter = _int(_first(c, _FIRST_OF["intermediate_size"]))
-    if not inter:
-        inter = 4 * h
+    if not inter:  # MPT: expansion_ratio x d_model (configuration_mpt.py); GPT-2: 4 x n_embd
+        ratio = _int(c.get("expansion_ratio"), 4)
+        inter = (ratio if 0 < ratio <= 64 else 4) * h
     vocab = _int(_first(c, _FIRST_OF["vocab_size"]))
     max_pos = _int(_first(c, _FIRST_OF["max_position_embeddings"]))
     tie = c.get("tie_word_embeddings")
