@@ -103,6 +103,10 @@ TRAITS: dict[str, Traits] = {
     "olmo2": Traits(qk_norm_full=True),
     "olmo3": Traits(qk_norm_full=True),
     "olmoe": Traits(qk_norm_full=True),
+    # modeling_olmo_hybrid.py: OLMo 3's full-attention layers (q_norm / k_norm over the projection
+    # width) between Gated DeltaNet layers whose q/k/v/g/a/b/o projections and conv hold the same
+    # count as Qwen3-Next's fused in_proj_qkvz / in_proj_ba (mamba.kind gated_deltanet)
+    "olmo_hybrid": Traits(qk_norm_full=True),
     # vLLM hunyuan_v1.py HunYuanAttention: query_layernorm / key_layernorm over head_dim (use_qk_norm)
     "hunyuan_v1_dense": Traits(qk_norm=True),
     "hunyuan_v1_moe": Traits(qk_norm=True),
