@@ -216,6 +216,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
             lay["rotary_pct"] = float(pct)
+    if mt == "bailing_moe":  # vLLM bailing_moe.py: Ling 1.x has neither (use_qk_norm, moe_router_enable_expert_bias)
+        for key, field in (("use_qk_norm", "qk_norm"), ("moe_router_enable_expert_bias", "expert_score_bias")):
+            if isinstance(c.get(key), bool):
+                lay[field] = c[key]
     if mt in ("glm4", "seed_oss") and isinstance(c.get("attention_bias"), bool):  # vLLM glm4.py, seed_oss.py: q/k/v bias
         lay["attention_bias"] = c["attention_bias"]
     if mt in ("llama", "mistral") and c.get("attention_bias") is True:  # vLLM llama.py: q/k/v and o_proj biases
