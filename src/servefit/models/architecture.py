@@ -56,6 +56,7 @@ TRAITS: dict[str, Traits] = {
     # (vLLM model_executor/models/qwen3_5.py) with a dense MLP (qwen3_5) or the gated shared expert
     "qwen3_vl": Traits(qk_norm=True),
     "qwen3_vl_moe": Traits(qk_norm=True),
+    "qwen3_omni_moe": Traits(qk_norm=True),  # Qwen3-Omni's thinker: a Qwen3-MoE LM (qwen3_omni_moe_thinker.py)
     "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
     "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),

@@ -275,10 +275,12 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         known = v.get("architecture") == "mobilenetv5_300m_enc"
         return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,
                 "towers_params": GEMMA3N_TOWERS if known else 1}
-    if mt == "qwen2_5_omni" and v:  # the thinker's Qwen2.5-VL tower and its audio encoder (audio_config)
+    if mt in ("qwen2_5_omni", "qwen3_omni_moe") and v:  # the thinker's tower and audio encoder (audio_config)
         a = _dict(top.get("audio_config"))
-        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim")
-        return {**v, "model_type": "qwen2_5_vl", "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
+        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim",
+                "downsample_hidden_size")  # Qwen3-Omni: Conv2d front end
+        return {**v, "model_type": "qwen2_5_vl" if mt == "qwen2_5_omni" else "qwen3_vl",
+                "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
     if mt in ("minicpmv", "minicpmo") and v:
         return {**v, "model_type": "minicpmv", "query_num": _int(top.get("query_num"), 64)}
     return vision
