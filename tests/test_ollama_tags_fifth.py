@@ -23,6 +23,7 @@ from servefit.models import resolve_model
     ("nemotron-3-nano", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "Q4_K_M", 262144),
     ("nemotron-3-nano:4b", "nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16", "Q4_K_M", 262144),
     ("nemotron-cascade-2", "nvidia/Nemotron-Cascade-2-30B-A3B", "Q4_K_M", 262144),
+    ("nemotron-3-super", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "Q4_K_M", 262144),
 ])
 def test_fifth_round_library_names(tag, model, quant, context):
     t = lookup(tag)

@@ -157,8 +157,9 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.mamba = _mamba2(c, h)
     elif mt == "nemotron_h":
         spec.head_dim = _int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
-        if c.get("moe_shared_expert_intermediate_size"):
-            lay["moe_shared_expert_intermediate_size"] = _int(c["moe_shared_expert_intermediate_size"])
+        for key in ("moe_shared_expert_intermediate_size", "moe_latent_size"):  # latent: Nemotron 3 Super
+            if c.get(key):
+                lay[key] = _int(c[key])
         spec.mamba = _mamba2(c, h)
     elif mt in ("lfm2", "lfm2_moe"):
         spec.intermediate_size = lfm2_ff_dim(c)
