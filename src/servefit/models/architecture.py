@@ -111,6 +111,9 @@ TRAITS: dict[str, Traits] = {
     # vLLM hunyuan_v1.py HunYuanAttention: query_layernorm / key_layernorm over head_dim (use_qk_norm)
     "hunyuan_v1_dense": Traits(qk_norm=True),
     "hunyuan_v1_moe": Traits(qk_norm=True),
+    # transformers modeling_hy_v3.py (Hy3): q_norm / k_norm over head_dim; HYV3MoE's
+    # e_score_correction_bias is a buffer the checkpoint stores (the Hub count includes it)
+    "hy_v3": Traits(qk_norm=True, expert_score_bias=True),
     # vLLM arcee.py ArceeMLP: up_proj -> relu^2 -> down_proj, no gate
     "arcee": Traits(gated_mlp=False),
     # vLLM apertus.py: q_norm / k_norm over head_dim, up/down MLP with xIELU (alpha_p, alpha_n per layer)

@@ -282,6 +282,9 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         shared = max(1, round(shared_size / moe_inter)) if moe_inter else 1
     step = _int(_first(c, ("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")), 1) or 1
     first_dense = _int(c.get("first_k_dense_replace"))
+    mlp_types = c.get("mlp_layer_types")
+    if c.get("first_k_dense_replace") is None and isinstance(mlp_types, list):  # Hy3: leading "dense" layers
+        first_dense = next((i for i, t in enumerate(mlp_types) if t != "dense"), len(mlp_types))
 
     # multi-head latent attention
     kv_lora = _int(c.get("kv_lora_rank")) if c.get("use_mla") is not False else 0  # DeepSeek-VL2-tiny: MHA
