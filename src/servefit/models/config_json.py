@@ -46,13 +46,13 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 _FIRST_OF = {
-    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers"),
-    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_transformer_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim", "model_dim"),
     "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
     "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"),
     "vocab_size": ("padded_vocab_size", "vocab_size", "n_vocab"),
     "max_position_embeddings": ("max_position_embeddings", "seq_length", "n_positions",
-                                "max_sequence_length", "max_seq_len", "n_ctx"),
+                                "max_sequence_length", "max_seq_len", "n_ctx", "max_context_length"),
 }
 
 
@@ -76,9 +76,9 @@ def _int(v: Any, default: int = 0) -> int:
 # second element is the smallest valid value: 1 for anything that divides or is a period.
 _COUNTS: dict[str, tuple[str, int]] = {
     **{k: ("layers", 0) for k in ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "first_k_dense_replace",
-                                  "max_window_layers", "depth")},
-    **{k: ("hidden", 0) for k in ("hidden_size", "n_embd", "d_model", "embed_dim", "out_hidden_size")},
-    **{k: ("heads", 1) for k in ("num_attention_heads", "n_head", "num_heads", "n_heads")},
+                                  "max_window_layers", "depth", "num_transformer_layers")},
+    **{k: ("hidden", 0) for k in ("hidden_size", "n_embd", "d_model", "embed_dim", "out_hidden_size", "model_dim")},
+    **{k: ("heads", 1) for k in ("num_attention_heads", "n_head", "num_heads", "n_heads", "num_query_heads")},
     **{k: ("heads", 0) for k in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
                                  "index_n_heads", "linear_num_key_heads", "linear_num_value_heads", "mamba_n_heads",
                                  "mamba_num_heads")},
@@ -90,7 +90,8 @@ _COUNTS: dict[str, tuple[str, int]] = {
                                         "intermediate_size_mlp")},
     **{k: ("vocab", 0) for k in ("padded_vocab_size", "vocab_size", "n_vocab")},
     **{k: ("positions", 0) for k in ("max_position_embeddings", "seq_length", "n_positions", "max_sequence_length",
-                                     "max_seq_len", "n_ctx", "original_max_position_embeddings")},
+                                     "max_seq_len", "n_ctx", "original_max_position_embeddings",
+                                     "max_context_length")},
     **{k: ("experts", 0) for k in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
                                    "num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k",
                                    "num_selected_experts", "n_shared_experts", "num_shared_experts")},

@@ -213,6 +213,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["attention_bias"] = True
         elif version.startswith("4.5"):
             lay["qk_norm"] = True
+    elif mt == "openelm":  # per-layer heads and FFN widths from the multipliers (models/arch_openelm.py)
+        from servefit.models import arch_openelm
+
+        arch_openelm.apply_config(c, spec)
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
