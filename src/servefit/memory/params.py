@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from servefit.models.spec import ModelSpec
 
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}  # q/k/v carry a bias
-_NO_GATE = {"falcon", "gpt2", "phi", "starcoder2", "gpt_bigcode"}  # plain 2-matrix MLP
+_NO_GATE = {"falcon", "gpt2", "phi", "starcoder2", "gpt_bigcode", "mpt"}  # plain 2-matrix MLP
 
 
 @dataclass(frozen=True)
@@ -93,5 +93,11 @@ def param_groups(m: ModelSpec) -> ParamGroups:
         mlp = [mlp_params(m.hidden_size, layer_mlp_width(m, i)) + (x and m.hidden_size * m.num_experts)
                for i, x in enumerate(experts)]
         other += text - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type == "openelm":  # every layer its own heads and FFN width (models/arch_openelm.py)
+        from servefit.models import arch_openelm
+
+        shapes = [arch_openelm.layer_params(m, *x) for x in arch_openelm.layer_shapes(m)]
+        attn, mlp = [a for a, _ in shapes], [f for _, f in shapes]
+        other += arch_openelm.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + norms)
     return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
                        experts=tuple(experts), norms=norms, other=other)

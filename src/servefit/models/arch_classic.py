@@ -121,6 +121,10 @@ def count_classic(s: ModelSpec) -> int | None:
     fn = _LAYOUTS.get(s.model_type)
     if fn is not None:
         return fn(s)
+    if s.model_type == "openelm":  # per-layer heads and FFN widths
+        from servefit.models import arch_openelm
+
+        return arch_openelm.count_text(s)
     from servefit.models import arch_hybrid, encoders
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 

@@ -84,16 +84,22 @@ def _nemotron_h(s: ModelSpec) -> int:
     from hybrid_override_pattern: 'M' Mamba2, '*' bias-free attention, '-' relu^2 up/down MLP,
     'E' MoE (Nemotron 3: routed relu^2 experts, a shared expert of
     moe_shared_expert_intermediate_size, the router's weight; its e_score_correction_bias is
-    not in the Hub's parameter count, 128 per layer); norm_f; untied lm_head."""
+    not in the Hub's parameter count, 128 per layer; Nemotron 3 Super's latent MoE: the routed
+    experts work in moe_latent_size between fc1_latent_proj / fc2_latent_proj, the router and the
+    shared expert in the hidden width); norm_f; untied lm_head."""
     h = s.hidden_size
     n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
     shared = int(s.layout.get("moe_shared_expert_intermediate_size", 0))
+    latent = int(s.layout.get("moe_latent_size", 0))
     for kind in s.kinds():
         n += h
         if kind == "mamba":
             n += mamba2_mixer(s)
         elif kind == "full":
             n += _gqa(s)
+        elif s.is_moe and latent:
+            e = s.num_experts
+            n += e * 2 * latent * s.moe_intermediate_size + e * h + 2 * h * latent + 2 * h * shared
         elif s.is_moe:
             n += _experts(s, gated=False, score_bias=False) + 2 * h * shared
         else:

@@ -56,6 +56,7 @@ TRAITS: dict[str, Traits] = {
     # (vLLM model_executor/models/qwen3_5.py) with a dense MLP (qwen3_5) or the gated shared expert
     "qwen3_vl": Traits(qk_norm=True),
     "qwen3_vl_moe": Traits(qk_norm=True),
+    "qwen3_omni_moe": Traits(qk_norm=True),  # Qwen3-Omni's thinker: a Qwen3-MoE LM (qwen3_omni_moe_thinker.py)
     "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
     "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),
@@ -94,15 +95,31 @@ TRAITS: dict[str, Traits] = {
     "gptj": Traits(norms_per_layer=1, norm_bias=True, gated_mlp=False, mlp_bias=True, lm_head_bias=True),
     # modeling_nemotron.py: LayerNorm1P (weight + bias), relu^2 up/down MLP without a gate
     "nemotron": Traits(norm_bias=True, gated_mlp=False),
+    # vLLM mpt.py MPTBlock: fused Wqkv and out_proj, up_proj -> GELU -> down_proj, no biases
+    # where config.no_bias (every MPT checkpoint), LayerNorms without bias, ALiBi (no positions)
+    "mpt": Traits(gated_mlp=False),
     "llava_onevision": Traits(qkv_bias=True),  # its language model is Qwen2
     "olmo": Traits(norms_per_layer=0, final_norm=False),  # modeling_olmo.py OlmoLayerNorm: no weights
     # modeling_olmo2.py / olmo3 / olmoe: q_norm and k_norm over the full projection width
     "olmo2": Traits(qk_norm_full=True),
     "olmo3": Traits(qk_norm_full=True),
     "olmoe": Traits(qk_norm_full=True),
+    # modeling_olmo_hybrid.py: OLMo 3's full-attention layers (q_norm / k_norm over the projection
+    # width) between Gated DeltaNet layers whose q/k/v/g/a/b/o projections and conv hold the same
+    # count as Qwen3-Next's fused in_proj_qkvz / in_proj_ba (mamba.kind gated_deltanet)
+    "olmo_hybrid": Traits(qk_norm_full=True),
     # vLLM hunyuan_v1.py HunYuanAttention: query_layernorm / key_layernorm over head_dim (use_qk_norm)
     "hunyuan_v1_dense": Traits(qk_norm=True),
     "hunyuan_v1_moe": Traits(qk_norm=True),
+    # transformers modeling_hy_v3.py (Hy3): q_norm / k_norm over head_dim; HYV3MoE's
+    # e_score_correction_bias is a buffer the checkpoint stores (the Hub count includes it)
+    "hy_v3": Traits(qk_norm=True, expert_score_bias=True),
+    # transformers modeling_mellum.py (Mellum2): Qwen3-MoE's layout (q/k norms over head_dim, routed
+    # experts without a shared one)
+    "mellum": Traits(qk_norm=True),
+    # transformers modeling_exaone_moe.py (K-EXAONE): q/k norms over head_dim, a shared expert and the
+    # router's e_score_correction_bias buffer, which the checkpoint stores
+    "exaone_moe": Traits(qk_norm=True, expert_score_bias=True),
     # vLLM arcee.py ArceeMLP: up_proj -> relu^2 -> down_proj, no gate
     "arcee": Traits(gated_mlp=False),
     # vLLM apertus.py: q_norm / k_norm over head_dim, up/down MLP with xIELU (alpha_p, alpha_n per layer)
@@ -259,7 +276,7 @@ def _moe_params(s: ModelSpec, t: Traits) -> int:
     inter = s.moe_intermediate_size or s.intermediate_size
     n = (s.num_experts + s.num_shared_experts) * _mlp_params(h, inter, t)
     n += h * s.num_experts + (s.num_experts if t.router_bias else 0)
-    if t.expert_score_bias:
+    if s.layout.get("expert_score_bias", t.expert_score_bias):  # Ling 1.x: a bailing_moe without it
         n += s.num_experts
     if t.shared_expert_gate and s.num_shared_experts:
         n += h

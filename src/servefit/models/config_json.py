@@ -38,18 +38,21 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "mistral": {"vocab_size": 32000, "max_position_embeddings": 131072, "tie_word_embeddings": False},
     "falcon": {"vocab_size": 65024, "max_position_embeddings": 2048, "tie_word_embeddings": True},
     "cohere": {"tie_word_embeddings": True},
+    # MPT's config.json leaves tie_word_embeddings to PretrainedConfig's default (True); vLLM
+    # mpt.py MPTForCausalLM reuses wte as the lm_head
+    "mpt": {"tie_word_embeddings": True},
     "chatglm": {"tie_word_embeddings": False},
     "llama4_text": {"tie_word_embeddings": False},
 }
 
 _FIRST_OF = {
-    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers"),
-    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim"),
+    "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_transformer_layers"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model", "dim", "model_dim"),
     "num_attention_heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
     "intermediate_size": ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"),
     "vocab_size": ("padded_vocab_size", "vocab_size", "n_vocab"),
     "max_position_embeddings": ("max_position_embeddings", "seq_length", "n_positions",
-                                "max_sequence_length", "max_seq_len", "n_ctx"),
+                                "max_sequence_length", "max_seq_len", "n_ctx", "max_context_length"),
 }
 
 
@@ -73,9 +76,9 @@ def _int(v: Any, default: int = 0) -> int:
 # second element is the smallest valid value: 1 for anything that divides or is a period.
 _COUNTS: dict[str, tuple[str, int]] = {
     **{k: ("layers", 0) for k in ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "first_k_dense_replace",
-                                  "max_window_layers", "depth")},
-    **{k: ("hidden", 0) for k in ("hidden_size", "n_embd", "d_model", "embed_dim", "out_hidden_size")},
-    **{k: ("heads", 1) for k in ("num_attention_heads", "n_head", "num_heads", "n_heads")},
+                                  "max_window_layers", "depth", "num_transformer_layers")},
+    **{k: ("hidden", 0) for k in ("hidden_size", "n_embd", "d_model", "embed_dim", "out_hidden_size", "model_dim")},
+    **{k: ("heads", 1) for k in ("num_attention_heads", "n_head", "num_heads", "n_heads", "num_query_heads")},
     **{k: ("heads", 0) for k in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
                                  "index_n_heads", "linear_num_key_heads", "linear_num_value_heads", "mamba_n_heads",
                                  "mamba_num_heads")},
@@ -87,7 +90,8 @@ _COUNTS: dict[str, tuple[str, int]] = {
                                         "intermediate_size_mlp")},
     **{k: ("vocab", 0) for k in ("padded_vocab_size", "vocab_size", "n_vocab")},
     **{k: ("positions", 0) for k in ("max_position_embeddings", "seq_length", "n_positions", "max_sequence_length",
-                                     "max_seq_len", "n_ctx", "original_max_position_embeddings")},
+                                     "max_seq_len", "n_ctx", "original_max_position_embeddings",
+                                     "max_context_length")},
     **{k: ("experts", 0) for k in ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
                                    "num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k",
                                    "num_selected_experts", "n_shared_experts", "num_shared_experts")},
@@ -253,8 +257,9 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     kv = _kv_heads(c, heads)
     head_dim = _int(c.get("head_dim") or c.get("kv_channels")) or h // heads
     inter = _int(_first(c, _FIRST_OF["intermediate_size"]))
-    if not inter:
-        inter = 4 * h
+    if not inter:  # MPT: expansion_ratio x d_model (configuration_mpt.py); GPT-2: 4 x n_embd
+        ratio = _int(c.get("expansion_ratio"), 4)
+        inter = (ratio if 0 < ratio <= 64 else 4) * h
     vocab = _int(_first(c, _FIRST_OF["vocab_size"]))
     max_pos = _int(_first(c, _FIRST_OF["max_position_embeddings"]))
     tie = c.get("tie_word_embeddings")
@@ -278,6 +283,9 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         shared = max(1, round(shared_size / moe_inter)) if moe_inter else 1
     step = _int(_first(c, ("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")), 1) or 1
     first_dense = _int(c.get("first_k_dense_replace"))
+    mlp_types = c.get("mlp_layer_types")
+    if c.get("first_k_dense_replace") is None and isinstance(mlp_types, list):  # Hy3: leading "dense" layers
+        first_dense = next((i for i, t in enumerate(mlp_types) if t != "dense"), len(mlp_types))
 
     # multi-head latent attention
     kv_lora = _int(c.get("kv_lora_rank")) if c.get("use_mla") is not False else 0  # DeepSeek-VL2-tiny: MHA

@@ -157,8 +157,9 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.mamba = _mamba2(c, h)
     elif mt == "nemotron_h":
         spec.head_dim = _int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
-        if c.get("moe_shared_expert_intermediate_size"):
-            lay["moe_shared_expert_intermediate_size"] = _int(c["moe_shared_expert_intermediate_size"])
+        for key in ("moe_shared_expert_intermediate_size", "moe_latent_size"):  # latent: Nemotron 3 Super
+            if c.get(key):
+                lay[key] = _int(c[key])
         spec.mamba = _mamba2(c, h)
     elif mt in ("lfm2", "lfm2_moe"):
         spec.intermediate_size = lfm2_ff_dim(c)
@@ -212,10 +213,18 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["attention_bias"] = True
         elif version.startswith("4.5"):
             lay["qk_norm"] = True
+    elif mt == "openelm":  # per-layer heads and FFN widths from the multipliers (models/arch_openelm.py)
+        from servefit.models import arch_openelm
+
+        arch_openelm.apply_config(c, spec)
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
             lay["rotary_pct"] = float(pct)
+    if mt == "bailing_moe":  # vLLM bailing_moe.py: Ling 1.x has neither (use_qk_norm, moe_router_enable_expert_bias)
+        for key, field in (("use_qk_norm", "qk_norm"), ("moe_router_enable_expert_bias", "expert_score_bias")):
+            if isinstance(c.get(key), bool):
+                lay[field] = c[key]
     if mt in ("glm4", "seed_oss") and isinstance(c.get("attention_bias"), bool):  # vLLM glm4.py, seed_oss.py: q/k/v bias
         lay["attention_bias"] = c["attention_bias"]
     if mt in ("llama", "mistral") and c.get("attention_bias") is True:  # vLLM llama.py: q/k/v and o_proj biases
@@ -271,10 +280,12 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         known = v.get("architecture") == "mobilenetv5_300m_enc"
         return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,
                 "towers_params": GEMMA3N_TOWERS if known else 1}
-    if mt == "qwen2_5_omni" and v:  # the thinker's Qwen2.5-VL tower and its audio encoder (audio_config)
+    if mt in ("qwen2_5_omni", "qwen3_omni_moe") and v:  # the thinker's tower and audio encoder (audio_config)
         a = _dict(top.get("audio_config"))
-        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim")
-        return {**v, "model_type": "qwen2_5_vl", "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
+        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim",
+                "downsample_hidden_size")  # Qwen3-Omni: Conv2d front end
+        return {**v, "model_type": "qwen2_5_vl" if mt == "qwen2_5_omni" else "qwen3_vl",
+                "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
     if mt in ("minicpmv", "minicpmo") and v:
         return {**v, "model_type": "minicpmv", "query_num": _int(top.get("query_num"), 64)}
     return vision

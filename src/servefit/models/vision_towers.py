@@ -156,6 +156,21 @@ def count_audio(a: dict[str, Any], text_hidden: int) -> int:
     width) with bias, and audio_bos_eos_token (2 x output_dim); the sinusoidal positions are a buffer."""
     d, ffn = int(a.get("d_model", 1280)), int(a.get("encoder_ffn_dim", 5120))
     mel, out = int(a.get("num_mel_bins", 128)), int(a.get("output_dim") or text_hidden)
+    layers = int(a.get("encoder_layers", 32))
+    if a.get("downsample_hidden_size"):
+        return _qwen3_omni_audio(a, d, ffn, mel, out, layers)
     layer = 3 * _lin(d, d) + d * d + 4 * d + _lin(d, ffn) + _lin(ffn, d)
-    return (mel * d * 3 + d + d * d * 3 + d + int(a.get("encoder_layers", 32)) * layer + 2 * d
-            + _lin(d, out) + 2 * out)
+    return mel * d * 3 + d + d * d * 3 + d + layers * layer + 2 * d + _lin(d, out) + 2 * out
+
+
+def _qwen3_omni_audio(a: dict[str, Any], d: int, ffn: int, mel: int, out: int, layers: int) -> int:
+    """Qwen3-Omni's audio encoder (transformers modeling_qwen3_omni_moe.py
+    Qwen3OmniMoeAudioEncoder; vLLM qwen3_omni_moe_thinker.py): three 3x3 stride-2 Conv2d with biases
+    (1 -> c -> c -> c channels), conv_out (c x the mel bins left after three halvings -> d_model, no
+    bias), Whisper layers with biases on q / k / v / out, ln_post, proj1 (d -> d) and proj2 (d ->
+    output_dim) with biases; no audio_bos_eos_token."""
+    c = int(a["downsample_hidden_size"])
+    freq = (((mel + 1) // 2 + 1) // 2 + 1) // 2
+    convs = (9 * c + c) + 2 * (9 * c * c + c) + c * freq * d
+    layer = 4 * _lin(d, d) + 4 * d + _lin(d, ffn) + _lin(ffn, d)
+    return convs + layers * layer + 2 * d + _lin(d, d) + _lin(d, out)
