@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from servefit import data
 from servefit.models.arch_classic import decilm_ffn_width
+from servefit.models.arch_openelm import layer_shapes
 from servefit.models.architecture import is_moe_layer, traits
 from servefit.models.encoders import ENCODERS
 from servefit.models.gguf import TensorInfo, type_by_name
@@ -225,6 +226,7 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
         kinds = ["full"] * len(kinds)
     mt = m.model_type
     ffn_mult = list(m.layout.get("ffn_mult") or [])  # DeciLM: per-layer FFN width (0: no FFN)
+    openelm = layer_shapes(m) if mt == "openelm" else []
     # llama.cpp src/models/nemotron-h.cpp (llm_build_nemotron_h): every block is attn_norm plus ONE
     # of a Mamba2 mixer, attention, or an FFN ("none": relu^2 ffn_up/ffn_down, or the MoE)
     nemotron_h = m.model_type == "nemotron_h"
@@ -273,6 +275,10 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
                     (p + "attn_kv_a_norm.weight", (m.kv_lora_rank,)),
                     (p + "attn_kv_b.weight", (m.kv_lora_rank, m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim))),
                     (p + "attn_output.weight", (m.num_attention_heads * m.v_head_dim, e))]
+        elif mt == "openelm":  # src/models/openelm.cpp: per-layer heads, fused qkv (arch_openelm.layer_shapes)
+            q, kv, _ = openelm[il]
+            out += [(p + "attn_qkv.weight", (e, (q + 2 * kv) * hd)), (p + "attn_q_norm.weight", (hd,)),
+                    (p + "attn_k_norm.weight", (hd,)), (p + "attn_output.weight", (q * hd, e))]
         else:
             lhd, lkv = hd, m.num_key_value_heads
             if m.layout.get("global_head_dim"):  # Gemma 4: full layers' own shape, no v_proj with k_eq_v
@@ -316,6 +322,8 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
             ff = m.intermediate_size * (2 if m.layout.get("use_double_wide_mlp") and il >= n_kv else 1)
             if ffn_mult:  # llama.cpp reads each layer's width from the GGUF (deci.cpp)
                 ff = decilm_ffn_width(ffn_mult[il], e)
+            elif openelm:
+                ff = openelm[il][2]
             if gated:
                 out.append((p + "ffn_gate.weight", (e, ff)))
             out += [(p + "ffn_up.weight", (e, ff)), (p + "ffn_down.weight", (ff, e))]
@@ -358,9 +366,14 @@ def _nemotron_h_ffn(m: ModelSpec, p: str) -> list[tuple[str, tuple[int, ...]]]:
         return [(p + "ffn_up.weight", (e, m.intermediate_size)), (p + "ffn_down.weight", (m.intermediate_size, e))]
     ff, ne = m.moe_intermediate_size or m.intermediate_size, m.num_experts
     sh = int(m.layout.get("moe_shared_expert_intermediate_size") or 0)
+    lat = int(m.layout.get("moe_latent_size") or 0)  # Nemotron 3 Super: experts in a latent width
+    x = lat or e
     out: list[tuple[str, tuple[int, ...]]] = [
         (p + "ffn_gate_inp.weight", (e, ne)), (p + "exp_probs_b.bias", (ne,)),
-        (p + "ffn_up_exps.weight", (e, ff, ne)), (p + "ffn_down_exps.weight", (ff, e, ne))]
+        (p + "ffn_up_exps.weight", (x, ff, ne)), (p + "ffn_down_exps.weight", (ff, x, ne))]
+    if lat:  # fc1 / fc2_latent_proj, sized as the checkpoint holds them; the names are servefit's own,
+        # so they take the file type's default quantization
+        out += [(p + "ffn_latent_in.weight", (e, lat)), (p + "ffn_latent_out.weight", (lat, e))]
     if sh:
         out += [(p + "ffn_up_shexp.weight", (e, sh)), (p + "ffn_down_shexp.weight", (sh, e))]
     return out
