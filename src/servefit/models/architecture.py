@@ -259,7 +259,7 @@ def _moe_params(s: ModelSpec, t: Traits) -> int:
     inter = s.moe_intermediate_size or s.intermediate_size
     n = (s.num_experts + s.num_shared_experts) * _mlp_params(h, inter, t)
     n += h * s.num_experts + (s.num_experts if t.router_bias else 0)
-    if t.expert_score_bias:
+    if s.layout.get("expert_score_bias", t.expert_score_bias):  # Ling v1: moe_router_enable_expert_bias false
         n += s.num_experts
     if t.shared_expert_gate and s.num_shared_experts:
         n += h

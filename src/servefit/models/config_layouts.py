@@ -204,6 +204,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["attention_bias"] = True
         if c.get("use_qk_norm"):
             lay["qk_norm" if c.get("qk_norm_type") == "qwen3" else "qk_norm_full"] = True
+    elif mt == "bailing_moe":  # vLLM bailing_moe.py: Ling v1 has neither q/k norms nor the expert bias
+        for key, flag in (("use_qk_norm", "qk_norm"), ("moe_router_enable_expert_bias", "expert_score_bias")):
+            if isinstance(c.get(key), bool):
+                lay[flag] = c[key]
     elif mt == "qwen2_5_omni":  # the thinker's language model is Qwen2.5's (q/k/v biases)
         lay["attention_bias"] = True
     elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3

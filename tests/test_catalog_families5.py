@@ -1,0 +1,40 @@
+"""Issue 13 catalog additions (helper catalog5): Ling v1's layout switches, and exact counts of
+the new entries as the catalog resolves them."""
+
+from __future__ import annotations
+
+import pytest
+
+from servefit.models import resolve_model
+from servefit.models.config_json import from_config
+
+# Ling-lite-1.5's shapes as its llmfit record gives them (BailingMoeForCausalLM)
+LING_V1 = {
+    "architectures": ["BailingMoeForCausalLM"], "model_type": "bailing_moe",
+    "num_hidden_layers": 28, "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+    "head_dim": 128, "intermediate_size": 5632, "moe_intermediate_size": 1408, "num_experts": 64,
+    "num_experts_per_tok": 6, "num_shared_experts": 2, "first_k_dense_replace": 0,
+    "vocab_size": 126464, "max_position_embeddings": 32768, "tie_word_embeddings": False,
+    "use_qk_norm": False, "moe_router_enable_expert_bias": False,
+}
+
+
+def test_ling_v1_config_drops_qk_norms_and_expert_bias():
+    m = from_config(LING_V1, "local/ling-lite")
+    assert m.params == resolve_model("inclusionAI/Ling-lite-1.5").params == 16_801_974_272
+    v2_style = from_config(dict(LING_V1, use_qk_norm=True, moe_router_enable_expert_bias=True), "x")
+    assert v2_style.params - m.params == 28 * (2 * 128 + 64)  # per layer: q/k norms + one bias per expert
+    no_flags = {k: v for k, v in LING_V1.items() if k not in ("use_qk_norm", "moe_router_enable_expert_bias")}
+    assert from_config(no_flags, "x").params == v2_style.params  # absent keys keep Ling 2.0's traits
+
+
+@pytest.mark.parametrize(("name", "params", "vision"), [
+    ("tiiuae/falcon-11B", 10_836_484_096, 0),
+    ("google/medgemma-27b-text-it", 27_009_002_240, 0),
+    ("ServiceNow-AI/Apriel-1.6-15b-Thinker", 14_863_859_712, 434_957_312),
+    ("ibm-granite/granite-docling-258M", 257_517_120, 93_510_912),
+    ("inclusionAI/Ling-lite", 16_801_974_272, 0),
+])
+def test_new_entries_resolve_with_their_counts(name, params, vision):
+    m = resolve_model(name)
+    assert (m.params, m.vision_params) == (params, vision)
