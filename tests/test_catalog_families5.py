@@ -38,3 +38,25 @@ def test_ling_v1_config_drops_qk_norms_and_expert_bias():
 def test_new_entries_resolve_with_their_counts(name, params, vision):
     m = resolve_model(name)
     assert (m.params, m.vision_params) == (params, vision)
+
+
+# jina-embeddings-v2-base-en's config.json keys (as public fixtures quote them)
+JINA_V2 = {
+    "architectures": ["JinaBertForMaskedLM"], "model_type": "bert", "position_embedding_type": "alibi",
+    "feed_forward_type": "geglu", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+    "intermediate_size": 3072, "max_position_embeddings": 8192, "type_vocab_size": 2, "vocab_size": 30528,
+}
+
+
+def test_jina_bert_config_counts_alibi_and_the_gated_mlp():
+    m = from_config(JINA_V2, "local/jina-v2")
+    assert m.params == resolve_model("jinaai/jina-embeddings-v2-base-en").params == 137_368_320
+    assert set(m.kinds()) == {"none"}  # an encoder: no KV cache
+    plain = from_config(dict(JINA_V2, position_embedding_type="absolute", feed_forward_type="original"), "x")
+    # a learned position table (8192 x 768) and a plain MLP (h -> inter with bias, not h -> 2 x inter)
+    assert plain.params - m.params == 8192 * 768 + 12 * (3072 - 768 * 3072)
+
+
+def test_jina_v2_languages_are_their_own_entries():
+    assert resolve_model("jinaai/jina-embeddings-v2-base-zh").vocab_size == 61056
+    assert resolve_model("jinaai/jina-embeddings-v2-small-en").params == 32_690_688

@@ -144,6 +144,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.layer_types = ["none"] * n  # ENCODER_ONLY attention: no KV cache in vLLM
         if c.get("type_vocab_size") is not None:
             lay["type_vocab_size"] = _int(c.get("type_vocab_size"))
+        if c.get("position_embedding_type") == "alibi":  # JinaBERT (jina-embeddings-v2)
+            lay["alibi"] = True
+        if str(c.get("feed_forward_type", "")).endswith("glu"):
+            lay["glu_mlp"] = True
     elif mt == "falcon" and c.get("num_ln_in_parallel_attn") is not None:
         lay["num_ln_in_parallel_attn"] = _int(c.get("num_ln_in_parallel_attn"))
     elif mt == "falcon_h1":

@@ -19,7 +19,10 @@ def count_encoder(s: ModelSpec) -> int:
     LayerNorm, intermediate and output dense + LayerNorm; the pooler (dense h x h) when the
     checkpoint has one. modeling_mpnet.py adds relative_attention_bias (32 buckets x heads)
     and has no token types. NomicBert (nomic-ai contrastors): rotary positions, fused
-    bias-free Wqkv and out_proj, SwiGLU fc11 / fc12 / fc2 without biases, post-norm."""
+    bias-free Wqkv and out_proj, SwiGLU fc11 / fc12 / fc2 without biases, post-norm. JinaBERT
+    (jina-embeddings-v2: model_type bert with position_embedding_type "alibi" and feed_forward_type
+    "geglu"): BERT without the position table, its MLP gated_layers (h -> 2 x inter, no bias) and
+    wo; llmfit's exact counts of v2 base and small fit it (data/models/embedding.yaml)."""
     h, lay = s.hidden_size, s.layout
     inter = s.intermediate_size
     types = int(lay.get("type_vocab_size", _TYPE_VOCAB.get(s.model_type, 2)))
@@ -27,8 +30,11 @@ def count_encoder(s: ModelSpec) -> int:
     if s.model_type == "nomic_bert":
         per = 4 * h * h + 3 * h * inter + 2 * 2 * h
         return n + s.num_hidden_layers * per
-    n += s.max_position_embeddings * h
-    per = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 2 * 2 * h
+    if not lay.get("alibi"):  # JinaBERT (jina-embeddings-v2): ALiBi biases, no position table
+        n += s.max_position_embeddings * h
+    # JinaBERT's GLU MLP: gated_layers (h -> 2 x inter, no bias), wo (inter -> h, bias)
+    mlp = h * 2 * inter + inter * h + h if lay.get("glu_mlp") else (h * inter + inter) + (inter * h + h)
+    per = 4 * (h * h + h) + mlp + 2 * 2 * h
     n += s.num_hidden_layers * per
     if s.model_type == "mpnet":
         n += int(lay.get("relative_attention_num_buckets", 32)) * s.num_attention_heads
