@@ -60,3 +60,20 @@ def test_jina_bert_config_counts_alibi_and_the_gated_mlp():
 def test_jina_v2_languages_are_their_own_entries():
     assert resolve_model("jinaai/jina-embeddings-v2-base-zh").vocab_size == 61056
     assert resolve_model("jinaai/jina-embeddings-v2-small-en").params == 32_690_688
+
+
+def test_aya_vision_config_counts_tower_and_swiglu_projector():
+    cfg = {
+        "architectures": ["AyaVisionForConditionalGeneration"], "model_type": "aya_vision",
+        "downsample_factor": 2, "alignment_intermediate_size": 28672, "tie_word_embeddings": True,
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304,
+                          "num_hidden_layers": 27, "num_attention_heads": 16, "image_size": 364, "patch_size": 14},
+        "text_config": {"model_type": "cohere2", "num_hidden_layers": 32, "hidden_size": 4096,
+                        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                        "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096},
+    }
+    m = from_config(cfg, "local/aya")
+    assert (m.params, m.vision_params) == (8_631_842_032, 603_809_008)
+    assert m.kinds()[:4] == ["sliding", "sliding", "sliding", "full"]  # Command R7B's 3:1 pattern
+    # Command A Vision's projector has no LayerNorm: 2 x (1152 x 4) fewer with the same shapes
+    assert from_config(dict(cfg, model_type="cohere2_vision"), "x").vision_params == 603_809_008 - 2 * 4608

@@ -65,6 +65,9 @@ TRAITS: dict[str, Traits] = {
     "phimoe": Traits(qkv_bias=True, o_bias=True, norm_bias=True, lm_head_bias=True),
     "cohere": Traits(norms_per_layer=1),
     "cohere2": Traits(norms_per_layer=1),  # modeling_cohere2.py: one input_layernorm per layer
+    # Aya Vision (Command R7B / Aya Expanse LM) and Command A Vision: the Cohere LMs under their own model_type
+    "aya_vision": Traits(norms_per_layer=1),
+    "cohere2_vision": Traits(norms_per_layer=1),
     "chatglm": Traits(qkv_bias=True),
     "glm": Traits(qkv_bias=True),
     "falcon": Traits(norm_bias=True, gated_mlp=False),

@@ -235,6 +235,15 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         proj = int(get("vision_output_dim", p_out)) * text_hidden
         return enc + adapter + proj
     siglip = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h  # no class token, post LN
+    if model_type in ("aya_vision", "cohere2_vision"):
+        # transformers modeling_aya_vision.py AyaVisionMultiModalProjector / modeling_cohere2_vision.py
+        # Cohere2VisionMultiModalProjector (vLLM aya_vision.py, cohere2_vision.py): SigLIP without its
+        # head, a pixel shuffle (downsample_factor^2 x width), Aya's LayerNorm, then linear_1 into
+        # alignment_intermediate_size, SwiGLU over its two halves, linear_2 into the LM; biases
+        ds = int(get("downsample_factor", 2))
+        inner = int(get("alignment_intermediate_size", text_hidden))
+        norm = 2 * h * ds * ds if model_type == "aya_vision" else 0
+        return siglip + norm + (h * ds * ds + 1) * inner + (inner // 2 + 1) * text_hidden
     if model_type == "paligemma":
         # modeling_paligemma.py / vLLM paligemma.py: SigLIP without its pooling head, then
         # multi_modal_projector.linear (vision width -> projection_dim = LM width, with bias)
