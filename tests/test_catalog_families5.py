@@ -34,6 +34,10 @@ def test_ling_v1_config_drops_qk_norms_and_expert_bias():
     ("ServiceNow-AI/Apriel-1.6-15b-Thinker", 14_863_859_712, 434_957_312),
     ("ibm-granite/granite-docling-258M", 257_517_120, 93_510_912),
     ("inclusionAI/Ling-lite", 16_801_974_272, 0),
+    ("inceptionai/Jais-2-8B-Chat", 8_090_401_280, 0),
+    ("JetBrains/Mellum2-12B-A2.5B-Base", 12_149_923_072, 0),
+    ("LGAI-EXAONE/K-EXAONE-236B-A23B", 237_099_669_632 - 5_059_148_160, 0),  # the MTP layer left out
+    ("CohereLabs/command-a-vision-07-2025", 111_867_525_360, 809_945_328),
 ])
 def test_new_entries_resolve_with_their_counts(name, params, vision):
     m = resolve_model(name)

@@ -65,6 +65,14 @@ TRAITS: dict[str, Traits] = {
     "phimoe": Traits(qkv_bias=True, o_bias=True, norm_bias=True, lm_head_bias=True),
     "cohere": Traits(norms_per_layer=1),
     "cohere2": Traits(norms_per_layer=1),  # modeling_cohere2.py: one input_layernorm per layer
+    # Jais 2 (transformers modeling_jais2.py; vLLM jais2.py): biased q/k/v/o, a plain up/down MLP with
+    # biases (relu2), LayerNorms with biases
+    "jais2": Traits(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, norm_bias=True),
+    # Mellum 2 (transformers modeling_mellum.py MellumAttention): q_norm / k_norm over head_dim
+    "mellum": Traits(qk_norm=True),
+    # K-EXAONE (transformers modeling_exaone_moe.py): q_norm / k_norm over head_dim, a shared expert
+    # and the router's e_score_correction_bias
+    "exaone_moe": Traits(qk_norm=True, expert_score_bias=True),
     # Aya Vision (Command R7B / Aya Expanse LM) and Command A Vision: the Cohere LMs under their own model_type
     "aya_vision": Traits(norms_per_layer=1),
     "cohere2_vision": Traits(norms_per_layer=1),
