@@ -81,3 +81,21 @@ def test_aya_vision_config_counts_tower_and_swiglu_projector():
     assert m.kinds()[:4] == ["sliding", "sliding", "sliding", "full"]  # Command R7B's 3:1 pattern
     # Command A Vision's projector has no LayerNorm: 2 x (1152 x 4) fewer with the same shapes
     assert from_config(dict(cfg, model_type="cohere2_vision"), "x").vision_params == 603_809_008 - 2 * 4608
+
+
+def test_idefics2_config_counts_the_perceiver_connector():
+    cfg = {
+        "architectures": ["Idefics2ForConditionalGeneration"], "model_type": "idefics2",
+        "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                          "num_attention_heads": 16, "image_size": 980, "patch_size": 14},
+        "perceiver_config": {"resampler_n_latents": 64, "resampler_depth": 3, "resampler_n_heads": 16,
+                             "resampler_head_dim": 96, "num_key_value_heads": 4},
+        "text_config": {"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+                        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                        "vocab_size": 32003, "max_position_embeddings": 32768},
+    }
+    m = from_config(cfg, "local/idefics2")
+    assert m.params == resolve_model("HuggingFaceM4/idefics2-8b").params == 8_402_768_112
+    shallow = from_config(dict(cfg, perceiver_config=dict(cfg["perceiver_config"], resampler_depth=2)), "x")
+    # one perceiver layer: three norms, 16 x 96 query / output, 4 x 96 key / value, SwiGLU of 4 x 4096
+    assert m.params - shallow.params == 3 * 4096 + 2 * 4096 * 16 * 96 + 2 * 4096 * 4 * 96 + 3 * 4096 * 16384

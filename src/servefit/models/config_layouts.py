@@ -255,6 +255,18 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "idefics2" and v:  # the SigLIP vision_config, the perceiver_config and the LM's MLP width
+        pc, text = _dict(top.get("perceiver_config")), _dict(top.get("text_config"))
+        return {"model_type": "siglip_vision_model", "hidden_size": _int(v.get("hidden_size"), 768),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 12),
+                "intermediate_size": _int(v.get("intermediate_size"), 3072), "patch_size": _int(v.get("patch_size"), 32),
+                "image_size": _int(v.get("image_size"), 224),
+                "connector_intermediate_size": _int(text.get("intermediate_size"), 14336),
+                "resampler_n_latents": _int(pc.get("resampler_n_latents"), 64),
+                "resampler_depth": _int(pc.get("resampler_depth"), 3),
+                "resampler_n_heads": _int(pc.get("resampler_n_heads"), 16),
+                "resampler_head_dim": _int(pc.get("resampler_head_dim"), 96),
+                "resampler_kv_heads": _int(pc.get("num_key_value_heads"), 4)}
     if mt == "lfm2_vl" and v:
         return {"model_type": "lfm2_vl", "hidden_size": _int(v.get("hidden_size"), 1152),
                 "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
