@@ -99,3 +99,19 @@ def test_idefics2_config_counts_the_perceiver_connector():
     shallow = from_config(dict(cfg, perceiver_config=dict(cfg["perceiver_config"], resampler_depth=2)), "x")
     # one perceiver layer: three norms, 16 x 96 query / output, 4 x 96 key / value, SwiGLU of 4 x 4096
     assert m.params - shallow.params == 3 * 4096 + 2 * 4096 * 16 * 96 + 2 * 4096 * 4 * 96 + 3 * 4096 * 16384
+
+
+def test_longcat_flash_config_counts_sublayers_and_the_shortcut_moe():
+    cfg = {  # LongcatFlashConfig's defaults, which its docstring says are LongCat-Flash-Chat's
+        "architectures": ["LongcatFlashForCausalLM"], "model_type": "longcat_flash", "vocab_size": 131072,
+        "hidden_size": 6144, "num_layers": 28, "num_attention_heads": 64, "ffn_hidden_size": 12288,
+        "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+        "v_head_dim": 128, "moe_topk": 12, "n_routed_experts": 512, "zero_expert_num": 256,
+        "expert_ffn_hidden_size": 2048, "max_position_embeddings": 131072,
+    }
+    m = from_config(cfg, "local/longcat")
+    assert m.params == resolve_model("meituan-longcat/LongCat-Flash-Chat").params == 560_664_980_480
+    assert m.num_hidden_layers == 56 and m.is_mla  # two MLA sublayers per decoder layer: 56 KV layers
+    plain = from_config(dict(cfg, zero_expert_num=0), "x")
+    assert m.params - plain.params == 28 * 256 * (6144 + 1)  # router rows and score biases of the zero experts
+    assert resolve_model("meituan-longcat/LongCat-Flash-Chat-FP8").name == "meituan-longcat/LongCat-Flash-Chat"

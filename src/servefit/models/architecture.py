@@ -73,6 +73,10 @@ TRAITS: dict[str, Traits] = {
     # K-EXAONE (transformers modeling_exaone_moe.py): q_norm / k_norm over head_dim, a shared expert
     # and the router's e_score_correction_bias
     "exaone_moe": Traits(qk_norm=True, expert_score_bias=True),
+    # LongCat-Flash (transformers modeling_longcat_flash.py; vLLM longcat_flash.py): each decoder layer is
+    # two MLA sublayers with a dense MLP each and one shortcut MoE whose router scores 512 experts
+    # and 256 zero-compute (identity) ones, with e_score_correction_bias
+    "longcat_flash": Traits(expert_score_bias=True),
     # Aya Vision (Command R7B / Aya Expanse LM) and Command A Vision: the Cohere LMs under their own model_type
     "aya_vision": Traits(norms_per_layer=1),
     "cohere2_vision": Traits(norms_per_layer=1),
@@ -269,9 +273,10 @@ def _moe_params(s: ModelSpec, t: Traits) -> int:
     h = s.hidden_size
     inter = s.moe_intermediate_size or s.intermediate_size
     n = (s.num_experts + s.num_shared_experts) * _mlp_params(h, inter, t)
-    n += h * s.num_experts + (s.num_experts if t.router_bias else 0)
+    routed = s.num_experts + int(s.layout.get("zero_experts", 0))  # LongCat-Flash: identity experts the router scores
+    n += h * routed + (routed if t.router_bias else 0)
     if s.layout.get("expert_score_bias", t.expert_score_bias):  # Ling v1: moe_router_enable_expert_bias false
-        n += s.num_experts
+        n += routed
     if t.shared_expert_gate and s.num_shared_experts:
         n += h
     return n
@@ -309,7 +314,10 @@ def count_text_params(s: ModelSpec) -> int:
             total += _linear_attention_params(s)
         elif kind != "none":
             total += attn
-        total += moe if is_moe_layer(s, i) else dense
+        if is_moe_layer(s, i):  # LongCat-Flash: the shortcut MoE beside the sublayer's dense MLP
+            total += moe + (dense if s.layout.get("dense_with_moe") else 0)
+        else:
+            total += dense
         total += per_norms + t.act_params
     return total
 

@@ -148,6 +148,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["alibi"] = True
         if str(c.get("feed_forward_type", "")).endswith("glu"):
             lay["glu_mlp"] = True
+    elif mt == "longcat_flash":  # vLLM longcat_flash.py: num_layers decoder layers of two attention sublayers
+        spec.num_hidden_layers = 2 * n
+        spec.moe_layer_step, spec.first_k_dense_replace = 2, 0
+        spec.moe_intermediate_size = _int(c.get("expert_ffn_hidden_size"), spec.moe_intermediate_size)
+        lay["dense_with_moe"] = True
+        lay["zero_experts"] = _int(c.get("zero_expert_num"))
     elif mt == "falcon" and c.get("num_ln_in_parallel_attn") is not None:
         lay["num_ln_in_parallel_attn"] = _int(c.get("num_ln_in_parallel_attn"))
     elif mt == "falcon_h1":
