@@ -115,3 +115,20 @@ def test_longcat_flash_config_counts_sublayers_and_the_shortcut_moe():
     plain = from_config(dict(cfg, zero_expert_num=0), "x")
     assert m.params - plain.params == 28 * 256 * (6144 + 1)  # router rows and score biases of the zero experts
     assert resolve_model("meituan-longcat/LongCat-Flash-Chat-FP8").name == "meituan-longcat/LongCat-Flash-Chat"
+
+
+def test_dots_ocr_config_counts_the_dots_vit():
+    cfg = {
+        "architectures": ["DotsOCRForCausalLM"], "model_type": "dots_ocr", "num_hidden_layers": 28,
+        "hidden_size": 1536, "num_attention_heads": 12, "num_key_value_heads": 2, "intermediate_size": 8960,
+        "vocab_size": 151936, "max_position_embeddings": 131072, "tie_word_embeddings": False,
+        "vision_config": {"embed_dim": 1536, "hidden_size": 1536, "num_hidden_layers": 42, "intermediate_size": 4224,
+                          "num_attention_heads": 12, "patch_size": 14, "spatial_merge_size": 2, "use_bias": False,
+                          "post_norm": True},
+    }
+    m = from_config(cfg, "local/dots")
+    assert (m.params, m.vision_params) == (3_039_179_264, 1_262_091_264)
+    assert resolve_model("rednote-hilab/dots.mocr").params == m.params
+    biased = from_config(dict(cfg, vision_config=dict(cfg["vision_config"], use_bias=True)), "x")
+    # per block: q/k/v and proj biases (4 x 1536), fc1 / fc3 (2 x 4224) and fc2 (1536)
+    assert biased.vision_params - m.vision_params == 42 * (4 * 1536 + 2 * 4224 + 1536)

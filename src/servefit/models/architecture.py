@@ -77,6 +77,8 @@ TRAITS: dict[str, Traits] = {
     # two MLA sublayers with a dense MLP each and one shortcut MoE whose router scores 512 experts
     # and 256 zero-compute (identity) ones, with e_score_correction_bias
     "longcat_flash": Traits(expert_score_bias=True),
+    # dots.ocr (vLLM dots_ocr.py): a Qwen2ForCausalLM language model (q/k/v biases) under dots_ocr
+    "dots_ocr": Traits(qkv_bias=True),
     # Aya Vision (Command R7B / Aya Expanse LM) and Command A Vision: the Cohere LMs under their own model_type
     "aya_vision": Traits(norms_per_layer=1),
     "cohere2_vision": Traits(norms_per_layer=1),

@@ -261,6 +261,12 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "dots_ocr" and v:  # vLLM dots_ocr.py DotsVisionConfig: embed_dim is the tower's width
+        return {"model_type": "dots_vit", "hidden_size": _int(v.get("embed_dim"), 1536),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 42),
+                "intermediate_size": _int(v.get("intermediate_size"), 4224), "patch_size": _int(v.get("patch_size"), 14),
+                "spatial_merge_size": _int(v.get("spatial_merge_size"), 2),
+                "attention_bias": bool(v.get("use_bias", False)), "post_norm": bool(v.get("post_norm", True))}
     if mt == "idefics2" and v:  # the SigLIP vision_config, the perceiver_config and the LM's MLP width
         pc, text = _dict(top.get("perceiver_config")), _dict(top.get("text_config"))
         return {"model_type": "siglip_vision_model", "hidden_size": _int(v.get("hidden_size"), 768),
