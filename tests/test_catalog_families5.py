@@ -132,3 +132,18 @@ def test_dots_ocr_config_counts_the_dots_vit():
     biased = from_config(dict(cfg, vision_config=dict(cfg["vision_config"], use_bias=True)), "x")
     # per block: q/k/v and proj biases (4 x 1536), fc1 / fc3 (2 x 4224) and fc2 (1536)
     assert biased.vision_params - m.vision_params == 42 * (4 * 1536 + 2 * 4224 + 1536)
+
+
+def test_nomic_v2_moe_config_counts_moe_every_second_layer():
+    cfg = {  # nomic-embed-text-v2-moe's GPT-2-style config.json keys
+        "architectures": ["NomicBertModel"], "model_type": "nomic_bert", "n_embd": 768, "n_layer": 12,
+        "n_head": 12, "n_inner": 3072, "vocab_size": 250048, "type_vocab_size": 1, "n_positions": 2048,
+        "activation_function": "gelu", "qkv_proj_bias": True, "mlp_fc1_bias": True, "mlp_fc2_bias": True,
+        "moe_every_n_layers": 2, "num_experts": 8, "moe_top_k": 2,
+    }
+    m = from_config(cfg, "local/nomic-v2")
+    assert m.params == resolve_model("nomic-ai/nomic-embed-text-v2-moe").params == 475_292_928
+    dense = from_config({k: v for k, v in cfg.items() if k != "moe_every_n_layers"}, "x")
+    # six MoE layers (router, 8 x up/down, one bias) become plain biased GELU MLPs
+    assert m.params - dense.params == 6 * ((768 * 8 + 2 * 8 * 3072 * 768 + 768) - (2 * 768 * 3072 + 3072 + 768))
+    assert resolve_model("nomic-ai/nomic-embed-text-v1.5").params == 136_731_648  # v1.5: SwiGLU, no biases

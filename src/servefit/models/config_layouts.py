@@ -144,6 +144,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.layer_types = ["none"] * n  # ENCODER_ONLY attention: no KV cache in vLLM
         if c.get("type_vocab_size") is not None:
             lay["type_vocab_size"] = _int(c.get("type_vocab_size"))
+        if mt == "nomic_bert":  # vLLM bert_with_rope.py: biases, GELU or SwiGLU MLP, NomicMoE layers
+            lay["attention_bias"] = bool(c.get("qkv_proj_bias", False))
+            lay["mlp_bias"] = bool(c.get("mlp_fc1_bias", False))
+            lay["glu_mlp"] = str(c.get("activation_function", "swiglu")) in ("swiglu", "geglu", "silu")
+            if _int(c.get("moe_every_n_layers")):
+                lay["moe_every_n_layers"] = _int(c.get("moe_every_n_layers"))
         if c.get("position_embedding_type") == "alibi":  # JinaBERT (jina-embeddings-v2)
             lay["alibi"] = True
         if str(c.get("feed_forward_type", "")).endswith("glu"):
