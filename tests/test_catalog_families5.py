@@ -147,3 +147,6 @@ def test_nomic_v2_moe_config_counts_moe_every_second_layer():
     # six MoE layers (router, 8 x up/down, one bias) become plain biased GELU MLPs
     assert m.params - dense.params == 6 * ((768 * 8 + 2 * 8 * 3072 * 768 + 768) - (2 * 768 * 3072 + 3072 + 768))
     assert resolve_model("nomic-ai/nomic-embed-text-v1.5").params == 136_731_648  # v1.5: SwiGLU, no biases
+    # layers 1, 3, 5... are the MoE ones (index % n == 1): three layers hold one MoE, not two
+    three = from_config(dict(cfg, n_layer=3), "x").params - from_config(dict(cfg, n_layer=3, moe_every_n_layers=0), "x").params
+    assert three == (768 * 8 + 2 * 8 * 3072 * 768 + 768) - (2 * 768 * 3072 + 3072 + 768)
