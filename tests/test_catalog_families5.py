@@ -150,3 +150,25 @@ def test_nomic_v2_moe_config_counts_moe_every_second_layer():
     # layers 1, 3, 5... are the MoE ones (index % n == 1): three layers hold one MoE, not two
     three = from_config(dict(cfg, n_layer=3), "x").params - from_config(dict(cfg, n_layer=3, moe_every_n_layers=0), "x").params
     assert three == (768 * 8 + 2 * 8 * 3072 * 768 + 768) - (2 * 768 * 3072 + 3072 + 768)
+
+
+def test_granite_swash_configs_count_sinks_and_the_shared_mlp():
+    dense = {  # GraniteSWAConfig's defaults (its docstring names ibm-granite/granite-swash-2b)
+        "architectures": ["GraniteSWAForCausalLM"], "model_type": "granite_swa", "vocab_size": 100352,
+        "hidden_size": 2560, "intermediate_size": 8192, "num_hidden_layers": 24, "num_attention_heads": 20,
+        "num_key_value_heads": 4, "max_position_embeddings": 8192, "tie_word_embeddings": True, "sliding_window": 128,
+        "layer_types": ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(24)],
+    }
+    m = from_config(dense, "local/swash-2b")
+    assert m.params == resolve_model("ibm-granite/granite-swash-2b").params == 2_144_463_840
+    assert m.kinds()[:5] == ["full", "sliding", "sliding", "sliding", "full"]
+    moe = {
+        "architectures": ["GraniteMoeSWAForCausalLM"], "model_type": "granitemoe_swa", "vocab_size": 100352,
+        "hidden_size": 1280, "intermediate_size": 512, "shared_intermediate_size": 1280, "num_hidden_layers": 28,
+        "num_attention_heads": 20, "num_key_value_heads": 4, "num_local_experts": 48, "num_experts_per_tok": 4,
+        "max_position_embeddings": 8192, "tie_word_embeddings": True, "sliding_window": 128,
+    }
+    a600m = from_config(moe, "local/swash-3b")
+    assert a600m.params == resolve_model("ibm-granite/granite-swash-3b-a600m").params == 3_020_382_000
+    no_shared = from_config(dict(moe, shared_intermediate_size=0), "x")
+    assert a600m.params - no_shared.params == 28 * 3 * 1280 * 1280  # the shared MLP in every layer

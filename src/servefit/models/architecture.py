@@ -79,6 +79,8 @@ TRAITS: dict[str, Traits] = {
     "longcat_flash": Traits(expert_score_bias=True),
     # dots.ocr (vLLM dots_ocr.py): a Qwen2ForCausalLM language model (q/k/v biases) under dots_ocr
     "dots_ocr": Traits(qkv_bias=True),
+    # Granite "swash" (transformers modeling_granite_swa.py GraniteSWAAttention): a learnable sink per head
+    "granite_swa": Traits(attn_sinks=True),
     # Aya Vision (Command R7B / Aya Expanse LM) and Command A Vision: the Cohere LMs under their own model_type
     "aya_vision": Traits(norms_per_layer=1),
     "cohere2_vision": Traits(norms_per_layer=1),

@@ -165,7 +165,7 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     elif mt == "falcon_h1":
         spec.mamba = _mamba2(c, h)
         lay["mamba_rms_norm"] = bool(c.get("mamba_rms_norm", False))
-    elif mt == "granitemoehybrid":
+    elif mt in ("granitemoehybrid", "granitemoe_swa"):  # granitemoe_swa: every layer attention, shared MLP
         if spec.num_experts:
             spec.moe_intermediate_size = _int(c.get("intermediate_size"))
         spec.intermediate_size = _int(c.get("shared_intermediate_size"), spec.intermediate_size)
