@@ -172,3 +172,16 @@ def test_granite_swash_configs_count_sinks_and_the_shared_mlp():
     assert a600m.params == resolve_model("ibm-granite/granite-swash-3b-a600m").params == 3_020_382_000
     no_shared = from_config(dict(moe, shared_intermediate_size=0), "x")
     assert a600m.params - no_shared.params == 28 * 3 * 1280 * 1280  # the shared MLP in every layer
+
+
+def test_gpt_neo_config_alternates_global_and_local_layers():
+    cfg = {  # GPTNeoConfig's defaults, which its docstring says are EleutherAI/gpt-neo-1.3B's
+        "architectures": ["GPTNeoForCausalLM"], "model_type": "gpt_neo", "vocab_size": 50257,
+        "max_position_embeddings": 2048, "hidden_size": 2048, "num_layers": 24, "num_heads": 16,
+        "attention_types": [[["global", "local"], 12]], "window_size": 256,
+    }
+    m = from_config(cfg, "local/gpt-neo")
+    assert m.params == resolve_model("EleutherAI/gpt-neo-1.3B").params == 1_315_575_808
+    assert m.tie_word_embeddings and m.kinds()[:3] == ["full", "sliding", "full"] and m.sliding_window == 256
+    # GPT-2's layout with q/k/v biases would be 3 x hidden more per layer
+    assert from_config(dict(cfg, model_type="gpt2"), "x").params - m.params == 24 * 3 * 2048

@@ -11,7 +11,7 @@ from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
-_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
+_TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
                     "falcon_mamba", "gemma3n")
 # Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
 # E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
@@ -160,6 +160,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.moe_intermediate_size = _int(c.get("expert_ffn_hidden_size"), spec.moe_intermediate_size)
         lay["dense_with_moe"] = True
         lay["zero_experts"] = _int(c.get("zero_expert_num"))
+    elif mt == "gpt_neo":  # GPTNeoConfig attention_types [[["global", "local"], 12]]: local = window_size
+        kinds = [k for group, times in (c.get("attention_types") or [[["global", "local"], n // 2]])
+                 for _ in range(int(times)) for k in group]
+        if len(kinds) == n:
+            spec.layer_types = ["full" if k == "global" else "sliding" for k in kinds]
+            spec.sliding_window = _int(c.get("window_size"), 256)
     elif mt == "falcon" and c.get("num_ln_in_parallel_attn") is not None:
         lay["num_ln_in_parallel_attn"] = _int(c.get("num_ln_in_parallel_attn"))
     elif mt == "falcon_h1":
