@@ -79,8 +79,10 @@ def test_hf_totals_differ_by_a_tied_lm_head_or_buffers_exactly():
             assert extra == m.num_hidden_layers * (m.max_position_embeddings ** 2 + rot), e["name"]
         elif m.model_type in ("bert", "xlm-roberta"):
             assert extra == m.max_position_embeddings, e["name"]
-        elif m.model_type == "gpt2":  # GPT-2 saves each layer's causal mask (h.N.attn.bias)
+        elif m.model_type in ("gpt2", "gptj"):  # GPT-2 and GPT-J save each layer's causal mask (h.N.attn.bias)
             assert extra == m.num_hidden_layers * m.max_position_embeddings ** 2, e["name"]
+        elif m.model_type == "gpt_neo":  # GPT-Neo saves the causal mask of its global layers only
+            assert extra == m.kinds().count("full") * m.max_position_embeddings ** 2, e["name"]
         else:
             assert m.tie_word_embeddings and extra == m.vocab_size * m.hidden_size, e["name"]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from servefit.models.spec import ModelSpec
 
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}  # q/k/v carry a bias
-_NO_GATE = {"falcon", "gpt2", "phi", "starcoder2", "gpt_bigcode", "mpt"}  # plain 2-matrix MLP
+_NO_GATE = {"falcon", "gpt2", "gpt_neo", "phi", "starcoder2", "gpt_bigcode", "jais2", "mpt"}  # plain 2-matrix MLP
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Parameter counts of decoder layouts that differ from the Llama one in more than per-module
-traits: OPT (learned positions, optional embedding projection), GPT-2 (learned positions),
+traits: OPT (learned positions, optional embedding projection), GPT-2 and GPT-Neo (learned positions),
 BLOOM (embedding LayerNorm, ALiBi), GPT-BigCode (StarCoder: learned positions, multi-query
 attention), DeciLM (Llama-Nemotron Super / Ultra: per-layer attention and FFN widths), Snowflake Arctic
 (MoE beside a dense residual MLP), and the hybrid Mamba / short-convolution families
@@ -55,6 +55,13 @@ def _gpt2(s: ModelSpec) -> int:
         n += s.vocab_size * h
     per = _dense_attn(h, True) + 2 * _ln(h) + _mlp2(h, s.intermediate_size, True)
     return n + s.num_hidden_layers * per
+
+
+def _gpt_neo(s: ModelSpec) -> int:
+    """modeling_gpt_neo.py GPTNeoForCausalLM: wte, wpe, ln_1 / ln_2, bias-free q / k / v_proj and a
+    biased out_proj, c_fc / c_proj with biases, ln_f; lm_head tied to wte (GPT-2's count without the
+    q/k/v biases)."""
+    return _gpt2(s) - s.num_hidden_layers * 3 * s.hidden_size
 
 
 def _bloom(s: ModelSpec) -> int:
@@ -129,5 +136,5 @@ def count_classic(s: ModelSpec) -> int | None:
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 
 
-_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode, "nemotron-nas": _decilm,
+_LAYOUTS = {"opt": _opt, "gpt2": _gpt2, "gpt_neo": _gpt_neo, "bloom": _bloom, "gpt_bigcode": _gpt_bigcode, "nemotron-nas": _decilm,
             "arctic": _arctic}

@@ -116,11 +116,14 @@ def _granite4(s: ModelSpec) -> int:
     """modeling_granitemoehybrid.py GraniteMoeHybridForCausalLM: per layer input_layernorm,
     a Mamba2 or bias-free attention mixer, post_attention_layernorm, the routed experts
     (router + input_linear gate/up + output_linear, when num_local_experts > 0) and the
-    shared_mlp of shared_intermediate_size (our intermediate_size); norm; tied lm_head."""
+    shared_mlp of shared_intermediate_size (our intermediate_size); norm; tied lm_head.
+    modeling_granitemoe_swa.py GraniteMoeSWAForCausalLM: the same blocks, every one attention
+    (sliding or full) with a learnable sink logit per head."""
     h = s.hidden_size
     n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    sinks = s.num_attention_heads if s.model_type == "granitemoe_swa" else 0
     for kind in s.kinds():
-        n += 2 * h + (mamba2_mixer(s) if kind == "mamba" else _gqa(s)) + 3 * h * s.intermediate_size
+        n += 2 * h + (mamba2_mixer(s) if kind == "mamba" else _gqa(s) + sinks) + 3 * h * s.intermediate_size
         if s.is_moe:
             n += _experts(s, gated=True, score_bias=False)
     return n
@@ -156,7 +159,7 @@ def _lfm2(s: ModelSpec) -> int:
     return n
 
 
-_HYBRIDS = {"nemotron_h": _nemotron_h, "granitemoehybrid": _granite4, "falcon_h1": _falcon_h1,
+_HYBRIDS = {"nemotron_h": _nemotron_h, "granitemoehybrid": _granite4, "granitemoe_swa": _granite4, "falcon_h1": _falcon_h1,
             "lfm2": _lfm2, "lfm2_moe": _lfm2, "mamba": _ssm, "falcon_mamba": _ssm, "mamba2": _ssm,
             "jamba": _jamba}
 

@@ -66,6 +66,25 @@ TRAITS: dict[str, Traits] = {
     "phimoe": Traits(qkv_bias=True, o_bias=True, norm_bias=True, lm_head_bias=True),
     "cohere": Traits(norms_per_layer=1),
     "cohere2": Traits(norms_per_layer=1),  # modeling_cohere2.py: one input_layernorm per layer
+    # Jais 2 (transformers modeling_jais2.py; vLLM jais2.py): biased q/k/v/o, a plain up/down MLP with
+    # biases (relu2), LayerNorms with biases
+    "jais2": Traits(qkv_bias=True, o_bias=True, gated_mlp=False, mlp_bias=True, norm_bias=True),
+    # Mellum 2 (transformers modeling_mellum.py MellumAttention): q_norm / k_norm over head_dim
+    "mellum": Traits(qk_norm=True),
+    # K-EXAONE (transformers modeling_exaone_moe.py): q_norm / k_norm over head_dim, a shared expert
+    # and the router's e_score_correction_bias
+    "exaone_moe": Traits(qk_norm=True, expert_score_bias=True),
+    # LongCat-Flash (transformers modeling_longcat_flash.py; vLLM longcat_flash.py): each decoder layer is
+    # two MLA sublayers with a dense MLP each and one shortcut MoE whose router scores 512 experts
+    # and 256 zero-compute (identity) ones, with e_score_correction_bias
+    "longcat_flash": Traits(expert_score_bias=True),
+    # dots.ocr (vLLM dots_ocr.py): a Qwen2ForCausalLM language model (q/k/v biases) under dots_ocr
+    "dots_ocr": Traits(qkv_bias=True),
+    # Granite "swash" (transformers modeling_granite_swa.py GraniteSWAAttention): a learnable sink per head
+    "granite_swa": Traits(attn_sinks=True),
+    # Aya Vision (Command R7B / Aya Expanse LM) and Command A Vision: the Cohere LMs under their own model_type
+    "aya_vision": Traits(norms_per_layer=1),
+    "cohere2_vision": Traits(norms_per_layer=1),
     "chatglm": Traits(qkv_bias=True),
     "glm": Traits(qkv_bias=True),
     "falcon": Traits(norm_bias=True, gated_mlp=False),
@@ -275,9 +294,10 @@ def _moe_params(s: ModelSpec, t: Traits) -> int:
     h = s.hidden_size
     inter = s.moe_intermediate_size or s.intermediate_size
     n = (s.num_experts + s.num_shared_experts) * _mlp_params(h, inter, t)
-    n += h * s.num_experts + (s.num_experts if t.router_bias else 0)
-    if s.layout.get("expert_score_bias", t.expert_score_bias):  # Ling 1.x: a bailing_moe without it
-        n += s.num_experts
+    routed = s.num_experts + int(s.layout.get("zero_experts", 0))  # LongCat-Flash: identity experts the router scores
+    n += h * routed + (routed if t.router_bias else 0)
+    if s.layout.get("expert_score_bias", t.expert_score_bias):  # Ling v1: moe_router_enable_expert_bias false
+        n += routed
     if t.shared_expert_gate and s.num_shared_experts:
         n += h
     return n
@@ -315,7 +335,10 @@ def count_text_params(s: ModelSpec) -> int:
             total += _linear_attention_params(s)
         elif kind != "none":
             total += attn
-        total += moe if is_moe_layer(s, i) else dense
+        if is_moe_layer(s, i):  # LongCat-Flash: the shortcut MoE beside the sublayer's dense MLP
+            total += moe + (dense if s.layout.get("dense_with_moe") else 0)
+        else:
+            total += dense
         total += per_norms + t.act_params
     return total
 

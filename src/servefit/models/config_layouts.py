@@ -11,7 +11,7 @@ from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
-_TIED_BY_DEFAULT = ("opt", "gpt2", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
+_TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
                     "falcon_mamba", "gemma3n")
 # Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
 # E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
@@ -144,12 +144,34 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.layer_types = ["none"] * n  # ENCODER_ONLY attention: no KV cache in vLLM
         if c.get("type_vocab_size") is not None:
             lay["type_vocab_size"] = _int(c.get("type_vocab_size"))
+        if mt == "nomic_bert":  # vLLM bert_with_rope.py: biases, GELU or SwiGLU MLP, NomicMoE layers
+            lay["attention_bias"] = bool(c.get("qkv_proj_bias", False))
+            lay["mlp_bias"] = bool(c.get("mlp_fc1_bias", False))
+            lay["glu_mlp"] = str(c.get("activation_function", "swiglu")) in ("swiglu", "geglu", "silu")
+            if _int(c.get("moe_every_n_layers")):
+                lay["moe_every_n_layers"] = _int(c.get("moe_every_n_layers"))
+        if c.get("position_embedding_type") == "alibi":  # JinaBERT (jina-embeddings-v2)
+            lay["alibi"] = True
+        if str(c.get("feed_forward_type", "")).endswith("glu"):
+            lay["glu_mlp"] = True
+    elif mt == "longcat_flash":  # vLLM longcat_flash.py: num_layers decoder layers of two attention sublayers
+        spec.num_hidden_layers = 2 * n
+        spec.moe_layer_step, spec.first_k_dense_replace = 2, 0
+        spec.moe_intermediate_size = _int(c.get("expert_ffn_hidden_size"), spec.moe_intermediate_size)
+        lay["dense_with_moe"] = True
+        lay["zero_experts"] = _int(c.get("zero_expert_num"))
+    elif mt == "gpt_neo":  # GPTNeoConfig attention_types [[["global", "local"], 12]]: local = window_size
+        kinds = [k for group, times in (c.get("attention_types") or [[["global", "local"], n // 2]])
+                 for _ in range(int(times)) for k in group]
+        if len(kinds) == n:
+            spec.layer_types = ["full" if k == "global" else "sliding" for k in kinds]
+            spec.sliding_window = _int(c.get("window_size"), 256)
     elif mt == "falcon" and c.get("num_ln_in_parallel_attn") is not None:
         lay["num_ln_in_parallel_attn"] = _int(c.get("num_ln_in_parallel_attn"))
     elif mt == "falcon_h1":
         spec.mamba = _mamba2(c, h)
         lay["mamba_rms_norm"] = bool(c.get("mamba_rms_norm", False))
-    elif mt == "granitemoehybrid":
+    elif mt in ("granitemoehybrid", "granitemoe_swa"):  # granitemoe_swa: every layer attention, shared MLP
         if spec.num_experts:
             spec.moe_intermediate_size = _int(c.get("intermediate_size"))
         spec.intermediate_size = _int(c.get("shared_intermediate_size"), spec.intermediate_size)
@@ -205,6 +227,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["attention_bias"] = True
         if c.get("use_qk_norm"):
             lay["qk_norm" if c.get("qk_norm_type") == "qwen3" else "qk_norm_full"] = True
+    elif mt == "bailing_moe":  # vLLM bailing_moe.py: Ling v1 has neither q/k norms nor the expert bias
+        for key, flag in (("use_qk_norm", "qk_norm"), ("moe_router_enable_expert_bias", "expert_score_bias")):
+            if isinstance(c.get(key), bool):
+                lay[flag] = c[key]
     elif mt == "qwen2_5_omni":  # the thinker's language model is Qwen2.5's (q/k/v biases)
         lay["attention_bias"] = True
     elif mt == "minicpmv":  # vLLM minicpmv.py init_llm by config.version: 2.6 Qwen2 (q/k/v biases), 4.5 Qwen3
@@ -256,6 +282,24 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
         return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
                 "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
                 "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
+    if mt == "dots_ocr" and v:  # vLLM dots_ocr.py DotsVisionConfig: embed_dim is the tower's width
+        return {"model_type": "dots_vit", "hidden_size": _int(v.get("embed_dim"), 1536),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 42),
+                "intermediate_size": _int(v.get("intermediate_size"), 4224), "patch_size": _int(v.get("patch_size"), 14),
+                "spatial_merge_size": _int(v.get("spatial_merge_size"), 2),
+                "attention_bias": bool(v.get("use_bias", False)), "post_norm": bool(v.get("post_norm", True))}
+    if mt == "idefics2" and v:  # the SigLIP vision_config, the perceiver_config and the LM's MLP width
+        pc, text = _dict(top.get("perceiver_config")), _dict(top.get("text_config"))
+        return {"model_type": "siglip_vision_model", "hidden_size": _int(v.get("hidden_size"), 768),
+                "num_hidden_layers": _int(v.get("num_hidden_layers"), 12),
+                "intermediate_size": _int(v.get("intermediate_size"), 3072), "patch_size": _int(v.get("patch_size"), 32),
+                "image_size": _int(v.get("image_size"), 224),
+                "connector_intermediate_size": _int(text.get("intermediate_size"), 14336),
+                "resampler_n_latents": _int(pc.get("resampler_n_latents"), 64),
+                "resampler_depth": _int(pc.get("resampler_depth"), 3),
+                "resampler_n_heads": _int(pc.get("resampler_n_heads"), 16),
+                "resampler_head_dim": _int(pc.get("resampler_head_dim"), 96),
+                "resampler_kv_heads": _int(pc.get("num_key_value_heads"), 4)}
     if mt == "lfm2_vl" and v:
         return {"model_type": "lfm2_vl", "hidden_size": _int(v.get("hidden_size"), 1152),
                 "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),

@@ -235,6 +235,17 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         proj = int(get("vision_output_dim", p_out)) * text_hidden
         return enc + adapter + proj
     siglip = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h  # no class token, post LN
+    if model_type == "idefics2":
+        return siglip + _idefics2_connector(get, h, text_hidden)
+    if model_type in ("aya_vision", "cohere2_vision"):
+        # transformers modeling_aya_vision.py AyaVisionMultiModalProjector / modeling_cohere2_vision.py
+        # Cohere2VisionMultiModalProjector (vLLM aya_vision.py, cohere2_vision.py): SigLIP without its
+        # head, a pixel shuffle (downsample_factor^2 x width), Aya's LayerNorm, then linear_1 into
+        # alignment_intermediate_size, SwiGLU over its two halves, linear_2 into the LM; biases
+        ds = int(get("downsample_factor", 2))
+        inner = int(get("alignment_intermediate_size", text_hidden))
+        norm = 2 * h * ds * ds if model_type == "aya_vision" else 0
+        return siglip + norm + (h * ds * ds + 1) * inner + (inner // 2 + 1) * text_hidden
     if model_type == "paligemma":
         # modeling_paligemma.py / vLLM paligemma.py: SigLIP without its pooling head, then
         # multi_modal_projector.linear (vision width -> projection_dim = LM width, with bias)
@@ -272,6 +283,21 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
     # LLaVA's multi_modal_projector linear_1 / linear_2 with biases (modeling_llava.py)
     enc = chans * patch * patch * h + (grid + 1) * h + h + layers * vit_layer + 4 * h
     return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
+
+
+def _idefics2_connector(get: Any, h: int, text_hidden: int) -> int:
+    """Idefics2's connector (transformers modeling_idefics2.py Idefics2Connector, which TGI serves):
+    modality_projection, a bias-free SwiGLU from the vision width through the LM's MLP width
+    (`connector_intermediate_size`) into the LM width, then the perceiver resampler: n_latents
+    learned latents, `resampler_depth` layers of three RMSNorms, grouped-query attention
+    (resampler_n_heads x resampler_head_dim, resampler_kv_heads) and a bias-free SwiGLU of 4 x the
+    LM width, and a final RMSNorm."""
+    inter = int(get("connector_intermediate_size", 4 * text_hidden))
+    heads, hd = int(get("resampler_n_heads", 16)), int(get("resampler_head_dim", 96))
+    kv = int(get("resampler_kv_heads", 4))
+    t = text_hidden
+    layer = 3 * t + t * heads * hd + 2 * t * kv * hd + heads * hd * t + 3 * t * 4 * t
+    return 2 * h * inter + inter * t + int(get("resampler_n_latents", 64)) * t + int(get("resampler_depth", 3)) * layer + t
 
 
 def _pixtral_encoder(h: int, layers: int, inter: int, patch: int, chans: int) -> int:

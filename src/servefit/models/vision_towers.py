@@ -1,6 +1,6 @@
 """Vision towers beyond models/vision.py's: MoonViT (Kimi-VL, Kimi-K2.5 / K2.6), DeepSeek-VL2's
-SigLIP with its downsampling MLP, DeepSeek-OCR's DeepEncoder (SAM ViT-B + CLIP-L), and MiniCPM-V's
-SigLIP with the perceiver resampler; and the Whisper-style audio encoder of Qwen2.5-Omni's thinker.
+SigLIP with its downsampling MLP, DeepSeek-OCR's DeepEncoder (SAM ViT-B + CLIP-L), MiniCPM-V's
+SigLIP with the perceiver resampler, dots.ocr's ViT; and the Whisper-style audio encoder of Qwen2.5-Omni's thinker.
 Each follows the vLLM model file its docstring names (the
 tensors vLLM builds and loads); keys are the catalog's `vision` keys (vision_config names where the
 checkpoint has them). Standard library only: this is on the fast path.
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl")
+TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
+          "dots_vit")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -125,6 +126,19 @@ def _lfm2_vl(v: dict[str, Any], text_hidden: int) -> int:
     return enc + 2 * wide + _lin(wide, hidden) + _lin(hidden, text_hidden)
 
 
+def _dots_vit(v: dict[str, Any], text_hidden: int) -> int:
+    """vLLM dots_ocr.py DotsVisionTransformer (dots.ocr): DotsPatchEmbed (patch conv with bias and an
+    RMSNorm), blocks of two RMSNorms, qkv / proj and the SwiGLU fc13 / fc2 (biases when use_bias), the
+    post_trunk_norm when post_norm, and PatchMerger (LayerNorm, Linear(4 x width, 4 x width) and
+    Linear(4 x width, LM width), biases)."""
+    e, inter, patch = int(v["hidden_size"]), int(v.get("intermediate_size", 4 * int(v["hidden_size"]))), int(v.get("patch_size", 14))
+    b = bool(v.get("attention_bias", False))
+    block = 2 * e + _lin(e, 3 * e, b) + _lin(e, e, b) + 2 * _lin(e, inter, b) + _lin(inter, e, b)
+    wide = e * int(v.get("spatial_merge_size", 2)) ** 2
+    enc = _lin(3 * patch * patch, e) + e + int(v["num_hidden_layers"]) * block + (e if v.get("post_norm", True) else 0)
+    return enc + 2 * e + _lin(wide, wide) + _lin(wide, text_hidden)
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -140,6 +154,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _molmo(vision, text_hidden, 1 if kind == "molmo" else 2)
     if kind == "lfm2_vl":
         return _lfm2_vl(vision, text_hidden)
+    if kind == "dots_vit":
+        return _dots_vit(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
