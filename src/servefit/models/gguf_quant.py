@@ -208,19 +208,20 @@ def _pick(st: _State, name: str, ft: str, new: str, ne0: int) -> str:  # noqa: C
     return new
 
 
-UNGATED = ("opt", "bloom", "gpt_bigcode", "mpt", "codegen", "bert", "roberta", "xlm-roberta", "mpnet")
-LEARNED_POSITIONS = ("opt", "gpt2", "gpt_bigcode", "bert", "roberta", "xlm-roberta", "mpnet")
+UNGATED = ("opt", "bloom", "gpt_bigcode", "gpt_neo", "mpt", "codegen", "bert", "roberta", "xlm-roberta", "mpnet")
+LEARNED_POSITIONS = ("opt", "gpt2", "gpt_bigcode", "gpt_neo", "bert", "roberta", "xlm-roberta", "mpnet")
 
 
 def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
     """(name, ggml shape) of every tensor convert_hf_to_gguf.py writes for the text model."""
     e, v, hd = m.hidden_size, m.vocab_size, m.head_dim
     out: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (e, v))]
-    if m.model_type in LEARNED_POSITIONS:  # convert_hf_to_gguf.py writes them as position_embd
+    if m.model_type in LEARNED_POSITIONS and not m.layout.get("alibi"):  # as position_embd (JinaBERT: ALiBi)
         out.append(("position_embd.weight", (e, m.max_position_embeddings)))
     # up / down without a gate: the families whose MLP is two matrices (architecture.Traits, the
     # classic layouts and the encoders but NomicBert's SwiGLU)
-    gated = traits(m.model_type).gated_mlp and m.model_type not in UNGATED
+    gated = (traits(m.model_type).gated_mlp and m.model_type not in UNGATED) or bool(m.layout.get("glu_mlp"))
+    moe_every = int(m.layout.get("moe_every_n_layers") or 0)  # NomicBert MoE: layers with index % n == 1
     kinds = m.kinds()
     if m.model_type in ENCODERS:  # the catalog marks an encoder's layers "none" (no KV cache); each has attention
         kinds = ["full"] * len(kinds)
@@ -307,13 +308,21 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
         if arch == "gemma4" and m.is_moe:  # gemma4.cpp: the dense FFN runs as a shared expert beside the experts
             out += [(p + "ffn_gate.weight", (e, m.intermediate_size)), (p + "ffn_up.weight", (e, m.intermediate_size)),
                     (p + "ffn_down.weight", (m.intermediate_size, e))]
-        if is_moe_layer(m, il):  # first_k_dense_replace, and every moe_layer_step-th layer (Jamba, Llama 4)
+        if moe_every and il % moe_every == 1:  # src/models/bert.cpp (nomic-bert-moe): ungated experts
+            ff, ne = m.intermediate_size, m.num_experts  # models/encoders.py _nomic_layers: experts of the MLP's width
+            out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "ffn_up_exps.weight", (e, ff, ne)),
+                    (p + "ffn_down_exps.weight", (ff, e, ne))]
+        elif moe_every:
+            if m.layout.get("glu_mlp", True):
+                out.append((p + "ffn_gate.weight", (e, m.intermediate_size)))
+            out += [(p + "ffn_up.weight", (e, m.intermediate_size)), (p + "ffn_down.weight", (m.intermediate_size, e))]
+        elif is_moe_layer(m, il):  # first_k_dense_replace, and every moe_layer_step-th layer (Jamba, Llama 4)
             ff, ne = m.moe_intermediate_size or m.intermediate_size, m.num_experts
             out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "ffn_gate_exps.weight", (e, ff, ne)),
                     (p + "ffn_up_exps.weight", (e, ff, ne)), (p + "ffn_down_exps.weight", (ff, e, ne))]
             # Granite 4.0-H / granitemoeshared: the shared_mlp (our intermediate_size) beside the
             # experts (llama.cpp src/models/granite-hybrid.cpp build_layer_ffn: ffn_*_shexp)
-            granite_shared = m.model_type in ("granitemoehybrid", "granitemoeshared") and m.intermediate_size
+            granite_shared = m.model_type in ("granitemoehybrid", "granitemoeshared", "granitemoe_swa") and m.intermediate_size
             if m.num_shared_experts or granite_shared:
                 sh = ff * m.num_shared_experts if m.num_shared_experts else m.intermediate_size
                 out += [(p + "ffn_gate_shexp.weight", (e, sh)), (p + "ffn_up_shexp.weight", (e, sh)),
