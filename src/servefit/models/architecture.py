@@ -133,12 +133,6 @@ TRAITS: dict[str, Traits] = {
     # transformers modeling_hy_v3.py (Hy3): q_norm / k_norm over head_dim; HYV3MoE's
     # e_score_correction_bias is a buffer the checkpoint stores (the Hub count includes it)
     "hy_v3": Traits(qk_norm=True, expert_score_bias=True),
-    # transformers modeling_mellum.py (Mellum2): Qwen3-MoE's layout (q/k norms over head_dim, routed
-    # experts without a shared one)
-    "mellum": Traits(qk_norm=True),
-    # transformers modeling_exaone_moe.py (K-EXAONE): q/k norms over head_dim, a shared expert and the
-    # router's e_score_correction_bias buffer, which the checkpoint stores
-    "exaone_moe": Traits(qk_norm=True, expert_score_bias=True),
     # vLLM arcee.py ArceeMLP: up_proj -> relu^2 -> down_proj, no gate
     "arcee": Traits(gated_mlp=False),
     # vLLM apertus.py: q_norm / k_norm over head_dim, up/down MLP with xIELU (alpha_p, alpha_n per layer)
