@@ -138,6 +138,31 @@ def test_a_version_written_with_a_v_before_the_size(ref, base, shown):
                                         "the same architecture")]
 
 
+@pytest.mark.parametrize("ref,base,read", [
+    ("/models/qwen36-35b-nvfp4", "Qwen/Qwen3.6-35B-A3B", "'qwen36' as qwen3.6"),
+    ("/models/llama31-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", "'llama31' as llama3.1"),
+    ("/models/glm47-flash", "zai-org/GLM-4.7-Flash", "'glm47' as glm4.7"),
+])
+def test_a_version_written_without_its_dot(ref, base, read):
+    m = resolve_model(ref, hf_home=NO_CACHE)
+    assert m.name == base and m.resolved_from == "derivative"
+    assert m.assumptions[0].endswith(f"; the name writes the version without its dot, read {read}); "
+                                     + m.assumptions[0].rsplit("); ", 1)[1])
+
+
+def test_a_glued_version_the_catalog_lacks_stays_unknown():
+    with pytest.raises(UsageError):
+        resolve_model("/models/qwen79-7b", hf_home=NO_CACHE)
+
+
+@pytest.mark.parametrize("ref,base", [
+    ("/data/models/Qwen3___5-35B-A3B/", "Qwen/Qwen3.5-35B-A3B"),  # ModelScope's cache writes . as ___
+    ("/models/Llama-3___1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+])
+def test_modelscope_folder_names(ref, base):
+    assert resolve_model(ref, hf_home=NO_CACHE).name == base
+
+
 def test_a_v_version_elsewhere_stays_a_release_word():
     """Mistral-7B-Instruct-v0.2 keeps v0.2 as its release; llava-v1.6-vicuna-7b keeps its family apart."""
     from servefit.models.name_words import words

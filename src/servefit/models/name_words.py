@@ -17,7 +17,8 @@ STOP_WORDS = {"instruct", "it", "chat", "base", "hf", "pt", "latest"}
 _GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|q[2-6]k[sml]?|tq[12]_0|bf16|f16|f32|fp16)"
                    r"(?=$|[-_.])")
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
-_UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])")
+# qwen2_5 folders; ModelScope's download cache writes a dot as three underscores (Qwen3___5-35B-A3B)
+_UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])|(\d+)___(\d+)")
 _DOT_WORD = re.compile(r"\.(?=[a-z])")
 SEP = re.compile(r"[-_\s]+")
 _DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
@@ -58,7 +59,7 @@ def word_tuple(name: str) -> tuple[str, ...]:
         s = _SHARD.sub("", s[:-5])
     s = s.replace(":", "-")  # Ollama name:tag
     s = _GGUF.sub("-", s)
-    s = _UNDERSCORE_VERSION.sub(r"\1.\2", s)  # qwen2_5 folders
+    s = _UNDERSCORE_VERSION.sub(lambda m: f"{m[1] or m[3]}.{m[2] or m[4]}", s)  # qwen2_5 folders
     s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
     toks = [t for t in SEP.split(s) if t and t not in _DROP]
     out: list[str] = []

@@ -259,6 +259,8 @@ def derive(ref: str, idx: Index) -> Derived | None:
     if not ws:
         return None
     found = _derive(ws, idx)
+    if found is None:
+        found = _unglued(ws, idx)
     if found is not None or len(ws[0]) < 8:
         return found
     for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
@@ -270,6 +272,32 @@ def derive(ref: str, idx: Index) -> Derived | None:
                 return Derived(found.entry, found.base, why, found.context, found.guess)
             break
     return None
+
+
+_GLUED = re.compile(r"^([a-z]{3,})(\d)(\d)$")
+
+
+def _unglued(ws: list[str], idx: Index) -> Derived | None:
+    """A family version written without its dot (`qwen36-35b`, `llama31-8b`) read as the catalogued
+    release it spells (qwen3.6), when the catalog has that release and the name matched nothing as
+    written."""
+    out, read = [], []
+    for w in ws:
+        m = _GLUED.match(w)
+        word = f"{m.group(1)}{m.group(2)}.{m.group(3)}" if m else ""
+        if m and ((int(m.group(2)), int(m.group(3))) in idx.releases.get(m.group(1), ())
+                  or any(word in idx.words[i] for i in idx.by_root.get(m.group(1), ()))):
+            out.append(word)
+            read.append(f"'{w}' as {out[-1]}")
+        else:
+            out.append(w)
+    if not read:
+        return None
+    found = _derive(out, idx)
+    if found is None:
+        return None
+    return Derived(found.entry, found.base, f"{found.why}; the name writes the version without its dot, read "
+                   + ", ".join(read), found.context, found.guess)
 
 
 def _derive(ws: list[str], idx: Index) -> Derived | None:
