@@ -125,6 +125,17 @@ def _token_vram(m: ModelSpec) -> int | None:
     return kv + mlp
 
 
+# launcher/src/main.rs::main `default_optimal`: the prefill default when compute_optimal gives
+# none, raised for VLMs so their images are not rejected; Qwen2-VL / Qwen2.5-VL from 3.1.1, Gemma 3
+# from 3.2.0 (3.0.x and 3.1.0 use 4096 for every model).
+VLM_PREFILL_FALLBACK = {"qwen2_vl": ((3, 1, 1), 10_000), "qwen2_5_vl": ((3, 1, 1), 10_000), "gemma3": ((3, 2, 0), 8000)}
+
+
+def vlm_prefill_fallback(e: Era, model_type: str) -> int:
+    since, value = VLM_PREFILL_FALLBACK.get(model_type, ((0, 0, 0), 4096))
+    return value if e.v >= since else 4096
+
+
 def default_prefill(e: Era, model: ModelSpec, gpu: GpuSpec, shards: int, fraction: float, wiggle_env: float | None,
                     max_input: int | None, max_batch_size: int | None) -> tuple[int, list[str]]:
     """The launcher's `Default max_batch_prefill_tokens to N` and its log lines."""
@@ -146,7 +157,7 @@ def default_prefill(e: Era, model: ModelSpec, gpu: GpuSpec, shards: int, fractio
     if flops and not model.multimodal:
         opt = int(flops * shards / max(_flop(model), 1))
         optimal = opt if opt > 100 else None
-    fallback = {"qwen2_vl": 10000, "qwen2_5_vl": 10000, "gemma3": 8000}.get(model.model_type, 4096)
+    fallback = vlm_prefill_fallback(e, model.model_type)
     default = optimal or fallback
     value = min(default, mpe) if mpe else default
     mv, tv = _model_vram(model), _token_vram(model)

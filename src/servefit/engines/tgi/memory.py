@@ -20,6 +20,12 @@ MiB = 2**20
 # that sit outside the weights, the warmup KV blocks and the prefill activations.
 CONTEXT = int(0.40 * GiB)
 NCCL = int(0.25 * GiB)  # NCCL buffers per rank when sharded
+# From 2.3 the flashinfer backend keeps one 128 MiB workspace per shard for its prefill and decode
+# wrappers (layers/attention/flashinfer.py::get_workspace, torch.empty(128 * 1024 * 1024, uint8),
+# created in models/flash_causal_lm.py::FlashCausalLM.__init__ via create_prefill_state), alive
+# when warmup reads free memory; the paged and flashdecoding backends have none. The CONTEXT
+# term above was calibrated on paged-attention (< 2.3) logs only, so it does not hold it.
+FLASHINFER_WORKSPACE = 128 * MiB
 # Warmup prefill before 3.0 asked for the log-probabilities of every prompt token: the lm_head
 # output for all N tokens (model dtype) plus log_softmax(out) and the sampler's copies
 # (generate_token: torch.log_softmax(out, -1)); calibrated on the three 2.x logs in
@@ -160,6 +166,13 @@ def kv_blocks(e: Era, total: int, used: int, fraction: float, wiggle: float, blo
         free = max(0, int(device_free - (1 - fraction) * total))
         n = int(free * wiggle // block_bytes) + batch_blocks
     return KvResult(num_blocks=n, free_after_peak=free, kv_bytes=n * block_bytes)
+
+
+def process_overhead(attention: str, flash: bool, shards: int) -> int:
+    """Memory a shard holds outside the weights, KV cache and prefill activations when warmup reads
+    free memory: the CUDA context and workspaces, NCCL buffers when sharded, and flashinfer's
+    workspace on that backend (FLASHINFER_WORKSPACE)."""
+    return CONTEXT + (NCCL if shards > 1 else 0) + (FLASHINFER_WORKSPACE if flash and attention == "flashinfer" else 0)
 
 
 def kv_dtype_bytes(kv_cache_dtype: str | None, dtype: str) -> float:

@@ -248,7 +248,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     block_bytes = bpt * r.block
     total = gpu.memory_bytes
     weights = mem.weights_per_shard(model, db, mem.scheme(r.quantize, model), r.shards)
-    ctx = mem.CONTEXT + (mem.NCCL if r.shards > 1 else 0)
+    ctx = mem.process_overhead(r.attention, r.flash, r.shards)
     batch = mem.warmup_batch(e, r.prefill, r.max_input, r.max_total, r.block, r.speculate, s.get("max_batch_size"))
     warm_kv = batch.blocks * block_bytes
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
