@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.tgi import defaults as d
+from servefit.engines.tgi import launcher_config
 from servefit.engines.tgi import memory as mem
 from servefit.engines.tgi.detail import TgiDetail
 from servefit.engines.tgi.detail import of as detail_of
@@ -63,7 +64,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
         q = AUTO_QUANT.get(str(model.quantization.get("quant_method", "")).lower())
     dtype = s.get("dtype") or "float16"  # FlashCausalLM default_dtype (awq/gptq/exl2/marlin force float16)
     kv = s.get("kv_cache_dtype") or dtype
-    attention, prefix = d.resolve_attention(model, gpu, e, env, bool(s.get("lora_adapters")))
+    lc = launcher_config.read(model, e)
+    attention, prefix = d.resolve_attention(lc, gpu, e, env, bool(s.get("lora_adapters")))
     block = d.BLOCK.get(attention, 16) if e.attention_backends else 16
     flash = d.is_flash(model, e)
     speculate = int(s.get("speculate") or 0)
@@ -71,7 +73,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
                 and attention in ("flashinfer", "flashdecoding") and model.model_type not in d.NO_CHUNKING)
     max_input = s.get("max_input_tokens", s.get("max_input_length"))
     max_total = s.get("max_total_tokens")
-    din, dtot = d.default_lengths(e, model)
+    din, dtot = d.default_lengths(e, lc)
     logs: list[str] = []
     if max_input is None and din is not None:
         max_input = din
@@ -87,7 +89,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
         wiggle = e.wiggle
     prefill = s.get("max_batch_prefill_tokens")
     if prefill is None:
-        prefill, plogs = d.default_prefill(e, model, gpu, max(shards, 1), fraction,
+        prefill, plogs = d.default_prefill(e, lc, gpu, max(shards, 1), fraction,
                                            wiggle if wiggle_env is not None else None, max_input,
                                            s.get("max_batch_size"))
         logs += plogs
