@@ -179,3 +179,41 @@ def test_flashinfer_workspace_held_at_warmup_only_on_that_backend():
     assert old.memory.non_torch == int(0.40 * GiB)
     # 3.x sizes blocks of one token from free - 0.1 x total: 128 MiB is 1024 tokens of 128 KiB
     assert fd.kv_cache_tokens - fi.kv_cache_tokens in range(1024 - 256, 1024 + 256 + 1)
+
+
+def test_gemma3_vlm_prefill_masks_and_sdpa_by_release():
+    # flash_gemma3_modeling.py: requests x S x S masks for a Gemma 3 VLM prefill; 3.2.x runs the
+    # math-backend SDPA (scores + softmax per head of the shard), 3.3.x on flashinfer only the masks
+    from test_tgi_launcher_config import GEMMA3_27B
+
+    text = ModelSpec(**{**GEMMA3_27B.__dict__, "multimodal": False})
+    s, heads = 8000, 32
+    argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 8000"
+    for version, extra in (("3.2.1", (2 * 2 + 1) * s * s + 2 * heads * s * s * 2),
+                           ("3.3.7", (2 * 2 + 2) * s * s), ("3.1.1", 0)):
+        _, vlm = run(argv, version=version, model=GEMMA3_27B, gpu=H100)
+        _, txt = run(argv, version=version, model=text, gpu=H100)
+        assert vlm.memory.activation_peak - txt.memory.activation_peak == extra, version
+    # 3.3.x off flashinfer (ATTENTION=flashdecoding) the SDPA runs again
+    _, fd = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=GEMMA3_27B, gpu=H100)
+    _, fdt = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=text, gpu=H100)
+    assert fd.memory.activation_peak - fdt.memory.activation_peak == 6 * s * s + 2 * heads * s * s * 2
+    # two shards halve the heads; two requests of 4000 tokens (max_input 4000) give 2 x 4000^2 masks
+    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.2.1"), s, 1, 2, 2, "flashinfer") == 5 * s * s + 2 * 16 * s * s * 2
+    b = mem.warmup_batch(era("3.2.1"), 8000, 4000, None, 1, 0, None)
+    assert (b.requests, b.longest) == (2, 4000)
+    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.3.7"), 4000, 2, 2, 1, "flashinfer") == 6 * 2 * 4000 * 4000
+
+
+def test_gemma3_vlm_long_prefill_warmup_oom_only_where_the_sdpa_runs():
+    # 20000 prefill tokens on one H100: 3.2.1's SDPA scores (2 x 32 x 20000^2 x 2 bytes = 51 GB) do
+    # not fit beside 55 GB of weights; 3.3.7 on flashinfer keeps only the masks (2.4 GB)
+    argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 20000 --max-input-tokens 19999 " \
+           "--max-total-tokens 20000"
+    from test_tgi_launcher_config import GEMMA3_27B
+
+    _, old = run(argv, version="3.2.1", model=GEMMA3_27B, gpu=H100)
+    assert old.outcome == "oom_at_load"
+    assert "Not enough memory to handle 20000 prefill tokens" in " ".join(old.messages)
+    _, new = run(argv, version="3.3.7", model=GEMMA3_27B, gpu=H100)
+    assert new.outcome == "started"

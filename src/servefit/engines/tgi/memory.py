@@ -93,6 +93,7 @@ class WarmupBatch:
     requests: int
     tokens: int  # prompt tokens in the prefill (current_tokens)
     blocks: int  # KV blocks allocated for it (batch.num_blocks)
+    longest: int = 0  # the first (longest) request's prompt tokens
 
 
 def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
@@ -101,11 +102,12 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
     max_total_tokens - truncate new tokens (1 when max_total is left to the shard, 2 before 1.1)
     and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
     (FlashCausalLMBatch.from_tokenized)."""
-    n = reqs = blocks = 0
+    n = reqs = blocks = longest = 0
     while n < prefill and reqs < 100_000:
         truncate = prefill - n
         if max_input is not None:
             truncate = min(max_input, truncate)
+        longest = max(longest, truncate)
         if not e.max_new_from_total:
             max_new = 2
         else:
@@ -115,7 +117,7 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
         reqs += 1
         if max_batch_size and reqs == max_batch_size:
             break
-    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks)
+    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks, longest=longest)
 
 
 def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
@@ -137,6 +139,28 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
     head = rows * model.vocab_size * (db + (LOGPROB_EXTRA_BYTES if rows == tokens else 4)) + tokens * h * db
     return int(fwd + head)
+
+
+def gemma3_mask_bytes(model: ModelSpec, e: Era, longest: int, requests: int, db: float, shards: int,
+                      attention: str) -> int:
+    """Gemma 3 (the VLM, TGI >= 3.2.0) builds dense requests x S x S attention masks for a prefill,
+    S the longest prompt, and they stay alive through every layer
+    (custom_modeling/flash_gemma3_modeling.py::Gemma3ForConditionalGeneration.forward):
+    3.2.x, when the batch carries an image (the router's warm-up puts one in its first request):
+    get_attention_mask's additive mask (model dtype), the sliding-window bool mask and the local
+    additive mask; each layer's FlashGemma3Attention.forward then runs F.scaled_dot_product_attention
+    with that float mask and enable_gqa, which neither the flash kernel (no mask) nor the
+    memory-efficient one (no GQA) takes, so the math backend holds the scores and their softmax:
+    2 x heads per shard x S x S (counted at the model dtype, the least it takes).
+    >= 3.3.0, for every gemma3 prefill: vlm_causal_lm.py::VlmCausalLM.forward's bool mask and its
+    additive copy, then the same sliding-window pair; the SDPA runs only off flashinfer."""
+    if model.model_type != "gemma3" or not model.multimodal or e.v < (3, 2, 0) or longest <= 0:
+        return 0
+    sq = requests * longest * longest
+    masks = int((2 * db + (2 if e.v >= (3, 3, 0) else 1)) * sq)
+    sdpa = e.v < (3, 3, 0) or attention != "flashinfer"
+    heads = max(1, model.num_attention_heads // max(shards, 1))
+    return masks + (int(2 * heads * sq * db) if sdpa else 0)
 
 
 @dataclass

@@ -255,6 +255,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     warm_kv = batch.blocks * block_bytes
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
                               bool(s.get("enable_prefill_logprobs")))
+    act += mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention)
     graphs = s.get("cuda_graphs")
     sizes = [int(x) for x in graphs if int(x) > 0] if graphs is not None else (
         [] if r.quantize in ("bitsandbytes", "exl2") else [1, 2, 4, 8, 16, 32])
