@@ -189,31 +189,34 @@ def test_gemma3_vlm_prefill_masks_and_sdpa_by_release():
     text = ModelSpec(**{**GEMMA3_27B.__dict__, "multimodal": False})
     s, heads = 8000, 32
     argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 8000"
-    for version, extra in (("3.2.1", (2 * 2 + 1) * s * s + 2 * heads * s * s * 2),
-                           ("3.3.7", (2 * 2 + 2) * s * s), ("3.1.1", 0)):
+    # masks: float32 additive (4) + bool sliding (1) + float32 local (4); 3.3.x also the bool mask (1)
+    for version, extra in (("3.2.1", 9 * s * s + 2 * heads * s * s * 2),
+                           ("3.3.7", 10 * s * s), ("3.1.1", 0)):
         _, vlm = run(argv, version=version, model=GEMMA3_27B, gpu=H100)
         _, txt = run(argv, version=version, model=text, gpu=H100)
         assert vlm.memory.activation_peak - txt.memory.activation_peak == extra, version
     # 3.3.x off flashinfer (ATTENTION=flashdecoding) the SDPA runs again
     _, fd = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=GEMMA3_27B, gpu=H100)
     _, fdt = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=text, gpu=H100)
-    assert fd.memory.activation_peak - fdt.memory.activation_peak == 6 * s * s + 2 * heads * s * s * 2
+    assert fd.memory.activation_peak - fdt.memory.activation_peak == 10 * s * s + 2 * heads * s * s * 2
     # two shards halve the heads; two requests of 4000 tokens (max_input 4000) give 2 x 4000^2 masks
-    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.2.1"), s, 1, 2, 2, "flashinfer") == 5 * s * s + 2 * 16 * s * s * 2
+    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.2.1"), s, 1, 2, 2, "flashinfer") == 9 * s * s + 2 * 16 * s * s * 2
     b = mem.warmup_batch(era("3.2.1"), 8000, 4000, None, 1, 0, None)
     assert (b.requests, b.longest) == (2, 4000)
-    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.3.7"), 4000, 2, 2, 1, "flashinfer") == 6 * 2 * 4000 * 4000
+    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.3.7"), 4000, 2, 2, 1, "flashinfer") == 10 * 2 * 4000 * 4000
 
 
 def test_gemma3_vlm_long_prefill_warmup_oom_only_where_the_sdpa_runs():
-    # 20000 prefill tokens on one H100: 3.2.1's SDPA scores (2 x 32 x 20000^2 x 2 bytes = 51 GB) do
-    # not fit beside 55 GB of weights; 3.3.7 on flashinfer keeps only the masks (2.4 GB)
-    argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 20000 --max-input-tokens 19999 " \
-           "--max-total-tokens 20000"
+    # 16000 prefill tokens on one H100 (max_input 15999: requests of 15999 and 1 tokens, both padded
+    # to S = 15999 in the masks): 3.2.1's SDPA scores (2 x 2 x 32 x 15999^2 x 2 bytes = 66 GB) do not
+    # fit beside 55 GB of weights; 3.3.7 on flashinfer keeps only the masks (2 x 10 x 15999^2 = 5 GB)
+    argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 16000 --max-input-tokens 15999 " \
+           "--max-total-tokens 16000"
     from test_tgi_launcher_config import GEMMA3_27B
 
     _, old = run(argv, version="3.2.1", model=GEMMA3_27B, gpu=H100)
     assert old.outcome == "oom_at_load"
-    assert "Not enough memory to handle 20000 prefill tokens" in " ".join(old.messages)
+    assert "Not enough memory to handle 16000 prefill tokens" in " ".join(old.messages)
     _, new = run(argv, version="3.3.7", model=GEMMA3_27B, gpu=H100)
     assert new.outcome == "started"
+    assert new.memory.activation_peak > 2 * 10 * 15999**2

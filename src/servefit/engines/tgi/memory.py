@@ -147,17 +147,18 @@ def gemma3_mask_bytes(model: ModelSpec, e: Era, longest: int, requests: int, db:
     S the longest prompt, and they stay alive through every layer
     (custom_modeling/flash_gemma3_modeling.py::Gemma3ForConditionalGeneration.forward):
     3.2.x, when the batch carries an image (the router's warm-up puts one in its first request):
-    get_attention_mask's additive mask (model dtype), the sliding-window bool mask and the local
-    additive mask; each layer's FlashGemma3Attention.forward then runs F.scaled_dot_product_attention
+    get_attention_mask's additive mask, the sliding-window bool mask and the local additive mask;
+    the additive ones are float32 (torch.where(mask, 0, min_dtype) of two Python scalars takes the
+    default dtype, and torch.where(bool, min_dtype, that) keeps it). Each layer's FlashGemma3Attention.forward then runs F.scaled_dot_product_attention
     with that float mask and enable_gqa, which neither the flash kernel (no mask) nor the
     memory-efficient one (no GQA) takes, so the math backend holds the scores and their softmax:
     2 x heads per shard x S x S (counted at the model dtype, the least it takes).
     >= 3.3.0, for every gemma3 prefill: vlm_causal_lm.py::VlmCausalLM.forward's bool mask and its
-    additive copy, then the same sliding-window pair; the SDPA runs only off flashinfer."""
+    float32 additive copy, then the same sliding-window pair; the SDPA runs only off flashinfer."""
     if model.model_type != "gemma3" or not model.multimodal or e.v < (3, 2, 0) or longest <= 0:
         return 0
     sq = requests * longest * longest
-    masks = int((2 * db + (2 if e.v >= (3, 3, 0) else 1)) * sq)
+    masks = (4 + 1 + 4 + (1 if e.v >= (3, 3, 0) else 0)) * sq
     sdpa = e.v < (3, 3, 0) or attention != "flashinfer"
     heads = max(1, model.num_attention_heads // max(shards, 1))
     return masks + (int(2 * heads * sq * db) if sdpa else 0)
