@@ -220,3 +220,32 @@ def test_gemma3_vlm_long_prefill_warmup_oom_only_where_the_sdpa_runs():
     _, new = run(argv, version="3.3.7", model=GEMMA3_27B, gpu=H100)
     assert new.outcome == "started"
     assert new.memory.activation_peak > 2 * 10 * 15999**2
+
+
+def test_flash_decoding_blocks_before_the_attention_backends():
+    # 2.1.1 - 2.2.x models/globals.py: BLOCK_SIZE = 256 with FLASH_DECODING; the 2.2 launcher forces
+    # it for gemma2 (softcap); 2.1.0 has no such switch, 2.3 chooses through ATTENTION instead
+    gemma2 = ModelSpec(**{**LLAMA70B.__dict__, "name": "google/gemma-2-9b", "model_type": "gemma2",
+                          "num_hidden_layers": 42, "hidden_size": 3584, "num_attention_heads": 16,
+                          "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336,
+                          "vocab_size": 256000, "max_position_embeddings": 8192, "params": 9_241_705_984})
+    argv = "text-generation-launcher --model-id g"
+    for version, env, model, block in (("2.2.0", None, gemma2, 256), ("2.1.1", None, gemma2, 16),
+                                       ("2.1.1", {"FLASH_DECODING": "true"}, LLAMA8B, 256),
+                                       ("2.1.0", {"FLASH_DECODING": "1"}, LLAMA8B, 16),
+                                       ("2.2.0", {"FLASH_DECODING": "yes"}, LLAMA8B, 16)):
+        _, p = run(argv, env, version=version, model=model, gpu=H100)
+        assert p.detail.block_size == block, (version, env, model.name)
+    _, p = run(argv, version="2.2.0", model=gemma2, gpu=H100)
+    assert p.detail.kv_cache_blocks * 256 == p.kv_cache_tokens
+    assert p.detail.warmup_prefill_tokens == 4145  # two requests (4095 + 50) with 8192 positions capped at 4096
+
+
+def test_request_logprobs_variable_is_the_flag():
+    # 3.x shards compute every prompt token's log-probabilities at warm-up with REQUEST_LOGPROBS
+    # ("1" / "true" in any case), which --enable-prefill-logprobs sets; the launcher's environment reaches the shards
+    argv = "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --max-batch-prefill-tokens 4096"
+    _, flag = run(argv + " --enable-prefill-logprobs")
+    _, env = run(argv, {"REQUEST_LOGPROBS": "TRUE"})
+    _, off = run(argv, {"REQUEST_LOGPROBS": "0"})
+    assert env.memory.activation_peak == flag.memory.activation_peak > off.memory.activation_peak + 4096 * 128256 * 2

@@ -100,6 +100,22 @@ def resolve_attention(lc: LauncherConfig | None, gpu: GpuSpec, e: Era, env: dict
     return attention or "flashinfer", True if prefix is None else prefix
 
 
+def flash_decoding(model: ModelSpec, e: Era, env: dict[str, str]) -> bool:
+    """2.1.1 - 2.2.x, before the ATTENTION backends: models/globals.py sets BLOCK_SIZE = 256 when
+    FLASH_DECODING is "1" / "true" / "True", and the 2.2 launcher forces it for gemma2 (softcap:
+    launcher/src/main.rs::main, "Forcing flash decoding because of softcap usage")."""
+    if not (2, 1, 1) <= e.v < (2, 3, 0):
+        return False
+    return env.get("FLASH_DECODING") in ("1", "true", "True") or (model.model_type == "gemma2" and e.v >= (2, 2, 0))
+
+
+def request_logprobs(settings: dict, env: dict[str, str]) -> bool:
+    """From 3.0 the warm-up prefill computes every prompt token's log-probabilities only with
+    REQUEST_LOGPROBS (models/globals.py: "1" / "true", any case), which --enable-prefill-logprobs
+    sets for the shards (launcher shard_manager) and which the launcher's own environment passes on."""
+    return bool(settings.get("enable_prefill_logprobs")) or env.get("REQUEST_LOGPROBS", "0").lower() in ("1", "true")
+
+
 def _flop(c: LauncherConfig) -> int | None:
     """Config::flop: per-token FLOPs the launcher assumes (None for VLMs or missing fields)."""
     h, hd, heads, kv, inter, n = c.hidden_size, c.head_dim, c.num_heads, c.num_kv_heads, c.intermediate_size, c.num_layers

@@ -66,7 +66,9 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
     kv = s.get("kv_cache_dtype") or dtype
     lc = launcher_config.read(model, e)
     attention, prefix = d.resolve_attention(lc, gpu, e, env, bool(s.get("lora_adapters")))
-    block = d.BLOCK.get(attention, 16) if e.attention_backends else 16
+    if d.flash_decoding(model, e, env):
+        attention = "flashdecoding"
+    block = d.BLOCK.get(attention, 16) if (e.attention_backends or attention == "flashdecoding") else 16
     flash = d.is_flash(model, e)
     speculate = int(s.get("speculate") or 0)
     chunking = (e.chunking and flash and env.get("PREFILL_CHUNKING", "1").lower() in ("1", "true") and not speculate
@@ -254,7 +256,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     batch = mem.warmup_batch(e, r.prefill, r.max_input, r.max_total, r.block, r.speculate, s.get("max_batch_size"))
     warm_kv = batch.blocks * block_bytes
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
-                              bool(s.get("enable_prefill_logprobs")))
+                              d.request_logprobs(s, cfg.env))
     act += mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention)
     graphs = s.get("cuda_graphs")
     sizes = [int(x) for x in graphs if int(x) > 0] if graphs is not None else (
