@@ -249,3 +249,39 @@ def test_request_logprobs_variable_is_the_flag():
     _, env = run(argv, {"REQUEST_LOGPROBS": "TRUE"})
     _, off = run(argv, {"REQUEST_LOGPROBS": "0"})
     assert env.memory.activation_peak == flag.memory.activation_peak > off.memory.activation_peak + 4096 * 128256 * 2
+
+
+def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
+    # server.py::Warmup -> layers/gptq/exllamav2.py::create_exllama_buffers: one scratch buffer of the
+    # largest in x out x 2 + 128 + out x tokens x 4 + 128 over the shard's projections, allocated before
+    # the free-memory reading; from 2.2.0 Marlin takes symmetric 4-bit GPTQ on compute capability >= 8.0
+    from servefit.hardware.spec import GpuSpec
+
+    gptq = ModelSpec(**{**LLAMA8B.__dict__, "quantization": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                             "desc_act": False, "sym": True}})
+    t4 = GpuSpec(key="t4", name="NVIDIA T4", vendor="nvidia", memory_bytes=15_655_829_504, compute_capability=75)
+
+    def scratch(tokens: int, shards: int = 1) -> int:
+        shapes = [(4096, 6144 // shards), (4096 // shards, 4096), (4096, 28672 // shards), (14336 // shards, 4096)]
+        return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
+
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 1, 4324) == scratch(4324) \
+        == 4096 * 28672 * 2 + 28672 * 4324 * 4 + 256
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 2, 4096) == scratch(4096, 2)
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 86, 1, 4096) == 0  # Marlin
+    assert mem.exllama_scratch(gptq, era("2.1.1"), "gptq", 86, 1, 4145) == scratch(4145)  # before Marlin
+    assert mem.exllama_scratch(gptq, era("2.0.4"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # default 4096 x 16
+    assert mem.exllama_scratch(gptq, era("1.1.0"), "gptq", 86, 1, 4096) == 0  # ExLlama v1 only
+    act_order = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "desc_act": True}})
+    eight = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
+    asym = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "sym": False}})
+    assert mem.exllama_scratch(act_order, era("3.3.7"), "gptq", 75, 1, 4096) == 0
+    assert mem.exllama_scratch(eight, era("3.3.7"), "gptq", 75, 1, 4096) == 0
+    assert mem.exllama_scratch(asym, era("3.3.7"), "gptq", 86, 1, 4096) == scratch(4096)  # Marlin wants sym
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "awq", 75, 1, 4096) == 0
+    # in the plan the buffer is held with the warm-up prefill: the T4's pool shrinks by its size
+    argv = "text-generation-launcher --model-id m --max-batch-prefill-tokens 4096"
+    _, on_t4 = run(argv, model=gptq, gpu=t4)
+    plain = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
+    _, eight_t4 = run(argv, model=plain, gpu=t4)
+    assert on_t4.memory.activation_peak - eight_t4.memory.activation_peak == scratch(4096)

@@ -258,6 +258,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
                               d.request_logprobs(s, cfg.env))
     act += mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention)
+    act += mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
     graphs = s.get("cuda_graphs")
     sizes = [int(x) for x in graphs if int(x) > 0] if graphs is not None else (
         [] if r.quantize in ("bitsandbytes", "exl2") else [1, 2, 4, 8, 16, 32])
