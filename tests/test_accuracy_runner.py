@@ -62,19 +62,26 @@ KNOWN_OFF = {
 # TGI cases whose pool servefit misses by more than the target, pinned at the measured error (+-2
 # points) so a change shows: Gemma 3 27B (VLM) on 2 x RTX A6000 with TGI 3.3.x (issue 16, held out,
 # unlocated). +27.4% before the tied-head copy was modelled (TensorParallelHead.load), +16.7% after;
-# the rest is not explained by a mechanism confirmed in TGI's code.
-TGI_KNOWN_MISSES = {"tgi-file-2xa6000-gemma3-27b-defaults": 0.1671,
+# the rest is not explained by a mechanism confirmed in TGI's code. Both moved by flashinfer's
+# 128 MiB workspace (layers/attention/flashinfer.py::get_workspace), now held at warm-up:
+# +16.7% -> +15.7% and +22.1% -> +16.1%; the Gemma 3 one then by its prefill masks
+# (memory.gemma3_mask_bytes, 3.3.x: 10 bytes x 8000^2 at the 8000-token default prefill) to +10.9%.
+TGI_KNOWN_MISSES = {"tgi-file-2xa6000-gemma3-27b-defaults": 0.1086,
                     # Llama-3.3-70B AWQ on 2 x RTX 3090, TGI 3.0.1 (issue 16 second batch, calibration
-                    # by the hash rule, not fitted): 13793 logged, 16837 predicted; not yet explained
-                    "tgi-2842-2x3090-llama33-70b-awq-tp2": 0.2207}
+                    # by the hash rule, not fitted): 13793 logged, 16017 predicted; the rest (~345 MiB
+                    # per shard) is not explained by TGI's code (candidates: NCCL over the NVLink bridge
+                    # the issue names, allocator fragmentation from the AWQ -> Marlin repack at load)
+                    "tgi-2842-2x3090-llama33-70b-awq-tp2": 0.1612}
 # Start-up outcomes servefit gets wrong on issue 16's second batch (held out by the hash rule, so
-# recorded here rather than fitted): the warm-up OOM of Gemma 3 27B with a 31000-token prefill on
-# 4 x A100 80GB (3.2.1) and of Llama-3.1-405B FP8 on 8 x H100 in CUDA-graph capture (2.2.0) are
-# predicted to start; starcoder2-15b with a 30000-token prefill on an A100 40GB (2.0.4) started where
+# recorded here rather than fitted): the warm-up OOM of Llama-3.1-405B FP8 on 8 x H100 in CUDA-graph
+# capture (2.2.0) is predicted to start; starcoder2-15b with a 30000-token prefill on an A100 40GB (2.0.4) started where
 # servefit predicts a warm-up OOM; Falcon-40B GPTQ on 8 x A100 80GB with TGI 1.0.2 refused the warm-up
 # prefill even at the minimum size (the excerpt read does not show the cause; servefit predicts it starts). A fix takes the
-# case off this list.
-TGI_KNOWN_OUTCOME_MISSES = {"tgi-3130-4xa100-gemma3-27b-prefill-31000-oom", "tgi-2572-8xh100-llama31-405b-fp8-warmup-oom",
+# case off this list. Taken off: Gemma 3 27B with a 31000-token prefill on 4 x A100 80GB (3.2.1),
+# by the dense prefill masks and math-backend SDPA of flash_gemma3_modeling.py
+# (memory.gemma3_mask_bytes), written from TGI's code with no constant; this list said the case
+# was missed before that mechanism was written, so its held-out outcome is not blind.
+TGI_KNOWN_OUTCOME_MISSES = {"tgi-2572-8xh100-llama31-405b-fp8-warmup-oom",
                             "tgi-1993-a100-40gb-starcoder2-15b-16k", "tgi-943-8xa100-falcon-40b-gptq-prefill-oom"}
 
 

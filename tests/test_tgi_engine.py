@@ -270,3 +270,20 @@ def test_ignored_max_batch_total_tokens_is_a_warning():
     assert f.message.startswith("`--max-batch-total-tokens` is deprecated for Flash Attention models. Inferred max "
                                 f"batch total tokens: {plan.detail.max_batch_total_tokens}")
     assert plan.outcome == "started"
+
+
+def test_vlm_prefill_fallback_follows_the_release():
+    # launcher/src/main.rs::main `default_optimal`: a VLM gets no compute_optimal (Config::flop is None
+    # with a vision_config); 3.0.x / 3.1.0 fall back to 4096, 3.1.1 raises Qwen2-VL to 10000 and 3.2.0
+    # Gemma 3 to 8000 (capped by max_position_embeddings; unknown card: no vram_maximum cap)
+    card = GpuSpec(key="x", name="NVIDIA Foo", vendor="nvidia", memory_bytes=85_029_027_840, compute_capability=90)
+    qwen = ModelSpec(**{**LLAMA8B.__dict__, "name": "Qwen/Qwen2.5-VL-7B-Instruct", "model_type": "qwen2_5_vl",
+                        "multimodal": True, "max_position_embeddings": 128000})
+    gemma = ModelSpec(**{**qwen.__dict__, "name": "google/gemma-3-27b-it", "model_type": "gemma3"})
+    want = {("3.0.1", "qwen2_5_vl"): 4096, ("3.1.0", "qwen2_5_vl"): 4096, ("3.1.1", "qwen2_5_vl"): 10000,
+            ("3.1.1", "gemma3"): 4096, ("3.2.0", "gemma3"): 8000, ("3.3.7", "qwen2_5_vl"): 10000,
+            ("3.3.7", "gemma3"): 8000}
+    for (version, mt), value in want.items():
+        m = qwen if mt == "qwen2_5_vl" else gemma
+        _, plan = run("text-generation-launcher --model-id m", version=version, model=m, gpu=card)
+        assert plan.detail.max_batch_prefill_tokens == value, (version, mt)

@@ -138,18 +138,19 @@ def test_capacity_advice():
 
 def test_a10g_llama31_8b_from_the_launcher_formulas_alone():
     """The same case from the model card and TGI's own formulas, sharing no sub-term with the plan:
-    weights = 8,030,261,248 params x 2 bytes; the CUDA context 0.40 GiB; the warmup prefill's
+    weights = 8,030,261,248 params x 2 bytes; the CUDA context 0.40 GiB and flashinfer's 128 MiB
+    workspace (layers/attention/flashinfer.py::get_workspace); the warmup prefill's
     peak (flash_causal_lm.py::warmup, 3.x: one request of max_batch_prefill_tokens = 8315) =
     8315 x (4 x 4096 + 3 x 14336) x 2 for a decoder layer + 1 x 128256 x (2 + 4) + 8315 x 4096 x 2
     for the head; then free - (1 - 1.0 x 0.9) x total over 131,072 bytes per block-of-1 token."""
     _, plan = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct")
     total = 23_684_186_112  # A10G as torch reports it
     weights = 8_030_261_248 * 2
-    context = int(0.40 * 2**30)
+    context = int(0.40 * 2**30) + 128 * 2**20
     peak = 8315 * (4 * 4096 + 3 * 14336) * 2 + 128256 * 6 + 8315 * 4096 * 2
     warm = 8315 * 131_072
     free = int((total - (context + weights + warm + peak)) - 0.1 * total)
-    assert plan.kv_cache_tokens == free // 131_072 + 8315 == 28_756
+    assert plan.kv_cache_tokens == free // 131_072 + 8315 == 27_732
 
 
 def test_a_tied_head_is_a_second_copy_on_each_shard():
@@ -163,3 +164,124 @@ def test_a_tied_head_is_a_second_copy_on_each_shard():
     assert mem.weights_per_shard(untied, 2, None, 1) == 1_235_814_400 * 2
     assert mem.weights_per_shard(tied, 2, None, 1) == 1_235_814_400 * 2 + 128256 * 2048 * 2
     assert mem.weights_per_shard(tied, 2, None, 2) == (1_235_814_400 * 2 + 128256 * 2048 * 2) // 2
+
+
+def test_flashinfer_workspace_held_at_warmup_only_on_that_backend():
+    # layers/attention/flashinfer.py::get_workspace: 128 MiB per shard, allocated in
+    # FlashCausalLM.__init__ and alive when warmup reads free memory; none on paged / flashdecoding
+    # (and none before 2.3, where every model runs paged attention)
+    _, fi = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --max-batch-prefill-tokens 4096")
+    _, fd = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --max-batch-prefill-tokens 4096",
+                {"ATTENTION": "flashdecoding", "PREFIX_CACHING": "0"})
+    assert (fi.detail.attention, fd.detail.attention) == ("flashinfer", "flashdecoding")
+    assert fi.memory.non_torch - fd.memory.non_torch == 128 * 2**20
+    _, old = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", version="2.2.0")
+    assert old.memory.non_torch == int(0.40 * GiB)
+    # 3.x sizes blocks of one token from free - 0.1 x total: 128 MiB is 1024 tokens of 128 KiB
+    assert fd.kv_cache_tokens - fi.kv_cache_tokens in range(1024 - 256, 1024 + 256 + 1)
+
+
+def test_gemma3_vlm_prefill_masks_and_sdpa_by_release():
+    # flash_gemma3_modeling.py: requests x S x S masks for a Gemma 3 VLM prefill; 3.2.x runs the
+    # math-backend SDPA (scores + softmax per head of the shard), 3.3.x on flashinfer only the masks
+    from test_tgi_launcher_config import GEMMA3_27B
+
+    text = ModelSpec(**{**GEMMA3_27B.__dict__, "multimodal": False})
+    s, heads = 8000, 32
+    argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 8000"
+    # masks: float32 additive (4) + bool sliding (1) + float32 local (4); 3.3.x also the bool mask (1)
+    for version, extra in (("3.2.1", 9 * s * s + 2 * heads * s * s * 2),
+                           ("3.3.7", 10 * s * s), ("3.1.1", 0)):
+        _, vlm = run(argv, version=version, model=GEMMA3_27B, gpu=H100)
+        _, txt = run(argv, version=version, model=text, gpu=H100)
+        assert vlm.memory.activation_peak - txt.memory.activation_peak == extra, version
+    # 3.3.x off flashinfer (ATTENTION=flashdecoding) the SDPA runs again
+    _, fd = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=GEMMA3_27B, gpu=H100)
+    _, fdt = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=text, gpu=H100)
+    assert fd.memory.activation_peak - fdt.memory.activation_peak == 10 * s * s + 2 * heads * s * s * 2
+    # two shards halve the heads; two requests of 4000 tokens (max_input 4000) give 2 x 4000^2 masks
+    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.2.1"), s, 1, 2, 2, "flashinfer") == 9 * s * s + 2 * 16 * s * s * 2
+    b = mem.warmup_batch(era("3.2.1"), 8000, 4000, None, 1, 0, None)
+    assert (b.requests, b.longest) == (2, 4000)
+    assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.3.7"), 4000, 2, 2, 1, "flashinfer") == 10 * 2 * 4000 * 4000
+
+
+def test_gemma3_vlm_long_prefill_warmup_oom_only_where_the_sdpa_runs():
+    # 16000 prefill tokens on one H100 (max_input 15999: requests of 15999 and 1 tokens, both padded
+    # to S = 15999 in the masks): 3.2.1's SDPA scores (2 x 2 x 32 x 15999^2 x 2 bytes = 66 GB) do not
+    # fit beside 55 GB of weights; 3.3.7 on flashinfer keeps only the masks (2 x 10 x 15999^2 = 5 GB)
+    argv = "text-generation-launcher --model-id g --max-batch-prefill-tokens 16000 --max-input-tokens 15999 " \
+           "--max-total-tokens 16000"
+    from test_tgi_launcher_config import GEMMA3_27B
+
+    _, old = run(argv, version="3.2.1", model=GEMMA3_27B, gpu=H100)
+    assert old.outcome == "oom_at_load"
+    assert "Not enough memory to handle 16000 prefill tokens" in " ".join(old.messages)
+    _, new = run(argv, version="3.3.7", model=GEMMA3_27B, gpu=H100)
+    assert new.outcome == "started"
+    assert new.memory.activation_peak > 2 * 10 * 15999**2
+
+
+def test_flash_decoding_blocks_before_the_attention_backends():
+    # 2.1.1 - 2.2.x models/globals.py: BLOCK_SIZE = 256 with FLASH_DECODING; the 2.2 launcher forces
+    # it for gemma2 (softcap); 2.1.0 has no such switch, 2.3 chooses through ATTENTION instead
+    gemma2 = ModelSpec(**{**LLAMA70B.__dict__, "name": "google/gemma-2-9b", "model_type": "gemma2",
+                          "num_hidden_layers": 42, "hidden_size": 3584, "num_attention_heads": 16,
+                          "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336,
+                          "vocab_size": 256000, "max_position_embeddings": 8192, "params": 9_241_705_984})
+    argv = "text-generation-launcher --model-id g"
+    for version, env, model, block in (("2.2.0", None, gemma2, 256), ("2.1.1", None, gemma2, 16),
+                                       ("2.1.1", {"FLASH_DECODING": "true"}, LLAMA8B, 256),
+                                       ("2.1.0", {"FLASH_DECODING": "1"}, LLAMA8B, 16),
+                                       ("2.2.0", {"FLASH_DECODING": "yes"}, LLAMA8B, 16)):
+        _, p = run(argv, env, version=version, model=model, gpu=H100)
+        assert p.detail.block_size == block, (version, env, model.name)
+    _, p = run(argv, version="2.2.0", model=gemma2, gpu=H100)
+    assert p.detail.kv_cache_blocks * 256 == p.kv_cache_tokens
+    assert p.detail.warmup_prefill_tokens == 4145  # two requests (4095 + 50) with 8192 positions capped at 4096
+
+
+def test_request_logprobs_variable_is_the_flag():
+    # 3.x shards compute every prompt token's log-probabilities at warm-up with REQUEST_LOGPROBS
+    # ("1" / "true" in any case), which --enable-prefill-logprobs sets; the launcher's environment reaches the shards
+    argv = "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --max-batch-prefill-tokens 4096"
+    _, flag = run(argv + " --enable-prefill-logprobs")
+    _, env = run(argv, {"REQUEST_LOGPROBS": "TRUE"})
+    _, off = run(argv, {"REQUEST_LOGPROBS": "0"})
+    assert env.memory.activation_peak == flag.memory.activation_peak > off.memory.activation_peak + 4096 * 128256 * 2
+
+
+def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
+    # server.py::Warmup -> layers/gptq/exllamav2.py::create_exllama_buffers: one scratch buffer of the
+    # largest in x out x 2 + 128 + out x tokens x 4 + 128 over the shard's projections, allocated before
+    # the free-memory reading; from 2.2.0 Marlin takes symmetric 4-bit GPTQ on compute capability >= 8.0
+    from servefit.hardware.spec import GpuSpec
+
+    gptq = ModelSpec(**{**LLAMA8B.__dict__, "quantization": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                             "desc_act": False, "sym": True}})
+    t4 = GpuSpec(key="t4", name="NVIDIA T4", vendor="nvidia", memory_bytes=15_655_829_504, compute_capability=75)
+
+    def scratch(tokens: int, shards: int = 1) -> int:
+        shapes = [(4096, 6144 // shards), (4096 // shards, 4096), (4096, 28672 // shards), (14336 // shards, 4096)]
+        return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
+
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 1, 4324) == scratch(4324) \
+        == 4096 * 28672 * 2 + 28672 * 4324 * 4 + 256
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 2, 4096) == scratch(4096, 2)
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 86, 1, 4096) == 0  # Marlin
+    assert mem.exllama_scratch(gptq, era("2.1.1"), "gptq", 86, 1, 4145) == scratch(4145)  # before Marlin
+    assert mem.exllama_scratch(gptq, era("2.0.4"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # default 4096 x 16
+    assert mem.exllama_scratch(gptq, era("1.1.0"), "gptq", 86, 1, 4096) == 0  # ExLlama v1 only
+    act_order = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "desc_act": True}})
+    eight = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
+    asym = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "sym": False}})
+    assert mem.exllama_scratch(act_order, era("3.3.7"), "gptq", 75, 1, 4096) == 0
+    assert mem.exllama_scratch(eight, era("3.3.7"), "gptq", 75, 1, 4096) == 0
+    assert mem.exllama_scratch(asym, era("3.3.7"), "gptq", 86, 1, 4096) == scratch(4096)  # Marlin wants sym
+    assert mem.exllama_scratch(gptq, era("3.3.7"), "awq", 75, 1, 4096) == 0
+    # in the plan the buffer is held with the warm-up prefill: the T4's pool shrinks by its size
+    argv = "text-generation-launcher --model-id m --max-batch-prefill-tokens 4096"
+    _, on_t4 = run(argv, model=gptq, gpu=t4)
+    plain = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
+    _, eight_t4 = run(argv, model=plain, gpu=t4)
+    assert on_t4.memory.activation_peak - eight_t4.memory.activation_peak == scratch(4096)

@@ -60,12 +60,17 @@ def attention_params(m: ModelSpec) -> int:
     return sum(attention_projections(m).values()) + extra
 
 
+def is_gated(m: ModelSpec) -> bool:
+    """Whether the MLP has a gate projection (gate, up, down) or is a plain up / down pair."""
+    return m.model_type not in _NO_GATE
+
+
 def mlp_params(hidden: int, inter: int, gated: bool = True) -> int:
     return (3 if gated else 2) * hidden * inter
 
 
 def param_groups(m: ModelSpec) -> ParamGroups:
-    gated = m.model_type not in _NO_GATE
+    gated = is_gated(m)
     kinds = m.kinds()
     attn, mlp, experts = [], [], []
     for i, kind in enumerate(kinds):

@@ -27,7 +27,7 @@ SAGEMAKER_ENV = {"HF_MODEL_ID": "MODEL_ID", "HF_MODEL_REVISION": "REVISION", "SM
                  "HF_MODEL_QUANTIZE": "QUANTIZE", "HF_MODEL_TRUST_REMOTE_CODE": "TRUST_REMOTE_CODE"}
 # variables read outside `Args` that change memory (launcher resolve_attention, models/globals.py)
 ENV_VARS = ("TGI_WIGGLE_ROOM", "ATTENTION", "PREFIX_CACHING", "PREFILL_CHUNKING", "CUDA_VISIBLE_DEVICES",
-            "NVIDIA_VISIBLE_DEVICES", "REQUEST_LOGPROBS")
+            "NVIDIA_VISIBLE_DEVICES", "REQUEST_LOGPROBS", "FLASH_DECODING")
 # spellings other engines use for TGI's choices (cross-engine hints)
 KV_HINTS = {"fp8": "fp8_e4m3fn", "fp8_e4m3": "fp8_e4m3fn", "float8_e4m3fn": "fp8_e4m3fn", "e4m3": "fp8_e4m3fn",
             "e5m2": "fp8_e5m2"}

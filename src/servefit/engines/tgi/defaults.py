@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from servefit.engines.tgi.era import Era
+from servefit.engines.tgi.launcher_config import LauncherConfig
 
 if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
@@ -69,87 +70,118 @@ def num_shard(settings: dict, env: dict[str, str], count: int) -> tuple[int, str
     return n, None
 
 
-def resolve_attention(model: ModelSpec, gpu: GpuSpec, e: Era, env: dict[str, str],
+def resolve_attention(lc: LauncherConfig | None, gpu: GpuSpec, e: Era, env: dict[str, str],
                       lora: bool) -> tuple[str, bool]:
-    """launcher/src/main.rs::resolve_attention: (ATTENTION, prefix caching)."""
+    """launcher/src/main.rs::resolve_attention: (ATTENTION, prefix caching), from the launcher's
+    view of config.json (launcher_config.read; None: unparsable, the whole check is skipped)."""
     if not e.attention_backends:
         return "paged", False
     attention = env.get("ATTENTION")
     pc = env.get("PREFIX_CACHING")
     prefix: bool | None = None if pc is None else pc.lower() in ("1", "true")
-    if model.multimodal and prefix is None:
-        prefix = False
-    fallback = "paged" if (gpu.compute_capability and gpu.compute_capability < 80) else "flashdecoding"
-    if model.head_dim in (64, 128, 256):
-        if lora and prefix is None:
+    if lc is not None:
+        if lc.vision and prefix is None:
             prefix = False
-        if model.model_type in ("falcon", "deepseek_v2") and attention is None:
-            attention = fallback
-            if fallback == "paged" and prefix is None:
+        fallback = "paged" if (gpu.compute_capability and gpu.compute_capability < 80) else "flashdecoding"
+        if lc.head_dim in (64, 128, 256):
+            if lora and prefix is None:
                 prefix = False
-    else:
-        if attention is None:
-            attention = fallback
-        if prefix is None:
-            prefix = False
+            if lc.model_type in ("falcon", "deepseek_v2") and attention is None:
+                attention = fallback
+                if fallback == "paged" and prefix is None:
+                    prefix = False
+        else:
+            if attention is None:
+                attention = fallback
+            if prefix is None:
+                prefix = False
     if attention == "paged" and prefix is None:
         prefix = False
     return attention or "flashinfer", True if prefix is None else prefix
 
 
-def _flop(m: ModelSpec) -> int:
-    """Config::flop: per-token FLOPs the launcher assumes (vision models: None)."""
-    h, hd, heads, kv = m.hidden_size, m.head_dim, m.num_attention_heads, m.num_key_value_heads
-    inter = (m.moe_intermediate_size or m.intermediate_size) if m.is_moe else m.intermediate_size
-    inter *= (m.num_experts_per_tok or 1) + m.num_shared_experts if m.is_moe else 1
+def flash_decoding(model: ModelSpec, e: Era, env: dict[str, str]) -> bool:
+    """2.1.1 - 2.2.x, before the ATTENTION backends: models/globals.py sets BLOCK_SIZE = 256 when
+    FLASH_DECODING is "1" / "true" / "True", and the 2.2 launcher forces it for gemma2 (softcap:
+    launcher/src/main.rs::main, "Forcing flash decoding because of softcap usage")."""
+    if not (2, 1, 1) <= e.v < (2, 3, 0):
+        return False
+    return env.get("FLASH_DECODING") in ("1", "true", "True") or (model.model_type == "gemma2" and e.v >= (2, 2, 0))
+
+
+def request_logprobs(settings: dict, env: dict[str, str]) -> bool:
+    """From 3.0 the warm-up prefill computes every prompt token's log-probabilities only with
+    REQUEST_LOGPROBS (models/globals.py: "1" / "true", any case), which --enable-prefill-logprobs
+    sets for the shards (launcher shard_manager) and which the launcher's own environment passes on."""
+    return bool(settings.get("enable_prefill_logprobs")) or env.get("REQUEST_LOGPROBS", "0").lower() in ("1", "true")
+
+
+def _flop(c: LauncherConfig) -> int | None:
+    """Config::flop: per-token FLOPs the launcher assumes (None for VLMs or missing fields)."""
+    h, hd, heads, kv, inter, n = c.hidden_size, c.head_dim, c.num_heads, c.num_kv_heads, c.intermediate_size, c.num_layers
+    if c.vision or not (h and hd and heads and kv and inter and n):
+        return None
+    inter *= c.num_experts_per_token + c.num_shared_experts
     attn = 2 * heads * hd * h * 3 + 2 * kv * hd * h * 2
-    return (attn + 2 * 3 * h * inter) * m.num_hidden_layers
+    return (attn + 2 * 3 * h * inter) * n
 
 
-def _model_vram(m: ModelSpec) -> int | None:
+def _model_vram(c: LauncherConfig) -> int | None:
     """Config::model_vram (its attention term omits the hidden size, as upstream does)."""
-    if m.quantization:
+    hd, heads, kv, h, inter, n, vocab = (c.head_dim, c.num_heads, c.num_kv_heads, c.hidden_size, c.intermediate_size,
+                                         c.num_layers, c.vocab_size)
+    if c.quantized or not (hd and heads and kv and h and inter and n and vocab):
         return None
-    hd, heads, kv, h = m.head_dim, m.num_attention_heads, m.num_key_value_heads, m.hidden_size
-    experts = m.num_experts or 1
-    layer = 3 * m.intermediate_size * experts * h + (heads + 2 * kv) * hd + heads * hd * h
-    return (layer * m.num_hidden_layers + 2 * h * m.vocab_size) * 2
+    layer = 3 * inter * c.num_experts * h + (heads + 2 * kv) * hd + heads * hd * h
+    return (layer * n + 2 * h * vocab) * 2
 
 
-def _token_vram(m: ModelSpec) -> int | None:
+def _token_vram(c: LauncherConfig) -> int | None:
     """Config::token_vram = kv_vram_per_tok + mlp_vram_per_tok."""
-    if m.quantization:
+    if c.quantized or not (c.num_kv_heads and c.head_dim and c.num_layers and c.intermediate_size):
         return None
-    kv = m.num_key_value_heads * 2 * m.head_dim * 2 * m.num_hidden_layers
-    mlp = (m.intermediate_size + m.intermediate_size // 2) * (m.num_experts or 1) * 2 * 3
+    kv = c.num_kv_heads * 2 * c.head_dim * 2 * c.num_layers
+    mlp = (c.intermediate_size + c.intermediate_size // 2) * c.num_experts * 2 * 3
     return kv + mlp
 
 
-def default_prefill(e: Era, model: ModelSpec, gpu: GpuSpec, shards: int, fraction: float, wiggle_env: float | None,
-                    max_input: int | None, max_batch_size: int | None) -> tuple[int, list[str]]:
+# launcher/src/main.rs::main `default_optimal`: the prefill default when compute_optimal gives
+# none, raised for VLMs so their images are not rejected; Qwen2-VL / Qwen2.5-VL from 3.1.1, Gemma 3
+# from 3.2.0 (3.0.x and 3.1.0 use 4096 for every model).
+VLM_PREFILL_FALLBACK = {"qwen2_vl": ((3, 1, 1), 10_000), "qwen2_5_vl": ((3, 1, 1), 10_000), "gemma3": ((3, 2, 0), 8000)}
+
+
+def vlm_prefill_fallback(e: Era, model_type: str) -> int:
+    since, value = VLM_PREFILL_FALLBACK.get(model_type, ((0, 0, 0), 4096))
+    return value if e.v >= since else 4096
+
+
+def default_prefill(e: Era, lc: LauncherConfig | None, gpu: GpuSpec, shards: int, fraction: float,
+                    wiggle_env: float | None, max_input: int | None, max_batch_size: int | None) -> tuple[int, list[str]]:
     """The launcher's `Default max_batch_prefill_tokens to N` and its log lines."""
-    mpe = model.max_position_embeddings or 0
     logs: list[str] = []
     if e.defaults in ("v1",):
         return 4096, logs
     if e.defaults == "mpe4096":
-        inp = max_input if max_input is not None else min(mpe or 4096, 4096) - 1
+        inp = max_input if max_input is not None else capped_positions(lc) - 1
         value = (max_batch_size * inp) if max_batch_size else inp + 50
         logs.append(f"Default `max_batch_prefill_tokens` to {value}")
         return value, logs
     if e.defaults == "shard":
-        value = min(4096, min(mpe or 4096, 4096))
+        value = capped_positions(lc)
         logs.append(f"Default `max_batch_prefill_tokens` to {value}")
         return value, logs
     flops = F16_FLOPS.get(card(gpu))
     optimal = None
-    if flops and not model.multimodal:
-        opt = int(flops * shards / max(_flop(model), 1))
+    flop = _flop(lc) if lc is not None else None
+    if flops and flop:
+        opt = int(flops * shards / flop)
         optimal = opt if opt > 100 else None
-    fallback = {"qwen2_vl": 10000, "qwen2_5_vl": 10000, "gemma3": 8000}.get(model.model_type, 4096)
+    fallback = vlm_prefill_fallback(e, lc.model_type) if lc is not None else 4096
     default = optimal or fallback
+    mpe = lc.max_position_embeddings if lc is not None else None
     value = min(default, mpe) if mpe else default
-    mv, tv = _model_vram(model), _token_vram(model)
+    mv, tv = (_model_vram(lc), _token_vram(lc)) if lc is not None else (None, None)
     if flops and mv is not None and tv:
         smi = gpu.smi_memory_bytes or gpu.memory_bytes
         avail = int(smi * shards * fraction * (wiggle_env if wiggle_env is not None else 0.95))
@@ -165,12 +197,18 @@ def default_prefill(e: Era, model: ModelSpec, gpu: GpuSpec, shards: int, fractio
     return int(value), logs
 
 
-def default_lengths(e: Era, model: ModelSpec) -> tuple[int | None, int | None]:
+def capped_positions(lc: LauncherConfig | None) -> int:
+    """2.x launchers: max_position_embeddings capped at 4096 (`max_default`), 4096 when the launcher
+    has no config or the config names none."""
+    mpe = lc.max_position_embeddings if lc is not None else None
+    return min(mpe, 4096) if mpe else 4096
+
+
+def default_lengths(e: Era, lc: LauncherConfig | None) -> tuple[int | None, int | None]:
     """Launcher defaults of (max_input_tokens, max_total_tokens); None = decided at warmup."""
-    mpe = model.max_position_embeddings or 4096
     if e.defaults == "v1":
         return 1024, 2048
     if e.defaults == "mpe4096":
-        cap = min(mpe, 4096)
+        cap = capped_positions(lc)
         return cap - 1, cap
     return None, None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from servefit.engines.tgi.era import Era
 from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.params import is_gated
 from servefit.memory.weights import Scheme, scheme_for, weight_bytes
 from servefit.models.spec import ModelSpec
 
@@ -20,6 +21,12 @@ MiB = 2**20
 # that sit outside the weights, the warmup KV blocks and the prefill activations.
 CONTEXT = int(0.40 * GiB)
 NCCL = int(0.25 * GiB)  # NCCL buffers per rank when sharded
+# From 2.3 the flashinfer backend keeps one 128 MiB workspace per shard for its prefill and decode
+# wrappers (layers/attention/flashinfer.py::get_workspace, torch.empty(128 * 1024 * 1024, uint8),
+# created in models/flash_causal_lm.py::FlashCausalLM.__init__ via create_prefill_state), alive
+# when warmup reads free memory; the paged and flashdecoding backends have none. The CONTEXT
+# term above was calibrated on paged-attention (< 2.3) logs only, so it does not hold it.
+FLASHINFER_WORKSPACE = 128 * MiB
 # Warmup prefill before 3.0 asked for the log-probabilities of every prompt token: the lm_head
 # output for all N tokens (model dtype) plus log_softmax(out) and the sampler's copies
 # (generate_token: torch.log_softmax(out, -1)); calibrated on the three 2.x logs in
@@ -87,6 +94,7 @@ class WarmupBatch:
     requests: int
     tokens: int  # prompt tokens in the prefill (current_tokens)
     blocks: int  # KV blocks allocated for it (batch.num_blocks)
+    longest: int = 0  # the first (longest) request's prompt tokens
 
 
 def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
@@ -95,11 +103,12 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
     max_total_tokens - truncate new tokens (1 when max_total is left to the shard, 2 before 1.1)
     and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
     (FlashCausalLMBatch.from_tokenized)."""
-    n = reqs = blocks = 0
+    n = reqs = blocks = longest = 0
     while n < prefill and reqs < 100_000:
         truncate = prefill - n
         if max_input is not None:
             truncate = min(max_input, truncate)
+        longest = max(longest, truncate)
         if not e.max_new_from_total:
             max_new = 2
         else:
@@ -109,7 +118,7 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
         reqs += 1
         if max_batch_size and reqs == max_batch_size:
             break
-    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks)
+    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks, longest=longest)
 
 
 def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
@@ -131,6 +140,60 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
     head = rows * model.vocab_size * (db + (LOGPROB_EXTRA_BYTES if rows == tokens else 4)) + tokens * h * db
     return int(fwd + head)
+
+
+def gemma3_mask_bytes(model: ModelSpec, e: Era, longest: int, requests: int, db: float, shards: int,
+                      attention: str) -> int:
+    """Gemma 3 (the VLM, TGI >= 3.2.0) builds dense requests x S x S attention masks for a prefill,
+    S the longest prompt, and they stay alive through every layer
+    (custom_modeling/flash_gemma3_modeling.py::Gemma3ForConditionalGeneration.forward):
+    3.2.x, when the batch carries an image (the router's warm-up puts one in its first request):
+    get_attention_mask's additive mask, the sliding-window bool mask and the local additive mask;
+    the additive ones are float32 (torch.where(mask, 0, min_dtype) of two Python scalars takes the
+    default dtype, and torch.where(bool, min_dtype, that) keeps it). Each layer's FlashGemma3Attention.forward then runs F.scaled_dot_product_attention
+    with that float mask and enable_gqa, which neither the flash kernel (no mask) nor the
+    memory-efficient one (no GQA) takes, so the math backend holds the scores and their softmax:
+    2 x heads per shard x S x S (counted at the model dtype, the least it takes).
+    >= 3.3.0, for every gemma3 prefill: vlm_causal_lm.py::VlmCausalLM.forward's bool mask and its
+    float32 additive copy, then the same sliding-window pair; the SDPA runs only off flashinfer."""
+    if model.model_type != "gemma3" or not model.multimodal or e.v < (3, 2, 0) or longest <= 0:
+        return 0
+    sq = requests * longest * longest
+    masks = (4 + 1 + 4 + (1 if e.v >= (3, 3, 0) else 0)) * sq
+    sdpa = e.v < (3, 3, 0) or attention != "flashinfer"
+    heads = max(1, model.num_attention_heads // max(shards, 1))
+    return masks + (int(2 * heads * sq * db) if sdpa else 0)
+
+
+def exllama_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capability: int, shards: int,
+                    prefill: int) -> int:
+    """The ExLlamaV2 scratch buffer a GPTQ (4-bit, no act-order) or EXL2 model allocates at warm-up,
+    before the shard measures free memory (server.py::Warmup -> create_exllama_buffers; layers/gptq/
+    exllamav2.py): one buffer of the largest QuantLinear.scratch_space_fixed = in x out x 2 + 128 +
+    out x tokens x 4 + 128 over the shard's fused qkv / o / gate_up / down projections, with tokens
+    = 4096 x 16 (the default max_input_len x max_batch_size, 1.2.0 - 2.1.0) or the warm-up's
+    max_prefill_tokens x 1 (from 2.1.1). From 2.2.0 GPTQ on compute capability >= 8.0 (symmetric,
+    4 / 8 bits, groups -1 / 32 / 64 / 128) is repacked for Marlin (layers/marlin/gptq.py::
+    can_use_gptq_marlin) and has no ExLlama layers."""
+    if quantize not in ("gptq", "exl2") or e.v < (1, 2, 0):
+        return 0
+    q = model.quantization or {}
+    if quantize == "gptq":
+        bits, group = int(q.get("bits") or 4), int(q.get("group_size") or 128)
+        if bits != 4 or q.get("desc_act"):
+            return 0
+        if e.v >= (2, 2, 0) and compute_capability >= 80 and q.get("sym", True) is not False \
+                and group in (-1, 32, 64, 128):
+            return 0
+    s = max(shards, 1)
+    h, hd = model.hidden_size, model.head_dim
+    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // s),
+              (model.num_attention_heads * hd // s, h)]
+    if not model.is_moe:
+        inter = model.intermediate_size // s
+        shapes += [(h, (2 if is_gated(model) else 1) * inter), (inter, h)]
+    tokens = prefill if e.v >= (2, 1, 1) else 4096 * 16
+    return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
 
 
 @dataclass
@@ -160,6 +223,13 @@ def kv_blocks(e: Era, total: int, used: int, fraction: float, wiggle: float, blo
         free = max(0, int(device_free - (1 - fraction) * total))
         n = int(free * wiggle // block_bytes) + batch_blocks
     return KvResult(num_blocks=n, free_after_peak=free, kv_bytes=n * block_bytes)
+
+
+def process_overhead(attention: str, flash: bool, shards: int) -> int:
+    """Memory a shard holds outside the weights, KV cache and prefill activations when warmup reads
+    free memory: the CUDA context and workspaces, NCCL buffers when sharded, and flashinfer's
+    workspace on that backend (FLASHINFER_WORKSPACE)."""
+    return CONTEXT + (NCCL if shards > 1 else 0) + (FLASHINFER_WORKSPACE if flash and attention == "flashinfer" else 0)
 
 
 def kv_dtype_bytes(kv_cache_dtype: str | None, dtype: str) -> float:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.tgi import defaults as d
+from servefit.engines.tgi import launcher_config
 from servefit.engines.tgi import memory as mem
 from servefit.engines.tgi.detail import TgiDetail
 from servefit.engines.tgi.detail import of as detail_of
@@ -63,15 +64,18 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
         q = AUTO_QUANT.get(str(model.quantization.get("quant_method", "")).lower())
     dtype = s.get("dtype") or "float16"  # FlashCausalLM default_dtype (awq/gptq/exl2/marlin force float16)
     kv = s.get("kv_cache_dtype") or dtype
-    attention, prefix = d.resolve_attention(model, gpu, e, env, bool(s.get("lora_adapters")))
-    block = d.BLOCK.get(attention, 16) if e.attention_backends else 16
+    lc = launcher_config.read(model, e)
+    attention, prefix = d.resolve_attention(lc, gpu, e, env, bool(s.get("lora_adapters")))
+    if d.flash_decoding(model, e, env):
+        attention = "flashdecoding"
+    block = d.BLOCK.get(attention, 16) if (e.attention_backends or attention == "flashdecoding") else 16
     flash = d.is_flash(model, e)
     speculate = int(s.get("speculate") or 0)
     chunking = (e.chunking and flash and env.get("PREFILL_CHUNKING", "1").lower() in ("1", "true") and not speculate
                 and attention in ("flashinfer", "flashdecoding") and model.model_type not in d.NO_CHUNKING)
     max_input = s.get("max_input_tokens", s.get("max_input_length"))
     max_total = s.get("max_total_tokens")
-    din, dtot = d.default_lengths(e, model)
+    din, dtot = d.default_lengths(e, lc)
     logs: list[str] = []
     if max_input is None and din is not None:
         max_input = din
@@ -87,7 +91,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
         wiggle = e.wiggle
     prefill = s.get("max_batch_prefill_tokens")
     if prefill is None:
-        prefill, plogs = d.default_prefill(e, model, gpu, max(shards, 1), fraction,
+        prefill, plogs = d.default_prefill(e, lc, gpu, max(shards, 1), fraction,
                                            wiggle if wiggle_env is not None else None, max_input,
                                            s.get("max_batch_size"))
         logs += plogs
@@ -248,11 +252,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     block_bytes = bpt * r.block
     total = gpu.memory_bytes
     weights = mem.weights_per_shard(model, db, mem.scheme(r.quantize, model), r.shards)
-    ctx = mem.CONTEXT + (mem.NCCL if r.shards > 1 else 0)
+    ctx = mem.process_overhead(r.attention, r.flash, r.shards)
     batch = mem.warmup_batch(e, r.prefill, r.max_input, r.max_total, r.block, r.speculate, s.get("max_batch_size"))
     warm_kv = batch.blocks * block_bytes
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
-                              bool(s.get("enable_prefill_logprobs")))
+                              d.request_logprobs(s, cfg.env))
+    act += mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention)
+    act += mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
     graphs = s.get("cuda_graphs")
     sizes = [int(x) for x in graphs if int(x) > 0] if graphs is not None else (
         [] if r.quantize in ("bitsandbytes", "exl2") else [1, 2, 4, 8, 16, 32])
