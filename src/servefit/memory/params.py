@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from servefit.models.spec import ModelSpec
 
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}  # q/k/v carry a bias
-_NO_GATE = {"falcon", "gpt2", "gpt_neo", "phi", "starcoder2", "gpt_bigcode", "jais2", "mpt"}  # plain 2-matrix MLP
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,9 @@ def attention_params(m: ModelSpec) -> int:
 
 def is_gated(m: ModelSpec) -> bool:
     """Whether the MLP has a gate projection (gate, up, down) or is a plain up / down pair."""
-    return m.model_type not in _NO_GATE
+    from servefit.models.architecture import is_gated_mlp
+
+    return is_gated_mlp(m)
 
 
 def mlp_params(hidden: int, inter: int, gated: bool = True) -> int:

@@ -168,6 +168,19 @@ def traits(model_type: str) -> Traits:
     return TRAITS.get(model_type, _LLAMA)
 
 
+# the classic layouts (models/arch_classic.py) and encoders (models/encoders.py) whose MLP is an
+# up / down pair; NomicBert's SwiGLU and JinaBERT's GLU (layout.glu_mlp) have a gate
+_UNGATED_LAYOUTS = {"opt", "bloom", "gpt_bigcode", "gpt_neo", "mpt", "codegen", "bert", "roberta", "xlm-roberta",
+                    "mpnet"}
+
+
+def is_gated_mlp(s: ModelSpec) -> bool:
+    """Whether the MLP is gate / up / down (SwiGLU and kin) or a plain up / down pair."""
+    if "glu_mlp" in s.layout:
+        return bool(s.layout["glu_mlp"])
+    return traits(s.model_type).gated_mlp and s.model_type not in _UNGATED_LAYOUTS
+
+
 # ---------------------------------------------------------------------------------------------
 # Layer kinds
 # ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from servefit import data
 from servefit.models.arch_classic import decilm_ffn_width
 from servefit.models.arch_openelm import layer_shapes
-from servefit.models.architecture import is_moe_layer, traits
+from servefit.models.architecture import is_gated_mlp, is_moe_layer, traits
 from servefit.models.encoders import ENCODERS
 from servefit.models.gguf import TensorInfo, type_by_name
 from servefit.models.spec import ModelSpec
@@ -208,7 +208,6 @@ def _pick(st: _State, name: str, ft: str, new: str, ne0: int) -> str:  # noqa: C
     return new
 
 
-UNGATED = ("opt", "bloom", "gpt_bigcode", "gpt_neo", "mpt", "codegen", "bert", "roberta", "xlm-roberta", "mpnet")
 LEARNED_POSITIONS = ("opt", "gpt2", "gpt_bigcode", "gpt_neo", "bert", "roberta", "xlm-roberta", "mpnet")
 
 
@@ -218,9 +217,7 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
     out: list[tuple[str, tuple[int, ...]]] = [("token_embd.weight", (e, v))]
     if m.model_type in LEARNED_POSITIONS and not m.layout.get("alibi"):  # as position_embd (JinaBERT: ALiBi)
         out.append(("position_embd.weight", (e, m.max_position_embeddings)))
-    # up / down without a gate: the families whose MLP is two matrices (architecture.Traits, the
-    # classic layouts and the encoders but NomicBert's SwiGLU)
-    gated = (traits(m.model_type).gated_mlp and m.model_type not in UNGATED) or bool(m.layout.get("glu_mlp"))
+    gated = is_gated_mlp(m)
     moe_every = int(m.layout.get("moe_every_n_layers") or 0)  # NomicBert MoE: layers with index % n == 1
     kinds = m.kinds()
     if m.model_type in ENCODERS:  # the catalog marks an encoder's layers "none" (no KV cache); each has attention
@@ -313,7 +310,7 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
             out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "ffn_up_exps.weight", (e, ff, ne)),
                     (p + "ffn_down_exps.weight", (ff, e, ne))]
         elif moe_every:
-            if m.layout.get("glu_mlp", True):
+            if gated:
                 out.append((p + "ffn_gate.weight", (e, m.intermediate_size)))
             out += [(p + "ffn_up.weight", (e, m.intermediate_size)), (p + "ffn_down.weight", (m.intermediate_size, e))]
         elif is_moe_layer(m, il):  # first_k_dense_replace, and every moe_layer_step-th layer (Jamba, Llama 4)
