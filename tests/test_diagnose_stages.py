@@ -146,6 +146,19 @@ def test_llamacpp_model_buffer_kv_cache_and_compute_buffer_stages():
     assert any(f.startswith("Lower -ub/--ubatch-size to 256") for f in compute.fix)
 
 
+def test_llamacpp_pipeline_parallel_copies_of_the_compute_buffer():
+    """llama-context.cpp keeps n_copies of the compute buffer per GPU under pipeline parallelism: the
+    first fix is the one that drops the copies, and a log without them does not offer it. The log:
+    https://github.com/ollama/ollama/issues/6860 (a llama-cpp-python user's llama.cpp log)."""
+    d = stage("llamacpp_pipeline_copies.log")
+    assert (d.stage, d.figures["pipeline_copies"]) == ("compute", 4)
+    assert d.summary.endswith("could not allocate 144 MiB for the compute buffer on the GPU. Pipeline parallelism "
+                              "keeps 4 copies of that buffer on each GPU.")
+    assert d.fix[0].startswith("Pipeline parallelism keeps 4 copies of the compute buffer on each GPU: build "
+                               "llama.cpp with -DGGML_SCHED_MAX_COPIES=1, or turn it off with --split-mode row")
+    assert not any("Pipeline" in f for f in stage("llamacpp_compute_alloc.log").fix)
+
+
 def test_llamacpp_compute_buffer_reserved_while_decoding_is_runtime():
     d = stage("llamacpp_runtime_compute.log")
     assert (d.stage, d.timing, d.root_cause) == ("serving", "serving", "batch_misconfiguration")

@@ -75,8 +75,11 @@ def summary(diag: Diagnosis, primary: Event, who: str = "llama.cpp") -> str | No
             "serving": " for a compute buffer while serving"}.get(diag.stage, "")
     free = f" ({size_text(figs, 'device_free')} was free at start)" if figs.get("device_free") is not None else ""
     where = "in host memory (RAM)" if figs.get("alloc_backend") == "cpu" else "on the GPU"
+    copies = _int(figs.get("pipeline_copies"))
+    kept = (f" Pipeline parallelism keeps {copies} copies of that buffer on each GPU."
+            if diag.stage == "compute" and copies and copies > 1 else "")
     return (f"{ROOT_TEXT[diag.root_cause]}. {who} could not allocate {size_text(figs, 'alloc_size')}{what} "
-            f"{where}{free}.")
+            f"{where}{free}.{kept}")
 
 
 def layers_that_fit(fx: Fixing) -> int | None:
@@ -95,6 +98,17 @@ def _ubatch(fx: Fixing) -> str:
             "with it): the compute buffer grows with the micro-batch")
 
 
+def _pipeline(fx: Fixing) -> list[str]:
+    """The compute buffer kept once per pipeline stage copy (llama-context.cpp, ggml_backend_sched_new
+    with pipeline_parallel: n_copies of it on each GPU): one copy is what the buffer needs."""
+    n = _int(fx.figures.get("pipeline_copies"))
+    if fx.diag.stage != "compute" or not n or n < 2:
+        return []
+    return [f"Pipeline parallelism keeps {n} copies of the compute buffer on each GPU: build llama.cpp with "
+            "-DGGML_SCHED_MAX_COPIES=1, or turn it off with --split-mode row (it runs only for a layer split of a "
+            "fully offloaded model)"]
+
+
 def _kv(fx: Fixing) -> list[str]:
     cur = fx.current("ctx_size")
     n = fx.num(cur)
@@ -104,14 +118,14 @@ def _kv(fx: Fixing) -> list[str]:
              "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)"]
     if fx.diag.stage == "compute":  # the buffer reserved after the KV cache: context and micro-batch size it
         lines[1:1] = [_ubatch(fx) + " and the context"]
-    return lines
+    return _pipeline(fx) + lines
 
 
 def _batch(fx: Fixing) -> list[str]:
     np_ = fx.current("parallel")
     slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
     ubatch = _ubatch(fx)
-    return [ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch]
+    return _pipeline(fx) + ([ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch])
 
 
 def _too_large(fx: Fixing) -> list[str]:
