@@ -233,6 +233,10 @@ def test_secret_names_by_part_and_glued():
     ("apiKeys:\n  - \"sk-abcd1234\"\n  - plainkey99\nmodels:\n  - a",
      "apiKeys:\n  - \"***\"\n  - ***\nmodels:\n  - a"),
     ("GITHUB_PAT=abcd1234 HF_AUTH=zzzz1234 MAX_INPUT_TOKENS=4096", "GITHUB_PAT=*** HF_AUTH=*** MAX_INPUT_TOKENS=4096"),
+    # a number after "tokens" is a count (an SGL012 message was shown as "420000 tokens: *** requests");
+    # a word there, or a number after the singular, stays masked
+    ("the KV pool holds 420000 tokens: 1.60 requests", "the KV pool holds 420000 tokens: 1.60 requests"),
+    ("TOKENS=abcdef token: 123456", "TOKENS=*** token: ***"),
 ])
 def test_masked_by_shape(text, shown):
     assert redact_text(text) == shown

@@ -52,6 +52,7 @@ AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?
                          r"(\s*)([^\s\"',;}\]]+)")
 _SCHEMES = {"bearer", "basic", "token", "digest", "apikey"}
 SECRET_LIST_KEY = re.compile(r"^(\s*)([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\2\s*:\s*(#.*)?$")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _HUMPS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -132,6 +133,8 @@ def _assign(m: re.Match[str]) -> str:
         return m.group(0)  # the header pass masked the credential after the scheme
     if is_reference(value):
         return m.group(0)
+    if name_parts(name)[-1:] == ["TOKENS"] and _NUMBER.fullmatch(value):
+        return m.group(0)  # a count of tokens ("holds 420000 tokens: 1.60 requests", "tokens=512")
     if value.startswith("["):  # 'api_key': ['NonDefaultKey-7171'] (vLLM's non-default args)
         return f"{q}{name}{q}{sep}[" + ",".join(_mask_item(i) for i in value[1:-1].split(",")) + "]"
     quote = value[0] if value[0] in "\"'" and len(value) > 1 else ""
