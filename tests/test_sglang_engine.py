@@ -199,3 +199,14 @@ def test_env_span_kept_for_overwrite_variable():
     site = LaunchSite(file="c.yaml", line=1, argv=[Token(w) for w in LAUNCH.split()],
                       env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": Token("1", sp)})
     assert ENGINE.parse(site).spans["env:SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"] == sp
+
+
+@pytest.mark.parametrize("flag,version", [("--cuda-graph-max-bs-decode 36", "0.5.23"), ("--cuda-graph-max-bs 36", "0.5.5"),
+                                          ("--cuda-graph-max-bs 36", "0.5.18")])
+def test_the_decode_graph_batch_size_under_either_name(flag, version):
+    """server_args.py: --cuda-graph-max-bs became a deprecated alias of --cuda-graph-max-bs-decode
+    (0.5.16); the graph reserve is sized from whichever the command sets."""
+    _, p = run(f"{LAUNCH} {flag}", version=version)
+    assert p.detail.cuda_graph_max_bs == 36
+    _, q = run(LAUNCH, version=version)
+    assert q.detail.cuda_graph_max_bs != 36

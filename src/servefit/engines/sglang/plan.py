@@ -80,8 +80,11 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec) -> Resolved:
     chunk, bs = d.chunk_and_graph_bs(e, gpu_mem, tp)
     if s.get("chunked_prefill_size") is not None:
         chunk = int(s["chunked_prefill_size"])
-    if s.get("cuda_graph_max_bs") is not None:
-        bs = int(s["cuda_graph_max_bs"])
+    # server_args.py: --cuda-graph-max-bs is a deprecated alias of --cuda-graph-max-bs-decode (0.5.16+),
+    # both stored in cuda_graph_max_bs_decode
+    set_bs = next((s[k] for k in ("cuda_graph_max_bs_decode", "cuda_graph_max_bs") if s.get(k) is not None), None)
+    if set_bs is not None and str(set_bs).strip().isdigit():
+        bs = int(str(set_bs).strip())
     f, reserved = d.mem_fraction_static(e, gpu_mem, tp, pp, chunk, int(s.get("max_prefill_tokens") or 16384), bs,
                                         not s.get("disable_cuda_graph"), dp if dpa else 1,
                                         s.get("speculative_algorithm"), model.is_mla)
