@@ -76,6 +76,8 @@ def test_unresolved_variables_are_reported_not_guessed():
     assert argv(site)[4] == "$MAX_LEN"
     sf001 = [f for f in r.findings if f.code == "SF001"]
     assert len(sf001) == 3 and "${MAX_LEN}" in sf001[1].message
+    eng = {"vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang", "tgi": "TGI", "ollama": "Ollama"}[site.engine]
+    assert f"the value it gives {eng} is not known" in sf001[1].message  # the engine's own name, not servefit's id
     assert (sf001[1].span.line, sf001[1].span.col) == (3, 48) and sf001[1].severity == "info"
 
 

@@ -293,7 +293,9 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             if var in seen:
                 continue
             seen.add(var)
-            eng = site.engine or "the engine"
+            from servefit.engines import title
+
+            eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{var} is computed when the server starts: the value it gives {eng} is not known here"
             elif var in ("$@", "$*"):
