@@ -98,7 +98,13 @@ def test_a_figure_the_plan_lacks_is_named(rows):
 # gpt-oss-120b TP 2 on v0.15.1 (0.33 logged, 0.94 predicted); calibration, Qwen3-VL-30B-A3B TP 2 on
 # v0.12.0 with 256 sequences, whose log says the capture "took 0.15 GiB" where 1.05 is predicted (its
 # twin runs of the same week log negative figures). A fix takes the case off this list.
-SUBTERM_KNOWN_MISSES = {("souspilot-2x80gb-qwen36-27b-tp2-64k-0271", "cuda_graph_gib"): 0.3072,
+# Held out too: vLLM 0.19.0's "Maximum concurrency" for Qwen3.5-27B (hybrid Gated DeltaNet) on
+# 4 x RTX 3090 is 8.4% / 7.3% below the logged one (its token count is 2.7% / 3.2% low), which alone
+# moves the held-out concurrency median from 2.9% to 3.1%; pinned here and in
+# tests/test_accuracy_runner.py (KNOWN_MISSES) instead of being averaged away.
+SUBTERM_KNOWN_MISSES = {("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
+                        ("lambo-4x3090-qwen35-27b-eager-tp4-50k-u092-0190", "max_concurrency"): -0.0733,
+                        ("souspilot-2x80gb-qwen36-27b-tp2-64k-0271", "cuda_graph_gib"): 0.3072,
                         ("activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151", "cuda_graph_gib"): 1.8568,
                         ("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "cuda_graph_gib"): 6.0215}
 
