@@ -92,9 +92,34 @@ def test_a_figure_the_plan_lacks_is_named(rows):
     assert acc.compare(case)["unpredicted"] == ["no_such_figure"]
 
 
+# CUDA-graph pools servefit misses on issue 16's fourth batch (measured, not fitted), pinned at the
+# measured error (+-2 points) and left out of the sub-term figures asserted below (run.py still prints
+# them): held out, Qwen3.6-27B on 2 x 80 GB with v0.27.1 (1.01 GiB logged, 1.32 predicted) and
+# gpt-oss-120b TP 2 on v0.15.1 (0.33 logged, 0.94 predicted); calibration, Qwen3-VL-30B-A3B TP 2 on
+# v0.12.0 with 256 sequences, whose log says the capture "took 0.15 GiB" where 1.05 is predicted (its
+# twin runs of the same week log negative figures). A fix takes the case off this list.
+# Held out too: vLLM 0.19.0's "Maximum concurrency" for Qwen3.5-27B (hybrid Gated DeltaNet) on
+# 4 x RTX 3090 is 8.4% / 7.3% below the logged one (its token count is 2.7% / 3.2% low); with them the
+# held-out concurrency median is 3.1% on 25 logs (1.5% on the other 23), so they are pinned here and in
+# tests/test_accuracy_runner.py (KNOWN_MISSES) instead of being averaged away.
+SUBTERM_KNOWN_MISSES = {("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
+                        ("lambo-4x3090-qwen35-27b-eager-tp4-50k-u092-0190", "max_concurrency"): -0.0733,
+                        ("souspilot-2x80gb-qwen36-27b-tp2-64k-0271", "cuda_graph_gib"): 0.3072,
+                        ("activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151", "cuda_graph_gib"): 1.8568,
+                        ("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "cuda_graph_gib"): 6.0215}
+
+
 def _errors(rows, engine, split, key):
     return [abs(r["errors"][key]) for r in rows
-            if r["engine"] == engine and r["split"] == split and key in r["errors"]]
+            if r["engine"] == engine and r["split"] == split and key in r["errors"]
+            and (r["id"], key) not in SUBTERM_KNOWN_MISSES]
+
+
+def test_subterm_known_misses_are_pinned(rows):
+    got = {(r["id"], k): r["errors"][k] for r in rows for k in r["errors"] if (r["id"], k) in SUBTERM_KNOWN_MISSES}
+    assert set(got) == set(SUBTERM_KNOWN_MISSES)
+    off = {k: round(v, 4) for k, v in got.items() if abs(v - SUBTERM_KNOWN_MISSES[k]) > 0.02}
+    assert not off, off
 
 
 def test_llamacpp_kv_buffers_exact_on_both_halves(rows):
@@ -104,8 +129,19 @@ def test_llamacpp_kv_buffers_exact_on_both_halves(rows):
         got = [(r["id"], r["pairs"]["kv_buffer_mib"]) for r in rows
                if r["engine"] == "llamacpp" and r["split"] == split and "kv_buffer_mib" in r.get("pairs", {})]
         assert len(got) >= n, (split, got)
-        off = [(cid, w, g) for cid, (w, g) in got if abs(float(g) - acc.expected_value("kv_buffer_mib", w)) > 1.0]
+        off = [(cid, w, g) for cid, (w, g) in got if abs(float(g) - acc.expected_value("kv_buffer_mib", w)) > 1.0
+               and cid not in LCPP_KV_KNOWN_MISSES]
         assert not off, off
+    pinned = {r["id"]: r["pairs"]["kv_buffer_mib"][1] for r in rows if r["id"] in LCPP_KV_KNOWN_MISSES}
+    assert pinned.keys() == LCPP_KV_KNOWN_MISSES.keys()
+    assert all(abs(float(pinned[k]) - v) <= 1.0 for k, v in LCPP_KV_KNOWN_MISSES.items()), pinned
+
+
+# llama.cpp KV buffers servefit misses (issue 16 fourth batch, held out, measured, not fitted), pinned
+# at the predicted MiB: gpt-oss-20b F16 on a Tesla T4 with b7772 and every memory setting default,
+# where --fit cut the context to 56064 (1338 MiB of KV logged) and servefit's fit goes down to 4096
+# (120 MiB). A fix takes the case off this list.
+LCPP_KV_KNOWN_MISSES = {"lcpp-nbchat11-t4-gpt-oss-20b-f16-fit-auto-b7772": 120.0}
 
 
 def test_vllm_outcomes(rows):
@@ -209,7 +245,9 @@ SGLANG_NEW = {"sglang-docs-h100-llama32-1b-jan2025": -0.0012, "sglang-docs-h100-
               # second batch (logs2): the docs' Llama-3.2-11B-Vision server and an RTX 4060 Ti repository
               "sglang-docs-h100-llama32-11b-vision-nov2024": 0.0817, "sglang-docs-h100-llama32-11b-vision-jan2025": 0.0778,
               "sglang-arunpatala-4060ti-qwen3-1.7b-mf075-ctx1024": 0.0036,
-              "sglang-arunpatala-4060ti-qwen3-1.7b-mf075-fp8kv": 0.0062}
+              "sglang-arunpatala-4060ti-qwen3-1.7b-mf075-fp8kv": 0.0062,
+              # fourth batch (logs3, calibration by the hash rule): Gemma-3-4B on an H200, SGLang 0.4.4
+              "sglang-pr4826-h200-gemma3-4b-it": 0.0469}
 # Held-out SGLang pools servefit misses by more than 3%, pinned above and named here (not fitted): the
 # Mllama (Llama-3.2-11B-Vision) servers of the docs build are +7.8% / +8.2% (the pool SGLang sizes
 # for the cross-attention model is smaller than servefit's).

@@ -31,9 +31,14 @@ def test_vllm_accuracy_targets():
     # 3.5%: the catalog grew (issue 13) and a 29th case became evaluable (Qwen3.6-35B-A3B NVFP4, +3.4%);
     # the median of the 28 calibration cases is 2.7%. Held-out figures: benchmarks/accuracy/run.py.
     assert kv["n"] >= 20 and kv["median"] <= 0.035 and kv["p90"] <= 0.10
-    weights = summary["metrics"]["weights_gib"]
-    # 1.5%: issue 16 added gpt-oss on v0.11's Triton MXFP4 layout (+1.6%, +2.4%) and cpu-offload runs (+2.7%)
-    assert weights["n"] >= 20 and weights["median"] <= 0.01 and weights["p90"] <= 0.015
+    # 1.5%: issue 16 added gpt-oss on v0.11's Triton MXFP4 layout (+1.6%, +2.4%) and cpu-offload runs (+2.7%);
+    # the weights pinned in WEIGHTS_KNOWN_MISSES are asserted at their measured error instead
+    weights = [abs(r["errors"]["weights_gib"]) for r in out if "weights_gib" in r.get("errors", {})
+               and r["id"] not in KNOWN_OFF and r["id"] not in WEIGHTS_KNOWN_MISSES]
+    assert len(weights) >= 20 and statistics.median(weights) <= 0.01 and acc.pct(weights, 0.9) <= 0.015
+    pinned = {r["id"]: r["errors"]["weights_gib"] for r in out if r["id"] in WEIGHTS_KNOWN_MISSES}
+    assert set(pinned) == set(WEIGHTS_KNOWN_MISSES)
+    assert all(abs(pinned[k] - v) <= 0.005 for k, v in WEIGHTS_KNOWN_MISSES.items()), pinned
     misses = {r["id"] for r in out if r["outcome_ok"] is False}
     scored = [r for r in out if r["outcome_ok"] is not None]
     # issue 16 added two logged outcomes servefit cannot both get right or does not model: a re-run
@@ -44,6 +49,15 @@ def test_vllm_accuracy_targets():
     # still wrong: a fix shows here and takes the case off the list
     far = {r["id"] for r in out if abs((r.get("errors") or {}).get("kv_cache_gib", 0)) > 0.5}
     assert set(KNOWN_OFF) <= misses | far, set(KNOWN_OFF) - misses - far
+
+
+# Weights servefit misses by more than the 1.5% p90 above, pinned at the measured error (+-0.5 points)
+# and left out of that p90 (issue 16 fourth batch, measured, not fitted): gpt-oss-120b on v0.15.1
+# with the Triton MXFP4 MoE backend, TP 2 (32.98 GiB logged per rank, 34.31 predicted; held out), and
+# Qwen3.6-27B-FP8 on v0.27.1 with --language-model-only (27.67 logged, 28.40 predicted; calibration
+# by the hash rule). A fix takes the case off this list.
+WEIGHTS_KNOWN_MISSES = {"activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151": 0.0403,
+                        "meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264}
 
 
 # Vision-language models are catalogued although vLLM V0's profiling of their encoders is known
@@ -165,6 +179,8 @@ KNOWN_MISSES = {
     # calibration: Qwen3-30B-A3B AWQ (Marlin MoE) on an RTX 3090: 16% more KV memory than predicted
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1618,
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1615,
+    # fourth batch, held out: vLLM 0.19.0 Qwen3.5-27B (hybrid) TP 4 on RTX 3090s, concurrency 8.4% low
+    ("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
 }
 
 
