@@ -128,3 +128,16 @@ def test_nemotron_h_blocks_hold_one_mixer_each():
     assert ts[f"blk.{il_f}.ffn_up_exps.weight"].shape == (2688, 1856, 128)
     assert f"blk.{il_f}.ffn_gate_exps.weight" not in ts and ts[f"blk.{il_f}.ffn_up_shexp.weight"].shape == (2688, 3712)
     assert ts[f"blk.{il_m}.ssm_in.weight"].shape == (2688, 2 * 4096 + 2 * 8 * 128 + 64)
+
+
+@pytest.mark.parametrize("ft", ["BF16", "F16", "Q8_0", "Q5_K_M", "Q4_K_M"])
+def test_gpt_oss_experts_stay_mxfp4_in_every_file_type(ft):
+    """convert_hf_to_gguf.py writes gpt-oss's MXFP4 expert blocks as they are ("--outtype bf16 ...
+    gpt-oss-20b.gguf: n_tensors = 459, total_size = 13.8G", a public conversion log), and the quantized
+    files keep them (the calibration logs' F16 and Q5_K_M model buffers)."""
+    from servefit.models import catalog
+
+    ts = synth_tensors(catalog.lookup("openai/gpt-oss-20b"), ft)
+    assert {t.type for t in ts if "_exps." in t.name} == {"MXFP4"}
+    if ft == "BF16":
+        assert 13.7e9 <= sum(t.nbytes for t in ts) <= 13.9e9

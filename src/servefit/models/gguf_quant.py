@@ -400,6 +400,10 @@ def synth_tensors(m: ModelSpec, ftype: str, arch: str | None = None) -> list[Ten
                 is_70b=m.num_hidden_layers == 80 and arch in ("llama", "qwen2"), arch=arch,
                 tied=m.tie_word_embeddings)
     sizes = type_by_name()
+    # gpt-oss ships its experts as MXFP4 blocks: convert_hf_to_gguf.py (GptOssModel) writes them as they
+    # are for every --outtype, and llama-quantize keeps them (public F16 / Q5_K_M files and their logged
+    # model buffers: the experts are MXFP4 in both), so only the other tensors follow the file type
+    native_mxfp4 = m.model_type == "gpt_oss"
     out = []
     for name, shape in lay:
         n = 1
@@ -407,6 +411,8 @@ def synth_tensors(m: ModelSpec, ftype: str, arch: str | None = None) -> list[Ten
             n *= d
         if len(shape) < 2:
             t = "F32"
+        elif native_mxfp4 and "_exps." in name:
+            t = "MXFP4"
         elif not _allows(name, len(shape)):
             t = "F32" if "ffn_gate_inp" in name or "ssm_conv1d" in name else src_float
         elif base in ("F16", "BF16", "F32"):
