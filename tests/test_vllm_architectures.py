@@ -139,3 +139,64 @@ def test_a_pooling_name_the_registry_dropped_loads_converted_where_the_release_n
 
     assert codes("0.10.1") == ["removed in 0.10.0; the last release with it is 0.9.2. vLLM says"]
     assert codes("0.11.0") == [] and codes("0.33.0") == [] and codes("0.9.2") == []
+
+
+def test_a_release_between_two_read_ones_is_judged_only_where_both_lack_the_name():
+    """0.19.0 is not read: Gemma4ForConditionalGeneration is first in 0.19.1 (a public 0.19.0 start-up
+    log serves Gemma 4), so 0.19.0 is not flagged; 0.18.2 sits between 0.18.1 and 0.19.1 (not
+    judged either); 0.18.1 lacks it and has no transformers able to take it (it asks for 4.56.0)."""
+    assert ARCHS["architectures"]["Gemma4ForConditionalGeneration"]["in"] == [["0.19.1", None]]
+    text = "vllm serve google/gemma-4-26B-A4B --max-model-len 8192\n"
+    assert _arch(text, "0.19.0") == [] and _arch(text, "0.18.2") == []
+    one = _arch(text, "0.18.1")
+    assert len(one) == 1 and one[0].startswith("vLLM 0.18.1 cannot load Gemma4ForConditionalGeneration"), one
+
+
+# --- the extractor, on small sources written here -------------------------------------------------
+
+
+def _extractor():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        return __import__("extract_vllm_architectures")
+    finally:
+        sys.path.pop(0)
+
+
+def _release(root: Path, version: str, registry: str, loader: str = "", requires: str = ">=4.40.0") -> Path:
+    rel = root / version
+    (rel / "vllm/model_executor/models").mkdir(parents=True)
+    (rel / "vllm/model_executor/models/registry.py").write_text(registry)
+    (rel / "vllm/model_executor/model_loader").mkdir(parents=True)
+    (rel / "vllm/model_executor/model_loader/utils.py").write_text(loader)
+    (rel / f"vllm-{version}.dist-info").mkdir()
+    (rel / f"vllm-{version}.dist-info/METADATA").write_text(f"Name: vllm\nRequires-Dist: transformers{requires}\n")
+    return rel
+
+
+def test_extractor_reads_the_tables_the_registry_merges(tmp_path):
+    tool = _extractor()
+    old = _release(tmp_path, "0.1.0", '_TEXT_GENERATION_MODELS = {\n    "AForCausalLM": ("a", "A"),\n'
+                   '    "GoneForCausalLM": ("g", "G"),\n}\n_EMBEDDING_MODELS = {"BModel": ("b", "B")}\n'
+                   '_ROCM_PARTIALLY_SUPPORTED_MODELS = {"AForCausalLM": "why"}\n'
+                   '_UNMERGED_MODELS = {"CForCausalLM": ("c", "C")}\n'
+                   '_VLLM_MODELS = {**_TEXT_GENERATION_MODELS, **_EMBEDDING_MODELS}\n')
+    new = _release(tmp_path, "0.2.0", '_TEXT_GENERATION_MODELS = {"AForCausalLM": ("a", "A"), "DForCausalLM": ("d", "D")}\n'
+                   '_PREVIOUSLY_SUPPORTED_MODELS = {"GoneForCausalLM": "0.1.0"}\n'
+                   '_VLLM_MODELS = {**_TEXT_GENERATION_MODELS}\n'
+                   'def _try_resolve_transformers(): pass\n', requires="<5,>=4.56.0")
+    per = {"0.1.0": tool.extract(old), "0.2.0": tool.extract(new)}
+    assert per["0.1.0"]["archs"] == {"AForCausalLM": "_TEXT_GENERATION_MODELS", "GoneForCausalLM": "_TEXT_GENERATION_MODELS",
+                                     "BModel": "_EMBEDDING_MODELS"}
+    h = tool.history(per)
+    assert h["architectures"] == {
+        "AForCausalLM": {"in": [[None, None]], "table": "_TEXT_GENERATION_MODELS"},
+        "BModel": {"in": [[None, "0.2.0"]], "table": "_EMBEDDING_MODELS"},
+        "DForCausalLM": {"in": [["0.2.0", None]], "table": "_TEXT_GENERATION_MODELS"},
+        "GoneForCausalLM": {"in": [[None, "0.2.0"]], "table": "_TEXT_GENERATION_MODELS", "last_supported": "0.1.0",
+                            "listed_since": "0.2.0"}}
+    assert h["eras"]["0.1.0"] == {"refusal": tool.UNSUPPORTED, "transformers_min": "4.40.0"}
+    assert h["eras"]["0.2.0"]["transformers_fallback"] == "registry"
+    assert h["eras"]["0.2.0"]["transformers_below"] == "5.0"

@@ -111,13 +111,16 @@ def _fstrings(code: str) -> list[str]:
     return out
 
 
-def _transformers_floor(root: Path) -> str | None:
+def _transformers_pin(root: Path) -> tuple[str | None, str | None]:
+    """The transformers releases the wheel accepts (METADATA Requires-Dist): (at least, below)."""
     for meta in root.glob("*.dist-info/METADATA"):
         line = re.search(r"^Requires-Dist: transformers\b(.*)$", meta.read_text(errors="replace"), re.M)
-        m = re.search(r">=\s*([\d.]+)", line.group(1)) if line else None
-        if m:
-            return m.group(1)
-    return None
+        if line:
+            least = re.search(r">=\s*([\d.]+)", line.group(1))
+            below = re.search(r"(?<![!<>=])<\s*([\d.]+)", line.group(1))
+            cap = below.group(1) if below else None
+            return (least.group(1) if least else None), (cap if cap is None or "." in cap else f"{cap}.0")
+    return None, None
 
 
 def extract(root: Path) -> dict[str, Any]:
@@ -151,7 +154,7 @@ def extract(root: Path) -> dict[str, Any]:
     return {"archs": archs, "fallback": fallback, "check": check if fallback else "", "refusal": refusal,
             "suffixes": _suffixes(root, text),
             "previously": _string_dict(tree, "_PREVIOUSLY_SUPPORTED_MODELS"),
-            "transformers": _transformers_floor(root)}
+            "transformers": _transformers_pin(root)}
 
 
 CLASS = re.compile(r"^class (\w+)\(([^)]*)\):", re.M)
@@ -201,7 +204,8 @@ def history(per: dict[str, dict[str, Any]], tf: dict[str, dict[str, set[str]]] |
     for v in versions:  # one entry where what vLLM does with an unknown name changes
         era = {"transformers_fallback": per[v]["fallback"] or None, "fallback_check": per[v]["check"] or None,
                "refusal": per[v]["refusal"],
-               "convert_suffixes": per[v]["suffixes"], "transformers_min": per[v]["transformers"]}
+               "convert_suffixes": per[v]["suffixes"], "transformers_min": per[v]["transformers"][0],
+               "transformers_below": per[v]["transformers"][1]}
         if era != last:
             out["eras"][v] = {k: x for k, x in era.items() if x not in (None, [])}
             last = era

@@ -72,11 +72,19 @@ def architecture_check(cfg: EngineConfig, model: ModelSpec, notes: list[str]) ->
     version = cfg.version or facts["releases_read"][-1]
     era = _era(facts["eras"], version)
     entry = archs.get(arch)
-    if entry is None or _present(archs, arch, version) or _converted(archs, arch, version,
-                                                                   list(era.get("convert_suffixes") or [])):
+    if entry is None:
+        return []
+    reads = facts["releases_read"]
+    near = [r for r in reads if _vkey(r) <= _vkey(version)][-1:] + [r for r in reads if _vkey(r) >= _vkey(version)][:1]
+    # a release between two read ones may have the name either read one has: judged only where both lack it
+    if any(_present(archs, arch, r) or _converted(archs, arch, r, list(_era(facts["eras"], r).get("convert_suffixes")
+                                                                      or [])) for r in near or [version]):
         return []
     can_fall = impl == "auto" and bool(era.get("transformers_fallback"))
     first = _fallback(entry, era) if can_fall else None
+    below = era.get("transformers_below")
+    if first is not None and below and _vkey(first) >= _vkey(below):
+        first = None  # only a transformers this release does not accept (METADATA) has the class
     if first is not None:
         least = era.get("transformers_min")
         when = "" if least and _vkey(first) <= _vkey(least) else \
@@ -87,7 +95,7 @@ def architecture_check(cfg: EngineConfig, model: ModelSpec, notes: list[str]) ->
     why = FlagHistory(tuple((a, b) for a, b in entry["in"])).why_absent(version)
     if why.startswith("removed in"):
         gone = why.split()[2].rstrip(",")
-        had = [v for v in facts["releases_read"] if _present(archs, arch, v) and _vkey(v) < _vkey(gone)]
+        had = [v for v in reads if _present(archs, arch, v) and _vkey(v) < _vkey(gone)]
         why = f"{why}; the last release with it is {had[-1]}" if had else why
     told = _quote(era, entry, arch, version, can_fall)
     tail = ""
