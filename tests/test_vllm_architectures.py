@@ -97,8 +97,9 @@ def test_transformers_fallback_loads_a_removed_architecture_without_an_error():
     assert entry["in"] == [["0.8.3", "0.25.1"]] and entry["transformers"]["backend"] == "4.53.2"
     findings, notes = _lint("vllm serve CohereLabs/aya-vision-8b --max-model-len 8192\n", "0.33.0")
     assert [m for c, m in findings if c == "VLLM024"] == []
-    assert "AyaVisionForConditionalGeneration has no vLLM implementation in vLLM 0.33.0: it loads through vLLM's " \
-           "Transformers backend (--model-impl auto falls back); some features and speed may differ" in notes, notes
+    assert "AyaVisionForConditionalGeneration has no vLLM implementation in vLLM 0.33.0: vLLM hands it to its " \
+           "Transformers backend instead of refusing (--model-impl auto falls back); some features and speed may " \
+           "differ, and a model that backend cannot run fails while loading" in notes, notes
     # --model-impl vllm turns the fallback off: vLLM refuses, in the words of its _PREVIOUSLY_SUPPORTED_MODELS
     refused = _arch("vllm serve CohereLabs/aya-vision-8b --max-model-len 8192 --model-impl vllm\n", "0.33.0")
     assert len(refused) == 1 and "removed in 0.25.1; the last release with it is 0.24.0" in refused[0]

@@ -89,8 +89,9 @@ def architecture_check(cfg: EngineConfig, model: ModelSpec, notes: list[str]) ->
         least = era.get("transformers_min")
         when = "" if least and _vkey(first) <= _vkey(least) else \
             f" if the transformers installed is {first} or newer (vLLM {version} asks for {least or 'any'})"
-        notes.append(f"{arch} has no vLLM implementation in vLLM {version}: it loads through vLLM's Transformers "
-                     f"backend (--model-impl auto falls back){when}; some features and speed may differ")
+        notes.append(f"{arch} has no vLLM implementation in vLLM {version}: vLLM hands it to its Transformers "
+                     f"backend instead of refusing (--model-impl auto falls back){when}; some features and speed "
+                     "may differ, and a model that backend cannot run fails while loading")
         return []
     why = FlagHistory(tuple((a, b) for a, b in entry["in"])).why_absent(version)
     if why.startswith("removed in"):
