@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, verdicts
+from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.defaults import batch_defaults
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, vtuple
@@ -136,6 +137,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     out = MemoryPlan(engine="vllm", engine_version=e.version, outcome="started", memory=DeviceMemory(),
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": int(cfg.settings.get("data_parallel_size") or 1)})
     out.findings.extend(checks.config_checks(cfg, model, gpu, count, r, e))
+    out.findings.extend(architecture_check(cfg, model, out.assumptions))
     total = gpu.memory_bytes
     budget = math.ceil(total * r.util) if e.ceil_budget else int(total * r.util)
     try:
