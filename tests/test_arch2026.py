@@ -1,0 +1,77 @@
+"""Issue 13, 2026 families: MiniCPM3 (MLA projections, a per-head cache in vLLM and a latent in
+SGLang) and the Ornith-1.5 / Qwen3.8 entries on the Qwen3.5 layouts."""
+
+from __future__ import annotations
+
+from servefit.models import count_params, resolve_model
+from servefit.models.config_json import from_config
+from servefit.pipeline import Target, evaluate, site_from_argv
+
+MINICPM3_CONFIG = {
+    "architectures": ["MiniCPM3ForCausalLM"], "model_type": "minicpm3", "hidden_size": 2560,
+    "num_hidden_layers": 62, "num_attention_heads": 40, "num_key_value_heads": 40, "intermediate_size": 6400,
+    "vocab_size": 73448, "q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+    "max_position_embeddings": 32768, "tie_word_embeddings": True}
+
+
+def minicpm3_by_hand() -> int:
+    h, heads = 2560, 40
+    attn = (h * 768 + 768 + 768 * heads * 96  # q_a, q_a_layernorm, q_b (qk_nope 64 + qk_rope 32)
+            + h * (256 + 32) + 256  # kv_a_proj_with_mqa and kv_a_layernorm
+            + 256 * heads * (64 + 64)  # kv_b: k_nope and v (v_head_dim = qk_nope_head_dim)
+            + heads * 64 * h)  # o_proj
+    layer = attn + 3 * h * 6400 + 2 * h
+    return 62 * layer + 73448 * h + h  # tied lm_head, final norm
+
+
+def test_minicpm3_catalog_entry_by_hand():
+    m = resolve_model("openbmb/MiniCPM3-4B")
+    assert count_params(m) == m.params == minicpm3_by_hand() == 4_073_875_968
+
+
+def test_minicpm3_config_json_derives_v_head_dim():
+    m = from_config(MINICPM3_CONFIG, "openbmb/MiniCPM3-4B")
+    assert m.v_head_dim == 64 and m.head_dim == 96
+    assert m.params == minicpm3_by_hand()
+
+
+def _plan(argv: list[str]):
+    return evaluate(site_from_argv(argv), Target(gpu="H100-80GB", engine_version="0.33.0")).plan
+
+
+def test_minicpm3_vllm_caches_k_and_v_per_head():
+    # minicpm3 is not in vLLM's is_deepseek_mla: Attention(num_heads, qk_head_dim 96, num_kv_heads=num_heads)
+    plan = _plan(["vllm", "serve", "openbmb/MiniCPM3-4B", "--max-model-len", "8192"])
+    assert plan.kv_bytes_per_token == 62 * 2 * 40 * 96 * 2 == 952_320
+    tp2 = _plan(["vllm", "serve", "openbmb/MiniCPM3-4B", "--max-model-len", "8192", "--tensor-parallel-size", "2"])
+    assert tp2.kv_bytes_per_token == 952_320 // 2  # 20 KV heads a rank
+
+
+def test_deepseek_mla_still_caches_one_latent_in_vllm():
+    plan = _plan(["vllm", "serve", "deepseek-ai/DeepSeek-V2-Lite", "--max-model-len", "8192"])
+    m = resolve_model("deepseek-ai/DeepSeek-V2-Lite")
+    assert plan.kv_bytes_per_token == m.num_hidden_layers * (512 + 64) * 2
+
+
+def test_minicpm3_sglang_caches_the_latent():
+    # sglang srt/configs/model_config.py: MiniCPM3ForCausalLM -> AttentionArch.MLA
+    plan = _plan(["python", "-m", "sglang.launch_server", "--model-path", "openbmb/MiniCPM3-4B",
+                  "--context-length", "8192"])
+    assert plan.kv_bytes_per_token == 62 * (256 + 32) * 2
+
+
+def test_ornith_and_qwen38_share_the_qwen35_layouts():
+    for name, base in (("ornith-ai/Ornith-1.5-9B", "Qwen/Qwen3.5-9B"),
+                       ("ornith-ai/Ornith-1.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B"),
+                       ("ornith-ai/Ornith-1.5-397B", "Qwen/Qwen3.5-397B-A17B"),
+                       ("Qwen/Qwen3.8-27B", "Qwen/Qwen3.5-27B")):
+        m, b = resolve_model(name), resolve_model(base)
+        assert m.name == name and count_params(m) == m.params == b.params
+
+
+def test_minicpm3_llamacpp_caches_k_and_v_per_head():
+    # llama.cpp loads no key_length_mla for LLM_ARCH_MINICPM3: not the latent cache DeepSeek-V2 gets
+    from servefit.engines.llamacpp.model import from_spec
+
+    lm = from_spec(resolve_model("openbmb/MiniCPM3-4B"), "Q4_K_M")
+    assert not lm.mla and lm.head_k == 96 and lm.n_head_kv == [40] * 62
