@@ -75,3 +75,56 @@ def test_minicpm3_llamacpp_caches_k_and_v_per_head():
 
     lm = from_spec(resolve_model("openbmb/MiniCPM3-4B"), "Q4_K_M")
     assert not lm.mla and lm.head_k == 96 and lm.n_head_kv == [40] * 62
+
+
+LAGUNA_XS2_CONFIG = {
+    "architectures": ["LagunaForCausalLM"], "model_type": "laguna", "hidden_size": 2048, "num_hidden_layers": 40,
+    "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
+    "vocab_size": 100352, "max_position_embeddings": 131072, "sliding_window": 512, "gating": True,
+    "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "num_experts": 256, "num_experts_per_tok": 8,
+    "num_attention_heads_per_layer": [48 if i % 4 == 0 else 64 for i in range(40)],
+    "layer_types": ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(40)],
+    "mlp_layer_types": ["dense"] + ["sparse"] * 39, "tie_word_embeddings": False}
+
+
+def laguna_by_hand(heads: list[int], h: int = 2048, hd: int = 128, kv: int = 8, dense: int = 8192,
+                   moe: int = 512, experts: int = 256, vocab: int = 100352, gate_per_channel: bool = False) -> int:
+    total = 2 * vocab * h + h
+    for i, q in enumerate(heads):
+        gate = q * hd if gate_per_channel else q
+        total += 2 * h * q * hd + 2 * h * kv * hd + 2 * hd + h * gate + 2 * h  # q/o, k/v, q/k norms, g_proj, norms
+        total += 3 * h * dense if i == 0 else (experts + 1) * 3 * h * moe + h * experts + experts  # router, its bias
+    return total
+
+
+def test_laguna_xs2_by_hand_is_llmfits_exact_count():
+    m = resolve_model("poolside/Laguna-XS.2")
+    heads = [48 if i % 4 == 0 else 64 for i in range(40)]
+    assert count_params(m) == m.params == laguna_by_hand(heads) == 33_442_617_088
+    assert m.kinds().count("sliding") == 30 and m.sliding_window == 512
+
+
+def test_laguna_config_json_reads_per_layer_heads_and_the_gate():
+    m = from_config(LAGUNA_XS2_CONFIG, "poolside/Laguna-XS.2")
+    assert m.params == 33_442_617_088 and m.first_k_dense_replace == 1
+    assert m.kinds().count("sliding") == 30
+    per_channel = from_config({**LAGUNA_XS2_CONFIG, "gating": "per-element"}, "x")
+    heads = LAGUNA_XS2_CONFIG["num_attention_heads_per_layer"]
+    assert per_channel.params == laguna_by_hand(heads, gate_per_channel=True)
+
+
+def test_laguna_gguf_layout_has_each_layers_heads_and_gate():
+    from servefit.models.gguf_quant import synth_tensors
+
+    ts = {t.name: t for t in synth_tensors(resolve_model("poolside/Laguna-XS.2"), "BF16")}
+    assert ts["blk.0.attn_q.weight"].shape == (2048, 48 * 128) and ts["blk.1.attn_q.weight"].shape == (2048, 64 * 128)
+    assert ts["blk.1.attn_output.weight"].shape == (64 * 128, 2048) and ts["blk.1.attn_gate.weight"].shape == (2048, 64)
+    assert ts["blk.0.ffn_up.weight"].shape == (2048, 8192) and "blk.1.ffn_up_exps.weight" in ts
+
+
+def test_laguna_vllm_weights_hold_every_layers_heads():
+    from servefit.memory.params import param_groups
+
+    m = resolve_model("poolside/Laguna-M.1")
+    g = param_groups(m)
+    assert g.total == m.params and g.attn[0] == 2 * 4096 * 64 * 128 + 2 * 4096 * 8 * 128 + 256 + 4096 * 64 * 128

@@ -132,6 +132,10 @@ def count_classic(s: ModelSpec) -> int | None:
         from servefit.models import arch_openelm
 
         return arch_openelm.count_text(s)
+    if s.model_type == "laguna":  # per-layer query heads and an attention output gate
+        from servefit.models import arch_laguna
+
+        return arch_laguna.count_text(s)
     from servefit.models import arch_hybrid, encoders
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 

@@ -243,6 +243,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
+    elif mt == "laguna":  # per-layer query heads and the output gate (models/arch_laguna.py)
+        from servefit.models import arch_laguna
+
+        arch_laguna.apply_config(c, spec)
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):
