@@ -128,3 +128,31 @@ def test_laguna_vllm_weights_hold_every_layers_heads():
     m = resolve_model("poolside/Laguna-M.1")
     g = param_groups(m)
     assert g.total == m.params and g.attn[0] == 2 * 4096 * 64 * 128 + 2 * 4096 * 8 * 128 + 256 + 4096 * 64 * 128
+
+
+STEP35_CONFIG = {
+    "architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5", "hidden_size": 4096, "num_hidden_layers": 45,
+    "num_attention_heads": 64, "num_attention_groups": 8, "head_dim": 128, "intermediate_size": 11264,
+    "vocab_size": 128896, "max_position_embeddings": 262144, "sliding_window": 512,
+    # the decoder's 45 kinds, then the 3 MTP layers'
+    "layer_types": ["full_attention" if i % 5 == 0 else "sliding_attention" for i in range(45)] + ["full_attention"] * 3,
+    "attention_other_setting": {"attention_type": "sliding_attention", "num_attention_heads": 96,
+                                "num_attention_groups": 8, "head_dim": 128},
+    "use_head_wise_attn_gate": True, "moe_layers_enum": ",".join(str(i) for i in range(3, 45)),
+    "moe_num_experts": 288, "moe_top_k": 8, "moe_intermediate_size": 1280, "share_expert_dim": 1280,
+    "use_moe_router_bias": True, "num_nextn_predict_layers": 3, "tie_word_embeddings": False}
+
+
+def test_step35_config_json_reads_stepfuns_names():
+    m = from_config(STEP35_CONFIG, "stepfun-ai/Step-3.5-Flash")
+    assert m.num_key_value_heads == 8 and m.first_k_dense_replace == 3 and m.num_shared_experts == 1
+    assert len(m.kinds()) == 45 and m.kinds().count("sliding") == 36
+    assert m.layout["num_attention_heads_per_layer"][:2] == [64, 96]
+    assert m.params == resolve_model("stepfun-ai/Step-3.5-Flash").params == 197_057_186_880
+
+
+def test_step35_vllm_pages_sliding_and_full_layers_alike():
+    # 8 KV heads of 128 on every layer: the textbook figure is 45 layers x K+V x 8 x 128 x bf16
+    plan = _plan(["vllm", "serve", "stepfun-ai/Step-3.5-Flash", "--max-model-len", "65536",
+                  "--tensor-parallel-size", "8"])
+    assert plan.kv_bytes_per_token == 45 * 2 * 1 * 128 * 2  # one KV head a rank at TP 8

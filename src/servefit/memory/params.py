@@ -105,7 +105,7 @@ def param_groups(m: ModelSpec) -> ParamGroups:
         shapes = [arch_openelm.layer_params(m, *x) for x in arch_openelm.layer_shapes(m)]
         attn, mlp = [a for a, _ in shapes], [f for _, f in shapes]
         other += arch_openelm.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + norms)
-    if m.model_type == "laguna":  # every layer its own query heads, a gate (models/arch_laguna.py)
+    if m.model_type in ("laguna", "step3p5"):  # every layer its own query heads, a gate (models/arch_laguna.py)
         from servefit.models import arch_laguna
 
         attn = [arch_laguna.layer_attention(m, q) for q in arch_laguna.layer_heads(m)]

@@ -132,7 +132,7 @@ def count_classic(s: ModelSpec) -> int | None:
         from servefit.models import arch_openelm
 
         return arch_openelm.count_text(s)
-    if s.model_type == "laguna":  # per-layer query heads and an attention output gate
+    if s.model_type in ("laguna", "step3p5"):  # per-layer query heads and an attention output gate
         from servefit.models import arch_laguna
 
         return arch_laguna.count_text(s)

@@ -243,7 +243,7 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
-    elif mt == "laguna":  # per-layer query heads and the output gate (models/arch_laguna.py)
+    elif mt in ("laguna", "step3p5"):  # per-layer query heads and the output gate (models/arch_laguna.py)
         from servefit.models import arch_laguna
 
         arch_laguna.apply_config(c, spec)

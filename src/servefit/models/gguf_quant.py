@@ -277,7 +277,7 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
             q, kv, _ = openelm[il]
             out += [(p + "attn_qkv.weight", (e, (q + 2 * kv) * hd)), (p + "attn_q_norm.weight", (hd,)),
                     (p + "attn_k_norm.weight", (hd,)), (p + "attn_output.weight", (q * hd, e))]
-        elif mt == "laguna":  # llama.cpp conversion/laguna.py (MODEL_ARCH.LAGUNA): per-layer heads, attn_gate
+        elif mt in ("laguna", "step3p5"):  # conversion/laguna.py (MODEL_ARCH.LAGUNA), step35: per-layer heads, attn_gate
             from servefit.models.arch_laguna import gate_width, layer_heads
 
             q = layer_heads(m)[il]
