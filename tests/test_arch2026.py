@@ -156,3 +156,44 @@ def test_step35_vllm_pages_sliding_and_full_layers_alike():
     plan = _plan(["vllm", "serve", "stepfun-ai/Step-3.5-Flash", "--max-model-len", "65536",
                   "--tensor-parallel-size", "8"])
     assert plan.kv_bytes_per_token == 45 * 2 * 1 * 128 * 2  # one KV head a rank at TP 8
+
+
+ZAMBA2_27B_CONFIG = {
+    "architectures": ["Zamba2ForCausalLM"], "model_type": "zamba2", "hidden_size": 2560, "num_hidden_layers": 54,
+    "num_attention_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096, "mamba_d_state": 64,
+    "mamba_d_conv": 4, "mamba_expand": 2, "mamba_ngroups": 1, "n_mamba_heads": 80, "num_mem_blocks": 2,
+    "use_shared_attention_adapter": False, "adapter_rank": 128,
+    "layers_block_type": ["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"] + ["mamba"] * 3
+                         + ["hybrid"] + ["mamba"] * 2}
+
+
+def zamba2_by_hand(h: int, layers: int, hybrid: int, blocks: int, m_heads: int, state: int, attn_lora: bool,
+                   vocab: int = 32000, rank: int = 128) -> int:
+    d = 2 * h  # Mamba2 d_inner (expand 2) and the shared block's input width (hidden + embeddings)
+    conv = d + 2 * state
+    mamba = h * (d + conv + m_heads) + conv * 5 + 3 * m_heads + d + d * h + h  # in_proj, conv+bias, dt/A/D, norm, out, ln
+    block = d + 3 * d * d + d * h + h + 3 * h * 4 * h  # ln, q/k/v (2h -> 2h), o (2h -> h), pre_ff ln, gated MLP
+    lora = h * rank + rank * 8 * h + (3 * (d * rank + rank * d) if attn_lora else 0)
+    return vocab * h + h + layers * mamba + blocks * block + hybrid * (lora + h * h)
+
+
+def test_zamba2_by_hand_is_llmfits_exact_count():
+    assert resolve_model("Zyphra/Zamba2-2.7B").params == zamba2_by_hand(2560, 54, 9, 2, 80, 64, False) == 2_662_214_560
+    m = resolve_model("Zyphra/Zamba2-1.2B-instruct")
+    assert count_params(m) == zamba2_by_hand(2048, 38, 6, 1, 64, 128, True) == 1_215_064_704
+
+
+def test_zamba2_config_json():
+    m = from_config(ZAMBA2_27B_CONFIG, "Zyphra/Zamba2-2.7B")
+    assert m.head_dim == 160 and m.tie_word_embeddings and m.kinds().count("full") == 9
+    assert m.params == 2_662_214_560
+
+
+def test_zamba2_hybrid_layers_hold_attention_and_mamba_state_in_vllm():
+    from servefit.engines.vllm.kvcache import layer_kinds
+
+    kinds = layer_kinds(resolve_model("Zyphra/Zamba2-2.7B"), hybrid_manager=True, disable_sliding_window=False,
+                        state_blocks=1)
+    assert kinds.count(("mamba", 1)) == 54 and kinds.count(("full", 0)) == 9
+    plan = _plan(["vllm", "serve", "Zyphra/Zamba2-2.7B", "--max-model-len", "4096"])
+    assert plan.kv_bytes_per_token == 9 * 2 * 32 * 160 * 2
