@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
 from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
@@ -258,7 +259,7 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
-    elif mt in ("laguna", "step3p5"):  # per-layer query heads and the output gate (models/arch_laguna.py)
+    elif mt in LAGUNA_LIKE:  # per-layer query heads and the output gate (models/arch_laguna.py)
         from servefit.models import arch_laguna
 
         arch_laguna.apply_config(c, spec)
