@@ -158,7 +158,7 @@ def test_ollama_create_name(tmp_path):
 
 
 @pytest.mark.parametrize("generic", ["llm", "inference", "vllm-server", "model", "qwen", "llama", "llm-8b",
-                                     "api-7b", "text-generation-inference", "mixtral", "qwen3.8-27b"])
+                                     "api-7b", "text-generation-inference", "mixtral", "qwen3.9-27b"])
 def test_generic_names_never_resolve(tmp_path, generic):
     assert not catalog.names_a_model(generic)
     srv = one(tmp_path, "docker-compose.yml", f"""services:

@@ -351,8 +351,10 @@ def test_release_words_never_make_a_family_for_suggestions():
     assert catalog.nearest("acme/FooLM2-135M-Instruct", 3) == []  # not every "...-Instruct" model
     # generic words (data/derivatives.yaml generic_words) are no family either
     for ref in ("checkpoints/HRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual",
-                "microsoft/wavlm-base-plus", "stepfun-ai/Step-3.7-Flash-NVFP4"):  # plus, flash: no family
+                "microsoft/wavlm-base-plus", "acme/Zephyrine-3.7-Flash-NVFP4"):  # plus, flash: no family
         assert catalog.nearest(ref, 3) == [], ref
+    # Step is a family since Step-3.5-Flash is catalogued: its other releases get it as a suggestion
+    assert catalog.nearest("stepfun-ai/Step-3.7-Flash-NVFP4", 3) == ["stepfun-ai/Step-3.5-Flash"]
 
 
 # --- the derivative table is data, validated by its schema ---------------------------------------------
@@ -483,7 +485,7 @@ def release_why(word: str, size: str, base: str) -> str:
 
 
 @pytest.mark.parametrize("ref,base,word,size,what", [
-    ("RadixArk/Qwen3.8-27B-NVFP4", "Qwen/Qwen3.6-27B", "qwen3.8", "27B", "NVFP4 4-bit, group 16"),
+    ("RadixArk/Qwen3.9-27B-NVFP4", "Qwen/Qwen3.8-27B", "qwen3.9", "27B", "NVFP4 4-bit, group 16"),
     ("acme/Qwen3.9-35B-A3B-Instruct", "Qwen/Qwen3.6-35B-A3B", "qwen3.9", "35B-A3B", "the same architecture"),
     ("acme/NVIDIA-Nemotron-3.7-Lightning-30B-A3B", "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16", "nemotron3.7",
      "30B-A3B", "the same architecture"),
@@ -500,12 +502,12 @@ def test_an_uncatalogued_release_takes_the_nearest_release_of_its_line(ref, base
 def test_the_nearest_release_in_a_gguf_name_and_a_lint(tmp_path, capsys):
     from servefit.cli import main
 
-    (tmp_path / "a.sh").write_text(SCRIPT.format(model="unsloth/Qwen3.8-27B-FP8"))
+    (tmp_path / "a.sh").write_text(SCRIPT.format(model="unsloth/Qwen3.9-27B-FP8"))
     main(["lint", str(tmp_path), "--format", "json", "--exit-zero"])
     found = {f["code"]: f["message"] for f in json.loads(capsys.readouterr().out)}
     assert "SF002" not in found
-    assert found["SF004"] == assumption("unsloth/Qwen3.8-27B-FP8", "Qwen/Qwen3.6-27B",
-                                        release_why("qwen3.8", "27B", "Qwen/Qwen3.6-27B"), "FP8 weights")
+    assert found["SF004"] == assumption("unsloth/Qwen3.9-27B-FP8", "Qwen/Qwen3.8-27B",
+                                        release_why("qwen3.9", "27B", "Qwen/Qwen3.8-27B"), "FP8 weights")
 
 
 @pytest.mark.parametrize("ref", [

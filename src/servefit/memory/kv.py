@@ -3,23 +3,35 @@
 Full and sliding-window attention store K and V for every KV head: 2 x kv_heads x head_dim.
 MLA stores one latent of kv_lora_rank + qk_rope_head_dim (vllm/model_executor/layers/attention/
 mla_attention.py::MLAAttention.get_kv_cache_spec: head_size_v = 0, num_kv_heads = 1).
-Recurrent layers (Mamba, GatedDeltaNet) keep a fixed state per sequence instead."""
+Recurrent layers (Mamba, GatedDeltaNet) keep a fixed state per sequence instead.
+vLLM caches the latent only for the model types is_deepseek_mla lists (latent_cache below)."""
 
 from __future__ import annotations
 
 from servefit.models.spec import ModelSpec
 
+# Model types with MLA's low-rank projections that vLLM does not serve with an MLA cache: they are
+# missing from vllm/transformers_utils/model_arch_config_convertor.py::is_deepseek_mla, so use_mla
+# is False. MiniCPM3 (vllm model_executor/models/minicpm3.py MiniCPM3Attention) attends with a plain
+# Attention over num_heads K/V heads of qk_nope + qk_rope (V zero-padded to that width).
+MHA_CACHE_MLA_TYPES = frozenset({"minicpm3"})
+
+
+def latent_cache(m: ModelSpec) -> bool:
+    """Whether vLLM caches one MLA latent per token and layer (use_mla) rather than K and V per head."""
+    return m.is_mla and m.model_type not in MHA_CACHE_MLA_TYPES
+
 
 def kv_heads_per_rank(m: ModelSpec, tp: int) -> int:
     """vllm/config/model.py::ModelConfig.get_num_kv_heads: max(1, kv // tp); MLA keeps 1."""
-    if m.is_mla:
+    if latent_cache(m):
         return 1
     return max(1, m.num_key_value_heads // max(tp, 1))
 
 
 def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> float:
     """K+V bytes one attention layer stores per token on one TP rank."""
-    if m.is_mla:
+    if latent_cache(m):
         # DeepSeek-V3.2 / GLM-5: each layer's indexer also caches one fp8 key of index_head_dim
         # plus a 4-byte scale per 128 (vLLM deepseek_v2.py Indexer -> DeepseekV32IndexerCache)
         index = m.index_head_dim + m.index_head_dim // 128 * 4 if m.index_n_heads else 0
@@ -31,7 +43,7 @@ def kind_bytes_per_token(m: ModelSpec, kind: str, kv_dtype_bytes: float, tp: int
     """K+V bytes per token of one layer of this attention kind: Gemma 4's full-attention layers
     have their own head_dim and KV heads (vLLM gemma4.py Gemma4Attention; models/arch_gemma4.py),
     every other layer is layer_bytes_per_token."""
-    if kind != "full" or m.is_mla or not m.layout.get("global_head_dim"):
+    if kind != "full" or latent_cache(m) or not m.layout.get("global_head_dim"):
         return layer_bytes_per_token(m, kv_dtype_bytes, tp)
     from servefit.models.arch_gemma4 import attention_shape
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
 from servefit.models.spec import ModelSpec
 
 _QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"}  # q/k/v carry a bias
@@ -105,5 +106,10 @@ def param_groups(m: ModelSpec) -> ParamGroups:
         shapes = [arch_openelm.layer_params(m, *x) for x in arch_openelm.layer_shapes(m)]
         attn, mlp = [a for a, _ in shapes], [f for _, f in shapes]
         other += arch_openelm.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + norms)
+    if m.model_type in LAGUNA_LIKE:  # every layer its own query heads, a gate (models/arch_laguna.py)
+        from servefit.models import arch_laguna
+
+        attn = [arch_laguna.layer_attention(m, q) for q in arch_laguna.layer_heads(m)]
+        other += arch_laguna.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
                        experts=tuple(experts), norms=norms, other=other)

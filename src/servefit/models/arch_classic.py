@@ -11,6 +11,7 @@ model file loads the same tensors). Standard library only: this is on the fast p
 
 from __future__ import annotations
 
+from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
 from servefit.models.spec import ModelSpec
 
 
@@ -132,6 +133,10 @@ def count_classic(s: ModelSpec) -> int | None:
         from servefit.models import arch_openelm
 
         return arch_openelm.count_text(s)
+    if s.model_type in LAGUNA_LIKE:  # per-layer query heads and an attention output gate
+        from servefit.models import arch_laguna
+
+        return arch_laguna.count_text(s)
     from servefit.models import arch_hybrid, encoders
     return encoders.count_encoder(s) if s.model_type in encoders.ENCODERS else arch_hybrid.count_hybrid(s)
 

@@ -1,5 +1,5 @@
 """Parameter counts of the recurrent families: Mamba2 mixers beside attention (Nemotron-H,
-Granite 4.0, Falcon-H1), LFM2's short gated convolutions, the pure state-space models (Mamba,
+Granite 4.0, Falcon-H1, Zamba2), LFM2's short gated convolutions, the pure state-space models (Mamba,
 Falcon-Mamba, Mamba2 / Mamba-Codestral) and Jamba (Mamba1 mixers, attention and MoE).
 
 Layer kinds come from ModelSpec.layer_types: "mamba" is the recurrent mixer (Mamba1, Mamba2, or
@@ -159,7 +159,26 @@ def _lfm2(s: ModelSpec) -> int:
     return n
 
 
-_HYBRIDS = {"nemotron_h": _nemotron_h, "granitemoehybrid": _granite4, "granitemoe_swa": _granite4, "falcon_h1": _falcon_h1,
+def _zamba2(s: ModelSpec) -> int:
+    """vLLM zamba2.py / modeling_zamba2.py: every layer a Mamba2 mixer with its input_layernorm; the
+    "full" (hybrid) layers also run a shared transformer block on concat(hidden, embeddings) and a
+    hidden x hidden linear of their own. num_mem_blocks blocks are shared round-robin over the
+    hybrid layers; each holds input_layernorm (2 x hidden), q/k/v from 2 x hidden to heads x
+    head_dim, o_proj to hidden, pre_ff_layernorm and a gated MLP; each hybrid layer adds a LoRA
+    (adapter_rank) on the MLP's gate_up and, with use_shared_attention_adapter, on q, k and v."""
+    h, lay = s.hidden_size, s.layout
+    kinds = s.kinds()
+    hybrid = sum(1 for k in kinds if k == "full")
+    rank, inter, a = int(lay.get("adapter_rank", 128)), s.intermediate_size, 2 * h
+    qkv = s.num_attention_heads * s.head_dim + 2 * s.num_key_value_heads * s.head_dim
+    block = a + a * qkv + s.num_attention_heads * s.head_dim * h + h + 3 * h * inter
+    adapters = h * rank + rank * 2 * inter + (3 * 2 * a * rank if lay.get("use_shared_attention_adapter") else 0)
+    n = s.vocab_size * h * (1 if s.tie_word_embeddings else 2) + h
+    n += len(kinds) * (mamba2_mixer(s) + h) + int(lay.get("num_mem_blocks", 1)) * block
+    return n + hybrid * (adapters + h * h)
+
+
+_HYBRIDS = {"zamba2": _zamba2, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite4, "granitemoe_swa": _granite4, "falcon_h1": _falcon_h1,
             "lfm2": _lfm2, "lfm2_moe": _lfm2, "mamba": _ssm, "falcon_mamba": _ssm, "mamba2": _ssm,
             "jamba": _jamba}
 

@@ -51,6 +51,8 @@ TRAITS: dict[str, Traits] = {
     "qwen2_5_vl": Traits(qkv_bias=True),
     "qwen3": Traits(qk_norm=True),
     "qwen3_moe": Traits(qk_norm=True),
+    "laguna": Traits(qk_norm=True, expert_score_bias=True),  # vLLM laguna.py (models/arch_laguna.py)
+    "step3p5": Traits(qk_norm=True, expert_score_bias=True),  # vLLM step3p5.py: router_bias, share_expert
     "qwen3_next": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     # Qwen3-VL text models are Qwen3 / Qwen3-MoE; Qwen3.5 / 3.6 are Qwen3-Next's hybrid layout
     # (vLLM model_executor/models/qwen3_5.py) with a dense MLP (qwen3_5) or the gated shared expert

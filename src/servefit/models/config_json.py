@@ -350,7 +350,10 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         num_shared_experts=shared if experts else 0, moe_intermediate_size=moe_inter if experts else 0,
         first_k_dense_replace=first_dense if experts else 0,
         kv_lora_rank=kv_lora, q_lora_rank=_int(c.get("q_lora_rank")), qk_rope_head_dim=qk_rope,
-        qk_nope_head_dim=qk_nope, v_head_dim=_int(c.get("v_head_dim")),
+        qk_nope_head_dim=qk_nope,
+        # MiniCPM3's config.json states no v_head_dim: its config class derives it from qk_nope_head_dim,
+        # and vLLM minicpm3.py MiniCPM3Attention reads config.v_head_dim
+        v_head_dim=_int(c.get("v_head_dim")) or (qk_nope if text_type == "minicpm3" else 0),
         index_n_heads=_int(c.get("index_n_heads")) if kv_lora else 0,  # DeepSeek-V3.2 / GLM-5 indexer
         index_head_dim=_int(c.get("index_head_dim")), index_topk=_int(c.get("index_topk")),
         sliding_window=sliding, attention_chunk_size=_int(c.get("attention_chunk_size")),

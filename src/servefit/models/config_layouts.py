@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
 from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
 from servefit.models.spec import ModelSpec
 
 _TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
-                    "falcon_mamba", "gemma3n")
+                    "falcon_mamba", "gemma3n", "zamba2")
 # Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
 # E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
 GEMMA3N_TOWERS = 983281504
@@ -168,6 +169,21 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.sliding_window = _int(c.get("window_size"), 256)
     elif mt == "falcon" and c.get("num_ln_in_parallel_attn") is not None:
         lay["num_ln_in_parallel_attn"] = _int(c.get("num_ln_in_parallel_attn"))
+    elif mt == "zamba2":  # Zamba2Config (vLLM zamba2.py): hybrid layers run the shared attention block
+        blocks = c.get("layers_block_type")
+        if isinstance(blocks, list) and len(blocks) == n:
+            spec.layer_types = ["full" if k == "hybrid" else "mamba" for k in blocks]
+        spec.head_dim = 2 * h // max(spec.num_attention_heads, 1)  # attention_head_dim over 2 x hidden
+        heads = _int(c.get("n_mamba_heads"), 8)
+        d_inner = int(float(c.get("mamba_expand") or 2) * h)
+        spec.mamba = linear_attention_state({
+            "kind": "mamba2", "num_heads": heads, "head_dim": d_inner // max(heads, 1),
+            "n_groups": _int(c.get("mamba_ngroups"), 1), "state_size": _int(c.get("mamba_d_state"), 64),
+            "conv_kernel": _int(c.get("mamba_d_conv"), 4)})
+        spec.intermediate_size = _int(c.get("intermediate_size")) or 4 * h
+        lay["num_mem_blocks"] = _int(c.get("num_mem_blocks"), 1)
+        lay["adapter_rank"] = _int(c.get("adapter_rank"), 128)
+        lay["use_shared_attention_adapter"] = bool(c.get("use_shared_attention_adapter", False))
     elif mt == "falcon_h1":
         spec.mamba = _mamba2(c, h)
         lay["mamba_rms_norm"] = bool(c.get("mamba_rms_norm", False))
@@ -243,6 +259,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
+    elif mt in LAGUNA_LIKE:  # per-layer query heads and the output gate (models/arch_laguna.py)
+        from servefit.models import arch_laguna
+
+        arch_laguna.apply_config(c, spec)
     elif mt in ("gpt_neox", "nemotron"):
         pct = c.get("rotary_pct", c.get("partial_rotary_factor"))
         if isinstance(pct, (int, float)):

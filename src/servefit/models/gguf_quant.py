@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from servefit import data
 from servefit.models.arch_classic import decilm_ffn_width
+from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
 from servefit.models.arch_openelm import layer_shapes
 from servefit.models.architecture import is_gated_mlp, is_moe_layer, traits
 from servefit.models.encoders import ENCODERS
@@ -277,6 +278,14 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
             q, kv, _ = openelm[il]
             out += [(p + "attn_qkv.weight", (e, (q + 2 * kv) * hd)), (p + "attn_q_norm.weight", (hd,)),
                     (p + "attn_k_norm.weight", (hd,)), (p + "attn_output.weight", (q * hd, e))]
+        elif mt in LAGUNA_LIKE:  # conversion/laguna.py (MODEL_ARCH.LAGUNA), step35: per-layer heads, attn_gate
+            from servefit.models.arch_laguna import gate_width, layer_heads
+
+            q = layer_heads(m)[il]
+            kvd = m.num_key_value_heads * hd
+            out += [(p + "attn_q.weight", (e, q * hd)), (p + "attn_k.weight", (e, kvd)), (p + "attn_v.weight", (e, kvd)),
+                    (p + "attn_output.weight", (q * hd, e)), (p + "attn_q_norm.weight", (hd,)),
+                    (p + "attn_k_norm.weight", (hd,)), (p + "attn_gate.weight", (e, gate_width(m, q)))]
         else:
             lhd, lkv = hd, m.num_key_value_heads
             if m.layout.get("global_head_dim"):  # Gemma 4: full layers' own shape, no v_proj with k_eq_v

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from servefit.memory.kv import MHA_CACHE_MLA_TYPES
 from servefit.models.gguf import ArrayLen, GgufInfo, TensorInfo, read_gguf, swa_layers
 from servefit.models.gguf_quant import hf_to_arch, synth_tensors
 from servefit.models.spec import ModelSpec
@@ -152,7 +153,11 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     else:
         swa, window = [False] * n, 0
     recurrent = [k in ("mamba", "linear") for k in kinds]
-    if m.is_mla:
+    # MiniCPM3: llama.cpp reads no key_length_mla for it (llama-model.cpp LLM_ARCH_MINICPM3 hparams:
+    # q/kv LoRA ranks only), so hparams.is_mla() is false and K and V are cached per head as in vLLM
+    # (V width taken as head_dim here: the GGUF's value_length was not confirmed)
+    mla = m.is_mla and m.model_type not in MHA_CACHE_MLA_TYPES
+    if mla:
         head_k = m.kv_lora_rank + m.qk_rope_head_dim
         n_head_kv = [0 if k in ("mamba", "linear", "none") else 1 for k in kinds]
     else:
@@ -177,7 +182,7 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
         head_k=head_k, head_v=head_k if head_swa != head_k else m.head_dim, head_k_swa=head_swa,
         head_v_swa=m.head_dim, swa=swa, n_swa=int(window),
-        mla=m.is_mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
+        mla=mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
         n_embd_s=d_state * d_inner, n_ff=m.intermediate_size, n_expert=m.num_experts,
         n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
         n_layer_kv_from_start=n - shared if shared else -1,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from servefit.core import EngineConfig, Finding, MemoryPlan
 from servefit.engines.vllm.era import Era, vtuple
 from servefit.hardware.spec import GpuSpec
+from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
 from servefit.rules.registry import option, rule
@@ -102,7 +103,7 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
         out.append(finding(
             "VLLM007", f"Total number of attention heads ({model.num_attention_heads}) must be divisible by tensor "
                        f"parallel size ({r.tp}).", span=sp.get("tensor_parallel_size"), setting="tensor_parallel_size"))
-    elif not model.is_mla and model.num_key_value_heads and (
+    elif not latent_cache(model) and model.num_key_value_heads and (
             (model.num_key_value_heads >= r.tp and model.num_key_value_heads % r.tp)
             or (model.num_key_value_heads < r.tp and r.tp % model.num_key_value_heads)):
         out.append(finding("VLLM007", f"{model.num_key_value_heads} KV heads cannot be split over tensor parallel "

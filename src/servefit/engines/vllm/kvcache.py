@@ -86,10 +86,14 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
     shared = int(model.layout.get("num_kv_shared_layers") or 0)
     if shared:  # Gemma 4 E2B / E4B: the last layers read earlier caches (gemma4.py kv_sharing_target_layer_name)
         kinds = kinds[:len(kinds) - shared]
+    # Zamba2's hybrid layers hold the shared block's attention cache and their own Mamba2 state
+    # (vLLM zamba2.py Zamba2HybridLayer: an Attention per hybrid layer beside MambaMixer2)
+    both = model.model_type == "zamba2"
     for kind in kinds:
-        if kind in ("mamba", "linear") and state_blocks is not None and hybrid_manager:
+        if (kind in ("mamba", "linear") or (both and kind == "full")) and state_blocks is not None and hybrid_manager:
             out.append(("mamba", state_blocks))
-            continue
+            if kind != "full":
+                continue
         if kind in ("mamba", "linear", "none"):
             continue
         if kind == "sliding" and not disable_sliding_window and model.sliding_window:

@@ -32,7 +32,7 @@ from servefit.engines.vllm.profile import (
 from servefit.engines.vllm.weights import pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.kv import full_kv_bytes_per_token
+from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
 from servefit.memory.params import param_groups
 from servefit.memory.weights import Scheme, kept_params, scheme_for
 from servefit.models.spec import ModelSpec
@@ -87,7 +87,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
             tokens = min(seqs * max_len, tokens)
     if s.get("max_num_seqs") is None:
         seqs = min(seqs, tokens)
-    block = s.get("block_size") or (64 if model.is_mla else 16)
+    block = s.get("block_size") or (64 if latent_cache(model) else 16)
     kv_dtype = s.get("kv_cache_dtype") or "auto"
     if kv_dtype == "auto":
         kv_dtype = dtype

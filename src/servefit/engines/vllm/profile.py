@@ -18,6 +18,7 @@ from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.weights import VOCAB_PAD
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
     if nccl:
         total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE + drafter_graphs * 2 * drafter * NCCL_GRAPH_COLLECTIVE
-    if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not model.is_mla:
+    if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
     total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
