@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from servefit import data
@@ -39,7 +39,10 @@ class Option:
         return self.type != "bool" or self.nargs == "?"
 
 
+@lru_cache(maxsize=4096)
 def _vkey(v: str) -> tuple[int, ...]:
+    """A release's sort key (0.6.3 -> (0, 6, 3)); cached: version checks compare a few hundred
+    release names per server."""
     out = []
     for part in v.split(".")[:3]:
         digits = "".join(ch for ch in part if ch.isdigit())
