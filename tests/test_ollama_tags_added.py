@@ -66,6 +66,20 @@ from servefit.models import resolve_model
     ("exaone3.5", "LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct", "Q4_K_M", 32768),
     ("exaone3.5:2.4b", "LGAI-EXAONE/EXAONE-3.5-2.4B-Instruct", "Q4_K_M", 32768),
     ("exaone-deep:32b", "LGAI-EXAONE/EXAONE-Deep-32B", "Q4_K_M", 32768),
+    # issue 13's fifth round (the breadth self-check's misses whose base is catalogued)
+    ("yarn-llama2", "meta-llama/Llama-2-7b-hf", "Q4_0", 131072),
+    ("yarn-llama2:13b", "meta-llama/Llama-2-13b-hf", "Q4_0", 131072),
+    ("yarn-mistral:7b", "mistralai/Mistral-7B-v0.1", "Q4_0", 131072),
+    ("wizardcoder", "codellama/CodeLlama-7b-Python-hf", "Q4_0", 16384),
+    ("wizardcoder:python", "codellama/CodeLlama-7b-Python-hf", "Q4_0", 16384),
+    ("wizardcoder:33b", "deepseek-ai/deepseek-coder-33b-instruct", "Q4_0", 16384),
+    ("reflection", "meta-llama/Llama-3.1-70B-Instruct", "Q4_0", 131072),
+    ("nexusraven:13b", "codellama/CodeLlama-13b-hf", "Q4_0", 16384),
+    ("magicoder", "codellama/CodeLlama-7b-Python-hf", "Q4_0", 16384),
+    ("nemotron-3-nano", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "Q4_K_M", 262144),
+    ("nemotron-3-nano:4b", "nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16", "Q4_K_M", 262144),
+    ("nemotron-cascade-2", "nvidia/Nemotron-Cascade-2-30B-A3B", "Q4_K_M", 262144),
+    ("nemotron-3-super", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "Q4_K_M", 262144),
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
