@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 import time
 
@@ -262,6 +263,32 @@ def test_config_json_bad_values_are_findings_naming_the_field(patch, nest):
     assert 0 < spec.num_hidden_layers <= COUNT_LIMITS["layers"] and 0 < spec.hidden_size <= COUNT_LIMITS["hidden"]
     assert spec.num_attention_heads >= 1 and 0 <= spec.num_experts <= COUNT_LIMITS["experts"]
     assert isinstance(spec.params, int) and spec.params >= 0
+
+
+@pytest.mark.parametrize("nest,patch,said", [
+    ("vision_config", {"intermediate_size": []}, "vision_config.intermediate_size is a list of 0, not a number"),
+    ("vision_config", {"intermediate_size": [4096]}, "vision_config.intermediate_size is a list of 1, not a number"),
+    (None, {"intermediate_size": []}, "intermediate_size is a list of 0, not a number"),
+])
+def test_config_json_lists_where_a_number_belongs(nest, patch, said):
+    """Found by the fuzz test above under other seeds (a tower's MLP width given as a list crashed the
+    vision count with a TypeError): a clear error naming the field."""
+    from servefit.models.config_json import from_config
+
+    cfg = json.loads(json.dumps(LLAMA_CFG))
+    if nest:
+        cfg[nest] = dict(patch)
+    else:
+        cfg.update(patch)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        from_config(cfg, "m")
+
+
+def test_per_layer_kv_heads_take_the_widest_layer():
+    from servefit.models.config_json import from_config
+
+    cfg = dict(LLAMA_CFG, num_key_value_heads=[2, 8, 4])
+    assert from_config(cfg, "m").num_key_value_heads == 8
 
 
 def _header(kvs: dict[str, tuple[int, bytes]], tensors: list[tuple[str, list[int], int, int]]) -> bytes:

@@ -130,6 +130,9 @@ def validate_config(cfg: dict[str, Any], where: str = "") -> None:
                     number(d[key], prefix + key, minimum=0, maximum=64, open_min=True)
                     continue
                 if isinstance(d[key], list) and kind in ("intermediate", "heads", "head_dim", "window"):
+                    # per-layer widths are a language model's (Gemma 3n); a tower's MLP has one width
+                    if not d[key] or (kind == "intermediate" and prefix.endswith("vision_config.")):
+                        raise BadValue(f"{prefix}{key} is a list of {len(d[key])}, not a number")
                     if len(d[key]) > 4096:  # per-layer lists (Gemma 3n intermediate_size)
                         raise BadValue(f"{prefix}{key} has {len(d[key]):,} entries, more than the 4,096 servefit reads")
                     for i, x in enumerate(d[key]):
@@ -165,8 +168,11 @@ def _kv_heads(c: dict[str, Any], heads: int) -> int:
     if c.get("multi_query") and not c.get("new_decoder_architecture"):
         return 1  # Falcon-7B: one K/V head shared by every query head
     for key in ("num_key_value_heads", "num_kv_heads", "n_head_kv"):
-        if c.get(key) is not None:
-            return int(c[key])
+        v = c.get(key)
+        if isinstance(v, list):  # per layer (OpenELM): the widest layer's, validated above
+            return max(int(x) for x in v) if v else heads
+        if v is not None:
+            return int(v)
     if c.get("multi_query_group_num") is not None and c.get("multi_query_attention", True):
         return int(c["multi_query_group_num"])
     return heads
