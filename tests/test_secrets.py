@@ -155,6 +155,15 @@ def test_no_secret_in_estimate_or_explain(repo, capsys):
         assert_clean(out, "estimate error")
 
 
+def test_no_secret_in_tune_when_the_engine_refuses_the_command(capsys):
+    """A stray credential the engine rejects as an unknown argument: tune's refusal quotes the engine's
+    words, masked (the nightly fuzz run found it verbatim in the text and JSON reports)."""
+    for fmt in ("text", "json"):
+        rc, out = run(capsys, "tune", "--gpu", "H100", "--format", fmt, "--", "vllm", "serve", "Qwen/Qwen3-8B", SK)
+        assert "unrecognized arguments" in out and "***" in out
+        assert_clean(out, f"tune --format {fmt} refusal")
+
+
 def test_literal_credentials_are_findings_and_references_are_not(repo, capsys, monkeypatch):
     monkeypatch.chdir(repo)
     rc, out = run(capsys, "lint", ".", "--gpu", "H100", "--format", "json", "--select", "SEC001")

@@ -101,7 +101,9 @@ class Session:
             needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
             space = build_space(ev, needs)
         except UsageError as exc:
-            out.error = str(exc)
+            from servefit.redact import redact_text
+
+            out.error = redact_text(str(exc))  # the engine's words may quote a credential the command holds
             return out
         a = self.args
         bench = None
