@@ -164,6 +164,17 @@ def test_no_secret_in_tune_when_the_engine_refuses_the_command(capsys):
         assert_clean(out, f"tune --format {fmt} refusal")
 
 
+def test_a_secret_flag_value_repeated_as_a_stray_argument_is_masked_by_value(capsys):
+    """`--api-key K K`: the engine reports the second K as an unknown argument; K has no provider's
+    shape, so only its value (the word after a secret flag) tells it is a credential."""
+    key = "Bearer-PlantedFlagValue-1234"
+    cmd = ["--", "vllm", "serve", "Qwen/Qwen3-8B", "--api-key", key, key]
+    for sub, fmts in (("explain", ("text", "json", "html")), ("tune", ("text", "json"))):
+        for fmt in fmts:
+            rc, out = run(capsys, sub, "--gpu", "H100", "--format", fmt, *cmd)
+            assert "unrecognized arguments" in out and key not in out, (sub, fmt)
+
+
 def test_literal_credentials_are_findings_and_references_are_not(repo, capsys, monkeypatch):
     monkeypatch.chdir(repo)
     rc, out = run(capsys, "lint", ".", "--gpu", "H100", "--format", "json", "--select", "SEC001")

@@ -6,7 +6,7 @@ other, CUDA graphs, KV cache, free headroom), the context x concurrency feasibil
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
@@ -94,14 +94,14 @@ def _legend() -> str:
         f'<span><i class="sw" style="background:{c}"></i>{escape(LABELS[k])}</span>' for k, c in COLORS.items()) + "</p>"
 
 
-def _findings_table(findings: list[Finding]) -> str:
+def _findings_table(findings: list[Finding], hide: Callable[[str], str] = redact_text) -> str:
     if not findings:
         return "<p class=\"ok\">No findings.</p>"
     rows = []
     for f in findings:
         loc = f"{f.span.file}:{f.span.line}:{f.span.col}" if f.span is not None and f.span.line else ""
         rows.append(f'<tr><td class="l"><code>{escape(loc)}</code></td><td class="l">{escape(f.code)}</td>'
-                    f'<td class="l sev-{f.severity}">{f.severity}</td><td class="l">{escape(redact_text(f.message))}</td></tr>')
+                    f'<td class="l sev-{f.severity}">{f.severity}</td><td class="l">{escape(hide(f.message))}</td></tr>')
     return ('<table><tr><th class="l">where</th><th class="l">rule</th><th class="l">severity</th>'
             '<th class="l">message</th></tr>' + "".join(rows) + "</table>")
 
@@ -133,9 +133,13 @@ def server_section(ev: Evaluation, findings: list[Finding] | None = None, tune_n
             grid = []
         if grid:
             out += ["<h3>Context × concurrency</h3>", heatmap_svg(grid)]
-    out += ["<h3>Findings</h3>", _findings_table(findings if findings is not None else ev.config.findings + p.findings)]
+    from servefit.report.plan import hider
+
+    hide = hider(ev)
+    out += ["<h3>Findings</h3>", _findings_table(findings if findings is not None else ev.config.findings + p.findings,
+                                                  hide)]
     if tune_note:
-        out += ["<h3>What tune would change</h3>", f"<pre>{escape(redact_text(tune_note))}</pre>"]
+        out += ["<h3>What tune would change</h3>", f"<pre>{escape(hide(tune_note))}</pre>"]
     return "\n".join(out)
 
 

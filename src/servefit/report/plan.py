@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from servefit.core import DeviceMemory
@@ -27,7 +28,22 @@ VERDICT = {
 }
 
 
+def hider(ev: Evaluation) -> Callable[[str], str]:
+    """Text as shown: credentials masked by shape (redact_text) and by the values this server's
+    secret flags and variables hold, wherever the engine's words repeat them ("unrecognized
+    arguments: <the key given twice>")."""
+    from servefit.tune.diff import secret_values
+
+    secrets = secret_values([ev.site])
+    if not secrets:
+        return redact_text
+    from servefit.redact import mask_values
+
+    return lambda text: mask_values(redact_text(text), secrets)
+
+
 def plan_dict(ev: Evaluation) -> dict[str, Any]:
+    hide = hider(ev)
     p = ev.plan
     out: dict[str, Any] = {
         "engine": p.engine,
@@ -44,14 +60,14 @@ def plan_dict(ev: Evaluation) -> dict[str, Any]:
         "max_model_len": p.max_model_len,
         "max_concurrency": round(p.max_concurrency, 2),
         "outcome": p.outcome,
-        "assumptions": [redact_text(a) for a in list(ev.model.assumptions) + list(ev.config.assumptions)
+        "assumptions": [hide(a) for a in list(ev.model.assumptions) + list(ev.config.assumptions)
                         + list(p.assumptions)],
-        "findings": [dict(f.as_dict(), message=redact_text(f.message)) for f in ev.config.findings + p.findings],
+        "findings": [dict(f.as_dict(), message=hide(f.message)) for f in ev.config.findings + p.findings],
     }
     if p.fitting_max_model_len is not None:
         out["fitting_max_model_len"] = p.fitting_max_model_len
     if p.messages:
-        out["messages"] = [redact_text(m) for m in p.messages]
+        out["messages"] = [hide(m) for m in p.messages]
     if len(p.devices) > 1:
         out["devices"] = [dict(d.as_dict(), label=d.label) for d in p.devices]
     out.update({k: v for k, v in p.detail.as_dict().items() if k not in out})
@@ -105,18 +121,19 @@ def render_text(ev: Evaluation, color: bool = False) -> str:
         tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x")
     if p.fitting_max_model_len:
         tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")
+    hide = hider(ev)
     for msg in p.messages:
-        tail.append(f"engine says: {one_line(redact_text(msg))}")
+        tail.append(f"engine says: {one_line(hide(msg))}")
     findings = ev.config.findings + p.findings
     if findings:
         tail.append("")
         tail.append("findings:")
         for f in findings:
             loc = f"{one_line(f.span.file)}:{f.span.line}:{f.span.col}: " if f.span and f.span.line else ""
-            tail.append(f"  {loc}{f.code} [{f.severity}] {one_line(redact_text(f.message))}")
+            tail.append(f"  {loc}{f.code} [{f.severity}] {one_line(hide(f.message))}")
     assumptions = list(m.assumptions) + list(ev.config.assumptions) + list(p.assumptions)
     if assumptions:
         tail.append("")
         tail.append("assumptions:")
-        tail.extend(f"  - {one_line(redact_text(a))}" for a in assumptions)
+        tail.extend(f"  - {one_line(hide(a))}" for a in assumptions)
     return "\n".join(head + body + tail) + "\n"

@@ -101,9 +101,11 @@ class Session:
             needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
             space = build_space(ev, needs)
         except UsageError as exc:
-            from servefit.redact import redact_text
+            from servefit.redact import mask_values, redact_text
+            from servefit.tune.diff import secret_values
 
-            out.error = redact_text(str(exc))  # the engine's words may quote a credential the command holds
+            # the engine's words may quote a credential the command holds
+            out.error = mask_values(redact_text(str(exc)), secret_values([site]))
             return out
         a = self.args
         bench = None
