@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from servefit.core import LaunchSite
 
 MASK = "***"
 SECRET_PARTS = frozenset({"TOKEN", "KEY", "KEYS", "APIKEY", "APIKEYS", "SECRET", "SECRETS", "PASSWORD", "PASSWD",
@@ -244,6 +248,14 @@ def secret_values(pairs: Iterable[tuple[str, str]], argvs: Iterable[Iterable[str
             if len(secret) >= 4 and not is_reference(secret):
                 out.add(secret)
     return out
+
+
+def site_secret_values(sites: Iterable[LaunchSite]) -> set[str]:
+    """The secret values the servers were given (secret_values over their env and argv): what an
+    output that may repeat the engine's words masks by value."""
+    sites = list(sites)
+    return secret_values([(k, tok.text) for s in sites for k, tok in s.env.items()],
+                         [[tok.text for tok in s.argv] for s in sites])
 
 
 def mask_values(text: str, values: Iterable[str]) -> str:

@@ -197,12 +197,13 @@ def _fixes(args: argparse.Namespace, result, findings: list, cfg) -> int:  # typ
     """`--diff`: the patch of the allowed fixes (exit 1 when there is one); `--fix`: write them
     and report what remains."""
     from servefit.linter import fixes
-    from servefit.tune.diff import secret_values, unified
+    from servefit.redact import site_secret_values
+    from servefit.tune.diff import unified
 
     fixes.attach(result.sites)
     run = fixes.plan(findings, unsafe=args.unsafe_fixes)
     if args.diff:
-        secrets = secret_values([s.site for s in result.sites])
+        secrets = site_secret_values([s.site for s in result.sites])
         sys.stdout.write("".join(unified(p, old, new, secrets) for p, (old, new) in sorted(run.changes.items())))
         held = [f for f in findings if f.fix is not None and f.fix.applicability == "unsafe" and f not in run.fixed]
         if held:

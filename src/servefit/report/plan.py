@@ -32,9 +32,9 @@ def hider(ev: Evaluation) -> Callable[[str], str]:
     """Text as shown: credentials masked by shape (redact_text) and by the values this server's
     secret flags and variables hold, wherever the engine's words repeat them ("unrecognized
     arguments: <the key given twice>")."""
-    from servefit.tune.diff import secret_values
+    from servefit.redact import site_secret_values
 
-    secrets = secret_values([ev.site])
+    secrets = site_secret_values([ev.site])
     if not secrets:
         return redact_text
     from servefit.redact import mask_values

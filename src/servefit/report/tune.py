@@ -109,10 +109,9 @@ def render_session(s: Any) -> str:
     blocks = ["\n".join(one_line(ln) for ln in render_site(t, bool(s.args.unsafe))) for t in s.tunes]
     text = "\n\n".join(blocks) + "\n"
     if s.command is not None:
-        from servefit.redact import mask_values
-        from servefit.tune.diff import secret_values
+        from servefit.redact import mask_values, site_secret_values
 
-        shown = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
+        shown = mask_values(redact_text(s.command), site_secret_values([t.site for t in s.tunes]))
         text += f"\ntuned command:\n  {one_line(shown)}\n"
     if s.args.diff:
         d = s.diffs()
@@ -173,10 +172,9 @@ def site_dict(t: Any) -> dict[str, Any]:
 def session_dict(s: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"sites": [site_dict(t) for t in s.tunes]}
     if s.command is not None:
-        from servefit.redact import mask_values
-        from servefit.tune.diff import secret_values
+        from servefit.redact import mask_values, site_secret_values
 
-        out["command"] = mask_values(redact_text(s.command), secret_values([t.site for t in s.tunes]))
+        out["command"] = mask_values(redact_text(s.command), site_secret_values([t.site for t in s.tunes]))
     if s.args.diff:
         out["diff"] = s.diffs()
     out["files"] = [{"path": f.path, "changed": f.new != f.old, "written": f.written,

@@ -7,16 +7,7 @@ import difflib
 import os
 from collections.abc import Iterable
 
-from servefit import redact
-from servefit.core import LaunchSite
 from servefit.redact import MASK, redact_text
-
-
-def secret_values(sites: Iterable[LaunchSite]) -> set[str]:
-    """The secret values the servers were given (redact.secret_values over their env and argv)."""
-    sites = list(sites)
-    return redact.secret_values([(k, tok.text) for s in sites for k, tok in s.env.items()],
-                                [[tok.text for tok in s.argv] for s in sites])
 
 
 def redact_line(line: str, secrets: set[str]) -> str:

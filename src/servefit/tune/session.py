@@ -101,11 +101,10 @@ class Session:
             needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
             space = build_space(ev, needs)
         except UsageError as exc:
-            from servefit.redact import mask_values, redact_text
-            from servefit.tune.diff import secret_values
+            from servefit.redact import mask_values, redact_text, site_secret_values
 
             # the engine's words may quote a credential the command holds
-            out.error = mask_values(redact_text(str(exc)), secret_values([site]))
+            out.error = mask_values(redact_text(str(exc)), site_secret_values([site]))
             return out
         a = self.args
         bench = None
@@ -185,9 +184,10 @@ class Session:
             fc.refused = refused.get(fc.path, "")
 
     def diffs(self) -> str:
-        from servefit.tune.diff import secret_values, unified
+        from servefit.redact import site_secret_values
+        from servefit.tune.diff import unified
 
-        secrets = secret_values([t.site for t in self.tunes])
+        secrets = site_secret_values([t.site for t in self.tunes])
         return "".join(unified(f.path, f.old, f.new, secrets) for f in self.files)
 
     def exit_code(self) -> int:
