@@ -80,6 +80,23 @@ from servefit.models import resolve_model
     ("nemotron-3-nano:4b", "nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16", "Q4_K_M", 262144),
     ("nemotron-cascade-2", "nvidia/Nemotron-Cascade-2-30B-A3B", "Q4_K_M", 262144),
     ("nemotron-3-super", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "Q4_K_M", 262144),
+    # the third round: library names whose base the description names (data/ollama_tags.yaml, last block)
+    ("wizardlm2", "mistralai/Mistral-7B-v0.1", "Q4_0", 32768),
+    ("wizardlm2:8x22b", "microsoft/WizardLM-2-8x22B", "Q4_0", 65536),
+    ("sqlcoder:15b", "bigcode/starcoder", "Q4_0", 8192),
+    ("stable-code", "stabilityai/stable-code-3b", "Q4_0", 16384),
+    ("stablelm2", "stabilityai/stablelm-2-1_6b", "Q4_K_M", 4096),
+    ("orca2:13b", "meta-llama/Llama-2-13b-hf", "Q4_0", 4096),
+    ("everythinglm", "meta-llama/Llama-2-13b-hf", "Q4_0", 16384),
+    ("smallthinker", "Qwen/Qwen2.5-3B-Instruct", "Q8_0", 32768),
+    ("r1-1776:671b", "deepseek-ai/DeepSeek-R1", "Q4_K_M", 163840),
+    ("cogito", "meta-llama/Llama-3.1-8B-Instruct", "Q4_K_M", 131072),
+    ("cogito:14b", "deepcogito/cogito-v1-preview-qwen-14B", "Q4_K_M", 32768),
+    ("granite-code:20b", "ibm-granite/granite-20b-code-instruct-8k", "Q4_K_M", 8192),
+    ("granite-code:34b-instruct-q8_0", "ibm-granite/granite-34b-code-instruct-8k", "Q8_0", 8192),
+    ("devstral-2", "mistralai/Devstral-2-123B-Instruct-2512", "Q4_K_M", 262144),
+    ("rnj-1", "EssentialAI/rnj-1-instruct", "Q4_K_M", 32768),
+    ("translategemma:27b", "google/gemma-3-27b-it", "Q4_K_M", 131072),
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
@@ -101,28 +118,3 @@ def test_cloud_tag_of_an_added_name():
 
 def test_whiterabbitneo_is_not_a_library_name():
     assert lookup("whiterabbitneo").model is None
-
-
-@pytest.mark.parametrize("tag,model,quant,context", [
-    # the third round: library names whose base the description names (data/ollama_tags.yaml, last block)
-    ("wizardlm2", "mistralai/Mistral-7B-v0.1", "Q4_0", 32768),
-    ("wizardlm2:8x22b", "microsoft/WizardLM-2-8x22B", "Q4_0", 65536),
-    ("sqlcoder:15b", "bigcode/starcoder", "Q4_0", 8192),
-    ("stable-code", "stabilityai/stable-code-3b", "Q4_0", 16384),
-    ("stablelm2", "stabilityai/stablelm-2-1_6b", "Q4_K_M", 4096),
-    ("orca2:13b", "meta-llama/Llama-2-13b-hf", "Q4_0", 4096),
-    ("everythinglm", "meta-llama/Llama-2-13b-hf", "Q4_0", 16384),
-    ("smallthinker", "Qwen/Qwen2.5-3B-Instruct", "Q8_0", 32768),
-    ("r1-1776:671b", "deepseek-ai/DeepSeek-R1", "Q4_K_M", 163840),
-    ("cogito", "meta-llama/Llama-3.1-8B-Instruct", "Q4_K_M", 131072),
-    ("cogito:14b", "deepcogito/cogito-v1-preview-qwen-14B", "Q4_K_M", 32768),
-    ("granite-code:20b", "ibm-granite/granite-20b-code-instruct-8k", "Q4_K_M", 8192),
-    ("granite-code:34b-instruct-q8_0", "ibm-granite/granite-34b-code-instruct-8k", "Q8_0", 8192),
-    ("devstral-2", "mistralai/Devstral-2-123B-Instruct-2512", "Q4_K_M", 262144),
-    ("rnj-1", "EssentialAI/rnj-1-instruct", "Q4_K_M", 32768),
-    ("translategemma:27b", "google/gemma-3-27b-it", "Q4_K_M", 131072),
-])
-def test_third_round_library_names(tag, model, quant, context):
-    t = lookup(tag)
-    assert (t.model, t.quant, t.context) == (model, quant, context)
-    resolve_model(model)

@@ -286,6 +286,8 @@ def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
 @rule("SF001")
 def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
     """SF001 once per variable per server, at the first place the variable is used."""
+    from servefit.engines import title
+
     out = []
     for site in sites:
         seen: set[str] = set()
@@ -293,8 +295,6 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             if var in seen:
                 continue
             seen.add(var)
-            from servefit.engines import title
-
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{var} is computed when the server starts: the value it gives {eng} is not known here"
