@@ -188,7 +188,10 @@ def test_a_path_that_names_a_family_is_not_replaced(tmp_path):
     image: ghcr.io/ggml-org/llama.cpp:server
     command: -m /var/lib/mixtral.gguf
 """)
-    assert srv.evaluation is None and "unknown model 'mixtral'" in srv.error
+    # the file names its family, so the service's name does not replace it: sized as the Mixtral that
+    # `ollama pull mixtral` downloads (models/gguf_names.py), and said so
+    assert srv.evaluation is not None and srv.evaluation.model.name == "mistralai/Mixtral-8x7B-Instruct-v0.1"
+    assert any("`ollama pull mixtral` downloads (8x7b)" in a for a in srv.evaluation.model.assumptions)
 
 
 def test_the_command_outranks_the_deployment_name(tmp_path):

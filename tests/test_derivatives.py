@@ -322,8 +322,9 @@ def test_near_misses_against_a_catalog_without_the_sibling():
 
 
 def test_unknown_names_suggest_the_same_family_and_size():
-    near = catalog.nearest("acme/Qwen2.5-9B-sft", 3)  # Qwen2.5 has no 9B: its sizes, or another Qwen's 9B
-    assert len(near) == 3 and all(n.startswith("Qwen/") and ("9B" in n or "Qwen2.5-" in n) for n in near)
+    near = catalog.nearest("acme/Qwen2.5-9B-sft", 3)  # Qwen2.5 has no 9B: another Qwen's 9B, never another size
+    assert near and all(n.startswith("Qwen/") and "9B" in n for n in near)
+    assert catalog.nearest("acme/Llama-3.1-9B-Turbo", 3) == []  # no Llama of any release at 9B: none
     near = catalog.nearest("acme/Qwen2.5-Omni-7B-sft", 3)
     assert all(n.startswith("Qwen/") and "7B" in n for n in near)
     near = catalog.nearest("acme/Llama-3.1-1B-sft", 3)
@@ -439,7 +440,7 @@ def test_lint_reports_the_assumed_base_and_keeps_unknowns_sf002(tmp_path, capsys
     from servefit.cli import main
 
     (tmp_path / "a.sh").write_text(SCRIPT.format(model="Team-ACE/ToolACE-2-Llama-3.1-8B"))
-    (tmp_path / "b.sh").write_text(SCRIPT.format(model="acme/Llama-3.1-9B-sft"))
+    (tmp_path / "b.sh").write_text(SCRIPT.format(model="acme/Llama-3.2-8B-sft"))  # Llama 3.2 has no 8B
     main(["lint", str(tmp_path), "--format", "json", "--exit-zero"])
     out = json.loads(capsys.readouterr().out)
     found = {(Path(f["location"]["file"]).name, f["code"]): f["message"] for f in out}
@@ -449,7 +450,7 @@ def test_lint_reports_the_assumed_base_and_keeps_unknowns_sf002(tmp_path, capsys
         "assumed the same architecture")
     assert ("a.sh", "SF002") not in found and ("b.sh", "SF004") not in found
     near = found[("b.sh", "SF002")].split("nearest: ")[1].split(". Pass")[0].split(", ")
-    assert near[0] == L31_8B and all("Llama" in n for n in near)
+    assert near[0] == L31_8B and all("Llama" in n and "8B" in n for n in near)
 
 
 def test_estimate_prints_the_assumption(tmp_path, capsys):

@@ -276,14 +276,14 @@ def test_reupload_under_another_org_and_base_sibling_are_noted():
 
 def test_unknown_model_names_nearest_entries():
     with pytest.raises(UsageError) as exc:
-        resolve_model("acme/Llama-3.1-9B-Turbo", hf_home="/nonexistent-hf-home")
+        resolve_model("acme/Llama-3.2-8B-Turbo", hf_home="/nonexistent-hf-home")  # Llama 3.2 has no 8B
     msg = str(exc.value)
     assert "\n" not in msg
-    assert msg.startswith("unknown model 'acme/Llama-3.1-9B-Turbo'; nearest: ")
+    assert msg.startswith("unknown model 'acme/Llama-3.2-8B-Turbo'; nearest: ")
     assert msg.endswith("Pass --model-config PATH/config.json, a local model directory, "
                         "or --online to read it from the Hub")
     near = msg.split("nearest: ")[1].split(". Pass")[0].split(", ")
-    assert len(near) == 3 and all(n in BY_NAME for n in near)
+    assert len(near) == 3 and all(n in BY_NAME and "8B" in n for n in near)
     assert any("Llama-3" in n for n in near)
 
 

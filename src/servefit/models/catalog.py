@@ -213,10 +213,10 @@ class _Index:
 
 
 def _index_inputs() -> list[str | os.PathLike[str]]:
-    from servefit.models import name_words, names, quant_names
+    from servefit.models import name_assume, name_words, names, quant_names, release_lines
 
     return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__,
-            name_words.__file__, quant_names.__file__]
+            name_words.__file__, quant_names.__file__, name_assume.__file__, release_lines.__file__]
 
 
 @lru_cache(maxsize=1)

@@ -80,6 +80,45 @@ def _ollama_export(base: str, quant: str | None) -> tuple[Any, str] | None:
     return (found, f"{name.lower()}:{full}") if found is not None else None
 
 
+def _ollama_family(base: str) -> tuple[Any, str] | None:
+    """(tag table answer, library name) for a GGUF file named by a family alone (`mixtral.gguf`,
+    `zephyr_zephyr_q4km.gguf`, `qwen3-instruct.gguf`): the name is one Ollama library name and no
+    size, its other words only release words (instruct, chat, v2), so the size `ollama pull NAME`
+    downloads is a documented guess. Never for a name with any other word (`my-solar-panel`)."""
+    from servefit.engines.ollama.tags import table
+    from servefit.models.name_words import STOP_WORDS, size_at, word_tuple
+    from servefit.models.names import rules
+
+    ws = list(word_tuple(os.path.basename(base)))
+    if not ws or any(size_at(ws, i) for i in range(len(ws))):
+        return None
+    lib = table()["library"]
+    found: set[str] = set()
+    covered: set[int] = set()
+    for n in range(len(ws), 0, -1):  # the longest library name first: qwen2.5-coder before qwen2.5
+        for i in range(len(ws) - n + 1):
+            name = "-".join(ws[i:i + n])
+            if name in lib and not covered.intersection(range(i, i + n)):
+                found.add(name)
+                covered.update(range(i, i + n))
+    loose = {str(w) for w in rules().get("generic_words") or ()} | STOP_WORDS
+    if len(found) != 1 or not all(w in loose or re.fullmatch(r"v?\d[\d.]*", w)
+                                  for k, w in enumerate(ws) if k not in covered):
+        return None
+    name = found.pop()
+    from servefit.engines.ollama.tags import lookup
+
+    tag = lookup(name)
+    return (tag, name) if tag.model else None
+
+
+def table_default(name: str) -> str:
+    """The size `ollama pull NAME` downloads, per servefit's Ollama tag table."""
+    from servefit.engines.ollama.tags import table
+
+    return str(table()["library"][name]["default"])
+
+
 def parse_ref(ref: str) -> tuple[str, str | None, bool]:
     """(base model name, quant, is_local_file) for `-m PATH`, `-hf repo[:QUANT]` or a file name."""
     if os.path.isfile(ref):
@@ -139,6 +178,16 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
         spec = resolve_model(tag.model, online=online)
         spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name}: its name is Ollama's "
                                 f"{name} written as a file name ({tag.quant}; no file to read)")
+        spec.resolved_from = "derivative"
+        return spec
+    family = _ollama_family(base) if not os.path.isfile(ref) else None
+    if family is not None:
+        tag, name = family
+        spec = resolve_model(tag.model, online=online)
+        default = str(table_default(name))
+        spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name}: its name carries the family "
+                                f"'{name}' and no size, so the size `ollama pull {name}` downloads ({default}) was "
+                                f"assumed (no file to read; pass --model-config or name the size in the file name)")
         spec.resolved_from = "derivative"
         return spec
     if online or (context is not None and context.online):

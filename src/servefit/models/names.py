@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from servefit import data
-from servefit.models import release_lines
+from servefit.models import name_assume, release_lines
 from servefit.models.name_words import (
     SEP,
     SIZE_WORDS,
@@ -74,6 +74,8 @@ class Index:
     by_line: release_lines.Lines = field(default_factory=dict)  # (root, size) -> releases (models/release_lines.py)
     releases: dict[str, set[tuple[int, ...]]] = field(default_factory=dict)  # root -> catalogued versions
     org_words: set[str] = field(default_factory=set)  # words of catalogued organizations (qwen, google, llama)
+    shapes: dict[int, tuple[str, int]] = field(default_factory=dict)  # entry -> its layer layout (models/name_assume.py)
+    lines: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # root -> one-word family -> sizes
 
 
 def _root(word: str) -> str:
@@ -111,6 +113,10 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             idx.words[i].update(words(split_ref(rid)[1]))
             org = rid.split("/")[0].lower() if "/" in rid else ""
             idx.org_words.update(w for w in SEP.split(org) if len(w) >= 4)
+        idx.shapes[i] = name_assume.shape(text)
+    for fam, size in idx.by_key:
+        if fam:
+            name_assume.add_family(idx.lines, fam, size, _root(fam[0]))
     return idx
 
 
@@ -258,20 +264,23 @@ def derive(ref: str, idx: Index) -> Derived | None:
     ws = words(base)
     if not ws:
         return None
-    found = _derive(ws, idx)
-    if found is None:
-        found = _unglued(ws, idx)
-    if found is not None or len(ws[0]) < 8:
-        return found
-    for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
-        rest = ws[0][len(org):]
-        if ws[0].startswith(org) and len(rest) >= 3 and _root(rest) in idx.by_root:
-            found = _derive([rest, *ws[1:]], idx)
-            if found is not None:
-                why = f"{found.why}; the name starts with the organization '{org}' written without a separator"
-                return Derived(found.entry, found.base, why, found.context, found.guess)
-            break
-    return None
+    found = _derive(ws, idx) or _unglued(ws, idx)
+    if found is None and len(ws[0]) >= 8:
+        for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
+            rest = ws[0][len(org):]
+            if ws[0].startswith(org) and len(rest) >= 3 and _root(rest) in idx.by_root:
+                found = _derive([rest, *ws[1:]], idx)
+                if found is not None:
+                    why = f"{found.why}; the name starts with the organization '{org}' written without a separator"
+                    return Derived(found.entry, found.base, why, found.context, found.guess)
+                break
+    ruled = any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() for p in range(len(ws)))
+    if found is None and not ruled:  # deepthought-8b-llama: only where the catalog leaves one layout
+        generic = frozenset(str(w) for w in rules().get("generic_words") or ())
+        hit = name_assume.assume(idx, ws, _other_words(), generic, _root)
+        if hit is not None:
+            found = Derived(entry=hit[0], base=hit[1], why=hit[2], guess=True)
+    return found
 
 
 _GLUED = re.compile(r"^([a-z]{3,})(\d)(\d)$")
@@ -390,29 +399,38 @@ def name_key(ref: str) -> tuple[str, ...]:
 
 
 def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
-    """Entries whose family root and size match the name's (same size first), ranked by difflib
-    on that short list; empty when no catalogued family is in the name (no noise)."""
+    """Entries of the name's family (a catalogued family root) and, where the name has a size, of
+    that size (or MoE total), ranked by difflib on that short list; empty when no catalogued
+    family is in the name or the family has no entry at that size: a suggestion of another size or
+    another architecture (`-VL-`, `llava`) the name does not carry is noise."""
     roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     if not roots:
         return []
     ws = list(key)
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     sizes |= {s.split("-")[0] for s in sizes}
+    have = set(ws)
+    other = _other_words() - have
     pool: dict[int, None] = {}
     for r in roots:
-        pool.update(dict.fromkeys(idx.by_root[r]))
-    have = set(ws)
+        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i] & other))
 
-    def cheap(i: int) -> tuple[int, int, int, int]:  # same size first, base releases, shared words
+    def same_size(i: int) -> bool:
         sz = idx.sizes.get(i)
-        same = bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
-        return (0 if same else 1, int(i in idx.finetunes), -len(have & idx.words[i]), i)
+        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
 
-    short = sorted(pool, key=cheap)[:n + 2]  # difflib only orders this short list
+    lead = tuple(w for w in ws if _root(w) in roots)
+
+    def cheap(i: int) -> tuple[int, int, int, int]:  # the family's own releases, base releases, shared words
+        return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
+
+    short = sorted((i for i in pool if not sizes or same_size(i)), key=cheap)[:n + 2]  # difflib orders this
+    if not short:
+        return []
     text = "-".join(ws)
     import difflib  # only for a name the catalog does not know
 
     def ratio(i: int) -> float:
         return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
 
-    return sorted(short, key=lambda i: (cheap(i)[0], cheap(i)[1], -ratio(i), i))[:n]
+    return sorted(short, key=lambda i: (cheap(i)[:2], -ratio(i), i))[:n]
