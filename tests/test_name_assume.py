@@ -1,0 +1,90 @@
+"""Names that carry their family and size out of a catalogued name's order (models/name_assume.py),
+suggestions only of the name's family and size (models/names.py nearest), and GGUF files named by
+an Ollama library family alone (models/gguf_names.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from servefit.core import UsageError
+from servefit.models import catalog, name_assume
+from servefit.models.gguf_names import resolve_gguf_ref
+
+L31_8B = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_size_before_the_family_word():
+    m = catalog.lookup("ruliad/deepthought-8b-llama-v0.01-alpha")
+    assert m is not None and m.name == L31_8B and m.resolved_from == "derivative"
+    why = m.assumptions[0]
+    assert why.startswith("resolved 'ruliad/deepthought-8b-llama-v0.01-alpha' to catalog entry "
+                          f"'{L31_8B}' by name (its name carries the family word 'llama' and the size 8B")
+    # which releases were weighed, which one was taken, and what may differ
+    assert "meta-llama/Meta-Llama-3-8B-Instruct" in why and "the newest was taken" in why
+    assert "context and vocabulary may differ" in why
+    m = catalog.lookup("acme/foo-7b-qwen2.5")
+    assert m is not None and m.name == "Qwen/Qwen2.5-7B-Instruct" and "family word 'qwen2.5'" in m.assumptions[0]
+    m = catalog.lookup("acme/bar-13b-llama")  # LLaMA 13B and Llama 2 13B share the layout: the newer
+    assert m is not None and m.name == "meta-llama/Llama-2-13b-hf"
+
+
+@pytest.mark.parametrize("ref", [
+    "acme/x-70b-llama",  # Llama 2 70B (vocabulary 32000) and Llama 3 70B (128256) differ
+    "acme/y-7b-falcon",  # Falcon 7B and Falcon3 7B differ
+    "openbmb/MiniCPM-2B-dpo-bf16",  # the catalog does not know MiniCPM's own sizes: not MiniCPM5-2B
+    "ibm-granite/granite-speech-4.1-2b-plus",  # another versioned word: not Granite 3.3 2B
+    "acme/x-8b-llama-vision",  # another architecture's word
+    "jkeisling/laura-mistral",  # no size: Mistral 7B v0.1 has sliding window attention, v0.3 does not
+    "wizardlm",  # no size: one of WizardLM's four sizes is catalogued
+    "Qwen/Qwen3.8-Flash-Next",  # no size: the catalogued Qwen3.8-27B is another model
+    "XiaomiMiMo/MiMo-V2.5",
+])
+def test_no_single_layout_stays_unknown(ref):
+    assert catalog.lookup(ref) is None
+
+
+def test_layout_lines_and_vocabularies():
+    v01 = name_assume.shape(catalog._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-v0.1")[1]
+                            .split("\n- name:")[0])
+    v03 = name_assume.shape(catalog._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-Instruct-v0.3")[1]
+                            .split("\n- name:")[0])
+    assert v01[1] == 32000 and v03[1] == 32768 and v01[0] != v03[0]  # v0.1's sliding window is its layout
+    assert "head_dim:128" in v01[0] and "head_dim:128" in v03[0]  # written or not, the same head size
+    assert name_assume._one_layout([("a", 32000), ("a", 32768)])
+    assert not name_assume._one_layout([("a", 32000), ("a", 128256)])
+    assert not name_assume._one_layout([("a", 32000), ("b", 32000)])
+
+
+def test_suggestions_are_of_the_family_and_size_or_none():
+    assert catalog.nearest("/workspace/vllm-models/vllm-11", 3) == []  # an engine's name is no family
+    near = catalog.nearest("jkeisling/laura-mistral", 3)  # no size: the family's own releases, no LLaVA
+    assert len(near) == 3 and all(n.startswith("mistralai/Mistral-7B-") for n in near)
+    near = catalog.nearest("/models/qwen2.5", 3)  # not Qwen2.5-Omni: another architecture the name lacks
+    assert len(near) == 3 and all(n.startswith("Qwen/Qwen2.5-") and "Omni" not in n and "VL" not in n for n in near)
+    near = catalog.nearest("ruliad/deepthought-9b-llama", 3)
+    assert near == []  # no Llama at 9B: none rather than another size
+    near = catalog.nearest("naver-hyperclovax/HyperCLOVAX-SEED-Think-32B", 3)
+    assert near == []  # the catalog has the family at 14B only
+    with pytest.raises(UsageError, match="no catalogued model has a similar family and size"):
+        from servefit.models import resolve_model
+
+        resolve_model("/workspace/vllm-models/vllm-11", hf_home="/nonexistent-hf-home")
+
+
+def test_gguf_named_by_an_ollama_family():
+    m = resolve_gguf_ref("/var/lib/mixtral.gguf")
+    assert m.name == "mistralai/Mixtral-8x7B-Instruct-v0.1" and m.resolved_from == "derivative"
+    assert m.assumptions[-1] == (
+        "GGUF 'mixtral.gguf' taken as mistralai/Mixtral-8x7B-Instruct-v0.1: its name carries the family 'mixtral' "
+        "and no size, so the size `ollama pull mixtral` downloads (8x7b) was assumed (no file to read; pass "
+        "--model-config or name the size in the file name)")
+    assert resolve_gguf_ref("./zephyr_zephyr_q4km.gguf").name == "HuggingFaceH4/zephyr-7b-beta"
+    assert resolve_gguf_ref("/models/qwen3-instruct.gguf").name == "Qwen/Qwen3-8B"
+
+
+@pytest.mark.parametrize("ref", ["my-solar-panel.gguf",  # a word that is no release word
+                                 "mistral-llama3.gguf",  # two library names
+                                 "model.gguf"])
+def test_gguf_with_more_than_a_family_stays_unknown(ref):
+    with pytest.raises(UsageError, match="cannot tell which model this GGUF is"):
+        resolve_gguf_ref(ref)
