@@ -97,6 +97,10 @@ from servefit.models import resolve_model
     ("devstral-2", "mistralai/Devstral-2-123B-Instruct-2512", "Q4_K_M", 262144),
     ("rnj-1", "EssentialAI/rnj-1-instruct", "Q4_K_M", 32768),
     ("translategemma:27b", "google/gemma-3-27b-it", "Q4_K_M", 131072),
+    # the fourth round: library names the breadth list missed whose base is catalogued
+    ("falcon2", "tiiuae/falcon-11B", "Q4_0", 8192),
+    ("alfred", "tiiuae/falcon-40b", "Q4_0", 8192),  # a Falcon-40B fine-tune with context 8192
+    ("duckdb-nsql:7b-q8_0", "meta-llama/Llama-2-7b-hf", "Q8_0", 0),  # Llama 2 7B's own context
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
