@@ -100,7 +100,7 @@ from servefit.models import resolve_model
     # the fourth round: library names the breadth list missed whose base is catalogued
     ("falcon2", "tiiuae/falcon-11B", "Q4_0", 8192),
     ("alfred", "tiiuae/falcon-40b", "Q4_0", 8192),  # a Falcon-40B fine-tune with context 8192
-    ("duckdb-nsql:7b-q8_0", "meta-llama/Llama-2-7b-hf", "Q8_0", 0),  # Llama 2 7B's own context
+    ("duckdb-nsql:7b-q8_0", "meta-llama/Llama-2-7b-hf", "Q8_0", 4096),  # a Llama 2 7B fine-tune
 ])
 def test_added_library_names(tag, model, quant, context):
     t = lookup(tag)
