@@ -118,9 +118,9 @@ def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[
         return None
     best = _newest(idx, pool, famword)
     others = sorted({idx.names[i] for i in pool} - {idx.names[best]})
-    seen = f" ({', '.join(others[:3])}{', ...' if len(others) > 3 else ''} and it)" if others else ""
+    also = f" (the others: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''})" if others else ""
     why = (f"its name carries the family word '{word}' and the size {size.upper()}, though not in the order a "
-           f"catalogued name writes them; every catalogued {word} release at {size.upper()}{seen} has the same "
-           f"layers, widths and heads, so the newest was taken, and a fine-tune keeps its base's architecture (its "
+           f"catalogued name writes them; the catalogued {word} releases at {size.upper()} have the same layers, "
+           f"widths and heads{also}, so the newest was taken, and a fine-tune keeps its base's architecture (its "
            f"context and vocabulary may differ: pass --model-config for the checkpoint's own)")
     return best, f"{word}-{size}", why
