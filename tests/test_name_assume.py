@@ -65,10 +65,17 @@ def test_suggestions_are_of_the_family_and_size_or_none():
     assert near == []  # no Llama at 9B: none rather than another size
     near = catalog.nearest("naver-hyperclovax/HyperCLOVAX-SEED-Think-32B", 3)
     assert near == []  # the catalog has the family at 14B only
-    with pytest.raises(UsageError, match="no catalogued model has a similar family and size"):
-        from servefit.models import resolve_model
+    from servefit.models import resolve_model
 
+    with pytest.raises(UsageError, match="no catalogued model has a similar family and size"):
         resolve_model("/workspace/vllm-models/vllm-11", hf_home="/nonexistent-hf-home")
+    # the family at other sizes: said, smallest first, instead of suggesting another size
+    with pytest.raises(UsageError) as exc:
+        resolve_model("acme/Mixtral-8x3B-sft", hf_home="/nonexistent-hf-home")
+    assert "; no catalogued model of its family at that size (the catalog has it at 8X7B, 8X22B). Pass" in str(exc.value)
+    with pytest.raises(UsageError) as exc:
+        resolve_model("naver-hyperclovax/HyperCLOVAX-SEED-Think-32B", hf_home="/nonexistent-hf-home")
+    assert "(the catalog has it at 14B)" in str(exc.value)
 
 
 def test_gguf_named_by_an_ollama_family():

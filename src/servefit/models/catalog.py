@@ -404,8 +404,16 @@ def nearest(ref: str, n: int = 3) -> list[str]:
     return list(_nearest(names.name_key(ref or ""), n))
 
 
+def family_sizes(ref: str) -> list[str]:
+    """The sizes the catalog holds for the family `ref` names (`14b`), for an unknown name without
+    suggestions: empty when no catalogued family is in the name."""
+    from servefit.models import name_suggest, names
+
+    return name_suggest.family_sizes(names.name_key(ref or ""), _index().names)
+
+
 @lru_cache(maxsize=1024)
 def _nearest(key: tuple[str, ...], n: int) -> tuple[str, ...]:
-    from servefit.models import names
+    from servefit.models import name_suggest
 
-    return tuple(_name(i) for i in names.nearest(key, n, _index().names))
+    return tuple(_name(i) for i in name_suggest.nearest(key, n, _index().names))

@@ -8,9 +8,8 @@ resolves when a catalogued family sits right before a size the catalog has for i
 versioned family does with up to three fine-tune words between (`Llama-3-Open-Ko-8B`), or a
 sibling-family rule of data/derivatives.yaml applies (`Qwen2.5-Coder-7B` is Qwen2.5-7B); the
 reading that explains more of the name's family words wins. Never another size of the family,
-never a name that carries another architecture's word (`-VL-`, `eagle3`). Suggestions for
-unknown names come from an index by family and size; difflib only ranks that short list (a lint
-of many files with unknown models asks this a lot).
+never a name that carries another architecture's word (`-VL-`, `eagle3`). A size before the family
+word is models/name_assume.py's; suggestions for unknown names, models/name_suggest.py's.
 """
 
 from __future__ import annotations
@@ -396,41 +395,3 @@ def name_key(ref: str) -> tuple[str, ...]:
     """The words that suggestions for `ref` depend on (`org/X`, `/models/X` and `Meta-X` agree)."""
     ws = word_tuple(split_ref(ref)[1])
     return ws[1:] if ws[:1] == ("meta",) else ws
-
-
-def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
-    """Entries of the name's family (a catalogued family root) and, where the name has a size, of
-    that size (or MoE total), ranked by difflib on that short list; empty when no catalogued
-    family is in the name or the family has no entry at that size: a suggestion of another size or
-    another architecture (`-VL-`, `llava`) the name does not carry is noise."""
-    roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
-    if not roots:
-        return []
-    ws = list(key)
-    sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
-    sizes |= {s.split("-")[0] for s in sizes}
-    have = set(ws)
-    other = _other_words() - have
-    pool: dict[int, None] = {}
-    for r in roots:
-        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i] & other))
-
-    def same_size(i: int) -> bool:
-        sz = idx.sizes.get(i)
-        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
-
-    lead = tuple(w for w in ws if _root(w) in roots)
-
-    def cheap(i: int) -> tuple[int, int, int, int]:  # the family's own releases, base releases, shared words
-        return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
-
-    short = sorted((i for i in pool if not sizes or same_size(i)), key=cheap)[:n + 2]  # difflib orders this
-    if not short:
-        return []
-    text = "-".join(ws)
-    import difflib  # only for a name the catalog does not know
-
-    def ratio(i: int) -> float:
-        return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
-
-    return sorted(short, key=lambda i: (cheap(i)[:2], -ratio(i), i))[:n]

@@ -22,6 +22,7 @@ import os
 from servefit.core import UsageError
 from servefit.models import catalog
 from servefit.models.lock import ModelContext, gguf_key, spec_from_entry
+from servefit.models.names import has_size
 from servefit.models.spec import ModelSpec
 
 __all__ = ["resolve_model", "resolve_gguf", "hub_cache_dir"]
@@ -217,6 +218,12 @@ def resolve_model(ref: str, *, online: bool = False, config_path: str | None = N
     where = f"; not found on the Hub either ({why})" if why else "; not a Hub repository id" if online else ""
     if context is not None and context.lock is not None and ref in context.lock.unresolved:
         where += f"; `servefit models lock` could not read it: {context.lock.unresolved[ref]}"
-    near = f"nearest: {near}" if near else "no catalogued model has a similar family and size"
+    if near:
+        near = f"nearest: {near}"
+    elif has_size(ref) and (sizes := catalog.family_sizes(ref)):  # the family, at other sizes only
+        shown = ", ".join(sizes[:8]).upper() + (", ..." if len(sizes) > 8 else "")
+        near = f"no catalogued model of its family at that size (the catalog has it at {shown})"
+    else:
+        near = "no catalogued model has a similar family and size"
     raise UsageError(f"unknown model '{ref}'{where}; {near}. Pass --model-config PATH/config.json, "
                      f"a local model directory, or --online to read it from the Hub")

@@ -1,0 +1,75 @@
+"""Suggestions for a model name the catalog cannot size: catalogued names of the same family and,
+where the name has a size, that size; none otherwise (a suggestion of another size or another
+architecture is noise). The index (models/names.py) holds the families by root word; difflib only
+ranks the short list, since a lint of many files with unknown models asks this a lot."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from servefit.models.name_words import size_at
+from servefit.models.names import Index, _other_words, _root  # the index and its word rules
+
+
+def _family_pool(roots: list[str], other: Collection[str], idx: Index) -> dict[int, None]:
+    """Entries of the families `roots` whose names carry none of the words in `other`."""
+    pool: dict[int, None] = {}
+    for r in roots:
+        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i].intersection(other)))
+    return pool
+
+
+def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
+    """The sizes the catalog has for the name's own family (catalogued names that start with the
+    name's family words: `llama3.1` -> 8b, 70b, 405b), smallest first, for a name whose own size it
+    lacks: said instead of suggestions of another size."""
+    roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
+    lead = "-".join(w for w in key if _root(w) in roots)
+    pool = _family_pool(roots, _other_words() - set(key), idx)
+    sizes = {sz for i in pool if (sz := idx.sizes.get(i)) and sz[0].isdigit() and idx.keys[i].startswith(lead)}
+
+    def params(sz: str) -> float:
+        m = re.match(r"(\d+(?:\.\d+)?)(?:x(\d+(?:\.\d+)?))?([bm])", sz)
+        if not m:
+            return 0.0
+        n = float(m[1]) * float(m[2] or 1)
+        return n / 1000 if m[3] == "m" else n
+
+    return sorted(sizes, key=lambda sz: (params(sz), sz))
+
+
+def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
+    """Entries of the name's family (a catalogued family root) and, where the name has a size, of
+    that size (or MoE total), ranked by difflib on that short list; empty when no catalogued
+    family is in the name or the family has no entry at that size: a suggestion of another size or
+    another architecture (`-VL-`, `llava`) the name does not carry is noise."""
+    roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
+    if not roots:
+        return []
+    ws = list(key)
+    sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
+    sizes |= {s.split("-")[0] for s in sizes}
+    have = set(ws)
+    other = _other_words() - have
+    pool = _family_pool(roots, other, idx)
+
+    def same_size(i: int) -> bool:
+        sz = idx.sizes.get(i)
+        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+
+    lead = tuple(w for w in ws if _root(w) in roots)
+
+    def cheap(i: int) -> tuple[int, int, int, int]:  # the family's own releases, base releases, shared words
+        return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
+
+    short = sorted((i for i in pool if not sizes or same_size(i)), key=cheap)[:n + 2]  # difflib orders this
+    if not short:
+        return []
+    text = "-".join(ws)
+    import difflib  # only for a name the catalog does not know
+
+    def ratio(i: int) -> float:
+        return difflib.SequenceMatcher(None, text, idx.keys[i]).ratio()
+
+    return sorted(short, key=lambda i: (cheap(i)[:2], -ratio(i), i))[:n]
