@@ -250,6 +250,23 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
     return n
 
 
+def indexer_layers(s: ModelSpec) -> int:
+    """Decoder layers that run their own sparse-attention indexer (and hold its key cache). GLM-5.2's
+    IndexShare (config index_topk_freq 4) lets the other layers reuse the previous indexer's top-k;
+    vLLM builds no Indexer on them (vllm/models/deepseek_v32/attention.py: skip_topk =
+    max(layer_id - index_skip_topk_offset + 1, 0) % index_topk_freq != 0, or index_topk_pattern "S";
+    transformers modeling_glm_moe_dsa.py: self.indexer = None on "shared" layers)."""
+    n = s.num_hidden_layers
+    if not s.index_n_heads:
+        return 0
+    pattern = s.layout.get("index_topk_pattern")
+    if pattern:
+        return sum(1 for i in range(n) if i >= len(pattern) or pattern[i] != "S")
+    freq = max(int(s.layout.get("index_topk_freq", 1)), 1)
+    offset = int(s.layout.get("index_skip_topk_offset", 2))
+    return sum(1 for i in range(n) if max(i - offset + 1, 0) % freq == 0)
+
+
 def _indexer_params(s: ModelSpec) -> int:
     """DeepSeek-V3.2 / GLM-5 sparse-attention indexer (vLLM deepseek_v2.py Indexer): wq_b
     (q_lora_rank -> heads x head_dim), wk and weights_proj (hidden -> head_dim + heads, no
@@ -349,6 +366,8 @@ def count_text_params(s: ModelSpec) -> int:
         else:
             total += dense
         total += per_norms + t.act_params
+    if s.is_mla and s.index_n_heads:  # IndexShare layers hold no indexer of their own
+        total -= _indexer_params(s) * (sum(1 for k in kinds if k == "full") - indexer_layers(s))
     return total
 
 

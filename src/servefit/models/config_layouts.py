@@ -271,6 +271,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         for key, field in (("use_qk_norm", "qk_norm"), ("moe_router_enable_expert_bias", "expert_score_bias")):
             if isinstance(c.get(key), bool):
                 lay[field] = c[key]
+    if spec.index_n_heads:  # GLM-5.2 IndexShare: which layers run the indexer (architecture.indexer_layers)
+        for key in ("index_topk_freq", "index_skip_topk_offset"):
+            if isinstance(c.get(key), int) and not isinstance(c.get(key), bool):
+                lay[key] = c[key]
+        if isinstance(c.get("index_topk_pattern"), str):
+            lay["index_topk_pattern"] = c["index_topk_pattern"]
     if mt in ("glm4", "seed_oss") and isinstance(c.get("attention_bias"), bool):  # vLLM glm4.py, seed_oss.py: q/k/v bias
         lay["attention_bias"] = c["attention_bias"]
     if mt in ("llama", "mistral") and c.get("attention_bias") is True:  # vLLM llama.py: q/k/v and o_proj biases

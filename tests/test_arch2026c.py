@@ -1,0 +1,71 @@
+"""Issue 13, 2026 families (third round): GLM-5.2 / 5.3 IndexShare (the indexer on one layer in
+four), checked by hand against the engine formulas."""
+
+from __future__ import annotations
+
+from servefit.models import count_params, resolve_model
+from servefit.models.architecture import indexer_layers
+from servefit.models.config_json import from_config
+from servefit.pipeline import Target, evaluate, site_from_argv
+
+
+def _plan(argv: list[str], gpu: str = "H200"):
+    return evaluate(site_from_argv(argv), Target(gpu=gpu, engine_version="0.33.0")).plan
+
+
+# ------------------------------------------------------------------------------ GLM-5.2 / 5.3
+
+INDEXER = 2048 * 32 * 128 + 6144 * (128 + 32) + 2 * 128  # wq_b, wk + weights_proj, k_norm (vLLM Indexer)
+
+
+def test_glm52_count_is_glm5_less_57_indexers():
+    glm5, glm52 = resolve_model("zai-org/GLM-5"), resolve_model("zai-org/GLM-5.2")
+    assert INDEXER == 9_371_904
+    assert indexer_layers(glm5) == 78 and indexer_layers(glm52) == 21
+    assert count_params(glm52) == glm52.params == glm5.params - 57 * INDEXER == 743_377_019_904
+    # llmfit's zai-org/GLM-5.2 total: the main model plus GLM-5's MTP layer
+    assert glm52.params + 9_952_920_576 == 753_329_940_480
+    assert resolve_model("zai-org/GLM-5.3").params == glm52.params
+
+
+def test_indexer_schedule_follows_vllm():
+    """vllm/models/deepseek_v32/attention.py: a layer skips its indexer when
+    max(layer - offset + 1, 0) % freq != 0, or where index_topk_pattern says S."""
+    m = resolve_model("zai-org/GLM-5.2")
+    ids = [i for i in range(78) if max(i - 1, 0) % 4 == 0]
+    assert ids[:4] == [0, 1, 5, 9] and len(ids) == indexer_layers(m) == 21
+    m.layout["index_skip_topk_offset"] = 3  # layers 0, 1, 2, 6, 10, ... 74: still 21
+    assert indexer_layers(m) == 21
+    m.layout["index_topk_pattern"] = "FS" * 39
+    assert indexer_layers(m) == 39
+
+
+def test_glm52_config_json_reads_the_schedule():
+    cfg = {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "num_hidden_layers": 78,
+           "hidden_size": 6144, "num_attention_heads": 64, "num_key_value_heads": 64, "intermediate_size": 12288,
+           "moe_intermediate_size": 2048, "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
+           "first_k_dense_replace": 3, "kv_lora_rank": 512, "q_lora_rank": 2048, "qk_rope_head_dim": 64,
+           "qk_nope_head_dim": 192, "v_head_dim": 256, "index_n_heads": 32, "index_head_dim": 128,
+           "index_topk": 2048, "index_topk_freq": 4, "vocab_size": 154880, "max_position_embeddings": 1048576}
+    assert from_config(cfg, "x/glm52").params == resolve_model("zai-org/GLM-5.2").params
+    del cfg["index_topk_freq"]
+    assert from_config(cfg, "x/glm5").params == resolve_model("zai-org/GLM-5").params
+
+
+def test_glm52_kv_per_token_by_hand():
+    """MLA latent (kv_lora_rank + qk_rope_head_dim) on all 78 layers (mla_attention.py
+    MLAAttention.get_kv_cache_spec), the indexer's fp8 key of 128 + 4 scale bytes only on the 21
+    layers that build an Indexer (deepseek_v2.py DeepseekV32IndexerCache)."""
+    plan = _plan(["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "8192", "-tp", "8"])
+    assert plan.kv_bytes_per_token == 78 * 576 * 2 + 21 * 132 == 92_628
+    fp8 = _plan(["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "8192", "-tp", "8",
+                 "--kv-cache-dtype", "fp8"])
+    assert fp8.kv_bytes_per_token == 78 * 576 + 21 * 132
+    glm5 = _plan(["vllm", "serve", "zai-org/GLM-5-FP8", "--max-model-len", "8192", "-tp", "8"])
+    assert glm5.kv_bytes_per_token == 78 * (576 * 2 + 132)
+
+
+def test_glm52_derivatives_print_their_assumption():
+    m = resolve_model("nvidia/GLM-5.2-NVFP4")
+    assert m.name == "zai-org/GLM-5.2"
+    assert any("NVFP4" in a and "nvidia" in a for a in m.assumptions)
