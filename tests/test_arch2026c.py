@@ -4,6 +4,7 @@ four), checked by hand against the engine formulas."""
 from __future__ import annotations
 
 from servefit.models import count_params, resolve_model
+from servefit.models.arch_hrm import kv_layers
 from servefit.models.architecture import indexer_layers
 from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
@@ -69,3 +70,45 @@ def test_glm52_derivatives_print_their_assumption():
     m = resolve_model("nvidia/GLM-5.2-NVFP4")
     assert m.name == "zai-org/GLM-5.2"
     assert any("NVFP4" in a and "nvidia" in a for a in m.assumptions)
+
+
+# ------------------------------------------------------------------------------ HRM-Text
+
+HRM_CONFIG = {"architectures": ["HrmTextForCausalLM"], "model_type": "hrm_text", "num_hidden_layers": 16,
+              "hidden_size": 1536, "num_attention_heads": 12, "head_dim": 128, "intermediate_size": 4096,
+              "vocab_size": 65536, "max_position_embeddings": 4096, "H_cycles": 2, "L_cycles": 3}
+
+
+def hrm_by_hand() -> int:
+    h = 1536
+    layer = 5 * h * h + 3 * h * 4096  # q, k, v, o, gate_proj; gate/up/down (weightless RMSNorms)
+    return 2 * 65536 * h + 2 * 16 * layer + h  # embed + untied lm_head, two stacks, z_L_init
+
+
+def test_hrm_text_count_by_hand():
+    m = resolve_model("sapientinc/HRM-Text-1B")
+    assert count_params(m) == m.params == hrm_by_hand() == 1_182_795_264
+    lay = m.layout
+    assert m.num_hidden_layers == kv_layers(lay["num_layers_per_stack"], lay["H_cycles"], lay["L_cycles"]) == 128
+
+
+def test_hrm_text_config_json_legacy_and_inflated():
+    legacy = from_config(dict(HRM_CONFIG), "x/hrm")
+    assert legacy.num_hidden_layers == 128 and legacy.params == hrm_by_hand()
+    inflated = from_config({**HRM_CONFIG, "num_hidden_layers": 128, "num_layers_per_stack": 16}, "x/hrm")
+    assert inflated.num_hidden_layers == 128 and inflated.params == hrm_by_hand()
+    fewer = from_config({**HRM_CONFIG, "L_cycles": 1}, "x/hrm")  # 16 x 2 x 2 layer runs
+    assert fewer.num_hidden_layers == 64 and fewer.params == hrm_by_hand()
+
+
+def test_hrm_text_caches_every_layer_run():
+    """vLLM hrm_text.py: one Attention per (step, layer), 16 x 2 x (3 + 1) = 128, each K and V of
+    12 heads x 128 (num_kv_heads = num_attention_heads); SGLang hrm_text.py the same RadixAttention slots."""
+    want = 128 * 2 * 12 * 128 * 2
+    plan = _plan(["vllm", "serve", "sapientinc/HRM-Text-1B", "--max-model-len", "4096"], gpu="L4")
+    assert plan.kv_bytes_per_token == want == 786_432
+    sg = _plan(["python", "-m", "sglang.launch_server", "--model-path", "checkpoints/HRM-Text-1B",
+                "--context-length", "4096"], gpu="L4")
+    assert sg.kv_bytes_per_token == want
+    m = resolve_model("checkpoints/HRM-Text-1B")
+    assert m.name == "sapientinc/HRM-Text-1B" and "another organization" in m.assumptions[0]

@@ -259,6 +259,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
+    elif mt == "hrm_text":  # cycled stacks: one KV cache per layer run (models/arch_hrm.py)
+        from servefit.models import arch_hrm
+
+        arch_hrm.apply_config(c, spec)
     elif mt in LAGUNA_LIKE:  # per-layer query heads and the output gate (models/arch_laguna.py)
         from servefit.models import arch_laguna
 
