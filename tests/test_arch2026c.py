@@ -112,3 +112,61 @@ def test_hrm_text_caches_every_layer_run():
     assert sg.kv_bytes_per_token == want
     m = resolve_model("checkpoints/HRM-Text-1B")
     assert m.name == "sapientinc/HRM-Text-1B" and "another organization" in m.assumptions[0]
+
+
+# ------------------------------------------------------------------------------ MiniMax-M3
+
+M3_CONFIG = {
+    "architectures": ["MiniMaxM3SparseForConditionalGeneration"], "model_type": "minimax_m3_vl",
+    "text_config": {"model_type": "minimax_m3_vl_text", "vocab_size": 200064, "hidden_size": 6144,
+                    "intermediate_size": 3072, "num_hidden_layers": 60, "num_attention_heads": 64,
+                    "num_key_value_heads": 4, "head_dim": 128, "max_position_embeddings": 524288,
+                    "num_experts_per_tok": 4, "num_local_experts": 128, "dense_intermediate_size": 12288,
+                    "shared_intermediate_size": 3072, "moe_layer_freq": [0, 0, 0] + [1] * 57,
+                    "sparse_attention_config": {"sparse_num_index_heads": 4, "sparse_index_dim": 128,
+                                                "sparse_attention_freq": [0, 0, 0] + [1] * 57}},
+    "vision_config": {"model_type": "minimax_m3_vl_vision", "hidden_size": 1280, "intermediate_size": 5120,
+                      "num_hidden_layers": 32, "num_attention_heads": 16, "patch_size": 14,
+                      "temporal_patch_size": 2, "spatial_merge_size": 2, "image_size": 2016},
+    "projector_hidden_size": 6144}
+
+
+def m3_by_hand() -> tuple[int, int]:
+    """transformers modeling_minimax_m3_vl.py, module by module."""
+    h, v = 6144, 1280
+    attn = h * 64 * 128 + 2 * h * 4 * 128 + 64 * 128 * h + 2 * 128  # q, k, v, o, q_norm / k_norm
+    indexer = h * 4 * 128 + h * 128 + 2 * 128  # q_proj, k_proj, q_norm, k_norm
+    moe = 128 * 3 * h * 3072 + 128 * h + 128 + 3 * h * 3072  # experts, router + score bias, shared expert
+    text = 2 * 200064 * h + h + 60 * (attn + 2 * h) + 57 * indexer + 3 * 3 * h * 12288 + 57 * moe
+    layer = 4 * (v * v + v) + 4 * v + (v * 5120 + 5120) + (5120 * v + v)
+    tower = 3 * 2 * 14 * 14 * v + 2 * v + 32 * layer  # Conv3d without bias, pre_layrnorm
+    proj = (v * h + h) + (h * h + h) + (4 * h * h + h) + (h * h + h)
+    return text + tower + proj, tower + proj
+
+
+def test_minimax_m3_count_by_hand():
+    m = resolve_model("MiniMaxAI/MiniMax-M3")
+    total, vision = m3_by_hand()
+    assert count_params(m) == m.params == total == 427_040_140_160
+    assert m.vision_params == vision
+    assert indexer_layers(m) == 57
+
+
+def test_minimax_m3_config_json():
+    m = from_config(M3_CONFIG, "x/m3")
+    assert (m.intermediate_size, m.moe_intermediate_size, m.num_shared_experts, m.first_k_dense_replace) == \
+        (12288, 3072, 1, 3)
+    assert m.params == m3_by_hand()[0]
+
+
+def test_minimax_m3_kv_per_token_by_hand():
+    """vLLM models/minimax_m3/nvidia/model.py: FullAttentionSpec of 4 KV heads x 128 on every layer
+    (one head a rank from TP 4 on); common/indexer.py MiniMaxM3IndexerCache: one bf16 key of 128 on
+    each of the 57 sparse layers, not split by TP and not following --kv-cache-dtype."""
+    tp4 = _plan(["vllm", "serve", "MiniMaxAI/MiniMax-M3", "--max-model-len", "32768", "-tp", "4"], gpu="B200")
+    assert tp4.kv_bytes_per_token == 60 * 2 * 1 * 128 * 2 + 57 * 128 * 2 == 45_312
+    fp8 = _plan(["vllm", "serve", "MiniMaxAI/MiniMax-M3", "--max-model-len", "32768", "-tp", "4",
+                 "--kv-cache-dtype", "fp8"], gpu="B200")
+    assert fp8.kv_bytes_per_token == 60 * 2 * 128 + 57 * 256
+    tp2 = _plan(["vllm", "serve", "MiniMaxAI/MiniMax-M3", "--max-model-len", "32768", "-tp", "2"], gpu="B200")
+    assert tp2.kv_bytes_per_token == 60 * 2 * 2 * 128 * 2 + 57 * 256

@@ -41,13 +41,23 @@ def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> f
         if index and indexer_layers(m) != m.num_hidden_layers:
             index = index * indexer_layers(m) / max(m.num_hidden_layers, 1)
         return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes + index
-    return 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
+    kv = 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
+    if m.index_n_heads:  # MiniMax-M3: the indexer's key cache on its sparse layers, spread over all layers
+        return kv + indexer_key_bytes(m) * indexer_layers(m) / max(m.num_hidden_layers, 1)
+    return kv
 
 
 def indexer_key_bytes(m: ModelSpec) -> int:
-    """Bytes of one layer's indexer key per token: fp8 index_head_dim plus a 4-byte scale per 128
-    (vLLM deepseek_v2.py DeepseekV32IndexerCache, head_size index_head_dim + scales)."""
-    return m.index_head_dim + m.index_head_dim // 128 * 4 if m.index_n_heads else 0
+    """Bytes of one layer's indexer key per token. DeepSeek-V3.2 / GLM-5: fp8 index_head_dim plus a
+    4-byte scale per 128 (vLLM deepseek_v2.py DeepseekV32IndexerCache, head_size index_head_dim +
+    scales). MiniMax-M3: one bf16 key of index_head_dim, whatever --kv-cache-dtype says (vLLM
+    models/minimax_m3/common/indexer.py MiniMaxM3IndexerCache, MLAAttentionSpec num_kv_heads 1, replicated
+    on every TP rank; nvidia/model.py resolve_indexer_kv_dtype("bf16") unless --attention-config sets it)."""
+    if not m.index_n_heads:
+        return 0
+    if not m.is_mla:
+        return 2 * m.index_head_dim
+    return m.index_head_dim + m.index_head_dim // 128 * 4
 
 
 def kind_bytes_per_token(m: ModelSpec, kind: str, kv_dtype_bytes: float, tp: int = 1) -> float:
@@ -75,7 +85,8 @@ def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) ->
         return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in kinds
                        if k in ("full", "sliding", "chunked")))
     layers = sum(1 for k in m.kinds()[:m.num_hidden_layers - shared] if k in ("full", "sliding", "chunked"))
-    if latent_cache(m) and m.index_n_heads:  # latents on every layer, indexer keys where one runs
-        return int(layers * (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes
-                   + indexer_layers(m) * indexer_key_bytes(m))
+    if m.index_n_heads:  # K/V or latents on every layer, indexer keys where one runs
+        per = (m.kv_lora_rank + m.qk_rope_head_dim if latent_cache(m) else 2 * kv_heads_per_rank(m, tp)
+               * m.head_dim) * kv_dtype_bytes
+        return int(layers * per + indexer_layers(m) * indexer_key_bytes(m))
     return int(layers * layer_bytes_per_token(m, kv_dtype_bytes, tp))

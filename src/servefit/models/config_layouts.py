@@ -130,6 +130,28 @@ def _decilm(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.intermediate_size = max(decilm_ffn_width(x, spec.hidden_size) for x in mults if x)
 
 
+def _minimax_m3(c: dict[str, Any], spec: ModelSpec) -> None:
+    """MiniMax-M3 (transformers configuration_minimax_m3_vl.py MiniMaxM3VLTextConfig): intermediate_size
+    is the expert's, dense_intermediate_size the dense layers', shared_intermediate_size the shared
+    expert's; sparse_attention_config.sparse_attention_freq marks the layers with a Lightning Indexer
+    and moe_layer_freq the MoE ones (vLLM models/minimax_m3/nvidia/model.py)."""
+    spec.model_type, lay = "minimax_m3_vl", spec.layout
+    sparse = _dict(c.get("sparse_attention_config"))
+    if spec.num_experts:
+        spec.moe_intermediate_size = _int(c.get("intermediate_size"), spec.moe_intermediate_size)
+        shared = _int(c.get("shared_intermediate_size"))
+        spec.num_shared_experts = max(1, round(shared / spec.moe_intermediate_size)) if shared else 0
+    spec.intermediate_size = _int(c.get("dense_intermediate_size"), spec.intermediate_size)
+    spec.index_n_heads = _int(c.get("index_n_heads") or sparse.get("sparse_num_index_heads"), 4)
+    spec.index_head_dim = _int(c.get("index_head_dim") or sparse.get("sparse_index_dim"), 128)
+    freq = sparse.get("sparse_attention_freq")
+    lay["index_free_layers"] = sum(1 for f in freq if not f) if isinstance(freq, list) else 0
+    moe = c.get("moe_layer_freq")
+    if isinstance(moe, list):  # dense layers lead (DeepSeek-style first_k_dense_replace)
+        spec.first_k_dense_replace = sum(1 for f in moe if not f)
+    spec.layer_types = []  # every layer caches K and V (full or block-sparse attention)
+
+
 def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     """Complete `spec` (from the merged config dict `c`) for the layouts beyond the Llama one."""
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
@@ -259,6 +281,8 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
+    elif mt in ("minimax_m3_vl", "minimax_m3"):
+        _minimax_m3(c, spec)
     elif mt == "hrm_text":  # cycled stacks: one KV cache per layer run (models/arch_hrm.py)
         from servefit.models import arch_hrm
 
