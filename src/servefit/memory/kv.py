@@ -37,7 +37,7 @@ def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> f
         # plus a 4-byte scale per 128 (vLLM deepseek_v2.py Indexer -> DeepseekV32IndexerCache).
         # GLM-5.2's IndexShare layers build no Indexer (vllm/models/deepseek_v32/attention.py), so
         # the indexer keys are spread over all layers: the per-layer average, exact in the layers' sum
-        index = indexer_key_bytes(m)
+        index: float = indexer_key_bytes(m)
         if index and indexer_layers(m) != m.num_hidden_layers:
             index = index * indexer_layers(m) / max(m.num_hidden_layers, 1)
         return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes + index
