@@ -74,6 +74,8 @@ def test_glm52_derivatives_print_their_assumption():
 
 # ------------------------------------------------------------------------------ HRM-Text
 
+# a legacy config.json (the per-stack count as num_hidden_layers); the published one stores 128 and
+# num_layers_per_stack 16 (search index file 54920907000), test_hrm_text_config_json_legacy_and_inflated
 HRM_CONFIG = {"architectures": ["HrmTextForCausalLM"], "model_type": "hrm_text", "num_hidden_layers": 16,
               "hidden_size": 1536, "num_attention_heads": 12, "head_dim": 128, "intermediate_size": 4096,
               "vocab_size": 65536, "max_position_embeddings": 4096, "H_cycles": 2, "L_cycles": 3}
