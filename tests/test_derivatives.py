@@ -351,9 +351,10 @@ def test_words_and_sizes():
 def test_release_words_never_make_a_family_for_suggestions():
     assert catalog.nearest("acme/FooLM2-135M-Instruct", 3) == []  # not every "...-Instruct" model
     # generic words (data/derivatives.yaml generic_words) are no family either
-    for ref in ("checkpoints/HRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual",
+    for ref in ("checkpoints/QRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual",
                 "microsoft/wavlm-base-plus", "acme/Zephyrine-3.7-Flash-NVFP4"):  # plus, flash: no family
         assert catalog.nearest(ref, 3) == [], ref
+    assert catalog.nearest("checkpoints/HRM-Text-1B", 3) == ["sapientinc/HRM-Text-1B"]  # catalogued since
     # Step is a family since Step-3.5-Flash is catalogued: its other releases get it as a suggestion
     assert catalog.nearest("stepfun-ai/Step-3.7-Flash-NVFP4", 3) == ["stepfun-ai/Step-3.5-Flash"]
 

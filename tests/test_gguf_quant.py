@@ -94,8 +94,11 @@ def test_unknown_ftype():
 # whose catalogued count leaves out the LM head that the layout adds, Gemma 4 E2B / E4B's audio tower,
 # and Zamba2: models/gguf_quant.py has no Zamba2 layout (its shared attention blocks and per-layer LoRA
 # adapters); a llama.cpp converter for it (MODEL_ARCH.ZAMBA2) was seen only in forks, not confirmed upstream.
+# sapientinc/HRM-Text-1B: num_hidden_layers counts its 128 KV-holding layer runs, not its 32 layers of
+# weights (models/arch_hrm.py); the GGUF layout (models/gguf_layout.py) has no stacks of shared layers
 LAYOUT_EXCEPTIONS = {"facebook/opt-350m", "Alibaba-NLP/gte-Qwen2-7B-instruct", "google/gemma-4-E2B-it",
-                     "google/gemma-4-E4B-it", "Zyphra/Zamba2-2.7B", "Zyphra/Zamba2-1.2B-instruct"}
+                     "google/gemma-4-E4B-it", "Zyphra/Zamba2-2.7B", "Zyphra/Zamba2-1.2B-instruct",
+                     "sapientinc/HRM-Text-1B"}
 
 
 def test_every_catalog_layout_holds_the_checkpoints_text_parameters():

@@ -8,6 +8,7 @@ vLLM caches the latent only for the model types is_deepseek_mla lists (latent_ca
 
 from __future__ import annotations
 
+from servefit.models.architecture import indexer_layers
 from servefit.models.spec import ModelSpec
 
 # Model types with MLA's low-rank projections that vLLM does not serve with an MLA cache: they are
@@ -33,10 +34,30 @@ def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> f
     """K+V bytes one attention layer stores per token on one TP rank."""
     if latent_cache(m):
         # DeepSeek-V3.2 / GLM-5: each layer's indexer also caches one fp8 key of index_head_dim
-        # plus a 4-byte scale per 128 (vLLM deepseek_v2.py Indexer -> DeepseekV32IndexerCache)
-        index = m.index_head_dim + m.index_head_dim // 128 * 4 if m.index_n_heads else 0
+        # plus a 4-byte scale per 128 (vLLM deepseek_v2.py Indexer -> DeepseekV32IndexerCache).
+        # GLM-5.2's IndexShare layers build no Indexer (vllm/models/deepseek_v32/attention.py), so
+        # the indexer keys are spread over all layers: the per-layer average, exact in the layers' sum
+        index: float = indexer_key_bytes(m)
+        if index and indexer_layers(m) != m.num_hidden_layers:
+            index = index * indexer_layers(m) / max(m.num_hidden_layers, 1)
         return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes + index
-    return 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
+    kv = 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
+    if m.index_n_heads:  # MiniMax-M3: the indexer's key cache on its sparse layers, spread over all layers
+        return kv + indexer_key_bytes(m) * indexer_layers(m) / max(m.num_hidden_layers, 1)
+    return kv
+
+
+def indexer_key_bytes(m: ModelSpec) -> int:
+    """Bytes of one layer's indexer key per token. DeepSeek-V3.2 / GLM-5: fp8 index_head_dim plus a
+    4-byte scale per 128 (vLLM deepseek_v2.py DeepseekV32IndexerCache, head_size index_head_dim +
+    scales). MiniMax-M3: one bf16 key of index_head_dim, whatever --kv-cache-dtype says (vLLM
+    models/minimax_m3/common/indexer.py MiniMaxM3IndexerCache, MLAAttentionSpec num_kv_heads 1, replicated
+    on every TP rank; nvidia/model.py resolve_indexer_kv_dtype("bf16") unless --attention-config sets it)."""
+    if not m.index_n_heads:
+        return 0
+    if not m.is_mla:
+        return 2 * m.index_head_dim
+    return m.index_head_dim + m.index_head_dim // 128 * 4
 
 
 def kind_bytes_per_token(m: ModelSpec, kind: str, kv_dtype_bytes: float, tp: int = 1) -> float:
@@ -64,4 +85,8 @@ def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) ->
         return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in kinds
                        if k in ("full", "sliding", "chunked")))
     layers = sum(1 for k in m.kinds()[:m.num_hidden_layers - shared] if k in ("full", "sliding", "chunked"))
+    if m.index_n_heads:  # K/V or latents on every layer, indexer keys where one runs
+        per = (m.kv_lora_rank + m.qk_rope_head_dim if latent_cache(m) else 2 * kv_heads_per_rank(m, tp)
+               * m.head_dim) * kv_dtype_bytes
+        return int(layers * per + indexer_layers(m) * indexer_key_bytes(m))
     return int(layers * layer_bytes_per_token(m, kv_dtype_bytes, tp))

@@ -133,6 +133,10 @@ def count_classic(s: ModelSpec) -> int | None:
         from servefit.models import arch_openelm
 
         return arch_openelm.count_text(s)
+    if s.model_type == "hrm_text":  # two weight-shared stacks run in cycles
+        from servefit.models import arch_hrm
+
+        return arch_hrm.count_text(s)
     if s.model_type in LAGUNA_LIKE:  # per-layer query heads and an attention output gate
         from servefit.models import arch_laguna
 

@@ -106,6 +106,10 @@ TRAITS: dict[str, Traits] = {
     "glm_moe_dsa": Traits(expert_score_bias=True),  # GLM-5: V3.2 layout (vllm deepseek_v32)
     # vLLM minimax_m2.py MiniMaxM2Attention: q_norm / k_norm span all heads; router score bias
     "minimax_m2": Traits(qk_norm_full=True, expert_score_bias=True),
+    # MiniMax-M3 (transformers modeling_minimax_m3_vl.py; vLLM models/minimax_m3): per-head q/k norms,
+    # a shared expert, the router's e_score_correction_bias; sparse layers add a Lightning Indexer
+    "minimax_m3_vl": Traits(qk_norm=True, expert_score_bias=True),
+    "minimax_m3": Traits(qk_norm=True, expert_score_bias=True),
     "gpt2": Traits(qkv_bias=True, o_bias=True, norm_bias=True, gated_mlp=False, mlp_bias=True),
     "phi": Traits(qkv_bias=True, o_bias=True, norms_per_layer=1, norm_bias=True, gated_mlp=False,
                   mlp_bias=True, lm_head_bias=True),
@@ -247,7 +251,28 @@ def _attention_params(s: ModelSpec, t: Traits) -> int:
         n += (heads + kvh) * hd
     if t.attn_sinks:
         n += heads
-    return n
+    return n + _indexer_params(s)
+
+
+def indexer_layers(s: ModelSpec) -> int:
+    """Decoder layers that run their own sparse-attention indexer (and hold its key cache). MiniMax-M3's
+    dense-attention layers have none (layout index_free_layers; vllm/models/minimax_m3/nvidia/model.py
+    builds MiniMaxM3Indexer only where sparse_attention_freq is set). GLM-5.2's
+    IndexShare (config index_topk_freq 4) lets the other layers reuse the previous indexer's top-k;
+    vLLM builds no Indexer on them (vllm/models/deepseek_v32/attention.py: skip_topk =
+    max(layer_id - index_skip_topk_offset + 1, 0) % index_topk_freq != 0, or index_topk_pattern "S";
+    transformers modeling_glm_moe_dsa.py: self.indexer = None on "shared" layers)."""
+    n = s.num_hidden_layers
+    if not s.index_n_heads:
+        return 0
+    if s.layout.get("index_free_layers") is not None:  # MiniMax-M3: its full-attention (non-sparse) layers
+        return n - int(s.layout["index_free_layers"])
+    pattern = s.layout.get("index_topk_pattern")
+    if pattern:
+        return sum(1 for i in range(n) if i >= len(pattern) or pattern[i] != "S")
+    freq = max(int(s.layout.get("index_topk_freq", 1)), 1)
+    offset = int(s.layout.get("index_skip_topk_offset", 2))
+    return sum(1 for i in range(n) if max(i - offset + 1, 0) % freq == 0)
 
 
 def _indexer_params(s: ModelSpec) -> int:
@@ -257,6 +282,8 @@ def _indexer_params(s: ModelSpec) -> int:
     if not s.index_n_heads:
         return 0
     d = s.index_head_dim
+    if not s.is_mla:  # MiniMax-M3 MiniMaxM3VLIndexer: q_proj, k_proj (no bias), q_norm / k_norm RMSNorms
+        return s.hidden_size * (s.index_n_heads * d + d) + 2 * d
     return s.q_lora_rank * s.index_n_heads * d + s.hidden_size * (d + s.index_n_heads) + 2 * d
 
 
@@ -349,6 +376,8 @@ def count_text_params(s: ModelSpec) -> int:
         else:
             total += dense
         total += per_norms + t.act_params
+    if s.index_n_heads:  # GLM-5.2 IndexShare / MiniMax-M3 full-attention layers hold no indexer
+        total -= _indexer_params(s) * (sum(1 for k in kinds if k == "full") - indexer_layers(s))
     return total
 
 

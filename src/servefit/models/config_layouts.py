@@ -130,6 +130,28 @@ def _decilm(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.intermediate_size = max(decilm_ffn_width(x, spec.hidden_size) for x in mults if x)
 
 
+def _minimax_m3(c: dict[str, Any], spec: ModelSpec) -> None:
+    """MiniMax-M3 (transformers configuration_minimax_m3_vl.py MiniMaxM3VLTextConfig): intermediate_size
+    is the expert's, dense_intermediate_size the dense layers', shared_intermediate_size the shared
+    expert's; sparse_attention_config.sparse_attention_freq marks the layers with a Lightning Indexer
+    and moe_layer_freq the MoE ones (vLLM models/minimax_m3/nvidia/model.py)."""
+    spec.model_type, lay = "minimax_m3_vl", spec.layout
+    sparse = _dict(c.get("sparse_attention_config"))
+    if spec.num_experts:
+        spec.moe_intermediate_size = _int(c.get("intermediate_size"), spec.moe_intermediate_size)
+        shared = _int(c.get("shared_intermediate_size"))
+        spec.num_shared_experts = max(1, round(shared / spec.moe_intermediate_size)) if shared else 0
+    spec.intermediate_size = _int(c.get("dense_intermediate_size"), spec.intermediate_size)
+    spec.index_n_heads = _int(c.get("index_n_heads") or sparse.get("sparse_num_index_heads"), 4)
+    spec.index_head_dim = _int(c.get("index_head_dim") or sparse.get("sparse_index_dim"), 128)
+    freq = sparse.get("sparse_attention_freq")
+    lay["index_free_layers"] = sum(1 for f in freq if not f) if isinstance(freq, list) else 0
+    moe = c.get("moe_layer_freq")
+    if isinstance(moe, list):  # dense layers lead (DeepSeek-style first_k_dense_replace)
+        spec.first_k_dense_replace = sum(1 for f in moe if not f)
+    spec.layer_types = []  # every layer caches K and V (full or block-sparse attention)
+
+
 def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     """Complete `spec` (from the merged config dict `c`) for the layouts beyond the Llama one."""
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
@@ -259,6 +281,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         from servefit.models import arch_openelm
 
         arch_openelm.apply_config(c, spec)
+    elif mt in ("minimax_m3_vl", "minimax_m3"):
+        _minimax_m3(c, spec)
+    elif mt == "hrm_text":  # cycled stacks: one KV cache per layer run (models/arch_hrm.py)
+        from servefit.models import arch_hrm
+
+        arch_hrm.apply_config(c, spec)
     elif mt in LAGUNA_LIKE:  # per-layer query heads and the output gate (models/arch_laguna.py)
         from servefit.models import arch_laguna
 
@@ -271,6 +299,12 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         for key, field in (("use_qk_norm", "qk_norm"), ("moe_router_enable_expert_bias", "expert_score_bias")):
             if isinstance(c.get(key), bool):
                 lay[field] = c[key]
+    if spec.index_n_heads:  # GLM-5.2 IndexShare: which layers run the indexer (architecture.indexer_layers)
+        for key in ("index_topk_freq", "index_skip_topk_offset"):
+            if isinstance(c.get(key), int) and not isinstance(c.get(key), bool):
+                lay[key] = c[key]
+        if isinstance(c.get("index_topk_pattern"), str):
+            lay["index_topk_pattern"] = c["index_topk_pattern"]
     if mt in ("glm4", "seed_oss") and isinstance(c.get("attention_bias"), bool):  # vLLM glm4.py, seed_oss.py: q/k/v bias
         lay["attention_bias"] = c["attention_bias"]
     if mt in ("llama", "mistral") and c.get("attention_bias") is True:  # vLLM llama.py: q/k/v and o_proj biases

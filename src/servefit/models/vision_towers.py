@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
-          "dots_vit")
+          "dots_vit", "minimax_m3_vl_vision")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -139,6 +139,20 @@ def _dots_vit(v: dict[str, Any], text_hidden: int) -> int:
     return enc + 2 * e + _lin(wide, wide) + _lin(wide, text_hidden)
 
 
+def _minimax_m3(v: dict[str, Any], text_hidden: int) -> int:
+    """MiniMax-M3's tower (transformers modeling_minimax_m3_vl.py MiniMaxM3VLVisionModel; vLLM
+    models/minimax_m3/common/vision_tower.py): a Conv3d patch embedding without bias (channels x
+    temporal x patch x patch), pre_layrnorm, CLIP-style layers with biases, no post norm; the
+    projector MiniMaxM3VLMultiModalProjector maps each patch (linear_1 / linear_2) and then the
+    merged 2 x 2 patches (merge_linear_1 / merge_linear_2), all with biases."""
+    h, inter = int(v.get("hidden_size", 1280)), int(v.get("intermediate_size", 5120))
+    patch, t = int(v.get("patch_size", 14)), int(v.get("temporal_patch_size", 2))
+    proj, merge = int(v.get("projector_hidden_size", 6144)), int(v.get("spatial_merge_size", 2)) ** 2
+    enc = int(v.get("num_channels", 3)) * t * patch * patch * h + 2 * h \
+        + int(v.get("num_hidden_layers", 32)) * _vit_layer(h, inter)
+    return enc + _lin(h, proj) + _lin(proj, text_hidden) + _lin(merge * text_hidden, proj) + _lin(proj, text_hidden)
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -156,6 +170,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _lfm2_vl(vision, text_hidden)
     if kind == "dots_vit":
         return _dots_vit(vision, text_hidden)
+    if kind == "minimax_m3_vl_vision":
+        return _minimax_m3(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
