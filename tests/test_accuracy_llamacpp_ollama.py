@@ -38,13 +38,15 @@ ALL = load("llamacpp.yaml") + load("ollama.yaml")
 
 # Issue 16's fourth batch (raw llama-server logs; measured, not fitted): figures servefit misses,
 # pinned at the predicted MiB so a change shows (the logged value and the error beside each). The
-# causes named are the visible ones, not yet modelled: Gemma-4's per-layer embeddings in the model
-# buffer, Unsloth UD dynamic quants, the compute buffer of Gemma-4 / gpt-oss / hybrid Qwen3.5 graphs,
+# causes named are the visible ones, not yet modelled: the quant type of Gemma-4's per-layer
+# embeddings, Unsloth UD dynamic quants, the compute buffer of Gemma-4 / gpt-oss / hybrid Qwen3.5 graphs,
 # and --fit's context search. (gpt-oss's MXFP4 experts, kept in every file type, are modelled since the
 # calibration F16 / Q5_K_M logs showed them: those two model buffers are within 0.2% and no longer pinned;
 # the held-out --fit run's KV moved from 120 to 888 MiB with them, not fitted to it.)
 LLAMACPP_KNOWN_MISSES = {
-    ("lcpp-llamarunner-m4-gemma4-e4b-q8-ctx65536-b8680", "model_buffer_mib"): 4679.81,  # logged 7798.32, -40.0%
+    # Gemma-4 E2B / E4B on Metal with mmap: the per-layer embedding table is now counted in the MTL
+    # buffer (placement.py); what is left is its quant type (Q6_K as a tied embedding here)
+    ("lcpp-llamarunner-m4-gemma4-e4b-q8-ctx65536-b8680", "model_buffer_mib"): 7588.31,  # logged 7798.32, -2.7%
     ("lcpp-llamarunner-m4-gemma4-e4b-q8-ctx65536-b8680", "compute_buffer_mib"): 699.0,  # logged 517.5, +35.1%
     ("lcpp-fsd-rtx3090-qwen25-14b-q4km-auto-b7896", "compute_buffer_mib"): 383.0,  # logged 307.0, +24.8%
     ("lcpp-llamadefender-m5pro-qwen35-9b-q8kv-ctx65536-b9090", "model_buffer_mib"): 4812.24,  # logged 5679.25, -15.3%
@@ -56,7 +58,7 @@ LLAMACPP_KNOWN_MISSES = {
     ("lcpp-nbchat13-t4-gpt-oss-20b-q5km-np2-ctx49152-b7772", "compute_buffer_mib"): 459.12,  # logged 398.38, +15.2%
     ("lcpp-nbchat14-t4-gpt-oss-20b-f16-ctx65536-b7772", "compute_buffer_mib"): 579.12,  # logged 398.38, +45.4%
     ("lcpp-nbchat16-t4-gemma4-26b-a4b-iq4nl-np2-b8854", "model_buffer_mib"): 13893.37,  # logged 12782.11, +8.7%
-    ("lcpp-kbagent-m4-gemma4-e2b-q8kv-ctx32768", "model_buffer_mib"): 1379.05,  # logged 2947.73, -53.2%
+    ("lcpp-kbagent-m4-gemma4-e2b-q8kv-ctx32768", "model_buffer_mib"): 3242.8,  # logged 2947.73, +10.0%
     ("lcpp-kbagent-m4-gemma4-e2b-q8kv-ctx32768", "compute_buffer_mib"): 1210.0,  # logged 1031.0, +17.4%
     ("lcpp-nbchat16-rtxpro6000-gemma4-26b-a4b-q4kxl-262k-b8836", "compute_buffer_mib"): 1274.5,  # logged 829.02, +53.7%
 }

@@ -47,7 +47,7 @@ def test_catalog_size_and_order() -> None:
     gpus = all_gpus()
     assert len(gpus) >= 45
     assert [g.key for g in gpus] == [e["key"] for e in load("gpus.yaml")["gpus"]]
-    assert {g.vendor for g in gpus} == {"nvidia", "amd", "apple"}
+    assert {g.vendor for g in gpus} == {"nvidia", "amd", "apple", "intel"}
 
 
 def test_anchor_memory_figures() -> None:

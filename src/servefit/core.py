@@ -207,6 +207,7 @@ class EngineConfig:
     findings: list[Finding] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     site: LaunchSite | None = None
+    unplanned: str = ""  # why the engine's memory cannot be planned (a server servefit has no model for)
 
 
 @dataclass

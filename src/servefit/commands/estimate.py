@@ -115,20 +115,28 @@ def input_error(ev: Evaluation) -> str | None:
     return None
 
 
-def refuse_bad_input(evs: list[Evaluation]) -> None:
-    """A flag or value the engine cannot parse makes the estimate meaningless: one line, exit 2
-    (lint reports the same as findings with their spans; tune says it for that server)."""
-    for ev in evs:
-        bad = input_error(ev)
-        if bad:
-            raise UsageError(bad)
+def refuse_bad_input(evs: list[Evaluation], args: argparse.Namespace | None = None) -> list[Evaluation]:
+    """A flag or value the engine cannot parse makes that server's estimate meaningless: with one
+    server, one line and exit 2; among several (a directory, a llama-swap file), that server is
+    named on stderr as not estimated, like one that cannot be planned, and the others are
+    estimated (exit 1). Lint reports the same as findings with their spans; tune says it for that
+    server. Returns the servers to estimate."""
+    bad = [(ev, why) for ev in evs if (why := input_error(ev))]
+    if not bad:
+        return evs
+    if len(bad) == len(evs):
+        raise UsageError(bad[0][1])
+    for ev, why in bad:
+        sys.stderr.write(f"servefit: {ev.site.file}:{ev.site.line} ({ev.site.name}) not estimated: {why}\n")
+    if args is not None:
+        args.servers_skipped = getattr(args, "servers_skipped", 0) + len(bad)
+    return [ev for ev in evs if all(ev is not b for b, _ in bad)]
 
 
 def run(args: argparse.Namespace) -> int:
     from servefit.report.plan import plan_dict, render_text
 
-    evs = evaluations(args)
-    refuse_bad_input(evs)
+    evs = refuse_bad_input(evaluations(args), args)
     if args.format == "json":
         objs = [plan_dict(ev) for ev in evs]
         json.dump(json_shape(objs, args), sys.stdout, indent=2)

@@ -5,7 +5,7 @@ The catalog is `data/gpus.yaml`, read and indexed once per process on first use;
 this module costs nothing. Names are compared after normalising: lower case, a size such as
 "80G" / "80 GiB" written "80gb", every run of characters other than letters and digits
 dropped (so space, '-', '_' are alike and "rtx4090" equals "RTX 4090"). A second, looser
-form also drops vendor words (NVIDIA, GeForce, Tesla, RTX, AMD, Instinct, Radeon, Apple), so
+form also drops vendor words (NVIDIA, GeForce, Tesla, RTX, AMD, Instinct, Radeon, Apple, Intel), so
 "GeForce RTX 4090", "nvidia-tesla-t4" and "NVIDIA-L4" resolve without being listed.
 """
 
@@ -34,7 +34,9 @@ __all__ = [
 MIB = 2**20
 OVERRIDE_SOURCE = "--gpu-memory override"
 
-_NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "rtx", "amd", "instinct", "radeon", "apple", "gpu"})
+# Intel's device names: "Intel(R) Arc(TM) A770 Graphics"
+_NOISE_WORDS = frozenset({"nvidia", "geforce", "tesla", "rtx", "amd", "instinct", "radeon", "apple", "gpu",
+                          "intel", "r", "tm", "graphics"})
 # "80G", "80 GB", "80GiB" -> "80gb"; a digit run glued to a letter ("A10G") is a model name.
 _SIZE_RE = re.compile(r"(?<![a-z0-9])(\d+)\s*(?:gib|gb|g)(?![a-z0-9])")
 _SPLIT_RE = re.compile(r"[^a-z0-9]+")

@@ -14,7 +14,7 @@ class GpuSpec:
 
     key: str  # catalog key, e.g. "h100-sxm"
     name: str  # nvidia-smi style name, e.g. "NVIDIA H100 80GB HBM3"
-    vendor: str  # nvidia | amd | apple
+    vendor: str  # nvidia | amd | apple | intel
     memory_bytes: int
     compute_capability: int = 0  # 0 for non-CUDA devices
     fp8: bool = False  # native FP8 tensor cores

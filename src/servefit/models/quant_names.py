@@ -12,8 +12,9 @@ import re
 from typing import Any
 
 # one word standing for another: AutoAWQ / AutoGPTQ exports, bitsandbytes' nf4, NVFP4 weight-only
+# a hybrid `int4fp8` checkpoint (INT4 experts, FP8 attention) is sized as INT4, its bulk
 ALIASES = {"autoawq": "awq", "autogptq": "gptq", "nf4": "bnb", "nvfp4a16": "nvfp4", "fp8dynamic": "fp8",
-           "float8": "fp8"}
+           "float8": "fp8", "int4fp8": "int4"}
 QUANT_WORDS = {
     "ud", "i1", "imat", "imatrix", "qat", "awq", "gptq", "int4", "int8", "int3", "fp8", "dynamic", "static", "bnb",
     "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "4bits", "8bits", "unsloth", "w4a16", "w8a8", "w8a16", "w4a8",

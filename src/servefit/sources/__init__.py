@@ -54,7 +54,7 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "modelfile"
     if low.endswith(YAML_EXT):
         return "yaml"
-    if low.endswith((".sh", ".bash")):
+    if low.endswith((".sh", ".bash", ".zsh", ".sbatch", ".slurm")):  # Slurm batch scripts are shell scripts
         return "script"
     if low.endswith(".service") or (low.endswith(".conf") and os.path.dirname(path).endswith(".service.d")):
         return "systemd"
@@ -283,6 +283,15 @@ def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
     return result
 
 
+def shown_var(var: str) -> str:
+    """A variable as the user wrote it: `${PORT}`, `$1` (a script argument), a command substitution
+    cut to its first line (`$(awk -v a=... 'BEGIN {…)`)."""
+    if var.startswith(("$(", "`")):
+        first = var.splitlines()[0] if var else var
+        return first if first == var and len(var) <= 60 else first[:57].rstrip() + "…)"
+    return var if var.startswith("$") else f"${{{var}}}"
+
+
 @rule("SF001")
 def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
     """SF001 once per variable per server, at the first place the variable is used."""
@@ -297,10 +306,11 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             seen.add(var)
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
-                msg = f"{var} is computed when the server starts: the value it gives {eng} is not known here"
+                msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
             elif var in ("$@", "$*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             else:
-                msg = f"${{{var}}} is not set in this repository: the value it gives {eng} is not known, so it is not checked"
+                msg = (f"{shown_var(var)} is not set in this repository: the value it gives {eng} is not known, "
+                       "so it is not checked")
             out.append(finding("SF001", msg, span=span or None, site=site.name))
     return out

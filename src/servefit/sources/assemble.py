@@ -340,6 +340,9 @@ def _plan(srv: Server, engine: Any) -> None:
 
     site, cfg, t, out = srv.site, srv.config, srv.target, srv.findings
     assert cfg is not None
+    if cfg.unplanned:  # the engine's own finding says why (SGLang's diffusion server: SGL014)
+        srv.error = cfg.unplanned
+        return
     ref = srv.model_ref or ""
     if t.gpu is None:
         srv.error = ("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "

@@ -138,12 +138,15 @@ def directives(text: str, li_span, problems: list[tuple[str, Span]] | None = Non
         if body.startswith(("ignore[", "file-ignore[")):
             continue
         vals: dict[str, DirectiveValue] = {}
-        for pm in PAIR.finditer(body):
+        pairs = list(PAIR.finditer(body))
+        for i, pm in enumerate(pairs):
             raw = pm.group(2)
             quoted = raw[:1] in "\"'" and len(raw) >= 2
             a = m.start(1) + pm.start(2) + (1 if quoted else 0)
             b = m.start(1) + pm.end(2) - (1 if quoted else 0)
             key = DIRECTIVE_KEYS.get(pm.group(1).lower().replace("_", "-"))
+            if key == "gpu" and not quoted:
+                b += _name_rest(raw, body[pm.end(2):pairs[i + 1].start() if i + 1 < len(pairs) else len(body)])
             if key is None:
                 if problems is not None:
                     known = ", ".join(sorted(set(DIRECTIVE_KEYS.values())))
@@ -160,6 +163,18 @@ def directives(text: str, li_span, problems: list[tuple[str, Span]] | None = Non
         if vals:
             out.append(vals)
     return out
+
+
+def _name_rest(first: str, gap: str) -> int:
+    """`gpu=Arc Pro B70 count=2`: how far the unquoted GPU name runs on past its first word
+    (the words before the next key), when the longer name is a GPU the catalog knows and the
+    first word alone is not; 0 otherwise (`gpu=L4 prod pool` keeps L4)."""
+    rest = gap.rstrip()
+    if not rest.strip():
+        return 0
+    from servefit.hardware.catalog import lookup
+
+    return len(rest) if lookup(first) is None and lookup(first + rest) is not None else 0
 
 
 def _invalid_value(key: str, value: str) -> str | None:

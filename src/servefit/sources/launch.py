@@ -181,7 +181,10 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
                     ctx.modelfile_refs)
         cmds = split_commands(payload.to_src(), sub_env.copy())
-        return from_commands(cmds, inner, sub_env)
+        found = from_commands(cmds, inner, sub_env)
+        for launch in found:  # the outer shell expanded the payload: its unset variables are the server's
+            launch.unresolved.extend(payload.unresolved + payload.substituted_refs())
+        return found
     hit = detect.find_engine(texts[i:])
     if hit is None:
         return []

@@ -110,11 +110,27 @@ class Word:
         b = (last.char_off(len(last.text) - 1) + 1 if last.text else last.end) if last.exp is None else last.end
         return Token(text, self.li.span(a, max(a, b)))
 
+    def _substituted(self, p: Piece) -> str | None:
+        """The unresolved command substitution (`X=$(awk ...)`) a piece's text is the value of, or None."""
+        e = p.exp
+        if e is None or e.span is None:
+            return None
+        return next((var for var, sp in self.unresolved if sp is not None and var.startswith(("$(", "`"))
+                     and (sp.file, sp.start) == (e.span.file, e.span.start)), None)
+
     def to_src(self) -> Src:
-        """This word as text to scan again (an `sh -c` payload), each character mapped back."""
+        """This word as text to scan again (an `sh -c` payload), each character mapped back. The
+        value of an unresolved command substitution is not known: it is rescanned as the one word
+        `$(...)` written where the variable is used (its quotes and spaces would split it)."""
         offs: list[int] = []
+        text: list[str] = []
         for p in self.pieces:
             e = p.exp
+            if self._substituted(p) is not None:
+                text.append("$(...)")
+                offs.extend([p.start] * 6)
+                continue
+            text.append(p.text)
             if e is None:
                 offs.extend(p.char_off(k) for k in range(len(p.text)))
             elif e.span is not None and e.span.file == self.li.file and _exact(e):
@@ -122,7 +138,17 @@ class Word:
             else:
                 offs.extend([p.start] * len(p.text))
         offs.append(offs[-1] + 1 if offs else self.start)
-        return Src(self.text, self.li, offs=offs)
+        return Src("".join(text), self.li, offs=offs)
+
+    def substituted_refs(self) -> list[tuple[str, Span | None]]:
+        """(command substitution, where its variable is used) for each piece to_src wrote as `$(...)`:
+        what the engine reads there is that unknown value."""
+        out: list[tuple[str, Span | None]] = []
+        for p in self.pieces:
+            var = self._substituted(p)
+            if var is not None:
+                out.append((var, self.li.span(p.start, p.end)))
+        return out
 
     def assignment(self) -> tuple[str, Word] | None:
         """`NAME=value` written as an assignment (unquoted name): (name, value word)."""

@@ -42,7 +42,8 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     free = [PL.device_free(gpu)] * n_dev
     splits = list(s["tensor_split"] or [1.0] * n_dev)[:n_dev]
     splits += [0.0] * (n_dev - len(splits))
-    inp = PL.Inputs(lm=lm, s=s, b=b, fa=fa, n_dev=n_dev, splits=splits, free=free)
+    inp = PL.Inputs(lm=lm, s=s, b=b, fa=fa, n_dev=n_dev, splits=splits, free=free,
+                    metal_mapped=gpu.vendor == "apple" and bool(s["mmap"]))
     inp.extras = PL.extras(cfg, lm, assumptions)
     findings = PL.findings_for_model(cfg, lm, fa)
     fit_on = bool(s["fit"])

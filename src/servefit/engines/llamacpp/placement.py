@@ -5,6 +5,14 @@ llama_model_base::load_tensors):
   before b7467 i_gpu_start = max(n_layer - ngl, 0) and the output layer needs ngl > n_layer;
 - token_embd (the input layer) always stays on the CPU (dev_input = cpu_dev); with tied embeddings
   it is loaded a second time as the output tensor (TENSOR_DUPLICATED);
+- Gemma 3n / 4 per-layer embeddings: per_layer_model_proj and per_layer_proj_norm are
+  LLM_TENSOR_LAYER_REPEATING in llama-arch.cpp's LLM_TENSOR_INFOS and named with layer 0
+  (tn(..., "weight", 0) in the gemma3n / gemma4 loaders), so they go where layer 0 goes;
+  per_layer_token_embd is LLM_TENSOR_LAYER_INPUT (the CPU) on every backend but one: on Apple
+  Metal with the file memory-mapped, llama.cpp logs it in the MTL model buffer (a b8700 Gemma-4
+  E2B log: CPU_Mapped 216 MiB is token_embd alone), while with --no-mmap the CPU buffer holds it
+  (docker/desktop-feedback#443, Gemma-4 E4B on Metal: CPU 2288 MiB). The loader path that moves
+  it was not found in load_tensors / make_cpu_buft_list; this follows the logs;
 - -sm layer: device = upper_bound(splits, (il - i_gpu_start) / act_gpu_layers), splits the
   normalised cumulative -ts (default: each device's free memory); -sm none: all on -mg;
 - -ot regex=BUFT overrides, -cmoe / -ncmoe N move ffn_*_exps to the CPU.
@@ -119,8 +127,19 @@ class Placement:
         return self.weights.get(dev, 0)
 
 
+def _own_device(name: str, devs: list[int], metal_mapped: bool) -> int | None:
+    """The device of a tensor outside the blocks that is not the input layer's (see the module
+    docstring): the Gemma per-layer projection goes with layer 0; the per-layer embedding table
+    with the first offloaded layer on Metal with mmap. None: the input layer's CPU."""
+    if name in ("per_layer_model_proj.weight", "per_layer_proj_norm.weight"):
+        return devs[0]
+    if name == "per_layer_token_embd.weight" and metal_mapped:
+        return next((d for d in devs if d != CPU), CPU)
+    return None
+
+
 def place(lm: LModel, ngl: int, n_dev: int, split_mode: str, splits: list[float], main_gpu: int,
-          overrides: list[Rule], b: int) -> Placement:
+          overrides: list[Rule], b: int, metal_mapped: bool = False) -> Placement:
     devs = layer_devices(lm.n_layer, ngl, n_dev, split_mode, splits, main_gpu, b)
     pl = Placement(layer_dev=devs, n_offloaded=sum(1 for d in devs if d != CPU))
     row = split_mode == "row" and n_dev > 1
@@ -136,7 +155,8 @@ def place(lm: LModel, ngl: int, n_dev: int, split_mode: str, splits: list[float]
         if t.name.startswith(("v.", "mm.", "a.")):  # inline vision/audio towers belong to mtmd
             continue
         il = layer_of(t.name, lm.n_layer)
-        dev = CPU if il is None else devs[il]
+        own = _own_device(t.name, devs, metal_mapped) if il is None else None
+        dev = devs[il] if il is not None else CPU if own is None else own
         ov = _override_device(t.name, overrides)
         if ov is not None:
             dev = ov if ov == CPU or ov < max(n_dev, 1) else dev

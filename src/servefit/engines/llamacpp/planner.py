@@ -65,6 +65,7 @@ class Inputs:
     free: list[int]
     extras: list[Extra] = field(default_factory=list)
     cpu_moe_layers: int = 0
+    metal_mapped: bool = False  # Apple Metal with the model memory-mapped (placement.py: per-layer embeddings)
     # usage() of each (ctx, ngl, n_cpu_moe): the fit search and the final plan ask for the same ones
     usages: dict[tuple[int, int, int], Usage] = field(default_factory=dict, repr=False, compare=False)
     placements: dict[tuple[int, int], tuple[P.Placement, list[Any]]] = field(default_factory=dict, repr=False,
@@ -150,7 +151,8 @@ def _placed(inp: Inputs, ngl: int, n_cpu_moe: int) -> tuple[P.Placement, list[An
     if found is None:
         s, lm = inp.s, inp.lm
         rules = P.parse_overrides(s["override_tensor"], s["cpu_moe"], n_cpu_moe)
-        pl = P.place(lm, ngl, inp.n_dev, s["split_mode"], inp.splits, s["main_gpu"], rules, inp.b)
+        pl = P.place(lm, ngl, inp.n_dev, s["split_mode"], inp.splits, s["main_gpu"], rules, inp.b,
+                     inp.metal_mapped)
         on_cpu = [t for t in lm.tensors if len(t.shape) >= 2 and _layer_dev(pl, t.name, lm.n_layer) == P.CPU]
         found = inp.placements[(ngl, n_cpu_moe)] = (pl, on_cpu)
     return found

@@ -1,6 +1,7 @@
 """The SGLang plugin: `python -m sglang.launch_server`, `sglang serve`, and the lmsysorg/sglang
-images. Modelled: SGLang 0.5.23 (newest), with the 0.4.x / 0.5.x differences that change the
-KV pool (see defaults.py). SGLang reads its options only from the command line (and `--config`
+images (the diffusion server, `sglang serve --model-type diffusion`: diffusion.py). Modelled:
+SGLang 0.5.23 (newest), with the 0.4.x / 0.5.x differences that change the KV pool (see
+defaults.py). SGLang reads its options only from the command line (and `--config`
 YAML); its one memory-relevant variable is SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN."""
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from servefit.engines.base import (
     Knob,
     assume_version,
     implied_release,
+    python_module,
     serve_command_length,
     unpinned,
 )
 from servefit.engines.options import load_table
 from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
+from servefit.engines.sglang.diffusion import DIFFUSION_MODULES
 from servefit.engines.tgi.concepts import add_hints
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -45,7 +48,8 @@ class SglangEngine(Engine):
     image_patterns = ("lmsysorg/sglang", "sglang")
 
     def command_length(self, words: list[str]) -> int:
-        return serve_command_length(words, "sglang", MODULES, "sglang.cli.main")
+        return serve_command_length(words, "sglang", MODULES, "sglang.cli.main") or serve_command_length(
+            words, "sglang", DIFFUSION_MODULES, DIFFUSION_MODULES[1])
 
     def tune_adapter(self) -> Any:
         """The knobs tune turns for this engine (tune.py beside this module)."""
@@ -64,12 +68,43 @@ class SglangEngine(Engine):
 
         return fixes(fx)
 
-    @rule("SGL001", "SGL002")
     def parse(self, site: LaunchSite, version: str | None = None) -> EngineConfig:
+        from servefit.engines.sglang import diffusion
+
         version = version or site.engine_version
+        words = [t.text for t in site.argv]
+        n = self.command_length(words)
+        args = list(site.argv[n:])
+        backend, mt = None, None
+        if python_module(words)[0] in DIFFUSION_MODULES:
+            backend = "diffusion"
+        elif n == 2 or python_module(words)[0] == "sglang.cli.main":  # `sglang serve`: --model-type picks the server
+            backend, mt, args = diffusion.split_model_type(args)
+        cfg, rejected = self._read(site, args, version, backend, mt)
+        if backend in (None, "auto") and n and diffusion.diffusion_only([u.text for u in rejected]):
+            cfg, _ = self._read(site, args, version, "diffusion", None, "read as the diffusion server: the "
+                                "flags SGLang's LLM server rejects are all the diffusion server's")
+        return cfg
+
+    @rule("SGL001", "SGL002")
+    def _read(self, site: LaunchSite, args: list[Token], version: str | None, backend: str | None,
+              mt: Token | None, why: str = "") -> tuple[EngineConfig, list[Token]]:
+        """The server's reading (the LLM server's, or the diffusion server's where `backend` says),
+        and the flags its parser rejects. `mt`: where `--model-type` was given."""
+        from servefit.engines.sglang import diffusion
+
+        if backend == "diffusion":
+            cfg, extras = diffusion.parse(site, args, version, why)
+            cfg.findings[:0] = [finding("SGL001", f"unrecognized arguments: {x.text}", span=x.span, site=site.name)
+                                for x in extras]
+            if cfg.model_ref is None and "config" not in cfg.settings:
+                cfg.findings.insert(0, finding("SGL002", "the diffusion server needs --model-path",
+                                               span=site.argv[0].span if site.argv else None, site=site.name,
+                                               setting="model_path"))
+            _ambiguous(cfg.findings, load_table("sglang_diffusion"))
+            return cfg, []
         table = load_table("sglang")
-        n = self.command_length([t.text for t in site.argv])
-        args = _splice_config(list(site.argv[n:]), site)
+        args = _splice_config(args, site)
         parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("SGLang", None, site, version))
         implied = implied_release(table, parsed.used, CURRENT, version, site)
         if implied:  # the flags date the config (or no release has them all): model that era, say so
@@ -116,7 +151,12 @@ class SglangEngine(Engine):
                                         span=site.argv[0].span if site.argv else None, site=site.name,
                                         setting="model_path"))
         assume_version(cfg, "SGLang", CURRENT, given, vkey=vtuple, implied=implied, where=where)
-        return cfg
+        if backend is not None and backend not in diffusion.BACKENDS:
+            cfg.findings.append(finding("SGL002", f"argument --model-type: '{backend}' is not a server SGLang "
+                                        f"ships (choose from {', '.join(diffusion.BACKENDS)}; an installed "
+                                        "plugin can add others)", span=mt.span if mt else None,
+                                        site=site.name, setting="model_type"))
+        return cfg, parsed.unknown
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.sglang.plan import plan
