@@ -170,7 +170,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         last = st == r.pp - 1
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings)
-        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1)
+        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)

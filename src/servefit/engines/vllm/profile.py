@@ -35,26 +35,16 @@ MiB = 2**20
 # from 0.16 (0.17-0.28 logs).
 SAMPLER_BYTES_PER_LOGIT = 39
 SAMPLER_BYTES_PER_LOGIT_016 = 15
-# What a single GPU holds outside torch's allocator once the profile has run (the snapshot difference
-# worker/worker.py::Worker.determine_num_available_blocks in V0, v1/worker/gpu_worker.py::
-# Worker.determine_available_memory in V1; utils memory_profiling calls it non_torch_increase):
-# cuBLAS / cuBLASLt handles and the kernel images CUDA loads lazily on first launch (torch's default
-# CUDA_MODULE_LOADING=LAZY). V1 compiles the model (Inductor's Triton kernels are modules of their
-# own) and Hopper loads the large sm90 modules (FlashAttention 3, CUTLASS sm90 GEMMs): 0.13 GiB (0.11
-# logs on H100, 0.16 on a V0 0.6.6 H100 log). V0's eager kernels on Ampere / Ada cards: 0.04 GiB
-# (0.03 on a V0 0.7.3 RTX 4060 log; 0.35 on a 0.6.4 RTX 3090 log, less the CUDA context below).
-NON_TORCH_BASE_GIB = {90: 0.13, 0: 0.04}
-# Growth on top of that by world size on NVLink boards without NVLS (NCCL ring/tree and custom
-# all-reduce buffers): +0.42 GiB at TP2 (0.55 logged by 0.11 on H100, less its base), +1.66 at TP4
-# (2.04 logged on 4 x H200 with 0.10, less its NVLS term and base), +2.06 at TP8 (2.10 on 8 x A100
-# with 0.7, less its base); linear in between, flat beyond.
-NON_TORCH_GIB = {1: 0.0, 2: 0.42, 4: 1.66, 8: 2.06}
+# Non-torch growth during load and profiling by world size on NVLink boards without NVLS (NCCL
+# ring/tree and custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100),
+# 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
+# 8 x A100); linear in between, flat beyond.
+NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 1.79, 8: 2.10}
 # GPUs without NVLink talk over PCIe: NCCL opens a few channels there instead of the dozens it opens
 # over NVLink, and vLLM's custom all-reduce stays off without P2P (custom_all_reduce.py::
-# CustomAllreduce.__init__), so the communicators' buffers stay small: +0.21 GiB at TP2 (0.25 logged
-# by V0 0.7 on 2 x RTX 4090, less its base); ring buffers are per neighbour, so the size does not grow
-# with the world.
-PCIE_NON_TORCH_GIB = 0.21
+# CustomAllreduce.__init__), so the communicators' buffers stay small: 0.25 GiB at TP2 (V0 0.7 log
+# on 2 x RTX 4090); ring buffers are per neighbour, so the size does not grow with the world.
+PCIE_NON_TORCH_GIB = 0.25
 # NCCL's NVLS (NVLink SHARP) buffers on NVSwitch boards, per communicator of more than 2 GPUs,
 # per GPU and per local rank (nvlsPerRankSize x nHeads in NCCL src/transport/nvls.cc): 288 MiB
 # with NCCL 2.20 (torch 2.3/2.4: vLLM < 0.6.4; 2.25 GiB at 8 ranks, as NCCL logs it in vLLM
@@ -67,12 +57,6 @@ CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, befo
 # decode graph 0.10 MiB (0.19 logs with 51 piecewise + 35 full graphs on A100 / A6000 / L40S).
 GRAPH_PIECEWISE_PER_LAYER = int(0.25 * MiB)
 GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
-# A mixture-of-experts layer captures more kernels than a dense MLP: the router GEMM, topk_softmax,
-# moe_align_block_size, two grouped GEMMs, the activation and moe_sum (model_executor/layers/fused_moe/
-# fused_moe.py::fused_experts_impl) where a dense layer runs gate_up, act and down: x1.3 per captured
-# MoE-model layer, least squares on the three MoE calibration logs (Qwen3-30B-A3B AWQ on 0.10.0 and
-# W4A16 at TP2 on 0.13.0, gemma-4-26B-A4B on 0.20.2: 12-26% above the dense per-layer terms).
-GRAPH_MOE_FACTOR = 1.3
 # With tensor parallelism every captured layer holds two all-reduces and their registered buffers
 # (distributed/device_communicators/custom_all_reduce.py::register_graph_buffers): +30% (0.10.1.1
 # logs: 0.65 GiB at TP2 vs 0.50 alone, Qwen2-7B on A100).
@@ -106,11 +90,9 @@ AWQ_DEQUANT_TOKENS = 256
 FA3_MAX_SPLITS = 32
 
 
-def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
-                    v1: bool = True) -> int:
-    """Memory outside torch's allocator that vLLM's profile charges to the budget: the per-GPU base
-    (cuBLAS handles, lazily loaded kernel images; by GPU generation), NCCL and custom all-reduce
-    buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
+def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0)) -> int:
+    """Memory outside torch's allocator that vLLM's profile charges to the budget: NCCL and
+    custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
     is taken before the distributed set-up (worker.py::init_device), so both the pynccl
     communicator and torch's own ProcessGroupNCCL (created lazily in profile_run) count; from
     0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. Up to 0.6.4
@@ -126,10 +108,8 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
         hi = min(k for k in keys if k >= w)
         gib = NON_TORCH_GIB[lo] if hi == lo else \
             NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
-    cc = gpu.compute_capability if gpu is not None and not v1 else 90
-    base = NON_TORCH_BASE_GIB[max(k for k in NON_TORCH_BASE_GIB if k <= cc)]
     context = CUDA_CONTEXT if version < (0, 6, 5) else 0
-    return int((base + gib) * GiB) + nvls_bytes(tp, gpu, version) + context
+    return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context
 
 
 def nvlink(gpu: GpuSpec) -> bool:
@@ -290,13 +270,21 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
     the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
-    follow the kernels' shapes."""
+    follow the kernels' shapes. What the logged figure is (read in the 0.11.0, 0.20.0 and 0.33.0
+    wheels): the drop in free device memory (mem_get_info) from before the first capture to after
+    the last one, taken before capture_model's closing empty_cache, so it holds the driver's memory
+    for every instantiated graph, the shared graph pool (compilation/cuda_graph.py::CUDAGraphWrapper
+    captures into one global pool and keeps only weak references to outputs, so the pool holds about
+    one piece's intermediates at the largest size) and the blocks the eager warm-up run of the largest
+    size left cached (_warmup_and_capture). From 0.20 the KV budget subtracts instead the profiling
+    estimate (profile_cudagraph_memory: per mode, the first capture's bytes + (n - 1) x max(second
+    capture, 1 MiB), FULL and PIECEWISE sharing one first-capture term), which servefit takes to be
+    the same figure."""
     piecewise, full = graph_sizes(model, r, e, cfg, gpu)
     if not piecewise and not full:
         return 0, 0
     graphs = len(piecewise) + len(full)
-    per_layer = (len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER) \
-        * (GRAPH_MOE_FACTOR if model.is_moe else 1.0)
+    per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
     nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
