@@ -268,7 +268,8 @@ def model_runner_v2(model: ModelSpec, r: Resolved, env: dict[str, str] | None = 
     kinds = set(model.kinds())
     if "none" in kinds and len(kinds) == 1:  # attention-free
         return False
-    if "mamba" in kinds and (r.version < (0, 27, 0) or not listed):  # hybrid
+    # hybrid (ModelConfig.is_hybrid): recurrent Mamba / short-conv layers or linear attention (GDN)
+    if kinds & {"mamba", "linear"} and (r.version < (0, 27, 0) or not listed):
         return False
     return listed or not model.is_moe
 
