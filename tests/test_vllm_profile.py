@@ -243,6 +243,8 @@ def test_model_runner_v2_default_per_release():
     gdn = arch("Qwen3NextForCausalLM", moe=True, kinds=["linear", "linear", "linear", "full"] * 12)
     assert not model_runner_v2(hybrid, at((0, 27, 1))) and not model_runner_v2(gdn, at((0, 28, 0)))
     assert not model_runner_v2(replace(gdn, num_experts=0), at((0, 25, 1)))
+    kimi = arch("KimiK3ForConditionalGeneration", moe=True)  # listed from 0.27 (0.26.0 / 0.27.1 wheels)
+    assert not model_runner_v2(kimi, at((0, 26, 0))) and model_runner_v2(kimi, at((0, 27, 1)))
     assert model_runner_v2(qwen3moe, at((0, 29, 0))) and model_runner_v2(hybrid, at((0, 29, 0)))
     assert not model_runner_v2(qwen2, at((0, 31, 0)), {"VLLM_USE_V2_MODEL_RUNNER": "0"})
     assert model_runner_v2(llama, at((0, 20, 0)), {"VLLM_USE_V2_MODEL_RUNNER": "1"})

@@ -75,13 +75,14 @@ GRAPH_V2_RUNNER_FACTOR = 0.38
 # listed dense unquantized architectures in 0.22 / 0.23; listed ones in 0.24; from 0.25 every
 # non-MoE model that is neither hybrid nor attention-free, or a listed MoE (hybrids may be listed
 # from 0.27); every model from 0.29.
+_V2_MOE = ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM")
+_V2_026 = _V2_MOE + ("InklingForCausalLM", "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM")
 V2_RUNNER_ARCHS = (((0, 23, 0), ("Qwen3ForCausalLM",)),
                    ((0, 24, 0), ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")),
-                   ((0, 25, 0), ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM", "DeepseekV2ForCausalLM",
-                                 "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM")),
-                   ((0, 29, 0), ("DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM",
-                                 "Qwen2MoeForCausalLM", "InklingForCausalLM", "InklingForConditionalGeneration",
-                                 "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM")))
+                   ((0, 25, 0), ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM") + _V2_MOE),
+                   ((0, 26, 0), _V2_MOE), ((0, 27, 0), _V2_026),
+                   ((0, 28, 0), _V2_026 + ("KimiK3ForConditionalGeneration",)),
+                   ((0, 29, 0), _V2_026 + ("KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM")))
 # With tensor parallelism every captured layer holds two all-reduces and their registered buffers
 # (distributed/device_communicators/custom_all_reduce.py::register_graph_buffers): +30% (0.10.1.1
 # logs: 0.65 GiB at TP2 vs 0.50 alone, Qwen2-7B on A100).
