@@ -57,7 +57,11 @@ def test_vllm_accuracy_targets():
 # Qwen3.6-27B-FP8 on v0.27.1 with --language-model-only (27.67 logged, 28.40 predicted; calibration
 # by the hash rule). A fix takes the case off this list.
 WEIGHTS_KNOWN_MISSES = {"activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151": 0.0403,
-                        "meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264}
+                        "meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
+                        # fifth batch, calibration: Qwen2.5(-Coder)-1.5B with Model Runner V2 on 0.30 / 0.31
+                        # logs "Model loading took 2.98 GiB" where the checkpoint is 2.88 GiB
+                        "reidharris-a100-40gb-qwen25-coder-15b-16k-0310": -0.0325,
+                        "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325}
 
 
 # Vision-language models are catalogued although vLLM V0's profiling of their encoders is known
@@ -181,6 +185,10 @@ KNOWN_MISSES = {
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1615,
     # fourth batch, held out: vLLM 0.19.0 Qwen3.5-27B (hybrid) TP 4 on RTX 3090s, concurrency 8.4% low
     ("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
+    # fifth batch, held out (measured, not fitted, not investigated): Qwen2.5-3B-Instruct-AWQ on an
+    # unnamed 8 GB card at utilization 0.45 with 0.30.0 keeps 1.11 GiB for KV, 40% more than predicted
+    ("ledgerly-8gb-qwen25-3b-awq-eager-1k-0300", "kv_tokens"): -0.3963,
+    ("ledgerly-8gb-qwen25-3b-awq-eager-1k-0300", "max_concurrency"): -0.3963,
 }
 
 

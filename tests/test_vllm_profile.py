@@ -205,3 +205,70 @@ def test_the_drafter_graphs_sit_on_the_last_pipeline_stage():
     first, last = p.devices
     assert first.cuda_graphs == 16 * (34 * GRAPH_PIECEWISE_PER_LAYER + 34 * GRAPH_FULL_PER_LAYER)
     assert last.cuda_graphs == first.cuda_graphs + 34 * GRAPH_PIECEWISE_PER_LAYER
+
+
+def test_v1_before_010_captures_up_to_512_whatever_max_num_seqs():
+    # 0.9.2 config.py: SchedulerConfig.cuda_graph_sizes defaults to [512], filtered by
+    # max_num_batched_tokens; 0.10.0 defaults it to [min(max_num_seqs x 2, 512)]
+    from servefit.engines.vllm.defaults import capture_sizes
+    from servefit.engines.vllm.era import era
+
+    assert capture_sizes(era("0.9.2"), 128, 2048) == [1, 2, 4] + list(range(8, 513, 8))  # 67 sizes
+    assert capture_sizes(era("0.10.0"), 128, 2048) == [1, 2, 4] + list(range(8, 257, 8))  # 35
+    assert capture_sizes(era("0.9.2"), 128, 256) == [1, 2, 4] + list(range(8, 257, 8))
+
+
+def test_model_runner_v2_default_per_release():
+    """config/vllm.py::VllmConfig.use_v2_model_runner as read in the 0.21.0 ... 0.29.0 wheels."""
+    from types import SimpleNamespace
+
+    from servefit.engines.vllm.profile import model_runner_v2
+
+    def arch(name, moe=False, kinds=None):
+        return replace(LLAMA8B, architecture=name, num_experts=8 if moe else 0,
+                       layer_types=kinds or [])
+
+    def at(v, scheme=None):
+        return SimpleNamespace(version=v, scheme=scheme)
+
+    llama, qwen3, qwen2 = arch("LlamaForCausalLM"), arch("Qwen3ForCausalLM"), arch("Qwen2ForCausalLM")
+    qwen3moe, qwen2moe = arch("Qwen3MoeForCausalLM", moe=True), arch("Qwen2MoeForCausalLM", moe=True)
+    hybrid = arch("NemotronHForCausalLM", kinds=["mamba", "full"] * 16)
+    assert not model_runner_v2(llama, at((0, 21, 0)))
+    assert model_runner_v2(qwen3, at((0, 22, 0))) and not model_runner_v2(llama, at((0, 22, 0)))
+    assert model_runner_v2(llama, at((0, 23, 0))) and not model_runner_v2(llama, at((0, 23, 0), scheme="awq"))
+    assert model_runner_v2(qwen2moe, at((0, 24, 0))) and not model_runner_v2(qwen3moe, at((0, 24, 0)))
+    assert not model_runner_v2(qwen2, at((0, 24, 0)))
+    assert model_runner_v2(qwen2, at((0, 25, 1))) and not model_runner_v2(qwen3moe, at((0, 25, 1)))
+    gdn = arch("Qwen3NextForCausalLM", moe=True, kinds=["linear", "linear", "linear", "full"] * 12)
+    assert not model_runner_v2(hybrid, at((0, 27, 1))) and not model_runner_v2(gdn, at((0, 28, 0)))
+    assert not model_runner_v2(replace(gdn, num_experts=0), at((0, 25, 1)))
+    kimi = arch("KimiK3ForConditionalGeneration", moe=True)  # listed from 0.27 (0.26.0 / 0.27.1 wheels)
+    assert not model_runner_v2(kimi, at((0, 26, 0))) and model_runner_v2(kimi, at((0, 27, 1)))
+    assert model_runner_v2(qwen3moe, at((0, 29, 0))) and model_runner_v2(hybrid, at((0, 29, 0)))
+    assert not model_runner_v2(qwen2, at((0, 31, 0)), {"VLLM_USE_V2_MODEL_RUNNER": "0"})
+    assert model_runner_v2(llama, at((0, 20, 0)), {"VLLM_USE_V2_MODEL_RUNNER": "1"})
+    assert not model_runner_v2(qwen2, at((0, 31, 0)), None, {"runner": "pooling"})
+
+
+def test_model_runner_v2_graph_pool_by_hand():
+    # Llama-3.1-8B, max_num_seqs 128 on 0.25.1 (a dense listed architecture: Model Runner V2):
+    # 35 piecewise + 19 full sizes as on 0.11; per layer 35 x 262144 + 19 x 104857 = 11,167,323 B,
+    # x 0.38 -> 4,243,582 B, x 32 layers = 135,794,624 B. On 0.21.0 (V1 runner) the same sizes
+    # give 32 x 11,167,323 = 357,354,336 B.
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128"
+    _, v2 = run(argv, version="0.25.1")
+    assert v2.detail.cuda_graph_sizes == 35 + 19
+    assert v2.memory.cuda_graphs == 135_794_624
+    _, v1 = run(argv, version="0.21.0")
+    assert v1.memory.cuda_graphs == 357_354_336
+
+
+def test_total_consumed_from_027_counts_persistent_buffers():
+    # 0.26.0's gpu_worker adds non_torch_increase; 0.27.1's charges total_consumed (mem_utils.py)
+    from servefit.engines.vllm.profile import CONSUMED_EXTRA
+
+    a100 = resolve_gpu("A100-80GB")
+    assert CONSUMED_EXTRA == int(0.17 * GiB)
+    assert non_torch_bytes(1, 1, a100, (0, 26, 0)) == int(0.13 * GiB)
+    assert non_torch_bytes(1, 1, a100, (0, 27, 0)) == int(0.13 * GiB) + int(0.17 * GiB)

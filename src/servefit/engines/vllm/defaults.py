@@ -27,7 +27,8 @@ def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
     """Batch sizes vLLM captures CUDA graphs for (config/vllm.py::VllmConfig._set_cudagraph_sizes;
     V0: worker/model_runner.py _BATCH_SIZES_TO_CAPTURE). `decode_query_len` is 1 + the speculative
     tokens (the uniform decode batch's tokens per request); `blackwell` a cc 10.x device. What
-    changed, read in each wheel: the default ceiling min(max_num_seqs x 2, 512) counts
+    changed, read in each wheel: V1 before 0.10 captures up to 512 whatever max_num_seqs; the default
+    ceiling min(max_num_seqs x 2, 512) (from 0.10) counts
     decode_query_len from 0.13, and is 1024 on data-centre Blackwell in 0.33 (not in 0.25.1);
     max_num_batched_tokens joins the list when it fits the ceiling from 0.20.1 (not in 0.20.0);
     max_num_seqs (the widest uniform decode batch) joins in 0.33 (not in 0.25.1), with speculative
@@ -47,7 +48,10 @@ def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
         return kept + nxt[:1]
     ceiling = 1024 if blackwell and v >= (0, 33, 0) else 512
     spec_q = q if v >= (0, 13, 0) else 1
-    cap = max_size if max_size is not None else min(max_num_seqs * spec_q * 2, ceiling)
+    # before 0.10 V1 captured up to 512 whatever max_num_seqs (config.py::SchedulerConfig.cuda_graph_sizes
+    # defaults to [512] in 0.9.2; [min(max_num_seqs x 2, 512)] from 0.10.0)
+    by_seqs = max_num_seqs * spec_q * 2 if v >= (0, 10, 0) else ceiling
+    cap = max_size if max_size is not None else min(by_seqs, ceiling)
     cap = min(cap, max_num_batched_tokens)
     if not era.capture_stride16:
         sizes = [1, 2, 4] + list(range(8, cap + 1, 8))

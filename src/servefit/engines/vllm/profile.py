@@ -50,6 +50,13 @@ PCIE_NON_TORCH_GIB = 0.25
 # with NCCL 2.20 (torch 2.3/2.4: vLLM < 0.6.4; 2.25 GiB at 8 ranks, as NCCL logs it in vLLM
 # issue #9699), 144 MiB with 2.21 (torch 2.5/2.6: vLLM < 0.9), 32 MiB from 2.23 (torch >= 2.7)
 NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
+# From 0.27 the budget charges everything the instance took since its first snapshot
+# (utils/mem_utils.py::memory_profiling: total_consumed = before_create.free - after_profile.free;
+# 0.26.0 still adds non_torch_increase): that also counts the runner's persistent buffers
+# allocated outside the weights' load, which earlier releases' non-torch delta did not see. +0.17 GiB,
+# the mean of the two calibration logs from 0.27 on that print it ("consumed memory (weights +
+# non-torch)" less the logged weights and the 0.13 GiB above: 0.20 on 0.31.0, 0.13 on 0.30.0).
+CONSUMED_EXTRA = int(0.17 * GiB)
 CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
 # CUDA-graph pool per captured graph and decoder layer (the driver keeps each graph's kernel nodes;
 # the pool's tensors are shared across sizes): a piecewise graph (one per attention-free piece,
@@ -57,6 +64,25 @@ CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, befo
 # decode graph 0.10 MiB (0.19 logs with 51 piecewise + 35 full graphs on A100 / A6000 / L40S).
 GRAPH_PIECEWISE_PER_LAYER = int(0.25 * MiB)
 GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
+# Model Runner V2 (v1/worker/gpu/model_runner.py) captures the same graphs (the same piecewise
+# backend, one graph per piece and size, then the FULL decode graphs), yet the pool it logs is much
+# smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
+# x (51 piecewise + 35 full) graphs, where the V1 runner's terms above give 0.44. x0.38 on the
+# per-layer terms, least squares on those two calibration logs (the only V2 logs with a pool).
+GRAPH_V2_RUNNER_FACTOR = 0.38
+# Which architectures default to Model Runner V2, per release (config/vllm.py::VllmConfig.
+# use_v2_model_runner and _is_default_v2_model_runner_model, read in each wheel): none before 0.22;
+# listed dense unquantized architectures in 0.22 / 0.23; listed ones in 0.24; from 0.25 every
+# non-MoE model that is neither hybrid nor attention-free, or a listed MoE (hybrids may be listed
+# from 0.27); every model from 0.29.
+_V2_MOE = ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM")
+_V2_026 = _V2_MOE + ("InklingForCausalLM", "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM")
+V2_RUNNER_ARCHS = (((0, 23, 0), ("Qwen3ForCausalLM",)),
+                   ((0, 24, 0), ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM")),
+                   ((0, 25, 0), ("Qwen3ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM") + _V2_MOE),
+                   ((0, 26, 0), _V2_MOE), ((0, 27, 0), _V2_026),
+                   ((0, 28, 0), _V2_026 + ("KimiK3ForConditionalGeneration",)),
+                   ((0, 29, 0), _V2_026 + ("KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM")))
 # With tensor parallelism every captured layer holds two all-reduces and their registered buffers
 # (distributed/device_communicators/custom_all_reduce.py::register_graph_buffers): +30% (0.10.1.1
 # logs: 0.65 GiB at TP2 vs 0.50 alone, Qwen2-7B on A100).
@@ -98,7 +124,8 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. Up to 0.6.4
     vLLM counted every byte the device had in use that torch had not allocated
     (worker.py::determine_num_available_blocks: mem_get_info - allocated_bytes), the CUDA context
-    and cuBLAS workspaces included."""
+    and cuBLAS workspaces included; from 0.27 the runner's persistent buffers count too
+    (CONSUMED_EXTRA)."""
     keys = sorted(NON_TORCH_GIB)
     w = min(max(world, 1), keys[-1])
     if w > 1 and gpu is not None and not nvlink(gpu):
@@ -109,7 +136,8 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
         gib = NON_TORCH_GIB[lo] if hi == lo else \
             NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
     context = CUDA_CONTEXT if version < (0, 6, 5) else 0
-    return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context
+    consumed = CONSUMED_EXTRA if version >= (0, 27, 0) else 0
+    return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context + consumed
 
 
 def nvlink(gpu: GpuSpec) -> bool:
@@ -221,6 +249,32 @@ def drafter_layers(r: Resolved, settings: dict) -> int:
     return 0 if isinstance(sc, dict) and sc.get("enforce_eager") else 1
 
 
+def model_runner_v2(model: ModelSpec, r: Resolved, env: dict[str, str] | None = None,
+                    settings: dict | None = None) -> bool:
+    """Whether vLLM runs this model with Model Runner V2 (see V2_RUNNER_ARCHS): the
+    VLLM_USE_V2_MODEL_RUNNER variable decides where set (0.12 on); otherwise the release's default."""
+    forced = (env or {}).get("VLLM_USE_V2_MODEL_RUNNER")
+    if forced is not None and r.version >= (0, 12, 0):
+        return forced.strip().lower() in ("1", "true", "yes")
+    s = settings or {}
+    if r.version < (0, 22, 0) or s.get("runner") == "pooling" or s.get("convert") in ("embed", "classify", "reward"):
+        return False
+    if r.version >= (0, 29, 0):
+        return True
+    listed = model.architecture in next(archs for until, archs in V2_RUNNER_ARCHS if r.version < until)
+    if r.version < (0, 24, 0):
+        return listed and not model.is_moe and r.scheme is None
+    if r.version < (0, 25, 0):
+        return listed
+    kinds = set(model.kinds())
+    if "none" in kinds and len(kinds) == 1:  # attention-free
+        return False
+    # hybrid (ModelConfig.is_hybrid): recurrent Mamba / short-conv layers or linear attention (GDN)
+    if kinds & {"mamba", "linear"} and (r.version < (0, 27, 0) or not listed):
+        return False
+    return listed or not model.is_moe
+
+
 def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
     """Whether vLLM's custom all-reduce serves the TP group (custom_all_reduce.py::
     CustomAllreduce.__init__): off when disabled by flag, for more than two GPUs that are not
@@ -270,12 +324,23 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
     the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
-    follow the kernels' shapes."""
+    follow the kernels' shapes. What the logged figure is (read in the 0.11.0, 0.20.0 and 0.33.0
+    wheels): the drop in free device memory (mem_get_info) from before the first capture to after
+    the last one, taken before capture_model's closing empty_cache, so it holds the driver's memory
+    for every instantiated graph, the shared graph pool (compilation/cuda_graph.py::CUDAGraphWrapper
+    captures into one global pool and keeps only weak references to outputs, so the pool holds about
+    one piece's intermediates at the largest size) and the blocks the eager warm-up run of the largest
+    size left cached (_warmup_and_capture). From 0.20 the KV budget subtracts instead the profiling
+    estimate (profile_cudagraph_memory: per mode, the first capture's bytes + (n - 1) x max(second
+    capture, 1 MiB), FULL and PIECEWISE sharing one first-capture term), which servefit takes to be
+    the same figure."""
     piecewise, full = graph_sizes(model, r, e, cfg, gpu)
     if not piecewise and not full:
         return 0, 0
     graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+    if model_runner_v2(model, r, cfg.env, cfg.settings):
+        per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
     nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
