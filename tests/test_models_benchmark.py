@@ -168,12 +168,12 @@ def test_fresh_heldout_file_shape():
 
 
 def _tiny_fresh(tmp_path, monkeypatch):
-    """Point the held-out parts (and the second batch's calibration half) at a one-line stand-in, so CLI
+    """Point the held-out parts (and the later batches' calibration halves) at a one-line stand-in, so CLI
     tests never resolve the real held-out sets."""
     (tmp_path / "fresh.yaml").write_text(yaml.safe_dump([{
         "ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
         "source": "https://github.com/o/r/blob/0000000000000000000000000000000000000000/f#L1"}]))
-    for part in (*bench.HELD_OUT, bench.CALIBRATION3):
+    for part in (*bench.HELD_OUT, bench.CALIBRATION3, bench.CALIBRATION4):
         monkeypatch.setitem(bench.PARTS, part, str(tmp_path / "fresh.yaml"))
 
 
@@ -199,13 +199,13 @@ def _rows(part):
     return yaml.safe_load((ROOT / "benchmarks" / "models" / bench.PARTS[part]).read_text(encoding="utf-8"))
 
 
-def test_second_batch_shape_and_split():
-    """The second 2026-11-28 batch: complete entries citing a line at a commit, kinds the README names,
-    `command` exactly where the mechanical rule puts it, split by the first hex digit of sha256(source)
-    (even: calibration-3, odd: fresh-2), and no repository any earlier file has."""
-    earlier = {bench._repo(r["source"]) for part in (*bench.HALVES, bench.FRESH) for r in bench.load(part)}
+def _batch(parts, earlier_parts):
+    """A batch's two files: complete entries citing a line at a commit, kinds the README names, `command`
+    exactly where the mechanical rule puts it, split by the first hex digit of sha256(source) (even: the first
+    part, odd: the second), and no repository any file gathered before it has. Returns the batch's rows."""
+    earlier = {bench._repo(r["source"]) for part in earlier_parts for r in bench.load(part)}
     batch = []
-    for part in SECOND_BATCH:
+    for part in parts:
         rows = _rows(part)
         assert rows, part
         for r in rows:
@@ -216,24 +216,45 @@ def test_second_batch_shape_and_split():
             assert r["kind"] in KINDS, r
             assert bench._repo(r["source"]) not in earlier, r["source"]
             first = int(hashlib.sha256(r["source"].encode()).hexdigest()[0], 16)
-            assert first % 2 == (0 if part == bench.CALIBRATION3 else 1), r["source"]
+            assert first % 2 == (0 if part == parts[0] else 1), r["source"]
             last = re.split(r"[/\\]", r["ref"].rstrip("/\\"))[-1]
             wants = _is_path(r["ref"]) and not SIZE_WORD.search(last) and r["kind"] != "modelfile"
             assert ("command" in r) == wants, r
             assert "command" not in r or (isinstance(r["command"], str) and r["command"].strip()), r
             assert "expected" not in r or (isinstance(r["expected"], str) and r["expected"].strip()), r
         batch += rows
+    keys = [(r["ref"], r["source"]) for r in batch]
+    assert len(keys) == len(set(keys))
+    return batch
+
+
+def test_second_batch_shape_and_split():
+    """The second 2026-11-28 batch: calibration-3 (even) and fresh-2 (odd), after the first three parts."""
+    batch = _batch(SECOND_BATCH, (*bench.HALVES, bench.FRESH))
     assert len(batch) >= 160
     for engine in bench.ENGINES:
         assert sum(r["engine"] == engine for r in batch) >= 30, engine
-    keys = [(r["ref"], r["source"]) for r in batch]
-    assert len(keys) == len(set(keys))
+
+
+THIRD_BATCH = (bench.CALIBRATION4, bench.FRESH3)
+
+
+def test_third_batch_shape_and_split():
+    """The third 2026-11-28 batch: calibration-4 (even) and fresh-3 (odd), from repositories none of the five
+    earlier parts has; at least 150 references, every engine and the file kinds beyond scripts represented."""
+    batch = _batch(THIRD_BATCH, (*bench.HALVES, bench.FRESH, *SECOND_BATCH))
+    assert len(batch) >= 150
+    for engine in bench.ENGINES:
+        assert sum(r["engine"] == engine for r in batch) >= 15, engine
+    kinds = {r["kind"] for r in batch}
+    assert {"k8s", "helm-values", "compose", "systemd", "llama-swap", "modelfile", "dockerfile"} <= kinds, kinds
 
 
 def test_held_out_repositories_appear_in_no_other_file():
-    """No repository of the fresh part has a line in any other file; none of fresh-2's has one in any file
-    gathered before it (its lines and calibration-3's are split per line, so a repository can have lines in
-    both halves of the second batch: run.py reports fresh-2's lines from repositories calibration-3 lacks)."""
+    """No repository of the fresh part has a line in any other file; none of fresh-2's or fresh-3's has one in
+    any file gathered before its batch (a batch's lines are split per line, so a repository can have lines in
+    both halves of a batch: run.py reports the held-out half's lines from repositories its calibration half
+    lacks)."""
     repos = {part: {bench._repo(r["source"]) for r in bench.load(part)} for part in bench.PARTS}
     for part, mine in repos.items():
         if part != bench.FRESH:
@@ -241,6 +262,10 @@ def test_held_out_repositories_appear_in_no_other_file():
     for part in (*bench.HALVES, bench.FRESH):
         assert not repos[bench.FRESH2] & repos[part], (part, sorted(repos[bench.FRESH2] & repos[part]))
     assert repos[bench.FRESH2] - repos[bench.CALIBRATION3]  # the unseen-repos line has something to report
+    for part in (*bench.HALVES, bench.FRESH, *SECOND_BATCH):  # the third batch: repositories no earlier file has
+        for mine in THIRD_BATCH:
+            assert not repos[mine] & repos[part], (mine, part, sorted(repos[mine] & repos[part]))
+    assert repos[bench.FRESH3] - repos[bench.CALIBRATION4]
 
 
 def test_second_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
@@ -262,7 +287,34 @@ def test_second_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
                       "fresh-unseen-repos (held-out, gathered 2026-11-28, repositories in neither calibration part):",
                       "calibration-3:", "fresh-2 (held out, gathered 2026-11-28, second batch):",
                       "fresh-2-unseen-repos (held out, gathered 2026-11-28, second batch, repositories in no "
+                      "calibration part):",
+                      "calibration-4:", "fresh-3 (held out, gathered 2026-11-28, third batch):",
+                      "fresh-3-unseen-repos (held out, gathered 2026-11-28, third batch, repositories in no "
                       "calibration part):"]
+
+
+def test_third_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
+    """calibration-4 and fresh-3 print on their own; fresh-3-unseen-repos counts only fresh-3 lines whose
+    repository calibration-4 (and every calibration part before it) lacks."""
+    _tiny_fresh(tmp_path, monkeypatch)
+
+    def entry(repo):
+        return {"ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
+                "source": f"https://github.com/{repo}/blob/{'0' * 40}/f#L1"}
+    (tmp_path / "cal4.yaml").write_text(yaml.safe_dump([entry("a/seen")]))
+    (tmp_path / "fresh3.yaml").write_text(yaml.safe_dump([entry("a/seen"), entry("b/unseen")]))
+    monkeypatch.setitem(bench.PARTS, bench.CALIBRATION4, str(tmp_path / "cal4.yaml"))
+    monkeypatch.setitem(bench.PARTS, bench.FRESH3, str(tmp_path / "fresh3.yaml"))
+    assert bench.main(["--half", "calibration4", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert re.match(r"calibration-4:\n  tgi +1/1 +sized offline", out) and "fresh" not in out
+    assert bench.main(["--half", "fresh3", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert re.match(r"fresh-3 \(held out, gathered 2026-11-28, third batch\):\n  tgi +2/2 +sized offline", out)
+    unseen = out.split("fresh-3-unseen-repos (held out, gathered 2026-11-28, third batch, repositories in no "
+                       "calibration part):\n", 1)[1]
+    assert re.match(r"  tgi +1/1 +sized offline", unseen)
+    assert "fresh-2" not in out and "calibration" not in out.replace("in no calibration part", "")
 
 
 def test_half_fresh_prints_only_the_fresh_part(capsys, tmp_path, monkeypatch):
