@@ -100,6 +100,14 @@ def param_groups(m: ModelSpec) -> ParamGroups:
         mlp = [mlp_params(m.hidden_size, layer_mlp_width(m, i)) + (x and m.hidden_size * m.num_experts)
                for i, x in enumerate(experts)]
         other += text - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type == "deepseek_v4":  # per-layer compressed attention, MoE on every layer (arch_deepseek_v4.py)
+        from servefit.models import arch_deepseek_v4 as v4
+
+        ratios = v4.compress_ratios(m)[:len(kinds)]
+        attn = [v4.layer_attention(m, r) for r in ratios]
+        moe = [v4.layer_moe(m, i) for i in range(len(kinds))]
+        experts, mlp = [x for x, _ in moe], [rest for _, rest in moe]
+        other += v4.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     if m.model_type == "openelm":  # every layer its own heads and FFN width (models/arch_openelm.py)
         from servefit.models import arch_openelm
 

@@ -179,6 +179,8 @@ def _kv_heads(c: dict[str, Any], heads: int) -> int:
 
 
 def _layer_types(c: dict[str, Any], model_type: str, n: int, sliding: int, max_pos: int) -> list[str]:
+    if model_type == "deepseek_v4":  # a sliding window in every layer; compression per layer in layout
+        return ["sliding"] * n
     lt = c.get("layer_types")
     if isinstance(lt, list) and lt:
         return [layer_kind(x) for x in lt]

@@ -177,6 +177,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             lay["alibi"] = True
         if str(c.get("feed_forward_type", "")).endswith("glu"):
             lay["glu_mlp"] = True
+    elif mt == "deepseek_v4":
+        from servefit.models.arch_deepseek_v4 import read_config
+
+        read_config(c, spec)
     elif mt == "longcat_flash":  # vLLM longcat_flash.py: num_layers decoder layers of two attention sublayers
         spec.num_hidden_layers = 2 * n
         spec.moe_layer_step, spec.first_k_dense_replace = 2, 0

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from servefit import data
-from servefit.models import name_assume, release_lines
+from servefit.models import name_assume, name_dates, release_lines
 from servefit.models.name_words import (
     SEP,
     SIZE_WORDS,
@@ -263,7 +263,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
     ws = words(base)
     if not ws:
         return None
-    found = _derive(ws, idx) or _unglued(ws, idx)
+    found = _dated(ws, idx) or _derive(ws, idx) or _unglued(ws, idx)
     if found is None and len(ws[0]) >= 8:
         for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
             rest = ws[0][len(org):]
@@ -281,6 +281,12 @@ def derive(ref: str, idx: Index) -> Derived | None:
             found = Derived(entry=hit[0], base=hit[1], why=hit[2], guess=True)
     return found
 
+
+
+def _dated(ws: list[str], idx: Index) -> Derived | None:
+    """A catalogued name with a release date added (`DeepSeek-V4-Flash-0731`): models/name_dates.py."""
+    hit = name_dates.dated(ws, idx.keys, idx.names)
+    return Derived(entry=hit[0], base=hit[1], why=hit[2]) if hit else None
 
 _GLUED = re.compile(r"^([a-z]{3,})(\d)(\d)$")
 
