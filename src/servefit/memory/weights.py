@@ -30,6 +30,7 @@ class Scheme:
     bytes_per_param: float  # for quantized linear layers
     experts_only: bool = False  # mxfp4 quantizes the MoE experts only
     bits: int = 16
+    experts_bytes: float = 0.0  # the routed experts' own bytes per parameter where they differ (DeepSeek-V4 FP4)
 
 
 def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Scheme | None:
@@ -57,6 +58,10 @@ def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Sch
         # packed weights + fp16 scale and packed zero per group (+ int32 g_idx per input row
         # for GPTQ, negligible per parameter)
         return Scheme(method, bits / 8 + 2 / group + (bits / 8) / group, bits=bits)
+    if method == "fp8" and q.get("expert_dtype") == "fp4":
+        # DeepSeek-V4: FP8 weights, FP4 routed experts packed two a byte with one e8m0 scale per 32
+        # (vLLM models/deepseek_v4 quant_config.py; the checkpoint's experts.*.w1 int8 + F8_E8M0 scale)
+        return Scheme(method, 1.0, bits=8, experts_bytes=0.5 + 1 / 32)
     if method in ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic", "experts_int8", "w8a8") or (
             method == "compressed-tensors" and bits >= 8):
         return Scheme(method, 1.0, bits=8)
@@ -122,4 +127,6 @@ def weight_bytes(m: ModelSpec, dtype_bytes: float = 2, scheme: Scheme | None = N
         rest = total_params - experts
         return int(rest * dtype_bytes + experts * scheme.bytes_per_param)
     kept = min(linear, int(sum(kept_params(m, g, scheme) or [])))
-    return int(dense_other * dtype_bytes + (linear - kept) * scheme.bytes_per_param + kept * dtype_bytes)
+    experts = min(linear - kept, sum(g.experts)) if scheme.experts_bytes else 0
+    return int(dense_other * dtype_bytes + (linear - kept - experts) * scheme.bytes_per_param + kept * dtype_bytes
+               + experts * scheme.experts_bytes)

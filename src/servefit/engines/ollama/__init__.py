@@ -82,7 +82,9 @@ class OllamaEngine(Engine):
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.ollama.plan import plan
+        from servefit.models.arch_deepseek_v4 import require_planned
 
+        require_planned(model, "Ollama")
         return plan(cfg, model, gpu, count)
 
     def resolve_model(self, cfg: EngineConfig, target: Any = None) -> ModelSpec:

@@ -23,6 +23,7 @@ from servefit.engines.sglang.detail import of as detail_of
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
+from servefit.models.arch_deepseek_v4 import require_planned
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -157,6 +158,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # mamba pool beside a token pool (Nemotron-H, Qwen3-Next) assumes attention layers
         raise UsageError(f"SGLang has no native model for {model.name}, an attention-free state-space model "
                          f"({model.architecture}); servefit cannot plan it (vLLM serves it)")
+    # sglang/srt/model_executor/pool_configurator.py DSV4PoolConfigurator: full / SWA / c4 / c128 pools,
+    # indexer and compressor-state rings sized from bytes_per_full_token and fixed request pools
+    require_planned(model, "SGLang")
     r = resolve(cfg, model, gpu)
     out = MemoryPlan(engine="sglang", engine_version=r.e.version, outcome="started", memory=DeviceMemory(),
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": r.dp})

@@ -119,7 +119,9 @@ class TgiEngine(Engine):
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.tgi.plan import plan
+        from servefit.models.arch_deepseek_v4 import require_planned
 
+        require_planned(model, "TGI")
         return plan(cfg, model, gpu, count)
 
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:

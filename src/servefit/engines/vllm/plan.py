@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, verdicts
+from servefit.engines.vllm import checks, kv_dsv4, verdicts
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.defaults import batch_defaults
 from servefit.engines.vllm.detail import VllmDetail
@@ -35,6 +35,7 @@ from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
 from servefit.memory.params import param_groups
 from servefit.memory.weights import Scheme, kept_params, scheme_for
+from servefit.models.arch_deepseek_v4 import is_deepseek_v4
 from servefit.models.spec import ModelSpec
 
 GiB = 2**30
@@ -87,7 +88,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
             tokens = min(seqs * max_len, tokens)
     if s.get("max_num_seqs") is None:
         seqs = min(seqs, tokens)
-    block = s.get("block_size") or (64 if latent_cache(model) else 16)
+    # DeepSeek-V4: the sparse MLA backend's only kernel block size (models/deepseek_v4/sparse_mla.py)
+    block = s.get("block_size") or (256 if is_deepseek_v4(model) else 64 if latent_cache(model) else 16)
     kv_dtype = s.get("kv_cache_dtype") or "auto"
     if kv_dtype == "auto":
         kv_dtype = dtype
@@ -156,7 +158,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         if e.v1 and not e.hybrid_kv_manager else kinds
     if state_blocks is not None and speculative(cfg.settings)[0] == "mtp":
         kinds.append(("full", 0))  # the MTP drafter's attention layer joins the same pool
-    out.kv_bytes_per_token = full_kv_bytes_per_token(model, kv_db, r.tp)
+    v4 = is_deepseek_v4(model)
+    out.kv_bytes_per_token = kv_dsv4.bytes_per_token(model, r.block_size) if v4 else \
+        full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
     weights = stage_weights(model, r)
@@ -178,6 +182,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e, state_page)
         check_lay = lay if check_kinds is kinds else layout(model, check_kinds[start:start + stages[st]], kv_db, r.tp,
                                                               r.block_size, e)
+        if v4:  # per-layer compressed, indexer, window and state caches, packed (engines/vllm/kv_dsv4.py)
+            mtp = 1 if speculative(cfg.settings)[0] == "mtp" and last else 0
+            lay = check_lay = kv_dsv4.layout(kv_dsv4.stage(model, start, stages[st]), mtp, r.block_size)
         blocks = max(0, avail // lay.bytes_per_block) if lay.bytes_per_block else 0
         blocks_per_stage.append(blocks)
         kv = blocks * lay.bytes_per_block
@@ -216,12 +223,19 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
                  f"max_num_batched_tokens={r.max_num_batched_tokens}")
     if s.get("gpu_memory_utilization") is None:
         a.append(f"gpu_memory_utilization={r.util} (vLLM {e.version} default)")
+    if is_deepseek_v4(model):
+        a.append(f"DeepSeek-V4 KV cache as vLLM 0.33.0 builds it: per layer an fp8_ds_mla sliding-window cache, the "
+                 f"compressed and indexer caches and fp32 compressor states, packed in blocks of {r.block_size} "
+                 f"tokens ({out.kv_bytes_per_token:,} bytes per token of context, plus the windows and states per "
+                 f"request); earlier releases may pack them differently")
     a.append("activation peak, non-torch memory and CUDA-graph memory are predicted from terms calibrated on "
              "public start-up logs; vLLM measures them at start")
     if not e.cudagraph_subtracted and not r.enforce_eager:
         a.append("CUDA graphs are captured after the KV cache is sized (not subtracted before 0.20)")
     if r.scheme is not None:
         note = f"weights stored as {r.scheme.name} ({r.scheme.bytes_per_param:.3f} bytes per quantized parameter)"
+        if r.scheme.experts_bytes:
+            note += f", routed experts FP4 ({r.scheme.experts_bytes:.3f} bytes per parameter)"
         g = param_groups(model)
         kept = sum(kept_params(model, g, r.scheme) or [])
         if kept and g.linear:

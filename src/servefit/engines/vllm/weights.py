@@ -41,7 +41,7 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     # (model_executor/layers/fused_moe/layer.py::FusedMoE, ep_size = tp_size * dp_size)
     ep_share = 1.0 / r.dp if r.expert_parallel else 1.0
     dense_qb = db if r.scheme and r.scheme.experts_only else qb
-    experts_b = [x * qb * pad for x in g.experts]
+    experts_b = [x * ((r.scheme.experts_bytes if r.scheme else 0) or qb) * pad for x in g.experts]
     # layers the checkpoint keeps unquantized (modules_to_not_convert, ignore...) weigh db, not qb
     kept = kept_params(model, g, r.scheme) or [0.0] * len(g.attn)
     per_layer_full = [(a + m) * dense_qb + x + k * (db - qb)
