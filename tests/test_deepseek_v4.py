@@ -166,6 +166,21 @@ def test_vllm_packs_flash_caches_into_five_groups():
     assert lay.blocks_per_request(131072, 8192) == 512 + 2 * 131 + 2051 + 1041
 
 
+def test_window_buckets_are_capped_to_the_block_without_a_repeating_pattern():
+    """No rate-4 layer, so no balanced mixed-page bucket: the window and state buckets are state buckets,
+    split so that each group fits the anchor (the 61 x 1728 compressed pages): 105408 // 37440 = 2 window
+    layers a group (31 groups), 105408 // 32832 = 3 state layers a group (21 groups)."""
+    m = pro()
+    m = type(m)(**{**m.__dict__, "layout": {**m.layout, "compress_ratios": [128] * 61 + [0]}})
+    lay = kv_dsv4.layout(m)
+    assert lay.bytes_per_block == 61 * _page(2, 584) == 105_408
+    windows = [g for g in lay.groups if g.window == 128 and g.block_size == 64]
+    states = [g for g in lay.groups if g.block_size == 8]
+    assert (len(windows), len(states), len(lay.groups)) == (31, 21, 53)
+    # every n-th layer to a group (pattern_repeats[i::n]): 61 layers over 31 and over 21 groups
+    assert sorted({g.layers for g in windows}) == [1, 2] and sorted({g.layers for g in states}) == [2, 3]
+
+
 def test_vllm_plan_of_flash():
     site = site_from_argv(["vllm", "serve", "deepseek-ai/DeepSeek-V4-Flash", "--tensor-parallel-size", "4",
                            "--max-model-len", "131072"])
