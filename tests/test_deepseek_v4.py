@@ -11,8 +11,8 @@ import pytest
 from servefit.core import UsageError
 from servefit.engines.vllm import kv_dsv4
 from servefit.memory.weights import scheme_for, weight_bytes
-from servefit.models import catalog, count_params, resolve_model
 from servefit.models import arch_deepseek_v4 as v4
+from servefit.models import catalog, count_params, resolve_model
 from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
 
