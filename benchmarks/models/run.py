@@ -22,6 +22,11 @@ directory, so nothing but servefit's own data can answer. Each reference ends as
   derivative  sized as a catalogued base its name points to; servefit printed the assumption
   lock        read from a committed model lock
   unknown     not sized (SF002): the reason is the one-line error servefit printed
+
+A reference whose model resolves but whose engine servefit cannot plan for that model (SGLang with
+DeepSeek-V4's compressed attention, an architecture the engine's memory model does not cover) is
+counted as unknown too: the engine's plan is tried on eight H100s, and a plan servefit refuses to
+make is not a sized server.
 """
 
 from __future__ import annotations
@@ -201,10 +206,22 @@ def _resolve(engine_name: str, ref: str, notes: list[str] | None = None, command
     if not cfg.model_ref:
         raise UsageError(f"{engine.title}: no model given in the command")
     try:
-        return resolve_site_model(engine, site, cfg, target)
+        spec = resolve_site_model(engine, site, cfg, target)
+        _plannable(engine, cfg, spec)
+        return spec
     finally:
         if notes is not None:  # the engine-version guess is not about the model
             notes.extend(a for a in cfg.assumptions if "no version given" not in a)
+
+
+def _plannable(engine: Any, cfg: Any, spec: Any) -> None:
+    """Raise the engine's UsageError where servefit resolves the model but cannot plan the server
+    (the line estimate prints); a plan that predicts a refusal or an OOM is still a sized server."""
+    from servefit.hardware.catalog import lookup
+
+    gpu = lookup("H100")
+    if gpu is not None:
+        engine.plan(cfg, spec, gpu, 8)
 
 
 def _lock_context() -> Any:
