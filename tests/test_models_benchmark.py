@@ -58,6 +58,15 @@ def test_ollama_library_tag_is_a_catalog_hit():
     assert out.notes == ["model tag llama3.1:8b -> meta-llama/Llama-3.1-8B-Instruct (Q4_K_M)"]
 
 
+def test_a_model_the_engine_cannot_plan_is_not_sized():
+    """Resolving the name is not enough: the engine's plan must be one servefit can make."""
+    planned = one("deepseek-ai/DeepSeek-V4-Flash", "vllm")
+    assert (planned.status, planned.model) == ("catalog", "deepseek-ai/DeepSeek-V4-Flash")
+    out = one("deepseek-ai/DeepSeek-V4-Flash", "sglang")
+    assert (out.status, out.model) == ("unknown", None)
+    assert out.reason is not None and out.reason.startswith("servefit does not model how SGLang caches")
+
+
 def test_bare_mount_point_is_unknown_with_the_reason():
     out = one("/data", "tgi")
     assert (out.status, out.model, out.resolved_from) == ("unknown", None, None)
