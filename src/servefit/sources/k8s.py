@@ -1,7 +1,8 @@
 """Kubernetes manifests, multi-document: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
 CronJob, Pod, PodTemplate, Argo Rollout, Knative Service, LeaderWorkerSet, KServe
 ServingRuntime / InferenceService and KubeAI Model (k8s_serving.py), vLLM production-stack VLLMRuntime, Flux
-HelmRelease (its `values:`), List, and llama-swap configs embedded in a ConfigMap.
+HelmRelease (its `values:`), List, llama-swap configs embedded in a ConfigMap, and the pod templates
+any other resource nests in its spec (RoleBasedGroup roles, KubeRay groups).
 
 A container is a server when its command (after `command` + `args`, the image's entrypoint,
 `sh -c` unwrapping and `$(VAR)` expansion from the same container's env) starts an engine;
@@ -141,9 +142,7 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         size = to_int(y.str(y.get(lwt, "size"))) or 1
         worker = y.get(lwt, "workerTemplate", "spec")
         leader = y.get(lwt, "leaderTemplate", "spec") or worker
-        worker_gpus = sum(gpu_count(y, c)[0] or 0 for c in y.seq(y.get(worker, "containers")))
-        extra = (worker_gpus * (size - 1), f"+ {size - 1} worker pod(s) × {worker_gpus} (LeaderWorkerSet size {size})")
-        pod_sites(y, leader, fc, cms, f"{label}/leader", kind, extra if size > 1 else None)
+        pod_sites(y, leader, fc, cms, f"{label}/leader", kind, group_gpus(y, worker, size, "LeaderWorkerSet"))
         if y.get(lwt, "leaderTemplate") is not None:
             pod_sites(y, worker, fc, cms, f"{label}/worker", kind)
     elif kind == "InferenceService":
@@ -164,6 +163,43 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         pod = y.get(doc, "spec", "template", "spec")
         if y.get(pod, "containers") is not None:
             pod_sites(y, pod, fc, cms, label, kind)
+        else:  # a custom resource (RoleBasedGroup, RayService, ...): every pod template in its spec
+            for where, found, size in custom_pods(y, y.get(doc, "spec")):
+                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"))
+
+
+def custom_pods(y: Y, node: Node | None, where: str = "", size: int = 1,
+                depth: int = 0) -> list[tuple[str, Node, int]]:
+    """The pod specs of a resource servefit has no layout for: each mapping whose `containers` is a
+    list of containers with an image, wherever the resource nests it (sgl-project/rbg's
+    `roles[].standalonePattern.template.spec`, KubeRay's `headGroupSpec.template.spec`), with the
+    names on the way (a list item's `name` or KubeRay's `groupName`) for the label and the pods per instance where a
+    leader-worker group sets `size` (RBG's v1alpha2 `leaderWorkerPattern`, v1alpha1
+    `leaderWorkerSet`: one leader and size - 1 workers run the same template). Bounded in depth."""
+    if node is None or depth > 8:
+        return []
+    if isinstance(node, MappingNode):
+        box = y.seq(y.get(node, "containers"))
+        if box and any(y.get(c, "image") is not None for c in box):
+            return [(where, node, size)]
+        group = y.get(node, "leaderWorkerPattern") or y.get(node, "leaderWorkerSet")
+        size = to_int(y.str(y.get(group, "size"))) or size
+        return [hit for _, _, v in y.items(node) for hit in custom_pods(y, v, where, size, depth + 1)]
+    if isinstance(node, SequenceNode):
+        out: list[tuple[str, Node, int]] = []
+        for item in y.seq(node):
+            named = (y.str(y.get(item, "name")) or y.str(y.get(item, "groupName"))) if isinstance(item, MappingNode) else None
+            out.extend(custom_pods(y, item, f"{where}/{named}" if named else where, size, depth + 1))
+        return out
+    return []
+
+
+def group_gpus(y: Y, pod: Node | None, size: int, what: str) -> tuple[int, str] | None:
+    """The GPUs the other size - 1 pods of a multi-pod instance add to the leader's, with the reason."""
+    if size <= 1:
+        return None
+    gpus = sum(gpu_count(y, c)[0] or 0 for c in y.seq(y.get(pod, "containers")))
+    return gpus * (size - 1), f"+ {size - 1} worker pod(s) × {gpus} ({what} size {size})"
 
 
 # label keys that name an application rather than a model (their values are tried after the
@@ -363,6 +399,9 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
         count += group[0]
         count_src += f" {group[1]}"
     hint: GpuHint | None = merge(best_label(names), count, count_src, count_tok.span if count_tok else None)
+    if group is not None and count is not None and count - group[0] <= 1:
+        for launch in launches:  # one GPU per pod: the ranks meet over the network, not /dev/shm
+            launch.shm = True if launch.shm is None else launch.shm
     set_shm(y, c, launches, host_ipc, mem_vols)
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]

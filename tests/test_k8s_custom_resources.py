@@ -1,0 +1,54 @@
+"""Resources servefit has no layout for (sgl-project/rbg's RoleBasedGroup, KubeRay's RayService):
+the pod templates they nest are read like any other pod, and a leader-worker group's other pods
+add their GPUs to the leader's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from servefit.linter import lint_paths
+from servefit.sources import scan_file
+
+FIX = Path(__file__).parent / "fixtures" / "sources" / "k8s"
+
+
+def argv(site) -> list[str]:
+    return [t.text for t in site.argv]
+
+
+def test_role_based_group_v1alpha2_roles_are_servers():
+    prefill, decode = scan_file(str(FIX / "rbg_v1alpha2.yaml")).sites
+    assert prefill.name == "RoleBasedGroup/sglang-pd-inference/prefill/sglang"
+    assert argv(prefill)[3:5] == ["--model-path", "Qwen/Qwen3-0.6B"]
+    assert (prefill.argv[4].span.line, prefill.gpu.count) == (20, 1)
+    assert decode.name == "RoleBasedGroup/sglang-pd-inference/decode/sglang"
+    assert argv(decode)[4] == "Qwen/Qwen3-32B" and decode.argv[4].span.line == 35
+    # leaderWorkerPattern size 2: the worker pod's GPU joins the leader's
+    assert decode.gpu.count == 2
+    assert decode.gpu.source.endswith("+ 1 worker pod(s) × 1 (leader-worker size 2)")
+
+
+def test_role_based_group_v1alpha1_leader_worker_set_size():
+    [site] = scan_file(str(FIX / "rbg_v1alpha1.yaml")).sites
+    assert site.name == "RoleBasedGroup/vllm-multi-node/inference/vllm"
+    assert argv(site)[-4:] == ["--tensor-parallel-size", "8", "--pipeline-parallel-size", "3"]
+    assert site.gpu.count == 24
+
+
+def test_ray_service_worker_group_and_a_resource_without_pods():
+    [site] = scan_file(str(FIX / "rayservice.yaml")).sites  # the ray head runs no engine; Widget has no pod
+    assert site.name == "RayService/llama-serve/gpu-group/llm"
+    assert argv(site) == ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"]
+    assert site.gpu.count == 1
+
+
+def test_one_gpu_per_pod_needs_no_shared_memory_but_one_pod_with_two_does(tmp_path):
+    """NCCL ranks in different pods meet over the network: no SF102 for a group of one-GPU pods;
+    the same group with two GPUs in a pod and no /dev/shm volume gets it."""
+    report = lint_paths([str(FIX / "rbg_v1alpha2.yaml")])
+    assert [f.code for f in report.findings if f.code.startswith("SF10")] == []
+    two = tmp_path / "rbg.yaml"
+    two.write_text((FIX / "rbg_v1alpha2.yaml").read_text().replace('"--tp", "2"', '"--tp", "4"')
+                   .replace('nvidia.com/gpu: "1"\n', 'nvidia.com/gpu: "2"\n'))
+    found = [(f.code, f.span.line) for f in lint_paths([str(two)]).findings if f.code.startswith("SF10")]
+    assert found == [("SF102", 35)]
