@@ -52,3 +52,14 @@ def test_one_gpu_per_pod_needs_no_shared_memory_but_one_pod_with_two_does(tmp_pa
                    .replace('nvidia.com/gpu: "1"\n', 'nvidia.com/gpu: "2"\n'))
     found = [(f.code, f.span.line) for f in lint_paths([str(two)]).findings if f.code.startswith("SF10")]
     assert found == [("SF102", 35)]
+
+
+def test_an_engine_image_in_a_resource_with_no_pod_template_is_said_not_read():
+    """DynamoGraphDeployment keeps its container under `extraPodSpec.mainContainer`: no pod template,
+    so the engine image gets SF116 at its line instead of a silent "0 servers"."""
+    report = lint_paths([str(FIX / "dynamo_graph.yaml")])
+    assert [(f.code, f.span.line, f.span.col) for f in report.findings] == [("SF116", 14, 18)]
+    assert "DynamoGraphDeployment resource" in report.findings[0].message
+    assert scan_file(str(FIX / "dynamo_graph.yaml")).sites == []
+    # a resource whose pods were read gets no SF116 for the same image
+    assert [f.code for f in lint_paths([str(FIX / "rayservice.yaml")]).findings if f.code == "SF116"] == []

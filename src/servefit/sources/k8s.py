@@ -164,8 +164,11 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         if y.get(pod, "containers") is not None:
             pod_sites(y, pod, fc, cms, label, kind)
         else:  # a custom resource (RoleBasedGroup, RayService, ...): every pod template in its spec
+            before = len(fc.sites)
             for where, found, size in custom_pods(y, y.get(doc, "spec")):
                 pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"))
+            if len(fc.sites) == before:
+                _unread_engine_images(y, doc, fc, kind)
 
 
 def custom_pods(y: Y, node: Node | None, where: str = "", size: int = 1,
@@ -192,6 +195,26 @@ def custom_pods(y: Y, node: Node | None, where: str = "", size: int = 1,
             out.extend(custom_pods(y, item, f"{where}/{named}" if named else where, size, depth + 1))
         return out
     return []
+
+
+def _unread_engine_images(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
+    """SF116 on each engine image a resource names where no server was read from it: its command
+    lives where servefit does not look (an operator's own container field), so nothing was checked."""
+    from servefit.sources.helm import image_not_read
+
+    stack: list[tuple[Node, int]] = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, MappingNode) and depth < 12:
+            image = y.tok(y.get(node, "image")) if isinstance(y.get(node, "image"), ScalarNode) else None
+            if image is not None and detect.engine_of_image(image.text) is not None:
+                fc.findings.append(image_not_read(image, why=(
+                    f"it sits in a {kind} resource where servefit finds no pod template with its command, so this "
+                    "server's settings were not checked: lint the manifests the operator creates "
+                    "(`kubectl get pods -o yaml`) or a Deployment with the same container")))
+            stack.extend((v, depth + 1) for _, _, v in reversed(y.items(node)))
+        elif isinstance(node, SequenceNode) and depth < 12:
+            stack.extend((item, depth + 1) for item in reversed(y.seq(node)))
 
 
 def group_gpus(y: Y, pod: Node | None, size: int, what: str) -> tuple[int, str] | None:
