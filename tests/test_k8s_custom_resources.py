@@ -59,7 +59,72 @@ def test_an_engine_image_in_a_resource_with_no_pod_template_is_said_not_read():
     so the engine image gets SF116 at its line instead of a silent "0 servers"."""
     report = lint_paths([str(FIX / "dynamo_graph.yaml")])
     assert [(f.code, f.span.line, f.span.col) for f in report.findings] == [("SF116", 14, 18)]
-    assert "DynamoGraphDeployment resource" in report.findings[0].message
+    assert ("servefit does not read what this DynamoGraphDeployment starts with it "
+            "(`python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B`)") in report.findings[0].message
     assert scan_file(str(FIX / "dynamo_graph.yaml")).sites == []
     # a resource whose pods were read gets no SF116 for the same image
     assert [f.code for f in lint_paths([str(FIX / "rayservice.yaml")]).findings if f.code == "SF116"] == []
+
+
+def test_role_templates_are_merged_with_each_roles_patch(tmp_path):
+    """RBG's roleTemplates are not pods; a role's templateRef is the template with its patch laid
+    over it (containers matched by name): the image from the template, the command from the patch.
+    A role that runs another program from the engine's image (a Mooncake master) is no server and
+    gets no finding; a wrapper named after the engine (Dynamo's dynamo.sglang) gets SF116."""
+    f = tmp_path / "rbg.yaml"
+    f.write_text("""apiVersion: workloads.x-k8s.io/v1alpha2
+kind: RoleBasedGroup
+metadata:
+  name: pd
+spec:
+  roleTemplates:
+    - name: base
+      template:
+        spec:
+          containers:
+            - name: sglang
+              image: lmsysorg/sglang:v0.5.5
+              env:
+                - name: A
+                  value: "1"
+  roles:
+    - name: master
+      standalonePattern:
+        templateRef:
+          name: base
+          patch:
+            spec:
+              containers:
+                - name: sglang
+                  command: [mooncake_master, --rpc_port, "50051"]
+    - name: prefill
+      standalonePattern:
+        templateRef:
+          name: base
+          patch:
+            spec:
+              containers:
+                - name: sglang
+                  command: [python3, -m, sglang.launch_server, --model-path, Qwen/Qwen3-8B, --tp, "2"]
+                  resources:
+                    limits:
+                      nvidia.com/gpu: "2"
+""")
+    [site] = scan_file(str(f)).sites
+    assert site.name == "RoleBasedGroup/pd/prefill/sglang"
+    assert [t.text for t in site.argv][4] == "Qwen/Qwen3-8B" and (site.argv[4].span.line, site.argv[4].span.col) == (34, 78)
+    assert site.gpu.count == 2 and site.env["A"].text == "1"  # the template's env is kept
+    assert [f.code for f in lint_paths([str(f)]).findings if f.code in ("SF116", "SGL002", "SGL001")] == []
+    f.write_text(f.read_text().replace("sglang.launch_server", "dynamo.sglang"))
+    assert scan_file(str(f)).sites == []
+    assert [(x.code, x.span.line) for x in lint_paths([str(f)]).findings] == [("SF116", 12)]
+
+
+def test_a_leader_worker_sets_worker_counts_the_whole_group():
+    """The worker pod of a two-pod LeaderWorkerSet runs the same server: its TP 2 spans the leader's
+    GPU and its own, so no SF101."""
+    report = lint_paths([str(FIX / "lws_one_gpu_pods.yaml")])
+    assert [f.code for f in report.findings if f.code in ("SF101", "SF102")] == []
+    leader, worker = scan_file(str(FIX / "lws_one_gpu_pods.yaml")).sites
+    assert (leader.gpu.count, worker.gpu.count) == (2, 2)
+    assert worker.gpu.source.endswith("+ the leader pod × 1 (LeaderWorkerSet size 2)")

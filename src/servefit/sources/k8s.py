@@ -143,8 +143,13 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         worker = y.get(lwt, "workerTemplate", "spec")
         leader = y.get(lwt, "leaderTemplate", "spec") or worker
         pod_sites(y, leader, fc, cms, f"{label}/leader", kind, group_gpus(y, worker, size, "LeaderWorkerSet"))
-        if y.get(lwt, "leaderTemplate") is not None:
-            pod_sites(y, worker, fc, cms, f"{label}/worker", kind)
+        if y.get(lwt, "leaderTemplate") is not None:  # a worker runs in the same group: its GPUs are the group's
+            lead = sum(gpu_count(y, c)[0] or 0 for c in y.seq(y.get(leader, "containers")))
+            each = sum(gpu_count(y, c)[0] or 0 for c in y.seq(y.get(worker, "containers")))
+            others = (lead + each * (size - 2), f"+ the leader pod × {lead}"
+                      + (f" and {size - 2} other worker pod(s) × {each}" if size > 2 else "")
+                      + f" (LeaderWorkerSet size {size})") if size > 1 else None
+            pod_sites(y, worker, fc, cms, f"{label}/worker", kind, others)
     elif kind == "InferenceService":
         from servefit.sources.k8s_serving import inference_service
 

@@ -12,47 +12,111 @@ from servefit.sources.hints import to_int
 from servefit.sources.yamlpos import Y
 
 
-def custom_pods(y: Y, node: Node | None, where: str = "", size: int = 1,
-                depth: int = 0) -> list[tuple[str, Node, int]]:
+def custom_pods(y: Y, spec: Node | None) -> list[tuple[str, Node, int]]:
     """The pod specs of a resource servefit has no layout for: each mapping whose `containers` is a
     list of containers with an image, wherever the resource nests it (sgl-project/rbg's
     `roles[].standalonePattern.template.spec`, KubeRay's `headGroupSpec.template.spec`), with the
-    names on the way (a list item's `name` or KubeRay's `groupName`) for the label and the pods per instance where a
-    leader-worker group sets `size` (RBG's v1alpha2 `leaderWorkerPattern`, v1alpha1
-    `leaderWorkerSet`: one leader and size - 1 workers run the same template). Bounded in depth."""
+    names on the way (a list item's `name` or KubeRay's `groupName`) for the label and the pods per
+    instance where a leader-worker group sets `size` (RBG's v1alpha2 `leaderWorkerPattern`, v1alpha1
+    `leaderWorkerSet`: one leader and size - 1 workers run the same template). RBG's `roleTemplates`
+    are templates, not pods: a role's `templateRef` is the named template with its `patch` laid over
+    it (rbg's role template resolution: the patch is a strategic merge, containers matched by name)."""
+    templates = {y.str(y.get(t, "name")): y.get(t, "template", "spec") for t in y.seq(y.get(spec, "roleTemplates"))}
+    return _pods(y, spec, templates)
+
+
+def _pods(y: Y, node: Node | None, templates: dict[str | None, Node | None], where: str = "", size: int = 1,
+          depth: int = 0) -> list[tuple[str, Node, int]]:
     if node is None or depth > 8:
         return []
     if isinstance(node, MappingNode):
+        ref = y.get(node, "templateRef")
+        if ref is not None and templates.get(y.str(y.get(ref, "name"))) is not None:
+            node = _merge(y, templates[y.str(y.get(ref, "name"))], y.get(ref, "patch", "spec")) or node
         box = y.seq(y.get(node, "containers"))
         if box and any(y.get(c, "image") is not None for c in box):
             return [(where, node, size)]
         group = y.get(node, "leaderWorkerPattern") or y.get(node, "leaderWorkerSet")
         size = to_int(y.str(y.get(group, "size"))) or size
-        return [hit for _, _, v in y.items(node) for hit in custom_pods(y, v, where, size, depth + 1)]
+        return [hit for key, _, v in y.items(node) if key != "roleTemplates"
+                for hit in _pods(y, v, templates, where, size, depth + 1)]
     if isinstance(node, SequenceNode):
         out: list[tuple[str, Node, int]] = []
         for item in y.seq(node):
             named = (y.str(y.get(item, "name")) or y.str(y.get(item, "groupName"))) if isinstance(item, MappingNode) else None
-            out.extend(custom_pods(y, item, f"{where}/{named}" if named else where, size, depth + 1))
+            out.extend(_pods(y, item, templates, f"{where}/{named}" if named else where, size, depth + 1))
         return out
     return []
 
 
+_BY_NAME = ("containers", "initContainers", "volumes", "env", "volumeMounts")  # lists a strategic merge matches by name
+
+
+def _merge(y: Y, base: Node | None, patch: Node | None) -> Node | None:
+    """`patch` laid over `base` the way a strategic merge patch does: mappings merge key by key, the
+    lists of named items above merge item by item, anything else the patch writes replaces the base."""
+    if patch is None or base is None:
+        return patch if base is None else base
+    if isinstance(base, MappingNode) and isinstance(patch, MappingNode):
+        pairs = []
+        ours = {y.str(k): (k, v) for k, v in patch.value}
+        for k, v in base.value:
+            key = y.str(k)
+            if key in ours:
+                pk, pv = ours.pop(key)
+                merged = _merge_list(y, v, pv) if key in _BY_NAME else _merge(y, v, pv)
+                pairs.append((pk, merged))
+            else:
+                pairs.append((k, v))
+        pairs.extend(ours.values())
+        return MappingNode(patch.tag, pairs, patch.start_mark, patch.end_mark)
+    return patch
+
+
+def _merge_list(y: Y, base: Node, patch: Node) -> Node:
+    if not (isinstance(base, SequenceNode) and isinstance(patch, SequenceNode)):
+        return patch
+    named = {y.str(y.get(item, "name")): item for item in y.seq(patch)}
+    items = [_merge(y, item, named.pop(y.str(y.get(item, "name")))) if y.str(y.get(item, "name")) in named else item
+             for item in y.seq(base)]
+    items += [item for item in y.seq(patch) if y.str(y.get(item, "name")) in named]
+    return SequenceNode(patch.tag, [i for i in items if i is not None], patch.start_mark, patch.end_mark)
+
+
 def unread_engine_images(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
-    """SF116 on each engine image a resource names where no server was read from it: its command
-    lives where servefit does not look (an operator's own container field), so nothing was checked."""
+    """SF116 on each engine image a resource runs where no server was read from it: a container with
+    no command (what its image runs there is not known) or one whose command is a wrapper named after
+    the engine (NVIDIA Dynamo's `python3 -m dynamo.sglang`), found in the pods above or where an
+    operator keeps its container (DynamoGraphDeployment's `extraPodSpec.mainContainer`). A container
+    that runs another program from the engine's image (a Mooncake store) is not a server."""
     from servefit.sources.helm import image_not_read
 
+    boxes = [c for _, pod, _ in custom_pods(y, y.get(doc, "spec")) for c in y.seq(y.get(pod, "containers"))]
     stack: list[tuple[Node, int]] = [(doc, 0)]
-    while stack:
+    while stack:  # containers outside pod templates
         node, depth = stack.pop()
-        if isinstance(node, MappingNode) and depth < 12:
-            image = y.tok(y.get(node, "image")) if isinstance(y.get(node, "image"), ScalarNode) else None
-            if image is not None and detect.engine_of_image(image.text) is not None:
-                fc.findings.append(image_not_read(image, why=(
-                    f"it sits in a {kind} resource where servefit finds no pod template with its command, so this "
-                    "server's settings were not checked: lint the manifests the operator creates "
-                    "(`kubectl get pods -o yaml`) or a Deployment with the same container")))
-            stack.extend((v, depth + 1) for _, _, v in reversed(y.items(node)))
+        if isinstance(node, MappingNode) and depth < 12 and y.get(node, "containers") is None:
+            if y.get(node, "image") is not None:
+                boxes.append(node)
+            stack.extend((v, depth + 1) for k, _, v in reversed(y.items(node)) if k != "roleTemplates")
         elif isinstance(node, SequenceNode) and depth < 12:
             stack.extend((item, depth + 1) for item in reversed(y.seq(node)))
+    for box in boxes:
+        image = y.tok(y.get(box, "image")) if isinstance(y.get(box, "image"), ScalarNode) else None
+        eng = detect.engine_of_image(image.text if image else None)
+        if image is None or eng is None:
+            continue
+        words = [w for part in ("command", "args") for w in _texts(y, y.get(box, part))]
+        if words and not detect.markers().search(" ".join(words[:4])):
+            continue
+        said = " ".join(words[:4])
+        how = f"`{said[:60]}{'…' if len(said) > 60 else ''}`" if words else "its image's own command"
+        fc.findings.append(image_not_read(image, why=(
+            f"servefit does not read what this {kind} starts with it ({how}), so this server's settings were not "
+            "checked: lint a Deployment or Pod with the engine's own command line")))
+
+
+def _texts(y: Y, node: Node | None) -> list[str]:
+    if isinstance(node, SequenceNode):
+        return [y.str(item) or "" for item in y.seq(node)]
+    return (y.str(node) or "").split()
