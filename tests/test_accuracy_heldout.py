@@ -106,7 +106,11 @@ SUBTERM_KNOWN_MISSES = {("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_conc
                         ("lambo-4x3090-qwen35-27b-eager-tp4-50k-u092-0190", "max_concurrency"): -0.0733,
                         ("souspilot-2x80gb-qwen36-27b-tp2-64k-0271", "cuda_graph_gib"): 0.3072,
                         ("activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151", "cuda_graph_gib"): 1.8568,
-                        ("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "cuda_graph_gib"): 6.0215}
+                        ("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "cuda_graph_gib"): 6.0215,
+                        # TGI pools missed on the third batch (calibration, measured, not fitted; the
+                        # reasons are in tests/test_accuracy_runner.py TGI_KNOWN_MISSES)
+                        ("tgi-1856-rtx3090-llama3-8b-instruct-v14", "max_batch_total_tokens"): -0.2298,
+                        ("tgi-2744-2xa100-llama31-70b-input-9999", "max_batch_total_tokens"): -0.1897}
 
 
 def _errors(rows, engine, split, key):
@@ -271,11 +275,26 @@ def test_sglang_heldout_pool_target(rows):
 
 
 
+# Issue 16's third TGI batch (tgi3): every pool as logged, pinned at the error measured when it was
+# first run (+-0.5 points), held-out ones included (measured once, not fitted).
+TGI_NEW = {"tgi-1856-rtx3090-llama3-8b-instruct-v14": -0.2298,  # calibration
+           "tgi-2744-2xa100-llama31-70b-input-9999": -0.1897,  # calibration
+           "tgi-1856-rtx3090-llama3-8b-instruct-awq-v14": 0.0046}  # held out
+
+
+def test_tgi_new_cases_per_case(rows):
+    got = {r["id"]: r["errors"]["max_batch_total_tokens"] for r in rows if r["id"] in TGI_NEW}
+    assert set(got) == set(TGI_NEW)
+    off = {k: round(v, 4) for k, v in got.items() if abs(v - TGI_NEW[k]) > 0.005}
+    assert not off, off
+
+
 def test_tgi_heldout_pool_target(rows):
-    """Issue 16's held-out target for TGI's pool: median <= 5% (met on the one held-out pool with an
-    openable source, Qwen2.5-VL-3B on an RTX A6000 with 3.2.3: -3.5%); its outcomes are pinned in
-    tests/test_accuracy_runner.py (TGI_KNOWN_OUTCOME_MISSES)."""
+    """Issue 16's held-out target for TGI's pool: median <= 5% (met on the two held-out pools with an
+    openable source: Qwen2.5-VL-3B on an RTX A6000 with 3.2.3, -3.5%, and an AWQ Llama-3-8B on an
+    RTX 3090 with 1.4.5, +0.5%); its outcomes are pinned in tests/test_accuracy_runner.py
+    (TGI_KNOWN_OUTCOME_MISSES)."""
     tgi = _errors(rows, "tgi", "heldout", "max_batch_total_tokens")
-    assert len(tgi) >= 1 and statistics.median(tgi) <= 0.05
+    assert len(tgi) >= 2 and statistics.median(tgi) <= 0.05
     blocks = {r["id"]: r["errors"]["kv_cache_blocks"] for r in rows if "kv_cache_blocks" in r["errors"]}
     assert abs(blocks["tgi-3181-a6000-qwen25-vl-3b-zero-config"] - (-0.0349)) <= 0.005, blocks

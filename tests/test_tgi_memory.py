@@ -80,6 +80,26 @@ def test_2x_warmup_includes_prefill_logprobs():
     assert plan3.memory.activation_peak < plan.memory.activation_peak / 3  # 3.x: one row per request
 
 
+def test_24_takes_prefill_logprobs_in_place():
+    """2.4.0's generate_token writes log_softmax over the lm_head output (#2661): the warm-up prefill
+    of 2.4.x holds one model-dtype tokens x vocab tensor less than 2.3.1's. Llama-3.1-8B, launcher
+    defaults 4095 / 4096 / 4145 (max_position_embeddings capped at 4096), fp16."""
+    n, v, h = 4145, 128256, 4096
+    fwd = n * (4 * h + 3 * 14336) * 2  # hidden states, fused gate_up output and its activated half
+    assert fwd == 492_359_680
+    # 2.3.1: head output (2 bytes) + log_softmax's copy and the sampler's (6 bytes) per logit
+    _, p23 = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", version="2.3.1")
+    assert p23.memory.activation_peak == n * v * 8 + n * h * 2 + fwd == 4_779_284_480
+    # 2.4.0 and 2.4.1: the log_softmax copy (2 bytes per logit) is gone
+    for version in ("2.4.0", "2.4.1"):
+        _, p24 = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct "
+                     "--max-batch-prefill-tokens 4145", version=version)
+        assert p24.memory.activation_peak == n * v * 6 + n * h * 2 + fwd == 3_716_042_240, version
+    assert p23.memory.activation_peak - 3_716_042_240 == n * v * 2 == 1_063_242_240
+    assert mem.logprob_extra_bytes(era("2.3.1"), 2) == 6 and mem.logprob_extra_bytes(era("2.4.0"), 2) == 4
+    assert mem.logprob_extra_bytes(era("2.4.0"), 4) == 2  # a float32 model's log_softmax tensor is 4 bytes
+
+
 def test_not_enough_memory_for_prefill_tokens():
     cfg, plan = run("text-generation-launcher --model-id meta-llama/Meta-Llama-3.1-70B-Instruct --max-input-length "
                     "131072 --max-total-tokens 139264 --num-shard 4 --sharded true", version="2.2.0",

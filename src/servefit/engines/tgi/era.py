@@ -17,6 +17,10 @@ huggingface/text-generation-inference.
 - The router's warmup requests ask for prefill log-probabilities of every prompt token before
   3.0 (the shard honours it); from 3.0 the shard ignores them unless REQUEST_LOGPROBS=1
   (models/flash_causal_lm.py: `if not REQUEST_LOGPROBS: r.prefill_logprobs = False`).
+  From 2.4.0 FlashCausalLM.generate_token takes those log-probabilities in place,
+  `torch.log_softmax(out, -1, out=out)` (#2661, "avoid copying the `out` tensor
+  (max_batch_prefill_tokens * vocab_size)"); before, `torch.log_softmax(out, -1)` allocated a
+  second tokens x vocab tensor in the model dtype.
 - Attention backend and block size (models/globals.py; launcher resolve_attention): 16 before
   2.3; from 2.3 flashinfer (block 1) by default, paged (16) below compute capability 8.0,
   flashdecoding (256) for head sizes flashinfer lacks.
@@ -53,6 +57,7 @@ class Era:
     max_new_from_total: bool  # >= 1.1: warmup requests ask max_total - truncate new tokens
     mpe_clamp: bool  # >= 3.0.2: shard default max_total_tokens also capped by max_position_embeddings
     chunking: bool  # >= 2.4.1 shard side prefill chunking (flashinfer / flashdecoding)
+    inplace_logsoftmax: bool = False  # >= 2.4.0: prefill log-probs overwrite the lm_head output
 
 
 def era(version: str | None) -> Era:
@@ -79,4 +84,5 @@ def era(version: str | None) -> Era:
         defaults = "compute"
     return Era(version=version or CURRENT, v=v, defaults=defaults, wiggle=wiggle, wiggle_of_total=v >= (3, 0, 0),
                warmup_logprobs=v < (3, 0, 0), attention_backends=v >= (2, 3, 0), router_v3=v >= (2, 3, 0),
-               max_new_from_total=v >= (1, 1, 0), mpe_clamp=v >= (3, 0, 2), chunking=v >= (2, 4, 1))
+               max_new_from_total=v >= (1, 1, 0), mpe_clamp=v >= (3, 0, 2), chunking=v >= (2, 4, 1),
+               inplace_logsoftmax=v >= (2, 4, 0))

@@ -138,8 +138,16 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
         mlp = 3 * (model.intermediate_size // shards)
     fwd = tokens * (4 * h + mlp) * db
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
-    head = rows * model.vocab_size * (db + (LOGPROB_EXTRA_BYTES if rows == tokens else 4)) + tokens * h * db
+    head = rows * model.vocab_size * (db + (logprob_extra_bytes(e, db) if rows == tokens else 4)) + tokens * h * db
     return int(fwd + head)
+
+
+def logprob_extra_bytes(e: Era, db: float) -> float:
+    """Bytes per logit the prefill log-probabilities hold beyond the lm_head output: LOGPROB_EXTRA_BYTES
+    counts log_softmax's output (one model-dtype tensor of tokens x vocab) among them; from 2.4.0
+    models/flash_causal_lm.py::FlashCausalLM.generate_token writes it over the head output
+    (`torch.log_softmax(out, -1, out=out)`), so that tensor is no longer allocated."""
+    return LOGPROB_EXTRA_BYTES - (db if e.inplace_logsoftmax else 0)
 
 
 def gemma3_mask_bytes(model: ModelSpec, e: Era, longest: int, requests: int, db: float, shards: int,
