@@ -140,6 +140,29 @@ def test_a_chart_whose_dependencies_are_not_vendored_renders_without_them(helm, 
     assert rc == 1 and where(err) == ("values-prod.yaml", 2, 14)  # the spans still point at the user's files
 
 
+def test_a_dependency_in_a_folder_of_the_repository_is_used(helm, capsys, chart):
+    """`repository: file://../common` names a chart in the same repository: servefit copies it into
+    the rendered copy's charts/, as `helm dependency build` would, so templates that include its
+    helpers render (without it helm fails on the missing template)."""
+    lib = chart.parent / "common"
+    (lib / "templates").mkdir(parents=True)
+    (lib / "Chart.yaml").write_text("apiVersion: v2\nname: common\nversion: 0.1.0\ntype: library\n")
+    (lib / "templates" / "_labels.tpl").write_text('{{- define "common.team" -}}\nteam: serving\n{{- end -}}\n')
+    with open(chart / "Chart.yaml", "a", encoding="utf-8") as fh:
+        fh.write("dependencies:\n  - name: common\n    version: 0.1.0\n    repository: file://../common\n")
+    tpl = chart / "templates" / "deployment.yaml"
+    tpl.write_text(tpl.read_text(encoding="utf-8").replace("  template:\n    metadata:\n      labels:\n",
+                                                            "  template:\n    metadata:\n      labels:\n"
+                                                            '        {{- include "common.team" . | nindent 8 }}\n', 1))
+    rc, found = lint(capsys, str(chart))
+    assert [f["code"] for f in found if f["code"] == "SF104"] == []
+    [err] = [f for f in found if f["severity"] == "error"]
+    assert rc == 1 and where(err) == ("values-prod.yaml", 2, 14)
+    shutil.rmtree(lib)  # the folder gone: said, and rendered without it (which fails on the include)
+    rc, found = lint(capsys, str(chart))
+    assert [f["message"].split(":")[0] for f in found if f["code"] == "SF104"][0] == "rendered without the dependencies common"
+
+
 def test_a_chart_that_does_not_render_says_why(helm, capsys, chart):
     tpl = chart / "templates" / "deployment.yaml"
     tpl.write_text(tpl.read_text(encoding="utf-8") + "{{ required \"set apiToken\" .Values.apiToken }}\n")

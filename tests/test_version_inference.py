@@ -256,6 +256,8 @@ def test_the_newest_modelled_counts_even_when_not_read():
     ("vllm/vllm-openai:v0.9.1", "0.9.1", False),
     ("vllm/vllm-openai@sha256:" + "0" * 64, "0.9.2", True),  # a digest names a build, not a version
     ("myorg/llm-gateway:latest", "0.9.2", True),  # not the engine's image: its vLLM is not known
+    ("opea/vllm-gaudi:latest", "0.9.2", True),  # someone's build of vLLM: its latest is not vLLM's newest
+    ("docker.io/vllm/vllm-openai:latest", CURRENT, False),
 ])
 def test_a_moving_image_tag_is_the_newest(image, version, dated):
     site = site_from_argv("vllm serve Qwen/Qwen3-8B --use-v2-block-manager".split(), {})

@@ -66,12 +66,14 @@ def moving_tag(site: LaunchSite | None) -> str | None:
     """The tag when the server runs the engine's own image by a tag that moves with its releases
     (`vllm/vllm-openai:latest`, no tag, `nightly`, llama.cpp `server-cuda`, Ollama `rocm`): the
     newest release runs where it is pulled, so that is the version given. None otherwise (a
-    version in the tag, a digest, another image)."""
+    version in the tag, a digest, another image, someone else's build of the engine)."""
     import re
 
-    from servefit.sources.detect import engine_of_image, split_image
+    from servefit.sources.detect import engine_of_image, official_image, split_image
 
     if site is None or not site.image or "@" in site.image or engine_of_image(site.image) != site.engine:
+        return None
+    if official_image(site.image) is False:  # a rebuild (opea/vllm-gaudi:latest): its tag follows its own releases
         return None
     tag = split_image(site.image)[1] or "latest"
     if re.search(r"\d+\.\d+|\bb\d{3,}", tag.replace("-", " ")) or "$" in tag or "{" in tag:

@@ -240,6 +240,16 @@ def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
 
 
+def official_image(image: str) -> bool | None:
+    """Whether the image is the engine's own (`vllm/vllm-openai`) rather than someone's build of it
+    (`opea/vllm-gaudi`); None where the engine's data lists no official images."""
+    eng = engine_of_image(image)
+    own = _table(eng).get("official_images") if eng else None
+    if not own:
+        return None
+    return split_image(image)[0].lower().removeprefix("docker.io/") in own
+
+
 def image_entrypoint(image: str | None) -> tuple[list[str], list[str], bool] | None:
     """(the ENTRYPOINT an engine image runs, its default CMD, whether that is the official
     image's documented entrypoint rather than servefit's assumption for a rebuild)."""
@@ -252,8 +262,7 @@ def image_entrypoint(image: str | None) -> tuple[list[str], list[str], bool] | N
 
         cmd = get(eng).image_command(image)
         return (cmd, [], False) if cmd else None
-    repo, _ = split_image(image)
-    known = repo.lower().removeprefix("docker.io/") in (table.get("official_images") or ())
+    known = bool(official_image(image))
     ver = version_of_image(image)
     for entry in table.get("image_entrypoint") or ():
         before = entry.get("before")

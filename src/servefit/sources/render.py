@@ -99,6 +99,26 @@ def render(chart: str, values: list[str], helm: str) -> tuple[str | None, str]:
 def missing_dependencies(chart: str) -> list[str]:
     """Dependencies Chart.yaml names that are not vendored in charts/ (helm template refuses the
     chart; servefit never downloads them)."""
+    deps = [str(d.get("name")) for d in _dependencies(chart) if d.get("name")]
+    sub = os.path.join(chart, "charts")
+    have = set(os.listdir(sub)) if os.path.isdir(sub) else set()
+    return [d for d in deps if d not in have and not any(h.startswith(f"{d}-") and h.endswith(".tgz") for h in have)]
+
+
+def local_dependencies(chart: str, names: list[str]) -> dict[str, str]:
+    """Of `names`, those Chart.yaml takes from a folder of the same repository (`repository:
+    file://../common`): the chart there, which `helm dependency build` would copy into charts/."""
+    out = {}
+    for d in _dependencies(chart):
+        repo = str(d.get("repository") or "")
+        if d.get("name") in names and repo.startswith("file://"):
+            path = os.path.normpath(os.path.join(chart, repo.removeprefix("file://")))
+            if os.path.isfile(os.path.join(path, CHART_FILE)):
+                out[str(d["name"])] = path
+    return out
+
+
+def _dependencies(chart: str) -> list[dict]:
     import yaml
 
     from servefit.safe_io import load_yaml
@@ -107,18 +127,15 @@ def missing_dependencies(chart: str) -> list[str]:
         meta = load_yaml(os.path.join(chart, "Chart.yaml")) or {}
     except (OSError, ValueError, yaml.YAMLError):
         return []
-    if not isinstance(meta, dict):
-        return []
-    deps = [d.get("name") for d in (meta.get("dependencies") or []) if isinstance(d, dict) and d.get("name")]
-    sub = os.path.join(chart, "charts")
-    have = set(os.listdir(sub)) if os.path.isdir(sub) else set()
-    return [str(d) for d in deps if d not in have and not any(h.startswith(f"{d}-") and h.endswith(".tgz")
-                                                             for h in have)]
+    deps = meta.get("dependencies") if isinstance(meta, dict) else None
+    return [d for d in deps or [] if isinstance(d, dict)]
 
 
-def render_without(chart: str, values: list[str], helm: str, missing: list[str]) -> tuple[str | None, str]:
+def render_without(chart: str, values: list[str], helm: str, missing: list[str],
+                   local: dict[str, str] | None = None) -> tuple[str | None, str]:
     """Render a copy of the chart whose Chart.yaml leaves out the dependencies that are not there:
-    the chart's own templates still render (and the missing ones are said to be left out)."""
+    the chart's own templates still render (and the missing ones are said to be left out). The
+    `local` ones (name -> folder) are copied into the copy's charts/, as `helm dependency build` does."""
     import shutil
     import tempfile
 
@@ -127,6 +144,8 @@ def render_without(chart: str, values: list[str], helm: str, missing: list[str])
     with tempfile.TemporaryDirectory(prefix="servefit-chart-") as tmp:
         copy = os.path.join(tmp, os.path.basename(os.path.abspath(chart)))
         shutil.copytree(chart, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        for name, path in (local or {}).items():
+            shutil.copytree(path, os.path.join(copy, "charts", name), symlinks=True, ignore=shutil.ignore_patterns(".git"))
         from servefit.safe_io import load_yaml
 
         loaded = load_yaml(os.path.join(copy, "Chart.yaml")) or {}
@@ -286,12 +305,14 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
                          "rendered, so only its values files were read (install helm 3 to lint the manifests "
                          "the cluster gets)", span=anchor))
             continue
-        missing = missing_dependencies(chart)
+        absent = missing_dependencies(chart)
+        local = local_dependencies(chart, absent)
+        missing = [d for d in absent if d not in local]
         if missing:
             out.findings.append(not_rendered(f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
                          "(servefit does not download them; `helm dependency build` does)", span=anchor))
         for values in values_sets(chart, given_values):
-            text, err = (render_without(chart, values, helm, missing) if missing else render(chart, values, helm))
+            text, err = (render_without(chart, values, helm, missing, local) if absent else render(chart, values, helm))
             label = ", ".join(os.path.basename(v) for v in values) or "values.yaml"
             if text is None:
                 out.findings.append(not_rendered(f"helm could not render this chart with {label}: {err}; "
