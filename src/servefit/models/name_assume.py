@@ -79,9 +79,10 @@ def _newest(idx: Any, entries: list[int], famword: dict[int, str]) -> int:
 
 
 def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[str],
-           root_of: Any) -> tuple[int, str, str] | None:
+           root_of: Any, have: frozenset[str] = frozenset()) -> tuple[int, str, str] | None:
     """(entry, words shown, why) for a name whose family word and size leave one catalogued layer
-    layout, or None."""
+    layout, or None. Entries of another kind (an embedding model, a guard) than the name's own
+    kinds `have` are none of its candidates."""
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     if len(sizes) != 1 or any(w in other for w in ws):
         return None
@@ -110,7 +111,7 @@ def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[
     famword: dict[int, str] = {}
     for f in fams:
         for i, _ in idx.by_key.get(((f,), size)) or ():
-            if i not in famword and not (idx.words[i] & set(other)):
+            if i not in famword and not (idx.words[i] & set(other)) and not idx.foreign(i, have):
                 famword[i] = f
                 entries.append(i)
     pool = [i for i in entries if i not in idx.finetunes] or entries
@@ -119,8 +120,10 @@ def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[
     best = _newest(idx, pool, famword)
     others = sorted({idx.names[i] for i in pool} - {idx.names[best]})
     also = f" (the others: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''})" if others else ""
-    why = (f"its name carries the family word '{word}' and the size {size.upper()}, though not in the order a "
-           f"catalogued name writes them; the catalogued {word} releases at {size.upper()} have the same layers, "
+    odd = [x for x, yes in (("it has no version", word == root_of(word)),
+                            ("it follows the size", ws.index(word) > at)) if yes] or ["not as a catalogued name writes them"]
+    why = (f"its name carries the family word '{word}' and the size {size.upper()}, though {' and '.join(odd)}; "
+           f"the catalogued {word} releases at {size.upper()} have the same layers, "
            f"widths and heads{also}, so the newest was taken, and a fine-tune keeps its base's architecture (its "
            f"context and vocabulary may differ: pass --model-config for the checkpoint's own)")
     return best, f"{word}-{size}", why

@@ -9,14 +9,16 @@ import re
 from collections.abc import Collection
 
 from servefit.models.name_words import size_at
-from servefit.models.names import Index, _other_words, _root  # the index and its word rules
+from servefit.models.names import Index, _other_words, _root, kinds  # the index and its word rules
 
 
-def _family_pool(roots: list[str], other: Collection[str], idx: Index) -> dict[int, None]:
-    """Entries of the families `roots` whose names carry none of the words in `other`."""
+def _family_pool(roots: list[str], other: Collection[str], idx: Index, have: frozenset[str]) -> dict[int, None]:
+    """Entries of the families `roots` whose names carry none of the words in `other`, nor a kind
+    (an embedding model, a guard) the name's own kinds `have` lack."""
     pool: dict[int, None] = {}
     for r in roots:
-        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i].intersection(other)))
+        pool.update(dict.fromkeys(i for i in idx.by_root[r]
+                                  if not idx.words[i].intersection(other) and not idx.foreign(i, have)))
     return pool
 
 
@@ -26,7 +28,7 @@ def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
     lacks: said instead of suggestions of another size."""
     roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     lead = "-".join(w for w in key if _root(w) in roots)
-    pool = _family_pool(roots, _other_words() - set(key), idx)
+    pool = _family_pool(roots, _other_words() - set(key), idx, kinds(key))
     sizes = {sz for i in pool if (sz := idx.sizes.get(i)) and sz[0].isdigit() and idx.keys[i].startswith(lead)}
 
     def params(sz: str) -> float:
@@ -52,7 +54,7 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     sizes |= {s.split("-")[0] for s in sizes}
     have = set(ws)
     other = _other_words() - have
-    pool = _family_pool(roots, other, idx)
+    pool = _family_pool(roots, other, idx, kinds(ws))
 
     def same_size(i: int) -> bool:
         sz = idx.sizes.get(i)
