@@ -144,3 +144,36 @@ def test_checkpoints_of_another_kind_are_neither_assumed_nor_suggested():
     assert hit is not None and small.names[hit[0]] == "acme/Foo-8B"
     assert name_assume.assume(small, ["bar", "foo", "8b", "embedding"], names._other_words(), (), names._root,
                               names.kinds(["embedding"])) is None  # both are its kind's candidates: two layouts
+
+
+def test_unknown_family_with_a_version_and_an_moe_size():
+    m = resolve_gguf_ref("${SCRIPT_DIR}/models/Qwopus3.6-Q4_K_M/Qwopus3.6-35B-A3B-Coder-MTP-Q4_K_M.gguf")
+    assert m.name == "Qwen/Qwen3.6-35B-A3B" and m.resolved_from == "derivative"
+    m = catalog.lookup("acme/Qwopus3.6-35B-A3B")
+    assert m is not None and m.name == "Qwen/Qwen3.6-35B-A3B"
+    assert m.assumptions[0] == (
+        "resolved 'acme/Qwopus3.6-35B-A3B' to catalog entry 'Qwen/Qwen3.6-35B-A3B' by name ('qwopus3.6' is no "
+        "catalogued family, but its version and its size 35B-A3B (total and active parameters) are those of "
+        "Qwen/Qwen3.6-35B-A3B, so its architecture was assumed, as a fine-tune or distill keeps its base's (its "
+        "context and vocabulary may differ: pass --model-config for the checkpoint's own)); assumed the same architecture")
+    m = catalog.lookup("acme/Bar3.5-35B-A3B-Instruct")  # the version picks the release
+    assert m is not None and m.name == "Qwen/Qwen3.5-35B-A3B"
+
+
+@pytest.mark.parametrize("ref", [
+    "acme/Qwopus2-35B-A3B",  # no catalogued model of version 2 at 35B-A3B
+    "acme/Qwopus-35B-A3B",  # no version
+    "acme/Qwopus3.6-27B",  # a dense size: many families share one
+    "acme/Qwopus3.6-VL-35B-A3B",  # another architecture's word
+    "acme/Llama3.6-35B-A3B",  # a catalogued family: not stretched to another family's release
+    "acme/Qwopus3.6-Next3-35B-A3B",  # two versioned words
+])
+def test_unknown_family_and_moe_size_stays_unknown(ref):
+    assert catalog.lookup(ref) is None
+
+
+def test_moe_size_shared_by_several_layouts_stays_unknown_with_them_as_suggestions():
+    assert catalog.lookup("acme/Qwopus3-30B-A3B-Coder") is None  # Qwen3 and Nemotron 3 Nano at 30B-A3B differ
+    near = catalog.nearest("acme/Qwopus3-30B-A3B-Coder", 3)
+    assert near[0].startswith("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B") and "Qwen/Qwen3-30B-A3B" in near
+    assert catalog.nearest("acme/Qwopus2-30B-A3B", 3) == []  # of no catalogued model's version

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from servefit.models import name_assume
 from servefit.models.name_words import size_at
 from servefit.models.names import Index, _other_words, _root, kinds  # the index and its word rules
 
@@ -16,9 +17,10 @@ def _family_pool(roots: list[str], other: Collection[str], idx: Index, have: fro
     """Entries of the families `roots` whose names carry none of the words in `other`, nor a kind
     (an embedding model, a guard) the name's own kinds `have` lack."""
     pool: dict[int, None] = {}
+    kind = idx.kinds
     for r in roots:
-        pool.update(dict.fromkeys(i for i in idx.by_root[r]
-                                  if not idx.words[i].intersection(other) and not idx.foreign(i, have)))
+        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i].intersection(other)
+                                  and (i not in kind or kind[i] <= have)))
     return pool
 
 
@@ -43,12 +45,19 @@ def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
 
 def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     """Entries of the name's family (a catalogued family root) and, where the name has a size, of
-    that size (or MoE total), ranked by difflib on that short list; empty when no catalogued
-    family is in the name or the family has no entry at that size: a suggestion of another size or
-    another architecture (`-VL-`, `llava`) the name does not carry is noise."""
+    that size (or MoE total), ranked by difflib on that short list. For a name of no catalogued
+    family, the catalogued models of its version and MoE size (`Qwopus3-30B-A3B`: Qwen3 and
+    Nemotron 3 Nano, models/name_assume.py pair_pool), each family's first before the rest. Empty
+    when no catalogued family is in the name or the family has no entry at that size: a suggestion
+    of another size or another architecture (`-VL-`, `llava`) the name does not carry is noise."""
     roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     if not roots:
-        return []
+        pool = name_assume.pair_pool(idx, list(key), _other_words(), _root, kinds(key))[2]
+        first: dict[str, int] = {}
+        for i in sorted(pool):
+            first.setdefault(pool[i], i)
+        lead = sorted(first.values())
+        return (lead + [i for i in sorted(pool) if i not in lead])[:n]
     ws = list(key)
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     sizes |= {s.split("-")[0] for s in sizes}

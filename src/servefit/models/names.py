@@ -64,7 +64,9 @@ def _kind_words() -> tuple[str, ...]:
 def kinds(ws: Collection[str]) -> frozenset[str]:
     """The words of data/derivatives.yaml `other_kind` that the name's words carry (`qwen3guard` ->
     guard, `embeddings` -> embed)."""
-    return frozenset(k for k in _kind_words() for w in ws if (k in w if len(k) >= 5 else _root(w) == k))
+    return frozenset(k for k in _kind_words() for w in ws
+                     if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit()
+                         or w == k))
 
 
 @dataclass
@@ -294,7 +296,9 @@ def derive(ref: str, idx: Index) -> Derived | None:
     ruled = any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() for p in range(len(ws)))
     if found is None and not ruled:  # deepthought-8b-llama: only where the catalog leaves one layout
         generic = frozenset(str(w) for w in rules().get("generic_words") or ())
-        hit = name_assume.assume(idx, ws, _other_words(), generic, _root, kinds(ws))
+        have = kinds(ws)
+        hit = (name_assume.assume(idx, ws, _other_words(), generic, _root, have)
+               or name_assume.pair(idx, ws, _other_words(), _root, have))
         if hit is not None:
             found = Derived(entry=hit[0], base=hit[1], why=hit[2], guess=True)
     return found
