@@ -177,3 +177,12 @@ def test_moe_size_shared_by_several_layouts_stays_unknown_with_them_as_suggestio
     near = catalog.nearest("acme/Qwopus3-30B-A3B-Coder", 3)
     assert near[0].startswith("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B") and "Qwen/Qwen3-30B-A3B" in near
     assert catalog.nearest("acme/Qwopus2-30B-A3B", 3) == []  # of no catalogued model's version
+
+
+def test_devstral_at_24b_is_two_layouts():
+    # Devstral Small 1.x (2505, 2507) is text only, context 131072; Devstral Small 2 is Mistral 3 with a
+    # Pixtral vision tower, context 393216: a name of Devstral at 24B names neither, and both are suggested
+    for ref in ("$MODELS_DIR/Devstral-24B-AWQ-Marlin", "$MODELS_DIR/Devstral-24B-AWQ-4bit-calibrated"):
+        assert catalog.lookup(ref) is None
+        assert catalog.nearest(ref, 3) == ["mistralai/Devstral-Small-2505", "mistralai/Devstral-Small-2-24B-Instruct-2512"]
+    assert catalog.nearest("acme/Devstral-22B", 3) == []  # not 24B by a loose count

@@ -45,19 +45,20 @@ def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
 
 def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     """Entries of the name's family (a catalogued family root) and, where the name has a size, of
-    that size (or MoE total), ranked by difflib on that short list. For a name of no catalogued
+    that size (or MoE total; a release named by its size class, Devstral-Small-2505, by its parameter
+    count), ranked by difflib on that short list. For a name of no catalogued
     family, the catalogued models of its version and MoE size (`Qwopus3-30B-A3B`: Qwen3 and
     Nemotron 3 Nano, models/name_assume.py pair_pool), each family's first before the rest. Empty
     when no catalogued family is in the name or the family has no entry at that size: a suggestion
     of another size or another architecture (`-VL-`, `llava`) the name does not carry is noise."""
     roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     if not roots:
-        pool = name_assume.pair_pool(idx, list(key), _other_words(), _root, kinds(key))[2]
+        by_pair = name_assume.pair_pool(idx, list(key), _other_words(), _root, kinds(key))[2]
         first: dict[str, int] = {}
-        for i in sorted(pool):
-            first.setdefault(pool[i], i)
-        lead = sorted(first.values())
-        return (lead + [i for i in sorted(pool) if i not in lead])[:n]
+        for i in sorted(by_pair):
+            first.setdefault(by_pair[i], i)
+        heads = sorted(first.values())
+        return (heads + [i for i in sorted(by_pair) if i not in heads])[:n]
     ws = list(key)
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     sizes |= {s.split("-")[0] for s in sizes}
@@ -65,9 +66,11 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     other = _other_words() - have
     pool = _family_pool(roots, other, idx, kinds(ws))
 
-    def same_size(i: int) -> bool:
+    billions = {round(float(s[:-1])) for s in sizes if re.fullmatch(r"\d+(?:\.\d+)?b", s)}
+
+    def same_size(i: int) -> bool:  # or a release named by its size class of that many parameters
         sz = idx.sizes.get(i)
-        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes) or idx.billions.get(i, 0) in billions)
 
     lead = tuple(w for w in ws if _root(w) in roots)
 

@@ -89,6 +89,7 @@ class Index:
     shapes: dict[int, tuple[str, int]] = field(default_factory=dict)  # entry -> its layer layout (models/name_assume.py)
     lines: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # root -> one-word family -> sizes
     kinds: dict[int, frozenset[str]] = field(default_factory=dict)  # entry -> its other_kind words, where it has any
+    billions: dict[int, int] = field(default_factory=dict)  # entry named by a size class (small) -> its rounded size
 
     def foreign(self, i: int, have: frozenset[str]) -> bool:
         """Whether entry i is of a kind (an embedding model, a guard) the name's own kinds `have` lack."""
@@ -100,6 +101,7 @@ def _root(word: str) -> str:
 
 
 _BASE_MODEL = re.compile(r"(?m)^  base_model: ")
+_PARAMS = re.compile(r"(?m)^  params: (\d+)")
 
 
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
@@ -131,6 +133,8 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             org = rid.split("/")[0].lower() if "/" in rid else ""
             idx.org_words.update(w for w in SEP.split(org) if len(w) >= 4)
         idx.shapes[i] = name_assume.shape(text)
+        if idx.sizes.get(i) in SIZE_WORDS and (m := _PARAMS.search(text)) and int(m.group(1)) >= 2e9:
+            idx.billions[i] = round(int(m.group(1)) / 1e9)  # Devstral-Small-2505: 24 (for suggestions only)
         if own := frozenset.intersection(*(kinds(words(split_ref(rid)[1])) for rid in (name, *aliases))):
             idx.kinds[i] = own  # of that kind by every name (granite-3.1-8b's alias granite-guardian-3.1-8b is not)
     for fam, size in idx.by_key:
