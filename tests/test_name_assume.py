@@ -95,3 +95,94 @@ def test_gguf_named_by_an_ollama_family():
 def test_gguf_with_more_than_a_family_stays_unknown(ref):
     with pytest.raises(UsageError, match="cannot tell which model this GGUF is"):
         resolve_gguf_ref(ref)
+
+
+def test_a_size_written_with_an_underscore():
+    from servefit.models.name_words import words
+
+    assert words("Qwen-1_8B-Chat") == ["qwen", "1.8b", "chat"]  # 1.8B, not a release "Qwen1" at 8B
+    assert words("stablelm-2-1_6b") == ["stablelm2", "1.6b"]
+    assert words("internlm2_5-1_8b-chat") == ["internlm2.5", "1.8b", "chat"]
+    assert words("saiga_llama3_8b") == ["saiga", "llama3", "8b"]  # the version of the word before it
+    assert words("deepseek-r1_8b-llama-distill") == ["deepseek", "r1", "8b", "llama", "distill"]
+    assert words("Devstral-24B-AWQ-4bit-calibrated") == ["devstral", "24b"]  # a quantizer's word
+    m = catalog.lookup("acme/Qwen-1_8B-Chat-sft")
+    assert m is not None and m.name == "Qwen/Qwen-1_8B-Chat"
+
+
+def test_family_word_without_its_version():
+    # Qwen-1_8B is no Qwen release at 8B, so the catalogued Qwen releases at 8B (Qwen3-8B and its
+    # base) leave one layout
+    m = catalog.lookup("DragonLLM/Qwen-Open-Finance-R-8B")
+    assert m is not None and m.name == "Qwen/Qwen3-8B" and m.resolved_from == "derivative"
+    assert ("by name (its name carries the family word 'qwen' and the size 8B, though it has no version; the "
+            "catalogued qwen releases at 8B have the same layers, widths and heads (the others: Qwen/Qwen3-8B-Base)"
+            in m.assumptions[0])
+    assert catalog.lookup("acme/Qwen-Finance-7B") is None  # Qwen, Qwen1.5, Qwen2 and Qwen2.5 7B differ
+
+
+def test_checkpoints_of_another_kind_are_neither_assumed_nor_suggested():
+    from servefit.models import names
+
+    assert names.kinds(["qwen3guard", "gen"]) == {"guard"} and names.kinds(["embeddings"]) == {"embed"}
+    assert names.kinds(["granite", "guardian3.1"]) == {"guard"} and names.kinds(["tts"]) == {"tts"}
+    assert names.kinds(["neutts", "attstuff"]) == frozenset()  # a short kind word only as a word of its own
+    near = catalog.nearest("acme/Qwen3-Open-Finance-8B", 5)
+    assert near and not any("Embedding" in n or "Guard" in n for n in near)
+    assert catalog.nearest("acme/Qwen3-Embedding-8B-ft", 1) == ["Qwen/Qwen3-Embedding-8B"]
+    # an entry is of a kind only where every name of it says so (an alias granite-guardian-3.1-8b)
+    idx = catalog._index().names
+    i = idx.names.index("ibm-granite/granite-3.1-8b-instruct")
+    assert not idx.foreign(i, frozenset()) and idx.foreign(idx.names.index("Qwen/Qwen3-Embedding-8B"), frozenset())
+    # a catalog where the family's only other entry at that size is an embedding model of another
+    # layout: the generating model is assumed, the embedding model is no candidate
+    layers = "  model_type: foo\n  num_hidden_layers: {n}\n  hidden_size: 4096\n  num_attention_heads: 32\n"
+    small = names.build_index([("acme/Foo-8B", (), layers.format(n=32)),
+                               ("acme/Foo-8B-Embedding", (), layers.format(n=28)),
+                               ("acme/Foo-3B", (), layers.format(n=20))])
+    hit = name_assume.assume(small, ["bar", "foo", "8b"], names._other_words(), (), names._root, frozenset())
+    assert hit is not None and small.names[hit[0]] == "acme/Foo-8B"
+    assert name_assume.assume(small, ["bar", "foo", "8b", "embedding"], names._other_words(), (), names._root,
+                              names.kinds(["embedding"])) is None  # both are its kind's candidates: two layouts
+
+
+def test_unknown_family_with_a_version_and_an_moe_size():
+    m = resolve_gguf_ref("${SCRIPT_DIR}/models/Qwopus3.6-Q4_K_M/Qwopus3.6-35B-A3B-Coder-MTP-Q4_K_M.gguf")
+    assert m.name == "Qwen/Qwen3.6-35B-A3B" and m.resolved_from == "derivative"
+    m = catalog.lookup("acme/Qwopus3.6-35B-A3B")
+    assert m is not None and m.name == "Qwen/Qwen3.6-35B-A3B"
+    assert m.assumptions[0] == (
+        "resolved 'acme/Qwopus3.6-35B-A3B' to catalog entry 'Qwen/Qwen3.6-35B-A3B' by name ('qwopus3.6' is no "
+        "catalogued family, but its version and its size 35B-A3B (total and active parameters) are those of "
+        "Qwen/Qwen3.6-35B-A3B, so its architecture was assumed, as a fine-tune or distill keeps its base's (its "
+        "context and vocabulary may differ: pass --model-config for the checkpoint's own)); assumed the same architecture")
+    m = catalog.lookup("acme/Bar3.5-35B-A3B-Instruct")  # the version picks the release
+    assert m is not None and m.name == "Qwen/Qwen3.5-35B-A3B"
+
+
+@pytest.mark.parametrize("ref", [
+    "acme/Qwopus2-35B-A3B",  # no catalogued model of version 2 at 35B-A3B
+    "acme/Qwopus-35B-A3B",  # no version
+    "acme/Qwopus3.6-27B",  # a dense size: many families share one
+    "acme/Qwopus3.6-VL-35B-A3B",  # another architecture's word
+    "acme/Llama3.6-35B-A3B",  # a catalogued family: not stretched to another family's release
+    "acme/Qwopus3.6-Next3-35B-A3B",  # two versioned words
+])
+def test_unknown_family_and_moe_size_stays_unknown(ref):
+    assert catalog.lookup(ref) is None
+
+
+def test_moe_size_shared_by_several_layouts_stays_unknown_with_them_as_suggestions():
+    assert catalog.lookup("acme/Qwopus3-30B-A3B-Coder") is None  # Qwen3 and Nemotron 3 Nano at 30B-A3B differ
+    near = catalog.nearest("acme/Qwopus3-30B-A3B-Coder", 3)
+    assert near[0].startswith("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B") and "Qwen/Qwen3-30B-A3B" in near
+    assert catalog.nearest("acme/Qwopus2-30B-A3B", 3) == []  # of no catalogued model's version
+
+
+def test_devstral_at_24b_is_two_layouts():
+    # Devstral Small 1.x (2505, 2507) is text only, context 131072; Devstral Small 2 is Mistral 3 with a
+    # Pixtral vision tower, context 393216: a name of Devstral at 24B names neither, and both are suggested
+    for ref in ("$MODELS_DIR/Devstral-24B-AWQ-Marlin", "$MODELS_DIR/Devstral-24B-AWQ-4bit-calibrated"):
+        assert catalog.lookup(ref) is None
+        assert catalog.nearest(ref, 3) == ["mistralai/Devstral-Small-2505", "mistralai/Devstral-Small-2-24B-Instruct-2512"]
+    assert catalog.nearest("acme/Devstral-22B", 3) == []  # not 24B by a loose count

@@ -11,6 +11,11 @@ catalogued names of the same family and size. A name without a size never resolv
 catalog cannot tell that a family has one public size (`laura-mistral`: Mistral 7B v0.1 has sliding
 window attention, v0.2 and v0.3 do not; `wizardlm` has four sizes, one catalogued).
 models/names.py calls this only when nothing else explains the name.
+
+A name of no catalogued family, with a version and a mixture-of-experts size (total and active
+parameters: `Qwopus3.6-35B-A3B`, a distill of Qwen3.6-35B-A3B), is taken as the catalogued models
+of that same version and size where they share one layout (`pair`); where they do not (Qwen3 and
+Nemotron 3 Nano at 30B-A3B) it stays unknown, with those as suggestions (`pair_pool`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ _SHAPE_KEYS = ("vocab_size", "model_type", "num_hidden_layers", "hidden_size", "
 _SHAPE_LINE = re.compile(r"(?m)^  (" + "|".join(_SHAPE_KEYS) + r"):(.*)$")
 _NUMERIC = re.compile(r"^(\d|e\d)")  # 8b, 8x7b, 30b-a3b, e4b: not a size class (small, large)
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)$")
+_PAIR = re.compile(r"^\d+(?:\.\d+)?b-a\d+(?:\.\d+)?b$")  # 35b-a3b: total and active parameters
+_ACTIVE = re.compile(r"^a\d+(?:\.\d+)?b$")
 _NEAR = 4  # the family word at most three words from the size, either side (as models/names.py allows)
 
 
@@ -79,9 +86,10 @@ def _newest(idx: Any, entries: list[int], famword: dict[int, str]) -> int:
 
 
 def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[str],
-           root_of: Any) -> tuple[int, str, str] | None:
+           root_of: Any, have: frozenset[str] = frozenset()) -> tuple[int, str, str] | None:
     """(entry, words shown, why) for a name whose family word and size leave one catalogued layer
-    layout, or None."""
+    layout, or None. Entries of another kind (an embedding model, a guard) than the name's own
+    kinds `have` are none of its candidates."""
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     if len(sizes) != 1 or any(w in other for w in ws):
         return None
@@ -110,7 +118,7 @@ def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[
     famword: dict[int, str] = {}
     for f in fams:
         for i, _ in idx.by_key.get(((f,), size)) or ():
-            if i not in famword and not (idx.words[i] & set(other)):
+            if i not in famword and not (idx.words[i] & set(other)) and not idx.foreign(i, have):
                 famword[i] = f
                 entries.append(i)
     pool = [i for i in entries if i not in idx.finetunes] or entries
@@ -119,8 +127,58 @@ def assume(idx: Any, ws: list[str], other: Collection[str], generic: Collection[
     best = _newest(idx, pool, famword)
     others = sorted({idx.names[i] for i in pool} - {idx.names[best]})
     also = f" (the others: {', '.join(others[:3])}{', ...' if len(others) > 3 else ''})" if others else ""
-    why = (f"its name carries the family word '{word}' and the size {size.upper()}, though not in the order a "
-           f"catalogued name writes them; the catalogued {word} releases at {size.upper()} have the same layers, "
+    odd = [x for x, yes in (("it has no version", word == root_of(word)),
+                            ("it follows the size", ws.index(word) > at)) if yes] or ["not as a catalogued name writes them"]
+    why = (f"its name carries the family word '{word}' and the size {size.upper()}, though {' and '.join(odd)}; "
+           f"the catalogued {word} releases at {size.upper()} have the same layers, "
            f"widths and heads{also}, so the newest was taken, and a fine-tune keeps its base's architecture (its "
            f"context and vocabulary may differ: pass --model-config for the checkpoint's own)")
+    return best, f"{word}-{size}", why
+
+
+def pair_pool(idx: Any, ws: list[str], other: Collection[str], root_of: Any,
+              have: frozenset[str] = frozenset()) -> tuple[str, str, dict[int, str]]:
+    """(the name's versioned word, its MoE size, {entry: family word} of the catalogued models of
+    that version and size) for a name of no catalogued family whose one versioned word (`qwopus3.6`)
+    comes before its one MoE size (`35b-a3b`); empty where the name is not such a name, carries
+    another architecture's word, or no catalogued model has that version and size. Catalogued
+    fine-tunes and models of another kind than the name's (`have`) are left out."""
+    if not any(_ACTIVE.match(w) for w in ws):
+        return "", "", {}
+    sizes = [(k, sz) for k in range(len(ws)) if (sz := size_at(ws, k))]
+    if len(sizes) != 1 or not _PAIR.match(sizes[0][1]) or any(w in other for w in ws):
+        return "", "", {}
+    at, size = sizes[0]
+    versioned = [(k, lw) for k, w in enumerate(ws) if (lw := line_word(w))]
+    if (len(versioned) != 1 or not 0 < at - versioned[0][0] <= _NEAR
+            or any(root_of(w) in idx.by_root for w in ws)):  # a catalogued family: the name is its
+        return "", "", {}
+    version = versioned[0][1][1]
+    pool: dict[int, str] = {}
+    for (fam, sz), cands in idx.by_key.items():
+        if sz != size:
+            continue
+        word = next((w for w in fam if w not in idx.org_words), "")  # nvidia-nemotron3-nano: nemotron3
+        if not line_word(word) or _version(word) != version:  # not Nemotron-Cascade-2's sub-line version
+            continue
+        for i, _ in cands:
+            if i not in idx.finetunes and not (idx.words[i] & set(other)) and not idx.foreign(i, have):
+                pool.setdefault(i, word)
+    return ws[versioned[0][0]], size, pool
+
+
+def pair(idx: Any, ws: list[str], other: Collection[str], root_of: Any,
+         have: frozenset[str] = frozenset()) -> tuple[int, str, str] | None:
+    """(entry, words shown, why) for a name of no catalogued family whose version and MoE size
+    leave one catalogued layout (pair_pool), or None."""
+    word, size, pool = pair_pool(idx, ws, other, root_of, have)
+    if not pool or not _one_layout([tuple(idx.shapes[i]) for i in pool]):
+        return None
+    best = _newest(idx, list(pool), pool)
+    others = sorted({idx.names[i] for i in pool} - {idx.names[best]})
+    also = f" (and {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}, of the same layout)" if others else ""
+    big = size.upper()
+    why = (f"'{word}' is no catalogued family, but its version and its size {big} (total and active parameters) are "
+           f"those of {idx.names[best]}{also}, so its architecture was assumed, as a fine-tune or distill keeps its "
+           f"base's (its context and vocabulary may differ: pass --model-config for the checkpoint's own)")
     return best, f"{word}-{size}", why

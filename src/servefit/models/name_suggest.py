@@ -8,15 +8,19 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from servefit.models import name_assume
 from servefit.models.name_words import size_at
-from servefit.models.names import Index, _other_words, _root  # the index and its word rules
+from servefit.models.names import Index, _other_words, _root, kinds  # the index and its word rules
 
 
-def _family_pool(roots: list[str], other: Collection[str], idx: Index) -> dict[int, None]:
-    """Entries of the families `roots` whose names carry none of the words in `other`."""
+def _family_pool(roots: list[str], other: Collection[str], idx: Index, have: frozenset[str]) -> dict[int, None]:
+    """Entries of the families `roots` whose names carry none of the words in `other`, nor a kind
+    (an embedding model, a guard) the name's own kinds `have` lack."""
     pool: dict[int, None] = {}
+    kind = idx.kinds
     for r in roots:
-        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i].intersection(other)))
+        pool.update(dict.fromkeys(i for i in idx.by_root[r] if not idx.words[i].intersection(other)
+                                  and (i not in kind or kind[i] <= have)))
     return pool
 
 
@@ -26,7 +30,7 @@ def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
     lacks: said instead of suggestions of another size."""
     roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     lead = "-".join(w for w in key if _root(w) in roots)
-    pool = _family_pool(roots, _other_words() - set(key), idx)
+    pool = _family_pool(roots, _other_words() - set(key), idx, kinds(key))
     sizes = {sz for i in pool if (sz := idx.sizes.get(i)) and sz[0].isdigit() and idx.keys[i].startswith(lead)}
 
     def params(sz: str) -> float:
@@ -41,22 +45,32 @@ def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
 
 def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     """Entries of the name's family (a catalogued family root) and, where the name has a size, of
-    that size (or MoE total), ranked by difflib on that short list; empty when no catalogued
-    family is in the name or the family has no entry at that size: a suggestion of another size or
-    another architecture (`-VL-`, `llava`) the name does not carry is noise."""
+    that size (or MoE total; a release named by its size class, Devstral-Small-2505, by its parameter
+    count), ranked by difflib on that short list. For a name of no catalogued
+    family, the catalogued models of its version and MoE size (`Qwopus3-30B-A3B`: Qwen3 and
+    Nemotron 3 Nano, models/name_assume.py pair_pool), each family's first before the rest. Empty
+    when no catalogued family is in the name or the family has no entry at that size: a suggestion
+    of another size or another architecture (`-VL-`, `llava`) the name does not carry is noise."""
     roots = [r for r in (_root(w) for w in key) if r in idx.by_root]
     if not roots:
-        return []
+        by_pair = name_assume.pair_pool(idx, list(key), _other_words(), _root, kinds(key))[2]
+        first: dict[str, int] = {}
+        for i in sorted(by_pair):
+            first.setdefault(by_pair[i], i)
+        heads = sorted(first.values())
+        return (heads + [i for i in sorted(by_pair) if i not in heads])[:n]
     ws = list(key)
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     sizes |= {s.split("-")[0] for s in sizes}
     have = set(ws)
     other = _other_words() - have
-    pool = _family_pool(roots, other, idx)
+    pool = _family_pool(roots, other, idx, kinds(ws))
 
-    def same_size(i: int) -> bool:
+    billions = {round(float(s[:-1])) for s in sizes if re.fullmatch(r"\d+(?:\.\d+)?b", s)}
+
+    def same_size(i: int) -> bool:  # or a release named by its size class of that many parameters
         sz = idx.sizes.get(i)
-        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes))
+        return bool(sz and (sz in sizes or sz.split("-")[0] in sizes) or idx.billions.get(i, 0) in billions)
 
     lead = tuple(w for w in ws if _root(w) in roots)
 

@@ -19,11 +19,14 @@ _GGUF = re.compile(r"(?:^|[-_.])(?:ud[-_]|i1[-_])?(?:i?q[1-8](?:_[a-z0-9]+)*|q[2
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
 # qwen2_5 folders; ModelScope's download cache writes a dot as three underscores (Qwen3___5-35B-A3B)
 _UNDERSCORE_VERSION = re.compile(r"(?<=[a-z])(\d+)_(\d+)(?=$|[-_])|(\d+)___(\d+)")
+# a size with an underscore for its decimal point (Qwen-1_8B, stablelm-2-1_6b, OpenELM-1_1B): only as a word of
+# its own, so that saiga_llama3_8b stays llama3 at 8B
+_UNDERSCORE_SIZE = re.compile(r"(?<![\w.])(\d)_(\d)(?=[bm](?:$|[-_.\s]))")
 _DOT_WORD = re.compile(r"\.(?=[a-z])")
 SEP = re.compile(r"[-_\s]+")
 _DROP = {"gguf", "awq", "gptq", "int4", "int8", "int3", "fp8", "fp4", "nvfp4", "mxfp4", "bnb", "dynamic", "static",
          "2bit", "3bit", "4bit", "5bit", "6bit", "8bit", "w4a16", "w8a8", "w8a16", "w4a8", "quantized", "mlx",
-         "exl2", "marlin", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth", "qat",
+         "exl2", "marlin", "calibrated", "g128", "128g", "g32", "32g", "dwq", "ud", "i1", "imat", "imatrix", "unsloth", "qat",
          "bf16", "fp16", "f16", "fp32", "f32"}
 
 
@@ -59,7 +62,9 @@ def word_tuple(name: str) -> tuple[str, ...]:
         s = _SHARD.sub("", s[:-5])
     s = s.replace(":", "-")  # Ollama name:tag
     s = _GGUF.sub("-", s)
-    s = _UNDERSCORE_VERSION.sub(lambda m: f"{m[1] or m[3]}.{m[2] or m[4]}", s)  # qwen2_5 folders
+    if "_" in s:
+        s = _UNDERSCORE_SIZE.sub(r"\1.\2", s)  # Qwen-1_8B is 1.8B, not Qwen1 at 8B
+        s = _UNDERSCORE_VERSION.sub(lambda m: f"{m[1] or m[3]}.{m[2] or m[4]}", s)  # qwen2_5 folders
     s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
     toks = [t for t in SEP.split(s) if t and t not in _DROP]
     out: list[str] = []

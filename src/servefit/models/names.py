@@ -56,6 +56,19 @@ def _other_words() -> frozenset[str]:
     return frozenset(str(w) for w in rules().get("other_architecture") or ())
 
 
+@lru_cache(maxsize=1)
+def _kind_words() -> tuple[str, ...]:
+    return tuple(str(w) for w in rules().get("other_kind") or ())
+
+
+def kinds(ws: Collection[str]) -> frozenset[str]:
+    """The words of data/derivatives.yaml `other_kind` that the name's words carry (`qwen3guard` ->
+    guard, `embeddings` -> embed)."""
+    return frozenset(k for k in _kind_words() for w in ws
+                     if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit()
+                         or w == k))
+
+
 @dataclass
 class Index:
     """The catalog indexed by family, size and family root, built once, so a derivative name is matched and
@@ -75,6 +88,12 @@ class Index:
     org_words: set[str] = field(default_factory=set)  # words of catalogued organizations (qwen, google, llama)
     shapes: dict[int, tuple[str, int]] = field(default_factory=dict)  # entry -> its layer layout (models/name_assume.py)
     lines: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # root -> one-word family -> sizes
+    kinds: dict[int, frozenset[str]] = field(default_factory=dict)  # entry -> its other_kind words, where it has any
+    billions: dict[int, int] = field(default_factory=dict)  # entry named by a size class (small) -> its rounded size
+
+    def foreign(self, i: int, have: frozenset[str]) -> bool:
+        """Whether entry i is of a kind (an embedding model, a guard) the name's own kinds `have` lack."""
+        return bool(self.kinds.get(i, have) - have)
 
 
 def _root(word: str) -> str:
@@ -82,6 +101,7 @@ def _root(word: str) -> str:
 
 
 _BASE_MODEL = re.compile(r"(?m)^  base_model: ")
+_PARAMS = re.compile(r"(?m)^  params: (\d+)")
 
 
 def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
@@ -113,6 +133,10 @@ def build_index(chunks: list[tuple[str, tuple[str, ...], str]]) -> Index:
             org = rid.split("/")[0].lower() if "/" in rid else ""
             idx.org_words.update(w for w in SEP.split(org) if len(w) >= 4)
         idx.shapes[i] = name_assume.shape(text)
+        if idx.sizes.get(i) in SIZE_WORDS and (m := _PARAMS.search(text)) and int(m.group(1)) >= 2e9:
+            idx.billions[i] = round(int(m.group(1)) / 1e9)  # Devstral-Small-2505: 24 (for suggestions only)
+        if own := frozenset.intersection(*(kinds(words(split_ref(rid)[1])) for rid in (name, *aliases))):
+            idx.kinds[i] = own  # of that kind by every name (granite-3.1-8b's alias granite-guardian-3.1-8b is not)
     for fam, size in idx.by_key:
         if fam:
             name_assume.add_family(idx.lines, fam, size, _root(fam[0]))
@@ -276,7 +300,9 @@ def derive(ref: str, idx: Index) -> Derived | None:
     ruled = any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() for p in range(len(ws)))
     if found is None and not ruled:  # deepthought-8b-llama: only where the catalog leaves one layout
         generic = frozenset(str(w) for w in rules().get("generic_words") or ())
-        hit = name_assume.assume(idx, ws, _other_words(), generic, _root)
+        have = kinds(ws)
+        hit = (name_assume.assume(idx, ws, _other_words(), generic, _root, have)
+               or name_assume.pair(idx, ws, _other_words(), _root, have))
         if hit is not None:
             found = Derived(entry=hit[0], base=hit[1], why=hit[2], guess=True)
     return found
