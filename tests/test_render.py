@@ -163,6 +163,26 @@ def test_a_dependency_in_a_folder_of_the_repository_is_used(helm, capsys, chart)
     assert [f["message"].split(":")[0] for f in found if f["code"] == "SF104"][0] == "rendered without the dependencies common"
 
 
+def test_a_repository_dependency_brings_its_own_repository_dependencies(helm, capsys, chart):
+    """An umbrella chart's subchart that uses a library chart beside it: both are vendored."""
+    for name, dep in (("mid", "file://../common"), ("common", None)):
+        lib = chart.parent / name
+        (lib / "templates").mkdir(parents=True)
+        deps = f"dependencies:\n  - name: common\n    version: 0.1.0\n    repository: {dep}\n" if dep else ""
+        (lib / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 0.1.0\ntype: library\n{deps}")
+    (chart.parent / "common" / "templates" / "_t.tpl").write_text('{{- define "common.team" -}}\nteam: serving\n{{- end -}}\n')
+    (chart.parent / "mid" / "templates" / "_t.tpl").write_text('{{- define "mid.labels" -}}\n{{ include "common.team" . }}\n{{- end -}}\n')
+    with open(chart / "Chart.yaml", "a", encoding="utf-8") as fh:
+        fh.write("dependencies:\n  - name: mid\n    version: 0.1.0\n    repository: file://../mid\n")
+    tpl = chart / "templates" / "deployment.yaml"
+    tpl.write_text(tpl.read_text(encoding="utf-8").replace("  template:\n    metadata:\n      labels:\n",
+                                                            "  template:\n    metadata:\n      labels:\n"
+                                                            '        {{- include "mid.labels" . | nindent 8 }}\n', 1))
+    rc, found = lint(capsys, str(chart))
+    assert [f["code"] for f in found if f["code"] == "SF104"] == []
+    assert rc == 1 and [where(f) for f in found if f["severity"] == "error"] == [("values-prod.yaml", 2, 14)]
+
+
 def test_a_chart_that_does_not_render_says_why(helm, capsys, chart):
     tpl = chart / "templates" / "deployment.yaml"
     tpl.write_text(tpl.read_text(encoding="utf-8") + "{{ required \"set apiToken\" .Values.apiToken }}\n")

@@ -118,6 +118,17 @@ def local_dependencies(chart: str, names: list[str]) -> dict[str, str]:
     return out
 
 
+def _vendor(chart: str, dst: str, depth: int = 0) -> None:
+    """Copy a chart to `dst` with its own dependencies from folders of the repository, recursively
+    (an umbrella chart's subchart that uses a library chart beside it), as `helm dependency build` does."""
+    import shutil
+
+    shutil.copytree(chart, dst, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    if depth < 4:
+        for name, path in local_dependencies(chart, missing_dependencies(dst)).items():
+            _vendor(path, os.path.join(dst, "charts", name), depth + 1)
+
+
 def _dependencies(chart: str) -> list[dict]:
     import yaml
 
@@ -145,7 +156,7 @@ def render_without(chart: str, values: list[str], helm: str, missing: list[str],
         copy = os.path.join(tmp, os.path.basename(os.path.abspath(chart)))
         shutil.copytree(chart, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         for name, path in (local or {}).items():
-            shutil.copytree(path, os.path.join(copy, "charts", name), symlinks=True, ignore=shutil.ignore_patterns(".git"))
+            _vendor(path, os.path.join(copy, "charts", name))
         from servefit.safe_io import load_yaml
 
         loaded = load_yaml(os.path.join(copy, "Chart.yaml")) or {}
