@@ -158,6 +158,8 @@ def test_a_dependency_in_a_folder_of_the_repository_is_used(helm, capsys, chart)
     assert [f["code"] for f in found if f["code"] == "SF104"] == []
     [err] = [f for f in found if f["severity"] == "error"]
     assert rc == 1 and where(err) == ("values-prod.yaml", 2, 14)
+    rc, found = lint(capsys, str(chart.parent))  # the library chart linted with it renders nothing alone: no finding
+    assert [f["message"][:40] for f in found if f["code"] == "SF104"] == []
     shutil.rmtree(lib)  # the folder gone: said, and rendered without it (which fails on the include)
     rc, found = lint(capsys, str(chart))
     assert [f["message"].split(":")[0] for f in found if f["code"] == "SF104"][0] == "rendered without the dependencies common"

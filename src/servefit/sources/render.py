@@ -52,11 +52,21 @@ def helm_path() -> str | None:
 
 
 def find_charts(files: list[str]) -> list[str]:
-    """Chart directories (Chart.yaml with a templates/ directory) among the linted files;
-    a subchart under another chart's charts/ is rendered with its parent, not alone."""
+    """Chart directories (Chart.yaml with a templates/ directory, not a library chart) among the
+    linted files; a subchart under another chart's charts/ is rendered with its parent, not alone."""
     dirs = sorted({os.path.dirname(f) or "." for f in files if os.path.basename(f) == CHART_FILE})
-    dirs = [d for d in dirs if os.path.isdir(os.path.join(d, "templates"))]
+    dirs = [d for d in dirs if os.path.isdir(os.path.join(d, "templates")) and not _library(d)]
     return [d for d in dirs if not any(d.startswith(os.path.join(p, "charts") + os.sep) for p in dirs)]
+
+
+def _library(chart: str) -> bool:
+    """A library chart (`type: library`) renders nothing on its own: helm refuses to template it;
+    the charts that use it render its helpers."""
+    try:
+        with open(os.path.join(chart, CHART_FILE), encoding="utf-8", errors="replace") as fh:
+            return re.search(r"^type:\s*['\"]?library\b", fh.read(1 << 16), re.M) is not None
+    except OSError:
+        return False
 
 
 def values_sets(chart: str, given: list[str] | None) -> list[list[str]]:
