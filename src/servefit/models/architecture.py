@@ -386,6 +386,10 @@ def count_other_layouts(s: ModelSpec) -> int | None:
 
     if is_gemma4(s):  # per-layer-kind attention shapes, MoE beside the dense MLP
         return count_text(s)
+    if s.model_type == "kimi_k3":  # KDA + gated MLA, latent MoE, attention residuals
+        from servefit.models import arch_kimi_k3
+
+        return arch_kimi_k3.count_text(s)
     if s.model_type in ("gemma3n", "gemma3n_text"):  # AltUp, LAuReL, per-layer embeddings
         from servefit.models import arch_gemma3n
 

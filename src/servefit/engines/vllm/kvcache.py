@@ -108,7 +108,8 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
 def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: float, num_spec: int) -> int:
     """One recurrent layer's state on one TP rank (MambaSpec.page_size_bytes before padding), from
     vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator
-    (gated_delta_net_state_shape, mamba2_state_shape; v0.24). 0 when the catalog lacks the shape."""
+    (gated_delta_net_state_shape, mamba2_state_shape; v0.24; kda_state_shape, v0.33). 0 when the
+    catalog lacks the shape."""
     m = model.mamba or {}
     kernel = int(m.get("conv_kernel") or 4)
     if m.get("kind") == "gated_deltanet":
@@ -116,6 +117,11 @@ def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: fl
         kd, vd = int(m["key_head_dim"]), int(m["value_head_dim"])
         conv = (2 * kh * kd + vh * vd) // tp * (kernel - 1 + num_spec)
         return int(conv * conv_bytes + vh // tp * vd * kd * ssm_bytes)
+    if m.get("kind") == "kda":  # kda_state_shape: conv (q + k + v widths, kernel - 1), recurrent heads x hd x hd
+        heads, hd = int(m["num_value_heads"]), int(m["value_head_dim"])
+        kh, kd = int(m.get("num_key_heads") or heads), int(m.get("key_head_dim") or hd)
+        conv = (heads * hd + 2 * kh * kd) // tp * (kernel - 1 + num_spec)
+        return int(conv * conv_bytes + heads // tp * hd * hd * ssm_bytes)
     if m.get("kind") == "mamba1":  # mamba1_state_shape: conv (d_inner, kernel - 1), ssm (d_inner, state)
         d = int(m["d_inner"]) // tp
         return int(d * (kernel - 1) * conv_bytes + d * int(m["state_size"]) * ssm_bytes)
@@ -175,8 +181,9 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     conv_dtype = settings.get("mamba_cache_dtype") or "auto"
     conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
     ssm_dtype = settings.get("mamba_ssm_cache_dtype") or "auto"
-    if ssm_dtype == "auto":
-        ssm_dtype = "float32" if model.model_type.startswith(("qwen3_5", "nemotron_h")) else conv_dtype
+    if ssm_dtype == "auto":  # KDA: mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype ("auto" -> float32)
+        fp32 = model.model_type.startswith(("qwen3_5", "nemotron_h")) or (model.mamba or {}).get("kind") == "kda"
+        ssm_dtype = "float32" if fp32 else conv_dtype
     ssm_b = dtype_bytes(dtype if ssm_dtype == "auto" else ssm_dtype)
     page = mamba_page_bytes(model, tp, conv_b, ssm_b, n_spec)
     if not page:
