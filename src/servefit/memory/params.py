@@ -111,6 +111,11 @@ def param_groups(m: ModelSpec) -> ParamGroups:
 
         attn = [arch_laguna.layer_attention(m, q) for q in arch_laguna.layer_heads(m)]
         other += arch_laguna.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type == "mimo_v2_flash":  # per-kind attention shapes (models/arch_mimo_v2.py)
+        from servefit.models import arch_mimo_v2
+
+        attn = [arch_mimo_v2.layer_attention(m, k) for k in kinds]
+        other += arch_mimo_v2.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     if m.model_type == "kimi_k3":  # KDA / gated MLA layers, latent MoE (models/arch_kimi_k3.py)
         from servefit.models import arch_kimi_k3 as k3
 

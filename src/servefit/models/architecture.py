@@ -386,6 +386,10 @@ def count_other_layouts(s: ModelSpec) -> int | None:
 
     if is_gemma4(s):  # per-layer-kind attention shapes, MoE beside the dense MLP
         return count_text(s)
+    if s.model_type == "mimo_v2_flash":  # per-kind KV heads, V narrower than K, SWA sinks
+        from servefit.models import arch_mimo_v2
+
+        return arch_mimo_v2.count_text(s)
     if s.model_type == "kimi_k3":  # KDA + gated MLA, latent MoE, attention residuals
         from servefit.models import arch_kimi_k3
 

@@ -17,6 +17,7 @@ from typing import Any
 from servefit.engines.vllm.era import Era
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import layer_bytes_per_token
+from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
 
@@ -208,7 +209,7 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
     buckets: dict[tuple[str, int], int] = {}
     for spec in layers:
         buckets[spec] = buckets.get(spec, 0) + 1
-    if model.layout.get("global_head_dim") and len(buckets) > 1:
+    if (model.layout.get("global_head_dim") or is_mimo_v2(model)) and len(buckets) > 1:
         return _unified_layout(model, buckets, kv_dtype_bytes, tp, block_size, era)
     if len(buckets) <= 1:
         (kind, window), n = next(iter(buckets.items())) if buckets else (("full", 0), 0)
