@@ -160,3 +160,30 @@ def test_mimo_v2_flash_without_sliding_windows_pages_every_layer_at_the_larger_s
     lay = layout(m, layer_kinds(m, True, True), 2, 4, 16, era("0.33.0"))
     # one group of 48 layers; the full layers' 4 KV heads are paged as the sliding layers' 8 (an upper bound)
     assert len(lay.groups) == 1 and lay.page_bytes == 16 * 2 * 320 * 2 and lay.bytes_per_block == 48 * 20480
+
+
+def test_mimo_v2_flash_llamacpp_iswa_cache_by_kind():
+    """llama.cpp src/models/mimo2-iswa.cpp: n_head_kv(il) per layer, K 192 / V 128 on both kinds; the iSWA
+    cache holds n_ctx cells in the 9 full layers and n_swa x slots + ubatch (1024) in the 39 sliding ones."""
+    ev = evaluate(site_from_argv(["llama-server", "-hf", "unsloth/MiMo-V2-Flash-GGUF", "-c", "32768", "-ngl", "99"]),
+                  Target(gpu="H200", gpus=4))
+    assert ev.plan.kv_bytes_per_token == 9 * 4 * 320 * 2 + 39 * 8 * 320 * 2
+    mib = [float(x.split("= ")[1].split(" MiB")[0]) for x in ev.plan.messages if "KV buffer size" in x]
+    assert sum(mib) * 2**20 == 32768 * 9 * 4 * 320 * 2 + 1024 * 39 * 8 * 320 * 2
+
+
+def test_kimi_k3_llamacpp_latent_cache_and_kda_state():
+    """llama.cpp src/models/kimi-k3.cpp: the 24 MLA layers cache a K-only latent of 576, the 69 KDA layers
+    hold per sequence llama-hparams.cpp n_embd_r = 3 x (d_conv - 1) x heads x head_dim and
+    n_embd_s = head_dim^2 x heads, in f32; the GGUF layout holds the text model's parameters."""
+    from servefit.models.gguf_quant import synth_tensors
+
+    m = resolve_model("moonshotai/Kimi-K3")
+    n = sum(t.n_elements for t in synth_tensors(m, "BF16"))
+    assert abs(n / count_text_params(m) - 1) < 1e-5  # the residual scorers are one vector each in the GGUF
+    ev = evaluate(site_from_argv(["llama-server", "-hf", "unsloth/Kimi-K3-GGUF", "-c", "32768", "-ngl", "99"]),
+                  Target(gpu="H200", gpus=16))
+    mib = [float(x.split("= ")[1].split(" MiB")[0]) for x in ev.plan.messages if "KV buffer size" in x]
+    slots = 4  # llama-server's default -np
+    expected = 24 * 32768 * 576 * 2 + 69 * slots * (3 * 3 * 12288 + 128 * 128 * 96) * 4
+    assert abs(sum(mib) * 2**20 - expected) < len(mib) * 0.01 * 2**20
