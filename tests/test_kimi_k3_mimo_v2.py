@@ -187,3 +187,59 @@ def test_kimi_k3_llamacpp_latent_cache_and_kda_state():
     slots = 4  # llama-server's default -np
     expected = 24 * 32768 * 576 * 2 + 69 * slots * (3 * 3 * 12288 + 128 * 128 * 96) * 4
     assert abs(sum(mib) * 2**20 - expected) < len(mib) * 0.01 * 2**20
+
+
+# ---------------------------------------------------------------------------------------------- config.json
+
+K3_CONFIG = {  # the published config.json as search-index file 65943802881 quotes it (its vision_config trimmed)
+    "architectures": ["KimiK3ForConditionalGeneration"], "model_type": "kimi_k3", "tie_word_embeddings": False,
+    "text_config": {
+        "attn_res_block_size": 12, "first_k_dense_replace": 1, "hidden_act": "situ", "hidden_size": 7168,
+        "intermediate_size": 33792, "kv_lora_rank": 512, "latent_moe_use_norm": True,
+        "linear_attn_config": {"full_attn_layers": [*range(4, 93, 4), 93], "head_dim": 128, "num_heads": 96,
+                               "short_conv_kernel_size": 4, "use_full_rank_gate": True},
+        "max_position_embeddings": 1048576, "mla_use_nope": True, "mla_use_output_gate": True,
+        "model_type": "kimi_linear", "moe_intermediate_size": 3072, "num_attention_heads": 96, "num_experts": 896,
+        "num_experts_per_token": 16, "num_hidden_layers": 93, "num_key_value_heads": 96, "num_shared_experts": 2,
+        "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "routed_expert_hidden_size": 3584,
+        "tie_word_embeddings": False, "v_head_dim": 128, "vocab_size": 163840},
+    "vision_config": {"patch_size": 14},
+}
+
+
+def test_kimi_k3_config_json_reads_the_latent_moe_gates_and_tower():
+    from servefit.models.config_json import from_config
+
+    m = from_config(K3_CONFIG, "moonshotai/Kimi-K3")
+    assert m.model_type == "kimi_k3" and m.num_experts_per_tok == 16
+    assert m.layout == {"moe_latent_size": 3584, "attn_res_block_size": 12, "latent_moe_norm": True,
+                        "mla_output_gate": True}
+    assert m.vision_params == 447358976  # KimiK3VisionConfig's defaults fill what the trimmed vision_config omits
+    assert m.params == resolve_model("moonshotai/Kimi-K3").params
+
+
+def mimo_config(vllm_names: bool) -> dict:
+    base = {"architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "hidden_size": 4096,
+            "num_hidden_layers": 48, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192,
+            "v_head_dim": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "intermediate_size": 16384,
+            "vocab_size": 152576, "max_position_embeddings": 262144, "tie_word_embeddings": False,
+            "n_routed_experts": 256}
+    if vllm_names:  # the names vLLM 0.33.0 mimo_v2.py reads
+        return {**base, "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8, "swa_head_dim": 192,
+                "swa_v_head_dim": 128, "sliding_window_size": 128, "add_swa_attention_sink_bias": True,
+                "hybrid_layer_pattern": [0 if i == 0 or (i + 1) % 6 == 0 else 1 for i in range(48)],
+                "moe_layer_freq": [0] + [1] * 47}
+    return {**base, "sliding_window": 129}  # transformers' config class: window = size + 1, its default schedule
+
+
+def test_mimo_v2_flash_config_json_in_either_naming():
+    from servefit.models.config_json import from_config
+
+    entry = resolve_model("XiaomiMiMo/MiMo-V2-Flash")
+    for vllm_names in (True, False):
+        m = from_config(mimo_config(vllm_names), "XiaomiMiMo/MiMo-V2-Flash")
+        assert m.params == entry.params and m.layer_types == entry.layer_types
+        assert (m.sliding_window, m.first_k_dense_replace, m.v_head_dim) == (128, 1, 128)
+        assert m.layout == {"swa_num_key_value_heads": 8, "swa_attention_sinks": True}
+    no_sinks = from_config({**mimo_config(True), "add_swa_attention_sink_bias": False}, "x/MiMo")
+    assert entry.params - no_sinks.params == 39 * 64  # vLLM builds no sinks unless the config asks
