@@ -71,7 +71,8 @@ def test_kimi_k3_vllm_kda_state_and_mla_latent():
     page = 3 * 12288 // 16 * 3 * 2 + 96 // 16 * 128 * 128 * 4
     blocks, block, state = hybrid_state({}, m, "bfloat16", 16, (0, 33, 0), 64, 2)
     assert state == page == 407040
-    assert block == 16 * -(-page // (16 * 576 * 2)) == 368  # the MLA page holds one state
+    # the MLA page holds one state, in blocks of a multiple of 128 (platforms/interface.py _align_hybrid_block_size)
+    assert block == 128 * -(-page // (128 * 576 * 2)) == 384
     assert blocks == 2  # prefix caching on: "align" keeps two state blocks
     assert hybrid_state({"mamba_ssm_cache_dtype": "bfloat16"}, m, "bfloat16", 16, (0, 33, 0), 64, 2)[2] == \
         3 * 12288 // 16 * 3 * 2 + 6 * 128 * 128 * 2

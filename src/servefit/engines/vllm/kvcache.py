@@ -16,7 +16,7 @@ from typing import Any
 
 from servefit.engines.vllm.era import Era
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.kv import layer_bytes_per_token
+from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
@@ -134,15 +134,16 @@ def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: fl
     return 0
 
 
-def aligned_block_size(block_size: int, mamba_page: int, attn_bytes_1_token: float) -> int:
+def aligned_block_size(block_size: int, mamba_page: int, attn_bytes_1_token: float, alignment: int = 16) -> int:
     """The attention block size a hybrid Mamba model runs with: raised to the smallest multiple of
     16 whose attention page holds one Mamba state (vllm/platforms/interface.py
     Platform._align_hybrid_block_size, v0.21+; models/config.py HybridAttentionMambaModelConfig
-    in v0.11-0.18; the kernel alignment is 16 for the CUDA backends). The Mamba page is then padded
-    to the attention page."""
+    in v0.11-0.18; the kernel alignment is 16 for the CUDA backends; an MLA model's is 128 in v0.33
+    (_align_hybrid_block_size: "TRTLLM/FlashInfer MLA decode kernels"), earlier releases not read).
+    The Mamba page is then padded to the attention page."""
     if mamba_page <= 0 or attn_bytes_1_token <= 0:
         return block_size
-    need = 16 * cdiv(mamba_page, int(16 * attn_bytes_1_token))
+    need = alignment * cdiv(mamba_page, int(alignment * attn_bytes_1_token))
     return max(block_size, need)
 
 
@@ -192,7 +193,8 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     attention = any(k in ("full", "sliding", "chunked") for k in kinds)
     if not attention:  # no attention page to align to: the state is its own page
         return mamba_state_blocks(version, False, n_spec), block_size, page
-    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp))
+    alignment = 128 if latent_cache(model) and version >= (0, 33, 0) else 16
+    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
     prefix = settings.get("enable_prefix_caching")
     return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block, page
 
