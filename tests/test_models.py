@@ -68,7 +68,7 @@ def test_largest_param_deviation_is_tiny():
 def test_hf_totals_differ_by_a_tied_lm_head_or_buffers_exactly():
     """hf_params (the raw Hub count) differs from params by a tied lm_head stored twice, or by
     buffers saved with the weights: Pythia's per-layer causal mask and rotary inv_freq, BERT's
-    position_ids; nothing else."""
+    position_ids, Kimi-K3's over-wide A_log vectors; nothing else."""
     for e in RAW:
         if "hf_params" not in e:
             continue
@@ -83,6 +83,10 @@ def test_hf_totals_differ_by_a_tied_lm_head_or_buffers_exactly():
             assert extra == m.num_hidden_layers * m.max_position_embeddings ** 2, e["name"]
         elif m.model_type == "gpt_neo":  # GPT-Neo saves the causal mask of its global layers only
             assert extra == m.kinds().count("full") * m.max_position_embeddings ** 2, e["name"]
+        elif m.model_type == "kimi_k3":  # A_log stored head_dim wide per KDA layer, narrowed to the heads on load
+            # (SGLang kimi_k3.py _a_log_weight_loader: "Checkpoint stores A_log as [head_dim]")
+            wide = m.mamba["value_head_dim"] - m.mamba["num_value_heads"]
+            assert extra == m.kinds().count("linear") * wide == 69 * 32, e["name"]
         else:
             assert m.tie_word_embeddings and extra == m.vocab_size * m.hidden_size, e["name"]
 

@@ -8,6 +8,7 @@ vLLM caches the latent only for the model types is_deepseek_mla lists (latent_ca
 
 from __future__ import annotations
 
+from servefit.models.arch_mimo_v2 import is_mimo_v2, kv_shape
 from servefit.models.architecture import indexer_layers
 from servefit.models.spec import ModelSpec
 
@@ -41,6 +42,8 @@ def layer_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) -> f
         if index and indexer_layers(m) != m.num_hidden_layers:
             index = index * indexer_layers(m) / max(m.num_hidden_layers, 1)
         return (m.kv_lora_rank + m.qk_rope_head_dim) * kv_dtype_bytes + index
+    if is_mimo_v2(m):  # the sliding layers' (larger) page: vLLM pages per kind, see kind_bytes_per_token
+        return kind_bytes_per_token(m, "sliding", kv_dtype_bytes, tp)
     kv = 2 * kv_heads_per_rank(m, tp) * m.head_dim * kv_dtype_bytes
     if m.index_n_heads:  # MiniMax-M3: the indexer's key cache on its sparse layers, spread over all layers
         return kv + indexer_key_bytes(m) * indexer_layers(m) / max(m.num_hidden_layers, 1)
@@ -62,8 +65,12 @@ def indexer_key_bytes(m: ModelSpec) -> int:
 
 def kind_bytes_per_token(m: ModelSpec, kind: str, kv_dtype_bytes: float, tp: int = 1) -> float:
     """K+V bytes per token of one layer of this attention kind: Gemma 4's full-attention layers
-    have their own head_dim and KV heads (vLLM gemma4.py Gemma4Attention; models/arch_gemma4.py),
-    every other layer is layer_bytes_per_token."""
+    have their own head_dim and KV heads (vLLM gemma4.py Gemma4Attention; models/arch_gemma4.py), so
+    have MiMo-V2-Flash's two kinds (vLLM mimo_v2.py MiMoV2Attention, head_size_v); every other layer
+    is layer_bytes_per_token."""
+    if is_mimo_v2(m):  # MiMo-V2-Flash: KV heads by kind, K head_dim and V v_head_dim wide (models/arch_mimo_v2.py)
+        kv, k, v = kv_shape(m, kind)
+        return max(1, kv // max(tp, 1)) * (k + v) * kv_dtype_bytes
     if kind != "full" or latent_cache(m) or not m.layout.get("global_head_dim"):
         return layer_bytes_per_token(m, kv_dtype_bytes, tp)
     from servefit.models.arch_gemma4 import attention_shape
@@ -80,7 +87,7 @@ def full_kv_bytes_per_token(m: ModelSpec, kv_dtype_bytes: float, tp: int = 1) ->
     """Per-token KV bytes if every attention layer kept every token (the textbook figure); the
     KV-shared layers of Gemma 3n / Gemma 4 E2B / E4B hold none."""
     shared = int(m.layout.get("num_kv_shared_layers") or 0)
-    if m.layout.get("global_head_dim"):  # Gemma 4: per-kind pages
+    if m.layout.get("global_head_dim") or is_mimo_v2(m):  # Gemma 4, MiMo-V2-Flash: per-kind pages
         kinds = m.kinds()[:m.num_hidden_layers - shared]
         return int(sum(kind_bytes_per_token(m, k, kv_dtype_bytes, tp) for k in kinds
                        if k in ("full", "sliding", "chunked")))

@@ -119,5 +119,17 @@ def param_groups(m: ModelSpec) -> ParamGroups:
 
         attn = [arch_laguna.layer_attention(m, q) for q in arch_laguna.layer_heads(m)]
         other += arch_laguna.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type == "mimo_v2_flash":  # per-kind attention shapes (models/arch_mimo_v2.py)
+        from servefit.models import arch_mimo_v2
+
+        attn = [arch_mimo_v2.layer_attention(m, k) for k in kinds]
+        other += arch_mimo_v2.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type == "kimi_k3":  # KDA / gated MLA layers, latent MoE (models/arch_kimi_k3.py)
+        from servefit.models import arch_kimi_k3 as k3
+
+        attn = [k3.layer_attention(m, k) for k in kinds]
+        experts = [k3.routed_experts(m) if x else 0 for x in experts]
+        mlp = [k3.moe_rest(m) if x else mlp for x, mlp in zip(experts, mlp, strict=True)]
+        other += k3.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
                        experts=tuple(experts), norms=norms, other=other)

@@ -381,15 +381,21 @@ def count_text_params(s: ModelSpec) -> int:
     return total
 
 
+# model_type -> the module that counts that layout (compressed attention and hyper-connections;
+# per-kind KV heads with V narrower than K; KDA with gated MLA and latent MoE)
+_OWN_COUNTS = {"deepseek_v4": "arch_deepseek_v4", "mimo_v2_flash": "arch_mimo_v2", "kimi_k3": "arch_kimi_k3"}
+
+
 def count_other_layouts(s: ModelSpec) -> int | None:
     from servefit.models.arch_gemma4 import count_text, is_gemma4
 
     if is_gemma4(s):  # per-layer-kind attention shapes, MoE beside the dense MLP
         return count_text(s)
-    if s.model_type == "deepseek_v4":  # compressed attention, hyper-connections (models/arch_deepseek_v4.py)
-        from servefit.models import arch_deepseek_v4
+    own = _OWN_COUNTS.get(s.model_type or "")
+    if own is not None:  # a layout with its own module: models/arch_<name>.py count_text
+        import importlib
 
-        return arch_deepseek_v4.count_text(s)
+        return importlib.import_module(f"servefit.models.{own}").count_text(s)  # type: ignore[no-any-return]
     if s.model_type in ("gemma3n", "gemma3n_text"):  # AltUp, LAuReL, per-layer embeddings
         from servefit.models import arch_gemma3n
 

@@ -152,6 +152,34 @@ def _minimax_m3(c: dict[str, Any], spec: ModelSpec) -> None:
     spec.layer_types = []  # every layer caches K and V (full or block-sparse attention)
 
 
+def _mimo_v2(c: dict[str, Any], spec: ModelSpec) -> None:
+    """MiMo-V2-Flash's config.json as vLLM 0.33.0 mimo_v2.py reads it: hybrid_layer_pattern (1: a
+    sliding-window layer with swa_num_key_value_heads and, with add_swa_attention_sink_bias, sinks),
+    sliding_window_size, moe_layer_freq (the dense layers are its leading zeros); transformers'
+    configuration_mimo_v2_flash.py names (layer_types, sliding_window = size + 1) otherwise."""
+    n = spec.num_hidden_layers
+    pattern = c.get("hybrid_layer_pattern")
+    if isinstance(pattern, list) and len(pattern) == n:
+        spec.layer_types = ["sliding" if int(x) == 1 else "full" for x in pattern]
+    elif not isinstance(c.get("layer_types"), list):  # the config class's default: full at 0 and every 6th
+        spec.layer_types = ["full" if i == 0 or (i + 1) % 6 == 0 else "sliding" for i in range(n)]
+    if c.get("sliding_window_size"):
+        spec.sliding_window = _int(c["sliding_window_size"])
+    elif c.get("sliding_window"):
+        spec.sliding_window = _int(c["sliding_window"]) - 1
+    spec.layout["swa_num_key_value_heads"] = _int(c.get("swa_num_key_value_heads"), 2 * spec.num_key_value_heads)
+    spec.layout["swa_attention_sinks"] = bool(c.get("add_swa_attention_sink_bias", "hybrid_layer_pattern" not in c))
+    spec.v_head_dim = _int(c.get("swa_v_head_dim") or c.get("v_head_dim"), spec.head_dim)
+    freq = c.get("moe_layer_freq")
+    if isinstance(freq, list) and freq:
+        spec.first_k_dense_replace = next((i for i, x in enumerate(freq) if x), len(freq))
+    elif isinstance(c.get("mlp_layer_types"), list):  # transformers: "dense" / "sparse" per layer
+        kinds = c["mlp_layer_types"]
+        spec.first_k_dense_replace = next((i for i, x in enumerate(kinds) if x == "sparse"), len(kinds))
+    elif spec.num_experts:
+        spec.first_k_dense_replace = 1  # the config class: one dense layer, then MoE
+
+
 def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     """Complete `spec` (from the merged config dict `c`) for the layouts beyond the Llama one."""
     mt, h, n = spec.model_type, spec.hidden_size, spec.num_hidden_layers
@@ -219,6 +247,15 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         spec.intermediate_size = _int(c.get("shared_intermediate_size"), spec.intermediate_size)
         if "mamba" in spec.kinds():
             spec.mamba = _mamba2(c, h)
+    elif mt == "kimi_k3":  # text_config kimi_linear: SGLang kimi_k3.py reads these (models/arch_kimi_k3.py)
+        for src, key in (("routed_expert_hidden_size", "moe_latent_size"), ("attn_res_block_size", "attn_res_block_size")):
+            if c.get(src):
+                lay[key] = _int(c[src])
+        for src, key in (("latent_moe_use_norm", "latent_moe_norm"), ("mla_use_output_gate", "mla_output_gate")):
+            if c.get(src):
+                lay[key] = True
+    elif mt == "mimo_v2_flash":
+        _mimo_v2(c, spec)
     elif mt == "nemotron_h":
         spec.head_dim = _int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
         for key in ("moe_shared_expert_intermediate_size", "moe_latent_size"):  # latent: Nemotron 3 Super
@@ -332,6 +369,17 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
                 "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 14),
                 "init_pos_emb_height": _int(v.get("init_pos_emb_height") or v.get("pos_emb_height"), 64),
                 "init_pos_emb_width": _int(v.get("init_pos_emb_width") or v.get("pos_emb_width"), 64)}
+    if mt == "kimi_k3":  # vLLM transformers_utils/configs/kimi_k3.py KimiK3VisionConfig (vt_* names, its defaults)
+        return {"model_type": "moonvit", "hidden_size": _int(v.get("vt_hidden_size"), 1024),
+                "num_hidden_layers": _int(v.get("vt_num_hidden_layers"), 27),
+                "intermediate_size": _int(v.get("vt_intermediate_size"), 4096),
+                "num_attention_heads": _int(v.get("vt_num_attention_heads"), 12), "patch_size": _int(v.get("patch_size"), 14),
+                "init_pos_emb_height": _int(v.get("init_pos_emb_height"), 64),
+                "init_pos_emb_width": _int(v.get("init_pos_emb_width"), 64),
+                "qkv_hidden_size": _int(v.get("qkv_hidden_size"), 1536),
+                "norm_type": "rms_norm" if v.get("norm_type", "rmsnorm") == "rmsnorm" else "layer_norm",
+                "attention_bias": bool(v.get("attn_bias", False)), "linear_bias": bool(v.get("linear_bias", False)),
+                "mm_projector_type": str(v.get("mm_projector_type") or "patchmergerv2")}
     if mt in ("deepseek_vl_v2", "deepseek_ocr"):
         if "DeepseekOCRForCausalLM" in (top.get("architectures") or []) or mt == "deepseek_ocr":
             return {"model_type": "deepencoder", "hidden_size": 1024, "patch_size": 14}

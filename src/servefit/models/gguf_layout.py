@@ -42,6 +42,9 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
         if ple:
             out += [(p + "inp_gate.weight", (e, ple)), (p + "proj.weight", (ple, e)), (p + "post_norm.weight", (e,))]
         out.append((p + "attn_norm.weight", (e,)))
+        if mt == "kimi_k3":  # KDA / gated MLA mixer, latent MoE, attention-residual scores
+            out += _kimi_k3(m, il, kind, p)
+            continue
         if nemotron_h and kind == "none":  # an MLP / MoE block without a mixer (see below)
             out += _nemotron_h_ffn(m, p)
             continue
@@ -80,6 +83,15 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
             q, kv, _ = openelm[il]
             out += [(p + "attn_qkv.weight", (e, (q + 2 * kv) * hd)), (p + "attn_q_norm.weight", (hd,)),
                     (p + "attn_k_norm.weight", (hd,)), (p + "attn_output.weight", (q * hd, e))]
+        elif mt == "mimo_v2_flash":  # llama.cpp src/models/mimo2-iswa.cpp: per-layer n_head_kv, V n_embd_head_v wide
+            from servefit.models.arch_mimo_v2 import kv_shape
+
+            kv, k, vd = kv_shape(m, kind)
+            nh = m.num_attention_heads
+            out += [(p + "attn_q.weight", (e, nh * k)), (p + "attn_k.weight", (e, kv * k)),
+                    (p + "attn_v.weight", (e, kv * vd)), (p + "attn_output.weight", (nh * vd, e))]
+            if kind == "sliding" and m.layout.get("swa_attention_sinks"):
+                out.append((p + "attn_sinks.weight", (nh,)))
         elif mt in LAGUNA_LIKE:  # conversion/laguna.py (MODEL_ARCH.LAGUNA), step35: per-layer heads, attn_gate
             from servefit.models.arch_laguna import gate_width, layer_heads
 
@@ -145,6 +157,8 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
                 out.append((p + "ffn_gate.weight", (e, ff)))
             out += [(p + "ffn_up.weight", (e, ff)), (p + "ffn_down.weight", (ff, e))]
     out.append(("output_norm.weight", (e,)))
+    if mt == "kimi_k3" and m.layout.get("attn_res_block_size"):
+        out.append(("output_res_score.weight", (e,)))
     if not m.tie_word_embeddings and m.model_type not in ENCODERS:  # an encoder has no LM head
         out.append(("output.weight", (e, v)))
     return out
@@ -159,6 +173,47 @@ def _mamba1(m: ModelSpec, p: str) -> list[tuple[str, tuple[int, ...]]]:
     return [(p + "ssm_in.weight", (e, 2 * d)), (p + "ssm_conv1d.weight", (kernel, d)), (p + "ssm_conv1d.bias", (d,)),
             (p + "ssm_x.weight", (d, rank + 2 * state)), (p + "ssm_dt.weight", (rank, d)), (p + "ssm_dt.bias", (d,)),
             (p + "ssm_a", (state, d)), (p + "ssm_d", (d,)), (p + "ssm_out.weight", (d, e))]
+
+
+def _kimi_k3(m: ModelSpec, il: int, kind: str, p: str) -> list[tuple[str, tuple[int, ...]]]:
+    """One Kimi-K3 block as llama.cpp src/models/kimi-k3.cpp load_arch_tensors creates it: a KDA mixer
+    (q/k/v convs, q/k/v, f_a / f_b, beta, a plain [n_head] A_log, dt bias, the full-rank gate ssm_g,
+    ssm_norm, attn_output) or the MLA one with its output gate (attn_gate); one score vector per
+    attention residual (attn_res_score / ffn_res_score); a dense FFN or the router with exp_probs_b,
+    routed experts in the latent width, ffn_routed_down / _up / _norm and the shared experts."""
+    e, mb = m.hidden_size, m.mamba or {}
+    heads, hd = int(mb.get("num_value_heads") or 0), int(mb.get("value_head_dim") or 0)
+    d_inner, d_conv = heads * hd, int(mb.get("conv_kernel") or 4)
+    out: list[tuple[str, tuple[int, ...]]] = [(p + "ffn_norm.weight", (e,))]
+    if m.layout.get("attn_res_block_size"):
+        out += [(p + "attn_res_score.weight", (e,)), (p + "ffn_res_score.weight", (e,))]
+    if kind == "linear":
+        out += [(p + f"ssm_conv1d_{x}.weight", (d_conv, 1, d_inner)) for x in "qkv"]
+        out += [(p + f"attn_{x}.weight", (e, d_inner)) for x in "qkv"]
+        out += [(p + "ssm_f_a.weight", (e, hd)), (p + "ssm_f_b.weight", (hd, d_inner)), (p + "ssm_beta.weight", (e, heads)),
+                (p + "ssm_a", (heads,)), (p + "ssm_dt.bias", (d_inner,)), (p + "ssm_g.weight", (e, d_inner)),
+                (p + "ssm_norm.weight", (hd,)), (p + "attn_output.weight", (d_inner, e))]
+    else:
+        nh, v = m.num_attention_heads, m.v_head_dim
+        out += [(p + "attn_q_a_norm.weight", (m.q_lora_rank,)), (p + "attn_kv_a_norm.weight", (m.kv_lora_rank,)),
+                (p + "attn_q_a.weight", (e, m.q_lora_rank)),
+                (p + "attn_q_b.weight", (m.q_lora_rank, nh * (m.qk_nope_head_dim + m.qk_rope_head_dim))),
+                (p + "attn_kv_a_mqa.weight", (e, m.kv_lora_rank + m.qk_rope_head_dim)),
+                (p + "attn_kv_b.weight", (m.kv_lora_rank, nh * (m.qk_nope_head_dim + v))),
+                (p + "attn_gate.weight", (e, nh * v)), (p + "attn_output.weight", (nh * v, e))]
+    if il < m.first_k_dense_replace:
+        ff = m.intermediate_size
+        return out + [(p + "ffn_gate.weight", (e, ff)), (p + "ffn_up.weight", (e, ff)), (p + "ffn_down.weight", (ff, e))]
+    ff, ne, lat = m.moe_intermediate_size, m.num_experts, int(m.layout.get("moe_latent_size") or e)
+    sh = ff * max(m.num_shared_experts, 1)
+    out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "exp_probs_b.bias", (ne,)),
+            (p + "ffn_gate_exps.weight", (lat, ff, ne)), (p + "ffn_up_exps.weight", (lat, ff, ne)),
+            (p + "ffn_down_exps.weight", (ff, lat, ne)),
+            (p + "ffn_gate_shexp.weight", (e, sh)), (p + "ffn_up_shexp.weight", (e, sh)), (p + "ffn_down_shexp.weight", (sh, e))]
+    if lat != e:
+        out += [(p + "ffn_routed_down.weight", (e, lat)), (p + "ffn_routed_up.weight", (lat, e)),
+                (p + "ffn_routed_norm.weight", (lat,))]
+    return out
 
 
 def _gated_deltanet(m: ModelSpec, p: str) -> list[tuple[str, tuple[int, ...]]]:

@@ -40,13 +40,23 @@ def _moonvit(v: dict[str, Any], text_hidden: int) -> int:
     init_pos_emb_height x width x hidden position table, layers of two LayerNorms, wqkv / wo and
     fc0 / fc1 with biases, final_layernorm; then the projector (kimi_vl.py KimiVLMultiModalProjector,
     kimi_k25_vit.py "patchmerger"): pre_norm LayerNorm, linear_1 (4h -> 4h) and linear_2 (4h -> LM
-    width), both with biases."""
+    width), both with biases. Kimi-K3's tower (transformers_utils/configs/kimi_k3.py
+    KimiK3VisionConfig) sets the options kimi_k25_vit.py reads: qkv_hidden_size (wqkv / wo width),
+    norm_type rmsnorm (no norm biases), attn_bias / linear_bias / patch_embed_proj_bias false, and
+    the "patchmergerv2" projector (bias-free linear_1 / linear_2, post_norm RMSNorm in the LM width)."""
     h, layers = int(v["hidden_size"]), int(v.get("num_hidden_layers", 27))
     inter, patch = int(v.get("intermediate_size", 4304)), int(v.get("patch_size", 14))
     pos = int(v.get("init_pos_emb_height", 64)) * int(v.get("init_pos_emb_width", 64))
     merged = h * 4  # merge_kernel_size (2, 2)
-    enc = 3 * patch * patch * h + h + pos * h + layers * _vit_layer(h, inter) + 2 * h
-    return enc + 2 * h + _lin(merged, merged) + _lin(merged, text_hidden)
+    if v.get("mm_projector_type") != "patchmergerv2":
+        enc = 3 * patch * patch * h + h + pos * h + layers * _vit_layer(h, inter) + 2 * h
+        return enc + 2 * h + _lin(merged, merged) + _lin(merged, text_hidden)
+    qkv, rms = int(v.get("qkv_hidden_size") or h), v.get("norm_type") in ("rmsnorm", "rms_norm")
+    attn_b, lin_b = bool(v.get("attention_bias", False)), bool(v.get("linear_bias", False))
+    norm = h if rms else 2 * h
+    block = 2 * norm + _lin(h, 3 * qkv, attn_b) + _lin(qkv, h, attn_b) + _lin(h, inter, lin_b) + _lin(inter, h, lin_b)
+    enc = 3 * patch * patch * h + pos * h + layers * block + norm
+    return enc + _lin(merged, merged, False) + _lin(merged, text_hidden, False) + text_hidden
 
 
 def _deepseek_vl2(v: dict[str, Any], text_hidden: int) -> int:

@@ -14,7 +14,7 @@ from servefit.models.spec import ModelSpec
 
 RECURRENT_ARCHS = {"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"}
 HYBRID_ARCHS = {"jamba", "falcon-h1", "nemotron_h", "nemotron_h_moe", "granitehybrid", "qwen3next", "lfm2",
-                "lfm2moe", "plamo2", "kimi-linear", "qwen35", "qwen35moe"}
+                "lfm2moe", "plamo2", "kimi-linear", "kimi-k3", "qwen35", "qwen35moe"}
 
 
 @dataclass
@@ -171,19 +171,28 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
 
         head_k, kv_full = attention_shape(m, "full")
         n_head_kv = [kv_full if k == "full" else h for k, h in zip(kinds, n_head_kv, strict=True)]
+    head_v = head_k if head_swa != head_k else m.head_dim
+    if m.model_type == "mimo_v2_flash":  # src/models/mimo2-iswa.cpp: n_head_kv(il), K n_embd_head_k, V n_embd_head_v
+        from servefit.models.arch_mimo_v2 import kv_shape
+
+        n_head_kv = [kv_shape(m, k)[0] for k in kinds]
+        head_v = kv_shape(m, "full")[2]
     shared = int(m.layout.get("num_kv_shared_layers") or 0)  # gemma4.cpp: n_layer_kv_from_start
     mb = m.mamba or {}
     d_inner = int(mb.get("d_inner") or mb.get("intermediate_size") or 0)
     d_state = int(mb.get("d_state") or mb.get("state_size") or 0)
     d_conv = int(mb.get("d_conv") or mb.get("conv_kernel") or 0)
     n_group = int(mb.get("n_groups") or 0)
+    n_embd_r, n_embd_s = max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state), d_state * d_inner
+    if mb.get("kind") == "kda":  # llama-hparams.cpp n_embd_r / n_embd_s with n_embd_head_kda (Kimi KDA layers)
+        kda_heads, kda_hd = int(mb.get("num_value_heads") or 0), int(mb.get("value_head_dim") or 0)
+        n_embd_r, n_embd_s = 3 * max(0, d_conv - 1) * kda_heads * kda_hd, kda_hd * kda_hd * kda_heads
     lm = LModel(
         arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
         n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
-        head_k=head_k, head_v=head_k if head_swa != head_k else m.head_dim, head_k_swa=head_swa,
-        head_v_swa=m.head_dim, swa=swa, n_swa=int(window),
-        mla=mla, recurrent=recurrent, n_embd_r=max(0, d_conv - 1) * (d_inner + 2 * n_group * d_state),
-        n_embd_s=d_state * d_inner, n_ff=m.intermediate_size, n_expert=m.num_experts,
+        head_k=head_k, head_v=head_v, head_k_swa=head_swa,
+        head_v_swa=head_v if m.model_type == "mimo_v2_flash" else m.head_dim, swa=swa, n_swa=int(window),
+        mla=mla, recurrent=recurrent, n_embd_r=n_embd_r, n_embd_s=n_embd_s, n_ff=m.intermediate_size, n_expert=m.num_experts,
         n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
         n_layer_kv_from_start=n - shared if shared else -1,
         tensors=_synth(m, ftype, arch), ftype=ftype, source="catalog")

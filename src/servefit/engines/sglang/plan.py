@@ -24,6 +24,7 @@ from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models.arch_deepseek_v4 import require_planned
+from servefit.models.arch_mimo_v2 import is_mimo_v2, kv_shape
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -136,18 +137,23 @@ def layers_on_rank(model: ModelSpec, pp: int) -> list[str]:
     return kinds[:per]  # the first stage holds at least as many layers as any other
 
 
-def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, int, int]:
-    """(bytes per token across this rank's attention layers, #full layers, #sliding layers)
-    (profile_max_num_token): MHA num_kv_heads/attn_tp x (head_dim + v_head_dim) x layers x bytes;
-    MLA (kv_lora_rank + qk_rope_head_dim) x layers x bytes (not split by TP)."""
+def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, float, int, int]:
+    """(bytes per token of one full layer, of one sliding layer, #full layers, #sliding layers) on this
+    rank (model_executor/pool_configurator.py: MHA num_kv_heads/attn_tp x (head_dim + v_head_dim) x bytes,
+    the SWA layers swa_num_kv_heads x (swa_head_dim + swa_v_head_dim): MiMo-V2-Flash's differ;
+    MLA (kv_lora_rank + qk_rope_head_dim) x bytes, not split by TP)."""
     local = ("sliding", "chunked") if model.architecture.startswith("Llama4") else ("sliding",)
     full = sum(1 for k in kinds if k in ("full", "chunked") and k not in local)
     swa = sum(1 for k in kinds if k in local)
     if model.is_mla:
         per_layer = (model.kv_lora_rank + model.qk_rope_head_dim) * r.kv_bytes
+    elif is_mimo_v2(model):
+        (kf, k, v), (ks, _, _) = kv_shape(model, "full"), kv_shape(model, "sliding")
+        return (max(1, kf // r.attn_tp) * (k + v) * r.kv_bytes, max(1, ks // r.attn_tp) * (k + v) * r.kv_bytes,
+                full, swa)
     else:
         per_layer = max(1, model.num_key_value_heads // r.attn_tp) * model.head_dim * 2 * r.kv_bytes
-    return per_layer, full, swa
+    return per_layer, per_layer, full, swa
 
 
 @rule("SGL004", "SGL005", "SGL007")
@@ -172,13 +178,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
     rest = (pre - weights) - pre * (1 - r.fraction)
     kinds = layers_on_rank(model, r.pp)
-    per_layer, n_full, n_swa = cell_size(model, r, kinds)
+    per_full, per_swa, n_full, n_swa = cell_size(model, r, kinds)
     hybrid = n_swa > 0 and n_full > 0 and hybrid_swa(model, r.e) and not s.get("disable_hybrid_swa_memory")
     ratio = float(s.get("swa_full_tokens_ratio") or 0.8)
-    if hybrid:  # full_layer_tokens x (n_full + ratio x n_swa) x per_layer = rest
-        cell = per_layer * (n_full + ratio * n_swa)
+    if hybrid:  # full_layer_tokens x (full cell + ratio x swa cell) = rest (_recompute_cell_size)
+        cell = per_full * n_full + ratio * per_swa * n_swa
     else:
-        cell = per_layer * (n_full + n_swa)
+        cell = per_full * n_full + per_swa * n_swa
     tokens = int(rest // cell) if cell and rest > 0 else (0 if rest <= 0 else 0)
     profiled = tokens
     cap = s.get("max_total_tokens")
@@ -194,7 +200,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=act,
                               non_torch=total - pre, cuda_graphs=cg, kv_cache=max(kv_bytes, 0),
                               free_headroom=total - weights - max(kv_bytes, 0) - (total - pre) - act - cg)
-    out.kv_bytes_per_token = int(per_layer * (n_full + n_swa))
+    out.kv_bytes_per_token = int(per_full * n_full + per_swa * n_swa)
     out.max_model_len = r.context_len
     out.detail = x = SglangDetail(mem_fraction_static=r.fraction, context_len=r.context_len, chunked_prefill_size=r.chunk,
                                   cuda_graph_max_bs=r.graph_bs, page_size=r.page, profiled_max_total_num_tokens=profiled,
@@ -220,7 +226,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.findings.append(_f("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
-    out = _pool(out, cfg, model, r, tokens, cell, per_layer, n_full, n_swa, hybrid, ratio)
+    out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio)
     if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
@@ -230,19 +236,20 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 
 @rule("SGL006", "SGL012")
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
-          per_layer: float, n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
+          per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
     s = cfg.settings
+    per_full, per_swa = per_layer
     swa_tokens = int(tokens * ratio) // r.page * r.page if hybrid else 0
     if hybrid:
         out.messages.append(f"Use Sliding window memory pool. full_layer_tokens={tokens}, swa_layer_tokens={swa_tokens}")
     if model.is_mla:
         out.messages.append(f"KV Cache is allocated. #tokens: {tokens}, KV size: "
-                            f"{(tokens + r.page) * per_layer * (n_full + n_swa) / GiB:.2f} GB")
+                            f"{(tokens + r.page) * per_full * (n_full + n_swa) / GiB:.2f} GB")
     else:
-        half = ((tokens + r.page) * n_full + (swa_tokens + r.page) * n_swa if hybrid
-                else (tokens + r.page) * (n_full + n_swa)) * per_layer / 2
-        out.messages.append(f"KV Cache is allocated. #tokens: {tokens}, K size: {half / GiB:.2f} GB, "
-                            f"V size: {half / GiB:.2f} GB")
+        both = (tokens + r.page) * n_full * per_full + ((swa_tokens if hybrid else tokens) + r.page) * n_swa * per_swa
+        _, k, v = kv_shape(model, "full") if is_mimo_v2(model) else (0, 1, 1)  # K and V buffers' widths
+        out.messages.append(f"KV Cache is allocated. #tokens: {tokens}, K size: {both * k / (k + v) / GiB:.2f} GB, "
+                            f"V size: {both * v / (k + v) / GiB:.2f} GB")
     req_pool = min(max(int(tokens / r.context_len * 512), 2048), 4096)
     if s.get("max_running_requests") is not None:
         req_pool = int(s["max_running_requests"])

@@ -16,7 +16,8 @@ from typing import Any
 
 from servefit.engines.vllm.era import Era
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.kv import layer_bytes_per_token
+from servefit.memory.kv import latent_cache, layer_bytes_per_token
+from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
 
@@ -108,7 +109,8 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
 def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: float, num_spec: int) -> int:
     """One recurrent layer's state on one TP rank (MambaSpec.page_size_bytes before padding), from
     vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator
-    (gated_delta_net_state_shape, mamba2_state_shape; v0.24). 0 when the catalog lacks the shape."""
+    (gated_delta_net_state_shape, mamba2_state_shape; v0.24; kda_state_shape, v0.33). 0 when the
+    catalog lacks the shape."""
     m = model.mamba or {}
     kernel = int(m.get("conv_kernel") or 4)
     if m.get("kind") == "gated_deltanet":
@@ -116,6 +118,11 @@ def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: fl
         kd, vd = int(m["key_head_dim"]), int(m["value_head_dim"])
         conv = (2 * kh * kd + vh * vd) // tp * (kernel - 1 + num_spec)
         return int(conv * conv_bytes + vh // tp * vd * kd * ssm_bytes)
+    if m.get("kind") == "kda":  # kda_state_shape: conv (q + k + v widths, kernel - 1), recurrent heads x hd x hd
+        heads, hd = int(m["num_value_heads"]), int(m["value_head_dim"])
+        kh, kd = int(m.get("num_key_heads") or heads), int(m.get("key_head_dim") or hd)
+        conv = (heads * hd + 2 * kh * kd) // tp * (kernel - 1 + num_spec)
+        return int(conv * conv_bytes + heads // tp * hd * hd * ssm_bytes)
     if m.get("kind") == "mamba1":  # mamba1_state_shape: conv (d_inner, kernel - 1), ssm (d_inner, state)
         d = int(m["d_inner"]) // tp
         return int(d * (kernel - 1) * conv_bytes + d * int(m["state_size"]) * ssm_bytes)
@@ -127,15 +134,16 @@ def mamba_page_bytes(model: ModelSpec, tp: int, conv_bytes: float, ssm_bytes: fl
     return 0
 
 
-def aligned_block_size(block_size: int, mamba_page: int, attn_bytes_1_token: float) -> int:
+def aligned_block_size(block_size: int, mamba_page: int, attn_bytes_1_token: float, alignment: int = 16) -> int:
     """The attention block size a hybrid Mamba model runs with: raised to the smallest multiple of
     16 whose attention page holds one Mamba state (vllm/platforms/interface.py
     Platform._align_hybrid_block_size, v0.21+; models/config.py HybridAttentionMambaModelConfig
-    in v0.11-0.18; the kernel alignment is 16 for the CUDA backends). The Mamba page is then padded
-    to the attention page."""
+    in v0.11-0.18; the kernel alignment is 16 for the CUDA backends; an MLA model's is 128 in v0.33
+    (_align_hybrid_block_size: "TRTLLM/FlashInfer MLA decode kernels"), earlier releases not read).
+    The Mamba page is then padded to the attention page."""
     if mamba_page <= 0 or attn_bytes_1_token <= 0:
         return block_size
-    need = 16 * cdiv(mamba_page, int(16 * attn_bytes_1_token))
+    need = alignment * cdiv(mamba_page, int(alignment * attn_bytes_1_token))
     return max(block_size, need)
 
 
@@ -175,8 +183,9 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     conv_dtype = settings.get("mamba_cache_dtype") or "auto"
     conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
     ssm_dtype = settings.get("mamba_ssm_cache_dtype") or "auto"
-    if ssm_dtype == "auto":
-        ssm_dtype = "float32" if model.model_type.startswith(("qwen3_5", "nemotron_h")) else conv_dtype
+    if ssm_dtype == "auto":  # KDA: mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype ("auto" -> float32)
+        fp32 = model.model_type.startswith(("qwen3_5", "nemotron_h")) or (model.mamba or {}).get("kind") == "kda"
+        ssm_dtype = "float32" if fp32 else conv_dtype
     ssm_b = dtype_bytes(dtype if ssm_dtype == "auto" else ssm_dtype)
     page = mamba_page_bytes(model, tp, conv_b, ssm_b, n_spec)
     if not page:
@@ -184,7 +193,8 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     attention = any(k in ("full", "sliding", "chunked") for k in kinds)
     if not attention:  # no attention page to align to: the state is its own page
         return mamba_state_blocks(version, False, n_spec), block_size, page
-    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp))
+    alignment = 128 if latent_cache(model) and version >= (0, 33, 0) else 16
+    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
     prefix = settings.get("enable_prefix_caching")
     return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block, page
 
@@ -201,7 +211,7 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
     buckets: dict[tuple[str, int], int] = {}
     for spec in layers:
         buckets[spec] = buckets.get(spec, 0) + 1
-    if model.layout.get("global_head_dim") and len(buckets) > 1:
+    if (model.layout.get("global_head_dim") or is_mimo_v2(model)) and len(buckets) > 1:
         return _unified_layout(model, buckets, kv_dtype_bytes, tp, block_size, era)
     if len(buckets) <= 1:
         (kind, window), n = next(iter(buckets.items())) if buckets else (("full", 0), 0)

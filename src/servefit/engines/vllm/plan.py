@@ -246,6 +246,12 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append(f"vision encoder profiling estimated, not calibrated: {enc.items} dummy {enc.modality} item(s) of "
                  f"{enc.tokens_per_item:,} tokens" + (f"; the LM profiling forward runs {enc.lm_tokens:,} tokens"
                                                       if enc.lm_tokens else ""))
+    if (model.mamba or {}).get("kind") == "kda":
+        # Kimi-Linear / Kimi-K3: vllm/models/kimi_k3/nvidia/kda.py (fp32 chunked-prefill buffers; get_kv_cache_spec
+        # num_prefill_checkpoint_blocks) and attn_res.py (one hidden-state row per residual block and token)
+        a.append("Kimi Delta Attention layers: the chunked-prefill working buffers, the prefill checkpoint state "
+                 "block and Kimi-K3's attention-residual buffers are not in the activation estimate, which can "
+                 "overstate the KV cache by a few GiB (a Kimi-Linear start-up log showed about 4.4 GiB)")
     if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
         # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
