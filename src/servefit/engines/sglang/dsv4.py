@@ -55,6 +55,7 @@ def ring_sizes(speculative: bool) -> tuple[int, int]:
 class Pools:
     """What DSV4PoolConfigurator logs ("DSV4 memory calculation" / "DSV4 pool sizes") per GPU."""
 
+    swa_ratio: float
     bytes_per_swa_token: float
     bytes_per_full_token: float
     c128_state_fixed: int
@@ -117,7 +118,7 @@ def size(model: ModelSpec, ratios: list[int], available: int, *, swa_ratio: floa
     ring4, ring128 = ring_sizes(speculative)
     running = min(requests, full // 2)
     c128_state = (running + 1) * ring128 if ratios.count(128) else 0
-    return Pools(bytes_per_swa_token=swa_b, bytes_per_full_token=full_b, c128_state_fixed=fixed, full=full,
+    return Pools(swa_ratio=swa_ratio, bytes_per_swa_token=swa_b, bytes_per_full_token=full_b, c128_state_fixed=fixed, full=full,
                  swa=swa, c4=full // 4, c128=full // 128, c4_state=swa // page * ring4 if ratios.count(4) else 0,
                  c128_state=c128_state, max_running_requests=running)
 

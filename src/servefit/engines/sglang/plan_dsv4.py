@@ -46,6 +46,9 @@ def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, av
     # SGLang's line also gives bytes_per_full_token and full_token: the plan's KV bytes per token and `full`
     out.messages.append(f"DSV4 memory calculation: available_bytes={available / GiB:.2f} GB, "
                         f"c128_state_fixed={p.c128_state_fixed / GiB:.2f} GB")
+    source = "explicit"  # _deepseek_v4_overrides declares 0.1, which handle_cache_compatibility counts as set
+    out.messages.append(f"DSV4 SWA sizing: mode=ratio ({source}), swa_tokens={p.swa}, "
+                        f"swa_full_tokens_ratio={p.swa_ratio}")
     out.messages.append(f"DSV4 pool sizes: full={p.full}, swa={p.swa}, c4={p.c4}, c128={p.c128}, "
                         f"c4_state={p.c4_state}, c128_state={p.c128_state}")
     max_req_len = min(r.context_len - 1, p.full - 1)
