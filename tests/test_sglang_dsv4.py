@@ -105,7 +105,7 @@ def test_flash_at_tp8_on_h100():
                      f"c4_state={x.swa_max_total_num_tokens // 256 * 8}, c128_state=32896")
     assert m.kv_cache == int(t * FLASH_FULL) + FLASH_C128
     assert any(s.startswith(f"max_total_num_tokens={t}, ") and "max_running_requests=256" in s for s in p.messages)
-    assert any("0.5.23's sizing" in a for a in p.assumptions)
+    assert any("follow SGLang 0.5.23's DSV4PoolConfigurator" in a for a in p.assumptions)
 
 
 def test_pro_at_tp8_on_h200():
@@ -141,4 +141,51 @@ def test_releases_before_v4_support_are_refused_in_one_line():
         _plan(SGL + [FLASH, "--tp", "8"], version="0.5.11")
     assert "\n" not in str(e.value)
     p = _plan(SGL + [FLASH, "--tp", "8"], version="0.5.12")
-    assert p.outcome == "started" and any(re.search(r"SGLang 0\.5\.12 sizes them", a) for a in p.assumptions)
+    assert p.outcome == "started" and any(re.search(r"SGLang 0\.5\.12's DSV4PoolConfigurator", a) for a in p.assumptions)
+    p = _plan(SGL + [FLASH, "--tp", "8"], version="0.5.30")
+    assert any("SGLang 0.5.23 (the newest release modelled)'s" in a for a in p.assumptions)
+
+
+# Earlier releases, from their wheels' DSV4PoolConfigurator._get_bytes_per_full_token:
+# rows of 584 bytes unpadded, c4 rings per window (128) of SWA tokens; until 0.5.14 the c128 states too
+# (ring 128 x 2 x 512 x 4 bytes per 128 SWA tokens = 4096 a token per layer); 0.5.12 counts the MTP entry
+LEGACY_SWA = 44 * 584 + 8 / 128 * 10240 * 21 + 128 / 128 * 4096 * 20  # 121056
+LEGACY = 0.1 * LEGACY_SWA + 21 * (584 + 132) / 4 + 20 * 584 / 128  # 15955.85
+SLICED_SWA = 43 * 584 + 8 / 128 * 10240 * 21 + 4096 * 20  # 120472 (0.5.13, 0.5.14)
+SLICED = 0.1 * SLICED_SWA + 21 * 716 / 4 + 20 * 584 / 128  # 15897.45 = 317949 / 20
+FIXED_SWA = 43 * 584 + 8 / 128 * 10240 * 21  # 38552 (0.5.15 - 0.5.20)
+FIXED = 0.1 * FIXED_SWA + 21 * 716 / 4 + 20 * 584 / 128  # 7705.45
+
+
+@pytest.mark.parametrize("v,swa,full,c128", [
+    ((0, 5, 12), LEGACY_SWA, LEGACY, 0), ((0, 5, 14), SLICED_SWA, SLICED, 0),
+    ((0, 5, 15), FIXED_SWA, FIXED, FLASH_C128), ((0, 5, 20), FIXED_SWA, FIXED, FLASH_C128),
+    ((0, 5, 21), FLASH_SWA, FLASH_FULL, FLASH_C128)])
+def test_each_release_prices_a_token_as_its_wheel_does(v, swa, full, c128):
+    assert (LEGACY_SWA, LEGACY, SLICED, FIXED) == pytest.approx((121056, 15955.85, 15897.45, 7705.45), rel=1e-12)
+    rel = dsv4.Release(v)
+    m = _model(FLASH)
+    ratios = dsv4.stage_ratios(m, 1, rel)
+    assert len(ratios) == (44 if v == (0, 5, 12) else 43)
+    assert dsv4.per_token(m, ratios, 0.1, False, rel=rel) == pytest.approx((swa, full), rel=1e-12)
+    assert dsv4.c128_state_bytes(m, ratios, 256, False, rel=rel) == c128
+
+
+def test_before_0_5_15_the_c128_rings_follow_the_swa_pool():
+    rel = dsv4.Release((0, 5, 14))
+    p = dsv4.size(_model(FLASH), _ratios(FLASH), 40 * GiB, rel=rel)
+    # int(40 GiB / 15897.45) floored to 256: 2701568; swa 270080; c4 / c128 states per 128 SWA tokens
+    assert (p.full, p.swa, p.c4_state, p.c128_state, p.c128_state_fixed) == (2701568, 270080, 16880, 270080, 0)
+
+
+def test_older_releases_plan_with_their_own_sizing():
+    p = _plan(SGL + [FLASH, "--tp", "8"], version="0.5.18")
+    assert p.kv_bytes_per_token == 7705
+    assert not any(s.startswith("DSV4 SWA sizing") for s in p.messages)
+    # ServerArgs' 0.8 default given on the command line still became 0.1 before 0.5.20
+    argv = SGL + [FLASH, "--tp", "8", "--swa-full-tokens-ratio", "0.8"]
+    assert _plan(argv, version="0.5.19").kv_bytes_per_token == 7705
+    assert _plan(argv, version="0.5.20").kv_bytes_per_token == round(0.8 * FIXED_SWA + 21 * 716 / 4 + 20 * 584 / 128)
+    # no SWA floor before 0.5.20: full 2816, swa 256 starts
+    small = _plan(SGL + [FLASH, "--tp", "8", "--max-total-tokens", "3000"], version="0.5.19")
+    assert small.outcome == "started" and small.detail.swa_max_total_num_tokens == 256

@@ -24,6 +24,16 @@ finalize_with_max_running_requests: c128_state = (max_running_requests + 1) x ri
 Server defaults for the model (arg_groups/model_overrides/deepseek_v4.py _deepseek_v4_overrides:
 page_size 256, swa_full_tokens_ratio 0.1; arg_groups/deepseek_v4_hook.py apply_deepseek_v4_defaults:
 max_running_requests 256, kv-cache dtype fp8_e4m3). The model's support arrived in SGLang 0.5.12.
+
+Earlier releases (the wheels' DSV4PoolConfigurator, see `Release`):
+- 0.5.12: every entry of config.json compress_ratios is a layer (the MTP layer's too); 0.5.13+ take
+  the stage's decoder layers (compress_ratios[start_layer:end_layer]);
+- 0.5.12 - 0.5.14: the c128 compressor states are priced per SWA token like the c4 ones (ring 128
+  rows of 2 x head_dim fp32 per window of SWA tokens), no fixed bytes, c128_state = swa // window x ring;
+- 0.5.12 - 0.5.20: rows of 584 bytes without page padding, and the c4 rings counted per
+  sliding-window (128) SWA tokens, not per page;
+- before 0.5.20 the 0.1 replaces --swa-full-tokens-ratio whenever it equals ServerArgs' 0.8 default,
+  and no SWA pool is too small (validate_swa_pool_size arrived in 0.5.20).
 """
 
 from __future__ import annotations
@@ -34,14 +44,45 @@ from servefit.models.arch_deepseek_v4 import compress_ratios
 from servefit.models.spec import ModelSpec
 
 FIRST = (0, 5, 12)  # sglang/srt/models/deepseek_v4.py first ships in the 0.5.12 wheel
+FOLLOWS = "0.5.23"
 V4_ROW, V4_ALIGN = 576 + 8, 576  # kv_layout.py KVLayout.V4 bytes_per_token, page_align
 PAGE = 256  # _deepseek_v4_overrides: page_size = 256 (128 on NPU)
 SWA_RATIO = 0.1  # _deepseek_v4_overrides / DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO
 MAX_RUNNING = 256  # apply_deepseek_v4_defaults
 
 
-def row_bytes(page: int, ratio: int = 0) -> float:
-    """_get_paged_kv_bytes_per_token: KVLayout.V4.page_bytes(page // ratio) / (page // ratio)."""
+@dataclass(frozen=True)
+class Release:
+    """What changed in DSV4PoolConfigurator across SGLang releases (module docstring)."""
+
+    v: tuple[int, int, int] = (0, 5, 23)
+
+    @property
+    def mtp_entry_is_a_layer(self) -> bool:
+        return self.v < (0, 5, 13)
+
+    @property
+    def c128_fixed(self) -> bool:
+        return self.v >= (0, 5, 15)
+
+    @property
+    def padded(self) -> bool:
+        return self.v >= (0, 5, 21)
+
+    @property
+    def default_ratio_replaces_0_8(self) -> bool:
+        return self.v < (0, 5, 20)
+
+    @property
+    def swa_floor(self) -> bool:  # validate_swa_pool_size
+        return self.v >= (0, 5, 20)
+
+
+def row_bytes(page: int, ratio: int = 0, padded: bool = True) -> float:
+    """_get_paged_kv_bytes_per_token: KVLayout.V4.page_bytes(page // ratio) / (page // ratio);
+    before 0.5.21 kv_bytes = qk_nope + 2 x qk_rope + 8 = 584, unpadded."""
+    if not padded:
+        return V4_ROW
     rows = page // ratio if ratio else page
     return -(-rows * V4_ROW // V4_ALIGN) * V4_ALIGN / rows
 
@@ -68,24 +109,36 @@ class Pools:
     max_running_requests: int
 
 
-def stage_ratios(model: ModelSpec, pp: int) -> list[int]:
+def stage_ratios(model: ModelSpec, pp: int, rel: Release = Release()) -> list[int]:
     """Compression rates of the first pipeline stage's layers (the MTP entry left out: the stage is
-    range(start_layer, end_layer) of the decoder layers)."""
+    range(start_layer, end_layer) of the decoder layers; 0.5.12 counts the whole list)."""
+    if rel.mtp_entry_is_a_layer:
+        return compress_ratios(model)
     ratios = compress_ratios(model)[:model.num_hidden_layers]
     per = -(-len(ratios) // max(pp, 1))
     return ratios[:per]
 
 
+def _ring_unit(model: ModelSpec, page: int, rel: Release) -> int:
+    """SWA tokens one compressor ring serves: a page (0.5.21+), the sliding window before."""
+    return page if rel.padded else model.sliding_window
+
+
 def per_token(model: ModelSpec, ratios: list[int], swa_ratio: float, speculative: bool,
-              state_bytes: int = 4, page: int = PAGE) -> tuple[float, float]:
-    """(bytes per SWA token, bytes per full token) of one stage (DSV4PoolConfigurator.__init__)."""
+              state_bytes: int = 4, page: int = PAGE, rel: Release = Release()) -> tuple[float, float]:
+    """(bytes per SWA token, bytes per full token) of one stage (DSV4PoolConfigurator.__init__;
+    _get_bytes_per_full_token before 0.5.21)."""
     attn_head_dim, ihd = model.head_dim, model.index_head_dim  # qk_nope + qk_rope = head_dim
     n4, n128 = ratios.count(4), ratios.count(128)
-    ring4, _ = ring_sizes(speculative)
+    ring4, ring128 = ring_sizes(speculative)
+    unit = _ring_unit(model, page, rel)
     c4_states = 2 * 2 * attn_head_dim * state_bytes + 2 * 2 * ihd * state_bytes
-    swa = row_bytes(page) * len(ratios) + ring4 / page * c4_states * n4
+    swa = row_bytes(page, 0, rel.padded) * len(ratios) + ring4 / unit * c4_states * n4
+    if not rel.c128_fixed:  # c128_state_ratio x (2 x 1 x head_dim) fp32 per SWA token
+        swa += ring128 / unit * 2 * attn_head_dim * state_bytes * n128
     indexer = ihd + ihd // 128 * 4  # get_dsv4_indexer_bytes_per_token (fp8, NVIDIA)
-    full = swa_ratio * swa + n4 * (row_bytes(page, 4) + indexer) / 4 + n128 * row_bytes(page, 128) / 128
+    full = swa_ratio * swa + n4 * (row_bytes(page, 4, rel.padded) + indexer) / 4 \
+        + n128 * row_bytes(page, 128, rel.padded) / 128
     if speculative and ratios:  # (target + draft) / target, one draft layer
         infl = (len(ratios) + 1) / len(ratios)
         swa, full = swa * infl, full * infl
@@ -93,10 +146,10 @@ def per_token(model: ModelSpec, ratios: list[int], swa_ratio: float, speculative
 
 
 def c128_state_bytes(model: ModelSpec, ratios: list[int], requests: int, speculative: bool,
-                     state_bytes: int = 4) -> int:
-    """_get_c128_state_fixed_bytes (not online compression)."""
+                     state_bytes: int = 4, rel: Release = Release()) -> int:
+    """_get_c128_state_fixed_bytes (not online compression; 0.5.15+)."""
     n128 = ratios.count(128)
-    if not n128:
+    if not n128 or not rel.c128_fixed:
         return 0
     _, ring = ring_sizes(speculative)
     rows = -(-((requests + 1) * ring + ring + 1) // 128) * 128
@@ -105,21 +158,22 @@ def c128_state_bytes(model: ModelSpec, ratios: list[int], requests: int, specula
 
 def size(model: ModelSpec, ratios: list[int], available: int, *, swa_ratio: float = SWA_RATIO,
          requests: int = MAX_RUNNING, speculative: bool = False, cap: int | None = None,
-         state_bytes: int = 4, page: int = PAGE) -> Pools:
+         state_bytes: int = 4, page: int = PAGE, rel: Release = Release()) -> Pools:
     """calculate_pool_sizes then, under --max-total-tokens, calculate_pool_sizes_from_max_tokens;
     `requests` is max_running_requests per attention-DP worker. max_running_requests is then
     min(requests, full // 2) (kv_cache_configurator.py resolve_max_num_reqs)."""
-    swa_b, full_b = per_token(model, ratios, swa_ratio, speculative, state_bytes, page)
-    fixed = c128_state_bytes(model, ratios, requests, speculative, state_bytes)
+    swa_b, full_b = per_token(model, ratios, swa_ratio, speculative, state_bytes, page, rel)
+    fixed = c128_state_bytes(model, ratios, requests, speculative, state_bytes, rel)
     full = int(max(available - fixed, 0) / full_b) // page * page if full_b else 0
     if cap is not None:
         full = min(full, int(cap)) // page * page
     swa = int(full * swa_ratio) // page * page
     ring4, ring128 = ring_sizes(speculative)
+    unit = _ring_unit(model, page, rel)
     running = min(requests, full // 2)
-    c128_state = (running + 1) * ring128 if ratios.count(128) else 0
-    return Pools(swa_ratio=swa_ratio, bytes_per_swa_token=swa_b, bytes_per_full_token=full_b, c128_state_fixed=fixed, full=full,
-                 swa=swa, c4=full // 4, c128=full // 128, c4_state=swa // page * ring4 if ratios.count(4) else 0,
+    c128_state = ((running + 1) * ring128 if rel.c128_fixed else swa // unit * ring128) if ratios.count(128) else 0
+    return Pools(swa_ratio=swa_ratio, bytes_per_swa_token=swa_b, bytes_per_full_token=full_b, c128_state_fixed=fixed,
+                 full=full, swa=swa, c4=full // 4, c128=full // 128, c4_state=swa // unit * ring4 if ratios.count(4) else 0,
                  c128_state=c128_state, max_running_requests=running)
 
 

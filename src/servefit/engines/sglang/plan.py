@@ -21,7 +21,7 @@ from servefit.engines.sglang import defaults as d
 from servefit.engines.sglang import dsv4
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
-from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools
+from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
@@ -223,7 +223,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.findings.append(_f("SGL005", f"weights need {weights / GiB:.2f} GiB per GPU, {pre / GiB:.2f} GiB is free "
                                f"on the {gpu.name}: torch.OutOfMemoryError while loading", cfg, "model_path"))
         return out
-    if pools is not None and rest > 0 and dsv4.swa_too_small(model, pools.swa):
+    if pools is not None and rest > 0 and release(r).swa_floor and dsv4.swa_too_small(model, pools.swa):
         out.outcome = "oom_at_load"
         msg = (f"ValueError: SWA pool ({pools.swa} tokens) cannot hold even one request: the prefill admission floor "
                f"is sliding_window_size ({model.sliding_window}) + page_size ({r.page}). Increase "

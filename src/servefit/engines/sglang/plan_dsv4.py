@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from servefit.core import EngineConfig, MemoryPlan
 from servefit.engines.sglang import dsv4
+from servefit.engines.sglang.defaults import vtuple
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.models.spec import ModelSpec
 
@@ -26,14 +27,21 @@ def dsv4_pools(cfg: EngineConfig, model: ModelSpec, r: Resolved, available: int,
     given), --max-running-requests per attention-DP worker (256 unless given), speculative decoding,
     SGLANG_DSV4_COMPRESS_STATE_DTYPE (float32, or bfloat16: 2 bytes a state)."""
     s = cfg.settings
+    rel = release(r)
     given = "swa_full_tokens_ratio" in cfg.explicit and s.get("swa_full_tokens_ratio") is not None
     ratio = float(s["swa_full_tokens_ratio"]) if given else dsv4.SWA_RATIO  # not the 0.8 of other models
+    if rel.default_ratio_replaces_0_8 and ratio == 0.8:  # `== ServerArgs.swa_full_tokens_ratio`
+        ratio = dsv4.SWA_RATIO
     dp = r.dp if s.get("enable_dp_attention") else 1
     requests = max(1, int(s.get("max_running_requests") or dsv4.MAX_RUNNING) // max(dp, 1))
     state = 2 if str(cfg.env.get("SGLANG_DSV4_COMPRESS_STATE_DTYPE", "")).strip().lower() in ("bf16", "bfloat16") \
         else 4
-    return dsv4.size(model, dsv4.stage_ratios(model, r.pp), available, swa_ratio=ratio, requests=requests,
-                     speculative=bool(s.get("speculative_algorithm")), cap=cap, state_bytes=state, page=r.page)
+    return dsv4.size(model, dsv4.stage_ratios(model, r.pp, rel), available, swa_ratio=ratio, requests=requests,
+                     speculative=bool(s.get("speculative_algorithm")), cap=cap, state_bytes=state, page=r.page, rel=rel)
+
+
+def release(r: Resolved) -> dsv4.Release:
+    return dsv4.Release(min(r.e.v, vtuple(dsv4.FOLLOWS)))
 
 
 def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, available: int) -> MemoryPlan:
@@ -43,12 +51,14 @@ def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, av
     from servefit.engines.sglang.plan import capacity
 
     s = cfg.settings
+    rel = release(r)
     # SGLang's line also gives bytes_per_full_token and full_token: the plan's KV bytes per token and `full`
-    out.messages.append(f"DSV4 memory calculation: available_bytes={available / GiB:.2f} GB, "
-                        f"c128_state_fixed={p.c128_state_fixed / GiB:.2f} GB")
-    source = "explicit"  # _deepseek_v4_overrides declares 0.1, which handle_cache_compatibility counts as set
-    out.messages.append(f"DSV4 SWA sizing: mode=ratio ({source}), swa_tokens={p.swa}, "
-                        f"swa_full_tokens_ratio={p.swa_ratio}")
+    fixed = f", c128_state_fixed={p.c128_state_fixed / GiB:.2f} GB" if rel.c128_fixed else ""
+    out.messages.append(f"DSV4 memory calculation: available_bytes={available / GiB:.2f} GB{fixed}")
+    if rel.padded:  # _compute_dsv4_sizes logs it from 0.5.21; _deepseek_v4_overrides declares the 0.1, which
+        # handle_cache_compatibility counts as set, hence "explicit"
+        out.messages.append(f"DSV4 SWA sizing: mode=ratio (explicit), swa_tokens={p.swa}, "
+                            f"swa_full_tokens_ratio={p.swa_ratio}")
     out.messages.append(f"DSV4 pool sizes: full={p.full}, swa={p.swa}, c4={p.c4}, c128={p.c128}, "
                         f"c4_state={p.c4_state}, c128_state={p.c128_state}")
     max_req_len = min(r.context_len - 1, p.full - 1)
@@ -67,9 +77,10 @@ def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, av
 
 def _assume(out: MemoryPlan, cfg: EngineConfig, r: Resolved) -> None:
     s, a = cfg.settings, out.assumptions
+    follows = r.e.version if r.e.v <= vtuple(dsv4.FOLLOWS) else f"{dsv4.FOLLOWS} (the newest release modelled)"
     a.append("DeepSeek-V4's pools (full, sliding-window, c4 / c128 compressed, indexer and compressor-state rings) "
-             "follow SGLang 0.5.23's sizing on NVIDIA GPUs (the default flashmla attention, V4 KV layout)"
-             + ("" if r.e.v >= (0, 5, 23) else f"; SGLang {r.e.version} sizes them a little differently"))
+             f"follow SGLang {follows}'s DSV4PoolConfigurator on NVIDIA GPUs (the default flashmla attention, "
+             "V4 KV layout)")
     if s.get("page_size") is not None and int(s["page_size"]) != dsv4.PAGE:
         a.append(f"page_size={dsv4.PAGE}: SGLang sets it for DeepSeek-V4 whatever --page-size says")
     if _on(cfg.env.get("SGLANG_OPT_USE_ONLINE_COMPRESS")) or _on(cfg.env.get("SGLANG_DSV4_UNIFIED_KV_FP8")):
