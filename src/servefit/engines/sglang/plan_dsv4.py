@@ -57,8 +57,7 @@ def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, av
     out.messages.append(f"DSV4 memory calculation: available_bytes={available / GiB:.2f} GB{fixed}")
     if rel.padded:  # _compute_dsv4_sizes logs it from 0.5.21; _deepseek_v4_overrides declares the 0.1, which
         # handle_cache_compatibility counts as set, hence "explicit"
-        out.messages.append(f"DSV4 SWA sizing: mode=ratio (explicit), swa_tokens={p.swa}, "
-                            f"swa_full_tokens_ratio={p.swa_ratio}")
+        out.messages.append(f"DSV4 SWA sizing: mode=ratio (explicit), swa_tokens={p.swa}")  # then the ratio
     out.messages.append(f"DSV4 pool sizes: full={p.full}, swa={p.swa}, c4={p.c4}, c128={p.c128}, "
                         f"c4_state={p.c4_state}, c128_state={p.c128_state}")
     max_req_len = min(r.context_len - 1, p.full - 1)
