@@ -205,7 +205,7 @@ def test_fp4_experts_weigh_half_an_fp8_byte_plus_their_scales():
 
 
 @pytest.mark.parametrize("argv,engine", [
-    (["python", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V4-Flash", "--tp", "8"], "SGLang"),
+    (["text-generation-launcher", "--model-id", "deepseek-ai/DeepSeek-V4-Flash", "--num-shard", "8"], "TGI"),
     (["llama-server", "-hf", "unsloth/DeepSeek-V4-Flash-GGUF:Q4_K_M"], "llama.cpp"),
 ])
 def test_engines_whose_v4_cache_is_not_modelled_say_so(argv, engine):

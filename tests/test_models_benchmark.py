@@ -62,9 +62,10 @@ def test_a_model_the_engine_cannot_plan_is_not_sized():
     """Resolving the name is not enough: the engine's plan must be one servefit can make."""
     planned = one("deepseek-ai/DeepSeek-V4-Flash", "vllm")
     assert (planned.status, planned.model) == ("catalog", "deepseek-ai/DeepSeek-V4-Flash")
-    out = one("deepseek-ai/DeepSeek-V4-Flash", "sglang")
+    assert one("deepseek-ai/DeepSeek-V4-Flash", "sglang").status == "catalog"  # SGLang's V4 pools are modelled
+    out = one("deepseek-ai/DeepSeek-V4-Flash", "tgi")
     assert (out.status, out.model) == ("unknown", None)
-    assert out.reason is not None and out.reason.startswith("servefit does not model how SGLang caches")
+    assert out.reason is not None and out.reason.startswith("servefit does not model how TGI caches")
 
 
 def test_bare_mount_point_is_unknown_with_the_reason():

@@ -23,7 +23,7 @@ directory, so nothing but servefit's own data can answer. Each reference ends as
   lock        read from a committed model lock
   unknown     not sized (SF002): the reason is the one-line error servefit printed
 
-A reference whose model resolves but whose engine servefit cannot plan for that model (SGLang with
+A reference whose model resolves but whose engine servefit cannot plan for that model (TGI with
 DeepSeek-V4's compressed attention, an architecture the engine's memory model does not cover) is
 counted as unknown too: the engine's plan is tried on eight H100s, and a plan servefit refuses to
 make is not a sized server.

@@ -186,9 +186,9 @@ def stored_total(s: ModelSpec, experts_fp4: bool, mtp_embeddings: bool) -> int:
 
 
 def require_planned(model: ModelSpec, engine: str) -> None:
-    """One clear line where an engine's DeepSeek-V4 cache is not modelled (SGLang's
-    DSV4PoolConfigurator, llama.cpp's LLM_ARCH_DEEPSEEK4 caches, TGI, Ollama), never a plan that
-    sizes the model as plain sliding-window attention."""
+    """One clear line where an engine's DeepSeek-V4 cache is not modelled (llama.cpp's
+    LLM_ARCH_DEEPSEEK4 caches, TGI, Ollama), never a plan that sizes the model as plain
+    sliding-window attention (SGLang's pools: engines/sglang/dsv4.py)."""
     if not is_deepseek_v4(model):
         return
     from servefit.core import UsageError

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.sglang import defaults as d
+from servefit.engines.sglang import dsv4
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
+from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
-from servefit.models.arch_deepseek_v4 import require_planned
+from servefit.models.arch_deepseek_v4 import is_deepseek_v4
 from servefit.models.arch_mimo_v2 import is_mimo_v2, kv_shape
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
@@ -164,10 +166,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # mamba pool beside a token pool (Nemotron-H, Qwen3-Next) assumes attention layers
         raise UsageError(f"SGLang has no native model for {model.name}, an attention-free state-space model "
                          f"({model.architecture}); servefit cannot plan it (vLLM serves it)")
-    # sglang/srt/model_executor/pool_configurator.py DSV4PoolConfigurator: full / SWA / c4 / c128 pools,
-    # indexer and compressor-state rings sized from bytes_per_full_token and fixed request pools
-    require_planned(model, "SGLang")
+    v4 = is_deepseek_v4(model)
+    if v4 and d.vtuple(cfg.version) < dsv4.FIRST:
+        raise UsageError(f"SGLang {cfg.version} has no DeepSeek-V4 model (sglang/srt/models/deepseek_v4.py arrived in "
+                         f"0.5.12), so it cannot serve {model.name}; use SGLang 0.5.12 or later")
     r = resolve(cfg, model, gpu)
+    if v4:  # arg_groups/model_overrides/deepseek_v4.py: page_size 256 whatever the flag says
+        r.page = dsv4.PAGE
     out = MemoryPlan(engine="sglang", engine_version=r.e.version, outcome="started", memory=DeviceMemory(),
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": r.dp})
     out.findings.extend(checks(cfg, model, gpu, count, r))
@@ -186,6 +191,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     else:
         cell = per_full * n_full + per_swa * n_swa
     tokens = int(rest // cell) if cell and rest > 0 else (0 if rest <= 0 else 0)
+    pools = dsv4_pools(cfg, model, r, int(rest)) if v4 else None
+    if pools is not None:  # DSV4PoolConfigurator: the full pool of compressed attention
+        tokens, cell = pools.full, pools.bytes_per_full_token
     profiled = tokens
     cap = s.get("max_total_tokens")
     if cap is not None and tokens > 0:
@@ -195,6 +203,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         tokens = min(tokens, int(cap))
     tokens = tokens // r.page * r.page
     kv_bytes = int(tokens * cell)
+    if pools is not None:
+        pools = dsv4_pools(cfg, model, r, int(rest), cap=tokens)
+        kv_bytes += pools.c128_state_fixed
     budget = int(pre * r.fraction)
     act, cg = int(max(r.chunk, 2048) * 1.5 * MiB), int(r.graph_bs * 2 * MiB) if not s.get("disable_cuda_graph") else 0
     out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=act,
@@ -218,6 +229,14 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.findings.append(_f("SGL005", f"weights need {weights / GiB:.2f} GiB per GPU, {pre / GiB:.2f} GiB is free "
                                f"on the {gpu.name}: torch.OutOfMemoryError while loading", cfg, "model_path"))
         return out
+    if pools is not None and rest > 0 and release(r).swa_floor and dsv4.swa_too_small(model, pools.swa):
+        out.outcome = "oom_at_load"
+        msg = (f"ValueError: SWA pool ({pools.swa} tokens) cannot hold even one request: the prefill admission floor "
+               f"is sliding_window_size ({model.sliding_window}) + page_size ({r.page}). Increase "
+               "--swa-full-tokens-ratio or the total KV budget.")
+        out.messages.append(msg)
+        out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
+        return out
     if tokens <= 0:
         out.outcome = "oom_at_load"
         msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
@@ -226,7 +245,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.findings.append(_f("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
-    out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio)
+    if pools is not None:
+        out = dsv4_pool(out, cfg, r, pools, int(rest))
+    else:
+        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio)
     if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
@@ -234,7 +256,6 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     return out
 
 
-@rule("SGL006", "SGL012")
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
           per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
     s = cfg.settings
@@ -268,6 +289,12 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     out.messages.append(f"max_total_num_tokens={tokens}, chunked_prefill_size={r.chunk}, max_prefill_tokens="
                         f"{int(s.get('max_prefill_tokens') or 16384)}, max_running_requests={running}, "
                         f"context_len={r.context_len}")
+    return capacity(out, cfg, r, tokens)
+
+
+@rule("SGL006", "SGL012")
+def capacity(out: MemoryPlan, cfg: EngineConfig, r: Resolved, tokens: int) -> MemoryPlan:
+    """The pool against context_len: shorter (requests rejected) or under two full-length requests."""
     if tokens - 1 < r.context_len - 1:
         out.findings.append(_f("SGL006", f"the KV pool holds {tokens} tokens, less than context_len={r.context_len}: "
                                f"requests longer than {tokens - 6} input tokens are rejected (max_req_input_len)",
