@@ -145,8 +145,9 @@ VLLM_NOT_EVALUABLE = {
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
     # Qwen3.8-27B-FP8 is sized as Qwen3.6-27B (nearest catalogued release of the line: no public
-    # config); on 0.26 with TP2 on RTX 5090s the token count is 10% low
-    ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1039,
+    # config); on a 0.26.1 main build (0.27's consumed-memory budget, +0.17 GiB charged) with TP2 on
+    # RTX 5090s the token count is 13% low
+    ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1303,
     # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown): the log breaks the overhead down no further
     ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.3470,
     # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
