@@ -35,13 +35,15 @@ MiB = 2**20
 # from 0.16 (0.17-0.28 logs).
 SAMPLER_BYTES_PER_LOGIT = 39
 SAMPLER_BYTES_PER_LOGIT_016 = 15
-# Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, read in the 0.29.0,
-# 0.30.0, 0.31.0 and 0.32.0 wheels) samples an empty dummy batch: SamplingStates starts every slot
-# at temperature 0 (sample/states.py: UvaBackedTensor zeros), so the batch is greedy, no logits
+# Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, the same in the 0.25.0
+# to 0.32.0 wheels; the sampler read in 0.30.0 / 0.31.0) samples an empty dummy batch: SamplingStates
+# starts every slot at temperature 0 (sample/states.py: UvaBackedTensor zeros), so it is greedy, no logits
 # processor runs (Sampler.apply_sampling_params returns the logits as they are) and the Gumbel
 # kernel keeps only per-block partials. What the sampler holds is the logits in the model's dtype
 # (compute_logits). 0.33 adds a second pass with SamplingParams.for_sampler_warmup (the fp32 logits
 # pipeline with penalties, top-k/top-p and logprobs): priced with the V1 figure above (no 0.33 log).
+# Calibration: the 0.30.0 T4 log's torch peak (0.46 logged less the 0.34 graph estimate = 0.12 GiB)
+# is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is not explained.
 V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
 # Non-torch growth during load and profiling by world size on NVLink boards without NVLS (NCCL
 # ring/tree and custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100),
