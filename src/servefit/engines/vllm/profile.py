@@ -224,7 +224,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
         per_logit = SAMPLER_BYTES_PER_LOGIT_016
     else:
         per_logit = SAMPLER_BYTES_PER_LOGIT
-    sampler = reqs * padded_vocab * per_logit if last_stage else 0
+    sampler = int(reqs * padded_vocab * per_logit) if last_stage else 0
     lm = max(fwd, sampler)
     if not v1:
         return max(lm, enc.peak) if enc else lm
