@@ -176,8 +176,9 @@ VLLM_NOT_EVALUABLE = {
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
     # Qwen3.8-27B-FP8 is sized as Qwen3.6-27B (nearest catalogued release of the line: no public
-    # config); on 0.26 with TP2 on RTX 5090s the token count is 10% low
-    ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1039,
+    # config); on a 0.26.1 main build (0.27's consumed-memory budget, +0.17 GiB charged) with TP2 on
+    # RTX 5090s the token count is 13% low
+    ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1303,
     # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown): the log breaks the overhead down no further
     ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.3470,
     # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
@@ -216,10 +217,6 @@ KNOWN_MISSES = {
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1615,
     # fourth batch, held out: vLLM 0.19.0 Qwen3.5-27B (hybrid) TP 4 on RTX 3090s, concurrency 8.4% low
     ("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
-    # fifth batch, held out (measured, not fitted, not investigated): Qwen2.5-3B-Instruct-AWQ on an
-    # unnamed 8 GB card at utilization 0.45 with 0.30.0 keeps 1.11 GiB for KV, 40% more than predicted
-    ("ledgerly-8gb-qwen25-3b-awq-eager-1k-0300", "kv_tokens"): -0.3963,
-    ("ledgerly-8gb-qwen25-3b-awq-eager-1k-0300", "max_concurrency"): -0.3963,
 }
 
 
@@ -266,3 +263,19 @@ def test_pre_021_kv_tokens_with_two_kv_groups_gpt_oss_20b():
     page = 16 * 2 * 8 * 64 * 2
     blocks = plan.memory.kv_cache // (page * 12)
     assert plan.kv_cache_tokens == blocks // 2 * 16
+
+
+def test_vllm_logged_activation_is_compared_as_the_release_logs_it():
+    # From 0.26.1 gpu_worker.py logs "X GiB for peak activation" as the torch peak plus the CUDA-graph
+    # estimate: the 0.30.0 T4 calibration log (Qwen2.5-1.5B, Model Runner V2, 2048 tokens) is compared
+    # with the forward's peak, 2048 x (4 x 1536 + 3 x 8960) x 2 B, plus the estimate (pool + 0.17 GiB)
+    case = next(c for c in acc.load_cases("vllm") if c["id"] == "llmlab-t4-qwen25-15b-fp16-4k-0300")
+    plan = acc.predict(case)
+    fwd = 2048 * (4 * 1536 + 3 * 8960) * 2
+    assert plan.memory.activation_peak == fwd
+    logged = fwd + plan.memory.cuda_graphs + int(0.17 * 2**30)
+    assert acc.CORE["activation_peak_gib"](plan) == logged / 2**30
+    # before 0.26.1 the figure is the torch peak alone (llm-d's 0.11 logs)
+    v011 = next(c for c in acc.load_cases("vllm") if c["id"] == "llmd-h100-llama31-8b-16k")
+    p11 = acc.predict(v011)
+    assert acc.CORE["activation_peak_gib"](p11) == p11.memory.activation_peak / 2**30

@@ -272,3 +272,46 @@ def test_total_consumed_from_027_counts_persistent_buffers():
     assert CONSUMED_EXTRA == int(0.17 * GiB)
     assert non_torch_bytes(1, 1, a100, (0, 26, 0)) == int(0.13 * GiB)
     assert non_torch_bytes(1, 1, a100, (0, 27, 0)) == int(0.13 * GiB) + int(0.17 * GiB)
+
+
+def test_model_runner_v2_samples_a_greedy_dummy_batch_before_033():
+    # Llama-3.1-8B (LlamaForCausalLM, dense: Model Runner V2 from 0.25) on an L4: 2048 tokens over 256
+    # requests. Up to 0.32 the V2 dummy sampler holds the bf16 logits only (256 x 128256 x 2 B =
+    # 63 MiB), below the forward's 2048 x (4 x 4096 + 3 x 14336) x 2 B = 232 MiB; 0.33's warm-up pass
+    # runs the fp32 pipeline, priced at 15 B per logit (470 MiB), which then sets the peak.
+    fwd = 2048 * (4 * 4096 + 3 * 14336) * 2
+    _, v31 = run("vllm serve m --max-model-len 8192", version="0.31.0")
+    assert v31.memory.activation_peak == fwd
+    # a 256-token batch: the forward (256 x 59392 x 2 B = 29 MiB) is below the 256 requests' logits
+    _, small = run("vllm serve m --max-model-len 4096 --max-num-batched-tokens 256", version="0.31.0")
+    assert small.memory.activation_peak == 256 * PADDED_VOCAB * 2
+    _, v33 = run("vllm serve m --max-model-len 8192", version="0.33.0")
+    assert v33.memory.activation_peak == 256 * PADDED_VOCAB * 15
+    # the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0) keeps its 15 B per logit on 0.31
+    _, v1 = run("vllm serve m --max-model-len 8192", env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.31.0")
+    assert v1.memory.activation_peak == 256 * PADDED_VOCAB * 15
+
+
+def test_v2_runner_budgets_its_graph_estimate_and_logs_it_with_the_activation():
+    # 0.31 (V2 runner, FULL and piecewise graphs): the KV budget subtracts the pool plus the FULL graphs'
+    # extrapolation baseline (0.17 GiB), and "X GiB for peak activation" is the torch peak plus that
+    # estimate (gpu_worker.py: peak_activation_memory = transient_peak_headroom + estimate applied)
+    _, p = run("vllm serve m --max-model-len 8192", version="0.31.0")
+    m = p.memory
+    estimate = m.cuda_graphs + int(0.17 * GiB)
+    assert p.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch - estimate
+    assert p.detail.logged_activation_bytes == m.activation_peak + estimate
+    # the V1 runner's estimate is its pool; 0.26.0 still logs the torch peak alone
+    _, v1 = run("vllm serve m --max-model-len 8192", env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.31.0")
+    assert v1.detail.logged_activation_bytes == v1.memory.activation_peak + v1.memory.cuda_graphs
+    _, old = run("vllm serve m --max-model-len 8192", env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.26.0")
+    assert old.detail.logged_activation_bytes == old.memory.activation_peak
+    # eager: no graphs, nothing estimated
+    _, eager = run("vllm serve m --max-model-len 8192 --enforce-eager", version="0.31.0")
+    assert eager.detail.logged_activation_bytes == eager.memory.activation_peak
+
+
+def test_consumed_memory_from_the_0261_main_builds():
+    # 0.26.1 was never released: 0.26.1rc1.devN builds are main on the way to 0.27 and budget the
+    # consumed memory (+0.17 GiB on one GPU), which 0.26.0 does not
+    assert non_torch_bytes(1, version=(0, 26, 1)) - non_torch_bytes(1, version=(0, 26, 0)) == int(0.17 * GiB)

@@ -43,7 +43,8 @@ CORE = {  # expected key -> how to read it off the plan
     "weights_gib": lambda p: p.memory.weights / GiB,
     # vLLM logs the memory available for KV ("Available KV cache memory", negative when short)
     "kv_cache_gib": lambda p: (p.detail.resolved("available_kv_cache_bytes") or p.memory.kv_cache) / GiB,
-    "activation_peak_gib": lambda p: p.memory.activation_peak / GiB,
+    # as vLLM logs it ("X GiB for peak activation"): from 0.26.1 the torch peak plus the CUDA-graph estimate
+    "activation_peak_gib": lambda p: (p.detail.resolved("logged_activation_bytes") or p.memory.activation_peak) / GiB,
     "cuda_graph_gib": lambda p: p.memory.cuda_graphs / GiB,
     "non_torch_gib": lambda p: p.memory.non_torch / GiB,
     # vLLM >= 0.2x prints weights and non-torch memory as one "consumed memory" figure

@@ -15,6 +15,8 @@ class VllmDetail(EngineDetail):
     memory, GPU blocks), as the plan predicts them."""
 
     available_kv_cache_bytes: int = 0  # what gpu_worker.determine_available_memory leaves for the KV cache
+    # "X GiB for peak activation" as gpu_worker.py logs it: from 0.26.1 with the CUDA-graph estimate in it
+    logged_activation_bytes: int = 0
     cuda_graph_sizes: int = 0  # batch sizes captured
     block_size: int = 0
     num_gpu_blocks: int = 0

@@ -26,7 +26,10 @@ from servefit.engines.vllm.profile import (
     CUDA_CONTEXT,
     activation_peak,
     encoder_profile,
+    graph_estimate,
     graph_memory,
+    logged_activation,
+    model_runner_v2,
     non_torch_bytes,
 )
 from servefit.engines.vllm.weights import pp_layers, stage_weights
@@ -173,11 +176,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         w = max(0, weights[st] - offload)
         last = st == r.pp - 1
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
-        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings)
+        v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
+        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
+        cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
-        avail = int(kv_override) if kv_override else budget - w - act - non_torch - (cg if e.cudagraph_subtracted else 0)
+        avail = int(kv_override) if kv_override else budget - w - act - non_torch - cg_budget
         start = sum(stages[:st])
         lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e, state_page)
         check_lay = lay if check_kinds is kinds else layout(model, check_kinds[start:start + stages[st]], kv_db, r.tp,
@@ -193,14 +198,15 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                     cuda_graphs=cg, kv_cache=kv, free_headroom=total - used,
                                     label=f"PP stage {st}" if r.pp > 1 else ""))
         if st == 0:
-            first_graphs, first_avail = n_graphs, avail
+            first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
     assert lay is not None
     worst = min(range(r.pp), key=lambda i: blocks_per_stage[i])
     out.memory = devices[worst]
     out.devices = devices if r.pp > 1 else []
     num_blocks = min(blocks_per_stage)
     avail = first_avail
-    out.detail = VllmDetail(available_kv_cache_bytes=first_avail, cuda_graph_sizes=first_graphs,
+    out.detail = VllmDetail(available_kv_cache_bytes=first_avail, logged_activation_bytes=first_logged_act,
+                            cuda_graph_sizes=first_graphs,
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)

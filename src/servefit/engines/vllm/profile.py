@@ -35,6 +35,16 @@ MiB = 2**20
 # from 0.16 (0.17-0.28 logs).
 SAMPLER_BYTES_PER_LOGIT = 39
 SAMPLER_BYTES_PER_LOGIT_016 = 15
+# Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, the same in the 0.25.0
+# to 0.32.0 wheels; the sampler read in 0.30.0 / 0.31.0) samples an empty dummy batch: SamplingStates
+# starts every slot at temperature 0 (sample/states.py: UvaBackedTensor zeros), so it is greedy, no logits
+# processor runs (Sampler.apply_sampling_params returns the logits as they are) and the Gumbel
+# kernel keeps only per-block partials. What the sampler holds is the logits in the model's dtype
+# (compute_logits). 0.33 adds a second pass with SamplingParams.for_sampler_warmup (the fp32 logits
+# pipeline with penalties, top-k/top-p and logprobs): priced with the V1 figure above (no 0.33 log).
+# Calibration: the 0.30.0 T4 log's torch peak (0.46 logged less the 0.34 graph estimate = 0.12 GiB)
+# is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is not explained.
+V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
 # Non-torch growth during load and profiling by world size on NVLink boards without NVLS (NCCL
 # ring/tree and custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100),
 # 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
@@ -57,6 +67,14 @@ NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
 # the mean of the two calibration logs from 0.27 on that print it ("consumed memory (weights +
 # non-torch)" less the logged weights and the 0.13 GiB above: 0.20 on 0.31.0, 0.13 on 0.30.0).
 CONSUMED_EXTRA = int(0.17 * GiB)
+# Releases that budget "consumed" memory and log it with the peak activation (vllm/v1/worker/
+# gpu_worker.py::Worker.determine_available_memory in 0.27.1 - 0.33.0): there the logged "X GiB for
+# peak activation" is the torch transient peak plus the CUDA-graph estimate the budget subtracts
+# (peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied); 0.20 -
+# 0.26.0 log the torch peak alone (peak_activation_memory = torch_peak_increase). 0.26.1 was never
+# released: builds that call themselves 0.26.1rc1.devN are main on the way to 0.27 and print the
+# 0.27 wording (the AutoScientists log), so the switch is at 0.26.1.
+CONSUMED_FROM = (0, 26, 1)
 CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
 # CUDA-graph pool per captured graph and decoder layer (the driver keeps each graph's kernel nodes;
 # the pool's tensors are shared across sizes): a piecewise graph (one per attention-free piece,
@@ -70,6 +88,17 @@ GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
 # x (51 piecewise + 35 full) graphs, where the V1 runner's terms above give 0.44. x0.38 on the
 # per-layer terms, least squares on those two calibration logs (the only V2 logs with a pool).
 GRAPH_V2_RUNNER_FACTOR = 0.38
+# What Model Runner V2 budgets for its graphs is not the pool it later captures but
+# v1/worker/gpu/cudagraph_utils.py::profile_cudagraph_memory: piecewise graphs captured in full into
+# a throwaway pool over a minimal KV cache, and only the two largest FULL graphs, extrapolated as
+# first + (n - 1) x max(second, 1 MiB) (_extrapolate_full_graph_memory). The first FULL capture pays
+# the throwaway pool's baseline again, so the estimate runs above the pool: 0.35 vs 0.20 GiB on
+# 0.31.0 (A100 40GB) and 0.34 vs 0.15 on 0.30.0 (T4), Qwen2.5-1.5B both ("CUDA graph pool memory:
+# X GiB (actual), Y GiB (estimated)"). +0.17 GiB when FULL graphs are captured, the mean of those two
+# calibration logs (the only V2 logs printing both). The V1 runner's estimate is taken as its pool:
+# within about 10% on the calibration logs of 0.19 (0.53 / 0.48, 0.81 / 0.86, 0.84 / 0.92 GiB), 36%
+# above on the one 0.26 log (Qwen3-Coder-30B-A3B: 0.15 / 0.11).
+GRAPH_V2_ESTIMATE_EXTRA = int(0.17 * GiB)
 # Which architectures default to Model Runner V2, per release (config/vllm.py::VllmConfig.
 # use_v2_model_runner and _is_default_v2_model_runner_model, read in each wheel): none before 0.22;
 # listed dense unquantized architectures in 0.22 / 0.23; listed ones in 0.24; from 0.25 every
@@ -136,7 +165,7 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
         gib = NON_TORCH_GIB[lo] if hi == lo else \
             NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
     context = CUDA_CONTEXT if version < (0, 6, 5) else 0
-    consumed = CONSUMED_EXTRA if version >= (0, 27, 0) else 0
+    consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context + consumed
 
 
@@ -166,7 +195,7 @@ def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> 
 
 
 def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
-                    settings: dict | None = None) -> int:
+                    settings: dict | None = None, v2_runner: bool = False) -> int:
     """Peak of profile_run on the rank that samples: a forward of max_num_batched_tokens (gated MLP
     or fused-MoE intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens)
     requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run). V0 runs
@@ -174,7 +203,9 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     (model_runner.py::ModelRunner.execute_model: logits are gathered to the driver, the only rank
     that samples), so the same max applies; the other TP ranks peak at the forward. A Qwen-VL
     vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
-    held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens."""
+    held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens.
+    Model Runner V2 before 0.33 holds only the model-dtype logits in its sampler (see
+    V2_RUNNER_SAMPLER_UNTIL)."""
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
@@ -187,8 +218,13 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     fwd = int(t * (4 * h + mlp) * db)
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
-    per_logit = SAMPLER_BYTES_PER_LOGIT_016 if v1 and r.version >= (0, 16, 0) else SAMPLER_BYTES_PER_LOGIT
-    sampler = reqs * padded_vocab * per_logit if last_stage else 0
+    if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
+        per_logit = db
+    elif v1 and r.version >= (0, 16, 0):
+        per_logit = SAMPLER_BYTES_PER_LOGIT_016
+    else:
+        per_logit = SAMPLER_BYTES_PER_LOGIT
+    sampler = int(reqs * padded_vocab * per_logit) if last_stage else 0
     lm = max(fwd, sampler)
     if not v1:
         return max(lm, enc.peak) if enc else lm
@@ -353,3 +389,19 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
     total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
     return graphs, int(total)
+
+
+def graph_estimate(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig, pool: int,
+                   gpu: GpuSpec | None = None) -> int:
+    """What the KV budget subtracts for CUDA graphs from 0.20 (gpu_worker.py::
+    Worker.determine_available_memory, cudagraph_memory_estimate): the pool itself for the V1 runner,
+    the pool plus the FULL graphs' extrapolation baseline for Model Runner V2 (GRAPH_V2_ESTIMATE_EXTRA)."""
+    if not pool or not model_runner_v2(model, r, cfg.env, cfg.settings):
+        return pool
+    return pool + (GRAPH_V2_ESTIMATE_EXTRA if graph_sizes(model, r, e, cfg, gpu)[1] else 0)
+
+
+def logged_activation(act: int, estimate_applied: int, version: tuple[int, int, int]) -> int:
+    """The "X GiB for peak activation" vLLM logs at start: the torch peak, plus from 0.26.1 the
+    CUDA-graph estimate the budget subtracts (see CONSUMED_FROM)."""
+    return act + estimate_applied if version >= CONSUMED_FROM else act
