@@ -257,6 +257,10 @@ def test_secret_names_by_part_and_glued():
     # a word there, or a number after the singular, stays masked
     ("the KV pool holds 420000 tokens: 1.60 requests", "the KV pool holds 420000 tokens: 1.60 requests"),
     ("TOKENS=abcdef token: 123456", "TOKENS=*** token: ***"),
+    # SGLang's DeepSeek-V4 pool lines: a number after a measure of tokens is not a credential
+    ("DSV4 memory calculation: bytes_per_full_token=7086.75, full_token=1317632, swa_full_tokens_ratio=0.1",
+     "DSV4 memory calculation: bytes_per_full_token=7086.75, full_token=1317632, swa_full_tokens_ratio=0.1"),
+    ("API_TOKEN=12345678901234567890 ACCESS_TOKEN=abc.def", "API_TOKEN=*** ACCESS_TOKEN=***"),
 ])
 def test_masked_by_shape(text, shown):
     assert redact_text(text) == shown

@@ -104,6 +104,9 @@ def test_flash_at_tp8_on_h100():
     assert sizes == (f"DSV4 pool sizes: full={t}, swa={x.swa_max_total_num_tokens}, c4={t // 4}, c128={t // 128}, "
                      f"c4_state={x.swa_max_total_num_tokens // 256 * 8}, c128_state=32896")
     assert m.kv_cache == int(t * FLASH_FULL) + FLASH_C128
+    calc = next(s for s in p.messages if s.startswith("DSV4 memory calculation"))  # SGLang's own fields
+    assert calc.startswith("DSV4 memory calculation: bytes_per_full_token=7086.75, available_bytes=")
+    assert f", full_token={t}, c128_state_fixed=2.53 GB" in calc
     assert any(s.startswith(f"max_total_num_tokens={t}, ") and "max_running_requests=256" in s for s in p.messages)
     assert any("follow SGLang 0.5.23's DSV4PoolConfigurator" in a for a in p.assumptions)
 

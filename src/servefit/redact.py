@@ -37,6 +37,8 @@ COUNT_WORDS = frozenset({"MAX", "MIN", "NUM", "BATCH", "BATCHED", "INPUT", "TOTA
                          "CTX", "PREDICT", "CHUNK", "DRAFT", "SPECULATIVE", "OUTPUT", "PROMPT", "GENERATED",
                          "LIMIT", "PER", "SEQ", "WAITING", "COMPLETION", "CACHED", "SPECIAL", "STOP", "BAD",
                          "EXTRA", "ADDED", "IMAGE", "VISION", "AUDIO", "LOOKAHEAD", "REASONING", "THINKING"})
+# with a number for its value, a name with these words measures tokens (bytes_per_token, full_token)
+_MEASURE_WORDS = COUNT_WORDS | {"BYTES", "FULL", "SWA", "RATIO", "SIZE"}
 REFERENCE_NAMES = frozenset({"KEY"})  # secretKeyRef / configMapKeyRef: `key: hf-token` names the key
 # secretKeyRef, secretName, existingSecret, tokenSecretRefs: they name a k8s Secret, not its value
 REFERENCE_LAST = frozenset({"REF", "REFS", "NAME", "NAMES"})
@@ -137,8 +139,11 @@ def _assign(m: re.Match[str]) -> str:
         return m.group(0)  # the header pass masked the credential after the scheme
     if is_reference(value):
         return m.group(0)
-    if name_parts(name)[-1:] == ["TOKENS"] and _NUMBER.fullmatch(value):
-        return m.group(0)  # a count of tokens ("holds 420000 tokens: 1.60 requests", "tokens=512")
+    if _NUMBER.fullmatch(value) and (name_parts(name)[-1:] == ["TOKENS"] or "." in value
+                                     or _MEASURE_WORDS.intersection(name_parts(name))):
+        # a count or a measure of tokens ("holds 420000 tokens: 1.60 requests", "tokens=512", SGLang's
+        # "bytes_per_full_token=7086.75, full_token=1317632, swa_full_tokens_ratio=0.1"), not a credential
+        return m.group(0)
     if value.startswith("["):  # 'api_key': ['NonDefaultKey-7171'] (vLLM's non-default args)
         return f"{q}{name}{q}{sep}[" + ",".join(_mask_item(i) for i in value[1:-1].split(",")) + "]"
     quote = value[0] if value[0] in "\"'" and len(value) > 1 else ""

@@ -52,9 +52,9 @@ def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, av
 
     s = cfg.settings
     rel = release(r)
-    # SGLang's line also gives bytes_per_full_token and full_token: the plan's KV bytes per token and `full`
     fixed = f", c128_state_fixed={p.c128_state_fixed / GiB:.2f} GB" if rel.c128_fixed else ""
-    out.messages.append(f"DSV4 memory calculation: available_bytes={available / GiB:.2f} GB{fixed}")
+    out.messages.append(f"DSV4 memory calculation: bytes_per_full_token={p.bytes_per_full_token:.2f}, "
+                        f"available_bytes={available / GiB:.2f} GB, full_token={p.full}{fixed}")
     if rel.padded:  # _compute_dsv4_sizes logs it from 0.5.21; _deepseek_v4_overrides declares the 0.1, which
         # handle_cache_compatibility counts as set, hence "explicit"
         out.messages.append(f"DSV4 SWA sizing: mode=ratio (explicit), swa_tokens={p.swa}")  # then the ratio
