@@ -140,6 +140,16 @@ def test_a_chart_whose_dependencies_are_not_vendored_renders_without_them(helm, 
     assert rc == 1 and where(err) == ("values-prod.yaml", 2, 14)  # the spans still point at the user's files
 
 
+def _use_dependency(chart: Path, name: str, template: str) -> None:
+    """The chart takes `name` from the folder beside it and its pod labels include `template`."""
+    with open(chart / "Chart.yaml", "a", encoding="utf-8") as fh:
+        fh.write(f"dependencies:\n  - name: {name}\n    version: 0.1.0\n    repository: file://../{name}\n")
+    tpl = chart / "templates" / "deployment.yaml"
+    labels = "  template:\n    metadata:\n      labels:\n"
+    tpl.write_text(tpl.read_text(encoding="utf-8").replace(
+        labels, labels + f'        {{{{- include "{template}" . | nindent 8 }}}}\n', 1))
+
+
 def test_a_dependency_in_a_folder_of_the_repository_is_used(helm, capsys, chart):
     """`repository: file://../common` names a chart in the same repository: servefit copies it into
     the rendered copy's charts/, as `helm dependency build` would, so templates that include its
@@ -148,12 +158,7 @@ def test_a_dependency_in_a_folder_of_the_repository_is_used(helm, capsys, chart)
     (lib / "templates").mkdir(parents=True)
     (lib / "Chart.yaml").write_text("apiVersion: v2\nname: common\nversion: 0.1.0\ntype: library\n")
     (lib / "templates" / "_labels.tpl").write_text('{{- define "common.team" -}}\nteam: serving\n{{- end -}}\n')
-    with open(chart / "Chart.yaml", "a", encoding="utf-8") as fh:
-        fh.write("dependencies:\n  - name: common\n    version: 0.1.0\n    repository: file://../common\n")
-    tpl = chart / "templates" / "deployment.yaml"
-    tpl.write_text(tpl.read_text(encoding="utf-8").replace("  template:\n    metadata:\n      labels:\n",
-                                                            "  template:\n    metadata:\n      labels:\n"
-                                                            '        {{- include "common.team" . | nindent 8 }}\n', 1))
+    _use_dependency(chart, "common", "common.team")
     rc, found = lint(capsys, str(chart))
     assert [f["code"] for f in found if f["code"] == "SF104"] == []
     [err] = [f for f in found if f["severity"] == "error"]
@@ -174,12 +179,7 @@ def test_a_repository_dependency_brings_its_own_repository_dependencies(helm, ca
         (lib / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 0.1.0\ntype: library\n{deps}")
     (chart.parent / "common" / "templates" / "_t.tpl").write_text('{{- define "common.team" -}}\nteam: serving\n{{- end -}}\n')
     (chart.parent / "mid" / "templates" / "_t.tpl").write_text('{{- define "mid.labels" -}}\n{{ include "common.team" . }}\n{{- end -}}\n')
-    with open(chart / "Chart.yaml", "a", encoding="utf-8") as fh:
-        fh.write("dependencies:\n  - name: mid\n    version: 0.1.0\n    repository: file://../mid\n")
-    tpl = chart / "templates" / "deployment.yaml"
-    tpl.write_text(tpl.read_text(encoding="utf-8").replace("  template:\n    metadata:\n      labels:\n",
-                                                            "  template:\n    metadata:\n      labels:\n"
-                                                            '        {{- include "mid.labels" . | nindent 8 }}\n', 1))
+    _use_dependency(chart, "mid", "mid.labels")
     rc, found = lint(capsys, str(chart))
     assert [f["code"] for f in found if f["code"] == "SF104"] == []
     assert rc == 1 and [where(f) for f in found if f["severity"] == "error"] == [("values-prod.yaml", 2, 14)]
