@@ -166,11 +166,10 @@ def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
     level = cc.get("mode", cc.get("level")) if isinstance(cc, dict) else None
     if not e.v1 or r.enforce_eager or (level is not None and str(level).upper() in ("0", "NONE", "NO_COMPILATION")):
         return None
-    return ("a warm torch.compile cache (a restart with the same settings): a first start, or one after a change "
-            "of settings such as max-model-len or max-num-batched-tokens, compiles the model while vLLM profiles it and "
-            f"counts the compilation's temporary memory in the activation peak, leaving less KV cache until "
-            f"the next start ({COLD_COMPILE_GIB:.2f} GiB for a 1.5B model at 2,048 batched tokens, more for "
-            "larger models)")
+    return ("a warm torch.compile cache: a first start, or one after changing max-model-len or "
+            "max-num-batched-tokens, counts the compilation's temporary memory in the activation peak and "
+            f"sizes a smaller KV cache ({COLD_COMPILE_GIB:.2f} GiB more for a 1.5B model at 2,048 batched "
+            "tokens, more for larger models)")
 
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0)) -> int:
