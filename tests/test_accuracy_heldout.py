@@ -163,13 +163,25 @@ def test_vllm_outcomes(rows):
 def test_vllm_heldout_token_targets(rows):
     """The available KV memory and the weights held out (the token and concurrency medians, issue 16's
     target, are below)."""
+    # pinned at the figures measured after issue 16's seventh batch (ten DGX Spark logs, unified memory):
+    # KV memory median 3.3% and p90 31.8% on 39 (2.3% / 7.5% on 29 before); the target is below
     kv = _errors(rows, "vllm", "heldout", "kv_cache_gib")
-    assert len(kv) >= 20 and statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.10
+    assert len(kv) >= 39 and statistics.median(kv) <= 0.035 and acc.pct(kv, 0.9) <= 0.33
     weights = _errors(rows, "vllm", "heldout", "weights_gib")
     assert len(weights) >= 20 and statistics.median(weights) <= 0.01
 
 
-@pytest.mark.xfail(strict=True, reason="median 3.2% on 30 (tokens) and 3.3% on 26 (concurrency); 2.3% / 2.4% on "
+@pytest.mark.xfail(strict=True, reason="median 3.3% and p90 31.8% on 39 since issue 16's seventh batch (2.3% / 7.5% "
+                                       "on 29 before): Laguna-S-2.1, Qwen3.8-27B and Nemotron 3 Super checkpoints on "
+                                       "DGX Spark load 5-34% more weights than predicted")
+def test_vllm_heldout_kv_memory_target(rows):
+    """Issue 16's held-out target for the available KV memory: median <= 3%, p90 <= 10%."""
+    kv = _errors(rows, "vllm", "heldout", "kv_cache_gib")
+    assert statistics.median(kv) <= 0.03 and acc.pct(kv, 0.9) <= 0.10
+
+
+@pytest.mark.xfail(strict=True, reason="median 3.2% on 40 (tokens) and 3.4% on 36 (concurrency) after issue 16's "
+                                       "seventh batch; 3.2% on 30 and 3.3% on 26 before it; 2.3% / 2.4% on "
                                        "the same logs before Model Runner V2's profile was read from vLLM's code "
                                        "(a greedy dummy sampler before 0.33, the graph estimate above the pool): "
                                        "what V2 charges is still low on some logs (0.44 GiB of torch peak on the "
@@ -183,7 +195,9 @@ def test_vllm_heldout_token_median_target(rows):
     assert statistics.median(tokens) <= 0.03 and statistics.median(conc) <= 0.03
 
 
-@pytest.mark.xfail(strict=True, reason="p90 10.2% (tokens) and 11.0% (concurrency), 11.6% both before the sixth batch (13.4% before 'autoawq' was read as "
+@pytest.mark.xfail(strict=True, reason="p90 19.5% (tokens) and 31.9% (concurrency) with issue 16's seventh batch (DGX "
+                                       "Spark: Laguna-S-2.1 NVFP4 +635%, Qwen3.8-27B NVFP4 -45%, Nemotron 3 Super +33%); "
+                                       "10.2% / 11.0% before it, 11.6% both before the sixth batch (13.4% before 'autoawq' was read as "
                                        "AWQ): gpt-oss-20b on a GB10 at utilization 0.25 keeps 12.94 GiB of KV memory "
                                        "where 9.13 is predicted (unified memory), gemma-4-26B-A4B on DGX Spark is "
                                        "-13.4% / -11.6% (the batch raised to 2496 tokens for video input is not "
@@ -201,7 +215,9 @@ def test_vllm_heldout_token_p90_target(rows):
 # activation peaks): the medians below are those measured after it, on the larger sets.
 # Issue 16's sixth batch (the logged peak activation read per release, Model Runner V2's profile):
 # activation 12.2% on 7 (18.9% on the same 7 before; one more held-out log, vLLM 0.27.1).
-HELDOUT_SUBTERMS = {"activation_peak_gib": (7, 0.122), "non_torch_gib": (4, 3.179), "cuda_graph_gib": (24, 0.146)}
+# Issue 16's seventh batch (ten held-out DGX Spark logs, unified memory, with their graph pools): CUDA
+# graphs 25.2% on 35 (14.6% on the 24 before; not fitted).
+HELDOUT_SUBTERMS = {"activation_peak_gib": (7, 0.122), "non_torch_gib": (4, 3.179), "cuda_graph_gib": (35, 0.252)}
 
 
 def test_vllm_heldout_subterms_do_not_regress(rows):
@@ -213,7 +229,8 @@ def test_vllm_heldout_subterms_do_not_regress(rows):
 
 @pytest.mark.parametrize("key", ["cuda_graph_gib", "non_torch_gib", "activation_peak_gib"])
 @pytest.mark.xfail(strict=True, reason="issue 16 target not met held out (README, 'Measured figures'): "
-                                       "CUDA graphs 14.6% on 24 logs, non-torch 318% on 4, activation "
+                                       "CUDA graphs 25.2% on 35 logs (14.6% on 24 before the seventh batch), "
+                                       "non-torch 318% on 4, activation "
                                        "12.2% on 7 (18.9% on the same 7 before the sixth batch)")
 def test_vllm_heldout_subterm_targets(rows, key):
     """Issue 16's held-out target for each remaining profile sub-term: median <= 10%. Strict: when
@@ -238,10 +255,11 @@ def test_vllm_calibration_targets_met(rows):
     assert len(act) >= 10 and statistics.median(act) <= 0.10
     nt = _errors(rows, "vllm", "calibration", "non_torch_gib")
     assert len(nt) >= 10 and statistics.median(nt) <= 0.10
-    # the graph p90 is 15.6%: the two Model Runner V2 logs (0.30 / 0.31) sit at -16% / +13% around
-    # the one factor fitted to them
+    # the graph p90 is 25.9% (15.6% before issue 16's seventh batch): the two Model Runner V2 logs (0.30 /
+    # 0.31) sit at -16% / +13% around the one factor fitted to them, and Nemotron 3 Nano 4B on a DGX Spark
+    # (0.19.2 dev, unified memory) logs a 0.03 GiB capture of 102 graphs where 0.73 is predicted
     graphs = _errors(rows, "vllm", "calibration", "cuda_graph_gib")
-    assert len(graphs) >= 15 and statistics.median(graphs) <= 0.10 and acc.pct(graphs, 0.9) <= 0.16
+    assert len(graphs) >= 15 and statistics.median(graphs) <= 0.10 and acc.pct(graphs, 0.9) <= 0.26
 
 
 def test_sglang_and_tgi_calibration_pools(rows):

@@ -25,6 +25,7 @@ from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
     CUDA_CONTEXT,
     activation_peak,
+    compile_cache_note,
     encoder_profile,
     graph_estimate,
     graph_memory,
@@ -238,6 +239,8 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
              "public start-up logs; vLLM measures them at start")
     if not e.cudagraph_subtracted and not r.enforce_eager:
         a.append("CUDA graphs are captured after the KV cache is sized (not subtracted before 0.20)")
+    if note := compile_cache_note(r, e, s):
+        a.append(note)
     if r.scheme is not None:
         note = f"weights stored as {r.scheme.name} ({r.scheme.bytes_per_param:.3f} bytes per quantized parameter)"
         if r.scheme.experts_bytes:

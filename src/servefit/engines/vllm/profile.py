@@ -43,8 +43,20 @@ SAMPLER_BYTES_PER_LOGIT_016 = 15
 # (compute_logits). 0.33 adds a second pass with SamplingParams.for_sampler_warmup (the fp32 logits
 # pipeline with penalties, top-k/top-p and logprobs): priced with the V1 figure above (no 0.33 log).
 # Calibration: the 0.30.0 T4 log's torch peak (0.46 logged less the 0.34 graph estimate = 0.12 GiB)
-# is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is not explained.
+# is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is that of a first start
+# that compiled the model (see COLD_COMPILE_GIB).
 V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
+# A V1 engine compiles the model (torch.compile, Inductor) in the first forward of its profile
+# (v1/worker/gpu_worker.py::Worker.determine_available_memory runs model_runner.profile_run inside
+# utils/mem_utils.py::memory_profiling). With an empty compile cache the compilation's temporaries
+# (Inductor's kernel benchmarking: config/compilation.py sets combo_kernels and benchmark_combo_kernel)
+# raise the torch peak that the budget keeps, so a first start sizes a smaller KV cache than a restart
+# that loads the compiled graphs ("Directly load the compiled graph(s)" / "Directly load AOT
+# compilation" in the log). vLLM issue #54122 and PR #54209 (open) describe it; a new compile-cache key
+# (max-num-batched-tokens, max-model-len, ...) starts cold again. servefit predicts the warm start and
+# says so. Calibration logs, Qwen2.5-1.5B fp16 at 2048 batched tokens: torch peak 0.12 GiB warm (0.30.0,
+# T4) and 0.44 GiB cold (0.31.0, A100 40GB; "Compiling a graph for compile range (1, 2048)").
+COLD_COMPILE_GIB = 0.44 - 0.12
 # Non-torch growth during load and profiling by world size on NVLink boards without NVLS (NCCL
 # ring/tree and custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100),
 # 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
@@ -63,9 +75,11 @@ NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
 # From 0.27 the budget charges everything the instance took since its first snapshot
 # (utils/mem_utils.py::memory_profiling: total_consumed = before_create.free - after_profile.free;
 # 0.26.0 still adds non_torch_increase): that also counts the runner's persistent buffers
-# allocated outside the weights' load, which earlier releases' non-torch delta did not see. +0.17 GiB,
-# the mean of the two calibration logs from 0.27 on that print it ("consumed memory (weights +
-# non-torch)" less the logged weights and the 0.13 GiB above: 0.20 on 0.31.0, 0.13 on 0.30.0).
+# allocated outside the weights' load, which earlier releases' non-torch delta did not see. +0.17 GiB:
+# the calibration logs that print "consumed memory (weights + non-torch)" give, less the logged weights
+# and the 0.13 GiB above, 0.13 (0.30.0, T4, warm compile cache), 0.20 (0.31.0, A100 40GB, cold) and
+# 0.20 (a 0.26.1 main build, A100 80GB, warm): mean 0.177, within the logs' 0.01 GiB rounding of the
+# 0.17 first fitted on two of them. The cold start did not raise it on A100.
 CONSUMED_EXTRA = int(0.17 * GiB)
 # Releases that budget "consumed" memory and log it with the peak activation (vllm/v1/worker/
 # gpu_worker.py::Worker.determine_available_memory in 0.27.1 - 0.33.0): there the logged "X GiB for
@@ -143,6 +157,19 @@ AWQ_DEQUANT_TOKENS = 256
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
 # envs.VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH = 32).
 FA3_MAX_SPLITS = 32
+
+
+def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
+    """The warm-cache assumption (see COLD_COMPILE_GIB), for engines that compile the model: V1
+    unless eager (-O0 / --enforce-eager) or compilation_config level / mode 0."""
+    cc = settings.get("compilation_config")
+    level = cc.get("mode", cc.get("level")) if isinstance(cc, dict) else None
+    if not e.v1 or r.enforce_eager or (level is not None and str(level).upper() in ("0", "NONE", "NO_COMPILATION")):
+        return None
+    return ("a warm torch.compile cache: a first start, or one after changing max-model-len or "
+            "max-num-batched-tokens, counts the compilation's temporary memory in the activation peak and "
+            f"sizes a smaller KV cache ({COLD_COMPILE_GIB:.2f} GiB more for a 1.5B model at 2,048 batched "
+            "tokens, more for larger models)")
 
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0)) -> int:
