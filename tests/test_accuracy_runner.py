@@ -305,3 +305,9 @@ def test_vllm_logged_activation_is_compared_as_the_release_logs_it():
     v011 = next(c for c in acc.load_cases("vllm") if c["id"] == "llmd-h100-llama31-8b-16k")
     p11 = acc.predict(v011)
     assert acc.CORE["activation_peak_gib"](p11) == p11.memory.activation_peak / 2**30
+
+
+def test_every_case_id_is_unique():
+    """An id names one logged run: the same run recorded twice would count twice in the figures."""
+    ids = [c["id"] for c in acc.all_cases()]
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
