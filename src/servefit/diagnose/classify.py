@@ -14,6 +14,7 @@ figures give the fragmentation gap, reserved − allocated.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from servefit.diagnose import model as M
@@ -63,6 +64,7 @@ ROOT_TEXT = {
     "cuda_graph_capture": "CUDA graph capture: capturing the decode graphs needed more memory than was left after "
                           "the KV cache took its share",
     "not_oom": "not an out-of-memory failure: the engine stopped for another reason",
+    "recovered": "an allocation failed, but the engine retried it another way and went on",
     "none": "no OOM signature found",
 }
 # how each stage is called when the engine's table does not name it (catalog.stage_names)
@@ -77,8 +79,9 @@ STAGE_TEXT = {
     "decode": "serving, a decode step",
     "serving": "serving requests",
 }
-# the start-up phase a slot engine (llama.cpp, Ollama's runner) had reached -> the stage that failed
-PHASE_STAGE = {"load": "load", "context": "kv_alloc", "compute": "compute", "serving": "serving"}
+# the start-up phase a slot engine (llama.cpp, Ollama's runner) had reached -> the stage that failed; a CUDA
+# graph capture that began and did not end (vLLM, SGLang) is the stage of any OOM in between
+PHASE_STAGE = {"load": "load", "context": "kv_alloc", "compute": "compute", "graphs": "graphs", "serving": "serving"}
 
 
 HOST_TEXT = {
@@ -385,8 +388,40 @@ def _not_oom(diag: Diagnosis, scan: ScanResult) -> None:
                     "line appears in this log, so servefit's memory fixes do not apply.")
 
 
+def _recovered(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
+    """Every out-of-memory line was followed by the engine's own retry (llama.cpp: the compute buffer
+    again without pipeline parallelism) and nothing failed after it: say so rather than name a cause."""
+    assert ev.recovered is not None
+    diag.root_cause, diag.confidence, diag.signature = "recovered", "high", ev.pattern
+    diag.engine = _engine(scan, ev)
+    diag.figures = {k: v for k, v in ev.figures.items() if k in ("alloc_size", "alloc_device", "device")}
+    diag.settings_in_log = dict(ev.state.settings)
+    diag.evidence = [ev.line, *ev.extra_lines[:4], ev.recovered]
+    diag.stage = ev.stage or PHASE_STAGE.get(ev.state.phase, "")
+    diag.stage_text = stage_text(diag.engine, diag.stage)
+    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile") else "unknown"
+    diag.timing_text = TIMING_TEXT[diag.timing]
+    eng = _engine_of(diag.engine)
+    title = (eng.title if eng is not None else None) or "The engine"
+    diag.summary = (f"{title} ran out of memory at line {ev.line.number}, then said it retried another way "
+                    f"(line {ev.recovered.number}: {ev.recovered.text.strip()[:160]}) and no failure follows: "
+                    "this log shows no out-of-memory failure.")
+    if scan.last_state.serving is None:
+        diag.notes.append("the log ends before the server said it was ready: if it stopped later, pass the rest "
+                          "of the log")
+
+
 def classify(scan: ScanResult) -> Diagnosis:
     diag = Diagnosis(lines_read=scan.lines, oom_events=scan.oom_events)
+    recovered = [ev for ev in scan.events if ev.recovered is not None]
+    if recovered:  # a failure the engine retried is not a failure: diagnose what came after it
+        scan = replace(scan, events=[ev for ev in scan.events if ev.recovered is None])
+        last = recovered[-1]
+        if not scan.events and not any(e.line.number > last.line.number for e in scan.errors):
+            _recovered(diag, scan, last)
+            return diag
+        diag.notes.append(f"line {last.line.number}: an out-of-memory the engine retried another way (line "
+                          f"{last.recovered.number if last.recovered else '?'}); what is diagnosed here came after it")
     if not scan.events:
         diag.engine = _engine(scan, scan.errors[-1] if scan.errors else None)
         diag.settings_in_log = dict(scan.last_state.settings)
@@ -394,6 +429,8 @@ def classify(scan: ScanResult) -> Diagnosis:
             _not_oom(diag, scan)
         return diag
     primary = _primary(scan.events)
+    if not primary.stage and primary.state.phase == "graphs" and not primary.pattern.startswith(("kernel", "k8s")):
+        primary.stage = "graphs"  # no traceback says where: the capture had begun and not finished
     lo, hi = primary.line.number - RELATED_LINES, primary.line.number + RELATED_LINES
     related = [ev for ev in scan.events if ev is not primary and lo <= ev.line.number <= hi]
     figs = _figures(primary, related)

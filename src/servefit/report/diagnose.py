@@ -20,6 +20,7 @@ TITLE = {
     "profiling_peak": "Start-up profiling peak",
     "cuda_graph_capture": "CUDA graph capture",
     "not_oom": "Not an out-of-memory failure",
+    "recovered": "Out of memory, recovered by the engine",
     "none": "No OOM signature found",
 }
 HOST_TITLE = {
@@ -97,7 +98,8 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
         out.append(_c(head, "1", color) + f" ({engine}, {diag.lines_read:,} lines read)")
         out.append(f"  none of the OOM messages servefit knows ({known}) appear in this log")
         return "\n".join(out) + "\n"
-    out.append(_c(head, "1;31", color) + f"  [{diag.root_cause}; {engine}; {diag.confidence} confidence]")
+    red = "1;33" if diag.root_cause == "recovered" else "1;31"
+    out.append(_c(head, red, color) + f"  [{diag.root_cause}; {engine}; {diag.confidence} confidence]")
     out.append(f"  {diag.summary}")
     out.append(f"  When: {diag.timing_text or diag.timing}")
     if diag.stage_text:

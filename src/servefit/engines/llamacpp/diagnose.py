@@ -123,8 +123,11 @@ def _kv(fx: Fixing) -> list[str]:
 
 def _batch(fx: Fixing) -> list[str]:
     np_ = fx.current("parallel")
-    slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
     ubatch = _ubatch(fx)
+    n = fx.num(np_)
+    if n is not None and n <= 1:  # one slot already: there is nothing to lower
+        return _pipeline(fx) + [ubatch]
+    slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
     return _pipeline(fx) + ([ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch])
 
 
