@@ -158,3 +158,64 @@ def test_the_retry_failing_with_the_same_message_is_a_new_failure_not_a_repeat()
     d = diagnose_lines(PP_HEAD + PP_HEAD[6:9] + ["main: exiting due to model loading error"])
     assert d.root_cause == "batch_misconfiguration"
     assert [e.number for e in d.evidence if e.number > 10] == [11, 12, 13]
+
+
+# llama.cpp's compute buffer at a long context (ROCm, 70B IQ4_XS, llama.cpp ~2025-10 line formats)
+COMPUTE = [
+    "llama_context: n_seq_max     = 1",
+    "llama_context: n_ctx         = 131072",
+    "llama_context: n_ubatch      = 512",
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 14136.04 MiB on device 0: cudaMalloc failed: out of memory",
+    "ggml_gallocr_reserve_n: failed to allocate ROCm0 buffer of size 14822711296",
+    "graph_reserve: failed to allocate compute buffers",
+    "llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers",
+]
+FA_WHY = ("the compute buffer then no longer holds the attention scores for the whole context "
+          "(context x micro-batch x heads x 4 bytes)")
+
+
+def test_a_long_context_compute_buffer_failure_names_flash_attention_as_the_log_shows_it():
+    d = diagnose_lines(COMPUTE)
+    assert (d.root_cause, d.stage) == ("kv_cache_overflow", "compute")
+    assert d.summary.startswith("KV cache overflow: the KV cache was allocated, but the compute buffer this context "
+                                "length needs next to it does not fit. llama.cpp could not allocate 13.80 GiB")
+    assert d.fix[0] == f"If flash attention is off, turn it on (-fa on): {FA_WHY}"
+    assert d.fix[1] == "Lower the context -c/--ctx-size (now 131072) to 65536 or less"
+    off = diagnose_lines(COMPUTE[:3] + ["llama_context: flash_attn    = disabled"] + COMPUTE[3:])
+    assert off.fix[0] == f"Turn on flash attention (-fa on): {FA_WHY}"
+    for on in ("enabled", "auto", "1"):
+        d = diagnose_lines(COMPUTE[:3] + [f"llama_context: flash_attn    = {on}"] + COMPUTE[3:])
+        assert not any("flash attention" in f.lower() and "turn it on" in f.lower() for f in d.fix), on
+        assert d.fix[0].startswith("Lower the context"), on
+
+
+def test_a_kv_cache_failure_is_not_told_to_turn_on_flash_attention():
+    d = diagnose_lines(["llama_context: n_ctx         = 131072",
+                        "llama_kv_cache_init: failed to allocate buffer for kv cache"])
+    assert d.stage == "kv_alloc" and not any(f.startswith(("If flash", "Turn on flash")) for f in d.fix)
+
+
+def test_ollama_compute_failure_reads_flash_attention_from_its_server_config():
+    env = ('time=2024-10-19T22:20:00.000+08:00 level=INFO source=routes.go:1186 msg="server config" '
+           'env="map[OLLAMA_FLASH_ATTENTION:false OLLAMA_NUM_PARALLEL:0]"')
+    runner = ["llama_new_context_with_model: n_ctx      = 131072",
+              "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8574.52 MiB on device 3: cudaMalloc failed: "
+              "out of memory",
+              "ggml_gallocr_reserve_n: failed to allocate CUDA3 buffer of size 8991031296",
+              "llama_new_context_with_model: failed to allocate compute buffers"]
+    d = diagnose_lines([env, *runner])
+    assert (d.engine, d.root_cause, d.stage) == ("ollama", "kv_cache_overflow", "compute")
+    assert d.fix[0] == f"Turn on flash attention (OLLAMA_FLASH_ATTENTION=1): {FA_WHY}"
+
+
+def test_ggml_cuda_error_of_2024_is_an_oom():
+    # Ollama 0.1.17's runner (llama.cpp's ggml-cuda.cu CUDA_CHECK before 2024-03)
+    d = diagnose_lines([
+        "CUDA error 2 at /go/src/github.com/jmorganca/ollama/llm/llama.cpp/gguf/ggml-cuda.cu:9132: out of memory",
+        "current device: 0",
+        "2024/01/05 10:38:07 llama.go:463: error starting llama runner: llama runner process has terminated",
+    ])
+    assert (d.signature, d.engine) == ("llamacpp.cuda_error_old", "ollama")
+    assert d.root_cause == "model_too_large" and d.evidence[0].number == 1
+    assert diagnose_lines(["CUDA error 700 at ggml-cuda.cu:1234: an illegal memory access was encountered"]
+                          ).root_cause == "none"
