@@ -132,6 +132,36 @@ def test_llama_swap_cmd_one_setting_per_line(tmp_path: Path) -> None:
                                                         "        --cache-type-v q8_0\n        --parallel 4\n"))
 
 
+def test_a_shell_quoted_last_word_takes_new_flags_after_its_closing_quote(tmp_path: Path) -> None:
+    # llama-swap configs often end the command with `-ot ".ffn_.*_exps.=CPU"` (the experts on the CPU)
+    p = tmp_path / "config.yaml"
+    p.write_text('models:\n  "gpt-oss-120b":\n    cmd: |\n      llama-server --port ${PORT}\n'
+                 '      --model /m/gpt-oss-120b-Q4_K_M.gguf\n      -ngl 99\n      -ot ".ffn_.*_exps.=CPU"\n'
+                 '    ttl: 600\n')
+    patch, old, new = patched(p, {"context": 8192, "parallel": 2})
+    assert [(pl.shown, pl.applicability) for pl in patch.placed] == [("--ctx-size 16384", SAFE),
+                                                                      ("--parallel 2", SAFE)]
+    assert one(new) == subst(old[str(p)], ('=CPU"\n', '=CPU"\n      --ctx-size 16384\n      --parallel 2\n'))
+    s = tmp_path / "serve.sh"
+    s.write_text("llama-server -m /m/gpt-oss-120b-Q4_K_M.gguf -ngl 99 -ot '.ffn_.*_exps.=CPU'\n")
+    _, old, new = patched(s, {"context": 8192, "parallel": 2})
+    assert one(new) == subst(old[str(s)], ("=CPU'\n", "=CPU' --ctx-size 16384 --parallel 2\n"))
+
+
+def test_a_yaml_quoted_scalar_is_not_a_shell_word(tmp_path: Path) -> None:
+    from servefit.tune.style import insert_words
+
+    text = 'command: "--jinja"\n'
+    at = text.index("--jinja")
+    assert insert_words(text, Span("c.yaml", 1, at + 1, 1, at + 8, at, at + 7), [["--parallel", "2"]]) is None
+    flag = Span("c.yaml", 1, 10, 1, 13, 9, 12)  # a word before it in the same command, then the quoted one
+    text = 'command: -ot ".ffn=CPU"\n'
+    at = text.index(".ffn")
+    word = Span("c.yaml", 1, at + 1, 1, at + 9, at, at + 8)
+    assert insert_words(text, word, [["--parallel", "2"]], prev=flag) == (
+        at + 9, at + 9, " --parallel 2")
+
+
 def test_compose_environment_map_entry(tmp_path: Path) -> None:
     p = copy(tmp_path, "compose-ollama.yaml")
     _, old, new = patched(p, {"num_ctx": 32768, "OLLAMA_NUM_PARALLEL": 2}, model="llama3.1:8b")
