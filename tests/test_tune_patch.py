@@ -265,3 +265,31 @@ def test_edits_keep_spans_consistent() -> None:
     with pytest.raises(ValueError):
         apply_edits(text, [Edit(li.span(0, 3), "x"), Edit(li.span(2, 4), "y")])
     assert isinstance(li.span(0, 1), Span)
+
+
+def test_llama_server_automatic_slots_are_tuned_from_what_the_file_plans(tmp_path: Path) -> None:
+    """No -np: llama-server's 4 automatic slots share one unified cache of -c cells. tune's `now` is
+    that plan (one request of the whole context), not 4 x -c (which would not load on this card)."""
+    import io
+    import json
+    from contextlib import redirect_stdout
+
+    from servefit.cli import main
+
+    p = tmp_path / "llama-server.service"
+    p.write_text("[Service]\nExecStart=/opt/llama.cpp/llama-server \\\n    --model /m/Qwen3.5-35B-A3B-Q4_K_M.gguf \\\n"
+                 "    --n-gpu-layers 99 \\\n    --ctx-size 98304 \\\n    --flash-attn on\n")
+
+    def run(*args: str) -> dict[str, Any]:
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            main(["tune", str(p), "--gpu", "RTX 3090", "--format", "json", *args])
+        return json.loads(buf.getvalue())
+
+    est = io.StringIO()
+    with redirect_stdout(est):
+        main(["estimate", str(p), "--gpu", "RTX 3090", "--format", "json"])
+    tokens = json.loads(est.getvalue())[0]["kv_cache_tokens"]
+    now = run()["sites"][0]["current"]
+    assert (now["context"], now["users"], now["feasible"], now["outcome"]) == (98304, 1, True, "started")
+    assert now["kv_cache_tokens"] == tokens == 98304
