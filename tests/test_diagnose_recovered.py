@@ -219,3 +219,18 @@ def test_ggml_cuda_error_of_2024_is_an_oom():
     assert d.root_cause == "model_too_large" and d.evidence[0].number == 1
     assert diagnose_lines(["CUDA error 700 at ggml-cuda.cu:1234: an illegal memory access was encountered"]
                           ).root_cause == "none"
+
+
+def test_ollama_system_memory_refusal_is_titled_for_the_host_not_the_gpu():
+    # server/sched.go (Ollama 0.5.7): the scheduler checks system RAM before it starts a runner
+    d = diagnose_lines([
+        'time=2025-01-31T20:48:19.586Z level=INFO source=server.go:104 msg="system memory" total="1690.2 GiB" '
+        'free="358.4 GiB" free_swap="7.8 GiB"',
+        'time=2025-01-31T20:48:19.587Z level=INFO source=sched.go:428 msg="NewLlamaServer failed" model=/m/blob '
+        'error="model requires more system memory (391.0 GiB) than is available (366.2 GiB)"',
+    ])
+    assert (d.root_cause, d.engine, d.signature) == ("model_too_large", "ollama", "ollama.sysmem")
+    assert render_text(d).splitlines()[0] == ("-: Model too large for the host memory  [model_too_large; Ollama; "
+                                              "high confidence]")
+    gpu = diagnose_lines(["llama_model_load: error loading model: unable to allocate CUDA0 buffer"])
+    assert render_text(gpu).splitlines()[0].startswith("-: Model too large for the GPU  [model_too_large;")

@@ -94,6 +94,7 @@ class Pattern:
     names: tuple[tuple[str, str], ...] = ()  # parse=layout: what the line calls a buffer -> figure
     skip: str = ""  # parse=layout: lines containing this are left out (host buffers)
     clears: tuple[str, ...] = ()  # kind=recovered: the figures the retry no longer has
+    host: bool = False  # fatal: the line is about host memory (RAM), not the GPU's
 
     @property
     def family(self) -> str:

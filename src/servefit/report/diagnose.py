@@ -86,10 +86,18 @@ def _engine_title(name: str | None) -> str:
     return engines.title(name) or name or "engine unknown"
 
 
+def _host_line(signature: str | None) -> bool:
+    """The failure line is about host memory (its pattern says so: Ollama's system-memory refusal)."""
+    from servefit.diagnose.catalog import catalog
+
+    pat = catalog().pattern(signature) if signature else None
+    return bool(pat is not None and pat.host)
+
+
 def render_text(diag: Diagnosis, color: bool = False) -> str:
     out: list[str] = []
     engine = _engine_title(diag.engine)
-    host = (diag.signature or "").startswith(("kernel", "k8s"))
+    host = (diag.signature or "").startswith(("kernel", "k8s")) or _host_line(diag.signature)
     head = f"{one_line(diag.source)}: {(HOST_TITLE if host else TITLE).get(diag.root_cause, TITLE[diag.root_cause])}"
     if diag.root_cause == "none":
         from servefit import engines
