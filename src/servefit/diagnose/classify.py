@@ -367,58 +367,16 @@ def stage_text(engine: str | None, stage: str) -> str:
     return named.get(stage) or STAGE_TEXT.get(stage, "")
 
 
-def _not_oom(diag: Diagnosis, scan: ScanResult) -> None:
-    """The log shows a failure, but no out-of-memory line: say so, with the line, instead of
-    guessing a memory cause."""
-    err = scan.errors[-1]
-    first = next((e for e in scan.errors if e.pattern != "python.exception"), err)
-    diag.root_cause, diag.timing, diag.confidence = "not_oom", "unknown", "medium"
-    diag.signature = err.pattern
-    diag.figures = {k: v for k, v in err.figures.items() if k in ("exception", "message")}
-    diag.settings_in_log = dict(err.state.settings)
-    lines = {ln.number: ln for ln in (first.line, err.line, err.state.start) if ln is not None}
-    diag.evidence = [lines[k] for k in sorted(lines)]
-    diag.timing = "load" if err.state.start is not None and err.state.weights_loaded is None \
-        and err.state.serving is None else ("serving" if err.state.serving is not None else "unknown")
-    diag.timing_text = TIMING_TEXT[diag.timing]
-    what = err.figures.get("message") or err.line.text.strip()
-    eng = _engine_of(diag.engine)
-    title = (eng.title if eng is not None else None) or "The engine"
-    diag.summary = (f"{title} failed, but not for lack of memory: {str(what).strip()[:200]}. No out-of-memory "
-                    "line appears in this log, so servefit's memory fixes do not apply.")
-
-
-def _recovered(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
-    """Every out-of-memory line was followed by the engine's own retry (llama.cpp: the compute buffer
-    again without pipeline parallelism) and nothing failed after it: say so rather than name a cause."""
-    assert ev.recovered is not None
-    diag.root_cause, diag.confidence, diag.signature = "recovered", "high", ev.pattern
-    diag.engine = _engine(scan, ev)
-    diag.figures = {k: v for k, v in ev.figures.items() if k in ("alloc_size", "alloc_device", "device")}
-    diag.settings_in_log = dict(ev.state.settings)
-    diag.evidence = [ev.line, *ev.extra_lines[:4], ev.recovered]
-    diag.stage = ev.stage or PHASE_STAGE.get(ev.state.phase, "")
-    diag.stage_text = stage_text(diag.engine, diag.stage)
-    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile") else "unknown"
-    diag.timing_text = TIMING_TEXT[diag.timing]
-    eng = _engine_of(diag.engine)
-    title = (eng.title if eng is not None else None) or "The engine"
-    diag.summary = (f"{title} ran out of memory at line {ev.line.number}, then said it retried another way "
-                    f"(line {ev.recovered.number}: {ev.recovered.text.strip()[:160]}) and no failure follows: "
-                    "this log shows no out-of-memory failure.")
-    if scan.last_state.serving is None:
-        diag.notes.append("the log ends before the server said it was ready: if it stopped later, pass the rest "
-                          "of the log")
-
-
 def classify(scan: ScanResult) -> Diagnosis:
+    from servefit.diagnose.outcomes import not_oom, recovered_only
+
     diag = Diagnosis(lines_read=scan.lines, oom_events=scan.oom_events)
     recovered = [ev for ev in scan.events if ev.recovered is not None]
     if recovered:  # a failure the engine retried is not a failure: diagnose what came after it
         scan = replace(scan, events=[ev for ev in scan.events if ev.recovered is None])
         last = recovered[-1]
         if not scan.events and not any(e.line.number > last.line.number for e in scan.errors):
-            _recovered(diag, scan, last)
+            recovered_only(diag, scan, last)
             return diag
         diag.notes.append(f"line {last.line.number}: an out-of-memory the engine retried another way (line "
                           f"{last.recovered.number if last.recovered else '?'}); what is diagnosed here came after it")
@@ -426,7 +384,7 @@ def classify(scan: ScanResult) -> Diagnosis:
         diag.engine = _engine(scan, scan.errors[-1] if scan.errors else None)
         diag.settings_in_log = dict(scan.last_state.settings)
         if scan.errors:
-            _not_oom(diag, scan)
+            not_oom(diag, scan)
         return diag
     primary = _primary(scan.events)
     if not primary.stage and primary.state.phase == "graphs" and not primary.pattern.startswith(("kernel", "k8s")):
