@@ -94,6 +94,18 @@ def test_unknown_flag_and_bad_values():
     assert {"LCPP001", "LCPP002"} <= codes(cfg)
 
 
+def test_numbers_are_read_the_way_std_stoi_and_stof_read_them():
+    # common/arg.cpp: std::stoi(val) / std::stof: the number at the start counts, the rest is ignored
+    cfg = ENGINE.parse(site("llama-server -m x.gguf --top-k 0.0 -c 8192.0 -ub 256x --temp 0.7x"), None)
+    assert (cfg.settings["ctx_size"], cfg.settings["ubatch_size"]) == (8192, 256)
+    assert "LCPP002" not in codes(cfg)
+    cfg = ENGINE.parse(site("llama-server -m x.gguf --top-k x0 --temp .5e1 --min-p abc"), None)
+    assert sorted(f.message for f in cfg.findings if f.code == "LCPP002") == [
+        "argument --min-p: invalid float value: 'abc'", "argument --top-k: invalid int value: 'x0'"]
+    env = ENGINE.parse(site("llama-server -m x.gguf", {"LLAMA_ARG_CTX_SIZE": "4096.5"}), None)
+    assert env.settings["ctx_size"] == 4096 and "LCPP002" not in codes(env)
+
+
 def test_flash_attn_value_by_build():
     assert "LCPP002" in codes(ENGINE.parse(site("llama-server -m x.gguf -fa -ngl 99"), "b7000"))
     old = ENGINE.parse(site("llama-server -m x.gguf -fa -ngl 99"), "b5000")

@@ -132,6 +132,36 @@ def test_llama_swap_cmd_one_setting_per_line(tmp_path: Path) -> None:
                                                         "        --cache-type-v q8_0\n        --parallel 4\n"))
 
 
+def test_a_shell_quoted_last_word_takes_new_flags_after_its_closing_quote(tmp_path: Path) -> None:
+    # llama-swap configs often end the command with `-ot ".ffn_.*_exps.=CPU"` (the experts on the CPU)
+    p = tmp_path / "config.yaml"
+    p.write_text('models:\n  "gpt-oss-120b":\n    cmd: |\n      llama-server --port ${PORT}\n'
+                 '      --model /m/gpt-oss-120b-Q4_K_M.gguf\n      -ngl 99\n      -ot ".ffn_.*_exps.=CPU"\n'
+                 '    ttl: 600\n')
+    patch, old, new = patched(p, {"context": 8192, "parallel": 2})
+    assert [(pl.shown, pl.applicability) for pl in patch.placed] == [("--ctx-size 16384", SAFE),
+                                                                      ("--parallel 2", SAFE)]
+    assert one(new) == subst(old[str(p)], ('=CPU"\n', '=CPU"\n      --ctx-size 16384\n      --parallel 2\n'))
+    s = tmp_path / "serve.sh"
+    s.write_text("llama-server -m /m/gpt-oss-120b-Q4_K_M.gguf -ngl 99 -ot '.ffn_.*_exps.=CPU'\n")
+    _, old, new = patched(s, {"context": 8192, "parallel": 2})
+    assert one(new) == subst(old[str(s)], ("=CPU'\n", "=CPU' --ctx-size 16384 --parallel 2\n"))
+
+
+def test_a_yaml_quoted_scalar_is_not_a_shell_word(tmp_path: Path) -> None:
+    from servefit.tune.style import insert_words
+
+    text = 'command: "--jinja"\n'
+    at = text.index("--jinja")
+    assert insert_words(text, Span("c.yaml", 1, at + 1, 1, at + 8, at, at + 7), [["--parallel", "2"]]) is None
+    flag = Span("c.yaml", 1, 10, 1, 13, 9, 12)  # a word before it in the same command, then the quoted one
+    text = 'command: -ot ".ffn=CPU"\n'
+    at = text.index(".ffn")
+    word = Span("c.yaml", 1, at + 1, 1, at + 9, at, at + 8)
+    assert insert_words(text, word, [["--parallel", "2"]], prev=flag) == (
+        at + 9, at + 9, " --parallel 2")
+
+
 def test_compose_environment_map_entry(tmp_path: Path) -> None:
     p = copy(tmp_path, "compose-ollama.yaml")
     _, old, new = patched(p, {"num_ctx": 32768, "OLLAMA_NUM_PARALLEL": 2}, model="llama3.1:8b")
@@ -235,3 +265,31 @@ def test_edits_keep_spans_consistent() -> None:
     with pytest.raises(ValueError):
         apply_edits(text, [Edit(li.span(0, 3), "x"), Edit(li.span(2, 4), "y")])
     assert isinstance(li.span(0, 1), Span)
+
+
+def test_llama_server_automatic_slots_are_tuned_from_what_the_file_plans(tmp_path: Path) -> None:
+    """No -np: llama-server's 4 automatic slots share one unified cache of -c cells. tune's `now` is
+    that plan (one request of the whole context), not 4 x -c (which would not load on this card)."""
+    import io
+    import json
+    from contextlib import redirect_stdout
+
+    from servefit.cli import main
+
+    p = tmp_path / "llama-server.service"
+    p.write_text("[Service]\nExecStart=/opt/llama.cpp/llama-server \\\n    --model /m/Qwen3.5-35B-A3B-Q4_K_M.gguf \\\n"
+                 "    --n-gpu-layers 99 \\\n    --ctx-size 98304 \\\n    --flash-attn on\n")
+
+    def run(*args: str) -> dict[str, Any]:
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            main(["tune", str(p), "--gpu", "RTX 3090", "--format", "json", *args])
+        return json.loads(buf.getvalue())
+
+    est = io.StringIO()
+    with redirect_stdout(est):
+        main(["estimate", str(p), "--gpu", "RTX 3090", "--format", "json"])
+    tokens = json.loads(est.getvalue())[0]["kv_cache_tokens"]
+    now = run()["sites"][0]["current"]
+    assert (now["context"], now["users"], now["feasible"], now["outcome"]) == (98304, 1, True, "started")
+    assert now["kv_cache_tokens"] == tokens == 98304

@@ -69,7 +69,8 @@ def _pattern(engine: str, raw: dict[str, Any]) -> P.Pattern:
         stage=str(raw.get("stage", "")), cause=(str(cause[0]), str(cause[1]), str(cause[2])) if cause else None,
         targets=tuple(raw.get("targets") or ()), parse=str(raw.get("parse", "")), phase=str(raw.get("phase", "")),
         keys=tuple(raw.get("keys") or ()), names=tuple((str(k), str(v)) for k, v in (raw.get("names") or {}).items()),
-        skip=str(raw.get("skip", "")))
+        skip=str(raw.get("skip", "")), clears=tuple(raw.get("clears") or ()),
+        host=bool(raw.get("host", False)))
 
 
 def tables() -> list[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ figures give the fragmentation gap, reserved − allocated.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from servefit.diagnose import model as M
@@ -63,6 +64,7 @@ ROOT_TEXT = {
     "cuda_graph_capture": "CUDA graph capture: capturing the decode graphs needed more memory than was left after "
                           "the KV cache took its share",
     "not_oom": "not an out-of-memory failure: the engine stopped for another reason",
+    "recovered": "an allocation failed, but the engine retried it another way and went on",
     "none": "no OOM signature found",
 }
 # how each stage is called when the engine's table does not name it (catalog.stage_names)
@@ -77,8 +79,9 @@ STAGE_TEXT = {
     "decode": "serving, a decode step",
     "serving": "serving requests",
 }
-# the start-up phase a slot engine (llama.cpp, Ollama's runner) had reached -> the stage that failed
-PHASE_STAGE = {"load": "load", "context": "kv_alloc", "compute": "compute", "serving": "serving"}
+# the start-up phase a slot engine (llama.cpp, Ollama's runner) had reached -> the stage that failed; a CUDA
+# graph capture that began and did not end (vLLM, SGLang) is the stage of any OOM in between
+PHASE_STAGE = {"load": "load", "context": "kv_alloc", "compute": "compute", "graphs": "graphs", "serving": "serving"}
 
 
 HOST_TEXT = {
@@ -364,36 +367,28 @@ def stage_text(engine: str | None, stage: str) -> str:
     return named.get(stage) or STAGE_TEXT.get(stage, "")
 
 
-def _not_oom(diag: Diagnosis, scan: ScanResult) -> None:
-    """The log shows a failure, but no out-of-memory line: say so, with the line, instead of
-    guessing a memory cause."""
-    err = scan.errors[-1]
-    first = next((e for e in scan.errors if e.pattern != "python.exception"), err)
-    diag.root_cause, diag.timing, diag.confidence = "not_oom", "unknown", "medium"
-    diag.signature = err.pattern
-    diag.figures = {k: v for k, v in err.figures.items() if k in ("exception", "message")}
-    diag.settings_in_log = dict(err.state.settings)
-    lines = {ln.number: ln for ln in (first.line, err.line, err.state.start) if ln is not None}
-    diag.evidence = [lines[k] for k in sorted(lines)]
-    diag.timing = "load" if err.state.start is not None and err.state.weights_loaded is None \
-        and err.state.serving is None else ("serving" if err.state.serving is not None else "unknown")
-    diag.timing_text = TIMING_TEXT[diag.timing]
-    what = err.figures.get("message") or err.line.text.strip()
-    eng = _engine_of(diag.engine)
-    title = (eng.title if eng is not None else None) or "The engine"
-    diag.summary = (f"{title} failed, but not for lack of memory: {str(what).strip()[:200]}. No out-of-memory "
-                    "line appears in this log, so servefit's memory fixes do not apply.")
-
-
 def classify(scan: ScanResult) -> Diagnosis:
+    from servefit.diagnose.outcomes import not_oom, recovered_only
+
     diag = Diagnosis(lines_read=scan.lines, oom_events=scan.oom_events)
+    recovered = [ev for ev in scan.events if ev.recovered is not None]
+    if recovered:  # a failure the engine retried is not a failure: diagnose what came after it
+        scan = replace(scan, events=[ev for ev in scan.events if ev.recovered is None])
+        last = recovered[-1]
+        if not scan.events and not any(e.line.number > last.line.number for e in scan.errors):
+            recovered_only(diag, scan, last)
+            return diag
+        diag.notes.append(f"line {last.line.number}: an out-of-memory the engine retried another way (line "
+                          f"{last.recovered.number if last.recovered else '?'}); what is diagnosed here came after it")
     if not scan.events:
         diag.engine = _engine(scan, scan.errors[-1] if scan.errors else None)
         diag.settings_in_log = dict(scan.last_state.settings)
         if scan.errors:
-            _not_oom(diag, scan)
+            not_oom(diag, scan)
         return diag
     primary = _primary(scan.events)
+    if not primary.stage and primary.state.phase == "graphs" and not primary.pattern.startswith(("kernel", "k8s")):
+        primary.stage = "graphs"  # no traceback says where: the capture had begun and not finished
     lo, hi = primary.line.number - RELATED_LINES, primary.line.number + RELATED_LINES
     related = [ev for ev in scan.events if ev is not primary and lo <= ev.line.number <= hi]
     figs = _figures(primary, related)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "profiling_peak",
-               "cuda_graph_capture", "not_oom", "none")
+               "cuda_graph_capture", "not_oom", "recovered", "none")
 # the stage that ran out of memory (catalog.py, classify.STAGE_TEXT); "" when the log does not say
 STAGES = ("load", "profile", "sampler", "kv_alloc", "compute", "graphs", "prefill", "decode", "serving", "")
 
@@ -42,7 +42,8 @@ class RunState:
     kv_ready: Line | None = None
     serving: Line | None = None
     serving_time: tuple[str, float] | None = None
-    phase: str = ""  # the start-up phase a pattern marks (`phase` in the logs tables): load | context | compute | serving
+    phase: str = ""  # the start-up phase a pattern marks (`phase` in the logs tables): load | context | compute |
+    # graphs | graphs_done | serving
     requests: int = 0  # requests seen since `serving` (or since start when no marker)
     request_counts: dict[str, int] = field(default_factory=dict)  # per request-line kind; requests = max
     first_request: Line | None = None
@@ -84,6 +85,7 @@ class Event:
     stage: str = ""  # from the traceback frames or the failure's lines: one of STAGES
     state: RunState = field(default_factory=RunState)
     repeats: int = 0
+    recovered: Line | None = None  # the engine's line saying it retried another way and went on (no failure)
     # parser bookkeeping
     body: str | None = None  # the failure message, to spot the same message printed again
     stage_named: bool = False  # the stage comes from a line that names it (outranks guessed words)

@@ -159,6 +159,8 @@ class Scanner(Tracker):
             self._metric(n, text, m)
         elif kind == "support":
             self._support(n, text, pat, m)
+        elif kind == "recovered":
+            self._recovered(n, text, pat)
         elif kind == "start":
             self._start(n, text, pat, m)
         elif kind == "config":
@@ -185,7 +187,7 @@ class Scanner(Tracker):
         line = self._line(n, text)
         body = text[fatal[0][1].start():].strip().rstrip("\"')]} ")
         for ev in reversed(self.events[-8:]):
-            if ev.pattern == pat.name and n - ev.line.number < 400 and ev.body == body:
+            if ev.pattern == pat.name and n - ev.line.number < 400 and ev.body == body and ev.recovered is None:
                 ev.repeats += 1  # the same message again (vLLM and TGI print tracebacks twice)
                 return
         prev = self.last_by_family.get(family)
@@ -310,6 +312,20 @@ class Scanner(Tracker):
         stage = self._stage_of([pat], text)
         if stage and not target.stage:
             target.stage = stage
+
+    def _recovered(self, n: int, text: str, pat: P.Pattern) -> None:
+        """The engine says it retried the allocation that just failed in another way (llama.cpp:
+        without pipeline parallelism) and went on: that failure stopped nothing. A failure after
+        this line is a new one, not more lines of the old."""
+        prev = self.last_by_family.get(pat.family)
+        window = max(SUPPORT_WINDOW, self.cat.merge_window.get(pat.family, 0))
+        if prev is None or prev.recovered is not None or n - prev.line.number > window:
+            return
+        prev.recovered = self._line(n, text)
+        del self.last_by_family[pat.family]
+        for key in pat.clears:  # what the retry runs without
+            self.state.info.pop(key, None)
+            self.state.info_lines.pop(key, None)
 
     # -- start-up progress ----------------------------------------------------------------------
     def result(self) -> ScanResult:

@@ -80,7 +80,8 @@ class Pattern:
 
     name: str  # "<family>.<what>"
     engine: str | None  # the engine a match proves (None: any)
-    kind: str  # fatal | error | support | start | loading | weights | kv | serving | request | metric | info | config | phase
+    kind: str  # fatal | error | support | recovered | start | loading | weights | kv | serving | request | metric | info
+    # | config | phase
     needles: tuple[str, ...]
     regex: re.Pattern[str]
     rank: int = 0  # fatal only: how specifically it explains the failure
@@ -92,6 +93,8 @@ class Pattern:
     keys: tuple[str, ...] = ()  # parse=logfmt: the keys kept
     names: tuple[tuple[str, str], ...] = ()  # parse=layout: what the line calls a buffer -> figure
     skip: str = ""  # parse=layout: lines containing this are left out (host buffers)
+    clears: tuple[str, ...] = ()  # kind=recovered: the figures the retry no longer has
+    host: bool = False  # fatal: the line is about host memory (RAM), not the GPU's
 
     @property
     def family(self) -> str:

@@ -123,7 +123,8 @@ class Tracker:
 
     def _phase(self, phase: str, pat: P.Pattern, m: re.Match[str]) -> None:
         s = self.state
-        order = ("", "load", "context", "compute", "serving")
+        # graphs: a CUDA graph capture began (vLLM, SGLang) and has not printed its end (graphs_done)
+        order = ("", "load", "context", "compute", "graphs", "graphs_done", "serving")
         if phase in order and order.index(phase) > order.index(s.phase if s.phase in order else ""):
             s.phase = phase
         key = m.groupdict().get("key__s")

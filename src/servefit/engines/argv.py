@@ -8,6 +8,7 @@ normalises them).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +22,28 @@ class ValueProblem(ValueError):
     pass
 
 
-def convert(opt: Option, text: str) -> Any:
+# C++'s std::stoi / std::stof read the number at the start of the text and ignore the rest
+# (llama.cpp common/arg.cpp: `opt.handler_int(params, std::stoi(val))`, floats through std::stof):
+# "0.0" is 0, "8k" is 8; text that does not start with a number is an error.
+_CPP_INT = re.compile(r"\s*[+-]?\d+")
+_CPP_FLOAT = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
+
+
+def _cpp_number(t: str, text: str) -> int | float:
+    m = (_CPP_INT if t == "int" else _CPP_FLOAT).match(text)
+    if m is None:
+        raise ValueError(text)
+    return int(m.group()) if t == "int" else float(m.group())
+
+
+def convert(opt: Option, text: str, numbers: str = "python") -> Any:
     """Turn one value as written into what the engine will hold, or raise ValueProblem with
-    the engine's own complaint."""
+    the engine's own complaint. `numbers="cpp"`: ints and floats are read the way C++'s
+    std::stoi / std::stof read them (a numeric prefix)."""
     t = opt.type
     try:
+        if numbers == "cpp" and t in ("int", "float"):
+            return _cpp_number(t, text)
         if t == "int":
             return int(text)
         if t == "float":
@@ -151,7 +169,7 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             if eq:
                 vtok = Token(inline, _span_after(tok, len(flag) + 1))
                 try:
-                    out.values[opt.name] = convert(opt, inline)
+                    out.values[opt.name] = convert(opt, inline, table.numbers)
                 except ValueProblem as exc:
                     out.findings.append(_bad_value(table, flag, str(exc), vtok, site))
             else:
@@ -187,7 +205,7 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             v = values[0]
             sp = v.span
             try:
-                out.values[opt.name] = convert(opt, v.text)
+                out.values[opt.name] = convert(opt, v.text, table.numbers)
             except ValueProblem as exc:
                 out.findings.append(_bad_value(table, flag, str(exc), v, site))
                 continue
@@ -217,7 +235,7 @@ def parse_env(table: OptionTable, env: dict[str, Token], parsed: Parsed, site: s
                     f"({h.why_absent(version)}; this is {version})", span=tok.span, site=site, setting=opt.name))
             continue
         try:
-            parsed.values[opt.name] = convert(opt, tok.text) if opt.type != "list" else tok.text.split(",")
+            parsed.values[opt.name] = convert(opt, tok.text, table.numbers) if opt.type != "list" else tok.text.split(",")
         except ValueProblem as exc:
             parsed.findings.append(finding(table.invalid_code, f"{var}: {exc}", span=tok.span, site=site))
             continue

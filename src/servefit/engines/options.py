@@ -126,6 +126,7 @@ class OptionTable:
     options: list[Option]
     normalize_underscores: bool = False
     allow_abbrev: bool = True
+    numbers: str = "python"  # how the parser reads ints and floats: python (argparse) | cpp (std::stoi / std::stof)
     unknown_code: str = ""
     invalid_code: str = ""
     deprecated_code: str = ""
@@ -317,7 +318,8 @@ def _table_data(engine: str) -> tuple[list[tuple[Any, ...]], dict[str, tuple[Any
     env_history = {var: tuple((a, b) for a, b in h["in"]) for var, h in (hist.get("env") or {}).items()}
     codes = raw.get("codes", {})
     attrs = {"normalize_underscores": bool(raw.get("normalize_underscores", False)),
-             "allow_abbrev": bool(raw.get("allow_abbrev", True)), "unknown_code": codes.get("unknown", ""),
+             "allow_abbrev": bool(raw.get("allow_abbrev", True)), "numbers": str(raw.get("numbers", "python")),
+             "unknown_code": codes.get("unknown", ""),
              "invalid_code": codes.get("invalid", ""), "deprecated_code": codes.get("deprecated", ""),
              "underscores_since": hist.get("underscore_dash_same_since"),
              "unread_env_code": codes.get("unread_env", ""),

@@ -20,6 +20,7 @@ TITLE = {
     "profiling_peak": "Start-up profiling peak",
     "cuda_graph_capture": "CUDA graph capture",
     "not_oom": "Not an out-of-memory failure",
+    "recovered": "Out of memory, recovered by the engine",
     "none": "No OOM signature found",
 }
 HOST_TITLE = {
@@ -85,10 +86,18 @@ def _engine_title(name: str | None) -> str:
     return engines.title(name) or name or "engine unknown"
 
 
+def _host_line(signature: str | None) -> bool:
+    """The failure line is about host memory (its pattern says so: Ollama's system-memory refusal)."""
+    from servefit.diagnose.catalog import catalog
+
+    pat = catalog().pattern(signature) if signature else None
+    return bool(pat is not None and pat.host)
+
+
 def render_text(diag: Diagnosis, color: bool = False) -> str:
     out: list[str] = []
     engine = _engine_title(diag.engine)
-    host = (diag.signature or "").startswith(("kernel", "k8s"))
+    host = (diag.signature or "").startswith(("kernel", "k8s")) or _host_line(diag.signature)
     head = f"{one_line(diag.source)}: {(HOST_TITLE if host else TITLE).get(diag.root_cause, TITLE[diag.root_cause])}"
     if diag.root_cause == "none":
         from servefit import engines
@@ -97,7 +106,8 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
         out.append(_c(head, "1", color) + f" ({engine}, {diag.lines_read:,} lines read)")
         out.append(f"  none of the OOM messages servefit knows ({known}) appear in this log")
         return "\n".join(out) + "\n"
-    out.append(_c(head, "1;31", color) + f"  [{diag.root_cause}; {engine}; {diag.confidence} confidence]")
+    red = "1;33" if diag.root_cause == "recovered" else "1;31"
+    out.append(_c(head, red, color) + f"  [{diag.root_cause}; {engine}; {diag.confidence} confidence]")
     out.append(f"  {diag.summary}")
     out.append(f"  When: {diag.timing_text or diag.timing}")
     if diag.stage_text:

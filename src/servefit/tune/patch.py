@@ -388,7 +388,9 @@ class Patcher(YamlPlacement):
             spans = [t.span for t in self.argv if t.span is not None and t.span.file == anchor.span.file
                      and t.span.start <= anchor.span.start and self.exact(t)]
             spans.sort(key=lambda sp: sp.start)
-            piece = style.insert_words(text, anchor.span, parts, self.quotes(text), style.spans_lines(text, spans))
+            prev = spans[-2] if len(spans) >= 2 and spans[-1] == anchor.span else None
+            piece = style.insert_words(text, anchor.span, parts, self.quotes(text), style.spans_lines(text, spans),
+                                       prev)
         if piece is None:
             for p, _ in self.pending_words:
                 p.applicability = DISPLAY

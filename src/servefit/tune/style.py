@@ -96,10 +96,22 @@ def in_flow(text: str, span: Span) -> bool:
     return i >= 0 and text[i] in "[," and j < len(text) and text[j] in ",]"
 
 
+def _shell_quoted(text: str, anchor: Span, q: str, prev: Span | None) -> bool:
+    """Whether the quotes around the anchor are a shell word's (`-ot ".ffn_.*_exps.=CPU"` at the end of
+    the command) and not a YAML scalar's (`command: "--jinja"`): the word before it in the command ends
+    just before the opening quote, only blanks (or a line break of the same command) between them."""
+    if prev is None or prev.file != anchor.file or prev.end > anchor.start - len(q):
+        return False
+    gap = text[prev.end:anchor.start - len(q)]
+    return re.fullmatch(r"['\"]?[ \t]*(?:\\?\r?\n[ \t]*)?", gap) is not None
+
+
 def insert_words(text: str, anchor: Span, groups: list[list[str]],
-                 quotes: tuple[str | None, str | None] = (None, None), spread: bool = False) -> Piece | None:
+                 quotes: tuple[str | None, str | None] = (None, None), spread: bool = False,
+                 prev: Span | None = None) -> Piece | None:
     """Insert argv words (one group per setting) after the anchor token, the last word of the
-    command. `quotes`: the quote characters the file's flags and values use (None: the anchor's)."""
+    command. `quotes`: the quote characters the file's flags and values use (None: the anchor's);
+    `prev`: the word before the anchor in the command (tells a shell-quoted last word)."""
     q = quote_of(text, anchor)
     words = [w for g in groups for w in g]
 
@@ -127,10 +139,12 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
             eol = eol_of(text, anchor.start)
             return at, at, "".join(f",{eol}{indent}{quoted(w, qq)}" for w in words)
         return at, at, "".join(f", {quoted(w, qq)}" for w in words)
-    # a shell command line: the anchor must be a bare word (not inside shell quotes)
-    if q or not all(PLAIN_SHELL.match(w) for w in words):
+    # a shell command line: the anchor is a bare word, or a whole shell-quoted word (the new
+    # words go after its closing quote)
+    if (q and not _shell_quoted(text, anchor, q, prev)) or not all(PLAIN_SHELL.match(w) for w in words):
         return None
-    if anchor.start > 0 and text[anchor.start - 1] not in " \t\n=":
+    start, end = anchor.start - len(q), anchor.end + len(q)
+    if start > 0 and text[start - 1] not in " \t\n=":
         return None
     a, _, _ = line_bounds(text, anchor.start)
     prev_a, prev_b, _ = line_bounds(text, a - 1) if a > 0 else (0, 0, 0)
@@ -141,8 +155,8 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
         indent = re.match(r"[ \t]*", text[a:]).group(0)  # type: ignore[union-attr]
         eol = eol_of(text, anchor.start)
         cont = " \\" if continued else ""
-        return anchor.end, anchor.end, "".join(f"{cont}{eol}{indent}{' '.join(g)}" for g in groups)
-    return anchor.end, anchor.end, " " + " ".join(words)
+        return end, end, "".join(f"{cont}{eol}{indent}{' '.join(g)}" for g in groups)
+    return end, end, " " + " ".join(words)
 
 
 def spans_lines(text: str, spans: list[Span]) -> bool:

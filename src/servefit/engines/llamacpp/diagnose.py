@@ -78,8 +78,11 @@ def summary(diag: Diagnosis, primary: Event, who: str = "llama.cpp") -> str | No
     copies = _int(figs.get("pipeline_copies"))
     kept = (f" Pipeline parallelism keeps {copies} copies of that buffer on each GPU."
             if diag.stage == "compute" and copies and copies > 1 else "")
-    return (f"{ROOT_TEXT[diag.root_cause]}. {who} could not allocate {size_text(figs, 'alloc_size')}{what} "
-            f"{where}{free}.{kept}")
+    lead = ROOT_TEXT[diag.root_cause]
+    if diag.root_cause == "kv_cache_overflow" and diag.stage == "compute":  # the KV cache itself was allocated
+        lead = ("KV cache overflow: the KV cache was allocated, but the compute buffer this context length needs "
+                "next to it does not fit")
+    return f"{lead}. {who} could not allocate {size_text(figs, 'alloc_size')}{what} {where}{free}.{kept}"
 
 
 def layers_that_fit(fx: Fixing) -> int | None:
@@ -109,6 +112,35 @@ def _pipeline(fx: Fixing) -> list[str]:
             "fully offloaded model)"]
 
 
+_FA_ON = ("1", "true", "on", "enabled")
+_FA_OFF = ("0", "false", "off", "disabled")
+
+
+def flash_attn_off(fx: Fixing, *names: str) -> bool | None:
+    """Whether the log (or config) says flash attention is off: True off, False on or auto, None not said."""
+    v = fx.current(*names)
+    if v is None:
+        return None
+    text = str(v).strip().lower()
+    return True if text in _FA_OFF else (False if text in _FA_ON or text == "auto" else None)
+
+
+def flash_attn_line(fx: Fixing, *names: str, how: str = "-fa on") -> list[str]:
+    """A compute buffer sized by the context: without flash attention it holds the attention scores of
+    the whole context for one micro-batch, n_kv x n_ubatch x n_head x 4 bytes per layer
+    (llama-graph.cpp::build_attn_mha; research/llamacpp_ollama.md A3). With it on, that tensor is gone."""
+    if fx.diag.stage != "compute":
+        return []
+    off = flash_attn_off(fx, *names)
+    why = ("the compute buffer then no longer holds the attention scores for the whole context "
+           "(context x micro-batch x heads x 4 bytes)")
+    if off is True:
+        return [f"Turn on flash attention ({how}): {why}"]
+    if off is None:
+        return [f"If flash attention is off, turn it on ({how}): {why}"]
+    return []
+
+
 def _kv(fx: Fixing) -> list[str]:
     cur = fx.current("ctx_size")
     n = fx.num(cur)
@@ -118,13 +150,16 @@ def _kv(fx: Fixing) -> list[str]:
              "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)"]
     if fx.diag.stage == "compute":  # the buffer reserved after the KV cache: context and micro-batch size it
         lines[1:1] = [_ubatch(fx) + " and the context"]
-    return _pipeline(fx) + lines
+    return _pipeline(fx) + flash_attn_line(fx, "flash_attn") + lines
 
 
 def _batch(fx: Fixing) -> list[str]:
     np_ = fx.current("parallel")
-    slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
     ubatch = _ubatch(fx)
+    n = fx.num(np_)
+    if n is not None and n <= 1:  # one slot already: there is nothing to lower
+        return _pipeline(fx) + [ubatch]
+    slots = f"Lower -np/--parallel{fx.was(np_)}: every slot multiplies the KV cache"
     return _pipeline(fx) + ([ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch])
 
 

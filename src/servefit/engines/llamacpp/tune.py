@@ -42,6 +42,10 @@ class LlamaCppAdapter(Adapter):
         knobs = _knobs(ev)
         ctx_cur = int(ev.plan.max_model_len or s.get("ctx_size") or 4096)
         par_cur = int(x.n_parallel or s.get("parallel") or 1)
+        if "parallel" not in ev.config.explicit and "kv_unified" not in ev.config.explicit and s.get("kv_unified"):
+            # no -np: llama-server's automatic slots (4 since b6925) share one unified cache of -c cells,
+            # which is one request of the whole context, not 4 x -c (`-c C x N -np N` is tune's point)
+            par_cur = 1
         ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
         # a slot shorter than the file asks of a request (-n N lets one generate N tokens) stops it
         # early, and LCPP007 warns: where the slots hold it now, tune keeps them holding it

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.llamacpp.diagnose import flash_attn_line
+
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
     from servefit.diagnose.model import Diagnosis, Event
@@ -37,7 +39,7 @@ def _kv(fx: Fixing) -> list[str]:
              "Use a GPU with more memory, or spread the model over more GPUs (OLLAMA_SCHED_SPREAD=1)"]
     if fx.diag.stage == "compute":  # the compute graph is sized by the batch and the context
         lines[1:1] = [BATCH]
-    return lines
+    return flash_attn_line(fx, "OLLAMA_FLASH_ATTENTION", "flash_attn", how="OLLAMA_FLASH_ATTENTION=1") + lines
 
 
 def _batch(fx: Fixing) -> list[str]:

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 def summary(diag: Diagnosis, primary: Event) -> str | None:
     figs = diag.figures
     if primary.pattern == "sglang.mem_fraction":
-        return (f"SGLang found no memory for the KV cache pool: the weights fill mem_fraction_static "
-                f"{figs.get('mem_fraction_static', '?')} of the GPU.")
+        frac = figs.get("mem_fraction_static", diag.settings_in_log.get("mem_fraction_static"))
+        share = f"mem_fraction_static ({frac})" if frac is not None else "the share mem_fraction_static sets"
+        return f"SGLang found no memory for the KV cache pool: the weights fill {share} of the GPU."
     if primary.pattern == "sglang.graph_capture":
         return ("SGLang ran out of memory capturing CUDA graphs: the KV cache pool took mem_fraction_static of the "
                 "GPU first, and the graphs for the largest decode batches did not fit in the rest.")
@@ -79,7 +80,7 @@ def _fragmentation(fx: Fixing) -> list[str]:
 def _too_large(fx: Fixing) -> list[str]:
     out: list[str] = []
     if fx.diag.signature == "sglang.mem_fraction":
-        cur = fx.num(fx.figures.get("mem_fraction_static"))
+        cur = fx.num(fx.figures.get("mem_fraction_static")) or fx.num(fx.current("mem_fraction_static"))
         to = f" from {cur:g} to {min(0.9, cur + 0.1):.2f}" if cur else ""
         out.append(f"Raise --mem-fraction-static{to} if the weights leave room; otherwise:")
     if fx.host:

@@ -1,0 +1,53 @@
+"""The outcomes of a log that are not a memory root cause: the engine failed for another reason
+(not_oom), or every out-of-memory line was one the engine retried another way and got past
+(recovered). classify.py decides which applies."""
+
+from __future__ import annotations
+
+from servefit.diagnose.classify import PHASE_STAGE, TIMING_TEXT, _engine, _engine_of, stage_text
+from servefit.diagnose.model import Diagnosis, Event
+from servefit.diagnose.parse import ScanResult
+
+
+def not_oom(diag: Diagnosis, scan: ScanResult) -> None:
+    """The log shows a failure, but no out-of-memory line: say so, with the line, instead of
+    guessing a memory cause."""
+    err = scan.errors[-1]
+    first = next((e for e in scan.errors if e.pattern != "python.exception"), err)
+    diag.root_cause, diag.timing, diag.confidence = "not_oom", "unknown", "medium"
+    diag.signature = err.pattern
+    diag.figures = {k: v for k, v in err.figures.items() if k in ("exception", "message")}
+    diag.settings_in_log = dict(err.state.settings)
+    lines = {ln.number: ln for ln in (first.line, err.line, err.state.start) if ln is not None}
+    diag.evidence = [lines[k] for k in sorted(lines)]
+    diag.timing = "load" if err.state.start is not None and err.state.weights_loaded is None \
+        and err.state.serving is None else ("serving" if err.state.serving is not None else "unknown")
+    diag.timing_text = TIMING_TEXT[diag.timing]
+    what = err.figures.get("message") or err.line.text.strip()
+    eng = _engine_of(diag.engine)
+    title = (eng.title if eng is not None else None) or "The engine"
+    diag.summary = (f"{title} failed, but not for lack of memory: {str(what).strip()[:200]}. No out-of-memory "
+                    "line appears in this log, so servefit's memory fixes do not apply.")
+
+
+def recovered_only(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
+    """Every out-of-memory line was followed by the engine's own retry (llama.cpp: the compute buffer
+    again without pipeline parallelism) and nothing failed after it: say so rather than name a cause."""
+    assert ev.recovered is not None
+    diag.root_cause, diag.confidence, diag.signature = "recovered", "high", ev.pattern
+    diag.engine = _engine(scan, ev)
+    diag.figures = {k: v for k, v in ev.figures.items() if k in ("alloc_size", "alloc_device", "device")}
+    diag.settings_in_log = dict(ev.state.settings)
+    diag.evidence = [ev.line, *ev.extra_lines[:4], ev.recovered]
+    diag.stage = ev.stage or PHASE_STAGE.get(ev.state.phase, "")
+    diag.stage_text = stage_text(diag.engine, diag.stage)
+    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile") else "unknown"
+    diag.timing_text = TIMING_TEXT[diag.timing]
+    eng = _engine_of(diag.engine)
+    title = (eng.title if eng is not None else None) or "The engine"
+    diag.summary = (f"{title} ran out of memory at line {ev.line.number}, then said it retried another way "
+                    f"(line {ev.recovered.number}: {ev.recovered.text.strip()[:160]}) and no failure follows: "
+                    "this log shows no out-of-memory failure.")
+    if scan.last_state.serving is None:
+        diag.notes.append("the log ends before the server said it was ready: if it stopped later, pass the rest "
+                          "of the log")
