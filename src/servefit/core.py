@@ -53,6 +53,7 @@ class GpuHint:
     count: int | None
     source: str  # e.g. "k8s nodeSelector nvidia.com/gpu.product", "--gpu", "config default"
     span: Span | None = None
+    scheduler_visible: bool = False  # a scheduler (Slurm) sets CUDA_VISIBLE_DEVICES to exactly these GPUs
 
 
 @dataclass(frozen=True)
