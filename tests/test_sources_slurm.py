@@ -67,3 +67,4 @@ def test_tgi_shards_over_the_gpus_slurm_gives_the_job() -> None:
     assert ENGINE.plan(ENGINE.parse(site), LLAMA8B, H100, 2).parallel["tensor"] == 2
     bare = scan_file("run.sh", SERVE).sites[0]  # no scheduler: one shard
     assert ENGINE.plan(ENGINE.parse(bare), LLAMA8B, H100, 2).parallel["tensor"] == 1
+

@@ -326,9 +326,12 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
     else:
         ie = detect.image_entrypoint(img)
         texts = [w.text for w in cmd or []]
+        # a command rather than the engine's arguments: a server, a shell, or a Python program (an
+        # engine image running `python3 -m sglang.bench_serving` is a benchmark client, no server)
         starts_command = bool(texts) and (detect.recognise(texts) is not None
                                           or detect.program(texts[0]) in detect.SHELLS
-                                          or detect.program(texts[0]) in SKIP_WORDS)
+                                          or detect.program(texts[0]) in SKIP_WORDS
+                                          or detect.program(texts[0]).startswith("python"))
         if cmd and (starts_command or ie is None):
             if ie is not None and ie[2] and starts_command:
                 shown = " ".join(ie[0])
