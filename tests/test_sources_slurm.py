@@ -68,3 +68,4 @@ def test_tgi_shards_over_the_gpus_slurm_gives_the_job() -> None:
     bare = scan_file("run.sh", SERVE).sites[0]  # no scheduler: one shard
     assert ENGINE.plan(ENGINE.parse(bare), LLAMA8B, H100, 2).parallel["tensor"] == 1
 
+

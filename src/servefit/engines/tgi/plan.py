@@ -285,6 +285,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
     if weights > limit:
         out.outcome = "oom_at_load"
+        # the shard's own failure, after the launcher's lines (what tune and estimate show as the engine's last word)
+        out.messages.append(f"torch.cuda.OutOfMemoryError: CUDA out of memory while loading the weights "
+                            f"({weights / GiB:.2f} GiB per shard, {limit / GiB:.2f} GiB allowed)")
         out.findings.append(_err("TGI014", f"weights need {weights / GiB:.2f} GiB per shard, the {gpu.name} allows "
                                  f"{limit / GiB:.2f} GiB: torch.cuda.OutOfMemoryError while loading the shard",
                                  cfg, "model_id"))
