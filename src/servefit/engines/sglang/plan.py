@@ -327,9 +327,12 @@ def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Res
     # dp_size replicas gets its own tp_size x pp_size GPUs (base_gpu_id moves on by tp_size per rank)
     replicas = 1 if s.get("enable_dp_attention") else r.dp
     world = r.tp * r.pp * replicas
-    if count and world > count:
+    nodes = str(s.get("nnodes") or "1").strip()
+    hosts = int(nodes) if nodes.isdigit() and int(nodes) > 1 else 1  # --nnodes: the ranks are split over the hosts
+    if count and -(-world // hosts) > count:
         what = "tp_size x pp_size x dp_size" if replicas > 1 else "tp_size x pp_size"
-        out.append(_f("SGL010", f"{what} = {world} GPUs, but only {count} are available", cfg, "tp_size"))
+        per = f" over {hosts} nodes, {-(-world // hosts)} on each" if hosts > 1 else ""
+        out.append(_f("SGL010", f"{what} = {world} GPUs{per}, but only {count} are available", cfg, "tp_size"))
     cap = s.get("max_total_tokens")
     if cap is not None and cap <= r.context_len:
         out.append(_f("SGL008", f"--max-total-tokens {cap} caps SGLang's whole KV pool (all requests together), not "
