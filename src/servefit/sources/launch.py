@@ -71,6 +71,7 @@ class Facts(TypedDict, total=False):
     exposure: list[Exposure]
     config_only: bool
     compose_files: list[str]
+    compose_extends: list[tuple[str, str]]
     path_map: dict[str, str]
     model_file_refs: list[str]
     image_span: Span | None
@@ -380,7 +381,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
                     env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
                     exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
-                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []))
+                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
+                    compose_extends=x.get("compose_extends", []))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:
