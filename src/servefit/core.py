@@ -53,6 +53,7 @@ class GpuHint:
     count: int | None
     source: str  # e.g. "k8s nodeSelector nvidia.com/gpu.product", "--gpu", "config default"
     span: Span | None = None
+    scheduler_visible: bool = False  # a scheduler (Slurm) sets CUDA_VISIBLE_DEVICES to exactly these GPUs
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Workload:
     shm_limit: str | None = None  # the /dev/shm volume's size limit as written, when it is too small
     path_map: dict[str, str] = field(default_factory=dict)  # container folder -> host folder it mounts
     compose_files: list[str] = field(default_factory=list)  # compose files layered for it, base first (2 or more)
+    compose_extends: list[tuple[str, str]] = field(default_factory=list)  # (file, service) its `extends:` reads
     unit_file: str | None = None  # the systemd unit whose drop-in sets its ExecStart
     rendered: str | None = None  # how its manifest was rendered (`helm template ...`, `kustomize build ...`)
     # the names the file gives this server, each with where it is written (a llama-swap `models:`

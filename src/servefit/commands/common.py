@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from servefit.config import user_online
 from servefit.conventions import add_color_arg
@@ -53,6 +54,28 @@ def split_trailing(words: list[str], args: argparse.Namespace) -> list[str]:
         out.append(w)
         i += 1
     return out
+
+
+def one_word_target(words: list[str], args: argparse.Namespace) -> list[str]:
+    """A target given as one word that is no file: a launch command quoted whole (`"vllm serve
+    MODEL --tp 2"`) is split as a shell would; a path that does not exist is said to be missing
+    rather than read as a command."""
+    if len(words) != 1 or os.path.exists(words[0]) or words[0] == "-":
+        return words
+    w = words[0]
+    if any(c.isspace() for c in w.strip()):
+        import shlex
+
+        try:
+            return split_trailing(shlex.split(w), args)
+        except ValueError as exc:
+            raise UsageError(f"cannot read the quoted command ({exc}): give it after `--` instead") from None
+    if "/" in w or os.sep in w or os.path.splitext(w)[1]:
+        from servefit import engines
+
+        if engines.detect([w], None) is None:
+            raise UsageError(f"{w}: no such file or directory")
+    return words
 
 
 def target_from(args: argparse.Namespace) -> Target:

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from servefit.commands.common import add_target_args, split_trailing
+from servefit.commands.common import add_target_args, one_word_target, split_trailing
 from servefit.conventions import use_color
 from servefit.core import UsageError
 from servefit.pipeline import Evaluation, site_from_argv
@@ -27,7 +27,7 @@ def servers(args: argparse.Namespace):  # -> list[Server]
     (the same servers, links, configuration and target lint sees)."""
     from servefit.sources.assemble import assemble_named, assemble_sites, flags_from
 
-    words = split_trailing(list(args.target), args)
+    words = one_word_target(split_trailing(list(args.target), args), args)
     flags = flags_from(args)
     if not words:
         raise UsageError("nothing to estimate: give a file, or `-- vllm serve MODEL ...`")

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from servefit.commands.common import add_target_args, split_trailing
+from servefit.commands.common import add_target_args, one_word_target, split_trailing
 from servefit.core import UsageError
 
 # tune's own options that users also write after `--` (never engine flags; --seed is one, so
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     from servefit.tune.session import Session
 
     require_optuna()
-    words = split_trailing(list(args.target), args)
+    words = one_word_target(split_trailing(list(args.target), args), args)
     words = pull_tune_options(words, args)
     if not words:
         raise UsageError("nothing to tune: give a file, or `-- vllm serve MODEL ...`")

@@ -130,7 +130,8 @@ def _figures(primary: Event, related: list[Event]) -> dict[str, Any]:
         figs["fragmentation_gap"] = max(0, reserved - alloc)
     if "uptime_seconds" not in figs:
         up = duration(st.start_time, primary.time)
-        if up is not None:
+        # 0 s with no start-up line: the failure is the log's first timestamp, not a server that died at once
+        if up is not None and (up > 0 or st.start is not None):
             figs["uptime_seconds"] = int(up)
     since = duration(st.serving_time, primary.time)
     if st.serving is not None:

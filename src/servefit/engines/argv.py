@@ -128,6 +128,10 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             continue
         flag, eq, inline = text.partition("=")
         opt, negated, canon = table.resolve(flag, version)
+        dotted = table.dotted(flag, version) if opt is None else None
+        if dotted is not None:
+            i = _dotted_value(out, dotted, tok, flag, eq, inline, args, i, table, site)
+            continue
         if opt is None and not eq and not flag.startswith("--") and len(flag) > 2:
             # -O3 / -tp4 style: a short flag glued to its value
             for k in sorted(table.by_flag, key=len, reverse=True):
@@ -212,6 +216,52 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
         if sp is not None:
             out.spans[opt.name] = sp
     return out
+
+
+def _dotted_value(out: Parsed, dotted: tuple[Option, str, str], tok: Token, flag: str, eq: str, inline: str,
+                  args: list[Token], i: int, table: OptionTable, site: str) -> int:
+    """`--compilation-config.cudagraph_mode NONE`: one key of a JSON option, merged into the value
+    the option holds (vllm FlexibleArgumentParser: each value is read as JSON where it parses, else
+    kept as a string; `key+` appends to a list). Returns the index of the next word."""
+    import json
+
+    opt, canon, path = dotted
+    out.used.setdefault(canon, tok.span)
+    if eq:
+        vtok = Token(inline, _span_after(tok, len(flag) + 1))
+        i += 1
+    elif i + 1 < len(args) and not _is_flag(args[i + 1].text):
+        vtok, i = args[i + 1], i + 2
+    else:
+        out.findings.append(_bad_value(table, flag, "expected one argument", tok, site))
+        return i + 1
+    keys = path.split(".")
+    append = keys[-1].endswith("+")
+    keys[-1] = keys[-1].rstrip("+")
+    items = vtok.text.split(",") if append else [vtok.text]
+    parsed: list[Any] = []
+    for text in items:
+        try:
+            parsed.append(json.loads(text))
+        except ValueError:
+            parsed.append(text)
+    held = out.values.get(opt.name)
+    node = held if isinstance(held, dict) else {}
+    out.values[opt.name] = node
+    for k in keys[:-1]:
+        nxt = node.get(k)
+        node[k] = nxt if isinstance(nxt, dict) else {}
+        node = node[k]
+    if append:
+        have = node.get(keys[-1])
+        node[keys[-1]] = (have if isinstance(have, list) else []) + parsed
+    else:
+        node[keys[-1]] = parsed[0]
+    if tok.span is not None:
+        out.flag_spans[opt.name] = tok.span
+    if vtok.span is not None:
+        out.spans[opt.name] = vtok.span
+    return i
 
 
 def _bad_value(table: OptionTable, flag: str, why: str, tok: Token, site: str) -> Finding:

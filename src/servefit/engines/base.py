@@ -81,6 +81,14 @@ def moving_tag(site: LaunchSite | None) -> str | None:
     return tag
 
 
+def own_release_image(image: str | None) -> bool:
+    """A rebuild whose version tag counts its own releases (detect.version_of_image gives none)."""
+    from servefit.sources.detect import VERSION, split_image, version_of_image
+
+    tag = split_image(image)[1] if image else None
+    return bool(tag and VERSION.match(tag) and version_of_image(image) is None)
+
+
 def implied_release(table: OptionTable, used: Iterable[str], current: str, version: str | None,
                     site: LaunchSite | None = None) -> Implied | None:
     """With no version given (`version` None, and no image tag that moves with the releases): what
@@ -110,6 +118,8 @@ def assume_version(cfg: EngineConfig, title: str, current: str, version: str | N
     else the newest; with `vkey` (the engine's version sort key), that a given version is newer
     than the newest modelled."""
     pin = f"pass {hint} or pin the image tag"
+    if version is None and cfg.site is not None and own_release_image(cfg.site.image):
+        pin = f"the tag of {cfg.site.image} counts that build's own releases, not {title}'s: pass {hint}"
     if version is None and implied is not None:
         where = where or {}
         if implied.version is not None:

@@ -135,6 +135,8 @@ class OptionTable:
     unread_env_code: str = ""  # a twin variable the release does not read (it has no effect)
     underscores_since: str | None = None  # `_` == `-` in long names from this release on
     releases: tuple[str, ...] = ()  # the releases whose parsers the history was read from, oldest first
+    dotted_json_since: str | None = None  # `--json-flag.key value` sets one key of a JSON option from here on
+    dotted_aliases: dict[str, str] = field(default_factory=dict)  # `-O.key`: the JSON flag that prefix stands for
     by_flag: dict[str, Option] = field(default_factory=dict)
     by_env: dict[str, Option] = field(default_factory=dict)
     by_name: dict[str, Option] = field(default_factory=dict)
@@ -192,6 +194,21 @@ class OptionTable:
             k, o = next(iter(hits.items()))
             return o, k
         return None
+
+    def dotted(self, flag: str, version: str | None) -> tuple[Option, str, str] | None:
+        """(JSON option, its flag as the table spells it, key path) for `--compilation-config.mode`
+        or `-O.cudagraph_mode`, where the release reads one key of a JSON option that way; None
+        otherwise."""
+        base, dot, path = flag.partition(".")
+        if not dot or not path or self.dotted_json_since is None:
+            return None
+        if version is not None and _vkey(version) < _vkey(self.dotted_json_since):
+            return None
+        base = self.dotted_aliases.get(base, base)
+        opt, negated, canon = self.resolve(base, version)
+        if opt is None or negated or opt.type != "json" or not self.in_release(canon, version):
+            return None
+        return opt, canon, path
 
     def release_shown(self, version: str | None, unpinned: str = "") -> str:
         """Which release a finding judged by: why the newest is modelled (`unpinned`, or no version
@@ -323,6 +340,8 @@ def _table_data(engine: str) -> tuple[list[tuple[Any, ...]], dict[str, tuple[Any
              "invalid_code": codes.get("invalid", ""), "deprecated_code": codes.get("deprecated", ""),
              "underscores_since": hist.get("underscore_dash_same_since"),
              "unread_env_code": codes.get("unread_env", ""),
+             "dotted_json_since": (raw.get("dotted_json") or {}).get("since"),
+             "dotted_aliases": dict((raw.get("dotted_json") or {}).get("aliases") or {}),
              "releases": tuple(str(v) for v in hist.get("releases_read") or ())}
     return [_fields_of(o) for o in opts], history, env_history, attrs
 

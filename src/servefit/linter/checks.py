@@ -77,7 +77,7 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
     tp, pp, span = parallel(site, cfg)
     world = tp * pp
     gpu = site.gpu
-    if gpu is not None and gpu.count is not None and world > gpu.count:
+    if gpu is not None and gpu.count is not None and world > gpu.count and not _over_hosts(site, cfg, world, gpu.count):
         d = _parallel_data(site.engine)
         what = f"tensor parallel {tp}" + (f" × pipeline parallel {pp}" if pp > 1 else "")
         if d.get("label"):
@@ -93,6 +93,18 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
                                     f"{'Raise the sizeLimit (e.g. 16Gi).' if site.workload.shm_limit else _fix(site)}",
                            span=span, site=site.name))
     return out
+
+
+def _over_hosts(site: LaunchSite, cfg: EngineConfig | None, world: int, count: int) -> bool:
+    """The ranks are placed over several hosts (`--nnodes 2`: world / 2 per host; vLLM's Ray backend:
+    the Ray cluster's nodes), so the GPUs the file gives one host need not hold them all."""
+    if cfg is None:
+        return False
+    d = _parallel_data(site.engine)
+    if any(str(cfg.settings.get(k)) == v for k, v in (d.get("spread") or {}).items()):
+        return True
+    nodes = _int(cfg.settings.get(d["nodes"])) if d.get("nodes") else None
+    return bool(nodes and nodes > 1 and -(-world // nodes) <= count)
 
 
 def _where(site: LaunchSite) -> str:

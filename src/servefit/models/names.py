@@ -160,6 +160,14 @@ def _blocked(ws: list[str], entry_words: set[str]) -> bool:
     return any(w in other and w not in entry_words for w in ws)
 
 
+def _other_family(ws: list[str], entry_words: set[str]) -> bool:
+    """The name spells a family a sibling rule maps elsewhere (`DeepSeek-R1-Distill-Qwen` is a Qwen,
+    data/derivatives.yaml) that the entry is not: without a size the rule does not match, and the
+    words it shares with the entry (deepseek-r1, the teacher) do not make it that model."""
+    return any(not set(r) <= entry_words and any(tuple(ws[p:p + len(r)]) == r for p in range(len(ws)))
+               for r in _ruled_families())
+
+
 def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Collection[int] = ()) -> int:
     """The candidate whose remaining words agree most with the name's (Instruct-2507 over the
     base release, v0.1 over v0.3), a base release before a catalogued fine-tune of it (a
@@ -359,7 +367,7 @@ def _derive(ws: list[str], idx: Index) -> Derived | None:
         return _nearest_release(idx, ws)
     _, _, found, shown, why, context = max(options, key=lambda o: (o[0], o[1]))
     entry, j, end, _ = found
-    if _blocked(ws, idx.words[entry]):
+    if _blocked(ws, idx.words[entry]) or ruled is None and _other_family(ws, idx.words[entry]):
         return None
     if not why:
         extra = [w for w in ws[:j] + ws[end:] if w not in STOP_WORDS and not re.fullmatch(r"v?\d[\d.]*", w)]

@@ -64,7 +64,8 @@ def server_ref(cfg: EngineConfig, ctx: ModelContext | None = None) -> ServerRef 
 # ------------------------------------------------------------------------- what it resolved to
 
 _SOURCES = {"lock": "lock", "catalog": "catalog", "hf-cache": "HF cache", "local": "local config",
-            "config": "config file", "mapping": "config mapping", "hub": "Hub", "gguf": "GGUF file"}
+            "config": "config file", "mapping": "config mapping", "hub": "Hub", "gguf": "GGUF file",
+            "derivative": "assumed base"}
 
 
 @dataclass
@@ -97,7 +98,11 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
         return out
     custom = getattr(engine, "resolve_model", None)
     try:
-        if custom is not None:
+        if cfg.site is not None:  # as the pipeline does: a path without a model name is sized from what the
+            from servefit.pipeline import resolve_site_model  # file says about it (a mount, --tokenizer-path)
+
+            spec = resolve_site_model(engine, cfg.site, cfg, Target(models=ctx, online=ctx.online))
+        elif custom is not None:
             spec = custom(cfg, Target(models=ctx, online=ctx.online))
         else:
             spec = resolve_model(ref, context=ctx)

@@ -56,6 +56,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "yaml"
     if low.endswith((".sh", ".bash", ".zsh", ".sbatch", ".slurm")):  # Slurm batch scripts are shell scripts
         return "script"
+    if low.endswith(".tf"):
+        return "terraform"
     if low.endswith(".service") or (low.endswith(".conf") and os.path.dirname(path).endswith(".service.d")):
         return "systemd"
     if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
@@ -196,6 +198,10 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         from servefit.sources import systemd
 
         systemd.scan(fc)
+    elif kind == "terraform":
+        from servefit.sources import terraform
+
+        terraform.scan(fc)
     else:
         _yaml(fc, result)
 

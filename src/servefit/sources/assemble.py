@@ -226,7 +226,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
     the compose file or manifest that serves it sits beside it)."""
     from servefit import engines
 
-    if any(s.workload.compose_files for s in sites):  # only layered compose reads need it (lint stays light)
+    if any(s.workload.compose_files or s.workload.compose_extends for s in sites):  # layered compose reads only
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)

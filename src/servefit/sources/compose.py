@@ -25,7 +25,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, Token
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
-from servefit.sources.compose_layers import LayeredY, layers
+from servefit.sources.compose_layers import LayeredY, extended, layers
 from servefit.sources.detect import models_on_request
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
@@ -166,11 +166,22 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
         list(dict.fromkeys(k for _, yy, rr in stack for k, _, _ in yy.items(yy.get(rr, "services"))))
     for sname in names:
         svcs: list[Node] = [n for _, yy, rr in stack if isinstance(n := yy.get(rr, "services", sname), MappingNode)]
+        own = set(map(id, svcs))
+        svcs = [b for svc in svcs for b in [*extended(ly, svc), svc]]  # `extends:` bases merge under the service
+        bases = [(f, name) for b in svcs if id(b) not in own and (f := ly.file_of(b))
+                 and (name := _name_in(ly, f, b))]
         if svcs:
-            _service(ly, sname, svcs, fc, interp, files)
+            _service(ly, sname, svcs, fc, interp, files, bases)
 
 
-def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Vars, files: list[str]) -> None:
+def _name_in(y: LayeredY, path: str, node: Node) -> str | None:
+    """The service name `node` has in the file `path`."""
+    root = y.roots.get(path)
+    return next((k for k, _, v in y.items(y.get(root, "services")) if v is node), None) if root is not None else None
+
+
+def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Vars, files: list[str],
+             bases: list[tuple[str, str]] | None = None) -> None:
     image_node = _last(y, svcs, "image")
     image: Token | None = None
     if isinstance(image_node, ScalarNode):
@@ -199,6 +210,8 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
                     "runtime_env": runtime}
     if len(files) > 1:
         facts["compose_files"] = files
+    if bases:
+        facts["compose_extends"] = bases
     pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
     if pmap:
         facts["path_map"] = pmap

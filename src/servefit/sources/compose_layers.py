@@ -82,8 +82,10 @@ class LayeredY(Y):
         super().__init__(y.src)
         self.owner: dict[int, Y] = {}
         self.files: dict[str, Y] = {}
+        self.roots: dict[str, Node] = {}
         for path, yy, root in stack:
             self.files[path] = yy
+            self.roots[path] = root
             if yy is not y:
                 for node in _walk(root):
                     self.owner[id(node)] = yy
@@ -114,6 +116,41 @@ class LayeredY(Y):
     def index_of(self, path: str) -> LineIndex | None:
         yy = self.files.get(path)
         return yy.src.li if yy is not None else None
+
+    def add(self, layer: Layer) -> None:
+        """Another file's tree read with these (a service `extends` one there)."""
+        path, yy, root = layer
+        if path in self.files:
+            return
+        self.files[path] = yy
+        self.roots[path] = root
+        for node in _walk(root):
+            self.owner[id(node)] = yy
+
+
+def extended(y: LayeredY, svc: Node, depth: int = 0) -> list[Node]:
+    """The services `svc` extends, outermost first (`extends: NAME` or `{service: NAME, file: PATH}`,
+    PATH relative to the file that says it), as docker compose merges them under the service. A
+    base that cannot be read is left out (that file's own scan says why)."""
+    ext = y.get(svc, "extends")
+    if ext is None or depth > 8:
+        return []
+    name = y.str(ext) if not isinstance(ext, MappingNode) else y.str(y.get(ext, "service"))
+    rel = y.str(y.get(ext, "file")) if isinstance(ext, MappingNode) else None
+    here = y.file_of(svc) or y.src.li.file
+    if not name:
+        return []
+    path = os.path.normpath(os.path.join(os.path.dirname(here), rel)) if rel else here
+    if path not in y.roots:
+        layer = _read(path)
+        if layer is None:
+            return []
+        y.add(layer)
+    root = y.roots[path]
+    base = y.files[path].get(root, "services", name)
+    if not isinstance(base, MappingNode) or base is svc:
+        return []
+    return extended(y, base, depth + 1) + [base]
 
 
 def _walk(root: Node) -> list[Node]:
@@ -149,9 +186,14 @@ def drop_shadowed(sites: list[LaunchSite]) -> list[LaunchSite]:
         k = key(s)
         if k is not None:
             layered.setdefault(k, []).append(frozenset(map(os.path.abspath, s.workload.compose_files or [s.file])))
+    # a service another file's service extends (`extends: {file: base.yaml, ...}`) is its template there
+    extended_elsewhere = {(os.path.abspath(f), n) for s in sites for f, n in s.workload.compose_extends
+                          if os.path.abspath(f) != os.path.abspath(s.file)}
     out, seen = [], set()
     for s in sites:
         k = key(s)
+        if k in extended_elsewhere and not s.workload.compose_files:
+            continue
         if k is None or len(layered.get(k, ())) < 2:
             out.append(s)
             continue

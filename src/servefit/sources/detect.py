@@ -213,14 +213,16 @@ def version_of_image(image: str | None) -> str | None:
     -> "b6000"); None for `latest`, `main`, digests and tags without a version."""
     if not image:
         return None
-    _, tag = split_image(image)
+    repo, tag = split_image(image)
     if not tag:
         return None
+    eng = engine_of_image(image)
+    if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
+        return None  # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0)
     m = VERSION.match(tag)
     if m:
         return m.group(1)
     m = LLAMA_BUILD.search(tag.replace("-", " "))
-    eng = engine_of_image(image) if m else None
     if m and eng is not None and _table(eng).get("build_tags"):
         return "b" + m.group(1)
     return None

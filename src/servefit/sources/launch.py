@@ -71,6 +71,7 @@ class Facts(TypedDict, total=False):
     exposure: list[Exposure]
     config_only: bool
     compose_files: list[str]
+    compose_extends: list[tuple[str, str]]
     path_map: dict[str, str]
     model_file_refs: list[str]
     image_span: Span | None
@@ -326,9 +327,12 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
     else:
         ie = detect.image_entrypoint(img)
         texts = [w.text for w in cmd or []]
+        # a command rather than the engine's arguments: a server, a shell, or a Python program (an
+        # engine image running `python3 -m sglang.bench_serving` is a benchmark client, no server)
         starts_command = bool(texts) and (detect.recognise(texts) is not None
                                           or detect.program(texts[0]) in detect.SHELLS
-                                          or detect.program(texts[0]) in SKIP_WORDS)
+                                          or detect.program(texts[0]) in SKIP_WORDS
+                                          or detect.program(texts[0]).startswith("python"))
         if cmd and (starts_command or ie is None):
             if ie is not None and ie[2] and starts_command:
                 shown = " ".join(ie[0])
@@ -377,7 +381,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
                     env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
                     exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
-                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []))
+                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
+                    compose_extends=x.get("compose_extends", []))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:

@@ -2,7 +2,8 @@
 `resources.accelerators` (`A100:4`, `{A100: 4}`, a candidate list: the first is taken and the
 source says so; `any_of` / `ordered` alternatives likewise), and `SKYPILOT_NUM_GPUS_PER_NODE` /
 `SKYPILOT_NUM_NODES` resolved from the accelerator count and `num_nodes` (their spans point
-there). Variables SkyPilot fills in per node (`SKYPILOT_NODE_RANK`, IPs) are kept as written.
+there), and the container `resources.image_id: docker:IMAGE` the run script runs in (its tag
+names the engine version). Variables SkyPilot fills in per node (`SKYPILOT_NODE_RANK`, IPs) are kept as written.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from servefit.core import GpuHint, Span, Token
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import to_int
-from servefit.sources.launch import from_commands
+from servefit.sources.launch import Facts, from_commands
 from servefit.sources.ports import Exposure, port_list
 from servefit.sources.shell import Vars, split_commands
 from servefit.sources.yamlpos import Y
@@ -98,6 +99,15 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
     if service is not None:
         exposure.append(Exposure("SkyServe service (a public load-balancer endpoint)", y.span(service),
                                  port_list(y.str(y.get(root, "service", "ports")) or "")))
+    image = y.get(res, "image_id")
+    image_tok = y.tok(image) if isinstance(image, ScalarNode) else None
+    facts: Facts = {"exposure": list(exposure)}
+    docker = None
+    if image_tok is not None and image_tok.text.startswith("docker:"):
+        docker = image_tok.text[len("docker:"):].strip()  # the run script runs in this container
+        if image_tok.span is not None:
+            facts["image_span"] = image_tok.span
     for launch in from_commands(cmds, ctx, env):
-        fc.add([launch], f"skypilot/run:{launch.line}", hint, {"exposure": list(exposure)},
-               ctx.ollama_models)
+        if docker and launch.image is None:
+            launch.image = docker
+        fc.add([launch], f"skypilot/run:{launch.line}", hint, Facts(**facts), ctx.ollama_models)

@@ -72,7 +72,9 @@ class GenericAdapter(Adapter):
         lower = needs.headroom is not None or "memory" in needs.objective or not self.started(ev.plan, needs)
         fracs = [f for f in knobs.get(self.fraction_name, ()) if f <= cap + 1e-9 and (lower or f >= frac_cur)]
         tp_cur = int(s.get(self.tp_name) or x.resolved(self.tp_name) or 1)
-        tps = [t for t in (1, 2, 4, 8) if t <= max(ev.count, 1) and ev.model.num_attention_heads % t == 0]
+        per_tp = self.gpus_per_shard(ev)
+        tps = [t for t in (1, 2, 4, 8)
+               if t * per_tp <= max(ev.count, per_tp) and ev.model.num_attention_heads % t == 0]
         dims = [Dim(self.context_name, ctxs, ctx_cur),
                 Dim("kv_cache_dtype", ladder(kvs, kv_cur), kv_cur),
                 Dim(self.fraction_name, ladder(fracs, frac_cur), frac_cur),
@@ -86,6 +88,11 @@ class GenericAdapter(Adapter):
     @property
     def request_cap(self) -> str:  # type: ignore[override]
         return self.seqs_name or self.cap_name
+
+    def gpus_per_shard(self, ev: Evaluation) -> int:
+        """GPUs each tensor-parallel rank stands for (pipeline stages, data-parallel replicas):
+        a shard count is only tried where shards x this fits the GPUs."""
+        return 1
 
     def cell_settings(self, ev: Evaluation, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         return {self.context_name: context}, {}

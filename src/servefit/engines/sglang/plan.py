@@ -323,9 +323,16 @@ def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Res
     if not model.is_mla and model.num_attention_heads % r.attn_tp:
         out.append(_f("SGL009", f"AssertionError: the {model.num_attention_heads} attention heads are not divisible "
                       f"by the attention tensor-parallel size {r.attn_tp}", cfg, "tp_size"))
-    world = r.tp * r.pp
-    if count and world > count:
-        out.append(_f("SGL010", f"tp_size x pp_size = {world} GPUs, but only {count} are available", cfg, "tp_size"))
+    # managers/data_parallel_controller.py::launch_dp_schedulers: without DP attention each of the
+    # dp_size replicas gets its own tp_size x pp_size GPUs (base_gpu_id moves on by tp_size per rank)
+    replicas = 1 if s.get("enable_dp_attention") else r.dp
+    world = r.tp * r.pp * replicas
+    nodes = str(s.get("nnodes") or "1").strip()
+    hosts = int(nodes) if nodes.isdigit() and int(nodes) > 1 else 1  # --nnodes: the ranks are split over the hosts
+    if count and -(-world // hosts) > count:
+        what = "tp_size x pp_size x dp_size" if replicas > 1 else "tp_size x pp_size"
+        per = f" over {hosts} nodes, {-(-world // hosts)} on each" if hosts > 1 else ""
+        out.append(_f("SGL010", f"{what} = {world} GPUs{per}, but only {count} are available", cfg, "tp_size"))
     cap = s.get("max_total_tokens")
     if cap is not None and cap <= r.context_len:
         out.append(_f("SGL008", f"--max-total-tokens {cap} caps SGLang's whole KV pool (all requests together), not "

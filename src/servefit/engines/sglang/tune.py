@@ -9,6 +9,7 @@ from servefit.tune.adapters import GenericAdapter
 
 if TYPE_CHECKING:
     from servefit.core import MemoryPlan
+    from servefit.pipeline import Evaluation
     from servefit.tune.objective import Needs
 
 
@@ -20,6 +21,12 @@ class SglangAdapter(GenericAdapter):
     tp_name = "tp_size"
     fraction_ceiling = 0.9  # SGLang's own default is often far lower; its OOM message says to raise it
     short_of_started = "oom_under_load"
+
+    def gpus_per_shard(self, ev: Evaluation) -> int:
+        """pp_size, times dp_size without DP attention (each replica has its own tp x pp GPUs: plan.py's SGL010)."""
+        s = ev.config.settings
+        dp = 1 if s.get("enable_dp_attention") else int(s.get("dp_size") or 1)
+        return int(s.get("pp_size") or 1) * dp
 
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         """SGLang starts, but SGL011 says the static pool leaves less than the prefill activations

@@ -56,8 +56,10 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
     s, env = cfg.settings, cfg.env
     e = era(cfg.version)
     shard_env = dict(env)
-    if cfg.site and cfg.site.image and not {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"} & set(env):
-        shard_env["NVIDIA_VISIBLE_DEVICES"] = "all"  # the CUDA base image's ENV: every GPU given to the container
+    given = cfg.site is not None and (cfg.site.image or cfg.site.gpu is not None and cfg.site.gpu.scheduler_visible)
+    if given and not {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"} & set(env):
+        # the CUDA base image's ENV, or the variable Slurm exports: every GPU given to the container / job
+        shard_env["NVIDIA_VISIBLE_DEVICES"] = "all"
     shards, err = d.num_shard(s, shard_env, count)
     q = s.get("quantize")
     if q is None and model.quantization:
@@ -283,6 +285,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
     if weights > limit:
         out.outcome = "oom_at_load"
+        # the shard's own failure, after the launcher's lines (what tune and estimate show as the engine's last word)
+        out.messages.append(f"torch.cuda.OutOfMemoryError: CUDA out of memory while loading the weights "
+                            f"({weights / GiB:.2f} GiB per shard, {limit / GiB:.2f} GiB allowed)")
         out.findings.append(_err("TGI014", f"weights need {weights / GiB:.2f} GiB per shard, the {gpu.name} allows "
                                  f"{limit / GiB:.2f} GiB: torch.cuda.OutOfMemoryError while loading the shard",
                                  cfg, "model_id"))
@@ -389,7 +394,8 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved) -
              f"{'on' if r.chunking else 'off'}")
     if cfg.settings.get("num_shard") is None:
         a.append(f"num_shard={r.shards} (launcher find_num_shards: the GPUs CUDA_VISIBLE_DEVICES / "
-                 "NVIDIA_VISIBLE_DEVICES name; a TGI image sets NVIDIA_VISIBLE_DEVICES=all; a bare command 1)")
+                 "NVIDIA_VISIBLE_DEVICES name; a TGI image sets NVIDIA_VISIBLE_DEVICES=all; a Slurm job names the GPUs "
+                 "it was given; a bare command 1)")
     a.append("CUDA context, workspaces and the warmup prefill's activations are estimated from terms calibrated on "
              "public start-up logs; TGI measures free memory at warmup")
     if not r.flash:

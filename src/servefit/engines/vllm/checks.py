@@ -110,7 +110,12 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
                                       f"size {r.tp} (the model code asserts it while loading)",
                            span=sp.get("tensor_parallel_size"), setting="tensor_parallel_size"))
     world = r.tp * r.pp
-    if count and world > count:
+    # config/parallel.py::ParallelConfig.__post_init__ raises this only when no backend is given on one node:
+    # `--distributed-executor-backend ray` places the ranks over the Ray cluster's nodes, `--nnodes N` over N hosts
+    nodes = str(s.get("nnodes") or "1").strip()
+    hosts = int(nodes) if nodes.isdigit() and int(nodes) > 1 else 1
+    ray = s.get("distributed_executor_backend") == "ray"
+    if count and -(-world // hosts) > count and not ray:
         out.append(finding(
             "VLLM008", f"World size ({world}) is larger than the number of available GPUs ({count}) in this node.",
             span=sp.get("tensor_parallel_size") or sp.get("pipeline_parallel_size"), setting="tensor_parallel_size"))

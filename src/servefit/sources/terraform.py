@@ -1,0 +1,54 @@
+"""Terraform (HCL) is not read: its containers are built from variables, `concat()` and
+conditionals that only `terraform plan` evaluates. A .tf file that starts an engine (an engine
+image, a launch command, `python -m` an engine's server module) is said to be unchecked, once,
+at the first such string, so a repository whose servers live in Terraform is not reported clean.
+"""
+
+from __future__ import annotations
+
+import re
+
+from servefit.sources.base import FileCtx
+from servefit.sources.problems import not_read
+
+STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+INTERP = re.compile(r"\$\{[^}]*\}")
+
+
+def _engine_of(literal: str) -> str | None:
+    from servefit.sources import detect
+
+    text = INTERP.sub("x", literal).strip()
+    if not text or len(text) > 2000:
+        return None
+    if " " not in text and ("/" in text or ":" in text):
+        eng = detect.engine_of_image(text)
+        if eng is not None:
+            return eng
+    hit = detect.recognise(text.split()) or detect.recognise(["python3", "-m", text])
+    return hit[0] if hit else None
+
+
+def scan(fc: FileCtx) -> None:
+    from servefit.engines import get
+
+    for m in STRING.finditer(fc.text):
+        eng = _engine_of(m.group(1))
+        if eng is None:
+            continue
+        try:
+            title = get(eng).title or eng
+        except KeyError:
+            title = eng
+        fc.findings.append(not_read(
+            f"servefit does not read Terraform, and this file starts a {title} server here: its settings were not "
+            "checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the launch "
+            f"command (`servefit estimate -- {' '.join(_command(eng))} ...`)",
+            span=fc.li.span(m.start(1), m.end(1))))
+        return
+
+
+def _command(engine: str) -> list[str]:
+    from servefit.sources import detect
+
+    return detect.server_command(engine) or [engine]

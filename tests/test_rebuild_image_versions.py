@@ -1,0 +1,61 @@
+"""A rebuild of an engine whose image tags count its own releases (nm-vllm v0.1.0, OPEA's
+vllm-gaudi 1.2, Red Hat AI Inference Server 3.0.0) names no engine version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.sources import detect, scan_file
+
+
+@pytest.mark.parametrize("image, version", [
+    ("ghcr.io/neuralmagic/nm-vllm-openai:v0.1.0", None),
+    ("neuralmagic/nm-vllm:0.5.0", None),
+    ("opea/vllm-gaudi:1.2", None),
+    ("registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.0.0", None),
+    ("vllm/vllm-openai:v0.9.2", "0.9.2"),
+    ("us-docker.pkg.dev/acme/library/vllm-openai:v0.9.2", "0.9.2"),  # a mirror keeps vLLM's tags
+    ("ghcr.io/acme/my-vllm:0.8.5", "0.8.5"),
+])
+def test_tag_version_of_rebuilds(image: str, version: str | None) -> None:
+    assert detect.engine_of_image(image) == "vllm"
+    assert detect.version_of_image(image) == version
+
+
+DEPLOY = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: nm}
+spec:
+  template:
+    spec:
+      containers:
+      - name: server
+        image: ghcr.io/neuralmagic/nm-vllm-openai:v0.1.0
+        args: ["--model", "mistralai/Mistral-7B-v0.1", "--host", "0.0.0.0", "--port", "80", "--max-model-len", "4096"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def test_an_nm_vllm_deployment_is_not_judged_as_vllm_0_1(tmp_path: Path) -> None:
+    from servefit.linter.run import LintOptions, lint_paths
+
+    site = scan_file("deploy.yaml", DEPLOY).sites[0]
+    assert (site.engine, site.engine_version) == ("vllm", None)
+    f = tmp_path / "deploy.yaml"
+    f.write_text(DEPLOY)
+    result = lint_paths([str(f)], LintOptions(gpu="a100-80gb"))
+    assert [x.code for x in result.findings if x.code == "VLLM001"] == []
+
+
+def test_the_version_warning_says_the_tag_is_the_rebuilds_own() -> None:
+    from servefit import engines
+
+    site = scan_file("deploy.yaml", DEPLOY).sites[0]
+    cfg = engines.get("vllm").parse(site, None)
+    assert cfg.assumptions[0].endswith(
+        "older releases size memory differently, the tag of ghcr.io/neuralmagic/nm-vllm-openai:v0.1.0 counts "
+        "that build's own releases, not vLLM's: pass --engine-version)")
+    plain = scan_file("d.yaml", DEPLOY.replace("ghcr.io/neuralmagic/nm-vllm-openai:v0.1.0", "vllm/vllm-openai")).sites[0]
+    assert engines.get("vllm").parse(plain, None).assumptions[0].endswith("pass --engine-version or pin the image tag)")
