@@ -188,6 +188,10 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         from servefit.models.arch_gemma4 import count_vision
 
         return count_vision(vision, text_hidden)
+    if vision.get("model_type") == "gemma4_unified_vision":  # encoder-free (gemma-4-12B)
+        from servefit.models.arch_gemma4 import count_unified_vision
+
+        return count_unified_vision(vision, text_hidden)
     if is_qwen3_vision(vision, model_type):
         return _qwen3_vl_params(vision, text_hidden)
     qwen = qwen_vl_kind(vision, model_type)
