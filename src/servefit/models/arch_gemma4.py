@@ -138,9 +138,10 @@ def count_unified_vision(vision: dict[str, Any], text_hidden: int) -> int:
     """Gemma4UnifiedVisionEmbedder (modeling_gemma4_unified.py), encoder-free: patch_ln1 over the
     merged patch ((patch x pooling_kernel)^2 x 3 pixels), patch_dense (+ bias) to mm_embed_dim,
     patch_ln2, a (mm_posemb_size, 2, mm_embed_dim) position table, pos_norm (LayerNorms: weight +
-    bias), then the multimodal embedder's bias-free projection into the language model."""
+    bias), then the multimodal embedder's bias-free projection into the language model. The
+    catalog keeps mm_embed_dim as the vision `hidden_size`."""
     merged = int(vision.get("patch_size", 16)) * int(vision.get("pooling_kernel_size", 3))
     pixels = merged * merged * 3
-    mm = int(vision.get("mm_embed_dim") or text_hidden)
+    mm = int(vision["hidden_size"])
     table = int(vision.get("mm_posemb_size", 1120)) * 2 * mm
     return 2 * pixels + pixels * mm + mm + 2 * mm + table + 2 * mm + mm * text_hidden

@@ -61,6 +61,9 @@ TRAITS: dict[str, Traits] = {
     "qwen3_omni_moe": Traits(qk_norm=True),  # Qwen3-Omni's thinker: a Qwen3-MoE LM (qwen3_omni_moe_thinker.py)
     "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
     "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
+    # their language models alone (Qwen3_5ForCausalLM; transformers 5.24.0 Qwen3_5TextConfig)
+    "qwen3_5_text": Traits(qk_norm=True, attn_output_gate=True),
+    "qwen3_5_moe_text": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),
     "gemma3": Traits(norms_per_layer=4, qk_norm=True),
     "gemma3_text": Traits(norms_per_layer=4, qk_norm=True),
