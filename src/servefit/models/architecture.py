@@ -101,6 +101,7 @@ TRAITS: dict[str, Traits] = {
     # vLLM glm4.py Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm as well
     "glm4": Traits(qkv_bias=True, norms_per_layer=4),
     "glm4v": Traits(qkv_bias=True, norms_per_layer=4),  # GLM-4.1V text model (modeling_glm4v.py Glm4vTextDecoderLayer)
+    "glm_ocr": Traits(norms_per_layer=4),  # GLM-OCR text model: GLM-4.1V's without q/k/v bias (modeling_glm_ocr.py)
     # vLLM glm4_moe.py Glm4MoeAttention (qkv bias; GLM-4.5's use_qk_norm head norms not modelled:
     # 2 x 128 per layer) and Glm4MoE (e_score_correction_bias)
     "glm4_moe": Traits(qkv_bias=True, expert_score_bias=True),

@@ -81,6 +81,24 @@ def _glm4v_params(vision: dict[str, Any], text_hidden: int) -> int:
             + e * out * merge * merge + out + merger)
 
 
+def _glm_ocr_params(vision: dict[str, Any], text_hidden: int) -> int:
+    """GLM-OCR vision tower (transformers 5.24.0 modeling_glm_ocr.py GlmOcrVisionModel): GLM-4.1V's
+    without the position table and post-conv norm; its blocks have biased qkv / proj, q/k RMSNorms
+    of head_dim and a biased SwiGLU of intermediate_size; the Conv2d downsample (with bias), the
+    post RMSNorm, and the merger (Linear(out -> out), LayerNorm, bias-free SwiGLU out -> out x
+    in_channels -> out)."""
+    depth, e = int(vision["depth"]), int(vision["hidden_size"])
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    inter = int(vision["intermediate_size"])
+    chans = int(vision.get("in_channels") or vision.get("in_chans") or 3)
+    patch, tps = int(vision["patch_size"]), int(vision.get("temporal_patch_size", 2))
+    merge = int(vision.get("spatial_merge_size", 2))
+    hd = e // int(vision["num_heads"])
+    block = 2 * e + (3 * e * e + 3 * e) + (e * e + e) + 2 * hd + (3 * e * inter + 2 * inter + e)
+    merger = out * out + 2 * out + 3 * out * (out * chans)
+    return chans * tps * patch * patch * e + e + depth * block + e * out * merge * merge + out + e + merger
+
+
 INTERNVL = ("internvl_vision", "intern_vit_6b")  # InternViT towers of InternVL 2 / 2.5 / 3 / 3.5
 
 
@@ -182,6 +200,8 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         return count_tower(vision, text_hidden)
     if vision.get("model_type") in INTERNVL:
         return _internvl_params(vision, text_hidden, top)
+    if vision.get("model_type") == "glm_ocr_vision":
+        return _glm_ocr_params(vision, text_hidden)
     if vision.get("model_type") in GLM4V or (model_type in GLM4V and "depth" in vision):
         return _glm4v_params(vision, text_hidden)
     if vision.get("model_type") == "gemma4_vision":  # models/arch_gemma4.py
