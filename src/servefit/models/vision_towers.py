@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
-          "dots_vit", "minimax_m3_vl_vision")
+          "dots_vit", "minimax_m3_vl_vision", "step3p5_vision")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -163,6 +163,19 @@ def _minimax_m3(v: dict[str, Any], text_hidden: int) -> int:
     return enc + _lin(h, proj) + _lin(proj, text_hidden) + _lin(merge * text_hidden, proj) + _lin(proj, text_hidden)
 
 
+def _step3p7(v: dict[str, Any], text_hidden: int) -> int:
+    """Step-3.7's tower (transformers 5.24.0 modeling_step3p7.py Step3p7VisionModel): a bias-free
+    patch conv, one position row per patch, pre_layernorm, ViT layers with biases and two
+    LayerScale vectors (lambda_1 / lambda_2), no post norm; two stride-2 3x3 convs (h -> 2h -> 4h,
+    with biases) and the multi_modal_projector (4h -> LM width, no bias unless projector_bias)."""
+    h, inter = int(v["hidden_size"]), int(v["intermediate_size"])
+    patch, image = int(v["patch_size"]), int(v["image_size"])
+    enc = int(v.get("num_channels", 3)) * patch * patch * h + (image // patch) ** 2 * h + 2 * h \
+        + int(v["num_hidden_layers"]) * (_vit_layer(h, inter) + 2 * h)
+    down = _lin(9 * h, 2 * h) + _lin(9 * 2 * h, 4 * h)
+    return enc + down + _lin(4 * h, text_hidden, bool(v.get("multimodal_projector_bias")))
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -182,6 +195,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _dots_vit(vision, text_hidden)
     if kind == "minimax_m3_vl_vision":
         return _minimax_m3(vision, text_hidden)
+    if kind == "step3p5_vision":
+        return _step3p7(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
