@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
-          "dots_vit", "minimax_m3_vl_vision", "step3p5_vision")
+          "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
+          "hunyuan_vl_vision")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -176,6 +177,22 @@ def _step3p7(v: dict[str, Any], text_hidden: int) -> int:
     return enc + down + _lin(4 * h, text_hidden, bool(v.get("multimodal_projector_bias")))
 
 
+def _hunyuan_vl(v: dict[str, Any], text_hidden: int) -> int:
+    """HunyuanOCR's tower (transformers 5.24.0 modeling_hunyuan_vl.py HunYuanVLVisionTransformer): a
+    biased patch conv, a class row plus a (max_image_size / patch)^2 position table, ViT layers with
+    biases, and the patch merger: a merge x merge conv (h -> 2h) and a 1x1 conv (2h -> 4h), both
+    biased, the mlp (4h -> LM width, biased), image_newline (4h), image_begin / end / sep (LM
+    width each) and the before / after RMSNorms."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    merge = int(v.get("spatial_merge_size", 2))
+    grid = (int(v.get("image_size", 2048)) // patch) ** 2 + 1  # max_image_size
+    enc = int(v.get("num_channels", 3)) * patch * patch * h + h + grid * h \
+        + int(v["num_hidden_layers"]) * _vit_layer(h, inter)
+    merger = _lin(merge * merge * h, 2 * h) + _lin(2 * h, 4 * h) + _lin(4 * h, text_hidden) + 4 * h \
+        + 3 * text_hidden + h + text_hidden
+    return enc + merger
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -197,6 +214,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _minimax_m3(vision, text_hidden)
     if kind == "step3p5_vision":
         return _step3p7(vision, text_hidden)
+    if kind == "hunyuan_vl_vision":
+        return _hunyuan_vl(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
