@@ -140,6 +140,9 @@ TRAITS: dict[str, Traits] = {
     # vLLM hunyuan_v1.py HunYuanAttention: query_layernorm / key_layernorm over head_dim (use_qk_norm)
     "hunyuan_v1_dense": Traits(qk_norm=True),
     "hunyuan_v1_moe": Traits(qk_norm=True),
+    # Muse-Glimmer (modeling_muse_glimmer.py MuseGlimmerTextAttention / DecoderLayer): a separate gate_proj
+    # (hidden -> heads x head_dim, the output gate), weightless q/k norms, four centered RMSNorms per layer
+    "muse_glimmer": Traits(attn_output_gate=True, norms_per_layer=4),
     "hunyuan_vl": Traits(qk_norm=True),  # HunyuanOCR's text model (modeling_hunyuan_vl.py HunYuanVLDenseV1Attention)
     # transformers modeling_hy_v3.py (Hy3): q_norm / k_norm over head_dim; HYV3MoE's
     # e_score_correction_bias is a buffer the checkpoint stores (the Hub count includes it)

@@ -12,7 +12,7 @@ from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
           "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
-          "hunyuan_vl_vision")
+          "hunyuan_vl_vision", "muse_glimmer_vision")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -193,6 +193,19 @@ def _hunyuan_vl(v: dict[str, Any], text_hidden: int) -> int:
     return enc + merger
 
 
+def _muse_glimmer(v: dict[str, Any], text_hidden: int) -> int:
+    """Muse-Glimmer's tower (transformers 5.24.0 modeling_muse_glimmer.py MuseGlimmerVisionModel): a
+    bias-free linear patch embedding (temporal x 3 x patch^2 -> h), a (image / patch)^2 position
+    table, ln_pre, ViT layers with biases, ln_post; the 2x2 pixel shuffle feeds the adapter (fc1
+    4h -> projector, fc2 projector -> projector) and vision_projection (projector -> LM width), all
+    bias-free."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    proj, merge = int(v["projector_hidden_size"]), int(v.get("spatial_merge_size", 2)) ** 2
+    enc = int(v.get("temporal_patch_size", 2)) * 3 * patch * patch * h + (int(v["image_size"]) // patch) ** 2 * h \
+        + 4 * h + int(v["num_hidden_layers"]) * _vit_layer(h, inter)
+    return enc + merge * h * proj + proj * proj + proj * text_hidden
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -216,6 +229,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _step3p7(vision, text_hidden)
     if kind == "hunyuan_vl_vision":
         return _hunyuan_vl(vision, text_hidden)
+    if kind == "muse_glimmer_vision":
+        return _muse_glimmer(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
