@@ -31,6 +31,7 @@ COUNTS = [
     ("ibm-research/PowerMoE-3b", 3_374_286_336, 0, 0),
     # LCO-Embedding-Omni-3B's record: the thinker with an untied lm_head, the tower and audio encoder
     ("Qwen/Qwen2.5-Omni-3B", 4_703_464_448, 0, None),
+    ("stepfun-ai/Step3-VL-10B", 10_171_750_144, 0, 1_981_014_784),  # Qwen3-8B + Step-3.7's tower
 ]
 
 
