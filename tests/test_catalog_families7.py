@@ -32,6 +32,8 @@ COUNTS = [
     # LCO-Embedding-Omni-3B's record: the thinker with an untied lm_head, the tower and audio encoder
     ("Qwen/Qwen2.5-Omni-3B", 4_703_464_448, 0, None),
     ("stepfun-ai/Step3-VL-10B", 10_171_750_144, 0, 1_981_014_784),  # Qwen3-8B + Step-3.7's tower
+    ("Open-Bee/Bee-8B-RL", 8_675_017_504, 0, None),  # Qwen3-8B + LLaVA-OV SigLIP + Bee's projector
+    ("YannQi/R-4B", 4_819_012_384, 0, None),  # Qwen3-4B + LLaVA-OV SigLIP + RVL's pre-norm projector
 ]
 
 

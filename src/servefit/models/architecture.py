@@ -143,6 +143,8 @@ TRAITS: dict[str, Traits] = {
     # Muse-Glimmer (modeling_muse_glimmer.py MuseGlimmerTextAttention / DecoderLayer): a separate gate_proj
     # (hidden -> heads x head_dim, the output gate), weightless q/k norms, four centered RMSNorms per layer
     "muse_glimmer": Traits(attn_output_gate=True, norms_per_layer=4),
+    "bee": Traits(qk_norm=True),  # Bee-8B's language model is Qwen3's (vLLM bee.py over llava_onevision.py)
+    "rvl": Traits(qk_norm=True),  # R-4B's language model is Qwen3's (vLLM rvl.py over llava_onevision.py)
     "hunyuan_vl": Traits(qk_norm=True),  # HunyuanOCR's text model (modeling_hunyuan_vl.py HunYuanVLDenseV1Attention)
     # transformers modeling_hy_v3.py (Hy3): q_norm / k_norm over head_dim; HYV3MoE's
     # e_score_correction_bias is a buffer the checkpoint stores (the Hub count includes it)

@@ -297,9 +297,16 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         head = (h + 3 * h * h + 3 * h + h * h + h + 2 * h + h * inter + inter + inter * h + h
                 if get("vision_use_head", True) else 0)
         return siglip + head + feats * h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
-    if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
+    if model_type == "bee":
+        # vLLM bee.py BeeForConditionalGeneration: LLaVA-OneVision's SigLIP (no pooling head) and
+        # image_newline, with BeeMultiModalProjector: a LayerNorm, then vision width -> 4 x LM width
+        # -> LM width, both with biases
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
-        return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
+        return enc + 2 * h + h * 4 * text_hidden + 4 * text_hidden + 4 * text_hidden * text_hidden + text_hidden + text_hidden
+    if model_type in ("llava_onevision", "rvl"):  # SigLIP without its pooling head (modeling_llava_onevision.py)
+        enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
+        enc += 2 * h if model_type == "rvl" else 0  # vLLM rvl.py RVLMultiModalProjector's pre_norm (LayerNorm)
+        return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + text_hidden
     if model_type == "gemma3" or vtype == "siglip_vision_model":
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h + h * text_hidden  # mm_soft_emb_norm + mm_input_projection
