@@ -34,6 +34,8 @@ COUNTS = [
     ("stepfun-ai/Step3-VL-10B", 10_171_750_144, 0, 1_981_014_784),  # Qwen3-8B + Step-3.7's tower
     ("Open-Bee/Bee-8B-RL", 8_675_017_504, 0, None),  # Qwen3-8B + LLaVA-OV SigLIP + Bee's projector
     ("YannQi/R-4B", 4_819_012_384, 0, None),  # Qwen3-4B + LLaVA-OV SigLIP + RVL's pre-norm projector
+    ("xlangai/OpenCUA-7B", 8_292_168_448, 28 * 64, None),  # Qwen2.5-VL-7B; the rest fits rotary buffers
+    ("lmms-lab-encoder/LLaVA-OneVision-2-8B-Instruct", 8_527_213_568, 0, 336_478_208),
 ]
 
 

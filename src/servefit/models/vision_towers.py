@@ -12,7 +12,7 @@ from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
           "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
-          "hunyuan_vl_vision", "muse_glimmer_vision")
+          "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -206,6 +206,17 @@ def _muse_glimmer(v: dict[str, Any], text_hidden: int) -> int:
     return enc + merge * h * proj + proj * proj + proj * text_hidden
 
 
+def _onevision2(v: dict[str, Any], text_hidden: int) -> int:
+    """LLaVA-OneVision-2's tower (vLLM 0.33.0 llava_onevision2.py LlavaOnevision2VisionTower): a
+    bias-free patch conv, layernorm_pre, ViT layers with biases (fused qkv, proj, fc1 / fc2, two
+    LayerNorms; RoPE, no position table) and the patch merger: ln_q, then merge^2 x h -> merge^2 x h
+    -> LM width, both with biases."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    merged = int(v.get("spatial_merge_size", 2)) ** 2 * h
+    enc = int(v.get("num_channels", 3)) * patch * patch * h + 2 * h + int(v["num_hidden_layers"]) * _vit_layer(h, inter)
+    return enc + 2 * h + _lin(merged, merged) + _lin(merged, text_hidden)
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -231,6 +242,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _hunyuan_vl(vision, text_hidden)
     if kind == "muse_glimmer_vision":
         return _muse_glimmer(vision, text_hidden)
+    if kind == "llava_onevision2_vision":
+        return _onevision2(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
