@@ -36,6 +36,7 @@ COUNTS = [
     ("YannQi/R-4B", 4_819_012_384, 0, None),  # Qwen3-4B + LLaVA-OV SigLIP + RVL's pre-norm projector
     ("xlangai/OpenCUA-7B", 8_292_168_448, 28 * 64, None),  # Qwen2.5-VL-7B; the rest fits rotary buffers
     ("lmms-lab-encoder/LLaVA-OneVision-2-8B-Instruct", 8_527_213_568, 0, 336_478_208),
+    ("PerceptronAI/Isaac-0.1", 2_567_073_008, 151_936 * 2048, 535_333_104),  # lm_head stored beside the tied table
 ]
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
           "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
-          "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision")
+          "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision",
+          "pixel_shuffle_siglip2")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -217,6 +218,18 @@ def _onevision2(v: dict[str, Any], text_hidden: int) -> int:
     return enc + 2 * h + _lin(merged, merged) + _lin(merged, text_hidden)
 
 
+def _isaac(v: dict[str, Any], text_hidden: int) -> int:
+    """Isaac's tower (vLLM 0.33.0 isaac.py IsaacVisionEmbedding): SigLIP2 with a linear patch embedding
+    (channels x patch^2 -> h, with bias), a num_patches position table ((image / patch)^2), ViT layers
+    with biases and post_layernorm; after the pixel shuffle (scale^2 x h) linear_fc1 (-> 4x) and
+    linear_fc2 (-> LM width), both bias-free."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    shuffled = int(v.get("scale_factor", 2)) ** 2 * h
+    enc = _lin(int(v.get("num_channels", 3)) * patch * patch, h) + (int(v["image_size"]) // patch) ** 2 * h \
+        + int(v["num_hidden_layers"]) * _vit_layer(h, inter) + 2 * h
+    return enc + shuffled * 4 * shuffled + 4 * shuffled * text_hidden
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -244,6 +257,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _muse_glimmer(vision, text_hidden)
     if kind == "llava_onevision2_vision":
         return _onevision2(vision, text_hidden)
+    if kind == "pixel_shuffle_siglip2":
+        return _isaac(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
