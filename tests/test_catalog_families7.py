@@ -37,6 +37,8 @@ COUNTS = [
     ("xlangai/OpenCUA-7B", 8_292_168_448, 28 * 64, None),  # Qwen2.5-VL-7B; the rest fits rotary buffers
     ("lmms-lab-encoder/LLaVA-OneVision-2-8B-Instruct", 8_527_213_568, 0, 336_478_208),
     ("PerceptronAI/Isaac-0.1", 2_567_073_008, 151_936 * 2048, 535_333_104),  # lm_head stored beside the tied table
+    ("AIDC-AI/Ovis2.5-9B", 9_174_807_784, 0, 984_072_424),  # Qwen3-8B + SigLIP2-NaViT, head and vte
+    ("AIDC-AI/Ovis2.6-30B-A3B", 31_381_977_320, 0, 849_854_696),  # Qwen3-30B-A3B + the same, vte 2048 wide
 ]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
           "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
           "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision",
-          "pixel_shuffle_siglip2")
+          "pixel_shuffle_siglip2", "siglip2_navit")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -230,6 +230,20 @@ def _isaac(v: dict[str, Any], text_hidden: int) -> int:
     return enc + shuffled * 4 * shuffled + 4 * shuffled * text_hidden
 
 
+def _ovis2_5(v: dict[str, Any], text_hidden: int) -> int:
+    """Ovis 2.5 / 2.6 (vLLM 0.33.0 ovis2_5.py VisualTokenizer over siglip2navit.py Siglip2NavitModel): a
+    linear patch embedding with bias, a num_patches position table ((image / patch)^2), ViT layers with
+    biases and post_layernorm; the head maps hidden_stride^2 x h to visual_vocab_size - 4 (the indicator
+    tokens; no bias) with a LayerNorm, and the visual embedding table (vte) is visual_vocab_size x LM
+    width."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    vocab = int(v["visual_vocab_size"])
+    enc = _lin(int(v.get("num_channels", 3)) * patch * patch, h) + (int(v["image_size"]) // patch) ** 2 * h \
+        + int(v["num_hidden_layers"]) * _vit_layer(h, inter) + 2 * h
+    head = int(v.get("spatial_merge_size", 2)) ** 2 * h * (vocab - 4) + 2 * (vocab - 4)
+    return enc + head + vocab * text_hidden
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -259,6 +273,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _onevision2(vision, text_hidden)
     if kind == "pixel_shuffle_siglip2":
         return _isaac(vision, text_hidden)
+    if kind == "siglip2_navit":
+        return _ovis2_5(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
