@@ -39,6 +39,8 @@ COUNTS = [
     ("PerceptronAI/Isaac-0.1", 2_567_073_008, 151_936 * 2048, 535_333_104),  # lm_head stored beside the tied table
     ("AIDC-AI/Ovis2.5-9B", 9_174_807_784, 0, 984_072_424),  # Qwen3-8B + SigLIP2-NaViT, head and vte
     ("AIDC-AI/Ovis2.6-30B-A3B", 31_381_977_320, 0, 849_854_696),  # Qwen3-30B-A3B + the same, vte 2048 wide
+    # the lm_head beside the tied table, and the SigLIP pooling head + packing table vLLM skips
+    ("PaddlePaddle/PaddleOCR-VL", 958_588_736, 103_424 * 1024 + 52_987_088, 438_947_440),
 ]
 
 

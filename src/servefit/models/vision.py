@@ -270,6 +270,11 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         inner = int(get("alignment_intermediate_size", text_hidden))
         norm = 2 * h * ds * ds if model_type == "aya_vision" else 0
         return siglip + norm + (h * ds * ds + 1) * inner + (inner // 2 + 1) * text_hidden
+    if model_type == "paddleocr_vl":
+        # vLLM 0.33.0 paddleocr_vl.py: SigLIP (its pooling head and packing_position_embedding are
+        # skipped when loading) and Projector: pre_norm LayerNorm, the 2x2 merge (4 x width) through
+        # linear_1 (4w -> 4w) and linear_2 (4w -> LM width), with biases
+        return siglip + 2 * h + 4 * h * 4 * h + 4 * h + 4 * h * text_hidden + text_hidden
     if model_type == "paligemma":
         # modeling_paligemma.py / vLLM paligemma.py: SigLIP without its pooling head, then
         # multi_modal_projector.linear (vision width -> projection_dim = LM width, with bias)
