@@ -356,7 +356,8 @@ def test_release_words_never_make_a_family_for_suggestions():
         assert catalog.nearest(ref, 3) == [], ref
     assert catalog.nearest("checkpoints/HRM-Text-1B", 3) == ["sapientinc/HRM-Text-1B"]  # catalogued since
     # Step is a family since Step-3.5-Flash is catalogued: its other releases get it as a suggestion
-    assert catalog.nearest("stepfun-ai/Step-3.7-Flash-NVFP4", 3) == ["stepfun-ai/Step-3.5-Flash"]
+    # (Step-3.7-Flash is catalogued since; an uncatalogued release gets both)
+    assert catalog.nearest("stepfun-ai/Step-3.8-Flash-NVFP4", 3) == ["stepfun-ai/Step-3.5-Flash", "stepfun-ai/Step-3.7-Flash"]
 
 
 # --- the derivative table is data, validated by its schema ---------------------------------------------

@@ -31,7 +31,8 @@ from servefit.models.spec import ModelSpec
 
 
 def is_gemma4(s: ModelSpec) -> bool:
-    return s.model_type in ("gemma4", "gemma4_text")
+    """Gemma 4 and Gemma 4 "unified" (gemma-4-12B: the same decoder, encoder-free embedders)."""
+    return s.model_type in ("gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text")
 
 
 def attention_shape(s: ModelSpec, kind: str) -> tuple[int, int]:
@@ -95,6 +96,10 @@ def count_text(s: ModelSpec) -> int:
     audio = lay.get("audio")
     if audio:
         total += count_audio(audio, h)
+    # Gemma4Unified (modeling_gemma4_unified.py): raw audio frames go through a
+    # Gemma4UnifiedMultimodalEmbedder only: a bias-free embedding_projection (frame x hidden) after
+    # an RMSNorm without a weight (with_scale=False).
+    total += int(lay.get("audio_embed_dim") or 0) * h
     return total
 
 
@@ -127,3 +132,16 @@ def count_vision(vision: dict[str, Any], text_hidden: int) -> int:
     per_layer = 4 * h * h + 2 * hd + 3 * h * inter + 4 * h
     std = 2 * h if vision.get("standardize", True) else 0  # std_bias / std_scale buffers
     return 3 * patch * patch * h + 2 * positions * h + layers * per_layer + std + h * text_hidden
+
+
+def count_unified_vision(vision: dict[str, Any], text_hidden: int) -> int:
+    """Gemma4UnifiedVisionEmbedder (modeling_gemma4_unified.py), encoder-free: patch_ln1 over the
+    merged patch ((patch x pooling_kernel)^2 x 3 pixels), patch_dense (+ bias) to mm_embed_dim,
+    patch_ln2, a (mm_posemb_size, 2, mm_embed_dim) position table, pos_norm (LayerNorms: weight +
+    bias), then the multimodal embedder's bias-free projection into the language model. The
+    catalog keeps mm_embed_dim as the vision `hidden_size`."""
+    merged = int(vision.get("patch_size", 16)) * int(vision.get("pooling_kernel_size", 3))
+    pixels = merged * merged * 3
+    mm = int(vision["hidden_size"])
+    table = int(vision.get("mm_posemb_size", 1120)) * 2 * mm
+    return 2 * pixels + pixels * mm + mm + 2 * mm + table + 2 * mm + mm * text_hidden

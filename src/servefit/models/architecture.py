@@ -61,6 +61,9 @@ TRAITS: dict[str, Traits] = {
     "qwen3_omni_moe": Traits(qk_norm=True),  # Qwen3-Omni's thinker: a Qwen3-MoE LM (qwen3_omni_moe_thinker.py)
     "qwen3_5": Traits(qk_norm=True, attn_output_gate=True),
     "qwen3_5_moe": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
+    # their language models alone (Qwen3_5ForCausalLM; transformers 5.24.0 Qwen3_5TextConfig)
+    "qwen3_5_text": Traits(qk_norm=True, attn_output_gate=True),
+    "qwen3_5_moe_text": Traits(qk_norm=True, shared_expert_gate=True, attn_output_gate=True),
     "gemma2": Traits(norms_per_layer=4),
     "gemma3": Traits(norms_per_layer=4, qk_norm=True),
     "gemma3_text": Traits(norms_per_layer=4, qk_norm=True),
@@ -98,6 +101,7 @@ TRAITS: dict[str, Traits] = {
     # vLLM glm4.py Glm4DecoderLayer: post_self_attn_layernorm and post_mlp_layernorm as well
     "glm4": Traits(qkv_bias=True, norms_per_layer=4),
     "glm4v": Traits(qkv_bias=True, norms_per_layer=4),  # GLM-4.1V text model (modeling_glm4v.py Glm4vTextDecoderLayer)
+    "glm_ocr": Traits(norms_per_layer=4),  # GLM-OCR text model: GLM-4.1V's without q/k/v bias (modeling_glm_ocr.py)
     # vLLM glm4_moe.py Glm4MoeAttention (qkv bias; GLM-4.5's use_qk_norm head norms not modelled:
     # 2 x 128 per layer) and Glm4MoE (e_score_correction_bias)
     "glm4_moe": Traits(qkv_bias=True, expert_score_bias=True),
@@ -136,6 +140,12 @@ TRAITS: dict[str, Traits] = {
     # vLLM hunyuan_v1.py HunYuanAttention: query_layernorm / key_layernorm over head_dim (use_qk_norm)
     "hunyuan_v1_dense": Traits(qk_norm=True),
     "hunyuan_v1_moe": Traits(qk_norm=True),
+    # Muse-Glimmer (modeling_muse_glimmer.py MuseGlimmerTextAttention / DecoderLayer): a separate gate_proj
+    # (hidden -> heads x head_dim, the output gate), weightless q/k norms, four centered RMSNorms per layer
+    "muse_glimmer": Traits(attn_output_gate=True, norms_per_layer=4),
+    "bee": Traits(qk_norm=True),  # Bee-8B's language model is Qwen3's (vLLM bee.py over llava_onevision.py)
+    "rvl": Traits(qk_norm=True),  # R-4B's language model is Qwen3's (vLLM rvl.py over llava_onevision.py)
+    "hunyuan_vl": Traits(qk_norm=True),  # HunyuanOCR's text model (modeling_hunyuan_vl.py HunYuanVLDenseV1Attention)
     # transformers modeling_hy_v3.py (Hy3): q_norm / k_norm over head_dim; HYV3MoE's
     # e_score_correction_bias is a buffer the checkpoint stores (the Hub count includes it)
     "hy_v3": Traits(qk_norm=True, expert_score_bias=True),

@@ -81,6 +81,24 @@ def _glm4v_params(vision: dict[str, Any], text_hidden: int) -> int:
             + e * out * merge * merge + out + merger)
 
 
+def _glm_ocr_params(vision: dict[str, Any], text_hidden: int) -> int:
+    """GLM-OCR vision tower (transformers 5.24.0 modeling_glm_ocr.py GlmOcrVisionModel): GLM-4.1V's
+    without the position table and post-conv norm; its blocks have biased qkv / proj, q/k RMSNorms
+    of head_dim and a biased SwiGLU of intermediate_size; the Conv2d downsample (with bias), the
+    post RMSNorm, and the merger (Linear(out -> out), LayerNorm, bias-free SwiGLU out -> out x
+    in_channels -> out)."""
+    depth, e = int(vision["depth"]), int(vision["hidden_size"])
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    inter = int(vision["intermediate_size"])
+    chans = int(vision.get("in_channels") or vision.get("in_chans") or 3)
+    patch, tps = int(vision["patch_size"]), int(vision.get("temporal_patch_size", 2))
+    merge = int(vision.get("spatial_merge_size", 2))
+    hd = e // int(vision["num_heads"])
+    block = 2 * e + (3 * e * e + 3 * e) + (e * e + e) + 2 * hd + (3 * e * inter + 2 * inter + e)
+    merger = out * out + 2 * out + 3 * out * (out * chans)
+    return chans * tps * patch * patch * e + e + depth * block + e * out * merge * merge + out + e + merger
+
+
 INTERNVL = ("internvl_vision", "intern_vit_6b")  # InternViT towers of InternVL 2 / 2.5 / 3 / 3.5
 
 
@@ -182,12 +200,18 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         return count_tower(vision, text_hidden)
     if vision.get("model_type") in INTERNVL:
         return _internvl_params(vision, text_hidden, top)
+    if vision.get("model_type") == "glm_ocr_vision":
+        return _glm_ocr_params(vision, text_hidden)
     if vision.get("model_type") in GLM4V or (model_type in GLM4V and "depth" in vision):
         return _glm4v_params(vision, text_hidden)
     if vision.get("model_type") == "gemma4_vision":  # models/arch_gemma4.py
         from servefit.models.arch_gemma4 import count_vision
 
         return count_vision(vision, text_hidden)
+    if vision.get("model_type") == "gemma4_unified_vision":  # encoder-free (gemma-4-12B)
+        from servefit.models.arch_gemma4 import count_unified_vision
+
+        return count_unified_vision(vision, text_hidden)
     if is_qwen3_vision(vision, model_type):
         return _qwen3_vl_params(vision, text_hidden)
     qwen = qwen_vl_kind(vision, model_type)
@@ -246,6 +270,11 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         inner = int(get("alignment_intermediate_size", text_hidden))
         norm = 2 * h * ds * ds if model_type == "aya_vision" else 0
         return siglip + norm + (h * ds * ds + 1) * inner + (inner // 2 + 1) * text_hidden
+    if model_type == "paddleocr_vl":
+        # vLLM 0.33.0 paddleocr_vl.py: SigLIP (its pooling head and packing_position_embedding are
+        # skipped when loading) and Projector: pre_norm LayerNorm, the 2x2 merge (4 x width) through
+        # linear_1 (4w -> 4w) and linear_2 (4w -> LM width), with biases
+        return siglip + 2 * h + 4 * h * 4 * h + 4 * h + 4 * h * text_hidden + text_hidden
     if model_type == "paligemma":
         # modeling_paligemma.py / vLLM paligemma.py: SigLIP without its pooling head, then
         # multi_modal_projector.linear (vision width -> projection_dim = LM width, with bias)
@@ -273,9 +302,16 @@ def _count_vision(vision: dict[str, Any], text_hidden: int, model_type: str,
         head = (h + 3 * h * h + 3 * h + h * h + h + 2 * h + h * inter + inter + inter * h + h
                 if get("vision_use_head", True) else 0)
         return siglip + head + feats * h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
-    if model_type == "llava_onevision":  # SigLIP without its pooling head (modeling_llava_onevision.py)
+    if model_type == "bee":
+        # vLLM bee.py BeeForConditionalGeneration: LLaVA-OneVision's SigLIP (no pooling head) and
+        # image_newline, with BeeMultiModalProjector: a LayerNorm, then vision width -> 4 x LM width
+        # -> LM width, both with biases
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
-        return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + newline
+        return enc + 2 * h + h * 4 * text_hidden + 4 * text_hidden + 4 * text_hidden * text_hidden + text_hidden + text_hidden
+    if model_type in ("llava_onevision", "rvl"):  # SigLIP without its pooling head (modeling_llava_onevision.py)
+        enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
+        enc += 2 * h if model_type == "rvl" else 0  # vLLM rvl.py RVLMultiModalProjector's pre_norm (LayerNorm)
+        return enc + h * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden + text_hidden
     if model_type == "gemma3" or vtype == "siglip_vision_model":
         enc = chans * patch * patch * h + h + grid * h + layers * vit_layer + 2 * h
         return enc + h + h * text_hidden  # mm_soft_emb_norm + mm_input_projection

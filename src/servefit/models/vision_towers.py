@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
-          "dots_vit", "minimax_m3_vl_vision")
+          "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
+          "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision",
+          "pixel_shuffle_siglip2", "siglip2_navit")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -163,6 +165,85 @@ def _minimax_m3(v: dict[str, Any], text_hidden: int) -> int:
     return enc + _lin(h, proj) + _lin(proj, text_hidden) + _lin(merge * text_hidden, proj) + _lin(proj, text_hidden)
 
 
+def _step3p7(v: dict[str, Any], text_hidden: int) -> int:
+    """Step-3.7's tower (transformers 5.24.0 modeling_step3p7.py Step3p7VisionModel): a bias-free
+    patch conv, one position row per patch, pre_layernorm, ViT layers with biases and two
+    LayerScale vectors (lambda_1 / lambda_2), no post norm; two stride-2 3x3 convs (h -> 2h -> 4h,
+    with biases) and the multi_modal_projector (4h -> LM width, no bias unless projector_bias)."""
+    h, inter = int(v["hidden_size"]), int(v["intermediate_size"])
+    patch, image = int(v["patch_size"]), int(v["image_size"])
+    enc = int(v.get("num_channels", 3)) * patch * patch * h + (image // patch) ** 2 * h + 2 * h \
+        + int(v["num_hidden_layers"]) * (_vit_layer(h, inter) + 2 * h)
+    down = _lin(9 * h, 2 * h) + _lin(9 * 2 * h, 4 * h)
+    return enc + down + _lin(4 * h, text_hidden, bool(v.get("multimodal_projector_bias")))
+
+
+def _hunyuan_vl(v: dict[str, Any], text_hidden: int) -> int:
+    """HunyuanOCR's tower (transformers 5.24.0 modeling_hunyuan_vl.py HunYuanVLVisionTransformer): a
+    biased patch conv, a class row plus a (max_image_size / patch)^2 position table, ViT layers with
+    biases, and the patch merger: a merge x merge conv (h -> 2h) and a 1x1 conv (2h -> 4h), both
+    biased, the mlp (4h -> LM width, biased), image_newline (4h), image_begin / end / sep (LM
+    width each) and the before / after RMSNorms."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    merge = int(v.get("spatial_merge_size", 2))
+    grid = (int(v.get("image_size", 2048)) // patch) ** 2 + 1  # max_image_size
+    enc = int(v.get("num_channels", 3)) * patch * patch * h + h + grid * h \
+        + int(v["num_hidden_layers"]) * _vit_layer(h, inter)
+    merger = _lin(merge * merge * h, 2 * h) + _lin(2 * h, 4 * h) + _lin(4 * h, text_hidden) + 4 * h \
+        + 3 * text_hidden + h + text_hidden
+    return enc + merger
+
+
+def _muse_glimmer(v: dict[str, Any], text_hidden: int) -> int:
+    """Muse-Glimmer's tower (transformers 5.24.0 modeling_muse_glimmer.py MuseGlimmerVisionModel): a
+    bias-free linear patch embedding (temporal x 3 x patch^2 -> h), a (image / patch)^2 position
+    table, ln_pre, ViT layers with biases, ln_post; the 2x2 pixel shuffle feeds the adapter (fc1
+    4h -> projector, fc2 projector -> projector) and vision_projection (projector -> LM width), all
+    bias-free."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    proj, merge = int(v["projector_hidden_size"]), int(v.get("spatial_merge_size", 2)) ** 2
+    enc = int(v.get("temporal_patch_size", 2)) * 3 * patch * patch * h + (int(v["image_size"]) // patch) ** 2 * h \
+        + 4 * h + int(v["num_hidden_layers"]) * _vit_layer(h, inter)
+    return enc + merge * h * proj + proj * proj + proj * text_hidden
+
+
+def _onevision2(v: dict[str, Any], text_hidden: int) -> int:
+    """LLaVA-OneVision-2's tower (vLLM 0.33.0 llava_onevision2.py LlavaOnevision2VisionTower): a
+    bias-free patch conv, layernorm_pre, ViT layers with biases (fused qkv, proj, fc1 / fc2, two
+    LayerNorms; RoPE, no position table) and the patch merger: ln_q, then merge^2 x h -> merge^2 x h
+    -> LM width, both with biases."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    merged = int(v.get("spatial_merge_size", 2)) ** 2 * h
+    enc = int(v.get("num_channels", 3)) * patch * patch * h + 2 * h + int(v["num_hidden_layers"]) * _vit_layer(h, inter)
+    return enc + 2 * h + _lin(merged, merged) + _lin(merged, text_hidden)
+
+
+def _isaac(v: dict[str, Any], text_hidden: int) -> int:
+    """Isaac's tower (vLLM 0.33.0 isaac.py IsaacVisionEmbedding): SigLIP2 with a linear patch embedding
+    (channels x patch^2 -> h, with bias), a num_patches position table ((image / patch)^2), ViT layers
+    with biases and post_layernorm; after the pixel shuffle (scale^2 x h) linear_fc1 (-> 4x) and
+    linear_fc2 (-> LM width), both bias-free."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    shuffled = int(v.get("scale_factor", 2)) ** 2 * h
+    enc = _lin(int(v.get("num_channels", 3)) * patch * patch, h) + (int(v["image_size"]) // patch) ** 2 * h \
+        + int(v["num_hidden_layers"]) * _vit_layer(h, inter) + 2 * h
+    return enc + shuffled * 4 * shuffled + 4 * shuffled * text_hidden
+
+
+def _ovis2_5(v: dict[str, Any], text_hidden: int) -> int:
+    """Ovis 2.5 / 2.6 (vLLM 0.33.0 ovis2_5.py VisualTokenizer over siglip2navit.py Siglip2NavitModel): a
+    linear patch embedding with bias, a num_patches position table ((image / patch)^2), ViT layers with
+    biases and post_layernorm; the head maps hidden_stride^2 x h to visual_vocab_size - 4 (the indicator
+    tokens; no bias) with a LayerNorm, and the visual embedding table (vte) is visual_vocab_size x LM
+    width."""
+    h, inter, patch = int(v["hidden_size"]), int(v["intermediate_size"]), int(v["patch_size"])
+    vocab = int(v["visual_vocab_size"])
+    enc = _lin(int(v.get("num_channels", 3)) * patch * patch, h) + (int(v["image_size"]) // patch) ** 2 * h \
+        + int(v["num_hidden_layers"]) * _vit_layer(h, inter) + 2 * h
+    head = int(v.get("spatial_merge_size", 2)) ** 2 * h * (vocab - 4) + 2 * (vocab - 4)
+    return enc + head + vocab * text_hidden
+
+
 def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
     """Parameters of one of TOWERS (vision["model_type"]) with its projector into the LM."""
     kind = vision.get("model_type")
@@ -182,6 +263,18 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _dots_vit(vision, text_hidden)
     if kind == "minimax_m3_vl_vision":
         return _minimax_m3(vision, text_hidden)
+    if kind == "step3p5_vision":
+        return _step3p7(vision, text_hidden)
+    if kind == "hunyuan_vl_vision":
+        return _hunyuan_vl(vision, text_hidden)
+    if kind == "muse_glimmer_vision":
+        return _muse_glimmer(vision, text_hidden)
+    if kind == "llava_onevision2_vision":
+        return _onevision2(vision, text_hidden)
+    if kind == "pixel_shuffle_siglip2":
+        return _isaac(vision, text_hidden)
+    if kind == "siglip2_navit":
+        return _ovis2_5(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries
