@@ -1,4 +1,4 @@
-"""Issue 13 catalog additions (helper catalog5): Ling v1's layout switches, and exact counts of
+"""Issue 13 catalog additions: Ling v1's layout switches, and exact counts of
 the new entries as the catalog resolves them."""
 
 from __future__ import annotations

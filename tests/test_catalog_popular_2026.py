@@ -1,4 +1,4 @@
-"""Issue 13 catalog additions (helper catalog7): the new layouts (Gemma 4 unified, GLM-OCR, Step-3.7,
+"""Issue 13 catalog additions: the new layouts (Gemma 4 unified, GLM-OCR, Step-3.7,
 HunyuanOCR, Muse-Glimmer) and the Qwen3.5 text-only model types reproduce the public totals exactly.
 
 Each expected total is a number read from a document (llmfit 1.1.17's parameters_raw, less the
