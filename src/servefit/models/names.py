@@ -160,12 +160,17 @@ def _blocked(ws: list[str], entry_words: set[str]) -> bool:
     return any(w in other and w not in entry_words for w in ws)
 
 
+def _spells_ruled(ws: list[str]) -> bool:
+    """The name spells a family a sibling rule governs (data/derivatives.yaml)."""
+    return any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() if r[0] in ws for p in range(len(ws)))
+
+
 def _other_family(ws: list[str], entry_words: set[str]) -> bool:
     """The name spells a family a sibling rule maps elsewhere (`DeepSeek-R1-Distill-Qwen` is a Qwen,
     data/derivatives.yaml) that the entry is not: without a size the rule does not match, and the
     words it shares with the entry (deepseek-r1, the teacher) do not make it that model."""
     return any(not set(r) <= entry_words and any(tuple(ws[p:p + len(r)]) == r for p in range(len(ws)))
-               for r in _ruled_families())
+               for r in _ruled_families() if r[0] in ws)
 
 
 def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Collection[int] = ()) -> int:
@@ -305,8 +310,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
                     why = f"{found.why}; the name starts with the organization '{org}' written without a separator"
                     return Derived(found.entry, found.base, why, found.context, found.guess)
                 break
-    ruled = any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() for p in range(len(ws)))
-    if found is None and not ruled:  # deepthought-8b-llama: only where the catalog leaves one layout
+    if found is None and not _spells_ruled(ws):  # deepthought-8b-llama: only where the catalog leaves one layout
         generic = frozenset(str(w) for w in rules().get("generic_words") or ())
         have = kinds(ws)
         hit = (name_assume.assume(idx, ws, _other_words(), generic, _root, have)
