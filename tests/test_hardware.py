@@ -102,7 +102,7 @@ def test_feature_flags_follow_compute_capability() -> None:
 def test_unified_memory_devices() -> None:
     unified = {g.key for g in all_gpus() if g.unified_memory}
     assert {"dgx-spark", "m2-ultra-192gb", "m3-max-128gb", "m4-max-128gb", "m3-ultra-512gb"} <= unified
-    assert all(g.vendor == "apple" or g.key == "dgx-spark" or g.key.startswith("jetson-")
+    assert all(g.vendor == "apple" or g.key == "dgx-spark" or g.key.startswith(("jetson-", "radeon-80"))
                for g in all_gpus() if g.unified_memory)
     m2 = resolve_gpu("M2 Ultra")
     assert m2.smi_memory_bytes == 192 * GIB

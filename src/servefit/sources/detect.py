@@ -204,6 +204,19 @@ def engine_of_image(image: str | None) -> str | None:
     return next((eng.name for eng in plugins() if eng.matches_image(image)), None)
 
 
+def launcher_image(image: str | None) -> tuple[str, str] | None:
+    """(engine, the commands that start it) for an image of another project that carries an engine
+    but runs it only when a command starts it (IPEX-LLM's Ollama); None for any other image."""
+    if not image:
+        return None
+    repo = split_image(image)[0].lower()
+    for name, table in _tables():
+        for entry in table.get("launcher_images") or ():
+            if re.search(entry["image"], repo):
+                return name, entry["starts"]
+    return None
+
+
 VERSION = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)")
 LLAMA_BUILD = re.compile(r"\bb(\d{3,5})\b")
 

@@ -175,10 +175,17 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if j < n and texts[j] == "run":
             return docker_run(words[j + 1:], ctx, sub_env)
         return []
+    start = i
     if head in detect.SHELLS:
         payload = _shell_payload(words, i)
         if payload is None:
-            return []
+            # `bash start-ollama.sh`: a script the engines' data names as the server's launcher
+            script = next((k for k in range(i + 1, n) if not texts[k].startswith("-")), n)
+            if script == n or detect.recognise(texts[script:]) is None:
+                return []
+            start = script
+    if start == i and head in detect.SHELLS:
+        assert payload is not None
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
                     ctx.modelfile_refs)
         cmds = split_commands(payload.to_src(), sub_env.copy())
@@ -186,10 +193,10 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         for launch in found:  # the outer shell expanded the payload: its unset variables are the server's
             launch.unresolved.extend(payload.unresolved + payload.substituted_refs())
         return found
-    hit = detect.find_engine(texts[i:])
+    hit = detect.find_engine(texts[start:])
     if hit is None:
         return []
-    k = i + hit[0]
+    k = start + hit[0]
     argv_words = words[k:]
     unres: list[tuple[str, Span | None]] = []
     for w in argv_words:
@@ -357,12 +364,29 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
             found = [Launch(eng, argv, dict(env.values), line, unresolved=unres)]
         else:
             found = []
+    if not found:
+        _launcher_not_started(image, ctx)
     for launch in found:
         if launch.image is None:
             launch.image = img
         if image is not None and image.span is not None:
             launch.facts.setdefault("image_span", image.span)
     return found
+
+
+def _launcher_not_started(image: Token | None, ctx: Ctx) -> None:
+    """SF116 on a container of an image that carries an engine but runs it only when a command
+    starts it (IPEX-LLM's Ollama), where no such command was found: not a silent "0 servers"."""
+    hit = detect.launcher_image(image.text if image is not None else None)
+    if hit is None or image is None:
+        return
+    from servefit.engines import get
+    from servefit.sources.problems import unread_server
+
+    ctx.findings.append(unread_server(
+        f"{image.text} runs {get(hit[0]).title} only when a command starts it ({hit[1]}); this container's "
+        "command starts none that servefit can read, so no server was read here. Give the container that "
+        "command, or lint the script it runs", span=image.span))
 
 
 def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,

@@ -44,5 +44,6 @@ def literal_variable(message: str, **where: Any) -> Finding:
 @rule("SF116")
 def unread_server(message: str, **where: Any) -> Finding:
     """A values file runs an engine image, but the command it runs comes from templates servefit
-    does not have (or a chart setting it cannot turn into one): the server was not read."""
+    does not have (or a chart setting it cannot turn into one), or a container of an image that runs
+    its engine only when a command starts it starts none: the server was not read."""
     return finding("SF116", message, **where)
