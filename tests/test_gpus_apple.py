@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from servefit.hardware import resolve_target
-from servefit.hardware.catalog import all_gpus, catalog_assumption
+from servefit.hardware.catalog import all_gpus, catalog_assumption, lookup
 
 MIB = 2**20
 
@@ -55,3 +55,15 @@ def test_bare_chip_name_says_which_configuration_it_assumed():
     gpu, _ = resolve_target("M4 Max 36GB")
     note = catalog_assumption(gpu, "M4 Max 36GB")
     assert note is not None and note.startswith("Apple M4 Max memory 27.00 GiB is a catalog estimate (3/4 of 36 GB")
+
+
+def test_metal_reports_the_working_set_itself_as_free():
+    """llama.cpp's Metal device reports recommendedMaxWorkingSetSize as its memory
+    (ggml_backend_metal_device_get_memory) and Ollama reads the same figure (discover/gpu_darwin.go):
+    the catalog already records that figure, so neither planner takes another quarter off it."""
+    from servefit.engines.llamacpp.planner import device_free
+    from servefit.engines.ollama.plan import gpu_free
+
+    mac = lookup("M4 Max")
+    assert mac is not None and mac.memory_bytes == 98304 * MIB
+    assert device_free(mac) == gpu_free(mac) == 98304 * MIB

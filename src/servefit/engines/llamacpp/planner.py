@@ -74,8 +74,9 @@ class Inputs:
 
 def device_free(gpu: GpuSpec) -> int:
     """Memory llama.cpp sees free at start (ggml_backend_dev_memory) on an otherwise idle device."""
-    if gpu.vendor == "apple":  # Metal: recommendedMaxWorkingSetSize, about 3/4 of unified memory
-        return int(gpu.memory_bytes * 0.75)
+    if gpu.vendor == "apple":  # Metal reports recommendedMaxWorkingSetSize as the device's memory
+        # (ggml-metal.m ggml_backend_metal_device_get_memory), which is what the catalog records
+        return gpu.memory_bytes
     if gpu.unified_memory:  # the OS and page cache share the pool (DGX Spark, Jetson)
         return gpu.memory_bytes - max(4 * 2**30, gpu.memory_bytes // 12)
     return max(0, gpu.memory_bytes - CUDA_RESERVE)

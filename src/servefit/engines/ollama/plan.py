@@ -41,8 +41,8 @@ def ollama_engine(arch: str, v: tuple[int, ...], new_engine: bool) -> bool:
 
 
 def gpu_free(gpu: GpuSpec) -> int:
-    if gpu.vendor == "apple":
-        return int(gpu.memory_bytes * 0.75)  # Metal recommendedMaxWorkingSetSize
+    if gpu.vendor == "apple":  # Metal's recommendedMaxWorkingSetSize (discover/gpu_darwin.go), which the
+        return gpu.memory_bytes  # catalog records as the device's memory
     if gpu.unified_memory:
         return gpu.memory_bytes - max(4 * GIB, gpu.memory_bytes // 12)
     return gpu.memory_bytes - OLLAMA_RESERVE
