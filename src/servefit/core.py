@@ -87,6 +87,7 @@ class Workload:
     storage_model: str | None = None  # KServe storageUri model, downloaded to storage_path
     storage_path: str | None = None
     shm_limit: str | None = None  # the /dev/shm volume's size limit as written, when it is too small
+    admit_limit: int | None = None  # requests a proxy in front lets through at once (llama-swap concurrencyLimit)
     path_map: dict[str, str] = field(default_factory=dict)  # container folder -> host folder it mounts
     compose_files: list[str] = field(default_factory=list)  # compose files layered for it, base first (2 or more)
     compose_extends: list[tuple[str, str]] = field(default_factory=list)  # (file, service) its `extends:` reads

@@ -24,6 +24,9 @@ from servefit.sources.winsplit import is_windows_command, split_windows
 from servefit.sources.yamlpos import Y, YamlProblem, compose_all
 
 START_PORT = "5800"  # llama-swap's default startPort: ${PORT} counts up from it
+# llama-swap answers 429 past a model's `concurrencyLimit` (any value > 0), 10 requests when
+# unset or 0 (config.example.yaml, models.<id>.concurrencyLimit): more slots than that never fill
+DEFAULT_CONCURRENCY = 10
 MACRO = re.compile(r"\$\{([A-Za-z0-9_-]+)\}")
 
 
@@ -101,8 +104,20 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
         before = len(fc.sites)
         fc.add(launches, f"{label}/{mname}", None, None,
                ctx.ollama_models)
+        limit = _concurrency_limit(y.str(y.get(m, "concurrencyLimit")))
+        for site in fc.sites[before:]:
+            site.workload.admit_limit = limit
         give_names(fc.sites[before:], [(mname, "its llama-swap `models:` key")] +
                    [(y.str(a), "its llama-swap alias") for a in y.seq(y.get(m, "aliases"))])
+
+
+def _concurrency_limit(text: str | None) -> int:
+    """The requests llama-swap lets through to one model at once."""
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        return DEFAULT_CONCURRENCY
+    return n if n > 0 else DEFAULT_CONCURRENCY
 
 
 def scan_embedded(src: Src, fc: FileCtx, label: str) -> None:

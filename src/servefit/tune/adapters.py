@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import MemoryPlan, UsageError
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
 
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
@@ -81,7 +81,7 @@ class GenericAdapter(Adapter):
                 Dim(self.tp_name, ladder(tps, tp_cur), tp_cur)]
         cur = s.get(self.seqs_name) if self.seqs_name else None
         if cur is not None:
-            vals = [v for v in knobs.get(self.seqs_name, (8, 16, 32, 64, 128, 256)) if v >= needs.min_concurrency]
+            vals = admitted(knobs.get(self.seqs_name, (8, 16, 32, 64, 128, 256)), ev, needs)
             dims.append(Dim(self.seqs_name, ladder(vals, int(cur)), int(cur)))
         return dims
 

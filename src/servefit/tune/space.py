@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +116,17 @@ def kv_allowed(dtype: str, needs: Needs) -> bool:
     if kv_level_of(d) == KV_8BIT and allow & {"8bit", "int8", "fp8", "q8_0"}:
         return True
     return kv_level_of(d) == KV_4BIT and bool(allow & {"4bit", "q4_0", "int4"})
+
+
+def admitted(values: Iterable[int], ev: Evaluation, needs: Needs) -> list[int]:
+    """Slot / sequence counts worth offering: at least --min-concurrency, and no more than a proxy
+    in front lets through at once (llama-swap's concurrencyLimit): slots past it never fill."""
+    vals = [int(v) for v in values if int(v) >= needs.min_concurrency]
+    cap = ev.site.workload.admit_limit
+    if not cap:
+        return vals
+    top = max(cap, needs.min_concurrency)
+    return [v for v in vals if v <= top] or [top]
 
 
 def ladder(values: tuple[Any, ...] | list[Any], current: Any) -> tuple[Any, ...]:

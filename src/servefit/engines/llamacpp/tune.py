@@ -10,7 +10,7 @@ from servefit.core import EngineConfig, MemoryPlan, UsageError
 from servefit.engines.llamacpp.detail import of as detail_of
 from servefit.tune.adapters import CTX_LADDER, SLOTS, _knobs, _limit
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
 from servefit.tune.variants import GGUF_LADDER, Variant, families, level_of
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class LlamaCppAdapter(Adapter):
         self.slots_hold = not split_warning(ev.plan)
         if not ctxs:
             raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
-        slots = [p for p in knobs.get("parallel", SLOTS) if p >= needs.min_concurrency]
+        slots = admitted(knobs.get("parallel", SLOTS), ev, needs)
         kv_vals = knobs.get("cache_type_k", ("f16", "q8_0", "q4_0"))
         kvs = [v for v in kv_vals if kv_allowed(v, needs)]
         fa_cur = str(s.get("flash_attn") or "auto")

@@ -10,7 +10,7 @@ from servefit.engines.ollama.detail import of as detail_of
 from servefit.engines.ollama.report import model_bytes, several_models
 from servefit.tune.adapters import CTX_LADDER, _knobs, _limit
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
 from servefit.tune.variants import level_of
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class OllamaAdapter(Adapter):
         if not ctxs:
             raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
         par_cur = int(s.get("OLLAMA_NUM_PARALLEL") or ev.plan.max_concurrency or 1)
-        slots = [p for p in knobs.get("OLLAMA_NUM_PARALLEL", (1, 2, 4, 8)) if p >= needs.min_concurrency]
+        slots = admitted(knobs.get("OLLAMA_NUM_PARALLEL", (1, 2, 4, 8)), ev, needs)
         kv_cur = str(s.get("kv_cache_type") or "f16")
         kvs = [v for v in knobs.get("OLLAMA_KV_CACHE_TYPE", ("f16", "q8_0", "q4_0")) if kv_allowed(v, needs)]
         fa_cur = bool(s.get("flash_attention"))

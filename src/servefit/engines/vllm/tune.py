@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import MemoryPlan, UsageError
 from servefit.engines.vllm.detail import of as detail_of
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
 from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class VllmAdapter(Adapter):
         kvs = [v for v in knobs.get("kv_cache_dtype", ("auto",)) if kv_allowed(v, needs)]
         x = detail_of(plan)
         seqs_cur = int(x.max_num_seqs or 256)
-        seqs = [v for v in knobs.get("max_num_seqs", ()) if v >= needs.min_concurrency]
+        seqs = admitted(knobs.get("max_num_seqs", ()), ev, needs)
         tok_cur = int(x.max_num_batched_tokens or 2048)
         toks = [v for v in (2048, 4096, 8192, 16384) if v < tok_cur]
         util_cur = float(x.gpu_memory_utilization or 0.9)
