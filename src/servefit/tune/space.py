@@ -126,7 +126,8 @@ def admitted(values: Iterable[int], ev: Evaluation, needs: Needs) -> list[int]:
     if not cap:
         return vals
     top = max(cap, needs.min_concurrency)
-    return [v for v in vals if v <= top] or [top]
+    kept = [v for v in vals if v <= top]
+    return sorted({*kept, top}) if len(kept) < len(vals) or not kept else kept  # the limit itself where it cut
 
 
 def ladder(values: tuple[Any, ...] | list[Any], current: Any) -> tuple[Any, ...]:

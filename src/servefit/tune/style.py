@@ -159,13 +159,17 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
     return end, end, " " + " ".join(words)
 
 
+GAP = re.compile(r"['\"]?(?:[ \t\\\r\n]|\$?\{[\w.-]+\})*['\"]?")
+
+
 def spans_lines(text: str, spans: list[Span]) -> bool:
     """Whether the words ending with the last of `spans` run over several lines of one text (only
-    blanks, backslashes and newlines between them), as in llama-swap's `cmd: |`."""
+    blanks, backslashes, newlines and `${NAME}` references between them), as in llama-swap's
+    `cmd: |` (a `--port ${PORT}` line is a word of the command: its macro is not a written word)."""
     multi = False
     for prev, cur in zip(reversed(spans[:-1]), reversed(spans), strict=False):
         gap = text[prev.end:cur.start]
-        if not re.fullmatch(r"['\"]?[ \t\\\r\n]*['\"]?", gap):
+        if not GAP.fullmatch(gap):
             break
         multi = multi or "\n" in gap
     return multi
