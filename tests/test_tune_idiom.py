@@ -196,3 +196,17 @@ def test_yaml_key_entry_lands_after_the_siblings_whole_entry() -> None:
     out = text[:s] + new + text[e:]
     assert out == "vllmConfig:\n  extraArgs:\n  - --x\n  - '1'\n  maxNumSeqs: 64\n  maxModelLen: 8192\nenv: []\n"
     assert yaml.safe_load(out)["vllmConfig"]["maxNumSeqs"] == 64
+
+
+@pytest.mark.parametrize("quote", ['"', ""])
+def test_systemd_environment_added_quoted_as_its_neighbour(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           quote: str) -> None:
+    """`Environment="A=1"` quotes the whole assignment: a new variable is written the same way
+    (and a bare `Environment=A=1` file gets a bare one)."""
+    unit = tmp_path / "ollama.service"
+    head = f"[Unit]\nDescription=Ollama\n\n[Service]\nEnvironment={quote}OLLAMA_NUM_PARALLEL=8{quote}\n"
+    tail = "# servefit: model=llama3.1:8b\nExecStart=/usr/local/bin/ollama serve\n"
+    unit.write_text(head + tail)
+    rc, _ = tune(capsys, str(unit), "--gpu", "L4", "--write")
+    assert rc == 0
+    assert unit.read_text() == head + f"Environment={quote}OLLAMA_CONTEXT_LENGTH=16384{quote}\n" + tail

@@ -231,9 +231,9 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     m = re.match(r"([ \t]*)(ENV[ \t]+)[A-Za-z_][A-Za-z0-9_]*([= ])", line, re.I)
     if m:  # Dockerfile
         return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}{m.group(3)}{value}{eol}"
-    m = re.match(r"([ \t]*)(Environment=)", line)
-    if m:  # systemd
-        return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}={value}{eol}"
+    m = re.match(r"([ \t]*)(Environment=)(['\"]?)", line)
+    if m:  # systemd: `Environment="A=1"` quotes the whole assignment; a new one is quoted the same way
+        return at, at, f"{pre}{m.group(1)}{m.group(2)}{m.group(3)}{name}={value}{m.group(3)}{eol}"
     m = re.match(r"([ \t]*)(export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=", line)
     if m:  # shell assignment or .env line
         rest = line[m.end():]
