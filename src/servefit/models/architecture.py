@@ -10,7 +10,6 @@ catalog is checked against. Standard library only: this is on the fast path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from servefit.models.spec import ModelSpec
 
@@ -392,8 +391,10 @@ def count_text_params(s: ModelSpec) -> int:
 
 
 # model_type -> the module that counts that layout (compressed attention and hyper-connections;
-# per-kind KV heads with V narrower than K; KDA with gated MLA and latent MoE)
-_OWN_COUNTS = {"deepseek_v4": "arch_deepseek_v4", "mimo_v2_flash": "arch_mimo_v2", "kimi_k3": "arch_kimi_k3"}
+# per-kind KV heads with V narrower than K; KDA with gated MLA and latent MoE; AltUp, LAuReL, per-layer
+# embeddings)
+_OWN_COUNTS = {"deepseek_v4": "arch_deepseek_v4", "mimo_v2_flash": "arch_mimo_v2", "kimi_k3": "arch_kimi_k3",
+               "gemma3n": "arch_gemma3n", "gemma3n_text": "arch_gemma3n"}
 
 
 def count_other_layouts(s: ModelSpec) -> int | None:
@@ -406,10 +407,6 @@ def count_other_layouts(s: ModelSpec) -> int | None:
         import importlib
 
         return importlib.import_module(f"servefit.models.{own}").count_text(s)  # type: ignore[no-any-return]
-    if s.model_type in ("gemma3n", "gemma3n_text"):  # AltUp, LAuReL, per-layer embeddings
-        from servefit.models import arch_gemma3n
-
-        return arch_gemma3n.count_text(s)
     from servefit.models.arch_classic import count_classic  # layouts beyond the Llama one
     return count_classic(s)
 
@@ -417,35 +414,3 @@ def count_other_layouts(s: ModelSpec) -> int | None:
 def count_params(spec: ModelSpec) -> int:
     """Total parameters of the checkpoint the architecture describes (vision tower included)."""
     return count_text_params(spec) + spec.vision_params
-
-
-def linear_attention_state(m: dict[str, Any]) -> dict[str, Any]:
-    """Complete a Gated DeltaNet state description with the per-layer state sizes (elements):
-    conv state (kernel - 1) x conv_dim and recurrent state value_heads x key_dim x value_dim."""
-    out = dict(m)
-    if m.get("kind") == "short_conv":  # LFM2 ShortConv: (L_cache - 1) x hidden conv state, no SSM state
-        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 3)) - 1) * int(m.get("conv_dim", 0)))
-        out.setdefault("ssm_state_elems", 0)
-        return out
-    if m.get("kind") == "mamba1":  # Mamba / Falcon-Mamba / Jamba: conv over d_inner, a d_inner x state SSM state
-        d = int(m.get("d_inner", 0))
-        out.setdefault("conv_dim", d)
-        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 4)) - 1) * d)
-        out.setdefault("ssm_state_elems", d * int(m.get("state_size", 16)))
-        return out
-    if m.get("kind") == "mamba2":
-        heads, hd = int(m.get("num_heads", 0)), int(m.get("head_dim", 0))
-        groups, state = int(m.get("n_groups", 1)), int(m.get("state_size", 0))
-        conv_dim = heads * hd + 2 * groups * state
-        out.setdefault("conv_dim", conv_dim)
-        out.setdefault("conv_state_elems", (int(m.get("conv_kernel", 4)) - 1) * conv_dim)
-        out.setdefault("ssm_state_elems", heads * hd * state)
-        return out
-    nk, nv = int(m.get("num_key_heads", 0)), int(m.get("num_value_heads", 0))
-    dk, dv = int(m.get("key_head_dim", 0)), int(m.get("value_head_dim", 0))
-    kernel = int(m.get("conv_kernel", 4))
-    conv_dim = 2 * nk * dk + nv * dv
-    out.setdefault("conv_dim", conv_dim)
-    out.setdefault("conv_state_elems", (kernel - 1) * conv_dim)
-    out.setdefault("ssm_state_elems", nv * dk * dv)
-    return out

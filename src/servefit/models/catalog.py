@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 
 from servefit import data
-from servefit.models.architecture import layer_kind, linear_attention_state, pattern_layers
+from servefit.models.architecture import layer_kind, pattern_layers
+from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.spec import ModelSpec
 
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)}

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.models import config_layouts
-from servefit.models.architecture import count_params, layer_kind, linear_attention_state, pattern_layers
+from servefit.models.architecture import count_params, layer_kind, pattern_layers
+from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
 

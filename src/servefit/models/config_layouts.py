@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
-from servefit.models.architecture import linear_attention_state
 from servefit.models.encoders import ENCODERS
+from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.spec import ModelSpec
 
 _TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
