@@ -106,26 +106,24 @@ def render(chart: str, values: list[str], helm: str) -> tuple[str | None, str]:
     return proc.stdout, ""
 
 
-def missing_dependencies(chart: str) -> list[str]:
-    """Dependencies Chart.yaml names that are not vendored in charts/ (helm template refuses the
-    chart; servefit never downloads them)."""
-    deps = [str(d.get("name")) for d in _dependencies(chart) if d.get("name")]
+def absent_dependencies(chart: str) -> tuple[list[str], dict[str, str]]:
+    """(the dependencies Chart.yaml names that are not vendored in charts/, of which those it takes
+    from a folder of the same repository, `repository: file://../common` -> that folder): helm
+    template refuses the chart without them; servefit never downloads, but copies a folder's chart
+    as `helm dependency build` would."""
+    deps = _dependencies(chart)
     sub = os.path.join(chart, "charts")
     have = set(os.listdir(sub)) if os.path.isdir(sub) else set()
-    return [d for d in deps if d not in have and not any(h.startswith(f"{d}-") and h.endswith(".tgz") for h in have)]
-
-
-def local_dependencies(chart: str, names: list[str]) -> dict[str, str]:
-    """Of `names`, those Chart.yaml takes from a folder of the same repository (`repository:
-    file://../common`): the chart there, which `helm dependency build` would copy into charts/."""
-    out = {}
-    for d in _dependencies(chart):
+    absent = [str(d["name"]) for d in deps if d.get("name") and str(d["name"]) not in have
+              and not any(h.startswith(f"{d['name']}-") and h.endswith(".tgz") for h in have)]
+    local = {}
+    for d in deps:
         repo = str(d.get("repository") or "")
-        if d.get("name") in names and repo.startswith("file://"):
+        if d.get("name") in absent and repo.startswith("file://"):
             path = os.path.normpath(os.path.join(chart, repo.removeprefix("file://")))
             if os.path.isfile(os.path.join(path, CHART_FILE)):
-                out[str(d["name"])] = path
-    return out
+                local[str(d["name"])] = path
+    return absent, local
 
 
 def _vendor(chart: str, dst: str, depth: int = 0) -> None:
@@ -135,7 +133,7 @@ def _vendor(chart: str, dst: str, depth: int = 0) -> None:
 
     shutil.copytree(chart, dst, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     if depth < 4:
-        for name, path in local_dependencies(chart, missing_dependencies(dst)).items():
+        for name, path in absent_dependencies(chart)[1].items():
             _vendor(path, os.path.join(dst, "charts", name), depth + 1)
 
 
@@ -326,8 +324,7 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
                          "rendered, so only its values files were read (install helm 3 to lint the manifests "
                          "the cluster gets)", span=anchor))
             continue
-        absent = missing_dependencies(chart)
-        local = local_dependencies(chart, absent)
+        absent, local = absent_dependencies(chart)
         missing = [d for d in absent if d not in local]
         if missing:
             out.findings.append(not_rendered(f"rendered without the dependencies {', '.join(missing)}: they are not in charts/ "
