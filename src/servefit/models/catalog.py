@@ -370,9 +370,25 @@ def _recipe(ref: str) -> _Recipe | None:
         return _derived(best, ref, why, v, ollama, sibling)
     d = names.derive(ref, idx.names)
     if d is None:
-        return None
+        return None if ollama or ref.lower().endswith(".gguf") else _close(ref, v, local)
     why = f"a local folder named after it; {d.why}" if local else d.why
     return _derived(d.entry, ref, why, v, ollama, False, d.context, d.guess)
+
+
+def _close(ref: str, v: Variant, local: bool) -> _Recipe | None:
+    """A family word at a size whose catalogued releases differ in layers but not in memory
+    (models/name_close.py): the one that needs the most memory, said as a guess."""
+    from servefit.models import name_close, names
+
+    idx = _index().names
+    ws = list(names.name_key(ref))
+    word, size, from_library, pool = name_close.candidates(idx, ws, names._other_words(), names.generic_words(),
+                                                           names._root, names.kinds(ws))
+    hit = name_close.pick(pool, lambda i: spec_from_entry(_entry(i)), v.quant, idx.names) if pool else None
+    if hit is None:
+        return None
+    why = name_close.why(word, size, from_library, hit[0], pool, hit[1], idx.names)
+    return _derived(hit[0], ref, f"a local folder named after it; {why}" if local else why, v, False, False, guess=True)
 
 
 def names_a_model(name: str) -> bool:

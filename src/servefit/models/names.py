@@ -57,6 +57,12 @@ def _other_words() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def generic_words() -> frozenset[str]:
+    """Words of data/derivatives.yaml `generic_words`: no family's (coder, instruct, agent)."""
+    return frozenset(str(w) for w in rules().get("generic_words") or ())
+
+
+@lru_cache(maxsize=1)
 def _kind_words() -> tuple[str, ...]:
     return tuple(str(w) for w in rules().get("other_kind") or ())
 
@@ -311,7 +317,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
                     return Derived(found.entry, found.base, why, found.context, found.guess)
                 break
     if found is None and not _spells_ruled(ws):  # deepthought-8b-llama: only where the catalog leaves one layout
-        generic = frozenset(str(w) for w in rules().get("generic_words") or ())
+        generic = generic_words()
         have = kinds(ws)
         hit = (name_assume.assume(idx, ws, _other_words(), generic, _root, have)
                or name_assume.pair(idx, ws, _other_words(), _root, have))
