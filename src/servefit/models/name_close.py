@@ -59,10 +59,12 @@ def _library_name(ws: list[str]) -> str | None:
 
 
 def _library_size(name: str) -> str | None:
-    """The one size Ollama's library lists for `name` (its tag table), or None where it lists several."""
+    """The one size Ollama's library lists for `name` (its tag table, with the sizes it leaves out), or None
+    where it lists several."""
     from servefit.engines.ollama.tags import table
 
-    sizes = list(table()["library"][name].get("sizes") or {})
+    lib = table()["library"][name]
+    sizes = [*(lib.get("sizes") or {}), *(lib.get("uncatalogued") or ())]
     return sizes[0] if len(sizes) == 1 else None
 
 
@@ -79,7 +81,7 @@ def candidates(idx: Any, ws: list[str], other: Collection[str], generic: Collect
     if len({root_of(w) for _, w in fams}) != 1 or len({w for _, w in fams}) != 1:
         return "", "", False, []
     word = fams[0][1]
-    if any(line_word(w) and root_of(w) != root_of(word) for w in ws):
+    if any(line_word(w) and root_of(w) != root_of(word) and not _RELEASE.match(w) for w in ws):  # not v2
         return "", "", False, []
     from_library = False
     if sizes:
@@ -102,13 +104,18 @@ def candidates(idx: Any, ws: list[str], other: Collection[str], generic: Collect
             return "", "", False, []
         word, from_library = lib, True
     billions = round(_billions(size))
-    word_set = set(word.split("-"))
+    # named by that family first (not DeepSeek-R1-Distill-Llama-70B for llama); a word without its version
+    # (llama, qwen) is any catalogued version of it (llama2, llama3.1), as models/name_assume.py reads it
+    unversioned = word == root_of(word)
+    if unversioned and not any((idx.lines.get(word) or {}).get(word, ())):
+        return "", "", False, []  # the first release's sizes are not catalogued: MiniCPM-2B is no MiniCPM5-2B
+    lead = tuple(f"{w}-" for w in ({word, *idx.lines.get(word, ())} if unversioned else {word}))
     pool = []
     for i in idx.by_root[root_of(word)]:
         sz = idx.sizes.get(i)
         same = sz == size or (sz in SIZE_WORDS and idx.billions.get(i) == billions)
-        if (same and i not in idx.finetunes and word_set <= idx.words[i] and not idx.words[i].intersection(other)
-                and not idx.foreign(i, have)):
+        if (same and i not in idx.finetunes and (idx.keys[i] + "-").startswith(lead)
+                and not idx.words[i].intersection(other) and not idx.foreign(i, have)):
             pool.append(i)
     return word, size, from_library, pool
 
@@ -160,6 +167,10 @@ def why(word: str, size: str, from_library: bool, best: int, pool: list[int], pl
     if from_library and len(pool) == 1:
         return (f"its name carries the family word '{word}' and no size; Ollama's library has {word} at {big} only, "
                 f"catalogued as {names[best]}, so that was sized; to size another model, write {pin}")
+    if len(pool) == 1:  # a dated release the name leaves out (OLMo-2-13B: OLMo-2-1124-13B)
+        return (f"its name carries the family word '{word}' and the size {big}, and the catalog has one release of "
+                f"that family at that size, {names[best]}; a fine-tune or repack keeps its base's architecture (to size "
+                f"another model, write {pin})")
     if from_library:
         head = (f"its name carries the family word '{word}' and no size; Ollama's library has {word} at {big} only, "
                 f"and the catalog has {len(pool)} releases of it at {big}")

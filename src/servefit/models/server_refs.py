@@ -114,7 +114,7 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
     notes = " ".join(spec.assumptions + (list(cfg.assumptions) if spec.resolved_from == "catalog" else []))
     if spec.resolved_from in ("catalog", "hub", "hf-cache") and (" by name" in notes or " by its name" in notes):
         source = "assumed base"
-    if "[tool.servefit.models]" in notes and spec.resolved_from != "mapping":
+    if "as [tool.servefit.models] in" in notes and spec.resolved_from != "mapping":  # models/resolve.py _mapped's words
         source += " via config mapping"
     out.source = source
     return out
