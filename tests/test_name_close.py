@@ -140,3 +140,9 @@ def test_lint_estimate_and_models_say_the_same_assumption(tmp_path, capsys):
     assert out[0].endswith("tgi  jkeisling/laura-mistral  -> mistralai/Mistral-7B-Instruct-v0.3 (7.25B) from "
                            "assumed base")  # the pin hint is no [tool.servefit.models] mapping
     assert f"    assumed: {said}" in out
+
+
+def test_the_library_sizes_the_tag_table_leaves_out_count():
+    # zephyr: 7b and 141b (Mixtral-8x22B ORPO, not catalogued); stablelm2: 1.6b and 12b; mistral: 7b only
+    assert [name_close._library_size(n) for n in ("zephyr", "stablelm2", "opencoder", "mistral", "codestral")] == [
+        None, None, None, "7b", "22b"]
