@@ -6,10 +6,11 @@ Such a name resolves only where the catalog leaves no doubt about the layer layo
 catalogued release of that family at that size has the same layers, widths, heads and experts
 (`shape`, read from the entry's own lines; vocabularies within 5%; context and rope may differ, and
 the assumption says so). The newest of those releases is taken. Where the releases differ (Llama 2
-and Llama 3 at 70B, Falcon and Falcon3 at 7B) the name stays unknown, and models/names.py suggests
-catalogued names of the same family and size. A name without a size never resolves here: the
-catalog cannot tell that a family has one public size (`laura-mistral`: Mistral 7B v0.1 has sliding
-window attention, v0.2 and v0.3 do not; `wizardlm` has four sizes, one catalogued).
+and Llama 3 at 70B, Falcon and Falcon3 at 7B) models/name_close.py weighs their memory plans instead,
+and where those differ too the name stays unknown and models/names.py suggests catalogued names of
+the same family and size. A name without a size never resolves here: the catalog cannot tell that a
+family has one public size (`wizardlm` has four sizes, one catalogued); models/name_close.py sizes
+one only where Ollama's library lists the family at one size (`laura-mistral`).
 models/names.py calls this only when nothing else explains the name.
 
 A name of no catalogued family, with a version and a mixture-of-experts size (total and active
