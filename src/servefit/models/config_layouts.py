@@ -13,7 +13,7 @@ from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.spec import ModelSpec
 
 _TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
-                    "falcon_mamba", "gemma3n", "zamba2")
+                    "falcon_mamba", "gemma3n", "zamba2", "zaya")
 # Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
 # E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
 GEMMA3N_TOWERS = 983281504
@@ -256,6 +256,10 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
                 lay[key] = True
     elif mt == "mimo_v2_flash":
         _mimo_v2(c, spec)
+    elif mt == "zaya":  # CCA attention, router MLP (models/arch_zaya.py)
+        from servefit.models import arch_zaya
+
+        arch_zaya.read_config(c, spec)
     elif mt == "nemotron_h":
         spec.head_dim = _int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
         for key in ("moe_shared_expert_intermediate_size", "moe_latent_size"):  # latent: Nemotron 3 Super

@@ -22,6 +22,7 @@ from servefit.engines.sglang import dsv4
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
+from servefit.engines.sglang.state_pool import state_pool
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
@@ -182,6 +183,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
     weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
     rest = (pre - weights) - pre * (1 - r.fraction)
+    state = state_pool(cfg, model, r.tp, r.pp, r.dp, rest) if rest > 0 else None  # ZAYA1's CCA state pool
+    rest -= state.bytes if state is not None else 0
     kinds = layers_on_rank(model, r.pp)
     per_full, per_swa, n_full, n_swa = cell_size(model, r, kinds)
     hybrid = n_swa > 0 and n_full > 0 and hybrid_swa(model, r.e) and not s.get("disable_hybrid_swa_memory")
@@ -202,7 +205,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                    "Use the profiled value instead.", cfg, "max_total_tokens"))
         tokens = min(tokens, int(cap))
     tokens = tokens // r.page * r.page
-    kv_bytes = int(tokens * cell)
+    kv_bytes = int(tokens * cell) + (state.bytes if state is not None else 0)
     if pools is not None:
         pools = dsv4_pools(cfg, model, r, int(rest), cap=tokens)
         kv_bytes += pools.c128_state_fixed
@@ -237,6 +240,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.messages.append(msg)
         out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
         return out
+    if state is not None and state.slots <= 0:
+        out.outcome = "oom_at_load"
+        msg = (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size="
+               f"{state.slots} (mamba_cache_per_req={state.per_req / MiB:.2f} MB)")
+        out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
+        return out
     if tokens <= 0:
         out.outcome = "oom_at_load"
         msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
@@ -248,7 +257,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if pools is not None:
         out = dsv4_pool(out, cfg, r, pools, int(rest))
     else:
-        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio)
+        if state is not None:  # mem_cache/memory_pool.py MambaPool's start-up line
+            out.messages.append(f"Mamba Cache is allocated. max_mamba_cache_size: {state.slots}, conv_state size: "
+                                f"{state.bytes / GiB:.2f}GB, ssm_state size: 0.00GB")
+            out.assumptions.append(f"the KV cache figure includes SGLang's per-request CCA state pool ({state.bytes / GiB:.2f} "
+                                   f"GiB, {state.slots} slots), carved out of the memory left after the weights first")
+        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio,
+                    state.running_cap if state is not None else None)
     if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
@@ -257,7 +272,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 
 
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
-          per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
+          per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float,
+          state_cap: int | None = None) -> MemoryPlan:
     s = cfg.settings
     per_full, per_swa = per_layer
     swa_tokens = int(tokens * ratio) // r.page * r.page if hybrid else 0
@@ -279,6 +295,7 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     dp_div = r.dp if s.get("enable_dp_attention") else 1
     running = min(tokens // 2 if s.get("max_running_requests") is None else int(s["max_running_requests"]) // dp_div,
                   req_pool)
+    running = min(running, state_cap) if state_cap is not None else running  # capped by the state pool's slots
     max_req_len = min(r.context_len - 1, tokens - 1)
     out.kv_cache_tokens = tokens
     out.max_concurrency = tokens / r.context_len if r.context_len else 0.0
