@@ -109,7 +109,7 @@ def test_default_split_gives_the_state_pool_nine_nineteenths():
     state = p.memory.kv_cache - p.kv_cache_tokens * 40960
     rest = state + p.kv_cache_tokens * 40960  # what was left after the weights, to under one token
     assert state % STATE_TP1 == 0 and abs(state - rest * 0.9 / 1.9) < STATE_TP1 + 40960
-    assert any(a.startswith("the KV cache figure includes SGLang's per-request CCA state pool") for a in p.assumptions)
+    assert any(a.startswith("the KV cache figure includes SGLang's per-request state pool") for a in p.assumptions)
 
 
 def test_a_state_pool_of_no_slots_fails_as_sglang_does():
@@ -124,6 +124,6 @@ def test_a_state_pool_of_no_slots_fails_as_sglang_does():
     (["llama-server", "-hf", "someone/ZAYA1-8B-GGUF:Q4_K_M"], "llama.cpp"),
 ])
 def test_engines_without_a_zaya_model_say_so_in_one_line(argv, engine):
-    with pytest.raises(UsageError, match=f"^{engine} has no model for Zyphra/ZAYA1-8B .*SGLang serves it") as e:
+    with pytest.raises(UsageError, match=f"^servefit does not model how {engine} serves Zyphra/ZAYA1-8B .*SGLang is modelled") as e:
         evaluate(site_from_argv(argv), Target(gpu="H100", gpus=1))
     assert "\n" not in str(e.value)
