@@ -37,6 +37,8 @@ RUNNING_PER_SLOT = 3  # kv_cache_configurator.py MAMBA_CACHE_SIZE_MAX_RUNNING_RE
 
 @dataclass(frozen=True)
 class StatePool:
+    """The state pool SGLang allocates: one request's bytes, its slots, its size and the running cap."""
+
     per_req: int  # bytes of one request's state on this rank
     slots: int  # max_mamba_cache_size
     bytes: int  # (slots + 1) x per_req
