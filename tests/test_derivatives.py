@@ -351,10 +351,11 @@ def test_words_and_sizes():
 def test_release_words_never_make_a_family_for_suggestions():
     assert catalog.nearest("acme/FooLM2-135M-Instruct", 3) == []  # not every "...-Instruct" model
     # generic words (data/derivatives.yaml generic_words) are no family either
-    for ref in ("checkpoints/QRM-Text-1B", "/models/minecraft-coder-q4km", "/models/AutoGLM-Phone-9B-Multilingual",
-                "microsoft/wavlm-base-plus", "acme/Zephyrine-3.7-Flash-NVFP4"):  # plus, flash: no family
+    for ref in ("checkpoints/QRM-Text-1B", "/models/minecraft-coder-q4km", "microsoft/wavlm-base-plus",
+                "acme/Zephyrine-3.7-Flash-NVFP4"):  # plus, flash: no family
         assert catalog.nearest(ref, 3) == [], ref
     assert catalog.nearest("checkpoints/HRM-Text-1B", 3) == ["sapientinc/HRM-Text-1B"]  # catalogued since
+    assert catalog.nearest("/models/AutoGLM-Phone-9B-Multilingual", 3)[0] == "zai-org/AutoGLM-Phone-9B-Multilingual"
     # Step is a family since Step-3.5-Flash is catalogued: its other releases get it as a suggestion
     # (Step-3.7-Flash is catalogued since; an uncatalogued release gets both)
     assert catalog.nearest("stepfun-ai/Step-3.8-Flash-NVFP4", 3) == ["stepfun-ai/Step-3.5-Flash", "stepfun-ai/Step-3.7-Flash"]

@@ -131,5 +131,18 @@ def param_groups(m: ModelSpec) -> ParamGroups:
         experts = [k3.routed_experts(m) if x else 0 for x in experts]
         mlp = [k3.moe_rest(m) if x else mlp for x, mlp in zip(experts, mlp, strict=True)]
         other += k3.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type in ("inkling_mm_model", "inkling_text"):  # per-kind attention, sconvs (models/arch_inkling.py)
+        from servefit.models import arch_inkling
+
+        attn = [arch_inkling.layer_attention(m, k) for k in kinds]
+        split = [arch_inkling.layer_mlp(m, i) for i in range(len(kinds))]
+        experts, mlp = [x for x, _ in split], [rest for _, rest in split]
+        other += arch_inkling.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
+    if m.model_type == "zaya":  # CCA attention with its convolutions, router MLP (models/arch_zaya.py)
+        from servefit.models import arch_zaya
+
+        attn = [arch_zaya.layer_attention(m)] * len(kinds)
+        mlp = [arch_zaya.layer_router(m, i) for i in range(len(kinds))]
+        other += arch_zaya.count_text(m) - (embed + lm_head + sum(attn) + sum(mlp) + sum(experts) + norms)
     return ParamGroups(embed=embed, lm_head=lm_head, attn=tuple(attn), mlp=tuple(mlp),
                        experts=tuple(experts), norms=norms, other=other)

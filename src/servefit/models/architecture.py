@@ -392,9 +392,10 @@ def count_text_params(s: ModelSpec) -> int:
 
 # model_type -> the module that counts that layout (compressed attention and hyper-connections;
 # per-kind KV heads with V narrower than K; KDA with gated MLA and latent MoE; AltUp, LAuReL, per-layer
-# embeddings)
+# embeddings; CCA attention with a router MLP; Inkling's per-kind attention, short convolutions, audio table)
 _OWN_COUNTS = {"deepseek_v4": "arch_deepseek_v4", "mimo_v2_flash": "arch_mimo_v2", "kimi_k3": "arch_kimi_k3",
-               "gemma3n": "arch_gemma3n", "gemma3n_text": "arch_gemma3n"}
+               "gemma3n": "arch_gemma3n", "gemma3n_text": "arch_gemma3n", "zaya": "arch_zaya",
+               "inkling_mm_model": "arch_inkling", "inkling_text": "arch_inkling"}
 
 
 def count_other_layouts(s: ModelSpec) -> int | None:

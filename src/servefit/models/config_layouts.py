@@ -5,6 +5,7 @@ catalog does. Standard library only: this is on the fast path."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
@@ -12,8 +13,9 @@ from servefit.models.encoders import ENCODERS
 from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.spec import ModelSpec
 
+_READERS = {"zaya": "arch_zaya", "inkling_mm_model": "arch_inkling", "inkling_text": "arch_inkling"}
 _TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
-                    "falcon_mamba", "gemma3n", "zamba2")
+                    "falcon_mamba", "gemma3n", "zamba2", "zaya")
 # Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
 # E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
 GEMMA3N_TOWERS = 983281504
@@ -256,6 +258,8 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
                 lay[key] = True
     elif mt == "mimo_v2_flash":
         _mimo_v2(c, spec)
+    elif mt in _READERS:  # a layout whose module reads its own keys: models/arch_<name>.py read_config
+        importlib.import_module(f"servefit.models.{_READERS[mt]}").read_config(c, spec)
     elif mt == "nemotron_h":
         spec.head_dim = _int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
         for key in ("moe_shared_expert_intermediate_size", "moe_latent_size"):  # latent: Nemotron 3 Super
@@ -363,6 +367,8 @@ def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] 
     (a SigLIP vision_config with the resampler's query_num at the top level)."""
     mt = str(top.get("model_type") or "")
     v = vision or {}
+    if mt == "inkling_mm_model":  # the HMLP patch encoder (models/arch_inkling.py)
+        return importlib.import_module("servefit.models.arch_inkling").tower(v)  # type: ignore[no-any-return]
     if mt in ("kimi_vl", "kimi_k25") or v.get("model_type") in ("moonvit", "kimi_k25_vision"):
         return {"model_type": "moonvit", "hidden_size": _int(v.get("hidden_size"), 1152),
                 "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),

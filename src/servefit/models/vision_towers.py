@@ -13,7 +13,7 @@ from typing import Any
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
           "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
           "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision",
-          "pixel_shuffle_siglip2", "siglip2_navit")
+          "pixel_shuffle_siglip2", "siglip2_navit", "inkling_vision")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -275,6 +275,10 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         return _isaac(vision, text_hidden)
     if kind == "siglip2_navit":
         return _ovis2_5(vision, text_hidden)
+    if kind == "inkling_vision":  # the HMLP patch encoder (models/arch_inkling.py)
+        from servefit.models.arch_inkling import count_vision
+
+        return count_vision(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries

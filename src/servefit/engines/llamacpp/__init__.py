@@ -66,7 +66,7 @@ class LlamaCppEngine(Engine):
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.llamacpp.assemble import plan
-        from servefit.models.arch_deepseek_v4 import require_planned
+        from servefit.models.engine_support import require_planned
 
         require_planned(model, "llama.cpp")
         return plan(cfg, model, gpu, count)

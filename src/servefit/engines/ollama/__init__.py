@@ -82,7 +82,7 @@ class OllamaEngine(Engine):
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.ollama.plan import plan
-        from servefit.models.arch_deepseek_v4 import require_planned
+        from servefit.models.engine_support import require_planned
 
         require_planned(model, "Ollama")
         return plan(cfg, model, gpu, count)

@@ -22,10 +22,13 @@ from servefit.engines.sglang import dsv4
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
+from servefit.engines.sglang.state_pool import state_pool
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models.arch_deepseek_v4 import is_deepseek_v4
+from servefit.models.arch_inkling import is_inkling
+from servefit.models.arch_inkling import kv_shape as inkling_kv_shape
 from servefit.models.arch_mimo_v2 import is_mimo_v2, kv_shape
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
@@ -118,7 +121,8 @@ def _dtype(s: dict, model: ModelSpec) -> str:
 SWA_METHOD_TYPES = {"gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gpt_oss"}
 HYBRID_SWA_ARCHS = {"Llama4ForConditionalGeneration", "GptOssForCausalLM", "MiMoV2FlashForCausalLM",
                     "Step3p5ForCausalLM", "Gemma4ForCausalLM", "Gemma4ForConditionalGeneration",
-                    "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "LagunaForCausalLM"}
+                    "GraniteSWAForCausalLM", "GraniteMoeSWAForCausalLM", "LagunaForCausalLM",
+                    "InklingForConditionalGeneration"}
 
 
 def hybrid_swa(model: ModelSpec, e: d.Era) -> bool:
@@ -142,15 +146,16 @@ def layers_on_rank(model: ModelSpec, pp: int) -> list[str]:
 def cell_size(model: ModelSpec, r: Resolved, kinds: list[str]) -> tuple[float, float, int, int]:
     """(bytes per token of one full layer, of one sliding layer, #full layers, #sliding layers) on this
     rank (model_executor/pool_configurator.py: MHA num_kv_heads/attn_tp x (head_dim + v_head_dim) x bytes,
-    the SWA layers swa_num_kv_heads x (swa_head_dim + swa_v_head_dim): MiMo-V2-Flash's differ;
+    the SWA layers swa_num_kv_heads x (swa_head_dim + swa_v_head_dim): MiMo-V2-Flash's and Inkling's differ;
     MLA (kv_lora_rank + qk_rope_head_dim) x bytes, not split by TP)."""
     local = ("sliding", "chunked") if model.architecture.startswith("Llama4") else ("sliding",)
     full = sum(1 for k in kinds if k in ("full", "chunked") and k not in local)
     swa = sum(1 for k in kinds if k in local)
     if model.is_mla:
         per_layer = (model.kv_lora_rank + model.qk_rope_head_dim) * r.kv_bytes
-    elif is_mimo_v2(model):
-        (kf, k, v), (ks, _, _) = kv_shape(model, "full"), kv_shape(model, "sliding")
+    elif is_mimo_v2(model) or is_inkling(model):  # per-kind KV heads (Inkling: models/arch_inkling.py)
+        shape = inkling_kv_shape if is_inkling(model) else kv_shape
+        (kf, k, v), (ks, _, _) = shape(model, "full"), shape(model, "sliding")
         return (max(1, kf // r.attn_tp) * (k + v) * r.kv_bytes, max(1, ks // r.attn_tp) * (k + v) * r.kv_bytes,
                 full, swa)
     else:
@@ -182,10 +187,14 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
     weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
     rest = (pre - weights) - pre * (1 - r.fraction)
+    state = state_pool(cfg, model, r.tp, r.pp, r.dp, rest, r.attn_tp) if rest > 0 else None  # CCA / sconv states
+    rest -= state.bytes if state is not None else 0
     kinds = layers_on_rank(model, r.pp)
     per_full, per_swa, n_full, n_swa = cell_size(model, r, kinds)
     hybrid = n_swa > 0 and n_full > 0 and hybrid_swa(model, r.e) and not s.get("disable_hybrid_swa_memory")
     ratio = float(s.get("swa_full_tokens_ratio") or 0.8)
+    if is_inkling(model) and "swa_full_tokens_ratio" not in cfg.explicit:
+        ratio = 0.1  # arg_groups/model_overrides/inkling.py _inkling_overrides
     if hybrid:  # full_layer_tokens x (full cell + ratio x swa cell) = rest (_recompute_cell_size)
         cell = per_full * n_full + ratio * per_swa * n_swa
     else:
@@ -202,7 +211,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                    "Use the profiled value instead.", cfg, "max_total_tokens"))
         tokens = min(tokens, int(cap))
     tokens = tokens // r.page * r.page
-    kv_bytes = int(tokens * cell)
+    kv_bytes = int(tokens * cell) + (state.bytes if state is not None else 0)
     if pools is not None:
         pools = dsv4_pools(cfg, model, r, int(rest), cap=tokens)
         kv_bytes += pools.c128_state_fixed
@@ -237,6 +246,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.messages.append(msg)
         out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
         return out
+    if state is not None and state.slots <= 0:
+        out.outcome = "oom_at_load"
+        msg = (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size="
+               f"{state.slots} (mamba_cache_per_req={state.per_req / MiB:.2f} MB)")
+        out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
+        return out
     if tokens <= 0:
         out.outcome = "oom_at_load"
         msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
@@ -248,7 +263,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if pools is not None:
         out = dsv4_pool(out, cfg, r, pools, int(rest))
     else:
-        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio)
+        if state is not None:  # mem_cache/memory_pool.py MambaPool's start-up line
+            out.messages.append(f"Mamba Cache is allocated. max_mamba_cache_size: {state.slots}, conv_state size: "
+                                f"{state.bytes / GiB:.2f}GB, ssm_state size: 0.00GB")
+            out.assumptions.append(f"the KV cache figure includes SGLang's per-request state pool ({state.bytes / GiB:.2f} "
+                                   f"GiB, {state.slots} slots), carved out of the memory left after the weights first")
+        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio,
+                    state.running_cap if state is not None else None)
     if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
@@ -257,7 +278,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 
 
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
-          per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float) -> MemoryPlan:
+          per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float,
+          state_cap: int | None = None) -> MemoryPlan:
     s = cfg.settings
     per_full, per_swa = per_layer
     swa_tokens = int(tokens * ratio) // r.page * r.page if hybrid else 0
@@ -279,6 +301,7 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     dp_div = r.dp if s.get("enable_dp_attention") else 1
     running = min(tokens // 2 if s.get("max_running_requests") is None else int(s["max_running_requests"]) // dp_div,
                   req_pool)
+    running = min(running, state_cap) if state_cap is not None else running  # capped by the state pool's slots
     max_req_len = min(r.context_len - 1, tokens - 1)
     out.kv_cache_tokens = tokens
     out.max_concurrency = tokens / r.context_len if r.context_len else 0.0

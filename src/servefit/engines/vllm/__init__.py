@@ -146,7 +146,9 @@ class VllmEngine(Engine):
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.vllm.plan import plan
+        from servefit.models.engine_support import require_planned
 
+        require_planned(model, "vLLM")
         return plan(cfg, model, gpu, count)
 
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
