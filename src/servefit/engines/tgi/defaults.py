@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from servefit.engines.tgi.era import Era
+from servefit.engines.tgi.era import LEGACY_BATCH_TOTAL, Era
 from servefit.engines.tgi.launcher_config import LauncherConfig
 
 if TYPE_CHECKING:
@@ -212,3 +212,32 @@ def default_lengths(e: Era, lc: LauncherConfig | None) -> tuple[int | None, int 
         cap = capped_positions(lc)
         return cap - 1, cap
     return None, None
+
+
+def batch_total_setting(settings: dict, e: Era) -> int | None:
+    """max_batch_total_tokens as the launcher holds it: the user's value, or before 0.9.4 the Args
+    default 16000 (launcher/src/main.rs `max_batch_total_tokens: u32`); None from 0.9.4, where
+    warm-up infers it."""
+    bt = settings.get("max_batch_total_tokens")
+    if bt is None and not e.infers_batch_total:
+        return LEGACY_BATCH_TOTAL
+    return bt
+
+
+def cuda_graph_sizes(settings: dict, e: Era, quantize: str | None) -> list[int]:
+    """The decode batch sizes the shard captures: none before 1.4.0; in 1.4.x
+    models/flash_causal_lm.py::FlashCausalLM.warmup captures [1, 2, 4] + [8, 16, ..., 64] when
+    --enable-cuda-graphs sets ENABLE_CUDA_GRAPHS (models/globals.py, default false); from 2.0.0
+    launcher/src/main.rs::main passes --cuda-graphs (zeros dropped from 2.1.0) or defaults it to
+    [1, 2, 4, 8, 16, 32], none for bitsandbytes (and exl2 from 2.3.0) when unset. In 2.0.x a
+    --cuda-graphs list is only read when --quantize is set: `(Some(cuda_graphs), Some(_q))`."""
+    if e.v < (1, 4, 0):
+        return []
+    if e.v < (2, 0, 0):
+        return [1, 2, 4] + [8 * i for i in range(1, 9)] if settings.get("enable_cuda_graphs") else []
+    graphs = settings.get("cuda_graphs")
+    if graphs is not None and (e.v >= (2, 1, 0) or quantize is not None):
+        return [int(x) for x in graphs if int(x) > 0]
+    if quantize in ("bitsandbytes", "bitsandbytes-nf4", "bitsandbytes-fp4") or (quantize == "exl2" and e.v >= (2, 3, 0)):
+        return []
+    return [1, 2, 4, 8, 16, 32]

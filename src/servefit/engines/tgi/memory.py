@@ -100,7 +100,8 @@ class WarmupBatch:
 def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
                  speculate: int, max_batch_size: int | None) -> WarmupBatch:
     """The router builds requests of `truncate` tokens until max_batch_prefill_tokens; each asks
-    max_total_tokens - truncate new tokens (1 when max_total is left to the shard, 2 before 1.1)
+    max_total_tokens - truncate new tokens (1 when max_total is left to the shard; 2 up to 1.1.0,
+    router/client/src/client.rs::warmup `max_new_tokens: 2`)
     and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
     (FlashCausalLMBatch.from_tokenized)."""
     n = reqs = blocks = longest = 0
