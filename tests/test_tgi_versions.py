@@ -131,3 +131,61 @@ def test_cuda_graph_sizes_by_release():
     assert plan.memory.cuda_graphs == 11 * mem.GRAPH_BYTES == 11 * 24 * MiB
     cfg, plan = run(LLAMA2, version="1.4.5", model=LLAMA2_7B, gpu=H100)
     assert plan.memory.cuda_graphs == 0
+
+
+# --- the prefill's live peak (what a warm-up OOM counts) -------------------------------------
+
+GiB = 2**30
+LLAMA70B = LLAMA8B.__class__(**{**LLAMA8B.__dict__, "name": "meta-llama/Llama-3.1-70B-Instruct",
+                                "num_hidden_layers": 80, "hidden_size": 8192, "num_attention_heads": 64,
+                                "intermediate_size": 28672, "params": 70_553_706_496})
+
+
+def test_prefill_live_peak_counts_the_head_tensors_each_release_holds():
+    n, v, h = 16434, 128256, 8192
+    head = n * v * 2  # tokens x vocab, fp16
+    # sharded over a vocabulary 4 divides: world_out, log_softmax's contiguous copy of world_out.T, its output
+    assert mem.prefill_live_peak(LLAMA70B, era("2.2.0"), n, 2, 2, 4, False) == 3 * head
+    assert mem.prefill_live_peak(LLAMA70B, era("2.4.0"), n, 2, 2, 4, False) == 3 * head
+    # one shard: the head output and log_softmax's output; from 2.4.0 log_softmax(out, -1, out=out) in place,
+    # so the lm_head step (its input hidden states and output) is the peak
+    assert mem.prefill_live_peak(LLAMA70B, era("2.2.0"), n, 2, 2, 1, False) == 2 * head
+    assert mem.prefill_live_peak(LLAMA70B, era("2.4.0"), n, 2, 2, 1, False) == head + n * h * 2
+    # a vocabulary the shards do not divide is loaded whole: no gather, no transposed view
+    odd = LLAMA70B.__class__(**{**LLAMA70B.__dict__, "vocab_size": 128257})
+    assert mem.prefill_live_peak(odd, era("2.2.0"), n, 2, 2, 4, False) == 2 * n * 128257 * 2
+    # 3.x without prefill log-probabilities: one row per request; one layer's working set is the peak
+    fwd = n * (4 * h + 3 * (28672 // 4)) * 2
+    assert mem.prefill_live_peak(LLAMA70B, era("3.0.0"), n, 2, 2, 4, False) == fwd
+    assert mem.prefill_live_peak(LLAMA70B, era("3.0.0"), n, 2, 2, 4, True) == 3 * head
+
+
+def test_warmup_oom_matches_the_memory_in_use_the_2_2_log_reports():
+    # tgi-2301 (4 x RTX A6000, 2.2.0, 16k input / 32k total): "Tried to allocate 3.93 GiB ... Process has
+    # 46.33 GiB memory in use" when log_softmax's output is allocated: weights + warm-up KV + world_out +
+    # its contiguous copy + the process's non-torch memory
+    from servefit.hardware.spec import GpuSpec
+    a6000 = GpuSpec(key="rtx-a6000", name="NVIDIA RTX A6000", vendor="nvidia", memory_bytes=51_040_485_376,
+                    compute_capability=86)
+    cfg, plan = run("text-generation-launcher --model-id m --num-shard 4 --max-input-tokens 16384 "
+                    "--max-total-tokens 32768", version="2.2.0", model=LLAMA70B, gpu=a6000, count=4)
+    assert plan.outcome == "oom_at_load"
+    head = 16434 * 128256 * 2
+    assert round(head / GiB, 2) == 3.93
+    warm_kv = 2 * 2048 * 16 * 81920  # two requests of 32767 tokens: 2048 blocks of 16 x 81920 bytes each
+    in_use = plan.memory.weights + warm_kv + 2 * head + plan.memory.non_torch
+    assert abs(in_use / GiB - 46.33) < 0.1
+
+
+def test_dbrx_1_4_5_prefill_23000_starts_on_four_h100():
+    # tgi-1692 (calibration): the reserved activations of every layer do not add up with the head's
+    # tensors for the OOM: the allocator frees its cache and retries first
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks" / "accuracy"))
+    import run as accuracy
+    case = next(c for c in accuracy.load_cases("tgi", "calibration")
+                if c["id"] == "tgi-1692-4xh100-dbrx-prefill-23000-cuda-graphs")
+    plan = accuracy.predict(case)
+    assert plan.outcome == "started"
+    assert plan.detail.warmup_prefill_tokens == 23000 and plan.memory.cuda_graphs == 11 * mem.GRAPH_BYTES

@@ -265,10 +265,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # CacheManager(math.ceil(max_total_tokens / BLOCK_SIZE) + 10 blocks), allocated before the prefill
         batch.blocks = math.ceil(legacy_bt / r.block) + 10
     warm_kv = batch.blocks * block_bytes
-    act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
-                              d.request_logprobs(s, cfg.env))
-    act += mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention)
-    act += mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
+    logprobs = d.request_logprobs(s, cfg.env)
+    held = mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention) + \
+        mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
+    act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
+    live = mem.prefill_live_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
     sizes = d.cuda_graph_sizes(s, e, r.quantize if e.v >= (2, 3, 0) else s.get("quantize"))
     cg = len(sizes) * mem.GRAPH_BYTES
     res = mem.kv_blocks(e, total, ctx + weights + warm_kv + act, r.fraction, r.wiggle, block_bytes, batch.blocks)
@@ -298,7 +299,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                  f"{limit / GiB:.2f} GiB: torch.cuda.OutOfMemoryError while loading the shard",
                                  cfg, "model_id"))
         return _finish(out, r, None, None, None)
-    if weights + warm_kv + act > limit:
+    if weights + warm_kv + live > limit:  # the OOM counts live tensors; what stays cached counts for the KV cache
         out.outcome = "oom_at_load"
         msg = (f"Not enough memory to handle {batch.tokens} prefill tokens. You need to decrease "
                "`--max-batch-prefill-tokens`")
@@ -307,7 +308,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                    "need to decrease `--max-batch-total-tokens` or `--max-batch-prefill-tokens`")
         out.messages.append(f"RuntimeError: {msg}")
         out.findings.append(_err("TGI008", f"{msg} (weights {weights / GiB:.2f} GiB + warmup KV {warm_kv / GiB:.2f} "
-                                 f"GiB + activations {act / GiB:.2f} GiB exceed {limit / GiB:.2f} GiB per shard)",
+                                 f"GiB + activations {live / GiB:.2f} GiB at their peak exceed {limit / GiB:.2f} GiB per shard)",
                                  cfg, "max_batch_prefill_tokens"))
         return _finish(out, r, None, None, None)
     if legacy_bt is not None and r.flash:
