@@ -189,3 +189,21 @@ def test_dbrx_1_4_5_prefill_23000_starts_on_four_h100():
     plan = accuracy.predict(case)
     assert plan.outcome == "started"
     assert plan.detail.warmup_prefill_tokens == 23000 and plan.memory.cuda_graphs == 11 * mem.GRAPH_BYTES
+
+
+def test_compute_optimal_prefill_knows_the_cards_of_its_release():
+    # launcher/src/main.rs Gpu::from: 3.0.0 - 3.0.1 name nine cards; "nvidia-h100", H100 NVL, A40 and the
+    # A100 40GB / 80GB PCIe come in 3.0.2, H200 in 3.1.0; an unknown card gets the 4096 fallback, no VRAM cap
+    from servefit.hardware.spec import GpuSpec
+    flop = 15_032_385_536  # Config::flop of Llama-3.1-8B (test_tgi_engine)
+    nvl = GpuSpec(key="h100-nvl", name="NVIDIA H100 NVL", vendor="nvidia", memory_bytes=100_485_038_080,
+                  compute_capability=90)
+    h200 = GpuSpec(key="h200", name="NVIDIA H200", vendor="nvidia", memory_bytes=150_754_820_096,
+                   compute_capability=90)
+    cmd = "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct"
+    assert run(cmd, version="3.0.1", gpu=nvl)[1].detail.max_batch_prefill_tokens == 4096
+    assert run(cmd, version="3.0.2", gpu=nvl)[1].detail.max_batch_prefill_tokens == int(900e12 / flop) == 59870
+    assert run(cmd, version="3.0.2", gpu=h200)[1].detail.max_batch_prefill_tokens == 4096
+    assert run(cmd, version="3.1.0", gpu=h200)[1].detail.max_batch_prefill_tokens == int(989e12 / flop) == 65791
+    # the SXM H100's name is known from 3.0.0
+    assert run(cmd, version="3.0.0", gpu=H100)[1].detail.max_batch_prefill_tokens == 59870

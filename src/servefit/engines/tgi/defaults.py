@@ -23,6 +23,9 @@ F16_FLOPS = {
     "nvidia-a100-sxm4-80gb": 312e12, "nvidia-a100-sxm4-40gb": 312e12, "nvidia-a100-80gb-pcie": 312e12,
     "nvidia-a100": 312e12, "nvidia-h200": 989e12,
 }
+# the names Gpu::from learnt after 3.0.0 (3.0.0 - 3.0.1 know the other nine): Gpu::Unknown before
+CARD_SINCE = {"nvidia-a40": (3, 0, 2), "nvidia-h100-nvl": (3, 0, 2), "nvidia-h100": (3, 0, 2),
+              "nvidia-a100-sxm4-40gb": (3, 0, 2), "nvidia-a100-80gb-pcie": (3, 0, 2), "nvidia-h200": (3, 1, 0)}
 # models whose TGI implementation is a flash-attention one (server/.../models/__init__.py::get_model);
 # gpt2 and gptj gained flash versions in 2.0.4 / 2.1; from 3.0 other architectures fall back to the
 # transformers flash backend (TransformersFlashCausalLM), which is flash too.
@@ -37,6 +40,12 @@ BLOCK = {"flashinfer": 1, "flashdecoding": 256, "flashdecoding-ipex": 64, "paged
 
 def card(gpu: GpuSpec) -> str:
     return gpu.name.replace(" ", "-").lower()
+
+
+def card_flops(gpu: GpuSpec, e: Era) -> float | None:
+    """ComputeType::f16_flop for one card at this release (None: Gpu::Unknown)."""
+    name = card(gpu)
+    return F16_FLOPS.get(name) if e.v >= CARD_SINCE.get(name, (0, 0, 0)) else None
 
 
 def is_flash(model: ModelSpec, e: Era) -> bool:
@@ -171,7 +180,7 @@ def default_prefill(e: Era, lc: LauncherConfig | None, gpu: GpuSpec, shards: int
         value = capped_positions(lc)
         logs.append(f"Default `max_batch_prefill_tokens` to {value}")
         return value, logs
-    flops = F16_FLOPS.get(card(gpu))
+    flops = card_flops(gpu, e)
     optimal = None
     flop = _flop(lc) if lc is not None else None
     if flops and flop:
