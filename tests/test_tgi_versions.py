@@ -189,6 +189,12 @@ def test_dbrx_1_4_5_prefill_23000_starts_on_four_h100():
     plan = accuracy.predict(case)
     assert plan.outcome == "started"
     assert plan.detail.warmup_prefill_tokens == 23000 and plan.memory.cuda_graphs == 11 * mem.GRAPH_BYTES
+    # what stays cached cannot pass the limit (the allocator frees and retries): no free memory is left at
+    # warm-up, so the pool is the warm-up's own 2500 blocks (two requests of 19999 tokens)
+    m = plan.memory
+    limit = m.total - m.non_torch
+    assert m.activation_peak == limit - m.weights - m.kv_cache
+    assert m.kv_cache == 2 * math.ceil(19999 / 16) * 16 * plan.kv_bytes_per_token and plan.kv_cache_tokens == 40000
 
 
 def test_compute_optimal_prefill_knows_the_cards_of_its_release():

@@ -270,6 +270,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
     live = mem.prefill_live_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
+    limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
+    # the allocator keeps freed blocks cached only while it can: past the limit it frees them and retries,
+    # so what stays reserved after the prefill is at most what the limit leaves (and at least the live peak)
+    act = min(act, max(live, limit - weights - warm_kv))
     sizes = d.cuda_graph_sizes(s, e, r.quantize if e.v >= (2, 3, 0) else s.get("quantize"))
     cg = len(sizes) * mem.GRAPH_BYTES
     res = mem.kv_blocks(e, total, ctx + weights + warm_kv + act, r.fraction, r.wiggle, block_bytes, batch.blocks)
@@ -289,7 +293,6 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.outcome = "rejected_config"
         out.messages += [f"Error: ArgumentValidation({f.message!r})" for f in out.findings if f.code == "TGI003"]
         return _finish(out, r, None, None, None)
-    limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
     if weights > limit:
         out.outcome = "oom_at_load"
         # the shard's own failure, after the launcher's lines (what tune and estimate show as the engine's last word)
