@@ -320,15 +320,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 
 
 def _legacy_result(out: MemoryPlan, cfg: EngineConfig, r: Resolved, batch: mem.WarmupBatch) -> MemoryPlan:
-    """Before 0.9.4 warm-up only proves the prefill fits next to a KV cache of max_batch_total_tokens
-    (router/src/main.rs: `sharded_client.warmup(max_input_length, max_batch_prefill_tokens,
-    max_batch_total_tokens)`, then "Connected"); the router batches up to that many tokens."""
+    """< 0.9.4 router/src/main.rs: warm-up with max_batch_total_tokens, then "Connected" (no inferred total)."""
     bt = d.batch_total_setting(cfg.settings, r.e) or 0
     kv = batch.blocks * r.block * (out.kv_bytes_per_token or 0)
     out.memory.free_headroom += out.memory.kv_cache - kv
     out.memory.kv_cache = kv
     x = detail_of(out)
-    out.detail = x
     x.max_input_tokens, x.max_total_tokens, x.max_batch_total_tokens, x.kv_cache_blocks = \
         r.max_input, r.max_total, bt, batch.blocks
     out.messages.append("Connected")
