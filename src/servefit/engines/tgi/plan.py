@@ -280,14 +280,16 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     tokens = res.num_blocks * r.block if r.flash else 0
     budget = int(total * r.fraction * (r.wiggle if e.wiggle_of_total else 1.0))
     kv_bytes = res.kv_bytes if r.flash else 0
-    out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=act, non_torch=ctx,
+    # shown: the live peak a prefill of max_batch_prefill_tokens needs; the rest of what warm-up saw cached is
+    # free again once the KV cache is allocated (models/flash_causal_lm.py::warmup empties the cache first)
+    out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=live, non_torch=ctx,
                               cuda_graphs=cg, kv_cache=kv_bytes,
-                              free_headroom=total - weights - act - ctx - cg - kv_bytes)
+                              free_headroom=total - weights - live - ctx - cg - kv_bytes)
     out.kv_bytes_per_token = bpt
     out.detail = TgiDetail(max_batch_prefill_tokens=r.prefill, attention=r.attention, block_size=r.block,
                            num_shard=r.shards, cuda_memory_fraction=r.fraction, wiggle_room=r.wiggle,
                            support_chunking=r.chunking, flash_attention=r.flash, warmup_prefill_tokens=batch.tokens,
-                           dtype=r.dtype, kv_cache_dtype=r.kv_dtype, quantize=r.quantize)
+                           dtype=r.dtype, kv_cache_dtype=r.kv_dtype, quantize=r.quantize, warmup_activation_bytes=act)
     _assume(out, cfg, model, r)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # clap / launcher refuse
         out.outcome = "rejected_config"
