@@ -217,3 +217,18 @@ def test_compute_optimal_prefill_knows_the_cards_of_its_release():
     assert run(cmd, version="3.1.0", gpu=h200)[1].detail.max_batch_prefill_tokens == int(989e12 / flop) == 65791
     # the SXM H100's name is known from 3.0.0
     assert run(cmd, version="3.0.0", gpu=H100)[1].detail.max_batch_prefill_tokens == 59870
+
+
+def test_explain_sweeps_an_fp8_kv_cache_only_where_tgi_has_one():
+    # --kv-cache-dtype takes fp8_e4m3fn / fp8_e5m2 from 2.4.0; "fp8" is no TGI value
+    from servefit import sweep
+    from servefit.pipeline import Target, evaluate, site_from_argv
+
+    argv = "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --max-total-tokens 4096".split()
+    old = evaluate(site_from_argv(argv), Target(gpu="H100", engine_version="2.2.0"))
+    assert list(sweep.variants(old)) == ["as configured"]
+    new = evaluate(site_from_argv(argv), Target(gpu="H100", engine_version="3.3.7"))
+    assert sweep.variants(new) == {"as configured": {}, "kv fp8": {"kv_cache_dtype": "fp8_e4m3fn"}}
+    users = sweep.max_users(new, sweep.variants(new), upto=8192)
+    base, fp8 = dict(users["as configured"]), dict(users["kv fp8"])
+    assert fp8[8192] >= 2 * base[8192] - 1  # one byte per element instead of two
