@@ -35,6 +35,16 @@ def test_before_0_9_4_the_pool_is_max_batch_total_tokens_not_inferred():
     assert "Setting max batch total tokens to 15808" in plan.messages and "TGI010" in codes(cfg, plan)
 
 
+def test_before_0_9_4_a_model_without_flash_attention_keeps_the_launchers_total():
+    gpt2 = LLAMA2_7B.__class__(**{**LLAMA2_7B.__dict__, "name": "gpt2", "architecture": "GPT2LMHeadModel",
+                                  "model_type": "gpt2", "max_position_embeddings": 1024})
+    cfg, plan = run("text-generation-launcher --model-id gpt2 --max-total-tokens 1024 --max-input-length 1000",
+                    version="0.9.3", model=gpt2)
+    assert plan.outcome == "started" and plan.detail.max_batch_total_tokens == 16000
+    assert plan.memory.kv_cache == 0 and plan.messages[-1] == "Connected"
+    assert "Model does not support automatic max batch total tokens" not in plan.messages
+
+
 def test_before_0_9_4_warmup_oom_names_the_total_tokens():
     cfg, plan = run(LLAMA2, env={"MAX_BATCH_TOTAL_TOKENS": "40000"}, version="0.9.3", model=LLAMA2_7B)
     assert plan.outcome == "oom_at_load"

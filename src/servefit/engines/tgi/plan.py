@@ -316,7 +316,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                  f"GiB + activations {live / GiB:.2f} GiB at their peak exceed {limit / GiB:.2f} GiB per shard)",
                                  cfg, "max_batch_prefill_tokens"))
         return _finish(out, r, None, None, None)
-    if legacy_bt is not None and r.flash:
+    if legacy_bt is not None:
         return _legacy_result(out, cfg, r, batch)
     return _warmup_result(out, cfg, model, r, tokens, res.num_blocks, batch)
 
@@ -324,7 +324,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 def _legacy_result(out: MemoryPlan, cfg: EngineConfig, r: Resolved, batch: mem.WarmupBatch) -> MemoryPlan:
     """< 0.9.4 router/src/main.rs: warm-up with max_batch_total_tokens, then "Connected" (no inferred total)."""
     bt = d.batch_total_setting(cfg.settings, r.e) or 0
-    kv = batch.blocks * r.block * (out.kv_bytes_per_token or 0)
+    kv = batch.blocks * r.block * (out.kv_bytes_per_token or 0) if r.flash else 0
     out.memory.free_headroom += out.memory.kv_cache - kv
     out.memory.kv_cache = kv
     x = detail_of(out)
