@@ -125,13 +125,14 @@ TGI_KNOWN_MISSES = {"tgi-file-2xa6000-gemma3-27b-defaults": 0.1086,
 # Third batch (tgi3, measured once, not fitted): held out, Gemma 3 27B with a 32000-token prefill on
 # 4 x 80 GB (3.2.0, #3105) ran out of memory at warm-up (a 30.52 GiB allocation) where servefit says it
 # starts, and Mixtral-8x7B with --quantize bitsandbytes on 4 x L40S (1.4.2, #1599) started where
-# servefit predicts a warm-up OOM; calibration, DBRX with a 23000-token prefill and CUDA graphs on
-# 4 x H100 (1.4.5 assumed, #1692) started where servefit puts the warm-up peak (23000 x 100352
-# logits with log-probabilities) above the ~17 GiB left per GPU.
+# servefit predicts a warm-up OOM. Taken off (session 23, tgi-outcomes): the calibration DBRX case
+# (23000-token prefill and CUDA graphs on 4 x H100, 1.4.5, #1692) and, held out, starcoder2-15b
+# above, both by the warm-up OOM counting the prefill's live peak (memory.prefill_live_peak: the
+# allocator frees its cache before a CUDA OOM), written from TGI's and PyTorch's code and checked on
+# the calibration cases only; the held-out one was seen to change only when this list failed.
 TGI_KNOWN_OUTCOME_MISSES = {"tgi-2572-8xh100-llama31-405b-fp8-warmup-oom",
-                            "tgi-1993-a100-40gb-starcoder2-15b-16k", "tgi-943-8xa100-falcon-40b-gptq-prefill-oom",
-                            "tgi-3105-4x80gb-gemma3-27b-32k-prefill-oom", "tgi-1599-4xl40s-mixtral-8x7b-bitsandbytes",
-                            "tgi-1692-4xh100-dbrx-prefill-23000-cuda-graphs"}
+                            "tgi-943-8xa100-falcon-40b-gptq-prefill-oom",
+                            "tgi-3105-4x80gb-gemma3-27b-32k-prefill-oom", "tgi-1599-4xl40s-mixtral-8x7b-bitsandbytes"}
 
 
 def test_tgi_cases_meet_the_target():

@@ -84,6 +84,7 @@ def test_tgi_warmup_prefill_is_the_start_up_profiling_of_that_batch():
     assert (d.engine, d.stage, d.root_cause, d.timing) == ("tgi", "profile", "profiling_peak", "startup")
     assert [e.number for e in d.evidence] == [5, 7] and d.figures["prefill_tokens"] == 4096
     assert d.fix[0].startswith("Lower --max-batch-prefill-tokens from 4096 to 2048: the warm-up runs one prefill")
+    assert d.fix[1].startswith("And lower --max-input-tokens to at most 2048 with it: TGI before 3.0 refuses")
     assert "warm-up" in d.stage_text and "--max-batch-prefill-tokens" in d.stage_text
 
 
@@ -92,7 +93,8 @@ def test_tgi_0_9_warmup_total_tokens_names_max_batch_total_tokens():
     d = diagnose_lines(["Not enough memory to handle 16000 total tokens with 2 prefill tokens. You need to decrease "
                         "`--max-batch-total-tokens` or `--max-batch-prefill-tokens"])
     assert (d.signature, d.stage, d.root_cause) == ("tgi.warmup_total", "profile", "kv_cache_overflow")
-    assert d.fix[0].startswith("Remove --max-batch-total-tokens (now 16000)")
+    assert d.fix[0].startswith("Lower --max-batch-total-tokens (now 16000) to 8000: before 0.9.4 TGI reserves")
+    assert "num-shard 2" not in " ".join(d.fix)  # not a count that may be lower than the one in use
 
 
 def test_tgi_runtime_prefill_oom_is_a_serving_step_not_start_up():

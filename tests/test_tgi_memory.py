@@ -59,7 +59,7 @@ def test_done_when_a10g_llama31_8b_matches_hand_computation():
     assert plan.outcome == "started"
     assert (x.max_batch_prefill_tokens, x.cuda_memory_fraction, x.wiggle_room) == (8315, 1.0, 0.9)
     warm_blocks = 8315  # block size 1, one request of 8315 tokens + 1 new token - 1
-    used = m.non_torch + m.weights + warm_blocks * 131_072 + m.activation_peak
+    used = m.non_torch + m.weights + warm_blocks * 131_072 + x.warmup_activation_bytes
     free = int((m.total - used) - (1 - 1.0 * 0.9) * m.total)
     expected = free // 131_072 + warm_blocks
     assert x.max_batch_total_tokens == expected == plan.kv_cache_tokens
@@ -74,10 +74,10 @@ def test_2x_warmup_includes_prefill_logprobs():
     n, v, h = 4145, 128256, 4096
     head = n * v * (2 + mem.LOGPROB_EXTRA_BYTES) + n * h * 2
     fwd = n * (4 * h + 3 * 14336) * 2
-    assert plan.memory.activation_peak == head + fwd
+    assert plan.detail.warmup_activation_bytes == head + fwd
     cfg3, plan3 = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct "
                       "--max-batch-prefill-tokens 4145")
-    assert plan3.memory.activation_peak < plan.memory.activation_peak / 3  # 3.x: one row per request
+    assert plan3.detail.warmup_activation_bytes < plan.detail.warmup_activation_bytes / 3  # 3.x: one row per request
 
 
 def test_24_takes_prefill_logprobs_in_place():
@@ -89,13 +89,13 @@ def test_24_takes_prefill_logprobs_in_place():
     assert fwd == 492_359_680
     # 2.3.1: head output (2 bytes) + log_softmax's copy and the sampler's (6 bytes) per logit
     _, p23 = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct", version="2.3.1")
-    assert p23.memory.activation_peak == n * v * 8 + n * h * 2 + fwd == 4_779_284_480
+    assert p23.detail.warmup_activation_bytes == n * v * 8 + n * h * 2 + fwd == 4_779_284_480
     # 2.4.0 and 2.4.1: the log_softmax copy (2 bytes per logit) is gone
     for version in ("2.4.0", "2.4.1"):
         _, p24 = run("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct "
                      "--max-batch-prefill-tokens 4145", version=version)
-        assert p24.memory.activation_peak == n * v * 6 + n * h * 2 + fwd == 3_716_042_240, version
-    assert p23.memory.activation_peak - 3_716_042_240 == n * v * 2 == 1_063_242_240
+        assert p24.detail.warmup_activation_bytes == n * v * 6 + n * h * 2 + fwd == 3_716_042_240, version
+    assert p23.detail.warmup_activation_bytes - 3_716_042_240 == n * v * 2 == 1_063_242_240
     assert mem.logprob_extra_bytes(era("2.3.1"), 2) == 6 and mem.logprob_extra_bytes(era("2.4.0"), 2) == 4
     assert mem.logprob_extra_bytes(era("2.4.0"), 4) == 2  # a float32 model's log_softmax tensor is 4 bytes
 
@@ -214,11 +214,11 @@ def test_gemma3_vlm_prefill_masks_and_sdpa_by_release():
                            ("3.3.7", 10 * s * s), ("3.1.1", 0)):
         _, vlm = run(argv, version=version, model=GEMMA3_27B, gpu=H100)
         _, txt = run(argv, version=version, model=text, gpu=H100)
-        assert vlm.memory.activation_peak - txt.memory.activation_peak == extra, version
+        assert vlm.detail.warmup_activation_bytes - txt.detail.warmup_activation_bytes == extra, version
     # 3.3.x off flashinfer (ATTENTION=flashdecoding) the SDPA runs again
     _, fd = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=GEMMA3_27B, gpu=H100)
     _, fdt = run(argv, {"ATTENTION": "flashdecoding"}, version="3.3.7", model=text, gpu=H100)
-    assert fd.memory.activation_peak - fdt.memory.activation_peak == 10 * s * s + 2 * heads * s * s * 2
+    assert fd.detail.warmup_activation_bytes - fdt.detail.warmup_activation_bytes == 10 * s * s + 2 * heads * s * s * 2
     # two shards halve the heads; two requests of 4000 tokens (max_input 4000) give 2 x 4000^2 masks
     assert mem.gemma3_mask_bytes(GEMMA3_27B, era("3.2.1"), s, 1, 2, 2, "flashinfer") == 9 * s * s + 2 * 16 * s * s * 2
     b = mem.warmup_batch(era("3.2.1"), 8000, 4000, None, 1, 0, None)
@@ -239,7 +239,7 @@ def test_gemma3_vlm_long_prefill_warmup_oom_only_where_the_sdpa_runs():
     assert "Not enough memory to handle 16000 prefill tokens" in " ".join(old.messages)
     _, new = run(argv, version="3.3.7", model=GEMMA3_27B, gpu=H100)
     assert new.outcome == "started"
-    assert new.memory.activation_peak > 2 * 10 * 15999**2
+    assert new.detail.warmup_activation_bytes > 2 * 10 * 15999**2
 
 
 def test_flash_decoding_blocks_before_the_attention_backends():
@@ -268,7 +268,7 @@ def test_request_logprobs_variable_is_the_flag():
     _, flag = run(argv + " --enable-prefill-logprobs")
     _, env = run(argv, {"REQUEST_LOGPROBS": "TRUE"})
     _, off = run(argv, {"REQUEST_LOGPROBS": "0"})
-    assert env.memory.activation_peak == flag.memory.activation_peak > off.memory.activation_peak + 4096 * 128256 * 2
+    assert env.detail.warmup_activation_bytes == flag.detail.warmup_activation_bytes > off.detail.warmup_activation_bytes + 4096 * 128256 * 2
 
 
 def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
@@ -304,4 +304,4 @@ def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
     _, on_t4 = run(argv, model=gptq, gpu=t4)
     plain = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
     _, eight_t4 = run(argv, model=plain, gpu=t4)
-    assert on_t4.memory.activation_peak - eight_t4.memory.activation_peak == scratch(4096)
+    assert on_t4.detail.warmup_activation_bytes - eight_t4.detail.warmup_activation_bytes == scratch(4096)

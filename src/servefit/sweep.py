@@ -200,8 +200,13 @@ def _allowed(ev: Evaluation, needs: str | list[str] | None) -> bool:
 
 def variants(ev: Evaluation) -> dict[str, dict[str, object]]:
     """KV dtypes and quantizations the engine allows on this GPU (the engine's `sweep.variants`)."""
+    from servefit.engines.base import version_tuple
+
     out: dict[str, dict[str, object]] = {"as configured": {}}
     for v in _table(ev.config.engine).get("variants") or ():
+        since = v.get("since")
+        if since and ev.plan.engine_version and version_tuple(ev.plan.engine_version, "") < version_tuple(str(since), ""):
+            continue  # a release without the variant's settings
         if _allowed(ev, v.get("needs")):
             out[str(v["name"])] = dict(v["settings"])
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from servefit.engines.tgi.era import Era
+from servefit.engines.tgi.era import LEGACY_BATCH_TOTAL, Era
 from servefit.engines.tgi.launcher_config import LauncherConfig
 
 if TYPE_CHECKING:
@@ -23,6 +23,9 @@ F16_FLOPS = {
     "nvidia-a100-sxm4-80gb": 312e12, "nvidia-a100-sxm4-40gb": 312e12, "nvidia-a100-80gb-pcie": 312e12,
     "nvidia-a100": 312e12, "nvidia-h200": 989e12,
 }
+# the names Gpu::from learnt after 3.0.0 (3.0.0 - 3.0.1 know the other nine): Gpu::Unknown before
+CARD_SINCE = {"nvidia-a40": (3, 0, 2), "nvidia-h100-nvl": (3, 0, 2), "nvidia-h100": (3, 0, 2),
+              "nvidia-a100-sxm4-40gb": (3, 0, 2), "nvidia-a100-80gb-pcie": (3, 0, 2), "nvidia-h200": (3, 1, 0)}
 # models whose TGI implementation is a flash-attention one (server/.../models/__init__.py::get_model);
 # gpt2 and gptj gained flash versions in 2.0.4 / 2.1; from 3.0 other architectures fall back to the
 # transformers flash backend (TransformersFlashCausalLM), which is flash too.
@@ -37,6 +40,12 @@ BLOCK = {"flashinfer": 1, "flashdecoding": 256, "flashdecoding-ipex": 64, "paged
 
 def card(gpu: GpuSpec) -> str:
     return gpu.name.replace(" ", "-").lower()
+
+
+def card_flops(gpu: GpuSpec, e: Era) -> float | None:
+    """ComputeType::f16_flop for one card at this release (None: Gpu::Unknown)."""
+    name = card(gpu)
+    return F16_FLOPS.get(name) if e.v >= CARD_SINCE.get(name, (0, 0, 0)) else None
 
 
 def is_flash(model: ModelSpec, e: Era) -> bool:
@@ -171,7 +180,7 @@ def default_prefill(e: Era, lc: LauncherConfig | None, gpu: GpuSpec, shards: int
         value = capped_positions(lc)
         logs.append(f"Default `max_batch_prefill_tokens` to {value}")
         return value, logs
-    flops = F16_FLOPS.get(card(gpu))
+    flops = card_flops(gpu, e)
     optimal = None
     flop = _flop(lc) if lc is not None else None
     if flops and flop:
@@ -212,3 +221,32 @@ def default_lengths(e: Era, lc: LauncherConfig | None) -> tuple[int | None, int 
         cap = capped_positions(lc)
         return cap - 1, cap
     return None, None
+
+
+def batch_total_setting(settings: dict, e: Era) -> int | None:
+    """max_batch_total_tokens as the launcher holds it: the user's value, or before 0.9.4 the Args
+    default 16000 (launcher/src/main.rs `max_batch_total_tokens: u32`); None from 0.9.4, where
+    warm-up infers it."""
+    bt = settings.get("max_batch_total_tokens")
+    if bt is None and not e.infers_batch_total:
+        return LEGACY_BATCH_TOTAL
+    return bt
+
+
+def cuda_graph_sizes(settings: dict, e: Era, quantize: str | None) -> list[int]:
+    """The decode batch sizes the shard captures: none before 1.4.0; in 1.4.x
+    models/flash_causal_lm.py::FlashCausalLM.warmup captures [1, 2, 4] + [8, 16, ..., 64] when
+    --enable-cuda-graphs sets ENABLE_CUDA_GRAPHS (models/globals.py, default false); from 2.0.0
+    launcher/src/main.rs::main passes --cuda-graphs (zeros dropped from 2.1.0) or defaults it to
+    [1, 2, 4, 8, 16, 32], none for bitsandbytes (and exl2 from 2.3.0) when unset. In 2.0.x a
+    --cuda-graphs list is only read when --quantize is set: `(Some(cuda_graphs), Some(_q))`."""
+    if e.v < (1, 4, 0):
+        return []
+    if e.v < (2, 0, 0):
+        return [1, 2, 4] + [8 * i for i in range(1, 9)] if settings.get("enable_cuda_graphs") else []
+    graphs = settings.get("cuda_graphs")
+    if graphs is not None and (e.v >= (2, 1, 0) or quantize is not None):
+        return [int(x) for x in graphs if int(x) > 0]
+    if quantize in ("bitsandbytes", "bitsandbytes-nf4", "bitsandbytes-fp4") or (quantize == "exl2" and e.v >= (2, 3, 0)):
+        return []
+    return [1, 2, 4, 8, 16, 32]

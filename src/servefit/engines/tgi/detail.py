@@ -30,6 +30,8 @@ class TgiDetail(EngineDetail):
     max_total_tokens: int | None = None
     max_batch_total_tokens: int | None = None
     kv_cache_blocks: int | None = None
+    # what the warm-up prefill leaves cached when the shard reads free memory (the KV cache is sized without it)
+    warmup_activation_bytes: int = 0
 
 
 def of(plan: MemoryPlan) -> TgiDetail:

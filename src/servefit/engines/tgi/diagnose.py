@@ -36,24 +36,32 @@ def _prefill_tokens(fx: Fixing) -> str:
     return f" from {int(n)} to {int(n) // 2}" if n else ""
 
 
+SHARDS = "Add GPUs: a larger --num-shard splits the weights and the KV cache over more shards"
+
+
 def _kv(fx: Fixing) -> list[str]:
     if fx.diag.signature == "tgi.warmup_total":
+        # only TGI < 0.9.4 says this: its warm-up allocates ceil(max_batch_total_tokens / 16) + 10 KV blocks
+        # (flash_causal_lm.py::FlashCausalLM.warmup), 16000 tokens when the flag is unset; 0.9.4 infers it
         total = fx.figures.get("warmup_total_tokens")
-        return [f"Remove --max-batch-total-tokens (now {total}) and let TGI infer it from the memory left after "
-                "warm-up, or lower it", f"Or lower --max-batch-prefill-tokens{_prefill_tokens(fx)}",
-                "Add GPUs: --num-shard 2 splits the weights and the KV cache"]
+        half = f" to {int(total) // 2}" if isinstance(total, int) else ""
+        return [f"Lower --max-batch-total-tokens (now {total}){half}: before 0.9.4 TGI reserves KV cache for that "
+                "many tokens at warm-up (16000 when unset); from 0.9.4 it sizes the cache from the memory left",
+                f"Or lower --max-batch-prefill-tokens{_prefill_tokens(fx)}", SHARDS]
     cap = fx.figures.get("max_batch_total_tokens")
     limit = f" to at most {cap:,} (the KV pool TGI found room for)" if isinstance(cap, int) else ""
     return [f"Lower --max-total-tokens{limit}, and --max-input-tokens below it",
-            "Store the KV cache in FP8: --kv-cache-dtype fp8_e4m3fn",
-            "Add GPUs: --num-shard 2 splits the weights and the KV cache"]
+            "Store the KV cache in FP8: --kv-cache-dtype fp8_e4m3fn (TGI >= 2.4.0)", SHARDS]
 
 
 def _warmup(fx: Fixing) -> list[str]:
+    n = fx.num(fx.figures.get("prefill_tokens") or fx.current("max_batch_prefill_tokens"))
+    below = f" to at most {int(n) // 2}" if n else ""
     return [f"Lower --max-batch-prefill-tokens{_prefill_tokens(fx)}: the warm-up runs one prefill of that many "
             "tokens (keep it >= --max-input-tokens unless prefill chunking is on)",
-            "Or lower --max-input-tokens with it: the warm-up batch is made of requests that long",
-            "Add GPUs: --num-shard 2 leaves each shard half the weights"]
+            f"And lower --max-input-tokens{below} with it: TGI before 3.0 refuses a prefill limit below the input "
+            "limit (launcher before 2.4.0, router after warm-up in 2.4), and the warm-up batch is made of requests "
+            "that long", "Add GPUs: a larger --num-shard leaves each shard less of the weights"]
 
 
 def _batch(fx: Fixing) -> list[str]:
@@ -77,7 +85,7 @@ def _too_large(fx: Fixing) -> list[str]:
         return ["Raise the host / container memory limit: the shards load the checkpoint through host RAM",
                 "Serve a pre-quantized checkpoint (AWQ/GPTQ): about half the RAM to load"]
     return ["Quantize: --quantize awq | gptq | fp8, or serve a pre-quantized checkpoint",
-            "Shard over more GPUs: --num-shard 2", "Use a GPU with more memory"]
+            "Shard over more GPUs: a larger --num-shard", "Use a GPU with more memory"]
 
 
 FIXES = {"kv_cache_overflow": _kv, "profiling_peak": _warmup, "batch_misconfiguration": _batch,

@@ -1,6 +1,12 @@
 """What changes between TGI releases for memory, read off the v1.0.0 ... v3.3.7 tags of
 huggingface/text-generation-inference.
 
+- Before 0.9.4 the router does not infer max_batch_total_tokens: it is a launcher Arg with
+  default 16000 (launcher/src/main.rs::main checks max_batch_prefill_tokens and max_total_tokens
+  against it), and the shard's warm-up allocates ceil(max_batch_total_tokens / 16) + 10 blocks
+  before the prefill (models/flash_causal_lm.py::FlashCausalLM.warmup(batch, max_total_tokens));
+  from 0.9.4 warm-up returns the KV capacity it found room for (router/src/main.rs: "Setting max
+  batch total tokens to N").
 - Launcher defaults for max_input_tokens / max_total_tokens / max_batch_prefill_tokens
   (launcher/src/main.rs::main):
   * < 2.0: Args defaults 1024 / 2048 / 4096.
@@ -24,6 +30,15 @@ huggingface/text-generation-inference.
 - Attention backend and block size (models/globals.py; launcher resolve_attention): 16 before
   2.3; from 2.3 flashinfer (block 1) by default, paged (16) below compute capability 8.0,
   flashdecoding (256) for head sizes flashinfer lacks.
+- The launcher checks `max_batch_prefill_tokens >= max_input_tokens` and (with a user
+  max_batch_total_tokens) `max_batch_prefill_tokens <= max_batch_total_tokens` before 2.4.0; from
+  2.4.0 backends/v3/src/main.rs checks them after warm-up (the first one only without chunking).
+- Prefill chunking (models/model.py::Model.__init__: support_chunking and PREFILL_CHUNKING):
+  the code is there from 2.4.1, but models/globals.py defaults PREFILL_CHUNKING to "0" in 2.4.x
+  and to "1" from 3.0.0.
+- CUDA graphs: none before 1.4.0; 1.4.x captures [1, 2, 4, 8, 16, ..., 64] only with
+  --enable-cuda-graphs (models/globals.py ENABLE_CUDA_GRAPHS, default false); from 2.0.0 the
+  launcher defaults --cuda-graphs to [1, 2, 4, 8, 16, 32].
 - From 2.3 the router is backends/v3: a shard max_total_tokens above the inferred KV capacity
   raises V3Error::NotEnoughMemory; before, the router's ArgumentValidation names it.
 """
@@ -54,10 +69,13 @@ class Era:
     warmup_logprobs: bool  # < 3.0: warmup computes log-probs of every prompt token
     attention_backends: bool  # >= 2.3: flashinfer / flashdecoding / paged
     router_v3: bool  # >= 2.3
-    max_new_from_total: bool  # >= 1.1: warmup requests ask max_total - truncate new tokens
+    max_new_from_total: bool  # >= 1.1.1: warmup requests ask max_total - truncate new tokens
     mpe_clamp: bool  # >= 3.0.2: shard default max_total_tokens also capped by max_position_embeddings
     chunking: bool  # >= 2.4.1 shard side prefill chunking (flashinfer / flashdecoding)
     inplace_logsoftmax: bool = False  # >= 2.4.0: prefill log-probs overwrite the lm_head output
+    infers_batch_total: bool = True  # >= 0.9.4: warm-up sizes the KV cache (before: max_batch_total_tokens, 16000)
+    launcher_prefill_checks: bool = False  # < 2.4.0: prefill limits checked by the launcher, before warm-up
+    chunking_default: bool = True  # PREFILL_CHUNKING's default: "1" from 3.0.0, "0" in 2.4.x
 
 
 def era(version: str | None) -> Era:
@@ -84,5 +102,10 @@ def era(version: str | None) -> Era:
         defaults = "compute"
     return Era(version=version or CURRENT, v=v, defaults=defaults, wiggle=wiggle, wiggle_of_total=v >= (3, 0, 0),
                warmup_logprobs=v < (3, 0, 0), attention_backends=v >= (2, 3, 0), router_v3=v >= (2, 3, 0),
-               max_new_from_total=v >= (1, 1, 0), mpe_clamp=v >= (3, 0, 2), chunking=v >= (2, 4, 1),
-               inplace_logsoftmax=v >= (2, 4, 0))
+               max_new_from_total=v >= (1, 1, 1), mpe_clamp=v >= (3, 0, 2), chunking=v >= (2, 4, 1),
+               inplace_logsoftmax=v >= (2, 4, 0), infers_batch_total=v >= (0, 9, 4),
+               launcher_prefill_checks=v < (2, 4, 0), chunking_default=v >= (3, 0, 0))
+
+
+# launcher/src/main.rs Args before 0.9.4: `#[clap(default_value = "16000", long, env)] max_batch_total_tokens: u32`
+LEGACY_BATCH_TOTAL = 16000

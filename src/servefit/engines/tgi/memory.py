@@ -100,7 +100,8 @@ class WarmupBatch:
 def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
                  speculate: int, max_batch_size: int | None) -> WarmupBatch:
     """The router builds requests of `truncate` tokens until max_batch_prefill_tokens; each asks
-    max_total_tokens - truncate new tokens (1 when max_total is left to the shard, 2 before 1.1)
+    max_total_tokens - truncate new tokens (1 when max_total is left to the shard; 2 up to 1.1.0,
+    router/client/src/client.rs::warmup `max_new_tokens: 2`)
     and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
     (FlashCausalLMBatch.from_tokenized)."""
     n = reqs = blocks = longest = 0
@@ -131,15 +132,49 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
     every prompt token gets log-probabilities, so the head output is tokens x vocab; after, one
     row per request."""
     h = model.hidden_size
-    if model.is_moe:
-        inter = (model.moe_intermediate_size or model.intermediate_size) // shards
-        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
-    else:
-        mlp = 3 * (model.intermediate_size // shards)
-    fwd = tokens * (4 * h + mlp) * db
+    fwd = tokens * (4 * h + _mlp_width(model, shards)) * db
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
     head = rows * model.vocab_size * (db + (logprob_extra_bytes(e, db) if rows == tokens else 4)) + tokens * h * db
     return int(fwd + head)
+
+
+def prefill_live_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
+                      prefill_logprobs: bool) -> int:
+    """The most memory the warm-up prefill holds in live tensors at once, the amount whose allocation
+    raises "Not enough memory to handle N prefill tokens": PyTorch's caching allocator frees its
+    cached blocks and retries before a CUDA OOM (c10/cuda/CUDACachingAllocator.cpp,
+    release_cached_blocks), so the layers' freed activations do not count, unlike in what warm-up
+    then reads as free (activation_peak). The peak is one layer's working set or the head's:
+    - the lm_head output, tokens x vocab in the model dtype (rows = requests from 3.0 without
+      prefill log-probabilities); sharded over a vocabulary the shards divide,
+      layers/tensor_parallel.py::TensorParallelHead.forward all-gathers it into `world_out` and
+      returns the transposed view `world_out.T`;
+    - models/flash_causal_lm.py::FlashCausalLM.generate_token's `torch.log_softmax(out, -1)`: its
+      output (before 2.4.0; from 2.4.0 `out=out`, in place), plus the contiguous copy softmax makes
+      of a transposed input (and, with out= on that non-contiguous view, the result it copies back).
+    The 2.2.0 log in benchmarks/accuracy/cases/tgi.yaml (tgi-2301-4xa6000-...) shows it: 46.33 GiB in
+    use = weights + warm-up KV + `world_out` + its copy (+ non-torch memory) when log_softmax's 3.93 GiB
+    output fails."""
+    h = model.hidden_size
+    fwd = tokens * (4 * h + _mlp_width(model, shards)) * db
+    rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
+    gathered = shards > 1 and model.vocab_size % shards == 0 and rows > 1
+    logits = rows * model.vocab_size * db
+    # the head: the last hidden states in, the output out (the shard's slice it gathers, vocab / shards, is
+    # freed before log_softmax's copies, which are larger)
+    head = tokens * h * db + logits
+    if rows == tokens:  # then log_softmax, the hidden states gone
+        head = max(head, logits * (3 if gathered else 1 if e.inplace_logsoftmax else 2))
+    return int(max(fwd, head))
+
+
+def _mlp_width(model: ModelSpec, shards: int) -> int:
+    """Per-token width of one layer's MLP intermediates on a shard (the fused gate_up output and
+    the activated half; fused-MoE intermediates and router logits)."""
+    if model.is_moe:
+        inter = (model.moe_intermediate_size or model.intermediate_size) // shards
+        return model.num_experts_per_tok * 3 * inter + model.num_experts * 2
+    return 3 * (model.intermediate_size // shards)
 
 
 def logprob_extra_bytes(e: Era, db: float) -> float:

@@ -73,7 +73,10 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Re
     block = d.BLOCK.get(attention, 16) if (e.attention_backends or attention == "flashdecoding") else 16
     flash = d.is_flash(model, e)
     speculate = int(s.get("speculate") or 0)
-    chunking = (e.chunking and flash and env.get("PREFILL_CHUNKING", "1").lower() in ("1", "true") and not speculate
+    # models/model.py::Model.__init__: support_chunking and PREFILL_CHUNKING (models/globals.py: default "0" in
+    # 2.4.x, "1" from 3.0.0), off with speculation and off the flashinfer / flashdecoding backends
+    chunk_env = env.get("PREFILL_CHUNKING", "1" if e.chunking_default else "0")
+    chunking = (e.chunking and flash and chunk_env.lower() in ("1", "true") and not speculate
                 and attention in ("flashinfer", "flashdecoding") and model.model_type not in d.NO_CHUNKING)
     max_input = s.get("max_input_tokens", s.get("max_input_length"))
     max_total = s.get("max_total_tokens")
@@ -166,12 +169,12 @@ def launcher_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: in
         if "(" not in msg:  # older launchers do not print the values
             msg += f" (max_input_tokens={a}, max_total_tokens={t})"
         out.append(_input_not_below_total(f"Invalid argument: {msg}", cfg, span_of if span_of in cfg.spans else "max_total_tokens"))
-    if e.v < (2, 3, 0) and a is not None and a > r.prefill:
+    if e.launcher_prefill_checks and a is not None and a > r.prefill:
         out.append(_prefill_below_input(f"Invalid argument: `max_batch_prefill_tokens` must be >= `{in_name}`. "
                         f"Given: {r.prefill} and {a}", cfg, "max_batch_prefill_tokens"))
-    bt = s.get("max_batch_total_tokens")
+    bt = d.batch_total_setting(s, e)
     if bt is not None:
-        if e.v < (2, 4, 1) and r.prefill > bt:
+        if e.launcher_prefill_checks and r.prefill > bt:
             out.append(_prefill_above_batch_total(f"Invalid argument: `max_batch_prefill_tokens` must be <= "
                             f"`max_batch_total_tokens`. Given: {r.prefill} and {bt}", cfg, "max_batch_total_tokens"))
         if t is not None and t > bt:
@@ -256,33 +259,42 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     weights = mem.weights_per_shard(model, db, mem.scheme(r.quantize, model), r.shards)
     ctx = mem.process_overhead(r.attention, r.flash, r.shards)
     batch = mem.warmup_batch(e, r.prefill, r.max_input, r.max_total, r.block, r.speculate, s.get("max_batch_size"))
+    legacy_bt = d.batch_total_setting(s, e) if not e.infers_batch_total else None
+    if legacy_bt is not None and r.flash:
+        # < 0.9.4 models/flash_causal_lm.py::FlashCausalLM.warmup(batch, max_total_tokens): the KV cache is
+        # CacheManager(math.ceil(max_total_tokens / BLOCK_SIZE) + 10 blocks), allocated before the prefill
+        batch.blocks = math.ceil(legacy_bt / r.block) + 10
     warm_kv = batch.blocks * block_bytes
-    act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards,
-                              d.request_logprobs(s, cfg.env))
-    act += mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention)
-    act += mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
-    graphs = s.get("cuda_graphs")
-    sizes = [int(x) for x in graphs if int(x) > 0] if graphs is not None else (
-        [] if r.quantize in ("bitsandbytes", "exl2") else [1, 2, 4, 8, 16, 32])
+    logprobs = d.request_logprobs(s, cfg.env)
+    held = mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention) + \
+        mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
+    act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
+    live = mem.prefill_live_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
+    limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
+    # the allocator keeps freed blocks cached only while it can: past the limit it frees them and retries,
+    # so what stays reserved after the prefill is at most what the limit leaves (and at least the live peak)
+    act = min(act, max(live, limit - weights - warm_kv))
+    sizes = d.cuda_graph_sizes(s, e, r.quantize if e.v >= (2, 3, 0) else s.get("quantize"))
     cg = len(sizes) * mem.GRAPH_BYTES
     res = mem.kv_blocks(e, total, ctx + weights + warm_kv + act, r.fraction, r.wiggle, block_bytes, batch.blocks)
     tokens = res.num_blocks * r.block if r.flash else 0
     budget = int(total * r.fraction * (r.wiggle if e.wiggle_of_total else 1.0))
     kv_bytes = res.kv_bytes if r.flash else 0
-    out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=act, non_torch=ctx,
+    # shown: the live peak a prefill of max_batch_prefill_tokens needs; the rest of what warm-up saw cached is
+    # free again once the KV cache is allocated (models/flash_causal_lm.py::warmup empties the cache first)
+    out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=live, non_torch=ctx,
                               cuda_graphs=cg, kv_cache=kv_bytes,
-                              free_headroom=total - weights - act - ctx - cg - kv_bytes)
+                              free_headroom=total - weights - live - ctx - cg - kv_bytes)
     out.kv_bytes_per_token = bpt
     out.detail = TgiDetail(max_batch_prefill_tokens=r.prefill, attention=r.attention, block_size=r.block,
                            num_shard=r.shards, cuda_memory_fraction=r.fraction, wiggle_room=r.wiggle,
                            support_chunking=r.chunking, flash_attention=r.flash, warmup_prefill_tokens=batch.tokens,
-                           dtype=r.dtype, kv_cache_dtype=r.kv_dtype, quantize=r.quantize)
+                           dtype=r.dtype, kv_cache_dtype=r.kv_dtype, quantize=r.quantize, warmup_activation_bytes=act)
     _assume(out, cfg, model, r)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # clap / launcher refuse
         out.outcome = "rejected_config"
         out.messages += [f"Error: ArgumentValidation({f.message!r})" for f in out.findings if f.code == "TGI003"]
         return _finish(out, r, None, None, None)
-    limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
     if weights > limit:
         out.outcome = "oom_at_load"
         # the shard's own failure, after the launcher's lines (what tune and estimate show as the engine's last word)
@@ -292,16 +304,34 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                  f"{limit / GiB:.2f} GiB: torch.cuda.OutOfMemoryError while loading the shard",
                                  cfg, "model_id"))
         return _finish(out, r, None, None, None)
-    if weights + warm_kv + act > limit:
+    if weights + warm_kv + live > limit:  # the OOM counts live tensors; what stays cached counts for the KV cache
         out.outcome = "oom_at_load"
         msg = (f"Not enough memory to handle {batch.tokens} prefill tokens. You need to decrease "
                "`--max-batch-prefill-tokens`")
+        if legacy_bt is not None and r.flash:  # < 0.9.4 flash_causal_lm.py::FlashCausalLM.warmup's wording
+            msg = (f"Not enough memory to handle {legacy_bt} total tokens with {batch.tokens} prefill tokens. You "
+                   "need to decrease `--max-batch-total-tokens` or `--max-batch-prefill-tokens`")
         out.messages.append(f"RuntimeError: {msg}")
         out.findings.append(_err("TGI008", f"{msg} (weights {weights / GiB:.2f} GiB + warmup KV {warm_kv / GiB:.2f} "
-                                 f"GiB + activations {act / GiB:.2f} GiB exceed {limit / GiB:.2f} GiB per shard)",
+                                 f"GiB + activations {live / GiB:.2f} GiB at their peak exceed {limit / GiB:.2f} GiB per shard)",
                                  cfg, "max_batch_prefill_tokens"))
         return _finish(out, r, None, None, None)
+    if legacy_bt is not None:
+        return _legacy_result(out, cfg, r, batch)
     return _warmup_result(out, cfg, model, r, tokens, res.num_blocks, batch)
+
+
+def _legacy_result(out: MemoryPlan, cfg: EngineConfig, r: Resolved, batch: mem.WarmupBatch) -> MemoryPlan:
+    """< 0.9.4 router/src/main.rs: warm-up with max_batch_total_tokens, then "Connected" (no inferred total)."""
+    bt = d.batch_total_setting(cfg.settings, r.e) or 0
+    kv = batch.blocks * r.block * (out.kv_bytes_per_token or 0) if r.flash else 0
+    out.memory.free_headroom += out.memory.kv_cache - kv
+    out.memory.kv_cache = kv
+    x = detail_of(out)
+    x.max_input_tokens, x.max_total_tokens, x.max_batch_total_tokens, x.kv_cache_blocks = \
+        r.max_input, r.max_total, bt, batch.blocks
+    out.messages.append("Connected")
+    return _finish(out, r, r.max_total, r.max_input, bt)
 
 
 @rule("TGI009", "TGI010", "TGI017", "TGI020")
@@ -313,7 +343,13 @@ def _warmup_result(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Reso
     if r.flash:
         out.messages.append(f"KV-cache blocks: {blocks}, size: {r.block}")
         if max_total is None:  # flash_causal_lm.py::warmup defaults
-            if r.chunking:
+            if r.chunking and e.v < (3, 0, 0):
+                # 2.4.x: max_total_tokens = num_blocks x BLOCK_SIZE, max_input_tokens =
+                # min(num_blocks x BLOCK_SIZE - 1, tokenizer.model_max_length)
+                max_total = tokens
+                if max_input is None:
+                    max_input = min([tokens - 1] + [x for x in (model.model_max_length,) if x])
+            elif r.chunking:
                 caps = [tokens] + [x for x in (model.model_max_length,) if x]
                 if e.mpe_clamp and model.max_position_embeddings:
                     caps.append(model.max_position_embeddings)
@@ -345,20 +381,25 @@ def _warmup_result(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Reso
                                  f"than warmup found room for ({batch_total} tokens)", cfg, "max_total_tokens"))
         return _finish(out, r, max_total, max_input, batch_total)
     out.messages.append(f"Setting max batch total tokens to {batch_total}")
-    if s.get("max_input_tokens", s.get("max_input_length")) is None and e.router_v3:
+    shard_defaults = e.defaults in ("shard", "compute")  # >= 2.4.1 backends/v3/src/main.rs logs what the shard chose
+    if s.get("max_input_tokens", s.get("max_input_length")) is None and shard_defaults:
         out.messages.append(f"Maximum input tokens defaulted to {max_input}")
-    if s.get("max_total_tokens") is None and e.router_v3:
+    if s.get("max_total_tokens") is None and shard_defaults:
         out.messages.append(f"Maximum total tokens defaulted to {max_total}")
+    # checks on what warm-up found: from 2.4.0 backends/v3/src/main.rs "Validate remaining args now that the
+    # backend is known"; before, router/src/main.rs (backends/v3 in 2.3) checks the limits before warm-up (the
+    # launcher's checks) and afterwards only max_total_tokens against the inferred total (TGI009 above)
     router = []
+    post = not e.launcher_prefill_checks
     if max_input >= max_total:
         router.append((_input_not_below_total, "`max_input_tokens` must be < `max_total_tokens`", "max_input_tokens"))
-    if e.v >= (2, 3, 0) and max_input > r.prefill and not r.chunking:
+    if post and max_input > r.prefill and not r.chunking:
         router.append((_prefill_below_input, f"`max_batch_prefill_tokens` must be >= `max_input_tokens`. Given: {r.prefill} "
                        f"and {max_input}", "max_batch_prefill_tokens"))
-    if r.prefill > batch_total:
+    if post and r.prefill > batch_total:
         router.append((_prefill_above_batch_total, f"`max_batch_prefill_tokens` must be <= `max_batch_total_tokens`. Given: "
                        f"{r.prefill} and {batch_total}", "max_batch_prefill_tokens"))
-    if max_total > batch_total:
+    if post and max_total > batch_total:
         router.append((_total_above_batch_total, f"`max_total_tokens` must be <= `max_batch_total_tokens`. Given: {max_total} and "
                        f"{batch_total}", "max_batch_total_tokens"))
     for make, msg, setting in router:
