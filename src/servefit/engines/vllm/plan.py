@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, kv_dsv4, verdicts
+from servefit.engines.vllm import checks, kv_dsv4, unified, verdicts
 from servefit.engines.vllm.architectures import architecture_check
-from servefit.engines.vllm.defaults import batch_defaults
+from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
-from servefit.engines.vllm.era import Era, era, vtuple
+from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
@@ -75,7 +75,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     max_len = s.get("max_model_len") or derived
     if max_len == "auto" and not e.auto_max_model_len:
         max_len = derived
-    d_tokens, d_seqs = batch_defaults(e, gpu.name, gpu.memory_bytes)
+    d_tokens, d_seqs = batch_defaults(e, gpu.name, gpu.memory_bytes, nvml_reports_memory(gpu))
     chunked = s.get("enable_chunked_prefill")
     if chunked is None:
         # V1: on for generative models. V0: on only for max_model_len > 32K (with 512 / 2048 tokens)
@@ -212,6 +212,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
     _assume(out, cfg, model, r, e, state_blocks is not None)
+    out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
 
@@ -225,6 +226,8 @@ def attention_free(model: ModelSpec) -> bool:
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, state_planned: bool) -> None:
     s = cfg.settings
     a = out.assumptions
+    if note := main_build_note(cfg.version):
+        a.append(note)
     if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
         a.append(f"scheduler defaults for this GPU: max_num_seqs={r.max_num_seqs}, "
                  f"max_num_batched_tokens={r.max_num_batched_tokens}")
@@ -292,8 +295,9 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse refuses (VLLM001/002)
         out.outcome = "rejected_config"
     mem = out.memory
-    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
-    if out.outcome == "started" and budget > v.free_at_start and not gpu.unified_memory and e.v1:
+    # in use: --gpu local (NVML; on unified memory the OS's MemAvailable, as vLLM reads it: unified.py)
+    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes
+    if out.outcome == "started" and budget > v.free_at_start and e.v1:
         out.outcome, v.code = "rejected_config", "VLLM020"
         out.messages.append(f"Free memory on device ({v.free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on "
                             f"startup is less than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
