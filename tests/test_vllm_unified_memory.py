@@ -144,3 +144,38 @@ def test_gpu_local_on_a_gb10_reads_the_os_memory_as_vllm_does(nvml, capsys, tmp_
     assert rc == 2 and capsys.readouterr().err == (
         f"servefit: error: --gpu local: NVML reports no memory for this GPU and {meminfo} gives no MemTotal / "
         "MemAvailable; pass --gpu NAME instead\n")
+
+
+def test_up_to_011_the_checkpoint_in_the_page_cache_counts_against_the_kv_cache():
+    """0.11 reads CUDA's free memory (MemFree on GB10): the files read while loading stay in the page
+    cache and count as non-torch growth; from 0.12 MemAvailable leaves them out. --load-format dummy
+    reads no file."""
+    argv = "vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.9"
+    _, old = plan(argv, GB10, "0.11.0")
+    _, new = plan(argv, GB10, "0.12.0")
+    _, dummy = plan(argv + " --load-format dummy", GB10, "0.11.0")
+    _, h100 = plan(argv, lookup("H100"), "0.11.0")
+    assert old.memory.non_torch == dummy.memory.non_torch + old.memory.weights == h100.memory.non_torch + old.memory.weights
+    assert new.memory.non_torch == dummy.memory.non_torch
+    m = old.memory
+    assert old.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch
+    [note] = [a for a in old.assumptions if a.startswith("unified memory")]
+    assert note.endswith("planned with an empty page cache at start (as after `sync; echo 3 > /proc/sys/vm/drop_caches`"
+                         "), so the checkpoint files read while loading count against the KV cache as non-torch "
+                         "memory, taken as the weights' size")
+
+
+def test_the_page_cache_is_not_an_out_of_memory():
+    """A 33B-class model in bf16 (62 GiB) loads on a GB10; on 0.11 its files in the page cache leave no KV
+    budget, and vLLM says so: the cache is reclaimable, so it is not an out-of-memory at load."""
+    from servefit.models.spec import ModelSpec
+
+    m = ModelSpec(name="x/y-33b", architecture="LlamaForCausalLM", model_type="llama", num_hidden_layers=56,
+                  hidden_size=7168, num_attention_heads=56, num_key_value_heads=8, head_dim=128,
+                  intermediate_size=20480, vocab_size=128256, max_position_embeddings=32768)
+    cfg = ENGINE.parse(site_from_argv("vllm serve x/y-33b --max-model-len 8192".split()), "0.11.0")
+    p = ENGINE.plan(cfg, m, GB10, 1)
+    assert 60 * GiB < p.memory.weights < 65 * GiB
+    assert p.outcome == "no_kv_memory" and p.detail.available_kv_cache_bytes < 0
+    cfg = ENGINE.parse(site_from_argv("vllm serve x/y-33b --max-model-len 8192".split()), "0.12.0")
+    assert ENGINE.plan(cfg, m, GB10, 1).outcome == "started"

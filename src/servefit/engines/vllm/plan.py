@@ -180,6 +180,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
+        non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
@@ -303,7 +304,9 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
                             f"startup is less than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
     if out.outcome == "started" and mem.weights + CUDA_CONTEXT > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
-    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch + CUDA_CONTEXT > gpu.memory_bytes:
+    cached = unified.page_cache(gpu, e, mem.weights, cfg.settings)  # reclaimable: the budget counts it, no OOM
+    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + CUDA_CONTEXT \
+            > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
     if attention_free(model) or not any(g.layers for g in lay.groups):
         out.max_model_len = max_len
