@@ -179,3 +179,15 @@ def test_the_page_cache_is_not_an_out_of_memory():
     assert p.outcome == "no_kv_memory" and p.detail.available_kv_cache_bytes < 0
     cfg = ENGINE.parse(site_from_argv("vllm serve x/y-33b --max-model-len 8192".split()), "0.12.0")
     assert ENGINE.plan(cfg, m, GB10, 1).outcome == "started"
+
+
+@pytest.mark.parametrize("name", ["ASUS Ascent GX10", "Dell Pro Max GB10", "Lenovo ThinkStation PGX", "MSI EdgeXpert",
+                                  "HP ZGX Nano", "Gigabyte AI TOP ATOM", "Acer Veriton GN100"])
+def test_oem_gb10_systems_are_the_gb10_by_a_stated_assumption(name):
+    from servefit.hardware.catalog import catalog_assumption
+
+    gpu = lookup(name)
+    assert gpu is not None and gpu.key == "dgx-spark" and gpu.memory_bytes == 124611 * MiB
+    assert catalog_assumption(gpu, name) == ("a GB10 system other than the DGX Spark taken to report the DGX Spark's "
+                                             "121.69 GiB (the same 128 GB; its own total was not seen in a log)")
+    assert catalog_assumption(gpu, "DGX Spark") is None
