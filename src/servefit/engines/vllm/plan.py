@@ -27,6 +27,7 @@ from servefit.engines.vllm.profile import (
     activation_peak,
     compile_cache_note,
     encoder_profile,
+    flashinfer_sampler,
     graph_estimate,
     graph_memory,
     logged_activation,
@@ -178,7 +179,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         last = st == r.pp - 1
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
-        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2)
+        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
+                                                              bool(flashinfer_sampler(r, cfg.env)))
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
@@ -241,6 +243,8 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
                  f"request); earlier releases may pack them differently")
     a.append("activation peak, non-torch memory and CUDA-graph memory are predicted from terms calibrated on "
              "public start-up logs; vLLM measures them at start")
+    if note := sampler_note(model, r, e, cfg):
+        a.append(note)
     if not e.cudagraph_subtracted and not r.enforce_eager:
         a.append("CUDA graphs are captured after the KV cache is sized (not subtracted before 0.20)")
     if note := compile_cache_note(r, e, s):
@@ -268,6 +272,20 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
     if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
         # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
+
+
+def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> str | None:
+    """0.9.2 - 0.11 sample with FlashInfer where it is installed (profile.FLASHINFER_SAMPLER_BYTES_PER_LOGIT):
+    planned with PyTorch's sampler; say how much KV cache FlashInfer's smaller profile would add."""
+    if not e.v1 or attention_free(model) or flashinfer_sampler(r, cfg.env) is not None:
+        return None
+    v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
+    native, fi = (activation_peak(model, r, True, True, cfg.settings, v2, f) for f in (False, True))
+    if native - fi < 0.01 * GiB:
+        return None
+    return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
+            f"installed (vLLM's Docker image has it) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
+            f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")
 
 
 def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lays,
