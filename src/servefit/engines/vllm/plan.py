@@ -284,7 +284,7 @@ def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> st
     if native - fi < 0.01 * GiB:
         return None
     return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
-            f"installed (vLLM's Docker image has it) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
+            f"installed (optional before 0.12) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
             f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")
 
 

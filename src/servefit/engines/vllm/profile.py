@@ -52,12 +52,13 @@ V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
 # probabilities, 2 + 4 + 4 + 4 bytes per logit, where the native path's sort (values and int64
 # indices, plus the sort's scratch) gives the 39 above. Which one profiles, per release
 # (TopKTopPSampler.__init__): 0.9.2 - 0.11 use FlashInfer whenever FlashInfer >= 0.2.3 is installed
-# (the vllm/vllm-openai image; a pip install only with the [flashinfer] extra, a dependency from 0.12)
-# unless VLLM_USE_FLASHINFER_SAMPLER=0; 0.12 - 0.20 only with VLLM_USE_FLASHINFER_SAMPLER=1 (read in the
+# (an optional extra of the pip package before 0.12, a dependency from 0.12) unless
+# VLLM_USE_FLASHINFER_SAMPLER=0; 0.12 - 0.20 only with VLLM_USE_FLASHINFER_SAMPLER=1 (read in the
 # 0.12.0, 0.13.0, 0.19.1 and 0.20.0 wheels). From
 # 0.16 the calibrated 15 stands for either. The dennislee22 0.10.1.1 calibration logs (Qwen2-7B, 256
 # requests) profile about 0.44 GiB where 39 bytes give 1.41 (12 bytes: FlashInfer was installed); the
-# llm-d 0.11.0 logs profile the native 39 (it was not, or was turned off).
+# llm-d logs, run in the vllm/vllm-openai:v0.11.0 image, profile the native 39: which one ran depends on
+# the install, not on the command, so without the variable the plan keeps 39 and says so.
 FLASHINFER_SAMPLER_BYTES_PER_LOGIT = 14
 FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
 # A V1 engine compiles the model (torch.compile, Inductor) in the first forward of its profile
