@@ -4,6 +4,7 @@ and shapes, answering from the JSON file named by FAKE_NVML (see tests/test_loca
 {"devices": [{"name": ..., "uuid": ..., "total": B, "reserved": B, "free": B, "cc": [8, 9],
               "mig": [{"name": "3g.40gb", "uuid": "MIG-...", "total": B, "reserved": 0, "free": B}, ...]}],
  "init_error": "...", "no_v2": true}
+A device with "no_memory": true answers every memory query "Not Supported", as a GB10 (DGX Spark) does.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def nvmlDeviceGetUUID(handle) -> str:
 
 def nvmlDeviceGetMemoryInfo(handle, version=None):
     d = _dev(handle)
+    if d.get("no_memory"):
+        raise NVMLError("Not Supported")
     total, reserved, free = d["total"], d.get("reserved", 0), d["free"]
     if version is None:
         return SimpleNamespace(total=total, free=free, used=total - free)

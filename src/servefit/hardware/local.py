@@ -37,6 +37,7 @@ class Device:
     board_total: int  # NVML's total (nvidia-smi's figure)
     compute_capability: int  # 89 for 8.9; 0 when NVML does not say
     mig: bool = False
+    system_memory: bool = False  # NVML gives no memory (GB10): the OS's figures, as vLLM reads them
 
     @property
     def in_use(self) -> int:
@@ -56,14 +57,40 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _memory(nv: Any, handle: Any) -> tuple[int, int, int]:
-    """(CUDA's total, free, the board total) in bytes."""
+MEMINFO = "/proc/meminfo"
+
+
+def _memory(nv: Any, handle: Any) -> tuple[int, int, int] | None:
+    """(CUDA's total, free, the board total) in bytes; None where NVML gives no memory for the device."""
     try:
         m = nv.nvmlDeviceGetMemoryInfo(handle, version=nv.nvmlMemory_v2)
         return int(m.total) - int(m.reserved), int(m.free), int(m.total)
     except (AttributeError, TypeError, nv.NVMLError):  # an old driver or binding: v1, no reserve
-        m = nv.nvmlDeviceGetMemoryInfo(handle)
+        try:
+            m = nv.nvmlDeviceGetMemoryInfo(handle)
+        except nv.NVMLError:  # "Not Supported" on a unified-memory GB10 (DGX Spark)
+            return None
         return int(m.total), int(m.free), int(m.total)
+
+
+def system_memory(path: str | None = None) -> tuple[int, int]:
+    """(MemTotal, MemAvailable) in bytes: on a unified-memory GPU CUDA's total is MemTotal, and from
+    0.12 vLLM takes MemAvailable as the free memory (vllm/utils/mem_utils.py::MemorySnapshot.measure,
+    psutil.virtual_memory().available)."""
+    fields: dict[str, int] = {}
+    try:
+        with open(path or MEMINFO, encoding="ascii") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if parts and parts[0].isdigit():
+                    fields[key] = int(parts[0]) * (1024 if parts[1:2] == ["kB"] else 1)
+    except OSError:
+        pass
+    if "MemTotal" not in fields or "MemAvailable" not in fields:
+        raise UsageError(f"--gpu local: NVML reports no memory for this GPU and {path or MEMINFO} gives no "
+                         "MemTotal / MemAvailable; pass --gpu NAME instead")
+    return fields["MemTotal"], fields["MemAvailable"]
 
 
 def _cc(nv: Any, handle: Any) -> int:
@@ -76,9 +103,14 @@ def _cc(nv: Any, handle: Any) -> int:
 
 def _device(nv: Any, handle: Any, index: str, name: str | None = None, cc: int | None = None,
             mig: bool = False) -> Device:
-    total, free, board = _memory(nv, handle)
+    mem = _memory(nv, handle)
+    if mem is None:
+        total, free = system_memory()
+        board = total
+    else:
+        total, free, board = mem
     return Device(index, name or _text(nv.nvmlDeviceGetName(handle)), _text(nv.nvmlDeviceGetUUID(handle)),
-                  total, free, board, _cc(nv, handle) if cc is None else cc, mig)
+                  total, free, board, _cc(nv, handle) if cc is None else cc, mig, system_memory=mem is None)
 
 
 @lru_cache(maxsize=1)
@@ -148,11 +180,14 @@ def target() -> tuple[GpuSpec, int]:
     cc = d.compute_capability or (known.compute_capability if known else 0)
     others = {x.name for x in devs[1:]} - {d.name}
     note = f"; the other visible GPUs differ ({', '.join(sorted(others))}): sized as the first" if others else ""
-    source = (f"--gpu local: NVML device {d.index} ({d.uuid}), {d.total / 2**30:.2f} GiB as CUDA reports it, "
-              f"{d.in_use / 2**30:.2f} GiB in use{note}")
+    where = ("the system's memory (NVML reports none for this unified-memory GPU): "
+             f"{d.total / 2**30:.2f} GiB total, {d.in_use / 2**30:.2f} GiB not available (MemTotal - MemAvailable)"
+             if d.system_memory else
+             f"{d.total / 2**30:.2f} GiB as CUDA reports it, {d.in_use / 2**30:.2f} GiB in use")
+    source = f"--gpu local: NVML device {d.index} ({d.uuid}), {where}{note}"
     spec = GpuSpec(key=known.key if known and not d.mig else NAME, name=d.name, vendor="nvidia",
                    memory_bytes=d.total, compute_capability=cc, fp8=cc >= 89, bf16=cc >= 80,
-                   unified_memory=known.unified_memory if known else False, nvls=bool(known and known.nvls),
+                   unified_memory=bool((known and known.unified_memory) or d.system_memory), nvls=bool(known and known.nvls),
                    aliases=[], source=NAME, memory_source=source, smi_memory_bytes=d.board_total,
                    in_use_bytes=d.in_use)
     return spec, len(devs)

@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 from servefit.engines.vllm.era import Era, vtuple
+from servefit.hardware.spec import GpuSpec
 
 
-def batch_defaults(era: Era, gpu_name: str, gpu_bytes: int) -> tuple[int, int]:
+def batch_defaults(era: Era, gpu_name: str, gpu_bytes: int, nvml_memory: bool = True) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) for `vllm serve`
-    (engine/arg_utils.py::EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER)."""
+    (engine/arg_utils.py::EngineArgs.get_batch_defaults, UsageContext.OPENAI_API_SERVER). The tiers
+    read the device's memory through NVML (platforms/cuda.py::NvmlCudaPlatform.
+    get_device_total_memory); where NVML does not report memory (`nvml_memory` False: GB10, whose
+    nvmlDeviceGetMemoryInfo is NOT_SUPPORTED) the query raises up to 0.32 and get_batch_defaults falls
+    back to 0 bytes, the small tier; 0.33 reads CUDA's total instead and keeps GB10 on the small tier
+    by its compute capability (is_gb10). Either way GB10 is on the small tier."""
     v = vtuple(era.version)
     if not era.v1:
         return 2048, 256  # V0 SchedulerConfig defaults (adjusted for chunked prefill by the caller)
+    if not nvml_memory:
+        return 2048, 256
     gib = gpu_bytes / 2**30
     if era.big_gpu_tier and gib >= 160:
         return 16384, 1024
-    # the A100 exclusion arrived in 0.9 (engine/arg_utils.py, 0.8.5 vs 0.9.2); GB10 in 0.33
-    big = gib >= 70 and (v < (0, 9, 0) or "a100" not in gpu_name.lower())
-    if big and not (era.big_gpu_tier and "gb10" in gpu_name.lower()):
+    # the A100 exclusion arrived in 0.9 (engine/arg_utils.py, 0.8.5 vs 0.9.2)
+    if gib >= 70 and (v < (0, 9, 0) or "a100" not in gpu_name.lower()):
         return 8192, 1024
     return 2048, 256
+
+
+def nvml_reports_memory(gpu: GpuSpec) -> bool:
+    """Whether NVML gives the device's memory: not on GB10 (DGX Spark and its OEM twins: unified
+    memory at compute capability 12.1), where nvidia-smi shows the memory as not supported."""
+    return not (gpu.vendor == "nvidia" and gpu.unified_memory and gpu.compute_capability == 121)
 
 
 def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,

@@ -8,6 +8,7 @@ known exactly the nearer documented release is used and said in the assumptions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from servefit.engines.base import version_tuple
 
@@ -15,7 +16,38 @@ CURRENT = "0.33.0"
 
 
 def vtuple(version: str) -> tuple[int, int, int]:
-    return version_tuple(version, CURRENT)
+    """The release whose behaviour a version has: the version itself, or for a build of the main
+    branch numbered after a minor's last release (see main_build) the next minor's first release."""
+    return main_build(version) or version_tuple(version, CURRENT)
+
+
+@lru_cache(maxsize=256)
+def main_build(version: str | None) -> tuple[int, int, int] | None:
+    """A pre-release build numbered past the last release of its minor (`0.19.2rc1.dev134`: no 0.19.2
+    was released; 0.19.1 was the last) is main on its way to the next minor, and behaves as that
+    release does (the 0.19.2rc1.dev134 log's gpu_worker.py line numbers are 0.20.0's, with 0.20's
+    CUDA-graph profiling default). None for releases and for builds of a released version (their
+    release branch: `0.10.1.dev101`, `0.6.4.post2.dev`). Releases from data/engines/vllm_history.yaml."""
+    if not version or not any(t in version for t in ("rc", "dev")):
+        return None
+    from servefit.engines.options import load_table
+
+    x, y, z = version_tuple(version, CURRENT)
+    released = [version_tuple(r, CURRENT) for r in load_table("vllm").releases]
+    last = max((r[2] for r in released if r[:2] == (x, y)), default=None)
+    if last is None or z <= last or not any(r[:2] == (x, y + 1) for r in released):
+        return None
+    return x, y + 1, 0
+
+
+def main_build_note(version: str | None) -> str | None:
+    """The assumption main_build makes, in the user's words."""
+    planned = main_build(version)
+    if planned is None:
+        return None
+    x, y, z = version_tuple(version, CURRENT)
+    return (f"vLLM {version} is a build of the main branch after the last {x}.{y} release ({x}.{y}.{z} was never "
+            f"released): planned as {'.'.join(map(str, planned))}, the release it led to")
 
 
 @dataclass(frozen=True)
@@ -63,7 +95,7 @@ def era(version: str | None, env: dict[str, str] | None = None) -> Era:
         hybrid_kv_manager=v >= (0, 9, 1),
         swa_in_flight_batches=2 if v >= (0, 33, 0) else 1,
         auto_max_model_len=v >= (0, 20, 0),
-        big_gpu_tier=v >= (0, 33, 0),
+        big_gpu_tier=v >= (0, 28, 0),  # engine/arg_utils.py::get_batch_defaults (0.27.1 vs 0.28.0)
         yarn_uses_original=v < (0, 33, 0),
         capture_stride16=v >= (0, 12, 0),
         has_bnb_gguf=v < (0, 33, 0),

@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, kv_dsv4, verdicts
+from servefit.engines.vllm import checks, kv_dsv4, unified, verdicts
 from servefit.engines.vllm.architectures import architecture_check
-from servefit.engines.vllm.defaults import batch_defaults
+from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
-from servefit.engines.vllm.era import Era, era, vtuple
+from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
@@ -27,6 +27,7 @@ from servefit.engines.vllm.profile import (
     activation_peak,
     compile_cache_note,
     encoder_profile,
+    flashinfer_sampler,
     graph_estimate,
     graph_memory,
     logged_activation,
@@ -75,7 +76,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     max_len = s.get("max_model_len") or derived
     if max_len == "auto" and not e.auto_max_model_len:
         max_len = derived
-    d_tokens, d_seqs = batch_defaults(e, gpu.name, gpu.memory_bytes)
+    d_tokens, d_seqs = batch_defaults(e, gpu.name, gpu.memory_bytes, nvml_reports_memory(gpu))
     chunked = s.get("enable_chunked_prefill")
     if chunked is None:
         # V1: on for generative models. V0: on only for max_model_len > 32K (with 512 / 2048 tokens)
@@ -178,8 +179,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         last = st == r.pp - 1
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
-        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2)
+        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
+                                                              bool(flashinfer_sampler(r, cfg.env)))
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
+        non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
@@ -212,6 +215,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
     _assume(out, cfg, model, r, e, state_blocks is not None)
+    out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
 
@@ -225,6 +229,8 @@ def attention_free(model: ModelSpec) -> bool:
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, state_planned: bool) -> None:
     s = cfg.settings
     a = out.assumptions
+    if note := main_build_note(cfg.version):
+        a.append(note)
     if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
         a.append(f"scheduler defaults for this GPU: max_num_seqs={r.max_num_seqs}, "
                  f"max_num_batched_tokens={r.max_num_batched_tokens}")
@@ -237,6 +243,8 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
                  f"request); earlier releases may pack them differently")
     a.append("activation peak, non-torch memory and CUDA-graph memory are predicted from terms calibrated on "
              "public start-up logs; vLLM measures them at start")
+    if note := sampler_note(model, r, e, cfg):
+        a.append(note)
     if not e.cudagraph_subtracted and not r.enforce_eager:
         a.append("CUDA graphs are captured after the KV cache is sized (not subtracted before 0.20)")
     if note := compile_cache_note(r, e, s):
@@ -266,6 +274,20 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
 
 
+def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> str | None:
+    """0.9.2 - 0.11 sample with FlashInfer where it is installed (profile.FLASHINFER_SAMPLER_BYTES_PER_LOGIT):
+    planned with PyTorch's sampler; say how much KV cache FlashInfer's smaller profile would add."""
+    if not e.v1 or attention_free(model) or flashinfer_sampler(r, cfg.env) is not None:
+        return None
+    v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
+    native, fi = (activation_peak(model, r, True, True, cfg.settings, v2, f) for f in (False, True))
+    if native - fi < 0.01 * GiB:
+        return None
+    return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
+            f"installed (optional before 0.12) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
+            f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")
+
+
 def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lays,
              num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
     """The outcome of the start-up and vLLM's log lines; then the findings that say so (verdicts.py)
@@ -292,14 +314,17 @@ def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec,
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse refuses (VLLM001/002)
         out.outcome = "rejected_config"
     mem = out.memory
-    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes  # in use: --gpu local (NVML)
-    if out.outcome == "started" and budget > v.free_at_start and not gpu.unified_memory and e.v1:
+    # in use: --gpu local (NVML; on unified memory the OS's MemAvailable, as vLLM reads it: unified.py)
+    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes
+    if out.outcome == "started" and budget > v.free_at_start and e.v1:
         out.outcome, v.code = "rejected_config", "VLLM020"
         out.messages.append(f"Free memory on device ({v.free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on "
                             f"startup is less than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
     if out.outcome == "started" and mem.weights + CUDA_CONTEXT > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
-    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch + CUDA_CONTEXT > gpu.memory_bytes:
+    cached = unified.page_cache(gpu, e, mem.weights, cfg.settings)  # reclaimable: the budget counts it, no OOM
+    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + CUDA_CONTEXT \
+            > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
     if attention_free(model) or not any(g.layers for g in lay.groups):
         out.max_model_len = max_len

@@ -46,6 +46,21 @@ SAMPLER_BYTES_PER_LOGIT_016 = 15
 # is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is that of a first start
 # that compiled the model (see COLD_COMPILE_GIB).
 V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
+# FlashInfer's top-k/top-p sampler (v1/sample/ops/topk_topp_sampler.py::flashinfer_sample ->
+# flashinfer.sampling.top_k_top_p_sampling_from_logits, read in the 0.10.0 and 0.12.0 wheels) sorts
+# nothing: it holds the model-dtype logits, their fp32 copy, the top-k-masked logits and the
+# probabilities, 2 + 4 + 4 + 4 bytes per logit, where the native path's sort (values and int64
+# indices, plus the sort's scratch) gives the 39 above. Which one profiles, per release
+# (TopKTopPSampler.__init__): 0.9.2 - 0.11 use FlashInfer whenever FlashInfer >= 0.2.3 is installed
+# (an optional extra of the pip package before 0.12, a dependency from 0.12) unless
+# VLLM_USE_FLASHINFER_SAMPLER=0; 0.12 - 0.20 only with VLLM_USE_FLASHINFER_SAMPLER=1 (read in the
+# 0.12.0, 0.13.0, 0.19.1 and 0.20.0 wheels). From
+# 0.16 the calibrated 15 stands for either. The dennislee22 0.10.1.1 calibration logs (Qwen2-7B, 256
+# requests) profile about 0.44 GiB where 39 bytes give 1.41 (12 bytes: FlashInfer was installed); the
+# llm-d logs, run in the vllm/vllm-openai:v0.11.0 image, profile the native 39: which one ran depends on
+# the install, not on the command, so without the variable the plan keeps 39 and says so.
+FLASHINFER_SAMPLER_BYTES_PER_LOGIT = 14
+FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
 # A V1 engine compiles the model (torch.compile, Inductor) in the first forward of its profile
 # (v1/worker/gpu_worker.py::Worker.determine_available_memory runs model_runner.profile_run inside
 # utils/mem_utils.py::memory_profiling). With an empty compile cache the compilation's temporaries
@@ -221,8 +236,23 @@ def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> 
                            max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill)
 
 
+def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
+    """Whether the dummy sampler run uses FlashInfer's sampler before 0.16 (see
+    FLASHINFER_SAMPLER_BYTES_PER_LOGIT): decided by VLLM_USE_FLASHINFER_SAMPLER where set; None where
+    it depends on whether FlashInfer is installed (0.9.2 - 0.11 without the variable)."""
+    val = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
+    lo, hi = FLASHINFER_SAMPLER_BY_DEFAULT
+    if val is not None and r.version >= lo:
+        try:
+            return bool(int(val))
+        except ValueError:  # vLLM's int() raises at start: nothing to plan differently
+            return False
+    return None if lo <= r.version < hi else False
+
+
 def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
-                    settings: dict | None = None, v2_runner: bool = False) -> int:
+                    settings: dict | None = None, v2_runner: bool = False,
+                    flashinfer: bool | None = False) -> int:
     """Peak of profile_run on the rank that samples: a forward of max_num_batched_tokens (gated MLP
     or fused-MoE intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens)
     requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run). V0 runs
@@ -232,7 +262,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
     held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens.
     Model Runner V2 before 0.33 holds only the model-dtype logits in its sampler (see
-    V2_RUNNER_SAMPLER_UNTIL)."""
+    V2_RUNNER_SAMPLER_UNTIL); `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler)."""
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
@@ -247,6 +277,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
         per_logit = db
+    elif v1 and r.version < (0, 16, 0) and flashinfer:
+        per_logit = FLASHINFER_SAMPLER_BYTES_PER_LOGIT
     elif v1 and r.version >= (0, 16, 0):
         per_logit = SAMPLER_BYTES_PER_LOGIT_016
     else:
