@@ -183,7 +183,7 @@ def _tiny_fresh(tmp_path, monkeypatch):
     (tmp_path / "fresh.yaml").write_text(yaml.safe_dump([{
         "ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
         "source": "https://github.com/o/r/blob/0000000000000000000000000000000000000000/f#L1"}]))
-    for part in (*bench.HELD_OUT, bench.CALIBRATION3, bench.CALIBRATION4):
+    for part in (*bench.HELD_OUT, bench.CALIBRATION3, bench.CALIBRATION4, bench.CALIBRATION5):
         monkeypatch.setitem(bench.PARTS, part, str(tmp_path / "fresh.yaml"))
 
 
@@ -202,7 +202,7 @@ def test_cli_prints_every_part_separately(capsys, tmp_path, monkeypatch):
 
 SECOND_BATCH = (bench.CALIBRATION3, bench.FRESH2)
 KINDS = {"shell", "k8s", "helm-values", "compose", "compose-env", "dockerfile", "systemd", "modelfile", "llama-swap",
-         "skypilot", "ci-workflow", "terraform"}
+         "skypilot", "ci-workflow", "terraform", "slurm"}
 
 
 def _rows(part):
@@ -260,6 +260,25 @@ def test_third_batch_shape_and_split():
     assert {"k8s", "helm-values", "compose", "systemd", "llama-swap", "modelfile", "dockerfile"} <= kinds, kinds
 
 
+FOURTH_BATCH = (bench.CALIBRATION5, bench.FRESH4)
+
+
+def test_fourth_batch_shape_and_split():
+    """The fourth 2026-11-28 batch: calibration-5 (even) and fresh-4 (odd), from repositories none of the seven
+    earlier parts has; at least 120 references, at most 3 a repository, every engine (SGLang and TGI at least 12
+    each) and the file kinds beyond scripts represented."""
+    batch = _batch(FOURTH_BATCH, (*bench.HALVES, bench.FRESH, *SECOND_BATCH, *THIRD_BATCH))
+    assert len(batch) >= 120
+    for engine in bench.ENGINES:
+        assert sum(r["engine"] == engine for r in batch) >= 12, engine
+    per_repo: dict[str, int] = {}
+    for r in batch:
+        per_repo[bench._repo(r["source"])] = per_repo.get(bench._repo(r["source"]), 0) + 1
+    assert max(per_repo.values()) <= 3, max(per_repo.items(), key=lambda kv: kv[1])
+    kinds = {r["kind"] for r in batch}
+    assert {"k8s", "helm-values", "compose", "systemd", "llama-swap", "modelfile", "dockerfile", "slurm"} <= kinds, kinds
+
+
 def test_held_out_repositories_appear_in_no_other_file():
     """No repository of the fresh part has a line in any other file; none of fresh-2's or fresh-3's has one in
     any file gathered before its batch (a batch's lines are split per line, so a repository can have lines in
@@ -276,6 +295,10 @@ def test_held_out_repositories_appear_in_no_other_file():
         for mine in THIRD_BATCH:
             assert not repos[mine] & repos[part], (mine, part, sorted(repos[mine] & repos[part]))
     assert repos[bench.FRESH3] - repos[bench.CALIBRATION4]
+    for part in (*bench.HALVES, bench.FRESH, *SECOND_BATCH, *THIRD_BATCH):  # the fourth batch likewise
+        for mine in FOURTH_BATCH:
+            assert not repos[mine] & repos[part], (mine, part, sorted(repos[mine] & repos[part]))
+    assert repos[bench.FRESH4] - repos[bench.CALIBRATION5]
 
 
 def test_second_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
@@ -300,6 +323,9 @@ def test_second_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
                       "calibration part):",
                       "calibration-4:", "fresh-3 (held out, gathered 2026-11-28, third batch):",
                       "fresh-3-unseen-repos (held out, gathered 2026-11-28, third batch, repositories in no "
+                      "calibration part):",
+                      "calibration-5:", "fresh-4 (held out, gathered 2026-11-28, fourth batch):",
+                      "fresh-4-unseen-repos (held out, gathered 2026-11-28, fourth batch, repositories in no "
                       "calibration part):"]
 
 
@@ -325,6 +351,30 @@ def test_third_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
                        "calibration part):\n", 1)[1]
     assert re.match(r"  tgi +1/1 +sized offline", unseen)
     assert "fresh-2" not in out and "calibration" not in out.replace("in no calibration part", "")
+
+
+def test_fourth_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
+    """calibration-5 and fresh-4 print on their own; fresh-4-unseen-repos counts only fresh-4 lines whose
+    repository calibration-5 (and every calibration part before it) lacks."""
+    _tiny_fresh(tmp_path, monkeypatch)
+
+    def entry(repo):
+        return {"ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
+                "source": f"https://github.com/{repo}/blob/{'0' * 40}/f#L1"}
+    (tmp_path / "cal5.yaml").write_text(yaml.safe_dump([entry("a/seen")]))
+    (tmp_path / "fresh4.yaml").write_text(yaml.safe_dump([entry("a/seen"), entry("b/unseen"), entry("c/unseen")]))
+    monkeypatch.setitem(bench.PARTS, bench.CALIBRATION5, str(tmp_path / "cal5.yaml"))
+    monkeypatch.setitem(bench.PARTS, bench.FRESH4, str(tmp_path / "fresh4.yaml"))
+    assert bench.main(["--half", "calibration5", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert re.match(r"calibration-5:\n  tgi +1/1 +sized offline", out) and "fresh" not in out
+    assert bench.main(["--half", "fresh4", "--engine", "tgi"]) == 0
+    out = capsys.readouterr().out
+    assert re.match(r"fresh-4 \(held out, gathered 2026-11-28, fourth batch\):\n  tgi +3/3 +sized offline", out)
+    unseen = out.split("fresh-4-unseen-repos (held out, gathered 2026-11-28, fourth batch, repositories in no "
+                       "calibration part):\n", 1)[1]
+    assert re.match(r"  tgi +2/2 +sized offline", unseen)
+    assert "fresh-3" not in out and "calibration" not in out.replace("in no calibration part", "")
 
 
 def test_half_fresh_prints_only_the_fresh_part(capsys, tmp_path, monkeypatch):

@@ -1,7 +1,8 @@
 """Share of real deployment files' model references that servefit sizes offline.
 
-    python benchmarks/models/run.py [--engine vllm] [--half calibration|heldout|fresh|calibration3|fresh2|calibration4|fresh3|all]
-                                    [-v] [--json]
+    python benchmarks/models/run.py [--engine vllm]
+        [--half calibration|heldout|fresh|calibration3|fresh2|calibration4|fresh3|calibration5|fresh4|all]
+        [-v] [--json]
 
 Each reference in calibration.yaml / heldout.yaml (gathered from public deployment files, see
 README.md; heldout.yaml was held out until 2026-11-28 and is printed as "calibration-2" since) and
@@ -10,7 +11,9 @@ has, reported on its own as "fresh"), and in the second batch gathered the same 
 none of those files has (split by sha256(source): calibration3.yaml, "calibration-3", open for study;
 heldout_2026-11-28b.yaml, "fresh-2", held out), and in the third batch gathered the same day from
 repositories none of those files has (split the same way: calibration4.yaml, "calibration-4", open for
-study; heldout_2026-11-28c.yaml, "fresh-3", held out) is put on the command line of its engine
+study; heldout_2026-11-28c.yaml, "fresh-3", held out), and in the fourth batch gathered the same day from
+repositories none of those files has (split the same way: calibration5.yaml, "calibration-5", open for
+study; heldout_2026-11-28d.yaml, "fresh-4", held out) is put on the command line of its engine
 (`vllm serve REF`, `llama-server -m REF` or `-hf REF`, `ollama run REF`,
 `text-generation-launcher --model-id REF`, `python -m sglang.launch_server --model-path REF`) and
 resolved the way `servefit lint` and `estimate` resolve a server's model (pipeline.evaluate: the
@@ -62,10 +65,14 @@ FRESH2 = "fresh2"
 # the third batch of 2026-11-28 (repositories in none of the files above), split the same way
 CALIBRATION4 = "calibration4"
 FRESH3 = "fresh3"
+# the fourth batch of 2026-11-28 (repositories in none of the files above), split the same way
+CALIBRATION5 = "calibration5"
+FRESH4 = "fresh4"
 PARTS = {"calibration": "calibration.yaml", "heldout": "heldout.yaml", FRESH: "heldout_2026-11-28.yaml",
          CALIBRATION3: "calibration3.yaml", FRESH2: "heldout_2026-11-28b.yaml",
-         CALIBRATION4: "calibration4.yaml", FRESH3: "heldout_2026-11-28c.yaml"}
-HELD_OUT = (FRESH, FRESH2, FRESH3)
+         CALIBRATION4: "calibration4.yaml", FRESH3: "heldout_2026-11-28c.yaml",
+         CALIBRATION5: "calibration5.yaml", FRESH4: "heldout_2026-11-28d.yaml"}
+HELD_OUT = (FRESH, FRESH2, FRESH3, FRESH4)
 TITLES = {"heldout": "calibration-2 (was held out until 2026-11-28)",
           "heldout-unseen-repos": "calibration-2-unseen-repos (repositories not in calibration)",
           FRESH: "fresh (held-out, gathered 2026-11-28)",
@@ -77,6 +84,10 @@ TITLES = {"heldout": "calibration-2 (was held out until 2026-11-28)",
           CALIBRATION4: "calibration-4",
           FRESH3: "fresh-3 (held out, gathered 2026-11-28, third batch)",
           "fresh3-unseen-repos": "fresh-3-unseen-repos (held out, gathered 2026-11-28, third batch, "
+                                 "repositories in no calibration part)",
+          CALIBRATION5: "calibration-5",
+          FRESH4: "fresh-4 (held out, gathered 2026-11-28, fourth batch)",
+          "fresh4-unseen-repos": "fresh-4-unseen-repos (held out, gathered 2026-11-28, fourth batch, "
                                  "repositories in no calibration part)"}
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang")
 SIZED = ("catalog", "derivative", "lock")
@@ -300,7 +311,9 @@ def main(argv: list[str] | None = None) -> int:
                          "fresh (held out, gathered 2026-11-28), calibration3 (calibration-3, the second "
                          "batch's study half), fresh2 (fresh-2, the second batch's held-out half), "
                          "calibration4 (calibration-4, the third batch's study half), fresh3 (fresh-3, the "
-                         "third batch's held-out half); default all, each reported separately")
+                         "third batch's held-out half), calibration5 (calibration-5, the fourth batch's study "
+                         "half), fresh4 (fresh-4, the fourth batch's held-out half); default all, each reported "
+                         "separately")
     ap.add_argument("--verbose", "-v", action="store_true", help="every reference and what it resolved to")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -310,9 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     seen = {_repo(str(e.get("source", ""))) for e in load("calibration")}
     studied = seen | {_repo(str(e.get("source", ""))) for e in load("heldout")}  # both calibration parts
     studied3 = studied | {_repo(str(e.get("source", ""))) for e in load(CALIBRATION3)}
+    studied4 = studied3 | {_repo(str(e.get("source", ""))) for e in load(CALIBRATION4)}
     known_by = {"heldout": seen, FRESH: studied,  # fresh-2: a repository can have lines in calibration-3 too
-                FRESH2: studied3,  # fresh-3: likewise in calibration-4
-                FRESH3: studied3 | {_repo(str(e.get("source", ""))) for e in load(CALIBRATION4)}}
+                FRESH2: studied3,  # fresh-3: likewise in calibration-4, fresh-4 in calibration-5
+                FRESH3: studied4,
+                FRESH4: studied4 | {_repo(str(e.get("source", ""))) for e in load(CALIBRATION5)}}
     for half, rows in results.items():
         report[half] = summarize(rows)
         if half in known_by:  # lines from repositories no calibration part before it saw
@@ -327,7 +342,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{half}:" + {"heldout": "  (calibration-2: held out until 2026-11-28, open for study since)",
                                  FRESH: "  (held out, gathered 2026-11-28: read, never tune on)",
                                  FRESH2: "  (held out, gathered 2026-11-28, second batch: read, never tune on)",
-                                 FRESH3: "  (held out, gathered 2026-11-28, third batch: read, never tune on)"}
+                                 FRESH3: "  (held out, gathered 2026-11-28, third batch: read, never tune on)",
+                                 FRESH4: "  (held out, gathered 2026-11-28, fourth batch: read, never tune on)"}
                                 .get(half, ""))
             for o in rows:
                 what = f"-> {o.model}" if o.model else f"NOT SIZED: {o.reason}"
