@@ -146,3 +146,31 @@ def test_the_library_sizes_the_tag_table_leaves_out_count():
     # zephyr: 7b and 141b (Mixtral-8x22B ORPO, not catalogued); stablelm2: 1.6b and 12b; mistral: 7b only
     assert [name_close._library_size(n) for n in ("zephyr", "stablelm2", "opencoder", "mistral", "codestral")] == [
         None, None, None, "7b", "22b"]
+
+
+def test_a_fine_tune_series_word_of_no_catalogued_family_does_not_block_its_base():
+    # DeepHermes-3 is Nous Research's series on Mistral Small 24B (calibration-5's SGLang script)
+    ref = "NousResearch/DeepHermes-3-Mistral-24B-Preview"
+    m = catalog.lookup(ref)
+    assert m is not None and m.name == "mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+    assert "its name carries the family word 'mistral' and the size 24B, which 3 catalogued releases share" \
+        in m.assumptions[0]
+
+
+@pytest.mark.parametrize("ref", [
+    "mistralai/Mistral-Small-2.1-24B",  # `small2.1` is a catalogued name's word: Small 2 at 24B is Devstral's
+    "acme/Qwen3-Devstral-24B-AWQ",  # another catalogued family's versioned word
+])
+def test_a_versioned_word_the_catalog_knows_still_blocks(ref):
+    with pytest.raises(UsageError):
+        resolve_model(ref, hf_home="/nonexistent-hf-home")
+
+
+@pytest.mark.parametrize("ref,base", [
+    ("mistral-small-24b-finetune", "mistralai/Mistral-Small-24B-Instruct-2501"),  # the number, not `small` (22B)
+    ("acme/Mistral-Small-24B-ft", "mistralai/Mistral-Small-24B-Instruct-2501"),
+    ("acme/mistral-small-ft", "mistralai/Mistral-Small-Instruct-2409"),  # `small` alone is the 2409 entry's size
+])
+def test_a_number_size_wins_over_a_size_word(ref, base):
+    m = catalog.lookup(ref)
+    assert m is not None and m.name == base

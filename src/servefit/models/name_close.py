@@ -68,6 +68,17 @@ def _library_size(name: str) -> str | None:
     return sizes[0] if len(sizes) == 1 else None
 
 
+_ROOTS: dict[int, frozenset[str]] = {}
+
+
+def _catalogued_roots(idx: Any, root_of: Callable[[str], str]) -> frozenset[str]:
+    """The roots of every word of every catalogued name (`small` of Mistral-Small-3.1), built once per index."""
+    if id(idx) not in _ROOTS:
+        _ROOTS.clear()
+        _ROOTS[id(idx)] = frozenset({*idx.by_root, *(root_of(w) for ws in idx.words.values() for w in ws)})
+    return _ROOTS[id(idx)]
+
+
 def candidates(idx: Any, ws: list[str], other: Collection[str], generic: Collection[str], root_of: Callable[[str], str],
                have: frozenset[str]) -> tuple[str, str, bool, list[int]]:
     """(family word, size, whether the size was the library's, the catalogued releases of that family at
@@ -81,7 +92,10 @@ def candidates(idx: Any, ws: list[str], other: Collection[str], generic: Collect
     if len({root_of(w) for _, w in fams}) != 1 or len({w for _, w in fams}) != 1:
         return "", "", False, []
     word = fams[0][1]
-    if any(line_word(w) and root_of(w) != root_of(word) and not _RELEASE.match(w) for w in ws):  # not v2
+    # another catalogued family's versioned word (phi3 beside mistral) names another base; a versioned word of
+    # no catalogued family is a fine-tune's own series (DeepHermes-3-Mistral-24B: Nous's series on Mistral Small)
+    if any(line_word(w) and root_of(w) != root_of(word) and root_of(w) in _catalogued_roots(idx, root_of)
+           and not _RELEASE.match(w) for w in ws):
         return "", "", False, []
     from_library = False
     if sizes:

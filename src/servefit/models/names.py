@@ -201,7 +201,8 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Co
 def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
     """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
     sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in SIZE_WORDS else None) for s in range(len(ws))]
-    for s, size in enumerate(sizes):
+    # a number size before a word one: `mistral-small-24b` is Mistral-Small at 24B, not the entry `small` names
+    for s, size in sorted(enumerate(sizes), key=lambda p: bool(p[1]) and p[1] in SIZE_WORDS):
         if not size:
             continue
         end = s + 1 + size.count("-")
