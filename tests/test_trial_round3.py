@@ -67,3 +67,101 @@ def test_a_windows_gguf_in_a_modelfile_is_named_by_its_file(tmp_path: Path, caps
     [plan] = json.loads(out)
     assert plan["model"]["resolved"] == "Qwen/Qwen2.5-7B-Instruct"
     assert not any("\\" in a for a in plan["assumptions"])
+
+
+# llama-swap `groups:` with `swap: false` (a real config kept gpt-oss-20b and a 1.5B coder model
+# loaded together): every member was checked alone, on an idle GPU, and the sum never was.
+SWAP_GROUP = """macros:
+  "llamacpp": >
+    /opt/llama/llama-server
+    --port ${PORT}
+
+models:
+  GPT-OSS 20B:
+    ttl: 900
+    cmd: |
+      ${llamacpp}
+      -m /models/gpt-oss-20b-GGUF/gpt-oss-20b-MXFP4.gguf
+      --jinja
+  Qwen2.5-Coder-1.5B:
+    cmd: |
+      ${llamacpp}
+      -m /models/Qwen2.5-Coder-1.5B-Instruct-GGUF/Qwen2.5-Coder-1.5B-Instruct-Q8_0.gguf
+  Qwen2.5-Coder-7B:
+    cmd: |
+      ${llamacpp}
+      -m /models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf
+  whispercpp:
+    cmd: |
+      /opt/whisper/whisper-server
+      --port ${PORT}
+      -m /models/ggml-small.bin
+    unlisted: true
+
+groups:
+  group1:
+    swap: false
+    members:
+      - "GPT-OSS 20B"
+      - "Qwen2.5-Coder-1.5B"
+      - "whispercpp"
+"""
+
+
+def _lint(capsys: pytest.CaptureFixture[str], f: Path, gpu: str) -> list[dict]:
+    _, out, _ = _run(capsys, "lint", str(f), "--gpu", gpu, "--format", "json", "--exit-zero")
+    return [x for x in json.loads(out) if x["code"] == "SF117"]
+
+
+def _held(capsys: pytest.CaptureFixture[str], f: Path, gpu: str) -> dict[str, float]:
+    """GiB each server holds once started, as `estimate` plans it: all but the free headroom."""
+    _, out, _ = _run(capsys, "estimate", str(f), "--gpu", gpu, "--format", "json")
+    held = {}
+    for p in json.loads(out):
+        if "memory" in p and "budget" in p["memory"]:
+            m = p["memory"]
+            total = sum(v for k, v in m.items() if k != "budget")
+            held[p["server"]["name"]] = (total - m["free_headroom"]) / 2**30
+    return held
+
+
+def test_a_swap_false_group_adds_up_its_members_on_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text(SWAP_GROUP)
+    [found] = _lint(capsys, f, "rtx-5070-ti")
+    held = _held(capsys, f, "rtx-5070-ti")
+    a, b = held["llama-swap/GPT-OSS 20B"], held["llama-swap/Qwen2.5-Coder-1.5B"]
+    assert a + b > 15.47 > a > b > 1.0
+    at, end = found["location"], found["end_location"]
+    assert (found["severity"], at["line"], at["column"], end["column"]) == ("warning", 29, 3, 9)  # group1
+    assert found["message"] == (
+        "llama-swap group 'group1' has swap: false, so its members run at the same time on the NVIDIA GeForce RTX "
+        f"5070 Ti: 'GPT-OSS 20B' {a:.2f} GiB, 'Qwen2.5-Coder-1.5B' {b:.2f} GiB; {a + b:.2f} GiB together, more than "
+        "its 15.47 GiB; 'whispercpp' not counted (servefit does not size it): the member that starts last finds too "
+        "little free memory and fails to load (a llama.cpp member with --fit shrinks its context or puts layers on "
+        "the CPU instead)")
+    # on a 24 GiB card the two fit together; the member servefit does not size is said to be left out
+    [found] = _lint(capsys, f, "RX 7900 XTX")
+    assert found["severity"] == "info" and found["message"].endswith(
+        "GiB together of its 23.98 GiB; 'whispercpp' not counted (servefit does not size it), so the sum is not complete")
+
+
+@pytest.mark.parametrize(("groups", "count"), [
+    ("groups:\n  pair:\n    members: [a, b]\n", 0),  # swap defaults to true: one member at a time
+    ("groups:\n  pair:\n    swap: true\n    members: [a, b]\n", 0),
+    ("groups:\n  pair:\n    swap: false\n    members: [a]\n", 0),
+    ("groups:\n  pair:\n    swap: false\n    members: [a, b]\n", 1),
+    ("routing:\n  router:\n    settings:\n      groups:\n        pair:\n          swap: false\n          members: [a, b]\n", 1),
+    ("routing:\n  router:\n    use: matrix\n    settings:\n      groups:\n        pair:\n          swap: false\n"
+     "          members: [a, b]\n      matrix:\n        sets:\n          solo: a\n", 0),  # the matrix runs instead
+])
+def test_which_llama_swap_groups_run_their_members_together(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            groups: str, count: int) -> None:
+    cmd = "llama-server --port ${PORT} -m /models/Qwen2.5-14B-Instruct-Q4_K_M.gguf -c 32768 -ngl 99"
+    f = tmp_path / "config.yaml"
+    f.write_text(f"models:\n  a:\n    cmd: {cmd}\n  b:\n    cmd: {cmd}\n{groups}")
+    found = _lint(capsys, f, "L4")
+    assert len(found) == count
+    if found:  # -c and -ngl given: --fit has nothing to lower, so no word about it
+        assert found[0]["message"].endswith("more than its 22.03 GiB: the member that starts last finds too little "
+                                            "free memory and fails to load")
