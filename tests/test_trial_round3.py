@@ -165,3 +165,28 @@ def test_which_llama_swap_groups_run_their_members_together(tmp_path: Path, caps
     if found:  # -c and -ngl given: --fit has nothing to lower, so no word about it
         assert found[0]["message"].endswith("more than its 22.03 GiB: the member that starts last finds too little "
                                             "free memory and fails to load")
+
+
+# A web UI whose image name contains "ollama" (Hollama, ghcr.io/fmaclen/hollama) was read as an
+# Ollama server: SEC004 "Ollama has no authentication" and SF110 on a chat front end.
+HOLLAMA = """services:
+  hollama:
+    image: ghcr.io/fmaclen/hollama:latest
+    ports:
+      - 4173:4173
+  webui:
+    image: ghcr.io/ollama-webui/ollama-webui:main
+  ollama:
+    image: ollama/ollama:0.12.3
+    environment:
+      OLLAMA_HOST: 127.0.0.1
+"""
+
+
+def test_a_web_ui_named_after_ollama_is_not_an_ollama_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.hollama.yml"
+    f.write_text(HOLLAMA)
+    _, out, _ = _run(capsys, "lint", str(f), "--list-sites", "--format", "json")
+    assert [(s["name"], s["engine"]) for s in json.loads(out)] == [("compose/ollama", "ollama")]
+    _, out, _ = _run(capsys, "lint", str(f), "--format", "json", "--exit-zero")
+    assert not [x for x in json.loads(out) if x["location"]["line"] < 8]
