@@ -190,3 +190,35 @@ def test_a_web_ui_named_after_ollama_is_not_an_ollama_server(tmp_path: Path, cap
     assert [(s["name"], s["engine"]) for s in json.loads(out)] == [("compose/ollama", "ollama")]
     _, out, _ = _run(capsys, "lint", str(f), "--format", "json", "--exit-zero")
     assert not [x for x in json.loads(out) if x["location"]["line"] < 8]
+
+
+def test_tune_keeps_a_swap_false_group_within_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("optuna")
+    f = tmp_path / "config.yaml"
+    f.write_text(SWAP_GROUP)
+    gpu = 15.47 * 2**30
+    _, out, _ = _run(capsys, "tune", str(f), "--gpu", "rtx-5070-ti", "--format", "json")
+    sites = {s["site"]: s for s in json.loads(out)["sites"]}
+    gpt, coder, alone = (sites[f"llama-swap/{m}"] for m in ("GPT-OSS 20B", "Qwen2.5-Coder-1.5B", "Qwen2.5-Coder-7B"))
+    assert alone["beside"] is None  # not in the group: tuned for the whole GPU
+    coder_now = coder["current"]["memory_bytes"]
+    room = 15.47 - coder_now / 2**30
+    assert gpt["beside"] == (f"llama-swap group 'group1' runs with swap: false: beside 'Qwen2.5-Coder-1.5B' "
+                             f"{coder_now / 2**30:.2f} GiB, this server has {room:.2f} GiB of the 15.47 GiB; as "
+                             f"written it holds {gpt['current']['memory_bytes'] / 2**30:.2f} GiB, more than that")
+    # the best candidate alone is larger than the room left; the one chosen fits beside the coder model
+    assert gpt["best"]["memory_bytes"] + coder_now <= gpu < gpt["current"]["memory_bytes"] + coder_now
+    assert gpt["best"]["context"] >= 4096 and gpt["changes"]
+    # the member tuned later sees the first one as tuned
+    assert coder["beside"].startswith(f"llama-swap group 'group1' runs with swap: false: beside 'GPT-OSS 20B' "
+                                      f"{gpt['best']['memory_bytes'] / 2**30:.2f} GiB")
+    assert coder["best"]["memory_bytes"] + gpt["best"]["memory_bytes"] <= gpu
+    # written, the file is still YAML, lint no longer warns, and a second run changes nothing
+    _run(capsys, "tune", str(f), "--gpu", "rtx-5070-ti", "--write")
+    yaml = pytest.importorskip("yaml")
+    assert set(yaml.safe_load(f.read_text())["models"]) == {"GPT-OSS 20B", "Qwen2.5-Coder-1.5B", "Qwen2.5-Coder-7B",
+                                                             "whispercpp"}
+    assert [x["severity"] for x in _lint(capsys, f, "rtx-5070-ti")] == ["info"]
+    once = f.read_text()
+    _run(capsys, "tune", str(f), "--gpu", "rtx-5070-ti", "--write")
+    assert f.read_text() == once
