@@ -222,3 +222,23 @@ def test_tune_keeps_a_swap_false_group_within_the_gpu(tmp_path: Path, capsys: py
     once = f.read_text()
     _run(capsys, "tune", str(f), "--gpu", "rtx-5070-ti", "--write")
     assert f.read_text() == once
+
+
+# A Modelfile without num_ctx for a 32k model on a 24 GiB card: Ollama's VRAM default (32768) is
+# the model's whole length, yet OLLM008 warned "longer prompts are truncated" while tune found
+# nothing to change. Harbor's tars.Modelfile (UI-TARS 7B, a Qwen2-VL) has that shape.
+@pytest.mark.parametrize(("model", "severity", "message"), [
+    ("qwen2.5:7b", "info", "num_ctx not set: VRAM-based default for 24 GiB gives 32768 tokens, the model's whole "
+     "length on this GPU; the default follows the Ollama release and the GPU's memory, so set it to serve this "
+     "length wherever the model runs"),
+    ("llama3.1:8b", "warning", "num_ctx not set: VRAM-based default for 24 GiB gives 32768 tokens (the model "
+     "supports 131072); longer prompts are truncated"),
+])
+def test_ollama_default_context_is_a_warning_only_when_it_cuts_the_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, severity: str, message: str) -> None:
+    f = tmp_path / "Modelfile"
+    f.write_text(f"FROM {model}\n")
+    _, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json", "--exit-zero")
+    [found] = [x for x in json.loads(out) if x["code"] == "OLLM008"]
+    assert (found["severity"], found["location"]["line"], found["location"]["column"]) == (severity, 1, 6)
+    assert found["message"] == f"{message} [GPU: RTX4090 ×1 from --gpu]"
