@@ -242,3 +242,92 @@ def test_ollama_default_context_is_a_warning_only_when_it_cuts_the_model(
     [found] = [x for x in json.loads(out) if x["code"] == "OLLM008"]
     assert (found["severity"], found["location"]["line"], found["location"]["column"]) == (severity, 1, 6)
     assert found["message"] == f"{message} [GPU: RTX4090 ×1 from --gpu]"
+
+
+# OME (sgl-project/ome) runtimes: a ClusterServingRuntime keeps its one container as
+# `spec.engineConfig.runner` (a multi-node one as `engineConfig.leader.runner`, with
+# `worker.size` more pods). servefit read the kind as KServe's (`spec.containers`), found none
+# and said nothing: "0 servers" in a folder of 200 runtimes.
+OME_RUNTIMES = """apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata:
+  name: srt-qwen2-5-32b-instruct
+spec:
+  modelSizeRange: {min: 30B, max: 34B}
+  engineConfig:
+    runner:
+      name: ome-container
+      image: docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64
+      command:
+        - python3
+        - -m
+        - sglang.launch_server
+        - --host
+        - "0.0.0.0"
+        - --model-path
+        - $(MODEL_PATH)
+        - --tp-size
+        - "4"
+      resources:
+        limits:
+          nvidia.com/gpu: 4
+  routerConfig:
+    runner:
+      name: router
+      image: docker.io/lmsysorg/sgl-model-gateway:v0.2.3
+      args: ["--port", "8080"]
+---
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata:
+  name: srt-deepseek-rdma
+spec:
+  engineConfig:
+    leader:
+      runner:
+        name: ome-container
+        image: docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64
+        command: ["python3", "-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3",
+                  "--tp-size", "16", "--host", "127.0.0.1"]
+        resources:
+          limits:
+            nvidia.com/gpu: 8
+    worker:
+      size: 1
+      runner:
+        name: ome-container
+        image: docker.io/lmsysorg/sglang:v0.5.5.post3-cu129-amd64
+        resources:
+          limits:
+            nvidia.com/gpu: 8
+---
+apiVersion: ome.io/v1beta1
+kind: ClusterServingRuntime
+metadata:
+  name: vllm-llama-3-2-11b-vision-instruct
+spec:
+  engineConfig:
+    runner:
+      name: ome-container
+      image: docker.io/vllm/vllm-openai:v0.9.0.1
+      args: ["--model", "meta-llama/Llama-3.2-11B-Vision-Instruct", "--limit-mm-per-prompt", "image=1",
+             "--host", "127.0.0.1"]
+"""
+
+
+def test_ome_runtimes_are_read_from_their_runner(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "runtimes.yaml"
+    f.write_text(OME_RUNTIMES)
+    _, out, _ = _run(capsys, "lint", str(f), "--list-sites", "--format", "json")
+    sites = json.loads(out)
+    assert [(s["name"], s["engine"], s["line"]) for s in sites] == [  # the router (a gateway) is no server
+        ("ClusterServingRuntime/srt-qwen2-5-32b-instruct/engine/ome-container", "sglang", 12),
+        ("ClusterServingRuntime/srt-deepseek-rdma/leader/ome-container", "sglang", 40),
+        ("ClusterServingRuntime/vllm-llama-3-2-11b-vision-instruct/engine/ome-container", "vllm", 63)]
+    assert [s["gpu"]["count"] for s in sites[:2]] == [4, 16]  # the leader's 8 and one worker's 8
+    assert sites[1]["target"]["count"]["source"] == \
+        "count from nvidia.com/gpu limit + 1 worker pod(s) × 8 (leader-worker size 2)"
+    _, out, _ = _run(capsys, "lint", str(f), "--gpu", "H100", "--format", "json", "--exit-zero")
+    found = [(x["code"], x["location"]["line"]) for x in json.loads(out)]
+    assert ("SF001", 18) in found  # $(MODEL_PATH): OME fills it in; said, not guessed
+    assert not any(code == "VLLM002" for code, _ in found)  # image=1 is read by vLLM 0.9
