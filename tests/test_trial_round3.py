@@ -331,3 +331,17 @@ def test_ome_runtimes_are_read_from_their_runner(tmp_path: Path, capsys: pytest.
     found = [(x["code"], x["location"]["line"]) for x in json.loads(out)]
     assert ("SF001", 18) in found  # $(MODEL_PATH): OME fills it in; said, not guessed
     assert not any(code == "VLLM002" for code, _ in found)  # image=1 is read by vLLM 0.9
+
+
+@pytest.mark.parametrize(("version", "bad"), [("v0.9.0.1", False), ("v0.10.0", True)])
+def test_limit_mm_per_prompt_took_key_value_before_vllm_0_10(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            version: str, bad: bool) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(f"services:\n  vllm:\n    image: vllm/vllm-openai:{version}\n    command: --model "
+                 "Qwen/Qwen2.5-VL-7B-Instruct --limit-mm-per-prompt image=2,video=0 --max-model-len 8192\n")
+    _, out, _ = _run(capsys, "lint", str(f), "--gpu", "H100", "--format", "json", "--exit-zero")
+    found = [x for x in json.loads(out) if x["code"] == "VLLM002"]
+    assert [(x["location"]["line"], x["location"]["column"], x["message"]) for x in found] == (
+        [(4, 72, "argument --limit-mm-per-prompt: invalid json value: 'image=2,video=0' [GPU: H100 ×1 from --gpu; "
+              "'H100' taken as the H100 SXM5 80 GB (NVIDIA H100 80GB HBM3); use h100-pcie or h100-nvl for the "
+              "others]")] if bad else [])
