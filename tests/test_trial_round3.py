@@ -345,3 +345,82 @@ def test_limit_mm_per_prompt_took_key_value_before_vllm_0_10(tmp_path: Path, cap
         [(4, 72, "argument --limit-mm-per-prompt: invalid json value: 'image=2,video=0' [GPU: H100 ×1 from --gpu; "
               "'H100' taken as the H100 SXM5 80 GB (NVIDIA H100 80GB HBM3); use h100-pcie or h100-nvl for the "
               "others]")] if bad else [])
+
+
+# KServe's LLMInferenceService (kserve/kserve docs/samples/llmisvc): the main container usually has
+# no command (the LLMInferenceServiceConfig's `vllm serve /mnt/models` runs), sometimes no image
+# either. One with a vLLM image was read as `vllm serve` without a model (SF002 "no model given in
+# the command"); one with llm-d's image, or none, or no template, was skipped without a word.
+LLMISVC = """apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata:
+  name: opt-cpu
+spec:
+  model:
+    uri: hf://facebook/opt-125m
+    name: facebook/opt-125m
+  template:
+    containers:
+      - name: main
+        image: docker.io/vllm/vllm-openai-cpu:v0.23.0
+---
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata:
+  name: qwen-offload
+spec:
+  model:
+    uri: hf://Qwen/Qwen2.5-7B-Instruct
+  template:
+    containers:
+      - name: main
+        resources:
+          limits:
+            nvidia.com/gpu: "1"
+---
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata:
+  name: bare
+spec:
+  model:
+    uri: pvc://models/gpt-oss-20b
+---
+apiVersion: serving.kserve.io/v1alpha2
+kind: LLMInferenceService
+metadata:
+  name: own-command
+spec:
+  model:
+    uri: hf://Qwen/Qwen2.5-7B-Instruct
+  template:
+    containers:
+      - name: main
+        image: vllm/vllm-openai:v0.23.0
+        command: ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--host", "127.0.0.1"]
+"""
+
+
+def test_an_llm_inference_service_says_what_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "llmisvc.yaml"
+    f.write_text(LLMISVC)
+    _, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json", "--exit-zero")
+    found = json.loads(out)
+    tail = ("with the image and command of its LLMInferenceServiceConfig (KServe's default: `vllm serve /mnt/models`), "
+            "which are not in this file, so this server's settings were not checked: lint the config with it, or "
+            "write the container's image and command in the file")
+    assert [(x["code"], x["location"]["line"], x["location"]["column"], x["message"]) for x in found
+            if x["code"] in ("SF116", "SF002")] == [
+        ("SF116", 12, 16, "LLMInferenceService opt-cpu: docker.io/vllm/vllm-openai-cpu:v0.23.0 runs the model "
+                          f"(spec.model.uri hf://facebook/opt-125m) {tail}"),
+        ("SF116", 23, 15, f"LLMInferenceService qwen-offload: its main container runs the model (spec.model.uri "
+                          f"hf://Qwen/Qwen2.5-7B-Instruct) {tail}"),
+        ("SF116", 34, 10, f"LLMInferenceService bare: KServe runs the model (spec.model.uri pvc://models/gpt-oss-20b) "
+                          f"{tail}")]
+    _, out, _ = _run(capsys, "lint", str(f), "--list-sites", "--format", "json")
+    assert [(s["name"], s["engine"], s["model"]) for s in json.loads(out)] == [
+        ("LLMInferenceService/own-command/template/main", "vllm", "Qwen/Qwen2.5-7B-Instruct")]
+    # a file with no engine word in it is still read
+    f.write_text(LLMISVC.split("---")[1])
+    _, out, _ = _run(capsys, "lint", str(f), "--format", "json", "--exit-zero")
+    assert [x["code"] for x in json.loads(out)] == ["SF116"]

@@ -157,6 +157,10 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         from servefit.sources.k8s_serving import inference_service
 
         inference_service(y, doc, fc, cms, docs, label)
+    elif kind == "LLMInferenceService":
+        from servefit.sources.k8s_serving import llm_inference_service
+
+        llm_inference_service(y, doc, fc, cms, label)
     elif kind == "Model" and "kubeai" in api:
         from servefit.sources.k8s_serving import kubeai_model
 
