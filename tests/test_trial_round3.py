@@ -424,3 +424,30 @@ def test_an_llm_inference_service_says_what_it_cannot_read(tmp_path: Path, capsy
     f.write_text(LLMISVC.split("---")[1])
     _, out, _ = _run(capsys, "lint", str(f), "--format", "json", "--exit-zero")
     assert [x["code"] for x in json.loads(out)] == ["SF116"]
+
+
+# A systemd unit whose -m is ${MODEL_PATH} (chrisspen/llama.cpp-daemon): estimate --model REPO:Q8_0
+# resolved the model "quant Q8_0" and then sized it "GGUF quantization unknown: Q4_K_M assumed" (the
+# quant was read from the command's -m only); tune showed "weights none".
+UNIT = """[Service]
+EnvironmentFile=/etc/systemd/system/llama-server.env
+ExecStart=/bin/bash -c 'exec /opt/llama.cpp/build/bin/llama-server -m "${MODEL_PATH}" --host 127.0.0.1 --ctx-size 8192'
+"""
+
+
+@pytest.mark.parametrize("quant", ["Q8_0", "Q4_K_M"])
+def test_model_override_sizes_the_quant_it_names(tmp_path: Path, capsys: pytest.CaptureFixture[str], quant: str) -> None:
+    f = tmp_path / "llama-server.service"
+    f.write_text(UNIT)
+    ref = f"bartowski/Qwen2.5-7B-Instruct-GGUF:{quant}"
+    _, out, _ = _run(capsys, "estimate", str(f), "--gpu", "RTX4090", "--model", ref, "--format", "json")
+    [plan] = json.loads(out)
+    sized = [a for a in plan["assumptions"] if "llama-quantize makes" in a or "quantization unknown" in a]
+    assert len(sized) == 1 and sized[0].startswith(
+        f"weights sized from Qwen/Qwen2.5-7B-Instruct as llama-quantize makes {quant} (")
+    _, cmd, _ = _run(capsys, "estimate", "--gpu", "RTX4090", "--format", "json", "--",
+                     "llama-server", "-m", f"/m/Qwen2.5-7B-Instruct-{quant}.gguf", "--ctx-size", "8192")
+    assert json.loads(cmd)["memory"]["weights"] == plan["memory"]["weights"]  # as if -m named that file
+    pytest.importorskip("optuna")
+    _, out, _ = _run(capsys, "tune", str(f), "--gpu", "RTX4090", "--model", ref, "--format", "json")
+    assert json.loads(out)["sites"][0]["current"]["quantization"] == quant
