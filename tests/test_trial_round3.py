@@ -451,3 +451,40 @@ def test_model_override_sizes_the_quant_it_names(tmp_path: Path, capsys: pytest.
     pytest.importorskip("optuna")
     _, out, _ = _run(capsys, "tune", str(f), "--gpu", "RTX4090", "--model", ref, "--format", "json")
     assert json.loads(out)["sites"][0]["current"]["quantization"] == quant
+
+
+# llama-swap `cmd: |` whose first line is a macro (`${llamacpp}`) and whose only written line is
+# `-m ...`: tune appended its flags to the -m line, while the same file's longer commands got one
+# flag per line.
+MACRO_CMD = """macros:
+  "llamacpp": >
+    /opt/llama/llama-server
+    --port ${PORT}
+
+models:
+  coder:
+    cmd: |
+      ${llamacpp}
+      -m /models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf
+  inline:
+    cmd: ${llamacpp} -m /models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf
+"""
+
+
+def test_tune_writes_one_flag_per_line_below_a_macro_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("optuna")
+    yaml = pytest.importorskip("yaml")
+    f = tmp_path / "config.yaml"
+    f.write_text(MACRO_CMD)
+    _run(capsys, "tune", str(f), "--gpu", "L4", "--write")
+    new = f.read_text()
+    lines = new.splitlines()
+    at = lines.index("      -m /models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf")
+    added = lines[at + 1:lines.index("  inline:")]
+    assert len(added) >= 2 and all(ln.startswith("      --") and ln.count(" --") == 1 for ln in added)
+    inline = lines[-1]  # a one-line command stays on one line
+    assert inline.startswith("    cmd: ${llamacpp} -m /models/Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf --")
+    cmds = yaml.safe_load(new)["models"]
+    assert cmds["coder"]["cmd"].split()[1:] == cmds["inline"]["cmd"].split()[1:]  # the same flags, both ways
+    _run(capsys, "tune", str(f), "--gpu", "L4", "--write")
+    assert f.read_text() == new
