@@ -488,3 +488,38 @@ def test_tune_writes_one_flag_per_line_below_a_macro_line(tmp_path: Path, capsys
     assert cmds["coder"]["cmd"].split()[1:] == cmds["inline"]["cmd"].split()[1:]  # the same flags, both ways
     _run(capsys, "tune", str(f), "--gpu", "L4", "--write")
     assert f.read_text() == new
+
+
+# Harbor (av/harbor) writes every image as a variable its CLI sets in a generated .env
+# (`image: ${HARBOR_OLLAMA_IMAGE}:${HARBOR_OLLAMA_VERSION}`): those services were skipped without a
+# word, while the one whose command named the engine got SF001s.
+HARBOR = """services:
+  ollama:
+    image: ${HARBOR_OLLAMA_IMAGE}:${HARBOR_OLLAMA_VERSION}
+    env_file:
+      - ./.env
+  ollama-init:
+    image: ${HARBOR_OLLAMA_IMAGE}:${HARBOR_OLLAMA_VERSION}
+    entrypoint: /init_entrypoint.sh
+  webui:
+    image: ${HARBOR_WEBUI_IMAGE}
+  llamacpp:
+    image: ${HARBOR_LLAMACPP_IMAGE_CPU}
+    command: >
+      ${HARBOR_LLAMACPP_MODEL_SPECIFIER}
+      --port 8080
+"""
+
+
+def test_an_engine_service_with_an_unset_image_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yml"
+    f.write_text(HARBOR)
+    _, out, _ = _run(capsys, "lint", str(f), "--format", "json", "--exit-zero")
+    assert [(x["code"], x["severity"], x["location"]["line"], x["location"]["column"], x["message"])
+            for x in json.loads(out) if x["code"] == "SF001"] == [
+        ("SF001", "info", 3, 12, "${HARBOR_OLLAMA_IMAGE} is not set in this repository: the image service 'ollama' "
+                                 "runs is not known, so whether it is an inference server, and its settings, are "
+                                 "not checked"),
+        ("SF001", "info", 12, 12, "${HARBOR_LLAMACPP_IMAGE_CPU} is not set in this repository: the image service "
+                                  "'llamacpp' runs is not known, so whether it is an inference server, and its "
+                                  "settings, are not checked")]
