@@ -29,7 +29,7 @@ def _fits_itself(srv: Server) -> bool:
     """llama.cpp's --fit is on and has a value left to lower (common/fit.cpp changes only the context
     and layer count the command does not set): it sizes the server to the memory free at start."""
     cfg = srv.config
-    return (srv.site.engine == "llamacpp" and cfg is not None and bool(cfg.settings.get("fit"))
+    return (cfg is not None and cfg.settings.get("fit") is True  # only llama.cpp's parse sets `fit`
             and not {"ctx_size", "n_gpu_layers"} <= cfg.explicit)
 
 
