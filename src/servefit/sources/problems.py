@@ -52,8 +52,9 @@ def unread_server(message: str, **where: Any) -> Finding:
 def unknown_image(image: Token, service: str, var: str) -> Finding:
     """A compose service named after an engine (`ollama`, `vllm`) whose image is a variable the
     repository does not set (Harbor writes it in a generated .env): no server is read from it,
-    and that is said, not skipped. SF001's other source is sources.unresolved_findings."""
+    and that is said, not skipped."""
+    from servefit.sources import unresolved
+
     shown = var if var.startswith("$") else f"${{{var}}}"
-    return finding("SF001", f"{shown} is not set in this repository: the image service '{service}' runs is not "
-                            "known, so whether it is an inference server, and its settings, are not checked",
-                   span=image.span)
+    return unresolved(f"{shown} is not set in this repository: the image service '{service}' runs is not known, so "
+                      "whether it is an inference server, and its settings, are not checked", image.span)
