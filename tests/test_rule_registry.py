@@ -116,7 +116,7 @@ ENGINE_MODULES = ["servefit.engines.vllm", "servefit.engines.vllm.checks", "serv
                   "servefit.engines.llamacpp.assemble", "servefit.engines.ollama.config",
                   "servefit.engines.ollama.report", "servefit.engines.ollama_modelfile", "servefit.engines.sglang",
                   "servefit.engines.sglang.plan", "servefit.engines.tgi", "servefit.engines.tgi.plan",
-                  "servefit.linter.checks", "servefit.linter.exposure", "servefit.linter.secrets",
+                  "servefit.linter.checks", "servefit.linter.exposure", "servefit.linter.secrets", "servefit.linter.together",
                   "servefit.sources", "servefit.sources.assemble", "servefit.sources.problems",
                   "servefit.sources.dockerfile", "servefit.sources.launch", "servefit.suppressions"]
 

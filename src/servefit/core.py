@@ -65,6 +65,16 @@ class DirectiveValue:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class Together:
+    """Servers a proxy in front keeps running at the same time (a llama-swap group with
+    `swap: false`): their memory adds up on the GPUs they share. `members` are the site names."""
+
+    name: str  # how the file names the set: "llama-swap group 'group1'"
+    members: tuple[str, ...]
+    span: Span | None = None
+
+
 @dataclass
 class Workload:
     """What the deployment file says about where and how a server runs; the rules about
@@ -88,6 +98,7 @@ class Workload:
     storage_path: str | None = None
     shm_limit: str | None = None  # the /dev/shm volume's size limit as written, when it is too small
     admit_limit: int | None = None  # requests a proxy in front lets through at once (llama-swap concurrencyLimit)
+    together: Together | None = None  # the servers it runs beside on the same GPUs (llama-swap swap: false)
     path_map: dict[str, str] = field(default_factory=dict)  # container folder -> host folder it mounts
     compose_files: list[str] = field(default_factory=list)  # compose files layered for it, base first (2 or more)
     compose_extends: list[tuple[str, str]] = field(default_factory=list)  # (file, service) its `extends:` reads

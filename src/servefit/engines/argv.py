@@ -36,7 +36,7 @@ def _cpp_number(t: str, text: str) -> int | float:
     return int(m.group()) if t == "int" else float(m.group())
 
 
-def convert(opt: Option, text: str, numbers: str = "python") -> Any:
+def convert(opt: Option, text: str, numbers: str = "python", version: str | None = None) -> Any:
     """Turn one value as written into what the engine will hold, or raise ValueProblem with
     the engine's own complaint. `numbers="cpp"`: ints and floats are read the way C++'s
     std::stoi / std::stof read them (a numeric prefix)."""
@@ -67,12 +67,32 @@ def convert(opt: Option, text: str, numbers: str = "python") -> Any:
         if t == "json":
             import json  # only for a json-typed option: most command lines have none
 
+            if opt.kvs_until and version and _older(version, opt.kvs_until) and not re.match("^{.*}$", text):
+                return _kvs(text)
             return json.loads(text)
     except ValueError as exc:
         raise ValueProblem(f"invalid {t.replace('_', ' ')} value: {text!r}") from exc
     if opt.choices and text not in opt.choices:
         raise ValueProblem(f"invalid choice: {text!r} (choose from {', '.join(opt.choices)})")
     return text
+
+
+def _older(version: str, than: str) -> bool:
+    from servefit.engines.options import _vkey
+
+    return _vkey(version) < _vkey(than)
+
+
+def _kvs(text: str) -> dict[str, int]:
+    """`image=16,video=2` as vLLM read a dict option before 0.10 (vllm/engine/arg_utils.py
+    parse_type: a value not written as `{...}` went to nullable_kvs, which wants an int per key)."""
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(text)
+        out[key.strip()] = int(value)
+    return out
 
 
 @dataclass
@@ -173,7 +193,7 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             if eq:
                 vtok = Token(inline, _span_after(tok, len(flag) + 1))
                 try:
-                    out.values[opt.name] = convert(opt, inline, table.numbers)
+                    out.values[opt.name] = convert(opt, inline, table.numbers, version)
                 except ValueProblem as exc:
                     out.findings.append(_bad_value(table, flag, str(exc), vtok, site))
             else:
@@ -209,7 +229,7 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
             v = values[0]
             sp = v.span
             try:
-                out.values[opt.name] = convert(opt, v.text, table.numbers)
+                out.values[opt.name] = convert(opt, v.text, table.numbers, version)
             except ValueProblem as exc:
                 out.findings.append(_bad_value(table, flag, str(exc), v, site))
                 continue

@@ -33,6 +33,7 @@ class Option:
     until: str | None = None
     memory: bool = False
     help: str = ""
+    kvs_until: str | None = None  # a json option that also takes `k=v,k=v` before this release
 
     @property
     def takes_value(self) -> bool:
@@ -319,7 +320,7 @@ def _table_data(engine: str) -> tuple[list[tuple[Any, ...]], dict[str, tuple[Any
             default=o.get("default"), choices=tuple(str(c) for c in o.get("choices") or ()),
             negatable=bool(o.get("negatable", False)), nargs=o.get("nargs"),
             since=o.get("since"), until=o.get("until"), memory=bool(o.get("memory", False)),
-            help=o.get("help", ""),
+            help=o.get("help", ""), kvs_until=o.get("kvs_until"),
         ))
     history: dict[str, tuple[Any, ...]] = {}
     if hist:

@@ -80,6 +80,7 @@ class LintResult:
 
 
 def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResult:
+    from servefit.linter import together
     from servefit.linter.secrets import check_file
     from servefit.sources.assemble import assemble
 
@@ -98,6 +99,7 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
     for srv in asm.servers:
         check_server(srv)
         findings.extend(srv.findings)
+    findings.extend(together.check(asm.servers))
     findings.extend(_online_asked(asm.configs, options, findings))
     for found in findings:  # a finding on a rendered template line says the value was not traced further
         at = found.span

@@ -12,6 +12,7 @@ from typing import Any
 from servefit import data
 from servefit.core import UsageError
 from servefit.models.gguf import read_gguf, spec_from_gguf
+from servefit.models.name_words import file_name
 
 _FAMILY_ORG = [("llama", "meta-llama"), ("qwen", "Qwen"), ("qwq", "Qwen"), ("gemma", "google"),
                ("mistral", "mistralai"), ("mixtral", "mistralai"), ("ministral", "mistralai"),
@@ -37,7 +38,7 @@ def canonical_quant(text: str) -> str | None:
 
 def split_quant(name: str) -> tuple[str, str | None]:
     """(base name, quant) from a GGUF file or repo name: `Meta-Llama-3.1-8B-Instruct-Q4_K_M`."""
-    base = re.sub(r"\.gguf$", "", os.path.basename(name), flags=re.I)
+    base = re.sub(r"\.gguf$", "", file_name(name), flags=re.I)
     base = re.sub(r"-\d{5}-of-\d{5}$", "", base)
     base = re.sub(r"[-_.]gguf$", "", base, flags=re.I)
     for q in _quant_names():
@@ -168,7 +169,7 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
         except Exception as exc:  # UsageError with nearest names, KeyError, ...
             first = first or exc
             continue
-        spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name} "
+        spec.assumptions.append(f"GGUF {file_name(ref)!r} taken as {spec.name} "
                                 f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
         spec.resolved_from = "derivative"
         return spec
@@ -176,7 +177,7 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
     if exported is not None:
         tag, name = exported
         spec = resolve_model(tag.model, online=online)
-        spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name}: its name is Ollama's "
+        spec.assumptions.append(f"GGUF {file_name(ref)!r} taken as {spec.name}: its name is Ollama's "
                                 f"{name} written as a file name ({tag.quant}; no file to read)")
         spec.resolved_from = "derivative"
         return spec
@@ -185,7 +186,7 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
         tag, name = family
         spec = resolve_model(tag.model, online=online)
         default = str(table_default(name))
-        spec.assumptions.append(f"GGUF {os.path.basename(ref)!r} taken as {spec.name}: its name carries the family "
+        spec.assumptions.append(f"GGUF {file_name(ref)!r} taken as {spec.name}: its name carries the family "
                                 f"'{name}' and no size, so the size `ollama pull {name}` downloads ({default}) was "
                                 f"assumed (no file to read; pass --model-config or name the size in the file name)")
         spec.resolved_from = "derivative"

@@ -36,6 +36,12 @@ _GENERIC = re.compile(r"^([0-9a-f]{40}|snapshots|main|final|model|models|hf|merg
 _HUB_PREFIX = re.compile(r"^(https?://)?(hf\.co|huggingface\.co)/")
 
 
+def file_name(path: str) -> str:
+    """The last part of a path written with `/` or with Windows' `\\` (F:\\models\\x.gguf in a
+    llama-swap config run on Windows): os.path.basename splits only on this machine's separator."""
+    return re.split(r"[\\/]", path)[-1]
+
+
 @lru_cache(maxsize=8192)
 def split_ref(ref: str) -> tuple[str, str, bool]:
     """(organization or parent folder, last name, is a local path) of a reference."""

@@ -57,7 +57,9 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
     cur = run.current
     state = cur.outcome if cur.outcome != "started" else ("meets the needs" if cur.feasible else "misses the needs")
     out.append(f"  now     {describe(cur)}: {state}")
-    b = t.chosen if t.chosen is not None else run.best
+    if t.beside:
+        out.append(f"  beside  {t.beside}")
+    b = t.chosen if t.chosen is not None or t.beside else run.best  # beside others: the best that fits there
     proven = ", the proven optimum" if run.proven else ""
     if run.strategy == "measured":
         out.append(f"  search  measured, {run.bench_runs:,} benchmark run{'s' if run.bench_runs != 1 else ''}"
@@ -154,7 +156,9 @@ def site_dict(t: Any) -> dict[str, Any]:
                    "resumed_from_storage": run.resumed,
                    "proven_optimum": run.proven, "elapsed_s": round(run.elapsed, 3), "study": run.study_name,
                    "dimensions": {d.name: list(d.values) for d in run.space.dims}},
-        "current": result_dict(run.current), "best": result_dict(t.chosen if t.chosen is not None else run.best),
+        "current": result_dict(run.current),
+        "best": result_dict(t.chosen if t.chosen is not None or t.beside else run.best),
+        "beside": t.beside or None,
         "changes": run.space.changed(t.chosen.point) if t.chosen is not None and t.chosen.feasible else {},
         "unsafe_better": ({**(result_dict(t.unsafe_best) or {}), "command": t.unsafe_command}
                           if t.unsafe_best is not None else None),

@@ -299,6 +299,11 @@ def shown_var(var: str) -> str:
 
 
 @rule("SF001")
+def unresolved(message: str, span: Span | None, site: str = "") -> Finding:
+    """SF001: a value written as a variable the repository does not set; it is said, not guessed."""
+    return finding("SF001", message, span=span, site=site)
+
+
 def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
     """SF001 once per variable per server, at the first place the variable is used."""
     from servefit.engines import title
@@ -318,5 +323,5 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             else:
                 msg = (f"{shown_var(var)} is not set in this repository: the value it gives {eng} is not known, "
                        "so it is not checked")
-            out.append(finding("SF001", msg, span=span or None, site=site.name))
+            out.append(unresolved(msg, span or None, site.name))
     return out

@@ -26,12 +26,12 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from servefit.core import GpuHint, Token
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_layers import LayeredY, extended, layers
-from servefit.sources.detect import models_on_request
+from servefit.sources.detect import markers, models_on_request
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import Facts, container
 from servefit.sources.ports import Exposure, published
-from servefit.sources.problems import missing_config_file
+from servefit.sources.problems import missing_config_file, unknown_image
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y
 
@@ -184,8 +184,10 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
              bases: list[tuple[str, str]] | None = None) -> None:
     image_node = _last(y, svcs, "image")
     image: Token | None = None
+    unset: list[str] = []
     if isinstance(image_node, ScalarNode):
-        image = expand_word(y.scalar_src(image_node), interp, compose=True).token()
+        word = expand_word(y.scalar_src(image_node), interp, compose=True)
+        image, unset = word.token(), [v for v, _ in word.unresolved]
     env = Vars()
     for svc in svcs:  # env_file first, then environment, each layer over the one before
         _env_files(y, y.get(svc, "env_file"), fc, env)
@@ -201,6 +203,8 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     ctx = fc.ctx() if home == fc.path else fc.ctx_for(home, y.index_of(home))
     launches = container(image, entry, cmd, ctx, env)
     if not launches:
+        if image is not None and unset and not entry and markers().search(sname):  # the image decides
+            fc.findings.append(unknown_image(image, sname, unset[0]))
         return
     shm = _shm(y, svcs)
     for launch in launches:

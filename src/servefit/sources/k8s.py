@@ -41,6 +41,9 @@ POD_PATHS: dict[str, tuple[str, ...]] = {
     "Pod": ("spec",), "PodTemplate": ("template", "spec"),
     "ServingRuntime": ("spec",), "ClusterServingRuntime": ("spec",),
 }
+# runtime kinds of two operators: KServe's keep `spec.containers`; OME's (ome.io) keep a `runner`
+# container in `spec.engineConfig` / `decoderConfig` / `routerConfig`, read as custom resources
+RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 ConfigMaps = dict[str, dict[str, Token]]
 
 
@@ -154,11 +157,16 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         from servefit.sources.k8s_serving import inference_service
 
         inference_service(y, doc, fc, cms, docs, label)
+    elif kind == "LLMInferenceService":
+        from servefit.sources.k8s_serving import llm_inference_service
+
+        llm_inference_service(y, doc, fc, cms, label)
     elif kind == "Model" and "kubeai" in api:
         from servefit.sources.k8s_serving import kubeai_model
 
         kubeai_model(y, doc, fc, label)
-    elif kind in POD_PATHS or (kind == "Service" and "knative" in api):
+    elif (kind in POD_PATHS or (kind == "Service" and "knative" in api)) and (
+            kind not in RUNTIMES or y.get(doc, "spec", "containers") is not None):
         pod_sites(y, y.get(doc, *POD_PATHS.get(kind, ("spec", "template", "spec"))), fc, cms, label, kind)
     elif (owner := _resource_owner(kind)) is not None:
         from servefit import engines

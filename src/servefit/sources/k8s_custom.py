@@ -1,6 +1,6 @@
 """Kubernetes resources servefit has no layout for (an operator's own kinds: sgl-project/rbg's
-RoleBasedGroup, KubeRay's RayService, ...): the pod templates they nest, and the engine images
-they name where no pod template was found."""
+RoleBasedGroup, KubeRay's RayService, OME's ServingRuntime, ...): the pod templates they nest (OME
+keeps one container as `runner`), and the engine images they name where no pod template was found."""
 
 from __future__ import annotations
 
@@ -36,10 +36,19 @@ def _pods(y: Y, node: Node | None, templates: dict[str | None, Node | None], whe
         box = y.seq(y.get(node, "containers"))
         if box and any(y.get(c, "image") is not None for c in box):
             return [(where, node, size)]
+        runner = y.get(node, "runner")
+        if isinstance(runner, MappingNode) and y.get(runner, "image") is not None:
+            return [(where, _with_container(node, runner), size)]
         group = y.get(node, "leaderWorkerPattern") or y.get(node, "leaderWorkerSet")
         size = to_int(y.str(y.get(group, "size"))) or size
+        if isinstance(y.get(node, "leader"), MappingNode) and isinstance(y.get(node, "worker"), MappingNode):
+            # OME's multi-node engine: the leader runs the server, `worker.size` pods join it
+            # (ome.io ServingRuntime engineConfig.leader / worker, a LeaderWorkerSet underneath)
+            workers = to_int(y.str(y.get(node, "worker", "size"))) or 1
+            return _pods(y, y.get(node, "leader"), templates, f"{where}/leader", size * (workers + 1), depth + 1)
         return [hit for key, _, v in y.items(node) if key != "roleTemplates"
-                for hit in _pods(y, v, templates, where, size, depth + 1)]
+                for hit in _pods(y, v, templates, f"{where}/{key[:-6]}" if key.endswith("Config") and
+                                 y.get(v, "runner") is not None else where, size, depth + 1)]
     if isinstance(node, SequenceNode):
         out: list[tuple[str, Node, int]] = []
         for item in y.seq(node):
@@ -47,6 +56,13 @@ def _pods(y: Y, node: Node | None, templates: dict[str | None, Node | None], whe
             out.extend(_pods(y, item, templates, f"{where}/{named}" if named else where, size, depth + 1))
         return out
     return []
+
+
+def _with_container(pod: Node, runner: Node) -> MappingNode:
+    """An OME component (`engineConfig`, a leader) as a pod spec: its `runner` is its one container."""
+    key = ScalarNode("tag:yaml.org,2002:str", "containers", runner.start_mark, runner.start_mark)
+    box = SequenceNode("tag:yaml.org,2002:seq", [runner], runner.start_mark, runner.end_mark)
+    return MappingNode(pod.tag, [*pod.value, (key, box)], pod.start_mark, pod.end_mark)
 
 
 _BY_NAME = ("containers", "initContainers", "volumes", "env", "volumeMounts")  # lists a strategic merge matches by name

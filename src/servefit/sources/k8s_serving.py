@@ -1,6 +1,8 @@
 """Serving resources whose engine is not a container of their own: a KServe InferenceService
 (its predictor's containers, a ServingRuntime in the same file, or a runtime defined elsewhere,
-which is said, never skipped) and a KubeAI Model (`spec.engine`, `spec.url`, `spec.args`)."""
+which is said, never skipped), a KServe LLMInferenceService (its containers, or the command its
+LLMInferenceServiceConfig gives them, which is said) and a KubeAI Model (`spec.engine`, `spec.url`,
+`spec.args`)."""
 
 from __future__ import annotations
 
@@ -109,3 +111,62 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
                 pname = pname[len(pre):]
         hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
     fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if pulled else None)
+
+
+
+# where an LLMInferenceService keeps pod specs (v1alpha2: the decode pods, their multi-node workers,
+# and the prefill pods of a disaggregated service)
+_LLMISVC_PODS = (("template",), ("worker",), ("prefill", "template"), ("prefill", "worker"))
+
+
+def llm_inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, label: str) -> None:
+    """KServe's LLMInferenceService: its pods are merged over an LLMInferenceServiceConfig's,
+    container by name (`main`). A container with its own command is read as written; the main
+    container otherwise runs the config's image and command (KServe's default config-llm-template:
+    `vllm serve /mnt/models` for `spec.model.uri`), which are not in this file: that is said (SF116),
+    never read as an image's bare entrypoint without a model, nor skipped."""
+    from servefit.sources.problems import unread_server
+
+    name = y.str(y.get(doc, "metadata", "name")) or "this LLMInferenceService"
+    uri = y.str(y.get(doc, "spec", "model", "uri"))
+    spec = y.get(doc, "spec")
+    said = False
+    for path in _LLMISVC_PODS:
+        pod = y.get(spec, *path)
+        for c in y.seq(y.get(pod, "containers")):
+            image = y.tok(y.get(c, "image"))
+            main = y.str(y.get(c, "name")) == "main"
+            if y.get(c, "command") is not None or not (main or (image and detect.engine_of_image(image.text))):
+                continue
+            said = True
+            shown = f"{image.text} runs the model" if image else "its main container runs the model"
+            fc.findings.append(unread_server(_not_in_file(name, uri, shown), span=(image or y.tok(y.get(c, "name")) or
+                                                                                  Token("", None)).span))
+        kept = _with_commands(y, pod)
+        if kept is not None:
+            said = True
+            pod_sites(y, kept, fc, cms, f"{label}/{'/'.join(path)}", "LLMInferenceService")
+    if not said:
+        at = y.get(spec, "model", "uri") or y.get(doc, "kind")
+        fc.findings.append(unread_server(_not_in_file(name, uri, "KServe runs the model"),
+                                         span=y.span(at) if at is not None else None))
+
+
+def _not_in_file(name: str, uri: str | None, shown: str) -> str:
+    model = f" (spec.model.uri {uri})" if uri else ""
+    return (f"LLMInferenceService {name}: {shown}{model} with the image and command of its LLMInferenceServiceConfig "
+            "(KServe's default: `vllm serve /mnt/models`), which are not in this file, so this server's settings were "
+            "not checked: lint the config with it, or write the container's image and command in the file")
+
+
+def _with_commands(y: Y, pod: Node | None) -> Node | None:
+    """The pod with only its containers that write their own command (None when none does)."""
+    from yaml.nodes import MappingNode, SequenceNode
+
+    box = y.get(pod, "containers")
+    kept = [c for c in y.seq(box) if y.get(c, "command") is not None]
+    if not kept or not isinstance(pod, MappingNode) or box is None:
+        return None
+    seq = SequenceNode(box.tag, kept, box.start_mark, box.end_mark)
+    return MappingNode(pod.tag, [(k, seq if y.str(k) == "containers" else v) for k, v in pod.value],
+                       pod.start_mark, pod.end_mark)

@@ -5,6 +5,8 @@ so a commented line inside a continuation does not end the command here. `${macr
 from `macros:`; `${PORT}` (llama-swap assigns it counting from `startPort`, 5800 by default) and
 `${MODEL_ID}` (the model's name) are filled in the way llama-swap fills them.
 `cmd` may also be `docker run ... IMAGE args`. Per-model `env: ["K=V"]` is the process env.
+A group with `swap: false` keeps all its members running at once (Workload.together: the
+linter adds up their memory, linter/together.py).
 A `cmd` that starts with a Windows path (`C:\\llama\\llama-server.exe`) is split as llama-swap
 splits it on Windows (sources/winsplit.py).
 """
@@ -16,6 +18,7 @@ import re
 from yaml.nodes import Node, ScalarNode
 
 from servefit.budget import charge
+from servefit.core import LaunchSite, Together
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.launch import from_words
 from servefit.sources.shell import Vars, Word, expand_word, split_words
@@ -68,6 +71,7 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
     macro_nodes = [(k, v) for k, _, v in y.items(y.get(root, "macros")) if isinstance(v, ScalarNode)]
     per_model = any("${MODEL_ID}" in y.scalar_src(v).text for _, v in macro_nodes)
     shared: dict[str, Src | str] | None = None
+    sites: dict[str, list[LaunchSite]] = {}
     for mname, _, m in y.items(y.get(root, "models")):
         cmd = y.get(m, "cmd")
         if not isinstance(cmd, ScalarNode):
@@ -109,6 +113,39 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
             site.workload.admit_limit = limit
         give_names(fc.sites[before:], [(mname, "its llama-swap `models:` key")] +
                    [(y.str(a), "its llama-swap alias") for a in y.seq(y.get(m, "aliases"))])
+        sites[mname] = fc.sites[before:]
+    _together(y, root, label, sites)
+
+
+# go-yaml reads these as false into a bool field (GroupConfig.Swap)
+_FALSE = {"false", "no", "off", "n"}
+
+
+def _groups(y: Y, root: Node) -> Node | None:
+    """The groups llama-swap runs with (internal/config/load.go, LoadConfigFromReader): the legacy
+    top-level `groups:`, else `routing.router.settings.groups` while routing.router.use is `group`
+    or unset (`matrix` runs its sets instead)."""
+    top = y.get(root, "groups")
+    if top is not None:
+        return top
+    use = (y.str(y.get(root, "routing", "router", "use")) or "group").strip()
+    return y.get(root, "routing", "router", "settings", "groups") if use == "group" else None
+
+
+def _together(y: Y, root: Node, label: str, sites: dict[str, list[LaunchSite]]) -> None:
+    """Mark the members of each `swap: false` group (GroupConfig.Swap, default true): llama-swap
+    starts each on request and unloads none of them for another member, so they all run at once."""
+    for gname, gkey, g in y.items(_groups(y, root)):
+        swap = y.str(y.get(g, "swap"))
+        if swap is None or swap.strip().lower() not in _FALSE:
+            continue
+        members = [m for m in (y.str(n) for n in y.seq(y.get(g, "members"))) if m]
+        if len(members) < 2:
+            continue
+        together = Together(f"llama-swap group '{gname}'", tuple(f"{label}/{m}" for m in members), y.span(gkey))
+        for m in members:
+            for site in sites.get(m, ()):
+                site.workload.together = together
 
 
 def _concurrency_limit(text: str | None) -> int:

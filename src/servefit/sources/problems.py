@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servefit.core import Finding
+from servefit.core import Finding, Token
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
@@ -47,3 +47,14 @@ def unread_server(message: str, **where: Any) -> Finding:
     does not have (or a chart setting it cannot turn into one), or a container of an image that runs
     its engine only when a command starts it starts none: the server was not read."""
     return finding("SF116", message, **where)
+
+
+def unknown_image(image: Token, service: str, var: str) -> Finding:
+    """A compose service named after an engine (`ollama`, `vllm`) whose image is a variable the
+    repository does not set (Harbor writes it in a generated .env): no server is read from it,
+    and that is said, not skipped."""
+    from servefit.sources import unresolved
+
+    shown = var if var.startswith("$") else f"${{{var}}}"
+    return unresolved(f"{shown} is not set in this repository: the image service '{service}' runs is not known, so "
+                      "whether it is an inference server, and its settings, are not checked", image.span)

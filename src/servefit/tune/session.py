@@ -33,6 +33,7 @@ class SiteTune:
     chosen: Any = None  # the candidate the patch writes (the best one, or the best safe one)
     unsafe_best: Any = None  # a better candidate that needs --unsafe, when one exists
     unsafe_command: str = ""  # the command that applies it
+    beside: str = ""  # the servers that run beside it on the same GPU (llama-swap swap: false) and the room left
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Session:
     command: str | None = None  # the tuned command line (`-- COMMAND` mode)
     preloaded: dict[str, str] = field(default_factory=dict)
     named: list[str] = field(default_factory=list)  # the files the user named: writable wherever they are
+    held: dict[str, int] = field(default_factory=dict)  # bytes each server holds on its GPU: now, or as tuned
 
     def run(self, words: list[str]) -> None:
         """Tune every server the shared assembly finds in the files (or the command after `--`),
@@ -73,6 +75,10 @@ class Session:
             self.named = list(words)
             asm = assemble_named(words, self.target)
             asm.warn_ignored_directives()
+            for srv in asm.servers:
+                p = srv.plan
+                if p is not None and p.outcome == "started":
+                    self.held[srv.site.name] = p.memory.total - p.memory.free_headroom
             for srv in asm.servers:  # together, as lint and estimate do
                 self.tunes.append(self.tune_server(srv))
         else:
@@ -119,13 +125,22 @@ class Session:
         out.run = study.run(space, needs, strategy=a.sampler, trials=a.trials, storage=storage, study_name=name,
                             seed=a.seed, bench=bench)
         b = out.run.best
+        room = self.room(srv, out)
+        if room is not None and b is not None and b.feasible and b.used > room:
+            # a llama-swap group with swap: false runs its members at once: the best candidate that
+            # fits in what the others hold
+            from servefit.tune.objective import best as pick
+
+            b = pick([r for r in out.run.results if r.feasible and r.used <= room],
+                     out.run.needs.objective, needs.min_context or needs.target_context)
         out.chosen = b
         if b is not None and b.feasible and b.changes and not a.unsafe and unsafe_point(space, b.point):
             # --allow opened a lossy change of checkpoint or quantization, which is written only
             # with --unsafe: apply the best candidate that stays within safe edits instead
             from servefit.tune.objective import best as pick
 
-            safe = [r for r in out.run.results if r.feasible and not unsafe_point(space, r.point)]
+            safe = [r for r in out.run.results if r.feasible and not unsafe_point(space, r.point)
+                    and (room is None or r.used <= room)]
             objective = out.run.needs.objective if bench is None else ("measured",) + tuple(out.run.needs.objective)
             sb = pick(safe, objective, needs.min_context or needs.target_context)
             out.unsafe_best = b
@@ -134,7 +149,28 @@ class Session:
                 out.chosen = b = sb
         if b is not None and b.feasible and b.changes:
             out.patch = make_patch(space, b.point, self.read)
+        if b is not None and b.feasible and room is not None:
+            self.held[site.name] = b.used
         return out
+
+    def room(self, srv: Any, out: SiteTune) -> int | None:
+        """The bytes this server may hold when the servers it runs beside (a llama-swap group with
+        swap: false) hold theirs: as tuned for those tuned before it, as written for the others."""
+        t = srv.site.workload.together
+        ev = srv.evaluation
+        if t is None or ev is None:
+            return None
+        others = [(m, self.held[m]) for m in t.members if m != srv.site.name and m in self.held]
+        if not others:
+            return None
+        room = ev.gpu.memory_bytes - sum(h for _, h in others)
+        held = ", ".join(f"'{m.split('/', 1)[-1]}' {h / 2**30:.2f} GiB" for m, h in others)
+        now = self.held.get(srv.site.name)
+        over = (f"; as written it holds {now / 2**30:.2f} GiB, more than that" if now is not None and now > room
+                else "")
+        out.beside = (f"{t.name} runs with swap: false: beside {held}, this server has "
+                      f"{max(room, 0) / 2**30:.2f} GiB of the {ev.gpu.memory_bytes / 2**30:.2f} GiB{over}")
+        return room
 
     def finish(self) -> None:
         edits: dict[str, list[Any]] = {}

@@ -170,9 +170,22 @@ def spans_lines(text: str, spans: list[Span]) -> bool:
     for prev, cur in zip(reversed(spans[:-1]), reversed(spans), strict=False):
         gap = text[prev.end:cur.start]
         if not GAP.fullmatch(gap):
-            break
+            # the words before come from a macro written elsewhere (llama-swap `${llamacpp}` on a line of
+            # its own, then `-m ...` on the next): the command still runs over lines when this word opens
+            # a line right below the macro's
+            return multi or _below_macro_line(text, cur.start)
         multi = multi or "\n" in gap
     return multi
+
+
+MACRO_LINE = re.compile(r"[ \t]*\$\{[\w.-]+\}[ \t]*\r?\n[ \t]*")
+
+
+def _below_macro_line(text: str, at: int) -> bool:
+    """Whether the word at `at` starts a line whose line above holds only a `${NAME}` reference."""
+    a = text.rfind("\n", 0, at)
+    b = text.rfind("\n", 0, max(a, 0))
+    return a >= 0 and MACRO_LINE.fullmatch(text[b + 1:at]) is not None
 
 
 def remove_word(text: str, span: Span) -> Piece | None:

@@ -76,7 +76,15 @@ class LlamaCppEngine(Engine):
         stands for (pipeline.evaluate may prefer this over models.resolve_model)."""
         from servefit.models.gguf_names import resolve_gguf_ref
 
-        ref = (getattr(target, "model", None) or cfg.settings.get("model") or cfg.model_ref or "")
+        override = getattr(target, "model", None)
+        ref = (override or cfg.settings.get("model") or cfg.model_ref or "")
+        if override:  # --model REPO:QUANT / NAME-Q8_0.gguf: the weights are that quant, not the file's -m
+            from servefit.models.gguf_names import parse_ref
+
+            o = str(override)
+            base, quant, _ = parse_ref(o.rsplit("/", 1)[-1] if o.startswith("http") else o)
+            if quant:
+                cfg.settings["gguf_base"], cfg.settings["gguf_quant"] = base, quant
         spec = resolve_gguf_ref(str(ref), online=bool(getattr(target, "online", False)),
                                 context=getattr(target, "models", None), hf_repo=cfg.settings.get("hf_repo"))
         if spec.gguf is not None:  # sized from the real header (model lock, Hub): not by its name

@@ -14,6 +14,7 @@ from servefit.engines.base import assume_version, implied_release, unpinned
 from servefit.engines.llamacpp import versions as V
 from servefit.engines.options import load_table
 from servefit.models.gguf_names import parse_ref
+from servefit.models.name_words import file_name
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
@@ -228,7 +229,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
                        findings=findings, site=site)
     cfg.explicit |= {k for k in explicit_argv}
     if ref and cfg.model_ref and cfg.model_ref != ref and not os.path.isfile(str(ref)):
-        cfg.assumptions.append(f"model {os.path.basename(str(ref))!r} taken as {cfg.model_ref} by its name"
+        cfg.assumptions.append(f"model {file_name(str(ref))!r} taken as {cfg.model_ref} by its name"
                                + (f" ({quant}, sized as llama-quantize makes it)" if quant else ""))
     if not set(vals) & {"model", "hf_repo", "model_url", "docker_repo"} and ref:
         cfg.assumptions.append(f"no -m: llama-server b{b} loads its default {ref} (router mode came in b{V.ROUTER})")

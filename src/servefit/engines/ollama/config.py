@@ -21,6 +21,7 @@ from servefit.engines.ollama_modelfile import (
 )
 from servefit.engines.options import load_table
 from servefit.models.gguf_names import parse_ref
+from servefit.models.name_words import file_name
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
@@ -170,9 +171,9 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
             if doc is not None and not os.path.isabs(ref):
                 path = os.path.join(os.path.dirname(doc.file), os.path.expanduser(ref))
             s["model_path"] = path if os.path.isfile(path) else None
-            base, quant, _ = parse_ref(os.path.basename(ref))
+            base, quant, _ = parse_ref(file_name(ref))
             catalog_id = path if os.path.isfile(path) else base
-            note = f"GGUF {os.path.basename(ref)}"
+            note = f"GGUF {file_name(ref)}"
         else:
             from servefit.engines.ollama.tags import lookup
 

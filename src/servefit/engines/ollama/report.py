@@ -96,10 +96,15 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
                            f"{np_} slots gets the full num_ctx, and the model no longer fits on {gpu.name}; fewer "
                            "slots keep more of it on the GPU", span=sp.get("OLLAMA_NUM_PARALLEL") or sp.get("num_ctx"),
                            site=site, setting="OLLAMA_NUM_PARALLEL"))
-    if ctx["ctx_src"] not in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):
+    if ctx["ctx_src"] not in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH") and n_ctx < lm.n_ctx_train:
         out.append(finding("OLLM008", f"num_ctx not set: {ctx['ctx_src']} gives {n_ctx} tokens (the model "
                            f"supports {lm.n_ctx_train}); longer prompts are truncated", span=sp.get("model"),
                            site=site, setting="num_ctx"))
+    elif ctx["ctx_src"] not in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):  # nothing is cut here
+        out.append(finding("OLLM008", f"num_ctx not set: {ctx['ctx_src']} gives {n_ctx} tokens, the model's whole "
+                           "length on this GPU; the default follows the Ollama release and the GPU's memory, so "
+                           "set it to serve this length wherever the model runs", span=sp.get("model"),
+                           site=site, setting="num_ctx", severity="info"))
     if ctx["requested_ctx"] > lm.n_ctx_train > 0:
         out.append(finding("OLLM009", f"requested context size too large for model: num_ctx {ctx['requested_ctx']} "
                            f"> {lm.n_ctx_train}; Ollama uses {lm.n_ctx_train}",
