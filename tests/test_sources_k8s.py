@@ -227,3 +227,44 @@ def test_inference_service_of_another_kind_of_model_is_not_ours(tmp_path):
     f.write_text(ISVC.replace("{name: huggingface}", "{name: sklearn}").replace("hf://Qwen/Qwen2.5-7B-Instruct",
                                                                                 "gs://models/iris"))
     assert scan_file(str(f)).findings == []
+
+
+RUNTIME = """apiVersion: serving.kserve.io/v1alpha1
+kind: ClusterServingRuntime
+metadata:
+  name: kserve-vllm
+spec:
+  supportedModelFormats:
+    - name: huggingface
+  containers:
+    - name: kserve-container
+      image: vllm/vllm-openai:v0.11.0
+      args: [--model, /mnt/models, --port, "8080"]
+      resources:
+        limits:
+          nvidia.com/gpu: "1"
+"""
+KSERVE_MOUNT = ("the model is the one KServe downloads to /mnt/models from the storageUri of an InferenceService that "
+                "uses this runtime, and no InferenceService in this file does, so its memory was not checked: add "
+                "`# servefit: model=ORG/NAME` beside the server, or put the InferenceService in this file")
+
+
+def test_a_kserve_runtime_alone_says_where_its_model_comes_from(tmp_path, capsys):
+    """It was "unknown model '/mnt/models'; no catalogued model has a similar family and size" (kserve/kserve's
+    charts): the path is KServe's mount, not a model name."""
+    from servefit.cli import main
+
+    f = tmp_path / "runtime.yaml"
+    f.write_text(RUNTIME)
+    assert main(["lint", str(f), "--gpu", "H100", "--format", "json"]) == 0
+    found = {x["code"]: x for x in __import__("json").loads(capsys.readouterr().out)}
+    assert found["SF002"]["message"] == KSERVE_MOUNT and found["SF002"]["location"]["line"] == 11
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 2
+    assert capsys.readouterr().err == f"servefit: error: {KSERVE_MOUNT}\n"
+    f.write_text(RUNTIME.replace("      image:", "      # servefit: model=Qwen/Qwen2.5-7B-Instruct\n      image:"))
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 0
+    other = tmp_path / "other.yaml"  # another operator's runtime keeps the plain message
+    other.write_text(RUNTIME.replace("serving.kserve.io/v1alpha1", "example.com/v1"))
+    main(["lint", str(other), "--gpu", "H100", "--format", "json"])
+    out = capsys.readouterr().out
+    assert "KServe downloads" not in out

@@ -398,7 +398,13 @@ def _plan(srv: Server, engine: Any) -> None:
                                span=cfg.spans.get("model") or anchor(site)))
     except UsageError as exc:
         srv.error = str(exc)
-        out.append(finding("SF002", str(exc), site=site.name, span=cfg.spans.get("model") or anchor(site)))
+        path = site.workload.storage_path
+        if path and ref.startswith(path) and not site.workload.storage_model and t.model is None:
+            srv.error = (f"the model is the one KServe downloads to {path} from the storageUri of an InferenceService "
+                         "that uses this runtime, and no InferenceService in this file does, so its memory was not "
+                         "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService "
+                         "in this file")
+        out.append(finding("SF002", srv.error, site=site.name, span=cfg.spans.get("model") or anchor(site)))
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
         srv.error = f"{type(exc).__name__}: {exc}"
         out.append(plugin_failed(srv.error, site=site.name, span=anchor(site)))

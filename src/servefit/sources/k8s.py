@@ -58,10 +58,14 @@ def scan(y: Y, docs: list[Node], fc: FileCtx) -> None:
             if y.str(y.get(d, "kind")) == "InferenceService"}
     first = len(fc.sites)
     for doc in docs:
-        if y.str(y.get(doc, "kind")) in ("ServingRuntime", "ClusterServingRuntime") and \
-                y.str(y.get(doc, "metadata", "name")) in used:
+        runtime = y.str(y.get(doc, "kind")) in ("ServingRuntime", "ClusterServingRuntime")
+        if runtime and y.str(y.get(doc, "metadata", "name")) in used:
             continue
+        before = len(fc.sites)
         scan_doc(y, doc, fc, cms, docs)
+        if runtime and (y.str(y.get(doc, "apiVersion")) or "").startswith("serving.kserve.io"):
+            for site in fc.sites[before:]:  # KServe mounts an InferenceService's model here (storageUri)
+                site.workload.storage_path = site.workload.storage_path or "/mnt/models"
     services(y, docs, fc.sites[first:])
 
 
