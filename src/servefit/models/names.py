@@ -96,8 +96,17 @@ class Index:
         return bool(self.kinds.get(i, have) - have)
 
 
+_ROOT_TAIL = re.compile(r"[\d.]+[a-z]?$")
+_ROOTS: dict[str, str] = {}  # word -> root: the same words come up for every name of a lint
+
+
 def _root(word: str) -> str:
-    return re.sub(r"[\d.]+[a-z]?$", "", word)
+    root = _ROOTS.get(word)
+    if root is None:
+        if len(_ROOTS) > 65536:
+            _ROOTS.clear()
+        root = _ROOTS[word] = _ROOT_TAIL.sub("", word)
+    return root
 
 
 _BASE_MODEL = re.compile(r"(?m)^  base_model: ")
@@ -221,6 +230,7 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
 
 
 _RELEASE = re.compile(r"^v\d[\d.]*$")
+_VERSION_WORD = re.compile(r"v?\d[\d.]*")
 
 
 def _same_release(entry_rest: tuple[str, ...], rest: list[str]) -> bool:
@@ -302,7 +312,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
         return None
     found = _dated(ws, idx) or _derive(ws, idx) or _unglued(ws, idx)
     if found is None and len(ws[0]) >= 8:
-        for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
+        for org in _orgs_longest_first(idx):  # QwenQwen2.5-7B: a download tool dropped the /
             rest = ws[0][len(org):]
             if ws[0].startswith(org) and len(rest) >= 3 and _root(rest) in idx.by_root:
                 found = _derive([rest, *ws[1:]], idx)
@@ -319,6 +329,14 @@ def derive(ref: str, idx: Index) -> Derived | None:
             found = Derived(entry=hit[0], base=hit[1], why=hit[2], guess=True)
     return found
 
+
+
+def _orgs_longest_first(idx: Index) -> list[str]:
+    """The index's organization words, longest first (sorted once per index, not per name)."""
+    got = idx.__dict__.get("_orgs_sorted")
+    if got is None or got[0] is not idx.org_words:
+        got = idx.__dict__["_orgs_sorted"] = (idx.org_words, sorted(idx.org_words, key=len, reverse=True))
+    return got[1]
 
 
 def _dated(ws: list[str], idx: Index) -> Derived | None:
@@ -374,7 +392,7 @@ def _derive(ws: list[str], idx: Index) -> Derived | None:
     if _blocked(ws, idx.words[entry]) or ruled is None and _other_family(ws, idx.words[entry]):
         return None
     if not why:
-        extra = [w for w in ws[:j] + ws[end:] if w not in STOP_WORDS and not re.fullmatch(r"v?\d[\d.]*", w)]
+        extra = [w for w in ws[:j] + ws[end:] if w not in STOP_WORDS and not _VERSION_WORD.fullmatch(w)]
         if extra:
             why = f"its name carries the base's family and size, {shown}; a fine-tune keeps its base's architecture"
         else:
