@@ -198,6 +198,18 @@ def _tokens(base: str) -> list[str]:
     return [t for t in out if t]
 
 
+_GGUF_TYPES: dict[str, bool] = {}  # word -> whether it is a GGUF file type (asked twice for every word)
+
+
+def _gguf_type(word: str) -> bool:
+    got = _GGUF_TYPES.get(word)
+    if got is None:
+        if len(_GGUF_TYPES) > 65536:
+            _GGUF_TYPES.clear()
+        got = _GGUF_TYPES[word] = _GGUF_TYPE.match(word) is not None
+    return got
+
+
 def parse_variant(ref: str) -> Variant:
     """Split a model reference into its architecture stem and the quantization its name implies
     (cached: a lint asks for the same names many times; `quant` is shared, copy before changing)."""
@@ -211,12 +223,12 @@ def _parse_variant(ref: str) -> Variant:
     org, base = _split(ref)
     toks = _tokens(base)
     ts = set(toks)
-    gguf_type = next((x for x in toks if _GGUF_TYPE.match(x)), None)
+    gguf_type = next((x for x in toks if _gguf_type(x)), None)
     dtype = next((_DTYPE[x] for x in toks if x in _DTYPE), None)
     quant, label = quant_names.scheme(toks, org, gguf_type, dtype)  # -AWQ, -autoawq, GPTQ-Int8, exl2 ...
     variants = frozenset(x for x in toks if x in _VARIANT)
     stem_toks = [x for x in toks if x not in _VARIANT and not quant_names.is_quant_word(x, ts) and x not in _DTYPE
-                 and not _GGUF_TYPE.match(x)]
+                 and not _gguf_type(x)]
     if stem_toks and stem_toks[0] == "meta":  # Meta-Llama-3.1-8B == Llama-3.1-8B
         stem_toks = stem_toks[1:]
     return Variant(stem="".join(stem_toks), variants=variants, quant=quant, quant_label=label, dtype=dtype)

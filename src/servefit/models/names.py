@@ -47,6 +47,20 @@ def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, in
 
 
 @lru_cache(maxsize=1)
+def _rules_by_first_word() -> dict[str, list[int]]:
+    """Sibling rules by the first word of their family (a name is checked against the few that can apply)."""
+    out: dict[str, list[int]] = {}
+    for k, r in enumerate(_sibling_rules()):
+        out.setdefault(r[0][0], []).append(k)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _generic_words() -> frozenset[str]:
+    return frozenset(str(w) for w in rules().get("generic_words") or ())
+
+
+@lru_cache(maxsize=1)
 def _ruled_families() -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(r[0]) for r in _sibling_rules())
 
@@ -188,17 +202,35 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Co
     `-Llama-3-8B-sft` is not DeepMount00's Llama-3-8b-Ita unless its name says `ita`), then the
     catalog's first."""
     have = set(ws)
+    have_tuned, plain = _tuned(have), have - STOP_WORDS
+    best: tuple[tuple[int, int, int, int], int] | None = None
+    for i, rest in cands:  # the first of the lowest (overlap, fine-tune, variant, entry)
+        words_, tuned = _rest_words(rest)
+        overlap = len(words_ & plain)
+        score = (-overlap, int(i in finetunes and not overlap), len(tuned ^ have_tuned), i)
+        if best is None or score < best[0]:
+            best = (score, i)
+    assert best is not None
+    return best[1]
 
-    def tuned(ws: set[str]) -> set[str]:  # chat, it and instruct are the same kind of release
-        return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & STOP_WORDS}
 
-    def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int, int]:
-        rest = set(c[1])
-        variant = len(tuned(rest) ^ tuned(have))
-        overlap = len(rest & have - STOP_WORDS)
-        return (-overlap, int(c[0] in finetunes and not overlap), variant, c[0])
+def _tuned(ws: Collection[str]) -> frozenset[str]:
+    """The release words: chat, it and instruct are the same kind of release, pt is base."""
+    return frozenset("instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws if w in STOP_WORDS)
 
-    return min(cands, key=score)[0]
+
+_RESTS: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def _rest_words(rest: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """(words, release words) of a catalog name's words after its size (the same few for every name)."""
+    got = _RESTS.get(rest)
+    if got is None:
+        if len(_RESTS) > 65536:
+            _RESTS.clear()
+        words_ = frozenset(rest)
+        got = _RESTS[rest] = (words_, _tuned(words_))
+    return got
 
 
 def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
@@ -261,19 +293,19 @@ def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] 
                 continue
             for j in range(max(0, k - idx.longest), k):
                 fam = tuple(ws[j:k])
-                if not any(c.isdigit() for w in fam for c in w) or fam + tuple(mid) in ruled or fam + tuple(mid[:1]) in ruled:
-                    continue
                 cands = idx.by_key.get((fam, size))
-                if cands:
-                    return _pick(cands, ws[end:], idx.finetunes), j, end, size, mid
+                if (not cands or not any(c.isdigit() for w in fam for c in w) or fam + tuple(mid) in ruled
+                        or fam + tuple(mid[:1]) in ruled):
+                    continue
+                return _pick(cands, ws[end:], idx.finetunes), j, end, size, mid
     return None
 
 
 def _by_rule(idx: Index, ws: list[str]) -> tuple[tuple[int, int, int, str], str, str, int, int] | None:
     """(match, shown, why, context, rule words) of the first sibling rule that names a catalogued base."""
-    for src, dst, sizes, rule_why, rule_context in _sibling_rules():
-        if src[0] not in ws:
-            continue
+    table, first = _sibling_rules(), _rules_by_first_word()
+    for k in sorted({k for w in set(ws) for k in first.get(w, ())}):  # table order
+        src, dst, sizes, rule_why, rule_context = table[k]
         for p in range(len(ws) - len(src) + 1):
             if ws[p:p + len(src)] != src:
                 continue
@@ -321,7 +353,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
                     return Derived(found.entry, found.base, why, found.context, found.guess)
                 break
     if found is None and not _spells_ruled(ws):  # deepthought-8b-llama: only where the catalog leaves one layout
-        generic = frozenset(str(w) for w in rules().get("generic_words") or ())
+        generic = _generic_words()
         have = kinds(ws)
         hit = (name_assume.assume(idx, ws, _other_words(), generic, _root, have)
                or name_assume.pair(idx, ws, _other_words(), _root, have))
