@@ -138,6 +138,26 @@ def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
     return spec
 
 
+@cache
+def _spec(i: int) -> ModelSpec:
+    """Entry `i`'s spec, built once: a lint sizes many names as the same few entries. Never handed
+    out (_fresh_spec copies it)."""
+    return spec_from_entry(_entry(i))
+
+
+def _fresh_spec(i: int) -> ModelSpec:
+    """A copy of entry `i`'s spec the caller may change, as spec_from_entry makes it: its lists and dicts
+    are new ones (what they hold is shared with the parsed entry, as spec_from_entry shares it), the
+    quantization a deep copy."""
+    own = dict(_spec(i).__dict__)
+    for f, v in own.items():
+        if isinstance(v, (list, dict)):
+            own[f] = copy.deepcopy(v) if f == "quantization" else v.copy()
+    spec = ModelSpec.__new__(ModelSpec)
+    spec.__dict__.update(own)
+    return spec
+
+
 def all_models() -> list[ModelSpec]:
     """Every catalogued model, in catalog order."""
     return [spec_from_entry(e) for e in entries()]
@@ -341,7 +361,7 @@ def lookup(ref: str) -> ModelSpec | None:
     r = _recipe(ref)
     if r is None:
         return None
-    spec = spec_from_entry(_entry(r.entry))
+    spec = _fresh_spec(r.entry)
     if not r.assumption:
         return spec
     if r.quant is not None:
