@@ -328,8 +328,8 @@ def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: 
              context: int = 0, guess: bool = False) -> _Recipe:
     """The quantization the name implies and the sentence that says what was assumed, and why."""
     quant, label = v.quant, v.quant_label
-    own = _entry(entry).get("quantization")
     if quant is None and ollama:
+        own = _entry(entry).get("quantization")
         if own:  # gpt-oss ships in its native mxfp4
             label = f"the checkpoint's own {own.get('quant_method')} weights"
             quant = own

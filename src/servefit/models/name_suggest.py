@@ -64,7 +64,7 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     sizes |= {s.split("-")[0] for s in sizes}
     have = set(ws)
     other = _other_words() - have
-    pool = _family_pool(roots, other, idx, kinds(ws))
+    own_kinds = kinds(ws)
 
     billions = {round(float(s[:-1])) for s in sizes if re.fullmatch(r"\d+(?:\.\d+)?b", s)}
 
@@ -77,9 +77,17 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     def cheap(i: int) -> tuple[int, int, int, int]:  # the family's own releases, base releases, shared words
         return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
 
-    short = sorted((i for i in pool if not sizes or same_size(i)), key=cheap)[:n + 2]  # difflib orders this
+    # the family's entries of that size (the size first: it leaves few), ranked (`cheap` ends with the entry,
+    # so the order they are found in does not matter)
+    family = {i for r in roots for i in idx.by_root[r]}
+    kind = idx.kinds
+    short = sorted((i for i in family if (not sizes or same_size(i)) and not idx.words[i].intersection(other)
+                    and (i not in kind or kind[i] <= own_kinds)), key=cheap)[:n + 2]
     if not short:
         return []
+    heads = [cheap(i)[:2] for i in short]
+    if len(set(heads)) == len(heads):  # no two share a rank: difflib would not change the order
+        return short[:n]
     text = "-".join(ws)
     import difflib  # only for a name the catalog does not know
 
