@@ -233,9 +233,12 @@ def _rest_words(rest: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
     return got
 
 
-def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
-    """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
-    sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in SIZE_WORDS else None) for s in range(len(ws))]
+def _match(idx: Index, ws: list[str], at: list[str | None] | None = None) -> tuple[int, int, int, str] | None:
+    """(entry, family start, size end, size) of the first catalogued family + size in `ws` (`at`: the size
+    key at each word, where the caller has them)."""
+    if at is None:
+        at = _sizes(ws)
+    sizes = [sz or (ws[s] if s and ws[s] in SIZE_WORDS else None) for s, sz in enumerate(at)]
     for s, size in enumerate(sizes):
         if not size:
             continue
@@ -277,19 +280,18 @@ def _same_release(entry_rest: tuple[str, ...], rest: list[str]) -> bool:
 _MAX_BETWEEN = 3
 
 
-def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] | None:
+def _between(idx: Index, ws: list[str], at: list[str | None]) -> tuple[int, int, int, str, list[str]] | None:
     """A versioned family, up to three other words, then a size the family has:
     `Llama-3-Open-Ko-8B`, `qwen2.5-coder-abliterate:7b`. Words a sibling rule governs
-    (`qwen2.5-math`) are left to that rule."""
+    (`qwen2.5-math`) are left to that rule. `at`: the size key at each word."""
     ruled = _ruled_families()
-    for s in range(len(ws)):
-        size = size_at(ws, s)
+    for s, size in enumerate(at):
         if not size:
             continue
         end = s + 1 + size.count("-")
         for k in range(max(1, s - _MAX_BETWEEN), s):  # family ends at k, the words k..s are between
             mid = ws[k:s]
-            if any(size_at(ws, x) or w in SIZE_WORDS for x, w in enumerate(mid, k)):
+            if any(at[x] or w in SIZE_WORDS for x, w in enumerate(mid, k)):
                 continue
             for j in range(max(0, k - idx.longest), k):
                 fam = tuple(ws[j:k])
@@ -402,12 +404,18 @@ def _unglued(ws: list[str], idx: Index) -> Derived | None:
                    + ", ".join(read), found.context, found.guess)
 
 
+def _sizes(ws: list[str]) -> list[str | None]:
+    """The size key starting at each word (size_at), or None."""
+    return [size_at(ws, s) for s in range(len(ws))]
+
+
 def _derive(ws: list[str], idx: Index) -> Derived | None:
     options: list[tuple[int, int, tuple[int, int, int, str], str, str, int]] = []
-    found = _match(idx, ws)
+    at = _sizes(ws)
+    found = _match(idx, ws, at)
     if found is not None:
         options.append((_family_len(found), 2, found, "-".join(ws[found[1]:found[2]]), "", 0))
-    loose = _between(idx, ws)
+    loose = _between(idx, ws, at)
     if loose is not None:  # catalogued family, fine-tune words, size
         mid = loose[4]
         shown = "-".join(w for w in ws[loose[1]:loose[2]] if w not in mid)
