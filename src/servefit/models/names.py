@@ -346,7 +346,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
         return None
     found = _dated(ws, idx) or _derive(ws, idx) or _unglued(ws, idx)
     if found is None and len(ws[0]) >= 8:
-        for org in _orgs_longest_first(idx):  # QwenQwen2.5-7B: a download tool dropped the /
+        for org in _orgs_starting(idx, ws[0]):  # QwenQwen2.5-7B: a download tool dropped the /
             rest = ws[0][len(org):]
             if ws[0].startswith(org) and len(rest) >= 3 and _root(rest) in idx.by_root:
                 found = _derive([rest, *ws[1:]], idx)
@@ -365,12 +365,21 @@ def derive(ref: str, idx: Index) -> Derived | None:
 
 
 
-def _orgs_longest_first(idx: Index) -> list[str]:
-    """The index's organization words, longest first (sorted once per index, not per name)."""
+def _orgs_starting(idx: Index, word: str) -> list[str]:
+    """The index's organization words that `word` may start with, longest first: sorted once per index
+    and kept by their first four letters (build_index keeps words of four letters or more), not sorted
+    and scanned per name."""
     got = idx.__dict__.get("_orgs_sorted")
     if got is None or got[0] is not idx.org_words:
-        got = idx.__dict__["_orgs_sorted"] = (idx.org_words, sorted(idx.org_words, key=len, reverse=True))
-    return got[1]
+        ordered = sorted(idx.org_words, key=len, reverse=True)
+        by_start: dict[str, list[str]] | None = {}
+        for org in ordered:
+            if len(org) < 4:
+                by_start = None  # a shorter word: every name is checked against the whole list
+                break
+            by_start.setdefault(org[:4], []).append(org)
+        got = idx.__dict__["_orgs_sorted"] = (idx.org_words, ordered, by_start)
+    return got[1] if got[2] is None else got[2].get(word[:4], [])
 
 
 def _dated(ws: list[str], idx: Index) -> Derived | None:
