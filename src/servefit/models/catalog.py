@@ -217,10 +217,18 @@ _GGUF_TAIL = re.compile(r"(?:^|_)((?:i?q[1-8]|tq[12])(?:_[a-z0-9]+)*)$")
 def _tokens(base: str) -> list[str]:
     """Name words, split at `-`, `:`, a dot before a letter, and `_` outside a version (qwen2_5) or
     a GGUF file type (q4_k_m): `Qwen2.5_7B_Instruct_AWQ` and `Qwen2.5-7B-Instruct-AWQ` agree."""
-    s = _SHARD_GGUF.sub("-gguf", base.lower())
+    s = base.lower()
+    if ".gguf" in s:  # each pattern only where its text is (a name is cut for every lookup)
+        s = _SHARD_GGUF.sub("-gguf", s)
     s = s.replace(":", "-")  # Ollama name:tag
-    s = _QUANTIZED.sub("-quantized-", s)
-    s = _DOT_WORD.sub("-", _UNDERSCORE_VERSION.sub(r"\1.\2", s))
+    if "quantized" in s:
+        s = _QUANTIZED.sub("-quantized-", s)
+    if "_" in s:
+        s = _UNDERSCORE_VERSION.sub(r"\1.\2", s)
+    else:
+        return [t for t in (_DOT_WORD.sub("-", s) if "." in s else s).split("-") if t]
+    if "." in s:
+        s = _DOT_WORD.sub("-", s)
     out: list[str] = []
     for t in s.split("-"):
         tail = _GGUF_TAIL.search(t) if "_" in t else None
@@ -256,8 +264,12 @@ def _parse_variant(ref: str) -> Variant:
     org, base = _split(ref)
     toks = _tokens(base)
     ts = set(toks)
-    gguf_type = next((x for x in toks if _gguf_type(x)), None)
-    dtype = next((_DTYPE[x] for x in toks if x in _DTYPE), None)
+    gguf_type = dtype = None
+    for x in toks:  # the first GGUF file type and the first dtype word
+        if gguf_type is None and _gguf_type(x):
+            gguf_type = x
+        if dtype is None and x in _DTYPE:
+            dtype = _DTYPE[x]
     quant, label = quant_names.scheme(toks, org, gguf_type, dtype)  # -AWQ, -autoawq, GPTQ-Int8, exl2 ...
     variants = frozenset(x for x in toks if x in _VARIANT)
     stem_toks = [x for x in toks if x not in _VARIANT and not quant_names.is_quant_word(x, ts) and x not in _DTYPE

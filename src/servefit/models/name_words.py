@@ -65,7 +65,8 @@ def word_tuple(name: str) -> tuple[str, ...]:
     if "_" in s:
         s = _UNDERSCORE_SIZE.sub(r"\1.\2", s)  # Qwen-1_8B is 1.8B, not Qwen1 at 8B
         s = _UNDERSCORE_VERSION.sub(lambda m: f"{m[1] or m[3]}.{m[2] or m[4]}", s)  # qwen2_5 folders
-    s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
+    if "." in s:
+        s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
     toks = [t for t in SEP.split(s) if t and t not in _DROP]
     out: list[str] = []
     for i, t in enumerate(toks):
