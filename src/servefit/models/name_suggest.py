@@ -85,8 +85,8 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
                     and (i not in kind or kind[i] <= own_kinds)), key=cheap)[:n + 2]
     if not short:
         return []
-    heads = [cheap(i)[:2] for i in short]
-    if len(set(heads)) == len(heads):  # no two share a rank: difflib would not change the order
+    ranks = [cheap(i)[:2] for i in short]
+    if len(set(ranks)) == len(ranks):  # no two share a rank: difflib would not change the order
         return short[:n]
     text = "-".join(ws)
     import difflib  # only for a name the catalog does not know

@@ -372,13 +372,11 @@ def _orgs_starting(idx: Index, word: str) -> list[str]:
     got = idx.__dict__.get("_orgs_sorted")
     if got is None or got[0] is not idx.org_words:
         ordered = sorted(idx.org_words, key=len, reverse=True)
-        by_start: dict[str, list[str]] | None = {}
+        by_start: dict[str, list[str]] = {}
         for org in ordered:
-            if len(org) < 4:
-                by_start = None  # a shorter word: every name is checked against the whole list
-                break
             by_start.setdefault(org[:4], []).append(org)
-        got = idx.__dict__["_orgs_sorted"] = (idx.org_words, ordered, by_start)
+        short = any(len(org) < 4 for org in ordered)  # such a word: every name is checked against the whole list
+        got = idx.__dict__["_orgs_sorted"] = (idx.org_words, ordered, None if short else by_start)
     return got[1] if got[2] is None else got[2].get(word[:4], [])
 
 
