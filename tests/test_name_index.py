@@ -13,7 +13,7 @@ from fuzzkit import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 
-from servefit.models import catalog, name_assume, name_dates, name_suggest, names
+from servefit.models import catalog, name_assume, name_dates, name_rules, name_suggest, names
 from servefit.models.name_words import SIZE_WORDS, STOP_WORDS, size_at, split_ref, words
 
 IDX = catalog._index().names
@@ -79,7 +79,7 @@ def scan_dated(ws, keys):  # type: ignore[no-untyped-def]
 
 
 def scan_rules(ws):  # type: ignore[no-untyped-def]
-    return [k for k, r in enumerate(names._sibling_rules()) if r[0][0] in ws]
+    return [k for k, r in enumerate(name_rules._sibling_rules()) if r[0][0] in ws]
 
 
 def scan_pick(cands, ws, finetunes):  # type: ignore[no-untyped-def]
@@ -100,13 +100,13 @@ def scan_nearest(key, n, idx):  # type: ignore[no-untyped-def]
     roots = [r for r in (names._root(w) for w in key) if r in idx.by_root]
     ws = list(key)
     if not roots:  # no catalogued family: the models of its version and MoE size, each family's first first
-        by_pair = scan_pair_pool(idx, ws, names._other_words(), names._root, names.kinds(key))
+        by_pair = scan_pair_pool(idx, ws, name_rules._other_words(), names._root, name_rules.kinds(key))
         heads = sorted({w: i for i, w in sorted(by_pair.items(), reverse=True)}.values())
         return (heads + [i for i in sorted(by_pair) if i not in heads])[:n]
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
     sizes |= {s.split("-")[0] for s in sizes}
     have = set(ws)
-    pool = name_suggest._family_pool(roots, names._other_words() - have, idx, names.kinds(ws))
+    pool = name_suggest._family_pool(roots, name_rules._other_words() - have, idx, name_rules.kinds(ws))
     billions = {round(float(s[:-1])) for s in sizes if re.fullmatch(r"\d+(?:\.\d+)?b", s)}
 
     def same_size(i):  # type: ignore[no-untyped-def]
@@ -131,14 +131,14 @@ def test_each_table_answers_as_the_full_scan(ref: str) -> None:
     ws = _ws(ref)
     if not ws:
         return
-    other = names._other_words()
+    other = name_rules._other_words()
     assert name_assume.pair_pool(IDX, ws, other, names._root)[2] == scan_pair_pool(IDX, ws, other, names._root)
     tried = [o for o in names._orgs_starting(IDX, ws[0]) if ws[0].startswith(o)]
     assert tried == scan_orgs(IDX, ws[0])
     if any(name_dates._DATE.match(w) for w in ws):
         assert name_dates._first_by_key(IDX.keys).get(
             "-".join(w for w in ws if not name_dates._DATE.match(w))) == scan_dated(ws, IDX.keys)
-    first = names._rules_by_first_word()
+    first = name_rules._rules_by_first_word()
     assert sorted({k for w in set(ws) for k in first.get(w, ())}) == scan_rules(ws)
     for s in range(len(ws)):  # every family + size the name spells: the candidate picked
         size = size_at(ws, s) or (ws[s] if s and ws[s] in SIZE_WORDS else None)
@@ -158,8 +158,8 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
     for org in IDX.org_words:
         assert org in names._orgs_starting(IDX, org), org
         assert [o for o in names._orgs_starting(IDX, org) if org.startswith(o)] == scan_orgs(IDX, org)
-    first = names._rules_by_first_word()
-    assert sorted(k for ks in first.values() for k in ks) == list(range(len(names._sibling_rules())))
+    first = name_rules._rules_by_first_word()
+    assert sorted(k for ks in first.values() for k in ks) == list(range(len(name_rules._sibling_rules())))
     rev = name_dates._first_by_key(IDX.keys)
     assert all(rev[k] == next(i for i, key in IDX.keys.items() if key == k) for k in set(IDX.keys.values()))
 

@@ -18,10 +18,18 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
-from servefit import data
 from servefit.models import name_assume, name_dates, release_lines
+from servefit.models.name_rules import (  # data/derivatives.yaml's tables
+    _breaks,
+    _generic_words,
+    _other_words,
+    _ruled_families,
+    _rules_by_first_word,
+    _sibling_rules,
+    kinds,
+    rules,
+)
 from servefit.models.name_words import (
     SEP,
     SIZE_WORDS,
@@ -32,55 +40,6 @@ from servefit.models.name_words import (
     word_tuple,
     words,
 )
-
-
-@lru_cache(maxsize=1)
-def rules() -> dict[str, Any]:
-    return data.load("derivatives.yaml")  # type: ignore[no-any-return]
-
-
-@lru_cache(maxsize=1)
-def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, int]]:
-    """(from words, to words, sizes, why, context) of every same-architecture rule."""
-    return [([str(w) for w in r["from"]], [str(w) for w in r["to"]], frozenset(str(x) for x in r["sizes"]),
-             str(r["why"]), int(r.get("context") or 0)) for r in rules().get("same_architecture") or ()]
-
-
-@lru_cache(maxsize=1)
-def _rules_by_first_word() -> dict[str, list[int]]:
-    """Sibling rules by the first word of their family (a name is checked against the few that can apply)."""
-    out: dict[str, list[int]] = {}
-    for k, r in enumerate(_sibling_rules()):
-        out.setdefault(r[0][0], []).append(k)
-    return out
-
-
-@lru_cache(maxsize=1)
-def _generic_words() -> frozenset[str]:
-    return frozenset(str(w) for w in rules().get("generic_words") or ())
-
-
-@lru_cache(maxsize=1)
-def _ruled_families() -> frozenset[tuple[str, ...]]:
-    return frozenset(tuple(r[0]) for r in _sibling_rules())
-
-
-@lru_cache(maxsize=1)
-def _other_words() -> frozenset[str]:
-    return frozenset(str(w) for w in rules().get("other_architecture") or ())
-
-
-@lru_cache(maxsize=1)
-def _kind_words() -> tuple[str, ...]:
-    return tuple(str(w) for w in rules().get("other_kind") or ())
-
-
-def kinds(ws: Collection[str]) -> frozenset[str]:
-    """The words of data/derivatives.yaml `other_kind` that the name's words carry (`qwen3guard` ->
-    guard, `embeddings` -> embed)."""
-    return frozenset(k for k in _kind_words() for w in ws
-                     if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit()
-                         or w == k))
 
 
 @dataclass
@@ -448,12 +407,6 @@ def _derive(ws: list[str], idx: Index) -> Derived | None:
 
 
 @lru_cache(maxsize=1)
-def _breaks() -> dict[str, list[tuple[int, ...]]]:
-    table = rules().get("release_breaks") or {}
-    return {str(k): [tuple(int(x) for x in str(v).split(".")) for v in vs] for k, vs in table.items()}
-
-
-@lru_cache(maxsize=1)
 def _ruled_words() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for src, *_ in _sibling_rules():
@@ -477,16 +430,6 @@ def _nearest_release(idx: Index, ws: list[str]) -> Derived | None:
     why = (f"the catalog has no {word} release at {big}; assumed the architecture of {idx.names[entry]}, "
            f"the nearest catalogued release of the family at {big}")
     return Derived(entry=entry, base=shown, why=why, guess=True)
-
-
-@lru_cache(maxsize=1)
-def _repackers() -> frozenset[str]:
-    return frozenset(str(o).lower() for o in rules().get("repackers") or ())
-
-
-def repacker(org: str) -> bool:
-    """Whether `org` publishes quantized or converted copies of other checkpoints."""
-    return org.lower() in _repackers()
 
 
 def has_size(name: str) -> bool:
