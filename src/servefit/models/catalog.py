@@ -155,22 +155,23 @@ def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
 
 
 @cache
-def _spec(i: int) -> ModelSpec:
-    """Entry `i`'s spec, built once: a lint sizes many names as the same few entries. Never handed
-    out (_fresh_spec copies it)."""
-    return spec_from_entry(_entry(i))
+def _spec(i: int) -> tuple[ModelSpec, tuple[str, ...]]:
+    """Entry `i`'s spec, built once (a lint sizes many names as the same few entries), and its fields that
+    hold a list or a dict. Never handed out: _fresh_spec copies it."""
+    spec = spec_from_entry(_entry(i))
+    return spec, tuple(f for f, v in spec.__dict__.items() if isinstance(v, (list, dict)))
 
 
 def _fresh_spec(i: int) -> ModelSpec:
     """A copy of entry `i`'s spec the caller may change, as spec_from_entry makes it: its lists and dicts
     are new ones (what they hold is shared with the parsed entry, as spec_from_entry shares it), the
     quantization a deep copy."""
-    own = dict(_spec(i).__dict__)
-    for f, v in own.items():
-        if isinstance(v, (list, dict)):
-            own[f] = copy.deepcopy(v) if f == "quantization" else v.copy()
+    proto, mutable = _spec(i)
     spec = ModelSpec.__new__(ModelSpec)
-    spec.__dict__.update(own)
+    own = spec.__dict__
+    own.update(proto.__dict__)
+    for f in mutable:
+        own[f] = copy.deepcopy(own[f]) if f == "quantization" else own[f].copy()
     return spec
 
 
