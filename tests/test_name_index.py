@@ -82,6 +82,11 @@ def scan_rules(ws):  # type: ignore[no-untyped-def]
     return [k for k, r in enumerate(name_rules._sibling_rules()) if r[0][0] in ws]
 
 
+def scan_kinds(ws):  # type: ignore[no-untyped-def]
+    return frozenset(k for k in name_rules._kind_words() for w in ws
+                     if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit() or w == k))
+
+
 def scan_pick(cands, ws, finetunes):  # type: ignore[no-untyped-def]
     have = set(ws)
 
@@ -140,6 +145,8 @@ def test_each_table_answers_as_the_full_scan(ref: str) -> None:
             "-".join(w for w in ws if not name_dates._DATE.match(w))) == scan_dated(ws, IDX.keys)
     first = name_rules._rules_by_first_word()
     assert sorted({k for w in set(ws) for k in first.get(w, ())}) == scan_rules(ws)
+    assert sorted(name_rules._ruled_with(ws)) == sorted(r for r in name_rules._ruled_families() if r[0] in ws)
+    assert name_rules.kinds(ws) == scan_kinds(ws)
     for s in range(len(ws)):  # every family + size the name spells: the candidate picked
         size = size_at(ws, s) or (ws[s] if s and ws[s] in SIZE_WORDS else None)
         for j in range(max(0, s - IDX.longest), s):
@@ -160,6 +167,10 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
         assert [o for o in names._orgs_starting(IDX, org) if org.startswith(o)] == scan_orgs(IDX, org)
     first = name_rules._rules_by_first_word()
     assert sorted(k for ks in first.values() for k in ks) == list(range(len(name_rules._sibling_rules())))
+    for r in name_rules._ruled_families():
+        assert r in name_rules._ruled_with(list(r))
+    for word in ["qwen3guard", "embeddings", "guardian3.1", "tts", "neutts", "attstuff", *name_rules._kind_words()]:
+        assert name_rules.kinds([word]) == scan_kinds([word]), word
     rev = name_dates._first_by_key(IDX.keys)
     assert all(rev[k] == next(i for i, key in IDX.keys.items() if key == k) for k in set(IDX.keys.values()))
 

@@ -38,6 +38,21 @@ def _generic_words() -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
+def _ruled_by_first_word() -> dict[str, list[tuple[str, ...]]]:
+    """The families sibling rules govern, by their first word (a name is checked against those it has)."""
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for r in _ruled_families():
+        out.setdefault(r[0], []).append(r)
+    return out
+
+
+def _ruled_with(ws: list[str]) -> list[tuple[str, ...]]:
+    """The ruled families whose first word the name has (for `any` over them: their order does not matter)."""
+    first = _ruled_by_first_word()
+    return [r for w in set(ws) for r in first.get(w, ())]
+
+
+@lru_cache(maxsize=1)
 def _ruled_families() -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(r[0]) for r in _sibling_rules())
 
@@ -55,9 +70,24 @@ def _kind_words() -> tuple[str, ...]:
 def kinds(ws: Collection[str]) -> frozenset[str]:
     """The words of data/derivatives.yaml `other_kind` that the name's words carry (`qwen3guard` ->
     guard, `embeddings` -> embed)."""
-    return frozenset(k for k in _kind_words() for w in ws
-                     if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit()
-                         or w == k))
+    found: frozenset[str] = frozenset()
+    for w in ws:
+        found |= _word_kinds(w)
+    return found
+
+
+_WORD_KINDS: dict[str, frozenset[str]] = {}  # word -> its kinds: the same words come up for every name
+
+
+def _word_kinds(w: str) -> frozenset[str]:
+    got = _WORD_KINDS.get(w)
+    if got is None:
+        if len(_WORD_KINDS) > 65536:
+            _WORD_KINDS.clear()
+        got = _WORD_KINDS[w] = frozenset(
+            k for k in _kind_words()
+            if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit() or w == k))
+    return got
 
 
 @lru_cache(maxsize=1)

@@ -25,6 +25,7 @@ from servefit.models.name_rules import (  # data/derivatives.yaml's tables
     _generic_words,
     _other_words,
     _ruled_families,
+    _ruled_with,
     _rules_by_first_word,
     _sibling_rules,
     kinds,
@@ -144,7 +145,7 @@ def _blocked(ws: list[str], entry_words: set[str]) -> bool:
 
 def _spells_ruled(ws: list[str]) -> bool:
     """The name spells a family a sibling rule governs (data/derivatives.yaml)."""
-    return any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() if r[0] in ws for p in range(len(ws)))
+    return any(tuple(ws[p:p + len(r)]) == r for r in _ruled_with(ws) for p in range(len(ws)))
 
 
 def _other_family(ws: list[str], entry_words: set[str]) -> bool:
@@ -152,8 +153,7 @@ def _other_family(ws: list[str], entry_words: set[str]) -> bool:
     data/derivatives.yaml) that the entry is not: without a size the rule does not match, and the
     words it shares with the entry (deepseek-r1, the teacher) do not make it that model."""
     return any(not set(r) <= entry_words and any(tuple(ws[p:p + len(r)]) == r for p in range(len(ws)))
-               for r in _ruled_families() if r[0] in ws)
-
+               for r in _ruled_with(ws))
 
 def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Collection[int] = ()) -> int:
     """The candidate whose remaining words agree most with the name's (Instruct-2507 over the
