@@ -171,6 +171,10 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
         assert r in name_rules._ruled_with(list(r))
     for word in ["qwen3guard", "embeddings", "guardian3.1", "tts", "neutts", "attstuff", *name_rules._kind_words()]:
         assert name_rules.kinds([word]) == scan_kinds([word]), word
+    for i, b in IDX.billions.items():  # a release named by its size class, asked for by its parameter count
+        for ref in (f"{IDX.names[i].split('/')[-1].split('-')[0]}-{b}B-sft", f"acme/{IDX.keys[i].split('-')[0]}-0.5B"):
+            key = names.name_key(ref)
+            assert name_suggest.nearest(key, 3, IDX) == scan_nearest(key, 3, IDX), ref
     rev = name_dates._first_by_key(IDX.keys)
     assert all(rev[k] == next(i for i, key in IDX.keys.items() if key == k) for k in set(IDX.keys.values()))
 
