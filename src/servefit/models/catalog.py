@@ -183,6 +183,13 @@ def all_models() -> list[ModelSpec]:
 # Name heuristics (models/name_variant.py cuts a name into its stem and quantization: imported where a name
 # the catalog does not list is looked up, so that an exact lookup stays light)
 
+def parse_variant(ref: str) -> Variant:
+    """The stem of `ref` and the quantization, variant and dtype words of its name (models/name_variant.py)."""
+    from servefit.models import name_variant
+
+    return name_variant.parse_variant(ref)
+
+
 @dataclass(frozen=True)
 class _Index:
     """The name heuristics' indexes (an exact name or alias is found through _exact)."""
