@@ -81,8 +81,8 @@ def _entry(i: int) -> dict[str, Any]:
     """Entry `i`: the first few a process asks for parsed from their own lines (~130 us each: a lint of
     one file needs one or two), the rest from the data cache's copy of every entry (~1 ms to read,
     then ~5 us each: a lint of names the catalog does not list touches dozens)."""
-    _ASKED.append(i)
-    blob = _entry_blobs()[i] if len(_ASKED) > 4 else b""
+    _ASKED[0] += 1
+    blob = _entry_blobs()[i] if _ASKED[0] > 4 else b""
     if blob:
         return marshal.loads(blob)  # type: ignore[no-any-return]
     fname, start, end = _exact()[1][i]
@@ -90,7 +90,7 @@ def _entry(i: int) -> dict[str, Any]:
     return parsed[0] if isinstance(parsed, list) and parsed else {}
 
 
-_ASKED: list[int] = []
+_ASKED = [0]  # entries parsed so far in this process
 
 
 @lru_cache(maxsize=1)
