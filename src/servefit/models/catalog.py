@@ -5,11 +5,12 @@ quantized or re-uploaded variants (`hugging-quants/Meta-Llama-3.1-8B-Instruct-AW
 from __future__ import annotations
 
 import copy
+import marshal
 import os
 import re
 from dataclasses import dataclass, fields
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -17,6 +18,9 @@ from servefit import data
 from servefit.models.architecture import layer_kind, pattern_layers
 from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from servefit.models.name_variant import Variant
 
 _SPEC_FIELDS = {f.name for f in fields(ModelSpec)}
 # catalog keys that are not ModelSpec fields (or need converting)
@@ -74,10 +78,40 @@ def _text(fname: str) -> str:
 
 @cache
 def _entry(i: int) -> dict[str, Any]:
-    """Entry `i`, parsed from its own lines of its family's file (the index says where)."""
+    """Entry `i`: the first few a process asks for parsed from their own lines (~130 us each: a lint of
+    one file needs one or two), the rest from the data cache's copy of every entry (~1 ms to read,
+    then ~5 us each: a lint of names the catalog does not list touches dozens)."""
+    _ASKED[0] += 1
+    blob = _entry_blobs()[i] if _ASKED[0] > 4 else b""
+    if blob:
+        return marshal.loads(blob)  # type: ignore[no-any-return]
     fname, start, end = _exact()[1][i]
     parsed = yaml.load(_text(fname)[start:end], Loader=_LOADER)
     return parsed[0] if isinstance(parsed, list) and parsed else {}
+
+
+_ASKED = [0]  # entries parsed so far in this process
+
+
+@lru_cache(maxsize=1)
+def _entry_blobs() -> list[bytes]:
+    """Each entry as marshal bytes, kept in the data cache (keyed by the catalog files and this code):
+    b"" for one that its family's parse does not line up with the index, or marshal cannot hold."""
+    def build() -> list[bytes]:
+        out: list[bytes] = []
+        at: dict[str, int] = {}
+        for name, _, fname, _, _ in _spans():
+            k = at[fname] = at.get(fname, -1) + 1
+            part = data.load(fname)
+            e = part[k] if isinstance(part, list) and k < len(part) else None
+            try:
+                out.append(marshal.dumps(e) if isinstance(e, dict) and e.get("name") == name else b"")
+            except ValueError:
+                out.append(b"")
+        return out
+
+    inputs: list[str | os.PathLike[str]] = [*(data.DATA_DIR / f for f in catalog_files()), __file__]
+    return data.derived("catalog-entries", inputs, build)
 
 
 def _name(i: int) -> str:
@@ -120,88 +154,40 @@ def spec_from_entry(e: dict[str, Any]) -> ModelSpec:
     return spec
 
 
+@cache
+def _spec(i: int) -> tuple[ModelSpec, tuple[str, ...]]:
+    """Entry `i`'s spec, built once (a lint sizes many names as the same few entries), and its fields that
+    hold a list or a dict. Never handed out: _fresh_spec copies it."""
+    spec = spec_from_entry(_entry(i))
+    return spec, tuple(f for f, v in spec.__dict__.items() if isinstance(v, (list, dict)))
+
+
+def _fresh_spec(i: int) -> ModelSpec:
+    """A copy of entry `i`'s spec the caller may change, as spec_from_entry makes it: its lists and dicts
+    are new ones (what they hold is shared with the parsed entry, as spec_from_entry shares it), the
+    quantization a deep copy."""
+    proto, mutable = _spec(i)
+    spec = ModelSpec.__new__(ModelSpec)
+    own = spec.__dict__
+    own.update(proto.__dict__)
+    for f in mutable:
+        own[f] = copy.deepcopy(own[f]) if f == "quantization" else own[f].copy()
+    return spec
+
+
 def all_models() -> list[ModelSpec]:
     """Every catalogued model, in catalog order."""
     return [spec_from_entry(e) for e in entries()]
 
 
-# ---------------------------------------------------------------------------------------------
-# Name heuristics
-# ---------------------------------------------------------------------------------------------
-
-_VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
-_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
-_GGUF_TYPE = re.compile(r"^(i?q[1-8](_[a-z0-9]+)*|tq[12]_0)$")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """What a model name says beyond its architecture."""
-
-    stem: str  # tokens of the base name without variant / quantization words, joined
-    variants: frozenset[str]  # instruct / it / chat / base ...
-    quant: dict[str, Any] | None
-    quant_label: str  # "AWQ 4-bit, group 128"
-    dtype: str | None  # "-bf16" / "-fp16" re-uploads
-
-
-def _split(ref: str) -> tuple[str, str]:
-    """(org, base name) of a repo id, local path, GGUF file name or Ollama tag."""
-    s = ref.strip().rstrip("/")
-    parts = s.split("/")
-    base = parts[-1]
-    org = parts[-2].lower() if len(parts) >= 2 else ""
-    return org, base
-
-
-_SHARD_GGUF = re.compile(r"(-\d{5}-of-\d{5})?\.gguf$")  # split GGUF shards
-_QUANTIZED = re.compile(r"[-._]quantized[._]")  # RedHatAI ...-quantized.w4a16
-
-
-_DOT_WORD = re.compile(r"\.(?=[a-z])")  # Llama-3.1-8B-Instruct.FP8, ...-v0.2.Q4_K_M (not a version's dot)
-_UNDERSCORE_VERSION = re.compile(r"(?<=[a-pr-z])(\d+)_(\d+)(?=$|[-_])")  # qwen2_5, not q4_0
-_GGUF_TAIL = re.compile(r"(?:^|_)((?:i?q[1-8]|tq[12])(?:_[a-z0-9]+)*)$")
-
-
-def _tokens(base: str) -> list[str]:
-    """Name words, split at `-`, `:`, a dot before a letter, and `_` outside a version (qwen2_5) or
-    a GGUF file type (q4_k_m): `Qwen2.5_7B_Instruct_AWQ` and `Qwen2.5-7B-Instruct-AWQ` agree."""
-    s = _SHARD_GGUF.sub("-gguf", base.lower())
-    s = s.replace(":", "-")  # Ollama name:tag
-    s = _QUANTIZED.sub("-quantized-", s)
-    s = _DOT_WORD.sub("-", _UNDERSCORE_VERSION.sub(r"\1.\2", s))
-    out: list[str] = []
-    for t in s.split("-"):
-        tail = _GGUF_TAIL.search(t) if "_" in t else None
-        if tail:  # model_q4_k_m: the file type stays one word
-            out.extend(t[:tail.start()].split("_") + [tail.group(1)])
-        else:
-            out.extend(t.split("_"))
-    return [t for t in out if t]
-
+# Name heuristics (models/name_variant.py cuts a name into its stem and quantization: imported where a name
+# the catalog does not list is looked up, so that an exact lookup stays light)
 
 def parse_variant(ref: str) -> Variant:
-    """Split a model reference into its architecture stem and the quantization its name implies
-    (cached: a lint asks for the same names many times; `quant` is shared, copy before changing)."""
-    return _parse_variant(ref)
+    """The stem of `ref` and the quantization, variant and dtype words of its name (models/name_variant.py)."""
+    from servefit.models import name_variant
 
-
-@lru_cache(maxsize=4096)
-def _parse_variant(ref: str) -> Variant:
-    from servefit.models import quant_names
-
-    org, base = _split(ref)
-    toks = _tokens(base)
-    ts = set(toks)
-    gguf_type = next((x for x in toks if _GGUF_TYPE.match(x)), None)
-    dtype = next((_DTYPE[x] for x in toks if x in _DTYPE), None)
-    quant, label = quant_names.scheme(toks, org, gguf_type, dtype)  # -AWQ, -autoawq, GPTQ-Int8, exl2 ...
-    variants = frozenset(x for x in toks if x in _VARIANT)
-    stem_toks = [x for x in toks if x not in _VARIANT and not quant_names.is_quant_word(x, ts) and x not in _DTYPE
-                 and not _GGUF_TYPE.match(x)]
-    if stem_toks and stem_toks[0] == "meta":  # Meta-Llama-3.1-8B == Llama-3.1-8B
-        stem_toks = stem_toks[1:]
-    return Variant(stem="".join(stem_toks), variants=variants, quant=quant, quant_label=label, dtype=dtype)
+    return name_variant.parse_variant(ref)
 
 
 @dataclass(frozen=True)
@@ -214,10 +200,19 @@ class _Index:
 
 
 def _index_inputs() -> list[str | os.PathLike[str]]:
-    from servefit.models import name_assume, name_words, names, quant_names, release_lines
+    from servefit.models import (
+        name_assume,
+        name_rules,
+        name_variant,
+        name_words,
+        names,
+        quant_names,
+        release_lines,
+    )
 
     return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__,
-            name_words.__file__, quant_names.__file__, name_assume.__file__, release_lines.__file__]
+            name_words.__file__, quant_names.__file__, name_assume.__file__, release_lines.__file__,
+            name_variant.__file__, name_rules.__file__]
 
 
 @lru_cache(maxsize=1)
@@ -249,6 +244,7 @@ def _index() -> _Index:
 
 def _index_data() -> tuple[Any, ...]:
     from servefit.models import names
+    from servefit.models.name_variant import parse_variant
 
     base: dict[str, list[int]] = {}
     stem: dict[str, list[tuple[int, frozenset[str]]]] = {}
@@ -278,8 +274,8 @@ def _derived(entry: int, ref: str, why: str, v: Variant, ollama: bool, sibling: 
              context: int = 0, guess: bool = False) -> _Recipe:
     """The quantization the name implies and the sentence that says what was assumed, and why."""
     quant, label = v.quant, v.quant_label
-    own = _entry(entry).get("quantization")
     if quant is None and ollama:
+        own = _entry(entry).get("quantization")
         if own:  # gpt-oss ships in its native mxfp4
             label = f"the checkpoint's own {own.get('quant_method')} weights"
             quant = own
@@ -311,7 +307,7 @@ def lookup(ref: str) -> ModelSpec | None:
     r = _recipe(ref)
     if r is None:
         return None
-    spec = spec_from_entry(_entry(r.entry))
+    spec = _fresh_spec(r.entry)
     if not r.assumption:
         return spec
     if r.quant is not None:
@@ -332,7 +328,11 @@ def _recipe(ref: str) -> _Recipe | None:
     exact = _exact()[0].get(key)
     if exact is not None:
         return _Recipe(exact)
-    from servefit.models import names  # the name heuristics: only for a name the catalog does not list
+    from servefit.models import (  # the name heuristics: only for a name the catalog does not list
+        name_rules,
+        names,
+    )
+    from servefit.models.name_variant import _split, parse_variant
 
     idx = _index()
     org, base = _split(ref)
@@ -361,7 +361,7 @@ def _recipe(ref: str) -> _Recipe | None:
             why = "a local folder named after it"
         elif ollama:
             why = "an Ollama tag of that model"
-        elif org and names.repacker(org) and v.quant and org.lower() != _split(_name(best))[0].lower():
+        elif org and name_rules.repacker(org) and v.quant and org.lower() != _split(_name(best))[0].lower():
             kind = re.sub(r"\s*\(.*?\)", "", v.quant_label.split(",")[0].replace(" weights", ""))
             why = f"a{'n' if kind[:1] in 'AEFHIMNORSX' else ''} {kind} repack by {org_as_written}"
         else:

@@ -87,8 +87,8 @@ def _ollama_family(base: str) -> tuple[Any, str] | None:
     size, its other words only release words (instruct, chat, v2), so the size `ollama pull NAME`
     downloads is a documented guess. Never for a name with any other word (`my-solar-panel`)."""
     from servefit.engines.ollama.tags import table
+    from servefit.models.name_rules import rules
     from servefit.models.name_words import STOP_WORDS, size_at, word_tuple
-    from servefit.models.names import rules
 
     ws = list(word_tuple(os.path.basename(base)))
     if not ws or any(size_at(ws, i) for i in range(len(ws))):

@@ -156,9 +156,7 @@ def pair_pool(idx: Any, ws: list[str], other: Collection[str], root_of: Any,
         return "", "", {}
     version = versioned[0][1][1]
     pool: dict[int, str] = {}
-    for (fam, sz), cands in idx.by_key.items():
-        if sz != size:
-            continue
+    for fam, cands in _by_size(idx).get(size, ()):
         word = next((w for w in fam if w not in idx.org_words), "")  # nvidia-nemotron3-nano: nemotron3
         if not line_word(word) or _version(word) != version:  # not Nemotron-Cascade-2's sub-line version
             continue
@@ -166,6 +164,19 @@ def pair_pool(idx: Any, ws: list[str], other: Collection[str], root_of: Any,
             if i not in idx.finetunes and not (idx.words[i] & set(other)) and not idx.foreign(i, have):
                 pool.setdefault(i, word)
     return ws[versioned[0][0]], size, pool
+
+
+def _by_size(idx: Any) -> dict[str, list[tuple[tuple[str, ...], Any]]]:
+    """The index's (family, entries) by size, in the index's order: grouped once per index, not
+    scanned per name."""
+    got = idx.__dict__.get("_by_size")
+    if got is None or got[0] is not idx.by_key:
+        table: dict[str, list[tuple[tuple[str, ...], Any]]] = {}
+        for (fam, sz), cands in idx.by_key.items():
+            if sz:
+                table.setdefault(sz, []).append((fam, cands))
+        got = idx.__dict__["_by_size"] = (idx.by_key, table)
+    return got[1]  # type: ignore[no-any-return]
 
 
 def pair(idx: Any, ws: list[str], other: Collection[str], root_of: Any,

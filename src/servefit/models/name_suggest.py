@@ -9,8 +9,9 @@ import re
 from collections.abc import Collection
 
 from servefit.models import name_assume
+from servefit.models.name_rules import _other_words, kinds  # data/derivatives.yaml's word rules
 from servefit.models.name_words import size_at
-from servefit.models.names import Index, _other_words, _root, kinds  # the index and its word rules
+from servefit.models.names import Index, _root  # the index
 
 
 def _family_pool(roots: list[str], other: Collection[str], idx: Index, have: frozenset[str]) -> dict[int, None]:
@@ -43,6 +44,25 @@ def family_sizes(key: tuple[str, ...], idx: Index) -> list[str]:
     return sorted(sizes, key=lambda sz: (params(sz), sz))
 
 
+def _by_root_size(idx: Index) -> dict[str, dict[str, list[int]]]:
+    """Each family root's entries by size (`=8b`), by MoE total (`~30b`) and by rounded parameter count
+    (`#24`, a release named by its size class): built once per index, so that a name's suggestions look at
+    the entries of its size only."""
+    got = idx.__dict__.get("_by_root_size")
+    if got is None or got[0] is not idx.by_root:
+        table: dict[str, dict[str, list[int]]] = {}
+        for r, entries in idx.by_root.items():
+            t = table[r] = {}
+            for i in entries:
+                if sz := idx.sizes.get(i):
+                    t.setdefault(f"={sz}", []).append(i)
+                    t.setdefault(f"~{sz.split('-')[0]}", []).append(i)
+                if i in idx.billions:
+                    t.setdefault(f"#{idx.billions[i]}", []).append(i)
+        got = idx.__dict__["_by_root_size"] = (idx.by_root, table)
+    return got[1]  # type: ignore[no-any-return]
+
+
 def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     """Entries of the name's family (a catalogued family root) and, where the name has a size, of
     that size (or MoE total; a release named by its size class, Devstral-Small-2505, by its parameter
@@ -64,7 +84,7 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     sizes |= {s.split("-")[0] for s in sizes}
     have = set(ws)
     other = _other_words() - have
-    pool = _family_pool(roots, other, idx, kinds(ws))
+    own_kinds = kinds(ws)
 
     billions = {round(float(s[:-1])) for s in sizes if re.fullmatch(r"\d+(?:\.\d+)?b", s)}
 
@@ -77,9 +97,22 @@ def nearest(key: tuple[str, ...], n: int, idx: Index) -> list[int]:
     def cheap(i: int) -> tuple[int, int, int, int]:  # the family's own releases, base releases, shared words
         return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
 
-    short = sorted((i for i in pool if not sizes or same_size(i)), key=cheap)[:n + 2]  # difflib orders this
+    # the family's entries of that size (the size first: it leaves few), ranked (`cheap` ends with the entry,
+    # so the order they are found in does not matter)
+    if sizes and 0 not in billions:
+        table = _by_root_size(idx)
+        look = [f"={s}" for s in sizes] + [f"~{s}" for s in sizes] + [f"#{b}" for b in billions]
+        family = {i for r in roots for k in look for i in table[r].get(k, ())}
+    else:  # without a size (or at 0.5B, which every entry without a parameter count matches), the whole family
+        family = {i for r in roots for i in idx.by_root[r] if not sizes or same_size(i)}
+    kind = idx.kinds
+    short = sorted((i for i in family if not idx.words[i].intersection(other)
+                    and (i not in kind or kind[i] <= own_kinds)), key=cheap)[:n + 2]
     if not short:
         return []
+    ranks = [cheap(i)[:2] for i in short]
+    if len(set(ranks)) == len(ranks):  # no two share a rank: difflib would not change the order
+        return short[:n]
     text = "-".join(ws)
     import difflib  # only for a name the catalog does not know
 

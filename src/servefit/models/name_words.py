@@ -71,7 +71,8 @@ def word_tuple(name: str) -> tuple[str, ...]:
     if "_" in s:
         s = _UNDERSCORE_SIZE.sub(r"\1.\2", s)  # Qwen-1_8B is 1.8B, not Qwen1 at 8B
         s = _UNDERSCORE_VERSION.sub(lambda m: f"{m[1] or m[3]}.{m[2] or m[4]}", s)  # qwen2_5 folders
-    s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
+    if "." in s:
+        s = _DOT_WORD.sub("-", s)  # ...-quantized.w4a16
     toks = [t for t in SEP.split(s) if t and t not in _DROP]
     out: list[str] = []
     for i, t in enumerate(toks):
@@ -85,11 +86,24 @@ def word_tuple(name: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+_SIZE_WORD: dict[str, bool] = {}  # word -> whether it is a size: asked for every word of every name
+_PART_WORD: dict[str, bool] = {}
+
+
+def _is(table: dict[str, bool], pattern: re.Pattern[str], word: str) -> bool:
+    got = table.get(word)
+    if got is None:
+        if len(table) > 65536:
+            table.clear()
+        got = table[word] = pattern.match(word) is not None
+    return got
+
+
 def size_at(ws: list[str], i: int) -> str | None:
     """The size key starting at word i (`30b` + `a3b` -> `30b-a3b`), or None."""
-    if i >= len(ws) or not _SIZE.match(ws[i]):
+    if i >= len(ws) or not _is(_SIZE_WORD, _SIZE, ws[i]):
         return None
-    if i + 1 < len(ws) and _PART.match(ws[i + 1]):
+    if i + 1 < len(ws) and _is(_PART_WORD, _PART, ws[i + 1]):
         return f"{ws[i]}-{ws[i + 1]}"
     return ws[i]
 

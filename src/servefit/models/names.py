@@ -18,10 +18,19 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
-from servefit import data
 from servefit.models import name_assume, name_dates, release_lines
+from servefit.models.name_rules import (  # data/derivatives.yaml's tables
+    _breaks,
+    _other_words,
+    _ruled_families,
+    _ruled_with,
+    _rules_by_first_word,
+    _sibling_rules,
+    generic_words,
+    kinds,
+    rules,
+)
 from servefit.models.name_words import (
     SEP,
     SIZE_WORDS,
@@ -32,47 +41,6 @@ from servefit.models.name_words import (
     word_tuple,
     words,
 )
-
-
-@lru_cache(maxsize=1)
-def rules() -> dict[str, Any]:
-    return data.load("derivatives.yaml")  # type: ignore[no-any-return]
-
-
-@lru_cache(maxsize=1)
-def _sibling_rules() -> list[tuple[list[str], list[str], frozenset[str], str, int]]:
-    """(from words, to words, sizes, why, context) of every same-architecture rule."""
-    return [([str(w) for w in r["from"]], [str(w) for w in r["to"]], frozenset(str(x) for x in r["sizes"]),
-             str(r["why"]), int(r.get("context") or 0)) for r in rules().get("same_architecture") or ()]
-
-
-@lru_cache(maxsize=1)
-def _ruled_families() -> frozenset[tuple[str, ...]]:
-    return frozenset(tuple(r[0]) for r in _sibling_rules())
-
-
-@lru_cache(maxsize=1)
-def _other_words() -> frozenset[str]:
-    return frozenset(str(w) for w in rules().get("other_architecture") or ())
-
-
-@lru_cache(maxsize=1)
-def generic_words() -> frozenset[str]:
-    """Words of data/derivatives.yaml `generic_words`: no family's (coder, instruct, agent)."""
-    return frozenset(str(w) for w in rules().get("generic_words") or ())
-
-
-@lru_cache(maxsize=1)
-def _kind_words() -> tuple[str, ...]:
-    return tuple(str(w) for w in rules().get("other_kind") or ())
-
-
-def kinds(ws: Collection[str]) -> frozenset[str]:
-    """The words of data/derivatives.yaml `other_kind` that the name's words carry (`qwen3guard` ->
-    guard, `embeddings` -> embed)."""
-    return frozenset(k for k in _kind_words() for w in ws
-                     if (k in w if len(k) >= 5 else w.startswith(k) and w[len(k):].replace(".", "").isdigit()
-                         or w == k))
 
 
 @dataclass
@@ -102,8 +70,17 @@ class Index:
         return bool(self.kinds.get(i, have) - have)
 
 
+_ROOT_TAIL = re.compile(r"[\d.]+[a-z]?$")
+_ROOTS: dict[str, str] = {}  # word -> root: the same words come up for every name of a lint
+
+
 def _root(word: str) -> str:
-    return re.sub(r"[\d.]+[a-z]?$", "", word)
+    root = _ROOTS.get(word)
+    if root is None:
+        if len(_ROOTS) > 65536:
+            _ROOTS.clear()
+        root = _ROOTS[word] = _ROOT_TAIL.sub("", word)
+    return root
 
 
 _BASE_MODEL = re.compile(r"(?m)^  base_model: ")
@@ -168,7 +145,7 @@ def _blocked(ws: list[str], entry_words: set[str]) -> bool:
 
 def _spells_ruled(ws: list[str]) -> bool:
     """The name spells a family a sibling rule governs (data/derivatives.yaml)."""
-    return any(tuple(ws[p:p + len(r)]) == r for r in _ruled_families() if r[0] in ws for p in range(len(ws)))
+    return any(tuple(ws[p:p + len(r)]) == r for r in _ruled_with(ws) for p in range(len(ws)))
 
 
 def _other_family(ws: list[str], entry_words: set[str]) -> bool:
@@ -176,8 +153,7 @@ def _other_family(ws: list[str], entry_words: set[str]) -> bool:
     data/derivatives.yaml) that the entry is not: without a size the rule does not match, and the
     words it shares with the entry (deepseek-r1, the teacher) do not make it that model."""
     return any(not set(r) <= entry_words and any(tuple(ws[p:p + len(r)]) == r for p in range(len(ws)))
-               for r in _ruled_families() if r[0] in ws)
-
+               for r in _ruled_with(ws))
 
 def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Collection[int] = ()) -> int:
     """The candidate whose remaining words agree most with the name's (Instruct-2507 over the
@@ -185,22 +161,43 @@ def _pick(cands: list[tuple[int, tuple[str, ...]]], ws: list[str], finetunes: Co
     `-Llama-3-8B-sft` is not DeepMount00's Llama-3-8b-Ita unless its name says `ita`), then the
     catalog's first."""
     have = set(ws)
+    have_tuned, plain = _tuned(have), have - STOP_WORDS
+    best: tuple[tuple[int, int, int, int], int] | None = None
+    for i, rest in cands:  # the first of the lowest (overlap, fine-tune, variant, entry)
+        words_, tuned = _rest_words(rest)
+        overlap = len(words_ & plain)
+        score = (-overlap, int(i in finetunes and not overlap), len(tuned ^ have_tuned), i)
+        if best is None or score < best[0]:
+            best = (score, i)
+    assert best is not None
+    return best[1]
 
-    def tuned(ws: set[str]) -> set[str]:  # chat, it and instruct are the same kind of release
-        return {"instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws & STOP_WORDS}
 
-    def score(c: tuple[int, tuple[str, ...]]) -> tuple[int, int, int, int]:
-        rest = set(c[1])
-        variant = len(tuned(rest) ^ tuned(have))
-        overlap = len(rest & have - STOP_WORDS)
-        return (-overlap, int(c[0] in finetunes and not overlap), variant, c[0])
-
-    return min(cands, key=score)[0]
+def _tuned(ws: Collection[str]) -> frozenset[str]:
+    """The release words: chat, it and instruct are the same kind of release, pt is base."""
+    return frozenset("instruct" if w in ("chat", "it") else "base" if w == "pt" else w for w in ws if w in STOP_WORDS)
 
 
-def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
-    """(entry, family start, size end, size) of the first catalogued family + size in `ws`."""
-    sizes = [size_at(ws, s) or (ws[s] if s and ws[s] in SIZE_WORDS else None) for s in range(len(ws))]
+_RESTS: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def _rest_words(rest: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """(words, release words) of a catalog name's words after its size (the same few for every name)."""
+    got = _RESTS.get(rest)
+    if got is None:
+        if len(_RESTS) > 65536:
+            _RESTS.clear()
+        words_ = frozenset(rest)
+        got = _RESTS[rest] = (words_, _tuned(words_))
+    return got
+
+
+def _match(idx: Index, ws: list[str], at: list[str | None] | None = None) -> tuple[int, int, int, str] | None:
+    """(entry, family start, size end, size) of the first catalogued family + size in `ws` (`at`: the size
+    key at each word, where the caller has them)."""
+    if at is None:
+        at = _sizes(ws)
+    sizes = [sz or (ws[s] if s and ws[s] in SIZE_WORDS else None) for s, sz in enumerate(at)]
     # a number size before a word one: `mistral-small-24b` is Mistral-Small at 24B, not the entry `small` names
     for s, size in sorted(enumerate(sizes), key=lambda p: bool(p[1]) and p[1] in SIZE_WORDS):
         if not size:
@@ -228,6 +225,7 @@ def _match(idx: Index, ws: list[str]) -> tuple[int, int, int, str] | None:
 
 
 _RELEASE = re.compile(r"^v\d[\d.]*$")
+_VERSION_WORD = re.compile(r"v?\d[\d.]*")
 
 
 def _same_release(entry_rest: tuple[str, ...], rest: list[str]) -> bool:
@@ -242,35 +240,34 @@ def _same_release(entry_rest: tuple[str, ...], rest: list[str]) -> bool:
 _MAX_BETWEEN = 3
 
 
-def _between(idx: Index, ws: list[str]) -> tuple[int, int, int, str, list[str]] | None:
+def _between(idx: Index, ws: list[str], at: list[str | None]) -> tuple[int, int, int, str, list[str]] | None:
     """A versioned family, up to three other words, then a size the family has:
     `Llama-3-Open-Ko-8B`, `qwen2.5-coder-abliterate:7b`. Words a sibling rule governs
-    (`qwen2.5-math`) are left to that rule."""
+    (`qwen2.5-math`) are left to that rule. `at`: the size key at each word."""
     ruled = _ruled_families()
-    for s in range(len(ws)):
-        size = size_at(ws, s)
+    for s, size in enumerate(at):
         if not size:
             continue
         end = s + 1 + size.count("-")
         for k in range(max(1, s - _MAX_BETWEEN), s):  # family ends at k, the words k..s are between
             mid = ws[k:s]
-            if any(size_at(ws, x) or w in SIZE_WORDS for x, w in enumerate(mid, k)):
+            if any(at[x] or w in SIZE_WORDS for x, w in enumerate(mid, k)):
                 continue
             for j in range(max(0, k - idx.longest), k):
                 fam = tuple(ws[j:k])
-                if not any(c.isdigit() for w in fam for c in w) or fam + tuple(mid) in ruled or fam + tuple(mid[:1]) in ruled:
-                    continue
                 cands = idx.by_key.get((fam, size))
-                if cands:
-                    return _pick(cands, ws[end:], idx.finetunes), j, end, size, mid
+                if (not cands or not any(c.isdigit() for w in fam for c in w) or fam + tuple(mid) in ruled
+                        or fam + tuple(mid[:1]) in ruled):
+                    continue
+                return _pick(cands, ws[end:], idx.finetunes), j, end, size, mid
     return None
 
 
 def _by_rule(idx: Index, ws: list[str]) -> tuple[tuple[int, int, int, str], str, str, int, int] | None:
     """(match, shown, why, context, rule words) of the first sibling rule that names a catalogued base."""
-    for src, dst, sizes, rule_why, rule_context in _sibling_rules():
-        if src[0] not in ws:
-            continue
+    table, first = _sibling_rules(), _rules_by_first_word()
+    for k in sorted({k for w in set(ws) for k in first.get(w, ())}):  # table order
+        src, dst, sizes, rule_why, rule_context = table[k]
         for p in range(len(ws) - len(src) + 1):
             if ws[p:p + len(src)] != src:
                 continue
@@ -309,7 +306,7 @@ def derive(ref: str, idx: Index) -> Derived | None:
         return None
     found = _dated(ws, idx) or _derive(ws, idx) or _unglued(ws, idx)
     if found is None and len(ws[0]) >= 8:
-        for org in sorted(idx.org_words, key=len, reverse=True):  # QwenQwen2.5-7B: a download tool dropped the /
+        for org in _orgs_starting(idx, ws[0]):  # QwenQwen2.5-7B: a download tool dropped the /
             rest = ws[0][len(org):]
             if ws[0].startswith(org) and len(rest) >= 3 and _root(rest) in idx.by_root:
                 found = _derive([rest, *ws[1:]], idx)
@@ -326,6 +323,21 @@ def derive(ref: str, idx: Index) -> Derived | None:
             found = Derived(entry=hit[0], base=hit[1], why=hit[2], guess=True)
     return found
 
+
+
+def _orgs_starting(idx: Index, word: str) -> list[str]:
+    """The index's organization words that `word` may start with, longest first: sorted once per index
+    and kept by their first four letters (build_index keeps words of four letters or more), not sorted
+    and scanned per name."""
+    got = idx.__dict__.get("_orgs_sorted")
+    if got is None or got[0] is not idx.org_words:
+        ordered = sorted(idx.org_words, key=len, reverse=True)
+        by_start: dict[str, list[str]] = {}
+        for org in ordered:
+            by_start.setdefault(org[:4], []).append(org)
+        short = any(len(org) < 4 for org in ordered)  # such a word: every name is checked against the whole list
+        got = idx.__dict__["_orgs_sorted"] = (idx.org_words, ordered, None if short else by_start)
+    return got[1] if got[2] is None else got[2].get(word[:4], [])
 
 
 def _dated(ws: list[str], idx: Index) -> Derived | None:
@@ -359,12 +371,18 @@ def _unglued(ws: list[str], idx: Index) -> Derived | None:
                    + ", ".join(read), found.context, found.guess)
 
 
+def _sizes(ws: list[str]) -> list[str | None]:
+    """The size key starting at each word (size_at), or None."""
+    return [size_at(ws, s) for s in range(len(ws))]
+
+
 def _derive(ws: list[str], idx: Index) -> Derived | None:
     options: list[tuple[int, int, tuple[int, int, int, str], str, str, int]] = []
-    found = _match(idx, ws)
+    at = _sizes(ws)
+    found = _match(idx, ws, at)
     if found is not None:
         options.append((_family_len(found), 2, found, "-".join(ws[found[1]:found[2]]), "", 0))
-    loose = _between(idx, ws)
+    loose = _between(idx, ws, at)
     if loose is not None:  # catalogued family, fine-tune words, size
         mid = loose[4]
         shown = "-".join(w for w in ws[loose[1]:loose[2]] if w not in mid)
@@ -381,18 +399,12 @@ def _derive(ws: list[str], idx: Index) -> Derived | None:
     if _blocked(ws, idx.words[entry]) or ruled is None and _other_family(ws, idx.words[entry]):
         return None
     if not why:
-        extra = [w for w in ws[:j] + ws[end:] if w not in STOP_WORDS and not re.fullmatch(r"v?\d[\d.]*", w)]
+        extra = [w for w in ws[:j] + ws[end:] if w not in STOP_WORDS and not _VERSION_WORD.fullmatch(w)]
         if extra:
             why = f"its name carries the base's family and size, {shown}; a fine-tune keeps its base's architecture"
         else:
             why = f"its name is the base's family and size, {shown}"
     return Derived(entry=entry, base=shown, why=why, context=context)
-
-
-@lru_cache(maxsize=1)
-def _breaks() -> dict[str, list[tuple[int, ...]]]:
-    table = rules().get("release_breaks") or {}
-    return {str(k): [tuple(int(x) for x in str(v).split(".")) for v in vs] for k, vs in table.items()}
 
 
 @lru_cache(maxsize=1)
@@ -419,16 +431,6 @@ def _nearest_release(idx: Index, ws: list[str]) -> Derived | None:
     why = (f"the catalog has no {word} release at {big}; assumed the architecture of {idx.names[entry]}, "
            f"the nearest catalogued release of the family at {big}")
     return Derived(entry=entry, base=shown, why=why, guess=True)
-
-
-@lru_cache(maxsize=1)
-def _repackers() -> frozenset[str]:
-    return frozenset(str(o).lower() for o in rules().get("repackers") or ())
-
-
-def repacker(org: str) -> bool:
-    """Whether `org` publishes quantized or converted copies of other checkpoints."""
-    return org.lower() in _repackers()
 
 
 def has_size(name: str) -> bool:

@@ -26,10 +26,18 @@ _BPW = re.compile(r"^(\d+(?:\.\d+)?)bpw$")  # exl2's bits per weight: 4.0bpw, 6.
 _HEAD_BITS = re.compile(r"^h[68]$")  # exl2's lm_head bits (with an exl2 word only)
 
 
+_KINDS: dict[str, tuple[bool, bool]] = {}  # word -> (a quantization word, an exl2 head-bits word)
+
+
 def is_quant_word(word: str, words: set[str]) -> bool:
     """Whether a name word belongs to the quantization, not to the model's own name."""
-    return (word in QUANT_WORDS or bool(_GROUP.match(word) or _BPW.match(word))
-            or (bool(_HEAD_BITS.match(word)) and bool(words & {"exl2", "exl3"})))
+    kind = _KINDS.get(word)
+    if kind is None:
+        if len(_KINDS) > 65536:
+            _KINDS.clear()
+        kind = _KINDS[word] = (word in QUANT_WORDS or bool(_GROUP.match(word) or _BPW.match(word)),
+                               bool(_HEAD_BITS.match(word)))
+    return kind[0] or (kind[1] and bool(words & {"exl2", "exl3"}))
 
 
 def _bits(ws: set[str], default: int) -> int:
