@@ -106,3 +106,16 @@ def test_allowance_is_small_next_to_the_weights():
 ])
 def test_weights_of_catalogued_checkpoints(name, tp, gib):
     assert plan_for(name, tp).memory.weights / 2**30 == pytest.approx(gib, abs=0.02)
+
+
+def test_the_engine_support_table_validates_against_its_schema():
+    import json
+    from pathlib import Path
+
+    jsonschema = pytest.importorskip("jsonschema")
+    root = Path(data.__file__).resolve().parent.parent
+    schema = json.loads((root / "schemas" / "engine_support.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    table = data.load("engine_support.yaml")
+    jsonschema.validate(table, schema)
+    assert {row["model_type"] for row in table} == {"deepseek_v4", "zaya", "inkling_mm_model"}

@@ -97,7 +97,7 @@ def test_unknown_ftype():
 # sapientinc/HRM-Text-1B: num_hidden_layers counts its 128 KV-holding layer runs, not its 32 layers of
 # weights (models/arch_hrm.py); the GGUF layout (models/gguf_layout.py) has no stacks of shared layers.
 # DeepSeek-V4: llama.cpp's LLM_ARCH_DEEPSEEK4 tensors (compressors, indexer, hyper-connections) are not
-# modelled; servefit refuses to plan V4 under llama.cpp / Ollama (models/arch_deepseek_v4.require_planned).
+# modelled; servefit refuses to plan V4 under llama.cpp / Ollama (data/engine_support.yaml).
 LAYOUT_EXCEPTIONS = {"facebook/opt-350m", "Alibaba-NLP/gte-Qwen2-7B-instruct", "google/gemma-4-E2B-it",
                      "google/gemma-4-E4B-it", "Zyphra/Zamba2-2.7B", "Zyphra/Zamba2-1.2B-instruct",
                      "sapientinc/HRM-Text-1B", "deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Flash-Base",

@@ -65,7 +65,7 @@ def test_a_model_the_engine_cannot_plan_is_not_sized():
     assert one("deepseek-ai/DeepSeek-V4-Flash", "sglang").status == "catalog"  # SGLang's V4 pools are modelled
     out = one("deepseek-ai/DeepSeek-V4-Flash", "tgi")
     assert (out.status, out.model) == ("unknown", None)
-    assert out.reason is not None and out.reason.startswith("servefit does not model how TGI caches")
+    assert out.reason is not None and out.reason.startswith("servefit does not model how TGI serves deepseek-ai/DeepSeek-V4-Flash (its compressed")
 
 
 def test_bare_mount_point_is_unknown_with_the_reason():

@@ -184,14 +184,3 @@ def stored_total(s: ModelSpec, experts_fp4: bool, mtp_embeddings: bool) -> int:
         total += 2 * s.vocab_size * h
     return total
 
-
-def require_planned(model: ModelSpec, engine: str) -> None:
-    """One clear line where an engine's DeepSeek-V4 cache is not modelled (llama.cpp's
-    LLM_ARCH_DEEPSEEK4 caches, TGI, Ollama), never a plan that sizes the model as plain
-    sliding-window attention (SGLang's pools: engines/sglang/dsv4.py)."""
-    if not is_deepseek_v4(model):
-        return
-    from servefit.core import UsageError
-
-    raise UsageError(f"servefit does not model how {engine} caches {model.name}'s compressed DeepSeek-V4 attention, "
-                     "so it cannot plan this server's memory; vLLM's plan of the same model is modelled")

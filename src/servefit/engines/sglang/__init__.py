@@ -160,7 +160,9 @@ class SglangEngine(Engine):
 
     def plan(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
         from servefit.engines.sglang.plan import plan
+        from servefit.models.engine_support import require_planned
 
+        require_planned(model, "SGLang")
         return plan(cfg, model, gpu, count)
 
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
