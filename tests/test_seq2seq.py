@@ -55,3 +55,12 @@ def test_tgi_flan_t5_server_gets_the_line_as_sf002(tmp_path: Path):
     assert srv.evaluation is None
     (sf,) = [x for x in srv.findings if x.code == "SF002"]
     assert sf.message.startswith("google/flan-ul2 is an encoder-decoder model (UL2)")
+
+
+def test_t5_gguf_gets_the_line(tmp_path: Path):
+    f = tmp_path / "run.sh"
+    f.write_text("llama-server -m /models/flan-t5-large-Q4_K_M.gguf -c 2048\n")
+    (srv,) = assemble([str(f)], Flags(gpu="L4")).servers
+    (sf,) = [x for x in srv.findings if x.code == "SF002"]
+    assert sf.message == ("/models/flan-t5-large-Q4_K_M.gguf: flan-t5-large is an encoder-decoder model (T5): servefit "
+                          "sizes decoder-only and encoder-only models, so this server's memory is not checked")
