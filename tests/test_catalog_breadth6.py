@@ -28,6 +28,9 @@ def test_rotary_xlm_roberta_has_no_position_table():
     ("deepseek-ai/DeepSeek-Prover-V1.5-RL", "deepseek-ai/DeepSeek-Prover-V1.5-Base", 6_910_365_696),
     ("deepseek-ai/DeepSeek-Prover-V2-671B", "deepseek-ai/DeepSeek-Prover-V2-671B", 671_026_419_200),
     ("jinaai/jina-embeddings-v3-hf", "jinaai/jina-embeddings-v3", 559_364_096),
+    ("deepseek-ai/DeepSeek-V3.1-Terminus", "deepseek-ai/DeepSeek-V3.1-Terminus", 671_026_419_200),
+    ("deepseek-ai/DeepSeek-V3.2-Speciale", "deepseek-ai/DeepSeek-V3.2-Speciale", 671_877_944_064),
+    ("deepseek-ai/DeepSeek-Math-V2", "deepseek-ai/DeepSeek-Math-V2", 671_877_944_064),
 ])
 def test_entries_resolve(ref, name, params):
     m = resolve_model(ref)
