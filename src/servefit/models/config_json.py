@@ -18,6 +18,7 @@ from typing import Any
 from servefit.models import config_layouts
 from servefit.models.architecture import count_params, layer_kind, pattern_layers
 from servefit.models.recurrent_state import linear_attention_state
+from servefit.models.seq2seq import config_line
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
 
@@ -240,6 +241,9 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     """A ModelSpec from a config.json dict; `params` is counted from the architecture."""
     cfg = config_layouts.unwrap(cfg)  # Qwen2.5-Omni: the thinker
     validate_config(cfg)
+    seq2seq = config_line(cfg, name)
+    if seq2seq:  # T5, BART, Whisper...: no decoder-only count for them
+        raise ValueError(seq2seq)
     top = cfg
     text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else None
     if text is None and isinstance(cfg.get("language_config"), dict):  # DeepSeek-VL2 / OCR

@@ -205,6 +205,8 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
                 lay["moe_every_n_layers"] = _int(c.get("moe_every_n_layers"))
         if c.get("position_embedding_type") == "alibi":  # JinaBERT (jina-embeddings-v2)
             lay["alibi"] = True
+        elif c.get("position_embedding_type") == "rotary":  # jina-embeddings-v3 (XLM-R with rotary positions)
+            lay["rotary"] = True
         if str(c.get("feed_forward_type", "")).endswith("glu"):
             lay["glu_mlp"] = True
     elif mt == "deepseek_v4":

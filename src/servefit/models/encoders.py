@@ -22,14 +22,17 @@ def count_encoder(s: ModelSpec) -> int:
     bias-free Wqkv and out_proj, SwiGLU fc11 / fc12 / fc2 without biases, post-norm. JinaBERT
     (jina-embeddings-v2: model_type bert with position_embedding_type "alibi" and feed_forward_type
     "geglu"): BERT without the position table, its MLP gated_layers (h -> 2 x inter, no bias) and
-    wo; llmfit's exact counts of v2 base and small fit it (data/models/embedding.yaml)."""
+    wo; llmfit's exact counts of v2 base and small fit it (data/models/embedding.yaml). jina-embeddings-v3:
+    XLM-R large with rotary positions (`rotary`: no position table)."""
     h, lay = s.hidden_size, s.layout
     inter = s.intermediate_size
     types = int(lay.get("type_vocab_size", _TYPE_VOCAB.get(s.model_type, 2)))
     n = s.vocab_size * h + types * h + 2 * h
     if s.model_type == "nomic_bert":
         return n + _nomic_layers(s)
-    if not lay.get("alibi"):  # JinaBERT (jina-embeddings-v2): ALiBi biases, no position table
+    # no position table: JinaBERT's ALiBi biases (jina-embeddings-v2); rotary positions (jina-embeddings-v3's
+    # XLM-R, vLLM bert_with_rope.py JinaRobertaModel; transformers modeling_jina_embeddings_v3.py)
+    if not (lay.get("alibi") or lay.get("rotary")):
         n += s.max_position_embeddings * h
     # JinaBERT's GLU MLP: gated_layers (h -> 2 x inter, no bias), wo (inter -> h, bias)
     mlp = h * 2 * inter + inter * h + h if lay.get("glu_mlp") else (h * inter + inter) + (inter * h + h)

@@ -13,6 +13,7 @@ from servefit import data
 from servefit.core import UsageError
 from servefit.models.gguf import read_gguf, spec_from_gguf
 from servefit.models.name_words import file_name
+from servefit.models.seq2seq import name_line
 
 _FAMILY_ORG = [("llama", "meta-llama"), ("qwen", "Qwen"), ("qwq", "Qwen"), ("gemma", "google"),
                ("mistral", "mistralai"), ("mixtral", "mistralai"), ("ministral", "mistralai"),
@@ -195,4 +196,7 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
         found = resolve_gguf(ref, hf_repo, context, online=online, fetch=True)
         if found is not None:
             return found
+    seq2seq = name_line(base)
+    if seq2seq:  # a T5 / Whisper GGUF: models/seq2seq.py's one line, not "cannot tell which model"
+        raise UsageError(f"{ref}: {seq2seq}")
     raise UsageError(f"{ref}: cannot tell which model this GGUF is ({first})")

@@ -23,6 +23,7 @@ from servefit.core import UsageError
 from servefit.models import catalog
 from servefit.models.lock import ModelContext, gguf_key, spec_from_entry
 from servefit.models.names import has_size
+from servefit.models.seq2seq import name_line
 from servefit.models.spec import ModelSpec
 
 __all__ = ["resolve_model", "resolve_gguf", "hub_cache_dir"]
@@ -214,6 +215,9 @@ def resolve_model(ref: str, *, online: bool = False, config_path: str | None = N
         spec, why = _from_hub(ref, "safetensors", hf_home)
         if spec is not None:
             return spec
+    seq2seq = name_line(ref)
+    if seq2seq:  # an encoder-decoder family: one clear line, not a nearest-name search
+        raise UsageError(seq2seq)
     near = ", ".join(catalog.nearest(ref, 3))
     where = f"; not found on the Hub either ({why})" if why else "; not a Hub repository id" if online else ""
     if context is not None and context.lock is not None and ref in context.lock.unresolved:
