@@ -339,3 +339,31 @@ def test_warm_compile_cache_is_assumed_where_vllm_compiles():
     # a compilation config that keeps compiling still gets the note
     _, mode3 = run("vllm serve m --max-model-len 8192 --compilation-config {\"mode\":3}", version="0.31.0")
     assert len(note(mode3)) == 1
+
+
+def test_capture_log_reads_the_autotune_forward_lower_from_0102_to_017():
+    # kernel_warmup's FlashInfer autotune (compute capability >= 9.0) runs a forward of
+    # max_num_batched_tokens (8192 on an 80 GB H100) before capture_model, which reads free memory
+    # without emptying the cache; the first capture's empty_cache hands that forward's blocks back
+    argv = "vllm serve m --max-model-len 8192"
+    released = 8192 * (4 * 4096 + 3 * 14336) * 2
+    _, h12 = run(argv, gpu=H100, version="0.12.0")
+    assert h12.detail.max_num_batched_tokens == 8192
+    assert h12.detail.logged_cuda_graph_bytes == h12.memory.cuda_graphs - released
+    assert any("FlashInfer autotune" in a for a in h12.assumptions)
+    # the graphs' memory in the plan is not reduced: only what the log prints is
+    _, h18 = run(argv, gpu=H100, version="0.18.0")
+    assert h18.memory.cuda_graphs == h12.memory.cuda_graphs
+    # 0.18 empties the cache before its first reading; 0.10.1 autotunes after the capture
+    assert h18.detail.logged_cuda_graph_bytes == h18.memory.cuda_graphs
+    _, h101 = run(argv, gpu=H100, version="0.10.1")
+    assert h101.detail.logged_cuda_graph_bytes == h101.memory.cuda_graphs
+    _, h102 = run(argv, gpu=H100, version="0.10.2")
+    assert h102.detail.logged_cuda_graph_bytes == h102.memory.cuda_graphs - released
+    # below compute capability 9.0 there is no autotune; from 0.17 the flag can switch it off
+    _, ada = run(argv, gpu=L4, version="0.12.0")
+    assert ada.detail.logged_cuda_graph_bytes == ada.memory.cuda_graphs
+    _, off = run(argv + " --no-enable-flashinfer-autotune", gpu=H100, version="0.17.0")
+    assert off.detail.logged_cuda_graph_bytes == off.memory.cuda_graphs
+    _, eager = run(argv + " --enforce-eager", gpu=H100, version="0.12.0")
+    assert eager.detail.logged_cuda_graph_bytes == eager.memory.cuda_graphs == 0

@@ -236,13 +236,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    h = model.hidden_size
-    if model.is_moe:
-        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
-        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
-    else:
-        mlp = 3 * (model.intermediate_size // r.tp)
-    fwd = int(t * (4 * h + mlp) * db)
+    fwd = forward_bytes(model, r, t)
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
@@ -256,6 +250,18 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     if not v1:
         return max(lm, enc.peak) if enc else lm
     return max(enc.peak, enc.outputs + lm) if enc else lm
+
+
+def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
+    """Working set of one forward of `tokens` tokens: the gated MLP's or the fused-MoE kernel's
+    intermediates on top of the hidden states."""
+    h = model.hidden_size
+    if model.is_moe:
+        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
+        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
+    else:
+        mlp = 3 * (model.intermediate_size // r.tp)
+    return int(tokens * (4 * h + mlp) * dtype_bytes(r.dtype))
 
 
 def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
