@@ -254,12 +254,12 @@ def test_model_runner_v2_default_per_release():
 def test_model_runner_v2_graph_pool_by_hand():
     # Llama-3.1-8B, max_num_seqs 128 on 0.25.1 (a dense listed architecture: Model Runner V2):
     # 35 piecewise + 19 full sizes as on 0.11; per layer 35 x 262144 + 19 x 104857 = 11,167,323 B,
-    # x 0.38 -> 4,243,582 B, x 32 layers = 135,794,624 B. On 0.21.0 (V1 runner) the same sizes
-    # give 32 x 11,167,323 = 357,354,336 B.
+    # x 32 layers = 357,354,336 B (what 0.21.0's V1 runner holds), x 0.38 -> 135,794,647 B (the
+    # factor applies to the layers' total, fused-MoE nodes included, rounded once).
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128"
     _, v2 = run(argv, version="0.25.1")
     assert v2.detail.cuda_graph_sizes == 35 + 19
-    assert v2.memory.cuda_graphs == 135_794_624
+    assert v2.memory.cuda_graphs == 135_794_647
     _, v1 = run(argv, version="0.21.0")
     assert v1.memory.cuda_graphs == 357_354_336
 
@@ -367,3 +367,20 @@ def test_capture_log_reads_the_autotune_forward_lower_from_0102_to_017():
     assert off.detail.logged_cuda_graph_bytes == off.memory.cuda_graphs
     _, eager = run(argv + " --enforce-eager", gpu=H100, version="0.12.0")
     assert eager.detail.logged_cuda_graph_bytes == eager.memory.cuda_graphs == 0
+
+
+def test_fused_moe_layers_add_their_kernels_to_every_graph():
+    # a fused-MoE layer launches 5 kernels more than a gated MLP, at 0.10 MiB / 10 per node, in each
+    # of the 51 piecewise and 35 full graphs of 0.13 (max_num_seqs 256 on an L4)
+    node = int(0.10 * 2**20) // 10
+    moe = replace(LLAMA8B, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=14336)
+    argv = "vllm serve m --max-model-len 8192"
+    _, dense = run(argv, version="0.13.0")
+    _, sparse = run(argv, model=moe, version="0.13.0")
+    assert dense.detail.cuda_graph_sizes == 51 + 35
+    assert sparse.memory.cuda_graphs - dense.memory.cuda_graphs == 86 * 32 * 5 * node
+    # DeepSeek-style leading dense layers and Llama-4-style interleaving count only the MoE layers
+    _, lead = run(argv, model=replace(moe, first_k_dense_replace=2), version="0.13.0")
+    assert lead.memory.cuda_graphs - dense.memory.cuda_graphs == 86 * 30 * 5 * node
+    _, inter = run(argv, model=replace(moe, moe_layer_step=2), version="0.13.0")
+    assert inter.memory.cuda_graphs - dense.memory.cuda_graphs == 86 * 16 * 5 * node

@@ -1,5 +1,6 @@
 """What vLLM's "Graph capturing finished in N secs, took X GiB" measures, release by release, next
-to the memory the graphs hold (profile.graph_memory).
+to the memory the graphs hold (profile.graph_memory), and the kernel nodes a fused-MoE layer adds to
+every captured graph.
 
 v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model logs the drop in free device memory
 (torch.cuda.mem_get_info) from before the first capture to after the last one. The first capture of
@@ -36,9 +37,35 @@ if TYPE_CHECKING:
     from servefit.models.spec import ModelSpec
 
 GiB = 2**30
+MiB = 2**20
+# A captured graph keeps device memory per kernel node (its launch parameters). A full decode graph
+# holds a dense decoder layer's ~10 kernels (QKV GEMM, rotary, attention, O GEMM, two fused
+# add+RMSNorm, gate_up GEMM, activation, down GEMM) and costs GRAPH_FULL_PER_LAYER (0.10 MiB) per
+# layer: about 10 KiB per node. A fused-MoE layer (model_executor/layers/fused_moe: the router GEMM,
+# topk_softmax, moe_align_block_size, the w13 grouped GEMM, the activation, the w2 grouped GEMM and
+# moe_sum, fused_experts_impl) launches about 5 kernels more than the gated MLP's three, in every
+# piecewise and every full graph. Only the per-node price comes from data (the dense fit above).
+NODE_BYTES = int(0.10 * MiB) // 10
+MOE_EXTRA_NODES = 5
 # [first release that autotunes before capture, first release that empties the cache before reading]
 AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
+
+
+def moe_layers(model: ModelSpec, layers: int) -> int:
+    """MoE layers among `layers` decoder layers (a pipeline stage's share): from first_k_dense_replace
+    on, every moe_layer_step-th layer."""
+    total = model.num_hidden_layers
+    if not model.is_moe or total <= 0:
+        return 0
+    step = max(1, model.moe_layer_step)
+    moe = sum(1 for i in range(total) if i >= model.first_k_dense_replace and (i + 1) % step == 0)
+    return moe * layers // total
+
+
+def moe_graph_bytes(model: ModelSpec, layers: int, graphs: int) -> int:
+    """The fused-MoE kernels' nodes in `graphs` captured graphs (see MOE_EXTRA_NODES)."""
+    return graphs * moe_layers(model, layers) * MOE_EXTRA_NODES * NODE_BYTES
 
 
 def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.capture import moe_graph_bytes
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.kvcache import speculative
@@ -408,13 +409,14 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         return 0, 0
     graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+    nodes = per_layer * layers + moe_graph_bytes(model, layers, graphs)  # capture.py: fused-MoE kernels
     if model_runner_v2(model, r, cfg.env, cfg.settings):
-        per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
+        nodes = int(nodes * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
     nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
     factor = GRAPH_TP_FACTOR if r.tp > 1 and not nccl else 1.0
-    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
+    total = (nodes + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
     if nccl:
         total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE + drafter_graphs * 2 * drafter * NCCL_GRAPH_COLLECTIVE
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
