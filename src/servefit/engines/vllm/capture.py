@@ -47,6 +47,14 @@ MiB = 2**20
 # piecewise and every full graph. Only the per-node price comes from data (the dense fit above).
 NODE_BYTES = int(0.10 * MiB) // 10
 MOE_EXTRA_NODES = 5
+# graph_capture() (distributed/parallel_state.py) captures on a stream of its own, and torch gives every
+# (cuBLAS handle, stream) pair its own workspace (aten/src/ATen/cuda/CublasHandlePool.cpp::
+# getCurrentCUDABlasHandle; cuBLASLt shares it by default), allocated at the first GEMM on that stream
+# and kept: the capture figure holds one. Its default size (parseChosenWorkspaceSize) is 32 MiB on
+# compute capability 9.0 (and 10 / 12 in later torch), ":4096:2:16:8" = 8.125 MiB before. The per-layer
+# terms were fitted on pre-Hopper logs, so they already hold the smaller one.
+CUBLAS_WORKSPACE = 4096 * 1024 * 2 + 16 * 1024 * 8
+CUBLAS_WORKSPACE_HOPPER = 4096 * 8 * 1024
 # [first release that autotunes before capture, first release that empties the cache before reading]
 AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
@@ -66,6 +74,11 @@ def moe_layers(model: ModelSpec, layers: int) -> int:
 def moe_graph_bytes(model: ModelSpec, layers: int, graphs: int) -> int:
     """The fused-MoE kernels' nodes in `graphs` captured graphs (see MOE_EXTRA_NODES)."""
     return graphs * moe_layers(model, layers) * MOE_EXTRA_NODES * NODE_BYTES
+
+
+def workspace_extra(gpu: GpuSpec | None) -> int:
+    """The capture stream's cuBLAS workspace beyond the pre-Hopper size the per-layer terms hold."""
+    return CUBLAS_WORKSPACE_HOPPER - CUBLAS_WORKSPACE if gpu is not None and gpu.compute_capability >= 90 else 0
 
 
 def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict) -> int:

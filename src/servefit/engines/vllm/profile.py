@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm.capture import moe_graph_bytes
+from servefit.engines.vllm.capture import moe_graph_bytes, workspace_extra
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.kvcache import speculative
@@ -422,7 +422,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
-    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
+    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings) + workspace_extra(gpu)
     return graphs, int(total)
 
 
