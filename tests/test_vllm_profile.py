@@ -387,3 +387,18 @@ def test_fused_moe_layers_add_their_kernels_to_every_graph():
     assert lead.memory.cuda_graphs - dense.memory.cuda_graphs == 86 * 30 * 5 * node
     _, inter = run(argv, model=replace(moe, moe_layer_step=2), version="0.13.0")
     assert inter.memory.cuda_graphs - dense.memory.cuda_graphs == 86 * 16 * 5 * node
+
+
+def test_v0_captures_a_graph_set_per_virtual_engine():
+    # V0 0.7.3: [1, 2, 4] + 8..256 step 8 = 35 decode sizes; with -pp 2 each rank captures them for
+    # both virtual engines, over its own 16 of the 32 layers
+    per_graph_layer = GRAPH_FULL_PER_LAYER
+    _, one = run("vllm serve m --max-model-len 8192", version="0.7.3")
+    assert one.detail.cuda_graph_sizes == 35
+    assert one.memory.cuda_graphs == 35 * 32 * per_graph_layer
+    _, pp2 = run("vllm serve m --max-model-len 8192 -pp 2", version="0.7.3", count=2)
+    assert pp2.detail.cuda_graph_sizes == 70
+    assert pp2.memory.cuda_graphs == 70 * 16 * per_graph_layer
+    # V1 keeps one set per rank
+    _, v1 = run("vllm serve m --max-model-len 8192 -pp 2", version="0.10.1", count=2)
+    assert v1.detail.cuda_graph_sizes == 67

@@ -268,7 +268,8 @@ def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
 def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
                 gpu: GpuSpec | None = None) -> tuple[list[int], list[int]]:
     """(piecewise sizes, full sizes) vLLM captures. V0 (worker/model_runner.py::capture_model)
-    captures one full decode graph per size. V1 up to 0.10 captures piecewise graphs only
+    captures one full decode graph per size and virtual engine (`for virtual_engine in
+    range(pipeline_parallel_size)`, 0.6.5 - 0.10: each of them over the rank's own layers). V1 up to 0.10 captures piecewise graphs only
     (full_cuda_graph off); from 0.11 the default mode is FULL_AND_PIECEWISE
     (config/__init__.py::VllmConfig.__post_init__): piecewise graphs for every size and full
     graphs for the uniform decode sizes up to max_num_seqs x (1 + speculative tokens)
@@ -284,8 +285,8 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
                           or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
                           blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
-    if not e.v1:
-        return [], sizes
+    if not e.v1:  # one set per virtual engine: every rank captures pipeline_parallel_size sets
+        return [], sizes * max(1, r.pp)
     if r.version < (0, 11, 0):
         return sizes, []
     full = [x for x in sizes if q <= x <= r.max_num_seqs * q]
