@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.era import vtuple
 from servefit.hardware.spec import GpuSpec
 
 if TYPE_CHECKING:
@@ -105,6 +106,7 @@ def capture_note(released: int, version: str) -> str | None:
     """Why the logged capture figure reads lower than the graph memory in the plan."""
     if not released:
         return None
+    installed = " (with FlashInfer installed, as in the vllm/vllm-openai image)" if vtuple(version) < (0, 12, 0) else ""
     return (f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than the "
-            "graphs hold: a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer autotune) "
-            "leaves cached memory that the capture hands back; the plan counts the graphs' full size")
+            f"graphs hold{installed}: a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer "
+            "autotune) leaves cached memory that the capture hands back; the plan counts the graphs' full size")
