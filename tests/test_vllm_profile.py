@@ -405,3 +405,30 @@ def test_v0_captures_a_graph_set_per_virtual_engine():
     # V1 keeps one set per rank
     _, v1 = run("vllm serve m --max-model-len 8192 -pp 2", version="0.10.1", count=2)
     assert v1.detail.cuda_graph_sizes == 67
+
+
+def test_cudagraph_mode_from_the_compilation_config():
+    # 0.13 on an L4, max_num_seqs 128: 35 sizes up to 256, 19 of them decode sizes up to 128
+    pw, fu = GRAPH_PIECEWISE_PER_LAYER, GRAPH_FULL_PER_LAYER
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128 "
+    _, default = run(argv, version="0.13.0")
+    assert default.memory.cuda_graphs == 32 * (35 * pw + 19 * fu)
+    _, piecewise = run(argv + "-O.cudagraph_mode=PIECEWISE", version="0.13.0")
+    assert piecewise.memory.cuda_graphs == 32 * 35 * pw
+    _, decode = run(argv + "-O.cudagraph_mode=FULL_DECODE_ONLY", version="0.13.0")
+    assert decode.memory.cuda_graphs == 32 * 19 * fu
+    _, none = run(argv + "-O.cudagraph_mode=NONE", version="0.13.0")
+    assert none.memory.cuda_graphs == 0 and none.detail.cuda_graph_sizes == 0
+    # FULL for mixed batches needs FlashAttention 3: FULL_AND_PIECEWISE on the L4, all 35 sizes full on Hopper
+    _, full = run(argv + "-O.cudagraph_mode=FULL", version="0.13.0")
+    assert full.memory.cuda_graphs == default.memory.cuda_graphs
+    _, h_full = run(argv + "-O.cudagraph_mode=FULL", gpu=H100, version="0.13.0")
+    assert h_full.detail.cuda_graph_sizes == 35
+    # no piecewise compilation, no graphs; explicit sizes read from the compilation config too
+    _, level0 = run(argv + "-O.level=0", version="0.13.0")
+    assert level0.memory.cuda_graphs == 0
+    _, sized = run(argv + "-O.cudagraph_capture_sizes=[1,2,4,8]", version="0.13.0")
+    assert sized.detail.cuda_graph_sizes == 4 + 4
+    # 0.10: full_cuda_graph compiles the model whole, one full graph per size
+    _, whole = run("vllm serve m --max-model-len 8192 -O.full_cuda_graph=true", version="0.10.1")
+    assert whole.memory.cuda_graphs == 67 * 32 * fu

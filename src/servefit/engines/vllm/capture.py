@@ -61,6 +61,34 @@ AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
 
 
+def cudagraph_mode(version: tuple[int, int, int], settings: dict, gpu: GpuSpec | None) -> str:
+    """The CUDA-graph mode a V1 engine captures with (NONE, PIECEWISE, FULL, FULL_DECODE_ONLY or
+    FULL_AND_PIECEWISE). Piecewise graphs need the piecewise compilation (level / mode 3, the
+    default): any other level captures nothing (config/__init__.py::VllmConfig.__post_init__ in
+    0.11 sets NONE). Up to 0.10 the graphs are piecewise, or one full graph per size with
+    compilation_config.full_cuda_graph (splitting_ops emptied). From 0.11 the default is
+    FULL_AND_PIECEWISE, PIECEWISE for pooling models; an explicit cudagraph_mode is taken as given,
+    except that FULL (full graphs for mixed batches) needs an attention backend that supports them
+    always (FlashAttention 3, on compute capability 9.0): elsewhere
+    GPUModelRunner.initialize_cudagraph_capture turns it into FULL_AND_PIECEWISE."""
+    cc = settings.get("compilation_config") if isinstance(settings.get("compilation_config"), dict) else {}
+    level = cc.get("mode", cc.get("level"))
+    if level is not None and str(level).upper() not in ("3", "VLLM_COMPILE", "PIECEWISE"):
+        return "NONE"
+    if version < (0, 11, 0):
+        return "FULL" if cc.get("full_cuda_graph") else "PIECEWISE"
+    mode = cc.get("cudagraph_mode")
+    if mode is None:
+        pooling = settings.get("runner") == "pooling" or settings.get("convert") in ("embed", "classify", "reward")
+        return "PIECEWISE" if pooling else "FULL_AND_PIECEWISE"
+    if isinstance(mode, (list, tuple)):  # the enum's value: (decode mode, mixed mode)
+        mode = "FULL_AND_PIECEWISE" if list(mode) == [2, 1] else "FULL_DECODE_ONLY"
+    mode = {"0": "NONE", "1": "PIECEWISE", "2": "FULL"}.get(str(mode), str(mode).upper())
+    if mode == "FULL" and (gpu is None or gpu.compute_capability != 90):
+        return "FULL_AND_PIECEWISE"
+    return mode if mode in ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY") else "FULL_AND_PIECEWISE"
+
+
 def moe_layers(model: ModelSpec, layers: int) -> int:
     """MoE layers among `layers` decoder layers (a pipeline stage's share): from first_k_dense_replace
     on, every moe_layer_step-th layer."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm.capture import moe_graph_bytes, workspace_extra
+from servefit.engines.vllm.capture import cudagraph_mode, moe_graph_bytes, workspace_extra
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.kvcache import speculative
@@ -273,26 +273,29 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
     (full_cuda_graph off); from 0.11 the default mode is FULL_AND_PIECEWISE
     (config/__init__.py::VllmConfig.__post_init__): piecewise graphs for every size and full
     graphs for the uniform decode sizes up to max_num_seqs x (1 + speculative tokens)
-    (v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model)."""
+    (v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model). A mode set in
+    --compilation-config picks other sets (capture.cudagraph_mode)."""
     if r.enforce_eager:
         return [], []
     s = cfg.settings
-    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
+    cc = s.get("compilation_config") if isinstance(s.get("compilation_config"), dict) else {}
+    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes") or cc.get("cudagraph_capture_sizes")
     q = 1 + speculative(s)[1]
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
                           [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
-                          s.get("max_cudagraph_capture_size")
+                          s.get("max_cudagraph_capture_size") or cc.get("max_cudagraph_capture_size")
                           or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
                           blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
     if not e.v1:  # one set per virtual engine: every rank captures pipeline_parallel_size sets
         return [], sizes * max(1, r.pp)
-    if r.version < (0, 11, 0):
-        return sizes, []
-    full = [x for x in sizes if q <= x <= r.max_num_seqs * q]
+    mode = cudagraph_mode(r.version, s, gpu)
+    full = [x for x in sizes if q <= x <= r.max_num_seqs * q] if mode.startswith("FULL_") else \
+        sizes if mode == "FULL" else []
+    piecewise = sizes if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") else []
     if lora_specialized(r, s):
-        return sizes * 2, full * 2
-    return sizes, full
+        return piecewise * 2, full * 2
+    return piecewise, full
 
 
 def lora_specialized(r: Resolved, settings: dict) -> bool:
