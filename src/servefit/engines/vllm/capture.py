@@ -71,7 +71,8 @@ def cudagraph_mode(version: tuple[int, int, int], settings: dict, gpu: GpuSpec |
     except that FULL (full graphs for mixed batches) needs an attention backend that supports them
     always (FlashAttention 3, on compute capability 9.0): elsewhere
     GPUModelRunner.initialize_cudagraph_capture turns it into FULL_AND_PIECEWISE."""
-    cc = settings.get("compilation_config") if isinstance(settings.get("compilation_config"), dict) else {}
+    raw = settings.get("compilation_config")
+    cc: dict = raw if isinstance(raw, dict) else {}
     level = cc.get("mode", cc.get("level"))
     if level is not None and str(level).upper() not in ("3", "VLLM_COMPILE", "PIECEWISE"):
         return "NONE"

@@ -278,7 +278,8 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
     if r.enforce_eager:
         return [], []
     s = cfg.settings
-    cc = s.get("compilation_config") if isinstance(s.get("compilation_config"), dict) else {}
+    raw = s.get("compilation_config")
+    cc: dict = raw if isinstance(raw, dict) else {}
     explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes") or cc.get("cudagraph_capture_sizes")
     q = 1 + speculative(s)[1]
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
