@@ -405,7 +405,9 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     for every instantiated graph, the shared graph pool (compilation/cuda_graph.py::CUDAGraphWrapper
     captures into one global pool and keeps only weak references to outputs, so the pool holds about
     one piece's intermediates at the largest size) and the blocks the eager warm-up run of the largest
-    size left cached (_warmup_and_capture). From 0.20 the KV budget subtracts instead the profiling
+    size left cached (_warmup_and_capture); 0.10.2 - 0.17 on compute capability 9.0+ log it lower
+    (capture.py: the plan keeps what the graphs hold, VllmDetail.logged_cuda_graph_bytes what is
+    logged). Fused-MoE layers add their kernels' nodes (capture.moe_graph_bytes). From 0.20 the KV budget subtracts instead the profiling
     estimate (profile_cudagraph_memory: per mode, the first capture's bytes + (n - 1) x max(second
     capture, 1 MiB), FULL and PIECEWISE sharing one first-capture term), which servefit takes to be
     the same figure."""
