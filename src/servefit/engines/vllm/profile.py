@@ -178,11 +178,13 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
     is taken before the distributed set-up (worker.py::init_device), so both the pynccl
     communicator and torch's own ProcessGroupNCCL (created lazily in profile_run) count; from
-    0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. Up to 0.6.4
-    vLLM counted every byte the device had in use that torch had not allocated
+    0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. 0.6.4 alone
+    counted every byte the device had in use that torch had not allocated
     (worker.py::determine_num_available_blocks: mem_get_info - allocated_bytes), the CUDA context
-    and cuBLAS workspaces included; from 0.27 the runner's persistent buffers count too
-    (CONSUMED_EXTRA)."""
+    included; up to 0.6.3 the budget charges init_gpu_memory - free after the profile, with
+    init_gpu_memory read in init_device after torch.cuda.set_device, so the context is outside it
+    as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). From 0.27 the runner's persistent buffers
+    count too (CONSUMED_EXTRA)."""
     keys = sorted(NON_TORCH_GIB)
     w = min(max(world, 1), keys[-1])
     if w > 1 and gpu is not None and not nvlink(gpu):
@@ -192,7 +194,7 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
         hi = min(k for k in keys if k >= w)
         gib = NON_TORCH_GIB[lo] if hi == lo else \
             NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
-    context = CUDA_CONTEXT if version < (0, 6, 5) else 0
+    context = CUDA_CONTEXT if (0, 6, 4) <= version < (0, 6, 5) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context + consumed
 
