@@ -373,6 +373,8 @@ def test_capture_log_reads_the_autotune_forward_lower_from_0102_to_017():
     assert ada.detail.logged_cuda_graph_bytes == ada.memory.cuda_graphs
     _, off = run(argv + " --no-enable-flashinfer-autotune", gpu=H100, version="0.17.0")
     assert off.detail.logged_cuda_graph_bytes == off.memory.cuda_graphs
+    _, v2 = run(argv, gpu=H100, version="0.14.0", env={"VLLM_USE_V2_MODEL_RUNNER": "1"})
+    assert v2.detail.logged_cuda_graph_bytes == v2.memory.cuda_graphs > 0  # V2 empties the cache first
     _, eager = run(argv + " --enforce-eager", gpu=H100, version="0.12.0")
     assert eager.detail.logged_cuda_graph_bytes == eager.memory.cuda_graphs == 0
 

@@ -111,14 +111,16 @@ def workspace_extra(gpu: GpuSpec | None) -> int:
     return CUBLAS_WORKSPACE_HOPPER - CUBLAS_WORKSPACE if gpu is not None and gpu.compute_capability >= 90 else 0
 
 
-def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict) -> int:
+def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict,
+                        v2_runner: bool = False) -> int:
     """Bytes the first capture hands back to the device that the capture log subtracts from its
     figure (see the module docstring): the autotune forward's working set at max_num_batched_tokens,
-    priced as the activation estimate prices a forward (profile.forward_bytes)."""
+    priced as the activation estimate prices a forward (profile.forward_bytes). Model Runner V2
+    empties the cache before its first reading (v1/worker/gpu/model_runner.py::capture_model, 0.14 on)."""
     from servefit.engines.vllm.profile import forward_bytes
 
     first, fixed = AUTOTUNE_BEFORE_CAPTURE
-    if not e.v1 or r.enforce_eager or gpu is None or gpu.compute_capability < AUTOTUNE_MIN_CC:
+    if not e.v1 or v2_runner or r.enforce_eager or gpu is None or gpu.compute_capability < AUTOTUNE_MIN_CC:
         return 0
     if not first <= r.version < fixed or settings.get("enable_flashinfer_autotune") is False:
         return 0

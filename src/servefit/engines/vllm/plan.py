@@ -201,7 +201,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                     label=f"PP stage {st}" if r.pp > 1 else ""))
         if st == 0:
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
-            released = released_at_capture(model, r, e, gpu, cfg.settings) if cg else 0
+            released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
             first_logged_cg = logged_graph_bytes(cg, released)
     assert lay is not None
     worst = min(range(r.pp), key=lambda i: blocks_per_stage[i])
