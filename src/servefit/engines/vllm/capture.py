@@ -19,10 +19,14 @@ capture and subtracted from the figure. Which blocks those are depends on the re
 - from 0.18: capture_model calls torch.accelerator.empty_cache() before its first reading (read in the
   0.18.0 wheel; 0.17.0 does not), and Model Runner V2 (v1/worker/gpu/model_runner.py) always has.
 
-FlashInfer is a dependency of the wheel from 0.12 (an extra in 0.10.2 / 0.11, installed in the
-vllm/vllm-openai image); from 0.17 --no-enable-flashinfer-autotune (KernelConfig) skips the autotune,
-as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs there too and is
-not counted.
+Whether the autotune runs depends on the machine, which servefit cannot see: utils/flashinfer.py::
+has_flashinfer is true in 0.10.2 / 0.11 when FlashInfer is installed (an extra of the wheel, present in
+the vllm/vllm-openai image), and in 0.12 - 0.17 (a dependency of the wheel) only with the
+flashinfer-cubin package (a dependency from 0.19.1), VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH.
+So the logged figure is predicted lower only where VLLM_HAS_FLASHINFER_CUBIN=1 says so; otherwise the
+plan says by how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig)
+skips the autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs
+there too and is not counted.
 """
 
 from __future__ import annotations
@@ -127,17 +131,27 @@ def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | No
     return forward_bytes(model, r, r.max_num_batched_tokens)
 
 
-def logged_graph_bytes(pool: int, released: int) -> int:
-    """The "took X GiB" figure: the graphs' memory less what the capture released (negative when the
-    released cache was larger)."""
-    return pool - released if pool else 0
+def autotune_known(env: dict[str, str] | None) -> bool:
+    """Whether the command itself says FlashInfer is usable (VLLM_HAS_FLASHINFER_CUBIN=1, see above)."""
+    return str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true")
 
 
-def capture_note(released: int, version: str) -> str | None:
-    """Why the logged capture figure reads lower than the graph memory in the plan."""
+def logged_graph_bytes(pool: int, released: int, known: bool) -> int:
+    """The "took X GiB" figure: the graphs' memory, less what the capture released where the autotune
+    is known to run (negative when the released cache was larger)."""
+    return pool - released if pool and known else pool
+
+
+def capture_note(released: int, version: str, known: bool) -> str | None:
+    """Why the logged capture figure reads, or may read, lower than the graph memory in the plan."""
     if not released:
         return None
-    installed = " (with FlashInfer installed, as in the vllm/vllm-openai image)" if vtuple(version) < (0, 12, 0) else ""
-    return (f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than the "
-            f"graphs hold{installed}: a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer "
-            "autotune) leaves cached memory that the capture hands back; the plan counts the graphs' full size")
+    why = ("a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer autotune) leaves cached "
+           "memory that the capture hands back; the plan counts the graphs' full size")
+    if known:
+        return f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than " \
+               f"the graphs hold: {why}"
+    needs = "FlashInfer is installed" if vtuple(version) < (0, 12, 0) else \
+        "FlashInfer can run (flashinfer-cubin installed, VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH)"
+    return (f"where {needs}, vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB "
+            f"lower than predicted: {why}")
