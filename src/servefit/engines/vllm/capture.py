@@ -1,6 +1,5 @@
 """What vLLM's "Graph capturing finished in N secs, took X GiB" measures, release by release, next
-to the memory the graphs hold (profile.graph_memory), and the kernel nodes a fused-MoE layer adds to
-every captured graph.
+to the memory the graphs hold (profile.graph_memory).
 
 v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model logs the drop in free device memory
 (torch.cuda.mem_get_info) from before the first capture to after the last one. The first capture of
@@ -42,77 +41,9 @@ if TYPE_CHECKING:
     from servefit.models.spec import ModelSpec
 
 GiB = 2**30
-MiB = 2**20
-# A captured graph keeps device memory per kernel node (its launch parameters). A full decode graph
-# holds a dense decoder layer's ~10 kernels (QKV GEMM, rotary, attention, O GEMM, two fused
-# add+RMSNorm, gate_up GEMM, activation, down GEMM) and costs GRAPH_FULL_PER_LAYER (0.10 MiB) per
-# layer: about 10 KiB per node. A fused-MoE layer (model_executor/layers/fused_moe: the router GEMM,
-# topk_softmax, moe_align_block_size, the w13 grouped GEMM, the activation, the w2 grouped GEMM and
-# moe_sum, fused_experts_impl) launches about 5 kernels more than the gated MLP's three, in every
-# piecewise and every full graph. Only the per-node price comes from data (the dense fit above).
-NODE_BYTES = int(0.10 * MiB) // 10
-MOE_EXTRA_NODES = 5
-# graph_capture() (distributed/parallel_state.py) captures on a stream of its own, and torch gives every
-# (cuBLAS handle, stream) pair its own workspace (aten/src/ATen/cuda/CublasHandlePool.cpp::
-# getCurrentCUDABlasHandle; cuBLASLt shares it by default), allocated at the first GEMM on that stream
-# and kept: the capture figure holds one. Its default size (parseChosenWorkspaceSize) is 32 MiB on
-# compute capability 9.0 (and 10 / 12 in later torch), ":4096:2:16:8" = 8.125 MiB before. The per-layer
-# terms were fitted on pre-Hopper logs, so they already hold the smaller one.
-CUBLAS_WORKSPACE = 4096 * 1024 * 2 + 16 * 1024 * 8
-CUBLAS_WORKSPACE_HOPPER = 4096 * 8 * 1024
 # [first release that autotunes before capture, first release that empties the cache before reading]
 AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
-
-
-def cudagraph_mode(version: tuple[int, int, int], settings: dict, gpu: GpuSpec | None) -> str:
-    """The CUDA-graph mode a V1 engine captures with (NONE, PIECEWISE, FULL, FULL_DECODE_ONLY or
-    FULL_AND_PIECEWISE). Piecewise graphs need the piecewise compilation (level / mode 3, the
-    default): any other level captures nothing (config/__init__.py::VllmConfig.__post_init__ in
-    0.11 sets NONE). Up to 0.10 the graphs are piecewise, or one full graph per size with
-    compilation_config.full_cuda_graph (splitting_ops emptied). From 0.11 the default is
-    FULL_AND_PIECEWISE, PIECEWISE for pooling models; an explicit cudagraph_mode is taken as given,
-    except that FULL (full graphs for mixed batches) needs an attention backend that supports them
-    always (FlashAttention 3, on compute capability 9.0): elsewhere
-    GPUModelRunner.initialize_cudagraph_capture turns it into FULL_AND_PIECEWISE."""
-    raw = settings.get("compilation_config")
-    cc: dict = raw if isinstance(raw, dict) else {}
-    level = cc.get("mode", cc.get("level"))
-    if level is not None and str(level).upper() not in ("3", "VLLM_COMPILE", "PIECEWISE"):
-        return "NONE"
-    if version < (0, 11, 0):
-        return "FULL" if cc.get("full_cuda_graph") else "PIECEWISE"
-    mode = cc.get("cudagraph_mode")
-    if mode is None:
-        pooling = settings.get("runner") == "pooling" or settings.get("convert") in ("embed", "classify", "reward")
-        return "PIECEWISE" if pooling else "FULL_AND_PIECEWISE"
-    if isinstance(mode, (list, tuple)):  # the enum's value: (decode mode, mixed mode)
-        mode = "FULL_AND_PIECEWISE" if list(mode) == [2, 1] else "FULL_DECODE_ONLY"
-    mode = {"0": "NONE", "1": "PIECEWISE", "2": "FULL"}.get(str(mode), str(mode).upper())
-    if mode == "FULL" and (gpu is None or gpu.compute_capability != 90):
-        return "FULL_AND_PIECEWISE"
-    return mode if mode in ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY") else "FULL_AND_PIECEWISE"
-
-
-def moe_layers(model: ModelSpec, layers: int) -> int:
-    """MoE layers among `layers` decoder layers (a pipeline stage's share): from first_k_dense_replace
-    on, every moe_layer_step-th layer."""
-    total = model.num_hidden_layers
-    if not model.is_moe or total <= 0:
-        return 0
-    step = max(1, model.moe_layer_step)
-    moe = sum(1 for i in range(total) if i >= model.first_k_dense_replace and (i + 1) % step == 0)
-    return moe * layers // total
-
-
-def moe_graph_bytes(model: ModelSpec, layers: int, graphs: int) -> int:
-    """The fused-MoE kernels' nodes in `graphs` captured graphs (see MOE_EXTRA_NODES)."""
-    return graphs * moe_layers(model, layers) * MOE_EXTRA_NODES * NODE_BYTES
-
-
-def workspace_extra(gpu: GpuSpec | None) -> int:
-    """The capture stream's cuBLAS workspace beyond the pre-Hopper size the per-layer terms hold."""
-    return CUBLAS_WORKSPACE_HOPPER - CUBLAS_WORKSPACE if gpu is not None and gpu.compute_capability >= 90 else 0
 
 
 def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict,

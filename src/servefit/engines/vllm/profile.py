@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm.capture import cudagraph_mode, moe_graph_bytes, workspace_extra
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.kvcache import speculative
@@ -270,35 +269,30 @@ def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
 def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
                 gpu: GpuSpec | None = None) -> tuple[list[int], list[int]]:
     """(piecewise sizes, full sizes) vLLM captures. V0 (worker/model_runner.py::capture_model)
-    captures one full decode graph per size and virtual engine (`for virtual_engine in
-    range(pipeline_parallel_size)`, 0.6.5 - 0.10: each of them over the rank's own layers). V1 up to 0.10 captures piecewise graphs only
+    captures one full decode graph per size. V1 up to 0.10 captures piecewise graphs only
     (full_cuda_graph off); from 0.11 the default mode is FULL_AND_PIECEWISE
     (config/__init__.py::VllmConfig.__post_init__): piecewise graphs for every size and full
     graphs for the uniform decode sizes up to max_num_seqs x (1 + speculative tokens)
-    (v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model). A mode set in
-    --compilation-config picks other sets (capture.cudagraph_mode)."""
+    (v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model)."""
     if r.enforce_eager:
         return [], []
     s = cfg.settings
-    raw = s.get("compilation_config")
-    cc: dict = raw if isinstance(raw, dict) else {}
-    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes") or cc.get("cudagraph_capture_sizes")
+    explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
     q = 1 + speculative(s)[1]
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
                           [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
-                          s.get("max_cudagraph_capture_size") or cc.get("max_cudagraph_capture_size")
+                          s.get("max_cudagraph_capture_size")
                           or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
                           blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
-    if not e.v1:  # one set per virtual engine: every rank captures pipeline_parallel_size sets
-        return [], sizes * max(1, r.pp)
-    mode = cudagraph_mode(r.version, s, gpu)
-    full = [x for x in sizes if q <= x <= r.max_num_seqs * q] if mode.startswith("FULL_") else \
-        sizes if mode == "FULL" else []
-    piecewise = sizes if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") else []
+    if not e.v1:
+        return [], sizes
+    if r.version < (0, 11, 0):
+        return sizes, []
+    full = [x for x in sizes if q <= x <= r.max_num_seqs * q]
     if lora_specialized(r, s):
-        return piecewise * 2, full * 2
-    return piecewise, full
+        return sizes * 2, full * 2
+    return sizes, full
 
 
 def lora_specialized(r: Resolved, settings: dict) -> bool:
@@ -407,9 +401,8 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     for every instantiated graph, the shared graph pool (compilation/cuda_graph.py::CUDAGraphWrapper
     captures into one global pool and keeps only weak references to outputs, so the pool holds about
     one piece's intermediates at the largest size) and the blocks the eager warm-up run of the largest
-    size left cached (_warmup_and_capture); 0.10.2 - 0.17 on compute capability 9.0+ log it lower
-    (capture.py: the plan keeps what the graphs hold, VllmDetail.logged_cuda_graph_bytes what is
-    logged). Fused-MoE layers add their kernels' nodes (capture.moe_graph_bytes). From 0.20 the KV budget subtracts instead the profiling
+    size left cached (_warmup_and_capture); 0.10.2 - 0.17 on compute capability 9.0+ may log it lower
+    (capture.py). From 0.20 the KV budget subtracts instead the profiling
     estimate (profile_cudagraph_memory: per mode, the first capture's bytes + (n - 1) x max(second
     capture, 1 MiB), FULL and PIECEWISE sharing one first-capture term), which servefit takes to be
     the same figure."""
@@ -418,20 +411,19 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         return 0, 0
     graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
-    nodes = per_layer * layers + moe_graph_bytes(model, layers, graphs)  # capture.py: fused-MoE kernels
     if model_runner_v2(model, r, cfg.env, cfg.settings):
-        nodes = int(nodes * GRAPH_V2_RUNNER_FACTOR)
+        per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
     nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
     factor = GRAPH_TP_FACTOR if r.tp > 1 and not nccl else 1.0
-    total = (nodes + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
+    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
     if nccl:
         total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE + drafter_graphs * 2 * drafter * NCCL_GRAPH_COLLECTIVE
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
-    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings) + workspace_extra(gpu)
+    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
     return graphs, int(total)
 
 
