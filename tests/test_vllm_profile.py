@@ -124,8 +124,10 @@ def test_awq_dequantized_weight_sits_in_the_graph_pool():
 
 def test_non_torch_by_snapshot_era_and_interconnect():
     a100, rtx = resolve_gpu("A100-80GB"), resolve_gpu("RTX 4090")
-    # up to 0.6.4 vLLM charged all device memory torch had not allocated: the CUDA context too
+    # 0.6.4 charged all device memory torch had not allocated: the CUDA context too; up to 0.6.3 the
+    # baseline (init_gpu_memory) is read once the context exists, as from 0.6.5
     assert non_torch_bytes(1, 1, a100, (0, 6, 4)) == int(0.13 * GiB) + CUDA_CONTEXT
+    assert non_torch_bytes(1, 1, a100, (0, 6, 3)) == non_torch_bytes(1, 1, a100, (0, 5, 3)) == int(0.13 * GiB)
     assert non_torch_bytes(1, 1, a100, (0, 7, 3)) == int(0.13 * GiB)
     # PCIe cards: few NCCL channels, no custom all-reduce, flat in the world size
     assert non_torch_bytes(2, 2, rtx, (0, 7, 3)) == non_torch_bytes(8, 8, rtx, (0, 7, 3)) == int(PCIE_NON_TORCH_GIB * GiB)
@@ -339,3 +341,40 @@ def test_warm_compile_cache_is_assumed_where_vllm_compiles():
     # a compilation config that keeps compiling still gets the note
     _, mode3 = run("vllm serve m --max-model-len 8192 --compilation-config {\"mode\":3}", version="0.31.0")
     assert len(note(mode3)) == 1
+
+
+def test_capture_log_reads_the_autotune_forward_lower_from_0102_to_017():
+    # kernel_warmup's FlashInfer autotune (compute capability >= 9.0) runs a forward of
+    # max_num_batched_tokens (8192 on an 80 GB H100) before capture_model, which reads free memory
+    # without emptying the cache; the first capture's empty_cache hands that forward's blocks back.
+    # From 0.12 FlashInfer runs only with flashinfer-cubin or nvcc: VLLM_HAS_FLASHINFER_CUBIN=1 says so
+    argv = "vllm serve m --max-model-len 8192"
+    cubin = {"VLLM_HAS_FLASHINFER_CUBIN": "1"}
+    released = 8192 * (4 * 4096 + 3 * 14336) * 2
+    _, h12 = run(argv, gpu=H100, version="0.12.0", env=cubin)
+    assert h12.detail.max_num_batched_tokens == 8192
+    assert h12.detail.logged_cuda_graph_bytes == h12.memory.cuda_graphs - released
+    assert any("0.91 GiB lower than the graphs hold" in a for a in h12.assumptions)
+    # unknown whether FlashInfer can run: the log is predicted at the graphs' size, the note says by how
+    # much it may read lower
+    _, plain = run(argv, gpu=H100, version="0.12.0")
+    assert plain.memory.cuda_graphs == h12.memory.cuda_graphs == plain.detail.logged_cuda_graph_bytes
+    assert any("up to 0.91 GiB lower" in a and "nvcc" in a for a in plain.assumptions)
+    _, h11 = run(argv, gpu=H100, version="0.11.0")
+    assert any("where FlashInfer is installed" in a for a in h11.assumptions)
+    # 0.18 empties the cache before its first reading; 0.10.1 autotunes after the capture
+    for version in ("0.18.0", "0.10.1"):
+        _, p = run(argv, gpu=H100, version=version, env=cubin)
+        assert p.detail.logged_cuda_graph_bytes == p.memory.cuda_graphs
+        assert not any("autotune" in a for a in p.assumptions)
+    _, h102 = run(argv, gpu=H100, version="0.10.2", env=cubin)
+    assert h102.detail.logged_cuda_graph_bytes == h102.memory.cuda_graphs - released
+    # below compute capability 9.0 there is no autotune; from 0.17 the flag can switch it off
+    _, ada = run(argv, gpu=L4, version="0.12.0", env=cubin)
+    assert ada.detail.logged_cuda_graph_bytes == ada.memory.cuda_graphs
+    _, off = run(argv + " --no-enable-flashinfer-autotune", gpu=H100, version="0.17.0", env=cubin)
+    assert off.detail.logged_cuda_graph_bytes == off.memory.cuda_graphs
+    _, v2 = run(argv, gpu=H100, version="0.14.0", env={**cubin, "VLLM_USE_V2_MODEL_RUNNER": "1"})
+    assert v2.detail.logged_cuda_graph_bytes == v2.memory.cuda_graphs > 0  # V2 empties the cache first
+    _, eager = run(argv + " --enforce-eager", gpu=H100, version="0.12.0", env=cubin)
+    assert eager.detail.logged_cuda_graph_bytes == eager.memory.cuda_graphs == 0

@@ -45,7 +45,8 @@ CORE = {  # expected key -> how to read it off the plan
     "kv_cache_gib": lambda p: (p.detail.resolved("available_kv_cache_bytes") or p.memory.kv_cache) / GiB,
     # as vLLM logs it ("X GiB for peak activation"): from 0.26.1 the torch peak plus the CUDA-graph estimate
     "activation_peak_gib": lambda p: (p.detail.resolved("logged_activation_bytes") or p.memory.activation_peak) / GiB,
-    "cuda_graph_gib": lambda p: p.memory.cuda_graphs / GiB,
+    # as vLLM logs it ("Graph capturing finished ..., took X GiB"; the pool's "actual" from 0.20)
+    "cuda_graph_gib": lambda p: _logged_graphs(p) / GiB,
     "non_torch_gib": lambda p: p.memory.non_torch / GiB,
     # vLLM >= 0.2x prints weights and non-torch memory as one "consumed memory" figure
     "consumed_gib": lambda p: (p.memory.weights + p.memory.non_torch) / GiB,
@@ -53,6 +54,13 @@ CORE = {  # expected key -> how to read it off the plan
     "max_concurrency": lambda p: p.max_concurrency,
     "fitting_max_model_len": lambda p: p.fitting_max_model_len,
 }
+
+
+def _logged_graphs(p) -> float:
+    logged = p.detail.resolved("logged_cuda_graph_bytes") if p.detail is not None else None
+    return p.memory.cuda_graphs if logged is None else logged
+
+
 IGNORED = {"total_gpu_gib", "needed_kv_gib"}  # context, not predictions
 SPLITS = ("calibration", "heldout")
 SPLIT_RULE = ("held out iff sha256(id) starts with a hex digit 0-9 and the case's figures were not in the "

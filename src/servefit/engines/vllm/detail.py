@@ -18,6 +18,8 @@ class VllmDetail(EngineDetail):
     # "X GiB for peak activation" as gpu_worker.py logs it: from 0.26.1 with the CUDA-graph estimate in it
     logged_activation_bytes: int = 0
     cuda_graph_sizes: int = 0  # batch sizes captured
+    # "Graph capturing finished in N secs, took X GiB" as capture_model logs it (engines/vllm/capture.py)
+    logged_cuda_graph_bytes: int = 0
     block_size: int = 0
     num_gpu_blocks: int = 0
     kv_groups: int = 0  # KV cache groups (hybrid / sliding-window layers page separately)

@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, kv_dsv4, unified, verdicts
 from servefit.engines.vllm.architectures import architecture_check
+from servefit.engines.vllm.capture import (
+    autotune_known,
+    capture_note,
+    logged_graph_bytes,
+    released_at_capture,
+)
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
@@ -203,6 +209,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                     label=f"PP stage {st}" if r.pp > 1 else ""))
         if st == 0:
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
+            released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
+            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env))
     assert lay is not None
     worst = min(range(r.pp), key=lambda i: blocks_per_stage[i])
     out.memory = devices[worst]
@@ -210,12 +218,14 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     num_blocks = min(blocks_per_stage)
     avail = first_avail
     out.detail = VllmDetail(available_kv_cache_bytes=first_avail, logged_activation_bytes=first_logged_act,
-                            cuda_graph_sizes=first_graphs,
+                            cuda_graph_sizes=first_graphs, logged_cuda_graph_bytes=first_logged_cg,
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
     _assume(out, cfg, model, r, e, state_blocks is not None)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
+    if note := capture_note(released, e.version, autotune_known(cfg.env)):
+        out.assumptions.append(note)
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
 

@@ -192,11 +192,13 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
     is taken before the distributed set-up (worker.py::init_device), so both the pynccl
     communicator and torch's own ProcessGroupNCCL (created lazily in profile_run) count; from
-    0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. Up to 0.6.4
-    vLLM counted every byte the device had in use that torch had not allocated
+    0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. 0.6.4 alone
+    counted every byte the device had in use that torch had not allocated
     (worker.py::determine_num_available_blocks: mem_get_info - allocated_bytes), the CUDA context
-    and cuBLAS workspaces included; from 0.27 the runner's persistent buffers count too
-    (CONSUMED_EXTRA)."""
+    included; up to 0.6.3 the budget charges init_gpu_memory - free after the profile, with
+    init_gpu_memory read in init_device after torch.cuda.set_device, so the context is outside it
+    as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). From 0.27 the runner's persistent buffers
+    count too (CONSUMED_EXTRA)."""
     keys = sorted(NON_TORCH_GIB)
     w = min(max(world, 1), keys[-1])
     if w > 1 and gpu is not None and not nvlink(gpu):
@@ -206,7 +208,7 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
         hi = min(k for k in keys if k >= w)
         gib = NON_TORCH_GIB[lo] if hi == lo else \
             NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
-    context = CUDA_CONTEXT if version < (0, 6, 5) else 0
+    context = CUDA_CONTEXT if (0, 6, 4) <= version < (0, 6, 5) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context + consumed
 
@@ -266,13 +268,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    h = model.hidden_size
-    if model.is_moe:
-        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
-        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
-    else:
-        mlp = 3 * (model.intermediate_size // r.tp)
-    fwd = int(t * (4 * h + mlp) * db)
+    fwd = forward_bytes(model, r, t)
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
@@ -288,6 +284,18 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     if not v1:
         return max(lm, enc.peak) if enc else lm
     return max(enc.peak, enc.outputs + lm) if enc else lm
+
+
+def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
+    """Working set of one forward of `tokens` tokens: the gated MLP's or the fused-MoE kernel's
+    intermediates on top of the hidden states."""
+    h = model.hidden_size
+    if model.is_moe:
+        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
+        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
+    else:
+        mlp = 3 * (model.intermediate_size // r.tp)
+    return int(tokens * (4 * h + mlp) * dtype_bytes(r.dtype))
 
 
 def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
@@ -425,7 +433,8 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     for every instantiated graph, the shared graph pool (compilation/cuda_graph.py::CUDAGraphWrapper
     captures into one global pool and keeps only weak references to outputs, so the pool holds about
     one piece's intermediates at the largest size) and the blocks the eager warm-up run of the largest
-    size left cached (_warmup_and_capture). From 0.20 the KV budget subtracts instead the profiling
+    size left cached (_warmup_and_capture); 0.10.2 - 0.17 on compute capability 9.0+ may log it lower
+    (capture.py). From 0.20 the KV budget subtracts instead the profiling
     estimate (profile_cudagraph_memory: per mode, the first capture's bytes + (n - 1) x max(second
     capture, 1 MiB), FULL and PIECEWISE sharing one first-capture term), which servefit takes to be
     the same figure."""

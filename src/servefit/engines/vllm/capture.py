@@ -1,0 +1,88 @@
+"""What vLLM's "Graph capturing finished in N secs, took X GiB" measures, release by release, next
+to the memory the graphs hold (profile.graph_memory).
+
+v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model logs the drop in free device memory
+(torch.cuda.mem_get_info) from before the first capture to after the last one. The first capture of
+every batch size enters torch.cuda.graph, whose __enter__ calls torch.cuda.empty_cache()
+(compilation/cuda_graph.py::CUDAGraphWrapper patches it out only for the later pieces of a size), so
+blocks the caching allocator held unused when the measurement started are handed back during the
+capture and subtracted from the figure. Which blocks those are depends on the release:
+
+- 0.10.2 to 0.17: gpu_worker.py::Worker.compile_or_warm_up_model calls
+  model_executor/warmup/kernel_warmup.py::kernel_warmup before capture_model. On compute capability
+  9.0 and up, with FlashInfer present, it runs flashinfer_autotune: a dummy forward of
+  max_num_batched_tokens tokens (runner._dummy_run(max_num_batched_tokens, is_profile=True)), whose
+  freed activations stay cached. capture_model takes its first reading without emptying the cache,
+  so the log reads that forward's working set lower than the graphs hold, and can print a negative
+  figure. (0.10.1 runs kernel_warmup after capture_model, and only on compute capability 10.0.)
+- from 0.18: capture_model calls torch.accelerator.empty_cache() before its first reading (read in the
+  0.18.0 wheel; 0.17.0 does not), and Model Runner V2 (v1/worker/gpu/model_runner.py) always has.
+
+Whether the autotune runs depends on the machine, which servefit cannot see: utils/flashinfer.py::
+has_flashinfer is true in 0.10.2 / 0.11 when FlashInfer is installed (an extra of the wheel, present in
+the vllm/vllm-openai image), and in 0.12 - 0.17 (a dependency of the wheel) only with the
+flashinfer-cubin package (a dependency from 0.19.1), VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH.
+So the logged figure is predicted lower only where VLLM_HAS_FLASHINFER_CUBIN=1 says so; otherwise the
+plan says by how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig)
+skips the autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs
+there too and is not counted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from servefit.engines.vllm.era import vtuple
+from servefit.hardware.spec import GpuSpec
+
+if TYPE_CHECKING:
+    from servefit.engines.vllm.era import Era
+    from servefit.engines.vllm.plan import Resolved
+    from servefit.models.spec import ModelSpec
+
+GiB = 2**30
+# [first release that autotunes before capture, first release that empties the cache before reading]
+AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
+AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
+
+
+def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict,
+                        v2_runner: bool = False) -> int:
+    """Bytes the first capture hands back to the device that the capture log subtracts from its
+    figure (see the module docstring): the autotune forward's working set at max_num_batched_tokens,
+    priced as the activation estimate prices a forward (profile.forward_bytes). Model Runner V2
+    empties the cache before its first reading (v1/worker/gpu/model_runner.py::capture_model, 0.14 on)."""
+    from servefit.engines.vllm.profile import forward_bytes
+
+    first, fixed = AUTOTUNE_BEFORE_CAPTURE
+    if not e.v1 or v2_runner or r.enforce_eager or gpu is None or gpu.compute_capability < AUTOTUNE_MIN_CC:
+        return 0
+    if not first <= r.version < fixed or settings.get("enable_flashinfer_autotune") is False:
+        return 0
+    return forward_bytes(model, r, r.max_num_batched_tokens)
+
+
+def autotune_known(env: dict[str, str] | None) -> bool:
+    """Whether the command itself says FlashInfer is usable (VLLM_HAS_FLASHINFER_CUBIN=1, see above)."""
+    return str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true")
+
+
+def logged_graph_bytes(pool: int, released: int, known: bool) -> int:
+    """The "took X GiB" figure: the graphs' memory, less what the capture released where the autotune
+    is known to run (negative when the released cache was larger)."""
+    return pool - released if pool and known else pool
+
+
+def capture_note(released: int, version: str, known: bool) -> str | None:
+    """Why the logged capture figure reads, or may read, lower than the graph memory in the plan."""
+    if not released:
+        return None
+    why = ("a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer autotune) leaves cached "
+           "memory that the capture hands back; the plan counts the graphs' full size")
+    if known:
+        return f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than " \
+               f"the graphs hold: {why}"
+    needs = "FlashInfer is installed" if vtuple(version) < (0, 12, 0) else \
+        "FlashInfer can run (flashinfer-cubin installed, VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH)"
+    return (f"where {needs}, vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB "
+            f"lower than predicted: {why}")
