@@ -153,3 +153,30 @@ def test_the_projector_is_loaded_outside_the_fit(tmp_path):
     assert p.detail.n_ctx == 45312 and "LCPP013" in codes(cfg, p)
     assert round(p.memory.weights / MIB, 2) == 4915.49  # 4403.49 + 512
     assert p.memory.free_headroom < 1024 * MIB  # the projector came out of the margin
+
+
+def test_llama_server_adds_the_projector_to_the_target_from_pr_21489(tmp_path):
+    """From ~b8690 load_model adds the projector's memory to --fit-target: the line aims 512 MiB lower."""
+    mm = _projector(tmp_path / "mmproj-f16.gguf")
+    lo = 4403.49 + 512 + 258.5
+    hi = 4403.49 + 16384 + 626.5
+    assert line(4096, 131072, lo, hi, TARGET - 512) == 41216
+    cfg, p = run(f"llama-server -m x-Q4_K_M.gguf --mmproj {mm}", g=gpu(12000), version="b9000")
+    assert p.detail.n_ctx == 41216 and p.detail.kv_buffer_mib == 41216 * 128 / 1024
+    assert "LCPP013" not in codes(cfg, p)
+    assert p.messages[:3] == [
+        "srv    load_model: [mtmd] estimated memory usage of mmproj is 512.00 MiB",
+        "common_params_fit_impl: projected to use 21413 MiB of device memory vs. 11488 MiB of free device memory",
+        "common_params_fit_impl: cannot meet free memory target of 1536 MiB, need to reduce device memory by "
+        "11461 MiB"]
+    assert p.memory.free_headroom >= 1024 * MIB
+
+
+def test_a_draft_model_is_reserved_from_b9305():
+    cmd = "llama-server -m x-Q4_K_M.gguf -md Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+    cfg, before = run(cmd, g=gpu(12000), version="b9297")
+    assert before.detail.n_ctx == 45312 and {"LCPP013", "LCPP006"} <= codes(cfg, before)
+    cfg, after = run(cmd, g=gpu(12000), version="b9305")
+    # the draft is measured at its training length (131072) before the fit: the target rises by GiBs
+    assert after.detail.n_ctx == 4096 and after.outcome == "started"
+    assert "LCPP013" not in codes(cfg, after)

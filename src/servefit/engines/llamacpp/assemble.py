@@ -179,10 +179,12 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
     if fit_on and fr.failed and outcome != "started":
         out.append(finding("LCPP012", f"--fit cannot adjust anything: {fr.failed}", span=sp.get("n_gpu_layers"),
                            site=site, setting="n_gpu_layers"))
-    if s.get("mmproj") or s.get("model_draft"):
+    b = V.build(cfg.version)
+    outside = [k for k, name in (("mmproj", "mmproj"), ("model_draft", "draft"))
+               if s.get(k) and not (fit_on and b >= (F.MMPROJ_FIT if name == "mmproj" else F.DRAFT_FIT))]
+    if outside:  # llama-server adds them to --fit-target itself from those builds (fit.py)
         out.append(finding("LCPP013", "the projector / draft model is loaded outside --fit's plan; keep "
-                           "--fit-target above its size", span=sp.get("mmproj") or sp.get("model_draft"),
-                           site=site, setting="mmproj"))
+                           "--fit-target above its size", span=sp.get(outside[0]), site=site, setting="mmproj"))
     used = sum(dm.weights + dm.kv_cache + dm.activation_peak for dm in devices)
     if gpu.unified_memory and outcome == "started" and used > gpu.memory_bytes * 0.5:
         out.append(finding("LCPP014", f"{gpu.name} shares its {gpu.memory_gib:.0f} GiB with the OS: this server "

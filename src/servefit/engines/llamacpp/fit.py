@@ -16,7 +16,11 @@ compute (llama_get_memory_breakdown); here it is the plan's own Usage of that ch
 4. Layers, only when -ngl, -ts and -ot are unset: the most layers that keep the target free (a
    false-position search that, memory growing with layers, ends at the same count); MoE first tries
    every expert on the CPU and then brings experts back layer by layer.
-The projector and a draft model are measured outside the fit (docs A4; LCPP013 says so).
+The projector and a draft model are not in the dry runs. llama-server adds them to the target of the
+device that holds them instead: the projector from PR #21489 (MMPROJ_FIT, tools/server/server-context.cpp
+load_model: "[mtmd] estimated memory usage of mmproj", weights + its compute buffer, of which servefit
+knows the weights), a draft model from PR #23485 (DRAFT_FIT: its model + context + compute at the
+context it would get). Before, they come out of the margin (LCPP013 says so).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ MIB = 2**20
 # fit: also take into account n_streams (ggml-org/llama.cpp PR #27496, merged 2026-08-21; Ollama
 # v0.33.0 of that day pins b10488, so the first build with it is after that: approximate).
 FIT_STREAMS = 10500
+MMPROJ_FIT = 8690  # PR #21489, merged 2026-04-05 (b8763 is a week later): approximate
+DRAFT_FIT = 9305  # PR #23485: b9305 is the first release reserving for the draft (issue #23872)
 
 
 @dataclass
@@ -67,9 +73,20 @@ def fit_used(inp: Inputs, u: Usage, d: int) -> int:
     return u.used(d) - u.extra_by_dev.get(d, 0)
 
 
+def in_target(inp: Inputs, name: str) -> bool:
+    """Whether llama-server adds this extra model (mmproj / draft) to --fit-target at this build."""
+    return inp.b >= (MMPROJ_FIT if name == "mmproj" else DRAFT_FIT)
+
+
 def margins(inp: Inputs) -> list[int]:
+    """--fit-target per device (one value for all), plus what llama-server reserves for the extra models."""
     m = inp.s["fit_target"]
-    return [m[min(d, len(m) - 1)] * MIB for d in range(inp.n_dev)]
+    out = [m[min(d, len(m) - 1)] * MIB for d in range(inp.n_dev)]
+    main = min(int(inp.s["main_gpu"]), inp.n_dev - 1)
+    for ex in inp.extras:
+        if in_target(inp, ex.name):
+            out[main] += ex.weights + ex.kv + ex.compute
+    return out
 
 
 def fits(inp: Inputs, u: Usage, margin: list[int]) -> bool:
@@ -90,6 +107,9 @@ def run_fit(inp: Inputs, ctx_user: int, ngl_user: int | None) -> FitResult:
     nst = n_streams(inp)
     ctx_max = ctx_user or auto_ctx(inp)
     res = FitResult(ctx=ctx_max, ngl=ngl, ctx_from=ctx_max)
+    for ex in inp.extras:
+        if ex.name == "mmproj" and in_target(inp, ex.name):
+            res.log.append(f"srv    load_model: [mtmd] estimated memory usage of mmproj is {ex.weights / MIB:.2f} MiB")
     if s["split_mode"] == "tensor":  # checked before any dry run
         res.failed = "llama_params_fit is not implemented for SPLIT_MODE_TENSOR, abort"
         res.log.append(f"{entry}: failed to fit params to free device memory: {res.failed}")
