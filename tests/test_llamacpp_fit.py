@@ -44,15 +44,16 @@ def test_unset_context_is_the_line_between_the_training_length_and_fit_ctx():
 
 def test_the_line_is_not_a_search_where_memory_is_not_linear_in_context():
     """Gemma 3: the sliding-window cache stops growing at its window, so a search for the largest context
-    that fits (23808) is not what llama.cpp picks."""
+    that fits (24576) is not what llama.cpp picks: the line lands above the target, and one GPU keeps it."""
     kw = dict(spec=gemma3_12b, g=gpu(12000), version="b7772")
     hi = dry_run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 131072", **kw)
     lo = dry_run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 4096", **kw)
-    assert line(4096, 131072, lo, hi, TARGET) == 25856
+    assert line(4096, 131072, lo, hi, TARGET) == 26624
     _, p = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf", **kw)
-    assert p.detail.n_ctx == 25856
-    _, at = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 25856 -fit off", **kw)
-    assert p.detail.kv_buffer_mib == at.detail.kv_buffer_mib == 3056.0
+    assert p.detail.n_ctx == 26624
+    assert dry_run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 26624", **kw) > TARGET
+    _, at = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf -c 26624 -fit off", **kw)
+    assert p.detail.kv_buffer_mib == at.detail.kv_buffer_mib == 3104.0
 
 
 def test_when_even_fit_ctx_is_too_much_the_context_stays_there_and_layers_move():
@@ -180,3 +181,17 @@ def test_a_draft_model_is_reserved_from_b9305():
     # the draft is measured at its training length (131072) before the fit: the target rises by GiBs
     assert after.detail.n_ctx == 4096 and after.outcome == "started"
     assert "LCPP013" not in codes(cfg, after)
+
+
+def test_the_compute_buffer_fit_measures_has_no_masks_under_the_logits_with_sliding_windows():
+    """What fit's dry run counts as compute: gpt-oss-20b logs 398.38 MiB = logits 4 x 201088 x 512 +
+    final norm 4 x 2880 x 512 at any context (b7772 calibration logs); a dense model's logits still sit
+    on its masks (Llama-3-8B at 8192: logits 250.5 + norm 8 + 24 MiB of masks - 16)."""
+    from test_llamacpp_engine import gpt_oss_20b
+
+    for ctx in (4096, 65536):
+        _, p = run(f"llama-server -m gpt-oss-20b-F16.gguf -c {ctx} -np 1 -fa on", spec=gpt_oss_20b,
+                   g=gpu(80000), version="b7772")
+        assert p.detail.compute_buffer_mib == round((4 * 201088 * 512 + 4 * 2880 * 512) / MIB, 2) == 398.38
+    _, p = run("llama-server -m x-Q4_K_M.gguf -c 8192 -np 1 -fa on", g=gpu(80000), version="b7772")
+    assert p.detail.compute_buffer_mib == 250.5 + 8 + (24 - 16)
