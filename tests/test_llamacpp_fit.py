@@ -195,3 +195,48 @@ def test_the_compute_buffer_fit_measures_has_no_masks_under_the_logits_with_slid
         assert p.detail.compute_buffer_mib == round((4 * 201088 * 512 + 4 * 2880 * 512) / MIB, 2) == 398.38
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 8192 -np 1 -fa on", g=gpu(80000), version="b7772")
     assert p.detail.compute_buffer_mib == 250.5 + 8 + (24 - 16)
+
+
+def test_moe_on_one_gpu_keeps_the_first_blocks_whole_and_tries_the_next_ones_up_experts():
+    """gpt-oss-20b, -c 32768, 9000 MiB card (target 7464 MiB): the dense weights fit, so blocks turn
+    whole front to back while they fit: 12 (the experts of blocks 12-23 on the CPU: 7272.66 MiB; of
+    13-23: 7676.08 MiB, over). Block 12 then keeps its up experts (LAYER_FRACTION_UP, under the target)
+    but not its gate experts too."""
+    from test_llamacpp_engine import gpt_oss_20b
+
+    kw = dict(spec=gpt_oss_20b, g=gpu(9000), version="b7772")
+    exps = r"\.ffn_(up|down|gate_up|gate)_(ch|)exps=CPU"
+    whole = {}
+    for first in (12, 13):
+        ot = r"blk\.(" + "|".join(str(il) for il in range(first, 24)) + ")" + exps
+        whole[first] = dry_run(f"llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768 -ot {ot}", **kw)
+        _, q = run(f"llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768 -ot {ot} -fit off -ngl 99", **kw)
+        whole[first, "model"] = q.detail.model_buffer_mib
+    target = 9000 - 512 - 1024
+    assert whole[12] <= target < whole[13]
+    cfg, p = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768", **kw)
+    assert p.detail.fit["n_cpu_moe"] == 12 and p.detail.n_gpu_layers_offloaded == 25
+    assert "the experts of 12 layers run on the CPU" in " ".join(f.message for f in p.findings)
+    up = p.detail.model_buffer_mib - whole[12, "model"]  # block 12's up experts: 32 x 2880 x 2880 MXFP4
+    assert 134 < up < 135 and whole[12] + up < target
+    assert p.detail.kv_buffer_mib == 792.0  # every layer's KV stays on the GPU
+
+
+def test_moe_whose_dense_weights_do_not_fit_gets_the_most_dense_only_layers():
+    """gpt-oss-20b on a 3000 MiB card (target 1464 MiB): even with every expert on the CPU the dense
+    weights, KV and compute are over, so step 3 stands: the most layers offloaded from the back with the
+    first of them whole -- the output layer alone fits, the output + block 23 whole does not."""
+    from test_llamacpp_engine import gpt_oss_20b
+
+    kw = dict(spec=gpt_oss_20b, g=gpu(3000), version="b7772")
+    target = 3000 - 512 - 1024
+    assert dry_run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768 -cmoe", **kw) > target
+    _, one = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768 -fit off -ngl 1", **kw)
+    _, two = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768 -fit off -ngl 2", **kw)
+
+    def used(p):
+        return p.detail.model_buffer_mib + p.detail.kv_buffer_gpu_mib + p.detail.compute_buffer_mib
+
+    assert used(one) <= target < used(two)
+    _, p = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768", **kw)
+    assert p.detail.n_gpu_layers_offloaded == 1 and p.detail.model_buffer_mib == one.detail.model_buffer_mib

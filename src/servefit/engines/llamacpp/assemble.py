@@ -55,7 +55,9 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
         fr = F.run_fit(inp, ctx_user, ngl_user)
         if fr.splits:
             inp = F.with_splits(inp, fr.splits)
-    u = PL.usage(inp, fr.ctx, fr.ngl, fr.n_cpu_moe)
+        if fr.overrides:
+            inp = F.with_overrides(inp, fr.overrides)
+    u = PL.usage(inp, fr.ctx, fr.ngl, 0 if fr.overrides else fr.n_cpu_moe)
     # ---- outcome
     rejected = [f for f in cfg.findings + findings if f.code in REJECT and f.severity == "error"]
     over = [d for d in range(n_dev) if u.used(d) > free[d]]

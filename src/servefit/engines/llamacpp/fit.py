@@ -14,8 +14,11 @@ compute (llama_get_memory_breakdown); here it is the plan's own Usage of that ch
 3. Since PR #27496 (FIT_STREAMS) an unset context without a unified cache is the training length
    x -np streams (before: the training length shared by the streams), and --fit-ctx counts per stream.
 4. Layers, only when -ngl, -ts and -ot are unset: the most layers that keep the target free (a
-   false-position search that, memory growing with layers, ends at the same count); MoE first tries
-   every expert on the CPU and then brings experts back layer by layer.
+   false-position search that, memory growing with layers, ends at the same count), several GPUs
+   filled from the last one back. MoE on one GPU: every layer with the experts of all blocks but the
+   first on the CPU, then whole blocks front to back, then part of the next one (written as -ot
+   rules, common/fit.cpp get_overflow_pattern). MoE on several GPUs is simplified here: the experts
+   of the first N blocks on the CPU (as -ncmoe N), N the fewest that fit.
 The projector and a draft model are not in the dry runs. llama-server adds them to the target of the
 device that holds them instead: the projector from PR #21489 (MMPROJ_FIT, tools/server/server-context.cpp
 load_model: "[mtmd] estimated memory usage of mmproj", weights + its compute buffer, of which servefit
@@ -51,6 +54,7 @@ class FitResult:
     failed: str = ""
     ctx_from: int = 0  # the context fit started from (n_ctx_max)
     splits: list[float] | None = None  # layers per device it wrote to tensor_split (several GPUs)
+    overrides: list[str] = field(default_factory=list)  # the -ot rules it wrote (MoE: experts to the CPU)
     log: list[str] = field(default_factory=list)
 
 
@@ -227,6 +231,66 @@ def _fill_back_to_front(inp: Inputs, res: FitResult, margin: list[int]) -> None:
     res.ngl, res.splits = sum(counts), [float(c) for c in counts]
 
 
+# common/fit.cpp get_overflow_pattern: what of a partial layer goes to the CPU (LAYER_FRACTION_*)
+FRACTION = {"moe": r"\.ffn_(up|down|gate_up|gate)_(ch|)exps", "attn": r"\.ffn_(gate|up|gate_up|down).*",
+            "up": r"\.ffn_(gate|gate_up|down).*", "gate": r"\.ffn_down.*"}
+
+
+def _rules(blocks: range, first: str = "moe") -> list[str]:
+    """-ot rules for partial layers: the first of `blocks` by `first`, the others their experts only."""
+    out = []
+    if len(blocks):
+        out.append(rf"blk\.{blocks[0]}{FRACTION[first]}=CPU")
+    if len(blocks) > 1:
+        out.append(rf"blk\.({'|'.join(str(il) for il in blocks[1:])}){FRACTION['moe']}=CPU")
+    return out
+
+
+def with_overrides(inp: Inputs, rules: list[str]) -> Inputs:
+    return replace(inp, s={**inp.s, "override_tensor": list(rules)}, usages={}, placements={})
+
+
+def _fit_moe_one_gpu(inp: Inputs, res: FitResult, margin: list[int]) -> None:
+    """Steps 3-4 for a MoE model on one GPU. Every layer offloaded with the experts of all blocks but the
+    first on the CPU ("dense-only"); if the dense weights fit, blocks become full front to back (the most
+    that fit), then the next block tries to keep its up (then gate) experts too, else only its attention
+    (LAYER_FRACTION_UP / GATE / ATTN); if they do not fit, the most dense-only layers that fit."""
+    ctx, n = res.ctx, inp.lm.n_layer
+    target = inp.free[0] - margin[0]
+
+    def mem(ngl: int, rules: list[str]) -> int:
+        return fit_used(inp, usage(with_overrides(inp, rules), ctx, ngl), 0)
+
+    all_cpu = mem(n + 1, [rf"blk\.\d+{FRACTION['moe']}=CPU"])
+    if all_cpu >= target:  # no surplus: step 3 stands: the most dense-only layers (the first of them full)
+        lo, hi = 0, n + 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if mem(mid, _rules(range(n + 2 - mid, n))) <= target:
+                lo = mid
+            else:
+                hi = mid - 1
+        res.ngl, res.overrides = lo, _rules(range(n + 2 - lo, n))
+        res.n_cpu_moe = len(range(n + 2 - lo, n))
+        return
+    lo, hi = 1, n  # full blocks [0, n_full), the rest dense-only
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if mem(n + 1, _rules(range(mid, n))) <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    rules = _rules(range(lo, n))
+    if lo < n:  # "try to fit at least part of one more layer" (strictly under the target)
+        if mem(n + 1, _rules(range(lo, n), "up")) < target:
+            rules = _rules(range(lo, n), "up")
+            if mem(n + 1, _rules(range(lo, n), "gate")) < target:
+                rules = _rules(range(lo, n), "gate")
+        elif mem(n + 1, _rules(range(lo, n), "attn")) < target:
+            rules = _rules(range(lo, n), "attn")
+    res.ngl, res.overrides, res.n_cpu_moe = n + 1, rules, n - lo
+
+
 def _fit_layers(inp: Inputs, res: FitResult, margin: list[int]) -> None:
     """Step 3 (dense: the most layers that keep the target free) and step 4 (MoE: experts of the fewest
     layers on the CPU), at the context step 2 left."""
@@ -234,6 +298,9 @@ def _fit_layers(inp: Inputs, res: FitResult, margin: list[int]) -> None:
     res.changed_layers = True
     if not lm.n_expert and inp.n_dev > 1 and inp.s["split_mode"] == "layer":
         _fill_back_to_front(inp, res, margin)
+        return
+    if lm.n_expert and inp.n_dev == 1:
+        _fit_moe_one_gpu(inp, res, margin)
         return
     if lm.n_expert:
         lo, hi = 0, lm.n_layer
