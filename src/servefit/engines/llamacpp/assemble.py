@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
+from servefit.engines.llamacpp import fit as F
 from servefit.engines.llamacpp import model as M
 from servefit.engines.llamacpp import placement as P
 from servefit.engines.llamacpp import planner as PL
@@ -49,10 +50,14 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     fit_on = bool(s["fit"])
     ngl_user = PL.ngl_value(s["n_gpu_layers"], lm, fit_on)
     ctx_user = int(s["ctx_size"])
-    fr = PL.FitResult(ctx=ctx_user or lm.n_ctx_train, ngl=ngl_user if ngl_user is not None else lm.n_layer + 1)
+    fr = F.FitResult(ctx=ctx_user or lm.n_ctx_train, ngl=ngl_user if ngl_user is not None else lm.n_layer + 1)
     if fit_on:
-        fr = PL.run_fit(inp, ctx_user, ngl_user)
-    u = PL.usage(inp, fr.ctx, fr.ngl, fr.n_cpu_moe)
+        fr = F.run_fit(inp, ctx_user, ngl_user)
+        if fr.splits:
+            inp = F.with_splits(inp, fr.splits)
+        if fr.overrides:
+            inp = F.with_overrides(inp, fr.overrides)
+    u = PL.usage(inp, fr.ctx, fr.ngl, 0 if fr.overrides else fr.n_cpu_moe)
     # ---- outcome
     rejected = [f for f in cfg.findings + findings if f.code in REJECT and f.severity == "error"]
     over = [d for d in range(n_dev) if u.used(d) > free[d]]
@@ -94,6 +99,8 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
         detail.fit = {"ctx": fr.ctx, "n_gpu_layers": fr.ngl, "n_cpu_moe": fr.n_cpu_moe,
                       "changed_ctx": fr.changed_ctx, "changed_layers": fr.changed_layers}
     msgs = messages(gpu, u, lm, b, fa, s, over, outcome, rejected)
+    if fit_on and outcome != "rejected_config":
+        msgs[:0] = fr.log
     if outcome != "rejected_config":
         findings += advice(cfg, lm, u, fr, fit_on, ctx_user, ngl_user, gpu, free, devices, outcome, over, site)
     _assume(assumptions, cfg, s, fa, lm, b, gpu)
@@ -135,7 +142,7 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
 
 
 @rule("LCPP006", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
-def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_on: bool, ctx_user: int,
+def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on: bool, ctx_user: int,
            ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
            over: list[int], site: str) -> list[Any]:
     s, sp = cfg.settings, cfg.spans
@@ -147,14 +154,15 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
                            f"{u.pl.on(d) / 2**30:.2f} + KV {u.kv_by_dev.get(d, 0) / 2**30:.2f} + compute "
                            f"{u.compute_by_dev.get(d, 0) / 2**30:.2f}) but has {free[d] / 2**30:.2f} GiB free",
                            span=sp.get("ctx_size") or sp.get("n_gpu_layers"), site=site, setting="ctx_size"))
-    if not cp.unified and cp.n_seq > 1:
+    if not cp.unified and cp.n_seq > 1 and (ctx_user or cp.n_ctx_seq < lm.n_ctx_train):
+        # an unset -c under --fit from fit.FIT_STREAMS gives every slot the training length
         out.append(split_context(cp, ctx_user, s, sp, V.build(cfg.version), site))
     if not ctx_user:
         what = (f"fit lowers it to {fr.ctx}" if fr.changed_ctx else f"KV cache {u.kv.total / 2**30:.2f} GiB")
         out.append(finding("LCPP008", f"no -c: the context defaults to the training length {lm.n_ctx_train} "
                            f"({what})", span=sp.get("model"), site=site, setting="ctx_size"))
     if fr.changed_ctx and ctx_user == 0:
-        out.append(finding("LCPP010", f"--fit: context size reduced from {lm.n_ctx_train} to {fr.ctx} to keep "
+        out.append(finding("LCPP010", f"--fit: context size reduced from {fr.ctx_from} to {fr.ctx} to keep "
                            f"{s['fit_target'][0]} MiB free", span=sp.get("model"), site=site, setting="ctx_size"))
     n_all = lm.n_layer + 1
     if u.pl.n_offloaded < n_all or fr.n_cpu_moe:
@@ -173,10 +181,12 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: PL.FitResult, fit_o
     if fit_on and fr.failed and outcome != "started":
         out.append(finding("LCPP012", f"--fit cannot adjust anything: {fr.failed}", span=sp.get("n_gpu_layers"),
                            site=site, setting="n_gpu_layers"))
-    if s.get("mmproj") or s.get("model_draft"):
+    b = V.build(cfg.version)
+    outside = [k for k, name in (("mmproj", "mmproj"), ("model_draft", "draft"))
+               if s.get(k) and not (fit_on and b >= (F.MMPROJ_FIT if name == "mmproj" else F.DRAFT_FIT))]
+    if outside:  # llama-server adds them to --fit-target itself from those builds (fit.py)
         out.append(finding("LCPP013", "the projector / draft model is loaded outside --fit's plan; keep "
-                           "--fit-target above its size", span=sp.get("mmproj") or sp.get("model_draft"),
-                           site=site, setting="mmproj"))
+                           "--fit-target above its size", span=sp.get(outside[0]), site=site, setting="mmproj"))
     used = sum(dm.weights + dm.kv_cache + dm.activation_peak for dm in devices)
     if gpu.unified_memory and outcome == "started" and used > gpu.memory_bytes * 0.5:
         out.append(finding("LCPP014", f"{gpu.name} shares its {gpu.memory_gib:.0f} GiB with the OS: this server "

@@ -13,7 +13,10 @@ working set (sizes from the graph built in src/llama-graph.cpp):
   (server-context.cpp::server_n_outputs_max).
 The max of the phases matches the logs within a few MiB for dense models (e.g. Llama-3-8B at
 n_ctx 8192, ub 512: 560.00 MiB with FA off = KQ 512 + mask 16 + residual 32; 258.50 MiB with FA on
-= logits 250.5 + 8). Every GPU that holds layers reserves roughly the full amount.
+= logits 250.5 + 8). Models with sliding-window layers (two masks, llama_kv_cache_iswa) log the
+logits + final norm alone, whatever the context: gpt-oss-20b 398.38 MiB at 65536 and at 2 x 24576
+(b7772), Gemma-4 E2B 1031 MiB (b8700) -- an observation from those calibration logs, not read off
+ggml-alloc. Every GPU that holds layers reserves roughly the full amount.
 The host side (CUDA_Host compute buffer) holds the graph inputs: embeddings + the f32 mask.
 """
 
@@ -64,7 +67,7 @@ def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, dr
         ffn = 4 * t * (4 * lm.n_ff + e)
     n_out = n_outputs(cp, b, draft, lm.embedding)
     out = 4 * vocab * n_out + 4 * e * t
-    if n_out >= t:  # the logits do not fit a freed hole: they stack on the masks still allocated
+    if n_out >= t and not any(lm.swa):  # the logits do not fit a freed hole: they stack on the masks
         out += max(0, (masks if fa else 4 * n_kv * t_pad) - 8 * e * t)
     phases = {"attention": attn, "ffn": ffn, "output": out}
     phase = max(phases, key=lambda k: phases[k])

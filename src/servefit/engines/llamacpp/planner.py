@@ -1,6 +1,6 @@
 """llama-server's memory per device, the way it allocates at start: the model buffers by layer
-placement, the KV cache by layer device, one compute buffer per GPU, and --fit (common/fit.cpp::
-common_params_fit_impl) adjusting the unset -c / -ngl first."""
+placement, the KV cache by layer device, one compute buffer per GPU (--fit, which asks these usages
+for the unset -c / -ngl, is fit.py)."""
 
 from __future__ import annotations
 
@@ -164,15 +164,6 @@ def _layer_dev(pl: P.Placement, name: str, n_layer: int) -> int | None:
     return None if il is None else pl.layer_dev[il]
 
 
-def fits(inp: Inputs, u: Usage, margin: list[int]) -> bool:
-    return all(inp.free[d] - u.used(d) >= margin[min(d, len(margin) - 1)] for d in range(inp.n_dev))
-
-
-def total_fits(inp: Inputs, u: Usage, margin: list[int]) -> bool:
-    need = sum(u.used(d) for d in range(inp.n_dev))
-    return need <= sum(inp.free) - sum(margin[min(d, len(margin) - 1)] for d in range(inp.n_dev))
-
-
 def ngl_value(v: int | str, lm: LModel, fit_on: bool) -> int | None:
     """An -ngl as a layer count (None: auto, for fit to decide)."""
     if v == "all":
@@ -180,76 +171,6 @@ def ngl_value(v: int | str, lm: LModel, fit_on: bool) -> int | None:
     if v == "auto":
         return None if fit_on else lm.n_layer + 1
     return int(v)
-
-
-@dataclass
-class FitResult:
-    """What --fit settles on: the context and layer count (and experts moved to the CPU), which of them it
-    lowered, and why it gave up when nothing it may change fits."""
-
-    ctx: int
-    ngl: int
-    n_cpu_moe: int = 0
-    changed_ctx: bool = False
-    changed_layers: bool = False
-    failed: str = ""
-
-
-def run_fit(inp: Inputs, ctx_user: int, ngl_user: int | None) -> FitResult:
-    """common/fit.cpp::common_params_fit_impl: keep `margin` MiB free per device, lowering the
-    unset context first (to a multiple of 256, not below --fit-ctx), then the unset layer count
-    (MoE: experts to the CPU first)."""
-    s, lm = inp.s, inp.lm
-    margin = [m * MIB for m in s["fit_target"]]
-    full = lm.n_layer + 1
-    ngl = ngl_user if ngl_user is not None else full
-    ctx = ctx_user or lm.n_ctx_train
-    res = FitResult(ctx=ctx, ngl=ngl)
-    if fits(inp, usage(inp, ctx, ngl), margin):
-        return res
-    fitc = int(s["fit_ctx"])
-    if not ctx_user and lm.n_ctx_train > fitc:
-        lo, hi = fitc // 256, ctx // 256
-        if total_fits(inp, usage(inp, lo * 256, ngl), margin):
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if total_fits(inp, usage(inp, mid * 256, ngl), margin):
-                    lo = mid
-                else:
-                    hi = mid - 1
-        res.ctx, res.changed_ctx = lo * 256, True
-        ctx = res.ctx
-        if fits(inp, usage(inp, ctx, ngl), margin):
-            return res
-    layers_free = (ngl_user is None and not s["tensor_split"] and not s["override_tensor"]
-                   and s["split_mode"] in ("layer", "none"))
-    if not layers_free:
-        res.failed = ("n_gpu_layers already set by user" if ngl_user is not None
-                      else "tensor split / overrides set by user")
-        return res
-    if lm.n_expert:
-        lo, hi = 0, lm.n_layer
-        if fits(inp, usage(inp, ctx, full, hi), margin):
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if fits(inp, usage(inp, ctx, full, mid), margin):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            res.n_cpu_moe, res.changed_layers = lo, True
-            return res
-        res.n_cpu_moe = lm.n_layer
-    lo, hi = 0, full
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(inp, usage(inp, ctx, mid, res.n_cpu_moe), margin):
-            lo = mid
-        else:
-            hi = mid - 1
-    res.ngl, res.changed_layers = lo, True
-    if lo == 0 and not fits(inp, usage(inp, ctx, 0, res.n_cpu_moe), margin):
-        res.failed = "not even the context fits"
-    return res
 
 
 def model_bytes_of(path: str) -> int:
