@@ -37,7 +37,31 @@ def _max_model_len(srv: Any, f: Finding) -> Fix | None:
     return Fix(f"set --max-model-len {n} (the largest that fits)", tuple(patch.edits), app)  # type: ignore[arg-type]
 
 
-FIXERS: dict[str, Callable[[Any, Finding], Fix | None]] = {"VLLM003": _max_model_len}
+def _served_context(srv: Any, f: Finding) -> Fix | None:
+    """OLLM009: past the model's context length Ollama serves that length, so writing it changes nothing
+    that is served and clears the warning: safe. The tune space reads the file's num_ctx as its current
+    value and the length served as the value to write (engines/ollama/tune.py)."""
+    ev = srv.evaluation
+    if ev is None:
+        return None
+    from servefit.tune.objective import Needs
+    from servefit.tune.patch import make_patch
+    from servefit.tune.space import build_space
+
+    space = build_space(ev, Needs())
+    point = {d.name: d.current for d in space.dims}
+    served = int(ev.plan.max_model_len or 0)
+    if point.get("num_ctx") in (None, served) or not served:
+        return None
+    point["num_ctx"] = served
+    patch = make_patch(space, point)
+    if not patch.edits:
+        return None
+    app = "display-only" if patch.manual() else "safe"
+    return Fix(f"set num_ctx {served} (the length Ollama serves)", tuple(patch.edits), app)  # type: ignore[arg-type]
+
+
+FIXERS: dict[str, Callable[[Any, Finding], Fix | None]] = {"VLLM003": _max_model_len, "OLLM009": _served_context}
 
 
 def attach(servers: list[Any]) -> None:

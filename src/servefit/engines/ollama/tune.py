@@ -41,8 +41,10 @@ class OllamaAdapter(Adapter):
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s = ev.config.settings
         knobs = _knobs(ev)
-        ctx_cur = int(ev.plan.max_model_len or 4096)
-        ctxs = contexts(knobs.get("num_ctx", CTX_LADDER), _limit(ev), needs, ctx_cur)
+        served = int(ev.plan.max_model_len or 4096)
+        ctxs = contexts(knobs.get("num_ctx", CTX_LADDER), _limit(ev), needs, served)
+        asked = s.get("num_ctx")  # OLLM009: past the model's length Ollama serves its length, which tune writes
+        ctx_cur = asked if isinstance(asked, int) and asked > served else served
         if not ctxs:
             raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
         par_cur = int(s.get("OLLAMA_NUM_PARALLEL") or ev.plan.max_concurrency or 1)
