@@ -40,6 +40,8 @@ def test_swa_full_restores_the_full_size():
     ("b4980", "init", "llama_context"),
     ("b5415", "llama_kv_cache_unified", "llama_context"),
     ("b6301", "llama_kv_cache", "llama_context"),
+    ("b7500", "llama_kv_cache", "llama_context"),  # as calibration's b7500 logs print it
+    ("b7772", "llama_kv_cache", "sched_reserve"),  # as calibration's b7772 logs print it (not from b8865)
 ])
 def test_buffer_lines_carry_the_logging_function_of_the_build(build, kv, compute):
     # the function names llama.cpp's own source has at those tags (versions.py)
@@ -61,3 +63,12 @@ def test_pre_iswa_padding_follows_flash_attention():
     assert kv4000("b4980") == pytest.approx(18 * 4000 / 1024, abs=0.01)  # PAD(4000, 32) = 4000 cells
     assert kv4000("b4980", "-fa") == 18 * 4096 / 1024  # PAD(4000, 256) = 4096 cells
     assert kv4000("b5415", "-fa") == 18 * 4096 / 1024
+
+
+def test_fit_logs_under_the_function_of_its_build():
+    # --fit lived in src/llama.cpp (llama_params_fit_impl) until it moved to common/fit.cpp at b8865, a
+    # different build from the compute-buffer log's rename
+    from servefit.engines.llamacpp.fit import prefix
+
+    assert prefix(7772) == ("llama_params_fit_impl", "llama_params_fit")
+    assert prefix(8865) == ("common_params_fit_impl", "common_fit_params")

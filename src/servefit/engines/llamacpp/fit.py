@@ -60,7 +60,7 @@ class FitResult:
 
 def prefix(b: int) -> tuple[str, str]:
     """The function names fit logs under: (impl, entry)."""
-    if b < V.SCHED_RESERVE_LOG:
+    if b < V.FIT_IN_COMMON:
         return "llama_params_fit_impl", "llama_params_fit"
     return "common_params_fit_impl", "common_fit_params"
 

@@ -18,7 +18,10 @@ ROUTER = 7389  # no -m: router mode, --models-dir / --models-max (#17470, Dec 20
 FIT = 7407  # --fit, default on (#16653)
 OUTPUT_FIRST = 7467  # -ngl offloads the output layer first (#18148)
 NGL_AUTO = 7553  # -ngl default auto, `all` keyword (#18266)
-SCHED_RESERVE_LOG = 8865  # compute-buffer log prefix sched_reserve:, fit in common/fit.cpp
+# compute-buffer log prefix sched_reserve: logs of b7772 print it (calibration cases nbchat13 / nbchat14), logs
+# of b7500 still llama_context:; the build in between that renamed it was not read, so the first one seen
+SCHED_RESERVE_LOG = 7772
+FIT_IN_COMMON = 8865  # --fit moved from src/llama.cpp llama_params_fit_impl to common/fit.cpp common_params_fit_impl
 TRACE_LOGS = 9151  # library INFO logs need -lv 4 (#23021)
 OUTPUTS_MAX = 9460  # n_outputs_max: server reserves logits for n_parallel outputs only (#23861)
 
