@@ -172,6 +172,9 @@ AWQ_DEQUANT_TOKENS = 256
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
 # envs.VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH = 32).
 FA3_MAX_SPLITS = 32
+# The fused-MoE kernels work through the tokens in chunks of this many (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE,
+# default 32768 in the 0.11.0 wheel): the intermediate caches are sized for one chunk.
+FUSED_MOE_CHUNK_SIZE = 32768
 
 
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
@@ -250,6 +253,50 @@ def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
     return None if lo <= r.version < hi else False
 
 
+def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
+    """The MLP's intermediates in a forward of t tokens on one TP rank. Dense: the gate_up output and
+    the SiluAndMul output, 3 x intermediate / TP per token. MoE (model_executor/layers/fused_moe/
+    fused_moe.py::fused_experts_impl, read in the 0.11.0 wheel): per chunk of M = min(t,
+    VLLM_FUSED_MOE_CHUNK_SIZE) tokens, cache13 of M x top_k x max(N, K) (the w1 output, N = 2 x
+    intermediate / TP, and later the w2 output at the full hidden width K) and cache2 of M x top_k x
+    N / 2, plus the router logits; a shared expert's output (t x hidden) stays alive beside them, and
+    its own gate_up / act intermediates come before. With --enable-expert-parallel a rank holds whole
+    experts, so N is not divided. Leading dense layers (first_k_dense_replace) and interleaved ones
+    (moe_layer_step) run a dense MLP of intermediate_size: the larger of the two is the peak."""
+    h, tp = model.hidden_size, max(r.tp, 1)
+    dense = 3 * (model.intermediate_size // tp) * t * db
+    if not model.is_moe:
+        return int(dense)
+    inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp)
+    m = min(t, FUSED_MOE_CHUNK_SIZE)
+    routed = m * model.num_experts_per_tok * (max(2 * inter, h) + inter) * db + t * model.num_experts * 2 * db
+    shared = model.num_shared_experts * (model.moe_intermediate_size or model.intermediate_size) // tp
+    if shared:
+        routed = max(routed + t * h * db, 3 * shared * t * db)
+    mixed = model.first_k_dense_replace > 0 or model.moe_layer_step > 1
+    return int(max(routed, dense) if mixed else routed)
+
+
+def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:
+    """Whether vLLM runs the model as a pooling model, whose profile ends with the dummy pooler
+    instead of the dummy sampler (v1/worker/gpu_model_runner.py::profile_run: _dummy_pooler_run; V0's
+    pooling model runner samples nothing): --runner pooling / --convert embed|classify|reward, the
+    older --task embed|embedding|classify|score|reward, or an architecture whose suffix vLLM maps to
+    pooling (config/model.py::_SUFFIX_TO_DEFAULTS in 0.11.0: *ForSequenceClassification,
+    *EmbeddingModel, *RewardModel, *ForRewardModeling, *ClassificationModel, and a bare *Model)."""
+    if settings.get("runner") == "pooling" or settings.get("convert") in ("embed", "classify", "reward"):
+        return True
+    if settings.get("runner") == "generate" or settings.get("task") == "generate":
+        return False
+    if settings.get("task") in ("embed", "embedding", "classify", "score", "reward"):
+        return True
+    arch = model.architecture or ""
+    generative = ("ForCausalLM", "ForConditionalGeneration", "ChatModel", "LMHeadModel")
+    pooling = ("ForSequenceClassification", "EmbeddingModel", "RewardModel", "ForRewardModeling",
+               "ClassificationModel", "ForTextEncoding", "Model")
+    return not arch.endswith(generative) and arch.endswith(pooling)
+
+
 def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
                     settings: dict | None = None, v2_runner: bool = False,
                     flashinfer: bool | None = False) -> int:
@@ -266,13 +313,9 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    h = model.hidden_size
-    if model.is_moe:
-        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
-        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
-    else:
-        mlp = 3 * (model.intermediate_size // r.tp)
-    fwd = int(t * (4 * h + mlp) * db)
+    fwd = int(t * 4 * model.hidden_size * db) + mlp_bytes(model, r, t, db)
+    if pooling_runner(model, settings or {}, v1):
+        last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
