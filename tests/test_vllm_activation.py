@@ -77,3 +77,73 @@ def test_pooling_models_profile_the_pooler_not_the_sampler():
     # --runner generate keeps the sampler
     _, forced = run("vllm serve m --max-model-len 8192 --runner generate", model=emb, version="0.11.0")
     assert forced.memory.activation_peak == 256 * 128256 * 39
+
+
+# Gemma 3 27B's shapes (config.json): SigLIP 896 px / patch 14 (4096 patches, 256 tokens an image)
+GEMMA3 = ModelSpec(
+    name="google/gemma-3-27b-it", architecture="Gemma3ForConditionalGeneration", model_type="gemma3",
+    num_hidden_layers=62, hidden_size=5376, num_attention_heads=32, num_key_value_heads=16, head_dim=128,
+    intermediate_size=21504, vocab_size=262208, max_position_embeddings=131072, params=27_432_406_640,
+    vision={"model_type": "siglip_vision_model", "hidden_size": 1152, "num_hidden_layers": 27,
+            "intermediate_size": 4304, "num_attention_heads": 16, "image_size": 896, "patch_size": 14})
+# Mistral-Small-3.2's Pixtral: 1540 px / patch 14 (110 x 110 patches), merged 2 x 2 -> 55 x 55 tokens
+MISTRAL3 = ModelSpec(
+    name="mistralai/Mistral-Small-3.2-24B-Instruct-2506", architecture="Mistral3ForConditionalGeneration",
+    model_type="mistral3", num_hidden_layers=40, hidden_size=5120, num_attention_heads=32, num_key_value_heads=8,
+    head_dim=128, intermediate_size=32768, vocab_size=131072, max_position_embeddings=131072,
+    params=24_011_361_280,
+    vision={"model_type": "pixtral", "hidden_size": 1024, "num_hidden_layers": 24, "intermediate_size": 4096,
+            "num_attention_heads": 16, "head_dim": 64, "image_size": 1540, "patch_size": 14, "spatial_merge_size": 2})
+PIXELS = 3 * 14 * 14  # pixel values per patch, held in fp32 and in bf16 (6 bytes)
+
+
+def test_gemma3_siglip_profile_runs_a_budget_of_images():
+    """H100, 0.12: 8192 batched tokens -> 32 images of 256 tokens, 131,072 patches. The tower's peak
+    (hidden, residual, norm and fc1 / GELU outputs per patch) is above the LM forward with the cached
+    outputs (1.41 GiB + 32 x 256 x 5376 x 2 B) and the 8-request sampler."""
+    _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 8", model=GEMMA3, gpu=H100, version="0.12.0")
+    patches = 32 * 4096
+    assert p.memory.activation_peak == patches * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)
+    # over two GPUs the tower's MLP is sharded (SiglipMLP: ColumnParallelLinear / RowParallelLinear)
+    _, tp2 = run("vllm serve m --max-model-len 16384 --max-num-seqs 8 --tensor-parallel-size 2", model=GEMMA3,
+                 gpu=H100, count=2, version="0.12.0")
+    fwd2 = 8192 * (4 * 5376 + 3 * 21504 // 2) * 2
+    assert tp2.memory.activation_peak == max(patches * (PIXELS * 6 + (3 * 1152 + 2 * 4304 // 2) * 2),
+                                             fwd2 + 32 * 256 * 5376 * 2)
+
+
+def test_0_11_caches_each_dummy_image_at_the_full_encoder_budget():
+    """0.11 copies each of the 32 outputs into a zero tensor of 8192 rows before caching it: 2.63 GiB
+    held through the LM forward, which then tops the tower's peak."""
+    _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 8", model=GEMMA3, gpu=H100, version="0.11.0")
+    fwd = 8192 * (4 * 5376 + 3 * 21504) * 2
+    assert p.memory.activation_peak == 32 * 8192 * 5376 * 2 + fwd
+
+
+def test_v0_gemma3_dummy_prompts_carry_one_image_each():
+    """V0 (0.8 with VLLM_USE_V1=0): no chunked prefill for a multimodal model, so 16384 tokens over
+    min(max_num_seqs, 16384 // 256) prompts, each with one image (V0's default limit)."""
+    argv = "vllm serve m --max-model-len 16384 --max-num-seqs {}"
+    _, few = run(argv.format(8), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
+    assert few.memory.activation_peak == 16384 * (4 * 5376 + 3 * 21504) * 2  # 8 images: the forward wins
+    _, many = run(argv.format(256), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
+    assert many.memory.activation_peak == 64 * 4096 * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)  # 64 images
+
+
+def test_mistral3_pixtral_tokens_per_image():
+    """0.12 on H100 with 4 requests: ceil(1540 / 28)^2 = 3025 tokens an image -> 2 images in the 8192
+    budget, 24,200 patches; the LM forward with their outputs is the peak."""
+    _, p = run("vllm serve m --max-model-len 16000 --max-num-seqs 4", model=MISTRAL3, gpu=H100, version="0.12.0")
+    fwd = 8192 * (4 * 5120 + 3 * 32768) * 2
+    assert p.memory.activation_peak == fwd + 2 * 3025 * 5120 * 2
+    # 2048 batched tokens hold no full image: the budget is one image (3025 tokens), whose 12,100 patches
+    # peak at 0.39 GiB in the tower, below the 2048-token forward with that image's outputs
+    _, small = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 2048",
+                   model=MISTRAL3, gpu=H100, version="0.12.0")
+    tower = 12100 * (PIXELS * 6 + (3 * 1024 + 3 * 4096) * 2)
+    lm = 2048 * (4 * 5120 + 3 * 32768) * 2 + 3025 * 5120 * 2
+    assert tower < lm and small.memory.activation_peak == lm
+    # alone at 1024 tokens the LM forward is smaller than the tower
+    _, tiny = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 1024",
+                  model=MISTRAL3, gpu=H100, version="0.12.0")
+    assert tiny.memory.activation_peak == tower

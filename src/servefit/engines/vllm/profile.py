@@ -236,7 +236,8 @@ def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> 
 
     return encoder.profile(model, settings, v1=v1, max_num_seqs=r.max_num_seqs, db=dtype_bytes(r.dtype), tp=r.tp,
                            max_model_len=r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len,
-                           max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill)
+                           max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill,
+                           version=r.version)
 
 
 def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
