@@ -147,3 +147,22 @@ def test_mistral3_pixtral_tokens_per_image():
     _, tiny = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 1024",
                   model=MISTRAL3, gpu=H100, version="0.12.0")
     assert tiny.memory.activation_peak == tower
+
+
+def test_0_11_expansion_applies_to_qwen_vl_items_shorter_than_the_budget():
+    """Qwen2.5-VL at max_pixels 200704: 4 videos of 1792 tokens in an 8192 budget; 0.11 caches each at
+    8192 rows of the LM width (3584), other releases at its own 1792."""
+    import json
+
+    from servefit.engines.vllm import encoder
+    from servefit.models.config_json import from_config
+    from test_vision_models import CONFIG_7B
+
+    m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
+    args = dict(v1=True, max_model_len=32768, max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
+                db=2)
+    kw = {"mm_processor_kwargs": '{"max_pixels": 200704}'}
+    p11 = encoder.profile(m, kw, **args, version=(0, 11, 0))
+    p12 = encoder.profile(m, kw, **args, version=(0, 12, 0))
+    assert p11 is not None and p12 is not None and p11.items == p12.items == 4
+    assert p11.outputs == 4 * 8192 * 3584 * 2 and p12.outputs == 4 * 1792 * 3584 * 2

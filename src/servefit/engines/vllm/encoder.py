@@ -38,6 +38,7 @@ from servefit.models.vision import (
 
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
+V1_EXPANDED = (0, 11, 0)  # dummy outputs copied to the encoder budget, up to 0.12 (see _fixed_profile)
 GEMMA3_IMAGE_TOKENS = 256  # Gemma 3's mm_tokens_per_image (config.json, every size)
 
 
@@ -195,7 +196,8 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(limit, max_model_len // tok))))
         patches = items * tok * merge * merge
-        return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * tok * out_hidden * db),
+        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok  # see _fixed_profile
+        return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
                               lm_tokens=0, items=items, tokens_per_item=tok, modality=modality)
     # V0: max_mm_tokens from one prompt of max_model_len, then the dummy sequences
     video_max = _video_tokens(per_image, max_model_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
@@ -231,7 +233,7 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
         budget = max(max_num_batched_tokens, tok)
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
-        rows = budget if (0, 11, 0) <= version < (0, 12, 0) and tok < budget else tok
+        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
         return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, items * patches, db, tp),
                               outputs=int(items * rows * hidden * db), lm_tokens=0, items=items,
                               tokens_per_item=tok, modality="image")
