@@ -154,9 +154,10 @@ def test_0_11_expansion_applies_to_qwen_vl_items_shorter_than_the_budget():
     8192 rows of the LM width (3584), other releases at its own 1792."""
     import json
 
+    from test_vision_models import CONFIG_7B
+
     from servefit.engines.vllm import encoder
     from servefit.models.config_json import from_config
-    from test_vision_models import CONFIG_7B
 
     m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
     args = dict(v1=True, max_model_len=32768, max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
