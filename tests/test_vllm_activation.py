@@ -41,11 +41,22 @@ def test_moe_expert_parallel_keeps_whole_experts_per_rank():
 
 
 def test_moe_caches_are_sized_for_one_chunk_of_tokens():
-    """A 40960-token batch runs in one forward; the MoE caches hold 32768 of its tokens at a time."""
-    _, p = run("vllm serve m --max-model-len 40960 --max-num-seqs 4 --max-num-batched-tokens 40960",
-               model=QWEN3_MOE, gpu=H100, version="0.11.0")
-    t, m = 40960, 32768
-    assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
+    """A 40960-token batch runs in one forward; the MoE caches hold one chunk of its tokens at a time:
+    32768 up to 0.11, 16384 in 0.12 - 0.19, all of them from 0.20 (no chunking)."""
+    argv = "vllm serve m --max-model-len 40960 --max-num-seqs 4 --max-num-batched-tokens 40960"
+    t = 40960
+    for version, m in (("0.11.0", 32768), ("0.13.0", 16384), ("0.20.0", 40960)):
+        _, p = run(argv, model=QWEN3_MOE, gpu=H100, version=version)
+        assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2, version
+
+
+def test_data_parallel_gathers_every_rank_tokens_into_the_moe_layer():
+    """DP2 without EP: the experts are sharded over both ranks (768 / 2), and the MoE layer runs both
+    ranks' 8192 tokens, holding the gathered input and the combined output besides its caches."""
+    _, p = run(FEW + " --data-parallel-size 2", model=QWEN3_MOE, gpu=H100, count=2, version="0.11.0")
+    t, g = 8192, 16384
+    moe = g * 8 * (2048 + 384) * 2 + g * 128 * 2 * 2 + 2 * g * 2048 * 2
+    assert p.memory.activation_peak == t * 4 * 2048 * 2 + moe
 
 
 def test_shared_expert_output_stays_beside_the_routed_caches_and_dense_layers_can_win():

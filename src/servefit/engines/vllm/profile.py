@@ -172,9 +172,10 @@ AWQ_DEQUANT_TOKENS = 256
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
 # envs.VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH = 32).
 FA3_MAX_SPLITS = 32
-# The fused-MoE kernels work through the tokens in chunks of this many (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE,
-# default 32768 in the 0.11.0 wheel): the intermediate caches are sized for one chunk.
-FUSED_MOE_CHUNK_SIZE = 32768
+# The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
+# intermediate caches are sized for one chunk. 32768 in the 0.10.1.1 and 0.11.0 wheels, 16384 in 0.12.0
+# and 0.13.0; 0.20.0 has neither the variable nor chunking (taken from 0.20 on; 0.14 - 0.19 not read).
+FUSED_MOE_CHUNK_SIZE = (((0, 12, 0), 32768), ((0, 20, 0), 16384), ((99, 0, 0), 0))
 
 
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
@@ -255,22 +256,35 @@ def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
 
 
 def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
-    """The MLP's intermediates in a forward of t tokens on one TP rank. Dense: the gate_up output and
-    the SiluAndMul output, 3 x intermediate / TP per token. MoE (model_executor/layers/fused_moe/
-    fused_moe.py::fused_experts_impl, read in the 0.11.0 wheel): per chunk of M = min(t,
-    VLLM_FUSED_MOE_CHUNK_SIZE) tokens, cache13 of M x top_k x max(N, K) (the w1 output, N = 2 x
-    intermediate / TP, and later the w2 output at the full hidden width K) and cache2 of M x top_k x
-    N / 2, plus the router logits; a shared expert's output (t x hidden) stays alive beside them, and
-    its own gate_up / act intermediates come before. With --enable-expert-parallel a rank holds whole
-    experts, so N is not divided. Leading dense layers (first_k_dense_replace) and interleaved ones
-    (moe_layer_step) run a dense MLP of intermediate_size: the larger of the two is the peak."""
-    h, tp = model.hidden_size, max(r.tp, 1)
+    """The MLP's intermediates in a forward of t tokens on one rank. Dense: the gate_up output and
+    the SiluAndMul output, 3 x intermediate / TP per token. MoE (model_executor/layers/fused_moe/):
+    up to 0.19 fused_moe.py::fused_experts_impl (read in the 0.10.1.1, 0.11.0 and 0.13.0 wheels) holds,
+    per chunk of M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE), cache13 of M x top_k x max(N, K) (the w1
+    output, N = 2 x intermediate per rank, then the w2 output at the full hidden width K) and cache2 of
+    M x top_k x N / 2. 0.20's modular TritonExperts (workspace_shapes, no chunking) would hold more,
+    M x top_k x (max(N / 2, K) + max(N, K)), in a workspace kept from one forward to the next
+    (v1/worker/workspace.py::WorkspaceManager); the one calibration log of a MoE model after 0.20
+    (0.26.1, Qwen3-Coder-30B-A3B at 2048 tokens: logged activation 0.23 GiB) fits the fused_experts_impl
+    sizes (0.224) and not the modular ones (0.263), so those are kept. Besides: the router logits, and a shared
+    expert's output (t x hidden) alive beside them (its own gate_up / act come before). The experts
+    are sharded over TP x DP ranks (fused_moe/config.py::FusedMoEParallelConfig.make flattens TP
+    across DP), or whole per rank with --enable-expert-parallel; with data parallelism every rank's
+    tokens are gathered into the MoE layer (layer.py::FusedMoE.forward_impl, naive dispatch /
+    combine), so it runs DP x t tokens and holds the gathered input and output. Leading dense layers
+    (first_k_dense_replace) and interleaved ones (moe_layer_step) run a dense MLP of intermediate_size:
+    the larger of the two is the peak."""
+    h, tp, dp = model.hidden_size, max(r.tp, 1), max(r.dp, 1)
     dense = 3 * (model.intermediate_size // tp) * t * db
     if not model.is_moe:
         return int(dense)
-    inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp)
-    m = min(t, FUSED_MOE_CHUNK_SIZE)
-    routed = m * model.num_experts_per_tok * (max(2 * inter, h) + inter) * db + t * model.num_experts * 2 * db
+    inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp * dp)
+    tokens = t * dp
+    chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
+    m = min(tokens, chunk) if chunk else tokens
+    per_slot = max(2 * inter, h) + inter
+    routed = m * model.num_experts_per_tok * per_slot * db + tokens * model.num_experts * 2 * db
+    if dp > 1:
+        routed += 2 * tokens * h * db
     shared = model.num_shared_experts * (model.moe_intermediate_size or model.intermediate_size) // tp
     if shared:
         routed = max(routed + t * h * db, 3 * shared * t * db)
