@@ -50,6 +50,17 @@ def test_moe_caches_are_sized_for_one_chunk_of_tokens():
         assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2, version
 
 
+def test_before_0_8_the_w1_and_w2_outputs_had_buffers_of_their_own():
+    """0.7.3 (V0, chunked prefill off at 8192): cache1 (8192 x 8 x 1536), cache2 (x 768) and cache3
+    (x 2048) side by side, where 0.8.5's cache13 shares the first and the last."""
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
+    t = 8192
+    _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.7.3")
+    assert old.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (1536 + 768 + 2048) * 2 + t * 128 * 2 * 2
+    _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
+    assert new.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
+
+
 def test_data_parallel_gathers_every_rank_tokens_into_the_moe_layer():
     """DP2 without EP: the experts are sharded over both ranks (768 / 2), and the MoE layer runs both
     ranks' 8192 tokens, holding the gathered input and the combined output besides its caches."""

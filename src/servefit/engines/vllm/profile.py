@@ -173,8 +173,10 @@ AWQ_DEQUANT_TOKENS = 256
 # envs.VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH = 32).
 FA3_MAX_SPLITS = 32
 # The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
-# intermediate caches are sized for one chunk. 32768 in the 0.10.1.1 and 0.11.0 wheels, 16384 in 0.12.0
-# and 0.13.0; 0.20.0 has neither the variable nor chunking (taken from 0.20 on; 0.14 - 0.19 not read).
+# intermediate caches are sized for one chunk. 32768 in the 0.6.3, 0.6.6, 0.7.3, 0.8.5, 0.10.1.1 and 0.11.0
+# wheels, 16384 in 0.12.0 and 0.13.0; 0.20.0 has neither the variable nor chunking (taken from 0.20 on;
+# 0.14 - 0.19 not read).
+MOE_CACHE13_FROM = (0, 8, 0)  # w1 / w2 outputs share one buffer: seen in 0.8.5, not in 0.7.3 (0.8.0 - 0.8.4 not read)
 FUSED_MOE_CHUNK_SIZE = (((0, 12, 0), 32768), ((0, 20, 0), 16384), ((99, 0, 0), 0))
 
 
@@ -258,10 +260,11 @@ def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
 def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     """The MLP's intermediates in a forward of t tokens on one rank. Dense: the gate_up output and
     the SiluAndMul output, 3 x intermediate / TP per token. MoE (model_executor/layers/fused_moe/):
-    up to 0.19 fused_moe.py::fused_experts_impl (read in the 0.10.1.1, 0.11.0 and 0.13.0 wheels) holds,
+    fused_moe.py::fused_experts_impl (read in the 0.8.5, 0.10.1.1, 0.11.0 and 0.13.0 wheels) holds,
     per chunk of M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE), cache13 of M x top_k x max(N, K) (the w1
     output, N = 2 x intermediate per rank, then the w2 output at the full hidden width K) and cache2 of
-    M x top_k x N / 2. 0.20's modular TritonExperts (workspace_shapes, no chunking) would hold more,
+    M x top_k x N / 2; before cache13 (0.6.3, 0.6.6, 0.7.3 wheels) the w1 and w2 outputs had buffers of
+    their own, M x top_k x (N + N / 2 + K). 0.20's modular TritonExperts (workspace_shapes, no chunking) would hold more,
     M x top_k x (max(N / 2, K) + max(N, K)), in a workspace kept from one forward to the next
     (v1/worker/workspace.py::WorkspaceManager); the one calibration log of a MoE model after 0.20
     (0.26.1, Qwen3-Coder-30B-A3B at 2048 tokens: logged activation 0.23 GiB) fits the fused_experts_impl
@@ -281,7 +284,7 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     tokens = t * dp
     chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
     m = min(tokens, chunk) if chunk else tokens
-    per_slot = max(2 * inter, h) + inter
+    per_slot = max(2 * inter, h) + inter if r.version >= MOE_CACHE13_FROM else 3 * inter + h
     routed = m * model.num_experts_per_tok * per_slot * db + tokens * model.num_experts * 2 * db
     if dp > 1:
         routed += 2 * tokens * h * db
