@@ -189,3 +189,46 @@ def test_0_11_expansion_applies_to_qwen_vl_items_shorter_than_the_budget():
     p12 = encoder.profile(m, kw, **args, version=(0, 12, 0))
     assert p11 is not None and p12 is not None and p11.items == p12.items == 4
     assert p11.outputs == 4 * 8192 * 3584 * 2 and p12.outputs == 4 * 1792 * 3584 * 2
+
+
+INTERNVL3 = ModelSpec(
+    name="OpenGVLab/InternVL3-8B", architecture="InternVLChatModel", model_type="qwen2", num_hidden_layers=28,
+    hidden_size=3584, num_attention_heads=28, num_key_value_heads=4, head_dim=128, intermediate_size=18944,
+    vocab_size=151674, max_position_embeddings=32768, params=7_944_373_760,
+    vision={"model_type": "internvl_vision", "hidden_size": 1024, "intermediate_size": 4096, "image_size": 448,
+            "patch_size": 14, "downsample_ratio": 0.5})
+LLAVA15 = ModelSpec(
+    name="llava-hf/llava-1.5-7b-hf", architecture="LlavaForConditionalGeneration", model_type="llava",
+    num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=32, head_dim=128,
+    intermediate_size=11008, vocab_size=32064, max_position_embeddings=4096, params=7_063_427_072,
+    vision={"model_type": "clip_vision_model", "hidden_size": 1024, "intermediate_size": 4096, "image_size": 336,
+            "patch_size": 14})
+
+
+def test_internvl_profiles_twelve_tiles_and_the_thumbnail():
+    """(448 / 14 x 0.5)^2 = 256 tokens a tile, 13 tiles: 3328 tokens an image, 2 in 0.12's 8192 budget,
+    each tile 1024 patches and a class token. The LM forward with the 2 outputs is the peak."""
+    _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 4", model=INTERNVL3, gpu=H100, version="0.12.0")
+    fwd = 8192 * (4 * 3584 + 3 * 18944) * 2
+    assert p.memory.activation_peak == fwd + 2 * 3328 * 3584 * 2
+    assert any("2 dummy image item(s) of 3,328 tokens" in a for a in p.assumptions)
+    # at 1024 batched tokens one image: the tower's 13 x 1025 patches (InternMLP: fc1 and GELU) peak
+    _, small = run("vllm serve m --max-model-len 16384 --max-num-seqs 4 --max-num-batched-tokens 1024",
+                   model=INTERNVL3, gpu=H100, version="0.12.0")
+    assert small.memory.activation_peak == 13 * 1025 * (PIXELS * 6 + (3 * 1024 + 2 * 4096) * 2)
+
+
+def test_llava_and_paligemma_encode_one_fixed_image():
+    """LLaVA-1.5 on V0 0.6.3: 576 tokens an image (577 patches with the class token), min(256, 4096 // 576)
+    = 7 dummy prompts of 4096 // 7 = 585 tokens: the 4095-token forward is the peak."""
+    from servefit.engines.vllm.encoder import fixed_tower
+
+    _, p = run("vllm serve m --max-model-len 4096", model=LLAVA15, gpu=H100, version="0.6.3")
+    assert p.memory.activation_peak == 4095 * (4 * 4096 + 3 * 11008) * 2
+    assert any("7 dummy image item(s) of 576 tokens; the LM profiling forward runs 4,095" in a for a in p.assumptions)
+    pali = replace(LLAVA15, model_type="paligemma", vision={"model_type": "siglip_vision_model", "hidden_size": 1152,
+                                                            "intermediate_size": 4304, "image_size": 224,
+                                                            "patch_size": 14})
+    assert fixed_tower(LLAVA15) == (576, 577, 1024, 2 * 4096, PIXELS)
+    assert fixed_tower(pali) == (256, 256, 1152, 2 * 4304, PIXELS)
+    assert fixed_tower(replace(LLAVA15, model_type="llama")) is None

@@ -39,6 +39,7 @@ from servefit.models.vision import (
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
 V1_EXPANDED = (0, 11, 0)  # dummy outputs copied to the encoder budget, up to 0.12 (see _fixed_profile)
+INTERNVL_MAX_TILES = 12  # InternVL's max_dynamic_patch default (config.json of InternVL 2 - 3.5)
 GEMMA3_IMAGE_TOKENS = 256  # Gemma 3's mm_tokens_per_image (config.json, every size)
 
 
@@ -121,7 +122,8 @@ def fixed_tower(model: ModelSpec) -> tuple[int, int, int, int, int] | None:
     patch) of a tower whose largest image has a fixed size, or None. Gemma 3's SigLIP
     (gemma3_mm.py::Gemma3ProcessingInfo.get_num_image_tokens, read in the 0.11.0 wheel: without
     pan-and-scan, vLLM's default, one crop of image_size^2 pixels gives mm_tokens_per_image = 256
-    tokens; SiglipMLP holds fc1's output and its GELU). Mistral 3's Pixtral
+    tokens; SiglipMLP holds fc1's output and its GELU), InternVL's InternViT, LLaVA-1.5's CLIP and
+    PaliGemma's SigLIP (below). Mistral 3's Pixtral
     (pixtral.py::PixtralHFEncoderInfo.get_num_image_tokens: the largest image is image_size square,
     ceil(image_size / (patch x spatial_merge_size)) tokens a side; PixtralHFMLP holds the gate_up
     output and the SiluAndMul output)."""
@@ -139,6 +141,18 @@ def fixed_tower(model: ModelSpec) -> tuple[int, int, int, int, int] | None:
     if mt == "mistral3" and v.get("model_type") == "pixtral":
         unit = patch * int(v.get("spatial_merge_size", 2))
         return (-(-image // unit)) ** 2, side * side, e, 3 * inter, pixels
+    if v.get("model_type") in INTERNVL:
+        # internvl.py::InternVLProcessingInfo.get_image_size_with_most_features: the most tiles
+        # (max_dynamic_patch 12) plus the thumbnail, each tile image_size^2 pixels (its patches and a
+        # class token) giving (side x downsample_ratio)^2 tokens; InternMLP holds fc1's output and GELU
+        tiles = INTERNVL_MAX_TILES + 1
+        per_tile = int(side * float(v.get("downsample_ratio", 0.5))) ** 2
+        return tiles * per_tile, tiles * (side * side + 1), e, 2 * inter, pixels
+    if (mt == "llava" and v.get("model_type") == "clip_vision_model") or \
+            (mt == "paligemma" and v.get("model_type") == "siglip_vision_model"):
+        # llava.py (CLIP: the class token is encoded and dropped, one token per patch) and paligemma.py
+        # (SigLIP: no class token): one fixed-size image, fc1 and its activation in the MLP
+        return side * side, side * side + (mt == "llava"), e, 2 * inter, pixels
     return None
 
 
