@@ -232,3 +232,17 @@ def test_llava_and_paligemma_encode_one_fixed_image():
     assert fixed_tower(LLAVA15) == (576, 577, 1024, 2 * 4096, PIXELS)
     assert fixed_tower(pali) == (256, 256, 1152, 2 * 4304, PIXELS)
     assert fixed_tower(replace(LLAVA15, model_type="llama")) is None
+
+
+def test_ungated_mlps_hold_two_intermediates():
+    """An up / down MLP (Falcon, OPT, ... and Nemotron-H's relu2) holds fc1's output and its activation,
+    2 x intermediate a token; Nemotron-H's relu2 experts have a w1 output of one intermediate width."""
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
+    t = 8192
+    falcon = replace(LLAMA8B, architecture="FalconForCausalLM", model_type="falcon")
+    _, p = run(argv, model=falcon, gpu=H100, version="0.11.0")
+    assert p.memory.activation_peak == t * (4 * 4096 + 2 * 14336) * 2
+    nem = replace(QWEN3_MOE, architecture="NemotronHForCausalLM", model_type="nemotron_h", moe_intermediate_size=1856,
+                  num_experts_per_tok=6)
+    _, n = run(argv, model=nem, gpu=H100, version="0.11.0")
+    assert n.memory.activation_peak == t * 4 * 2048 * 2 + t * 6 * (max(1856, 2048) + 1856) * 2 + t * 128 * 2 * 2

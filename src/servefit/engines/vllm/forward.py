@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.models.architecture import is_gated_mlp
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from servefit.engines.vllm.plan import Resolved
 
+# Nemotron-H's MLP and experts square a ReLU, no gate (nemotron_h.py: NemotronHMLP, relu2_no_mul experts);
+# the catalog's traits table leaves nemotron_h gated for its parameter count (models/arch_hybrid.py counts it)
+UNGATED_HYBRIDS = ("nemotron_h",)
 MOE_CACHE13_FROM = (0, 8, 0)  # w1 / w2 outputs share one buffer: seen in 0.8.5, not in 0.7.3 (0.8.0 - 0.8.4 not read)
 # The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
 # intermediate caches are sized for one chunk. 32768 in the 0.6.3, 0.6.6, 0.7.3, 0.8.5, 0.10.1.1 and 0.11.0
@@ -21,7 +25,8 @@ FUSED_MOE_CHUNK_SIZE = (((0, 12, 0), 32768), ((0, 20, 0), 16384), ((99, 0, 0), 0
 
 def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     """The MLP's intermediates in a forward of t tokens on one rank. Dense: the gate_up output and
-    the SiluAndMul output, 3 x intermediate / TP per token. MoE (model_executor/layers/fused_moe/):
+    the SiluAndMul output, 3 x intermediate / TP per token; an ungated MLP (fc1, activation, fc2: GPT-2,
+    OPT, Falcon... and Nemotron-H's relu2, nemotron_h.py::NemotronHMLP) holds 2. MoE (model_executor/layers/fused_moe/):
     fused_moe.py::fused_experts_impl (read in the 0.8.5, 0.10.1.1, 0.11.0 and 0.13.0 wheels) holds,
     per chunk of M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE), cache13 of M x top_k x max(N, K) (the w1
     output, N = 2 x intermediate per rank, then the w2 output at the full hidden width K) and cache2 of
@@ -40,20 +45,22 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     (first_k_dense_replace) and interleaved ones (moe_layer_step) run a dense MLP of intermediate_size:
     the larger of the two is the peak."""
     h, tp, dp = model.hidden_size, max(r.tp, 1), max(r.dp, 1)
-    dense = 3 * (model.intermediate_size // tp) * t * db
+    gated = is_gated_mlp(model) and model.model_type not in UNGATED_HYBRIDS
+    dense = (3 if gated else 2) * (model.intermediate_size // tp) * t * db
     if not model.is_moe:
         return int(dense)
     inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp * dp)
     tokens = t * dp
     chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
     m = min(tokens, chunk) if chunk else tokens
-    per_slot = max(2 * inter, h) + inter if r.version >= MOE_CACHE13_FROM else 3 * inter + h
+    n = (2 if gated else 1) * inter  # the w1 output (relu2 experts: activation without a gate)
+    per_slot = max(n, h) + inter if r.version >= MOE_CACHE13_FROM else n + inter + h
     routed = m * model.num_experts_per_tok * per_slot * db + tokens * model.num_experts * 2 * db
     if dp > 1:
         routed += 2 * tokens * h * db
     shared = model.num_shared_experts * (model.moe_intermediate_size or model.intermediate_size) // tp
     if shared:
-        routed = max(routed + t * h * db, 3 * shared * t * db)
+        routed = max(routed + t * h * db, (3 if gated else 2) * shared * t * db)
     mixed = model.first_k_dense_replace > 0 or model.moe_layer_step > 1
     return int(max(routed, dense) if mixed else routed)
 
