@@ -96,6 +96,10 @@ def test_pooling_models_profile_the_pooler_not_the_sampler():
                   version="0.11.0")
     assert conv.memory.activation_peak == runner.memory.activation_peak == arch.memory.activation_peak == fwd
     assert bare.memory.activation_peak == fwd
+    # a bare *Model the registry serves as a generative model keeps the sampler
+    _, glm = run("vllm serve m --max-model-len 8192", model=replace(LLAMA8B, architecture="ChatGLMModel"),
+                 version="0.11.0")
+    assert glm.memory.activation_peak == 256 * 128256 * 39
     # --runner generate keeps the sampler
     _, forced = run("vllm serve m --max-model-len 8192 --runner generate", model=emb, version="0.11.0")
     assert forced.memory.activation_peak == 256 * 128256 * 39

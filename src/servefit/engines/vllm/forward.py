@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 # Nemotron-H's MLP and experts square a ReLU, no gate (nemotron_h.py: NemotronHMLP, relu2_no_mul experts);
 # the catalog's traits table leaves nemotron_h gated for its parameter count (models/arch_hybrid.py counts it)
 UNGATED_HYBRIDS = ("nemotron_h",)
+# model_executor/models/registry.py::_EMBEDDING_MODELS in the 0.11.0 wheel, the names ending in a bare "Model"
+EMBEDDING_ARCHS = ("BertModel", "Gemma2Model", "Gemma3TextModel", "GteModel", "GteNewModel", "GritLM", "LlamaModel",
+                   "MistralModel", "ModernBertModel", "NomicBertModel", "Qwen2Model", "RobertaModel", "XLMRobertaModel")
 MOE_CACHE13_FROM = (0, 8, 0)  # w1 / w2 outputs share one buffer: seen in 0.8.5, not in 0.7.3 (0.8.0 - 0.8.4 not read)
 # The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
 # intermediate caches are sized for one chunk. 32768 in the 0.6.3, 0.6.6, 0.7.3, 0.8.5, 0.10.1.1 and 0.11.0
@@ -71,7 +74,9 @@ def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:
     pooling model runner samples nothing): --runner pooling / --convert embed|classify|reward, the
     older --task embed|embedding|classify|score|reward, or an architecture whose suffix vLLM maps to
     pooling (config/model.py::_SUFFIX_TO_DEFAULTS in 0.11.0: *ForSequenceClassification,
-    *EmbeddingModel, *RewardModel, *ForRewardModeling, *ClassificationModel, and a bare *Model)."""
+    *EmbeddingModel, *RewardModel, *ForRewardModeling, *ClassificationModel, *ForTextEncoding) or
+    that the registry lists as an embedding model under a bare *Model name (EMBEDDING_ARCHS; the
+    registry wins over the suffix, so ChatGLMModel or Qwen2_5OmniModel stay generative)."""
     if settings.get("runner") == "pooling" or settings.get("convert") in ("embed", "classify", "reward"):
         return True
     if settings.get("runner") == "generate" or settings.get("task") == "generate":
@@ -79,7 +84,6 @@ def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:
     if settings.get("task") in ("embed", "embedding", "classify", "score", "reward"):
         return True
     arch = model.architecture or ""
-    generative = ("ForCausalLM", "ForConditionalGeneration", "ChatModel", "LMHeadModel")
     pooling = ("ForSequenceClassification", "EmbeddingModel", "RewardModel", "ForRewardModeling",
-               "ClassificationModel", "ForTextEncoding", "Model")
-    return not arch.endswith(generative) and arch.endswith(pooling)
+               "ClassificationModel", "ForTextEncoding")
+    return arch.endswith(pooling) or arch in EMBEDDING_ARCHS
