@@ -38,6 +38,9 @@ from servefit.models.vision import (
 
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
+V1_EXPANDED = (0, 11, 0)  # dummy outputs copied to the encoder budget, up to 0.12 (see _fixed_profile)
+INTERNVL_MAX_TILES = 12  # InternVL's max_dynamic_patch default (config.json of InternVL 2 - 3.5)
+GEMMA3_IMAGE_TOKENS = 256  # Gemma 3's mm_tokens_per_image (config.json, every size)
 
 
 @dataclass
@@ -114,6 +117,51 @@ def sharded(model: ModelSpec) -> bool:
     return bool(v) and (bool(qwen_vl_kind(v, mt)) or is_qwen3_vision(v, mt) or v.get("model_type") in INTERNVL)
 
 
+def fixed_tower(model: ModelSpec) -> tuple[int, int, int, int, int] | None:
+    """(tokens per image, patches per image, ViT width, MLP intermediates per patch, pixel inputs per
+    patch) of a tower whose largest image has a fixed size, or None. Gemma 3's SigLIP
+    (gemma3_mm.py::Gemma3ProcessingInfo.get_num_image_tokens, read in the 0.11.0 wheel: without
+    pan-and-scan, vLLM's default, one crop of image_size^2 pixels gives mm_tokens_per_image = 256
+    tokens; SiglipMLP holds fc1's output and its GELU), InternVL's InternViT, LLaVA-1.5's CLIP and
+    PaliGemma's SigLIP (below). Mistral 3's Pixtral
+    (pixtral.py::PixtralHFEncoderInfo.get_num_image_tokens: the largest image is image_size square,
+    ceil(image_size / (patch x spatial_merge_size)) tokens a side; PixtralHFMLP holds the gate_up
+    output and the SiluAndMul output)."""
+    v, mt = model.vision, model.model_type
+    patch = int(v.get("patch_size", 14))
+    image = int(v.get("image_size", 0))
+    e = int(v.get("hidden_size", 0))
+    inter = int(v.get("intermediate_size", 4 * e))
+    if not image or not e:
+        return None
+    side = image // patch
+    pixels = int(v.get("num_channels", 3)) * patch * patch
+    if mt == "gemma3" and v.get("model_type") == "siglip_vision_model":
+        return GEMMA3_IMAGE_TOKENS, side * side, e, 2 * inter, pixels
+    if mt == "mistral3" and v.get("model_type") == "pixtral":
+        unit = patch * int(v.get("spatial_merge_size", 2))
+        return (-(-image // unit)) ** 2, side * side, e, 3 * inter, pixels
+    if v.get("model_type") in INTERNVL:
+        # internvl.py::InternVLProcessingInfo.get_image_size_with_most_features: the most tiles
+        # (max_dynamic_patch 12) plus the thumbnail, each tile image_size^2 pixels (its patches and a
+        # class token) giving (side x downsample_ratio)^2 tokens; InternMLP holds fc1's output and GELU
+        tiles = INTERNVL_MAX_TILES + 1
+        per_tile = int(side * float(v.get("downsample_ratio", 0.5))) ** 2
+        return tiles * per_tile, tiles * (side * side + 1), e, 2 * inter, pixels
+    if (mt == "llava" and v.get("model_type") == "clip_vision_model") or \
+            (mt == "paligemma" and v.get("model_type") == "siglip_vision_model"):
+        # llava.py (CLIP: the class token is encoded and dropped, one token per patch) and paligemma.py
+        # (SigLIP: no class token): one fixed-size image, fc1 and its activation in the MLP
+        return side * side, side * side + (mt == "llava"), e, 2 * inter, pixels
+    return None
+
+
+def _fixed_peak(width: int, mlp: int, pixels: int, patches: int, db: float, tp: int) -> int:
+    """A ViT block's hidden states, residual and norm output with its MLP intermediates (sharded over
+    TP) over every dummy patch, plus the pixel values in fp32 and the model's dtype."""
+    return int(patches * (pixels * (4 + db) + (3 * width + mlp // max(tp, 1)) * db))
+
+
 def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
     v = model.vision
     kind = qwen_vl_kind(v, model.model_type)
@@ -129,13 +177,19 @@ def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> in
 
 
 def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
-            max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int = 1) -> EncoderProfile | None:
-    """The encoder's part of the profiling run, or None when the model has no Qwen-VL tower or
-    every modality is off (limit 0, --language-model-only)."""
+            max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int = 1,
+            version: tuple[int, int, int] = (0, 33, 0)) -> EncoderProfile | None:
+    """The encoder's part of the profiling run, or None when the model has no tower servefit
+    models (Qwen-VL, Qwen3-VL / Qwen3.5, Gemma 3, Mistral 3) or every modality is off (limit 0,
+    --language-model-only)."""
     v = model.vision
     qwen3 = bool(v) and is_qwen3_vision(v, model.model_type)
-    if not v or not (qwen3 or qwen_vl_kind(v, model.model_type)):
+    if not v:
         return None
+    if not (qwen3 or qwen_vl_kind(v, model.model_type)):
+        return _fixed_profile(model, settings, v1=v1, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                              max_num_batched_tokens=max_num_batched_tokens, chunked_prefill=chunked_prefill,
+                              db=db, tp=tp, version=version)
     merge = int(v.get("spatial_merge_size", 2))
     unit = int(v.get("patch_size", 14)) * merge
     # Qwen3-VL / Qwen3.5 reuse Qwen2-VL's profiling (qwen3_vl.py::Qwen3VLProcessingInfo subclasses
@@ -156,7 +210,8 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(limit, max_model_len // tok))))
         patches = items * tok * merge * merge
-        return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * tok * out_hidden * db),
+        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok  # see _fixed_profile
+        return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
                               lm_tokens=0, items=items, tokens_per_item=tok, modality=modality)
     # V0: max_mm_tokens from one prompt of max_model_len, then the dummy sequences
     video_max = _video_tokens(per_image, max_model_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
@@ -172,3 +227,31 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=0, lm_tokens=lm_tokens,
                           items=seqs * (images + videos), tokens_per_item=max(per_image, video), modality=modality,
                           seqs=seqs)
+
+
+def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
+                   max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int,
+                   version: tuple[int, int, int]) -> EncoderProfile | None:
+    """The profiling run of a fixed-size image tower (fixed_tower): images only, counted as for the
+    Qwen-VL towers above. In 0.11 (v1/worker/gpu_model_runner.py::profile_run, in the 0.11.0 wheel
+    and neither the 0.10.2 nor the 0.12.0 one) every dummy output shorter than the encoder budget is
+    copied into a zero tensor of budget x hidden rows before it is cached, so each item holds a
+    budget's worth of rows."""
+    tower = fixed_tower(model)
+    images = _limit(settings, "image", v1)
+    if tower is None or not images:
+        return None
+    tok, patches, width, mlp, pixels = tower
+    hidden = model.hidden_size
+    if v1:
+        budget = max(max_num_batched_tokens, tok)
+        reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
+        items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
+        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
+        return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, items * patches, db, tp),
+                              outputs=int(items * rows * hidden * db), lm_tokens=0, items=items,
+                              tokens_per_item=tok, modality="image")
+    seqs = max(1, min(max_num_seqs, max_num_batched_tokens // (images * tok)))
+    lm_tokens = seqs * max(max_num_batched_tokens // seqs, images * tok)
+    return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, seqs * images * patches, db, tp), outputs=0,
+                          lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
+from servefit.engines.vllm.forward import mlp_bytes, pooling_runner
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.weights import VOCAB_PAD
 from servefit.hardware.spec import GpuSpec
@@ -235,7 +236,8 @@ def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> 
 
     return encoder.profile(model, settings, v1=v1, max_num_seqs=r.max_num_seqs, db=dtype_bytes(r.dtype), tp=r.tp,
                            max_model_len=r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len,
-                           max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill)
+                           max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill,
+                           version=r.version)
 
 
 def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
@@ -269,6 +271,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
     fwd = forward_bytes(model, r, t)
+    if pooling_runner(model, settings or {}, v1):
+        last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
@@ -287,15 +291,10 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
 
 
 def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
-    """Working set of one forward of `tokens` tokens: the gated MLP's or the fused-MoE kernel's
-    intermediates on top of the hidden states."""
-    h = model.hidden_size
-    if model.is_moe:
-        inter = (model.moe_intermediate_size or model.intermediate_size) // r.tp
-        mlp = model.num_experts_per_tok * 3 * inter + model.num_experts * 2
-    else:
-        mlp = 3 * (model.intermediate_size // r.tp)
-    return int(tokens * (4 * h + mlp) * dtype_bytes(r.dtype))
+    """Working set of one forward of `tokens` tokens: the hidden states and the MLP's or the fused-MoE
+    kernel's intermediates (forward.py mlp_bytes)."""
+    db = dtype_bytes(r.dtype)
+    return int(tokens * 4 * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
 
 
 def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,

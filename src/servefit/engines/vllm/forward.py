@@ -1,0 +1,89 @@
+"""The forward pass of vLLM's profiling run by model kind, and what closes it: the MLP / MoE
+intermediates at max_num_batched_tokens, and whether the dummy sampler or the pooler runs
+(profile.py::activation_peak puts them together)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from servefit.models.architecture import is_gated_mlp
+from servefit.models.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from servefit.engines.vllm.plan import Resolved
+
+# Nemotron-H's MLP and experts square a ReLU, no gate (nemotron_h.py: NemotronHMLP, relu2_no_mul experts);
+# the catalog's traits table leaves nemotron_h gated for its parameter count (models/arch_hybrid.py counts it)
+UNGATED_HYBRIDS = ("nemotron_h",)
+# model_executor/models/registry.py::_EMBEDDING_MODELS in the 0.11.0 wheel, the names ending in a bare "Model"
+EMBEDDING_ARCHS = ("BertModel", "Gemma2Model", "Gemma3TextModel", "GteModel", "GteNewModel", "GritLM", "LlamaModel",
+                   "MistralModel", "ModernBertModel", "NomicBertModel", "Qwen2Model", "RobertaModel", "XLMRobertaModel")
+MOE_CACHE13_FROM = (0, 8, 0)  # w1 / w2 outputs share one buffer: seen in 0.8.5, not in 0.7.3 (0.8.0 - 0.8.4 not read)
+# The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
+# intermediate caches are sized for one chunk. 32768 in the 0.6.3, 0.6.6, 0.7.3, 0.8.5, 0.10.1.1 and 0.11.0
+# wheels, 16384 in 0.12.0 and 0.13.0; 0.20.0 has neither the variable nor chunking (taken from 0.20 on;
+# 0.14 - 0.19 not read).
+FUSED_MOE_CHUNK_SIZE = (((0, 12, 0), 32768), ((0, 20, 0), 16384), ((99, 0, 0), 0))
+
+
+def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
+    """The MLP's intermediates in a forward of t tokens on one rank. Dense: the gate_up output and
+    the SiluAndMul output, 3 x intermediate / TP per token; an ungated MLP (fc1, activation, fc2: GPT-2,
+    OPT, Falcon... and Nemotron-H's relu2, nemotron_h.py::NemotronHMLP) holds 2. MoE (model_executor/layers/fused_moe/):
+    fused_moe.py::fused_experts_impl (read in the 0.8.5, 0.10.1.1, 0.11.0 and 0.13.0 wheels) holds,
+    per chunk of M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE), cache13 of M x top_k x max(N, K) (the w1
+    output, N = 2 x intermediate per rank, then the w2 output at the full hidden width K) and cache2 of
+    M x top_k x N / 2; before cache13 (0.6.3, 0.6.6, 0.7.3 wheels) the w1 and w2 outputs had buffers of
+    their own, M x top_k x (N + N / 2 + K). 0.20's modular TritonExperts (workspace_shapes, no
+    chunking) would hold more, M x top_k x (max(N / 2, K) + max(N, K)), in a workspace kept from one
+    forward to the next
+    (v1/worker/workspace.py::WorkspaceManager); the one calibration log of a MoE model after 0.20
+    (0.26.1, Qwen3-Coder-30B-A3B at 2048 tokens: logged activation 0.23 GiB) fits the fused_experts_impl
+    sizes (0.224) and not the modular ones (0.263), so those are kept. Besides: the router logits, and a shared
+    expert's output (t x hidden) alive beside them (its own gate_up / act come before). The experts
+    are sharded over TP x DP ranks (fused_moe/config.py::FusedMoEParallelConfig.make flattens TP
+    across DP), or whole per rank with --enable-expert-parallel; with data parallelism every rank's
+    tokens are gathered into the MoE layer (layer.py::FusedMoE.forward_impl, naive dispatch /
+    combine), so it runs DP x t tokens and holds the gathered input and output. Leading dense layers
+    (first_k_dense_replace) and interleaved ones (moe_layer_step) run a dense MLP of intermediate_size:
+    the larger of the two is the peak."""
+    h, tp, dp = model.hidden_size, max(r.tp, 1), max(r.dp, 1)
+    gated = is_gated_mlp(model) and model.model_type not in UNGATED_HYBRIDS
+    dense = (3 if gated else 2) * (model.intermediate_size // tp) * t * db
+    if not model.is_moe:
+        return int(dense)
+    inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp * dp)
+    tokens = t * dp
+    chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
+    m = min(tokens, chunk) if chunk else tokens
+    n = (2 if gated else 1) * inter  # the w1 output (relu2 experts: activation without a gate)
+    per_slot = max(n, h) + inter if r.version >= MOE_CACHE13_FROM else n + inter + h
+    routed = m * model.num_experts_per_tok * per_slot * db + tokens * model.num_experts * 2 * db
+    if dp > 1:
+        routed += 2 * tokens * h * db
+    shared = model.num_shared_experts * (model.moe_intermediate_size or model.intermediate_size) // tp
+    if shared:
+        routed = max(routed + t * h * db, (3 if gated else 2) * shared * t * db)
+    mixed = model.first_k_dense_replace > 0 or model.moe_layer_step > 1
+    return int(max(routed, dense) if mixed else routed)
+
+
+def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:
+    """Whether vLLM runs the model as a pooling model, whose profile ends with the dummy pooler
+    instead of the dummy sampler (v1/worker/gpu_model_runner.py::profile_run: _dummy_pooler_run; V0's
+    pooling model runner samples nothing): --runner pooling / --convert embed|classify|reward, the
+    older --task embed|embedding|classify|score|reward, or an architecture whose suffix vLLM maps to
+    pooling (config/model.py::_SUFFIX_TO_DEFAULTS in 0.11.0: *ForSequenceClassification,
+    *EmbeddingModel, *RewardModel, *ForRewardModeling, *ClassificationModel, *ForTextEncoding) or
+    that the registry lists as an embedding model under a bare *Model name (EMBEDDING_ARCHS; the
+    registry wins over the suffix, so ChatGLMModel or Qwen2_5OmniModel stay generative)."""
+    if settings.get("runner") == "pooling" or settings.get("convert") in ("embed", "classify", "reward"):
+        return True
+    if settings.get("runner") == "generate" or settings.get("task") == "generate":
+        return False
+    if settings.get("task") in ("embed", "embedding", "classify", "score", "reward"):
+        return True
+    arch = model.architecture or ""
+    pooling = ("ForSequenceClassification", "EmbeddingModel", "RewardModel", "ForRewardModeling",
+               "ClassificationModel", "ForTextEncoding")
+    return arch.endswith(pooling) or arch in EMBEDDING_ARCHS

@@ -1,0 +1,252 @@
+"""The forward and the closing step of vLLM's profiling run, by model kind: the fused-MoE intermediate
+caches (model_executor/layers/fused_moe/fused_moe.py::fused_experts_impl, read in the 0.11.0 wheel)
+and the pooler that replaces the dummy sampler for pooling models (v1/worker/gpu_model_runner.py::
+profile_run). Every figure is computed by hand from the engine's shapes."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from servefit.models.spec import ModelSpec
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_vllm_engine import H100, LLAMA8B, run  # noqa: E402
+
+# Qwen3-30B-A3B's shapes (config.json): 128 experts of 768, 8 per token, hidden 2048
+QWEN3_MOE = ModelSpec(
+    name="Qwen/Qwen3-30B-A3B", architecture="Qwen3MoeForCausalLM", model_type="qwen3_moe",
+    num_hidden_layers=48, hidden_size=2048, num_attention_heads=32, num_key_value_heads=4, head_dim=128,
+    intermediate_size=6144, vocab_size=151936, max_position_embeddings=40960, params=30_532_122_624,
+    num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768)
+# a few requests, so that the forward and not the sampler is the peak
+FEW = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
+
+
+def test_moe_forward_holds_the_w2_output_at_full_hidden_width_under_tp():
+    """TP2 on H100 (0.11: 8192 batched tokens): N = 2 x 768 / 2 = 768 < K = 2048, so cache13 is
+    8192 x 8 x 2048 and cache2 8192 x 8 x 384, beside the router logits (8192 x 128, twice) and the
+    4 hidden-width tensors."""
+    _, p = run(FEW + " --tensor-parallel-size 2", model=QWEN3_MOE, gpu=H100, count=2, version="0.11.0")
+    t = 8192
+    assert p.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (2048 + 384) * 2 + t * 128 * 2 * 2
+
+
+def test_moe_expert_parallel_keeps_whole_experts_per_rank():
+    _, p = run(FEW + " --tensor-parallel-size 2 --enable-expert-parallel", model=QWEN3_MOE, gpu=H100, count=2,
+               version="0.11.0")
+    t = 8192
+    assert p.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (max(1536, 2048) + 768) * 2 + t * 128 * 2 * 2
+
+
+def test_moe_caches_are_sized_for_one_chunk_of_tokens():
+    """A 40960-token batch runs in one forward; the MoE caches hold one chunk of its tokens at a time:
+    32768 up to 0.11, 16384 in 0.12 - 0.19, all of them from 0.20 (no chunking)."""
+    argv = "vllm serve m --max-model-len 40960 --max-num-seqs 4 --max-num-batched-tokens 40960"
+    t = 40960
+    for version, m in (("0.11.0", 32768), ("0.13.0", 16384), ("0.20.0", 40960)):
+        _, p = run(argv, model=QWEN3_MOE, gpu=H100, version=version)
+        assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2, version
+
+
+def test_before_0_8_the_w1_and_w2_outputs_had_buffers_of_their_own():
+    """0.7.3 (V0, chunked prefill off at 8192): cache1 (8192 x 8 x 1536), cache2 (x 768) and cache3
+    (x 2048) side by side, where 0.8.5's cache13 shares the first and the last."""
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
+    t = 8192
+    _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.7.3")
+    assert old.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (1536 + 768 + 2048) * 2 + t * 128 * 2 * 2
+    _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
+    assert new.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
+
+
+def test_data_parallel_gathers_every_rank_tokens_into_the_moe_layer():
+    """DP2 without EP: the experts are sharded over both ranks (768 / 2), and the MoE layer runs both
+    ranks' 8192 tokens, holding the gathered input and the combined output besides its caches."""
+    _, p = run(FEW + " --data-parallel-size 2", model=QWEN3_MOE, gpu=H100, count=2, version="0.11.0")
+    t, g = 8192, 16384
+    moe = g * 8 * (2048 + 384) * 2 + g * 128 * 2 * 2 + 2 * g * 2048 * 2
+    assert p.memory.activation_peak == t * 4 * 2048 * 2 + moe
+
+
+def test_shared_expert_output_stays_beside_the_routed_caches_and_dense_layers_can_win():
+    shared = replace(QWEN3_MOE, num_shared_experts=1)
+    _, p = run(FEW, model=shared, gpu=H100, version="0.11.0")
+    t = 8192
+    routed = t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
+    assert p.memory.activation_peak == t * 4 * 2048 * 2 + routed + t * 2048 * 2
+    # a leading dense layer of 12288 (3 x 12288 = 36864 per token) is above the routed caches (22528 + 256)
+    dense_first = replace(QWEN3_MOE, first_k_dense_replace=1, intermediate_size=12288)
+    _, d = run(FEW, model=dense_first, gpu=H100, version="0.11.0")
+    assert d.memory.activation_peak == t * 4 * 2048 * 2 + t * 3 * 12288 * 2
+
+
+def test_pooling_models_profile_the_pooler_not_the_sampler():
+    """An embedding run ends with _dummy_pooler_run: 256 requests x 128,256 logits (1.19 GiB) are not
+    sampled, so the 2048-token forward is the peak."""
+    fwd = 2048 * (4 * 4096 + 3 * 14336) * 2
+    _, gen = run("vllm serve m --max-model-len 8192", version="0.11.0")
+    assert gen.memory.activation_peak == 256 * 128256 * 39
+    _, conv = run("vllm serve m --max-model-len 8192 --convert embed", version="0.11.0")
+    _, runner = run("vllm serve m --max-model-len 8192 --runner pooling", version="0.11.0")
+    emb = replace(LLAMA8B, architecture="LlamaForSequenceClassification")
+    _, arch = run("vllm serve m --max-model-len 8192", model=emb, version="0.11.0")
+    _, bare = run("vllm serve m --max-model-len 8192", model=replace(LLAMA8B, architecture="MistralModel"),
+                  version="0.11.0")
+    assert conv.memory.activation_peak == runner.memory.activation_peak == arch.memory.activation_peak == fwd
+    assert bare.memory.activation_peak == fwd
+    # a bare *Model the registry serves as a generative model keeps the sampler
+    _, glm = run("vllm serve m --max-model-len 8192", model=replace(LLAMA8B, architecture="ChatGLMModel"),
+                 version="0.11.0")
+    assert glm.memory.activation_peak == 256 * 128256 * 39
+    # --runner generate keeps the sampler
+    _, forced = run("vllm serve m --max-model-len 8192 --runner generate", model=emb, version="0.11.0")
+    assert forced.memory.activation_peak == 256 * 128256 * 39
+
+
+# Gemma 3 27B's shapes (config.json): SigLIP 896 px / patch 14 (4096 patches, 256 tokens an image)
+GEMMA3 = ModelSpec(
+    name="google/gemma-3-27b-it", architecture="Gemma3ForConditionalGeneration", model_type="gemma3",
+    num_hidden_layers=62, hidden_size=5376, num_attention_heads=32, num_key_value_heads=16, head_dim=128,
+    intermediate_size=21504, vocab_size=262208, max_position_embeddings=131072, params=27_432_406_640,
+    vision={"model_type": "siglip_vision_model", "hidden_size": 1152, "num_hidden_layers": 27,
+            "intermediate_size": 4304, "num_attention_heads": 16, "image_size": 896, "patch_size": 14})
+# Mistral-Small-3.2's Pixtral: 1540 px / patch 14 (110 x 110 patches), merged 2 x 2 -> 55 x 55 tokens
+MISTRAL3 = ModelSpec(
+    name="mistralai/Mistral-Small-3.2-24B-Instruct-2506", architecture="Mistral3ForConditionalGeneration",
+    model_type="mistral3", num_hidden_layers=40, hidden_size=5120, num_attention_heads=32, num_key_value_heads=8,
+    head_dim=128, intermediate_size=32768, vocab_size=131072, max_position_embeddings=131072,
+    params=24_011_361_280,
+    vision={"model_type": "pixtral", "hidden_size": 1024, "num_hidden_layers": 24, "intermediate_size": 4096,
+            "num_attention_heads": 16, "head_dim": 64, "image_size": 1540, "patch_size": 14, "spatial_merge_size": 2})
+PIXELS = 3 * 14 * 14  # pixel values per patch, held in fp32 and in bf16 (6 bytes)
+
+
+def test_gemma3_siglip_profile_runs_a_budget_of_images():
+    """H100, 0.12: 8192 batched tokens -> 32 images of 256 tokens, 131,072 patches. The tower's peak
+    (hidden, residual, norm and fc1 / GELU outputs per patch) is above the LM forward with the cached
+    outputs (1.41 GiB + 32 x 256 x 5376 x 2 B) and the 8-request sampler."""
+    _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 8", model=GEMMA3, gpu=H100, version="0.12.0")
+    patches = 32 * 4096
+    assert p.memory.activation_peak == patches * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)
+    # over two GPUs the tower's MLP is sharded (SiglipMLP: ColumnParallelLinear / RowParallelLinear)
+    _, tp2 = run("vllm serve m --max-model-len 16384 --max-num-seqs 8 --tensor-parallel-size 2", model=GEMMA3,
+                 gpu=H100, count=2, version="0.12.0")
+    fwd2 = 8192 * (4 * 5376 + 3 * 21504 // 2) * 2
+    assert tp2.memory.activation_peak == max(patches * (PIXELS * 6 + (3 * 1152 + 2 * 4304 // 2) * 2),
+                                             fwd2 + 32 * 256 * 5376 * 2)
+
+
+def test_0_11_caches_each_dummy_image_at_the_full_encoder_budget():
+    """0.11 copies each of the 32 outputs into a zero tensor of 8192 rows before caching it: 2.63 GiB
+    held through the LM forward, which then tops the tower's peak."""
+    _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 8", model=GEMMA3, gpu=H100, version="0.11.0")
+    fwd = 8192 * (4 * 5376 + 3 * 21504) * 2
+    assert p.memory.activation_peak == 32 * 8192 * 5376 * 2 + fwd
+
+
+def test_v0_gemma3_dummy_prompts_carry_one_image_each():
+    """V0 (0.8 with VLLM_USE_V1=0): no chunked prefill for a multimodal model, so 16384 tokens over
+    min(max_num_seqs, 16384 // 256) prompts, each with one image (V0's default limit)."""
+    argv = "vllm serve m --max-model-len 16384 --max-num-seqs {}"
+    _, few = run(argv.format(8), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
+    assert few.memory.activation_peak == 16384 * (4 * 5376 + 3 * 21504) * 2  # 8 images: the forward wins
+    _, many = run(argv.format(256), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
+    assert many.memory.activation_peak == 64 * 4096 * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)  # 64 images
+
+
+def test_mistral3_pixtral_tokens_per_image():
+    """0.12 on H100 with 4 requests: ceil(1540 / 28)^2 = 3025 tokens an image -> 2 images in the 8192
+    budget, 24,200 patches; the LM forward with their outputs is the peak."""
+    _, p = run("vllm serve m --max-model-len 16000 --max-num-seqs 4", model=MISTRAL3, gpu=H100, version="0.12.0")
+    fwd = 8192 * (4 * 5120 + 3 * 32768) * 2
+    assert p.memory.activation_peak == fwd + 2 * 3025 * 5120 * 2
+    # 2048 batched tokens hold no full image: the budget is one image (3025 tokens), whose 12,100 patches
+    # peak at 0.39 GiB in the tower, below the 2048-token forward with that image's outputs
+    _, small = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 2048",
+                   model=MISTRAL3, gpu=H100, version="0.12.0")
+    tower = 12100 * (PIXELS * 6 + (3 * 1024 + 3 * 4096) * 2)
+    lm = 2048 * (4 * 5120 + 3 * 32768) * 2 + 3025 * 5120 * 2
+    assert tower < lm and small.memory.activation_peak == lm
+    # alone at 1024 tokens the LM forward is smaller than the tower
+    _, tiny = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 1024",
+                  model=MISTRAL3, gpu=H100, version="0.12.0")
+    assert tiny.memory.activation_peak == tower
+
+
+def test_0_11_expansion_applies_to_qwen_vl_items_shorter_than_the_budget():
+    """Qwen2.5-VL at max_pixels 200704: 4 videos of 1792 tokens in an 8192 budget; 0.11 caches each at
+    8192 rows of the LM width (3584), other releases at its own 1792."""
+    import json
+
+    from test_vision_models import CONFIG_7B
+
+    from servefit.engines.vllm import encoder
+    from servefit.models.config_json import from_config
+
+    m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
+    args = dict(v1=True, max_model_len=32768, max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True,
+                db=2)
+    kw = {"mm_processor_kwargs": '{"max_pixels": 200704}'}
+    p11 = encoder.profile(m, kw, **args, version=(0, 11, 0))
+    p12 = encoder.profile(m, kw, **args, version=(0, 12, 0))
+    assert p11 is not None and p12 is not None and p11.items == p12.items == 4
+    assert p11.outputs == 4 * 8192 * 3584 * 2 and p12.outputs == 4 * 1792 * 3584 * 2
+
+
+INTERNVL3 = ModelSpec(
+    name="OpenGVLab/InternVL3-8B", architecture="InternVLChatModel", model_type="qwen2", num_hidden_layers=28,
+    hidden_size=3584, num_attention_heads=28, num_key_value_heads=4, head_dim=128, intermediate_size=18944,
+    vocab_size=151674, max_position_embeddings=32768, params=7_944_373_760,
+    vision={"model_type": "internvl_vision", "hidden_size": 1024, "intermediate_size": 4096, "image_size": 448,
+            "patch_size": 14, "downsample_ratio": 0.5})
+LLAVA15 = ModelSpec(
+    name="llava-hf/llava-1.5-7b-hf", architecture="LlavaForConditionalGeneration", model_type="llava",
+    num_hidden_layers=32, hidden_size=4096, num_attention_heads=32, num_key_value_heads=32, head_dim=128,
+    intermediate_size=11008, vocab_size=32064, max_position_embeddings=4096, params=7_063_427_072,
+    vision={"model_type": "clip_vision_model", "hidden_size": 1024, "intermediate_size": 4096, "image_size": 336,
+            "patch_size": 14})
+
+
+def test_internvl_profiles_twelve_tiles_and_the_thumbnail():
+    """(448 / 14 x 0.5)^2 = 256 tokens a tile, 13 tiles: 3328 tokens an image, 2 in 0.12's 8192 budget,
+    each tile 1024 patches and a class token. The LM forward with the 2 outputs is the peak."""
+    _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 4", model=INTERNVL3, gpu=H100, version="0.12.0")
+    fwd = 8192 * (4 * 3584 + 3 * 18944) * 2
+    assert p.memory.activation_peak == fwd + 2 * 3328 * 3584 * 2
+    assert any("2 dummy image item(s) of 3,328 tokens" in a for a in p.assumptions)
+    # at 1024 batched tokens one image: the tower's 13 x 1025 patches (InternMLP: fc1 and GELU) peak
+    _, small = run("vllm serve m --max-model-len 16384 --max-num-seqs 4 --max-num-batched-tokens 1024",
+                   model=INTERNVL3, gpu=H100, version="0.12.0")
+    assert small.memory.activation_peak == 13 * 1025 * (PIXELS * 6 + (3 * 1024 + 2 * 4096) * 2)
+
+
+def test_llava_and_paligemma_encode_one_fixed_image():
+    """LLaVA-1.5 on V0 0.6.3: 576 tokens an image (577 patches with the class token), min(256, 4096 // 576)
+    = 7 dummy prompts of 4096 // 7 = 585 tokens: the 4095-token forward is the peak."""
+    from servefit.engines.vllm.encoder import fixed_tower
+
+    _, p = run("vllm serve m --max-model-len 4096", model=LLAVA15, gpu=H100, version="0.6.3")
+    assert p.memory.activation_peak == 4095 * (4 * 4096 + 3 * 11008) * 2
+    assert any("7 dummy image item(s) of 576 tokens; the LM profiling forward runs 4,095" in a for a in p.assumptions)
+    pali = replace(LLAVA15, model_type="paligemma", vision={"model_type": "siglip_vision_model", "hidden_size": 1152,
+                                                            "intermediate_size": 4304, "image_size": 224,
+                                                            "patch_size": 14})
+    assert fixed_tower(LLAVA15) == (576, 577, 1024, 2 * 4096, PIXELS)
+    assert fixed_tower(pali) == (256, 256, 1152, 2 * 4304, PIXELS)
+    assert fixed_tower(replace(LLAVA15, model_type="llama")) is None
+
+
+def test_ungated_mlps_hold_two_intermediates():
+    """An up / down MLP (Falcon, OPT, ... and Nemotron-H's relu2) holds fc1's output and its activation,
+    2 x intermediate a token; Nemotron-H's relu2 experts have a w1 output of one intermediate width."""
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
+    t = 8192
+    falcon = replace(LLAMA8B, architecture="FalconForCausalLM", model_type="falcon")
+    _, p = run(argv, model=falcon, gpu=H100, version="0.11.0")
+    assert p.memory.activation_peak == t * (4 * 4096 + 2 * 14336) * 2
+    nem = replace(QWEN3_MOE, architecture="NemotronHForCausalLM", model_type="nemotron_h", moe_intermediate_size=1856,
+                  num_experts_per_tok=6)
+    _, n = run(argv, model=nem, gpu=H100, version="0.11.0")
+    assert n.memory.activation_peak == t * 4 * 2048 * 2 + t * 6 * (max(1856, 2048) + 1856) * 2 + t * 128 * 2 * 2
