@@ -329,52 +329,33 @@ def test_second_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
                       "calibration part):"]
 
 
-def test_third_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
-    """calibration-4 and fresh-3 print on their own; fresh-3-unseen-repos counts only fresh-3 lines whose
-    repository calibration-4 (and every calibration part before it) lacks."""
+@pytest.mark.parametrize("cal,fresh,cal_title,fresh_title,before", [
+    ("calibration4", "fresh3", "calibration-4", "fresh-3 (held out, gathered 2026-11-28, third batch)", "fresh-2"),
+    ("calibration5", "fresh4", "calibration-5", "fresh-4 (held out, gathered 2026-11-28, fourth batch)", "fresh-3"),
+])
+def test_later_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch, cal, fresh, cal_title, fresh_title,
+                                              before):
+    """A batch's calibration and fresh parts print on their own; its fresh-N-unseen-repos counts only the fresh
+    lines whose repository that batch's calibration part (and every calibration part before it) lacks."""
     _tiny_fresh(tmp_path, monkeypatch)
 
     def entry(repo):
         return {"ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
                 "source": f"https://github.com/{repo}/blob/{'0' * 40}/f#L1"}
-    (tmp_path / "cal4.yaml").write_text(yaml.safe_dump([entry("a/seen")]))
-    (tmp_path / "fresh3.yaml").write_text(yaml.safe_dump([entry("a/seen"), entry("b/unseen")]))
-    monkeypatch.setitem(bench.PARTS, bench.CALIBRATION4, str(tmp_path / "cal4.yaml"))
-    monkeypatch.setitem(bench.PARTS, bench.FRESH3, str(tmp_path / "fresh3.yaml"))
-    assert bench.main(["--half", "calibration4", "--engine", "tgi"]) == 0
+    (tmp_path / f"{cal}.yaml").write_text(yaml.safe_dump([entry("a/seen")]))
+    (tmp_path / f"{fresh}.yaml").write_text(yaml.safe_dump([entry("a/seen"), entry("b/unseen"), entry("c/unseen")]))
+    monkeypatch.setitem(bench.PARTS, cal, str(tmp_path / f"{cal}.yaml"))
+    monkeypatch.setitem(bench.PARTS, fresh, str(tmp_path / f"{fresh}.yaml"))
+    assert bench.main(["--half", cal, "--engine", "tgi"]) == 0
     out = capsys.readouterr().out
-    assert re.match(r"calibration-4:\n  tgi +1/1 +sized offline", out) and "fresh" not in out
-    assert bench.main(["--half", "fresh3", "--engine", "tgi"]) == 0
+    assert re.match(rf"{cal_title}:\n  tgi +1/1 +sized offline", out) and "fresh" not in out
+    assert bench.main(["--half", fresh, "--engine", "tgi"]) == 0
     out = capsys.readouterr().out
-    assert re.match(r"fresh-3 \(held out, gathered 2026-11-28, third batch\):\n  tgi +2/2 +sized offline", out)
-    unseen = out.split("fresh-3-unseen-repos (held out, gathered 2026-11-28, third batch, repositories in no "
-                       "calibration part):\n", 1)[1]
-    assert re.match(r"  tgi +1/1 +sized offline", unseen)
-    assert "fresh-2" not in out and "calibration" not in out.replace("in no calibration part", "")
-
-
-def test_fourth_batch_parts_print_on_their_own(capsys, tmp_path, monkeypatch):
-    """calibration-5 and fresh-4 print on their own; fresh-4-unseen-repos counts only fresh-4 lines whose
-    repository calibration-5 (and every calibration part before it) lacks."""
-    _tiny_fresh(tmp_path, monkeypatch)
-
-    def entry(repo):
-        return {"ref": "TheBloke/Mistral-7B-Instruct-v0.2-GPTQ", "engine": "tgi", "kind": "shell",
-                "source": f"https://github.com/{repo}/blob/{'0' * 40}/f#L1"}
-    (tmp_path / "cal5.yaml").write_text(yaml.safe_dump([entry("a/seen")]))
-    (tmp_path / "fresh4.yaml").write_text(yaml.safe_dump([entry("a/seen"), entry("b/unseen"), entry("c/unseen")]))
-    monkeypatch.setitem(bench.PARTS, bench.CALIBRATION5, str(tmp_path / "cal5.yaml"))
-    monkeypatch.setitem(bench.PARTS, bench.FRESH4, str(tmp_path / "fresh4.yaml"))
-    assert bench.main(["--half", "calibration5", "--engine", "tgi"]) == 0
-    out = capsys.readouterr().out
-    assert re.match(r"calibration-5:\n  tgi +1/1 +sized offline", out) and "fresh" not in out
-    assert bench.main(["--half", "fresh4", "--engine", "tgi"]) == 0
-    out = capsys.readouterr().out
-    assert re.match(r"fresh-4 \(held out, gathered 2026-11-28, fourth batch\):\n  tgi +3/3 +sized offline", out)
-    unseen = out.split("fresh-4-unseen-repos (held out, gathered 2026-11-28, fourth batch, repositories in no "
-                       "calibration part):\n", 1)[1]
+    assert re.match(rf"{re.escape(fresh_title)}:\n  tgi +3/3 +sized offline", out)
+    unseen = out.split(f"{fresh_title.split(' (')[0]}-unseen-repos ({fresh_title.split(' (')[1][:-1]}, repositories "
+                       "in no calibration part):\n", 1)[1]
     assert re.match(r"  tgi +2/2 +sized offline", unseen)
-    assert "fresh-3" not in out and "calibration" not in out.replace("in no calibration part", "")
+    assert before not in out and "calibration" not in out.replace("in no calibration part", "")
 
 
 def test_half_fresh_prints_only_the_fresh_part(capsys, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from servefit.models import quant_names
+from servefit.models.name_words import remembered_match
 
 _VARIANT = {"instruct", "it", "chat", "hf", "base", "pt", "latest"}
 _DTYPE = {"bf16": "bfloat16", "fp16": "float16", "f16": "float16", "fp32": "float32", "f32": "float32"}
@@ -74,12 +75,7 @@ _GGUF_TYPES: dict[str, bool] = {}  # word -> whether it is a GGUF file type (ask
 
 
 def _gguf_type(word: str) -> bool:
-    got = _GGUF_TYPES.get(word)
-    if got is None:
-        if len(_GGUF_TYPES) > 65536:
-            _GGUF_TYPES.clear()
-        got = _GGUF_TYPES[word] = _GGUF_TYPE.match(word) is not None
-    return got
+    return remembered_match(_GGUF_TYPES, _GGUF_TYPE, word)
 
 
 def parse_variant(ref: str) -> Variant:

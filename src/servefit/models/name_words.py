@@ -90,7 +90,8 @@ _SIZE_WORD: dict[str, bool] = {}  # word -> whether it is a size: asked for ever
 _PART_WORD: dict[str, bool] = {}
 
 
-def _is(table: dict[str, bool], pattern: re.Pattern[str], word: str) -> bool:
+def remembered_match(table: dict[str, bool], pattern: re.Pattern[str], word: str) -> bool:
+    """Whether `pattern` matches `word`, remembered in `table` (asked for every word of every name)."""
     got = table.get(word)
     if got is None:
         if len(table) > 65536:
@@ -101,9 +102,9 @@ def _is(table: dict[str, bool], pattern: re.Pattern[str], word: str) -> bool:
 
 def size_at(ws: list[str], i: int) -> str | None:
     """The size key starting at word i (`30b` + `a3b` -> `30b-a3b`), or None."""
-    if i >= len(ws) or not _is(_SIZE_WORD, _SIZE, ws[i]):
+    if i >= len(ws) or not remembered_match(_SIZE_WORD, _SIZE, ws[i]):
         return None
-    if i + 1 < len(ws) and _is(_PART_WORD, _PART, ws[i + 1]):
+    if i + 1 < len(ws) and remembered_match(_PART_WORD, _PART, ws[i + 1]):
         return f"{ws[i]}-{ws[i + 1]}"
     return ws[i]
 
