@@ -246,6 +246,18 @@ def model_keys(engine: str) -> dict[str, Any]:
     return dict(_table(engine).get("model") or {})
 
 
+def reads_setting_env(engine: str, name: str) -> bool:
+    """Whether the engine takes a setting or its model from this environment variable (TGI's
+    NUM_SHARD and MODEL_ID, llama.cpp's LLAMA_ARG_*): a value there the repository leaves unset
+    is as unknown as one on the command line."""
+    from servefit.engines.options import load_table
+
+    try:
+        return name in load_table(engine).by_env
+    except Exception:  # noqa: BLE001 - a plugin engine without an option table reads none that servefit knows
+        return False
+
+
 @cache
 def _table(engine: str) -> dict[str, Any]:
     return next((t for name, t in _tables() if name == engine), {})
