@@ -230,9 +230,13 @@ def version_of_image(image: str | None) -> str | None:
     if not tag:
         return None
     eng = engine_of_image(image)
-    if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
-        return None  # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0)
     m = VERSION.match(tag)
+    if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
+        # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0): the engine inside
+        # only where the build's release notes say it (NGC's vLLM 25.10 carries vLLM 0.10.2)
+        known = next((e["versions"] for e in _table(eng).get("release_image_versions") or ()
+                      if re.search(e["image"], repo.lower())), {})
+        return known.get(m.group(1)) if m else None
     if m:
         return m.group(1)
     m = LLAMA_BUILD.search(tag.replace("-", " "))
