@@ -298,6 +298,18 @@ def shown_var(var: str) -> str:
     return var if var.startswith("$") else f"${{{var}}}"
 
 
+def where_set(site: LaunchSite, var: str) -> str | None:
+    """Where a variable the file names but gives no value gets one: a k8s container's env entry
+    filled from a fieldRef, Secret or ConfigMap when the pod starts, or a compose service's
+    environment entry passed through from the shell; None where the file does not name it."""
+    name = var.strip("${}")
+    if name not in site.workload.runtime_env:
+        return None
+    if site.workload.kind:
+        return "is filled in when the pod starts (its env entry takes it from valueFrom)"
+    return "is passed through from the shell that runs compose" if site.workload.service else None
+
+
 @rule("SF001")
 def unresolved(message: str, span: Span | None, site: str = "") -> Finding:
     """SF001: a value written as a variable the repository does not set; it is said, not guessed."""
@@ -321,7 +333,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             elif var in ("$@", "$*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             else:
-                msg = (f"{shown_var(var)} is not set in this repository: the value it gives {eng} is not known, "
-                       "so it is not checked")
+                msg = (f"{shown_var(var)} {where_set(site, var) or 'is not set in this repository'}: the value it "
+                       f"gives {eng} is not known, so it is not checked")
             out.append(unresolved(msg, span or None, site.name))
     return out
