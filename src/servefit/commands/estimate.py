@@ -143,5 +143,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         color = use_color(getattr(args, "color", None))
-        sys.stdout.write("\n\n".join(render_text(ev, color=color) for ev in evs))
+        sys.stdout.write("\n\n".join(render_text(ev, color=color, named=len(evs) > 1) for ev in evs))
     return exit_code(evs, args)
