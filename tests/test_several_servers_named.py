@@ -96,3 +96,39 @@ def test_models_tells_apart_the_renders_of_one_template(chart: Path, capsys: pyt
         [f"{at} (Deployment/llm/vllm (values-b.yaml))", "vllm", "Qwen/Qwen2.5-7B-Instruct"]]
     heads = [r for r in _out(capsys, "estimate", str(chart), "--gpu", "L4") if r.startswith("Deployment/")]
     assert heads == [f"Deployment/llm/vllm (values-a.yaml) ({at})", f"Deployment/llm/vllm (values-b.yaml) ({at})"]
+
+
+UNPLANNABLE = """services:
+  first:
+    image: vllm/vllm-openai:v0.9.2
+    command: --model ${FIRST_MODEL}
+  second:
+    image: vllm/vllm-openai:v0.9.2
+    command: --model ${SECOND_MODEL}
+"""
+
+
+@pytest.mark.parametrize("command", ["estimate", "explain"])
+def test_when_no_server_can_be_planned_each_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     command: str) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(UNPLANNABLE)
+    assert main([command, str(f), "--gpu", "L4"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"servefit: {f}:7 (compose/second) not estimated: the model is a variable (${{SECOND_MODEL}}): its value is "
+        "not known here (pass --model REF)",
+        f"servefit: error: {f}:4: the model is a variable (${{FIRST_MODEL}}): its value is not known here (pass "
+        "--model REF)"]
+
+
+def test_when_every_server_has_bad_input_each_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(COMPOSE.replace("--max-model-len 4096", "--max-model-len four").replace(
+        "--max-model-len 8192", "--max-model-len eight"))
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].startswith(f"servefit: {f}:7 (compose/big) not estimated: {f}:7:") and "'eight'" in err[0]
+    assert err[1].startswith(f"servefit: error: {f}:4:") and "'four'" in err[1]

@@ -63,9 +63,11 @@ def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     srvs = servers(args)
     evs = [s.evaluation for s in srvs if s.evaluation is not None]
     skipped = [s for s in srvs if s.evaluation is None]
-    if not evs:
+    if not evs:  # the first one's reason is the error; the others are named, none left unsaid
         s = skipped[0]
         where = f"{s.site.file}:{s.site.line}: " if len(srvs) > 1 else ""
+        for o in skipped[1:]:
+            sys.stderr.write(f"servefit: {o.site.file}:{o.site.line} ({o.site.name}) not estimated: {o.error}\n")
         raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
     for s in skipped:
         sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
@@ -125,6 +127,8 @@ def refuse_bad_input(evs: list[Evaluation], args: argparse.Namespace | None = No
     if not bad:
         return evs
     if len(bad) == len(evs):
+        for ev, why in bad[1:]:
+            sys.stderr.write(f"servefit: {ev.site.file}:{ev.site.line} ({ev.site.name}) not estimated: {why}\n")
         raise UsageError(bad[0][1])
     for ev, why in bad:
         sys.stderr.write(f"servefit: {ev.site.file}:{ev.site.line} ({ev.site.name}) not estimated: {why}\n")
