@@ -132,3 +132,11 @@ def test_when_every_server_has_bad_input_each_is_named(tmp_path: Path, capsys: p
     assert len(err) == 2
     assert err[0].startswith(f"servefit: {f}:7 (compose/big) not estimated: {f}:7:") and "'eight'" in err[0]
     assert err[1].startswith(f"servefit: error: {f}:4:") and "'four'" in err[1]
+
+
+def test_one_reason_for_every_server_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(COMPOSE)
+    assert main(["estimate", str(f)]) == 2  # no GPU named anywhere: the same reason for both servers
+    assert capsys.readouterr().err == (f"servefit: error: {f}:4: no target GPU: pass --gpu NAME (servefit gpus lists "
+                                       "them) or set a default in [tool.servefit]\n")

@@ -59,15 +59,17 @@ def json_shape(objs: list[Any], args: argparse.Namespace) -> Any:
 
 def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     """The plan of every server; one that cannot be planned is named on stderr, and when none
-    can, its reason is the one-line error (exit 2)."""
+    can, the first one's reason is the one-line error (exit 2), after the others whose reason
+    differs."""
     srvs = servers(args)
     evs = [s.evaluation for s in srvs if s.evaluation is not None]
     skipped = [s for s in srvs if s.evaluation is None]
-    if not evs:  # the first one's reason is the error; the others are named, none left unsaid
+    if not evs:  # the first one's reason is the error; the others with another reason are named
         s = skipped[0]
         where = f"{s.site.file}:{s.site.line}: " if len(srvs) > 1 else ""
         for o in skipped[1:]:
-            sys.stderr.write(f"servefit: {o.site.file}:{o.site.line} ({o.site.name}) not estimated: {o.error}\n")
+            if o.error != s.error:  # one reason for all (no target GPU) is said once
+                sys.stderr.write(f"servefit: {o.site.file}:{o.site.line} ({o.site.name}) not estimated: {o.error}\n")
         raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
     for s in skipped:
         sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
