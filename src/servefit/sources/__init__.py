@@ -47,7 +47,9 @@ def file_kind(path: str, head: str | None = None) -> str | None:
     """The wrapper family a file belongs to by its name (and first line for scripts)."""
     base = os.path.basename(path)
     low = base.lower()
-    if low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.", "containerfile.")) or \
+    # Dockerfile, Dockerfile.rocm, Dockerfile_intel, Dockerfile-cuda, cuda.Dockerfile (and Containerfile's)
+    if low in ("dockerfile", "containerfile") or low.startswith(tuple(f"{n}{sep}" for n in ("dockerfile", "containerfile")
+                                                                     for sep in "._-")) or \
             low.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
     if "modelfile" in low and not low.endswith((".yaml", ".yml", ".json", ".py", ".md", ".txt", ".sh")):
