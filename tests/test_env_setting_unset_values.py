@@ -82,3 +82,12 @@ def test_a_known_value_is_still_checked(tmp_path: Path, capsys: pytest.CaptureFi
 ])
 def test_which_variables_carry_a_setting(engine: str, name: str, reads: bool) -> None:
     assert detect.reads_setting_env(engine, name) is reads
+
+
+def test_the_server_keeps_its_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The variables' loop once reused the name of the server's name in to_site: the compose
+    service was called after the last variable it read (HF_MODEL_ID / NUM_SHARD)."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(COMPOSE)
+    main(["models", str(f), "--format", "json"])
+    assert '"server": "compose/tgi"' in capsys.readouterr().out

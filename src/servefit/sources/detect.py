@@ -231,18 +231,36 @@ def version_of_image(image: str | None) -> str | None:
         return None
     eng = engine_of_image(image)
     m = VERSION.match(tag)
+    build = image_build(image) or {}
+    if build.get("tag_version"):  # the engine's version is elsewhere in the tag (2.1.1-tgi1.4.0-gpu-...)
+        hit = re.search(build["tag_version"], tag)
+        return hit.group(1) if hit else None
     if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
         # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0): the engine inside
         # only where the build's release notes say it (NGC's vLLM 25.10 carries vLLM 0.10.2)
-        known = next((e["versions"] for e in _table(eng).get("release_image_versions") or ()
-                      if re.search(e["image"], repo.lower())), {})
-        return known.get(m.group(1)) if m else None
+        return (build.get("versions") or {}).get(m.group(1)) if m else None
     if m:
         return m.group(1)
     m = LLAMA_BUILD.search(tag.replace("-", " "))
     if m and eng is not None and _table(eng).get("build_tags"):
         return "b" + m.group(1)
     return None
+
+
+def image_build(image: str | None) -> dict[str, Any] | None:
+    """The engine data's entry (`image_builds`) for a build of the engine by others whose tags or
+    environment differ from the engine's own images (NGC's, SageMaker's); None for any other."""
+    eng = engine_of_image(image)
+    if eng is None or image is None:
+        return None
+    repo = split_image(image)[0].lower()
+    return next((b for b in _table(eng).get("image_builds") or () if re.search(b["image"], repo)), None)
+
+
+def sagemaker_env() -> dict[str, str]:
+    """The variables TGI's SageMaker entrypoint (sagemaker-entrypoint.sh) exports under the
+    launcher's names (SM_NUM_GPUS -> NUM_SHARD), from data/engines/tgi.yaml's image_builds."""
+    return next((dict(b["env"]) for b in _table("tgi").get("image_builds") or () if b.get("env")), {})
 
 
 def model_keys(engine: str) -> dict[str, Any]:
