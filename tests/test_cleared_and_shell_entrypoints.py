@@ -1,7 +1,8 @@
-"""Two Dockerfile shapes that start vLLM through a shell: an exec-form ENTRYPOINT that runs
-`/bin/bash -c "... $MODEL_NAME ..."` (bash expands the ENV values; SF107 said the exec form passes
-them literally), and `ENTRYPOINT []` with a shell-form CMD (the image's `vllm serve` is cleared;
-SF106 said the container ran `vllm serve /bin/sh -c vllm serve ...`)."""
+"""Shapes that start vLLM through a shell or with the image's entrypoint cleared: an exec-form
+ENTRYPOINT that runs `/bin/bash -c "... $MODEL_NAME ..."` (bash expands the ENV values; SF107 said
+the exec form passes them literally), and `ENTRYPOINT []` / compose `entrypoint: []` or `""` with
+a command (the image's `vllm serve` is dropped; SF106 said the container ran `vllm serve vllm
+serve ...`)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,27 @@ def test_tune_writes_the_dockerfile_once(tmp_path: Path, capsys: pytest.CaptureF
     main(["tune", str(f), "--gpu", "L4", "--write"])
     assert f.read_text() == written
     assert "Traceback" not in capsys.readouterr().err
+
+
+COMPOSE = """services:
+  listed:
+    image: vllm/vllm-openai:v0.9.2
+    entrypoint: []
+    command: ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"]
+  blank:
+    image: vllm/vllm-openai:v0.9.2
+    entrypoint: ""
+    command: vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192
+  kept:
+    image: vllm/vllm-openai:v0.9.2
+    entrypoint: null
+    command: ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"]
+"""
+
+
+def test_compose_empty_entrypoints_clear_the_images() -> None:
+    res = scan_file("compose.yaml", COMPOSE)
+    assert [f.code for f in res.findings] == []
+    assert [[t.text for t in s.argv][:3] for s in res.sites] == [
+        ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"], ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"],
+        ["vllm", "serve", "--model"]]
