@@ -140,3 +140,17 @@ def test_one_reason_for_every_server_is_said_once(tmp_path: Path, capsys: pytest
     assert main(["estimate", str(f)]) == 2  # no GPU named anywhere: the same reason for both servers
     assert capsys.readouterr().err == (f"servefit: error: {f}:4: no target GPU: pass --gpu NAME (servefit gpus lists "
                                        "them) or set a default in [tool.servefit]\n")
+
+
+def test_servers_sharing_the_first_reason_are_named_beside_another(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(UNPLANNABLE.replace("SECOND_MODEL", "FIRST_MODEL") + """  third:
+    image: vllm/vllm-openai:v0.9.2
+    command: --model ${THIRD_MODEL}
+""")
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert [e.split(" not estimated:")[0] for e in err[:2]] == [f"servefit: {f}:7 (compose/second)",
+                                                                f"servefit: {f}:10 (compose/third)"]
+    assert err[2].startswith(f"servefit: error: {f}:4: the model is a variable (${{FIRST_MODEL}})") and len(err) == 3

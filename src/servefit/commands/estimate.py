@@ -59,16 +59,16 @@ def json_shape(objs: list[Any], args: argparse.Namespace) -> Any:
 
 def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     """The plan of every server; one that cannot be planned is named on stderr, and when none
-    can, the first one's reason is the one-line error (exit 2), after the others whose reason
-    differs."""
+    can, the first one's reason is the one-line error (exit 2), after the others named, unless
+    they all have that reason."""
     srvs = servers(args)
     evs = [s.evaluation for s in srvs if s.evaluation is not None]
     skipped = [s for s in srvs if s.evaluation is None]
-    if not evs:  # the first one's reason is the error; the others with another reason are named
+    if not evs:  # the first one's reason is the error; one reason for all (no target GPU) is said once
         s = skipped[0]
         where = f"{s.site.file}:{s.site.line}: " if len(srvs) > 1 else ""
         for o in skipped[1:]:
-            if o.error != s.error:  # one reason for all (no target GPU) is said once
+            if len({x.error for x in skipped}) > 1:
                 sys.stderr.write(f"servefit: {o.site.file}:{o.site.line} ({o.site.name}) not estimated: {o.error}\n")
         raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
     for s in skipped:
