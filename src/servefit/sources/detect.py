@@ -257,10 +257,13 @@ def image_build(image: str | None) -> dict[str, Any] | None:
     return next((b for b in _table(eng).get("image_builds") or () if re.search(b["image"], repo)), None)
 
 
-def sagemaker_env() -> dict[str, str]:
-    """The variables TGI's SageMaker entrypoint (sagemaker-entrypoint.sh) exports under the
-    launcher's names (SM_NUM_GPUS -> NUM_SHARD), from data/engines/tgi.yaml's image_builds."""
-    return next((dict(b["env"]) for b in _table("tgi").get("image_builds") or () if b.get("env")), {})
+def build_env(engine: str | None) -> dict[str, str]:
+    """The variables builds of the engine by others pass on under the engine's names (the
+    SageMaker TGI container's entrypoint: SM_NUM_GPUS -> NUM_SHARD), from its image_builds data."""
+    out: dict[str, str] = {}
+    for b in _table(engine).get("image_builds") or () if engine else ():
+        out.update(b.get("env") or {})
+    return out
 
 
 def model_keys(engine: str) -> dict[str, Any]:

@@ -396,7 +396,7 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
     """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
     seen: set[str] = set()
     unresolved = []
-    aliases = detect.sagemaker_env() if launch.engine == "tgi" else {}  # SM_NUM_GPUS is read as NUM_SHARD
+    aliases = detect.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
     for var, taint in launch.env_taint.items():  # a setting's variable written with an unset one
         if var in launch.env and detect.reads_setting_env(launch.engine, aliases.get(var, var)):
             launch.unresolved.extend(t for t in taint if t not in launch.unresolved)

@@ -68,7 +68,7 @@ class TgiEngine(Engine):
         args = list(site.argv[n:])
         parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("TGI", None, site, version))
         env = dict(site.env)
-        sagemaker = detect.sagemaker_env()  # sagemaker-entrypoint.sh: HF_* / SM_* -> the launcher's variables
+        sagemaker = detect.build_env("tgi")  # sagemaker-entrypoint.sh: HF_* / SM_* -> the launcher's variables
         if (site.image and "tgi-inference" in site.image) or ("HF_MODEL_ID" in env and "MODEL_ID" not in env):
             for src, dst in sagemaker.items():
                 if src in env:
