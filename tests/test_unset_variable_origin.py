@@ -1,7 +1,8 @@
 """A variable the file gives no value but does name says where its value comes from: a k8s env
 entry filled from a fieldRef or Secret when the pod starts (a multi-node SGLang StatefulSet's
 --node-rank $POD_INDEX from the pod-index label), a compose environment entry passed through from
-the shell. SF001 said "is not set in this repository" for both, which the file contradicts."""
+the shell, Slurm's own SLURM_NODEID in a batch script (SGLang's multi-node Slurm example). SF001
+said "is not set in this repository" for all of them."""
 
 from __future__ import annotations
 
@@ -81,3 +82,23 @@ def test_compose_pass_through_variable(tmp_path: Path, capsys: pytest.CaptureFix
         "known, so it is not checked",
         "6:106: SF001 ${PORT} is not set in this repository: the value it gives vLLM is not known, so it is not "
         "checked"]
+
+
+SBATCH = """#!/bin/bash -l
+#SBATCH --nodes=2
+#SBATCH --gres=gpu:8
+
+model=meta-llama/Meta-Llama-3.1-405B-Instruct
+srun --ntasks=2 --nodes=2 python3 -m sglang.launch_server --model-path "$model" --tp 16 \\
+    --dist-init-addr head:8000 --nnodes 2 --node-rank "$SLURM_NODEID" --port "$SLURM_PORT" --chunked-prefill-size "$CHUNK"
+"""
+
+
+def test_slurm_variables_in_a_batch_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    got = [g for g in _run(tmp_path, capsys, "serve.sbatch", SBATCH, "lint", "--gpu", "H100") if " SF001 " in g]
+    assert [g.split(" SF001 ")[1].split(":")[0] for g in got] == [
+        "${SLURM_NODEID} is set by Slurm for each task", "${SLURM_PORT} is not set in this repository",
+        "${CHUNK} is not set in this repository"]
+    plain = [g for g in _run(tmp_path, capsys, "serve.sh", SBATCH.replace("#SBATCH", "# no"), "lint", "--gpu", "H100")
+             if " SF001 " in g]
+    assert plain[0].split(" SF001 ")[1].startswith("${SLURM_NODEID} is not set in this repository")

@@ -302,9 +302,15 @@ def shown_var(var: str) -> str:
 
 def where_set(site: LaunchSite, var: str) -> str | None:
     """Where a variable the file names but gives no value gets one: a k8s container's env entry
-    filled from a fieldRef, Secret or ConfigMap when the pod starts, or a compose service's
-    environment entry passed through from the shell; None where the file does not name it."""
+    filled from a fieldRef, Secret or ConfigMap when the pod starts, a compose service's
+    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script; None
+    where the file does not name it."""
     name = var.strip("${}")
+    if site.workload.runtime == "slurm":
+        from servefit.sources.slurm import TASK_VARIABLES
+
+        if name in TASK_VARIABLES:
+            return "is set by Slurm for each task"
     if name not in site.workload.runtime_env:
         return None
     if site.workload.kind:
