@@ -1,5 +1,6 @@
 """A rebuild of an engine whose image tags count its own releases (nm-vllm v0.1.0, OPEA's
-vllm-gaudi 1.2, Red Hat AI Inference Server 3.0.0) names no engine version."""
+vllm-gaudi 1.2, Red Hat AI Inference Server 3.0.0, NVIDIA's NGC containers 25.09-py3) names no
+engine version, except the NGC releases whose notes name the vLLM inside."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ from servefit.sources import detect, scan_file
     ("vllm/vllm-openai:v0.9.2", "0.9.2"),
     ("us-docker.pkg.dev/acme/library/vllm-openai:v0.9.2", "0.9.2"),  # a mirror keeps vLLM's tags
     ("ghcr.io/acme/my-vllm:0.8.5", "0.8.5"),
+    # NGC: YY.MM releases (a Helm chart's values had nvcr.io/nvidia/vllm:25.09-py3, read as vLLM 25.09)
+    ("nvcr.io/nvidia/vllm:25.09-py3", None),
+    ("nvcr.io/nvidia/vllm:25.10-py3", "0.10.2"),
+    ("nvcr.io/nvidia/vllm:26.05-py3", "0.20.1"),
+    ("nvcr.io/nvidia/vllm:26.10-py3", "0.31.0"),
 ])
 def test_tag_version_of_rebuilds(image: str, version: str | None) -> None:
     assert detect.engine_of_image(image) == "vllm"
@@ -59,3 +65,21 @@ def test_the_version_warning_says_the_tag_is_the_rebuilds_own() -> None:
         "that build's own releases, not vLLM's: pass --engine-version)")
     plain = scan_file("d.yaml", DEPLOY.replace("ghcr.io/neuralmagic/nm-vllm-openai:v0.1.0", "vllm/vllm-openai")).sites[0]
     assert engines.get("vllm").parse(plain, None).assumptions[0].endswith("pass --engine-version or pin the image tag)")
+
+
+def test_an_ngc_sglang_release_is_no_sglang_version() -> None:
+    assert detect.engine_of_image("nvcr.io/nvidia/sglang:25.11-py3") == "sglang"
+    assert detect.version_of_image("nvcr.io/nvidia/sglang:25.11-py3") is None
+    assert detect.version_of_image("lmsysorg/sglang:v0.5.3-cu126") == "0.5.3"
+
+
+def test_an_ngc_image_in_a_deployment_is_modelled_as_the_newest_with_the_reason() -> None:
+    from servefit import engines
+
+    text = DEPLOY.replace("ghcr.io/neuralmagic/nm-vllm-openai:v0.1.0", "nvcr.io/nvidia/vllm:25.09-py3")
+    site = scan_file("deploy.yaml", text).sites[0]
+    assert (site.engine, site.engine_version) == ("vllm", None)
+    assert engines.get("vllm").parse(site, None).assumptions[0].endswith(
+        "the tag of nvcr.io/nvidia/vllm:25.09-py3 counts that build's own releases, not vLLM's: pass --engine-version)")
+    mapped = scan_file("deploy.yaml", text.replace("25.09-py3", "25.10-py3")).sites[0]
+    assert mapped.engine_version == "0.10.2"

@@ -104,6 +104,9 @@ class Workload:
     compose_extends: list[tuple[str, str]] = field(default_factory=list)  # (file, service) its `extends:` reads
     unit_file: str | None = None  # the systemd unit whose drop-in sets its ExecStart
     rendered: str | None = None  # how its manifest was rendered (`helm template ...`, `kustomize build ...`)
+    # a helm render: the files that configure it alone (its --values files; the chart's values.yaml
+    # when it is rendered with no other), where tune may write; its templates are every render's
+    render_own: list[str] = field(default_factory=list)
     # the names the file gives this server, each with where it is written (a llama-swap `models:`
     # key, a compose service, a k8s object's name or labels, a unit's Description=): what
     # models/evidence.py reads when the model path names no model

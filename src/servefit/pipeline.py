@@ -174,7 +174,7 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
     parse before planning (sources/assemble.py), and on the plan's findings after (estimate).
     Returns the settings whose value is such a variable (the plan's findings about them judge a
     default servefit picked, not what the file says)."""
-    from servefit.sources import shown_var
+    from servefit.sources import shown_var, where_set
 
     spans = {(sp.file, sp.start): var for var, sp in site.unresolved_spans if sp is not None}
     if not spans:
@@ -188,12 +188,12 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
                 continue
             flag = re.match(r"argument (-[-\w]+)", f.message)
             what = flag.group(1) if flag else f"--{f.setting.replace('_', '-')}" if f.setting else "a setting"
-            cfg.assumptions.append(f"{what} is {shown_var(var)}, which is not set here: planned with the engine's "
-                                   "default (pass the value, or set the variable in the file)")
+            cfg.assumptions.append(f"{what} is {shown_var(var)}, which {where_set(site, var) or 'is not set here'}: "
+                                   "planned with the engine's default (pass the value, or set the variable in the file)")
         holder.findings = kept
     unknown = _unknown_settings(site, cfg.engine, spans)
     for given, var in unknown.values():  # also where the parser itself let the variable pass
-        said = f"{given} is {shown_var(var)}, which is not set here"
+        said = f"{given} is {shown_var(var)}, which {where_set(site, var) or 'is not set here'}"
         if not any(a.startswith(said) for a in cfg.assumptions):
             cfg.assumptions.append(f"{said}: planned with the engine's default (pass the value, or set the "
                                    "variable in the file)")

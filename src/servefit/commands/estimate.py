@@ -59,13 +59,17 @@ def json_shape(objs: list[Any], args: argparse.Namespace) -> Any:
 
 def evaluations(args: argparse.Namespace) -> list[Evaluation]:
     """The plan of every server; one that cannot be planned is named on stderr, and when none
-    can, its reason is the one-line error (exit 2)."""
+    can, the first one's reason is the one-line error (exit 2), after the others named, unless
+    they all have that reason."""
     srvs = servers(args)
     evs = [s.evaluation for s in srvs if s.evaluation is not None]
     skipped = [s for s in srvs if s.evaluation is None]
-    if not evs:
+    if not evs:  # the first one's reason is the error; one reason for all (no target GPU) is said once
         s = skipped[0]
         where = f"{s.site.file}:{s.site.line}: " if len(srvs) > 1 else ""
+        for o in skipped[1:]:
+            if len({x.error for x in skipped}) > 1:
+                sys.stderr.write(f"servefit: {o.site.file}:{o.site.line} ({o.site.name}) not estimated: {o.error}\n")
         raise UsageError(f"{where}{s.error or 'this server could not be planned'}")
     for s in skipped:
         sys.stderr.write(f"servefit: {s.site.file}:{s.site.line} ({s.site.name}) not estimated: {s.error}\n")
@@ -125,6 +129,8 @@ def refuse_bad_input(evs: list[Evaluation], args: argparse.Namespace | None = No
     if not bad:
         return evs
     if len(bad) == len(evs):
+        for ev, why in bad[1:]:
+            sys.stderr.write(f"servefit: {ev.site.file}:{ev.site.line} ({ev.site.name}) not estimated: {why}\n")
         raise UsageError(bad[0][1])
     for ev, why in bad:
         sys.stderr.write(f"servefit: {ev.site.file}:{ev.site.line} ({ev.site.name}) not estimated: {why}\n")
@@ -143,5 +149,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         color = use_color(getattr(args, "color", None))
-        sys.stdout.write("\n\n".join(render_text(ev, color=color) for ev in evs))
+        sys.stdout.write("\n\n".join(render_text(ev, color=color, named=len(evs) > 1) for ev in evs))
     return exit_code(evs, args)

@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         return exit_code(evs, args)
     parts = []
     for ev in evs:
-        parts.append(render_text(ev, color=use_color(getattr(args, "color", None)) and not args.output))
+        parts.append(render_text(ev, color=use_color(getattr(args, "color", None)) and not args.output,
+                                 named=len(evs) > 1))
         if "context" in kinds:
             parts.append(f"Context sweep at {args.batch} users:\n" + sweep_report.table(sweep.context_sweep(ev, args.batch), "context"))
         if "batch" in kinds:

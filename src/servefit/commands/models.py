@@ -8,10 +8,12 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
 from servefit.core import UsageError
+from servefit.termsafe import one_line
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -103,8 +105,11 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
     if not rows:
         print("no servers found")
         return 0
+    places = Counter(_where(rep) for rep in reps)
     for r, rep in zip(rows, reps, strict=True):
-        head = f"{_where(rep)}  {r['engine']}  {r['ref'] or '(none)'}"
+        # servers at one place (a chart rendered once per values file) are told apart by name
+        where = _where(rep) if places[_where(rep)] == 1 else f"{_where(rep)} ({one_line(rep.site.name)})"
+        head = f"{where}  {r['engine']}  {r['ref'] or '(none)'}"
         if not r["ref"]:
             print(f"{head}  -> no model named here (the server loads models on request)")
             continue

@@ -117,7 +117,10 @@ GENERIC: tuple[Pattern, ...] = (
        r"[Oo]ut of memory: Kill(?:ed)? process (?P<killed_pid__n>\d+) \((?P<process__s>[^)]+)\)"
        r"(?:.*?anon-rss:(?P<anon_rss__kib>\d+)kB)?", 1),
     _p("kernel.invoked", None, "fatal", "invoked oom-killer", r"(?P<process__s>\S+) invoked oom-killer", 1),
-    _p("k8s.oomkilled", None, "fatal", "OOMKilled", r"\bOOMKilled\b", 0),
+    # as Kubernetes and Docker report it (describe's `Reason: OOMKilled`, the pod's YAML/JSON, `get pods`'
+    # STATUS column, docker inspect's `"OOMKilled": true`), not a document's prose about it
+    _p("k8s.oomkilled", None, "fatal", "OOMKilled",
+       r'[Rr]eason\W{0,4}\s*OOMKilled\b|^\S+\s+\d+/\d+\s+OOMKilled\b|"OOMKilled"\s*:\s*true|Terminated\W+OOMKilled\b', 0),
     _p("kernel.killed", None, "support", "Killed process",
        r"Killed process (?P<killed_pid__n>\d+) \((?P<process__s>[^)]+)\).*?anon-rss:(?P<anon_rss__kib>\d+)kB"),
     _p("kernel.oom_detail", None, "support", "oom-kill:", r"oom-kill:.*?task=(?P<process__s>[^,]+),pid=(?P<killed_pid__n>\d+)"),

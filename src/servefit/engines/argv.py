@@ -152,7 +152,7 @@ def parse_argv(table: OptionTable, args: list[Token], version: str | None = None
         if dotted is not None:
             i = _dotted_value(out, dotted, tok, flag, eq, inline, args, i, table, site)
             continue
-        if opt is None and not eq and not flag.startswith("--") and len(flag) > 2:
+        if opt is None and not eq and not flag.startswith("--") and len(flag) > 2 and table.glued_short_values:
             # -O3 / -tp4 style: a short flag glued to its value
             for k in sorted(table.by_flag, key=len, reverse=True):
                 if not k.startswith("--") and flag.startswith(k) and len(k) >= 2:

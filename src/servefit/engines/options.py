@@ -127,6 +127,7 @@ class OptionTable:
     options: list[Option]
     normalize_underscores: bool = False
     allow_abbrev: bool = True
+    glued_short_values: bool = True  # `-tp4` read as `-tp 4` (argparse, clap); llama.cpp looks flags up whole
     numbers: str = "python"  # how the parser reads ints and floats: python (argparse) | cpp (std::stoi / std::stof)
     unknown_code: str = ""
     invalid_code: str = ""
@@ -337,6 +338,7 @@ def _table_data(engine: str) -> tuple[list[tuple[Any, ...]], dict[str, tuple[Any
     codes = raw.get("codes", {})
     attrs = {"normalize_underscores": bool(raw.get("normalize_underscores", False)),
              "allow_abbrev": bool(raw.get("allow_abbrev", True)), "numbers": str(raw.get("numbers", "python")),
+             "glued_short_values": bool(raw.get("glued_short_values", True)),
              "unknown_code": codes.get("unknown", ""),
              "invalid_code": codes.get("invalid", ""), "deprecated_code": codes.get("deprecated", ""),
              "underscores_since": hist.get("underscore_dash_same_since"),

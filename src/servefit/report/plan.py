@@ -92,10 +92,19 @@ def stack_lines(mem: DeviceMemory, total: int, width: int = 40, color: bool = Fa
     return lines
 
 
-def render_text(ev: Evaluation, color: bool = False) -> str:
+def server_line(site: Any) -> str:
+    """Which server a report is about, as lint names it: `Deployment/vllm (values-prod.yaml) (file:line)`."""
+    where = f"{site.file}:{site.line}" if site.line else site.file
+    return f"{site.name or where} ({where})"
+
+
+def render_text(ev: Evaluation, color: bool = False, named: bool = False) -> str:
+    """The memory stack of one server; `named` starts it with the server's name and place (a file
+    with several servers, or a chart rendered once per values file, gives several reports)."""
     p = ev.plan
     m = ev.model
-    head = [
+    head = [one_line(server_line(ev.site))] if named else []
+    head += [
         one_line(f"{p.engine} {p.engine_version}  ·  {ev.config.model_ref or m.name}"
                  + (f" (→ {m.name})" if ev.config.model_ref and ev.config.model_ref != m.name else "")),
         f"{ev.count} × {ev.gpu.name} ({ev.gpu.memory_bytes / 2**30:.2f} GiB as the driver reports it; "

@@ -45,9 +45,9 @@ def pareto_table(front: list[Any]) -> list[str]:
 
 
 def render_site(t: Any, unsafe: bool) -> list[str]:
-    site = t.site
-    where = f"{site.file}:{site.line}" if site.line else site.file
-    out = [f"{site.name or where} ({where})"]
+    from servefit.report.plan import server_line
+
+    out = [server_line(t.site)]
     if t.error:
         return out + [f"  error: {t.error}"]
     run = t.run

@@ -47,7 +47,9 @@ def file_kind(path: str, head: str | None = None) -> str | None:
     """The wrapper family a file belongs to by its name (and first line for scripts)."""
     base = os.path.basename(path)
     low = base.lower()
-    if low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.", "containerfile.")) or \
+    # Dockerfile, Dockerfile.rocm, Dockerfile_intel, Dockerfile-cuda, cuda.Dockerfile (and Containerfile's)
+    if low in ("dockerfile", "containerfile") or low.startswith(tuple(f"{n}{sep}" for n in ("dockerfile", "containerfile")
+                                                                     for sep in "._-")) or \
             low.endswith((".dockerfile", ".containerfile")):
         return "dockerfile"
     if "modelfile" in low and not low.endswith((".yaml", ".yml", ".json", ".py", ".md", ".txt", ".sh")):
@@ -298,6 +300,24 @@ def shown_var(var: str) -> str:
     return var if var.startswith("$") else f"${{{var}}}"
 
 
+def where_set(site: LaunchSite, var: str) -> str | None:
+    """Where a variable the file names but gives no value gets one: a k8s container's env entry
+    filled from a fieldRef, Secret or ConfigMap when the pod starts, a compose service's
+    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script; None
+    where the file does not name it."""
+    name = var.strip("${}")
+    if site.workload.runtime == "slurm":
+        from servefit.sources.slurm import TASK_VARIABLES
+
+        if name in TASK_VARIABLES:
+            return "is set by Slurm for each task"
+    if name not in site.workload.runtime_env:
+        return None
+    if site.workload.kind:
+        return "is filled in when the pod starts (its env entry takes it from valueFrom)"
+    return "is passed through from the shell that runs compose" if site.workload.service else None
+
+
 @rule("SF001")
 def unresolved(message: str, span: Span | None, site: str = "") -> Finding:
     """SF001: a value written as a variable the repository does not set; it is said, not guessed."""
@@ -321,7 +341,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             elif var in ("$@", "$*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             else:
-                msg = (f"{shown_var(var)} is not set in this repository: the value it gives {eng} is not known, "
-                       "so it is not checked")
+                msg = (f"{shown_var(var)} {where_set(site, var) or 'is not set in this repository'}: the value it "
+                       f"gives {eng} is not known, so it is not checked")
             out.append(unresolved(msg, span or None, site.name))
     return out

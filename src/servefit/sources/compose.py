@@ -45,6 +45,14 @@ def _words(y: Y, node: Node | None, interp: Vars) -> list[Word] | None:
     return None
 
 
+def _cleared(node: Node | None) -> bool:
+    """An entrypoint written empty (`[]`, `""`): the compose spec ignores the image's then; `null`
+    or no key keeps it."""
+    if isinstance(node, SequenceNode):
+        return not node.value
+    return isinstance(node, ScalarNode) and node.tag != "tag:yaml.org,2002:null" and not str(node.value).strip()
+
+
 def _env_files(y: Y, node: Node | None, fc: FileCtx, env: Vars) -> None:
     entries = y.seq(node) if isinstance(node, SequenceNode) else ([node] if node is not None else [])
     for e in entries:
@@ -198,6 +206,8 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     entry_node, cmd_node = _last(y, svcs, "entrypoint"), _last(y, svcs, "command")
     entry = _words(y, entry_node, interp)
     cmd = _words(y, cmd_node, interp)
+    if _cleared(entry_node):  # `entrypoint: []` or `""` drops the image's: the command is the whole of it
+        entry, cmd = cmd, None
     # the server's file is the one its command (else its image) is written in: its line is there
     home = y.file_of(entry_node if entry else cmd_node if cmd else image_node) or fc.path
     ctx = fc.ctx() if home == fc.path else fc.ctx_for(home, y.index_of(home))

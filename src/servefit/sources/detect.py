@@ -230,9 +230,15 @@ def version_of_image(image: str | None) -> str | None:
     if not tag:
         return None
     eng = engine_of_image(image)
-    if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
-        return None  # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0)
     m = VERSION.match(tag)
+    build = image_build(image) or {}
+    if build.get("tag_version"):  # the engine's version is elsewhere in the tag (2.1.1-tgi1.4.0-gpu-...)
+        hit = re.search(build["tag_version"], tag)
+        return hit.group(1) if hit else None
+    if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
+        # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0): the engine inside
+        # only where the build's release notes say it (NGC's vLLM 25.10 carries vLLM 0.10.2)
+        return (build.get("versions") or {}).get(m.group(1)) if m else None
     if m:
         return m.group(1)
     m = LLAMA_BUILD.search(tag.replace("-", " "))
@@ -241,9 +247,40 @@ def version_of_image(image: str | None) -> str | None:
     return None
 
 
+def image_build(image: str | None) -> dict[str, Any] | None:
+    """The engine data's entry (`image_builds`) for a build of the engine by others whose tags or
+    environment differ from the engine's own images (NGC's, SageMaker's); None for any other."""
+    eng = engine_of_image(image)
+    if eng is None or image is None:
+        return None
+    repo = split_image(image)[0].lower()
+    return next((b for b in _table(eng).get("image_builds") or () if re.search(b["image"], repo)), None)
+
+
+def build_env(engine: str | None) -> dict[str, str]:
+    """The variables builds of the engine by others pass on under the engine's names (the
+    SageMaker TGI container's entrypoint: SM_NUM_GPUS -> NUM_SHARD), from its image_builds data."""
+    out: dict[str, str] = {}
+    for b in _table(engine).get("image_builds") or () if engine else ():
+        out.update(b.get("env") or {})
+    return out
+
+
 def model_keys(engine: str) -> dict[str, Any]:
     """Where an engine's command names the model: {flags, env, positional}."""
     return dict(_table(engine).get("model") or {})
+
+
+def reads_setting_env(engine: str, name: str) -> bool:
+    """Whether the engine takes a setting or its model from this environment variable (TGI's
+    NUM_SHARD and MODEL_ID, llama.cpp's LLAMA_ARG_*): a value there the repository leaves unset
+    is as unknown as one on the command line."""
+    from servefit.engines.options import load_table
+
+    try:
+        return name in load_table(engine).by_env
+    except Exception:  # noqa: BLE001 - a plugin engine without an option table reads none that servefit knows
+        return False
 
 
 @cache

@@ -78,7 +78,10 @@ def _command(rest: Src, st: Stage) -> list[Word]:
     items = _exec_form(rest)
     if items is not None:
         words = [expand_word(i, None) for i in items]
-        st.exec_vars = [w for w in words if VAR.search(w.text)]
+        # `["/bin/bash", "-c", "vllm serve $MODEL"]`: the shell it runs expands the payload
+        shell = bool(words) and detect.program(words[0].text) in detect.SHELLS and \
+            any(w.text.startswith("-") and "c" in w.text[1:] for w in words[1:2])
+        st.exec_vars = [] if shell else [w for w in words if VAR.search(w.text)]
         return words
     body = rest.text.strip()
     lead = len(rest.text) - len(rest.text.lstrip())
@@ -164,7 +167,10 @@ def scan(fc: FileCtx) -> None:
     ctx = fc.ctx()
     for words in st.built:  # models pulled at build time are the ones the image's server has
         ollama_client(words, ctx)
-    launches = container(st.image, st.entry, st.cmd or None, ctx, st.runtime)
+    entry, cmd = st.entry, st.cmd or None
+    if entry == [] and cmd:  # `ENTRYPOINT []` clears the image's: the CMD is the whole command
+        entry, cmd = cmd, None
+    launches = container(st.image, entry, cmd, ctx, st.runtime)
     if not launches:
         return
     for w in st.exec_vars:

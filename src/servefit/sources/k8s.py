@@ -23,7 +23,7 @@ from servefit.core import GpuHint, LaunchSite, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
-from servefit.sources.launch import Launch, container
+from servefit.sources.launch import Launch, container, from_words
 from servefit.sources.ports import Exposure, port_list
 from servefit.sources.ports import add as add_exposure
 from servefit.sources.problems import literal_variable
@@ -390,6 +390,11 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
     if not launches:
         return []
     _literal_variables(launches, (cmd or []) + (args or []), fc)
+    # a postStart hook that pulls models (otwld's ollama-helm: `ollama pull MODEL` once the server
+    # answers) names what the Ollama server loads; the hook itself is no server
+    hook = item_words(y, y.get(c, "lifecycle", "postStart", "exec", "command"), env)
+    if hook:
+        from_words(hook, ctx, env)
     count, count_tok, count_src = gpu_count(y, more if more is not None and y.get(more, "resources") else c)
     if group is not None and count is not None:
         count += group[0]

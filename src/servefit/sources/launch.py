@@ -92,6 +92,8 @@ class Launch:
     gpu: GpuHint | None = None
     shm: bool | None = None
     facts: Facts = field(default_factory=lambda: Facts())
+    # per environment variable, the unset variables its value is written with (Vars.taint)
+    env_taint: dict[str, list[tuple[str, Span | None]]] = field(default_factory=dict)
 
 
 def _env_of(env: Vars, exported_only: bool) -> dict[str, Token]:
@@ -205,7 +207,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         unres.extend(w.unresolved)
     proc_env = _env_of(sub_env, ctx.exported_only)
     launch = Launch(hit[1], [w.token() for w in argv_words], proc_env, argv_words[0].line,
-                    unresolved=unres)
+                    unresolved=unres, env_taint=dict(sub_env.taint))
     cvd = proc_env.get("CUDA_VISIBLE_DEVICES")
     if cvd is not None:
         cnt = count_visible_devices(cvd.text)
@@ -361,7 +363,7 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
             else:
                 argv += [Token(w) for w in ie[1]]
             line = cmd[0].line if cmd else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
-            found = [Launch(eng, argv, dict(env.values), line, unresolved=unres)]
+            found = [Launch(eng, argv, dict(env.values), line, unresolved=unres, env_taint=dict(env.taint))]
         else:
             found = []
     if not found:
@@ -394,6 +396,10 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
     """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
     seen: set[str] = set()
     unresolved = []
+    aliases = detect.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
+    for var, taint in launch.env_taint.items():  # a setting's variable written with an unset one
+        if var in launch.env and detect.reads_setting_env(launch.engine, aliases.get(var, var)):
+            launch.unresolved.extend(t for t in taint if t not in launch.unresolved)
     for var, _ in launch.unresolved:
         if var not in seen:
             seen.add(var)

@@ -278,14 +278,17 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         _adopt(out, result, mapper, label, f"kustomize build {label}")
 
 
-def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str) -> None:
+def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str,
+           own: list[str] | None = None) -> None:
     """The servers and findings of rendered manifests, with spans mapped back to the lines a user
-    edits (values files, patches) and each server named after what rendered it."""
+    edits (values files, patches) and each server named after what rendered it (`own`: the files
+    that configure a helm render alone)."""
     for site in result.sites:
         mapper.site(site)
         if label:
             site.name = f"{site.name} ({label})"
         site.workload.rendered = how
+        site.workload.render_own = list(own or [])
         out.sites.append(site)
     for f in result.findings:
         if f.span is not None:
@@ -342,7 +345,8 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
             result = scan_file(virtual, text)
             mapper = render_map.Mapper(chart, text, _values_paths(chart, values), virtual)
             _adopt(out, result, mapper, label if values else None,
-                   f"helm template {os.path.basename(os.path.abspath(chart))} with {label}")
+                   f"helm template {os.path.basename(os.path.abspath(chart))} with {label}",
+                   [v for v in values if os.path.isfile(v)] or _values_paths(chart, []))
     return out
 
 

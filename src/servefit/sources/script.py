@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from servefit.core import GpuHint
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import from_commands
+from servefit.sources.launch import Facts, from_commands
 from servefit.sources.shell import Vars, split_commands
 from servefit.sources.slurm import gpu_request
 
@@ -28,4 +28,6 @@ def scan(fc: FileCtx) -> None:
             # CUDA_VISIBLE_DEVICES set in the script narrows the allocation
             gpu = GpuHint(slurm.name, launch.gpu.count, f"{slurm.source}; count from {launch.gpu.source}",
                           slurm.span)
-        fc.add([launch], f"script:{launch.line}", gpu, None, ctx.ollama_models)
+        # a batch script's task variables (SLURM_NODEID, SLURM_PROCID) are Slurm's (sources/slurm.py)
+        facts = Facts(runtime="slurm") if slurm is not None or "#SBATCH" in fc.text else None
+        fc.add([launch], f"script:{launch.line}", gpu, facts, ctx.ollama_models)

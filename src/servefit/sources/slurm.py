@@ -20,6 +20,16 @@ OPTION = re.compile(r"(--?[A-Za-z][\w-]*)(?:[= \t]+([^\s#]+))?")
 TYPED = re.compile(r"^(?:(?P<type>[A-Za-z][\w.-]*):)?(?P<count>\d+)$")
 
 
+# what sbatch and srun set in each task's environment (sbatch(1), srun(1): OUTPUT ENVIRONMENT VARIABLES)
+TASK_VARIABLES = frozenset((
+    "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_JOB_ID",
+    "SLURM_JOBID", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE", "SLURM_GPUS_ON_NODE", "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST", "SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_JOB_ID",
+    "SLURM_JOB_NAME", "SLURM_JOB_PARTITION", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_LAUNCH_NODE_IPADDR",
+    "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR"))
+
+
 def gpu_request(text: str, li_span: Callable[[int, int], Span]) -> GpuHint | None:
     """The GPU type and per-node count the `#SBATCH` header asks for, or None."""
     opts: dict[str, tuple[str, int, int]] = {}

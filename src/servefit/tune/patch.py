@@ -7,6 +7,7 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -420,7 +421,28 @@ def make_patch(space: Space, point: dict[str, Any], read: Reader | None = None) 
         else:
             pt.flag(p, name)
     pt.flush()
+    _keep_to_own_files(space.ev.site, placed)
     return Patch(site=space.ev.site, placed=placed)
+
+
+def _keep_to_own_files(site: LaunchSite, placed: list[Placed]) -> None:
+    """A server rendered from a Helm chart is changed only in the files that configure it alone:
+    a line of the chart's templates (or of its values.yaml, under a render with its own values
+    file) is every render's, and may sit inside a condition; such a change is shown, not written."""
+    own = {os.path.normpath(f) for f in site.workload.render_own}
+    if not own:
+        return
+    names = ", ".join(sorted(os.path.basename(f) for f in own))
+    for p in placed:
+        elsewhere = sorted({e.span.file for e in p.edits if os.path.normpath(e.span.file) not in own})
+        if p.applicability == DISPLAY or not elsewhere:
+            continue
+        p.applicability = DISPLAY
+        where = elsewhere[0]
+        if os.path.basename(os.path.dirname(where)) == "templates":
+            p.shown += f" (the chart's template {os.path.basename(where)} writes this command for every values file)"
+        else:
+            p.shown += f" (in {names}: {os.path.basename(where)} sets it for every values file)"
 
 
 __all__ = ["DISPLAY", "SAFE", "UNSAFE", "Patch", "Placed", "apply_edits", "by_file", "make_patch", "reader"]

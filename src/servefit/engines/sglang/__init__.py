@@ -101,7 +101,7 @@ class SglangEngine(Engine):
                 cfg.findings.insert(0, finding("SGL002", "the diffusion server needs --model-path",
                                                span=site.argv[0].span if site.argv else None, site=site.name,
                                                setting="model_path"))
-            _ambiguous(cfg.findings, load_table("sglang_diffusion"))
+            _ambiguous(cfg.findings, load_table("sglang_diffusion"), version)
             return cfg, []
         table = load_table("sglang")
         args = _splice_config(args, site)
@@ -116,7 +116,7 @@ class SglangEngine(Engine):
             parsed.findings.append(finding("SGL001", f"unrecognized arguments: {extra.text}", span=extra.span,
                                            site=site.name))
         _fix_choice_hints(parsed.findings)
-        _ambiguous(parsed.findings, table)
+        _ambiguous(parsed.findings, table, version)
         add_hints(parsed.findings, "SGL001", "sglang", "SGLang")
         values: dict[str, Any] = dict(parsed.values)
         e = era(version)
@@ -186,14 +186,18 @@ def _context_complaint(raw: str, exc: str, e: Any) -> str:
     return why
 
 
-def _ambiguous(findings: list, table: Any) -> None:
-    """argparse's own words for a prefix that matches several long options."""
+def _ambiguous(findings: list, table: Any, version: str | None) -> None:
+    """argparse's own words for a prefix that matches several long options of this release (a
+    flag the release dropped, --cuda-graph-max-bs, is the prefix of the two that replaced it);
+    what the release says about the dropped flag is kept after them."""
     for f in findings:
         if f.code == "SGL001" and f.message.startswith("unrecognized argument: --"):
-            flag = f.message.split(": ", 1)[1].split(" ", 1)[0]
-            hits = sorted({k for k in table.by_flag if k.startswith(flag) and k.startswith("--")})
+            flag, _, why = f.message.split(": ", 1)[1].partition(" ")
+            hits = sorted({k for k in table.by_flag if k.startswith(flag) and k.startswith("--")
+                           and table.in_release(k, version)})
             if len(hits) > 1:
-                f.message = f"ambiguous option: {flag} could match {', '.join(hits)}"
+                f.message = f"ambiguous option: {flag} could match {', '.join(hits)}" + (
+                    f"; {flag} {why}" if why and flag in table.history else "")
 
 
 def _fix_choice_hints(findings: list) -> None:

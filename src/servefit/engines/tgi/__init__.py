@@ -15,6 +15,7 @@ from servefit.engines.tgi.concepts import add_hints
 from servefit.engines.tgi.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
+from servefit.sources import detect
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
@@ -22,9 +23,6 @@ if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
-# sagemaker-entrypoint.sh (AWS DLC huggingface-pytorch-tgi-inference): HF_* -> launcher variables
-SAGEMAKER_ENV = {"HF_MODEL_ID": "MODEL_ID", "HF_MODEL_REVISION": "REVISION", "SM_NUM_GPUS": "NUM_SHARD",
-                 "HF_MODEL_QUANTIZE": "QUANTIZE", "HF_MODEL_TRUST_REMOTE_CODE": "TRUST_REMOTE_CODE"}
 # variables read outside `Args` that change memory (launcher resolve_attention, models/globals.py)
 ENV_VARS = ("TGI_WIGGLE_ROOM", "ATTENTION", "PREFIX_CACHING", "PREFILL_CHUNKING", "CUDA_VISIBLE_DEVICES",
             "NVIDIA_VISIBLE_DEVICES", "REQUEST_LOGPROBS", "FLASH_DECODING")
@@ -70,9 +68,9 @@ class TgiEngine(Engine):
         args = list(site.argv[n:])
         parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("TGI", None, site, version))
         env = dict(site.env)
-        sagemaker = (site.image and "tgi-inference" in site.image) or ("HF_MODEL_ID" in env and "MODEL_ID" not in env)
-        if sagemaker:
-            for src, dst in SAGEMAKER_ENV.items():
+        sagemaker = detect.build_env("tgi")  # sagemaker-entrypoint.sh: HF_* / SM_* -> the launcher's variables
+        if (site.image and "tgi-inference" in site.image) or ("HF_MODEL_ID" in env and "MODEL_ID" not in env):
+            for src, dst in sagemaker.items():
                 if src in env:
                     env[dst] = env[src]
         where = {**parsed.used, **{k: t.span for k, t in env.items() if k in table.env_history}}
