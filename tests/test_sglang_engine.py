@@ -187,9 +187,10 @@ def test_max_total_tokens_name_clash_and_cap():
 
 
 def test_mem_fraction_too_high_warns():
-    cfg, plan = run(f"{LAUNCH} --mem-fraction-static 0.97")
+    cfg, plan = run(f"{LAUNCH} --mem-fraction-static 0.99")
     assert "SGL011" in codes(cfg, plan)
-    assert "SGL011" not in codes(*run(f"{LAUNCH} --mem-fraction-static 0.8"))
+    # SGLang's own reserve (1.5 MiB per chunked-prefill token) only picks its default: above it is no finding
+    assert "SGL011" not in codes(*run(f"{LAUNCH} --mem-fraction-static 0.9"))
 
 
 def test_env_span_kept_for_overwrite_variable():

@@ -21,6 +21,7 @@ from servefit.engines.sglang import defaults as d
 from servefit.engines.sglang import dsv4
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
+from servefit.engines.sglang.forward import activation_bytes
 from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
 from servefit.engines.sglang.state_pool import state_pool
 from servefit.hardware.spec import GpuSpec
@@ -216,7 +217,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         pools = dsv4_pools(cfg, model, r, int(rest), cap=tokens)
         kv_bytes += pools.c128_state_fixed
     budget = int(pre * r.fraction)
-    act, cg = int(max(r.chunk, 2048) * 1.5 * MiB), int(r.graph_bs * 2 * MiB) if not s.get("disable_cuda_graph") else 0
+    step = r.chunk if r.chunk > 0 else max(int(s.get("max_prefill_tokens") or 16384), r.context_len)
+    act = activation_bytes(model, r.tp, step, r.graph_bs, dtype_bytes(_dtype(s, model)))
+    cg = int(r.graph_bs * 2 * MiB) if not s.get("disable_cuda_graph") else 0
     out.memory = DeviceMemory(total=total, budget=budget, weights=weights, activation_peak=act,
                               non_torch=total - pre, cuda_graphs=cg, kv_cache=max(kv_bytes, 0),
                               free_headroom=total - weights - max(kv_bytes, 0) - (total - pre) - act - cg)
@@ -361,40 +364,23 @@ def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Res
         out.append(_f("SGL008", f"--max-total-tokens {cap} caps SGLang's whole KV pool (all requests together), not "
                       "one request as TGI's flag of the same name does; for a per-request limit use --context-length",
                       cfg, "max_total_tokens"))
-    reserve = reserve_finding(cfg, model, r)
-    if reserve is not None:
-        out.append(reserve)
     return out
 
 
 @rule("SGL011")
-def reserve_finding(cfg: EngineConfig, model: ModelSpec, r: Resolved, plan: MemoryPlan | None = None) -> Finding | None:
-    """Before planning: an explicit mem_fraction_static below SGLang's own reserve
-    (server_args.py). After (plan given): the static pool leaves less than the prefill
-    activations (chunked_prefill_size x 1.5 MB) and the CUDA graphs need, a negative headroom,
-    which is a finding rather than a silent "starts"."""
-    s = cfg.settings
-    if plan is not None:
-        m = plan.memory
-        short = -m.free_headroom
-        if short <= 0:
-            return None
-        outside = m.total - m.budget - m.non_torch
-        return _f("SGL011", f"mem_fraction_static={r.fraction} leaves {outside / GiB:.2f} GiB outside the static pool; "
-                  f"the prefill activations ({m.activation_peak / GiB:.2f} GiB at chunked_prefill_size {r.chunk}) and "
-                  f"CUDA graphs ({m.cuda_graphs / GiB:.2f} GiB) need {short / GiB:.2f} GiB more: CUDA out of memory "
-                  "under a long prefill or while capturing graphs", cfg, "mem_fraction_static")
-    if s.get("mem_fraction_static") is not None and r.gpu_mem:
-        _, need = d.mem_fraction_static(r.e, r.gpu_mem, r.tp, r.pp, r.chunk, int(s.get("max_prefill_tokens") or 16384),
-                                        r.graph_bs, not s.get("disable_cuda_graph"), 1, s.get("speculative_algorithm"),
-                                        model.is_mla)
-        left = (1 - r.fraction) * r.gpu_mem
-        if r.e.mem_rule == "formula" and left < min(need, 0.6 * need + 2048):
-            return _f("SGL011", f"mem_fraction_static={r.fraction} leaves {left / 1024:.1f} GiB outside the static "
-                      f"pool; SGLang reserves {need / 1024:.1f} GiB for activations and CUDA graphs at this "
-                      f"chunked_prefill_size ({r.chunk}) and cuda graph batch size ({r.graph_bs})",
-                      cfg, "mem_fraction_static")
-    return None
+def reserve_finding(cfg: EngineConfig, model: ModelSpec, r: Resolved, plan: MemoryPlan) -> Finding | None:
+    """The static pool leaves less than a prefill step's activations (forward.py) and the CUDA graphs need, a negative headroom, which is a finding rather than a silent "starts". SGLang's own
+    reserve (server_args.py) only picks the default fraction: with an explicit one it checks nothing, so
+    a fraction below that reserve is no finding by itself (it warned on most real multi-node files)."""
+    m = plan.memory
+    short = -m.free_headroom
+    if short <= 0:
+        return None
+    outside = m.total - m.budget - m.non_torch
+    return _f("SGL011", f"mem_fraction_static={r.fraction} leaves {outside / GiB:.2f} GiB outside the static pool; "
+              f"the prefill activations ({m.activation_peak / GiB:.2f} GiB at chunked_prefill_size {r.chunk}) and "
+              f"CUDA graphs ({m.cuda_graphs / GiB:.2f} GiB) need {short / GiB:.2f} GiB more: CUDA out of memory "
+              "under a long prefill or while capturing graphs", cfg, "mem_fraction_static")
 
 
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, quantized: bool) -> None:
