@@ -318,3 +318,36 @@ def test_every_case_id_is_unique():
     """An id names one logged run: the same run recorded twice would count twice in the figures."""
     ids = [c["id"] for c in acc.all_cases()]
     assert sorted({i for i in ids if ids.count(i) > 1}) == []
+
+
+def test_v0_tp_worker_figures_are_compared_for_a_worker_quoted_case():
+    """V0 gathers the logits to the driver, the only rank that runs the dummy sampler
+    (worker/model_runner.py::ModelRunner.execute_model); the 0.7.2 TP2 log quotes a
+    "(VllmWorkerProcess ...)" rank, whose peak is the forward alone: chunked prefill's 2048 tokens x
+    (4 x 5120 hidden + 3 x 13824 / 2 intermediate) x 2 B, and whose KV memory gains the difference."""
+    case = next(c for c in acc.load_cases("vllm") if c["id"] == "vllm-13061-2x4090-r1-distill-qwen14b-tp2-refused")
+    assert case["logged_rank"] == "worker"
+    plan = acc.predict(case)
+    d = plan.detail
+    worker_act = 2048 * (4 * 5120 + 3 * 13824 // 2) * 2
+    assert d.worker_activation_bytes == worker_act == 168820736
+    assert plan.memory.activation_peak > worker_act  # the driver's sampler
+    assert d.worker_available_kv_cache_bytes == d.available_kv_cache_bytes + plan.memory.activation_peak - worker_act
+    row = acc.compare(case)
+    assert row["pairs"]["activation_peak_gib"] == (0.19, round(worker_act / 2**30, 3))
+    assert row["pairs"]["kv_cache_gib"] == (8.69, round(d.worker_available_kv_cache_bytes / 2**30, 3))
+    assert row["pairs"]["kv_tokens"] == (81536, plan.kv_cache_tokens)  # the minimum over the ranks
+    # the driver's figures for the same case read as the driver's
+    driver = acc.compare({**case, "logged_rank": "driver"})
+    assert driver["pairs"]["activation_peak_gib"] == (0.19, round(plan.memory.activation_peak / 2**30, 3))
+
+
+def test_worker_figures_only_where_the_ranks_differ():
+    # V1 runs the sampler on every rank; one GPU has no worker: no worker figures, and a worker-quoted
+    # case there is named as not predicted
+    case = next(c for c in acc.load_cases("vllm") if c["id"] == "llmd-2xh100-qwen3-32b-tp2-16k")
+    assert acc.predict(case).detail.worker_activation_bytes is None
+    row = acc.compare({**case, "logged_rank": "worker"})
+    assert {"activation_peak_gib", "kv_cache_gib"} <= set(row["unpredicted"])
+    bad = acc.compare({**case, "logged_rank": "rank1"})
+    assert bad["failure"].startswith("ValueError: logged_rank 'rank1'")

@@ -16,6 +16,9 @@ calibration case's notes or the research notes) is calibration. No formula or co
 fitted to a held-out case; `split_by_rule` lets a test check every new case follows the rule.
 Cases with `exclude: reason` stay in the data and are listed (and counted) as excluded; cases the
 pipeline cannot evaluate are listed with the reason too. Nothing is dropped silently.
+
+`logged_rank: worker` on a case says its quoted memory figures are a non-driver tensor-parallel
+worker's (a "(VllmWorkerProcess ...)" line); they are compared with that rank's prediction (WORKER).
 """
 
 from __future__ import annotations
@@ -54,6 +57,25 @@ CORE = {  # expected key -> how to read it off the plan
     "max_concurrency": lambda p: p.max_concurrency,
     "fitting_max_model_len": lambda p: p.fitting_max_model_len,
 }
+
+
+# A case whose quoted figures come from a tensor-parallel worker other than the driver says
+# `logged_rank: worker`; on V0 those figures differ from the driver's (engines/vllm/detail.py: only the
+# driver runs the dummy sampler), so they are compared with that rank's prediction. The token count
+# is the minimum over the ranks, the same whichever rank logs it.
+WORKER = {
+    "activation_peak_gib": lambda p: p.detail.resolved("worker_activation_bytes"),
+    "kv_cache_gib": lambda p: p.detail.resolved("worker_available_kv_cache_bytes"),
+}
+LOGGED_RANKS = ("driver", "worker")
+
+
+def read_figure(case: dict[str, Any], key: str, plan) -> Any:
+    """The plan's figure for an expected key, as the rank the case quotes logs it."""
+    if case.get("logged_rank") == "worker" and key in WORKER:
+        got = WORKER[key](plan)
+        return None if got is None else got / GiB  # None: the plan has no such rank (named as not predicted)
+    return CORE[key](plan) if key in CORE else plan.detail.as_dict().get(key)
 
 
 def _logged_graphs(p) -> float:
@@ -124,6 +146,9 @@ def predict(case: dict[str, Any]):
 def compare(case: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"id": case["id"], "engine": case["engine"], "split": case.get("split"),
                            "errors": {}, "outcome_ok": None}
+    if case.get("logged_rank", "driver") not in LOGGED_RANKS:
+        row["failure"] = f"ValueError: logged_rank {case['logged_rank']!r}: expected one of {', '.join(LOGGED_RANKS)}"
+        return row
     try:
         plan = predict(case)
     except (UsageError, KeyError, ValueError) as exc:
@@ -136,7 +161,7 @@ def compare(case: dict[str, Any]) -> dict[str, Any]:
             row["outcome_ok"] = plan.outcome == want
             row["outcome"] = (want, plan.outcome)
             continue
-        got = CORE[key](plan) if key in CORE else plan.detail.as_dict().get(key)
+        got = read_figure(case, key, plan)
         if got is None:
             row.setdefault("unpredicted", []).append(key)  # the plan has no such figure: named, not dropped
             continue

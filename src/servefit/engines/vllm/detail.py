@@ -4,7 +4,7 @@ cache size; v1/worker/gpu_worker.py: "Available KV cache memory")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from servefit.core import EngineDetail, MemoryPlan
 
@@ -28,6 +28,11 @@ class VllmDetail(EngineDetail):
     gpu_memory_utilization: float = 0.0
     dtype: str = ""
     kv_cache_dtype: str = ""
+    # V0 with tensor parallelism: the figures a worker other than the driver logs. Logits are gathered
+    # to the driver, the only rank that runs the dummy sampler (worker/model_runner.py::
+    # ModelRunner.execute_model), so the other ranks peak at the forward and keep more for the KV cache
+    worker_activation_bytes: int | None = field(default=None, metadata={"omit": True})
+    worker_available_kv_cache_bytes: int | None = field(default=None, metadata={"omit": True})
 
 
 def of(plan: MemoryPlan) -> VllmDetail:

@@ -180,6 +180,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     devices: list[DeviceMemory] = []
     blocks_per_stage: list[int] = []
     lay = None
+    worker_act = worker_avail = None
     for st in range(r.pp):
         w = max(0, weights[st] - offload)
         last = st == r.pp - 1
@@ -211,6 +212,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
             first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env))
+            if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
+                worker_act = activation_peak(model, r, False, False, cfg.settings)
+                worker_avail = avail + act - worker_act
     assert lay is not None
     worst = min(range(r.pp), key=lambda i: blocks_per_stage[i])
     out.memory = devices[worst]
@@ -221,7 +225,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             cuda_graph_sizes=first_graphs, logged_cuda_graph_bytes=first_logged_cg,
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,
-                            gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype)
+                            gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype,
+                            worker_activation_bytes=worker_act, worker_available_kv_cache_bytes=worker_avail)
     _assume(out, cfg, model, r, e, state_blocks is not None)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     if note := capture_note(released, e.version, autotune_known(cfg.env)):
