@@ -351,3 +351,16 @@ def test_worker_figures_only_where_the_ranks_differ():
     assert {"activation_peak_gib", "kv_cache_gib"} <= set(row["unpredicted"])
     bad = acc.compare({**case, "logged_rank": "rank1"})
     assert bad["failure"].startswith("ValueError: logged_rank 'rank1'")
+
+
+def test_moe_workspace_is_held_through_the_dummy_sampler():
+    """From 0.14 the modular MoE kernel's workspace (v1/worker/workspace.py::WorkspaceManager) outlives
+    the dummy forward, so the sampler's peak sits on top of it. Gemma 4 26B-A4B on an H200 at 0.20.2:
+    1024 requests x 262144 logits x 15 B, plus 8192 tokens x top-8 x (max(704, 2816) + max(1408, 2816))
+    x 2 B; at 0.13 (fused_experts_impl, no workspace kept) the sampler alone (39 B per logit before 0.16)."""
+    case = next(c for c in acc.load_cases("vllm") if c["id"] == "clinician-h200-gemma4-26b-a4b-32k-0202")
+    sampler = 1024 * 262144 * 15
+    workspace = 8192 * 8 * (2816 + 2816) * 2
+    assert workspace == int(0.6875 * 2**30)
+    assert acc.predict(case).memory.activation_peak == sampler + workspace
+    assert acc.predict({**case, "version": "0.13.0"}).memory.activation_peak == 1024 * 262144 * 39

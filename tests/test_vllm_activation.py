@@ -42,12 +42,16 @@ def test_moe_expert_parallel_keeps_whole_experts_per_rank():
 
 def test_moe_caches_are_sized_for_one_chunk_of_tokens():
     """A 40960-token batch runs in one forward; the MoE caches hold one chunk of its tokens at a time:
-    32768 up to 0.11, 16384 in 0.12 - 0.19, all of them from 0.20 (no chunking)."""
+    32768 up to 0.11, 16384 in 0.12 - 0.19, all of them from 0.20 (no chunking). Up to 0.13
+    fused_experts_impl holds cache13 (max(N, K) = 2048) and cache2 (N / 2 = 768) per slot; from 0.14 the
+    modular TritonExperts' workspace holds max(N / 2, K) + max(N, K) = 2048 + 2048."""
     argv = "vllm serve m --max-model-len 40960 --max-num-seqs 4 --max-num-batched-tokens 40960"
     t = 40960
-    for version, m in (("0.11.0", 32768), ("0.13.0", 16384), ("0.20.0", 40960)):
+    for version, m, per_slot in (("0.11.0", 32768, 2048 + 768), ("0.13.0", 16384, 2048 + 768),
+                                 ("0.17.0", 16384, 2048 + 2048), ("0.20.0", 40960, 2048 + 2048)):
         _, p = run(argv, model=QWEN3_MOE, gpu=H100, version=version)
-        assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2, version
+        assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * per_slot * 2 + t * 128 * 2 * 2, version
+
 
 
 def test_before_0_8_the_w1_and_w2_outputs_had_buffers_of_their_own():

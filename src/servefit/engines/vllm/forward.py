@@ -34,12 +34,13 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     per chunk of M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE), cache13 of M x top_k x max(N, K) (the w1
     output, N = 2 x intermediate per rank, then the w2 output at the full hidden width K) and cache2 of
     M x top_k x N / 2; before cache13 (0.6.3, 0.6.6, 0.7.3 wheels) the w1 and w2 outputs had buffers of
-    their own, M x top_k x (N + N / 2 + K). 0.20's modular TritonExperts (workspace_shapes, no
-    chunking) would hold more, M x top_k x (max(N / 2, K) + max(N, K)), in a workspace kept from one
-    forward to the next
-    (v1/worker/workspace.py::WorkspaceManager); the one calibration log of a MoE model after 0.20
-    (0.26.1, Qwen3-Coder-30B-A3B at 2048 tokens: logged activation 0.23 GiB) fits the fused_experts_impl
-    sizes (0.224) and not the modular ones (0.263), so those are kept. Besides: the router logits, and a shared
+    their own, M x top_k x (N + N / 2 + K). From 0.14 an unquantized MoE runs the modular TritonExperts
+    instead (read in the 0.14.0, 0.15.0, 0.16.0, 0.17.0, 0.20.0 and 0.26.0 wheels), which hold
+    M x top_k x (max(N / 2, K) + max(N, K)) in a workspace kept from one forward to the next
+    (moe_workspace_bytes). Two calibration logs of Gemma 4 26B-A4B (0.19 and 0.20) fit it: their KV
+    memory was 0.17 and 0.69 GiB above the logged one, the workspace at 2048 and 8192 tokens. The 0.26.1
+    dev build's Qwen3-Coder-30B-A3B log at 2048 tokens gives 0.23 GiB of activation with its 0.15 GiB
+    CUDA-graph estimate in it, less than either sizing leaves room for (not explained). Besides: the router logits, and a shared
     expert's output (t x hidden) alive beside them (its own gate_up / act come before). The experts
     are sharded over TP x DP ranks (fused_moe/config.py::FusedMoEParallelConfig.make flattens TP
     across DP), or whole per rank with --enable-expert-parallel; with data parallelism every rank's
@@ -57,7 +58,10 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
     m = min(tokens, chunk) if chunk else tokens
     n = (2 if gated else 1) * inter  # the w1 output (relu2 experts: activation without a gate)
-    per_slot = max(n, h) + inter if r.version >= MOE_CACHE13_FROM else n + inter + h
+    if r.scheme is None and r.version >= MOE_WORKSPACE_FROM:  # the modular kernel's workspace (moe_workspace_bytes)
+        per_slot = max(n // 2 if gated else n, h) + max(n, h)
+    else:
+        per_slot = max(n, h) + inter if r.version >= MOE_CACHE13_FROM else n + inter + h
     routed = m * model.num_experts_per_tok * per_slot * db + tokens * model.num_experts * 2 * db
     if dp > 1:
         routed += 2 * tokens * h * db
@@ -66,6 +70,34 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
         routed = max(routed + t * h * db, (3 if gated else 2) * shared * t * db)
     mixed = model.first_k_dense_replace > 0 or model.moe_layer_step > 1
     return int(max(routed, dense) if mixed else routed)
+
+
+# From 0.14 an unquantized MoE runs through the modular kernel (unquantized_fused_moe_method.py:
+# FusedMoEModularKernel(MoEPrepareAndFinalizeNoEP(), TritonExperts(...)) in the 0.14.0 wheel, via
+# oracle/unquantized.py in 0.15 - 0.20; 0.13.0 still calls fused_experts), whose intermediates live in
+# v1/worker/workspace.py::WorkspaceManager: one buffer that only grows and is kept from one forward to
+# the next, so the largest dummy forward's workspace is still held while the dummy sampler runs.
+MOE_WORKSPACE_FROM = (0, 14, 0)
+
+
+def moe_workspace_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
+    """The modular Triton MoE workspace after a forward of t tokens, held through the sampler run
+    (MOE_WORKSPACE_FROM): modular_kernel.py::_allocate_buffers takes, through get_simultaneous, one
+    buffer of workspace13 (or the output, whichever is larger) and one of workspace2, as
+    fused_moe.py::TritonExperts.workspace_shapes sizes them for one chunk of M tokens:
+    M x top_k x max(N / 2, K) and M x top_k x max(N, K), N = 2 x intermediate per rank (gate and up),
+    K the hidden size, in the model's dtype. 0 before 0.14, for a dense model, and for quantized
+    experts (other expert kernels, not read here)."""
+    if not model.is_moe or r.scheme is not None or r.version < MOE_WORKSPACE_FROM:
+        return 0
+    h = model.hidden_size
+    inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else max(r.tp, 1) * max(r.dp, 1))
+    gated = is_gated_mlp(model) and model.model_type not in UNGATED_HYBRIDS
+    n = (2 if gated else 1) * inter
+    tokens = t * max(r.dp, 1)
+    chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
+    m = min(tokens, chunk) if chunk else tokens
+    return int(m * model.num_experts_per_tok * (max(n // 2 if gated else n, h) + max(n, h)) * db)
 
 
 def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
-from servefit.engines.vllm.forward import mlp_bytes, pooling_runner
+from servefit.engines.vllm.forward import mlp_bytes, moe_workspace_bytes, pooling_runner
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.weights import VOCAB_PAD
 from servefit.hardware.spec import GpuSpec
@@ -259,7 +259,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
                     flashinfer: bool | None = False) -> int:
     """Peak of profile_run on the rank that samples: a forward of max_num_batched_tokens (gated MLP
     or fused-MoE intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens)
-    requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run). V0 runs
+    requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run); from 0.14
+    an unquantized MoE's kernel workspace is still held while the sampler runs. V0 runs
     the same dummy sampling after the forward has freed its intermediates
     (model_runner.py::ModelRunner.execute_model: logits are gathered to the driver, the only rank
     that samples), so the same max applies; the other TP ranks peak at the forward. A Qwen-VL
@@ -284,6 +285,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     else:
         per_logit = SAMPLER_BYTES_PER_LOGIT
     sampler = int(reqs * padded_vocab * per_logit) if last_stage else 0
+    if sampler:  # an unquantized MoE's workspace outlives the forward (forward.py moe_workspace_bytes)
+        sampler += moe_workspace_bytes(model, r, t, db)
     lm = max(fwd, sampler)
     if not v1:
         return max(lm, enc.peak) if enc else lm
