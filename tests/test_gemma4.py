@@ -154,3 +154,26 @@ def test_e2b_gguf_by_name_under_llama_cpp():
     ev = evaluate(site, Target(gpu="L4", gpus=1))
     assert ev.model.name == "google/gemma-4-E2B-it"
     assert ev.plan.kv_bytes_per_token == 12 * 1024 + 3 * 2048
+
+
+def _vllm_weights(model: str) -> int:
+    site = site_from_argv(["vllm", "serve", model, "--max-model-len", "32768"])
+    return evaluate(site, Target(gpu="H200", gpus=1, engine_version="0.20.0")).plan.memory.weights
+
+
+def test_vllm_allocates_what_the_checkpoint_count_lacks(monkeypatch):
+    """gemma4.py (0.20.0 wheel): every layer's QKVParallelLinear has K and V slots (a k_eq_v full layer
+    loads K into both) and the KV-shared layers keep k/v and k_norm; the full layers' proportional RoPE
+    caches global_head_dim (512) values per position beside the sliding layers' 256."""
+    from servefit.engines.vllm import weights
+    from servefit.models.arch_gemma4 import vllm_unloaded_params
+
+    e4b, a4b = catalog.lookup("google/gemma-4-E4B"), catalog.lookup("google/gemma-4-26B-A4B")
+    shared_kv = sum(2 * 2560 * 2 * (512 if i % 6 == 5 else 256) + (512 if i % 6 == 5 else 256) for i in range(24, 42))
+    assert vllm_unloaded_params(e4b) == shared_kv == 55_055_616  # the raw total's surplus (test above)
+    assert vllm_unloaded_params(a4b) == 5 * 2816 * 2 * 512  # the V slot of the 5 full layers
+    with_extras = {m: _vllm_weights(m) for m in ("google/gemma-4-E4B-it", "google/gemma-4-26B-A4B-it")}
+    monkeypatch.setattr(weights, "is_gemma4", lambda s: False)
+    for m, positions, extra in (("google/gemma-4-E4B-it", 131072, shared_kv),
+                                ("google/gemma-4-26B-A4B-it", 262144, 5 * 2816 * 2 * 512)):
+        assert with_extras[m] - _vllm_weights(m) == positions * 512 * 2 + extra * 2, m

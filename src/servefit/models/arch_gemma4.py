@@ -63,6 +63,24 @@ def layer_attention(s: ModelSpec, i: int, kind: str) -> int:
     return n
 
 
+def vllm_unloaded_params(s: ModelSpec) -> int:
+    """Projection parameters vLLM allocates that the checkpoint count leaves out. gemma4.py
+    Gemma4Attention (read in the 0.20.0 wheel) builds every layer's QKVParallelLinear with K and V slots
+    of the layer's KV heads (a k_eq_v full layer loads its K weights into both), and the KV-shared
+    layers keep their k/v projections and k_norm (the checkpoint stores them; nothing runs them).
+    Gemma 4 only (model_type gemma4 / gemma4_text)."""
+    if s.model_type not in ("gemma4", "gemma4_text"):
+        return 0
+    n, first_shared = 0, s.num_hidden_layers - kv_shared(s)
+    for i, kind in enumerate(s.kinds()):
+        hd, kv = attention_shape(s, kind)
+        if i >= first_shared:
+            n += 2 * s.hidden_size * kv * hd + hd
+        elif kind == "full" and s.layout.get("attention_k_eq_v"):
+            n += s.hidden_size * kv * hd
+    return n
+
+
 def layer_mlp_width(s: ModelSpec, i: int) -> int:
     shared = i >= s.num_hidden_layers - kv_shared(s)
     return s.intermediate_size * (2 if s.layout.get("use_double_wide_mlp") and shared else 1)

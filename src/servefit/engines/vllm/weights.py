@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.params import param_groups
 from servefit.memory.weights import kept_params, weight_bytes
+from servefit.models.arch_gemma4 import is_gemma4, vllm_unloaded_params
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -62,6 +63,14 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     if rs.get("rope_type", rs.get("type")) in ("yarn", "deepseek_yarn") and model.original_max_position_embeddings:
         rope_len = int(model.original_max_position_embeddings * float(rs.get("factor", 1)))
     rotary = rope_len * (model.qk_rope_head_dim or model.head_dim) * db
+    unloaded = 0.0
+    if is_gemma4(model):
+        # gemma4.py: the full layers' get_rope(global_head_dim, ...) is a second cached embedding
+        # (rotary_embedding/gemma4_rope.py::Gemma4RotaryEmbedding keeps a cos/sin row of global_head_dim
+        # per position, the non-rotated dims as identity), and the projections the checkpoint count lacks
+        glob = int(model.layout.get("global_head_dim") or 0)
+        rotary += rope_len * glob * db if glob and glob != model.head_dim else 0
+        unloaded = vllm_unloaded_params(model) * db / max(model.num_hidden_layers, 1)
     tower_tp = 1
     if model.vision:  # a Qwen-VL tower is tensor-parallel like the LM (qwen2_5_vl.py: Column/RowParallelLinear)
         from servefit.engines.vllm import encoder
@@ -76,7 +85,7 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
             b += embed_b * scale / r.tp + g.other * db / tower_tp
         if stage == r.pp - 1:
             b += head_b * scale / r.tp
-        b += g.norms * db * n / max(len(per_layer), 1) + rotary
+        b += g.norms * db * n / max(len(per_layer), 1) + rotary + unloaded * n / r.tp
         if model.num_key_value_heads < r.tp and not model.is_mla:  # K/V projections replicated
             kvp = 2 * model.hidden_size * model.head_dim * db * n
             b += kvp * (1 - model.num_key_value_heads / r.tp)
