@@ -15,6 +15,7 @@ from servefit.engines.vllm.weights import mxfp4_padding
 from servefit.memory.params import param_groups
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models import catalog
+from servefit.models.arch_gemma4 import vllm_unloaded_params
 from servefit.models.spec import ModelSpec
 from servefit.pipeline import Target, evaluate, site_from_argv
 
@@ -68,6 +69,9 @@ def allowance(m: ModelSpec, tp: int) -> float:
     kv = 2 * m.hidden_size * m.head_dim * 2 * m.num_hidden_layers if m.num_key_value_heads < tp else 0
     pad = 2 * 64 * m.hidden_size * 2
     vision = 0 if encoder.sharded(m) else 2 * m.vision_params * (tp - 1)
+    if m.model_type in ("gemma4", "gemma4_text"):  # the full layers' RoPE cache and K/V slots (tests/test_gemma4.py)
+        rotary += m.max_position_embeddings * int(m.layout.get("global_head_dim") or 0) * 2
+        kv += vllm_unloaded_params(m) * 2 // tp
     return tp * (rotary + kv + pad) + vision
 
 

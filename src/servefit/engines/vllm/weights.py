@@ -64,7 +64,7 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
         rope_len = int(model.original_max_position_embeddings * float(rs.get("factor", 1)))
     rotary = rope_len * (model.qk_rope_head_dim or model.head_dim) * db
     unloaded = 0.0
-    if is_gemma4(model):
+    if is_gemma4(model) and model.model_type in ("gemma4", "gemma4_text"):  # gemma4.py (not the unified model)
         # gemma4.py: the full layers' get_rope(global_head_dim, ...) is a second cached embedding
         # (rotary_embedding/gemma4_rope.py::Gemma4RotaryEmbedding keeps a cos/sin row of global_head_dim
         # per position, the non-rotated dims as identity), and the projections the checkpoint count lacks
