@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from servefit.cli import main
-from servefit.engines.vllm.profile import non_torch_bytes, nvls_bytes
+from servefit.engines.vllm.non_torch import non_torch_bytes, nvls_bytes
 from servefit.hardware import resolve_gpu
 from servefit.memory.params import param_groups
 from servefit.memory.unquantized import kept_fractions, skip_list

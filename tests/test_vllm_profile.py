@@ -8,15 +8,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
 from servefit.engines.vllm.profile import (
-    CUDA_CONTEXT,
     FA3_MAX_SPLITS,
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
     NCCL_GRAPH_COLLECTIVE,
-    PCIE_NON_TORCH_GIB,
     SAMPLER_BYTES_PER_LOGIT,
-    non_torch_bytes,
 )
 from servefit.hardware.catalog import resolve_gpu
 
@@ -268,7 +266,7 @@ def test_model_runner_v2_graph_pool_by_hand():
 
 def test_total_consumed_from_027_counts_persistent_buffers():
     # 0.26.0's gpu_worker adds non_torch_increase; 0.27.1's charges total_consumed (mem_utils.py)
-    from servefit.engines.vllm.profile import CONSUMED_EXTRA
+    from servefit.engines.vllm.non_torch import CONSUMED_EXTRA
 
     a100 = resolve_gpu("A100-80GB")
     assert CONSUMED_EXTRA == int(0.17 * GiB)

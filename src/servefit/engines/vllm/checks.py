@@ -209,7 +209,7 @@ def fragmentation_headroom(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r:
 def cuda_graphs_outside_budget(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
                                plan: MemoryPlan) -> Finding | None:
     m = plan.memory
-    context = 0.30 * 2**30  # the CUDA context lives outside the budget too (profile.CUDA_CONTEXT)
+    context = 0.30 * 2**30  # the CUDA context lives outside the budget too (non_torch.CUDA_CONTEXT)
     if e.cudagraph_subtracted or not m.cuda_graphs or m.free_headroom - context >= 0:
         return None
     return finding("VLLM016", f"CUDA graphs (~{m.cuda_graphs / 2**30:.2f} GiB) are captured after the KV cache "

@@ -27,9 +27,9 @@ from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
+from servefit.engines.vllm.non_torch import CUDA_CONTEXT, non_torch_bytes
 from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
-    CUDA_CONTEXT,
     activation_peak,
     compile_cache_note,
     encoder_profile,
@@ -38,7 +38,6 @@ from servefit.engines.vllm.profile import (
     graph_memory,
     logged_activation,
     model_runner_v2,
-    non_torch_bytes,
 )
 from servefit.engines.vllm.weights import pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
