@@ -36,6 +36,10 @@ class LlamaCppAdapter(Adapter):
             out["kv_unified"] = False  # an explicit -np turns the automatic unified cache off
         return out, {}
     always = frozenset({"context", "parallel"})
+    # the file's context and slots as a point, and its own -c / -np / -kvu: a point that keeps them
+    # is the file's server (writes() leaves -c and -np alone), llama-server's automatic slots included
+    file_cells: tuple[int, int] | None = None
+    file_slots: dict[str, Any] = {}
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s, x = ev.config.settings, detail_of(ev.plan)
@@ -46,6 +50,8 @@ class LlamaCppAdapter(Adapter):
             # no -np: llama-server's automatic slots (4 since b6925) share one unified cache of -c cells,
             # which is one request of the whole context, not 4 x -c (`-c C x N -np N` is tune's point)
             par_cur = 1
+        self.file_cells = (ctx_cur, par_cur)
+        self.file_slots = {k: (s.get(k), k in ev.config.explicit) for k in ("ctx_size", "parallel", "kv_unified")}
         ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
         # a slot shorter than the file asks of a request (-n N lets one generate N tokens) stops it
         # early, and LCPP007 warns: where the slots hold it now, tune keeps them holding it
@@ -76,6 +82,17 @@ class LlamaCppAdapter(Adapter):
     def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
         ctx = applied.get("context")
         par = applied.get("parallel")
+        if (ctx, par) == self.file_cells:  # writes() changes neither -c nor -np: the file's slots stand
+            for k, (v, was_explicit) in self.file_slots.items():
+                if v is None:
+                    settings.pop(k, None)
+                else:
+                    settings[k] = v
+                (explicit.add if was_explicit else explicit.discard)(k)
+            explicit.discard("context")
+            if not self.file_slots["parallel"][1]:
+                explicit.discard("parallel")
+            return
         if par is not None and "kv_unified" not in explicit:
             settings["kv_unified"] = False  # an explicit --parallel turns the unified cache off
         if ctx is not None:
