@@ -286,7 +286,7 @@ def _literal_variables(launches: list[Launch], items: list[Word], fc: FileCtx) -
                     f"and args, not ${{VAR}}; write $({name})", span=tok.span))
 
 
-def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] | None = None) -> Vars:
+def container_env(y: Y, c: Node | None, cms: dict[str, dict[str, Token]], extra_env: list[Node] | None = None) -> Vars:
     env = Vars()
     for ef in y.seq(y.get(c, "envFrom")):
         cm = y.str(y.get(ef, "configMapRef", "name"))
@@ -313,7 +313,7 @@ def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] |
     return env
 
 
-def runtime_env(y: Y, c: Node | None, cms: ConfigMaps) -> tuple[list[str], bool]:
+def runtime_env(y: Y, c: Node | None, cms: dict[str, dict[str, Token]]) -> tuple[list[str], bool]:
     """(variables set when the pod starts from Secrets, fieldRefs or ConfigMaps not in this file,
     whether some variables come from such a source under names not known here: `envFrom`)."""
     names = []
