@@ -52,11 +52,14 @@ def helm_path() -> str | None:
 
 
 def find_charts(files: list[str]) -> list[str]:
-    """Chart directories (Chart.yaml with a templates/ directory, not a library chart) among the
-    linted files; a subchart under another chart's charts/ is rendered with its parent, not alone."""
+    """Chart directories (Chart.yaml with a templates/ directory or dependencies, not a library
+    chart) among the linted files; a subchart (under another chart's charts/, or a folder another
+    chart takes as `repository: file://...`) is rendered with its parent, not alone."""
     dirs = sorted({os.path.dirname(f) or "." for f in files if os.path.basename(f) == CHART_FILE})
-    dirs = [d for d in dirs if os.path.isdir(os.path.join(d, "templates")) and not _library(d)]
-    return [d for d in dirs if not any(d.startswith(os.path.join(p, "charts") + os.sep) for p in dirs)]
+    dirs = [d for d in dirs if (os.path.isdir(os.path.join(d, "templates")) or _dependencies(d)) and not _library(d)]
+    taken = {os.path.normpath(sub) for p in dirs for sub in absent_dependencies(p)[1].values()}
+    return [d for d in dirs if not any(d.startswith(os.path.join(p, "charts") + os.sep) for p in dirs)
+            and os.path.normpath(d) not in taken]
 
 
 def _library(chart: str) -> bool:
