@@ -286,11 +286,25 @@ class Mapper:
         self.notes[(span.file, span.start, span.end)] = note
         return span
 
+    def _value_span(self, tok: Token) -> Span | None:
+        """Where the value of a `--flag={{ .Values.x }}` word is written: the values line, when the
+        value (not the flag) came from one; the word itself maps to the template's literal."""
+        s = tok.span
+        k = tok.text.find("=") + 1
+        if s is None or s.file != self.virtual or not tok.text.startswith("-") or k <= 1 or k >= len(tok.text) \
+                or s.line != s.end_line or s.end - s.start != len(tok.text):
+            return tok.value_span
+        at = self.span(Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
+        tpl = self.span(s)
+        return at if at.file not in (tpl.file, self.virtual) else tok.value_span
+
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, Span):
             return self.span(obj) if obj.file == self.virtual else obj
         if isinstance(obj, Token):
-            return Token(obj.text, self._walk(obj.span)) if obj.span is not None else obj
+            if obj.span is None:
+                return obj
+            return Token(obj.text, self._walk(obj.span), self._value_span(obj))
         if isinstance(obj, GpuHint):
             return dataclasses.replace(obj, span=self._walk(obj.span)) if obj.span is not None else obj
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # Workload, Exposure, ...
