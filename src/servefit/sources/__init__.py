@@ -303,7 +303,8 @@ def shown_var(var: str) -> str:
 def where_set(site: LaunchSite, var: str) -> str | None:
     """Where a variable the file names but gives no value gets one: a k8s container's env entry
     filled from a fieldRef, Secret or ConfigMap when the pod starts, a compose service's
-    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script; None
+    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script, the pod's
+    HOSTNAME; None
     where the file does not name it."""
     name = var.strip("${}")
     if site.workload.runtime == "slurm":
@@ -311,6 +312,8 @@ def where_set(site: LaunchSite, var: str) -> str | None:
 
         if name in TASK_VARIABLES:
             return "is set by Slurm for each task"
+    if name == "HOSTNAME" and site.workload.kind:
+        return "is the pod's name, set by Kubernetes (a StatefulSet's pods end in their ordinal)"
     if name not in site.workload.runtime_env:
         return None
     if site.workload.kind:
