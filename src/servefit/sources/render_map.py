@@ -125,6 +125,10 @@ class Mapper:
         for f in dataclasses.fields(site):
             setattr(site, f.name, self._walk(getattr(site, f.name)))
         spans = [t.span for t in site.argv if t.span is not None]
+        img = site.image_span
+        if not spans and img is not None and img.file != self.virtual and \
+                (self.fallback is None or img.file != self.fallback[0]):
+            spans = [img]  # a server its image starts (ollama/ollama): where the image is written
         first = next((s for s in spans if tpl is not None and s.file == tpl.path), spans[0] if spans else None)
         if first is not None:
             site.file, site.line = first.file, first.line
