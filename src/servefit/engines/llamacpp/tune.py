@@ -64,6 +64,12 @@ class LlamaCppAdapter(Adapter):
         fa_cur = str(s.get("flash_attn") or "auto")
         ub_cur = int(s.get("ubatch_size") or 512)
         ngl_cur = s.get("n_gpu_layers")
+        ngls: tuple[Any, ...] = (ngl_cur,)
+        if isinstance(ngl_cur, int) and 0 <= ngl_cur < x.n_layers_total and not needs.allow_offload:
+            # -ngl below the model's layers keeps them on the CPU, which tune does not count as serving
+            # (started()): every layer on the GPU is tried, written as the usual -ngl 99 (llama.cpp
+            # offloads min(-ngl, n_layer + 1) layers: llama-model.cpp load_tensors)
+            ngls = (ngl_cur, max(99, x.n_layers_total))
         return [
             Dim("context", ctxs, ctx_cur),
             Dim("parallel", ladder(slots, par_cur), par_cur),
@@ -72,7 +78,7 @@ class LlamaCppAdapter(Adapter):
             Dim("flash_attn", ladder(("on",) if len(kvs) > 1 else (), fa_cur), fa_cur),
             Dim("ubatch_size", ladder([u for u in knobs.get("ubatch_size", (256, 512)) if u <= ub_cur], ub_cur),
                 ub_cur),
-            Dim("n_gpu_layers", (ngl_cur,), ngl_cur),
+            Dim("n_gpu_layers", ngls, ngl_cur),
         ]
 
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
