@@ -236,6 +236,13 @@ def _yaml(fc: Any, result: ScanResult) -> None:
         if d in k8s_docs or not isinstance(d, MappingNode):
             continue
         keys = set(y.map(d))
+        from servefit.sources import workflow
+
+        before = len(fc.sites)
+        if "jobs" in keys and workflow.is_workflow(y, d):
+            workflow.scan(y, d, fc)
+            if len(fc.sites) > before:
+                continue  # a workflow whose steps start no server is read as before (a job's container image)
         if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
             from servefit.sources import compose
 
@@ -312,6 +319,8 @@ def where_set(site: LaunchSite, var: str) -> str | None:
 
         if name in TASK_VARIABLES:
             return "is set by Slurm for each task"
+    if site.workload.runtime == "github-actions" and name.startswith("GH_"):
+        return "is a ${{ }} expression GitHub Actions fills in when the job runs"
     if name == "HOSTNAME" and site.workload.kind:
         return "is the pod's name, set by Kubernetes (a StatefulSet's pods end in their ordinal)"
     if name not in site.workload.runtime_env:
