@@ -60,6 +60,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "script"
     if low.endswith(".tf"):
         return "terraform"
+    if base in ("Makefile", "makefile", "GNUmakefile") or low.endswith(".mk"):
+        return "make"
     if low.endswith(".service") or (low.endswith(".conf") and os.path.dirname(path).endswith(".service.d")):
         return "systemd"
     if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
@@ -204,6 +206,10 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         from servefit.sources import terraform
 
         terraform.scan(fc)
+    elif kind == "make":
+        from servefit.sources import makefile
+
+        makefile.scan(fc)
     else:
         _yaml(fc, result)
 
