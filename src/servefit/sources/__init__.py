@@ -5,8 +5,8 @@
 whose name no wrapper reads is not opened, and a file that mentions no engine (the engines'
 `markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
-llama-swap), helm (values files), compose, dockerfile, script, systemd, skypilot, llamaswap,
-and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+llama-swap), helm (values files), compose, dockerfile, script, makefile (recipes), workflow
+(GitHub Actions `run:` steps), systemd, skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
 (vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
