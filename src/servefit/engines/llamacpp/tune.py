@@ -22,6 +22,13 @@ def split_warning(plan: MemoryPlan) -> bool:
     return any(f.code == "LCPP007" and f.severity == "warning" for f in plan.findings)
 
 
+def past_training(plan: MemoryPlan) -> bool:
+    """LCPP011 as a warning: a slot holds more than the model was trained for (llama-context.cpp
+    "n_ctx_seq > n_ctx_train -- possible training context overflow"); lint warns, so tune does not
+    count it as serving."""
+    return any(f.code == "LCPP011" and f.severity == "warning" for f in plan.findings)
+
+
 class LlamaCppAdapter(Adapter):
     engine = "llamacpp"
     slot_users = True
@@ -151,10 +158,13 @@ class LlamaCppAdapter(Adapter):
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         x = detail_of(plan)
         on_gpu = x.n_gpu_layers_offloaded >= x.n_layers_total
-        return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan)
+        return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan) \
+            and not past_training(plan)
 
     def too_short(self, plan: MemoryPlan) -> bool:
         return self.slots_hold and split_warning(plan)
 
     def shortfall(self, plan: MemoryPlan) -> str:
-        return "slots_too_short" if self.too_short(plan) else self.short_of_started
+        if self.too_short(plan):
+            return "slots_too_short"
+        return "context_past_training" if past_training(plan) else self.short_of_started
