@@ -43,6 +43,8 @@ class Token:
 
     text: str
     span: Span | None = None
+    # a `--flag=value` word whose value is written elsewhere (a chart's values line): where
+    value_span: Span | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

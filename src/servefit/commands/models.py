@@ -111,7 +111,8 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         where = _where(rep) if places[_where(rep)] == 1 else f"{_where(rep)} ({one_line(rep.site.name)})"
         head = f"{where}  {r['engine']}  {r['ref'] or '(none)'}"
         if not r["ref"]:
-            print(f"{head}  -> no model named here (the server loads models on request)")
+            why = r["error"] or "the server loads models on request"
+            print(f"{head}  -> no model named here ({why})" if "on request" in why else f"{head}  -> not resolved: {why}")
             continue
         if r["error"]:
             print(f"{head}  -> not resolved: {r['error']}")

@@ -120,7 +120,10 @@ def _is_flag(text: str) -> bool:
 
 
 def _span_after(tok: Token, offset: int) -> Span | None:
-    """The part of a `--flag=value` token after `offset` characters."""
+    """The part of a `--flag=value` token after `offset` characters (the values line a chart's
+    `--flag={{ .Values.x }}` took it from, where the render traced it)."""
+    if tok.value_span is not None and offset == tok.text.find("=") + 1:
+        return tok.value_span
     s = tok.span
     if s is None:
         return None

@@ -4,6 +4,8 @@
   `tp_size × pp_size`) larger than the GPUs the file requests.
 - SF102 shm-too-small: tensor/pipeline parallelism over NCCL with the container's default
   64 MiB /dev/shm (the wrapper sets `site.workload.shm`: True, False, or None when unknown).
+- SF118 cuda-visible-devices-invalid: an entry CUDA does not read as a GPU (`all`) hides it and
+  every later one.
 
 Each takes the site, the engine's parsed settings (or None without a plugin) and returns
 findings; the docs live in data/rules/sources.yaml.
@@ -11,6 +13,7 @@ findings; the docs live in data/rules/sources.yaml.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Span
@@ -73,7 +76,7 @@ def parallel(site: LaunchSite, cfg: EngineConfig | None) -> tuple[int, int, Span
 
 @rule("SF101", "SF102")
 def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
-    out: list[Finding] = []
+    out: list[Finding] = visible_devices(site)
     tp, pp, span = parallel(site, cfg)
     world = tp * pp
     gpu = site.gpu
@@ -93,6 +96,30 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
                                     f"{'Raise the sizeLimit (e.g. 16Gi).' if site.workload.shm_limit else _fix(site)}",
                            span=span, site=site.name))
     return out
+
+
+_GPU_ID = re.compile(r"^(\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
+
+
+@rule("SF118")
+def visible_devices(site: LaunchSite) -> list[Finding]:
+    """SF118. CUDA reads CUDA_VISIBLE_DEVICES up to its first entry that is no index, GPU- UUID or
+    MIG- instance (CUDA Programming Guide, environment variables: "If an invalid index is
+    encountered, only devices with indices that appear before the invalid index in the list are
+    visible"). An empty value or a negative index hides the GPUs on purpose and is left alone."""
+    tok = site.env.get("CUDA_VISIBLE_DEVICES")
+    if tok is None or "$" in tok.text:
+        return []
+    entries = [e.strip() for e in tok.text.split(",")]
+    bad = next((i for i, e in enumerate(entries) if not _GPU_ID.match(e)), None)
+    if bad is None or not entries[bad] or entries[bad].startswith("-"):
+        return []
+    seen = ", ".join(entries[:bad])
+    left = f"only {seen} stays visible" if seen else "the server sees no GPU"
+    return [finding("SF118", f"CUDA_VISIBLE_DEVICES={tok.text}: CUDA reads no GPU from {entries[bad]!r} and stops there, so "
+                             f"{left}{'' if seen else ' (vLLM, SGLang and TGI fail at start; Ollama and llama.cpp run on the CPU)'}"
+                             f"{'; all is a value of NVIDIA_VISIBLE_DEVICES' if entries[bad].lower() == 'all' else ''}",
+                    span=tok.span, site=site.name, setting="CUDA_VISIBLE_DEVICES")]
 
 
 def _over_hosts(site: LaunchSite, cfg: EngineConfig | None, world: int, count: int) -> bool:

@@ -89,8 +89,9 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
     sref = server_ref(cfg, ctx)
     ref = sref.ref if sref is not None else ""
     out = Resolution(ref)
-    if not ref:
-        out.error = "no model named: the server loads models on request"
+    if not ref:  # as lint says it: only an engine that loads what requests name runs without one
+        out.error = ("the server loads models on request" if getattr(engine, "models_on_request", False)
+                     else "no model given in the command (pass --model REF)")
         return out
     if "$" in ref:  # as estimate says it (sources/assemble.py), not "cannot tell which model this GGUF is"
         out.error = (f"the model is a variable ({ref}): its value is not known here (add "

@@ -5,8 +5,8 @@
 whose name no wrapper reads is not opened, and a file that mentions no engine (the engines'
 `markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
-llama-swap), helm (values files), compose, dockerfile, script, systemd, skypilot, llamaswap,
-and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+llama-swap), helm (values files), compose, dockerfile, script, makefile (recipes), workflow
+(GitHub Actions `run:` steps), systemd, skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
 (vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
@@ -60,6 +60,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "script"
     if low.endswith(".tf"):
         return "terraform"
+    if base in ("Makefile", "makefile", "GNUmakefile") or low.endswith(".mk"):
+        return "make"
     if low.endswith(".service") or (low.endswith(".conf") and os.path.dirname(path).endswith(".service.d")):
         return "systemd"
     if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
@@ -204,6 +206,10 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         from servefit.sources import terraform
 
         terraform.scan(fc)
+    elif kind == "make":
+        from servefit.sources import makefile
+
+        makefile.scan(fc)
     else:
         _yaml(fc, result)
 
@@ -236,6 +242,13 @@ def _yaml(fc: Any, result: ScanResult) -> None:
         if d in k8s_docs or not isinstance(d, MappingNode):
             continue
         keys = set(y.map(d))
+        from servefit.sources import workflow
+
+        before = len(fc.sites)
+        if "jobs" in keys and workflow.is_workflow(y, d):
+            workflow.scan(y, d, fc)
+            if len(fc.sites) > before:
+                continue  # a workflow whose steps start no server is read as before (a job's container image)
         if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
             from servefit.sources import compose
 
@@ -303,7 +316,8 @@ def shown_var(var: str) -> str:
 def where_set(site: LaunchSite, var: str) -> str | None:
     """Where a variable the file names but gives no value gets one: a k8s container's env entry
     filled from a fieldRef, Secret or ConfigMap when the pod starts, a compose service's
-    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script; None
+    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script, the pod's
+    HOSTNAME; None
     where the file does not name it."""
     name = var.strip("${}")
     if site.workload.runtime == "slurm":
@@ -311,6 +325,10 @@ def where_set(site: LaunchSite, var: str) -> str | None:
 
         if name in TASK_VARIABLES:
             return "is set by Slurm for each task"
+    if site.workload.runtime == "github-actions" and name.startswith("GH_"):
+        return "is a ${{ }} expression GitHub Actions fills in when the job runs"
+    if name == "HOSTNAME" and site.workload.kind:
+        return "is the pod's name, set by Kubernetes (a StatefulSet's pods end in their ordinal)"
     if name not in site.workload.runtime_env:
         return None
     if site.workload.kind:

@@ -23,6 +23,7 @@ from servefit.core import GpuHint, LaunchSite, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
+from servefit.sources.k8s_scripts import ConfigMaps, mounted_files, run_script, script_of
 from servefit.sources.launch import Launch, container, from_words
 from servefit.sources.ports import Exposure, port_list
 from servefit.sources.ports import add as add_exposure
@@ -44,15 +45,16 @@ POD_PATHS: dict[str, tuple[str, ...]] = {
 # runtime kinds of two operators: KServe's keep `spec.containers`; OME's (ome.io) keep a `runner`
 # container in `spec.engineConfig` / `decoderConfig` / `routerConfig`, read as custom resources
 RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
-ConfigMaps = dict[str, dict[str, Token]]
 
 
 def scan(y: Y, docs: list[Node], fc: FileCtx) -> None:
-    cms: ConfigMaps = {}
+    cms = ConfigMaps()
     for doc in docs:
         if y.str(y.get(doc, "kind")) == "ConfigMap":
+            name = y.str(y.get(doc, "metadata", "name")) or ""
             data = {k: t for k, _, v in y.items(y.get(doc, "data")) if (t := y.tok(v)) is not None}
-            cms[y.str(y.get(doc, "metadata", "name")) or ""] = data
+            cms[name] = data
+            cms.srcs.update({(name, k): y.scalar_src(v) for k, _, v in y.items(y.get(doc, "data")) if k in data})
     # a ServingRuntime an InferenceService of this file uses is read with that service
     used = {y.str(y.get(d, "spec", "predictor", "model", "runtime")) for d in docs
             if y.str(y.get(d, "kind")) == "InferenceService"}
@@ -284,7 +286,7 @@ def _literal_variables(launches: list[Launch], items: list[Word], fc: FileCtx) -
                     f"and args, not ${{VAR}}; write $({name})", span=tok.span))
 
 
-def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] | None = None) -> Vars:
+def container_env(y: Y, c: Node | None, cms: dict[str, dict[str, Token]], extra_env: list[Node] | None = None) -> Vars:
     env = Vars()
     for ef in y.seq(y.get(c, "envFrom")):
         cm = y.str(y.get(ef, "configMapRef", "name"))
@@ -311,7 +313,7 @@ def container_env(y: Y, c: Node | None, cms: ConfigMaps, extra_env: list[Node] |
     return env
 
 
-def runtime_env(y: Y, c: Node | None, cms: ConfigMaps) -> tuple[list[str], bool]:
+def runtime_env(y: Y, c: Node | None, cms: dict[str, dict[str, Token]]) -> tuple[list[str], bool]:
     """(variables set when the pod starts from Secrets, fieldRefs or ConfigMaps not in this file,
     whether some variables come from such a source under names not known here: `envFrom`)."""
     names = []
@@ -337,7 +339,7 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
     host_net = y.tok(y.get(pod, "hostNetwork"))
     for c in y.seq(y.get(pod, "containers")):
         before = len(fc.sites)
-        one_container(y, c, fc, cms, label, kind, names, host_ipc, mem_vols, group)
+        one_container(y, c, fc, cms, label, kind, names, host_ipc, mem_vols, group, pod=pod)
         for site in fc.sites[before:]:
             if host_net is not None and host_net.text.lower() == "true":
                 add_exposure(site, Exposure("hostNetwork: true (the pod listens on the node's interfaces)",
@@ -377,7 +379,8 @@ def set_shm(y: Y, c: Node, launches: list[Launch], host_ipc: bool, mem_vols: dic
 
 def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind: str, names: list[NameHint],
                   host_ipc: bool, mem_vols: dict[str | None, str | None], group: tuple[int, str] | None = None,
-                  args_prefix: list[Node] | None = None, more: Node | None = None) -> list[Launch]:
+                  args_prefix: list[Node] | None = None, more: Node | None = None,
+                  pod: Node | None = None) -> list[Launch]:
     """One container (with `more`, a KServe predictor model merged over its runtime's container)."""
     env = container_env(y, c, cms, y.seq(y.get(more, "env")) if more is not None else None)
     image = y.tok(y.get(c, "image"))
@@ -386,7 +389,11 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
     if more is not None:
         args = (args or []) + (item_words(y, y.get(more, "args"), env) or []) or None
     ctx = fc.ctx()
-    launches = container(image, cmd, args, ctx, env)
+    script = script_of(cmd, mounted_files(y, pod, c), cms) if pod is not None else None
+    if script is None:
+        launches = container(image, cmd, args, ctx, env)
+    else:
+        launches = run_script(image, script, (cmd or []) + (args or []), y.str(y.get(c, "name")), ctx, env)
     if not launches:
         return []
     _literal_variables(launches, (cmd or []) + (args or []), fc)

@@ -52,11 +52,14 @@ def helm_path() -> str | None:
 
 
 def find_charts(files: list[str]) -> list[str]:
-    """Chart directories (Chart.yaml with a templates/ directory, not a library chart) among the
-    linted files; a subchart under another chart's charts/ is rendered with its parent, not alone."""
+    """Chart directories (Chart.yaml with a templates/ directory or dependencies, not a library
+    chart) among the linted files; a subchart (under another chart's charts/, or a folder another
+    chart takes as `repository: file://...`) is rendered with its parent, not alone."""
     dirs = sorted({os.path.dirname(f) or "." for f in files if os.path.basename(f) == CHART_FILE})
-    dirs = [d for d in dirs if os.path.isdir(os.path.join(d, "templates")) and not _library(d)]
-    return [d for d in dirs if not any(d.startswith(os.path.join(p, "charts") + os.sep) for p in dirs)]
+    dirs = [d for d in dirs if (os.path.isdir(os.path.join(d, "templates")) or _dependencies(d)) and not _library(d)]
+    taken = {os.path.normpath(sub) for p in dirs for sub in absent_dependencies(p)[1].values()}
+    return [d for d in dirs if not any(d.startswith(os.path.join(p, "charts") + os.sep) for p in dirs)
+            and os.path.normpath(d) not in taken]
 
 
 def _library(chart: str) -> bool:
@@ -290,11 +293,34 @@ def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str,
         site.workload.rendered = how
         site.workload.render_own = list(own or [])
         out.sites.append(site)
+    _source_directives(result.sites)
     for f in result.findings:
         if f.span is not None:
             f.span = mapper.span(f.span)
         out.findings.append(f)
     out.notes.update(mapper.notes)
+
+
+def _source_directives(sites: list[Any]) -> None:
+    """`# servefit:` directives written in the file a rendered server maps back to: kustomize
+    drops comments, so a directive above an image-started Ollama server was lost in the build."""
+    from servefit.safe_io import read_text
+    from servefit.sources.hints import directives, for_line
+    from servefit.sources.text import LineIndex
+
+    by_file: dict[str, list[Any]] = {}
+    for site in sites:
+        if not site.directives and os.path.isfile(site.file):
+            by_file.setdefault(site.file, []).append(site)
+    for path, group in by_file.items():
+        try:
+            text = read_text(path, 8 << 20)
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = directives(text, LineIndex(text, path).span) if "servefit:" in text else []
+        lines = sorted({s.line for s in group})
+        for site in group if found else ():
+            site.directives = for_line(found, site.line, lines)
 
 
 def _mentions_engine(path: str) -> bool:

@@ -61,6 +61,8 @@ class Mapper:
         self.li = LineIndex(rendered, "")
         self.values = [_Values(v) for v in values]
         self.templates: dict[str, _Template | None] = {}
+        self.chains: dict[str, list[tuple[str, str]]] = {}  # a subchart's Source -> (name, folder) from the umbrella
+        self._own: dict[str, list[_Values]] = {}  # a subchart folder's own values files
         self.notes: dict[tuple[str, int, int], str] = {}
         self._matched: dict[int, tuple[_Template, _Line, re.Match[str], int] | None] = {}
         self._sections = [(m.start(), m.group(1).strip()) for m in _SOURCE.finditer(rendered)]
@@ -90,7 +92,7 @@ class Mapper:
                     return tpl_.li.span(off, off + min(span.end - span.start, ge - rel))
                 ref = _VALUES_REF.findall(action)
                 if _PLAIN.match(action):
-                    hit_v = self._by_path(ref[0].lstrip(".").split("."))
+                    hit_v = self._by_path(ref[0].lstrip(".").split("."), section)
                     if hit_v is not None:
                         return hit_v
                 else:  # a range variable, a helper: the value is traced when one values line holds it
@@ -123,6 +125,10 @@ class Mapper:
         for f in dataclasses.fields(site):
             setattr(site, f.name, self._walk(getattr(site, f.name)))
         spans = [t.span for t in site.argv if t.span is not None]
+        img = site.image_span
+        if not spans and img is not None and img.file != self.virtual and \
+                (self.fallback is None or img.file != self.fallback[0]):
+            spans = [img]  # a server its image starts (ollama/ollama): where the image is written
         first = next((s for s in spans if tpl is not None and s.file == tpl.path), spans[0] if spans else None)
         if first is not None:
             site.file, site.line = first.file, first.line
@@ -186,8 +192,7 @@ class Mapper:
     def _template(self, source: str) -> _Template | None:
         if source in self.templates:
             return self.templates[source]
-        parts = source.split("/")
-        path = os.path.join(self.chart, *parts[1:]) if len(parts) > 1 else ""
+        path = self._source_path(source.split("/"))
         tpl = None
         if path and os.path.isfile(path):
             from servefit.safe_io import read_text
@@ -200,6 +205,25 @@ class Mapper:
             tpl = _Template(path, LineIndex(text, path), _patterns(text))
         self.templates[source] = tpl
         return tpl
+
+    def _source_path(self, parts: list[str]) -> str:
+        """The file a `# Source:` path names: `<chart>/charts/<sub>/...` is a subchart, which a
+        `repository: file://...` dependency keeps in a folder of the repository, not in charts/."""
+        from servefit.sources.render import absent_dependencies
+
+        chart = self.chart
+        rest = parts[1:]
+        chain: list[tuple[str, str]] = []
+        for _ in range(4):  # umbrella -> subchart -> its own subchart
+            if len(rest) < 3 or rest[0] != "charts" or os.path.isdir(os.path.join(chart, "charts", rest[1])):
+                break
+            folder = absent_dependencies(chart)[1].get(rest[1])
+            if folder is None:
+                break
+            chain.append((rest[1], folder))
+            chart, rest = folder, rest[2:]
+        self.chains["/".join(parts)] = chain
+        return os.path.join(chart, *rest) if rest else ""
 
     def _section(self, off: int) -> str | None:
         current = None
@@ -229,8 +253,19 @@ class Mapper:
                 return v, node
         return None
 
-    def _by_path(self, path: list[str]) -> Span | None:
-        hit = self._node(path)
+    def _by_path(self, path: list[str], section: str | None = None) -> Span | None:
+        """The values line a `.Values.a.b` sets: a subchart's template reads the umbrella's values
+        under the subchart's name (`vllm.a.b`), else the subchart's own values.yaml."""
+        chain = self.chains.get(section or "", [])
+        names = [n for n, _ in chain]
+        hit = self._node(names + path)
+        for k, (_, folder) in enumerate(chain):
+            if hit is not None:
+                break
+            own = self._own.get(folder)
+            if own is None:
+                own = self._own[folder] = [_Values(p) for p in _own_values(folder)]
+            hit = next(((v, n) for v in own if (n := v.get(names[k + 1:] + path)) is not None), None)
         if hit is None:
             return None
         v, node = hit
@@ -255,11 +290,25 @@ class Mapper:
         self.notes[(span.file, span.start, span.end)] = note
         return span
 
+    def _value_span(self, tok: Token) -> Span | None:
+        """Where the value of a `--flag={{ .Values.x }}` word is written: the values line, when the
+        value (not the flag) came from one; the word itself maps to the template's literal."""
+        s = tok.span
+        k = tok.text.find("=") + 1
+        if s is None or s.file != self.virtual or not tok.text.startswith("-") or k <= 1 or k >= len(tok.text) \
+                or s.line != s.end_line or s.end - s.start != len(tok.text):
+            return tok.value_span
+        at = self.span(Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
+        tpl = self.span(s)
+        return at if at.file not in (tpl.file, self.virtual) else tok.value_span
+
     def _walk(self, obj: Any) -> Any:
         if isinstance(obj, Span):
             return self.span(obj) if obj.file == self.virtual else obj
         if isinstance(obj, Token):
-            return Token(obj.text, self._walk(obj.span)) if obj.span is not None else obj
+            if obj.span is None:
+                return obj
+            return Token(obj.text, self._walk(obj.span), self._value_span(obj))
         if isinstance(obj, GpuHint):
             return dataclasses.replace(obj, span=self._walk(obj.span)) if obj.span is not None else obj
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # Workload, Exposure, ...
@@ -304,6 +353,10 @@ def _patterns(text: str) -> list[_Line]:
             regex += "(" + re.escape(stripped[pos:]) + ")"
         out.append(_Line(idx, a + (len(raw) - len(raw.lstrip())), re.compile(regex), parts))
     return out
+
+
+def _own_values(folder: str) -> list[str]:
+    return [os.path.join(folder, n) for n in ("values.yaml", "values.yml") if os.path.isfile(os.path.join(folder, n))]
 
 
 class _Values:

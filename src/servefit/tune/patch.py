@@ -283,8 +283,11 @@ class Patcher(YamlPlacement):
                     p.applicability = DISPLAY
                 return
             if occ.inline:
-                flag_text = occ.flag.text.partition("=")[0]
-                if self.exact(occ.flag):
+                flag_text, _, value = occ.flag.text.partition("=")
+                at = Token(value, occ.flag.value_span) if occ.flag.value_span is not None else None
+                if at is not None and self.exact(at):  # a chart's `--flag={{ .Values.x }}`: the values line
+                    self.replace(p, at, fmt(new))
+                elif self.exact(occ.flag):
                     self.replace(p, occ.flag, fmt(new), offset=len(flag_text) + 1)
                 else:
                     p.applicability = DISPLAY

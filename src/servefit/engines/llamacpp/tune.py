@@ -22,6 +22,13 @@ def split_warning(plan: MemoryPlan) -> bool:
     return any(f.code == "LCPP007" and f.severity == "warning" for f in plan.findings)
 
 
+def past_training(plan: MemoryPlan) -> bool:
+    """LCPP011 as a warning: a slot holds more than the model was trained for (llama-context.cpp
+    "n_ctx_seq > n_ctx_train -- possible training context overflow"); lint warns, so tune does not
+    count it as serving."""
+    return any(f.code == "LCPP011" and f.severity == "warning" for f in plan.findings)
+
+
 class LlamaCppAdapter(Adapter):
     engine = "llamacpp"
     slot_users = True
@@ -36,6 +43,10 @@ class LlamaCppAdapter(Adapter):
             out["kv_unified"] = False  # an explicit -np turns the automatic unified cache off
         return out, {}
     always = frozenset({"context", "parallel"})
+    # the file's context and slots as a point, and its own -c / -np / -kvu: a point that keeps them
+    # is the file's server (writes() leaves -c and -np alone), llama-server's automatic slots included
+    file_cells: tuple[int, int] | None = None
+    file_slots: dict[str, Any] = {}
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s, x = ev.config.settings, detail_of(ev.plan)
@@ -46,6 +57,8 @@ class LlamaCppAdapter(Adapter):
             # no -np: llama-server's automatic slots (4 since b6925) share one unified cache of -c cells,
             # which is one request of the whole context, not 4 x -c (`-c C x N -np N` is tune's point)
             par_cur = 1
+        self.file_cells = (ctx_cur, par_cur)
+        self.file_slots = {k: (s.get(k), k in ev.config.explicit) for k in ("ctx_size", "parallel", "kv_unified")}
         ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
         # a slot shorter than the file asks of a request (-n N lets one generate N tokens) stops it
         # early, and LCPP007 warns: where the slots hold it now, tune keeps them holding it
@@ -58,6 +71,12 @@ class LlamaCppAdapter(Adapter):
         fa_cur = str(s.get("flash_attn") or "auto")
         ub_cur = int(s.get("ubatch_size") or 512)
         ngl_cur = s.get("n_gpu_layers")
+        ngls: tuple[Any, ...] = (ngl_cur,)
+        if isinstance(ngl_cur, int) and 0 <= ngl_cur < x.n_layers_total and not needs.allow_offload:
+            # -ngl below the model's layers keeps them on the CPU, which tune does not count as serving
+            # (started()): every layer on the GPU is tried, written as the usual -ngl 99 (llama.cpp
+            # offloads min(-ngl, n_layer + 1) layers: llama-model.cpp load_tensors)
+            ngls = (ngl_cur, max(99, x.n_layers_total))
         return [
             Dim("context", ctxs, ctx_cur),
             Dim("parallel", ladder(slots, par_cur), par_cur),
@@ -66,7 +85,7 @@ class LlamaCppAdapter(Adapter):
             Dim("flash_attn", ladder(("on",) if len(kvs) > 1 else (), fa_cur), fa_cur),
             Dim("ubatch_size", ladder([u for u in knobs.get("ubatch_size", (256, 512)) if u <= ub_cur], ub_cur),
                 ub_cur),
-            Dim("n_gpu_layers", (ngl_cur,), ngl_cur),
+            Dim("n_gpu_layers", ngls, ngl_cur),
         ]
 
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
@@ -76,6 +95,17 @@ class LlamaCppAdapter(Adapter):
     def finish(self, settings: dict[str, Any], explicit: set[str], applied: dict[str, Any]) -> None:
         ctx = applied.get("context")
         par = applied.get("parallel")
+        if (ctx, par) == self.file_cells:  # writes() changes neither -c nor -np: the file's slots stand
+            for k, (v, was_explicit) in self.file_slots.items():
+                if v is None:
+                    settings.pop(k, None)
+                else:
+                    settings[k] = v
+                (explicit.add if was_explicit else explicit.discard)(k)
+            explicit.discard("context")
+            if not self.file_slots["parallel"][1]:
+                explicit.discard("parallel")
+            return
         if par is not None and "kv_unified" not in explicit:
             settings["kv_unified"] = False  # an explicit --parallel turns the unified cache off
         if ctx is not None:
@@ -128,10 +158,13 @@ class LlamaCppAdapter(Adapter):
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         x = detail_of(plan)
         on_gpu = x.n_gpu_layers_offloaded >= x.n_layers_total
-        return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan)
+        return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan) \
+            and not past_training(plan)
 
     def too_short(self, plan: MemoryPlan) -> bool:
         return self.slots_hold and split_warning(plan)
 
     def shortfall(self, plan: MemoryPlan) -> str:
-        return "slots_too_short" if self.too_short(plan) else self.short_of_started
+        if self.too_short(plan):
+            return "slots_too_short"
+        return "context_past_training" if past_training(plan) else self.short_of_started

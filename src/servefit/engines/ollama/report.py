@@ -105,7 +105,8 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
                            "length on this GPU; the default follows the Ollama release and the GPU's memory, so "
                            "set it to serve this length wherever the model runs", span=sp.get("model"),
                            site=site, setting="num_ctx", severity="info"))
-    if ctx["requested_ctx"] > lm.n_ctx_train > 0:
+    # only a length the user set: Ollama's own default past the model's length is OLLM008's to say
+    if ctx["requested_ctx"] > lm.n_ctx_train > 0 and ctx["ctx_src"] in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):
         out.append(finding("OLLM009", f"requested context size too large for model: num_ctx {ctx['requested_ctx']} "
                            f"> {lm.n_ctx_train}; Ollama uses {lm.n_ctx_train}",
                            span=sp.get("num_ctx") or sp.get("OLLAMA_CONTEXT_LENGTH"), site=site, setting="num_ctx"))
