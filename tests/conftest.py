@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 os.environ["PYTHONPATH"] = SRC + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
 
@@ -24,3 +26,16 @@ else:
     _hsettings.register_profile("nightly", max_examples=2000, deadline=None, suppress_health_check=_quiet,
                                 print_blob=True)
     _hsettings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def helm_on_path(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder of the real helm 3 (tests/k8stools.py fetches it once), put first on PATH; the test is
+    skipped, saying why, where there is none."""
+    import k8stools
+
+    where, why = k8stools.tools_dir()
+    if where is None:
+        pytest.skip(f"no helm 3 here: {why}")
+    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ.get('PATH', '')}")
+    return where

@@ -9,7 +9,6 @@ import json
 import os
 from pathlib import Path
 
-import k8stools
 import pytest
 
 from servefit.cli import main
@@ -37,13 +36,6 @@ spec:
 """
 
 
-@pytest.fixture
-def helm(monkeypatch: pytest.MonkeyPatch) -> Path:
-    where, why = k8stools.tools_dir()
-    if where is None:
-        pytest.skip(f"no helm 3 here: {why}")
-    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ.get('PATH', '')}")
-    return where
 
 
 def _chart(root: Path, values: str, prod: str) -> Path:
@@ -56,7 +48,7 @@ def _chart(root: Path, values: str, prod: str) -> Path:
     return d
 
 
-def test_a_finding_on_an_inline_value_points_at_the_values_line(helm: Path, tmp_path: Path,
+def test_a_finding_on_an_inline_value_points_at_the_values_line(helm_on_path: Path, tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     d = _chart(tmp_path, "name: qwen\nservedName:\nmaxModelLen: 8192\nmaxNumSeqs: 256\n",
                "maxModelLen: 65536\nmaxNumSeqs: 256\n")
@@ -66,7 +58,7 @@ def test_a_finding_on_an_inline_value_points_at_the_values_line(helm: Path, tmp_
     assert found == [("VLLM006", "values-prod.yaml", 1, 14, 19)]
 
 
-def test_tune_writes_an_inline_value_in_the_renders_own_values(helm: Path, tmp_path: Path,
+def test_tune_writes_an_inline_value_in_the_renders_own_values(helm_on_path: Path, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     prod = "maxModelLen: 8192\nmaxNumSeqs: 256\n"
     d = _chart(tmp_path, "name: qwen\nservedName:\nmaxModelLen: 8192\nmaxNumSeqs: 256\n", prod)

@@ -10,7 +10,6 @@ import json
 import os
 from pathlib import Path
 
-import k8stools
 import pytest
 
 from servefit.cli import main
@@ -37,13 +36,6 @@ spec:
 """
 
 
-@pytest.fixture
-def helm(monkeypatch: pytest.MonkeyPatch) -> Path:
-    where, why = k8stools.tools_dir()
-    if where is None:
-        pytest.skip(f"no helm 3 here: {why}")
-    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ.get('PATH', '')}")
-    return where
 
 
 def _umbrella(root: Path) -> Path:
@@ -66,7 +58,7 @@ def _lint(top: Path, capsys: pytest.CaptureFixture[str]) -> list[tuple[str, str,
 
 
 @pytest.mark.parametrize("own_templates", [False, True])
-def test_subchart_servers_are_placed_in_its_folder(helm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_subchart_servers_are_placed_in_its_folder(helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     own_templates: bool) -> None:
     """An umbrella with no templates of its own is rendered too (it was skipped, and the subchart
     rendered alone with its defaults); the subchart is rendered with its umbrella, not alone."""
@@ -83,7 +75,7 @@ def test_subchart_servers_are_placed_in_its_folder(helm: Path, tmp_path: Path, c
         [("child-charts/vllm/templates/deployment.yaml", 14)]
 
 
-def test_a_value_the_umbrella_leaves_is_the_subcharts_own(helm: Path, tmp_path: Path,
+def test_a_value_the_umbrella_leaves_is_the_subcharts_own(helm_on_path: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     top = _umbrella(tmp_path)
     (top / "values.yaml").write_text("vllm:\n  other: 1\n")
