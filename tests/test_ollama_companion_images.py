@@ -14,6 +14,8 @@ from servefit.sources.detect import engine_of_image
 @pytest.mark.parametrize(("image", "engine"), [
     ("ghcr.io/homeiac/ollama-scripts:0835164", None),
     ("myorg/ollama-exporter:1.2", None),
+    ("ollama/ollama-exporter:0.1", None),  # the organisation's name is not the repository's
+    ("docker.io/ollama/ollama:rocm", "ollama"),
     ("myorg/ollama-client", None),
     ("myorg/ollama-operator:v0.3", None),
     ("ghcr.io/ollama-webui/ollama-webui:main", None),
