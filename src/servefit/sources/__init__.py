@@ -336,6 +336,21 @@ def where_set(site: LaunchSite, var: str) -> str | None:
     return "is passed through from the shell that runs compose" if site.workload.service else None
 
 
+def _written(site: LaunchSite, var: str, span: Span | None) -> str:
+    """The variable as the file writes it: a GitHub Actions `${{ matrix.quant }}` stands in the shell text
+    as a placeholder of its length (sources/workflow.py), so the file's own characters are shown."""
+    if site.workload.runtime == "github-actions" and var.strip("${}").startswith("GH_") and span is not None \
+            and span.start >= 0:
+        try:
+            with open(span.file, encoding="utf-8", newline="") as fh:
+                text = fh.read()[span.start:span.end]
+        except OSError:
+            text = ""
+        if text.startswith("${{"):
+            return text
+    return shown_var(var)
+
+
 @rule("SF001")
 def unresolved(message: str, span: Span | None, site: str = "") -> Finding:
     """SF001: a value written as a variable the repository does not set; it is said, not guessed."""
@@ -359,7 +374,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             elif var in ("$@", "$*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             else:
-                msg = (f"{shown_var(var)} {where_set(site, var) or 'is not set in this repository'}: the value it "
-                       f"gives {eng} is not known, so it is not checked")
+                msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}: the "
+                       f"value it gives {eng} is not known, so it is not checked")
             out.append(unresolved(msg, span or None, site.name))
     return out

@@ -261,6 +261,8 @@ def _catalog_ref(s: dict[str, Any], ref: Any) -> str | None:
     ref = str(ref)
     if ref.lower().endswith(".gguf") and os.path.isfile(ref):
         return ref
+    if "$" in ref:  # `-hf org/repo:${QUANT}`: the file is not known, as for a variable model (SF001 says so)
+        return ref
     from servefit.models.gguf_names import catalog_candidates
 
     cands = catalog_candidates(s.get("gguf_base") or ref)
