@@ -7,7 +7,6 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from servefit.redact import is_secret_name
 from servefit.sources.text import LineIndex
 from servefit.tune import style
 from servefit.tune.patch_yaml import YamlPlacement
-from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed
+from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed, keep_to_own_files
 from servefit.tune.space import WEIGHTS, Space
 from servefit.tune.write import apply_edits, by_file
 
@@ -424,28 +423,8 @@ def make_patch(space: Space, point: dict[str, Any], read: Reader | None = None) 
         else:
             pt.flag(p, name)
     pt.flush()
-    _keep_to_own_files(space.ev.site, placed)
+    keep_to_own_files(space.ev.site.workload.render_own, placed)
     return Patch(site=space.ev.site, placed=placed)
-
-
-def _keep_to_own_files(site: LaunchSite, placed: list[Placed]) -> None:
-    """A server rendered from a Helm chart is changed only in the files that configure it alone:
-    a line of the chart's templates (or of its values.yaml, under a render with its own values
-    file) is every render's, and may sit inside a condition; such a change is shown, not written."""
-    own = {os.path.normpath(f) for f in site.workload.render_own}
-    if not own:
-        return
-    names = ", ".join(sorted(os.path.basename(f) for f in own))
-    for p in placed:
-        elsewhere = sorted({e.span.file for e in p.edits if os.path.normpath(e.span.file) not in own})
-        if p.applicability == DISPLAY or not elsewhere:
-            continue
-        p.applicability = DISPLAY
-        where = elsewhere[0]
-        if os.path.basename(os.path.dirname(where)) == "templates":
-            p.shown += f" (the chart's template {os.path.basename(where)} writes this command for every values file)"
-        else:
-            p.shown += f" (in {names}: {os.path.basename(where)} sets it for every values file)"
 
 
 __all__ = ["DISPLAY", "SAFE", "UNSAFE", "Patch", "Placed", "apply_edits", "by_file", "make_patch", "reader"]
