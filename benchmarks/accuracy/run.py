@@ -135,6 +135,7 @@ def predict(case: dict[str, Any]):
     argv = shlex.split(case["command"])
     site = site_from_argv(argv, {k: str(v) for k, v in (case.get("env") or {}).items()})
     site.engine = case.get("engine")
+    site.image = case.get("image")  # the container image the source names (it decides optional packages)
     if case.get("parameters"):
         site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,

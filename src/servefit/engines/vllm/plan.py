@@ -39,7 +39,7 @@ from servefit.engines.vllm.profile import (
     logged_activation,
     model_runner_v2,
 )
-from servefit.engines.vllm.weights import pp_layers, stage_weights
+from servefit.engines.vllm.weights import mxfp4_backend, mxfp4_note, pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
@@ -72,6 +72,7 @@ class Resolved:
     version: tuple[int, int, int] = (0, 33, 0)
     dp: int = 1
     expert_parallel: bool = False
+    mxfp4: str = "marlin"  # weights.py mxfp4_backend
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -121,7 +122,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), chunked_prefill=bool(chunked),
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
                     version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
-                    expert_parallel=bool(s.get("enable_expert_parallel")))
+                    expert_parallel=bool(s.get("enable_expert_parallel")),
+                    mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None))
 
 
 def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
@@ -227,6 +229,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype,
                             worker_activation_bytes=worker_act, worker_available_kv_cache_bytes=worker_avail)
     _assume(out, cfg, model, r, e, state_blocks is not None)
+    if note := mxfp4_note(model, r, gpu.compute_capability):
+        out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     if note := capture_note(released, e.version, autotune_known(cfg.env)):
         out.assumptions.append(note)
