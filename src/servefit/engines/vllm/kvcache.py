@@ -21,6 +21,9 @@ from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
 
+HYBRID_PREFIX_CACHING_FROM = (0, 26, 0)  # hybrid_state
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -196,7 +199,11 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     alignment = 128 if latent_cache(model) and version >= (0, 33, 0) else 16
     block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
     prefix = settings.get("enable_prefix_caching")
-    return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block, page
+    # config/model.py::ModelConfig.is_prefix_caching_supported sets the default: off for hybrid models
+    # up to 0.25 ("Hybrid models do not support prefix caching since the feature is still
+    # experimental", read in the 0.14.0 - 0.25.1 wheels), on from 0.26.0
+    default = version >= HYBRID_PREFIX_CACHING_FROM
+    return mamba_state_blocks(version, default if prefix is None else bool(prefix), n_spec), block, page
 
 
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,
