@@ -20,7 +20,6 @@ from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
-
 HYBRID_PREFIX_CACHING_FROM = (0, 26, 0)  # hybrid_state
 
 
