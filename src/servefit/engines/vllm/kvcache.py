@@ -276,3 +276,18 @@ def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int,
         return int(conc * max_model_len), conc
     tokens = num_blocks // len(lay.groups) * min(g.block_size or lay.block_size for g in lay.groups) * dcp
     return tokens, conc
+
+
+def override_check(settings: dict[str, Any], v1: bool, version: tuple[int, ...], bytes_per_block: int,
+                   avail: int) -> int:
+    """The memory the max-model-len check sees. --num-gpu-blocks-override replaces the block count
+    vLLM allocates and logs (V0 engine/llm_engine.py::_initialize_kv_caches; V1
+    kv_cache_utils.py::may_override_num_blocks; the plan takes it as the blocks). The check then sees
+    the override's bytes in V0 (worker.py::raise_if_cache_size_invalid takes the blocks) and from 0.21
+    (kv_cache_utils.py::get_kv_cache_configs turns the override into the available memory, read in
+    the 0.21.0 - 0.33.0 wheels), the profiled memory in V1 before 0.21 (_check_enough_kv_cache_memory
+    runs first, read in 0.11.0 and 0.20.0)."""
+    override = settings.get("num_gpu_blocks_override")
+    if override and (not v1 or version >= (0, 21, 0)):
+        return int(override) * bytes_per_block
+    return avail

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, kv_dsv4, unified, verdicts
+from servefit.engines.vllm import checks, kv_dsv4, kvcache, unified, verdicts
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.capture import (
     autotune_known,
@@ -203,6 +203,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             mtp = 1 if speculative(cfg.settings)[0] == "mtp" and last else 0
             lay = check_lay = kv_dsv4.layout(kv_dsv4.stage(model, start, stages[st]), mtp, r.block_size)
         blocks = max(0, avail // lay.bytes_per_block) if lay.bytes_per_block else 0
+        blocks = int(cfg.settings.get("num_gpu_blocks_override") or blocks)  # kvcache.override_check
         blocks_per_stage.append(blocks)
         kv = blocks * lay.bytes_per_block
         used = w + act + non_torch + kv + cg
@@ -221,7 +222,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     out.memory = devices[worst]
     out.devices = devices if r.pp > 1 else []
     num_blocks = min(blocks_per_stage)
-    avail = first_avail
+    avail = kvcache.override_check(cfg.settings, e.v1, r.version, lay.bytes_per_block, first_avail)
     out.detail = VllmDetail(available_kv_cache_bytes=first_avail, logged_activation_bytes=first_logged_act,
                             cuda_graph_sizes=first_graphs, logged_cuda_graph_bytes=first_logged_cg,
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
