@@ -25,6 +25,9 @@ IMAGE = "vllm/vllm-openai:v0.11.0"
     ((0, 12, 0), 90, {"VLLM_MXFP4_USE_MARLIN": "1"}, None, "marlin"),
     ((0, 11, 0), 90, {"VLLM_MXFP4_USE_MARLIN": "1"}, IMAGE, "triton"),  # 0.11 does not read it
     ((0, 11, 0), 90, {"VLLM_USE_FLASHINFER_MOE_MXFP4_BF16": "1"}, None, "flashinfer_sm90"),
+    ((0, 12, 0), 100, {}, None, "flashinfer_sm100"),  # FlashInfer is a dependency from 0.12
+    ((0, 11, 0), 100, {}, IMAGE, "flashinfer_sm100"),
+    ((0, 11, 0), 100, {}, None, "marlin"),  # pip: neither FlashInfer nor triton_kernels
 ])
 def test_backend_per_release(version, cc, env, image, want):
     assert mxfp4_backend(version, cc, env, image) == want
@@ -65,3 +68,10 @@ def test_pip_install_of_011_says_what_the_image_would_load():
     assert len(notes) == 1 and "triton_kernels" in notes[0] and "1.79 GiB less per GPU" in notes[0]
     assert not [a for a in plan("0.11.0", IMAGE).assumptions if "MXFP4" in a]
     assert not [a for a in plan("0.12.0", None).assumptions if "MXFP4" in a]
+
+
+def test_flashinfer_sm100_pads_both_dimensions_to_256():
+    b200, marlin = plan("0.12.0", None, gpu="B200"), plan("0.12.0", None, gpu="B200", env={"VLLM_MXFP4_USE_MARLIN": "1"})
+    # 2880 -> 3072 on both sides, where Marlin pads the intermediate size to 2944 only
+    want = 36 * 128 * 3 * (3072 * 3072 - 2944 * 3072) * (0.5 + 1 / 32)
+    assert b200.memory.weights - marlin.memory.weights == pytest.approx(want, rel=0.002)

@@ -96,26 +96,31 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
 
 def mxfp4_backend(version: tuple[int, int, int], cc: int, env: dict[str, str] | None, image: str | None = None) -> str:
     """The MXFP4 MoE kernel vLLM picks on a CUDA GPU of compute capability `cc`, as far as it sets
-    the weights' size: "marlin" or "triton" (OpenAI's triton_kernels), or "flashinfer_sm90"
-    (quantization/mxfp4.py::Mxfp4MoEMethod._should_use_marlin in 0.10.1; get_mxfp4_backend in 0.10.2 -
-    0.13, read in the 0.10.2, 0.11.0, 0.12.0 and 0.13.0 wheels; fused_moe/oracle/mxfp4.py::
-    select_gpt_oss_mxfp4_moe_backend in 0.20.0). Marlin below compute 9.0 and up to 0.10.1 (torch < 2.8);
-    from 0.10.2 Triton on 9.x and 12.x where the triton_kernels package is installed: in 0.10.2 / 0.11
-    the vllm/vllm-openai image has it, the pip wheel does not list it (the calibration logs agree: a pip
-    install of 0.11.0 on H100 sizes its KV cache as Marlin's weights leave it, the 0.11.0 image logs
-    Triton's weights); from 0.12 triton_kernels ships inside vLLM (vllm/third_party) and serves
-    9.0 - 10.x only, so 12.x (GeForce and RTX PRO Blackwell) is back on Marlin. VLLM_MXFP4_USE_MARLIN=1 forces Marlin in 0.10.1 and
-    from 0.12 (0.10.2 / 0.11 do not read it). Data-centre Blackwell (10.x), where FlashInfer's kernels
-    run, is not modelled: it keeps the Marlin sizes as before."""
+    the weights' size: "marlin", "triton" (OpenAI's triton_kernels), "flashinfer_sm90" or
+    "flashinfer_sm100" (quantization/mxfp4.py::Mxfp4MoEMethod._should_use_marlin in 0.10.1;
+    get_mxfp4_backend in 0.10.2 - 0.13, read in the 0.10.2, 0.11.0, 0.12.0 and 0.13.0 wheels;
+    fused_moe/oracle/mxfp4.py::select_gpt_oss_mxfp4_moe_backend in 0.20.0). Marlin below compute 9.0
+    and, on Hopper, up to 0.10.1 (torch < 2.8). From 0.10.2 Triton on 9.x and 12.x where the
+    triton_kernels package is installed: in 0.10.2 / 0.11 the vllm/vllm-openai image has it, the pip
+    wheel does not list it (the calibration logs agree: a pip install of 0.11.0 on H100 sizes its KV
+    cache as Marlin's weights leave it, the 0.11.0 image logs Triton's weights); from 0.12
+    triton_kernels ships inside vLLM (vllm/third_party) and serves 9.0 - 10.x only, so 12.x (GeForce
+    and RTX PRO Blackwell) is back on Marlin. Data-centre Blackwell (10.x) runs FlashInfer's BF16
+    kernel wherever FlashInfer is installed (the image; a dependency of the wheel from 0.12), Marlin
+    otherwise. VLLM_MXFP4_USE_MARLIN=1 forces Marlin in 0.10.1 and from 0.12 (0.10.2 / 0.11 do not
+    read it)."""
     env = env or {}
     forced = str(env.get("VLLM_MXFP4_USE_MARLIN", "")).strip().lower() in ("1", "true")
+    image_has = "vllm-openai" in (image or "")  # triton_kernels and FlashInfer before 0.12
     if forced and (version < (0, 10, 2) or version >= (0, 12, 0)):
         return "marlin"
+    if 100 <= cc < 110:
+        return "flashinfer_sm100" if version >= (0, 12, 0) or (version >= (0, 10, 1) and image_has) else "marlin"
     if cc == 90 and version >= (0, 10, 2) and str(env.get("VLLM_USE_FLASHINFER_MOE_MXFP4_BF16", "")).strip() == "1":
         return "flashinfer_sm90"
-    if cc < 90 or 100 <= cc < 110 or version < (0, 10, 2) or (cc >= 110 and version >= (0, 12, 0)):
+    if cc < 90 or version < (0, 10, 2) or (cc >= 110 and version >= (0, 12, 0)):
         return "marlin"
-    if version < (0, 12, 0) and "vllm-openai" not in (image or ""):
+    if version < (0, 12, 0) and not image_has:
         return "marlin"  # a pip install: no triton_kernels
     return "triton"
 
@@ -125,7 +130,8 @@ def mxfp4_factor(model: ModelSpec, r: Resolved) -> float:
     per backend (quantization/mxfp4.py::Mxfp4MoEMethod.create_weights and
     process_weights_after_loading, 0.10.1 - 0.13; 0.20.0's Mxfp4MoEMethod.process_weights_after_loading).
     Marlin pads the per-rank intermediate size to a multiple of 128 and the hidden size to 256.
-    FlashInfer's SM90 kernel pads both to 128. Triton pads the intermediate size to 64 only, but
+    FlashInfer's SM90 kernel pads both to 128, its SM100 kernels both to 256 (the shuffled copies
+    replace the loaded weights and scales). Triton pads the intermediate size to 64 only, but
     keeps the loaded scales (w13_weight_scale / w2_weight_scale stay registered) beside the
     swizzled copies it hands the kernel (_swizzle_mxfp4), so the scales count twice; the Hopper
     swizzle's own padding of the copies (to 256 rows from torch 2.8.1) is left out. The calibration
@@ -134,7 +140,8 @@ def mxfp4_factor(model: ModelSpec, r: Resolved) -> float:
     inter = max(1, (model.moe_intermediate_size or model.intermediate_size) // r.tp)
     h = model.hidden_size
     kind = r.mxfp4
-    i_to, h_to, scales = {"marlin": (128, 256, 1), "flashinfer_sm90": (128, 128, 1), "triton": (64, 1, 2)}[kind]
+    i_to, h_to, scales = {"marlin": (128, 256, 1), "flashinfer_sm90": (128, 128, 1),
+                         "flashinfer_sm100": (256, 256, 1), "triton": (64, 1, 2)}[kind]
     area = -(-inter // i_to) * i_to * -(-h // h_to) * h_to
     return area * (0.5 + scales / 32) / (inter * h * (0.5 + 1 / 32))
 
