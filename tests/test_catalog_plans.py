@@ -11,7 +11,6 @@ from servefit import data
 from servefit.core import MemoryPlan, UsageError
 from servefit.engines.options import FlagHistory
 from servefit.engines.vllm import encoder
-from servefit.engines.vllm.weights import mxfp4_padding
 from servefit.memory.params import param_groups
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models import catalog
@@ -52,8 +51,10 @@ def expected_weight_bytes(m: ModelSpec, tp: int) -> int:
     if scheme is None:
         return 2 * m.params
     b = weight_bytes(m, 2, scheme)
-    if scheme.name == "mxfp4" and m.is_moe:  # Marlin pads the expert matrices (gpt-oss)
-        b += int(sum(param_groups(m).experts) * scheme.bytes_per_param * (mxfp4_padding(m, tp) - 1))
+    if scheme.name == "mxfp4" and m.is_moe:  # Marlin (a pip install of 0.11) pads intermediate to 128, hidden to 256
+        inter, h = (m.moe_intermediate_size or m.intermediate_size) // tp, m.hidden_size
+        pad = (-(-inter // 128) * 128 * -(-h // 256) * 256) / (inter * h)
+        b += int(sum(param_groups(m).experts) * scheme.bytes_per_param * (pad - 1))
     return b
 
 

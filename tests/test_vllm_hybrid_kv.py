@@ -55,3 +55,17 @@ def test_qwen36_pool_reproduces_the_logged_line():
     assert blocks == 300
     tokens, conc = capacity(lay, blocks, 131072, 8192, e)
     assert tokens == 569_878 and round(conc, 2) == 4.35
+
+
+def test_hybrid_prefix_caching_default_by_release():
+    """ModelConfig.is_prefix_caching_supported: off for hybrids up to 0.25 (the recurrent state then takes
+    1 block a request, "none" mode), on from 0.26 ("align": 2). The 0.19.0 LAMBO log (Qwen3.5-9B, TP4,
+    32k) logs 57.74x = its blocks / (63 + 3 x 1); 3 x 2 would give 54.7x."""
+    from servefit.engines.vllm.kvcache import hybrid_state
+
+    m = lookup(QWEN36_35B)
+    assert hybrid_state({}, m, "bfloat16", 1, (0, 25, 1), 16, 1)[0] == 1
+    assert hybrid_state({}, m, "bfloat16", 1, (0, 19, 0), 16, 1)[0] == 1
+    assert hybrid_state({}, m, "bfloat16", 1, (0, 26, 0), 16, 1)[0] == 2
+    assert hybrid_state({"enable_prefix_caching": True}, m, "bfloat16", 1, (0, 24, 0), 16, 1)[0] == 2
+    assert hybrid_state({"enable_prefix_caching": False}, m, "bfloat16", 1, (0, 33, 0), 16, 1)[0] == 1

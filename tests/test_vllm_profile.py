@@ -127,6 +127,12 @@ def test_non_torch_by_snapshot_era_and_interconnect():
     assert non_torch_bytes(1, 1, a100, (0, 6, 4)) == int(0.13 * GiB) + CUDA_CONTEXT
     assert non_torch_bytes(1, 1, a100, (0, 6, 3)) == non_torch_bytes(1, 1, a100, (0, 5, 3)) == int(0.13 * GiB)
     assert non_torch_bytes(1, 1, a100, (0, 7, 3)) == int(0.13 * GiB)
+    # the V1 engine charged it too up to 0.9.0 (gpu_worker.py: mem_get_info used - torch allocated), not V0
+    assert non_torch_bytes(1, 1, a100, (0, 8, 5), v1=True) == non_torch_bytes(1, 1, a100, (0, 9, 0), v1=True) \
+        == int(0.13 * GiB) + CUDA_CONTEXT
+    assert non_torch_bytes(1, 1, a100, (0, 8, 5), v1=False) == int(0.13 * GiB)
+    assert non_torch_bytes(1, 1, a100, (0, 9, 1), v1=True) == non_torch_bytes(1, 1, a100, (0, 11, 0), v1=True) \
+        == int(0.13 * GiB)
     # PCIe cards: few NCCL channels, no custom all-reduce, flat in the world size
     assert non_torch_bytes(2, 2, rtx, (0, 7, 3)) == non_torch_bytes(8, 8, rtx, (0, 7, 3)) == int(PCIE_NON_TORCH_GIB * GiB)
     assert non_torch_bytes(2, 2, a100, (0, 7, 3)) == int(0.55 * GiB)

@@ -19,6 +19,8 @@ pipeline cannot evaluate are listed with the reason too. Nothing is dropped sile
 
 `logged_rank: worker` on a case says its quoted memory figures are a non-driver tensor-parallel
 worker's (a "(VllmWorkerProcess ...)" line); they are compared with that rank's prediction (WORKER).
+`image: repo:tag` on a case names the container image its source shows; it is passed to the pipeline as a
+compose file's image would be (optional packages such as triton_kernels come with the vllm/vllm-openai image).
 """
 
 from __future__ import annotations
@@ -135,6 +137,7 @@ def predict(case: dict[str, Any]):
     argv = shlex.split(case["command"])
     site = site_from_argv(argv, {k: str(v) for k, v in (case.get("env") or {}).items()})
     site.engine = case.get("engine")
+    site.image = case.get("image")  # the container image the source names (it decides optional packages)
     if case.get("parameters"):
         site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,

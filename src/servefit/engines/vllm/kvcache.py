@@ -20,6 +20,8 @@ from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
+HYBRID_PREFIX_CACHING_FROM = (0, 26, 0)  # hybrid_state
+
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
@@ -196,7 +198,11 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     alignment = 128 if latent_cache(model) and version >= (0, 33, 0) else 16
     block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
     prefix = settings.get("enable_prefix_caching")
-    return mamba_state_blocks(version, True if prefix is None else bool(prefix), n_spec), block, page
+    # config/model.py::ModelConfig.is_prefix_caching_supported sets the default: off for hybrid models
+    # up to 0.25 ("Hybrid models do not support prefix caching since the feature is still
+    # experimental", read in the 0.14.0 - 0.25.1 wheels), on from 0.26.0
+    default = version >= HYBRID_PREFIX_CACHING_FROM
+    return mamba_state_blocks(version, default if prefix is None else bool(prefix), n_spec), block, page
 
 
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,
@@ -270,3 +276,18 @@ def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int,
         return int(conc * max_model_len), conc
     tokens = num_blocks // len(lay.groups) * min(g.block_size or lay.block_size for g in lay.groups) * dcp
     return tokens, conc
+
+
+def override_check(settings: dict[str, Any], v1: bool, version: tuple[int, ...], bytes_per_block: int,
+                   avail: int) -> int:
+    """The memory the max-model-len check sees. --num-gpu-blocks-override replaces the block count
+    vLLM allocates and logs (V0 engine/llm_engine.py::_initialize_kv_caches; V1
+    kv_cache_utils.py::may_override_num_blocks; the plan takes it as the blocks). The check then sees
+    the override's bytes in V0 (worker.py::raise_if_cache_size_invalid takes the blocks) and from 0.21
+    (kv_cache_utils.py::get_kv_cache_configs turns the override into the available memory, read in
+    the 0.21.0 - 0.33.0 wheels), the profiled memory in V1 before 0.21 (_check_enough_kv_cache_memory
+    runs first, read in 0.11.0 and 0.20.0)."""
+    override = settings.get("num_gpu_blocks_override")
+    if override and (not v1 or version >= (0, 21, 0)):
+        return int(override) * bytes_per_block
+    return avail

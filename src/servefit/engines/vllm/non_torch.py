@@ -18,6 +18,7 @@ MiB = 2**20
 # 0.27 wording (the AutoScientists log), so the switch is at 0.26.1.
 CONSUMED_FROM = (0, 26, 1)
 CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
+V1_SNAPSHOT_FROM = (0, 9, 1)  # V1 charges the CUDA context before this (non_torch_bytes)
 # Non-torch growth during load and profiling by world size on NVLink boards without NVLS (NCCL
 # ring/tree and custom all-reduce buffers): 0.13 GiB alone and 0.55 at TP2 (0.11 logs on H100),
 # 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
@@ -43,7 +44,8 @@ NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
 # 0.17 first fitted on two of them. The cold start did not raise it on A100.
 CONSUMED_EXTRA = int(0.17 * GiB)
 
-def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0)) -> int:
+def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
+                    v1: bool = False) -> int:
     """Memory outside torch's allocator that vLLM's profile charges to the budget: NCCL and
     custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
     is taken before the distributed set-up (worker.py::init_device), so both the pynccl
@@ -53,8 +55,11 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     (worker.py::determine_num_available_blocks: mem_get_info - allocated_bytes), the CUDA context
     included; up to 0.6.3 the budget charges init_gpu_memory - free after the profile, with
     init_gpu_memory read in init_device after torch.cuda.set_device, so the context is outside it
-    as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). From 0.27 the runner's persistent buffers
-    count too (CONSUMED_EXTRA)."""
+    as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). The V1 engine did the same as 0.6.4 up to
+    0.9.0 (v1/worker/gpu_worker.py::Worker.determine_available_memory adds mem_get_info's used
+    bytes less torch's allocated ones to the peak; read in the 0.6.5, 0.7.3, 0.8.5 and 0.9.0 wheels)
+    and moved to utils.py::memory_profiling's baseline snapshot in 0.9.1. From 0.27 the runner's
+    persistent buffers count too (CONSUMED_EXTRA)."""
     keys = sorted(NON_TORCH_GIB)
     w = min(max(world, 1), keys[-1])
     if w > 1 and gpu is not None and not nvlink(gpu):
@@ -64,7 +69,7 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
         hi = min(k for k in keys if k >= w)
         gib = NON_TORCH_GIB[lo] if hi == lo else \
             NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
-    context = CUDA_CONTEXT if (0, 6, 4) <= version < (0, 6, 5) else 0
+    context = CUDA_CONTEXT if (0, 6, 4) <= version < (0, 6, 5) or (v1 and version < V1_SNAPSHOT_FROM) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context + consumed
 

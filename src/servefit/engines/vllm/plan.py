@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, kv_dsv4, unified, verdicts
+from servefit.engines.vllm import checks, kv_dsv4, kvcache, unified, verdicts
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.capture import (
     autotune_known,
@@ -39,7 +39,7 @@ from servefit.engines.vllm.profile import (
     logged_activation,
     model_runner_v2,
 )
-from servefit.engines.vllm.weights import pp_layers, stage_weights
+from servefit.engines.vllm.weights import mxfp4_backend, mxfp4_note, pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
@@ -72,6 +72,7 @@ class Resolved:
     version: tuple[int, int, int] = (0, 33, 0)
     dp: int = 1
     expert_parallel: bool = False
+    mxfp4: str = "marlin"  # weights.py mxfp4_backend
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -121,7 +122,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), chunked_prefill=bool(chunked),
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
                     version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
-                    expert_parallel=bool(s.get("enable_expert_parallel")))
+                    expert_parallel=bool(s.get("enable_expert_parallel")),
+                    mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None))
 
 
 def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
@@ -187,7 +189,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env)))
-        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version)
+        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
@@ -201,6 +203,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             mtp = 1 if speculative(cfg.settings)[0] == "mtp" and last else 0
             lay = check_lay = kv_dsv4.layout(kv_dsv4.stage(model, start, stages[st]), mtp, r.block_size)
         blocks = max(0, avail // lay.bytes_per_block) if lay.bytes_per_block else 0
+        blocks = int(cfg.settings.get("num_gpu_blocks_override") or blocks)  # kvcache.override_check
         blocks_per_stage.append(blocks)
         kv = blocks * lay.bytes_per_block
         used = w + act + non_torch + kv + cg
@@ -219,7 +222,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     out.memory = devices[worst]
     out.devices = devices if r.pp > 1 else []
     num_blocks = min(blocks_per_stage)
-    avail = first_avail
+    avail = kvcache.override_check(cfg.settings, e.v1, r.version, lay.bytes_per_block, first_avail)
     out.detail = VllmDetail(available_kv_cache_bytes=first_avail, logged_activation_bytes=first_logged_act,
                             cuda_graph_sizes=first_graphs, logged_cuda_graph_bytes=first_logged_cg,
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
@@ -227,6 +230,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype,
                             worker_activation_bytes=worker_act, worker_available_kv_cache_bytes=worker_avail)
     _assume(out, cfg, model, r, e, state_blocks is not None)
+    if note := mxfp4_note(model, r, gpu.compute_capability):
+        out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     if note := capture_note(released, e.version, autotune_known(cfg.env)):
         out.assumptions.append(note)

@@ -4,6 +4,7 @@ sharded over tensor-parallel ranks and split into pipeline stages as vLLM places
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from servefit.memory.dtypes import dtype_bytes
@@ -34,10 +35,10 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     g = param_groups(model)
     total = weight_bytes(model, db, r.scheme, g)
     if r.scheme and r.scheme.experts_only:
-        total += int(sum(g.experts) * r.scheme.bytes_per_param * (mxfp4_padding(model, r.tp) - 1)) if model.is_moe else 0
+        total += int(sum(g.experts) * r.scheme.bytes_per_param * (mxfp4_factor(model, r) - 1)) if model.is_moe else 0
     qb = r.scheme.bytes_per_param if r.scheme else db
     per_layer = []
-    pad = mxfp4_padding(model, r.tp) if r.scheme and r.scheme.name == "mxfp4" and model.is_moe else 1.0
+    pad = mxfp4_factor(model, r) if r.scheme and r.scheme.name == "mxfp4" and model.is_moe else 1.0
     # --enable-expert-parallel shards the routed experts over tp x dp ranks instead of tp
     # (model_executor/layers/fused_moe/layer.py::FusedMoE, ep_size = tp_size * dp_size)
     ep_share = 1.0 / r.dp if r.expert_parallel else 1.0
@@ -93,9 +94,68 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
     return out
 
 
-def mxfp4_padding(model: ModelSpec, tp: int) -> float:
-    """Marlin MXFP4 MoE pads the per-rank intermediate size to a multiple of 128 and the hidden
-    size to 256 (model_executor/layers/quantization/mxfp4.py::Mxfp4MoEMethod.create_weights)."""
-    inter = max(1, (model.moe_intermediate_size or model.intermediate_size) // tp)
+def mxfp4_backend(version: tuple[int, int, int], cc: int, env: dict[str, str] | None, image: str | None = None) -> str:
+    """The MXFP4 MoE kernel vLLM picks on a CUDA GPU of compute capability `cc`, as far as it sets
+    the weights' size: "marlin", "triton" (OpenAI's triton_kernels), "flashinfer_sm90" or
+    "flashinfer_sm100" (quantization/mxfp4.py::Mxfp4MoEMethod._should_use_marlin in 0.10.1;
+    get_mxfp4_backend in 0.10.2 - 0.13, read in the 0.10.2, 0.11.0, 0.12.0 and 0.13.0 wheels;
+    fused_moe/oracle/mxfp4.py::select_gpt_oss_mxfp4_moe_backend in 0.20.0). Marlin below compute 9.0
+    and, on Hopper, up to 0.10.1 (torch < 2.8). From 0.10.2 Triton on 9.x and 12.x where the
+    triton_kernels package is installed: in 0.10.2 / 0.11 the vllm/vllm-openai image has it, the pip
+    wheel does not list it (the calibration logs agree: a pip install of 0.11.0 on H100 sizes its KV
+    cache as Marlin's weights leave it, the 0.11.0 image logs Triton's weights); from 0.12
+    triton_kernels ships inside vLLM (vllm/third_party) and serves 9.0 - 10.x only, so 12.x (GeForce
+    and RTX PRO Blackwell) is back on Marlin. Data-centre Blackwell (10.x) runs FlashInfer's BF16
+    kernel wherever FlashInfer is installed (the image; a dependency of the wheel from 0.12), Marlin
+    otherwise. VLLM_MXFP4_USE_MARLIN=1 forces Marlin in 0.10.1 and from 0.12 (0.10.2 / 0.11 do not
+    read it)."""
+    env = env or {}
+    forced = str(env.get("VLLM_MXFP4_USE_MARLIN", "")).strip().lower() in ("1", "true")
+    image_has = "vllm-openai" in (image or "")  # triton_kernels and FlashInfer before 0.12
+    if forced and (version < (0, 10, 2) or version >= (0, 12, 0)):
+        return "marlin"
+    if 100 <= cc < 110:
+        return "flashinfer_sm100" if version >= (0, 12, 0) or (version >= (0, 10, 1) and image_has) else "marlin"
+    if cc == 90 and version >= (0, 10, 2) and str(env.get("VLLM_USE_FLASHINFER_MOE_MXFP4_BF16", "")).strip() == "1":
+        return "flashinfer_sm90"
+    if cc < 90 or version < (0, 10, 2) or (cc >= 110 and version >= (0, 12, 0)):
+        return "marlin"
+    if version < (0, 12, 0) and not image_has:
+        return "marlin"  # a pip install: no triton_kernels
+    return "triton"
+
+
+def mxfp4_factor(model: ModelSpec, r: Resolved) -> float:
+    """Bytes the loaded MXFP4 experts take over the checkpoint's (0.5 + 1/32 bytes per parameter),
+    per backend (quantization/mxfp4.py::Mxfp4MoEMethod.create_weights and
+    process_weights_after_loading, 0.10.1 - 0.13; 0.20.0's Mxfp4MoEMethod.process_weights_after_loading).
+    Marlin pads the per-rank intermediate size to a multiple of 128 and the hidden size to 256.
+    FlashInfer's SM90 kernel pads both to 128, its SM100 kernels both to 256 (the shuffled copies
+    replace the loaded weights and scales). Triton pads the intermediate size to 64 only, but
+    keeps the loaded scales (w13_weight_scale / w2_weight_scale stay registered) beside the
+    swizzled copies it hands the kernel (_swizzle_mxfp4), so the scales count twice; the Hopper
+    swizzle's own padding of the copies (to 256 rows from torch 2.8.1) is left out. The calibration
+    logs agree: gpt-oss-120b on H100 with 0.10.1 (torch 2.7.1, Marlin) loads 65.97 GiB, with the 0.11.0
+    image (Triton) 64.38."""
+    inter = max(1, (model.moe_intermediate_size or model.intermediate_size) // r.tp)
     h = model.hidden_size
-    return (-(-inter // 128) * 128 * -(-h // 256) * 256) / (inter * h)
+    kind = r.mxfp4
+    i_to, h_to, scales = {"marlin": (128, 256, 1), "flashinfer_sm90": (128, 128, 1),
+                         "flashinfer_sm100": (256, 256, 1), "triton": (64, 1, 2)}[kind]
+    area = -(-inter // i_to) * i_to * -(-h // h_to) * h_to
+    return area * (0.5 + scales / 32) / (inter * h * (0.5 + 1 / 32))
+
+
+def mxfp4_note(model: ModelSpec, r: Resolved, cc: int) -> str | None:
+    """0.10.2 / 0.11 run Triton's MXFP4 kernels only where the triton_kernels package is installed
+    (mxfp4_backend): planned with Marlin unless the vllm/vllm-openai image is named; say what Triton
+    would load instead."""
+    if not (r.scheme and r.scheme.name == "mxfp4" and model.is_moe and r.mxfp4 == "marlin") \
+            or not (0, 10, 2) <= r.version < (0, 12, 0) or not (90 <= cc < 100 or cc >= 110):
+        return None
+    g = param_groups(model)
+    triton = replace(r, mxfp4="triton")
+    less = sum(g.experts) * r.scheme.bytes_per_param * (mxfp4_factor(model, r) - mxfp4_factor(model, triton))
+    return (f"MXFP4 experts loaded for the Marlin kernel, as a pip install of vLLM {'.'.join(map(str, r.version))} "
+            f"does; the vllm/vllm-openai image has the triton_kernels package and loads them for Triton, about "
+            f"{less / r.tp / 2**30:.2f} GiB less per GPU (a larger KV cache)")
