@@ -294,3 +294,13 @@ def test_before_b7553_an_unset_or_999_ngl_is_fits_to_change():
     assert [p.detail.n_gpu_layers_offloaded for p in layers.values()] == [6, 6, 33]
     assert "llama_params_fit: failed to fit params to free device memory: n_gpu_layers already set by user " \
            "to 99, abort" in layers[" -ngl 99"].messages
+
+
+def test_the_abort_quotes_the_ngl_as_given():
+    """common/arg.cpp stores -ngl 999 as 999 and `all` as -2; fit's abort quotes that number (a public b7772
+    log: "n_gpu_layers already set by user to 999, abort", ghghang2/v1.5 llama_server.log)."""
+    said = {}
+    for ngl in ("999", "all"):
+        _, p = run(f"llama-server -m x-Q4_K_M.gguf -c 65536 -ngl {ngl}", g=gpu(12000), version="b7772")
+        said[ngl] = [m.split("to ")[-1] for m in p.messages if "already set by user" in m]
+    assert said == {"999": ["999, abort"], "all": ["-2, abort"]}

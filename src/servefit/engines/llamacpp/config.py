@@ -180,6 +180,8 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         # (llama_params_fit_impl) counts -ngl as set only when it differs from that default: unset or 999 is fit's
         s["n_gpu_layers"] = "auto" if "n_gpu_layers" not in vals or str(vals["n_gpu_layers"]).strip() == "999" \
             else "all"
+    # the number common/arg.cpp stored (fit's "already set by user to N" quotes it): -ngl 999 is 999, all is -2
+    s["n_gpu_layers_arg"] = {"all": -2, "auto": -1}.get(str(s["n_gpu_layers"]), s["n_gpu_layers"])
     if isinstance(s["n_gpu_layers"], int) and s["n_gpu_layers"] >= 999:
         s["n_gpu_layers"] = "all"
     s["split_mode"] = vals.get("split_mode", "layer")

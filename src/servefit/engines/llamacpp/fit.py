@@ -228,8 +228,8 @@ def _shrink_ctx(inp: Inputs, res: FitResult, ctx_min: int, nst: int, used: list[
 def _layers_locked(inp: Inputs, ngl_user: int | None) -> str:
     """Why step 3 may not move layers (the exception text llama.cpp logs), or ''."""
     s = inp.s
-    if ngl_user is not None:  # the value as common/arg.cpp stores it: `all` is -2
-        raw = s["n_gpu_layers"]
+    if ngl_user is not None:  # the value as common/arg.cpp stores it: `all` is -2, 999 stays 999
+        raw = s.get("n_gpu_layers_arg", s["n_gpu_layers"])
         return f"n_gpu_layers already set by user to {-2 if raw == 'all' else raw}, abort"
     if inp.n_dev > 1 and s["tensor_split"]:
         return "model_params::tensor_split already set by user, abort"
