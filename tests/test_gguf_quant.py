@@ -146,6 +146,22 @@ def test_gpt_oss_experts_stay_mxfp4_in_every_file_type(ft):
     from servefit.models import catalog
 
     ts = synth_tensors(catalog.lookup("openai/gpt-oss-20b"), ft)
-    assert {t.type for t in ts if "_exps." in t.name} == {"MXFP4"}
+    assert {t.type for t in ts if t.name.endswith("_exps.weight")} == {"MXFP4"}
     if ft == "BF16":
         assert 13.7e9 <= sum(t.nbytes for t in ts) <= 13.9e9
+
+
+def test_gpt_oss_blocks_carry_their_biases_and_sinks():
+    """The public gpt-oss-20b F16 file loads "459 tensors" typed "f32: 289, f16: 98, mxfp4: 72" (the calibration
+    log lcpp-nbchat15-...-free14992-b7772): 19 tensors a block, the q/k/v/o, router and expert biases and the
+    sinks in F32; its CUDA0 model buffer is 12036.68 MiB (every tensor but token_embd)."""
+    from collections import Counter
+
+    from servefit.models import catalog
+
+    ts = synth_tensors(catalog.lookup("openai/gpt-oss-20b"), "F16")
+    assert Counter(t.type for t in ts) == {"F32": 289, "F16": 98, "MXFP4": 72}
+    assert {t.type for t in ts if t.name.endswith("_exps.bias") or t.name.endswith("attn_sinks.weight")} == {"F32"}
+    assert round(sum(t.nbytes for t in ts if t.name != "token_embd.weight") / 2**20, 2) == 12036.67
+    by = {t.name: t.shape for t in ts}  # one sink per attention head (64), expert biases experts x width
+    assert (by["blk.0.attn_sinks.weight"], by["blk.0.ffn_down_exps.bias"]) == ((64,), (2880, 32))

@@ -4,6 +4,8 @@ and the figures here are worked by hand from that code and the dry runs' own buf
 
 from __future__ import annotations
 
+import math
+
 from test_llamacpp_engine import codes, gemma3_12b, gpu, run
 
 MIB = 2**20
@@ -240,3 +242,65 @@ def test_moe_whose_dense_weights_do_not_fit_gets_the_most_dense_only_layers():
     assert used(one) <= target < used(two)
     _, p = run("llama-server -m gpt-oss-20b-mxfp4.gguf -c 32768", **kw)
     assert p.detail.n_gpu_layers_offloaded == 1 and p.detail.model_buffer_mib == one.detail.model_buffer_mib
+
+
+def test_before_pr_18372_the_context_is_cut_in_proportion_to_the_kv():
+    """src/llama.cpp llama_params_fit_impl before PR #18372: no dry run at --fit-ctx; bytes per cell = the KV
+    buffers / n_ctx_train (128 KiB here), the cut = ceil(deficit / that), the result padded up to 256 by
+    llama_context; a cut that covers the deficit ends fit with "across devices" even on one GPU."""
+    kw = dict(g=gpu(12000), version="b7500")
+    hi = dry_run("llama-server -m x-Q4_K_M.gguf -c 131072", **kw)
+    cut = math.ceil((hi - FREE_12000 + 1024) * 1024 / 128)
+    assert cut == 87600
+    _, p = run("llama-server -m x-Q4_K_M.gguf", **kw)
+    assert p.messages[1:4] == [
+        "llama_params_fit_impl: cannot fulfill margin of 1024 MiB, need to reduce device memory by 10949 MiB",
+        f"llama_params_fit_impl: context size reduced from 131072 to {131072 - cut} -> need 10950 MiB less "
+        "memory in total",
+        "llama_params_fit_impl: entire model can be fit across devices by reducing context"]
+    assert (p.detail.n_ctx, p.detail.kv_buffer_mib) == (43520, 43520 * 128 / 1024)  # 43472 padded to 256
+    # b7600: the line already, the one margin still (per-device targets and their wording: PR #18679)
+    _, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(12000), version="b7600")
+    assert p.messages[1].startswith("llama_params_fit_impl: cannot fulfill margin of 1024 MiB")
+    assert "context size reduced from 131072 to 45312" in p.messages[2]
+
+
+def test_the_proportional_cut_left_gemma3_short_of_the_target():
+    """Issue #18270, the reason for PR #18372: Gemma 3's window caches do not shrink with the context, so the
+    proportional cut (40661, padded 40704) leaves 28 MiB of the 1024 MiB --fit-target free."""
+    _, old = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf", spec=gemma3_12b, g=gpu(12000), version="b7500")
+    _, new = run("llama-server -m gemma-3-12b-it-Q4_K_M.gguf", spec=gemma3_12b, g=gpu(12000), version="b7772")
+    assert "context size reduced from 131072 to 40661" in old.messages[2]
+    assert (old.detail.n_ctx, new.detail.n_ctx) == (40704, 26624)
+    # the line misses the target by 116 MiB (test above); the proportional cut by almost all of it
+    assert (old.memory.free_headroom // MIB, new.memory.free_headroom // MIB) == (28, 908)
+
+
+def test_an_explicit_c_0_keeps_the_training_context_from_pr_19070():
+    """common/arg.cpp: -c 0 sets fit_params_min_ctx = UINT32_MAX, so fit keeps 131072 and moves layers instead;
+    before PR #19070 -c 0 was the same as no -c."""
+    _, new = run("llama-server -m x-Q4_K_M.gguf -c 0", g=gpu(12000), version="b7900")
+    _, old = run("llama-server -m x-Q4_K_M.gguf -c 0", g=gpu(12000), version="b7800")
+    assert "llama_params_fit_impl: user has requested full context size of 131072 -> no change" in new.messages
+    assert (new.detail.n_ctx, new.detail.n_gpu_layers_offloaded) == (131072, 15)
+    assert (old.detail.n_ctx, old.detail.n_gpu_layers_offloaded) == (45312, 33)
+
+
+def test_before_b7553_an_unset_or_999_ngl_is_fits_to_change():
+    """Before -ngl auto, common left llama_model_default_params' 999 when -ngl was unset and fit compared with
+    that default: unset and -ngl 999 let fit move layers, -ngl 99 stops it."""
+    kw = dict(g=gpu(3000), version="b7500")
+    layers = {cmd: run("llama-server -m x-Q4_K_M.gguf" + cmd, **kw)[1] for cmd in ("", " -ngl 999", " -ngl 99")}
+    assert [p.detail.n_gpu_layers_offloaded for p in layers.values()] == [6, 6, 33]
+    assert "llama_params_fit: failed to fit params to free device memory: n_gpu_layers already set by user " \
+           "to 99, abort" in layers[" -ngl 99"].messages
+
+
+def test_the_abort_quotes_the_ngl_as_given():
+    """common/arg.cpp stores -ngl 999 as 999 and `all` as -2; fit's abort quotes that number (a public b7772
+    log: "n_gpu_layers already set by user to 999, abort", ghghang2/v1.5 llama_server.log)."""
+    said = {}
+    for ngl in ("999", "all"):
+        _, p = run(f"llama-server -m x-Q4_K_M.gguf -c 65536 -ngl {ngl}", g=gpu(12000), version="b7772")
+        said[ngl] = [m.split("to ")[-1] for m in p.messages if "already set by user" in m]
+    assert said == {"999": ["999, abort"], "all": ["-2, abort"]}

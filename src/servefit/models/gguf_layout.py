@@ -114,6 +114,10 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
                 if not (kind == "full" and m.layout.get("attention_k_eq_v")):
                     out.append((p + "attn_v.weight", (e, kvd)))
             out.append((p + "attn_output.weight", (qd, e)))
+            if mt == "gpt_oss":  # conversion GptOssModel / llama.cpp src/models/openai-moe-iswa.cpp: biased q/k/v/o
+                # and one attention sink per head (19 tensors a block: the public file's 459 in all)
+                out += [(p + "attn_q.bias", (qd,)), (p + "attn_k.bias", (kvd,)), (p + "attn_v.bias", (kvd,)),
+                        (p + "attn_output.bias", (e,)), (p + "attn_sinks.weight", (m.num_attention_heads,))]
             if arch in ("qwen2", "qwen2moe"):
                 out += [(p + "attn_q.bias", (qd,)), (p + "attn_k.bias", (kvd,)), (p + "attn_v.bias", (kvd,))]
             if arch in ("qwen3", "qwen3moe", "gemma3", "gemma4", "olmo2"):
@@ -140,6 +144,9 @@ def layout(m: ModelSpec, arch: str) -> list[tuple[str, tuple[int, ...]]]:
             ff, ne = m.moe_intermediate_size or m.intermediate_size, m.num_experts
             out += [(p + "ffn_gate_inp.weight", (e, ne)), (p + "ffn_gate_exps.weight", (e, ff, ne)),
                     (p + "ffn_up_exps.weight", (e, ff, ne)), (p + "ffn_down_exps.weight", (ff, e, ne))]
+            if mt == "gpt_oss":  # the router's and every expert's biases (openai-moe-iswa.cpp build_moe_ffn)
+                out += [(p + "ffn_gate_inp.bias", (ne,)), (p + "ffn_gate_exps.bias", (ff, ne)),
+                        (p + "ffn_up_exps.bias", (ff, ne)), (p + "ffn_down_exps.bias", (e, ne))]
             # Granite 4.0-H / granitemoeshared: the shared_mlp (our intermediate_size) beside the
             # experts (llama.cpp src/models/granite-hybrid.cpp build_layer_ffn: ffn_*_shexp)
             granite_shared = m.model_type in ("granitemoehybrid", "granitemoeshared", "granitemoe_swa") and m.intermediate_size

@@ -18,6 +18,7 @@ from servefit.models.name_words import file_name
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
+UINT32_MAX = 2**32 - 1  # fit_params_min_ctx for "keep the full context" (common/arg.cpp)
 QUANTIZED_KV = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 FA_VALUES = {"on": "on", "enabled": "on", "1": "on", "true": "on", "off": "off", "disabled": "off", "0": "off",
              "false": "off", "auto": "auto", "-1": "auto"}
@@ -174,6 +175,13 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         findings.append(invalid_value(f"argument -ngl: invalid value '{vals['n_gpu_layers']}' (a number, auto "
                                 "or all)", span=spans.get("n_gpu_layers"), site=site.name, setting="n_gpu_layers"))
         s["n_gpu_layers"] = "auto"
+    if V.FIT <= b < V.NGL_AUTO and s["n_gpu_layers"] in ("all", 999):
+        # common_model_params_to_llama leaves llama_model_default_params' 999 when -ngl is unset, and fit
+        # (llama_params_fit_impl) counts -ngl as set only when it differs from that default: unset or 999 is fit's
+        s["n_gpu_layers"] = "auto" if "n_gpu_layers" not in vals or str(vals["n_gpu_layers"]).strip() == "999" \
+            else "all"
+    # the number common/arg.cpp stored (fit's "already set by user to N" quotes it): -ngl 999 is 999, all is -2
+    s["n_gpu_layers_arg"] = {"all": -2, "auto": -1}.get(str(s["n_gpu_layers"]), s["n_gpu_layers"])
     if isinstance(s["n_gpu_layers"], int) and s["n_gpu_layers"] >= 999:
         s["n_gpu_layers"] = "all"
     s["split_mode"] = vals.get("split_mode", "layer")
@@ -195,6 +203,11 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
             findings.append(invalid_value(f"argument -fitt: invalid value '{vals['fit_target']}'",
                                     span=spans.get("fit_target"), site=site.name, setting="fit_target"))
     s["fit_ctx"] = int(vals.get("fit_ctx", 4096) or 4096)
+    # common/arg.cpp -c handler (from PR #19070): an explicit -c 0 also sets fit_params_min_ctx = UINT32_MAX, fit then
+    # keeps the full training context ("user has requested full context size"). Arguments apply in order, so a
+    # -fitc after it would win; given both, servefit keeps -fitc.
+    if b >= V.FIT_FULL_CTX and "ctx_size" in vals and s["ctx_size"] == 0 and "fit_ctx" not in vals:
+        s["fit_ctx"] = UINT32_MAX
     s["override_tensor"] = [p for p in str(vals.get("override_tensor", "") or "").split(",") if "=" in p]
     s["cpu_moe"] = bool(vals.get("cpu_moe", False))
     s["n_cpu_moe"] = int(vals.get("n_cpu_moe", 0) or 0)

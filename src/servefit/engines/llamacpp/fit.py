@@ -11,6 +11,10 @@ compute (llama_get_memory_breakdown); here it is the plan's own Usage of that ch
    MoE), rounded down to 256 (x the streams, see 3), never below --fit-ctx. No second check: on one
    device that context is final. When even --fit-ctx is over, the context stays at --fit-ctx and
    the layers are tried.
+   Before PR #18372 (FIT_LINE) there was no second dry run: the context was cut in proportion to the
+   KV buffers (a sliding-window cache that stops growing made that cut too small: the Gemma 3 bug), and on
+   several devices a cut that covers the deficit was final too. An explicit -c 0 keeps the training length
+   from PR #19070 (FIT_FULL_CTX: "user has requested full context size"); before, it counted as unset.
 3. Since PR #27496 (FIT_STREAMS) an unset context without a unified cache is the training length
    x -np streams (before: the training length shared by the streams), and --fit-ctx counts per stream.
 4. Layers, only when -ngl, -ts and -ot are unset: the most layers that keep the target free (a
@@ -31,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from servefit.engines.llamacpp import versions as V
+from servefit.engines.llamacpp.config import UINT32_MAX
 from servefit.engines.llamacpp.planner import Inputs, Usage, usage
 
 MIB = 2**20
@@ -133,18 +138,20 @@ def run_fit(inp: Inputs, ctx_user: int, ngl_user: int | None) -> FitResult:
     # step 2: the context
     surplus = sum_free - sum_used - sum(margin)
     if surplus < 0:
-        if nd == 1:
-            res.log.append(f"{impl}: cannot meet free memory target of {margin[0] // MIB} MiB, need to reduce "
-                           f"device memory by {-surplus // MIB} MiB")
-        else:
-            res.log.append(f"{impl}: cannot meet free memory targets on all devices, need to use "
-                           f"{-surplus // MIB} MiB less in total")
-        ctx_min = int(s["fit_ctx"]) * nst
+        res.log.append(_deficit_line(inp, impl, margin, -surplus))
+        # n_ctx_min_total saturates at UINT32_MAX, the mark of an explicit -c 0 (config.py)
+        ctx_min = min(int(s["fit_ctx"]) * nst, UINT32_MAX)
         if ctx_user:
             res.log.append(f"{impl}: context size set by user to {ctx_user} -> no change")
+        elif int(s["fit_ctx"]) == UINT32_MAX:
+            res.log.append(f"{impl}: user has requested full context size of {ctx_max} -> no change")
         elif ctx_max <= ctx_min:
             res.log.append(f"{impl}: default model context size is {ctx_max} which is <= the min. context size "
                            f"of {ctx_min} -> no change")
+        elif inp.b < V.FIT_LINE:
+            if _shrink_ctx_proportional(inp, res, ctx_min, -surplus, impl):
+                res.log.append(f"{impl}: entire model can be fit across devices by reducing context")
+                return res  # that build returns here on several devices too
         elif _shrink_ctx(inp, res, ctx_min, nst, used, margin, impl):
             if nd == 1:
                 res.log.append(f"{impl}: entire model can be fit by reducing context")
@@ -158,6 +165,34 @@ def run_fit(inp: Inputs, ctx_user: int, ngl_user: int | None) -> FitResult:
         return res
     _fit_layers(inp, res, margin)
     return res
+
+
+def _deficit_line(inp: Inputs, impl: str, margin: list[int], deficit: int) -> str:
+    """What fit logs when the targets are not met: one margin_s before PR #18679 (FIT_TARGETS), targets after."""
+    if inp.b < V.FIT_TARGETS:
+        where = ", need to reduce device memory by" if inp.n_dev == 1 else " on all devices, need to use"
+        tail = " MiB" if inp.n_dev == 1 else " MiB less in total"
+        return f"{impl}: cannot fulfill margin of {margin[0] // MIB} MiB{where} {deficit // MIB}{tail}"
+    if inp.n_dev == 1:
+        return f"{impl}: cannot meet free memory target of {margin[0] // MIB} MiB, need to reduce device memory " \
+               f"by {deficit // MIB} MiB"
+    return f"{impl}: cannot meet free memory targets on all devices, need to use {deficit // MIB} MiB less in total"
+
+
+def _shrink_ctx_proportional(inp: Inputs, res: FitResult, ctx_min: int, deficit: int, impl: str) -> bool:
+    """Step 2 before PR #18372 (src/llama.cpp llama_params_fit_impl, FIT_LINE): no second dry run; the context
+    memory (the KV buffers on the devices) taken as proportional to the context, bytes_per_ctx = that / n_ctx_train,
+    and the context lowered by ceil(deficit / bytes_per_ctx), at most down to --fit-ctx. Not rounded: llama_context
+    pads the result up to 256. True when that covers the deficit (surplus > 0)."""
+    u_full = usage(inp, res.ctx, res.ngl)
+    per_ctx = sum(u_full.kv_by_dev.get(d, 0) for d in range(inp.n_dev)) // res.ctx
+    if per_ctx <= 0:  # nothing on the devices grows with the context
+        return False
+    cut = min((deficit + per_ctx - 1) // per_ctx, res.ctx - ctx_min)
+    res.log.append(f"{impl}: context size reduced from {res.ctx} to {res.ctx - cut} -> need "
+                   f"{cut * per_ctx // MIB} MiB less memory in total")
+    res.ctx, res.changed_ctx = res.ctx - cut, True
+    return cut * per_ctx - deficit > 0
 
 
 def _shrink_ctx(inp: Inputs, res: FitResult, ctx_min: int, nst: int, used: list[int], margin: list[int],
@@ -193,8 +228,8 @@ def _shrink_ctx(inp: Inputs, res: FitResult, ctx_min: int, nst: int, used: list[
 def _layers_locked(inp: Inputs, ngl_user: int | None) -> str:
     """Why step 3 may not move layers (the exception text llama.cpp logs), or ''."""
     s = inp.s
-    if ngl_user is not None:  # the value as common/arg.cpp stores it: `all` is -2
-        raw = s["n_gpu_layers"]
+    if ngl_user is not None:  # the value as common/arg.cpp stores it: `all` is -2, 999 stays 999
+        raw = s.get("n_gpu_layers_arg", s["n_gpu_layers"])
         return f"n_gpu_layers already set by user to {-2 if raw == 'all' else raw}, abort"
     if inp.n_dev > 1 and s["tensor_split"]:
         return "model_params::tensor_split already set by user, abort"

@@ -16,6 +16,16 @@ NP_AUTO = 6925  # server -np auto = 4 with unified KV (#16736)
 PAD_256 = 6975  # n_ctx and SWA cache padded to 256 (#17046)
 ROUTER = 7389  # no -m: router mode, --models-dir / --models-max (#17470, Dec 2025; b7389 has it, issue #18035)
 FIT = 7407  # --fit, default on (#16653)
+# src/llama.cpp llama_params_fit_impl step 2 before PR #18372 ("llama-fit-params: fix Gemma 3 calculation", opened
+# 2025-12-25; b7539 is that day's build, issue #18376): the context cut in proportion to the KV; from it the line
+# between two dry runs. Approximate (+-15 builds).
+FIT_LINE = 7550
+# PR #18679 (2026-01-07, "free memory target per device"): -fitt takes one value per device and fit logs
+# "cannot meet free memory target" (before: one margin_s, "cannot fulfill margin"). Approximate.
+FIT_TARGETS = 7660
+# PR #19070 (2026-01-24, "keep explicit --ctx-size 0"): common/arg.cpp -c 0 sets fit_params_min_ctx = UINT32_MAX,
+# so fit keeps the full training context. b7771 is dated 2026-01-18 (ik_llama.cpp #1162): approximate.
+FIT_FULL_CTX = 7830
 OUTPUT_FIRST = 7467  # -ngl offloads the output layer first (#18148)
 NGL_AUTO = 7553  # -ngl default auto, `all` keyword (#18266)
 # compute-buffer log prefix sched_reserve: logs of b7772 print it (calibration cases nbchat13 / nbchat14), logs
