@@ -59,13 +59,23 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
     act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
     live = mem.prefill_live_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
-    limit = min(int(total * r.fraction), total - ctx)  # torch.cuda.set_per_process_memory_fraction
-    # the allocator keeps freed blocks cached only while it can: past the limit it frees them and retries,
-    # so what stays reserved after the prefill is at most what the limit leaves (and at least the live peak)
-    act = min(act, max(live, limit - weights - warm_kv))
+    # torch.cuda.set_per_process_memory_fraction caps what the allocator reserves; the device caps it too, less
+    # the process's own non-torch memory and what other processes hold
+    limit = min(int(total * r.fraction), total - ctx - gpu.in_use_bytes)
+    # PyTorch's caching allocator keeps freed blocks only while new segments fit: when a cudaMalloc fails it
+    # releases every cached segment with no live block and retries (c10/cuda/CUDACachingAllocator.cpp::
+    # DeviceCachingAllocator::malloc -> release_cached_blocks), so when what the prefill would leave cached
+    # does not fit beside the weights and the warm-up KV, what stays reserved is the live peak
+    if weights + warm_kv + act > limit:
+        act = live
     sizes = d.cuda_graph_sizes(s, e, r.quantize if e.v >= (2, 3, 0) else s.get("quantize"))
     cg = len(sizes) * mem.GRAPH_BYTES
-    res = mem.kv_blocks(e, total, ctx + weights + warm_kv + act, r.fraction, r.wiggle, block_bytes, batch.blocks)
+    # 2.1.0 - 2.4.0 models/flash_causal_lm.py::FlashCausalLM.warmup adds back `batch.num_blocks if batch is not
+    # None else 0` of the batch generate_token returned, None when every warm-up request finished in the prefill
+    added_back = 0 if (e.blocks_of_returned_batch and batch.finished) else batch.blocks
+    # TGI reads the device's free memory (torch.cuda.mem_get_info): what other processes hold is not free
+    used = ctx + weights + warm_kv + act + gpu.in_use_bytes
+    res = mem.kv_blocks(e, total, used, r.fraction, r.wiggle, block_bytes, added_back)
     tokens = res.num_blocks * r.block if r.flash else 0
     budget = int(total * r.fraction * (r.wiggle if e.wiggle_of_total else 1.0))
     kv_bytes = res.kv_bytes if r.flash else 0
