@@ -20,6 +20,9 @@ huggingface/text-generation-inference.
     2.3: free x TGI_WIGGLE_ROOM (0.95); 2.4: free x TGI_WIGGLE_ROOM (0.90);
   * >= 3.0: get_free_memory(device, CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM), i.e. the
     wiggle room is a share of the *total* memory (3.0: 0.95, 3.1 - 3.2: 0.93, >= 3.3: 0.90).
+- Warm-up blocks added back to the count: 0.9.4 - 2.0.x the cache manager's, 2.1.0 - 2.4.0 those of the
+  batch generate_token returns (`batch.num_blocks if batch is not None else 0`: none when every warm-up
+  request asked one new token and finished in the prefill), from 2.4.1 batch.num_blocks read before it.
 - The router's warmup requests ask for prefill log-probabilities of every prompt token before
   3.0 (the shard honours it); from 3.0 the shard ignores them unless REQUEST_LOGPROBS=1
   (models/flash_causal_lm.py: `if not REQUEST_LOGPROBS: r.prefill_logprobs = False`).
