@@ -12,6 +12,7 @@ import math
 
 from test_tgi_engine import A10G, H100, LLAMA2_7B, LLAMA8B, run
 
+from servefit.engines.tgi import defaults as d
 from servefit.engines.tgi import memory as mem
 from servefit.engines.tgi.era import era
 from servefit.hardware.spec import GpuSpec
@@ -124,3 +125,34 @@ def test_memory_other_processes_hold_is_not_free_at_warm_up():
     cfg, plan = run(cmd, version="3.3.7", gpu=crowded)
     assert plan.outcome == "oom_at_load" and "TGI014" in [f.code for f in plan.findings]
     assert run(cmd, version="3.3.7", gpu=A10G)[1].outcome == "started"
+
+
+MISTRAL_V01 = dataclasses.replace(LLAMA8B, name="mistralai/Mistral-7B-v0.1", architecture="MistralForCausalLM",
+                                  model_type="mistral", vocab_size=32000, max_position_embeddings=32768,
+                                  sliding_window=4096, rope_scaling=None, params=7_241_732_096)
+
+
+def test_1_1_to_2_0_cap_each_warm_up_requests_blocks_at_the_sliding_window():
+    # models/flash_mistral.py::FlashMistralBatch.from_pb (1.1.0 - 2.0.x): needed_blocks = min(needed_blocks,
+    # SLIDING_WINDOW_BLOCKS), SLIDING_WINDOW_BLOCKS = ceil(4096 / 16) = 256 for Mistral-7B-v0.1
+    e = era("2.0.0")
+    capped = mem.warmup_batch(e, 32768, 8000, 8512, 16, 0, None, 256)
+    whole = mem.warmup_batch(e, 32768, 8000, 8512, 16, 0, None)
+    assert (capped.requests, capped.blocks) == (5, 5 * 256)
+    assert whole.blocks == 4 * math.ceil((8000 + 512 - 1) / 16) + math.ceil((768 + 7744 - 1) / 16) == 2660
+    # tgi-1831's command (calibration): 1380 fewer warm-up blocks held, so 0.05 of them fewer in the pool
+    cmd = ("text-generation-launcher --model-id mistralai/Mistral-7B-v0.1 --max-input-length 8000 "
+           "--max-total-tokens 8512 --max-batch-prefill-tokens 32768")
+    windowed = run(cmd, version="2.0.4", model=MISTRAL_V01, gpu=A100)[1]
+    after = run(cmd, version="2.1.0", model=MISTRAL_V01, gpu=A100)[1]  # 2.1.0 has no cap
+    assert abs((after.detail.kv_cache_blocks - windowed.detail.kv_cache_blocks) - 0.05 * (2660 - 1280)) <= 1
+    # Llama has no window; Mixtral's batch is the windowed one from 1.3.0, Qwen2's and Starcoder2's from 1.4.3
+    assert d.warmup_window_blocks(LLAMA8B, e, 16) is None
+    mixtral = dataclasses.replace(MISTRAL_V01, model_type="mixtral")
+    assert d.warmup_window_blocks(mixtral, era("1.2.0"), 16) is None
+    assert d.warmup_window_blocks(mixtral, era("1.3.0"), 16) == 256
+    assert d.warmup_window_blocks(dataclasses.replace(MISTRAL_V01, model_type="qwen2"), era("1.4.2"), 16) is None
+    assert d.warmup_window_blocks(dataclasses.replace(MISTRAL_V01, model_type="starcoder2"), e, 16) == 256
+    assert d.warmup_window_blocks(MISTRAL_V01, era("2.1.0"), 16) is None
+    assert d.warmup_window_blocks(dataclasses.replace(MISTRAL_V01, sliding_window=0), e, 16) is None
+    assert d.warmup_window_blocks(dataclasses.replace(MISTRAL_V01, sliding_window=4001), e, 16) == 251  # ceil

@@ -101,12 +101,13 @@ class WarmupBatch:
 
 
 def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
-                 speculate: int, max_batch_size: int | None) -> WarmupBatch:
+                 speculate: int, max_batch_size: int | None, window_blocks: int | None = None) -> WarmupBatch:
     """The router builds requests of `truncate` tokens until max_batch_prefill_tokens; each asks
     max_total_tokens - truncate new tokens (1 when max_total is left to the shard; 2 up to 1.1.0,
     router/client/src/client.rs::warmup `max_new_tokens: 2`)
     and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
-    (FlashCausalLMBatch.from_tokenized)."""
+    (FlashCausalLMBatch.from_tokenized), at most `window_blocks` each where the sliding window caps
+    them (models/flash_mistral.py::FlashMistralBatch.from_pb, 1.1.0 - 2.0.x)."""
     n = reqs = blocks = longest = 0
     finished = True
     while n < prefill and reqs < 100_000:
@@ -119,7 +120,8 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
         else:
             max_new = max(1, max_total - truncate) if max_total is not None else 1
         finished = finished and max_new == 1
-        blocks += math.ceil((truncate + max_new - 1 + speculate) / block)
+        needed = math.ceil((truncate + max_new - 1 + speculate) / block)
+        blocks += min(needed, window_blocks) if window_blocks else needed
         n += truncate
         reqs += 1
         if max_batch_size and reqs == max_batch_size:

@@ -47,7 +47,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     total = gpu.memory_bytes
     weights = mem.weights_per_shard(model, db, mem.scheme(r.quantize, model), r.shards)
     ctx = mem.process_overhead(r.attention, r.flash, r.shards)
-    batch = mem.warmup_batch(e, r.prefill, r.max_input, r.max_total, r.block, r.speculate, s.get("max_batch_size"))
+    batch = mem.warmup_batch(e, r.prefill, r.max_input, r.max_total, r.block, r.speculate, s.get("max_batch_size"),
+                             d.warmup_window_blocks(model, e, r.block))
     legacy_bt = d.batch_total_setting(s, e) if not e.infers_batch_total else None
     if legacy_bt is not None and r.flash:
         # < 0.9.4 models/flash_causal_lm.py::FlashCausalLM.warmup(batch, max_total_tokens): the KV cache is
