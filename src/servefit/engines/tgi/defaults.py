@@ -56,6 +56,22 @@ def is_flash(model: ModelSpec, e: Era) -> bool:
     return e.v >= (3, 0, 0)
 
 
+# 1.1.0 - 2.0.x models/flash_mistral.py::BaseFlashMistral (FlashMistral, FlashMixtral, FlashQwen2,
+# FlashStarcoder2 in models/__init__.py::get_model, each from the release that added it) calls
+# set_sliding_window(config.sliding_window, ceil(sliding_window / BLOCK_SIZE)); 2.1.0 drops it
+WINDOWED_BATCH_SINCE = {"mistral": (1, 1, 0), "mixtral": (1, 3, 0), "qwen2": (1, 4, 3), "starcoder2": (1, 4, 3)}
+
+
+def warmup_window_blocks(model: ModelSpec, e: Era, block: int) -> int | None:
+    """The most KV blocks one warm-up request reserves, where the release caps them by the model's
+    sliding window (FlashMistralBatch.from_pb: `needed_blocks = min(needed_blocks, SLIDING_WINDOW_BLOCKS)`);
+    None: uncapped."""
+    since = WINDOWED_BATCH_SINCE.get(model.model_type)
+    if since is None or not model.sliding_window or not since <= e.v < (2, 1, 0):
+        return None
+    return -(-model.sliding_window // block)
+
+
 def num_shard(settings: dict, env: dict[str, str], count: int) -> tuple[int, str | None]:
     """launcher/src/main.rs::find_num_shards: (shards, launcher error or None)."""
     sharded, n = settings.get("sharded"), settings.get("num_shard")

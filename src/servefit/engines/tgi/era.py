@@ -16,10 +16,13 @@ huggingface/text-generation-inference.
   * >= 3.0: input / total left to the shard; prefill from compute_optimal / vram_maximum.
 - Warmup free memory (server/.../models/flash_causal_lm.py::warmup and
   utils/import_utils.py::get_cuda_free_memory):
-  * < 1.4.5: free // block (no wiggle room); 1.4.5 - 2.2: free x 0.95;
+  * < 1.4.1: free // block (no wiggle room); 1.4.1 - 2.2: free x 0.95;
     2.3: free x TGI_WIGGLE_ROOM (0.95); 2.4: free x TGI_WIGGLE_ROOM (0.90);
   * >= 3.0: get_free_memory(device, CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM), i.e. the
     wiggle room is a share of the *total* memory (3.0: 0.95, 3.1 - 3.2: 0.93, >= 3.3: 0.90).
+- Warm-up blocks added back to the count: 0.9.4 - 2.0.x the cache manager's, 2.1.0 - 2.4.0 those of the
+  batch generate_token returns (`batch.num_blocks if batch is not None else 0`: none when every warm-up
+  request asked one new token and finished in the prefill), from 2.4.1 batch.num_blocks read before it.
 - The router's warmup requests ask for prefill log-probabilities of every prompt token before
   3.0 (the shard honours it); from 3.0 the shard ignores them unless REQUEST_LOGPROBS=1
   (models/flash_causal_lm.py: `if not REQUEST_LOGPROBS: r.prefill_logprobs = False`).
@@ -70,17 +73,20 @@ class Era:
     attention_backends: bool  # >= 2.3: flashinfer / flashdecoding / paged
     router_v3: bool  # >= 2.3
     max_new_from_total: bool  # >= 1.1.1: warmup requests ask max_total - truncate new tokens
-    mpe_clamp: bool  # >= 3.0.2: shard default max_total_tokens also capped by max_position_embeddings
+    mpe_clamp: bool  # >= 3.0.1: shard default max_total_tokens also capped by max_position_embeddings
     chunking: bool  # >= 2.4.1 shard side prefill chunking (flashinfer / flashdecoding)
     inplace_logsoftmax: bool = False  # >= 2.4.0: prefill log-probs overwrite the lm_head output
     infers_batch_total: bool = True  # >= 0.9.4: warm-up sizes the KV cache (before: max_batch_total_tokens, 16000)
     launcher_prefill_checks: bool = False  # < 2.4.0: prefill limits checked by the launcher, before warm-up
     chunking_default: bool = True  # PREFILL_CHUNKING's default: "1" from 3.0.0, "0" in 2.4.x
+    # 2.1.0 - 2.4.0: warm-up adds back the blocks of the batch generate_token returns, None when every
+    # warm-up request finished in the prefill (then no block is added back)
+    blocks_of_returned_batch: bool = False
 
 
 def era(version: str | None) -> Era:
     v = vtuple(version)
-    if v < (1, 4, 5):
+    if v < (1, 4, 1):  # v1.4.1 flash_causal_lm.py::FlashCausalLM.warmup: int((free_memory * 0.95) // ...)
         wiggle = 1.0
     elif v < (2, 4, 0):
         wiggle = 0.95
@@ -102,9 +108,10 @@ def era(version: str | None) -> Era:
         defaults = "compute"
     return Era(version=version or CURRENT, v=v, defaults=defaults, wiggle=wiggle, wiggle_of_total=v >= (3, 0, 0),
                warmup_logprobs=v < (3, 0, 0), attention_backends=v >= (2, 3, 0), router_v3=v >= (2, 3, 0),
-               max_new_from_total=v >= (1, 1, 1), mpe_clamp=v >= (3, 0, 2), chunking=v >= (2, 4, 1),
+               max_new_from_total=v >= (1, 1, 1), mpe_clamp=v >= (3, 0, 1), chunking=v >= (2, 4, 1),
                inplace_logsoftmax=v >= (2, 4, 0), infers_batch_total=v >= (0, 9, 4),
-               launcher_prefill_checks=v < (2, 4, 0), chunking_default=v >= (3, 0, 0))
+               launcher_prefill_checks=v < (2, 4, 0), chunking_default=v >= (3, 0, 0),
+               blocks_of_returned_batch=(2, 1, 0) <= v < (2, 4, 1))
 
 
 # launcher/src/main.rs Args before 0.9.4: `#[clap(default_value = "16000", long, env)] max_batch_total_tokens: u32`

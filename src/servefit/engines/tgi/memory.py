@@ -95,16 +95,21 @@ class WarmupBatch:
     tokens: int  # prompt tokens in the prefill (current_tokens)
     blocks: int  # KV blocks allocated for it (batch.num_blocks)
     longest: int = 0  # the first (longest) request's prompt tokens
+    # every request asks one new token, so all of them finish in the prefill (StoppingCriteria stops at
+    # max_new_tokens; the warm-up sets ignore_eos_token) and generate_token returns no batch
+    finished: bool = False
 
 
 def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | None, block: int,
-                 speculate: int, max_batch_size: int | None) -> WarmupBatch:
+                 speculate: int, max_batch_size: int | None, window_blocks: int | None = None) -> WarmupBatch:
     """The router builds requests of `truncate` tokens until max_batch_prefill_tokens; each asks
     max_total_tokens - truncate new tokens (1 when max_total is left to the shard; 2 up to 1.1.0,
     router/client/src/client.rs::warmup `max_new_tokens: 2`)
     and reserves ceil((prompt + max_new - 1 + speculate) / BLOCK_SIZE) blocks
-    (FlashCausalLMBatch.from_tokenized)."""
+    (FlashCausalLMBatch.from_tokenized), at most `window_blocks` each where the sliding window caps
+    them (models/flash_mistral.py::FlashMistralBatch.from_pb, 1.1.0 - 2.0.x)."""
     n = reqs = blocks = longest = 0
+    finished = True
     while n < prefill and reqs < 100_000:
         truncate = prefill - n
         if max_input is not None:
@@ -114,12 +119,14 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
             max_new = 2
         else:
             max_new = max(1, max_total - truncate) if max_total is not None else 1
-        blocks += math.ceil((truncate + max_new - 1 + speculate) / block)
+        finished = finished and max_new == 1
+        needed = math.ceil((truncate + max_new - 1 + speculate) / block)
+        blocks += min(needed, window_blocks) if window_blocks else needed
         n += truncate
         reqs += 1
         if max_batch_size and reqs == max_batch_size:
             break
-    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks, longest=longest)
+    return WarmupBatch(requests=reqs, tokens=n, blocks=blocks, longest=longest, finished=finished and reqs > 0)
 
 
 def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
@@ -130,12 +137,24 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
     output, which the allocator cannot carve out of the freed layer blocks (it is allocated
     while the last hidden states are alive). Before 3.0 (or with --enable-prefill-logprobs)
     every prompt token gets log-probabilities, so the head output is tokens x vocab; after, one
-    row per request."""
+    row per request. Sharded over a vocabulary the shards divide, layers/tensor_parallel.py::
+    TensorParallelHead.forward (utils/layers.py before 2.1) also allocates the shard's slice
+    (`gather_input`, rows x vocab / shards) before gathering every shard's slice into
+    `world_out`; the slice is freed on return, so it stays cached beside the rest."""
     h = model.hidden_size
     fwd = tokens * (4 * h + _mlp_width(model, shards)) * db
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
     head = rows * model.vocab_size * (db + (logprob_extra_bytes(e, db) if rows == tokens else 4)) + tokens * h * db
+    if _gathered(model, shards, rows):
+        head += rows * (model.vocab_size // shards) * db
     return int(fwd + head)
+
+
+def _gathered(model: ModelSpec, shards: int, rows: int) -> bool:
+    """Whether the lm_head output is gathered from the shards into a fresh (vocab x rows) tensor
+    (TensorParallelHead.load: should_gather when the vocabulary splits evenly; one row is gathered
+    without the transposed copy)."""
+    return shards > 1 and model.vocab_size % shards == 0 and rows > 1
 
 
 def prefill_live_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
@@ -158,7 +177,7 @@ def prefill_live_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: 
     h = model.hidden_size
     fwd = tokens * (4 * h + _mlp_width(model, shards)) * db
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
-    gathered = shards > 1 and model.vocab_size % shards == 0 and rows > 1
+    gathered = _gathered(model, shards, rows)
     logits = rows * model.vocab_size * db
     # the head: the last hidden states in, the output out (the shard's slice it gathers, vocab / shards, is
     # freed before log_softmax's copies, which are larger)
