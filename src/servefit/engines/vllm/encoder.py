@@ -268,13 +268,13 @@ def _mllama_v0(model: ModelSpec, settings: dict[str, Any], *, max_num_seqs: int,
     of max_num_tiles tiles (mllama.py::dummy_encoder_data_for_mllama, 1024 x 1024 in 0.6.6;
     MllamaDummyInputsBuilder's 16:1 image in 0.7.3). The tower (mllama.py::MllamaVisionModel.forward, the
     same in both) runs them as one batch of L = tiles x (patches + class token, padded to a multiple of 8)
-    tokens per image, holding through its local transformer: the attention mask of
-    _prepare_aspect_ratio_attention_mask, L x L per image in the model's dtype; the hidden states stored
-    for intermediate_layers_indices (MllamaVisionEncoder.forward); and at the last layer its input, the
-    post-attention residual and the norm output (MllamaVisionEncoderLayer.forward) beside CLIPMLP's fc1
-    output and its GELU (sharded over TP). Not counted: the pixel values (fp32) and the tower's own input,
-    which the code also holds; the PR #12126 log (11B at 128 sequences: 36.63 GiB) is below even this
-    count (41.3), so the run did not hold all of them at once (not resolved)."""
+    tokens per image. Counted, as held together at the MLP of a local layer past the last stored one: the
+    attention mask of _prepare_aspect_ratio_attention_mask (L x L per image, the model's dtype), the
+    hidden states stored for intermediate_layers_indices (MllamaVisionEncoder.forward) and CLIPMLP's fc1
+    output beside its GELU (sharded over TP). The code also holds hidden-width tensors there (the layer's
+    input, its residual and norm output, the tower's input: 4 more) and the fp32 pixel values; with them
+    the count for the PR #12126 log (11B, 128 sequences) is 43.2 GiB where vLLM logged 36.63, without them
+    35.38: which of them the logged run did not hold is not resolved, so they are left out."""
     v = model.vision
     images = _limit(settings, "image", False)
     if not images:
@@ -287,6 +287,6 @@ def _mllama_v0(model: ModelSpec, settings: dict[str, Any], *, max_num_seqs: int,
     stored = len(v.get("intermediate_layers_indices") or [])
     batch = max_num_seqs * images
     tokens = batch * per_image
-    peak = batch * per_image * per_image * db + tokens * ((stored + 3) * width + mlp) * db
+    peak = batch * per_image * per_image * db + tokens * (stored * width + mlp) * db
     return EncoderProfile(peak=int(peak), outputs=0, lm_tokens=max_num_batched_tokens,
                           items=batch, tokens_per_item=tiles * patches, modality="image", seqs=max_num_seqs)
