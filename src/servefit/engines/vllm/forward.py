@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.non_torch import CONSUMED_FROM
+from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.kv import kv_heads_per_rank, latent_cache
 from servefit.models.architecture import is_gated_mlp
 from servefit.models.spec import ModelSpec
 
@@ -80,8 +83,6 @@ def attention_stage_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> i
     Below the MLP half for a dense model (3 x intermediate > 2 q + 2 kv); above it for a MoE whose
     routed intermediates live in the persistent workspace (moe_workspace_bytes), which stays allocated
     through the next layer's attention. 0 for MLA (other projections, not counted here)."""
-    from servefit.memory.kv import kv_heads_per_rank, latent_cache
-
     if latent_cache(model) or not model.num_attention_heads:
         return 0
     tp = max(r.tp, 1)
@@ -125,12 +126,8 @@ def held_after_profile(model: ModelSpec, r: Resolved) -> int:
     - torch allocated after the run (read in the 0.27.1 and 0.31.0 wheels; 0.26.0 logs the whole
     torch_peak_increase), and counts what stays in its consumed memory (total_consumed, from
     mem_get_info): the budget is the same either way, only the logged split differs."""
-    from servefit.engines.vllm.non_torch import CONSUMED_FROM
-
     if r.version < CONSUMED_FROM:
         return 0
-    from servefit.memory.dtypes import dtype_bytes
-
     return moe_workspace_bytes(model, r, r.max_num_batched_tokens, dtype_bytes(r.dtype))
 
 
