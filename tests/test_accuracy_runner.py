@@ -85,9 +85,6 @@ WEIGHTS_KNOWN_MISSES = {"activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151": 0.0403,
 KNOWN_OFF = {
     "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused":
         "V0 Qwen2.5-VL: the encoder profiling peak is estimated 1.1-1.7 GiB low, so servefit says it starts",
-    "vllm-pr12126-h100-llama32-11b-vision-eager":
-        "V0 Mllama profiling (dummy 4-tile images, cross-attention states) is not modelled: 7.4 GiB activation "
-        "predicted, 36.6 GiB logged, so the KV cache is +199%",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
+from unittest import mock
 
 from servefit.models.spec import ModelSpec
 
@@ -44,13 +45,18 @@ def test_moe_caches_are_sized_for_one_chunk_of_tokens():
     """A 40960-token batch runs in one forward; the MoE caches hold one chunk of its tokens at a time:
     32768 up to 0.11, 16384 in 0.12 - 0.19, all of them from 0.20 (no chunking). Up to 0.13
     fused_experts_impl holds cache13 (max(N, K) = 2048) and cache2 (N / 2 = 768) per slot; from 0.14 the
-    modular TritonExperts' workspace holds max(N / 2, K) + max(N, K) = 2048 + 2048."""
+    modular TritonExperts' workspace holds max(N / 2, K) + max(N, K) = 2048 + 2048; that workspace stays
+    allocated through the next layer's attention, whose QKV (4096 + 2 x 512) and attention output (4096)
+    beside it top the MLP half there."""
     argv = "vllm serve m --max-model-len 40960 --max-num-seqs 4 --max-num-batched-tokens 40960"
     t = 40960
     for version, m, per_slot in (("0.11.0", 32768, 2048 + 768), ("0.13.0", 16384, 2048 + 768),
                                  ("0.17.0", 16384, 2048 + 2048), ("0.20.0", 40960, 2048 + 2048)):
         _, p = run(argv, model=QWEN3_MOE, gpu=H100, version=version)
-        assert p.memory.activation_peak == t * 4 * 2048 * 2 + m * 8 * per_slot * 2 + t * 128 * 2 * 2, version
+        mlp_half = t * 4 * 2048 * 2 + m * 8 * per_slot * 2 + t * 128 * 2 * 2
+        attention_half = t * (4 * 2048 + 2 * 4096 + 2 * 512) * 2 + (m * 8 * per_slot * 2 if per_slot == 4096 else 0)
+        assert p.memory.activation_peak == max(mlp_half, attention_half), version
+        assert (attention_half > mlp_half) == (version >= "0.17"), version
 
 
 
@@ -254,3 +260,38 @@ def test_ungated_mlps_hold_two_intermediates():
                   num_experts_per_tok=6)
     _, n = run(argv, model=nem, gpu=H100, version="0.11.0")
     assert n.memory.activation_peak == t * 4 * 2048 * 2 + t * 6 * (max(1856, 2048) + 1856) * 2 + t * 128 * 2 * 2
+
+
+def test_logged_activation_leaves_out_the_moe_workspace_from_0_26_1():
+    """From 0.26.1 vLLM logs the transient torch peak (peak - allocated after the run): the MoE workspace
+    the run keeps is consumed memory, not activation; 0.26.0 logs the whole increase. The budget, and so
+    the KV cache, is the same. Eager, so no CUDA-graph estimate joins the logged figure."""
+    t = 2048
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4 --max-num-batched-tokens 2048 --enforce-eager"
+    workspace = t * 8 * (2048 + 2048) * 2
+    attention_half = t * (4 * 2048 + 2 * 4096 + 2 * 512) * 2
+    _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.27.1")
+    _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.26.0")
+    assert new.memory.activation_peak == old.memory.activation_peak == attention_half + workspace
+    assert new.detail.logged_activation_bytes == attention_half
+    assert old.detail.logged_activation_bytes == attention_half + workspace
+    import servefit.engines.vllm.plan as plan_mod  # the budget does not move with the logged split
+
+    with mock.patch.object(plan_mod, "held_after_profile", return_value=0):
+        _, unsplit = run(argv, model=QWEN3_MOE, gpu=H100, version="0.27.1")
+    assert unsplit.detail.logged_activation_bytes == attention_half + workspace
+    assert unsplit.detail.available_kv_cache_bytes == new.detail.available_kv_cache_bytes
+    # a quantized MoE runs other expert kernels (no workspace counted): nothing is held back
+    _, dense = run(argv, model=LLAMA8B, gpu=H100, version="0.27.1")
+    assert dense.detail.logged_activation_bytes == dense.memory.activation_peak
+
+
+def test_attention_half_is_per_tensor_parallel_rank():
+    """TP2 at 0.20: 16 query heads (2048) and 2 KV heads (256) a rank; the workspace's N = 2 x 384 stays
+    below K, so it is still 2048 + 2048 per slot; the attention half tops the MLP half."""
+    t = 8192
+    _, p = run(FEW + " --tensor-parallel-size 2", model=QWEN3_MOE, gpu=H100, count=2, version="0.20.0")
+    workspace = t * 8 * (2048 + 2048) * 2
+    mlp_half = t * 4 * 2048 * 2 + workspace + t * 128 * 2 * 2
+    attention_half = t * (4 * 2048 + 2 * 2048 + 2 * 256) * 2 + workspace
+    assert attention_half > mlp_half and p.memory.activation_peak == attention_half

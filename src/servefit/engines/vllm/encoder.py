@@ -186,6 +186,9 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     qwen3 = bool(v) and is_qwen3_vision(v, model.model_type)
     if not v:
         return None
+    if v.get("model_type") == "mllama_vision_model":
+        return None if v1 else _mllama_v0(model, settings, max_num_seqs=max_num_seqs,
+                                          max_num_batched_tokens=max_num_batched_tokens, db=db, tp=tp)
     if not (qwen3 or qwen_vl_kind(v, model.model_type)):
         return _fixed_profile(model, settings, v1=v1, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                               max_num_batched_tokens=max_num_batched_tokens, chunked_prefill=chunked_prefill,
@@ -255,3 +258,35 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
     lm_tokens = seqs * max(max_num_batched_tokens // seqs, images * tok)
     return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, seqs * images * patches, db, tp), outputs=0,
                           lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs)
+
+
+def _mllama_v0(model: ModelSpec, settings: dict[str, Any], *, max_num_seqs: int, max_num_batched_tokens: int,
+               db: float, tp: int) -> EncoderProfile | None:
+    """Llama-3.2-Vision (mllama) on V0. worker/enc_dec_model_runner.py::EncoderDecoderModelRunner.profile_run
+    (read in the 0.6.6 and 0.7.3 wheels) builds max_num_seqs dummy sequences whatever the token budget,
+    max_num_batched_tokens split between them, each with the per-prompt image limit (V0: one) of an image
+    of max_num_tiles tiles (mllama.py::dummy_encoder_data_for_mllama, 1024 x 1024 in 0.6.6;
+    MllamaDummyInputsBuilder's 16:1 image in 0.7.3). The tower (mllama.py::MllamaVisionModel.forward, the
+    same in both) runs them as one batch of L = tiles x (patches + class token, padded to a multiple of 8)
+    tokens per image. Counted, as held together at the MLP of a local layer past the last stored one: the
+    attention mask of _prepare_aspect_ratio_attention_mask (L x L per image, the model's dtype), the
+    hidden states stored for intermediate_layers_indices (MllamaVisionEncoder.forward) and CLIPMLP's fc1
+    output beside its GELU (sharded over TP). The code also holds hidden-width tensors there (the layer's
+    input, its residual and norm output, the tower's input: 4 more) and the fp32 pixel values; with them
+    the count for the PR #12126 log (11B, 128 sequences) is 43.2 GiB where vLLM logged 36.63, without them
+    35.38: which of them the logged run did not hold is not resolved, so they are left out."""
+    v = model.vision
+    images = _limit(settings, "image", False)
+    if not images:
+        return None
+    tiles = int(v.get("max_num_tiles", 4))
+    patches = (int(v.get("image_size", 560)) // int(v.get("patch_size", 14))) ** 2 + 1
+    per_image = tiles * -(-patches // 8) * 8
+    width = int(v.get("hidden_size", 1280))
+    mlp = 2 * int(v.get("intermediate_size", 4 * width)) // max(tp, 1)
+    stored = len(v.get("intermediate_layers_indices") or [])
+    batch = max_num_seqs * images
+    tokens = batch * per_image
+    peak = batch * per_image * per_image * db + tokens * (stored * width + mlp) * db
+    return EncoderProfile(peak=int(peak), outputs=0, lm_tokens=max_num_batched_tokens,
+                          items=batch, tokens_per_item=tiles * patches, modality="image", seqs=max_num_seqs)

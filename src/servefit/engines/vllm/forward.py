@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.non_torch import CONSUMED_FROM
+from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.kv import kv_heads_per_rank, latent_cache
 from servefit.models.architecture import is_gated_mlp
 from servefit.models.spec import ModelSpec
 
@@ -72,6 +75,22 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     return int(max(routed, dense) if mixed else routed)
 
 
+def attention_stage_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
+    """The attention half of a decoder layer in a forward of t tokens on one rank: the 4 hidden-width
+    tensors counted for the MLP half (the residual, the normed input, the layer's output...), the QKV
+    projection's output (q + 2 kv per rank) and the attention output (q per rank) before o_proj
+    (model_executor/models/llama.py::LlamaAttention.forward, qwen3_moe.py::Qwen3MoeAttention.forward).
+    Below the MLP half for a dense model (3 x intermediate > 2 q + 2 kv); above it for a MoE whose
+    routed intermediates live in the persistent workspace (moe_workspace_bytes), which stays allocated
+    through the next layer's attention. 0 for MLA (other projections, not counted here)."""
+    if latent_cache(model) or not model.num_attention_heads:
+        return 0
+    tp = max(r.tp, 1)
+    q = model.num_attention_heads // tp * model.head_dim
+    kv = kv_heads_per_rank(model, tp) * model.head_dim
+    return int(t * (4 * model.hidden_size + 2 * q + 2 * kv) * db)
+
+
 # From 0.14 an unquantized MoE runs through the modular kernel (unquantized_fused_moe_method.py:
 # FusedMoEModularKernel(MoEPrepareAndFinalizeNoEP(), TritonExperts(...)) in the 0.14.0 wheel, via
 # oracle/unquantized.py in 0.15 - 0.20; 0.13.0 still calls fused_experts), whose intermediates live in
@@ -98,6 +117,18 @@ def moe_workspace_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int
     chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
     m = min(tokens, chunk) if chunk else tokens
     return int(m * model.num_experts_per_tok * (max(n // 2 if gated else n, h) + max(n, h)) * db)
+
+
+def held_after_profile(model: ModelSpec, r: Resolved) -> int:
+    """Bytes the profiling run allocates and keeps: the MoE workspace (moe_workspace_bytes at
+    max_num_batched_tokens, WorkspaceManager never frees it). From 0.26.1 vLLM logs as peak activation
+    only the transient part, utils/mem_utils.py::memory_profiling's transient_peak_headroom = torch peak
+    - torch allocated after the run (read in the 0.27.1 and 0.31.0 wheels; 0.26.0 logs the whole
+    torch_peak_increase), and counts what stays in its consumed memory (total_consumed, from
+    mem_get_info): the budget is the same either way, only the logged split differs."""
+    if r.version < CONSUMED_FROM:
+        return 0
+    return moe_workspace_bytes(model, r, r.max_num_batched_tokens, dtype_bytes(r.dtype))
 
 
 def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:

@@ -26,6 +26,7 @@ from servefit.engines.vllm.capture import (
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
+from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, non_torch_bytes
 from servefit.engines.vllm.overrides import as_loaded
@@ -211,7 +212,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                     cuda_graphs=cg, kv_cache=kv, free_headroom=total - used,
                                     label=f"PP stage {st}" if r.pp > 1 else ""))
         if st == 0:
-            first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
+            first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(
+                act - held_after_profile(model, r), cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
             first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env))
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
-from servefit.engines.vllm.forward import mlp_bytes, moe_workspace_bytes, pooling_runner
+from servefit.engines.vllm.forward import (
+    attention_stage_bytes,
+    mlp_bytes,
+    moe_workspace_bytes,
+    pooling_runner,
+)
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.non_torch import CONSUMED_FROM, nvlink
 from servefit.engines.vllm.weights import VOCAB_PAD
@@ -221,10 +226,13 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
 
 
 def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
-    """Working set of one forward of `tokens` tokens: the hidden states and the MLP's or the fused-MoE
-    kernel's intermediates (forward.py mlp_bytes)."""
+    """Working set of one forward of `tokens` tokens, the larger of a decoder layer's two halves: the
+    hidden states and the MLP's or the fused-MoE kernel's intermediates (forward.py mlp_bytes), or the
+    attention's projections beside the MoE workspace that outlives the MLP (forward.py
+    attention_stage_bytes, moe_workspace_bytes)."""
     db = dtype_bytes(r.dtype)
-    return int(tokens * 4 * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
+    mlp = int(tokens * 4 * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
+    return max(mlp, attention_stage_bytes(model, r, tokens, db) + moe_workspace_bytes(model, r, tokens, db))
 
 
 def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
