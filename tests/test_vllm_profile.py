@@ -131,7 +131,12 @@ def test_non_torch_by_snapshot_era_and_interconnect():
     assert non_torch_bytes(1, 1, a100, (0, 7, 3)) == alone
     # PCIe cards: few NCCL channels, no custom all-reduce, flat in the world size
     assert non_torch_bytes(2, 2, rtx, (0, 7, 3)) == non_torch_bytes(8, 8, rtx, (0, 7, 3)) == int(PCIE_NON_TORCH_GIB * GiB)
-    assert non_torch_bytes(2, 2, a100, (0, 7, 3)) == int(0.55 * GiB)
+    # NVLink: the communicators' share logged on H100 at TP2 (0.55 GiB less the H100's lone growth), plus
+    # the A100's own lone growth
+    assert non_torch_bytes(2, 2, a100, (0, 7, 3)) == int(0.55 * GiB) - 132 * 2048 * 516 + alone
+    # over PCIe the share is the 4090 total's (0.25 GiB) less the 4090's lone growth: a 3090 pair has less
+    rtx3090 = resolve_gpu("RTX 3090")
+    assert non_torch_bytes(2, 2, rtx3090, (0, 7, 3)) == int(PCIE_NON_TORCH_GIB * GiB) - 128 * 1536 * 516 + 82 * 1536 * 516
     assert non_torch_bytes(1, 1, rtx, (0, 7, 3)) == 128 * 1536 * 516
 
 

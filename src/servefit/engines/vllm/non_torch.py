@@ -43,6 +43,11 @@ NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 1.79, 8: 2.10}
 # CustomAllreduce.__init__), so the communicators' buffers stay small: 0.25 GiB at TP2 (V0 0.7 log
 # on 2 x RTX 4090); ring buffers are per neighbour, so the size does not grow with the world.
 PCIE_NON_TORCH_GIB = 0.25
+# Those totals hold the lone-GPU growth of the card each was logged on (H100 SXM and H200: 132 SMs x
+# 2048 threads; A100: 108 x 2048; RTX 4090: 128 x 1536): the communicators' share is the total less
+# that, and a plan adds its own card's lmem_growth_bytes to it.
+LOGGED_ON_THREADS = {2: 132 * 2048, 4: 132 * 2048, 8: 108 * 2048}
+PCIE_LOGGED_ON_THREADS = 128 * 1536
 # NCCL's NVLS (NVLink SHARP) buffers on NVSwitch boards, per communicator of more than 2 GPUs,
 # per GPU and per local rank (nvlsPerRankSize x nHeads in NCCL src/transport/nvls.cc): 288 MiB
 # with NCCL 2.20 (torch 2.3/2.4: vLLM < 0.6.4; 2.25 GiB at 8 ranks, as NCCL logs it in vLLM
@@ -103,20 +108,24 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     outside it as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). From 0.27 the runner's persistent
     buffers count too (CONSUMED_EXTRA). `v1`: the engine in use (default: V1 from 0.8)."""
     v1 = version >= (0, 8, 0) if v1 is None else v1
-    keys = sorted(NON_TORCH_GIB)
-    w = min(max(world, 1), keys[-1])
-    if w == 1:
-        gib = lmem_growth_bytes(gpu) / GiB
-    elif gpu is not None and not nvlink(gpu):
-        gib = PCIE_NON_TORCH_GIB
-    else:
-        lo = max(k for k in keys if k <= w)
-        hi = min(k for k in keys if k >= w)
-        gib = NON_TORCH_GIB[lo] if hi == lo else \
-            NON_TORCH_GIB[lo] + (NON_TORCH_GIB[hi] - NON_TORCH_GIB[lo]) * (w - lo) / (hi - lo)
+    w = min(max(world, 1), max(NON_TORCH_GIB))
+    own = lmem_growth_bytes(gpu)
     context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
-    return int(gib * GiB) + nvls_bytes(tp, gpu, version) + context + consumed
+    return own + comm_bytes(w, gpu) + nvls_bytes(tp, gpu, version) + context + consumed
+
+
+def comm_bytes(world: int, gpu: GpuSpec | None) -> int:
+    """The communicators' share of the non-torch growth at this world size (NON_TORCH_GIB less the
+    logging card's lone growth): flat over PCIe, interpolated between the logged sizes on NVLink."""
+    if world <= 1:
+        return 0
+    if gpu is not None and not nvlink(gpu):
+        return int(PCIE_NON_TORCH_GIB * GiB) - PCIE_LOGGED_ON_THREADS * LMEM_BYTES_PER_THREAD
+    share = {k: int(NON_TORCH_GIB[k] * GiB) - n * LMEM_BYTES_PER_THREAD for k, n in LOGGED_ON_THREADS.items()}
+    lo = max(k for k in share if k <= world)
+    hi = min(k for k in share if k >= world)
+    return share[lo] if hi == lo else share[lo] + (share[hi] - share[lo]) * (world - lo) // (hi - lo)
 
 
 def nvlink(gpu: GpuSpec) -> bool:
