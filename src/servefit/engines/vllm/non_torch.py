@@ -19,7 +19,9 @@ MiB = 2**20
 # released: builds that call themselves 0.26.1rc1.devN are main on the way to 0.27 and print the
 # 0.27 wording (the AutoScientists log), so the switch is at 0.26.1.
 CONSUMED_FROM = (0, 26, 1)
-CUDA_CONTEXT = int(0.30 * GiB)  # CUDA context + cuBLAS outside the budget, before the snapshot
+# CUDA context + cuBLAS outside the budget, before the snapshot: about 300 MB with lazy module loading
+# (CUDA >= 11.7), PyTorch's maintainers say (pytorch/pytorch issue #107667); a flat figure, not by card.
+CUDA_CONTEXT = int(0.30 * GiB)
 # Non-torch growth of a lone GPU (no communicator): the local memory the CUDA context grows by when a
 # kernel needs more per thread than it holds (it is resized context-wide to local bytes per thread x
 # max resident threads per SM x SMs and kept: cuCtxCreate's CU_CTX_LMEM_RESIZE_TO_MAX; NVIDIA forum
@@ -75,6 +77,29 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 def device_wide(version: tuple[int, int, int], v1: bool) -> bool:
     """Whether this release's profile charges the whole device's non-torch use (see V1_DEVICE_WIDE_UNTIL)."""
     return (0, 6, 4) <= version < (0, 6, 5) or (v1 and version < V1_DEVICE_WIDE_UNTIL)
+
+
+# 0.6.5 - 0.6.6 take PyTorch's share as allocated bytes (utils.py::memory_profiling:
+# non_torch_increase = used - baseline - weights - allocated increase), so cached segments that a live
+# tensor keeps from being released count as non-torch too; 0.7.0 takes memory_reserved (vLLM PR #11809).
+RESERVED_FROM = (0, 7, 0)
+
+
+def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool) -> list[str]:
+    """What the non-torch figure of this release includes that servefit cannot know, said to the user."""
+    v = ".".join(map(str, version))
+    out = []
+    if device_wide(version, v1) and (gpu is None or not gpu.in_use_bytes):
+        out.append(f"vLLM {v} counts all memory in use on the GPU that PyTorch did not allocate against the KV "
+                   "cache, the CUDA context and other processes' memory included: planned with the CUDA context "
+                   f"({CUDA_CONTEXT / GiB:.2f} GiB) and nothing else on the GPU"
+                   + ("; on this unified-memory device that also takes in what the OS and every program hold"
+                      if gpu is not None and gpu.unified_memory else ""))
+    if (0, 6, 5) <= version < RESERVED_FROM and not v1:
+        out.append(f"vLLM {v} also counts memory PyTorch has cached but cannot release (a segment a live tensor "
+                   "still uses) as non-torch memory, up to about the activation peak; not predicted (0.7.0 "
+                   "stopped counting it)")
+    return out
 
 
 def resident_threads(gpu: GpuSpec | None) -> int | None:
