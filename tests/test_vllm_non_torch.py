@@ -111,18 +111,20 @@ def test_notes_say_what_the_release_counts_that_servefit_cannot_know():
     from servefit.engines.vllm.non_torch import notes
 
     l40s = resolve_gpu("L40S")
-    (device,) = notes(l40s, (0, 8, 5), v1=True)
+    device, cached = notes(l40s, (0, 8, 5), v1=True)
     assert "vLLM 0.8.5 counts all memory in use on the GPU" in device and "(0.30 GiB)" in device
+    assert cached.startswith("vLLM 0.8.5 also counts memory PyTorch has cached but cannot release")
     spark = resolve_gpu("DGX Spark")
     assert notes(spark, (0, 8, 5), v1=True)[0].endswith("also takes in what the OS and every program hold")
     assert not device.endswith("every program hold")
-    # a GPU whose other processes' memory is known (--gpu local) has it planned: nothing to say
-    assert notes(replace(l40s, in_use_bytes=2**30), (0, 8, 5), v1=True) == []
-    assert notes(l40s, (0, 9, 1), v1=True) == notes(l40s, (0, 8, 5), v1=False) == []
-    (cached,) = notes(l40s, (0, 6, 6), v1=False)
-    assert cached.startswith("vLLM 0.6.6 also counts memory PyTorch has cached but cannot release")
-    assert notes(l40s, (0, 6, 5), v1=False) == [cached.replace("0.6.6", "0.6.5", 1)]
-    assert notes(l40s, (0, 7, 0), v1=False) == [] and len(notes(l40s, (0, 6, 4), v1=False)) == 1
+    # a GPU whose other processes' memory is known (--gpu local) has it planned: only the cached segments
+    assert notes(replace(l40s, in_use_bytes=2**30), (0, 8, 5), v1=True) == [cached]
+    # memory_reserved-based releases: V1 from 0.9.1, V0 from 0.7.0; V0 up to 0.6.3 measure free memory
+    assert notes(l40s, (0, 9, 1), v1=True) == notes(l40s, (0, 8, 5), v1=False) == notes(l40s, (0, 7, 0), v1=False) == []
+    assert notes(l40s, (0, 6, 3), v1=False) == []
+    assert notes(l40s, (0, 6, 6), v1=False) == [cached.replace("0.8.5", "0.6.6", 1)]
+    assert notes(l40s, (0, 6, 4), v1=False) == [device.replace("0.8.5", "0.6.4", 1), cached.replace("0.8.5", "0.6.4", 1)]
+    assert notes(l40s, (0, 9, 0), v1=True) == [device.replace("0.8.5", "0.9.0", 1), cached.replace("0.8.5", "0.9.0", 1)]
     # the plan carries them
     _, p = run("vllm serve m --max-model-len 8192", version="0.8.5")
     assert any(a.startswith("vLLM 0.8.5 counts all memory in use on the GPU") for a in p.assumptions)

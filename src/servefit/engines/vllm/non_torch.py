@@ -79,10 +79,17 @@ def device_wide(version: tuple[int, int, int], v1: bool) -> bool:
     return (0, 6, 4) <= version < (0, 6, 5) or (v1 and version < V1_DEVICE_WIDE_UNTIL)
 
 
-# 0.6.5 - 0.6.6 take PyTorch's share as allocated bytes (utils.py::memory_profiling:
-# non_torch_increase = used - baseline - weights - allocated increase), so cached segments that a live
-# tensor keeps from being released count as non-torch too; 0.7.0 takes memory_reserved (vLLM PR #11809).
+# Releases that take PyTorch's share as allocated bytes, so that cached segments a live tensor keeps from
+# being released count as non-torch too: V0 0.6.4 (allocated_bytes.all.current), 0.6.5 - 0.6.6
+# (utils.py::memory_profiling: non_torch_increase = used - baseline - weights - allocated increase) and
+# V1 up to 0.9.0 (gpu_worker.py, as 0.6.4). V0 0.7.0 takes memory_reserved (vLLM PR #11809), V1 from
+# 0.9.1 too (MemorySnapshot).
 RESERVED_FROM = (0, 7, 0)
+
+
+def counts_cached_segments(version: tuple[int, int, int], v1: bool) -> bool:
+    """Whether this release's non-torch figure includes PyTorch's cached, partly used segments."""
+    return version < V1_DEVICE_WIDE_UNTIL if v1 else (0, 6, 4) <= version < RESERVED_FROM
 
 
 def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool) -> list[str]:
@@ -95,10 +102,10 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool) -> list[
                    f"({CUDA_CONTEXT / GiB:.2f} GiB) and nothing else on the GPU"
                    + ("; on this unified-memory device that also takes in what the OS and every program hold"
                       if gpu is not None and gpu.unified_memory else ""))
-    if (0, 6, 5) <= version < RESERVED_FROM and not v1:
+    if counts_cached_segments(version, v1):
         out.append(f"vLLM {v} also counts memory PyTorch has cached but cannot release (a segment a live tensor "
                    "still uses) as non-torch memory, which can reach GiBs (1.79 GiB on one H100 in vLLM's own "
-                   "check of this accounting, PR #10511); not predicted (0.7.0 stopped counting it)")
+                   "check of this accounting, PR #10511); not predicted (later releases stopped counting it)")
     return out
 
 
