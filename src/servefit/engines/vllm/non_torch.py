@@ -127,8 +127,12 @@ def lmem_growth_bytes(gpu: GpuSpec | None) -> int:
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
                     v1: bool | None = None) -> int:
-    """Memory outside torch's allocator that vLLM's profile charges to the budget: NCCL and
-    custom all-reduce buffers, plus NVLS buffers on NVSwitch boards. Before 0.11 the snapshot
+    """Memory outside torch's allocator that vLLM's profile charges to the budget: the card's own
+    growth (lmem_growth_bytes; cuBLAS handles and lazily loaded kernels also land here), NCCL and
+    custom all-reduce buffers (2 x 8 MiB IPC buffers per GPU, torch tensors in 0.6.x and cudaMalloc
+    from 0.7: distributed/device_communicators/custom_all_reduce.py::CustomAllreduce.__init__; the
+    peers' buffers it opens are mappings, not memory of this GPU), plus NVLS buffers on NVSwitch
+    boards. Before 0.11 the snapshot
     is taken before the distributed set-up (worker.py::init_device), so both the pynccl
     communicator and torch's own ProcessGroupNCCL (created lazily in profile_run) count; from
     0.11 the set-up comes first (vLLM PR #25359) and only torch's communicator does. 0.6.4 alone
