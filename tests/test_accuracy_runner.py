@@ -204,12 +204,14 @@ KNOWN_MISSES = {
     ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "kv_tokens"): -0.1080,
     ("dennislee-2xa100-80gb-qwen2-7b-tp2-util025", "max_concurrency"): -0.1081,
     # V0 0.6.4 on an RTX 3090 at 29k: the profiled peak there depends on the chunked-prefill switch
-    ("vllm-10517-rtx3090-llama31-8b-29k-refused", "kv_tokens"): -0.1089,
-    ("vllm-10517-rtx3090-llama31-8b-29k-refused", "max_concurrency"): -0.1141,
+    # (-10.9% before the non-torch term scaled with the card's resident threads, engines/vllm/non_torch.py)
+    ("vllm-10517-rtx3090-llama31-8b-29k-refused", "kv_tokens"): -0.0846,
+    ("vllm-10517-rtx3090-llama31-8b-29k-refused", "max_concurrency"): -0.0899,
     # Mistral-Small-3.2 (a vision model) on v0.11: activation predicted 2.3x the logged one
     ("llmd-h100-mistral-small-32-24b-095-16k", "kv_tokens"): -0.0970,
     ("llmd-h100-mistral-small-32-24b-095-16k", "max_concurrency"): -0.0968,
-    ("offload-profiles-3090-qwen25-7b-8k-065", "kv_tokens"): -0.0845,
+    # offload-profiles-3090-qwen25-7b-8k-065 (-8.5%) is within the tolerance (+6.0%) since the non-torch term
+    # scales with the card's resident threads
     # held out (measured, not fitted): Gemma 4 26B-A4B on DGX Spark, v0.25.1 raises the batch
     # to 2496 tokens for its video input, which servefit does not model
     ("dgxspark-gb10-gemma4-26b-a4b-nvfp4-262k", "kv_tokens"): 0.0513,
@@ -226,9 +228,10 @@ KNOWN_MISSES = {
     # where 9.13 is predicted
     ("vllmrouter-gb10-gpt-oss-20b-u025-8k-013", "kv_tokens"): 0.1390,
     ("vllmrouter-gb10-gpt-oss-20b-u025-8k-013", "max_concurrency"): 0.1389,
-    # calibration: Qwen3-30B-A3B AWQ (Marlin MoE) on an RTX 3090: 16% more KV memory than predicted
-    ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1618,
-    ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1615,
+    # calibration: Qwen3-30B-A3B AWQ (Marlin MoE) on an RTX 3090: 13% more KV memory than predicted (16% before
+    # the non-torch term scaled with the card's resident threads)
+    ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1260,
+    ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1256,
     # fourth batch, held out: vLLM 0.19.0 Qwen3.5-27B (hybrid) TP 4 on RTX 3090s, concurrency 8.4% low
     ("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
     # seventh batch, held out (DGX Spark, unified memory; measured, not fitted): Laguna-S-2.1 with its

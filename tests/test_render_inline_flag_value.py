@@ -65,7 +65,7 @@ def test_tune_writes_an_inline_value_in_the_renders_own_values(helm_on_path: Pat
     main(["tune", str(d), "--write"])
     out = capsys.readouterr().out
     assert "wrote " in out
-    assert (d / "values-prod.yaml").read_text() == "maxModelLen: 8192\nmaxNumSeqs: 64\n"
+    assert (d / "values-prod.yaml").read_text() == "maxModelLen: 8192\nmaxNumSeqs: 32\n"
     assert (d / "values.yaml").read_text().endswith("maxNumSeqs: 256\n")
     assert (d / "templates" / "deployment.yaml").read_text() == TEMPLATE
     main(["tune", str(d), "--diff"])

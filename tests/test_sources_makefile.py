@@ -45,6 +45,6 @@ def test_tune_writes_a_make_variable_in_place(tmp_path: Path, capsys: pytest.Cap
     # the context is written where make sets it, a flag is added in the recipe's continuation style
     assert f.read_text() == MAKEFILE.replace("CTX := 8192", "CTX := 262144").replace(
         "\t\t--port 8080 --host 127.0.0.1\n", "\t\t--port 8080 --host 127.0.0.1 \\\n\t\t--parallel 8\n").replace(
-        "--max-model-len 65536 --host 127.0.0.1 --port", "--max-model-len 32768 --host 127.0.0.1 --max-num-seqs 64 --port")
+        "--max-model-len 65536 --host 127.0.0.1 --port", "--max-model-len 32768 --host 127.0.0.1 --max-num-seqs 128 --port")
     main(["tune", str(f), "--gpu", "l4", "--diff"])
     assert "no changes to write" in capsys.readouterr().out

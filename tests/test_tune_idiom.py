@@ -39,7 +39,7 @@ def test_prodstack_values_get_numbers_and_new_keys_not_a_string(tmp_path: Path,
     rc, _ = tune(capsys, str(p), "--write")
     assert rc == 0
     new = p.read_text()
-    # 4k (8k before): vLLM 0.8.5's V1 engine charges the CUDA context to the budget (non_torch.py)
+    # 4096: vLLM 0.8.5's V1 budget charges the CUDA context (engines/vllm/non_torch.py::device_wide)
     assert new == old.replace("maxModelLen: 131072", "maxModelLen: 4096").replace(
         "        gpuMemoryUtilization: 0.9\n", "        gpuMemoryUtilization: 0.9\n        maxNumSeqs: 32\n")
     vc = yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
@@ -54,6 +54,7 @@ def test_prodstack_flag_without_a_key_goes_to_a_new_extra_args_list(tmp_path: Pa
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     p = copy(tmp_path, TUNE / "prodstack-70b.yaml")
     old = p.read_text()
+    # 8k: with vLLM 0.8.5's V1 budget charging the CUDA context, 16k no longer fits even with an fp8 cache
     rc, _ = tune(capsys, str(p), "--allow", "kv=fp8", "--min-context", "8k", "--write")
     assert rc == 0
     new = p.read_text()

@@ -200,7 +200,7 @@ def test_a_benchmark_log_without_its_version():
     site.engine = "vllm"
     plan = evaluate(site, Target(gpu="L40S")).plan
     assert plan.outcome == "started"
-    assert plan.kv_cache_tokens == 469696
+    assert plan.kv_cache_tokens == 470160
 
 
 @pytest.mark.parametrize("engine", ["vllm", "tgi", "sglang", "llamacpp", "ollama"])

@@ -29,6 +29,7 @@ from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, non_torch_bytes
+from servefit.engines.vllm.non_torch import notes as non_torch_notes
 from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
     activation_peak,
@@ -235,6 +236,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if note := mxfp4_note(model, r, gpu.compute_capability):
         out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
+    out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1))
     if note := capture_note(released, e.version, autotune_known(cfg.env)):
         out.assumptions.append(note)
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
