@@ -8,14 +8,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
-from servefit.engines.vllm.profile import (
+from servefit.engines.vllm.graphs import (
     FA3_MAX_SPLITS,
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
     NCCL_GRAPH_COLLECTIVE,
-    SAMPLER_BYTES_PER_LOGIT,
 )
+from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
+from servefit.engines.vllm.profile import SAMPLER_BYTES_PER_LOGIT
 from servefit.hardware.catalog import resolve_gpu
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -222,7 +222,7 @@ def test_model_runner_v2_default_per_release():
     """config/vllm.py::VllmConfig.use_v2_model_runner as read in the 0.21.0 ... 0.29.0 wheels."""
     from types import SimpleNamespace
 
-    from servefit.engines.vllm.profile import model_runner_v2
+    from servefit.engines.vllm.graphs import model_runner_v2
 
     def arch(name, moe=False, kinds=None):
         return replace(LLAMA8B, architecture=name, num_experts=8 if moe else 0,

@@ -1,5 +1,5 @@
 """What vLLM's "Graph capturing finished in N secs, took X GiB" measures, release by release, next
-to the memory the graphs hold (profile.graph_memory).
+to the memory the graphs hold (graphs.graph_memory).
 
 v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model logs the drop in free device memory
 (torch.cuda.mem_get_info) from before the first capture to after the last one. The first capture of

@@ -26,6 +26,7 @@ from servefit.engines.vllm.capture import (
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
+from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
 from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, non_torch_bytes
 from servefit.engines.vllm.overrides import as_loaded
@@ -34,10 +35,7 @@ from servefit.engines.vllm.profile import (
     compile_cache_note,
     encoder_profile,
     flashinfer_sampler,
-    graph_estimate,
-    graph_memory,
     logged_activation,
-    model_runner_v2,
 )
 from servefit.engines.vllm.weights import pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
