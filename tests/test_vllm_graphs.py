@@ -1,0 +1,95 @@
+"""vLLM's CUDA-graph capture, replayed from the engine's code release by release: which mode
+(CUDAGraphMode) a command captures in, which sizes each mode captures, and the sets V0 captures per
+pipeline stage. Every count is what capture_model would loop over for that command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from servefit.engines.vllm.graphs import GRAPH_FULL_PER_LAYER, GRAPH_PIECEWISE_PER_LAYER
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_vllm_engine import L4, run  # noqa: E402
+
+# At max_num_seqs 128 from 0.11: piecewise sizes [1, 2, 4] + 8..256 step 8 = 35, full decode sizes up to 128 = 19
+ARGV = "vllm serve m --max-model-len 8192 --max-num-seqs 128 "
+
+
+def graphs(extra: str, version: str):
+    _, p = run(ARGV + extra, gpu=L4, version=version)
+    return p.detail.cuda_graph_sizes, p.memory.cuda_graphs
+
+
+def pool(piecewise: int, full: int, layers: int = 32) -> int:
+    return layers * (piecewise * GRAPH_PIECEWISE_PER_LAYER + full * GRAPH_FULL_PER_LAYER)
+
+
+def test_the_default_mode_per_release():
+    # 0.10: V1 captures piecewise graphs only
+    assert graphs("", "0.10.1") == (35, pool(35, 0))
+    # 0.11 on: FULL_AND_PIECEWISE
+    assert graphs("", "0.11.0") == (35 + 19, pool(35, 19))
+    assert graphs("", "0.13.0") == (35 + 19, pool(35, 19))
+
+
+def test_compilation_levels_up_to_011_capture_only_at_level_3():
+    # -O<n> is the compilation level up to 0.11: levels 1 and 2 compile without splitting the model,
+    # and VllmConfig.__post_init__ leaves cudagraph_mode NONE
+    assert graphs("-O2", "0.10.1") == (0, 0)
+    assert graphs("-O1", "0.11.0") == (0, 0)
+    assert graphs("--compilation-config 2", "0.11.0") == (0, 0)
+    assert graphs("-O3", "0.11.0") == (35 + 19, pool(35, 19))
+    # 0.9 / 0.10.0: use_cuda_graph needs level 3 and use_cudagraph
+    assert graphs('--compilation-config {"level":1}', "0.9.2") == (0, 0)
+    assert graphs('--compilation-config {"use_cudagraph":false}', "0.10.0") == (0, 0)
+
+
+def test_optimization_levels_from_012():
+    # OPTIMIZATION_LEVEL_01: PIECEWISE; _02 / _03: FULL_AND_PIECEWISE
+    assert graphs("-O1", "0.12.0") == (35, pool(35, 0))
+    assert graphs("-O3", "0.12.0") == (35 + 19, pool(35, 19))
+    assert graphs("-O0", "0.12.0") == (0, 0)
+
+
+def test_an_explicit_cudagraph_mode_is_captured_as_written():
+    # FULL: every size as one full graph of a mixed batch, no separate decode graphs
+    assert graphs("-O.cudagraph_mode=FULL", "0.12.0") == (35, pool(0, 35))
+    # FULL_DECODE_ONLY: the uniform decode sizes only
+    assert graphs('--compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY"}', "0.12.0") == (19, pool(0, 19))
+    assert graphs('--compilation-config {"cudagraph_mode":"PIECEWISE"}', "0.11.0") == (35, pool(35, 0))
+    assert graphs('--compilation-config {"cudagraph_mode":"NONE"}', "0.20.0") == (0, 0)
+    # 0.10.0: full_cuda_graph captures the whole forward as one graph per size
+    assert graphs('--compilation-config {"full_cuda_graph":true}', "0.10.0") == (35, pool(0, 35))
+
+
+def test_a_compilation_mode_other_than_vllm_compile_drops_the_graphs_it_cannot_capture():
+    full_decode = '--compilation-config {"mode":0,"cudagraph_mode":"FULL_DECODE_ONLY"}'
+    # 0.12 overrides every mode to NONE; from 0.13 only modes that need the piecewise split
+    assert graphs(full_decode, "0.12.0") == (0, 0)
+    assert graphs(full_decode, "0.13.0") == (19, pool(0, 19))
+    assert graphs('--compilation-config {"mode":2}', "0.13.0") == (0, 0)
+    # up to 0.11 a full mode runs at any level
+    assert graphs('--compilation-config {"level":0,"cudagraph_mode":"FULL"}', "0.11.0") == (35, pool(0, 35))
+
+
+def test_pooling_models_capture_piecewise_graphs_only():
+    assert graphs("--runner pooling", "0.11.0") == (35, pool(35, 0))
+    assert graphs("--runner pooling", "0.20.0") == (35, pool(35, 0))
+    # decode context parallel in 0.12 only
+    _, dcp12 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.12.0", count=2)
+    _, dcp13 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.13.0", count=2)
+    assert dcp12.detail.cuda_graph_sizes == 35 and dcp13.detail.cuda_graph_sizes == 35 + 19
+
+
+def test_v0_captures_a_set_of_graphs_per_pipeline_stage():
+    # worker/model_runner.py::capture_model loops over the virtual engines: each rank captures its
+    # stage's layers once per stage. 0.7.3 at 256 sequences: [1, 2, 4] + 8..256 step 8 = 35 sizes
+    _, one = run("vllm serve m --max-model-len 8192", gpu=L4, version="0.7.3")
+    _, two = run("vllm serve m --max-model-len 8192 -pp 2", gpu=L4, version="0.7.3", count=2)
+    assert one.detail.cuda_graph_sizes == 35 and one.memory.cuda_graphs == 35 * 32 * GRAPH_FULL_PER_LAYER
+    assert two.detail.cuda_graph_sizes == 2 * 35
+    assert two.memory.cuda_graphs == 2 * 35 * 16 * GRAPH_FULL_PER_LAYER
+    # V0's -O0 is compilation level 0 (its default): the decode graphs are still captured
+    _, o0 = run("vllm serve m --max-model-len 8192 -O0", gpu=L4, version="0.7.3")
+    assert o0.detail.cuda_graph_sizes == 35
