@@ -93,3 +93,19 @@ def test_v0_captures_a_set_of_graphs_per_pipeline_stage():
     # V0's -O0 is compilation level 0 (its default): the decode graphs are still captured
     _, o0 = run("vllm serve m --max-model-len 8192 -O0", gpu=L4, version="0.7.3")
     assert o0.detail.cuda_graph_sizes == 35
+
+
+def test_hopper_capture_stream_holds_a_32_mib_cublas_workspace():
+    from test_vllm_engine import H100
+
+    from servefit.engines.vllm.graphs import CUBLAS_WORKSPACE, CUBLAS_WORKSPACE_SM90
+
+    # 4096 x 8 KiB on sm90 against 4096 x 2 + 16 x 8 KiB elsewhere (PyTorch's default per stream)
+    assert CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE == 32 * 2**20 - (8 * 2**20 + 128 * 2**10)
+    # 0.10.1: piecewise graphs only, so no FA3 split buffers: the workspace is the whole difference
+    _, hopper = run(ARGV, gpu=H100, version="0.10.1")
+    _, ada = run(ARGV, gpu=L4, version="0.10.1")
+    assert hopper.memory.cuda_graphs - ada.memory.cuda_graphs == CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
+    # eager: no capture stream, no workspace
+    _, eager = run(ARGV + "--enforce-eager", gpu=H100, version="0.10.1")
+    assert eager.memory.cuda_graphs == 0

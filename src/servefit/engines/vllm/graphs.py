@@ -94,6 +94,15 @@ AWQ_DEQUANT_TOKENS = 256
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
 # envs.VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH = 32).
 FA3_MAX_SPLITS = 32
+# capture_model runs its warm-ups and captures on a stream of its own (distributed/parallel_state.py::
+# graph_capture: torch.cuda.Stream()); cuBLAS gets a workspace per (handle, stream) from the caching
+# allocator on first use (PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: getCurrentCUDABlasHandle,
+# parseChosenWorkspaceSize), kept for the process, so the capture figure includes one. Its default size
+# is 4096 x 8 KiB on sm90 and 4096 x 2 + 16 x 8 KiB elsewhere; the latter is inside the per-layer terms
+# (calibrated off Hopper), so Hopper adds the difference. Torch >= 2.3 (vLLM >= 0.5); cc 9.0 only (the
+# check is major == 9 and minor == 0).
+CUBLAS_WORKSPACE = 4096 * 2 * 1024 + 16 * 8 * 1024
+CUBLAS_WORKSPACE_SM90 = 4096 * 8 * 1024
 
 
 # CUDAGraphMode (config/compilation.py): what capture_model captures for each mode. PIECEWISE: every
@@ -328,6 +337,8 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
     total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
+    if gpu is not None and gpu.compute_capability == 90 and r.version >= (0, 5, 0):
+        total += CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
     return graphs, int(total)
 
 def graph_estimate(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig, pool: int,
