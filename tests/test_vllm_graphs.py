@@ -109,3 +109,28 @@ def test_hopper_capture_stream_holds_a_32_mib_cublas_workspace():
     # eager: no capture stream, no workspace
     _, eager = run(ARGV + "--enforce-eager", gpu=H100, version="0.10.1")
     assert eager.memory.cuda_graphs == 0
+
+
+def test_the_official_image_autotunes_before_the_capture_from_0102():
+    # the vllm/vllm-openai image installs FlashInfer with its JIT toolchain, so on Hopper the capture log
+    # reads the autotune forward (max_num_batched_tokens 8192 on an 80 GB H100) lower from 0.10.2 on;
+    # `pip install vllm` brings FlashInfer only from 0.12
+    from test_vllm_engine import ENGINE, H100, LLAMA8B
+
+    from servefit.pipeline import site_from_argv
+
+    released = 8192 * (4 * 4096 + 3 * 14336) * 2
+
+    def plan(version: str, image: str | None):
+        site = site_from_argv("vllm serve m --max-model-len 8192".split(), {})
+        site.image = image
+        return ENGINE.plan(ENGINE.parse(site, version), LLAMA8B, H100, 1)
+
+    pool = plan("0.11.0", None).memory.cuda_graphs
+    assert plan("0.11.0", None).detail.logged_cuda_graph_bytes == pool
+    assert plan("0.11.0", "vllm/vllm-openai:v0.11.0").detail.logged_cuda_graph_bytes == pool - released
+    assert plan("0.12.0", None).detail.logged_cuda_graph_bytes == plan("0.12.0", None).memory.cuda_graphs - released
+    # 0.10.1 autotunes after the capture, 0.18 empties the cache before its first reading: image or not
+    for version in ("0.10.1", "0.18.0"):
+        p = plan(version, "vllm/vllm-openai:v" + version)
+        assert p.detail.logged_cuda_graph_bytes == p.memory.cuda_graphs

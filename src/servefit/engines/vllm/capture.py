@@ -18,21 +18,23 @@ capture and subtracted from the figure. Which blocks those are depends on the re
 - from 0.18: capture_model calls torch.accelerator.empty_cache() before its first reading (read in the
   0.18.0 wheel; 0.17.0 does not), and Model Runner V2 (v1/worker/gpu/model_runner.py) always has.
 
-Whether the autotune runs depends on the machine, which servefit cannot see: utils/flashinfer.py::
-has_flashinfer is true in 0.10.2 / 0.11 when FlashInfer is installed (an extra of the wheel, present in
-the vllm/vllm-openai image), and in 0.12 - 0.17 (a dependency of the wheel) only with the
-flashinfer-cubin package (a dependency from 0.19.1), VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH.
-So the logged figure is predicted lower only where VLLM_HAS_FLASHINFER_CUBIN=1 says so; otherwise the
-plan says by how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig)
-skips the autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs
-there too and is not counted.
+Whether the autotune runs depends on the install: utils/flashinfer.py::has_flashinfer needs the flashinfer
+package and, without the flashinfer-cubin package (or VLLM_HAS_FLASHINFER_CUBIN=1), nvcc on the PATH for
+its JIT. FlashInfer is an optional extra of the 0.10.2 / 0.11 wheels and a dependency of the wheel from
+0.12 (flashinfer-python in the 0.12.0 and 0.13.0 METADATA; flashinfer-cubin too from 0.19.1); the
+vllm/vllm-openai image installs it and keeps the CUDA toolchain for FlashInfer's JIT (docker/Dockerfile:
+a CUDA devel final base, later a base image with the JIT dependencies). So the logged figure is
+predicted lower from 0.12 to 0.17, in the official image from 0.10.2, and where
+VLLM_HAS_FLASHINFER_CUBIN=1 says so; for a 0.10.2 / 0.11 install of the plain wheel the plan says by
+how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig) skips the
+autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs there too
+and is not counted.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm.era import vtuple
 from servefit.hardware.spec import GpuSpec
 
 if TYPE_CHECKING:
@@ -62,9 +64,13 @@ def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | No
     return forward_bytes(model, r, r.max_num_batched_tokens)
 
 
-def autotune_known(env: dict[str, str] | None) -> bool:
-    """Whether the command itself says FlashInfer is usable (VLLM_HAS_FLASHINFER_CUBIN=1, see above)."""
-    return str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true")
+def autotune_known(env: dict[str, str] | None, version: tuple[int, int, int] = (0, 12, 0),
+                   image: str | None = None) -> bool:
+    """Whether FlashInfer can run for the autotune (see above): VLLM_HAS_FLASHINFER_CUBIN=1, a release
+    whose wheel depends on FlashInfer (0.12 on), or the vllm/vllm-openai image."""
+    if str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true"):
+        return True
+    return version >= (0, 12, 0) or "vllm/vllm-openai" in (image or "")
 
 
 def logged_graph_bytes(pool: int, released: int, known: bool) -> int:
@@ -80,9 +86,9 @@ def capture_note(released: int, version: str, known: bool) -> str | None:
     why = ("a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer autotune) leaves cached "
            "memory that the capture hands back; the plan counts the graphs' full size")
     if known:
-        return f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than " \
-               f"the graphs hold: {why}"
-    needs = "FlashInfer is installed" if vtuple(version) < (0, 12, 0) else \
-        "FlashInfer can run (flashinfer-cubin installed, VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH)"
-    return (f"where {needs}, vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB "
-            f"lower than predicted: {why}")
+        return (f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than "
+                f"the graphs hold: {why} (FlashInfer runs where the flashinfer-cubin package or nvcc is present; "
+                "without either the log shows the full size)")
+    return (f"where FlashInfer is installed (the vllm/vllm-openai image has it; `pip install vllm` does not before "
+            f"0.12), vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB lower "
+            f"than predicted: {why}")

@@ -208,7 +208,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         if st == 0:
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
-            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env))
+            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None))
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
                 worker_act = activation_peak(model, r, False, False, cfg.settings)
                 worker_avail = avail + act - worker_act
@@ -226,7 +226,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             worker_activation_bytes=worker_act, worker_available_kv_cache_bytes=worker_avail)
     _assume(out, cfg, model, r, e, state_blocks is not None)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
-    if note := capture_note(released, e.version, autotune_known(cfg.env)):
+    if note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
         out.assumptions.append(note)
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
