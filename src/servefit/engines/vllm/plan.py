@@ -21,6 +21,8 @@ from servefit.engines.vllm.capture import (
     autotune_known,
     capture_note,
     logged_graph_bytes,
+    page_cache_reclaimed,
+    reclaim_note,
     released_at_capture,
 )
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
@@ -208,7 +210,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         if st == 0:
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(act, cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
-            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None))
+            reclaimed = bool(cg) and page_cache_reclaimed(gpu, budget, w, cfg.settings)
+            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None),
+                                                 reclaimed)
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
                 worker_act = activation_peak(model, r, False, False, cfg.settings)
                 worker_avail = avail + act - worker_act
@@ -226,7 +230,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             worker_activation_bytes=worker_act, worker_available_kv_cache_bytes=worker_avail)
     _assume(out, cfg, model, r, e, state_blocks is not None)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
-    if note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
+    if reclaimed:
+        out.assumptions.append(reclaim_note(devices[0].cuda_graphs))
+    elif note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
         out.assumptions.append(note)
     _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
