@@ -102,9 +102,10 @@ def logged_graph_bytes(pool: int, released: int, known: bool, reclaimed: bool = 
 
 def reclaim_note(pool: int) -> str:
     """Why a unified-memory device's capture log reads about 0."""
-    return (f"unified memory: the memory left outside vLLM's budget cannot hold the checkpoint files read while "
-            f"loading, so the CUDA graphs ({pool / GiB:.2f} GiB) are served from reclaimed page cache and vLLM's "
-            "capture line ('took X GiB', read from the kernel's free memory) shows about 0")
+    return (f"vLLM's CUDA-graph capture line ('took X GiB') should show about 0 here, not the {pool / GiB:.2f} GiB the "
+            "graphs hold: on unified memory it is read from the kernel's free memory, and the memory left outside "
+            "vLLM's budget cannot also hold the checkpoint files read while loading, so the graphs are served from "
+            "reclaimed page cache")
 
 
 def capture_note(released: int, version: str, known: bool) -> str | None:
