@@ -158,3 +158,29 @@ def test_unified_memory_capture_log_reads_zero_once_the_page_cache_is_reclaimed(
     # the boundary: outside memory equal to the files is not short of them
     assert not page_cache_reclaimed(gb10, gb10.memory_bytes - 100, 100, {})
     assert page_cache_reclaimed(gb10, gb10.memory_bytes - 100, 101, {})
+
+
+def test_fused_moe_layers_add_their_kernels_to_every_graph():
+    from dataclasses import replace
+
+    from test_vllm_engine import LLAMA8B
+
+    from servefit.engines.vllm.graphs import GRAPH_NODE, moe_extra_kernels
+
+    # a node is the FULL graph's per-layer term over its 10 kernels
+    assert GRAPH_NODE == GRAPH_FULL_PER_LAYER / 10 == int(0.10 * 2**20) / 10
+    moe = replace(LLAMA8B, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768)
+    assert moe_extra_kernels(LLAMA8B) == 0 and moe_extra_kernels(moe) == 4
+    # DeepSeek-style: two leading dense layers, a shared expert on each MoE layer (gate_up, act, down)
+    shared = replace(moe, first_k_dense_replace=2, num_shared_experts=1)
+    assert moe_extra_kernels(shared) == 7 * 30 / 32
+    # Llama-4-style interleave: every second layer
+    assert moe_extra_kernels(replace(moe, moe_layer_step=2)) == 4 * 16 / 32
+    # 0.10.1 at 128 sequences: 35 piecewise graphs, each layer 4 nodes more
+    _, dense = run(ARGV, gpu=L4, version="0.10.1")
+    _, sparse = run(ARGV, model=moe, gpu=L4, version="0.10.1")
+    assert dense.memory.cuda_graphs == pool(35, 0)
+    assert sparse.memory.cuda_graphs == 32 * (35 * GRAPH_PIECEWISE_PER_LAYER + int(35 * 4 * GRAPH_NODE))
+    # 0.11: 35 piecewise + 19 full graphs
+    _, sparse11 = run(ARGV, model=moe, gpu=L4, version="0.11.0")
+    assert sparse11.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)

@@ -33,6 +33,23 @@ MiB = 2**20
 # decode graph 0.10 MiB (0.19 logs with 51 piecewise + 35 full graphs on A100 / A6000 / L40S).
 GRAPH_PIECEWISE_PER_LAYER = int(0.25 * MiB)
 GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
+# What a captured layer costs splits into its kernel nodes and, for a piecewise graph, the graph of its
+# own (one per piece, i.e. per layer). Kernels per decoder layer, counted in vLLM's code with Inductor
+# fusing each norm / activation / rotary into one Triton kernel: the piece between two attentions holds
+# o_proj, add + RMSNorm, gate_up, SiluAndMul, down, add + RMSNorm, qkv and rotary (8); a FULL graph also
+# holds the attention kernel and the KV-cache write (10). A FULL graph is one graph for the whole model,
+# so its per-layer term is nodes only: a node is GRAPH_FULL_PER_LAYER / 10, and the rest of the
+# piecewise term is the piece's own graph.
+DENSE_LAYER_KERNELS = 8
+FULL_LAYER_KERNELS = DENSE_LAYER_KERNELS + 2
+GRAPH_NODE = GRAPH_FULL_PER_LAYER / FULL_LAYER_KERNELS
+# A fused-MoE layer replaces the dense MLP's three kernels with the router GEMM and the fused_moe op's
+# topk_softmax, moe_align_block_size, the two fused_moe GEMM kernels, silu_and_mul and moe_sum
+# (model_executor/layers/fused_moe/fused_moe.py::fused_topk, fused_experts_impl, read in the 0.12.0 wheel;
+# fused_marlin_moe launches the same sequence): 7, four more. Shared experts add their own gate_up, act
+# and down (SharedFusedMoE).
+MOE_EXTRA_KERNELS = 4
+SHARED_EXPERT_KERNELS = 3
 # Model Runner V2 (v1/worker/gpu/model_runner.py) captures the same graphs (the same piecewise
 # backend, one graph per piece and size, then the FULL decode graphs), yet the pool it logs is much
 # smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
@@ -303,6 +320,18 @@ def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSp
         shapes += [(h, 2 * model.intermediate_size // tp), (model.intermediate_size // tp, h)]
     return max((k * n + t * n) * 2 for k, n in shapes)
 
+def moe_extra_kernels(model: ModelSpec) -> float:
+    """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers
+    (MOE_EXTRA_KERNELS on each fused-MoE layer: from first_k_dense_replace on, every moe_layer_step-th)."""
+    n = model.num_hidden_layers
+    if not model.is_moe or n <= 0:
+        return 0.0
+    step = max(1, model.moe_layer_step)
+    moe = sum(1 for i in range(model.first_k_dense_replace, n) if (i + 1) % step == 0)
+    extra = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if model.num_shared_experts else 0)
+    return extra * moe / n
+
+
 def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig,
                  gpu: GpuSpec | None = None, last_stage: bool = True) -> tuple[int, int]:
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
@@ -324,6 +353,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         return 0, 0
     graphs = len(piecewise) + len(full)
     per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+    per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
     if model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
