@@ -184,3 +184,33 @@ def test_fused_moe_layers_add_their_kernels_to_every_graph():
     # 0.11: 35 piecewise + 19 full graphs
     _, sparse11 = run(ARGV, model=moe, gpu=L4, version="0.11.0")
     assert sparse11.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)
+
+
+def test_layers_without_a_mixer_have_no_piece_of_their_own():
+    from dataclasses import replace
+
+    from test_vllm_engine import LLAMA8B
+
+    from servefit.engines.vllm.graphs import GRAPH_NODE, GRAPH_PIECE, split_layers_per_layer
+    from servefit.models.catalog import lookup
+
+    # the piecewise term splits into the piece's graph and its 8 kernel nodes
+    assert GRAPH_PIECE + 8 * GRAPH_NODE == GRAPH_PIECEWISE_PER_LAYER
+    # Nemotron-H: mamba, MLP, attention, MLP: 2 pieces; nodes 3 per mixer, 4 per MLP layer; a FULL graph
+    # adds 2 per mixer
+    nh = replace(LLAMA8B, architecture="NemotronHForCausalLM", num_hidden_layers=4,
+                 layer_types=["mamba", "none", "full", "none"])
+    nodes = 2 * 3 + 2 * 4
+    assert split_layers_per_layer(nh, 35, 19) == int((35 * (2 * GRAPH_PIECE + nodes * GRAPH_NODE)
+                                                      + 19 * (nodes + 4) * GRAPH_NODE) / 4)
+    # its MoE layers: add + RMSNorm, router and the fused-MoE op (8)
+    nh_moe = replace(nh, num_experts=128, num_experts_per_tok=6)
+    assert split_layers_per_layer(nh_moe, 1, 0) == int((2 * GRAPH_PIECE + (2 * 3 + 2 * 8) * GRAPH_NODE) / 4)
+    # Nemotron-NAS: a dense layer and a no-op-attention layer (its MLP: 4 nodes)
+    nas = replace(LLAMA8B, architecture="DeciLMForCausalLM", num_hidden_layers=2, layer_types=["full", "none"])
+    assert split_layers_per_layer(nas, 1, 1) == int((GRAPH_PIECE + 12 * GRAPH_NODE + 14 * GRAPH_NODE) / 2)
+    # through the plan: Nemotron-3-Nano-4B's 42 layers hold 25 mixers
+    model = lookup("nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16")
+    assert model is not None and model.kinds().count("none") == 17
+    _, p = run(ARGV, model=model, gpu=L4, version="0.11.0")
+    assert p.memory.cuda_graphs == 42 * split_layers_per_layer(model, 35, 19)

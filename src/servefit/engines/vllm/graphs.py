@@ -50,6 +50,18 @@ GRAPH_NODE = GRAPH_FULL_PER_LAYER / FULL_LAYER_KERNELS
 # and down (SharedFusedMoE).
 MOE_EXTRA_KERNELS = 4
 SHARED_EXPERT_KERNELS = 3
+# vLLM splits the model for piecewise graphs at its mixer ops only (config/compilation.py::
+# CompilationConfig._attention_ops: unified attention, mamba_mixer2, short_conv, gdn_attention_core...),
+# so a layer without a mixer has no piece of its own: it sits inside its neighbours' pieces, and costs
+# its kernel nodes only. Such layers (kind "none" in a decoder) are Nemotron-H's MLP / MoE layers
+# (model_executor/models/nemotron_h.py: each layer is one of mamba, attention, MLP or MoE) and
+# Nemotron-NAS's no-op-attention layers (nemotron_nas.py). A Nemotron-H mixer layer has no MLP: add +
+# RMSNorm, in_proj / qkv and out_proj / o_proj (3); its MLP layer add + RMSNorm, up, ReLU^2 and down (4),
+# its MoE layer add + RMSNorm and the fused-MoE op's 7.
+NO_MIXER_LAYER_ARCHS = ("NemotronHForCausalLM", "DeciLMForCausalLM")
+NEMOTRON_H_MIXER_KERNELS = 3
+MLP_KERNELS = 4
+GRAPH_PIECE = GRAPH_PIECEWISE_PER_LAYER - DENSE_LAYER_KERNELS * GRAPH_NODE
 # Model Runner V2 (v1/worker/gpu/model_runner.py) captures the same graphs (the same piecewise
 # backend, one graph per piece and size, then the FULL decode graphs), yet the pool it logs is much
 # smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
@@ -332,6 +344,25 @@ def moe_extra_kernels(model: ModelSpec) -> float:
     return extra * moe / n
 
 
+def split_layers_per_layer(model: ModelSpec, piecewise: int, full: int) -> int:
+    """Graph bytes per layer, averaged over the layers, for a model with layers that have no mixer (see
+    NO_MIXER_LAYER_ARCHS): a piece graph only for each mixer layer; every layer's kernel nodes in every
+    graph, a FULL graph also holding each mixer's own two (attention, or mamba's conv and state update)."""
+    kinds = model.kinds()
+    mixers = sum(1 for k in kinds if k != "none")
+    bare = len(kinds) - mixers
+    if model.architecture == "NemotronHForCausalLM":
+        mixer_nodes = NEMOTRON_H_MIXER_KERNELS
+        bare_nodes = (1 + 3 + MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if model.num_shared_experts else 0)
+                      if model.is_moe else MLP_KERNELS)
+    else:  # Nemotron-NAS: a dense decoder layer, or its MLP alone
+        mixer_nodes, bare_nodes = DENSE_LAYER_KERNELS, MLP_KERNELS
+    nodes = mixers * mixer_nodes + bare * bare_nodes
+    pieces = piecewise * (mixers * GRAPH_PIECE + nodes * GRAPH_NODE)
+    fulls = full * (nodes + 2 * mixers) * GRAPH_NODE
+    return int((pieces + fulls) / len(kinds))
+
+
 def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: EngineConfig,
                  gpu: GpuSpec | None = None, last_stage: bool = True) -> tuple[int, int]:
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
@@ -352,8 +383,11 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     if not piecewise and not full:
         return 0, 0
     graphs = len(piecewise) + len(full)
-    per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
-    per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
+    if model.architecture in NO_MIXER_LAYER_ARCHS and "none" in model.kinds():
+        per_layer = split_layers_per_layer(model, len(piecewise), len(full))
+    else:
+        per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
+        per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
     if model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
