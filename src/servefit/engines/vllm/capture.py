@@ -1,5 +1,5 @@
 """What vLLM's "Graph capturing finished in N secs, took X GiB" measures, release by release, next
-to the memory the graphs hold (profile.graph_memory).
+to the memory the graphs hold (graphs.graph_memory).
 
 v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model logs the drop in free device memory
 (torch.cuda.mem_get_info) from before the first capture to after the last one. The first capture of
@@ -18,21 +18,30 @@ capture and subtracted from the figure. Which blocks those are depends on the re
 - from 0.18: capture_model calls torch.accelerator.empty_cache() before its first reading (read in the
   0.18.0 wheel; 0.17.0 does not), and Model Runner V2 (v1/worker/gpu/model_runner.py) always has.
 
-Whether the autotune runs depends on the machine, which servefit cannot see: utils/flashinfer.py::
-has_flashinfer is true in 0.10.2 / 0.11 when FlashInfer is installed (an extra of the wheel, present in
-the vllm/vllm-openai image), and in 0.12 - 0.17 (a dependency of the wheel) only with the
-flashinfer-cubin package (a dependency from 0.19.1), VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH.
-So the logged figure is predicted lower only where VLLM_HAS_FLASHINFER_CUBIN=1 says so; otherwise the
-plan says by how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig)
-skips the autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs
-there too and is not counted.
+Whether the autotune runs depends on the install: utils/flashinfer.py::has_flashinfer needs the flashinfer
+package and, without the flashinfer-cubin package (or VLLM_HAS_FLASHINFER_CUBIN=1), nvcc on the PATH for
+its JIT. FlashInfer is an optional extra of the 0.10.2 / 0.11 wheels and a dependency of the wheel from
+0.12 (flashinfer-python in the 0.12.0 and 0.13.0 METADATA; flashinfer-cubin too from 0.19.1); the
+vllm/vllm-openai image installs it and keeps the CUDA toolchain for FlashInfer's JIT (docker/Dockerfile:
+a CUDA devel final base, later a base image with the JIT dependencies). So the logged figure is
+predicted lower from 0.12 to 0.17, in the official image from 0.10.2, and where
+VLLM_HAS_FLASHINFER_CUBIN=1 says so; for a 0.10.2 / 0.11 install of the plain wheel the plan says by
+how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig) skips the
+autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs there too
+and is not counted.
+
+On a unified-memory device (DGX Spark's GB10, Jetson: unified.py) CUDA's free memory is the kernel's
+MemFree, which counts the page cache as used. capture_model runs after the KV cache is allocated; when
+the memory vLLM leaves outside its budget cannot also hold the checkpoint files read while loading
+(total x (1 - utilization) < the weights' size), the kernel is already reclaiming page cache, MemFree sits
+at its watermark, and the captures are served from reclaimed pages: the log reads about 0 whatever the
+graphs hold (0.03 GiB on a GB10 calibration log whose profiling estimated 2.44 GiB).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from servefit.engines.vllm.era import vtuple
 from servefit.hardware.spec import GpuSpec
 
 if TYPE_CHECKING:
@@ -62,15 +71,41 @@ def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | No
     return forward_bytes(model, r, r.max_num_batched_tokens)
 
 
-def autotune_known(env: dict[str, str] | None) -> bool:
-    """Whether the command itself says FlashInfer is usable (VLLM_HAS_FLASHINFER_CUBIN=1, see above)."""
-    return str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true")
+def autotune_known(env: dict[str, str] | None, version: tuple[int, int, int] = (0, 12, 0),
+                   image: str | None = None) -> bool:
+    """Whether FlashInfer can run for the autotune (see above): VLLM_HAS_FLASHINFER_CUBIN=1, a release
+    whose wheel depends on FlashInfer (0.12 on), or the vllm/vllm-openai image."""
+    if str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true"):
+        return True
+    return version >= (0, 12, 0) or "vllm/vllm-openai" in (image or "")
 
 
-def logged_graph_bytes(pool: int, released: int, known: bool) -> int:
+def page_cache_reclaimed(gpu: GpuSpec | None, budget: int, weights: int, settings: dict) -> bool:
+    """Whether a unified-memory device is reclaiming page cache by the time of the capture (see above):
+    the memory outside vLLM's budget is smaller than the checkpoint files read (none with
+    --load-format dummy)."""
+    from servefit.engines.vllm import unified
+
+    if gpu is None or not unified.applies(gpu) or settings.get("load_format") == "dummy":
+        return False
+    return gpu.memory_bytes - budget < weights
+
+
+def logged_graph_bytes(pool: int, released: int, known: bool, reclaimed: bool = False) -> int:
     """The "took X GiB" figure: the graphs' memory, less what the capture released where the autotune
-    is known to run (negative when the released cache was larger)."""
+    is known to run (negative when the released cache was larger); 0 where unified memory is being
+    reclaimed from the page cache (page_cache_reclaimed)."""
+    if reclaimed:
+        return 0
     return pool - released if pool and known else pool
+
+
+def reclaim_note(pool: int) -> str:
+    """Why a unified-memory device's capture log reads about 0."""
+    return (f"vLLM's CUDA-graph capture line ('took X GiB') should show about 0 here, not the {pool / GiB:.2f} GiB the "
+            "graphs hold: on unified memory it is read from the kernel's free memory, and the memory left outside "
+            "vLLM's budget cannot also hold the checkpoint files read while loading, so the graphs are served from "
+            "reclaimed page cache")
 
 
 def capture_note(released: int, version: str, known: bool) -> str | None:
@@ -80,9 +115,9 @@ def capture_note(released: int, version: str, known: bool) -> str | None:
     why = ("a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer autotune) leaves cached "
            "memory that the capture hands back; the plan counts the graphs' full size")
     if known:
-        return f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than " \
-               f"the graphs hold: {why}"
-    needs = "FlashInfer is installed" if vtuple(version) < (0, 12, 0) else \
-        "FlashInfer can run (flashinfer-cubin installed, VLLM_HAS_FLASHINFER_CUBIN=1 or nvcc on the PATH)"
-    return (f"where {needs}, vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB "
-            f"lower than predicted: {why}")
+        return (f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than "
+                f"the graphs hold: {why} (FlashInfer runs where the flashinfer-cubin package or nvcc is present; "
+                "without either the log shows the full size)")
+    return (f"where FlashInfer is installed (the vllm/vllm-openai image has it; `pip install vllm` does not before "
+            f"0.12), vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB lower "
+            f"than predicted: {why}")

@@ -1,0 +1,216 @@
+"""vLLM's CUDA-graph capture, replayed from the engine's code release by release: which mode
+(CUDAGraphMode) a command captures in, which sizes each mode captures, and the sets V0 captures per
+pipeline stage. Every count is what capture_model would loop over for that command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from servefit.engines.vllm.graphs import GRAPH_FULL_PER_LAYER, GRAPH_PIECEWISE_PER_LAYER
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_vllm_engine import L4, run  # noqa: E402
+
+# At max_num_seqs 128 from 0.11: piecewise sizes [1, 2, 4] + 8..256 step 8 = 35, full decode sizes up to 128 = 19
+ARGV = "vllm serve m --max-model-len 8192 --max-num-seqs 128 "
+
+
+def graphs(extra: str, version: str):
+    _, p = run(ARGV + extra, gpu=L4, version=version)
+    return p.detail.cuda_graph_sizes, p.memory.cuda_graphs
+
+
+def pool(piecewise: int, full: int, layers: int = 32) -> int:
+    return layers * (piecewise * GRAPH_PIECEWISE_PER_LAYER + full * GRAPH_FULL_PER_LAYER)
+
+
+def test_the_default_mode_per_release():
+    # 0.10: V1 captures piecewise graphs only
+    assert graphs("", "0.10.1") == (35, pool(35, 0))
+    # 0.11 on: FULL_AND_PIECEWISE
+    assert graphs("", "0.11.0") == (35 + 19, pool(35, 19))
+    assert graphs("", "0.13.0") == (35 + 19, pool(35, 19))
+
+
+def test_compilation_levels_up_to_011_capture_only_at_level_3():
+    # -O<n> is the compilation level up to 0.11: levels 1 and 2 compile without splitting the model,
+    # and VllmConfig.__post_init__ leaves cudagraph_mode NONE
+    assert graphs("-O2", "0.10.1") == (0, 0)
+    assert graphs("-O1", "0.11.0") == (0, 0)
+    assert graphs("--compilation-config 2", "0.11.0") == (0, 0)
+    assert graphs("-O3", "0.11.0") == (35 + 19, pool(35, 19))
+    # 0.9 / 0.10.0: use_cuda_graph needs level 3 and use_cudagraph
+    assert graphs('--compilation-config {"level":1}', "0.9.2") == (0, 0)
+    assert graphs('--compilation-config {"use_cudagraph":false}', "0.10.0") == (0, 0)
+
+
+def test_optimization_levels_from_012():
+    # OPTIMIZATION_LEVEL_01: PIECEWISE; _02 / _03: FULL_AND_PIECEWISE
+    assert graphs("-O1", "0.12.0") == (35, pool(35, 0))
+    assert graphs("-O3", "0.12.0") == (35 + 19, pool(35, 19))
+    assert graphs("-O0", "0.12.0") == (0, 0)
+
+
+def test_an_explicit_cudagraph_mode_is_captured_as_written():
+    # FULL: every size as one full graph of a mixed batch, no separate decode graphs
+    assert graphs("-O.cudagraph_mode=FULL", "0.12.0") == (35, pool(0, 35))
+    # FULL_DECODE_ONLY: the uniform decode sizes only
+    assert graphs('--compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY"}', "0.12.0") == (19, pool(0, 19))
+    assert graphs('--compilation-config {"cudagraph_mode":"PIECEWISE"}', "0.11.0") == (35, pool(35, 0))
+    assert graphs('--compilation-config {"cudagraph_mode":"NONE"}', "0.20.0") == (0, 0)
+    # 0.10.0: full_cuda_graph captures the whole forward as one graph per size
+    assert graphs('--compilation-config {"full_cuda_graph":true}', "0.10.0") == (35, pool(0, 35))
+
+
+def test_a_compilation_mode_other_than_vllm_compile_drops_the_graphs_it_cannot_capture():
+    full_decode = '--compilation-config {"mode":0,"cudagraph_mode":"FULL_DECODE_ONLY"}'
+    # 0.12 overrides every mode to NONE; from 0.13 only modes that need the piecewise split
+    assert graphs(full_decode, "0.12.0") == (0, 0)
+    assert graphs(full_decode, "0.13.0") == (19, pool(0, 19))
+    assert graphs('--compilation-config {"mode":2}', "0.13.0") == (0, 0)
+    # up to 0.11 a full mode runs at any level
+    assert graphs('--compilation-config {"level":0,"cudagraph_mode":"FULL"}', "0.11.0") == (35, pool(0, 35))
+
+
+def test_pooling_models_capture_piecewise_graphs_only():
+    assert graphs("--runner pooling", "0.11.0") == (35, pool(35, 0))
+    assert graphs("--runner pooling", "0.20.0") == (35, pool(35, 0))
+    # decode context parallel in 0.12 only
+    _, dcp12 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.12.0", count=2)
+    _, dcp13 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.13.0", count=2)
+    assert dcp12.detail.cuda_graph_sizes == 35 and dcp13.detail.cuda_graph_sizes == 35 + 19
+
+
+def test_v0_captures_a_set_of_graphs_per_pipeline_stage():
+    # worker/model_runner.py::capture_model loops over the virtual engines: each rank captures its
+    # stage's layers once per stage. 0.7.3 at 256 sequences: [1, 2, 4] + 8..256 step 8 = 35 sizes
+    _, one = run("vllm serve m --max-model-len 8192", gpu=L4, version="0.7.3")
+    _, two = run("vllm serve m --max-model-len 8192 -pp 2", gpu=L4, version="0.7.3", count=2)
+    assert one.detail.cuda_graph_sizes == 35 and one.memory.cuda_graphs == 35 * 32 * GRAPH_FULL_PER_LAYER
+    assert two.detail.cuda_graph_sizes == 2 * 35
+    assert two.memory.cuda_graphs == 2 * 35 * 16 * GRAPH_FULL_PER_LAYER
+    # V0's -O0 is compilation level 0 (its default): the decode graphs are still captured
+    _, o0 = run("vllm serve m --max-model-len 8192 -O0", gpu=L4, version="0.7.3")
+    assert o0.detail.cuda_graph_sizes == 35
+
+
+def test_hopper_capture_stream_holds_a_32_mib_cublas_workspace():
+    from test_vllm_engine import H100
+
+    from servefit.engines.vllm.graphs import CUBLAS_WORKSPACE, CUBLAS_WORKSPACE_SM90
+
+    # 4096 x 8 KiB on sm90 against 4096 x 2 + 16 x 8 KiB elsewhere (PyTorch's default per stream)
+    assert CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE == 32 * 2**20 - (8 * 2**20 + 128 * 2**10)
+    # 0.10.1: piecewise graphs only, so no FA3 split buffers: the workspace is the whole difference
+    _, hopper = run(ARGV, gpu=H100, version="0.10.1")
+    _, ada = run(ARGV, gpu=L4, version="0.10.1")
+    assert hopper.memory.cuda_graphs - ada.memory.cuda_graphs == CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
+    # eager: no capture stream, no workspace
+    _, eager = run(ARGV + "--enforce-eager", gpu=H100, version="0.10.1")
+    assert eager.memory.cuda_graphs == 0
+
+
+def test_the_official_image_autotunes_before_the_capture_from_0102():
+    # the vllm/vllm-openai image installs FlashInfer with its JIT toolchain, so on Hopper the capture log
+    # reads the autotune forward (max_num_batched_tokens 8192 on an 80 GB H100) lower from 0.10.2 on;
+    # `pip install vllm` brings FlashInfer only from 0.12
+    from test_vllm_engine import ENGINE, H100, LLAMA8B
+
+    from servefit.pipeline import site_from_argv
+
+    released = 8192 * (4 * 4096 + 3 * 14336) * 2
+
+    def plan(version: str, image: str | None):
+        site = site_from_argv("vllm serve m --max-model-len 8192".split(), {})
+        site.image = image
+        return ENGINE.plan(ENGINE.parse(site, version), LLAMA8B, H100, 1)
+
+    pool = plan("0.11.0", None).memory.cuda_graphs
+    assert plan("0.11.0", None).detail.logged_cuda_graph_bytes == pool
+    assert plan("0.11.0", "vllm/vllm-openai:v0.11.0").detail.logged_cuda_graph_bytes == pool - released
+    assert plan("0.12.0", None).detail.logged_cuda_graph_bytes == plan("0.12.0", None).memory.cuda_graphs - released
+    # 0.10.1 autotunes after the capture, 0.18 empties the cache before its first reading: image or not
+    for version in ("0.10.1", "0.18.0"):
+        p = plan(version, "vllm/vllm-openai:v" + version)
+        assert p.detail.logged_cuda_graph_bytes == p.memory.cuda_graphs
+
+
+def test_unified_memory_capture_log_reads_zero_once_the_page_cache_is_reclaimed():
+    from servefit.engines.vllm.capture import page_cache_reclaimed
+    from servefit.hardware.catalog import resolve_gpu
+
+    gb10 = resolve_gpu("GB10")
+    assert gb10.unified_memory
+    argv = "vllm serve m --max-model-len 8192 --gpu-memory-utilization {util}"
+    # 0.95 of 121.69 GiB leaves 6.1 GiB outside the budget, less than the 15 GiB checkpoint Llama-3.1-8B reads
+    _, full = run(argv.format(util=0.95), gpu=gb10, version="0.20.0")
+    assert full.memory.cuda_graphs > 0 and full.detail.logged_cuda_graph_bytes == 0
+    assert any("served from reclaimed page cache" in a and "should show about 0" in a for a in full.assumptions)
+    # at 0.5 the files stay cached beside the budget: the log reads the graphs
+    _, half = run(argv.format(util=0.5), gpu=gb10, version="0.20.0")
+    assert half.detail.logged_cuda_graph_bytes == half.memory.cuda_graphs > 0
+    # dummy weights read no file; a discrete card never reads MemFree
+    _, dummy = run(argv.format(util=0.95) + " --load-format dummy", gpu=gb10, version="0.20.0")
+    assert dummy.detail.logged_cuda_graph_bytes == dummy.memory.cuda_graphs
+    budget = int(0.95 * L4.memory_bytes)
+    assert not page_cache_reclaimed(L4, budget, L4.memory_bytes, {})
+    # the boundary: outside memory equal to the files is not short of them
+    assert not page_cache_reclaimed(gb10, gb10.memory_bytes - 100, 100, {})
+    assert page_cache_reclaimed(gb10, gb10.memory_bytes - 100, 101, {})
+
+
+def test_fused_moe_layers_add_their_kernels_to_every_graph():
+    from dataclasses import replace
+
+    from test_vllm_engine import LLAMA8B
+
+    from servefit.engines.vllm.graphs import GRAPH_NODE, moe_extra_kernels
+
+    # a node is the FULL graph's per-layer term over its 10 kernels
+    assert GRAPH_NODE == GRAPH_FULL_PER_LAYER / 10 == int(0.10 * 2**20) / 10
+    moe = replace(LLAMA8B, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768)
+    assert moe_extra_kernels(LLAMA8B) == 0 and moe_extra_kernels(moe) == 4
+    # DeepSeek-style: two leading dense layers, a shared expert on each MoE layer (gate_up, act, down)
+    shared = replace(moe, first_k_dense_replace=2, num_shared_experts=1)
+    assert moe_extra_kernels(shared) == 7 * 30 / 32
+    # Llama-4-style interleave: every second layer
+    assert moe_extra_kernels(replace(moe, moe_layer_step=2)) == 4 * 16 / 32
+    # 0.10.1 at 128 sequences: 35 piecewise graphs, each layer 4 nodes more
+    _, dense = run(ARGV, gpu=L4, version="0.10.1")
+    _, sparse = run(ARGV, model=moe, gpu=L4, version="0.10.1")
+    assert dense.memory.cuda_graphs == pool(35, 0)
+    assert sparse.memory.cuda_graphs == 32 * (35 * GRAPH_PIECEWISE_PER_LAYER + int(35 * 4 * GRAPH_NODE))
+    # 0.11: 35 piecewise + 19 full graphs
+    _, sparse11 = run(ARGV, model=moe, gpu=L4, version="0.11.0")
+    assert sparse11.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)
+
+
+def test_layers_without_a_mixer_have_no_piece_of_their_own():
+    from dataclasses import replace
+
+    from test_vllm_engine import LLAMA8B
+
+    from servefit.engines.vllm.graphs import GRAPH_NODE, GRAPH_PIECE, split_layers_per_layer
+    from servefit.models.catalog import lookup
+
+    # the piecewise term splits into the piece's graph and its 8 kernel nodes
+    assert GRAPH_PIECE + 8 * GRAPH_NODE == GRAPH_PIECEWISE_PER_LAYER
+    # Nemotron-H: mamba, MLP, attention, MLP: 2 pieces; nodes 3 per mixer, 4 per MLP layer; a FULL graph
+    # adds 2 per mixer
+    nh = replace(LLAMA8B, architecture="NemotronHForCausalLM", num_hidden_layers=4,
+                 layer_types=["mamba", "none", "full", "none"])
+    nodes = 2 * 3 + 2 * 4
+    assert split_layers_per_layer(nh, 35, 19) == int((35 * (2 * GRAPH_PIECE + nodes * GRAPH_NODE)
+                                                      + 19 * (nodes + 4) * GRAPH_NODE) / 4)
+    # its MoE layers: add + RMSNorm, router and the fused-MoE op (8)
+    nh_moe = replace(nh, num_experts=128, num_experts_per_tok=6)
+    assert split_layers_per_layer(nh_moe, 1, 0) == int((2 * GRAPH_PIECE + (2 * 3 + 2 * 8) * GRAPH_NODE) / 4)
+    # Nemotron-NAS: a dense layer and a no-op-attention layer (its MLP: 4 nodes)
+    nas = replace(LLAMA8B, architecture="DeciLMForCausalLM", num_hidden_layers=2, layer_types=["full", "none"])
+    assert split_layers_per_layer(nas, 1, 1) == int((GRAPH_PIECE + 12 * GRAPH_NODE + 14 * GRAPH_NODE) / 2)
+    # through the plan: Nemotron-3-Nano-4B's 42 layers hold 25 mixers
+    model = lookup("nvidia/NVIDIA-Nemotron-3-Nano-4B-BF16")
+    assert model is not None and model.kinds().count("none") == 17
+    _, p = run(ARGV, model=model, gpu=L4, version="0.11.0")
+    assert p.memory.cuda_graphs == 42 * split_layers_per_layer(model, 35, 19)
