@@ -21,6 +21,7 @@ from servefit.config import Config, Configs, searching_each_folder_once, user_on
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Span, UsageError
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
+from servefit.sources.hints import no_gpu_visible
 from servefit.sources.target import Flags, Part, ServerTarget, resolve
 
 if TYPE_CHECKING:
@@ -342,6 +343,10 @@ def _plan(srv: Server, engine: Any) -> None:
     assert cfg is not None
     if cfg.unplanned:  # the engine's own finding says why (SGLang's diffusion server: SGL014)
         srv.error = cfg.unplanned
+        return
+    hidden = no_gpu_visible(site)
+    if hidden:  # SF118 says so in lint; estimate and tune give this reason
+        srv.error = hidden
         return
     ref = srv.model_ref or ""
     if t.gpu is None:
