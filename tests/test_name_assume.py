@@ -120,7 +120,7 @@ def test_family_word_without_its_version():
 
 
 def test_checkpoints_of_another_kind_are_neither_assumed_nor_suggested():
-    from servefit.models import names
+    from servefit.models import name_index, names
 
     assert names.kinds(["qwen3guard", "gen"]) == {"guard"} and names.kinds(["embeddings"]) == {"embed"}
     assert names.kinds(["granite", "guardian3.1"]) == {"guard"} and names.kinds(["tts"]) == {"tts"}
@@ -135,12 +135,12 @@ def test_checkpoints_of_another_kind_are_neither_assumed_nor_suggested():
     # a catalog where the family's only other entry at that size is an embedding model of another
     # layout: the generating model is assumed, the embedding model is no candidate
     layers = "  model_type: foo\n  num_hidden_layers: {n}\n  hidden_size: 4096\n  num_attention_heads: 32\n"
-    small = names.build_index([("acme/Foo-8B", (), layers.format(n=32)),
+    small = name_index.build_index([("acme/Foo-8B", (), layers.format(n=32)),
                                ("acme/Foo-8B-Embedding", (), layers.format(n=28)),
                                ("acme/Foo-3B", (), layers.format(n=20))])
-    hit = name_assume.assume(small, ["bar", "foo", "8b"], names._other_words(), (), names._root, frozenset())
+    hit = name_assume.assume(small, ["bar", "foo", "8b"], names._other_words(), (), name_index._root, frozenset())
     assert hit is not None and small.names[hit[0]] == "acme/Foo-8B"
-    assert name_assume.assume(small, ["bar", "foo", "8b", "embedding"], names._other_words(), (), names._root,
+    assert name_assume.assume(small, ["bar", "foo", "8b", "embedding"], names._other_words(), (), name_index._root,
                               names.kinds(["embedding"])) is None  # both are its kind's candidates: two layouts
 
 

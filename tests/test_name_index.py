@@ -13,7 +13,7 @@ from fuzzkit import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 
-from servefit.models import catalog, name_assume, name_dates, name_rules, name_suggest, names
+from servefit.models import catalog, name_assume, name_dates, name_index, name_rules, name_suggest, names
 from servefit.models.name_words import SIZE_WORDS, STOP_WORDS, size_at, split_ref, words
 
 IDX = catalog._index().names
@@ -102,10 +102,10 @@ def scan_pick(cands, ws, finetunes):  # type: ignore[no-untyped-def]
 
 
 def scan_nearest(key, n, idx):  # type: ignore[no-untyped-def]
-    roots = [r for r in (names._root(w) for w in key) if r in idx.by_root]
+    roots = [r for r in (name_index._root(w) for w in key) if r in idx.by_root]
     ws = list(key)
     if not roots:  # no catalogued family: the models of its version and MoE size, each family's first first
-        by_pair = scan_pair_pool(idx, ws, name_rules._other_words(), names._root, name_rules.kinds(key))
+        by_pair = scan_pair_pool(idx, ws, name_rules._other_words(), name_index._root, name_rules.kinds(key))
         heads = sorted({w: i for i, w in sorted(by_pair.items(), reverse=True)}.values())
         return (heads + [i for i in sorted(by_pair) if i not in heads])[:n]
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
@@ -118,7 +118,7 @@ def scan_nearest(key, n, idx):  # type: ignore[no-untyped-def]
         sz = idx.sizes.get(i)
         return bool(sz and (sz in sizes or sz.split("-")[0] in sizes) or idx.billions.get(i, 0) in billions)
 
-    lead = tuple(w for w in ws if names._root(w) in roots)
+    lead = tuple(w for w in ws if name_index._root(w) in roots)
 
     def cheap(i):  # type: ignore[no-untyped-def]
         return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
@@ -137,7 +137,7 @@ def test_each_table_answers_as_the_full_scan(ref: str) -> None:
     if not ws:
         return
     other = name_rules._other_words()
-    assert name_assume.pair_pool(IDX, ws, other, names._root)[2] == scan_pair_pool(IDX, ws, other, names._root)
+    assert name_assume.pair_pool(IDX, ws, other, name_index._root)[2] == scan_pair_pool(IDX, ws, other, name_index._root)
     tried = [o for o in names._orgs_starting(IDX, ws[0]) if ws[0].startswith(o)]
     assert tried == scan_orgs(IDX, ws[0])
     if any(name_dates._DATE.match(w) for w in ws):
@@ -153,7 +153,7 @@ def test_each_table_answers_as_the_full_scan(ref: str) -> None:
             cands = IDX.by_key.get((tuple(ws[j:s]), size))
             if cands:
                 assert names._pick(cands, ws[s + 1:], IDX.finetunes) == scan_pick(cands, ws[s + 1:], IDX.finetunes)
-    key = names.name_key(ref)
+    key = name_index.name_key(ref)
     assert name_suggest.nearest(key, 3, IDX) == scan_nearest(key, 3, IDX)
 
 
@@ -173,7 +173,7 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
         assert name_rules.kinds([word]) == scan_kinds([word]), word
     for i, b in IDX.billions.items():  # a release named by its size class, asked for by its parameter count
         for ref in (f"{IDX.names[i].split('/')[-1].split('-')[0]}-{b}B-sft", f"acme/{IDX.keys[i].split('-')[0]}-0.5B"):
-            key = names.name_key(ref)
+            key = name_index.name_key(ref)
             assert name_suggest.nearest(key, 3, IDX) == scan_nearest(key, 3, IDX), ref
     rev = name_dates._first_by_key(IDX.keys)
     assert all(rev[k] == next(i for i, key in IDX.keys.items() if key == k) for k in set(IDX.keys.values()))
@@ -181,7 +181,7 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
 
 def test_the_table_sees_a_changed_index() -> None:
     """A table is kept for the index it was built from: another index gets its own."""
-    other = names.Index(*(getattr(IDX, f) for f in ("by_key", "by_total", "by_root", "sizes", "names", "words", "keys")))
+    other = name_index.Index(*(getattr(IDX, f) for f in ("by_key", "by_total", "by_root", "sizes", "names", "words", "keys")))
     other.org_words = {"acmecorp"}
     assert names._orgs_starting(other, "acmecorpqwen2.5") == ["acmecorp"]
     assert names._orgs_starting(IDX, "acmecorpqwen2.5") == scan_orgs(IDX, "acmecorpqwen2.5")

@@ -196,12 +196,13 @@ class _Index:
 
     base: dict[str, list[int]]  # lower-case name without org -> entries
     stem: dict[str, list[tuple[int, frozenset[str]]]]  # stem -> (entry, variant words)
-    names: Any  # names.Index: families and sizes, for derivatives and suggestions
+    names: Any  # name_index.Index: families and sizes, for derivatives and suggestions
 
 
 def _index_inputs() -> list[str | os.PathLike[str]]:
     from servefit.models import (
         name_assume,
+        name_index,
         name_rules,
         name_variant,
         name_words,
@@ -211,7 +212,7 @@ def _index_inputs() -> list[str | os.PathLike[str]]:
     )
 
     return [*(data.DATA_DIR / f for f in (*catalog_files(), "derivatives.yaml")), __file__, names.__file__,
-            name_words.__file__, quant_names.__file__, name_assume.__file__, release_lines.__file__,
+            name_index.__file__, name_words.__file__, quant_names.__file__, name_assume.__file__, release_lines.__file__,
             name_variant.__file__, name_rules.__file__]
 
 
@@ -236,14 +237,14 @@ def _exact() -> tuple[dict[str, int], list[tuple[str, int, int]], list[str]]:
 def _index() -> _Index:
     """The name indexes, kept in the data cache (keyed by the catalog files and this code):
     building them is ~20 ms, a good part of a small lint."""
-    from servefit.models import names
+    from servefit.models import name_index
 
     base, stem, by_name = data.derived("catalog-index", _index_inputs(), _index_data)
-    return _Index(base=base, stem=stem, names=names.Index(*by_name))
+    return _Index(base=base, stem=stem, names=name_index.Index(*by_name))
 
 
 def _index_data() -> tuple[Any, ...]:
-    from servefit.models import names
+    from servefit.models import name_index
     from servefit.models.name_variant import parse_variant
 
     base: dict[str, list[int]] = {}
@@ -253,7 +254,7 @@ def _index_data() -> tuple[Any, ...]:
             base.setdefault(rid.split("/")[-1].lower(), []).append(i)
             v = parse_variant(rid)
             stem.setdefault(v.stem, []).append((i, v.variants))
-    by_name = names.build_index(_chunks())
+    by_name = name_index.build_index(_chunks())
     return base, stem, tuple(getattr(by_name, f.name) for f in fields(by_name))
 
 
@@ -378,12 +379,13 @@ def _recipe(ref: str) -> _Recipe | None:
 def _close(ref: str, v: Variant, local: bool) -> _Recipe | None:
     """A family word at a size whose catalogued releases differ in layers but not in memory
     (models/name_close.py): the one that needs the most memory, said as a guess."""
-    from servefit.models import name_close, names
+    from servefit.models import name_close, name_index, name_rules
 
     idx = _index().names
-    ws = list(names.name_key(ref))
-    word, size, from_library, pool = name_close.candidates(idx, ws, names._other_words(), names.generic_words(),
-                                                           names._root, names.kinds(ws))
+    ws = list(name_index.name_key(ref))
+    word, size, from_library, pool = name_close.candidates(idx, ws, name_rules._other_words(),
+                                                           name_rules.generic_words(), name_index._root,
+                                                           name_rules.kinds(ws))
     hit = name_close.pick(pool, lambda i: spec_from_entry(_entry(i)), v.quant, idx.names) if pool else None
     if hit is None:
         return None
@@ -407,26 +409,26 @@ def names_a_model(name: str) -> bool:
 def names_a_family(ref: str) -> bool:
     """Whether the last part of a path carries a catalogued family word (`mixtral.gguf` does,
     `model.gguf` and `/data` do not)."""
-    from servefit.models import names
+    from servefit.models import name_index
 
-    return names.carries_family(ref or "", _index().names)
+    return name_index.carries_family(ref or "", _index().names)
 
 
 def nearest(ref: str, n: int = 3) -> list[str]:
     """Up to `n` catalog names of the same family as `ref`, same size first (for "did you
     mean" messages); none when no catalogued family is in the name. Cached: a lint run asks for
     the same unknown names many times."""
-    from servefit.models import names
+    from servefit.models import name_index
 
-    return list(_nearest(names.name_key(ref or ""), n))
+    return list(_nearest(name_index.name_key(ref or ""), n))
 
 
 def family_sizes(ref: str) -> list[str]:
     """The sizes the catalog holds for the family `ref` names (`14b`), for an unknown name without
     suggestions: empty when no catalogued family is in the name."""
-    from servefit.models import name_suggest, names
+    from servefit.models import name_index, name_suggest
 
-    return name_suggest.family_sizes(names.name_key(ref or ""), _index().names)
+    return name_suggest.family_sizes(name_index.name_key(ref or ""), _index().names)
 
 
 @lru_cache(maxsize=1024)
