@@ -224,3 +224,18 @@ def test_a_looked_up_spec_is_the_callers_own(ref: str) -> None:
     assert "x" not in again.layer_types and "x" not in again.aliases and "x" not in again.assumptions
     assert "x" not in again.layout and "x" not in again.vision and again.num_hidden_layers > 0
     assert not again.quantization or again.quantization.get("bits") != 99
+
+
+def test_the_cached_index_is_keyed_on_the_code_that_builds_it() -> None:
+    """The index lives in the data cache, keyed by its input files: the module that builds it and
+    every servefit.models module it imports, so a change to any of them rebuilds it."""
+    import importlib
+    import os
+
+    text = open(name_index.__file__, encoding="utf-8").read()
+    used = set(re.findall(r"from servefit\.models\.(\w+) import", text))
+    used |= {m.strip() for line in re.findall(r"from servefit\.models import ([\w, ]+)", text) for m in line.split(",")}
+    files = {os.path.abspath(importlib.import_module(f"servefit.models.{m}").__file__ or "") for m in used}
+    inputs = {os.path.abspath(str(f)) for f in catalog._index_inputs()}
+    assert used >= {"name_assume", "release_lines", "name_rules", "name_words"}
+    assert files | {os.path.abspath(name_index.__file__)} <= inputs
