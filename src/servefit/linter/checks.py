@@ -103,7 +103,7 @@ def visible_devices(site: LaunchSite) -> list[Finding]:
     """SF118. CUDA reads CUDA_VISIBLE_DEVICES up to its first entry that is no GPU
     (sources/hints.py::unread_visible_device). An empty value or a negative index hides the GPUs
     on purpose and is left alone. When no GPU stays visible the assembly does not plan the
-    server's GPU memory (sources/assemble.py::_plan), so estimate and tune say so too."""
+    server's GPU memory (sources/server_plan.py::plan_server), so estimate and tune say so too."""
     tok = site.env.get("CUDA_VISIBLE_DEVICES")
     hit = unread_visible_device(tok.text) if tok is not None else None
     if tok is None or hit is None:
