@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from servefit.core import UsageError
-from servefit.models import catalog, name_index, name_words, names, resolve_model
+from servefit.models import catalog, catalog_entries, name_index, name_words, names, resolve_model
 from servefit.models.name_words import Parsed
 
 NO_CACHE = "/nonexistent-hf-home"
@@ -182,7 +182,7 @@ def test_fine_tune_repack_keeps_its_quantization():
 def derive_without(ref: str, *absent: str) -> tuple[str, str, int] | None:
     """(base, why, context) as if the catalog had no entry whose name holds one of `absent`: the
     catalog grows, and a rule must still hold for the siblings it does not hold yet."""
-    chunks = [c for c in catalog._chunks() if not any(a in c[0] for a in absent)]
+    chunks = [c for c in catalog_entries._chunks() if not any(a in c[0] for a in absent)]
     d = names.derive(ref, name_index.build_index(chunks))
     return None if d is None else (chunks[d.entry][0], d.why, d.context)
 
@@ -375,7 +375,7 @@ def test_derivative_table_validates_and_names_catalogued_bases():
     # every rule points at a family the catalog has
     missing = [r["from"] for r in table["same_architecture"] if tuple(r["to"]) not in families]
     assert missing == [], missing
-    ids = {c[0] for c in catalog._chunks()}
+    ids = {c[0] for c in catalog_entries._chunks()}
     assert set(table["implied_size"]) <= ids
 
 
@@ -548,7 +548,7 @@ def test_the_nearest_release_is_older_and_within_a_segment():
     "BAAI/bge-reranker-base",  # XLM-R base, not bge-reranker-v2-m3
 ])
 def test_other_architectures_and_releases_never_take_a_sizeless_base(ref):
-    chunks = [c for c in catalog._chunks() if c[0].lower() != ref.lower() and ref.lower() not in
+    chunks = [c for c in catalog_entries._chunks() if c[0].lower() != ref.lower() and ref.lower() not in
               [a.lower() for a in c[1]]]
     assert names.derive(ref, name_index.build_index(chunks)) is None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from servefit.core import UsageError
-from servefit.models import catalog, name_assume
+from servefit.models import catalog, catalog_entries, name_assume
 from servefit.models.gguf_names import resolve_gguf_ref
 
 L31_8B = "meta-llama/Llama-3.1-8B-Instruct"
@@ -42,9 +42,9 @@ def test_no_single_layout_stays_unknown(ref):
 
 
 def test_layout_lines_and_vocabularies():
-    v01 = name_assume.shape(catalog._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-v0.1")[1]
+    v01 = name_assume.shape(catalog_entries._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-v0.1")[1]
                             .split("\n- name:")[0])
-    v03 = name_assume.shape(catalog._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-Instruct-v0.3")[1]
+    v03 = name_assume.shape(catalog_entries._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-Instruct-v0.3")[1]
                             .split("\n- name:")[0])
     assert v01[1] == 32000 and v03[1] == 32768 and v01[0] != v03[0]  # v0.1's sliding window is its layout
     assert "head_dim:128" in v01[0] and "head_dim:128" in v03[0]  # written or not, the same head size

@@ -13,11 +13,20 @@ from fuzzkit import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 
-from servefit.models import catalog, name_assume, name_dates, name_index, name_rules, name_suggest, names
+from servefit.models import (
+    catalog,
+    catalog_entries,
+    name_assume,
+    name_dates,
+    name_index,
+    name_rules,
+    name_suggest,
+    names,
+)
 from servefit.models.name_words import SIZE_WORDS, STOP_WORDS, size_at, split_ref, words
 
 IDX = catalog._index().names
-CATALOG = [n for n, *_ in catalog._spans()]
+CATALOG = [n for n, *_ in catalog_entries._spans()]
 BASES = [n.split("/")[-1] for n in CATALOG]
 ORGS = sorted({n.split("/")[0] for n in CATALOG if "/" in n})
 PREFIX = ["", "", "Hermes-3-", "OpenHermes-", "dolphin-2.9-", "sql-", "Qwopus3.6-", "x-"]
@@ -194,12 +203,12 @@ def test_the_table_sees_a_changed_index() -> None:
 def test_every_entry_from_the_cache_is_its_own_lines_parsed() -> None:
     import yaml
 
-    blobs = catalog._entry_blobs()
+    blobs = catalog_entries._entry_blobs()
     assert len(blobs) == len(CATALOG) and all(blobs)
     for i in range(len(CATALOG)):
-        fname, start, end = catalog._exact()[1][i]
-        own = yaml.load(catalog._text(fname)[start:end], Loader=catalog._LOADER)[0]
-        assert catalog._entry(i) == own and own["name"] == CATALOG[i]
+        fname, start, end = catalog_entries._exact()[1][i]
+        own = yaml.load(catalog_entries._text(fname)[start:end], Loader=catalog_entries._LOADER)[0]
+        assert catalog_entries._entry(i) == own and own["name"] == CATALOG[i]
 
 
 @pytest.mark.parametrize("ref", ["Qwen/Qwen2.5-VL-7B-Instruct", "acme/Hermes-3-Llama-3.1-8B-AWQ",
@@ -207,7 +216,7 @@ def test_every_entry_from_the_cache_is_its_own_lines_parsed() -> None:
 def test_a_looked_up_spec_is_the_callers_own(ref: str) -> None:
     first = catalog.lookup(ref)
     assert first is not None
-    fresh = catalog.spec_from_entry(catalog._entry(catalog._recipe(ref).entry))  # type: ignore[union-attr]
+    fresh = catalog.spec_from_entry(catalog_entries._entry(catalog._recipe(ref).entry))  # type: ignore[union-attr]
     for f in ("name", "params", "num_hidden_layers", "layer_types", "vision", "vision_params", "mamba", "layout",
               "rope_scaling", "aliases"):
         assert getattr(first, f) == getattr(fresh, f), f
@@ -238,4 +247,8 @@ def test_the_cached_index_is_keyed_on_the_code_that_builds_it() -> None:
     files = {os.path.abspath(importlib.import_module(f"servefit.models.{m}").__file__ or "") for m in used}
     inputs = {os.path.abspath(str(f)) for f in catalog._index_inputs()}
     assert used >= {"name_assume", "release_lines", "name_rules", "name_words"}
-    assert files | {os.path.abspath(name_index.__file__)} <= inputs
+    # catalog._index_data builds it from catalog_entries' chunks and name_variant's stems
+    from servefit.models import name_variant
+
+    built = {os.path.abspath(m.__file__ or "") for m in (name_index, catalog_entries, name_variant, catalog)}
+    assert files | built <= inputs
