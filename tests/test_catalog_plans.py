@@ -13,12 +13,12 @@ from servefit.engines.options import FlagHistory
 from servefit.engines.vllm import encoder
 from servefit.memory.params import param_groups
 from servefit.memory.weights import scheme_for, weight_bytes
-from servefit.models import catalog
+from servefit.models import catalog, catalog_entries
 from servefit.models.arch_gemma4 import vllm_unloaded_params
 from servefit.models.spec import ModelSpec
 from servefit.pipeline import Target, evaluate, site_from_argv
 
-RAW: list[dict[str, Any]] = catalog.entries()
+RAW: list[dict[str, Any]] = catalog_entries.entries()
 ARCHS: dict[str, Any] = data.load("engines/vllm_architectures.yaml")["architectures"]
 H200 = 141 * 10**9  # bytes of weights one H200 may hold, with room for the rest
 

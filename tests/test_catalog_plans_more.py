@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from servefit import data
-from servefit.models import catalog, count_params, resolve_model
+from servefit.models import catalog_entries, count_params, resolve_model
 from servefit.models.catalog import spec_from_entry
 from servefit.models.config_json import from_config
 from servefit.pipeline import Target, evaluate, site_from_argv
@@ -43,7 +43,7 @@ def test_every_entry_plans_on_h200(entry):
 
 
 def test_alias_lists_are_unique_to_these_families():
-    ids = [rid.lower() for e in catalog.entries() for rid in [e["name"], *e.get("aliases", [])]]
+    ids = [rid.lower() for e in catalog_entries.entries() for rid in [e["name"], *e.get("aliases", [])]]
     mine = [rid.lower() for e in ENTRIES for rid in [e["name"], *e.get("aliases", [])]]
     assert all(ids.count(rid) == 1 for rid in mine)
 

@@ -118,21 +118,21 @@ def test_engines_declared_by_another_package_are_seen_through_the_cache(cache, t
 
 
 def test_an_exact_catalog_name_is_found_without_the_name_heuristics_index(cache):
-    from servefit.models import catalog
+    from servefit.models import catalog, catalog_entries
 
-    fns = (catalog._exact, catalog._index, catalog._recipe, catalog._entry, catalog._spans)
+    fns = (catalog_entries._exact, catalog._index, catalog._recipe, catalog_entries._entry, catalog_entries._spans)
     for fn in fns:
         fn.cache_clear()
     try:
-        full, spans, entry_names = catalog._exact()
+        full, spans, entry_names = catalog_entries._exact()
         assert len(list(cache.glob("catalog-names-*.marshal"))) == 1
-        assert len(spans) == len(entry_names) == len(catalog.entries())
-        for i, e in enumerate(catalog.entries()):  # every name and alias, in any case, is its entry
-            assert entry_names[i] == e["name"] and catalog._entry(i) == e
+        assert len(spans) == len(entry_names) == len(catalog_entries.entries())
+        for i, e in enumerate(catalog_entries.entries()):  # every name and alias, in any case, is its entry
+            assert entry_names[i] == e["name"] and catalog_entries._entry(i) == e
             assert all(full[rid.lower()] == full[e["name"].lower()] for rid in e.get("aliases") or [])
         for fn in fns:
             fn.cache_clear()
-        assert catalog._exact() == (full, spans, entry_names)  # read back from the cache
+        assert catalog_entries._exact() == (full, spans, entry_names)  # read back from the cache
         spec = catalog.lookup("META-LLAMA/llama-3.1-8b-instruct")
         assert spec is not None and spec.resolved_from == "catalog" and spec.num_hidden_layers == 32
         assert catalog._index.cache_info().currsize == 0  # an exact name never reads the big index

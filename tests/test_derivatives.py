@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from servefit.core import UsageError
-from servefit.models import catalog, names, resolve_model
+from servefit.models import catalog, catalog_entries, name_index, name_words, names, resolve_model
 from servefit.models.name_words import Parsed
 
 NO_CACHE = "/nonexistent-hf-home"
@@ -182,8 +182,8 @@ def test_fine_tune_repack_keeps_its_quantization():
 def derive_without(ref: str, *absent: str) -> tuple[str, str, int] | None:
     """(base, why, context) as if the catalog had no entry whose name holds one of `absent`: the
     catalog grows, and a rule must still hold for the siblings it does not hold yet."""
-    chunks = [c for c in catalog._chunks() if not any(a in c[0] for a in absent)]
-    d = names.derive(ref, names.build_index(chunks))
+    chunks = [c for c in catalog_entries._chunks() if not any(a in c[0] for a in absent)]
+    d = names.derive(ref, name_index.build_index(chunks))
     return None if d is None else (chunks[d.entry][0], d.why, d.context)
 
 
@@ -339,12 +339,12 @@ def test_words_and_sizes():
     assert names.words("Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf") == ["meta", "llama3.1", "8b", "instruct"]
     assert names.words("Qwen3-30B-A3B-UD-Q4_K_XL-00001-of-00002.gguf") == ["qwen3", "30b", "a3b"]
     assert names.words("llama3.1:8b-instruct-q8_0") == ["llama3.1", "8b", "instruct"]
-    assert names.parse("meta-llama/Llama-4-Scout-17B-16E-Instruct") == Parsed(("llama4", "scout"), "17b-16e",
+    assert name_words.parse("meta-llama/Llama-4-Scout-17B-16E-Instruct") == Parsed(("llama4", "scout"), "17b-16e",
                                                                                     ("instruct",))
-    assert names.parse("microsoft/Phi-3-mini-128k-instruct") == Parsed(("phi3",), "mini", ("128k", "instruct"))
-    assert names.parse("mistralai/Mixtral-8x7B-v0.1").size == "8x7b"
+    assert name_words.parse("microsoft/Phi-3-mini-128k-instruct") == Parsed(("phi3",), "mini", ("128k", "instruct"))
+    assert name_words.parse("mistralai/Mixtral-8x7B-v0.1").size == "8x7b"
     # release words and dates are not versions: Kimi-K2-Instruct-0905 is the kimi k2 family
-    assert names.parse("moonshotai/Kimi-K2-Instruct-0905") == Parsed(("kimi", "k2"), None, ("instruct", "0905"))
+    assert name_words.parse("moonshotai/Kimi-K2-Instruct-0905") == Parsed(("kimi", "k2"), None, ("instruct", "0905"))
     assert names.words("dolphin-2.9.4-llama3.1-8b") == ["dolphin2.9.4", "llama3.1", "8b"]
 
 
@@ -375,15 +375,15 @@ def test_derivative_table_validates_and_names_catalogued_bases():
     # every rule points at a family the catalog has
     missing = [r["from"] for r in table["same_architecture"] if tuple(r["to"]) not in families]
     assert missing == [], missing
-    ids = {c[0] for c in catalog._chunks()}
+    ids = {c[0] for c in catalog_entries._chunks()}
     assert set(table["implied_size"]) <= ids
 
 
 def test_a_total_size_alone_resolves_only_to_a_single_moe():
-    one = names.build_index([("x/Foo-30B-A3B", (), "")])
+    one = name_index.build_index([("x/Foo-30B-A3B", (), "")])
     d = names.derive("acme/Foo-30B-sft", one)
     assert d is not None and d.entry == 0
-    two = names.build_index([("x/Foo-30B-A3B", (), ""), ("x/Foo-30B-A6B", (), "")])
+    two = name_index.build_index([("x/Foo-30B-A3B", (), ""), ("x/Foo-30B-A6B", (), "")])
     assert names.derive("acme/Foo-30B-sft", two) is None  # 3B or 6B active: not a guess to make
     assert names.derive("acme/Foo-30B-A6B-sft", two).entry == 1
 
@@ -422,7 +422,7 @@ def test_a_sibling_rule_governs_its_words_with_fine_tune_words_too():
 
 def test_a_catalogued_sibling_with_fine_tune_words_wins_over_the_rule():
     chunks = [("Qwen/Qwen2.5-7B-Instruct", (), ""), ("Qwen/Qwen2.5-Coder-7B-Instruct", (), "")]
-    idx = names.build_index(chunks)
+    idx = name_index.build_index(chunks)
     d = names.derive("huihui_ai/qwen2.5-coder-abliterate:7b", idx)
     assert d is not None and d.entry == 1
     assert d.why == ("its name carries the base's family and size, qwen2.5-coder-7b, with 'abliterate' between; "
@@ -531,7 +531,7 @@ def test_the_nearest_release_never_stretches(ref):
 
 def test_the_nearest_release_is_older_and_within_a_segment():
     chunks = [("x/Foo3-8B", (), ""), ("x/Foo3.2-8B", (), ""), ("x/Foo3.5-8B", (), ""), ("x/Foo3.5-8B-Instruct", (), "")]
-    idx = names.build_index(chunks)
+    idx = name_index.build_index(chunks)
     assert names.derive("acme/Foo3.4-8B", idx).entry == 1  # the newest older release, not 3.5
     assert names.derive("acme/Foo3.1-8B", idx).entry == 0
     assert names.derive("acme/Foo3.7-8B-Instruct", idx).entry == 3  # release words pick among its entries
@@ -548,9 +548,9 @@ def test_the_nearest_release_is_older_and_within_a_segment():
     "BAAI/bge-reranker-base",  # XLM-R base, not bge-reranker-v2-m3
 ])
 def test_other_architectures_and_releases_never_take_a_sizeless_base(ref):
-    chunks = [c for c in catalog._chunks() if c[0].lower() != ref.lower() and ref.lower() not in
+    chunks = [c for c in catalog_entries._chunks() if c[0].lower() != ref.lower() and ref.lower() not in
               [a.lower() for a in c[1]]]
-    assert names.derive(ref, names.build_index(chunks)) is None
+    assert names.derive(ref, name_index.build_index(chunks)) is None
 
 
 def test_a_snapshot_folder_of_any_name_is_its_repository():

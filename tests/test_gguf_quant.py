@@ -109,10 +109,10 @@ def test_every_catalog_layout_holds_the_checkpoints_text_parameters():
     tensors are the architecture's: the gate-less MLPs (GPT-2, OPT, BLOOM, StarCoder, BERT), the
     encoders' attention and positions, mixer-only blocks (Nemotron-H, Mamba), MoE every n-th layer
     (Llama 4, Jamba), Gated DeltaNet and Falcon-H1's parallel mixers. Within 2% of the count."""
-    from servefit.models import catalog
+    from servefit.models import catalog_entries
 
     off = {}
-    for m in catalog.all_models():
+    for m in catalog_entries.all_models():
         if not m.params or m.name in LAYOUT_EXCEPTIONS:
             continue
         n = sum(t.n_elements for t in synth_tensors(m, "BF16"))

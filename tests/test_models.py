@@ -15,14 +15,14 @@ import yaml
 
 from servefit import data
 from servefit.core import UsageError
-from servefit.models import all_models, catalog, count_params, nearest, resolve_model
+from servefit.models import all_models, catalog_entries, count_params, nearest, resolve_model
 from servefit.models.checkpoint_files import params_from_safetensors
 from servefit.models.config_json import from_config
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import count_vision_params
 
 SCHEMA = Path(data.__file__).parent.parent / "schemas" / "models.schema.json"
-RAW: list[dict[str, Any]] = catalog.entries()
+RAW: list[dict[str, Any]] = catalog_entries.entries()
 BY_NAME = {m.name: m for m in all_models()}
 
 
@@ -46,9 +46,9 @@ def test_catalog_has_at_least_50_entries_with_unique_ids():
 
 
 def test_line_scan_index_matches_the_parsed_catalog():
-    chunks = catalog._chunks()
+    chunks = catalog_entries._chunks()
     assert [(n, list(a)) for n, a, _ in chunks] == [(e["name"], e.get("aliases", [])) for e in RAW]
-    assert all(catalog._entry(i) == e for i, e in enumerate(RAW))
+    assert all(catalog_entries._entry(i) == e for i, e in enumerate(RAW))
 
 
 @pytest.mark.parametrize("entry", RAW, ids=[e["name"] for e in RAW])
@@ -620,7 +620,7 @@ def test_hf_home_environment(tmp_path, monkeypatch):
 
 
 def test_yaml_keeps_name_and_aliases_on_single_lines():
-    for name in catalog.catalog_files():
+    for name in catalog_entries.catalog_files():
         text = (Path(data.__file__).parent / name).read_text()
         parsed = yaml.safe_load(text)
         assert text.count("\n- name: ") + text.startswith("- name: ") == len(parsed), name

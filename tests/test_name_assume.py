@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from servefit.core import UsageError
-from servefit.models import catalog, name_assume
+from servefit.models import catalog, catalog_entries, name_assume
 from servefit.models.gguf_names import resolve_gguf_ref
 
 L31_8B = "meta-llama/Llama-3.1-8B-Instruct"
@@ -42,9 +42,9 @@ def test_no_single_layout_stays_unknown(ref):
 
 
 def test_layout_lines_and_vocabularies():
-    v01 = name_assume.shape(catalog._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-v0.1")[1]
+    v01 = name_assume.shape(catalog_entries._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-v0.1")[1]
                             .split("\n- name:")[0])
-    v03 = name_assume.shape(catalog._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-Instruct-v0.3")[1]
+    v03 = name_assume.shape(catalog_entries._text("models/mistral.yaml").split("- name: mistralai/Mistral-7B-Instruct-v0.3")[1]
                             .split("\n- name:")[0])
     assert v01[1] == 32000 and v03[1] == 32768 and v01[0] != v03[0]  # v0.1's sliding window is its layout
     assert "head_dim:128" in v01[0] and "head_dim:128" in v03[0]  # written or not, the same head size
@@ -120,7 +120,7 @@ def test_family_word_without_its_version():
 
 
 def test_checkpoints_of_another_kind_are_neither_assumed_nor_suggested():
-    from servefit.models import names
+    from servefit.models import name_index, names
 
     assert names.kinds(["qwen3guard", "gen"]) == {"guard"} and names.kinds(["embeddings"]) == {"embed"}
     assert names.kinds(["granite", "guardian3.1"]) == {"guard"} and names.kinds(["tts"]) == {"tts"}
@@ -135,12 +135,12 @@ def test_checkpoints_of_another_kind_are_neither_assumed_nor_suggested():
     # a catalog where the family's only other entry at that size is an embedding model of another
     # layout: the generating model is assumed, the embedding model is no candidate
     layers = "  model_type: foo\n  num_hidden_layers: {n}\n  hidden_size: 4096\n  num_attention_heads: 32\n"
-    small = names.build_index([("acme/Foo-8B", (), layers.format(n=32)),
+    small = name_index.build_index([("acme/Foo-8B", (), layers.format(n=32)),
                                ("acme/Foo-8B-Embedding", (), layers.format(n=28)),
                                ("acme/Foo-3B", (), layers.format(n=20))])
-    hit = name_assume.assume(small, ["bar", "foo", "8b"], names._other_words(), (), names._root, frozenset())
+    hit = name_assume.assume(small, ["bar", "foo", "8b"], names._other_words(), (), name_index._root, frozenset())
     assert hit is not None and small.names[hit[0]] == "acme/Foo-8B"
-    assert name_assume.assume(small, ["bar", "foo", "8b", "embedding"], names._other_words(), (), names._root,
+    assert name_assume.assume(small, ["bar", "foo", "8b", "embedding"], names._other_words(), (), name_index._root,
                               names.kinds(["embedding"])) is None  # both are its kind's candidates: two layouts
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from servefit.core import UsageError
-from servefit.models import catalog, name_close, resolve_model
+from servefit.models import catalog, catalog_entries, name_close, resolve_model
 
 D2512 = "mistralai/Devstral-Small-2-24B-Instruct-2512"
 D2505 = "mistralai/Devstral-Small-2505"
@@ -56,7 +56,7 @@ def test_the_plans_must_agree_within_the_tolerance(monkeypatch):
     awq = {"quant_method": "awq", "bits": 4, "group_size": 128}
 
     def spec_of(i):
-        return catalog.spec_from_entry(catalog._entry(i))
+        return catalog.spec_from_entry(catalog_entries._entry(i))
 
     best, plans = name_close.pick(pool, spec_of, awq, idx.names)
     assert idx.names[best] == D2512 and plans.startswith("weights 15.1 GB, context 393216")

@@ -13,11 +13,20 @@ from fuzzkit import fuzz
 from hypothesis import given
 from hypothesis import strategies as st
 
-from servefit.models import catalog, name_assume, name_dates, name_rules, name_suggest, names
+from servefit.models import (
+    catalog,
+    catalog_entries,
+    name_assume,
+    name_dates,
+    name_index,
+    name_rules,
+    name_suggest,
+    names,
+)
 from servefit.models.name_words import SIZE_WORDS, STOP_WORDS, size_at, split_ref, words
 
 IDX = catalog._index().names
-CATALOG = [n for n, *_ in catalog._spans()]
+CATALOG = [n for n, *_ in catalog_entries._spans()]
 BASES = [n.split("/")[-1] for n in CATALOG]
 ORGS = sorted({n.split("/")[0] for n in CATALOG if "/" in n})
 PREFIX = ["", "", "Hermes-3-", "OpenHermes-", "dolphin-2.9-", "sql-", "Qwopus3.6-", "x-"]
@@ -102,10 +111,10 @@ def scan_pick(cands, ws, finetunes):  # type: ignore[no-untyped-def]
 
 
 def scan_nearest(key, n, idx):  # type: ignore[no-untyped-def]
-    roots = [r for r in (names._root(w) for w in key) if r in idx.by_root]
+    roots = [r for r in (name_index._root(w) for w in key) if r in idx.by_root]
     ws = list(key)
     if not roots:  # no catalogued family: the models of its version and MoE size, each family's first first
-        by_pair = scan_pair_pool(idx, ws, name_rules._other_words(), names._root, name_rules.kinds(key))
+        by_pair = scan_pair_pool(idx, ws, name_rules._other_words(), name_index._root, name_rules.kinds(key))
         heads = sorted({w: i for i, w in sorted(by_pair.items(), reverse=True)}.values())
         return (heads + [i for i in sorted(by_pair) if i not in heads])[:n]
     sizes = {sz for i in range(len(ws)) if (sz := size_at(ws, i))}
@@ -118,7 +127,7 @@ def scan_nearest(key, n, idx):  # type: ignore[no-untyped-def]
         sz = idx.sizes.get(i)
         return bool(sz and (sz in sizes or sz.split("-")[0] in sizes) or idx.billions.get(i, 0) in billions)
 
-    lead = tuple(w for w in ws if names._root(w) in roots)
+    lead = tuple(w for w in ws if name_index._root(w) in roots)
 
     def cheap(i):  # type: ignore[no-untyped-def]
         return (int(not idx.keys[i].startswith(lead)), int(i in idx.finetunes), -len(have & idx.words[i]), i)
@@ -137,7 +146,7 @@ def test_each_table_answers_as_the_full_scan(ref: str) -> None:
     if not ws:
         return
     other = name_rules._other_words()
-    assert name_assume.pair_pool(IDX, ws, other, names._root)[2] == scan_pair_pool(IDX, ws, other, names._root)
+    assert name_assume.pair_pool(IDX, ws, other, name_index._root)[2] == scan_pair_pool(IDX, ws, other, name_index._root)
     tried = [o for o in names._orgs_starting(IDX, ws[0]) if ws[0].startswith(o)]
     assert tried == scan_orgs(IDX, ws[0])
     if any(name_dates._DATE.match(w) for w in ws):
@@ -153,7 +162,7 @@ def test_each_table_answers_as_the_full_scan(ref: str) -> None:
             cands = IDX.by_key.get((tuple(ws[j:s]), size))
             if cands:
                 assert names._pick(cands, ws[s + 1:], IDX.finetunes) == scan_pick(cands, ws[s + 1:], IDX.finetunes)
-    key = names.name_key(ref)
+    key = name_index.name_key(ref)
     assert name_suggest.nearest(key, 3, IDX) == scan_nearest(key, 3, IDX)
 
 
@@ -173,7 +182,7 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
         assert name_rules.kinds([word]) == scan_kinds([word]), word
     for i, b in IDX.billions.items():  # a release named by its size class, asked for by its parameter count
         for ref in (f"{IDX.names[i].split('/')[-1].split('-')[0]}-{b}B-sft", f"acme/{IDX.keys[i].split('-')[0]}-0.5B"):
-            key = names.name_key(ref)
+            key = name_index.name_key(ref)
             assert name_suggest.nearest(key, 3, IDX) == scan_nearest(key, 3, IDX), ref
     rev = name_dates._first_by_key(IDX.keys)
     assert all(rev[k] == next(i for i, key in IDX.keys.items() if key == k) for k in set(IDX.keys.values()))
@@ -181,7 +190,7 @@ def test_the_tables_cover_every_bucket_of_the_index() -> None:
 
 def test_the_table_sees_a_changed_index() -> None:
     """A table is kept for the index it was built from: another index gets its own."""
-    other = names.Index(*(getattr(IDX, f) for f in ("by_key", "by_total", "by_root", "sizes", "names", "words", "keys")))
+    other = name_index.Index(*(getattr(IDX, f) for f in ("by_key", "by_total", "by_root", "sizes", "names", "words", "keys")))
     other.org_words = {"acmecorp"}
     assert names._orgs_starting(other, "acmecorpqwen2.5") == ["acmecorp"]
     assert names._orgs_starting(IDX, "acmecorpqwen2.5") == scan_orgs(IDX, "acmecorpqwen2.5")
@@ -194,12 +203,12 @@ def test_the_table_sees_a_changed_index() -> None:
 def test_every_entry_from_the_cache_is_its_own_lines_parsed() -> None:
     import yaml
 
-    blobs = catalog._entry_blobs()
+    blobs = catalog_entries._entry_blobs()
     assert len(blobs) == len(CATALOG) and all(blobs)
     for i in range(len(CATALOG)):
-        fname, start, end = catalog._exact()[1][i]
-        own = yaml.load(catalog._text(fname)[start:end], Loader=catalog._LOADER)[0]
-        assert catalog._entry(i) == own and own["name"] == CATALOG[i]
+        fname, start, end = catalog_entries._exact()[1][i]
+        own = yaml.load(catalog_entries._text(fname)[start:end], Loader=catalog_entries._LOADER)[0]
+        assert catalog_entries._entry(i) == own and own["name"] == CATALOG[i]
 
 
 @pytest.mark.parametrize("ref", ["Qwen/Qwen2.5-VL-7B-Instruct", "acme/Hermes-3-Llama-3.1-8B-AWQ",
@@ -207,7 +216,7 @@ def test_every_entry_from_the_cache_is_its_own_lines_parsed() -> None:
 def test_a_looked_up_spec_is_the_callers_own(ref: str) -> None:
     first = catalog.lookup(ref)
     assert first is not None
-    fresh = catalog.spec_from_entry(catalog._entry(catalog._recipe(ref).entry))  # type: ignore[union-attr]
+    fresh = catalog.spec_from_entry(catalog_entries._entry(catalog._recipe(ref).entry))  # type: ignore[union-attr]
     for f in ("name", "params", "num_hidden_layers", "layer_types", "vision", "vision_params", "mamba", "layout",
               "rope_scaling", "aliases"):
         assert getattr(first, f) == getattr(fresh, f), f
@@ -224,3 +233,22 @@ def test_a_looked_up_spec_is_the_callers_own(ref: str) -> None:
     assert "x" not in again.layer_types and "x" not in again.aliases and "x" not in again.assumptions
     assert "x" not in again.layout and "x" not in again.vision and again.num_hidden_layers > 0
     assert not again.quantization or again.quantization.get("bits") != 99
+
+
+def test_the_cached_index_is_keyed_on_the_code_that_builds_it() -> None:
+    """The index lives in the data cache, keyed by its input files: the module that builds it and
+    every servefit.models module it imports, so a change to any of them rebuilds it."""
+    import importlib
+    import os
+
+    text = open(name_index.__file__, encoding="utf-8").read()
+    used = set(re.findall(r"from servefit\.models\.(\w+) import", text))
+    used |= {m.strip() for line in re.findall(r"from servefit\.models import ([\w, ]+)", text) for m in line.split(",")}
+    files = {os.path.abspath(importlib.import_module(f"servefit.models.{m}").__file__ or "") for m in used}
+    inputs = {os.path.abspath(str(f)) for f in catalog._index_inputs()}
+    assert used >= {"name_assume", "release_lines", "name_rules", "name_words"}
+    # catalog._index_data builds it from catalog_entries' chunks and name_variant's stems
+    from servefit.models import name_variant
+
+    built = {os.path.abspath(m.__file__ or "") for m in (name_index, catalog_entries, name_variant, catalog)}
+    assert files | built <= inputs

@@ -117,7 +117,7 @@ ENGINE_MODULES = ["servefit.engines.vllm", "servefit.engines.vllm.checks", "serv
                   "servefit.engines.ollama.report", "servefit.engines.ollama_modelfile", "servefit.engines.sglang",
                   "servefit.engines.sglang.plan", "servefit.engines.tgi", "servefit.engines.tgi.plan",
                   "servefit.linter.checks", "servefit.linter.exposure", "servefit.linter.secrets", "servefit.linter.together",
-                  "servefit.sources", "servefit.sources.assemble", "servefit.sources.problems",
+                  "servefit.sources", "servefit.sources.assemble", "servefit.sources.server_plan", "servefit.sources.problems",
                   "servefit.sources.dockerfile", "servefit.sources.launch", "servefit.suppressions"]
 
 

@@ -213,3 +213,29 @@ def test_systemd_environment_added_quoted_as_its_neighbour(tmp_path: Path, capsy
     rc, _ = tune(capsys, str(unit), "--gpu", "L4", "--write")
     assert rc == 0
     assert unit.read_text() == head + f"Environment={quote}OLLAMA_CONTEXT_LENGTH=16384{quote}\n" + tail
+
+
+VALUES_HEAD = "image:\n  repository: vllm/vllm-openai\n  tag: v0.11.2\n"
+VALUES_TAIL = "resources:\n  limits:\n    nvidia.com/gpu: 1\n"
+
+
+@pytest.mark.parametrize(("extra", "tuned"), [
+    ('extraArgs: [--model, Qwen/Qwen2.5-7B-Instruct, --max-model-len, "32768"]\n',
+     'extraArgs: [--model, Qwen/Qwen2.5-7B-Instruct, --max-model-len, "16384", --max-num-seqs, "128"]\n'),
+    ("extraArgs:\n  - --model=Qwen/Qwen2.5-7B-Instruct\n  - --max-model-len=32768\n  - --enable-prefix-caching\n",
+     "extraArgs:\n  - --model=Qwen/Qwen2.5-7B-Instruct\n  - --max-model-len=16384\n  - --enable-prefix-caching\n"
+     "  - --max-num-seqs=128\n"),
+])
+def test_chart_values_extra_args_in_their_own_list_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         extra: str, tuned: str) -> None:
+    """A vLLM chart's values without its templates: `extraArgs` as a flow list of separate words, or
+    block items written `--flag=value` (a switch among them does not change that style)."""
+    (tmp_path / ".git").mkdir()
+    p = tmp_path / "values.yaml"
+    p.write_text(VALUES_HEAD + extra + VALUES_TAIL)
+    rc, out = tune(capsys, str(p), "--gpu", "L4", "--min-context", "16k", "--write")
+    assert rc == 0 and "--max-model-len 16384, --max-num-seqs 128 [safe]" in out
+    assert p.read_bytes() == (VALUES_HEAD + tuned + VALUES_TAIL).encode()
+    rc, out = tune(capsys, str(p), "--gpu", "L4", "--min-context", "16k", "--write")  # nothing left to write
+    assert rc == 0 and "change  none: the config is already the best one" in out
+    assert p.read_bytes() == (VALUES_HEAD + tuned + VALUES_TAIL).encode()

@@ -92,3 +92,57 @@ def test_the_renders_own_values_are_written(tmp_path: Path, helm: Path, capsys: 
     assert _files(d) == after
     rendered = subprocess.run([str(helm), "template", "x", str(d)], capture_output=True, text=True, check=True).stdout
     assert '- --max-num-seqs\n          - "32"' in rendered
+
+
+# public vLLM charts pass extra flags as a values list that the template writes with toYaml
+LISTED = TEMPLATE.replace("""          - --max-model-len
+          - {{ .Values.maxModelLen | quote }}
+          {{- if .Values.trust }}
+          - --trust-remote-code
+          {{- end }}
+""", """          {{- with .Values.extraArgs }}
+          {{- toYaml . | nindent 10 }}
+          {{- end }}
+""")
+
+
+@pytest.mark.parametrize(("extra", "tuned", "rendered"), [
+    ('extraArgs: [--max-model-len, "2048"]\n', 'extraArgs: [--max-model-len, "32768", --max-num-seqs, "32"]\n',
+     '- --max-model-len\n          - "32768"\n          - --max-num-seqs\n          - "32"\n'),
+    ('extraArgs: ["--max-model-len", "2048"]\n', 'extraArgs: ["--max-model-len", "32768", "--max-num-seqs", "32"]\n',
+     '- --max-model-len\n          - "32768"\n          - --max-num-seqs\n          - "32"\n'),
+    ("extraArgs:\n  - --max-model-len=2048\n  - --enable-prefix-caching\n",
+     "extraArgs:\n  - --max-model-len=32768\n  - --enable-prefix-caching\n  - --max-num-seqs=32\n",
+     "- --max-model-len=32768\n          - --enable-prefix-caching\n          - --max-num-seqs=32\n"),
+])
+def test_new_flags_are_items_of_the_values_list(tmp_path: Path, helm: Path, capsys: pytest.CaptureFixture[str],
+                                                extra: str, tuned: str, rendered: str) -> None:
+    """The values file's own list gets the new flag in its own idiom (a flow list's items, or block
+    items written `--flag=value` as its other flags are); the template is not touched."""
+    model = "model: Qwen/Qwen2.5-1.5B-Instruct\n"
+    d = _chart(tmp_path, LISTED, model + extra)
+    assert main(["tune", str(d), "--write"]) == 0
+    assert "--max-model-len 32768, --max-num-seqs 32 [safe]" in capsys.readouterr().out
+    after = _files(d)
+    assert after["values.yaml"] == model + tuned
+    assert after["templates/deployment.yaml"] == LISTED
+    assert main(["tune", str(d), "--write"]) == 0  # a second --write writes nothing
+    assert "change  none: the config is already the best one" in capsys.readouterr().out
+    assert _files(d) == after
+    out = subprocess.run([str(helm), "template", "x", str(d)], capture_output=True, text=True, check=True).stdout
+    assert rendered in out
+
+
+def test_a_list_every_render_reads_is_not_written(tmp_path: Path, helm: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """values.yaml's list is every render's: under a render with its own values file, the new flag is
+    shown, not added there."""
+    d = _chart(tmp_path, LISTED, 'model: Qwen/Qwen2.5-1.5B-Instruct\nextraArgs: [--max-model-len, "2048"]\n')
+    (d / "values-a.yaml").write_text("model: Qwen/Qwen2.5-3B-Instruct\n")
+    before = _files(d)
+    main(["tune", str(d), "--write"])
+    out = capsys.readouterr().out
+    assert _files(d) == before
+    assert [line.strip() for line in out.splitlines() if "by hand:" in line] == [
+        "by hand: --max-model-len 8192 (in values-a.yaml: values.yaml sets it for every values file)",
+        "by hand: --max-num-seqs 64"]

@@ -13,12 +13,12 @@ findings; the docs live in data/rules/sources.yaml.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
+from servefit.sources.hints import unread_visible_device
 
 
 def _parallel_data(engine: str | None) -> dict[str, Any]:
@@ -98,22 +98,17 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
     return out
 
 
-_GPU_ID = re.compile(r"^(\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
-
-
 @rule("SF118")
 def visible_devices(site: LaunchSite) -> list[Finding]:
-    """SF118. CUDA reads CUDA_VISIBLE_DEVICES up to its first entry that is no index, GPU- UUID or
-    MIG- instance (CUDA Programming Guide, environment variables: "If an invalid index is
-    encountered, only devices with indices that appear before the invalid index in the list are
-    visible"). An empty value or a negative index hides the GPUs on purpose and is left alone."""
+    """SF118. CUDA reads CUDA_VISIBLE_DEVICES up to its first entry that is no GPU
+    (sources/hints.py::unread_visible_device). An empty value or a negative index hides the GPUs
+    on purpose and is left alone. When no GPU stays visible the assembly does not plan the
+    server's GPU memory (sources/server_plan.py::plan_server), so estimate and tune say so too."""
     tok = site.env.get("CUDA_VISIBLE_DEVICES")
-    if tok is None or "$" in tok.text:
+    hit = unread_visible_device(tok.text) if tok is not None else None
+    if tok is None or hit is None:
         return []
-    entries = [e.strip() for e in tok.text.split(",")]
-    bad = next((i for i, e in enumerate(entries) if not _GPU_ID.match(e)), None)
-    if bad is None or not entries[bad] or entries[bad].startswith("-"):
-        return []
+    entries, bad = hit
     seen = ", ".join(entries[:bad])
     left = f"only {seen} stays visible" if seen else "the server sees no GPU"
     return [finding("SF118", f"CUDA_VISIBLE_DEVICES={tok.text}: CUDA reads no GPU from {entries[bad]!r} and stops there, so "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servefit.models import config_layouts
+from servefit.models import config_layouts, config_towers
 from servefit.models.architecture import count_params, layer_kind, pattern_layers
 from servefit.models.recurrent_state import linear_attention_state
 from servefit.models.seq2seq import config_line
@@ -353,7 +353,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
     quant = top.get("quantization_config") or c.get("quantization_config") or top.get("compression_config")
     dtype = str(c.get("torch_dtype") or c.get("dtype") or top.get("torch_dtype") or top.get("dtype")
                 or "bfloat16")
-    vision = config_layouts.tower(top, _vision_config(top))
+    vision = config_towers.tower(top, _vision_config(top))
     spec = ModelSpec(
         name=name, architecture=architecture, model_type=model_type,
         num_hidden_layers=n, hidden_size=h, num_attention_heads=heads, num_key_value_heads=kv,

@@ -16,41 +16,40 @@ from servefit.models.spec import ModelSpec
 _READERS = {"zaya": "arch_zaya", "inkling_mm_model": "arch_inkling", "inkling_text": "arch_inkling"}
 _TIED_BY_DEFAULT = ("opt", "gpt2", "gpt_neo", "bloom", "lfm2", "lfm2_moe", "granitemoehybrid", "gpt_bigcode", "mamba",
                     "falcon_mamba", "gemma3n", "zamba2", "zaya")
-# Gemma 3n's MobileNetV5-300M vision and USM audio towers with their embedders: the total both the
-# E2B and E4B llmfit records leave after their text models (data/models/gemma.yaml)
-GEMMA3N_TOWERS = 983281504
 _SSM = ("mamba", "falcon_mamba", "mamba2")  # attention-free: every layer is the recurrent mixer
 
 
-def _int(v: Any, default: int = 0) -> int:
+def as_int(v: Any, default: int = 0) -> int:
+    """A config.json count, or default where it is absent or no number."""
     try:
         return int(v) if v is not None else default
     except (TypeError, ValueError):
         return default
 
 
-def _dict(v: Any) -> dict[str, Any]:
+def as_dict(v: Any) -> dict[str, Any]:
+    """A config.json sub-config, or {} where it is absent or no mapping."""
     return v if isinstance(v, dict) else {}
 
 
 def lfm2_ff_dim(c: dict[str, Any]) -> int:
     """modeling_lfm2.py Lfm2MLP: with block_auto_adjust_ff_dim the width is 2/3 of block_ff_dim,
     times block_ffn_dim_multiplier, rounded up to block_multiple_of."""
-    ff = _int(c.get("block_ff_dim") or c.get("intermediate_size"))
+    ff = as_int(c.get("block_ff_dim") or c.get("intermediate_size"))
     if c.get("block_auto_adjust_ff_dim", True) and ff:
         ff = int(2 * ff / 3)
         mult = c.get("block_ffn_dim_multiplier")
         if mult is not None:
             ff = int(float(mult) * ff)
-        step = _int(c.get("block_multiple_of"), 256) or 1
+        step = as_int(c.get("block_multiple_of"), 256) or 1
         ff = step * -(-ff // step)
     return ff
 
 
 def _mamba2(c: dict[str, Any], h: int) -> dict[str, Any]:
-    heads = _int(c.get("mamba_n_heads") or c.get("mamba_num_heads"))
-    hd = _int(c.get("mamba_d_head") or c.get("mamba_head_dim"))
-    d_ssm = _int(c.get("mamba_d_ssm")) or (heads * hd) or _int(c.get("mamba_expand"), 2) * h
+    heads = as_int(c.get("mamba_n_heads") or c.get("mamba_num_heads"))
+    hd = as_int(c.get("mamba_d_head") or c.get("mamba_head_dim"))
+    d_ssm = as_int(c.get("mamba_d_ssm")) or (heads * hd) or as_int(c.get("mamba_expand"), 2) * h
     if not hd and heads:
         hd = d_ssm // heads
     m: dict[str, Any] = {"kind": "mamba2", "num_heads": heads, "head_dim": hd}
@@ -58,9 +57,9 @@ def _mamba2(c: dict[str, Any], h: int) -> dict[str, Any]:
         m["d_inner"] = d_ssm
     return linear_attention_state({
         **m,
-        "n_groups": _int(c.get("mamba_n_groups") or c.get("n_groups"), 1),
-        "state_size": _int(c.get("mamba_d_state") or c.get("ssm_state_size"), 128),
-        "conv_kernel": _int(c.get("mamba_d_conv") or c.get("conv_kernel"), 4)})
+        "n_groups": as_int(c.get("mamba_n_groups") or c.get("n_groups"), 1),
+        "state_size": as_int(c.get("mamba_d_state") or c.get("ssm_state_size"), 128),
+        "conv_kernel": as_int(c.get("mamba_d_conv") or c.get("conv_kernel"), 4)})
 
 
 def unwrap(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -90,11 +89,11 @@ def _mamba1(c: dict[str, Any], h: int, jamba: bool) -> dict[str, Any]:
     p = "mamba_" if jamba else ""
     rank = c.get(p + "dt_rank" if jamba else "time_step_rank")
     m: dict[str, Any] = {
-        "kind": "mamba1", "d_inner": _int(c.get("intermediate_size")) if not jamba and c.get("intermediate_size")
-        else _int(c.get(p + "expand"), 2) * h,
-        "state_size": _int(c.get(p + "d_state" if jamba else "state_size"), 16),
-        "conv_kernel": _int(c.get(p + "d_conv" if jamba else "conv_kernel"), 4),
-        "dt_rank": _int(rank) if rank not in (None, "auto") else -(-h // 16),
+        "kind": "mamba1", "d_inner": as_int(c.get("intermediate_size")) if not jamba and c.get("intermediate_size")
+        else as_int(c.get(p + "expand"), 2) * h,
+        "state_size": as_int(c.get(p + "d_state" if jamba else "state_size"), 16),
+        "conv_kernel": as_int(c.get(p + "d_conv" if jamba else "conv_kernel"), 4),
+        "dt_rank": as_int(rank) if rank not in (None, "auto") else -(-h // 16),
         "conv_bias": bool(c.get(p + "conv_bias" if jamba else "use_conv_bias", True)),
         "proj_bias": bool(c.get(p + "proj_bias" if jamba else "use_bias", False)),
     }
@@ -119,7 +118,7 @@ def _decilm(c: dict[str, Any], spec: ModelSpec) -> None:
             kinds.append("none")
         else:
             kinds.append("full")
-            kv.append(spec.num_attention_heads // max(1, _int(attn.get("n_heads_in_group"), 1)))
+            kv.append(spec.num_attention_heads // max(1, as_int(attn.get("n_heads_in_group"), 1)))
         mult = ffn.get("ffn_mult")
         mults.append(0 if ffn.get("no_op") else float(mult) if isinstance(mult, (int, float)) else 0)
     spec.layer_types = kinds
@@ -138,14 +137,14 @@ def _minimax_m3(c: dict[str, Any], spec: ModelSpec) -> None:
     expert's; sparse_attention_config.sparse_attention_freq marks the layers with a Lightning Indexer
     and moe_layer_freq the MoE ones (vLLM models/minimax_m3/nvidia/model.py)."""
     spec.model_type, lay = "minimax_m3_vl", spec.layout
-    sparse = _dict(c.get("sparse_attention_config"))
+    sparse = as_dict(c.get("sparse_attention_config"))
     if spec.num_experts:
-        spec.moe_intermediate_size = _int(c.get("intermediate_size"), spec.moe_intermediate_size)
-        shared = _int(c.get("shared_intermediate_size"))
+        spec.moe_intermediate_size = as_int(c.get("intermediate_size"), spec.moe_intermediate_size)
+        shared = as_int(c.get("shared_intermediate_size"))
         spec.num_shared_experts = max(1, round(shared / spec.moe_intermediate_size)) if shared else 0
-    spec.intermediate_size = _int(c.get("dense_intermediate_size"), spec.intermediate_size)
-    spec.index_n_heads = _int(c.get("index_n_heads") or sparse.get("sparse_num_index_heads"), 4)
-    spec.index_head_dim = _int(c.get("index_head_dim") or sparse.get("sparse_index_dim"), 128)
+    spec.intermediate_size = as_int(c.get("dense_intermediate_size"), spec.intermediate_size)
+    spec.index_n_heads = as_int(c.get("index_n_heads") or sparse.get("sparse_num_index_heads"), 4)
+    spec.index_head_dim = as_int(c.get("index_head_dim") or sparse.get("sparse_index_dim"), 128)
     freq = sparse.get("sparse_attention_freq")
     lay["index_free_layers"] = sum(1 for f in freq if not f) if isinstance(freq, list) else 0
     moe = c.get("moe_layer_freq")
@@ -166,12 +165,12 @@ def _mimo_v2(c: dict[str, Any], spec: ModelSpec) -> None:
     elif not isinstance(c.get("layer_types"), list):  # the config class's default: full at 0 and every 6th
         spec.layer_types = ["full" if i == 0 or (i + 1) % 6 == 0 else "sliding" for i in range(n)]
     if c.get("sliding_window_size"):
-        spec.sliding_window = _int(c["sliding_window_size"])
+        spec.sliding_window = as_int(c["sliding_window_size"])
     elif c.get("sliding_window"):
-        spec.sliding_window = _int(c["sliding_window"]) - 1
-    spec.layout["swa_num_key_value_heads"] = _int(c.get("swa_num_key_value_heads"), 2 * spec.num_key_value_heads)
+        spec.sliding_window = as_int(c["sliding_window"]) - 1
+    spec.layout["swa_num_key_value_heads"] = as_int(c.get("swa_num_key_value_heads"), 2 * spec.num_key_value_heads)
     spec.layout["swa_attention_sinks"] = bool(c.get("add_swa_attention_sink_bias", "hybrid_layer_pattern" not in c))
-    spec.v_head_dim = _int(c.get("swa_v_head_dim") or c.get("v_head_dim"), spec.head_dim)
+    spec.v_head_dim = as_int(c.get("swa_v_head_dim") or c.get("v_head_dim"), spec.head_dim)
     freq = c.get("moe_layer_freq")
     if isinstance(freq, list) and freq:
         spec.first_k_dense_replace = next((i for i, x in enumerate(freq) if x), len(freq))
@@ -191,18 +190,18 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     if mt in _TIED_BY_DEFAULT and c.get("tie_word_embeddings") is None:
         spec.tie_word_embeddings = True  # the config class default (PretrainedConfig: True)
     if mt == "opt":
-        lay["word_embed_proj_dim"] = _int(c.get("word_embed_proj_dim"), h)
+        lay["word_embed_proj_dim"] = as_int(c.get("word_embed_proj_dim"), h)
         lay["do_layer_norm_before"] = bool(c.get("do_layer_norm_before", True))
     elif mt in ENCODERS:
         spec.layer_types = ["none"] * n  # ENCODER_ONLY attention: no KV cache in vLLM
         if c.get("type_vocab_size") is not None:
-            lay["type_vocab_size"] = _int(c.get("type_vocab_size"))
+            lay["type_vocab_size"] = as_int(c.get("type_vocab_size"))
         if mt == "nomic_bert":  # vLLM bert_with_rope.py: biases, GELU or SwiGLU MLP, NomicMoE layers
             lay["attention_bias"] = bool(c.get("qkv_proj_bias", False))
             lay["mlp_bias"] = bool(c.get("mlp_fc1_bias", False))
             lay["glu_mlp"] = str(c.get("activation_function", "swiglu")) in ("swiglu", "geglu", "silu")
-            if _int(c.get("moe_every_n_layers")):
-                lay["moe_every_n_layers"] = _int(c.get("moe_every_n_layers"))
+            if as_int(c.get("moe_every_n_layers")):
+                lay["moe_every_n_layers"] = as_int(c.get("moe_every_n_layers"))
         if c.get("position_embedding_type") == "alibi":  # JinaBERT (jina-embeddings-v2)
             lay["alibi"] = True
         elif c.get("position_embedding_type") == "rotary":  # jina-embeddings-v3 (XLM-R with rotary positions)
@@ -216,45 +215,45 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     elif mt == "longcat_flash":  # vLLM longcat_flash.py: num_layers decoder layers of two attention sublayers
         spec.num_hidden_layers = 2 * n
         spec.moe_layer_step, spec.first_k_dense_replace = 2, 0
-        spec.moe_intermediate_size = _int(c.get("expert_ffn_hidden_size"), spec.moe_intermediate_size)
+        spec.moe_intermediate_size = as_int(c.get("expert_ffn_hidden_size"), spec.moe_intermediate_size)
         lay["dense_with_moe"] = True
-        lay["zero_experts"] = _int(c.get("zero_expert_num"))
+        lay["zero_experts"] = as_int(c.get("zero_expert_num"))
     elif mt == "gpt_neo":  # GPTNeoConfig attention_types [[["global", "local"], 12]]: local = window_size
         kinds = [k for group, times in (c.get("attention_types") or [[["global", "local"], n // 2]])
                  for _ in range(int(times)) for k in group]
         if len(kinds) == n:
             spec.layer_types = ["full" if k == "global" else "sliding" for k in kinds]
-            spec.sliding_window = _int(c.get("window_size"), 256)
+            spec.sliding_window = as_int(c.get("window_size"), 256)
     elif mt == "falcon" and c.get("num_ln_in_parallel_attn") is not None:
-        lay["num_ln_in_parallel_attn"] = _int(c.get("num_ln_in_parallel_attn"))
+        lay["num_ln_in_parallel_attn"] = as_int(c.get("num_ln_in_parallel_attn"))
     elif mt == "zamba2":  # Zamba2Config (vLLM zamba2.py): hybrid layers run the shared attention block
         blocks = c.get("layers_block_type")
         if isinstance(blocks, list) and len(blocks) == n:
             spec.layer_types = ["full" if k == "hybrid" else "mamba" for k in blocks]
         spec.head_dim = 2 * h // max(spec.num_attention_heads, 1)  # attention_head_dim over 2 x hidden
-        heads = _int(c.get("n_mamba_heads"), 8)
+        heads = as_int(c.get("n_mamba_heads"), 8)
         d_inner = int(float(c.get("mamba_expand") or 2) * h)
         spec.mamba = linear_attention_state({
             "kind": "mamba2", "num_heads": heads, "head_dim": d_inner // max(heads, 1),
-            "n_groups": _int(c.get("mamba_ngroups"), 1), "state_size": _int(c.get("mamba_d_state"), 64),
-            "conv_kernel": _int(c.get("mamba_d_conv"), 4)})
-        spec.intermediate_size = _int(c.get("intermediate_size")) or 4 * h
-        lay["num_mem_blocks"] = _int(c.get("num_mem_blocks"), 1)
-        lay["adapter_rank"] = _int(c.get("adapter_rank"), 128)
+            "n_groups": as_int(c.get("mamba_ngroups"), 1), "state_size": as_int(c.get("mamba_d_state"), 64),
+            "conv_kernel": as_int(c.get("mamba_d_conv"), 4)})
+        spec.intermediate_size = as_int(c.get("intermediate_size")) or 4 * h
+        lay["num_mem_blocks"] = as_int(c.get("num_mem_blocks"), 1)
+        lay["adapter_rank"] = as_int(c.get("adapter_rank"), 128)
         lay["use_shared_attention_adapter"] = bool(c.get("use_shared_attention_adapter", False))
     elif mt == "falcon_h1":
         spec.mamba = _mamba2(c, h)
         lay["mamba_rms_norm"] = bool(c.get("mamba_rms_norm", False))
     elif mt in ("granitemoehybrid", "granitemoe_swa"):  # granitemoe_swa: every layer attention, shared MLP
         if spec.num_experts:
-            spec.moe_intermediate_size = _int(c.get("intermediate_size"))
-        spec.intermediate_size = _int(c.get("shared_intermediate_size"), spec.intermediate_size)
+            spec.moe_intermediate_size = as_int(c.get("intermediate_size"))
+        spec.intermediate_size = as_int(c.get("shared_intermediate_size"), spec.intermediate_size)
         if "mamba" in spec.kinds():
             spec.mamba = _mamba2(c, h)
     elif mt == "kimi_k3":  # text_config kimi_linear: SGLang kimi_k3.py reads these (models/arch_kimi_k3.py)
         for src, key in (("routed_expert_hidden_size", "moe_latent_size"), ("attn_res_block_size", "attn_res_block_size")):
             if c.get(src):
-                lay[key] = _int(c[src])
+                lay[key] = as_int(c[src])
         for src, key in (("latent_moe_use_norm", "latent_moe_norm"), ("mla_use_output_gate", "mla_output_gate")):
             if c.get(src):
                 lay[key] = True
@@ -263,17 +262,17 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
     elif mt in _READERS:  # a layout whose module reads its own keys: models/arch_<name>.py read_config
         importlib.import_module(f"servefit.models.{_READERS[mt]}").read_config(c, spec)
     elif mt == "nemotron_h":
-        spec.head_dim = _int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
+        spec.head_dim = as_int(c.get("attention_head_dim") or c.get("head_dim"), spec.head_dim)
         for key in ("moe_shared_expert_intermediate_size", "moe_latent_size"):  # latent: Nemotron 3 Super
             if c.get(key):
-                lay[key] = _int(c[key])
+                lay[key] = as_int(c[key])
         spec.mamba = _mamba2(c, h)
     elif mt in ("lfm2", "lfm2_moe"):
         spec.intermediate_size = lfm2_ff_dim(c)
-        spec.mamba = linear_attention_state({"kind": "short_conv", "conv_kernel": _int(c.get("conv_L_cache"), 3),
+        spec.mamba = linear_attention_state({"kind": "short_conv", "conv_kernel": as_int(c.get("conv_L_cache"), 3),
                                              "conv_dim": h})
         if mt == "lfm2_moe":
-            spec.first_k_dense_replace = _int(c.get("num_dense_layers"))
+            spec.first_k_dense_replace = as_int(c.get("num_dense_layers"))
             lay["use_expert_bias"] = bool(c.get("use_expert_bias", True))
     elif mt in _SSM:
         spec.layer_types = ["mamba"] * n
@@ -285,29 +284,29 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
             spec.mamba = _mamba1(c, h, jamba=False)
     elif mt == "jamba":
         spec.mamba = _mamba1(c, h, jamba=True)
-        period, offset = _int(c.get("expert_layer_period"), 2), _int(c.get("expert_layer_offset"), 1)
+        period, offset = as_int(c.get("expert_layer_period"), 2), as_int(c.get("expert_layer_offset"), 1)
         if spec.num_experts and offset == period - 1:  # MoE where i % period == offset
             spec.moe_layer_step = period
     elif mt == "nemotron-nas":
         _decilm(c, spec)
     elif mt == "dbrx":  # vLLM dbrx.py: attn_config.kv_n_heads, ffn_config (experts of ffn_hidden_size)
-        attn, ffn = _dict(c.get("attn_config")), _dict(c.get("ffn_config"))
-        spec.num_key_value_heads = _int(attn.get("kv_n_heads"), spec.num_key_value_heads)
-        spec.num_experts = _int(ffn.get("moe_num_experts"))
-        spec.num_experts_per_tok = _int(ffn.get("moe_top_k"))
-        spec.moe_intermediate_size = spec.intermediate_size = _int(ffn.get("ffn_hidden_size"), spec.intermediate_size)
+        attn, ffn = as_dict(c.get("attn_config")), as_dict(c.get("ffn_config"))
+        spec.num_key_value_heads = as_int(attn.get("kv_n_heads"), spec.num_key_value_heads)
+        spec.num_experts = as_int(ffn.get("moe_num_experts"))
+        spec.num_experts_per_tok = as_int(ffn.get("moe_top_k"))
+        spec.moe_intermediate_size = spec.intermediate_size = as_int(ffn.get("ffn_hidden_size"), spec.intermediate_size)
     elif mt == "gemma3n":  # Gemma3nTextConfig: per-layer MLP widths (one for all here), PLE, AltUp, LAuReL
         widths = c.get("intermediate_size")
         if isinstance(widths, list) and widths:
-            spec.intermediate_size = max(_int(x) for x in widths)
+            spec.intermediate_size = max(as_int(x) for x in widths)
         for key, default in (("hidden_size_per_layer_input", 256), ("vocab_size_per_layer_input", 262144),
                              ("num_kv_shared_layers", 0), ("altup_num_inputs", 4), ("laurel_rank", 64)):
-            lay[key] = _int(c.get(key), default)
+            lay[key] = as_int(c.get(key), default)
     elif mt in ("molmo", "molmo2"):  # vLLM molmo.py / molmo2.py: 128 new token rows, the LM's norms / biases
-        lay["additional_vocab"] = _int(c.get("additional_vocab_size"), 128)
+        lay["additional_vocab"] = as_int(c.get("additional_vocab_size"), 128)
         if mt == "molmo":  # Molmo's intermediate_size is the fused gate + up width
             spec.intermediate_size //= 2
-            spec.vocab_size = _int(c.get("embedding_size"), spec.vocab_size)
+            spec.vocab_size = as_int(c.get("embedding_size"), spec.vocab_size)
         if c.get("qkv_bias"):
             lay["attention_bias"] = True
         if c.get("use_qk_norm"):
@@ -360,90 +359,3 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         lay["mlp_bias"] = True
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True
-
-
-def tower(top: dict[str, Any], vision: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The catalog `vision` dict of a tower in models/vision_towers.py, from a config.json whose
-    vision_config says too little for the generic readers: Kimi-VL / Kimi-K2.5 (MoonViT), DeepSeek-VL2
-    (timm SigLIP: width / layers / mlp_ratio) and DeepSeek-OCR (towers fixed in vLLM), MiniCPM-V
-    (a SigLIP vision_config with the resampler's query_num at the top level)."""
-    mt = str(top.get("model_type") or "")
-    v = vision or {}
-    if mt == "inkling_mm_model":  # the HMLP patch encoder (models/arch_inkling.py)
-        return importlib.import_module("servefit.models.arch_inkling").tower(v)  # type: ignore[no-any-return]
-    if mt in ("kimi_vl", "kimi_k25") or v.get("model_type") in ("moonvit", "kimi_k25_vision"):
-        return {"model_type": "moonvit", "hidden_size": _int(v.get("hidden_size"), 1152),
-                "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
-                "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 14),
-                "init_pos_emb_height": _int(v.get("init_pos_emb_height") or v.get("pos_emb_height"), 64),
-                "init_pos_emb_width": _int(v.get("init_pos_emb_width") or v.get("pos_emb_width"), 64)}
-    if mt == "kimi_k3":  # vLLM transformers_utils/configs/kimi_k3.py KimiK3VisionConfig (vt_* names, its defaults)
-        return {"model_type": "moonvit", "hidden_size": _int(v.get("vt_hidden_size"), 1024),
-                "num_hidden_layers": _int(v.get("vt_num_hidden_layers"), 27),
-                "intermediate_size": _int(v.get("vt_intermediate_size"), 4096),
-                "num_attention_heads": _int(v.get("vt_num_attention_heads"), 12), "patch_size": _int(v.get("patch_size"), 14),
-                "init_pos_emb_height": _int(v.get("init_pos_emb_height"), 64),
-                "init_pos_emb_width": _int(v.get("init_pos_emb_width"), 64),
-                "qkv_hidden_size": _int(v.get("qkv_hidden_size"), 1536),
-                "norm_type": "rms_norm" if v.get("norm_type", "rmsnorm") == "rmsnorm" else "layer_norm",
-                "attention_bias": bool(v.get("attn_bias", False)), "linear_bias": bool(v.get("linear_bias", False)),
-                "mm_projector_type": str(v.get("mm_projector_type") or "patchmergerv2")}
-    if mt in ("deepseek_vl_v2", "deepseek_ocr"):
-        if "DeepseekOCRForCausalLM" in (top.get("architectures") or []) or mt == "deepseek_ocr":
-            return {"model_type": "deepencoder", "hidden_size": 1024, "patch_size": 14}
-        width = _int(v.get("width"), 1152)
-        ratio = v.get("mlp_ratio")
-        return {"model_type": "deepseek_vl2_siglip", "hidden_size": width, "num_hidden_layers": _int(v.get("layers"), 27),
-                "intermediate_size": int(width * float(ratio)) if isinstance(ratio, (int, float)) else 4304,
-                "patch_size": _int(v.get("patch_size"), 14), "image_size": _int(v.get("image_size"), 384)}
-    if mt == "dots_ocr" and v:  # vLLM dots_ocr.py DotsVisionConfig: embed_dim is the tower's width
-        return {"model_type": "dots_vit", "hidden_size": _int(v.get("embed_dim"), 1536),
-                "num_hidden_layers": _int(v.get("num_hidden_layers"), 42),
-                "intermediate_size": _int(v.get("intermediate_size"), 4224), "patch_size": _int(v.get("patch_size"), 14),
-                "spatial_merge_size": _int(v.get("spatial_merge_size"), 2),
-                "attention_bias": bool(v.get("use_bias", False)), "post_norm": bool(v.get("post_norm", True))}
-    if mt == "idefics2" and v:  # the SigLIP vision_config, the perceiver_config and the LM's MLP width
-        pc, text = _dict(top.get("perceiver_config")), _dict(top.get("text_config"))
-        return {"model_type": "siglip_vision_model", "hidden_size": _int(v.get("hidden_size"), 768),
-                "num_hidden_layers": _int(v.get("num_hidden_layers"), 12),
-                "intermediate_size": _int(v.get("intermediate_size"), 3072), "patch_size": _int(v.get("patch_size"), 32),
-                "image_size": _int(v.get("image_size"), 224),
-                "connector_intermediate_size": _int(text.get("intermediate_size"), 14336),
-                "resampler_n_latents": _int(pc.get("resampler_n_latents"), 64),
-                "resampler_depth": _int(pc.get("resampler_depth"), 3),
-                "resampler_n_heads": _int(pc.get("resampler_n_heads"), 16),
-                "resampler_head_dim": _int(pc.get("resampler_head_dim"), 96),
-                "resampler_kv_heads": _int(pc.get("num_key_value_heads"), 4)}
-    if mt == "lfm2_vl" and v:
-        return {"model_type": "lfm2_vl", "hidden_size": _int(v.get("hidden_size"), 1152),
-                "num_hidden_layers": _int(v.get("num_hidden_layers"), 27),
-                "intermediate_size": _int(v.get("intermediate_size"), 4304), "patch_size": _int(v.get("patch_size"), 16),
-                "num_patches": _int(v.get("num_patches"), 256),
-                "projector_hidden_size": _int(top.get("projector_hidden_size"), 2560)}
-    if mt == "molmo":  # VisionBackboneConfig is fixed in vLLM molmo.py (CLIP-L/14 at 336, 23 layers)
-        inter = _int(top.get("intermediate_size")) // 2
-        return {"model_type": "molmo", "hidden_size": 1024, "num_hidden_layers": 23, "intermediate_size": 4096,
-                "patch_size": 14, "image_size": 336, "projector_intermediate": inter}
-    if mt == "molmo2":  # vit_config / adapter_config (molmo2.py VitConfig, AdapterConfig)
-        vit, ad = _dict(top.get("vit_config")), _dict(top.get("adapter_config"))
-        layers = _int(vit.get("num_hidden_layers"), 27)
-        deepest = max((_int(x) + layers if _int(x) < 0 else _int(x)) for x in (ad.get("vit_layers") or [-3, -9])) + 1
-        size = vit.get("image_default_input_size") or [378, 378]
-        return {"model_type": "molmo2", "hidden_size": _int(vit.get("hidden_size"), 1152),
-                "num_hidden_layers": min(layers, deepest), "intermediate_size": _int(vit.get("intermediate_size"), 4304),
-                "patch_size": _int(vit.get("image_patch_size"), 14),
-                "image_size": _int(size[0] if isinstance(size, list) and size else 378, 378),
-                "projector_intermediate": _int(ad.get("intermediate_size"), 18944)}
-    if mt == "gemma3n" and v:  # only the released towers' total is known (GEMMA3N_TOWERS)
-        known = v.get("architecture") == "mobilenetv5_300m_enc"
-        return {"model_type": "gemma3n", "hidden_size": _int(v.get("hidden_size"), 2048), "patch_size": 16,
-                "towers_params": GEMMA3N_TOWERS if known else 1}
-    if mt in ("qwen2_5_omni", "qwen3_omni_moe") and v:  # the thinker's tower and audio encoder (audio_config)
-        a = _dict(top.get("audio_config"))
-        keys = ("d_model", "encoder_layers", "encoder_ffn_dim", "encoder_attention_heads", "num_mel_bins", "output_dim",
-                "downsample_hidden_size")  # Qwen3-Omni: Conv2d front end
-        return {**v, "model_type": "qwen2_5_vl" if mt == "qwen2_5_omni" else "qwen3_vl",
-                "audio": {k: _int(a[k]) for k in keys if a.get(k) is not None}}
-    if mt in ("minicpmv", "minicpmo") and v:
-        return {**v, "model_type": "minicpmv", "query_num": _int(top.get("query_num"), 64)}
-    return vision

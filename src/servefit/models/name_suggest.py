@@ -9,9 +9,9 @@ import re
 from collections.abc import Collection
 
 from servefit.models import name_assume
+from servefit.models.name_index import Index, _root
 from servefit.models.name_rules import _other_words, kinds  # data/derivatives.yaml's word rules
 from servefit.models.name_words import size_at
-from servefit.models.names import Index, _root  # the index
 
 
 def _family_pool(roots: list[str], other: Collection[str], idx: Index, have: frozenset[str]) -> dict[int, None]:

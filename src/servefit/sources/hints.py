@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from servefit.core import DirectiveValue, GpuHint, Span, Token
+from servefit.core import DirectiveValue, GpuHint, LaunchSite, Span, Token
 
 # label key -> (priority, how a finding names the source); lower priority wins
 GPU_LABELS: dict[str, tuple[int, str]] = {
@@ -92,6 +92,39 @@ def count_visible_devices(value: str) -> int | None:
     if not v or v.lower() in ("all", "none", "void") or "$" in v:
         return None
     return len([p for p in v.split(",") if p.strip()])
+
+
+_GPU_ID = re.compile(r"^(\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
+
+
+def unread_visible_device(value: str) -> tuple[list[str], int] | None:
+    """CUDA_VISIBLE_DEVICES's entries and the index of the first one CUDA reads as no GPU (no
+    index, GPU- UUID or MIG- instance), where it stops reading: `all` -> (["all"], 0), so every GPU
+    is hidden. None when every entry is read, and for the values that hide the GPUs on purpose
+    (empty, a negative index) or a variable's text. CUDA Programming Guide, environment
+    variables: "If an invalid index is encountered, only devices with indices that appear before
+    the invalid index in the list are visible"."""
+    if "$" in value:
+        return None
+    entries = [e.strip() for e in value.split(",")]
+    bad = next((i for i, e in enumerate(entries) if not _GPU_ID.match(e)), None)
+    if bad is None or not entries[bad] or entries[bad].startswith("-"):
+        return None
+    return entries, bad
+
+
+def no_gpu_visible(site: LaunchSite) -> str:
+    """Why the server's GPU memory is not planned when its CUDA_VISIBLE_DEVICES hides every GPU
+    (`all`: sources/hints.py::unread_visible_device); "" when a GPU stays visible."""
+    tok = site.env.get("CUDA_VISIBLE_DEVICES")
+    hit = unread_visible_device(tok.text) if tok is not None else None
+    if tok is None or hit is None or hit[1] > 0:
+        return ""
+    entries, _ = hit
+    fix = "remove it (all belongs to NVIDIA_VISIBLE_DEVICES)" if entries[0].lower() == "all" else \
+        "name the GPUs by index (0,1) or UUID"
+    return (f"CUDA_VISIBLE_DEVICES={tok.text} hides every GPU from this server (CUDA reads no GPU from "
+            f"{entries[0]!r}), so its GPU memory is not planned: {fix}")
 
 
 def docker_gpus(value: str) -> tuple[int | None, str]:

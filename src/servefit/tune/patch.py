@@ -171,9 +171,20 @@ class Patcher(YamlPlacement):
         # goes in the container's `args` list, after the flags the chart writes
         self.args_only = work.chart == "llm-d-modelservice"
         self.keyed = self._keyed()
-        self.inline = sum(o.inline for o in self.occ.values()) > len(self.occ) / 2 if self.occ else False
+        self.inline = self.inline_style(self.site.file, everywhere=True)
 
     # -- helpers
+    def inline_style(self, file: str, everywhere: bool = False) -> bool:
+        """Whether most flags that take a value are written `--flag=value` (in file, or anywhere in
+        the command); a switch has no style of its own."""
+        took = [o.inline for name, o in self.occ.items() if (everywhere or o.flag.span is not None
+                and o.flag.span.file == file) and self._takes_value(name)]
+        return sum(took) > len(took) / 2 if took else False
+
+    def _takes_value(self, name: str) -> bool:
+        opt = self.table.by_name.get(name) if self.table is not None else None
+        return opt is None or bool(opt.takes_value)
+
     def span(self, file: str, start: int, end: int) -> Span:
         return LineIndex(self.read(file), file).span(start, end)
 
@@ -219,7 +230,11 @@ class Patcher(YamlPlacement):
 
     def anchor(self) -> Token | None:
         """The last word of the command as written in the site's file (not a value expanded
-        from a variable defined elsewhere)."""
+        from a variable defined elsewhere), or the last item of a list in a rendered chart's own
+        values (tune/patch_yaml.py::values_list_anchor)."""
+        listed = self.values_list_anchor()
+        if listed is not None:
+            return listed
         env_spans = {t.span for t in self.site.env.values() if t.span is not None}
         cands = [t for t in self.argv if t.span is not None and t.span not in env_spans
                  and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
@@ -241,12 +256,12 @@ class Patcher(YamlPlacement):
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
 
-    def quotes(self, text: str) -> tuple[str | None, str | None]:
-        """The quoting of the last flag and the last value written in the site's file."""
+    def quotes(self, text: str, file: str) -> tuple[str | None, str | None]:
+        """The quoting of the last flag and the last value written in the file (text)."""
         flag_q: str | None = None
         val_q: str | None = None
         for t in self.argv[self.skip:]:
-            if t.span is None or t.span.file != self.site.file or not self.exact(t):
+            if t.span is None or t.span.file != file or not self.exact(t):
                 continue
             q = style.quote_of(text, t.span)
             if t.text.startswith("-"):
@@ -385,14 +400,16 @@ class Patcher(YamlPlacement):
         if anchor is not None and anchor.span is not None:
             text = self.read(anchor.span.file)
             # with `--flag=value` items around, new flags follow that style one by one
+            # a chart's values list: the style of the flags it holds
+            inline = self.inline if anchor.span.file == self.site.file else self.inline_style(anchor.span.file)
             parts = []
             for _, ws in self.pending_words:
-                parts.append(["=".join(ws)] if self.inline and len(ws) == 2 else ws)
+                parts.append(["=".join(ws)] if inline and len(ws) == 2 else ws)
             spans = [t.span for t in self.argv if t.span is not None and t.span.file == anchor.span.file
                      and t.span.start <= anchor.span.start and self.exact(t)]
             spans.sort(key=lambda sp: sp.start)
             prev = spans[-2] if len(spans) >= 2 and spans[-1] == anchor.span else None
-            piece = style.insert_words(text, anchor.span, parts, self.quotes(text), style.spans_lines(text, spans),
+            piece = style.insert_words(text, anchor.span, parts, self.quotes(text, anchor.span.file), style.spans_lines(text, spans),
                                        prev)
         if piece is None:
             for p, _ in self.pending_words:

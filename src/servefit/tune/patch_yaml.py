@@ -22,6 +22,7 @@ class YamlPlacement:
 
     read: Any  # tune.patch.Reader
     argv: list[Token]
+    site: Any  # core.LaunchSite
     alias_quote: dict[int, str]
     shared: set[int]
     keyed: list[tuple[Token, str, Token | None]]
@@ -79,6 +80,29 @@ class YamlPlacement:
         m = mine[0]
         self.alias_quote[m.start()] = style.quote_of(text, tok.span)
         return Token("*" + name, self.span(tok.span.file, m.start(), m.end()))
+
+    def values_list_anchor(self) -> Token | None:
+        """A server rendered from a Helm chart: the last item of a list in its own values files
+        (`extraArgs: [--max-model-len, "8192"]` or `- --max-model-len=8192` that the template
+        writes with toYaml), where new flags go as more items; None when the render's own files
+        hold no such list (the template's words are every render's: tune/placed.py)."""
+        import os
+
+        own = {os.path.normpath(f) for f in self.site.workload.render_own}
+        if not own:
+            return None
+        items = [t for t in self.argv if t.span is not None and os.path.normpath(t.span.file) in own
+                 and self.exact(t) and not self.keyed_value(t) and self._list_item(t)]
+        if not items:
+            return None
+        file = items[-1].span.file  # type: ignore[union-attr]
+        return max((t for t in items if t.span is not None and t.span.file == file),
+                   key=lambda t: t.span.end if t.span else 0)
+
+    def _list_item(self, tok: Token) -> bool:
+        assert tok.span is not None
+        text = self.read(tok.span.file)
+        return style.block_item(text, tok.span) is not None or style.in_flow(text, tok.span)
 
     def _keyed(self) -> list[tuple[Token, str, Token | None]]:
         """Flags the sources read from YAML keys (production-stack `vllmConfig`, a vLLM

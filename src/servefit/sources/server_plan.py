@@ -1,0 +1,119 @@
+"""Planning one assembled server (sources/assemble.py): the GPU its target names resolved in the
+hardware catalog, its model, and the engine's plan through pipeline.evaluate; where it cannot be
+planned, the one-line reason every command gives (`Server.error`) and the finding lint reports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.core import UsageError
+from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
+from servefit.sources.assemble import Server, anchor, plugin_failed
+from servefit.sources.hints import no_gpu_visible
+from servefit.sources.target import Part
+
+
+def storage_model(srv: Server) -> None:
+    """KServe: the storageUri is downloaded to /mnt/models, which the command then names."""
+    site, cfg = srv.site, srv.config
+    storage, path = site.workload.storage_model, site.workload.storage_path
+    ref = cfg.model_ref if cfg is not None else None
+    if srv.target.model is None and storage and path and ref and ref.startswith(path):
+        srv.target.model = Part(storage, "KServe storageUri", None)
+
+
+@rule("SF002", "SF003", "SF004", "SF110", "SF115")
+def plan_server(srv: Server, engine: Any) -> None:
+    from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
+    from servefit.pipeline import Target, evaluate
+
+    site, cfg, t, out = srv.site, srv.config, srv.target, srv.findings
+    assert cfg is not None
+    if cfg.unplanned:  # the engine's own finding says why (SGLang's diffusion server: SGL014)
+        srv.error = cfg.unplanned
+        return
+    hidden = no_gpu_visible(site)
+    if hidden:  # SF118 says so in lint; estimate and tune give this reason
+        srv.error = hidden
+        return
+    ref = srv.model_ref or ""
+    if t.gpu is None:
+        srv.error = ("no target GPU: pass --gpu NAME (servefit gpus lists them) or set a default "
+                     "in [tool.servefit]")
+        out.append(finding("SF110", "no GPU is known for this server, so its memory was not checked: pass "
+                                    "--gpu NAME or add `# servefit: gpu=NAME` to the file",
+                           site=site.name, span=anchor(site)))
+        return
+    if not ref and not t.model_config and engine.models_on_request:
+        # the server loads models on request (`ollama serve`): none is named here. Said once: by
+        # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
+        srv.error = (f"{engine.title} loads the models requests name, and none is named here: add "
+                     "`# servefit: model=REF` above the server (or pass --model REF)")
+        own = getattr(engine, "unnamed_models_code", "")
+        if not any(own and f.code == own for f in cfg.findings):
+            out.append(finding("SF115", f"{engine.title} loads the models requests name, and this file names none, "
+                                        "so their memory was not checked: add `# servefit: model=REF` above it for "
+                                        "the model it serves", site=site.name, span=anchor(site)))
+        return
+    if "$" in ref:
+        srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"
+        return  # SF001 / SF107 say so
+    name = str(t.gpu.value)
+    source = t.gpu_source
+    sized = t.gpu_memory is not None and bool(t.gpu_memory.value)
+    try:
+        gpu, inst_count = resolve_target(name)
+    except UsageError as exc:
+        if not sized:
+            srv.error = str(exc)
+            span = t.gpu.span or anchor(site)
+            out.append(finding("SF003", str(exc), site=site.name, span=span))
+            return
+        assert t.gpu_memory is not None
+        gpu, inst_count = unlisted(name, int(t.gpu_memory.value)), None  # --gpu-memory sizes an unlisted card
+        source = f"{source}; {gpu.memory_source.removeprefix('--gpu-memory override; ')}"
+    if gpu.source == "local":  # --gpu local: NVML's device, its memory and what is in use
+        source = gpu.memory_source
+    note = catalog_assumption(gpu, name)
+    if note:
+        source = f"{source}; {note}"
+    count = int(t.count.value) if t.count is not None else inst_count
+    if sized and gpu.key != "unlisted" and t.gpu_memory is not None:
+        gpu = with_memory(gpu, int(t.gpu_memory.value))
+    target = Target(gpu=name, gpus=count or None, engine_version=cfg.version, online=t.online,
+                    model=str(t.model.value) if t.model is not None else None, model_config=t.model_config,
+                    source=source)
+    try:
+        srv.evaluation = evaluate(site, target, cfg=cfg, hardware=(gpu, count or 0, source))
+        model = srv.evaluation.model
+        if model.resolved_from == "derivative" and model.assumptions:  # sized from a base by name: say so
+            out.append(finding("SF004", model.assumptions[0], site=site.name,
+                               span=cfg.spans.get("model") or anchor(site)))
+    except UsageError as exc:
+        srv.error = str(exc)
+        path = site.workload.storage_path
+        if path and ref.startswith(path) and not site.workload.storage_model and t.model is None:
+            srv.error = (f"the model is the one KServe downloads to {path} from the storageUri of an InferenceService "
+                         "that uses this runtime, and no InferenceService in this file does, so its memory was not "
+                         "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService "
+                         "in this file")
+        out.append(finding("SF002", srv.error, site=site.name, span=cfg.spans.get("model") or anchor(site)))
+    except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
+        srv.error = f"{type(exc).__name__}: {exc}"
+        out.append(plugin_failed(srv.error, site=site.name, span=anchor(site)))
+
+
+@rule("SF111")
+def not_starting(srv: Server) -> None:
+    ev = srv.evaluation
+    assert ev is not None
+    plan = ev.plan
+    if plan.outcome != "started" and not any(f.severity == "error" for f in ev.config.findings + plan.findings):
+        m = plan.memory
+        need = (m.weights + m.activation_peak + m.non_torch + m.cuda_graphs) / 2**30
+        have = m.budget / 2**30 if m.budget else ev.gpu.memory_bytes / 2**30
+        srv.findings.append(finding("SF111", f"{plan.engine} will not start ({plan.outcome.replace('_', ' ')}): "
+                                             f"need {need:.2f} GiB before the KV cache, have {have:.2f} GiB",
+                                    site=srv.site.name, span=ev.config.spans.get("model") or anchor(srv.site)))
