@@ -221,10 +221,10 @@ VALUES_TAIL = "resources:\n  limits:\n    nvidia.com/gpu: 1\n"
 
 @pytest.mark.parametrize(("extra", "tuned"), [
     ('extraArgs: [--model, Qwen/Qwen2.5-7B-Instruct, --max-model-len, "32768"]\n',
-     'extraArgs: [--model, Qwen/Qwen2.5-7B-Instruct, --max-model-len, "16384", --max-num-seqs, "128"]\n'),
+     'extraArgs: [--model, Qwen/Qwen2.5-7B-Instruct, --max-model-len, "16384", --max-num-seqs, "32"]\n'),
     ("extraArgs:\n  - --model=Qwen/Qwen2.5-7B-Instruct\n  - --max-model-len=32768\n  - --enable-prefix-caching\n",
      "extraArgs:\n  - --model=Qwen/Qwen2.5-7B-Instruct\n  - --max-model-len=16384\n  - --enable-prefix-caching\n"
-     "  - --max-num-seqs=128\n"),
+     "  - --max-num-seqs=32\n"),
 ])
 def test_chart_values_extra_args_in_their_own_list_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                          extra: str, tuned: str) -> None:
@@ -234,7 +234,7 @@ def test_chart_values_extra_args_in_their_own_list_shape(tmp_path: Path, capsys:
     p = tmp_path / "values.yaml"
     p.write_text(VALUES_HEAD + extra + VALUES_TAIL)
     rc, out = tune(capsys, str(p), "--gpu", "L4", "--min-context", "16k", "--write")
-    assert rc == 0 and "--max-model-len 16384, --max-num-seqs 128 [safe]" in out
+    assert rc == 0 and "--max-model-len 16384, --max-num-seqs 32 [safe]" in out
     assert p.read_bytes() == (VALUES_HEAD + tuned + VALUES_TAIL).encode()
     rc, out = tune(capsys, str(p), "--gpu", "L4", "--min-context", "16k", "--write")  # nothing left to write
     assert rc == 0 and "change  none: the config is already the best one" in out
