@@ -134,6 +134,20 @@ def hybrid_swa(model: ModelSpec, e: d.Era) -> bool:
     return model.architecture in HYBRID_SWA_ARCHS
 
 
+def offloaded_bytes(model: ModelSpec, r: Resolved, weights: int, offload_gib: float, dtype: str) -> int:
+    """Weight bytes --cpu-offload-gb moves to host memory on one rank. utils/offloader.py::OffloaderV1
+    .maybe_offload_to_cpu, applied by utils/common.py::make_layers to the decoder layers only, moves their
+    parameters one by one while fewer than cpu_offload_gb x 2^30 bytes have moved: the embedding, the
+    lm_head and the final norm stay on the GPU whatever the flag says."""
+    if offload_gib <= 0:
+        return 0
+    from servefit.memory.params import param_groups
+
+    g = param_groups(model)
+    kept = int((g.embed + g.lm_head) * dtype_bytes(dtype) / r.tp)  # vocab-parallel over TP, on the first/last stage
+    return int(min(offload_gib * GiB, max(0, weights - kept)))
+
+
 def layers_on_rank(model: ModelSpec, pp: int) -> list[str]:
     kinds = model.kinds()
     if all(k == "none" for k in kinds):
@@ -185,8 +199,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     total = gpu.memory_bytes
     pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0)
     sch = scheme_for(model.quantization, s.get("quantization"))
-    weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
-    weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
+    weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp))
+    weights = weights - offloaded_bytes(model, r, weights, float(s.get("cpu_offload_gb") or 0), _dtype(s, model))
+    weights += LOAD_EXTRA
     rest = (pre - weights) - pre * (1 - r.fraction)
     state = state_pool(cfg, model, r.tp, r.pp, r.dp, rest, r.attn_tp) if rest > 0 else None  # CCA / sconv states
     rest -= state.bytes if state is not None else 0
