@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.sglang import defaults as d
-from servefit.engines.sglang import dsv4
+from servefit.engines.sglang import device_memory, dsv4
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.forward import activation_bytes
@@ -84,7 +84,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec) -> Resolved:
     e = d.era(cfg.version)
     tp, pp, dp = int(s.get("tp_size") or 1), int(s.get("pp_size") or 1), int(s.get("dp_size") or 1)
     dpa = bool(s.get("enable_dp_attention"))
-    gpu_mem = (gpu.smi_memory_bytes or gpu.memory_bytes) / MiB if gpu.memory_bytes else None
+    gpu_mem = device_memory.capacity_mib(gpu)  # get_device_memory_capacity (device_memory.py)
     chunk, bs = d.chunk_and_graph_bs(e, gpu_mem, tp)
     if s.get("chunked_prefill_size") is not None:
         chunk = int(s["chunked_prefill_size"])
@@ -197,7 +197,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": r.dp})
     out.findings.extend(checks(cfg, model, gpu, count, r))
     total = gpu.memory_bytes
-    pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0)
+    # ModelRunner.init_torch_distributed: get_available_gpu_memory, the free memory (device_memory.py)
+    pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0) - device_memory.held_by_others(gpu)
     sch = scheme_for(model.quantization, s.get("quantization"))
     weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp))
     weights = weights - offloaded_bytes(model, r, weights, float(s.get("cpu_offload_gb") or 0), _dtype(s, model))
@@ -247,7 +248,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         x.reserved_mem_mib = round(r.reserved_mib, 1)
     out.messages.append(f"Load weight begin. avail mem={pre / GiB:.2f} GB")
     out.messages.append(f"Load weight end. avail mem={(pre - weights) / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB.")
-    _assume(out, cfg, model, r, sch is not None)
+    _assume(out, cfg, model, gpu, r, sch is not None)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse / launch checks refuse
         out.outcome = "rejected_config"
         return out
@@ -398,7 +399,7 @@ def reserve_finding(cfg: EngineConfig, model: ModelSpec, r: Resolved, plan: Memo
               "under a long prefill or while capturing graphs", cfg, "mem_fraction_static")
 
 
-def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, quantized: bool) -> None:
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool) -> None:
     s, a = cfg.settings, out.assumptions
     if s.get("mem_fraction_static") is None:
         a.append(f"mem_fraction_static={r.fraction} (SGLang {r.e.version} default for "
@@ -407,6 +408,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, q
         a.append(f"chunked_prefill_size={r.chunk} (SGLang {r.e.version} default for this GPU)")
     a.append("memory free before the weights load and the weights' load overhead are estimated from terms "
              "calibrated on public start-up logs; SGLang measures them")
+    a.extend(device_memory.notes(gpu))
     if any(k in ("mamba", "linear") for k in model.kinds()):
         a.append("recurrent-state (Mamba / linear attention) layers: only attention layers are counted and the "
                  "mamba state pool is not carved out")
