@@ -92,3 +92,30 @@ def test_free_memory_not_total_on_a_discrete_gpu_and_other_integrated_devices():
     assert dm.held_by_others(orin) == 0 and dm.capacity_mib(orin) == orin.memory_bytes / 2**20
     assert "nothing held by the OS" in dm.notes(orin)[0]
     assert dm.held_by_others(resolve_gpu("GH200 144GB")) == 0  # its HBM is its own
+
+
+def test_deepseek_v4_rank_keeps_replicated_parts_and_rope_tables():
+    """DeepSeek-V4-Flash-Base at TP 8 (SGLang 0.5.12 models/deepseek_v4.py): wqkv_a, the compressors, the
+    indexer's projections, the router and the hyper-connections are whole on every rank, and two complex64
+    rope tables of 1048576 x 32 sit on the GPU; summed here per kind of layer (21 rate-4, 20 rate-128,
+    2 sliding) rather than per layer as the module does."""
+    from servefit.engines.sglang import dsv4_weights
+    from servefit.memory.weights import scheme_for
+    from servefit.models import catalog
+
+    m = catalog.lookup("deepseek-ai/DeepSeek-V4-Flash-Base")
+    fb = scheme_for(m.quantization).bytes_per_param
+    n4, n128, n0 = 21, 20, 2
+    fp8 = 43 * 4096 * (1024 + 512) + n4 * 1024 * 64 * 128  # wqkv_a, indexer wq_b
+    bf16 = n4 * 4096 * 2048 + n128 * 4096 * 1024 + n4 * (4096 * 64 + 4096 * 512) + 43 * 256 * 4096
+    fp32 = n4 * 4 * 1024 + n128 * 128 * 512 + n4 * 4 * 256
+    hc = 43 * 2 * 6 * 4 * 4 * 4096
+    rope = 2 * 1048576 * 32 * 8
+    want = fp8 * fb * 7 / 8 + bf16 * (2 - fb / 8) + fp32 * (4 - fb / 8) + hc * (4 - 2 / 8) + rope
+    assert n0 + n4 + n128 == 43
+    assert abs(dsv4_weights.extra_bytes(m, 8, fb) - want) <= 1
+    assert 1.55 * GiB < want < 1.65 * GiB
+    cmd = ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash-Base --tp 8 "
+           "--mem-fraction-static 0.60 --kv-cache-dtype fp8_e4m3 --disable-radix-cache")
+    _, plan = run(cmd, version="0.5.12", model=m, gpu=resolve_gpu("H20"), count=8)
+    assert plan.memory.weights == int(weight_bytes(m, 2, scheme_for(m.quantization)) / 8) + int(want) + sp.LOAD_EXTRA

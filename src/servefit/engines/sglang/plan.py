@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.sglang import defaults as d
-from servefit.engines.sglang import device_memory, dsv4
+from servefit.engines.sglang import device_memory, dsv4, dsv4_weights
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.forward import activation_bytes
@@ -201,6 +201,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0) - device_memory.held_by_others(gpu)
     sch = scheme_for(model.quantization, s.get("quantization"))
     weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp))
+    if v4 and sch is not None:  # parts SGLang keeps whole on every rank (dsv4_weights.py)
+        weights += dsv4_weights.extra_bytes(model, r.tp, sch.bytes_per_param)
     weights = weights - offloaded_bytes(model, r, weights, float(s.get("cpu_offload_gb") or 0), _dtype(s, model))
     weights += LOAD_EXTRA
     rest = (pre - weights) - pre * (1 - r.fraction)
