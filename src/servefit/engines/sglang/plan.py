@@ -3,7 +3,9 @@
 - model_executor/model_runner.py::ModelRunner.profile_max_num_token (0.4 - 0.5.x; newest:
   model_executor/pool_configurator.py): rest = available after loading weights
   - pre_model_load_memory x (1 - mem_fraction_static); max_total_num_tokens =
-  int(rest x 2^30 // cell_size), cell_size = this rank's KV bytes per token;
+  int(rest x 2^30 // cell_size), cell_size = this rank's KV bytes per token; pre_model_load_memory is the
+  free memory SGLang reads (utils/common.py::get_available_gpu_memory; MemAvailable on a unified-memory
+  GPU: device_memory.py);
 - ModelRunner.init_memory_pool: min with --max-total-tokens (warning when larger), rounded
   down to page_size, "Not enough memory. Please try to increase --mem-fraction-static" when <= 0;
   hybrid sliding-window models split the pool (set_num_token_hybrid / HybridSWAPoolConfigurator);
