@@ -14,7 +14,8 @@ figure SGLang itself measured.
   chunked_prefill_size and graph batch sizes): nvidia-smi's memory.total; on the GB10 nvidia-smi prints
   [N/A] (there is no frame buffer), so SGLang falls back to torch.cuda.mem_get_info()'s total, the OS's
   MemTotal, and logs "Failed to get GPU memory capacity from nvidia-smi. Falling back to
-  torch.cuda.mem_get_info()" (_cuda_mem_fallback); a Jetson has no nvidia-smi, same fallback.
+  torch.cuda.mem_get_info()" (_cuda_mem_fallback, read in the 0.5.11 and 0.5.23 wheels; without
+  nvidia-smi the same fallback). Other integrated devices are taken to behave alike.
 """
 
 from __future__ import annotations
