@@ -134,6 +134,18 @@ def test_older_and_edge_cards_as_the_driver_reports_them() -> None:
     assert "catalog estimate" in (catalog_assumption(resolve_gpu("A2")) or "")
 
 
+def test_rtx_a4500_as_cuda_reports_it() -> None:
+    """GA102 workstation card, 20 GB: nvidia-smi's 20470 MiB, CUDA's total the A5000's 316 MiB below it
+    (an estimate, said so), Ampere flags."""
+    g = resolve_gpu("NVIDIA RTX A4500")
+    assert g.key == "rtx-a4500" and g.smi_memory_bytes == 20470 * 2**20
+    assert g.memory_bytes == 20154 * 2**20
+    a5000 = resolve_gpu("RTX A5000")
+    assert g.smi_memory_bytes - g.memory_bytes == 24564 * 2**20 - a5000.memory_bytes
+    assert (g.compute_capability, g.bf16, g.fp8, g.unified_memory) == (86, True, False, False)
+    assert "catalog estimate" in (catalog_assumption(g) or "")
+
+
 def test_keys_names_and_aliases_are_unique() -> None:
     raw = load("gpus.yaml")["gpus"]
     keys = [e["key"] for e in raw]
@@ -232,6 +244,8 @@ NAMES = {
     "RTX A6000": "rtx-a6000",
     "A5000": "rtx-a5000",
     "RTX A4000": "rtx-a4000",
+    "NVIDIA RTX A4500": "rtx-a4500",
+    "A4500": "rtx-a4500",
     "2080 Ti": "rtx-2080-ti",
     "RTX 2060": "rtx-2060",
     "h100-sxm": "h100-sxm",  # catalog keys

@@ -3,7 +3,9 @@
 - model_executor/model_runner.py::ModelRunner.profile_max_num_token (0.4 - 0.5.x; newest:
   model_executor/pool_configurator.py): rest = available after loading weights
   - pre_model_load_memory x (1 - mem_fraction_static); max_total_num_tokens =
-  int(rest x 2^30 // cell_size), cell_size = this rank's KV bytes per token;
+  int(rest x 2^30 // cell_size), cell_size = this rank's KV bytes per token; pre_model_load_memory is the
+  free memory SGLang reads (utils/common.py::get_available_gpu_memory; MemAvailable on a unified-memory
+  GPU: device_memory.py);
 - ModelRunner.init_memory_pool: min with --max-total-tokens (warning when larger), rounded
   down to page_size, "Not enough memory. Please try to increase --mem-fraction-static" when <= 0;
   hybrid sliding-window models split the pool (set_num_token_hybrid / HybridSWAPoolConfigurator);
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
 from servefit.engines.sglang import defaults as d
-from servefit.engines.sglang import dsv4
+from servefit.engines.sglang import device_memory, dsv4, dsv4_weights
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.forward import activation_bytes
@@ -84,7 +86,7 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec) -> Resolved:
     e = d.era(cfg.version)
     tp, pp, dp = int(s.get("tp_size") or 1), int(s.get("pp_size") or 1), int(s.get("dp_size") or 1)
     dpa = bool(s.get("enable_dp_attention"))
-    gpu_mem = (gpu.smi_memory_bytes or gpu.memory_bytes) / MiB if gpu.memory_bytes else None
+    gpu_mem = device_memory.capacity_mib(gpu)  # get_device_memory_capacity (device_memory.py)
     chunk, bs = d.chunk_and_graph_bs(e, gpu_mem, tp)
     if s.get("chunked_prefill_size") is not None:
         chunk = int(s["chunked_prefill_size"])
@@ -132,6 +134,20 @@ def hybrid_swa(model: ModelSpec, e: d.Era) -> bool:
     if e.v < (0, 5, 6):
         return model.model_type in SWA_METHOD_TYPES
     return model.architecture in HYBRID_SWA_ARCHS
+
+
+def offloaded_bytes(model: ModelSpec, r: Resolved, weights: int, offload_gib: float, dtype: str) -> int:
+    """Weight bytes --cpu-offload-gb moves to host memory on one rank. utils/offloader.py::OffloaderV1
+    .maybe_offload_to_cpu, applied by utils/common.py::make_layers to the decoder layers only, moves their
+    parameters one by one while fewer than cpu_offload_gb x 2^30 bytes have moved: the embedding, the
+    lm_head and the final norm stay on the GPU whatever the flag says."""
+    if offload_gib <= 0:
+        return 0
+    from servefit.memory.params import param_groups
+
+    g = param_groups(model)
+    kept = int((g.embed + g.lm_head) * dtype_bytes(dtype) / r.tp)  # vocab-parallel over TP, on the first/last stage
+    return int(min(offload_gib * GiB, max(0, weights - kept)))
 
 
 def layers_on_rank(model: ModelSpec, pp: int) -> list[str]:
@@ -183,10 +199,14 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": r.dp})
     out.findings.extend(checks(cfg, model, gpu, count, r))
     total = gpu.memory_bytes
-    pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0)
+    # ModelRunner.init_torch_distributed: get_available_gpu_memory, the free memory (device_memory.py)
+    pre = total - CONTEXT - (DIST_EXTRA if r.tp * r.pp > 1 else 0) - device_memory.held_by_others(gpu)
     sch = scheme_for(model.quantization, s.get("quantization"))
-    weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp)) + LOAD_EXTRA
-    weights = max(0, weights - int(min(float(s.get("cpu_offload_gb") or 0), 1 << 30) * GiB))
+    weights = int(weight_bytes(model, dtype_bytes(_dtype(s, model)), sch) / (r.tp * r.pp))
+    if v4 and sch is not None:  # parts SGLang keeps whole on every rank (dsv4_weights.py)
+        weights += dsv4_weights.extra_bytes(model, r.tp, sch.bytes_per_param)
+    weights = weights - offloaded_bytes(model, r, weights, float(s.get("cpu_offload_gb") or 0), _dtype(s, model))
+    weights += LOAD_EXTRA
     rest = (pre - weights) - pre * (1 - r.fraction)
     state = state_pool(cfg, model, r.tp, r.pp, r.dp, rest, r.attn_tp) if rest > 0 else None  # CCA / sconv states
     rest -= state.bytes if state is not None else 0
@@ -232,7 +252,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         x.reserved_mem_mib = round(r.reserved_mib, 1)
     out.messages.append(f"Load weight begin. avail mem={pre / GiB:.2f} GB")
     out.messages.append(f"Load weight end. avail mem={(pre - weights) / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB.")
-    _assume(out, cfg, model, r, sch is not None)
+    _assume(out, cfg, model, gpu, r, sch is not None)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse / launch checks refuse
         out.outcome = "rejected_config"
         return out
@@ -383,7 +403,7 @@ def reserve_finding(cfg: EngineConfig, model: ModelSpec, r: Resolved, plan: Memo
               "under a long prefill or while capturing graphs", cfg, "mem_fraction_static")
 
 
-def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, quantized: bool) -> None:
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool) -> None:
     s, a = cfg.settings, out.assumptions
     if s.get("mem_fraction_static") is None:
         a.append(f"mem_fraction_static={r.fraction} (SGLang {r.e.version} default for "
@@ -392,6 +412,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, q
         a.append(f"chunked_prefill_size={r.chunk} (SGLang {r.e.version} default for this GPU)")
     a.append("memory free before the weights load and the weights' load overhead are estimated from terms "
              "calibrated on public start-up logs; SGLang measures them")
+    a.extend(device_memory.notes(gpu))
     if any(k in ("mamba", "linear") for k in model.kinds()):
         a.append("recurrent-state (Mamba / linear attention) layers: only attention layers are counted and the "
                  "mamba state pool is not carved out")
