@@ -1,0 +1,152 @@
+"""diagnose on public logs it was not written against (issue 16, deliverable 4): one test per general fix,
+each from a few lines quoted from the public log named in the comment (benchmarks/diagnose/cases.yaml has the
+cases and their calibration / held-out split; only calibration cases drove these fixes)."""
+
+from __future__ import annotations
+
+from servefit.diagnose import diagnose_lines
+
+
+def _diag(text: str):
+    return diagnose_lines(text.strip("\n").splitlines())
+
+
+# https://github.com/vllm-project/vllm/issues/14095 (V0 0.7.x, multiproc workers)
+VLLM_WORKER_OOM = (
+    "(VllmWorkerProcess pid=195295) ERROR 03-02 19:49:43 [multiproc_worker_utils.py:242] torch.OutOfMemoryError: CUDA "
+    "out of memory. Tried to allocate 20.00 MiB. GPU 2 has a total capacity of 14.62 GiB of which 3.31 MiB is free. "
+    "Including non-PyTorch memory, this process has 14.61 GiB memory in use. Of the allocated memory 14.42 GiB is "
+    "allocated by PyTorch, and 23.14 MiB is reserved by PyTorch but unallocated.")
+VLLM_WORKER_METHOD = ("(VllmWorkerProcess pid=195297) ERROR 03-02 19:49:43 [multiproc_worker_utils.py:242] Exception "
+                      "in worker VllmWorkerProcess while processing method load_model.")
+
+
+def test_vllm_worker_lines_name_the_engine_and_the_load_stage() -> None:
+    d = _diag(VLLM_WORKER_OOM + "\n" + VLLM_WORKER_METHOD)
+    assert (d.engine, d.root_cause, d.timing, d.stage) == ("vllm", "model_too_large", "load", "load")
+    assert d.figures["worker_method"] == "load_model"
+    assert any("--tensor-parallel-size 2" in f for f in d.fix)  # vLLM's own flag, not the generic torch advice
+
+
+def test_vllm_worker_method_named_before_the_oom() -> None:
+    """V0 prints "Exception in worker ... while processing method X." first, then the traceback ending in the OOM."""
+    method = VLLM_WORKER_METHOD.replace("load_model", "determine_num_available_blocks")
+    d = _diag(method + "\n" + VLLM_WORKER_OOM)
+    assert (d.stage, d.timing) == ("profile", "startup")
+
+
+# https://github.com/vllm-project/vllm/issues/9377 (an exception logged at ERROR before its traceback header)
+FLASH_ATTN = """
+ERROR 10-16 05:20:48 registry.py:264] ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationE
+ERROR 10-16 05:20:48 registry.py:264]
+Traceback (most recent call last):
+  File "/usr/local/bin/vllm", line 8, in <module>
+"""
+# https://github.com/vllm-project/vllm/issues/5510 (the end of a traceback whose header the excerpt cut off)
+DRIVER_804 = """
+ERROR 06-06 14:09:57 worker_base.py:148]   File "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py", line 293, in _lazy_init
+ERROR 06-06 14:09:57 worker_base.py:148]     torch._C._cuda_init()
+ERROR 06-06 14:09:57 worker_base.py:148] RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 804: forward compatibility was attempted on non supported HW
+"""
+
+
+def test_exception_without_a_traceback_header_is_not_called_an_oom() -> None:
+    d = _diag(FLASH_ATTN)
+    assert d.root_cause == "not_oom" and d.fix == []
+    assert "undefined symbol" in d.summary
+    d = _diag(DRIVER_804)
+    assert d.root_cause == "not_oom"
+    assert d.figures["exception"] == "RuntimeError" and "Error 804" in d.figures["message"]
+
+
+def test_a_prose_line_with_an_error_word_is_not_a_failure() -> None:
+    d = _diag("INFO 06-06 14:09:57 worker.py:12] Retrying after ValueError: transient, continuing")
+    assert d.root_cause == "none"
+
+
+# https://github.com/huggingface/text-generation-inference/issues/1164 (title: the router's warm-up error line)
+TGI_TINY = ("ERROR warmup{max_input_length=64 max_prefill_tokens=256}:warmup: text_generation_client: "
+            "router/client/src/lib.rs:33: Server error: Not enough memory to handle 256 prefill tokens. You need to "
+            "decrease `--max-batch-prefill-tokens`")
+
+
+def test_tgi_warmup_that_fails_on_a_tiny_prefill_blames_the_weights() -> None:
+    d = _diag(TGI_TINY)
+    assert (d.root_cause, d.timing, d.stage) == ("model_too_large", "startup", "profile")
+    assert not any("max-batch-prefill-tokens" in f for f in d.fix)  # lowering it further cannot help
+    assert any("--quantize" in f for f in d.fix) and any("--num-shard" in f for f in d.fix)
+    big = _diag(TGI_TINY.replace("256 prefill", "4096 prefill"))  # a full-size warm-up batch: the batch is the cause
+    assert big.root_cause == "profiling_peak"
+    assert big.fix[0].startswith("Lower --max-batch-prefill-tokens from 4096 to 2048")
+
+
+# https://github.com/huggingface/text-generation-inference/issues/563 (TGI 0.9 router panic at warm-up)
+TGI_PANIC = (
+    "thread 'main' panicked at 'Unable to warmup model: Generation(\"Allocation on device 0 would exceed allowed "
+    "memory. (out of memory)\\nCurrently allocated     : 16.08 GiB\\nRequested               : 4.83 GiB\\nDevice "
+    "limit            : 22.20 GiB\\nFree (according to CUDA): 11.12 MiB\")', router/src/main.rs:216:18\n"
+    "2023-07-07T17:55:43.805488Z ERROR text_generation_launcher: Webserver Crashed")
+
+
+def test_tgi_router_warmup_panic_is_a_warmup_oom() -> None:
+    d = _diag(TGI_PANIC)
+    assert (d.root_cause, d.stage, d.signature) == ("profiling_peak", "profile", "tgi.warmup_panic")
+    assert d.figures["tried_to_allocate"] == round(4.83 * 2**30)
+    assert d.figures["allocated"] == round(16.08 * 2**30) and d.figures["total"] == round(22.20 * 2**30)
+    assert d.fix[0].startswith("Lower --max-batch-prefill-tokens")
+
+
+# https://github.com/sgl-project/sglang/pull/36473 (the RuntimeError it quotes, from #34676)
+SGLANG_PREFILL = """
+RuntimeError: Prefill out of memory. Try to lower your batch size.
+Try to allocate 8192 tokens.
+Available full tokens: 8070656 (full_available_size=7936 + full_evictable_size_=8062720)
+"""
+
+
+def test_sglang_prefill_pool_exhaustion_is_a_serving_prefill_failure() -> None:
+    d = _diag(SGLANG_PREFILL)
+    assert (d.root_cause, d.timing, d.stage) == ("batch_misconfiguration", "serving", "prefill")
+    assert d.figures["pool_tokens_tried"] == 8192
+    assert "--chunked-prefill-size" in d.fix[0]
+    # the token pool ran out: shrinking it (a lower mem-fraction-static) would make it worse
+    assert not any("Lower --mem-fraction-static" in f for f in d.fix)
+
+
+# https://github.com/sgl-project/sglang/issues/2102 (traceback head from the body, last line = the title)
+FLASHINFER = """
+[2024-11-20 16:40:55 TP0] Traceback (most recent call last):
+  File "/root/sglang/python/sglang/srt/managers/scheduler.py", line 1196, in run_scheduler_process
+    scheduler.event_loop_normal()
+RuntimeError: Failed to allocate memory for batch_prefill_tmp_v with size 435814400 and alignment 16 in AlignedAllocator
+"""
+
+
+def test_flashinfer_workspace_overflow_is_an_oom_with_its_own_fix() -> None:
+    d = _diag(FLASHINFER)
+    assert (d.engine, d.root_cause, d.timing, d.stage) == ("sglang", "batch_misconfiguration", "serving", "prefill")
+    assert d.figures["alloc_size"] == 435814400 and d.figures["workspace_buffer"] == "batch_prefill_tmp_v"
+    assert any("SGLANG_FLASHINFER_WORKSPACE_SIZE" in f for f in d.fix)
+    decode = _diag(FLASHINFER.replace("batch_prefill_tmp_v", "batch_decode_tmp_v"))
+    assert decode.stage == "decode" and "--max-running-requests" in decode.fix[0]
+
+
+# https://github.com/ollama/ollama/issues/8964 (Ollama 0.5.7's runner output)
+PINNED = """
+ggml_cuda_host_malloc: failed to allocate 335445.83 MiB of pinned memory: out of memory
+ggml_backend_cuda_buffer_type_alloc_buffer: allocating 28426.68 MiB on device 0: cudaMalloc failed: out of memory
+"""
+
+
+def test_pinned_memory_fallback_places_the_failure_at_load() -> None:
+    d = _diag(PINNED)
+    assert (d.root_cause, d.timing, d.stage) == ("model_too_large", "load", "load")
+    alone = _diag(PINNED.strip().splitlines()[0])  # the fallback itself is a warning: llama.cpp goes on
+    assert alone.root_cause == "none"
+
+
+def test_bare_exception_line_after_header_less_frames_is_not_oom() -> None:
+    """The same traceback end as torch prints it to stderr, without the worker's log prefix."""
+    bare = "\n".join(line.split("] ", 1)[1] for line in DRIVER_804.strip().splitlines())
+    d = _diag(bare)
+    assert d.root_cause == "not_oom" and d.figures["exception"] == "RuntimeError"
