@@ -150,3 +150,6 @@ def test_bare_exception_line_after_header_less_frames_is_not_oom() -> None:
     bare = "\n".join(line.split("] ", 1)[1] for line in DRIVER_804.strip().splitlines())
     d = _diag(bare)
     assert d.root_cause == "not_oom" and d.figures["exception"] == "RuntimeError"
+    # a V1 worker's raw traceback carries its process prefix and no log level (vllm issue 15182's lines)
+    prefixed = DRIVER_804.replace("ERROR 06-06 14:09:57 worker_base.py:148]", "(VllmWorker rank=5 pid=3073)")
+    assert _diag(prefixed).root_cause == "not_oom"
