@@ -153,3 +153,22 @@ def test_bare_exception_line_after_header_less_frames_is_not_oom() -> None:
     # a V1 worker's raw traceback carries its process prefix and no log level (vllm issue 15182's lines)
     prefixed = DRIVER_804.replace("ERROR 06-06 14:09:57 worker_base.py:148]", "(VllmWorker rank=5 pid=3073)")
     assert _diag(prefixed).root_cause == "not_oom"
+
+
+# https://github.com/ggml-org/llama.cpp/issues/8101 (build 3184: n_ctx defaulted to the model's 1M training context)
+CPU_KV = """
+llama_new_context_with_model: n_ctx      = 1048576
+ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 137438953504
+llama_kv_cache_init: failed to allocate buffer for kv cache
+llama_new_context_with_model: llama_kv_cache_init() failed for self-attention cache
+"""
+
+
+def test_host_kv_cache_overflow_speaks_of_ram_and_the_cost_per_token() -> None:
+    d = _diag(CPU_KV)
+    assert (d.root_cause, d.stage) == ("kv_cache_overflow", "kv_alloc")
+    assert "host memory (RAM) can hold" in d.summary and "GPU has left" not in d.summary
+    # 137438953504 B / 1048576 tokens = 128 KiB a token; 131072 tokens -> 16 GiB
+    assert d.fix[0] == ("Lower the context -c/--ctx-size (now 1048576) to 524288 or less (this KV buffer takes 128 KiB "
+                        "per token of context; at 131,072 tokens it would take 16.00 GiB)")
+    assert not any("--no-kv-offload" in f for f in d.fix)  # the KV cache is in RAM already

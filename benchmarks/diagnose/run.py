@@ -10,7 +10,8 @@ engine recovered from), timing (load / start-up / serving), stage, root cause an
 names the fix that works. A case passes when every question its expectation asks is right.
 
 Splits, fixed before any case was run (SPLIT_RULE): held out iff the first hex digit of sha256(id)
-is 0-9, as benchmarks/accuracy/run.py does. No change to diagnose may be decided on a held-out case:
+is 0-9, as benchmarks/accuracy/run.py does; a case already in this repository (`seen_before`) is listed and
+not scored. No change to diagnose may be decided on a held-out case:
 `-v` prints per-case verdicts for the calibration half only; the held-out half prints totals.
 """
 
@@ -103,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     cases = load()
+    seen = [c for c in cases if c.get("seen_before")]
+    cases = [c for c in cases if not c.get("seen_before")]
     if args.split:
         cases = [c for c in cases if c["split"] == args.split]
     rows = run(cases)
@@ -113,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"split_rule": SPLIT_RULE, "totals": summary, "cases": shown}, indent=2, default=str))
         return 0
     print(f"servefit diagnose on public logs ({SPLIT_RULE})")
+    for c in seen:
+        print(f"  not scored: {c['id']} (seen before: {c['seen_before']})")
     for s in splits:
         t = summary[s]
         print(f"  {s:<11} {t['pass']}/{t['cases']} cases right   " +
