@@ -54,9 +54,18 @@ def test_exception_without_a_traceback_header_is_not_called_an_oom() -> None:
     d = _diag(FLASH_ATTN)
     assert d.root_cause == "not_oom" and d.fix == []
     assert "undefined symbol" in d.summary
+    assert d.signature == "python.undefined_symbol" and "built against a different torch" in d.summary
     d = _diag(DRIVER_804)
     assert d.root_cause == "not_oom"
     assert d.figures["exception"] == "RuntimeError" and "Error 804" in d.figures["message"]
+    assert d.signature == "cuda.driver" and "needs a newer NVIDIA driver" in d.summary
+    assert [ln.number for ln in d.evidence] == [3]
+
+
+def test_cuda_no_kernel_image_names_the_build() -> None:
+    d = _diag("RuntimeError: CUDA error: no kernel image is available for execution on the device")
+    assert (d.root_cause, d.signature) == ("not_oom", "cuda.no_kernel")
+    assert "compute capability" in d.summary
 
 
 def test_a_prose_line_with_an_error_word_is_not_a_failure() -> None:

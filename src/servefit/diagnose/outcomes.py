@@ -28,6 +28,15 @@ def not_oom(diag: Diagnosis, scan: ScanResult) -> None:
     title = (eng.title if eng is not None else None) or "The engine"
     diag.summary = (f"{title} failed, but not for lack of memory: {str(what).strip()[:200]}. No out-of-memory "
                     "line appears in this log, so servefit's memory fixes do not apply.")
+    from servefit.diagnose.catalog import catalog
+
+    known = [(e, p) for e in scan.errors if (p := catalog().pattern(e.pattern)) is not None and p.means]
+    if known:  # a failure whose cause the message itself names
+        ev, pat = known[0]
+        diag.signature = pat.name
+        diag.summary += f" It looks like {pat.means} (line {ev.line.number})."
+        if ev.line not in diag.evidence:
+            diag.evidence = sorted([*diag.evidence, ev.line], key=lambda ln: ln.number)
 
 
 def recovered_only(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
