@@ -181,3 +181,22 @@ def test_host_kv_cache_overflow_speaks_of_ram_and_the_cost_per_token() -> None:
     assert d.fix[0] == ("Lower the context -c/--ctx-size (now 1048576) to 524288 or less (this KV buffer takes 128 KiB "
                         "per token of context; at 131,072 tokens it would take 16.00 GiB)")
     assert not any("--no-kv-offload" in f for f in d.fix)  # the KV cache is in RAM already
+
+
+# https://github.com/vllm-project/vllm/issues/17631 (V1 0.8.5: the frames of its traceback; the excerpt stops before
+# the exception, so the last line is torch's standard OOM wording)
+COMPILE = """
+(VllmWorker rank=4 pid=555) ERROR 05-04 12:38:38 [multiproc_executor.py:380]   File "/opt/conda/lib/python3.11/site-packages/vllm/v1/worker/gpu_worker.py", line 157, in determine_available_memory
+(VllmWorker rank=4 pid=555) ERROR 05-04 12:38:38 [multiproc_executor.py:380]     self.model_runner.profile_run()
+(VllmWorker rank=4 pid=555) ERROR 05-04 12:38:38 [multiproc_executor.py:380]   File "/opt/conda/lib/python3.11/site-packages/torch/_functorch/aot_autograd.py", line 830, in _create_aot_dispatcher_function
+(VllmWorker rank=4 pid=555) ERROR 05-04 12:38:38 [multiproc_executor.py:380]     compiled_fn, fw_metadata = compiler_fn(
+(VllmWorker rank=4 pid=555) ERROR 05-04 12:38:38 [multiproc_executor.py:380] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 22.07 GiB of which 512.00 MiB is free.
+"""
+
+
+def test_vllm_oom_while_torch_compile_compiles_is_a_startup_compile_oom() -> None:
+    d = _diag(COMPILE)
+    assert (d.engine, d.timing, d.stage, d.root_cause) == ("vllm", "startup", "compile", "profiling_peak")
+    assert d.fix[0].startswith("Skip torch.compile: -O0 (no compilation) or --enforce-eager")
+    profile = _diag("\n".join(ln for ln in COMPILE.splitlines() if "aot_autograd" not in ln and "compiler_fn" not in ln))
+    assert profile.stage == "profile" and not profile.fix[0].startswith("Skip torch.compile")

@@ -50,7 +50,7 @@ def recovered_only(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
     diag.evidence = [ev.line, *ev.extra_lines[:4], ev.recovered]
     diag.stage = ev.stage or PHASE_STAGE.get(ev.state.phase, "")
     diag.stage_text = stage_text(diag.engine, diag.stage)
-    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile") else "unknown"
+    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile", "compile") else "unknown"
     diag.timing_text = TIMING_TEXT[diag.timing]
     eng = _engine_of(diag.engine)
     title = (eng.title if eng is not None else None) or "The engine"

@@ -186,7 +186,7 @@ GENERIC_FRAMES: dict[str, str] = {
     "generate": "serving", "forward": "serving",
 }
 # When several frames name a stage, the most specific wins (a graph capture runs forward passes).
-STAGE_ORDER = ("sampler", "graphs", "kv_alloc", "compute", "profile", "load", "prefill", "decode", "serving")
+STAGE_ORDER = ("sampler", "graphs", "compile", "kv_alloc", "compute", "profile", "load", "prefill", "decode", "serving")
 
 # Settings printed in start-up lines: `{'k': v}` / `k=v, ...` / Rust `Args { k: Some(v), ... }` /
 # `ServerArgs(k=v, ...)`, Go `map[K:V ...]`, a command line's flags.
