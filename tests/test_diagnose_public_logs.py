@@ -200,3 +200,17 @@ def test_vllm_oom_while_torch_compile_compiles_is_a_startup_compile_oom() -> Non
     assert d.fix[0].startswith("Skip torch.compile: -O0 (no compilation) or --enforce-eager")
     profile = _diag("\n".join(ln for ln in COMPILE.splitlines() if "aot_autograd" not in ln and "compiler_fn" not in ln))
     assert profile.stage == "profile" and not profile.fix[0].startswith("Skip torch.compile")
+
+
+# https://github.com/noonghunna/club-3090/issues/60 (vLLM V1, May 2026: the GPTQ-Marlin repack after loading)
+MARLIN = """
+(EngineCore pid=77) ERROR 05-05 07:35:19 [core.py:1136]   File "/usr/local/lib/python3.12/dist-packages/vllm/_custom_ops.py", line 1279, in gptq_marlin_repack
+(EngineCore pid=77) ERROR 05-05 07:35:19 [core.py:1136]     return torch.ops._C.gptq_marlin_repack(
+(EngineCore pid=77) ERROR 05-05 07:35:19 [core.py:1136] RuntimeError: CUDA driver error: out of memory
+"""
+
+
+def test_cuda_driver_error_out_of_memory_in_a_weight_repack_is_a_load_oom() -> None:
+    d = _diag(MARLIN)
+    assert (d.signature, d.engine, d.timing, d.stage, d.root_cause) == (
+        "torch.oom", "vllm", "load", "load", "model_too_large")

@@ -9,7 +9,8 @@ name ends in its unit: `__sz` a size as written ("71.45 GiB", "0 bytes"), `__gib
 `__f` a float, `__s` text.
 
 torch's wording is c10/cuda/CUDACachingAllocator's (old "(GPU 0; X total capacity; ...)" and new
-"GPU 0 has a total capacity of ..." forms, 2.1's "capacty" typo included); the Linux OOM killer's
+"GPU 0 has a total capacity of ..." forms, 2.1's "capacty" typo included), plus the runtime and driver API
+checks' "CUDA error: out of memory" / "CUDA driver error: out of memory" (c10/cuda/CUDAException.h); the Linux OOM killer's
 is mm/oom_kill.c's.
 """
 
@@ -113,7 +114,8 @@ def _p(name: str, engine: str | None, kind: str, needles: str | tuple[str, ...],
 # lines are in their data files (data/engines/<name>.yaml, key `logs`).
 GENERIC: tuple[Pattern, ...] = (
     _p("torch.oom", None, "fatal", ("out of memory", "OutOfMemoryError"),
-       r"OutOfMemoryError:|(?:CUDA|HIP|XPU) out of memory(?:\.|$| occurred)|(?:CUDA|HIP) error: out of memory", 2),
+       r"OutOfMemoryError:|(?:CUDA|HIP|XPU) out of memory(?:\.|$| occurred)|(?:CUDA|HIP)(?: driver)? error: out of memory",
+       2),
     _p("kernel.oom_kill", None, "fatal", ("Killed process", "Kill process"),
        r"[Oo]ut of memory: Kill(?:ed)? process (?P<killed_pid__n>\d+) \((?P<process__s>[^)]+)\)"
        r"(?:.*?anon-rss:(?P<anon_rss__kib>\d+)kB)?", 1),
