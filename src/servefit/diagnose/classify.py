@@ -71,6 +71,7 @@ ROOT_TEXT = {
 STAGE_TEXT = {
     "load": "loading the weights",
     "profile": "the start-up profiling run",
+    "compile": "compiling the model (torch.compile) at start-up",
     "sampler": "warming up the sampler",
     "kv_alloc": "allocating the KV cache",
     "compute": "reserving the compute buffer",
@@ -165,7 +166,7 @@ def _timing(primary: Event, figs: dict[str, Any]) -> str:
     if st.serving is None:
         if stage == "load":
             return "load"
-        if stage in ("profile", "sampler", "graphs", "kv_alloc", "compute"):
+        if stage in ("profile", "compile", "sampler", "graphs", "kv_alloc", "compute"):
             return "startup"
         if stage in ("serving", "prefill", "decode"):
             return "serving"
@@ -218,7 +219,7 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
         # The stage the traceback names decides what acts: the profiling run (V0
         # worker.py::determine_num_available_blocks -> profile_run, V1 gpu_worker.py::
         # determine_available_memory -> profile_run / _dummy_run) or graph capture (capture_model).
-        if not host and primary.stage == "profile":
+        if not host and primary.stage in ("profile", "compile"):
             return "profiling_peak", "high"
         if not host and primary.stage == "graphs":
             return "cuda_graph_capture", "high"

@@ -28,6 +28,15 @@ def not_oom(diag: Diagnosis, scan: ScanResult) -> None:
     title = (eng.title if eng is not None else None) or "The engine"
     diag.summary = (f"{title} failed, but not for lack of memory: {str(what).strip()[:200]}. No out-of-memory "
                     "line appears in this log, so servefit's memory fixes do not apply.")
+    from servefit.diagnose.catalog import catalog
+
+    known = [(e, p) for e in scan.errors if (p := catalog().pattern(e.pattern)) is not None and p.means]
+    if known:  # a failure whose cause the message itself names
+        ev, pat = known[0]
+        diag.signature = pat.name
+        diag.summary += f" It looks like {pat.means} (line {ev.line.number})."
+        if ev.line not in diag.evidence:
+            diag.evidence = sorted([*diag.evidence, ev.line], key=lambda ln: ln.number)
 
 
 def recovered_only(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
@@ -41,7 +50,7 @@ def recovered_only(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
     diag.evidence = [ev.line, *ev.extra_lines[:4], ev.recovered]
     diag.stage = ev.stage or PHASE_STAGE.get(ev.state.phase, "")
     diag.stage_text = stage_text(diag.engine, diag.stage)
-    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile") else "unknown"
+    diag.timing = "startup" if diag.stage in ("kv_alloc", "compute", "graphs", "profile", "compile") else "unknown"
     diag.timing_text = TIMING_TEXT[diag.timing]
     eng = _engine_of(diag.engine)
     title = (eng.title if eng is not None else None) or "The engine"

@@ -63,6 +63,7 @@ class Scanner(Tracker):
         self.traceback_open = False
         self.frame_line = 0  # the last traceback frame (logs that print frames without the header)
         self.stage_pending: Event | None = None  # a torch OOM whose traceback may follow it
+        self.stage_said: tuple[int, str] | None = None  # (line, stage) a support line named before any failure
         self.open_event: Event | None = None
         self.open_until = 0
         self.last_by_family: dict[str, Event] = {}
@@ -111,8 +112,11 @@ class Scanner(Tracker):
             self._hint(text)
         if matched:
             self._handle(n, text, matched)
-        if self.traceback_open and ("Error" in text or "Exception" in text):
-            self._exception(n, text, matched)
+        if ("Error" in text or "Exception" in text) and not any(p.kind == "fatal" for p, _ in matched):
+            if self.traceback_open:
+                self._exception(n, text, matched)
+            else:
+                self._loose_exception(n, text)
 
     def _hint(self, text: str) -> None:
         hints = self.cat.hints
@@ -207,6 +211,9 @@ class Scanner(Tracker):
             if max(self.traceback_line, self.frame_line) and n - max(self.traceback_line, self.frame_line) < TRACEBACK_SPAN:
                 ev.stage = self._frame_stage()
             ev.stage = ev.stage or self._stage_of([], text)
+            said = self.stage_said  # "Exception in worker ... while processing method load_model.", then the OOM
+            if not ev.stage and said is not None and n - said[0] < TRACEBACK_SPAN:
+                ev.stage = said[1]
             self.stage_pending = None if ev.stage else ev
         else:
             ev.stage = self._stage_of([pat], text)
@@ -253,6 +260,20 @@ class Scanner(Tracker):
         if not any(p.kind == "fatal" for p, _ in matched):
             self._error(n, text, _EXCEPTION_PATTERN, m)
 
+    def _loose_exception(self, n: int, text: str) -> None:
+        """An exception line with no "Traceback" header before it: the last frame was just printed (an
+        excerpt, or a worker's traceback cut by its prefix), the line starts with it (Python prints the
+        exception last, at the start of the line), or an ERROR log line says it
+        ("ERROR 10-16 registry.py:264] ImportError: ..."). Once the server is serving, such a line is one
+        request's error (a prompt too long, a bad parameter) that the server answered and went on from."""
+        m = P.EXCEPTION.search(text)
+        if m is None or self.state.serving is not None:
+            return
+        before = text[:m.start()].rstrip()
+        after_frame = self.frame_line and n - self.frame_line <= 3
+        if after_frame or not before or before.endswith("|") or ("ERROR" in before and before.endswith(("]", ":"))):
+            self._error(n, text, _EXCEPTION_PATTERN, m)
+
     def _error(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
         """A failure that is not an out-of-memory one (a missing file, an unknown architecture, an
         engine crash): kept apart, it only matters when the log has no OOM."""
@@ -282,11 +303,12 @@ class Scanner(Tracker):
             ev.extra_lines.append(self._line(n, text))
 
     def _support(self, n: int, text: str, pat: P.Pattern, m: re.Match[str]) -> None:
-        if not self.events:
-            return
-        target = self.events[-1]
-        last = max([target.line.number] + [x.number for x in target.extra_lines])
-        if n - last > max(SUPPORT_WINDOW, self.cat.merge_window.get(pat.family, 0)):
+        target = self.events[-1] if self.events else None
+        last = max([target.line.number] + [x.number for x in target.extra_lines]) if target is not None else 0
+        if target is None or n - last > max(SUPPORT_WINDOW, self.cat.merge_window.get(pat.family, 0)):
+            stage = self._stage_of([pat], text)  # a line that names the step a failure below will belong to
+            if stage:
+                self.stage_said = (n, stage)
             return
         figs = P.figures_of(m)
         if pat.name in ("k8s.started", "k8s.finished"):

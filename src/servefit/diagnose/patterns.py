@@ -9,7 +9,8 @@ name ends in its unit: `__sz` a size as written ("71.45 GiB", "0 bytes"), `__gib
 `__f` a float, `__s` text.
 
 torch's wording is c10/cuda/CUDACachingAllocator's (old "(GPU 0; X total capacity; ...)" and new
-"GPU 0 has a total capacity of ..." forms, 2.1's "capacty" typo included); the Linux OOM killer's
+"GPU 0 has a total capacity of ..." forms, 2.1's "capacty" typo included), plus the runtime and driver API
+checks' "CUDA error: out of memory" / "CUDA driver error: out of memory" (c10/cuda/CUDAException.h); the Linux OOM killer's
 is mm/oom_kill.c's.
 """
 
@@ -95,6 +96,7 @@ class Pattern:
     skip: str = ""  # parse=layout: lines containing this are left out (host buffers)
     clears: tuple[str, ...] = ()  # kind=recovered: the figures the retry no longer has
     host: bool = False  # fatal: the line is about host memory (RAM), not the GPU's
+    means: str = ""  # error: what the failure is and what fixes it, for a log that is not an OOM
 
     @property
     def family(self) -> str:
@@ -102,9 +104,9 @@ class Pattern:
 
 
 def _p(name: str, engine: str | None, kind: str, needles: str | tuple[str, ...], regex: str, rank: int = 0,
-       flags: int = 0) -> Pattern:
+       flags: int = 0, means: str = "") -> Pattern:
     return Pattern(name, engine, kind, (needles,) if isinstance(needles, str) else needles,
-                   re.compile(regex, flags), rank)
+                   re.compile(regex, flags), rank, means=means)
 
 
 # Lines that any engine's log may carry: PyTorch's OOM, the kernel's OOM killer, Kubernetes, the
@@ -112,7 +114,8 @@ def _p(name: str, engine: str | None, kind: str, needles: str | tuple[str, ...],
 # lines are in their data files (data/engines/<name>.yaml, key `logs`).
 GENERIC: tuple[Pattern, ...] = (
     _p("torch.oom", None, "fatal", ("out of memory", "OutOfMemoryError"),
-       r"OutOfMemoryError:|(?:CUDA|HIP|XPU) out of memory(?:\.|$| occurred)|(?:CUDA|HIP) error: out of memory", 2),
+       r"OutOfMemoryError:|(?:CUDA|HIP|XPU) out of memory(?:\.|$| occurred)|(?:CUDA|HIP)(?: driver)? error: out of memory",
+       2),
     _p("kernel.oom_kill", None, "fatal", ("Killed process", "Kill process"),
        r"[Oo]ut of memory: Kill(?:ed)? process (?P<killed_pid__n>\d+) \((?P<process__s>[^)]+)\)"
        r"(?:.*?anon-rss:(?P<anon_rss__kib>\d+)kB)?", 1),
@@ -134,6 +137,22 @@ GENERIC: tuple[Pattern, ...] = (
     _p("cuda.device", None, "info", "Device 0:", r"Device 0: (?P<gpu_name__s>[^,]+), compute capability"),
     _p("http.request", None, "request", ("POST /v1/", "POST /generate", "/api/chat", "/api/generate"),
        r"POST /v1/|POST /generate|POST\s+\"?/api/(?:chat|generate)"),
+    # start-up failures that are not OOMs, in the words of the CUDA runtime (cudaErrorCompatNotSupportedOnDevice,
+    # cudaErrorInsufficientDriver, cudaErrorNoKernelImageForDevice), torch (c10/cuda) and the dynamic loader
+    _p("cuda.driver", None, "error",
+       ("forward compatibility was attempted", "driver version is insufficient", "driver on your system is too old"),
+       r"forward compatibility was attempted on non supported HW|CUDA driver version is insufficient for CUDA "
+       r"runtime version|NVIDIA driver on your system is too old", means=(
+           "the CUDA build of this engine (its image or wheel) needs a newer NVIDIA driver than the host has: update "
+           "the driver, or use an image / wheel built for the CUDA version the driver supports (nvidia-smi shows it)")),
+    _p("cuda.no_kernel", None, "error", "no kernel image is available",
+       r"no kernel image is available for execution on the device", means=(
+           "this build has no GPU kernels for this card's architecture (compute capability): use a build or image "
+           "compiled for it")),
+    _p("python.undefined_symbol", None, "error", "undefined symbol",
+       r"ImportError: .*?\.so: undefined symbol", means=(
+           "a compiled extension was built against a different torch than the one installed (an ABI mismatch): "
+           "reinstall it for this torch, or run the engine's own container image")),
     _p("json.request", None, "request", ('"prompt_tokens"', "prompt_tokens=", "input_length=", "input length"),
        r"(?:\"prompt_tokens\"\s*:\s*|prompt_tokens=|input_length=|input length[:=]?\s*)(?P<prompt_tokens__n>\d+)"),
 )
@@ -169,7 +188,7 @@ GENERIC_FRAMES: dict[str, str] = {
     "generate": "serving", "forward": "serving",
 }
 # When several frames name a stage, the most specific wins (a graph capture runs forward passes).
-STAGE_ORDER = ("sampler", "graphs", "kv_alloc", "compute", "profile", "load", "prefill", "decode", "serving")
+STAGE_ORDER = ("sampler", "graphs", "compile", "kv_alloc", "compute", "profile", "load", "prefill", "decode", "serving")
 
 # Settings printed in start-up lines: `{'k': v}` / `k=v, ...` / Rust `Args { k: Some(v), ... }` /
 # `ServerArgs(k=v, ...)`, Go `map[K:V ...]`, a command line's flags.

@@ -79,6 +79,8 @@ def summary(diag: Diagnosis, primary: Event, who: str = "llama.cpp") -> str | No
     kept = (f" Pipeline parallelism keeps {copies} copies of that buffer on each GPU."
             if diag.stage == "compute" and copies and copies > 1 else "")
     lead = ROOT_TEXT[diag.root_cause]
+    if diag.root_cause == "kv_cache_overflow" and figs.get("alloc_backend") == "cpu":
+        lead = "KV cache overflow: the context length asks for more KV cache than the host memory (RAM) can hold"
     if diag.root_cause == "kv_cache_overflow" and diag.stage == "compute":  # the KV cache itself was allocated
         lead = ("KV cache overflow: the KV cache was allocated, but the compute buffer this context length needs "
                 "next to it does not fit")
@@ -141,13 +143,27 @@ def flash_attn_line(fx: Fixing, *names: str, how: str = "-fa on") -> list[str]:
     return []
 
 
+def per_token(fx: Fixing, ctx: float | None) -> str:
+    """What one token of context costs in the KV buffer that failed (llama-kv-cache.cpp sizes it as kv_size x
+    the K and V rows of the layers on that device), and what it would take at a common context."""
+    size = _int(fx.figures.get("alloc_size"))
+    if fx.diag.stage != "kv_alloc" or not size or not ctx or ctx < 2:
+        return ""
+    each = size / ctx
+    fits = next((c for c in (131072, 65536, 32768, 16384, 8192, 4096) if c < ctx / 2), None)
+    need = f"; at {fits:,} tokens it would take {each * fits / 2**30:.2f} GiB" if fits else ""
+    return f" (this KV buffer takes {each / 1024:,.0f} KiB per token of context{need})"
+
+
 def _kv(fx: Fixing) -> list[str]:
     cur = fx.current("ctx_size")
     n = fx.num(cur)
     to = f" to {int(n) // 2} or less" if n else ""
-    lines = [f"Lower the context -c/--ctx-size{fx.was(cur)}{to}",
-             "Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with -fa on (half the KV memory)",
-             "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)"]
+    host = fx.figures.get("alloc_backend") == "cpu"  # the buffer was in RAM: the KV cache is already there
+    more = ("Add RAM, or offload the layers (and their KV cache) to a GPU with -ngl" if host else
+            "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)")
+    lines = [f"Lower the context -c/--ctx-size{fx.was(cur)}{to}{per_token(fx, n)}",
+             "Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with -fa on (half the KV memory)", more]
     if fx.diag.stage == "compute":  # the buffer reserved after the KV cache: context and micro-batch size it
         lines[1:1] = [_ubatch(fx) + " and the context"]
     return _pipeline(fx) + flash_attn_line(fx, "flash_attn") + lines

@@ -11,7 +11,7 @@ serving, prefill batches are bounded by --chunked-prefill-size and decode batche
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
@@ -31,7 +31,22 @@ def summary(diag: Diagnosis, primary: Event) -> str | None:
         n = figs.get("retracted_reqs")
         return (f"SGLang's KV cache pool ran full while decoding and it retracted {n} request(s) to the queue "
                 "(they are re-run, not lost, but latency suffers); the server kept running.")
+    if primary.pattern == "sglang.prefill_oom":
+        n = figs.get("pool_tokens_tried")
+        asked = f" of {n:,} tokens" if isinstance(n, int) else ""
+        return (f"SGLang's KV cache pool could not hold a prefill{asked} while serving: the scheduler admitted more "
+                "tokens than the pool had free, and the error stopped the scheduler.")
+    if primary.pattern == "sglang.flashinfer_workspace":
+        return (f"FlashInfer's fixed workspace buffer was too small for a batch's attention plan "
+                f"({figs.get('workspace_buffer', 'a buffer')} needed {size_of(figs)}): the batch was too large for it, "
+                "not the GPU's memory as a whole.")
     return None
+
+
+def size_of(figs: dict[str, Any]) -> str:
+    from servefit.diagnose.classify import size_text
+
+    return size_text(figs, "alloc_size")
 
 
 def _fraction(fx: Fixing, step: float) -> str:
@@ -56,6 +71,17 @@ def _batch(fx: Fixing) -> list[str]:
                f"{max(512, int(chunk) // 2) if chunk and chunk > 0 else 4096}")
     decode = f"OOM in decode: lower --max-running-requests{fx.was(fx.current('max_running_requests'))}"
     room = f"Lower --mem-fraction-static{_fraction(fx, -0.05)} to leave more room for activations"
+    sig = fx.diag.signature
+    if sig == "sglang.prefill_oom":  # the token pool ran out, not the GPU: a smaller pool would make it worse
+        return [prefill + " (fewer new tokens per prefill step)",
+                f"Lower --max-running-requests{fx.was(fx.current('max_running_requests'))}: fewer requests hold "
+                "KV slots at once", "Grow the pool: --kv-cache-dtype fp8_e4m3, or raise "
+                f"--mem-fraction-static{_fraction(fx, 0.05)} if activations leave room"]
+    if sig == "sglang.flashinfer_workspace":
+        return [prefill if fx.diag.stage != "decode" else decode,
+                "Or enlarge FlashInfer's workspace: SGLANG_FLASHINFER_WORKSPACE_SIZE=1073741824 (bytes; 384 MiB by "
+                "default), or --attention-backend triton",
+                f"Lower --max-running-requests{fx.was(fx.current('max_running_requests'))}"]
     if fx.diag.stage == "prefill":
         return [prefill, room]
     if fx.diag.stage == "decode":

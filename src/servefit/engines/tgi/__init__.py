@@ -49,6 +49,11 @@ class TgiEngine(Engine):
 
         return TgiAdapter()
 
+    def oom_cause(self, primary: Event, related: list[Event], figures: dict[str, Any]) -> tuple[str, str, str] | None:
+        from servefit.engines.tgi.diagnose import cause
+
+        return cause(primary, figures)
+
     def oom_summary(self, diag: Diagnosis, primary: Event) -> str | None:
         from servefit.engines.tgi.diagnose import summary
 

@@ -10,15 +10,31 @@ sized from what is left, keeping (1 - CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM) of
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
     from servefit.diagnose.model import Diagnosis, Event
 
+# A warm-up prefill this small needs well under 100 MiB of activations even for a 70B model (tokens x
+# (3 x hidden + 2 x intermediate) x 2 bytes per layer step, flash_causal_lm.py::warmup's one forward pass):
+# when it does not fit, the weights (or another process) left the shard no room, and a smaller
+# --max-batch-prefill-tokens cannot help.
+TINY_WARMUP_TOKENS = 512
+
+
+def cause(primary: Event, figs: dict[str, Any]) -> tuple[str, str, str] | None:
+    n = figs.get("prefill_tokens")
+    if primary.pattern == "tgi.prefill" and isinstance(n, int) and 0 < n <= TINY_WARMUP_TOKENS:
+        return "model_too_large", "startup", "medium"
+    return None
+
 
 def summary(diag: Diagnosis, primary: Event) -> str | None:
     figs = diag.figures
+    if primary.pattern == "tgi.prefill" and diag.root_cause == "model_too_large":
+        return (f"TGI could not run even a {figs.get('prefill_tokens', 0):,}-token warm-up prefill: the weights (or "
+                "another process on the GPU) leave the shard almost no memory, so a smaller prefill budget will not help.")
     if primary.pattern == "tgi.prefill":
         return (f"TGI could not run its warm-up batch of {figs.get('prefill_tokens', 0):,} prefill tokens "
                 "(--max-batch-prefill-tokens): the batch does not fit next to the weights.")

@@ -90,6 +90,15 @@ def _profiling(fx: Fixing) -> list[str]:
     ("max_num_batched_tokens ... is smaller than max_model_len") unless chunked prefill is on.
     gpu-memory-utilization does not shrink this peak: it only sizes the KV cache afterwards."""
     version, v0 = _version(fx)
+    if fx.diag.stage == "compile":  # torch.compile (V1, vllm/compilation) ran out while compiling: skip it
+        off = _flag_in(version, "-O") + "0" if _flag_in(version, "-O") == "-O" else "--enforce-eager"
+        return [f"Skip torch.compile: {off} (no compilation) or --enforce-eager (neither compilation nor CUDA graphs; "
+                "slower decoding)", *_profiling_batch(fx, version, v0)[:1],
+                "Lowering --gpu-memory-utilization does not help here: compilation comes before the KV cache is sized"]
+    return _profiling_batch(fx, version, v0)
+
+
+def _profiling_batch(fx: Fixing, version: str | None, v0: bool) -> list[str]:
     st = fx.diag.settings_in_log
     ml = fx.num(fx.current("max_model_len"))
     chunked = str(st.get("enable_chunked_prefill", "")).lower() in ("true", "1")
