@@ -166,6 +166,10 @@ def test_capture_sizes_follow_each_release():
     assert capture_sizes(era("0.33.0"), 1024, 8192, blackwell=True)[-1] == 1024
     assert capture_sizes(era("0.33.0"), 1024, 8192)[-1] == 512
     assert capture_sizes(era("0.25.1"), 1024, 8192, blackwell=True)[-1] == 512
+    # above 256 the sizes step by 16 from 0.11.1 (51 sizes up to 512), by 8 in 0.11.0 (67)
+    assert len(capture_sizes(era("0.11.0"), 256, 8192)) == 67
+    assert capture_sizes(era("0.11.1"), 256, 8192) == [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))
+    assert len(capture_sizes(era("0.11.2"), 256, 8192)) == 51
 
 
 def test_speculative_decoding_rounds_and_widens_the_capture_sizes():
