@@ -170,6 +170,12 @@ def test_capture_sizes_follow_each_release():
     assert len(capture_sizes(era("0.11.0"), 256, 8192)) == 67
     assert capture_sizes(era("0.11.1"), 256, 8192) == [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))
     assert len(capture_sizes(era("0.11.2"), 256, 8192)) == 51
+    # V0: up to 256 sequences at most up to 0.6.4; from 0.6.5 up to the first size holding max_num_seqs
+    v0 = {"VLLM_USE_V1": "0"}
+    assert capture_sizes(era("0.6.4"), 512, 8192)[-1] == 256
+    assert capture_sizes(era("0.6.5"), 512, 8192) == [1, 2, 4] + list(range(8, 513, 8))
+    assert capture_sizes(era("0.8.5", v0), 300, 2048) == [1, 2, 4] + list(range(8, 305, 8))
+    assert capture_sizes(era("0.6.4"), 100, 8192) == capture_sizes(era("0.7.3"), 100, 8192) == [1, 2, 4] + list(range(8, 105, 8))
 
 
 def test_speculative_decoding_rounds_and_widens_the_capture_sizes():
