@@ -11,10 +11,10 @@ from pathlib import Path
 from servefit.engines.vllm.graphs import (
     CUBLAS_WORKSPACE,
     CUBLAS_WORKSPACE_SM90,
+    CUSTOM_AR_GRAPH_COLLECTIVE,
     FA3_MAX_SPLITS,
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
-    CUSTOM_AR_GRAPH_COLLECTIVE,
     NCCL_GRAPH_COLLECTIVE,
 )
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
