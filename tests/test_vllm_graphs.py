@@ -246,3 +246,23 @@ def test_flashinfer_allreduce_fusion_takes_the_per_call_cost_off_hopper_graphs_f
     pp = tp2 + " -pp 2"
     assert pool(pp, "0.20.0", count=4) - pool(pp, "0.16.0", count=4) == 0
     assert pool(pp + off, "0.25.1", count=4) - pool(pp, "0.25.1", count=4) == 54 * (2 * 16 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
+
+
+def test_speculative_decoding_on_mamba_layers_drops_the_full_decode_graphs_up_to_016():
+    """_check_and_update_cudagraph_mode: Mamba-style metadata builders support single-token decode only
+    up to 0.16, so a speculative batch (query 4) cannot replay full decode graphs: FULL_AND_PIECEWISE
+    becomes PIECEWISE. 0.13 at 64 sequences, 3 speculative tokens: 49 piecewise + 33 full sizes."""
+    from test_vllm_engine import LLAMA8B
+
+    hybrid = replace(LLAMA8B, architecture="NemotronHForCausalLM", layer_types=["mamba", "full"] * 16)
+    spec = ' --speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 64"
+
+    def sizes(model, extra: str, version: str) -> int:
+        return run(argv + extra, model=model, version=version)[1].detail.cuda_graph_sizes
+
+    assert sizes(hybrid, spec, "0.13.0") == 49
+    assert sizes(hybrid, spec, "0.16.0") == 49
+    assert sizes(hybrid, spec, "0.17.0") == 49 + 33  # UNIFORM_BATCH from 0.17
+    assert sizes(LLAMA8B, spec, "0.13.0") == 49 + 33  # attention alone (FlashAttention: UNIFORM_BATCH)
+    assert sizes(hybrid, "", "0.13.0") == 19 + 11  # no speculative tokens: single-token decode graphs

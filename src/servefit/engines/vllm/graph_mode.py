@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.capture import autotune_known
 from servefit.engines.vllm.forward import pooling_runner
+from servefit.engines.vllm.kvcache import speculative
 from servefit.memory.dtypes import dtype_bytes
 
 if TYPE_CHECKING:
@@ -38,6 +39,13 @@ _OPT_LEVEL_MODE = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_
 # // (hidden x dtype bytes) (VllmConfig._set_compile_ranges splits the ranges there); tensor parallel
 # sizes missing from the table are not fused. Read in the 0.17.0, 0.18.0, 0.20.0, 0.25.1 and 0.33.0 wheels.
 FI_AR_FUSION_FROM = (0, 17, 0)
+# Full decode graphs of a speculative batch (query length > 1) need every attention group's metadata
+# builder to support uniform batches (v1/worker/gpu_model_runner.py::_check_and_update_cudagraph_mode,
+# from 0.11.0): otherwise FULL_AND_PIECEWISE becomes PIECEWISE. Mamba-style layers (mamba1 / mamba2 /
+# LFM2's short conv: v1/attention/backends/mamba_attn.py::BaseMambaAttentionMetadataBuilder) report
+# UNIFORM_SINGLE_TOKEN_DECODE up to 0.16 and UNIFORM_BATCH from 0.17 (read in the 0.11.0 - 0.17.0 wheels);
+# GDN layers (gdn_attn.py) report UNIFORM_BATCH throughout.
+MAMBA_UNIFORM_BATCH_FROM = (0, 17, 0)
 FI_AR_FUSION_MAX_MB: dict[int, dict[int, float]] = {90: {2: 64, 4: 2, 8: 0.5}, 100: {2: 64, 4: 32, 8: 1}, 103: {2: 64, 4: 64, 8: 2}}
 
 
@@ -92,7 +100,7 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
         if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") and level != 3:
             return "NONE"  # vLLM asserts level 3 for piecewise graphs: it does not start otherwise
         pooling = r.version >= (0, 11, 0) and pooling_runner(model, s, e.v1)
-        return "PIECEWISE" if pooling and explicit is None and mode != "NONE" else mode
+        return "PIECEWISE" if pooling and explicit is None and mode != "NONE" else _spec_decode_fallback(model, r, s, mode)
     opt = opt if opt is not None else 2
     level = level if level is not None else (3 if opt > 0 else 0)
     mode = explicit or _OPT_LEVEL_MODE.get(opt, "FULL_AND_PIECEWISE")
@@ -102,7 +110,15 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
     dcp = r.version < (0, 13, 0) and int(s.get("decode_context_parallel_size") or 1) > 1
     if full and (pooling_runner(model, s, e.v1) or dcp):
         return "PIECEWISE"
-    return mode
+    return _spec_decode_fallback(model, r, s, mode)
+
+
+def _spec_decode_fallback(model: ModelSpec, r: Resolved, settings: dict, mode: str) -> str:
+    """FULL_AND_PIECEWISE captured as PIECEWISE where speculative decoding meets Mamba-style layers whose
+    backend cannot replay a full graph of a multi-token decode (see MAMBA_UNIFORM_BATCH_FROM)."""
+    if mode != "FULL_AND_PIECEWISE" or not (0, 11, 0) <= r.version < MAMBA_UNIFORM_BATCH_FROM:
+        return mode
+    return "PIECEWISE" if speculative(settings)[1] > 0 and "mamba" in model.kinds() else mode
 
 
 def fused_allreduce_tokens(model: ModelSpec, r: Resolved, cfg: EngineConfig, gpu: GpuSpec | None) -> int:
