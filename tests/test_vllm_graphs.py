@@ -5,6 +5,7 @@ pipeline stage. Every count is what capture_model would loop over for that comma
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from servefit.engines.vllm.graphs import GRAPH_FULL_PER_LAYER, GRAPH_PIECEWISE_PER_LAYER
@@ -214,3 +215,54 @@ def test_layers_without_a_mixer_have_no_piece_of_their_own():
     assert model is not None and model.kinds().count("none") == 17
     _, p = run(ARGV, model=model, gpu=L4, version="0.11.0")
     assert p.memory.cuda_graphs == 42 * split_layers_per_layer(model, 35, 19)
+
+
+def test_flashinfer_allreduce_fusion_takes_the_per_call_cost_off_hopper_graphs_from_017():
+    """config/vllm.py::enable_allreduce_rms_fusion (0.17 on, -O2 / -O3): the all-reduces of the sizes up to
+    FI_ALLREDUCE_FUSION_MAX_SIZE_MB[cc][tp] / (hidden x 2 bytes) run as FlashInfer's fused all-reduce +
+    RMSNorm, with no custom all-reduce buffers registered per graph."""
+    from test_vllm_engine import H100
+
+    from servefit.engines.vllm.graphs import CUSTOM_AR_GRAPH_COLLECTIVE
+
+    a100 = replace(H100, key="a100", name="NVIDIA A100-SXM4-80GB", compute_capability=80)
+    per_graph = (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
+    tp2 = ARGV + "-tp 2"
+
+    def pool(argv: str, version: str, gpu=H100, count: int = 2) -> int:
+        return run(argv, gpu=gpu, version=version, count=count)[1].memory.cuda_graphs
+
+    # TP2 on Hopper: 64 MB / (4096 x 2) = 8192 tokens, so all 35 + 19 graphs are fused from 0.17, none in 0.16
+    assert pool(tp2, "0.16.0") - pool(tp2, "0.17.0") == 54 * per_graph
+    # -O1 and an explicit pass_config turn it off; an A100 never has it
+    assert pool(tp2 + " -O1", "0.16.0") == pool(tp2 + " -O1", "0.17.0")
+    off = ' --compilation-config {"pass_config":{"fuse_allreduce_rms":false}}'
+    assert pool(tp2 + off, "0.17.0") == pool(tp2, "0.16.0")
+    assert pool(tp2, "0.16.0", a100) == pool(tp2, "0.17.0", a100)
+    # TP4 on Hopper: 2 MB / 8192 = 256 tokens; at 256 sequences the 16 piecewise sizes 272..512 keep their cost
+    tp4 = "vllm serve m --max-model-len 8192 --max-num-seqs 256 -tp 4"
+    assert pool(tp4, "0.16.0", count=4) - pool(tp4, "0.17.0", count=4) == (51 + 35 - 16) * per_graph
+    # 0.17 - 0.20 skip the fusion under pipeline parallelism; 0.25.1 no longer checks
+    pp = tp2 + " -pp 2"
+    assert pool(pp, "0.20.0", count=4) - pool(pp, "0.16.0", count=4) == 0
+    assert pool(pp + off, "0.25.1", count=4) - pool(pp, "0.25.1", count=4) == 54 * (2 * 16 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
+
+
+def test_speculative_decoding_on_mamba_layers_drops_the_full_decode_graphs_up_to_016():
+    """_check_and_update_cudagraph_mode: Mamba-style metadata builders support single-token decode only
+    up to 0.16, so a speculative batch (query 4) cannot replay full decode graphs: FULL_AND_PIECEWISE
+    becomes PIECEWISE. 0.13 at 64 sequences, 3 speculative tokens: 49 piecewise + 33 full sizes."""
+    from test_vllm_engine import LLAMA8B
+
+    hybrid = replace(LLAMA8B, architecture="NemotronHForCausalLM", layer_types=["mamba", "full"] * 16)
+    spec = ' --speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 64"
+
+    def sizes(model, extra: str, version: str) -> int:
+        return run(argv + extra, model=model, version=version)[1].detail.cuda_graph_sizes
+
+    assert sizes(hybrid, spec, "0.13.0") == 49
+    assert sizes(hybrid, spec, "0.16.0") == 49
+    assert sizes(hybrid, spec, "0.17.0") == 49 + 33  # UNIFORM_BATCH from 0.17
+    assert sizes(LLAMA8B, spec, "0.13.0") == 49 + 33  # attention alone (FlashAttention: UNIFORM_BATCH)
+    assert sizes(hybrid, "", "0.13.0") == 19 + 11  # no speculative tokens: single-token decode graphs

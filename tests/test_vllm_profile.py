@@ -11,6 +11,7 @@ from pathlib import Path
 from servefit.engines.vllm.graphs import (
     CUBLAS_WORKSPACE,
     CUBLAS_WORKSPACE_SM90,
+    CUSTOM_AR_GRAPH_COLLECTIVE,
     FA3_MAX_SPLITS,
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
@@ -73,11 +74,15 @@ def test_graph_pool_grows_with_tp_and_activation_quantization():
     # on L4: Hopper adds a fixed cuBLAS workspace that neither factor scales (graphs.py CUBLAS_WORKSPACE_SM90)
     _, one = run("vllm serve m --max-model-len 8192", gpu=L4, version="0.10.1")
     _, two = run("vllm serve m --max-model-len 8192 -tp 2", gpu=L4, version="0.10.1", count=2)
-    assert two.memory.cuda_graphs == int(one.memory.cuda_graphs * 1.3)
+    # TP2: 67 piecewise graphs, each with 2 all-reduces per layer + the embedding's, priced per captured call
+    assert two.memory.cuda_graphs == one.memory.cuda_graphs + 67 * (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
     # int8 W8A8: the quant is an opaque custom op, one more kernel per linear in every graph
     int8 = replace(LLAMA8B, quantization={"quant_method": "compressed-tensors", "bits": 8})
     _, w8a8 = run("vllm serve m --max-model-len 8192", model=int8, gpu=L4, version="0.10.1")
     assert w8a8.memory.cuda_graphs == int(one.memory.cuda_graphs * 1.8)
+    # the all-reduces are their own nodes: the quant kernels do not multiply them
+    _, w8a8_tp2 = run("vllm serve m --max-model-len 8192 -tp 2", model=int8, gpu=L4, version="0.10.1", count=2)
+    assert w8a8_tp2.memory.cuda_graphs == w8a8.memory.cuda_graphs + 67 * (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
     # FP8: QuantFP8 (a CustomOp from 0.10.0) is fused by Inductor into its neighbours, no extra node;
     # before 0.10 (ops.scaled_fp8_quant) it was a kernel of its own
     _, fp8 = run("vllm serve m --max-model-len 8192 --quantization fp8", gpu=L4, version="0.10.1")
@@ -98,11 +103,11 @@ def test_nccl_all_reduces_captured_where_the_custom_all_reduce_is_off():
     assert g2.memory.cuda_graphs == nccl
     # PCIe cards with P2P keep the custom all-reduce at TP2, lose it beyond two GPUs
     _, p2 = run(argv.format(tp=2), gpu=l40s, version="0.10.1", count=2)
-    assert p2.memory.cuda_graphs == int(base * 1.3)
+    assert p2.memory.cuda_graphs == base + 67 * (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
     _, p4 = run(argv.format(tp=4), gpu=l40s, version="0.10.1", count=4)
     assert p4.memory.cuda_graphs == nccl
     _, n4 = run(argv.format(tp=4), gpu=a100, version="0.10.1", count=4)
-    assert n4.memory.cuda_graphs == int(base * 1.3)
+    assert n4.memory.cuda_graphs == base + 67 * (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
     _, off = run(argv.format(tp=2) + " --disable-custom-all-reduce", gpu=a100, version="0.10.1", count=2)
     assert off.memory.cuda_graphs == nccl
 
@@ -166,6 +171,16 @@ def test_capture_sizes_follow_each_release():
     assert capture_sizes(era("0.33.0"), 1024, 8192, blackwell=True)[-1] == 1024
     assert capture_sizes(era("0.33.0"), 1024, 8192)[-1] == 512
     assert capture_sizes(era("0.25.1"), 1024, 8192, blackwell=True)[-1] == 512
+    # above 256 the sizes step by 16 from 0.11.1 (51 sizes up to 512), by 8 in 0.11.0 (67)
+    assert len(capture_sizes(era("0.11.0"), 256, 8192)) == 67
+    assert capture_sizes(era("0.11.1"), 256, 8192) == [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, 513, 16))
+    assert len(capture_sizes(era("0.11.2"), 256, 8192)) == 51
+    # V0: up to 256 sequences at most up to 0.6.4; from 0.6.5 up to the first size holding max_num_seqs
+    v0 = {"VLLM_USE_V1": "0"}
+    assert capture_sizes(era("0.6.4"), 512, 8192)[-1] == 256
+    assert capture_sizes(era("0.6.5"), 512, 8192) == [1, 2, 4] + list(range(8, 513, 8))
+    assert capture_sizes(era("0.8.5", v0), 300, 2048) == [1, 2, 4] + list(range(8, 305, 8))
+    assert capture_sizes(era("0.6.4"), 100, 8192) == capture_sizes(era("0.7.3"), 100, 8192) == [1, 2, 4] + list(range(8, 105, 8))
 
 
 def test_speculative_decoding_rounds_and_widens_the_capture_sizes():

@@ -53,12 +53,14 @@ def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
     q = max(1, decode_query_len) if era.v1 else 1
     if explicit:
         return _round_for_spec(sorted({s for s in explicit if s <= max_num_batched_tokens}), q, v)
-    if not era.v1:  # V0: [1, 2, 4] + range(8, 257, 8), capped by max_num_seqs
-        sizes = [1, 2, 4] + list(range(8, 257, 8))
-        top = min(max_num_seqs, 256)
-        kept = [s for s in sizes if s <= top]
-        nxt = [s for s in sizes if s > top]
-        return kept + nxt[:1]
+    if not era.v1:
+        # V0 up to 0.6.4: worker/model_runner.py _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + range(8, 257, 8), up to
+        # the first size that holds max_num_seqs (_get_graph_batch_size), 256 at most. From 0.6.5
+        # config.py::VllmConfig._set_cudagraph_sizes: [1, 2, 4] + range(8, 8193, 8) up to the first size
+        # >= max_num_seqs, no 256 ceiling (read in the 0.6.5, 0.6.6, 0.7.3 and 0.8.5 wheels)
+        sizes = [1, 2, 4] + list(range(8, 8193 if v >= (0, 6, 5) else 257, 8))
+        top = next((s for s in sizes if s >= max_num_seqs), sizes[-1])
+        return [s for s in sizes if s <= top]
     ceiling = 1024 if blackwell and v >= (0, 33, 0) else 512
     spec_q = q if v >= (0, 13, 0) else 1
     # before 0.10 V1 captured up to 512 whatever max_num_seqs (config.py::SchedulerConfig.cuda_graph_sizes

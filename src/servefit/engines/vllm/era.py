@@ -97,7 +97,9 @@ def era(version: str | None, env: dict[str, str] | None = None) -> Era:
         auto_max_model_len=v >= (0, 20, 0),
         big_gpu_tier=v >= (0, 28, 0),  # engine/arg_utils.py::get_batch_defaults (0.27.1 vs 0.28.0)
         yarn_uses_original=v < (0, 33, 0),
-        capture_stride16=v >= (0, 12, 0),
+        # config/vllm.py::VllmConfig._set_cudagraph_sizes: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)
+        # from 0.11.1 (read in the 0.11.1 and 0.11.2 wheels); 0.11.0 steps by 8 up to the ceiling
+        capture_stride16=v >= (0, 11, 1),
         has_bnb_gguf=v < (0, 33, 0),
     )
 

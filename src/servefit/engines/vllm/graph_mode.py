@@ -1,16 +1,22 @@
 """Which CUDA graphs a vLLM command captures: the CUDAGraphMode each release resolves from the
-compilation level / optimization level, an explicit cudagraph_mode and the model (graphs.py prices them).
+compilation level / optimization level, an explicit cudagraph_mode and the model, and which of their
+sizes run FlashInfer's fused all-reduce (graphs.py prices them).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.capture import autotune_known
 from servefit.engines.vllm.forward import pooling_runner
+from servefit.engines.vllm.kvcache import speculative
+from servefit.memory.dtypes import dtype_bytes
 
 if TYPE_CHECKING:
+    from servefit.core import EngineConfig
     from servefit.engines.vllm.era import Era
     from servefit.engines.vllm.plan import Resolved
+    from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
 # CUDAGraphMode (config/compilation.py): what capture_model captures for each mode. PIECEWISE: every
@@ -24,6 +30,23 @@ _COMPILE_MODES = {"NO_COMPILATION": 0, "NONE": 0, "DYNAMO_AS_IS": 1, "STOCK_TORC
                   "DYNAMO_ONCE": 2, "DYNAMO_TRACE_ONCE": 2, "PIECEWISE": 3, "VLLM_COMPILE": 3}
 # config/vllm.py::OPTIMIZATION_LEVEL_00 .. _03 (0.12 on): the cudagraph_mode each -O level defaults to
 _OPT_LEVEL_MODE = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}
+# FlashInfer's all-reduce + RMSNorm fusion (compilation/passes/fusion/allreduce_rms_fusion.py::
+# AllReduceFusionPass), on by default at -O2 / -O3 from 0.17 (config/vllm.py::OPTIMIZATION_LEVEL_02 /
+# _03 fuse_allreduce_rms: enable_allreduce_rms_fusion; 0.14 - 0.16 leave it off): tensor parallel, CUDA,
+# FlashInfer present, compute capability 9.0 or 10.0 (the 10.x family from 0.20), and in 0.17 - 0.20 no
+# data or pipeline parallelism (no longer checked in 0.25.1; the releases between are taken to keep the
+# check). It applies to the compile range up to max_token_num = FI_ALLREDUCE_FUSION_MAX_SIZE_MB[cc][tp]
+# // (hidden x dtype bytes) (VllmConfig._set_compile_ranges splits the ranges there); tensor parallel
+# sizes missing from the table are not fused. Read in the 0.17.0, 0.18.0, 0.20.0, 0.25.1 and 0.33.0 wheels.
+FI_AR_FUSION_FROM = (0, 17, 0)
+# Full decode graphs of a speculative batch (query length > 1) need every attention group's metadata
+# builder to support uniform batches (v1/worker/gpu_model_runner.py::_check_and_update_cudagraph_mode,
+# from 0.11.0): otherwise FULL_AND_PIECEWISE becomes PIECEWISE. Mamba-style layers (mamba1 / mamba2 /
+# LFM2's short conv: v1/attention/backends/mamba_attn.py::BaseMambaAttentionMetadataBuilder) report
+# UNIFORM_SINGLE_TOKEN_DECODE up to 0.16 and UNIFORM_BATCH from 0.17 (read in the 0.11.0 - 0.17.0 wheels);
+# GDN layers (gdn_attn.py) report UNIFORM_BATCH throughout.
+MAMBA_UNIFORM_BATCH_FROM = (0, 17, 0)
+FI_AR_FUSION_MAX_MB: dict[int, dict[int, float]] = {90: {2: 64, 4: 2, 8: 0.5}, 100: {2: 64, 4: 32, 8: 1}, 103: {2: 64, 4: 64, 8: 2}}
 
 
 def _int(value: object) -> int | None:
@@ -77,7 +100,7 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
         if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") and level != 3:
             return "NONE"  # vLLM asserts level 3 for piecewise graphs: it does not start otherwise
         pooling = r.version >= (0, 11, 0) and pooling_runner(model, s, e.v1)
-        return "PIECEWISE" if pooling and explicit is None and mode != "NONE" else mode
+        return "PIECEWISE" if pooling and explicit is None and mode != "NONE" else _spec_decode_fallback(model, r, s, mode)
     opt = opt if opt is not None else 2
     level = level if level is not None else (3 if opt > 0 else 0)
     mode = explicit or _OPT_LEVEL_MODE.get(opt, "FULL_AND_PIECEWISE")
@@ -87,4 +110,36 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
     dcp = r.version < (0, 13, 0) and int(s.get("decode_context_parallel_size") or 1) > 1
     if full and (pooling_runner(model, s, e.v1) or dcp):
         return "PIECEWISE"
-    return mode
+    return _spec_decode_fallback(model, r, s, mode)
+
+
+def _spec_decode_fallback(model: ModelSpec, r: Resolved, settings: dict, mode: str) -> str:
+    """FULL_AND_PIECEWISE captured as PIECEWISE where speculative decoding meets Mamba-style layers whose
+    backend cannot replay a full graph of a multi-token decode (see MAMBA_UNIFORM_BATCH_FROM)."""
+    if mode != "FULL_AND_PIECEWISE" or not (0, 11, 0) <= r.version < MAMBA_UNIFORM_BATCH_FROM:
+        return mode
+    return "PIECEWISE" if speculative(settings)[1] > 0 and "mamba" in model.kinds() else mode
+
+
+def fused_allreduce_tokens(model: ModelSpec, r: Resolved, cfg: EngineConfig, gpu: GpuSpec | None) -> int:
+    """Largest batch (in tokens) whose all-reduces vLLM runs as FlashInfer's fused all-reduce + RMSNorm
+    (see FI_AR_FUSION_MAX_MB); 0 where the fusion is off. An explicit pass_config.fuse_allreduce_rms wins."""
+    s = cfg.settings
+    cc = gpu.compute_capability if gpu is not None else 0
+    if r.tp <= 1 or r.version < FI_AR_FUSION_FROM or r.enforce_eager:
+        return 0
+    raw = s.get("compilation_config")
+    passes = raw.get("pass_config") if isinstance(raw, dict) else None
+    forced = passes.get("fuse_allreduce_rms") if isinstance(passes, dict) else None
+    if forced is None:
+        opt = _int(s.get("optimization_level")) if s.get("optimization_level") is not None else 2
+        family = cc in (90, 100) or (cc == 103 and r.version >= (0, 20, 0))
+        old_checks = r.version < (0, 25, 0) and (r.dp > 1 or r.pp > 1)
+        invariant = str(cfg.env.get("VLLM_BATCH_INVARIANT", "")).strip().lower() in ("1", "true")
+        image = cfg.site.image if cfg.site is not None else None
+        if (opt or 0) < 2 or not family or old_checks or invariant or not autotune_known(cfg.env, r.version, image):
+            return 0
+    elif str(forced).lower() in ("false", "0"):
+        return 0
+    max_mb = FI_AR_FUSION_MAX_MB.get(cc, {}).get(r.tp)
+    return int(max_mb * 2**20) // int(model.hidden_size * dtype_bytes(r.dtype)) if max_mb else 0

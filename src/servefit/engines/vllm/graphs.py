@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
-from servefit.engines.vllm.graph_mode import cudagraph_mode
+from servefit.engines.vllm.graph_mode import cudagraph_mode, fused_allreduce_tokens
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.non_torch import nvlink
 from servefit.hardware.spec import GpuSpec
@@ -92,10 +92,19 @@ V2_RUNNER_ARCHS = (((0, 23, 0), ("Qwen3ForCausalLM",)),
                    ((0, 26, 0), _V2_MOE), ((0, 27, 0), _V2_026),
                    ((0, 28, 0), _V2_026 + ("KimiK3ForConditionalGeneration",)),
                    ((0, 29, 0), _V2_026 + ("KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM")))
-# With tensor parallelism every captured layer holds two all-reduces and their registered buffers
-# (distributed/device_communicators/custom_all_reduce.py::register_graph_buffers): +30% (0.10.1.1
-# logs: 0.65 GiB at TP2 vs 0.50 alone, Qwen2-7B on A100).
-GRAPH_TP_FACTOR = 1.3
+# With tensor parallelism every graph holds the all-reduces of the layers it covers: two per decoder
+# layer (after o_proj and after the MLP / MoE) and one for the vocab-parallel embedding
+# (VocabParallelEmbedding.forward); the lm_head runs outside the graphs. Through vLLM's custom all-reduce
+# each captured call adds its own kernel node and a registered input buffer: during capture
+# custom_all_reduce.py::CustomAllreduce.custom_all_reduce runs all_reduce(registered=True) and the C++
+# side queues the input address (csrc/custom_all_reduce.cuh: graph_unreg_buffers_); leaving capture(),
+# register_graph_buffers exchanges and opens every peer's IPC handle for each of them. So the cost is per
+# captured call, whatever else the layer holds (one figure for V0 and V1: the mechanism is the same since
+# 0.4). 41 KiB per call: the 0.10.1.1 logs of Qwen2-7B on A100, 0.65 GiB at TP2 vs 0.50 alone, over
+# 67 graphs x (2 x 28 + 1) calls. Where FlashInfer's all-reduce + RMSNorm fusion serves a graph's size
+# (graph_mode.py::fused_allreduce_tokens) its fused kernel takes the norm's place, on a workspace
+# registered once at start (initialize_fi_ar_workspace), so those calls cost nothing per graph.
+CUSTOM_AR_GRAPH_COLLECTIVE = 41 * 1024
 # Where the custom all-reduce is off (see custom_allreduce below) vLLM captures NCCL all-reduces
 # instead (cuda_communicator.py::CudaCommunicator.all_reduce falls back to pynccl), and no custom
 # all-reduce buffers are registered; each graph then keeps its captured NCCL kernels and their launch
@@ -315,11 +324,13 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
-    nccl = r.tp > 1 and not custom_allreduce(gpu, r.tp, cfg.settings)
-    factor = GRAPH_TP_FACTOR if r.tp > 1 and not nccl else 1.0
-    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * factor * act_quant_factor(r, e)
-    if nccl:
-        total += graphs * (2 * layers + 1) * NCCL_GRAPH_COLLECTIVE + drafter_graphs * 2 * drafter * NCCL_GRAPH_COLLECTIVE
+    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * act_quant_factor(r, e)
+    if r.tp > 1:  # graphs of sizes FlashInfer's fused all-reduce serves pay no per-call cost (graph_mode.py)
+        call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else NCCL_GRAPH_COLLECTIVE
+        fused = fused_allreduce_tokens(model, r, cfg, gpu)
+        plain = sum(1 for x in piecewise + full if x > fused)
+        plain_drafter = sum(1 for x in set(piecewise) if x > fused) if drafter else 0
+        total += (plain * (2 * layers + 1) + plain_drafter * 2 * drafter) * call
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
