@@ -3,7 +3,11 @@
 
 Targets: vLLM (issue 2) outcome 100%, KV GiB median <= 3% and p90 <= 10%, weights <= 1%; TGI
 median |error| of max_batch_total_tokens <= 5%; SGLang median |error| of max_total_num_tokens
-<= 5% (weights_gib <= 2%); every outcome right."""
+<= 5% (weights_gib <= 2%); every outcome right.
+
+Per-case pins and bounds here cover the calibration half only. The held-out half is checked by issue
+16's targets and by structural checks (tests/test_accuracy_heldout.py), never case by case, so that
+a change to the model shows no one a held-out case's figures; benchmarks/accuracy/run.py reports it."""
 
 from __future__ import annotations
 
@@ -23,8 +27,13 @@ def rows(engine: str):
     return cases, [acc.compare(c) for c in cases]
 
 
+def calibration(engine: str) -> list[dict]:
+    """The calibration half's rows (see the module docstring)."""
+    return [r for r in rows(engine)[1] if r["split"] == "calibration"]
+
+
 def test_vllm_accuracy_targets():
-    _, out = rows("vllm")
+    out = calibration("vllm")
     summary = acc.summarize([r for r in out if r["id"] not in KNOWN_OFF])["vllm"]  # those are asserted below
     assert summary["cases"] >= 25
     kv = summary["metrics"]["kv_cache_gib"]
@@ -55,27 +64,13 @@ def test_vllm_accuracy_targets():
 
 
 # Weights servefit misses by more than the 1.5% p90 above, pinned at the measured error (+-0.5 points)
-# and left out of that p90 (issue 16 fourth batch, measured, not fitted): gpt-oss-120b on v0.15.1
-# with the Triton MXFP4 MoE backend, TP 2 (32.98 GiB logged per rank, 34.31 predicted; held out), and
-# Qwen3.6-27B-FP8 on v0.27.1 with --language-model-only (27.67 logged, 28.40 predicted; calibration
-# by the hash rule). A fix takes the case off this list.
-WEIGHTS_KNOWN_MISSES = {"activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151": 0.0403,
-                        "meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
+# and left out of that p90 (calibration, measured, not fitted): Qwen3.6-27B-FP8 on v0.27.1 with
+# --language-model-only (27.67 logged, 28.40 predicted). A fix takes the case off this list.
+WEIGHTS_KNOWN_MISSES = {"meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
                         # fifth batch, calibration: Qwen2.5(-Coder)-1.5B with Model Runner V2 on 0.30 / 0.31
                         # logs "Model loading took 2.98 GiB" where the checkpoint is 2.88 GiB
                         "reidharris-a100-40gb-qwen25-coder-15b-16k-0310": -0.0325,
-                        "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325,
-                        # seventh batch (DGX Spark logs; held out unless marked, measured, not fitted):
-                        # poolside Laguna-S-2.1 INT4 / NVFP4 (with their DFlash drafters, 0.25.1) and
-                        # Qwen3.8-27B INT4 / NVFP4 (MTP, 0.25.1) and Nemotron 3 Super NVFP4 (0.19.2 dev)
-                        # load more than the catalogued layouts give
-                        "dgxspark-gb10-laguna-s21-int4-dflash15-262k-pinned": -0.1638,
-                        "dgxspark-gb10-laguna-s21-int4-dflash15-262k": -0.1638,
-                        "dgxspark-gb10-laguna-s21-int4-dflash15-64k": -0.1638,
-                        "dgxspark-gb10-laguna-s21-nvfp4-dflash15-64k": -0.3447,
-                        "dgxspark-gb10-qwen38-27b-int4-mtp3-262k": -0.0539,
-                        "dgxspark-gb10-qwen38-27b-nvfp4-mtp3-262k": -0.1650,
-                        "sparkbench-gb10-nemotron3-super-120b-nvfp4-128k": -0.1375}
+                        "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325}
 
 
 # Vision-language models are catalogued although vLLM V0's profiling of their encoders is known
@@ -88,14 +83,9 @@ KNOWN_OFF = {
 }
 
 
-# TGI cases whose pool servefit misses by more than the target, pinned at the measured error (+-2
-# points) so a change shows: Gemma 3 27B (VLM) on 2 x RTX A6000 with TGI 3.3.x (issue 16, held out,
-# unlocated). +27.4% before the tied-head copy was modelled (TensorParallelHead.load), +16.7% after;
-# the rest is not explained by a mechanism confirmed in TGI's code. Both moved by flashinfer's
-# 128 MiB workspace (layers/attention/flashinfer.py::get_workspace), now held at warm-up:
-# +16.7% -> +15.7% and +22.1% -> +16.1%; the Gemma 3 one then by its prefill masks
-# (memory.gemma3_mask_bytes, 3.3.x: 10 bytes x 8000^2 at the 8000-token default prefill) to +10.9%.
-TGI_KNOWN_MISSES = {"tgi-file-2xa6000-gemma3-27b-defaults": 0.1086,
+# TGI calibration cases whose pool servefit misses by more than the target, pinned at the measured
+# error (+-2 points) so a change shows.
+TGI_KNOWN_MISSES = {
                     # Llama-3.3-70B AWQ on 2 x RTX 3090, TGI 3.0.1 (issue 16 second batch, calibration
                     # by the hash rule, not fitted): 13793 logged, 16017 predicted; the rest (~345 MiB
                     # per shard) is not explained by TGI's code (candidates: NCCL over the NVLink bridge
@@ -112,33 +102,12 @@ TGI_KNOWN_MISSES = {"tgi-file-2xa6000-gemma3-27b-defaults": 0.1086,
                     # was clamped to fill the device, 34240 once the allocator's release-and-retry
                     # leaves the live peak (issue 16, tgi branch); precision and flags are partly assumed.
                     "tgi-2744-2xa100-llama31-70b-input-9999": 0.1111}
-# Start-up outcomes servefit gets wrong on issue 16's second batch (held out by the hash rule, so
-# recorded here rather than fitted): the warm-up OOM of Llama-3.1-405B FP8 on 8 x H100 in CUDA-graph
-# capture (2.2.0) is predicted to start; starcoder2-15b with a 30000-token prefill on an A100 40GB (2.0.4) started where
-# servefit predicts a warm-up OOM; Falcon-40B GPTQ on 8 x A100 80GB with TGI 1.0.2 refused the warm-up
-# prefill even at the minimum size (the excerpt read does not show the cause; servefit predicts it starts). A fix takes the
-# case off this list. Taken off: Gemma 3 27B with a 31000-token prefill on 4 x A100 80GB (3.2.1),
-# by the dense prefill masks and math-backend SDPA of flash_gemma3_modeling.py
-# (memory.gemma3_mask_bytes), written from TGI's code with no constant; this list said the case
-# was missed before that mechanism was written, so its held-out outcome is not blind.
-# Third batch (tgi3, measured once, not fitted): held out, Gemma 3 27B with a 32000-token prefill on
-# 4 x 80 GB (3.2.0, #3105) ran out of memory at warm-up (a 30.52 GiB allocation) where servefit says it
-# starts, and Mixtral-8x7B with --quantize bitsandbytes on 4 x L40S (1.4.2, #1599) started where
-# servefit predicts a warm-up OOM. Taken off (session 23, tgi-outcomes): the calibration DBRX case
-# (23000-token prefill and CUDA graphs on 4 x H100, 1.4.5, #1692) and, held out, starcoder2-15b
-# above, both by the warm-up OOM counting the prefill's live peak (memory.prefill_live_peak: the
-# allocator frees its cache before a CUDA OOM), written from TGI's and PyTorch's code and checked on
-# the calibration cases only; the held-out one was seen to change only when this list failed.
-TGI_KNOWN_OUTCOME_MISSES = {"tgi-2572-8xh100-llama31-405b-fp8-warmup-oom",
-                            "tgi-943-8xa100-falcon-40b-gptq-prefill-oom",
-                            "tgi-3105-4x80gb-gemma3-27b-32k-prefill-oom", "tgi-1599-4xl40s-mixtral-8x7b-bitsandbytes"}
-
 
 def test_tgi_cases_meet_the_target():
-    cases, out = rows("tgi")
-    assert len(cases) >= 6
+    out = calibration("tgi")
+    assert len(out) >= 6
     assert not [r for r in out if "failure" in r]
-    assert {r["id"] for r in out if r["outcome_ok"] is False} == TGI_KNOWN_OUTCOME_MISSES
+    assert not {r["id"] for r in out if r["outcome_ok"] is False}
     errs = [abs(r["errors"]["max_batch_total_tokens"]) for r in out
             if "max_batch_total_tokens" in r["errors"] and r["id"] not in TGI_KNOWN_MISSES]
     assert len(errs) >= 3
@@ -152,19 +121,18 @@ def test_tgi_cases_meet_the_target():
 # DeepSeek-V4 servers (engines/sglang/dsv4.py): the pool formula reproduces the logged
 # bytes_per_full_token exactly (15955.85), but what SGLang's V4 model takes at load is not calibrated:
 # the calibration case measures 36.57 GB for weights and load overhead before the pool (93.58 - 57.01)
-# where servefit plans 33.43 GiB, and 93.58 GB free before loading where it plans 94.47. Pinned here
-# (calibration); the held-out V4 case is left out of the bound without its error being looked at.
-SGLANG_KNOWN_MISSES = {"sglang-bbuf-skills-h20x8-dsv4-flash-base-mfs060": 0.1877}
-SGLANG_UNMEASURED = {"sglang-bbuf-skills-h20x8-dsv4-flash-base-mfs088"}
+# where servefit plans 33.43 GiB, and 93.58 GB free before loading where it plans 94.47. Pinned here.
+# +18.8% -> +10.6% once the V4 model's replicated parts and rope tables were read (engines/sglang/dsv4_weights.py)
+SGLANG_KNOWN_MISSES = {"sglang-bbuf-skills-h20x8-dsv4-flash-base-mfs060": 0.1057}
 
 
 def test_sglang_cases_meet_the_target():
-    cases, out = rows("sglang")
-    assert len(cases) >= 6
+    out = calibration("sglang")
+    assert len(out) >= 6
     assert not [r for r in out if "failure" in r]
     assert all(r["outcome_ok"] for r in out if r["outcome_ok"] is not None)
     errs = [abs(r["errors"]["max_total_num_tokens"]) for r in out if "max_total_num_tokens" in r["errors"]
-            and r["id"] not in SGLANG_KNOWN_MISSES and r["id"] not in SGLANG_UNMEASURED]
+            and r["id"] not in SGLANG_KNOWN_MISSES]
     assert len(errs) >= 6
     assert statistics.median(errs) <= 0.05
     assert max(errs) <= 0.10
@@ -182,8 +150,8 @@ def test_sglang_cases_meet_the_target():
 VLLM_NOT_EVALUABLE = {
     "vllm-28228-2x3090-kimi-linear-48b-awq-tp2",  # Kimi-Linear: held in data/models/pending.md
 }
-# Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged, just above
-# the largest error outside the pinned list (7.8%, the held-out 8 x A5000 TP8 + EP run); the cases
+# Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged (calibration),
+# just above the largest error outside the pinned list; the cases
 # beyond it are pinned at their measured error (+-2 points) so any change to them shows, and a
 # doubled KV element size (about -50%) fails every fp8-KV case.
 KV_TOKENS_TOLERANCE = 0.08
@@ -210,47 +178,10 @@ KNOWN_MISSES = {
     # Mistral-Small-3.2 (a vision model) on v0.11: activation predicted 2.3x the logged one
     ("llmd-h100-mistral-small-32-24b-095-16k", "kv_tokens"): -0.0970,
     ("llmd-h100-mistral-small-32-24b-095-16k", "max_concurrency"): -0.0968,
-    # offload-profiles-3090-qwen25-7b-8k-065 (-8.5%) is within the tolerance (+6.0%) since the non-torch term
-    # scales with the card's resident threads
-    # held out (measured, not fitted): Gemma 4 26B-A4B on DGX Spark, v0.25.1 raises the batch
-    # to 2496 tokens for its video input, which servefit does not model
-    ("dgxspark-gb10-gemma4-26b-a4b-nvfp4-262k", "kv_tokens"): 0.0513,
-    ("dgxspark-gb10-gemma4-26b-a4b-nvfp4-262k", "max_concurrency"): 0.0516,
-    ("dgxspark-gb10-gemma4-26b-a4b-awq-int4-262k", "kv_tokens"): 0.0731,
-    ("dgxspark-gb10-gemma4-26b-a4b-awq-int4-262k", "max_concurrency"): 0.0734,
-    # third batch (measured, not fitted). Held out: gemma-3-12b "qat-autoawq" on 0.8.4, read as AWQ since
-    # the name parser takes "autoawq" (was unquantized: -47.7% / +182.6%) and with every layer full
-    # attention before 0.9.1 (concurrency was +495.6% in between); the weights are predicted 8.8% low
-    # (4.39 GiB where 4.81 are logged), which leaves 10% more KV memory
-    ("plgai-2x4090-gemma3-12b-qat-awq-tp2-131k-084", "kv_tokens"): 0.1023,
-    ("plgai-2x4090-gemma3-12b-qat-awq-tp2-131k-084", "max_concurrency"): 0.1095,
-    # held out: gpt-oss-20b on a GB10 (unified memory) at utilization 0.25 keeps 12.94 GiB for KV
-    # where 9.13 is predicted
-    ("vllmrouter-gb10-gpt-oss-20b-u025-8k-013", "kv_tokens"): 0.1390,
-    ("vllmrouter-gb10-gpt-oss-20b-u025-8k-013", "max_concurrency"): 0.1389,
     # calibration: Qwen3-30B-A3B AWQ (Marlin MoE) on an RTX 3090: 13% more KV memory than predicted (16% before
     # the non-torch term scaled with the card's resident threads)
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1260,
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1256,
-    # fourth batch, held out: vLLM 0.19.0 Qwen3.5-27B (hybrid) TP 4 on RTX 3090s, concurrency 8.4% low
-    ("lambo-4x3090-qwen35-27b-eager-tp4-32k-0190", "max_concurrency"): -0.0835,
-    # seventh batch, held out (DGX Spark, unified memory; measured, not fitted): Laguna-S-2.1 with its
-    # DFlash drafter (INT4 at 64k; NVFP4, whose weights are predicted 34% low), Qwen3.8-27B NVFP4 with
-    # MTP, Gemma 4 26B-A4B BF16 on 0.20.0 and Nemotron 3 Super NVFP4 (0.19.2 dev)
-    ("dgxspark-gb10-laguna-s21-int4-dflash15-64k", "kv_tokens"): 0.0177,
-    ("dgxspark-gb10-laguna-s21-int4-dflash15-64k", "max_concurrency"): 0.0179,
-    ("dgxspark-gb10-laguna-s21-nvfp4-dflash15-64k", "kv_tokens"): 8.3039,
-    ("dgxspark-gb10-laguna-s21-nvfp4-dflash15-64k", "max_concurrency"): 8.2806,
-    ("dgxspark-gb10-qwen38-27b-nvfp4-mtp3-262k", "kv_tokens"): -0.4482,
-    ("dgxspark-gb10-qwen38-27b-nvfp4-mtp3-262k", "max_concurrency"): -0.4479,
-    ("jethac-gb10-gemma4-26b-a4b-bf16-8k-020", "kv_tokens"): 0.1724,
-    ("jethac-gb10-gemma4-26b-a4b-bf16-8k-020", "max_concurrency"): 0.1726,
-    ("sparkbench-gb10-nemotron3-super-120b-nvfp4-128k", "kv_tokens"): 0.3675,
-    ("sparkbench-gb10-nemotron3-super-120b-nvfp4-128k", "max_concurrency"): 0.3644,
-    # GB10 planned with vLLM's small batch tier (NVML reports no memory there; 2026-11-28 fourth session):
-    # the pins above moved with it (measured, not fitted), and this held-out case left the tolerance
-    ("jethac-gb10-gemma4-26b-a4b-qat-unquantized-8k-020", "kv_tokens"): 0.0814,
-    ("jethac-gb10-gemma4-26b-a4b-qat-unquantized-8k-020", "max_concurrency"): 0.0815,
 }
 
 
@@ -266,7 +197,7 @@ def test_vllm_cases_that_cannot_be_evaluated_are_named():
 
 
 def test_vllm_kv_tokens_and_concurrency_per_case():
-    _, out = rows("vllm")
+    out = calibration("vllm")
     seen = {"kv_tokens": 0, "max_concurrency": 0}
     for r in out:
         if r["id"] in KNOWN_OFF:  # asserted in test_vllm_accuracy_targets
@@ -281,7 +212,7 @@ def test_vllm_kv_tokens_and_concurrency_per_case():
                 assert abs(err - pinned) <= 0.02, (r["id"], metric, err)
             else:
                 assert abs(err) <= KV_TOKENS_TOLERANCE, (r["id"], metric, err)
-    assert seen["kv_tokens"] >= 55 and seen["max_concurrency"] >= 45, seen
+    assert seen["kv_tokens"] >= 45 and seen["max_concurrency"] >= 35, seen
     tokens = sorted(abs(r["errors"]["kv_tokens"]) for r in out if "kv_tokens" in r.get("errors", {}))
     assert statistics.median(tokens) <= 0.03
 
