@@ -85,6 +85,10 @@ WEIGHTS_KNOWN_MISSES = {"activaterag-2xgpu-gpt-oss-120b-tp2-u085-0151": 0.0403,
 KNOWN_OFF = {
     "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused":
         "V0 Qwen2.5-VL: the encoder profiling peak is estimated 1.1-1.7 GiB low, so servefit says it starts",
+    # catalogued from its config (data/models/kimi.yaml); the AWQ repack's ignore list is not known and the
+    # user's 2.30 GiB needs ~4.5 GiB more weights or activation than modelled (the plan says so)
+    "vllm-28228-2x3090-kimi-linear-48b-awq-tp2":
+        "Kimi-Linear AWQ TP2 at 64000 batched tokens: KV memory predicted about 3x the 2.30 GiB the user read",
 }
 
 
@@ -179,9 +183,7 @@ def test_sglang_cases_meet_the_target():
 
 # Each needs a model the catalog does not have yet (the runner reports "unknown model"). A case
 # that becomes evaluable (or one that stops being) changes this list on purpose.
-VLLM_NOT_EVALUABLE = {
-    "vllm-28228-2x3090-kimi-linear-48b-awq-tp2",  # Kimi-Linear: held in data/models/pending.md
-}
+VLLM_NOT_EVALUABLE: set[str] = set()
 # Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged, just above
 # the largest error outside the pinned list (7.8%, the held-out 8 x A5000 TP8 + EP run); the cases
 # beyond it are pinned at their measured error (+-2 points) so any change to them shows, and a

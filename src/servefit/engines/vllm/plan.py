@@ -163,7 +163,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
-                                                          kv_db) if hybrid else (None, r.block_size, 0)
+                                                          kv_db, cfg.env) if hybrid else (None, r.block_size, 0)
     kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
     # up to 0.9.0 V1 checks one request against the sliding-window specs, then sizes every layer as
     # full attention (kv_cache_utils.py::get_kv_cache_config: check_enough_kv_cache_memory before
