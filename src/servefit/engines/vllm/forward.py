@@ -21,6 +21,8 @@ UNGATED_HYBRIDS = ("nemotron_h",)
 # model_executor/models/registry.py::_EMBEDDING_MODELS in the 0.11.0 wheel, the names ending in a bare "Model"
 EMBEDDING_ARCHS = ("BertModel", "Gemma2Model", "Gemma3TextModel", "GteModel", "GteNewModel", "GritLM", "LlamaModel",
                    "MistralModel", "ModernBertModel", "NomicBertModel", "Qwen2Model", "RobertaModel", "XLMRobertaModel")
+# registry.py _LATE_INTERACTION_MODELS entries with is_pooling_model (0.33.0 wheel): the runner is pooling
+LATE_INTERACTION_ARCHS = ("JinaForRanking",)
 MOE_CACHE13_FROM = (0, 8, 0)  # w1 / w2 outputs share one buffer: seen in 0.8.5, not in 0.7.3 (0.8.0 - 0.8.4 not read)
 # The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
 # intermediate caches are sized for one chunk. 32768 in the 0.6.3, 0.6.6, 0.7.3, 0.8.5, 0.10.1.1 and 0.11.0
@@ -149,4 +151,4 @@ def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:
     arch = model.architecture or ""
     pooling = ("ForSequenceClassification", "EmbeddingModel", "RewardModel", "ForRewardModeling",
                "ClassificationModel", "ForTextEncoding")
-    return arch.endswith(pooling) or arch in EMBEDDING_ARCHS
+    return arch.endswith(pooling) or arch in EMBEDDING_ARCHS or arch in LATE_INTERACTION_ARCHS
