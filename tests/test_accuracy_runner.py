@@ -86,9 +86,9 @@ KNOWN_OFF = {
     "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused":
         "V0 Qwen2.5-VL: the encoder profiling peak is estimated 1.1-1.7 GiB low, so servefit says it starts",
     # catalogued from its config (data/models/kimi.yaml); the AWQ repack's ignore list is not known and the
-    # user's 2.30 GiB needs ~4.5 GiB more weights or activation than modelled (the plan says so)
+    # user's 2.30 GiB needs ~3.2 GiB more weights or activation than modelled (the plan says so)
     "vllm-28228-2x3090-kimi-linear-48b-awq-tp2":
-        "Kimi-Linear AWQ TP2 at 64000 batched tokens: KV memory predicted about 3x the 2.30 GiB the user read",
+        "Kimi-Linear AWQ TP2 at 64000 batched tokens: KV memory predicted 5.51 GiB where the user read 2.30",
 }
 
 

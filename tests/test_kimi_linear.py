@@ -66,3 +66,34 @@ def test_mla_hybrid_block_alignment_by_release(version, env, alignment):
     assert hybrid_alignment(m, version, env) == alignment
     gqa = lookup("Qwen/Qwen3.6-35B-A3B")
     assert gqa is not None and hybrid_alignment(gqa, version, env) == 16
+
+
+def _resolved(scheme, version):
+    from servefit.engines.vllm.plan import Resolved
+
+    return Resolved(dtype="bfloat16", tp=2, pp=1, util=0.95, max_model_len=120000, derived_len=120000, max_num_seqs=8,
+                    max_num_batched_tokens=64000, chunked_prefill=True, block_size=16, kv_dtype="auto", scheme=scheme,
+                    enforce_eager=False, version=version)
+
+
+def test_awq_experts_size_marlins_caches_for_every_batched_token():
+    from servefit.engines.vllm.forward import marlin_moe_unchunked, mlp_bytes
+    from servefit.memory.weights import scheme_for
+
+    m = lookup(KIMI)
+    assert m is not None
+    awq = scheme_for({"quant_method": "awq", "bits": 4, "group_size": 128})
+    gptq = scheme_for({"quant_method": "gptq", "bits": 4, "group_size": 128})
+    t, h, inter = 64000, 2304, 1024 // 2  # the case's batch; 256 experts of 1024 at TP 2
+    shared = t * h * 2  # the shared expert's output beside the routed intermediates
+    router = t * 256 * 2 * 2
+    # fused_marlin_moe (called by AWQMoEMethod.apply in 0.11.1): cache13 of t x 8 x max(2 x 512, 2304) and
+    # cache2 of t x 8 x 512, for all 64000 tokens
+    assert mlp_bytes(m, _resolved(awq, (0, 11, 1)), t, 2) == t * 8 * (h + inter) * 2 + router + shared
+    # unquantized experts run fused_experts in chunks of VLLM_FUSED_MOE_CHUNK_SIZE (32768)
+    assert mlp_bytes(m, _resolved(None, (0, 11, 1)), t, 2) == 32768 * 8 * (h + inter) * 2 + router + shared
+    assert marlin_moe_unchunked(_resolved(gptq, (0, 19, 1))) and not marlin_moe_unchunked(_resolved(gptq, (0, 20, 0)))
+    assert marlin_moe_unchunked(_resolved(awq, (0, 21, 0))) and not marlin_moe_unchunked(_resolved(awq, (0, 22, 0)))
+    assert not marlin_moe_unchunked(_resolved(awq, (0, 8, 4)))  # earlier wheels not read
+    forced = scheme_for({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq_marlin")  # --quantization awq_marlin
+    assert forced is not None and forced.name == "awq_marlin" and marlin_moe_unchunked(_resolved(forced, (0, 11, 1)))

@@ -295,7 +295,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         # num_prefill_checkpoint_blocks) and attn_res.py (one hidden-state row per residual block and token)
         a.append("Kimi Delta Attention layers: the chunked-prefill working buffers, the prefill checkpoint state "
                  "block and Kimi-K3's attention-residual buffers are not in the activation estimate, which can "
-                 "overstate the KV cache by a few GiB (a Kimi-Linear start-up log showed about 4.4 GiB)")
+                 "overstate the KV cache by a few GiB (a Kimi-Linear start-up log showed about 3 GiB)")
     if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
         # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
