@@ -48,9 +48,11 @@ def test_jina_ranking_config_json_sets_the_projector():
     cfg = {"architectures": ["JinaForRanking"], "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
            "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
            "vocab_size": 151936, "max_position_embeddings": 131072, "tie_word_embeddings": True,
-           "torch_dtype": "bfloat16", "embedding_size": 512}
+           "torch_dtype": "bfloat16"}
     m = from_config(cfg, "local/jina-reranker-v3")
+    # vLLM models/config.py JinaForRankingConfig sets embedding_size 512, whatever config.json says
     assert m.layout.get("ranking_projector") == 512 and m.params == 596_836_352
+    assert from_config(dict(cfg, embedding_size=256), "y").params == m.params
     untied = from_config(dict(cfg, tie_word_embeddings=False), "x")  # the lm_head is never loaded
     assert untied.params == m.params
 
