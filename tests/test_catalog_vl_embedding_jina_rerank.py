@@ -63,3 +63,15 @@ def test_jina_ranking_needs_vllm_0_20():
     assert any(f.code == "VLLM024" and "added in 0.20.0" in f.message for f in old.plan.findings)
     new = evaluate(site_from_argv(argv), Target(gpu="L4", gpus=1, engine_version="0.33.0"))
     assert new.plan.outcome == "started" and not any(f.code == "VLLM024" for f in new.plan.findings)
+
+
+def test_qwen3_vl_deepstack_buffers_load_with_the_weights():
+    """qwen3_vl.py __init__ allocates one max_num_batched_tokens x hidden tensor per deepstack level with the
+    model ("Model loading took" counts them): three levels of 2048 in fp16 here, on each TP rank."""
+    def weights(tokens: int, tp: int = 1) -> int:
+        argv = ["vllm", "serve", "Qwen/Qwen3-VL-Embedding-2B", "--runner", "pooling", "--dtype", "half",
+                "--max-model-len", "8192", "--max-num-batched-tokens", str(tokens), "--tensor-parallel-size", str(tp)]
+        return evaluate(site_from_argv(argv), Target(gpu="L4", gpus=tp, engine_version="0.11.0")).plan.memory.weights
+
+    assert weights(16384) - weights(8192) == 3 * 8192 * 2048 * 2
+    assert weights(16384, 2) - weights(8192, 2) == 3 * 8192 * 2048 * 2  # not split by TP
