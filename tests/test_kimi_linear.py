@@ -3,6 +3,8 @@ the accuracy case serves, and vLLM's KDA state and hybrid block size by release,
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from servefit.engines.vllm.kvcache import hybrid_alignment, hybrid_state
@@ -95,5 +97,8 @@ def test_awq_experts_size_marlins_caches_for_every_batched_token():
     assert marlin_moe_unchunked(_resolved(gptq, (0, 19, 1))) and not marlin_moe_unchunked(_resolved(gptq, (0, 20, 0)))
     assert marlin_moe_unchunked(_resolved(awq, (0, 21, 0))) and not marlin_moe_unchunked(_resolved(awq, (0, 22, 0)))
     assert not marlin_moe_unchunked(_resolved(awq, (0, 8, 4)))  # earlier wheels not read
+    # gptq.py hands a GPTQ MoE to moe_wna16 (chunked) on a GPU below gptq_marlin's capability; AWQ stays on Marlin
+    old_card = replace(_resolved(gptq, (0, 11, 1)), marlin_cc=False)
+    assert not marlin_moe_unchunked(old_card) and marlin_moe_unchunked(replace(old_card, scheme=awq))
     forced = scheme_for({"quant_method": "awq", "bits": 4, "group_size": 128}, "awq_marlin")  # --quantization awq_marlin
     assert forced is not None and forced.name == "awq_marlin" and marlin_moe_unchunked(_resolved(forced, (0, 11, 1)))

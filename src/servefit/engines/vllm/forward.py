@@ -37,10 +37,13 @@ MARLIN_MOE_UNCHUNKED = {"awq": ((0, 8, 5), (0, 22, 0)), "gptq": ((0, 8, 5), (0, 
 
 
 def marlin_moe_unchunked(r: Resolved) -> bool:
-    """Whether the routed experts run through the unchunked direct Marlin call (MARLIN_MOE_UNCHUNKED)."""
+    """Whether the routed experts run through the unchunked direct Marlin call (MARLIN_MOE_UNCHUNKED). AWQ
+    experts take it on any GPU (awq.py get_quant_method hands a FusedMoE to AWQMoEMethod too, in the 0.11.0
+    wheel); GPTQ experts only where gptq_marlin runs (checks.marlin_min_capability): below it gptq.py hands
+    them to moe_wna16, whose fused_experts works in chunks."""
     name = r.scheme.name.lower().removesuffix("_marlin") if r.scheme is not None else ""
     since, until = MARLIN_MOE_UNCHUNKED.get(name, ((99, 0, 0), (0, 0, 0)))
-    return since <= r.version < until
+    return (name == "awq" or r.marlin_cc) and since <= r.version < until
 
 
 def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:

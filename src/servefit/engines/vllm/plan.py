@@ -75,6 +75,7 @@ class Resolved:
     dp: int = 1
     expert_parallel: bool = False
     mxfp4: str = "marlin"  # weights.py mxfp4_backend
+    marlin_cc: bool = True  # the GPU runs gptq_marlin (forward.py marlin_moe_unchunked)
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -125,7 +126,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
                     version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
                     expert_parallel=bool(s.get("enable_expert_parallel")),
-                    mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None))
+                    mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None),
+                    marlin_cc=gpu.compute_capability >= checks.marlin_min_capability(vtuple(e.version)))
 
 
 def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
