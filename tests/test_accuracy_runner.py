@@ -80,6 +80,10 @@ WEIGHTS_KNOWN_MISSES = {"meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
 KNOWN_OFF = {
     "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused":
         "V0 Qwen2.5-VL: the encoder profiling peak is estimated 1.1-1.7 GiB low, so servefit says it starts",
+    # catalogued from its config (data/models/kimi.yaml); the AWQ repack's ignore list is not known and the
+    # user's 2.30 GiB needs ~3.2 GiB more weights or activation than modelled (the plan says so)
+    "vllm-28228-2x3090-kimi-linear-48b-awq-tp2":
+        "Kimi-Linear AWQ TP2 at 64000 batched tokens: KV memory predicted 5.51 GiB where the user read 2.30",
 }
 
 
@@ -147,9 +151,7 @@ def test_sglang_cases_meet_the_target():
 
 # Each needs a model the catalog does not have yet (the runner reports "unknown model"). A case
 # that becomes evaluable (or one that stops being) changes this list on purpose.
-VLLM_NOT_EVALUABLE = {
-    "vllm-28228-2x3090-kimi-linear-48b-awq-tp2",  # Kimi-Linear: held in data/models/pending.md
-}
+VLLM_NOT_EVALUABLE: set[str] = set()
 # Per-case tolerance on "GPU KV cache size" tokens and "Maximum concurrency" as logged (calibration),
 # just above the largest error outside the pinned list; the cases
 # beyond it are pinned at their measured error (+-2 points) so any change to them shows, and a

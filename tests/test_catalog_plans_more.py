@@ -150,7 +150,7 @@ KIMI_LINEAR_CFG = {  # moonshotai/Kimi-Linear-48B-A3B-Instruct (transformers con
 def test_kimi_linear_kda_layers_from_config_json():
     m = from_config(KIMI_LINEAR_CFG, "moonshotai/Kimi-Linear-48B-A3B-Instruct")
     assert m.num_experts_per_tok == 8 and m.first_k_dense_replace == 1
-    assert m.params == 49122681728  # llmfit's count, reproduced exactly (held back from the catalog)
+    assert m.params == 49122681728  # the checkpoint's count, reproduced exactly (data/models/kimi.yaml)
     kinds = m.kinds()
     assert kinds.count("linear") == 20 and [i for i, k in enumerate(kinds) if k == "full"] == [3, 7, 11, 15, 19, 23, 26]
     assert m.mamba["ssm_state_elems"] == 32 * 128 * 128 and m.mamba["conv_state_elems"] == 3 * 3 * 4096

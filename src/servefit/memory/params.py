@@ -88,7 +88,9 @@ def param_groups(m: ModelSpec) -> ParamGroups:
     embed = m.vocab_size * m.hidden_size
     lm_head = 0 if m.tie_word_embeddings else embed
     norms = (2 * len(kinds) + 1) * m.hidden_size
-    other = m.vision_params
+    from servefit.models.architecture import ranking_projector_params
+
+    other = m.vision_params + ranking_projector_params(m)
     if m.layout.get("global_head_dim") or m.layout.get("altup_num_inputs"):
         # Gemma 4 / Gemma 3n: per-kind attention, KV-shared layers, PLE (and AltUp, LAuReL, audio)
         # in `other`

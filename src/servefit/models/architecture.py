@@ -387,7 +387,14 @@ def count_text_params(s: ModelSpec) -> int:
         total += per_norms + t.act_params
     if s.index_n_heads:  # GLM-5.2 IndexShare / MiniMax-M3 full-attention layers hold no indexer
         total -= _indexer_params(s) * (sum(1 for k in kinds if k == "full") - indexer_layers(s))
-    return total
+    return total + ranking_projector_params(s)
+
+
+def ranking_projector_params(s: ModelSpec) -> int:
+    """jina-reranker-v3's projector (vLLM jina.py JinaForRanking: Linear(h, h // 2), ReLU,
+    Linear(h // 2, embedding_size), no biases); 0 for every other model."""
+    width = int(s.layout.get("ranking_projector", 0))
+    return s.hidden_size * (s.hidden_size // 2) + (s.hidden_size // 2) * width if width else 0
 
 
 # model_type -> the module that counts that layout (compressed attention and hyper-connections;

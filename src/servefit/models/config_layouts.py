@@ -359,3 +359,6 @@ def apply(c: dict[str, Any], spec: ModelSpec) -> None:
         lay["mlp_bias"] = True
     if spec.architecture in ("MistralModel", "LlamaModel", "Qwen2Model"):  # bare decoders (e5-mistral)
         lay["no_lm_head"] = True
+    if spec.architecture == "JinaForRanking":  # vLLM jina.py: Qwen3Model + a projector, no lm_head loaded;
+        # models/config.py JinaForRankingConfig sets the projector's embedding_size to 512 whatever config.json says
+        lay["ranking_projector"], lay["no_lm_head"] = 512, True

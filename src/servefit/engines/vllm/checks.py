@@ -30,6 +30,12 @@ MIN_CAPABILITY: dict[str, tuple[int | None, int | None, int | None]] = {
     # raises "Unknown quantization method"); TGI serves exl2
     "exl2": (None, None, None), "exl3": (None, None, None),
 }
+def marlin_min_capability(version: tuple[int, ...]) -> int:
+    """The compute capability gptq_marlin needs in a release (MIN_CAPABILITY's 0.11 / 0.21 columns): below it
+    a GPTQ checkpoint runs gptq.py, whose MoE layers use moe_wna16."""
+    return int(MIN_CAPABILITY["gptq_marlin"][0 if version < (0, 21, 0) else 1] or 80)
+
+
 KV_DTYPES_011 = {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
 KV_DTYPES_033 = KV_DTYPES_011 | {"float16", "fp8_ds_mla", "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc",
                                  "turboquant_k3v4_nc", "turboquant_3bit_nc", "octave_k3v4", "octave_k3v3",

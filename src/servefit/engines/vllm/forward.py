@@ -21,12 +21,29 @@ UNGATED_HYBRIDS = ("nemotron_h",)
 # model_executor/models/registry.py::_EMBEDDING_MODELS in the 0.11.0 wheel, the names ending in a bare "Model"
 EMBEDDING_ARCHS = ("BertModel", "Gemma2Model", "Gemma3TextModel", "GteModel", "GteNewModel", "GritLM", "LlamaModel",
                    "MistralModel", "ModernBertModel", "NomicBertModel", "Qwen2Model", "RobertaModel", "XLMRobertaModel")
+# registry.py _LATE_INTERACTION_MODELS entries with is_pooling_model (0.33.0 wheel): the runner is pooling
+LATE_INTERACTION_ARCHS = ("JinaForRanking",)
 MOE_CACHE13_FROM = (0, 8, 0)  # w1 / w2 outputs share one buffer: seen in 0.8.5, not in 0.7.3 (0.8.0 - 0.8.4 not read)
 # The fused-MoE kernels work through the tokens in chunks (envs.py::VLLM_FUSED_MOE_CHUNK_SIZE): the
 # intermediate caches are sized for one chunk. 32768 in the 0.6.3, 0.6.6, 0.7.3, 0.8.5, 0.10.1.1 and 0.11.0
 # wheels, 16384 in 0.12.0 and 0.13.0; 0.20.0 has neither the variable nor chunking (taken from 0.20 on;
 # 0.14 - 0.19 not read).
 FUSED_MOE_CHUNK_SIZE = (((0, 12, 0), 32768), ((0, 20, 0), 16384), ((99, 0, 0), 0))
+# AWQ and GPTQ experts call fused_marlin_moe.py::fused_marlin_moe directly (awq_marlin.py AWQMoEMethod.apply,
+# gptq_marlin.py GPTQMarlinMoEMethod.apply), which sizes its intermediate caches for every token of the forward:
+# no VLLM_FUSED_MOE_CHUNK_SIZE loop. Read in the 0.8.5, 0.10.2, 0.11.0, 0.11.1 and 0.12.0 - 0.19.1 wheels (AWQ also
+# 0.20.0 and 0.21.0); GPTQ from 0.20.0 and AWQ from 0.22.0 run through the modular kernels (not read here).
+MARLIN_MOE_UNCHUNKED = {"awq": ((0, 8, 5), (0, 22, 0)), "gptq": ((0, 8, 5), (0, 20, 0))}
+
+
+def marlin_moe_unchunked(r: Resolved) -> bool:
+    """Whether the routed experts run through the unchunked direct Marlin call (MARLIN_MOE_UNCHUNKED). AWQ
+    experts take it on any GPU (awq.py get_quant_method hands a FusedMoE to AWQMoEMethod too, in the 0.11.0
+    wheel); GPTQ experts only where gptq_marlin runs (checks.marlin_min_capability): below it gptq.py hands
+    them to moe_wna16, whose fused_experts works in chunks."""
+    name = r.scheme.name.lower().removesuffix("_marlin") if r.scheme is not None else ""
+    since, until = MARLIN_MOE_UNCHUNKED.get(name, ((99, 0, 0), (0, 0, 0)))
+    return (name == "awq" or r.marlin_cc) and since <= r.version < until
 
 
 def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
@@ -59,7 +76,7 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp * dp)
     tokens = t * dp
     chunk = next(size for until, size in FUSED_MOE_CHUNK_SIZE if r.version < until)
-    m = min(tokens, chunk) if chunk else tokens
+    m = min(tokens, chunk) if chunk and not marlin_moe_unchunked(r) else tokens
     n = (2 if gated else 1) * inter  # the w1 output (relu2 experts: activation without a gate)
     if r.scheme is None and r.version >= MOE_WORKSPACE_FROM:  # the modular kernel's workspace (moe_workspace_bytes)
         per_slot = max(n // 2 if gated else n, h) + max(n, h)
@@ -149,4 +166,4 @@ def pooling_runner(model: ModelSpec, settings: dict, v1: bool) -> bool:
     arch = model.architecture or ""
     pooling = ("ForSequenceClassification", "EmbeddingModel", "RewardModel", "ForRewardModeling",
                "ClassificationModel", "ForTextEncoding")
-    return arch.endswith(pooling) or arch in EMBEDDING_ARCHS
+    return arch.endswith(pooling) or arch in EMBEDDING_ARCHS or arch in LATE_INTERACTION_ARCHS

@@ -21,6 +21,8 @@ from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
 HYBRID_PREFIX_CACHING_FROM = (0, 26, 0)  # hybrid_state
+KDA_CONV_SPEC_FROM = (0, 27, 1)  # mamba_utils.py kda_state_shape: speculative tokens lengthen the conv window
+KDA_SSM_DTYPE_FROM = (0, 30, 0)  # kda_state_dtype takes mamba_ssm_cache_dtype (float32 / bfloat16)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -149,6 +151,22 @@ def aligned_block_size(block_size: int, mamba_page: int, attn_bytes_1_token: flo
     return max(block_size, need)
 
 
+def hybrid_alignment(model: ModelSpec, version: tuple[int, ...], env: dict[str, str] | None = None) -> int:
+    """The multiple a hybrid model's attention block is raised in. 16 for GQA caches; for an MLA cache
+    (Kimi-Linear, Kimi-K3) 64, or 128 under VLLM_ATTENTION_BACKEND=CUTLASS_MLA, from 0.11.1 to 0.19
+    (models/config.py HybridAttentionMambaModelConfig.verify_and_update_config: "MLA ... requires larger
+    alignment"); from 0.20 the backend's smallest kernel block (Triton MLA, the Ampere / Ada backend:
+    MultipleOf(16)); 128 from 0.27.1 (platforms/interface.py _align_hybrid_block_size: "TRTLLM/FlashInfer
+    MLA decode kernels"). 0.27.0 was not read."""
+    if not latent_cache(model) or version < (0, 11, 1):
+        return 16
+    if version >= (0, 27, 1):
+        return 128
+    if version < (0, 20, 0):
+        return 128 if (env or {}).get("VLLM_ATTENTION_BACKEND") == "CUTLASS_MLA" else 64
+    return 16
+
+
 def mamba_state_blocks(version: tuple[int, ...], prefix_caching: bool, num_spec: int) -> int:
     """Blocks one request's recurrent state holds (MambaSpec.max_memory_usage_bytes): one before
     v0.15; from v0.15 `1 + num_speculative_blocks` ("none", prefix caching off) or `2 + ...`
@@ -169,7 +187,8 @@ def speculative(settings: dict[str, Any]) -> tuple[str, int]:
 
 
 def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int, version: tuple[int, ...],
-                 block_size: int, kv_dtype_bytes: float) -> tuple[int | None, int, int]:
+                 block_size: int, kv_dtype_bytes: float,
+                 env: dict[str, str] | None = None) -> tuple[int | None, int, int]:
     """(state blocks per request, attention block size, one layer's state page) of a recurrent
     model (Mamba1 / Mamba2 / GatedDeltaNet, hybrid or not); None blocks when the model has no
     recurrent layers or its state shape is unknown. The ssm state is fp32 where the model's vLLM
@@ -185,17 +204,21 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     conv_dtype = settings.get("mamba_cache_dtype") or "auto"
     conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
     ssm_dtype = settings.get("mamba_ssm_cache_dtype") or "auto"
+    kda = (model.mamba or {}).get("kind") == "kda"
+    if kda and version < KDA_SSM_DTYPE_FROM:  # kda_state_dtype: the recurrent state is float32, whatever is set
+        ssm_dtype = "float32"
     if ssm_dtype == "auto":  # KDA: mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype ("auto" -> float32)
-        fp32 = model.model_type.startswith(("qwen3_5", "nemotron_h")) or (model.mamba or {}).get("kind") == "kda"
+        fp32 = model.model_type.startswith(("qwen3_5", "nemotron_h")) or kda
         ssm_dtype = "float32" if fp32 else conv_dtype
     ssm_b = dtype_bytes(dtype if ssm_dtype == "auto" else ssm_dtype)
-    page = mamba_page_bytes(model, tp, conv_b, ssm_b, n_spec)
+    # kda_state_shape: the conv window is kernel - 1 long up to 0.26, kernel - 1 + num_spec from 0.27.1
+    page = mamba_page_bytes(model, tp, conv_b, ssm_b, 0 if kda and version < KDA_CONV_SPEC_FROM else n_spec)
     if not page:
         return None, block_size, 0
     attention = any(k in ("full", "sliding", "chunked") for k in kinds)
     if not attention:  # no attention page to align to: the state is its own page
         return mamba_state_blocks(version, False, n_spec), block_size, page
-    alignment = 128 if latent_cache(model) and version >= (0, 33, 0) else 16
+    alignment = hybrid_alignment(model, version, env)
     block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
     prefix = settings.get("enable_prefix_caching")
     # config/model.py::ModelConfig.is_prefix_caching_supported sets the default: off for hybrid models

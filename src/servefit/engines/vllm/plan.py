@@ -75,6 +75,7 @@ class Resolved:
     dp: int = 1
     expert_parallel: bool = False
     mxfp4: str = "marlin"  # weights.py mxfp4_backend
+    marlin_cc: bool = True  # the GPU runs gptq_marlin (forward.py marlin_moe_unchunked)
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -125,7 +126,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     block_size=int(block), kv_dtype=kv_dtype, scheme=scheme, enforce_eager=eager,
                     version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
                     expert_parallel=bool(s.get("enable_expert_parallel")),
-                    mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None))
+                    mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None),
+                    marlin_cc=gpu.compute_capability >= checks.marlin_min_capability(vtuple(e.version)))
 
 
 def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
@@ -163,7 +165,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
-                                                          kv_db) if hybrid else (None, r.block_size, 0)
+                                                          kv_db, cfg.env) if hybrid else (None, r.block_size, 0)
     kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
     # up to 0.9.0 V1 checks one request against the sliding-window specs, then sizes every layer as
     # full attention (kv_cache_utils.py::get_kv_cache_config: check_enough_kv_cache_memory before
@@ -295,7 +297,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         # num_prefill_checkpoint_blocks) and attn_res.py (one hidden-state row per residual block and token)
         a.append("Kimi Delta Attention layers: the chunked-prefill working buffers, the prefill checkpoint state "
                  "block and Kimi-K3's attention-residual buffers are not in the activation estimate, which can "
-                 "overstate the KV cache by a few GiB (a Kimi-Linear start-up log showed about 4.4 GiB)")
+                 "overstate the KV cache by a few GiB (a Kimi-Linear start-up log showed about 3 GiB)")
     if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
         # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
