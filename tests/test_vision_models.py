@@ -116,6 +116,30 @@ def test_v0_dummy_sequences_are_not_cut():
     assert p is not None and p.seqs == 1 and p.lm_tokens == 32768
 
 
+def test_v0_pixel_values_stay_on_the_gpu():
+    # V0 (model_runner.py::execute_model moves every item's pixel values to the GPU; qwen2_5_vl.py's
+    # forward keeps image_input / video_input through the LM forward): 65536 patches of 3 x 2 x 14 x 14
+    # float32 pixels per item, one image and one video
+    p = _profile(args={"v1": False, "max_num_batched_tokens": 8192, "chunked_prefill": False})
+    pixels = 65536 * 1176 * 4
+    assert p is not None and p.inputs == 2 * pixels == 616_562_688
+    # the video pass (the larger batch; a tie goes to either) keeps the image's pixels beside its own peak
+    per_patch = 1176 * (4 + 2) + (3 * 1280 + 3 * 3420) * 2
+    assert p.peak == 65536 * per_patch + pixels
+    # the activation peak of the profile: the LM forward over the 32768 uncut tokens plus the held
+    # pixel values (profile.py::activation_peak), the larger of that and the encoder's peak
+    from servefit.engines.vllm import profile
+    from servefit.engines.vllm.plan import Resolved
+
+    m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
+    r = Resolved(dtype="bfloat16", tp=1, pp=1, util=0.9, max_model_len=8192, derived_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=8192, chunked_prefill=False, block_size=16, kv_dtype="bfloat16", scheme=None,
+                 enforce_eager=False, version=(0, 8, 4))
+    fwd = profile.forward_bytes(m, r, 32768)
+    assert profile.activation_peak(m, r, True, v1=False, settings={}) == max(fwd + 2 * pixels, p.peak)
+    assert fwd + 2 * pixels > p.peak
+
+
 def test_cli_estimate_qwen25_vl(capsys, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(CONFIG_7B))
     rc = main(["estimate", "--gpu", "L4", "--format", "json", "--model-config", str(tmp_path / "config.json"),
@@ -176,3 +200,14 @@ def test_internvit_300m_and_projector_count_by_hand():
 def test_internvit_is_sharded_under_tensor_parallelism():
     assert encoder.sharded(resolve_model("OpenGVLab/InternVL3-78B"))  # vLLM intern_vit.py: parallel linears
     assert not encoder.sharded(resolve_model("google/gemma-3-27b-it"))  # SigLIP: replicated on every rank
+
+
+def test_v0_fixed_tower_pixel_values_held():
+    # LLaVA-1.5 on V0: 4096 // 576 = 7 dummy sequences of one 336 x 336 image; each image's 577 patches
+    # (576 + the class token, encoder.py::fixed_tower) of 3 x 14 x 14 float32 pixels stay on the GPU
+    m = resolve_model("llava-hf/llava-1.5-7b-hf")
+    p = encoder.profile(m, {}, v1=False, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
+                        chunked_prefill=False, db=2)
+    assert p is not None and p.seqs == 7 and p.inputs == 7 * 577 * 3 * 14 * 14 * 4 == 9_499_728
+    assert encoder.profile(m, {}, v1=True, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
+                           chunked_prefill=False, db=2).inputs == 0  # V1 runs the encoder before the forward

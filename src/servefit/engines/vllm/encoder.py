@@ -15,7 +15,12 @@ temporal patch, within max_model_len).
 V0 (vllm/worker/model_runner.py::ModelRunner._dummy_run, 0.8.x): min(max_num_seqs,
 max_num_batched_tokens // max_mm_tokens) dummy sequences (at least one), each carrying the
 per-prompt limit of images and videos (default one each); a prompt longer than its share of
-max_num_batched_tokens is not cut, so the LM forward runs over all the multimodal tokens.
+max_num_batched_tokens is not cut, so the LM forward runs over all the multimodal tokens. V0 moves
+every dummy item's pixel values to the GPU before the forward (worker/model_runner.py::
+ModelRunner.execute_model: MultiModalKwargs.as_kwargs(..., device)) and the model's forward keeps
+them (qwen2_5_vl.py::Qwen2_5_VLForConditionalGeneration.forward holds image_input / video_input, float32
+as the HF image processor returns them, through the language model's forward; llava.py, gemma3_mm.py
+alike): they sit beside both encoder passes and the LM forward's peak (EncoderProfile.inputs).
 
 The encoder's own peak is estimated (not calibrated on logs): a ViT block's hidden states,
 residual and norm output plus its MLP intermediates over all dummy patches (flash attention:
@@ -55,6 +60,7 @@ class EncoderProfile:
     tokens_per_item: int
     modality: str
     seqs: int = 0  # V0: dummy sequences (one logit row each)
+    inputs: int = 0  # V0: the dummy items' float32 pixel values, on the GPU through the whole forward
 
 
 def _json(value: Any) -> Any:
@@ -162,6 +168,12 @@ def _fixed_peak(width: int, mlp: int, pixels: int, patches: int, db: float, tp: 
     return int(patches * (pixels * (4 + db) + (3 * width + mlp // max(tp, 1)) * db))
 
 
+def patch_inputs(model: ModelSpec) -> int:
+    """Pixel values per patch of a Qwen-VL tower (in_chans x temporal_patch_size x patch_size^2)."""
+    v = model.vision
+    return int(v.get("in_chans", 3)) * int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2
+
+
 def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
     v = model.vision
     kind = qwen_vl_kind(v, model.model_type)
@@ -172,8 +184,7 @@ def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> in
         mlp = 2 * int(v.get("intermediate_size", 4 * e))  # linear_fc1 output + GELU output
     else:
         mlp = 2 * int(float(v.get("mlp_ratio", 4)) * e)  # fc1 output + activation
-    in_dim = int(v.get("in_chans", 3)) * int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2
-    return int(patches * (in_dim * (4 + db) + (3 * e + mlp // max(tp, 1)) * db))
+    return int(patches * (patch_inputs(model) * (4 + db) + (3 * e + mlp // max(tp, 1)) * db))
 
 
 def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
@@ -224,12 +235,15 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     video = _video_tokens(per_image, seq_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
     per_seq = images * per_image + videos * video
     lm_tokens = seqs * max(seq_len, per_seq)
-    # images and videos are encoded as two batches, one after the other
-    patches = max(seqs * images * per_image, seqs * videos * video) * merge * merge
+    # images and videos are encoded as two batches, one after the other (qwen2_5_vl.py::
+    # get_input_embeddings_v0); the other batch's float32 pixel values stay on the GPU meanwhile
+    image_patches, video_patches = seqs * images * per_image * merge * merge, seqs * videos * video * merge * merge
+    patches = max(image_patches, video_patches)
+    held = 4 * patch_inputs(model) * (image_patches + video_patches - patches)
     modality = "+".join(m for m, n in (("image", images), ("video", videos)) if n)
-    return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=0, lm_tokens=lm_tokens,
+    return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp) + held, outputs=0, lm_tokens=lm_tokens,
                           items=seqs * (images + videos), tokens_per_item=max(per_image, video), modality=modality,
-                          seqs=seqs)
+                          seqs=seqs, inputs=4 * patch_inputs(model) * (image_patches + video_patches))
 
 
 def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
@@ -257,7 +271,8 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
     seqs = max(1, min(max_num_seqs, max_num_batched_tokens // (images * tok)))
     lm_tokens = seqs * max(max_num_batched_tokens // seqs, images * tok)
     return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, seqs * images * patches, db, tp), outputs=0,
-                          lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs)
+                          lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs,
+                          inputs=4 * pixels * seqs * images * patches)
 
 
 def _mllama_v0(model: ModelSpec, settings: dict[str, Any], *, max_num_seqs: int, max_num_batched_tokens: int,
