@@ -142,6 +142,8 @@ def predict(case: dict[str, Any]):
         site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,
                     model=case.get("model_override"),
+                    # a config.json (configs/) for a checkpoint as it stood at the run, where the repository changed since
+                    model_config=str(HERE / case["model_config"]) if case.get("model_config") else None,
                     gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
     return evaluate(site, target).plan
 
