@@ -211,3 +211,21 @@ def test_v0_fixed_tower_pixel_values_held():
     assert p is not None and p.seqs == 7 and p.inputs == 7 * 577 * 3 * 14 * 14 * 4 == 9_499_728
     assert encoder.profile(m, {}, v1=True, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
                            chunked_prefill=False, db=2).inputs == 0  # V1 runs the encoder before the forward
+
+
+def test_qwen3_vl_deepstack_buffers_count_with_the_weights():
+    # qwen3_vl.py::Qwen3VLForConditionalGeneration.__init__ (0.11.0, 0.25.1): one max_num_batched_tokens x
+    # hidden tensor per deepstack level, in the model's dtype, built with the model
+    m = resolve_model("Qwen/Qwen3-VL-2B-Instruct")
+    assert len(m.vision["deepstack_visual_indexes"]) == 3 and m.hidden_size == 2048
+    assert encoder.deepstack_buffer_bytes(m, {}, 8192, 2) == 3 * 8192 * 2048 * 2 == 100_663_296
+    assert encoder.deepstack_buffer_bytes(m, {"limit_mm_per_prompt": {"image": 0, "video": 0}}, 8192, 2) == 0
+    assert encoder.deepstack_buffer_bytes(resolve_model("Qwen/Qwen2.5-VL-7B-Instruct"), {}, 8192, 2) == 0
+    from servefit.pipeline import Target, evaluate, site_from_argv
+
+    def weights(*flags: str) -> int:
+        site = site_from_argv(["vllm", "serve", "Qwen/Qwen3-VL-2B-Instruct", "--max-model-len", "8192", *flags], {})
+        return evaluate(site, Target(gpu="L4", engine_version="0.11.0")).plan.memory.weights
+
+    assert weights("--max-num-batched-tokens", "8192") - weights("--max-num-batched-tokens", "4096") == \
+        3 * 4096 * 2048 * 2

@@ -187,6 +187,20 @@ def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> in
     return int(patches * (patch_inputs(model) * (4 + db) + (3 * e + mlp // max(tp, 1)) * db))
 
 
+def deepstack_buffer_bytes(model: ModelSpec, settings: dict[str, Any], max_num_batched_tokens: int, db: float) -> int:
+    """Qwen3-VL's deepstack buffers, allocated while the model is built and so counted in vLLM's "Model loading
+    took": one max_num_batched_tokens x text-hidden tensor in the model's dtype per deepstack level
+    (models/qwen3_vl.py::Qwen3VLForConditionalGeneration.__init__, `torch.zeros(scheduler_config.
+    max_num_batched_tokens, text_config.hidden_size)` for each of deepstack_visual_indexes, read in the
+    0.11.0 and 0.25.1 wheels), only where the vision tower is built (0.11: not when the image and video
+    limits are both 0)."""
+    v = model.vision
+    levels = len(v.get("deepstack_visual_indexes") or []) if v and is_qwen3_vision(v, model.model_type) else 0
+    if not levels or (not _limit(settings, "image", True) and not _limit(settings, "video", True)):
+        return 0
+    return int(levels * max_num_batched_tokens * model.hidden_size * db)
+
+
 def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
             max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int = 1,
             version: tuple[int, int, int] = (0, 33, 0)) -> EncoderProfile | None:

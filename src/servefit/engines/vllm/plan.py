@@ -178,6 +178,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
     weights = stage_weights(model, r)
+    if model.vision:  # Qwen3-VL's deepstack buffers are built with the model (encoder.py deepstack_buffer_bytes)
+        from servefit.engines.vllm.encoder import deepstack_buffer_bytes
+
+        buf = deepstack_buffer_bytes(model, cfg.settings, r.max_num_batched_tokens, dtype_bytes(r.dtype))
+        weights = [w + buf for w in weights]
     offload = int(min(float(cfg.settings.get("cpu_offload_gb") or 0), 1 << 30) * GiB)  # past every weight: all
     stages = pp_layers(len(kinds), r.pp) if kinds else [0] * r.pp
     devices: list[DeviceMemory] = []
