@@ -110,6 +110,16 @@ def test_nvls_buffers_count_on_nvswitch_boards_by_nccl_era():
     assert nvls_bytes(4, h100, (0, 8, 5)) == 2 * 144 * 4 * mib
     assert nvls_bytes(8, h100, (0, 11, 0)) == 1 * 32 * 8 * mib
     assert nvls_bytes(2, h100, (0, 5, 3)) == nvls_bytes(8, a100, (0, 5, 3)) == 0
+    # NCCL_NVLS_ENABLE=0 (ncclNvlsInit returns before enabling NVLS): the same plan less those buffers
+    on, off = non_torch_bytes(8, 8, h100, (0, 5, 3)), non_torch_bytes(8, 8, h100, (0, 5, 3), env={"NCCL_NVLS_ENABLE": "0"})
+    assert on - off == 2 * 288 * 8 * mib
+    assert non_torch_bytes(8, 8, h100, (0, 5, 3), env={"NCCL_NVLS_ENABLE": "2"}) == on
+    from servefit.engines.vllm.non_torch import notes
+
+    said = [n for n in notes(h100, (0, 5, 3), False, 8) if n.startswith("NCCL's NVLS buffers counted (4.50 GiB")]
+    assert len(said) == 1 and "NCCL_NVLS_ENABLE=0" in said[0]
+    assert not any("NVLS" in n for n in notes(h100, (0, 5, 3), False, 8, {"NCCL_NVLS_ENABLE": "0"}))
+    assert not any("NVLS" in n for n in notes(a100, (0, 5, 3), False, 8))
     # without NVLS: the table, interpolated, flat past 8 GPUs
     v26 = (0, 26, 0)  # before 0.27's total_consumed accounting (tests/test_vllm_profile.py covers that)
     assert non_torch_bytes(8, 8, a100, v26) == non_torch_bytes(16, 8, a100, v26) == int(2.10 * 2**30)

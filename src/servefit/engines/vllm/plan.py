@@ -196,7 +196,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env)))
-        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1)
+        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
@@ -243,7 +243,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if note := mxfp4_note(model, r, gpu.compute_capability):
         out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
-    out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1))
+    out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
     if reclaimed:
         out.assumptions.append(reclaim_note(devices[0].cuda_graphs))
     elif note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
