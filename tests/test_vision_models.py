@@ -203,14 +203,37 @@ def test_internvit_is_sharded_under_tensor_parallelism():
 
 
 def test_v0_fixed_tower_pixel_values_held():
-    # LLaVA-1.5 on V0: 4096 // 576 = 7 dummy sequences of one 336 x 336 image; each image's 577 patches
-    # (576 + the class token, encoder.py::fixed_tower) of 3 x 14 x 14 float32 pixels stay on the GPU
+    # LLaVA-1.5 on V0: 4096 // 576 = 7 dummy sequences of one 336 x 336 image; each image's 576 patches
+    # of 3 x 14 x 14 float32 pixels stay on the GPU (the class token carries no pixels)
     m = resolve_model("llava-hf/llava-1.5-7b-hf")
     p = encoder.profile(m, {}, v1=False, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
                         chunked_prefill=False, db=2)
-    assert p is not None and p.seqs == 7 and p.inputs == 7 * 577 * 3 * 14 * 14 * 4 == 9_499_728
-    assert encoder.profile(m, {}, v1=True, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
-                           chunked_prefill=False, db=2).inputs == 0  # V1 runs the encoder before the forward
+    assert p is not None and p.seqs == 7 and p.inputs == 7 * 336 * 336 * 3 * 4 == 9_483_264
+    # V1 (0.11.0 / 0.25.1 gpu_model_runner.py::profile_run keeps batched_dummy_mm_inputs until it returns):
+    # 4096 // 576 = 7 items of 577 patches
+    v1 = encoder.profile(m, {}, v1=True, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
+                         chunked_prefill=False, db=2)
+    assert v1 is not None and v1.items == 7 and v1.inputs == 9_483_264
+
+
+def test_v1_pixel_values_stay_through_the_lm_forward():
+    # V1, Qwen2.5-VL-7B at 8192 tokens: one video item of 65536 patches, its float32 pixels held with the
+    # encoder output through the LM forward and the sampler (profile.py::activation_peak)
+    from servefit.engines.vllm import profile
+    from servefit.engines.vllm.plan import Resolved
+
+    p = _profile(args={"max_num_batched_tokens": 8192})
+    assert p is not None and p.inputs == 65536 * 1176 * 4
+    # small images (max_pixels 200704: 256 tokens, a 14-frame video of 1792) leave the LM forward the peak
+    kw = {"mm_processor_kwargs": '{"max_pixels": 200704}'}
+    p = _profile(**kw, args={"max_num_batched_tokens": 8192, "version": (0, 11, 0)})
+    assert p is not None and (p.items, p.tokens_per_item) == (4, 1792) and p.inputs == 4 * 1792 * 4 * 1176 * 4
+    m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
+    r = Resolved(dtype="bfloat16", tp=1, pp=1, util=0.9, max_model_len=8192, derived_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=8192, chunked_prefill=True, block_size=16, kv_dtype="bfloat16", scheme=None,
+                 enforce_eager=False, version=(0, 11, 0))
+    lm = profile.activation_peak(m, r, True, v1=True, settings={"language_model_only": True})
+    assert profile.activation_peak(m, r, True, v1=True, settings=kw) == p.outputs + p.inputs + lm > p.peak
 
 
 def test_qwen3_vl_deepstack_buffers_count_with_the_weights():

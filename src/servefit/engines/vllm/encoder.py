@@ -22,6 +22,10 @@ them (qwen2_5_vl.py::Qwen2_5_VLForConditionalGeneration.forward holds image_inpu
 as the HF image processor returns them, through the language model's forward; llava.py, gemma3_mm.py
 alike): they sit beside both encoder passes and the LM forward's peak (EncoderProfile.inputs).
 
+V1 keeps them too: profile_run holds batched_dummy_mm_inputs (the items' pixel values on the GPU,
+_get_mm_dummy_batch) until it returns, through the dummy LM forward and the sampler run
+(v1/worker/gpu_model_runner.py::GPUModelRunner.profile_run, read in the 0.11.0 and 0.25.1 wheels).
+
 The encoder's own peak is estimated (not calibrated on logs): a ViT block's hidden states,
 residual and norm output plus its MLP intermediates over all dummy patches (flash attention:
 no patches^2 term), plus the pixel values (fp32 and a 16-bit copy)."""
@@ -60,7 +64,7 @@ class EncoderProfile:
     tokens_per_item: int
     modality: str
     seqs: int = 0  # V0: dummy sequences (one logit row each)
-    inputs: int = 0  # V0: the dummy items' float32 pixel values, on the GPU through the whole forward
+    inputs: int = 0  # the dummy items' float32 pixel values, on the GPU through the LM forward (V0 and V1)
 
 
 def _json(value: Any) -> Any:
@@ -240,7 +244,8 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         patches = items * tok * merge * merge
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok  # see _fixed_profile
         return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
-                              lm_tokens=0, items=items, tokens_per_item=tok, modality=modality)
+                              lm_tokens=0, items=items, tokens_per_item=tok, modality=modality,
+                              inputs=4 * patch_inputs(model) * patches)
     # V0: max_mm_tokens from one prompt of max_model_len, then the dummy sequences
     video_max = _video_tokens(per_image, max_model_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
     max_mm = images * per_image + videos * video_max
@@ -274,19 +279,24 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
         return None
     tok, patches, width, mlp, pixels = tower
     hidden = model.hidden_size
+    # float32 pixel values of one item: its patches less the class tokens, which carry none (CLIP's one, a
+    # class token per InternViT tile: see fixed_tower)
+    cls = INTERNVL_MAX_TILES + 1 if model.vision.get("model_type") in INTERNVL else int(model.model_type == "llava")
+    item_px = 4 * pixels * (patches - cls)
     if v1:
         budget = max(max_num_batched_tokens, tok)
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
         return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, items * patches, db, tp),
+                              inputs=items * item_px,
                               outputs=int(items * rows * hidden * db), lm_tokens=0, items=items,
                               tokens_per_item=tok, modality="image")
     seqs = max(1, min(max_num_seqs, max_num_batched_tokens // (images * tok)))
     lm_tokens = seqs * max(max_num_batched_tokens // seqs, images * tok)
     return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, seqs * images * patches, db, tp), outputs=0,
                           lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs,
-                          inputs=4 * pixels * seqs * images * patches)
+                          inputs=seqs * images * item_px)
 
 
 def _mllama_v0(model: ModelSpec, settings: dict[str, Any], *, max_num_seqs: int, max_num_batched_tokens: int,
