@@ -123,9 +123,10 @@ def test_v0_pixel_values_stay_on_the_gpu():
     p = _profile(args={"v1": False, "max_num_batched_tokens": 8192, "chunked_prefill": False})
     pixels = 65536 * 1176 * 4
     assert p is not None and p.inputs == 2 * pixels == 616_562_688
-    # the video pass (the larger batch; a tie goes to either) keeps the image's pixels beside its own peak
+    # the video pass keeps the image's pixels and its 16384 output rows beside its own peak, and both passes
+    # the text embeddings of the 32768 dummy tokens (qwen2_5_vl.py::get_input_embeddings_v0)
     per_patch = 1176 * (4 + 2) + (3 * 1280 + 3 * 3420) * 2
-    assert p.peak == 65536 * per_patch + pixels
+    assert p.peak == 32768 * 3584 * 2 + 65536 * per_patch + pixels + 16384 * 3584 * 2
     # the activation peak of the profile: the LM forward over the 32768 uncut tokens plus the held
     # pixel values (profile.py::activation_peak), the larger of that and the encoder's peak
     from servefit.engines.vllm import profile

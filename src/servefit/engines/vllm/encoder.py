@@ -254,13 +254,17 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     video = _video_tokens(per_image, seq_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
     per_seq = images * per_image + videos * video
     lm_tokens = seqs * max(seq_len, per_seq)
-    # images and videos are encoded as two batches, one after the other (qwen2_5_vl.py::
-    # get_input_embeddings_v0); the other batch's float32 pixel values stay on the GPU meanwhile
+    # images, then videos, are encoded as two batches (qwen2_vl.py / qwen2_5_vl.py::get_input_embeddings_v0,
+    # 0.8.4): the text embeddings of every dummy token are made first and kept, the other batch's float32
+    # pixel values stay on the GPU, and the video pass also keeps the image pass's outputs (image_embeds)
     image_patches, video_patches = seqs * images * per_image * merge * merge, seqs * videos * video * merge * merge
-    patches = max(image_patches, video_patches)
-    held = 4 * patch_inputs(model) * (image_patches + video_patches - patches)
+    px = 4 * patch_inputs(model)
+    embeds = int(lm_tokens * model.hidden_size * db)
+    image_pass = vit_peak_bytes(model, image_patches, db, tp) + px * video_patches if images else 0
+    video_pass = vit_peak_bytes(model, video_patches, db, tp) + px * image_patches + \
+        int(seqs * images * per_image * out_hidden * db) if videos else 0
     modality = "+".join(m for m, n in (("image", images), ("video", videos)) if n)
-    return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp) + held, outputs=0, lm_tokens=lm_tokens,
+    return EncoderProfile(peak=embeds + max(image_pass, video_pass), outputs=0, lm_tokens=lm_tokens,
                           items=seqs * (images + videos), tokens_per_item=max(per_image, video), modality=modality,
                           seqs=seqs, inputs=4 * patch_inputs(model) * (image_patches + video_patches))
 
