@@ -369,3 +369,12 @@ def test_moe_workspace_is_held_through_the_dummy_sampler():
     assert workspace == int(0.6875 * 2**30)
     assert acc.predict(case).memory.activation_peak == sampler + workspace
     assert acc.predict({**case, "version": "0.13.0"}).memory.activation_peak == 1024 * 262144 * 39
+
+
+def test_a_case_can_plan_the_checkpoint_as_it_stood_at_the_run():
+    # model_config (configs/*.json) replaces the catalogued model: the 405B FP8 checkpoint of July 2024 had
+    # 16 KV heads, so each of the 8 ranks holds 126 x 2 x 1 more head x 128 x 16384 bf16 of K/V projections
+    case = next(c for c in acc.load_cases("vllm", "calibration")
+                if c["id"] == "vllm-6746-8xh100-llama31-405b-fp8-tp8-refused")
+    now = {k: v for k, v in case.items() if k != "model_config"}
+    assert acc.predict(case).memory.weights - acc.predict(now).memory.weights == 126 * 2 * 128 * 16384 * 2
