@@ -162,9 +162,11 @@ KNOWN_MISSES = {
     # config); on a 0.26.1 main build (0.27's consumed-memory budget, +0.17 GiB charged) with TP2 on
     # RTX 5090s the token count is 13% low
     ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1303,
-    # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown): the log breaks the overhead down no further
-    # (+34.7% while the 0.30 GiB CUDA context was charged; 0.5.3 reads its baseline after creating it)
-    ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): 0.4099,
+    # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown), planned with the July 2024 checkpoint it
+    # loaded (16 KV heads: weights now within 0.03%); the 4.5 GiB of NCCL NVLS buffers servefit counts on
+    # an NVSwitch board do not fit in what the log leaves (without them +7%): that machine did not have
+    # multicast (the plan says so), or the term is too large
+    ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): -0.4006,
     # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
     ("vllm-pr17122-l40s-llama31-8b-32k", "kv_tokens"): 0.2206,
     ("vllm-pr17122-l40s-llama31-8b-32k", "max_concurrency"): 0.2210,
@@ -300,3 +302,12 @@ def test_moe_workspace_is_held_through_the_dummy_sampler():
     assert workspace == int(0.6875 * 2**30)
     assert acc.predict(case).memory.activation_peak == sampler + workspace
     assert acc.predict({**case, "version": "0.13.0"}).memory.activation_peak == 1024 * 262144 * 39
+
+
+def test_a_case_can_plan_the_checkpoint_as_it_stood_at_the_run():
+    # model_config (configs/*.json) replaces the catalogued model: the 405B FP8 checkpoint of July 2024 had
+    # 16 KV heads, so each of the 8 ranks holds 126 x 2 x 1 more head x 128 x 16384 bf16 of K/V projections
+    case = next(c for c in acc.load_cases("vllm", "calibration")
+                if c["id"] == "vllm-6746-8xh100-llama31-405b-fp8-tp8-refused")
+    now = {k: v for k, v in case.items() if k != "model_config"}
+    assert acc.predict(case).memory.weights - acc.predict(now).memory.weights == 126 * 2 * 128 * 16384 * 2

@@ -110,6 +110,16 @@ def test_nvls_buffers_count_on_nvswitch_boards_by_nccl_era():
     assert nvls_bytes(4, h100, (0, 8, 5)) == 2 * 144 * 4 * mib
     assert nvls_bytes(8, h100, (0, 11, 0)) == 1 * 32 * 8 * mib
     assert nvls_bytes(2, h100, (0, 5, 3)) == nvls_bytes(8, a100, (0, 5, 3)) == 0
+    # NCCL_NVLS_ENABLE=0 (ncclNvlsInit returns before enabling NVLS): the same plan less those buffers
+    on, off = non_torch_bytes(8, 8, h100, (0, 5, 3)), non_torch_bytes(8, 8, h100, (0, 5, 3), env={"NCCL_NVLS_ENABLE": "0"})
+    assert on - off == 2 * 288 * 8 * mib
+    assert non_torch_bytes(8, 8, h100, (0, 5, 3), env={"NCCL_NVLS_ENABLE": "2"}) == on
+    from servefit.engines.vllm.non_torch import notes
+
+    said = [n for n in notes(h100, (0, 5, 3), False, 8) if n.startswith("NCCL's NVLS buffers counted (4.50 GiB")]
+    assert len(said) == 1 and "NCCL_NVLS_ENABLE=0" in said[0]
+    assert not any("NVLS" in n for n in notes(h100, (0, 5, 3), False, 8, {"NCCL_NVLS_ENABLE": "0"}))
+    assert not any("NVLS" in n for n in notes(a100, (0, 5, 3), False, 8))
     # without NVLS: the table, interpolated, flat past 8 GPUs
     v26 = (0, 26, 0)  # before 0.27's total_consumed accounting (tests/test_vllm_profile.py covers that)
     assert non_torch_bytes(8, 8, a100, v26) == non_torch_bytes(16, 8, a100, v26) == int(2.10 * 2**30)
@@ -117,3 +127,56 @@ def test_nvls_buffers_count_on_nvswitch_boards_by_nccl_era():
     h100_alone = 132 * 2048 * 516
     share2, share4 = int(0.55 * 2**30) - h100_alone, int(1.79 * 2**30) - h100_alone
     assert non_torch_bytes(3, 1, None, v26) == h100_alone + share2 + (share4 - share2) // 2
+
+
+def test_the_july_2024_405b_fp8_checkpoint_has_16_kv_heads():
+    # benchmarks/accuracy/configs: the checkpoint as vLLM issue #6746's run loaded it (16 KV heads, k_proj /
+    # v_proj 2048 rows, bf16 like every attention projection): 126 x 2 x 8 more heads x 128 x 16384 bf16
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks/accuracy/configs/meta-llama-3.1-405b-instruct-fp8-2024-07.json"
+    m = from_config(json.loads(path.read_text()), "local/405b-fp8-2024-07")
+    now = lookup("meta-llama/Meta-Llama-3.1-405B-Instruct-FP8")
+    assert m.num_key_value_heads == 16 and now is not None and now.num_key_value_heads == 8
+    s = scheme_for(m.quantization)
+    extra = LAYERS * 2 * 8 * 128 * H * 2
+    assert weight_bytes(m, 2, s) - weight_bytes(now, 2, scheme_for(now.quantization)) == extra == 8_455_716_864
+
+
+def test_compressed_tensors_ignores_experts_by_expert_0_projections():
+    # vLLM 0.25.1 compressed_tensors_moe.py::get_moe_method asks for "{prefix}.0.gate_proj" etc.: a regex
+    # naming layers 40-47's experts one by one leaves those layers' FusedMoE unquantized
+    m = lookup("poolside/Laguna-S-2.1-INT4")
+    assert m is not None
+    moe = [i >= 1 for i in range(48)]
+    fr = kept_fractions(m, m.quantization, moe)
+    assert fr is not None
+    assert [f[2] for f in fr] == [0.0] * 40 + [1.0] * 8
+    assert all(f[0] == 1.0 and f[1] == 1.0 for f in fr)  # attention, shared experts and routers stay bf16
+    # two of the three projections ignored is not an ignored layer (vLLM raises on mixed schemes)
+    q = {"quant_method": "compressed-tensors", "bits": 4, "group_size": 32,
+         "ignore": ["re:.*experts\\.[0-9]+\\.(?:gate_proj|up_proj)$"]}
+    assert kept_fractions(m, q, moe) is None
+
+
+def test_symmetric_compressed_tensors_int4_has_no_zero_points():
+    # compressed_tensors_moe_wna16_marlin.py registers weight_zero_point only when not symmetric
+    sym = scheme_for({"quant_method": "compressed-tensors", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": 32, "symmetric": True}}}})
+    asym = scheme_for({"quant_method": "compressed-tensors", "config_groups": {"g": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": 32, "symmetric": False}}}})
+    assert sym is not None and asym is not None
+    assert sym.bytes_per_param == 0.5 + 2 / 32 and asym.bytes_per_param == 0.5 + 2 / 32 + 0.5 / 32
+
+
+def test_laguna_s21_int4_main_by_hand():
+    # main from 3 Aug 2026: routed experts of layers 1-39 INT4 (group 32, bf16 scales), everything else bf16;
+    # the repository's checkpoint is 92.84 GiB
+    m = lookup("poolside/Laguna-S-2.1-INT4")
+    assert m is not None
+    g = param_groups(m)
+    experts = 256 * 3 * 3072 * 1024
+    assert g.experts[1] == experts and g.experts[0] == 0
+    total = weight_bytes(m, 2, scheme_for(m.quantization))
+    assert total == (m.params - 39 * experts) * 2 + 39 * experts * (0.5 + 2 / 32)
+    assert abs(total / 2**30 - 92.84) < 0.1

@@ -116,6 +116,31 @@ def test_v0_dummy_sequences_are_not_cut():
     assert p is not None and p.seqs == 1 and p.lm_tokens == 32768
 
 
+def test_v0_pixel_values_stay_on_the_gpu():
+    # V0 (model_runner.py::execute_model moves every item's pixel values to the GPU; qwen2_5_vl.py's
+    # forward keeps image_input / video_input through the LM forward): 65536 patches of 3 x 2 x 14 x 14
+    # float32 pixels per item, one image and one video
+    p = _profile(args={"v1": False, "max_num_batched_tokens": 8192, "chunked_prefill": False})
+    pixels = 65536 * 1176 * 4
+    assert p is not None and p.inputs == 2 * pixels == 616_562_688
+    # the video pass keeps the image's pixels and its 16384 output rows beside its own peak, and both passes
+    # the text embeddings of the 32768 dummy tokens (qwen2_5_vl.py::get_input_embeddings_v0)
+    per_patch = 1176 * (4 + 2) + (3 * 1280 + 3 * 3420) * 2
+    assert p.peak == 32768 * 3584 * 2 + 65536 * per_patch + pixels + 16384 * 3584 * 2
+    # the activation peak of the profile: the LM forward over the 32768 uncut tokens plus the held
+    # pixel values (profile.py::activation_peak), the larger of that and the encoder's peak
+    from servefit.engines.vllm import profile
+    from servefit.engines.vllm.plan import Resolved
+
+    m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
+    r = Resolved(dtype="bfloat16", tp=1, pp=1, util=0.9, max_model_len=8192, derived_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=8192, chunked_prefill=False, block_size=16, kv_dtype="bfloat16", scheme=None,
+                 enforce_eager=False, version=(0, 8, 4))
+    fwd = profile.forward_bytes(m, r, 32768)
+    assert profile.activation_peak(m, r, True, v1=False, settings={}) == max(fwd + 2 * pixels, p.peak)
+    assert fwd + 2 * pixels > p.peak
+
+
 def test_cli_estimate_qwen25_vl(capsys, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(CONFIG_7B))
     rc = main(["estimate", "--gpu", "L4", "--format", "json", "--model-config", str(tmp_path / "config.json"),
@@ -176,3 +201,55 @@ def test_internvit_300m_and_projector_count_by_hand():
 def test_internvit_is_sharded_under_tensor_parallelism():
     assert encoder.sharded(resolve_model("OpenGVLab/InternVL3-78B"))  # vLLM intern_vit.py: parallel linears
     assert not encoder.sharded(resolve_model("google/gemma-3-27b-it"))  # SigLIP: replicated on every rank
+
+
+def test_v0_fixed_tower_pixel_values_held():
+    # LLaVA-1.5 on V0: 4096 // 576 = 7 dummy sequences of one 336 x 336 image; each image's 576 patches
+    # of 3 x 14 x 14 float32 pixels stay on the GPU (the class token carries no pixels)
+    m = resolve_model("llava-hf/llava-1.5-7b-hf")
+    p = encoder.profile(m, {}, v1=False, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
+                        chunked_prefill=False, db=2)
+    assert p is not None and p.seqs == 7 and p.inputs == 7 * 336 * 336 * 3 * 4 == 9_483_264
+    # V1 (0.11.0 / 0.25.1 gpu_model_runner.py::profile_run keeps batched_dummy_mm_inputs until it returns):
+    # 4096 // 576 = 7 items of 577 patches
+    v1 = encoder.profile(m, {}, v1=True, max_model_len=4096, max_num_seqs=256, max_num_batched_tokens=4096,
+                         chunked_prefill=False, db=2)
+    assert v1 is not None and v1.items == 7 and v1.inputs == 9_483_264
+
+
+def test_v1_pixel_values_stay_through_the_lm_forward():
+    # V1, Qwen2.5-VL-7B at 8192 tokens: one video item of 65536 patches, its float32 pixels held with the
+    # encoder output through the LM forward and the sampler (profile.py::activation_peak)
+    from servefit.engines.vllm import profile
+    from servefit.engines.vllm.plan import Resolved
+
+    p = _profile(args={"max_num_batched_tokens": 8192})
+    assert p is not None and p.inputs == 65536 * 1176 * 4
+    # small images (max_pixels 200704: 256 tokens, a 14-frame video of 1792) leave the LM forward the peak
+    kw = {"mm_processor_kwargs": '{"max_pixels": 200704}'}
+    p = _profile(**kw, args={"max_num_batched_tokens": 8192, "version": (0, 11, 0)})
+    assert p is not None and (p.items, p.tokens_per_item) == (4, 1792) and p.inputs == 4 * 1792 * 4 * 1176 * 4
+    m = from_config(json.loads(json.dumps(CONFIG_7B)), "local/qwen25vl")
+    r = Resolved(dtype="bfloat16", tp=1, pp=1, util=0.9, max_model_len=8192, derived_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=8192, chunked_prefill=True, block_size=16, kv_dtype="bfloat16", scheme=None,
+                 enforce_eager=False, version=(0, 11, 0))
+    lm = profile.activation_peak(m, r, True, v1=True, settings={"language_model_only": True})
+    assert profile.activation_peak(m, r, True, v1=True, settings=kw) == p.outputs + p.inputs + lm > p.peak
+
+
+def test_qwen3_vl_deepstack_buffers_count_with_the_weights():
+    # qwen3_vl.py::Qwen3VLForConditionalGeneration.__init__ (0.11.0, 0.25.1): one max_num_batched_tokens x
+    # hidden tensor per deepstack level, in the model's dtype, built with the model
+    m = resolve_model("Qwen/Qwen3-VL-2B-Instruct")
+    assert len(m.vision["deepstack_visual_indexes"]) == 3 and m.hidden_size == 2048
+    assert encoder.deepstack_buffer_bytes(m, {}, 8192, 2) == 3 * 8192 * 2048 * 2 == 100_663_296
+    assert encoder.deepstack_buffer_bytes(m, {"limit_mm_per_prompt": {"image": 0, "video": 0}}, 8192, 2) == 0
+    assert encoder.deepstack_buffer_bytes(resolve_model("Qwen/Qwen2.5-VL-7B-Instruct"), {}, 8192, 2) == 0
+    from servefit.pipeline import Target, evaluate, site_from_argv
+
+    def weights(*flags: str) -> int:
+        site = site_from_argv(["vllm", "serve", "Qwen/Qwen3-VL-2B-Instruct", "--max-model-len", "8192", *flags], {})
+        return evaluate(site, Target(gpu="L4", engine_version="0.11.0")).plan.memory.weights
+
+    assert weights("--max-num-batched-tokens", "8192") - weights("--max-num-batched-tokens", "4096") == \
+        3 * 4096 * 2048 * 2

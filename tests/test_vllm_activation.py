@@ -131,6 +131,7 @@ MISTRAL3 = ModelSpec(
     vision={"model_type": "pixtral", "hidden_size": 1024, "num_hidden_layers": 24, "intermediate_size": 4096,
             "num_attention_heads": 16, "head_dim": 64, "image_size": 1540, "patch_size": 14, "spatial_merge_size": 2})
 PIXELS = 3 * 14 * 14  # pixel values per patch, held in fp32 and in bf16 (6 bytes)
+FP32_PIXELS = PIXELS * 4  # the float32 copy, held through the LM forward (encoder.py EncoderProfile.inputs)
 
 
 def test_gemma3_siglip_profile_runs_a_budget_of_images():
@@ -150,10 +151,10 @@ def test_gemma3_siglip_profile_runs_a_budget_of_images():
 
 def test_0_11_caches_each_dummy_image_at_the_full_encoder_budget():
     """0.11 copies each of the 32 outputs into a zero tensor of 8192 rows before caching it: 2.63 GiB
-    held through the LM forward, which then tops the tower's peak."""
+    held through the LM forward, which then tops the tower's peak (with the 32 images' float32 pixels)."""
     _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 8", model=GEMMA3, gpu=H100, version="0.11.0")
     fwd = 8192 * (4 * 5376 + 3 * 21504) * 2
-    assert p.memory.activation_peak == 32 * 8192 * 5376 * 2 + fwd
+    assert p.memory.activation_peak == 32 * 8192 * 5376 * 2 + fwd + 32 * 4096 * FP32_PIXELS
 
 
 def test_v0_gemma3_dummy_prompts_carry_one_image_each():
@@ -161,7 +162,8 @@ def test_v0_gemma3_dummy_prompts_carry_one_image_each():
     min(max_num_seqs, 16384 // 256) prompts, each with one image (V0's default limit)."""
     argv = "vllm serve m --max-model-len 16384 --max-num-seqs {}"
     _, few = run(argv.format(8), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
-    assert few.memory.activation_peak == 16384 * (4 * 5376 + 3 * 21504) * 2  # 8 images: the forward wins
+    # 8 images: the forward wins, their float32 pixels beside it
+    assert few.memory.activation_peak == 16384 * (4 * 5376 + 3 * 21504) * 2 + 8 * 4096 * FP32_PIXELS
     _, many = run(argv.format(256), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
     assert many.memory.activation_peak == 64 * 4096 * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)  # 64 images
 
@@ -171,13 +173,13 @@ def test_mistral3_pixtral_tokens_per_image():
     budget, 24,200 patches; the LM forward with their outputs is the peak."""
     _, p = run("vllm serve m --max-model-len 16000 --max-num-seqs 4", model=MISTRAL3, gpu=H100, version="0.12.0")
     fwd = 8192 * (4 * 5120 + 3 * 32768) * 2
-    assert p.memory.activation_peak == fwd + 2 * 3025 * 5120 * 2
+    assert p.memory.activation_peak == fwd + 2 * 3025 * 5120 * 2 + 2 * 12100 * FP32_PIXELS
     # 2048 batched tokens hold no full image: the budget is one image (3025 tokens), whose 12,100 patches
     # peak at 0.39 GiB in the tower, below the 2048-token forward with that image's outputs
     _, small = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 2048",
                    model=MISTRAL3, gpu=H100, version="0.12.0")
     tower = 12100 * (PIXELS * 6 + (3 * 1024 + 3 * 4096) * 2)
-    lm = 2048 * (4 * 5120 + 3 * 32768) * 2 + 3025 * 5120 * 2
+    lm = 2048 * (4 * 5120 + 3 * 32768) * 2 + 3025 * 5120 * 2 + 12100 * FP32_PIXELS
     assert tower < lm and small.memory.activation_peak == lm
     # alone at 1024 tokens the LM forward is smaller than the tower
     _, tiny = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 1024",
@@ -224,7 +226,7 @@ def test_internvl_profiles_twelve_tiles_and_the_thumbnail():
     each tile 1024 patches and a class token. The LM forward with the 2 outputs is the peak."""
     _, p = run("vllm serve m --max-model-len 16384 --max-num-seqs 4", model=INTERNVL3, gpu=H100, version="0.12.0")
     fwd = 8192 * (4 * 3584 + 3 * 18944) * 2
-    assert p.memory.activation_peak == fwd + 2 * 3328 * 3584 * 2
+    assert p.memory.activation_peak == fwd + 2 * 3328 * 3584 * 2 + 2 * 13 * 1024 * FP32_PIXELS
     assert any("2 dummy image item(s) of 3,328 tokens" in a for a in p.assumptions)
     # at 1024 batched tokens one image: the tower's 13 x 1025 patches (InternMLP: fc1 and GELU) peak
     _, small = run("vllm serve m --max-model-len 16384 --max-num-seqs 4 --max-num-batched-tokens 1024",
@@ -238,7 +240,7 @@ def test_llava_and_paligemma_encode_one_fixed_image():
     from servefit.engines.vllm.encoder import fixed_tower
 
     _, p = run("vllm serve m --max-model-len 4096", model=LLAVA15, gpu=H100, version="0.6.3")
-    assert p.memory.activation_peak == 4095 * (4 * 4096 + 3 * 11008) * 2
+    assert p.memory.activation_peak == 4095 * (4 * 4096 + 3 * 11008) * 2 + 7 * 576 * FP32_PIXELS
     assert any("7 dummy image item(s) of 576 tokens; the LM profiling forward runs 4,095" in a for a in p.assumptions)
     pali = replace(LLAVA15, model_type="paligemma", vision={"model_type": "siglip_vision_model", "hidden_size": 1152,
                                                             "intermediate_size": 4304, "image_size": 224,

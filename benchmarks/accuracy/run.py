@@ -19,6 +19,8 @@ pipeline cannot evaluate are listed with the reason too. Nothing is dropped sile
 
 `logged_rank: worker` on a case says its quoted memory figures are a non-driver tensor-parallel
 worker's (a "(VllmWorkerProcess ...)" line); they are compared with that rank's prediction (WORKER).
+`model_config: configs/NAME.json` on a case gives the checkpoint's config.json as it stood when the logged run
+loaded it, where the repository has changed since (written from cited facts; the case's notes say which).
 `image: repo:tag` on a case names the container image its source shows; it is passed to the pipeline as a
 compose file's image would be (optional packages such as triton_kernels come with the vllm/vllm-openai image).
 """
@@ -142,6 +144,8 @@ def predict(case: dict[str, Any]):
         site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,
                     model=case.get("model_override"),
+                    # a config.json (configs/) for a checkpoint as it stood at the run, where the repository changed since
+                    model_config=str(HERE / case["model_config"]) if case.get("model_config") else None,
                     gpu_memory=parse_size(case["gpu_memory"]) if case.get("gpu_memory") else None)
     return evaluate(site, target).plan
 

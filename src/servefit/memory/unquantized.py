@@ -98,7 +98,11 @@ def kept_fractions(m: ModelSpec, quant: dict[str, Any] | None,
             shared = 3 * m.hidden_size * inter * m.num_shared_experts
             parts = {"shared_experts": shared, "gate": m.hidden_size * m.num_experts}
             fm = _share(match, f"{layer}.mlp", parts)
-            fx = 1.0 if match(f"{layer}.mlp.experts") else 0.0
+            # compressed-tensors asks for expert 0's projections (vLLM compressed_tensors_moe.py::
+            # CompressedTensorsMoEMethod.get_moe_method, 0.25.1: "{prefix}.0.gate_proj" ...; all
+            # three ignored -> UnquantizedFusedMoEMethod), so an ignore regex naming experts one by one counts
+            fx = 1.0 if match(f"{layer}.mlp.experts") or all(
+                match(f"{layer}.mlp.experts.0.{p}") for p in gated) else 0.0
         else:
             fm, fx = _share(match, f"{layer}.mlp", gated), 0.0
         any_kept = any_kept or bool(fa or fm or fx)

@@ -53,6 +53,11 @@ def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Sch
     if method == "compressed-tensors" and q.get("float") and bits == 4:
         # NVFP4 (group 16, fp8 scales) / MXFP4 (group 32, e8m0 scales): 4 bits + one byte per group
         return Scheme(method, 0.5 + 1 / group, bits=4)
+    if method == "compressed-tensors" and bits < 8 and q.get("symmetric") is True:
+        # symmetric pack-quantized: packed weights + a 16-bit scale per group, no zero point
+        # (compressed_tensors_moe_wna16_marlin.py::create_weights registers w13/w2_weight_zero_point only
+        # `if not self.symmetric`; schemes/compressed_tensors_wNa16.py likewise, 0.25.1)
+        return Scheme(method, bits / 8 + 2 / group, bits=bits)
     if method.startswith(("awq", "gptq", "moe_wna16", "auto-round", "inc", "auto_round")) or (
             method == "compressed-tensors" and bits < 8):
         # packed weights + fp16 scale and packed zero per group (+ int32 g_idx per input row
@@ -97,6 +102,8 @@ def _from_config(method: str, q: dict[str, Any]) -> dict[str, Any]:
         bits, gs = w["num_bits"], w.get("group_size")
         # no group size: one scale per output channel (strategy "channel") or per tensor
         out = {**q, "bits": bits, "group_size": gs if isinstance(gs, int) and gs > 0 else -1}
+        if isinstance(w.get("symmetric"), bool):
+            out["symmetric"] = w["symmetric"]
         return {**out, "float": True} if w.get("type") == "float" else out
     return q
 

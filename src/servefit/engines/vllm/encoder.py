@@ -15,7 +15,16 @@ temporal patch, within max_model_len).
 V0 (vllm/worker/model_runner.py::ModelRunner._dummy_run, 0.8.x): min(max_num_seqs,
 max_num_batched_tokens // max_mm_tokens) dummy sequences (at least one), each carrying the
 per-prompt limit of images and videos (default one each); a prompt longer than its share of
-max_num_batched_tokens is not cut, so the LM forward runs over all the multimodal tokens.
+max_num_batched_tokens is not cut, so the LM forward runs over all the multimodal tokens. V0 moves
+every dummy item's pixel values to the GPU before the forward (worker/model_runner.py::
+ModelRunner.execute_model: MultiModalKwargs.as_kwargs(..., device)) and the model's forward keeps
+them (qwen2_5_vl.py::Qwen2_5_VLForConditionalGeneration.forward holds image_input / video_input, float32
+as the HF image processor returns them, through the language model's forward; llava.py, gemma3_mm.py
+alike): they sit beside both encoder passes and the LM forward's peak (EncoderProfile.inputs).
+
+V1 keeps them too: profile_run holds batched_dummy_mm_inputs (the items' pixel values on the GPU,
+_get_mm_dummy_batch) until it returns, through the dummy LM forward and the sampler run
+(v1/worker/gpu_model_runner.py::GPUModelRunner.profile_run, read in the 0.11.0 and 0.25.1 wheels).
 
 The encoder's own peak is estimated (not calibrated on logs): a ViT block's hidden states,
 residual and norm output plus its MLP intermediates over all dummy patches (flash attention:
@@ -55,6 +64,7 @@ class EncoderProfile:
     tokens_per_item: int
     modality: str
     seqs: int = 0  # V0: dummy sequences (one logit row each)
+    inputs: int = 0  # the dummy items' float32 pixel values, on the GPU through the LM forward (V0 and V1)
 
 
 def _json(value: Any) -> Any:
@@ -162,6 +172,12 @@ def _fixed_peak(width: int, mlp: int, pixels: int, patches: int, db: float, tp: 
     return int(patches * (pixels * (4 + db) + (3 * width + mlp // max(tp, 1)) * db))
 
 
+def patch_inputs(model: ModelSpec) -> int:
+    """Pixel values per patch of a Qwen-VL tower (in_chans x temporal_patch_size x patch_size^2)."""
+    v = model.vision
+    return int(v.get("in_chans", 3)) * int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2
+
+
 def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
     v = model.vision
     kind = qwen_vl_kind(v, model.model_type)
@@ -172,8 +188,21 @@ def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> in
         mlp = 2 * int(v.get("intermediate_size", 4 * e))  # linear_fc1 output + GELU output
     else:
         mlp = 2 * int(float(v.get("mlp_ratio", 4)) * e)  # fc1 output + activation
-    in_dim = int(v.get("in_chans", 3)) * int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2
-    return int(patches * (in_dim * (4 + db) + (3 * e + mlp // max(tp, 1)) * db))
+    return int(patches * (patch_inputs(model) * (4 + db) + (3 * e + mlp // max(tp, 1)) * db))
+
+
+def deepstack_buffer_bytes(model: ModelSpec, settings: dict[str, Any], max_num_batched_tokens: int, db: float) -> int:
+    """Qwen3-VL's deepstack buffers, allocated while the model is built and so counted in vLLM's "Model loading
+    took": one max_num_batched_tokens x text-hidden tensor in the model's dtype per deepstack level
+    (models/qwen3_vl.py::Qwen3VLForConditionalGeneration.__init__, `torch.zeros(scheduler_config.
+    max_num_batched_tokens, text_config.hidden_size)` for each of deepstack_visual_indexes, read in the
+    0.11.0 and 0.25.1 wheels), only where the vision tower is built (0.11: not when the image and video
+    limits are both 0)."""
+    v = model.vision
+    levels = len(v.get("deepstack_visual_indexes") or []) if v and is_qwen3_vision(v, model.model_type) else 0
+    if not levels or (not _limit(settings, "image", True) and not _limit(settings, "video", True)):
+        return 0
+    return int(levels * max_num_batched_tokens * model.hidden_size * db)
 
 
 def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
@@ -215,7 +244,8 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         patches = items * tok * merge * merge
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok  # see _fixed_profile
         return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
-                              lm_tokens=0, items=items, tokens_per_item=tok, modality=modality)
+                              lm_tokens=0, items=items, tokens_per_item=tok, modality=modality,
+                              inputs=4 * patch_inputs(model) * patches)
     # V0: max_mm_tokens from one prompt of max_model_len, then the dummy sequences
     video_max = _video_tokens(per_image, max_model_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
     max_mm = images * per_image + videos * video_max
@@ -224,12 +254,19 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     video = _video_tokens(per_image, seq_len - images * per_image, V0_MAX_FRAMES, videos) if videos else 0
     per_seq = images * per_image + videos * video
     lm_tokens = seqs * max(seq_len, per_seq)
-    # images and videos are encoded as two batches, one after the other
-    patches = max(seqs * images * per_image, seqs * videos * video) * merge * merge
+    # images, then videos, are encoded as two batches (qwen2_vl.py / qwen2_5_vl.py::get_input_embeddings_v0,
+    # 0.8.4): the text embeddings of every dummy token are made first and kept, the other batch's float32
+    # pixel values stay on the GPU, and the video pass also keeps the image pass's outputs (image_embeds)
+    image_patches, video_patches = seqs * images * per_image * merge * merge, seqs * videos * video * merge * merge
+    px = 4 * patch_inputs(model)
+    embeds = int(lm_tokens * model.hidden_size * db)
+    image_pass = vit_peak_bytes(model, image_patches, db, tp) + px * video_patches if images else 0
+    video_pass = vit_peak_bytes(model, video_patches, db, tp) + px * image_patches + \
+        int(seqs * images * per_image * out_hidden * db) if videos else 0
     modality = "+".join(m for m, n in (("image", images), ("video", videos)) if n)
-    return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=0, lm_tokens=lm_tokens,
+    return EncoderProfile(peak=embeds + max(image_pass, video_pass), outputs=0, lm_tokens=lm_tokens,
                           items=seqs * (images + videos), tokens_per_item=max(per_image, video), modality=modality,
-                          seqs=seqs)
+                          seqs=seqs, inputs=4 * patch_inputs(model) * (image_patches + video_patches))
 
 
 def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
@@ -246,18 +283,24 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
         return None
     tok, patches, width, mlp, pixels = tower
     hidden = model.hidden_size
+    # float32 pixel values of one item: its patches less the class tokens, which carry none (CLIP's one, a
+    # class token per InternViT tile: see fixed_tower)
+    cls = INTERNVL_MAX_TILES + 1 if model.vision.get("model_type") in INTERNVL else int(model.model_type == "llava")
+    item_px = 4 * pixels * (patches - cls)
     if v1:
         budget = max(max_num_batched_tokens, tok)
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
         return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, items * patches, db, tp),
+                              inputs=items * item_px,
                               outputs=int(items * rows * hidden * db), lm_tokens=0, items=items,
                               tokens_per_item=tok, modality="image")
     seqs = max(1, min(max_num_seqs, max_num_batched_tokens // (images * tok)))
     lm_tokens = seqs * max(max_num_batched_tokens // seqs, images * tok)
     return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, seqs * images * patches, db, tp), outputs=0,
-                          lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs)
+                          lm_tokens=lm_tokens, items=seqs * images, tokens_per_item=tok, modality="image", seqs=seqs,
+                          inputs=seqs * images * item_px)
 
 
 def _mllama_v0(model: ModelSpec, settings: dict[str, Any], *, max_num_seqs: int, max_num_batched_tokens: int,

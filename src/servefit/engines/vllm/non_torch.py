@@ -93,10 +93,18 @@ def counts_cached_segments(version: tuple[int, int, int], v1: bool) -> bool:
     return version < V1_DEVICE_WIDE_UNTIL if v1 else (0, 6, 4) <= version < RESERVED_FROM
 
 
-def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool) -> list[str]:
+def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int = 1,
+          env: dict[str, str] | None = None) -> list[str]:
     """What the non-torch figure of this release includes that servefit cannot know, said to the user."""
     v = ".".join(map(str, version))
     out = []
+    if nvls_enabled(env) and (nvls := nvls_bytes(tp, gpu, version)):
+        # ncclNvlsInit (NCCL v2.20.5-1 src/transport/nvls.cc) enables NVLS only where
+        # CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED says so (NVSwitch with the fabric manager; not in most VMs),
+        # and ncclNvlsSetup then allocates the buffers with the communicator
+        out.append(f"NCCL's NVLS buffers counted ({nvls / GiB:.2f} GiB per GPU): NCCL allocates them only where the "
+                   "GPUs support multicast (an NVSwitch board with the fabric manager running; most cloud VMs do "
+                   "not), so without that the KV cache is larger; NCCL_NVLS_ENABLE=0 turns them off")
     if device_wide(version, v1) and (gpu is None or not gpu.in_use_bytes):
         out.append(f"vLLM {v} counts all memory in use on the GPU that PyTorch did not allocate against the KV "
                    "cache, the CUDA context and other processes' memory included: planned with the CUDA context "
@@ -127,11 +135,12 @@ def lmem_growth_bytes(gpu: GpuSpec | None) -> int:
 
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
-                    v1: bool | None = None) -> int:
+                    v1: bool | None = None, env: dict[str, str] | None = None) -> int:
     """Memory outside torch's allocator that vLLM's profile charges to the budget: the card's own
     growth (lmem_growth_bytes; cuBLAS handles and lazily loaded kernels also land here), NCCL and
-    custom all-reduce buffers (2 x 8 MiB IPC buffers per GPU, torch tensors in 0.6.x and cudaMalloc
-    from 0.7: distributed/device_communicators/custom_all_reduce.py::CustomAllreduce.__init__; the
+    custom all-reduce buffers (2 x 8 MiB IPC buffers per GPU, torch tensors in 0.5.3, cudaMalloc
+    (create_shared_buffer) in 0.6.4 and later: distributed/device_communicators/custom_all_reduce.py::
+    CustomAllreduce.__init__, read in the 0.5.3 and 0.6.4.post1 wheels; the
     peers' buffers it opens are mappings, not memory of this GPU), plus NVLS buffers on NVSwitch
     boards. Before 0.11 the snapshot
     is taken before the distributed set-up (worker.py::init_device), so both the pynccl
@@ -149,7 +158,21 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     own = lmem_growth_bytes(gpu)
     context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
-    return own + comm_bytes(w, gpu) + nvls_bytes(tp, gpu, version) + context + consumed
+    nvls = nvls_bytes(tp, gpu, version) if nvls_enabled(env) else 0
+    return own + comm_bytes(w, gpu) + nvls + context + consumed
+
+
+def nvls_enabled(env: dict[str, str] | None) -> bool:
+    """NCCL_NVLS_ENABLE=0 turns NVLS off (NCCL src/transport/nvls.cc::ncclNvlsInit returns before
+    setting nvlsSupport when ncclParamNvlsEnable() is 0; read at v2.20.5-1); NCCL reads the integer
+    with strtoll, so a value that does not parse reads as 0 too (the default 2 is "where supported")."""
+    raw = (env or {}).get("NCCL_NVLS_ENABLE")
+    if raw is None or not raw.strip():
+        return True
+    try:
+        return int(raw.strip(), 0) != 0
+    except ValueError:
+        return False
 
 
 def comm_bytes(world: int, gpu: GpuSpec | None) -> int:

@@ -180,6 +180,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
     weights = stage_weights(model, r)
+    if model.vision:  # Qwen3-VL's deepstack buffers are built with the model (encoder.py deepstack_buffer_bytes)
+        from servefit.engines.vllm.encoder import deepstack_buffer_bytes
+
+        buf = deepstack_buffer_bytes(model, cfg.settings, r.max_num_batched_tokens, dtype_bytes(r.dtype))
+        weights = [w + buf for w in weights]
     offload = int(min(float(cfg.settings.get("cpu_offload_gb") or 0), 1 << 30) * GiB)  # past every weight: all
     stages = pp_layers(len(kinds), r.pp) if kinds else [0] * r.pp
     devices: list[DeviceMemory] = []
@@ -193,7 +198,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env)))
-        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1)
+        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
@@ -240,7 +245,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if note := mxfp4_note(model, r, gpu.compute_capability):
         out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
-    out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1))
+    out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
     if reclaimed:
         out.assumptions.append(reclaim_note(devices[0].cuda_graphs))
     elif note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):

@@ -149,9 +149,10 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     if sampler:  # an unquantized MoE's workspace outlives the forward (forward.py moe_workspace_bytes)
         sampler += moe_workspace_bytes(model, r, t, db)
     lm = max(fwd, sampler)
-    if not v1:
-        return max(lm, enc.peak) if enc else lm
-    return max(enc.peak, enc.outputs + lm) if enc else lm
+    if not v1:  # V0: the dummy items' pixel values stay on the GPU through the LM forward (encoder.py)
+        return max(lm + enc.inputs, enc.peak) if enc else lm
+    # V1: the encoder outputs and the dummy items' pixel values stay through the LM forward (encoder.py)
+    return max(enc.peak, enc.outputs + enc.inputs + lm) if enc else lm
 
 
 def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
