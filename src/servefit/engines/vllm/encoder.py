@@ -196,10 +196,10 @@ def deepstack_buffer_bytes(model: ModelSpec, settings: dict[str, Any], max_num_b
     took": one max_num_batched_tokens x text-hidden tensor in the model's dtype per deepstack level
     (models/qwen3_vl.py::Qwen3VLForConditionalGeneration.__init__, `torch.zeros(scheduler_config.
     max_num_batched_tokens, text_config.hidden_size)` for each of deepstack_visual_indexes, read in the
-    0.11.0 and 0.25.1 wheels), only where the vision tower is built (0.11: not when the image and video
-    limits are both 0)."""
+    0.11.0 and 0.25.1 wheels; qwen3_vl_moe.py and qwen3_omni_moe_thinker.py alike, 0.11 - 0.33), on every
+    TP rank, only where the vision tower is built (0.11: not when the image and video limits are both 0)."""
     v = model.vision
-    levels = len(v.get("deepstack_visual_indexes") or []) if v and is_qwen3_vision(v, model.model_type) else 0
+    levels = len(v.get("deepstack_visual_indexes") or []) if v else 0
     if not levels or (not _limit(settings, "image", True) and not _limit(settings, "video", True)):
         return 0
     return int(levels * max_num_batched_tokens * model.hidden_size * db)

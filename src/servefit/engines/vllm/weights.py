@@ -83,7 +83,7 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
         start += n
         b = layers_b / r.tp
         if stage == 0:
-            b += embed_b * scale / r.tp + g.other * db / tower_tp + deepstack_buffer_bytes(model, r, db)
+            b += embed_b * scale / r.tp + g.other * db / tower_tp
         if stage == r.pp - 1:
             b += head_b * scale / r.tp
         b += g.norms * db * n / max(len(per_layer), 1) + rotary + unloaded * n / r.tp
@@ -92,15 +92,6 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
             b += kvp * (1 - model.num_key_value_heads / r.tp)
         out.append(int(b))
     return out
-
-
-def deepstack_buffer_bytes(model: ModelSpec, r: Resolved, db: float) -> int:
-    """Qwen3-VL's deepstack buffers, allocated with the model, so in "Model loading took": one zeroed
-    max_num_batched_tokens x hidden tensor per deepstack level in the model's dtype (qwen3_vl.py, qwen3_vl_moe.py,
-    qwen3_omni_moe_thinker.py __init__: deepstack_input_embeds, read in the 0.11.0, 0.12.0, 0.14.0, 0.17.0, 0.20.0,
-    0.24.0, 0.28.0 and 0.33.0 wheels); not split by TP. 0 without a deepstack tower."""
-    levels = len((model.vision or {}).get("deepstack_visual_indexes") or [])
-    return int(levels * r.max_num_batched_tokens * model.hidden_size * db)
 
 
 def mxfp4_backend(version: tuple[int, int, int], cc: int, env: dict[str, str] | None, image: str | None = None) -> str:
