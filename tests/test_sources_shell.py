@@ -141,3 +141,27 @@ def test_array_forms_star_index_unset_and_conditional():
     # inside a condition an array that is already set keeps its value, as a plain variable does
     assert cmds('A=(1)\nif x; then\n  A=(2)\nfi\necho "${A[@]}"\n')[-1].texts == ["echo", "1"]
     assert cmds('E=()\necho "${E[@]}" end\n')[-1].texts == ["echo", "end"]
+
+
+def test_a_command_substitution_in_a_variable_stays_one_word():
+    # the SCRIPT_DIR idiom: the command's output is one unknown path, not its own text split on spaces
+    text = ('D=$(cd $(dirname $0); pwd)\nOPTS="--a 1 $(nproc) --b"\n'
+            'docker run -v $D/c:/c -v ${D}:/x img $OPTS --m M\n')
+    c = cmds(text)[-1]
+    assert c.texts == ["docker", "run", "-v", "$(cd $(dirname $0); pwd)/c:/c", "-v", "$(cd $(dirname $0); pwd):/x",
+                       "img", "--a", "1", "$(nproc)", "--b", "--m", "M"]
+    assert [n for n, _ in c.words[3].unresolved] == ["$(cd $(dirname $0); pwd)"]
+    one = c.words[8].token()  # the literal part around the substitution still splits with exact spans
+    assert (one.span.line, one.span.col, one.span.end_col) == (2, 11, 12)
+
+
+def test_a_script_dir_idiom_keeps_the_docker_run_server(tmp_path):
+    from servefit.sources import scan_file
+
+    p = tmp_path / "run.sh"
+    p.write_text('HERE="$(cd "$(dirname "$0")" && pwd)"\nCACHE=${HERE}/../cache\n'
+                 'docker run --gpus all -v ${CACHE}:/root/.cache \\\n  -v $HERE/t:/t vllm/vllm-openai:latest \\\n'
+                 '  --model Qwen/Qwen2.5-7B-Instruct --max_model_len 1024\n')
+    [site] = scan_file(str(p)).sites
+    argv = [t.text for t in site.argv]
+    assert (site.engine, site.line, argv[argv.index("--model") + 1]) == ("vllm", 5, "Qwen/Qwen2.5-7B-Instruct")
