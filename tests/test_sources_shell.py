@@ -165,3 +165,12 @@ def test_a_script_dir_idiom_keeps_the_docker_run_server(tmp_path):
     [site] = scan_file(str(p)).sites
     argv = [t.text for t in site.argv]
     assert (site.engine, site.line, argv[argv.index("--model") + 1]) == ("vllm", 5, "Qwen/Qwen2.5-7B-Instruct")
+
+
+def test_a_note_after_the_last_argument_does_not_break_the_continuation():
+    [c] = cmds("vllm serve M \\\n  --a 1 # --max-model-len 4096\n")
+    assert c.texts == ["vllm", "serve", "M", "--a", "1"] and c.broken is None
+    text = "vllm serve M \\\n  # --b 2\n  --c 3\n"  # a commented-out continued line, no backslash: still broken
+    got = cmds(text)
+    assert got[0].texts == ["vllm", "serve", "M"] and got[1].texts == ["--c", "3"]
+    assert got[0].broken is not None and (got[0].broken.line, got[0].broken.col, got[0].broken.end_col) == (2, 3, 10)
