@@ -523,3 +523,25 @@ def test_an_engine_service_with_an_unset_image_is_said(tmp_path: Path, capsys: p
         ("SF001", "info", 12, 12, "${HARBOR_LLAMACPP_IMAGE_CPU} is not set in this repository: the image service "
                                   "'llamacpp' runs is not known, so whether it is an inference server, and its "
                                   "settings, are not checked")]
+
+
+# marieai/marie-ai's SGLang scripts pass --quantization fp8 for a bf16 checkpoint: estimate sized fp8 weights
+# while tune showed the current config as "weights none" (and ranked it as full precision).
+@pytest.mark.parametrize("cmd,label", [
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --quantization fp8 --context-length 8192",
+     "online fp8"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --quantization fp8 --max-model-len 8192", "online fp8"),
+    ("text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --quantize eetq", "online eetq"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192", "none"),
+])
+def test_tune_names_the_quantization_the_command_applies(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         cmd: str, label: str) -> None:
+    from servefit.tune.objective import W_FP8, W_INT8, W_NONE
+
+    pytest.importorskip("optuna")
+    f = tmp_path / "serve.sh"
+    f.write_text(cmd + "\n")
+    _, out, _ = _run(capsys, "tune", str(f), "--gpu", "H100", "--format", "json")
+    cur = json.loads(out)["sites"][0]["current"]
+    level = {"online fp8": W_FP8, "online eetq": W_INT8, "none": W_NONE}[label]
+    assert (cur["quantization"], cur["quality"][0]) == (label, level)
