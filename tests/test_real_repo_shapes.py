@@ -545,3 +545,17 @@ def test_tune_names_the_quantization_the_command_applies(tmp_path: Path, capsys:
     cur = json.loads(out)["sites"][0]["current"]
     level = {"online fp8": W_FP8, "online eetq": W_INT8, "none": W_NONE}[label]
     assert (cur["quantization"], cur["quality"][0]) == (label, level)
+
+
+# A refused SGLang command (context over the model's own): tune said "now ...: rejected_config" and gave the
+# engine's last load line ("Load weight end. ...") as the reason the nearest candidate fails.
+def test_tune_says_why_a_refused_config_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("optuna")
+    f = tmp_path / "serve.sh"
+    f.write_text("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --context-length 400000\n")
+    _, out, _ = _run(capsys, "tune", str(f), "--gpu", "H100", "--engine-version", "0.5.0", "--min-context", "400000")
+    lines = out.splitlines()
+    assert lines[1].endswith("headroom 10.8%: refuses the configuration") and lines[1].startswith("  now     context 400,000")
+    assert "refuses the configuration (ValueError: User-specified context_length (400000) is greater than the " \
+           "derived context_length (32768)." in lines[3]
+    assert "rejected_config" not in out and "Load weight" not in out

@@ -279,6 +279,9 @@ def _why_not(plan: MemoryPlan, outcome: str) -> str:
     short of what was asked) the finding that says so."""
     if outcome == "started":
         return ""
+    refusal = next((f.message for f in plan.findings if f.severity == "error"), "")
+    if plan.outcome == "rejected_config" and refusal:  # a check refused it before anything loaded: say which
+        return refusal
     if plan.outcome != "started":
         return plan.messages[-1] if plan.messages else ""
     return next((f.message for f in plan.findings if f.severity in ("error", "warning")), "")
