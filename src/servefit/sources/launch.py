@@ -10,6 +10,7 @@ The image entrypoint, when servefit fills it in, appears in argv as tokens with 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -25,6 +26,8 @@ from servefit.sources.text import LineIndex
 # words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
 SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
               "until"}
+# a program, never a model: one in a bin folder (`/usr/bin/supervisord`), a script, or a process manager
+PROGRAM_PATH = re.compile(r"^(?:/(?:usr/(?:local/)?)?s?bin/\S+|\S+\.(?:sh|bash|py)|(?:\S*/)?(?:supervisord|tini|dumb-init))$")
 DOCKER = {"docker", "podman", "nerdctl"}
 DOCKER_VALUE_LONG = {
     "--env", "--env-file", "--volume", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
@@ -341,14 +344,15 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
         starts_command = bool(texts) and (detect.recognise(texts) is not None
                                           or detect.program(texts[0]) in detect.SHELLS
                                           or detect.program(texts[0]) in SKIP_WORDS
-                                          or detect.program(texts[0]).startswith("python"))
+                                          or detect.program(texts[0]).startswith("python")
+                                          or PROGRAM_PATH.match(texts[0]) is not None)
         if cmd and (starts_command or ie is None):
             if ie is not None and ie[2] and starts_command:
                 shown = " ".join(ie[0])
                 ctx.findings.append(finding(
                     "SF106", f"{img} already runs `{shown}`; with this command the container runs "
                     f"`{shown} {' '.join(texts[:3])} ...` and the engine rejects it. Set the entrypoint "
-                    "(k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
+                    "(Dockerfile `ENTRYPOINT`, k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
         elif ie is not None:
