@@ -124,6 +124,8 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         with file_budget():
             _dispatch(kind, fc, result)
             fc.finish()
+            if kind != "yaml" and not fc.sites:
+                _template_script(fc, kind)
     except RecursionError:
         fc.findings.append(not_read("nested too deeply; skipped", span=fc.li.span(0, 0)))
     except (Exhausted, MemoryError) as exc:
@@ -280,6 +282,24 @@ def _templated(fc: Any) -> None:
     fc.findings.append(not_rendered("template syntax ({{ }}): this file is not YAML until rendered, so it was not read; "
                  "servefit reads the chart's values file, or lint `helm template` output",
         span=fc.li.span(max(i, 0), max(i, 0) + 2)))
+
+
+_JINJA = re.compile(r"\{%-?\s*(?:extends|block|if|for|set|macro|include)\b")
+
+
+def _template_script(fc: Any, kind: str) -> None:
+    """A script, Dockerfile or unit written as a template (Jinja `{% if %}`, Go `{{ .Values }}`) that mentions an
+    engine and gave no server: its commands are not shell until rendered, so that is said, not skipped."""
+    from servefit.sources.yamlpos import TEMPLATE
+
+    m = _JINJA.search(fc.text) or TEMPLATE.search(fc.text)
+    if m is None:
+        return
+    what = {"dockerfile": "Dockerfile", "systemd": "unit", "make": "Makefile"}.get(kind, "script")
+    marks = "{% %}" if m.group().startswith("{%") else "{{ }}"
+    fc.findings.append(not_rendered(f"template syntax ({marks}): this {what} is a template, so the servers it starts "
+                                    f"were not read; lint the {what} it renders into",
+                                    span=fc.li.span(m.start(), m.start() + 2)))
 
 
 def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:
