@@ -203,14 +203,14 @@ def test_tune_keeps_a_swap_false_group_within_the_gpu(tmp_path: Path, capsys: py
     assert alone["beside"] is None  # not in the group: tuned for the whole GPU
     coder_now = coder["current"]["memory_bytes"]
     room = 15.47 - coder_now / 2**30
-    assert gpt["beside"] == (f"llama-swap group 'group1' runs with swap: false: beside 'Qwen2.5-Coder-1.5B' "
+    assert gpt["beside"] == (f"llama-swap group 'group1' has swap: false, so its members run at the same time: beside 'Qwen2.5-Coder-1.5B' "
                              f"{coder_now / 2**30:.2f} GiB, this server has {room:.2f} GiB of the 15.47 GiB; as "
                              f"written it holds {gpt['current']['memory_bytes'] / 2**30:.2f} GiB, more than that")
     # the best candidate alone is larger than the room left; the one chosen fits beside the coder model
     assert gpt["best"]["memory_bytes"] + coder_now <= gpu < gpt["current"]["memory_bytes"] + coder_now
     assert gpt["best"]["context"] >= 4096 and gpt["changes"]
     # the member tuned later sees the first one as tuned
-    assert coder["beside"].startswith(f"llama-swap group 'group1' runs with swap: false: beside 'GPT-OSS 20B' "
+    assert coder["beside"].startswith(f"llama-swap group 'group1' has swap: false, so its members run at the same time: beside 'GPT-OSS 20B' "
                                       f"{gpt['best']['memory_bytes'] / 2**30:.2f} GiB")
     assert coder["best"]["memory_bytes"] + gpt["best"]["memory_bytes"] <= gpu
     # written, the file is still YAML, lint no longer warns, and a second run changes nothing
@@ -559,3 +559,58 @@ def test_tune_says_why_a_refused_config_is_refused(tmp_path: Path, capsys: pytes
     assert "refuses the configuration (ValueError: User-specified context_length (400000) is greater than the " \
            "derived context_length (32768)." in lines[3]
     assert "rejected_config" not in out and "Load weight" not in out
+
+
+# HouXianzhoua/llm-inference-platform: two TGI services in one compose file both reserve device_ids ['0']; each
+# was judged alone ("starts") though the one that starts second finds the first holding 90% of the GPU.
+SHARED = """services:
+  a:
+    image: vllm/vllm-openai:v0.10.0
+    command: --model Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --gpu-memory-utilization {util}
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              device_ids: ['0']
+              capabilities: [gpu]
+  b:
+    image: vllm/vllm-openai:v0.10.0
+    command: --model Qwen/Qwen2.5-1.5B-Instruct --max-model-len 8192 --gpu-memory-utilization {util}
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              device_ids: ['{other}']
+              capabilities: [gpu]
+"""
+
+
+@pytest.mark.parametrize(("util", "other", "count"), [("0.9", "0", 1), ("0.4", "0", 0), ("0.9", "1", 0)])
+def test_compose_services_on_the_same_device_ids_add_up(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        util: str, other: str, count: int) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(SHARED.format(util=util, other=other))
+    found = _lint(capsys, f, "L40S")
+    assert len(found) == count
+    if count:
+        at = found[0]["location"]
+        assert (found[0]["severity"], at["line"], at["column"]) == ("warning", 10, 27)  # a's device_ids
+        assert found[0]["message"].startswith(
+            "compose services 'a' and 'b' reserve the same GPU (device_ids '0'), so they run at the same time on the "
+            "NVIDIA L40S: 'a' ")
+        assert found[0]["message"].endswith("the member that starts last finds too little free memory and fails to load")
+
+
+def test_tgi_services_sharing_a_gpu_say_how_tgi_takes_what_is_left(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    text = SHARED.format(util="0.9", other="0").replace("vllm/vllm-openai:v0.10.0", "ghcr.io/huggingface/"
+                                                        "text-generation-inference:3.1.1")
+    f.write_text(text.replace("--model Qwen", "--model-id Qwen").replace(" --max-model-len 8192 --gpu-memory-utilization 0.9",
+                                                                       ""))
+    [found] = _lint(capsys, f, "L4")
+    assert found["message"].endswith("the member that starts last finds too little free memory and fails to load "
+                                     "(a TGI member whose weights still load sizes its KV cache from what is left at "
+                                     "warmup)")
