@@ -193,7 +193,7 @@ def _device_ids(y: Y, svcs: list[Node], interp: Vars) -> list[tuple[str, Span | 
     for svc in reversed(svcs):
         for d in y.seq(y.get(svc, "deploy", "resources", "reservations", "devices")):
             ids = y.get(d, "device_ids")
-            if y.seq(ids):
+            if ids is not None and y.seq(ids):
                 return [(expand_word(y.scalar_src(i), interp, compose=True).text, y.span(ids))
                         for i in y.seq(ids) if isinstance(i, ScalarNode)]
     return []
