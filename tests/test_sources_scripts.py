@@ -176,3 +176,16 @@ def test_a_templated_script_that_gives_no_server_is_said(tmp_path, name, text, m
     what = "Dockerfile" if name == "Dockerfile" else "script"
     assert r.findings[-1].message == (f"template syntax ({marks}): this {what} is a template, so the servers it starts "
                                      f"were not read; lint the {what} it renders into")
+
+
+def test_a_model_pulled_by_a_variable_is_said_not_known(tmp_path):
+    # khteh/Ollama's run.sh pulls `$i` for each name in $MODELS: lint said nothing and checked nothing
+    f = tmp_path / "run.sh"
+    f.write_text('#!/bin/bash\nollama serve &\nmodels=(${MODELS//,/ })\nfor i in "${models[@]}"; do\n'
+                 '  ollama pull $i\ndone\nollama pull qwen2.5:7b\n')
+    r = scan_file(str(f))
+    [site] = r.sites
+    assert [t.text for t in site.inputs.pulled] == ["$i", "qwen2.5:7b"]
+    assert [(x.code, x.span.line, x.span.col, x.message) for x in r.findings] == [
+        ("SF001", 5, 15, "${i} is not set in this repository: the value it gives Ollama is not known, so it is not "
+                         "checked")]

@@ -56,6 +56,7 @@ class Ctx:
     ollama_models: list[Token] = field(default_factory=list)
     modelfile_refs: list[str] = field(default_factory=list)  # `ollama create NAME -f PATH`
     created: list[str] = field(default_factory=list)  # the NAME of each `ollama create NAME -f PATH`
+    pulled_vars: list[tuple[str, Span | None]] = field(default_factory=list)  # `ollama pull $MODEL`: unknown here
 
 
 class Facts(TypedDict, total=False):
@@ -192,7 +193,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     if start == i and head in detect.SHELLS:
         assert payload is not None
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
-                    ctx.modelfile_refs)
+                    ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
         cmds = split_commands(payload.to_src(), sub_env.copy())
         found = from_commands(cmds, inner, sub_env)
         for launch in found:  # the outer shell expanded the payload: its unset variables are the server's
@@ -225,6 +226,7 @@ def ollama_client(words: list[Word], ctx: Ctx) -> None:
     texts = [w.text for w in words]
     if detect.mentions_ollama_model(texts):
         ctx.ollama_models.append(words[2].token())
+        ctx.pulled_vars.extend(v for v in words[2].unresolved if v not in ctx.pulled_vars)
     ref = detect.modelfile_ref(texts)
     if ref is not None:
         ctx.modelfile_refs.append(ref)
