@@ -61,12 +61,14 @@ def check(servers: list[Server]) -> list[Finding]:
         head = f"{t.name} {t.how} on {where}: {parts}"
         if sums[worst] > total:
             fit = any(_fits_itself(s) for s in sized)
-            tgi = any(s.site.engine == "tgi" for s in sized)
+            from servefit.engines import section
+
+            beside = dict.fromkeys(b for s in sized if s.site.engine and (b := section(s.site.engine, "parallel")
+                                                                          .get("beside")))
             tail = (": the member that starts last finds too little free memory and fails to load"
                     + (" (a llama.cpp member with --fit shrinks its context or puts layers on the CPU "
                        "instead)" if fit else "")
-                    + (" (a TGI member whose weights still load sizes its KV cache from what is left at warmup)"
-                       if tgi else ""))
+                    + "".join(f" ({b})" for b in beside))
             out.append(finding("SF117", f"{head}; {sums[worst] / GIB:.2f} GiB together, more than its "
                                         f"{total / GIB:.2f} GiB{rest}{tail}", span=t.span))
         elif unsized:
