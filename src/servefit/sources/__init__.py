@@ -6,7 +6,7 @@ whose name no wrapper reads is not opened, and a file that mentions no engine (t
 `markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, makefile (recipes), workflow
-(GitHub Actions `run:` steps), systemd, skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+(GitHub Actions `run:` steps), systemd, supervisor (supervisord programs), skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
 (vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
@@ -30,6 +30,7 @@ __all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
 
 MAX_BYTES = 2 << 20
 YAML_EXT = (".yaml", ".yml")
+SUPERVISOR_EXT = (".conf", ".ini")  # supervisord program files: read when their first lines hold `[program:`
 
 
 @dataclass
@@ -66,6 +67,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "systemd"
     if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
         return "script"
+    if low.endswith(SUPERVISOR_EXT) and head is not None and "[program:" in head:
+        return "supervisor"
     return None
 
 
@@ -102,7 +105,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     """Every server in one file, and the file's own problems (never raises on bad input)."""
     result = ScanResult()
     kind = file_kind(path, text[:128] if text is not None else None)
-    if kind is None and text is None and "." not in os.path.basename(path):
+    if kind is None and text is None and ("." not in os.path.basename(path) or path.lower().endswith(SUPERVISOR_EXT)):
         kind = file_kind(path, _head(path))
     if kind is None:
         return result
@@ -212,6 +215,10 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         from servefit.sources import makefile
 
         makefile.scan(fc)
+    elif kind == "supervisor":
+        from servefit.sources import supervisor
+
+        supervisor.scan(fc)
     else:
         _yaml(fc, result)
 
@@ -295,7 +302,8 @@ def _template_script(fc: Any, kind: str) -> None:
     m = _JINJA.search(fc.text) or TEMPLATE.search(fc.text)
     if m is None:
         return
-    what = {"dockerfile": "Dockerfile", "systemd": "unit", "make": "Makefile"}.get(kind, "script")
+    what = {"dockerfile": "Dockerfile", "systemd": "unit", "make": "Makefile", "supervisor": "program file"}.get(
+        kind, "script")
     marks = "{% %}" if m.group().startswith("{%") else "{{ }}"
     fc.findings.append(not_rendered(f"template syntax ({marks}): this {what} is a template, so the servers it starts "
                                     f"were not read; lint the {what} it renders into",
