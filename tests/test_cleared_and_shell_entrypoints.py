@@ -89,3 +89,21 @@ def test_compose_empty_entrypoints_clear_the_images() -> None:
     assert [[t.text for t in s.argv][:3] for s in res.sites] == [
         ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"], ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"],
         ["vllm", "serve", "--model"]]
+
+
+@pytest.mark.parametrize("cmd", ['["/usr/bin/supervisord"]', '["supervisord", "-n"]', '["/start.sh"]',
+                                 '["/opt/app/entrypoint.sh", "--x"]'])
+def test_a_program_as_cmd_under_an_engine_entrypoint_is_sf106_not_a_model(cmd: str) -> None:
+    # a vLLM image with supervisord as CMD (Hiroaki-Masuzawa/llm_vlm_memo): read as `vllm serve /usr/bin/supervisord`,
+    # an unknown model, where the container runs a program the engine's entrypoint takes for its model
+    res = scan_file("Dockerfile", f"FROM vllm/vllm-openai:v0.9.2\nRUN pip install supervisor\nCMD {cmd}\n")
+    assert res.sites == [] and [(f.code, f.span.line, f.span.col) for f in res.findings] == [("SF106", 3, 7)]
+    first = json.loads(cmd)[0]
+    assert f"the container runs `vllm serve {first}" in res.findings[0].message
+    assert "Set the entrypoint (Dockerfile `ENTRYPOINT`, k8s `command`" in res.findings[0].message
+
+
+def test_a_model_path_as_cmd_is_still_the_engine_argument() -> None:
+    res = scan_file("Dockerfile", 'FROM vllm/vllm-openai:v0.9.2\nCMD ["/models/Qwen2.5-7B-Instruct", "--max-model-len", "8192"]\n')
+    assert [t.text for t in res.sites[0].argv][:3] == ["vllm", "serve", "/models/Qwen2.5-7B-Instruct"]
+    assert res.findings == []

@@ -52,3 +52,17 @@ def test_world_size_and_shm_findings() -> None:
     site.engine = "llamacpp"
     site.workload.shm = False
     assert check(site, None) == []  # llama.cpp does not use NCCL
+
+
+@pytest.mark.parametrize("gpus, expected", [(1, None), (2, "2 GPU workers share tensors through /dev/shm")])
+def test_ranks_spread_over_hosts_share_memory_only_with_those_on_this_host(gpus: int, expected: str | None) -> None:
+    """vLLM's Ray backend (aibrix RayClusterFleet: TP 2 over two one-GPU pods): the pod's one rank shares
+    no /dev/shm with the other, which NCCL reaches over the network; two GPUs in the pod do share it."""
+    site = site_from_argv(["vllm", "serve", "m", "--tensor-parallel-size", "4",
+                           "--distributed-executor-backend", "ray"])
+    site.engine = "vllm"
+    site.gpu = GpuHint(None, gpus, "count from nvidia.com/gpu limit")
+    site.workload.shm = False
+    site.workload.kind = "RayCluster"
+    found = [f.message for f in check(site, engines.get("vllm").parse(site, None))]
+    assert [m[:len(expected)] for m in found] == ([expected] if expected else [])

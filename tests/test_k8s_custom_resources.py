@@ -128,3 +128,48 @@ def test_a_leader_worker_sets_worker_counts_the_whole_group():
     leader, worker = scan_file(str(FIX / "lws_one_gpu_pods.yaml")).sites
     assert (leader.gpu.count, worker.gpu.count) == (2, 2)
     assert worker.gpu.source.endswith("+ the leader pod × 1 (LeaderWorkerSet size 2)")
+
+
+RAY = """apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: vllm
+{annotations}spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers:
+        - name: ray-head
+          image: vllm/vllm-openai:v0.11.0
+  workerGroupSpecs:
+  - groupName: gpu
+    template:
+      spec:
+        containers:
+        - name: ray-worker
+          image: vllm/vllm-openai:v0.11.0
+        - name: sidecar
+          image: vllm/vllm-openai:v0.11.0
+          command: [vllm, serve, Qwen/Qwen3-8B]
+"""
+
+
+def test_kuberay_runs_ray_start_in_a_ray_container_without_a_command(tmp_path):
+    """KubeRay gives the first container of each group `ray start`: no vLLM server there (said, not skipped);
+    a sidecar's own command is one; with ray.io/overwrite-container-cmd "true" the image's command runs."""
+    f = tmp_path / "ray.yaml"
+    f.write_text(RAY.format(annotations=""))
+    r = scan_file(str(f))
+    assert [(s.name, argv(s)) for s in r.sites] == [("RayCluster/vllm/gpu/sidecar", ["vllm", "serve", "Qwen/Qwen3-8B"])]
+    f.write_text(RAY.format(annotations="").replace("          command: [vllm, serve, Qwen/Qwen3-8B]\n", ""))
+    assert [s.name for s in scan_file(str(f)).sites] == ["RayCluster/vllm/gpu/sidecar"]  # not KubeRay's: the image's
+    f.write_text(RAY.format(annotations="").split("        - name: sidecar")[0])
+    r = scan_file(str(f))
+    assert r.sites == [] and [(x.code, x.span.line, x.span.col) for x in r.findings] == [
+        ("SF116", 11, 18), ("SF116", 18, 18)]
+    assert r.findings[1].message == (
+        "vllm/vllm-openai:v0.11.0 runs vLLM, but KubeRay starts Ray in this container (`ray start`), so a server it "
+        "runs comes from a Ray Serve application or a job servefit does not read, and its settings were not checked")
+    f.write_text(RAY.format(annotations='  annotations:\n    ray.io/overwrite-container-cmd: "true"\n'))
+    assert [s.name for s in scan_file(str(f)).sites] == [
+        "RayCluster/vllm/ray-head", "RayCluster/vllm/gpu/ray-worker", "RayCluster/vllm/gpu/sidecar"]

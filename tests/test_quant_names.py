@@ -149,3 +149,13 @@ def test_an_exl2_config_is_read_not_refused():
     validate_config({"quantization_config": {"quant_method": "exl2", "bits": 4.65, "head_bits": 6}})
     with pytest.raises(BadValue, match="not a whole number"):
         validate_config({"quantization_config": {"quant_method": "gptq", "bits": 4.5}})
+
+
+@pytest.mark.parametrize("config, bytes_per_param", [
+    ({"quant_method": "mlx", "bits": 4, "group_size": 64}, 0.5 + 4 / 64),  # 4-bit codes, fp16 scale + bias per 64
+    ({"quant_method": "mlx", "bits": 8}, 1 + 4 / 64),  # MLX's default group is 64
+])
+def test_mlx_repacks_are_sized_as_mlx_stores_them(config, bytes_per_param):
+    # mlx-community/...-4bit was sized at 2 bytes per parameter while the assumption said "MLX 4-bit"
+    s = scheme_for(config)
+    assert s is not None and (s.name, s.bytes_per_param) == ("mlx", bytes_per_param)

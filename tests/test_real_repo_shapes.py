@@ -203,14 +203,14 @@ def test_tune_keeps_a_swap_false_group_within_the_gpu(tmp_path: Path, capsys: py
     assert alone["beside"] is None  # not in the group: tuned for the whole GPU
     coder_now = coder["current"]["memory_bytes"]
     room = 15.47 - coder_now / 2**30
-    assert gpt["beside"] == (f"llama-swap group 'group1' runs with swap: false: beside 'Qwen2.5-Coder-1.5B' "
+    assert gpt["beside"] == (f"llama-swap group 'group1' has swap: false, so its members run at the same time: beside 'Qwen2.5-Coder-1.5B' "
                              f"{coder_now / 2**30:.2f} GiB, this server has {room:.2f} GiB of the 15.47 GiB; as "
                              f"written it holds {gpt['current']['memory_bytes'] / 2**30:.2f} GiB, more than that")
     # the best candidate alone is larger than the room left; the one chosen fits beside the coder model
     assert gpt["best"]["memory_bytes"] + coder_now <= gpu < gpt["current"]["memory_bytes"] + coder_now
     assert gpt["best"]["context"] >= 4096 and gpt["changes"]
     # the member tuned later sees the first one as tuned
-    assert coder["beside"].startswith(f"llama-swap group 'group1' runs with swap: false: beside 'GPT-OSS 20B' "
+    assert coder["beside"].startswith(f"llama-swap group 'group1' has swap: false, so its members run at the same time: beside 'GPT-OSS 20B' "
                                       f"{gpt['best']['memory_bytes'] / 2**30:.2f} GiB")
     assert coder["best"]["memory_bytes"] + gpt["best"]["memory_bytes"] <= gpu
     # written, the file is still YAML, lint no longer warns, and a second run changes nothing
@@ -523,3 +523,94 @@ def test_an_engine_service_with_an_unset_image_is_said(tmp_path: Path, capsys: p
         ("SF001", "info", 12, 12, "${HARBOR_LLAMACPP_IMAGE_CPU} is not set in this repository: the image service "
                                   "'llamacpp' runs is not known, so whether it is an inference server, and its "
                                   "settings, are not checked")]
+
+
+# marieai/marie-ai's SGLang scripts pass --quantization fp8 for a bf16 checkpoint: estimate sized fp8 weights
+# while tune showed the current config as "weights none" (and ranked it as full precision).
+@pytest.mark.parametrize("cmd,label", [
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --quantization fp8 --context-length 8192",
+     "online fp8"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --quantization fp8 --max-model-len 8192", "online fp8"),
+    ("text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --quantize eetq", "online eetq"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192", "none"),
+])
+def test_tune_names_the_quantization_the_command_applies(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         cmd: str, label: str) -> None:
+    from servefit.tune.objective import W_FP8, W_INT8, W_NONE
+
+    pytest.importorskip("optuna")
+    f = tmp_path / "serve.sh"
+    f.write_text(cmd + "\n")
+    _, out, _ = _run(capsys, "tune", str(f), "--gpu", "H100", "--format", "json")
+    cur = json.loads(out)["sites"][0]["current"]
+    level = {"online fp8": W_FP8, "online eetq": W_INT8, "none": W_NONE}[label]
+    assert (cur["quantization"], cur["quality"][0]) == (label, level)
+
+
+# A refused SGLang command (context over the model's own): tune said "now ...: rejected_config" and gave the
+# engine's last load line ("Load weight end. ...") as the reason the nearest candidate fails.
+def test_tune_says_why_a_refused_config_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("optuna")
+    f = tmp_path / "serve.sh"
+    f.write_text("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --context-length 400000\n")
+    _, out, _ = _run(capsys, "tune", str(f), "--gpu", "H100", "--engine-version", "0.5.0", "--min-context", "400000")
+    lines = out.splitlines()
+    assert lines[1].endswith("headroom 10.8%: refuses the configuration") and lines[1].startswith("  now     context 400,000")
+    assert "refuses the configuration (ValueError: User-specified context_length (400000) is greater than the " \
+           "derived context_length (32768)." in lines[3]
+    assert "rejected_config" not in out and "Load weight" not in out
+
+
+# HouXianzhoua/llm-inference-platform: two TGI services in one compose file both reserve device_ids ['0']; each
+# was judged alone ("starts") though the one that starts second finds the first holding 90% of the GPU.
+SHARED = """services:
+  a:
+    image: vllm/vllm-openai:v0.10.0
+    command: --model Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --gpu-memory-utilization {util}
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              device_ids: ['0']
+              capabilities: [gpu]
+  b:
+    image: vllm/vllm-openai:v0.10.0
+    command: --model Qwen/Qwen2.5-1.5B-Instruct --max-model-len 8192 --gpu-memory-utilization {util}
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              device_ids: ['{other}']
+              capabilities: [gpu]
+"""
+
+
+@pytest.mark.parametrize(("util", "other", "count"), [("0.9", "0", 1), ("0.4", "0", 0), ("0.9", "1", 0)])
+def test_compose_services_on_the_same_device_ids_add_up(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        util: str, other: str, count: int) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(SHARED.format(util=util, other=other))
+    found = _lint(capsys, f, "L40S")
+    assert len(found) == count
+    if count:
+        at = found[0]["location"]
+        assert (found[0]["severity"], at["line"], at["column"]) == ("warning", 10, 27)  # a's device_ids
+        assert found[0]["message"].startswith(
+            "compose services 'a' and 'b' reserve the same GPU (device_ids '0'), so they run at the same time on the "
+            "NVIDIA L40S: 'a' ")
+        assert found[0]["message"].endswith("the member that starts last finds too little free memory and fails to load")
+
+
+def test_tgi_services_sharing_a_gpu_say_how_tgi_takes_what_is_left(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    text = SHARED.format(util="0.9", other="0").replace("vllm/vllm-openai:v0.10.0", "ghcr.io/huggingface/"
+                                                        "text-generation-inference:3.1.1")
+    f.write_text(text.replace("--model Qwen", "--model-id Qwen").replace(" --max-model-len 8192 --gpu-memory-utilization 0.9",
+                                                                       ""))
+    [found] = _lint(capsys, f, "L4")
+    assert found["message"].endswith("the member that starts last finds too little free memory and fails to load "
+                                     "(a TGI member whose weights still load sizes its KV cache from what is left at "
+                                     "warmup)")

@@ -300,3 +300,22 @@ def test_the_assembly_knows_every_file_rendering_starts_from():
     from servefit.sources import assemble, render
 
     assert assemble.RENDER_ROOTS == {render.CHART_FILE, *render.KUSTOMIZATIONS}
+
+
+def test_a_values_file_away_from_the_chart_is_pointed_at_the_chart_here(no_helm, tmp_path, capsys):
+    # examples/x-values.yaml for charts/serve: not paired with it, so SF116 names the chart and --values
+    chart = tmp_path / "charts" / "serve"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: serve\nversion: 0.1.0\n")
+    (chart / "values.yaml").write_text("image:\n  repository: busybox\n")
+    (chart / "templates" / "deployment.yaml").write_text("kind: Deployment\n")
+    ex = tmp_path / "examples" / "x-values.yaml"
+    ex.parent.mkdir()
+    ex.write_text("model: Qwen/Qwen3-8B\nimage:\n  repository: vllm/vllm-openai\n  tag: v0.19.0\n")
+    _, found = lint(capsys, str(tmp_path), "--fail-on", "never")
+    [f] = [f for f in found if f["code"] == "SF116"]
+    assert where(f) == ("x-values.yaml", 3, 15)
+    assert f["message"] == (
+        f"vllm/vllm-openai:v0.19.0 runs vLLM, but the command it runs comes from the templates of chart {chart}, and "
+        "servefit renders a chart only with the values files in or beside its directory, so this server's settings "
+        f"were not checked: run `servefit lint --values {ex}` with helm 3 on PATH")

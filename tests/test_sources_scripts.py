@@ -148,3 +148,44 @@ def test_vllm_config_spliced_by_the_plugin():
     cfg = engines.get("vllm").parse(site)
     assert cfg.settings["max_model_len"] == 32768 and cfg.model_ref == "meta-llama/Llama-3.1-8B-Instruct"
     assert cfg.spans["max_model_len"].file.endswith("config.yaml") and cfg.spans["max_model_len"].line == 2
+
+
+JINJA_SCRIPT = """{% extends "base.sh" %}
+{% block command %}
+docker run -d {{ ' --gpus all' if gpu else '' }} \\
+  -p {{ port }}:{{ port }} \\
+  ghcr.io/huggingface/text-generation-inference:2.3.0 \\
+  --model-id /data/{{ revision }}
+{% endblock %}
+"""
+
+
+@pytest.mark.parametrize("name, text, marks, col", [
+    ("serve.sh", JINJA_SCRIPT, "{% %}", 1),
+    ("Dockerfile", "FROM vllm/vllm-openai:v0.9.2\nCMD [{{ .Values.args }}]\n", "{{ }}", 6),
+])
+def test_a_templated_script_that_gives_no_server_is_said(tmp_path, name, text, marks, col):
+    # princeton-ddss/blackfish keeps Jinja job scripts: `-p {{ port }}` took `{{` as the port and `port` as the
+    # image, so the TGI server vanished with no word
+    f = tmp_path / name
+    f.write_text(text)
+    r = scan_file(str(f))
+    found = [(x.code, x.span.line, x.span.col) for x in r.findings]
+    # the Dockerfile's CMD is not JSON, so it is shell form under the image's entrypoint (SF106) as well
+    assert r.sites == [] and found == ([("SF106", 2, 5), ("SF104", 2, 6)] if col == 6 else [("SF104", 1, 1)])
+    what = "Dockerfile" if name == "Dockerfile" else "script"
+    assert r.findings[-1].message == (f"template syntax ({marks}): this {what} is a template, so the servers it starts "
+                                     f"were not read; lint the {what} it renders into")
+
+
+def test_a_model_pulled_by_a_variable_is_said_not_known(tmp_path):
+    # khteh/Ollama's run.sh pulls `$i` for each name in $MODELS: lint said nothing and checked nothing
+    f = tmp_path / "run.sh"
+    f.write_text('#!/bin/bash\nollama serve &\nmodels=(${MODELS//,/ })\nfor i in "${models[@]}"; do\n'
+                 '  ollama pull $i\ndone\nollama pull qwen2.5:7b\n')
+    r = scan_file(str(f))
+    [site] = r.sites
+    assert [t.text for t in site.inputs.pulled] == ["$i", "qwen2.5:7b"]
+    assert [(x.code, x.span.line, x.span.col, x.message) for x in r.findings] == [
+        ("SF001", 5, 15, "${i} is not set in this repository: the value it gives Ollama is not known, so it is not "
+                         "checked")]

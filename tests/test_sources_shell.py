@@ -141,3 +141,36 @@ def test_array_forms_star_index_unset_and_conditional():
     # inside a condition an array that is already set keeps its value, as a plain variable does
     assert cmds('A=(1)\nif x; then\n  A=(2)\nfi\necho "${A[@]}"\n')[-1].texts == ["echo", "1"]
     assert cmds('E=()\necho "${E[@]}" end\n')[-1].texts == ["echo", "end"]
+
+
+def test_a_command_substitution_in_a_variable_stays_one_word():
+    # the SCRIPT_DIR idiom: the command's output is one unknown path, not its own text split on spaces
+    text = ('D=$(cd $(dirname $0); pwd)\nOPTS="--a 1 $(nproc) --b"\n'
+            'docker run -v $D/c:/c -v ${D}:/x img $OPTS --m M\n')
+    c = cmds(text)[-1]
+    assert c.texts == ["docker", "run", "-v", "$(cd $(dirname $0); pwd)/c:/c", "-v", "$(cd $(dirname $0); pwd):/x",
+                       "img", "--a", "1", "$(nproc)", "--b", "--m", "M"]
+    assert [n for n, _ in c.words[3].unresolved] == ["$(cd $(dirname $0); pwd)"]
+    one = c.words[8].token()  # the literal part around the substitution still splits with exact spans
+    assert (one.span.line, one.span.col, one.span.end_col) == (2, 11, 12)
+
+
+def test_a_script_dir_idiom_keeps_the_docker_run_server(tmp_path):
+    from servefit.sources import scan_file
+
+    p = tmp_path / "run.sh"
+    p.write_text('HERE="$(cd "$(dirname "$0")" && pwd)"\nCACHE=${HERE}/../cache\n'
+                 'docker run --gpus all -v ${CACHE}:/root/.cache \\\n  -v $HERE/t:/t vllm/vllm-openai:latest \\\n'
+                 '  --model Qwen/Qwen2.5-7B-Instruct --max_model_len 1024\n')
+    [site] = scan_file(str(p)).sites
+    argv = [t.text for t in site.argv]
+    assert (site.engine, site.line, argv[argv.index("--model") + 1]) == ("vllm", 5, "Qwen/Qwen2.5-7B-Instruct")
+
+
+def test_a_note_after_the_last_argument_does_not_break_the_continuation():
+    [c] = cmds("vllm serve M \\\n  --a 1 # --max-model-len 4096\n")
+    assert c.texts == ["vllm", "serve", "M", "--a", "1"] and c.broken is None
+    text = "vllm serve M \\\n  # --b 2\n  --c 3\n"  # a commented-out continued line, no backslash: still broken
+    got = cmds(text)
+    assert got[0].texts == ["vllm", "serve", "M"] and got[1].texts == ["--c", "3"]
+    assert got[0].broken is not None and (got[0].broken.line, got[0].broken.col, got[0].broken.end_col) == (2, 3, 10)

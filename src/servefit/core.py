@@ -70,11 +70,13 @@ class DirectiveValue:
 @dataclass(frozen=True)
 class Together:
     """Servers a proxy in front keeps running at the same time (a llama-swap group with
-    `swap: false`): their memory adds up on the GPUs they share. `members` are the site names."""
+    `swap: false`), or compose services that reserve the same GPU by id: their memory adds up on the GPUs
+    they share. `members` are the site names."""
 
     name: str  # how the file names the set: "llama-swap group 'group1'"
     members: tuple[str, ...]
     span: Span | None = None
+    how: str = "has swap: false, so its members run at the same time"  # why they run at once
 
 
 @dataclass

@@ -14,7 +14,7 @@ from servefit.core import UsageError
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lint", help="find every server in a deployment repo and check its settings",
                        description="Find the inference servers in k8s manifests, Helm values, compose "
-                                   "files, Dockerfiles, scripts, systemd units, SkyPilot and llama-swap "
+                                   "files, Dockerfiles, scripts, systemd units, supervisord programs, SkyPilot and llama-swap "
                                    "configs, and report the settings that will not start or will OOM.")
     p.add_argument("paths", nargs="*", help="files or directories (default: the current directory)")
     p.add_argument("--gpu", help="GPU for every server, over what the files and the config say (any name: "

@@ -89,6 +89,8 @@ def check(site: LaunchSite, cfg: EngineConfig | None) -> list[Finding]:
                                     f"({gpu.source}): the engine fails at start", span=span or gpu.span, site=site.name,
                            setting=d.get("tensor") or None))
     shm = site.workload.shm
+    if gpu is not None and gpu.count is not None and _over_hosts(site, cfg, world, gpu.count):
+        world = min(world, gpu.count)  # the ranks on this host (Ray, --nnodes); the others reach it over the network
     if world > 1 and shm is False and _parallel_data(site.engine).get("nccl"):
         size = f"limited by its {site.workload.shm_limit}" if site.workload.shm_limit else "only 64 MiB"
         out.append(finding("SF102", f"{world} GPU workers share tensors through /dev/shm, which is {size} "

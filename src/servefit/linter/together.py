@@ -1,5 +1,5 @@
-"""SF117: servers a proxy keeps running at the same time (a llama-swap group with `swap: false`)
-share their GPUs, so the memory each plans on its own adds up. Each server's plan is the one it
+"""SF117: servers a proxy keeps running at the same time (a llama-swap group with `swap: false`), or compose
+services that reserve the same GPU by id, share their GPUs, so the memory each plans on its own adds up. Each server's plan is the one it
 makes on an idle GPU; the one that starts last finds only what the others left free (engines
 read the free memory at start: llama.cpp ggml_backend_dev_memory, vLLM init_device)."""
 
@@ -58,12 +58,17 @@ def check(servers: list[Server]) -> list[Finding]:
         where = f"GPU {worst} ({gpu.name})" if n > 1 else f"the {gpu.name}"
         rest = (f"; {', '.join(repr(m) for m in unsized)} not counted (servefit does not size "
                 f"{'it' if len(unsized) == 1 else 'them'})" if unsized else "")
-        head = f"{t.name} has swap: false, so its members run at the same time on {where}: {parts}"
+        head = f"{t.name} {t.how} on {where}: {parts}"
         if sums[worst] > total:
             fit = any(_fits_itself(s) for s in sized)
+            from servefit.engines import section
+
+            beside = dict.fromkeys(b for s in sized if s.site.engine and (b := section(s.site.engine, "parallel")
+                                                                          .get("beside")))
             tail = (": the member that starts last finds too little free memory and fails to load"
                     + (" (a llama.cpp member with --fit shrinks its context or puts layers on the CPU "
-                       "instead)" if fit else ""))
+                       "instead)" if fit else "")
+                    + "".join(f" ({b})" for b in beside))
             out.append(finding("SF117", f"{head}; {sums[worst] / GIB:.2f} GiB together, more than its "
                                         f"{total / GIB:.2f} GiB{rest}{tail}", span=t.span))
         elif unsized:

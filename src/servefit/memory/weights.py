@@ -80,6 +80,8 @@ def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Sch
         return Scheme(method, 0.5 + 1 / 16, bits=4)
     if method == "gguf":
         return Scheme(method, 0.5625, bits=4)
+    if method == "mlx":  # mlx.core.quantize: packed weights plus a 16-bit scale and bias per group (mlx-community repacks)
+        return Scheme(method, bits / 8 + 4 / (group if "group_size" in q else 64), bits=bits)
     return Scheme(method, 2.0)
 
 

@@ -55,7 +55,10 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
     out[0] += f": {_title(ev.config.engine)} {ev.plan.engine_version} on {ev.count or 1} x {ev.gpu.name} " \
               f"({ev.gpu.memory_bytes / 2**30:.2f} GiB)"
     cur = run.current
-    state = cur.outcome if cur.outcome != "started" else ("meets the needs" if cur.feasible else "misses the needs")
+    from servefit.report.plan import VERDICT
+
+    state = VERDICT.get(cur.outcome, cur.outcome) if cur.outcome != "started" else \
+        ("meets the needs" if cur.feasible else "misses the needs")
     out.append(f"  now     {describe(cur)}: {state}")
     if t.beside:
         out.append(f"  beside  {t.beside}")
@@ -72,7 +75,7 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
     if b is None or not b.feasible:
         miss = "no candidate"
         if b is not None:
-            miss = f"the nearest: {describe(b)}: {b.outcome}" + (f" ({b.message})" if b.message else "")
+            miss = f"the nearest: {describe(b)}: {VERDICT.get(b.outcome, b.outcome)}" + (f" ({b.message})" if b.message else "")
         out.append(f"  tuned   nothing meets the needs ({miss}); relax --min-context / --min-concurrency or "
                    "--allow more (quant=..., kv=...)")
         return out

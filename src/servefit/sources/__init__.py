@@ -6,7 +6,7 @@ whose name no wrapper reads is not opened, and a file that mentions no engine (t
 `markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, makefile (recipes), workflow
-(GitHub Actions `run:` steps), systemd, skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+(GitHub Actions `run:` steps), systemd, supervisor (supervisord programs), skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
 (vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
@@ -30,6 +30,7 @@ __all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
 
 MAX_BYTES = 2 << 20
 YAML_EXT = (".yaml", ".yml")
+SUPERVISOR_EXT = (".conf", ".ini")  # supervisord program files: read when their first lines hold `[program:`
 
 
 @dataclass
@@ -66,6 +67,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "systemd"
     if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
         return "script"
+    if low.endswith(SUPERVISOR_EXT) and head is not None and "[program:" in head:
+        return "supervisor"
     return None
 
 
@@ -102,7 +105,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
     """Every server in one file, and the file's own problems (never raises on bad input)."""
     result = ScanResult()
     kind = file_kind(path, text[:128] if text is not None else None)
-    if kind is None and text is None and "." not in os.path.basename(path):
+    if kind is None and text is None and ("." not in os.path.basename(path) or path.lower().endswith(SUPERVISOR_EXT)):
         kind = file_kind(path, _head(path))
     if kind is None:
         return result
@@ -124,6 +127,8 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
         with file_budget():
             _dispatch(kind, fc, result)
             fc.finish()
+            if kind != "yaml" and not fc.sites:
+                _template_script(fc, kind)
     except RecursionError:
         fc.findings.append(not_read("nested too deeply; skipped", span=fc.li.span(0, 0)))
     except (Exhausted, MemoryError) as exc:
@@ -210,6 +215,10 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         from servefit.sources import makefile
 
         makefile.scan(fc)
+    elif kind == "supervisor":
+        from servefit.sources import supervisor
+
+        supervisor.scan(fc)
     else:
         _yaml(fc, result)
 
@@ -280,6 +289,25 @@ def _templated(fc: Any) -> None:
     fc.findings.append(not_rendered("template syntax ({{ }}): this file is not YAML until rendered, so it was not read; "
                  "servefit reads the chart's values file, or lint `helm template` output",
         span=fc.li.span(max(i, 0), max(i, 0) + 2)))
+
+
+_JINJA = re.compile(r"\{%-?\s*(?:extends|block|if|for|set|macro|include)\b")
+
+
+def _template_script(fc: Any, kind: str) -> None:
+    """A script, Dockerfile or unit written as a template (Jinja `{% if %}`, Go `{{ .Values }}`) that mentions an
+    engine and gave no server: its commands are not shell until rendered, so that is said, not skipped."""
+    from servefit.sources.yamlpos import TEMPLATE
+
+    m = _JINJA.search(fc.text) or TEMPLATE.search(fc.text)
+    if m is None:
+        return
+    what = {"dockerfile": "Dockerfile", "systemd": "unit", "make": "Makefile", "supervisor": "program file"}.get(
+        kind, "script")
+    marks = "{% %}" if m.group().startswith("{%") else "{{ }}"
+    fc.findings.append(not_rendered(f"template syntax ({marks}): this {what} is a template, so the servers it starts "
+                                    f"were not read; lint the {what} it renders into",
+                                    span=fc.li.span(m.start(), m.start() + 2)))
 
 
 def _modelfile(path: str, text: str | None, result: ScanResult) -> ScanResult:

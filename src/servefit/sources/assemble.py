@@ -186,6 +186,14 @@ def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding
                                             and rendering.in_chart(f.span.file, charts))
                 and not (f.code == "SF116" and f.span is not None
                          and os.path.normpath(f.span.file) in out.values_files)] + out.findings
+    if charts:
+        from dataclasses import replace
+
+        from servefit.sources.helm import NO_CHART, chart_here
+
+        helm = render and rendering.helm_path() is not None
+        findings = [replace(f, message=f.message.replace(NO_CHART, chart_here(charts, f.span.file, helm)))
+                    if f.code == "SF116" and f.span is not None and NO_CHART in f.message else f for f in findings]
     return sites, findings, out.notes
 
 

@@ -114,6 +114,8 @@ class FileCtx:
                 site.inputs.file_refs = refs
             if ollama_models and on_request:
                 site.inputs.pulled = first_of_each(ollama_models)
+                if ctx is not None:  # a model pulled by a variable: SF001 says it is not known, not a silent skip
+                    site.unresolved_spans.extend(v for v in ctx.pulled_vars if v not in site.unresolved_spans)
             self.sites.append(site)
 
 

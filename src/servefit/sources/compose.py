@@ -23,7 +23,7 @@ import os
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from servefit.core import GpuHint, Token
+from servefit.core import GpuHint, LaunchSite, Span, Together, Token
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_layers import LayeredY, extended, layers
 from servefit.sources.detect import markers, models_on_request
@@ -170,6 +170,7 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
     ly = LayeredY(y, stack)
     files = [p for p, _, _ in stack]
     overlay = files[0] != fc.path  # this file is read on top of its base: only the services it names
+    pinned: dict[str, list[tuple[str, list[LaunchSite], Span | None]]] = {}
     names = [k for k, _, _ in y.items(y.get(root, "services"))] if overlay else \
         list(dict.fromkeys(k for _, yy, rr in stack for k, _, _ in yy.items(yy.get(rr, "services"))))
     for sname in names:
@@ -179,7 +180,37 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
         bases = [(f, name) for b in svcs if id(b) not in own and (f := ly.file_of(b))
                  and (name := _name_in(ly, f, b))]
         if svcs:
+            first = len(fc.sites)
             _service(ly, sname, svcs, fc, interp, files, bases)
+            for dev, at in _device_ids(ly, svcs, interp) if len(fc.sites) > first else ():
+                pinned.setdefault(dev, []).append((sname, fc.sites[first:], at))
+    _shared_gpus(pinned)
+
+
+def _device_ids(y: Y, svcs: list[Node], interp: Vars) -> list[tuple[str, Span | None]]:
+    """The GPUs a service reserves by id (`device_ids: ['0']`, the last layer that reserves any), each with where
+    the list is written."""
+    for svc in reversed(svcs):
+        for d in y.seq(y.get(svc, "deploy", "resources", "reservations", "devices")):
+            ids = y.get(d, "device_ids")
+            if ids is not None and y.seq(ids):
+                return [(expand_word(y.scalar_src(i), interp, compose=True).text, y.span(ids))
+                        for i in y.seq(ids) if isinstance(i, ScalarNode)]
+    return []
+
+
+def _shared_gpus(pinned: dict[str, list[tuple[str, list[LaunchSite], Span | None]]]) -> None:
+    """Services that reserve the same GPU by id run on it at the same time: their memory adds up (SF117)."""
+    for dev, users in pinned.items():
+        if len({name for name, _, _ in users}) < 2:
+            continue
+        names = " and ".join(repr(name) for name, _, _ in users)
+        together = Together(f"compose services {names}", tuple(site.name for _, sites, _ in users for site in sites),
+                            users[0][2], f"reserve the same GPU (device_ids '{dev}'), so they run at the same time")
+        for _, sites, _ in users:
+            for site in sites:
+                if site.workload.together is None:
+                    site.workload.together = together
 
 
 def _name_in(y: LayeredY, path: str, node: Node) -> str | None:

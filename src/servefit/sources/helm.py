@@ -143,6 +143,20 @@ def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = f
             fc.findings.append(image_not_read(image))
 
 
+NO_CHART = ("the command it runs comes from the templates of a chart servefit does not read, so this server's "
+            "settings were not checked: put the chart in the repository (servefit renders it with helm) or lint the "
+            "output of `helm template`")
+
+
+def chart_here(charts: list[str], values: str, helm: bool) -> str:
+    """NO_CHART's advice where the repository does hold a chart, but this values file is not one servefit pairs
+    with it (it renders a chart with the values files in or beside its directory)."""
+    which = f"chart {charts[0]}" if len(charts) == 1 else f"one of the charts {', '.join(charts)}"
+    how = f"`servefit lint --values {values}`" + ("" if helm else " with helm 3 on PATH")
+    return (f"the command it runs comes from the templates of {which}, and servefit renders a chart only with "
+            f"the values files in or beside its directory, so this server's settings were not checked: run {how}")
+
+
 def image_not_read(image: Token, why: str = "", what: str = "") -> Finding:
     """SF116 on an engine image whose command servefit cannot know from the values (`what` it
     runs, when the image alone does not say)."""
@@ -150,9 +164,7 @@ def image_not_read(image: Token, why: str = "", what: str = "") -> Finding:
 
     eng = detect.engine_of_image(image.text)
     title = what or (get(eng).title if eng else "an engine")
-    why = why or ("the command it runs comes from the templates of a chart servefit does not read, so this "
-                  "server's settings were not checked: put the chart in the repository (servefit renders it "
-                  "with helm) or lint the output of `helm template`")
+    why = why or NO_CHART
     return unread_server(f"{image.text} runs {title}, but {why}", span=image.span)
 
 

@@ -183,13 +183,13 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         if y.get(pod, "containers") is not None:
             pod_sites(y, pod, fc, cms, label, kind)
         else:  # a custom resource (RoleBasedGroup, RayService, ...): every pod template in its spec
-            from servefit.sources.k8s_custom import custom_pods, unread_engine_images
+            from servefit.sources.k8s_custom import custom_pods, ray_started, unread_engine_images
 
-            before = len(fc.sites)
+            before, ray = len(fc.sites), ray_started(y, doc)
             for where, found, size in custom_pods(y, y.get(doc, "spec")):
-                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"))
+                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"), ray)
             if len(fc.sites) == before:
-                unread_engine_images(y, doc, fc, kind)
+                unread_engine_images(y, doc, fc, kind, ray)
 
 
 def group_gpus(y: Y, pod: Node | None, size: int, what: str) -> tuple[int, str] | None:
@@ -330,14 +330,14 @@ def runtime_env(y: Y, c: Node | None, cms: dict[str, dict[str, Token]]) -> tuple
 
 
 def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, kind: str,
-              group: tuple[int, str] | None = None) -> None:
+              group: tuple[int, str] | None = None, skip: frozenset[int] = frozenset()) -> None:
     if not isinstance(pod, MappingNode):
         return
     host_ipc = (y.str(y.get(pod, "hostIPC")) or "").lower() == "true"
     mem_vols = memory_volumes(y, pod)
     names = name_hints(y, pod)
     host_net = y.tok(y.get(pod, "hostNetwork"))
-    for c in y.seq(y.get(pod, "containers")):
+    for c in (c for c in y.seq(y.get(pod, "containers")) if id(c) not in skip):  # skip: KubeRay's `ray start`
         before = len(fc.sites)
         one_container(y, c, fc, cms, label, kind, names, host_ipc, mem_vols, group, pod=pod)
         for site in fc.sites[before:]:

@@ -99,7 +99,31 @@ def _merge_list(y: Y, base: Node, patch: Node) -> Node:
     return SequenceNode(patch.tag, [i for i in items if i is not None], patch.start_mark, patch.end_mark)
 
 
-def unread_engine_images(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
+def ray_started(y: Y, doc: Node) -> frozenset[int]:
+    """The Ray containers (the first of each head or worker group's pod) that give KubeRay no command: KubeRay
+    makes theirs `ulimit -n 65536; ray start ...` (Ray's user guide "Specify container commands for Ray
+    head/worker Pods"), so no server runs there, unless the resource sets `ray.io/overwrite-container-cmd:
+    "true"`, where the image's own command runs."""
+    out: set[int] = set()
+    stack: list[tuple[Node, int]] = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, SequenceNode) and depth < 12:
+            stack.extend((item, depth + 1) for item in y.seq(node))
+        if not isinstance(node, MappingNode) or depth >= 12:
+            continue
+        if (y.str(y.get(node, "annotations", "ray.io/overwrite-container-cmd")) or "").lower() == "true":
+            return frozenset()
+        groups = [y.get(node, "headGroupSpec"), *y.seq(y.get(node, "workerGroupSpecs"))]
+        for g in groups:
+            box = y.seq(y.get(g, "template", "spec", "containers"))
+            if box and y.get(box[0], "command") is None and y.get(box[0], "args") is None:
+                out.add(id(box[0]))
+        stack.extend((v, depth + 1) for _, _, v in y.items(node))
+    return frozenset(out)
+
+
+def unread_engine_images(y: Y, doc: Node, fc: FileCtx, kind: str, ray: frozenset[int] = frozenset()) -> None:
     """SF116 on each engine image a resource runs where no server was read from it: a container with
     no command (what its image runs there is not known) or one whose command is a wrapper named after
     the engine (NVIDIA Dynamo's `python3 -m dynamo.sglang`), found in the pods above or where an
@@ -124,6 +148,11 @@ def unread_engine_images(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
             continue
         words = [w for part in ("command", "args") for w in _texts(y, y.get(box, part))]
         if words and not detect.markers().search(" ".join(words[:4])):
+            continue
+        if id(box) in ray:
+            fc.findings.append(image_not_read(image, why=(
+                "KubeRay starts Ray in this container (`ray start`), so a server it runs comes from a Ray Serve "
+                "application or a job servefit does not read, and its settings were not checked")))
             continue
         said = " ".join(words[:4])
         how = f"`{said[:60]}{'…' if len(said) > 60 else ''}`" if words else "its image's own command"

@@ -10,6 +10,7 @@ The image entrypoint, when servefit fills it in, appears in argv as tokens with 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -25,6 +26,8 @@ from servefit.sources.text import LineIndex
 # words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
 SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
               "until"}
+# a program, never a model: one in a bin folder (`/usr/bin/supervisord`), a script, or a process manager
+PROGRAM_PATH = re.compile(r"^(?:/(?:usr/(?:local/)?)?s?bin/\S+|\S+\.(?:sh|bash|py)|(?:\S*/)?(?:supervisord|tini|dumb-init))$")
 DOCKER = {"docker", "podman", "nerdctl"}
 DOCKER_VALUE_LONG = {
     "--env", "--env-file", "--volume", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
@@ -53,6 +56,7 @@ class Ctx:
     ollama_models: list[Token] = field(default_factory=list)
     modelfile_refs: list[str] = field(default_factory=list)  # `ollama create NAME -f PATH`
     created: list[str] = field(default_factory=list)  # the NAME of each `ollama create NAME -f PATH`
+    pulled_vars: list[tuple[str, Span | None]] = field(default_factory=list)  # `ollama pull $MODEL`: unknown here
 
 
 class Facts(TypedDict, total=False):
@@ -189,7 +193,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     if start == i and head in detect.SHELLS:
         assert payload is not None
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
-                    ctx.modelfile_refs)
+                    ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
         cmds = split_commands(payload.to_src(), sub_env.copy())
         found = from_commands(cmds, inner, sub_env)
         for launch in found:  # the outer shell expanded the payload: its unset variables are the server's
@@ -222,6 +226,7 @@ def ollama_client(words: list[Word], ctx: Ctx) -> None:
     texts = [w.text for w in words]
     if detect.mentions_ollama_model(texts):
         ctx.ollama_models.append(words[2].token())
+        ctx.pulled_vars.extend(v for v in words[2].unresolved if v not in ctx.pulled_vars)
     ref = detect.modelfile_ref(texts)
     if ref is not None:
         ctx.modelfile_refs.append(ref)
@@ -341,14 +346,15 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
         starts_command = bool(texts) and (detect.recognise(texts) is not None
                                           or detect.program(texts[0]) in detect.SHELLS
                                           or detect.program(texts[0]) in SKIP_WORDS
-                                          or detect.program(texts[0]).startswith("python"))
+                                          or detect.program(texts[0]).startswith("python")
+                                          or PROGRAM_PATH.match(texts[0]) is not None)
         if cmd and (starts_command or ie is None):
             if ie is not None and ie[2] and starts_command:
                 shown = " ".join(ie[0])
                 ctx.findings.append(finding(
                     "SF106", f"{img} already runs `{shown}`; with this command the container runs "
                     f"`{shown} {' '.join(texts[:3])} ...` and the engine rejects it. Set the entrypoint "
-                    "(k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
+                    "(Dockerfile `ENTRYPOINT`, k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
         elif ie is not None:

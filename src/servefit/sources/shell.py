@@ -203,7 +203,10 @@ class Scanner(Expansions):
             elif c == "#" and shell and self.cur is None:
                 j = t.find("\n", i)
                 j = n if j < 0 else j
-                if self.cont and self.words:
+                # a comment breaks the continuation when it takes a continued line's place or ends in `\`;
+                # a note after the last argument (`--x 1  # was 2`) just ends the command, as meant
+                alone = not t[t.rfind("\n", 0, i) + 1:i].strip()
+                if self.cont and self.words and (alone or t[i:j].rstrip("\r").endswith("\\")):
                     self.broken = self.src.span(i, j)
                 i = j
             elif shell and c == "(" and self.array is None and self._array_start():

@@ -17,6 +17,20 @@ ARRAY_REF = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*]|[0-9]+)\]")
 K8S_REF = re.compile(r"\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
 
+def _substitutions(text: str, unres: object) -> list[tuple[int, int]]:
+    """Where the command substitutions a variable's value kept as written (`$(...)`, backticks) sit in it."""
+    out: list[tuple[int, int]] = []
+    k = 0
+    for name, _span in unres:  # type: ignore[attr-defined]
+        if not name.startswith(("$(", "`")):
+            continue
+        at = text.find(name, k)
+        if at >= 0:
+            out.append((at, at + len(name)))
+            k = at + len(name)
+    return out
+
+
 class Expansions:
     """What the Scanner (sources/shell.py) does with the text of one word: literal pieces,
     expansions from the variables known, and what could not be expanded."""
@@ -50,8 +64,17 @@ class Expansions:
         charge(len(tok.text))  # budget.Exhausted past the bound: the file is reported, the run goes on
         if self.cur is None:
             self.cur = []
-        self.cur.append(Piece(tok.text, self.src.off(a), self.src.end_off(b), tok, 0, None,
-                              not quoted and self.mode != "word", quoted))
+        split = not quoted and self.mode != "word"
+        start, end = self.src.off(a), self.src.end_off(b)
+        k = 0
+        for sa, sb in _substitutions(tok.text, env.taint.get(name, ()) if split and env is not None else ()):
+            if sa > k:
+                self.cur.append(Piece(tok.text[k:sa], start, end, tok, k, None, True, quoted))
+            # `D=$(cd "$(dirname "$0")"; pwd)` then `$D/x`: the command's output is one unknown word, not its text split
+            self.cur.append(Piece(tok.text[sa:sb], start, end, tok, sa, None, False, quoted))
+            k = sb
+        if k < len(tok.text) or not tok.text:
+            self.cur.append(Piece(tok.text[k:], start, end, tok, k, None, split, quoted))
         if env is not None and name in env.taint:
             self.unres.extend(env.taint[name])
 

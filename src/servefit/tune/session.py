@@ -155,7 +155,7 @@ class Session:
 
     def room(self, srv: Any, out: SiteTune) -> int | None:
         """The bytes this server may hold when the servers it runs beside (a llama-swap group with
-        swap: false) hold theirs: as tuned for those tuned before it, as written for the others."""
+        swap: false, compose services on the same device_ids) hold theirs: as tuned for those tuned before it, as written for the others."""
         t = srv.site.workload.together
         ev = srv.evaluation
         if t is None or ev is None:
@@ -168,7 +168,7 @@ class Session:
         now = self.held.get(srv.site.name)
         over = (f"; as written it holds {now / 2**30:.2f} GiB, more than that" if now is not None and now > room
                 else "")
-        out.beside = (f"{t.name} runs with swap: false: beside {held}, this server has "
+        out.beside = (f"{t.name} {t.how}: beside {held}, this server has "
                       f"{max(room, 0) / 2**30:.2f} GiB of the {ev.gpu.memory_bytes / 2**30:.2f} GiB{over}")
         return room
 

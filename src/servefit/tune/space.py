@@ -15,8 +15,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, MemoryPlan, UsageError
-from servefit.tune.objective import KV_4BIT, KV_8BIT, KV_NONE, Needs, Result, constraint_values
+from servefit.tune.objective import KV_4BIT, KV_8BIT, KV_NONE, W_FP8, W_INT8, Needs, Result, constraint_values
 from servefit.tune.variants import Variant, level_of
+
+# the width of the quantizations an engine applies at load whose names say it (others: the checkpoint's level)
+ONLINE_LEVEL = {"fp8": W_FP8, "fbgemm_fp8": W_FP8, "ptpc_fp8": W_FP8, "eetq": W_INT8, "experts_int8": W_INT8}
 
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
@@ -46,6 +49,9 @@ class Adapter:
         return []
 
     def current_level(self, ev: Evaluation) -> int:
+        online = runtime_quant(ev)
+        if not ev.model.quantization and online in ONLINE_LEVEL:
+            return ONLINE_LEVEL[online]
         return level_of(ev.model.quantization)
 
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
@@ -273,6 +279,9 @@ def _why_not(plan: MemoryPlan, outcome: str) -> str:
     short of what was asked) the finding that says so."""
     if outcome == "started":
         return ""
+    refusal = next((f.message for f in plan.findings if f.severity == "error"), "")
+    if plan.outcome == "rejected_config" and refusal:  # a check refused it before anything loaded: say which
+        return refusal
     if plan.outcome != "started":
         return plan.messages[-1] if plan.messages else ""
     return next((f.message for f in plan.findings if f.severity in ("error", "warning")), "")
@@ -298,4 +307,12 @@ def _checkpoint_label(ev: Evaluation) -> str:
         return str(gq)
     if q:
         return f"{q.get('quant_method')} (checkpoint)"
-    return "none"
+    online = runtime_quant(ev)
+    return f"online {online}" if online else "none"
+
+
+def runtime_quant(ev: Evaluation) -> str:
+    """The quantization the command asks the engine to apply as it loads a full-precision checkpoint (vLLM's and
+    SGLang's --quantization fp8, TGI's --quantize eetq); "" for none."""
+    s = ev.config.settings
+    return str(s.get("quantization") or s.get("quantize") or "").lower()
