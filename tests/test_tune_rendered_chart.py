@@ -67,14 +67,19 @@ def _files(d: Path) -> dict[str, str]:
     return {str(p.relative_to(d)): p.read_text() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-def test_shared_lines_are_shown_not_written(tmp_path: Path, helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    d = _chart(tmp_path, TEMPLATE, "model: Qwen/Qwen2.5-1.5B-Instruct\nmaxModelLen: 2048\ntrust: true\n")
-    (d / "values-a.yaml").write_text("model: Qwen/Qwen2.5-3B-Instruct\n")
+def _written_by_hand(d: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """`tune --write` on the chart: it must leave every file as it was; the changes it shows by hand."""
     before = _files(d)
     main(["tune", str(d), "--write"])
     out = capsys.readouterr().out
     assert _files(d) == before
-    assert [line.strip() for line in out.splitlines() if "by hand:" in line] == [
+    return [line.strip() for line in out.splitlines() if "by hand:" in line]
+
+
+def test_shared_lines_are_shown_not_written(tmp_path: Path, helm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _chart(tmp_path, TEMPLATE, "model: Qwen/Qwen2.5-1.5B-Instruct\nmaxModelLen: 2048\ntrust: true\n")
+    (d / "values-a.yaml").write_text("model: Qwen/Qwen2.5-3B-Instruct\n")
+    assert _written_by_hand(d, capsys) == [
         "by hand: --max-model-len 8192 (in values-a.yaml: values.yaml sets it for every values file)",
         "by hand: --max-num-seqs 64 (the chart's template deployment.yaml writes this command for every values file)"]
 
@@ -139,10 +144,6 @@ def test_a_list_every_render_reads_is_not_written(tmp_path: Path, helm: Path,
     shown, not added there."""
     d = _chart(tmp_path, LISTED, 'model: Qwen/Qwen2.5-1.5B-Instruct\nextraArgs: [--max-model-len, "2048"]\n')
     (d / "values-a.yaml").write_text("model: Qwen/Qwen2.5-3B-Instruct\n")
-    before = _files(d)
-    main(["tune", str(d), "--write"])
-    out = capsys.readouterr().out
-    assert _files(d) == before
-    assert [line.strip() for line in out.splitlines() if "by hand:" in line] == [
+    assert _written_by_hand(d, capsys) == [
         "by hand: --max-model-len 8192 (in values-a.yaml: values.yaml sets it for every values file)",
         "by hand: --max-num-seqs 64"]
