@@ -101,7 +101,8 @@ def test_glm5_count_and_raw_total_with_its_mtp_layer():
     ("zai-org/GLM-4.6", 356785898816, False),
 ])
 def test_glm_moe_raw_totals_are_the_main_model_plus_one_mtp_layer(name, raw, embeddings):
-    from servefit.models.architecture import _attention_params, _moe_params, traits
+    from servefit.models.architecture import _attention_params, _moe_params
+    from servefit.models.family_traits import traits
 
     m = spec(name)
     h, t = m.hidden_size, traits(m.model_type)

@@ -6,6 +6,7 @@ evidence, and point at the setting to change.
     timestamps.py  every timestamp format, for uptime and time since start-up
     parse.py       lines -> failure events with the engine run's state at that moment
     classify.py    events -> root cause, timing, evidence, figures
+    wording.py     root cause / timing / stage -> the words and summary the user reads
     fixes.py       root cause (+ the config's LaunchSite) -> fix lines, setting, tune command
     reader.py      streaming input (files, .gz, stdin) and progress on stderr
 """

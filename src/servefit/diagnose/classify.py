@@ -21,13 +21,13 @@ from servefit.diagnose import model as M
 from servefit.diagnose.catalog import catalog
 from servefit.diagnose.model import Diagnosis, Event, Line, RunState
 from servefit.diagnose.parse import ScanResult
+from servefit.diagnose.timestamps import duration
+from servefit.diagnose.wording import figure_int, stage_text, summary, timing_text
 
 if TYPE_CHECKING:
     from servefit.diagnose.patterns import Pattern
     from servefit.engines.base import Engine
-from servefit.diagnose.timestamps import duration, human
 
-GiB = 2**30
 MAX_EVIDENCE = 12
 RELATED_LINES = 400
 
@@ -44,56 +44,9 @@ BLAMED = {
     "cuda_graph_capture": ("gpu_memory_utilization", "cuda_graph_max_bs", "mem_fraction_static", "enforce_eager"),
 }
 
-TIMING_TEXT = {
-    "load": "during model load, before the weights finished loading",
-    "startup": "during start-up, after the weights loaded (profiling, KV cache allocation, CUDA graphs, warm-up)",
-    "first_batch": "on the first batch, right after start-up completed",
-    "long_request": "while serving a long request",
-    "after_uptime": "after a long uptime",
-    "serving": "while serving requests (or during an inference call)",
-    "unknown": "timing unknown (no start-up or request lines around the failure)",
-}
-
-ROOT_TEXT = {
-    "kv_cache_overflow": "KV cache overflow: the context length asks for more KV cache than the GPU has left",
-    "batch_misconfiguration": "batch misconfiguration: the batch / concurrency settings need more memory than is left",
-    "fragmentation": "memory fragmentation: enough memory is cached by the allocator, but not in one piece",
-    "model_too_large": "model too large: the weights (plus the engine's fixed overhead) do not fit this GPU",
-    "profiling_peak": "start-up profiling peak: the engine's dummy forward pass over the largest batch it must "
-                      "accept (its activation peak) did not fit next to the weights",
-    "cuda_graph_capture": "CUDA graph capture: capturing the decode graphs needed more memory than was left after "
-                          "the KV cache took its share",
-    "not_oom": "not an out-of-memory failure: the engine stopped for another reason",
-    "recovered": "an allocation failed, but the engine retried it another way and went on",
-    "none": "no OOM signature found",
-}
-# how each stage is called when the engine's table does not name it (catalog.stage_names)
-STAGE_TEXT = {
-    "load": "loading the weights",
-    "profile": "the start-up profiling run",
-    "compile": "compiling the model (torch.compile) at start-up",
-    "sampler": "warming up the sampler",
-    "kv_alloc": "allocating the KV cache",
-    "compute": "reserving the compute buffer",
-    "graphs": "capturing CUDA graphs",
-    "prefill": "serving, a prefill step",
-    "decode": "serving, a decode step",
-    "serving": "serving requests",
-}
 # the start-up phase a slot engine (llama.cpp, Ollama's runner) had reached -> the stage that failed; a CUDA
 # graph capture that began and did not end (vLLM, SGLang) is the stage of any OOM in between
 PHASE_STAGE = {"load": "load", "context": "kv_alloc", "compute": "compute", "graphs": "graphs", "serving": "serving"}
-
-
-HOST_TEXT = {
-    "kv_cache_overflow": "KV cache overflow on the host: long requests grew host-side buffers until RAM ran out",
-    "batch_misconfiguration": "batch misconfiguration: the first batches needed more host memory than is available",
-    "fragmentation": "memory growth over time: host memory climbed over hours until the limit (a leak or "
-                     "fragmentation)",
-    "model_too_large": "model too large for the host: loading needed more RAM than the machine or container allows",
-    "profiling_peak": "host memory ran out during start-up profiling",
-    "cuda_graph_capture": "host memory ran out while capturing CUDA graphs",
-}
 
 
 def _engine(scan: ScanResult, primary: Event | None) -> str | None:
@@ -110,10 +63,6 @@ def _primary(events: list[Event]) -> Event:
     return sorted(events, key=lambda ev: (-ev.rank, ev.line.number))[0]
 
 
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
 def _figures(primary: Event, related: list[Event]) -> dict[str, Any]:
     figs: dict[str, Any] = {}
     st = primary.state
@@ -123,8 +72,8 @@ def _figures(primary: Event, related: list[Event]) -> dict[str, Any]:
     for ev in related:
         for k, v in ev.figures.items():
             figs.setdefault(k, v)
-    alloc, reserved = _int(figs.get("allocated")), _int(figs.get("reserved"))
-    unalloc = _int(figs.get("reserved_unallocated"))
+    alloc, reserved = figure_int(figs.get("allocated")), figure_int(figs.get("reserved"))
+    unalloc = figure_int(figs.get("reserved_unallocated"))
     if reserved is None and alloc is not None and unalloc is not None:
         figs["reserved"] = reserved = alloc + unalloc
     if alloc is not None and reserved is not None:
@@ -154,7 +103,7 @@ def _long_prompt(st: RunState) -> tuple[int, Line] | None:
     if not st.recent_prompts:
         return None
     tokens, line = max(st.recent_prompts, key=lambda tl: tl[0])
-    limit = _int(st.settings.get("max_model_len")) or _int(st.info.get("max_model_len"))
+    limit = figure_int(st.settings.get("max_model_len")) or figure_int(st.info.get("max_model_len"))
     if tokens >= M.LONG_PROMPT_TOKENS or (limit and limit >= 8192 and tokens >= 0.75 * limit):
         return tokens, line
     return None
@@ -162,7 +111,7 @@ def _long_prompt(st: RunState) -> tuple[int, Line] | None:
 
 def _timing(primary: Event, figs: dict[str, Any]) -> str:
     st, stage = primary.state, primary.stage
-    uptime = _int(figs.get("uptime_seconds"))
+    uptime = figure_int(figs.get("uptime_seconds"))
     if st.serving is None:
         if stage == "load":
             return "load"
@@ -177,7 +126,7 @@ def _timing(primary: Event, figs: dict[str, Any]) -> str:
         if uptime is not None and uptime >= M.LONG_UPTIME_SECONDS and primary.pattern.startswith(("k8s", "kernel")):
             return "after_uptime"
         return "unknown"
-    since = _int(figs.get("since_startup_seconds"))
+    since = figure_int(figs.get("since_startup_seconds"))
     if _long_prompt(st):
         return "long_request"
     if (uptime or 0) >= M.LONG_UPTIME_SECONDS or (since or 0) >= M.LONG_UPTIME_SECONDS \
@@ -189,16 +138,16 @@ def _timing(primary: Event, figs: dict[str, Any]) -> str:
 
 
 def _fragmented(figs: dict[str, Any]) -> bool:
-    gap, tried = _int(figs.get("fragmentation_gap")), _int(figs.get("tried_to_allocate"))
-    reserved, free = _int(figs.get("reserved")), _int(figs.get("free")) or 0
+    gap, tried = figure_int(figs.get("fragmentation_gap")), figure_int(figs.get("tried_to_allocate"))
+    reserved, free = figure_int(figs.get("reserved")), figure_int(figs.get("free")) or 0
     if gap is None or tried is None or not reserved:
         return False
     return gap >= 512 * 2**20 and gap + free >= tried and gap >= 0.05 * reserved
 
 
 def _weights_share(figs: dict[str, Any]) -> float | None:
-    weights = _int(figs.get("weights")) or _int(figs.get("model_buffer"))
-    total = _int(figs.get("total"))
+    weights = figure_int(figs.get("weights")) or figure_int(figs.get("model_buffer"))
+    total = figure_int(figs.get("total"))
     return weights / total if weights and total else None
 
 
@@ -227,14 +176,14 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
     if timing == "first_batch":
         if share is not None and share >= 0.9:
             return "model_too_large", "medium"
-        busy = st.max_running >= 64 or (_int(st.settings.get("max_num_seqs")) or 0) >= 256
+        busy = st.max_running >= 64 or (figure_int(st.settings.get("max_num_seqs")) or 0) >= 256
         return "batch_misconfiguration", "high" if busy else "medium"
     if timing == "long_request":
         return "kv_cache_overflow", "high"
     if timing == "after_uptime":
         return "fragmentation", "low" if figs.get("fragmentation_gap") is not None else "medium"
-    tried, total = _int(figs.get("tried_to_allocate")), _int(figs.get("total"))
-    alloc = _int(figs.get("allocated")) or _int(figs.get("process_in_use"))
+    tried, total = figure_int(figs.get("tried_to_allocate")), figure_int(figs.get("total"))
+    alloc = figure_int(figs.get("allocated")) or figure_int(figs.get("process_in_use"))
     if timing == "serving" and st.serving is None and not st.requests and st.start is None and alloc and total \
             and alloc >= 0.85 * total:
         return "model_too_large", "medium"  # an inference call in a script: weights fill the GPU
@@ -288,52 +237,6 @@ def _evidence(primary: Event, related: list[Event], root: str, timing: str, engi
     return sorted(out[:MAX_EVIDENCE], key=lambda ln: ln.number)
 
 
-def size_text(figs: dict[str, Any], key: str) -> str:
-    """A size figure as the summaries print it ("16.00 GiB", "448 MiB", "?")."""
-    v = _int(figs.get(key))
-    if v is None:
-        return "?"
-    return f"{v / GiB:.2f} GiB" if v >= GiB else f"{v / 2**20:.0f} MiB"
-
-
-def _summary(diag: Diagnosis, primary: Event, eng: Engine | None) -> str:
-    root, figs = diag.root_cause, diag.figures
-
-    def g(key: str) -> str:
-        return size_text(figs, key)
-
-    said = eng.oom_summary(diag, primary) if eng is not None else None
-    if said:
-        return said
-    pat = primary.pattern
-    host = pat.startswith(("kernel", "k8s"))
-    text = (HOST_TEXT if host else ROOT_TEXT)[root] + "."
-    if pat == "torch.oom" and root != "fragmentation" and figs.get("tried_to_allocate") is not None \
-            and figs.get("total") is not None:
-        text += (f" PyTorch asked for {g('tried_to_allocate')} more with {g('free')} free of {g('total')} "
-                 f"({g('allocated')} allocated by PyTorch).")
-    if root == "fragmentation" and figs.get("fragmentation_gap") is not None:
-        text += (f" The allocator held {g('fragmentation_gap')} reserved but unallocated when "
-                 f"{g('tried_to_allocate')} was requested.")
-    if host:
-        text += " The kernel's OOM killer ended the process: host memory ran out, not GPU memory."
-    return text
-
-
-def _timing_text(timing: str, figs: dict[str, Any]) -> str:
-    text = TIMING_TEXT[timing]
-    up, reqs = _int(figs.get("uptime_seconds")), _int(figs.get("requests_served"))
-    if timing == "after_uptime" and up is not None:
-        text = f"after {human(up)} of uptime"
-    if timing == "first_batch" and figs.get("since_startup_seconds") is not None:
-        text += f" ({human(figs['since_startup_seconds'])} later)"
-    if timing == "long_request" and figs.get("long_request_tokens"):
-        text += f" (~{figs['long_request_tokens']:,} tokens)"
-    if timing in ("after_uptime", "serving", "first_batch") and reqs:
-        text += f", {reqs:,} requests served"
-    return text
-
-
 def _engine_of(name: str | None) -> Engine | None:
     """The engine plugin that wrote a line (None for torch / kernel lines or an engine not installed)."""
     if not name:
@@ -361,12 +264,6 @@ def _stage(primary: Event, related: list[Event], timing: str) -> str:
     if timing in ("first_batch", "long_request", "after_uptime", "serving"):
         return "serving"
     return ""
-
-
-def stage_text(engine: str | None, stage: str) -> str:
-    """How the engine calls a stage (its logs table), else the common name."""
-    named = catalog().stage_names.get(engine or "", {})
-    return named.get(stage) or STAGE_TEXT.get(stage, "")
 
 
 def classify(scan: ScanResult) -> Diagnosis:
@@ -415,8 +312,8 @@ def classify(scan: ScanResult) -> Diagnosis:
     diag.stage = _stage(primary, related, timing)
     diag.stage_text = stage_text(diag.engine, diag.stage)
     diag.evidence = _evidence(primary, related, root, timing, diag.engine)
-    diag.summary = _summary(diag, primary, own)
-    diag.timing_text = _timing_text(timing, figs)
+    diag.summary = summary(diag, primary, own)
+    diag.timing_text = timing_text(timing, figs)
     if conf == "low":
         diag.notes.append("low confidence: the log says little about when the failure happened; "
                           "pass the whole log from start-up on for a firmer answer")

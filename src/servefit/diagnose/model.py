@@ -8,7 +8,7 @@ from typing import Any
 
 ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "profiling_peak",
                "cuda_graph_capture", "not_oom", "recovered", "none")
-# the stage that ran out of memory (catalog.py, classify.STAGE_TEXT); "" when the log does not say
+# the stage that ran out of memory (catalog.py, wording.STAGE_TEXT); "" when the log does not say
 STAGES = ("load", "profile", "compile", "sampler", "kv_alloc", "compute", "graphs", "prefill", "decode", "serving", "")
 
 # How long after start-up / how much uptime makes the timing classes.

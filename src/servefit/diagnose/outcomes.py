@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
-from servefit.diagnose.classify import PHASE_STAGE, TIMING_TEXT, _engine, _engine_of, stage_text
+from servefit.diagnose.classify import PHASE_STAGE, _engine, _engine_of
 from servefit.diagnose.model import Diagnosis, Event
 from servefit.diagnose.parse import ScanResult
+from servefit.diagnose.wording import TIMING_TEXT, stage_text
 
 
 def not_oom(diag: Diagnosis, scan: ScanResult) -> None:

@@ -62,7 +62,7 @@ def attention_params(m: ModelSpec) -> int:
 
 def is_gated(m: ModelSpec) -> bool:
     """Whether the MLP has a gate projection (gate, up, down) or is a plain up / down pair."""
-    from servefit.models.architecture import is_gated_mlp
+    from servefit.models.family_traits import is_gated_mlp
 
     return is_gated_mlp(m)
 

@@ -44,7 +44,8 @@ def layer_attention(s: ModelSpec, heads: int) -> int:
 
 
 def count_text(s: ModelSpec) -> int:
-    from servefit.models.architecture import _mlp_params, _moe_params, is_moe_layer, traits
+    from servefit.models.architecture import _mlp_params, _moe_params, is_moe_layer
+    from servefit.models.family_traits import traits
 
     t = traits(s.model_type)
     h = s.hidden_size

@@ -7,8 +7,9 @@ from __future__ import annotations
 from servefit.models.arch_classic import decilm_ffn_width
 from servefit.models.arch_laguna import FAMILIES as LAGUNA_LIKE
 from servefit.models.arch_openelm import layer_shapes
-from servefit.models.architecture import is_gated_mlp, is_moe_layer, traits
+from servefit.models.architecture import is_moe_layer
 from servefit.models.encoders import ENCODERS
+from servefit.models.family_traits import is_gated_mlp, traits
 from servefit.models.spec import ModelSpec
 
 LEARNED_POSITIONS = ("opt", "gpt2", "gpt_bigcode", "gpt_neo", "bert", "roberta", "xlm-roberta", "mpnet")

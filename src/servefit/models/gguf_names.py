@@ -11,7 +11,8 @@ from typing import Any
 
 from servefit import data
 from servefit.core import UsageError
-from servefit.models.gguf import read_gguf, spec_from_gguf
+from servefit.models.gguf import read_gguf
+from servefit.models.gguf_spec import spec_from_gguf
 from servefit.models.name_words import file_name
 from servefit.models.seq2seq import name_line
 

@@ -280,7 +280,7 @@ def gguf_info(entry: dict[str, Any]) -> Any:
 
 
 def _spec_from_gguf_entry(entry: dict[str, Any], name: str, source: str) -> Any:
-    from servefit.models.gguf import spec_from_gguf
+    from servefit.models.gguf_spec import spec_from_gguf
 
     info = gguf_info(entry)
     spec = spec_from_gguf(info)

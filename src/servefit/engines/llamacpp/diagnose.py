@@ -66,7 +66,7 @@ def slot_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tu
 
 
 def summary(diag: Diagnosis, primary: Event, who: str = "llama.cpp") -> str | None:
-    from servefit.diagnose.classify import ROOT_TEXT, size_text
+    from servefit.diagnose.wording import ROOT_TEXT, size_text
 
     figs = diag.figures
     if figs.get("alloc_size") is None:

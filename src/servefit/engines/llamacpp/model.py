@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.memory.kv import MHA_CACHE_MLA_TYPES
-from servefit.models.gguf import ArrayLen, GgufInfo, TensorInfo, read_gguf, swa_layers
+from servefit.models.gguf import ArrayLen, GgufInfo, TensorInfo, read_gguf
 from servefit.models.gguf_quant import hf_to_arch, synth_tensors
+from servefit.models.gguf_spec import swa_layers
 from servefit.models.spec import ModelSpec
 
 RECURRENT_ARCHS = {"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"}

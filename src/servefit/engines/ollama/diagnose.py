@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def summary(diag: Diagnosis, primary: Event) -> str | None:
-    from servefit.diagnose.classify import size_text
+    from servefit.diagnose.wording import size_text
     from servefit.engines.llamacpp.diagnose import summary as runner
 
     if primary.pattern == "ollama.sysmem":
@@ -49,7 +49,7 @@ def _batch(fx: Fixing) -> list[str]:
 
 
 def _too_large(fx: Fixing) -> list[str]:
-    from servefit.diagnose.classify import size_text
+    from servefit.diagnose.wording import size_text
 
     out: list[str] = []
     if fx.diag.signature == "ollama.sysmem":

@@ -44,7 +44,7 @@ def summary(diag: Diagnosis, primary: Event) -> str | None:
 
 
 def size_of(figs: dict[str, Any]) -> str:
-    from servefit.diagnose.classify import size_text
+    from servefit.diagnose.wording import size_text
 
     return size_text(figs, "alloc_size")
 

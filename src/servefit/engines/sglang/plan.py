@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from servefit.core import DeviceMemory, EngineConfig, Finding, MemoryPlan, UsageError
+from servefit.core import DeviceMemory, EngineConfig, MemoryPlan, UsageError
 from servefit.engines.sglang import defaults as d
 from servefit.engines.sglang import device_memory, dsv4, dsv4_weights
+from servefit.engines.sglang.checks import capacity, checks, finding_at, reserve_finding
 from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.forward import activation_bytes
@@ -34,7 +35,6 @@ from servefit.models.arch_inkling import is_inkling
 from servefit.models.arch_inkling import kv_shape as inkling_kv_shape
 from servefit.models.arch_mimo_v2 import is_mimo_v2, kv_shape
 from servefit.models.spec import ModelSpec
-from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 
 GiB = 2**30
@@ -228,7 +228,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     cap = s.get("max_total_tokens")
     if cap is not None and tokens > 0:
         if cap > tokens:
-            out.findings.append(_f("SGL007", f"max_total_tokens={cap} is larger than the profiled value {tokens}. "
+            out.findings.append(finding_at("SGL007", f"max_total_tokens={cap} is larger than the profiled value {tokens}. "
                                    "Use the profiled value instead.", cfg, "max_total_tokens"))
         tokens = min(tokens, int(cap))
     tokens = tokens // r.page * r.page
@@ -258,7 +258,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         return out
     if weights > pre:
         out.outcome = "oom_at_load"
-        out.findings.append(_f("SGL005", f"weights need {weights / GiB:.2f} GiB per GPU, {pre / GiB:.2f} GiB is free "
+        out.findings.append(finding_at("SGL005", f"weights need {weights / GiB:.2f} GiB per GPU, {pre / GiB:.2f} GiB is free "
                                f"on the {gpu.name}: torch.OutOfMemoryError while loading", cfg, "model_path"))
         return out
     if pools is not None and rest > 0 and release(r).swa_floor and dsv4.swa_too_small(model, pools.swa):
@@ -267,20 +267,20 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                f"is sliding_window_size ({model.sliding_window}) + page_size ({r.page}). Increase "
                "--swa-full-tokens-ratio or the total KV budget.")
         out.messages.append(msg)
-        out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
+        out.findings.append(finding_at("SGL004", msg, cfg, "mem_fraction_static"))
         return out
     if state is not None and state.slots <= 0:
         out.outcome = "oom_at_load"
         msg = (f"Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size="
                f"{state.slots} (mamba_cache_per_req={state.per_req / MiB:.2f} MB)")
-        out.findings.append(_f("SGL004", msg, cfg, "mem_fraction_static"))
+        out.findings.append(finding_at("SGL004", msg, cfg, "mem_fraction_static"))
         return out
     if tokens <= 0:
         out.outcome = "oom_at_load"
         msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
                f"Current value: mem_fraction_static={r.fraction}")
         out.messages.append(f"RuntimeError: {msg}")
-        out.findings.append(_f("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
+        out.findings.append(finding_at("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
     if pools is not None:
@@ -336,71 +336,6 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
                         f"{int(s.get('max_prefill_tokens') or 16384)}, max_running_requests={running}, "
                         f"context_len={r.context_len}")
     return capacity(out, cfg, r, tokens)
-
-
-@rule("SGL006", "SGL012")
-def capacity(out: MemoryPlan, cfg: EngineConfig, r: Resolved, tokens: int) -> MemoryPlan:
-    """The pool against context_len: shorter (requests rejected) or under two full-length requests."""
-    if tokens - 1 < r.context_len - 1:
-        out.findings.append(_f("SGL006", f"the KV pool holds {tokens} tokens, less than context_len={r.context_len}: "
-                               f"requests longer than {tokens - 6} input tokens are rejected (max_req_input_len)",
-                               cfg, "context_length" if "context_length" in cfg.spans else "mem_fraction_static"))
-    elif tokens < 2 * r.context_len:
-        out.findings.append(_f("SGL012", f"the KV pool holds {tokens} tokens: {tokens / r.context_len:.2f} requests of "
-                               f"context_len={r.context_len} at once", cfg, "context_length"))
-    return out
-
-
-def _f(code: str, msg: str, cfg: EngineConfig, setting: str | None) -> Finding:
-    return finding(code, msg, span=cfg.spans.get(setting) if setting else None, setting=setting,
-                   site=cfg.site.name if cfg.site else "")
-
-
-@rule("SGL003", "SGL008", "SGL009", "SGL010")
-def checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, r: Resolved) -> list[Finding]:
-    s, out = cfg.settings, []
-    ctx = s.get("context_length")
-    if ctx and ctx > r.derived_len and cfg.env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "").lower() \
-            not in ("1", "true"):
-        out.append(_f("SGL003", f"ValueError: User-specified context_length ({ctx}) is greater than the derived "
-                      f"context_length ({r.derived_len}). This may lead to incorrect model outputs or CUDA errors. "
-                      "To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
-                      cfg, "context_length"))
-    if not model.is_mla and model.num_attention_heads % r.attn_tp:
-        out.append(_f("SGL009", f"AssertionError: the {model.num_attention_heads} attention heads are not divisible "
-                      f"by the attention tensor-parallel size {r.attn_tp}", cfg, "tp_size"))
-    # managers/data_parallel_controller.py::launch_dp_schedulers: without DP attention each of the
-    # dp_size replicas gets its own tp_size x pp_size GPUs (base_gpu_id moves on by tp_size per rank)
-    replicas = 1 if s.get("enable_dp_attention") else r.dp
-    world = r.tp * r.pp * replicas
-    nodes = str(s.get("nnodes") or "1").strip()
-    hosts = int(nodes) if nodes.isdigit() and int(nodes) > 1 else 1  # --nnodes: the ranks are split over the hosts
-    if count and -(-world // hosts) > count:
-        what = "tp_size x pp_size x dp_size" if replicas > 1 else "tp_size x pp_size"
-        per = f" over {hosts} nodes, {-(-world // hosts)} on each" if hosts > 1 else ""
-        out.append(_f("SGL010", f"{what} = {world} GPUs{per}, but only {count} are available", cfg, "tp_size"))
-    cap = s.get("max_total_tokens")
-    if cap is not None and cap <= r.context_len:
-        out.append(_f("SGL008", f"--max-total-tokens {cap} caps SGLang's whole KV pool (all requests together), not "
-                      "one request as TGI's flag of the same name does; for a per-request limit use --context-length",
-                      cfg, "max_total_tokens"))
-    return out
-
-
-@rule("SGL011")
-def reserve_finding(cfg: EngineConfig, model: ModelSpec, r: Resolved, plan: MemoryPlan) -> Finding | None:
-    """The static pool leaves less than a prefill step's activations (forward.py) and the CUDA graphs need, a negative headroom, which is a finding rather than a silent "starts". SGLang's own
-    reserve (server_args.py) only picks the default fraction: with an explicit one it checks nothing, so
-    a fraction below that reserve is no finding by itself (it warned on most real multi-node files)."""
-    m = plan.memory
-    short = -m.free_headroom
-    if short <= 0:
-        return None
-    outside = m.total - m.budget - m.non_torch
-    return _f("SGL011", f"mem_fraction_static={r.fraction} leaves {outside / GiB:.2f} GiB outside the static pool; "
-              f"the prefill activations ({m.activation_peak / GiB:.2f} GiB at chunked_prefill_size {r.chunk}) and "
-              f"CUDA graphs ({m.cuda_graphs / GiB:.2f} GiB) need {short / GiB:.2f} GiB more: CUDA out of memory "
-              "under a long prefill or while capturing graphs", cfg, "mem_fraction_static")
 
 
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool) -> None:

@@ -48,7 +48,7 @@ def dsv4_pool(out: MemoryPlan, cfg: EngineConfig, r: Resolved, p: dsv4.Pools, av
     """What the start-up log says (pool_configurator.py calculate_pool_sizes / _to_config,
     managers/scheduler.py) and the request limits (kv_cache_configurator.py resolve_max_num_reqs:
     max_running_requests = min(requested per worker, full // 2))."""
-    from servefit.engines.sglang.plan import capacity
+    from servefit.engines.sglang.checks import capacity
 
     s = cfg.settings
     rel = release(r)

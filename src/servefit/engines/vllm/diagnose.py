@@ -26,7 +26,7 @@ def cause(primary: Event, figs: dict[str, Any]) -> tuple[str, str, str] | None:
 
 
 def summary(diag: Diagnosis, primary: Event) -> str | None:
-    from servefit.diagnose.classify import size_text as g
+    from servefit.diagnose.wording import size_text as g
 
     figs = diag.figures
     if primary.pattern == "vllm.kv_refusal":

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from servefit.engines.vllm.non_torch import CONSUMED_FROM
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import kv_heads_per_rank, latent_cache
-from servefit.models.architecture import is_gated_mlp
+from servefit.models.family_traits import is_gated_mlp
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:

@@ -314,3 +314,9 @@ def override_check(settings: dict[str, Any], v1: bool, version: tuple[int, ...],
     if override and (not v1 or version >= (0, 21, 0)):
         return int(override) * bytes_per_block
     return avail
+
+
+def attention_free(model: ModelSpec) -> bool:
+    """No layer keeps KV cache or recurrent state: v1/engine/core.py::_initialize_kv_caches
+    ("Attention free models don't need memory for kv cache") skips profiling and KV sizing."""
+    return all(k == "none" for k in model.kinds())

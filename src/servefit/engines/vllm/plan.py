@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, kv_dsv4, kvcache, unified, verdicts
+from servefit.engines.vllm import checks, kv_dsv4, kvcache, unified
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.capture import (
     autotune_known,
@@ -30,9 +30,10 @@ from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
-from servefit.engines.vllm.kvcache import capacity, hybrid_state, layer_kinds, layout, speculative
-from servefit.engines.vllm.non_torch import CUDA_CONTEXT, non_torch_bytes
+from servefit.engines.vllm.kvcache import attention_free, hybrid_state, layer_kinds, layout, speculative
+from servefit.engines.vllm.non_torch import non_torch_bytes
 from servefit.engines.vllm.non_torch import notes as non_torch_notes
+from servefit.engines.vllm.outcome import outcome
 from servefit.engines.vllm.overrides import as_loaded
 from servefit.engines.vllm.profile import (
     activation_peak,
@@ -51,7 +52,6 @@ from servefit.models.arch_deepseek_v4 import is_deepseek_v4
 from servefit.models.spec import ModelSpec
 
 GiB = 2**30
-MiB = 2**20
 
 
 @dataclass
@@ -250,14 +250,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.assumptions.append(reclaim_note(devices[0].cuda_graphs))
     elif note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
         out.assumptions.append(note)
-    _outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
+    outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
-
-
-def attention_free(model: ModelSpec) -> bool:
-    """No layer keeps KV cache or recurrent state: v1/engine/core.py::_initialize_kv_caches
-    ("Attention free models don't need memory for kv cache") skips profiling and KV sizing."""
-    return all(k == "none" for k in model.kinds())
 
 
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, state_planned: bool) -> None:
@@ -320,106 +314,3 @@ def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> st
     return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
             f"installed (optional before 0.12) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
             f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")
-
-
-def _outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lays,
-             num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> None:
-    """The outcome of the start-up and vLLM's log lines; then the findings that say so (verdicts.py)
-    and the capacity advice (checks.advice). `lays`: the KV layout and the one the memory check uses."""
-    v = _verdict(out, cfg, model, gpu, r, e, lays, num_blocks, avail, max_len, in_flight, dcp, budget)
-    out.findings.extend(verdicts.findings(cfg, gpu, out, v, e.cudagraph_subtracted))
-    advice = checks.advice(cfg, model, gpu, r, e, out)
-    if out.outcome in ("oom_at_load", "no_kv_memory"):
-        # CUDA graphs are captured after the KV cache is allocated (gpu_model_runner.capture_model
-        # runs from initialize_kv_cache): beside a weights OOM or an empty KV budget the warning
-        # contradicts the error; a refused max-model-len keeps it (the graphs fail next)
-        advice = [f for f in advice if f.code != "VLLM016"]
-    if attention_free(model) or not any(g.layers for g in lays[0].groups):
-        # requests are not bounded by KV blocks: the concurrency advice does not apply
-        advice = [f for f in advice if f.code != "VLLM019"]
-    out.findings.extend(advice)
-
-
-def _verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era, lays,
-             num_blocks: int, avail: int, max_len: int, in_flight: int, dcp: int, budget: int) -> verdicts.Verdict:
-    """Numbers and outcome only: sets out.outcome, out.messages and the KV capacity."""
-    lay, check_lay = lays
-    v = verdicts.Verdict(util=r.util, budget=budget, avail=avail, max_num_batched_tokens=r.max_num_batched_tokens)
-    if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse refuses (VLLM001/002)
-        out.outcome = "rejected_config"
-    mem = out.memory
-    # in use: --gpu local (NVML; on unified memory the OS's MemAvailable, as vLLM reads it: unified.py)
-    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes
-    if out.outcome == "started" and budget > v.free_at_start and e.v1:
-        out.outcome, v.code = "rejected_config", "VLLM020"
-        out.messages.append(f"Free memory on device ({v.free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on "
-                            f"startup is less than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
-    if out.outcome == "started" and mem.weights + CUDA_CONTEXT > gpu.memory_bytes:
-        out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
-    cached = unified.page_cache(gpu, e, mem.weights, cfg.settings)  # reclaimable: the budget counts it, no OOM
-    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + CUDA_CONTEXT \
-            > gpu.memory_bytes:
-        out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
-    if attention_free(model) or not any(g.layers for g in lay.groups):
-        out.max_model_len = max_len
-        if out.outcome == "started":
-            out.messages.append("attention-free model (encoder-only pooling): no KV cache is allocated"
-                                if attention_free(model) else "no attention layers: the recurrent state is not "
-                                "sized by this release's KV-cache manager (planned from 0.9.1 on)")
-        return v
-    check = avail - (lay.bytes_per_block if e.null_block_in_check else 0)
-    v.check = check
-    auto = r.max_model_len == "auto"
-    if auto and out.outcome == "started":
-        fit = check_lay.largest_fitting_len(check, r.derived_len, in_flight) if check > 0 else 0
-        if fit <= 0:
-            out.outcome = "no_kv_memory"
-            out.messages.append("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token")
-        else:
-            max_len = fit
-            out.messages.append(f"Auto-fit max_model_len: reduced from {r.derived_len} to {fit}")
-    out.max_model_len = v.max_len = max_len
-    if out.outcome == "started" and check <= 0:
-        out.outcome, v.code = "no_kv_memory", "VLLM004"
-        out.messages.append("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-                            "initializing the engine.")
-    if out.outcome == "started":
-        needed = check_lay.needed_bytes(max(1, -(-max_len // dcp)), in_flight)
-        if needed > check:
-            out.outcome, v.code = "refused_max_model_len", "VLLM003"
-            fit = check_lay.largest_fitting_len(check, max_len, in_flight)
-            out.fitting_max_model_len = v.fit = fit
-            v.needed = needed
-            msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "
-                   f"KV cache is needed, which is larger than the available KV cache memory ({check / GiB:.2f} GiB)."
-                   + (f" Based on the available memory, the estimated maximum model length is {fit}." if fit > 0 else ""))
-            if not e.v1:  # V0 words it per block: worker/worker.py::raise_if_cache_size_invalid (0.4.3-0.10)
-                msg = (f"The model's max seq len ({max_len}) is larger than the maximum number of tokens that can be "
-                       f"stored in KV cache ({r.block_size * num_blocks}). Try increasing `gpu_memory_utilization` or "
-                       "decreasing `max_model_len` when initializing the engine.")
-            out.messages.append(msg)
-    tokens, conc = capacity(lay, num_blocks, max_len, in_flight, e, dcp)
-    out.kv_cache_tokens, out.max_concurrency = tokens, conc
-    if out.outcome == "started" and not e.v1:
-        out.messages.extend(_v0_cache_lines(cfg, e, num_blocks, r.block_size, max_len, out.kv_bytes_per_token))
-    elif out.outcome == "started":
-        out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
-        out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
-    return v
-
-
-def _v0_cache_lines(cfg: EngineConfig, e: Era, num_blocks: int, block_size: int, max_len: int,
-                    kv_bytes_per_token: int) -> list[str]:
-    """What the V0 engine logs once the cache is sized (executor/gpu_executor.py::initialize_cache,
-    executor_base.py from 0.7): "# GPU blocks: N, # CPU blocks: M" ("# cuda blocks" from 0.7, the
-    platform's device_name), then, from 0.6.3, the concurrency as num_gpu_blocks x block_size /
-    max_model_len. CPU blocks = swap_space (4 GiB default) // one block's bytes (worker.py)."""
-    v = vtuple(e.version)
-    swap = float(cfg.settings.get("swap_space") or 4)
-    block_bytes = kv_bytes_per_token * block_size
-    cpu = int(swap * GiB // block_bytes) if block_bytes else 0
-    device = "cuda" if v >= (0, 7, 0) else "GPU"
-    out = [f"# {device} blocks: {num_blocks}, # CPU blocks: {cpu}"]
-    if v >= (0, 6, 3):
-        out.append(f"Maximum concurrency for {max_len} tokens per request: {num_blocks * block_size / max_len:.2f}x")
-    return out

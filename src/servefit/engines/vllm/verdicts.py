@@ -1,4 +1,4 @@
-"""The findings for the outcome of vLLM's start-up: the plan (plan.py::_outcome) says what
+"""The findings for the outcome of vLLM's start-up: the plan (outcome.py::outcome) says what
 happened and with which numbers; each rule here turns one outcome into its finding.
 
 vLLM's own checks, by outcome:
