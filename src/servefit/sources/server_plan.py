@@ -49,10 +49,11 @@ def plan_server(srv: Server, engine: Any) -> None:
     if not ref and not t.model_config and engine.models_on_request:
         # the server loads models on request (`ollama serve`): none is named here. Said once: by
         # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
-        srv.error = (f"{engine.title} loads the models requests name, and none is named here: add "
-                     "`# servefit: model=REF` above the server (or pass --model REF)")
+        said = next((f.message for f in cfg.findings if f.code == "SF115"), None)  # the engine's own reason
+        srv.error = said or (f"{engine.title} loads the models requests name, and none is named here: add "
+                             "`# servefit: model=REF` above the server (or pass --model REF)")
         own = getattr(engine, "unnamed_models_code", "")
-        if not any(own and f.code == own for f in cfg.findings):
+        if not any(f.code in (own, "SF115") for f in cfg.findings if f.code):
             out.append(finding("SF115", f"{engine.title} loads the models requests name, and this file names none, "
                                         "so their memory was not checked: add `# servefit: model=REF` above it for "
                                         "the model it serves", site=site.name, span=anchor(site)))

@@ -1,0 +1,56 @@
+"""Found by running every command on llama.cpp / Ollama / TGI / SGLang deployment files from public
+repositories (session 24, trial 2). Each test writes a small file with the shape that went wrong,
+never the fetched file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "internal error" not in err
+    return rc, out, err
+
+
+# Someone's own llama-server image with the model baked in (its Containerfile sets
+# ENV LLAMA_ARG_MODEL): compose names only the image. LCPP015 said the server "runs as a router and
+# loads the models requests name", which this image does not.
+BAKED_IMAGE = """services:
+  small:
+    image: ghcr.io/someone/llama-server:qwen2.5-1.5b-instruct
+    ports:
+      - "127.0.0.1:8002:8080"
+"""
+
+
+def test_a_rebuilt_llama_server_image_is_not_called_a_router(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.yml"
+    f.write_text(BAKED_IMAGE)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    found = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+             if not d["code"].startswith("SEC")]
+    assert found == [("SF115", 3, 12)]
+    [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SF115"]
+    assert msg.startswith("the image ghcr.io/someone/llama-server:qwen2.5-1.5b-instruct is not the llama.cpp "
+                          "project's own: the model it serves (its ENV LLAMA_ARG_MODEL or CMD) is not known here")
+    # the official image with no model is the router, said once in its own words
+    f.write_text(BAKED_IMAGE.replace("someone/llama-server:qwen2.5-1.5b-instruct", "ggml-org/llama.cpp:server-cuda"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    assert [d["code"] for d in json.loads(out) if not d["code"].startswith("SEC")] == ["LCPP015"]
+    # a model in the environment is read as before
+    f.write_text(BAKED_IMAGE + "    environment:\n      - LLAMA_ARG_MODEL=/m/qwen2.5-1.5b-instruct-q4_k_m.gguf\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    assert not [d for d in json.loads(out) if d["code"] in ("SF115", "LCPP015")]
+    # estimate gives the same reason, not the router's
+    f.write_text(BAKED_IMAGE)
+    rc, out, err = _run(capsys, "estimate", str(f), "--gpu", "L4")
+    assert rc == 2 and "llama-server:qwen2.5-1.5b-instruct is not the llama.cpp project's own" in err
+    assert "loads the models requests name" not in err
