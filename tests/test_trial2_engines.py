@@ -73,3 +73,28 @@ def test_tune_reports_the_quantization_the_command_applies(argv: list[str], labe
     rc, out, _ = _run(capsys, "tune", "--gpu", "L40S", "--format", "json", "--", *argv)
     cur = json.loads(out)["sites"][0]["current"]
     assert (cur["quantization"], cur["quality"][0]) == (label, quality)
+
+
+# `docker run --name ollama ollama/ollama` then `docker exec -it ollama ollama run gemma2:2b`: the
+# script names the model the server loads, but the exec was not read and SF115 said none was named.
+@pytest.mark.parametrize("exec_line,col", [
+    ("docker exec -it ollama ollama run gemma2:2b", 35),
+    ("docker exec -e OLLAMA_DEBUG=1 -u root ollama ollama pull gemma2:2b", 58),
+    ("podman container exec ollama ollama pull gemma2:2b", 42),
+])
+def test_a_model_pulled_through_docker_exec_is_the_servers(exec_line: str, col: int, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text("#!/bin/bash\ndocker run -d --name ollama --gpus all -p 127.0.0.1:11434:11434 ollama/ollama:0.5.7\n"
+                 f"{exec_line}\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+    found = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+             if not d["code"].startswith("SEC")]
+    assert found == [("OLLM008", 3, col)]
+    rc, out, _ = _run(capsys, "models", str(f))
+    assert "gemma2:2b" in out
+    # `docker compose run` starts a one-off container, not an exec into the server: nothing is read
+    f.write_text("#!/bin/bash\ndocker run -d --name ollama --gpus all ollama/ollama:0.5.7\n"
+                 "docker compose run ollama ollama pull gemma2:2b\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+    assert [d["code"] for d in json.loads(out) if not d["code"].startswith("SEC")] == ["SF115"]
