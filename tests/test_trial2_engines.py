@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from servefit.cli import main
+from servefit.sources import scan_file
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -98,3 +99,17 @@ def test_a_model_pulled_through_docker_exec_is_the_servers(exec_line: str, col: 
                  "docker compose run ollama ollama pull gemma2:2b\n")
     rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
     assert [d["code"] for d in json.loads(out) if not d["code"].startswith("SEC")] == ["SF115"]
+
+
+@pytest.mark.parametrize("prog,engine", [
+    ("/opt/llama/llama-server-b5000", "llamacpp"), ("llama-server-ec9e0301", "llamacpp"),
+    ("llama-server-wrapper", None), ("llama-server-b", None), ("llama-server-b5000.sh", None),
+])
+def test_a_llama_server_copy_kept_per_build_is_the_server(prog: str, engine: str | None, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text(f"#!/bin/sh\n{prog} -m /m/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf -c 8192 --host 127.0.0.1\n")
+    assert [s.engine for s in scan_file(str(f)).sites] == ([engine] if engine else [])
+    if engine:
+        rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+        assert [d["code"] for d in json.loads(out)] == ["SF004"]  # the program is not taken for an argument
