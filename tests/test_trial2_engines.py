@@ -101,6 +101,64 @@ def test_a_model_pulled_through_docker_exec_is_the_servers(exec_line: str, col: 
     assert [d["code"] for d in json.loads(out) if not d["code"].startswith("SEC")] == ["SF115"]
 
 
+def _at(tok) -> tuple[int, int, str]:
+    s = tok.span
+    with open(s.file, encoding="utf-8", newline="") as fh:
+        return s.line, s.col, fh.read()[s.start:s.end]
+
+
+# llama-swap's own example config: a model's `macros:` override the global ones (and a global macro
+# that uses one expands with the model's value), and the server is a copy kept per build
+# (`llama-server-ec9e0301`). The model-level macro was ignored (context read as the global 4096,
+# tune wrote the global macro, which this model does not use) and the build copy was no server.
+LLAMA_SWAP_MODEL_MACROS = """macros:
+  "server": /opt/llama/llama-server-b5000 --port ${PORT}
+  "ctx": 4096
+  "args": "--ctx-size ${ctx} -ngl 99"
+models:
+  "big":
+    macros:
+      "ctx": 16384
+      "tail": "--jinja"
+    cmd: |
+      ${server}
+      -m /m/Qwen2.5-7B-Instruct-Q4_K_M.gguf
+      ${args} ${tail}
+  "small":
+    cmd: ${server} -m /m/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf ${args}
+  "third":
+    macros:
+      "m3": /m/Qwen2.5-1.5B-Instruct-Q4_K_M.gguf
+    cmd: ${server} -m ${m3}
+"""
+
+
+def test_llama_swap_model_macros_override_the_global_ones(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text(LLAMA_SWAP_MODEL_MACROS)
+    big, small, third = scan_file(str(f)).sites
+    assert (big.engine, small.engine) == ("llamacpp", "llamacpp")
+    assert [t.text for t in big.argv] == ["/opt/llama/llama-server-b5000", "--port", "5800", "-m",
+                                          "/m/Qwen2.5-7B-Instruct-Q4_K_M.gguf", "--ctx-size", "16384", "-ngl", "99",
+                                          "--jinja"]
+    assert _at(big.argv[6]) == (8, 14, "16384") and _at(big.argv[9]) == (9, 16, "--jinja")
+    assert _at(small.argv[6]) == (3, 10, "4096")
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "32k", "--write")
+    # each model's context where that model reads it (big: its own macro), and --parallel in the
+    # model's cmd after the GGUF: never between -m and its value, never in a macro other models use
+    assert f.read_text() == LLAMA_SWAP_MODEL_MACROS.replace('  "ctx": 4096', '  "ctx": 262144').replace(
+        '      "ctx": 16384', '      "ctx": 262144').replace(
+        "Qwen2.5-7B-Instruct-Q4_K_M.gguf\n", "Qwen2.5-7B-Instruct-Q4_K_M.gguf\n      --parallel 8\n").replace(
+        "0.5B-Instruct-Q4_K_M.gguf ${args}", "0.5B-Instruct-Q4_K_M.gguf --parallel 8 ${args}")
+    # third's cmd holds no word after which to add flags (only macros): by hand, and the server
+    # macro the other models share stays as it was
+    assert out.count("by hand: --parallel 8") == 1
+    written = f.read_text()
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "32k", "--write")
+    assert f.read_text() == written and "wrote" not in out
+
+
 @pytest.mark.parametrize("prog,engine", [
     ("/opt/llama/llama-server-b5000", "llamacpp"), ("llama-server-ec9e0301", "llamacpp"),
     ("llama-server-wrapper", None), ("llama-server-b", None), ("llama-server-b5000.sh", None),
