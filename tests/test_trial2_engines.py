@@ -41,7 +41,7 @@ def test_a_rebuilt_llama_server_image_is_not_called_a_router(tmp_path: Path,
     assert found == [("SF115", 3, 12)]
     [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SF115"]
     assert msg.startswith("the image ghcr.io/someone/llama-server:qwen2.5-1.5b-instruct is not the llama.cpp "
-                          "project's own: the model it serves (its ENV LLAMA_ARG_MODEL or CMD) is not known here")
+                          "project's own: the model it serves (its ENV or CMD) is not known here")
     # the official image with no model is the router, said once in its own words
     f.write_text(BAKED_IMAGE.replace("someone/llama-server:qwen2.5-1.5b-instruct", "ggml-org/llama.cpp:server-cuda"))
     rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
@@ -171,3 +171,4 @@ def test_a_llama_server_copy_kept_per_build_is_the_server(prog: str, engine: str
     if engine:
         rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
         assert [d["code"] for d in json.loads(out)] == ["SF004"]  # the program is not taken for an argument
+

@@ -261,10 +261,8 @@ def router_mode(site: LaunchSite, s: dict[str, Any], spans: dict[str, Any], b: i
     if site.image and official_image(site.image) is False:
         # someone's own build of the server (ghcr.io/kth8/llama-server:qwen2.5-1.5b-instruct): its
         # Dockerfile may set ENV LLAMA_ARG_MODEL, which servefit cannot see, so no router is claimed
-        return [finding("SF115", f"the image {site.image} is not the llama.cpp project's own: the model it serves "
-                        "(its ENV LLAMA_ARG_MODEL or CMD) is not known here, so its memory was not checked: add "
-                        "`# servefit: model=REF` above it for the model it serves",
-                        span=site.image_span or first, site=site.name)]
+        # (SF115 says the model is not known)
+        return []
     n = int(s.get("models_max", 4) or 0)
     if n == 1:
         return []
