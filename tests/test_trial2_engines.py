@@ -172,3 +172,44 @@ def test_a_llama_server_copy_kept_per_build_is_the_server(prog: str, engine: str
         rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
         assert [d["code"] for d in json.loads(out)] == ["SF004"]  # the program is not taken for an argument
 
+
+# A user told "add `# servefit: model=REF` above it" wrote it inside the compose service, under
+# `environment:`, or at the end of the image line: each was ignored without a word, and SF115
+# said again that no model was named.
+OLLAMA_SERVICE = """services:
+  ollama:
+    image: ollama/ollama:0.6.2{trailing}
+    environment:{inside}
+      - OLLAMA_KEEP_ALIVE=24h
+"""
+
+
+@pytest.mark.parametrize("trailing,inside,found", [
+    ("  # servefit: model=qwen2.5:7b", "", [("OLLM008", 3, 1)]),
+    ("", "\n      # servefit: model=qwen2.5:7b", [("SF115", 3, 1), ("SF012", 5, 25)]),
+])
+def test_a_model_directive_on_the_servers_line_applies_and_one_that_applies_nowhere_is_said(
+        trailing: str, inside: str, found: list[tuple[str, int, int]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(OLLAMA_SERVICE.format(trailing=trailing, inside=inside))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    got = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+           if not d["code"].startswith("SEC")]
+    assert sorted(got) == sorted(found)
+    if inside:
+        [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SF012"]
+        assert msg.startswith("model=qwen2.5:7b applies to no server, so it is ignored: a model directive names "
+                              "the model of the server that starts on its line or the first one below it")
+
+
+def test_an_overridden_model_directive_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("# servefit: model=Qwen/Qwen3-8B\n# servefit: model=Qwen/Qwen3-4B\nvllm serve /models/m --host 127.0.0.1\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    [d] = [d for d in json.loads(out) if d["code"] == "SF012"]
+    assert (d["location"]["line"], d["location"]["column"]) == (1, 19)
+    assert d["message"] == ("model=Qwen/Qwen3-8B applies to no server, so it is ignored: a nearer one (line 2) names "
+                            "the model of the server below it")
+    rc, out, _ = _run(capsys, "models", str(f))
+    assert "Qwen/Qwen3-4B" in out and "Qwen3-8B" not in out
