@@ -54,15 +54,17 @@ def plan_server(srv: Server, engine: Any) -> None:
         if site.image and official_image(site.image) is False:
             # someone's own build of the engine's image (ghcr.io/x/llama-server:qwen2.5-1.5b) may set the
             # model in its Dockerfile (ENV LLAMA_ARG_MODEL, CMD), which is not in this repository
-            why = (f"the image {site.image} is not the {engine.title} project's own: the model it serves (its "
-                   "ENV or CMD) is not known here")
-            span = site.image_span or anchor(site)
+            why = said = (f"the image {site.image} is not the {engine.title} project's own: the model it serves "
+                          "(its ENV or CMD) is not known here")
+            span, whose = site.image_span or anchor(site), "its"
         else:
-            why, span = f"{engine.title} loads the models requests name, and this file names none", anchor(site)
-        srv.error = f"{why}: add `# servefit: model=REF` above the server (or pass --model REF)"
+            why = f"{engine.title} loads the models requests name, and this file names none"
+            said = f"{engine.title} loads the models requests name, and none is named here"
+            span, whose = anchor(site), "their"
+        srv.error = f"{said}: add `# servefit: model=REF` above the server (or pass --model REF)"
         own = getattr(engine, "unnamed_models_code", "")
         if not any(own and f.code == own for f in cfg.findings):
-            out.append(finding("SF115", f"{why}, so its memory was not checked: add `# servefit: model=REF` above "
+            out.append(finding("SF115", f"{why}, so {whose} memory was not checked: add `# servefit: model=REF` above "
                                         "it for the model it serves", site=site.name, span=span))
         return
     if "$" in ref:
