@@ -57,24 +57,6 @@ def test_a_rebuilt_llama_server_image_is_not_called_a_router(tmp_path: Path,
     assert "loads the models requests name" not in err
 
 
-# A command that quantizes while loading (TGI `--quantize eetq`, vLLM / SGLang `--quantization fp8`)
-# was reported by tune as "weights none" and ranked as full precision.
-@pytest.mark.parametrize("argv,label,quality", [
-    (["text-generation-launcher", "--model-id", "Qwen/Qwen2.5-14B-Instruct", "--quantize", "eetq"], "online eetq", 2),
-    (["text-generation-launcher", "--model-id", "Qwen/Qwen2.5-14B-Instruct", "--quantize", "bitsandbytes-nf4"],
-     "online bitsandbytes-nf4", 4),
-    (["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-14B-Instruct", "--quantization", "fp8"],
-     "online fp8", 1),
-    (["vllm", "serve", "Qwen/Qwen2.5-14B-Instruct", "--quantization", "bitsandbytes"], "online bitsandbytes", 4),
-    (["vllm", "serve", "Qwen/Qwen2.5-14B-Instruct-AWQ"], "awq (checkpoint)", 4),
-    (["vllm", "serve", "Qwen/Qwen2.5-14B-Instruct"], "none", 0),
-])
-def test_tune_reports_the_quantization_the_command_applies(argv: list[str], label: str, quality: int,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = _run(capsys, "tune", "--gpu", "L40S", "--format", "json", "--", *argv)
-    cur = json.loads(out)["sites"][0]["current"]
-    assert (cur["quantization"], cur["quality"][0]) == (label, quality)
-
 
 # `docker run --name ollama ollama/ollama` then `docker exec -it ollama ollama run gemma2:2b`: the
 # script names the model the server loads, but the exec was not read and SF115 said none was named.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, MemoryPlan, UsageError
 from servefit.tune.objective import KV_4BIT, KV_8BIT, KV_NONE, Needs, Result, constraint_values
-from servefit.tune.variants import Variant, level_of, online_level
+from servefit.tune.variants import Variant, level_of
 
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
@@ -45,18 +45,8 @@ class Adapter:
     def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
         return []
 
-    quant_name = "quantization"  # the setting that quantizes an unquantized checkpoint as it loads
-    online_bits: dict[str, int] = {"bitsandbytes": 4}  # vLLM / SGLang load bitsandbytes in 4 bits
-
-    def online_quant(self, ev: Evaluation) -> str | None:
-        """The quantization the command applies while loading (vLLM / SGLang `--quantization fp8`, TGI
-        `--quantize eetq`); None where the checkpoint carries its own."""
-        q = ev.config.settings.get(self.quant_name) if self.quant_name else None
-        return None if ev.model.quantization or not q else str(q)
-
     def current_level(self, ev: Evaluation) -> int:
-        q = self.online_quant(ev)
-        return online_level(q, self.online_bits) if q else level_of(ev.model.quantization)
+        return level_of(ev.model.quantization)
 
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:
         settings[name] = value
@@ -292,7 +282,7 @@ def build_space(ev: Evaluation, needs: Needs) -> Space:
     engine = ev.config.engine
     adapter = adapter_for(engine)
     dims = adapter.dims(ev, needs)
-    base = Variant(key="none", label=_checkpoint_label(ev, adapter.online_quant(ev)), level=adapter.current_level(ev))
+    base = Variant(key="none", label=_checkpoint_label(ev), level=adapter.current_level(ev))
     variants = {"none": base}
     for v in adapter.variants(ev, needs):
         variants.setdefault(v.key, v)
@@ -301,13 +291,11 @@ def build_space(ev: Evaluation, needs: Needs) -> Space:
     return Space(ev=ev, adapter=adapter, dims=dims, variants=variants, notes=notes, by_hand=adapter.by_hand(ev))
 
 
-def _checkpoint_label(ev: Evaluation, online: str | None = None) -> str:
+def _checkpoint_label(ev: Evaluation) -> str:
     q = ev.model.quantization or {}
     gq = ev.config.settings.get("gguf_quant") or ev.config.settings.get("quant")
     if gq:
         return str(gq)
-    if online:
-        return f"online {online}"
     if q:
         return f"{q.get('quant_method')} (checkpoint)"
     return "none"

@@ -73,14 +73,6 @@ def level_of(quant: dict[str, Any] | None, gguf_type: str | None = None) -> int:
     return W_LOW
 
 
-def online_level(method: str, bits: dict[str, int]) -> int:
-    """Weight level of a quantization applied while loading (`--quantization fp8`, TGI `--quantize
-    eetq`): its bits from `bits` (the engine's), 8 for the int8 kernels, else as level_of reads it."""
-    m = method.lower()
-    n = bits.get(m) or (8 if m in ("eetq", "experts_int8", "int8", "w8a8_int8") or m.endswith("int8") else None)
-    return level_of({"quant_method": m, **({"bits": n} if n else {})})
-
-
 def families(allow: frozenset[str]) -> set[str]:
     out: set[str] = set()
     for word in allow:

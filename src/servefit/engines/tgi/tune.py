@@ -18,8 +18,6 @@ class TgiAdapter(GenericAdapter):
     cap_name = "max_concurrent_requests"
     fraction_name = "cuda_memory_fraction"
     tp_name = "num_shard"
-    quant_name = "quantize"
-    online_bits = {"bitsandbytes": 8, "bitsandbytes-nf4": 4, "bitsandbytes-fp4": 4}  # server/.../layers/bnb.py
 
     def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         """--max-total-tokens C, --max-input-tokens kept below it (and the prefill batch not
