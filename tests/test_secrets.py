@@ -257,6 +257,11 @@ def test_secret_names_by_part_and_glued():
     # a word there, or a number after the singular, stays masked
     ("the KV pool holds 420000 tokens: 1.60 requests", "the KV pool holds 420000 tokens: 1.60 requests"),
     ("TOKENS=abcdef token: 123456", "TOKENS=*** token: ***"),
+    # after a count, "tokens:" is prose (TGI017 was shown as "holds 23141 tokens: *** for 1.00 requests")
+    ("the KV cache holds 23141 tokens: room for 1.00 requests", "the KV cache holds 23141 tokens: room for 1.00 requests"),
+    ("holds 1,024 tokens: room", "holds 1,024 tokens: room"),
+    ("tokens: hunter2abc", "tokens: ***"),
+    ("v2 tokens: hunter2abc", "v2 tokens: ***"),
     # SGLang's DeepSeek-V4 pool lines: a number after a measure of tokens is not a credential
     ("DSV4 memory calculation: bytes_per_full_token=7086.75, full_token=1317632, swa_full_tokens_ratio=0.1",
      "DSV4 memory calculation: bytes_per_full_token=7086.75, full_token=1317632, swa_full_tokens_ratio=0.1"),

@@ -59,6 +59,7 @@ AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?
 _SCHEMES = {"bearer", "basic", "token", "digest", "apikey"}
 SECRET_LIST_KEY = re.compile(r"^(\s*)([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\2\s*:\s*(#.*)?$")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_COUNT_BEFORE = re.compile(r"(?<![\w.-])\d[\d,]*[ \t]+$")
 _HUMPS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -139,6 +140,8 @@ def _assign(m: re.Match[str]) -> str:
         return m.group(0)  # the header pass masked the credential after the scheme
     if is_reference(value):
         return m.group(0)
+    if name_parts(name) == ["TOKENS"] and _COUNT_BEFORE.search(m.string, 0, m.start()):
+        return m.group(0)  # prose counting tokens ("holds 23141 tokens: room for 1.00 requests"), not a key
     if _NUMBER.fullmatch(value) and (name_parts(name)[-1:] == ["TOKENS"] or "." in value
                                      or _MEASURE_WORDS.intersection(name_parts(name))):
         # a count or a measure of tokens ("holds 420000 tokens: 1.60 requests", "tokens=512", SGLang's

@@ -170,6 +170,18 @@ def _directives(path: str, result: ScanResult) -> None:
         for site in result.sites:
             if site.file == path:
                 site.directives = for_line(found, site.line, lines)
+        taken = {id(v) for site in result.sites for v in site.directives.values()}
+        for d in found:
+            v = d.get("model")
+            if v is None or v.span is None or id(v) in taken:
+                continue
+            below = [site.directives["model"] for site in result.sites if site.file == path
+                     and site.line >= v.line and "model" in site.directives]
+            why = (f"a nearer one (line {below[0].line}) names the model of the server below it" if below else
+                   "a model directive names the model of the server that starts on its line or the first one "
+                   "below it; move it above the server's first line")
+            result.findings.append(invalid_directive(f"model={v.value} applies to no server, so it is ignored: {why}",
+                                                     span=v.span))
 
 
 # a KServe InferenceService names its runtime, not its engine: read it to say when the runtime is missing

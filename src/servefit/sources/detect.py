@@ -71,7 +71,7 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
     prog = program(words[0])
     for name, t in _tables():
         for entry in t.get("programs") or ():
-            if entry["program"] != prog or entry.get("path_contains", "") not in words[0]:
+            if not _names_program(entry, prog) or entry.get("path_contains", "") not in words[0]:
                 continue
             then = entry.get("then")
             if then is None:
@@ -88,6 +88,17 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
                     return name, n
                 return (name, n + 1) if n < len(words) and words[n] == then else None
     return _plugin_command(words)
+
+
+def _names_program(entry: dict[str, Any], prog: str) -> bool:
+    """The program as the data names it, or a copy kept per build (`llama-server-ec9e0301`,
+    `llama-server-b5000`, as llama-swap's own example config runs it) when the data gives the
+    build suffix's pattern."""
+    if prog == entry["program"]:
+        return True
+    suffix = entry.get("build_suffix")
+    return isinstance(suffix, str) and prog.startswith(entry["program"]) \
+        and re.fullmatch(suffix, prog[len(entry["program"]):]) is not None
 
 
 def _plugin_command(words: list[str]) -> tuple[str, int] | None:

@@ -150,7 +150,8 @@ def size_bytes(text: str) -> int | None:
     return int(float(m.group(1)) * mult)
 
 
-COMMENT = re.compile(r"^[ \t]*(?:#|//|;)[ \t]*servefit:[ \t]*(.*?)[ \t]*\r?$", re.M)
+# a comment line, or a `#` comment after the server's own line (`image: ollama/ollama  # servefit: model=...`)
+COMMENT = re.compile(r"(?:^[ \t]*(?:#|//|;)|[ \t]#)[ \t]*servefit:[ \t]*(.*?)[ \t]*\r?$", re.M)
 PAIR = re.compile(r"([A-Za-z_-]+)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s#]+)")
 # the keys a directive may set, and the names users also write for them
 DIRECTIVE_KEYS = {"gpu": "gpu", "count": "count", "gpus": "count", "model": "model",

@@ -42,6 +42,8 @@ DOCKER_VALUE_LONG = {
     "--device-read-bps", "--gpus-all", "--pids-limit", "--network-alias", "--isolation", "--hooks-dir",
 }
 DOCKER_VALUE_SHORT = set("evpwuhlmc")
+COMPOSE = {"docker-compose", "podman-compose"}
+EXEC_VALUE = {"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--index"}
 
 
 @dataclass
@@ -174,12 +176,14 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         for var, w in prefix.items():
             sub_env.set(var, w.token(), w.unresolved)
             sub_env.exported.add(var)
-    if head in DOCKER:
+    if head in DOCKER or head in COMPOSE:
         j = i + 1
-        if j < n and texts[j] == "container":
+        if j < n and texts[j] in ("container", "compose") and head in DOCKER:
             j += 1
-        if j < n and texts[j] == "run":
+        if j < n and texts[j] == "run" and head in DOCKER and texts[j - 1] != "compose":
             return docker_run(words[j + 1:], ctx, sub_env)
+        if j < n and texts[j] == "exec":
+            container_exec(words[j + 1:], ctx)
         return []
     start = i
     if head in detect.SHELLS:
@@ -218,6 +222,17 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if cnt:
             launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
     return [launch]
+
+
+def container_exec(words: list[Word], ctx: Ctx) -> None:
+    """`docker exec [-it] ollama ollama pull MODEL` (and `docker compose exec SERVICE ...`): a
+    command run inside a server's container, which names the models it will load."""
+    texts = [w.text for w in words]
+    k = 0
+    while k < len(texts) and texts[k].startswith("-"):
+        k += 2 if texts[k] in EXEC_VALUE else 1
+    if k + 1 < len(words):
+        ollama_client(words[k + 1:], ctx)
 
 
 def ollama_client(words: list[Word], ctx: Ctx) -> None:

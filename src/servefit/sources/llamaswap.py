@@ -3,7 +3,8 @@
 llama-swap drops comment lines and joins continuations before splitting `cmd` like a shell,
 so a commented line inside a continuation does not end the command here. `${macro}` expands
 from `macros:`; `${PORT}` (llama-swap assigns it counting from `startPort`, 5800 by default) and
-`${MODEL_ID}` (the model's name) are filled in the way llama-swap fills them.
+`${MODEL_ID}` (the model's name) are filled in the way llama-swap fills them; a model's own
+`macros:` override the global ones for its `cmd`.
 `cmd` may also be `docker run ... IMAGE args`. Per-model `env: ["K=V"]` is the process env.
 A group with `swap: false` keeps all its members running at once (Workload.together: the
 linter adds up their memory, linter/together.py).
@@ -79,12 +80,22 @@ def scan(y: Y, root: Node, fc: FileCtx, label: str = "llama-swap") -> None:
         # ${PORT} is assigned by llama-swap (only its value is a guess, and no setting servefit
         # checks depends on it); ${MODEL_ID} is the model's name. The macro table is built once
         # (a macro using ${MODEL_ID} makes it per model): models x macros stays linear.
-        if shared is None or per_model:
-            table: dict[str, Src | str] = {"PORT": start, "MODEL_ID": mname}
-            for k, v in macro_nodes:
+        own = {k: v for k, _, v in y.items(y.get(m, "macros")) if isinstance(v, ScalarNode)}
+        table: dict[str, Src | str]
+        if own:
+            # a model's own macros replace the global ones of the same name in place, and the rest
+            # follow (internal/config/macros.go, mergeModelMacros): a global macro declared after
+            # an overridden one expands with the model's value
+            table = {"PORT": start, "MODEL_ID": mname}
+            for k, v in [(k, own.pop(k, v)) for k, v in macro_nodes] + list(own.items()):
                 table[k] = substitute(y.scalar_src(v), table)
-            shared = table
-        table = dict(shared, MODEL_ID=mname)
+        else:
+            if shared is None or per_model:
+                table = {"PORT": start, "MODEL_ID": mname}
+                for k, v in macro_nodes:
+                    table[k] = substitute(y.scalar_src(v), table)
+                shared = table
+            table = dict(shared, MODEL_ID=mname)
         words: list[Word] = []
         full = substitute(y.scalar_src(cmd), table)
         windows = is_windows_command(full.text.lstrip("\n"))  # llama-swap on Windows splits the Windows way

@@ -49,13 +49,23 @@ def plan_server(srv: Server, engine: Any) -> None:
     if not ref and not t.model_config and engine.models_on_request:
         # the server loads models on request (`ollama serve`): none is named here. Said once: by
         # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
-        srv.error = (f"{engine.title} loads the models requests name, and none is named here: add "
-                     "`# servefit: model=REF` above the server (or pass --model REF)")
+        from servefit.sources.detect import official_image
+
+        if site.image and official_image(site.image) is False:
+            # someone's own build of the engine's image (ghcr.io/x/llama-server:qwen2.5-1.5b) may set the
+            # model in its Dockerfile (ENV LLAMA_ARG_MODEL, CMD), which is not in this repository
+            why = said = (f"the image {site.image} is not the {engine.title} project's own: the model it serves "
+                          "(its ENV or CMD) is not known here")
+            span, whose = site.image_span or anchor(site), "its"
+        else:
+            why = f"{engine.title} loads the models requests name, and this file names none"
+            said = f"{engine.title} loads the models requests name, and none is named here"
+            span, whose = anchor(site), "their"
+        srv.error = f"{said}: add `# servefit: model=REF` above the server (or pass --model REF)"
         own = getattr(engine, "unnamed_models_code", "")
         if not any(own and f.code == own for f in cfg.findings):
-            out.append(finding("SF115", f"{engine.title} loads the models requests name, and this file names none, "
-                                        "so their memory was not checked: add `# servefit: model=REF` above it for "
-                                        "the model it serves", site=site.name, span=anchor(site)))
+            out.append(finding("SF115", f"{why}, so {whose} memory was not checked: add `# servefit: model=REF` above "
+                                        "it for the model it serves", site=site.name, span=span))
         return
     if "$" in ref:
         srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"

@@ -241,14 +241,19 @@ class Patcher(YamlPlacement):
         if self.prodstack or self.args_only:  # the chart's template writes the command; only args items are words
             cands = [t for t in cands if self._after_last_key(t)]
         # a word followed (in the command) by one that is not written right after it, such as a
-        # flag whose value is `${CTX}` defined elsewhere: inserting there would split the pair
+        # flag whose value is `${CTX}` defined elsewhere: inserting there would split the pair (a
+        # next word that is a flag splits nothing: `-m x.gguf ${args}` takes words after the GGUF)
         nxt = {id(a): b for a, b in zip(self.argv, self.argv[1:], strict=False)}
 
         def closes(t: Token) -> bool:
             n = nxt.get(id(t))
-            return n is None or (n.span is not None and t.span is not None and n.span.file == t.span.file
+            return n is None or n.text.startswith("-") or (n.span is not None and t.span is not None and n.span.file == t.span.file
                                  and n.span.start >= t.span.end and self.exact(n))
         cands = [t for t in cands if closes(t)]
+        if self.site.file.endswith((".yaml", ".yml")) and any(n for n, w in self.site.workload.names
+                                                               if "llama-swap" in w):
+            # a llama-swap macro (declared above the model's cmd) is every model's that uses it
+            cands = [t for t in cands if t.span is not None and t.span.line >= self.site.line]
         if not cands:
             return None
         first = next((t for t in self.argv if t.span is not None and t in cands), None)

@@ -34,7 +34,10 @@ class LlamaCppEngine(Engine):
             return 0
         if program(words[0]) in SERVER_PROGRAMS or words[0] in LEGACY_SERVER_PATHS:
             return 1
-        return 0
+        from servefit.sources.detect import recognise
+
+        hit = recognise(words[:1])  # a copy kept per build (llama-server-b5000), as the data names it
+        return 1 if hit is not None and hit[0] == "llamacpp" else 0
 
     def tune_adapter(self) -> Any:
         """The knobs tune turns for this engine (tune.py beside this module)."""

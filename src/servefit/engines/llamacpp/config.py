@@ -255,12 +255,19 @@ def router_mode(site: LaunchSite, s: dict[str, Any], spans: dict[str, Any], b: i
     """No -m / -hf / -mu / -dr: llama-server is a router (tools/server/server.cpp: is_router_server =
     model path and hf_repo empty) that loads the models requests name, from --models-dir or its
     cache, keeping up to --models-max (default 4, 0 = no limit) loaded at once."""
+    from servefit.sources.detect import official_image
+
+    first = site.argv[0].span if site.argv else None
+    if site.image and official_image(site.image) is False:
+        # someone's own build of the server (ghcr.io/kth8/llama-server:qwen2.5-1.5b-instruct): its
+        # Dockerfile may set ENV LLAMA_ARG_MODEL, which servefit cannot see, so no router is claimed
+        # (SF115 says the model is not known)
+        return []
     n = int(s.get("models_max", 4) or 0)
     if n == 1:
         return []
     where = f"from {s['models_dir']}" if s.get("models_dir") else "from its cache (or --models-preset)"
     many = f"up to {n} at once" if n else "with no limit on how many stay loaded (--models-max 0)"
-    first = site.argv[0].span if site.argv else None
     return [finding("LCPP015", f"no -m: llama-server runs as a router and loads the models requests name {where}, "
                     f"{many}; their memory adds up, and servefit cannot size models this file does not name",
                     span=spans.get("models_max") or first, site=site.name, setting="models_max")]

@@ -1,0 +1,197 @@
+"""Found by running every command on llama.cpp / Ollama / TGI / SGLang deployment files from public
+repositories (session 24, trial 2). Each test writes a small file with the shape that went wrong,
+never the fetched file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+from servefit.sources import scan_file
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "internal error" not in err
+    return rc, out, err
+
+
+# Someone's own llama-server image with the model baked in (its Containerfile sets
+# ENV LLAMA_ARG_MODEL): compose names only the image. LCPP015 said the server "runs as a router and
+# loads the models requests name", which this image does not.
+BAKED_IMAGE = """services:
+  small:
+    image: ghcr.io/someone/llama-server:qwen2.5-1.5b-instruct
+    ports:
+      - "127.0.0.1:8002:8080"
+"""
+
+
+def test_a_rebuilt_llama_server_image_is_not_called_a_router(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.yml"
+    f.write_text(BAKED_IMAGE)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    found = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+             if not d["code"].startswith("SEC")]
+    assert found == [("SF115", 3, 12)]
+    [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SF115"]
+    assert msg.startswith("the image ghcr.io/someone/llama-server:qwen2.5-1.5b-instruct is not the llama.cpp "
+                          "project's own: the model it serves (its ENV or CMD) is not known here")
+    # the official image with no model is the router, said once in its own words
+    f.write_text(BAKED_IMAGE.replace("someone/llama-server:qwen2.5-1.5b-instruct", "ggml-org/llama.cpp:server-cuda"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    assert [d["code"] for d in json.loads(out) if not d["code"].startswith("SEC")] == ["LCPP015"]
+    # a model in the environment is read as before
+    f.write_text(BAKED_IMAGE + "    environment:\n      - LLAMA_ARG_MODEL=/m/qwen2.5-1.5b-instruct-q4_k_m.gguf\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    assert not [d for d in json.loads(out) if d["code"] in ("SF115", "LCPP015")]
+    # estimate gives the same reason, not the router's
+    f.write_text(BAKED_IMAGE)
+    rc, out, err = _run(capsys, "estimate", str(f), "--gpu", "L4")
+    assert rc == 2 and "llama-server:qwen2.5-1.5b-instruct is not the llama.cpp project's own" in err
+    assert "loads the models requests name" not in err
+
+
+
+# `docker run --name ollama ollama/ollama` then `docker exec -it ollama ollama run gemma2:2b`: the
+# script names the model the server loads, but the exec was not read and SF115 said none was named.
+@pytest.mark.parametrize("exec_line,col", [
+    ("docker exec -it ollama ollama run gemma2:2b", 35),
+    ("docker exec -e OLLAMA_DEBUG=1 -u root ollama ollama pull gemma2:2b", 58),
+    ("podman container exec ollama ollama pull gemma2:2b", 42),
+])
+def test_a_model_pulled_through_docker_exec_is_the_servers(exec_line: str, col: int, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text("#!/bin/bash\ndocker run -d --name ollama --gpus all -p 127.0.0.1:11434:11434 ollama/ollama:0.5.7\n"
+                 f"{exec_line}\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+    found = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+             if not d["code"].startswith("SEC")]
+    assert found == [("OLLM008", 3, col)]
+    rc, out, _ = _run(capsys, "models", str(f))
+    assert "gemma2:2b" in out
+    # `docker compose run` starts a one-off container, not an exec into the server: nothing is read
+    f.write_text("#!/bin/bash\ndocker run -d --name ollama --gpus all ollama/ollama:0.5.7\n"
+                 "docker compose run ollama ollama pull gemma2:2b\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+    assert [d["code"] for d in json.loads(out) if not d["code"].startswith("SEC")] == ["SF115"]
+
+
+def _at(tok) -> tuple[int, int, str]:
+    s = tok.span
+    with open(s.file, encoding="utf-8", newline="") as fh:
+        return s.line, s.col, fh.read()[s.start:s.end]
+
+
+# llama-swap's own example config: a model's `macros:` override the global ones (and a global macro
+# that uses one expands with the model's value), and the server is a copy kept per build
+# (`llama-server-ec9e0301`). The model-level macro was ignored (context read as the global 4096,
+# tune wrote the global macro, which this model does not use) and the build copy was no server.
+LLAMA_SWAP_MODEL_MACROS = """macros:
+  "server": /opt/llama/llama-server-b5000 --port ${PORT}
+  "ctx": 4096
+  "args": "--ctx-size ${ctx} -ngl 99"
+models:
+  "big":
+    macros:
+      "ctx": 16384
+      "tail": "--jinja"
+    cmd: |
+      ${server}
+      -m /m/Qwen2.5-7B-Instruct-Q4_K_M.gguf
+      ${args} ${tail}
+  "small":
+    cmd: ${server} -m /m/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf ${args}
+  "third":
+    macros:
+      "m3": /m/Qwen2.5-1.5B-Instruct-Q4_K_M.gguf
+    cmd: ${server} -m ${m3}
+"""
+
+
+def test_llama_swap_model_macros_override_the_global_ones(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text(LLAMA_SWAP_MODEL_MACROS)
+    big, small, third = scan_file(str(f)).sites
+    assert (big.engine, small.engine) == ("llamacpp", "llamacpp")
+    assert [t.text for t in big.argv] == ["/opt/llama/llama-server-b5000", "--port", "5800", "-m",
+                                          "/m/Qwen2.5-7B-Instruct-Q4_K_M.gguf", "--ctx-size", "16384", "-ngl", "99",
+                                          "--jinja"]
+    assert _at(big.argv[6]) == (8, 14, "16384") and _at(big.argv[9]) == (9, 16, "--jinja")
+    assert _at(small.argv[6]) == (3, 10, "4096")
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "32k", "--write")
+    # each model's context where that model reads it (big: its own macro), and --parallel in the
+    # model's cmd after the GGUF: never between -m and its value, never in a macro other models use
+    assert f.read_text() == LLAMA_SWAP_MODEL_MACROS.replace('  "ctx": 4096', '  "ctx": 262144').replace(
+        '      "ctx": 16384', '      "ctx": 262144').replace(
+        "Qwen2.5-7B-Instruct-Q4_K_M.gguf\n", "Qwen2.5-7B-Instruct-Q4_K_M.gguf\n      --parallel 8\n").replace(
+        "0.5B-Instruct-Q4_K_M.gguf ${args}", "0.5B-Instruct-Q4_K_M.gguf --parallel 8 ${args}")
+    # third's cmd holds no word after which to add flags (only macros): by hand, and the server
+    # macro the other models share stays as it was
+    assert out.count("by hand: --parallel 8") == 1
+    written = f.read_text()
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "32k", "--write")
+    assert f.read_text() == written and "wrote" not in out
+
+
+@pytest.mark.parametrize("prog,engine", [
+    ("/opt/llama/llama-server-b5000", "llamacpp"), ("llama-server-ec9e0301", "llamacpp"),
+    ("llama-server-wrapper", None), ("llama-server-b", None), ("llama-server-b5000.sh", None),
+])
+def test_a_llama_server_copy_kept_per_build_is_the_server(prog: str, engine: str | None, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text(f"#!/bin/sh\n{prog} -m /m/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf -c 8192 --host 127.0.0.1\n")
+    assert [s.engine for s in scan_file(str(f)).sites] == ([engine] if engine else [])
+    if engine:
+        rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "RTX4090", "--format", "json")
+        assert [d["code"] for d in json.loads(out)] == ["SF004"]  # the program is not taken for an argument
+
+
+# A user told "add `# servefit: model=REF` above it" wrote it inside the compose service, under
+# `environment:`, or at the end of the image line: each was ignored without a word, and SF115
+# said again that no model was named.
+OLLAMA_SERVICE = """services:
+  ollama:
+    image: ollama/ollama:0.6.2{trailing}
+    environment:{inside}
+      - OLLAMA_KEEP_ALIVE=24h
+"""
+
+
+@pytest.mark.parametrize("trailing,inside,found", [
+    ("  # servefit: model=qwen2.5:7b", "", [("OLLM008", 3, 1)]),
+    ("", "\n      # servefit: model=qwen2.5:7b", [("SF115", 3, 1), ("SF012", 5, 25)]),
+])
+def test_a_model_directive_on_the_servers_line_applies_and_one_that_applies_nowhere_is_said(
+        trailing: str, inside: str, found: list[tuple[str, int, int]], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(OLLAMA_SERVICE.format(trailing=trailing, inside=inside))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    got = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+           if not d["code"].startswith("SEC")]
+    assert sorted(got) == sorted(found)
+    if inside:
+        [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SF012"]
+        assert msg.startswith("model=qwen2.5:7b applies to no server, so it is ignored: a model directive names "
+                              "the model of the server that starts on its line or the first one below it")
+
+
+def test_an_overridden_model_directive_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("# servefit: model=Qwen/Qwen3-8B\n# servefit: model=Qwen/Qwen3-4B\nvllm serve /models/m --host 127.0.0.1\n")
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    [d] = [d for d in json.loads(out) if d["code"] == "SF012"]
+    assert (d["location"]["line"], d["location"]["column"]) == (1, 19)
+    assert d["message"] == ("model=Qwen/Qwen3-8B applies to no server, so it is ignored: a nearer one (line 2) names "
+                            "the model of the server below it")
+    rc, out, _ = _run(capsys, "models", str(f))
+    assert "Qwen/Qwen3-4B" in out and "Qwen3-8B" not in out
