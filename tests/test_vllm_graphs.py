@@ -137,30 +137,6 @@ def test_the_official_image_autotunes_before_the_capture_from_0102():
         assert p.detail.logged_cuda_graph_bytes == p.memory.cuda_graphs
 
 
-def test_unified_memory_capture_log_reads_zero_once_the_page_cache_is_reclaimed():
-    from servefit.engines.vllm.capture import page_cache_reclaimed
-    from servefit.hardware.catalog import resolve_gpu
-
-    gb10 = resolve_gpu("GB10")
-    assert gb10.unified_memory
-    argv = "vllm serve m --max-model-len 8192 --gpu-memory-utilization {util}"
-    # 0.95 of 121.69 GiB leaves 6.1 GiB outside the budget, less than the 15 GiB checkpoint Llama-3.1-8B reads
-    _, full = run(argv.format(util=0.95), gpu=gb10, version="0.20.0")
-    assert full.memory.cuda_graphs > 0 and full.detail.logged_cuda_graph_bytes == 0
-    assert any("served from reclaimed page cache" in a and "should show about 0" in a for a in full.assumptions)
-    # at 0.5 the files stay cached beside the budget: the log reads the graphs
-    _, half = run(argv.format(util=0.5), gpu=gb10, version="0.20.0")
-    assert half.detail.logged_cuda_graph_bytes == half.memory.cuda_graphs > 0
-    # dummy weights read no file; a discrete card never reads MemFree
-    _, dummy = run(argv.format(util=0.95) + " --load-format dummy", gpu=gb10, version="0.20.0")
-    assert dummy.detail.logged_cuda_graph_bytes == dummy.memory.cuda_graphs
-    budget = int(0.95 * L4.memory_bytes)
-    assert not page_cache_reclaimed(L4, budget, L4.memory_bytes, {})
-    # the boundary: outside memory equal to the files is not short of them
-    assert not page_cache_reclaimed(gb10, gb10.memory_bytes - 100, 100, {})
-    assert page_cache_reclaimed(gb10, gb10.memory_bytes - 100, 101, {})
-
-
 def test_fused_moe_layers_add_their_kernels_to_every_graph():
     from dataclasses import replace
 

@@ -29,13 +29,6 @@ VLLM_HAS_FLASHINFER_CUBIN=1 says so; for a 0.10.2 / 0.11 install of the plain wh
 how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig) skips the
 autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs there too
 and is not counted.
-
-On a unified-memory device (DGX Spark's GB10, Jetson: unified.py) CUDA's free memory is the kernel's
-MemFree, which counts the page cache as used. capture_model runs after the KV cache is allocated; when
-the memory vLLM leaves outside its budget cannot also hold the checkpoint files read while loading
-(total x (1 - utilization) < the weights' size), the kernel is already reclaiming page cache, MemFree sits
-at its watermark, and the captures are served from reclaimed pages: the log reads about 0 whatever the
-graphs hold (0.03 GiB on a GB10 calibration log whose profiling estimated 2.44 GiB).
 """
 
 from __future__ import annotations
@@ -80,32 +73,10 @@ def autotune_known(env: dict[str, str] | None, version: tuple[int, int, int] = (
     return version >= (0, 12, 0) or "vllm/vllm-openai" in (image or "")
 
 
-def page_cache_reclaimed(gpu: GpuSpec | None, budget: int, weights: int, settings: dict) -> bool:
-    """Whether a unified-memory device is reclaiming page cache by the time of the capture (see above):
-    the memory outside vLLM's budget is smaller than the checkpoint files read (none with
-    --load-format dummy)."""
-    from servefit.engines.vllm import unified
-
-    if gpu is None or not unified.applies(gpu) or settings.get("load_format") == "dummy":
-        return False
-    return gpu.memory_bytes - budget < weights
-
-
-def logged_graph_bytes(pool: int, released: int, known: bool, reclaimed: bool = False) -> int:
+def logged_graph_bytes(pool: int, released: int, known: bool) -> int:
     """The "took X GiB" figure: the graphs' memory, less what the capture released where the autotune
-    is known to run (negative when the released cache was larger); 0 where unified memory is being
-    reclaimed from the page cache (page_cache_reclaimed)."""
-    if reclaimed:
-        return 0
+    is known to run (negative when the released cache was larger)."""
     return pool - released if pool and known else pool
-
-
-def reclaim_note(pool: int) -> str:
-    """Why a unified-memory device's capture log reads about 0."""
-    return (f"vLLM's CUDA-graph capture line ('took X GiB') should show about 0 here, not the {pool / GiB:.2f} GiB the "
-            "graphs hold: on unified memory it is read from the kernel's free memory, and the memory left outside "
-            "vLLM's budget cannot also hold the checkpoint files read while loading, so the graphs are served from "
-            "reclaimed page cache")
 
 
 def capture_note(released: int, version: str, known: bool) -> str | None:

@@ -21,8 +21,6 @@ from servefit.engines.vllm.capture import (
     autotune_known,
     capture_note,
     logged_graph_bytes,
-    page_cache_reclaimed,
-    reclaim_note,
     released_at_capture,
 )
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
@@ -223,9 +221,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(
                 act - held_after_profile(model, r), cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
-            reclaimed = bool(cg) and page_cache_reclaimed(gpu, budget, w, cfg.settings)
-            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None),
-                                                 reclaimed)
+            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None))
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
                 worker_act = activation_peak(model, r, False, False, cfg.settings)
                 worker_avail = avail + act - worker_act
@@ -246,9 +242,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
-    if reclaimed:
-        out.assumptions.append(reclaim_note(devices[0].cuda_graphs))
-    elif note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
+    if note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
         out.assumptions.append(note)
     outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
