@@ -176,7 +176,17 @@ def test_sglang_and_tgi_calibration_pools(rows):
 # Each target is asserted; the ones servefit does not meet on the held-out half carry a strict xfail
 # (an XPASS fails, so the mark comes off when one is met). UNMET says which, with the figures measured
 # by `python3 benchmarks/accuracy/run.py --split heldout` (README, "Measured figures").
-UNMET: dict[str, str] = {}
+_M = "issue 16 target not met on the held-out half, 2026-11-28 fifth session: "
+UNMET: dict[str, str] = {
+    "vllm_tokens_median": _M + "tokens 3.7% on 42 (on the 40 held out before this session: 3.7%, 3.2% without the Laguna-S-2.1-INT4 "
+                          "entry of the repository's current revision)",
+    "vllm_tokens_p90": _M + "44.3% on 42 (on the 40 held out before this session: 44.3%, 13.9% without the Laguna-S-2.1-INT4 "
+                       "entry of the repository's current revision)",
+    "vllm_activation_peak_gib": _M + "11.4% on 9",
+    "vllm_non_torch_gib": _M + "45.7% on 6",
+    "vllm_cuda_graph_gib": _M + "30.1% on 46",
+    "llamacpp_kv": _M + "11 of 12 KV buffers within 1 MiB (a --fit run added this session is not)",
+}
 
 
 def _target(name: str):
