@@ -26,9 +26,9 @@ from servefit.tune.space import WEIGHTS, Space
 def words_for(space: Space, point: dict[str, Any]) -> tuple[list[str], list[str], str]:
     """(engine flags, NAME=value env words, model reference) of a candidate."""
     from servefit.engines import get
-    from servefit.tune.patch import _table
+    from servefit.tune.occurrences import option_table
 
-    table = _table(space.ev.config.engine)
+    table = option_table(space.ev.config.engine)
     plugin = get(space.ev.config.engine)
     flags: list[str] = []
     env: list[str] = []

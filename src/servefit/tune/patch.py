@@ -17,6 +17,7 @@ from servefit.engines.ollama_modelfile import modelfile_of
 from servefit.redact import is_secret_name
 from servefit.sources.text import LineIndex
 from servefit.tune import style
+from servefit.tune.occurrences import occurrences, option_table
 from servefit.tune.patch_yaml import YamlPlacement
 from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed, keep_to_own_files
 from servefit.tune.space import WEIGHTS, Space
@@ -96,56 +97,6 @@ def settings_changes(space: Space, point: dict[str, Any]) -> list[tuple[str, Any
     return out
 
 
-@dataclass
-class Occurrence:
-    """Where an option is written on the command line (the flag, its value, whether the value follows `=`,
-    whether it is the `--no-` form), so tune can rewrite it in place."""
-
-    flag: Token
-    value: Token | None
-    inline: bool
-    negated: bool
-
-
-def _table(engine: str) -> Any:
-    from servefit.engines.options import load_table
-
-    try:
-        return load_table(engine)
-    except Exception:  # an engine without a table yet (TGI, SGLang): flags from the names
-        return None
-
-
-def occurrences(site: LaunchSite, table: Any, skip: int, argv: list[Token] | None = None) -> dict[str, Occurrence]:
-    """The last place each option is written on the command line (argparse: the last wins)."""
-    out: dict[str, Occurrence] = {}
-    args = (site.argv if argv is None else argv)[skip:]
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        text = tok.text
-        if not text.startswith("-") or text in ("-", "--"):
-            i += 1
-            continue
-        flag, eq, _ = text.partition("=")
-        opt, neg = table.lookup(flag) if table is not None else (None, False)
-        if opt is None:
-            i += 1
-            continue
-        if not opt.takes_value or neg:
-            out[opt.name] = Occurrence(tok, None, bool(eq), neg)
-            i += 1
-            continue
-        if eq:
-            out[opt.name] = Occurrence(tok, None, True, False)
-            i += 1
-            continue
-        val = args[i + 1] if i + 1 < len(args) else None
-        out[opt.name] = Occurrence(tok, val, False, False)
-        i += 2
-    return out
-
-
 class Patcher(YamlPlacement):
     def __init__(self, space: Space, read: Reader) -> None:
         from servefit.engines import get
@@ -153,7 +104,7 @@ class Patcher(YamlPlacement):
         self.space, self.read = space, read
         self.site = space.ev.site
         self.engine = space.ev.config.engine
-        self.table = _table(self.engine)
+        self.table = option_table(self.engine)
         words = [t.text for t in self.site.argv]
         self.skip = get(self.engine).command_length(words) if words else 0
         self.argv = list(self.site.argv)
