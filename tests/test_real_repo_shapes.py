@@ -527,24 +527,30 @@ def test_an_engine_service_with_an_unset_image_is_said(tmp_path: Path, capsys: p
 
 # marieai/marie-ai's SGLang scripts pass --quantization fp8 for a bf16 checkpoint: estimate sized fp8 weights
 # while tune showed the current config as "weights none" (and ranked it as full precision).
-@pytest.mark.parametrize("cmd,label", [
+# The width is the engine's own: TGI's bitsandbytes is 8-bit, its -nf4 4-bit; SGLang's in-flight bitsandbytes 4-bit.
+@pytest.mark.parametrize("cmd,label,level", [
     ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --quantization fp8 --context-length 8192",
-     "online fp8"),
-    ("vllm serve Qwen/Qwen2.5-7B-Instruct --quantization fp8 --max-model-len 8192", "online fp8"),
-    ("text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --quantize eetq", "online eetq"),
-    ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192", "none"),
+     "online fp8", "fp8"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --quantization fp8 --max-model-len 8192", "online fp8", "fp8"),
+    ("text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --quantize eetq", "online eetq", "8-bit"),
+    ("text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --quantize bitsandbytes", "online bitsandbytes",
+     "8-bit"),
+    ("text-generation-launcher --model-id Qwen/Qwen2.5-7B-Instruct --quantize bitsandbytes-nf4",
+     "online bitsandbytes-nf4", "4-bit"),
+    ("python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --quantization bitsandbytes "
+     "--context-length 8192", "online bitsandbytes", "4-bit"),
+    ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192", "none", "none"),
 ])
 def test_tune_names_the_quantization_the_command_applies(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                         cmd: str, label: str) -> None:
-    from servefit.tune.objective import W_FP8, W_INT8, W_NONE
+                                                         cmd: str, label: str, level: str) -> None:
+    from servefit.tune.objective import WEIGHT_LEVEL_NAMES
 
     pytest.importorskip("optuna")
     f = tmp_path / "serve.sh"
     f.write_text(cmd + "\n")
     _, out, _ = _run(capsys, "tune", str(f), "--gpu", "H100", "--format", "json")
     cur = json.loads(out)["sites"][0]["current"]
-    level = {"online fp8": W_FP8, "online eetq": W_INT8, "none": W_NONE}[label]
-    assert (cur["quantization"], cur["quality"][0]) == (label, level)
+    assert (cur["quantization"], WEIGHT_LEVEL_NAMES[cur["quality"][0]]) == (label, level)
 
 
 # A refused SGLang command (context over the model's own): tune said "now ...: rejected_config" and gave the

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig, MemoryPlan, UsageError
-from servefit.tune.objective import KV_4BIT, KV_8BIT, KV_NONE, W_FP8, W_INT8, Needs, Result, constraint_values
+from servefit.tune.objective import (
+    KV_4BIT,
+    KV_8BIT,
+    KV_NONE,
+    W_FP8,
+    W_INT4,
+    W_INT8,
+    Needs,
+    Result,
+    constraint_values,
+)
 from servefit.tune.variants import Variant, level_of
 
 # the width of the quantizations an engine applies at load whose names say it (others: the checkpoint's level)
@@ -48,10 +58,15 @@ class Adapter:
     def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
         return []
 
+    # what an engine's own names mean where engines differ: vLLM's and SGLang's in-flight bitsandbytes loads
+    # 4-bit weights (vLLM model_loader/bitsandbytes_loader.py: load_in_4bit unless the checkpoint says 8-bit)
+    online_levels: dict[str, int] = {"bitsandbytes": W_INT4}
+
     def current_level(self, ev: Evaluation) -> int:
         online = runtime_quant(ev)
-        if not ev.model.quantization and online in ONLINE_LEVEL:
-            return ONLINE_LEVEL[online]
+        levels = {**ONLINE_LEVEL, **self.online_levels}
+        if not ev.model.quantization and online in levels:
+            return levels[online]
         return level_of(ev.model.quantization)
 
     def apply(self, settings: dict[str, Any], name: str, value: Any) -> None:

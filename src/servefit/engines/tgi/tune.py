@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig
 from servefit.tune.adapters import GenericAdapter
+from servefit.tune.objective import W_INT4, W_INT8
 
 if TYPE_CHECKING:
     pass
@@ -18,6 +19,8 @@ class TgiAdapter(GenericAdapter):
     cap_name = "max_concurrent_requests"
     fraction_name = "cuda_memory_fraction"
     tp_name = "num_shard"
+    # --quantize bitsandbytes is LLM.int8 (8-bit), -nf4 / -fp4 are 4-bit (server/text_generation_server/layers/bnb.py)
+    online_levels = {"bitsandbytes": W_INT8, "bitsandbytes-nf4": W_INT4, "bitsandbytes-fp4": W_INT4}
 
     def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         """--max-total-tokens C, --max-input-tokens kept below it (and the prefill batch not
