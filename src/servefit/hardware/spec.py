@@ -35,3 +35,10 @@ class GpuSpec:
     @property
     def memory_gib(self) -> float:
         return self.memory_bytes / 2**30
+
+    @property
+    def integrated(self) -> bool:
+        """A CUDA device on the system's memory (torch's is_integrated: DGX Spark's GB10, Jetson), where the
+        engines read free memory from the OS; not the GH200, whose HBM is its own and which CUDA does not
+        call integrated."""
+        return self.unified_memory and self.vendor == "nvidia"

@@ -31,16 +31,11 @@ MiB = 2**20
 GB10_OS_HELD = int((121.69 - 115.85) * GiB)
 
 
-def integrated(gpu: GpuSpec) -> bool:
-    """A CUDA device on the system's memory (torch's is_integrated): not the GH200, whose HBM is its own."""
-    return gpu.unified_memory and gpu.vendor == "nvidia"
-
-
 def capacity_mib(gpu: GpuSpec) -> float | None:
     """get_device_memory_capacity(): nvidia-smi's total, CUDA's total where nvidia-smi has none."""
     if not gpu.memory_bytes:
         return None
-    if integrated(gpu):
+    if gpu.integrated:
         return gpu.memory_bytes / MiB
     return (gpu.smi_memory_bytes or gpu.memory_bytes) / MiB
 
@@ -50,14 +45,14 @@ def held_by_others(gpu: GpuSpec) -> int:
     in use (on an integrated GPU MemTotal - MemAvailable), else on a GB10 an idle DGX OS's share."""
     if gpu.in_use_bytes:
         return gpu.in_use_bytes
-    if integrated(gpu) and gpu.compute_capability == 121:
+    if gpu.integrated and gpu.compute_capability == 121:
         return GB10_OS_HELD
     return 0
 
 
 def notes(gpu: GpuSpec) -> list[str]:
     """The assumption the pre-load figure rests on, where the machine decides it."""
-    if not integrated(gpu):
+    if not gpu.integrated:
         return []
     held = held_by_others(gpu)
     if gpu.in_use_bytes:

@@ -27,24 +27,18 @@ GiB = 2**30
 MEM_AVAILABLE_FROM = (0, 12, 0)
 
 
-def applies(gpu: GpuSpec) -> bool:
-    """A CUDA device that shares the system's memory (vLLM's CUDA platform; not GH200, whose HBM is
-    its own and which CUDA does not call integrated)."""
-    return gpu.unified_memory and gpu.vendor == "nvidia"
-
-
 def page_cache(gpu: GpuSpec, e: Era, weights: int, settings: dict) -> int:
     """Bytes of checkpoint files a release reading MemFree (up to 0.11) charges as non-torch memory on
     unified memory: the files read while loading, taken as the size of the weights this GPU loads
     (none with --load-format dummy, which reads no file)."""
-    if not applies(gpu) or vtuple(e.version) >= MEM_AVAILABLE_FROM or settings.get("load_format") == "dummy":
+    if not gpu.integrated or vtuple(e.version) >= MEM_AVAILABLE_FROM or settings.get("load_format") == "dummy":
         return 0
     return weights
 
 
 def notes(gpu: GpuSpec, e: Era, budget: int, graphs_subtracted: bool) -> list[str]:
     """The assumptions a plan on a unified-memory device rests on, in this release's terms."""
-    if not applies(gpu):
+    if not gpu.integrated:
         return []
     total, v = gpu.memory_bytes, vtuple(e.version)
     if v < MEM_AVAILABLE_FROM:
