@@ -161,6 +161,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     except KeyError:  # VLLM015 names the invalid value; plan as `auto` meanwhile
         kv_db = dtype_bytes(r.dtype)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
+    autotune = autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
                                                           kv_db, cfg.env) if hybrid else (None, r.block_size, 0)
@@ -221,7 +222,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(
                 act - held_after_profile(model, r), cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
-            first_logged_cg = logged_graph_bytes(cg, released, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None))
+            first_logged_cg = logged_graph_bytes(cg, released, autotune)
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
                 worker_act = activation_peak(model, r, False, False, cfg.settings)
                 worker_avail = avail + act - worker_act
@@ -242,7 +243,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
-    if note := capture_note(released, e.version, autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)):
+    if note := capture_note(released, e.version, autotune):
         out.assumptions.append(note)
     outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
