@@ -51,3 +51,13 @@ def test_plan_says_what_free_memory_it_assumed_and_that_fit_reads_the_real_one()
     _, p = run("llama-server -m x-Q4_K_M.gguf", g=busy, version="b7772")
     assert any(a.startswith("13824 MiB free per Tesla T4 assumed (its 14930 MiB total less ~105 MiB of CUDA "
                             "context, 1000 MiB other processes hold)") for a in p.assumptions)
+
+
+def test_rtx_3090_free_memory_as_a_breakdown_print_shows_it():
+    # ollama/ollama issue #17482 (not used for the fit): "CUDA0 (RTX 3090) | 24124 = 23860 + ..."
+    from servefit.hardware.catalog import with_memory
+
+    g = with_memory(lookup("RTX 3090"), 24124 * MIB)
+    # 28 MiB + 82 SMs x 1536 threads x 1980 B = 29360128 + 249384960 B
+    assert PL.device_free(g) == 24124 * MIB - 278745088
+    assert PL.device_free(g) // MIB == 23858

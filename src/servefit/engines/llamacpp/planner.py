@@ -28,10 +28,12 @@ MIB = 2**20
 # driver reserves per thread; SMs x threads per SM, data/gpu_sms.yaml): 28 MiB + 1980 B per thread, the line
 # through two logs that show total and free: a Tesla T4 (40 x 1024 threads) "VRAM: 14912 MiB" and "14807 MiB
 # free" (105 MiB; the calibration case lcpp-nbchat16's source log) and an H100 80GB HBM3 (132 x 2048) "80552 MiB
-# free" of its 81090 MiB (538 MiB; public llama-server logs of 2026). Checked on logs not used for it: an RTX 5090
-# (170 x 1536) 31518 MiB free of 32102 (584, predicted 521); an RTX 4090 (128 x 1536) 23818 MiB free
-# (predicted 23810 with the pre-R570 total of 24209 MiB, 23712 with the R570+ 24111). The driver, what else runs
-# on the card and a display decide the real figure; plans say what was assumed (assumption()).
+# free" of its 81090 MiB (538 MiB; public llama-server logs of 2026). Checked on logs not used for it, where
+# common_memory_breakdown_print shows cudaMemGetInfo's total and free side by side: an RTX 3090 (82 x 1536)
+# "24124 = 23860 + ..." (ollama/ollama issue #17482; predicted free 23858) and an RTX 5090 (170 x 1536) "32111 =
+# 31605 + ..." (ggml-org/llama.cpp PR #25465; predicted 31590); and an RTX 4090 (128 x 1536) logging 23818 MiB
+# free (predicted 23810 with the pre-R570 total of 24209 MiB, 23712 with the R570+ 24111). The driver, what else
+# runs on the card and a display decide the real figure; plans say what was assumed (free_assumption()).
 CUDA_CONTEXT_BASE = 28 * MIB
 CUDA_CONTEXT_PER_THREAD = 1980
 CUDA_RESERVE = 512 * MIB  # a card with no thread count here (and ROCm / other backends): not measured
