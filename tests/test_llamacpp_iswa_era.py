@@ -72,3 +72,32 @@ def test_fit_logs_under_the_function_of_its_build():
 
     assert prefix(7772) == ("llama_params_fit_impl", "llama_params_fit")
     assert prefix(8865) == ("common_params_fit_impl", "common_fit_params")
+
+
+# gemma-3-270m: 3 full-attention layers and 15 sliding-window ones (window 512), 1 KiB per layer per cell
+@pytest.mark.parametrize(("build", "extra", "swa_cells"), [
+    # #13194 until #13833: min(size_base, PAD(n_swa * n_seq_max + n_batch, n_pad)), FA off by default: n_pad 32
+    ("b5450", "", 2560),  # PAD(512 + 2048 (-b default), 32)
+    ("b5450", "-b 512", 1024),
+    ("b5450", "-fa -b 600", 1280),  # PAD(512 + 600, 256)
+    # from #13833 n_ubatch; before multi-stream KV the window counts once per sequence
+    ("b5600", "-ub 500", 1024),  # PAD(512 + 500, 32)
+    # #16812 to #17046: no padding at all
+    ("b6900", "-ub 500", 1012),
+    # from #17046: PAD(min(size_base, ...), 256)
+    ("b7000", "-ub 500", 1024),
+])
+def test_swa_cache_size_by_build(build, extra, swa_cells):
+    x = kv(build, extra)
+    assert x["kv_cache_cells_swa"] == swa_cells
+    assert x["kv_buffer_mib"] == pytest.approx((3 * 4096 + 15 * swa_cells) / 1024, abs=0.005)  # rounded to 0.01
+
+
+def test_swa_window_counts_every_sequence_of_one_shared_cache_before_multi_stream():
+    # b5600: one cache for all -np 4 sequences: min(8192, PAD(512 x 4 + 512, 32)) = 2560 cells
+    argv = "llama-server -m gemma-3-270m-it-Q8_0.gguf -c 8192 -np 4 -ngl 99".split()
+    site = site_from_argv(argv, {})
+    site.engine = "llamacpp"
+    x = evaluate(site, Target(gpu="RTX 4090", engine_version="b5600")).plan.detail.as_dict()
+    assert x["kv_cache_cells_swa"] == 2560
+    assert x["kv_buffer_mib"] == (3 * 8192 + 15 * 2560) / 1024

@@ -15,7 +15,7 @@ UNIT = """[Unit]
 Description=llama
 
 [Service]
-ExecStart=/usr/local/bin/llama-server -m /models/Qwen3.6-27B-UD-Q6_K_XL.gguf -c 32768 --host 0.0.0.0 \
+ExecStart=/usr/local/bin/llama-server -m /models/Qwen3.6-27B-UD-Q6_K_XL.gguf -c 65536 --host 0.0.0.0 \
 --port 9000 --temperature 0.6 --top-p 0.95 -ngl 99
 
 [Install]
@@ -41,14 +41,14 @@ def test_llama_server_unit_shows_what_the_file_writes(capsys: pytest.CaptureFixt
     host = raw["host"]
     assert host["written"] == "0.0.0.0" and host["modelled"] is False
     assert (host["location"]["line"], host["location"]["col"]) == (5, line.index("0.0.0.0") + 1)
-    assert raw["ctx_size"] == {"written": "32768", "value": "32768", "parsed": 32768, "modelled": True,
-                               "location": {"file": str(f), "line": 5, "col": line.index("32768") + 1,
-                                            "end_line": 5, "end_col": line.index("32768") + 6}}
+    assert raw["ctx_size"] == {"written": "65536", "value": "65536", "parsed": 65536, "modelled": True,
+                               "location": {"file": str(f), "line": 5, "col": line.index("65536") + 1,
+                                            "end_line": 5, "end_col": line.index("65536") + 6}}
     m = site["model_ref"]
     assert m["written"] == "/models/Qwen3.6-27B-UD-Q6_K_XL.gguf" and m["parsed"] == "Qwen/Qwen3.6-27B"
     assert m["location"]["col"] == line.index("/models/") + 1
     assert site["target"]["gpu"] == {"value": "L4", "source": "--gpu", "location": None}
-    # the GGUF's name points at a catalogued model: planned (27B at Q6_K does not fit an L4)
+    # the GGUF's name points at a catalogued model: planned (27B at Q6_K with 64k of context does not fit an L4)
     assert site["gpu"]["resolved"] == "NVIDIA L4" and site["verdict"] == "oom_at_load"
     # the finding quotes the same place the report shows
     rc, out = run(capsys, "lint", str(f), "--format", "json", "--gpu", "L4")

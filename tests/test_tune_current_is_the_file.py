@@ -47,6 +47,7 @@ def test_now_is_what_estimate_plans(tmp_path: Path, capsys: pytest.CaptureFixtur
     tuned = _json(capsys, "tune", str(f), "--gpu", "rtx-5090", "--format", "json")
     assert isinstance(tuned, dict)
     now = tuned["sites"][0]["current"]
-    used = plan["memory"]["budget"] + 512 * 2**20 - plan["memory"]["free_headroom"]
+    used = plan["memory"]["budget"] + plan["memory"]["non_torch"] - plan["memory"]["free_headroom"]  # non_torch: the CUDA context
     assert (now["context"], now["users"], now["memory_bytes"]) == (40192, 1, used)
-    assert now["headroom"] == pytest.approx(0.312274, abs=1e-6)
+    total = plan["memory"]["budget"] + plan["memory"]["non_torch"]
+    assert now["headroom"] == pytest.approx(plan["memory"]["free_headroom"] / total, abs=1e-6)  # 0.311991

@@ -243,7 +243,7 @@ def _assume(a: list[str], cfg: EngineConfig, s: dict[str, Any], fa: bool, lm: M.
                  f"(llama-server b{b} default)")
     if s["flash_attn"] == "auto":
         a.append(f"-fa auto resolved to {'on' if fa else 'off'} on {gpu.name}")
-    a.append(f"compute buffer estimated from the graph's largest working set (llama.cpp measures it; "
-             f"±25%); {PL.CUDA_RESERVE // MIB} MiB per GPU for the CUDA context")
+    a.append("compute buffer estimated from the graph's largest working set (llama.cpp measures it; ±25%)")
+    a.append(PL.free_assumption(gpu, bool(s["fit"])))
     if b < V.FIT and "n_gpu_layers" not in cfg.explicit and s["n_gpu_layers"] == 0:
         a.append("no -ngl before b6325: the model runs on the CPU (0 layers offloaded)")

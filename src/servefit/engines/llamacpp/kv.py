@@ -7,8 +7,12 @@
 - per layer: src/llama-kv-cache.cpp::llama_kv_cache::llama_kv_cache: K = row_size(type_k, n_embd_k_gqa(il))
   x kv_size x n_stream, V likewise (none for MLA: has_v = !is_mla); without flash attention V widths
   that vary across layers are padded to the largest.
-- sliding window: src/llama-kv-cache-iswa.cpp: size_swa = PAD(min(size_base, n_swa*(unified ? n_seq : 1)
-  + n_ubatch), 256), or size_base with --swa-full.
+- sliding window: src/llama-kv-cache-iswa.cpp llama_kv_cache_iswa::llama_kv_cache_iswa (the _unified_iswa
+  constructor in src/llama-kv-cache.cpp before), or size_base with --swa-full. By build:
+  from #13194 (ISWA) min(size_base, PAD(n_swa*n_seq_max + n_batch, n_pad)), n_pad the cache padding (256
+  with flash attention, 32 without); from #13833 (SWA_UBATCH) n_ubatch in place of n_batch; from #14363
+  (KV_UNIFIED_OPTION) n_swa*(unified ? n_seq_max : 1); from #16812 (NO_PAD) n_pad is 1 (no padding);
+  from #17046 (PAD_256) PAD(min(size_base, ...), 256).
 - recurrent state: src/llama-memory-recurrent.cpp: f32 r/s rows x max(1, n_seq) per recurrent layer.
 """
 
@@ -101,9 +105,12 @@ def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_fu
             size_swa = size_base
         else:
             shared = cp.unified or cp.n_stream == 1
-            size_swa = min(size_base, lm.n_swa * (cp.n_seq if shared else 1) + cp.n_ubatch)
-            size_swa = pad(size_swa, 256) if b >= V.PAD_256 else pad(size_swa, 256 if fa else 32)
-            size_swa = min(size_swa, pad(size_base, 256))
+            batch = cp.n_ubatch if b >= V.SWA_UBATCH else cp.n_batch
+            want = lm.n_swa * (cp.n_seq if shared else 1) + batch
+            if b >= V.PAD_256:
+                size_swa = pad(min(size_base, want), 256)
+            else:
+                size_swa = min(size_base, pad(want, 1 if b >= V.NO_PAD else 256 if fa else 32))
     out = KvLayout(cells_base=size_base, cells_swa=size_swa, n_stream=cp.n_stream)
     v_max = max((lm.v_width(il) for il in range(lm.n_layer) if lm.has_kv(il)), default=0)
     widths = {lm.v_width(il) for il in range(lm.n_layer) if lm.has_kv(il)}

@@ -19,7 +19,24 @@ from servefit.hardware.spec import GpuSpec
 from servefit.rules.registry import rule
 
 MIB = 2**20
-CUDA_RESERVE = 512 * MIB  # CUDA context + cuBLAS workspace: free memory of an idle GPU vs its total
+# The free memory llama.cpp plans against is read, not computed: ggml/src/ggml-cuda/ggml-cuda.cu
+# ggml_backend_cuda_device_get_memory = cudaSetDevice, then cudaMemGetInfo's free (MemAvailable on an integrated
+# GPU), read by common/fit.cpp common_get_device_memory_data_impl (src/llama.cpp llama_get_device_memory_data
+# before b8865) once the dry run's model and context exist with no buffer allocated, and logged again as
+# "using device CUDA0 (...) - N MiB free". On an idle card that is the total less this process's CUDA context
+# (lazily loaded modules, no kernel run yet), which grows with the card's resident threads (the local memory the
+# driver reserves per thread; SMs x threads per SM, data/gpu_sms.yaml): 28 MiB + 1980 B per thread, the line
+# through two logs that show total and free: a Tesla T4 (40 x 1024 threads) "VRAM: 14912 MiB" and "14807 MiB
+# free" (105 MiB; the calibration case lcpp-nbchat16's source log) and an H100 80GB HBM3 (132 x 2048) "80552 MiB
+# free" of its 81090 MiB (538 MiB; public llama-server logs of 2026). Checked on logs not used for it, where
+# common_memory_breakdown_print shows cudaMemGetInfo's total and free side by side: an RTX 3090 (82 x 1536)
+# "24124 = 23860 + ..." (ollama/ollama issue #17482; predicted free 23858) and an RTX 5090 (170 x 1536) "32111 =
+# 31605 + ..." (ggml-org/llama.cpp PR #25465; predicted 31590); and an RTX 4090 (128 x 1536) logging 23818 MiB
+# free (predicted 23810 with the pre-R570 total of 24209 MiB, 23712 with the R570+ 24111). The driver, what else
+# runs on the card and a display decide the real figure; plans say what was assumed (free_assumption()).
+CUDA_CONTEXT_BASE = 28 * MIB
+CUDA_CONTEXT_PER_THREAD = 1980
+CUDA_RESERVE = 512 * MIB  # a card with no thread count here (and ROCm / other backends): not measured
 
 
 @dataclass
@@ -72,14 +89,39 @@ class Inputs:
                                                                             compare=False)
 
 
+def cuda_context(gpu: GpuSpec) -> int:
+    """The CUDA context llama-server holds when it reads free memory (see CUDA_CONTEXT_BASE), by resident threads."""
+    from servefit.engines.vllm.non_torch import resident_threads  # the SMs x threads table vLLM's plan uses
+
+    threads = resident_threads(gpu)
+    return CUDA_CONTEXT_BASE + CUDA_CONTEXT_PER_THREAD * threads if threads else CUDA_RESERVE
+
+
 def device_free(gpu: GpuSpec) -> int:
-    """Memory llama.cpp sees free at start (ggml_backend_dev_memory) on an otherwise idle device."""
+    """Memory llama.cpp sees free at start (ggml_backend_dev_memory): the total less its own CUDA context and
+    what other processes hold (--gpu local reads that; 0 otherwise)."""
     if gpu.vendor == "apple":  # Metal reports recommendedMaxWorkingSetSize as the device's memory
         # (ggml-metal.m ggml_backend_metal_device_get_memory), which is what the catalog records
         return gpu.memory_bytes
     if gpu.unified_memory:  # the OS and page cache share the pool (DGX Spark, Jetson)
         return gpu.memory_bytes - max(4 * 2**30, gpu.memory_bytes // 12)
-    return max(0, gpu.memory_bytes - CUDA_RESERVE)
+    return max(0, gpu.memory_bytes - cuda_context(gpu) - gpu.in_use_bytes)
+
+
+def free_assumption(gpu: GpuSpec, fit_on: bool) -> str:
+    """What the plan took as free memory, said to the user: llama-server reads the real figure at start."""
+    free = device_free(gpu) // MIB
+    if gpu.vendor == "apple":
+        how = "Metal's working-set limit"
+    elif gpu.unified_memory:
+        how = f"its {gpu.memory_bytes // MIB} MiB less the share the OS keeps"
+    else:
+        others = f", {gpu.in_use_bytes // MIB} MiB other processes hold" if gpu.in_use_bytes else \
+            ", nothing else on the GPU"
+        how = f"its {gpu.memory_bytes // MIB} MiB total less ~{cuda_context(gpu) // MIB} MiB of CUDA context{others}"
+    acts = "--fit plans the context and layers against it" if fit_on else "allocations fail beyond it"
+    return (f"{free} MiB free per {gpu.name} assumed ({how}); llama-server reads the real free memory when it "
+            f"starts (logged as 'using device ... MiB free') and {acts}")
 
 
 def resolve_fa(s: dict[str, Any], lm: LModel, gpu: GpuSpec, b: int) -> bool:

@@ -8,6 +8,9 @@ import re
 CURRENT = "b10309"  # newest modelled (ggml-org/llama.cpp 82bb48500, 2026-08)
 
 ISWA = 5435  # SWA layers get their own, window-sized cache (#13194, merged 2025-05-20; b5439 has it)
+# the SWA cache holds n_swa + n_ubatch cells, n_batch before (#13833, opened 2025-05-27 on top of #13845; the merge
+# build was not read: approximate, +-40 builds)
+SWA_UBATCH = 5540
 KV_UNIFIED_OPTION = 5913  # -kvu, multi-stream KV (#14363)
 KV_CACHE_RENAMED = 6233  # llama_kv_cache_unified -> llama_kv_cache in logs
 FA_AUTO = 6325  # -fa on|off|auto, default auto; all GPU layers by default (#15434)

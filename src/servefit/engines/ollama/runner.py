@@ -42,6 +42,10 @@ def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int,
                       name="ollama runner")
     cfg = LCPP.parse(site, build)
     cfg.settings["gguf_quant"] = s.get("quant")
+    # llama/llama.go NewContextParams starts from llama_context_default_params() and leaves swa_full at that
+    # default, true (src/llama-context.cpp; llama-server's common_params default is false): the runner's
+    # sliding-window layers hold the whole context (no effect before the separate SWA caches of #13194)
+    cfg.settings["swa_full"] = True
     if not s.get("model_path"):
         cfg.settings["model"] = None
     try:
