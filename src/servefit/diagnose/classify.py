@@ -151,8 +151,9 @@ def _weights_share(figs: dict[str, Any]) -> float | None:
     return weights / total if weights and total else None
 
 
-def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, str]:
-    """(root cause, confidence) for a torch / kernel OOM from when it happened."""
+def _by_timing(primary: Event, timing: str, figs: dict[str, Any], engine: str | None = None) -> tuple[str, str]:
+    """(root cause, confidence) for a torch / kernel OOM from when it happened; `engine` is the serving
+    engine the log names (None / "torch" for a script)."""
     st = primary.state
     host = primary.pattern.startswith(("kernel", "k8s"))
     share = _weights_share(figs)
@@ -184,9 +185,12 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
         return "fragmentation", "low" if figs.get("fragmentation_gap") is not None else "medium"
     tried, total = figure_int(figs.get("tried_to_allocate")), figure_int(figs.get("total"))
     alloc = figure_int(figs.get("allocated")) or figure_int(figs.get("process_in_use"))
-    if timing == "serving" and st.serving is None and not st.requests and st.start is None and alloc and total \
-            and alloc >= 0.85 * total:
-        return "model_too_large", "medium"  # an inference call in a script: weights fill the GPU
+    # An inference call in a script: the weights fill the GPU. Not for a serving engine: vLLM
+    # (gpu_memory_utilization), SGLang (mem_fraction_static) and TGI (cuda_memory_fraction, flash_causal_lm.py::
+    # warmup) reserve their KV cache up front, so a nearly full GPU is their normal state while serving.
+    if timing == "serving" and engine in (None, "torch") and st.serving is None and not st.requests \
+            and st.start is None and alloc and total and alloc >= 0.85 * total:
+        return "model_too_large", "medium"
     if timing == "serving" and tried and total and tried >= 0.25 * total:
         return "kv_cache_overflow", "medium"
     if timing == "serving":  # a server's step: which one (prefill / decode) firms it up
@@ -301,7 +305,7 @@ def classify(scan: ScanResult) -> Diagnosis:
         root, timing, conf = pat.cause
     else:
         timing = _timing(primary, figs)
-        root, conf = _by_timing(primary, timing, figs)
+        root, conf = _by_timing(primary, timing, figs, _engine(scan, primary))
         long = _long_prompt(primary.state) if timing == "long_request" else None
         if long:
             figs["long_request_tokens"] = long[0]

@@ -174,10 +174,21 @@ class Scanner(Tracker):
                 self.state.weights_loaded = self.state.weights_loaded or self._line(n, text)
             else:
                 self.state.loading = self._line(n, text)
+                self._interrupted_load(n)
         elif kind == "phase":
             self._phase(pat.phase, pat, m)
         else:
             self._progress(n, text, pat, m)
+
+    def _interrupted_load(self, n: int) -> None:
+        """A checkpoint-shard bar under 100% printed just after a torch OOM that no frame placed: the
+        bar is tqdm's, drawn once more when the exception closes it (vLLM model_loader/weight_utils.py::
+        safetensors_weights_iterator, transformers' "Loading checkpoint shards"), so the OOM stopped the
+        weights loading mid-way."""
+        pending = self.stage_pending
+        if pending is not None and n - pending.line.number <= SUPPORT_WINDOW and pending.state.weights_loaded is None:
+            pending.stage = "load"
+            self.stage_pending = None
 
     # -- failures -------------------------------------------------------------------------------
     def _fatal(self, n: int, text: str, fatal: list[tuple[P.Pattern, re.Match[str]]]) -> None:
