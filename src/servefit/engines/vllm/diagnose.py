@@ -75,12 +75,36 @@ def _kv(fx: Fixing) -> list[str]:
             "Add GPUs: --tensor-parallel-size 2 splits the weights and the KV cache over two GPUs"]
 
 
+def _chunked(fx: Fixing) -> bool:
+    """Whether the log shows chunked prefill on (V0's config line prints chunked_prefill_enabled)."""
+    return str(fx.diag.settings_in_log.get("enable_chunked_prefill", "")).lower() in ("true", "1")
+
+
 def _batch(fx: Fixing) -> list[str]:
     cur = fx.num(fx.current("max_num_seqs")) or fx.num(fx.figures.get("dummy_requests"))
-    to = f" from {int(cur)} to {256 if cur > 256 else max(1, int(cur) // 2)}" if cur else ""
-    return [f"Lower --max-num-seqs{to}",
-            "Lower --max-num-batched-tokens (e.g. 8192) to cap the tokens processed per step",
-            "Cap concurrency in front of the server (gateway / load-balancer limit)"]
+    seqs = (256 if cur > 256 else max(1, int(cur) // 2)) if cur else None
+    to = f" from {int(cur)} to {seqs}" if cur and seqs else ""
+    version, v0 = _version(fx)
+    ml = fx.num(fx.current("max_model_len"))
+    # the per-step token cap must stay >= max-num-seqs (config.py::SchedulerConfig._verify_args, lint VLLM011),
+    # and below max-model-len V0 takes it only with chunked prefill (the same check, lint VLLM012)
+    if v0 and not _chunked(fx) and (ml is None or ml > 8192):
+        cap = ("Or cap the tokens processed per step: --enable-chunked-prefill --max-num-batched-tokens 8192 (the V0 "
+               f"engine{_where(version)} accepts a value below --max-model-len only with chunked prefill)"
+               if _has_chunked_prefill(version) else
+               f"Or lower --max-model-len{fx.was(ml and int(ml))}: vLLM {version} has no chunked prefill, and each "
+               "step may hold a whole max-model-len prompt")
+    else:
+        cap = "Lower --max-num-batched-tokens (e.g. 8192) to cap the tokens processed per step"
+    return [f"Lower --max-num-seqs{to}", cap, "Cap concurrency in front of the server (gateway / load-balancer limit)"]
+
+
+def _has_chunked_prefill(version: str | None) -> bool:
+    return _flag_in(version, "--enable-chunked-prefill", "") != ""
+
+
+def _where(version: str | None) -> str:
+    return f" (vLLM {version})" if version else ""
 
 
 def _profiling(fx: Fixing) -> list[str]:
@@ -106,14 +130,18 @@ def _profiling_batch(fx: Fixing, version: str | None, v0: bool) -> list[str]:
     half = f" to {int(ml) // 2:,} or less" if ml and ml >= 4096 else ""
     if v0 and not chunked:
         batch = int(min(8192, ml // 2)) if ml and ml > 4096 else 2048
+        chunk = (f"Or turn on chunked prefill and bound the profiled batch: --enable-chunked-prefill "
+                 f"--max-num-batched-tokens {batch} (below max-model-len it is only accepted with chunked prefill)"
+                 if _has_chunked_prefill(version) else
+                 f"vLLM {version} has no chunked prefill (it arrives in 0.4.0): only a shorter "
+                 "--max-model-len bounds the profiled batch")
         return [f"Lower --max-model-len{fx.was(ml and int(ml))}{half}: without chunked prefill the V0 engine{where} "
-                f"profiles one prefill of max-model-len tokens",
-                f"Or turn on chunked prefill and bound the profiled batch: --enable-chunked-prefill "
-                f"--max-num-batched-tokens {batch} (below max-model-len it is only accepted with chunked prefill)",
+                f"profiles one prefill of max-model-len tokens", chunk,
                 "Lowering --gpu-memory-utilization does not help here: the profiling peak comes before the KV cache "
                 "is sized"]
     cur = fx.num(fx.current("max_num_batched_tokens"))
-    to = f" from {int(cur):,} to {max(512, int(cur) // 2):,}" if cur else " (e.g. 2048)"
+    seqs = int(fx.num(fx.current("max_num_seqs")) or 0)  # the cap may not go below max-num-seqs (lint VLLM011)
+    to = f" from {int(cur):,} to {max(512, seqs, int(cur) // 2):,}" if cur and max(512, seqs) < cur else " (e.g. 2048)"
     return [f"Lower --max-num-batched-tokens{to}: the engine{where} profiles one step of that many tokens",
             f"Lower --max-model-len{fx.was(ml and int(ml))}{half} where long prompts set the profiled batch "
             "(multimodal inputs, or chunked prefill off)",
@@ -128,10 +156,12 @@ def _graphs(fx: Fixing) -> list[str]:
     version, v0 = _version(fx)
     util = fx.num(fx.current("gpu_memory_utilization"))
     lower = f" from {util} to {round(util - 0.05, 2)}" if util else " (e.g. 0.85)"
-    if v0:
-        size = "--max-seq-len-to-capture 2048"
-    else:
-        size = _flag_in(version, "--max-cudagraph-capture-size", "--cuda-graph-sizes") + " 128 (capture fewer, smaller graphs)"
+    if v0:  # V0 captures decode graphs up to this context length (0.4.3 renamed --max-context-len-to-capture)
+        size = _flag_in(version, "--max-seq-len-to-capture", "--max-context-len-to-capture") + " 2048"
+    else:  # V1 before 0.9 has neither flag: the sizes are CompilationConfig.cudagraph_capture_sizes
+        flag = _flag_in(version, "--max-cudagraph-capture-size", "--cuda-graph-sizes", "--compilation-config")
+        size = (flag + " '{\"cudagraph_capture_sizes\": [1, 2, 4, 8, 16, 32, 64, 128]}'" if flag == "--compilation-config"
+                else flag + " 128") + " (capture fewer, smaller graphs)"
     return [f"Lower --gpu-memory-utilization{lower}: CUDA graphs are captured after the KV cache took its share",
             f"Capture smaller graphs: {size}",
             "Or skip graph capture: --enforce-eager (slower decoding, no graph memory)"]

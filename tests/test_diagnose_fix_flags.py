@@ -1,0 +1,84 @@
+"""Every fix diagnose gives for vLLM is one the release in the log accepts: each flag it names is in that
+release's own parser (data/engines/vllm_history.yaml, the option table lint uses), and a per-step token cap
+keeps to lint's VLLM011 (>= max-num-seqs) and VLLM012 (below max-model-len only with chunked prefill)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from servefit.diagnose.fixes import Fixing
+from servefit.diagnose.model import Diagnosis
+from servefit.engines.options import load_table
+from servefit.engines.vllm import diagnose as vd
+from servefit.engines.vllm.era import era
+
+FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-O)(?=[\s=,:)']|$)")
+CAP = re.compile(r"--max-num-batched-tokens (?:from [\d,]+ to )?(\d[\d,]*)")
+SETTINGS = ({}, {"max_model_len": 32768, "enable_chunked_prefill": False},
+            {"max_model_len": 4096, "max_num_seqs": 1536, "max_num_batched_tokens": 2048})
+
+
+def _fixes(root: str, version: str | None, stage: str = "", signature: str = "torch.oom",
+           settings: dict | None = None) -> list[str]:
+    d = Diagnosis(root_cause=root, stage=stage, engine="vllm", signature=signature)
+    d.figures = {"engine_version": version} if version else {}
+    d.settings_in_log = dict(settings or {})
+    return vd.fixes(Fixing(d, "vllm")) or []
+
+
+@pytest.mark.parametrize("version", [*load_table("vllm").releases, None])
+def test_every_flag_a_fix_names_is_in_that_release(version: str | None) -> None:
+    table, v0 = load_table("vllm"), not era(version).v1
+    for root in vd.FIXES:
+        for stage in ("", "compile", "decode"):
+            for sig in ("torch.oom", "vllm.no_kv_memory"):
+                for settings in SETTINGS:
+                    for line in _fixes(root, version, stage, sig, settings):
+                        missing = [f for f in FLAG.findall(line) if not table.in_release(f, version)]
+                        assert not missing, (version, root, stage, line)
+                        m = CAP.search(line)
+                        if m is None:
+                            continue
+                        cap = int(m.group(1).replace(",", ""))
+                        assert cap >= settings.get("max_num_seqs", 0), (version, line)  # VLLM011
+                        chunked = settings.get("enable_chunked_prefill") or not v0
+                        if cap < settings.get("max_model_len", 0) and not chunked:  # VLLM012
+                            assert "--enable-chunked-prefill" in line, (version, line)
+
+
+def test_graph_capture_fix_names_the_flag_of_the_release() -> None:
+    assert _fixes("cuda_graph_capture", "0.4.0")[1] == "Capture smaller graphs: --max-context-len-to-capture 2048"
+    assert _fixes("cuda_graph_capture", "0.6.3")[1] == "Capture smaller graphs: --max-seq-len-to-capture 2048"
+    # V1 0.8 has neither --cuda-graph-sizes (0.9) nor --max-cudagraph-capture-size (0.11.2)
+    assert _fixes("cuda_graph_capture", "0.8.5")[1] == (
+        "Capture smaller graphs: --compilation-config '{\"cudagraph_capture_sizes\": [1, 2, 4, 8, 16, 32, 64, 128]}' "
+        "(capture fewer, smaller graphs)")
+    assert _fixes("cuda_graph_capture", "0.10.1")[1].startswith("Capture smaller graphs: --cuda-graph-sizes 128")
+
+
+def test_v0_batch_fix_caps_tokens_only_with_chunked_prefill() -> None:
+    long = {"max_model_len": 32768, "max_num_seqs": 512}
+    assert _fixes("batch_misconfiguration", "0.6.3", settings=long) == [
+        "Lower --max-num-seqs from 512 to 256",
+        "Or cap the tokens processed per step: --enable-chunked-prefill --max-num-batched-tokens 8192 (the V0 engine "
+        "(vLLM 0.6.3) accepts a value below --max-model-len only with chunked prefill)",
+        "Cap concurrency in front of the server (gateway / load-balancer limit)"]
+    # chunked prefill already on (V0 turns it on by itself above 32K), or V1: the plain cap
+    on = _fixes("batch_misconfiguration", "0.6.3", settings={**long, "enable_chunked_prefill": True})
+    assert on[1] == "Lower --max-num-batched-tokens (e.g. 8192) to cap the tokens processed per step"
+    assert _fixes("batch_misconfiguration", "0.11.0", settings=long)[1] == on[1]
+    # 0.3.3 has no chunked prefill at all: only a shorter context bounds a step
+    assert _fixes("batch_misconfiguration", "0.3.3", settings=long)[1] == (
+        "Or lower --max-model-len (now 32768): vLLM 0.3.3 has no chunked prefill, and each step may hold a whole "
+        "max-model-len prompt")
+
+
+def test_profiling_fix_keeps_the_cap_at_or_above_max_num_seqs() -> None:
+    s = {"max_num_batched_tokens": 2048, "max_num_seqs": 1536, "max_model_len": 4096}
+    assert _fixes("profiling_peak", "0.11.0", settings=s)[0].startswith(
+        "Lower --max-num-batched-tokens from 2,048 to 1,536: the engine (vLLM 0.11.0)")
+    assert _fixes("profiling_peak", "0.3.3", settings={"max_model_len": 32768})[1] == (
+        "vLLM 0.3.3 has no chunked prefill (it arrives in 0.4.0): only a shorter --max-model-len bounds the profiled "
+        "batch")
