@@ -57,3 +57,58 @@ def test_a_script_oom_on_a_full_gpu_is_still_the_weights():
             "1.57 GiB is reserved by PyTorch but unallocated.")
     d = diagnose_lines(['  File "/app/infer.py", line 12, in generate', line])
     assert (d.timing, d.root_cause) == ("serving", "model_too_large")
+
+
+REQUEST = '(APIServer pid=1) INFO:     10.0.0.5:48768 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+WORKER_OOM = ("(Worker_TP0 pid=641) ERROR 03-26 21:14:47 [multiproc_executor.py:949] torch.OutOfMemoryError: CUDA out "
+              "of memory. Tried to allocate 48.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 43.00 MiB is "
+              "free. Of the allocated memory 72.09 GiB is allocated by PyTorch, and 371.74 MiB is reserved by PyTorch "
+              "but unallocated.")
+
+
+def test_a_request_the_server_answered_before_the_oom_makes_it_a_serving_oom():
+    d = diagnose_lines([REQUEST, WORKER_OOM])
+    assert (d.engine, d.timing, d.stage, d.root_cause) == ("vllm", "serving", "serving", "batch_misconfiguration")
+    assert d.fix[1] == "Lower --max-num-batched-tokens (e.g. 8192) to cap the tokens processed per step"
+    # without the request line nothing says when it happened
+    assert diagnose_lines([WORKER_OOM]).timing == "unknown"
+
+
+def test_a_request_before_the_weights_loaded_is_not_serving():
+    loaded = "(EngineCore_DP0 pid=7) INFO 03-26 21:10:00 [gpu_model_runner.py:2653] Model loading took 14.99 GiB"
+    d = diagnose_lines([REQUEST, loaded, WORKER_OOM])
+    assert d.timing == "startup"
+
+
+MM = [
+    "INFO 11-05 03:21:41 model_runner.py:1025] Loading model weights took 10.0714 GB",
+    "(VllmWorkerProcess pid=67) INFO 11-05 03:21:41 enc_dec_model_runner.py:297] Starting profile run for multi-modal "
+    "models.",
+    "(VllmWorkerProcess pid=67) ERROR 11-05 03:21:52 multiproc_worker_utils.py:233] Exception in worker "
+    "VllmWorkerProcess while processing method determine_num_available_blocks: CUDA out of memory. Tried to allocate "
+    "1.95 GiB. GPU 1 has a total capacity of 22.09 GiB of which 758.44 MiB is free.",
+]
+
+
+def test_v0_multimodal_profile_run_lowers_max_num_seqs_and_never_chunked_prefill_for_encoder_decoder():
+    d = diagnose_lines(MM)
+    assert (d.root_cause, d.timing, d.stage) == ("profiling_peak", "startup", "profile")
+    assert d.fix == [
+        "Lower --max-num-seqs (e.g. to 16): the multimodal profiling run of the V0 engine (no version in the log; its "
+        "lines are the V0 engine's) gives each of max-num-seqs dummy requests the model's largest image input",
+        "Lower --max-model-len: without chunked prefill the dummy requests share max-num-batched-tokens of text, which "
+        "is then max-model-len",
+        "Lowering --gpu-memory-utilization does not help here: the profiling peak comes before the KV cache is sized"]
+    # the decoder-only runner (model_runner.py) takes chunked prefill, 0.6.3 has it
+    dec = [MM[0], MM[1].replace("enc_dec_model_runner.py:297", "model_runner.py:1230"), MM[2],
+           "INFO 11-05 03:21:30 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='x'"]
+    d = diagnose_lines([dec[3], *dec[:3]])
+    assert d.fix[0].startswith("Lower --max-num-seqs (e.g. to 16): the multimodal profiling run of the V0 engine "
+                               "(vLLM 0.6.3)")
+    assert d.fix[2] == "Or bound the text of the profiled batch: --enable-chunked-prefill --max-num-batched-tokens 8192"
+
+
+def test_no_version_and_no_v0_line_keeps_the_newest_engines_advice():
+    d = diagnose_lines([MM[0], MM[2].replace("determine_num_available_blocks", "determine_available_memory")])
+    assert d.fix[0].startswith("Lower --max-num-batched-tokens (e.g. 2048): the engine (no version in the log; "
+                               "assuming the newest vLLM)")

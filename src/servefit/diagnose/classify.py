@@ -109,6 +109,17 @@ def _long_prompt(st: RunState) -> tuple[int, Line] | None:
     return None
 
 
+def _answered(st: RunState) -> bool:
+    """A request reached the server after its last start-up step the log shows, with no "serving" line
+    quoted: the server was serving. The OpenAI-compatible servers take requests only once start-up is done
+    (vLLM entrypoints/openai/api_server.py builds the engine before uvicorn listens; SGLang's and TGI's
+    routers after warm-up); Ollama's on-demand load restarts the run (a start marker resets the count)."""
+    if not st.requests or st.first_request is None:
+        return False
+    ready = max((ln.number for ln in (st.weights_loaded, st.kv_ready) if ln is not None), default=0)
+    return st.first_request.number > ready
+
+
 def _timing(primary: Event, figs: dict[str, Any]) -> str:
     st, stage = primary.state, primary.stage
     uptime = figure_int(figs.get("uptime_seconds"))
@@ -119,6 +130,8 @@ def _timing(primary: Event, figs: dict[str, Any]) -> str:
             return "startup"
         if stage in ("serving", "prefill", "decode"):
             return "serving"
+        if _answered(st):
+            return "long_request" if _long_prompt(st) else "serving"
         if st.weights_loaded or st.kv_ready or st.phase in ("context", "compute"):
             return "startup"
         if st.start is not None or st.phase == "load":

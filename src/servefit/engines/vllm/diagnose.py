@@ -47,7 +47,18 @@ def _version(fx: Fixing) -> tuple[str | None, bool]:
 
     v = fx.figures.get("engine_version") or fx.figures.get("engine_version2")
     v = str(v).lstrip("v") if v else None
-    return v, not era(v).v1
+    return v, not era(v).v1 or (v is None and _v0_said(fx.figures))
+
+
+# Lines only the V0 engine prints: its worker methods (worker/worker.py::determine_num_available_blocks,
+# initialize_cache; V1 has determine_available_memory / initialize_from_config) and the multimodal profiling
+# run's announcement (worker/model_runner.py and enc_dec_model_runner.py::profile_run; V1 logs its encoder
+# cache budget instead). With no version in the log they say which engine ran.
+V0_METHODS = ("determine_num_available_blocks", "initialize_cache")
+
+
+def _v0_said(figs: dict[str, Any]) -> bool:
+    return figs.get("worker_method") in V0_METHODS or figs.get("mm_profile") is not None
 
 
 def _flag_in(version: str | None, *flags: str) -> str:
@@ -126,8 +137,11 @@ def _profiling_batch(fx: Fixing, version: str | None, v0: bool) -> list[str]:
     st = fx.diag.settings_in_log
     ml = fx.num(fx.current("max_model_len"))
     chunked = str(st.get("enable_chunked_prefill", "")).lower() in ("true", "1")
-    where = f" (vLLM {version})" if version else " (no version in the log; assuming the newest vLLM)"
+    where = (f" (vLLM {version})" if version else " (no version in the log; its lines are the V0 engine's)" if v0
+             else " (no version in the log; assuming the newest vLLM)")
     half = f" to {int(ml) // 2:,} or less" if ml and ml >= 4096 else ""
+    if fx.figures.get("mm_profile") is not None and v0:
+        return _multimodal_profile(fx, version, where, ml, half, chunked)
     if v0 and not chunked:
         batch = int(min(8192, ml // 2)) if ml and ml > 4096 else 2048
         chunk = (f"Or turn on chunked prefill and bound the profiled batch: --enable-chunked-prefill "
@@ -147,6 +161,25 @@ def _profiling_batch(fx: Fixing, version: str | None, v0: bool) -> list[str]:
             "(multimodal inputs, or chunked prefill off)",
             "Lowering --gpu-memory-utilization does not help here: the profiling peak comes before the KV cache "
             "is sized"]
+
+
+def _multimodal_profile(fx: Fixing, version: str | None, where: str, ml: float | None, half: str,
+                        chunked: bool) -> list[str]:
+    """V0's multimodal profiling run ("Starting profile run for multi-modal models"): profile_run builds
+    max_num_seqs dummy requests and gives each the model's largest multimodal input (model_runner.py caps
+    the count at max_num_batched_tokens // the image's tokens; enc_dec_model_runner.py does not), so the
+    image inputs scale with --max-num-seqs. Encoder-decoder models (Llama-3.2-Vision) have no chunked
+    prefill in V0 (worker/utils.py::assert_enc_dec_mr_supported_scenario refuses it)."""
+    cur = fx.num(fx.current("max_num_seqs"))
+    seqs = f" from {int(cur)} to {max(1, min(16, int(cur) // 2))}" if cur else " (e.g. to 16)"
+    out = [f"Lower --max-num-seqs{seqs}: the multimodal profiling run of the V0 engine{where} gives each of "
+           "max-num-seqs dummy requests the model's largest image input",
+           f"Lower --max-model-len{fx.was(ml and int(ml))}{half}: without chunked prefill the dummy requests "
+           "share max-num-batched-tokens of text, which is then max-model-len"]
+    if fx.figures.get("mm_profile_encdec") is None and not chunked and _has_chunked_prefill(version):
+        out.append("Or bound the text of the profiled batch: --enable-chunked-prefill --max-num-batched-tokens 8192")
+    return out + ["Lowering --gpu-memory-utilization does not help here: the profiling peak comes before the KV "
+                  "cache is sized"]
 
 
 def _graphs(fx: Fixing) -> list[str]:
