@@ -82,3 +82,47 @@ def test_profiling_fix_keeps_the_cap_at_or_above_max_num_seqs() -> None:
     assert _fixes("profiling_peak", "0.3.3", settings={"max_model_len": 32768})[1] == (
         "vLLM 0.3.3 has no chunked prefill (it arrives in 0.4.0): only a shorter --max-model-len bounds the profiled "
         "batch")
+
+
+def _other(engine: str, root: str, version: str | None = None, stage: str = "", signature: str | None = None,
+           settings: dict | None = None, site_version: str | None = None) -> list[str]:
+    from importlib import import_module
+
+    d = Diagnosis(root_cause=root, stage=stage, engine=engine, signature=signature)
+    d.figures = {"engine_version": version} if version else {}
+    d.settings_in_log = dict(settings or {})
+    return import_module(f"servefit.engines.{engine}.diagnose").fixes(Fixing(d, engine, site_version=site_version))
+
+
+@pytest.mark.parametrize("engine", ["sglang", "tgi", "llamacpp", "ollama"])
+def test_other_engines_name_only_flags_their_release_has(engine: str) -> None:
+    from importlib import import_module
+
+    table = load_table(engine)
+    roots = import_module(f"servefit.engines.{engine}.diagnose").FIXES
+    for version in table.releases:
+        for root in roots:
+            for stage in ("", "compute", "prefill", "decode", "graphs"):
+                for line in _other(engine, root, version, stage, f"{engine}.prefill"):
+                    missing = [f for f in FLAG.findall(line) if not table.in_release(f, version)]
+                    assert not missing, (engine, version, root, stage, line)
+
+
+def test_renamed_flags_follow_the_release_the_log_or_config_names() -> None:
+    warm = ("profiling_peak", "", "tgi.prefill")
+    assert "And lower --max-input-length with it" in _other("tgi", warm[0], "1.0.0", warm[1], warm[2])[1]
+    assert "And lower --max-input-tokens with it" in _other("tgi", warm[0], "3.3.7", warm[1], warm[2])[1]
+    # no release anywhere: the newest spelling and the older one
+    assert "--max-input-tokens (--max-input-length before 2.0.0) with it" in _other("tgi", *warm)[1]
+    # TGI 1.x prints its Args with max_input_length: that is the release's spelling
+    assert "And lower --max-input-length with it" in _other("tgi", *warm, settings={"max_input_length": 1024})[1]
+    # the config's release (an image tag) when the log names none
+    assert "And lower --max-input-length with it" in _other("tgi", *warm, site_version="1.4.5")[1]
+    assert _other("tgi", "batch_misconfiguration", "1.0.0", "decode")[0].startswith(
+        "Lower --max-concurrent-requests: a decode step")  # --max-batch-size arrives in 1.4.1
+    assert not any("--kv-cache-dtype" in line for line in _other("tgi", "kv_cache_overflow", "2.3.1"))
+    graphs = ("cuda_graph_capture", "", "sglang.graph_capture")
+    assert _other("sglang", graphs[0], "0.4.0", *graphs[1:])[0] == "Lower --cuda-graph-max-bs (e.g. 16): fewer, " \
+        "smaller decode graphs"
+    assert _other("sglang", graphs[0], "0.5.23", *graphs[1:])[0].startswith("Lower --cuda-graph-max-bs-decode (e.g.")
+    assert _other("sglang", graphs[0], "0.3.0", *graphs[1:])[0].startswith("Lower --mem-fraction-static")
