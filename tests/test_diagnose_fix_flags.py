@@ -126,3 +126,9 @@ def test_renamed_flags_follow_the_release_the_log_or_config_names() -> None:
         "smaller decode graphs"
     assert _other("sglang", graphs[0], "0.5.23", *graphs[1:])[0].startswith("Lower --cuda-graph-max-bs-decode (e.g.")
     assert _other("sglang", graphs[0], "0.3.0", *graphs[1:])[0].startswith("Lower --mem-fraction-static")
+
+
+def test_vllm_takes_the_configs_release_when_the_log_names_none() -> None:
+    d = Diagnosis(root_cause="cuda_graph_capture", engine="vllm", signature="torch.oom")
+    assert vd.fixes(Fixing(d, "vllm", site_version="0.4.0"))[1] == (
+        "Capture smaller graphs: --max-context-len-to-capture 2048")

@@ -45,8 +45,7 @@ def _version(fx: Fixing) -> tuple[str | None, bool]:
     """(vLLM version the log names, whether it runs the V0 engine: before 0.8 or VLLM_USE_V1=0)."""
     from servefit.engines.vllm.era import era
 
-    v = fx.figures.get("engine_version") or fx.figures.get("engine_version2")
-    v = str(v).lstrip("v") if v else None
+    v = fx.version  # the log's release, else the config's
     return v, not era(v).v1 or (v is None and _v0_said(fx.figures))
 
 
