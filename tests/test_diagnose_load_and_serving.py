@@ -112,3 +112,32 @@ def test_no_version_and_no_v0_line_keeps_the_newest_engines_advice():
     d = diagnose_lines([MM[0], MM[2].replace("determine_num_available_blocks", "determine_available_memory")])
     assert d.fix[0].startswith("Lower --max-num-batched-tokens (e.g. 2048): the engine (no version in the log; "
                                "assuming the newest vLLM)")
+
+
+def _v1_graphs(inner: str) -> list[str]:
+    head = "(Worker_TP0 pid=2352) ERROR 06-29 11:22:29 [multiproc_executor.py:1000] "
+    return [f"{head}Traceback (most recent call last):",
+            f'{head}  File "/x/vllm/v1/worker/gpu_worker.py", line 460, in determine_available_memory',
+            f'{head}  File "/x/vllm/v1/worker/gpu_model_runner.py", line 5684, in {inner}',
+            f"{head}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total "
+            "capacity of 79.19 GiB of which 100.00 MiB is free."]
+
+
+def test_graphs_measured_before_the_kv_cache_are_not_fixed_by_a_lower_utilization():
+    # 0.20+: determine_available_memory captures the graphs once to measure them (profile_cudagraph_memory)
+    d = diagnose_lines(_v1_graphs("profile_cudagraph_memory"))
+    assert (d.root_cause, d.stage, d.figures["failed_in"]) == ("cuda_graph_capture", "graphs",
+                                                                "profile_cudagraph_memory")
+    assert d.summary.startswith("CUDA graph capture: vLLM ran out while measuring its CUDA graphs at start-up")
+    assert d.fix == [
+        "Capture fewer, smaller graphs: --max-cudagraph-capture-size 128 (the graphs are measured before the KV cache "
+        "is sized, next to the weights and the profiling peak)",
+        "Or skip graph capture: --enforce-eager (slower decoding, no graph memory)",
+        "Lowering --gpu-memory-utilization does not help here: the KV cache is not allocated yet"]
+    # the profiling run itself (profile_run) is the profiling peak, not the graphs
+    d = diagnose_lines(_v1_graphs("profile_run"))
+    assert (d.root_cause, d.stage, d.figures["failed_in"]) == ("profiling_peak", "profile", "profile_run")
+    # the capture after the KV cache: a lower utilization leaves the graphs room
+    d = diagnose_lines([line.replace("determine_available_memory", "compile_or_warm_up_model")
+                        for line in _v1_graphs("capture_model")])
+    assert d.fix[0].startswith("Lower --gpu-memory-utilization (e.g. 0.85): CUDA graphs are captured after the KV")

@@ -329,7 +329,7 @@ def classify(scan: ScanResult) -> Diagnosis:
     diag.stage = _stage(primary, related, timing)
     diag.stage_text = stage_text(diag.engine, diag.stage)
     diag.evidence = _evidence(primary, related, root, timing, diag.engine)
-    diag.summary = summary(diag, primary, own)
+    diag.summary = summary(diag, primary, own or _engine_of(diag.engine))  # a torch line in an engine's log
     diag.timing_text = timing_text(timing, figs)
     if conf == "low":
         diag.notes.append("low confidence: the log says little about when the failure happened; "

@@ -34,6 +34,9 @@ def summary(diag: Diagnosis, primary: Event) -> str | None:
         tail = f"; the longest that fits is {est:,}" if isinstance(est, int) else ""
         return (f"vLLM refused to start: one request at max_model_len {figs.get('max_model_len', 0):,} needs "
                 f"{g(figs, 'kv_cache_needed')} of KV cache, but only {g(figs, 'kv_cache_available')} is left{tail}.")
+    if diag.root_cause == "cuda_graph_capture" and figs.get("failed_in") == "profile_cudagraph_memory":
+        return ("CUDA graph capture: vLLM ran out while measuring its CUDA graphs at start-up (before the KV cache "
+                "is sized): the graphs do not fit next to the weights and the profiling peak.")
     if primary.pattern == "vllm.free_memory":
         return (f"vLLM refused to start: only {g(figs, 'device_free')} of {g(figs, 'total')} is free on the GPU, but "
                 f"gpu_memory_utilization {figs.get('gpu_memory_utilization')} asks for {g(figs, 'requested')}; "
@@ -188,6 +191,14 @@ def _graphs(fx: Fixing) -> list[str]:
     version, v0 = _version(fx)
     util = fx.num(fx.current("gpu_memory_utilization"))
     lower = f" from {util} to {round(util - 0.05, 2)}" if util else " (e.g. 0.85)"
+    if fx.figures.get("failed_in") == "profile_cudagraph_memory":
+        # the graphs ran out while being measured inside determine_available_memory: no KV cache yet, so a
+        # lower utilization frees nothing; fewer / smaller graphs or none do
+        flag = _flag_in(version, "--max-cudagraph-capture-size", "--cuda-graph-sizes")
+        return [f"Capture fewer, smaller graphs: {flag} 128 (the graphs are measured before the KV cache is sized, "
+                "next to the weights and the profiling peak)",
+                "Or skip graph capture: --enforce-eager (slower decoding, no graph memory)",
+                "Lowering --gpu-memory-utilization does not help here: the KV cache is not allocated yet"]
     if v0:  # V0 captures decode graphs up to this context length (0.4.3 renamed --max-context-len-to-capture)
         size = _flag_in(version, "--max-seq-len-to-capture", "--max-context-len-to-capture") + " 2048"
     else:  # V1 before 0.9 has neither flag: the sizes are CompilationConfig.cudagraph_capture_sizes
