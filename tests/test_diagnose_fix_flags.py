@@ -132,3 +132,22 @@ def test_vllm_takes_the_configs_release_when_the_log_names_none() -> None:
     d = Diagnosis(root_cause="cuda_graph_capture", engine="vllm", signature="torch.oom")
     assert vd.fixes(Fixing(d, "vllm", site_version="0.4.0"))[1] == (
         "Capture smaller graphs: --max-context-len-to-capture 2048")
+
+
+def test_flash_attention_is_written_as_the_build_takes_it() -> None:
+    from servefit.diagnose import diagnose_lines
+    from servefit.engines.options import flag_arity
+
+    # a bare switch in the early builds, on|off|auto later (llamacpp_history.yaml `arity`)
+    assert [flag_arity("llamacpp", "--flash-attn", b) for b in ("b3889", "b6301", "b7347", None)] == ["0", "0", "1", "1"]
+    lines = ["llama_init_from_model: flash_attn    = 0",
+             "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 14136.04 MiB on device 0: cudaMalloc failed: out of "
+             "memory", "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 14822711296",
+             "graph_reserve: failed to allocate compute buffers"]
+    old = diagnose_lines(["build: 4600 (6f3c6a8d) with cc (GCC) 13.2.0 for x86_64-linux-gnu", *lines])
+    assert old.figures["engine_version"] == "4600" and old.stage == "compute"
+    assert old.fix[0].startswith("Turn on flash attention (-fa): ")
+    assert "--cache-type-v q8_0 with -fa (half" in "\n".join(old.fix)
+    new = diagnose_lines(["build: 8000 (0123abcd) with cc (GCC) 13.2.0 for x86_64-linux-gnu", *lines])
+    assert new.fix[0].startswith("Turn on flash attention (-fa on): ")
+    assert diagnose_lines(lines).fix[0].startswith("Turn on flash attention (-fa on): ")  # no build: the newest

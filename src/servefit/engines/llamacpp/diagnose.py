@@ -132,9 +132,7 @@ def fa_on(fx: Fixing) -> str:
     (common/arg.cpp; `arity` in llamacpp_history.yaml), "-fa on" after, and when the build is unknown."""
     from servefit.engines.options import flag_arity
 
-    v = fx.version
-    build = f"b{v}" if v and v.isdigit() else v
-    return "-fa" if flag_arity("llamacpp", "--flash-attn", build) == "0" else "-fa on"
+    return "-fa" if flag_arity("llamacpp", "--flash-attn", fx.version) == "0" else "-fa on"  # "4600" sorts as b4600
 
 
 def flash_attn_line(fx: Fixing, *names: str, how: str = "") -> list[str]:
