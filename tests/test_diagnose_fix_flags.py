@@ -114,8 +114,18 @@ def test_renamed_flags_follow_the_release_the_log_or_config_names() -> None:
     assert "And lower --max-input-tokens with it" in _other("tgi", warm[0], "3.3.7", warm[1], warm[2])[1]
     # no release anywhere: the newest spelling and the older one
     assert "--max-input-tokens (--max-input-length before 2.0.0) with it" in _other("tgi", *warm)[1]
-    # TGI 1.x prints its Args with max_input_length: that is the release's spelling
-    assert "And lower --max-input-length with it" in _other("tgi", *warm, settings={"max_input_length": 1024})[1]
+    # TGI 1.x prints its Args with max_input_length (the log's settings alias it to max_input_tokens): that is the
+    # release's spelling; 2.x prints both, max_input_length as None
+    from servefit.diagnose import diagnose_lines
+
+    err = "RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`"
+    v1 = "INFO text_generation_launcher: Args { model_id: \"x\", max_input_length: 1024, max_batch_prefill_tokens: 4096 }"
+    v2 = ("INFO text_generation_launcher: Args { model_id: \"x\", max_input_tokens: Some(1024), max_input_length: None, "
+          "max_batch_prefill_tokens: 4096 }")
+    assert "And lower --max-input-length to at most 2048 with it" in diagnose_lines([v1, err]).fix[1]
+    assert "And lower --max-input-tokens to at most 2048 with it" in diagnose_lines([v2, err]).fix[1]
+    # a field printed without a value still names the release's spelling
+    assert "And lower --max-input-tokens to at most 2048 with it" in diagnose_lines([v2.replace("Some(1024)", "None"), err]).fix[1]
     # the config's release (an image tag) when the log names none
     assert "And lower --max-input-length with it" in _other("tgi", *warm, site_version="1.4.5")[1]
     assert _other("tgi", "batch_misconfiguration", "1.0.0", "decode")[0].startswith(

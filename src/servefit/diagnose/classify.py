@@ -326,6 +326,7 @@ def classify(scan: ScanResult) -> Diagnosis:
     diag.signature = primary.pattern
     diag.figures = figs
     diag.settings_in_log = dict(primary.state.settings)
+    diag.names_in_log = frozenset(primary.state.names)
     diag.stage = _stage(primary, related, timing)
     diag.stage_text = stage_text(diag.engine, diag.stage)
     diag.evidence = _evidence(primary, related, root, timing, diag.engine)

@@ -137,7 +137,7 @@ class Fixing:
         if self.version is not None:
             return newer if table.in_release(newer, self.version) or not table.in_release(older, self.version) \
                 else older
-        printed = self.diag.settings_in_log  # the settings the start-up lines printed name the release's spelling
+        printed = self.diag.names_in_log  # the names the start-up lines printed are the release's spelling
         dest = {f: f.lstrip("-").replace("-", "_") for f in (newer, older)}
         if dest[older] in printed and dest[newer] not in printed:
             return older
