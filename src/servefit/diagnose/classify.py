@@ -109,6 +109,17 @@ def _long_prompt(st: RunState) -> tuple[int, Line] | None:
     return None
 
 
+def _answered(st: RunState) -> bool:
+    """A request reached the server after its last start-up step the log shows, with no "serving" line
+    quoted: the server was serving. The OpenAI-compatible servers take requests only once start-up is done
+    (vLLM entrypoints/openai/api_server.py builds the engine before uvicorn listens; SGLang's and TGI's
+    routers after warm-up); Ollama's on-demand load restarts the run (a start marker resets the count)."""
+    if not st.requests or st.first_request is None:
+        return False
+    ready = max((ln.number for ln in (st.weights_loaded, st.kv_ready) if ln is not None), default=0)
+    return st.first_request.number > ready
+
+
 def _timing(primary: Event, figs: dict[str, Any]) -> str:
     st, stage = primary.state, primary.stage
     uptime = figure_int(figs.get("uptime_seconds"))
@@ -119,6 +130,8 @@ def _timing(primary: Event, figs: dict[str, Any]) -> str:
             return "startup"
         if stage in ("serving", "prefill", "decode"):
             return "serving"
+        if _answered(st):
+            return "long_request" if _long_prompt(st) else "serving"
         if st.weights_loaded or st.kv_ready or st.phase in ("context", "compute"):
             return "startup"
         if st.start is not None or st.phase == "load":
@@ -151,8 +164,9 @@ def _weights_share(figs: dict[str, Any]) -> float | None:
     return weights / total if weights and total else None
 
 
-def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, str]:
-    """(root cause, confidence) for a torch / kernel OOM from when it happened."""
+def _by_timing(primary: Event, timing: str, figs: dict[str, Any], engine: str | None = None) -> tuple[str, str]:
+    """(root cause, confidence) for a torch / kernel OOM from when it happened; `engine` is the serving
+    engine the log names (None / "torch" for a script)."""
     st = primary.state
     host = primary.pattern.startswith(("kernel", "k8s"))
     share = _weights_share(figs)
@@ -184,9 +198,12 @@ def _by_timing(primary: Event, timing: str, figs: dict[str, Any]) -> tuple[str, 
         return "fragmentation", "low" if figs.get("fragmentation_gap") is not None else "medium"
     tried, total = figure_int(figs.get("tried_to_allocate")), figure_int(figs.get("total"))
     alloc = figure_int(figs.get("allocated")) or figure_int(figs.get("process_in_use"))
-    if timing == "serving" and st.serving is None and not st.requests and st.start is None and alloc and total \
-            and alloc >= 0.85 * total:
-        return "model_too_large", "medium"  # an inference call in a script: weights fill the GPU
+    # An inference call in a script: the weights fill the GPU. Not for a serving engine: vLLM
+    # (gpu_memory_utilization), SGLang (mem_fraction_static) and TGI (cuda_memory_fraction, flash_causal_lm.py::
+    # warmup) reserve their KV cache up front, so a nearly full GPU is their normal state while serving.
+    if timing == "serving" and engine in (None, "torch") and st.serving is None and not st.requests \
+            and st.start is None and alloc and total and alloc >= 0.85 * total:
+        return "model_too_large", "medium"
     if timing == "serving" and tried and total and tried >= 0.25 * total:
         return "kv_cache_overflow", "medium"
     if timing == "serving":  # a server's step: which one (prefill / decode) firms it up
@@ -301,7 +318,7 @@ def classify(scan: ScanResult) -> Diagnosis:
         root, timing, conf = pat.cause
     else:
         timing = _timing(primary, figs)
-        root, conf = _by_timing(primary, timing, figs)
+        root, conf = _by_timing(primary, timing, figs, _engine(scan, primary))
         long = _long_prompt(primary.state) if timing == "long_request" else None
         if long:
             figs["long_request_tokens"] = long[0]
@@ -309,10 +326,11 @@ def classify(scan: ScanResult) -> Diagnosis:
     diag.signature = primary.pattern
     diag.figures = figs
     diag.settings_in_log = dict(primary.state.settings)
+    diag.names_in_log = frozenset(primary.state.names)
     diag.stage = _stage(primary, related, timing)
     diag.stage_text = stage_text(diag.engine, diag.stage)
     diag.evidence = _evidence(primary, related, root, timing, diag.engine)
-    diag.summary = summary(diag, primary, own)
+    diag.summary = summary(diag, primary, own or _engine_of(diag.engine))  # a torch line in an engine's log
     diag.timing_text = timing_text(timing, figs)
     if conf == "low":
         diag.notes.append("low confidence: the log says little about when the failure happened; "

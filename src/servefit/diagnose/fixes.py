@@ -96,6 +96,7 @@ class Fixing:
     engine: str
     setting: Setting | None = None
     env_set: bool = False
+    site_version: str | None = None  # the release the config names (an image tag, a pin), when the log names none
 
     @property
     def figures(self) -> dict[str, Any]:
@@ -119,6 +120,37 @@ class Fixing:
                 if self.diag.figures.get(key) is not None and not isinstance(self.diag.figures[key], dict):
                     return self.diag.figures[key]
         return None
+
+    @property
+    def version(self) -> str | None:
+        """The engine release: the one the log names, else the config's."""
+        v = self.figures.get("engine_version") or self.figures.get("engine_version2") or self.site_version
+        return str(v).lstrip("v") if v else None
+
+    def flag(self, newer: str, older: str) -> str:
+        """The spelling of a renamed flag the release takes (the engine's own parser per release, its option
+        table): `newer` or `older`; with no release known, `newer` with `older` named for the releases
+        before it (e.g. "--max-input-tokens (--max-input-length before 2.0.0)")."""
+        from servefit.engines.options import load_table
+
+        table = load_table(self.engine)
+        if self.version is not None:
+            return newer if table.in_release(newer, self.version) or not table.in_release(older, self.version) \
+                else older
+        printed = self.diag.names_in_log  # the names the start-up lines printed are the release's spelling
+        dest = {f: f.lstrip("-").replace("-", "_") for f in (newer, older)}
+        if dest[older] in printed and dest[newer] not in printed:
+            return older
+        if dest[newer] in printed:
+            return newer
+        first = next((r for r in table.releases if table.in_release(newer, r)), None)
+        return f"{newer} ({older} before {first})" if first and first != table.releases[0] else newer
+
+    def has(self, flag: str) -> bool:
+        """Whether the release (the newest when none is known) takes `flag`."""
+        from servefit.engines.options import load_table
+
+        return load_table(self.engine).in_release(flag, self.version)
 
     @staticmethod
     def num(v: Any) -> float | None:
@@ -222,7 +254,7 @@ def apply(diag: Diagnosis, site: LaunchSite | None = None) -> None:
         env_set = pcac is not None and "expandable_segments:True" in pcac.text
         if setting is not None and setting.name == "PYTORCH_CUDA_ALLOC_CONF" and env_set:
             setting = locate(site, engine, names[1:]) if len(names) > 1 else setting
-    lines = _lines(Fixing(diag, engine, setting, env_set))
+    lines = _lines(Fixing(diag, engine, setting, env_set, site.engine_version if site is not None else None))
     if site is not None:
         if setting is not None and setting.explicit and setting.line:
             lines[0] = f"{setting.file}:{setting.line}: {lines[0]}"

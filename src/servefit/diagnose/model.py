@@ -58,6 +58,7 @@ class RunState:
     info_lines: dict[str, Line] = field(default_factory=dict)  # figure -> line it came from
     settings: dict[str, Any] = field(default_factory=dict)  # engine settings the log printed
     settings_lines: dict[str, Line] = field(default_factory=dict)  # setting -> first line that printed it
+    names: set[str] = field(default_factory=set)  # the settings' names as the log printed them (before aliases)
     gpu_name: str | None = None
 
     def copy(self) -> RunState:
@@ -66,6 +67,7 @@ class RunState:
         out.info_lines = dict(self.info_lines)
         out.settings = dict(self.settings)
         out.settings_lines = dict(self.settings_lines)
+        out.names = set(self.names)
         out.request_counts = dict(self.request_counts)
         out.recent_prompts = list(self.recent_prompts)
         return out
@@ -129,6 +131,7 @@ class Diagnosis:
     signature: str | None = None  # the pattern that decided, e.g. "vllm.kv_refusal"
     confidence: str = "none"  # high | medium | low | none
     settings_in_log: dict[str, Any] = field(default_factory=dict)
+    names_in_log: frozenset[str] = frozenset()  # the settings' names as the log printed them (a release's spelling)
     setting: Setting | None = None
     server: dict[str, Any] | None = None  # the server of --repo / --config-file the log was matched to
     tune: str | None = None

@@ -89,7 +89,7 @@ class Scanner(Tracker):
                 self.frame_line = n
                 pending = self.stage_pending
                 if pending is not None and n - pending.line.number <= TRACEBACK_SPAN:
-                    pending.stage = self._frame_stage()  # the traceback printed after the OOM message
+                    pending.stage = self._frame_stage(pending)  # the traceback printed after the OOM message
                     if pending.stage:
                         self.stage_pending = None
         if self.block is not None:
@@ -174,10 +174,21 @@ class Scanner(Tracker):
                 self.state.weights_loaded = self.state.weights_loaded or self._line(n, text)
             else:
                 self.state.loading = self._line(n, text)
+                self._interrupted_load(n)
         elif kind == "phase":
             self._phase(pat.phase, pat, m)
         else:
             self._progress(n, text, pat, m)
+
+    def _interrupted_load(self, n: int) -> None:
+        """A checkpoint-shard bar under 100% printed just after a torch OOM that no frame placed: the
+        bar is tqdm's, drawn once more when the exception closes it (vLLM model_loader/weight_utils.py::
+        safetensors_weights_iterator, transformers' "Loading checkpoint shards"), so the OOM stopped the
+        weights loading mid-way."""
+        pending = self.stage_pending
+        if pending is not None and n - pending.line.number <= SUPPORT_WINDOW and pending.state.weights_loaded is None:
+            pending.stage = "load"
+            self.stage_pending = None
 
     # -- failures -------------------------------------------------------------------------------
     def _fatal(self, n: int, text: str, fatal: list[tuple[P.Pattern, re.Match[str]]]) -> None:
@@ -209,7 +220,7 @@ class Scanner(Tracker):
             self._continue(ev, n, text)
             self.open_event, self.open_until = ev, n + CONTINUATION
             if max(self.traceback_line, self.frame_line) and n - max(self.traceback_line, self.frame_line) < TRACEBACK_SPAN:
-                ev.stage = self._frame_stage()
+                ev.stage = self._frame_stage(ev)
             ev.stage = ev.stage or self._stage_of([], text)
             said = self.stage_said  # "Exception in worker ... while processing method load_model.", then the OOM
             if not ev.stage and said is not None and n - said[0] < TRACEBACK_SPAN:
@@ -232,12 +243,17 @@ class Scanner(Tracker):
         elif not ev.stage:
             ev.stage = self._stage_of(pats, text)
 
-    def _frame_stage(self) -> str:
+    def _frame_stage(self, ev: Event) -> str:
         """The most specific stage the last traceback's frames name (a graph capture runs forward
-        passes, a profiling run too)."""
+        passes, a profiling run too); the innermost frame that names it is kept as the `failed_in`
+        figure (the engine function that ran out, which the fixes may need: vLLM profiles its graphs
+        before sizing the KV cache, and captures them after)."""
         frames = self.cat.frames
         stages = {frames[f] for f in self.frames if f in frames}
-        return next((st for st in P.STAGE_ORDER if st in stages), "")
+        stage = next((st for st in P.STAGE_ORDER if st in stages), "")
+        if stage:
+            ev.figures["failed_in"] = next(f for f in reversed(self.frames) if frames.get(f) == stage)
+        return stage
 
     def _stage_of(self, pats: list[P.Pattern], text: str) -> str:
         for pat in pats:

@@ -149,9 +149,12 @@ class Tracker:
                 continue
             if pat.parse == "keep_first" and key in s.settings:
                 continue
-            self._set(key, P.value(some if raw.startswith("Some(") else raw), line := line or self._line(n, text))
+            self._set(key, P.value(some if raw.startswith("Some(") else raw), line := line or self._line(n, text), k)
 
-    def _set(self, key: str, val: object, line: Line) -> None:
+    def _set(self, key: str, val: object, line: Line, printed: str = "") -> None:
+        # the name as printed, even with no value: a field the release prints (TGI's `Args { max_input_tokens: None }`)
+        # is one its parser has
+        self.state.names.add(printed.lstrip("-").replace("-", "_") or key)
         if val is None and self.state.settings.get(key) is not None:
             return  # an alias printed as None (TGI's max_input_length) does not hide the value
         self.state.settings[key] = val
@@ -171,7 +174,7 @@ class Tracker:
             key = self.cat.aliases.get(k, k)
             if key in self.cat.settings:
                 val = P.value(some if raw.startswith("Some(") else raw)
-                self._set(key, val, key_lines.get(key, self.block_start))
+                self._set(key, val, key_lines.get(key, self.block_start), k)
         self.block = self.block_start = None
 
     def _cmd_flags(self, n: int, text: str) -> None:
@@ -179,7 +182,7 @@ class Tracker:
         for flag, v in P.CMD_FLAG.findall(text):
             key = self.cat.aliases.get(flag)
             if key:
-                self._set(key, P.value(v.strip('"')), line)
+                self._set(key, P.value(v.strip('"')), line, flag)
 
     def _request(self, n: int, text: str, found: list[tuple[P.Pattern, re.Match[str]]]) -> None:
         s = self.state

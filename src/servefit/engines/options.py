@@ -291,6 +291,19 @@ def _history(engine: str) -> dict[str, Any]:
     return dict(data.load(f"engines/{engine}_history.yaml"))
 
 
+def flag_arity(engine: str, flag: str, version: str | None) -> str | None:
+    """How many values `flag` takes in `version` ("0" a bare switch, "1", "?"), from the releases' own
+    parsers (data/engines/<engine>_history.yaml `arity`, keyed by the release it took effect in); the newest
+    release's when `version` is None; None where the history does not say."""
+    arity = ((_history(engine).get("flags") or {}).get(flag) or {}).get("arity")
+    if not isinstance(arity, dict):
+        return None if arity is None else str(arity)
+    if version is None:
+        return _newest(arity)
+    past = [(k, a) for k, a in arity.items() if _vkey(str(k)) <= _vkey(version)]
+    return str(max(past, key=lambda ka: _vkey(str(ka[0])))[1]) if past else None
+
+
 @cache
 def load_table(engine: str) -> OptionTable:
     """The engine's option table: the hand-written data/engines/<engine>.yaml merged with the

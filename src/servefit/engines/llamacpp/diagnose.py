@@ -127,7 +127,15 @@ def flash_attn_off(fx: Fixing, *names: str) -> bool | None:
     return True if text in _FA_OFF else (False if text in _FA_ON or text == "auto" else None)
 
 
-def flash_attn_line(fx: Fixing, *names: str, how: str = "-fa on") -> list[str]:
+def fa_on(fx: Fixing) -> str:
+    """Flash attention on, as the build writes it: a bare -fa switch until -fa took on|off|auto
+    (common/arg.cpp; `arity` in llamacpp_history.yaml), "-fa on" after, and when the build is unknown."""
+    from servefit.engines.options import flag_arity
+
+    return "-fa" if flag_arity("llamacpp", "--flash-attn", fx.version) == "0" else "-fa on"  # "4600" sorts as b4600
+
+
+def flash_attn_line(fx: Fixing, *names: str, how: str = "") -> list[str]:
     """A compute buffer sized by the context: without flash attention it holds the attention scores of
     the whole context for one micro-batch, n_kv x n_ubatch x n_head x 4 bytes per layer
     (llama-graph.cpp::build_attn_mha; research/llamacpp_ollama.md A3). With it on, that tensor is gone."""
@@ -136,6 +144,7 @@ def flash_attn_line(fx: Fixing, *names: str, how: str = "-fa on") -> list[str]:
     off = flash_attn_off(fx, *names)
     why = ("the compute buffer then no longer holds the attention scores for the whole context "
            "(context x micro-batch x heads x 4 bytes)")
+    how = how or fa_on(fx)
     if off is True:
         return [f"Turn on flash attention ({how}): {why}"]
     if off is None:
@@ -163,7 +172,8 @@ def _kv(fx: Fixing) -> list[str]:
     more = ("Add RAM, or offload the layers (and their KV cache) to a GPU with -ngl" if host else
             "Add GPU memory: split across GPUs (--tensor-split) or keep the KV cache in RAM (--no-kv-offload, slower)")
     lines = [f"Lower the context -c/--ctx-size{fx.was(cur)}{to}{per_token(fx, n)}",
-             "Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with -fa on (half the KV memory)", more]
+             f"Quantize the KV cache: --cache-type-k q8_0 --cache-type-v q8_0 with {fa_on(fx)} (half the KV memory)",
+             more]
     if fx.diag.stage == "compute":  # the buffer reserved after the KV cache: context and micro-batch size it
         lines[1:1] = [_ubatch(fx) + " and the context"]
     return _pipeline(fx) + flash_attn_line(fx, "flash_attn") + lines

@@ -90,11 +90,14 @@ def _batch(fx: Fixing) -> list[str]:
 
 
 def _graphs(fx: Fixing) -> list[str]:
+    """The largest captured decode batch: --cuda-graph-max-bs (0.3.6 on), --cuda-graph-max-bs-decode from 0.5.16
+    (the old spelling gone from 0.5.20, server_args.py of each release); 0.3.0 has neither, only the switch."""
     bs = fx.num(fx.current("cuda_graph_max_bs"))
     to = f" from {int(bs)} to {max(1, int(bs) // 2)}" if bs else " (e.g. 16)"
-    return [f"Lower --cuda-graph-max-bs{to}: fewer, smaller decode graphs",
-            f"Lower --mem-fraction-static{_fraction(fx, -0.05)}: graphs are captured in what the KV pool leaves",
-            "Or skip graph capture: --disable-cuda-graph (slower decoding)"]
+    smaller = ([f"Lower {fx.flag('--cuda-graph-max-bs-decode', '--cuda-graph-max-bs')}{to}: fewer, smaller decode graphs"]
+               if fx.has("--cuda-graph-max-bs-decode") or fx.has("--cuda-graph-max-bs") else [])
+    return smaller + [f"Lower --mem-fraction-static{_fraction(fx, -0.05)}: graphs are captured in what the KV pool leaves",
+                      "Or skip graph capture: --disable-cuda-graph (slower decoding)"]
 
 
 def _fragmentation(fx: Fixing) -> list[str]:

@@ -52,6 +52,11 @@ def _prefill_tokens(fx: Fixing) -> str:
     return f" from {int(n)} to {int(n) // 2}" if n else ""
 
 
+def _input_flag(fx: Fixing) -> str:
+    """The input-length limit: --max-input-length until 2.0 renamed it --max-input-tokens (launcher/src/main.rs)."""
+    return fx.flag("--max-input-tokens", "--max-input-length")
+
+
 SHARDS = "Add GPUs: a larger --num-shard splits the weights and the KV cache over more shards"
 
 
@@ -66,28 +71,29 @@ def _kv(fx: Fixing) -> list[str]:
                 f"Or lower --max-batch-prefill-tokens{_prefill_tokens(fx)}", SHARDS]
     cap = fx.figures.get("max_batch_total_tokens")
     limit = f" to at most {cap:,} (the KV pool TGI found room for)" if isinstance(cap, int) else ""
-    return [f"Lower --max-total-tokens{limit}, and --max-input-tokens below it",
-            "Store the KV cache in FP8: --kv-cache-dtype fp8_e4m3fn (TGI >= 2.4.0)", SHARDS]
+    fp8 = ["Store the KV cache in FP8: --kv-cache-dtype fp8_e4m3fn (TGI >= 2.4.0)"] if fx.has("--kv-cache-dtype") else []
+    return [f"Lower --max-total-tokens{limit}, and {_input_flag(fx)} below it", *fp8, SHARDS]
 
 
 def _warmup(fx: Fixing) -> list[str]:
     n = fx.num(fx.figures.get("prefill_tokens") or fx.current("max_batch_prefill_tokens"))
     below = f" to at most {int(n) // 2}" if n else ""
     return [f"Lower --max-batch-prefill-tokens{_prefill_tokens(fx)}: the warm-up runs one prefill of that many "
-            "tokens (keep it >= --max-input-tokens unless prefill chunking is on)",
-            f"And lower --max-input-tokens{below} with it: TGI before 3.0 refuses a prefill limit below the input "
+            f"tokens (keep it >= {_input_flag(fx)} unless prefill chunking is on)",
+            f"And lower {_input_flag(fx)}{below} with it: TGI before 3.0 refuses a prefill limit below the input "
             "limit (launcher before 2.4.0, router after warm-up in 2.4), and the warm-up batch is made of requests "
             "that long", "Add GPUs: a larger --num-shard leaves each shard less of the weights"]
 
 
 def _batch(fx: Fixing) -> list[str]:
     stage = fx.diag.stage
+    fewer = "--max-concurrent-requests / --max-batch-size" if fx.has("--max-batch-size") else "--max-concurrent-requests"
     if stage == "decode":
-        return ["Lower --max-concurrent-requests / --max-batch-size: a decode step of the running batch ran out of "
+        return [f"Lower {fewer}: a decode step of the running batch ran out of "
                 "memory", "Leave more memory outside the KV cache: TGI_WIGGLE_ROOM=0.85 (default 0.90) or "
                 "--cuda-memory-fraction 0.9", f"Or lower --max-batch-prefill-tokens{_prefill_tokens(fx)}"]
-    return [f"Lower --max-batch-prefill-tokens{_prefill_tokens(fx)} (keep it >= --max-input-tokens unless prefill "
-            "chunking is on)", "Lower --max-concurrent-requests / --max-batch-size to what the GPU can hold"]
+    return [f"Lower --max-batch-prefill-tokens{_prefill_tokens(fx)} (keep it >= {_input_flag(fx)} unless prefill "
+            "chunking is on)", f"Lower {fewer} to what the GPU can hold"]
 
 
 def _fragmentation(fx: Fixing) -> list[str]:
