@@ -11,10 +11,12 @@ What the built-in adapters turn:
   repo:QUANT` GGUF.
 - Ollama: num_ctx (Modelfile PARAMETER, else OLLAMA_CONTEXT_LENGTH), OLLAMA_NUM_PARALLEL,
   OLLAMA_KV_CACHE_TYPE, OLLAMA_FLASH_ATTENTION.
-- TGI and SGLang: the option names of their launchers (max_total_tokens, max_input_tokens,
-  max_batch_prefill_tokens, kv_cache_dtype, cuda_memory_fraction, num_shard; context_length,
-  mem_fraction_static, max_running_requests, kv_cache_dtype, tp_size), used once their plugins
-  plan them.
+- TGI: max_total_tokens (the prompt limit kept below it), kv_cache_dtype, cuda_memory_fraction
+  (up to its default 1.0), num_shard, and max_concurrent_requests where the file sets it.
+- SGLang: context_length, kv_cache_dtype, mem_fraction_static, tp_size, and where the file sets
+  them max_running_requests and max_total_tokens (the KV pool's cap: the pools the memory holds).
+
+A knob whose flag or variable the engine's release lacks is left as it is (space.py::released).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def _limit(ev: Evaluation) -> int:
 
 class GenericAdapter(Adapter):
     """TGI and SGLang: a context option, KV dtype, the memory fraction, the shard count, and (when
-    the user set it) the scheduler's running-request limit."""
+    the user set it) the limit on the requests served at once."""
 
     context_name = ""
     seqs_name = ""  # a dimension when the user set it
