@@ -220,3 +220,94 @@ def test_a_release_without_the_variable_never_gets_it(tmp_path: Path, capsys: py
     assert ("OLLAMA_CONTEXT_LENGTH=" in text) is context and "OLLAMA_NUM_PARALLEL=4" in text
     if not kv:
         assert "OLLAMA_KV_CACHE_TYPE" not in text
+
+
+TGI_HEAD = "# servefit: gpu=L4\n"
+QWEN = "Qwen/Qwen2.5-3B-Instruct"
+TGI_KV = {  # file, text as written, text once tune has taken the fp8 cache off (and raised the context)
+    "shell-middle": ("serve.sh", f"{TGI_HEAD}text-generation-launcher --model-id {QWEN} \\\n  --kv-cache-dtype fp8_e4m3fn \\\n"
+                     "  --max-total-tokens 8192\n",
+                     f"{TGI_HEAD}text-generation-launcher --model-id {QWEN} \\\n  --max-total-tokens 32768\n"),
+    "shell-last": ("serve.sh", f"{TGI_HEAD}text-generation-launcher --model-id {QWEN} \\\n  --max-total-tokens 8192 \\\n"
+                   "  --kv-cache-dtype fp8_e4m3fn\necho started\n",
+                   f"{TGI_HEAD}text-generation-launcher --model-id {QWEN} \\\n  --max-total-tokens 32768\necho started\n"),
+    "shell-one-line": ("serve.sh", f"{TGI_HEAD}text-generation-launcher --model-id {QWEN} --kv-cache-dtype fp8_e4m3fn "
+                       "--max-total-tokens 8192\n",
+                       f"{TGI_HEAD}text-generation-launcher --model-id {QWEN} --max-total-tokens 32768\n"),
+    "dockerfile-first": ("Dockerfile", f"{TGI_HEAD}FROM ghcr.io/huggingface/text-generation-inference:3.3.4\n"
+                         f'CMD ["--kv-cache-dtype", "fp8_e4m3fn", "--model-id", "{QWEN}", "--max-total-tokens", "8192"]\n',
+                         f"{TGI_HEAD}FROM ghcr.io/huggingface/text-generation-inference:3.3.4\n"
+                         f'CMD ["--model-id", "{QWEN}", "--max-total-tokens", "32768"]\n'),
+    "dockerfile-middle": ("Dockerfile", f"{TGI_HEAD}FROM ghcr.io/huggingface/text-generation-inference:3.3.4\n"
+                          f'CMD ["--model-id", "{QWEN}", "--kv-cache-dtype", "fp8_e4m3fn", "--max-total-tokens", "8192"]\n',
+                          f"{TGI_HEAD}FROM ghcr.io/huggingface/text-generation-inference:3.3.4\n"
+                          f'CMD ["--model-id", "{QWEN}", "--max-total-tokens", "32768"]\n'),
+    "k8s-inline": ("tgi.yaml", f"""{TGI_HEAD}apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: tgi}}
+spec:
+  template:
+    spec:
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:3.3.4
+          args:
+            - --model-id
+            - {QWEN}
+            - --kv-cache-dtype=fp8_e4m3fn
+            - --max-total-tokens
+            - "8192"
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+""", None),
+    "k8s-pair": ("tgi.yaml", f"""{TGI_HEAD}apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: tgi}}
+spec:
+  template:
+    spec:
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:3.3.4
+          args: ["--model-id", "{QWEN}",
+                 "--kv-cache-dtype", "fp8_e4m3fn",
+                 "--max-total-tokens", "8192"]
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+""", None),
+}
+TGI_KV["k8s-inline"] = (TGI_KV["k8s-inline"][0], TGI_KV["k8s-inline"][1], TGI_KV["k8s-inline"][1].replace(
+    "            - --kv-cache-dtype=fp8_e4m3fn\n", "").replace('"8192"', '"32768"'))
+TGI_KV["k8s-pair"] = (TGI_KV["k8s-pair"][0], TGI_KV["k8s-pair"][1], TGI_KV["k8s-pair"][1].replace(
+    '\n                 "--kv-cache-dtype", "fp8_e4m3fn",', "").replace('"8192"', '"32768"'))
+
+
+@pytest.mark.parametrize("case", sorted(TGI_KV))
+def test_tgi_kv_cache_back_to_the_model_dtype_removes_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               case: str) -> None:
+    """TGI's --kv-cache-dtype has no value for the model's own dtype (fp8_e4m3fn / fp8_e5m2 only): tune
+    wrote `--kv-cache-dtype None`, which TGI refuses. The flag and its value are removed now, in the
+    file's own syntax (a shell line, the last line of a command, an exec-form list, a YAML list item)."""
+    name, text, want = TGI_KV[case]
+    p = repo(tmp_path, name, text)
+    site = tuned(capsys, str(p), "--objective", "context")
+    assert site["changes"] == {"max_total_tokens": 32768, "kv_cache_dtype": None}
+    assert site["fix"]["message"] == "tune: --max-total-tokens 32768, no --kv-cache-dtype"
+    run(capsys, "tune", str(p), "--objective", "context", "--write")
+    assert p.read_text() == want
+    run(capsys, "tune", str(p), "--objective", "context", "--write")
+    assert p.read_text() == want
+    assert not {c for c in codes(capsys, p) if c.startswith("TGI")}
+
+
+def test_tgi_kv_cache_set_by_a_variable_is_shown_not_removed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = TGI_COMPOSE.replace('MAX_CONCURRENT_REQUESTS: "2"', "KV_CACHE_DTYPE: fp8_e4m3fn").replace(
+        '"0.7"', '"1.0"').replace("A10G", "L4").replace(MISTRAL, QWEN)
+    p = repo(tmp_path, "compose.yaml", text)
+    site = tuned(capsys, str(p), "--objective", "context")
+    assert site["changes"]["kv_cache_dtype"] is None
+    assert "remove KV_CACHE_DTYPE" in site["fix"]["by_hand"]
+    run(capsys, "tune", str(p), "--objective", "context", "--write")
+    assert p.read_text() == text

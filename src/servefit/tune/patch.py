@@ -14,7 +14,7 @@ from typing import Any
 from servefit.core import Edit, Fix, LaunchSite, Span, Token
 from servefit.sources.text import LineIndex
 from servefit.tune import style
-from servefit.tune.occurrences import occurrences, option_table
+from servefit.tune.occurrences import Occurrence, occurrences, option_table
 from servefit.tune.patch_env import EnvPlacement
 from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed, fmt, keep_to_own_files
 from servefit.tune.space import WEIGHTS, Space
@@ -223,7 +223,10 @@ class Patcher(EnvPlacement):
         occ = self.occ.get(name)
         is_bool = opt is not None and not opt.takes_value
         new = p.new
-        p.shown = (long if new else f"no {long}") if is_bool else f"{long} {fmt(new)}"
+        p.shown = (long if new else f"no {long}") if is_bool or new is None else f"{long} {fmt(new)}"
+        if new is None and not is_bool:  # the engine's default has no value to write (TGI's --kv-cache-dtype)
+            self.drop(p, occ, [v for v in (opt.env if opt is not None else ()) if v in self.site.env])
+            return
         if occ is not None:
             if is_bool:
                 if bool(new) == (not occ.negated):
@@ -266,6 +269,26 @@ class Patcher(EnvPlacement):
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
+
+    def drop(self, p: Placed, occ: Occurrence | None, env: list[str]) -> None:
+        """Remove a flag with its value, where the setting goes back to a default the flag has no
+        value for; a variable that sets it is shown, not removed."""
+        if env:
+            p.applicability = DISPLAY
+            p.shown = f"remove {env[0]}"
+            return
+        if occ is None:
+            return
+        toks = [occ.flag] if occ.inline or occ.value is None else [occ.flag, occ.value]
+        if not all(self.exact(t) for t in toks) or len({t.span.file for t in toks if t.span}) != 1:
+            p.applicability = DISPLAY
+            return
+        spans = [t.span for t in toks if t.span is not None]
+        pieces = style.remove_words(self.read(spans[0].file), spans)
+        if pieces is None:
+            p.applicability = DISPLAY
+            return
+        p.edits.extend(Edit(self.span(spans[0].file, a, b), t) for a, b, t in pieces)
 
     def flush(self) -> None:
         self.flush_keys()
