@@ -311,3 +311,18 @@ def test_tgi_kv_cache_set_by_a_variable_is_shown_not_removed(tmp_path: Path, cap
     assert "remove KV_CACHE_DTYPE" in site["fix"]["by_hand"]
     run(capsys, "tune", str(p), "--objective", "context", "--write")
     assert p.read_text() == text
+
+
+def test_measured_mode_runs_the_flags_the_patch_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--bench-cmd got each dimension as a flag of its own name: `--context 8192 --parallel 8` for
+    llama.cpp, which has no --context (the cells are `--ctx-size` = context x slots, as tune writes them)."""
+    monkeypatch.chdir(tmp_path)  # measured mode keeps its study in ./servefit-tune.db
+    log = tmp_path / "flags.txt"
+    bench = f'echo {{flags}} > {log}; echo \'{{"m": 1}}\''
+    run(capsys, "tune", "--gpu", "L4", "--trials", "1", "--bench-metric", "m", "--bench-cmd", bench, "--",
+        "llama-server", "-hf", "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M", "-c", "8192")
+    words = log.read_text().split()
+    assert "--context" not in words
+    slots, cells = int(words[words.index("--parallel") + 1]), int(words[words.index("--ctx-size") + 1])
+    assert slots >= 1 and cells % slots == 0 and cells // slots >= 8192
