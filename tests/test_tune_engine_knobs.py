@@ -326,3 +326,61 @@ def test_measured_mode_runs_the_flags_the_patch_writes(tmp_path: Path, capsys: p
     assert "--context" not in words
     slots, cells = int(words[words.index("--parallel") + 1]), int(words[words.index("--ctx-size") + 1])
     assert slots >= 1 and cells % slots == 0 and cells // slots >= 8192
+
+
+@pytest.mark.parametrize(("engine", "version", "gpu", "offered"), [
+    ("tgi", "1.4.5", "L4", False),  # no --quantize fp8 before 2.0.0
+    ("tgi", "2.1.1", "L4", True),  # torch._scaled_mm: FP8 tensor cores (8.9)
+    ("tgi", "2.1.1", "A100", False),
+    ("tgi", "3.3.4", "A100", True),  # Marlin's W8A16 on 8.x from 2.2.0
+    ("tgi", "3.3.4", "T4", False),
+    ("sglang", "0.5.23", "H100", True),
+    ("sglang", "0.5.23", "A100", False),
+])
+def test_online_fp8_where_the_release_runs_it_on_the_gpu(capsys: pytest.CaptureFixture[str], engine: str, version: str,
+                                                         gpu: str, offered: bool) -> None:
+    cmd = (["text-generation-launcher", "--model-id", LLAMA] if engine == "tgi"
+           else ["python3", "-m", "sglang.launch_server", "--model-path", LLAMA])
+    site = tuned(capsys, "--gpu", gpu, "--engine-version", version, "--allow", "quant=fp8", "--", *cmd)
+    assert ("fp8" in site["search"]["dimensions"]["weights"]) is offered
+
+
+TGI_K8S_FP8 = f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: tgi}}
+spec:
+  template:
+    spec:
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+      containers:
+        - name: tgi
+          image: ghcr.io/huggingface/text-generation-inference:3.3.4
+          args:
+            - --model-id
+            - {LLAMA}
+            - --max-total-tokens
+            - "8192"
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+
+
+def test_tgi_online_fp8_is_an_unsafe_change_written_as_a_list_item(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Llama-3.1-8B at 32k on an L4: 16 GB of weights leave no room for one request, `--quantize fp8`
+    two. It changes the weights, so it is written only with --unsafe."""
+    p = repo(tmp_path, "tgi.yaml", TGI_K8S_FP8)
+    args = (str(p), "--allow", "quant=fp8", "--min-context", "32k")
+    site = tuned(capsys, *args, "--unsafe")
+    assert site["changes"] == {"max_total_tokens": 32768, "weights": "fp8"}
+    assert site["best"]["users"] == 2 and site["fix"]["applicability"] == "unsafe"
+    run(capsys, "tune", *args, "--write")
+    assert p.read_text() == TGI_K8S_FP8  # nothing safe meets 32k
+    run(capsys, "tune", *args, "--unsafe", "--write")
+    want = TGI_K8S_FP8.replace('"8192"\n', '"32768"\n            - --quantize\n            - "fp8"\n')
+    assert p.read_text() == want
+    run(capsys, "tune", *args, "--unsafe", "--write")
+    assert p.read_text() == want
+    assert not {c for c in codes(capsys, p) if c.startswith("TGI")}

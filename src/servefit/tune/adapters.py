@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import MemoryPlan, UsageError
 from servefit.tune.objective import Needs
 from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.variants import Variant, families, level_of
 
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
@@ -58,6 +59,20 @@ class GenericAdapter(Adapter):
     fraction_name = ""
     tp_name = ""
     fraction_ceiling = 0.0  # without --headroom, fractions up to this (or the current one) are tried
+    quant_name = ""  # the option that quantizes a full-precision checkpoint as it loads
+
+    def online_fp8(self, ev: Evaluation) -> bool:
+        """Whether this engine release quantizes to FP8 at load on this GPU."""
+        return False
+
+    def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
+        """Online FP8 of a full-precision checkpoint, with --allow quant=fp8, where the engine runs it."""
+        s = ev.config.settings
+        if "fp8" not in families(needs.allow_quant) or ev.model.quantization or s.get(self.quant_name) \
+                or not self.online_fp8(ev):
+            return []
+        return [Variant(key="fp8", label="online fp8", level=level_of({"quant_method": "fp8"}),
+                        settings={self.quant_name: "fp8"})]
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s, x = ev.config.settings, ev.plan.detail

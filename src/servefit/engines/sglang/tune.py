@@ -27,6 +27,13 @@ class SglangAdapter(GenericAdapter):
     fraction_name = "mem_fraction_static"
     tp_name = "tp_size"
     fraction_ceiling = 0.9  # SGLang's own default is often far lower; its OOM message says to raise it
+    quant_name = "quantization"
+
+    def online_fp8(self, ev: Evaluation) -> bool:
+        """`--quantization fp8` of a full-precision checkpoint, offered on GPUs with FP8 tensor cores
+        (compute capability 8.9+) only: whether a release falls back to a weight-only kernel below
+        that is not checked here."""
+        return ev.gpu.vendor == "nvidia" and ev.gpu.compute_capability >= 89
     short_of_started = "oom_under_load"
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from servefit.core import EngineConfig
+from servefit.engines.tgi.era import vtuple
 from servefit.tune.adapters import GenericAdapter
 from servefit.tune.objective import W_INT4, W_INT8
 
@@ -30,6 +31,17 @@ class TgiAdapter(GenericAdapter):
     fraction_name = "cuda_memory_fraction"
     fraction_ceiling = 1.0  # TGI's default (launcher/src/main.rs Args, cuda_memory_fraction 1.0): a lower one may be raised
     tp_name = "num_shard"
+    quant_name = "quantize"
+
+    def online_fp8(self, ev: Any) -> bool:
+        """`--quantize fp8` from 2.0.0 (launcher/src/main.rs Quantization::Fp8). Up to 2.1 its Fp8Linear
+        runs torch._scaled_mm, which needs FP8 tensor cores (compute capability 8.9+); from 2.2.0
+        layers/fp8.py::get_fp8_linear takes Marlin's W8A16 kernel on capability 8.x. Not with --dtype
+        (the launcher refuses both) nor on other vendors (not checked)."""
+        v, gpu = vtuple(ev.config.version), ev.gpu
+        if ev.config.settings.get("dtype") or gpu.vendor != "nvidia" or v < (2, 0, 0):
+            return False
+        return gpu.compute_capability >= (80 if v >= (2, 2, 0) else 89)
     # --quantize bitsandbytes is LLM.int8 (8-bit), -nf4 / -fp4 are 4-bit (server/text_generation_server/layers/bnb.py)
     online_levels = {"bitsandbytes": W_INT8, "bitsandbytes-nf4": W_INT4, "bitsandbytes-fp4": W_INT4}
 
