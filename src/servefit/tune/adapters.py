@@ -15,6 +15,8 @@ What the built-in adapters turn:
   (up to its default 1.0), num_shard, and max_concurrent_requests where the file sets it.
 - SGLang: context_length, kv_cache_dtype, mem_fraction_static, tp_size, and where the file sets
   them max_running_requests and max_total_tokens (the KV pool's cap: the pools the memory holds).
+- TGI and SGLang: online FP8 of a full-precision checkpoint (--quantize / --quantization fp8) with
+  --allow quant=fp8, where the release runs it on the GPU (GenericAdapter.variants).
 
 A knob whose flag or variable the engine's release lacks is left as it is (space.py::released).
 """
