@@ -384,3 +384,21 @@ def test_tgi_online_fp8_is_an_unsafe_change_written_as_a_list_item(tmp_path: Pat
     run(capsys, "tune", *args, "--unsafe", "--write")
     assert p.read_text() == want
     assert not {c for c in codes(capsys, p) if c.startswith("TGI")}
+
+
+def test_vllm_context_left_to_the_model_is_written_when_tune_writes(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/k8s/vllm-llama-8b.yaml leaves max-model-len to Llama-3.1's 131,072 tokens, which do not fit
+    an L4 (VLLM003). With fp8 weights and KV the server starts at that length, and lint then warned
+    VLLM018 (max-model-len not set) about the file tune wrote: tune writes the length it planned."""
+    src = Path(__file__).resolve().parents[1] / "examples" / "k8s" / "vllm-llama-8b.yaml"
+    p = repo(tmp_path, "vllm.yaml", src.read_text())
+    before = codes(capsys, p)
+    args = (str(p), "--unsafe", "--allow", "quant=fp8", "kv=fp8")
+    site = tuned(capsys, *args)
+    assert site["changes"] == {"kv_cache_dtype": "fp8", "weights": "fp8"} and site["best"]["context"] == 131072
+    run(capsys, "tune", *args, "--write")
+    added = '            - --kv-cache-dtype\n            - "fp8"\n            - --max-model-len\n            - "131072"\n' \
+            '            - --quantization\n            - "fp8"\n'
+    assert p.read_text() == src.read_text().replace('            - "64"\n', '            - "64"\n' + added)
+    assert codes(capsys, p) - before == set()
