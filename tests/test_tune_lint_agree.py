@@ -131,6 +131,35 @@ services:
 volumes:
   ollama:
 """
+# SGLang with its KV pool capped at two requests of 8k, and TGI with a lowered memory fraction and
+# admission limit: tune never moved either (the cap and the fraction were out of its space)
+SGLANG_CAP = """services:
+  sglang:
+    image: lmsysorg/sglang:v0.5.3-cu126
+    command: python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-3B-Instruct --context-length 8192 --max-total-tokens 16384
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: 1
+              capabilities: [gpu]
+"""
+TGI_FRACTION = """services:
+  tgi:
+    image: ghcr.io/huggingface/text-generation-inference:3.3.4
+    command: --model-id Qwen/Qwen2.5-3B-Instruct --max-total-tokens 8192
+    environment:
+      - CUDA_MEMORY_FRACTION=0.5
+      - MAX_CONCURRENT_REQUESTS=4
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: 1
+              capabilities: [gpu]
+"""
 # (file name, text, tune's extra arguments) of the cases written here; all on an L4
 SHAPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "ollama-env": ("docker-compose.yml", OLLAMA_ENV, ()),
@@ -140,6 +169,8 @@ SHAPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "--ctx-size 8192", "--ctx-size 65536"), ("--min-concurrency", "4")),
     "llama-swap-macros": ("config.yaml", LLAMA_SWAP, ()),
     "ollama-two-models": ("docker-compose.yml", OLLAMA_TWO_MODELS.format(np=1, ctx=8192), ()),
+    "sglang-pool-cap": ("docker-compose.yml", SGLANG_CAP, ()),
+    "tgi-fraction": ("docker-compose.yml", TGI_FRACTION, ()),
 }
 
 
@@ -159,7 +190,8 @@ def _shape(tmp_path: Path, case: str) -> tuple[Path, tuple[str, ...]]:
 @pytest.mark.parametrize("case", _cases())
 def test_lint_does_not_flag_what_tune_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
     """The property, over every example and the shapes above: after `tune DIR --write`, lint
-    reports no warning or error it did not report before (tune may fix findings, never add one)."""
+    reports no warning or error it did not report before (tune may fix findings, never add one),
+    and a second `tune DIR --write` changes no byte."""
     extra: tuple[str, ...] = ()
     if case in SHAPES:
         d, extra = _shape(tmp_path, case)
@@ -171,6 +203,10 @@ def test_lint_does_not_flag_what_tune_wrote(tmp_path: Path, capsys: pytest.Captu
     main(["tune", str(d), "--write", *extra])
     capsys.readouterr()
     assert _flagged(capsys, d) - before == set()
+    written = {p: p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    main(["tune", str(d), "--write", *extra])
+    capsys.readouterr()
+    assert {p: p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()} == written
     text = (d / SHAPES[case][0]).read_text() if case in SHAPES else ""
     if case == "ollama-env":  # tune did raise both, within the GPU
         assert "OLLAMA_NUM_PARALLEL=4" in text and "OLLAMA_CONTEXT_LENGTH=32768" in text
@@ -178,6 +214,14 @@ def test_lint_does_not_flag_what_tune_wrote(tmp_path: Path, capsys: pytest.Captu
         assert "--parallel 8" in text
     if case == "ollama-two-models":  # more slots, in what leaves a second model room
         assert "OLLAMA_NUM_PARALLEL=4" in text and "OLLAMA_CONTEXT_LENGTH=8192" in text
+    if case == "sglang-pool-cap":  # the cap raised to the pool the memory holds at the fraction tune chose
+        _, out = _run(capsys, "estimate", "--gpu", "L4", "--engine-version", "0.5.3", "--format", "json", "--", "python3",
+                      "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-3B-Instruct", "--context-length", "8192",
+                      "--mem-fraction-static", "0.9")
+        pool = json.loads(out)["kv_cache_tokens"]
+        assert text == SGLANG_CAP.replace("--max-total-tokens 16384", f"--max-total-tokens {pool} --mem-fraction-static 0.9")
+    if case == "tgi-fraction":  # the fraction raised to TGI's default, the admission limit above the users
+        assert "CUDA_MEMORY_FRACTION=1.0" in text and "MAX_CONCURRENT_REQUESTS=64" in text
 
 
 def _lint(capsys: pytest.CaptureFixture[str], d: Path) -> list[dict[str, Any]]:

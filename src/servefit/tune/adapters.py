@@ -11,10 +11,14 @@ What the built-in adapters turn:
   repo:QUANT` GGUF.
 - Ollama: num_ctx (Modelfile PARAMETER, else OLLAMA_CONTEXT_LENGTH), OLLAMA_NUM_PARALLEL,
   OLLAMA_KV_CACHE_TYPE, OLLAMA_FLASH_ATTENTION.
-- TGI and SGLang: the option names of their launchers (max_total_tokens, max_input_tokens,
-  max_batch_prefill_tokens, kv_cache_dtype, cuda_memory_fraction, num_shard; context_length,
-  mem_fraction_static, max_running_requests, kv_cache_dtype, tp_size), used once their plugins
-  plan them.
+- TGI: max_total_tokens (the prompt limit kept below it), kv_cache_dtype, cuda_memory_fraction
+  (up to its default 1.0), num_shard, and max_concurrent_requests where the file sets it.
+- SGLang: context_length, kv_cache_dtype, mem_fraction_static, tp_size, and where the file sets
+  them max_running_requests and max_total_tokens (the KV pool's cap: the pools the memory holds).
+- TGI and SGLang: online FP8 of a full-precision checkpoint (--quantize / --quantization fp8) with
+  --allow quant=fp8, where the release runs it on the GPU (GenericAdapter.variants).
+
+A knob whose flag or variable the engine's release lacks is left as it is (space.py::released).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import MemoryPlan, UsageError
 from servefit.tune.objective import Needs
 from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.variants import Variant, families, level_of
 
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
@@ -48,7 +53,7 @@ def _limit(ev: Evaluation) -> int:
 
 class GenericAdapter(Adapter):
     """TGI and SGLang: a context option, KV dtype, the memory fraction, the shard count, and (when
-    the user set it) the scheduler's running-request limit."""
+    the user set it) the limit on the requests served at once."""
 
     context_name = ""
     seqs_name = ""  # a dimension when the user set it
@@ -56,6 +61,20 @@ class GenericAdapter(Adapter):
     fraction_name = ""
     tp_name = ""
     fraction_ceiling = 0.0  # without --headroom, fractions up to this (or the current one) are tried
+    quant_name = ""  # the option that quantizes a full-precision checkpoint as it loads
+
+    def online_fp8(self, ev: Evaluation) -> bool:
+        """Whether this engine release quantizes to FP8 at load on this GPU."""
+        return False
+
+    def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
+        """Online FP8 of a full-precision checkpoint, with --allow quant=fp8, where the engine runs it."""
+        s = ev.config.settings
+        if "fp8" not in families(needs.allow_quant) or ev.model.quantization or s.get(self.quant_name) \
+                or not self.online_fp8(ev):
+            return []
+        return [Variant(key="fp8", label="online fp8", level=level_of({"quant_method": "fp8"}),
+                        settings={self.quant_name: "fp8"})]
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s, x = ev.config.settings, ev.plan.detail

@@ -32,8 +32,12 @@ def words_for(space: Space, point: dict[str, Any]) -> tuple[list[str], list[str]
     plugin = get(space.ev.config.engine)
     flags: list[str] = []
     env: list[str] = []
-    for name, value in point.items():
-        if name == WEIGHTS:
+    knobs = {k: v for k, v in point.items() if k != WEIGHTS}
+    # every knob as the patch writes it (llama.cpp's context per slot is `--ctx-size` = context x slots), none
+    # taken as already written: the template's {flags} carries them all
+    cfg = replace(space.ev.config, explicit=set())
+    for name, value in space.adapter.writes(knobs, point, space.current(), cfg).items():
+        if value is None:  # the engine's default, which has no value of its own (TGI's --kv-cache-dtype)
             continue
         how = None if name.isupper() else plugin.written_as(name)
         if name.isupper() or (how is not None and how[0] == "env"):

@@ -7,19 +7,16 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from servefit.core import Edit, Fix, LaunchSite, Span, Token
-from servefit.engines.ollama_modelfile import modelfile_of
-from servefit.redact import is_secret_name
 from servefit.sources.text import LineIndex
 from servefit.tune import style
-from servefit.tune.occurrences import occurrences, option_table
-from servefit.tune.patch_yaml import YamlPlacement
-from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed, keep_to_own_files
+from servefit.tune.occurrences import Occurrence, occurrences, option_table
+from servefit.tune.patch_env import EnvPlacement
+from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed, fmt, keep_to_own_files
 from servefit.tune.space import WEIGHTS, Space
 from servefit.tune.write import apply_edits, by_file
 
@@ -57,14 +54,6 @@ class Patch:
         return []
 
 
-def fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 def reader(preloaded: dict[str, str] | None = None) -> Reader:
     """Read each file once, newlines as written (CRLF stays two characters). `preloaded`: texts
     that are not files (a command line typed after `--`)."""
@@ -97,7 +86,7 @@ def settings_changes(space: Space, point: dict[str, Any]) -> list[tuple[str, Any
     return out
 
 
-class Patcher(YamlPlacement):
+class Patcher(EnvPlacement):
     def __init__(self, space: Space, read: Reader) -> None:
         from servefit.engines import get
 
@@ -234,7 +223,10 @@ class Patcher(YamlPlacement):
         occ = self.occ.get(name)
         is_bool = opt is not None and not opt.takes_value
         new = p.new
-        p.shown = (long if new else f"no {long}") if is_bool else f"{long} {fmt(new)}"
+        p.shown = (long if new else f"no {long}") if is_bool or new is None else f"{long} {fmt(new)}"
+        if new is None and not is_bool:  # the engine's default has no value to write (TGI's --kv-cache-dtype)
+            self.drop(p, occ, [v for v in (opt.env if opt is not None else ()) if v in self.site.env])
+            return
         if occ is not None:
             if is_bool:
                 if bool(new) == (not occ.negated):
@@ -278,74 +270,25 @@ class Patcher(YamlPlacement):
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 
-    def env(self, p: Placed, var: str, shown: bool = True) -> None:
-        value = fmt(p.new)
-        if isinstance(p.new, bool):
-            value = "1" if p.new else "0"
-        if shown:
-            p.shown = f"{var}={value}"
-        if is_secret_name(var):
+    def drop(self, p: Placed, occ: Occurrence | None, env: list[str]) -> None:
+        """Remove a flag with its value, where the setting goes back to a default the flag has no
+        value for; a variable that sets it is shown, not removed."""
+        if env:
+            p.applicability = DISPLAY
+            p.shown = f"remove {env[0]}"
+            return
+        if occ is None:
+            return
+        toks = [occ.flag] if occ.inline or occ.value is None else [occ.flag, occ.value]
+        if not all(self.exact(t) for t in toks) or len({t.span.file for t in toks if t.span}) != 1:
             p.applicability = DISPLAY
             return
-        tok = self.site.env.get(var)
-        if tok is not None:
-            found = self._anchor_name(tok)
-            if found is not None and re.search(r"\*" + re.escape(found[1]) + r"(?![\w.-])", found[0]):
-                p.applicability = DISPLAY  # a value shared through a YAML anchor: not changed for all
-                return
-            if self.exact(tok):
-                self.replace(p, tok, value)
-            else:
-                p.applicability = DISPLAY
-            return
-        sibs = [t for t in self.site.env.values() if self.exact(t)]
-        sibs.sort(key=lambda t: (t.span is None or t.span.file != self.site.file, -(t.span.end if t.span else 0)))
-        for sib in sibs:
-            assert sib.span is not None
-            piece = style.env_entry(self.read(sib.span.file), sib.span, var, value)
-            if piece is not None:
-                p.edits.append(Edit(self.span(sib.span.file, piece[0], piece[1]), piece[2]))
-                return
-        cmd = next((t for t in self.site.argv if t.span is not None), None)
-        if cmd is not None and cmd is self.site.argv[0] and self.exact(cmd) and self.site.workload.kind is None:
-            assert cmd.span is not None
-            piece = style.prefix_env(self.read(cmd.span.file), cmd.span, var, value)
-            if piece is not None:
-                p.edits.append(Edit(self.span(cmd.span.file, piece[0], piece[1]), piece[2]))
-                return
-        p.applicability = DISPLAY
-
-    def parameter(self, p: Placed, name: str) -> None:
-        doc = modelfile_of(self.site)
-        p.shown = f"PARAMETER {name} {fmt(p.new)}"
-        toks = doc.parameters.get(name) if doc is not None else None
-        if toks:
-            if self.exact(toks[-1]):
-                self.replace(p, toks[-1], fmt(p.new))
-            else:
-                p.applicability = DISPLAY
-            return
-        after = None
-        for ins in doc.instructions if doc is not None else []:
-            if ins.name in ("from", "parameter") and ins.keyword.span is not None:
-                after = ins.keyword.span
-        if after is None or not self.readable(after.file):
+        spans = [t.span for t in toks if t.span is not None]
+        pieces = style.remove_words(self.read(spans[0].file), spans)
+        if pieces is None:
             p.applicability = DISPLAY
             return
-        s, e, t = style.parameter_line(self.read(after.file), after, name, fmt(p.new))
-        p.edits.append(Edit(self.span(after.file, s, e), t))
-
-    def model(self, p: Placed) -> None:
-        span = self.space.ev.config.spans.get("model")
-        p.shown = f"model {p.new}"
-        tok = next((t for t in self.site.argv if t.span == span and span is not None), None)
-        if tok is None:
-            doc = modelfile_of(self.site)
-            tok = doc.from_ref if doc is not None else None
-        if tok is not None and self.exact(tok):
-            self.replace(p, tok, fmt(p.new))
-        else:
-            p.applicability = DISPLAY
+        p.edits.extend(Edit(self.span(spans[0].file, a, b), t) for a, b, t in pieces)
 
     def flush(self) -> None:
         self.flush_keys()
@@ -400,4 +343,4 @@ def make_patch(space: Space, point: dict[str, Any], read: Reader | None = None) 
     return Patch(site=space.ev.site, placed=placed)
 
 
-__all__ = ["DISPLAY", "SAFE", "UNSAFE", "Patch", "Placed", "apply_edits", "by_file", "make_patch", "reader"]
+__all__ = ["DISPLAY", "SAFE", "UNSAFE", "Patch", "Placed", "apply_edits", "by_file", "fmt", "make_patch", "reader"]

@@ -1,6 +1,7 @@
 """A tuned setting placed in the files: the edits that write it and their applicability, as
 ruff's fixes have: `safe` for settings, `unsafe` for a change of checkpoint or quantization
-(applied only with --unsafe), `display-only` where servefit cannot place the edit and shows it."""
+(applied only with --unsafe), `display-only` where servefit cannot place the edit and shows it; how a
+value is written (fmt)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,14 @@ class Placed:
     applicability: str
     edits: list[Edit] = field(default_factory=list)
     shown: str = ""  # how the change reads (`--max-model-len 32768`), for messages and manual edits
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
 
 
 def keep_to_own_files(render_own: list[str], placed: list[Placed]) -> None:

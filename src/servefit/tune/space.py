@@ -302,10 +302,35 @@ def _why_not(plan: MemoryPlan, outcome: str) -> str:
     return next((f.message for f in plan.findings if f.severity in ("error", "warning")), "")
 
 
+def released(ev: Evaluation, name: str) -> bool:
+    """Whether the engine's release takes the setting tune writes for the dimension `name` (its flag or
+    variable, by the option table's since / until and the release history read from the engine's own
+    parser): a knob the release lacks is left as it is, never written."""
+    from servefit.engines import get
+    from servefit.engines.options import version_in
+    from servefit.tune.occurrences import option_table
+
+    engine, version = ev.config.engine, ev.config.version
+    how = get(engine).written_as(name, ev.site)
+    if how is not None and how[0] == "parameter":  # a Modelfile PARAMETER: every release reads them
+        return True
+    table = option_table(engine)
+    opt = table.by_name.get(how[1] if how is not None else name) if table is not None else None
+    if opt is None:
+        return True
+    if not version_in(version, opt.since, opt.until):
+        return False
+    flag = next((f for f in opt.flags if f.startswith("--")), opt.flags[0] if opt.flags else None)
+    if flag is not None:
+        return bool(table.in_release(flag, version))
+    hist = table.env_history.get(opt.env[0]) if opt.env else None
+    return hist is None or bool(hist.present(version))
+
+
 def build_space(ev: Evaluation, needs: Needs) -> Space:
     engine = ev.config.engine
     adapter = adapter_for(engine)
-    dims = adapter.dims(ev, needs)
+    dims = [d if released(ev, d.name) else Dim(d.name, (d.current,), d.current) for d in adapter.dims(ev, needs)]
     base = Variant(key="none", label=_checkpoint_label(ev), level=adapter.current_level(ev))
     variants = {"none": base}
     for v in adapter.variants(ev, needs):

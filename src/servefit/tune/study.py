@@ -1,4 +1,4 @@
-"""The optuna study over an engine's memory model (optuna is imported here only, and only when
+"""The optuna study over an engine's memory model (optuna is imported here and in trials.py only, and only when
 tune runs: lint and estimate never load it).
 
 Strategies:
@@ -33,9 +33,17 @@ from typing import Any
 
 from servefit.tune.objective import Needs, Result, best, pareto
 from servefit.tune.space import Space
+from servefit.tune.trials import (
+    choices,
+    collect,
+    completed,
+    directions,
+    holds,
+    native_constraints,
+    record,
+)
 
 EXHAUSTIVE_LIMIT = 20000
-CONSTRAINT_KEYS = ("started", "min_context", "min_concurrency", "headroom")
 DEFAULT_TRIALS = 300
 DEFAULT_BENCH_TRIALS = 20  # measured mode: benchmark runs when --trials is not given
 
@@ -79,28 +87,6 @@ class Evaluator:
                 r = self.bench(r)
             self.cache[key] = r
         return r
-
-
-def directions(needs: Needs) -> list[Any]:
-    if needs.objective and needs.objective[0] == "measured":
-        return ["maximize"]
-    if needs.multi:
-        names = [o for o in needs.objective if o != "balanced"] or ["context", "concurrency"]
-        return ["minimize" if o == "memory" else "maximize" for o in names] + ["minimize"]
-    return ["minimize" if needs.objective[0] == "memory" else "maximize"]
-
-
-def values(r: Result, needs: Needs) -> list[float]:
-    if needs.objective and needs.objective[0] == "measured":
-        return [float(r.metric) if r.metric is not None else float("-inf")]
-    names = ([o for o in needs.objective if o != "balanced"] or ["context", "concurrency"]) if needs.multi \
-        else list(needs.objective[:1])
-    out: list[float] = []
-    for o in names:
-        out.append(float(r.context if o == "context" else r.users if o == "concurrency" else r.used))
-    if needs.multi:
-        out.append(float(r.quality_rank))
-    return out
 
 
 def storage_for(url: str | None) -> Any:
@@ -151,12 +137,6 @@ def _open_study(storage: Any, name: str | None, dirs: list[Any], sampler: Any) -
     raise RuntimeError(f"cannot open study {name!r}: {last}")
 
 
-def _choices(space: Space) -> dict[str, Any]:
-    from optuna.distributions import CategoricalDistribution
-
-    return {d.name: CategoricalDistribution(list(d.values)) for d in space.dims}
-
-
 def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | None = None,
         storage: str | None = None, study_name: str | None = None, seed: int = 0,
         bench: Callable[[Result], Result] | None = None, progress: bool | None = None) -> TuneRun:
@@ -195,11 +175,11 @@ def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | Non
         sampler = _sampler(strategy, needs, seed, trials)
         study = _open_study(store, study_name, dirs, sampler)
         budget = trials or DEFAULT_TRIALS
-        if not _holds(study, space, space.start()):  # the current config first, as a finished trial
-            study.add_trial(_completed(ev(space.start()), _choices(space), needs))
+        if not holds(study, space, space.start()):  # the current config first, as a finished trial
+            study.add_trial(completed(ev(space.start()), choices(space), needs))
             budget -= 1
         _optimize(space, needs, ev, study, budget, progress)
-        results = _collect(study, space)
+        results = collect(study, space)
         n = len(results)
     objective = needs.objective if bench is None else ("measured",) + tuple(needs.objective)
     target = needs.min_context or needs.target_context
@@ -217,21 +197,13 @@ def run(space: Space, needs: Needs, *, strategy: str = "auto", trials: int | Non
                    resumed=measured.get("resumed", 0))
 
 
-def _native_constraints() -> bool:
-    """optuna >= 5 records constraints on the trial (Trial.set_constraint) and deprecates
-    constraints_func; older releases need the function."""
-    import optuna
-
-    return hasattr(optuna.trial.Trial, "set_constraint")
-
-
 def _sampler(strategy: str, needs: Needs, seed: int, trials: int | None) -> Any:
     import optuna
 
     def constraints(ft: Any) -> list[float]:
         return list(ft.user_attrs.get("constraints") or [1.0])
 
-    kw: dict[str, Any] = {} if _native_constraints() else {"constraints_func": constraints}
+    kw: dict[str, Any] = {} if native_constraints() else {"constraints_func": constraints}
     if strategy == "bruteforce":
         import warnings
 
@@ -247,7 +219,7 @@ def _sampler(strategy: str, needs: Needs, seed: int, trials: int | None) -> Any:
 
 
 def _exhaustive(space: Space, needs: Needs, ev: Evaluator, study: Any, progress: bool) -> list[Result]:
-    dists = _choices(space)
+    dists = choices(space)
     start = space.start()
     results = [ev(start)]
     size = space.size()
@@ -259,27 +231,8 @@ def _exhaustive(space: Space, needs: Needs, ev: Evaluator, study: Any, progress:
             sys.stderr.write(f"\rtune: {k:,}/{size:,} candidates planned")
     if shown:
         sys.stderr.write("\n")
-    study.add_trials([_completed(r, dists, needs) for r in results])
+    study.add_trials([completed(r, dists, needs) for r in results])
     return results
-
-
-def _completed(r: Result, dists: dict[str, Any], needs: Needs) -> Any:
-    """A finished trial holding a planned result (added to the study in one write)."""
-    from optuna.trial import create_trial
-
-    extra: dict[str, Any] = {"constraints": dict(zip(CONSTRAINT_KEYS, r.constraints, strict=True))} \
-        if _native_constraints() else {"system_attrs": {"constraints": list(r.constraints)}}
-    return create_trial(params=r.point, distributions=dists, values=values(r, needs),
-                        user_attrs={"r": r.attrs(), "constraints": list(r.constraints)}, **extra)
-
-
-def _holds(study: Any, space: Space, point: dict[str, Any]) -> bool:
-    """Whether the study already has this point (finished or being evaluated)."""
-    from optuna.trial import TrialState
-
-    want = tuple(point[n] for n in space.names)
-    return any(set(t.params) == set(space.names) and tuple(t.params[n] for n in space.names) == want
-               for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING)))
 
 
 def _chosen_sampler() -> Any:
@@ -303,22 +256,10 @@ def _chosen_sampler() -> Any:
     return Chosen()
 
 
-def _record(trial: Any, r: Any, needs: Needs) -> Any:
-    """Keep a result on its trial (attributes and constraints, natively where optuna has
-    Trial.set_constraint) and return the objective value(s) optuna expects."""
-    trial.set_user_attr("r", r.attrs())
-    trial.set_user_attr("constraints", list(r.constraints))
-    if hasattr(trial, "set_constraint"):
-        for key, c in zip(CONSTRAINT_KEYS, r.constraints, strict=True):
-            trial.set_constraint(key, c)
-    vals = values(r, needs)
-    return vals[0] if len(vals) == 1 else vals
-
-
 def _optimize(space: Space, needs: Needs, ev: Evaluator, study: Any, n_trials: int, progress: bool) -> None:
     def objective(trial: Any) -> Any:
         point = {d.name: trial.suggest_categorical(d.name, list(d.values)) for d in space.dims}
-        return _record(trial, ev(point), needs)
+        return record(trial, ev(point), needs)
 
     study.optimize(objective, n_trials=n_trials, show_progress_bar=progress and n_trials >= 20)
 
@@ -334,7 +275,7 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
 
     from servefit.tune.objective import rank_key
 
-    dists = _choices(space)
+    dists = choices(space)
     names = space.names
     planned = [space.evaluate(p, needs) for p in space.points()]
     key = lambda point: tuple(point[n] for n in names)  # noqa: E731
@@ -349,7 +290,7 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
 
     seen = held()
     rejected = [r for r in planned if not r.feasible]
-    fresh = [_completed(replace(r, message=r.message or "rejected by the memory model; not benchmarked"), dists, needs)
+    fresh = [completed(replace(r, message=r.message or "rejected by the memory model; not benchmarked"), dists, needs)
              for r in rejected if key(r.point) not in seen]
     if fresh:
         study.add_trials(fresh)
@@ -376,7 +317,7 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
         res = ev(point)
         t_run += time.perf_counter() - t1
         runs += 1
-        study.tell(trial, _record(trial, res, needs))
+        study.tell(trial, record(trial, res, needs))
         if res.metric is not None and (best_metric is None or res.metric > best_metric):
             best_metric = res.metric
         if progress:
@@ -386,18 +327,6 @@ def _measured(space: Space, needs: Needs, ev: Evaluator, study: Any, budget: int
             sys.stderr.flush()
     if progress and runs:
         sys.stderr.write("\n")
-    return _collect(study, space), {"runs": runs, "rejected": len(rejected), "resumed": resumed}
+    return collect(study, space), {"runs": runs, "rejected": len(rejected), "resumed": resumed}
 
 
-def _collect(study: Any, space: Space) -> list[Result]:
-    """Every completed trial of the study, this worker's and the others'."""
-    from optuna.trial import TrialState
-
-    out: list[Result] = []
-    names = set(space.names)
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        a = t.user_attrs.get("r")
-        if a is None or set(t.params) != names:
-            continue
-        out.append(Result.from_attrs(t.params, a))
-    return out

@@ -215,6 +215,37 @@ def remove_word(text: str, span: Span) -> Piece | None:
     return i, e, ""
 
 
+def remove_words(text: str, spans: list[Span]) -> list[Piece] | None:
+    """Delete a flag and its value (argv words in order): each as remove_word does, except that a
+    shell line holding nothing else (a continuation backslash aside) goes whole."""
+    pieces = [remove_word(text, sp) for sp in spans]
+    if any(p is None for p in pieces):
+        return None
+    a, b, end = line_bounds(text, spans[0].start)
+    if all(a <= sp.start and sp.end <= b for sp in spans):
+        rest = text[a:b]
+        for sp in reversed(spans):
+            q = quote_of(text, sp)
+            rest = rest[:sp.start - len(q) - a] + rest[sp.end + len(q) - a:]
+        if re.fullmatch(r"[ \t]*\\?[ \t]*", rest) and pieces[0] != (a, end, ""):
+            before = text[:a].rstrip("\r\n")
+            if "\\" not in rest and before.endswith("\\"):  # the command's last line: the one above ends it now
+                return [(len(before[:-1].rstrip(" \t")), b, "")]
+            return [(a, end, "")]
+    first, last = pieces[0], pieces[-1]
+    assert first is not None and last is not None
+    if len(pieces) == 2 and last[0] < first[1]:  # the first items of a flow list: the comma after the value goes too
+        j = e = spans[-1].end + len(quote_of(text, spans[-1]))
+        while j < len(text) and text[j] in " \t\r\n":
+            j += 1
+        if j < len(text) and text[j] == ",":
+            e = j + 1
+            while e < len(text) and text[e] in " \t":
+                e += 1
+        return [(first[0], e, "")]
+    return list(dict.fromkeys(p for p in pieces if p is not None))
+
+
 def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     """A new environment variable shaped like the sibling whose value sits at `sib`."""
     a, b, _ = line_bounds(text, sib.start)

@@ -1,7 +1,7 @@
-"""Weight choices tune may offer: keep the checkpoint, quantize it online (vLLM `--quantization
-fp8`), or switch to a pre-quantized checkpoint of the same model that the catalog resolves to
-the same architecture; for GGUF engines, another quantization of the same GGUF (llama.cpp
-`-hf repo:QUANT`, an Ollama tag's quantization suffix).
+"""Weight choices tune may offer: keep the checkpoint, quantize it online (vLLM's and SGLang's
+`--quantization fp8`, TGI's `--quantize fp8`), or switch to a pre-quantized checkpoint of the same
+model that the catalog resolves to the same architecture; for GGUF engines, another quantization of
+the same GGUF (llama.cpp `-hf repo:QUANT`, an Ollama tag's quantization suffix).
 
 Pre-quantized repository names follow the publishers' conventions (RedHatAI `-FP8-dynamic` /
 `-quantized.w8a8` / `-quantized.w4a16`, hugging-quants `-AWQ-INT4` / `-GPTQ-INT4`, Qwen's own

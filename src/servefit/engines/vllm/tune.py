@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from servefit.core import MemoryPlan, UsageError
+from servefit.core import EngineConfig, MemoryPlan, UsageError
 from servefit.engines.vllm.detail import of as detail_of
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import WEIGHTS, Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
 from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
 
 if TYPE_CHECKING:
@@ -68,6 +68,17 @@ class VllmAdapter(Adapter):
             Dim("enforce_eager", ladder(eagers, eager_cur), eager_cur),
             Dim("tensor_parallel_size", ladder(knobs.get("tensor_parallel_size", (1,)), tp_cur), tp_cur),
         ]
+
+    def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
+               cfg: EngineConfig) -> dict[str, Any]:
+        """The changed settings, and the context the plan was made for where the file leaves it to the
+        model's length (32k or more: VLLM018, checks.py::max_model_len_unset) and tune writes anything."""
+        out = dict(changed)
+        length = int(point.get("max_model_len") or 0)
+        if (out or point.get(WEIGHTS, "none") != "none") and cfg.settings.get("max_model_len") is None \
+                and length >= 32768:
+            out["max_model_len"] = length
+        return out
 
     def variants(self, ev: Evaluation, needs: Needs) -> list[Variant]:
         from servefit.engines.vllm.checks import MIN_CAPABILITY
