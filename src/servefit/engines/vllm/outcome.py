@@ -59,6 +59,13 @@ def verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + CUDA_CONTEXT \
             > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
+    # --kv-cache-memory-bytes skips the budget (v1/worker/gpu_worker.py::determine_available_memory returns it
+    # as given, 0.10.2 on); gpu_model_runner.py::_allocate_kv_cache_tensors then asks torch for that many bytes
+    # beside the weights and non-torch memory (the profile's activations are cached blocks torch frees first)
+    if out.outcome == "started" and cfg.settings.get("kv_cache_memory_bytes") and \
+            mem.weights + mem.non_torch - cached + mem.kv_cache + CUDA_CONTEXT + gpu.in_use_bytes > gpu.memory_bytes:
+        out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "kv"
+        out.messages.append("CUDA out of memory allocating the KV cache (the size --kv-cache-memory-bytes sets)")
     if attention_free(model) or not any(g.layers for g in lay.groups):
         out.max_model_len = max_len
         if out.outcome == "started":

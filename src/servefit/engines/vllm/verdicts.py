@@ -25,7 +25,7 @@ class Verdict:
     """Why the start-up failed (the rule code that says so) and the numbers its message quotes."""
 
     code: str = ""  # "" when vLLM starts
-    reason: str = ""  # for VLLM005: "load" (weights) or "profile" (weights + activation peak)
+    reason: str = ""  # for VLLM005: "load" (weights), "profile" (weights + activation peak) or "kv" (a set KV size)
     util: float = 0.0
     budget: int = 0
     free_at_start: int = 0
@@ -59,6 +59,12 @@ def weights_exceed_gpu(cfg: EngineConfig, gpu: GpuSpec, plan, v: Verdict, cg_in:
         return finding("VLLM005", f"weights need {mem.weights / GiB:.2f} GiB per GPU, the {gpu.name} has "
                                   f"{gpu.memory_bytes / GiB:.2f} GiB: CUDA out of memory while loading",
                        setting="model", span=cfg.spans.get("model"))
+    if v.reason == "kv":
+        return finding("VLLM005", f"weights ({mem.weights / GiB:.2f} GiB), non-torch memory ({mem.non_torch / GiB:.2f} "
+                                  f"GiB) and the {mem.kv_cache / GiB:.2f} GiB KV cache that --kv-cache-memory-bytes "
+                                  f"sets exceed the {gpu.name}'s {gpu.memory_bytes / GiB:.2f} GiB: CUDA out of memory "
+                                  "allocating the KV cache (the setting bypasses --gpu-memory-utilization)",
+                       setting="kv_cache_memory_bytes", span=cfg.spans.get("kv_cache_memory_bytes"))
     return finding("VLLM005", f"weights ({mem.weights / GiB:.2f} GiB) and the profiling run's activation peak "
                               f"({mem.activation_peak / GiB:.2f} GiB, {v.max_num_batched_tokens:,} tokens) exceed the "
                               f"{gpu.name}: CUDA out of memory during start-up", setting="max_num_batched_tokens",
