@@ -43,3 +43,22 @@ def test_a_dense_model_still_stacks_the_logits_on_the_masks():
     got = _compute_mib("llama-server -hf Qwen/Qwen3-8B-GGUF:Q8_0 -np 1 -c 131072 -ngl 999 -fa 1 -ub 2048",
                        "NVIDIA RTX PRO 6000 Blackwell Server Edition", "b8193")
     assert got == want
+
+
+def test_qwen35_recurrent_state_from_the_catalog():
+    # llama_hparams::n_embd_r / n_embd_s for Qwen3.5-9B (24 gated-delta-net layers of 32): conv state
+    # (4 - 1) x (32 x 128 + 2 x 16 x 128) = 24576 and state 128 x (32 x 128) = 524288 f32 per layer, one
+    # sequence: 4 x (24576 + 524288) x 24 = 50.25 MiB, logged beside the 2176 MiB KV buffer (8 attention
+    # layers x 131072 cells x 2 x 1088-byte q8_0 rows), which leaves it out
+    rs = 4 * (24576 + 524288) * 24
+    plan = evaluate(site_from_argv(shlex.split(
+        "llama-server -hf unsloth/Qwen3.5-9B-GGUF:Q8_0 -np 1 -c 131072 -ngl 999 -fa 1 -ctk q8_0 -ctv q8_0 -ub 2048")),
+        Target(gpu="Tesla T4", engine_version="b8193")).plan
+    d = plan.detail.as_dict()
+    assert rs / MIB == 50.25 and d["rs_buffer_mib"] == 50.25
+    assert d["kv_buffer_mib"] == 8 * 131072 * 2 * 1088 / MIB == 2176.0
+    assert plan.memory.kv_cache == 8 * 131072 * 2 * 1088 + rs
+    assert "llama_memory_recurrent:      CUDA0 RS buffer size =    50.25 MiB" in plan.messages
+    assert "llama_kv_cache:      CUDA0 KV buffer size =  2176.00 MiB" in plan.messages
+    # llama_params_fit_impl's projection counts the RS buffer: the log's 12243 MiB
+    assert any("projected to use 12243 MiB of device memory" in m for m in plan.messages)

@@ -190,6 +190,11 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     if mb.get("kind") == "kda":  # llama-hparams.cpp n_embd_r / n_embd_s with n_embd_head_kda (Kimi KDA layers)
         kda_heads, kda_hd = int(mb.get("num_value_heads") or 0), int(mb.get("value_head_dim") or 0)
         n_embd_r, n_embd_s = 3 * max(0, d_conv - 1) * kda_heads * kda_hd, kda_hd * kda_hd * kda_heads
+    if mb.get("conv_state_elems") is not None:  # the catalog's per-layer state (models/recurrent_state.py) is
+        # llama_hparams::n_embd_r / n_embd_s (src/llama-hparams.cpp): (d_conv - 1) x (d_inner + 2 n_group d_state)
+        # and d_state x d_inner, with Qwen3.5's ssm_d_inner = value heads x head_v_dim, ssm_n_group = key heads,
+        # ssm_d_state = head_k_dim (src/models/qwen35.cpp load_arch_tensors), LFM2's n_embd x (L_cache - 1)
+        n_embd_r, n_embd_s = int(mb["conv_state_elems"]), int(mb.get("ssm_state_elems") or 0)
     lm = LModel(
         arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
         n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
