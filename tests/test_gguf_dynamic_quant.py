@@ -75,3 +75,13 @@ def test_lint_reports_an_unknown_quant_as_a_finding(tmp_path, capsys):
     codes = {x["code"]: x["message"] for x in found}
     assert "SF002" in codes and "'FOO_BAR' is not a llama.cpp file type" in codes["SF002"]
     assert not any("KeyError" in x["message"] for x in found)
+
+
+def test_lint_says_the_ud_quant_was_sized_as_its_base_type(tmp_path, capsys):
+    f = tmp_path / "compose.yaml"
+    f.write_text("services:\n  llm:\n    image: ghcr.io/ggml-org/llama.cpp:server-cuda-b8836\n"
+                 "    command: -hf unsloth/Qwen3.6-27B-GGUF:UD-Q8_K_XL -c 8192 -ngl 999\n")
+    main(["lint", str(f), "--gpu", GPU, "--format", "json"])
+    found = {x["code"]: x["message"] for x in json.loads(capsys.readouterr().out)}
+    assert found["SF004"] == ("GGUF 'Qwen3.6-27B-GGUF:UD-Q8_K_XL' taken as Qwen/Qwen3.6-27B (by its name, quant "
+                              "UD-Q8_K_XL, an Unsloth Dynamic mix sized as plain Q8_0; no file to read)")

@@ -178,8 +178,10 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
         except Exception as exc:  # UsageError with nearest names, KeyError, ...
             first = first or exc
             continue
+        dyn = dynamic_quant(ref)
+        label = f"{dyn}, an Unsloth Dynamic mix sized as plain {quant}" if dyn and quant else quant
         spec.assumptions.append(f"GGUF {file_name(ref)!r} taken as {spec.name} "
-                                f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+                                f"(by its name{', quant ' + label if quant else ''}; no file to read)")
         spec.resolved_from = "derivative"
         return spec
     exported = _ollama_export(base, quant)
