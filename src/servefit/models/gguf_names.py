@@ -179,9 +179,9 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
             first = first or exc
             continue
         dyn = dynamic_quant(ref)
-        label = f"{dyn}, an Unsloth Dynamic mix sized as plain {quant}" if dyn and quant else quant
+        label = f"{dyn}, an Unsloth Dynamic mix sized as plain {quant}" if dyn else quant
         spec.assumptions.append(f"GGUF {file_name(ref)!r} taken as {spec.name} "
-                                f"(by its name{', quant ' + label if quant else ''}; no file to read)")
+                                f"(by its name{f', quant {label}' if quant else ''}; no file to read)")
         spec.resolved_from = "derivative"
         return spec
     exported = _ollama_export(base, quant)
