@@ -184,7 +184,10 @@ def test_kimi_k3_llamacpp_latent_cache_and_kda_state():
     assert abs(n / count_text_params(m) - 1) < 1e-5  # the residual scorers are one vector each in the GGUF
     ev = evaluate(site_from_argv(["llama-server", "-hf", "unsloth/Kimi-K3-GGUF", "-c", "32768", "-ngl", "99"]),
                   Target(gpu="H200", gpus=16))
-    mib = [float(x.split("= ")[1].split(" MiB")[0]) for x in ev.plan.messages if "KV buffer size" in x]
+    # the KDA state is logged apart from the KV buffers (llama_memory_recurrent: RS buffer size)
+    mib = [float(x.split("= ")[1].split(" MiB")[0]) for x in ev.plan.messages
+           if "KV buffer size" in x or "RS buffer size" in x]
+    assert any("RS buffer size" in x for x in ev.plan.messages)
     slots = 4  # llama-server's default -np
     expected = 24 * 32768 * 576 * 2 + 69 * slots * (3 * 3 * 12288 + 128 * 128 * 96) * 4
     assert abs(sum(mib) * 2**20 - expected) < len(mib) * 0.01 * 2**20

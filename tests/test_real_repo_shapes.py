@@ -50,7 +50,8 @@ def test_a_windows_model_path_is_named_by_its_file_as_a_posix_one(tmp_path: Path
     back, slash = json.loads(out)
     gguf = "Devstral-Small-2-24B-Instruct-2512-UD-Q4_K_XL.gguf"
     assert back["assumptions"][0] == (f"GGUF '{gguf}' taken as mistralai/Devstral-Small-2-24B-Instruct-2512 "
-                                      "(by its name, quant Q4_K_M; no file to read)")
+                                      "(by its name, quant UD-Q4_K_XL, an Unsloth Dynamic mix sized as plain Q4_K_M; "
+                                      "no file to read)")
     assert f"model '{gguf}' taken as mistralai/Devstral-Small-2-24B-Instruct-2512 by its name (Q4_K_M, sized as " \
            "llama-quantize makes it)" in back["assumptions"]
     assert not any("local folder" in a or "fp8" in a or "\\" in a for a in back["assumptions"])

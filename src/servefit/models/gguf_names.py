@@ -55,6 +55,13 @@ def split_quant(name: str) -> tuple[str, str | None]:
     return base, None
 
 
+def dynamic_quant(ref: str) -> str | None:
+    """`UD-Q8_K_XL` for a file or `-hf repo:TAG` naming an Unsloth Dynamic quant: a mix whose
+    per-tensor types only the file's header tells (the name gives its base type alone)."""
+    m = re.search(r"(?:^|[-_.:/])(UD[-_][A-Z0-9_]+?)(?:-\d{5}-of-\d{5})?(?:\.gguf)?$", str(ref), re.I)
+    return "UD-" + m.group(1)[3:].upper() if m else None
+
+
 def catalog_candidates(base: str) -> list[str]:
     """Names to try in the catalog for a GGUF base name, most specific first."""
     out = [base]
@@ -171,8 +178,10 @@ def resolve_gguf_ref(ref: str, online: bool = False, context: Any = None, hf_rep
         except Exception as exc:  # UsageError with nearest names, KeyError, ...
             first = first or exc
             continue
+        dyn = dynamic_quant(ref)
+        label = f"{dyn}, an Unsloth Dynamic mix sized as plain {quant}" if dyn else quant
         spec.assumptions.append(f"GGUF {file_name(ref)!r} taken as {spec.name} "
-                                f"(by its name{', quant ' + quant if quant else ''}; no file to read)")
+                                f"(by its name{f', quant {label}' if quant else ''}; no file to read)")
         spec.resolved_from = "derivative"
         return spec
     exported = _ollama_export(base, quant)

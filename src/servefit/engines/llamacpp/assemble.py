@@ -75,9 +75,10 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     worst = max(range(n_dev), key=lambda d: u.used(d) / max(1, free[d]))
     cp, kv = u.cp, u.kv
     n_total_layers = lm.n_layer + 1
-    gpu_kv = sum(v for d, v in u.kv_by_dev.items() if d != P.CPU)
+    # the KV buffer line leaves out the recurrent state, logged on its own (llama_memory_recurrent: RS buffer)
+    gpu_kv = sum(v - u.rs_by_dev.get(d, 0) for d, v in u.kv_by_dev.items() if d != P.CPU)
     detail = LlamaCppDetail(
-        kv_buffer_mib=mib(kv.total), kv_buffer_gpu_mib=mib(gpu_kv),
+        kv_buffer_mib=mib(kv.total - kv.rs_bytes), kv_buffer_gpu_mib=mib(gpu_kv),
         model_buffer_mib=mib(sum(v for d, v in u.pl.weights.items() if d != P.CPU)),
         model_buffer_host_mib=mib(u.pl.on(P.CPU)),
         compute_buffer_mib=mib(max(u.compute_by_dev.values(), default=0)),
@@ -128,8 +129,12 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
         out.append(f"llama_kv_cache_iswa: creating non-SWA KV cache, size = {u.kv.cells_base} cells")
         out.append(f"llama_kv_cache_iswa: creating     SWA KV cache, size = {u.kv.cells_swa} cells")
     for d, nbytes in sorted(u.kv_by_dev.items()):
+        if nbytes - u.rs_by_dev.get(d, 0):
+            out.append(f"{V.kv_log_prefix(b)}: {dev_name(gpu, d):>10} KV buffer size = "
+                       f"{(nbytes - u.rs_by_dev.get(d, 0)) / MIB:8.2f} MiB")
+    for d, nbytes in sorted(u.rs_by_dev.items()):  # src/llama-memory-recurrent.cpp (the constructor's log)
         if nbytes:
-            out.append(f"{V.kv_log_prefix(b)}: {dev_name(gpu, d):>10} KV buffer size = {nbytes / MIB:8.2f} MiB")
+            out.append(f"llama_memory_recurrent: {dev_name(gpu, d):>10} RS buffer size = {nbytes / MIB:8.2f} MiB")
     if u.cp.n_ctx_seq < lm.n_ctx_train:
         out.append(f"llama_context: n_ctx_seq ({u.cp.n_ctx_seq}) < n_ctx_train ({lm.n_ctx_train}) -- the full "
                    "capacity of the model will not be utilized")

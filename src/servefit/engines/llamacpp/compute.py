@@ -16,7 +16,15 @@ n_ctx 8192, ub 512: 560.00 MiB with FA off = KQ 512 + mask 16 + residual 32; 258
 = logits 250.5 + 8). Models with sliding-window layers (two masks, llama_kv_cache_iswa) log the
 logits + final norm alone, whatever the context: gpt-oss-20b 398.38 MiB at 65536 and at 2 x 24576
 (b7772), Gemma-4 E2B 1031 MiB (b8700) -- an observation from those calibration logs, not read off
-ggml-alloc. Every GPU that holds layers reserves roughly the full amount.
+ggml-alloc. Hybrid models (recurrent layers beside full-attention ones) log no masks under the logits
+either: Qwen3.5-9B at n_ctx 131072, ub 2048 (b8193) logs 1972.00 MiB = logits 248320 x 2048 x 4
+(1940.00) + final norm 4096 x 2048 x 4 (32.00), the 1536 MiB of FA masks not added; Qwen3.6-27B and
+35B-A3B at 262144 / ub 512 (b8836) log 824.02 / 804.02 MiB, the attention phase (masks 768 + residual
+40 / 16, -1.9% / -2.5%). In their graphs (src/models/qwen35.cpp, qwen35moe.cpp: llm_build_delta_net_base,
+build_inp_mem_hybrid) the first full-attention layer, where llama-graph.cpp::build_attn_mha casts the
+mask to f16, comes after three gated-delta-net layers, and the last layer's rows are taken after the
+final norm; ggml-alloc's placement that follows is not simulated here -- an observation from those
+logs. Every GPU that holds layers reserves roughly the full amount.
 The host side (CUDA_Host compute buffer) holds the graph inputs: embeddings + the f32 mask.
 """
 
@@ -49,6 +57,11 @@ def n_outputs(cp: CtxParams, b: int, draft: int = 0, embedding: bool = False) ->
     return min(cp.n_batch, cp.n_seq * (1 + draft), t)
 
 
+def _hybrid(lm: LModel) -> bool:
+    """Recurrent layers beside attention layers (Qwen3.5/3.6, Qwen3-Next, Jamba, Granite-4.0-H...)."""
+    return any(lm.recurrent) and any(lm.has_kv(il) for il in range(lm.n_layer))
+
+
 def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, draft: int = 0) -> Compute:
     t = min(cp.n_ctx, cp.n_ubatch)
     n_kv = kv.cells_base if any(lm.has_kv(il) for il in range(lm.n_layer)) else 0
@@ -67,7 +80,7 @@ def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, dr
         ffn = 4 * t * (4 * lm.n_ff + e)
     n_out = n_outputs(cp, b, draft, lm.embedding)
     out = 4 * vocab * n_out + 4 * e * t
-    if n_out >= t and not any(lm.swa):  # the logits do not fit a freed hole: they stack on the masks
+    if n_out >= t and not any(lm.swa) and not _hybrid(lm):  # the logits do not fit a freed hole: they stack on the masks
         out += max(0, (masks if fa else 4 * n_kv * t_pad) - 8 * e * t)
     phases = {"attention": attn, "ffn": ffn, "output": out}
     phase = max(phases, key=lambda k: phases[k])

@@ -7,8 +7,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from servefit import data
+from servefit.core import UsageError
 from servefit.memory.kv import MHA_CACHE_MLA_TYPES
 from servefit.models.gguf import ArrayLen, GgufInfo, TensorInfo, read_gguf
+from servefit.models.gguf_names import dynamic_quant
 from servefit.models.gguf_quant import hf_to_arch, synth_tensors
 from servefit.models.gguf_spec import swa_layers
 from servefit.models.spec import ModelSpec
@@ -141,7 +144,6 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     arch = hf_to_arch(m.model_type)
     n = m.num_hidden_layers
     kinds = m.kinds()
-    from servefit import data
 
     swa_arch = data.load("gguf_quants.yaml")["swa_arch"].get(arch)
     window = m.sliding_window or m.attention_chunk_size or (swa_arch or {}).get("window", 0)
@@ -188,6 +190,11 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     if mb.get("kind") == "kda":  # llama-hparams.cpp n_embd_r / n_embd_s with n_embd_head_kda (Kimi KDA layers)
         kda_heads, kda_hd = int(mb.get("num_value_heads") or 0), int(mb.get("value_head_dim") or 0)
         n_embd_r, n_embd_s = 3 * max(0, d_conv - 1) * kda_heads * kda_hd, kda_hd * kda_hd * kda_heads
+    if mb.get("conv_state_elems") is not None:  # the catalog's per-layer state (models/recurrent_state.py) is
+        # llama_hparams::n_embd_r / n_embd_s (src/llama-hparams.cpp): (d_conv - 1) x (d_inner + 2 n_group d_state)
+        # and d_state x d_inner, with Qwen3.5's ssm_d_inner = value heads x head_v_dim, ssm_n_group = key heads,
+        # ssm_d_state = head_k_dim (src/models/qwen35.cpp load_arch_tensors), LFM2's n_embd x (L_cache - 1)
+        n_embd_r, n_embd_s = int(mb["conv_state_elems"]), int(mb.get("ssm_state_elems") or 0)
     lm = LModel(
         arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
         n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
@@ -226,7 +233,19 @@ def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> L
     if not quant:
         quant = "Q4_K_M"
         assumptions.append("GGUF quantization unknown: Q4_K_M assumed (put the quant in the file name or -hf repo:QUANT)")
+    quant = str(quant)
+    if quant not in data.load("gguf_quants.yaml")["ftypes"]:
+        raise UsageError(f"the GGUF quantization {quant!r} is not a llama.cpp file type servefit can size "
+                         "(Q4_K_M, Q5_K_M, Q6_K, Q8_0, IQ4_XS, F16, ...): name the file type in the file name or "
+                         "-hf repo:QUANT, or point -m at the GGUF file so its header is read")
     lm = from_spec(spec, quant)
+    dyn = dynamic_quant(str(settings.get("model") or ""))
+    if dyn:  # Unsloth keeps some tensors above the base type; which ones, only the file's header says
+        assumptions.append(f"{dyn} is an Unsloth Dynamic quant: some of its tensors are stored at higher precision "
+                           f"than {quant}, in a per-file mix that cannot be known without the file, so its weights were "
+                           f"sized as plain {quant} ({lm.weight_bytes / 2**30:.2f} GiB; the file is likely larger: "
+                           "a model lock or --online reads its header)")
+        return lm
     assumptions.append(f"weights sized from {spec.name} as llama-quantize makes {quant} "
                        f"({lm.weight_bytes / 2**30:.2f} GiB; the real file may differ slightly)")
     return lm

@@ -62,6 +62,7 @@ class Usage:
     compute_by_dev: dict[int, int]
     extra_by_dev: dict[int, int]
     pipeline: bool = False
+    rs_by_dev: dict[int, int] = field(default_factory=dict)  # the recurrent-state part of kv_by_dev
 
     def used(self, dev: int) -> int:
         return self.pl.on(dev) + self.kv_by_dev.get(dev, 0) + self.compute_by_dev.get(dev, 0) + \
@@ -166,8 +167,11 @@ def _usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int) -> Usage:
     pl, on_cpu = _placed(inp, ngl, max(s["n_cpu_moe"], n_cpu_moe))
     kv_dev = P.kv_devices(pl, lm.n_layer, s["kv_offload"], s["split_mode"], s["main_gpu"])
     kv_by: dict[int, int] = {}
+    rs_by: dict[int, int] = {}
     for il, nbytes in enumerate(kv.layer_bytes):
         kv_by[kv_dev[il]] = kv_by.get(kv_dev[il], 0) + nbytes
+        if lm.recurrent and lm.recurrent[il]:
+            rs_by[kv_dev[il]] = rs_by.get(kv_dev[il], 0) + nbytes
     comp = C.compute_buffer(lm, cp, kv, inp.fa, b, int(s.get("draft_max") or 0) if s.get("model_draft") else 0)
     gpus_used = sorted({d for d in pl.layer_dev if d != P.CPU} | {d for d in kv_by if d != P.CPU})
     if not gpus_used and inp.n_dev:
@@ -184,7 +188,7 @@ def _usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int) -> Usage:
     main = s["main_gpu"] if inp.n_dev else P.CPU
     for ex in inp.extras:
         extra_by[main] = extra_by.get(main, 0) + ex.weights + ex.kv + ex.compute
-    return Usage(cp, kv, pl, comp, kv_by, comp_by, extra_by, pipeline)
+    return Usage(cp, kv, pl, comp, kv_by, comp_by, extra_by, pipeline, rs_by)
 
 
 def _placed(inp: Inputs, ngl: int, n_cpu_moe: int) -> tuple[P.Placement, list[Any]]:
