@@ -10,13 +10,16 @@ import sys
 from servefit.conventions import add_color_arg, use_color
 from servefit.core import UsageError
 
+COMMAND_FILE = "<command line>"  # the name a launch command given in place of paths is reported under
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lint", help="find every server in a deployment repo and check its settings",
                        description="Find the inference servers in k8s manifests, Helm values, compose "
                                    "files, Dockerfiles, scripts, systemd units, supervisord programs, SkyPilot and llama-swap "
                                    "configs, and report the settings that will not start or will OOM.")
-    p.add_argument("paths", nargs="*", help="files or directories (default: the current directory)")
+    p.add_argument("paths", nargs="*", help="files or directories (default: the current directory), or "
+                                            "`-- COMMAND...` (a launch command, linted as a one-line script)")
     p.add_argument("--gpu", help="GPU for every server, over what the files and the config say (any name: "
                                  "nvidia-smi, k8s label, GKE name, instance type)")
     p.add_argument("--gpus", type=int, help="GPU count for every server, over what the files say")
@@ -133,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from servefit.linter.policy import apply
     from servefit.linter.run import lint_paths
 
+    command = _command(args)
     for p in args.paths:
         if p != "-" and not os.path.exists(p):
             raise UsageError(f"{p}: no such file or directory")
@@ -145,7 +149,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     check_gpu_names(args, cfg)
     options = options_from(args, cfg)
-    if "-" in args.paths:
+    if command is not None:
+        options.stdin = (COMMAND_FILE, command)
+    elif "-" in args.paths:
         from servefit.conventions import read_stdin, stdin_name
 
         text = read_stdin()
@@ -191,6 +197,32 @@ def run(args: argparse.Namespace) -> int:
         return 0
     return 1 if any(result.config_for(f.span.file if f.span else None, cfg).fails(f.severity)
                     for f in findings) else 0
+
+
+def _command(args: argparse.Namespace) -> str | None:
+    """A launch command in place of paths (`lint -- vllm serve MODEL ...`, or quoted whole), as
+    estimate and explain take it: linted as a one-line script read from standard input's place."""
+    words = list(args.paths)
+    if not words or any(os.path.exists(w) or w == "-" for w in words):
+        return None
+    from servefit import engines
+    from servefit.commands.common import one_word_target, split_trailing
+
+    fmt = args.format
+    words = one_word_target(split_trailing(words, args), args)
+    if isinstance(args.format, str):  # `--format json` after the command: lint's formats are a list
+        args.format = (fmt or []) + [args.format]
+    if isinstance(args.gpus, str):
+        try:
+            args.gpus = int(args.gpus)
+        except ValueError:
+            raise UsageError(f"--gpus: not a count: {args.gpus!r}") from None
+    if engines.detect(words, None) is None:
+        return None
+    import shlex
+
+    args.paths = ["-"]
+    return shlex.join(words) + "\n"
 
 
 def _fixes(args: argparse.Namespace, result, findings: list, cfg) -> int:  # type: ignore[no-untyped-def,type-arg]

@@ -57,7 +57,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "modelfile"
     if low.endswith(YAML_EXT):
         return "yaml"
-    if low.endswith((".sh", ".bash", ".zsh", ".sbatch", ".slurm")):  # Slurm batch scripts are shell scripts
+    if low.endswith((".sh", ".bash", ".zsh", ".sbatch", ".slurm")) or base == "<command line>":
+        # Slurm batch scripts are shell scripts; so is a launch command given to servefit itself
         return "script"
     if low.endswith(".tf"):
         return "terraform"
