@@ -96,13 +96,14 @@ def test_count_forms_with_new_cards() -> None:
 
 
 def test_ambiguous_short_names_say_which_card() -> None:
-    assert catalog_assumption(resolve_gpu("RTX 6000"), "RTX 6000") == (
-        "'RTX 6000' taken as the Turing Quadro RTX 6000 (24 GB); use rtx-6000-ada or rtx-pro-6000 for the 48 GB Ada "
-        "or 96 GB Blackwell card; Quadro RTX 6000 memory 23.25 GiB is a catalog estimate (24576 MiB board (a run "
-        "log 'Quadro RTX 6000, 24576 MiB') minus 772 MiB, the Quadro RTX 8000's gap between its 48 GiB board and "
-        "CUDA's 48380 MiB on the same TU102 under torch 2.12 / CUDA 13); --gpu-memory SIZE sets the real figure")
-    assert catalog_assumption(resolve_gpu("RTX 5000"), "RTX 5000").startswith(  # type: ignore[union-attr]
-        "'RTX 5000' taken as the Turing Quadro RTX 5000 (16 GB); the RTX 5000 Ada Generation has 32 GB")
+    # "RTX 6000" / "RTX 5000" also name the Ada cards (48 / 32 GB, bf16, fp8): left unresolved, not guessed
+    assert lookup("RTX 6000") is None and lookup("RTX 5000") is None
+    assert resolve_gpu("RTX 6000 24GB").key == "quadro-rtx-6000"
+    assert resolve_gpu("RTX 5000 16GB").key == "quadro-rtx-5000"
+    assert catalog_assumption(resolve_gpu("Quadro RTX 6000"), "Quadro RTX 6000") == (
+        "Quadro RTX 6000 memory 23.25 GiB is a catalog estimate (24576 MiB board (a run log 'Quadro RTX 6000, 24576 "
+        "MiB') minus 772 MiB, the Quadro RTX 8000's gap between its 48 GiB board and CUDA's 48380 MiB on the same "
+        "TU102 under torch 2.12 / CUDA 13); --gpu-memory SIZE sets the real figure")
     assert catalog_assumption(resolve_gpu("RTX 3080 Laptop"), "RTX 3080 Laptop").startswith(  # type: ignore[union-attr]
         "'RTX 3080 Laptop' taken as the 16 GB card; use rtx-3080-laptop-8gb")
     assert catalog_assumption(resolve_gpu("RTX 5060 Ti"), "RTX 5060 Ti").startswith(  # type: ignore[union-attr]
