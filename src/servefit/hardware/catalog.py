@@ -377,25 +377,27 @@ def _suggestions(name: str, limit: int = 3) -> list[str]:
     import difflib  # error path only
 
     cat = _catalog()
-    scored: list[tuple[float, str]] = []
+    scored: list[tuple[float, bool, str]] = []
 
     def score(query: str, choices: Iterable[tuple[str, str]]) -> None:
         if not query:
             return
         matcher = difflib.SequenceMatcher(b=query)
+        letters = sorted(query)
         for form, label in choices:
             matcher.set_seq1(form)
             if matcher.real_quick_ratio() >= 0.5 and matcher.quick_ratio() >= 0.5:
                 ratio = matcher.ratio()
                 if ratio >= 0.5:
-                    scored.append((ratio, label))
+                    # among equal ratios a transposition ("4900" for "4090") is the likelier typo
+                    scored.append((ratio, sorted(form) == letters, label))
 
     score(_core(name), ((form, key) for form, key in cat.loose.items()))
     score(normalize(name), ((form, key) for form, key in cat.exact.items()))
     score(_instance_norm(name), cat.instance_names.items())
-    scored.sort(key=lambda item: -item[0])
+    scored.sort(key=lambda item: (-item[0], not item[1]))
     out: list[str] = []
-    for _, label in scored:
+    for _, _, label in scored:
         if label not in out:
             out.append(label)
         if len(out) == limit:
