@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from servefit.core import Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import container, ollama_client
+from servefit.sources.launch import container
+from servefit.sources.ollama_client import ollama_client
 from servefit.sources.problems import literal_variable
 from servefit.sources.shell import Piece, Vars, Word, expand_word, split_commands, split_words
 from servefit.sources.text import Src, align, logical_lines, sub

@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from servefit.core import Finding, GpuHint, LaunchSite, ModelInputs, Span, Token, Workload
+from servefit.core import Finding, GpuHint, Span, Token
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
+from servefit.sources.ollama_client import container_exec, ollama_client
 from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
@@ -43,7 +44,6 @@ DOCKER_VALUE_LONG = {
 }
 DOCKER_VALUE_SHORT = set("evpwuhlmc")
 COMPOSE = {"docker-compose", "podman-compose"}
-EXEC_VALUE = {"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--index"}
 
 
 @dataclass
@@ -224,30 +224,6 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     return [launch]
 
 
-def container_exec(words: list[Word], ctx: Ctx) -> None:
-    """`docker exec [-it] ollama ollama pull MODEL` (and `docker compose exec SERVICE ...`): a
-    command run inside a server's container, which names the models it will load."""
-    texts = [w.text for w in words]
-    k = 0
-    while k < len(texts) and texts[k].startswith("-"):
-        k += 2 if texts[k] in EXEC_VALUE else 1
-    if k + 1 < len(words):
-        ollama_client(words[k + 1:], ctx)
-
-
-def ollama_client(words: list[Word], ctx: Ctx) -> None:
-    """`ollama pull|run MODEL` and `ollama create NAME -f PATH`: what an Ollama server beside
-    this command will load."""
-    texts = [w.text for w in words]
-    if detect.mentions_ollama_model(texts):
-        ctx.ollama_models.append(words[2].token())
-        ctx.pulled_vars.extend(v for v in words[2].unresolved if v not in ctx.pulled_vars)
-    ref = detect.modelfile_ref(texts)
-    if ref is not None:
-        ctx.modelfile_refs.append(ref)
-        ctx.created.append(texts[2])
-
-
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     """`docker run [OPTIONS] IMAGE [COMMAND...]`."""
     denv = Vars()
@@ -410,40 +386,3 @@ def _launcher_not_started(image: Token | None, ctx: Ctx) -> None:
         f"{image.text} runs {get(hit[0]).title} only when a command starts it ({hit[1]}); this container's "
         "command starts none that servefit can read, so no server was read here. Give the container that "
         "command, or lint the script it runs", span=image.span))
-
-
-def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
-            facts: Facts | None = None) -> LaunchSite:
-    """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
-    seen: set[str] = set()
-    unresolved = []
-    aliases = detect.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
-    for var, taint in launch.env_taint.items():  # a setting's variable written with an unset one
-        if var in launch.env and detect.reads_setting_env(launch.engine, aliases.get(var, var)):
-            launch.unresolved.extend(t for t in taint if t not in launch.unresolved)
-    for var, _ in launch.unresolved:
-        if var not in seen:
-            seen.add(var)
-            unresolved.append(var)
-    x = launch.facts.copy()
-    if facts:
-        x.update(facts)
-    work = Workload(kind=x.get("k8s_kind"), chart=x.get("chart"), service=x.get("service"),
-                    container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
-                    env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
-                    exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
-                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
-                    compose_extends=x.get("compose_extends", []))
-    config_only = bool(x.get("config_only", False))
-    hint = gpu
-    if launch.gpu is not None:
-        if hint is None:
-            hint = launch.gpu
-        elif hint.count is None and launch.gpu.count is not None:
-            hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
-    version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
-    return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
-                      image=launch.image, engine_version=version,
-                      gpu=hint, name=name, unresolved=unresolved, workload=work,
-                      unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only,
-                      image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])))
