@@ -27,6 +27,8 @@ from servefit.sources.text import LineIndex
 # words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
 SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
               "until"}
+# `for NAME in WORDS` / `select NAME in WORDS`: the words are data (`for d in /opt/llama-server`), not a command
+LIST_WORDS = {"for", "select"}
 # a program, never a model: one in a bin folder (`/usr/bin/supervisord`), a script, or a process manager
 PROGRAM_PATH = re.compile(r"^(?:/(?:usr/(?:local/)?)?s?bin/\S+|\S+\.(?:sh|bash|py)|(?:\S*/)?(?:supervisord|tini|dumb-init))$")
 DOCKER = {"docker", "podman", "nerdctl"}
@@ -164,7 +166,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                 i += 2 if texts[i] in ("-u", "-g", "--unset", "-C") else 1
         else:
             break
-    if i >= n:
+    if i >= n or texts[i] in LIST_WORDS:
         return []
     ollama_client(words[i:], ctx)
     head = detect.program(texts[i])
