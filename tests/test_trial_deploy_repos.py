@@ -35,3 +35,41 @@ def test_a_for_loops_word_list_is_not_a_command(tmp_path: Path, capsys: pytest.C
     assert sites[0]["settings"] == {"ctx_size": 4096}
     assert sites[0]["settings_raw"]["ctx_size"]["location"] == {"file": str(tmp_path / "run.sh"), "line": 3, "col": 60,
                                                                "end_line": 3, "end_col": 64}
+
+
+GUARDED = """#!/usr/bin/env bash
+MODEL="${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}"
+UTIL="${UTIL:-}"
+LEN="${LEN:-}"
+SEQS="${SEQS:-64}"
+cmd=(vllm serve "${MODEL}" --host 127.0.0.1)
+if [[ -n "${UTIL}" ]]; then
+  cmd+=(--gpu-memory-utilization "${UTIL}")
+elif [ -z "$LEN" ]; then
+  cmd+=(--max-model-len 4096)
+else
+  cmd+=(--max-model-len "$LEN")
+fi
+[[ -n "${SEQS}" ]] && cmd+=(--max-num-seqs "${SEQS}")
+[ -z "$LEN" ] || cmd+=(--max-model-len "$LEN")
+if [ -n "$UTIL" ] || [ -n "$SEQS" ]; then cmd+=(--enforce-eager); fi
+if [ -n "$UTIL" ]; then cmd+=(--dtype bfloat16); else cmd+=(--dtype half); fi
+if ! test -z "$MODEL"; then cmd+=(--seed 1); else cmd+=(--seed 2); fi
+exec "${cmd[@]}"
+"""
+
+
+def test_an_argument_added_under_a_known_false_string_test_is_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`if [[ -n "${UTIL}" ]]; then cmd+=(--gpu-memory-utilization "${UTIL}")` with UTIL empty by
+    default was read as `--gpu-memory-utilization ''` (VLLM002, an error); bash skips that branch
+    and takes the one whose test holds."""
+    f = tmp_path / "start.sh"
+    f.write_text(GUARDED)
+    [site] = _sites(capsys, str(f), "--gpu", "L4")
+    assert site["settings"] == {"host": "127.0.0.1", "max_model_len": 4096, "max_num_seqs": 64, "enforce_eager": True,
+                                "dtype": "half", "seed": "1"}
+    assert site["settings_raw"]["max_model_len"]["location"]["line"] == 10
+    assert site["settings_raw"]["max_num_seqs"]["location"]["line"] == 5
+    rc = main(["lint", str(f), "--gpu", "L4", "--select", "VLLM002"])
+    assert rc == 0 and "0 errors" in capsys.readouterr().out
