@@ -4,6 +4,7 @@ each test carries a small synthetic file with the shape that broke, never the fe
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,47 @@ def test_an_argument_added_under_a_known_false_string_test_is_not_read(
     assert site["settings_raw"]["max_num_seqs"]["location"]["line"] == 5
     rc = main(["lint", str(f), "--gpu", "L4", "--select", "VLLM002"])
     assert rc == 0 and "0 errors" in capsys.readouterr().out
+
+
+SH_TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        command: ["/bin/sh", "-c"]
+        {{- if .Values.hfToken }}
+        env:
+        - name: HF_TOKEN
+          value: {{ .Values.hfToken | quote }}
+        {{- end }}
+        image: "vllm/vllm-openai:v0.8.5"
+        args: ["vllm serve {{ .Values.model.name }} --temperature {{ .Values.model.temperature }} --max-model-len {{ .Values.model.contextLength }}{{ range .Values.args }} {{ . }}{{ end }}"]
+        resources:
+          limits:
+            nvidia.com/gpu: "1"
+"""
+
+
+def test_a_rendered_line_with_two_adjacent_actions_maps_to_its_template_line(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--max-model-len {{ .Values.len }}{{ range .Values.args }} {{ . }}{{ end }}`: the shortest
+    match gave the first action no text, the line was taken for another, and the VLLM001 on
+    `--temperature` pointed at the container's `command:` line (1st column)."""
+    d = tmp_path / "vllm"
+    (d / "templates").mkdir(parents=True)
+    (d / "Chart.yaml").write_text("apiVersion: v2\nname: vllm\nversion: 0.1.0\n")
+    (d / "templates" / "deployment.yaml").write_text(SH_TEMPLATE)
+    (d / "values.yaml").write_text('model:\n  name: "Qwen/Qwen2.5-0.5B-Instruct"\n  temperature: "0.95"\n'
+                                   '  contextLength: "8192"\nhfToken: ""\nargs: ["--load-format auto"]\n')
+    main(["lint", str(d), "--gpu", "L4", "--format", "json", "--fail-on", "never"])
+    found = [(f["code"], os.path.basename(f["location"]["file"]), f["location"]["line"], f["location"]["column"],
+              f["end_location"]["column"]) for f in json.loads(capsys.readouterr().out) if f["code"] == "VLLM001"]
+    col = SH_TEMPLATE.splitlines()[16].index("--temperature") + 1
+    assert found == [("VLLM001", "deployment.yaml", 17, col, col + len("--temperature"))]
+    [site] = _sites(capsys, str(d), "--gpu", "L4")
+    ctx = site["settings_raw"]["max_model_len"]["location"]
+    assert (os.path.basename(ctx["file"]), ctx["line"], ctx["col"], ctx["end_col"]) == ("values.yaml", 4, 19, 23)

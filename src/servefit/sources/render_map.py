@@ -21,7 +21,7 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, LaunchSite, Span, Token
-from servefit.sources.render_patterns import TemplateLine, TemplatePattern, line_patterns
+from servefit.sources.render_patterns import TemplateLine, TemplatePattern, line_patterns, pinned
 from servefit.sources.text import LineIndex
 
 _SOURCE = re.compile(r"^# Source: (.+)$", re.M)
@@ -152,22 +152,26 @@ class Mapper:
                     if literal != all(kind == "lit" for kind, *_ in tl.parts):
                         continue
                     m = tl.regex.fullmatch(text)
+                    if m is not None and not self._consistent(tl, m):
+                        m = pinned(tl, self._known(tl)).fullmatch(text)
                     if m is not None and self._consistent(tl, m):
                         return tl, m
         return None
 
+    def _known(self, tl: TemplateLine) -> list[str | None]:
+        """Per part of the line, the value its action writes where one values key says it."""
+        out: list[str | None] = []
+        for kind, _a, _b, action in tl.parts:
+            node = self._node(_VALUES_REF.findall(action)[0].lstrip(".").split(".")) \
+                if kind == "act" and _PLAIN.match(action) else None
+            out.append(str(node[1].value) if node is not None and isinstance(node[1], ScalarNode) else None)
+        return out
+
     def _consistent(self, tl: TemplateLine, m: re.Match[str]) -> bool:
         """An action reading one values key must have written that key's value."""
-        for g, (kind, _a, _b, action) in enumerate(tl.parts):
-            if kind != "act":
-                continue
-            if not _PLAIN.match(action):
-                continue
-            node = self._node(_VALUES_REF.findall(action)[0].lstrip(".").split("."))
-            if node is not None and isinstance(node[1], ScalarNode):
-                got = m.group(g + 1).strip().strip("\"'")
-                if got != str(node[1].value):
-                    return False
+        for g, value in enumerate(self._known(tl)):
+            if value is not None and m.group(g + 1).strip().strip("\"'") != value:
+                return False
         return True
 
     def _template(self, source: str) -> TemplatePattern | None:

@@ -19,6 +19,23 @@ class TemplateLine:
     start: int  # offset of the line's first non-blank character in the template text
     regex: re.Pattern[str]
     parts: list[tuple[str, int, int, str]]  # ("lit" | "act", start, end in the stripped line, action text)
+    text: str = ""  # the line as written, without its indentation
+
+
+def pinned(tl: TemplateLine, known: list[str | None]) -> re.Pattern[str]:
+    """The line's pattern with each action whose value is `known` (per part; None: any text)
+    matching that value alone (quoted or not): two actions with no text between them
+    (`--max-model-len {{ .Values.len }}{{ range .Values.args }}`) are split where the values say,
+    not where the shortest match falls."""
+    regex = ""
+    for (kind, a, b, _), value in zip(tl.parts, known, strict=True):
+        if kind == "lit":
+            regex += "(" + re.escape(tl.text[a:b]) + ")"
+        elif value is not None:
+            regex += "([\"']?" + re.escape(value) + "[\"']?)"
+        else:
+            regex += "(.*?)"
+    return re.compile(regex)
 
 
 @dataclasses.dataclass
@@ -54,5 +71,5 @@ def line_patterns(text: str) -> list[TemplateLine]:
         if pos < len(stripped):
             parts.append(("lit", pos, len(stripped), ""))
             regex += "(" + re.escape(stripped[pos:]) + ")"
-        out.append(TemplateLine(idx, a + (len(raw) - len(raw.lstrip())), re.compile(regex), parts))
+        out.append(TemplateLine(idx, a + (len(raw) - len(raw.lstrip())), re.compile(regex), parts, stripped))
     return out
