@@ -118,3 +118,56 @@ def test_a_rendered_line_with_two_adjacent_actions_maps_to_its_template_line(
     [site] = _sites(capsys, str(d), "--gpu", "L4")
     ctx = site["settings_raw"]["max_model_len"]["location"]
     assert (os.path.basename(ctx["file"]), ctx["line"], ctx["col"], ctx["end_col"]) == ("values.yaml", 4, 19, 23)
+
+
+CHART_TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.2
+        args:
+          - "{{ .Values.modelName }}"
+          {{- range .Values.extraArgs }}
+          - "{{ . }}"
+          {{- end }}
+        resources:
+          limits:
+            nvidia.com/gpu: "1"
+"""
+
+
+def _model_chart(root: Path) -> Path:
+    d = root / "chart"
+    (d / "templates").mkdir(parents=True)
+    (d / "Chart.yaml").write_text("apiVersion: v2\nname: chart\nversion: 0.1.0\n")
+    (d / "templates" / "deployment.yaml").write_text(CHART_TEMPLATE)
+    (d / "values.yaml").write_text('modelName: Qwen/Qwen2.5-0.5B-Instruct\nextraArgs:\n  - "--max-model-len"\n  - "4096"\n')
+    (d / "values-prod.yaml").write_text('extraArgs:\n  - "--max-model-len"\n  - "999999"\n')
+    return d
+
+
+def test_a_file_named_inside_a_chart_is_read_through_the_chart(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`servefit lint values.yaml` (as a pre-commit hook runs it) read the values file alone: the
+    model, which the template writes from `modelName`, was missing (SF002 "no model given in the
+    command"); `servefit estimate templates/deployment.yaml` said "no serving engine found". A
+    named file of a chart renders the chart; a named values file is the values set it renders with."""
+    d = _model_chart(tmp_path)
+    main(["lint", str(d / "values-prod.yaml"), "--gpu", "L4", "--format", "json", "--fail-on", "never"])
+    found = [(f["code"], os.path.basename(f["location"]["file"]), f["location"]["line"], f["location"]["column"])
+             for f in json.loads(capsys.readouterr().out) if f["severity"] in ("error", "warning")]
+    assert found == [("VLLM006", "values-prod.yaml", 3, 6)]
+    [site] = _sites(capsys, str(d / "values.yaml"), "--gpu", "L4")
+    assert (site["model"], site["settings"]) == ("Qwen/Qwen2.5-0.5B-Instruct", {"max_model_len": 4096})
+    assert (os.path.basename(site["file"]), site["line"]) == ("values.yaml", 1)
+    rc = main(["estimate", str(d / "values.yaml"), "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert (rc, plan["model"]["ref"], plan["max_model_len"]) == (0, "Qwen/Qwen2.5-0.5B-Instruct", 4096)
+    main(["estimate", str(d / "templates" / "deployment.yaml"), "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)  # the template renders with the chart's paired values-prod.yaml
+    assert (plan["model"]["ref"], plan["max_model_len"]) == ("Qwen/Qwen2.5-0.5B-Instruct", 999999)
