@@ -31,7 +31,9 @@ __all__ = ["ScanResult", "scan_file", "iter_files", "file_kind"]
 
 MAX_BYTES = 2 << 20
 YAML_EXT = (".yaml", ".yml")
-SUPERVISOR_EXT = (".conf", ".ini")  # supervisord program files: read when their first lines hold `[program:`
+SUPERVISOR_EXT = (".conf", ".ini")  # supervisord program files: read when a line starts `[program:`
+HEAD_BYTES = 64 << 10  # how much of a .conf / .ini is searched for `[program:` (after [supervisord], [unix_http_server]...)
+_PROGRAM = re.compile(r"^[ \t]*\[program:", re.M)
 
 
 @dataclass
@@ -68,7 +70,7 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "systemd"
     if "." not in base and head is not None and head.startswith("#!") and "sh" in head.split("\n", 1)[0]:
         return "script"
-    if low.endswith(SUPERVISOR_EXT) and head is not None and "[program:" in head:
+    if low.endswith(SUPERVISOR_EXT) and head is not None and _PROGRAM.search(head):
         return "supervisor"
     return None
 
@@ -90,14 +92,14 @@ def _read(path: str, result: ScanResult) -> str | None:
     return None
 
 
-def _head(path: str) -> str | None:
+def _head(path: str, size: int = 128) -> str | None:
     from servefit.safe_io import open_regular
 
     try:
         if not os.path.isfile(path):
             return None
         with open_regular(path) as fh:
-            return fh.read(128).decode("utf-8", errors="replace")
+            return fh.read(size).decode("utf-8", errors="replace")
     except OSError:
         return None
 
@@ -105,9 +107,10 @@ def _head(path: str) -> str | None:
 def scan_file(path: str, text: str | None = None) -> ScanResult:
     """Every server in one file, and the file's own problems (never raises on bad input)."""
     result = ScanResult()
-    kind = file_kind(path, text[:128] if text is not None else None)
+    size = HEAD_BYTES if path.lower().endswith(SUPERVISOR_EXT) else 128
+    kind = file_kind(path, text[:size] if text is not None else None)
     if kind is None and text is None and ("." not in os.path.basename(path) or path.lower().endswith(SUPERVISOR_EXT)):
-        kind = file_kind(path, _head(path))
+        kind = file_kind(path, _head(path, size))
     if kind is None:
         return result
     result.kind = kind
