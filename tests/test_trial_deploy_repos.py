@@ -171,3 +171,44 @@ def test_a_file_named_inside_a_chart_is_read_through_the_chart(
     main(["estimate", str(d / "templates" / "deployment.yaml"), "--gpu", "L4", "--format", "json"])
     [plan] = json.loads(capsys.readouterr().out)  # the template renders with the chart's paired values-prod.yaml
     assert (plan["model"]["ref"], plan["max_model_len"]) == ("Qwen/Qwen2.5-0.5B-Instruct", 999999)
+
+
+def test_a_compose_service_built_from_the_repositorys_dockerfile_runs_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`build: .` beside a Dockerfile whose ENTRYPOINT is llama-server, configured by the service's
+    `environment`: the Dockerfile alone was the only server found (no model: LCPP015), the service's
+    settings were never read, and estimate/tune could not size it."""
+    (tmp_path / "Dockerfile").write_text('FROM ghcr.io/ggml-org/llama.cpp:server-cuda-b4500\n'
+                                         'ENV LLAMA_ARG_N_GPU_LAYERS=99\nENTRYPOINT ["/app/llama-server"]\n')
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  llm:\n    build: .\n    environment:\n"
+        "      - LLAMA_ARG_MODEL=/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf\n"
+        "      - LLAMA_ARG_CTX_SIZE=4096\n"
+        "  web:\n    build:\n      context: https://github.com/o/r.git\n")
+    [site] = _sites(capsys, str(tmp_path), "--gpu", "L4")
+    assert (os.path.basename(site["file"]), site["line"], site["engine"], site["engine_version"]) == (
+        "compose.yaml", 3, "llamacpp", "b4500")
+    assert (site["model"], site["model_ref"]["written"]) == ("meta-llama/Llama-3.1-8B-Instruct",
+                                                            "/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf")
+    assert site["settings"] == {"ctx_size": 4096, "n_gpu_layers": 99}
+    ctx = site["settings_raw"]["ctx_size"]["location"]
+    assert (os.path.basename(ctx["file"]), ctx["line"], ctx["col"], ctx["end_col"]) == ("compose.yaml", 6, 28, 32)
+    ngl = site["settings_raw"]["n_gpu_layers"]["location"]
+    assert (os.path.basename(ngl["file"]), ngl["line"], ngl["col"]) == ("Dockerfile", 2, 28)
+
+
+def test_a_built_service_with_a_target_stage_and_its_own_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`build: {context, dockerfile, target}`: the target stage's base image supplies the engine's
+    entrypoint; the service's `command` replaces the stage's CMD."""
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile.gpu").write_text(
+        "FROM vllm/vllm-openai:v0.8.5 AS serve\nCMD [\"--model\", \"Qwen/Qwen2.5-7B-Instruct\"]\n"
+        "FROM python:3.12 AS tools\nCMD [\"python\", \"-m\", \"http.server\"]\n")
+    (tmp_path / "docker-compose.yml").write_text(
+        "services:\n  api:\n    build:\n      context: ./docker\n      dockerfile: Dockerfile.gpu\n"
+        "      target: serve\n    command: [\"--model\", \"Qwen/Qwen2.5-0.5B-Instruct\", \"--max-model-len\", \"4096\"]\n")
+    [site] = _sites(capsys, str(tmp_path), "--gpu", "L4")
+    assert (os.path.basename(site["file"]), site["line"], site["engine_version"], site["model"]) == (
+        "docker-compose.yml", 3, "0.8.5", "Qwen/Qwen2.5-0.5B-Instruct")
+    assert site["settings"] == {"max_model_len": 4096}

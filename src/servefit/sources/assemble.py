@@ -246,6 +246,10 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)
+    if any(s.workload.service for s in sites):
+        from servefit.sources.compose_build import drop_built
+
+        sites = drop_built(sites)
     for name in dict.fromkeys(s.engine for s in sites if s.engine):
         try:
             eng = engines.get(name)

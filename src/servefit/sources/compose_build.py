@@ -1,0 +1,80 @@
+"""A compose service built from the repository's own Dockerfile (`build: .`, `build: {context,
+dockerfile, target}`): the container runs that Dockerfile's stage, so its ENTRYPOINT / CMD, its
+base image's entrypoint and its ENV are the service's, under the service's own `entrypoint`,
+`command` and `environment` (compose's rules: an `entrypoint` drops the image's CMD, a `command`
+replaces it). The Dockerfile read alone is then the same server without the service's settings:
+assemble.link keeps the compose one (see drop_built)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from yaml.nodes import MappingNode, Node, ScalarNode
+
+from servefit.core import LaunchSite
+from servefit.sources.launch import Ctx, Launch, container
+from servefit.sources.shell import Vars, Word
+
+_BUILD = re.compile(r"^[ \t]+build:", re.M)
+
+
+def builds_here(path: str, text: str) -> bool:
+    """A compose file with a `build:` (read even when it names no engine: its Dockerfile may)."""
+    return os.path.basename(path).startswith(("compose.", "docker-compose.", "compose-", "docker-compose-")) \
+        and _BUILD.search(text) is not None
+
+
+def dockerfile_of(y, build: Node | None, compose_path: str) -> tuple[str, str | None] | None:  # type: ignore[no-untyped-def]
+    """(the Dockerfile path, the build target) of a `build:` in the repository, or None (a remote
+    context, a file that is not there)."""
+    if isinstance(build, ScalarNode):
+        context, name, target = y.str(build), None, None
+    elif isinstance(build, MappingNode):
+        context, name, target = y.str(y.get(build, "context")) or ".", y.str(y.get(build, "dockerfile")), \
+            y.str(y.get(build, "target"))
+    else:
+        return None
+    if not context or "://" in context or context.startswith(("git@", "$")) or (name or "").startswith("$"):
+        return None
+    path = os.path.normpath(os.path.join(os.path.dirname(compose_path), context, name or "Dockerfile"))
+    return (path, target) if os.path.isfile(path) else None
+
+
+def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Word] | None, entry_set: bool,
+          env: Vars, ctx: Ctx) -> list[Launch]:
+    """The service's launches when it runs the Dockerfile at `path` (stage `target`, else the last)."""
+    from servefit.safe_io import read_text
+    from servefit.sources.base import FileCtx
+    from servefit.sources.dockerfile import stages
+
+    try:
+        fc = FileCtx.of(path, read_text(path, 1 << 20))
+    except (OSError, ValueError):
+        return []
+    found = stages(fc)
+    st = next((s for s in found if target and s.name == target), found[-1] if found else None)
+    if st is None:
+        return []
+    image_entry = st.entry if st.entry != [] else None
+    if entry_set:  # the service's entrypoint replaces the image's, and drops its CMD
+        use_entry, use_cmd = entry, cmd
+    else:
+        use_entry, use_cmd = image_entry, cmd if cmd is not None else (st.cmd or None)
+        if st.entry == [] and use_cmd:
+            use_entry, use_cmd = use_cmd, None
+    merged = st.runtime.copy()
+    for k, v in env.values.items():
+        merged.set(k, v, env.taint.get(k, []))
+    merged.exported = set(merged.values)
+    return container(st.image, use_entry, use_cmd, ctx, merged)
+
+
+def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
+    """A Dockerfile's own server where a compose service in the run is built from it (its words are
+    written there): the service's is the one that runs."""
+    used = {os.path.normpath(t.span.file) for s in sites if s.workload.service for t in s.argv
+            if t.span is not None and os.path.normpath(t.span.file) != os.path.normpath(s.file)}
+    used |= {os.path.normpath(s.image_span.file) for s in sites if s.workload.service and s.image_span is not None
+             and os.path.normpath(s.image_span.file) != os.path.normpath(s.file)}
+    return [s for s in sites if not (s.name.startswith("dockerfile") and os.path.normpath(s.file) in used)]
