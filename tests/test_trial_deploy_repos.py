@@ -212,3 +212,28 @@ def test_a_built_service_with_a_target_stage_and_its_own_command(
     assert (os.path.basename(site["file"]), site["line"], site["engine_version"], site["model"]) == (
         "docker-compose.yml", 3, "0.8.5", "Qwen/Qwen2.5-0.5B-Instruct")
     assert site["settings"] == {"max_model_len": 4096}
+
+
+ENV_COMPOSE = """services:
+  llm:
+    image: ghcr.io/ggml-org/llama.cpp:server-cuda
+    environment:
+      - LLAMA_ARG_MODEL=/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf
+      - LLAMA_ARG_CTX_SIZE=4096
+"""
+
+
+def test_tune_adds_a_setting_to_a_server_the_environment_configures(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The image's own command, configured by `environment`: a new setting (--parallel) had no
+    command words to go after, so the whole change was display-only; it is a new entry of the
+    service's environment, beside the ones there."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(ENV_COMPOSE)
+    assert main(["tune", str(f), "--gpu", "L4", "--write"]) == 0
+    assert f.read_text() == ENV_COMPOSE.replace("LLAMA_ARG_CTX_SIZE=4096\n",
+                                                "LLAMA_ARG_CTX_SIZE=65536\n      - LLAMA_ARG_N_PARALLEL=8\n")
+    capsys.readouterr()
+    written = f.read_text()
+    main(["tune", str(f), "--gpu", "L4", "--write"])
+    assert f.read_text() == written and "change  none: the config is already the best one" in capsys.readouterr().out

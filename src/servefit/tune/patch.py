@@ -218,6 +218,9 @@ class Patcher(YamlPlacement):
         if self.keyed and not self.args_only or self.prodstack:
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
+        if opt is not None and opt.env and self.anchor() is None and any(self.exact(t) for t in self.site.env.values()):
+            self.env(p, opt.env[0], shown=False)  # a server the environment configures (the image's own command)
+            return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 
     def env(self, p: Placed, var: str, shown: bool = True) -> None:
