@@ -237,3 +237,19 @@ def test_tune_adds_a_setting_to_a_server_the_environment_configures(
     written = f.read_text()
     main(["tune", str(f), "--gpu", "L4", "--write"])
     assert f.read_text() == written and "change  none: the config is already the best one" in capsys.readouterr().out
+
+
+def test_an_engine_image_in_a_yaml_that_is_no_helm_values_is_said_once_as_info(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A benchmark harness's config (`runtime: {image: vllm/..., max_num_seqs: 4}`) in 40 files gave 40
+    warnings that a Helm chart's templates write the command; no chart is there: the harness does."""
+    conf = tmp_path / "bench" / "max-num-seqs.yaml"
+    conf.parent.mkdir()
+    conf.write_text("model:\n  id: Qwen/Qwen2.5-0.5B-Instruct\nruntime:\n  image: vllm/vllm-openai:v0.8.5\n"
+                    "  max_num_seqs: 4\n")
+    (tmp_path / "prod-values.yaml").write_text("engine:\n  image: vllm/vllm-openai:v0.8.5\n")
+    main(["lint", str(tmp_path), "--format", "json", "--fail-on", "never"])
+    found = sorted((os.path.relpath(f["location"]["file"], tmp_path), f["location"]["line"], f["severity"],
+                    f["message"].split(", but ")[1][:40]) for f in json.loads(capsys.readouterr().out) if f["code"] == "SF116")
+    assert found == [("bench/max-num-seqs.yaml", 4, "info", "this file is not a manifest, compose fil"),
+                     ("prod-values.yaml", 2, "warning", "the command it runs comes from the templ")]
