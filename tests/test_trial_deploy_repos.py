@@ -253,3 +253,36 @@ def test_an_engine_image_in_a_yaml_that_is_no_helm_values_is_said_once_as_info(
                     f["message"].split(", but ")[1][:40]) for f in json.loads(capsys.readouterr().out) if f["code"] == "SF116")
     assert found == [("bench/max-num-seqs.yaml", 4, "info", "this file is not a manifest, compose fil"),
                      ("prod-values.yaml", 2, "warning", "the command it runs comes from the templ")]
+
+
+def test_a_compose_image_that_a_makefile_or_script_beside_it_builds_runs_that_dockerfile(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`image: llama-cpp-docker` with `make build` running `docker build --target env-deploy .
+    --tag $(DIRNAME)` (the folder's name): the service's environment configures the Dockerfile's
+    llama-server, which was read alone with no model; a script's `docker build -t NAME:TAG -f FILE`
+    likewise (with the build context as its folder)."""
+    d = tmp_path / "llama-cpp-docker"
+    d.mkdir()
+    (d / "Makefile").write_text("DOCKER := docker\nDIRNAME := $(notdir $(CURDIR))\n\nbuild:\n"
+                                "\t$(DOCKER) build --target env-build . --tag $(DIRNAME)-build\n"
+                                "\t$(DOCKER) build --target env-deploy . --tag $(notdir $(CURDIR))\n")
+    (d / "Dockerfile").write_text("FROM ubuntu:24.04 AS env-build\nRUN make\n"
+                                  "FROM ubuntu:24.04 AS env-deploy\nENTRYPOINT [\"llama-server\"]\n"
+                                  "FROM env-build AS test\nCMD [\"make\", \"test\"]\n")
+    (d / "docker-compose.yml").write_text(
+        "services:\n  llama:\n    image: llama-cpp-docker\n    environment:\n"
+        "      - LLAMA_ARG_CTX_SIZE=2048\n      - LLAMA_ARG_MODEL=/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf\n")
+    v = tmp_path / "vllm"
+    (v / "docker").mkdir(parents=True)
+    (v / "build.sh").write_text("#!/bin/sh\ndocker build --build-arg CUDA=12.4 -t myorg/chat-api:1.0 "
+                                "docker\n")
+    (v / "docker" / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.8.5\nCMD [\"--model\", \"Qwen/Qwen2.5-0.5B-Instruct\"]\n")
+    (v / "compose.yaml").write_text("services:\n  api:\n    image: myorg/chat-api:1.0\n"
+                                    "    command: [\"--model\", \"Qwen/Qwen2.5-0.5B-Instruct\", \"--max-model-len\", \"4096\"]\n"
+                                    "  other:\n    image: myorg/chat-api:2.0\n")
+    sites = _sites(capsys, str(tmp_path), "--gpu", "L4")
+    got = [(os.path.relpath(s["file"], tmp_path), s["line"], s["engine"], s["model_ref"]["written"], s["settings"])
+           for s in sites]
+    assert got == [("llama-cpp-docker/docker-compose.yml", 3, "llamacpp",
+                    "/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf", {"ctx_size": 2048}),
+                   ("vllm/compose.yaml", 3, "vllm", "Qwen/Qwen2.5-0.5B-Instruct", {"max_model_len": 4096})]

@@ -78,3 +78,98 @@ def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
     used |= {os.path.normpath(s.image_span.file) for s in sites if s.workload.service and s.image_span is not None
              and os.path.normpath(s.image_span.file) != os.path.normpath(s.file)}
     return [s for s in sites if not (s.name.startswith("dockerfile") and os.path.normpath(s.file) in used)]
+
+
+_BUILD_CMD = re.compile(r"(?:^|[\s;&|(])(?:docker|podman|\$\(DOCKER\)|\$\{?DOCKER\}?)\s+(?:image\s+|buildx\s+)?build\s+(.*)")
+_MAKE_VAR = re.compile(r"^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)[ \t]*(?:::=|:=|\?=|=)[ \t]*(.*?)[ \t]*$", re.M)
+# the folder's own name, as a Makefile or a script writes it (`$(notdir $(CURDIR))`, `$(basename "$PWD")`)
+_DIR_NAME = re.compile(r"\$\((?:notdir \$\(CURDIR\)|shell basename \$\(CURDIR\)|basename \"?\$\{?PWD\}?\"?)\)"
+                       r"|\$\{PWD##\*/\}")
+
+
+def _builders(folder: str) -> list[str]:
+    """Makefiles and scripts in the folder that may run `docker build`."""
+    out = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        if name in ("Makefile", "makefile", "GNUmakefile") or name.endswith((".mk", ".sh", ".bash")):
+            out.append(path)
+        elif "." not in name:
+            try:
+                with open(path, "rb") as fh:
+                    if fh.read(64).startswith(b"#!"):
+                        out.append(path)
+            except OSError:
+                continue
+    return out
+
+
+def _expand(word: str, names: dict[str, str], folder: str) -> str:
+    """A Makefile's / script's `$(VAR)` / `${VAR}` / `$VAR` from its own assignments, the folder's
+    name where it is written as one."""
+    def one(m: re.Match[str]) -> str:
+        return _DIR_NAME.sub(os.path.basename(folder), names.get(m.group(1) or m.group(2), m.group(0)))
+
+    word = _DIR_NAME.sub(os.path.basename(folder), word)
+    for _ in range(3):
+        word = re.sub(r"\$[({](\w+)[)}]|\$(\w+)", one, word)
+    return word
+
+
+_BUILD_OPTS = {"-t": "tag", "--tag": "tag", "-f": "file", "--file": "file", "--target": "target"}
+_VALUE_OPTS = {"--build-arg", "--label", "--platform", "--network", "--secret", "--ssh", "--cache-from", "--cache-to",
+               "--progress", "-o", "--output", "--iidfile", "--add-host", "--shm-size", "--ulimit", "-m", "--memory",
+               "--build-context", "--builder", "--metadata-file", "--annotation", "--attest", "--allow"}
+
+
+def _build_args(words: list[str]) -> dict[str, str]:
+    """`docker build` options that name the image: tag, file, target, and the context."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        flag, eq, val = words[i].partition("=")
+        if flag in _BUILD_OPTS:
+            if not eq and i + 1 < len(words):
+                val, i = words[i + 1], i + 1
+            out.setdefault(_BUILD_OPTS[flag], val)
+        elif flag in _VALUE_OPTS and not eq:
+            i += 1
+        elif not words[i].startswith("-") and "context" not in out:
+            out["context"] = words[i]
+        i += 1
+    return out
+
+
+def _latest(tag: str) -> str:
+    return tag if ":" in tag.rsplit("/", 1)[-1] else tag + ":latest"
+
+
+def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] | None:
+    """(the Dockerfile, its target) that a Makefile or script beside the compose file builds as
+    `image` (`docker build --target serve -t IMAGE .`), or None."""
+    import shlex
+
+    from servefit.safe_io import read_text
+
+    folder = os.path.dirname(os.path.abspath(compose_path))
+    for path in _builders(folder):
+        try:
+            text = read_text(path, 1 << 20).replace("\\\n", " ")
+        except (OSError, ValueError):
+            continue
+        names = {m.group(1): m.group(2) for m in _MAKE_VAR.finditer(text)}
+        for m in _BUILD_CMD.finditer(text):
+            try:
+                words = shlex.split(_expand(m.group(1).split(";")[0].split("&&")[0], names, folder), comments=True)
+            except ValueError:
+                continue
+            args = _build_args(words)
+            if "tag" not in args or "context" not in args or _latest(args["tag"]) != _latest(image):
+                continue
+            df = os.path.normpath(os.path.join(folder, args["file"]) if "file" in args
+                                  else os.path.join(folder, args["context"], "Dockerfile"))
+            if os.path.isfile(df):
+                return df, args.get("target")
+    return None
