@@ -286,18 +286,3 @@ def test_a_compose_image_that_a_makefile_or_script_beside_it_builds_runs_that_do
     assert got == [("llama-cpp-docker/docker-compose.yml", 3, "llamacpp",
                     "/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf", {"ctx_size": 2048}),
                    ("vllm/compose.yaml", 3, "vllm", "Qwen/Qwen2.5-0.5B-Instruct", {"max_model_len": 4096})]
-
-
-def test_explain_refuses_a_command_the_engine_refuses_as_estimate_does(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A chart passing `--temperature` to `vllm serve`: estimate said the engine refuses it (exit 2),
-    explain drew the memory stack and a users table for it (exit 1)."""
-    f = tmp_path / "serve.sh"
-    f.write_text("vllm serve Qwen/Qwen2.5-0.5B-Instruct --temperature 0.95 --max-model-len 8192\n")
-    said = []
-    for cmd in ("estimate", "explain"):
-        rc = main([cmd, str(f), "--gpu", "L4"])
-        captured = capsys.readouterr()
-        said.append((rc, captured.out, captured.err.strip()))
-    line = f"servefit: error: {f}:1:39: vLLM: unrecognized argument: --temperature (did you mean --chat-template?) [VLLM001]"
-    assert said == [(2, "", line), (2, "", line)]

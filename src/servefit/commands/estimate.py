@@ -123,8 +123,8 @@ def refuse_bad_input(evs: list[Evaluation], args: argparse.Namespace | None = No
     """A flag or value the engine cannot parse makes that server's estimate meaningless: with one
     server, one line and exit 2; among several (a directory, a llama-swap file), that server is
     named on stderr as not estimated, like one that cannot be planned, and the others are
-    estimated (exit 1); explain likewise. Lint reports the same as findings with their spans; tune says it for
-    that server. Returns the servers to estimate."""
+    estimated (exit 1). Lint reports the same as findings with their spans; tune says it for that
+    server. Returns the servers to estimate."""
     bad = [(ev, why) for ev in evs if (why := input_error(ev))]
     if not bad:
         return evs

@@ -29,12 +29,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from servefit import sweep
-    from servefit.commands.estimate import evaluations, exit_code, json_shape, refuse_bad_input
+    from servefit.commands.estimate import evaluations, exit_code, json_shape
     from servefit.report import sweep as sweep_report
     from servefit.report.plan import plan_dict, render_text
     from servefit.units import parse_tokens
 
-    evs = refuse_bad_input(evaluations(args), args)  # a command the engine refuses has no plan to draw, as in estimate
+    evs = evaluations(args)
     kinds = [k.strip() for k in (args.sweep or "").split(",") if k.strip()]
     bad = [k for k in kinds if k not in ("context", "batch", "block")]
     if bad:
