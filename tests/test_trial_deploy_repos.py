@@ -256,7 +256,7 @@ def test_an_engine_image_in_a_yaml_that_is_no_helm_values_is_said_once_as_info(
 
 
 def test_a_compose_image_that_a_makefile_or_script_beside_it_builds_runs_that_dockerfile(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """`image: llama-cpp-docker` with `make build` running `docker build --target env-deploy .
     --tag $(DIRNAME)` (the folder's name): the service's environment configures the Dockerfile's
     llama-server, which was read alone with no model; a script's `docker build -t NAME:TAG -f FILE`
@@ -286,3 +286,6 @@ def test_a_compose_image_that_a_makefile_or_script_beside_it_builds_runs_that_do
     assert got == [("llama-cpp-docker/docker-compose.yml", 3, "llamacpp",
                     "/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf", {"ctx_size": 2048}),
                    ("vllm/compose.yaml", 3, "vllm", "Qwen/Qwen2.5-0.5B-Instruct", {"max_model_len": 4096})]
+    monkeypatch.chdir(tmp_path)  # named relatively: the Dockerfile read alone still gives way
+    assert [(s["file"], s["line"]) for s in _sites(capsys, ".")] == [
+        ("llama-cpp-docker/docker-compose.yml", 3), ("vllm/compose.yaml", 3)]

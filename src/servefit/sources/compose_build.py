@@ -73,11 +73,12 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
 def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
     """A Dockerfile's own server where a compose service in the run is built from it (its words are
     written there): the service's is the one that runs."""
-    used = {os.path.normpath(t.span.file) for s in sites if s.workload.service for t in s.argv
-            if t.span is not None and os.path.normpath(t.span.file) != os.path.normpath(s.file)}
-    used |= {os.path.normpath(s.image_span.file) for s in sites if s.workload.service and s.image_span is not None
-             and os.path.normpath(s.image_span.file) != os.path.normpath(s.file)}
-    return [s for s in sites if not (s.name.startswith("dockerfile") and os.path.normpath(s.file) in used)]
+    at = os.path.abspath
+    used = {at(t.span.file) for s in sites if s.workload.service for t in s.argv
+            if t.span is not None and at(t.span.file) != at(s.file)}
+    used |= {at(s.image_span.file) for s in sites if s.workload.service and s.image_span is not None
+             and at(s.image_span.file) != at(s.file)}
+    return [s for s in sites if not (s.name.startswith("dockerfile") and at(s.file) in used)]
 
 
 _BUILD_CMD = re.compile(r"(?:^|[\s;&|(])(?:docker|podman|\$\(DOCKER\)|\$\{?DOCKER\}?)\s+(?:image\s+|buildx\s+)?build\s+(.*)")
@@ -110,9 +111,9 @@ def _expand(word: str, names: dict[str, str], folder: str) -> str:
     """A Makefile's / script's `$(VAR)` / `${VAR}` / `$VAR` from its own assignments, the folder's
     name where it is written as one."""
     def one(m: re.Match[str]) -> str:
-        return _DIR_NAME.sub(os.path.basename(folder), names.get(m.group(1) or m.group(2), m.group(0)))
+        return _DIR_NAME.sub(os.path.basename(os.path.abspath(folder)), names.get(m.group(1) or m.group(2), m.group(0)))
 
-    word = _DIR_NAME.sub(os.path.basename(folder), word)
+    word = _DIR_NAME.sub(os.path.basename(os.path.abspath(folder)), word)
     for _ in range(3):
         word = re.sub(r"\$[({](\w+)[)}]|\$(\w+)", one, word)
     return word
@@ -153,7 +154,7 @@ def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] |
 
     from servefit.safe_io import read_text
 
-    folder = os.path.dirname(os.path.abspath(compose_path))
+    folder = os.path.dirname(compose_path) or "."  # as the user named it: spans name files as every other one does
     for path in _builders(folder):
         try:
             text = read_text(path, 1 << 20).replace("\\\n", " ")
