@@ -289,3 +289,24 @@ def test_a_compose_image_that_a_makefile_or_script_beside_it_builds_runs_that_do
     monkeypatch.chdir(tmp_path)  # named relatively: the Dockerfile read alone still gives way
     assert [(s["file"], s["line"]) for s in _sites(capsys, ".")] == [
         ("llama-cpp-docker/docker-compose.yml", 3), ("vllm/compose.yaml", 3)]
+
+
+def test_an_applications_own_compose_build_is_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A web application's compose file (`build: .` of a Python image) names no engine: it is not
+    read at all, so its missing env_file is none of servefit's business (no SF113)."""
+    (tmp_path / "Dockerfile").write_text('FROM python:3.12\nCMD ["python", "app.py"]\n')
+    (tmp_path / "compose.yaml").write_text("services:\n  web:\n    build: .\n    env_file: .env\n")
+    assert main(["lint", str(tmp_path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+
+
+def test_a_compose_file_naming_no_engine_is_read_for_the_dockerfile_it_builds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile.llm").write_text('FROM ghcr.io/ggml-org/llama.cpp:server-cuda-b4500\n')
+    (tmp_path / "compose.yaml").write_text("services:\n  chat:\n    build:\n      context: ./docker\n"
+                                           "      dockerfile: Dockerfile.llm\n    environment:\n"
+                                           "      LLAMA_ARG_MODEL: /models/Qwen2.5-7B-Instruct-Q4_K_M.gguf\n")
+    [site] = _sites(capsys, str(tmp_path))
+    assert (os.path.basename(site["file"]), site["line"], site["engine"], site["model_ref"]["written"]) == (
+        "compose.yaml", 3, "llamacpp", "/models/Qwen2.5-7B-Instruct-Q4_K_M.gguf")

@@ -17,12 +17,30 @@ from servefit.sources.launch import Ctx, Launch, container
 from servefit.sources.shell import Vars, Word
 
 _BUILD = re.compile(r"^[ \t]+build:", re.M)
+_BUILD_PATHS = re.compile(r"^[ \t]+(build|context|dockerfile):[ \t]*['\"]?([^'\"#\s{}]+)", re.M)
 
 
 def builds_here(path: str, text: str) -> bool:
-    """A compose file with a `build:` (read even when it names no engine: its Dockerfile may)."""
-    return os.path.basename(path).startswith(("compose.", "docker-compose.", "compose-", "docker-compose-")) \
-        and _BUILD.search(text) is not None
+    """A compose file with a `build:` whose Dockerfile names an engine (read even when the compose
+    file itself names none); an application's own compose file stays unread, as before."""
+    if not os.path.basename(path).startswith(("compose.", "docker-compose.", "compose-", "docker-compose-")) \
+            or _BUILD.search(text) is None:
+        return False
+    from servefit.safe_io import read_text
+    from servefit.sources import _mentions_engine
+
+    here = os.path.dirname(path)
+    found = [(m.group(1), m.group(2)) for m in _BUILD_PATHS.finditer(text)]
+    contexts = {v for k, v in found if k != "dockerfile"} | {"."}
+    files = {v for k, v in found if k == "dockerfile"} | {"Dockerfile"}
+    for cand in {os.path.join(here, c, f) for c in contexts for f in files}:
+        if os.path.isfile(cand):
+            try:
+                if _mentions_engine(read_text(cand, 1 << 20)):
+                    return True
+            except (OSError, ValueError):
+                continue
+    return False
 
 
 def dockerfile_of(y, build: Node | None, compose_path: str) -> tuple[str, str | None] | None:  # type: ignore[no-untyped-def]
