@@ -310,3 +310,62 @@ def test_a_compose_file_naming_no_engine_is_read_for_the_dockerfile_it_builds(
     [site] = _sites(capsys, str(tmp_path))
     assert (os.path.basename(site["file"]), site["line"], site["engine"], site["model_ref"]["written"]) == (
         "compose.yaml", 3, "llamacpp", "/models/Qwen2.5-7B-Instruct-Q4_K_M.gguf")
+
+
+PULL_JOB = """apiVersion: batch/v1
+kind: Job
+metadata:
+  name: model-bootstrap
+spec:
+  template:
+    spec:
+      containers:
+        - name: bootstrap
+          image: ollama/ollama:0.6.2
+          command:
+            - /bin/sh
+            - -c
+            - |
+              /bin/ollama serve >/tmp/bootstrap.log 2>&1 &
+              ollama_pid=$!
+              trap 'kill $ollama_pid' EXIT
+              while ! /bin/ollama ps > /dev/null 2>&1; do sleep 5; done
+              /bin/ollama pull llama3.2:3b
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ollama
+spec:
+  template:
+    spec:
+      containers:
+        - name: ollama
+          image: ollama/ollama:0.6.2
+          command: ["/bin/sh", "-c", "ollama serve & sleep 5; ollama pull llama3.2:3b; wait"]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          command: ["/bin/sh", "-c", "python3 /metrics.py & m=$!; trap 'kill $m' EXIT; vllm serve Qwen/Qwen2.5-0.5B-Instruct"]
+"""
+
+
+def test_a_server_a_script_starts_for_itself_and_stops_on_exit_is_no_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """otwld/ollama-helm's model Job starts `ollama serve &` to pull models and kills it on exit
+    (`trap 'kill $pid' EXIT`): it was a second server beside the chart's own, sized and tuned; a
+    container that keeps the backgrounded server (`wait`) is one."""
+    f = tmp_path / "ollama.yaml"
+    f.write_text(PULL_JOB)
+    sites = _sites(capsys, str(f))
+    assert [(s["line"], s["name"], s["model"]) for s in sites] == [
+        (31, "Deployment/ollama/ollama", "meta-llama/Llama-3.2-3B-Instruct"),
+        (43, "Deployment/vllm/vllm", "Qwen/Qwen2.5-0.5B-Instruct")]

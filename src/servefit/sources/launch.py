@@ -129,10 +129,13 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
     from servefit.budget import SERVERS_PER_FILE
 
     out: list[Launch] = []
+    stops = _stops_on_exit(cmds)
     for cmd in cmds:
         if len(out) > SERVERS_PER_FILE:  # the file reader reports the bound; the rest is not looked at
             break
         found = from_words(cmd.words, ctx, cmd.env if cmd.env is not None else env)
+        if found and cmd.sep == "&" and stops:
+            continue  # started for the script's own use (`ollama pull` in a model Job) and stopped when it exits
         for launch in found:
             launch.unresolved.extend(cmd.unresolved)
             if cmd.broken is not None:
@@ -142,6 +145,12 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
                     span=cmd.broken))
         out.extend(found)
     return out
+
+
+def _stops_on_exit(cmds: list[Command]) -> bool:
+    """`trap 'kill $pid' EXIT`: the script kills what it started in the background when it ends."""
+    return any(c.words and c.words[0].text == "trap" and len(c.words) > 2 and "kill" in c.words[1].text
+               and any(w.text in ("EXIT", "0") for w in c.words[2:]) for c in cmds)
 
 
 def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
