@@ -316,3 +316,14 @@ def test_tune_diff_masks_values_keeps_references_and_applies(tmp_path):
     shutil.copytree(repo, copy)
     check = subprocess.run(["git", "apply", "--check", "-"], cwd=copy, input=diff, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr + diff
+
+
+def test_a_boolean_and_a_file_location_are_no_credentials():
+    """helm's complaint `(chart/templates/key-manager.yaml:13:15): keyManager.hostname is required when
+    keyManager.enabled=true` came out as `key-manager.yaml:*** ... enabled=***` (KEY in both names):
+    the line it names and the switch were masked, and the message said nothing."""
+    msg = ("execution error at (llm/templates/key-manager-app.yaml:13:15): keyManager.app.hostname is required "
+           "when keyManager.app.enabled=true")
+    assert redact_text(msg) == msg
+    assert redact_text(f"api_key: {PASSWORD} apiKey=yes key-file.yaml: {PASSWORD}") == \
+        "api_key: *** apiKey=yes key-file.yaml: ***"

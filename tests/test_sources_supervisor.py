@@ -39,3 +39,18 @@ def test_only_conf_files_that_hold_programs_are_supervisor_files(tmp_path):
     other = tmp_path / "app.conf"
     other.write_text("[server]\ncommand=vllm serve Qwen/Qwen2.5-7B-Instruct\n")
     assert scan_file(str(other)).sites == []
+
+
+def test_a_program_after_the_supervisord_sections_is_found(tmp_path):
+    """A whole supervisord.conf: `[program:` comes after [unix_http_server], [supervisord] and their
+    comments, past the 128 bytes that were searched; a commented-out `;[program:` is no program."""
+    head = "".join(f"; option {i}: the socket, the log file and the pid file of supervisord\n" for i in range(3))
+    text = head + "[supervisord]\nnodaemon=true\n\n[program:llm]\ncommand=vllm serve Qwen/Qwen2.5-7B-Instruct\n"
+    assert text.index("[program:") > 128
+    f = tmp_path / "supervisord.conf"
+    f.write_text(text)
+    [site] = scan_file(str(f)).sites
+    assert (site.name, site.line, [t.text for t in site.argv]) == (
+        "supervisor/llm", 8, ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"])
+    assert scan_file("s.conf", text).sites[0].line == 8  # the text given (standard input) is searched as far
+    assert file_kind("a/x.conf", ";[program:old]\n[server]\ncommand=vllm serve m\n") is None

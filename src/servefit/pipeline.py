@@ -174,7 +174,7 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
     parse before planning (sources/assemble.py), and on the plan's findings after (estimate).
     Returns the settings whose value is such a variable (the plan's findings about them judge a
     default servefit picked, not what the file says)."""
-    from servefit.sources import shown_var, where_set
+    from servefit.sources.unset_vars import shown_var, where_set
 
     spans = {(sp.file, sp.start): var for var, sp in site.unresolved_spans if sp is not None}
     if not spans:

@@ -58,6 +58,8 @@ AUTH_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?
                          r"(\s*)([^\s\"',;}\]]+)")
 _SCHEMES = {"bearer", "basic", "token", "digest", "apikey"}
 SECRET_LIST_KEY = re.compile(r"^(\s*)([\"']?)([A-Za-z_][A-Za-z0-9_.-]*)\2\s*:\s*(#.*)?$")
+_BOOLEANS = frozenset({"true", "false", "yes", "no", "on", "off"})
+_FILE_NAME = re.compile(r"\.(?:ya?ml|tpl|json|toml|txt|conf|sh|py|go)$", re.I)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _COUNT_BEFORE = re.compile(r"(?<![\w.-])\d[\d,]*[ \t]+$")
 _HUMPS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -136,6 +138,8 @@ def _assign(m: re.Match[str]) -> str:
             inner = ASSIGN.sub(_assign, value[1:]) if value[:1] in "[\"'" else ASSIGN.sub(_assign, value)
             return f"{q}{name}{q}{sep}{value[:1] + inner if value[:1] in '[' + chr(34) + chr(39) else inner}"
         return m.group(0)
+    if value.strip("\"'").lower() in _BOOLEANS or (_FILE_NAME.search(name) and sep.strip() == ":" and value[:1].isdigit()):
+        return m.group(0)  # `keyManager.enabled=true`, `templates/key-manager.yaml:13:15` (helm's error): no credential
     if name.lower().endswith("authorization") and value.strip("\"'").lower() in _SCHEMES:
         return m.group(0)  # the header pass masked the credential after the scheme
     if is_reference(value):

@@ -125,6 +125,7 @@ def assemble(paths: list[str], flags: Flags | None = None, configs: Configs | No
 def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *, plan: bool,
               stdin: tuple[str, str] | None, values: list[str] | None, render: bool) -> Assembly:
     from servefit.sources import iter_files, scan_file
+    from servefit.sources.render_scope import scope
 
     configs = configs or Configs()
     named = {os.path.abspath(p) for p in paths if os.path.isfile(p)}
@@ -143,8 +144,9 @@ def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *,
         files.append(ScannedFile(path, result.text, result.kind, len(result.sites)))
         findings.extend(result.findings)
         sites.extend(result.sites)
-    sites, findings, notes = _rendered([f.path for f in files if not (stdin and f.path == stdin[0])], sites,
-                                       findings, values, render)
+    walked = [f.path for f in files if not (stdin and f.path == stdin[0])]
+    roots, named_values = scope([p for p in paths if p != "-"], walked)
+    sites, findings, notes = _rendered(walked + roots, sites, findings, values or named_values, render)
     asm = assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
     asm.notes = notes
     return asm
@@ -155,8 +157,13 @@ def assemble_named(paths: list[str], flags: Flags | None = None) -> Assembly:
     way lint assembles them together (a Modelfile with its compose file, an override with its
     base); one clear error, with the reason the file's own finding gives, when a named file holds
     no server or none is found at all."""
+    from servefit.sources.render_scope import chart_of
+
     asm = assemble(paths, flags)
     found = {os.path.abspath(f.path) for f in asm.files if f.sites}
+    written = {os.path.abspath(t.span.file) for srv in asm.servers for t in srv.site.argv if t.span is not None}
+    found |= {os.path.abspath(p) for p in paths if (chart := chart_of(p)) is not None
+              and any(w.startswith(os.path.abspath(chart) + os.sep) for w in written)}  # a chart's file: its render
     for path in paths:
         if os.path.isfile(path) and os.path.abspath(path) not in found:
             why = next((f for f in asm.findings if f.span is not None
@@ -239,6 +246,10 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)
+    if any(s.workload.service for s in sites):
+        from servefit.sources.compose_build import drop_built
+
+        sites = drop_built(sites)
     for name in dict.fromkeys(s.engine for s in sites if s.engine):
         try:
             eng = engines.get(name)

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 from servefit.core import Finding, GpuHint, LaunchSite, Token
 from servefit.sources.detect import models_on_request
-from servefit.sources.launch import Ctx, Facts, Launch, to_site
+from servefit.sources.launch import Ctx, Facts, Launch
+from servefit.sources.site import to_site
 from servefit.sources.text import LineIndex, Src
 
 MAX_SIDE_FILE = 1 << 20

@@ -25,6 +25,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, LaunchSite, Span, Together, Token
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
+from servefit.sources.compose_build import built, dockerfile_of, tagged_dockerfile
 from servefit.sources.compose_layers import LayeredY, extended, layers
 from servefit.sources.detect import markers, models_on_request
 from servefit.sources.envfile import load_env_file
@@ -243,6 +244,16 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     home = y.file_of(entry_node if entry else cmd_node if cmd else image_node) or fc.path
     ctx = fc.ctx() if home == fc.path else fc.ctx_for(home, y.index_of(home))
     launches = container(image, entry, cmd, ctx, env)
+    build_node = _last(y, svcs, "build")
+    df = dockerfile_of(y, build_node, y.file_of(build_node) or fc.path) if not launches else None
+    if not launches and df is None and build_node is None and image is not None and not unset:
+        df = tagged_dockerfile(image.text, home)  # `image: NAME` that a Makefile beside it builds
+    if df is not None:
+        launches = built(df[0], df[1], entry, cmd, entry_node is not None, env, ctx)  # the repo's own image
+        key = next((k for svc in reversed(svcs) if (k := y.key_node(svc, "build" if build_node is not None else "image"))
+                    is not None), None)
+        for launch in launches:  # the server is the service: its line is that of its `build:`
+            launch.line = y.span(key).line if key is not None else launch.line
     if not launches:
         if image is not None and unset and not entry and markers().search(sname):  # the image decides
             fc.findings.append(unknown_image(image, sname, unset[0]))
@@ -260,7 +271,6 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
     if pmap:
         facts["path_map"] = pmap
-    build_node = _last(y, svcs, "build")
     build = y.str(build_node) or y.str(y.get(build_node, "context"))
     if build and any(models_on_request(la.engine) for la in launches):  # the build context holds its Modelfile
         facts["model_file_refs"] = [build]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from servefit.core import Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import container, ollama_client
+from servefit.sources.launch import container
+from servefit.sources.ollama_client import ollama_client
 from servefit.sources.problems import literal_variable
 from servefit.sources.shell import Piece, Vars, Word, expand_word, split_commands, split_words
 from servefit.sources.text import Src, align, logical_lines, sub
@@ -89,10 +90,12 @@ def _command(rest: Src, st: Stage) -> list[Word]:
     return [_synthetic("/bin/sh", rest), _synthetic("-c", rest), payload]
 
 
-def scan(fc: FileCtx) -> None:
+def stages(fc: FileCtx) -> list[Stage]:
+    """The file's build stages in order, each with what it sets (a compose service built from the
+    file runs the last one, or its `target`)."""
     m = ESCAPE.search(fc.text[:500])
     escape = m.group(1) if m else "\\"
-    stages: list[Stage] = []
+    found: list[Stage] = []
     global_args = Vars()
     st: Stage | None = None
     for line in logical_lines(fc.src, escape):
@@ -110,13 +113,13 @@ def scan(fc: FileCtx) -> None:
                 continue
             base = words[0].text
             name = words[2].text if len(words) > 2 and words[1].text.lower() == "as" else None
-            parent = next((s for s in stages if s.name and s.name == base), None)
+            parent = next((s for s in found if s.name and s.name == base), None)
             if parent is not None:
                 st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd,
                            built=list(parent.built))
             else:
                 st = Stage(name, words[0].token())
-            stages.append(st)
+            found.append(st)
         elif st is None and instr == "ARG":
             for w in split_words(rest, global_args):
                 a = w.assignment()
@@ -156,9 +159,14 @@ def scan(fc: FileCtx) -> None:
                 st.entry = words
                 if words and words[0].text == "/bin/sh" and words[0].pieces[0].start == words[0].pieces[0].end:
                     st.cmd = []  # shell-form ENTRYPOINT ignores CMD
-    if not stages:
+    return found
+
+
+def scan(fc: FileCtx) -> None:
+    found = stages(fc)
+    if not found:
         return
-    st = stages[-1]
+    st = found[-1]
     engine = detect.engine_of_image(st.image.text if st.image else None)
     if st.entry is None and st.cmd is None and not detect.models_on_request(engine) and \
             not any(_reads_env(engine, k) for k in st.runtime.values):

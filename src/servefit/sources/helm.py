@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from servefit.core import Finding, GpuHint, Token
+from servefit.core import Finding, GpuHint, Severity, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import NameHint, best_label, label_hint, merge, to_int
@@ -139,13 +139,34 @@ def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = f
                     queue.extend((item, f"{at}[{i}]", depth + 1, k) for i, item in enumerate(v.value)
                                  if isinstance(item, MappingNode))
     if len(fc.sites) == before:
+        helm_values = label != "helm" or _values_like(fc.path)
         for image in unread:
-            fc.findings.append(image_not_read(image))
+            fc.findings.append(image_not_read(image) if helm_values else image_not_read(image, NOT_VALUES, severity="info"))
 
 
 NO_CHART = ("the command it runs comes from the templates of a chart servefit does not read, so this server's "
             "settings were not checked: put the chart in the repository (servefit renders it with helm) or lint the "
             "output of `helm template`")
+
+
+NOT_VALUES = ("this file is not a manifest, compose file or Helm values file (no chart is beside it): the program that "
+              "reads it builds the command, so this server's settings were not checked")
+
+
+def _values_like(path: str) -> bool:
+    """A file Helm may take as values: named like one (values.yaml, prod-values.yaml, values/prod.yaml) or in a
+    chart's folder (or up to two below it)."""
+    import os
+    import re
+
+    if re.search(r"values", os.path.basename(path), re.I) or os.path.basename(os.path.dirname(path)) == "values":
+        return True
+    d = os.path.dirname(os.path.abspath(path))
+    for _ in range(3):
+        if os.path.isfile(os.path.join(d, "Chart.yaml")):
+            return True
+        d = os.path.dirname(d)
+    return False
 
 
 def chart_here(charts: list[str], values: str, helm: bool) -> str:
@@ -157,7 +178,7 @@ def chart_here(charts: list[str], values: str, helm: bool) -> str:
             f"the values files in or beside its directory, so this server's settings were not checked: run {how}")
 
 
-def image_not_read(image: Token, why: str = "", what: str = "") -> Finding:
+def image_not_read(image: Token, why: str = "", what: str = "", severity: Severity | None = None) -> Finding:
     """SF116 on an engine image whose command servefit cannot know from the values (`what` it
     runs, when the image alone does not say)."""
     from servefit.engines import get
@@ -165,7 +186,7 @@ def image_not_read(image: Token, why: str = "", what: str = "") -> Finding:
     eng = detect.engine_of_image(image.text)
     title = what or (get(eng).title if eng else "an engine")
     why = why or NO_CHART
-    return unread_server(f"{image.text} runs {title}, but {why}", span=image.span)
+    return unread_server(f"{image.text} runs {title}, but {why}", span=image.span, severity=severity)
 
 
 def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str, key: str = "") -> bool:

@@ -14,11 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from servefit.core import Finding, GpuHint, LaunchSite, ModelInputs, Span, Token, Workload
+from servefit.core import Finding, GpuHint, Span, Token
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect
 from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
+from servefit.sources.ollama_client import container_exec, ollama_client
 from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
@@ -26,6 +27,8 @@ from servefit.sources.text import LineIndex
 # words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
 SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
               "until"}
+# `for NAME in WORDS` / `select NAME in WORDS`: the words are data (`for d in /opt/llama-server`), not a command
+LIST_WORDS = {"for", "select"}
 # a program, never a model: one in a bin folder (`/usr/bin/supervisord`), a script, or a process manager
 PROGRAM_PATH = re.compile(r"^(?:/(?:usr/(?:local/)?)?s?bin/\S+|\S+\.(?:sh|bash|py)|(?:\S*/)?(?:supervisord|tini|dumb-init))$")
 DOCKER = {"docker", "podman", "nerdctl"}
@@ -43,7 +46,6 @@ DOCKER_VALUE_LONG = {
 }
 DOCKER_VALUE_SHORT = set("evpwuhlmc")
 COMPOSE = {"docker-compose", "podman-compose"}
-EXEC_VALUE = {"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--index"}
 
 
 @dataclass
@@ -127,10 +129,13 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
     from servefit.budget import SERVERS_PER_FILE
 
     out: list[Launch] = []
+    stops = _stops_on_exit(cmds)
     for cmd in cmds:
         if len(out) > SERVERS_PER_FILE:  # the file reader reports the bound; the rest is not looked at
             break
         found = from_words(cmd.words, ctx, cmd.env if cmd.env is not None else env)
+        if found and cmd.sep == "&" and stops:
+            continue  # started for the script's own use (`ollama pull` in a model Job) and stopped when it exits
         for launch in found:
             launch.unresolved.extend(cmd.unresolved)
             if cmd.broken is not None:
@@ -140,6 +145,12 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
                     span=cmd.broken))
         out.extend(found)
     return out
+
+
+def _stops_on_exit(cmds: list[Command]) -> bool:
+    """`trap 'kill $pid' EXIT`: the script kills what it started in the background when it ends."""
+    return any(c.words and c.words[0].text == "trap" and len(c.words) > 2 and "kill" in c.words[1].text
+               and any(w.text in ("EXIT", "0") for w in c.words[2:]) for c in cmds)
 
 
 def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
@@ -164,7 +175,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                 i += 2 if texts[i] in ("-u", "-g", "--unset", "-C") else 1
         else:
             break
-    if i >= n:
+    if i >= n or texts[i] in LIST_WORDS:
         return []
     ollama_client(words[i:], ctx)
     head = detect.program(texts[i])
@@ -222,30 +233,6 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if cnt:
             launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
     return [launch]
-
-
-def container_exec(words: list[Word], ctx: Ctx) -> None:
-    """`docker exec [-it] ollama ollama pull MODEL` (and `docker compose exec SERVICE ...`): a
-    command run inside a server's container, which names the models it will load."""
-    texts = [w.text for w in words]
-    k = 0
-    while k < len(texts) and texts[k].startswith("-"):
-        k += 2 if texts[k] in EXEC_VALUE else 1
-    if k + 1 < len(words):
-        ollama_client(words[k + 1:], ctx)
-
-
-def ollama_client(words: list[Word], ctx: Ctx) -> None:
-    """`ollama pull|run MODEL` and `ollama create NAME -f PATH`: what an Ollama server beside
-    this command will load."""
-    texts = [w.text for w in words]
-    if detect.mentions_ollama_model(texts):
-        ctx.ollama_models.append(words[2].token())
-        ctx.pulled_vars.extend(v for v in words[2].unresolved if v not in ctx.pulled_vars)
-    ref = detect.modelfile_ref(texts)
-    if ref is not None:
-        ctx.modelfile_refs.append(ref)
-        ctx.created.append(texts[2])
 
 
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
@@ -410,40 +397,3 @@ def _launcher_not_started(image: Token | None, ctx: Ctx) -> None:
         f"{image.text} runs {get(hit[0]).title} only when a command starts it ({hit[1]}); this container's "
         "command starts none that servefit can read, so no server was read here. Give the container that "
         "command, or lint the script it runs", span=image.span))
-
-
-def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
-            facts: Facts | None = None) -> LaunchSite:
-    """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
-    seen: set[str] = set()
-    unresolved = []
-    aliases = detect.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
-    for var, taint in launch.env_taint.items():  # a setting's variable written with an unset one
-        if var in launch.env and detect.reads_setting_env(launch.engine, aliases.get(var, var)):
-            launch.unresolved.extend(t for t in taint if t not in launch.unresolved)
-    for var, _ in launch.unresolved:
-        if var not in seen:
-            seen.add(var)
-            unresolved.append(var)
-    x = launch.facts.copy()
-    if facts:
-        x.update(facts)
-    work = Workload(kind=x.get("k8s_kind"), chart=x.get("chart"), service=x.get("service"),
-                    container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
-                    env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
-                    exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
-                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
-                    compose_extends=x.get("compose_extends", []))
-    config_only = bool(x.get("config_only", False))
-    hint = gpu
-    if launch.gpu is not None:
-        if hint is None:
-            hint = launch.gpu
-        elif hint.count is None and launch.gpu.count is not None:
-            hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
-    version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
-    return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
-                      image=launch.image, engine_version=version,
-                      gpu=hint, name=name, unresolved=unresolved, workload=work,
-                      unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only,
-                      image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])))

@@ -53,7 +53,7 @@ def unknown_image(image: Token, service: str, var: str) -> Finding:
     """A compose service named after an engine (`ollama`, `vllm`) whose image is a variable the
     repository does not set (Harbor writes it in a generated .env): no server is read from it,
     and that is said, not skipped."""
-    from servefit.sources import unresolved
+    from servefit.sources.unset_vars import unresolved
 
     shown = var if var.startswith("$") else f"${{{var}}}"
     return unresolved(f"{shown} is not set in this repository: the image service '{service}' runs is not known, so "

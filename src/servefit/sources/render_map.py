@@ -21,32 +21,13 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, LaunchSite, Span, Token
+from servefit.sources.render_patterns import TemplateLine, TemplatePattern, line_patterns, pinned
 from servefit.sources.text import LineIndex
 
 _SOURCE = re.compile(r"^# Source: (.+)$", re.M)
-_ACTION = re.compile(r"\{\{-?(.*?)-?\}\}")
 _VALUES_REF = re.compile(r"\.Values((?:\.[A-Za-z_][\w-]*)+)")
 # an action that writes one values key as it is (quoted or not, with a default)
 _PLAIN = re.compile(r"^\s*\.Values(?:\.[A-Za-z_][\w-]*)+\s*(?:\|\s*(?:quote|squote|toString|trim|default\s+\S+)\s*)*$")
-
-
-@dataclasses.dataclass
-class _Line:
-    """One template line as a pattern."""
-
-    index: int  # 0-based line number in the template
-    start: int  # offset of the line's first non-blank character in the template text
-    regex: re.Pattern[str]
-    parts: list[tuple[str, int, int, str]]  # ("lit" | "act", start, end in the stripped line, action text)
-
-
-@dataclasses.dataclass
-class _Template:
-    """One Helm template file as a pattern per line, to map rendered lines back to it."""
-
-    path: str
-    li: LineIndex
-    lines: list[_Line]
 
 
 class Mapper:
@@ -60,11 +41,11 @@ class Mapper:
         self.text = rendered
         self.li = LineIndex(rendered, "")
         self.values = [_Values(v) for v in values]
-        self.templates: dict[str, _Template | None] = {}
+        self.templates: dict[str, TemplatePattern | None] = {}
         self.chains: dict[str, list[tuple[str, str]]] = {}  # a subchart's Source -> (name, folder) from the umbrella
         self._own: dict[str, list[_Values]] = {}  # a subchart folder's own values files
         self.notes: dict[tuple[str, int, int], str] = {}
-        self._matched: dict[int, tuple[_Template, _Line, re.Match[str], int] | None] = {}
+        self._matched: dict[int, tuple[TemplatePattern, TemplateLine, re.Match[str], int] | None] = {}
         self._sections = [(m.start(), m.group(1).strip()) for m in _SOURCE.finditer(rendered)]
         self._match_all()
 
@@ -161,7 +142,7 @@ class Mapper:
                     cursor = tpl.lines.index(tl) + 1  # a position in the pattern list, not a line number
                     self._matched[ln] = (tpl, tl, m, content)
 
-    def _find(self, tpl: _Template, text: str, cursor: int) -> tuple[_Line, re.Match[str]] | None:
+    def _find(self, tpl: TemplatePattern, text: str, cursor: int) -> tuple[TemplateLine, re.Match[str]] | None:
         """The template line that wrote `text`: a line of plain text equal to it first (an action
         such as `- {{ $x | quote }}` matches any list item), then a line with actions; from the
         cursor on, then from the top (a range loop writes its lines again)."""
@@ -171,25 +152,29 @@ class Mapper:
                     if literal != all(kind == "lit" for kind, *_ in tl.parts):
                         continue
                     m = tl.regex.fullmatch(text)
+                    if m is not None and not self._consistent(tl, m):
+                        m = pinned(tl, self._known(tl)).fullmatch(text)
                     if m is not None and self._consistent(tl, m):
                         return tl, m
         return None
 
-    def _consistent(self, tl: _Line, m: re.Match[str]) -> bool:
+    def _known(self, tl: TemplateLine) -> list[str | None]:
+        """Per part of the line, the value its action writes where one values key says it."""
+        out: list[str | None] = []
+        for kind, _a, _b, action in tl.parts:
+            node = self._node(_VALUES_REF.findall(action)[0].lstrip(".").split(".")) \
+                if kind == "act" and _PLAIN.match(action) else None
+            out.append(str(node[1].value) if node is not None and isinstance(node[1], ScalarNode) else None)
+        return out
+
+    def _consistent(self, tl: TemplateLine, m: re.Match[str]) -> bool:
         """An action reading one values key must have written that key's value."""
-        for g, (kind, _a, _b, action) in enumerate(tl.parts):
-            if kind != "act":
-                continue
-            if not _PLAIN.match(action):
-                continue
-            node = self._node(_VALUES_REF.findall(action)[0].lstrip(".").split("."))
-            if node is not None and isinstance(node[1], ScalarNode):
-                got = m.group(g + 1).strip().strip("\"'")
-                if got != str(node[1].value):
-                    return False
+        for g, value in enumerate(self._known(tl)):
+            if value is not None and m.group(g + 1).strip().strip("\"'") != value:
+                return False
         return True
 
-    def _template(self, source: str) -> _Template | None:
+    def _template(self, source: str) -> TemplatePattern | None:
         if source in self.templates:
             return self.templates[source]
         path = self._source_path(source.split("/"))
@@ -202,7 +187,7 @@ class Mapper:
             except OSError:
                 self.templates[source] = None
                 return None
-            tpl = _Template(path, LineIndex(text, path), _patterns(text))
+            tpl = TemplatePattern(path, LineIndex(text, path), line_patterns(text))
         self.templates[source] = tpl
         return tpl
 
@@ -325,34 +310,6 @@ class Mapper:
         if isinstance(obj, dict):
             return {k: self._walk(x) for k, x in obj.items()}
         return obj
-
-
-def _patterns(text: str) -> list[_Line]:
-    out: list[_Line] = []
-    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
-    for idx, a in enumerate(starts):
-        b = starts[idx + 1] - 1 if idx + 1 < len(starts) else len(text)
-        raw = text[a:b].rstrip("\r")
-        stripped = raw.strip()
-        if "{{" in stripped and not _ACTION.sub("", stripped).strip():
-            continue  # only actions: control flow, or a block such as toYaml that writes lines of its own
-        if not stripped or stripped.startswith("#"):
-            continue
-        parts: list[tuple[str, int, int, str]] = []
-        regex = ""
-        pos = 0
-        for m in _ACTION.finditer(stripped):
-            if m.start() > pos:
-                parts.append(("lit", pos, m.start(), ""))
-                regex += "(" + re.escape(stripped[pos:m.start()]) + ")"
-            parts.append(("act", m.start(), m.end(), m.group(1)))
-            regex += "(.*?)"
-            pos = m.end()
-        if pos < len(stripped):
-            parts.append(("lit", pos, len(stripped), ""))
-            regex += "(" + re.escape(stripped[pos:]) + ")"
-        out.append(_Line(idx, a + (len(raw) - len(raw.lstrip())), re.compile(regex), parts))
-    return out
 
 
 def _own_values(folder: str) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from servefit.core import Span
+from servefit.sources.shell_cond import Branches
 from servefit.sources.shell_expand import Expansions
 from servefit.sources.text import Src
 from servefit.sources.words import ASSIGN, Command, Piece, Vars, Word, apply_assignments
@@ -75,6 +76,7 @@ class Scanner(Expansions):
         self.cmd_unres: list[tuple[str, Span | None]] = []
         self.at_seen = False
         self.depth = 0  # inside if / while / for / case: assignments there may not run
+        self.branches = Branches()  # ... unless a string test on known values says they do not
         self.prev_sep = ""
         self.array: tuple[str, bool, int] | None = None  # inside `NAME=(`: name, `+=`, its first word
 
@@ -148,13 +150,18 @@ class Scanner(Expansions):
         self.cmds.append(cmd)
         first = words[0].text
         conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
-        self.prev_sep = sep
+        prev, self.prev_sep = self.prev_sep, sep
+        dead = self.branches.dead(words, prev)
         if first in OPENERS:
             self.depth += 1
+            self.branches.opened(first, words, sep)
         elif first in CLOSERS:
             self.depth = max(0, self.depth - 1)
-        elif self.assign and self.env is not None:
-            apply_assignments(cmd, self.env, conditional)
+            self.branches.closed()
+        else:
+            if self.assign and self.env is not None and not dead:
+                apply_assignments(cmd, self.env, conditional)
+            self.branches.other(first, words, sep)
 
     # ---- the scanner
     def _scan(self) -> None:
@@ -256,7 +263,7 @@ class Scanner(Expansions):
         self.array = None
         elems = [w.token() for w in self.words[first:]]
         del self.words[first:]
-        if not self.assign or self.env is None:
+        if not self.assign or self.env is None or self.branches.dead(self.words, self.prev_sep):
             return
         conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
         have = self.env.arrays.get(name)

@@ -7,66 +7,18 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from servefit.core import Edit, Fix, LaunchSite, Span, Token
+from servefit.core import Edit, Span, Token
 from servefit.sources.text import LineIndex
 from servefit.tune import style
 from servefit.tune.occurrences import Occurrence, occurrences, option_table
 from servefit.tune.patch_env import EnvPlacement
-from servefit.tune.placed import DISPLAY, RANK, SAFE, UNSAFE, Placed, fmt, keep_to_own_files
+from servefit.tune.placed import DISPLAY, SAFE, UNSAFE, Patch, Placed, Reader, fmt, keep_to_own_files, reader
 from servefit.tune.space import WEIGHTS, Space
 from servefit.tune.write import apply_edits, by_file
 
-Reader = Callable[[str], str]
-
-
-@dataclass
-class Patch:
-    """A tuned server's changes placed in its files, as one fix that is only as safe as its least safe
-    change."""
-
-    site: LaunchSite
-    placed: list[Placed]
-
-    @property
-    def edits(self) -> list[Edit]:
-        return [e for p in self.placed if p.applicability != DISPLAY for e in p.edits]
-
-    @property
-    def applicability(self) -> str:
-        if not self.placed:
-            return SAFE
-        return max((p.applicability for p in self.placed), key=lambda a: RANK[a])
-
-    def fix(self) -> Fix:
-        what = ", ".join(p.shown for p in self.placed)
-        return Fix(message=f"tune: {what}" if what else "tune: nothing to change", edits=tuple(self.edits),
-                   applicability=self.applicability)  # type: ignore[arg-type]
-
-    def manual(self) -> list[str]:
-        """The changes to make by hand: all of them when one cannot be placed (then nothing of
-        this patch is written, so a change that could be placed alone is by hand too)."""
-        if any(p.applicability == DISPLAY for p in self.placed):
-            return [p.shown for p in self.placed if p.shown]
-        return []
-
-
-def reader(preloaded: dict[str, str] | None = None) -> Reader:
-    """Read each file once, newlines as written (CRLF stays two characters). `preloaded`: texts
-    that are not files (a command line typed after `--`)."""
-    cache: dict[str, str] = dict(preloaded or {})
-
-    def read(path: str) -> str:
-        if path not in cache:
-            from servefit.safe_io import read_bytes
-
-            cache[path] = read_bytes(path, 64 << 20).decode("utf-8")  # a regular file only
-        return cache[path]
-
-    return read
+__all__ = ["DISPLAY", "SAFE", "UNSAFE", "Patch", "Reader", "apply_edits", "by_file", "fmt", "make_patch", "reader"]
 
 
 def settings_changes(space: Space, point: dict[str, Any]) -> list[tuple[str, Any, Any, bool]]:
@@ -267,6 +219,9 @@ class Patcher(EnvPlacement):
             return
         if self.keyed and not self.args_only or self.prodstack:
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
+            return
+        if opt is not None and opt.env and self.anchor() is None and any(self.exact(t) for t in self.site.env.values()):
+            self.env(p, opt.env[0], shown=False)  # a server the environment configures (the image's own command)
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 

@@ -6,13 +6,15 @@ value is written (fmt)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from servefit.core import Edit
+from servefit.core import Edit, Fix, LaunchSite
 
 SAFE, UNSAFE, DISPLAY = "safe", "unsafe", "display-only"
 RANK = {SAFE: 0, UNSAFE: 1, DISPLAY: 2}
+Reader = Callable[[str], str]
 
 
 @dataclass
@@ -54,3 +56,49 @@ def keep_to_own_files(render_own: list[str], placed: list[Placed]) -> None:
             p.shown += f" (the chart's template {os.path.basename(where)} writes this command for every values file)"
         else:
             p.shown += f" (in {names}: {os.path.basename(where)} sets it for every values file)"
+
+
+@dataclass
+class Patch:
+    """A tuned server's changes placed in its files, as one fix that is only as safe as its least safe
+    change."""
+
+    site: LaunchSite
+    placed: list[Placed]
+
+    @property
+    def edits(self) -> list[Edit]:
+        return [e for p in self.placed if p.applicability != DISPLAY for e in p.edits]
+
+    @property
+    def applicability(self) -> str:
+        if not self.placed:
+            return SAFE
+        return max((p.applicability for p in self.placed), key=lambda a: RANK[a])
+
+    def fix(self) -> Fix:
+        what = ", ".join(p.shown for p in self.placed)
+        return Fix(message=f"tune: {what}" if what else "tune: nothing to change", edits=tuple(self.edits),
+                   applicability=self.applicability)  # type: ignore[arg-type]
+
+    def manual(self) -> list[str]:
+        """The changes to make by hand: all of them when one cannot be placed (then nothing of
+        this patch is written, so a change that could be placed alone is by hand too)."""
+        if any(p.applicability == DISPLAY for p in self.placed):
+            return [p.shown for p in self.placed if p.shown]
+        return []
+
+
+def reader(preloaded: dict[str, str] | None = None) -> Reader:
+    """Read each file once, newlines as written (CRLF stays two characters). `preloaded`: texts
+    that are not files (a command line typed after `--`)."""
+    cache: dict[str, str] = dict(preloaded or {})
+
+    def read(path: str) -> str:
+        if path not in cache:
+            from servefit.safe_io import read_bytes
+
+            cache[path] = read_bytes(path, 64 << 20).decode("utf-8")  # a regular file only
+        return cache[path]
+
+    return read

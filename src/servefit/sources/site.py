@@ -1,0 +1,44 @@
+"""A LaunchSite from a launch found in a file and what its wrapper knows (workload, hardware)."""
+
+from __future__ import annotations
+
+from servefit.core import GpuHint, LaunchSite, ModelInputs, Workload
+from servefit.sources import detect
+from servefit.sources.launch import Facts, Launch
+
+
+def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
+            facts: Facts | None = None) -> LaunchSite:
+    """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
+    seen: set[str] = set()
+    unresolved = []
+    aliases = detect.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
+    for var, taint in launch.env_taint.items():  # a setting's variable written with an unset one
+        if var in launch.env and detect.reads_setting_env(launch.engine, aliases.get(var, var)):
+            launch.unresolved.extend(t for t in taint if t not in launch.unresolved)
+    for var, _ in launch.unresolved:
+        if var not in seen:
+            seen.add(var)
+            unresolved.append(var)
+    x = launch.facts.copy()
+    if facts:
+        x.update(facts)
+    work = Workload(kind=x.get("k8s_kind"), chart=x.get("chart"), service=x.get("service"),
+                    container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
+                    env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
+                    exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
+                    path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
+                    compose_extends=x.get("compose_extends", []))
+    config_only = bool(x.get("config_only", False))
+    hint = gpu
+    if launch.gpu is not None:
+        if hint is None:
+            hint = launch.gpu
+        elif hint.count is None and launch.gpu.count is not None:
+            hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
+    version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
+    return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
+                      image=launch.image, engine_version=version,
+                      gpu=hint, name=name, unresolved=unresolved, workload=work,
+                      unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only,
+                      image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])))

@@ -1,0 +1,84 @@
+"""SF001: a value written as a variable the repository does not set, said once per variable per
+server with where it would get a value (a pod's valueFrom, compose's shell, Slurm), never guessed."""
+
+from __future__ import annotations
+
+from servefit.core import Finding, LaunchSite, Span
+from servefit.rules.catalog import finding
+from servefit.rules.registry import rule
+
+
+def shown_var(var: str) -> str:
+    """A variable as the user wrote it: `${PORT}`, `$1` (a script argument), a command substitution
+    cut to its first line (`$(awk -v a=... 'BEGIN {…)`)."""
+    if var.startswith(("$(", "`")):
+        first = var.splitlines()[0] if var else var
+        return first if first == var and len(var) <= 60 else first[:57].rstrip() + "…)"
+    return var if var.startswith("$") else f"${{{var}}}"
+
+
+def where_set(site: LaunchSite, var: str) -> str | None:
+    """Where a variable the file names but gives no value gets one: a k8s container's env entry
+    filled from a fieldRef, Secret or ConfigMap when the pod starts, a compose service's
+    environment entry passed through from the shell, Slurm's own SLURM_* in a batch script, the pod's
+    HOSTNAME; None
+    where the file does not name it."""
+    name = var.strip("${}")
+    if site.workload.runtime == "slurm":
+        from servefit.sources.slurm import TASK_VARIABLES
+
+        if name in TASK_VARIABLES:
+            return "is set by Slurm for each task"
+    if site.workload.runtime == "github-actions" and name.startswith("GH_"):
+        return "is a ${{ }} expression GitHub Actions fills in when the job runs"
+    if name == "HOSTNAME" and site.workload.kind:
+        return "is the pod's name, set by Kubernetes (a StatefulSet's pods end in their ordinal)"
+    if name not in site.workload.runtime_env:
+        return None
+    if site.workload.kind:
+        return "is filled in when the pod starts (its env entry takes it from valueFrom)"
+    return "is passed through from the shell that runs compose" if site.workload.service else None
+
+
+def _written(site: LaunchSite, var: str, span: Span | None) -> str:
+    """The variable as the file writes it: a GitHub Actions `${{ matrix.quant }}` stands in the shell text
+    as a placeholder of its length (sources/workflow.py), so the file's own characters are shown."""
+    if site.workload.runtime == "github-actions" and var.strip("${}").startswith("GH_") and span is not None \
+            and span.start >= 0:
+        try:
+            with open(span.file, encoding="utf-8", newline="") as fh:
+                text = fh.read()[span.start:span.end]
+        except OSError:
+            text = ""
+        if text.startswith("${{"):
+            return text
+    return shown_var(var)
+
+
+@rule("SF001")
+def unresolved(message: str, span: Span | None, site: str = "") -> Finding:
+    """SF001: a value written as a variable the repository does not set; it is said, not guessed."""
+    return finding("SF001", message, span=span, site=site)
+
+
+def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
+    """SF001 once per variable per server, at the first place the variable is used."""
+    from servefit.engines import title
+
+    out = []
+    for site in sites:
+        seen: set[str] = set()
+        for var, span in site.unresolved_spans:
+            if var in seen:
+                continue
+            seen.add(var)
+            eng = title(site.engine) or site.engine or "the engine"
+            if var.startswith(("$(", "`")):
+                msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
+            elif var in ("$@", "$*"):
+                msg = f"{var}: the arguments the script is called with are not known; they are not checked"
+            else:
+                msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}: the "
+                       f"value it gives {eng} is not known, so it is not checked")
+            out.append(unresolved(msg, span or None, site.name))
+    return out
