@@ -145,11 +145,31 @@ def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *,
         findings.extend(result.findings)
         sites.extend(result.sites)
     walked = [f.path for f in files if not (stdin and f.path == stdin[0])]
+    named_files = [p for p in paths if p != "-" and os.path.isfile(p)]
+    if named_files and any(s.name.startswith("script:") for s in sites):
+        sites, findings = _run_by_dockerfile(named_files, walked, sites, findings)
     roots, named_values = scope([p for p in paths if p != "-"], walked)
     sites, findings, notes = _rendered(walked + roots, sites, findings, values or named_values, render)
     asm = assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
     asm.notes = notes
     return asm
+
+
+def _run_by_dockerfile(named: list[str], walked: list[str], sites: list[LaunchSite],
+                       findings: list[Finding]) -> tuple[list[LaunchSite], list[Finding]]:
+    """A named script that a Dockerfile beside it copies and runs: its server as that Dockerfile
+    starts it (image version, environment), the Dockerfile's other servers and findings left out."""
+    from servefit.sources import scan_file
+    from servefit.sources.docker_scripts import runners_of
+
+    mine = {os.path.abspath(p) for p in named}
+    for df in runners_of(named, walked, sites):
+        result = scan_file(df)
+        sites += [s for s in result.sites if any(t.span is not None and os.path.abspath(t.span.file) in mine
+                                                 for t in s.argv)]
+        findings += [f for f in result.findings if f.span is not None and os.path.abspath(f.span.file) in mine
+                     and f not in findings]
+    return sites, findings
 
 
 def assemble_named(paths: list[str], flags: Flags | None = None) -> Assembly:
@@ -250,6 +270,10 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
         from servefit.sources.compose_build import drop_built
 
         sites = drop_built(sites)
+    if any(s.name.startswith("script:") for s in sites):
+        from servefit.sources.docker_scripts import drop_run_scripts
+
+        sites = drop_run_scripts(sites)
     for name in dict.fromkeys(s.engine for s in sites if s.engine):
         try:
             eng = engines.get(name)

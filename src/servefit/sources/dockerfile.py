@@ -11,13 +11,17 @@ shell form sees ENV values (not ARG values, which exist only at build time).
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 
 from servefit.core import Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import container
+from servefit.sources.docker_scripts import Copy, copied_script, copy_of, script_src
+from servefit.sources.k8s_scripts import run_script
+from servefit.sources.launch import Ctx, Launch, container
 from servefit.sources.ollama_client import ollama_client
 from servefit.sources.problems import literal_variable
 from servefit.sources.shell import Piece, Vars, Word, expand_word, split_commands, split_words
@@ -42,6 +46,8 @@ class Stage:
     cmd: list[Word] | None = None
     exec_vars: list[Word] = field(default_factory=list)
     built: list[list[Word]] = field(default_factory=list)  # RUN commands: `ollama pull X` puts X in the image
+    workdir: str = "/"
+    copies: list[Copy] = field(default_factory=list)  # COPY / ADD of build-context files
 
 
 def _exec_form(src: Src) -> list[Src] | None:
@@ -116,7 +122,7 @@ def stages(fc: FileCtx) -> list[Stage]:
             parent = next((s for s in found if s.name and s.name == base), None)
             if parent is not None:
                 st = Stage(name, parent.image, parent.scope.copy(), parent.runtime.copy(), parent.entry, parent.cmd,
-                           built=list(parent.built))
+                           built=list(parent.built), workdir=parent.workdir, copies=list(parent.copies))
             else:
                 st = Stage(name, words[0].token())
             found.append(st)
@@ -149,6 +155,14 @@ def stages(fc: FileCtx) -> list[Stage]:
                 tok = v.token()
                 st.scope.set(k, tok, v.unresolved)
                 st.runtime.set(k, tok, v.unresolved)
+        elif instr == "WORKDIR":
+            words = split_words(rest, scope)
+            if words:
+                st.workdir = posixpath.normpath(posixpath.join(st.workdir, words[0].text))
+        elif instr in ("COPY", "ADD"):
+            c = copy_of([w.text for w in split_words(rest, scope)], st.workdir)
+            if c is not None:
+                st.copies.append(c)
         elif instr == "RUN" and not rest.text.lstrip().startswith("["):
             st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
         elif instr in ("CMD", "ENTRYPOINT"):
@@ -178,13 +192,30 @@ def scan(fc: FileCtx) -> None:
     entry, cmd = st.entry, st.cmd or None
     if entry == [] and cmd:  # `ENTRYPOINT []` clears the image's: the CMD is the whole command
         entry, cmd = cmd, None
-    launches = container(st.image, entry, cmd, ctx, st.runtime)
+    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".")
     if not launches:
         return
     for w in st.exec_vars:
         fc.findings.append(literal_variable(f"the exec form passes {w.text!r} to the engine literally: "
                                             "no shell expands variables here", span=w.token().span))
     fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None, None, ctx.ollama_models)
+
+
+def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
+              context: str) -> list[Launch]:
+    """The servers a container of this stage starts: through a script the build copied from the
+    repository (read there, run in this image), else as its entrypoint and command say."""
+    words = list(entry or []) + list(cmd or [])
+    # a CMD alone follows the engine image's own entrypoint: it is that server's arguments
+    own = bool(entry) or detect.image_entrypoint(st.image.text if st.image else None) is None
+    hit = copied_script(words, st.copies, st.workdir, context) if own else None
+    if hit is None:
+        return container(st.image, entry, cmd, ctx, env)
+    src = script_src(hit[2], context) if hit[2] is not None else None
+    found = run_script(st.image, (hit[1], src), hit[0], None, ctx, env)
+    for launch in found:  # the server is where the Dockerfile runs the script; its words are the script's
+        launch.line = words[0].line
+    return found
 
 
 def _reads_env(engine: str | None, name: str) -> bool:

@@ -128,8 +128,12 @@ class Patcher(EnvPlacement):
         if listed is not None:
             return listed
         env_spans = {t.span for t in self.site.env.values() if t.span is not None}
+        # the command is written in the site's file, or all of it in one other file (a script a
+        # Dockerfile copies and runs: sources/docker_scripts.py)
+        files = {t.span.file for t in self.argv if t.span is not None}
+        home = self.site.file if self.site.file in files or len(files) != 1 else next(iter(files))
         cands = [t for t in self.argv if t.span is not None and t.span not in env_spans
-                 and t.span.file == self.site.file and self.exact(t) and not self.keyed_value(t)]
+                 and t.span.file == home and self.exact(t) and not self.keyed_value(t)]
         if self.prodstack or self.args_only:  # the chart's template writes the command; only args items are words
             cands = [t for t in cands if self._after_last_key(t)]
         # a word followed (in the command) by one that is not written right after it, such as a

@@ -1,0 +1,146 @@
+"""A Dockerfile whose ENTRYPOINT / CMD runs a script the build copies from the repository
+(`COPY start.sh /app/start.sh` then `ENTRYPOINT ["/bin/bash", "/app/start.sh"]`): the server is
+the one that script starts, in that image. Read through the Dockerfile, it gets the image's
+engine version and environment; the script read alone would get neither (the newest release is
+then assumed), so the run keeps the Dockerfile's reading (see drop_run_scripts)."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+
+from servefit.core import LaunchSite
+from servefit.sources import detect
+from servefit.sources.shell import Word, split_commands
+from servefit.sources.text import Src
+
+
+@dataclass
+class Copy:
+    """One `COPY` / `ADD` of build-context files: its sources, destination and the WORKDIR then."""
+
+    sources: list[str]
+    dest: str
+    workdir: str
+
+
+def copy_of(words: list[str], workdir: str) -> Copy | None:
+    """A COPY/ADD instruction's words (after the keyword); None for a copy from another stage or
+    image (`--from=`), a URL or a heredoc, which put no repository file in the image."""
+    if any(w.startswith("--from") for w in words):
+        return None
+    plain = [w for w in words if not w.startswith("--")]
+    if len(plain) < 2 or any("://" in w or w.startswith("<<") for w in plain):
+        return None
+    return Copy(plain[:-1], plain[-1], workdir)
+
+
+def _container_path(word: str, workdir: str) -> str | None:
+    if word.startswith("/"):
+        return posixpath.normpath(word)
+    if "/" in word:  # `./start.sh`, `scripts/run.sh`: relative to WORKDIR (a bare name is looked up on PATH)
+        return posixpath.normpath(posixpath.join(workdir or "/", word))
+    return None
+
+
+def _local_file(path: str, copies: list[Copy], context: str) -> str | None:
+    """The build-context file the image holds at `path`, from the last COPY that puts one there."""
+    for c in reversed(copies):
+        dest = posixpath.normpath(posixpath.join(c.workdir or "/", c.dest))
+        as_dir = c.dest.endswith("/") or len(c.sources) > 1
+        for s in c.sources:
+            if any(ch in s for ch in "*?[$"):
+                continue
+            local = os.path.normpath(os.path.join(context, s))
+            if os.path.isdir(local):  # a folder's contents land under dest
+                if path.startswith(dest.rstrip("/") + "/"):
+                    cand = os.path.join(local, *path[len(dest.rstrip("/")) + 1:].split("/"))
+                    if os.path.isfile(cand):
+                        return cand
+            elif os.path.isfile(local):  # into dest, or into the folder dest names
+                base = posixpath.join(dest, posixpath.basename(s))
+                if path == base or (not as_dir and path == dest):
+                    return local
+    return None
+
+
+def copied_script(words: list[Word], copies: list[Copy], workdir: str,
+                  context: str) -> tuple[list[Word], int, str | None] | None:
+    """Where the container's command runs a script (`/app/start.sh`, `bash ./run.sh`): (the
+    command's words, with an `sh -c` payload split; the index of the script word; its file in the
+    build context, or None when no COPY of the repository puts it there); None when it runs none."""
+    if words and detect.program(words[0].text) in detect.SHELLS and len(words) > 2 and words[1].text == "-c":
+        cmds = split_commands(words[2].to_src(), None)
+        if len(cmds) != 1:
+            return None
+        words = list(cmds[0].words)
+    if not words:
+        return None
+    i = 1 if detect.program(words[0].text) in detect.SHELLS else 0
+    if i >= len(words) or words[i].text.startswith("-"):
+        return None
+    path = _container_path(words[i].text, workdir)
+    if path is None or (i == 0 and not path.endswith(".sh")):  # `/usr/bin/python3 -m vllm...` is a program
+        return None
+    return words, i, _local_file(path, copies, context)
+
+
+def script_src(local: str, context: str) -> Src | None:
+    """The script's text, mapped to its own file (findings and tune's edits point there); None for
+    a file outside the repository, which is neither read nor written."""
+    from servefit.sources.base import FileCtx, _repo_of, _within, read_text
+
+    if not _within(local, _repo_of(context)):
+        return None
+    text = read_text(local)
+    return FileCtx.of(local, text).src if text is not None else None
+
+
+def drop_run_scripts(sites: list[LaunchSite]) -> list[LaunchSite]:
+    """A script's own server where a Dockerfile in the run (or a compose service built from it)
+    starts it, its words the script's: that reading carries the image's version and environment."""
+    at = os.path.abspath
+    used = {at(t.span.file) for s in sites if not s.name.startswith("script:") for t in s.argv
+            if t.span is not None and at(t.span.file) != at(s.file)}
+    return [s for s in sites if not (s.name.startswith("script:") and at(s.file) in used)]
+
+
+def runners_of(named: list[str], walked: list[str], sites: list[LaunchSite]) -> list[str]:
+    """Dockerfiles beside a named script (in its folder or up to two above, inside the repository)
+    that may run it, where the run did not read them: `servefit lint start.sh` (a pre-commit hook
+    passes the files it changed) is about the server that script starts in its image."""
+    from servefit.sources import file_kind
+    from servefit.sources.base import _repo_of, _within
+
+    have = {os.path.abspath(w) for w in walked}
+    scripts = {os.path.abspath(s.file) for s in sites if s.name.startswith("script:")}
+    out: list[str] = []
+    for p in named:
+        if os.path.abspath(p) not in scripts:
+            continue
+        root = _repo_of(os.path.dirname(p) or ".")
+        d = os.path.dirname(os.path.abspath(p))
+        for _ in range(3):
+            try:
+                names = sorted(os.listdir(d))
+            except OSError:
+                break
+            for n in names:
+                f = os.path.join(d, n)
+                if file_kind(f) == "dockerfile" and os.path.abspath(f) not in have \
+                        and _mentions(f, os.path.basename(p)):
+                    out.append(os.path.relpath(f) if _within(f, os.getcwd()) else f)
+            out = list(dict.fromkeys(out))
+            parent = os.path.dirname(d)
+            if parent == d or not _within(parent, root):
+                break
+            d = parent
+    return out
+
+
+def _mentions(path: str, name: str) -> bool:
+    from servefit.sources.base import read_text
+
+    text = read_text(path)
+    return text is not None and name in text

@@ -1,0 +1,105 @@
+"""A Dockerfile whose ENTRYPOINT / CMD runs a script the build copies from the repository: the
+server is the script's, in the Dockerfile's image (its version, its ENV). Read alone, the script
+got the newest release assumed although the image pins another (a real repository's shape)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+DOCKERFILE = ('FROM vllm/vllm-openai:v0.8.5\nENV VLLM_LOGGING_LEVEL=DEBUG\nCOPY start.sh /app/start.sh\n'
+              'ENTRYPOINT ["/bin/bash", "/app/start.sh"]\n')
+SCRIPT = ("#!/bin/bash\nset -e\nexec python3 -m vllm.entrypoints.openai.api_server "
+          "--model meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072 --gpu-memory-utilization 0.9\n")
+
+
+def _sites(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict]:
+    rc = main(["lint", *args, "--list-sites", "--output-format", "json"])
+    assert rc == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _lint(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[tuple[str, int, str]]]:
+    rc = main(["lint", *args, "--gpu", "L4", "--output-format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    return rc, sorted((os.path.basename(f["location"]["file"]), f["location"]["line"], f["code"])
+                      for f in out)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "Dockerfile").write_text(DOCKERFILE)
+    (tmp_path / "start.sh").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_script_runs_in_the_dockerfiles_image(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert (site["file"], site["engine"], site["engine_version"], site["model"]) == (
+        "Dockerfile", "vllm", "0.8.5", "meta-llama/Llama-3.1-8B-Instruct")
+    assert site["settings"] == {"max_model_len": 131072, "gpu_memory_utilization": 0.9}
+    loc = site["settings_raw"]["max_model_len"]["location"]
+    assert (loc["file"], loc["line"], loc["col"], loc["end_col"]) == ("start.sh", 3, 109, 115)
+    assert site["env"]["VLLM_LOGGING_LEVEL"] == "DEBUG"
+
+
+def test_lint_and_estimate_of_the_script_alone_find_the_dockerfile(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pre-commit hook passes only the changed script: it is still the image's server."""
+    [site] = _sites(capsys, "start.sh", "--gpu", "L4")
+    assert (site["engine_version"], site["env"]["VLLM_LOGGING_LEVEL"]) == ("0.8.5", "DEBUG")
+    assert _lint(capsys, "start.sh") == _lint(capsys, ".") == (1, [("Dockerfile", 4, "SEC004"), ("start.sh", 3, "VLLM003")])
+    main(["estimate", "start.sh", "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["engine_version"] == "0.8.5"
+
+
+def test_tune_writes_the_script(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", ".", "--gpu", "L4", "--write"]) == 0
+    capsys.readouterr()
+    assert (repo / "start.sh").read_text() == SCRIPT.replace(
+        "--max-model-len 131072", "--max-model-len 32768").replace("0.9\n", "0.9 --max-num-seqs 64\n")
+    assert (repo / "Dockerfile").read_text() == DOCKERFILE
+    assert _lint(capsys, ".")[1] == [("Dockerfile", 4, "SEC004"), ("start.sh", 3, "VLLM019")]
+
+
+def test_shell_form_relative_to_workdir_and_a_folder_copy(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "scripts").mkdir()
+    (repo / "start.sh").rename(repo / "scripts" / "serve.sh")
+    (repo / "Dockerfile").write_text("FROM vllm/vllm-openai:v0.10.2\nWORKDIR /srv\nCOPY scripts/ ./bin/\n"
+                                     "ENTRYPOINT ./bin/serve.sh\n")
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert (site["file"], site["engine_version"], site["settings"]["max_model_len"]) == ("Dockerfile", "0.10.2", 131072)
+
+
+def test_a_script_not_copied_from_the_repository_is_said(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Copied from another stage: the Dockerfile cannot tell which server it starts (SF116, not a
+    silent skip); the script in the repository is read on its own."""
+    (repo / "Dockerfile").write_text("FROM alpine AS fetch\nRUN echo\nFROM vllm/vllm-openai:v0.8.5\n"
+                                     "COPY --from=fetch /start.sh /app/start.sh\nENTRYPOINT [\"/bin/bash\", \"/app/start.sh\"]\n")
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert (site["file"], site["engine_version"] == "0.8.5") == ("start.sh", False)
+    assert ("Dockerfile", 5, "SF116") in _lint(capsys, ".")[1]
+
+
+def test_a_cmd_after_the_engine_images_entrypoint_is_its_arguments(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No ENTRYPOINT: the vLLM image's own one runs with the CMD as its arguments (SF106), even
+    when the CMD names a copied script."""
+    (repo / "Dockerfile").write_text('FROM vllm/vllm-openai:v0.8.5\nCOPY start.sh /app/start.sh\nCMD ["/app/start.sh"]\n')
+    assert ("Dockerfile", 3, "SF106") in _lint(capsys, ".")[1]
+
+
+def test_a_compose_service_built_from_the_dockerfile_runs_the_script(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "compose.yaml").write_text("services:\n  api:\n    build: .\n    environment:\n      - VLLM_LOGGING_LEVEL=INFO\n")
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert (site["file"], site["line"], site["engine_version"], site["env"]["VLLM_LOGGING_LEVEL"]) == (
+        "compose.yaml", 3, "0.8.5", "INFO")
+    assert site["settings"]["max_model_len"] == 131072
