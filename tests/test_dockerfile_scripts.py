@@ -103,3 +103,29 @@ def test_a_compose_service_built_from_the_dockerfile_runs_the_script(
     assert (site["file"], site["line"], site["engine_version"], site["env"]["VLLM_LOGGING_LEVEL"]) == (
         "compose.yaml", 3, "0.8.5", "INFO")
     assert site["settings"]["max_model_len"] == 131072
+
+
+@pytest.mark.parametrize("dockerfile, script", [
+    # a bare name given to bash is relative to the working directory the COPY wrote to
+    ('FROM vllm/vllm-openai:v0.8.5\nCOPY --chmod=775 endpoints-entrypoint.sh entrypoint.sh\n'
+     'ENTRYPOINT ["/bin/bash", "entrypoint.sh"]\nCMD [""]\n', "endpoints-entrypoint.sh"),
+    # a script without .sh, known by its #! line
+    ('FROM vllm/vllm-openai:v0.8.5\nCOPY sagemaker/serve /usr/bin/serve\nENTRYPOINT ["/usr/bin/serve"]\n', "sagemaker/serve"),
+    # `COPY /src/...` is in the build context; `ENTRYPOINT []` makes the CMD the whole command
+    ('FROM vllm/vllm-openai:v0.8.5\nWORKDIR /app\nCOPY /src/start.sh /app/\nENTRYPOINT []\nCMD ["/app/start.sh"]\n',
+     "src/start.sh"),
+])
+def test_shapes_of_public_dockerfiles(repo: Path, capsys: pytest.CaptureFixture[str], dockerfile: str, script: str) -> None:
+    (repo / "start.sh").unlink()
+    (repo / script).parent.mkdir(parents=True, exist_ok=True)
+    (repo / script).write_text(SCRIPT)
+    (repo / "Dockerfile").write_text(dockerfile)
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert (site["file"], site["engine_version"], site["settings"]["max_model_len"]) == ("Dockerfile", "0.8.5", 131072)
+
+
+def test_a_copied_program_is_not_a_script(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "serve").write_bytes(b"\x7fELF\x02\x01\x01")
+    (repo / "Dockerfile").write_text('FROM vllm/vllm-openai:v0.8.5\nCOPY serve /usr/bin/serve\nENTRYPOINT ["/usr/bin/serve"]\n')
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert site["file"] == "start.sh"

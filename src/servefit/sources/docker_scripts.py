@@ -36,12 +36,25 @@ def copy_of(words: list[str], workdir: str) -> Copy | None:
     return Copy(plain[:-1], plain[-1], workdir)
 
 
-def _container_path(word: str, workdir: str) -> str | None:
+def _container_path(word: str, workdir: str, shell_arg: bool) -> str | None:
+    """The path a command word names in the container: `./start.sh` and `scripts/run.sh` are
+    relative to WORKDIR, and so is a bare name given to a shell (`bash entrypoint.sh`); a bare
+    program name is looked up on PATH."""
     if word.startswith("/"):
         return posixpath.normpath(word)
-    if "/" in word:  # `./start.sh`, `scripts/run.sh`: relative to WORKDIR (a bare name is looked up on PATH)
+    if "/" in word or (shell_arg and word and not word.startswith("$")):
         return posixpath.normpath(posixpath.join(workdir or "/", word))
     return None
+
+
+def _is_script(local: str) -> bool:
+    """A file run directly as the command: a shell script (by its name, or its `#!` line)."""
+    if local.endswith((".sh", ".bash")):
+        return True
+    from servefit.sources.base import read_text
+
+    head = (read_text(local) or "").split("\n", 1)[0]
+    return head.startswith("#!") and "sh" in head
 
 
 def _local_file(path: str, copies: list[Copy], context: str) -> str | None:
@@ -52,7 +65,7 @@ def _local_file(path: str, copies: list[Copy], context: str) -> str | None:
         for s in c.sources:
             if any(ch in s for ch in "*?[$"):
                 continue
-            local = os.path.normpath(os.path.join(context, s))
+            local = os.path.normpath(os.path.join(context, s.lstrip("/")))  # `COPY /src/x`: in the context
             if os.path.isdir(local):  # a folder's contents land under dest
                 if path.startswith(dest.rstrip("/") + "/"):
                     cand = os.path.join(local, *path[len(dest.rstrip("/")) + 1:].split("/"))
@@ -80,10 +93,13 @@ def copied_script(words: list[Word], copies: list[Copy], workdir: str,
     i = 1 if detect.program(words[0].text) in detect.SHELLS else 0
     if i >= len(words) or words[i].text.startswith("-"):
         return None
-    path = _container_path(words[i].text, workdir)
-    if path is None or (i == 0 and not path.endswith(".sh")):  # `/usr/bin/python3 -m vllm...` is a program
+    path = _container_path(words[i].text, workdir, i == 1)
+    if path is None:
         return None
-    return words, i, _local_file(path, copies, context)
+    local = _local_file(path, copies, context)
+    if i == 0 and not (path.endswith(".sh") or (local is not None and _is_script(local))):
+        return None  # `/usr/bin/python3 -m vllm...`, a copied binary: a program, not a script
+    return words, i, local
 
 
 def script_src(local: str, context: str) -> Src | None:
