@@ -174,15 +174,14 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
     parse before planning (sources/assemble.py), and on the plan's findings after (estimate).
     Returns the settings whose value is such a variable (the plan's findings about them judge a
     default servefit picked, not what the file says)."""
-    from servefit.sources.unset_vars import shown_var, where_set
+    from servefit.sources.unset_vars import shown_var, var_of, where_set
 
-    spans = {(sp.file, sp.start): var for var, sp in site.unresolved_spans if sp is not None}
-    if not spans:
+    if not site.unresolved_spans:
         return set()
     for holder in (cfg, *holders):
         kept = []
         for f in holder.findings:
-            var = spans.get((f.span.file, f.span.start)) if f.span is not None else None
+            var = var_of(site, f.span, f.message) if f.span is not None else None
             if var is None or f.code == "SF001":
                 kept.append(f)
                 continue
@@ -191,7 +190,7 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
             cfg.assumptions.append(f"{what} is {shown_var(var)}, which {where_set(site, var) or 'is not set here'}: "
                                    "planned with the engine's default (pass the value, or set the variable in the file)")
         holder.findings = kept
-    unknown = _unknown_settings(site, cfg.engine, spans)
+    unknown = _unknown_settings(site, cfg.engine)
     for given, var in unknown.values():  # also where the parser itself let the variable pass
         said = f"{given} is {shown_var(var)}, which {where_set(site, var) or 'is not set here'}"
         if not any(a.startswith(said) for a in cfg.assumptions):
@@ -200,8 +199,7 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
     return set(unknown)
 
 
-def _unknown_settings(site: LaunchSite, engine: str,
-                      spans: dict[tuple[str, int], str]) -> dict[str, tuple[str, str]]:
+def _unknown_settings(site: LaunchSite, engine: str) -> dict[str, tuple[str, str]]:
     """The options whose value (`--flag $X`, `--flag=$X`, an env twin) is an unset variable, by
     the engine's option table (none for an engine without one): name -> (flag, variable)."""
     from servefit.engines.options import load_table
@@ -210,16 +208,20 @@ def _unknown_settings(site: LaunchSite, engine: str,
         table = load_table(engine)
     except Exception:  # noqa: BLE001 - a plugin engine has no table
         return {}
+    from servefit.sources.unset_vars import var_of
+
+    spans = {(sp.file, sp.start): var for var, sp in site.unresolved_spans if sp is not None}
     out: dict[str, tuple[str, str]] = {}
     argv = site.argv
     for i, tok in enumerate(argv):
         sp = tok.span
-        var = spans.get((sp.file, sp.start)) if sp is not None else None
-        if var is not None and i and argv[i - 1].text.startswith("-"):
+        var = var_of(site, sp, text=tok.text)
+        if var is not None and i and argv[i - 1].text.startswith("-") and not tok.text.startswith("-"):
             flag = argv[i - 1].text
         elif tok.text.startswith("-") and "=" in tok.text and sp is not None:
             flag, _, value = tok.text.partition("=")
-            var = next((v for (f, start), v in spans.items() if f == sp.file and sp.start < start < sp.end), None)
+            var = next((v for (f, start), v in spans.items() if f == sp.file and sp.start < start < sp.end),
+                       var_of(site, None, text=value))
             if var is None or "$" not in value:
                 continue
         else:
@@ -229,7 +231,7 @@ def _unknown_settings(site: LaunchSite, engine: str,
             out[opt.name] = (flag, var)
     for name, tok in site.env.items():
         opt = table.by_env.get(name)
-        var = spans.get((tok.span.file, tok.span.start)) if tok.span is not None else None
+        var = var_of(site, tok.span, text=tok.text)
         if opt is not None and var is not None:
             out.setdefault(opt.name, (name, var))
     return out

@@ -179,10 +179,11 @@ def _finish(rep: Server) -> None:
     was assumed and where that came from; a finding on an unresolved variable's text is left
     to SF001 (the value is not known, so it cannot be wrong)."""
     site = rep.site
-    unresolved = {(s.file, s.start) for _, s in site.unresolved_spans if s is not None}
+    from servefit.sources.unset_vars import var_of
+
     kept = []
     for f in rep.findings:
-        if f.span is not None and (f.span.file, f.span.start) in unresolved and f.code != "SF001":
+        if f.span is not None and f.code != "SF001" and var_of(site, f.span, f.message) is not None:
             continue
         if not f.site:
             f.site = site.name

@@ -22,7 +22,7 @@ from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, 
 from servefit.sources.ollama_client import container_exec, ollama_client
 from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
-from servefit.sources.text import LineIndex
+from servefit.sources.text import LineIndex, Src
 
 # words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
 SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
@@ -196,6 +196,8 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if j < n and texts[j] == "exec":
             container_exec(words[j + 1:], ctx)
         return []
+    if texts[i] == "eval" and i + 1 < n:  # `eval $CMD`: the words joined and read again as shell
+        return _eval(words[i + 1:], ctx, sub_env)
     start = i
     if head in detect.SHELLS:
         payload = _shell_payload(words, i)
@@ -233,6 +235,28 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if cnt:
             launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
     return [launch]
+
+
+def _eval(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
+    """`eval ARGS`: bash joins the words with spaces and runs the result as a command line, so
+    quotes inside a variable's value (`CMD="vllm serve --host '0.0.0.0'"`) are quotes again."""
+    text: list[str] = []
+    offs: list[int] = []
+    for k, w in enumerate(args):
+        src = w.to_src()
+        if k:
+            text.append(" ")
+            offs.append(offs[-1] if offs else src.off(0))
+        text.append(src.text)
+        offs.extend(src.off(j) for j in range(len(src.text)))
+    offs.append(offs[-1] + 1 if offs else 0)
+    inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
+                ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
+    found = from_commands(split_commands(Src("".join(text), args[0].li, offs=offs), env.copy()), inner, env)
+    for launch in found:  # the words' unset variables are the server's
+        for w in args:
+            launch.unresolved.extend(w.unresolved + w.substituted_refs())
+    return found
 
 
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:

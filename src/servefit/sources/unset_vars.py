@@ -40,6 +40,22 @@ def where_set(site: LaunchSite, var: str) -> str | None:
     return "is passed through from the shell that runs compose" if site.workload.service else None
 
 
+def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | None = None) -> str | None:
+    """The unset variable a finding (at `span`, saying `message`) or a value (`text`) is about:
+    written at that place, or carried inside a value whose place is a whole string (`CMD="... $N"`
+    run as `$CMD`: every word of it points at the string) and named in the message or the value."""
+    if span is not None:
+        hit = next((v for v, sp in site.unresolved_spans if sp is not None and (sp.file, sp.start) == (span.file, span.start)),
+                   None)
+        if hit is not None:
+            return hit
+    where = {(t.span.file, t.span.start) for t in (*site.argv, *site.env.values()) if t.span is not None}
+    if text is None and (span is None or (span.file, span.start) not in where):
+        return None
+    said = text if text is not None else message
+    return next((v for v, _ in site.unresolved_spans if v.startswith("$") and len(v) > 2 and v in said), None)
+
+
 def _written(site: LaunchSite, var: str, span: Span | None) -> str:
     """The variable as the file writes it: a GitHub Actions `${{ matrix.quant }}` stands in the shell text
     as a placeholder of its length (sources/workflow.py), so the file's own characters are shown."""

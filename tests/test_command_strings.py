@@ -1,0 +1,54 @@
+"""A command built in a string and run later (`CMD="vllm serve ... '$N'"`, then `$CMD` or
+`eval $CMD`): eval reads quotes again, and a value computed when the script runs (`$(nvidia-smi
+...)`) carried through the string is unknown, not wrong; lint, estimate and explain agree. Shapes
+from a public Hugging Face Inference Endpoints entrypoint script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+from servefit.sources import scan_file
+
+HEAD = 'N=${N:-$(nvidia-smi --list-gpus | wc -l)}\n'
+
+
+def _lint(capsys: pytest.CaptureFixture[str], path: Path) -> list[str]:
+    main(["lint", str(path), "--gpu", "L4", "--output-format", "json"])
+    return sorted(f["code"] for f in json.loads(capsys.readouterr().out))
+
+
+@pytest.mark.parametrize("run", ["$CMD", "eval $CMD"])
+def test_a_runtime_value_carried_through_a_string_is_unknown_not_invalid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], run: str) -> None:
+    quote = "'" if run.startswith("eval") else ""
+    p = tmp_path / "entrypoint.sh"
+    p.write_text(HEAD + f'CMD="vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size {quote}$N{quote}"\n{run}\n')
+    [site] = scan_file(str(p)).sites
+    assert [t.text for t in site.argv] == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--tensor-parallel-size",
+                                           "$(nvidia-smi --list-gpus | wc -l)"]
+    assert _lint(capsys, p) == ["SEC003", "SF001", "VLLM018"]  # no VLLM002 "invalid int value"
+    main(["estimate", str(p), "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["outcome"] == "started" and plan["parallel"]["tensor"] == 1
+    assert any(a.startswith("--tensor-parallel-size is $(nvidia-smi --list-gpus | wc -l), which is not set here")
+               for a in plan["assumptions"])
+
+
+def test_a_wrong_value_in_the_same_string_is_still_found(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "entrypoint.sh"
+    p.write_text(HEAD + 'CMD="vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size $N --max-num-seqs lots"\n$CMD\n')
+    assert "VLLM002" in _lint(capsys, p)
+
+
+def test_eval_reads_the_quotes_inside_the_string(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "entrypoint.sh"
+    p.write_text("MODEL=${MODEL:-Qwen/Qwen2.5-7B-Instruct}\n"
+                 "CMD=\"vllm serve $MODEL --host '0.0.0.0' --port 80 --max-model-len '8192'\"\neval $CMD\n")
+    [site] = scan_file(str(p)).sites
+    assert [t.text for t in site.argv] == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--host", "0.0.0.0", "--port",
+                                           "80", "--max-model-len", "8192"]
+    assert _lint(capsys, p) == ["SEC003"]  # 0.0.0.0, not "'0.0.0.0'": every interface
