@@ -369,3 +369,18 @@ def test_a_server_a_script_starts_for_itself_and_stops_on_exit_is_no_server(
     assert [(s["line"], s["name"], s["model"]) for s in sites] == [
         (31, "Deployment/ollama/ollama", "meta-llama/Llama-3.2-3B-Instruct"),
         (43, "Deployment/vllm/vllm", "Qwen/Qwen2.5-0.5B-Instruct")]
+
+
+def test_a_custom_llama_cpp_build_given_server_arguments_runs_llama_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A compose file of six services on a custom llama.cpp build (`quay.io/.../llama.cpp-mma:v8`:
+    neither name nor tag says "server") with llama-server's arguments only: no server was read, and
+    nothing said so. Arguments without a server-only flag (a CLI run) stay unread."""
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  llm:\n    image: quay.io/acme/llama.cpp-mma:v8\n"
+        '    command: ["--host", "0.0.0.0", "--port", "8080", "-m", "/models/Mistral-7B-Instruct-v0.3-Q4_K_S.gguf", "-c", "4096"]\n'
+        "  cli:\n    image: quay.io/acme/llama.cpp-mma:v8\n"
+        '    command: ["-m", "/models/Mistral-7B-Instruct-v0.3-Q4_K_S.gguf", "-p", "hi"]\n')
+    [site] = _sites(capsys, str(tmp_path), "--gpu", "L4")
+    assert (site["name"], site["engine"], site["model"]) == ("compose/llm", "llamacpp", "mistralai/Mistral-7B-Instruct-v0.3")
+    assert site["settings"] == {"ctx_size": 4096, "host": "0.0.0.0", "port": "8080"}

@@ -215,6 +215,21 @@ def engine_of_image(image: str | None) -> str | None:
     return next((eng.name for eng in plugins() if eng.matches_image(image)), None)
 
 
+def server_build_image(image: str | None, args: list[str]) -> str | None:
+    """The engine of an image named after it whose name and tag do not say it is the server build
+    (a custom llama.cpp build: `quay.io/x/llama.cpp-mma:v8`), when the container passes it only
+    arguments and one of them is a flag only that engine's server takes; None otherwise."""
+    if not image or not args or not args[0].startswith("-"):
+        return None
+    r = split_image(image)[0].lower()
+    for name, pats, table in _image_patterns():
+        flags = set(table.get("image_server_flags") or ())
+        if flags and any(p.search(r) for p in pats) and not (table.get("image_excludes") and table["image_excludes"] in r) \
+                and any(a.split("=", 1)[0] in flags for a in args):
+            return name
+    return None
+
+
 def launcher_image(image: str | None) -> tuple[str, str] | None:
     """(engine, the commands that start it) for an image of another project that carries an engine
     but runs it only when a command starts it (IPEX-LLM's Ollama); None for any other image."""
@@ -313,10 +328,11 @@ def official_image(image: str) -> bool | None:
     return split_image(image)[0].lower().removeprefix("docker.io/") in own
 
 
-def image_entrypoint(image: str | None) -> tuple[list[str], list[str], bool] | None:
+def image_entrypoint(image: str | None, engine: str | None = None) -> tuple[list[str], list[str], bool] | None:
     """(the ENTRYPOINT an engine image runs, its default CMD, whether that is the official
-    image's documented entrypoint rather than servefit's assumption for a rebuild)."""
-    eng = engine_of_image(image)
+    image's documented entrypoint rather than servefit's assumption for a rebuild). `engine`: the
+    engine the image is known to carry (server_build_image) where its name alone does not say."""
+    eng = engine or engine_of_image(image)
     if eng is None or image is None:
         return None
     table = _table(eng)

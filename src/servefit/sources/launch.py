@@ -365,8 +365,9 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
     if entry:
         found = from_words(list(entry) + list(cmd or []), ctx, env)
     else:
-        ie = detect.image_entrypoint(img)
         texts = [w.text for w in cmd or []]
+        eng_of_image = detect.engine_of_image(img) or detect.server_build_image(img, texts)
+        ie = detect.image_entrypoint(img) or (detect.image_entrypoint(img, eng_of_image) if eng_of_image else None)
         # a command rather than the engine's arguments: a server, a shell, or a Python program (an
         # engine image running `python3 -m sglang.bench_serving` is a benchmark client, no server)
         starts_command = bool(texts) and (detect.recognise(texts) is not None
@@ -384,7 +385,7 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
         elif ie is not None:
-            eng = detect.engine_of_image(img)
+            eng = eng_of_image
             assert eng is not None
             argv = [Token(w) for w in ie[0]]
             unres: list[tuple[str, Span | None]] = []
