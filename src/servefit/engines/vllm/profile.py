@@ -22,6 +22,7 @@ from servefit.engines.vllm.forward import (
 )
 from servefit.engines.vllm.non_torch import CONSUMED_FROM
 from servefit.engines.vllm.weights import VOCAB_PAD
+from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.models.spec import ModelSpec
 
@@ -75,6 +76,41 @@ FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
 # says so. Calibration logs, Qwen2.5-1.5B fp16 at 2048 batched tokens: torch peak 0.12 GiB warm (0.30.0,
 # T4) and 0.44 GiB cold (0.31.0, A100 40GB; "Compiling a graph for compile range (1, 2048)").
 COLD_COMPILE_GIB = 0.44 - 0.12
+
+
+# The dummy sampler's top-k/top-p on the V1 runner goes through vLLM's Triton kernel where FlashInfer's
+# sampler is not selected (v1/sample/ops/topk_topp_sampler.py: TopKTopPSampler.__init__ takes
+# forward_cuda when flashinfer_sampler_supported(), i.e. VLLM_USE_FLASHINFER_SAMPLER unset or 1 and
+# FlashInferBackend.supports_compute_capability, 8.0 - 12.1 in the 0.27.0 and 0.30.0 wheels; otherwise
+# forward_native -> apply_top_k_top_p, which runs the Triton kernel for 8 requests or more).
+# v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton then allocates a per-program buffer of
+# min(next_power_of_2(min(SMs, requests)), SMs) rows x vocab in the logits' dtype (fp32: Sampler.forward
+# casts) and keeps it in _TRITON_BUFFER_CACHE after the run (read in the 0.27.0 and 0.30.0 wheels).
+FLASHINFER_SAMPLER_MIN_CC = 80
+TRITON_TOPK_MIN_REQS = 8
+
+
+def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None,
+                       v2_runner: bool, last_stage: bool) -> int:
+    """Bytes of the Triton top-k/top-p buffer the V1 runner's dummy sampler keeps from 0.26.1, where
+    vLLM counts it as consumed memory rather than peak activation (see FLASHINFER_SAMPLER_MIN_CC and
+    forward.py held_after_profile; FlashInfer's sampler is the default there); 0 where FlashInfer samples, on Model Runner V2 (its dummy batch is greedy
+    up to 0.32; 0.33's warm-up pass is not read), on a rank that does not sample, or off NVIDIA GPUs."""
+    if r.version < CONSUMED_FROM or not last_stage or v2_runner or gpu is None or gpu.vendor != "nvidia":
+        return 0  # before 0.26.1 the buffer only matters inside the torch peak, which the sampler figure prices
+    from servefit import data
+
+    flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
+    flashinfer_off = flag is not None and flag.strip() == "0"
+    if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
+        return 0
+    reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
+    sms = data.load("gpu_sms.yaml")["sms"].get(gpu.key)
+    if not sms or reqs < TRITON_TOPK_MIN_REQS:
+        return 0
+    programs = min(sms, reqs)
+    rows = min(1 << (programs - 1).bit_length(), sms)
+    return rows * model.vocab_size * 4
 
 
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
