@@ -40,6 +40,21 @@ LMEM_BYTES_PER_THREAD = int(0.13 * GiB) // LMEM_REFERENCE_THREADS
 # card) and 0.55 at TP2 (0.11 logs on H100),
 # 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
 # 8 x A100); linear in between, flat beyond.
+# The entries straddle a change of what the figure holds (not modelled): up to 0.10 the first snapshot
+# is taken before the distributed set-up (V0 worker/worker.py::Worker.init_device: baseline_snapshot,
+# then init_worker_distributed_environment; V1 v1/worker/gpu_worker.py::Worker.init_device the same in
+# 0.9.1 - 0.10.2), so it holds vLLM's pynccl communicator (PyNcclCommunicator.__init__ connects it with
+# a one-element all_reduce) and the custom all-reduce's cudaMalloc'd IPC buffers (custom_all_reduce.py::
+# CustomAllreduce.__init__: meta_size() + 8 MiB and 8 MiB); from 0.11 the snapshot follows the set-up
+# (0.11.0 wheel) and those are outside it. torch's ProcessGroupNCCL for the device group counts in
+# every release: it is created at its first collective (no device_id in init_process_group), which the
+# profile's logits all_gather makes (base_device_communicator.py::all_gather: dist.all_gather_into_tensor;
+# CudaCommunicator does not override it). The TP2 entry is a 0.11 figure, TP4 and TP8 are earlier ones.
+# Halving the earlier ones from 0.11 and doubling 0.11's before is what the code suggests, but the
+# calibration logs do not bear it out: in dennislee22's 0.10.1.1 runs on A100s (KV logged only) the
+# plan's TP2 KV miss is 0.30 GiB larger than its TP1 miss (the sampler's), which puts the TP2 share near
+# 0.12 GiB, not the 0.84 a doubled 0.11 H100 figure gives; card and NCCL release (channels, protocols connected) move it more
+# than the snapshot does, and no calibration log pairs the two at one card and world size.
 NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 1.79, 8: 2.10}
 # GPUs without NVLink talk over PCIe: NCCL opens a few channels there instead of the dozens it opens
 # over NVLink, and vLLM's custom all-reduce stays off without P2P (custom_all_reduce.py::
