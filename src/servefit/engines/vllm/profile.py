@@ -101,7 +101,10 @@ def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: 
     from servefit import data
 
     flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
-    flashinfer_off = flag is not None and flag.strip() == "0"
+    try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
+        flashinfer_off = flag is not None and int(flag) == 0
+    except ValueError:
+        flashinfer_off = False
     if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
         return 0
     reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
