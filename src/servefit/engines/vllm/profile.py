@@ -37,6 +37,14 @@ MiB = 2**20
 # (values + int64 indices), probs and logprobs over min(max_num_seqs, tokens) requests x the padded
 # vocab. 39 bytes per logit up to 0.15 (V1 0.11 logs on H100; V0 0.6.5 / 0.7 logs give 41-43), ~15
 # from 0.16 (0.17-0.28 logs).
+# The 39 agrees with the native V1 path read in the 0.11.0 wheel and PyTorch's sort: _dummy_sampler_run
+# keeps the model-dtype logits (2 B), Sampler.forward makes the fp32 copy (4), and
+# topk_topp_sampler.py::apply_top_k_top_p sorts it; for 128 rows or more torch.sort takes
+# aten/src/ATen/native/cuda/SortStable.cu::segmented_sort_pairs: values (4) and int64 indices (8) out, an
+# int64 reverse-index input (8) and cub's segmented radix sort's alternate key / value buffers (4 + 8):
+# 38 B at the sort, the peak; the llm-d 0.11 logs (1024 requests) show 38.4 - 38.9 B per logit (allocator
+# rounding). Fewer than 128 rows take segmented_sort_pairs_by_full_sort (two int2 index/segment copies,
+# ~50 B), not modelled.
 SAMPLER_BYTES_PER_LOGIT = 39
 SAMPLER_BYTES_PER_LOGIT_016 = 15
 # Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, the same in the 0.25.0
