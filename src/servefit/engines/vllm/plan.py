@@ -40,6 +40,7 @@ from servefit.engines.vllm.profile import (
     flashinfer_sampler,
     logged_activation,
     triton_topk_buffer,
+    v2_sampler_state_bytes,
 )
 from servefit.engines.vllm.weights import mxfp4_backend, mxfp4_note, pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
@@ -199,6 +200,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env)))
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
+        non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0

@@ -124,6 +124,19 @@ def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: 
     return rows * model.vocab_size * 4
 
 
+# Model Runner V2's sampler keeps per-request penalty statistics on the GPU (v1/worker/gpu/sample/
+# penalties.py::PenaltiesState.__init__: output_bin_counts, max_num_reqs x vocab int32, and
+# prompt_bin_mask, max_num_reqs x cdiv(vocab, 32) int32; read in the 0.22.0, 0.24.0, 0.27.0 and 0.30.0
+# wheels). v1/worker/gpu/model_runner.py::load_model builds the Sampler after the weights'
+# DeviceMemoryProfiler has closed, so they are not weights; from 0.26.1 total_consumed counts them
+# (utils/mem_utils.py::memory_profiling), before it nothing does (torch memory from before the profile).
+def v2_sampler_state_bytes(model: ModelSpec, r: Resolved, v2_runner: bool) -> int:
+    """The V2 runner's penalty statistics the 0.26.1+ budget charges (see above); 0 otherwise."""
+    if not v2_runner or r.version < CONSUMED_FROM:
+        return 0
+    return r.max_num_seqs * (model.vocab_size + -(-model.vocab_size // 32)) * 4
+
+
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
     """The warm-cache assumption (see COLD_COMPILE_GIB), for engines that compile the model: V1
     unless eager (-O0 / --enforce-eager) or compilation_config level / mode 0."""
