@@ -321,12 +321,19 @@ def test_triton_topk_buffer_is_consumed_memory_from_0_26_1():
     # FlashInfer samples by default on an H100 (8.0 <= 9.0 <= 12.1): nothing kept
     assert fi.detail.logged_activation_bytes == fi.memory.activation_peak
     assert fi.detail.logged_consumed_bytes == fi.memory.weights + fi.memory.non_torch
-    # fewer than 8 requests take the PyTorch path; Model Runner V2 samples greedily; 0.26.0 logs no split
+    # fewer than 8 requests take the PyTorch path in 0.27 (apply_top_k_top_p); from 0.30 the Triton one,
+    # 4 rows here
     off = {**v1_runner, "VLLM_USE_FLASHINFER_SAMPLER": "0"}
     _, few = run(argv + " --max-num-seqs 4", gpu=H100, env=off, version="0.27.1")
     assert few.detail.logged_activation_bytes == few.memory.activation_peak
+    _, few30 = run(argv + " --max-num-seqs 4", gpu=H100, env=off, version="0.30.0")
+    assert few30.memory.activation_peak - few30.detail.logged_activation_bytes == 4 * 128256 * 4
+    # Model Runner V2 samples its dummy batch greedily up to 0.32; 0.33's warm-up pass (top-k 50, top-p
+    # 0.9) runs the Triton kernel whatever FlashInfer's setting; 0.26.0 logs no split
     _, v2 = run(argv, gpu=H100, env={"VLLM_USE_FLASHINFER_SAMPLER": "0"}, version="0.27.1")
     assert v2.detail.logged_activation_bytes == v2.memory.activation_peak
+    _, v2_33 = run(argv, gpu=H100, version="0.33.0")
+    assert v2_33.memory.activation_peak - v2_33.detail.logged_activation_bytes == buffer
     _, old = run(argv, gpu=H100, env=off, version="0.26.0")
     assert old.detail.logged_activation_bytes == old.memory.activation_peak and old.detail.logged_consumed_bytes == 0
 

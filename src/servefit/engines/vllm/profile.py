@@ -86,38 +86,46 @@ FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
 COLD_COMPILE_GIB = 0.44 - 0.12
 
 
-# The dummy sampler's top-k/top-p on the V1 runner goes through vLLM's Triton kernel where FlashInfer's
-# sampler is not selected (v1/sample/ops/topk_topp_sampler.py: TopKTopPSampler.__init__ takes
-# forward_cuda when flashinfer_sampler_supported(), i.e. VLLM_USE_FLASHINFER_SAMPLER unset or 1 and
-# FlashInferBackend.supports_compute_capability, 8.0 - 12.1 in the 0.27.0 and 0.30.0 wheels; otherwise
-# forward_native -> apply_top_k_top_p, which runs the Triton kernel for 8 requests or more).
-# v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton then allocates a per-program buffer of
-# min(next_power_of_2(min(SMs, requests)), SMs) rows x vocab in the logits' dtype (fp32: Sampler.forward
-# casts) and keeps it in _TRITON_BUFFER_CACHE after the run (read in the 0.27.0 and 0.30.0 wheels).
+# The dummy sampler's top-k/top-p goes through vLLM's Triton kernel where FlashInfer's sampler is not
+# selected (v1/sample/ops/topk_topp_sampler.py: TopKTopPSampler.__init__ takes forward_cuda when
+# flashinfer_sampler_supported(), i.e. VLLM_USE_FLASHINFER_SAMPLER unset or 1 and
+# FlashInferBackend.supports_compute_capability, 8.0 - 12.1 in the 0.27.0, 0.30.0 and 0.33.0 wheels;
+# otherwise forward_native -> apply_top_k_top_p, which takes the Triton kernel for 8 requests or more in
+# 0.27.0 and for any batch in 0.30.0 and 0.33.0; 0.28 / 0.29 not read, planned as 0.27). Model Runner
+# V2's sampler has no FlashInfer path: 0.33's warm-up pass (SamplingParams.for_sampler_warmup: top-k 50,
+# top-p 0.9; v1/worker/gpu/model_runner.py::_dummy_sampler_run) always runs it, and its dummy batch is
+# greedy before 0.33. v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton allocates a
+# per-program buffer of min(next_power_of_2(min(SMs, requests)), SMs) rows x vocab in fp32 and keeps it
+# in _TRITON_BUFFER_CACHE after the run (the small-batch split pipeline's cache is about 1 MiB: left out).
 FLASHINFER_SAMPLER_MIN_CC = 80
 TRITON_TOPK_MIN_REQS = 8
+TRITON_TOPK_ANY_BATCH_FROM = (0, 30, 0)
 
 
 def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None,
                        v2_runner: bool, last_stage: bool) -> int:
-    """Bytes of the Triton top-k/top-p buffer the V1 runner's dummy sampler keeps from 0.26.1, where
-    vLLM counts it as consumed memory rather than peak activation (see FLASHINFER_SAMPLER_MIN_CC and
-    forward.py held_after_profile; FlashInfer's sampler is the default there); 0 where FlashInfer samples, on Model Runner V2 (its dummy batch is greedy
-    up to 0.32; 0.33's warm-up pass is not read), on a rank that does not sample, or off NVIDIA GPUs."""
-    if r.version < CONSUMED_FROM or not last_stage or v2_runner or gpu is None or gpu.vendor != "nvidia":
+    """Bytes of the Triton top-k/top-p buffer the dummy sampler keeps from 0.26.1, where vLLM counts it as
+    consumed memory rather than peak activation (see FLASHINFER_SAMPLER_MIN_CC and forward.py
+    held_after_profile); 0 where FlashInfer samples (the V1 runner's default on 8.0+ cards), on Model
+    Runner V2 before 0.33, on a rank that does not sample, or off NVIDIA GPUs."""
+    if r.version < CONSUMED_FROM or not last_stage or gpu is None or gpu.vendor != "nvidia":
         return 0  # before 0.26.1 the buffer only matters inside the torch peak, which the sampler figure prices
     from servefit import data
 
-    flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
-    try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
-        flashinfer_off = flag is not None and int(flag) == 0
-    except ValueError:
-        flashinfer_off = False
-    if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
-        return 0
+    if v2_runner:
+        if r.version < V2_RUNNER_SAMPLER_UNTIL:
+            return 0
+    else:
+        flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
+        try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
+            flashinfer_off = flag is not None and int(flag) == 0
+        except ValueError:
+            flashinfer_off = False
+        if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
+            return 0
     reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
     sms = data.load("gpu_sms.yaml")["sms"].get(gpu.key)
-    if not sms or reqs < TRITON_TOPK_MIN_REQS:
+    if not sms or reqs < 1 or (reqs < TRITON_TOPK_MIN_REQS and r.version < TRITON_TOPK_ANY_BATCH_FROM):
         return 0
     programs = min(sms, reqs)
     rows = min(1 << (programs - 1).bit_length(), sms)
@@ -126,8 +134,8 @@ def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: 
 
 # Model Runner V2's sampler keeps per-request penalty statistics on the GPU (v1/worker/gpu/sample/
 # penalties.py::PenaltiesState.__init__: output_bin_counts, max_num_reqs x vocab int32, and
-# prompt_bin_mask, max_num_reqs x cdiv(vocab, 32) int32; read in the 0.22.0, 0.24.0, 0.27.0 and 0.30.0
-# wheels). v1/worker/gpu/model_runner.py::load_model builds the Sampler after the weights'
+# prompt_bin_mask, max_num_reqs x cdiv(vocab, 32) int32; read in the 0.22.0, 0.24.0, 0.27.0, 0.30.0 and
+# 0.33.0 wheels). v1/worker/gpu/model_runner.py::load_model builds the Sampler after the weights'
 # DeviceMemoryProfiler has closed, so they are not weights; from 0.26.1 total_consumed counts them
 # (utils/mem_utils.py::memory_profiling), before it nothing does (torch memory from before the profile).
 def v2_sampler_state_bytes(model: ModelSpec, r: Resolved, v2_runner: bool) -> int:
