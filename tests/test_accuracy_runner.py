@@ -159,7 +159,7 @@ VLLM_NOT_EVALUABLE: set[str] = set()
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
     # Qwen3.8-27B-FP8 is sized as Qwen3.6-27B (nearest catalogued release of the line: no public
-    # config); on a 0.26.1 main build (0.27's consumed-memory budget, +0.17 GiB charged) with TP2 on
+    # config); on a 0.26.1 main build (0.27's consumed-memory budget) with TP2 on
     # RTX 5090s the token count is 13% low
     ("recipes810-2x5090-qwen38-27b-fp8-tp2-262k", "kv_tokens"): -0.1303,
     # Llama-3.1-405B FP8 TP8 on H100 (0.5.3, flags not shown), planned with the July 2024 checkpoint it

@@ -13,7 +13,7 @@ from unittest import mock
 from servefit.models.spec import ModelSpec
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_vllm_engine import H100, LLAMA8B, run  # noqa: E402
+from test_vllm_engine import H100, LLAMA8B, T4, run  # noqa: E402
 
 # Qwen3-30B-A3B's shapes (config.json): 128 experts of 768, 8 per token, hidden 2048
 QWEN3_MOE = ModelSpec(
@@ -277,6 +277,9 @@ def test_logged_activation_leaves_out_the_moe_workspace_from_0_26_1():
     assert new.memory.activation_peak == old.memory.activation_peak == attention_half + workspace
     assert new.detail.logged_activation_bytes == attention_half
     assert old.detail.logged_activation_bytes == attention_half + workspace
+    # what stays is in the consumed memory 0.27 logs (mem_utils.py total_consumed); 0.26.0 logs none
+    assert new.detail.logged_consumed_bytes == new.memory.weights + new.memory.non_torch + workspace
+    assert old.detail.logged_consumed_bytes == 0
     import servefit.engines.vllm.plan as plan_mod  # the budget does not move with the logged split
 
     with mock.patch.object(plan_mod, "held_after_profile", return_value=0):
@@ -297,3 +300,54 @@ def test_attention_half_is_per_tensor_parallel_rank():
     mlp_half = t * 4 * 2048 * 2 + workspace + t * 128 * 2 * 2
     attention_half = t * (4 * 2048 + 2 * 2048 + 2 * 256) * 2 + workspace
     assert attention_half > mlp_half and p.memory.activation_peak == attention_half
+
+
+def test_triton_topk_buffer_is_consumed_memory_from_0_26_1():
+    """The V1 runner's dummy sampler (top-k = vocab - 1, top-p 0.9) runs vLLM's Triton top-k/top-p where
+    FlashInfer's sampler is not selected (VLLM_USE_FLASHINFER_SAMPLER=0, or compute capability below 8.0),
+    and keeps its per-program buffer (topk_topp_triton.py::apply_top_k_top_p_triton): on an H100 (132 SMs)
+    at 256 requests min(next_pow2(132), 132) = 132 rows x 128256 x 4 B = 67,719,168 B. From 0.26.1 vLLM
+    logs it in consumed memory, not peak activation (the transient peak less what stays: the forward of
+    8192 tokens sets the peak here, 1,970,012,160 B as the activation tests price it); the budget does not
+    move. Eager: no graph estimate."""
+    argv = "vllm serve m --max-model-len 8192 --enforce-eager"
+    v1_runner = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+    buffer = 132 * 128256 * 4
+    _, native = run(argv, gpu=H100, env={**v1_runner, "VLLM_USE_FLASHINFER_SAMPLER": "0"}, version="0.27.1")
+    _, fi = run(argv, gpu=H100, env=v1_runner, version="0.27.1")
+    assert native.detail.logged_activation_bytes == native.memory.activation_peak - buffer == 1_902_292_992
+    assert native.detail.logged_consumed_bytes == native.memory.weights + native.memory.non_torch + buffer
+    assert native.detail.available_kv_cache_bytes == fi.detail.available_kv_cache_bytes
+    # FlashInfer samples by default on an H100 (8.0 <= 9.0 <= 12.1): nothing kept
+    assert fi.detail.logged_activation_bytes == fi.memory.activation_peak
+    assert fi.detail.logged_consumed_bytes == fi.memory.weights + fi.memory.non_torch
+    # fewer than 8 requests take the PyTorch path in 0.27 (apply_top_k_top_p); from 0.30 the Triton one,
+    # 4 rows here
+    off = {**v1_runner, "VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    _, few = run(argv + " --max-num-seqs 4", gpu=H100, env=off, version="0.27.1")
+    assert few.detail.logged_activation_bytes == few.memory.activation_peak
+    _, few30 = run(argv + " --max-num-seqs 4", gpu=H100, env=off, version="0.30.0")
+    assert few30.memory.activation_peak - few30.detail.logged_activation_bytes == 4 * 128256 * 4
+    # Model Runner V2 samples its dummy batch greedily up to 0.32; 0.33's warm-up pass (top-k 50, top-p
+    # 0.9) runs the Triton kernel whatever FlashInfer's setting; 0.26.0 logs no split
+    _, v2 = run(argv, gpu=H100, env={"VLLM_USE_FLASHINFER_SAMPLER": "0"}, version="0.27.1")
+    assert v2.detail.logged_activation_bytes == v2.memory.activation_peak
+    _, v2_33 = run(argv, gpu=H100, version="0.33.0")
+    assert v2_33.memory.activation_peak - v2_33.detail.logged_activation_bytes == buffer
+    _, old = run(argv, gpu=H100, env=off, version="0.26.0")
+    assert old.detail.logged_activation_bytes == old.memory.activation_peak and old.detail.logged_consumed_bytes == 0
+
+
+def test_triton_topk_buffer_rows_stop_at_the_sm_count():
+    """A T4 (7.5: below FlashInfer's 8.0 floor, so the Triton path by default) has 40 SMs: 256 requests give
+    min(next_pow2(40), 40) = 40 rows; 20 requests give min(next_pow2(20), 40) = 32 rows."""
+    from servefit.engines.vllm.profile import triton_topk_buffer
+
+    _, p = run("vllm serve m --max-model-len 4096 --dtype half --enforce-eager", gpu=T4,
+               env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.30.0")
+    assert p.memory.activation_peak - p.detail.logged_activation_bytes == 40 * 128256 * 4
+    from types import SimpleNamespace
+
+    r = SimpleNamespace(version=(0, 30, 0), max_num_seqs=20, max_num_batched_tokens=2048)
+    assert triton_topk_buffer(LLAMA8B, r, T4, None, False, True) == 32 * 128256 * 4
+    assert triton_topk_buffer(LLAMA8B, r, T4, None, False, False) == 0  # a rank that does not sample

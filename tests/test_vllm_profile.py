@@ -301,9 +301,9 @@ def test_total_consumed_from_027_counts_persistent_buffers():
     from servefit.engines.vllm.non_torch import CONSUMED_EXTRA
 
     a100 = resolve_gpu("A100-80GB")
-    assert CONSUMED_EXTRA == int(0.23 * GiB)
+    assert CONSUMED_EXTRA == int(0.09 * GiB)
     assert non_torch_bytes(1, 1, a100, (0, 26, 0)) == 108 * 2048 * 516
-    assert non_torch_bytes(1, 1, a100, (0, 27, 0)) == 108 * 2048 * 516 + int(0.23 * GiB)
+    assert non_torch_bytes(1, 1, a100, (0, 27, 0)) == 108 * 2048 * 516 + int(0.09 * GiB)
 
 
 def test_model_runner_v2_samples_a_greedy_dummy_batch_before_033():
@@ -345,8 +345,8 @@ def test_v2_runner_budgets_its_graph_estimate_and_logs_it_with_the_activation():
 
 def test_consumed_memory_from_the_0261_main_builds():
     # 0.26.1 was never released: 0.26.1rc1.devN builds are main on the way to 0.27 and budget the
-    # consumed memory (+0.23 GiB on one GPU), which 0.26.0 does not
-    assert non_torch_bytes(1, version=(0, 26, 1)) - non_torch_bytes(1, version=(0, 26, 0)) == int(0.23 * GiB)
+    # consumed memory (+0.09 GiB on one GPU), which 0.26.0 does not
+    assert non_torch_bytes(1, version=(0, 26, 1)) - non_torch_bytes(1, version=(0, 26, 0)) == int(0.09 * GiB)
 
 
 def test_warm_compile_cache_is_assumed_where_vllm_compiles():
@@ -410,3 +410,25 @@ def test_capture_log_reads_the_autotune_forward_lower_from_0102_to_017():
     assert v2.detail.logged_cuda_graph_bytes == v2.memory.cuda_graphs > 0  # V2 empties the cache first
     _, eager = run(argv + " --enforce-eager", gpu=H100, version="0.12.0", env=cubin)
     assert eager.detail.logged_cuda_graph_bytes == eager.memory.cuda_graphs == 0
+
+
+def test_model_runner_v2_penalty_statistics_are_consumed_memory_from_0_26_1():
+    # Model Runner V2's sampler (built in load_model after the weights are measured) keeps
+    # output_bin_counts (requests x vocab int32) and prompt_bin_mask (requests x cdiv(vocab, 32) int32):
+    # Llama-3.1-8B at 64 requests, 64 x (128256 + 4008) x 4 = 33,859,584 B, charged from 0.26.1's
+    # total_consumed; the V1 runner has no such buffers, and 0.26.0 charges nothing for them
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 64"
+    v1_runner = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
+    _, v2 = run(argv, version="0.31.0")
+    _, v1 = run(argv, env=v1_runner, version="0.31.0")
+    assert v2.memory.non_torch - v1.memory.non_torch == 64 * (128256 + 4008) * 4 == 33_859_584
+    _, v2_old = run(argv, version="0.26.0")
+    _, v1_old = run(argv, env=v1_runner, version="0.26.0")
+    assert v2_old.memory.non_torch == v1_old.memory.non_torch
+    # the mask's width rounds up (cdiv): a 151655-token vocabulary takes 4740 int32 words a request
+    from types import SimpleNamespace
+
+    from servefit.engines.vllm.profile import v2_sampler_state_bytes
+
+    r = SimpleNamespace(version=(0, 27, 1), max_num_seqs=2)
+    assert v2_sampler_state_bytes(replace(LLAMA8B, vocab_size=151655), r, True) == 2 * (151655 + 4740) * 4

@@ -56,7 +56,8 @@ CORE = {  # expected key -> how to read it off the plan
     "cuda_graph_gib": lambda p: _logged_graphs(p) / GiB,
     "non_torch_gib": lambda p: p.memory.non_torch / GiB,
     # vLLM >= 0.2x prints weights and non-torch memory as one "consumed memory" figure
-    "consumed_gib": lambda p: (p.memory.weights + p.memory.non_torch) / GiB,
+    # (with what the profiling run keeps, which the plan counts in the activation peak: engines/vllm/detail.py)
+    "consumed_gib": lambda p: (p.detail.resolved("logged_consumed_bytes") or p.memory.weights + p.memory.non_torch) / GiB,
     "kv_tokens": lambda p: p.kv_cache_tokens,
     "max_concurrency": lambda p: p.max_concurrency,
     "fitting_max_model_len": lambda p: p.fitting_max_model_len,

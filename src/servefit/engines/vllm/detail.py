@@ -17,6 +17,10 @@ class VllmDetail(EngineDetail):
     available_kv_cache_bytes: int = 0  # what gpu_worker.determine_available_memory leaves for the KV cache
     # "X GiB for peak activation" as gpu_worker.py logs it: from 0.26.1 with the CUDA-graph estimate in it
     logged_activation_bytes: int = 0
+    # "X GiB for consumed memory (weights + non-torch)" as 0.26.1+ logs it (utils/mem_utils.py::memory_profiling
+    # total_consumed, from mem_get_info): with what the profiling run keeps (forward.py held_after_profile);
+    # 0 before 0.26.1, which does not log it
+    logged_consumed_bytes: int = 0
     cuda_graph_sizes: int = 0  # batch sizes captured
     # "Graph capturing finished in N secs, took X GiB" as capture_model logs it (engines/vllm/capture.py)
     logged_cuda_graph_bytes: int = 0

@@ -40,6 +40,21 @@ LMEM_BYTES_PER_THREAD = int(0.13 * GiB) // LMEM_REFERENCE_THREADS
 # card) and 0.55 at TP2 (0.11 logs on H100),
 # 1.79 at TP4 (2.04 logged on 4 x H200 with 0.10, less its NVLS term), 2.10 at TP8 (0.7 logs on
 # 8 x A100); linear in between, flat beyond.
+# The entries straddle a change of what the figure holds (not modelled): up to 0.10 the first snapshot
+# is taken before the distributed set-up (V0 worker/worker.py::Worker.init_device: baseline_snapshot,
+# then init_worker_distributed_environment; V1 v1/worker/gpu_worker.py::Worker.init_device the same in
+# 0.9.1 - 0.10.2), so it holds vLLM's pynccl communicator (PyNcclCommunicator.__init__ connects it with
+# a one-element all_reduce) and the custom all-reduce's cudaMalloc'd IPC buffers (custom_all_reduce.py::
+# CustomAllreduce.__init__: meta_size() + 8 MiB and 8 MiB); from 0.11 the snapshot follows the set-up
+# (0.11.0 wheel) and those are outside it. torch's ProcessGroupNCCL for the device group counts in
+# every release: it is created at its first collective (no device_id in init_process_group), which the
+# profile's logits all_gather makes (base_device_communicator.py::all_gather: dist.all_gather_into_tensor;
+# CudaCommunicator does not override it). The TP2 entry is a 0.11 figure, TP4 and TP8 are earlier ones.
+# Halving the earlier ones from 0.11 and doubling 0.11's before is what the code suggests, but the
+# calibration logs do not bear it out: in dennislee22's 0.10.1.1 runs on A100s (KV logged only) the
+# plan's TP2 KV miss is 0.30 GiB larger than its TP1 miss (the sampler's), which puts the TP2 share near
+# 0.12 GiB, not the 0.84 a doubled 0.11 H100 figure gives; card and NCCL release (channels, protocols connected) move it more
+# than the snapshot does, and no calibration log pairs the two at one card and world size.
 NON_TORCH_GIB = {1: 0.13, 2: 0.55, 4: 1.79, 8: 2.10}
 # GPUs without NVLink talk over PCIe: NCCL opens a few channels there instead of the dozens it opens
 # over NVLink, and vLLM's custom all-reduce stays off without P2P (custom_all_reduce.py::
@@ -59,13 +74,17 @@ NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
 # From 0.27 the budget charges everything the instance took since its first snapshot
 # (utils/mem_utils.py::memory_profiling: total_consumed = before_create.free - after_profile.free;
 # 0.26.0 still adds non_torch_increase): that also counts the runner's persistent buffers
-# allocated outside the weights' load, which earlier releases' non-torch delta did not see. +0.23 GiB,
+# allocated outside the weights' load, which earlier releases' non-torch delta did not see. +0.09 GiB,
 # fitted: the three calibration logs that print "consumed memory (weights + non-torch)" give, less the
-# logged weights and lmem_growth_bytes, 0.24 (0.30.0, T4: 0.26 - 0.02), 0.22 (0.31.0, A100 40GB, cold:
-# 0.33 - 0.11) and 0.22 (a 0.26.1 main build, A100 80GB, warm: 0.33 - 0.11); mean 0.229. (Refitted on
-# the same three logs that gave 0.17 against a flat 0.13 GiB, where they spread 0.13 - 0.20; no other
-# calibration log shows this term, so there is no held-apart check of it.)
-CONSUMED_EXTRA = int(0.23 * GiB)
+# logged weights, lmem_growth_bytes, what the profiling run keeps (forward.py held_after_profile,
+# profile.py triton_topk_buffer: the plan counts those in the activation peak) and Model Runner V2's
+# penalty statistics (profile.py v2_sampler_state_bytes: 256 requests x (151936 + 4748) x 4 B = 0.149
+# GiB on both V2 logs), 0.09 (0.30.0, T4, V2: 0.26 - 0.02 - 0.15), 0.07 (0.31.0, A100 40GB, V2, cold:
+# 0.33 - 0.11 - 0.15) and 0.10 (a 0.26.1 main build, A100 80GB, V1 runner, Qwen3-Coder-30B-A3B: 0.33 -
+# 0.11 - its 0.125 GiB MoE workspace); mean 0.088. Fitted before as 0.23 on the same logs with the MoE
+# workspace and V2's statistics in it (0.10 - 0.24 apart; the MoE workspace then counted twice); no
+# other calibration log shows this term, so there is no held-apart check of it.
+CONSUMED_EXTRA = int(0.09 * GiB)
 
 # Releases that charge every byte in use on the device that torch has not allocated, the CUDA context
 # and other processes included (total - free - allocated_bytes.all.current after empty_cache): V0 0.6.4

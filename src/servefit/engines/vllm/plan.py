@@ -29,7 +29,7 @@ from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
 from servefit.engines.vllm.kvcache import attention_free, hybrid_state, layer_kinds, layout, speculative
-from servefit.engines.vllm.non_torch import non_torch_bytes
+from servefit.engines.vllm.non_torch import CONSUMED_FROM, non_torch_bytes
 from servefit.engines.vllm.non_torch import notes as non_torch_notes
 from servefit.engines.vllm.outcome import outcome
 from servefit.engines.vllm.overrides import as_loaded
@@ -39,6 +39,8 @@ from servefit.engines.vllm.profile import (
     encoder_profile,
     flashinfer_sampler,
     logged_activation,
+    triton_topk_buffer,
+    v2_sampler_state_bytes,
 )
 from servefit.engines.vllm.weights import mxfp4_backend, mxfp4_note, pp_layers, stage_weights
 from servefit.hardware.spec import GpuSpec
@@ -198,6 +200,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env)))
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
+        non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
@@ -219,8 +222,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                     cuda_graphs=cg, kv_cache=kv, free_headroom=total - used,
                                     label=f"PP stage {st}" if r.pp > 1 else ""))
         if st == 0:
+            # what the run keeps (MoE workspace, Triton top-k buffer): from 0.26.1 logged as consumed memory
+            held = held_after_profile(model, r) + triton_topk_buffer(model, r, gpu, cfg.env, v2, last) if act else 0
+            # "consumed memory (weights + non-torch)" as 0.26.1+ logs it: total_consumed takes in what the run keeps
+            first_consumed = w + non_torch + held if r.version >= CONSUMED_FROM else 0
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(
-                act - held_after_profile(model, r), cg_budget, r.version)
+                act - held, cg_budget, r.version)
             released = released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
             first_logged_cg = logged_graph_bytes(cg, released, autotune)
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
@@ -233,6 +240,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     num_blocks = min(blocks_per_stage)
     avail = kvcache.override_check(cfg.settings, e.v1, r.version, lay.bytes_per_block, first_avail)
     out.detail = VllmDetail(available_kv_cache_bytes=first_avail, logged_activation_bytes=first_logged_act,
+                            logged_consumed_bytes=first_consumed,
                             cuda_graph_sizes=first_graphs, logged_cuda_graph_bytes=first_logged_cg,
                             block_size=r.block_size, num_gpu_blocks=num_blocks, kv_groups=len(lay.groups),
                             max_num_seqs=r.max_num_seqs, max_num_batched_tokens=r.max_num_batched_tokens,

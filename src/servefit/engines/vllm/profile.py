@@ -22,6 +22,7 @@ from servefit.engines.vllm.forward import (
 )
 from servefit.engines.vllm.non_torch import CONSUMED_FROM
 from servefit.engines.vllm.weights import VOCAB_PAD
+from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.models.spec import ModelSpec
 
@@ -36,6 +37,14 @@ MiB = 2**20
 # (values + int64 indices), probs and logprobs over min(max_num_seqs, tokens) requests x the padded
 # vocab. 39 bytes per logit up to 0.15 (V1 0.11 logs on H100; V0 0.6.5 / 0.7 logs give 41-43), ~15
 # from 0.16 (0.17-0.28 logs).
+# The 39 agrees with the native V1 path read in the 0.11.0 wheel and PyTorch's sort: _dummy_sampler_run
+# keeps the model-dtype logits (2 B), Sampler.forward makes the fp32 copy (4), and
+# topk_topp_sampler.py::apply_top_k_top_p sorts it; for 128 rows or more torch.sort takes
+# aten/src/ATen/native/cuda/SortStable.cu::segmented_sort_pairs: values (4) and int64 indices (8) out, an
+# int64 reverse-index input (8) and cub's segmented radix sort's alternate key / value buffers (4 + 8):
+# 38 B at the sort, the peak; the llm-d 0.11 logs (1024 requests) show 38.4 - 38.9 B per logit (allocator
+# rounding). Fewer than 128 rows take segmented_sort_pairs_by_full_sort (two int2 index/segment copies,
+# ~50 B), not modelled.
 SAMPLER_BYTES_PER_LOGIT = 39
 SAMPLER_BYTES_PER_LOGIT_016 = 15
 # Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, the same in the 0.25.0
@@ -75,6 +84,65 @@ FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
 # says so. Calibration logs, Qwen2.5-1.5B fp16 at 2048 batched tokens: torch peak 0.12 GiB warm (0.30.0,
 # T4) and 0.44 GiB cold (0.31.0, A100 40GB; "Compiling a graph for compile range (1, 2048)").
 COLD_COMPILE_GIB = 0.44 - 0.12
+
+
+# The dummy sampler's top-k/top-p goes through vLLM's Triton kernel where FlashInfer's sampler is not
+# selected (v1/sample/ops/topk_topp_sampler.py: TopKTopPSampler.__init__ takes forward_cuda when
+# flashinfer_sampler_supported(), i.e. VLLM_USE_FLASHINFER_SAMPLER unset or 1 and
+# FlashInferBackend.supports_compute_capability, 8.0 - 12.1 in the 0.27.0, 0.30.0 and 0.33.0 wheels;
+# otherwise forward_native -> apply_top_k_top_p, which takes the Triton kernel for 8 requests or more in
+# 0.27.0 and for any batch in 0.30.0 and 0.33.0; 0.28 / 0.29 not read, planned as 0.27). Model Runner
+# V2's sampler has no FlashInfer path: 0.33's warm-up pass (SamplingParams.for_sampler_warmup: top-k 50,
+# top-p 0.9; v1/worker/gpu/model_runner.py::_dummy_sampler_run) always runs it, and its dummy batch is
+# greedy before 0.33. v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton allocates a
+# per-program buffer of min(next_power_of_2(min(SMs, requests)), SMs) rows x vocab in fp32 and keeps it
+# in _TRITON_BUFFER_CACHE after the run (the small-batch split pipeline's cache is about 1 MiB: left out).
+FLASHINFER_SAMPLER_MIN_CC = 80
+TRITON_TOPK_MIN_REQS = 8
+TRITON_TOPK_ANY_BATCH_FROM = (0, 30, 0)
+
+
+def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None,
+                       v2_runner: bool, last_stage: bool) -> int:
+    """Bytes of the Triton top-k/top-p buffer the dummy sampler keeps from 0.26.1, where vLLM counts it as
+    consumed memory rather than peak activation (see FLASHINFER_SAMPLER_MIN_CC and forward.py
+    held_after_profile); 0 where FlashInfer samples (the V1 runner's default on 8.0+ cards), on Model
+    Runner V2 before 0.33, on a rank that does not sample, or off NVIDIA GPUs."""
+    if r.version < CONSUMED_FROM or not last_stage or gpu is None or gpu.vendor != "nvidia":
+        return 0  # before 0.26.1 the buffer only matters inside the torch peak, which the sampler figure prices
+    from servefit import data
+
+    if v2_runner:
+        if r.version < V2_RUNNER_SAMPLER_UNTIL:
+            return 0
+    else:
+        flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
+        try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
+            flashinfer_off = flag is not None and int(flag) == 0
+        except ValueError:
+            flashinfer_off = False
+        if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
+            return 0
+    reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
+    sms = data.load("gpu_sms.yaml")["sms"].get(gpu.key)
+    if not sms or reqs < 1 or (reqs < TRITON_TOPK_MIN_REQS and r.version < TRITON_TOPK_ANY_BATCH_FROM):
+        return 0
+    programs = min(sms, reqs)
+    rows = min(1 << (programs - 1).bit_length(), sms)
+    return rows * model.vocab_size * 4
+
+
+# Model Runner V2's sampler keeps per-request penalty statistics on the GPU (v1/worker/gpu/sample/
+# penalties.py::PenaltiesState.__init__: output_bin_counts, max_num_reqs x vocab int32, and
+# prompt_bin_mask, max_num_reqs x cdiv(vocab, 32) int32; read in the 0.22.0, 0.24.0, 0.27.0, 0.30.0 and
+# 0.33.0 wheels). v1/worker/gpu/model_runner.py::load_model builds the Sampler after the weights'
+# DeviceMemoryProfiler has closed, so they are not weights; from 0.26.1 total_consumed counts them
+# (utils/mem_utils.py::memory_profiling), before it nothing does (torch memory from before the profile).
+def v2_sampler_state_bytes(model: ModelSpec, r: Resolved, v2_runner: bool) -> int:
+    """The V2 runner's penalty statistics the 0.26.1+ budget charges (see above); 0 otherwise."""
+    if not v2_runner or r.version < CONSUMED_FROM:
+        return 0
+    return r.max_num_seqs * (model.vocab_size + -(-model.vocab_size // 32)) * 4
 
 
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
