@@ -42,13 +42,16 @@ def split_trailing(words: list[str], args: argparse.Namespace) -> list[str]:
     while i < len(words):
         w = words[i]
         key, eq, val = w.partition("=")
-        if key in TRAILING and hasattr(args, key[2:].replace("-", "_")):
+        dest = key[2:].replace("-", "_")
+        if key == "--output-format" and not hasattr(args, dest):  # lint's --output-format is --format
+            dest = "format"
+        if key in TRAILING and hasattr(args, dest):
             if not eq:
                 if i + 1 >= len(words):
                     raise UsageError(f"{key} needs a value")
                 val = words[i + 1]
                 i += 1
-            setattr(args, key[2:].replace("-", "_"), val)
+            setattr(args, dest, val)
             i += 1
             continue
         out.append(w)

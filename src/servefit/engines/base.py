@@ -62,6 +62,20 @@ def serve_command_length(words: list[str], prog: str, modules: tuple[str, ...], 
     return 0
 
 
+def wrapper_options(args: list[Token], prefix: str) -> tuple[list[Token], list[Token]]:
+    """(the engine's arguments, the launcher's own) where a launcher takes both and its own all
+    start with `prefix` (`--router-policy cache_aware`): each such flag with the words up to the
+    next flag (the engines' parsers take no positional arguments after their command)."""
+    mine: list[Token] = []
+    theirs: list[Token] = []
+    in_theirs = False
+    for t in args:
+        if t.text.startswith("-"):
+            in_theirs = t.text.startswith(prefix)
+        (theirs if in_theirs else mine).append(t)
+    return mine, theirs
+
+
 def moving_tag(site: LaunchSite | None) -> str | None:
     """The tag when the server runs the engine's own image by a tag that moves with its releases
     (`vllm/vllm-openai:latest`, no tag, `nightly`, llama.cpp `server-cuda`, Ollama `rocm`): the

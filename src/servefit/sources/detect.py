@@ -90,6 +90,16 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
     return _plugin_command(words)
 
 
+def wrapper_of(words: list[str]) -> dict[str, str] | None:
+    """The launcher a `python -m MODULE` command runs the engine through (the data's `wrapper`:
+    its name and the prefix of its own options), or None."""
+    mod, _ = _python_module(words)
+    if mod is None:
+        return None
+    return next((e["wrapper"] for _, t in _tables() for e in t.get("python_modules") or ()
+                 if e["module"] == mod and e.get("wrapper")), None)
+
+
 def _names_program(entry: dict[str, Any], prog: str) -> bool:
     """The program as the data names it, or a copy kept per build (`llama-server-ec9e0301`,
     `llama-server-b5000`, as llama-swap's own example config runs it) when the data gives the
