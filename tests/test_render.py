@@ -70,6 +70,16 @@ def test_a_rendered_chart_reports_on_the_values_line(helm, capsys, chart):
     assert not [f for f in found if f["code"] == "SF104"]
 
 
+def test_a_chart_linted_from_its_own_folder(helm, capsys, chart, monkeypatch):
+    """`cd chart && servefit lint .`: the templates are rendered, not also "not read" (SF104 on
+    each), and findings name the files as the folder's own (`values-prod.yaml`, not `./...`)."""
+    monkeypatch.chdir(chart)
+    rc, found = lint(capsys, ".")
+    assert [(f["code"], f["location"]["file"], f["location"]["line"]) for f in found if f["severity"] == "error"] == [
+        ("VLLM003", "values-prod.yaml", 2)]
+    assert not [f for f in found if f["code"] == "SF104" or f["location"]["file"].startswith("./")]
+
+
 def test_every_setting_maps_to_the_line_a_user_edits(helm, capsys, chart):
     from servefit.sources import iter_files, render
 

@@ -77,7 +77,7 @@ def values_sets(chart: str, given: list[str] | None) -> list[list[str]]:
     if given:
         return [list(given)]
     name = os.path.basename(os.path.abspath(chart))
-    paired = [os.path.join(chart, f) for f in sorted(os.listdir(chart)) if _PAIRED.match(f)]
+    paired = [os.path.normpath(os.path.join(chart, f)) for f in sorted(os.listdir(chart)) if _PAIRED.match(f)]
     parent = os.path.dirname(os.path.abspath(chart))
     beside = [os.path.join(os.path.dirname(chart) or ".", f) for f in sorted(os.listdir(parent))
               if re.match(rf"^(?:values|{re.escape(name)}[-._]values)([-._].+)?\.ya?ml$", f, re.I)
@@ -378,7 +378,8 @@ def charts(files: list[str], given_values: list[str] | None = None, enabled: boo
 
 def _values_paths(chart: str, values: list[str]) -> list[str]:
     """Highest precedence first: the last --values file, ..., the chart's values.yaml."""
-    own = [os.path.join(chart, n) for n in ("values.yaml", "values.yml") if os.path.isfile(os.path.join(chart, n))]
+    own = [os.path.normpath(os.path.join(chart, n)) for n in ("values.yaml", "values.yml")
+           if os.path.isfile(os.path.join(chart, n))]
     return list(reversed(own + [v for v in values if os.path.isfile(v)]))
 
 
@@ -394,5 +395,5 @@ def _at(path: str):  # -> Span
 
 def in_chart(path: str, chart_dirs: list[str]) -> bool:
     """Whether a linted file lies in one of these charts (its templates are handled by the render)."""
-    p = os.path.normpath(path)
-    return any(p.startswith(os.path.normpath(c) + os.sep) for c in chart_dirs)
+    p = os.path.abspath(path)  # a chart linted from its own folder is "."
+    return any(p.startswith(os.path.abspath(c) + os.sep) for c in chart_dirs)

@@ -208,7 +208,7 @@ class Mapper:
             chain.append((rest[1], folder))
             chart, rest = folder, rest[2:]
         self.chains["/".join(parts)] = chain
-        return os.path.join(chart, *rest) if rest else ""
+        return os.path.normpath(os.path.join(chart, *rest)) if rest else ""  # chart ".": templates/x, not ./templates/x
 
     def _section(self, off: int) -> str | None:
         current = None
@@ -313,7 +313,8 @@ class Mapper:
 
 
 def _own_values(folder: str) -> list[str]:
-    return [os.path.join(folder, n) for n in ("values.yaml", "values.yml") if os.path.isfile(os.path.join(folder, n))]
+    return [os.path.normpath(os.path.join(folder, n)) for n in ("values.yaml", "values.yml")
+            if os.path.isfile(os.path.join(folder, n))]
 
 
 class _Values:
