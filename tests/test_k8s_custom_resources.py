@@ -54,14 +54,15 @@ def test_one_gpu_per_pod_needs_no_shared_memory_but_one_pod_with_two_does(tmp_pa
     assert found == [("SF102", 35)]
 
 
-def test_an_engine_image_in_a_resource_with_no_pod_template_is_said_not_read():
-    """DynamoGraphDeployment keeps its container under `extraPodSpec.mainContainer`: no pod template,
-    so the engine image gets SF116 at its line instead of a silent "0 servers"."""
-    report = lint_paths([str(FIX / "dynamo_graph.yaml")])
-    assert [(f.code, f.span.line, f.span.col) for f in report.findings] == [("SF116", 14, 18)]
-    assert ("servefit does not read what this DynamoGraphDeployment starts with it "
-            "(`python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B`)") in report.findings[0].message
-    assert scan_file(str(FIX / "dynamo_graph.yaml")).sites == []
+def test_a_dynamo_graph_deployments_main_container_is_read():
+    """DynamoGraphDeployment keeps its container under `extraPodSpec.mainContainer`, named by its
+    service; its Dynamo vLLM worker is vLLM's server (tests/test_launchers_dynamo.py)."""
+    [site] = scan_file(str(FIX / "dynamo_graph.yaml")).sites
+    assert (site.name, site.engine, site.image) == ("DynamoGraphDeployment/vllm-agg/VllmDecodeWorker/container", "vllm",
+                                                    "vllm/vllm-openai:v0.11.0")
+    assert [t.text for t in site.argv] == ["python3", "-m", "dynamo.vllm", "--model", "Qwen/Qwen3-0.6B",
+                                           "--max-model-len", "8192"]
+    assert [f.code for f in lint_paths([str(FIX / "dynamo_graph.yaml")]).findings if f.code == "SF116"] == []
     # a resource whose pods were read gets no SF116 for the same image
     assert [f.code for f in lint_paths([str(FIX / "rayservice.yaml")]).findings if f.code == "SF116"] == []
 
@@ -70,7 +71,7 @@ def test_role_templates_are_merged_with_each_roles_patch(tmp_path):
     """RBG's roleTemplates are not pods; a role's templateRef is the template with its patch laid
     over it (containers matched by name): the image from the template, the command from the patch.
     A role that runs another program from the engine's image (a Mooncake master) is no server and
-    gets no finding; a wrapper named after the engine (Dynamo's dynamo.sglang) gets SF116."""
+    gets no finding; Dynamo's SGLang worker (dynamo.sglang) is SGLang's server."""
     f = tmp_path / "rbg.yaml"
     f.write_text("""apiVersion: workloads.x-k8s.io/v1alpha2
 kind: RoleBasedGroup
@@ -115,9 +116,9 @@ spec:
     assert [t.text for t in site.argv][4] == "Qwen/Qwen3-8B" and (site.argv[4].span.line, site.argv[4].span.col) == (34, 78)
     assert site.gpu.count == 2 and site.env["A"].text == "1"  # the template's env is kept
     assert [f.code for f in lint_paths([str(f)]).findings if f.code in ("SF116", "SGL002", "SGL001")] == []
-    f.write_text(f.read_text().replace("sglang.launch_server", "dynamo.sglang"))
-    assert scan_file(str(f)).sites == []
-    assert [(x.code, x.span.line) for x in lint_paths([str(f)]).findings] == [("SF116", 12)]
+    f.write_text(f.read_text().replace("sglang.launch_server", "dynamo.sglang"))  # Dynamo's SGLang worker
+    [site] = scan_file(str(f)).sites
+    assert site.engine == "sglang" and [x.code for x in lint_paths([str(f)]).findings if x.code == "SF116"] == []
 
 
 def test_a_leader_worker_sets_worker_counts_the_whole_group():

@@ -62,18 +62,42 @@ def serve_command_length(words: list[str], prog: str, modules: tuple[str, ...], 
     return 0
 
 
-def wrapper_options(args: list[Token], prefix: str) -> tuple[list[Token], list[Token]]:
-    """(the engine's arguments, the launcher's own) where a launcher takes both and its own all
-    start with `prefix` (`--router-policy cache_aware`): each such flag with the words up to the
-    next flag (the engines' parsers take no positional arguments after their command)."""
+def wrapper_options(args: list[Token], theirs_flag: Callable[[str], bool]) -> tuple[list[Token], list[Token]]:
+    """(the engine's arguments, the launcher's own) where a launcher takes both: each flag
+    `theirs_flag` says is the launcher's, with the words up to the next flag (the engines' parsers
+    take no positional arguments after their command's own)."""
     mine: list[Token] = []
     theirs: list[Token] = []
     in_theirs = False
     for t in args:
         if t.text.startswith("-"):
-            in_theirs = t.text.startswith(prefix)
+            in_theirs = theirs_flag(t.text.split("=", 1)[0])
         (theirs if in_theirs else mine).append(t)
     return mine, theirs
+
+
+def launcher_options(site: LaunchSite, args: list[Token], table: OptionTable,
+                     title: str) -> tuple[list[Token], str | None]:
+    """The engine's own arguments where the command runs it through a launcher that takes its
+    options and the launcher's (data/engines/*.yaml `wrapper`: the SGLang router's `--router-*`;
+    NVIDIA Dynamo's workers, whose own options are every one the engine does not have), and the
+    assumption line that names the launcher's, which are not checked."""
+    from servefit.sources import detect
+
+    wrapper = detect.wrapper_of([t.text for t in site.argv])
+    if wrapper is None:
+        return args, None
+    prefix = wrapper.get("flag_prefix")
+    if prefix:
+        mine, theirs = wrapper_options(args, lambda f: f.startswith(prefix))
+    else:
+        longs = [k for k in table.by_flag if k.startswith("--")]
+        mine, theirs = wrapper_options(args, lambda f: f not in table.by_flag and (
+            not f.startswith("--") or not any(k.startswith(f) for k in longs)))  # argparse takes a prefix
+    if not theirs:
+        return mine, None
+    named = " ".join(t.text.split("=", 1)[0] for t in theirs if t.text.startswith("-"))
+    return mine, f"{named}: options of {wrapper['name']}, not of {title}'s server (not checked)"
 
 
 def moving_tag(site: LaunchSite | None) -> str | None:

@@ -168,11 +168,20 @@ def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = (
     out: list[Finding] = []
     auth = auth_of(site.engine)
     where = context(site)
-    if auth is not None and where is not None:
+    if auth is not None and where is not None and _serves_http(site):
         out.extend(_exposure(site, cfg, auth, where))
     out.extend(_remote_code(site, cfg, trusted))
     out.extend(_adapters(site))
     return out
+
+
+def _serves_http(site: LaunchSite) -> bool:
+    """False where a launcher runs the engine without its HTTP server (a Dynamo worker answers
+    Dynamo's own request plane; its frontend is the HTTP server): data/engines/*.yaml `wrapper`."""
+    from servefit.sources import detect
+
+    w = detect.wrapper_of([t.text for t in site.argv])
+    return w is None or w.get("serves_http", True)
 
 
 @rule("SEC002", "SEC003", "SEC004")

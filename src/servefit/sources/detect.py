@@ -90,7 +90,7 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
     return _plugin_command(words)
 
 
-def wrapper_of(words: list[str]) -> dict[str, str] | None:
+def wrapper_of(words: list[str]) -> dict[str, Any] | None:
     """The launcher a `python -m MODULE` command runs the engine through (the data's `wrapper`:
     its name and the prefix of its own options), or None."""
     mod, _ = _python_module(words)

@@ -39,6 +39,13 @@ def _pods(y: Y, node: Node | None, templates: dict[str | None, Node | None], whe
         runner = y.get(node, "runner")
         if isinstance(runner, MappingNode) and y.get(runner, "image") is not None:
             return [(where, _with_container(node, runner), size)]
+        services = y.get(node, "services")  # DynamoGraphDeployment: the services by name
+        if isinstance(services, MappingNode):
+            return [hit for key, _, v in y.items(services) for hit in _pods(y, v, templates, f"{where}/{key}", size, depth + 1)]
+        extra = y.get(node, "extraPodSpec")  # NVIDIA Dynamo's DynamoGraphDeployment service: its pod's main container
+        main = y.get(extra, "mainContainer") if isinstance(extra, MappingNode) else None
+        if isinstance(main, MappingNode) and y.get(main, "image") is not None and extra is not None:
+            return [(where, _with_container(extra, main), size)]
         group = y.get(node, "leaderWorkerPattern") or y.get(node, "leaderWorkerSet")
         size = to_int(y.str(y.get(group, "size"))) or size
         if isinstance(y.get(node, "leader"), MappingNode) and isinstance(y.get(node, "worker"), MappingNode):

@@ -16,10 +16,10 @@ from servefit.engines.base import (
     Knob,
     assume_version,
     implied_release,
+    launcher_options,
     python_module,
     serve_command_length,
     unpinned,
-    wrapper_options,
 )
 from servefit.engines.options import load_table
 from servefit.engines.sglang.defaults import CURRENT, era, human_readable_int, vtuple
@@ -27,7 +27,6 @@ from servefit.engines.sglang.diffusion import DIFFUSION_MODULES
 from servefit.engines.tgi.concepts import add_hints
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
-from servefit.sources import detect
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
@@ -35,7 +34,9 @@ if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
-MODULES = ("sglang.launch_server", "sglang.cli.main", "sglang_router.launch_server")
+# the data's python_modules (data/engines/sglang.yaml) that start the LLM server
+MODULES = ("sglang.launch_server", "sglang.cli.main", "sglang_router.launch_server", "dynamo.sglang",
+           "dynamo.sglang.worker", "dynamo.sglang.decode_worker")
 ENV_VARS = ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "CUDA_VISIBLE_DEVICES", "SGLANG_ENABLE_TORCH_COMPILE")
 # spellings other engines use for SGLang's choices (cross-engine hints)
 KV_HINTS = {"fp8_e4m3fn": "fp8_e4m3", "fp8": "fp8_e4m3", "fp8_e5m2fn": "fp8_e5m2", "float8_e4m3fn": "fp8_e4m3"}
@@ -82,14 +83,10 @@ class SglangEngine(Engine):
             backend = "diffusion"
         elif n == 2 or python_module(words)[0] == "sglang.cli.main":  # `sglang serve`: --model-type picks the server
             backend, mt, args = diffusion.split_model_type(args)
-        wrapper = detect.wrapper_of(words)
-        theirs: list[Token] = []
-        if wrapper is not None:
-            args, theirs = wrapper_options(args, wrapper["flag_prefix"])
+        args, launcher_note = launcher_options(site, args, load_table("sglang"), "SGLang")
         cfg, rejected = self._read(site, args, version, backend, mt)
-        if theirs:
-            cfg.assumptions.append(f"{' '.join(t.text for t in theirs if t.text.startswith('-'))}: options of "
-                                   f"{wrapper['name'] if wrapper else 'the launcher'}, not of SGLang's server (not checked)")
+        if launcher_note:
+            cfg.assumptions.append(launcher_note)
         if backend in (None, "auto") and n and diffusion.diffusion_only([u.text for u in rejected]):
             cfg, _ = self._read(site, args, version, "diffusion", None, "read as the diffusion server: the "
                                 "flags SGLang's LLM server rejects are all the diffusion server's")

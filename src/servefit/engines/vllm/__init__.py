@@ -13,6 +13,7 @@ from servefit.engines.base import (
     Knob,
     assume_version,
     implied_release,
+    launcher_options,
     serve_command_length,
     unpinned,
 )
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 POSITIVE = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs", "block_size",
             "decode_context_parallel_size")
 INT_LISTS = ("cuda_graph_sizes", "cudagraph_capture_sizes")
-MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
+MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main",
+           "dynamo.vllm")
 ENV_VARS = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "VLLM_USE_V1",
             "VLLM_PP_LAYER_PARTITION", "VLLM_MLA_DISABLE", "VLLM_ATTENTION_BACKEND", "VLLM_USE_V2_MODEL_RUNNER",
             "PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "VLLM_API_KEY")
@@ -102,7 +104,7 @@ class VllmEngine(Engine):
         version = version or site.engine_version
         table = load_table("vllm")
         n = self.command_length([t.text for t in site.argv])
-        args = list(site.argv[n:])
+        args, launcher_note = launcher_options(site, list(site.argv[n:]), table, "vLLM")
         missing: list[Finding] = []
         args = _splice_config(args, site, missing)
         parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("vLLM", None, site, version))
@@ -141,6 +143,8 @@ class VllmEngine(Engine):
             if k in ENV_VARS and t.span is not None:
                 cfg.spans[f"env:{k}"] = t.span
         assume_version(cfg, "vLLM", CURRENT, version, implied=implied, where=where)
+        if launcher_note:
+            cfg.assumptions.append(launcher_note)
         _check_auto_len(cfg)
         return cfg
 
