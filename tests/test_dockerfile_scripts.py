@@ -129,3 +129,35 @@ def test_a_copied_program_is_not_a_script(repo: Path, capsys: pytest.CaptureFixt
     (repo / "Dockerfile").write_text('FROM vllm/vllm-openai:v0.8.5\nCOPY serve /usr/bin/serve\nENTRYPOINT ["/usr/bin/serve"]\n')
     [site] = _sites(capsys, ".", "--gpu", "L4")
     assert site["file"] == "start.sh"
+
+
+OLLAMA_COMPOSE = """services:
+  ollama:
+    image: ollama/ollama:0.9.0
+    volumes:
+      - ./model_data:/root/.ollama/models
+      - ./scripts/entrypoint-ollama.sh:/entrypoint-ollama.sh:ro
+    entrypoint: ["/bin/sh", "/entrypoint-ollama.sh"]
+    environment:
+      - OLLAMA_CONTEXT_LENGTH=32768
+      - OLLAMA_KV_CACHE_TYPE=q8_0
+"""
+OLLAMA_SCRIPT = "#!/bin/sh\nollama serve &\nsleep 5\nollama pull qwen2.5:7b\nwait\n"
+
+
+def test_a_script_a_compose_service_mounts_and_runs(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A public compose file's shape: the service's environment sets the context, the script it
+    mounts starts the server. Read alone, the script's server had neither (OLLM008: "num_ctx not
+    set", on a server whose compose file sets 32768) and the newest Ollama."""
+    (repo / "Dockerfile").unlink()
+    (repo / "start.sh").unlink()
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "entrypoint-ollama.sh").write_text(OLLAMA_SCRIPT)
+    (repo / "compose.yaml").write_text(OLLAMA_COMPOSE)
+    for target in (".", "scripts/entrypoint-ollama.sh"):
+        [site] = _sites(capsys, target, "--gpu", "L4")
+        assert (site["name"], site["file"], site["engine_version"], site["model"]) == (
+            "compose/ollama", "compose.yaml", "0.9.0", "Qwen/Qwen2.5-7B-Instruct")
+        assert site["settings"] == {"OLLAMA_CONTEXT_LENGTH": 32768, "OLLAMA_KV_CACHE_TYPE": "q8_0"}
+        # the service's q8_0 KV cache without flash attention (OLLM005) is found: its environment is read
+        assert _lint(capsys, target)[1] == [("compose.yaml", 7, "SEC004"), ("compose.yaml", 10, "OLLM005")]

@@ -157,8 +157,9 @@ def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *,
 
 def _run_by_dockerfile(named: list[str], walked: list[str], sites: list[LaunchSite],
                        findings: list[Finding]) -> tuple[list[LaunchSite], list[Finding]]:
-    """A named script that a Dockerfile beside it copies and runs: its server as that Dockerfile
-    starts it (image version, environment), the Dockerfile's other servers and findings left out."""
+    """A named script that a Dockerfile or compose file beside it copies or mounts and runs: its
+    server as that file starts it (image version, environment), the file's other servers and
+    findings left out."""
     from servefit.sources import scan_file
     from servefit.sources.docker_scripts import runners_of
 

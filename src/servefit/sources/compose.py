@@ -28,6 +28,7 @@ from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_build import built, dockerfile_of, tagged_dockerfile
 from servefit.sources.compose_layers import LayeredY, extended, layers
 from servefit.sources.detect import markers, models_on_request
+from servefit.sources.docker_scripts import mounts_as_copies, run_copied
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.launch import Facts, container
@@ -243,7 +244,12 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     # the server's file is the one its command (else its image) is written in: its line is there
     home = y.file_of(entry_node if entry else cmd_node if cmd else image_node) or fc.path
     ctx = fc.ctx() if home == fc.path else fc.ctx_for(home, y.index_of(home))
-    launches = container(image, entry, cmd, ctx, env)
+    pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
+    # a script of the repository bind-mounted into the container and run there (`entrypoint:
+    # [/bin/sh, /entrypoint.sh]`, `./scripts/entrypoint.sh:/entrypoint.sh:ro`): read in this service
+    mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), "/",
+                         os.path.dirname(home) or ".") if pmap else None
+    launches = mounted if mounted is not None else container(image, entry, cmd, ctx, env)
     build_node = _last(y, svcs, "build")
     df = dockerfile_of(y, build_node, y.file_of(build_node) or fc.path) if not launches else None
     if not launches and df is None and build_node is None and image is not None and not unset:
@@ -268,7 +274,6 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
         facts["compose_files"] = files
     if bases:
         facts["compose_extends"] = bases
-    pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
     if pmap:
         facts["path_map"] = pmap
     build = y.str(build_node) or y.str(y.get(build_node, "context"))

@@ -10,9 +10,10 @@ import os
 import posixpath
 from dataclasses import dataclass
 
-from servefit.core import LaunchSite
+from servefit.core import LaunchSite, Token
 from servefit.sources import detect
-from servefit.sources.shell import Word, split_commands
+from servefit.sources.launch import Ctx, Launch
+from servefit.sources.shell import Vars, Word, split_commands
 from servefit.sources.text import Src
 
 
@@ -102,6 +103,31 @@ def copied_script(words: list[Word], copies: list[Copy], workdir: str,
     return words, i, local
 
 
+def run_copied(image: Token | None, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
+               copies: list[Copy], workdir: str, context: str) -> list[Launch] | None:
+    """The servers a container starts through a script of the repository that the image holds
+    (a Dockerfile's COPY) or that is mounted into it (a compose bind mount); None when its command
+    runs no script. A CMD alone follows an engine image's own entrypoint: it is not run."""
+    from servefit.sources.k8s_scripts import run_script
+
+    words = list(entry or []) + list(cmd or [])
+    own = bool(entry) or detect.image_entrypoint(image.text if image else None) is None
+    hit = copied_script(words, copies, workdir, context) if own and words else None
+    if hit is None:
+        return None
+    src = script_src(hit[2], context) if hit[2] is not None else None
+    found = run_script(image, (hit[1], src), hit[0], None, ctx, env)
+    for launch in found:  # the server is where the container runs the script; its words are the script's
+        launch.line = words[0].line
+    return found
+
+
+def mounts_as_copies(mounts: dict[str, str]) -> list[Copy]:
+    """Bind mounts (container path -> host path, relative to the compose file) as the copies that
+    put those files in the container; a home-relative or variable host path is not followed."""
+    return [Copy([src], dst, "/") for dst, src in mounts.items() if not src.startswith(("~", "$"))]
+
+
 def script_src(local: str, context: str) -> Src | None:
     """The script's text, mapped to its own file (findings and tune's edits point there); None for
     a file outside the repository, which is neither read nor written."""
@@ -123,7 +149,7 @@ def drop_run_scripts(sites: list[LaunchSite]) -> list[LaunchSite]:
 
 
 def runners_of(named: list[str], walked: list[str], sites: list[LaunchSite]) -> list[str]:
-    """Dockerfiles beside a named script (in its folder or up to two above, inside the repository)
+    """Dockerfiles and compose files beside a named script (in its folder or up to two above, inside the repository)
     that may run it, where the run did not read them: `servefit lint start.sh` (a pre-commit hook
     passes the files it changed) is about the server that script starts in its image."""
     from servefit.sources import file_kind
@@ -144,7 +170,7 @@ def runners_of(named: list[str], walked: list[str], sites: list[LaunchSite]) -> 
                 break
             for n in names:
                 f = os.path.join(d, n)
-                if file_kind(f) == "dockerfile" and os.path.abspath(f) not in have \
+                if _runs_containers(f, file_kind(f)) and os.path.abspath(f) not in have \
                         and _mentions(f, os.path.basename(p)):
                     out.append(os.path.relpath(f) if _within(f, os.getcwd()) else f)
             out = list(dict.fromkeys(out))
@@ -153,6 +179,12 @@ def runners_of(named: list[str], walked: list[str], sites: list[LaunchSite]) -> 
                 break
             d = parent
     return out
+
+
+def _runs_containers(path: str, kind: str | None) -> bool:
+    """A Dockerfile, or a compose file (which may bind-mount the script and run it)."""
+    base = os.path.basename(path)
+    return kind == "dockerfile" or (base.startswith(("compose", "docker-compose")) and base.endswith((".yaml", ".yml")))
 
 
 def _mentions(path: str, name: str) -> bool:

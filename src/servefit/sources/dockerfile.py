@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from servefit.core import Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
-from servefit.sources.docker_scripts import Copy, copied_script, copy_of, script_src
-from servefit.sources.k8s_scripts import run_script
+from servefit.sources.docker_scripts import Copy, copy_of, run_copied
 from servefit.sources.launch import Ctx, Launch, container
 from servefit.sources.ollama_client import ollama_client
 from servefit.sources.problems import literal_variable
@@ -205,17 +204,8 @@ def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: 
               context: str) -> list[Launch]:
     """The servers a container of this stage starts: through a script the build copied from the
     repository (read there, run in this image), else as its entrypoint and command say."""
-    words = list(entry or []) + list(cmd or [])
-    # a CMD alone follows the engine image's own entrypoint: it is that server's arguments
-    own = bool(entry) or detect.image_entrypoint(st.image.text if st.image else None) is None
-    hit = copied_script(words, st.copies, st.workdir, context) if own else None
-    if hit is None:
-        return container(st.image, entry, cmd, ctx, env)
-    src = script_src(hit[2], context) if hit[2] is not None else None
-    found = run_script(st.image, (hit[1], src), hit[0], None, ctx, env)
-    for launch in found:  # the server is where the Dockerfile runs the script; its words are the script's
-        launch.line = words[0].line
-    return found
+    found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
+    return found if found is not None else container(st.image, entry, cmd, ctx, env)
 
 
 def _reads_env(engine: str | None, name: str) -> bool:
