@@ -16,6 +16,7 @@ from servefit.engines.vllm.graphs import (
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
     NCCL_GRAPH_COLLECTIVE,
+    NCCL_GRAPH_COLLECTIVE_CUMEM,
 )
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
 from servefit.engines.vllm.profile import SAMPLER_BYTES_PER_LOGIT
@@ -111,6 +112,26 @@ def test_nccl_all_reduces_captured_where_the_custom_all_reduce_is_off():
     _, off = run(argv.format(tp=2) + " --disable-custom-all-reduce", gpu=a100, version="0.10.1", count=2)
     assert off.memory.cuda_graphs == nccl
 
+
+
+def test_nccl_all_reduces_cost_more_once_vllm_stops_turning_cumem_off():
+    # vLLM <= 0.10.1 sets NCCL_CUMEM_ENABLE=0 (env_override.py); 0.10.2 drops the override, so NCCL
+    # allocates with cuMem: 53 KiB vs 145 KiB per captured all-reduce. RTX 4090 TP2: NCCL, 67 graphs
+    # (0.10.x piecewise) x (2 x 32 + 1) all-reduces over 67 x 32 piecewise layer terms
+    rtx = resolve_gpu("RTX 4090")
+    base = 67 * 32 * GRAPH_PIECEWISE_PER_LAYER
+    calls = 67 * (2 * 32 + 1)
+    assert (NCCL_GRAPH_COLLECTIVE, NCCL_GRAPH_COLLECTIVE_CUMEM) == (53 * 1024, 145 * 1024)
+    argv = "vllm serve m --max-model-len 8192 -tp 2"
+    _, old = run(argv, gpu=rtx, version="0.10.1", count=2)
+    assert old.memory.cuda_graphs == base + calls * 53 * 1024
+    _, new = run(argv, gpu=rtx, version="0.10.2", count=2)
+    assert new.memory.cuda_graphs == base + calls * 145 * 1024
+    # the variable, where set, decides either way
+    _, forced_on = run(argv, gpu=rtx, version="0.10.1", count=2, env={"NCCL_CUMEM_ENABLE": "1"})
+    assert forced_on.memory.cuda_graphs == new.memory.cuda_graphs
+    _, forced_off = run(argv, gpu=rtx, version="0.10.2", count=2, env={"NCCL_CUMEM_ENABLE": "0"})
+    assert forced_off.memory.cuda_graphs == old.memory.cuda_graphs
 
 def test_awq_dequantized_weight_sits_in_the_graph_pool():
     awq = replace(LLAMA8B, quantization={"quant_method": "awq", "bits": 4, "group_size": 128})

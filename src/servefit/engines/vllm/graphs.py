@@ -108,11 +108,19 @@ CUSTOM_AR_GRAPH_COLLECTIVE = 41 * 1024
 # Where the custom all-reduce is off (see custom_allreduce below) vLLM captures NCCL all-reduces
 # instead (cuda_communicator.py::CudaCommunicator.all_reduce falls back to pynccl), and no custom
 # all-reduce buffers are registered; each graph then keeps its captured NCCL kernels and their launch
-# resources. Per captured all-reduce (two per decoder layer and one for the embedding, in every graph),
-# calibrated by least squares on the two calibration logs of that kind, which disagree: 166 KiB each
-# on 0.13 (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9 cards without P2P: 86 graphs x 97 all-reduces,
-# 2.08 GiB captured) and 53 KiB on 0.9.2 (Qwen3-14B at TP4 on four PCIe cards: 67 x 81, 0.93 GiB).
-NCCL_GRAPH_COLLECTIVE = 132 * 1024
+# resources, per captured all-reduce (two per decoder layer and one for the embedding, in every graph).
+# What each costs depends on whether NCCL allocates with cuMem: vLLM up to 0.10.1 sets
+# NCCL_CUMEM_ENABLE=0 at import (env_override.py, read in the 0.9.2 and 0.10.1.1 wheels: unless the
+# variable is set already, or /dev/nvidia-caps-imex-channels exists) because cuMem "costs memory
+# during cudagraph capture" (vllm-project/vllm#5091, NVIDIA/nccl#1234); 0.10.2 drops the override
+# (vllm-project/vllm#24141; absent from the 0.10.2 wheel on), so NCCL's own default applies: cuMem on
+# where the system supports it (NCCL >= 2.19). Each figure is fitted on the one calibration log of
+# its kind: 53 KiB with cuMem off (Qwen3-14B at TP4 on four PCIe cards, 0.9.2: 67 graphs x 81
+# all-reduces, 0.93 GiB captured), 145 KiB with it on (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9
+# GeForce cards, 0.13: 86 graphs x 97 all-reduces, 2.08 GiB captured).
+NCCL_GRAPH_COLLECTIVE = 53 * 1024
+NCCL_GRAPH_COLLECTIVE_CUMEM = 145 * 1024
+NCCL_CUMEM_FROM = (0, 10, 2)
 # Dynamic activation quantization adds a quant kernel per linear layer to every captured layer:
 # x1.8 (0.19 logs, Llama-3.1-8B W8A8 int8 vs FP16 on the same A100). The int8 quant is an opaque
 # custom op (scaled_mm kernels call ops.scaled_int8_quant); the FP8 one is the QuantFP8 CustomOp
@@ -236,6 +244,13 @@ def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
         return False
     return tp <= 2 or nvlink(gpu)
 
+def nccl_graph_collective(r: Resolved, env: dict[str, str] | None) -> int:
+    """Bytes per NCCL all-reduce captured in a graph (see NCCL_GRAPH_COLLECTIVE): cuMem off before
+    0.10.2 (vLLM's override), on from there; NCCL_CUMEM_ENABLE in the environment decides where set."""
+    forced = (env or {}).get("NCCL_CUMEM_ENABLE")
+    cumem = r.version >= NCCL_CUMEM_FROM if forced is None else forced.strip() not in ("", "0")
+    return NCCL_GRAPH_COLLECTIVE_CUMEM if cumem else NCCL_GRAPH_COLLECTIVE
+
 def act_quant_factor(r: Resolved, e: Era) -> float:
     """Extra quant kernels per captured layer for dynamic activation quantization (see above)."""
     sc = r.scheme
@@ -326,7 +341,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     drafter_graphs = len(set(piecewise)) if drafter else 0
     total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * act_quant_factor(r, e)
     if r.tp > 1:  # graphs of sizes FlashInfer's fused all-reduce serves pay no per-call cost (graph_mode.py)
-        call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else NCCL_GRAPH_COLLECTIVE
+        call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else nccl_graph_collective(r, cfg.env)
         fused = fused_allreduce_tokens(model, r, cfg, gpu)
         plain = sum(1 for x in piecewise + full if x > fused)
         plain_drafter = sum(1 for x in set(piecewise) if x > fused) if drafter else 0
