@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.attn_backend import flashinfer_decode_wrappers
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.graph_mode import cudagraph_mode, fused_allreduce_tokens
@@ -121,12 +122,18 @@ CUSTOM_AR_GRAPH_COLLECTIVE = 41 * 1024
 NCCL_GRAPH_COLLECTIVE = 53 * 1024
 NCCL_GRAPH_COLLECTIVE_CUMEM = 145 * 1024
 NCCL_CUMEM_FROM = (0, 10, 2)
-# Dynamic activation quantization adds a quant kernel per linear layer to every captured layer:
-# x1.8 (0.19 logs, Llama-3.1-8B W8A8 int8 vs FP16 on the same A100). The int8 quant is an opaque
-# custom op (scaled_mm kernels call ops.scaled_int8_quant); the FP8 one is the QuantFP8 CustomOp
-# from 0.10.0 (quantization/input_quant_fp8.py), whose native form Inductor fuses into the
-# neighbouring kernels when V1 compiles the model, so it adds no node there.
-GRAPH_ACT_QUANT_FACTOR = 1.8
+# Dynamic activation quantization adds a quant kernel before each of a decoder layer's four linear
+# inputs (qkv, o_proj, gate_up, down; a fused-MoE layer quantizes its two expert GEMMs' inputs instead of
+# gate_up / down) to every captured layer: 4 more kernel nodes. The int8 quant is an opaque custom op
+# (quantization/kernels/scaled_mm: apply_weights calls ops.scaled_int8_quant, then the scaled GEMM)
+# that no fusion pass matches (compilation/passes/fusion/rms_quant_fusion.py: QUANT_OPS are FP8 / FP4
+# only, read in the 0.19.0 wheel); the FP8 one is the QuantFP8 CustomOp from 0.10.0
+# (quantization/input_quant_fp8.py), whose native form Inductor fuses into the neighbouring kernels when
+# V1 compiles the model, so it adds no node there. The 0.19 logs of Llama-3.1-8B W8A8 int8 with an fp8
+# KV cache vs FP16 on the same A100 (0.86 vs 0.48 GiB, 51 piecewise + 35 full graphs) agree: 32 layers x
+# 86 graphs x 4 nodes (0.11 GiB) plus the FlashInfer decode wrappers the fp8 KV cache brings
+# (FLASHINFER_DECODE_WORKSPACE, 0.27 GiB) make the 0.38 GiB between them.
+ACT_QUANT_KERNELS = 4
 WEIGHT_ONLY_8BIT = ("bitsandbytes", "bnb", "experts_int8")
 FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # awq.py::AWQLinearMethod.apply: from 256 tokens on, the AWQ kernel dequantizes the whole weight to
@@ -135,6 +142,18 @@ FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
 # --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
 AWQ_DEQUANT_TOKENS = 256
+# FlashInfer's attention backend builds a decode wrapper of its own for every FULL decode graph size
+# (v1/attention/backends/flashinfer.py::FlashInferMetadataBuilder._get_decode_wrapper with use_cudagraph:
+# _decode_wrappers_cudagraph[batch_size], read in the 0.12.0, 0.19.0 and 0.24.0 wheels), and each
+# flashinfer BatchDecodeWithPagedKVCacheWrapper allocates an 8 MiB int workspace on the device in its
+# __init__ (flashinfer/decode.py). capture_model's warm-up of each size builds it, inside the capture's
+# measurement. Which runs use it: attn_backend.py. The float workspace the wrappers share
+# (VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE) is allocated before capture_model by kernel_warmup.py's
+# FlashInfer attention warm-up, which runs where every attention group is FlashInfer; a hybrid's Mamba /
+# linear-attention groups run other backends, so there the first FULL warm-up allocates it inside the
+# measurement, which from 0.18 starts on an emptied cache (capture.py). envs.py default 394 MiB (0.12 - 0.24).
+FLASHINFER_DECODE_WORKSPACE = 8 * MiB
+FLASHINFER_FLOAT_WORKSPACE = 394 * MiB
 # FlashAttention 3 (Hopper) with full CUDA graphs pins an upper bound of splits so that its
 # split-KV buffers [num_splits, heads, tokens, head_dim] (fp32, plus the fp32 LSE) are allocated
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
@@ -251,14 +270,14 @@ def nccl_graph_collective(r: Resolved, env: dict[str, str] | None) -> int:
     cumem = r.version >= NCCL_CUMEM_FROM if forced is None else forced.strip() not in ("", "0")
     return NCCL_GRAPH_COLLECTIVE_CUMEM if cumem else NCCL_GRAPH_COLLECTIVE
 
-def act_quant_factor(r: Resolved, e: Era) -> float:
+def act_quant_kernels(r: Resolved, e: Era) -> int:
     """Extra quant kernels per captured layer for dynamic activation quantization (see above)."""
     sc = r.scheme
     if sc is None or sc.bits != 8 or sc.name in WEIGHT_ONLY_8BIT:
-        return 1.0
+        return 0
     if sc.name in FP8_ACT_QUANT and e.v1 and r.version >= (0, 10, 0):
-        return 1.0
-    return GRAPH_ACT_QUANT_FACTOR
+        return 0
+    return ACT_QUANT_KERNELS
 
 def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict) -> int:
     """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
@@ -335,11 +354,17 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     else:
         per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
         per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
+    per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e) * GRAPH_NODE)
     if model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
-    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * act_quant_factor(r, e)
+    total = per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER
+    if full and flashinfer_decode_wrappers(model, r, e, gpu, cfg.settings, cfg.env):
+        total += len(set(full)) * FLASHINFER_DECODE_WORKSPACE
+        if r.version >= (0, 18, 0) and set(model.kinds()) & {"mamba", "linear"}:
+            size = str(cfg.env.get("VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE") or "").strip()
+            total += int(size) if size.isdigit() else FLASHINFER_FLOAT_WORKSPACE
     if r.tp > 1:  # graphs of sizes FlashInfer's fused all-reduce serves pay no per-call cost (graph_mode.py)
         call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else nccl_graph_collective(r, cfg.env)
         fused = fused_allreduce_tokens(model, r, cfg, gpu)
