@@ -86,3 +86,22 @@ def test_a_hybrid_allocates_the_float_workspace_inside_the_capture():
     _, dense_fi = run(fp8, gpu=A100, version="0.24.0")
     assert dense_fi.memory.cuda_graphs - dense_fa.memory.cuda_graphs == 35 * 8 * MiB
 
+
+
+def test_speculative_decoding_takes_flashinfer_off_full_decode_graphs():
+    # FlashInfer without TRT-LLM decode supports single-token decode graphs only: a 4-token uniform
+    # decode batch falls back to PIECEWISE, unrounded: 51 sizes (1, 2, 4, 8 ... 256, 272 ... 512) at 64
+    # sequences; FlashAttention (UNIFORM_BATCH) keeps 49 rounded piecewise + 33 full sizes
+    spec = ' --speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    argv = ARGV + " --kv-cache-dtype fp8 --max-num-seqs 64" + spec
+
+    def graphs(gpu, env=None, extra=""):
+        return run(argv + extra, gpu=gpu, version="0.19.0", env=env)[1].detail.cuda_graph_sizes
+
+    assert graphs(A100) == 51
+    assert graphs(A100, {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}) == 49 + 33
+    # the 10.x family decodes with TRT-LLM's kernels (UNIFORM_BATCH): full graphs stay
+    assert graphs(B200) == 49 + 33
+    # FULL_DECODE_ONLY compiles attention in: no piecewise graphs to fall back to, none at all
+    assert graphs(A100, extra=" -cc.cudagraph_mode=FULL_DECODE_ONLY") == 0
+    assert graphs(A100, {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}, " -cc.cudagraph_mode=FULL_DECODE_ONLY") == 33

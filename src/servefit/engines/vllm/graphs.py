@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 from servefit.engines.vllm.attn_backend import flashinfer_decode_wrappers
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
-from servefit.engines.vllm.graph_mode import cudagraph_mode, fused_allreduce_tokens
+from servefit.engines.vllm.graph_mode import (
+    FULL_DECODE_MODES,
+    cudagraph_mode,
+    fused_allreduce_tokens,
+    spec_decode_without_full_graphs,
+)
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.non_torch import nvlink
 from servefit.hardware.spec import GpuSpec
@@ -184,12 +189,17 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
         return [], []
     explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
     q = 1 + speculative(s)[1]
+    if q > 1 and spec_decode_without_full_graphs(model, r, e, mode, cfg, gpu):
+        mode = "PIECEWISE" if mode == "FULL_AND_PIECEWISE" else "NONE"
+        if mode == "NONE":
+            return [], []
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
                           [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
                           s.get("max_cudagraph_capture_size")
                           or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
-                          blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
+                          blackwell=gpu is not None and gpu.compute_capability // 10 == 10,
+                          full_decode=mode in FULL_DECODE_MODES[1:] or (mode == "FULL" and r.version >= (0, 24, 0)))
     if not e.v1:
         return [], sizes * r.pp
     piecewise = sizes if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") else []
