@@ -37,6 +37,9 @@ MiB = 2**20
 # the pool's tensors are shared across sizes): a piecewise graph (one per attention-free piece,
 # i.e. per layer) 0.25 MiB (0.9.0.1 / 0.10.1.1 logs: Mistral-7B on A10G, Qwen2-7B on A100), a full
 # decode graph 0.10 MiB (0.19 logs with 51 piecewise + 35 full graphs on A100 / A6000 / L40S).
+# Fitted on calibration cases newblog-a10g-mistral-7b-instruct-8k, dennislee-a100-80gb-qwen2-7b-util025 / -util05
+# (piecewise) and hpml-a100-40gb-llama31-8b-fp16-8k / -32k, hpml-rtxa6000-llama31-8b-fp16-32k,
+# hpml-l40s-llama31-8b-fp16-8k (full).
 GRAPH_PIECEWISE_PER_LAYER = int(0.25 * MiB)
 GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
 # What a captured layer costs splits into its kernel nodes and, for a piecewise graph, the graph of its
@@ -73,6 +76,7 @@ GRAPH_PIECE = GRAPH_PIECEWISE_PER_LAYER - DENSE_LAYER_KERNELS * GRAPH_NODE
 # smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
 # x (51 piecewise + 35 full) graphs, where the V1 runner's terms above give 0.44. x0.38 on the
 # per-layer terms, least squares on those two calibration logs (the only V2 logs with a pool).
+# Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
 GRAPH_V2_RUNNER_FACTOR = 0.38
 # What Model Runner V2 budgets for its graphs is not the pool it later captures but
 # v1/worker/gpu/cudagraph_utils.py::profile_cudagraph_memory: piecewise graphs captured in full into
@@ -84,6 +88,7 @@ GRAPH_V2_RUNNER_FACTOR = 0.38
 # calibration logs (the only V2 logs printing both). The V1 runner's estimate is taken as its pool:
 # within about 10% on the calibration logs of 0.19 (0.53 / 0.48, 0.81 / 0.86, 0.84 / 0.92 GiB), 36%
 # above on the one 0.26 log (Qwen3-Coder-30B-A3B: 0.15 / 0.11).
+# Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
 GRAPH_V2_ESTIMATE_EXTRA = int(0.17 * GiB)
 # Which architectures default to Model Runner V2, per release (config/vllm.py::VllmConfig.
 # use_v2_model_runner and _is_default_v2_model_runner_model, read in each wheel): none before 0.22;
@@ -110,6 +115,7 @@ V2_RUNNER_ARCHS = (((0, 23, 0), ("Qwen3ForCausalLM",)),
 # 67 graphs x (2 x 28 + 1) calls. Where FlashInfer's all-reduce + RMSNorm fusion serves a graph's size
 # (graph_mode.py::fused_allreduce_tokens) its fused kernel takes the norm's place, on a workspace
 # registered once at start (initialize_fi_ar_workspace), so those calls cost nothing per graph.
+# Calibration cases dennislee-2xa100-80gb-qwen2-7b-tp2-util025 / -util05 against dennislee-a100-80gb-qwen2-7b-util025.
 CUSTOM_AR_GRAPH_COLLECTIVE = 41 * 1024
 # Where the custom all-reduce is off (see custom_allreduce below) vLLM captures NCCL all-reduces
 # instead (cuda_communicator.py::CudaCommunicator.all_reduce falls back to pynccl), and no custom
@@ -124,6 +130,7 @@ CUSTOM_AR_GRAPH_COLLECTIVE = 41 * 1024
 # its kind: 53 KiB with cuMem off (Qwen3-14B at TP4 on four PCIe cards, 0.9.2: 67 graphs x 81
 # all-reduces, 0.93 GiB captured), 145 KiB with it on (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9
 # GeForce cards, 0.13: 86 graphs x 97 all-reduces, 2.08 GiB captured).
+# Calibration cases debate-4xpcie24-qwen3-14b-tp4-8k-092 (cuMem off), prograph-2xada24-qwen3-30b-a3b-w4a16-tp2-8k-013 (on).
 NCCL_GRAPH_COLLECTIVE = 53 * 1024
 NCCL_GRAPH_COLLECTIVE_CUMEM = 145 * 1024
 NCCL_CUMEM_FROM = (0, 10, 2)
