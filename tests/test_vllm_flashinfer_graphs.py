@@ -42,6 +42,10 @@ def test_which_runs_use_flashinfer_attention():
     # chosen by flag or variable
     assert _flashinfer(ARGV + " --attention-backend FLASHINFER", A100, "0.19.0") == (True, True)
     assert _flashinfer(fp8, A100, "0.19.0", env={"VLLM_ATTENTION_BACKEND": "TRITON_ATTN"}) == (False, False)
+    # attention sinks (gpt-oss) need TRT-LLM attention: off the 10.x family they fall through to Triton
+    oss = replace(LLAMA8B, architecture="GptOssForCausalLM", head_dim=64)
+    assert _flashinfer(fp8, A100, "0.19.0", model=oss) == (False, False)
+    assert _flashinfer(fp8, B200, "0.19.0", model=oss) == (True, False)
     # head sizes FlashInfer lacks (64 / 128 / 256 only) fall through to Triton
     assert _flashinfer(fp8, A100, "0.19.0", model=replace(LLAMA8B, head_dim=96)) == (False, False)
 

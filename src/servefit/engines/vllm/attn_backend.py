@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from servefit.models.spec import ModelSpec
 
 PRIORITY_LIST_FROM = (0, 12, 0)
+# Attention sinks (model_executor/models/gpt_oss.py passes sinks to Attention): FlashInfer takes them only
+# with TRT-LLM attention, an SM100-family device (flashinfer.py::FlashInferBackend.supports_sink, 0.19.0)
+SINK_ARCHS = ("GptOssForCausalLM",)
 FLASHINFER_HEAD_SIZES = (64, 128, 256)
 FLASHINFER_CC = (75, 121)
 
@@ -51,7 +54,8 @@ def flashinfer_attention(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | N
     cc = gpu.compute_capability
     if cc // 10 == 10:
         return True
-    fits = FLASHINFER_CC[0] <= cc <= FLASHINFER_CC[1] and model.head_dim in FLASHINFER_HEAD_SIZES
+    fits = FLASHINFER_CC[0] <= cc <= FLASHINFER_CC[1] and model.head_dim in FLASHINFER_HEAD_SIZES \
+        and model.architecture not in SINK_ARCHS
     return fits and cc >= 80 and cc // 10 != 9 and str(r.kv_dtype).startswith("fp8")
 
 
