@@ -109,3 +109,26 @@ def test_speculative_decoding_takes_flashinfer_off_full_decode_graphs():
     # FULL_DECODE_ONLY compiles attention in: no piecewise graphs to fall back to, none at all
     assert graphs(A100, extra=" -cc.cudagraph_mode=FULL_DECODE_ONLY") == 0
     assert graphs(A100, {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}, " -cc.cudagraph_mode=FULL_DECODE_ONLY") == 33
+
+
+def test_the_plan_says_where_flashinfer_runs():
+    fp8 = ARGV + " --kv-cache-dtype fp8"
+    spec = ' --speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    _, p = run(fp8, gpu=A100, version="0.19.0")
+    notes = [a for a in p.assumptions if a.startswith("attention:")]
+    assert notes == ["attention: vLLM 0.19.0 runs FlashInfer here (FlashAttention takes an fp8 KV cache only on "
+                     "Hopper); each of its 35 full decode graphs keeps a decode wrapper with an 8 MiB workspace "
+                     "(280 MiB in the CUDA-graph memory)"]
+    _, s = run(fp8 + spec, gpu=A100, version="0.19.0")
+    assert [a for a in s.assumptions if a.startswith("attention:")] == [
+        "attention: vLLM 0.19.0 runs FlashInfer here (FlashAttention takes an fp8 KV cache only on Hopper); its "
+        "decode graphs take one token per request, so with speculative decoding vLLM captures no full decode "
+        "graphs (piecewise graphs only)"]
+    _, c = run(ARGV + " --attention-backend FLASHINFER --max-num-seqs 128", gpu=A100, version="0.19.0")
+    assert [a for a in c.assumptions if a.startswith("attention:")] == [
+        "attention: vLLM 0.19.0 runs FlashInfer here (chosen); each of its 19 full decode graphs keeps a decode "
+        "wrapper with an 8 MiB workspace (152 MiB in the CUDA-graph memory)"]
+    for quiet in (run(ARGV, gpu=A100, version="0.19.0")[1], run(fp8, gpu=H100, version="0.19.0")[1],
+                  run(fp8 + " --enforce-eager", gpu=A100, version="0.19.0")[1],
+                  run(fp8 + " --enforce-eager" + spec, gpu=A100, version="0.19.0")[1]):
+        assert not [a for a in quiet.assumptions if a.startswith("attention:")]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from servefit.memory.kv import latent_cache
 
 if TYPE_CHECKING:
+    from servefit.core import EngineConfig
     from servefit.engines.vllm.era import Era
     from servefit.engines.vllm.plan import Resolved
     from servefit.hardware.spec import GpuSpec
@@ -66,3 +67,24 @@ def flashinfer_decode_wrappers(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSp
     FlashInferMetadataBuilder.build: decode_use_trtllm from can_use_trtllm_attention, which needs
     utils/flashinfer.py::supports_trtllm_attention, an SM100-family device)."""
     return flashinfer_attention(model, r, e, gpu, settings, env) and (gpu is None or gpu.compute_capability // 10 != 10)
+
+
+def flashinfer_note(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, cfg: EngineConfig) -> str | None:
+    """Say where the plan has vLLM run FlashInfer attention with its per-graph decode wrappers, and
+    what that costs or changes in the CUDA graphs (graphs.py prices it)."""
+    from servefit.engines.vllm.graph_mode import cudagraph_mode
+    from servefit.engines.vllm.graphs import FLASHINFER_DECODE_WORKSPACE, graph_sizes
+    from servefit.engines.vllm.kvcache import speculative
+
+    if not flashinfer_decode_wrappers(model, r, e, gpu, cfg.settings, cfg.env):
+        return None
+    why = "chosen" if chosen_backend(cfg.settings, cfg.env) else "FlashAttention takes an fp8 KV cache only on Hopper"
+    full = len(set(graph_sizes(model, r, e, cfg, gpu)[1]))
+    if full:
+        return (f"attention: vLLM {e.version} runs FlashInfer here ({why}); each of its {full} full decode graphs "
+                f"keeps a decode wrapper with an {FLASHINFER_DECODE_WORKSPACE // 2**20} MiB workspace "
+                f"({full * FLASHINFER_DECODE_WORKSPACE / 2**20:.0f} MiB in the CUDA-graph memory)")
+    if speculative(cfg.settings)[1] and cudagraph_mode(model, r, e, cfg.settings) != "NONE":
+        return (f"attention: vLLM {e.version} runs FlashInfer here ({why}); its decode graphs take one token per "
+                "request, so with speculative decoding vLLM captures no full decode graphs (piecewise graphs only)")
+    return None
