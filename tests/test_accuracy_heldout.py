@@ -105,6 +105,13 @@ def test_a_figure_the_plan_lacks_is_named(rows):
 # Qwen3-VL-30B-A3B TP 2 on v0.12.0 with 256 sequences logs a capture that "took 0.15 GiB" (its twin
 # runs of the same week log negative figures).
 SUBTERM_KNOWN_MISSES = {("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "cuda_graph_gib"): 5.0644,
+                        # a data problem, not a miss: Nemotron 3 Nano 4B on a DGX Spark (GB10, unified memory;
+                        # 0.19.2 dev) logs "CUDA graph pool memory: 0.03 GiB (actual), 2.44 GiB (estimated)".
+                        # The same log has vLLM's own profile of the same 86 graphs at 2.44 GiB, and its
+                        # FlashInfer backend allocates a 394 MiB workspace on the first FULL capture (no
+                        # FlashInfer warm-up for a hybrid model: kernel_warmup.py needs every attention group
+                        # on FlashInfer): the free-memory drop the GB10 reports is not the graphs' memory
+                        ("sparkbench-gb10-nemotron3-nano-4b-bf16-fp8kv-48k", "cuda_graph_gib"): 32.5687,
                         # TGI pools missed on the third batch (the reasons are in
                         # tests/test_accuracy_runner.py TGI_KNOWN_MISSES)
                         ("tgi-1856-rtx3090-llama3-8b-instruct-v14", "max_batch_total_tokens"): -0.2298,
@@ -161,9 +168,11 @@ def test_vllm_calibration_targets_met(rows):
     assert len(act) >= 10 and statistics.median(act) <= 0.10
     nt = _errors(rows, "vllm", "calibration", "non_torch_gib")
     assert len(nt) >= 10 and statistics.median(nt) <= 0.10
-    # the graph p90 is 25.9% (15.6% before issue 16's seventh batch): the two Model Runner V2 logs (0.30 /
-    # 0.31) sit at -16% / +13% around the one factor fitted to them, and Nemotron 3 Nano 4B on a DGX Spark
-    # (0.19.2 dev, unified memory) logs a 0.03 GiB capture of 102 graphs where 0.73 is predicted
+    # the graph p90 is 22.3% on 30 logs: Qwen2.5-0.5B on a GB10 (0.24 NVIDIA build) logs 0.34 - 0.49 GiB
+    # where 0.25 - 0.38 are predicted (-18% to -29%), and llava-1.5-7b with --quantization awq forced on
+    # 0.10.2 (RTX 4080 under WSL) logs 0.48 GiB where the AWQ kernel's dequantized weight alone puts 0.20
+    # GiB in the pool (+48%); the two Model Runner V2 logs (0.30 / 0.31) sit at -16% / +13% around the one
+    # factor fitted to them
     graphs = _errors(rows, "vllm", "calibration", "cuda_graph_gib")
     assert len(graphs) >= 15 and statistics.median(graphs) <= 0.10 and acc.pct(graphs, 0.9) <= 0.26
 

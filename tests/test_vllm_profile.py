@@ -16,6 +16,7 @@ from servefit.engines.vllm.graphs import (
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
     NCCL_GRAPH_COLLECTIVE,
+    NCCL_GRAPH_COLLECTIVE_CUMEM,
 )
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
 from servefit.engines.vllm.profile import SAMPLER_BYTES_PER_LOGIT
@@ -76,10 +77,11 @@ def test_graph_pool_grows_with_tp_and_activation_quantization():
     _, two = run("vllm serve m --max-model-len 8192 -tp 2", gpu=L4, version="0.10.1", count=2)
     # TP2: 67 piecewise graphs, each with 2 all-reduces per layer + the embedding's, priced per captured call
     assert two.memory.cuda_graphs == one.memory.cuda_graphs + 67 * (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
-    # int8 W8A8: the quant is an opaque custom op, one more kernel per linear in every graph
+    # int8 W8A8: the quant is an opaque custom op, one more kernel before each of the 4 linears of every
+    # layer in every graph: 67 piecewise graphs x 32 layers x 4 nodes of GRAPH_FULL_PER_LAYER / 10
     int8 = replace(LLAMA8B, quantization={"quant_method": "compressed-tensors", "bits": 8})
     _, w8a8 = run("vllm serve m --max-model-len 8192", model=int8, gpu=L4, version="0.10.1")
-    assert w8a8.memory.cuda_graphs == int(one.memory.cuda_graphs * 1.8)
+    assert w8a8.memory.cuda_graphs == one.memory.cuda_graphs + 32 * int(67 * 4 * GRAPH_FULL_PER_LAYER / 10)
     # the all-reduces are their own nodes: the quant kernels do not multiply them
     _, w8a8_tp2 = run("vllm serve m --max-model-len 8192 -tp 2", model=int8, gpu=L4, version="0.10.1", count=2)
     assert w8a8_tp2.memory.cuda_graphs == w8a8.memory.cuda_graphs + 67 * (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE
@@ -89,7 +91,7 @@ def test_graph_pool_grows_with_tp_and_activation_quantization():
     assert fp8.memory.cuda_graphs == one.memory.cuda_graphs
     _, one9 = run("vllm serve m --max-model-len 8192", gpu=L4, version="0.9.2")
     _, fp89 = run("vllm serve m --max-model-len 8192 --quantization fp8", gpu=L4, version="0.9.2")
-    assert fp89.memory.cuda_graphs == int(one9.memory.cuda_graphs * 1.8)
+    assert fp89.memory.cuda_graphs == one9.memory.cuda_graphs + 32 * int(67 * 4 * GRAPH_FULL_PER_LAYER / 10)
 
 
 def test_nccl_all_reduces_captured_where_the_custom_all_reduce_is_off():
@@ -111,6 +113,26 @@ def test_nccl_all_reduces_captured_where_the_custom_all_reduce_is_off():
     _, off = run(argv.format(tp=2) + " --disable-custom-all-reduce", gpu=a100, version="0.10.1", count=2)
     assert off.memory.cuda_graphs == nccl
 
+
+
+def test_nccl_all_reduces_cost_more_once_vllm_stops_turning_cumem_off():
+    # vLLM <= 0.10.1 sets NCCL_CUMEM_ENABLE=0 (env_override.py); 0.10.2 drops the override, so NCCL
+    # allocates with cuMem: 53 KiB vs 145 KiB per captured all-reduce. RTX 4090 TP2: NCCL, 67 graphs
+    # (0.10.x piecewise) x (2 x 32 + 1) all-reduces over 67 x 32 piecewise layer terms
+    rtx = resolve_gpu("RTX 4090")
+    base = 67 * 32 * GRAPH_PIECEWISE_PER_LAYER
+    calls = 67 * (2 * 32 + 1)
+    assert (NCCL_GRAPH_COLLECTIVE, NCCL_GRAPH_COLLECTIVE_CUMEM) == (53 * 1024, 145 * 1024)
+    argv = "vllm serve m --max-model-len 8192 -tp 2"
+    _, old = run(argv, gpu=rtx, version="0.10.1", count=2)
+    assert old.memory.cuda_graphs == base + calls * 53 * 1024
+    _, new = run(argv, gpu=rtx, version="0.10.2", count=2)
+    assert new.memory.cuda_graphs == base + calls * 145 * 1024
+    # the variable, where set, decides either way
+    _, forced_on = run(argv, gpu=rtx, version="0.10.1", count=2, env={"NCCL_CUMEM_ENABLE": "1"})
+    assert forced_on.memory.cuda_graphs == new.memory.cuda_graphs
+    _, forced_off = run(argv, gpu=rtx, version="0.10.2", count=2, env={"NCCL_CUMEM_ENABLE": "0"})
+    assert forced_off.memory.cuda_graphs == old.memory.cuda_graphs
 
 def test_awq_dequantized_weight_sits_in_the_graph_pool():
     awq = replace(LLAMA8B, quantization={"quant_method": "awq", "bits": 4, "group_size": 128})

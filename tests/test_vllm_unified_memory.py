@@ -191,3 +191,12 @@ def test_oem_gb10_systems_are_the_gb10_by_a_stated_assumption(name):
     assert catalog_assumption(gpu, name) == ("a GB10 system other than the DGX Spark taken to report the DGX Spark's "
                                              "121.69 GiB (the same 128 GB; its own total was not seen in a log)")
     assert catalog_assumption(gpu, "DGX Spark") is None
+
+
+def test_the_graph_estimate_variable_exists_from_018():
+    # envs.py: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is absent in 0.17.0, default "0" in 0.18.0, "1" from
+    # 0.20.0; setting it on 0.17 changes nothing, setting it on 0.18 turns the subtraction on, 0 turns it off
+    on, off = {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}, {"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}
+    assert [era(v).cudagraph_subtracted for v in ("0.17.0", "0.18.0", "0.19.1", "0.20.0")] == [False, False, False, True]
+    assert [era(v, on).cudagraph_subtracted for v in ("0.17.1", "0.18.0", "0.19.1")] == [False, True, True]
+    assert not era("0.24.0", off).cudagraph_subtracted

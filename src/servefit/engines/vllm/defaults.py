@@ -36,7 +36,7 @@ def nvml_reports_memory(gpu: GpuSpec) -> bool:
 
 def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
                   explicit: list[int] | None = None, max_size: int | None = None,
-                  decode_query_len: int = 1, blackwell: bool = False) -> list[int]:
+                  decode_query_len: int = 1, blackwell: bool = False, full_decode: bool = True) -> list[int]:
     """Batch sizes vLLM captures CUDA graphs for (config/vllm.py::VllmConfig._set_cudagraph_sizes;
     V0: worker/model_runner.py _BATCH_SIZES_TO_CAPTURE). `decode_query_len` is 1 + the speculative
     tokens (the uniform decode batch's tokens per request); `blackwell` a cc 10.x device. What
@@ -46,13 +46,16 @@ def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
     max_num_batched_tokens joins the list when it fits the ceiling from 0.20.1 (not in 0.20.0);
     max_num_seqs (the widest uniform decode batch) joins in 0.33 (not in 0.25.1), with speculative
     decoding as the request-count grid x decode_query_len; and from 0.12, when full decode graphs
-    are captured with speculative decoding, every size is rounded up to a multiple of
-    decode_query_len (config/compilation.py::CompilationConfig.adjust_cudagraph_sizes_for_spec_decode,
-    called by v1/worker/gpu_model_runner.py::_check_and_update_cudagraph_mode up to 0.19)."""
+    are captured with speculative decoding (`full_decode`: the resolved mode's decode_mode() is FULL),
+    every size is rounded up to a multiple of decode_query_len
+    (config/compilation.py::CompilationConfig.adjust_cudagraph_sizes_for_spec_decode, called by
+    v1/worker/gpu_model_runner.py::_check_and_update_cudagraph_mode up to 0.19, by
+    CompilationConfig's own mode resolution in 0.24, both only under that condition)."""
     v = vtuple(era.version)
     q = max(1, decode_query_len) if era.v1 else 1
+    rq = q if full_decode else 1
     if explicit:
-        return _round_for_spec(sorted({s for s in explicit if s <= max_num_batched_tokens}), q, v)
+        return _round_for_spec(sorted({s for s in explicit if s <= max_num_batched_tokens}), rq, v)
     if not era.v1:
         # V0 up to 0.6.4: worker/model_runner.py _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + range(8, 257, 8), up to
         # the first size that holds max_num_seqs (_get_graph_batch_size), 256 at most. From 0.6.5
@@ -70,7 +73,7 @@ def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
     cap = min(cap, max_num_batched_tokens)
     if not era.capture_stride16:
         sizes = [1, 2, 4] + list(range(8, cap + 1, 8))
-        return _round_for_spec([s for s in sizes if s <= cap], q, v)
+        return _round_for_spec([s for s in sizes if s <= cap], rq, v)
     sizes = [1, 2, 4] + list(range(8, min(cap + 1, 256), 8)) + list(range(256, cap + 1, 16))
     if v >= (0, 20, 1) and max_num_batched_tokens <= cap:
         sizes.append(max_num_batched_tokens)
@@ -82,7 +85,7 @@ def capture_sizes(era: Era, max_num_seqs: int, max_num_batched_tokens: int,
             sizes += [n * q for n in counts if n * q <= cap]
         elif max_num_seqs <= cap:
             sizes.append(max_num_seqs)
-    return _round_for_spec(sorted({s for s in sizes if s <= cap}), q, v)
+    return _round_for_spec(sorted({s for s in sizes if s <= cap}), rq, v)
 
 
 def _round_for_spec(sizes: list[int], q: int, v: tuple[int, int, int]) -> list[int]:

@@ -82,7 +82,11 @@ def era(version: str | None, env: dict[str, str] | None = None) -> Era:
         v1=v1,
         default_util=0.92 if v >= (0, 20, 0) else 0.9,
         ceil_budget=v >= (0, 20, 0),
-        cudagraph_subtracted=_env_flag(env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", v >= (0, 20, 0)),
+        # gpu_worker.py::Worker.determine_available_memory subtracts profile_cudagraph_memory's estimate
+        # where envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on: the variable exists from 0.18.0 (absent
+        # from the 0.17.0 wheel's envs.py, where setting it does nothing), default "0" there, "1" from 0.20.0
+        cudagraph_subtracted=v >= (0, 18, 0) and _env_flag(env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
+                                                           v >= (0, 20, 0)),
         null_block_in_check=v >= (0, 33, 0),
         # v1/core/kv_cache_utils.py::_report_kv_cache_config: int(max_concurrency x max_model_len) from
         # 0.20.1 (0.20.0 still logs num_blocks // len(kv_cache_groups) x min block size)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.attn_backend import flashinfer_decode_wrappers
 from servefit.engines.vllm.capture import autotune_known
 from servefit.engines.vllm.forward import pooling_runner
 from servefit.engines.vllm.kvcache import speculative
@@ -143,3 +144,21 @@ def fused_allreduce_tokens(model: ModelSpec, r: Resolved, cfg: EngineConfig, gpu
         return 0
     max_mb = FI_AR_FUSION_MAX_MB.get(cc, {}).get(r.tp)
     return int(max_mb * 2**20) // int(model.hidden_size * dtype_bytes(r.dtype)) if max_mb else 0
+
+
+# CUDAGraphMode.decode_mode() == FULL. The spec-decode size rounding (defaults.capture_sizes) follows the
+# resolved mode: in 0.12 for the separate decode routine only (FULL_DECODE_ONLY / FULL_AND_PIECEWISE:
+# separate_routine()), in 0.24 for any FULL decode mode; the releases between are taken as 0.12.
+FULL_DECODE_MODES = ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+
+
+def spec_decode_without_full_graphs(model: ModelSpec, r: Resolved, e: Era, mode: str, cfg: EngineConfig,
+                                    gpu: GpuSpec | None) -> bool:
+    """Whether speculative decoding takes the FULL decode graphs away (0.12 on: gpu_model_runner.py::
+    _check_and_update_cudagraph_mode, in 0.24 config/compilation.py's mode resolution): a FULL decode
+    mode with uniform_decode_query_len > 1 needs AttentionCGSupport.UNIFORM_BATCH, and FlashInfer without
+    TRT-LLM decode offers UNIFORM_SINGLE_TOKEN_DECODE only (FlashInferMetadataBuilder.get_cudagraph_support).
+    vLLM then falls back to PIECEWISE where attention is split out for piecewise graphs
+    (FULL_AND_PIECEWISE), else to NONE (a FULL / FULL_DECODE_ONLY mode compiles attention in)."""
+    return (e.v1 and r.version >= (0, 12, 0) and mode in FULL_DECODE_MODES
+            and flashinfer_decode_wrappers(model, r, e, gpu, cfg.settings, cfg.env))

@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.attn_backend import flashinfer_decode_wrappers
 from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
-from servefit.engines.vllm.graph_mode import cudagraph_mode, fused_allreduce_tokens
+from servefit.engines.vllm.graph_mode import (
+    FULL_DECODE_MODES,
+    cudagraph_mode,
+    fused_allreduce_tokens,
+    spec_decode_without_full_graphs,
+)
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.non_torch import nvlink
 from servefit.hardware.spec import GpuSpec
@@ -31,6 +37,9 @@ MiB = 2**20
 # the pool's tensors are shared across sizes): a piecewise graph (one per attention-free piece,
 # i.e. per layer) 0.25 MiB (0.9.0.1 / 0.10.1.1 logs: Mistral-7B on A10G, Qwen2-7B on A100), a full
 # decode graph 0.10 MiB (0.19 logs with 51 piecewise + 35 full graphs on A100 / A6000 / L40S).
+# Fitted on calibration cases newblog-a10g-mistral-7b-instruct-8k, dennislee-a100-80gb-qwen2-7b-util025 / -util05
+# (piecewise) and hpml-a100-40gb-llama31-8b-fp16-8k / -32k, hpml-rtxa6000-llama31-8b-fp16-32k,
+# hpml-l40s-llama31-8b-fp16-8k (full).
 GRAPH_PIECEWISE_PER_LAYER = int(0.25 * MiB)
 GRAPH_FULL_PER_LAYER = int(0.10 * MiB)
 # What a captured layer costs splits into its kernel nodes and, for a piecewise graph, the graph of its
@@ -67,6 +76,7 @@ GRAPH_PIECE = GRAPH_PIECEWISE_PER_LAYER - DENSE_LAYER_KERNELS * GRAPH_NODE
 # smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
 # x (51 piecewise + 35 full) graphs, where the V1 runner's terms above give 0.44. x0.38 on the
 # per-layer terms, least squares on those two calibration logs (the only V2 logs with a pool).
+# Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
 GRAPH_V2_RUNNER_FACTOR = 0.38
 # What Model Runner V2 budgets for its graphs is not the pool it later captures but
 # v1/worker/gpu/cudagraph_utils.py::profile_cudagraph_memory: piecewise graphs captured in full into
@@ -78,6 +88,7 @@ GRAPH_V2_RUNNER_FACTOR = 0.38
 # calibration logs (the only V2 logs printing both). The V1 runner's estimate is taken as its pool:
 # within about 10% on the calibration logs of 0.19 (0.53 / 0.48, 0.81 / 0.86, 0.84 / 0.92 GiB), 36%
 # above on the one 0.26 log (Qwen3-Coder-30B-A3B: 0.15 / 0.11).
+# Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
 GRAPH_V2_ESTIMATE_EXTRA = int(0.17 * GiB)
 # Which architectures default to Model Runner V2, per release (config/vllm.py::VllmConfig.
 # use_v2_model_runner and _is_default_v2_model_runner_model, read in each wheel): none before 0.22;
@@ -104,21 +115,37 @@ V2_RUNNER_ARCHS = (((0, 23, 0), ("Qwen3ForCausalLM",)),
 # 67 graphs x (2 x 28 + 1) calls. Where FlashInfer's all-reduce + RMSNorm fusion serves a graph's size
 # (graph_mode.py::fused_allreduce_tokens) its fused kernel takes the norm's place, on a workspace
 # registered once at start (initialize_fi_ar_workspace), so those calls cost nothing per graph.
+# Calibration cases dennislee-2xa100-80gb-qwen2-7b-tp2-util025 / -util05 against dennislee-a100-80gb-qwen2-7b-util025.
 CUSTOM_AR_GRAPH_COLLECTIVE = 41 * 1024
 # Where the custom all-reduce is off (see custom_allreduce below) vLLM captures NCCL all-reduces
 # instead (cuda_communicator.py::CudaCommunicator.all_reduce falls back to pynccl), and no custom
 # all-reduce buffers are registered; each graph then keeps its captured NCCL kernels and their launch
-# resources. Per captured all-reduce (two per decoder layer and one for the embedding, in every graph),
-# calibrated by least squares on the two calibration logs of that kind, which disagree: 166 KiB each
-# on 0.13 (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9 cards without P2P: 86 graphs x 97 all-reduces,
-# 2.08 GiB captured) and 53 KiB on 0.9.2 (Qwen3-14B at TP4 on four PCIe cards: 67 x 81, 0.93 GiB).
-NCCL_GRAPH_COLLECTIVE = 132 * 1024
-# Dynamic activation quantization adds a quant kernel per linear layer to every captured layer:
-# x1.8 (0.19 logs, Llama-3.1-8B W8A8 int8 vs FP16 on the same A100). The int8 quant is an opaque
-# custom op (scaled_mm kernels call ops.scaled_int8_quant); the FP8 one is the QuantFP8 CustomOp
-# from 0.10.0 (quantization/input_quant_fp8.py), whose native form Inductor fuses into the
-# neighbouring kernels when V1 compiles the model, so it adds no node there.
-GRAPH_ACT_QUANT_FACTOR = 1.8
+# resources, per captured all-reduce (two per decoder layer and one for the embedding, in every graph).
+# What each costs depends on whether NCCL allocates with cuMem: vLLM up to 0.10.1 sets
+# NCCL_CUMEM_ENABLE=0 at import (env_override.py, read in the 0.9.2 and 0.10.1.1 wheels: unless the
+# variable is set already, or /dev/nvidia-caps-imex-channels exists) because cuMem "costs memory
+# during cudagraph capture" (vllm-project/vllm#5091, NVIDIA/nccl#1234); 0.10.2 drops the override
+# (vllm-project/vllm#24141; absent from the 0.10.2 wheel on), so NCCL's own default applies: cuMem on
+# where the system supports it (NCCL >= 2.19). Each figure is fitted on the one calibration log of
+# its kind: 53 KiB with cuMem off (Qwen3-14B at TP4 on four PCIe cards, 0.9.2: 67 graphs x 81
+# all-reduces, 0.93 GiB captured), 145 KiB with it on (Qwen3-30B-A3B W4A16 at TP2 on two cc 8.9
+# GeForce cards, 0.13: 86 graphs x 97 all-reduces, 2.08 GiB captured).
+# Calibration cases debate-4xpcie24-qwen3-14b-tp4-8k-092 (cuMem off), prograph-2xada24-qwen3-30b-a3b-w4a16-tp2-8k-013 (on).
+NCCL_GRAPH_COLLECTIVE = 53 * 1024
+NCCL_GRAPH_COLLECTIVE_CUMEM = 145 * 1024
+NCCL_CUMEM_FROM = (0, 10, 2)
+# Dynamic activation quantization adds a quant kernel before each of a decoder layer's four linear
+# inputs (qkv, o_proj, gate_up, down; a fused-MoE layer quantizes its two expert GEMMs' inputs instead of
+# gate_up / down) to every captured layer: 4 more kernel nodes. The int8 quant is an opaque custom op
+# (quantization/kernels/scaled_mm: apply_weights calls ops.scaled_int8_quant, then the scaled GEMM)
+# that no fusion pass matches (compilation/passes/fusion/rms_quant_fusion.py: QUANT_OPS are FP8 / FP4
+# only, read in the 0.19.0 wheel); the FP8 one is the QuantFP8 CustomOp from 0.10.0
+# (quantization/input_quant_fp8.py), whose native form Inductor fuses into the neighbouring kernels when
+# V1 compiles the model, so it adds no node there. The 0.19 logs of Llama-3.1-8B W8A8 int8 with an fp8
+# KV cache vs FP16 on the same A100 (0.86 vs 0.48 GiB, 51 piecewise + 35 full graphs) agree: 32 layers x
+# 86 graphs x 4 nodes (0.11 GiB) plus the FlashInfer decode wrappers the fp8 KV cache brings
+# (FLASHINFER_DECODE_WORKSPACE, 0.27 GiB) make the 0.38 GiB between them.
+ACT_QUANT_KERNELS = 4
 WEIGHT_ONLY_8BIT = ("bitsandbytes", "bnb", "experts_int8")
 FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # awq.py::AWQLinearMethod.apply: from 256 tokens on, the AWQ kernel dequantizes the whole weight to
@@ -127,6 +154,18 @@ FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
 # --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
 AWQ_DEQUANT_TOKENS = 256
+# FlashInfer's attention backend builds a decode wrapper of its own for every FULL decode graph size
+# (v1/attention/backends/flashinfer.py::FlashInferMetadataBuilder._get_decode_wrapper with use_cudagraph:
+# _decode_wrappers_cudagraph[batch_size], read in the 0.12.0, 0.19.0 and 0.24.0 wheels), and each
+# flashinfer BatchDecodeWithPagedKVCacheWrapper allocates an 8 MiB int workspace on the device in its
+# __init__ (flashinfer/decode.py). capture_model's warm-up of each size builds it, inside the capture's
+# measurement. Which runs use it: attn_backend.py. The float workspace the wrappers share
+# (VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE) is allocated before capture_model by kernel_warmup.py's
+# FlashInfer attention warm-up, which runs where every attention group is FlashInfer; a hybrid's Mamba /
+# linear-attention groups run other backends, so there the first FULL warm-up allocates it inside the
+# measurement, which from 0.18 starts on an emptied cache (capture.py). envs.py default 394 MiB (0.12 - 0.24).
+FLASHINFER_DECODE_WORKSPACE = 8 * MiB
+FLASHINFER_FLOAT_WORKSPACE = 394 * MiB
 # FlashAttention 3 (Hopper) with full CUDA graphs pins an upper bound of splits so that its
 # split-KV buffers [num_splits, heads, tokens, head_dim] (fp32, plus the fp32 LSE) are allocated
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
@@ -157,12 +196,17 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
         return [], []
     explicit = s.get("cudagraph_capture_sizes") or s.get("cuda_graph_sizes")
     q = 1 + speculative(s)[1]
+    if q > 1 and spec_decode_without_full_graphs(model, r, e, mode, cfg, gpu):
+        mode = "PIECEWISE" if mode == "FULL_AND_PIECEWISE" else "NONE"
+        if mode == "NONE":
+            return [], []
     sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
                           [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
                           s.get("max_cudagraph_capture_size")
                           or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
-                          blackwell=gpu is not None and gpu.compute_capability // 10 == 10)
+                          blackwell=gpu is not None and gpu.compute_capability // 10 == 10,
+                          full_decode=mode in FULL_DECODE_MODES[1:] or (mode == "FULL" and r.version >= (0, 24, 0)))
     if not e.v1:
         return [], sizes * r.pp
     piecewise = sizes if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") else []
@@ -236,14 +280,21 @@ def custom_allreduce(gpu: GpuSpec | None, tp: int, settings: dict) -> bool:
         return False
     return tp <= 2 or nvlink(gpu)
 
-def act_quant_factor(r: Resolved, e: Era) -> float:
+def nccl_graph_collective(r: Resolved, env: dict[str, str] | None) -> int:
+    """Bytes per NCCL all-reduce captured in a graph (see NCCL_GRAPH_COLLECTIVE): cuMem off before
+    0.10.2 (vLLM's override), on from there; NCCL_CUMEM_ENABLE in the environment decides where set."""
+    forced = (env or {}).get("NCCL_CUMEM_ENABLE")
+    cumem = r.version >= NCCL_CUMEM_FROM if forced is None else forced.strip() not in ("", "0")
+    return NCCL_GRAPH_COLLECTIVE_CUMEM if cumem else NCCL_GRAPH_COLLECTIVE
+
+def act_quant_kernels(r: Resolved, e: Era) -> int:
     """Extra quant kernels per captured layer for dynamic activation quantization (see above)."""
     sc = r.scheme
     if sc is None or sc.bits != 8 or sc.name in WEIGHT_ONLY_8BIT:
-        return 1.0
+        return 0
     if sc.name in FP8_ACT_QUANT and e.v1 and r.version >= (0, 10, 0):
-        return 1.0
-    return GRAPH_ACT_QUANT_FACTOR
+        return 0
+    return ACT_QUANT_KERNELS
 
 def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict) -> int:
     """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
@@ -320,13 +371,19 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     else:
         per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
         per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
+    per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e) * GRAPH_NODE)
     if model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
-    total = (per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER) * act_quant_factor(r, e)
+    total = per_layer * layers + drafter_graphs * drafter * GRAPH_PIECEWISE_PER_LAYER
+    if full and flashinfer_decode_wrappers(model, r, e, gpu, cfg.settings, cfg.env):
+        total += len(set(full)) * FLASHINFER_DECODE_WORKSPACE
+        if r.version >= (0, 18, 0) and set(model.kinds()) & {"mamba", "linear"}:
+            size = str(cfg.env.get("VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE") or "").strip()
+            total += int(size) if size.isdigit() else FLASHINFER_FLOAT_WORKSPACE
     if r.tp > 1:  # graphs of sizes FlashInfer's fused all-reduce serves pay no per-call cost (graph_mode.py)
-        call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else NCCL_GRAPH_COLLECTIVE
+        call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else nccl_graph_collective(r, cfg.env)
         fused = fused_allreduce_tokens(model, r, cfg, gpu)
         plain = sum(1 for x in piecewise + full if x > fused)
         plain_drafter = sum(1 for x in set(piecewise) if x > fused) if drafter else 0

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, kv_dsv4, kvcache, unified
 from servefit.engines.vllm.architectures import architecture_check
+from servefit.engines.vllm.attn_backend import flashinfer_note
 from servefit.engines.vllm.capture import (
     autotune_known,
     capture_note,
@@ -252,6 +253,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
     out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
     if note := capture_note(released, e.version, autotune):
+        out.assumptions.append(note)
+    if note := flashinfer_note(model, r, e, gpu, cfg):
         out.assumptions.append(note)
     outcome(out, cfg, model, gpu, r, e, (lay, check_lay), num_blocks, avail, max_len, in_flight, dcp, budget)
     return out
