@@ -40,7 +40,7 @@ def test_tune_fixes_what_lcpp018_reports(tmp_path: Path, capsys: pytest.CaptureF
     main(["tune", str(f), "--gpu", "RTX4090", "--write"])
     out = capsys.readouterr().out
     assert ("  now     context 131,072 x 0 users, KV f16, weights Q6_K, headroom 2.6%: starts, but with less free "
-            "than llama.cpp's 1 GiB --fit margin (LCPP018)\n") in out
+            "than llama.cpp's --fit margin (LCPP018)\n") in out
     assert "  change  --ubatch-size 512 [safe]\n" in out
     assert f.read_text() == CMD.format(ctx=131072).replace("-ub 1024", "-ub 512")
     assert _lint(capsys, f) == []
@@ -67,4 +67,23 @@ def test_tune_for_context_lowers_the_ubatch_lint_would_report(tmp_path: Path,
     assert "  change  --ubatch-size 512, --ctx-size 131072, --parallel 1 [safe]\n" in out
     assert f.read_text() == CMD.format(ctx=131072).replace("-ub 1024", "-ub 512").replace(
         "-fit off\n", "-fit off --parallel 1\n")
+    assert _lint(capsys, f) == []
+
+
+@pytest.mark.parametrize("fitt, lint, written", [
+    # a smaller --fit-target is the margin the user asked for: 624 MiB free is enough, and tune agrees
+    ("512", [], None),
+    # a larger one: lint reports the 624 MiB against it, and tune halves the context to keep 2 GiB
+    ("2048", [("LCPP018", "CUDA0 keeps only 624 MiB free (--fit-target 2048 MiB) [GPU: RTX4090 ×1 from --gpu]")],
+     CMD.format(ctx=65536).replace("-fit off\n", "-fit off -fitt 2048 --parallel 1\n")),
+])
+def test_the_margin_is_the_fit_target(tmp_path: Path, capsys: pytest.CaptureFixture[str], fitt: str,
+                                      lint: list[tuple[str, str]], written: str | None) -> None:
+    f = tmp_path / "serve.sh"
+    text = CMD.format(ctx=131072).replace("-fit off\n", f"-fit off -fitt {fitt}\n")
+    f.write_text(text)
+    assert _lint(capsys, f) == lint
+    main(["tune", str(f), "--gpu", "RTX4090", "--write"])
+    capsys.readouterr()
+    assert f.read_text() == (written or text)
     assert _lint(capsys, f) == []

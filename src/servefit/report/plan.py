@@ -26,7 +26,7 @@ VERDICT = {
     "oom_at_load": "runs out of memory while loading",
     "rejected_config": "refuses the configuration",
     # tune's word for a llama.cpp plan that starts but keeps less free than --fit's margin (LCPP018)
-    "little_headroom": "starts, but with less free than llama.cpp's 1 GiB --fit margin (LCPP018)",
+    "little_headroom": "starts, but with less free than llama.cpp's --fit margin (LCPP018)",
 }
 
 
