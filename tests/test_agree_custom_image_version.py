@@ -69,3 +69,19 @@ def test_the_engines_own_image_and_its_mirror_give_the_version(tmp_path: Path, c
     plan = _estimate(capsys, f)
     assert plan["engine_version"] == "0.8.5"
     assert not any("assumed (no version given" in a for a in plan["assumptions"])
+
+
+@pytest.mark.parametrize("image, version, said", [
+    ("myorg/llama-server:b6000", "b10309",
+     "WARNING: llama.cpp b10309 assumed (no version given: the newest release modelled; older releases size memory "
+     "differently, the tag of myorg/llama-server:b6000 counts that build's own releases, not llama.cpp's: pass "
+     "--engine-version bNNNN)"),
+    ("ghcr.io/ggml-org/llama.cpp:server-cuda-b6000", "b6000", None),
+])
+def test_a_llamacpp_build_tag_counts_only_on_the_projects_image(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                image: str, version: str, said: str | None) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text(f"docker run --gpus all {image} -m /m/Meta-Llama-3.1-8B-Instruct-Q6_K.gguf -c 8192\n")
+    plan = _estimate(capsys, f)
+    assert plan["engine_version"] == version
+    assert [a for a in plan["assumptions"] if "assumed (no version given" in a] == ([said] if said else [])
