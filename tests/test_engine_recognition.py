@@ -67,7 +67,8 @@ def test_commands(words: list[str], expected: tuple[str, int] | None) -> None:
     ("vllm/vllm-openai:v0.11.0", "vllm", "0.11.0"),
     ("lmsysorg/sglang:v0.5.5-cu126", "sglang", "0.5.5"),
     ("ghcr.io/huggingface/text-generation-inference:3.3.4", "tgi", "3.3.4"),
-    ("registry.local/tgi-custom:2.0", "tgi", "2.0"),
+    ("registry.local/tgi-custom:2.0", "tgi", None),  # someone's own image: its tag is not TGI's release
+    ("myorg/sglang-srv:1.0", "sglang", None),
     ("ollama/ollama:0.12.3", "ollama", "0.12.3"),
     ("ghcr.io/ggml-org/llama.cpp:server-cuda-b6700", "llamacpp", "b6700"),
     ("ghcr.io/ggml-org/llama.cpp:full-cuda", None, None),  # not the server build

@@ -18,7 +18,11 @@ from servefit.sources import detect, scan_file
     ("registry.redhat.io/rhaiis/vllm-cuda-rhel9:3.0.0", None),
     ("vllm/vllm-openai:v0.9.2", "0.9.2"),
     ("us-docker.pkg.dev/acme/library/vllm-openai:v0.9.2", "0.9.2"),  # a mirror keeps vLLM's tags
-    ("ghcr.io/acme/my-vllm:0.8.5", "0.8.5"),
+    # someone's own image: its tag is not vLLM's release (myorg/vllm-srv:1.0 was read as vLLM 1.0)
+    ("ghcr.io/acme/my-vllm:0.8.5", None),
+    ("myorg/vllm-srv:1.0", None),
+    ("harbor.corp/vllm/vllm-openai:v0.8.5", "0.8.5"),
+    ("docker.io/vllm/vllm-openai-cpu:v0.23.0", "0.23.0"),
     # NGC: YY.MM releases (a Helm chart's values had nvcr.io/nvidia/vllm:25.09-py3, read as vLLM 25.09)
     ("nvcr.io/nvidia/vllm:25.09-py3", None),
     ("nvcr.io/nvidia/vllm:25.10-py3", "0.10.2"),

@@ -124,7 +124,7 @@ def cell(ev: Evaluation, context: int, users: int, **variant: Any) -> Row:
     started = _started(at)
     return Row(context=context, batch=users, kv_bytes=kv, total_bytes=total, util=total / (ev.gpu.memory_bytes or 1),
                users=n, ok=n >= users, outcome="started" if started else
-               (p.outcome if p.outcome != "started" else _adapter(at).short_of_started))
+               (p.outcome if p.outcome != "started" else _adapter(at).shortfall(p)))
 
 
 def row(ev: Evaluation, context: int, batch: int, allow_long: bool = True) -> Row:

@@ -120,11 +120,13 @@ def moving_tag(site: LaunchSite | None) -> str | None:
 
 
 def own_release_image(image: str | None) -> bool:
-    """A rebuild whose version tag counts its own releases (detect.version_of_image gives none)."""
-    from servefit.sources.detect import VERSION, split_image, version_of_image
+    """A rebuild or someone's own image whose tag looks like a release (`1.0`, `b6000`) but is not the
+    engine's (detect.version_of_image gives none)."""
+    from servefit.sources.detect import LLAMA_BUILD, VERSION, split_image, version_of_image
 
     tag = split_image(image)[1] if image else None
-    return bool(tag and VERSION.match(tag) and version_of_image(image) is None)
+    looks = bool(tag and (VERSION.match(tag) or LLAMA_BUILD.search(tag.replace("-", " "))))
+    return looks and version_of_image(image) is None
 
 
 def implied_release(table: OptionTable, used: Iterable[str], current: str, version: str | None,

@@ -13,7 +13,7 @@ from typing import Any
 TOWERS = ("moonvit", "deepseek_vl2_siglip", "deepencoder", "minicpmv", "gemma3n", "molmo", "molmo2", "lfm2_vl",
           "dots_vit", "minimax_m3_vl_vision", "step3p5_vision",
           "hunyuan_vl_vision", "muse_glimmer_vision", "llava_onevision2_vision",
-          "pixel_shuffle_siglip2", "siglip2_navit", "inkling_vision")
+          "pixel_shuffle_siglip2", "siglip2_navit", "inkling_vision", "moondream")
 
 
 def _lin(i: int, o: int, bias: bool = True) -> int:
@@ -29,6 +29,16 @@ def _siglip(h: int, layers: int, inter: int, patch: int, image: int) -> int:
     """SigLIP without a class token: patch conv with bias, one position row per patch, the layers,
     post LayerNorm."""
     return 3 * patch * patch * h + h + (image // patch) ** 2 * h + layers * _vit_layer(h, inter) + 2 * h
+
+
+def _moondream(v: dict[str, Any], text_hidden: int) -> int:
+    """Moondream 2 (vikhyat/moondream@5ce4fe8e moondream/hf/vision_encoder.py VisionEncoder): a SigLIP
+    ViT (LinearPatchEmbedding Linear(3 x 14 x 14, 1152) with bias, 729 position rows, 27 VitBlocks
+    with a fused qkv Linear and biases, a final LayerNorm), then VisionProjection, an MLP from the
+    full image's and the crops' features side by side (2 x 1152) through 4 x the LM width to the LM."""
+    h, inter = int(v["hidden_size"]), int(v["intermediate_size"])
+    enc = _siglip(h, int(v["num_hidden_layers"]), inter, int(v["patch_size"]), int(v["image_size"]))
+    return enc + _lin(2 * h, 4 * text_hidden) + _lin(4 * text_hidden, text_hidden)
 
 
 def _map_head(h: int, inter: int) -> int:
@@ -279,6 +289,8 @@ def count_tower(vision: dict[str, Any], text_hidden: int) -> int:
         from servefit.models.arch_inkling import count_vision
 
         return count_vision(vision, text_hidden)
+    if kind == "moondream":
+        return _moondream(vision, text_hidden)
     if kind == "gemma3n":
         # Gemma 3n's MobileNetV5-300M vision tower, USM audio conformer and their embedders
         # (vLLM gemma3n_mm.py): a recorded total, not counted layer by layer (the catalog entries

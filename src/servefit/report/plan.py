@@ -25,6 +25,8 @@ VERDICT = {
     "no_kv_memory": "refuses to start: no memory left for the KV cache",
     "oom_at_load": "runs out of memory while loading",
     "rejected_config": "refuses the configuration",
+    # tune's word for a llama.cpp plan that starts but keeps less free than --fit's margin (LCPP018)
+    "little_headroom": "starts, but with less free than llama.cpp's --fit margin (LCPP018)",
 }
 
 

@@ -275,6 +275,10 @@ def version_of_image(image: str | None) -> str | None:
         # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0): the engine inside
         # only where the build's release notes say it (NGC's vLLM 25.10 carries vLLM 0.10.2)
         return (build.get("versions") or {}).get(m.group(1)) if m else None
+    if release_image(image) is False:
+        # someone's own image of the engine (myorg/vllm-srv:1.0): its tag names that image's
+        # releases, not the engine's, so the version is unknown (SF005 says which one is assumed)
+        return None
     if m:
         return m.group(1)
     m = LLAMA_BUILD.search(tag.replace("-", " "))
@@ -332,10 +336,26 @@ def official_image(image: str) -> bool | None:
     """Whether the image is the engine's own (`vllm/vllm-openai`) rather than someone's build of it
     (`opea/vllm-gaudi`); None where the engine's data lists no official images."""
     eng = engine_of_image(image)
-    own = _table(eng).get("official_images") if eng else None
-    if not own:
+    return _one_of(image, _table(eng).get("official_images") if eng else None)
+
+
+def _one_of(image: str, names: list[str] | None) -> bool | None:
+    """Whether the image is one of `names` (None where there are none). A mirror or pull-through
+    cache keeps the image's name behind its own host and path (harbor.corp/vllm/vllm-openai,
+    us-docker.pkg.dev/acme/library/vllm-openai, mirror.corp/ggml-org/llama.cpp)."""
+    if not names:
         return None
-    return split_image(image)[0].lower().removeprefix("docker.io/") in own
+    repo = split_image(image)[0].lower().removeprefix("docker.io/")
+    return repo in names or repo.rsplit("/", 1)[-1] in {o.rsplit("/", 1)[-1] for o in names}
+
+
+def release_image(image: str) -> bool | None:
+    """Whether the image's tags are the engine's releases: the engine's own images (official_images,
+    or release_images where the official ones document no entrypoint, as SGLang's), not someone's
+    build of it (myorg/vllm-srv:1.0); None where the engine's data lists neither."""
+    eng = engine_of_image(image)
+    t = _table(eng) if eng else {}
+    return _one_of(image, t.get("release_images") or t.get("official_images"))
 
 
 def image_entrypoint(image: str | None, engine: str | None = None) -> tuple[list[str], list[str], bool] | None:

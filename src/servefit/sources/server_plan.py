@@ -68,7 +68,9 @@ def plan_server(srv: Server, engine: Any) -> None:
                                         "it for the model it serves", site=site.name, span=span))
         return
     if "$" in ref:
-        srv.error = f"the model is a variable ({ref}): its value is not known here (pass --model REF)"
+        from servefit.sources.unset_vars import sample_sets
+
+        srv.error = f"the model is a variable ({ref}){sample_sets(site, ref)}: its value is not known here (pass --model REF)"
         return  # SF001 / SF107 say so
     name = str(t.gpu.value)
     source = t.gpu_source

@@ -56,6 +56,30 @@ def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | N
     return next((v for v, _ in site.unresolved_spans if v.startswith("$") and len(v) > 2 and v in said), None)
 
 
+# files beside a compose file that hold example values: docker compose reads none of them, only `.env`
+# (docs.docker.com/compose/how-tos/environment-variables/variable-interpolation: the .env file in the
+# project directory, or --env-file)
+SAMPLE_ENV = (".env.example", ".env.sample", ".env.template", ".env.dist", "example.env")
+
+
+def sample_sets(site: LaunchSite, var: str) -> str:
+    """For a compose service: a sample env file beside the compose file that sets the variable (said,
+    never taken as its value: compose does not read it)."""
+    import os
+
+    from servefit.sources.envfile import load_env_file
+
+    name = var.strip("${}")
+    if not site.workload.service or not site.file or name in site.workload.runtime_env:
+        return ""
+    here = os.path.dirname(site.file)
+    for sample in SAMPLE_ENV:
+        path = os.path.join(here, sample)
+        if os.path.isfile(path) and name in (load_env_file(path) or {}):
+            return f" ({sample} sets it, but docker compose reads only .env: copy it to .env to use its values)"
+    return ""
+
+
 def _written(site: LaunchSite, var: str, span: Span | None) -> str:
     """The variable as the file writes it: a GitHub Actions `${{ matrix.quant }}` stands in the shell text
     as a placeholder of its length (sources/workflow.py), so the file's own characters are shown."""
@@ -94,7 +118,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             elif var in ("$@", "$*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             else:
-                msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}: the "
-                       f"value it gives {eng} is not known, so it is not checked")
+                msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}"
+                       f"{sample_sets(site, var)}: the value it gives {eng} is not known, so it is not checked")
             out.append(unresolved(msg, span or None, site.name))
     return out

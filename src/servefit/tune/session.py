@@ -13,7 +13,17 @@ from typing import Any
 
 from servefit.core import LaunchSite, Token, UsageError
 from servefit.tune.objective import Needs
-from servefit.tune.patch import DISPLAY, SAFE, UNSAFE, Patch, apply_edits, by_file, make_patch, reader
+from servefit.tune.patch import (
+    DISPLAY,
+    SAFE,
+    UNSAFE,
+    Patch,
+    apply_edits,
+    by_file,
+    make_patch,
+    reader,
+    settings_changes,
+)
 from servefit.tune.study import TuneRun
 
 VIRTUAL = "<command line>"
@@ -147,7 +157,8 @@ class Session:
             out.unsafe_command = unsafe_command(self.args)
             if sb is not None and sb.changes:
                 out.chosen = b = sb
-        if b is not None and b.feasible and b.changes:
+        if b is not None and b.feasible and (b.changes or settings_changes(space, b.point)):
+            # a setting the adapter writes at the file's own point (vLLM's --max-model-len, VLLM018)
             out.patch = make_patch(space, b.point, self.read)
         if b is not None and b.feasible and room is not None:
             self.held[site.name] = b.used

@@ -205,11 +205,15 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
                else f"--swa-full sizes sliding-window layers for {cp.n_ctx_seq} cells")
         out.append(finding("LCPP017", msg, span=sp.get("swa_full"), site=site, setting="swa_full"))
     if outcome == "started" and not gpu.unified_memory:
-        tight = [d for d in range(len(devices)) if devices[d].free_headroom < 1024 * MIB]
+        # the margin --fit keeps per device: --fit-target (one value for all, or one per device;
+        # common/common.h fit_params_target, 1024 MiB by default)
+        margin = [int(s["fit_target"][min(d, len(s["fit_target"]) - 1)]) for d in range(len(devices))]
+        tight = [d for d in range(len(devices)) if devices[d].free_headroom < margin[d] * MIB]
         if tight:
-            out.append(finding("LCPP018", f"{dev_name(gpu, tight[0])} keeps only "
-                               f"{devices[tight[0]].free_headroom / MIB:.0f} MiB free",
-                               span=sp.get("ctx_size") or sp.get("model"), site=site, setting="ctx_size"))
+            d = tight[0]
+            of = f" (--fit-target {margin[d]} MiB)" if margin[d] != 1024 else ""
+            out.append(finding("LCPP018", f"{dev_name(gpu, d)} keeps only {devices[d].free_headroom / MIB:.0f} MiB "
+                               f"free{of}", span=sp.get("ctx_size") or sp.get("model"), site=site, setting="ctx_size"))
     return out
 
 

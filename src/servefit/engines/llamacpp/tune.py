@@ -29,6 +29,13 @@ def past_training(plan: MemoryPlan) -> bool:
     return any(f.code == "LCPP011" and f.severity == "warning" for f in plan.findings)
 
 
+def little_headroom(plan: MemoryPlan) -> bool:
+    """LCPP018: a device keeps less free than --fit's 1 GiB margin (assemble.py advice; llama.cpp's
+    common/common.h fit_params_target default, 1024 MiB per device). Lint says so about the file tune writes, so tune does not
+    count such a plan as serving: it only proposes what lint accepts."""
+    return any(f.code == "LCPP018" for f in plan.findings)
+
+
 class LlamaCppAdapter(Adapter):
     engine = "llamacpp"
     slot_users = True
@@ -159,7 +166,7 @@ class LlamaCppAdapter(Adapter):
         x = detail_of(plan)
         on_gpu = x.n_gpu_layers_offloaded >= x.n_layers_total
         return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan) \
-            and not past_training(plan)
+            and not past_training(plan) and not little_headroom(plan)
 
     def too_short(self, plan: MemoryPlan) -> bool:
         return self.slots_hold and split_warning(plan)
@@ -167,4 +174,6 @@ class LlamaCppAdapter(Adapter):
     def shortfall(self, plan: MemoryPlan) -> str:
         if self.too_short(plan):
             return "slots_too_short"
-        return "context_past_training" if past_training(plan) else self.short_of_started
+        if past_training(plan):
+            return "context_past_training"
+        return "little_headroom" if little_headroom(plan) else self.short_of_started

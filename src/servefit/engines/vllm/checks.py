@@ -223,10 +223,14 @@ def cuda_graphs_outside_budget(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec
                    span=cfg.spans.get("gpu_memory_utilization"), setting="gpu_memory_utilization")
 
 
+# the model's own length from which VLLM018 asks for --max-model-len (tune writes it from there too)
+LONG_DEFAULT = 32768
+
+
 @rule("VLLM018")
 def max_model_len_unset(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
                         plan: MemoryPlan) -> Finding | None:
-    if cfg.settings.get("max_model_len") is not None or r.derived_len < 32768 or plan.outcome != "started":
+    if cfg.settings.get("max_model_len") is not None or r.derived_len < LONG_DEFAULT or plan.outcome != "started":
         return None
     return finding("VLLM018", f"max-model-len is not set: vLLM uses {model.name}'s {r.derived_len:,} tokens",
                    span=cfg.spans.get("model"), setting="max_model_len")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import EngineConfig, MemoryPlan, UsageError
 from servefit.engines.vllm.detail import of as detail_of
 from servefit.tune.objective import Needs
-from servefit.tune.space import WEIGHTS, Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
 from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
 
 if TYPE_CHECKING:
@@ -72,11 +72,13 @@ class VllmAdapter(Adapter):
     def writes(self, changed: dict[str, Any], point: dict[str, Any], current: dict[str, Any],
                cfg: EngineConfig) -> dict[str, Any]:
         """The changed settings, and the context the plan was made for where the file leaves it to the
-        model's length (32k or more: VLLM018, checks.py::max_model_len_unset) and tune writes anything."""
+        model's length (LONG_DEFAULT, 32k, or more): lint warns VLLM018 about such a file (checks.py::max_model_len_unset),
+        so tune writes the length, also where it changes nothing else (tune and lint agree)."""
+        from servefit.engines.vllm.checks import LONG_DEFAULT
+
         out = dict(changed)
         length = int(point.get("max_model_len") or 0)
-        if (out or point.get(WEIGHTS, "none") != "none") and cfg.settings.get("max_model_len") is None \
-                and length >= 32768:
+        if cfg.settings.get("max_model_len") is None and length >= LONG_DEFAULT:
             out["max_model_len"] = length
         return out
 
