@@ -40,7 +40,13 @@ from servefit.engines.vllm.profile import (
     flashinfer_sampler,
     logged_activation,
 )
-from servefit.engines.vllm.weights import mxfp4_backend, mxfp4_note, pp_layers, stage_weights
+from servefit.engines.vllm.weights import (
+    lora_stage_bytes,
+    mxfp4_backend,
+    mxfp4_note,
+    pp_layers,
+    stage_weights,
+)
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
@@ -178,7 +184,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
-    weights = stage_weights(model, r)
+    weights = [w + lora for w, lora in zip(stage_weights(model, r), lora_stage_bytes(model, r, cfg.settings), strict=True)]
     if model.vision:  # Qwen3-VL's deepstack buffers are built with the model (encoder.py deepstack_buffer_bytes)
         from servefit.engines.vllm.encoder import deepstack_buffer_bytes
 
