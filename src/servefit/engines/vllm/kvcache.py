@@ -292,8 +292,13 @@ def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int,
     """("GPU KV cache size" tokens, "Maximum concurrency") as vLLM logs them
     (kv_cache_utils.py::_report_kv_cache_config and get_max_concurrency_for_kv_cache_config):
     from 0.20.1 int(concurrency x max_model_len); before, num_blocks // len(kv_cache_groups) x the
-    smallest group block size (x dcp), which counts one group's share of the blocks only."""
-    per_req = lay.blocks_per_request(max_model_len, in_flight)
+    smallest group block size (x dcp), which counts one group's share of the blocks only. With
+    decode context parallelism a request keeps cdiv(max_model_len, dcp) tokens of each full-attention
+    layer on a rank (kv_cache_interface.py::FullAttentionSpec.max_memory_usage_bytes, MLAAttentionSpec
+    inherits it; read in the 0.11.0, 0.22.0 and 0.33.0 wheels), so the concurrency divides the blocks
+    by that request's share, and the logged tokens (concurrency x the full max_model_len) count every
+    rank's share; sliding-window layers do not run with DCP (SlidingWindowSpec asserts dcp == 1)."""
+    per_req = lay.blocks_per_request(cdiv(max_model_len, max(dcp, 1)), in_flight)
     conc = num_blocks / per_req if per_req else 0.0
     if era.tokens_from_concurrency:
         return int(conc * max_model_len), conc
