@@ -31,3 +31,40 @@ def test_dcp_before_0201_logs_blocks_times_dcp():
     blocks = dcp.detail.num_gpu_blocks
     assert dcp.kv_cache_tokens == blocks * 16 * 2
     assert dcp.max_concurrency == blocks / 1025
+
+
+def _v32_bytes(argv: str, cc: int, version: str) -> int:
+    from servefit.hardware.spec import GpuSpec
+    from servefit.models.catalog import lookup
+
+    model = lookup("deepseek-ai/DeepSeek-V3.2")
+    assert model is not None and model.architecture == "DeepseekV32ForCausalLM"
+    gpu = GpuSpec(key=f"cc{cc}", name=f"test {cc}", vendor="nvidia", memory_bytes=150_000_000_000,
+                  compute_capability=cc, fp8=True)
+    _, plan = run("vllm serve m --max-model-len 32768 -tp 8 " + argv, model=model, gpu=gpu, count=8, version=version)
+    return plan.kv_bytes_per_token
+
+
+INDEXER = 128 + 128 // 128 * 4  # one fp8 key of index_head_dim plus a 4-byte scale per 128
+DS_MLA = 61 * (656 + INDEXER)    # 512 fp8 NoPE + 16 scale bytes + 64 bf16 RoPE per layer
+PLAIN_FP8 = 61 * (576 + INDEXER)
+BF16 = 61 * (576 * 2 + INDEXER)
+
+
+def test_deepseek_v32_fp8_ds_mla_rows_by_release_and_gpu():
+    # 0.11: DeepseekV32ForCausalLM.verify_and_update_config turns auto and fp8 into fp8_ds_mla
+    assert _v32_bytes("", 90, "0.11.0") == DS_MLA == 48_068
+    assert _v32_bytes("--kv-cache-dtype fp8", 100, "0.11.0") == DS_MLA
+    # 0.12 - 0.17: fp8 only
+    assert _v32_bytes("", 90, "0.14.0") == BF16
+    assert _v32_bytes("--kv-cache-dtype fp8", 100, "0.14.0") == DS_MLA
+    # from 0.18 by backend: Hopper runs FLASHMLA_SPARSE (fp8_ds_mla); Blackwell prefers FlashInfer's
+    # sparse backend for an fp8 cache from 0.20 (plain fp8 rows) unless FLASHMLA_SPARSE is forced
+    assert _v32_bytes("--kv-cache-dtype fp8", 90, "0.22.0") == DS_MLA
+    assert _v32_bytes("--kv-cache-dtype fp8", 100, "0.22.0") == PLAIN_FP8 == 43_188
+    assert _v32_bytes("--kv-cache-dtype fp8 --attention-backend FLASHMLA_SPARSE", 100, "0.22.0") == DS_MLA
+    assert _v32_bytes("", 90, "0.22.0") == BF16
+    # 0.18 - 0.19 on Blackwell: FLASHMLA_SPARSE first above 16 query heads per rank (128 / 8 = 16: FlashInfer)
+    assert _v32_bytes("--kv-cache-dtype fp8", 100, "0.18.0") == PLAIN_FP8
+    # 12.x (0.24 on): FLASHINFER_MLA_SPARSE_SM120 stores fp8_ds_mla rows even for "auto"
+    assert _v32_bytes("", 120, "0.24.0") == DS_MLA

@@ -28,7 +28,15 @@ from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
-from servefit.engines.vllm.kvcache import attention_free, hybrid_state, layer_kinds, layout, speculative
+from servefit.engines.vllm.kvcache import (
+    DS_MLA_ROW,
+    attention_free,
+    fp8_ds_mla,
+    hybrid_state,
+    layer_kinds,
+    layout,
+    speculative,
+)
 from servefit.engines.vllm.non_torch import non_torch_bytes
 from servefit.engines.vllm.non_torch import notes as non_torch_notes
 from servefit.engines.vllm.outcome import outcome
@@ -166,6 +174,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = dtype_bytes(r.kv_dtype)
     except KeyError:  # VLLM015 names the invalid value; plan as `auto` meanwhile
         kv_db = dtype_bytes(r.dtype)
+    if fp8_ds_mla(model, str(cfg.settings.get("kv_cache_dtype") or "auto"), gpu.compute_capability, r.version,
+                  cfg.settings, cfg.env):  # the latent row's bytes, as one figure per latent element
+        kv_db = DS_MLA_ROW / (model.kv_lora_rank + model.qk_rope_head_dim)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
     autotune = autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
