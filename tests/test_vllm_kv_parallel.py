@@ -68,3 +68,13 @@ def test_deepseek_v32_fp8_ds_mla_rows_by_release_and_gpu():
     assert _v32_bytes("--kv-cache-dtype fp8", 100, "0.18.0") == PLAIN_FP8
     # 12.x (0.24 on): FLASHINFER_MLA_SPARSE_SM120 stores fp8_ds_mla rows even for "auto"
     assert _v32_bytes("", 120, "0.24.0") == DS_MLA
+
+
+def test_eagle_and_mtp_drafter_layer_pages_with_the_target():
+    # Llama-3.1-8B: 32 layers of 16 tokens x 2 x 8 KV heads x 128 x 2 bytes; an EAGLE head's one decoder
+    # layer takes a 33rd page in every block (gpu_model_runner.py::get_kv_cache_spec sees its Attention)
+    page = 16 * 2 * 8 * 128 * 2
+    spec = """ --speculative-config {"method":"eagle","model":"yuhuili/EAGLE-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}"""
+    for version, layers in (("0.22.0", 33), ("0.11.0", 33), ("0.6.4", 32)):  # V0 pages the target alone
+        _, plan = run("vllm serve m --max-model-len 8192" + spec, gpu=H100, version=version)
+        assert plan.detail.num_gpu_blocks == plan.detail.available_kv_cache_bytes // (page * layers), version

@@ -64,6 +64,13 @@ from servefit.models.arch_deepseek_v4 import is_deepseek_v4
 from servefit.models.spec import ModelSpec
 
 GiB = 2**30
+# An EAGLE / EAGLE-3 head or an MTP module is loaded into the target's runner with one decoder layer of
+# its own (eagle.py / llama_eagle.py: start_layer_id = the target's layer count; deepseek_mtp.py,
+# qwen3_5_mtp.py: the layers after the target's), whose Attention registers in the same forward context,
+# so v1/worker/gpu_model_runner.py::get_kv_cache_spec gives it a KV-cache spec beside the target's
+# layers and kv_cache_utils.py pages it in the same pool: one more full-attention layer per block
+# (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A separate draft model's layers are not modelled.
+DRAFTER_LAYER_METHODS = ("eagle", "eagle3", "mtp")
 
 
 @dataclass
@@ -188,9 +195,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     # unify_hybrid_kv_cache_specs)
     check_kinds = layer_kinds(model, True, bool(cfg.settings.get("disable_sliding_window"))) \
         if e.v1 and not e.hybrid_kv_manager else kinds
-    if state_blocks is not None and speculative(cfg.settings)[0] == "mtp":
-        kinds.append(("full", 0))  # the MTP drafter's attention layer joins the same pool
     v4 = is_deepseek_v4(model)
+    if e.v1 and not v4 and speculative(cfg.settings)[0] in DRAFTER_LAYER_METHODS:
+        kinds.append(("full", 0))  # the drafter's attention layer joins the target's pool (DRAFTER_LAYER_METHODS)
     out.kv_bytes_per_token = kv_dsv4.bytes_per_token(model, r.block_size) if v4 else \
         full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
