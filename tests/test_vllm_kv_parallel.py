@@ -78,3 +78,20 @@ def test_eagle_and_mtp_drafter_layer_pages_with_the_target():
     for version, layers in (("0.22.0", 33), ("0.11.0", 33), ("0.6.4", 32)):  # V0 pages the target alone
         _, plan = run("vllm serve m --max-model-len 8192" + spec, gpu=H100, version=version)
         assert plan.detail.num_gpu_blocks == plan.detail.available_kv_cache_bytes // (page * layers), version
+
+
+def test_mtp_loads_one_full_attention_layer_and_its_fc_with_the_model():
+    from servefit.models.catalog import lookup
+
+    model = lookup("Qwen/Qwen3.6-27B")
+    spec = ' --speculative-config {"method":"mtp","num_speculative_tokens":2}'
+    _, base = run("vllm serve m --max-model-len 8192", model=model, gpu=H100, version="0.22.0")
+    _, mtp = run("vllm serve m --max-model-len 8192" + spec, model=model, gpu=H100, version="0.22.0")
+    attn = 5120 * 24 * 256 * 2 + 2 * 5120 * 4 * 256 + 24 * 256 * 5120 + 2 * 256  # gated q, k, v, o, q/k norms
+    mlp = 3 * 5120 * 17408
+    fc = 2 * 5120 * 5120  # qwen3_5_mtp.py fc: 2 x hidden -> hidden; embed_tokens / lm_head shared with the target
+    assert attn + mlp + fc == 424_673_792  # the checkpoint's mtp.* module: 424,699,392 with its norms
+    assert mtp.memory.weights - base.memory.weights == (attn + mlp + fc) * 2
+    _, tp2 = run("vllm serve m --max-model-len 8192 -tp 2" + spec, model=model, gpu=H100, count=2, version="0.22.0")
+    _, tp2_base = run("vllm serve m --max-model-len 8192 -tp 2", model=model, gpu=H100, count=2, version="0.22.0")
+    assert tp2.memory.weights - tp2_base.memory.weights == (attn + mlp + fc) * 2 // 2

@@ -202,7 +202,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
-    weights = [w + lora for w, lora in zip(stage_weights(model, r), lora_stage_bytes(model, r, cfg.settings), strict=True)]
+    # the MTP module's weights load with the model (weights.py MTP_MODULE; DeepSeek-V4's layout is not modelled)
+    mtp_weights = e.v1 and speculative(cfg.settings)[0] == "mtp" and not is_deepseek_v4(model)
+    weights = [w + lora for w, lora in zip(stage_weights(model, r, mtp_weights),
+                                           lora_stage_bytes(model, r, cfg.settings), strict=True)]
     if model.vision:  # Qwen3-VL's deepstack buffers are built with the model (encoder.py deepstack_buffer_bytes)
         from servefit.engines.vllm.encoder import deepstack_buffer_bytes
 

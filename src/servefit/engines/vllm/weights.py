@@ -8,9 +8,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.params import param_groups
+from servefit.memory.params import mlp_params, param_groups
 from servefit.memory.weights import kept_params, weight_bytes
 from servefit.models.arch_gemma4 import is_gemma4, vllm_unloaded_params
+from servefit.models.architecture import full_layer_params
 from servefit.models.family_traits import is_gated_mlp
 from servefit.models.spec import ModelSpec
 
@@ -18,6 +19,13 @@ if TYPE_CHECKING:
     from servefit.engines.vllm.plan import Resolved
 
 VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64
+# MTP_MODULE: MTP speculative decoding loads the checkpoint's mtp.* module with the model (v1/spec_decode/
+# llm_base_proposer.py::load_model inside the runner's DeviceMemoryProfiler, so "Model loading took"
+# counts it): one decoder layer built as the target's full-attention layers (qwen3_5_mtp.py,
+# deepseek_mtp.py: the MoE block where the model has one) and a ColumnParallelLinear of 2 x hidden to
+# hidden (fc / eh_proj); its embed_tokens and lm_head (shared_head.head) are replaced by the target's
+# (_maybe_share_embeddings / _maybe_share_lm_head), so they do not stay. Norms left out; the routed
+# experts take the experts' storage, the rest the layers'. Read in the 0.22.0 wheel.
 
 
 def pp_layers(n_layers: int, pp: int) -> list[int]:
@@ -29,9 +37,11 @@ def pp_layers(n_layers: int, pp: int) -> list[int]:
     return counts
 
 
-def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
+def stage_weights(model: ModelSpec, r: Resolved, mtp: bool = False) -> list[int]:
     """Weight bytes on one GPU of each pipeline stage (TP shards the linear layers, the
-    vocabulary and lm_head; norms and the rotary cache are replicated)."""
+    vocabulary and lm_head; norms and the rotary cache are replicated). `mtp`: MTP speculative
+    decoding also loads the checkpoint's multi-token-prediction module into the last stage
+    (MTP_MODULE)."""
     db = dtype_bytes(r.dtype)
     g = param_groups(model)
     total = weight_bytes(model, db, r.scheme, g)
@@ -91,6 +101,12 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
         if model.num_key_value_heads < r.tp and not model.is_mla:  # K/V projections replicated
             kvp = 2 * model.hidden_size * model.head_dim * db * n
             b += kvp * (1 - model.num_key_value_heads / r.tp)
+        if mtp and stage == r.pp - 1:
+            attn, block = full_layer_params(model)
+            inter = model.moe_intermediate_size or model.intermediate_size
+            experts = model.num_experts * mlp_params(model.hidden_size, inter, is_gated_mlp(model)) if model.is_moe else 0
+            xb = ((r.scheme.experts_bytes if r.scheme else 0) or qb) * pad
+            b += ((attn + block - experts) * dense_qb + experts * xb * ep_share + 2 * model.hidden_size ** 2 * db) / r.tp
         out.append(int(b))
     return out
 
