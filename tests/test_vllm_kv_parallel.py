@@ -95,3 +95,15 @@ def test_mtp_loads_one_full_attention_layer_and_its_fc_with_the_model():
     _, tp2 = run("vllm serve m --max-model-len 8192 -tp 2" + spec, model=model, gpu=H100, count=2, version="0.22.0")
     _, tp2_base = run("vllm serve m --max-model-len 8192 -tp 2", model=model, gpu=H100, count=2, version="0.22.0")
     assert tp2.memory.weights - tp2_base.memory.weights == (attn + mlp + fc) * 2 // 2
+
+
+def test_pcp_shards_the_request_from_012_to_025_only():
+    # 0.12 - 0.25: cdiv(32769, dcp 1 x pcp 2) = 16385 tokens a rank -> 1025 blocks; 0.26 on: 2049
+    cmd = CMD + " -pcp 2"
+    _, p22 = run(cmd, gpu=H100, count=4, version="0.22.0")
+    assert p22.max_concurrency == p22.detail.num_gpu_blocks / 1025
+    assert p22.kv_cache_tokens == int(p22.detail.num_gpu_blocks / 1025 * 32769)
+    _, p14 = run(cmd, gpu=H100, count=4, version="0.14.0")  # tokens: blocks x 16 x pcp x dcp
+    assert p14.kv_cache_tokens == p14.detail.num_gpu_blocks * 16 * 2
+    _, p26 = run(cmd, gpu=H100, count=4, version="0.26.0")
+    assert p26.max_concurrency == p26.detail.num_gpu_blocks / 2049

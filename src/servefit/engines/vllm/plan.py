@@ -71,6 +71,22 @@ GiB = 2**30
 # layers and kv_cache_utils.py pages it in the same pool: one more full-attention layer per block
 # (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A separate draft model's layers are not modelled.
 DRAFTER_LAYER_METHODS = ("eagle", "eagle3", "mtp")
+# Prefill context parallelism (-pcp, from 0.12) shards a request's full-attention KV over its ranks as
+# DCP does: kv_cache_interface.py::FullAttentionSpec.max_memory_usage_bytes takes cdiv(max_model_len,
+# dcp x pcp) and, before 0.20.1, _report_kv_cache_config multiplies the logged tokens by pcp x dcp
+# (read in the 0.12.0, 0.14.0, 0.17.0, 0.18.0, 0.20.0 - 0.22.0, 0.24.0 and 0.25.0 wheels). From 0.26.0
+# the spec divides by dcp alone (0.26.0, 0.27.0, 0.30.0, 0.33.0: PCP-only ranks replicate the cache).
+PCP_SHARDS_KV = ((0, 12, 0), (0, 26, 0))
+
+
+def pcp_kv_shards(settings: dict, version: tuple[int, int, int]) -> int:
+    """The prefill-context-parallel ranks a request's KV is split over (PCP_SHARDS_KV), else 1."""
+    try:
+        pcp = int(str(settings.get("prefill_context_parallel_size") or 1))
+    except ValueError:
+        return 1
+    lo, hi = PCP_SHARDS_KV
+    return max(pcp, 1) if lo <= version < hi else 1
 
 
 @dataclass
@@ -184,7 +200,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if fp8_ds_mla(model, str(cfg.settings.get("kv_cache_dtype") or "auto"), gpu.compute_capability, r.version,
                   cfg.settings, cfg.env):  # the latent row's bytes, as one figure per latent element
         kv_db = DS_MLA_ROW / (model.kv_lora_rank + model.qk_rope_head_dim)
-    dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
+    dcp = int(cfg.settings.get("decode_context_parallel_size") or 1) * pcp_kv_shards(cfg.settings, r.version)
     autotune = autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
