@@ -107,3 +107,16 @@ def test_pcp_shards_the_request_from_012_to_025_only():
     assert p14.kv_cache_tokens == p14.detail.num_gpu_blocks * 16 * 2
     _, p26 = run(cmd, gpu=H100, count=4, version="0.26.0")
     assert p26.max_concurrency == p26.detail.num_gpu_blocks / 2049
+
+
+def test_glm5_takes_an_fp8_cache_on_blackwell_from_032():
+    # GlmMoeDsaForCausalLM.verify_and_update_config (0.32 on): "auto" -> fp8_e4m3 on compute 10.x, where
+    # FLASHINFER_MLA_SPARSE then stores plain fp8 latents (576 B); the 21 indexer layers keep 128 + 4 B
+    from servefit.pipeline import Target, evaluate, site_from_argv
+
+    def kv(gpu: str, version: str) -> int:
+        argv = ["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "8192", "-tp", "8"]
+        return evaluate(site_from_argv(argv), Target(gpu=gpu, engine_version=version)).plan.kv_bytes_per_token
+
+    assert kv("B200", "0.33.0") == kv("B200", "0.32.0") == 78 * 576 + 21 * 132
+    assert kv("B200", "0.31.0") == kv("H200", "0.33.0") == 78 * 576 * 2 + 21 * 132

@@ -79,6 +79,13 @@ DRAFTER_LAYER_METHODS = ("eagle", "eagle3", "mtp")
 PCP_SHARDS_KV = ((0, 12, 0), (0, 26, 0))
 
 
+def glm_dsa_fp8_default(model: ModelSpec, cc: int, version: tuple[int, int, int]) -> bool:
+    """GLM-5's sparse-MLA model on a compute 10.x GPU takes an fp8 KV cache where none is set, from 0.32
+    (models/config.py::GlmMoeDsaForCausalLM.verify_and_update_config: "auto" -> fp8_e4m3; the class has no
+    such default in the 0.29.0 - 0.31.0 wheels, read in 0.32.0 and 0.33.0)."""
+    return model.architecture == "GlmMoeDsaForCausalLM" and cc // 10 == 10 and version >= (0, 32, 0)
+
+
 def pcp_kv_shards(settings: dict, version: tuple[int, int, int]) -> int:
     """The prefill-context-parallel ranks a request's KV is split over (PCP_SHARDS_KV), else 1."""
     try:
@@ -140,6 +147,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     # DeepSeek-V4: the sparse MLA backend's only kernel block size (models/deepseek_v4/sparse_mla.py)
     block = s.get("block_size") or (256 if is_deepseek_v4(model) else 64 if latent_cache(model) else 16)
     kv_dtype = s.get("kv_cache_dtype") or "auto"
+    if kv_dtype == "auto" and glm_dsa_fp8_default(model, gpu.compute_capability, vtuple(e.version)):
+        kv_dtype = "fp8_e4m3"
     if kv_dtype == "auto":
         kv_dtype = dtype
     quant_override = s.get("quantization")
@@ -197,8 +206,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = dtype_bytes(r.kv_dtype)
     except KeyError:  # VLLM015 names the invalid value; plan as `auto` meanwhile
         kv_db = dtype_bytes(r.dtype)
-    if fp8_ds_mla(model, str(cfg.settings.get("kv_cache_dtype") or "auto"), gpu.compute_capability, r.version,
-                  cfg.settings, cfg.env):  # the latent row's bytes, as one figure per latent element
+    raw_kv = str(cfg.settings.get("kv_cache_dtype") or ("fp8_e4m3" if r.kv_dtype == "fp8_e4m3" else "auto"))
+    if fp8_ds_mla(model, raw_kv, gpu.compute_capability, r.version, cfg.settings, cfg.env):  # the latent row's bytes, as one figure per latent element
         kv_db = DS_MLA_ROW / (model.kv_lora_rank + model.qk_rope_head_dim)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1) * pcp_kv_shards(cfg.settings, r.version)
     autotune = autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)
