@@ -120,3 +120,13 @@ def test_glm5_takes_an_fp8_cache_on_blackwell_from_032():
 
     assert kv("B200", "0.33.0") == kv("B200", "0.32.0") == 78 * 576 + 21 * 132
     assert kv("B200", "0.31.0") == kv("H200", "0.33.0") == 78 * 576 * 2 + 21 * 132
+
+
+def test_pcp_ranks_count_in_the_world_size():
+    from test_vllm_engine import codes
+
+    cfg, plan = run(CMD + " -pcp 2", gpu=H100, count=2, version="0.22.0")
+    assert "VLLM008" in codes(cfg, plan)  # world 2 x 2 on two GPUs
+    assert any("World size (4)" in f.message for f in plan.findings)
+    cfg, plan = run(CMD + " -pcp 2", gpu=H100, count=4, version="0.22.0")
+    assert "VLLM008" not in codes(cfg, plan)
