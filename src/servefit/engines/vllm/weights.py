@@ -192,7 +192,9 @@ def lora_stage_bytes(model: ModelSpec, r: Resolved, settings: dict) -> list[int]
     (w1, w3, w2) the same A / B shapes, the router (ReplicatedLinear) rank x hidden + experts x rank.
     A tied lm_head is the embedding module again and is wrapped a second time (named_modules with
     remove_duplicate=False). MLA projections, recurrent mixers and vision towers are priced as a
-    standard attention layer / left out. 0 without --enable-lora."""
+    standard attention layer / left out; before 0.12 the embedding and logits slots also held
+    lora_extra_vocab_size (256) extra rows (read in the 0.10.2 and 0.11.0 wheels; gone in 0.12.0), a few
+    MiB, not counted. 0 without --enable-lora."""
     if not settings.get("enable_lora"):
         return [0] * r.pp
     rank = int(settings.get("max_lora_rank") or 16)
