@@ -130,3 +130,16 @@ def test_pcp_ranks_count_in_the_world_size():
     assert any("World size (4)" in f.message for f in plan.findings)
     cfg, plan = run(CMD + " -pcp 2", gpu=H100, count=4, version="0.22.0")
     assert "VLLM008" not in codes(cfg, plan)
+
+
+def test_dcp_estimated_max_model_len_counts_a_ranks_share():
+    # estimate_max_model_len searches with max_memory_usage_bytes, which holds cdiv(len, dcp) per rank:
+    # 2172 blocks of 16 fit 34,752 tokens a rank, so 69,504 with -dcp 2 (34,752 without)
+    from test_vllm_engine import L4
+
+    cmd = "vllm serve m --max-model-len 131072 -tp 2 --gpu-memory-utilization 0.5"
+    _, plain = run(cmd, gpu=L4, count=2, version="0.22.0")
+    _, dcp = run(cmd + " -dcp 2", gpu=L4, count=2, version="0.22.0")
+    assert plain.outcome == dcp.outcome == "refused_max_model_len"
+    assert plain.detail.num_gpu_blocks == dcp.detail.num_gpu_blocks == 2172
+    assert plain.fitting_max_model_len == 2172 * 16 and dcp.fitting_max_model_len == 2 * 2172 * 16

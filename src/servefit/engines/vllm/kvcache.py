@@ -70,12 +70,13 @@ class KvLayout:
     def needed_bytes(self, max_model_len: int, in_flight: int) -> int:
         return self.bytes_per_block * self.blocks_per_request(max_model_len, in_flight)
 
-    def largest_fitting_len(self, available: int, upper: int, in_flight: int) -> int:
-        """estimate_max_model_len: binary search for the largest length whose request fits."""
+    def largest_fitting_len(self, available: int, upper: int, in_flight: int, shards: int = 1) -> int:
+        """estimate_max_model_len: binary search for the largest length whose request fits; with
+        context parallelism a rank holds cdiv(length, shards) of it (max_memory_usage_bytes, see capacity)."""
         lo, hi = 0, upper
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self.needed_bytes(mid, in_flight) <= available:
+            if self.needed_bytes(cdiv(mid, max(shards, 1)), in_flight) <= available:
                 lo = mid
             else:
                 hi = mid - 1
