@@ -61,7 +61,9 @@ def test_glm52_kv_per_token_by_hand():
     assert plan.kv_bytes_per_token == 78 * 576 * 2 + 21 * 132 == 92_628
     fp8 = _plan(["vllm", "serve", "zai-org/GLM-5.2-FP8", "--max-model-len", "8192", "-tp", "8",
                  "--kv-cache-dtype", "fp8"])
-    assert fp8.kv_bytes_per_token == 78 * 576 + 21 * 132
+    # on Hopper an fp8 cache runs FLASHMLA_SPARSE, which stores fp8_ds_mla rows of 656 bytes
+    # (mla_attention.py::_canonicalize_sparse_mla_kv_cache_dtype, kv_cache_interface.py MLAAttentionSpec)
+    assert fp8.kv_bytes_per_token == 78 * 656 + 21 * 132
     glm5 = _plan(["vllm", "serve", "zai-org/GLM-5-FP8", "--max-model-len", "8192", "-tp", "8"])
     assert glm5.kv_bytes_per_token == 78 * (576 * 2 + 132)
 

@@ -346,6 +346,17 @@ def test_model_runner_v2_samples_a_greedy_dummy_batch_before_033():
     assert v1.memory.activation_peak == 256 * PADDED_VOCAB * 15
 
 
+def test_model_runner_v2_copies_the_logits_to_fp32_before_028():
+    # 0.22 - 0.27: Sampler.apply_sampling_params copies the logits to a new fp32 tensor for every batch
+    # (0.28 returns first when no request needs processing): bf16 + fp32 = 6 B per logit. A 256-token
+    # batch of Llama-3.1-8B (29 MiB of forward) on 0.27 then peaks at 256 x 128256 x 6 B = 188 MiB
+    argv = "vllm serve m --max-model-len 4096 --max-num-batched-tokens 256"
+    _, v27 = run(argv, version="0.27.0")
+    assert v27.memory.activation_peak == 256 * PADDED_VOCAB * 6
+    _, v28 = run(argv, version="0.28.0")
+    assert v28.memory.activation_peak == 256 * PADDED_VOCAB * 2
+
+
 def test_v2_runner_budgets_its_graph_estimate_and_logs_it_with_the_activation():
     # 0.31 (V2 runner, FULL and piecewise graphs): the KV budget subtracts the pool plus the FULL graphs'
     # extrapolation baseline (0.17 GiB), and "X GiB for peak activation" is the torch peak plus that

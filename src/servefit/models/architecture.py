@@ -238,3 +238,12 @@ def count_other_layouts(s: ModelSpec) -> int | None:
 def count_params(spec: ModelSpec) -> int:
     """Total parameters of the checkpoint the architecture describes (vision tower included)."""
     return count_text_params(spec) + spec.vision_params
+
+
+def full_layer_params(s: ModelSpec) -> tuple[int, int]:
+    """(attention, MLP or MoE block) parameters of one full-attention decoder layer, as count_text_params
+    counts them (the MoE block where the model has experts): what an MTP module repeats."""
+    t = traits(s.model_type)
+    block = _moe_params(s, t) if s.is_moe else _mlp_params(s.hidden_size, s.intermediate_size, t,
+                                                           s.layout.get("mlp_bias"))
+    return _attention_params(s, t), block

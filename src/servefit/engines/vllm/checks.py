@@ -115,7 +115,10 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
         out.append(finding("VLLM007", f"{model.num_key_value_heads} KV heads cannot be split over tensor parallel "
                                       f"size {r.tp} (the model code asserts it while loading)",
                            span=sp.get("tensor_parallel_size"), setting="tensor_parallel_size"))
-    world = r.tp * r.pp
+    # config/parallel.py::ParallelConfig: world_size = pp x tp x prefill_context_parallel_size from 0.12
+    # (read in the 0.12.0 - 0.33.0 wheels)
+    pcp = str(s.get("prefill_context_parallel_size") or "1").strip()
+    world = r.tp * r.pp * (int(pcp) if pcp.isdigit() and int(pcp) > 1 and r.version >= (0, 12, 0) else 1)
     # config/parallel.py::ParallelConfig.__post_init__ raises this only when no backend is given on one node:
     # `--distributed-executor-backend ray` places the ranks over the Ray cluster's nodes, `--nnodes N` over N hosts
     nodes = str(s.get("nnodes") or "1").strip()

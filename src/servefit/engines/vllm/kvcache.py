@@ -70,12 +70,13 @@ class KvLayout:
     def needed_bytes(self, max_model_len: int, in_flight: int) -> int:
         return self.bytes_per_block * self.blocks_per_request(max_model_len, in_flight)
 
-    def largest_fitting_len(self, available: int, upper: int, in_flight: int) -> int:
-        """estimate_max_model_len: binary search for the largest length whose request fits."""
+    def largest_fitting_len(self, available: int, upper: int, in_flight: int, shards: int = 1) -> int:
+        """estimate_max_model_len: binary search for the largest length whose request fits; with
+        context parallelism a rank holds cdiv(length, shards) of it (max_memory_usage_bytes, see capacity)."""
         lo, hi = 0, upper
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self.needed_bytes(mid, in_flight) <= available:
+            if self.needed_bytes(cdiv(mid, max(shards, 1)), in_flight) <= available:
                 lo = mid
             else:
                 hi = mid - 1
@@ -292,8 +293,13 @@ def capacity(lay: KvLayout, num_blocks: int, max_model_len: int, in_flight: int,
     """("GPU KV cache size" tokens, "Maximum concurrency") as vLLM logs them
     (kv_cache_utils.py::_report_kv_cache_config and get_max_concurrency_for_kv_cache_config):
     from 0.20.1 int(concurrency x max_model_len); before, num_blocks // len(kv_cache_groups) x the
-    smallest group block size (x dcp), which counts one group's share of the blocks only."""
-    per_req = lay.blocks_per_request(max_model_len, in_flight)
+    smallest group block size (x dcp), which counts one group's share of the blocks only. With
+    decode context parallelism a request keeps cdiv(max_model_len, dcp) tokens of each full-attention
+    layer on a rank (kv_cache_interface.py::FullAttentionSpec.max_memory_usage_bytes, MLAAttentionSpec
+    inherits it; read in the 0.11.0, 0.22.0 and 0.33.0 wheels), so the concurrency divides the blocks
+    by that request's share, and the logged tokens (concurrency x the full max_model_len) count every
+    rank's share; sliding-window layers do not run with DCP (SlidingWindowSpec asserts dcp == 1)."""
+    per_req = lay.blocks_per_request(cdiv(max_model_len, max(dcp, 1)), in_flight)
     conc = num_blocks / per_req if per_req else 0.0
     if era.tokens_from_concurrency:
         return int(conc * max_model_len), conc
@@ -320,3 +326,48 @@ def attention_free(model: ModelSpec) -> bool:
     """No layer keeps KV cache or recurrent state: v1/engine/core.py::_initialize_kv_caches
     ("Attention free models don't need memory for kv cache") skips profiling and KV sizing."""
     return all(k == "none" for k in model.kinds())
+
+
+# DeepSeek-V3.2's fp8_ds_mla row: 512 fp8 NoPE bytes, 4 fp32 scales (16 bytes) and 64 bf16 RoPE values (128
+# bytes) per token (kv_cache_interface.py::MLAAttentionSpec.page_size_bytes / real_page_size_bytes:
+# block_size x 656, read in the 0.11.0 - 0.33.0 wheels), where a plain fp8 latent is 512 + 64 bytes
+DS_MLA_ROW = 656
+DS_MLA_CONFIG = ((0, 11, 0), (0, 12, 0), (0, 18, 0))  # auto or fp8 / fp8 only / from here the backend decides
+SM120_SPARSE_FROM = (0, 24, 0)  # platforms/cuda.py: FLASHINFER_MLA_SPARSE_SM120 (not in 0.22; 0.23 not read)
+
+
+def fp8_ds_mla(model: ModelSpec, kv_dtype: str, cc: int, version: tuple[int, ...], settings: dict[str, Any],
+               env: dict[str, str] | None = None) -> bool:
+    """Whether vLLM stores a sparse-MLA model's latent (an MLA cache with an indexer: DeepSeek-V3.2,
+    GLM-5; V4 has its own layout, kv_dsv4.py) in fp8_ds_mla rows of DS_MLA_ROW bytes. 0.11:
+    models/config.py::DeepseekV32ForCausalLM.verify_and_update_config turns "auto" and any fp8
+    --kv-cache-dtype into fp8_ds_mla for that architecture; 0.12 - 0.17 only fp8 (read in the 0.12.0,
+    0.14.0 and 0.17.0 wheels). From 0.18 (read in 0.18.0, 0.20.0 - 0.22.0, 0.24.0, 0.33.0) the attention
+    layer does it for any sparse-MLA model by backend (model_executor/layers/attention/mla_attention.py:
+    FLASHMLA_SPARSE with a quantized cache; from 0.24 _canonicalize_sparse_mla_kv_cache_dtype, which also
+    turns "auto" / fp8 into it for FLASHINFER_MLA_SPARSE_SM120), and platforms/cuda.py picks the backend:
+    on compute 10.x FLASHINFER_MLA_SPARSE (plain fp8 rows) first for a quantized cache from 0.20, in
+    0.18 - 0.19 where at most 16 query heads run per rank; on 12.x the SM120 FlashInfer backend (0.24 on);
+    elsewhere (Hopper) FLASHMLA_SPARSE, the only sparse backend that takes fp8 (0.33's
+    FLASH_ATTN_MLA_SPARSE and FLASHINFER_MLA_SPARSE_SM90 come first but FlashAttention's takes no fp8
+    cache). --attention-backend / VLLM_ATTENTION_BACKEND decide where set."""
+    if not (latent_cache(model) and model.index_n_heads) or model.model_type == "deepseek_v4":
+        return False
+    if version < DS_MLA_CONFIG[0]:
+        return False
+    fp8 = kv_dtype.lower().startswith("fp8")
+    if version < DS_MLA_CONFIG[2]:
+        v32 = model.architecture == "DeepseekV32ForCausalLM"
+        return v32 and (fp8 or (kv_dtype == "auto" and version < DS_MLA_CONFIG[1]))
+    forced = str(settings.get("attention_backend") or (env or {}).get("VLLM_ATTENTION_BACKEND") or "").upper()
+    if forced:
+        return (forced == "FLASHMLA_SPARSE" and fp8) or (forced == "FLASHINFER_MLA_SPARSE_SM120"
+                                                          and (fp8 or kv_dtype == "auto"))
+    if cc // 10 == 12:
+        return version >= SM120_SPARSE_FROM and (fp8 or kv_dtype == "auto")
+    if not fp8:
+        return False
+    if cc // 10 == 10:
+        heads = model.num_attention_heads // max(int(settings.get("tensor_parallel_size") or 1), 1)
+        return version < (0, 20, 0) and heads > 16
+    return True

@@ -77,7 +77,7 @@ def verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     v.check = check
     auto = r.max_model_len == "auto"
     if auto and out.outcome == "started":
-        fit = check_lay.largest_fitting_len(check, r.derived_len, in_flight) if check > 0 else 0
+        fit = check_lay.largest_fitting_len(check, r.derived_len, in_flight, dcp) if check > 0 else 0
         if fit <= 0:
             out.outcome = "no_kv_memory"
             out.messages.append("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token")
@@ -93,7 +93,7 @@ def verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
         needed = check_lay.needed_bytes(max(1, -(-max_len // dcp)), in_flight)
         if needed > check:
             out.outcome, v.code = "refused_max_model_len", "VLLM003"
-            fit = check_lay.largest_fitting_len(check, max_len, in_flight)
+            fit = check_lay.largest_fitting_len(check, max_len, in_flight, dcp)
             out.fitting_max_model_len = v.fit = fit
             v.needed = needed
             msg = (f"To serve at least one request with the model's max seq len ({max_len}), ({needed / GiB:.2f} GiB "

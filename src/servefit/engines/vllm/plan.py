@@ -29,7 +29,15 @@ from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
-from servefit.engines.vllm.kvcache import attention_free, hybrid_state, layer_kinds, layout, speculative
+from servefit.engines.vllm.kvcache import (
+    DS_MLA_ROW,
+    attention_free,
+    fp8_ds_mla,
+    hybrid_state,
+    layer_kinds,
+    layout,
+    speculative,
+)
 from servefit.engines.vllm.non_torch import CONSUMED_FROM, non_torch_bytes
 from servefit.engines.vllm.non_torch import notes as non_torch_notes
 from servefit.engines.vllm.outcome import outcome
@@ -43,7 +51,13 @@ from servefit.engines.vllm.profile import (
     triton_topk_buffer,
     v2_sampler_state_bytes,
 )
-from servefit.engines.vllm.weights import mxfp4_backend, mxfp4_note, pp_layers, stage_weights
+from servefit.engines.vllm.weights import (
+    lora_stage_bytes,
+    mxfp4_backend,
+    mxfp4_note,
+    pp_layers,
+    stage_weights,
+)
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
@@ -53,6 +67,36 @@ from servefit.models.arch_deepseek_v4 import is_deepseek_v4
 from servefit.models.spec import ModelSpec
 
 GiB = 2**30
+# An EAGLE / EAGLE-3 head or an MTP module is loaded into the target's runner with one decoder layer of
+# its own (eagle.py / llama_eagle.py: start_layer_id = the target's layer count; deepseek_mtp.py,
+# qwen3_5_mtp.py: the layers after the target's), whose Attention registers in the same forward context,
+# so v1/worker/gpu_model_runner.py::get_kv_cache_spec gives it a KV-cache spec beside the target's
+# layers and kv_cache_utils.py pages it in the same pool: one more full-attention layer per block
+# (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A separate draft model's layers are not modelled.
+DRAFTER_LAYER_METHODS = ("eagle", "eagle3", "mtp")
+# Prefill context parallelism (-pcp, from 0.12) shards a request's full-attention KV over its ranks as
+# DCP does: kv_cache_interface.py::FullAttentionSpec.max_memory_usage_bytes takes cdiv(max_model_len,
+# dcp x pcp) and, before 0.20.1, _report_kv_cache_config multiplies the logged tokens by pcp x dcp
+# (read in the 0.12.0, 0.14.0, 0.17.0, 0.18.0, 0.20.0 - 0.22.0, 0.24.0 and 0.25.0 wheels). From 0.26.0
+# the spec divides by dcp alone (0.26.0, 0.27.0, 0.30.0, 0.33.0: PCP-only ranks replicate the cache).
+PCP_SHARDS_KV = ((0, 12, 0), (0, 26, 0))
+
+
+def glm_dsa_fp8_default(model: ModelSpec, cc: int, version: tuple[int, int, int]) -> bool:
+    """GLM-5's sparse-MLA model on a compute 10.x GPU takes an fp8 KV cache where none is set, from 0.32
+    (models/config.py::GlmMoeDsaForCausalLM.verify_and_update_config: "auto" -> fp8_e4m3; the class has no
+    such default in the 0.29.0 - 0.31.0 wheels, read in 0.32.0 and 0.33.0)."""
+    return model.architecture == "GlmMoeDsaForCausalLM" and cc // 10 == 10 and version >= (0, 32, 0)
+
+
+def pcp_kv_shards(settings: dict, version: tuple[int, int, int]) -> int:
+    """The prefill-context-parallel ranks a request's KV is split over (PCP_SHARDS_KV), else 1."""
+    try:
+        pcp = int(str(settings.get("prefill_context_parallel_size") or 1))
+    except ValueError:
+        return 1
+    lo, hi = PCP_SHARDS_KV
+    return max(pcp, 1) if lo <= version < hi else 1
 
 
 @dataclass
@@ -106,6 +150,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     # DeepSeek-V4: the sparse MLA backend's only kernel block size (models/deepseek_v4/sparse_mla.py)
     block = s.get("block_size") or (256 if is_deepseek_v4(model) else 64 if latent_cache(model) else 16)
     kv_dtype = s.get("kv_cache_dtype") or "auto"
+    if kv_dtype == "auto" and glm_dsa_fp8_default(model, gpu.compute_capability, vtuple(e.version)):
+        kv_dtype = "fp8_e4m3"
     if kv_dtype == "auto":
         kv_dtype = dtype
     quant_override = s.get("quantization")
@@ -163,7 +209,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = dtype_bytes(r.kv_dtype)
     except KeyError:  # VLLM015 names the invalid value; plan as `auto` meanwhile
         kv_db = dtype_bytes(r.dtype)
-    dcp = int(cfg.settings.get("decode_context_parallel_size") or 1)
+    raw_kv = str(cfg.settings.get("kv_cache_dtype") or ("fp8_e4m3" if r.kv_dtype == "fp8_e4m3" else "auto"))
+    if fp8_ds_mla(model, raw_kv, gpu.compute_capability, r.version, cfg.settings, cfg.env):  # the latent row's bytes, as one figure per latent element
+        kv_db = DS_MLA_ROW / (model.kv_lora_rank + model.qk_rope_head_dim)
+    dcp = int(cfg.settings.get("decode_context_parallel_size") or 1) * pcp_kv_shards(cfg.settings, r.version)
     autotune = autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
@@ -174,14 +223,17 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     # unify_hybrid_kv_cache_specs)
     check_kinds = layer_kinds(model, True, bool(cfg.settings.get("disable_sliding_window"))) \
         if e.v1 and not e.hybrid_kv_manager else kinds
-    if state_blocks is not None and speculative(cfg.settings)[0] == "mtp":
-        kinds.append(("full", 0))  # the MTP drafter's attention layer joins the same pool
     v4 = is_deepseek_v4(model)
+    if e.v1 and not v4 and speculative(cfg.settings)[0] in DRAFTER_LAYER_METHODS:
+        kinds.append(("full", 0))  # the drafter's attention layer joins the target's pool (DRAFTER_LAYER_METHODS)
     out.kv_bytes_per_token = kv_dsv4.bytes_per_token(model, r.block_size) if v4 else \
         full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
-    weights = stage_weights(model, r)
+    # the MTP module's weights load with the model (weights.py MTP_MODULE; DeepSeek-V4's layout is not modelled)
+    mtp_weights = e.v1 and speculative(cfg.settings)[0] == "mtp" and not is_deepseek_v4(model)
+    weights = [w + lora for w, lora in zip(stage_weights(model, r, mtp_weights),
+                                           lora_stage_bytes(model, r, cfg.settings), strict=True)]
     if model.vision:  # Qwen3-VL's deepstack buffers are built with the model (encoder.py deepstack_buffer_bytes)
         from servefit.engines.vllm.encoder import deepstack_buffer_bytes
 

@@ -50,14 +50,17 @@ SAMPLER_BYTES_PER_LOGIT_016 = 15
 # Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, the same in the 0.25.0
 # to 0.32.0 wheels; the sampler read in 0.30.0 / 0.31.0) samples an empty dummy batch: SamplingStates
 # starts every slot at temperature 0 (sample/states.py: UvaBackedTensor zeros), so it is greedy, no logits
-# processor runs (Sampler.apply_sampling_params returns the logits as they are) and the Gumbel
-# kernel keeps only per-block partials. What the sampler holds is the logits in the model's dtype
-# (compute_logits). 0.33 adds a second pass with SamplingParams.for_sampler_warmup (the fp32 logits
+# processor runs (from 0.28 Sampler.apply_sampling_params returns the logits as they are when no request
+# needs processing) and the Gumbel kernel keeps only per-block partials. What the sampler holds is the
+# logits in the model's dtype (compute_logits); before 0.28 apply_sampling_params first copies them to a
+# new fp32 tensor whatever the batch asks (V2_RUNNER_FP32_COPY_UNTIL: read in the 0.22.0, 0.24.0 - 0.26.0
+# and 0.27.0 wheels; 0.28.0 and 0.29.0 return early). 0.33 adds a second pass with SamplingParams.for_sampler_warmup (the fp32 logits
 # pipeline with penalties, top-k/top-p and logprobs): priced with the V1 figure above (no 0.33 log).
 # Calibration: the 0.30.0 T4 log's torch peak (0.46 logged less the 0.34 graph estimate = 0.12 GiB)
 # is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is that of a first start
 # that compiled the model (see COLD_COMPILE_GIB).
 V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
+V2_RUNNER_FP32_COPY_UNTIL = (0, 28, 0)
 # FlashInfer's top-k/top-p sampler (v1/sample/ops/topk_topp_sampler.py::flashinfer_sample ->
 # flashinfer.sampling.top_k_top_p_sampling_from_logits, read in the 0.10.0 and 0.12.0 wheels) sorts
 # nothing: it holds the model-dtype logits, their fp32 copy, the top-k-masked logits and the
@@ -195,8 +198,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     that samples), so the same max applies; the other TP ranks peak at the forward. A Qwen-VL
     vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
     held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens.
-    Model Runner V2 before 0.33 holds only the model-dtype logits in its sampler (see
-    V2_RUNNER_SAMPLER_UNTIL); `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler)."""
+    Model Runner V2 before 0.33 holds only the model-dtype logits in its sampler, before 0.28 with
+    their fp32 copy (see V2_RUNNER_SAMPLER_UNTIL); `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler)."""
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
@@ -206,7 +209,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
-        per_logit = db
+        per_logit = db + (4 if r.version < V2_RUNNER_FP32_COPY_UNTIL else 0)
     elif v1 and r.version < (0, 16, 0) and flashinfer:
         per_logit = FLASHINFER_SAMPLER_BYTES_PER_LOGIT
     elif v1 and r.version >= (0, 16, 0):

@@ -8,15 +8,24 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.params import param_groups
+from servefit.memory.params import mlp_params, param_groups
 from servefit.memory.weights import kept_params, weight_bytes
 from servefit.models.arch_gemma4 import is_gemma4, vllm_unloaded_params
+from servefit.models.architecture import full_layer_params
+from servefit.models.family_traits import is_gated_mlp
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
     from servefit.engines.vllm.plan import Resolved
 
 VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64
+# MTP_MODULE: MTP speculative decoding loads the checkpoint's mtp.* module with the model (v1/spec_decode/
+# llm_base_proposer.py::load_model inside the runner's DeviceMemoryProfiler, so "Model loading took"
+# counts it): one decoder layer built as the target's full-attention layers (qwen3_5_mtp.py,
+# deepseek_mtp.py: the MoE block where the model has one) and a ColumnParallelLinear of 2 x hidden to
+# hidden (fc / eh_proj); its embed_tokens and lm_head (shared_head.head) are replaced by the target's
+# (_maybe_share_embeddings / _maybe_share_lm_head), so they do not stay. Norms left out; the routed
+# experts take the experts' storage, the rest the layers'. Read in the 0.22.0 wheel.
 
 
 def pp_layers(n_layers: int, pp: int) -> list[int]:
@@ -28,9 +37,11 @@ def pp_layers(n_layers: int, pp: int) -> list[int]:
     return counts
 
 
-def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
+def stage_weights(model: ModelSpec, r: Resolved, mtp: bool = False) -> list[int]:
     """Weight bytes on one GPU of each pipeline stage (TP shards the linear layers, the
-    vocabulary and lm_head; norms and the rotary cache are replicated)."""
+    vocabulary and lm_head; norms and the rotary cache are replicated). `mtp`: MTP speculative
+    decoding also loads the checkpoint's multi-token-prediction module into the last stage
+    (MTP_MODULE)."""
     db = dtype_bytes(r.dtype)
     g = param_groups(model)
     total = weight_bytes(model, db, r.scheme, g)
@@ -90,6 +101,12 @@ def stage_weights(model: ModelSpec, r: Resolved) -> list[int]:
         if model.num_key_value_heads < r.tp and not model.is_mla:  # K/V projections replicated
             kvp = 2 * model.hidden_size * model.head_dim * db * n
             b += kvp * (1 - model.num_key_value_heads / r.tp)
+        if mtp and stage == r.pp - 1:
+            attn, block = full_layer_params(model)
+            inter = model.moe_intermediate_size or model.intermediate_size
+            experts = model.num_experts * mlp_params(model.hidden_size, inter, is_gated_mlp(model)) if model.is_moe else 0
+            xb = ((r.scheme.experts_bytes if r.scheme else 0) or qb) * pad
+            b += ((attn + block - experts) * dense_qb + experts * xb * ep_share + 2 * model.hidden_size ** 2 * db) / r.tp
         out.append(int(b))
     return out
 
@@ -159,3 +176,68 @@ def mxfp4_note(model: ModelSpec, r: Resolved, cc: int) -> str | None:
     return (f"MXFP4 experts loaded for the Marlin kernel, as a pip install of vLLM {'.'.join(map(str, r.version))} "
             f"does; the vllm/vllm-openai image has the triton_kernels package and loads them for Triton, about "
             f"{less / r.tp / 2**30:.2f} GiB less per GPU (a larger KV cache)")
+
+
+def lora_stage_bytes(model: ModelSpec, r: Resolved, settings: dict) -> list[int]:
+    """The stacked LoRA slots --enable-lora allocates with the model, per GPU of each pipeline stage:
+    v1/worker/gpu/model_runner.py::load_model (and gpu_model_runner.py's) calls load_lora_model inside the
+    DeviceMemoryProfiler that gives "Model loading took", and lora/model_manager.py::_create_lora_modules
+    wraps every linear layer, the embedding and, through lm_head, the logits processor. Each wrapper's
+    create_lora_weights (read in the 0.22.0 wheel) holds, per slot of max_loras (default 1) and rank
+    max_lora_rank (default 16), in lora_dtype (default the model's): lora/layers/base_linear.py, a column-parallel
+    layer (qkv, gate_up: one slice per packed projection) rank x full input + output per rank x rank, a
+    row-parallel one (o_proj, down) rank x input per rank + full output x rank (with fully_sharded_loras
+    the column A's rank and the row B's output are split over TP); vocal_parallel_embedding.py, vocab x rank
+    + hidden x rank; logits_processor.py, rank x hidden + vocab x rank; fused_moe.py, per local expert
+    (w1, w3, w2) the same A / B shapes, the router (ReplicatedLinear) rank x hidden + experts x rank.
+    A tied lm_head is the embedding module again and is wrapped a second time (named_modules with
+    remove_duplicate=False). MLA projections, recurrent mixers and vision towers are priced as a
+    standard attention layer / left out; before 0.12 the embedding and logits slots also held
+    lora_extra_vocab_size (256) extra rows (read in the 0.10.2 and 0.11.0 wheels; gone in 0.12.0), a few
+    MiB, not counted. 0 without --enable-lora."""
+    if not settings.get("enable_lora"):
+        return [0] * r.pp
+    rank = int(settings.get("max_lora_rank") or 16)
+    slots = int(settings.get("max_loras") or 1)
+    lora_dtype = str(settings.get("lora_dtype") or "auto")
+    db = dtype_bytes(r.dtype if lora_dtype == "auto" else lora_dtype)
+    tp = max(r.tp, 1)
+    full = bool(settings.get("fully_sharded_loras"))
+    col_rank = rank // tp if full else rank
+
+    def column(inp: int, outs: list[int]) -> int:  # ColumnParallelLinear: outs are per rank
+        return sum(col_rank * inp + o * rank for o in outs)
+
+    def row(inp_per_rank: int, out: int) -> int:  # RowParallelLinear
+        return rank * inp_per_rank + (out // tp if full else out) * rank
+
+    h = model.hidden_size
+    q = model.num_attention_heads // tp * model.head_dim
+    kv = max(1, model.num_key_value_heads // tp) * model.head_dim
+    attn = column(h, [q, kv, kv]) + row(model.num_attention_heads * model.head_dim // tp, h)
+    gated = 2 if is_gated_mlp(model) else 1  # MergedColumnParallelLinear gate_up: two slices
+    dense_inter = model.intermediate_size // tp
+    dense = column(h, [dense_inter] * gated) + row(dense_inter, h)
+    if model.is_moe:
+        local = model.num_experts // (tp * max(r.dp, 1)) if r.expert_parallel else model.num_experts
+        inter = (model.moe_intermediate_size or model.intermediate_size) // (1 if r.expert_parallel else tp)
+        experts = local * (gated * (col_rank * h + inter * rank) + rank * inter + (h // tp if full else h) * rank)
+        shared_inter = model.num_shared_experts * (model.moe_intermediate_size or model.intermediate_size) // tp
+        shared = column(h, [shared_inter] * gated) + row(shared_inter, h) if shared_inter else 0
+        moe = experts + rank * h + model.num_experts * rank + shared
+        mixed = model.first_k_dense_replace > 0 or model.moe_layer_step > 1
+        per_layer = [attn + (moe if i >= model.first_k_dense_replace and (i + 1) % model.moe_layer_step == 0
+                             or not mixed else dense) for i in range(model.num_hidden_layers)]
+    else:
+        per_layer = [attn + dense] * model.num_hidden_layers
+    vocab_rows = model.vocab_size * rank + h * rank  # the embedding and the logits processor alike
+    out, start = [], 0
+    for stage, n in enumerate(pp_layers(len(per_layer), r.pp)):
+        b = sum(per_layer[start:start + n])
+        start += n
+        if stage == 0:
+            b += vocab_rows
+        if stage == r.pp - 1:
+            b += vocab_rows * (2 if model.tie_word_embeddings else 1)
+        out.append(int(b * slots * db))
+    return out
