@@ -72,16 +72,16 @@ def test_prodstack_existing_extra_args_and_keys_edited_in_place(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     p = copy(tmp_path, SOURCES / "helm" / "prodstack-values.yaml")
     old = p.read_text()
-    # the optimum (16k x 32 sequences at TP2, its all-reduces captured in every graph; the fp8 KV cache
+    # the optimum (8k x 64 sequences at TP2, its all-reduces captured in every graph; the fp8 KV cache
     # runs FlashInfer on the L4, one decode wrapper per full graph) also halves the batch, so the existing
-    # extraArgs value is edited where it stands
+    # maxModelLen key and extraArgs value are edited where they stand
     rc, _ = tune(capsys, str(p), "--allow", "kv=fp8", "--min-context", "4k", "--write")
     assert rc == 0
     new = p.read_text()
-    assert new == old.replace(
-        "        gpuMemoryUtilization: 0.85\n", "        gpuMemoryUtilization: 0.85\n        maxNumSeqs: 32\n").replace(
+    assert new == old.replace("        maxModelLen: 16384\n", "        maxModelLen: 8192\n").replace(
+        "        gpuMemoryUtilization: 0.85\n", "        gpuMemoryUtilization: 0.85\n        maxNumSeqs: 64\n").replace(
         '          - "4096"\n', '          - "2048"\n')
-    assert yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxNumSeqs"] == 32
+    assert yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxNumSeqs"] == 64
 
 
 def test_vllm_config_file_gets_the_new_key_in_its_own_spelling(tmp_path: Path,
