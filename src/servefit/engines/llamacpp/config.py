@@ -10,9 +10,9 @@ from typing import Any
 
 from servefit.core import EngineConfig, Finding, LaunchSite, Token
 from servefit.engines.argv import Parsed, parse_argv, parse_env
-from servefit.engines.base import assume_version, implied_release, unpinned
+from servefit.engines.base import assume_version, implied_release, moving_tag, unpinned
 from servefit.engines.llamacpp import versions as V
-from servefit.engines.options import load_table
+from servefit.engines.options import Implied, load_table
 from servefit.models.gguf_names import parse_ref
 from servefit.models.name_words import file_name
 from servefit.rules.catalog import finding
@@ -93,6 +93,32 @@ def model_words(site: LaunchSite) -> int:
     return ENGINE.command_length([t.text for t in site.argv])
 
 
+def _bare_fa_dates(parsed: Parsed, table: Any, implied: Implied | None, version: str | None, site: LaunchSite,
+                   where: dict[str, Any]) -> Implied | None:
+    """A bare `-fa` where no build is given: only builds before b6325 take it (common/arg.cpp: a
+    switch then, `on|off|auto` from b6325), so the config dates itself to the newest build read
+    before that, unless its other options need a later one (then no build takes them all, and the
+    bare switch stays an error)."""
+    raw = parsed.values.get("flash_attn")
+    if version or moving_tag(site) or not (raw == [] or raw is True):
+        return implied
+    if implied is not None and (implied.version is None or V.build(implied.version) < V.FA_AUTO):
+        return implied
+    if implied is not None:
+        return implied  # a later option too: no build takes both
+    before = [r for r in table.releases if V.build(r) < V.FA_AUTO]
+    if not before:
+        return implied
+    newest = max(before, key=V.build)
+    for name in where:  # an option a later build added: no build takes them all
+        h = table.history.get(name) or table.env_history.get(name)
+        if h is not None and not h.present(newest):
+            return implied
+    where["-fa"] = parsed.flag_spans.get("flash_attn") or parsed.spans.get("flash_attn")
+    return Implied(newest, (("-fa", f"a bare switch, as builds before b{V.FA_AUTO} take it: from then it needs "
+                                    "on|off|auto"),))
+
+
 def _dating_env(site: LaunchSite, table: Any) -> dict[str, Any]:
     """The LLAMA_ARG_* twins the site sets, where each release's parser lists them. LLAMA_ARG_NO_<X>
     is left out: from b8121 every negatable flag honours it by rule (common_arg::get_value_from_env),
@@ -109,6 +135,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
                         unpinned=unpinned("llama.cpp", None, site, version))
     where = {**parsed.used, **_dating_env(site, table)}
     implied = implied_release(table, where, V.CURRENT, version, site)
+    implied = _bare_fa_dates(parsed, table, implied, version, site, where)
     b = V.build(implied.version if implied and implied.version else version)
     ver = f"b{b}"
     if implied:  # the options date the config (or no build has them all): model that build, say so
