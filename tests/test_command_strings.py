@@ -52,3 +52,28 @@ def test_eval_reads_the_quotes_inside_the_string(tmp_path: Path, capsys: pytest.
     assert [t.text for t in site.argv] == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--host", "0.0.0.0", "--port",
                                            "80", "--max-model-len", "8192"]
     assert _lint(capsys, p) == ["SEC003"]  # 0.0.0.0, not "'0.0.0.0'": every interface
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("compose.yaml", 'services:\n  llm:\n    image: vllm/vllm-openai:v0.10.2\n    entrypoint: ["/bin/sh", "-c"]\n'
+                     '    command: ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"]\n', (5, 16)),
+    ("Dockerfile", 'FROM vllm/vllm-openai:v0.10.2\nENTRYPOINT ["/bin/bash", "-c", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"]\n',
+     (2, 33)),
+])
+def test_sh_c_given_the_command_as_separate_words(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+                                                  text: str, where: tuple[int, int]) -> None:
+    """SF119 (a public DynamoGraphDeployment's shape): the shell runs only `vllm`; no server starts."""
+    p = tmp_path / name
+    p.write_text(text)
+    main(["lint", str(p), "--gpu", "L4", "--output-format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert [(f["code"], f["location"]["line"], f["location"]["column"]) for f in out] == [("SF119", *where)]
+    assert scan_file(str(p)).sites == []
+
+
+def test_sh_c_with_the_command_as_one_string_and_positional_parameters(tmp_path: Path) -> None:
+    p = tmp_path / "serve.sh"
+    p.write_text("sh -c 'exec vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192' worker\n"
+                 "bash -c ./run.sh --flag\n")
+    r = scan_file(str(p))
+    assert [f.code for f in r.findings] == [] and len(r.sites) == 1

@@ -209,6 +209,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             start = script
     if start == i and head in detect.SHELLS:
         assert payload is not None
+        split_command(words, payload, ctx)
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
                     ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
         cmds = split_commands(payload.to_src(), sub_env.copy())
@@ -235,6 +236,21 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if cnt:
             launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
     return [launch]
+
+
+@rule("SF119")
+def split_command(words: list[Word], payload: Word, ctx: Ctx) -> None:
+    """SF119: `sh -c python3 -m sglang.launch_server ...` as separate words: the shell runs only
+    its command string (`python3`); the words after it are its $0, $1, ..."""
+    k = next((j for j, w in enumerate(words) if w is payload), None)
+    rest = [w.text for w in words[k + 1:]] if k is not None else []
+    if not rest or any(c.isspace() for c in payload.text.strip()) or \
+            detect.find_engine([payload.text, *rest]) is None:
+        return
+    shown = " ".join(rest[:3]) + (" ..." if len(rest) > 3 else "")
+    ctx.findings.append(finding(
+        "SF119", f"`sh -c` runs only its command string `{payload.text}`; `{shown}` become the shell's $0, $1, ...: "
+        "the engine never starts. Give the whole command as one string", span=payload.token().span))
 
 
 def _eval(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
