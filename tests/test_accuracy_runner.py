@@ -193,6 +193,10 @@ KNOWN_MISSES = {
     ("club3090-37-2x4090-qwen36-27b-int4-dflash-180k", "max_concurrency"): 0.9414,
     ("club3090-95-2x3090-qwen36-27b-int4-dflash-200k", "kv_tokens"): 0.8841,
     ("club3090-95-2x3090-qwen36-27b-int4-dflash-200k", "max_concurrency"): 0.8914,
+    ("club3090-75-2x3090-qwen36-27b-int4-dflash-185k", "kv_tokens"): 0.8685,
+    ("club3090-75-2x3090-qwen36-27b-int4-dflash-185k", "max_concurrency"): 0.8699,
+    ("club3090-76-2x3090-qwen36-27b-int4-dflash-noviz-200k", "kv_tokens"): 0.8524,
+    ("club3090-76-2x3090-qwen36-27b-int4-dflash-noviz-200k", "max_concurrency"): 0.8580,
 }
 
 
