@@ -50,7 +50,14 @@ def scan(fc: FileCtx) -> None:
         text = read_text(conf)
         if text is not None:
             items += entries(Src(text, LineIndex(text, conf)))
-    env = Vars()
+    scan_unit(fc, items, os.path.basename(fc.path))
+
+
+def scan_unit(fc: FileCtx, items: list[tuple[str, str, Src]], unit: str, outer: Vars | None = None) -> None:
+    """The servers of one unit's entries (`unit`: its file name). `outer`: the variables of a
+    script that writes the unit from a heredoc, which the shell expands before systemd reads it."""
+    env = outer.copy() if outer is not None else Vars()
+    env.exported = set()
     files: list[Src] = []
     execs: list[Src] = []
     described = [val.text.strip() for section, key, val in items if section == "Unit" and key == "Description"][-1:]
@@ -81,14 +88,13 @@ def scan(fc: FileCtx) -> None:
             continue
         for k, v in vals.items():
             env.set(k, v)
-    env.exported = set(env.values)
-    unit = os.path.basename(fc.path)
+    env.exported = set(env.values) - (set(outer.values) if outer is not None else set())
     for val in execs:
         i = 0
         while i < len(val.text) and val.text[i] in "@-:+!|":
             i += 1
         words = split_words(sub(val, i), env)
-        ctx = fc.ctx()
+        ctx = fc.ctx(exported_only=outer is not None)  # a script's variables expand the text, not the service's env
         launches = from_words(words, ctx, env)
         first = len(fc.sites)
         fc.add(launches, f"systemd/{unit}", None, None, ctx.ollama_models)
