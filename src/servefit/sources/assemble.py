@@ -351,6 +351,7 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
         srv.error = msg
         out.append(plugin_failed(msg, site=site.name, span=anchor(site)))
         return srv
+    srv.config.assumptions.extend(n for n in site.workload.notes if n not in srv.config.assumptions)
     unknown = unresolved_to_assumptions(site, srv.config)  # `--tp $TP` unset: the default is planned, not a refusal
     storage_model(srv)
     if plan:

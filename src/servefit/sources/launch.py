@@ -84,6 +84,7 @@ class Facts(TypedDict, total=False):
     model_file_refs: list[str]
     image_span: Span | None
     shm_limit: str | None
+    notes: list[str]  # assumptions the reading made, said with the plan
 
 
 @dataclass
@@ -413,6 +414,8 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                 argv += [Token(w) for w in ie[1]]
             line = cmd[0].line if cmd else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
             found = [Launch(eng, argv, dict(env.values), line, unresolved=unres, env_taint=dict(env.taint))]
+            if not cmd and not ie[2]:
+                _env_named_options(found[0], eng, img or "", env)
         else:
             found = []
     if not found:
@@ -423,6 +426,32 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
         if image is not None and image.span is not None:
             launch.facts.setdefault("image_span", image.span)
     return found
+
+
+def _env_named_options(launch: Launch, engine: str, image: str, env: Vars) -> None:
+    """Someone else's build of an engine image, run without a command (its own entrypoint, which
+    servefit cannot read), configured by environment variables named after the engine's options
+    (MODEL, MAX_MODEL_LEN, GPU_MEMORY_UTILIZATION: substratusai/vllm's chart): taken as those
+    options, which such entrypoints pass on, and said so (the note lands in the assumptions)."""
+    from servefit.engines import get
+    from servefit.engines.options import load_table
+
+    try:
+        table = load_table(engine)
+        title = get(engine).title
+    except Exception:  # noqa: BLE001 - a plugin engine has no table
+        return
+    added: list[str] = []
+    for name, tok in env.values.items():
+        opt = table.by_flag.get("--" + name.lower().replace("_", "-"))
+        if opt is None or not opt.takes_value or name in table.by_env or name.startswith(engine.upper() + "_"):
+            continue
+        launch.argv += [Token(opt.flags[0]), tok]
+        added.append(name)
+    if added:
+        launch.facts["notes"] = [f"{image} is not {title}'s own image and its command is not in this file: its "
+                                 f"environment variables named after options ({', '.join(added)}) are taken as those "
+                                 "options, as such images' entrypoints pass them on; lint the entrypoint script to be sure"]
 
 
 def _launcher_not_started(image: Token | None, ctx: Ctx) -> None:

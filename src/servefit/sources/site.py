@@ -28,7 +28,7 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
                     exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
                     path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
-                    compose_extends=x.get("compose_extends", []))
+                    compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:
