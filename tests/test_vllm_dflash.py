@@ -70,3 +70,22 @@ def test_hybrid_target_and_drafter_pages_as_the_club3090_log_shows():
     # a request of 200000 tokens: 5 attention groups of cdiv(200000, 816) blocks + 10 x (2 + 5) state blocks
     per_request = 5 * -(-200000 // 816) + 10 * 7
     assert plan.max_concurrency == plan.detail.num_gpu_blocks / per_request
+
+
+def test_layer_types_are_read_from_025_and_a_mixed_drafter_needs_the_v2_runner():
+    assert dflash.layer_kinds(DRAFTER, (0, 24, 0)) == [("draft", 0)] * 5  # no per-layer sliding window up to 0.24
+    assert dflash.layer_kinds(DRAFTER, (0, 26, 0)) == [("sliding", 2048)] * 4 + [("draft", 0)]
+    assert dflash.refusal(DRAFTER, (0, 24, 0), False) == ""
+    assert "vLLM 0.25.1 refuses at start" in dflash.refusal(DRAFTER, (0, 25, 1), True)
+    assert dflash.refusal(DRAFTER, (0, 26, 0), False) == (
+        "this DFlash drafter mixes sliding and full attention layers: vLLM refuses it at start "
+        "without the V2 model runner (set VLLM_USE_V2_MODEL_RUNNER=1)")
+    assert dflash.refusal(DRAFTER, (0, 26, 0), True) == ""
+
+
+def test_plan_says_when_the_release_refuses_the_drafter():
+    model = lookup("Qwen/Qwen3.6-27B")
+    _, plan = run(CMD + SPEC, model=model, gpu=H100, count=2, version="0.25.1")
+    assert any("refuses at start" in a for a in plan.assumptions)
+    _, ok = run(CMD + SPEC, model=model, gpu=H100, count=2, version="0.24.0")
+    assert not any("DFlash" in a for a in ok.assumptions)

@@ -19,6 +19,13 @@ type of their own: with a hybrid Qwen3.5 / 3.6 target (16 full + 48 GatedDeltaNe
 layers" / "Add 2 padding layers" in the club-3090 logs). Up to 0.20.x the drafter's layers are built
 without the cache config (cache_config=None: kv_cache_dtype "auto", the model dtype, whatever
 --kv-cache-dtype says); from 0.22.0 they take the target's cache config (read in 0.22.0 and 0.24.0).
+
+From 0.25.0 qwen3_dflash.py::_resolve_layer_attention reads the drafter's layer_types: a
+"sliding_attention" layer gets the config's sliding_window (dflash_config.swa_window_size first). A
+drafter mixing sliding and full layers raises NotImplementedError in 0.25.0 / 0.25.1 ("DFlash does
+not yet support mixed sliding/full attention"), and from 0.26.0 unless the V2 model runner runs
+("require the V2 model runner; relaunch with VLLM_USE_V2_MODEL_RUNNER=1"; read in 0.26.0, 0.28.0,
+0.30.0 and 0.33.0).
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+LAYER_TYPES_FROM = (0, 25, 0)  # _resolve_layer_attention: layer_types decide sliding / full per layer
+MIXED_V2_FROM = (0, 26, 0)  # mixed sliding / full drafters start with the V2 model runner only
 CACHE_CONFIG_FROM = (0, 22, 0)  # qwen3_dflash.py passes current_vllm_config.cache_config to its layers
 DFLASH_FROM = (0, 20, 0)  # DFlashDraftModel in _SPECULATIVE_DECODING_MODELS (vllm_architectures.yaml)
 
@@ -42,6 +51,8 @@ class Drafter:
     head_dim: int
     target_layers: int  # len(dflash_config.target_layer_ids): the fc input is target_hidden x this
     target_hidden_size: int
+    sliding_layers: int = 0  # layer_types entries "sliding_attention" (read from 0.25.0)
+    sliding_window: int = 0
 
 
 # z-lab/Qwen3.6-27B-DFlash config.json as test fixtures of the public-code index quote it (search-index
@@ -50,8 +61,30 @@ class Drafter:
 # 61928133940 agree on layers, hidden and target layers). Its layer_types (4 sliding of 2048 + 1 full)
 # are not read by vLLM up to 0.24 (qwen3_dflash.py has no per-layer sliding window there).
 DRAFTERS: dict[str, Drafter] = {
-    "z-lab/qwen3.6-27b-dflash": Drafter(5, 5120, 17408, 32, 8, 128, 5, 5120),
+    "z-lab/qwen3.6-27b-dflash": Drafter(5, 5120, 17408, 32, 8, 128, 5, 5120, sliding_layers=4, sliding_window=2048),
 }
+
+
+def layer_kinds(d: Drafter, version: tuple[int, ...]) -> list[tuple[str, int]]:
+    """(kind, window) of the drafter's attention layers: "draft" (a full-attention spec of the drafter's
+    own shape, a KV-cache type apart from the target's full layers) or, from 0.25, "sliding" for the
+    layers layer_types names so."""
+    sliding = d.sliding_layers if version >= LAYER_TYPES_FROM and d.sliding_window else 0
+    return [("sliding", d.sliding_window)] * sliding + [("draft", 0)] * (d.num_hidden_layers - sliding)
+
+
+def refusal(d: Drafter, version: tuple[int, ...], v2_runner: bool) -> str:
+    """What vLLM raises at start for a drafter mixing sliding and full layers ("" where it starts)."""
+    if version < LAYER_TYPES_FROM or not 0 < d.sliding_layers < d.num_hidden_layers:
+        return ""
+    if version < MIXED_V2_FROM:
+        return ("this DFlash drafter mixes sliding and full attention layers, which vLLM "
+                f"{'.'.join(map(str, version))} refuses at start (NotImplementedError: \"DFlash does not yet "
+                "support mixed sliding/full attention\"); 0.26 and later run it with the V2 model runner")
+    if not v2_runner:
+        return ("this DFlash drafter mixes sliding and full attention layers: vLLM refuses it at start "
+                "without the V2 model runner (set VLLM_USE_V2_MODEL_RUNNER=1)")
+    return ""
 
 
 def drafter(settings: dict[str, Any], version: tuple[int, ...]) -> tuple[Drafter | None, str]:

@@ -228,10 +228,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kinds.append(("full", 0))  # the drafter's attention layer joins the target's pool (DRAFTER_LAYER_METHODS)
     drafter, drafter_note = dflash.drafter(cfg.settings, r.version) if e.v1 and not v4 else (None, "")
     if drafter:  # the DFlash drafter's layers: a KV-cache type of their own in the same pool (engines/vllm/dflash.py)
-        kinds.extend([("draft", 0)] * drafter.num_hidden_layers)
+        kinds.extend(dflash.layer_kinds(drafter, r.version))
+        drafter_note = dflash.refusal(drafter, r.version, model_runner_v2(model, r, cfg.env, cfg.settings))
         if dflash.kv_bytes_per_token(drafter, r.tp, kv_db, dtype_bytes(r.dtype), r.version) != \
                 layer_bytes_per_token(model, kv_db, r.tp):
-            drafter_note = "the DFlash drafter's KV page differs from the target's; sized at the target's page"
+            drafter_note = drafter_note or "the DFlash drafter's KV page differs from the target's; sized at the target's page"
     out.kv_bytes_per_token = kv_dsv4.bytes_per_token(model, r.block_size) if v4 else \
         full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
