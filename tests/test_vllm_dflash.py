@@ -89,3 +89,13 @@ def test_plan_says_when_the_release_refuses_the_drafter():
     assert any("refuses at start" in a for a in plan.assumptions)
     _, ok = run(CMD + SPEC, model=model, gpu=H100, count=2, version="0.24.0")
     assert not any("DFlash" in a for a in ok.assumptions)
+
+
+def test_target_forward_keeps_the_drafters_five_hidden_states():
+    # gpu_model_runner.py::_get_eagle3_aux_layers_from_config: dflash_config.target_layer_ids (5 layers);
+    # _maybe_add_hidden_state appends hidden_states + residual (tokens x 5120 bf16, whole on every TP rank)
+    model = lookup("Qwen/Qwen3.6-27B")
+    _, base = run(CMD + " --language-model-only", model=model, gpu=H100, count=2, version="0.20.1")
+    _, plan = run(CMD + " --language-model-only" + SPEC, model=model, gpu=H100, count=2, version="0.20.1")
+    tokens = plan.detail.max_num_batched_tokens
+    assert plan.memory.activation_peak - base.memory.activation_peak == 5 * tokens * 5120 * 2

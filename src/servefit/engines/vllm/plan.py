@@ -260,7 +260,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
-                                                              bool(flashinfer_sampler(r, cfg.env)))
+                                                              bool(flashinfer_sampler(r, cfg.env)),
+                                                              drafter.target_layers if drafter else 0)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
         non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
