@@ -72,7 +72,7 @@ GiB = 2**30
 # qwen3_5_mtp.py: the layers after the target's), whose Attention registers in the same forward context,
 # so v1/worker/gpu_model_runner.py::get_kv_cache_spec gives it a KV-cache spec beside the target's
 # layers and kv_cache_utils.py pages it in the same pool: one more full-attention layer per block
-# (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A separate draft model's layers are not modelled.
+# (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A DFlash drafter is planned in engines/vllm/dflash.py; other separate draft models are not.
 DRAFTER_LAYER_METHODS = ("eagle", "eagle3", "mtp")
 # Prefill context parallelism (-pcp, from 0.12) shards a request's full-attention KV over its ranks as
 # DCP does: kv_cache_interface.py::FullAttentionSpec.max_memory_usage_bytes takes cdiv(max_model_len,
