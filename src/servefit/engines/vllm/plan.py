@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import checks, kv_dsv4, kvcache, unified
+from servefit.engines.vllm import checks, dflash, kv_dsv4, kvcache, unified
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.attn_backend import flashinfer_note
 from servefit.engines.vllm.capture import (
@@ -60,7 +60,7 @@ from servefit.engines.vllm.weights import (
 )
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.kv import full_kv_bytes_per_token, latent_cache
+from servefit.memory.kv import full_kv_bytes_per_token, latent_cache, layer_bytes_per_token
 from servefit.memory.params import param_groups
 from servefit.memory.weights import Scheme, kept_params, scheme_for
 from servefit.models.arch_deepseek_v4 import is_deepseek_v4
@@ -72,7 +72,7 @@ GiB = 2**30
 # qwen3_5_mtp.py: the layers after the target's), whose Attention registers in the same forward context,
 # so v1/worker/gpu_model_runner.py::get_kv_cache_spec gives it a KV-cache spec beside the target's
 # layers and kv_cache_utils.py pages it in the same pool: one more full-attention layer per block
-# (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A separate draft model's layers are not modelled.
+# (read in the 0.11.0, 0.22.0 and 0.33.0 wheels). A DFlash drafter is planned in engines/vllm/dflash.py; other separate draft models are not.
 DRAFTER_LAYER_METHODS = ("eagle", "eagle3", "mtp")
 # Prefill context parallelism (-pcp, from 0.12) shards a request's full-attention KV over its ranks as
 # DCP does: kv_cache_interface.py::FullAttentionSpec.max_memory_usage_bytes takes cdiv(max_model_len,
@@ -226,6 +226,13 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     v4 = is_deepseek_v4(model)
     if e.v1 and not v4 and speculative(cfg.settings)[0] in DRAFTER_LAYER_METHODS:
         kinds.append(("full", 0))  # the drafter's attention layer joins the target's pool (DRAFTER_LAYER_METHODS)
+    drafter, drafter_note = dflash.drafter(cfg.settings, r.version) if e.v1 and not v4 else (None, "")
+    if drafter:  # the DFlash drafter's layers: a KV-cache type of their own in the same pool (engines/vllm/dflash.py)
+        kinds.extend(dflash.layer_kinds(drafter, r.version))
+        drafter_note = dflash.refusal(drafter, r.version, model_runner_v2(model, r, cfg.env, cfg.settings))
+        if dflash.kv_bytes_per_token(drafter, r.tp, kv_db, dtype_bytes(r.dtype), r.version) != \
+                layer_bytes_per_token(model, kv_db, r.tp):
+            drafter_note = drafter_note or "the DFlash drafter's KV page differs from the target's; sized at the target's page"
     out.kv_bytes_per_token = kv_dsv4.bytes_per_token(model, r.block_size) if v4 else \
         full_kv_bytes_per_token(model, kv_db, r.tp)
     in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
@@ -234,6 +241,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     mtp_weights = e.v1 and speculative(cfg.settings)[0] == "mtp" and not is_deepseek_v4(model)
     weights = [w + lora for w, lora in zip(stage_weights(model, r, mtp_weights),
                                            lora_stage_bytes(model, r, cfg.settings), strict=True)]
+    if drafter:  # the drafter loads with the model, on the last stage (engines/vllm/dflash.py)
+        weights[-1] += dflash.weight_bytes(drafter, r.tp, dtype_bytes(r.dtype))
     if model.vision:  # Qwen3-VL's deepstack buffers are built with the model (encoder.py deepstack_buffer_bytes)
         from servefit.engines.vllm.encoder import deepstack_buffer_bytes
 
@@ -251,7 +260,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
-                                                              bool(flashinfer_sampler(r, cfg.env)))
+                                                              bool(flashinfer_sampler(r, cfg.env)),
+                                                              drafter.target_layers if drafter else 0)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
         non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
@@ -300,6 +310,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                             gpu_memory_utilization=r.util, dtype=r.dtype, kv_cache_dtype=r.kv_dtype,
                             worker_activation_bytes=worker_act, worker_available_kv_cache_bytes=worker_avail)
     _assume(out, cfg, model, r, e, state_blocks is not None)
+    if drafter_note:
+        out.assumptions.append(drafter_note)
     if note := mxfp4_note(model, r, gpu.compute_capability):
         out.assumptions.append(note)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))

@@ -188,7 +188,7 @@ def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
 
 def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
                     settings: dict | None = None, v2_runner: bool = False,
-                    flashinfer: bool | None = False) -> int:
+                    flashinfer: bool | None = False, aux_layers: int = 0) -> int:
     """Peak of profile_run on the rank that samples: a forward of max_num_batched_tokens (gated MLP
     or fused-MoE intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens)
     requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run); from 0.14
@@ -199,11 +199,14 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
     held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens.
     Model Runner V2 before 0.33 holds only the model-dtype logits in its sampler, before 0.28 with
-    their fp32 copy (see V2_RUNNER_SAMPLER_UNTIL); `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler)."""
+    their fp32 copy (see V2_RUNNER_SAMPLER_UNTIL); `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler).
+    `aux_layers`: target layers whose hidden states a drafter takes (DFlash: dflash_config.target_layer_ids);
+    the forward keeps one new tokens x hidden tensor per layer to its end (qwen3_next.py / interfaces.py
+    _maybe_add_hidden_state: hidden_states + residual, appended as each layer is passed; read in 0.20.1)."""
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    fwd = forward_bytes(model, r, t)
+    fwd = forward_bytes(model, r, t) + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
     if pooling_runner(model, settings or {}, v1):
         last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
