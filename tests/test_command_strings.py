@@ -77,3 +77,32 @@ def test_sh_c_with_the_command_as_one_string_and_positional_parameters(tmp_path:
                  "bash -c ./run.sh --flag\n")
     r = scan_file(str(p))
     assert [f.code for f in r.findings] == [] and len(r.sites) == 1
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: llm
+spec:
+  containers:
+  - name: main
+    image: vllm/vllm-openai:v0.10.2
+    command: ["/bin/bash", "-c", "nvidia-smi; exec vllm serve \\"$@\\"", "--"]
+    args: ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "131072"]
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+"""
+
+
+def test_sh_c_passes_the_words_after_its_name_as_dollar_at(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`bash -c 'exec vllm serve "$@"' -- ARGS`: the words after `--` ($0) are "$@". The model and
+    --max-model-len were unread (SF002 "no model given", SF001 "$@ not known")."""
+    p = tmp_path / "pod.yaml"
+    p.write_text(POD)
+    [site] = scan_file(str(p)).sites
+    assert [t.text for t in site.argv] == ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "131072"]
+    assert _lint(capsys, p) == ["SEC004", "VLLM006"]
+    main(["tune", str(p), "--gpu", "L4", "--write"])
+    capsys.readouterr()
+    assert p.read_text() == POD.replace('"--max-model-len", "131072"]', '"--max-model-len", "32768", "--max-num-seqs", "32"]')

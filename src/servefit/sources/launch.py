@@ -213,8 +213,14 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         split_command(words, payload, ctx)
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
                     ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
-        cmds = split_commands(payload.to_src(), sub_env.copy())
-        found = from_commands(cmds, inner, sub_env)
+        k = next(j for j, w in enumerate(words) if w is payload)
+        positional = words[k + 2:]  # `sh -c 'exec vllm serve "$@"' -- ARGS...`: $0 is the word after, "$@" the rest
+        if positional and any(v in payload.text for v in ('"$@"', "$@", "$*")):
+            from servefit.sources.k8s_scripts import script_launches
+
+            found = script_launches(payload.to_src(), positional, inner, sub_env)
+        else:
+            found = from_commands(split_commands(payload.to_src(), sub_env.copy()), inner, sub_env)
         for launch in found:  # the outer shell expanded the payload: its unset variables are the server's
             launch.unresolved.extend(payload.unresolved + payload.substituted_refs())
         return found
