@@ -384,3 +384,32 @@ def test_a_custom_llama_cpp_build_given_server_arguments_runs_llama_server(
     [site] = _sites(capsys, str(tmp_path), "--gpu", "L4")
     assert (site["name"], site["engine"], site["model"]) == ("compose/llm", "llamacpp", "mistralai/Mistral-7B-Instruct-v0.3")
     assert site["settings"] == {"ctx_size": 4096, "host": "0.0.0.0", "port": "8080"}
+
+
+def test_compose_device_ids_written_as_one_comma_separated_entry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`device_ids: ['0,1,2,3,4,5,6,7']` (a public compose file): Docker joins the ids with commas into
+    NVIDIA_VISIBLE_DEVICES, so that is eight GPUs; it was counted as one, and TP 2 was VLLM008 "World
+    size (2) is larger than the number of available GPUs (1)". Two services reserving '0,1' and '1'
+    share GPU 1 (SF117)."""
+    svc = ("  {name}:\n    image: vllm/vllm-openai:v0.10.2\n    command: --model Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2"
+           " --max-model-len 8192 --host 127.0.0.1\n    deploy:\n      resources:\n        reservations:\n          devices:\n"
+           "            - capabilities: [gpu]\n              device_ids: [{ids}]\n")
+    (tmp_path / "compose.yaml").write_text("services:\n" + svc.format(name="a", ids="'0,1,2,3,4,5,6,7'"))
+    [site] = _sites(capsys, str(tmp_path), "--gpu", "H100")
+    assert site["gpu"]["count"] == 8
+    (tmp_path / "compose.yaml").write_text("services:\n" + svc.format(name="a", ids="'0,1'") + svc.format(name="b", ids="'1', '2'"))
+    main(["lint", str(tmp_path), "--gpu", "H100", "--output-format", "json"])
+    assert [f["code"] for f in json.loads(capsys.readouterr().out) if f["code"] in ("SF117", "VLLM008")] == ["SF117"]
+
+
+def test_a_windows_script_that_starts_an_engine_is_said_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A public repository's `run.ps1` (`docker run ... vllm/vllm-openai ...`) gave "0 servers" and exit 0:
+    nothing said it was not read."""
+    (tmp_path / "run.ps1").write_text("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.6.6.post1 "
+                                      "--model deepseek-ai/DeepSeek-V3 --trust-remote-code\n")
+    (tmp_path / "notes.bat").write_text("echo hello\n")
+    main(["lint", str(tmp_path), "--output-format", "json"])
+    assert [(os.path.basename(f["location"]["file"]), f["code"]) for f in json.loads(capsys.readouterr().out)] == [
+        ("run.ps1", "SF108")]

@@ -66,6 +66,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "script"
     if low.endswith(".tf"):
         return "terraform"
+    if low.endswith((".ps1", ".bat", ".cmd")):
+        return "windows"
     if base in ("Makefile", "makefile", "GNUmakefile") or low.endswith(".mk"):
         return "make"
     if low.endswith(".service") or (low.endswith(".conf") and os.path.dirname(path).endswith(".service.d")):
@@ -214,7 +216,11 @@ def _mentions_engine(text: str) -> bool:
 
 
 def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
-    if kind == "dockerfile":
+    if kind == "windows":  # said, not silently passed over: lint the command itself
+        fc.findings.append(not_read(
+            "a PowerShell or batch script: servefit reads POSIX shell scripts, not this one, so the servers it "
+            "starts are not checked; lint the command with `servefit lint -- COMMAND`", span=fc.li.span(0, 0)))
+    elif kind == "dockerfile":
         from servefit.sources import dockerfile
 
         dockerfile.scan(fc)

@@ -124,7 +124,11 @@ def _gpu_request(y: Y, svc: Node, interp: Vars) -> GpuHint | None:
         cnt = value(y.get(d, "count"))
         ids = y.seq(y.get(d, "device_ids"))
         if ids:
-            return GpuHint(None, len(ids), "compose device_ids", y.span(y.get(d, "device_ids")))  # type: ignore[arg-type]
+            # `device_ids: ['0,1,2,3']`: Docker joins the ids with commas into NVIDIA_VISIBLE_DEVICES, so one
+            # entry holding several is several GPUs
+            texts = [(tok.text if (tok := value(i)) is not None else "") for i in ids]
+            n = sum(max(1, len([p for p in t.split(",") if p.strip()])) for t in texts)
+            return GpuHint(None, n, "compose device_ids", y.span(y.get(d, "device_ids")))  # type: ignore[arg-type]
         if cnt is not None and cnt.text != "all":
             return GpuHint(None, to_int(cnt.text), "compose deploy.resources.reservations.devices count", cnt.span)
         return GpuHint(None, None, "compose devices count: all", cnt.span if cnt else None)
@@ -196,8 +200,8 @@ def _device_ids(y: Y, svcs: list[Node], interp: Vars) -> list[tuple[str, Span | 
         for d in y.seq(y.get(svc, "deploy", "resources", "reservations", "devices")):
             ids = y.get(d, "device_ids")
             if ids is not None and y.seq(ids):
-                return [(expand_word(y.scalar_src(i), interp, compose=True).text, y.span(ids))
-                        for i in y.seq(ids) if isinstance(i, ScalarNode)]
+                return [(part.strip(), y.span(ids)) for i in y.seq(ids) if isinstance(i, ScalarNode)
+                        for part in expand_word(y.scalar_src(i), interp, compose=True).text.split(",") if part.strip()]
     return []
 
 
