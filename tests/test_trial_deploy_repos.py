@@ -413,3 +413,15 @@ def test_a_windows_script_that_starts_an_engine_is_said_not_read(
     main(["lint", str(tmp_path), "--output-format", "json"])
     assert [(os.path.basename(f["location"]["file"]), f["code"]) for f in json.loads(capsys.readouterr().out)] == [
         ("run.ps1", "SF108")]
+
+
+def test_a_build_argument_with_no_default_says_where_its_value_comes_from(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ARG model` / `ENV model=$model` / `CMD python -m vllm... --model $model` (a public Dockerfile): SF001
+    said "not set in this repository"; the value comes from `docker build --build-arg`."""
+    (tmp_path / "Dockerfile").write_text("FROM python:3.10-slim\nRUN pip install vllm\nARG model\nENV model=$model\n"
+                                         "CMD python -m vllm.entrypoints.api_server --model $model\n")
+    main(["lint", str(tmp_path), "--output-format", "json"])
+    [sf001] = [f for f in json.loads(capsys.readouterr().out) if f["code"] == "SF001"]
+    assert sf001["message"].startswith("${model} is a build argument with no default "
+                                       "(`docker build --build-arg model=...` sets it)")

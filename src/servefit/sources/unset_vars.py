@@ -31,6 +31,8 @@ def where_set(site: LaunchSite, var: str) -> str | None:
             return "is set by Slurm for each task"
     if site.workload.runtime == "github-actions" and name.startswith("GH_"):
         return "is a ${{ }} expression GitHub Actions fills in when the job runs"
+    if site.name.startswith("dockerfile") and _build_arg(site.file, name):
+        return f"is a build argument with no default (`docker build --build-arg {name}=...` sets it)"
     if name == "HOSTNAME" and site.workload.kind:
         return "is the pod's name, set by Kubernetes (a StatefulSet's pods end in their ordinal)"
     if name not in site.workload.runtime_env:
@@ -38,6 +40,16 @@ def where_set(site: LaunchSite, var: str) -> str | None:
     if site.workload.kind:
         return "is filled in when the pod starts (its env entry takes it from valueFrom)"
     return "is passed through from the shell that runs compose" if site.workload.service else None
+
+
+def _build_arg(dockerfile: str, name: str) -> bool:
+    """Whether the Dockerfile declares `ARG NAME` with no default."""
+    import re
+
+    from servefit.sources.base import read_text
+
+    text = read_text(dockerfile) or ""
+    return re.search(rf"(?im)^[ \t]*ARG[ \t]+{re.escape(name)}[ \t]*$", text) is not None
 
 
 def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | None = None) -> str | None:
