@@ -22,7 +22,7 @@ from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, 
 from servefit.sources.ollama_client import container_exec, ollama_client
 from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Command, Vars, Word, split_commands
-from servefit.sources.text import LineIndex, Src
+from servefit.sources.text import LineIndex
 
 # words before the command itself: `if [ -f X ]; then` tests X (`[` is not a launch), never runs it
 SKIP_WORDS = {"exec", "nohup", "time", "then", "do", "else", "{", "!", "setsid", "stdbuf", "if", "elif", "while",
@@ -198,7 +198,9 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             container_exec(words[j + 1:], ctx)
         return []
     if texts[i] == "eval" and i + 1 < n:  # `eval $CMD`: the words joined and read again as shell
-        return _eval(words[i + 1:], ctx, sub_env)
+        from servefit.sources.shell_run import eval_launches
+
+        return eval_launches(words[i + 1:], ctx, sub_env)
     start = i
     if head in detect.SHELLS:
         payload = _shell_payload(words, i)
@@ -210,6 +212,8 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             start = script
     if start == i and head in detect.SHELLS:
         assert payload is not None
+        from servefit.sources.shell_run import split_command
+
         split_command(words, payload, ctx)
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
                     ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
@@ -243,43 +247,6 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if cnt:
             launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
     return [launch]
-
-
-@rule("SF119")
-def split_command(words: list[Word], payload: Word, ctx: Ctx) -> None:
-    """SF119: `sh -c python3 -m sglang.launch_server ...` as separate words: the shell runs only
-    its command string (`python3`); the words after it are its $0, $1, ..."""
-    k = next((j for j, w in enumerate(words) if w is payload), None)
-    rest = [w.text for w in words[k + 1:]] if k is not None else []
-    if not rest or any(c.isspace() for c in payload.text.strip()) or \
-            detect.find_engine([payload.text, *rest]) is None:
-        return
-    shown = " ".join(rest[:3]) + (" ..." if len(rest) > 3 else "")
-    ctx.findings.append(finding(
-        "SF119", f"`sh -c` runs only its command string `{payload.text}`; `{shown}` become the shell's $0, $1, ...: "
-        "the engine never starts. Give the whole command as one string", span=payload.token().span))
-
-
-def _eval(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
-    """`eval ARGS`: bash joins the words with spaces and runs the result as a command line, so
-    quotes inside a variable's value (`CMD="vllm serve --host '0.0.0.0'"`) are quotes again."""
-    text: list[str] = []
-    offs: list[int] = []
-    for k, w in enumerate(args):
-        src = w.to_src()
-        if k:
-            text.append(" ")
-            offs.append(offs[-1] if offs else src.off(0))
-        text.append(src.text)
-        offs.extend(src.off(j) for j in range(len(src.text)))
-    offs.append(offs[-1] + 1 if offs else 0)
-    inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
-                ctx.modelfile_refs, pulled_vars=ctx.pulled_vars)
-    found = from_commands(split_commands(Src("".join(text), args[0].li, offs=offs), env.copy()), inner, env)
-    for launch in found:  # the words' unset variables are the server's
-        for w in args:
-            launch.unresolved.extend(w.unresolved + w.substituted_refs())
-    return found
 
 
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
@@ -421,7 +388,9 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
             line = cmd[0].line if cmd else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
             found = [Launch(eng, argv, dict(env.values), line, unresolved=unres, env_taint=dict(env.taint))]
             if not cmd and not ie[2]:
-                _env_named_options(found[0], eng, img or "", env)
+                from servefit.sources.image_env import env_named_options
+
+                env_named_options(found[0], eng, img or "", env)
         else:
             found = []
     if not found:
@@ -432,32 +401,6 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
         if image is not None and image.span is not None:
             launch.facts.setdefault("image_span", image.span)
     return found
-
-
-def _env_named_options(launch: Launch, engine: str, image: str, env: Vars) -> None:
-    """Someone else's build of an engine image, run without a command (its own entrypoint, which
-    servefit cannot read), configured by environment variables named after the engine's options
-    (MODEL, MAX_MODEL_LEN, GPU_MEMORY_UTILIZATION: substratusai/vllm's chart): taken as those
-    options, which such entrypoints pass on, and said so (the note lands in the assumptions)."""
-    from servefit.engines import get
-    from servefit.engines.options import load_table
-
-    try:
-        table = load_table(engine)
-        title = get(engine).title
-    except Exception:  # noqa: BLE001 - a plugin engine has no table
-        return
-    added: list[str] = []
-    for name, tok in env.values.items():
-        opt = table.by_flag.get("--" + name.lower().replace("_", "-"))
-        if opt is None or not opt.takes_value or name in table.by_env or name.startswith(engine.upper() + "_"):
-            continue
-        launch.argv += [Token(opt.flags[0]), tok]
-        added.append(name)
-    if added:
-        launch.facts["notes"] = [f"{image} is not {title}'s own image and its command is not in this file: its "
-                                 f"environment variables named after options ({', '.join(added)}) are taken as those "
-                                 "options, as such images' entrypoints pass them on; lint the entrypoint script to be sure"]
 
 
 def _launcher_not_started(image: Token | None, ctx: Ctx) -> None:
