@@ -147,7 +147,7 @@ def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *,
     walked = [f.path for f in files if not (stdin and f.path == stdin[0])]
     named_files = [p for p in paths if p != "-" and os.path.isfile(p)]
     if named_files and any(s.name.startswith("script:") for s in sites):
-        sites, findings = _run_by_dockerfile(named_files, walked, sites, findings)
+        sites, findings = _run_by_container_files(named_files, walked, sites, findings)
     roots, named_values = scope([p for p in paths if p != "-"], walked)
     sites, findings, notes = _rendered(walked + roots, sites, findings, values or named_values, render)
     asm = assemble_sites(sites, flags, configs, plan=plan, files=files, findings=findings)
@@ -155,7 +155,7 @@ def _assemble(paths: list[str], flags: Flags | None, configs: Configs | None, *,
     return asm
 
 
-def _run_by_dockerfile(named: list[str], walked: list[str], sites: list[LaunchSite],
+def _run_by_container_files(named: list[str], walked: list[str], sites: list[LaunchSite],
                        findings: list[Finding]) -> tuple[list[LaunchSite], list[Finding]]:
     """A named script that a Dockerfile or compose file beside it copies or mounts and runs: its
     server as that file starts it (image version, environment), the file's other servers and

@@ -90,6 +90,11 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
     return _plugin_command(words)
 
 
+def python_modules(engine: str) -> tuple[str, ...]:
+    """The `python -m` modules that start this engine's server (data/engines/<name>.yaml)."""
+    return tuple(e["module"] for e in _table(engine).get("python_modules") or ())
+
+
 def wrapper_of(words: list[str]) -> dict[str, Any] | None:
     """The launcher a `python -m MODULE` command runs the engine through (the data's `wrapper`:
     its name and the prefix of its own options), or None."""

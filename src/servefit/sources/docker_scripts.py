@@ -1,8 +1,8 @@
-"""A Dockerfile whose ENTRYPOINT / CMD runs a script the build copies from the repository
-(`COPY start.sh /app/start.sh` then `ENTRYPOINT ["/bin/bash", "/app/start.sh"]`): the server is
-the one that script starts, in that image. Read through the Dockerfile, it gets the image's
-engine version and environment; the script read alone would get neither (the newest release is
-then assumed), so the run keeps the Dockerfile's reading (see drop_run_scripts)."""
+"""A container that runs a script of the repository: a Dockerfile's COPY of it (`COPY start.sh
+/app/start.sh` then `ENTRYPOINT ["/bin/bash", "/app/start.sh"]`) or a compose bind mount of it.
+The server is the one that script starts, in that image: read through the Dockerfile or compose
+file, it gets the image's engine version and environment; the script read alone would get neither
+(the newest release is then assumed), so the run keeps that reading (see drop_run_scripts)."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def _is_script(local: str) -> bool:
     """A file run directly as the command: a shell script (by its name, or its `#!` line)."""
     if local.endswith((".sh", ".bash")):
         return True
-    from servefit.sources.base import read_text
+    from servefit.sources import _head
 
-    head = (read_text(local) or "").split("\n", 1)[0]
+    head = (_head(local) or "").split("\n", 1)[0]
     return head.startswith("#!") and "sh" in head
 
 
@@ -173,12 +173,11 @@ def runners_of(named: list[str], walked: list[str], sites: list[LaunchSite]) -> 
                 if _runs_containers(f, file_kind(f)) and os.path.abspath(f) not in have \
                         and _mentions(f, os.path.basename(p)):
                     out.append(os.path.relpath(f) if _within(f, os.getcwd()) else f)
-            out = list(dict.fromkeys(out))
             parent = os.path.dirname(d)
             if parent == d or not _within(parent, root):
                 break
             d = parent
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _runs_containers(path: str, kind: str | None) -> bool:

@@ -102,10 +102,8 @@ def _bare_fa_dates(parsed: Parsed, table: Any, implied: Implied | None, version:
     raw = parsed.values.get("flash_attn")
     if version or moving_tag(site) or not (raw == [] or raw is True):
         return implied
-    if implied is not None and (implied.version is None or V.build(implied.version) < V.FA_AUTO):
+    if implied is not None:  # the options already date it (before b6325, or to no build at all)
         return implied
-    if implied is not None:
-        return implied  # a later option too: no build takes both
     before = [r for r in table.releases if V.build(r) < V.FA_AUTO]
     if not before:
         return implied

@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
-# the data's python_modules (data/engines/sglang.yaml) that start the LLM server
-MODULES = ("sglang.launch_server", "sglang.cli.main", "sglang_router.launch_server", "dynamo.sglang",
-           "dynamo.sglang.worker", "dynamo.sglang.decode_worker")
 ENV_VARS = ("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "CUDA_VISIBLE_DEVICES", "SGLANG_ENABLE_TORCH_COMPILE")
 # spellings other engines use for SGLang's choices (cross-engine hints)
 KV_HINTS = {"fp8_e4m3fn": "fp8_e4m3", "fp8": "fp8_e4m3", "fp8_e5m2fn": "fp8_e5m2", "float8_e4m3fn": "fp8_e4m3"}
@@ -51,7 +48,10 @@ class SglangEngine(Engine):
     image_patterns = ("lmsysorg/sglang", "sglang")
 
     def command_length(self, words: list[str]) -> int:
-        return serve_command_length(words, "sglang", MODULES, "sglang.cli.main") or serve_command_length(
+        from servefit.sources.detect import python_modules
+
+        llm = (*(m for m in python_modules("sglang") if m not in DIFFUSION_MODULES), "sglang.cli.main")
+        return serve_command_length(words, "sglang", llm, "sglang.cli.main") or serve_command_length(
             words, "sglang", DIFFUSION_MODULES, DIFFUSION_MODULES[1])
 
     def tune_adapter(self) -> Any:

@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 POSITIVE = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs", "block_size",
             "decode_context_parallel_size")
 INT_LISTS = ("cuda_graph_sizes", "cudagraph_capture_sizes")
-MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main",
-           "dynamo.vllm")
 ENV_VARS = ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "VLLM_USE_V1",
             "VLLM_PP_LAYER_PARTITION", "VLLM_MLA_DISABLE", "VLLM_ATTENTION_BACKEND", "VLLM_USE_V2_MODEL_RUNNER",
             "PYTORCH_CUDA_ALLOC_CONF", "CUDA_VISIBLE_DEVICES", "VLLM_API_KEY")
@@ -46,7 +44,9 @@ class VllmEngine(Engine):
                       "vllm-cuda", "vllm-serving")
 
     def command_length(self, words: list[str]) -> int:
-        return serve_command_length(words, "vllm", MODULES, "vllm.entrypoints.cli.main")
+        from servefit.sources.detect import python_modules
+
+        return serve_command_length(words, "vllm", python_modules("vllm"), "vllm.entrypoints.cli.main")
 
     def tune_adapter(self) -> Any:
         """The knobs tune turns for this engine (tune.py beside this module)."""
