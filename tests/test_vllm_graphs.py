@@ -199,7 +199,7 @@ def test_flashinfer_allreduce_fusion_takes_the_per_call_cost_off_hopper_graphs_f
     RMSNorm, with no custom all-reduce buffers registered per graph."""
     from test_vllm_engine import H100
 
-    from servefit.engines.vllm.graphs import CUSTOM_AR_GRAPH_COLLECTIVE
+    from servefit.engines.vllm.graph_allreduce import CUSTOM_AR_GRAPH_COLLECTIVE
 
     a100 = replace(H100, key="a100", name="NVIDIA A100-SXM4-80GB", compute_capability=80)
     per_graph = (2 * 32 + 1) * CUSTOM_AR_GRAPH_COLLECTIVE

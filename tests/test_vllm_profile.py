@@ -8,15 +8,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from servefit.engines.vllm.graph_allreduce import (
+    CUSTOM_AR_GRAPH_COLLECTIVE,
+    NCCL_GRAPH_COLLECTIVE,
+    NCCL_GRAPH_COLLECTIVE_CUMEM,
+)
 from servefit.engines.vllm.graphs import (
     CUBLAS_WORKSPACE,
     CUBLAS_WORKSPACE_SM90,
-    CUSTOM_AR_GRAPH_COLLECTIVE,
     FA3_MAX_SPLITS,
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
-    NCCL_GRAPH_COLLECTIVE,
-    NCCL_GRAPH_COLLECTIVE_CUMEM,
 )
 from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
 from servefit.engines.vllm.profile import SAMPLER_BYTES_PER_LOGIT
