@@ -321,3 +321,32 @@ def test_a_case_can_plan_the_checkpoint_as_it_stood_at_the_run():
                 if c["id"] == "vllm-6746-8xh100-llama31-405b-fp8-tp8-refused")
     now = {k: v for k, v in case.items() if k != "model_config"}
     assert acc.predict(case).memory.weights - acc.predict(now).memory.weights == 126 * 2 * 128 * 16384 * 2
+
+
+def test_v0_capture_figures_hold_the_full_graphs_own_pool():
+    """V0 captures full decode graphs only, into one pool that holds the largest batch's forward
+    (worker/model_runner.py::CUDAGraphRunner.capture keeps weak references to the outputs from 0.6.4);
+    up to 0.8.5 a GPTQ / AWQ Marlin GEMM adds its a_tmp and fp32 c_tmp there (gptq_marlin.cu)."""
+    from servefit.engines.vllm.graph_allreduce import CUSTOM_AR_GRAPH_COLLECTIVE
+    from servefit.engines.vllm.graphs import CUBLAS_WORKSPACE, CUBLAS_WORKSPACE_SM90, GRAPH_FULL_PER_LAYER
+
+    # Llama-3.1-8B at TP 2 on 0.6.4.post1: 35 decode graphs x 32 layers, 35 x (2 x 32 + 1) custom
+    # all-reduces, and a forward of 256 tokens: 4 x 4096 + 3 x 14336 / 2 values per token, bf16
+    case = next(c for c in acc.load_cases("vllm", "calibration") if c["id"] == "mapcoder-2x48gb-llama31-8b-tp2-v064post1")
+    forward = 256 * (4 * 4096 + 3 * 14336 // 2) * 2
+    assert acc.predict(case).detail.logged_cuda_graph_bytes == \
+        35 * 32 * GRAPH_FULL_PER_LAYER + 35 * 65 * CUSTOM_AR_GRAPH_COLLECTIVE + forward
+    assert round(acc.compare(case)["errors"]["cuda_graph_gib"], 3) == -0.059  # -13.8% without the pool
+    # Phi-4 GPTQ (Marlin) on an H100, 0.6.5: 35 graphs x 40 layers, Hopper's cuBLAS workspace, a forward of
+    # 256 tokens (4 x 5120 + 3 x 17920), and gate_up's Marlin scratch: a_tmp 256 x 5120 x 2 B, c_tmp
+    # 256 x 35840 x 4 B, less the SiluAndMul output not yet allocated (256 x 17920 x 2 B)
+    phi = next(c for c in acc.load_cases("vllm", "calibration") if c["id"] == "davidshare-h100-phi4-gptq-util015")
+    forward = 256 * (4 * 5120 + 3 * 17920) * 2
+    marlin = 256 * 5120 * 2 + 256 * 35840 * 4 - 256 * 17920 * 2
+    assert acc.predict(phi).detail.logged_cuda_graph_bytes == \
+        35 * 40 * GRAPH_FULL_PER_LAYER + CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE + forward + marlin
+    assert round(acc.compare(phi)["errors"]["cuda_graph_gib"], 3) == -0.172  # logged 0.27 GiB
+    # 0.9.0 sizes c_tmp by the SMs instead: no scratch in the pool
+    later = acc.predict({**phi, "version": "0.9.0", "env": {"VLLM_USE_V1": "0"}})
+    assert later.detail.logged_cuda_graph_bytes == 35 * 40 * GRAPH_FULL_PER_LAYER + CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE \
+        + forward

@@ -22,8 +22,16 @@ def graphs(extra: str, version: str):
     return p.detail.cuda_graph_sizes, p.memory.cuda_graphs
 
 
-def pool(piecewise: int, full: int, layers: int = 32) -> int:
-    return layers * (piecewise * GRAPH_PIECEWISE_PER_LAYER + full * GRAPH_FULL_PER_LAYER)
+# Llama-3.1-8B's forward working set per token, bf16: four hidden-width tensors beside the gate_up output
+# and the SiluAndMul output (3 x 14336), the MLP half, larger than the attention half
+LLAMA8B_FORWARD_PER_TOKEN = (4 * 4096 + 3 * 14336) * 2
+
+
+def pool(piecewise: int, full: int, layers: int = 32, largest: int = 0) -> int:
+    """Per-layer graph terms; where no piecewise graph is captured, the full graphs' own pool: one forward
+    of the largest captured size (V0's CUDAGraphRunner, V1's FULL-only modes)."""
+    own = largest * LLAMA8B_FORWARD_PER_TOKEN if not piecewise else 0
+    return layers * (piecewise * GRAPH_PIECEWISE_PER_LAYER + full * GRAPH_FULL_PER_LAYER) + own
 
 
 def test_the_default_mode_per_release():
@@ -55,23 +63,23 @@ def test_optimization_levels_from_012():
 
 def test_an_explicit_cudagraph_mode_is_captured_as_written():
     # FULL: every size as one full graph of a mixed batch, no separate decode graphs
-    assert graphs("-O.cudagraph_mode=FULL", "0.12.0") == (35, pool(0, 35))
+    assert graphs("-O.cudagraph_mode=FULL", "0.12.0") == (35, pool(0, 35, largest=256))
     # FULL_DECODE_ONLY: the uniform decode sizes only
-    assert graphs('--compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY"}', "0.12.0") == (19, pool(0, 19))
+    assert graphs('--compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY"}', "0.12.0") == (19, pool(0, 19, largest=128))
     assert graphs('--compilation-config {"cudagraph_mode":"PIECEWISE"}', "0.11.0") == (35, pool(35, 0))
     assert graphs('--compilation-config {"cudagraph_mode":"NONE"}', "0.20.0") == (0, 0)
     # 0.10.0: full_cuda_graph captures the whole forward as one graph per size
-    assert graphs('--compilation-config {"full_cuda_graph":true}', "0.10.0") == (35, pool(0, 35))
+    assert graphs('--compilation-config {"full_cuda_graph":true}', "0.10.0") == (35, pool(0, 35, largest=256))
 
 
 def test_a_compilation_mode_other_than_vllm_compile_drops_the_graphs_it_cannot_capture():
     full_decode = '--compilation-config {"mode":0,"cudagraph_mode":"FULL_DECODE_ONLY"}'
     # 0.12 overrides every mode to NONE; from 0.13 only modes that need the piecewise split
     assert graphs(full_decode, "0.12.0") == (0, 0)
-    assert graphs(full_decode, "0.13.0") == (19, pool(0, 19))
+    assert graphs(full_decode, "0.13.0") == (19, pool(0, 19, largest=128))
     assert graphs('--compilation-config {"mode":2}', "0.13.0") == (0, 0)
     # up to 0.11 a full mode runs at any level
-    assert graphs('--compilation-config {"level":0,"cudagraph_mode":"FULL"}', "0.11.0") == (35, pool(0, 35))
+    assert graphs('--compilation-config {"level":0,"cudagraph_mode":"FULL"}', "0.11.0") == (35, pool(0, 35, largest=256))
 
 
 def test_pooling_models_capture_piecewise_graphs_only():
@@ -88,9 +96,10 @@ def test_v0_captures_a_set_of_graphs_per_pipeline_stage():
     # stage's layers once per stage. 0.7.3 at 256 sequences: [1, 2, 4] + 8..256 step 8 = 35 sizes
     _, one = run("vllm serve m --max-model-len 8192", gpu=L4, version="0.7.3")
     _, two = run("vllm serve m --max-model-len 8192 -pp 2", gpu=L4, version="0.7.3", count=2)
-    assert one.detail.cuda_graph_sizes == 35 and one.memory.cuda_graphs == 35 * 32 * GRAPH_FULL_PER_LAYER
+    # One pool for every graph (graph_memory_pool), holding the largest batch's forward: 256 tokens
+    assert one.detail.cuda_graph_sizes == 35 and one.memory.cuda_graphs == pool(0, 35, largest=256)
     assert two.detail.cuda_graph_sizes == 2 * 35
-    assert two.memory.cuda_graphs == 2 * 35 * 16 * GRAPH_FULL_PER_LAYER
+    assert two.memory.cuda_graphs == pool(0, 2 * 35, layers=16, largest=256)
     # V0's -O0 is compilation level 0 (its default): the decode graphs are still captured
     _, o0 = run("vllm serve m --max-model-len 8192 -O0", gpu=L4, version="0.7.3")
     assert o0.detail.cuda_graph_sizes == 35

@@ -27,7 +27,9 @@ from servefit.engines.vllm.graph_mode import (
     spec_decode_without_full_graphs,
 )
 from servefit.engines.vllm.kvcache import speculative
+from servefit.engines.vllm.profile import forward_bytes
 from servefit.hardware.spec import GpuSpec
+from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
 
@@ -127,6 +129,14 @@ FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 # method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
 # --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
 AWQ_DEQUANT_TOKENS = 256
+# Up to 0.8.5 gptq_marlin_gemm (the GPTQ / AWQ Marlin kernels, csrc/quantization/gptq_marlin/gptq_marlin.cu)
+# allocates per call, beside its output, a_tmp [m, k] in the model's dtype and, for the fp32 global reduce
+# that marlin_utils.py turns on (USE_FP32_REDUCE_DEFAULT), c_tmp [determine_reduce_max_m(m), n] in fp32:
+# m rounded up to 16, 32, 48, 64, then 64 x min(ceil(m / 64), max_par 16). Captured, both sit in the graph
+# pool at the largest size. The symbol marlin::determine_reduce_max_m is in the 0.6.2, 0.6.5, 0.7.3 and
+# 0.8.5 wheels' _C.abi3.so and not in 0.9.0's, 0.9.1's or later ones (a c_tmp of SMs x 64 x 256 floats).
+MARLIN_REDUCE_UNTIL = (0, 9, 0)
+MARLIN_MAX_PAR = 16
 # FlashInfer's attention backend builds a decode wrapper of its own for every FULL decode graph size
 # (v1/attention/backends/flashinfer.py::FlashInferMetadataBuilder._get_decode_wrapper with use_cudagraph:
 # _decode_wrappers_cudagraph[batch_size], read in the 0.12.0, 0.19.0 and 0.24.0 wheels), and each
@@ -139,6 +149,14 @@ AWQ_DEQUANT_TOKENS = 256
 # measurement, which from 0.18 starts on an emptied cache (capture.py). envs.py default 394 MiB (0.12 - 0.24).
 FLASHINFER_DECODE_WORKSPACE = 8 * MiB
 FLASHINFER_FLOAT_WORKSPACE = 394 * MiB
+# Where no piecewise graph is captured (V0 always; V1's FULL / FULL_DECODE_ONLY modes) the shared pool is
+# the full graphs' own: V0's worker/model_runner.py::CUDAGraphRunner.capture captures the whole model into
+# the pool handed from graph to graph (graph_memory_pool) and, from 0.6.4 (the first release that logs
+# "took X GiB"), keeps only weak references to the outputs (weak_ref_tensor), so the pool holds one
+# forward's working set at the largest batch, captured first (read in the 0.6.4.post1 and 0.6.5 wheels;
+# 0.6.3 keeps the outputs and logs no figure). GRAPH_FULL_PER_LAYER is fitted on FULL decode graphs
+# captured after the piecewise ones (FULL_AND_PIECEWISE), whose larger pool they reuse: it holds no pool.
+# Priced as profile.forward_bytes prices a forward of that many tokens.
 # FlashAttention 3 (Hopper) with full CUDA graphs pins an upper bound of splits so that its
 # split-KV buffers [num_splits, heads, tokens, head_dim] (fp32, plus the fp32 LSE) are allocated
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
@@ -268,6 +286,27 @@ def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSp
         shapes += [(h, 2 * model.intermediate_size // tp), (model.intermediate_size // tp, h)]
     return max((k * n + t * n) * 2 for k, n in shapes)
 
+def marlin_reduce_scratch(model: ModelSpec, r: Resolved, tokens: int, gpu: GpuSpec | None, settings: dict) -> int:
+    """The Marlin GEMM's a_tmp and fp32 c_tmp at `tokens` (see MARLIN_REDUCE_UNTIL) beyond the forward's
+    tensors the pool is priced with: the largest over the attention projections and, for a dense model,
+    gate_up, whose SiluAndMul output (counted in the forward) does not exist yet while the GEMM runs. GPTQ
+    and AWQ checkpoints run Marlin on GPUs that have it, unless --quantization names the plain method."""
+    sc = r.scheme
+    name = sc.name.lower().removesuffix("_marlin") if sc is not None else ""
+    if sc is None or name not in ("gptq", "awq", "compressed-tensors") or sc.bits != 4 or r.version >= MARLIN_REDUCE_UNTIL:
+        return 0
+    if not r.marlin_cc or str(settings.get("quantization") or "") in ("gptq", "awq"):
+        return 0
+    m = tokens
+    reduce_m = next((x for x in (16, 32, 48, 64) if m <= x), 64 * min(-(-m // 64), MARLIN_MAX_PAR))
+    db, h, tp, hd = dtype_bytes(r.dtype), model.hidden_size, max(r.tp, 1), model.head_dim
+    shapes: list[tuple[int, int, float]] = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // tp, 0),
+                                            (model.num_attention_heads * hd // tp, h, 0)]
+    if not model.is_moe:
+        inter = model.intermediate_size // tp
+        shapes.append((h, 2 * inter, m * inter * db))
+    return int(max(0, max(m * k * db + reduce_m * n * 4 - credit for k, n, credit in shapes)))
+
 def moe_extra_kernels(model: ModelSpec) -> float:
     """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers
     (MOE_EXTRA_KERNELS on each fused-MoE layer: from first_k_dense_replace on, every moe_layer_step-th)."""
@@ -345,6 +384,9 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
     total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
+    if full and not piecewise:  # the full graphs' own pool (see above)
+        total += forward_bytes(model, r, max(full))
+    total += marlin_reduce_scratch(model, r, max(piecewise + full), gpu, cfg.settings)
     if gpu is not None and gpu.compute_capability == 90 and r.version >= (0, 5, 0):
         total += CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
     return graphs, int(total)
