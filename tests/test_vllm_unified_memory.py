@@ -92,21 +92,27 @@ def test_unified_memory_start_check_and_what_it_assumes():
                              "utilization (0.999, 121.57 GiB)")
     _, p = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1")
     assert p.outcome == "started"
-    [avail, graphs] = [a for a in p.assumptions if a.startswith("unified memory")]
+    [avail, graphs, took] = [a for a in p.assumptions if a.startswith("unified memory")]
     assert avail == ("unified memory: vLLM reads the memory the OS reports available (MemAvailable): it refuses to "
                      "start unless 115.61 GiB of the 121.69 GiB are available, so the OS, other programs and vLLM's "
                      "own processes may hold at most 6.08 GiB at start; host memory those take while vLLM loads and "
                      "profiles is charged to the KV cache too, and is not predicted")
     assert graphs.startswith("unified memory: the CUDA-graph estimate vLLM subtracts is read from CUDA's free memory")
+    # the capture log's figure is MemFree's drop in every release (capture_model's torch.cuda.mem_get_info)
+    assert took == ("unified memory: the capture log's 'took X GiB' is the drop in CUDA's free memory (the kernel's "
+                    "MemFree), not the graphs' size: page cache the kernel reclaims for them hides them (near the "
+                    "utilization ceiling the log can read about 0), host memory and files written meanwhile add in; "
+                    "the plan gives what the graphs hold")
     _, old = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.9", GB10, "0.11.0")
-    [note] = [a for a in old.assumptions if a.startswith("unified memory")]  # no graph estimate before 0.20
+    [note, old_took] = [a for a in old.assumptions if a.startswith("unified memory")]  # no graph estimate before 0.20
+    assert old_took == took
     assert note.startswith("unified memory: vLLM 0.11.0 reads free memory from CUDA, which on this device counts the "
                            "page cache as used: it refuses to start unless 109.52 GiB of the 121.69 GiB are free")
     _, first = plan("vllm serve m --max-model-len 8192", GB10, "0.12.0")  # the first release that reads MemAvailable
     assert [a[:77] for a in first.assumptions if a.startswith("unified memory")] == [
-        "unified memory: vLLM reads the memory the OS reports available (MemAvailable)"]
+        "unified memory: vLLM reads the memory the OS reports available (MemAvailable)", took[:77]]
     _, eager = plan("vllm serve m --max-model-len 8192 --enforce-eager", GB10, "0.25.1")
-    assert len([a for a in eager.assumptions if a.startswith("unified memory")]) == 1
+    assert len([a for a in eager.assumptions if a.startswith("unified memory")]) == 1  # no graphs, no capture log
     _, h100 = plan("vllm serve m --max-model-len 8192", lookup("H100"), "0.25.1")
     assert not [a for a in h100.assumptions if a.startswith("unified memory")]
 
@@ -159,7 +165,7 @@ def test_up_to_011_the_checkpoint_in_the_page_cache_counts_against_the_kv_cache(
     assert new.memory.non_torch == dummy.memory.non_torch
     m = old.memory
     assert old.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch
-    [note] = [a for a in old.assumptions if a.startswith("unified memory")]
+    [note, _took] = [a for a in old.assumptions if a.startswith("unified memory")]  # and the capture log's reading
     assert note.endswith("planned with an empty page cache at start (as after `sync; echo 3 > /proc/sys/vm/drop_caches`"
                          "), so the checkpoint files read while loading count against the KV cache as non-torch "
                          "memory, taken as the weights' size")

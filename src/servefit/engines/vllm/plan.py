@@ -314,7 +314,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out.assumptions.append(drafter_note)
     if note := mxfp4_note(model, r, gpu.compute_capability):
         out.assumptions.append(note)
-    out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and any(d.cuda_graphs for d in devices)))
+    captured = any(d.cuda_graphs for d in devices)
+    out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and captured, captured))
     out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
     if note := capture_note(released, e.version, autotune):
         out.assumptions.append(note)

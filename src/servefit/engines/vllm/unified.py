@@ -16,6 +16,12 @@ release, and what that leaves servefit unable to know: said as assumptions, not 
 - From 0.20 the CUDA-graph estimate the budget subtracts is read from CUDA's free memory around two
   captures per mode (v1/worker/gpu_model_runner.py::profile_cudagraph_memory), i.e. MemFree, so files
   written meanwhile (kernels compiled on a first start) enlarge it.
+- In every release the capture log's figure ("Graph capturing finished ..., took X GiB", and from 0.20 the
+  pool's "actual") is the drop in CUDA's free memory across capture_model (torch.cuda.mem_get_info in
+  worker/model_runner.py and v1/worker/gpu_model_runner.py, torch.accelerator.get_memory_info from 0.33),
+  i.e. MemFree: page cache the kernel reclaims to make room for the graphs hides them (with the KV cache
+  sized to the utilization ceiling MemFree may sit at the kernel's reclaim floor, and the figure read near
+  0), while host memory taken and files written meanwhile count in. Neither is predicted.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ def page_cache(gpu: GpuSpec, e: Era, weights: int, settings: dict) -> int:
     return weights
 
 
-def notes(gpu: GpuSpec, e: Era, budget: int, graphs_subtracted: bool) -> list[str]:
+def notes(gpu: GpuSpec, e: Era, budget: int, graphs_subtracted: bool, graphs_captured: bool = False) -> list[str]:
     """The assumptions a plan on a unified-memory device rests on, in this release's terms."""
     if not gpu.integrated:
         return []
@@ -57,4 +63,9 @@ def notes(gpu: GpuSpec, e: Era, budget: int, graphs_subtracted: bool) -> list[st
         out.append("unified memory: the CUDA-graph estimate vLLM subtracts is read from CUDA's free memory, which "
                    "here also drops with files written during the captures (kernels compiled on a first start); "
                    "predicted as on a discrete GPU")
+    if graphs_captured:
+        out.append("unified memory: the capture log's 'took X GiB' is the drop in CUDA's free memory (the kernel's "
+                   "MemFree), not the graphs' size: page cache the kernel reclaims for them hides them (near the "
+                   "utilization ceiling the log can read about 0), host memory and files written meanwhile add in; "
+                   "the plan gives what the graphs hold")
     return out
