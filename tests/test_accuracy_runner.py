@@ -346,6 +346,10 @@ def test_v0_capture_figures_hold_the_full_graphs_own_pool():
     assert acc.predict(phi).detail.logged_cuda_graph_bytes == \
         35 * 40 * GRAPH_FULL_PER_LAYER + CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE + forward + marlin
     assert round(acc.compare(phi)["errors"]["cuda_graph_gib"], 3) == -0.172  # logged 0.27 GiB
+    # --quantization gptq forces the exllama kernels (gptq.py), not Marlin: no scratch
+    plain = acc.predict({**phi, "command": phi["command"] + " --quantization gptq"})
+    assert plain.detail.logged_cuda_graph_bytes == 35 * 40 * GRAPH_FULL_PER_LAYER + CUBLAS_WORKSPACE_SM90 \
+        - CUBLAS_WORKSPACE + forward
     # 0.9.0 sizes c_tmp by the SMs instead: no scratch in the pool
     later = acc.predict({**phi, "version": "0.9.0", "env": {"VLLM_USE_V1": "0"}})
     assert later.detail.logged_cuda_graph_bytes == 35 * 40 * GRAPH_FULL_PER_LAYER + CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE \

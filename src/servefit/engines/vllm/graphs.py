@@ -342,8 +342,8 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
                  gpu: GpuSpec | None = None, last_stage: bool = True) -> tuple[int, int]:
     """(number of captured graphs, estimated pool bytes). vLLM captures, not computes, this
     (gpu_model_runner.py::capture_model logs "Graph capturing finished in N secs, took X GiB");
-    the per-graph terms are calibrated, the FA3 split buffers and the AWQ dequantized weights
-    follow the kernels' shapes. What the logged figure is (read in the 0.11.0, 0.20.0 and 0.33.0
+    the per-graph terms are calibrated; the FA3 split buffers, the AWQ dequantized weights, the Marlin
+    scratch and a full-graph-only pool follow the kernels' shapes. What the logged figure is (read in the 0.11.0, 0.20.0 and 0.33.0
     wheels): the drop in free device memory (mem_get_info) from before the first capture to after
     the last one, taken before capture_model's closing empty_cache, so it holds the driver's memory
     for every instantiated graph, the shared graph pool (compilation/cuda_graph.py::CUDAGraphWrapper
