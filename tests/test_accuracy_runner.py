@@ -158,6 +158,9 @@ VLLM_NOT_EVALUABLE: set[str] = set()
 # doubled KV element size (about -50%) fails every fp8-KV case.
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
+    # session 27 gather, calibration by the hash rule (not fitted): V0 0.6.4.post1 on a 24 GB card under WSL
+    # logs non_torch_memory=1.66GiB where 0.39 GiB is planned, so the KV pool (3.51 GiB) is 1.3 GiB smaller
+    ("m2a-wsl-24gb-qwen25-7b-v0-16k-064", "max_concurrency"): 0.3769,
     # Qwen3.8-27B-FP8 is sized as Qwen3.6-27B (nearest catalogued release of the line: no public
     # config); on a 0.26.1 main build (0.27's consumed-memory budget) with TP2 on
     # RTX 5090s the token count is 13% low
