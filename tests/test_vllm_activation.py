@@ -66,10 +66,9 @@ def test_before_0_8_the_w1_and_w2_outputs_had_buffers_of_their_own():
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
     t = 8192
     _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.7.3")
-    # V0: 3 hidden-width tensors beside the MLP's intermediates (profile.py V0_HIDDEN_TENSORS)
-    assert old.memory.activation_peak == t * 3 * 2048 * 2 + t * 8 * (1536 + 768 + 2048) * 2 + t * 128 * 2 * 2
+    assert old.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (1536 + 768 + 2048) * 2 + t * 128 * 2 * 2
     _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
-    assert new.memory.activation_peak == t * 3 * 2048 * 2 + t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
+    assert new.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
 
 
 def test_data_parallel_gathers_every_rank_tokens_into_the_moe_layer():
@@ -163,9 +162,8 @@ def test_v0_gemma3_dummy_prompts_carry_one_image_each():
     min(max_num_seqs, 16384 // 256) prompts, each with one image (V0's default limit)."""
     argv = "vllm serve m --max-model-len 16384 --max-num-seqs {}"
     _, few = run(argv.format(8), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
-    # 8 images: the forward wins (V0: 3 hidden-width tensors, profile.py V0_HIDDEN_TENSORS), their float32
-    # pixels beside it
-    assert few.memory.activation_peak == 16384 * (3 * 5376 + 3 * 21504) * 2 + 8 * 4096 * FP32_PIXELS
+    # 8 images: the forward wins, their float32 pixels beside it
+    assert few.memory.activation_peak == 16384 * (4 * 5376 + 3 * 21504) * 2 + 8 * 4096 * FP32_PIXELS
     _, many = run(argv.format(256), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
     assert many.memory.activation_peak == 64 * 4096 * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)  # 64 images
 
@@ -242,7 +240,7 @@ def test_llava_and_paligemma_encode_one_fixed_image():
     from servefit.engines.vllm.encoder import fixed_tower
 
     _, p = run("vllm serve m --max-model-len 4096", model=LLAVA15, gpu=H100, version="0.6.3")
-    assert p.memory.activation_peak == 4095 * (3 * 4096 + 3 * 11008) * 2 + 7 * 576 * FP32_PIXELS  # V0: 3 hidden
+    assert p.memory.activation_peak == 4095 * (4 * 4096 + 3 * 11008) * 2 + 7 * 576 * FP32_PIXELS
     assert any("7 dummy image item(s) of 576 tokens; the LM profiling forward runs 4,095" in a for a in p.assumptions)
     pali = replace(LLAVA15, model_type="paligemma", vision={"model_type": "siglip_vision_model", "hidden_size": 1152,
                                                             "intermediate_size": 4304, "image_size": 224,

@@ -46,17 +46,6 @@ MiB = 2**20
 # rounding). Fewer than 128 rows take segmented_sort_pairs_by_full_sort (two int2 index/segment copies,
 # ~50 B), not modelled.
 SAMPLER_BYTES_PER_LOGIT = 39
-# Hidden-width tensors a forward holds beside the MLP's intermediates (forward_bytes). V1 (torch.compile's
-# piecewise graphs): 4, calibrated on the V1 logs. V0 runs the model eagerly: 3, from the two V0 0.6.4 logs of
-# Llama-3.1-8B on an RTX 3090 (vLLM issue #10517, no chunked prefill, so the dummy forward is max_model_len
-# tokens): their torch peaks less the weights, 2.07 GiB at 20,000 tokens and 2.99 at 29,000, put 110 KB on
-# each token, 3 x 8 KiB hidden + 3 x 28 KiB of gate_up and SiluAndMul output within 1%, where 4 would be
-# 118 KB (both logs 7% high). The code shows 2 of them held while the activation runs
-# (models/llama.py::LlamaDecoderLayer.forward in the 0.6.4 wheel: the residual, updated in place by the fused
-# add-norm, and the normed input the caller keeps; LlamaMLP.forward rebinds x, so gate_up is freed after
-# SiluAndMul): the third is not found in the code.
-V0_HIDDEN_TENSORS = 3
-V1_HIDDEN_TENSORS = 4
 SAMPLER_BYTES_PER_LOGIT_016 = 15
 # Model Runner V2 up to 0.32 (v1/worker/gpu/model_runner.py::_dummy_sampler_run, the same in the 0.25.0
 # to 0.32.0 wheels; the sampler read in 0.30.0 / 0.31.0) samples an empty dummy batch: SamplingStates
@@ -217,7 +206,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    fwd = forward_bytes(model, r, t, V1_HIDDEN_TENSORS if v1 else V0_HIDDEN_TENSORS) + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
+    fwd = forward_bytes(model, r, t) + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
     if pooling_runner(model, settings or {}, v1):
         last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
@@ -240,13 +229,13 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     return max(enc.peak, enc.outputs + enc.inputs + lm) if enc else lm
 
 
-def forward_bytes(model: ModelSpec, r: Resolved, tokens: int, hidden_tensors: int = V1_HIDDEN_TENSORS) -> int:
+def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
     """Working set of one forward of `tokens` tokens, the larger of a decoder layer's two halves: the
-    hidden states (`hidden_tensors` of them: V1_HIDDEN_TENSORS, V0_HIDDEN_TENSORS) and the MLP's or the
-    fused-MoE kernel's intermediates (forward.py mlp_bytes), or the attention's projections beside the
-    MoE workspace that outlives the MLP (forward.py attention_stage_bytes, moe_workspace_bytes)."""
+    hidden states and the MLP's or the fused-MoE kernel's intermediates (forward.py mlp_bytes), or the
+    attention's projections beside the MoE workspace that outlives the MLP (forward.py
+    attention_stage_bytes, moe_workspace_bytes)."""
     db = dtype_bytes(r.dtype)
-    mlp = int(tokens * hidden_tensors * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
+    mlp = int(tokens * 4 * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
     return max(mlp, attention_stage_bytes(model, r, tokens, db) + moe_workspace_bytes(model, r, tokens, db))
 
 
