@@ -1,0 +1,86 @@
+"""The V1 engine's default in 0.8 - 0.10: where a command asks for something V1 does not support yet, vLLM
+quietly runs the V0 engine instead (engine/arg_utils.py::EngineArgs._is_v1_supported_oracle, then
+create_engine_config: envs.set_vllm_use_v1(False) when VLLM_USE_V1 is not set). The V0 engine profiles,
+counts non-torch memory, captures graphs and picks its batch defaults its own way, so the plan follows the
+engine that runs. Each trigger below names the wheels read; a range boundary between two read releases is
+placed at the later one read without it. With VLLM_USE_V1 set explicitly there is no fallback (the era's
+v1 already says which engine; _raise_or_fallback raises instead)."""
+
+from __future__ import annotations
+
+from servefit.core import EngineConfig
+from servefit.engines.vllm.era import Era, vtuple
+from servefit.engines.vllm.forward import pooling_runner
+from servefit.hardware.spec import GpuSpec
+from servefit.memory.kv import latent_cache
+from servefit.models.spec import ModelSpec
+
+ORACLE_FROM, ORACLE_UNTIL = (0, 8, 0), (0, 11, 0)  # V0 removed in 0.11.0
+# "Compute Capability < 8.0" (needs FlashAttention): in the 0.8.0, 0.8.2, 0.8.5, 0.9.0, 0.9.2, 0.10.0 and
+# 0.10.1.1 oracles, gone from 0.10.2's
+CC_UNTIL = (0, 10, 2)
+# V1_UNSUPPORTED_QUANT: ["bitsandbytes", "gguf"] in 0.8.0 and 0.8.2, ["gguf"] in 0.8.5, absent in 0.9.0
+QUANT_UNTIL = {"bitsandbytes": (0, 8, 5), "gguf": (0, 9, 0)}
+# `model_config.task not in ["generate"]` (pooling models) and `dtype not in V1_SUPPORTED_DTYPES` (fp16 /
+# bf16 only): in 0.8.0 - 0.9.0, absent in 0.9.2
+POOLING_UNTIL = DTYPE_UNTIL = (0, 9, 2)
+# LoRA and pipeline parallelism: `_warn_or_fallback("LORA")` / ("PP") in 0.8.0 and 0.8.2, absent in 0.8.5
+LORA_PP_UNTIL = (0, 8, 5)
+# Mamba-style layers: `model_config.has_inner_state and _warn_or_fallback("Mamba")` in 0.9.2 - 0.10.1.1
+# (before that the classes are SupportsV0Only, not is_v1_compatible), absent in 0.10.2
+MAMBA_UNTIL = (0, 10, 2)
+# `not model_config.is_v1_compatible` (model_executor/models/registry.py::is_v1_compatible: the class is not
+# SupportsV0Only): the encoder-decoder classes that are SupportsV0Only in both the 0.8.2 and the 0.10.2 wheels
+V0_ONLY_ARCHS = frozenset({"MllamaForConditionalGeneration", "BartForConditionalGeneration",
+                           "MBartForConditionalGeneration", "Florence2ForConditionalGeneration"})
+# --kv-cache-dtype other than auto: unconditional in 0.8.0, conditional (_fp8_kv_supported) from 0.8.2
+KV_ANY_UNTIL = (0, 8, 2)
+
+
+def _fp8_kv_supported(model: ModelSpec, gpu: GpuSpec, version: tuple[int, int, int], env: dict[str, str]) -> bool:
+    """Whether V1 takes this --kv-cache-dtype: 0.8.2 - 0.10.0 only where FlashAttention 3 runs it, a Hopper
+    card with no VLLM_ATTENTION_BACKEND or FLASH_ATTN_VLLM_V1 (attention/utils/fa_utils.py::
+    flash_attn_supports_fp8: FA version 3 and capability major 9); 0.10.2 asks the platform (platforms/
+    cuda.py::CudaPlatformBase.is_kv_cache_dtype_supported): any Blackwell (10.0) backend, FlashInfer when
+    chosen, and for MLA models FlashMLA / CUTLASS MLA, which are their default."""
+    backend = env.get("VLLM_ATTENTION_BACKEND") or None
+    cc = gpu.compute_capability
+    if version >= (0, 10, 2):
+        if latent_cache(model):
+            return backend in (None, "FLASHMLA", "CUTLASS_MLA")
+        if cc == 100 or backend == "FLASHINFER":
+            return True
+    return cc // 10 == 9 and backend in (None, "FLASH_ATTN_VLLM_V1") and not latent_cache(model)
+
+
+def v0_fallback(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> str | None:
+    """What makes this release run the V0 engine for this command although V1 is its default, in the
+    user's words; None where V1 runs (or V0 was chosen with VLLM_USE_V1=0)."""
+    v, s, env = vtuple(e.version), cfg.settings, cfg.env or {}
+    if not e.v1 or not ORACLE_FROM <= v < ORACLE_UNTIL or env.get("VLLM_USE_V1") is not None:
+        return None
+    nvidia = gpu.vendor == "nvidia"
+    if nvidia and v < CC_UNTIL and gpu.compute_capability < 80:
+        return f"compute capability {gpu.compute_capability / 10:.1f} (V1 needs 8.0 or newer in this release)"
+    method = str(s.get("quantization") or (model.quantization or {}).get("quant_method") or "").lower()
+    if v < QUANT_UNTIL.get(method, (0, 0, 0)):
+        return f"--quantization {method}"
+    kv = str(s.get("kv_cache_dtype") or "auto")
+    if kv != "auto" and (v < KV_ANY_UNTIL or nvidia and not _fp8_kv_supported(model, gpu, v, env)):
+        return f"--kv-cache-dtype {kv} on this GPU"
+    if v < POOLING_UNTIL and pooling_runner(model, s, True):
+        return "a pooling (embedding / classification) model"
+    if v < DTYPE_UNTIL and str(s.get("dtype") or "auto").lower() in ("float32", "float", "fp32"):
+        return "--dtype float32"
+    if v < LORA_PP_UNTIL and (s.get("enable_lora") or int(s.get("pipeline_parallel_size") or 1) > 1):
+        return "--enable-lora" if s.get("enable_lora") else "pipeline parallelism"
+    if v < MAMBA_UNTIL and any(k in ("mamba", "linear") for k in model.kinds()):
+        return "Mamba-style layers"
+    if model.architecture in V0_ONLY_ARCHS:
+        return f"{model.architecture} (V0 only in this release)"
+    return None
+
+
+def note(version: str, why: str) -> str:
+    return (f"vLLM {version} runs this command on its V0 engine, not V1 (it falls back for {why}; "
+            "VLLM_USE_V1=1 would make it an error instead): planned as V0 profiles and counts memory")
