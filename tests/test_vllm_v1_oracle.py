@@ -105,3 +105,15 @@ def test_eformat_gguf_q8_case_runs_v0_with_q8_weights():
     assert abs(err["weights_gib"] - -0.016) <= 0.005, err
     assert abs(err["max_concurrency"] - 0.030) <= 0.01, err
     assert abs(err["kv_cache_gib"] - 0.032) <= 0.01, err
+
+
+def test_gguf_embedding_stays_quantized_on_the_first_pipeline_stage():
+    # tied embeddings: the first stage holds the embedding beside its half of the layers, the last stage
+    # nothing more (its lm_head is the embedding), so the stages differ by the Q8_0 embedding alone
+    tied = replace(LLAMA8B, tie_word_embeddings=True, quantization={"quant_method": "gguf", "type": "Q8_0"},
+                   params=LLAMA8B.params - 128256 * 4096)  # no lm_head of its own
+    _, plan = run("vllm serve x.gguf --pipeline-parallel-size 2 --max-model-len 4096", model=tied, gpu=H100,
+                  count=2, version="0.10.2")
+    first, last = (d.weights for d in plan.devices)
+    embed_q8 = 128256 * 4096 * 34 / 32
+    assert abs((first - last) - embed_q8) / embed_q8 < 0.02, (first - last, embed_q8)
