@@ -117,3 +117,24 @@ def test_gguf_embedding_stays_quantized_on_the_first_pipeline_stage():
     first, last = (d.weights for d in plan.devices)
     embed_q8 = 128256 * 4096 * 34 / 32
     assert abs((first - last) - embed_q8) / embed_q8 < 0.02, (first - last, embed_q8)
+
+
+@pytest.mark.parametrize("extra, version, why", [
+    ("--num-scheduler-steps 8", "0.9.0", "--num-scheduler-steps"),
+    ("--num-scheduler-steps 8", "0.10.1.1", None),  # gone from 0.10.1.1's oracle
+    ("--num-scheduler-steps 1", "0.9.0", None),  # the default
+    ("--scheduling-policy priority", "0.8.5", "--scheduling-policy"),
+    ("--scheduling-policy priority", "0.9.2", None),
+    ("--cpu-offload-gb 4", "0.8.2", "--cpu-offload-gb"),
+    ("--cpu-offload-gb 4", "0.8.5", None),
+    ("--cpu-offload-gb 0", "0.8.2", None),
+    ("--disable-async-output-proc", "0.10.2", "--disable-async-output-proc"),
+    ("--enable-prompt-embeds", "0.10.2", "--enable-prompt-embeds"),
+    ("--speculative-model [ngram] --num-speculative-tokens 3", "0.8.2", "speculative decoding (ngram)"),
+    ('--speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}', "0.8.5",
+     "speculative decoding (ngram)"),
+    ('--speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}', "0.9.0", None),
+])
+def test_scheduler_and_speculative_flags_by_release(extra, version, why):
+    note = v0_note(run(f"{BASE} {extra}", gpu=L4, version=version)[1])
+    assert (note is None) if why is None else (note is not None and f"falls back for {why};" in note), note

@@ -11,6 +11,7 @@ from __future__ import annotations
 from servefit.core import EngineConfig
 from servefit.engines.vllm.era import Era, vtuple
 from servefit.engines.vllm.forward import pooling_runner
+from servefit.engines.vllm.kvcache import speculative
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
@@ -35,6 +36,22 @@ V0_ONLY_ARCHS = frozenset({"MllamaForConditionalGeneration", "BartForConditional
                            "MBartForConditionalGeneration", "Florence2ForConditionalGeneration"})
 # --kv-cache-dtype other than auto: unconditional in 0.8.0, conditional (_fp8_kv_supported) from 0.8.2
 KV_ANY_UNTIL = (0, 8, 2)
+# Speculative decoding: every method in 0.8.0 - 0.8.5 (ngram and EAGLE through _warn_or_fallback, the rest
+# through _raise_or_fallback); 0.9.0 - 0.10.0 keep V1 for ngram, medusa, eagle, eagle3 and deepseek_mtp only;
+# the check is gone from 0.10.1.1
+SPEC_ALL_UNTIL, SPEC_SOME_UNTIL = (0, 9, 0), (0, 10, 1)
+SPEC_V1_METHODS = frozenset({"ngram", "[ngram]", "medusa", "eagle", "eagle3", "mtp"})
+# Scheduler and engine flags V1 lacks, by the oracle's feature_name, as (setting, its default, until):
+# --preemption-mode, --disable-async-output-proc, --scheduler-delay-factor and concurrent partial prefills in
+# every oracle read; --num-scheduler-steps until 0.10.0 (gone in 0.10.1.1); --scheduling-policy until 0.9.0
+# (gone in 0.9.2); --cpu-offload-gb in 0.8.0 and 0.8.2 (gone in 0.8.5); --enable-prompt-adapter until 0.9.2
+# (gone in 0.10.0); --enable-prompt-embeds from 0.9.0 (first read there)
+FLAGS = (("preemption_mode", None, ORACLE_UNTIL), ("disable_async_output_proc", False, ORACLE_UNTIL),
+         ("scheduler_delay_factor", 0.0, ORACLE_UNTIL), ("max_num_partial_prefills", 1, ORACLE_UNTIL),
+         ("max_long_partial_prefills", 1, ORACLE_UNTIL), ("num_scheduler_steps", 1, (0, 10, 1)),
+         ("scheduling_policy", "fcfs", (0, 9, 2)), ("cpu_offload_gb", 0.0, (0, 8, 5)),
+         ("enable_prompt_adapter", False, (0, 10, 0)))
+PROMPT_EMBEDS_FROM = (0, 9, 0)
 
 
 def _fp8_kv_supported(model: ModelSpec, gpu: GpuSpec, version: tuple[int, int, int], env: dict[str, str]) -> bool:
@@ -72,12 +89,29 @@ def v0_fallback(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> st
         return "a pooling (embedding / classification) model"
     if v < DTYPE_UNTIL and str(s.get("dtype") or "auto").lower() in ("float32", "float", "fp32"):
         return "--dtype float32"
+    if why := _flag(s, v):
+        return why
+    method = speculative(s)[0] or ("ngram" if str(s.get("speculative_model") or "") in ("ngram", "[ngram]")
+                                   else "draft model" if s.get("speculative_model") else "")
+    if method and (v < SPEC_ALL_UNTIL or v < SPEC_SOME_UNTIL and method not in SPEC_V1_METHODS):
+        return f"speculative decoding ({method})"
     if v < LORA_PP_UNTIL and (s.get("enable_lora") or int(s.get("pipeline_parallel_size") or 1) > 1):
         return "--enable-lora" if s.get("enable_lora") else "pipeline parallelism"
     if v < MAMBA_UNTIL and any(k in ("mamba", "linear") for k in model.kinds()):
         return "Mamba-style layers"
     if model.architecture in V0_ONLY_ARCHS:
         return f"{model.architecture} (V0 only in this release)"
+    return None
+
+
+def _flag(s: dict, v: tuple[int, int, int]) -> str | None:
+    """The first flag V1 lacks in this release that the command sets off its default (FLAGS)."""
+    for name, default, until in FLAGS:
+        val = s.get(name)
+        if v < until and val is not None and val not in ("", default) and str(val).lower() != str(default).lower():
+            return f"--{name.replace('_', '-')}"
+    if v >= PROMPT_EMBEDS_FROM and s.get("enable_prompt_embeds"):
+        return "--enable-prompt-embeds"
     return None
 
 
