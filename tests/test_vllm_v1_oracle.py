@@ -16,7 +16,7 @@ from servefit.hardware.catalog import resolve_gpu
 from servefit.memory.weights import gguf_scheme, scheme_for
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_vllm_engine import LLAMA8B, run  # noqa: E402
+from test_vllm_engine import DSV3, LLAMA8B, run  # noqa: E402
 
 T4, L4, H100, B200 = (resolve_gpu(n) for n in ("T4", "L4", "H100", "B200"))
 BASE = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 4096"
@@ -138,3 +138,18 @@ def test_gguf_embedding_stays_quantized_on_the_first_pipeline_stage():
 def test_scheduler_and_speculative_flags_by_release(extra, version, why):
     note = v0_note(run(f"{BASE} {extra}", gpu=L4, version=version)[1])
     assert (note is None) if why is None else (note is not None and f"falls back for {why};" in note), note
+
+
+def test_fp8_kv_backends_by_release():
+    cmd = f"{BASE} --kv-cache-dtype fp8"
+    triton = {"VLLM_ATTENTION_BACKEND": "TRITON_ATTN_VLLM_V1"}
+    assert v0_note(run(cmd, gpu=L4, version="0.10.2", env=triton)[1]) is None  # Ada: supports_fp8 (8.9)
+    assert v0_note(run(cmd, gpu=resolve_gpu("A100"), version="0.10.2", env=triton)[1]) is not None
+    assert v0_note(run(cmd, gpu=B200, version="0.10.0")[1]) is None  # capability 10.0 from 0.10.0
+    assert v0_note(run(cmd, gpu=B200, version="0.9.2")[1]) is not None
+    # an MLA model on Hopper: FlashAttention 3 takes it before 0.10.2 (the check does not ask about MLA)
+    assert v0_note(run(cmd, model=DSV3, gpu=H100, count=8, version="0.10.1.1")[1]) is None
+    # 0.10.2 asks the MLA backend instead: FlashMLA (the default) takes it, FlashAttention does not
+    assert v0_note(run(cmd, model=DSV3, gpu=H100, count=8, version="0.10.2")[1]) is None
+    flash = {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN_VLLM_V1"}
+    assert v0_note(run(cmd, model=DSV3, gpu=H100, count=8, version="0.10.2", env=flash)[1]) is not None

@@ -55,19 +55,25 @@ PROMPT_EMBEDS_FROM = (0, 9, 0)
 
 
 def _fp8_kv_supported(model: ModelSpec, gpu: GpuSpec, version: tuple[int, int, int], env: dict[str, str]) -> bool:
-    """Whether V1 takes this --kv-cache-dtype: 0.8.2 - 0.10.0 only where FlashAttention 3 runs it, a Hopper
-    card with no VLLM_ATTENTION_BACKEND or FLASH_ATTN_VLLM_V1 (attention/utils/fa_utils.py::
-    flash_attn_supports_fp8: FA version 3 and capability major 9); 0.10.2 asks the platform (platforms/
-    cuda.py::CudaPlatformBase.is_kv_cache_dtype_supported): any Blackwell (10.0) backend, FlashInfer when
-    chosen, and for MLA models FlashMLA / CUTLASS MLA, which are their default."""
+    """Whether V1 takes this --kv-cache-dtype: from 0.8.2 where FlashAttention 3 runs it, a Hopper card with
+    no VLLM_ATTENTION_BACKEND or FLASH_ATTN_VLLM_V1 (attention/utils/fa_utils.py::flash_attn_supports_fp8:
+    FA version 3 and capability major 9), MLA or not; 0.10.0 and 0.10.1 ask the platform, which adds
+    capability 10.0 (platforms/cuda.py::CudaPlatformBase.is_kv_cache_dtype_supported); 0.10.2's also takes
+    FlashInfer, the Triton backend from capability 8.9 (supports_fp8), and for MLA models FlashMLA / CUTLASS
+    MLA, their default, and nothing else."""
     backend = env.get("VLLM_ATTENTION_BACKEND") or None
     cc = gpu.compute_capability
+    fa = backend in (None, "FLASH_ATTN_VLLM_V1")
     if version >= (0, 10, 2):
         if latent_cache(model):
             return backend in (None, "FLASHMLA", "CUTLASS_MLA")
         if cc == 100 or backend == "FLASHINFER":
             return True
-    return cc // 10 == 9 and backend in (None, "FLASH_ATTN_VLLM_V1") and not latent_cache(model)
+        if backend == "TRITON_ATTN_VLLM_V1":
+            return cc >= 89
+    elif version >= (0, 10, 0) and cc == 100:
+        return True
+    return fa and cc // 10 == 9
 
 
 def v0_fallback(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> str | None:
