@@ -137,7 +137,7 @@ def test_gguf_embedding_stays_quantized_on_the_first_pipeline_stage():
 ])
 def test_scheduler_and_speculative_flags_by_release(extra, version, why):
     note = v0_note(run(f"{BASE} {extra}", gpu=L4, version=version)[1])
-    assert (note is None) if why is None else (note is not None and f"falls back for {why};" in note), note
+    assert (note is None) if why is None else (note is not None and f"V1 lacks {why} in this release" in note), note
 
 
 def test_fp8_kv_backends_by_release():

@@ -31,7 +31,9 @@ LORA_PP_UNTIL = (0, 8, 5)
 # (before that the classes are SupportsV0Only, not is_v1_compatible), absent in 0.10.2
 MAMBA_UNTIL = (0, 10, 2)
 # `not model_config.is_v1_compatible` (model_executor/models/registry.py::is_v1_compatible: the class is not
-# SupportsV0Only): the encoder-decoder classes that are SupportsV0Only in both the 0.8.2 and the 0.10.2 wheels
+# SupportsV0Only): the encoder-decoder classes. Mllama and Bart are SupportsV0Only in both the 0.8.2 and the
+# 0.10.2 wheels; MBart (absent from 0.8.2) and Florence2 (in 0.8.2 only its language model class is marked,
+# the top class is not; V1 has no encoder-decoder runner there either) are marked in 0.10.2
 V0_ONLY_ARCHS = frozenset({"MllamaForConditionalGeneration", "BartForConditionalGeneration",
                            "MBartForConditionalGeneration", "Florence2ForConditionalGeneration"})
 # --kv-cache-dtype other than auto: unconditional in 0.8.0, conditional (_fp8_kv_supported) from 0.8.2
@@ -122,5 +124,5 @@ def _flag(s: dict, v: tuple[int, int, int]) -> str | None:
 
 
 def note(version: str, why: str) -> str:
-    return (f"vLLM {version} runs this command on its V0 engine, not V1 (it falls back for {why}; "
-            "VLLM_USE_V1=1 would make it an error instead): planned as V0 profiles and counts memory")
+    return (f"vLLM {version} runs this command on its V0 engine, not V1: V1 lacks {why} in this release and, "
+            "with VLLM_USE_V1 unset, vLLM falls back to V0; planned the way V0 profiles and counts memory")
