@@ -78,10 +78,10 @@ WEIGHTS_KNOWN_MISSES = {"meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
 # estimate, said here, rather than "unknown model". A fix that makes one right fails the test
 # above until it is taken off this list.
 KNOWN_OFF = {
-    "gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused":
-        "V0 Qwen2.5-VL: the encoder profiling peak is estimated 1.1-1.7 GiB low, so servefit says it starts",
     # catalogued from its config (data/models/kimi.yaml); the AWQ repack's ignore list is not known and the
-    # user's 2.30 GiB needs ~3.2 GiB more weights or activation than modelled (the plan says so)
+    # user's 2.30 GiB needs ~3.2 GiB more weights or activation than modelled (the plan says so). The logged
+    # figure is the worker's whole KV memory, not a group's (0.11.1 gpu_worker.py), and the user's nvtop
+    # reading (19 GiB used per card) fits the planned 5.5 GiB rather than 2.30 (the case's notes)
     "vllm-28228-2x3090-kimi-linear-48b-awq-tp2":
         "Kimi-Linear AWQ TP2 at 64000 batched tokens: KV memory predicted 5.51 GiB where the user read 2.30",
 }
@@ -158,6 +158,9 @@ VLLM_NOT_EVALUABLE: set[str] = set()
 # doubled KV element size (about -50%) fails every fp8-KV case.
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
+    # session 27 gather, calibration by the hash rule (not fitted): V0 0.6.4.post1 on a 24 GB card under WSL
+    # logs non_torch_memory=1.66GiB where 0.39 GiB is planned, so the KV pool (3.51 GiB) is 1.3 GiB smaller
+    ("m2a-wsl-24gb-qwen25-7b-v0-16k-064", "max_concurrency"): 0.3769,
     # Qwen3.8-27B-FP8 is sized as Qwen3.6-27B (nearest catalogued release of the line: no public
     # config); on a 0.26.1 main build (0.27's consumed-memory budget) with TP2 on
     # RTX 5090s the token count is 13% low
@@ -167,6 +170,10 @@ KNOWN_MISSES = {
     # an NVSwitch board do not fit in what the log leaves (without them +7%): that machine did not have
     # multicast (the plan says so), or the term is too large
     ("vllm-6746-8xh100-llama31-405b-fp8-tp8-refused", "kv_tokens"): -0.4006,
+    # V0 0.8.4 Qwen2.5-VL on an RTX 3090 (GPUStack; its utilization and flags not shown): refused as logged
+    # once the forward's concatenated copy of the dummy items' float32 pixels is counted (encoder.py, V0
+    # branch of profile: +0.57 GiB; it said "starts" at +482% before); the 816 tokens left over are 0.04 GiB
+    ("gpustack-1800-rtx3090-qwen25-vl-7b-v0-refused", "kv_tokens"): 0.3400,
     # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
     ("vllm-pr17122-l40s-llama31-8b-32k", "kv_tokens"): 0.2206,
     ("vllm-pr17122-l40s-llama31-8b-32k", "max_concurrency"): 0.2210,
@@ -193,9 +200,8 @@ KNOWN_MISSES = {
     # 816-token block = 83 x 816 = 67,728 exactly, where servefit plans the 0.20.1 release's
     # int(concurrency x max_model_len)
     ("club3090-37-2x4090-qwen36-27b-int4-dflash-180k", "kv_tokens"): 1.9880,
-    # calibration case added in session 26 (a Q8_0 GGUF Llama-3.2-3B on an RTX 4070 Laptop, V0 0.8.2), pinned
-    # as first measured, before any fit: weights planned 31% under the logged 3.26 GiB, so 31% more concurrency
-    ("eformat-rtx4070laptop-llama32-3b-gguf-q8", "max_concurrency"): 0.3109,
+    # (eformat-rtx4070laptop-llama32-3b-gguf-q8, pinned at +31% before 0.8.2 was planned as the V0 it falls
+    # back to for GGUF, with the Q8_0 file's own bytes: now +3%, within tolerance; tests/test_vllm_v1_oracle.py)
 }
 
 

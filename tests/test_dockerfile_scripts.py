@@ -161,3 +161,19 @@ def test_a_script_a_compose_service_mounts_and_runs(repo: Path, capsys: pytest.C
         assert site["settings"] == {"OLLAMA_CONTEXT_LENGTH": 32768, "OLLAMA_KV_CACHE_TYPE": "q8_0"}
         # the service's q8_0 KV cache without flash attention (OLLM005) is found: its environment is read
         assert _lint(capsys, target)[1] == [("compose.yaml", 7, "SEC004"), ("compose.yaml", 10, "OLLM005")]
+
+
+def test_a_mounted_script_run_by_a_relative_path_from_the_services_working_dir(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`working_dir: /app` with `./scripts:/app/scripts` mounted and `command: ./scripts/serve.sh`:
+    the script runs from the service's working directory (compose's `working_dir`), not from /."""
+    (repo / "Dockerfile").unlink()
+    (repo / "start.sh").unlink()
+    (repo / "scripts").mkdir()
+    (repo / "scripts" / "serve.sh").write_text(SCRIPT)
+    (repo / "compose.yaml").write_text(
+        "services:\n  llm:\n    image: vllm/vllm-openai:v0.8.5\n    working_dir: /app\n"
+        "    volumes:\n      - ./scripts:/app/scripts\n    entrypoint: [\"bash\", \"./scripts/serve.sh\"]\n")
+    [site] = _sites(capsys, ".", "--gpu", "L4")
+    assert (site["name"], site["file"], site["engine_version"], site["settings"]["max_model_len"]) == (
+        "compose/llm", "compose.yaml", "0.8.5", 131072)

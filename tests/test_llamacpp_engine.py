@@ -256,6 +256,16 @@ def test_ngl_places_output_layer_first_since_b7467():
     assert new.detail.n_gpu_layers_offloaded == old.detail.n_gpu_layers_offloaded == 1
 
 
+@pytest.mark.parametrize("version,layers", [("b5285", 0), ("b6500", 33), ("b7500", 33)])
+def test_ngl_minus_one_before_b7553_is_the_library_default(version, layers):
+    # common_model_params_to_llama copies -ngl only `if (params.n_gpu_layers != -1)`: -1 leaves
+    # llama_model_default_params' n_gpu_layers, 0 before #15434 (b6325) and 999 after; -1 = auto from b7553.
+    # A public b5285 log (Yudeg1128/Alpy@c68d2be llama_server.log, `-ngl -1 -c 4096`) offloads 0/37 layers.
+    _, unset = run("llama-server -m x-Q4_K_M.gguf -c 4096", version=version)
+    _, minus_one = run("llama-server -m x-Q4_K_M.gguf -c 4096 -ngl -1", version=version)
+    assert minus_one.detail.n_gpu_layers_offloaded == unset.detail.n_gpu_layers_offloaded == layers
+
+
 def test_fit_lowers_unset_context():
     cfg, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(12000))
     assert p.outcome == "started" and p.detail.fit["changed_ctx"]

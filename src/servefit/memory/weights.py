@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from servefit import data
 from servefit.memory.params import ParamGroups, param_groups
 from servefit.memory.unquantized import kept_fractions
 from servefit.models.spec import ModelSpec
@@ -31,6 +32,7 @@ class Scheme:
     experts_only: bool = False  # mxfp4 quantizes the MoE experts only
     bits: int = 16
     experts_bytes: float = 0.0  # the routed experts' own bytes per parameter where they differ (DeepSeek-V4 FP4)
+    embeddings: bool = False  # the embedding and lm_head are stored in the scheme too (GGUF)
 
 
 def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Scheme | None:
@@ -79,10 +81,25 @@ def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Sch
     if method in ("modelopt_fp4", "nvfp4"):
         return Scheme(method, 0.5 + 1 / 16, bits=4)
     if method == "gguf":
-        return Scheme(method, 0.5625, bits=4)
+        return gguf_scheme(str(q.get("type") or ""))
     if method == "mlx":  # mlx.core.quantize: packed weights plus a 16-bit scale and bias per group (mlx-community repacks)
         return Scheme(method, bits / 8 + 4 / (group if "group_size" in q else 64), bits=bits)
     return Scheme(method, 2.0)
+
+
+def gguf_scheme(file_type: str) -> Scheme:
+    """A GGUF file as vLLM loads it: every tensor kept in the file's own type, dequantized by the kernels
+    (model_executor/layers/quantization/gguf.py::GGUFConfig.get_quant_method: GGUFLinearMethod for the
+    linear layers, GGUFEmbeddingMethod for VocabParallelEmbedding, so the embedding and a ParallelLMHead
+    too; read in the 0.8.2 wheel). Bytes per parameter: the file type's default tensor type's block bytes
+    over its block size (data/gguf_quants.yaml: Q8_0 34 / 32); the mixes' few larger tensors (Q6_K
+    output in Q4_K_M) are left out. A file type not named: Q4_K, as before."""
+    q = data.load("gguf_quants.yaml")
+    ftype = file_type.upper().replace("-", "_")
+    ftype = ftype if ftype in q["ftypes"] else q["aliases"].get(ftype, "Q4_K_M")
+    base = q["ftypes"].get(ftype, q["ftypes"]["Q4_K_M"])[1]
+    _, block, size = next(v for v in q["types"].values() if v[0] == base)
+    return Scheme("gguf", size / block, bits=min(16, round(8 * size / block)), embeddings=True)
 
 
 def _from_config(method: str, q: dict[str, Any]) -> dict[str, Any]:
@@ -137,5 +154,8 @@ def weight_bytes(m: ModelSpec, dtype_bytes: float = 2, scheme: Scheme | None = N
         return int(rest * dtype_bytes + experts * scheme.bytes_per_param)
     kept = min(linear, int(sum(kept_params(m, g, scheme) or [])))
     experts = min(linear - kept, sum(g.experts)) if scheme.experts_bytes else 0
+    if scheme.embeddings:  # the embedding and lm_head stored like the linear layers (gguf_scheme)
+        dense_other -= g.embed + g.lm_head
+        linear += g.embed + g.lm_head
     return int(dense_other * dtype_bytes + (linear - kept - experts) * scheme.bytes_per_param + kept * dtype_bytes
                + experts * scheme.experts_bytes)

@@ -251,7 +251,10 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
     # a script of the repository bind-mounted into the container and run there (`entrypoint:
     # [/bin/sh, /entrypoint.sh]`, `./scripts/entrypoint.sh:/entrypoint.sh:ro`): read in this service
-    mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), "/",
+    # (a relative `./scripts/serve.sh` runs from the service's `working_dir`)
+    wd_node = _last(y, svcs, "working_dir")
+    workdir = expand_word(y.scalar_src(wd_node), interp, compose=True).text if isinstance(wd_node, ScalarNode) else "/"
+    mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), workdir,
                          os.path.dirname(home) or ".") if pmap else None
     launches = mounted if mounted is not None else container(image, entry, cmd, ctx, env)
     build_node = _last(y, svcs, "build")

@@ -193,8 +193,12 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
         s["parallel"] = 4 if b >= V.NP_AUTO else 1
     s["swa_full"] = bool(vals.get("swa_full", False))
     s["kv_offload"] = not vals.get("no_kv_offload", False) and vals.get("kv_offload", True) is not False
+    # before -ngl auto (b7553) -1 was the "unset" sentinel: common/common.cpp common_model_params_to_llama
+    # copies n_gpu_layers into llama_model_default_params only `if (params.n_gpu_layers != -1)`, so -ngl -1
+    # leaves the library default (0 before #15434, 999 from b6325), as if -ngl were not given
+    ngl_unset = "n_gpu_layers" not in vals or (b < V.NGL_AUTO and str(vals["n_gpu_layers"]).strip() == "-1")
     try:
-        s["n_gpu_layers"] = _ngl(vals["n_gpu_layers"], b) if "n_gpu_layers" in vals else (
+        s["n_gpu_layers"] = _ngl(vals["n_gpu_layers"], b) if not ngl_unset else (
             "auto" if b >= V.NGL_AUTO else ("all" if b >= V.FA_AUTO else 0))
     except ValueError:
         findings.append(invalid_value(f"argument -ngl: invalid value '{vals['n_gpu_layers']}' (a number, auto "
@@ -203,7 +207,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     if V.FIT <= b < V.NGL_AUTO and s["n_gpu_layers"] in ("all", 999):
         # common_model_params_to_llama leaves llama_model_default_params' 999 when -ngl is unset, and fit
         # (llama_params_fit_impl) counts -ngl as set only when it differs from that default: unset or 999 is fit's
-        s["n_gpu_layers"] = "auto" if "n_gpu_layers" not in vals or str(vals["n_gpu_layers"]).strip() == "999" \
+        s["n_gpu_layers"] = "auto" if ngl_unset or str(vals["n_gpu_layers"]).strip() == "999" \
             else "all"
     # the number common/arg.cpp stored (fit's "already set by user to N" quotes it): -ngl 999 is 999, all is -2
     s["n_gpu_layers_arg"] = {"all": -2, "auto": -1}.get(str(s["n_gpu_layers"]), s["n_gpu_layers"])

@@ -20,7 +20,8 @@ every dummy item's pixel values to the GPU before the forward (worker/model_runn
 ModelRunner.execute_model: MultiModalKwargs.as_kwargs(..., device)) and the model's forward keeps
 them (qwen2_5_vl.py::Qwen2_5_VLForConditionalGeneration.forward holds image_input / video_input, float32
 as the HF image processor returns them, through the language model's forward; llava.py, gemma3_mm.py
-alike): they sit beside both encoder passes and the LM forward's peak (EncoderProfile.inputs).
+alike): they sit beside both encoder passes and the LM forward's peak (EncoderProfile.inputs), twice for
+Qwen2-VL / Qwen2.5-VL, whose forward concatenates its own copy (see profile below).
 
 V1 keeps them too: profile_run holds batched_dummy_mm_inputs (the items' pixel values on the GPU,
 _get_mm_dummy_batch) until it returns, through the dummy LM forward and the sampler run
@@ -260,13 +261,19 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     image_patches, video_patches = seqs * images * per_image * merge * merge, seqs * videos * video * merge * merge
     px = 4 * patch_inputs(model)
     embeds = int(lm_tokens * model.hidden_size * db)
-    image_pass = vit_peak_bytes(model, image_patches, db, tp) + px * video_patches if images else 0
-    video_pass = vit_peak_bytes(model, video_patches, db, tp) + px * image_patches + \
+    # the forward holds a second float32 copy of every item's pixel values: the runner passes them batched
+    # ([seqs, patches, C] stacked by multimodal/inputs.py::MultiModalKwargs._try_stack, one sequence
+    # included: unsqueeze(0)), and qwen2_vl.py / qwen2_5_vl.py::_validate_and_reshape_mm_tensor turns a 3-D
+    # tensor (or a list) into torch.concat(list(...)), a new tensor, which image_input / video_input keep
+    # until forward returns, beside the runner's (read in the 0.7.3 and 0.8.4 wheels)
+    copies = px * (image_patches + video_patches)
+    image_pass = vit_peak_bytes(model, image_patches, db, tp) + px * video_patches + copies if images else 0
+    video_pass = vit_peak_bytes(model, video_patches, db, tp) + px * image_patches + copies + \
         int(seqs * images * per_image * out_hidden * db) if videos else 0
     modality = "+".join(m for m, n in (("image", images), ("video", videos)) if n)
     return EncoderProfile(peak=embeds + max(image_pass, video_pass), outputs=0, lm_tokens=lm_tokens,
                           items=seqs * (images + videos), tokens_per_item=max(per_image, video), modality=modality,
-                          seqs=seqs, inputs=4 * patch_inputs(model) * (image_patches + video_patches))
+                          seqs=seqs, inputs=2 * copies)
 
 
 def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,

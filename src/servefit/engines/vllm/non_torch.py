@@ -171,7 +171,8 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     on the device (gpu.in_use_bytes). Up to 0.6.3 the budget charges init_gpu_memory - free after the
     profile, with init_gpu_memory read in init_device after torch.cuda.set_device, so the context is
     outside it as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). From 0.27 the runner's persistent
-    buffers count too (CONSUMED_EXTRA). `v1`: the engine in use (default: V1 from 0.8)."""
+    buffers count too (CONSUMED_EXTRA). `v1`: the engine in use (default: V1 from 0.8; the plan passes V0
+    where 0.8 - 0.10 fall back to it, v1_oracle.py, so a T4 or a GGUF run there carries no CUDA context)."""
     v1 = version >= (0, 8, 0) if v1 is None else v1
     w = min(max(world, 1), max(NON_TORCH_GIB))
     own = lmem_growth_bytes(gpu)

@@ -12,7 +12,7 @@ exactly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, dflash, kv_dsv4, kvcache, unified
@@ -51,6 +51,8 @@ from servefit.engines.vllm.profile import (
     triton_topk_buffer,
     v2_sampler_state_bytes,
 )
+from servefit.engines.vllm.v1_oracle import note as v0_note
+from servefit.engines.vllm.v1_oracle import v0_fallback
 from servefit.engines.vllm.weights import (
     lora_stage_bytes,
     mxfp4_backend,
@@ -198,11 +200,15 @@ def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:
 def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> MemoryPlan:
     model = as_loaded(cfg, model)  # --rope-scaling / --hf-overrides, as this release applies them
     e = era(cfg.version, cfg.env)
+    if fallback := v0_fallback(cfg, model, gpu, e):  # 0.8 - 0.10 run V0 for what V1 lacks (v1_oracle.py)
+        e = replace(e, v1=False)
     r = resolve(cfg, model, gpu, e)
     out = MemoryPlan(engine="vllm", engine_version=e.version, outcome="started", memory=DeviceMemory(),
                      parallel={"tensor": r.tp, "pipeline": r.pp, "data": int(cfg.settings.get("data_parallel_size") or 1)})
     out.findings.extend(checks.config_checks(cfg, model, gpu, count, r, e))
     out.findings.extend(architecture_check(cfg, model, out.assumptions))
+    if fallback:
+        out.assumptions.append(v0_note(e.version, fallback))
     total = gpu.memory_bytes
     budget = math.ceil(total * r.util) if e.ceil_budget else int(total * r.util)
     try:

@@ -62,7 +62,8 @@ def stage_weights(model: ModelSpec, r: Resolved, mtp: bool = False) -> list[int]
     per_layer = [(a + m) * dense_qb + x * ep_share + k * (db - qb)
                  for a, m, x, k in zip(g.attn, g.mlp, experts_b, kept, strict=True)]
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
-    embed_b = padded_vocab * model.hidden_size * db
+    # a GGUF file's embedding stays in its own type (memory/weights.py gguf_scheme)
+    embed_b = padded_vocab * model.hidden_size * (qb if r.scheme and r.scheme.embeddings else db)
     head_b = 0 if model.tie_word_embeddings else embed_b
     arch_total = embed_b + head_b + sum(per_layer_full) + g.norms * db + g.other * db
     # the checkpoint's count wins over the architecture; the towers and norms are counted exactly,
