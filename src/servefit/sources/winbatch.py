@@ -26,7 +26,7 @@ import re
 
 from servefit.core import Span, Token
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import from_words
+from servefit.sources.launch import Ctx, from_words
 from servefit.sources.problems import not_read
 from servefit.sources.shell import Vars, Word
 from servefit.sources.text import Src, logical_lines, sub
@@ -185,8 +185,11 @@ def scan(fc: FileCtx) -> None:
     for line in logical_lines(fc.src, "^", drop_comments=False):
         if COMMENT.match(line.text):
             continue
-        segs = [(_expand(s, env, delayed, u := []), sep, u) for s, sep in _segments(line)]
-        for seg, _sep, unres in segs:
+        segs: list[tuple[Src, list[tuple[str, Span | None]]]] = []
+        for s, _sep in _segments(line):  # the whole line is expanded before any of it runs
+            unres: list[tuple[str, Span | None]] = []
+            segs.append((_expand(s, env, delayed, unres), unres))
+        for seg, unres in segs:
             if COMMENT.match(seg.text):
                 break  # `& rem ...`: the rest of the line is a comment
             seg, conditional, depth = _condition(seg, depth)
@@ -245,7 +248,7 @@ def _set(seg: Src, m: re.Match[str], env: Vars, unres: list[tuple[str, Span | No
     assign(env, name, Token(val, seg.span(k, end)) if val else None, unres, conditional)
 
 
-def _command(fc: FileCtx, ctx: object, seg: Src, env: Vars, unres: list[tuple[str, Span | None]],
+def _command(fc: FileCtx, ctx: Ctx, seg: Src, env: Vars, unres: list[tuple[str, Span | None]],
              conditional: bool) -> None:
     from servefit.engines.base import program
 
@@ -268,8 +271,22 @@ def _command(fc: FileCtx, ctx: object, seg: Src, env: Vars, unres: list[tuple[st
     if head in NOT_RUN or words[0].text.startswith(":"):
         return
     if head == "wsl":
-        words = _wsl(words[1:])
-    _launch(fc, ctx, words, env, unres, seg)
+        words, env = _wsl(words[1:]), wsl_env(env)
+    start = len(seg.text) - len(seg.text.lstrip())
+    launch_words(fc, ctx, words, env, unres, seg.li.pos(seg.off(start))[0])
+
+
+def wsl_env(env: Vars) -> Vars:
+    """The Windows variables a WSL command sees: only those WSLENV names (`WSLENV=OLLAMA_HOST/u:HF_HOME`,
+    learn.microsoft.com/windows/wsl/filesystems, "Share environment variables between Windows and WSL")."""
+    out = Vars()
+    found = lookup(env, "WSLENV")
+    names = {p.split("/")[0].upper() for p in found[1].text.split(":")} if found else set()
+    for k, v in env.values.items():
+        if k.upper() in names:
+            out.set(k, v, env.taint.get(k))
+            out.exported.add(k)
+    return out
 
 
 def _wsl(words: list[Word]) -> list[Word]:
@@ -283,15 +300,11 @@ def _wsl(words: list[Word]) -> list[Word]:
     return words
 
 
-def _launch(fc: FileCtx, ctx: object, words: list[Word], env: Vars, unres: list[tuple[str, Span | None]],
-            seg: Src) -> None:
-    """The servers one command starts, named by the line it is written on."""
-    from servefit.sources.launch import Ctx
-
-    assert isinstance(ctx, Ctx)
+def launch_words(fc: FileCtx, ctx: Ctx, words: list[Word], env: Vars, unres: list[tuple[str, Span | None]],
+                 line: int) -> None:
+    """The servers one command starts, named by the line it is written on (a program named by a
+    variable still belongs to the line that runs it)."""
     launches = from_words(words, ctx, env.copy())
-    start = len(seg.text) - len(seg.text.lstrip())
-    line = seg.li.pos(seg.off(start))[0]
     for launch in launches:
         launch.unresolved.extend(u for u in unres if u not in launch.unresolved)
         launch.line = line
