@@ -14,7 +14,8 @@ script starts; a trailing blank is left out, as the engines trim it); under `if`
 blocks a variable already set keeps its value, as scripts' conditions are not evaluated.
 `start ["title"] [/b /min /d DIR ...] prog args`, `call prog args` and `wsl [options] cmd` are
 unwrapped; a program splits its command line by the C runtime's rules (sources/winsplit.py).
-`for` loops are not run: one that names an engine is said not read (SF108).
+`for` loops, `cmd /c` and `powershell -Command` are not run: one that names an engine is said not
+read (SF108).
 
 Spans: a word that is one whole `%NAME%` points at the value in its `set` line, where a fix goes
 (sources/shell.py says why); a variable not set here stays as written and gives SF001.
@@ -45,8 +46,10 @@ START = re.compile(r"[ \t]*start[ \t]+(?:\"[^\"]*\"[ \t]*)?", re.I)
 NOT_RUN = {"echo", "title", "cd", "chdir", "pushd", "popd", "pause", "timeout", "goto", "exit", "cls", "color",
            "mode", "chcp", "where", "tasklist", "taskkill", "del", "erase", "copy", "xcopy", "robocopy", "move",
            "ren", "mkdir", "md", "rd", "rmdir", "type", "findstr", "find", "ping", "choice", "setlocal",
-           "endlocal", "shift", "prompt", "path", "ver", "vol", "dir", "curl", "powershell", "pwsh", "cmd",
+           "endlocal", "shift", "prompt", "path", "ver", "vol", "dir", "curl",
            "netsh", "sc", "schtasks", "reg", "attrib", "more", "sort"}
+UNREAD = {"for": "a `for` loop", "cmd": "`cmd /c`", "powershell": "a PowerShell command",
+          "pwsh": "a PowerShell command"}
 START_VALUE = {"/d", "/affinity", "/node"}
 WSL_VALUE = {"-d", "--distribution", "-u", "--user", "--cd", "--shell-type"}
 
@@ -265,8 +268,8 @@ def _command(fc: FileCtx, ctx: Ctx, seg: Src, env: Vars, unres: list[tuple[str, 
     if not words:
         return
     head = program(words[0].text).lower()
-    if head == "for":
-        _not_read_loop(fc, seg)
+    if head in UNREAD:
+        _unread(fc, seg, UNREAD[head])
         return
     if head in NOT_RUN or words[0].text.startswith(":"):
         return
@@ -311,10 +314,11 @@ def launch_words(fc: FileCtx, ctx: Ctx, words: list[Word], env: Vars, unres: lis
     fc.add(launches, f"script:{line}", None, None, ctx.ollama_models)
 
 
-def _not_read_loop(fc: FileCtx, seg: Src) -> None:
+def _unread(fc: FileCtx, seg: Src, what: str) -> None:
+    """A construct servefit does not run: said when it names an engine, never passed over in silence."""
     from servefit.sources.detect import markers
 
     if markers().search(seg.text):
-        fc.findings.append(not_read("a `for` loop: servefit does not run loops, so the server this line starts was "
-                                    "not read; write the command out, or lint it with `servefit lint -- COMMAND`",
+        fc.findings.append(not_read(f"{what}: servefit does not run it, so the server or setting on this line was not "
+                                    "read; write the command out, or lint it with `servefit lint -- COMMAND`",
                                     span=seg.span(0, len(seg.text.rstrip()))))
