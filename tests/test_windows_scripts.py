@@ -126,12 +126,13 @@ def test_batch_wsl_docker_and_what_is_not_run(tmp_path: Path) -> None:
             "docker run --gpus all -e HF_TOKEN=x vllm/vllm-openai:v0.10.1 --model Qwen/Qwen2.5-7B-Instruct ^\n"
             "  --max-model-len 16384\n"
             "taskkill /im llama-server.exe /f\necho llama-server -m x\ntitle llama-server\n"
-            "for %%m in (a b) do llama-server -m %%m.gguf\n")
+            "for %%m in (a b) do llama-server -m %%m.gguf\ncmd /c \"ollama serve\"\n")
     r = scan_file(str(write(tmp_path, "many.bat", text)))
     sg, vl = r.sites
     assert (sg.engine, sg.line, texts(sg)[-1], list(sg.env)) == ("sglang", 4, "8192", ["OLLAMA_HOST"])
     assert (vl.engine, vl.image, vl.line, at(vl.argv[-1])) == ("vllm", "vllm/vllm-openai:v0.10.1", 5, (6, 19, "16384"))
-    assert [(f.code, f.span.line) for f in r.findings] == [("SF108", 10)]
+    assert [(f.code, f.span.line, f.message.split(":")[0]) for f in r.findings] == [
+        ("SF108", 10, "a `for` loop"), ("SF108", 11, "`cmd /c`")]
 
 
 def test_powershell_llamacpp_settings_and_where_each_is_written(tmp_path: Path) -> None:
@@ -194,10 +195,11 @@ def test_lint_points_at_the_line_and_estimate_agrees(tmp_path: Path, capsys: pyt
                  "-c", "8192", "-ngl", "99")
     want = json.loads(out)
     for f in (bat, ps1):
-        _, out = run(capsys, "estimate", str(f), "--gpu", "RTX4090", "--format", "json")
-        [got] = json.loads(out)
-        assert (got["memory"], got["kv_cache_tokens"], got["n_ctx"]) == (
-            want["memory"], want["kv_cache_tokens"], 8192), f.name
+        for cmd in ("estimate", "explain"):
+            _, out = run(capsys, cmd, str(f), "--gpu", "RTX4090", "--output-format", "json")
+            [got] = json.loads(out)
+            assert (got["memory"], got["kv_cache_tokens"], got["n_ctx"]) == (
+                want["memory"], want["kv_cache_tokens"], 8192), (cmd, f.name)
 
 
 @pytest.mark.parametrize(("name", "text", "old", "new"), [
@@ -229,3 +231,28 @@ def test_odd_input_gives_findings_not_tracebacks(tmp_path: Path, name: str) -> N
     for text in ('llama-server "-m ^\n', "llama-server -m %%%% %~ !! %A:~0,2% ^", "& $ @( ` llama-server $(\n",
                  "$env: = \nStart-Process -ArgumentList @(\"-c\" llama-server", "<# llama-server", "if ( {{ }} ) llama-server }"):
         scan_file(str(write(tmp_path, name, text)))
+
+
+def test_names_are_case_insensitive_and_windows_own_variables_are_said(tmp_path: Path) -> None:
+    text = "set ctx=8192\nllama-server.exe -m %USERPROFILE%\\models\\x.gguf -c %CTX%\n"
+    r = scan_file(str(write(tmp_path, "w.bat", text)))
+    [site] = r.sites
+    assert at(site.argv[4]) == (1, 9, "8192")
+    assert [f.message.split(":")[0] for f in r.findings] == [
+        "%USERPROFILE% is set by Windows for the user who runs the script"]
+    text = "$env:Hf_Home = 'D:\\hf'\n& llama-server -m \"$env:LOCALAPPDATA\\m.gguf\" --alias $env:HF_HOME\n"
+    r = scan_file(str(write(tmp_path, "w.ps1", text)))
+    [site] = r.sites
+    assert at(site.argv[4]) == (1, 17, "D:\\hf")
+    assert [f.message.split(":")[0] for f in r.findings] == ["$env"]
+    assert r.findings[0].message.startswith("$env:LOCALAPPDATA is set by Windows for the user who runs the script")
+
+
+@pytest.mark.parametrize("name", ["serve.bat", "serve.ps1"])
+def test_a_variable_with_no_line_to_join_is_shown_not_written_as_a_shell_prefix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """`OLLAMA_NUM_PARALLEL=4 ollama serve` is a shell's syntax: in cmd or PowerShell it names a program."""
+    f = write(tmp_path, name, "ollama serve\nollama pull qwen2.5:7b\n")
+    rc, out = run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "16k", "--write")
+    assert "by hand: OLLAMA_NUM_PARALLEL=4" in out and "wrote" not in out
+    assert f.read_text() == "ollama serve\nollama pull qwen2.5:7b\n"
