@@ -211,7 +211,7 @@ def test_lint_points_at_the_line_and_estimate_agrees(tmp_path: Path, capsys: pyt
      ("set OLLAMA_CONTEXT_LENGTH=32768\r\nset OLLAMA_NUM_PARALLEL=4\r\n",)),
     ("ollama.ps1", OLLAMA_PS1, ('$env:OLLAMA_CONTEXT_LENGTH = "4096"\n',),
      ('$env:OLLAMA_CONTEXT_LENGTH = "32768"\n$env:OLLAMA_NUM_PARALLEL = "4"\n',)),
-])
+], ids=["start.bat", "llama.ps1", "ollama.cmd", "ollama.ps1"])
 def test_tune_write_edits_the_values_in_place_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
                                                    text: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
     f = write(tmp_path, name, text)
