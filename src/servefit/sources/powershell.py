@@ -259,6 +259,9 @@ class Scanner:
                 self.i = m.end() + eq.end()
             else:
                 w, self.i, quoted = self.word(i)
+                if self.i == i:  # nothing a word can start with: passed over, never read again
+                    self.i += 1
+                    continue
                 m = VAR.fullmatch(t, i, self.i)
                 kind = "var" if m is not None and not quoted else "word"
                 name = (m.group(1) or (m.group(2) or "") + m.group(3)) if m is not None else ""
