@@ -13,8 +13,8 @@ one argument per element. `& "C:\\llama\\llama-server.exe" args`, a bare program
 [-FilePath] X [-ArgumentList] "..." | "a","b" | $array` (the elements joined and split again by
 the C runtime's rules, as Start-Process passes them) and `wsl ...` start servers. Statements inside
 `{ }` (if, foreach, functions) are conditional: a variable already set keeps its value.
-`Invoke-Expression`, `cmd /c`, jobs and `[Environment]::SetEnvironmentVariable` are not run: one that
-names an engine is said not read (SF108).
+`Invoke-Expression`, `cmd /c` and .NET calls (`[Environment]::SetEnvironmentVariable`) are not run: one
+that names an engine is said not read (SF108).
 
 Spans: a whole `$name` / `$env:NAME` argument points at the value where it is assigned (a fix goes
 there, sources/shell.py says why); a variable not set here stays as written and gives SF001.
@@ -28,20 +28,19 @@ from dataclasses import dataclass, field
 from servefit.core import Span, Token
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import Ctx
-from servefit.sources.problems import not_read
 from servefit.sources.shell import Piece, Vars, Word
 from servefit.sources.text import Src
-from servefit.sources.winbatch import _wsl, assign, launch_words, lookup, wsl_env
+from servefit.sources.winbatch import _wsl, assign, launch_words, lookup, unread, wsl_env
 from servefit.sources.winsplit import split_windows
 
 VAR = re.compile(r"\$(?:\{([^}]+)\}|((?:env|script|global|local|private|using):)?([A-Za-z_][A-Za-z0-9_]*))", re.I)
 BARE_STOP = set(" \t\r\n;,(){}|&\"'`")
 # cmdlets and tools that name a program without starting it
 NOT_RUN = {"write-host", "write-output", "echo", "write-verbose", "stop-process", "get-process", "taskkill",
-           "where", "where.exe", "test-path", "set-location", "cd", "push-location", "pop-location", "get-command",
+           "where", "test-path", "set-location", "cd", "push-location", "pop-location", "get-command",
            "remove-item", "copy-item", "move-item", "new-item", "invoke-webrequest", "invoke-restmethod", "iwr",
            "irm", "curl", "wait-process", "get-content", "out-file", "out-null", "start-sleep", "tasklist"}
-UNREAD = {"invoke-expression", "iex", "start-job", "invoke-command", "icm", "cmd", "foreach-object", "%"}
+UNREAD = {"invoke-expression", "iex", "cmd"}  # a `{ }` block (Start-Job, ForEach-Object) is read as statements
 KEYWORDS = {"if", "elseif", "else", "foreach", "for", "while", "do", "switch", "function", "filter", "try", "catch",
             "finally", "param", "until", "trap"}
 START_FLAGS = {"filepath": "file", "path": "file", "pspath": "file", "argumentlist": "args", "args": "args"}
@@ -289,12 +288,10 @@ def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool)
     from servefit.engines.base import program
 
     head = program(toks[0].text).lower()
-    if head in NOT_RUN or toks[0].text.startswith("["):
-        if head.startswith("[") or toks[0].text.startswith("["):
-            _unread(fc, sc, toks, "a .NET method call")
+    if head in UNREAD or head.startswith("["):
+        _unread(fc, sc, toks, "a .NET method call" if head.startswith("[") else f"`{toks[0].text}`")
         return
-    if head in UNREAD:
-        _unread(fc, sc, toks, f"`{toks[0].text}`")
+    if head in NOT_RUN:
         return
     if head in ("start-process", "start", "saps"):
         words = _start_process(toks[1:], sc)
@@ -308,8 +305,8 @@ def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool)
 
 def _args(tk: Tok, sc: Scanner) -> list[Word]:
     """The arguments one token gives a program: an array variable or a splat, one per element."""
-    if tk.kind == "splat" or (tk.kind == "var" and isinstance(sc.vs.own.get(tk.name.lower().split(":")[-1]), list)):
-        v = sc.vs.own.get(tk.name.lower().split(":")[-1])
+    v = sc.vs.own.get(tk.name.lower().split(":")[-1]) if tk.kind in ("splat", "var") else None
+    if tk.kind == "splat" or isinstance(v, list):
         if isinstance(v, list):
             return list(v)
         if v is not None:
@@ -401,13 +398,7 @@ def _start_process(toks: list[Tok], sc: Scanner) -> list[Word]:
 
 
 def _unread(fc: FileCtx, sc: Scanner, toks: list[Tok], what: str) -> None:
-    """A construct servefit does not run: said when it names an engine, never passed over in silence."""
-    from servefit.sources.detect import markers
-
     a = toks[0].start
     end = sc.t.find("\n", a)
     text = sc.t[a:len(sc.t) if end < 0 else end].rstrip()
-    if markers().search(text):
-        fc.findings.append(not_read(f"{what}: servefit does not run it, so the server or setting on this line was "
-                                    "not read; write the command out, or lint it with `servefit lint -- COMMAND`",
-                                    span=sc.src.span(a, a + len(text))))
+    unread(fc, text, sc.src.span(a, a + len(text)), what)

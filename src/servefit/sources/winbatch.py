@@ -269,7 +269,7 @@ def _command(fc: FileCtx, ctx: Ctx, seg: Src, env: Vars, unres: list[tuple[str, 
         return
     head = program(words[0].text).lower()
     if head in UNREAD:
-        _unread(fc, seg, UNREAD[head])
+        unread(fc, seg.text, seg.span(0, len(seg.text.rstrip())), UNREAD[head])
         return
     if head in NOT_RUN or words[0].text.startswith(":"):
         return
@@ -314,11 +314,10 @@ def launch_words(fc: FileCtx, ctx: Ctx, words: list[Word], env: Vars, unres: lis
     fc.add(launches, f"script:{line}", None, None, ctx.ollama_models)
 
 
-def _unread(fc: FileCtx, seg: Src, what: str) -> None:
-    """A construct servefit does not run: said when it names an engine, never passed over in silence."""
+def unread(fc: FileCtx, text: str, at: Span, what: str) -> None:
+    """A construct servefit does not run (`text`, at `at`): said when it names an engine, never passed over."""
     from servefit.sources.detect import markers
 
-    if markers().search(seg.text):
+    if markers().search(text):
         fc.findings.append(not_read(f"{what}: servefit does not run it, so the server or setting on this line was not "
-                                    "read; write the command out, or lint it with `servefit lint -- COMMAND`",
-                                    span=seg.span(0, len(seg.text.rstrip()))))
+                                    "read; write the command out, or lint it with `servefit lint -- COMMAND`", span=at))
