@@ -211,11 +211,14 @@ def test_lint_points_at_the_line_and_estimate_agrees(tmp_path: Path, capsys: pyt
      ("set OLLAMA_CONTEXT_LENGTH=32768\r\nset OLLAMA_NUM_PARALLEL=4\r\n",)),
     ("ollama.ps1", OLLAMA_PS1, ('$env:OLLAMA_CONTEXT_LENGTH = "4096"\n',),
      ('$env:OLLAMA_CONTEXT_LENGTH = "32768"\n$env:OLLAMA_NUM_PARALLEL = "4"\n',)),
-], ids=["start.bat", "llama.ps1", "ollama.cmd", "ollama.ps1"])
+    # PowerShell 5.1 saves a script with a byte-order mark, and Windows editors with CRLF line ends
+    ("bom.ps1", "\ufeff" + OLLAMA_PS1.replace("\n", "\r\n"), ('$env:OLLAMA_CONTEXT_LENGTH = "4096"\r\n',),
+     ('$env:OLLAMA_CONTEXT_LENGTH = "32768"\r\n$env:OLLAMA_NUM_PARALLEL = "4"\r\n',)),
+], ids=["start.bat", "llama.ps1", "ollama.cmd", "ollama.ps1", "bom.ps1"])
 def test_tune_write_edits_the_values_in_place_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
                                                    text: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
     f = write(tmp_path, name, text)
-    need = "32k" if name.startswith("llama") or name == "start.bat" else "16k"
+    need = "16k" if name.startswith(("ollama", "bom")) else "32k"
     rc, out = run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", need, "--write")
     assert rc == 0 and f"wrote {f}" in out, out
     want = text
