@@ -264,7 +264,7 @@ def remove_words(text: str, spans: list[Span]) -> list[Piece] | None:
 def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     """A new environment variable shaped like the sibling whose value sits at `sib`."""
     a, b, _ = line_bounds(text, sib.start)
-    line = text[a:b]
+    line = text[a:b].lstrip("\ufeff")  # a byte-order mark (PowerShell 5.1 writes one) opens the file, not the line
     q = quote_of(text, sib)
     eol = eol_of(text, sib.start)
     at, pre = _after_line(text, sib.start)
