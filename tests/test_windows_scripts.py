@@ -259,3 +259,11 @@ def test_a_variable_with_no_line_to_join_is_shown_not_written_as_a_shell_prefix(
     rc, out = run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "16k", "--write")
     assert "by hand: OLLAMA_NUM_PARALLEL=4" in out and "wrote" not in out
     assert f.read_text() == "ollama serve\nollama pull qwen2.5:7b\n"
+
+
+def test_a_value_set_outside_the_script_is_shown_as_its_variable(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    text = f"llama-server.exe -m {GGUF} -c %CTX% -ngl 99\n"
+    f = write(tmp_path, "unset.bat", text)
+    rc, out = run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "32k", "--write")
+    assert "by hand: CTX=131072 where %CTX% is set (it gives --ctx-size)" in out and f.read_text() == text
