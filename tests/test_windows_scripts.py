@@ -15,19 +15,19 @@ from servefit.sources import scan_file
 
 GGUF = r"C:\models\Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"
 LLAMA_BAT = rf"""@echo off
-REM llama.cpp on the desktop's 4090
+REM was: llama-server -m old.gguf -c 2048
 setlocal
 set MODEL={GGUF}
 set "CTX=8192"
 if not defined NGL set NGL=99
-:: the server
+:: the server: llama-server.exe
 "C:\llama.cpp\llama-server.exe" -m "%MODEL%" -c %CTX% ^
   -ngl %NGL% --port 8080 ^
   --host 0.0.0.0 > server.log 2>&1
 """
 OLLAMA_CMD = ("@echo off\r\nset OLLAMA_CONTEXT_LENGTH=4096\r\nstart \"ollama\" /b ollama serve\r\n"
               "ollama pull qwen2.5:7b\r\n")
-LLAMA_PS1 = rf"""# llama.cpp server on Windows
+LLAMA_PS1 = rf"""# was: llama-server -m old.gguf -c 2048
 <# an old one:
    llama-server -m x.gguf -c 1 #>
 $model = "{GGUF}"
@@ -126,9 +126,11 @@ def test_batch_wsl_docker_and_what_is_not_run(tmp_path: Path) -> None:
             "docker run --gpus all -e HF_TOKEN=x vllm/vllm-openai:v0.10.1 --model Qwen/Qwen2.5-7B-Instruct ^\n"
             "  --max-model-len 16384\n"
             "taskkill /im llama-server.exe /f\necho llama-server -m x\ntitle llama-server\n"
-            "for %%m in (a b) do llama-server -m %%m.gguf\ncmd /c \"ollama serve\"\n")
+            "for %%m in (a b) do llama-server -m %%m.gguf\ncmd /c \"ollama serve\"\n"
+            "start \"llama-server\" /min /d C:\\llama llama-server.exe -m C:\\m\\x.gguf\n")
     r = scan_file(str(write(tmp_path, "many.bat", text)))
-    sg, vl = r.sites
+    sg, vl, ll = r.sites
+    assert (ll.line, texts(ll)) == (12, ["llama-server.exe", "-m", r"C:\m\x.gguf"])  # not the window's title
     assert (sg.engine, sg.line, texts(sg)[-1], list(sg.env)) == ("sglang", 4, "8192", ["OLLAMA_HOST"])
     assert (vl.engine, vl.image, vl.line, at(vl.argv[-1])) == ("vllm", "vllm/vllm-openai:v0.10.1", 5, (6, 19, "16384"))
     assert [(f.code, f.span.line, f.message.split(":")[0]) for f in r.findings] == [
@@ -267,3 +269,14 @@ def test_a_value_set_outside_the_script_is_shown_as_its_variable(tmp_path: Path,
     f = write(tmp_path, "unset.bat", text)
     rc, out = run(capsys, "tune", str(f), "--gpu", "RTX4090", "--min-context", "32k", "--write")
     assert "by hand: CTX=131072 where %CTX% is set (it gives --ctx-size)" in out and f.read_text() == text
+
+
+def test_set_a_and_set_p(tmp_path: Path) -> None:
+    """`set /a N=4` is a number; an expression is not computed, and `set /p` asks the user: neither is guessed."""
+    text = "set /a NP=4\nset /a C=4096*2\nset /p KEY=API key: \nllama-server -m x.gguf -np %NP% -c %C% --api-key %KEY%\n"
+    r = scan_file(str(write(tmp_path, "a.bat", text)))
+    [site] = r.sites
+    assert texts(site) == ["llama-server", "-m", "x.gguf", "-np", "4", "-c", "4096*2", "--api-key", "%KEY%"]
+    assert at(site.argv[4]) == (1, 11, "4")
+    assert [(f.span.line, f.message.split(":")[0]) for f in r.findings] == [
+        (2, "set /a C=4096*2 is arithmetic the script computes"), (4, "%KEY% is not set in this repository")]
