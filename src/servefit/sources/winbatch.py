@@ -186,15 +186,13 @@ def scan(fc: FileCtx) -> None:
     delayed = "enabledelayedexpansion" in fc.text.lower()
     depth = 0
     for line in logical_lines(fc.src, "^", drop_comments=False):
-        if COMMENT.match(line.text):
-            continue
         segs: list[tuple[Src, list[tuple[str, Span | None]]]] = []
         for s, _sep in _segments(line):  # the whole line is expanded before any of it runs
             unres: list[tuple[str, Span | None]] = []
             segs.append((_expand(s, env, delayed, unres), unres))
         for seg, unres in segs:
             if COMMENT.match(seg.text):
-                break  # `& rem ...`: the rest of the line is a comment
+                break  # REM (also after `&`) and `::` take the rest of the line; a `:label` line runs nothing
             seg, conditional, depth = _condition(seg, depth)
             _command(fc, ctx, seg, env, unres, conditional)
 
