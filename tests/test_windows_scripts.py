@@ -280,3 +280,17 @@ def test_set_a_and_set_p(tmp_path: Path) -> None:
     assert at(site.argv[4]) == (1, 11, "4")
     assert [(f.span.line, f.message.split(":")[0]) for f in r.findings] == [
         (2, "set /a C=4096*2 is arithmetic the script computes"), (4, "%KEY% is not set in this repository")]
+
+
+def test_powershell_joins_strings_with_plus(tmp_path: Path) -> None:
+    """`"-c " + $ctx` is one string; a parenthesized -ArgumentList runs to its `)`, each value still
+    pointing at where it is assigned."""
+    text = ('$ctx = 8192\n$model = "C:\\m\\x.gguf"\n'
+            'Start-Process llama-server.exe -ArgumentList ("-m " + $model + " -c " + $ctx + " --port 8080") -NoNewWindow\n'
+            '$a = "--ctx-size=" + $ctx\n& llama-server -m x.gguf $a\n')
+    r = scan_file(str(write(tmp_path, "plus.ps1", text)))
+    one, two = r.sites
+    assert texts(one) == ["llama-server.exe", "-m", r"C:\m\x.gguf", "-c", "8192", "--port", "8080"]
+    assert (at(one.argv[2]), at(one.argv[4]), at(one.argv[6])) == (
+        (2, 11, r"C:\m\x.gguf"), (1, 8, "8192"), (3, 89, "8080"))
+    assert texts(two) == ["llama-server", "-m", "x.gguf", "--ctx-size=8192"] and r.findings == []

@@ -11,7 +11,7 @@ bare arguments, `$name`, `${name}` and `$env:NAME` expand (`$(...)` is computed 
 not known here); single quotes are literal. A bare `$name` holding an array and a splat `@name` give
 one argument per element. `& "C:\\llama\\llama-server.exe" args`, a bare program, `Start-Process
 [-FilePath] X [-ArgumentList] "..." | "a","b" | $array` (the elements joined and split again by
-the C runtime's rules, as Start-Process passes them) and `wsl ...` start servers. Statements inside
+the C runtime's rules, as Start-Process passes them: sources/ps_args.py) and `wsl ...` start servers. Statements inside
 `{ }` (if, foreach, functions) are conditional: a variable already set keeps its value.
 `Invoke-Expression`, `cmd /c` and .NET calls (`[Environment]::SetEnvironmentVariable`) are not run: one
 that names an engine is said not read (SF108).
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from servefit.core import Span, Token
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import Ctx
+from servefit.sources.ps_args import args_of, elements, start_process
 from servefit.sources.shell import Piece, Vars, Word
 from servefit.sources.text import Src
 from servefit.sources.winbatch import _wsl, assign, launch_words, lookup, unread, wsl_env
-from servefit.sources.winsplit import split_windows
 
 VAR = re.compile(r"\$(?:\{([^}]+)\}|((?:env|script|global|local|private|using):)?([A-Za-z_][A-Za-z0-9_]*))", re.I)
 BARE_STOP = set(" \t\r\n;,(){}|&\"'`")
@@ -43,9 +43,6 @@ NOT_RUN = {"write-host", "write-output", "echo", "write-verbose", "stop-process"
 UNREAD = {"invoke-expression", "iex", "cmd"}  # a `{ }` block (Start-Job, ForEach-Object) is read as statements
 KEYWORDS = {"if", "elseif", "else", "foreach", "for", "while", "do", "switch", "function", "filter", "try", "catch",
             "finally", "param", "until", "trap"}
-START_FLAGS = {"filepath": "file", "path": "file", "pspath": "file", "argumentlist": "args", "args": "args"}
-START_VALUE = {"workingdirectory", "windowstyle", "redirectstandardoutput", "redirectstandarderror",
-               "redirectstandardinput", "verb", "credential", "environment"}
 
 
 @dataclass
@@ -294,31 +291,13 @@ def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool)
     if head in NOT_RUN:
         return
     if head in ("start-process", "start", "saps"):
-        words = _start_process(toks[1:], sc)
+        words = start_process(toks[1:], sc)
     else:
-        words = [w for tk in toks for w in _args(tk, sc)]
+        words = [w for tk in toks for w in args_of(tk, sc)]
     env = sc.vs.env
     if words and program(words[0].text).lower() == "wsl":
         words, env = _wsl(words[1:]), wsl_env(env)
     launch_words(fc, ctx, words, env, [], sc.src.li.pos(sc.src.off(toks[0].start))[0])
-
-
-def _args(tk: Tok, sc: Scanner) -> list[Word]:
-    """The arguments one token gives a program: an array variable or a splat, one per element."""
-    v = sc.vs.own.get(tk.name.lower().split(":")[-1]) if tk.kind in ("splat", "var") else None
-    if tk.kind == "splat" or isinstance(v, list):
-        if isinstance(v, list):
-            return list(v)
-        if v is not None:
-            return [v]
-        return [Word([Piece(tk.text, sc.src.off(tk.start), sc.src.end_off(tk.start + len(tk.text)))], sc.src.li,
-                     [(tk.text, sc.src.span(tk.start, tk.start + len(tk.text)))])]
-    return [tk.word] if tk.word is not None else []
-
-
-def _elements(toks: list[Tok], sc: Scanner) -> list[Word]:
-    """The words of `"a", "b"` / `@("a" "b")` / `$array` (operators left out)."""
-    return [w for tk in toks if tk.kind != "op" for w in _args(tk, sc)]
 
 
 def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool) -> None:
@@ -334,7 +313,7 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
         words: list[Word] = []
         taint: list[tuple[str, Span | None]] = [("$(" + sc.t[rhs[0].start:].split("\n")[0].strip() + ")", span)]
     else:
-        words = _elements(rhs, sc)
+        words = elements(rhs, sc)
         taint = []
     low = name.lower()
     if low.startswith("env:"):
@@ -356,45 +335,6 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
         sc.vs.own[low] = words
     else:
         sc.vs.own[low] = words[0]
-
-
-def _start_process(toks: list[Tok], sc: Scanner) -> list[Word]:
-    """`Start-Process [-FilePath] PROG [-ArgumentList] ARGS [-NoNewWindow -Wait ...]`: PROG and its arguments,
-    the list's elements joined by spaces and split again by the C runtime's rules."""
-    prog: list[Word] = []
-    args: list[Tok] = []
-    slot = ""
-    positional = ["file", "args"]
-    k = 0
-    while k < len(toks):
-        tk = toks[k]
-        low = tk.text.lower().lstrip("-") if tk.kind == "word" and not tk.quoted and tk.text.startswith("-") else ""
-        full = next((v for f, v in START_FLAGS.items() if low and f.startswith(low)), None)
-        if full is not None:
-            slot = full
-            positional = [p for p in positional if p != full]
-        elif low and any(f.startswith(low) for f in START_VALUE):
-            k += 2
-            slot = ""
-            continue
-        elif low:
-            slot = ""
-        elif slot == "args" or (not slot and positional and positional[0] == "args"):
-            args.append(tk)
-            if tk.kind == "op" or (k + 1 < len(toks) and toks[k + 1].kind == "op" and toks[k + 1].text == ","):
-                k += 1
-                continue
-            slot = ""
-            positional = positional[1:] if positional and positional[0] == "args" else positional
-        elif slot == "file" or (not slot and positional and positional[0] == "file"):
-            prog = _args(tk, sc)
-            slot = ""
-            positional = [p for p in positional if p != "file"]
-        k += 1
-    out = list(prog)
-    for w in _elements(args, sc):
-        out.extend(split_windows(w.to_src()) if any(c in w.text for c in ' \t"') else [w])
-    return out
 
 
 def _unread(fc: FileCtx, sc: Scanner, toks: list[Tok], what: str) -> None:
