@@ -216,7 +216,10 @@ def test_lint_points_at_the_line_and_estimate_agrees(tmp_path: Path, capsys: pyt
     # PowerShell 5.1 saves a script with a byte-order mark, and Windows editors with CRLF line ends
     ("bom.ps1", "\ufeff" + OLLAMA_PS1.replace("\n", "\r\n"), ('$env:OLLAMA_CONTEXT_LENGTH = "4096"\r\n',),
      ('$env:OLLAMA_CONTEXT_LENGTH = "32768"\r\n$env:OLLAMA_NUM_PARALLEL = "4"\r\n',)),
-], ids=["start.bat", "llama.ps1", "ollama.cmd", "ollama.ps1", "bom.ps1"])
+    # a quoted last word outside an array: the flag goes after its closing quote
+    ("quoted.ps1", f'& llama-server.exe -c 8192 -m "{GGUF}"\n', ("-c 8192", '.gguf"\n'),
+     ("-c 131072", '.gguf" --parallel 4\n')),
+], ids=["start.bat", "llama.ps1", "ollama.cmd", "ollama.ps1", "bom.ps1", "quoted.ps1"])
 def test_tune_write_edits_the_values_in_place_once(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
                                                    text: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
     f = write(tmp_path, name, text)

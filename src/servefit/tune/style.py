@@ -140,8 +140,9 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
             eol = eol_of(text, anchor.start)
             return at, at, "".join(f",{eol}{indent}{quoted(w, qq)}" for w in words)
         return at, at, "".join(f", {quoted(w, qq)}" for w in words)
-    if q and anchor.file.lower().endswith(".ps1"):
-        return _ps_array_item(text, anchor, q, words)
+    listed = _ps_array_item(text, anchor, q, words) if q and anchor.file.lower().endswith(".ps1") else None
+    if listed is not None:
+        return listed
     # a shell command line: the anchor is a bare word, or a whole shell-quoted word (the new
     # words go after its closing quote)
     if (q and not _shell_quoted(text, anchor, q, prev)) or not all(PLAIN_SHELL.match(w) for w in words):
