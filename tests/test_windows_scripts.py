@@ -297,3 +297,17 @@ def test_powershell_joins_strings_with_plus(tmp_path: Path) -> None:
     assert (at(one.argv[2]), at(one.argv[4]), at(one.argv[6])) == (
         (2, 11, r"C:\m\x.gguf"), (1, 8, "8192"), (3, 89, "8080"))
     assert texts(two) == ["llama-server", "-m", "x.gguf", "--ctx-size=8192"] and r.findings == []
+
+
+def test_set_environment_variable_for_this_process_only(tmp_path: Path) -> None:
+    """The Process target (the default) sets the variable for `ollama serve` below; User and Machine change new
+    sessions only, which is said (SF108), not taken."""
+    text = ('[Environment]::SetEnvironmentVariable("OLLAMA_CONTEXT_LENGTH", "8192", "Process")\n'
+            "[System.Environment]::SetEnvironmentVariable('OLLAMA_HOST', '0.0.0.0', 'User')\n"
+            '[Environment]::SetEnvironmentVariable("OLLAMA_NUM_PARALLEL", "2")\nollama serve\n')
+    r = scan_file(str(write(tmp_path, "env.ps1", text)))
+    [site] = r.sites
+    assert {k: at(v) for k, v in site.env.items()} == {
+        "OLLAMA_CONTEXT_LENGTH": (1, 65, "8192"), "OLLAMA_NUM_PARALLEL": (3, 63, "2")}
+    assert [(f.code, f.span.line, f.message.split(" (")[0]) for f in r.findings] == [
+        ("SF108", 2, "a User or Machine variable")]

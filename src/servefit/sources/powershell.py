@@ -13,7 +13,8 @@ one argument per element. `& "C:\\llama\\llama-server.exe" args`, a bare program
 [-FilePath] X [-ArgumentList] "..." | "a","b" | $array` (the elements joined and split again by
 the C runtime's rules, as Start-Process passes them: sources/ps_args.py) and `wsl ...` start servers. Statements inside
 `{ }` (if, foreach, functions) are conditional: a variable already set keeps its value.
-`Invoke-Expression`, `cmd /c` and .NET calls (`[Environment]::SetEnvironmentVariable`) are not run: one
+`[Environment]::SetEnvironmentVariable("NAME", "v")` (the Process target) sets one too. `Invoke-Expression`,
+`cmd /c`, other .NET calls and the User or Machine targets are not run: one
 that names an engine is said not read (SF108).
 
 Spans: a whole `$name` / `$env:NAME` argument points at the value where it is assigned (a fix goes
@@ -285,8 +286,12 @@ def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool)
     from servefit.engines.base import program
 
     head = program(toks[0].text).lower()
+    if head.endswith("]::setenvironmentvariable") and _set_environment(sc, toks, conditional):
+        return
     if head in UNREAD or head.startswith("["):
-        _unread(fc, sc, toks, "a .NET method call" if head.startswith("[") else f"`{toks[0].text}`")
+        _unread(fc, sc, toks, f"`{toks[0].text}`" if not head.startswith("[") else
+                "a User or Machine variable (it reaches programs started in new sessions, not the ones this script "
+                "starts)" if head.endswith("::setenvironmentvariable") else "a .NET method call")
         return
     if head in NOT_RUN:
         return
@@ -335,6 +340,17 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
         sc.vs.own[low] = words
     else:
         sc.vs.own[low] = words[0]
+
+
+def _set_environment(sc: Scanner, toks: list[Tok], conditional: bool) -> bool:
+    """`[Environment]::SetEnvironmentVariable("NAME", "v"[, "Process"])` sets the variable for the programs this
+    script starts; the User and Machine targets only change new sessions (.NET Environment.SetEnvironmentVariable),
+    so those are left to the note that the line was not read."""
+    vals = [tk.word for tk in toks[1:] if tk.word is not None]
+    if len(vals) not in (2, 3) or (len(vals) == 3 and vals[2].text.lower() not in ("process", "[environmentvariabletarget]::process")):
+        return False
+    assign(sc.vs.env, vals[0].text, vals[1].token(), list(vals[1].unresolved), conditional)
+    return True
 
 
 def _unread(fc: FileCtx, sc: Scanner, toks: list[Tok], what: str) -> None:
