@@ -21,9 +21,11 @@ if TYPE_CHECKING:
 
 
 def program(word: str) -> str:
-    """`/usr/local/bin/llama-server` -> `llama-server`; a Windows path too
-    (`C:\\llama\\llama-server.exe` -> `llama-server.exe`)."""
-    return os.path.basename(word).rsplit("\\", 1)[-1]
+    """`/usr/local/bin/llama-server` -> `llama-server`; a Windows path too, whose `.exe` names the
+    same program in any case (`C:\\llama\\Llama-Server.EXE` -> `llama-server`: Windows file names
+    are case-insensitive and a program is found with or without its extension)."""
+    name = os.path.basename(word).rsplit("\\", 1)[-1]
+    return name[:-4].lower() if name.lower().endswith(".exe") else name
 
 
 def python_module(words: list[str]) -> tuple[str | None, int]:

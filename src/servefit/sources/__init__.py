@@ -6,7 +6,8 @@ whose name no wrapper reads is not opened, and a file that mentions no engine (t
 `markers` in data/engines/*.yaml) is not parsed. Wrappers, one
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, makefile (recipes), workflow
-(GitHub Actions `run:` steps), systemd, supervisor (supervisord programs), skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+(GitHub Actions `run:` steps), systemd, supervisor (supervisord programs), winbatch and powershell (Windows .bat/.cmd and .ps1
+scripts), skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
 (vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
@@ -216,10 +217,15 @@ def _mentions_engine(text: str) -> bool:
 
 
 def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
-    if kind == "windows":  # said, not silently passed over: lint the command itself
-        fc.findings.append(not_read(
-            "a PowerShell or batch script: servefit reads POSIX shell scripts, not this one, so the servers it "
-            "starts are not checked; lint the command with `servefit lint -- COMMAND`", span=fc.li.span(0, 0)))
+    if kind == "windows":
+        if fc.path.lower().endswith(".ps1"):
+            from servefit.sources import powershell
+
+            powershell.scan(fc)
+        else:
+            from servefit.sources import winbatch
+
+            winbatch.scan(fc)
     elif kind == "dockerfile":
         from servefit.sources import dockerfile
 

@@ -14,7 +14,13 @@ def shown_var(var: str) -> str:
     if var.startswith(("$(", "`")):
         first = var.splitlines()[0] if var else var
         return first if first == var and len(var) <= 60 else first[:57].rstrip() + "…)"
-    return var if var.startswith("$") else f"${{{var}}}"
+    return var if var.startswith(("$", "%", "set /a")) else f"${{{var}}}"
+
+
+# what Windows sets in every session (a batch script's `%USERPROFILE%`, PowerShell's `$env:LOCALAPPDATA`)
+WINDOWS_VARS = {"USERPROFILE", "LOCALAPPDATA", "APPDATA", "PROGRAMFILES", "PROGRAMFILES(X86)", "PROGRAMDATA",
+                "HOMEDRIVE", "HOMEPATH", "TEMP", "TMP", "CD", "COMPUTERNAME", "USERNAME", "SYSTEMROOT", "WINDIR",
+                "SYSTEMDRIVE", "PUBLIC"}
 
 
 def where_set(site: LaunchSite, var: str) -> str | None:
@@ -24,6 +30,11 @@ def where_set(site: LaunchSite, var: str) -> str | None:
     HOSTNAME; None
     where the file does not name it."""
     name = var.strip("${}")
+    win = var[5:] if var.lower().startswith("$env:") else var.strip("%") if var.startswith("%") else ""
+    if win.upper() in WINDOWS_VARS:
+        return "is set by Windows for the user who runs the script"
+    if var.startswith("set /a"):
+        return "is arithmetic the script computes"
     if site.workload.runtime == "slurm":
         from servefit.sources.slurm import TASK_VARIABLES
 
@@ -127,7 +138,7 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
-            elif var in ("$@", "$*"):
+            elif var in ("$@", "$*", "%*") or (var.startswith("%") and var[1:].isdigit()):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             else:
                 msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}"

@@ -103,7 +103,9 @@ class Patcher(EnvPlacement):
                     and s.start <= sp.start < s.end), None)
         if var is not None:  # `${CONTEXT_SIZE}` set outside the repository: the value belongs there
             p.applicability = DISPLAY
-            p.shown = f"{var}={text} where ${var} is set (it gives {p.shown.split(' ', 1)[0] or 'this setting'})"
+            ref = var if var[:1] in "%$" else f"${var}"  # a batch `%CTX%` or PowerShell `$env:CTX` as written
+            name = var.strip("%").rsplit(":", 1)[-1].lstrip("$")
+            p.shown = f"{name}={text} where {ref} is set (it gives {p.shown.split(' ', 1)[0] or 'this setting'})"
             return
         if offset and (s.end - s.start != len(tok.text)):
             p.applicability = DISPLAY

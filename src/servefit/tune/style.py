@@ -17,6 +17,7 @@ from servefit.core import Span
 
 Piece = tuple[int, int, str]
 DQ = '"'
+WINDOWS_SCRIPTS = (".bat", ".cmd", ".ps1")
 PLAIN_SHELL = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 YAML_AMBIGUOUS = re.compile(r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|"
                             r"true|false|yes|no|on|off|y|n|null|~|)$", re.I)
@@ -139,6 +140,9 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
             eol = eol_of(text, anchor.start)
             return at, at, "".join(f",{eol}{indent}{quoted(w, qq)}" for w in words)
         return at, at, "".join(f", {quoted(w, qq)}" for w in words)
+    listed = _ps_array_item(text, anchor, q, words) if q and anchor.file.lower().endswith(".ps1") else None
+    if listed is not None:
+        return listed
     # a shell command line: the anchor is a bare word, or a whole shell-quoted word (the new
     # words go after its closing quote)
     if (q and not _shell_quoted(text, anchor, q, prev)) or not all(PLAIN_SHELL.match(w) for w in words):
@@ -157,6 +161,18 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
         cont = " \\" if continued else ""
         return end, end, "".join(f"{cont}{eol}{indent}{' '.join(g)}" for g in groups)
     return end, end, " " + " ".join(words)
+
+
+def _ps_array_item(text: str, anchor: Span, q: str, words: list[str]) -> Piece | None:
+    """The anchor is an element of a PowerShell array (`$extra = @("-ngl", "99")`, splatted into the
+    command): the new words become more elements, quoted alike."""
+    start = text.rfind("@(", 0, anchor.start)
+    if start < 0 or re.search(r"[()]", text[start + 2:anchor.start]) or not all(PLAIN_SHELL.match(w) for w in words):
+        return None
+    end = anchor.end + len(q)
+    if not re.match(r"[ \t,\r\n]*\)", text[end:]) and not re.match(r"[ \t]*,", text[end:]):
+        return None
+    return end, end, "".join(f", {q}{w}{q}" for w in words)
 
 
 GAP = re.compile(r"['\"]?(?:[ \t\\\r\n]|\$?\{[\w.-]+\})*['\"]?")
@@ -249,7 +265,7 @@ def remove_words(text: str, spans: list[Span]) -> list[Piece] | None:
 def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     """A new environment variable shaped like the sibling whose value sits at `sib`."""
     a, b, _ = line_bounds(text, sib.start)
-    line = text[a:b]
+    line = text[a:b].lstrip("\ufeff")  # a byte-order mark (PowerShell 5.1 writes one) opens the file, not the line
     q = quote_of(text, sib)
     eol = eol_of(text, sib.start)
     at, pre = _after_line(text, sib.start)
@@ -278,6 +294,12 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     m = re.match(r"([ \t]*)(Environment=)(['\"]?)", line)
     if m:  # systemd: `Environment="A=1"` quotes the whole assignment; a new one is quoted the same way
         return at, at, f"{pre}{m.group(1)}{m.group(2)}{m.group(3)}{name}={value}{m.group(3)}{eol}"
+    m = re.match(r"([ \t]*)(set[ \t]+)(\"?)[A-Za-z_][A-Za-z0-9_]*=", line, re.I)
+    if m:  # batch file: `set NAME=value`, or `set "NAME=value"` quoted the same way
+        return at, at, f"{pre}{m.group(1)}{m.group(2)}{m.group(3)}{name}={value}{m.group(3)}{eol}"
+    m = re.match(r"([ \t]*)(\$env:)[A-Za-z_][A-Za-z0-9_]*([ \t]*=[ \t]*)(['\"]?)", line, re.I)
+    if m:  # PowerShell: `$env:NAME = "value"`
+        return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}{m.group(3)}{m.group(4)}{value}{m.group(4)}{eol}"
     m = re.match(r"([ \t]*)(export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=", line)
     if m:  # shell assignment or .env line
         rest = line[m.end():]
@@ -288,8 +310,9 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
 
 
 def prefix_env(text: str, command: Span, name: str, value: str) -> Piece | None:
-    """`NAME=value ` in front of a shell command word."""
-    if not PLAIN_SHELL.match(value) or quote_of(text, command):
+    """`NAME=value ` in front of a shell command word (not in a batch or PowerShell script, where it
+    would be read as the program's name)."""
+    if not PLAIN_SHELL.match(value) or quote_of(text, command) or command.file.lower().endswith(WINDOWS_SCRIPTS):
         return None
     if command.start > 0 and text[command.start - 1] not in " \t\n":
         return None
