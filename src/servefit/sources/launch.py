@@ -180,7 +180,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         return []
     ollama_client(words[i:], ctx)
     head = detect.program(texts[i])
-    if head in detect.NOT_LAUNCH:
+    if head in detect.NOT_LAUNCH and not (head in detect.RUNNERS and texts[i + 1:i + 2] == ["run"]):
         return []
     sub_env = env
     if prefix:

@@ -1,0 +1,102 @@
+"""Found by running servefit as a new user on public deployment repositories (session 27): each
+case is a minimal file written for the test, in the shape the repository had."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+# LQR471814/x.vllm-distributed's Makefile starts vLLM through uv (`uv run vllm serve ...`): the
+# file was read as "0 servers", nothing said.
+UV_MAKEFILE = """vllm:
+\tuv run vllm serve Qwen/Qwen3-0.6B \\
+\t\t--gpu-memory-utilization 0.8 \\
+\t\t--max-model-len 30000 \\
+\t\t--host 127.0.0.1
+"""
+
+
+def _sites(capsys: pytest.CaptureFixture[str], *paths: str) -> list[dict]:
+    main(["lint", *paths, "--gpu", "L4", "--list-sites", "--format", "json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_server_started_through_an_environment_runner_is_found(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "Makefile").write_text(UV_MAKEFILE)
+    (tmp_path / "conda.sh").write_text("conda run -n llm --no-capture-output vllm serve Qwen/Qwen3-8B "
+                                       "--max-model-len 8192 --host 127.0.0.1\n")
+    (tmp_path / "poetry.sh").write_text("poetry run python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+                                        "--context-length 8192\n")
+    (tmp_path / "uvwith.sh").write_text("uv run --with vllm --python 3.12 vllm serve Qwen/Qwen3-8B --max-model-len 4096 "
+                                        "--host 127.0.0.1\n")
+    # installing the engine is not running it
+    (tmp_path / "setup.sh").write_text("uv pip install vllm\nconda install -c conda-forge vllm\n")
+    got = [(Path(s["file"]).name, s["line"], s["engine"], s["model"], s["settings"].get("max_model_len"),
+            s["settings"].get("context_length")) for s in _sites(capsys, str(tmp_path))]
+    assert got == [
+        ("Makefile", 2, "vllm", "Qwen/Qwen3-0.6B", 30000, None),
+        ("conda.sh", 1, "vllm", "Qwen/Qwen3-8B", 8192, None),
+        ("poetry.sh", 1, "sglang", "Qwen/Qwen3-8B", None, 8192),
+        ("uvwith.sh", 1, "vllm", "Qwen/Qwen3-8B", 4096, None),
+    ]
+
+
+def test_tune_writes_a_server_started_through_uv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Makefile"
+    f.write_text(UV_MAKEFILE)
+    main(["estimate", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out.startswith("vllm 0.33.0  ·  Qwen/Qwen3-0.6B\n")
+    main(["tune", str(f), "--gpu", "L4", "--write"])
+    capsys.readouterr()
+    first = f.read_text()
+    assert first != UV_MAKEFILE and first.startswith("vllm:\n\tuv run vllm serve Qwen/Qwen3-0.6B \\\n")
+    main(["tune", str(f), "--gpu", "L4", "--write"])
+    capsys.readouterr()
+    assert f.read_text() == first
+
+
+# The same Makefile passes keys of vLLM's structured-outputs config one by one
+# (`--structured-outputs-config.backend xgrammar`): every `--X-config` flag that vLLM fills from a
+# config dataclass takes JSON and so dotted keys (vllm/engine/arg_utils.py _compute_kwargs:
+# parse_dataclass; FlexibleArgumentParser.parse_args merges the dotted words), but servefit typed
+# them as plain strings and called the dotted words unrecognized (VLLM001, "refuses the configuration").
+def test_dotted_keys_of_vllms_config_flags_are_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Makefile"
+    f.write_text(UV_MAKEFILE.replace(
+        "\t\t--gpu-memory-utilization 0.8 \\\n",
+        "\t\t--structured-outputs-config.disable_any_whitespace True \\\n"
+        "\t\t--structured-outputs-config.backend xgrammar \\\n"
+        "\t\t--kv-transfer-config '{\"kv_connector\":\"LMCacheConnectorV1\",\"kv_role\":\"kv_both\"}' \\\n"
+        "\t\t--gpu-memory-utilization 0.8 \\\n"))
+    for version in ("0.13.0", None):
+        extra = ["--engine-version", version] if version else []
+        [site] = _sites(capsys, str(f), *extra)
+        assert site["verdict"] == "started", version
+        # `True` is no JSON: vLLM keeps the word, and its config's validation reads it as true
+        assert site["settings"]["structured_outputs_config"] == {"disable_any_whitespace": "True", "backend": "xgrammar"}
+        assert site["settings"]["kv_transfer_config"] == {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}
+    f.write_text(UV_MAKEFILE.replace("--gpu-memory-utilization 0.8", "--kv-transfer-config {kv_role:kv_both}"))
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    assert [(d["code"], d["message"]) for d in json.loads(capsys.readouterr().out) if d["code"].startswith("VLLM00")] \
+        == [("VLLM002", "argument --kv-transfer-config: invalid json value: '{kv_role:kv_both}' [GPU: L4 ×1 from --gpu]")]
+
+
+def test_the_attention_backend_in_attention_config_is_read() -> None:
+    """vLLM's attention config names the backend (`-ac.backend FLASHINFER`, or JSON); servefit's
+    FlashInfer decision reads attention_config as a dict, which the string type never gave it."""
+    from servefit.core import Token
+    from servefit.engines.argv import parse_argv
+    from servefit.engines.options import load_table
+    from servefit.engines.vllm.attn_backend import chosen_backend
+
+    table = load_table("vllm")
+    for words in (["-ac.backend", "FLASHINFER"], ["--attention-config", '{"backend": "FLASHINFER"}'],
+                  ["--attention-config.backend=FLASHINFER"]):
+        p = parse_argv(table, [Token(w) for w in words], "0.14.0")
+        assert p.findings == [], words
+        assert chosen_backend(p.values, None) == "FLASHINFER", words
