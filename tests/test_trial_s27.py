@@ -100,3 +100,41 @@ def test_the_attention_backend_in_attention_config_is_read() -> None:
         p = parse_argv(table, [Token(w) for w in words], "0.14.0")
         assert p.findings == [], words
         assert chosen_backend(p.values, None) == "FLASHINFER", words
+
+
+# jshin49/llama-recipes runs TGI with `--model-id $model` set from a script argument: estimate,
+# explain and tune take `--model` for that (README: "a command-line flag (--gpu, --gpus,
+# --gpu-memory, --model, --engine-version) > ..., one rule for every command"), but lint refused it
+# ("unrecognized arguments: --model", exit 2), so the commands could not be asked about the same server.
+TGI_SCRIPT = """token=$1
+model=$2
+docker run --gpus '"device=0,1,2,3"' --shm-size 1g -p 127.0.0.1:3002:80 \\
+    ghcr.io/huggingface/text-generation-inference:3.0.1 \\
+    --model-id $model \\
+    --num-shard 4 \\
+    --max-input-length 3072 \\
+    --max-total-tokens 4096 \\
+    --max-concurrent-requests 10
+"""
+
+
+def test_lint_takes_the_model_flag_as_the_other_commands_do(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run_70b.sh"
+    f.write_text(TGI_SCRIPT)
+    model = ["--model", "meta-llama/Llama-2-70b-chat-hf", "--gpu", "A100"]
+    main(["estimate", str(f), *model, "--format", "json"])
+    [est] = json.loads(capsys.readouterr().out)  # a file: a list of servers
+    assert main(["lint", str(f), *model, "--list-sites", "--format", "json"]) == 0
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["target"]["model"] == {"value": "meta-llama/Llama-2-70b-chat-hf", "source": "--model", "location": None}
+    assert site["verdict"] == est["outcome"] == "started"
+    main(["lint", str(f), *model, "--format", "json"])
+    # the server's own findings are estimate's; SF001 and SEC004 are the file's
+    assert [d["code"] for d in json.loads(capsys.readouterr().out)] == ["SF001", "SEC004", "TGI021"]
+    assert [d["code"] for d in est["findings"]] == ["TGI021"]
+    # without it, the model is a variable whose value is not known, in lint as in estimate
+    main(["lint", str(f), "--gpu", "A100", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["verdict"] is None and site["not_planned"] == "the model is a variable ($2): its value is not known here " \
+        "(pass --model REF)"
