@@ -138,3 +138,28 @@ def test_lint_takes_the_model_flag_as_the_other_commands_do(tmp_path: Path,
     [site] = json.loads(capsys.readouterr().out)
     assert site["verdict"] is None and site["not_planned"] == "the model is a variable ($2): its value is not known here " \
         "(pass --model REF)"
+
+
+# Hiroaki-Masuzawa/llm_vlm_memo and jshin49/llama-recipes run `vllm/vllm-openai:latest` and
+# `ghcr.io/huggingface/text-generation-inference:latest`. README: the engine's own image by a tag
+# that moves with its releases runs the newest release, "so that counts as a version given"; and
+# no SF005 dates the flags there. But estimate and explain still warned "WARNING: ... assumed (no
+# version given ... pin the image tag)" and lint --list-sites showed the version as "-".
+@pytest.mark.parametrize("image, title, version", [
+    ("vllm/vllm-openai:latest", "vLLM", "0.33.0"),
+    ("ghcr.io/huggingface/text-generation-inference:latest", "TGI", "3.3.7"),
+])
+def test_a_moving_image_tag_is_said_to_give_the_newest_release(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               image: str, title: str, version: str) -> None:
+    f = tmp_path / "run.sh"
+    args = "--model Qwen/Qwen2.5-3B-Instruct" if title == "vLLM" else "--model-id Qwen/Qwen2.5-3B-Instruct"
+    f.write_text(f"docker run --rm --gpus all -p 127.0.0.1:8000:8000 {image} {args}\n")
+    main(["estimate", str(f), "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["engine_version"] == version
+    said = (f"{title} {version} assumed: the image tag latest runs the newest release, the newest servefit "
+            "models (pass --engine-version to check another)")
+    assert plan["assumptions"][0] == said
+    assert not any("no version given" in a for a in plan["assumptions"])
+    main(["lint", str(f), "--gpu", "L4", "--list-sites"])
+    assert f" {version} (image tag latest: the newest release) " in capsys.readouterr().out
