@@ -163,3 +163,36 @@ def test_a_moving_image_tag_is_said_to_give_the_newest_release(tmp_path: Path, c
     assert not any("no version given" in a for a in plan["assumptions"])
     main(["lint", str(f), "--gpu", "L4", "--list-sites"])
     assert f" {version} (image tag latest: the newest release) " in capsys.readouterr().out
+
+
+# xiz2002/Practice_NestedCompose builds its Ollama image in two stages: the first runs `ollama
+# create NAME -f ./models/.../Modelfile`, the last copies /root/.ollama from it and runs `ollama
+# serve`. Only the last stage's RUN commands were read, so the server was "not checked: none is
+# named here" and the Modelfile was checked on its own, as a second server without the image's GPU
+# or version.
+TWO_STAGES = """FROM ollama/ollama:0.6.0 AS base_stage
+COPY ./models ./models
+RUN ollama serve & sleep 5 && ollama create qwen3-q4:4b -f ./models/Qwen3-4B/Modelfile
+
+FROM ollama/ollama:0.6.0 AS run_stage
+COPY --from=base_stage /root/.ollama /root/.ollama
+ENTRYPOINT ["ollama", "serve"]
+"""
+
+
+def test_models_a_build_stage_creates_are_the_servers_that_copy_them(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "models" / "Qwen3-4B").mkdir(parents=True)
+    (tmp_path / "models" / "Qwen3-4B" / "Modelfile").write_text("FROM hf.co/Qwen/Qwen3-4B-GGUF:Q4_K_M\n"
+                                                                "PARAMETER num_ctx 8192\n")
+    f = tmp_path / "Dockerfile"
+    f.write_text(TWO_STAGES)
+    sites = _sites(capsys, str(tmp_path))
+    assert [(Path(s["file"]).name, s["line"], s["model"], s["engine_version"], s["verdict"]) for s in sites] == [
+        ("Dockerfile", 7, "hf.co/Qwen/Qwen3-4B-GGUF:Q4_K_M", "0.6.0", "started")]
+    main(["estimate", str(f), "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert (plan["model"]["resolved"], plan["outcome"]) == ("Qwen/Qwen3-4B", "started")
+    # a copy of another stage's files that are not Ollama's models links nothing
+    f.write_text(TWO_STAGES.replace("/root/.ollama /root/.ollama", "/usr/bin/ollama /usr/bin/ollama"))
+    assert [s["file"] for s in _sites(capsys, str(tmp_path))] == [str(f), str(tmp_path / "models/Qwen3-4B/Modelfile")]

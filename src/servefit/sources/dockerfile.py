@@ -159,9 +159,11 @@ def stages(fc: FileCtx) -> list[Stage]:
             if words:
                 st.workdir = posixpath.normpath(posixpath.join(st.workdir, words[0].text))
         elif instr in ("COPY", "ADD"):
-            c = copy_of([w.text for w in split_words(rest, scope)], st.workdir)
+            texts = [w.text for w in split_words(rest, scope)]
+            c = copy_of(texts, st.workdir)
             if c is not None:
                 st.copies.append(c)
+            st.built.extend(_models_copied(texts, found[:-1]))
         elif instr == "RUN" and not rest.text.lstrip().startswith("["):
             st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
         elif instr in ("CMD", "ENTRYPOINT"):
@@ -173,6 +175,26 @@ def stages(fc: FileCtx) -> list[Stage]:
                 if words and words[0].text == "/bin/sh" and words[0].pieces[0].start == words[0].pieces[0].end:
                     st.cmd = []  # shell-form ENTRYPOINT ignores CMD
     return found
+
+
+def _models_copied(words: list[str], earlier: list[Stage]) -> list[list[Word]]:
+    """`COPY --from=STAGE /root/.ollama /root/.ollama`: the models that stage's RUN commands pulled or
+    created (`ollama create NAME -f Modelfile`) are in this image too. Ollama keeps them under
+    ~/.ollama/models, or OLLAMA_MODELS (envconfig/config.go Models)."""
+    src = next((w.split("=", 1)[1] for w in words if w.startswith("--from=")), None)
+    if not src:
+        return []
+    stage = next((s for s in earlier if s.name == src), None)
+    if stage is None and src.isdigit() and int(src) < len(earlier):
+        stage = earlier[int(src)]
+    if stage is None:
+        return []
+    store = stage.runtime.get("OLLAMA_MODELS")
+    store_dir = store.text.rstrip("/") if store is not None else None
+    paths = [w.rstrip("/") for w in words if not w.startswith("--")][:-1]
+    if any(".ollama" in p or (store_dir and p and (store_dir + "/").startswith(p + "/")) for p in paths):
+        return stage.built
+    return []
 
 
 def scan(fc: FileCtx) -> None:
