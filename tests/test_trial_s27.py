@@ -196,3 +196,20 @@ def test_models_a_build_stage_creates_are_the_servers_that_copy_them(tmp_path: P
     # a copy of another stage's files that are not Ollama's models links nothing
     f.write_text(TWO_STAGES.replace("/root/.ollama /root/.ollama", "/usr/bin/ollama /usr/bin/ollama"))
     assert [s["file"] for s in _sites(capsys, str(tmp_path))] == [str(f), str(tmp_path / "models/Qwen3-4B/Modelfile")]
+
+
+def test_a_created_models_missing_modelfile_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The repository ignores its Modelfiles (`models/*/*` in .gitignore): the server's model is the
+    one `ollama create` builds from a file that is not there, which was said as "this file names none"."""
+    f = tmp_path / "Dockerfile"
+    f.write_text(TWO_STAGES)
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    [sf115] = [d for d in json.loads(capsys.readouterr().out) if d["code"] == "SF115"]
+    assert sf115["message"] == (
+        "`ollama create qwen3-q4:4b` builds the model it serves from ./models/Qwen3-4B/Modelfile, which is not in "
+        "the repository, so its memory was not checked: add `# servefit: model=REF` above it for the model it serves")
+    assert (sf115["location"]["line"], sf115["location"]["column"]) == (7, 14)
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    assert capsys.readouterr().err == (
+        "servefit: error: `ollama create qwen3-q4:4b` builds the model it serves from ./models/Qwen3-4B/Modelfile, "
+        "which is not in the repository: add `# servefit: model=REF` above the server (or pass --model REF)\n")

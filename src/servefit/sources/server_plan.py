@@ -49,6 +49,7 @@ def plan_server(srv: Server, engine: Any) -> None:
     if not ref and not t.model_config and engine.models_on_request:
         # the server loads models on request (`ollama serve`): none is named here. Said once: by
         # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
+        from servefit.sources.base import CREATED_NAME
         from servefit.sources.detect import official_image
 
         if site.image and official_image(site.image) is False:
@@ -57,6 +58,11 @@ def plan_server(srv: Server, engine: Any) -> None:
             why = said = (f"the image {site.image} is not the {engine.title} project's own: the model it serves "
                           "(its ENV or CMD) is not known here")
             span, whose = site.image_span or anchor(site), "its"
+        elif site.inputs.file_refs and site.inputs.definition is None and \
+                (made := next((n for n, where in site.workload.names if where == CREATED_NAME), None)):
+            why = said = (f"`ollama create {made}` builds the model it serves from {', '.join(site.inputs.file_refs)}, "
+                          "which is not in the repository")
+            span, whose = anchor(site), "its"
         else:
             why = f"{engine.title} loads the models requests name, and this file names none"
             said = f"{engine.title} loads the models requests name, and none is named here"
