@@ -213,3 +213,34 @@ def test_a_created_models_missing_modelfile_is_named(tmp_path: Path, capsys: pyt
     assert capsys.readouterr().err == (
         "servefit: error: `ollama create qwen3-q4:4b` builds the model it serves from ./models/Qwen3-4B/Modelfile, "
         "which is not in the repository: add `# servefit: model=REF` above the server (or pass --model REF)\n")
+
+
+# djismgaming/docs-llama-swap serves gpt-oss-20b and Qwen3-Coder-30B-A3B GGUFs on llama-server with
+# --fit (the default) and no -c. tune counted a plan whose --fit moves the experts of some layers to
+# the CPU as a full GPU plan: it wrote `--ctx-size 524288 --parallel 4` for gpt-oss (the experts of 3
+# layers on the CPU), and lint on the written file warned LCPP009, which it had not before.
+SWAP = """models:
+  gpt-oss:
+    cmd: |
+      llama-server --port ${PORT}
+      -m /models/gpt-oss-20b-MXFP4.gguf
+      --jinja
+"""
+
+
+def test_tune_leaves_no_experts_on_the_cpu_that_fit_would_move(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text(SWAP)
+    main(["lint", str(f), "--gpu", "RTX4090", "--format", "json"])
+    assert "LCPP009" not in [d["code"] for d in json.loads(capsys.readouterr().out)]
+    main(["tune", str(f), "--gpu", "RTX4090", "--write"])
+    capsys.readouterr()
+    assert f.read_text() != SWAP
+    main(["lint", str(f), "--gpu", "RTX4090", "--format", "json"])
+    assert "LCPP009" not in [d["code"] for d in json.loads(capsys.readouterr().out)]
+    # a file whose --fit-ctx asks fit to keep a context by moving experts off the GPU keeps that choice
+    f.write_text(SWAP.replace("--jinja", "--jinja --fit-ctx 60000").replace("gpt-oss-20b-MXFP4",
+                                                                           "Qwen3-Coder-30B-A3B-Instruct-Q4_K_M"))
+    main(["tune", str(f), "--gpu", "RTX4090", "--diff"])
+    assert "headroom 4.6%: meets the needs" in capsys.readouterr().out
