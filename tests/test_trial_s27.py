@@ -244,3 +244,76 @@ def test_tune_leaves_no_experts_on_the_cpu_that_fit_would_move(tmp_path: Path,
                                                                            "Qwen3-Coder-30B-A3B-Instruct-Q4_K_M"))
     main(["tune", str(f), "--gpu", "RTX4090", "--diff"])
     assert "headroom 4.6%: meets the needs" in capsys.readouterr().out
+
+
+# Lintasarta/vllm-helm: the chart's template runs `args: ["{{ .Values.modelName }}", {{ range
+# .Values.extraArgs }}...]`. Without helm (or with --no-render) only the values are read: the server
+# was "not checked: vLLM: no model given in the command", though the values key modelName holds it.
+CHART_VALUES = """modelName: Qwen/Qwen3-0.6B
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - key: nvidia.com/gpu.product
+          operator: In
+          values:
+          - NVIDIA-L40S
+image:
+  repository: vllm/vllm-openai
+  tag: v0.11.2
+resources:
+  limits:
+    nvidia.com/gpu: "1"
+extraArgs:
+  - "--gpu-memory-utilization"
+  - "0.9"
+  - "--max-model-len"
+  - "32768"
+"""
+CHART_TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: x}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: {{ .Values.image.repository }}:{{ .Values.image.tag }}
+        args:
+          - "{{ .Values.modelName }}"
+          {{- range .Values.extraArgs }}
+          - "{{ . }}"
+          {{- end }}
+"""
+
+
+def test_an_unrendered_charts_model_is_its_values_model_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no helm: `servefit models` renders where it can
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: vllm\nversion: 0.1.0\n")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "deployment.yaml").write_text(CHART_TEMPLATE)
+    f = tmp_path / "values.yaml"
+    f.write_text(CHART_VALUES)
+    main(["lint", str(tmp_path), "--no-render", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["target"]["model"]["value"], site["gpu"]["name"], site["engine_version"], site["verdict"]) == (
+        "Qwen/Qwen3-0.6B", "NVIDIA-L40S", "0.11.2", "started")
+    assert site["target"]["model"]["source"] == ("the values key modelName (the chart's templates pass it to the "
+                                                 "server; they were not rendered)")
+    main(["estimate", str(f), "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert (plan["model"]["ref"], plan["outcome"]) == ("Qwen/Qwen3-0.6B", "started")
+    assert ("model Qwen/Qwen3-0.6B: the values key modelName, which the chart's templates (not rendered) pass to the "
+            "server, as its command names none") in plan["assumptions"]
+    # `servefit models` said "(none) -> no model named here (the server loads models on request)"
+    main(["models", str(tmp_path)])
+    assert capsys.readouterr().out == (
+        f"{f}:18  vllm  (none)  -> Qwen/Qwen3-0.6B (596.0M) from catalog (the values key modelName (the chart's "
+        "templates pass it to the server; they were not rendered))\n")
+    # a values key that holds no model reference is not taken for one
+    f.write_text(CHART_VALUES.replace("modelName: Qwen/Qwen3-0.6B", "modelName: qwen3-small"))
+    main(["lint", str(tmp_path), "--no-render", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["target"]["model"] is None and site["not_planned"].startswith("vLLM: no model given")

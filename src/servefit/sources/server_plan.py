@@ -24,6 +24,28 @@ def storage_model(srv: Server) -> None:
         srv.target.model = Part(storage, "KServe storageUri", None)
 
 
+# the values keys whose value a chart's templates pass to the engine as its model (`args: ["{{
+# .Values.modelName }}", ...]`): helm.py value_names records them as "its values key KEY"
+VALUES_MODEL_KEYS = ("modelName", "model_name")
+
+
+def values_model(srv: Server) -> None:
+    """A values file read without its chart's templates (helm is not on PATH, or --no-render) whose
+    command has no model: the templates add it, from the values key named for it when that holds
+    a model reference (ORG/NAME, a path)."""
+    site, cfg, t = srv.site, srv.config, srv.target
+    if t.model is not None or cfg is None or cfg.model_ref or site.workload.chart != "values":
+        return
+    for name, where in site.workload.names:
+        key = where.removeprefix("its values key ")
+        if key in VALUES_MODEL_KEYS and "/" in name and not any(c.isspace() or c in "${}" for c in name):
+            t.model = Part(name, f"the values key {key} (the chart's templates pass it to the server; they "
+                                 "were not rendered)", None)
+            cfg.assumptions.append(f"model {name}: the values key {key}, which the chart's templates (not rendered) "
+                                   "pass to the server, as its command names none")
+            return
+
+
 @rule("SF002", "SF003", "SF004", "SF110", "SF115")
 def plan_server(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
