@@ -317,3 +317,53 @@ def test_an_unrendered_charts_model_is_its_values_model_key(tmp_path: Path, caps
     main(["lint", str(tmp_path), "--no-render", "--list-sites", "--format", "json"])
     [site] = json.loads(capsys.readouterr().out)
     assert site["target"]["model"] is None and site["not_planned"].startswith("vLLM: no model given")
+
+
+# Austontatious/lex builds its vLLM image in compose (`build: {context: ./docker/vllm}`, a Dockerfile
+# FROM nvidia/cuda that pip-installs vLLM) and tags it `image: local/vllm-openai:lexi`. servefit took
+# that tag for vLLM's own image pulled by a moving tag ("the image tag lexi runs the newest
+# release") and called the file's --swap-space an error (VLLM001, "refuses the configuration").
+LEX_COMPOSE = """services:
+  vllm:
+    build:
+      context: ./docker/vllm
+    image: local/vllm-openai:lexi
+    command:
+      - python
+      - -m
+      - vllm.entrypoints.openai.api_server
+      - --model
+      - Qwen/Qwen3-30B-A3B
+      - --tensor-parallel-size
+      - "4"
+      - --swap-space
+      - "12"
+      - --max-model-len
+      - "32000"
+      - --host
+      - 127.0.0.1
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              device_ids: ["0", "1", "2", "3"]
+              capabilities: [gpu]
+"""
+
+
+@pytest.mark.parametrize("base, version, dated", [
+    ("nvidia/cuda:12.8.0-runtime-ubuntu22.04", "0.17.1", True),  # the flags date it, as with no image at all
+    ("vllm/vllm-openai:v0.9.2", "0.9.2", False),  # built on a release: that release
+])
+def test_a_compose_image_tag_that_names_the_build_is_no_release(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                base: str, version: str, dated: bool) -> None:
+    (tmp_path / "docker" / "vllm").mkdir(parents=True)
+    (tmp_path / "docker" / "vllm" / "Dockerfile").write_text(f"FROM {base}\nRUN pip install vllm\nENTRYPOINT []\n")
+    f = tmp_path / "docker-compose.yml"
+    f.write_text(LEX_COMPOSE)
+    main(["lint", str(f), "--gpu", "RTX 3090", "--format", "json"])
+    codes = [d["code"] for d in json.loads(capsys.readouterr().out)]
+    assert "VLLM001" not in codes and ("SF005" in codes) is dated
+    [site] = _sites(capsys, str(f).replace("RTX 3090", ""))
+    assert site["engine_version"] == version and site["verdict"] == "started"

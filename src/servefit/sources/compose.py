@@ -253,9 +253,11 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     # [/bin/sh, /entrypoint.sh]`, `./scripts/entrypoint.sh:/entrypoint.sh:ro`): read in this service
     mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), "/",
                          os.path.dirname(home) or ".") if pmap else None
-    launches = mounted if mounted is not None else container(image, entry, cmd, ctx, env)
     build_node = _last(y, svcs, "build")
-    df = dockerfile_of(y, build_node, y.file_of(build_node) or fc.path) if not launches else None
+    # a service that builds its image runs that build: `image:` beside `build:` is the tag compose gives
+    # it (local/vllm-openai:lexi), not an image pulled, so its name and tag say nothing of the release
+    df = dockerfile_of(y, build_node, y.file_of(build_node) or fc.path) if build_node is not None else None
+    launches = mounted if mounted is not None else [] if df is not None else container(image, entry, cmd, ctx, env)
     if not launches and df is None and build_node is None and image is not None and not unset:
         df = tagged_dockerfile(image.text, home)  # `image: NAME` that a Makefile beside it builds
     if df is not None:
