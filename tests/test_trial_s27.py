@@ -367,3 +367,29 @@ def test_a_compose_image_tag_that_names_the_build_is_no_release(tmp_path: Path, 
     assert "VLLM001" not in codes and ("SF005" in codes) is dated
     [site] = _sites(capsys, str(f).replace("RTX 3090", ""))
     assert site["engine_version"] == version and site["verdict"] == "started"
+
+
+# Austontatious/lex's build installs a pinned release (`python3 -m pip install vllm==0.11.2` on an
+# nvidia/cuda base): that is the version the container runs, as a release image's tag would say.
+@pytest.mark.parametrize("install, version", [
+    ("RUN python3 -m pip install --upgrade pip \\\n    && python3 -m pip install vllm==0.11.2\n", "0.11.2"),
+    ('RUN uv pip install --system "vllm==0.8.5.post1" flashinfer-python\n', "0.8.5.post1"),
+    ("RUN pip install 'vllm>=0.8'\n", None),  # a range names no release: the flags date it
+])
+def test_a_builds_pinned_engine_release_is_its_version(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       install: str, version: str | None) -> None:
+    (tmp_path / "docker" / "vllm").mkdir(parents=True)
+    (tmp_path / "docker" / "vllm" / "Dockerfile").write_text(
+        f"FROM nvidia/cuda:12.8.0-runtime-ubuntu22.04\n{install}ENTRYPOINT []\n")
+    f = tmp_path / "docker-compose.yml"
+    f.write_text(LEX_COMPOSE)
+    [site] = _sites(capsys, str(f))
+    assert site["engine_version"] == (version or "0.17.1") and site["verdict"] == "started"
+    if version:
+        assert site["target"]["engine_version"] == {
+            "value": version, "location": None,
+            "source": f"pip install vllm=={version} in {tmp_path / 'docker' / 'vllm' / 'Dockerfile'}"}
+    else:
+        assert site["target"]["engine_version"] is None
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    assert ("SF005" in [d["code"] for d in json.loads(capsys.readouterr().out)]) is (version is None)

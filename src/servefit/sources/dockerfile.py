@@ -213,7 +213,7 @@ def scan(fc: FileCtx) -> None:
     entry, cmd = st.entry, st.cmd or None
     if entry == [] and cmd:  # `ENTRYPOINT []` clears the image's: the CMD is the whole command
         entry, cmd = cmd, None
-    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".")
+    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".", fc.path)
     if not launches:
         return
     for w in st.exec_vars:
@@ -223,11 +223,39 @@ def scan(fc: FileCtx) -> None:
 
 
 def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
-              context: str) -> list[Launch]:
+              context: str, dockerfile: str = "") -> list[Launch]:
     """The servers a container of this stage starts: through a script the build copied from the
-    repository (read there, run in this image), else as its entrypoint and command say."""
+    repository (read there, run in this image), else as its entrypoint and command say. A release
+    of the engine the build installs (`pip install vllm==0.11.2`) is the version it runs."""
     found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
-    return found if found is not None else container(st.image, entry, cmd, ctx, env)
+    launches = found if found is not None else container(st.image, entry, cmd, ctx, env)
+    for launch in launches:
+        pin = pinned_release(st.built, launch.engine)
+        if pin:
+            launch.facts["engine_version"] = pin
+            launch.facts["version_source"] = f"pip install {launch.engine}=={pin} in {dockerfile or 'the Dockerfile'}"
+    return launches
+
+
+# `vllm==0.11.2`, `sglang[all]==0.4.6.post1`: a pip requirement pinned to one release
+_PIN = re.compile(r"^(vllm|sglang)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)$", re.I)
+
+
+def pinned_release(built: list[list[Word]], engine: str) -> str | None:
+    """The release of the engine a RUN command pip-installs (pip / pip3 / python -m pip / uv pip),
+    pinned with `==`; the last one wins, as it is installed last. None for a range or no pin."""
+    out = None
+    for words in built:
+        texts = [w.text for w in words]
+        for i, t in enumerate(texts):
+            if t == "install" and i > 0 and detect.program(texts[i - 1]) in ("pip", "pip3"):  # uv pip, python -m pip
+                for w in texts[i + 1:]:
+                    if w in ("&&", "||", ";"):
+                        break
+                    m = _PIN.match(w.strip("'\""))
+                    if m and m.group(1).lower() == engine:
+                        out = m.group(2)
+    return out
 
 
 def _reads_env(engine: str | None, name: str) -> bool:

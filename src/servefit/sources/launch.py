@@ -85,6 +85,8 @@ class Facts(TypedDict, total=False):
     image_span: Span | None
     shm_limit: str | None
     notes: list[str]  # assumptions the reading made, said with the plan
+    engine_version: str  # the release a build installs (`pip install vllm==X`), over its image's tag
+    version_source: str  # where that release is written
 
 
 @dataclass

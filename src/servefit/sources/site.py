@@ -28,7 +28,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
                     exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
                     path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
-                    compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])))
+                    compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])),
+                    version_source=x.get("version_source"))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:
@@ -36,7 +37,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
             hint = launch.gpu
         elif hint.count is None and launch.gpu.count is not None:
             hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
-    version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
+    version = x.get("engine_version") or (
+        detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None)
     return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
                       image=launch.image, engine_version=version,
                       gpu=hint, name=name, unresolved=unresolved, workload=work,
