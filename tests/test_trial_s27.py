@@ -130,6 +130,8 @@ def test_lint_takes_the_model_flag_as_the_other_commands_do(tmp_path: Path,
     assert site["target"]["model"] == {"value": "meta-llama/Llama-2-70b-chat-hf", "source": "--model", "location": None}
     assert site["verdict"] == est["outcome"] == "started"
     main(["lint", str(f), *model, "--format", "json"])
+    # the model is --model's, not "--model-id is $2, which is not set here: planned with the engine's default"
+    assert not [a for a in est["assumptions"] if "$2" in a]
     # the server's own findings are estimate's; SF001 and SEC004 are the file's
     assert [d["code"] for d in json.loads(capsys.readouterr().out)] == ["SF001", "SEC004", "TGI021"]
     assert [d["code"] for d in est["findings"]] == ["TGI021"]
