@@ -395,3 +395,60 @@ def test_a_builds_pinned_engine_release_is_its_version(tmp_path: Path, capsys: p
         assert site["target"]["engine_version"] is None
     main(["lint", str(f), "--gpu", "L4", "--format", "json"])
     assert ("SF005" in [d["code"] for d in json.loads(capsys.readouterr().out)]) is (version is None)
+
+
+# KubeRay's own vLLM sample (ray-operator/config/samples/vllm/ray-service.vllm.yaml) serves vLLM from a
+# Ray Serve application on rayproject/ray-ml pods: servefit said "0 servers", nothing at all.
+RAYSERVICE = """apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: llama-3-8b
+spec:
+  serveConfigV2: |
+    applications:
+    - name: llm
+      route_prefix: /
+      import_path: ray-operator.config.samples.vllm.serve:model
+      runtime_env:
+        pip: ["vllm==0.6.6.post1"]
+        env_vars:
+          MODEL_ID: "meta-llama/Meta-Llama-3-8B-Instruct"
+          TENSOR_PARALLELISM: "2"
+  rayClusterConfig:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray-ml:2.33.0.914af0-py311
+    workerGroupSpecs:
+    - replicas: 1
+      groupName: gpu-group
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+          - name: llm
+            image: rayproject/ray-ml:2.33.0.914af0-py311
+            resources:
+              limits:
+                nvidia.com/gpu: "2"
+"""
+
+
+def test_a_ray_serve_application_that_runs_an_engine_is_said_not_checked(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ray-service.vllm.yaml"
+    f.write_text(RAYSERVICE)
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    [d] = json.loads(capsys.readouterr().out)
+    assert (d["code"], d["location"]["line"]) == ("SF116", 6)
+    assert d["message"] == (
+        "RayService llama-3-8b runs vLLM in a Ray Serve application (import_path "
+        "ray-operator.config.samples.vllm.serve:model), whose Python code sets the engine's arguments: servefit "
+        "does not read Ray Serve applications, so this server's settings were not checked")
+    # an application that names no engine is not a server servefit checks
+    f.write_text(RAYSERVICE.replace('pip: ["vllm==0.6.6.post1"]', "pip: [torch]").replace(".vllm.", ".text_ml."))
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    assert json.loads(capsys.readouterr().out) == []
