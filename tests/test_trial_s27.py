@@ -452,3 +452,42 @@ def test_a_ray_serve_application_that_runs_an_engine_is_said_not_checked(tmp_pat
     f.write_text(RAYSERVICE.replace('pip: ["vllm==0.6.6.post1"]', "pip: [torch]").replace(".vllm.", ".text_ml."))
     main(["lint", str(f), "--gpu", "L4", "--format", "json"])
     assert json.loads(capsys.readouterr().out) == []
+
+
+# redhat-ai-services/helm-charts' vllm-kserve chart serves a KServe "modelcar": the InferenceService's
+# storageUri is an OCI image (`oci://quay.io/redhat-ai-services/modelcar-catalog:granite-3.3-2b-instruct`)
+# that KServe mounts at /mnt/models, which the runtime's command names. The server was "unknown model
+# '/mnt/models'" although the file names the model in the image's tag.
+ISVC = """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: vllm-rt
+spec:
+  containers:
+  - name: kserve-container
+    image: vllm/vllm-openai:v0.11.0
+    args: [--port=8080, --model=/mnt/models, --max-model-len=8192]
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: my-model
+spec:
+  predictor:
+    model:
+      modelFormat: {name: vLLM}
+      runtime: vllm-rt
+      storageUri: oci://quay.io/redhat-ai-services/modelcar-catalog:granite-3.3-2b-instruct
+      resources:
+        limits: {nvidia.com/gpu: "1"}
+"""
+
+
+def test_a_kserve_modelcar_is_named_by_its_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "isvc.yaml"
+    f.write_text(ISVC)
+    [site] = _sites(capsys, str(f))
+    assert site["verdict"] == "started" and site["model_ref"]["resolved"] == "ibm-granite/granite-3.3-2b-instruct"
+    main(["estimate", str(f), "--gpu", "L4", "--format", "json"])
+    [plan] = json.loads(capsys.readouterr().out)
+    assert plan["model"]["resolved"] == "ibm-granite/granite-3.3-2b-instruct" and plan["outcome"] == "started"
