@@ -491,3 +491,71 @@ def test_a_kserve_modelcar_is_named_by_its_image(tmp_path: Path, capsys: pytest.
     main(["estimate", str(f), "--gpu", "L4", "--format", "json"])
     [plan] = json.loads(capsys.readouterr().out)
     assert plan["model"]["resolved"] == "ibm-granite/granite-3.3-2b-instruct" and plan["outcome"] == "started"
+
+
+# sergey21000/docker-compose-webui-llm-examples mounts its engine configs into the containers
+# (`${CONFIG_DIR:-../configs}/vllm:/workspace/configs`) and starts vLLM and SGLang with
+# `--config /workspace/configs/cuda.yml`. The mount was not read (its `${VAR:-default}` was split at
+# the `:` of `:-`), so vLLM said "--config ... is not in the repository" and "no model given", and
+# SGLang "the following arguments are required: --model-path".
+@pytest.mark.parametrize("engine, compose, config, model", [
+    ("vllm", """services:
+  vllm:
+    image: vllm/vllm-openai:v0.11.0
+    volumes:
+      - ${CONFIG_DIR:-../configs}/vllm:/workspace/configs
+    command:
+      - --config
+      - /workspace/configs/cuda.yml
+""", "model: Qwen/Qwen3-0.6B\nmax_model_len: 4096\ngpu_memory_utilization: 0.7\n", "Qwen/Qwen3-0.6B"),
+    ("sglang", """services:
+  sglang:
+    image: lmsysorg/sglang:v0.5.4
+    volumes:
+      - ${CONFIG_DIR:-../configs}/sglang:/sgl-workspace/configs
+    entrypoint: python3 -m sglang.launch_server
+    command:
+      - --config
+      - /sgl-workspace/configs/cuda.yml
+""", "model-path: Qwen/Qwen3-0.6B\ncontext-length: 4096\nmem-fraction-static: 0.7\n", "Qwen/Qwen3-0.6B"),
+])
+def test_a_config_file_mounted_into_the_container_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch, engine: str, compose: str,
+                                                          config: str, model: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "configs" / engine).mkdir(parents=True)
+    (tmp_path / "configs" / engine / "cuda.yml").write_text(config)
+    (tmp_path / "llm").mkdir()
+    f = tmp_path / "llm" / f"compose.{engine}.yml"
+    f.write_text(compose)
+    sites = _sites(capsys, str(f))
+    assert [(s["engine"], s["model"], s["verdict"]) for s in sites] == [(engine, model, "started")]
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    assert [d["code"] for d in json.loads(capsys.readouterr().out) if d["severity"] != "info"] == []
+
+
+def test_a_compose_file_another_extends_with_its_own_command_is_a_server_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same repository runs `llm/compose.vllm.yml` on GPUs and `llm/compose.vllm.cpu.yml`, which
+    extends its service with another image and command, on CPUs. The GPU file's server was dropped as
+    "the template of the file that extends it", so a directory lint never checked it."""
+    (tmp_path / "compose.vllm.yml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n    command: [--model, Qwen/Qwen3-8B, --max-model-len,"
+        " '8192', --host, 127.0.0.1]\n")
+    (tmp_path / "compose.vllm.cpu.yml").write_text(
+        "services:\n  vllm:\n    extends:\n      file: compose.vllm.yml\n      service: vllm\n"
+        "    image: vllm/vllm-openai-cpu:v0.11.0\n    command: [--model, Qwen/Qwen3-0.6B, --host, 127.0.0.1]\n")
+    got = [(Path(s["file"]).name, s["model"]) for s in _sites(capsys, str(tmp_path))]
+    assert sorted(got) == [("compose.vllm.cpu.yml", "Qwen/Qwen3-0.6B"), ("compose.vllm.yml", "Qwen/Qwen3-8B")]
+    # the same when the extending service keeps the base's entrypoint and replaces its command
+    (tmp_path / "compose.vllm.yml").write_text(
+        "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n    entrypoint: [vllm, serve]\n"
+        "    command: [Qwen/Qwen3-8B, --max-model-len, '8192', --host, 127.0.0.1]\n")
+    (tmp_path / "compose.vllm.cpu.yml").write_text(
+        "services:\n  vllm:\n    extends:\n      file: compose.vllm.yml\n      service: vllm\n"
+        "    image: vllm/vllm-openai-cpu:v0.11.0\n    command: [Qwen/Qwen3-0.6B, --host, 127.0.0.1]\n")
+    # (the CPU server is placed where its command's first word, the base's entrypoint, is written)
+    got = [(Path(s["file"]).name, s["name"], s["model"]) for s in _sites(capsys, str(tmp_path))]
+    assert sorted(got) == [("compose.vllm.yml", "compose/vllm", "Qwen/Qwen3-0.6B"),
+                           ("compose.vllm.yml", "compose/vllm", "Qwen/Qwen3-8B")]
