@@ -108,6 +108,7 @@ class Workload:
     compose_extends: list[tuple[str, str]] = field(default_factory=list)  # (file, service) its `extends:` reads
     unit_file: str | None = None  # the systemd unit whose drop-in sets its ExecStart
     notes: list[str] = field(default_factory=list)  # how the file was read where servefit assumed something
+    version_source: str | None = None  # where the engine release is written when not in an image tag (a pip pin)
     rendered: str | None = None  # how its manifest was rendered (`helm template ...`, `kustomize build ...`)
     # a helm render: the files that configure it alone (its --values files; the chart's values.yaml
     # when it is rendered with no other), where tune may write; its templates are every render's

@@ -190,8 +190,13 @@ def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any
             cfg.assumptions.append(f"{what} is {shown_var(var)}, which {where_set(site, var) or 'is not set here'}: "
                                    "planned with the engine's default (pass the value, or set the variable in the file)")
         holder.findings = kept
+    from servefit.sources.detect import model_keys
+
     unknown = _unknown_settings(site, cfg.engine)
+    model_flags = set(model_keys(cfg.engine).get("flags") or ()) if cfg.engine else set()
     for given, var in unknown.values():  # also where the parser itself let the variable pass
+        if given in model_flags:  # no default model: --model or a directive names it, else it is not planned
+            continue
         said = f"{given} is {shown_var(var)}, which {where_set(site, var) or 'is not set here'}"
         if not any(a.startswith(said) for a in cfg.assumptions):
             cfg.assumptions.append(f"{said}: planned with the engine's default (pass the value, or set the "

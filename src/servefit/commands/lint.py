@@ -25,6 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", type=int, help="GPU count for every server, over what the files say")
     p.add_argument("--gpu-memory", help="override the GPU's memory (e.g. 48GiB)")
     p.add_argument("--engine-version", help="engine version to model for every server, over what image tags say")
+    p.add_argument("--model", help="model reference for every server, over the one its command names")
+    p.add_argument("--model-config", help="path to the model's config.json (or its directory), for every server")
     p.add_argument("--online", action="store_true", help="allow reading model configs from the Hugging Face Hub")
     p.add_argument("--values", action="append", metavar="FILE",
                    help="values file for the Helm charts found (repeat, or comma-separate; later files win, as "
@@ -103,7 +105,8 @@ def options_from(args: argparse.Namespace, cfg=None):  # -> LintOptions
         raise UsageError(f"--gpus must be 1 to 65,536 (got {args.gpus})")
     path, overrides = config_args(args)
     return LintOptions(gpu=args.gpu, gpus=args.gpus, gpu_memory=parse_size(args.gpu_memory) if args.gpu_memory else None,
-                       engine_version=args.engine_version, online=user_online(args),
+                       engine_version=args.engine_version, model=args.model, model_config=args.model_config,
+                       online=user_online(args),
                        configs=Configs(overrides, path), values=_values(args),
                        render=not getattr(args, "no_render", False))
 

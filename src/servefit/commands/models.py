@@ -110,7 +110,7 @@ def listing(paths: list[str], args: argparse.Namespace) -> int:
         # servers at one place (a chart rendered once per values file) are told apart by name
         where = _where(rep) if places[_where(rep)] == 1 else f"{_where(rep)} ({one_line(rep.site.name)})"
         head = f"{where}  {r['engine']}  {r['ref'] or '(none)'}"
-        if not r["ref"]:
+        if not r["ref"] and not r["model"]:  # none written, and none given beside it (a directive, a values key)
             why = r["error"] or "the server loads models on request"
             print(f"{head}  -> no model named here ({why})" if "on request" in why else f"{head}  -> not resolved: {why}")
             continue

@@ -178,6 +178,9 @@ def assume_version(cfg: EngineConfig, title: str, current: str, version: str | N
         first = implied.why[0][0]
         cfg.findings.append(finding("SF005", f"{title} {shown} assumed: {said.split(' assumed (', 1)[1][:-1]}",
                                     span=where.get(first), site=cfg.site.name if cfg.site else ""))
+    elif version is None and (tag := moving_tag(cfg.site)):  # the engine's own image by a moving tag: given
+        cfg.assumptions.insert(0, f"{title} {current} assumed: the image tag {tag} runs the newest release, the "
+                                  f"newest servefit models (pass {hint} to check another)")
     elif version is None:
         cfg.assumptions.insert(0, f"WARNING: {title} {current} assumed (no version given: the newest release "
                                   f"modelled; older releases size memory differently, {pin})")

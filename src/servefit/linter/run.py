@@ -29,6 +29,8 @@ class LintOptions:
     gpus: int | None = None
     gpu_memory: int | None = None
     engine_version: str | None = None
+    model: str | None = None
+    model_config: str | None = None
     online: bool = False
     evaluate: bool = True  # False: find and parse servers only (--list-sites)
     config: Config | None = None
@@ -39,7 +41,8 @@ class LintOptions:
 
     def flags(self) -> Flags:
         return Flags(gpu=self.gpu, gpus=self.gpus, gpu_memory=self.gpu_memory,
-                     engine_version=self.engine_version, online=self.online)
+                     engine_version=self.engine_version, model=self.model, model_config=self.model_config,
+                     online=self.online)
 
     def resolver(self) -> Configs:
         if self.configs is not None:

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from servefit.core import LaunchSite, Span
+from servefit.engines.base import moving_tag
 from servefit.linter.run import SiteReport
 from servefit.redact import MASK, is_secret_name, redact_argv, redact_env, redact_text
 from servefit.termsafe import one_line
@@ -178,6 +179,8 @@ def to_table(reports: list[SiteReport]) -> str:
             model += f" → {m['resolved']}"
         ver = d["target"]["engine_version"]
         version = f"{ver['value']} ({ver['source']})" if ver else "-"
+        if not ver and rep.site is not None and (tag := moving_tag(rep.site)):  # the newest release runs there
+            version = f"{d['engine_version']} (image tag {tag}: the newest release)"
         row = (f"{d['file']}:{d['line']}", d["engine"] or "?", model, settings or "-", gpu, version,
                _verdict_cell(d))
         rows.append(tuple(one_line(str(c)) for c in row))  # type: ignore[arg-type]

@@ -323,7 +323,7 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 @rule("SF109")
 def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     from servefit.pipeline import engine_for, unresolved_to_assumptions
-    from servefit.sources.server_plan import not_starting, plan_server, storage_model
+    from servefit.sources.server_plan import not_starting, plan_server, storage_model, values_model
 
     try:
         target = resolve(site, flags, opts)
@@ -354,6 +354,7 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     srv.config.assumptions.extend(n for n in site.workload.notes if n not in srv.config.assumptions)
     unknown = unresolved_to_assumptions(site, srv.config)  # `--tp $TP` unset: the default is planned, not a refusal
     storage_model(srv)
+    values_model(srv)
     if plan:
         plan_server(srv, engine)
     out.extend(srv.config.findings)

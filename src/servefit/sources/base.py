@@ -66,7 +66,7 @@ class FileCtx:
             if not models_on_request(site.engine):
                 continue
             if len(created) == 1:  # one model built from a model file: its name is the file's evidence
-                give_names([site], [(created[0], "the name `ollama create` gives it")])
+                give_names([site], [(created[0], CREATED_NAME)])
             if refs and not site.inputs.file_refs:
                 site.inputs.file_refs = list(dict.fromkeys(refs))
             if models and not site.inputs.pulled:
@@ -118,6 +118,9 @@ class FileCtx:
                 if ctx is not None:  # a model pulled by a variable: SF001 says it is not known, not a silent skip
                     site.unresolved_spans.extend(v for v in ctx.pulled_vars if v not in site.unresolved_spans)
             self.sites.append(site)
+
+
+CREATED_NAME = "the name `ollama create` gives it"  # a Workload.names source: the model built from a Modelfile
 
 
 def give_names(sites: list[LaunchSite], names: Sequence[tuple[str | None, str]]) -> None:

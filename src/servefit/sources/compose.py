@@ -248,7 +248,7 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     # the server's file is the one its command (else its image) is written in: its line is there
     home = y.file_of(entry_node if entry else cmd_node if cmd else image_node) or fc.path
     ctx = fc.ctx() if home == fc.path else fc.ctx_for(home, y.index_of(home))
-    pmap = {k: v for svc in svcs for k, v in _path_map(y, svc).items()}
+    pmap = {k: v for svc in svcs for k, v in _path_map(y, svc, interp).items()}
     # a script of the repository bind-mounted into the container and run there (`entrypoint:
     # [/bin/sh, /entrypoint.sh]`, `./scripts/entrypoint.sh:/entrypoint.sh:ro`): read in this service
     # (a relative `./scripts/serve.sh` runs from the service's `working_dir`)
@@ -256,9 +256,11 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     workdir = expand_word(y.scalar_src(wd_node), interp, compose=True).text if isinstance(wd_node, ScalarNode) else "/"
     mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), workdir,
                          os.path.dirname(home) or ".") if pmap else None
-    launches = mounted if mounted is not None else container(image, entry, cmd, ctx, env)
     build_node = _last(y, svcs, "build")
-    df = dockerfile_of(y, build_node, y.file_of(build_node) or fc.path) if not launches else None
+    # a service that builds its image runs that build: `image:` beside `build:` is the tag compose gives
+    # it (local/vllm-openai:lexi), not an image pulled, so its name and tag say nothing of the release
+    df = dockerfile_of(y, build_node, y.file_of(build_node) or fc.path) if build_node is not None else None
+    launches = mounted if mounted is not None else [] if df is not None else container(image, entry, cmd, ctx, env)
     if not launches and df is None and build_node is None and image is not None and not unset:
         df = tagged_dockerfile(image.text, home)  # `image: NAME` that a Makefile beside it builds
     if df is not None:
@@ -328,11 +330,14 @@ def _exposure(y: Y, svcs: list[Node], interp: Vars) -> list[Exposure]:
     return out
 
 
-def _path_map(y: Y, svc: Node) -> dict[str, str]:
-    """Bind mounts, container dir -> host dir (relative to the compose file)."""
+def _path_map(y: Y, svc: Node, interp: Vars | None = None) -> dict[str, str]:
+    """Bind mounts, container dir -> host dir (relative to the compose file), interpolated as compose
+    does first (`${CONFIG_DIR:-../configs}/vllm:/workspace/configs`)."""
     out = {}
     for v in y.seq(y.get(svc, "volumes")):
         text = y.str(v)
+        if text and interp is not None and "$" in text and isinstance(v, ScalarNode):
+            text = expand_word(y.scalar_src(v), interp, compose=True).text
         if text:
             parts = text.split(":")
             if len(parts) >= 2 and parts[0][:1] in (".", "/", "~"):

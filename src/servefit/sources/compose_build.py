@@ -85,7 +85,7 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
     for k, v in env.values.items():
         merged.set(k, v, env.taint.get(k, []))
     merged.exported = set(merged.values)
-    return run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".")
+    return run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".", path)
 
 
 def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:

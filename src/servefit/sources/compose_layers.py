@@ -186,20 +186,37 @@ def drop_shadowed(sites: list[LaunchSite]) -> list[LaunchSite]:
         k = key(s)
         if k is not None:
             layered.setdefault(k, []).append(frozenset(map(os.path.abspath, s.workload.compose_files or [s.file])))
-    # a service another file's service extends (`extends: {file: base.yaml, ...}`) is its template there
-    extended_elsewhere = {(os.path.abspath(f), n) for s in sites for f, n in s.workload.compose_extends
-                          if os.path.abspath(f) != os.path.abspath(s.file)}
+    # a service another file's service extends (`extends: {file: base.yaml, ...}`) is its template there,
+    # unless it writes a command of its own that each service extending it replaces: then that file runs a
+    # server of its own (compose.vllm.yml on GPUs; compose.vllm.cpu.yml extends it with another command)
+    extended_elsewhere: dict[tuple[str, str], list[LaunchSite]] = {}
+    for s in sites:
+        for f, n in s.workload.compose_extends:
+            if os.path.abspath(f) != os.path.abspath(s.file):
+                extended_elsewhere.setdefault((os.path.abspath(f), n), []).append(s)
     out, seen = [], set()
     for s in sites:
         k = key(s)
-        if k in extended_elsewhere and not s.workload.compose_files:
+        if k in extended_elsewhere and not s.workload.compose_files and not _own_server(s, extended_elsewhere[k]):
             continue
         if k is None or len(layered.get(k, ())) < 2:
             out.append(s)
             continue
         mine = frozenset(map(os.path.abspath, s.workload.compose_files or [s.file]))
-        if any(mine < other for other in layered[k]) or (k, mine, s.name) in seen:
+        words = tuple(t.text for t in s.argv)  # the same layers read twice; another command is another server
+        if any(mine < other for other in layered[k]) or (k, mine, s.name, words) in seen:
             continue
-        seen.add((k, mine, s.name))
+        seen.add((k, mine, s.name, words))
         out.append(s)
     return out
+
+
+def _own_server(base: LaunchSite, users: list[LaunchSite]) -> bool:
+    """The extended service writes words of its command in its own file, and every service extending
+    it writes words of its own elsewhere (another command): each runs a different server."""
+    f = os.path.abspath(base.file)
+
+    def spans(site: LaunchSite) -> set[str]:
+        return {os.path.abspath(t.span.file) for t in site.argv if t.span is not None}
+
+    return f in spans(base) and all(spans(u) - {f} for u in users)

@@ -24,6 +24,11 @@ NOT_LAUNCH = {
     "rm", "cp", "mv", "mkdir", "chmod", "chown", "tee", "sed", "awk", "find", "tail", "head", "wait",
     "sleep", "cd", "source", ".", "apt-get", "apt", "conda", "mamba", "docker-compose", "kubectl", "helm",
 }
+# Environment managers whose `run` verb runs the command after their own options in a project's
+# environment (`uv run vllm serve`, `conda run -n llm vllm serve`, `poetry run python -m ...`): the
+# engine's command is the first among the words that follow; their other verbs (`uv pip install
+# vllm`) only mention it.
+RUNNERS = {"uv", "conda", "mamba", "micromamba", "poetry", "pipenv", "pixi", "pdm", "hatch", "rye"}
 
 
 @cache

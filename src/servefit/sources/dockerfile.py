@@ -159,9 +159,11 @@ def stages(fc: FileCtx) -> list[Stage]:
             if words:
                 st.workdir = posixpath.normpath(posixpath.join(st.workdir, words[0].text))
         elif instr in ("COPY", "ADD"):
-            c = copy_of([w.text for w in split_words(rest, scope)], st.workdir)
+            texts = [w.text for w in split_words(rest, scope)]
+            c = copy_of(texts, st.workdir)
             if c is not None:
                 st.copies.append(c)
+            st.built.extend(_models_copied(texts, found[:-1]))
         elif instr == "RUN" and not rest.text.lstrip().startswith("["):
             st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
         elif instr in ("CMD", "ENTRYPOINT"):
@@ -173,6 +175,26 @@ def stages(fc: FileCtx) -> list[Stage]:
                 if words and words[0].text == "/bin/sh" and words[0].pieces[0].start == words[0].pieces[0].end:
                     st.cmd = []  # shell-form ENTRYPOINT ignores CMD
     return found
+
+
+def _models_copied(words: list[str], earlier: list[Stage]) -> list[list[Word]]:
+    """`COPY --from=STAGE /root/.ollama /root/.ollama`: the models that stage's RUN commands pulled or
+    created (`ollama create NAME -f Modelfile`) are in this image too. Ollama keeps them under
+    ~/.ollama/models, or OLLAMA_MODELS (envconfig/config.go Models)."""
+    src = next((w.split("=", 1)[1] for w in words if w.startswith("--from=")), None)
+    if not src:
+        return []
+    stage = next((s for s in earlier if s.name == src), None)
+    if stage is None and src.isdigit() and int(src) < len(earlier):
+        stage = earlier[int(src)]
+    if stage is None:
+        return []
+    store = stage.runtime.get("OLLAMA_MODELS")
+    store_dir = store.text.rstrip("/") if store is not None else None
+    paths = [w.rstrip("/") for w in words if not w.startswith("--")][:-1]
+    if any(".ollama" in p or (store_dir and p and (store_dir + "/").startswith(p + "/")) for p in paths):
+        return stage.built
+    return []
 
 
 def scan(fc: FileCtx) -> None:
@@ -191,7 +213,7 @@ def scan(fc: FileCtx) -> None:
     entry, cmd = st.entry, st.cmd or None
     if entry == [] and cmd:  # `ENTRYPOINT []` clears the image's: the CMD is the whole command
         entry, cmd = cmd, None
-    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".")
+    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".", fc.path)
     if not launches:
         return
     for w in st.exec_vars:
@@ -201,11 +223,39 @@ def scan(fc: FileCtx) -> None:
 
 
 def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
-              context: str) -> list[Launch]:
+              context: str, dockerfile: str = "") -> list[Launch]:
     """The servers a container of this stage starts: through a script the build copied from the
-    repository (read there, run in this image), else as its entrypoint and command say."""
+    repository (read there, run in this image), else as its entrypoint and command say. A release
+    of the engine the build installs (`pip install vllm==0.11.2`) is the version it runs."""
     found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
-    return found if found is not None else container(st.image, entry, cmd, ctx, env)
+    launches = found if found is not None else container(st.image, entry, cmd, ctx, env)
+    for launch in launches:
+        pin = pinned_release(st.built, launch.engine)
+        if pin:
+            launch.facts["engine_version"] = pin
+            launch.facts["version_source"] = f"pip install {launch.engine}=={pin} in {dockerfile or 'the Dockerfile'}"
+    return launches
+
+
+# `vllm==0.11.2`, `sglang[all]==0.4.6.post1`: a pip requirement pinned to one release
+_PIN = re.compile(r"^(vllm|sglang)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)$", re.I)
+
+
+def pinned_release(built: list[list[Word]], engine: str) -> str | None:
+    """The release of the engine a RUN command pip-installs (pip / pip3 / python -m pip / uv pip),
+    pinned with `==`; the last one wins, as it is installed last. None for a range or no pin."""
+    out = None
+    for words in built:
+        texts = [w.text for w in words]
+        for i, t in enumerate(texts):
+            if t == "install" and i > 0 and detect.program(texts[i - 1]) in ("pip", "pip3"):  # uv pip, python -m pip
+                for w in texts[i + 1:]:
+                    if w in ("&&", "||", ";"):
+                        break
+                    m = _PIN.match(w.strip("'\""))
+                    if m and m.group(1).lower() == engine:
+                        out = m.group(2)
+    return out
 
 
 def _reads_env(engine: str | None, name: str) -> bool:

@@ -189,7 +189,12 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
             for where, found, size in custom_pods(y, y.get(doc, "spec")):
                 pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"), ray)
             if len(fc.sites) == before:
+                said = len(fc.findings)
                 unread_engine_images(y, doc, fc, kind, ray)
+                if kind == "RayService" and len(fc.findings) == said:
+                    from servefit.sources.k8s_custom import ray_serve_apps
+
+                    ray_serve_apps(y, doc, fc)
 
 
 def group_gpus(y: Y, pod: Node | None, size: int, what: str) -> tuple[int, str] | None:

@@ -4,6 +4,8 @@ keeps one container as `runner`), and the engine images they name where no pod t
 
 from __future__ import annotations
 
+import re
+
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.sources import detect
@@ -172,3 +174,27 @@ def _texts(y: Y, node: Node | None) -> list[str]:
     if isinstance(node, SequenceNode):
         return [y.str(item) or "" for item in y.seq(node)]
     return (y.str(node) or "").split()
+
+
+def ray_serve_apps(y: Y, doc: Node, fc: FileCtx) -> None:
+    """SF116 on a RayService whose Ray Serve applications run an engine (serveConfigV2 names it: an
+    import path, a pip requirement, a deployment): their Python code builds the engine's arguments
+    (KubeRay's vLLM sample reads MODEL_ID and TENSOR_PARALLELISM there), which servefit does not read."""
+    from servefit.engines import get
+    from servefit.sources.problems import unread_server
+
+    node = y.get(doc, "spec", "serveConfigV2")
+    text = y.str(node) or ""
+    found = [(name, t) for name, t in detect.owners("markers")
+             if re.search("|".join(t), text, re.I)]
+    if not found:
+        return
+    title = get(found[0][0]).title
+    path = re.search(r"import_path:\s*['\"]?([^\s'\"]+)", text)
+    app = f" (import_path {path.group(1)})" if path else ""
+    name = y.str(y.get(doc, "metadata", "name")) or "this RayService"
+    at = y.key_node(y.get(doc, "spec"), "serveConfigV2") or node
+    fc.findings.append(unread_server(
+        f"RayService {name} runs {title} in a Ray Serve application{app}, whose Python code sets the engine's "
+        "arguments: servefit does not read Ray Serve applications, so this server's settings were not checked",
+        span=y.span(at) if at is not None else None))

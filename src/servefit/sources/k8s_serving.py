@@ -10,7 +10,7 @@ from yaml.nodes import Node
 
 from servefit.core import GpuHint, Span, Token
 from servefit.sources import detect
-from servefit.sources.base import FileCtx
+from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import to_int
 from servefit.sources.k8s import ConfigMaps, name_hints, one_container, pod_sites
 from servefit.sources.launch import Launch
@@ -43,6 +43,10 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
                     for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models
                         site.workload.storage_model = uri[5:]
                         site.workload.storage_path = "/mnt/models"
+                elif uri.startswith("oci://"):  # a modelcar: KServe mounts the image's /models at /mnt/models
+                    repo, tag = detect.split_image(uri[6:])
+                    give_names(fc.sites[first:], [(tag, "the tag of its KServe storageUri (an OCI modelcar)"),
+                                                  (repo.rsplit("/", 1)[-1], "its KServe storageUri's image")])
             return
     if y.get(model, "image") is not None:
         one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})

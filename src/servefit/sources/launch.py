@@ -85,6 +85,8 @@ class Facts(TypedDict, total=False):
     image_span: Span | None
     shm_limit: str | None
     notes: list[str]  # assumptions the reading made, said with the plan
+    engine_version: str  # the release a build installs (`pip install vllm==X`), over its image's tag
+    version_source: str  # where that release is written
 
 
 @dataclass
@@ -180,7 +182,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         return []
     ollama_client(words[i:], ctx)
     head = detect.program(texts[i])
-    if head in detect.NOT_LAUNCH:
+    if head in detect.NOT_LAUNCH and not (head in detect.RUNNERS and texts[i + 1:i + 2] == ["run"]):
         return []
     sub_env = env
     if prefix:

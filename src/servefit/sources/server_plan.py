@@ -24,6 +24,28 @@ def storage_model(srv: Server) -> None:
         srv.target.model = Part(storage, "KServe storageUri", None)
 
 
+# the values keys whose value a chart's templates pass to the engine as its model (`args: ["{{
+# .Values.modelName }}", ...]`): helm.py value_names records them as "its values key KEY"
+VALUES_MODEL_KEYS = ("modelName", "model_name")
+
+
+def values_model(srv: Server) -> None:
+    """A values file read without its chart's templates (helm is not on PATH, or --no-render) whose
+    command has no model: the templates add it, from the values key named for it when that holds
+    a model reference (ORG/NAME, a path)."""
+    site, cfg, t = srv.site, srv.config, srv.target
+    if t.model is not None or cfg is None or cfg.model_ref or site.workload.chart != "values":
+        return
+    for name, where in site.workload.names:
+        key = where.removeprefix("its values key ")
+        if key in VALUES_MODEL_KEYS and "/" in name and not any(c.isspace() or c in "${}" for c in name):
+            t.model = Part(name, f"the values key {key} (the chart's templates pass it to the server; they "
+                                 "were not rendered)", None)
+            cfg.assumptions.append(f"model {name}: the values key {key}, which the chart's templates (not rendered) "
+                                   "pass to the server, as its command names none")
+            return
+
+
 @rule("SF002", "SF003", "SF004", "SF110", "SF115")
 def plan_server(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
@@ -49,6 +71,7 @@ def plan_server(srv: Server, engine: Any) -> None:
     if not ref and not t.model_config and engine.models_on_request:
         # the server loads models on request (`ollama serve`): none is named here. Said once: by
         # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
+        from servefit.sources.base import CREATED_NAME
         from servefit.sources.detect import official_image
 
         if site.image and official_image(site.image) is False:
@@ -57,6 +80,11 @@ def plan_server(srv: Server, engine: Any) -> None:
             why = said = (f"the image {site.image} is not the {engine.title} project's own: the model it serves "
                           "(its ENV or CMD) is not known here")
             span, whose = site.image_span or anchor(site), "its"
+        elif site.inputs.file_refs and site.inputs.definition is None and \
+                (made := next((n for n, where in site.workload.names if where == CREATED_NAME), None)):
+            why = said = (f"`ollama create {made}` builds the model it serves from {', '.join(site.inputs.file_refs)}, "
+                          "which is not in the repository")
+            span, whose = anchor(site), "its"
         else:
             why = f"{engine.title} loads the models requests name, and this file names none"
             said = f"{engine.title} loads the models requests name, and none is named here"

@@ -28,7 +28,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
                     exposures=x.get("exposure", []), shm=launch.shm, shm_limit=x.get("shm_limit"),
                     path_map=x.get("path_map", {}), compose_files=x.get("compose_files", []),
-                    compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])))
+                    compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])),
+                    version_source=x.get("version_source"))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:
@@ -36,9 +37,33 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
             hint = launch.gpu
         elif hint.count is None and launch.gpu.count is not None:
             hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
-    version = detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None
+    version = x.get("engine_version") or (
+        detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None)
     return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
                       image=launch.image, engine_version=version,
                       gpu=hint, name=name, unresolved=unresolved, workload=work,
                       unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only,
                       image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])))
+
+
+def host_file(site: LaunchSite, path: str) -> str:
+    """The repository file a path in the server's command names: a container path through the
+    folders the file mounts there (site.workload.path_map: `../configs/vllm:/workspace/configs`),
+    a relative one beside the site's file; only inside the repository. `path` itself otherwise."""
+    import os
+
+    from servefit.sources.base import _repo_of, _within
+
+    if not site.file or not os.path.exists(site.file):
+        return path
+    here = os.path.dirname(site.file) or "."
+    if not os.path.isabs(path):
+        cand = os.path.join(here, path)
+        return cand if os.path.exists(cand) else path
+    for cdir, hdir in sorted(site.workload.path_map.items(), key=lambda kv: -len(kv[0])):
+        c = cdir.rstrip("/")
+        if c and (path == c or path.startswith(c + "/")) and "$" not in hdir:
+            host = os.path.join(os.path.expanduser(hdir), path[len(c):].lstrip("/"))
+            cand = host if os.path.isabs(host) else os.path.join(here, host)
+            return cand if os.path.exists(cand) and _within(cand, _repo_of(here)) else path
+    return path

@@ -169,7 +169,8 @@ def resolve(site: LaunchSite, flags: Flags, cfg: Config | None) -> ServerTarget:
     elif (d := _directive(site, "engine-version")) is not None:
         t.engine_version = d
     elif site.engine_version:
-        t.engine_version = Part(site.engine_version, f"image tag ({site.image})" if site.image else "the file")
+        t.engine_version = Part(site.engine_version, site.workload.version_source
+                                or (f"image tag ({site.image})" if site.image else "the file"))
     elif ct is not None and eng in ct.engine_versions:
         t.engine_version = Part(ct.engine_versions[eng], f"config target {ct_name}")
     elif cfg is not None and eng in cfg.engine_versions:

@@ -227,11 +227,9 @@ def _splice_config(args: list[Token], site: LaunchSite) -> list[Token]:
             path_tok, rest = Token(tok.text.split("=", 1)[1], tok.span), args[:i] + args[i + 1:]
         else:
             continue
-        path = path_tok.text
-        if not os.path.isabs(path) and site.file and os.path.exists(site.file):
-            cand = os.path.join(os.path.dirname(site.file), path)
-            if os.path.exists(cand):
-                path = cand
+        from servefit.sources.site import host_file
+
+        path = host_file(site, path_tok.text)  # beside the file, or where the file mounts the container's folder
         if not os.path.isfile(path):
             return rest
         return _config_words(path) + rest

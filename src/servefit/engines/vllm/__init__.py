@@ -214,11 +214,9 @@ def _splice_config(args: list[Token], site: LaunchSite, missing: list[Finding] |
             path_tok, rest = Token(text.split("=", 1)[1], tok.span), args[:i] + args[i + 1:]
         else:
             continue
-        path = path_tok.text
-        if not os.path.isabs(path) and site.file and os.path.exists(site.file):
-            cand = os.path.join(os.path.dirname(site.file), path)
-            if os.path.exists(cand):
-                path = cand
+        from servefit.sources.site import host_file
+
+        path = host_file(site, path_tok.text)  # beside the file, or where the file mounts the container's folder
         if path.endswith((".yaml", ".yml")) and not os.path.isfile(path) and missing is not None and \
                 "$" not in path:
             from servefit.sources.problems import missing_config_file
