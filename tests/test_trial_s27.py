@@ -132,10 +132,13 @@ def test_lint_takes_the_model_flag_as_the_other_commands_do(tmp_path: Path,
     main(["lint", str(f), *model, "--format", "json"])
     # the model is --model's, not "--model-id is $2, which is not set here: planned with the engine's default"
     assert not [a for a in est["assumptions"] if "$2" in a]
-    # the server's own findings are estimate's; SF001 and SEC004 are the file's
-    assert [d["code"] for d in json.loads(capsys.readouterr().out)] == ["SF001", "SEC004", "TGI021"]
+    # the server's own findings are estimate's; SEC004 is the file's. No SF001 "$2 ... is not known, so it is
+    # not checked": --model gives it, and the server is checked with it
+    assert [d["code"] for d in json.loads(capsys.readouterr().out)] == ["SEC004", "TGI021"]
     assert [d["code"] for d in est["findings"]] == ["TGI021"]
     # without it, the model is a variable whose value is not known, in lint as in estimate
+    main(["lint", str(f), "--gpu", "A100", "--format", "json"])
+    assert [d["code"] for d in json.loads(capsys.readouterr().out)] == ["SF001", "SEC004", "TGI021"]
     main(["lint", str(f), "--gpu", "A100", "--list-sites", "--format", "json"])
     [site] = json.loads(capsys.readouterr().out)
     assert site["verdict"] is None and site["not_planned"] == "the model is a variable ($2): its value is not known here " \

@@ -103,6 +103,7 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
         check_server(srv)
         findings.extend(srv.findings)
     findings.extend(together.check(asm.servers))
+    findings = _given_models(findings, asm.servers)
     findings.extend(_online_asked(asm.configs, options, findings))
     for found in findings:  # a finding on a rendered template line says the value was not traced further
         at = found.span
@@ -110,6 +111,15 @@ def lint_paths(paths: list[str], options: LintOptions | None = None) -> LintResu
         if note and not found.message.endswith(f"({note})"):
             found.message = f"{found.message} ({note})"
     return LintResult(_unique(findings), asm.servers, len(asm.files), sups, asm.configs)
+
+
+def _given_models(findings: list[Finding], servers: list[Server]) -> list[Finding]:
+    """Without the SF001 on the variable a server's model is written as, where --model gives the model:
+    the server is checked with it, so "not known, so it is not checked" would be untrue."""
+    given = {(s.site.name, sp.file, sp.start) for s in servers if s.target.model is not None and s.config is not None
+             for var, sp in s.site.unresolved_spans if sp is not None and var in (s.config.model_ref or "")}
+    return [f for f in findings if not (f.code == "SF001" and f.span is not None
+                                        and (f.site, f.span.file, f.span.start) in given)]
 
 
 @rule("SF130")
