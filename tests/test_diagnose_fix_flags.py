@@ -146,7 +146,7 @@ def test_vllm_takes_the_configs_release_when_the_log_names_none() -> None:
 
 def test_flash_attention_is_written_as_the_build_takes_it() -> None:
     from servefit.diagnose import diagnose_lines
-    from servefit.engines.options import flag_arity
+    from servefit.engines.option_data import flag_arity
 
     # a bare switch in the early builds, on|off|auto later (llamacpp_history.yaml `arity`)
     assert [flag_arity("llamacpp", "--flash-attn", b) for b in ("b3889", "b6301", "b7347", None)] == ["0", "0", "1", "1"]

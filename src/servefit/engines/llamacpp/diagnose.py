@@ -130,7 +130,7 @@ def flash_attn_off(fx: Fixing, *names: str) -> bool | None:
 def fa_on(fx: Fixing) -> str:
     """Flash attention on, as the build writes it: a bare -fa switch until -fa took on|off|auto
     (common/arg.cpp; `arity` in llamacpp_history.yaml), "-fa on" after, and when the build is unknown."""
-    from servefit.engines.options import flag_arity
+    from servefit.engines.option_data import flag_arity
 
     return "-fa" if flag_arity("llamacpp", "--flash-attn", fx.version) == "0" else "-fa on"  # "4600" sorts as b4600
 
