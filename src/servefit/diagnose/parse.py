@@ -71,13 +71,14 @@ class Scanner(Tracker):
         self.block_start: Line | None = None
 
     # -- per line -------------------------------------------------------------------------------
-    def feed(self, text: str) -> None:
+    def feed(self, raw: str) -> None:
         self.n += 1
         n = self.n
-        if _TS_HINT.search(text, 0, 100):
-            self._ts_text = text
+        if _TS_HINT.search(raw, 0, 100):  # the collector's time, when the engine printed none
+            self._ts_text = raw
             if self._run_ts_text is None:
-                self._run_ts_text = text
+                self._run_ts_text = raw
+        text = P.unwrap(raw)
         if "Traceback (most recent call last)" in text:
             self.frames.clear()
             self.traceback_line = n
