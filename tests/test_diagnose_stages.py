@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from servefit.diagnose import diagnose_lines, diagnose_path
 
 STAGES = Path(__file__).parent / "fixtures" / "logs" / "stages"
@@ -216,3 +218,43 @@ def test_stage_is_in_the_json_and_the_report():
     assert d.as_dict()["stage"] == "decode"
     assert "  Stage: serving, a decode batch" in render_text(d)
     assert stage("vllm_load_v1.log").as_dict()["stage"] == "load"
+
+
+def test_llamacpp_pipeline_copies_blame_the_copies_not_the_context():
+    """A compute buffer that failed with pipeline parallelism on (ggml-backend.cpp::ggml_backend_sched_new keeps
+    GGML_SCHED_MAX_COPIES copies) is the scheduler's copies after the KV cache was placed: a batch/compute
+    setting, not the context; the same failure without copies stays a context (KV) problem."""
+    copies = stage("llamacpp_pipeline_copies.log")
+    assert (copies.root_cause, copies.timing, copies.stage) == ("batch_misconfiguration", "startup", "compute")
+    plain = stage("llamacpp_compute_alloc.log")
+    assert (plain.root_cause, plain.stage) == ("kv_cache_overflow", "compute")
+
+
+TGI_SHARD_OOM = """\
+torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 15.77 GiB total capacity; \
+15.37 GiB already allocated; 13.62 MiB free; 15.77 GiB allowed; 15.40 GiB reserved in total by PyTorch)
+ rank=0
+Error: ShardCannotStart
+2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start
+2023-08-17T10:23:27.032758Z  INFO text_generation_launcher: Shutting down shards"""
+
+
+@pytest.mark.parametrize("tail", [
+    ["Error: ShardCannotStart"],
+    ["2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 1 failed to start"],
+])
+def test_tgi_shard_that_never_started_ran_out_loading_the_weights(tail: list[str]) -> None:
+    """TGI's launcher (launcher/src/main.rs::spawn_shards) says a shard "failed to start" when it exits before its
+    socket exists, which server.py::serve_inner opens after get_model: an OOM those lines follow is the weights
+    (the warm-up is the router's call, later). The log: text-generation-inference issue 866."""
+    d = diagnose_lines(TGI_SHARD_OOM.splitlines()[:1] + tail)
+    assert (d.engine, d.stage, d.timing, d.root_cause) == ("tgi", "load", "load", "model_too_large")
+    assert any("--num-shard" in f for f in d.fix)
+
+
+def test_tgi_warmup_failure_stays_the_warmup() -> None:
+    """The router's warm-up failing ("Webserver Crashed") is not a shard that never started."""
+    d = diagnose_lines(["2023-09-26T21:48:00.969072Z ERROR text_generation_launcher: Method Warmup encountered an "
+                        "error.", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+                        "2023-09-26T21:48:01.0Z ERROR text_generation_launcher: Webserver Crashed"])
+    assert (d.stage, d.timing) == ("profile", "startup")

@@ -53,6 +53,11 @@ def slot_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tu
             return "batch_misconfiguration", "startup", "medium"
         if stage == "compute" and (_int(s.get("n_ubatch")) or 512) > 512:
             return "batch_misconfiguration", "startup", "medium"
+        # Pipeline parallelism (llama-context.cpp: a layer split of a fully offloaded model on 2+ GPUs) makes
+        # ggml-backend.cpp::ggml_backend_sched_new keep GGML_SCHED_MAX_COPIES (4) copies of the graph's inputs
+        # on each GPU: the KV cache is already in place, the scheduler's copies are what did not fit
+        if stage == "compute" and (_int(figs.get("pipeline_copies")) or 1) > 1:
+            return "batch_misconfiguration", "startup", "medium"
         return "kv_cache_overflow", "startup", "high" if stage == "kv_alloc" else "medium"
     weights, avail = _int(figs.get("memory.weights.total")), _int(figs.get("memory.available"))
     kv = _int(figs.get("memory.required.kv"))
