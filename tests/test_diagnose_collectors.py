@@ -56,3 +56,53 @@ def test_exception_after_k8s_timestamp_is_a_failure() -> None:
              "2024-05-01T10:00:00.2Z RuntimeError: GPUs with compute capability below 7.0 are not supported."]
     assert diagnose_lines(lines).root_cause == "not_oom"
 
+
+
+# -- the release, from the log's own version line -------------------------------------------------------------
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+       "14.62 GiB of which 3.31 MiB is free.")
+
+
+@pytest.mark.parametrize("line, engine, version", [
+    # vllm engine/llm_engine.py::LLMEngine.__init__ (0.7.3 on) and the older wording
+    ("INFO 03-31 01:47:44 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.2) with config: model='q'",
+     "vllm", "0.7.2"),
+    ("INFO 12-20 20:25:00 llm_engine.py:237] Initializing an LLM engine (v0.6.4.post1) with config: model='q'",
+     "vllm", "0.6.4.post1"),
+    # ollama server/routes.go::Serve
+    ('time=2025-02-02T09:23:09.833+08:00 level=INFO source=routes.go:1238 msg="Listening on 127.0.0.1:11434 '
+     '(version 0.5.7)"', "ollama", "0.5.7"),
+    # llama.cpp before 2024-09 (examples' "main: build = N (commit)") and after ("build: N (commit)")
+    ("main: build = 3184 (9c77ec1d)", None, "3184"),
+    ("build: 4567 (a1b2c3d4) with cc (Ubuntu 13.2.0) for x86_64-linux-gnu", None, "4567"),
+])
+def test_version_line_names_the_release(line: str, engine: str | None, version: str) -> None:
+    for wrap in ("", "svc-1  | \x1b[36m"):
+        d = diagnose_lines([wrap + line, OOM])
+        assert d.figures.get("engine_version") == version
+        if engine:
+            assert d.engine == engine
+
+
+def test_server_version_holds_for_the_runner_it_starts() -> None:
+    """Ollama logs its release once, then starts a runner per model (a new run): the release carries over."""
+    d = diagnose_lines([
+        'time=2025-02-02T09:23:09.833+08:00 level=INFO source=routes.go:1238 msg="Listening on 127.0.0.1:11434 '
+        '(version 0.5.7)"',
+        'time=2025-02-02T09:24:00.000+08:00 level=INFO source=server.go:376 msg="starting llama server" '
+        'cmd="/usr/bin/ollama runner --ctx-size 8192 --n-gpu-layers 25 --parallel 1 --port 33405"',
+        "load_tensors: offloading 25 repeating layers to GPU",
+        'time=2025-02-02T09:25:00.000+08:00 level=INFO source=server.go:376 msg="starting llama server" '
+        'cmd="/usr/bin/ollama runner --ctx-size 8192 --n-gpu-layers 30 --parallel 1 --port 33406"',
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 3000.00 MiB on device 0: cudaMalloc failed: out of "
+        "memory",
+        "llama_model_load: error loading model: unable to allocate CUDA0 buffer"])
+    assert (d.engine, d.figures.get("engine_version"), d.root_cause) == ("ollama", "0.5.7", "model_too_large")
+
+
+def test_v0_version_line_picks_that_releases_capture_flag() -> None:
+    graphs = (STAGES / "vllm_graph_capture_v1.log").read_text().splitlines()
+    old = diagnose_lines(["INFO 03-31 01:47:44 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.2) with "
+                          "config: model='q'"] + graphs)
+    assert any("--max-seq-len-to-capture" in f for f in old.fix)
+    assert not any("--cuda-graph-sizes" in f for f in old.fix)

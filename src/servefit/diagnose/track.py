@@ -61,6 +61,8 @@ class Tracker:
             old = self.state
             self.state = RunState(start_time=self._now())
             self._run_ts_text = None
+            if old.info.get("engine_version"):  # the release a server logged holds for the runs it starts
+                self.state.info["engine_version"] = old.info["engine_version"]
             for key, line in old.settings_lines.items():  # settings printed just before the marker
                 if n - line.number <= 5:
                     self._set(key, old.settings.get(key), line)
