@@ -3,12 +3,13 @@ service column, `kubectl logs --timestamps` / `--prefix`, ANSI colour, Windows l
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from servefit.diagnose import diagnose_lines
-from servefit.diagnose import patterns as P
+from servefit.diagnose.collectors import unwrap
 
 STAGES = Path(__file__).parent / "fixtures" / "logs" / "stages"
 WRAPS = {
@@ -18,6 +19,9 @@ WRAPS = {
     "kubectl_prefix": lambda line: "[pod/vllm-7d9f/vllm] " + line,
     "ansi": lambda line: "\x1b[31m" + line + "\x1b[0m",
     "crlf": lambda line: line + "\r",
+    "journald": lambda line: "Jul 24 16:07:57 gpu-7 vllm[4312]: " + line,
+    "cri": lambda line: "2024-05-01T10:00:00.123456789Z stderr F " + line,
+    "docker_json": lambda line: json.dumps({"log": line + "\n", "stream": "stderr", "time": "2024-05-01T10:00:00Z"}),
 }
 
 
@@ -39,6 +43,18 @@ def test_wrapped_log_reads_like_the_bare_one(log: str, wrap: str) -> None:
     ("[pod/a-1/c] llama_kv_cache_init: failed", "llama_kv_cache_init: failed"),
     ("\x1b[1;31mERROR\x1b[0m x\r", "ERROR x"),
     ("a | 2024-05-01T10:00:00+00:00 RuntimeError: y", "RuntimeError: y"),
+    ("2024-05-01T10:00:00.1Z stdout P RuntimeError: y", "RuntimeError: y"),
+    ("Jul 24 16:07:58 vega ollama[114917]: CUDA error: out of memory", "CUDA error: out of memory"),
+    ("2024-07-24T16:07:58+0200 vega ollama[114917]: CUDA error: out of memory", "CUDA error: out of memory"),
+    ('{"log":"RuntimeError: y\\n","stream":"stderr","time":"2024-05-01T10:00:00Z"}', "RuntimeError: y"),
+    ('{"level":50,"time":1752516972565,"msg":"time=2025 level=ERROR msg=x\\n"}', "time=2025 level=ERROR msg=x"),
+    ('{"timestamp":"2023-10-16T06:44:03.670755Z","level":"ERROR","fields":{"message":"Shard 0 failed to start"},'
+     '"target":"text_generation_launcher"}',
+     "2023-10-16T06:44:03.670755Z ERROR text_generation_launcher: Shard 0 failed to start"),
+    # the kernel's own syslog lines keep their "kernel:" (no [pid]); JSON that is no log record stays
+    ("May 16 03:12:40 gpu-node-7 kernel: Out of memory: Killed process 4390",
+     "May 16 03:12:40 gpu-node-7 kernel: Out of memory: Killed process 4390"),
+    ('{"max_model_len": 4096}', '{"max_model_len": 4096}'),
     # an engine's own time followed by its level is the engine's line, kept whole (TGI)
     ("2024-03-06T17:53:31.052444Z ERROR shard-manager: x", "2024-03-06T17:53:31.052444Z ERROR shard-manager: x"),
     ("2024-03-06T17:53:31Z  INFO text_generation_launcher: y", "2024-03-06T17:53:31Z  INFO text_generation_launcher: y"),
@@ -48,7 +64,15 @@ def test_wrapped_log_reads_like_the_bare_one(log: str, wrap: str) -> None:
     ("[GIN] 2024/05/01 - 10:00:00 | 200 |", "[GIN] 2024/05/01 - 10:00:00 | 200 |"),
 ])
 def test_unwrap(raw: str, bare: str) -> None:
-    assert P.unwrap(raw) == bare
+    assert unwrap(raw) == bare
+
+
+def test_evidence_quotes_the_line_as_the_log_has_it() -> None:
+    """Patterns read the engine's line; the evidence quotes the collector's line (what the user greps for),
+    without colour codes."""
+    lines = (STAGES / "llamacpp_kv_alloc.log").read_text().splitlines()
+    d = diagnose_lines(["\x1b[2mvllm-1  | " + x + "\x1b[0m" for x in lines])
+    assert d.evidence and all(e.text.startswith("vllm-1  | ") and "\x1b" not in e.text for e in d.evidence)
 
 
 def test_exception_after_k8s_timestamp_is_a_failure() -> None:

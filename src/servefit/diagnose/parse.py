@@ -15,6 +15,7 @@ from typing import Any
 
 from servefit.diagnose import patterns as P
 from servefit.diagnose.catalog import WORDS, catalog
+from servefit.diagnose.collectors import strip_colour, unwrap
 from servefit.diagnose.model import Event, Line, RunState
 from servefit.diagnose.timestamps import Clock, duration
 from servefit.diagnose.track import Tracker
@@ -58,6 +59,7 @@ class Scanner(Tracker):
         self.dropped = 0
         self.hints: set[str] = set()
         self.n = 0
+        self._text = self._shown = ""
         self.frames: deque[str] = deque(maxlen=64)
         self.traceback_line = 0
         self.traceback_open = False
@@ -78,7 +80,8 @@ class Scanner(Tracker):
             self._ts_text = raw
             if self._run_ts_text is None:
                 self._run_ts_text = raw
-        text = P.unwrap(raw)
+        text = unwrap(raw)
+        self._text, self._shown = text, (raw if text is raw or "\x1b" not in raw else strip_colour(raw))
         if "Traceback (most recent call last)" in text:
             self.frames.clear()
             self.traceback_line = n

@@ -239,32 +239,3 @@ def is_size(key: str) -> bool:
     from servefit.diagnose.catalog import catalog
 
     return key in catalog().size_figures or key.startswith("memory.")
-
-
-# What log collectors put in front of an engine's own line, removed before any pattern is tried (the
-# timestamp is still read from the line as written, diagnose/timestamps.py): ANSI colour codes (a
-# terminal, `docker compose up`), Windows line ends, `kubectl logs --prefix` ("[pod/NAME/CONTAINER] "),
-# `kubectl logs --timestamps` / `docker logs -t` (an RFC 3339 time and one space, only when an engine
-# line follows: a TGI line's own time is followed by its level, which stays) and `docker compose`'s
-# service column ("vllm-1  | "). Each is removed at most once, in the order a collector adds them.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
-_KUBECTL_PREFIX = re.compile(r"^\[pod/[^\]\s]+\] ")
-_COLLECTOR_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "
-                             r"(?!\s*(?:TRACE|DEBUG|INFO|WARN|ERROR)\b)")
-_COMPOSE_PREFIX = re.compile(r"^[A-Za-z0-9][\w.-]*\s*\| ")
-
-
-def unwrap(text: str) -> str:
-    """An engine's log line as the engine printed it, without what the collector added."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    text = text.rstrip("\r")
-    if text[:5] == "[pod/":
-        text = _KUBECTL_PREFIX.sub("", text, count=1)
-    if "| " in text[:80]:
-        text = _COMPOSE_PREFIX.sub("", text, count=1)
-    if text[:1].isdigit():
-        text = _COLLECTOR_TIME.sub("", text, count=1)
-        if "| " in text[:80]:
-            text = _COMPOSE_PREFIX.sub("", text, count=1)
-    return text

@@ -29,6 +29,8 @@ class Tracker:
     _ts_parsed_text: str | None
     _ts_value: tuple[str, float] | None
     _run_ts_text: str | None
+    _text: str  # the line being read, as the engine printed it (what patterns read)
+    _shown: str  # the same line as the log has it (collector prefixes kept, colour codes removed): evidence
 
     def _now(self) -> tuple[str, float] | None:
         """The time of the latest line that carried a timestamp (parsed only when asked)."""
@@ -46,6 +48,8 @@ class Tracker:
         return s.start_time
 
     def _line(self, n: int, text: str) -> Line:
+        if n == self.n and text is self._text:  # the line being read: quoted as the log has it (collectors.py)
+            text = self._shown
         t = text.rstrip("\r\n")
         return Line(n, t if len(t) <= MAX_TEXT else t[:MAX_TEXT] + "…")
 
