@@ -15,7 +15,7 @@ assert spec is not None and spec.loader is not None
 run = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run)
 
-OUTCOMES = {"oom", "not_oom", "no_failure", "recovered"}
+OUTCOMES = {"oom", "not_oom", "killed", "no_failure", "recovered"}
 ROOTS = {"kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "profiling_peak",
          "cuda_graph_capture"}
 

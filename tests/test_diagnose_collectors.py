@@ -68,11 +68,11 @@ def test_unwrap(raw: str, bare: str) -> None:
 
 
 def test_evidence_quotes_the_line_as_the_log_has_it() -> None:
-    """Patterns read the engine's line; the evidence quotes the collector's line (what the user greps for),
-    without colour codes."""
+    """Patterns read the engine's line; the evidence quotes the line as the log has it (what the user greps for;
+    the report makes control characters safe when it prints them)."""
     lines = (STAGES / "llamacpp_kv_alloc.log").read_text().splitlines()
     d = diagnose_lines(["\x1b[2mvllm-1  | " + x + "\x1b[0m" for x in lines])
-    assert d.evidence and all(e.text.startswith("vllm-1  | ") and "\x1b" not in e.text for e in d.evidence)
+    assert d.evidence and all(e.text.startswith("\x1b[2mvllm-1  | ") for e in d.evidence)
 
 
 def test_exception_after_k8s_timestamp_is_a_failure() -> None:
@@ -130,3 +130,29 @@ def test_v0_version_line_picks_that_releases_capture_flag() -> None:
                           "config: model='q'"] + graphs)
     assert any("--max-seq-len-to-capture" in f for f in old.fix)
     assert not any("--cuda-graph-sizes" in f for f in old.fix)
+
+
+# -- a process killed by SIGKILL with no out-of-memory line: neither an OOM cause nor "not memory" ---------------
+@pytest.mark.parametrize("lines", [
+    ['time=2024-08-26T09:53:44.346Z level=ERROR source=sched.go:451 msg="error loading llama server" '
+     'error="llama runner process has terminated: signal: killed"'],
+    ["2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was signaled to "
+     "shutdown with signal 9 rank=0", "Error: ShardCannotStart"],
+    ["vllm-openai-1 exited with code 137"],
+])
+def test_sigkill_without_an_oom_line_says_killed(lines: list[str]) -> None:
+    d = diagnose_lines(lines)
+    assert (d.root_cause, d.confidence) == ("killed", "low")
+    assert "not for lack of memory" not in d.summary and "OOM killer" in d.summary
+
+
+def test_other_signals_stay_not_memory() -> None:
+    d = diagnose_lines(["2024-03-06T17:53:31.052444Z ERROR shard-manager: text_generation_launcher: Shard process was "
+                        "signaled to shutdown with signal 4 rank=0", "Error: ShardCannotStart"])
+    assert d.root_cause == "not_oom" and "4 (SIGILL)" in d.summary and "(line 1)" in d.summary
+
+
+def test_an_oom_line_outranks_the_kill() -> None:
+    d = diagnose_lines([OOM, 'msg="error loading llama server" error="llama runner process has terminated: signal: '
+                             'killed"'])
+    assert d.root_cause not in ("killed", "not_oom", "none")

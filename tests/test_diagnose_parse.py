@@ -136,7 +136,12 @@ def test_k8s_get_pods_and_dmesg() -> None:
 
 
 def test_exit_137_alone_is_not_a_guess() -> None:
-    assert diag("vllm exited with code 137").root_cause == "none"
+    """137 = 128 + SIGKILL: what it says (killed) and that the log cannot tell who killed it, not an OOM cause."""
+    d = diag("vllm exited with code 137")
+    assert (d.root_cause, d.confidence) == ("killed", "low")
+    assert "the log alone cannot tell which" in d.summary and d.fix[0].startswith("Look for the kill")
+    assert diag("vllm exited with code 1").root_cause == "not_oom"
+    assert diag("vllm exited with code 0").root_cause == "none"
 
 
 # -- timing ---------------------------------------------------------------------------------------

@@ -51,10 +51,6 @@ def _json_line(text: str) -> str | None:
     return None
 
 
-def strip_colour(text: str) -> str:
-    return _ANSI.sub("", text).rstrip("\r")
-
-
 def unwrap(text: str) -> str:
     """An engine's log line as the engine printed it, without what the collector added."""
     if "\x1b" in text:

@@ -15,7 +15,7 @@ from typing import Any
 
 from servefit.diagnose import patterns as P
 from servefit.diagnose.catalog import WORDS, catalog
-from servefit.diagnose.collectors import strip_colour, unwrap
+from servefit.diagnose.collectors import unwrap
 from servefit.diagnose.model import Event, Line, RunState
 from servefit.diagnose.timestamps import Clock, duration
 from servefit.diagnose.track import Tracker
@@ -81,7 +81,7 @@ class Scanner(Tracker):
             if self._run_ts_text is None:
                 self._run_ts_text = raw
         text = unwrap(raw)
-        self._text, self._shown = text, (raw if text is raw or "\x1b" not in raw else strip_colour(raw))
+        self._text, self._shown = text, raw
         if "Traceback (most recent call last)" in text:
             self.frames.clear()
             self.traceback_line = n

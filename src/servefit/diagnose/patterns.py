@@ -153,6 +153,9 @@ GENERIC: tuple[Pattern, ...] = (
        r"ImportError: .*?\.so: undefined symbol", means=(
            "a compiled extension was built against a different torch than the one installed (an ABI mismatch): "
            "reinstall it for this torch, or run the engine's own container image")),
+    # docker compose's line when a service's container stops (`vllm-1 exited with code 137`): a failure, its code says
+    # how (137 = 128 + SIGKILL, outcomes.py)
+    _p("container.exit", None, "error", "exited with code", r"exited with code (?P<exit_code__n>[1-9]\d*)\b"),
     _p("json.request", None, "request", ('"prompt_tokens"', "prompt_tokens=", "input_length=", "input length"),
        r"(?:\"prompt_tokens\"\s*:\s*|prompt_tokens=|input_length=|input length[:=]?\s*)(?P<prompt_tokens__n>\d+)"),
 )

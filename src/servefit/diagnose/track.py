@@ -30,7 +30,7 @@ class Tracker:
     _ts_value: tuple[str, float] | None
     _run_ts_text: str | None
     _text: str  # the line being read, as the engine printed it (what patterns read)
-    _shown: str  # the same line as the log has it (collector prefixes kept, colour codes removed): evidence
+    _shown: str  # the same line as the log has it (collector prefixes kept): what the evidence quotes
 
     def _now(self) -> tuple[str, float] | None:
         """The time of the latest line that carried a timestamp (parsed only when asked)."""

@@ -20,6 +20,7 @@ TITLE = {
     "profiling_peak": "Start-up profiling peak",
     "cuda_graph_capture": "CUDA graph capture",
     "not_oom": "Not an out-of-memory failure",
+    "killed": "Killed (SIGKILL); no out-of-memory line in this log",
     "recovered": "Out of memory, recovered by the engine",
     "none": "No OOM signature found",
 }
