@@ -258,3 +258,17 @@ def test_tgi_warmup_failure_stays_the_warmup() -> None:
                         "error.", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
                         "2023-09-26T21:48:01.0Z ERROR text_generation_launcher: Webserver Crashed"])
     assert (d.stage, d.timing) == ("profile", "startup")
+
+
+LOAD_OOM = ["ggml_backend_cuda_buffer_type_alloc_buffer: allocating 28426.68 MiB on device 0: cudaMalloc failed: out of "
+            "memory", "llama_model_load: error loading model: unable to allocate CUDA0 buffer"]
+
+
+def test_llamacpp_layers_fix_names_the_embedding_programs_setting_only_when_the_log_does_not_say() -> None:
+    """Only llama.cpp's own tools print `build: N` (common.cpp); without it the lines may come from llama.cpp
+    inside llama-cpp-python or Ollama, so the layer count is named as each calls it."""
+    bare = diagnose_lines(LOAD_OOM)
+    assert (bare.engine, bare.root_cause) == ("llamacpp", "model_too_large")
+    assert "Offload fewer layers: lower -ngl (n_gpu_layers in llama-cpp-python, num_gpu in Ollama)" in bare.fix[1]
+    own = diagnose_lines(["build: 4567 (a1b2c3d4) with cc (Ubuntu 13.2.0) for x86_64-linux-gnu", *LOAD_OOM])
+    assert own.fix[1].startswith("Offload fewer layers: lower -ngl (the rest") and "Ollama" not in own.fix[1]
