@@ -272,3 +272,35 @@ def test_llamacpp_layers_fix_names_the_embedding_programs_setting_only_when_the_
     assert "Offload fewer layers: lower -ngl (n_gpu_layers in llama-cpp-python, num_gpu in Ollama)" in bare.fix[1]
     own = diagnose_lines(["build: 4567 (a1b2c3d4) with cc (Ubuntu 13.2.0) for x86_64-linux-gnu", *LOAD_OOM])
     assert own.fix[1].startswith("Offload fewer layers: lower -ngl (the rest") and "Ollama" not in own.fix[1]
+
+
+def _traceback(frames: list[tuple[str, str]], last: str) -> list[str]:
+    out = ["Traceback (most recent call last):"]
+    for path, fn in frames:
+        out += [f'  File "/usr/local/lib/python3.10/dist-packages/{path}", line 10, in {fn}', "    x()"]
+    return out + [last]
+
+
+TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB. GPU 0 has a total capacity "
+             "of 15.59 GiB of which 940.12 MiB is free.")
+
+
+@pytest.mark.parametrize("frames, stage_, timing", [
+    # vLLM V0 worker.py::load_model -> model_runner.load_model -> the loader's load_weights
+    ([("vllm/worker/worker.py", "load_model"), ("vllm/worker/model_runner.py", "load_model"),
+      ("vllm/model_executor/models/llama.py", "load_weights")], "load", "load"),
+    # V0 worker.py::initialize_cache -> _init_cache_engine -> CacheEngine
+    ([("vllm/worker/worker.py", "initialize_cache"), ("vllm/worker/worker.py", "_init_cache_engine"),
+      ("vllm/worker/cache_engine.py", "__init__")], "kv_alloc", "startup"),
+    # SGLang's scheduler loop runs after start-up: a failure under it is a served batch
+    ([("sglang/srt/managers/scheduler.py", "run_scheduler_process"),
+      ("sglang/srt/managers/scheduler.py", "event_loop_overlap"),
+      ("sglang/srt/managers/scheduler.py", "process_batch_result")], "serving", "serving"),
+    # SGLang model_runner.py::load_model
+    ([("sglang/srt/managers/scheduler.py", "run_scheduler_process"),
+      ("sglang/srt/model_executor/model_runner.py", "initialize"),
+      ("sglang/srt/model_executor/model_runner.py", "load_model")], "load", "load"),
+])
+def test_traceback_frames_name_the_stage(frames: list[tuple[str, str]], stage_: str, timing: str) -> None:
+    d = diagnose_lines(_traceback(frames, TORCH_OOM))
+    assert (d.stage, d.timing) == (stage_, timing)
