@@ -304,3 +304,25 @@ TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1002
 def test_traceback_frames_name_the_stage(frames: list[tuple[str, str]], stage_: str, timing: str) -> None:
     d = diagnose_lines(_traceback(frames, TORCH_OOM))
     assert (d.stage, d.timing) == (stage_, timing)
+
+
+SGLANG_POOL = ["[2025-04-13 02:02:00 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=20.10 "
+               "GB, mem usage=14.20 GB.", "[2025-04-13 02:02:10 TP0] Memory pool end. avail mem=2.10 GB"]
+SGLANG_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a total capacity of "
+              "23.50 GiB of which 120.00 MiB is free.")
+
+
+@pytest.mark.parametrize("bar", ["Capturing batches (avail_mem=0.21 GB):   0%|          | 0/4 [00:02<?, ?it/s]",
+                                 "Capturing batches (bs=160 avail_mem=9.71 GB):  20%|##        | 4/20 [00:02<00:08]"])
+def test_sglang_capture_progress_bar_is_graph_capture(bar: str) -> None:
+    """SGLang 0.4.4+ cuda_graph_runner.py::capture draws a tqdm bar instead of the begin/end lines: an OOM under it
+    ran out capturing graphs."""
+    d = diagnose_lines([*SGLANG_POOL, bar, SGLANG_OOM])
+    assert (d.engine, d.stage, d.timing, d.root_cause) == ("sglang", "graphs", "startup", "cuda_graph_capture")
+
+
+def test_sglang_after_the_memory_pool_is_start_up() -> None:
+    """model_runner.py::init_memory_pool logs "Memory pool end" once the KV pool is allocated (an excerpt may start
+    there): an OOM after it is start-up, not the weights."""
+    d = diagnose_lines([SGLANG_POOL[1], SGLANG_OOM])
+    assert (d.engine, d.timing) == ("sglang", "startup")
