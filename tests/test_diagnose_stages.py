@@ -326,3 +326,23 @@ def test_sglang_after_the_memory_pool_is_start_up() -> None:
     there): an OOM after it is start-up, not the weights."""
     d = diagnose_lines([SGLANG_POOL[1], SGLANG_OOM])
     assert (d.engine, d.timing) == ("sglang", "startup")
+
+
+V1_OOM = ("(EngineCore_DP0 pid=1) ERROR 03-26 21:14:47 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. Tried "
+          "to allocate 48.00 MiB. GPU 7 has a total capacity of 79.19 GiB of which 43.00 MiB is free.")
+
+
+@pytest.mark.parametrize("line", [
+    # V1 loggers.py (the API server's output loop) and V0 llm_engine.py::step -> log_stats
+    "(APIServer pid=1) INFO 03-26 21:14:40 [loggers.py:123] Engine 000: Avg prompt throughput: 1200.5 tokens/s, Avg "
+    "generation throughput: 50.1 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 45.2%, Prefix cache "
+    "hit rate: 0.0%",
+    "INFO 03-26 21:14:40 metrics.py:351] Avg prompt throughput: 1200.5 tokens/s, Avg generation throughput: 50.1 "
+    "tokens/s, Running: 12 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 45.2%, CPU KV cache usage: 0.0%.",
+    # V1 async_llm.py::add_request
+    "(APIServer pid=1) INFO 03-26 21:14:40 [async_llm.py:261] Added request chatcmpl-abc123.",
+])
+def test_a_serving_loops_line_before_the_oom_makes_it_a_serving_one(line: str) -> None:
+    d = diagnose_lines([line, V1_OOM])
+    assert d.timing in ("first_batch", "serving") and d.root_cause == "batch_misconfiguration"
+    assert diagnose_lines([V1_OOM]).timing == "unknown"

@@ -221,7 +221,13 @@ class Tracker:
             del s.recent_prompts[0]
 
     def _metric(self, n: int, text: str, m: re.Match[str]) -> None:
+        """A serving loop's statistics line: vLLM's stat loggers (V0 llm_engine.py::step -> log_stats, V1
+        loggers.py in the API server's output loop) and SGLang's scheduler ("Decode batch") log only once the
+        engine serves, so the first one says it was serving when no ready line was quoted."""
         s = self.state
+        if s.serving is None:
+            s.serving, s.serving_time = self._line(n, text), self._now()
+            s.phase = "serving"
         figs = P.figures_of(m)
         running = int(figs.get("running", 0))
         usage = figs.get("kv_usage")
