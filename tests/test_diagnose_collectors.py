@@ -156,3 +156,13 @@ def test_an_oom_line_outranks_the_kill() -> None:
     d = diagnose_lines([OOM, 'msg="error loading llama server" error="llama runner process has terminated: signal: '
                              'killed"'])
     assert d.root_cause not in ("killed", "not_oom", "none")
+
+
+def test_text_report_shows_the_evidence_as_the_terminal_did() -> None:
+    """The evidence keeps the log's bytes (JSON output); the text report drops the colour codes a terminal hid."""
+    from servefit.report.diagnose import render_text
+
+    lines = (STAGES / "llamacpp_kv_alloc.log").read_text().splitlines()
+    text = render_text(diagnose_lines(["\x1b[2mllama-1  | " + x + "\x1b[0m" for x in lines]))
+    assert "| llama-1  | llama_kv_cache_init: failed to allocate buffer for kv cache" in text
+    assert "\\u001b" not in text and "\x1b" not in text

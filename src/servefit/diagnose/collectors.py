@@ -51,6 +51,11 @@ def _json_line(text: str) -> str | None:
     return None
 
 
+def strip_colour(text: str) -> str:
+    """The line without its ANSI colour codes (what a terminal showed)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
 def unwrap(text: str) -> str:
     """An engine's log line as the engine printed it, without what the collector added."""
     if "\x1b" in text:

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from servefit.diagnose.collectors import strip_colour
 from servefit.diagnose.model import Diagnosis
 from servefit.diagnose.patterns import is_size
 from servefit.diagnose.timestamps import human
@@ -119,7 +120,7 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
     out.append(_c("Evidence", "1", color))
     width = len(str(max((e.number for e in diag.evidence), default=1)))
     for e in diag.evidence:
-        out.append(f"  {e.number:>{width}} | {one_line(redact_text(e.text))}")
+        out.append(f"  {e.number:>{width}} | {one_line(redact_text(strip_colour(e.text)))}")
     figs = diag.figures
     keys = [k for k in ORDER if k in figs] + sorted(k for k in figs if k not in ORDER)
     if keys:
