@@ -136,7 +136,12 @@ def test_k8s_get_pods_and_dmesg() -> None:
 
 
 def test_exit_137_alone_is_not_a_guess() -> None:
-    assert diag("vllm exited with code 137").root_cause == "none"
+    """137 = 128 + SIGKILL: what it says (killed) and that the log cannot tell who killed it, not an OOM cause."""
+    d = diag("vllm exited with code 137")
+    assert (d.root_cause, d.confidence) == ("killed", "low")
+    assert "the log alone cannot tell which" in d.summary and d.fix[0].startswith("Look for the kill")
+    assert diag("vllm exited with code 1").root_cause == "not_oom"
+    assert diag("vllm exited with code 0").root_cause == "none"
 
 
 # -- timing ---------------------------------------------------------------------------------------
@@ -234,3 +239,22 @@ def test_keyword_gating_matches_brute_force_on_every_fixture_line() -> None:
         gated = {p.name for w in words for nd, pats in cat.keyword_needles[w] if nd in text
                  for p in pats if p.regex.search(text)}
         assert gated == brute, text
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, unhandled "
+    "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5 ncclUnhandledCudaError: Call to CUDA "
+    "function failed. Last error: Cuda failure 'out of memory'",
+])
+def test_cuda_libraries_failed_allocations_are_ooms(line: str) -> None:
+    """cuBLAS's handle/workspace and NCCL's buffers are GPU allocations too: their failure is an OOM, not an
+    unrelated error."""
+    d = diag(line)
+    assert d.root_cause not in ("not_oom", "none", "killed") and d.signature == "torch.oom"
+
+
+def test_triton_shared_memory_is_not_gpu_memory() -> None:
+    d = diag("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 131072, Hardware "
+             "limit: 101376. Reducing block sizes or `num_stages` may help.")
+    assert d.root_cause == "not_oom" and "shared memory (per SM)" in d.summary

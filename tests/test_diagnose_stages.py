@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from servefit.diagnose import diagnose_lines, diagnose_path
 
 STAGES = Path(__file__).parent / "fixtures" / "logs" / "stages"
@@ -216,3 +218,131 @@ def test_stage_is_in_the_json_and_the_report():
     assert d.as_dict()["stage"] == "decode"
     assert "  Stage: serving, a decode batch" in render_text(d)
     assert stage("vllm_load_v1.log").as_dict()["stage"] == "load"
+
+
+def test_llamacpp_pipeline_copies_blame_the_copies_not_the_context():
+    """A compute buffer that failed with pipeline parallelism on (ggml-backend.cpp::ggml_backend_sched_new keeps
+    GGML_SCHED_MAX_COPIES copies) is the scheduler's copies after the KV cache was placed: a batch/compute
+    setting, not the context; the same failure without copies stays a context (KV) problem."""
+    copies = stage("llamacpp_pipeline_copies.log")
+    assert (copies.root_cause, copies.timing, copies.stage) == ("batch_misconfiguration", "startup", "compute")
+    plain = stage("llamacpp_compute_alloc.log")
+    assert (plain.root_cause, plain.stage) == ("kv_cache_overflow", "compute")
+
+
+TGI_SHARD_OOM = """\
+torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 15.77 GiB total capacity; \
+15.37 GiB already allocated; 13.62 MiB free; 15.77 GiB allowed; 15.40 GiB reserved in total by PyTorch)
+ rank=0
+Error: ShardCannotStart
+2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start
+2023-08-17T10:23:27.032758Z  INFO text_generation_launcher: Shutting down shards"""
+
+
+@pytest.mark.parametrize("tail", [
+    ["Error: ShardCannotStart"],
+    ["2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 1 failed to start"],
+])
+def test_tgi_shard_that_never_started_ran_out_loading_the_weights(tail: list[str]) -> None:
+    """TGI's launcher (launcher/src/main.rs::spawn_shards) says a shard "failed to start" when it exits before its
+    socket exists, which server.py::serve_inner opens after get_model: an OOM those lines follow is the weights
+    (the warm-up is the router's call, later). The log: text-generation-inference issue 866."""
+    d = diagnose_lines(TGI_SHARD_OOM.splitlines()[:1] + tail)
+    assert (d.engine, d.stage, d.timing, d.root_cause) == ("tgi", "load", "load", "model_too_large")
+    assert any("--num-shard" in f for f in d.fix)
+
+
+def test_tgi_warmup_failure_stays_the_warmup() -> None:
+    """The router's warm-up failing ("Webserver Crashed") is not a shard that never started."""
+    d = diagnose_lines(["2023-09-26T21:48:00.969072Z ERROR text_generation_launcher: Method Warmup encountered an "
+                        "error.", "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB",
+                        "2023-09-26T21:48:01.0Z ERROR text_generation_launcher: Webserver Crashed"])
+    assert (d.stage, d.timing) == ("profile", "startup")
+
+
+LOAD_OOM = ["ggml_backend_cuda_buffer_type_alloc_buffer: allocating 28426.68 MiB on device 0: cudaMalloc failed: out of "
+            "memory", "llama_model_load: error loading model: unable to allocate CUDA0 buffer"]
+
+
+def test_llamacpp_layers_fix_names_the_embedding_programs_setting_only_when_the_log_does_not_say() -> None:
+    """Only llama.cpp's own tools print `build: N` (common.cpp); without it the lines may come from llama.cpp
+    inside llama-cpp-python or Ollama, so the layer count is named as each calls it."""
+    bare = diagnose_lines(LOAD_OOM)
+    assert (bare.engine, bare.root_cause) == ("llamacpp", "model_too_large")
+    assert "Offload fewer layers: lower -ngl (n_gpu_layers in llama-cpp-python, num_gpu in Ollama)" in bare.fix[1]
+    own = diagnose_lines(["build: 4567 (a1b2c3d4) with cc (Ubuntu 13.2.0) for x86_64-linux-gnu", *LOAD_OOM])
+    assert own.fix[1].startswith("Offload fewer layers: lower -ngl (the rest") and "Ollama" not in own.fix[1]
+
+
+def _traceback(frames: list[tuple[str, str]], last: str) -> list[str]:
+    out = ["Traceback (most recent call last):"]
+    for path, fn in frames:
+        out += [f'  File "/usr/local/lib/python3.10/dist-packages/{path}", line 10, in {fn}', "    x()"]
+    return out + [last]
+
+
+TORCH_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1002.00 MiB. GPU 0 has a total capacity "
+             "of 15.59 GiB of which 940.12 MiB is free.")
+
+
+@pytest.mark.parametrize("frames, stage_, timing", [
+    # vLLM V0 worker.py::load_model -> model_runner.load_model -> the loader's load_weights
+    ([("vllm/worker/worker.py", "load_model"), ("vllm/worker/model_runner.py", "load_model"),
+      ("vllm/model_executor/models/llama.py", "load_weights")], "load", "load"),
+    # V0 worker.py::initialize_cache -> _init_cache_engine -> CacheEngine
+    ([("vllm/worker/worker.py", "initialize_cache"), ("vllm/worker/worker.py", "_init_cache_engine"),
+      ("vllm/worker/cache_engine.py", "__init__")], "kv_alloc", "startup"),
+    # SGLang's scheduler loop runs after start-up: a failure under it is a served batch
+    ([("sglang/srt/managers/scheduler.py", "run_scheduler_process"),
+      ("sglang/srt/managers/scheduler.py", "event_loop_overlap"),
+      ("sglang/srt/managers/scheduler.py", "process_batch_result")], "serving", "serving"),
+    # SGLang model_runner.py::load_model
+    ([("sglang/srt/managers/scheduler.py", "run_scheduler_process"),
+      ("sglang/srt/model_executor/model_runner.py", "initialize"),
+      ("sglang/srt/model_executor/model_runner.py", "load_model")], "load", "load"),
+])
+def test_traceback_frames_name_the_stage(frames: list[tuple[str, str]], stage_: str, timing: str) -> None:
+    d = diagnose_lines(_traceback(frames, TORCH_OOM))
+    assert (d.stage, d.timing) == (stage_, timing)
+
+
+SGLANG_POOL = ["[2025-04-13 02:02:00 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=20.10 "
+               "GB, mem usage=14.20 GB.", "[2025-04-13 02:02:10 TP0] Memory pool end. avail mem=2.10 GB"]
+SGLANG_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a total capacity of "
+              "23.50 GiB of which 120.00 MiB is free.")
+
+
+@pytest.mark.parametrize("bar", ["Capturing batches (avail_mem=0.21 GB):   0%|          | 0/4 [00:02<?, ?it/s]",
+                                 "Capturing batches (bs=160 avail_mem=9.71 GB):  20%|##        | 4/20 [00:02<00:08]"])
+def test_sglang_capture_progress_bar_is_graph_capture(bar: str) -> None:
+    """SGLang 0.4.4+ cuda_graph_runner.py::capture draws a tqdm bar instead of the begin/end lines: an OOM under it
+    ran out capturing graphs."""
+    d = diagnose_lines([*SGLANG_POOL, bar, SGLANG_OOM])
+    assert (d.engine, d.stage, d.timing, d.root_cause) == ("sglang", "graphs", "startup", "cuda_graph_capture")
+
+
+def test_sglang_after_the_memory_pool_is_start_up() -> None:
+    """model_runner.py::init_memory_pool logs "Memory pool end" once the KV pool is allocated (an excerpt may start
+    there): an OOM after it is start-up, not the weights."""
+    d = diagnose_lines([SGLANG_POOL[1], SGLANG_OOM])
+    assert (d.engine, d.timing) == ("sglang", "startup")
+
+
+V1_OOM = ("(EngineCore_DP0 pid=1) ERROR 03-26 21:14:47 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. Tried "
+          "to allocate 48.00 MiB. GPU 7 has a total capacity of 79.19 GiB of which 43.00 MiB is free.")
+
+
+@pytest.mark.parametrize("line", [
+    # V1 loggers.py (the API server's output loop) and V0 llm_engine.py::step -> log_stats
+    "(APIServer pid=1) INFO 03-26 21:14:40 [loggers.py:123] Engine 000: Avg prompt throughput: 1200.5 tokens/s, Avg "
+    "generation throughput: 50.1 tokens/s, Running: 12 reqs, Waiting: 0 reqs, GPU KV cache usage: 45.2%, Prefix cache "
+    "hit rate: 0.0%",
+    "INFO 03-26 21:14:40 metrics.py:351] Avg prompt throughput: 1200.5 tokens/s, Avg generation throughput: 50.1 "
+    "tokens/s, Running: 12 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 45.2%, CPU KV cache usage: 0.0%.",
+    # V1 async_llm.py::add_request
+    "(APIServer pid=1) INFO 03-26 21:14:40 [async_llm.py:261] Added request chatcmpl-abc123.",
+])
+def test_a_serving_loops_line_before_the_oom_makes_it_a_serving_one(line: str) -> None:
+    d = diagnose_lines([line, V1_OOM])
+    assert d.timing in ("first_batch", "serving") and d.root_cause == "batch_misconfiguration"
+    assert diagnose_lines([V1_OOM]).timing == "unknown"

@@ -48,7 +48,7 @@ def load(path: Path = HERE / "cases.yaml") -> list[dict[str, Any]]:
 
 
 def outcome_of(root: str) -> str:
-    return {"not_oom": "not_oom", "recovered": "recovered", "none": "no_failure"}.get(root, "oom")
+    return {"not_oom": "not_oom", "killed": "killed", "recovered": "recovered", "none": "no_failure"}.get(root, "oom")
 
 
 def verdict(case: dict[str, Any]) -> dict[str, Any]:

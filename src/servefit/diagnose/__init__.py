@@ -9,6 +9,7 @@ evidence, and point at the setting to change.
     wording.py     root cause / timing / stage -> the words and summary the user reads
     fixes.py       root cause (+ the config's LaunchSite) -> fix lines, setting, tune command
     reader.py      streaming input (files, .gz, stdin) and progress on stderr
+    collectors.py  what docker, compose, kubectl, CRI, journald and JSON loggers put around a line
 """
 
 from __future__ import annotations

@@ -236,7 +236,7 @@ def _lines(fx: Fixing) -> list[str]:
 def apply(diag: Diagnosis, site: LaunchSite | None = None) -> None:
     """Fill diag.fix (and, with a site, diag.setting and diag.tune)."""
     root = diag.root_cause
-    if root in ("none", "not_oom", "recovered"):
+    if root in ("none", "not_oom", "killed", "recovered"):
         return
     engine = diag.engine or "torch"
     if site is not None and site.engine and engine == "torch":

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ROOT_CAUSES = ("kv_cache_overflow", "batch_misconfiguration", "fragmentation", "model_too_large", "profiling_peak",
-               "cuda_graph_capture", "not_oom", "recovered", "none")
+               "cuda_graph_capture", "not_oom", "killed", "recovered", "none")
 # the stage that ran out of memory (catalog.py, wording.STAGE_TEXT); "" when the log does not say
 STAGES = ("load", "profile", "compile", "sampler", "kv_alloc", "compute", "graphs", "prefill", "decode", "serving", "")
 

@@ -4,10 +4,17 @@
 
 from __future__ import annotations
 
+import re
+
 from servefit.diagnose.classify import PHASE_STAGE, _engine, _engine_of
 from servefit.diagnose.model import Diagnosis, Event
 from servefit.diagnose.parse import ScanResult
 from servefit.diagnose.wording import TIMING_TEXT, stage_text
+
+# a process ended by SIGKILL, as the engines report it: Ollama's runner ("signal: killed", Go's os/exec), TGI's
+# launcher ("signaled to shutdown with signal 9", launcher/src/main.rs::shard_manager), Python's multiprocessing
+# (exit code -9) and shells / container runtimes (exit code 137 = 128 + 9)
+_SIGKILL = re.compile(r"signal: killed|\bsignal 9\b|\bSIGKILL\b|exit(?:ed with)? (?:code|status)[:= ]*(?:-9|137)\b|exitcode=-9\b", re.I)
 
 
 def not_oom(diag: Diagnosis, scan: ScanResult) -> None:
@@ -31,6 +38,18 @@ def not_oom(diag: Diagnosis, scan: ScanResult) -> None:
                     "line appears in this log, so servefit's memory fixes do not apply.")
     from servefit.diagnose.catalog import catalog
 
+    killed = next((e for e in scan.errors if _SIGKILL.search(e.line.text)), None)
+    if killed is not None:  # the likeliest sender is the OOM killer, but the log does not show it: say so
+        diag.root_cause, diag.confidence = "killed", "low"
+        diag.summary = (f"{title} was killed by SIGKILL (line {killed.line.number}). No out-of-memory line appears "
+                        "in this log, but SIGKILL is what the kernel's OOM killer and a container's memory limit "
+                        "send (a forced stop sends it too): the log alone cannot tell which.")
+        diag.fix = ["Look for the kill where it is recorded: `dmesg -T | grep -i -e 'killed process' -e oom` on the "
+                    "host, or `kubectl describe pod` (Last State: Terminated, Reason: OOMKilled); pass that output "
+                    "to servefit diagnose with this log"]
+        if killed.line not in diag.evidence:
+            diag.evidence = sorted([*diag.evidence, killed.line], key=lambda ln: ln.number)
+        return
     known = [(e, p) for e in scan.errors if (p := catalog().pattern(e.pattern)) is not None and p.means]
     if known:  # a failure whose cause the message itself names
         ev, pat = known[0]

@@ -15,6 +15,7 @@ from typing import Any
 
 from servefit.diagnose import patterns as P
 from servefit.diagnose.catalog import WORDS, catalog
+from servefit.diagnose.collectors import unwrap
 from servefit.diagnose.model import Event, Line, RunState
 from servefit.diagnose.timestamps import Clock, duration
 from servefit.diagnose.track import Tracker
@@ -58,6 +59,7 @@ class Scanner(Tracker):
         self.dropped = 0
         self.hints: set[str] = set()
         self.n = 0
+        self._text = self._shown = ""
         self.frames: deque[str] = deque(maxlen=64)
         self.traceback_line = 0
         self.traceback_open = False
@@ -71,13 +73,15 @@ class Scanner(Tracker):
         self.block_start: Line | None = None
 
     # -- per line -------------------------------------------------------------------------------
-    def feed(self, text: str) -> None:
+    def feed(self, raw: str) -> None:
         self.n += 1
         n = self.n
-        if _TS_HINT.search(text, 0, 100):
-            self._ts_text = text
+        if _TS_HINT.search(raw, 0, 100):  # the collector's time, when the engine printed none
+            self._ts_text = raw
             if self._run_ts_text is None:
-                self._run_ts_text = text
+                self._run_ts_text = raw
+        text = unwrap(raw)
+        self._text, self._shown = text, raw
         if "Traceback (most recent call last)" in text:
             self.frames.clear()
             self.traceback_line = n

@@ -113,8 +113,12 @@ def _p(name: str, engine: str | None, kind: str, needles: str | tuple[str, ...],
 # Hugging Face loader, HTTP requests. The engines' own
 # lines are in their data files (data/engines/<name>.yaml, key `logs`).
 GENERIC: tuple[Pattern, ...] = (
-    _p("torch.oom", None, "fatal", ("out of memory", "OutOfMemoryError"),
-       r"OutOfMemoryError:|(?:CUDA|HIP|XPU) out of memory(?:\.|$| occurred)|(?:CUDA|HIP)(?: driver)? error: out of memory",
+    # also the CUDA libraries' own words for a failed allocation: cuBLAS creating its handle and workspace
+    # (CUBLAS_STATUS_ALLOC_FAILED, torch's CUDABlas / CublasHandlePool) and NCCL's buffers ("Cuda failure 'out of
+    # memory'", NCCL's CUDACHECK) - both allocate on the GPU after the engine has taken its share
+    _p("torch.oom", None, "fatal", ("out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"),
+       r"OutOfMemoryError:|(?:CUDA|HIP|XPU) out of memory(?:\.|$| occurred)|(?:CUDA|HIP)(?: driver)? error: out of memory"
+       r"|CUBLAS_STATUS_ALLOC_FAILED|Cuda failure '?out of memory",
        2),
     _p("kernel.oom_kill", None, "fatal", ("Killed process", "Kill process"),
        r"[Oo]ut of memory: Kill(?:ed)? process (?P<killed_pid__n>\d+) \((?P<process__s>[^)]+)\)"
@@ -149,10 +153,17 @@ GENERIC: tuple[Pattern, ...] = (
        r"no kernel image is available for execution on the device", means=(
            "this build has no GPU kernels for this card's architecture (compute capability): use a build or image "
            "compiled for it")),
+    _p("triton.resources", None, "error", "OutOfResources",
+       r"OutOfResources: out of resource: (?P<message__s>shared memory.*)", means=(
+           "a Triton kernel's tile needs more shared memory (per SM) than this GPU has - a kernel choice for this GPU, "
+           "not GPU memory: another attention backend, or a release whose kernels fit this GPU")),
     _p("python.undefined_symbol", None, "error", "undefined symbol",
        r"ImportError: .*?\.so: undefined symbol", means=(
            "a compiled extension was built against a different torch than the one installed (an ABI mismatch): "
            "reinstall it for this torch, or run the engine's own container image")),
+    # docker compose's line when a service's container stops (`vllm-1 exited with code 137`): a failure, its code says
+    # how (137 = 128 + SIGKILL, outcomes.py)
+    _p("container.exit", None, "error", "exited with code", r"exited with code (?P<exit_code__n>[1-9]\d*)\b"),
     _p("json.request", None, "request", ('"prompt_tokens"', "prompt_tokens=", "input_length=", "input length"),
        r"(?:\"prompt_tokens\"\s*:\s*|prompt_tokens=|input_length=|input length[:=]?\s*)(?P<prompt_tokens__n>\d+)"),
 )

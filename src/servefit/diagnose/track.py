@@ -29,6 +29,8 @@ class Tracker:
     _ts_parsed_text: str | None
     _ts_value: tuple[str, float] | None
     _run_ts_text: str | None
+    _text: str  # the line being read, as the engine printed it (what patterns read)
+    _shown: str  # the same line as the log has it (collector prefixes kept): what the evidence quotes
 
     def _now(self) -> tuple[str, float] | None:
         """The time of the latest line that carried a timestamp (parsed only when asked)."""
@@ -46,6 +48,8 @@ class Tracker:
         return s.start_time
 
     def _line(self, n: int, text: str) -> Line:
+        if n == self.n and text is self._text:  # the line being read: quoted as the log has it (collectors.py)
+            text = self._shown
         t = text.rstrip("\r\n")
         return Line(n, t if len(t) <= MAX_TEXT else t[:MAX_TEXT] + "…")
 
@@ -61,6 +65,8 @@ class Tracker:
             old = self.state
             self.state = RunState(start_time=self._now())
             self._run_ts_text = None
+            if old.info.get("engine_version"):  # the release a server logged holds for the runs it starts
+                self.state.info["engine_version"] = old.info["engine_version"]
             for key, line in old.settings_lines.items():  # settings printed just before the marker
                 if n - line.number <= 5:
                     self._set(key, old.settings.get(key), line)
@@ -215,7 +221,13 @@ class Tracker:
             del s.recent_prompts[0]
 
     def _metric(self, n: int, text: str, m: re.Match[str]) -> None:
+        """A serving loop's statistics line: vLLM's stat loggers (V0 llm_engine.py::step -> log_stats, V1
+        loggers.py in the API server's output loop) and SGLang's scheduler ("Decode batch") log only once the
+        engine serves, so the first one says it was serving when no ready line was quoted."""
         s = self.state
+        if s.serving is None:
+            s.serving, s.serving_time = self._line(n, text), self._now()
+            s.phase = "serving"
         figs = P.figures_of(m)
         running = int(figs.get("running", 0))
         usage = figs.get("kv_usage")

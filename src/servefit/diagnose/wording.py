@@ -35,6 +35,8 @@ ROOT_TEXT = {
     "cuda_graph_capture": "CUDA graph capture: capturing the decode graphs needed more memory than was left after "
                           "the KV cache took its share",
     "not_oom": "not an out-of-memory failure: the engine stopped for another reason",
+    "killed": "killed by SIGKILL, with no out-of-memory line: the kernel's OOM killer and a container's memory limit "
+              "send SIGKILL, and so does a forced stop - this log alone cannot tell which",
     "recovered": "an allocation failed, but the engine retried it another way and went on",
     "none": "no OOM signature found",
 }

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from servefit.diagnose.collectors import strip_colour
 from servefit.diagnose.model import Diagnosis
 from servefit.diagnose.patterns import is_size
 from servefit.diagnose.timestamps import human
@@ -20,6 +21,7 @@ TITLE = {
     "profiling_peak": "Start-up profiling peak",
     "cuda_graph_capture": "CUDA graph capture",
     "not_oom": "Not an out-of-memory failure",
+    "killed": "Killed (SIGKILL); no out-of-memory line in this log",
     "recovered": "Out of memory, recovered by the engine",
     "none": "No OOM signature found",
 }
@@ -118,7 +120,7 @@ def render_text(diag: Diagnosis, color: bool = False) -> str:
     out.append(_c("Evidence", "1", color))
     width = len(str(max((e.number for e in diag.evidence), default=1)))
     for e in diag.evidence:
-        out.append(f"  {e.number:>{width}} | {one_line(redact_text(e.text))}")
+        out.append(f"  {e.number:>{width}} | {one_line(redact_text(strip_colour(e.text)))}")
     figs = diag.figures
     keys = [k for k in ORDER if k in figs] + sorted(k for k in figs if k not in ORDER)
     if keys:

@@ -53,6 +53,11 @@ def slot_cause(primary: Event, related: list[Event], figs: dict[str, Any]) -> tu
             return "batch_misconfiguration", "startup", "medium"
         if stage == "compute" and (_int(s.get("n_ubatch")) or 512) > 512:
             return "batch_misconfiguration", "startup", "medium"
+        # Pipeline parallelism (llama-context.cpp: a layer split of a fully offloaded model on 2+ GPUs) makes
+        # ggml-backend.cpp::ggml_backend_sched_new keep GGML_SCHED_MAX_COPIES (4) copies of the graph's inputs
+        # on each GPU: the KV cache is already in place, the scheduler's copies are what did not fit
+        if stage == "compute" and (_int(figs.get("pipeline_copies")) or 1) > 1:
+            return "batch_misconfiguration", "startup", "medium"
         return "kv_cache_overflow", "startup", "high" if stage == "kv_alloc" else "medium"
     weights, avail = _int(figs.get("memory.weights.total")), _int(figs.get("memory.available"))
     kv = _int(figs.get("memory.required.kv"))
@@ -189,10 +194,25 @@ def _batch(fx: Fixing) -> list[str]:
     return _pipeline(fx) + ([ubatch, slots] if fx.diag.stage in ("compute", "serving") else [slots, ubatch])
 
 
+# The same setting where llama.cpp runs as a library: llama-cpp-python's Llama(...) arguments and Ollama's
+# Modelfile parameters (Ollama's runner is llama.cpp; engines/ollama names them when the log is Ollama's)
+_EMBEDDED = {"-ngl": "n_gpu_layers in llama-cpp-python, num_gpu in Ollama"}
+
+
+def embedded(fx: Fixing, flag: str) -> str:
+    """`flag` and, when nothing says which program ran llama.cpp, its name in the programs that embed it: only
+    llama.cpp's own tools print `build: N` (common.cpp), and a config names the program."""
+    if fx.setting is not None or fx.figures.get("engine_version") or fx.site_version:
+        return flag
+    return f"{flag} ({_EMBEDDED[flag]})"
+
+
 def _too_large(fx: Fixing) -> list[str]:
     ngl = layers_that_fit(fx)
-    offload = (f"Offload fewer layers: -ngl {ngl} (of {fx.figures.get('layers_offloaded')}; the rest run on the CPU, "
-               "slower)" if ngl is not None else "Offload fewer layers: lower -ngl (the rest run on the CPU, slower)")
+    flag = embedded(fx, "-ngl")
+    offload = (f"Offload fewer layers: {flag} {ngl} (of {fx.figures.get('layers_offloaded')}; the rest run on the "
+               "CPU, slower)" if ngl is not None else f"Offload fewer layers: lower {flag} (the rest run on the CPU, "
+               "slower)")
     return ["Use a smaller GGUF: a lower quantization (e.g. Q8_0 -> Q4_K_M, Q4_K_M -> IQ3_M) or a smaller model",
             offload, "Split over more GPUs (--tensor-split) or use a GPU with more memory"]
 
