@@ -9,7 +9,8 @@ import pytest
 
 from servefit.cli import main
 from servefit.hardware import resolve_target
-from servefit.hardware.catalog import catalog_assumption, unlisted
+from servefit.hardware.catalog import catalog_assumption
+from servefit.hardware.unlisted import unlisted
 
 MIB = 2**20
 

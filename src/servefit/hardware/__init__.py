@@ -7,10 +7,10 @@ from servefit.hardware.catalog import (
     lookup_instance,
     resolve_gpu,
     resolve_target,
-    unlisted,
     with_memory,
 )
 from servefit.hardware.spec import GpuSpec
+from servefit.hardware.unlisted import unlisted
 
 __all__ = [
     "GpuSpec",
