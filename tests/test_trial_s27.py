@@ -562,3 +562,12 @@ def test_a_compose_file_another_extends_with_its_own_command_is_a_server_too(
     got = [(Path(s["file"]).name, s["name"], s["model"]) for s in _sites(capsys, str(tmp_path))]
     assert sorted(got) == [("compose.vllm.yml", "compose/vllm", "Qwen/Qwen3-0.6B"),
                            ("compose.vllm.yml", "compose/vllm", "Qwen/Qwen3-8B")]
+
+
+def test_an_unmodelled_switch_is_listed_as_on_or_off(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--jinja` (llama-server's chat-template switch, not a memory setting) was listed as `jinja=--jinja`."""
+    assert main(["lint", "--list-sites", "--output-format", "json", "--", "llama-server", "-m", "/models/x.gguf",
+                 "--jinja", "--no-webui", "--no-warmup", "-c", "8192", "--alias", "qwen"]) == 0
+    [site] = json.loads(capsys.readouterr().out)
+    # --no-webui is a flag of its own (no_webui: on); --no-warmup is warmup's negation (off)
+    assert site["settings"] == {"alias": "qwen", "ctx_size": 8192, "jinja": True, "no_webui": True, "warmup": False}

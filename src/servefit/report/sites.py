@@ -8,6 +8,7 @@ the `verdict`. Values of secret settings, variables and flags are masked (servef
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from servefit.core import LaunchSite, Span
@@ -99,13 +100,22 @@ def setting_rows(rep: SiteReport, texts: dict[str, str | None]) -> dict[str, dic
     return out
 
 
+def _switch_or_value(name: str, value: Any) -> Any:
+    """A setting servefit does not model, as the engine receives it: a bare switch (`--jinja`, whose
+    place is the flag itself) is on, the `--no-` form of a setting (`--no-mmap` for mmap) off; any
+    other value as written."""
+    if isinstance(value, str) and re.fullmatch(r"--?[A-Za-z][\w-]*", value):
+        return not (value.startswith("--no-") and not name.startswith("no_"))
+    return value
+
+
 def site_dict(rep: SiteReport, texts: dict[str, str | None] | None = None) -> dict[str, Any]:
     texts = {} if texts is None else texts
     site, cfg = rep.site, rep.config
     rows = setting_rows(rep, texts)
     if cfg is not None:
         model = cfg.model_ref
-        settings = {k: (row["parsed"] if row["modelled"] else row["value"]) for k, row in rows.items()
+        settings = {k: (row["parsed"] if row["modelled"] else _switch_or_value(k, row["value"])) for k, row in rows.items()
                     if k in cfg.explicit and k != "model"}
     else:
         model, settings = raw_model(site), {}
