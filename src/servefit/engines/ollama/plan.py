@@ -104,22 +104,30 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     return p
 
 
-def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool) -> str:
-    """llm/server.go: the KV type applies only with flash attention on and a supported type."""
+def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool, auto: bool = False) -> str:
+    """llm/server.go: the KV type applies only with flash attention on and a supported type; from v0.13.4
+    a llama-runner model whose flash attention is left to llama.cpp ("auto") gets no quantized type
+    ("OLLAMA_FLASH_ATTENTION must be enabled to use a quantized OLLAMA_KV_CACHE_TYPE")."""
     t = s["kv_cache_type"]
-    if t in ("q8_0", "q4_0") and fa:
+    if t in ("q8_0", "q4_0") and fa and not auto:
         return t
     return "f16"
 
 
-def _fa(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, v: tuple[int, ...], eng: bool) -> bool:
-    """OLLAMA_FLASH_ATTENTION, GPU support (CUDA CC >= 7.0 then) and model support (K == V head size,
-    not an embedding model, not gpt-oss <= 0.11.4); on by default for Ollama-engine families from 0.12."""
+def _fa(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, v: tuple[int, ...], arch: str, auto: bool = False) -> bool:
+    """llm/server.go NewLlamaServer: OLLAMA_FLASH_ATTENTION, or the model's wish (GGML.FlashAttention,
+    versions.FA_WANTED: forced on v0.11.8 - v0.12.3, the default from v0.12.4); then GPU support (CUDA
+    CC >= 7.0) and model support (GGML.SupportsFlashAttention: K == V head size, not an embedding model,
+    not gpt-oss in v0.11.2 - v0.11.4)."""
     gpu_ok = not (gpu.vendor == "nvidia" and 0 < gpu.compute_capability < 70)
-    model_ok = lm.head_k == lm.head_v and not lm.embedding and not (lm.arch == "gpt-oss" and v < (0, 11, 5))
+    lo, hi = V.GPTOSS_NO_FA
+    model_ok = lm.head_k == lm.head_v and not lm.embedding and not (arch == "gptoss" and lo <= v <= hi)
     want = s.get("flash_attention")
-    if want is None:
-        want = eng and v >= V.FA_DEFAULT_FAMILIES
+    if want is None and auto:
+        want = True  # FlashAttentionAuto: llama.cpp turns it on where the device runs it
+    wanted = V.fa_wanted(v, arch)
+    if want is None or (wanted and v < V.FA_ENV_DEFAULT):
+        want = bool(want) or wanted
     return bool(want and gpu_ok and model_ok)
 
 
@@ -127,8 +135,11 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
                    ctx: dict[str, Any], v: tuple[int, ...], assumptions: list[str]) -> MemoryPlan:
     s = cfg.settings
     eng = ctx["era"] == "layout" and ollama_engine(ctx["arch"], v, bool(s.get("OLLAMA_NEW_ENGINE")))
-    fa = _fa(s, lm, gpu, v, eng)
-    kvt = _kv_type(s, lm, gpu, fa)
+    # v0.13.4 NewLlamaServer: a llama-runner model (no textProcessor) with OLLAMA_FLASH_ATTENTION unset
+    # passes FlashAttentionAuto to llama.cpp
+    auto = v >= V.FA_AUTO_LLAMA_RUNNER and not eng and s.get("flash_attention") is None
+    fa = _fa(s, lm, gpu, v, ctx["arch"], auto)
+    kvt = _kv_type(s, lm, gpu, fa, auto)
     overhead = int(s.get("OLLAMA_GPU_OVERHEAD") or 0)
     free = [gpu_free(gpu)] * n_dev
     num_gpu = int(s.get("num_gpu", -1))
@@ -136,8 +147,8 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     minimum = minimum_memory(gpu)
 
     def est(np_: int, frees: list[int]) -> CL.Estimate:
-        return CL.estimate(lm, ctx["arch"], frees, ctx["num_ctx"] * np_, num_batch, np_, kvt, num_gpu, overhead,
-                           minimum)
+        return CL.estimate(lm, ctx["arch"], frees, ctx["num_ctx"], num_batch, np_, kvt, num_gpu, overhead,
+                           minimum, v=v, fa=fa, metal=gpu.vendor == "apple")
 
     np_ = ctx["num_parallel"]
     if ctx["np_auto"]:  # server/sched.go before 0.10: try 4 slots, then 1
@@ -196,7 +207,7 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     if s["kv_cache_type"] != "f16" and kvt == "f16":
         msgs.insert(0, "level=WARN msg=\"quantized kv cache requested but flash attention disabled\" type="
                     + s["kv_cache_type"])
-    bpt = int(sum(CL.graph_size(lm, ctx["arch"], 1, 1, 1, kvt, {})[0]))
+    bpt = int(sum(CL.graph_size(lm, ctx["arch"], 1, 1, 1, kvt, v)[0]))
     return MemoryPlan(engine="ollama", engine_version=".".join(map(str, v)), outcome=outcome,
                       memory=devices[worst], kv_bytes_per_token=bpt, kv_cache_tokens=ctx["num_ctx"] * np_,
                       max_model_len=ctx["num_ctx"], max_concurrency=float(np_),
