@@ -3,9 +3,9 @@
 The runner reports (or, on the llama-runner path, GraphSize estimates) weights, cache and graph per
 device; each GPU reserves MinimumMemory + OLLAMA_GPU_OVERHEAD + its graph; layers (weights + their
 cache) are packed from the last layer down, the output layer first, onto as few GPUs as possible.
-The Ollama engine's cache (kvcache/causal.go::Causal.Init) holds num_ctx x num_parallel cells per
-full-attention layer and num_parallel x window + batch per sliding-window layer, each rounded up
-to 256 (CachePadding), in the exact ggml type sizes. Log: msg="model weights" / "kv cache" /
+The Ollama engine's cache (kvcache/causal.go::Causal.Init, see cache_cells) holds num_ctx x
+num_parallel cells per full-attention layer and num_parallel x window + batch per sliding-window layer,
+rounded up to CachePadding, in the exact ggml type sizes. Log: msg="model weights" / "kv cache" /
 "compute graph" per device, then msg="total memory" (ml/device.go::BackendMemory.Log)."""
 
 from __future__ import annotations
@@ -22,14 +22,37 @@ from servefit.engines.ollama.report import gib, human_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.models.gguf import row_bytes
 
+SWA_MEM = {"gptoss": 4096, "gpt-oss": 4096, "gemma4": 4096}  # kvcache.NewSWAMemCache(window, 4096, ...)
+CACHE_BATCH_CLAMPED = (0, 12, 0)  # llm/server.go: opts.NumBatch = min(opts.NumBatch, opts.NumCtx)
+SWA_PLUS_ONE = (0, 12, 4)  # Causal.Init: memory >= window + 1 with several sequences; ">= capacity" -> full
+PAD_256_NO_FA = (0, 13, 2)  # ggml Backend.CacheConfig: CachePadding 256 without flash attention (32 before)
+
+
+def cache_cells(v: tuple[int, ...], arch: str, num_ctx: int, np_: int, num_batch: int, fa: bool,
+                window: int) -> tuple[int, int]:
+    """(cells of a full-attention layer, cells of a sliding-window layer) as kvcache/causal.go::Causal.Init
+    sizes them: capacity = num_ctx per sequence (runner/ollamarunner/cache.go::NewInputCache), maxBatch =
+    the load request's BatchSize; rounded up to ml/backend/ggml Backend.CacheConfig's CachePadding
+    (256 with flash attention; 32 without before v0.13.2)."""
+    pad = 256 if fa or v >= PAD_256_NO_FA else 32
+    max_batch = min(num_batch, num_ctx) if v >= CACHE_BATCH_CLAMPED else num_batch
+    cells = K.pad(num_ctx * np_, pad)
+    if not window:
+        return cells, cells
+    mem = SWA_MEM.get(arch, window)
+    if v >= SWA_PLUS_ONE and np_ > 1:
+        mem = max(mem, window + 1)
+    if (mem >= num_ctx) if v >= SWA_PLUS_ONE else (mem > num_ctx):
+        return cells, cells  # swaMemorySize = MaxInt32: the whole context
+    return cells, K.pad(np_ * mem + max_batch, pad)
+
 
 def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ctx: dict[str, Any], fa: bool,
                 kvt: str, est: CL.Estimate, overhead: int, minimum: int, assumptions: list[str]) -> MemoryPlan:
     s = cfg.settings
     np_, num_ctx = ctx["num_parallel"], ctx["num_ctx"]
     batch = min(int(s.get("num_batch", 512)), num_ctx)
-    cells = K.pad(num_ctx * np_, 256)
-    swa_cells = min(cells, K.pad(np_ * (lm.n_swa + (1 if np_ > 1 else 0)) + batch, 256)) if lm.n_swa else cells
+    cells, swa_cells = cache_cells(ctx["v"], ctx["arch"], num_ctx, np_, int(s.get("num_batch", 512)), fa, lm.n_swa)
     grp = CL.groups(lm)
     layer_w = [grp.get(f"blk.{i}", 0) for i in range(lm.n_layer)]
     layer_kv = []

@@ -92,7 +92,7 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     eng = ollama_engine(arch, v, bool(s.get("OLLAMA_NEW_ENGINE")))
     era = V.era(v, arch, eng)
     ctx = {"num_ctx": num_ctx, "requested_ctx": requested_ctx, "ctx_src": ctx_src, "num_parallel": num_parallel,
-           "np_auto": np_auto, "era": era, "arch": arch, "n_dev": n_dev}
+           "np_auto": np_auto, "era": era, "arch": arch, "n_dev": n_dev, "v": v}
     if era == "llamaserver":
         from servefit.engines.ollama.server import plan_llama_server
 
