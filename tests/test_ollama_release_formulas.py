@@ -149,3 +149,26 @@ def test_llama_runner_flash_attention_is_auto_from_0_13_4():
     assert run("0.13.3", {}) == ("layout", False, "f16")  # llama is not on GGML.FlashAttention's list
     assert run("0.13.4", {}) == ("layout", True, "f16")  # auto: FA on, but a quantized cache needs it set
     assert run("0.13.4", {"OLLAMA_FLASH_ATTENTION": "1"}) == ("layout", True, "q8_0")
+
+
+def test_llama_runner_layout_uses_graphsize_figures_from_0_12_11():
+    # v0.12.11+ llm/server.go llamaServer.Load synthesises weights / kv / graph from GraphSize
+    def run(mib: int, n: int, env: dict[str, str]):
+        s = LaunchSite(file="c.yaml", line=1, argv=[Token(w) for w in "ollama run llama3.1:8b".split()],
+                       env={k: Token(v) for k, v in env.items()}, name="ollama",
+                       inputs=ModelInputs(request_options={"num_ctx": "8000" if env else "8192"}))
+        g = GpuSpec(key="x", name="NVIDIA X", vendor="nvidia", memory_bytes=mib * MIB, compute_capability=89)
+        return ENGINE.plan(ENGINE.parse(s, "0.13.5"), lookup("meta-llama/Llama-3.1-8B-Instruct"), g, n)
+    q8 = run(24111, 1, {"OLLAMA_FLASH_ATTENTION": "1", "OLLAMA_KV_CACHE_TYPE": "q8_0"})
+    # q8_0 at kvCacheBytesPerElement's 1 byte, 8000 cells unpadded: 8000 x 32 layers x 2048 = 500 MiB
+    assert 'msg="kv cache" device=CUDA0 size="500.0 MiB"' in q8.messages
+    part = run(6144, 1, {})  # 27 of 33 layers: the partial graph, and CPU lines for the rest
+    assert part.messages[:6] == ['msg="model weights" device=CUDA0 size="3.6 GiB"',
+                                 'msg="model weights" device=CPU size="764.1 MiB"',
+                                 'msg="kv cache" device=CUDA0 size="832.0 MiB"',
+                                 'msg="kv cache" device=CPU size="192.0 MiB"',
+                                 'msg="compute graph" device=CUDA0 size="677.5 MiB"',
+                                 'msg="total memory" size="6.0 GiB"']
+    two = run(6144, 2, {})  # every layer on the two GPUs: each logs the full graph, the total counts both
+    assert two.messages.count('msg="compute graph" device=CUDA1 size="560.0 MiB"') == 1
+    assert two.detail.layers_offloaded == 33 and 'msg="total memory" size="6.4 GiB"' in two.messages

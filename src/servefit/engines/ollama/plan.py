@@ -135,6 +135,7 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
                    ctx: dict[str, Any], v: tuple[int, ...], assumptions: list[str]) -> MemoryPlan:
     s = cfg.settings
     eng = ctx["era"] == "layout" and ollama_engine(ctx["arch"], v, bool(s.get("OLLAMA_NEW_ENGINE")))
+    ctx["eng"] = eng
     # v0.13.4 NewLlamaServer: a llama-runner model (no textProcessor) with OLLAMA_FLASH_ATTENTION unset
     # passes FlashAttentionAuto to llama.cpp
     auto = v >= V.FA_AUTO_LLAMA_RUNNER and not eng and s.get("flash_attention") is None
