@@ -172,3 +172,22 @@ def test_llama_runner_layout_uses_graphsize_figures_from_0_12_11():
     two = run(6144, 2, {})  # every layer on the two GPUs: each logs the full graph, the total counts both
     assert two.messages.count('msg="compute graph" device=CUDA1 size="560.0 MiB"') == 1
     assert two.detail.layers_offloaded == 33 and 'msg="total memory" size="6.4 GiB"' in two.messages
+
+
+def test_offload_line_fields_by_release():
+    def line(v: str) -> str:
+        s = LaunchSite(file="c.yaml", line=1, argv=[Token(w) for w in "ollama run llama3.1:8b".split()],
+                       env={"OLLAMA_NUM_PARALLEL": Token("1")}, name="ollama",
+                       inputs=ModelInputs(request_options={"num_ctx": "2048"}))
+        return ENGINE.plan(ENGINE.parse(s, v), lookup("meta-llama/Llama-3.1-8B-Instruct"), RTX, 1).messages[0]
+    blk = sum(b for k, b in CL.groups(LLAMA).items() if k.startswith("blk."))
+    out = CL.groups(LLAMA)["output_norm"] + CL.groups(LLAMA)["output"]
+    from servefit.engines.ollama.report import human_bytes as hb
+    kv = 2048 * 32 * 2048 * 2  # 256 MiB
+    # before v0.6.1 memoryWeights added each layer's KV; total = it, repeating = it - output
+    assert f'memory.weights.total="{hb(blk + kv)}" memory.weights.repeating="{hb(blk + kv - out)}"' in line("0.5.11")
+    assert f'memory.weights.total="{hb(blk)}" memory.weights.repeating="{hb(blk)}"' in line("0.6.1")
+    assert f'memory.weights.total="{hb(blk + out)}" memory.weights.repeating="{hb(blk)}"' in line("0.6.3")
+    assert line("0.5.11").startswith('msg="offload to cuda" layers.requested=-1')
+    assert line("0.5.12").startswith("msg=offload library=cuda layers.requested=-1")
+    assert "memory.gpu_overhead" not in line("0.3.9") and 'memory.gpu_overhead="0 B"' in line("0.3.10")

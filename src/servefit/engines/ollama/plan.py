@@ -18,7 +18,7 @@ from servefit.engines.ollama import classic as CL
 from servefit.engines.ollama import versions as V
 from servefit.engines.ollama.detail import OllamaDetail
 from servefit.engines.ollama.detail import of as detail_of
-from servefit.engines.ollama.report import advice, gib, human_bytes, offload_line
+from servefit.engines.ollama.report import advice, gib, human_bytes, offload_line, weights_fields
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -188,23 +188,19 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     forced = num_gpu >= 0 and num_gpu > e.layers
     outcome = "oom_at_load" if forced else "started"
     worst = max(range(len(devices)), key=lambda i: e.allocations[i] / max(1, free[i]))
-    legacy = v < (0, 6, 1)  # memoryWeights counted each layer's KV too, and "total" was that sum
-    w_rep = e.weights_repeating + (e.kv if legacy else 0)
+    w_total, w_rep, w_out = weights_fields(e, v)
     detail = OllamaDetail(
         runner=runner,
         memory_required_gib=gib(e.total), memory_required_partial_gib=gib(e.vram),
         memory_required_kv_gib=gib(e.kv),
-        memory_weights_total_gib=gib(w_rep if legacy else w_rep + e.weights_output),
-        memory_weights_repeating_gib=gib(w_rep - e.weights_output if legacy else w_rep),
-        memory_weights_nonrepeating_gib=gib(e.weights_output),
+        memory_weights_total_gib=gib(w_total), memory_weights_repeating_gib=gib(w_rep),
+        memory_weights_nonrepeating_gib=gib(w_out),
         memory_graph_full_gib=gib(e.graph_full), memory_graph_partial_gib=gib(e.graph_partial),
         memory_required_allocations_gib=[gib(a) for a in e.allocations],
         layers_offloaded=e.layers, layers_model=e.layers_model, num_ctx=ctx["num_ctx"],
         num_parallel=np_, kv_cache_type=kvt, flash_attention=fa, era="classic",
     )
-    from dataclasses import replace as _replace
-
-    msgs = [offload_line(gpu, _replace(e, weights_repeating=w_rep) if legacy else e, free, overhead, num_gpu, v)] + runner_msgs
+    msgs = [offload_line(gpu, e, free, overhead, num_gpu, v)] + runner_msgs
     if s["kv_cache_type"] != "f16" and kvt == "f16":
         msgs.insert(0, "level=WARN msg=\"quantized kv cache requested but flash attention disabled\" type="
                     + s["kv_cache_type"])

@@ -27,20 +27,35 @@ def human_bytes(b: int) -> str:
     return f"{b} B"
 
 
+def weights_fields(e: Any, v: tuple[int, ...]) -> tuple[int, int, int]:
+    """memory.weights.(total, repeating, nonrepeating) as llm/memory.go logs them: memoryWeights summed
+    blk + kv per layer before v0.6.1 (total = it, repeating = it - output); v0.6.1 - v0.6.2 summed blk
+    alone and logged total = repeating = it; from v0.6.3 total = it + output."""
+    if v < (0, 6, 1):
+        w = e.weights_repeating + e.kv
+        return w, w - e.weights_output, e.weights_output
+    if v < (0, 6, 3):
+        return e.weights_repeating, e.weights_repeating, e.weights_output
+    return e.weights_repeating + e.weights_output, e.weights_repeating, e.weights_output
+
+
 def offload_line(gpu: GpuSpec, e: Any, free: list[int], overhead: int, num_gpu: int, v: tuple[int, ...]) -> str:
+    """llm/memory.go MemoryEstimate.log / LogValue: msg "offload to <library>" before v0.5.12, then
+    msg=offload with library=; memory.gpu_overhead from v0.3.10."""
     lib = {"nvidia": "cuda", "amd": "rocm", "apple": "metal"}.get(gpu.vendor, "cuda")
-    msg = "offload" if v >= (0, 5, 12) else f'"offload to {lib}"'
+    head = f"msg=offload library={lib}" if v >= (0, 5, 12) else f'msg="offload to {lib}"'
     split = ",".join(str(c) for c in e.split) if len(e.split) > 1 else ""
-    return (f"msg={msg} library={lib} layers.requested={num_gpu} layers.model={e.layers_model} "
+    total, repeating, nonrepeating = weights_fields(e, v)
+    gov = f"memory.gpu_overhead=\"{human_bytes(overhead)}\" " if v >= (0, 3, 10) else ""
+    return (f"{head} layers.requested={num_gpu} layers.model={e.layers_model} "
             f"layers.offload={e.layers} layers.split=\"{split}\" "
-            f"memory.available=\"[{' '.join(human_bytes(f) for f in free)}]\" "
-            f"memory.gpu_overhead=\"{human_bytes(overhead)}\" "
+            f"memory.available=\"[{' '.join(human_bytes(f) for f in free)}]\" {gov}"
             f"memory.required.full=\"{human_bytes(e.total)}\" memory.required.partial=\"{human_bytes(e.vram)}\" "
             f"memory.required.kv=\"{human_bytes(e.kv)}\" "
             f"memory.required.allocations=\"[{' '.join(human_bytes(a) for a in e.allocations)}]\" "
-            f"memory.weights.total=\"{human_bytes(e.weights_repeating + e.weights_output)}\" "
-            f"memory.weights.repeating=\"{human_bytes(e.weights_repeating)}\" "
-            f"memory.weights.nonrepeating=\"{human_bytes(e.weights_output)}\" "
+            f"memory.weights.total=\"{human_bytes(total)}\" "
+            f"memory.weights.repeating=\"{human_bytes(repeating)}\" "
+            f"memory.weights.nonrepeating=\"{human_bytes(nonrepeating)}\" "
             f"memory.graph.full=\"{human_bytes(e.graph_full)}\" memory.graph.partial=\"{human_bytes(e.graph_partial)}\"")
 
 
