@@ -85,7 +85,7 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
         num_ctx = lm.n_ctx_train  # "requested context size too large for model"
     num_ctx = max(num_ctx, 4)
     np_env = s.get("OLLAMA_NUM_PARALLEL")
-    np_auto = not np_env and v < V.NUM_PARALLEL_1
+    np_auto = not np_env and V.NUM_PARALLEL_AUTO <= v < V.NUM_PARALLEL_1
     num_parallel = int(np_env or 1)
     if lm.embedding or arch in table()["single_slot"]:
         num_parallel = 1
@@ -151,14 +151,23 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
         return CL.estimate(lm, ctx["arch"], frees, ctx["num_ctx"], num_batch, np_, kvt, num_gpu, overhead,
                            minimum, v=v, fa=fa, metal=gpu.vendor == "apple")
 
-    np_ = ctx["num_parallel"]
-    if ctx["np_auto"]:  # server/sched.go before 0.10: try 4 slots, then 1
-        np_ = 4 if est(4, free).fully_loaded else 1
+    def fits(e: CL.Estimate) -> bool:  # llm/memory.go::PredictServerFit
+        return e.layers > 0 and e.layers >= (e.layers_model if num_gpu < 0 else num_gpu)
+
+    # server/sched.go::pickBestFullFitByLibrary: with OLLAMA_NUM_PARALLEL unset, defaultParallel then 1;
+    # each on one GPU first (unless OLLAMA_SCHED_SPREAD), then on all of them; if none fits
+    # (pickBestPartialFitByLibrary) one slot on all the GPUs
+    tries = [V.default_parallel(v), 1] if ctx["np_auto"] else [ctx["num_parallel"]]
+    choice = None
+    if not s.get("OLLAMA_SCHED_SPREAD"):
+        choice = next(((p, free[:1]) for p in tries if fits(est(p, free[:1]))), None)
+    if choice is None:
+        choice = next(((p, free) for p in tries if fits(est(p, free))), (1 if ctx["np_auto"] else tries[0], free))
+    np_, free = choice
+    if ctx["np_auto"]:
         assumptions.append(f"OLLAMA_NUM_PARALLEL unset: Ollama {'.'.join(map(str, v))} picks {np_} "
-                           "(4 when the model fits fully with 4, else 1)")
+                           f"({tries[0]} when the model fits fully with {tries[0]}, else 1)")
     ctx["num_parallel"] = np_
-    if n_dev > 1 and not s.get("OLLAMA_SCHED_SPREAD") and est(np_, free[:1]).fully_loaded:
-        free = free[:1]  # pickBestFullFitByLibrary: one GPU when it fits there
     e = est(np_, free)
     from servefit.engines.ollama.runner import runner_buffers
 

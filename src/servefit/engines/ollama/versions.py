@@ -6,7 +6,13 @@ import re
 
 CURRENT = "0.32.15"  # newest stable release modelled (tag v0.32.15; v0.33.0 was at rc2)
 
-NUM_PARALLEL_1 = (0, 10, 0)  # OLLAMA_NUM_PARALLEL default 1 (auto 4/1 before)
+NUM_PARALLEL_1 = (0, 10, 0)  # OLLAMA_NUM_PARALLEL default 1 (automatic before)
+NUM_PARALLEL_AUTO = (0, 2, 0)  # server/sched.go defaultParallel: tried first when OLLAMA_NUM_PARALLEL is unset
+
+
+def default_parallel(v: tuple[int, ...]) -> int:
+    """server/sched.go `var defaultParallel`: 4 from v0.2.0, 2 from v0.6.7, 1 from v0.10.0."""
+    return 1 if v >= NUM_PARALLEL_1 else 2 if v >= (0, 6, 7) else 4
 CTX_4096 = (0, 6, 7)  # default num_ctx 4096 (2048 before)
 GPTOSS_8K = (0, 11, 1)  # gpt-oss num_ctx >= 8192 unless VRAM < 20 GiB (until 0.15.4)
 LAYOUT = (0, 11, 5)  # "new memory management": layout/backoff for Ollama-engine models
