@@ -68,7 +68,7 @@ def test_batch_is_the_unmultiplied_context_from_0_11_5():
     free = [24 * GIB]
     old = CL.estimate(LLAMA, "llama", free, 256, 512, 4, "f16", -1, 0, 457 * MIB, v=(0, 11, 4))
     new = CL.estimate(LLAMA, "llama", free, 256, 512, 4, "f16", -1, 0, 457 * MIB, v=(0, 11, 5))
-    assert old.kv == new.kv == 1024 * 131072  # 4 x 256 cells either way
+    assert old.kv == 2048 * 131072 and new.kv == 1024 * 131072  # 4 x 256 cells; at least 2048 before v0.11.5
     assert old.graph_full == 4 * 512 * (4096 + 128256) and new.graph_full == 4 * 256 * (4096 + 128256)
 
 
@@ -191,3 +191,11 @@ def test_offload_line_fields_by_release():
     assert line("0.5.11").startswith('msg="offload to cuda" layers.requested=-1')
     assert line("0.5.12").startswith("msg=offload library=cuda layers.requested=-1")
     assert "memory.gpu_overhead" not in line("0.3.9") and 'memory.gpu_overhead="0 B"' in line("0.3.10")
+
+
+def test_estimate_sizes_at_least_2048_cells_from_0_7_1_to_0_11_4():
+    def kv(v):
+        return CL.estimate(LLAMA, "llama", [24 * GIB], 512, 512, 2, "f16", -1, 0, 457 * MIB, v=v).kv
+    assert kv((0, 7, 0)) == 1024 * 131072  # 2 slots x 512
+    assert kv((0, 7, 1)) == kv((0, 11, 4)) == 2048 * 131072  # EstimateGPULayers: opts.NumCtx = max(NumCtx, 2048)
+    assert kv((0, 11, 5)) == 1024 * 131072

@@ -24,6 +24,7 @@ __all__ = ["Estimate", "estimate", "graph_size", "groups", "kv_bytes_per_element
 
 LAYERS_FROM_LAST = (0, 7, 0)  # v0.7.0 EstimateGPULayers: layers placed from the last one down
 MAX_GROUP_BUFFER = (0, 7, 0)  # v0.7.0 only: the one-layer buffer is the largest group (v0.7.1: blk.0 again)
+MIN_CTX_2048 = (0, 7, 1)  # v0.7.1 - v0.11.4: the estimate sizes at least 2048 cells (x numParallel included)
 OVERFLOW_PROJECTOR = (0, 7, 1)  # v0.7.1: a projector with no GPU to hold it counts as overflow
 
 MIB = 2**20
@@ -69,6 +70,8 @@ def estimate(lm: LModel, arch: str, free: list[int], num_ctx: int, num_batch: in
     was min(num_ctx x np, num_batch) then; GraphSize multiplies from v0.11.5 on, batch min(num_ctx, num_batch))."""
     grp = groups(lm)
     context = num_ctx * num_parallel
+    if MIN_CTX_2048 <= v < CTX_TIMES_PARALLEL:  # "if llamaEngineProjectorWeights == 0 { ... opts.NumCtx =
+        context = max(context, 2048)  # max(opts.NumCtx, 2048) }": every model without a projector file
     batch = min(num_ctx if v >= CTX_TIMES_PARALLEL else context, num_batch)
     kv, partial, full = graph_size(lm, arch, context, batch, num_parallel, kvct, v, fa)
     kv_total = sum(kv)
