@@ -243,3 +243,12 @@ def test_automatic_slots_try_one_gpu_before_all():
     # llm/memory.go::PredictServerFit with num_gpu set: it fits once that many layers are placed
     cfg, p = plan(site(params={"num_ctx": "8192", "num_gpu": "20"}, env={"OLLAMA_NUM_PARALLEL": "1"}), "0.9.0", n=2)
     assert p.detail.layers_offloaded == 20 and 'memory.available="[23.3 GiB]"' in p.messages[0]
+
+
+def test_as_few_gpus_as_possible_from_0_11_5():
+    """v0.11.5 llm/memory.go::pickBestFullFitByLibrary tries 1, 2, ... GPUs; before, one GPU or all."""
+    env = {"OLLAMA_NUM_PARALLEL": "1"}
+    old = plan(site(params={"num_ctx": "98304"}, env=env), "0.11.4", n=4)[1]
+    new = plan(site(params={"num_ctx": "98304"}, env=env), "0.11.5", n=4)[1]
+    assert 'memory.available="[23.3 GiB 23.3 GiB 23.3 GiB 23.3 GiB]"' in old.messages[0]
+    assert 'memory.available="[23.3 GiB 23.3 GiB]"' in new.messages[0]

@@ -158,9 +158,11 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     # each on one GPU first (unless OLLAMA_SCHED_SPREAD), then on all of them; if none fits
     # (pickBestPartialFitByLibrary) one slot on all the GPUs
     tries = [V.default_parallel(v), 1] if ctx["np_auto"] else [ctx["num_parallel"]]
+    # v0.11.5 llm/memory.go::pickBestFullFitByLibrary: "pack into as few GPUs as possible", 1, 2, ... GPUs
+    counts = range(1, len(free) + 1) if v >= V.LAYOUT else [1]
     choice = None
     if not s.get("OLLAMA_SCHED_SPREAD"):
-        choice = next(((p, free[:1]) for p in tries if fits(est(p, free[:1]))), None)
+        choice = next(((p, free[:k]) for p in tries for k in counts if fits(est(p, free[:k]))), None)
     if choice is None:
         choice = next(((p, free) for p in tries if fits(est(p, free))), (1 if ctx["np_auto"] else tries[0], free))
     np_, free = choice
@@ -171,7 +173,8 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     e = est(np_, free)
     from servefit.engines.ollama.runner import runner_buffers
 
-    runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt)
+    runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt,
+                                         fa_auto=auto)
     # llm/server.go NewLlamaServer: "Don't bother loading into the GPU if no layers can fit" (not on
     # Metal): the CPU runner serves the model and the GPU holds none of it
     cpu_only = e.layers == 0 and num_gpu != 0 and gpu.vendor != "apple"
