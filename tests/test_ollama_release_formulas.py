@@ -199,3 +199,15 @@ def test_estimate_sizes_at_least_2048_cells_from_0_7_1_to_0_11_4():
     assert kv((0, 7, 0)) == 1024 * 131072  # 2 slots x 512
     assert kv((0, 7, 1)) == kv((0, 11, 4)) == 2048 * 131072  # EstimateGPULayers: opts.NumCtx = max(NumCtx, 2048)
     assert kv((0, 11, 5)) == 1024 * 131072
+
+
+def test_runner_gets_flash_attention_as_ollama_passes_it():
+    from servefit.engines.ollama.runner import runner_buffers
+    spec = lookup("meta-llama/Llama-3.1-8B-Instruct")
+    def compute(v, fa, auto=False):
+        r = runner_buffers({"quant": "Q4_K_M"}, spec, RTX, 1, v, 8192, 1, 512, 33, fa, "f16", fa_auto=auto)[0]
+        assert r is not None
+        return r.compute_buffer_mib
+    # v0.13.0 runs llama.cpp b6800 (auto by default), but NewContextParams passes DISABLED when FA is off
+    assert compute((0, 13, 0), False) == 560.0 and compute((0, 13, 0), True) == 266.5
+    assert compute((0, 13, 4), True, auto=True) == 266.5  # auto resolves on for a CUDA device
