@@ -252,3 +252,15 @@ def test_as_few_gpus_as_possible_from_0_11_5():
     new = plan(site(params={"num_ctx": "98304"}, env=env), "0.11.5", n=4)[1]
     assert 'memory.available="[23.3 GiB 23.3 GiB 23.3 GiB 23.3 GiB]"' in old.messages[0]
     assert 'memory.available="[23.3 GiB 23.3 GiB]"' in new.messages[0]
+
+
+def test_num_ctx_past_the_model_is_capped_from_0_9_3():
+    env = {"OLLAMA_NUM_PARALLEL": "1"}
+    cfg, p = plan(site(params={"num_ctx": "200000"}, env=env), "0.9.2")
+    assert p.detail.num_ctx == 200000 and p.detail.runner.kv_buffer_mib == 25000.0  # 200000 x 128 KiB
+    f = next(f for f in p.findings if f.code == "OLLM009")
+    assert f.message.endswith("> 131072; Ollama before 0.9.3 does not cap it: the model runs past the length it was "
+                              "trained for")
+    cfg, p = plan(site(params={"num_ctx": "200000"}, env=env), "0.9.3")
+    assert p.detail.num_ctx == 131072
+    assert next(f for f in p.findings if f.code == "OLLM009").message.endswith("> 131072; Ollama uses 131072")

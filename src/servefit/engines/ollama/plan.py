@@ -81,8 +81,8 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
     num_ctx, ctx_src = default_num_ctx(s, v, arch, gpu, n_dev)
     requested_ctx = num_ctx
-    if lm.n_ctx_train and num_ctx > lm.n_ctx_train:
-        num_ctx = lm.n_ctx_train  # "requested context size too large for model"
+    if lm.n_ctx_train and num_ctx > lm.n_ctx_train and v >= V.CTX_CAP:
+        num_ctx = lm.n_ctx_train  # llm/server.go "requested context size too large for model" (v0.9.3+)
     num_ctx = max(num_ctx, 4)
     np_env = s.get("OLLAMA_NUM_PARALLEL")
     np_auto = not np_env and V.NUM_PARALLEL_AUTO <= v < V.NUM_PARALLEL_1

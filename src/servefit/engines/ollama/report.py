@@ -122,8 +122,11 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
                            site=site, setting="num_ctx", severity="info"))
     # only a length the user set: Ollama's own default past the model's length is OLLM008's to say
     if ctx["requested_ctx"] > lm.n_ctx_train > 0 and ctx["ctx_src"] in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):
+        capped = n_ctx < ctx["requested_ctx"]
         out.append(finding("OLLM009", f"requested context size too large for model: num_ctx {ctx['requested_ctx']} "
-                           f"> {lm.n_ctx_train}; Ollama uses {lm.n_ctx_train}",
+                           f"> {lm.n_ctx_train}; " + (f"Ollama uses {lm.n_ctx_train}" if capped else
+                                                      "Ollama before 0.9.3 does not cap it: the model runs past the "
+                                                      "length it was trained for"),
                            span=sp.get("num_ctx") or sp.get("OLLAMA_CONTEXT_LENGTH"), site=site, setting="num_ctx"))
     used = model_bytes(p)
     if several_models(s) and not room_for_another(used, p.memory.budget, ctx["era"]):

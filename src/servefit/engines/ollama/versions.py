@@ -13,6 +13,7 @@ NUM_PARALLEL_AUTO = (0, 2, 0)  # server/sched.go defaultParallel: tried first wh
 def default_parallel(v: tuple[int, ...]) -> int:
     """server/sched.go `var defaultParallel`: 4 from v0.2.0, 2 from v0.6.7, 1 from v0.10.0."""
     return 1 if v >= NUM_PARALLEL_1 else 2 if v >= (0, 6, 7) else 4
+CTX_CAP = (0, 9, 3)  # llm/server.go NewLlamaServer caps num_ctx at the model's context_length
 CTX_4096 = (0, 6, 7)  # default num_ctx 4096 (2048 before)
 GPTOSS_8K = (0, 11, 1)  # gpt-oss num_ctx >= 8192 unless VRAM < 20 GiB (until 0.15.4)
 LAYOUT = (0, 11, 5)  # "new memory management": layout/backoff for Ollama-engine models
