@@ -211,3 +211,10 @@ def test_runner_gets_flash_attention_as_ollama_passes_it():
     # v0.13.0 runs llama.cpp b6800 (auto by default), but NewContextParams passes DISABLED when FA is off
     assert compute((0, 13, 0), False) == 560.0 and compute((0, 13, 0), True) == 266.5
     assert compute((0, 13, 4), True, auto=True) == 266.5  # auto resolves on for a CUDA device
+
+
+def test_gpt_oss_keeps_an_f16_cache_from_0_11_5_to_0_12_3():
+    q8 = {"flash_attention": True, "kv_cache_type": "q8_0"}
+    assert _kv_type(q8, GPTOSS, RTX, True, arch="gptoss", v=(0, 11, 4)) == "q8_0"
+    assert _kv_type(q8, GPTOSS, RTX, True, arch="gptoss", v=(0, 11, 5)) == "f16"  # SupportsKVCacheType: sinks
+    assert _kv_type(q8, GPTOSS, RTX, True, arch="gptoss", v=(0, 12, 4)) == "q8_0"

@@ -104,11 +104,14 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     return p
 
 
-def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool, auto: bool = False) -> str:
+def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool, auto: bool = False,
+             arch: str = "", v: tuple[int, ...] = (0, 0, 0)) -> str:
     """llm/server.go: the KV type applies only with flash attention on and a supported type; from v0.13.4
     a llama-runner model whose flash attention is left to llama.cpp ("auto") gets no quantized type
     ("OLLAMA_FLASH_ATTENTION must be enabled to use a quantized OLLAMA_KV_CACHE_TYPE")."""
     t = s["kv_cache_type"]
+    if arch == "gptoss" and (0, 11, 5) <= v < (0, 12, 4):  # GGML.SupportsKVCacheType: "attention with sinks"
+        return "f16"
     if t in ("q8_0", "q4_0") and fa and not auto:
         return t
     return "f16"
@@ -140,7 +143,7 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     # passes FlashAttentionAuto to llama.cpp
     auto = v >= V.FA_AUTO_LLAMA_RUNNER and not eng and s.get("flash_attention") is None
     fa = _fa(s, lm, gpu, v, ctx["arch"], auto)
-    kvt = _kv_type(s, lm, gpu, fa, auto)
+    kvt = _kv_type(s, lm, gpu, fa, auto, ctx["arch"], v)
     overhead = int(s.get("OLLAMA_GPU_OVERHEAD") or 0)
     free = [gpu_free(gpu)] * n_dev
     num_gpu = int(s.get("num_gpu", -1))
