@@ -218,3 +218,21 @@ def test_gpt_oss_keeps_an_f16_cache_from_0_11_5_to_0_12_3():
     assert _kv_type(q8, GPTOSS, RTX, True, arch="gptoss", v=(0, 11, 4)) == "q8_0"
     assert _kv_type(q8, GPTOSS, RTX, True, arch="gptoss", v=(0, 11, 5)) == "f16"  # SupportsKVCacheType: sinks
     assert _kv_type(q8, GPTOSS, RTX, True, arch="gptoss", v=(0, 12, 4)) == "q8_0"
+
+
+def test_graph_branches_join_by_release():
+    gemma = lm("google/gemma-7b-it", "Q4_0")
+    gemma2 = lm("google/gemma-2-9b-it", "Q4_0")
+    glm = lm("THUDM/glm-4-9b-chat", "Q4_0")
+    e, vocab = 3072, 256000
+    # gemma before v0.1.48: partial 4 x batch x (2e + vocab + 1) + e x vocab x 105 / 128, full 4 x batch x (e + vocab)
+    assert G.graph_size(gemma, "gemma", 2048, 512, 1, "f16", (0, 1, 47))[1:] == (
+        4 * 512 * (2 * e + vocab + 1) + e * vocab * 105 // 128, 4 * 512 * (e + vocab))
+    assert G.graph_size(gemma, "gemma", 2048, 512, 1, "f16", (0, 1, 48))[1:] == (1175699456, 530579456)
+    assert G.graph_size(gemma2, "gemma2", 2048, 512, 1, "f16", (0, 1, 47))[1:] == (0, 0)  # no branch yet
+    assert G.graph_size(glm, "chatglm", 2048, 512, 1, "f16", (0, 2, 1))[1:] == (0, 0)
+    assert G.graph_size(glm, "chatglm", 2048, 512, 1, "f16", (0, 2, 2))[1:] == (
+        4 * 512 * (4096 + 151552) + 4096 * 151552 * 105 // 128, 4 * 512 * (4096 + 151552))
+    # without a branch EstimateGPULayers falls back to gqa x kv / 6 for both graphs
+    est = CL.estimate(gemma2, "gemma2", [24 * GIB], 2048, 512, 1, "f16", -1, 0, 457 * MIB, v=(0, 1, 47))
+    assert est.graph_partial == est.graph_full == 2 * est.kv // 6

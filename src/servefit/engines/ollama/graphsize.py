@@ -3,9 +3,10 @@ fs/ggml/ggml.go from v0.5.13) and the KV that llm/memory.go::EstimateGPULayers c
 v0.4.0. Returns (kv per layer, partial offload graph, full offload graph).
 
 What changed, by tag (each read in the tag's own GraphSize):
+- branches join: stablelm v0.1.33, deepseek2 v0.1.45, gemma2 (and gemma's present formula) v0.1.48,
+  chatglm v0.2.2, llama4 v0.6.7; an architecture without a branch gets EstimateGPULayers' gqa x kv / 6;
 - v0.3.10: llama's full graph became max(..., 4 x batch x (embedding + vocab)); before it was the
   attention term alone (v0.1.32 - v0.3.9);
-- v0.4.0: mllama (cross-attention layers cache 1601 x 4 vision tokens in f32);
 - v0.5.0: the KV element size follows OLLAMA_KV_CACHE_TYPE (kvCacheBytesPerElement); f16 before;
 - v0.6.0: gemma3 joins the gemma branch; v0.6.3: its sliding layers cache numParallel x window + batch
   (every 6th layer global);
@@ -27,12 +28,14 @@ from servefit.engines.llamacpp.model import LModel
 
 MIB = 2**20
 
+BRANCH_SINCE = {"stablelm": (0, 1, 33), "deepseek2": (0, 1, 45), "gemma2": (0, 1, 48), "chatglm": (0, 2, 2),
+                "llama4": (0, 6, 7), "gemma3": (0, 6, 0), "gemma3n": (0, 9, 3), "gptoss": (0, 11, 0),
+                "gpt-oss": (0, 11, 5)}
+GEMMA_V2 = (0, 1, 48)  # gemma's graph before: full 4 x batch x (e + vocab), partial 4 x batch x (2e + vocab + 1) + ...
 VOCAB_GRAPH = (0, 3, 10)
 KV_TYPE = (0, 5, 0)
-GEMMA3 = (0, 6, 0)
 GEMMA3_SWA = (0, 6, 3)
 HEADS_MAX = (0, 9, 3)
-GPTOSS = (0, 11, 0)
 GPTOSS_PARTIAL_EQ_FULL = (0, 11, 3)
 CTX_TIMES_PARALLEL = (0, 11, 5)
 GPTOSS_FA = (0, 11, 8)
@@ -76,6 +79,10 @@ def graph_size(lm: LModel, arch: str, context: int, batch: int, num_parallel: in
     kv = _kv(lm, context, heads_kv, ehk, ehv, bpe, v)
     kv_total = sum(kv)
     full = partial = 0
+    if v < BRANCH_SINCE.get(arch, (0, 0, 0)):
+        return kv, 0, 0  # no branch yet: the caller's fallback
+    if arch == "gemma" and v < GEMMA_V2:
+        return kv, 4 * batch * (2 * e + vocab + 1) + e * vocab * 105 // 128, 4 * batch * (e + vocab)
     if arch in ("llama", "llama4"):
         full = 4 * batch * (1 + 4 * e + context * (1 + heads))
         if v >= VOCAB_GRAPH:
@@ -95,7 +102,7 @@ def graph_size(lm: LModel, arch: str, context: int, batch: int, num_parallel: in
             partial = max(4 * batch * (3 + eh * heads_kv + e + context * (1 + heads) + g1)
                           + (e * e + 3 * e * heads_kv * g1) * 9 // 16,
                           4 * batch * (1 + 2 * e + context * (1 + heads)) + e * (6 * context * heads_kv // heads + e * 9 // 16))
-    elif arch in ("gemma", "gemma2") or (arch == "gemma3" and v >= GEMMA3) or (arch == "gemma3n" and v >= HEADS_MAX):
+    elif arch in ("gemma", "gemma2", "gemma3", "gemma3n"):
         full = max(4 * batch * (e + vocab), 4 * batch * (2 + context + context * heads + 2 * e + 2 * ehk * heads))
         partial = max(4 * e * batch + e * vocab * 105 // 128 + 4 * vocab * batch,
                       4 * batch * (2 * e + 1 + 2 * ehk * heads + context + context * heads)
@@ -125,7 +132,16 @@ def graph_size(lm: LModel, arch: str, context: int, batch: int, num_parallel: in
         partial = max(4 * batch * (3 * e + vocab) + e * vocab * 105 // 128,
                       4 * batch * (2 * e + 1 + 2 * ehk * heads_kv + context + context * heads_kv)
                       + 4 * ehk * context * heads_kv + e * ehk * heads_kv * 9 // 16)
-    elif arch in ("gptoss", "gpt-oss") and v >= GPTOSS:
+    elif arch == "chatglm":
+        full = 4 * batch * (e + vocab)
+        partial = 4 * batch * (e + vocab) + e * vocab * 105 // 128
+        qkv_bias = next((t for t in lm.tensors if t.name == "blk.0.attn_qkv.bias"), None)
+        if qkv_bias is not None:
+            b0 = qkv_bias.shape[0]
+            full = max(full, 4 * batch * (2 + 2 * e + context + context * heads + ehk * heads + b0))
+            partial = max(partial, 4 * batch * (1 + 2 * e + ehk * heads + context + context * heads)
+                          + 4 * ehk * context + 4 * context * ehk + 4 * b0)
+    elif arch in ("gptoss", "gpt-oss"):
         hkv_min = min(lm.n_head_kv) or 1
         kv = [int((ehk + ehv) * heads_kv * bpe) * ((num_parallel * 4096 + batch) if i % 2 == 0 else context)
               for i in range(n)]
