@@ -236,3 +236,14 @@ def test_graph_branches_join_by_release():
     # without a branch EstimateGPULayers falls back to gqa x kv / 6 for both graphs
     est = CL.estimate(gemma2, "gemma2", [24 * GIB], 2048, 512, 1, "f16", -1, 0, 457 * MIB, v=(0, 1, 47))
     assert est.graph_partial == est.graph_full == 2 * est.kv // 6
+
+
+def test_flash_attention_gpu_support_by_release():
+    on = {"flash_attention": True, "kv_cache_type": "f16"}
+    def card(vendor: str, cc: int) -> GpuSpec:
+        return GpuSpec(key="g", name="G", vendor=vendor, memory_bytes=16 * GIB, compute_capability=cc)
+    # FlashAttentionSupported tests CUDA's DriverMajor >= 7 (the driver version), not the compute capability
+    assert _fa(on, LLAMA, card("nvidia", 61), (0, 9, 0), "llama")
+    assert _fa(on, LLAMA, card("nvidia", 72), (0, 12, 3), "llama")
+    assert not _fa(on, LLAMA, card("nvidia", 72), (0, 12, 4), "llama")  # Jetson Xavier excluded from v0.12.4
+    assert not _fa(on, LLAMA, card("amd", 0), (0, 4, 7), "llama") and _fa(on, LLAMA, card("amd", 0), (0, 5, 0), "llama")

@@ -119,10 +119,16 @@ def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool, auto: bool
 
 def _fa(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, v: tuple[int, ...], arch: str, auto: bool = False) -> bool:
     """llm/server.go NewLlamaServer: OLLAMA_FLASH_ATTENTION, or the model's wish (GGML.FlashAttention,
-    versions.FA_WANTED: forced on v0.11.8 - v0.12.3, the default from v0.12.4); then GPU support (CUDA
-    CC >= 7.0) and model support (GGML.SupportsFlashAttention: K == V head size, not an embedding model,
-    not gpt-oss in v0.11.2 - v0.11.4)."""
-    gpu_ok = not (gpu.vendor == "nvidia" and 0 < gpu.compute_capability < 70)
+    versions.FA_WANTED: forced on v0.11.8 - v0.12.3, the default from v0.12.4); then GPU support and model
+    support (GGML.SupportsFlashAttention: K == V head size, not an embedding model, not gpt-oss in v0.11.2 -
+    v0.11.4)."""
+    # GpuInfoList.FlashAttentionSupported (llm/server.go before v0.5.0): Metal; CUDA with DriverMajor >= 7 (the
+    # driver's version, which every CUDA 11/12 driver passes: no compute-capability test), minus Jetson Xavier
+    # (7.2) from v0.12.4; ROCm from v0.5.0
+    if gpu.vendor == "nvidia":
+        gpu_ok = not (v >= (0, 12, 4) and gpu.compute_capability == 72)
+    else:
+        gpu_ok = gpu.vendor == "apple" or (gpu.vendor == "amd" and v >= (0, 5, 0))
     lo, hi = V.GPTOSS_NO_FA
     model_ok = lm.head_k == lm.head_v and not lm.embedding and not (arch == "gptoss" and lo <= v <= hi)
     want = s.get("flash_attention")
