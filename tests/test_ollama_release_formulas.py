@@ -247,3 +247,16 @@ def test_flash_attention_gpu_support_by_release():
     assert _fa(on, LLAMA, card("nvidia", 72), (0, 12, 3), "llama")
     assert not _fa(on, LLAMA, card("nvidia", 72), (0, 12, 4), "llama")  # Jetson Xavier excluded from v0.12.4
     assert not _fa(on, LLAMA, card("amd", 0), (0, 4, 7), "llama") and _fa(on, LLAMA, card("amd", 0), (0, 5, 0), "llama")
+
+
+def test_ollama_engine_models_by_release():
+    from servefit.engines.ollama.plan import ollama_engine
+    assert not ollama_engine("gemma3", (0, 5, 13), False) and ollama_engine("gemma3", (0, 6, 0), False)
+    # KV.OllamaEngineRequired listed qwen3 from v0.12.0, not in v0.12.5, again from v0.12.6
+    assert [ollama_engine("qwen3", (0, 12, p), False) for p in (0, 4, 5, 6)] == [True, True, False, True]
+    assert not ollama_engine("deepseek2", (0, 12, 11), False) and ollama_engine("deepseek2", (0, 13, 0), False)
+    s = LaunchSite(file="c.yaml", line=1, argv=[Token(w) for w in "ollama run gemma3:27b".split()],
+                   env={"OLLAMA_NUM_PARALLEL": Token("1")}, name="ollama", inputs=ModelInputs())
+    p = ENGINE.plan(ENGINE.parse(s, "0.9.0"), lookup("google/gemma-3-27b-it"), RTX, 1)
+    # sized by EstimateGPULayers, run by the Ollama engine: no llama.cpp runner lines
+    assert p.detail.era == "classic" and p.detail.runner is None and len(p.messages) == 1

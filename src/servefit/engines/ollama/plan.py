@@ -37,7 +37,8 @@ def ollama_arch(lm: M.LModel) -> str:
 def ollama_engine(arch: str, v: tuple[int, ...], new_engine: bool) -> bool:
     if new_engine and v >= V.LAYOUT:
         return True
-    return any(v >= V.vtuple(e["since"]) and arch in e["archs"] for e in table()["ollama_engine"])
+    return any(V.vtuple(e["since"]) <= v < V.vtuple(e.get("until") or "9999.0.0") and arch in e["archs"]
+               for e in table()["ollama_engine"])
 
 
 def gpu_free(gpu: GpuSpec) -> int:
@@ -184,6 +185,10 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
 
     runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt,
                                          fa_auto=auto)
+    if ollama_engine(ctx["arch"], v, bool(s.get("OLLAMA_NEW_ENGINE"))):
+        # llm/server.go: OllamaEngineRequired models run on `ollama runner --ollama-engine` (runner/ollamarunner),
+        # which allocates through Ollama's ggml backend: no llama.cpp context, so none of its buffer lines
+        runner, runner_msgs = None, []
     # llm/server.go NewLlamaServer: "Don't bother loading into the GPU if no layers can fit" (not on
     # Metal): the CPU runner serves the model and the GPU holds none of it
     cpu_only = e.layers == 0 and num_gpu != 0 and gpu.vendor != "apple"
