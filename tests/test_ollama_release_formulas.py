@@ -260,3 +260,14 @@ def test_ollama_engine_models_by_release():
     p = ENGINE.plan(ENGINE.parse(s, "0.9.0"), lookup("google/gemma-3-27b-it"), RTX, 1)
     # sized by EstimateGPULayers, run by the Ollama engine: no llama.cpp runner lines
     assert p.detail.era == "classic" and p.detail.runner is None and len(p.messages) == 1
+
+
+def test_total_memory_adds_each_gpus_graph_on_the_ollama_engine():
+    s = LaunchSite(file="c.yaml", line=1, argv=[Token(w) for w in "ollama run gemma3:27b".split()], env={},
+                   name="ollama", inputs=ModelInputs())
+    g = GpuSpec(key="x", name="NVIDIA X", vendor="nvidia", memory_bytes=12 * GIB, compute_capability=89)
+    p = ENGINE.plan(ENGINE.parse(s, "0.13.5"), lookup("google/gemma-3-27b-it"), g, 2)
+    from servefit.engines.ollama.report import human_bytes as hb
+    assert len(p.devices) == 2 and all(d.activation_peak > 0 for d in p.devices)
+    total = sum(d.weights + d.kv_cache + d.activation_peak for d in p.devices)
+    assert f'msg="total memory" size="{hb(total)}"' in p.messages and hb(total) == "17.3 GiB"

@@ -123,8 +123,10 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
     gpu_total = sum(dm.weights + dm.kv_cache + dm.activation_peak for dm in devices)
     # the llama-runner path synthesises its figures and "historically" leaves the input embeddings out
     all_w = sum(layer_w) + out_w + (grp.get("token_embd", 0) * (1 if "output" in grp else 0) if eng else 0)
-    # ml/device.go::BackendMemory.Log: the total adds every device's graph
-    total = all_w + sum(layer_kv) + (sum(dm.activation_peak for dm in devices) if not eng else graph)
+    # ml/device.go::BackendMemory.Log: the total adds every device's graph (the Ollama engine's CPU graph when
+    # no layer is on a GPU; the llama-runner path gives the CPU none)
+    gpu_graphs = sum(dm.activation_peak for dm in devices)
+    total = all_w + sum(layer_kv) + (gpu_graphs or graph if eng else gpu_graphs)
     forced = num_gpu > placed
     detail = OllamaDetail(memory_required_gib=gib(total), total_memory_gib=gib(total), vram_gib=gib(gpu_total),
                           model_weights_gib=gib(sum(dm.weights for dm in devices)),
