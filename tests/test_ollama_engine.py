@@ -72,8 +72,11 @@ def test_classic_estimator_matches_log():  # ollama/ollama#11292: llama3.1:8b, 8
 
 def test_auto_parallel_before_0_10_and_kv_type_warning():
     cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0"}), "0.9.0")
-    assert p.detail.num_parallel == 4 and p.detail.kv_cache_type == "f16"
-    # the four automatic slots fit (0.9 picks 4 only when they do): concurrency, not a cost (OLLM007)
+    # v0.9.0 server/sched.go defaultParallel = 2 (4 in v0.2.0 - v0.6.6)
+    assert p.detail.num_parallel == 2 and p.detail.kv_cache_type == "f16"
+    assert plan(site(params={"num_ctx": "2048"}), "0.6.6")[1].detail.num_parallel == 4
+    assert plan(site(params={"num_ctx": "2048"}), "0.1.48")[1].detail.num_parallel == 1  # no automatic slots yet
+    # the two automatic slots fit (0.9 picks 2 only when they do): concurrency, not a cost (OLLM007)
     assert "OLLM005" in codes(cfg, p) and "OLLM007" not in codes(cfg, p)
     assert p.detail.layers_offloaded == p.detail.layers_model
     cfg, p = plan(site(params={"num_ctx": "2048"}, env={"OLLAMA_KV_CACHE_TYPE": "q8_0",
@@ -229,3 +232,35 @@ def test_a_second_model_fits_beside_as_the_scheduler_decides():
     f = next(f for f in p.findings if f.code == "OLLM010")
     assert f.message.startswith("OLLAMA_MAX_LOADED_MODELS=2: a second model of this size does not fit beside this "
                                 "one (") and "num_ctx 65536 x 2 slots" in f.message
+
+
+def test_automatic_slots_try_one_gpu_before_all():
+    """server/sched.go::pickBestFullFitByLibrary: each slot count on one GPU first, then on all GPUs."""
+    cfg, p = plan(site(params={"num_ctx": "49152"}), "0.9.0", n=2)  # 2 slots need both GPUs, 1 fits on one
+    assert p.detail.num_parallel == 1 and 'memory.available="[23.3 GiB]"' in p.messages[0]
+    cfg, p = plan(site(params={"num_ctx": "49152"}, env={"OLLAMA_SCHED_SPREAD": "1"}), "0.9.0", n=2)
+    assert p.detail.num_parallel == 2 and 'memory.available="[23.3 GiB 23.3 GiB]"' in p.messages[0]
+    # llm/memory.go::PredictServerFit with num_gpu set: it fits once that many layers are placed
+    cfg, p = plan(site(params={"num_ctx": "8192", "num_gpu": "20"}, env={"OLLAMA_NUM_PARALLEL": "1"}), "0.9.0", n=2)
+    assert p.detail.layers_offloaded == 20 and 'memory.available="[23.3 GiB]"' in p.messages[0]
+
+
+def test_as_few_gpus_as_possible_from_0_11_5():
+    """v0.11.5 llm/memory.go::pickBestFullFitByLibrary tries 1, 2, ... GPUs; before, one GPU or all."""
+    env = {"OLLAMA_NUM_PARALLEL": "1"}
+    old = plan(site(params={"num_ctx": "98304"}, env=env), "0.11.4", n=4)[1]
+    new = plan(site(params={"num_ctx": "98304"}, env=env), "0.11.5", n=4)[1]
+    assert 'memory.available="[23.3 GiB 23.3 GiB 23.3 GiB 23.3 GiB]"' in old.messages[0]
+    assert 'memory.available="[23.3 GiB 23.3 GiB]"' in new.messages[0]
+
+
+def test_num_ctx_past_the_model_is_capped_from_0_9_3():
+    env = {"OLLAMA_NUM_PARALLEL": "1"}
+    cfg, p = plan(site(params={"num_ctx": "200000"}, env=env), "0.9.2")
+    assert p.detail.num_ctx == 200000 and p.detail.runner.kv_buffer_mib == 25000.0  # 200000 x 128 KiB
+    f = next(f for f in p.findings if f.code == "OLLM009")
+    assert f.message.endswith("> 131072; Ollama before 0.9.3 does not cap it: the model runs past the length it was "
+                              "trained for")
+    cfg, p = plan(site(params={"num_ctx": "200000"}, env=env), "0.9.3")
+    assert p.detail.num_ctx == 131072
+    assert next(f for f in p.findings if f.code == "OLLM009").message.endswith("> 131072; Ollama uses 131072")

@@ -3,9 +3,9 @@
 The runner reports (or, on the llama-runner path, GraphSize estimates) weights, cache and graph per
 device; each GPU reserves MinimumMemory + OLLAMA_GPU_OVERHEAD + its graph; layers (weights + their
 cache) are packed from the last layer down, the output layer first, onto as few GPUs as possible.
-The Ollama engine's cache (kvcache/causal.go::Causal.Init) holds num_ctx x num_parallel cells per
-full-attention layer and num_parallel x window + batch per sliding-window layer, each rounded up
-to 256 (CachePadding), in the exact ggml type sizes. Log: msg="model weights" / "kv cache" /
+The Ollama engine's cache (kvcache/causal.go::Causal.Init, see cache_cells) holds num_ctx x
+num_parallel cells per full-attention layer and num_parallel x window + batch per sliding-window layer,
+rounded up to CachePadding, in the exact ggml type sizes. Log: msg="model weights" / "kv cache" /
 "compute graph" per device, then msg="total memory" (ml/device.go::BackendMemory.Log)."""
 
 from __future__ import annotations
@@ -18,9 +18,50 @@ from servefit.engines.llamacpp import kv as K
 from servefit.engines.llamacpp.model import LModel
 from servefit.engines.ollama import classic as CL
 from servefit.engines.ollama.detail import OllamaDetail
+from servefit.engines.ollama.graphsize import graph_size
 from servefit.engines.ollama.report import gib, human_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.models.gguf import row_bytes
+
+SWA_MEM = {"gptoss": 4096, "gpt-oss": 4096, "gemma4": 4096}  # kvcache.NewSWAMemCache(window, 4096, ...)
+CACHE_BATCH_CLAMPED = (0, 12, 0)  # llm/server.go: opts.NumBatch = min(opts.NumBatch, opts.NumCtx)
+SWA_PLUS_ONE = (0, 12, 4)  # Causal.Init: memory >= window + 1 with several sequences; ">= capacity" -> full
+PAD_256_NO_FA = (0, 13, 2)  # ggml Backend.CacheConfig: CachePadding 256 without flash attention (32 before)
+
+
+def cache_cells(v: tuple[int, ...], arch: str, num_ctx: int, np_: int, num_batch: int, fa: bool,
+                window: int) -> tuple[int, int]:
+    """(cells of a full-attention layer, cells of a sliding-window layer) as kvcache/causal.go::Causal.Init
+    sizes them: capacity = num_ctx per sequence (runner/ollamarunner/cache.go::NewInputCache), maxBatch =
+    the load request's BatchSize; rounded up to ml/backend/ggml Backend.CacheConfig's CachePadding
+    (256 with flash attention; 32 without before v0.13.2)."""
+    pad = 256 if fa or v >= PAD_256_NO_FA else 32
+    max_batch = min(num_batch, num_ctx) if v >= CACHE_BATCH_CLAMPED else num_batch
+    cells = K.pad(num_ctx * np_, pad)
+    if not window:
+        return cells, cells
+    mem = SWA_MEM.get(arch, window)
+    if v >= SWA_PLUS_ONE and np_ > 1:
+        mem = max(mem, window + 1)
+    if (mem >= num_ctx) if v >= SWA_PLUS_ONE else (mem > num_ctx):
+        return cells, cells  # swaMemorySize = MaxInt32: the whole context
+    return cells, K.pad(np_ * mem + max_batch, pad)
+
+
+def llama_runner_estimate(lm: LModel, ctx: dict[str, Any], batch: int, kvt: str, metal: bool
+                          ) -> tuple[list[int], int, int]:
+    """(kv per layer, partial graph, full graph) for a llama-runner model, v0.12.11+ llm/server.go
+    llamaServer.Load: GraphSize(num_ctx, BatchSize = min(num_batch, num_ctx), numParallel, kvct, FA), the
+    gqa x kv / 6 fallback, Metal partial = full. Unlike EstimateGPULayers there is no several-GPU rule:
+    layers are fitted with max(partial, full) and the graph logged is full when every layer is on a GPU."""
+    kv, partial, full = graph_size(lm, ctx["arch"], ctx["num_ctx"] * ctx["num_parallel"], batch, ctx["num_parallel"],
+                                   kvt, ctx["v"], False)
+    if partial == 0:
+        partial = (max(lm.n_head) // (min(lm.n_head_kv) or 1)) * sum(kv) // 6
+    full = full or partial
+    if metal:
+        partial = full
+    return kv, partial, full
 
 
 def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ctx: dict[str, Any], fa: bool,
@@ -28,8 +69,7 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
     s = cfg.settings
     np_, num_ctx = ctx["num_parallel"], ctx["num_ctx"]
     batch = min(int(s.get("num_batch", 512)), num_ctx)
-    cells = K.pad(num_ctx * np_, 256)
-    swa_cells = min(cells, K.pad(np_ * (lm.n_swa + (1 if np_ > 1 else 0)) + batch, 256)) if lm.n_swa else cells
+    cells, swa_cells = cache_cells(ctx["v"], ctx["arch"], num_ctx, np_, int(s.get("num_batch", 512)), fa, lm.n_swa)
     grp = CL.groups(lm)
     layer_w = [grp.get(f"blk.{i}", 0) for i in range(lm.n_layer)]
     layer_kv = []
@@ -40,17 +80,20 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
         c = swa_cells if lm.swa[il] else cells
         layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, lm.v_width(il)) if lm.v_width(il) else 0)) * c)
     out_w = grp.get("output_norm", 0) + (grp["output"] if "output" in grp else grp.get("token_embd", 0))
-    eng = ctx["arch"] in ("gemma3", "gemma3n", "gptoss", "gpt-oss", "llama4", "mistral3", "qwen3", "qwen3moe") \
-        or bool(s.get("OLLAMA_NEW_ENGINE"))
+    eng = bool(ctx.get("eng"))
+    buffer = 0
     if eng:
         cp = K.CtxParams(n_ctx=cells, n_ctx_seq=cells, n_seq=np_, n_stream=1, unified=True, n_ubatch=batch,
                          n_batch=batch)
         kvl = K.KvLayout(cells_base=cells, cells_swa=swa_cells if lm.n_swa else 0, n_stream=1)
-        graph = C.compute_buffer(lm, cp, kvl, fa, 0).device
+        graph = graph_fit = C.compute_buffer(lm, cp, kvl, fa, 0).device
     else:
-        graph = est.graph_full
+        layer_kv, graph_partial, graph = llama_runner_estimate(lm, ctx, batch, kvt, gpu.vendor == "apple")
+        graph_fit = max(graph_partial, graph)
+        cells = num_ctx * np_  # GraphSize's context: no cache padding on this path
+        buffer = layer_w[0] + layer_kv[0] if lm.n_layer else 0
     num_gpu = int(s.get("num_gpu", -1))
-    used = [minimum + overhead + graph for _ in free]
+    used = [minimum + overhead + graph_fit + buffer for _ in free]
     on_dev: list[int | None] = [None] * (lm.n_layer + 1)  # index n_layer: output layer
     order = [lm.n_layer] + list(range(lm.n_layer - 1, -1, -1))
     placed = 0
@@ -66,6 +109,8 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
         used[d] += need
         on_dev[il] = d
         placed += 1
+    if not eng and placed < lm.n_layer + 1:
+        graph = graph_partial  # "the historical assignment of graph sizes": partial unless every layer is on a GPU
     devices = []
     for i in range(len(free)):
         w = sum(layer_w[il] for il in range(lm.n_layer) if on_dev[il] == i) + (out_w if on_dev[lm.n_layer] == i else 0)
@@ -76,20 +121,31 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
                                     free_headroom=max(0, free[i] - (w + kvb + g + minimum + overhead)),
                                     label=f"GPU{i} ({gpu.name})"))
     gpu_total = sum(dm.weights + dm.kv_cache + dm.activation_peak for dm in devices)
-    all_w = sum(layer_w) + out_w + grp.get("token_embd", 0) * (1 if "output" in grp else 0)
-    total = all_w + sum(layer_kv) + graph
+    # the llama-runner path synthesises its figures and "historically" leaves the input embeddings out
+    all_w = sum(layer_w) + out_w + (grp.get("token_embd", 0) * (1 if "output" in grp else 0) if eng else 0)
+    # ml/device.go::BackendMemory.Log: the total adds every device's graph (the Ollama engine's CPU graph when
+    # no layer is on a GPU; the llama-runner path gives the CPU none)
+    gpu_graphs = sum(dm.activation_peak for dm in devices)
+    total = all_w + sum(layer_kv) + (gpu_graphs or graph if eng else gpu_graphs)
     forced = num_gpu > placed
     detail = OllamaDetail(memory_required_gib=gib(total), total_memory_gib=gib(total), vram_gib=gib(gpu_total),
                           model_weights_gib=gib(sum(dm.weights for dm in devices)),
                           kv_cache_gib=gib(sum(layer_kv)), compute_graph_gib=gib(graph),
                           layers_offloaded=placed, layers_model=lm.n_layer + 1, num_ctx=num_ctx, num_parallel=np_,
                           kv_cache_type=kvt, flash_attention=fa, era="layout", kv_cache_cells=cells)
+    # ml/device.go::BackendMemory.Log: weights of each GPU then the CPU, then the caches, then the graphs,
+    # a line only where the size is not zero, then the total
+    names = [f"CUDA{i}" if gpu.vendor == "nvidia" else f"ROCm{i}" if gpu.vendor == "amd" else "Metal"
+             for i in range(len(devices))]
+    cpu_w = all_w - sum(dm.weights for dm in devices)
+    cpu_kv = sum(layer_kv) - sum(dm.kv_cache for dm in devices)
     msgs = []
-    for i, dm in enumerate(devices):
-        name = f"CUDA{i}" if gpu.vendor == "nvidia" else f"ROCm{i}" if gpu.vendor == "amd" else "Metal"
-        msgs += [f'msg="model weights" device={name} size="{human_bytes(dm.weights)}"',
-                 f'msg="kv cache" device={name} size="{human_bytes(dm.kv_cache)}"',
-                 f'msg="compute graph" device={name} size="{human_bytes(dm.activation_peak)}"']
+    for what, per_gpu, cpu in (("model weights", [dm.weights for dm in devices], cpu_w),
+                               ("kv cache", [dm.kv_cache for dm in devices], cpu_kv),
+                               ("compute graph", [dm.activation_peak for dm in devices], 0)):
+        msgs += [f'msg="{what}" device={n} size="{human_bytes(b)}"' for n, b in zip(names, per_gpu, strict=True) if b > 0]
+        if cpu > 0:
+            msgs.append(f'msg="{what}" device=CPU size="{human_bytes(cpu)}"')
     msgs.append(f'msg="total memory" size="{human_bytes(total)}"')
     msgs.append(f"load_tensors: offloaded {placed}/{lm.n_layer + 1} layers to GPU")
     if not eng:

@@ -18,7 +18,7 @@ from servefit.engines.ollama import classic as CL
 from servefit.engines.ollama import versions as V
 from servefit.engines.ollama.detail import OllamaDetail
 from servefit.engines.ollama.detail import of as detail_of
-from servefit.engines.ollama.report import advice, gib, human_bytes, offload_line
+from servefit.engines.ollama.report import advice, gib, human_bytes, offload_line, weights_fields
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -37,7 +37,8 @@ def ollama_arch(lm: M.LModel) -> str:
 def ollama_engine(arch: str, v: tuple[int, ...], new_engine: bool) -> bool:
     if new_engine and v >= V.LAYOUT:
         return True
-    return any(v >= V.vtuple(e["since"]) and arch in e["archs"] for e in table()["ollama_engine"])
+    return any(V.vtuple(e["since"]) <= v < V.vtuple(e.get("until") or "9999.0.0") and arch in e["archs"]
+               for e in table()["ollama_engine"])
 
 
 def gpu_free(gpu: GpuSpec) -> int:
@@ -81,18 +82,18 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
     num_ctx, ctx_src = default_num_ctx(s, v, arch, gpu, n_dev)
     requested_ctx = num_ctx
-    if lm.n_ctx_train and num_ctx > lm.n_ctx_train:
-        num_ctx = lm.n_ctx_train  # "requested context size too large for model"
+    if lm.n_ctx_train and num_ctx > lm.n_ctx_train and v >= V.CTX_CAP:
+        num_ctx = lm.n_ctx_train  # llm/server.go "requested context size too large for model" (v0.9.3+)
     num_ctx = max(num_ctx, 4)
     np_env = s.get("OLLAMA_NUM_PARALLEL")
-    np_auto = not np_env and v < V.NUM_PARALLEL_1
+    np_auto = not np_env and V.NUM_PARALLEL_AUTO <= v < V.NUM_PARALLEL_1
     num_parallel = int(np_env or 1)
     if lm.embedding or arch in table()["single_slot"]:
         num_parallel = 1
     eng = ollama_engine(arch, v, bool(s.get("OLLAMA_NEW_ENGINE")))
     era = V.era(v, arch, eng)
     ctx = {"num_ctx": num_ctx, "requested_ctx": requested_ctx, "ctx_src": ctx_src, "num_parallel": num_parallel,
-           "np_auto": np_auto, "era": era, "arch": arch, "n_dev": n_dev}
+           "np_auto": np_auto, "era": era, "arch": arch, "n_dev": n_dev, "v": v}
     if era == "llamaserver":
         from servefit.engines.ollama.server import plan_llama_server
 
@@ -104,22 +105,39 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     return p
 
 
-def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool) -> str:
-    """llm/server.go: the KV type applies only with flash attention on and a supported type."""
+def _kv_type(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, fa: bool, auto: bool = False,
+             arch: str = "", v: tuple[int, ...] = (0, 0, 0)) -> str:
+    """llm/server.go: the KV type applies only with flash attention on and a supported type; from v0.13.4
+    a llama-runner model whose flash attention is left to llama.cpp ("auto") gets no quantized type
+    ("OLLAMA_FLASH_ATTENTION must be enabled to use a quantized OLLAMA_KV_CACHE_TYPE")."""
     t = s["kv_cache_type"]
-    if t in ("q8_0", "q4_0") and fa:
+    if arch == "gptoss" and (0, 11, 5) <= v < (0, 12, 4):  # GGML.SupportsKVCacheType: "attention with sinks"
+        return "f16"
+    if t in ("q8_0", "q4_0") and fa and not auto:
         return t
     return "f16"
 
 
-def _fa(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, v: tuple[int, ...], eng: bool) -> bool:
-    """OLLAMA_FLASH_ATTENTION, GPU support (CUDA CC >= 7.0 then) and model support (K == V head size,
-    not an embedding model, not gpt-oss <= 0.11.4); on by default for Ollama-engine families from 0.12."""
-    gpu_ok = not (gpu.vendor == "nvidia" and 0 < gpu.compute_capability < 70)
-    model_ok = lm.head_k == lm.head_v and not lm.embedding and not (lm.arch == "gpt-oss" and v < (0, 11, 5))
+def _fa(s: dict[str, Any], lm: M.LModel, gpu: GpuSpec, v: tuple[int, ...], arch: str, auto: bool = False) -> bool:
+    """llm/server.go NewLlamaServer: OLLAMA_FLASH_ATTENTION, or the model's wish (GGML.FlashAttention,
+    versions.FA_WANTED: forced on v0.11.8 - v0.12.3, the default from v0.12.4); then GPU support and model
+    support (GGML.SupportsFlashAttention: K == V head size, not an embedding model, not gpt-oss in v0.11.2 -
+    v0.11.4)."""
+    # GpuInfoList.FlashAttentionSupported (llm/server.go before v0.5.0): Metal; CUDA with DriverMajor >= 7 (the
+    # driver's version, which every CUDA 11/12 driver passes: no compute-capability test), minus Jetson Xavier
+    # (7.2) from v0.12.4; ROCm from v0.5.0
+    if gpu.vendor == "nvidia":
+        gpu_ok = not (v >= (0, 12, 4) and gpu.compute_capability == 72)
+    else:
+        gpu_ok = gpu.vendor == "apple" or (gpu.vendor == "amd" and v >= (0, 5, 0))
+    lo, hi = V.GPTOSS_NO_FA
+    model_ok = lm.head_k == lm.head_v and not lm.embedding and not (arch == "gptoss" and lo <= v <= hi)
     want = s.get("flash_attention")
-    if want is None:
-        want = eng and v >= V.FA_DEFAULT_FAMILIES
+    if want is None and auto:
+        want = True  # FlashAttentionAuto: llama.cpp turns it on where the device runs it
+    wanted = V.fa_wanted(v, arch)
+    if want is None or (wanted and v < V.FA_ENV_DEFAULT):
+        want = bool(want) or wanted
     return bool(want and gpu_ok and model_ok)
 
 
@@ -127,8 +145,12 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
                    ctx: dict[str, Any], v: tuple[int, ...], assumptions: list[str]) -> MemoryPlan:
     s = cfg.settings
     eng = ctx["era"] == "layout" and ollama_engine(ctx["arch"], v, bool(s.get("OLLAMA_NEW_ENGINE")))
-    fa = _fa(s, lm, gpu, v, eng)
-    kvt = _kv_type(s, lm, gpu, fa)
+    ctx["eng"] = eng
+    # v0.13.4 NewLlamaServer: a llama-runner model (no textProcessor) with OLLAMA_FLASH_ATTENTION unset
+    # passes FlashAttentionAuto to llama.cpp
+    auto = v >= V.FA_AUTO_LLAMA_RUNNER and not eng and s.get("flash_attention") is None
+    fa = _fa(s, lm, gpu, v, ctx["arch"], auto)
+    kvt = _kv_type(s, lm, gpu, fa, auto, ctx["arch"], v)
     overhead = int(s.get("OLLAMA_GPU_OVERHEAD") or 0)
     free = [gpu_free(gpu)] * n_dev
     num_gpu = int(s.get("num_gpu", -1))
@@ -136,21 +158,37 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     minimum = minimum_memory(gpu)
 
     def est(np_: int, frees: list[int]) -> CL.Estimate:
-        return CL.estimate(lm, ctx["arch"], frees, ctx["num_ctx"] * np_, num_batch, np_, kvt, num_gpu, overhead,
-                           minimum)
+        return CL.estimate(lm, ctx["arch"], frees, ctx["num_ctx"], num_batch, np_, kvt, num_gpu, overhead,
+                           minimum, v=v, fa=fa, metal=gpu.vendor == "apple")
 
-    np_ = ctx["num_parallel"]
-    if ctx["np_auto"]:  # server/sched.go before 0.10: try 4 slots, then 1
-        np_ = 4 if est(4, free).fully_loaded else 1
+    def fits(e: CL.Estimate) -> bool:  # llm/memory.go::PredictServerFit
+        return e.layers > 0 and e.layers >= (e.layers_model if num_gpu < 0 else num_gpu)
+
+    # server/sched.go::pickBestFullFitByLibrary: with OLLAMA_NUM_PARALLEL unset, defaultParallel then 1;
+    # each on one GPU first (unless OLLAMA_SCHED_SPREAD), then on all of them; if none fits
+    # (pickBestPartialFitByLibrary) one slot on all the GPUs
+    tries = [V.default_parallel(v), 1] if ctx["np_auto"] else [ctx["num_parallel"]]
+    # v0.11.5 llm/memory.go::pickBestFullFitByLibrary: "pack into as few GPUs as possible", 1, 2, ... GPUs
+    counts = range(1, len(free) + 1) if v >= V.LAYOUT else [1]
+    choice = None
+    if not s.get("OLLAMA_SCHED_SPREAD"):
+        choice = next(((p, free[:k]) for p in tries for k in counts if fits(est(p, free[:k]))), None)
+    if choice is None:
+        choice = next(((p, free) for p in tries if fits(est(p, free))), (1 if ctx["np_auto"] else tries[0], free))
+    np_, free = choice
+    if ctx["np_auto"]:
         assumptions.append(f"OLLAMA_NUM_PARALLEL unset: Ollama {'.'.join(map(str, v))} picks {np_} "
-                           "(4 when the model fits fully with 4, else 1)")
+                           f"({tries[0]} when the model fits fully with {tries[0]}, else 1)")
     ctx["num_parallel"] = np_
-    if n_dev > 1 and not s.get("OLLAMA_SCHED_SPREAD") and est(np_, free[:1]).fully_loaded:
-        free = free[:1]  # pickBestFullFitByLibrary: one GPU when it fits there
     e = est(np_, free)
     from servefit.engines.ollama.runner import runner_buffers
 
-    runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt)
+    runner, runner_msgs = runner_buffers(s, spec, gpu, len(free), v, ctx["num_ctx"], np_, num_batch, e.layers, fa, kvt,
+                                         fa_auto=auto)
+    if ollama_engine(ctx["arch"], v, bool(s.get("OLLAMA_NEW_ENGINE"))):
+        # llm/server.go: OllamaEngineRequired models run on `ollama runner --ollama-engine` (runner/ollamarunner),
+        # which allocates through Ollama's ggml backend: no llama.cpp context, so none of its buffer lines
+        runner, runner_msgs = None, []
     # llm/server.go NewLlamaServer: "Don't bother loading into the GPU if no layers can fit" (not on
     # Metal): the CPU runner serves the model and the GPU holds none of it
     cpu_only = e.layers == 0 and num_gpu != 0 and gpu.vendor != "apple"
@@ -176,27 +214,23 @@ def _plan_estimate(cfg: EngineConfig, spec: ModelSpec, lm: M.LModel, gpu: GpuSpe
     forced = num_gpu >= 0 and num_gpu > e.layers
     outcome = "oom_at_load" if forced else "started"
     worst = max(range(len(devices)), key=lambda i: e.allocations[i] / max(1, free[i]))
-    legacy = v < (0, 6, 1)  # memoryWeights counted each layer's KV too, and "total" was that sum
-    w_rep = e.weights_repeating + (e.kv if legacy else 0)
+    w_total, w_rep, w_out = weights_fields(e, v)
     detail = OllamaDetail(
         runner=runner,
         memory_required_gib=gib(e.total), memory_required_partial_gib=gib(e.vram),
         memory_required_kv_gib=gib(e.kv),
-        memory_weights_total_gib=gib(w_rep if legacy else w_rep + e.weights_output),
-        memory_weights_repeating_gib=gib(w_rep - e.weights_output if legacy else w_rep),
-        memory_weights_nonrepeating_gib=gib(e.weights_output),
+        memory_weights_total_gib=gib(w_total), memory_weights_repeating_gib=gib(w_rep),
+        memory_weights_nonrepeating_gib=gib(w_out),
         memory_graph_full_gib=gib(e.graph_full), memory_graph_partial_gib=gib(e.graph_partial),
         memory_required_allocations_gib=[gib(a) for a in e.allocations],
         layers_offloaded=e.layers, layers_model=e.layers_model, num_ctx=ctx["num_ctx"],
         num_parallel=np_, kv_cache_type=kvt, flash_attention=fa, era="classic",
     )
-    from dataclasses import replace as _replace
-
-    msgs = [offload_line(gpu, _replace(e, weights_repeating=w_rep) if legacy else e, free, overhead, num_gpu, v)] + runner_msgs
+    msgs = [offload_line(gpu, e, free, overhead, num_gpu, v)] + runner_msgs
     if s["kv_cache_type"] != "f16" and kvt == "f16":
         msgs.insert(0, "level=WARN msg=\"quantized kv cache requested but flash attention disabled\" type="
                     + s["kv_cache_type"])
-    bpt = int(sum(CL.graph_size(lm, ctx["arch"], 1, 1, 1, kvt, {})[0]))
+    bpt = int(sum(CL.graph_size(lm, ctx["arch"], 1, 1, 1, kvt, v)[0]))
     return MemoryPlan(engine="ollama", engine_version=".".join(map(str, v)), outcome=outcome,
                       memory=devices[worst], kv_bytes_per_token=bpt, kv_cache_tokens=ctx["num_ctx"] * np_,
                       max_model_len=ctx["num_ctx"], max_concurrency=float(np_),

@@ -27,20 +27,35 @@ def human_bytes(b: int) -> str:
     return f"{b} B"
 
 
+def weights_fields(e: Any, v: tuple[int, ...]) -> tuple[int, int, int]:
+    """memory.weights.(total, repeating, nonrepeating) as llm/memory.go logs them: memoryWeights summed
+    blk + kv per layer before v0.6.1 (total = it, repeating = it - output); v0.6.1 - v0.6.2 summed blk
+    alone and logged total = repeating = it; from v0.6.3 total = it + output."""
+    if v < (0, 6, 1):
+        w = e.weights_repeating + e.kv
+        return w, w - e.weights_output, e.weights_output
+    if v < (0, 6, 3):
+        return e.weights_repeating, e.weights_repeating, e.weights_output
+    return e.weights_repeating + e.weights_output, e.weights_repeating, e.weights_output
+
+
 def offload_line(gpu: GpuSpec, e: Any, free: list[int], overhead: int, num_gpu: int, v: tuple[int, ...]) -> str:
+    """llm/memory.go MemoryEstimate.log / LogValue: msg "offload to <library>" before v0.5.12, then
+    msg=offload with library=; memory.gpu_overhead from v0.3.10."""
     lib = {"nvidia": "cuda", "amd": "rocm", "apple": "metal"}.get(gpu.vendor, "cuda")
-    msg = "offload" if v >= (0, 5, 12) else f'"offload to {lib}"'
+    head = f"msg=offload library={lib}" if v >= (0, 5, 12) else f'msg="offload to {lib}"'
     split = ",".join(str(c) for c in e.split) if len(e.split) > 1 else ""
-    return (f"msg={msg} library={lib} layers.requested={num_gpu} layers.model={e.layers_model} "
+    total, repeating, nonrepeating = weights_fields(e, v)
+    gov = f"memory.gpu_overhead=\"{human_bytes(overhead)}\" " if v >= (0, 3, 10) else ""
+    return (f"{head} layers.requested={num_gpu} layers.model={e.layers_model} "
             f"layers.offload={e.layers} layers.split=\"{split}\" "
-            f"memory.available=\"[{' '.join(human_bytes(f) for f in free)}]\" "
-            f"memory.gpu_overhead=\"{human_bytes(overhead)}\" "
+            f"memory.available=\"[{' '.join(human_bytes(f) for f in free)}]\" {gov}"
             f"memory.required.full=\"{human_bytes(e.total)}\" memory.required.partial=\"{human_bytes(e.vram)}\" "
             f"memory.required.kv=\"{human_bytes(e.kv)}\" "
             f"memory.required.allocations=\"[{' '.join(human_bytes(a) for a in e.allocations)}]\" "
-            f"memory.weights.total=\"{human_bytes(e.weights_repeating + e.weights_output)}\" "
-            f"memory.weights.repeating=\"{human_bytes(e.weights_repeating)}\" "
-            f"memory.weights.nonrepeating=\"{human_bytes(e.weights_output)}\" "
+            f"memory.weights.total=\"{human_bytes(total)}\" "
+            f"memory.weights.repeating=\"{human_bytes(repeating)}\" "
+            f"memory.weights.nonrepeating=\"{human_bytes(nonrepeating)}\" "
             f"memory.graph.full=\"{human_bytes(e.graph_full)}\" memory.graph.partial=\"{human_bytes(e.graph_partial)}\"")
 
 
@@ -107,8 +122,11 @@ def advice(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, p: MemoryPlan, ctx: dict
                            site=site, setting="num_ctx", severity="info"))
     # only a length the user set: Ollama's own default past the model's length is OLLM008's to say
     if ctx["requested_ctx"] > lm.n_ctx_train > 0 and ctx["ctx_src"] in ("PARAMETER num_ctx", "OLLAMA_CONTEXT_LENGTH"):
+        capped = n_ctx < ctx["requested_ctx"]
         out.append(finding("OLLM009", f"requested context size too large for model: num_ctx {ctx['requested_ctx']} "
-                           f"> {lm.n_ctx_train}; Ollama uses {lm.n_ctx_train}",
+                           f"> {lm.n_ctx_train}; " + (f"Ollama uses {lm.n_ctx_train}" if capped else
+                                                      "Ollama before 0.9.3 does not cap it: the model runs past the "
+                                                      "length it was trained for"),
                            span=sp.get("num_ctx") or sp.get("OLLAMA_CONTEXT_LENGTH"), site=site, setting="num_ctx"))
     used = model_bytes(p)
     if several_models(s) and not room_for_another(used, p.memory.budget, ctx["era"]):

@@ -26,21 +26,23 @@ def vendored_build(v: tuple[int, ...]) -> str:
 
 
 def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int, v: tuple[int, ...], num_ctx: int,
-                   num_parallel: int, num_batch: int, layers: int, fa: bool, kvt: str) -> tuple[RunnerBuffers | None, list[str]]:
-    """The runner's buffers and the lines it logs for them (None, [] for a model the planner cannot size)."""
+                   num_parallel: int, num_batch: int, layers: int, fa: bool, kvt: str,
+                   fa_auto: bool = False) -> tuple[RunnerBuffers | None, list[str]]:
+    """The runner's buffers and the lines it logs for them (None, [] for a model the planner cannot size).
+    Flash attention reaches llama.cpp through llama/llama.go NewContextParams: enabled or disabled
+    (flash_attn / flash_attn_type) until v0.13.3, and from v0.13.4 also "auto" for a setting left unset."""
     from servefit.engines.llamacpp import ENGINE as LCPP
     from servefit.engines.llamacpp.detail import of as llama_detail
 
     build = vendored_build(v)
     words = ["llama-server", "-m", str(s.get("model_path") or "model.gguf"), "-c", str(num_ctx * num_parallel),
              "-np", str(num_parallel), "-b", str(num_batch), "-ub", str(num_batch), "-ngl", str(layers)]
-    if fa:
-        words.append("-fa")
     if kvt != "f16":
         words += ["-ctk", kvt, "-ctv", kvt]
     site = LaunchSite(file="<ollama runner>", line=0, argv=[Token(w) for w in words], engine="llamacpp",
                       name="ollama runner")
     cfg = LCPP.parse(site, build)
+    cfg.settings["flash_attn"] = "auto" if fa_auto else "on" if fa else "off"
     cfg.settings["gguf_quant"] = s.get("quant")
     # llama/llama.go NewContextParams starts from llama_context_default_params() and leaves swa_full at that
     # default, true (src/llama-context.cpp; llama-server's common_params default is false): the runner's
