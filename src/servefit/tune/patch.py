@@ -157,6 +157,12 @@ class Patcher(EnvPlacement):
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
 
+    def flags_written(self) -> bool:
+        """Whether a new flag has a place among words of the command past the program's (flags, a
+        model); a bare program name written in the file is no such place."""
+        anchor = self.anchor()
+        return anchor is not None and not any(t is anchor for t in self.argv[:self.skip])
+
     def quotes(self, text: str, file: str) -> tuple[str | None, str | None]:
         """The quoting of the last flag and the last value written in the file (text)."""
         flag_q: str | None = None
@@ -224,8 +230,10 @@ class Patcher(EnvPlacement):
         if self.keyed and not self.args_only or self.prodstack:
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
-        if opt is not None and opt.env and self.anchor() is None and any(self.exact(t) for t in self.site.env.values()):
-            self.env(p, opt.env[0], shown=False)  # a server the environment configures (the image's own command)
+        if opt is not None and opt.env and not self.flags_written() and any(self.exact(t) for t in self.site.env.values()):
+            # a server the environment configures (the image's own command, or a unit's bare
+            # `ExecStart=llama-server` beside its Environment= lines): the new setting joins them
+            self.env(p, opt.env[0], shown=False)
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 
