@@ -293,6 +293,9 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
         out["sh-variables"] = ({"serve.sh": f"#!/usr/bin/env bash\nset -euo pipefail\n{var}=131072\nexec {cont_v}\n"}, L4)
         out["sh-heredoc"] = ({"setup.sh": f"#!/bin/sh\ncat > /etc/systemd/system/llm.service <<EOF\n[Service]\n"
                                           f"ExecStart=/usr/local/bin/{_line(e)}\nEOF\nsystemctl enable --now llm\n"}, L4)
+        # a script written from a quoted heredoc (the setup script of a VM image)
+        out["sh-heredoc-script"] = ({"setup.sh": f"#!/bin/sh\nset -e\ncat > /opt/serve.sh <<'EOF'\n#!/bin/sh\n"
+                                                 f"exec {_line(e)}\nEOF\nchmod +x /opt/serve.sh\n"}, L4)
         out["makefile"] = ({"Makefile": f"{var} ?= 131072\n\n.PHONY: serve\nserve:\n\t"
                                         f"{_line(e).replace(f'{flag} 131072', f'{flag} $({var})')}\n"}, L4)
         out["slurm"] = ({"serve.sbatch": "#!/bin/bash\n#SBATCH --job-name=llm\n#SBATCH --gres=gpu:l4:1\n"
@@ -365,7 +368,7 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
     "docker-env": [("ENV LLAMA_ARG_N_GPU_LAYERS=99\n", "ENV LLAMA_ARG_N_GPU_LAYERS=99\nENV LLAMA_ARG_N_PARALLEL=2\n")],
     "sh-continuation": [("  -ngl 99\n", "  -ngl 99 \\\n  --parallel 2\n")],
     "sh-variables": [("  -ngl 99\n", "  -ngl 99 \\\n  --parallel 2\n")],
-    "sh-heredoc": [PAR_INLINE], "makefile": [PAR_INLINE], "slurm": [PAR_INLINE], "skypilot": [PAR_INLINE],
+    "sh-heredoc": [PAR_INLINE], "sh-heredoc-script": [PAR_INLINE], "makefile": [PAR_INLINE], "slurm": [PAR_INLINE], "skypilot": [PAR_INLINE],
     "lws": [PAR_INLINE], "kuberay": [PAR_YAML_LIST],
     "systemd-execstart": [("    -ngl 99\n", "    -ngl 99 \\\n    --parallel 2\n")],
     # the unit's settings are its environment: the new one is an Environment= line beside them
