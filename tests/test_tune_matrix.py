@@ -315,6 +315,14 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
                                         "  sleep 5\n  ollama run qwen2.5:14b\n"}, [])
         # qwen2.5:32b at its full 32,768 tokens spills 14 of 65 layers to the CPU on an L4
         out["modelfile"] = ({"Modelfile": "FROM qwen2.5:32b\nPARAMETER num_ctx 32768\nPARAMETER temperature 0.7\n"}, L4)
+    # --- `docker run` in a script: the server's words after the image, or its `-e` variables
+    if words:
+        out["docker-run"] = ({"run.sh": f"#!/bin/sh\ndocker run -d --gpus all --ipc=host -p 8000:8000 \\\n  {img} \\\n"
+                                        f"  {' '.join(words)}\n"}, L4)
+    if e["env"]:
+        opts = " ".join(f"-e {k}={v}" for k, v in e["env"].items())
+        pull = "docker exec llm ollama pull qwen2.5:14b\n" if name == "ollama" else ""
+        out["docker-run-env"] = ({"run.sh": f"#!/bin/sh\ndocker run -d --gpus all --name llm {opts} {img}\n{pull}"}, L4)
     # --- systemd: ExecStart with continuations, Environment=, EnvironmentFile=
     if server:
         cont = " \\\n    ".join([_head(e, "/usr/local/bin/"), *_pairs(e["args"])])
@@ -368,6 +376,8 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
     "docker-env": [("ENV LLAMA_ARG_N_GPU_LAYERS=99\n", "ENV LLAMA_ARG_N_GPU_LAYERS=99\nENV LLAMA_ARG_N_PARALLEL=2\n")],
     "sh-continuation": [("  -ngl 99\n", "  -ngl 99 \\\n  --parallel 2\n")],
     "sh-variables": [("  -ngl 99\n", "  -ngl 99 \\\n  --parallel 2\n")],
+    "docker-run": [("-ngl 99\n", "-ngl 99 \\\n  --parallel 2\n")], "docker-run-env": [("-e LLAMA_ARG_N_GPU_LAYERS=99", "-e LLAMA_ARG_N_GPU_LAYERS=99 "
+                                                                                 "-e LLAMA_ARG_N_PARALLEL=2")],
     "sh-heredoc": [PAR_INLINE], "sh-heredoc-script": [PAR_INLINE], "makefile": [PAR_INLINE], "slurm": [PAR_INLINE], "skypilot": [PAR_INLINE],
     "lws": [PAR_INLINE], "kuberay": [PAR_YAML_LIST],
     "systemd-execstart": [("    -ngl 99\n", "    -ngl 99 \\\n    --parallel 2\n")],
@@ -381,7 +391,7 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
 OLLAMA: dict[str, list[tuple[str, str]]] = {
     "k8s-sh-c": [('value: "4"', 'value: "1"')], "compose-env-map": [('NUM_PARALLEL: "4"', 'NUM_PARALLEL: "1"')],
     "compose-env-list": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")], "compose-env-file": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")],
-    "docker-env": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")], "helm-chart": [("numParallel: 4", "numParallel: 1")],
+    "docker-env": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")], "docker-run-env": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")], "helm-chart": [("numParallel: 4", "numParallel: 1")],
     "sh-variables": [("NUM_PARALLEL=4", "NUM_PARALLEL=2")], "slurm": [("NUM_PARALLEL=4", "NUM_PARALLEL=2")],
     "skypilot": [("NUM_PARALLEL: 4", "NUM_PARALLEL: 2")],
     "systemd-environment": [("NUM_PARALLEL=4", "NUM_PARALLEL=2")],

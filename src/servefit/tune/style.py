@@ -253,6 +253,10 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     q = quote_of(text, sib)
     eol = eol_of(text, sib.start)
     at, pre = _after_line(text, sib.start)
+    m = re.search(r"(?:^|[ \t])(-e|--env)([ \t]+|=)(['\"]?)[A-Za-z_][A-Za-z0-9_]*=$", text[a:sib.start])
+    if m and text.startswith(m.group(3), sib.end):  # `docker run -e X=1`: a new option after this one
+        end = sib.end + len(m.group(3))
+        return end, end, f" {m.group(1)}{m.group(2)}{m.group(3)}{name}={value}{m.group(3)}"
     m = re.match(r"([ \t]*)value:[ \t]*", line)
     if m:  # k8s env list: `- name: X` then `value: "Y"`
         pa, pb, _ = line_bounds(text, a - 1) if a > 0 else (0, 0, 0)
