@@ -126,6 +126,12 @@ def _with_var(args: list[str], flag: str, ref: str) -> tuple[list[str], str]:
     return args, value
 
 
+def _last(words: list[str], flag: str, value: str) -> list[str]:
+    """The words with `flag value` moved to the end."""
+    i = words.index(flag)
+    return [*words[:i], *words[i + 2:], flag, value]
+
+
 COMPOSE_GPU = """    deploy:
       resources:
         reservations:
@@ -274,6 +280,10 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
         args, value = _with_var(e["image_args"], e["var"][1], "${" + e["var"][0] + "}")
         out["compose-dotenv"] = ({"compose.yaml": f"{head}    command: {_flow(args)}\n{COMPOSE_GPU}",
                                   ".env": f"{e['var'][0]}={value}\n"}, L4)
+    if e["var"] and words:
+        # the context last, as the default of a variable nothing sets: `${CTX:-131072}`
+        last = _last(words, e["var"][1], "${" + e["var"][0] + ":-131072}")
+        out["compose-default"] = ({"compose.yaml": f"{head}    command: {_flow(last)}\n{COMPOSE_GPU}"}, L4)
     # --- Dockerfile: exec-form ENTRYPOINT, exec-form CMD for the image's entrypoint, shell form, ENV
     if server:
         out["docker-entrypoint-exec"] = ({"Dockerfile": f"FROM {img}\nENTRYPOINT {_flow(_full(e))}\n"}, L4)
@@ -291,6 +301,8 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
         var, flag = e["var"]
         cont_v = cont.replace(f"{flag} 131072", f'{flag} "${var}"')
         out["sh-variables"] = ({"serve.sh": f"#!/usr/bin/env bash\nset -euo pipefail\n{var}=131072\nexec {cont_v}\n"}, L4)
+        last = " ".join(_last(_full(e), flag, "${" + var + ":-131072}"))
+        out["sh-default"] = ({"serve.sh": f"#!/bin/sh\nexec {last}\n"}, L4)
         out["sh-heredoc"] = ({"setup.sh": f"#!/bin/sh\ncat > /etc/systemd/system/llm.service <<EOF\n[Service]\n"
                                           f"ExecStart=/usr/local/bin/{_line(e)}\nEOF\nsystemctl enable --now llm\n"}, L4)
         # a script written from a quoted heredoc (the setup script of a VM image)
@@ -378,6 +390,8 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
     "sh-variables": [("  -ngl 99\n", "  -ngl 99 \\\n  --parallel 2\n")],
     "docker-run": [("-ngl 99\n", "-ngl 99 \\\n  --parallel 2\n")], "docker-run-env": [("-e LLAMA_ARG_N_GPU_LAYERS=99", "-e LLAMA_ARG_N_GPU_LAYERS=99 "
                                                                                  "-e LLAMA_ARG_N_PARALLEL=2")],
+    # the default is the value; the new flag goes before the `-c ${CTX:-...}` pair, not into it
+    "compose-default": [('"99", "-c"', '"99", "--parallel", "2", "-c"')], "sh-default": [("99 -c", "99 --parallel 2 -c")],
     "sh-heredoc": [PAR_INLINE], "sh-heredoc-script": [PAR_INLINE], "makefile": [PAR_INLINE], "slurm": [PAR_INLINE], "skypilot": [PAR_INLINE],
     "lws": [PAR_INLINE], "kuberay": [PAR_YAML_LIST],
     "systemd-execstart": [("    -ngl 99\n", "    -ngl 99 \\\n    --parallel 2\n")],
