@@ -8,7 +8,7 @@ Ollama slots of it), runs `servefit tune --write` through the CLI's main() and a
   the command's other flags, a new variable in the environment block the file already uses;
 - a second `tune --write` writes nothing;
 - `lint` afterwards reports none of the memory findings tune addressed (the findings left are
-  named per case: a missing API key, Ollama's context clamp);
+  named: a missing API key, no authentication);
 - `estimate` on the written file gives what tune promised (outcome, context, KV cache tokens).
 
 Combinations tune cannot write say so in one clear line and leave the files as they were.
@@ -401,7 +401,8 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
     "helm-values": [('    - "99"\n', '    - "99"\n    - "--parallel"\n    - "2"\n')],
 }
 # Ollama 0.12.3 (the image's tag) keeps 32,768 x 1 on the L4; the newest Ollama (no tag: scripts,
-# units) fits 32,768 x 2. Both clamp the 131,072 asked to qwen2.5's trained 32,768 (OLLM009 stays).
+# units) fits 32,768 x 2. Both serve qwen2.5's trained 32,768 of the 131,072 asked (OLLM009), and
+# tune writes that 32,768 where the 131,072 was (OLLAMA_CONTEXT_LENGTH here, as in a Modelfile)
 OLLAMA: dict[str, list[tuple[str, str]]] = {
     "k8s-sh-c": [('value: "4"', 'value: "1"')], "compose-env-map": [('NUM_PARALLEL: "4"', 'NUM_PARALLEL: "1"')],
     "compose-env-list": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")], "compose-env-file": [("NUM_PARALLEL=4", "NUM_PARALLEL=1")],
@@ -431,15 +432,15 @@ BY_HAND: dict[tuple[str, str], list[str]] = {
                                  "deployment.yaml writes this command for every values file)"],
 }
 # findings tune does not address (none of them about memory): no API key (SEC002, SEC003), no
-# authentication (SEC004), Ollama clamping num_ctx to the model's trained context (OLLM009)
-NOT_MEMORY = {"SEC002", "SEC003", "SEC004", "OLLM009"}
+# authentication (SEC004)
+NOT_MEMORY = {"SEC002", "SEC003", "SEC004"}
 
 
 def _expected(engine: str, form: str) -> list[tuple[str, str]]:
     if (engine, form) in SPECIAL:
         return SPECIAL[engine, form]
     if engine == "ollama":
-        return OLLAMA[form]
+        return OLLAMA[form] + ([("131072", "32768")] if form != "modelfile" else [])
     return CONTEXT[engine] + (LLAMACPP[form] if engine == "llamacpp" else [])
 
 
