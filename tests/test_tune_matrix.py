@@ -1,7 +1,7 @@
 """`tune --write` for every engine in every file format servefit reads.
 
 Each case writes a small, realistic file that over-asks an L4 (131,072 tokens of context, or four
-Ollama slots of it), runs `servefit tune --write` through the CLI's main() and asserts:
+Ollama slots of it; or, for an Ollama with no environment, under-asks it at the 4,096-token default), runs `servefit tune --write` through the CLI's main() and asserts:
 
 - the exact bytes written: the value in place, in the file's own idiom (a flag's value, the
   environment variable or shell/Make/.env variable that sets it, a values key), a new flag among
@@ -326,6 +326,14 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
         out["skypilot"] = ({"sky.yaml": f"resources:\n  accelerators: L4:1\nenvs:\n{envs}run: |\n  ollama serve &\n"
                                         "  sleep 5\n  ollama run qwen2.5:14b\n"}, [])
         # qwen2.5:32b at its full 32,768 tokens spills 14 of 65 layers to the CPU on an L4
+        # no environment at all: Ollama 0.12.3's default 4,096 tokens for one user (OLLM008) under-asks
+        # the L4; the first variables start the file's own block just before the command
+        out["compose-no-env"] = ({"compose.yaml": f"{head}    entrypoint: [\"/bin/sh\", \"-c\", {json.dumps(OLLAMA_SH)}]\n"
+                                                  f"{COMPOSE_GPU}"}, L4)
+        out["k8s-no-env"] = ({"deploy.yaml": _k8s(f"          image: {img}\n          command: [\"sh\", \"-c\", "
+                                                  f"{json.dumps(OLLAMA_SH)}]\n")}, [])
+        out["docker-no-env"] = ({"Dockerfile": f"FROM {img}\nENTRYPOINT [\"/bin/sh\", \"-c\", {json.dumps(OLLAMA_SH)}]\n"},
+                                L4)
         out["modelfile"] = ({"Modelfile": "FROM qwen2.5:32b\nPARAMETER num_ctx 32768\nPARAMETER temperature 0.7\n"}, L4)
     # --- `docker run` in a script: the server's words after the image, or its `-e` variables
     if words:
@@ -412,6 +420,12 @@ OLLAMA: dict[str, list[tuple[str, str]]] = {
     "systemd-environment": [("NUM_PARALLEL=4", "NUM_PARALLEL=2")],
     "systemd-environmentfile": [("NUM_PARALLEL=4", "NUM_PARALLEL=2")],
     "modelfile": [("num_ctx 32768", "num_ctx 8192")],
+    "compose-no-env": [("    entrypoint:", "    environment:\n      - OLLAMA_CONTEXT_LENGTH=8192\n"
+                                         "      - OLLAMA_NUM_PARALLEL=4\n    entrypoint:")],
+    "k8s-no-env": [("          command:", '          env:\n            - name: OLLAMA_CONTEXT_LENGTH\n'
+                                         '              value: "8192"\n            - name: OLLAMA_NUM_PARALLEL\n'
+                                         '              value: "4"\n          command:')],
+    "docker-no-env": [("ENTRYPOINT", "ENV OLLAMA_CONTEXT_LENGTH=8192\nENV OLLAMA_NUM_PARALLEL=4\nENTRYPOINT")],
 }
 SPECIAL: dict[tuple[str, str], list[tuple[str, str]]] = {
     # vLLM's llama-swap entry and KServe model args: the batch cap joins the flags
@@ -440,7 +454,7 @@ def _expected(engine: str, form: str) -> list[tuple[str, str]]:
     if (engine, form) in SPECIAL:
         return SPECIAL[engine, form]
     if engine == "ollama":
-        return OLLAMA[form] + ([("131072", "32768")] if form != "modelfile" else [])
+        return OLLAMA[form] + ([("131072", "32768")] if form != "modelfile" and "no-env" not in form else [])
     return CONTEXT[engine] + (LLAMACPP[form] if engine == "llamacpp" else [])
 
 
