@@ -314,6 +314,12 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
                                          f"#SBATCH --time=04:00:00\n\nmodule load cuda\nsrun {_line(e)}\n"}, [])
         out["skypilot"] = ({"sky.yaml": f"resources:\n  accelerators: L4:1\n  image_id: docker:{img}\nrun: |\n"
                                         f"  {_line(e)}\n"}, [])
+        # the context from the task's envs, last on the run script's second line
+        last = _last(_full(e), flag, f"${var}")
+        cut = len(_head(e).split())
+        out["skypilot-envs"] = ({"sky.yaml": f"resources:\n  accelerators: L4:1\n  image_id: docker:{img}\nenvs:\n"
+                                             f"  {var}: 131072\nrun: |\n  {' '.join(last[:cut])} \\\n"
+                                             f"    {' '.join(last[cut:])}\n"}, [])
         out["lws"] = ({"lws.yaml": LWS.format(img=img, cmd=json.dumps(_line(e)))}, [])
         out["kuberay"] = ({"ray.yaml": RAY.format(img=img, cmd=_flow(_full(e)))}, [])
     else:
@@ -400,6 +406,8 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
                                                                                  "-e LLAMA_ARG_N_PARALLEL=2")],
     # the default is the value; the new flag goes before the `-c ${CTX:-...}` pair, not into it
     "compose-default": [('"99", "-c"', '"99", "--parallel", "2", "-c"')], "sh-default": [("99 -c", "99 --parallel 2 -c")],
+    # words follow the anchor on its line: the new flag joins them there, not on a line of its own
+    "skypilot-envs": [("99 -c", "99 --parallel 2 -c")],
     "sh-heredoc": [PAR_INLINE], "sh-heredoc-script": [PAR_INLINE], "makefile": [PAR_INLINE], "slurm": [PAR_INLINE], "skypilot": [PAR_INLINE],
     "lws": [PAR_INLINE], "kuberay": [PAR_YAML_LIST],
     "systemd-execstart": [("    -ngl 99\n", "    -ngl 99 \\\n    --parallel 2\n")],
