@@ -532,6 +532,18 @@ def test_tune_writes_each_format_in_its_own_idiom(engine: str, form: str, tmp_pa
     assert rc == 0
     expected = _apply(files, _expected(engine, form))
     assert _read(d, files) == expected
+    # --diff on the original shows the same change, file by file, and writes nothing
+    _write(d, files)
+    rc, out = _run(capsys, "tune", str(d), *extra, "--diff")
+    lines = out.splitlines()
+    assert rc == 0 and _read(d, files) == files
+    assert sorted(ln.rsplit("/", 1)[-1] for ln in lines if ln.startswith("+++ b/")) == sorted(
+        n.rsplit("/", 1)[-1] for n in files if expected[n] != files[n])
+    assert {ln[1:] for ln in lines if ln.startswith("+") and not ln.startswith("+++")} <= {
+        x for t in expected.values() for x in t.splitlines()}
+    assert {ln[1:] for ln in lines if ln.startswith("-") and not ln.startswith("---")} <= {
+        x for t in files.values() for x in t.splitlines()}
+    _write(d, expected)
     # a second --write writes nothing
     rc, out = _run(capsys, "tune", str(d), *extra, "--write")
     assert rc == 0 and "change  none: the config is already the best one" in out and "wrote" not in out
