@@ -211,6 +211,23 @@ spec:
         limits:
           nvidia.com/gpu: "1"
 """
+KSERVE_CONTAINER = """apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+spec:
+  predictor:
+    nodeSelector:
+      cloud.google.com/gke-accelerator: nvidia-l4
+    containers:
+      - name: kserve-container
+        image: {img}
+        command: {cmd}
+        args: {args}
+        resources:
+          limits:
+            nvidia.com/gpu: "1"
+"""
 HELM_VALUES = """image:
   repository: {repo}
   tag: "{tag}"
@@ -320,6 +337,8 @@ def forms(name: str) -> dict[str, tuple[Files, list[str]]]:  # noqa: C901 - one 
         out["skypilot-envs"] = ({"sky.yaml": f"resources:\n  accelerators: L4:1\n  image_id: docker:{img}\nenvs:\n"
                                              f"  {var}: 131072\nrun: |\n  {' '.join(last[:cut])} \\\n"
                                              f"    {' '.join(last[cut:])}\n"}, [])
+        out["kserve-container"] = ({"isvc.yaml": KSERVE_CONTAINER.format(img=img, cmd=_flow(e["prog"]),
+                                                                           args=_flow(e["args"]))}, [])
         out["lws"] = ({"lws.yaml": LWS.format(img=img, cmd=json.dumps(_line(e)))}, [])
         out["kuberay"] = ({"ray.yaml": RAY.format(img=img, cmd=_flow(_full(e)))}, [])
     else:
@@ -409,7 +428,7 @@ LLAMACPP: dict[str, list[tuple[str, str]]] = {
     # words follow the anchor on its line: the new flag joins them there, not on a line of its own
     "skypilot-envs": [("99 -c", "99 --parallel 2 -c")],
     "sh-heredoc": [PAR_INLINE], "sh-heredoc-script": [PAR_INLINE], "makefile": [PAR_INLINE], "slurm": [PAR_INLINE], "skypilot": [PAR_INLINE],
-    "lws": [PAR_INLINE], "kuberay": [PAR_YAML_LIST],
+    "lws": [PAR_INLINE], "kuberay": [PAR_YAML_LIST], "kserve-container": [PAR_YAML_LIST],
     "systemd-execstart": [("    -ngl 99\n", "    -ngl 99 \\\n    --parallel 2\n")],
     # the unit's settings are its environment: the new one is an Environment= line beside them
     "systemd-environment": [("LLAMA_ARG_N_GPU_LAYERS=99\n", "LLAMA_ARG_N_GPU_LAYERS=99\nEnvironment=LLAMA_ARG_N_PARALLEL=2\n")],
