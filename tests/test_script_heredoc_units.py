@@ -54,3 +54,44 @@ def test_tune_writes_into_the_heredoc(tmp_path: Path, capsys: pytest.CaptureFixt
     assert p.read_text() == SETUP.replace("LLAMA_ARG_N_PARALLEL=2", "LLAMA_ARG_N_PARALLEL=1").replace(
         "--ctx-size 131072", "--ctx-size 65536").replace(
         "-c 8192 --host 127.0.0.1", "-c 131072 --host 127.0.0.1 --parallel 8")
+
+
+# a script written from a heredoc (`cat > run.sh <<EOF`), or run from one (`bash <<EOF`): its
+# commands are read as the script's own, their words pointing where they are written
+SCRIPTS = r"""#!/bin/bash
+CTX=131072
+cat > /opt/serve.sh <<EOF
+#!/bin/sh
+exec vllm serve meta-llama/Llama-3.1-8B-Instruct \\
+  --max-model-len ${CTX}
+EOF
+sudo tee /opt/sglang.sh > /dev/null <<-'SH'
+<TAB>python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --context-length $LEN
+<TAB>SH
+nohup vllm serve Qwen/Qwen2.5-0.5B-Instruct > small.log 2>&1 &
+bash <<'RUN'
+llama-server -m /models/Qwen2.5-14B-Instruct-Q4_K_M.gguf -c 131072
+RUN
+cat > notes.txt <<EOF
+vllm serve not/a-server-but-a-note
+EOF
+""".replace("<TAB>", "\t")
+
+
+def test_scripts_written_or_run_from_heredocs_are_read(tmp_path: Path) -> None:
+    p = tmp_path / "setup.sh"
+    p.write_text(SCRIPTS)
+    sites = scan_file(str(p)).sites
+    assert [(s.engine, [t.text for t in s.argv]) for s in sites] == [
+        ("vllm", ["vllm", "serve", "Qwen/Qwen2.5-0.5B-Instruct"]),  # the script's own, read once
+        ("vllm", ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072"]),
+        ("sglang", ["python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B-Instruct",
+                    "--context-length", "$LEN"]),
+        ("llamacpp", ["llama-server", "-m", "/models/Qwen2.5-14B-Instruct-Q4_K_M.gguf", "-c", "131072"])]
+    # the unquoted heredoc expands the script's CTX when it is written: the value is the assignment's
+    ctx = sites[1].argv[4].span
+    assert (ctx.line, SCRIPTS[ctx.start:ctx.end]) == (2, "131072")
+    model = sites[2].argv[4].span  # a tab-stripped (<<-) body keeps its positions
+    assert (model.line, SCRIPTS[model.start:model.end]) == (9, "Qwen/Qwen2.5-7B-Instruct")
+    c = sites[3].argv[4].span
+    assert (c.line, SCRIPTS[c.start:c.end]) == (13, "131072")

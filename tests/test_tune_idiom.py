@@ -242,3 +242,21 @@ def test_chart_values_extra_args_in_their_own_list_shape(tmp_path: Path, capsys:
     rc, out = tune(capsys, str(p), "--gpu", "L4", "--min-context", "16k", "--write")  # nothing left to write
     assert rc == 0 and "change  none: the config is already the best one" in out
     assert p.read_bytes() == (VALUES_HEAD + tuned + VALUES_TAIL).encode()
+
+
+@pytest.mark.parametrize(("option", "new"), [
+    ("-e LLAMA_ARG_CTX_SIZE=8192", "-e LLAMA_ARG_CTX_SIZE=8192 -e LLAMA_ARG_N_PARALLEL=2"),
+    ('--env "LLAMA_ARG_CTX_SIZE=8192"', '--env "LLAMA_ARG_CTX_SIZE=8192" --env "LLAMA_ARG_N_PARALLEL=2"'),
+    ("--env=LLAMA_ARG_CTX_SIZE=8192", "--env=LLAMA_ARG_CTX_SIZE=8192 --env=LLAMA_ARG_N_PARALLEL=2"),
+])
+def test_docker_run_env_option_gets_a_sibling_spelled_like_it(option: str, new: str) -> None:
+    """`docker run -e X=1`: the new variable is another option of the same spelling and quoting,
+    right after its sibling (not a `VAR=1` prefix of `docker`, which the container never sees)."""
+    from servefit.sources.text import LineIndex
+    from servefit.tune import style
+
+    text = f"docker run --gpus all {option} ghcr.io/ggml-org/llama.cpp:server-cuda\n"
+    at = text.index("8192")
+    sib = LineIndex(text, "run.sh").span(at, at + 4)
+    s, e, piece = style.env_entry(text, sib, "LLAMA_ARG_N_PARALLEL", "2")
+    assert text[:s] + piece + text[e:] == text.replace(option, new)

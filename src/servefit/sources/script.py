@@ -5,7 +5,8 @@ Variables assigned earlier in the script (`X=1`, `export X=1`, `${X:=d}`) expand
 commands; only exported ones (and `VAR=1 cmd` prefixes) reach the engine's environment.
 `ollama pull/run MODEL` lines are kept as the models an Ollama server in the same script loads.
 A Slurm batch script's `#SBATCH` GPU request is the hardware of the servers it starts (sources/slurm.py).
-A systemd unit the script writes from a heredoc (`cat > x.service <<EOF`) is read as that unit.
+A systemd unit the script writes from a heredoc (`cat > x.service <<EOF`) is read as that unit; a
+script it writes from one (`cat > run.sh <<EOF`) or runs from one (`bash <<EOF`) as that script.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 
 from servefit.core import GpuHint
 from servefit.sources.base import FileCtx
-from servefit.sources.launch import Facts, from_commands
+from servefit.sources.launch import Facts, Launch, from_commands
 from servefit.sources.shell import Vars, split_commands
 from servefit.sources.slurm import gpu_request
 from servefit.sources.text import Src
@@ -28,6 +29,8 @@ def scan(fc: FileCtx) -> None:
     launches = from_commands(cmds, ctx, env)
     if ".service" in fc.text and "<<" in fc.text:
         heredoc_units(fc, env)
+    if "<<" in fc.text:
+        launches += heredoc_scripts(fc, env)
     slurm = gpu_request(fc.text, fc.li.span) if "#SBATCH" in fc.text else None
     for launch in launches:
         gpu = slurm
@@ -46,24 +49,48 @@ _UNIT_HEREDOC = re.compile(r"^[^\n]*?(?:cat|tee)\b[^\n]*?([\w./${}-]+\.service)\
                            re.M)
 
 
-def heredoc_units(fc: FileCtx, env: Vars) -> None:
-    """systemd units the script writes from heredocs, read as the units they become: an unquoted
-    delimiter lets the shell expand `$VAR` and undo `\\\\` / `\\$` first (bash: Here Documents)."""
-    from servefit.sources.systemd import entries, scan_unit
+# `cat > run.sh <<'EOF'`, `tee /opt/serve.sh <<EOF`: a script the script writes; `bash <<EOF`,
+# `sh -s <<EOF`: one it runs
+_SCRIPT_HEREDOC = re.compile(r"^[^\n]*?(?:(?:cat|tee)\b[^\n]*?[\w./${}-]+\.sh\b|(?<![\w.-])(?:ba|da|z)?sh(?:[ \t]+-s)?)"
+                             r"[^\n]*?<<(-?)[ \t]*(['\"]?)(\w+)\2[^\n]*\n", re.M)
 
-    for m in _UNIT_HEREDOC.finditer(fc.text):
-        delim, dash, quoted = m.group(4), m.group(2) == "-", bool(m.group(3))
+
+def _bodies(fc: FileCtx, pattern: re.Pattern[str], env: Vars) -> list[tuple[re.Match[str], Src, bool]]:
+    """The heredocs after the lines pattern matches (its last three groups: `-`, the quote, the
+    delimiter), as the command reads them: an unquoted delimiter lets the shell expand `$VAR` and
+    undo `\\\\` / `\\$` first (bash: Here Documents)."""
+    out = []
+    for m in pattern.finditer(fc.text):
+        dash, quote, delim = m.group(m.re.groups - 2), m.group(m.re.groups - 1), m.group(m.re.groups)
         start = m.end()
         end = start
         while end < len(fc.text):
             nl = fc.text.find("\n", end)
             line_end = len(fc.text) if nl < 0 else nl
             line = fc.text[end:line_end]
-            if (line.lstrip("\t") if dash else line) == delim:
+            if (line.lstrip("\t") if dash == "-" else line) == delim:
                 break
             end = line_end + 1
-        body = _heredoc_text(fc, start, min(end, len(fc.text)), quoted)
+        out.append((m, _heredoc_text(fc, start, min(end, len(fc.text)), bool(quote)), bool(quote)))
+    return out
+
+
+def heredoc_units(fc: FileCtx, env: Vars) -> None:
+    """systemd units the script writes from heredocs, read as the units they become."""
+    from servefit.sources.systemd import entries, scan_unit
+
+    for m, body, quoted in _bodies(fc, _UNIT_HEREDOC, env):
         scan_unit(fc, entries(body), os.path.basename(m.group(1)), None if quoted else env)
+
+
+def heredoc_scripts(fc: FileCtx, env: Vars) -> list[Launch]:
+    """The servers of scripts the script writes or runs from heredocs. An unquoted body is expanded
+    with the script's variables as it is written; a quoted one runs with its own."""
+    out: list[Launch] = []
+    for _, body, quoted in _bodies(fc, _SCRIPT_HEREDOC, env):
+        inner = Vars() if quoted else env
+        out += from_commands(split_commands(body, inner), fc.ctx(exported_only=True), inner)
+    return out
 
 
 def _heredoc_text(fc: FileCtx, start: int, end: int, quoted: bool) -> Src:

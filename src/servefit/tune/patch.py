@@ -7,6 +7,7 @@ only with --unsafe), `display-only` where servefit cannot place the edit and sho
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from servefit.core import Edit, Span, Token
@@ -146,8 +147,9 @@ class Patcher(EnvPlacement):
         def closes(t: Token) -> bool:
             n = nxt.get(id(t))
             return n is None or n.text.startswith("-") or (n.span is not None and t.span is not None and n.span.file == t.span.file
-                                 and n.span.start >= t.span.end and self.exact(n))
-        cands = [t for t in cands if closes(t)]
+                                 and n.span.start >= t.span.end and self.exact(n) and not self._a_default(n))
+        # nor after the default of `${CTX:-131072}`: a word there would land inside the expansion
+        cands = [t for t in cands if closes(t) and not self._a_default(t)]
         if self.site.file.endswith((".yaml", ".yml")) and any(n for n, w in self.site.workload.names
                                                                if "llama-swap" in w):
             # a llama-swap macro (declared above the model's cmd) is every model's that uses it
@@ -158,6 +160,19 @@ class Patcher(EnvPlacement):
         start = first.span.start if first is not None and first.span is not None else 0
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
+
+    def flags_written(self) -> bool:
+        """Whether a new flag has a place among words of the command past the program's (flags, a
+        model); a bare program name written in the file is no such place."""
+        anchor = self.anchor()
+        return anchor is not None and not any(t is anchor for t in self.argv[:self.skip])
+
+    def _a_default(self, t: Token) -> bool:
+        """Whether the word is written as the default of a `${VAR:-default}` expansion."""
+        assert t.span is not None
+        text = self.read(t.span.file)
+        line = text[text.rfind("\n", 0, t.span.start) + 1:t.span.start]
+        return text.startswith("}", t.span.end) and re.search(r"\$\{\w+:?[-=]$", line) is not None
 
     def quotes(self, text: str, file: str) -> tuple[str | None, str | None]:
         """The quoting of the last flag and the last value written in the file (text)."""
@@ -226,8 +241,10 @@ class Patcher(EnvPlacement):
         if self.keyed and not self.args_only or self.prodstack:
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
-        if opt is not None and opt.env and self.anchor() is None and any(self.exact(t) for t in self.site.env.values()):
-            self.env(p, opt.env[0], shown=False)  # a server the environment configures (the image's own command)
+        if opt is not None and opt.env and not self.flags_written() and any(self.exact(t) for t in self.site.env.values()):
+            # a server the environment configures (the image's own command, or a unit's bare
+            # `ExecStart=llama-server` beside its Environment= lines): the new setting joins them
+            self.env(p, opt.env[0], shown=False)
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 

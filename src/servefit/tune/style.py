@@ -153,9 +153,12 @@ def insert_words(text: str, anchor: Span, groups: list[list[str]],
     a, _, _ = line_bounds(text, anchor.start)
     prev_a, prev_b, _ = line_bounds(text, a - 1) if a > 0 else (0, 0, 0)
     continued = a > 0 and text[prev_a:prev_b].rstrip(" \t").endswith("\\")
+    _, line_end, _ = line_bounds(text, end)
+    last_on_line = text[end:line_end].strip() in ("", "\\")
     # a command written over several lines (backslash continuations; llama-swap's `cmd: |`
-    # joins its lines without them): one setting per line, as the file does
-    if continued or spread:
+    # joins its lines without them): one setting per line, as the file does, unless the anchor
+    # has words after it on its line (the new ones join them there)
+    if (continued or spread) and last_on_line:
         indent = re.match(r"[ \t]*", text[a:]).group(0)  # type: ignore[union-attr]
         eol = eol_of(text, anchor.start)
         cont = " \\" if continued else ""
@@ -269,6 +272,10 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     q = quote_of(text, sib)
     eol = eol_of(text, sib.start)
     at, pre = _after_line(text, sib.start)
+    m = re.search(r"(?:^|[ \t])(-e|--env)([ \t]+|=)(['\"]?)[A-Za-z_][A-Za-z0-9_]*=$", text[a:sib.start])
+    if m and text.startswith(m.group(3), sib.end):  # `docker run -e X=1`: a new option after this one
+        end = sib.end + len(m.group(3))
+        return end, end, f" {m.group(1)}{m.group(2)}{m.group(3)}{name}={value}{m.group(3)}"
     m = re.match(r"([ \t]*)value:[ \t]*", line)
     if m:  # k8s env list: `- name: X` then `value: "Y"`
         pa, pb, _ = line_bounds(text, a - 1) if a > 0 else (0, 0, 0)

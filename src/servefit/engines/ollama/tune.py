@@ -43,7 +43,10 @@ class OllamaAdapter(Adapter):
         knobs = _knobs(ev)
         served = int(ev.plan.max_model_len or 4096)
         ctxs = contexts(knobs.get("num_ctx", CTX_LADDER), _limit(ev), needs, served)
-        asked = s.get("num_ctx")  # OLLM009: past the model's length Ollama serves its length, which tune writes
+        # OLLM009: past the model's length Ollama serves its length (plan.py, as llm/server.go's
+        # "requested context size too large for model"), which tune writes: in the PARAMETER, else
+        # in OLLAMA_CONTEXT_LENGTH, the order plan.py::default_num_ctx reads them
+        asked = s["num_ctx"] if "num_ctx" in s else s.get("OLLAMA_CONTEXT_LENGTH")
         ctx_cur = asked if isinstance(asked, int) and asked > served else served
         if not ctxs:
             raise UsageError(f"{ev.model.name} was trained for {_limit(ev):,} tokens; --min-context is larger")
