@@ -385,7 +385,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
     total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
     if full and not piecewise:  # the full graphs' own pool (see above)
-        total += forward_pool(model, r, max(full))
+        total += forward_pool(model, r, full)
     total += marlin_reduce_scratch(model, r, max(piecewise + full), gpu, cfg.settings)
     if gpu is not None and gpu.compute_capability == 90 and r.version >= (0, 5, 0):
         total += CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
