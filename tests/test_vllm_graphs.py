@@ -22,15 +22,20 @@ def graphs(extra: str, version: str):
     return p.detail.cuda_graph_sizes, p.memory.cuda_graphs
 
 
-# Llama-3.1-8B's forward working set per token, bf16: four hidden-width tensors beside the gate_up output
-# and the SiluAndMul output (3 x 14336), the MLP half, larger than the attention half
-LLAMA8B_FORWARD_PER_TOKEN = (4 * 4096 + 3 * 14336) * 2
+MiB = 2**20
+# The full graphs' own pool (V0's CUDAGraphRunner, V1's FULL-only modes) as PyTorch's caching allocator
+# reserves it for Llama-3.1-8B's forwards, bf16, largest size first (graph_pool.py). 35 sizes up to 256
+# tokens: a 20 MiB segment (kLargeBuffer) for the 2 - 7 MiB tensors (hidden 2, qkv 3, attention output 2,
+# SiluAndMul 7) and gate_up's 14 MiB rounded to 2 MiB; 248 tokens' slightly smaller tensors split those
+# blocks and take another 20 MiB segment; below 128 tokens the <= 1 MiB tensors fill two 2 MiB small-pool
+# segments (kSmallBuffer). 19 sizes up to 128: the 1 MiB hidden and attention tensors are small (two
+# 2 MiB segments), qkv 1.5, SiluAndMul 3.5 and gate_up 7 MiB share one 20 MiB segment.
+OWN_POOL = {256: (20 + 14 + 20 + 2 + 2) * MiB, 128: (2 + 20 + 2) * MiB}
 
 
 def pool(piecewise: int, full: int, layers: int = 32, largest: int = 0) -> int:
-    """Per-layer graph terms; where no piecewise graph is captured, the full graphs' own pool: one forward
-    of the largest captured size (V0's CUDAGraphRunner, V1's FULL-only modes)."""
-    own = largest * LLAMA8B_FORWARD_PER_TOKEN if not piecewise else 0
+    """Per-layer graph terms; where no piecewise graph is captured, the full graphs' own pool (OWN_POOL)."""
+    own = OWN_POOL[largest] if not piecewise else 0
     return layers * (piecewise * GRAPH_PIECEWISE_PER_LAYER + full * GRAPH_FULL_PER_LAYER) + own
 
 

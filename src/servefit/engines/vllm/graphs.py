@@ -26,8 +26,8 @@ from servefit.engines.vllm.graph_mode import (
     fused_allreduce_tokens,
     spec_decode_without_full_graphs,
 )
+from servefit.engines.vllm.graph_pool import forward_pool
 from servefit.engines.vllm.kvcache import speculative
-from servefit.engines.vllm.profile import forward_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import latent_cache
@@ -156,7 +156,7 @@ FLASHINFER_FLOAT_WORKSPACE = 394 * MiB
 # forward's working set at the largest batch, captured first (read in the 0.6.4.post1 and 0.6.5 wheels;
 # 0.6.3 keeps the outputs and logs no figure). GRAPH_FULL_PER_LAYER is fitted on FULL decode graphs
 # captured after the piecewise ones (FULL_AND_PIECEWISE), whose larger pool they reuse: it holds no pool.
-# Priced as profile.forward_bytes prices a forward of that many tokens.
+# Priced as the caching allocator reserves that forward's tensors (graph_pool.forward_pool).
 # FlashAttention 3 (Hopper) with full CUDA graphs pins an upper bound of splits so that its
 # split-KV buffers [num_splits, heads, tokens, head_dim] (fp32, plus the fp32 LSE) are allocated
 # in the graph pool (v1/attention/backends/flash_attn.py::FlashAttentionMetadataBuilder,
@@ -385,7 +385,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
     total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
     if full and not piecewise:  # the full graphs' own pool (see above)
-        total += forward_bytes(model, r, max(full))
+        total += forward_pool(model, r, full)
     total += marlin_reduce_scratch(model, r, max(piecewise + full), gpu, cfg.settings)
     if gpu is not None and gpu.compute_capability == 90 and r.version >= (0, 5, 0):
         total += CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
