@@ -143,7 +143,7 @@ def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, la
     hint = merge(best_label(name_hints(y, pred)), count, count_src, count_tok.span if count_tok else None)
     first = len(fc.sites)
     fc.add([launch], f"{label}/kserve-container", hint)
-    if uri.startswith("hf://") and "model_id" not in own:
-        for site in fc.sites[first:]:
-            site.workload.storage_model = uri[5:]
+    if "model_id" not in own and "model_dir" not in own:
+        for site in fc.sites[first:]:  # KServe downloads storageUri to /mnt/models; only hf:// names the model
+            site.workload.storage_model = uri[5:] if uri.startswith("hf://") else None
             site.workload.storage_path = MOUNT
