@@ -99,7 +99,9 @@ def test_the_server_is_read_as_vllm(tmp_path):
     assert site.workload.notes == [
         "KServe runs it with its built-in ClusterServingRuntime kserve-huggingfaceserver (not in this file), read as "
         "the vLLM server huggingfaceserver starts (--backend auto); vLLM version: KServe v0.15.2's huggingfaceserver "
-        "image (its uv.lock / poetry.lock pins vLLM 0.8.5)"]
+        "image (its uv.lock / poetry.lock pins vLLM 0.8.5)",
+        "huggingfaceserver drops an argument neither it nor vLLM knows without an error (parse_known_args): the "
+        "server starts without that setting"]
 
 
 def test_lint_finds_a_vllm_flag_at_its_line(tmp_path, capsys):
@@ -200,7 +202,7 @@ def test_runtime_named_as_the_built_in_one_is_read(tmp_path):
 
 def test_split_args_keeps_vllm_flags_and_drops_kserve_ones():
     own, rest = split_args([Token(w) for w in ["--model_name", "m", "--enable_docs_url", "--http_port=8080",
-                                               "--dtype", "half", "--model_dir", "/data"]])
+                                               "--dtype", "half", "--model_dir", "/data", "--model-id", "x"]])
     assert {k: v.text for k, v in own.items()} == {"model_name": "m", "enable_docs_url": "", "http_port": "8080",
                                                    "model_dir": "/data"}
-    assert [t.text for t in rest] == ["--dtype", "half"]
+    assert [t.text for t in rest] == ["--dtype", "half", "--model-id", "x"]  # declared --model_id only
