@@ -55,7 +55,7 @@ def _own(flag: str) -> str | None:
     """The huggingfaceserver / KServe argument a word names (`--model_id=x` -> model_id), else None."""
     if not flag.startswith("--"):
         return None
-    name = flag[2:].split("=", 1)[0].replace("-", "_")
+    name = flag[2:].split("=", 1)[0]  # as declared: `--model-id` is no argument of huggingfaceserver
     return name if name in table()["own_args"] else None
 
 
@@ -134,7 +134,10 @@ def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, la
     line = y.line(y.get(model, "args") or model or doc)
     runtime = table()["runtime"]
     notes = [f"KServe runs it with its built-in ClusterServingRuntime {runtime} (not in this file), read as the "
-             f"vLLM server huggingfaceserver starts (--backend {backend or 'auto'}); vLLM version: {source}"]
+             f"vLLM server huggingfaceserver starts (--backend {backend or 'auto'}); vLLM version: {source}",
+             # __main__.py: `args, _ = parser.parse_known_args()` (v0.13 to v0.19)
+             "huggingfaceserver drops an argument neither it nor vLLM knows without an error (parse_known_args): "
+             "the server starts without that setting"]
     facts: dict[str, Any] = {"k8s_kind": "InferenceService", "container": "kserve-container", "runtime": runtime,
                              "engine_version": version, "version_source": source, "notes": notes,
                              "image_span": release.span if release else None}
