@@ -177,9 +177,13 @@ def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = (
 
 def _serves_http(site: LaunchSite) -> bool:
     """False where a launcher runs the engine without its HTTP server (a Dynamo worker answers
-    Dynamo's own request plane; its frontend is the HTTP server): data/engines/*.yaml `wrapper`."""
+    Dynamo's own request plane; its frontend is the HTTP server): data/engines/*.yaml `wrapper`;
+    KServe's huggingfaceserver (data/kserve_runtimes.yaml) runs vLLM's engine behind its own server."""
+    from servefit import data
     from servefit.sources import detect
 
+    if site.workload.runtime == data.load("kserve_runtimes.yaml")["runtime"]:
+        return False  # KServe's built-in runtime: huggingfaceserver answers (kserve ModelServer), not vLLM's server
     w = detect.wrapper_of([t.text for t in site.argv])
     return w is None or w.get("serves_http", True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from yaml.nodes import Node
 
 from servefit.core import GpuHint, Span, Token
-from servefit.sources import detect
+from servefit.sources import detect, kserve_hf
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import to_int
 from servefit.sources.k8s import ConfigMaps, name_hints, one_container, pod_sites
@@ -25,8 +25,9 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
         return
     model = y.get(pred, "model")
     if model is None:
-        if y.get(pred, "huggingface") is not None:  # the older predictor.<format> form
-            _runtime_not_found(y, doc, y.key_node(pred, "huggingface"), None, "huggingface", fc)
+        hf = y.get(pred, "huggingface")  # the older predictor.<format> form: the built-in runtime
+        if hf is not None:
+            kserve_hf.read(y, doc, pred, hf, fc, label)
         return
     runtime = y.str(y.get(model, "runtime"))
     for d in docs:
@@ -52,6 +53,9 @@ def inference_service(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[
         one_container(y, model, fc, cms, label, "InferenceService", name_hints(y, pred), False, {})
         return
     fmt = y.get(model, "modelFormat", "name")
+    if kserve_hf.built_in(runtime, y.str(fmt)):
+        kserve_hf.read(y, doc, pred, model, fc, label)
+        return
     _runtime_not_found(y, doc, y.get(model, "runtime") or fmt or y.key_node(pred, "model"), runtime,
                        y.str(fmt), fc)
 
