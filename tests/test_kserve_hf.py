@@ -206,3 +206,16 @@ def test_split_args_keeps_vllm_flags_and_drops_kserve_ones():
     assert {k: v.text for k, v in own.items()} == {"model_name": "m", "enable_docs_url": "", "http_port": "8080",
                                                    "model_dir": "/data"}
     assert [t.text for t in rest] == ["--dtype", "half", "--model-id", "x"]  # declared --model_id only
+
+
+def test_a_release_older_than_those_modelled_is_said(capsys) -> None:
+    """KServe 0.12's image runs vLLM 0.2.7: planned with 0.4's accounting, which estimate says."""
+    from servefit.cli import main
+
+    argv = ["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"]
+    main(["estimate", "--gpu", "L4", "--engine-version", "0.2.7", "--format", "json", "--", *argv])
+    said = [a for a in json.loads(capsys.readouterr().out)["assumptions"] if "older than" in a]
+    assert said == ["vLLM 0.2.7 is older than the releases servefit models (0.4.0 and later): planned the way "
+                    "0.4.0 accounts memory, so its figures are rough"]
+    main(["estimate", "--gpu", "L4", "--engine-version", "0.4.0", "--format", "json", "--", *argv])
+    assert not [a for a in json.loads(capsys.readouterr().out)["assumptions"] if "older than" in a]

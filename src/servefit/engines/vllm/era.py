@@ -50,6 +50,18 @@ def main_build_note(version: str | None) -> str | None:
             f"released): planned as {'.'.join(map(str, planned))}, the release it led to")
 
 
+OLDEST_MODELLED = "0.4.0"  # the memory accounting is read from releases from here on (shared/research/vllm.md)
+
+
+def before_modelled_note(version: str | None) -> str | None:
+    """Said for a release older than any whose memory accounting servefit models (a KServe 0.12 image runs
+    vLLM 0.2.7): it is planned with the oldest modelled release's, which is not that release's."""
+    if not version or version_tuple(version, CURRENT) >= version_tuple(OLDEST_MODELLED, CURRENT):
+        return None
+    return (f"vLLM {version} is older than the releases servefit models ({OLDEST_MODELLED} and later): planned "
+            f"the way {OLDEST_MODELLED} accounts memory, so its figures are rough")
+
+
 @dataclass(frozen=True)
 class Era:
     """A vLLM release as the facts the memory model switches on, so a command is planned the way that release

@@ -26,7 +26,7 @@ from servefit.engines.vllm.capture import (
 )
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
-from servefit.engines.vllm.era import Era, era, main_build_note, vtuple
+from servefit.engines.vllm.era import Era, before_modelled_note, era, main_build_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
 from servefit.engines.vllm.kvcache import (
@@ -334,8 +334,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, state_planned: bool) -> None:
     s = cfg.settings
     a = out.assumptions
-    if note := main_build_note(cfg.version):
-        a.append(note)
+    for note in (main_build_note(cfg.version), before_modelled_note(cfg.version)):
+        if note:
+            a.append(note)
     if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
         a.append(f"scheduler defaults for this GPU: max_num_seqs={r.max_num_seqs}, "
                  f"max_num_batched_tokens={r.max_num_batched_tokens}")
