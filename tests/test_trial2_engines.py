@@ -195,3 +195,41 @@ def test_an_overridden_model_directive_is_said(tmp_path: Path, capsys: pytest.Ca
                             "the model of the server below it")
     rc, out, _ = _run(capsys, "models", str(f))
     assert "Qwen/Qwen3-4B" in out and "Qwen3-8B" not in out
+
+
+def test_tune_writes_a_new_llama_cpp_setting_beside_the_compose_services_llama_arg_variables(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`image: llama-cpp-docker`, built by the Makefile beside it from a Dockerfile whose ENTRYPOINT
+    is a bare llama-server, configured by LLAMA_ARG_* in the compose service (jspaulsen/llama-cpp-docker):
+    tune wrote `--parallel 8` into the image's ENTRYPOINT, away from every other setting. A new setting
+    goes into the service's environment beside the others, as LLAMA_ARG_N_PARALLEL (common/arg.cpp:
+    `{"-np", "--parallel"}` ... `.set_env("LLAMA_ARG_N_PARALLEL")`), and the Dockerfile is left alone."""
+    (tmp_path / ".git").mkdir()
+    d = tmp_path / "llama-cpp-docker"
+    d.mkdir()
+    (d / "Makefile").write_text("DIRNAME := $(notdir $(CURDIR))\n\nbuild:\n"
+                                "\tdocker build --target env-deploy . --tag $(DIRNAME)\n")
+    dockerfile = "FROM ubuntu:24.04 AS env-deploy\nENTRYPOINT [\"llama-server\"]\n"
+    (d / "Dockerfile").write_text(dockerfile)
+    compose = ("services:\n  llama:\n    image: llama-cpp-docker\n    environment:\n"
+               "      - LLAMA_ARG_CTX_SIZE=2048\n      - LLAMA_ARG_MODEL=/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf\n"
+               "      - LLAMA_ARG_N_GPU_LAYERS=99\n")
+    (d / "docker-compose.yml").write_text(compose)
+    f = d / "docker-compose.yml"
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "L4", "--engine-version", "b7327", "--write")
+    assert rc == 0, out
+    assert (d / "Dockerfile").read_text() == dockerfile
+    assert f.read_text() == compose.replace("CTX_SIZE=2048", "CTX_SIZE=65536") + "      - LLAMA_ARG_N_PARALLEL=8\n"
+    rc, out, _ = _run(capsys, "tune", str(f), "--gpu", "L4", "--engine-version", "b7327", "--diff")
+    assert rc == 0 and "--- a/" not in out  # a second run changes nothing
+    rc, out, _ = _run(capsys, "lint", str(d), "--gpu", "L4", "--engine-version", "b7327", "--list-sites", "--format", "json")
+    [site] = json.loads(out)
+    assert site["settings"] == {"ctx_size": 65536, "n_gpu_layers": 99, "parallel": 8}
+    # a command written in the file itself keeps taking new settings as flags, beside the variable it uses
+    sh = tmp_path / "serve.sh"
+    sh.write_text("#!/bin/sh\nexport LLAMA_ARG_CTX_SIZE=2048\n"
+                  "llama-server -m /models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf -ngl 99\n")
+    rc, out, _ = _run(capsys, "tune", str(sh), "--gpu", "L4", "--engine-version", "b7327", "--write")
+    assert rc == 0, out
+    assert sh.read_text() == ("#!/bin/sh\nexport LLAMA_ARG_CTX_SIZE=65536\n"
+                              "llama-server -m /models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf -ngl 99 --parallel 8\n")

@@ -241,12 +241,29 @@ class Patcher(EnvPlacement):
         if self.keyed and not self.args_only or self.prodstack:
             self.pending_keys.append((p, long, "" if is_bool else fmt(new)))
             return
-        if opt is not None and opt.env and not self.flags_written() and any(self.exact(t) for t in self.site.env.values()):
-            # a server the environment configures (the image's own command, or a unit's bare
+        if opt is not None and opt.env and self._env_configured():
+            # a server the environment configures (the image's own command, a unit's bare
             # `ExecStart=llama-server` beside its Environment= lines): the new setting joins them
             self.env(p, opt.env[0], shown=False)
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
+
+    def _env_configured(self) -> bool:
+        """Whether a new setting goes beside the server's variables rather than onto its command:
+        nothing of the command past the program is written where a word could be added (the image's own
+        command, a bare program name), or
+        the command is written only in another file (the ENTRYPOINT of the Dockerfile a compose
+        service's image is built from) while the site's own file sets the engine's variables."""
+        if not any(self.exact(t) for t in self.site.env.values()):
+            return False
+        if not self.flags_written():
+            return True
+        anchor = self.anchor()
+        assert anchor is not None
+        by_env = self.table.by_env if self.table is not None else {}
+        return anchor.span is not None and anchor.span.file != self.site.file and any(
+            t.span is not None and t.span.file == self.site.file and self.exact(t)
+            for name, t in self.site.env.items() if name in by_env)
 
     def drop(self, p: Placed, occ: Occurrence | None, env: list[str]) -> None:
         """Remove a flag with its value, where the setting goes back to a default the flag has no
