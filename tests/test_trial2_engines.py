@@ -233,3 +233,29 @@ def test_tune_writes_a_new_llama_cpp_setting_beside_the_compose_services_llama_a
     assert rc == 0, out
     assert sh.read_text() == ("#!/bin/sh\nexport LLAMA_ARG_CTX_SIZE=65536\n"
                               "llama-server -m /models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf -ngl 99 --parallel 8\n")
+
+
+def test_the_other_models_an_ollama_chart_pulls_are_named_as_not_sized(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """otwld ollama-helm values pulling three models (ignaciylipm/ollama-helm): the first is sized, and
+    the other two were never mentioned, as if the server ran one model. Ollama loads each model a
+    request names, so each is a plan of its own: the assumptions name those not sized and how to size one."""
+    f = tmp_path / "values.yaml"
+    f.write_text("ollama:\n  gpu:\n    enabled: true\n    number: 1\n  models:\n    pull:\n"
+                 "      - qwen2.5:14b\n      - mistral\n      - llama2\n")
+    for cmd in ("estimate", "explain"):
+        rc, out, _ = _run(capsys, cmd, str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--format", "json")
+        [plan] = json.loads(out)
+        assert plan["model"]["resolved"] == "Qwen/Qwen2.5-14B-Instruct"
+        assert ("mistral and llama2 are pulled too and not sized here: Ollama loads each model a request names, "
+                "on its own plan; `--model NAME` (or `# servefit: model=NAME` above the server) sizes one of them"
+                ) in plan["assumptions"]
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--model", "mistral",
+                      "--format", "json")
+    [plan] = json.loads(out)  # the model named is the one sized: nothing more to say
+    assert plan["model"]["resolved"] == "mistralai/Mistral-7B-Instruct-v0.3"
+    assert not [a for a in plan["assumptions"] if "pulled too" in a]
+    f.write_text(f.read_text().replace("      - mistral\n      - llama2\n", ""))
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--format", "json")
+    [plan] = json.loads(out)
+    assert not [a for a in plan["assumptions"] if "pulled too" in a]

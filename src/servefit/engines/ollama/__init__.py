@@ -95,6 +95,11 @@ class OllamaEngine(Engine):
 
         ref = getattr(target, "model", None) or cfg.settings.get("model_path") or cfg.settings.get("model") or ""
         ref = str(ref)
+        from servefit.engines.ollama.config import pulled_others_note
+
+        note_others = None if getattr(target, "model", None) else pulled_others_note(cfg)
+        if note_others is not None and note_others not in cfg.assumptions:
+            cfg.assumptions.append(note_others)
         if ref.lower().endswith(".gguf") or ref.startswith(("hf.co/", "huggingface.co/")):
             return resolve_gguf_ref(ref.split("/", 1)[1] if ref.startswith(("hf.co/", "huggingface.co/")) else ref,
                                     online=bool(getattr(target, "online", False)),

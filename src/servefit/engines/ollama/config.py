@@ -94,8 +94,10 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
     doc = modelfile_of(site)
     if model_tok is None and doc is not None:
         model_tok = doc.from_ref
+    others: list[str] = []
     if model_tok is None and site.inputs.pulled:
         model_tok = site.inputs.pulled[0]
+        others = [t.text for t in site.inputs.pulled[1:]]
     ref = model_tok.text if model_tok else None
     if model_tok is not None and model_tok.span is not None:
         spans["model"] = model_tok.span
@@ -188,4 +190,17 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
     assume_version(cfg, "Ollama", V.CURRENT, version, implied=implied, where=where)
     if note and ref and catalog_id != ref:
         cfg.assumptions.append(f"model tag {note}")
+    s["pulled_others"] = others  # said by OllamaEngine.resolve_model unless --model names the one to size
     return cfg
+
+
+def pulled_others_note(cfg: EngineConfig) -> str | None:
+    """The models the server pulls besides the one sized: Ollama loads each model a request names,
+    each on a plan of its own, so they are named as not sized, never left out silently."""
+    others = list(cfg.settings.get("pulled_others") or ())
+    if not others:
+        return None
+    names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
+    return (f"{names} {'are' if len(others) > 1 else 'is'} pulled too and not sized here: Ollama loads each model "
+            "a request names, on its own plan; `--model NAME` (or `# servefit: model=NAME` above the server) "
+            "sizes one of them")
