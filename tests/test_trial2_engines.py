@@ -259,3 +259,24 @@ def test_the_other_models_an_ollama_chart_pulls_are_named_as_not_sized(tmp_path:
     rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--format", "json")
     [plan] = json.loads(out)
     assert not [a for a in plan["assumptions"] if "pulled too" in a]
+
+
+@pytest.mark.parametrize("service,found", [
+    ("service:\n  type: LoadBalancer\n", [("SEC002", 7, 9)]),
+    ("service:\n  type: NodePort\n  port: 11434\n", [("SEC002", 7, 9)]),
+    ("service:\n  type: ClusterIP\n", [("SEC004", 2, 1)]),
+    ("", [("SEC004", 2, 1)]),
+])
+def test_an_ollama_chart_values_service_of_type_loadbalancer_publishes_the_server(
+        service: str, found: list[tuple[str, int, int]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """otwld ollama-helm values with `service.type: LoadBalancer` (ignaciylipm/ollama-helm): the chart's
+    Service (templates/service.yaml, `type: {{ .Values.service.type }}`) publishes Ollama, which has no
+    authentication at all, beyond the cluster; lint said only that it listens on the pod network (SEC004)."""
+    f = tmp_path / "values.yaml"
+    f.write_text("ollama:\n  models:\n    pull:\n      - qwen2.5:14b\n\n" + service)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    got = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out) if d["code"].startswith("SEC")]
+    assert got == found
+    if found[0][0] == "SEC002":
+        [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SEC002"]
+        assert "the chart's Service of type " in msg

@@ -10,6 +10,8 @@ from servefit.sources.base import FileCtx
 from servefit.sources.helm import arg_words, env_vars, hint_of, true
 from servefit.sources.hints import to_int
 from servefit.sources.launch import Launch
+from servefit.sources.ports import Exposure
+from servefit.sources.ports import add as add_exposure
 from servefit.sources.yamlpos import Y
 
 
@@ -29,6 +31,9 @@ def ollama_chart(y: Y, root: Node, fc: FileCtx, label: str) -> None:
         num = y.tok(y.get(gpu, "number"))
         hint = hint_of(y, root, count=(to_int(num.text) if num else 1, num, "ollama.gpu.number"))
     fc.add([launch], f"{label}/ollama", hint, {"chart": "ollama-helm"}, models)
+    typ = y.tok(y.get(root, "service", "type"))  # templates/service.yaml: `type: {{ .Values.service.type }}`
+    if typ is not None and typ.text in ("LoadBalancer", "NodePort") and fc.sites:
+        add_exposure(fc.sites[-1], Exposure(f"the chart's Service of type {typ.text} (service.type)", typ.span))
 
 
 def scan_values(y: Y, root: Node, fc: FileCtx, label: str) -> bool:
