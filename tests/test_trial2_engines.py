@@ -280,3 +280,75 @@ def test_an_ollama_chart_values_service_of_type_loadbalancer_publishes_the_serve
     if found[0][0] == "SEC002":
         [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SEC002"]
         assert "the chart's Service of type " in msg
+
+
+@pytest.mark.parametrize("image, command, title, current", [
+    ("lmsysorg/sglang:latest", "python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct", "SGLang", None),
+    ("ghcr.io/huggingface/text-generation-inference", "--model-id Qwen/Qwen2.5-7B-Instruct",
+     "TGI", None),
+    ("ollama/ollama:latest", "", "Ollama", None),
+])
+def test_the_engines_image_by_a_moving_tag_is_not_called_no_version_given(
+        image: str, command: str, title: str, current: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`docker run ... lmsysorg/sglang:latest python3 -m sglang.launch_server ...` (marieai/marie-ai): the
+    assumptions said "WARNING: SGLang 0.5.23 assumed (no version given ...; pass --engine-version or pin the
+    image tag)", while the README (and the findings: "the image tag latest runs the newest release") count
+    the engine's own image by a tag that moves with its releases as a version given."""
+    f = tmp_path / "run.sh"
+    f.write_text(f"docker run --gpus all -p 127.0.0.1:8000:8000 {image} {command}\n"
+                 + ("docker exec ollama ollama pull qwen2.5:7b\n" if "ollama" in image else ""))
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "H100", "--format", "json")
+    [plan] = json.loads(out)
+    assert not [a for a in plan["assumptions"] if "no version given" in a]
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else "latest"
+    [said] = [a for a in plan["assumptions"] if "runs the newest release" in a]
+    assert said == (f"{title} {plan['engine_version']} assumed: the image tag {tag} runs the newest release, the "
+                    "newest servefit models (pass --engine-version to check another)")
+
+
+TGIS_RUNTIME = """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: tgis-runtime
+spec:
+  containers:
+    - name: kserve-container
+      image: quay.io/opendatahub/text-generation-inference:stable
+      command: ["text-generation-launcher"]
+      args:
+        - "--model-name=/mnt/models/"
+        - "--grpc-port=8033"
+"""
+TGIS_COMPOSE = """services:
+  tgis:
+    image: quay.io/opendatahub/text-generation-inference:stable
+    command: ["text-generation-launcher", "--model-name=/mnt/models/artifacts/", "--max-batch-size=256"]
+"""
+
+
+@pytest.mark.parametrize("name, text, line, col", [("runtime.yaml", TGIS_RUNTIME, 9, 18),
+                                                   ("docker-compose.yml", TGIS_COMPOSE, 4, 16)])
+def test_ibms_tgis_fork_is_named_as_not_modelled_not_linted_as_hugging_faces_tgi(
+        name: str, text: str, line: int, col: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """quay.io/opendatahub/text-generation-inference is IBM's TGIS (github.com/IBM/text-generation-inference),
+    a fork of TGI whose launcher takes --model-name, --grpc-port, --max-batch-size and whose image runs
+    `CMD text-generation-launcher` (its Dockerfile, no ENTRYPOINT) (opendatahub-io/caikit-tgis-serving).
+    It was taken for Hugging Face's image (the last part of its name matched): TGI001 errors on every one of its
+    own options, SF002, and SF106 for a command that image runs as it is. It is one SF109 finding: listed, not checked."""
+    f = tmp_path / name
+    f.write_text(text)
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "A100", "--format", "json")
+    got = [(d["code"], d["location"]["line"], d["location"]["column"]) for d in json.loads(out)
+           if not d["code"].startswith("SEC")]
+    assert got == [("SF109", line, col)]
+    [msg] = [d["message"] for d in json.loads(out) if d["code"] == "SF109"]
+    assert msg == ("quay.io/opendatahub/text-generation-inference:stable runs IBM's TGIS (github.com/IBM/"
+                   "text-generation-inference), a fork of Text Generation Inference with its own options and memory "
+                   "planning that servefit does not model: this server is listed but its settings are not checked")
+    rc, out, err = _run(capsys, "estimate", str(f), "--gpu", "A100")
+    assert rc == 2 and "IBM's TGIS" in err  # as for every server that cannot be sized alone (SF115, SF109)
+    # Hugging Face's own image, and a mirror of it, are still TGI
+    f.write_text(text.replace("quay.io/opendatahub/text-generation-inference:stable",
+                              "harbor.corp.example/huggingface/text-generation-inference:2.4.1"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "A100", "--format", "json")
+    assert "TGI001" in {d["code"] for d in json.loads(out)}

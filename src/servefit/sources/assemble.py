@@ -323,6 +323,7 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 @rule("SF109")
 def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     from servefit.pipeline import engine_for, unresolved_to_assumptions
+    from servefit.sources import detect
     from servefit.sources.server_plan import not_starting, plan_server, storage_model, values_model
 
     try:
@@ -341,6 +342,13 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
         srv.error = str(exc) if site.engine is None else f"no servefit plugin for {site.engine} is installed"
         out.append(finding("SF109", f"no servefit plugin for {site.engine or 'this engine'} is installed: "
                                     "this server is listed but its settings are not checked",
+                           site=site.name, span=anchor(site)))
+        return srv
+    fork = detect.fork_of(site.image) if site.image else None
+    if fork is not None:  # another project's server under the engine's name: its options are not the engine's
+        srv.error = (f"{site.image} runs {fork}, a fork of {engine.title} with its own options and memory planning "
+                     "that servefit does not model")
+        out.append(finding("SF109", f"{srv.error}: this server is listed but its settings are not checked",
                            site=site.name, span=anchor(site)))
         return srv
     version = str(target.engine_version.value) if target.engine_version is not None else None

@@ -344,9 +344,23 @@ def _vkey(v: str) -> tuple[int, ...]:
 
 def official_image(image: str) -> bool | None:
     """Whether the image is the engine's own (`vllm/vllm-openai`) rather than someone's build of it
-    (`opea/vllm-gaudi`); None where the engine's data lists no official images."""
+    (`opea/vllm-gaudi`) or a fork's image of the same name (IBM's TGIS); None where the engine's data
+    lists no official images."""
     eng = engine_of_image(image)
+    if eng is not None and fork_of(image) is not None:
+        return False
     return _one_of(image, _table(eng).get("official_images") if eng else None)
+
+
+def fork_of(image: str | None) -> str | None:
+    """What an image named after an engine runs when it is another project's server with its own
+    options (the engine data's `forks`: quay.io/opendatahub/text-generation-inference is IBM's TGIS),
+    as the finding names it; None for any other image."""
+    eng = engine_of_image(image)
+    if eng is None or image is None:
+        return None
+    repo = split_image(image)[0].lower()
+    return next((f["name"] for f in _table(eng).get("forks") or () if re.search(f["image"], repo)), None)
 
 
 def _one_of(image: str, names: list[str] | None) -> bool | None:
