@@ -247,18 +247,19 @@ def test_the_other_models_an_ollama_chart_pulls_are_named_as_not_sized(tmp_path:
         rc, out, _ = _run(capsys, cmd, str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--format", "json")
         [plan] = json.loads(out)
         assert plan["model"]["resolved"] == "Qwen/Qwen2.5-14B-Instruct"
-        assert ("mistral and llama2 are pulled too and not sized here: Ollama loads each model a request names, "
+        assert ("the server also has mistral and llama2 (pulled or created beside it), not sized here: Ollama loads "
+                "each model a request names, "
                 "on its own plan; `--model NAME` (or `# servefit: model=NAME` above the server) sizes one of them"
                 ) in plan["assumptions"]
     rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--model", "mistral",
                       "--format", "json")
     [plan] = json.loads(out)  # the model named is the one sized: nothing more to say
     assert plan["model"]["resolved"] == "mistralai/Mistral-7B-Instruct-v0.3"
-    assert not [a for a in plan["assumptions"] if "pulled too" in a]
+    assert not [a for a in plan["assumptions"] if "also has" in a]
     f.write_text(f.read_text().replace("      - mistral\n      - llama2\n", ""))
     rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--engine-version", "0.11.10", "--format", "json")
     [plan] = json.loads(out)
-    assert not [a for a in plan["assumptions"] if "pulled too" in a]
+    assert not [a for a in plan["assumptions"] if "also has" in a]
 
 
 @pytest.mark.parametrize("service,found", [
@@ -352,3 +353,39 @@ def test_ibms_tgis_fork_is_named_as_not_modelled_not_linted_as_hugging_faces_tgi
                               "harbor.corp.example/huggingface/text-generation-inference:2.4.1"))
     rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "A100", "--format", "json")
     assert "TGI001" in {d["code"] for d in json.loads(out)}
+
+
+OLLAMA_STAGES = """FROM ollama/ollama:0.11.10 AS base_stage
+COPY ./models ./models
+RUN ollama serve \\
+    & sleep 5 \\
+    && {made}
+
+FROM ollama/ollama:0.11.10 AS run_stage
+COPY --from=base_stage /root/.ollama /root/.ollama
+ENTRYPOINT ["ollama", "serve"]
+"""
+
+
+@pytest.mark.parametrize("made, model", [
+    ("ollama pull qwen3:4b", "Qwen/Qwen3-4B"),
+    # the Modelfile it is created from is not in the repository: the name requests use is the evidence left
+    ("ollama create qwen3-Q4_K_M:4b -f ./models/Qwen3-4B-Q4_K_M/Modelfile", "Qwen/Qwen3-4B"),
+])
+def test_ollama_models_made_in_a_build_stage_whose_store_the_image_copies_are_the_servers(
+        made: str, model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Dockerfile that pulls (or creates) a model in one stage and copies that stage's /root/.ollama into
+    the stage that runs `ollama serve` (xiz2002/Practice_NestedCompose): lint said the file names no model."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "models").mkdir()
+    f = tmp_path / "Dockerfile"
+    f.write_text(OLLAMA_STAGES.format(made=made))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json")
+    [site] = json.loads(out)
+    assert site["model_ref"]["resolved"] == model, site
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--format", "json")
+    assert json.loads(out)[0]["model"]["resolved"] == model
+    # a stage that copies something else from the build stage has none of its models
+    f.write_text(OLLAMA_STAGES.format(made=made).replace("/root/.ollama /root/.ollama", "/app/bin /app/bin"))
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
+    assert "SF115" in {d["code"] for d in json.loads(out)}

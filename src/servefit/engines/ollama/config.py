@@ -201,6 +201,6 @@ def pulled_others_note(cfg: EngineConfig) -> str | None:
     if not others:
         return None
     names = ", ".join(others[:-1]) + (" and " if len(others) > 1 else "") + others[-1]
-    return (f"{names} {'are' if len(others) > 1 else 'is'} pulled too and not sized here: Ollama loads each model "
+    return (f"the server also has {names} (pulled or created beside it), not sized here: Ollama loads each model "
             "a request names, on its own plan; `--model NAME` (or `# servefit: model=NAME` above the server) "
             "sizes one of them")
