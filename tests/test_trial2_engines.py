@@ -389,3 +389,24 @@ def test_ollama_models_made_in_a_build_stage_whose_store_the_image_copies_are_th
     f.write_text(OLLAMA_STAGES.format(made=made).replace("/root/.ollama /root/.ollama", "/app/bin /app/bin"))
     rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--format", "json")
     assert "SF115" in {d["code"] for d in json.loads(out)}
+
+
+def test_the_plan_says_its_token_figures_are_per_data_parallel_replica(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dp-size 4 --tp 2` on 8 GPUs (marieai/marie-ai): the header said "TP 2 PP 1" and the KV tokens and
+    max concurrency were one replica's (SGLang logs max_total_num_tokens per DP rank), with nothing saying so;
+    a reader took 7.78x for the whole server's."""
+    f = tmp_path / "run.sh"
+    f.write_text("docker run --gpus '\"device=0,1,2,3,4,5,6,7\"' -p 127.0.0.1:8000:8000 lmsysorg/sglang:v0.5.3 \\\n"
+                 "  python3 -m sglang.launch_server --model-path Qwen/QwQ-32B --quantization fp8 --dp-size 4 --tp 2 \\\n"
+                 "  --mem-fraction-static 0.7\n")
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "H100")
+    lines = out.splitlines()
+    assert lines[1].endswith("  ·  TP 2 PP 1 DP 4")
+    [kv] = [x for x in lines if x.startswith("KV cache: ")]
+    [mc] = [x for x in lines if x.startswith("max concurrency at ")]
+    assert kv.endswith(" tokens in each of the 4 data-parallel ranks")
+    assert mc.endswith("x in each of the 4 data-parallel ranks")
+    f.write_text(f.read_text().replace("--dp-size 4 ", ""))
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "H100")
+    assert out.splitlines()[1].endswith("  ·  TP 2 PP 1") and "data-parallel" not in out

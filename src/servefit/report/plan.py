@@ -110,9 +110,11 @@ def render_text(ev: Evaluation, color: bool = False, named: bool = False) -> str
         one_line(f"{p.engine} {p.engine_version}  ·  {ev.config.model_ref or m.name}"
                  + (f" (→ {m.name})" if ev.config.model_ref and ev.config.model_ref != m.name else "")),
         f"{ev.count} × {ev.gpu.name} ({ev.gpu.memory_bytes / 2**30:.2f} GiB as the driver reports it; "
-        f"{ev.gpu_source})  ·  TP {p.parallel.get('tensor', 1)} PP {p.parallel.get('pipeline', 1)}",
+        f"{ev.gpu_source})  ·  TP {p.parallel.get('tensor', 1)} PP {p.parallel.get('pipeline', 1)}"
+        + (f" DP {dp}" if (dp := int(p.parallel.get('data', 1) or 1)) > 1 else ""),
         "",
     ]
+    each = f" in each of the {dp} data-parallel ranks" if dp > 1 else ""  # each rank plans its own KV cache
     devices = p.devices if len(p.devices) > 1 else [p.memory]
     body: list[str] = []
     for d in devices:
@@ -127,9 +129,9 @@ def render_text(ev: Evaluation, color: bool = False, named: bool = False) -> str
                    "need: out of memory under load is likely")
     tail = [f"verdict: {verdict}"]
     if p.kv_bytes_per_token:
-        tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens")
+        tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens{each}")
     if p.max_model_len and p.kv_bytes_per_token:  # attention-free (pooling) models have no KV cache
-        tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x")
+        tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x{each}")
     if p.fitting_max_model_len:
         tail.append(f"largest max-model-len that fits: {p.fitting_max_model_len:,}")
     hide = hider(ev)
