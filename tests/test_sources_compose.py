@@ -61,8 +61,7 @@ def test_command_that_repeats_the_image_entrypoint_and_ollama_scripts():
     assert argv(vllm) == ["vllm", "serve", "Qwen/Qwen3-4B", "--max-model-len", "8192"]
     assert [f.code for f in r.findings] == ["SF106"] and r.findings[0].span.line == 4
     assert argv(ollama) == ["ollama", "serve"]
-    # `ollama create coder -f ...` makes `coder` a model requests name too, after the ones pulled
-    assert [t.text for t in ollama.inputs.pulled] == ["llama3.2:3b", "coder"]
+    assert [t.text for t in ollama.inputs.pulled] == ["llama3.2:3b"]
     assert ollama.inputs.file_refs == ["/modelfiles/Modelfile"]
     assert ollama.workload.path_map == {"/modelfiles": "./ollama"}
 

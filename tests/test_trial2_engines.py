@@ -369,8 +369,8 @@ ENTRYPOINT ["ollama", "serve"]
 
 @pytest.mark.parametrize("made, model", [
     ("ollama pull qwen3:4b", "Qwen/Qwen3-4B"),
-    # the Modelfile it is created from is not in the repository: the name requests use is the evidence left
-    ("ollama create qwen3-Q4_K_M:4b -f ./models/Qwen3-4B-Q4_K_M/Modelfile", "Qwen/Qwen3-4B"),
+    # a created model whose Modelfile is not in the repository is named as not checked, not guessed from its
+    # name (test_trial_s27.py::test_a_created_models_missing_modelfile_is_named)
 ])
 def test_ollama_models_made_in_a_build_stage_whose_store_the_image_copies_are_the_servers(
         made: str, model: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -410,3 +410,39 @@ def test_the_plan_says_its_token_figures_are_per_data_parallel_replica(tmp_path:
     f.write_text(f.read_text().replace("--dp-size 4 ", ""))
     rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "H100")
     assert out.splitlines()[1].endswith("  ·  TP 2 PP 1") and "data-parallel" not in out
+
+
+LLAMA_FROM_SOURCE = """ARG CUDA_VERSION=12.8.0
+FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04 AS build
+ARG LLAMA_CPP_TAG="b7327"
+RUN git clone --branch ${LLAMA_CPP_TAG} https://github.com/ggerganov/llama.cpp.git && \\
+    cd llama.cpp && cmake -B build -DGGML_CUDA=ON && cmake --build build -j
+FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu22.04 AS env-deploy
+COPY --from=build /llama.cpp/build/bin/llama-server /usr/local/bin/llama-server
+ENV LLAMA_ARG_MODEL=/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf
+ENTRYPOINT ["llama-server"]
+"""
+
+
+def test_a_dockerfile_that_builds_llama_cpp_at_a_release_tag_runs_that_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`git clone --branch ${LLAMA_CPP_TAG}` with `ARG LLAMA_CPP_TAG="b7327"` (jspaulsen/llama-cpp-docker): the
+    image runs llama.cpp b7327, but every command said "llama.cpp b10309 assumed (no version given ...)"."""
+    f = tmp_path / "Dockerfile"
+    f.write_text(LLAMA_FROM_SOURCE)
+    rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--format", "json")
+    [plan] = json.loads(out)
+    assert plan["engine_version"] == "b7327"
+    assert not [a for a in plan["assumptions"] if "no version given" in a]
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json")
+    [site] = json.loads(out)
+    assert site["engine_version"] == "b7327"
+    rc, out, _ = _run(capsys, "lint", str(f), "--gpu", "L4", "--list-sites")
+    assert "b7327 (the release the file builds from source)" in out
+    # a clone of another repository, or of a branch that is no release, dates nothing
+    for other in ("--branch ${LLAMA_CPP_TAG} https://github.com/someone/other.git",
+                  "--branch master https://github.com/ggml-org/llama.cpp"):
+        f.write_text(LLAMA_FROM_SOURCE.replace("--branch ${LLAMA_CPP_TAG} https://github.com/ggerganov/llama.cpp.git",
+                                               other))
+        rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--format", "json")
+        assert json.loads(out)[0]["engine_version"] != "b7327"

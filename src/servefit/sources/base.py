@@ -60,7 +60,7 @@ class FileCtx:
         """`ollama create -f` / `ollama pull` in one container (an init job) of a file tell
         which model files and models the servers of the same file that load models on request use."""
         refs = [r for c in self.ctxs for r in c.modelfile_refs]
-        models = [m for c in self.ctxs for m in c.ollama_models] + [m for c in self.ctxs for m in c.created_models]
+        models = [m for c in self.ctxs for m in c.ollama_models]
         created = list(dict.fromkeys(n for c in self.ctxs for n in c.created if not n.startswith("-")))
         for site in self.sites:
             if not models_on_request(site.engine):
@@ -113,9 +113,8 @@ class FileCtx:
                 refs = list(dict.fromkeys(refs + ctx.modelfile_refs))
             if refs:
                 site.inputs.file_refs = refs
-            made = ctx.created_models if ctx is not None else []  # `ollama create NAME`: requests name it too
-            if (ollama_models or made) and on_request:
-                site.inputs.pulled = first_of_each(list(ollama_models or []) + made)
+            if ollama_models and on_request:
+                site.inputs.pulled = first_of_each(ollama_models)
                 if ctx is not None:  # a model pulled by a variable: SF001 says it is not known, not a silent skip
                     site.unresolved_spans.extend(v for v in ctx.pulled_vars if v not in site.unresolved_spans)
             self.sites.append(site)

@@ -64,7 +64,7 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
     """The service's launches when it runs the Dockerfile at `path` (stage `target`, else the last)."""
     from servefit.safe_io import read_text
     from servefit.sources.base import FileCtx
-    from servefit.sources.dockerfile import run_stage, stages
+    from servefit.sources.dockerfile import run_stage, source_releases, stages
 
     try:
         fc = FileCtx.of(path, read_text(path, 1 << 20))
@@ -85,7 +85,7 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
     for k, v in env.values.items():
         merged.set(k, v, env.taint.get(k, []))
     merged.exported = set(merged.values)
-    return run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".", path)
+    return run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".", path, source_releases(found))
 
 
 def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:

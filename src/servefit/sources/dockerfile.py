@@ -213,7 +213,7 @@ def scan(fc: FileCtx) -> None:
     entry, cmd = st.entry, st.cmd or None
     if entry == [] and cmd:  # `ENTRYPOINT []` clears the image's: the CMD is the whole command
         entry, cmd = cmd, None
-    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".", fc.path)
+    launches = run_stage(st, entry, cmd, ctx, st.runtime, os.path.dirname(fc.path) or ".", fc.path, source_releases(found))
     if not launches:
         return
     for w in st.exec_vars:
@@ -223,17 +223,22 @@ def scan(fc: FileCtx) -> None:
 
 
 def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
-              context: str, dockerfile: str = "") -> list[Launch]:
+              context: str, dockerfile: str = "", built_from: dict[str, str] | None = None) -> list[Launch]:
     """The servers a container of this stage starts: through a script the build copied from the
     repository (read there, run in this image), else as its entrypoint and command say. A release
-    of the engine the build installs (`pip install vllm==0.11.2`) is the version it runs."""
+    of the engine the build installs (`pip install vllm==0.11.2`) is the version it runs, else one the
+    file builds from source (`built_from`: source_releases)."""
     found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
     launches = found if found is not None else container(st.image, entry, cmd, ctx, env)
+    where = dockerfile or "the Dockerfile"
     for launch in launches:
         pin = pinned_release(st.built, launch.engine)
         if pin:
             launch.facts["engine_version"] = pin
-            launch.facts["version_source"] = f"pip install {launch.engine}=={pin} in {dockerfile or 'the Dockerfile'}"
+            launch.facts["version_source"] = f"pip install {launch.engine}=={pin} in {where}"
+        elif launch.engine in (built_from or {}):
+            launch.facts["engine_version"] = (built_from or {})[launch.engine]
+            launch.facts["version_source"] = "the release the file builds from source"
     return launches
 
 
@@ -255,6 +260,28 @@ def pinned_release(built: list[list[Word]], engine: str) -> str | None:
                     m = _PIN.match(w.strip("'\""))
                     if m and m.group(1).lower() == engine:
                         out = m.group(2)
+    return out
+
+
+# the engine repositories a build clones, and the tags that are their releases (llama.cpp's bNNNN builds)
+_SOURCE_REPOS = {"llamacpp": (re.compile(r"github\.com/(?:ggml-org|ggerganov)/llama\.cpp(?:\.git)?/?$"),
+                              re.compile(r"b\d{3,5}"))}
+
+
+def source_releases(found: list[Stage]) -> dict[str, str]:
+    """{engine: release} for each engine a stage of the file builds from its own repository at a release
+    tag: `git clone --branch b7327 https://github.com/ggml-org/llama.cpp` (`-b`, `--branch=`)."""
+    out: dict[str, str] = {}
+    for st in found:
+        for words in st.built:
+            texts = [w.text for w in words]
+            if texts[:2] != ["git", "clone"]:
+                continue
+            branch = next((texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("--branch", "-b")), None)
+            branch = branch or next((t.split("=", 1)[1] for t in texts if t.startswith("--branch=")), None)
+            for engine, (repo, tag) in _SOURCE_REPOS.items():
+                if branch and tag.fullmatch(branch) and any(repo.search(t) for t in texts[2:]):
+                    out.setdefault(engine, branch)
     return out
 
 

@@ -60,7 +60,6 @@ class Ctx:
     ollama_models: list[Token] = field(default_factory=list)
     modelfile_refs: list[str] = field(default_factory=list)  # `ollama create NAME -f PATH`
     created: list[str] = field(default_factory=list)  # the NAME of each `ollama create NAME -f PATH`
-    created_models: list[Token] = field(default_factory=list)  # the same NAMEs as written, after the pulled models
     pulled_vars: list[tuple[str, Span | None]] = field(default_factory=list)  # `ollama pull $MODEL`: unknown here
 
 
@@ -86,7 +85,7 @@ class Facts(TypedDict, total=False):
     image_span: Span | None
     shm_limit: str | None
     notes: list[str]  # assumptions the reading made, said with the plan
-    engine_version: str  # the release a build installs (`pip install vllm==X`), over its image's tag
+    engine_version: str  # the release a build installs (`pip install vllm==X`) or builds from source, over its image's tag
     version_source: str  # where that release is written
 
 
@@ -219,7 +218,7 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
 
         split_command(words, payload, ctx)
         inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
-                    ctx.modelfile_refs, created=ctx.created, created_models=ctx.created_models, pulled_vars=ctx.pulled_vars)
+                    ctx.modelfile_refs, created=ctx.created, pulled_vars=ctx.pulled_vars)
         k = next(j for j, w in enumerate(words) if w is payload)
         positional = words[k + 2:]  # `sh -c 'exec vllm serve "$@"' -- ARGS...`: $0 is the word after, "$@" the rest
         if positional and any(v in payload.text for v in ('"$@"', "$@", "$*")):

@@ -36,5 +36,3 @@ def ollama_client(words: list[Word], ctx: Ctx) -> None:
     if ref is not None:
         ctx.modelfile_refs.append(ref)
         ctx.created.append(texts[2])
-        if not texts[2].startswith("-"):  # requests name it: the model where no Modelfile or pull says more
-            ctx.created_models.append(words[2].token())

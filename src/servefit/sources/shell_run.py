@@ -41,7 +41,7 @@ def eval_launches(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         offs.extend(src.off(j) for j in range(len(src.text)))
     offs.append(offs[-1] + 1 if offs else 0)
     inner = Ctx(ctx.file, ctx.li, ctx.findings, ctx.exported_only, ctx.depth + 1, ctx.ollama_models,
-                ctx.modelfile_refs, created=ctx.created, created_models=ctx.created_models, pulled_vars=ctx.pulled_vars)
+                ctx.modelfile_refs, created=ctx.created, pulled_vars=ctx.pulled_vars)
     found = from_commands(split_commands(Src("".join(text), args[0].li, offs=offs), env.copy()), inner, env)
     for launch in found:  # the words' unset variables are the server's
         for w in args:
