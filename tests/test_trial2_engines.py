@@ -446,3 +446,29 @@ def test_a_dockerfile_that_builds_llama_cpp_at_a_release_tag_runs_that_release(
                                                other))
         rc, out, _ = _run(capsys, "estimate", str(f), "--gpu", "L4", "--format", "json")
         assert json.loads(out)[0]["engine_version"] != "b7327"
+
+
+def test_explains_sweep_shows_the_kv_cache_llama_cpp_allocates_for_a_sliding_window_model() -> None:
+    """Gemma 4 31B (sliding-window layers) on llama-server (thr3a/llama-cpp-docker-compose): explain's sweep
+    replanned each cell but printed bytes-per-token x context x users as its KV cache (29.22 GiB for 8 users
+    of 8,192 tokens, "OOM") beside a plan that allocates a few GiB, since the SWA layers keep only their window.
+    llama.cpp and Ollama allocate the KV cache the command asks for, so the cell shows that allocation."""
+    from servefit.pipeline import Target, evaluate, site_from_argv
+    from servefit.sweep import cell, cell_settings, replan
+
+    argv = ("llama-server -m /models/gemma-4-31B-it-Q4_K_M.gguf -ngl 99 -c 40000 -fa on "
+            "--cache-type-k q8_0 --cache-type-v q8_0").split()
+    ev = evaluate(site_from_argv(argv), Target(gpu="RTX 4090", engine_version="b7327"))
+    for context, users in [(8192, 4), (2048, 8), (32768, 1)]:
+        settings, env = cell_settings(ev, context, users)
+        at = replan(ev, env, **settings)
+        row = cell(ev, context, users)
+        assert row.kv_bytes == at.plan.memory.kv_cache
+        m = at.plan.memory
+        assert row.total_bytes == m.weights + m.activation_peak + m.non_torch + m.cuda_graphs + m.kv_cache
+        assert row.kv_bytes < ev.plan.kv_bytes_per_token * context * users  # the window, not every token, per SWA layer
+    # a pool engine's cell still shows what its requests need of the pool the engine fills
+    ev = evaluate(site_from_argv("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192".split()),
+                  Target(gpu="L40S", engine_version="0.11.0"))
+    row = cell(ev, 8192, 4)
+    assert row.kv_bytes == ev.plan.kv_bytes_per_token * 8192 * 4

@@ -118,8 +118,11 @@ def cell(ev: Evaluation, context: int, users: int, **variant: Any) -> Row:
     at = replan(ev, env, **{**variant, **settings})
     p = at.plan
     n = served(at, users)
-    kv = p.kv_bytes_per_token * context * users
     m = p.memory
+    # llama.cpp and Ollama allocate the cache the command asks for (a sliding-window layer only its window,
+    # llama.cpp's llama_kv_cache_iswa): that allocation; an engine that fills a pool with it (vLLM, SGLang, TGI):
+    # what these requests need of it
+    kv = m.kv_cache if _adapter(at).slot_users else p.kv_bytes_per_token * context * users
     total = m.weights + m.activation_peak + m.non_torch + m.cuda_graphs + kv
     started = _started(at)
     return Row(context=context, batch=users, kv_bytes=kv, total_bytes=total, util=total / (ev.gpu.memory_bytes or 1),
