@@ -472,3 +472,18 @@ def test_explains_sweep_shows_the_kv_cache_llama_cpp_allocates_for_a_sliding_win
                   Target(gpu="L40S", engine_version="0.11.0"))
     row = cell(ev, 8192, 4)
     assert row.kv_bytes == ev.plan.kv_bytes_per_token * 8192 * 4
+
+
+def test_sglang_lora_buffers_are_said_not_to_be_in_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--lora-paths lora0=/adapter/... --max-loras-per-batch 1` (marieai/marie-ai): SGLang reserves GPU buffers
+    for the adapters (python/sglang/srt/lora/mem_pool.py LoRAMemoryPool: max_loras_per_batch adapters of
+    max_lora_rank, for every target module of every layer); the plan has no term for them and said nothing."""
+    base = ["estimate", "--gpu", "RTX A6000", "--engine-version", "0.5.3", "--format", "json", "--",
+            "python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B-Instruct"]
+    said = ("LoRA adapters (--lora-paths, --enable-lora): the GPU buffers SGLang reserves for them (LoRAMemoryPool, "
+            "max_loras_per_batch adapters of max_lora_rank) are not in this plan")
+    for lora in (["--lora-paths", "lora0=/adapter/x"], ["--enable-lora", "--max-loras-per-batch", "2"]):
+        rc, out, _ = _run(capsys, *base, *lora)
+        assert said in json.loads(out)["assumptions"]
+    rc, out, _ = _run(capsys, *base)
+    assert not [a for a in json.loads(out)["assumptions"] if "LoRA" in a]

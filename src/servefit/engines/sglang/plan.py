@@ -297,6 +297,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
             out.findings.append(f)
+    if s.get("enable_lora") or s.get("lora_paths"):  # --lora-paths turns LoRA on (server_args.py)
+        out.assumptions.append("LoRA adapters (--lora-paths, --enable-lora): the GPU buffers SGLang reserves for them "
+                               "(LoRAMemoryPool, max_loras_per_batch adapters of max_lora_rank) are not in this plan")
     return out
 
 
