@@ -487,3 +487,19 @@ def test_sglang_lora_buffers_are_said_not_to_be_in_the_plan(capsys: pytest.Captu
         assert said in json.loads(out)["assumptions"]
     rc, out, _ = _run(capsys, *base)
     assert not [a for a in json.loads(out)["assumptions"] if "LoRA" in a]
+
+
+def test_llama_cpp_kv_line_says_the_sliding_window_layers_keep_fewer_cells(capsys: pytest.CaptureFixture[str]) -> None:
+    """Gemma 4 31B on llama-server (thr3a/llama-cpp-docker-compose) printed "KV cache: 478,720 bytes per token;
+    40,192 tokens" beside a 3.50 GiB cache: the product is 17.9 GiB, since the sliding-window layers keep only
+    their window (llama_kv_cache_iswa: "creating SWA KV cache, size = 4608 cells"). The line says so."""
+    rc, out, _ = _run(capsys, "estimate", "--gpu", "RTX 4090", "--engine-version", "b7327", "--",
+                      "llama-server", "-m", "/models/gemma-4-31B-it-Q4_K_M.gguf", "-ngl", "99", "-c", "40000",
+                      "-fa", "on", "--cache-type-k", "q8_0", "--cache-type-v", "q8_0")
+    [kv] = [x for x in out.splitlines() if x.startswith("KV cache: ")]
+    assert kv.endswith(" tokens; the sliding-window layers keep 4,608 of them (their window), so the cache is "
+                       "smaller than bytes per token x tokens"), kv
+    rc, out, _ = _run(capsys, "estimate", "--gpu", "RTX 4090", "--engine-version", "b7327", "--",
+                      "llama-server", "-m", "/models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", "-c", "8192")
+    [kv] = [x for x in out.splitlines() if x.startswith("KV cache: ")]
+    assert kv == "KV cache: 57,344 bytes per token; 8,192 tokens"
