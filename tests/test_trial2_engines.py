@@ -503,3 +503,26 @@ def test_llama_cpp_kv_line_says_the_sliding_window_layers_keep_fewer_cells(capsy
                       "llama-server", "-m", "/models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", "-c", "8192")
     [kv] = [x for x in out.splitlines() if x.startswith("KV cache: ")]
     assert kv == "KV cache: 57,344 bytes per token; 8,192 tokens"
+
+
+@pytest.mark.parametrize("values, found", [
+    ("model: Open-Orca/Mistral-7B-OpenOrca\nimage:\n  repository: ghcr.io/huggingface/text-generation-inference\n"
+     "  tag: \"\"\n", []),
+    # settings the values do give the image are a server, as before
+    ("image:\n  repository: ghcr.io/huggingface/text-generation-inference\n  tag: \"2.4.1\"\n"
+     "env:\n  - name: MODEL_ID\n    value: Qwen/Qwen2.5-7B-Instruct\n", ["helm"]),
+])
+def test_a_tgi_image_in_chart_values_is_no_server_the_values_configure(
+        values: str, found: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """substratusai/helm's text-generation-inference chart: values.yaml names the image and `model:`, and the
+    chart's templates turn `model` into MODEL_ID. Without helm, the values alone were read as a TGI server with
+    no model: "SF002 no model given in the command (pass --model REF)". The chart is said once (SF104)."""
+    chart = tmp_path / "tgi"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: tgi\nversion: 0.1.0\nappVersion: 2.4.1\n")
+    (chart / "templates" / "deployment.yaml").write_text("kind: Deployment\n# {{ .Values.model }}\n")
+    (chart / "values.yaml").write_text(values)
+    rc, out, _ = _run(capsys, "lint", str(chart), "--gpu", "L4", "--no-render", "--format", "json")
+    assert "SF002" not in {d["code"] for d in json.loads(out)}
+    rc, out, _ = _run(capsys, "lint", str(chart), "--gpu", "L4", "--no-render", "--list-sites", "--format", "json")
+    assert [s["name"] for s in json.loads(out)] == found

@@ -198,8 +198,11 @@ def _generic_one(y: Y, m: Node, root: Node, fc: FileCtx, label: str, key: str = 
     texts = [w.text for w in (cmd or []) + args]
     if eng is None and detect.find_engine(texts) is None:
         return False
-    if cmd is None and not args and eng is not None and not detect.trait(eng, "image_serves"):
-        return False  # an image alone (a router, a cache server) is not a configured server
+    if cmd is None and not args and eng is not None and not (detect.trait(eng, "image_serves") and env.values):
+        # an image alone (a router, a cache server) is not a configured server; nor is the image of an engine that
+        # reads its settings from the environment (TGI's MODEL_ID) when the values give it none: the chart's
+        # templates write them (SF116, or SF104 for a chart in the repository that was not rendered)
+        return False
     ctx = fc.ctx()
     launches = container(image, cmd, args or None, ctx, env)
     if not launches:
