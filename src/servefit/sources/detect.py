@@ -352,6 +352,16 @@ def official_image(image: str) -> bool | None:
     return _one_of(image, _table(eng).get("official_images") if eng else None)
 
 
+def source_release(url: str, tag: str) -> str | None:
+    """The engine a build clones from its own repository (`url`) at a release tag (the engine data's
+    `source_repos`: llama.cpp's bNNNN), or None."""
+    for name, table in _tables():
+        for src in table.get("source_repos") or ():
+            if re.search(src["repo"], url) and re.fullmatch(src["release"], tag):
+                return name
+    return None
+
+
 def fork_of(image: str | None) -> str | None:
     """What an image named after an engine runs when it is another project's server with its own
     options (the engine data's `forks`: quay.io/opendatahub/text-generation-inference is IBM's TGIS),

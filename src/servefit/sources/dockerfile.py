@@ -263,11 +263,6 @@ def pinned_release(built: list[list[Word]], engine: str) -> str | None:
     return out
 
 
-# the engine repositories a build clones, and the tags that are their releases (llama.cpp's bNNNN builds)
-_SOURCE_REPOS = {"llamacpp": (re.compile(r"github\.com/(?:ggml-org|ggerganov)/llama\.cpp(?:\.git)?/?$"),
-                              re.compile(r"b\d{3,5}"))}
-
-
 def source_releases(found: list[Stage]) -> dict[str, str]:
     """{engine: release} for each engine a stage of the file builds from its own repository at a release
     tag: `git clone --branch b7327 https://github.com/ggml-org/llama.cpp` (`-b`, `--branch=`)."""
@@ -279,9 +274,10 @@ def source_releases(found: list[Stage]) -> dict[str, str]:
                 continue
             branch = next((texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("--branch", "-b")), None)
             branch = branch or next((t.split("=", 1)[1] for t in texts if t.startswith("--branch=")), None)
-            for engine, (repo, tag) in _SOURCE_REPOS.items():
-                if branch and tag.fullmatch(branch) and any(repo.search(t) for t in texts[2:]):
-                    out.setdefault(engine, branch)
+            for url in texts[2:] if branch else ():
+                engine = detect.source_release(url, branch or "")
+                if engine is not None:
+                    out.setdefault(engine, branch or "")
     return out
 
 
