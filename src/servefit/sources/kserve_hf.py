@@ -130,7 +130,7 @@ def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, la
     release = y.tok(y.get(model, "runtimeVersion"))
     version, source = vllm_version(release.text if release else None)
     image = f"{table()['image']}:{release.text if release else 'v' + version}"
-    argv = [Token("vllm"), Token("serve"), model_tok] + rest
+    argv = [Token(w) for w in table()["serve"]] + [model_tok] + rest
     line = y.line(y.get(model, "args") or model or doc)
     runtime = table()["runtime"]
     notes = [f"KServe runs it with its built-in ClusterServingRuntime {runtime} (not in this file), read as the "
@@ -141,7 +141,7 @@ def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, la
     facts: dict[str, Any] = {"k8s_kind": "InferenceService", "container": "kserve-container", "runtime": runtime,
                              "engine_version": version, "version_source": source, "notes": notes,
                              "image_span": release.span if release else None}
-    launch = Launch("vllm", argv, {}, line, image=image if release else None, facts=facts)  # type: ignore[arg-type]
+    launch = Launch(table()["engine"], argv, {}, line, image=image if release else None, facts=facts)  # type: ignore[arg-type]
     count, count_tok, count_src = gpu_count(y, model)
     hint = merge(best_label(name_hints(y, pred)), count, count_src, count_tok.span if count_tok else None)
     first = len(fc.sites)
