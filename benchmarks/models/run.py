@@ -222,7 +222,7 @@ def _resolve(engine_name: str, ref: str, notes: list[str] | None = None, command
         return spec
     finally:
         if notes is not None:  # the engine-version guess is not about the model
-            notes.extend(a for a in cfg.assumptions if "no version given" not in a)
+            notes.extend(a for a in cfg.assumptions if "no version given" not in a and "runs the newest release" not in a)
 
 
 def _plannable(engine: Any, cfg: Any, spec: Any) -> None:
