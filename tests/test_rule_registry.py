@@ -118,7 +118,8 @@ ENGINE_MODULES = ["servefit.engines.vllm", "servefit.engines.vllm.checks", "serv
                   "servefit.engines.sglang.plan", "servefit.engines.tgi", "servefit.engines.tgi.plan",
                   "servefit.linter.checks", "servefit.linter.exposure", "servefit.linter.secrets", "servefit.linter.together",
                   "servefit.sources", "servefit.sources.assemble", "servefit.sources.server_plan", "servefit.sources.problems",
-                  "servefit.sources.dockerfile", "servefit.sources.launch", "servefit.suppressions"]
+                  "servefit.sources.dockerfile", "servefit.sources.launch", "servefit.sources.shell_run",
+                  "servefit.suppressions"]
 
 
 def test_imported_registry_is_the_static_one() -> None:

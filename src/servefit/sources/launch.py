@@ -18,9 +18,9 @@ from servefit.core import Finding, GpuHint, Span, Token
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect
-from servefit.sources.hints import SHM_MIN, count_visible_devices, docker_gpus, size_bytes
+from servefit.sources.hints import count_visible_devices
 from servefit.sources.ollama_client import container_exec, ollama_client
-from servefit.sources.ports import Exposure, published
+from servefit.sources.ports import Exposure
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
 
@@ -32,19 +32,6 @@ LIST_WORDS = {"for", "select"}
 # a program, never a model: one in a bin folder (`/usr/bin/supervisord`), a script, or a process manager
 PROGRAM_PATH = re.compile(r"^(?:/(?:usr/(?:local/)?)?s?bin/\S+|\S+\.(?:sh|bash|py)|(?:\S*/)?(?:supervisord|tini|dumb-init))$")
 DOCKER = {"docker", "podman", "nerdctl"}
-DOCKER_VALUE_LONG = {
-    "--env", "--env-file", "--volume", "--publish", "--name", "--gpus", "--shm-size", "--ipc",
-    "--network", "--net", "--workdir", "--entrypoint", "--user", "--runtime", "--mount", "--device",
-    "--cpus", "--memory", "--restart", "--label", "--hostname", "--ulimit", "--cap-add", "--cap-drop",
-    "--security-opt", "--log-driver", "--log-opt", "--platform", "--pull", "--add-host", "--dns",
-    "--tmpfs", "--group-add", "--pid", "--uts", "--cpuset-cpus", "--memory-swap", "--health-cmd",
-    "--health-interval", "--health-retries", "--health-timeout", "--label-file", "--volumes-from",
-    "--stop-signal", "--stop-timeout", "--cgroupns", "--cidfile", "--device-cgroup-rule", "--expose",
-    "--link", "--mac-address", "--ip", "--ip6", "--memory-reservation", "--oom-score-adj",
-    "--storage-opt", "--sysctl", "--userns", "--cpu-shares", "--annotation", "--attach",
-    "--device-read-bps", "--gpus-all", "--pids-limit", "--network-alias", "--isolation", "--hooks-dir",
-}
-DOCKER_VALUE_SHORT = set("evpwuhlmc")
 COMPOSE = {"docker-compose", "podman-compose"}
 
 
@@ -195,6 +182,8 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if j < n and texts[j] in ("container", "compose") and head in DOCKER:
             j += 1
         if j < n and texts[j] == "run" and head in DOCKER and texts[j - 1] != "compose":
+            from servefit.sources.docker_run import docker_run
+
             return docker_run(words[j + 1:], ctx, sub_env)
         if j < n and texts[j] == "exec":
             container_exec(words[j + 1:], ctx)
@@ -249,102 +238,6 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if cnt:
             launch.gpu = GpuHint(None, cnt, "CUDA_VISIBLE_DEVICES", cvd.span)
     return [launch]
-
-
-def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
-    """`docker run [OPTIONS] IMAGE [COMMAND...]`."""
-    denv = Vars()
-    entry: Word | None = None
-    gpu: GpuHint | None = None
-    shm: bool | None = None
-    unres: list[tuple[str, Span | None]] = []
-    exposure: list[Exposure] = []
-    mounts: dict[str, str] = {}  # container dir -> host dir (`-v HOST:CONTAINER[:ro]`)
-    j = 0
-    n = len(words)
-    while j < n:
-        t = words[j].text
-        if t == "--":
-            j += 1
-            break
-        if not t.startswith("-") or t == "-":
-            break
-        flag, eq, _ = t.partition("=")
-        if t in ("-P", "--publish-all") or (not t.startswith("--") and "P" in t[1:] and "p" not in t[1:]):
-            exposure.append(Exposure(f"docker run {t} (every exposed port, on all interfaces)", words[j].token().span))
-        val: Word | None = None
-        pos: int
-        if flag.startswith("--"):
-            if eq:
-                val = words[j].after(len(flag) + 1)
-                j += 1
-            elif flag in DOCKER_VALUE_LONG and j + 1 < n:
-                val = words[j + 1]
-                j += 2
-            else:
-                j += 1
-        else:
-            j += 1
-            for pos, ch in enumerate(flag[1:]):
-                if ch in DOCKER_VALUE_SHORT:
-                    flag = "-" + ch
-                    if len(t) > pos + 2:
-                        val = words[j - 1].after(pos + 2)
-                    elif j < n:
-                        val = words[j]
-                        j += 1
-                    break
-        if val is None:
-            continue
-        v = val.text
-        if flag in ("-e", "--env"):
-            name, has_eq, _ = v.partition("=")
-            if has_eq:
-                vw = val.after(len(name) + 1)
-                denv.set(name, vw.token(), vw.unresolved)
-            elif env.get(name) is not None:
-                tok = env.get(name)
-                assert tok is not None
-                denv.set(name, tok)
-            else:
-                unres.append((name, val.token().span))
-        elif flag == "--gpus":
-            cnt, src = docker_gpus(v)
-            gpu = GpuHint(None, cnt, f"docker run {src}", val.token().span)
-        elif flag == "--ipc":
-            shm = True if v == "host" else shm
-        elif flag == "--shm-size":
-            size = size_bytes(v)
-            shm = size is not None and size >= SHM_MIN
-        elif flag == "--entrypoint":
-            entry = val
-        elif flag in ("-v", "--volume"):
-            parts = v.split(":")
-            if len(parts) >= 2 and parts[0] and parts[1].startswith("/"):
-                mounts[parts[1].rstrip("/") or "/"] = parts[0]
-        elif flag in ("-p", "--publish"):
-            e = published(f"docker run {flag}", v, val.token().span)
-            if e is not None:
-                exposure.append(e)
-        elif flag in ("--network", "--net") and v == "host":
-            exposure.append(Exposure(f"docker run {flag} host (the container shares the host's interfaces)",
-                                     val.token().span))
-    if j >= n:
-        return []
-    image_word = words[j]
-    rest = words[j + 1:]
-    denv.exported = set(denv.values)
-    launches = container(image_word.token(), [entry] if entry is not None else None, rest, ctx, denv)
-    for launch in launches:
-        launch.unresolved.extend(unres)
-        if gpu is not None and (launch.gpu is None or launch.gpu.count is None):
-            launch.gpu = gpu
-        launch.shm = shm if shm is not None else False
-        launch.facts["runtime"] = "docker run"
-        launch.facts["exposure"] = list(exposure)
-        if mounts:
-            launch.facts.setdefault("path_map", dict(mounts))
-    return launches
 
 
 @rule("SF106")
