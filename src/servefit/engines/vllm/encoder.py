@@ -33,6 +33,7 @@ no patches^2 term), plus the pixel values (fp32 and a 16-bit copy)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,14 @@ from servefit.models.vision import (
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
 V1_EXPANDED = (0, 11, 0)  # dummy outputs copied to the encoder budget, up to 0.12 (see _fixed_profile)
+# Qwen3-VL in 0.11 and 0.12 (qwen3_vl.py::Qwen3VLProcessingInfo.get_max_video_tokens) counts a video item's
+# tokens as its vision tokens x 12.5 (the "<{timestamp} seconds>" text each one gains); 0.13 returns the
+# vision tokens (read in the 0.11.0, 0.12.0, 0.13.0 and 0.14.0 wheels). From 0.12 profile_run copies each
+# dummy output shorter than its modality's max tokens per item into a zero tensor of that many rows
+# (v1/worker/gpu_model_runner.py::GPUModelRunner.profile_run, 0.12.0 wheel; gone in 0.13.0).
+QWEN3_VIDEO_FORMATTED = ((0, 11, 0), (0, 13, 0))
+QWEN3_VIDEO_TEXT_FACTOR = 12.5
+QWEN3_MAX_FRAMES = 24576  # qwen3_vl.py _MAX_FRAMES_PER_VIDEO (0.11 - 0.14)
 INTERNVL_MAX_TILES = 12  # InternVL's max_dynamic_patch default (config.json of InternVL 2 - 3.5)
 GEMMA3_IMAGE_TOKENS = 256  # Gemma 3's mm_tokens_per_image (config.json, every size)
 
@@ -117,6 +126,35 @@ def _video_tokens(per_frame_pair: int, room: int, max_frames: int, videos: int =
     pairs = max(0, room) // per_frame_pair if per_frame_pair else 0
     frames = max(1, min(2 * pairs // max(videos, 1), max_frames))
     return per_frame_pair * -(-frames // 2)
+
+
+def _resize(height: int, factor: int, max_pixels: int, frames: int = 1) -> int:
+    """The side of a square image (or of each of `frames` video frames) after transformers' smart_resize
+    (qwen2_vl/image_processing_qwen2_vl.py, qwen3_vl/video_processing_qwen3_vl.py: the pixels of all frames
+    within max_pixels, sides floored to `factor`, at least one factor)."""
+    side = round(height / factor) * factor
+    if (round(frames / 2) * 2 if frames > 1 else 1) * side * side > max_pixels:
+        beta = math.sqrt(frames * height * height / max_pixels)
+        side = max(factor, math.floor(height / beta / factor) * factor)
+    return side
+
+
+def qwen3_video_tokens(image_max_pixels: int, unit: int, patch: int, seq_len: int) -> int:
+    """Vision tokens of the dummy video Qwen3-VL profiles with (one video per prompt): the largest image
+    (get_image_size_with_most_features: a 9999999-pixel square resized within max_pixels) as frames, as many
+    as keep the video within seq_len tokens (qwen2_vl.py::Qwen2VLProcessingInfo._get_max_video_frames from
+    two frames up, capped at _MAX_FRAMES_PER_VIDEO), resized within the video processor's pixel cap
+    (qwen3_vl.py::Qwen3VLProcessingInfo._get_vision_info, read in the 0.12.0 wheel)."""
+    image = _resize(9999999, unit, image_max_pixels)
+
+    def tokens(frames: int) -> int:
+        side = _resize(image, unit, QWEN3_VL_VIDEO_MAX_PIXELS, frames) // patch
+        return max((frames + frames % 2) // 2, 1) * side * side // (unit // patch) ** 2
+
+    frames = 2
+    while frames < QWEN3_MAX_FRAMES and tokens(frames + 1) <= seq_len:
+        frames += 1
+    return tokens(frames)
 
 
 def sharded(model: ModelSpec) -> bool:
@@ -235,15 +273,23 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         return None
     if v1:
         video = _video_tokens(per_image, max_model_len, V1_MAX_FRAMES) if videos else 0
-        if qwen3:  # the video processor caps all frames' pixels (qwen3_vl.py::_get_vision_info)
-            video = min(video, QWEN3_VL_VIDEO_MAX_PIXELS // (unit * unit * int(v.get("temporal_patch_size", 2))))
-        modality, tok = ("video", video) if video >= per_image or not images else ("image", per_image)
+        video_max = video  # the video item's tokens as the budget counts them (Qwen3-VL 0.11 - 0.12: more)
+        if qwen3 and videos:  # the video processor caps all frames' pixels (qwen3_vl.py::_get_vision_info)
+            video = qwen3_video_tokens(per_image * unit * unit, unit, int(v.get("patch_size", 16)), max_model_len)
+            lo, hi = QWEN3_VIDEO_FORMATTED
+            video_max = int(video * QWEN3_VIDEO_TEXT_FACTOR) if lo <= version < hi else video
+        # MultiModalBudget.get_modality_with_max_tokens: the modality whose item counts the most tokens
+        modality, tok, enc_tok = ("video", video_max, video) if video_max >= per_image or not images else \
+            ("image", per_image, per_image)
         limit = videos if modality == "video" else images
         budget = max(max_num_batched_tokens, tok)
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(limit, max_model_len // tok))))
-        patches = items * tok * merge * merge
-        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok  # see _fixed_profile
+        patches = items * enc_tok * merge * merge
+        # cached rows per item: 0.11 pads each output to the encoder budget (see _fixed_profile), 0.12 to the
+        # modality's max tokens per item (QWEN3_VIDEO_FORMATTED), later releases keep the output as it is
+        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and enc_tok < budget else \
+            tok if version < QWEN3_VIDEO_FORMATTED[1] else enc_tok
         return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
                               lm_tokens=0, items=items, tokens_per_item=tok, modality=modality,
                               inputs=4 * patch_inputs(model) * patches)
