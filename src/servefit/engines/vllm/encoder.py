@@ -33,15 +33,18 @@ no patches^2 term), plus the pixel values (fp32 and a 16-bit copy)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from servefit.engines.vllm.mm_profiling import (
+    QWEN3_VIDEO_FORMATTED,
+    QWEN3_VIDEO_TEXT_FACTOR,
+    qwen3_video_tokens,
+)
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import (
     INTERNVL,
     QWEN3_VL_MAX_PIXELS,
-    QWEN3_VL_VIDEO_MAX_PIXELS,
     QWEN_VL_MAX_PIXELS,
     is_qwen3_vision,
     qwen_vl_kind,
@@ -50,14 +53,6 @@ from servefit.models.vision import (
 V1_MAX_FRAMES = 14  # qwen2_vl.py _MAX_FRAMES_PER_VIDEO in 0.33
 V0_MAX_FRAMES = 16  # ... in 0.8.x
 V1_EXPANDED = (0, 11, 0)  # dummy outputs copied to the encoder budget, up to 0.12 (see _fixed_profile)
-# Qwen3-VL in 0.11 and 0.12 (qwen3_vl.py::Qwen3VLProcessingInfo.get_max_video_tokens) counts a video item's
-# tokens as its vision tokens x 12.5 (the "<{timestamp} seconds>" text each one gains); 0.13 returns the
-# vision tokens (read in the 0.11.0, 0.12.0, 0.13.0 and 0.14.0 wheels). From 0.12 profile_run copies each
-# dummy output shorter than its modality's max tokens per item into a zero tensor of that many rows
-# (v1/worker/gpu_model_runner.py::GPUModelRunner.profile_run, 0.12.0 wheel; gone in 0.13.0).
-QWEN3_VIDEO_FORMATTED = ((0, 11, 0), (0, 13, 0))
-QWEN3_VIDEO_TEXT_FACTOR = 12.5
-QWEN3_MAX_FRAMES = 24576  # qwen3_vl.py _MAX_FRAMES_PER_VIDEO (0.11 - 0.14)
 INTERNVL_MAX_TILES = 12  # InternVL's max_dynamic_patch default (config.json of InternVL 2 - 3.5)
 GEMMA3_IMAGE_TOKENS = 256  # Gemma 3's mm_tokens_per_image (config.json, every size)
 
@@ -126,35 +121,6 @@ def _video_tokens(per_frame_pair: int, room: int, max_frames: int, videos: int =
     pairs = max(0, room) // per_frame_pair if per_frame_pair else 0
     frames = max(1, min(2 * pairs // max(videos, 1), max_frames))
     return per_frame_pair * -(-frames // 2)
-
-
-def _resize(height: int, factor: int, max_pixels: int, frames: int = 1) -> int:
-    """The side of a square image (or of each of `frames` video frames) after transformers' smart_resize
-    (qwen2_vl/image_processing_qwen2_vl.py, qwen3_vl/video_processing_qwen3_vl.py: the pixels of all frames
-    within max_pixels, sides floored to `factor`, at least one factor)."""
-    side = round(height / factor) * factor
-    if (round(frames / 2) * 2 if frames > 1 else 1) * side * side > max_pixels:
-        beta = math.sqrt(frames * height * height / max_pixels)
-        side = max(factor, math.floor(height / beta / factor) * factor)
-    return side
-
-
-def qwen3_video_tokens(image_max_pixels: int, unit: int, patch: int, seq_len: int) -> int:
-    """Vision tokens of the dummy video Qwen3-VL profiles with (one video per prompt): the largest image
-    (get_image_size_with_most_features: a 9999999-pixel square resized within max_pixels) as frames, as many
-    as keep the video within seq_len tokens (qwen2_vl.py::Qwen2VLProcessingInfo._get_max_video_frames from
-    two frames up, capped at _MAX_FRAMES_PER_VIDEO), resized within the video processor's pixel cap
-    (qwen3_vl.py::Qwen3VLProcessingInfo._get_vision_info, read in the 0.12.0 wheel)."""
-    image = _resize(9999999, unit, image_max_pixels)
-
-    def tokens(frames: int) -> int:
-        side = _resize(image, unit, QWEN3_VL_VIDEO_MAX_PIXELS, frames) // patch
-        return max((frames + frames % 2) // 2, 1) * side * side // (unit // patch) ** 2
-
-    frames = 2
-    while frames < QWEN3_MAX_FRAMES and tokens(frames + 1) <= seq_len:
-        frames += 1
-    return tokens(frames)
 
 
 def sharded(model: ModelSpec) -> bool:
@@ -246,7 +212,7 @@ def deepstack_buffer_bytes(model: ModelSpec, settings: dict[str, Any], max_num_b
 
 def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
             max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int = 1,
-            version: tuple[int, int, int] = (0, 33, 0)) -> EncoderProfile | None:
+            version: tuple[int, int, int] = (0, 33, 0), encoder_dp: bool = False) -> EncoderProfile | None:
     """The encoder's part of the profiling run, or None when the model has no tower servefit
     models (Qwen-VL, Qwen3-VL / Qwen3.5, Gemma 3, Mistral 3) or every modality is off (limit 0,
     --language-model-only)."""
@@ -260,7 +226,7 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     if not (qwen3 or qwen_vl_kind(v, model.model_type)):
         return _fixed_profile(model, settings, v1=v1, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                               max_num_batched_tokens=max_num_batched_tokens, chunked_prefill=chunked_prefill,
-                              db=db, tp=tp, version=version)
+                              db=db, tp=tp, version=version, encoder_dp=encoder_dp)
     merge = int(v.get("spatial_merge_size", 2))
     unit = int(v.get("patch_size", 14)) * merge
     # Qwen3-VL / Qwen3.5 reuse Qwen2-VL's profiling (qwen3_vl.py::Qwen3VLProcessingInfo subclasses
@@ -290,7 +256,13 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         # modality's max tokens per item (QWEN3_VIDEO_FORMATTED), later releases keep the output as it is
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and enc_tok < budget else \
             tok if version < QWEN3_VIDEO_FORMATTED[1] else enc_tok
-        return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
+        peak = vit_peak_bytes(model, patches, db, tp)
+        if encoder_dp:  # --mm-encoder-tp-mode data (mm_profiling.py): the busiest rank's share of the items on the
+            # whole tower, from a float32 copy of its items' pixel values (models/vision.py::
+            # run_dp_sharded_mrope_vision_model: balanced by patches, torch.cat of the rank's items), beside the batch
+            local = -(-items // tp) * enc_tok * merge * merge
+            peak = vit_peak_bytes(model, local, db, 1) + 4 * patch_inputs(model) * patches
+        return EncoderProfile(peak=peak, outputs=int(items * rows * out_hidden * db),
                               lm_tokens=0, items=items, tokens_per_item=tok, modality=modality,
                               inputs=4 * patch_inputs(model) * patches)
     # V0: max_mm_tokens from one prompt of max_model_len, then the dummy sequences
@@ -324,7 +296,7 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
 
 def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
                    max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int,
-                   version: tuple[int, int, int]) -> EncoderProfile | None:
+                   version: tuple[int, int, int], encoder_dp: bool = False) -> EncoderProfile | None:
     """The profiling run of a fixed-size image tower (fixed_tower): images only, counted as for the
     Qwen-VL towers above. In 0.11 (v1/worker/gpu_model_runner.py::profile_run, in the 0.11.0 wheel
     and neither the 0.10.2 nor the 0.12.0 one) every dummy output shorter than the encoder budget is
@@ -345,7 +317,11 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
-        return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, items * patches, db, tp),
+        peak = _fixed_peak(width, mlp, pixels, items * patches, db, tp)
+        if encoder_dp:  # InternViT, --mm-encoder-tp-mode data: models/vision.py::run_dp_sharded_vision_model pads
+            # the batch's tiles to a multiple of the TP size (a float32 copy) and runs one rank's share
+            peak = _fixed_peak(width, mlp, pixels, -(-items * patches // tp), db, 1) + items * item_px
+        return EncoderProfile(peak=peak,
                               inputs=items * item_px,
                               outputs=int(items * rows * hidden * db), lm_tokens=0, items=items,
                               tokens_per_item=tok, modality="image")
