@@ -285,6 +285,15 @@ def test_qwen3_vl_video_item_counts_its_timestamp_text_in_011_and_012():
     # 0.13 counts the vision tokens and keeps the output as it is: the image (16384 tokens) is profiled
     q = prof((0, 13, 0))
     assert (q.modality, q.tokens_per_item) == ("image", 16384) and q.outputs == 16384 * rows * 2
+    # from 0.17 the dummy video is two frames of the largest image within half the pixel cap (3520 x 3520):
+    # 12100 tokens whatever max_model_len; 0.14 still searches frames (12288 at 64k)
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 65536, (0, 17, 0)) == 12100
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 65536, (0, 14, 0)) == 12288
+    no_image = encoder.profile(m, {"limit_mm_per_prompt": '{"image": 0}'}, v1=True, max_model_len=65536,
+                               max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True, db=2, tp=2,
+                               version=(0, 25, 1))
+    assert no_image is not None and (no_image.modality, no_image.tokens_per_item) == ("video", 12100)
+    assert no_image.inputs == 4 * 1536 * 12100 * 4 and no_image.outputs == 12100 * rows * 2
 
 
 def test_qwen3_vl_012_calibration_case_kv_memory():

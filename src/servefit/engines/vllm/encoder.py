@@ -241,7 +241,8 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         video = _video_tokens(per_image, max_model_len, V1_MAX_FRAMES) if videos else 0
         video_max = video  # the video item's tokens as the budget counts them (Qwen3-VL 0.11 - 0.12: more)
         if qwen3 and videos:  # the video processor caps all frames' pixels (qwen3_vl.py::_get_vision_info)
-            video = qwen3_video_tokens(per_image * unit * unit, unit, int(v.get("patch_size", 16)), max_model_len)
+            video = qwen3_video_tokens(per_image * unit * unit, unit, int(v.get("patch_size", 16)), max_model_len,
+                                       version)
             lo, hi = QWEN3_VIDEO_FORMATTED
             video_max = int(video * QWEN3_VIDEO_TEXT_FACTOR) if lo <= version < hi else video
         # MultiModalBudget.get_modality_with_max_tokens: the modality whose item counts the most tokens

@@ -18,6 +18,10 @@ from servefit.models.vision import INTERNVL, QWEN3_VL_VIDEO_MAX_PIXELS, is_qwen3
 QWEN3_VIDEO_FORMATTED = ((0, 11, 0), (0, 13, 0))
 QWEN3_VIDEO_TEXT_FACTOR = 12.5
 QWEN3_MAX_FRAMES = 24576  # qwen3_vl.py _MAX_FRAMES_PER_VIDEO (0.11 - 0.14)
+# From 0.17 (read in the 0.17.0, 0.20.0, 0.25.1 and 0.33.0 wheels; 0.14.0 still has the frame search; 0.15 -
+# 0.16 not read, planned as 0.14) Qwen3VLProcessingInfo.get_max_video_tokens and Qwen3VLDummyInputsBuilder.
+# get_dummy_mm_data use a two-frame video of the largest image within half the video pixel cap.
+QWEN3_TWO_FRAMES_FROM = (0, 17, 0)
 SKIP_MM_PROFILING_FROM = (0, 10, 1)  # --skip-mm-profiling (config/multimodal.py; read in the 0.10.1.1 wheel)
 # --mm-encoder-tp-mode data runs the tower replicated, one share of the items per rank, where the model
 # class sets supports_encoder_tp_data (models/*.py, read in the 0.10.2, 0.11.0, 0.12.0 and 0.14.0 wheels):
@@ -59,12 +63,15 @@ def _resize(height: int, factor: int, max_pixels: int, frames: int = 1) -> int:
     return side
 
 
-def qwen3_video_tokens(image_max_pixels: int, unit: int, patch: int, seq_len: int) -> int:
+def qwen3_video_tokens(image_max_pixels: int, unit: int, patch: int, seq_len: int,
+                       version: tuple[int, int, int] = (0, 12, 0)) -> int:
     """Vision tokens of the dummy video Qwen3-VL profiles with (one video per prompt): the largest image
     (get_image_size_with_most_features: a 9999999-pixel square resized within max_pixels) as frames, as many
     as keep the video within seq_len tokens (qwen2_vl.py::Qwen2VLProcessingInfo._get_max_video_frames from
     two frames up, capped at _MAX_FRAMES_PER_VIDEO), resized within the video processor's pixel cap
     (qwen3_vl.py::Qwen3VLProcessingInfo._get_vision_info, read in the 0.12.0 wheel)."""
+    if version >= QWEN3_TWO_FRAMES_FROM:  # see QWEN3_TWO_FRAMES_FROM
+        image_max_pixels = QWEN3_VL_VIDEO_MAX_PIXELS // 2
     image = _resize(9999999, unit, image_max_pixels)
 
     def tokens(frames: int) -> int:
@@ -72,6 +79,6 @@ def qwen3_video_tokens(image_max_pixels: int, unit: int, patch: int, seq_len: in
         return max((frames + frames % 2) // 2, 1) * side * side // (unit // patch) ** 2
 
     frames = 2
-    while frames < QWEN3_MAX_FRAMES and tokens(frames + 1) <= seq_len:
+    while version < QWEN3_TWO_FRAMES_FROM and frames < QWEN3_MAX_FRAMES and tokens(frames + 1) <= seq_len:
         frames += 1
     return tokens(frames)
