@@ -10,7 +10,8 @@ items a prompt can hold (max_model_len // tokens per item, within the per-prompt
 least one. The per-item size is the largest image the processor allows
 (vllm/model_executor/models/qwen2_vl.py::Qwen2VLProcessingInfo: max_pixels / (patch x merge)^2
 tokens, default max_pixels 12845056 -> 16384 tokens; a video item holds up to 14 frames, two per
-temporal patch, within max_model_len).
+temporal patch, within max_model_len; Qwen3-VL's dummy video and the tokens 0.11 - 0.12 count for it are in
+mm_profiling.py, with --skip-mm-profiling and --mm-encoder-tp-mode data).
 
 V0 (vllm/worker/model_runner.py::ModelRunner._dummy_run, 0.8.x): min(max_num_seqs,
 max_num_batched_tokens // max_mm_tokens) dummy sequences (at least one), each carrying the
