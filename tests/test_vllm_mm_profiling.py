@@ -55,3 +55,27 @@ def test_encoder_data_parallel_peak_runs_the_rank_share_on_the_whole_tower():
     assert whole.peak == encoder.vit_peak_bytes(m, patches // 2, 2, 1) + 4 * 1176 * patches
     assert split.peak == encoder.vit_peak_bytes(m, patches, 2, 2) and whole.peak < split.peak
     assert (whole.outputs, whole.inputs) == (split.outputs, split.inputs)
+
+
+def test_dummy_image_size_override_from_012():
+    # --limit-mm-per-prompt '{"image": {"count": 1, "width": 512, "height": 512}}' (ImageDummyOptions, 0.12 on):
+    # the encoder runs a 504 x 504 image (smart_resize to 28s: 18 x 18 merged tokens = 324, 1296 patches) while
+    # the budget still counts the largest image's 16384 tokens; 0.12 pads the cached output to those 16384
+    # rows (gpu_model_runner.py::profile_run), 0.13 keeps the 324; 0.11 has no such option
+    m = resolve_model("Qwen/Qwen2.5-VL-7B-Instruct")
+    kw = {"limit_mm_per_prompt": '{"image": {"count": 1, "width": 512, "height": 512}, "video": 0}'}
+    assert mm_profiling.dummy_image_size(kw, (0, 12, 0)) == (512, 512)
+    assert mm_profiling.dummy_image_size(kw, (0, 11, 0)) is None
+    assert mm_profiling.dummy_image_size({"limit_mm_per_prompt": '{"image": 2}'}, (0, 12, 0)) is None
+    assert mm_profiling.qwen_image_tokens(512, 512, 28, 12845056) == 18 * 18
+
+    def prof(version):
+        p = encoder.profile(m, kw, v1=True, max_model_len=32768, max_num_seqs=256, max_num_batched_tokens=8192,
+                            chunked_prefill=True, db=2, version=version)
+        assert p is not None and (p.items, p.tokens_per_item, p.modality) == (1, 16384, "image")
+        return p
+
+    full, small, later = prof((0, 11, 0)), prof((0, 12, 0)), prof((0, 13, 0))
+    assert full.peak == encoder.vit_peak_bytes(m, 65536, 2) and full.inputs == 4 * 1176 * 65536
+    assert small.peak == later.peak == encoder.vit_peak_bytes(m, 1296, 2) and small.inputs == 4 * 1176 * 1296
+    assert (small.outputs, later.outputs) == (16384 * 3584 * 2, 324 * 3584 * 2)

@@ -40,7 +40,9 @@ from typing import Any
 from servefit.engines.vllm.mm_profiling import (
     QWEN3_VIDEO_FORMATTED,
     QWEN3_VIDEO_TEXT_FACTOR,
+    dummy_image_size,
     qwen3_video_tokens,
+    qwen_image_tokens,
 )
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import (
@@ -249,6 +251,10 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         # MultiModalBudget.get_modality_with_max_tokens: the modality whose item counts the most tokens
         modality, tok, enc_tok = ("video", video_max, video) if video_max >= per_image or not images else \
             ("image", per_image, per_image)
+        if modality == "image" and (size := dummy_image_size(settings, version)):  # a smaller dummy image
+            side = unit * int(per_image ** 0.5)  # the largest image's side (a square within max_pixels)
+            width, height = min(size[0] or side, side), min(size[1] or side, side)
+            enc_tok = min(per_image, qwen_image_tokens(width, height, unit, per_image * unit * unit))
         limit = videos if modality == "video" else images
         budget = max(max_num_batched_tokens, tok)
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)

@@ -82,3 +82,42 @@ def qwen3_video_tokens(image_max_pixels: int, unit: int, patch: int, seq_len: in
     while version < QWEN3_TWO_FRAMES_FROM and frames < QWEN3_MAX_FRAMES and tokens(frames + 1) <= seq_len:
         frames += 1
     return tokens(frames)
+
+
+DUMMY_SIZE_FROM = (0, 12, 0)  # ImageDummyOptions (config/multimodal.py; absent from the 0.11.0 wheel)
+
+
+def dummy_image_size(settings: dict[str, Any], version: tuple[int, int, int]) -> tuple[int, int] | None:
+    """(width, height) a --limit-mm-per-prompt '{"image": {"count": n, "width": w, "height": h}}' gives the
+    dummy image from 0.12 (multimodal/profiling.py::BaseDummyInputsBuilder._get_dummy_images: each side
+    min(override, the largest image's), read in the 0.12.0, 0.14.0 and 0.25.1 wheels), or None. The tokens
+    an item counts in the encoder budget stay the largest image's (get_mm_max_tokens_per_item)."""
+    raw = settings.get("limit_mm_per_prompt")
+    if version < DUMMY_SIZE_FROM or not raw:
+        return None
+    if isinstance(raw, str):
+        import json  # only for a --limit-mm-per-prompt: not on the path of a plain lint
+
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    image = raw.get("image") if isinstance(raw, dict) else None
+    if not isinstance(image, dict):
+        return None
+    try:
+        width, height = int(image.get("width") or 0), int(image.get("height") or 0)
+    except (TypeError, ValueError):
+        return None
+    return (width, height) if width > 0 or height > 0 else None
+
+
+def qwen_image_tokens(width: int, height: int, unit: int, max_pixels: int) -> int:
+    """Tokens of a width x height image after Qwen2-VL's smart_resize (transformers image_processing_qwen2_vl.py:
+    sides rounded to `unit`, within max_pixels; the min_pixels floor is not applied)."""
+    h, w = max(unit, round(height / unit) * unit), max(unit, round(width / unit) * unit)
+    if h * w > max_pixels:
+        beta = math.sqrt(height * width / max_pixels)
+        h, w = max(unit, math.floor(height / beta / unit) * unit), max(unit, math.floor(width / beta / unit) * unit)
+    return (h // unit) * (w // unit)
+
