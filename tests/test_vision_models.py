@@ -255,3 +255,58 @@ def test_qwen3_vl_deepstack_buffers_count_with_the_weights():
 
     assert weights("--max-num-batched-tokens", "8192") - weights("--max-num-batched-tokens", "4096") == \
         3 * 4096 * 2048 * 2
+
+
+def test_qwen3_vl_video_item_counts_its_timestamp_text_in_011_and_012():
+    # qwen3_vl.py::Qwen3VLProcessingInfo.get_max_video_tokens (0.11.0, 0.12.0 wheels): vision tokens x 12.5;
+    # the dummy video is the 4096 x 4096 image as frames (up to 24576 within max_model_len), all frames
+    # within the video processor's 25165824 pixels: 24576 frames of 32 x 32 -> 12288 tokens at 64k, two
+    # frames of 3520 x 3520 -> 12100 tokens at 8k (the third frame would pass 8192 tokens)
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 65536) == 12288
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 8192) == 220 * 220 // 4 == 12100
+    # three frames (2880 x 2880, two temporal pairs) make 2 x 90 x 90 = 16200 tokens: they fit 16200 exactly
+    # and more frames follow (up to the cap), but not 16199
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 16200) == 12288
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 16199) == 12100
+    m = resolve_model("Qwen/Qwen3-VL-30B-A3B-Instruct")
+    rows = 4 * 2048  # out_hidden_size x (1 + three deepstack levels)
+
+    def prof(version):
+        return encoder.profile(m, {}, v1=True, max_model_len=65536, max_num_seqs=256, max_num_batched_tokens=8192,
+                               chunked_prefill=True, db=2, tp=2, version=version)
+
+    # 0.12: the video (153600 counted tokens) outranks the image (16384); profile_run pads the 12288-row
+    # output to 153600 rows (gpu_model_runner.py::profile_run); the encoder runs 12288 x 4 patches
+    p = prof((0, 12, 0))
+    assert (p.modality, p.items, p.tokens_per_item) == ("video", 1, 153600)
+    assert p.outputs == 153600 * rows * 2 and p.inputs == 4 * 1536 * 12288 * 4
+    # 0.11 pads to the encoder budget, max(8192, 153600): the same rows here
+    assert prof((0, 11, 0)).outputs == p.outputs
+    # 0.13 counts the vision tokens and keeps the output as it is: the image (16384 tokens) is profiled
+    q = prof((0, 13, 0))
+    assert (q.modality, q.tokens_per_item) == ("image", 16384) and q.outputs == 16384 * rows * 2
+    # from 0.17 the dummy video is two frames of the largest image within half the pixel cap (3520 x 3520):
+    # 12100 tokens whatever max_model_len; 0.14 still searches frames (12288 at 64k)
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 65536, (0, 17, 0)) == 12100
+    assert encoder.qwen3_video_tokens(16777216, 32, 16, 65536, (0, 14, 0)) == 12288
+    no_image = encoder.profile(m, {"limit_mm_per_prompt": '{"image": 0}'}, v1=True, max_model_len=65536,
+                               max_num_seqs=256, max_num_batched_tokens=8192, chunked_prefill=True, db=2, tp=2,
+                               version=(0, 25, 1))
+    assert no_image is not None and (no_image.modality, no_image.tokens_per_item) == ("video", 12100)
+    assert no_image.inputs == 4 * 1536 * 12100 * 4 and no_image.outputs == 12100 * rows * 2
+
+
+def test_qwen3_vl_012_calibration_case_kv_memory():
+    # videocut (0.12.0, Qwen3-VL-30B-A3B, TP2, 64k, 256 seqs) logged 37.23 GiB of KV cache; with the
+    # 153600-row padded video output (2.34 GiB) servefit predicts 37.589 (+1.0%; 39.589, +6.3%, without)
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("accuracy_run", Path(__file__).parents[1] / "benchmarks" /
+                                                  "accuracy" / "run.py")
+    assert spec is not None and spec.loader is not None
+    acc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(acc)
+    case = next(c for c in acc.load_cases("vllm") if c["id"] == "videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120")
+    errors = acc.compare(case)["errors"]
+    assert round(errors["kv_cache_gib"], 4) == 0.0097 and round(errors["kv_tokens"], 4) == 0.0098

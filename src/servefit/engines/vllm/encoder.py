@@ -10,7 +10,8 @@ items a prompt can hold (max_model_len // tokens per item, within the per-prompt
 least one. The per-item size is the largest image the processor allows
 (vllm/model_executor/models/qwen2_vl.py::Qwen2VLProcessingInfo: max_pixels / (patch x merge)^2
 tokens, default max_pixels 12845056 -> 16384 tokens; a video item holds up to 14 frames, two per
-temporal patch, within max_model_len).
+temporal patch, within max_model_len; Qwen3-VL's dummy video and the tokens 0.11 - 0.12 count for it are in
+mm_profiling.py, with --skip-mm-profiling and --mm-encoder-tp-mode data).
 
 V0 (vllm/worker/model_runner.py::ModelRunner._dummy_run, 0.8.x): min(max_num_seqs,
 max_num_batched_tokens // max_mm_tokens) dummy sequences (at least one), each carrying the
@@ -36,11 +37,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from servefit.engines.vllm.mm_profiling import (
+    QWEN3_VIDEO_FORMATTED,
+    QWEN3_VIDEO_TEXT_FACTOR,
+    dummy_image_size,
+    qwen3_video_tokens,
+    qwen_image_tokens,
+)
 from servefit.models.spec import ModelSpec
 from servefit.models.vision import (
     INTERNVL,
     QWEN3_VL_MAX_PIXELS,
-    QWEN3_VL_VIDEO_MAX_PIXELS,
     QWEN_VL_MAX_PIXELS,
     is_qwen3_vision,
     qwen_vl_kind,
@@ -208,7 +215,7 @@ def deepstack_buffer_bytes(model: ModelSpec, settings: dict[str, Any], max_num_b
 
 def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
             max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int = 1,
-            version: tuple[int, int, int] = (0, 33, 0)) -> EncoderProfile | None:
+            version: tuple[int, int, int] = (0, 33, 0), encoder_dp: bool = False) -> EncoderProfile | None:
     """The encoder's part of the profiling run, or None when the model has no tower servefit
     models (Qwen-VL, Qwen3-VL / Qwen3.5, Gemma 3, Mistral 3) or every modality is off (limit 0,
     --language-model-only)."""
@@ -222,7 +229,7 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     if not (qwen3 or qwen_vl_kind(v, model.model_type)):
         return _fixed_profile(model, settings, v1=v1, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                               max_num_batched_tokens=max_num_batched_tokens, chunked_prefill=chunked_prefill,
-                              db=db, tp=tp, version=version)
+                              db=db, tp=tp, version=version, encoder_dp=encoder_dp)
     merge = int(v.get("spatial_merge_size", 2))
     unit = int(v.get("patch_size", 14)) * merge
     # Qwen3-VL / Qwen3.5 reuse Qwen2-VL's profiling (qwen3_vl.py::Qwen3VLProcessingInfo subclasses
@@ -235,16 +242,35 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         return None
     if v1:
         video = _video_tokens(per_image, max_model_len, V1_MAX_FRAMES) if videos else 0
-        if qwen3:  # the video processor caps all frames' pixels (qwen3_vl.py::_get_vision_info)
-            video = min(video, QWEN3_VL_VIDEO_MAX_PIXELS // (unit * unit * int(v.get("temporal_patch_size", 2))))
-        modality, tok = ("video", video) if video >= per_image or not images else ("image", per_image)
+        video_max = video  # the video item's tokens as the budget counts them (Qwen3-VL 0.11 - 0.12: more)
+        if qwen3 and videos:  # the video processor caps all frames' pixels (qwen3_vl.py::_get_vision_info)
+            video = qwen3_video_tokens(per_image * unit * unit, unit, int(v.get("patch_size", 16)), max_model_len,
+                                       version)
+            lo, hi = QWEN3_VIDEO_FORMATTED
+            video_max = int(video * QWEN3_VIDEO_TEXT_FACTOR) if lo <= version < hi else video
+        # MultiModalBudget.get_modality_with_max_tokens: the modality whose item counts the most tokens
+        modality, tok, enc_tok = ("video", video_max, video) if video_max >= per_image or not images else \
+            ("image", per_image, per_image)
+        if modality == "image" and (size := dummy_image_size(settings, version)):  # a smaller dummy image
+            side = unit * int(per_image ** 0.5)  # the largest image's side (a square within max_pixels)
+            width, height = min(size[0] or side, side), min(size[1] or side, side)
+            enc_tok = min(per_image, qwen_image_tokens(width, height, unit, per_image * unit * unit))
         limit = videos if modality == "video" else images
         budget = max(max_num_batched_tokens, tok)
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(limit, max_model_len // tok))))
-        patches = items * tok * merge * merge
-        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok  # see _fixed_profile
-        return EncoderProfile(peak=vit_peak_bytes(model, patches, db, tp), outputs=int(items * rows * out_hidden * db),
+        patches = items * enc_tok * merge * merge
+        # cached rows per item: 0.11 pads each output to the encoder budget (see _fixed_profile), 0.12 to the
+        # modality's max tokens per item (QWEN3_VIDEO_FORMATTED), later releases keep the output as it is
+        rows = budget if V1_EXPANDED <= version < (0, 12, 0) and enc_tok < budget else \
+            tok if version < QWEN3_VIDEO_FORMATTED[1] else enc_tok
+        peak = vit_peak_bytes(model, patches, db, tp)
+        if encoder_dp:  # --mm-encoder-tp-mode data (mm_profiling.py): the busiest rank's share of the items on the
+            # whole tower, from a float32 copy of its items' pixel values (models/vision.py::
+            # run_dp_sharded_mrope_vision_model: balanced by patches, torch.cat of the rank's items), beside the batch
+            local = -(-items // tp) * enc_tok * merge * merge
+            peak = vit_peak_bytes(model, local, db, 1) + 4 * patch_inputs(model) * patches
+        return EncoderProfile(peak=peak, outputs=int(items * rows * out_hidden * db),
                               lm_tokens=0, items=items, tokens_per_item=tok, modality=modality,
                               inputs=4 * patch_inputs(model) * patches)
     # V0: max_mm_tokens from one prompt of max_model_len, then the dummy sequences
@@ -278,7 +304,7 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
 
 def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_len: int, max_num_seqs: int,
                    max_num_batched_tokens: int, chunked_prefill: bool, db: float, tp: int,
-                   version: tuple[int, int, int]) -> EncoderProfile | None:
+                   version: tuple[int, int, int], encoder_dp: bool = False) -> EncoderProfile | None:
     """The profiling run of a fixed-size image tower (fixed_tower): images only, counted as for the
     Qwen-VL towers above. In 0.11 (v1/worker/gpu_model_runner.py::profile_run, in the 0.11.0 wheel
     and neither the 0.10.2 nor the 0.12.0 one) every dummy output shorter than the encoder budget is
@@ -299,7 +325,11 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
         reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // tok)
         items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
-        return EncoderProfile(peak=_fixed_peak(width, mlp, pixels, items * patches, db, tp),
+        peak = _fixed_peak(width, mlp, pixels, items * patches, db, tp)
+        if encoder_dp:  # InternViT, --mm-encoder-tp-mode data: models/vision.py::run_dp_sharded_vision_model pads
+            # the batch's tiles to a multiple of the TP size (a float32 copy) and runs one rank's share
+            peak = _fixed_peak(width, mlp, pixels, -(-items * patches // tp), db, 1) + items * item_px
+        return EncoderProfile(peak=peak,
                               inputs=items * item_px,
                               outputs=int(items * rows * hidden * db), lm_tokens=0, items=items,
                               tokens_per_item=tok, modality="image")

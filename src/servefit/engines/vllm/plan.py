@@ -38,6 +38,7 @@ from servefit.engines.vllm.kvcache import (
     layout,
     speculative,
 )
+from servefit.engines.vllm.mm_profiling import encoder_data_parallel
 from servefit.engines.vllm.non_torch import CONSUMED_FROM, non_torch_bytes
 from servefit.engines.vllm.non_torch import notes as non_torch_notes
 from servefit.engines.vllm.outcome import outcome
@@ -123,6 +124,7 @@ class Resolved:
     expert_parallel: bool = False
     mxfp4: str = "marlin"  # weights.py mxfp4_backend
     marlin_cc: bool = True  # the GPU runs gptq_marlin (forward.py marlin_moe_unchunked)
+    encoder_dp: bool = False  # the vision tower runs data-parallel (mm_profiling.py encoder_data_parallel)
 
 
 def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolved:
@@ -176,7 +178,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
                     version=vtuple(e.version), dp=int(s.get("data_parallel_size") or 1),
                     expert_parallel=bool(s.get("enable_expert_parallel")),
                     mxfp4=mxfp4_backend(vtuple(e.version), gpu.compute_capability, cfg.env, cfg.site.image if cfg.site else None),
-                    marlin_cc=gpu.compute_capability >= checks.marlin_min_capability(vtuple(e.version)))
+                    marlin_cc=gpu.compute_capability >= checks.marlin_min_capability(vtuple(e.version)),
+                    encoder_dp=encoder_data_parallel(model, s, vtuple(e.version), int(s.get("tensor_parallel_size") or 1)))
 
 
 def v0_auto_chunked(s: dict, model: ModelSpec, e: Era) -> bool:

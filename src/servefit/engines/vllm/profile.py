@@ -164,9 +164,12 @@ def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
 def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> EncoderProfile | None:
     if not model.vision:  # a text model: no encoder in the profiling run (and no encoder module to load)
         return None
-    from servefit.engines.vllm import encoder
+    from servefit.engines.vllm import encoder, mm_profiling
 
+    if mm_profiling.skipped(settings, r.version, v1):  # --skip-mm-profiling: the LM's dummy forward alone
+        return None
     return encoder.profile(model, settings, v1=v1, max_num_seqs=r.max_num_seqs, db=dtype_bytes(r.dtype), tp=r.tp,
+                           encoder_dp=r.encoder_dp,
                            max_model_len=r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len,
                            max_num_batched_tokens=r.max_num_batched_tokens, chunked_prefill=r.chunked_prefill,
                            version=r.version)

@@ -88,7 +88,7 @@ def stage_weights(model: ModelSpec, r: Resolved, mtp: bool = False) -> list[int]
     if model.vision:  # a Qwen-VL tower is tensor-parallel like the LM (qwen2_5_vl.py: Column/RowParallelLinear)
         from servefit.engines.vllm import encoder
 
-        tower_tp = r.tp if encoder.sharded(model) else 1
+        tower_tp = r.tp if encoder.sharded(model) and not r.encoder_dp else 1  # data mode: replicated
     out, start = [], 0
     for stage, n in enumerate(counts):
         layers_b = sum(per_layer[start:start + n]) * scale
