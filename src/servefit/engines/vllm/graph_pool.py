@@ -72,6 +72,8 @@ def allocation_size(size: int) -> int:
 
 @dataclass
 class _Block:
+    """A block of a segment, as the allocator splits and merges them (free or handed out)."""
+
     segment: int
     offset: int
     size: int
