@@ -526,3 +526,19 @@ def test_a_tgi_image_in_chart_values_is_no_server_the_values_configure(
     assert "SF002" not in {d["code"] for d in json.loads(out)}
     rc, out, _ = _run(capsys, "lint", str(chart), "--gpu", "L4", "--no-render", "--list-sites", "--format", "json")
     assert [s["name"] for s in json.loads(out)] == found
+
+
+def test_vllm_kv_line_says_when_windows_hold_less_than_bytes_per_token_x_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-oss-20b on vLLM: "KV cache: 49,152 bytes per token; 2,131,422 tokens" is 97.6 GiB beside a 54.94 GiB
+    cache (0.33; before 0.21 it logged a count per group). vLLM counts tokens as full-attention context; the sliding-window layers hold only their window of
+    them (a hybrid's state layers one state per request), so the line says the cache is smaller."""
+    rc, out, _ = _run(capsys, "estimate", "--gpu", "H100", "--engine-version", "0.33.0", "--",
+                      "vllm", "serve", "openai/gpt-oss-20b", "--max-model-len", "131072")
+    [kv] = [x for x in out.splitlines() if x.startswith("KV cache: ")]
+    assert kv.startswith("KV cache: 49,152 bytes per token; ") and kv.endswith(
+        " tokens; layers with a sliding window or a state hold less than every token, so the cache is smaller "
+        "than bytes per token x tokens"), kv
+    rc, out, _ = _run(capsys, "estimate", "--gpu", "H100", "--engine-version", "0.33.0", "--",
+                      "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192")
+    [kv] = [x for x in out.splitlines() if x.startswith("KV cache: ")]
+    assert kv.startswith("KV cache: 57,344 bytes per token; ") and kv.endswith(" tokens"), kv

@@ -130,9 +130,13 @@ def render_text(ev: Evaluation, color: bool = False, named: bool = False) -> str
     tail = [f"verdict: {verdict}"]
     if p.kv_bytes_per_token:
         swa = getattr(p.detail, "kv_cache_cells_swa", None)  # llama.cpp's iSWA cache: the window's cells only
+        # vLLM counts tokens as full-attention context: windowed and state layers hold less than that
+        fuller = p.kv_bytes_per_token * (p.kv_cache_tokens or 0) > 1.1 * p.memory.kv_cache > 0
         tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens{each}"
                     + (f"; the sliding-window layers keep {swa:,} of them (their window), so the cache is smaller "
-                       "than bytes per token x tokens" if swa and swa < p.kv_cache_tokens else ""))
+                       "than bytes per token x tokens" if swa and swa < p.kv_cache_tokens else
+                       "; layers with a sliding window or a state hold less than every token, so the cache is "
+                       "smaller than bytes per token x tokens" if fuller else ""))
     if p.max_model_len and p.kv_bytes_per_token:  # attention-free (pooling) models have no KV cache
         tail.append(f"max concurrency at {p.max_model_len:,} tokens per request: {p.max_concurrency:.2f}x{each}")
     if p.fitting_max_model_len:
