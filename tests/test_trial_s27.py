@@ -564,6 +564,29 @@ def test_a_compose_file_another_extends_with_its_own_command_is_a_server_too(
                            ("compose.vllm.yml", "compose/vllm", "Qwen/Qwen3-8B")]
 
 
+def test_a_compose_base_run_by_its_images_own_command_is_a_server_when_extended_with_another_image(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """sergey21000/docker-compose-webui-llm-examples: llm/compose.llamacpp.yml runs llama.cpp's server-cuda
+    image by its own entrypoint (settings in LLAMA_ARG_* variables); compose.llamacpp.cpu.yml extends it
+    with the CPU image. Neither writes a command, and the GPU server was dropped as the CPU file's template."""
+    (tmp_path / "compose.llamacpp.yml").write_text(
+        "services:\n  llamacpp:\n    image: ghcr.io/ggml-org/llama.cpp:server-cuda\n    gpus: all\n"
+        "    environment:\n      LLAMA_ARG_HF_REPO: bartowski/Qwen2.5-7B-Instruct-GGUF\n      LLAMA_ARG_CTX_SIZE: '8192'\n")
+    (tmp_path / "compose.llamacpp.cpu.yml").write_text(
+        "services:\n  llamacpp:\n    extends:\n      file: compose.llamacpp.yml\n      service: llamacpp\n"
+        "    image: ghcr.io/ggml-org/llama.cpp:server\n")
+    got = sorted((Path(s["file"]).name, s["image"]) for s in _sites(capsys, str(tmp_path)))
+    assert got == [("compose.llamacpp.cpu.yml", "ghcr.io/ggml-org/llama.cpp:server"),
+                   ("compose.llamacpp.yml", "ghcr.io/ggml-org/llama.cpp:server-cuda")]
+    # an extending service that keeps the base's image is a layer of the same server: the base is its template
+    (tmp_path / "compose.llamacpp.cpu.yml").write_text(
+        "services:\n  llamacpp:\n    extends:\n      file: compose.llamacpp.yml\n      service: llamacpp\n"
+        "    environment:\n      LLAMA_ARG_CTX_SIZE: '4096'\n")
+    # (placed where its image is written, in the base's file)
+    [site] = _sites(capsys, str(tmp_path))
+    assert (site["image"], site["settings"]["ctx_size"]) == ("ghcr.io/ggml-org/llama.cpp:server-cuda", 4096)
+
+
 def test_an_unmodelled_switch_is_listed_as_on_or_off(capsys: pytest.CaptureFixture[str]) -> None:
     """`--jinja` (llama-server's chat-template switch, not a memory setting) was listed as `jinja=--jinja`."""
     assert main(["lint", "--list-sites", "--output-format", "json", "--", "llama-server", "-m", "/models/x.gguf",

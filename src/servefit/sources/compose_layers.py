@@ -213,7 +213,10 @@ def drop_shadowed(sites: list[LaunchSite]) -> list[LaunchSite]:
 
 def _own_server(base: LaunchSite, users: list[LaunchSite]) -> bool:
     """The extended service writes words of its command in its own file, and every service extending
-    it writes words of its own elsewhere (another command): each runs a different server."""
+    it writes words of its own elsewhere (another command), or runs another image (llama.cpp's `server`
+    build extending its `server-cuda` service): each runs a different server."""
+    if base.image and all(u.image and u.image != base.image for u in users):
+        return True
     f = os.path.abspath(base.file)
 
     def spans(site: LaunchSite) -> set[str]:
