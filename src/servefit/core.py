@@ -46,6 +46,14 @@ class Token:
     # a `--flag=value` word whose value is written elsewhere (a chart's values line): where
     value_span: Span | None = field(default=None, compare=False, repr=False)
 
+    def after(self, n: int) -> Token:
+        """The token without its first n characters (`--model_id=x` -> `x`, `hf://org/m` -> `org/m`),
+        its span narrowed to them where it lies on one line."""
+        s = self.span
+        if s is None or s.line != s.end_line:
+            return Token(self.text[n:], s)
+        return Token(self.text[n:], Span(s.file, s.line, s.col + n, s.end_line, s.end_col, s.start + n, s.end))
+
 
 @dataclass(frozen=True)
 class GpuHint:

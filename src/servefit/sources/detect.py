@@ -352,6 +352,20 @@ def official_image(image: str) -> bool | None:
     return _one_of(image, _table(eng).get("official_images") if eng else None)
 
 
+# `vllm==0.11.2`, `sglang[all]==0.4.6.post1`: a requirement pinned to one release
+_PIP_PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)$")
+
+
+def pip_release(requirement: str) -> tuple[str, str] | None:
+    """(engine, release) for a pip requirement that pins one of an engine's packages (the engine data's
+    `pip_packages`) with `==`, else None."""
+    m = _PIP_PIN.match(requirement)
+    if m is None:
+        return None
+    pkg = m.group(1).lower()
+    return next(((name, m.group(2)) for name, table in _tables() if pkg in (table.get("pip_packages") or ())), None)
+
+
 def source_release(url: str, tag: str) -> str | None:
     """The engine a build clones from its own repository (`url`) at a release tag (the engine data's
     `source_repos`: llama.cpp's bNNNN), or None."""

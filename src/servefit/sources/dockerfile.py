@@ -242,10 +242,6 @@ def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: 
     return launches
 
 
-# `vllm==0.11.2`, `sglang[all]==0.4.6.post1`: a pip requirement pinned to one release
-_PIN = re.compile(r"^(vllm|sglang)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)$", re.I)
-
-
 def pinned_release(built: list[list[Word]], engine: str) -> str | None:
     """The release of the engine a RUN command pip-installs (pip / pip3 / python -m pip / uv pip),
     pinned with `==`; the last one wins, as it is installed last. None for a range or no pin."""
@@ -257,9 +253,9 @@ def pinned_release(built: list[list[Word]], engine: str) -> str | None:
                 for w in texts[i + 1:]:
                     if w in ("&&", "||", ";"):
                         break
-                    m = _PIN.match(w.strip("'\""))
-                    if m and m.group(1).lower() == engine:
-                        out = m.group(2)
+                    pin = detect.pip_release(w.strip("'\""))
+                    if pin is not None and pin[0] == engine:
+                        out = pin[1]
     return out
 
 

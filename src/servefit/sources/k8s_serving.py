@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from yaml.nodes import Node
 
-from servefit.core import GpuHint, Span, Token
+from servefit.core import GpuHint, Token
 from servefit.sources import detect, kserve_hf
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import to_int
@@ -98,11 +98,7 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
         return
     engine, how = found
     scheme, sep, ref = url.text.partition("://")
-    skip = len(scheme) + len(sep) if sep else 0
-    s = url.span
-    model = Token(ref if sep else url.text,
-                  s if s is None or s.line != s.end_line else
-                  Span(s.file, s.line, s.col + skip, s.end_line, s.end_col, s.start + skip, s.end))
+    model = url.after(len(scheme) + len(sep) if sep else 0)
     env = Vars({k: t for k, _, v in y.items(y.get(spec, "env")) if (t := y.tok(v)) is not None})
     args = [expand_word(y.scalar_src(a), None) for a in y.seq(y.get(spec, "args"))]
     argv = [Token(w) for w in how["command"]]

@@ -16,7 +16,7 @@ from typing import Any
 
 from yaml.nodes import Node
 
-from servefit.core import Span, Token
+from servefit.core import Token
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import best_label, merge
 from servefit.sources.k8s import gpu_count, item_words, name_hints
@@ -41,14 +41,6 @@ def built_in(runtime: str | None, fmt: str | None) -> bool:
     if runtime:
         return runtime == name
     return (fmt or "").lower() == "huggingface"
-
-
-def _part(tok: Token, skip: int) -> Token:
-    """The token's text after its first `skip` characters, with its span narrowed when on one line."""
-    s = tok.span
-    if s is None or s.line != s.end_line:
-        return Token(tok.text[skip:], s)
-    return Token(tok.text[skip:], Span(s.file, s.line, s.col + skip, s.end_line, s.end_col, s.start + skip, s.end))
 
 
 def _own(flag: str) -> str | None:
@@ -82,7 +74,7 @@ def split_args(args: list[Token]) -> tuple[dict[str, Token], list[Token]]:
             continue
         value = Token("", tok.span)
         if "=" in tok.text:
-            value = _part(tok, tok.text.index("=") + 1)
+            value = tok.after(tok.text.index("=") + 1)
         elif _takes_value(name) and i + 1 < len(args):
             i += 1
             value = args[i]
@@ -96,12 +88,13 @@ def split_args(args: list[Token]) -> tuple[dict[str, Token], list[Token]]:
 def vllm_version(release: str | None) -> tuple[str, str]:
     """(the vLLM version, what it comes from) for a KServe release written as `v0.15.2` / `0.15`:
     the newest release of the table when none is written or it is not in the table (said)."""
+    from servefit.engines.options import _vkey
+
     versions: dict[str, str] = table()["vllm_versions"]
-    newest = max(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+    newest = max(versions, key=_vkey)
     rel = (release or "").strip().lstrip("v")
-    hit = versions.get(rel) or next((versions[k] for k in sorted(
-        versions, key=lambda v: tuple(int(p) for p in v.split(".")), reverse=True) if k.startswith(rel + ".")),
-        None) if rel else None
+    hit = versions.get(rel) or next((versions[k] for k in sorted(versions, key=_vkey, reverse=True)
+                                     if k.startswith(rel + ".")), None) if rel else None
     if hit:
         return hit, f"KServe {release}'s huggingfaceserver image (its uv.lock / poetry.lock pins vLLM {hit})"
     said = f"runtimeVersion {release} is not a KServe release servefit knows, so" if rel else "no runtimeVersion is given:"
