@@ -185,7 +185,7 @@ def test_names_that_resolve(name):
 def test_a_path_that_names_a_family_is_not_replaced(tmp_path):
     srv = one(tmp_path, "docker-compose.yml", """services:
   llama-3.1-8b:
-    image: ghcr.io/ggml-org/llama.cpp:server
+    image: ghcr.io/ggml-org/llama.cpp:server-cuda
     command: -m /var/lib/mixtral.gguf
 """)
     # the file names its family, so the service's name does not replace it: sized as the Mixtral that

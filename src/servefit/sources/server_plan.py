@@ -12,6 +12,7 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources.assemble import Server, anchor, plugin_failed
 from servefit.sources.hints import no_gpu_visible
+from servefit.sources.off_gpu import message, off_gpu
 from servefit.sources.target import Part
 
 
@@ -46,7 +47,7 @@ def values_model(srv: Server) -> None:
             return
 
 
-@rule("SF002", "SF003", "SF004", "SF110", "SF115")
+@rule("SF002", "SF003", "SF004", "SF110", "SF115", "SF120")
 def plan_server(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
     from servefit.pipeline import Target, evaluate
@@ -55,6 +56,13 @@ def plan_server(srv: Server, engine: Any) -> None:
     assert cfg is not None
     if cfg.unplanned:  # the engine's own finding says why (SGLang's diffusion server: SGL014)
         srv.error = cfg.unplanned
+        return
+    off = off_gpu(site, cfg)
+    if off is not None:  # a CPU build, a TPU image, --device cpu: not GPU memory
+        text, warn = message(off, cfg, site)
+        srv.error = text
+        out.append(finding("SF120", text, site=site.name, span=off.span or anchor(site),
+                           severity="warning" if warn else None))
         return
     hidden = no_gpu_visible(site)
     if hidden:  # SF118 says so in lint; estimate and tune give this reason

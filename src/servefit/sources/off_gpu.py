@@ -1,0 +1,75 @@
+"""Servers that run without a CUDA or ROCm GPU: an engine's CPU build (llama.cpp's `server` image,
+vLLM's CPU images, TGI's `-intel-cpu` tags), a build for other accelerators (TPU, Gaudi, Neuron),
+or a device setting (`--device cpu`). servefit plans GPU memory, so such a server is listed and
+said not planned (SF120), the same reason in every command. Where the file gives it GPUs anyway
+(a GPU request, llama.cpp's -ngl), they sit unused: that is a warning. The builds and values are
+each engine's recognition data (`off_gpu`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from servefit.core import EngineConfig, LaunchSite, Span
+
+
+@dataclass(frozen=True)
+class OffGpu:
+    """Where the server runs instead, what says so (an image or a setting), and where that is written."""
+
+    runs_on: str
+    what: str  # "the image ghcr.io/ggml-org/llama.cpp:server is llama.cpp's CPU build", "--device cpu"
+    span: Span | None
+    instead: str = ""  # the GPU build to use
+    ignores: str = ""  # a GPU setting the build ignores (n_gpu_layers)
+
+
+def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
+    """How this server runs off the GPU, or None when it runs on one (as far as the file says)."""
+    from servefit.sources.detect import split_image, trait
+
+    entries = trait(cfg.engine, "off_gpu") or ()
+    repo, tag = split_image(site.image) if site.image else ("", None)
+    for e in entries:
+        if "setting" in e:
+            value = str(cfg.settings.get(e["setting"]) or "").strip().lower()
+            if e["setting"] in cfg.explicit and value in e["values"]:
+                return OffGpu(e["values"][value], f"{_flag(e['setting'])} {value}", cfg.spans.get(e["setting"]))
+            continue
+        if not repo or not re.search(e["image"], repo.lower()):
+            continue
+        if "tag" in e and not re.search(e["tag"], (tag or "").lower()):
+            continue
+        return OffGpu(e["runs_on"], f"the image {site.image} is {e['what']}", site.image_span,
+                      e.get("instead", ""), e.get("ignores", ""))
+    return None
+
+
+def message(off: OffGpu, cfg: EngineConfig, site: LaunchSite) -> tuple[str, bool]:
+    """The finding's text, and whether it is a warning: the file gives the server GPUs or sets a GPU
+    setting the build ignores."""
+    hint, gpus = site.gpu, ""
+    if hint is not None and (hint.count or hint.name):
+        n = hint.count
+        gpus = (f"{n} GPU{'s' if n != 1 else ''}" if n else "GPUs") + f" ({hint.source.removeprefix('count from ')})"
+    parts = [f"{off.what}: the server runs on {off.runs_on}, and servefit plans GPU memory, so its "
+             "memory is not checked"]
+    unused = []
+    if off.ignores and off.ignores in cfg.explicit and _positive(cfg.settings.get(off.ignores)):
+        unused.append(f"{_flag(off.ignores)} {cfg.settings[off.ignores]} is ignored")
+    if gpus:
+        unused.append(f"the file gives it {gpus}, which it does not use")
+    if unused:
+        parts.append(" and ".join(unused) + (f": for a GPU use {off.instead}" if off.instead else ""))
+    return "; ".join(parts), bool(unused)
+
+
+def _positive(v: object) -> bool:
+    try:
+        return int(str(v)) != 0
+    except ValueError:
+        return False
+
+
+def _flag(setting: str) -> str:
+    return "--" + setting.replace("_", "-")
