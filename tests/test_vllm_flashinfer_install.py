@@ -82,3 +82,15 @@ def test_a_dockerfile_pip_install_is_the_sites_packages(tmp_path: Path):
     [site] = scan_file(str(f)).sites
     assert site.packages == ["vllm==0.10.1.1", "flashinfer-python", "ray[default]"]
     assert site.engine_version == "0.10.1.1"
+
+
+def test_a_compose_service_built_from_a_dockerfile_carries_its_packages(tmp_path: Path):
+    (tmp_path / "docker" / "vllm").mkdir(parents=True)
+    (tmp_path / "docker" / "vllm" / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.8.0-runtime-ubuntu22.04\n"
+        "RUN uv pip install --system \"vllm==0.10.2\" flashinfer-python\nENTRYPOINT []\n")
+    f = tmp_path / "docker-compose.yml"
+    f.write_text("services:\n  vllm:\n    build:\n      context: ./docker/vllm\n"
+                 "    command: [vllm, serve, Qwen/Qwen2.5-7B-Instruct, --max-model-len, '8192']\n")
+    [site] = scan_file(str(f)).sites
+    assert (site.engine_version, site.packages) == ("0.10.2", ["vllm==0.10.2", "flashinfer-python"])
