@@ -23,6 +23,8 @@ worker's (a "(VllmWorkerProcess ...)" line); they are compared with that rank's 
 loaded it, where the repository has changed since (written from cited facts; the case's notes say which).
 `image: repo:tag` on a case names the container image its source shows; it is passed to the pipeline as a
 compose file's image would be (optional packages such as triton_kernels come with the vllm/vllm-openai image).
+`installed: [requirement, ...]` on a case lists the pip requirements the source's own install step names
+(`pip install vllm ... flashinfer-python`), passed as a Dockerfile's `RUN pip install` would be (LaunchSite.packages).
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def predict(case: dict[str, Any]):
     site = site_from_argv(argv, {k: str(v) for k, v in (case.get("env") or {}).items()})
     site.engine = case.get("engine")
     site.image = case.get("image")  # the container image the source names (it decides optional packages)
+    site.packages = [str(p) for p in case.get("installed") or []]  # pip requirements the source's install names
     if case.get("parameters"):
         site.inputs.request_options = {k: str(v) for k, v in case["parameters"].items()}
     target = Target(gpu=case["gpu"], gpus=case.get("gpu_count") or 1, engine_version=str(case["version"]) if case.get("version") else None,

@@ -177,6 +177,9 @@ class LaunchSite:
     config_only: bool = False  # a vLLM --config file listed on its own (dropped when a command uses it)
     image_span: Span | None = None  # where the image is written
     inputs: ModelInputs = field(default_factory=ModelInputs)  # model files, pulled models, request options
+    # pip requirements the build installs, as written (`flashinfer-python`, `vllm[flashinfer]==0.10.1.1`):
+    # optional packages that change what the engine runs (vLLM's FlashInfer sampler before 0.12)
+    packages: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

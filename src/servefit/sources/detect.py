@@ -352,8 +352,9 @@ def official_image(image: str) -> bool | None:
     return _one_of(image, _table(eng).get("official_images") if eng else None)
 
 
-# `vllm==0.11.2`, `sglang[all]==0.4.6.post1`: a requirement pinned to one release
-_PIP_PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)$")
+# `vllm==0.11.2`, `vllm==0.10.1.1` (a four-part patch release), `sglang[all]==0.4.6.post1`: a requirement
+# pinned to one release
+_PIP_PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+|rc\d+)?)$")
 
 
 def pip_release(requirement: str) -> tuple[str, str] | None:

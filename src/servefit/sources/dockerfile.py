@@ -231,7 +231,10 @@ def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: 
     found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
     launches = found if found is not None else container(st.image, entry, cmd, ctx, env)
     where = dockerfile or "the Dockerfile"
+    packages = pip_requirements(st.built)
     for launch in launches:
+        if packages:
+            launch.facts["packages"] = packages
         pin = pinned_release(st.built, launch.engine)
         if pin:
             launch.facts["engine_version"] = pin
@@ -240,6 +243,31 @@ def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: 
             launch.facts["engine_version"] = (built_from or {})[launch.engine]
             launch.facts["version_source"] = "the release the file builds from source"
     return launches
+
+
+def pip_requirements(built: list[list[Word]]) -> list[str]:
+    """The requirements the stage's RUN commands pip-install (pip / pip3 / python -m pip / uv pip), as written,
+    options (`--no-cache-dir`, `-U`, `-r FILE`'s operand) left out: `flashinfer-python`, `vllm[flashinfer]==0.10.1.1`."""
+    out: list[str] = []
+    for words in built:
+        texts = [w.text for w in words]
+        for i, t in enumerate(texts):
+            if t != "install" or i == 0 or detect.program(texts[i - 1]) not in ("pip", "pip3"):
+                continue
+            skip = False
+            for w in texts[i + 1:]:
+                if w in ("&&", "||", ";", "|"):
+                    break
+                if skip:
+                    skip = False
+                elif w in ("-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+                           "--extra-index-url", "-f", "--find-links", "--target", "-t", "--prefix"):
+                    skip = True  # the option's operand is a file, a path or an index, not a requirement
+                elif not w.startswith("-"):
+                    req = w.strip("'\"")
+                    if req and req not in out:
+                        out.append(req)
+    return out
 
 
 def pinned_release(built: list[list[Word]], engine: str) -> str | None:

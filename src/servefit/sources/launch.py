@@ -74,6 +74,7 @@ class Facts(TypedDict, total=False):
     notes: list[str]  # assumptions the reading made, said with the plan
     engine_version: str  # the release a build installs (`pip install vllm==X`) or builds from source, over its image's tag
     version_source: str  # where that release is written
+    packages: list[str]  # pip requirements the build installs (`RUN pip install ...`), as written
 
 
 @dataclass

@@ -43,7 +43,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                       image=launch.image, engine_version=version,
                       gpu=hint, name=name, unresolved=unresolved, workload=work,
                       unresolved_spans=[(v, s) for v, s in launch.unresolved], config_only=config_only,
-                      image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])))
+                      image_span=x.get("image_span"), inputs=ModelInputs(file_refs=x.get("model_file_refs", [])),
+                      packages=list(x.get("packages", [])))
 
 
 def host_file(site: LaunchSite, path: str) -> str:

@@ -269,7 +269,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
-                                                              bool(flashinfer_sampler(r, cfg.env)),
+                                                              bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])),
                                                               drafter.target_layers if drafter else 0)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
         non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
@@ -385,8 +385,12 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
 
 def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> str | None:
     """0.9.2 - 0.11 sample with FlashInfer where it is installed (profile.FLASHINFER_SAMPLER_BYTES_PER_LOGIT):
-    planned with PyTorch's sampler; say how much KV cache FlashInfer's smaller profile would add."""
-    if not e.v1 or attention_free(model) or flashinfer_sampler(r, cfg.env) is not None:
+    where the build's install lines name it, say so; where the install is unknown, planned with PyTorch's
+    sampler: say how much KV cache FlashInfer's smaller profile would add."""
+    which = flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])  # the build's pip installs
+    if e.v1 and which and "VLLM_USE_FLASHINFER_SAMPLER" not in (cfg.env or {}):
+        return f"FlashInfer's top-k / top-p sampler, which vLLM {e.version} profiles where FlashInfer is installed, as the build does"
+    if not e.v1 or attention_free(model) or which is not None:
         return None
     v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
     native, fi = (activation_peak(model, r, True, True, cfg.settings, v2, f) for f in (False, True))

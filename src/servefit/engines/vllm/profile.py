@@ -11,6 +11,7 @@ benchmarks/accuracy/cases/vllm.yaml (never on the held-out half).
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.era import Era
@@ -71,9 +72,13 @@ V2_RUNNER_FP32_COPY_UNTIL = (0, 28, 0)
 # VLLM_USE_FLASHINFER_SAMPLER=0; 0.12 - 0.20 only with VLLM_USE_FLASHINFER_SAMPLER=1 (read in the
 # 0.12.0, 0.13.0, 0.19.1 and 0.20.0 wheels). From
 # 0.16 the calibrated 15 stands for either. The dennislee22 0.10.1.1 calibration logs (Qwen2-7B, 256
-# requests) profile about 0.44 GiB where 39 bytes give 1.41 (12 bytes: FlashInfer was installed); the
-# llm-d logs, run in the vllm/vllm-openai:v0.11.0 image, profile the native 39: which one ran depends on
-# the install, not on the command, so without the variable the plan keeps 39 and says so.
+# requests; "Using FlashInfer for top-p & top-k sampling." at topk_topp_sampler.py:50, the repository's
+# README installs with `pip install vllm ... flashinfer-python`) keep 0.94 - 0.97 GiB more for the KV cache
+# on one GPU at utilization 0.25 and 0.5 (1.27 - 1.30 with TP2) than 39 bytes leave: the 25 bytes per logit
+# the sort costs are 256 x 152,064 x 25 = 0.91 GiB. The llm-d logs, run in the vllm/vllm-openai:v0.11.0 image,
+# profile the native 39 (llama 8B, Qwen3 0.6B / 32B, gpt-oss: 38.4 - 38.9 bytes). Which one ran depends on
+# the install, not on the command: a build whose install lines name FlashInfer (flashinfer_installed) plans
+# FlashInfer's; otherwise, without the variable, the plan keeps 39 and says so.
 FLASHINFER_SAMPLER_BYTES_PER_LOGIT = 14
 FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
 # A V1 engine compiles the model (torch.compile, Inductor) in the first forward of its profile
@@ -175,10 +180,37 @@ def encoder_profile(model: ModelSpec, r: Resolved, settings: dict, v1: bool) -> 
                            version=r.version)
 
 
-def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
+# The pip distributions that carry FlashInfer's Python package (flashinfer-python; `flashinfer` was its name
+# on FlashInfer's own wheel index before 0.2.6) and the vllm extra that pulls it in (0.10.1 - 0.11 METADATA:
+# Provides-Extra: flashinfer, Requires-Dist: flashinfer-python==0.2.11 / 0.3.0 / 0.3.1; extra == "flashinfer").
+FLASHINFER_DISTRIBUTIONS = ("flashinfer-python", "flashinfer")
+FLASHINFER_SAMPLER_MIN_RELEASE = (0, 2, 3)  # TopKTopPSampler.__init__: older FlashInfer falls back to PyTorch's
+
+
+def flashinfer_installed(packages: list[str] | tuple[str, ...]) -> bool | None:
+    """Whether the pip requirements a build installs (LaunchSite.packages, as written: `flashinfer-python`,
+    `flashinfer-python==0.2.11`, `vllm[flashinfer]==0.10.1.1`) give vLLM a FlashInfer whose sampler it uses:
+    True, False for a pinned release older than 0.2.3, None when none of them names FlashInfer."""
+    found: bool | None = None
+    for req in packages:
+        name, _, pin = req.strip().lower().partition("==")
+        base, _, extras = name.partition("[")
+        base = base.strip().replace("_", "-")
+        if base == "vllm" and "flashinfer" in extras:
+            found = True
+        elif base in FLASHINFER_DISTRIBUTIONS:
+            release = tuple(int(p) for p in re.findall(r"\d+", pin)[:3]) if pin else ()
+            found = not release or release >= FLASHINFER_SAMPLER_MIN_RELEASE
+    return found
+
+
+def flashinfer_sampler(r: Resolved, env: dict[str, str] | None, packages: list[str] | tuple[str, ...] = ()) -> bool | None:
     """Whether the dummy sampler run uses FlashInfer's sampler before 0.16 (see
-    FLASHINFER_SAMPLER_BYTES_PER_LOGIT): decided by VLLM_USE_FLASHINFER_SAMPLER where set; None where
-    it depends on whether FlashInfer is installed (0.9.2 - 0.11 without the variable)."""
+    FLASHINFER_SAMPLER_BYTES_PER_LOGIT): decided by VLLM_USE_FLASHINFER_SAMPLER where set; in 0.9.2 - 0.11
+    without it, by whether the build installs FlashInfer (`packages`: the pip requirements of its install
+    lines, flashinfer_installed; v1/sample/ops/topk_topp_sampler.py::TopKTopPSampler.__init__ takes
+    forward_cuda when `import flashinfer.sampling` succeeds, read in the 0.9.2, 0.10.0, 0.10.2 and 0.11.0
+    wheels), None where the install is not known."""
     val = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
     lo, hi = FLASHINFER_SAMPLER_BY_DEFAULT
     if val is not None and r.version >= lo:
@@ -186,7 +218,7 @@ def flashinfer_sampler(r: Resolved, env: dict[str, str] | None) -> bool | None:
             return bool(int(val))
         except ValueError:  # vLLM's int() raises at start: nothing to plan differently
             return False
-    return None if lo <= r.version < hi else False
+    return flashinfer_installed(packages) if lo <= r.version < hi else False
 
 
 def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
