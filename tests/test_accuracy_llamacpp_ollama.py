@@ -54,6 +54,9 @@ LLAMACPP_KNOWN_MISSES = {
     # with no file to read they are sized as the base type (said as an assumption), so the buffer runs short
     ("lcpp-nbchat-rtxpro6000-qwen36-27b-q8kxl-ctx262144-b8836", "model_buffer_mib"): 25972.25,  # UD-Q8_K_XL as Q8_0: logged 31253.22, -16.9%
     ("lcpp-nbchat-rtxpro6000-qwen36-35b-a3b-q6kxl-ctx262144", "model_buffer_mib"): 26784.55,  # UD-Q6_K_XL as Q6_K: logged 29842.8, -10.2%
+    # Qwen3.5-9B UD-Q4_K_XL on an RTX 3080 Ti, Vulkan b9849 (added for issue 16): logged 5133.63, -6.3%
+    ("lcpp-hilbertraum-3080ti-qwen35-9b-udq4kxl-ctx8192-np-auto-vulkan", "model_buffer_mib"): 4812.24,
+    ("lcpp-hilbertraum-3080ti-qwen35-9b-udq4kxl-ctx8192-np1-vulkan", "model_buffer_mib"): 4812.24,
     # an unlocated journal (excluded from scoring) said to be 0.9.2 with OLLAMA_NUM_PARALLEL unset and
     # --parallel 4; v0.9.2 server/sched.go has `var defaultParallel = 2` (4 only v0.2.0 - v0.6.6), so with
     # the variable unset 0.9.2 tries 2 slots then 1: 2 x 2048 cells (and the compute buffer of a 4096-cell
