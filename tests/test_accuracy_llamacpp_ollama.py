@@ -57,6 +57,10 @@ LLAMACPP_KNOWN_MISSES = {
     # Qwen3.5-9B UD-Q4_K_XL on an RTX 3080 Ti, Vulkan b9849 (added for issue 16): logged 5133.63, -6.3%
     ("lcpp-hilbertraum-3080ti-qwen35-9b-udq4kxl-ctx8192-np-auto-vulkan", "model_buffer_mib"): 4812.24,
     ("lcpp-hilbertraum-3080ti-qwen35-9b-udq4kxl-ctx8192-np1-vulkan", "model_buffer_mib"): 4812.24,
+    # Gemma 4 E2B QAT Q4 on an RTX 3060 Laptop, Vulkan b9849, ubatch 2048, 4 auto slots (added for issue 16): the
+    # model buffer (logged 1341.76, +4.7%) and the Vulkan compute buffer (logged 560.07, -63.6%) are missed
+    ("lcpp-hilbertraum-3060laptop-gemma4-e2b-qat-q4-ctx8192-np-auto-vulkan", "model_buffer_mib"): 1405.3,
+    ("lcpp-hilbertraum-3060laptop-gemma4-e2b-qat-q4-ctx8192-np-auto-vulkan", "compute_buffer_mib"): 204.0,
     # an unlocated journal (excluded from scoring) said to be 0.9.2 with OLLAMA_NUM_PARALLEL unset and
     # --parallel 4; v0.9.2 server/sched.go has `var defaultParallel = 2` (4 only v0.2.0 - v0.6.6), so with
     # the variable unset 0.9.2 tries 2 slots then 1: 2 x 2048 cells (and the compute buffer of a 4096-cell
