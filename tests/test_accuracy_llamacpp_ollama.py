@@ -67,6 +67,10 @@ LLAMACPP_KNOWN_MISSES = {
     # planned) and its draft context are not planned either (rs_buffer_mib is not asserted here)
     ("lcpp-hilbertraum-3090-qwen38-27b-udq5km-ctx8192-mtp-np1-vulkan", "model_buffer_mib"): 17496.1,
     ("lcpp-hilbertraum-3090-qwen38-27b-udq5km-ctx8192-mtp-np1-vulkan", "n_gpu_layers_offloaded"): 65,
+    # Gemma 4 26B-A4B QAT Q4 (gemma4-26b-a4b-it-qat-q4.gguf) on an RTX 3090, Vulkan b9849, ubatch 2048, -np 1 (added for
+    # issue 16): model buffer logged 13755.36 (+16.3%), Vulkan compute buffer logged 428.07 (-53.3%)
+    ("lcpp-hilbertraum-3090-gemma4-26b-a4b-qat-q4-ctx8192-np1-vulkan", "model_buffer_mib"): 16001.53,
+    ("lcpp-hilbertraum-3090-gemma4-26b-a4b-qat-q4-ctx8192-np1-vulkan", "compute_buffer_mib"): 200.0,
     # an unlocated journal (excluded from scoring) said to be 0.9.2 with OLLAMA_NUM_PARALLEL unset and
     # --parallel 4; v0.9.2 server/sched.go has `var defaultParallel = 2` (4 only v0.2.0 - v0.6.6), so with
     # the variable unset 0.9.2 tries 2 slots then 1: 2 x 2048 cells (and the compute buffer of a 4096-cell
