@@ -127,7 +127,12 @@ def test_tgi_cases_meet_the_target():
 # the calibration case measures 36.57 GB for weights and load overhead before the pool (93.58 - 57.01)
 # where servefit plans 33.43 GiB, and 93.58 GB free before loading where it plans 94.47. Pinned here.
 # +18.8% -> +10.6% once the V4 model's replicated parts and rope tables were read (engines/sglang/dsv4_weights.py)
-SGLANG_KNOWN_MISSES = {"sglang-bbuf-skills-h20x8-dsv4-flash-base-mfs060": 0.1057}
+# Qwen3.8-27B-FP8 (hybrid Gated-DeltaNet) on an H100, SGLang 0.5.18 (added for issue 16, calibration): the log
+# shows a mamba state pool of 17.92 GB (124 slots) beside a 20.16 GB KV pool, about 0.9x the KV pool, and
+# max_running_requests capped to 24 by it; servefit plans the pool for the 32 requests asked and predicts
+# 630,705 KV tokens against the 330,323 logged. Pinned as found, not fitted.
+SGLANG_KNOWN_MISSES = {"sglang-bbuf-skills-h20x8-dsv4-flash-base-mfs060": 0.1057,
+                       "sglang-otel-h100-qwen38-27b-fp8-hybrid": 0.9094}
 
 
 def test_sglang_cases_meet_the_target():
@@ -197,6 +202,10 @@ KNOWN_MISSES = {
     # 816-token block = 83 x 816 = 67,728 exactly, where servefit plans the 0.20.1 release's
     # int(concurrency x max_model_len)
     ("club3090-37-2x4090-qwen36-27b-int4-dflash-180k", "kv_tokens"): 1.9880,
+    # Qwen3.8-27B-FP8 (hybrid Gated-DeltaNet, FP8) on one H100, vLLM 0.27.1, --max-num-seqs 256 (added for
+    # issue 16, calibration): 485,083 tokens logged, 18% more than planned. Pinned as found, not fitted.
+    ("vllm-otel-h100-qwen38-27b-fp8-hybrid-seqs256", "kv_tokens"): -0.1824,
+    ("vllm-otel-h100-qwen38-27b-fp8-hybrid-seqs256", "max_concurrency"): -0.1824,
     # (eformat-rtx4070laptop-llama32-3b-gguf-q8, pinned at +31% before 0.8.2 was planned as the V0 it falls
     # back to for GGUF, with the Q8_0 file's own bytes: now +3%, within tolerance; tests/test_vllm_v1_oracle.py)
 }
