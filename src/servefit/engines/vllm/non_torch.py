@@ -95,10 +95,11 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 # Calibration logs this file does not reach, and what the releases' code says about them (read in the
 # 0.6.4.post1, 0.6.5 and 0.10.2 wheels; no term is fitted to them):
 # - 0.6.4 (worker.py::determine_num_available_blocks: mem_get_info used - allocated_bytes.all.current)
-#   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.39 planned): WSL reports
-#   the whole card (23.99 GiB total; native Linux drivers report 23.55 - 23.64) and the Windows desktop's share is in
-#   "used"; the 0.10.2 log of another WSL card shows 1.33 GiB in use before vLLM loads anything. Not known
-#   to a plan unless --gpu local reads it (gpu.in_use_bytes); notes() says so.
+#   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.39 planned), 1.65 of it
+#   before the profile run (initial_memory_usage 15.90 less 14.25 of weights): WSL reports the whole card
+#   (23.99 GiB total; native Linux drivers report 23.55 - 23.64) and the Windows desktop's share is in
+#   "used"; the 0.10.2 log of another WSL card shows 1.33 GiB in use at vLLM's first snapshot, its own
+#   context included. Not known to a plan unless --gpu local reads it (gpu.in_use_bytes); notes() says so.
 # - vLLM PR #10511's own sanity check (H100, Llama-3-8B, 1.79 GiB at TP1, exactly twice that at TP2) ran
 #   the PR's branch before merge; its merged form (0.6.5 utils.py::memory_profiling: used - baseline at
 #   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, so
