@@ -22,12 +22,13 @@ Where the readings sit: up to 0.11.0 (and in V0's worker/model_runner.py::ModelR
 both are taken outside distributed/parallel_state.py::graph_capture; from 0.11.1 the V1 runner takes
 them inside it (read in the 0.11.0, 0.11.1, 0.12.0, 0.19.0, 0.20.0 and 0.24.0 wheels), so what the
 custom all-reduce does on leaving it (custom_all_reduce.py::CustomAllreduce.capture ->
-register_graph_buffers: IPC handles of the peers' buffers, their pointers copied into a RankData area
-allocated at start) falls after the reading. That work allocates no device memory of its own, so the
-per-call cost graph_allreduce.py prices is taken to be paid inside the capture in every release; Model
+register_graph_buffers: IPC handles of the peers' buffers, their pointers copied into the rank_data area
+CustomAllreduce.__init__ allocates at start, 8 MiB) falls after the reading. That step is taken to allocate
+no device memory of its own (the C++ side is not in the wheel's Python), so the per-call cost
+graph_allreduce.py prices is taken to be paid inside the capture in every release; Model
 Runner V2 enters graph_capture per capture call (v1/worker/gpu/cudagraph_utils.py), inside its readings.
-The CUDA-graph memory profiling that runs before the KV cache is sized (from 0.20 on by default,
-VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; gpu_model_runner.py::profile_cudagraph_memory) does not change
+The CUDA-graph memory profiling that runs before the KV cache is sized (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS:
+in 0.18 / 0.19 off by default, from 0.20 on; gpu_model_runner.py::profile_cudagraph_memory) does not change
 the figure: it captures into a throwaway pool, then clears every graph (CUDAGraphWrapper.
 clear_all_graphs) and empties the cache (_cleanup_profiling_kv_cache) before the KV cache is allocated,
 and capture_model empties the cache again before its first reading (read in the 0.20.0 wheel).
