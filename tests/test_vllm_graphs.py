@@ -94,6 +94,10 @@ def test_pooling_models_capture_piecewise_graphs_only():
     _, dcp12 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.12.0", count=2)
     _, dcp13 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.13.0", count=2)
     assert dcp12.detail.cuda_graph_sizes == 35 and dcp13.detail.cuda_graph_sizes == 35 + 19
+    # prefill context parallel too, in 0.12 only (VllmConfig.__post_init__'s PCP branch)
+    pcp = ARGV + '--prefill-context-parallel-size 2'
+    assert run(pcp, gpu=L4, version="0.12.0", count=2)[1].detail.cuda_graph_sizes == 35
+    assert run(pcp, gpu=L4, version="0.13.0", count=2)[1].detail.cuda_graph_sizes == 35 + 19
 
 
 def test_v0_captures_a_set_of_graphs_per_pipeline_stage():

@@ -88,7 +88,7 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
     - 0.12 on (config/vllm.py::VllmConfig.__post_init__): -O<n> is the optimization level, whose
       defaults give the mode (_OPT_LEVEL_MODE) unless set; a compilation mode other than VLLM_COMPILE
       drops every mode to NONE in 0.12, from 0.13 only the modes with piecewise graphs; pooling models
-      (and decode context parallel in 0.12) turn a mode with full graphs into PIECEWISE."""
+      (and decode or prefill context parallel in 0.12) turn a mode with full graphs into PIECEWISE."""
     s = settings
     if not e.v1:
         return "NONE" if s.get("enforce_eager") else "FULL_DECODE_ONLY"
@@ -126,8 +126,10 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
     if level != 3 and mode != "NONE" and (r.version < (0, 13, 0) or "PIECEWISE" in mode):
         return "NONE"
     full = mode in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
-    dcp = r.version < (0, 13, 0) and int(s.get("decode_context_parallel_size") or 1) > 1
-    if full and (pooling_runner(model, s, e.v1) or dcp):
+    # 0.12 only (config/vllm.py::VllmConfig.__post_init__; neither check in 0.13.0): decode or prefill context parallel
+    cp = r.version < (0, 13, 0) and max(_int(s.get("decode_context_parallel_size") or 1) or 1,
+                                         _int(s.get("prefill_context_parallel_size") or 1) or 1) > 1
+    if full and (pooling_runner(model, s, e.v1) or cp):
         return "PIECEWISE"
     return _spec_decode_fallback(model, r, s, mode)
 
