@@ -94,6 +94,10 @@ def test_pooling_models_capture_piecewise_graphs_only():
     _, dcp12 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.12.0", count=2)
     _, dcp13 = run(ARGV + "-tp 2 -dcp 2", gpu=L4, version="0.13.0", count=2)
     assert dcp12.detail.cuda_graph_sizes == 35 and dcp13.detail.cuda_graph_sizes == 35 + 19
+    # prefill context parallel too, in 0.12 only (VllmConfig.__post_init__'s PCP branch)
+    pcp = ARGV + '--prefill-context-parallel-size 2'
+    assert run(pcp, gpu=L4, version="0.12.0", count=2)[1].detail.cuda_graph_sizes == 35
+    assert run(pcp, gpu=L4, version="0.13.0", count=2)[1].detail.cuda_graph_sizes == 35 + 19
 
 
 def test_v0_captures_a_set_of_graphs_per_pipeline_stage():
@@ -259,3 +263,46 @@ def test_speculative_decoding_on_mamba_layers_drops_the_full_decode_graphs_up_to
     assert sizes(hybrid, spec, "0.17.0") == 49 + 33  # UNIFORM_BATCH from 0.17
     assert sizes(LLAMA8B, spec, "0.13.0") == 49 + 33  # attention alone (FlashAttention: UNIFORM_BATCH)
     assert sizes(hybrid, "", "0.13.0") == 19 + 11  # no speculative tokens: single-token decode graphs
+
+
+def test_hybrid_and_mamba_models_default_to_full_and_piecewise_from_0102():
+    """models/config.py::MambaModelConfig.verify_and_update_config (0.10.2, 0.11.0): a hybrid or Mamba model
+    without a cudagraph_mode gets FULL_AND_PIECEWISE before the release's PIECEWISE default (0.10.x) and before
+    0.11's pooling fallback; Lfm2 and MiniMax-Text-01 are left out (FCG_NOT_SUPPORTED_MODELS); 0.10.1 has no
+    such rule (and runs these models on V0). At 128 sequences: 35 piecewise sizes, 19 full decode sizes up to 128."""
+    from test_vllm_engine import LLAMA8B
+
+    hybrid = replace(LLAMA8B, architecture="NemotronHForCausalLM", layer_types=["mamba", "full"] * 16)
+    gdn = replace(LLAMA8B, architecture="Qwen3NextForCausalLM", layer_types=["linear", "linear", "linear", "full"] * 8)
+    lfm2 = replace(hybrid, architecture="Lfm2ForCausalLM")
+
+    def captured(model, extra: str, version: str):
+        p = run(ARGV + extra, model=model, gpu=L4, version=version)[1]
+        return p.detail.cuda_graph_sizes, p.memory.cuda_graphs
+
+    assert captured(hybrid, "", "0.10.2") == (35 + 19, pool(35, 19))
+    assert captured(gdn, "", "0.10.2") == (35 + 19, pool(35, 19))
+    assert captured(hybrid, "", "0.10.1")[0] == 19  # V0 still runs Mamba-style layers there: its 19 decode graphs
+    assert captured(lfm2, "", "0.10.2") == (35, pool(35, 0))  # listed as lacking full graphs
+    assert captured(LLAMA8B, "", "0.10.2") == (35, pool(35, 0))  # attention only: the release default
+    # an explicit mode still wins
+    assert captured(hybrid, ' --compilation-config {"cudagraph_mode":"PIECEWISE"}', "0.10.2")[0] == 35
+    # 0.11: set before the pooling fallback, which then leaves it
+    assert captured(hybrid, " --runner pooling", "0.11.0")[0] == 35 + 19
+    assert captured(LLAMA8B, " --runner pooling", "0.11.0")[0] == 35
+
+
+def test_full_decode_sizes_follow_the_decode_query_length_from_0101():
+    """capture_model keeps the full decode sizes between uniform_decode_query_len and max_num_seqs x it
+    (read in the 0.10.1.1 and 0.10.2 wheels). 0.10.2 at 64 sequences with 3 speculative tokens: 19 sizes
+    (1, 2, 4, 8 ... 128). Qwen3-Next's GDN builder supports uniform batches, so its default FULL_AND_PIECEWISE
+    keeps full graphs for sizes 4 ... 128 (17); Mamba layers support single-token decode only
+    (mamba_attn.py), so a Nemotron-H falls back to PIECEWISE (initialize_cudagraph_capture)."""
+    from test_vllm_engine import LLAMA8B
+
+    hybrid = replace(LLAMA8B, architecture="NemotronHForCausalLM", layer_types=["mamba", "full"] * 16)
+    gdn = replace(LLAMA8B, architecture="Qwen3NextForCausalLM", layer_types=["linear", "linear", "linear", "full"] * 8)
+    spec = ' --speculative-config {"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4}'
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 64"
+    assert run(argv + spec, model=gdn, version="0.10.2")[1].detail.cuda_graph_sizes == 19 + 17
+    assert run(argv + spec, model=hybrid, version="0.10.2")[1].detail.cuda_graph_sizes == 19

@@ -18,6 +18,21 @@ capture and subtracted from the figure. Which blocks those are depends on the re
 - from 0.18: capture_model calls torch.accelerator.empty_cache() before its first reading (read in the
   0.18.0 wheel; 0.17.0 does not), and Model Runner V2 (v1/worker/gpu/model_runner.py) always has.
 
+Where the readings sit: up to 0.11.0 (and in V0's worker/model_runner.py::ModelRunner.capture_model)
+both are taken outside distributed/parallel_state.py::graph_capture; from 0.11.1 the V1 runner takes
+them inside it (read in the 0.11.0, 0.11.1, 0.12.0, 0.19.0, 0.20.0 and 0.24.0 wheels), so what the
+custom all-reduce does on leaving it (custom_all_reduce.py::CustomAllreduce.capture ->
+register_graph_buffers: IPC handles of the peers' buffers, their pointers copied into the rank_data area
+CustomAllreduce.__init__ allocates at start, 8 MiB) falls after the reading. That step is taken to allocate
+no device memory of its own (the C++ side is not in the wheel's Python), so the per-call cost
+graph_allreduce.py prices is taken to be paid inside the capture in every release; Model
+Runner V2 enters graph_capture per capture call (v1/worker/gpu/cudagraph_utils.py), inside its readings.
+The CUDA-graph memory profiling that runs before the KV cache is sized (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS:
+in 0.18 / 0.19 off by default, from 0.20 on; gpu_model_runner.py::profile_cudagraph_memory) does not change
+the figure: it captures into a throwaway pool, then clears every graph (CUDAGraphWrapper.
+clear_all_graphs) and empties the cache (_cleanup_profiling_kv_cache) before the KV cache is allocated,
+and capture_model empties the cache again before its first reading (read in the 0.20.0 wheel).
+
 Whether the autotune runs depends on the install: utils/flashinfer.py::has_flashinfer needs the flashinfer
 package and, without the flashinfer-cubin package (or VLLM_HAS_FLASHINFER_CUBIN=1), nvcc on the PATH for
 its JIT. FlashInfer is an optional extra of the 0.10.2 / 0.11 wheels and a dependency of the wheel from

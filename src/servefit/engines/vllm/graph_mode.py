@@ -47,6 +47,18 @@ FI_AR_FUSION_FROM = (0, 17, 0)
 # UNIFORM_SINGLE_TOKEN_DECODE up to 0.16 and UNIFORM_BATCH from 0.17 (read in the 0.11.0 - 0.17.0 wheels);
 # GDN layers (gdn_attn.py) report UNIFORM_BATCH throughout.
 MAMBA_UNIFORM_BATCH_FROM = (0, 17, 0)
+# 0.10.2 - 0.11 give a hybrid or Mamba model left without a cudagraph_mode FULL_AND_PIECEWISE before the
+# release's own default is applied (model_executor/models/config.py::MambaModelConfig.verify_and_update_config,
+# which VllmConfig.try_verify_and_update_config runs for ModelConfig.is_hybrid through
+# HybridAttentionMambaModelConfig and for MambaForCausalLM / Mamba2ForCausalLM / FalconMambaForCausalLM through
+# MODELS_CONFIG_MAP), except the architectures it lists as lacking full graphs (FCG_NOT_SUPPORTED_MODELS). In
+# 0.10.2 that replaces the PIECEWISE default; in 0.11 the mode is then already set, so the pooling fallback
+# (config/__init__.py::VllmConfig.__post_init__ only touches a mode still None) leaves it. Read in the 0.10.2
+# and 0.11.0 wheels; 0.10.1.1 has no such rule, and from 0.12 the method no longer sets a mode. Mamba-style
+# builders then support single-token decode only (v1/attention/backends/mamba_attn.py, 0.10.2), so speculative
+# decoding falls back as in 0.11 (gpu_model_runner.py::initialize_cudagraph_capture, 0.10.2).
+HYBRID_FULL_DEFAULT = ((0, 10, 2), (0, 12, 0))
+HYBRID_WITHOUT_FULL_GRAPHS = ("Lfm2ForCausalLM", "MiniMaxText01ForCausalLM")
 FI_AR_FUSION_MAX_MB: dict[int, dict[int, float]] = {90: {2: 64, 4: 2, 8: 0.5}, 100: {2: 64, 4: 32, 8: 1}, 103: {2: 64, 4: 64, 8: 2}}
 
 
@@ -71,11 +83,12 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
       level 3 with use_cudagraph on; piecewise, or one full graph per size with full_cuda_graph.
     - 0.10.1 - 0.11 (config/__init__.py::VllmConfig.__post_init__): an explicit cudagraph_mode wins
       (full_cuda_graph is FULL); else PIECEWISE (0.10.x) / FULL_AND_PIECEWISE (0.11) at level 3, NONE
-      at any other level (-O<n> is the level there); pooling models PIECEWISE from 0.11.
+      at any other level (-O<n> is the level there); pooling models PIECEWISE from 0.11; hybrid and
+      Mamba models FULL_AND_PIECEWISE from 0.10.2 (HYBRID_FULL_DEFAULT).
     - 0.12 on (config/vllm.py::VllmConfig.__post_init__): -O<n> is the optimization level, whose
       defaults give the mode (_OPT_LEVEL_MODE) unless set; a compilation mode other than VLLM_COMPILE
       drops every mode to NONE in 0.12, from 0.13 only the modes with piecewise graphs; pooling models
-      (and decode context parallel in 0.12) turn a mode with full graphs into PIECEWISE."""
+      (and decode or prefill context parallel in 0.12) turn a mode with full graphs into PIECEWISE."""
     s = settings
     if not e.v1:
         return "NONE" if s.get("enforce_eager") else "FULL_DECODE_ONLY"
@@ -94,6 +107,9 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
                 return "NONE"
             return "FULL" if cc.get("full_cuda_graph") else "PIECEWISE"
         mode = explicit or ("FULL" if cc.get("full_cuda_graph") else None)
+        hybrid = mode is None and hybrid_full_default(model, r)
+        if hybrid:
+            mode = "FULL_AND_PIECEWISE"
         if mode is None:
             if level != 3:
                 return "NONE"
@@ -101,23 +117,37 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
         if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") and level != 3:
             return "NONE"  # vLLM asserts level 3 for piecewise graphs: it does not start otherwise
         pooling = r.version >= (0, 11, 0) and pooling_runner(model, s, e.v1)
-        return "PIECEWISE" if pooling and explicit is None and mode != "NONE" else _spec_decode_fallback(model, r, s, mode)
+        if pooling and explicit is None and not hybrid and mode != "NONE":
+            return "PIECEWISE"
+        return _spec_decode_fallback(model, r, s, mode)
     opt = opt if opt is not None else 2
     level = level if level is not None else (3 if opt > 0 else 0)
     mode = explicit or _OPT_LEVEL_MODE.get(opt, "FULL_AND_PIECEWISE")
     if level != 3 and mode != "NONE" and (r.version < (0, 13, 0) or "PIECEWISE" in mode):
         return "NONE"
     full = mode in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
-    dcp = r.version < (0, 13, 0) and int(s.get("decode_context_parallel_size") or 1) > 1
-    if full and (pooling_runner(model, s, e.v1) or dcp):
+    # 0.12 only (config/vllm.py::VllmConfig.__post_init__; neither check in 0.13.0): decode or prefill context parallel
+    cp = r.version < (0, 13, 0) and max(_int(s.get("decode_context_parallel_size") or 1) or 1,
+                                         _int(s.get("prefill_context_parallel_size") or 1) or 1) > 1
+    if full and (pooling_runner(model, s, e.v1) or cp):
         return "PIECEWISE"
     return _spec_decode_fallback(model, r, s, mode)
 
 
+def hybrid_full_default(model: ModelSpec, r: Resolved) -> bool:
+    """Whether this release sets FULL_AND_PIECEWISE for this model when no mode is given (HYBRID_FULL_DEFAULT):
+    layers with a recurrent (Mamba / short-conv) or linear-attention mixer, as ModelConfig.is_hybrid and the
+    pure Mamba architectures have."""
+    first, until = HYBRID_FULL_DEFAULT
+    return (first <= r.version < until and bool(set(model.kinds()) & {"mamba", "linear"})
+            and model.architecture not in HYBRID_WITHOUT_FULL_GRAPHS)
+
+
 def _spec_decode_fallback(model: ModelSpec, r: Resolved, settings: dict, mode: str) -> str:
     """FULL_AND_PIECEWISE captured as PIECEWISE where speculative decoding meets Mamba-style layers whose
-    backend cannot replay a full graph of a multi-token decode (see MAMBA_UNIFORM_BATCH_FROM)."""
-    if mode != "FULL_AND_PIECEWISE" or not (0, 11, 0) <= r.version < MAMBA_UNIFORM_BATCH_FROM:
+    backend cannot replay a full graph of a multi-token decode (see MAMBA_UNIFORM_BATCH_FROM; read from 0.10.2,
+    the first release whose default gives such a model full graphs)."""
+    if mode != "FULL_AND_PIECEWISE" or not HYBRID_FULL_DEFAULT[0] <= r.version < MAMBA_UNIFORM_BATCH_FROM:
         return mode
     return "PIECEWISE" if speculative(settings)[1] > 0 and "mamba" in model.kinds() else mode
 

@@ -180,7 +180,7 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
     pipeline stage (`for virtual_engine in range(pipeline_parallel_size)`: every rank captures a set for
     each virtual engine). V1 (v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model): the mixed
     mode's graphs for every size, then with FULL_DECODE_ONLY / FULL_AND_PIECEWISE full graphs for the
-    uniform decode sizes up to max_num_seqs x (1 + speculative tokens) (decode query length from 0.11)."""
+    uniform decode sizes up to max_num_seqs x (1 + speculative tokens) (uniform_decode_query_len, read from 0.10.1)."""
     s = cfg.settings
     mode = cudagraph_mode(model, r, e, s)
     if mode == "NONE":
@@ -203,7 +203,7 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
     piecewise = sizes if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") else []
     full = sizes if mode == "FULL" else []
     if mode in ("FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"):
-        q = q if r.version >= (0, 11, 0) else 1
+        q = q if r.version >= (0, 10, 1) else 1
         full = [x for x in sizes if q <= x <= r.max_num_seqs * q]
     if lora_specialized(r, s):
         return piecewise * 2, full * 2
