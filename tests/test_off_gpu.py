@@ -132,3 +132,38 @@ def test_every_command_agrees(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["tune", str(f), "--gpu", "L4", "--format", "json"]) in (0, 1)
     res = json.loads(capsys.readouterr().out)
     assert [(s["site"], s.get("error")) for s in res["sites"]] == [("compose/vllm", NOT_CHECKED), ("compose/gpu", None)]
+
+
+OLLAMA = """services:
+  ollama:
+    image: ollama/ollama:{v}
+    environment:
+      OLLAMA_LLM_LIBRARY: {lib}
+"""
+
+
+@pytest.mark.parametrize(("v", "lib", "codes"), [
+    ("0.5.7", "cpu_avx2", ["SF120"]),  # the CPU runner (llm/server.go, a cpu* demandLib)
+    ("0.5.8", "cpu_avx2", ["OLLM015"]),  # only lib/ollama's GPU libraries: ignored
+    ("0.12.5", "cpu", ["OLLM015"]),
+    ("0.12.6", "cpu", ["SF120"]),  # discovery skips every GPU library it does not name
+    ("0.13.0", "cuda_v12", []),  # a GPU library: the GPU
+])
+def test_ollama_llm_library_by_release(tmp_path: Path, capsys: pytest.CaptureFixture[str], v: str, lib: str,
+                                       codes: list[str]) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text("# servefit: model=qwen2.5:7b\n" + OLLAMA.format(v=v, lib=lib))
+    main(["lint", str(f), "--gpu", "L4", "--format", "json", "--fail-on", "never"])
+    got = [(x["code"], x["location"]["line"], x["location"]["column"], x["message"])
+           for x in json.loads(capsys.readouterr().out) if x["code"] in ("SF120", "OLLM015")]
+    assert [g[0] for g in got] == codes
+    if codes == ["SF120"]:
+        assert got[0][1:] == (6, 27, f"OLLAMA_LLM_LIBRARY={lib}: the server runs on the CPU, and servefit plans GPU "
+                                     "memory, so its memory is not checked")
+    elif codes:
+        assert got[0][1:] == (6, 27, f"OLLAMA_LLM_LIBRARY={lib} is ignored by Ollama {v}: from 0.5.8 to 0.12.5 it "
+                                     "only picks one of the GPU libraries Ollama ships (cuda_v12, rocm ...), and it "
+                                     "names none, so models still load on the GPU; to keep them on the CPU set "
+                                     "num_gpu 0, or CUDA_VISIBLE_DEVICES=-1 [GPU: L4 ×1 from --gpu]")
+        assert main(["estimate", str(f), "--gpu", "L4"]) == 0  # planned on the GPU, as Ollama loads it
+        assert "budget" in capsys.readouterr().out

@@ -31,10 +31,16 @@ def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
     entries = trait(cfg.engine, "off_gpu") or ()
     repo, tag = split_image(site.image) if site.image else ("", None)
     for e in entries:
+        if not _in_force(e, cfg.version):
+            continue
         if "setting" in e:
             value = str(cfg.settings.get(e["setting"]) or "").strip().lower()
-            if e["setting"] in cfg.explicit and value in e["values"]:
-                return OffGpu(e["values"][value], f"{_flag(e['setting'])} {value}", cfg.spans.get(e["setting"]))
+            hit = next((where for v, where in e["values"].items()
+                        if value == v or (e.get("prefix") and value.startswith(v))), None)
+            if e["setting"] in cfg.explicit and hit is not None:
+                name = e["setting"]
+                said = f"{name}={value}" if name.isupper() else f"{_flag(name)} {value}"  # a variable, a flag
+                return OffGpu(hit, said, cfg.spans.get(name))
             continue
         if not repo or not re.search(e["image"], repo.lower()):
             continue
@@ -69,6 +75,17 @@ def _positive(v: object) -> bool:
         return int(str(v)) != 0
     except ValueError:
         return False
+
+
+def _in_force(entry: dict, version: str | None) -> bool:
+    """Whether the entry's releases (`since` inclusive, `before` exclusive) include the one planned."""
+    from servefit.engines.options import _vkey
+
+    if not version:
+        return "since" not in entry  # the newest release is planned
+    v = _vkey(version)
+    return (not entry.get("since") or v >= _vkey(str(entry["since"]))) and \
+        (not entry.get("before") or v < _vkey(str(entry["before"])))
 
 
 def _flag(setting: str) -> str:

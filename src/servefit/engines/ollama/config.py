@@ -72,7 +72,7 @@ def _program(w: str) -> str:
     return os.path.basename(w)
 
 
-@rule("OLLM005", "OLLM014")
+@rule("OLLM005", "OLLM014", "OLLM015")
 def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineConfig:
     table = load_table("ollama")  # the OLLAMA_* variables each release's envconfig reads
     where = {k: t.span for k, t in site.env.items() if k in table.env_history}
@@ -166,6 +166,13 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
                                     "quantized OLLAMA_KV_CACHE_TYPE\"): the KV cache stays f16",
                                     span=spans.get("OLLAMA_KV_CACHE_TYPE"), site=site.name,
                                     setting="OLLAMA_KV_CACHE_TYPE"))
+    lib = str(s.get("OLLAMA_LLM_LIBRARY") or "").strip().lower()
+    if lib.startswith("cpu") and V.LLM_LIBRARY_GPU_ONLY <= v < V.LLM_LIBRARY_FILTERS:
+        findings.append(finding("OLLM015", f"OLLAMA_LLM_LIBRARY={lib} is ignored by Ollama {'.'.join(map(str, v))}: "
+                                "from 0.5.8 to 0.12.5 it only picks one of the GPU libraries Ollama ships "
+                                "(cuda_v12, rocm ...), and it names none, so models still load on the GPU; to keep "
+                                "them on the CPU set num_gpu 0, or CUDA_VISIBLE_DEVICES=-1",
+                                span=spans.get("OLLAMA_LLM_LIBRARY"), site=site.name, setting="OLLAMA_LLM_LIBRARY"))
     catalog_id, quant, note = (None, None, "")
     if ref:
         if ref.lower().endswith(".gguf"):

@@ -21,6 +21,11 @@ FA_AUTO_LLAMA_RUNNER = (0, 13, 4)  # llama-runner models: flash attention "auto"
 CLASSIC_REMOVED = (0, 12, 11)  # llm/memory.go removed: every model on the layout path
 VRAM_TIERS = (0, 15, 5)  # default num_ctx 4k/32k/256k by total VRAM
 LLAMA_SERVER = (0, 30, 0)  # upstream llama-server for every GGUF model
+# OLLAMA_LLM_LIBRARY: from 0.5.8 it only picks one of lib/ollama's GPU libraries (llm/server.go,
+# NewLlamaServer: `if libs[requested] != ""`), so `cpu` is ignored; from 0.12.6 it filters GPU
+# discovery (discover/runner.go, GPUDevices), so `cpu` leaves no GPU (sources/off_gpu.py)
+LLM_LIBRARY_GPU_ONLY = (0, 5, 8)
+LLM_LIBRARY_FILTERS = (0, 12, 6)
 
 
 def vtuple(v: str | None) -> tuple[int, ...]:
