@@ -167,3 +167,41 @@ def test_ollama_llm_library_by_release(tmp_path: Path, capsys: pytest.CaptureFix
                                      "num_gpu 0, or CUDA_VISIBLE_DEVICES=-1 [GPU: L4 ×1 from --gpu]")
         assert main(["estimate", str(f), "--gpu", "L4"]) == 0  # planned on the GPU, as Ollama loads it
         assert "budget" in capsys.readouterr().out
+
+
+HIDE = """services:
+  ollama:
+    image: ollama/ollama:0.13.0
+    environment:
+      CUDA_VISIBLE_DEVICES: "{value}"
+  vllm:
+    image: vllm/vllm-openai:v0.11.0
+    command: --model Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1
+    environment:
+      - CUDA_VISIBLE_DEVICES={value}
+  passed:
+    image: vllm/vllm-openai:v0.11.0
+    command: --model Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1
+    environment:
+      - CUDA_VISIBLE_DEVICES
+  cpu:
+    image: vllm/vllm-openai-cpu:v0.11.0
+    command: --model Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1
+    environment:
+      - CUDA_VISIBLE_DEVICES={value}
+"""
+
+
+@pytest.mark.parametrize("value", ["", "-1"])
+def test_gpus_hidden_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """Ollama runs on the CPU; vLLM finds no GPU (a warning), unless its image is the CPU build; a variable
+    passed from the host (`- CUDA_VISIBLE_DEVICES`) hides nothing."""
+    shown = value or '""'
+    got = _lint(tmp_path, capsys, "compose.yaml", "# servefit: model=qwen2.5:7b\n" + HIDE.format(value=value))
+    assert got == [
+        (6, 30, "info", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU: the server runs on the CPU, and servefit "
+                        "plans GPU memory, so its memory is not checked"),
+        (11, 30, "warning", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU: vLLM finds no GPU and fails at start "
+                            "(unless the image is its CPU build), so its memory is not checked"),
+        (18, 12, "info", "the image vllm/vllm-openai-cpu:v0.11.0 is vLLM's CPU build: the server runs on the CPU, "
+                         "and servefit plans GPU memory, so its memory is not checked")]

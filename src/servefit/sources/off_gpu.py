@@ -22,6 +22,7 @@ class OffGpu:
     span: Span | None
     instead: str = ""  # the GPU build to use
     ignores: str = ""  # a GPU setting the build ignores (n_gpu_layers)
+    fails: bool = False  # the engine finds no GPU and stops at start
 
 
 def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
@@ -48,12 +49,15 @@ def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
             continue
         return OffGpu(e["runs_on"], f"the image {site.image} is {e['what']}", site.image_span,
                       e.get("instead", ""), e.get("ignores", ""))
-    return None
+    return _hidden(site, cfg.engine)
 
 
-def message(off: OffGpu, cfg: EngineConfig, site: LaunchSite) -> tuple[str, bool]:
-    """The finding's text, and whether it is a warning: the file gives the server GPUs or sets a GPU
-    setting the build ignores."""
+def message(off: OffGpu, cfg: EngineConfig, site: LaunchSite, title: str) -> tuple[str, bool]:
+    """The finding's text, and whether it is a warning: the engine fails without a GPU, or the file
+    gives the server GPUs or sets a GPU setting the build ignores."""
+    if off.fails:
+        return (f"{off.what}: {title} finds no GPU and fails at start (unless the image is its CPU build), "
+                "so its memory is not checked"), True
     hint, gpus = site.gpu, ""
     if hint is not None and (hint.count or hint.name):
         n = hint.count
@@ -75,6 +79,24 @@ def _positive(v: object) -> bool:
         return int(str(v)) != 0
     except ValueError:
         return False
+
+
+def _hidden(site: LaunchSite, engine: str) -> OffGpu | None:
+    """CUDA_VISIBLE_DEVICES written to hide every GPU on purpose (empty, a negative index): CUDA
+    then shows the process no GPU. llama.cpp and Ollama run on the CPU; vLLM, SGLang and TGI find no
+    GPU and fail at start unless they are a CPU build. (`all` and other entries CUDA does not read
+    are SF118's, sources/hints.py::no_gpu_visible.)"""
+    from servefit.sources.detect import trait
+
+    tok = site.env.get("CUDA_VISIBLE_DEVICES")
+    if tok is None or "$" in tok.text:
+        return None
+    first = tok.text.strip().strip("\"'").split(",")[0].strip()
+    if first and not first.startswith("-"):
+        return None
+    shown = tok.text.strip() or '""'
+    cpu = bool(trait(engine, "runs_on_cpu"))
+    return OffGpu("the CPU" if cpu else "", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU", tok.span, fails=not cpu)
 
 
 def _in_force(entry: dict, version: str | None) -> bool:

@@ -59,7 +59,7 @@ def plan_server(srv: Server, engine: Any) -> None:
         return
     off = off_gpu(site, cfg)
     if off is not None:  # a CPU build, a TPU image, --device cpu: not GPU memory
-        text, warn = message(off, cfg, site)
+        text, warn = message(off, cfg, site, engine.title)
         srv.error = text
         out.append(finding("SF120", text, site=site.name, span=off.span or anchor(site),
                            severity="warning" if warn else None))
