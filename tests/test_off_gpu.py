@@ -201,7 +201,7 @@ def test_gpus_hidden_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert got == [
         (6, 30, "info", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU: the server runs on the CPU, and servefit "
                         "plans GPU memory, so its memory is not checked"),
-        (11, 30, "warning", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU: vLLM finds no GPU and fails at start "
-                            "(unless the image is its CPU build), so its memory is not checked"),
+        (11, 30, "warning", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU: vLLM sees no GPU (it needs one unless "
+                            "it is a CPU build), so its memory is not checked"),
         (18, 12, "info", "the image vllm/vllm-openai-cpu:v0.11.0 is vLLM's CPU build: the server runs on the CPU, "
                          "and servefit plans GPU memory, so its memory is not checked")]

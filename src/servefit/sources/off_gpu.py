@@ -22,7 +22,7 @@ class OffGpu:
     span: Span | None
     instead: str = ""  # the GPU build to use
     ignores: str = ""  # a GPU setting the build ignores (n_gpu_layers)
-    fails: bool = False  # the engine finds no GPU and stops at start
+    fails: bool = False  # the engine sees no GPU and has no CPU fallback
 
 
 def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
@@ -56,8 +56,7 @@ def message(off: OffGpu, cfg: EngineConfig, site: LaunchSite, title: str) -> tup
     """The finding's text, and whether it is a warning: the engine fails without a GPU, or the file
     gives the server GPUs or sets a GPU setting the build ignores."""
     if off.fails:
-        return (f"{off.what}: {title} finds no GPU and fails at start (unless the image is its CPU build), "
-                "so its memory is not checked"), True
+        return f"{off.what}: {title} sees no GPU (it needs one unless it is a CPU build), so its memory is not checked", True
     hint, gpus = site.gpu, ""
     if hint is not None and (hint.count or hint.name):
         n = hint.count
@@ -83,8 +82,8 @@ def _positive(v: object) -> bool:
 
 def _hidden(site: LaunchSite, engine: str) -> OffGpu | None:
     """CUDA_VISIBLE_DEVICES written to hide every GPU on purpose (empty, a negative index): CUDA
-    then shows the process no GPU. llama.cpp and Ollama run on the CPU; vLLM, SGLang and TGI find no
-    GPU and fail at start unless they are a CPU build. (`all` and other entries CUDA does not read
+    then shows the process no GPU. llama.cpp and Ollama run on the CPU; vLLM, SGLang and TGI need a GPU
+    unless they are a CPU build. (`all` and other entries CUDA does not read
     are SF118's, sources/hints.py::no_gpu_visible.)"""
     from servefit.sources.detect import trait
 
