@@ -219,3 +219,56 @@ def test_a_release_older_than_those_modelled_is_said(capsys) -> None:
                     "0.4.0 accounts memory, so its figures are rough"]
     main(["estimate", "--gpu", "L4", "--engine-version", "0.4.0", "--format", "json", "--", *argv])
     assert not [a for a in json.loads(capsys.readouterr().out)["assumptions"] if "older than" in a]
+
+
+# A predictor with a workerSpec runs KServe's multi-node runtime (config/runtimes/
+# kserve-huggingfaceserver-multinode.yaml): huggingfaceserver with --tensor-parallel-size /
+# --pipeline-parallel-size from the workerSpec, over the Ray cluster its pods start.
+MULTI = ISVC.replace("    model:\n", "    workerSpec:\n      pipelineParallelSize: 2\n      tensorParallelSize: 2\n"
+                                   "    model:\n", 1)
+
+
+def test_a_worker_spec_runs_the_multinode_runtime(tmp_path, capsys):
+    f = _write(tmp_path, MULTI)
+    [site] = scan_file(str(f)).sites
+    assert [t.text for t in site.argv][5:] == ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "2",
+                                               "--distributed-executor-backend", "ray"]
+    assert all(t.span is None for t in site.argv[5:])  # the runtime writes them: no place for tune
+    assert site.workload.runtime == "kserve-huggingfaceserver-multinode"
+    assert site.workload.notes[:2] == [
+        "KServe runs it with its built-in ClusterServingRuntime kserve-huggingfaceserver-multinode (not in this "
+        "file), read as the vLLM server huggingfaceserver starts (--backend auto); vLLM version: KServe v0.15.2's "
+        "huggingfaceserver image (its uv.lock / poetry.lock pins vLLM 0.8.5)",
+        "a workerSpec runs the multi-node runtime: vLLM's pipeline stages on as many pods (the head and its "
+        "workers), each with tensorParallelSize GPUs, over the Ray cluster the pods start (vLLM's Ray backend: its "
+        "ranks span the nodes)"]
+    # four ranks over pods of one GPU each: Ray places them (no VLLM008); huggingfaceserver's own server answers
+    assert main(["lint", str(f), "--format", "json", "--fail-on", "never"]) == 0
+    assert [x["code"] for x in json.loads(capsys.readouterr().out)] == []
+    assert main(["estimate", str(f), "--format", "json"]) == 0
+    [est] = json.loads(capsys.readouterr().out)
+    assert est["parallel"] == {"tensor": 2, "pipeline": 2, "data": 1}
+    assert main(["tune", str(f), "--min-concurrency", "8", "--write"]) == 0
+    capsys.readouterr()
+    text = f.read_text()
+    assert text.count("workerSpec:\n      pipelineParallelSize: 2\n      tensorParallelSize: 2\n") == 1
+    assert "        - --gpu-memory-utilization=0.9\n        - --max-num-seqs=" in text  # in the args, their idiom
+    assert main(["tune", str(f), "--min-concurrency", "8", "--write"]) == 0
+    assert f.read_text() == text
+
+
+def test_tune_keeps_tensor_parallel_within_the_gpus_each_stage_has():
+    """Each pipeline stage takes tensor-parallel-size GPUs: TP 2 with PP 2 needs four."""
+    from servefit.engines.vllm import ENGINE
+    from servefit.engines.vllm.knobs import knobs
+    from servefit.hardware.catalog import lookup
+    from servefit.pipeline import site_from_argv
+    from tests.test_vllm_engine import LLAMA8B
+
+    def tps(argv: str, count: int) -> tuple:
+        cfg = ENGINE.parse(site_from_argv(argv.split()), "0.11.0")
+        return next(k.values for k in knobs(cfg, LLAMA8B, lookup("L4"), count) if k.name == "tensor_parallel_size")
+
+    assert tps("vllm serve m --pipeline-parallel-size 2", 2) == (1,)
+    assert tps("vllm serve m --pipeline-parallel-size 2", 4) == (1, 2)
+    assert tps("vllm serve m", 4) == (1, 2, 4)

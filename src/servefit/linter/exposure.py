@@ -182,7 +182,8 @@ def _serves_http(site: LaunchSite) -> bool:
     from servefit import data
     from servefit.sources import detect
 
-    if site.workload.runtime == data.load("kserve_runtimes.yaml")["runtime"]:
+    kserve = data.load("kserve_runtimes.yaml")
+    if site.workload.runtime in (kserve["runtime"], kserve["multinode_runtime"]):
         return False  # KServe's built-in runtime: huggingfaceserver answers (kserve ModelServer), not vLLM's server
     w = detect.wrapper_of([t.text for t in site.argv])
     return w is None or w.get("serves_http", True)

@@ -102,6 +102,21 @@ def vllm_version(release: str | None) -> tuple[str, str]:
                               f"(vLLM {versions[newest]})")
 
 
+def multinode_args(y: Y, worker: Node) -> list[Token]:
+    """The parallel flags the multi-node runtime's command adds from the predictor's workerSpec
+    (--tensor-parallel-size=${TENSOR_PARALLEL_SIZE} --pipeline-parallel-size=${PIPELINE_PARALLEL_SIZE},
+    1 where unset), and the Ray backend vLLM picks for ranks beyond one node (config/parallel.py::
+    ParallelConfig.__post_init__: more ranks than local GPUs, Ray installed). They are the deployment's
+    shape (KServe gives each pod tensorParallelSize GPUs), written by the runtime, not in the file's
+    command: no place for tune to write."""
+    out: list[Token] = []
+    for key, name in (("tensorParallelSize", "--tensor-parallel-size"), ("pipelineParallelSize",
+                                                                         "--pipeline-parallel-size")):
+        tok = y.tok(y.get(worker, key))
+        out += [Token(name), Token(tok.text if tok is not None else "1")]
+    return out + [Token("--distributed-executor-backend"), Token("ray")]
+
+
 def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, label: str) -> None:
     """The predictor `model` (or `huggingface`) node run by the built-in runtime: one vLLM site, or
     the one finding that the transformers backend is not checked."""
@@ -126,11 +141,20 @@ def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, la
     argv = [Token(w) for w in table()["serve"]] + [model_tok] + rest
     line = y.line(y.get(model, "args") or model or doc)
     runtime = table()["runtime"]
-    notes = [f"KServe runs it with its built-in ClusterServingRuntime {runtime} (not in this file), read as the "
-             f"vLLM server huggingfaceserver starts (--backend {backend or 'auto'}); vLLM version: {source}",
-             # __main__.py: `args, _ = parser.parse_known_args()` (v0.13 to v0.19)
-             "huggingfaceserver drops an argument neither it nor vLLM knows without an error (parse_known_args): "
-             "the server starts without that setting"]
+    notes: list[str] = []
+    worker = y.get(pred, "workerSpec") if pred is not None else None
+    if worker is not None:
+        runtime = table()["multinode_runtime"]
+        argv += multinode_args(y, worker)
+        notes.append("a workerSpec runs the multi-node runtime: vLLM's pipeline stages on as many pods (the head and "
+                     "its workers), each with tensorParallelSize GPUs, over the Ray cluster the pods start (vLLM's "
+                     "Ray backend: its ranks span the nodes)")
+    notes[:0] = [f"KServe runs it with its built-in ClusterServingRuntime {runtime} (not in this file), read as the "
+                 f"vLLM server huggingfaceserver starts (--backend {backend or 'auto'}); vLLM version: {source}"]
+    notes += [
+        # __main__.py: `args, _ = parser.parse_known_args()` (v0.13 to v0.19)
+        "huggingfaceserver drops an argument neither it nor vLLM knows without an error (parse_known_args): "
+        "the server starts without that setting"]
     facts: dict[str, Any] = {"k8s_kind": "InferenceService", "container": "kserve-container", "runtime": runtime,
                              "engine_version": version, "version_source": source, "notes": notes,
                              "image_span": release.span if release else None}

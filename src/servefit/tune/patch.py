@@ -70,8 +70,8 @@ class Patcher(EnvPlacement):
     def inline_style(self, file: str, everywhere: bool = False) -> bool:
         """Whether most flags that take a value are written `--flag=value` (in file, or anywhere in
         the command); a switch has no style of its own."""
-        took = [o.inline for name, o in self.occ.items() if (everywhere or o.flag.span is not None
-                and o.flag.span.file == file) and self._takes_value(name)]
+        took = [o.inline for name, o in self.occ.items() if o.flag.span is not None  # servefit's own: no style
+                and (everywhere or o.flag.span.file == file) and self._takes_value(name)]
         return sum(took) > len(took) / 2 if took else False
 
     def _takes_value(self, name: str) -> bool:

@@ -18,7 +18,8 @@ def knobs(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list
     limit = derived_max_len(as_loaded(cfg, model), e, False)
     lens = tuple(c for c in CONTEXTS if c <= limit) + ((limit,) if limit not in CONTEXTS else ())
     kv = ("auto", "fp8") if (gpu.compute_capability >= 80 or gpu.vendor != "nvidia") else ("auto",)
-    tps = tuple(t for t in (1, 2, 4, 8) if t <= max(count, 1) and model.num_attention_heads % t == 0)
+    pp = max(int(cfg.settings.get("pipeline_parallel_size") or 1), 1)  # each stage takes tp GPUs
+    tps = tuple(t for t in (1, 2, 4, 8) if t * pp <= max(count, pp) and model.num_attention_heads % t == 0)
     return [
         Knob("max_model_len", lens),
         Knob("kv_cache_dtype", kv),
