@@ -170,8 +170,8 @@ def _usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int) -> Usage:
     rs_by: dict[int, int] = {}
     for il, nbytes in enumerate(kv.layer_bytes):
         kv_by[kv_dev[il]] = kv_by.get(kv_dev[il], 0) + nbytes
-        if lm.recurrent and lm.recurrent[il]:
-            rs_by[kv_dev[il]] = rs_by.get(kv_dev[il], 0) + nbytes
+        if kv.layer_rs[il]:
+            rs_by[kv_dev[il]] = rs_by.get(kv_dev[il], 0) + kv.layer_rs[il]
     comp = C.compute_buffer(lm, cp, kv, inp.fa, b, int(s.get("draft_max") or 0) if s.get("model_draft") else 0)
     gpus_used = sorted({d for d in pl.layer_dev if d != P.CPU} | {d for d in kv_by if d != P.CPU})
     if not gpus_used and inp.n_dev:

@@ -1,0 +1,107 @@
+"""llama.cpp's KV and recurrent-state buffers by build for the model families whose caches changed shape:
+hybrid attention + state models (the attention cache per stream), MLA models (V cached or not), Falcon-H1
+(attention and Mamba-2 in every layer), and which layers of a GGUF hold state (load_hparams)."""
+
+from __future__ import annotations
+
+import pytest
+from test_llamacpp_engine import MIB, gpu, run
+
+from servefit.engines.llamacpp import kv as K
+from servefit.engines.llamacpp.model import from_gguf
+from servefit.models import resolve_model
+from servefit.models.gguf import GgufInfo
+
+
+def detail(name: str, cmd: str, version: str):
+    _, p = run(f"llama-server -m x-Q4_K_M.gguf {cmd}", spec=lambda: resolve_model(name), version=version,
+               g=gpu(400000))
+    return p.detail
+
+
+# Qwen3-Next-80B-A3B (catalog, from its config.json): 48 layers, every 4th full attention (12), 2 KV heads x 256;
+# 36 gated-delta-net layers with conv (4 - 1) x (32 x 128 + 2 x 16 x 128) and state 128 x 32 x 128 f32 values
+QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
+ATTN_CELL = 12 * 2 * 256 * 2 * 2  # K and V, f16, all attention layers
+RS_SEQ = 36 * 4 * (3 * (32 * 128 + 2 * 16 * 128) + 128 * 32 * 128)
+
+
+@pytest.mark.parametrize(("version", "cells_per_stream"), [
+    # before PR #19559 (llama_model::create_memory gave the hybrid attention cache cparams.n_ctx per stream)
+    ("b6500", 8192), ("b7500", 8192),
+    ("b8100", 4096),  # from it n_ctx_seq, as every other model
+])
+def test_hybrid_attention_cache_per_stream_by_build(version, cells_per_stream):
+    d = detail(QWEN3_NEXT, "-c 8192 -np 2 -fa on", version)
+    assert d.kv_cache_cells == cells_per_stream
+    assert d.kv_buffer_mib == ATTN_CELL * cells_per_stream * 2 / MIB  # 2 streams
+    assert d.rs_buffer_mib == round(RS_SEQ * 2 / MIB, 2)  # one state per sequence on every build
+    assert d.n_ctx_per_seq == 4096
+
+
+def test_hybrid_with_unified_cache_is_one_stream_on_every_build():
+    for version in ("b6500", "b7500", "b8100"):
+        d = detail(QWEN3_NEXT, "-c 8192 -np 2 -kvu -fa on", version)
+        assert (d.kv_cache_cells, d.kv_buffer_mib) == (8192, ATTN_CELL * 8192 / MIB)
+
+
+def test_hybrid_era_pads_the_whole_context_before_b6868():
+    # b6646 / b6840 create_memory, hybrid branch: cparams.n_ctx = PAD(n_ctx, padding) (32 without flash
+    # attention), no per-stream split, and that many cells in each of the -np streams
+    d = detail(QWEN3_NEXT, "-c 5000 -np 3 -fa off", "b6500")
+    assert (d.kv_cache_cells, d.n_ctx_per_seq) == (5024, 5024 // 3)
+    assert d.kv_buffer_mib == ATTN_CELL * 5024 * 3 / MIB
+
+
+# DeepSeek-V2-Lite (27 layers) and Kimi K2 (61 layers): kv_lora_rank 512, rope 64 -> K row 576, V row 512
+@pytest.mark.parametrize(("name", "layers"), [("deepseek-ai/DeepSeek-V2-Lite-Chat", 27),
+                                              ("moonshotai/Kimi-K2-Instruct", 61)])
+@pytest.mark.parametrize(("version", "v_row"), [("b6500", 512), ("b7800", 512), ("b7900", 0)])
+def test_mla_caches_v_until_the_v_less_cache(name, layers, version, v_row):
+    # PR #19067: has_v = !is_mla; before it V held n_embd_head_v = kv_lora_rank per cell
+    d = detail(name, "-c 8192 -np 1 -fa on", version)
+    assert d.kv_buffer_mib == layers * (576 + v_row) * 2 * 8192 / MIB
+
+
+# Falcon-H1-1.5B (catalog, config.json): 24 layers each with attention (2 KV heads x 128) and a Mamba-2 mixer
+# (48 heads x 64 = d_inner 3072, 1 group, d_state 256, d_conv 4)
+def test_falcon_h1_holds_attention_and_state_in_every_layer():
+    d = detail("tiiuae/Falcon-H1-1.5B-Instruct", "-c 8192 -np 2 -fa on", "b8100")
+    assert d.kv_buffer_mib == 24 * 2 * 128 * 2 * 2 * 4096 * 2 / MIB
+    assert d.rs_buffer_mib == round(24 * 4 * (3 * (3072 + 2 * 256) + 256 * 3072) * 2 / MIB, 2)
+
+
+def _gguf(arch: str, **kv: object) -> GgufInfo:
+    return GgufInfo(path="m.gguf", version=3, tensors=[], kv={"general.architecture": arch,
+                                                               **{f"{arch}.{k}": v for k, v in kv.items()}})
+
+
+def test_qwen3_next_gguf_state_layers_follow_the_interval_not_head_count_kv():
+    # convert_hf_to_gguf.py writes one head_count_kv for every layer; load_hparams marks layer i recurrent
+    # unless (i + 1) % full_attention_interval == 0
+    lm = from_gguf(_gguf("qwen3next", block_count=48, embedding_length=2048, context_length=262144,
+                         **{"attention.head_count": 16, "attention.head_count_kv": 2, "attention.key_length": 256,
+                            "attention.value_length": 256, "ssm.conv_kernel": 4, "ssm.state_size": 128,
+                            "ssm.group_count": 16, "ssm.inner_size": 4096, "full_attention_interval": 4}))
+    assert [il for il in range(48) if lm.has_kv(il)] == list(range(3, 48, 4))
+    cp = K.context(lm, 8192, 1, True, 2048, 512, True, 9000)
+    kv = K.layout(lm, cp, "f16", "f16", True, False, 9000)
+    assert kv.total - kv.rs_bytes == ATTN_CELL * 8192
+    assert kv.rs_bytes == RS_SEQ
+
+
+def test_nemotron_h_gguf_mlp_blocks_hold_no_state():
+    # load_hparams LLM_ARCH_NEMOTRON_H: recurrent = n_head_kv(i) == 0 && n_ff(i) == 0; a block with a
+    # feed-forward is an MLP block (no KV, no state), one with KV heads attention
+    heads_kv = [0, 0, 8, 0]
+    ff = [0, 15680, 0, 0]
+    lm = from_gguf(_gguf("nemotron_h", block_count=4, embedding_length=4480, context_length=131072,
+                         feed_forward_length=ff, **{"attention.head_count": 40, "attention.head_count_kv": heads_kv,
+                                                    "attention.key_length": 128, "attention.value_length": 128,
+                                                    "ssm.conv_kernel": 4, "ssm.state_size": 128,
+                                                    "ssm.group_count": 8, "ssm.inner_size": 10240}))
+    assert lm.recurrent == [True, False, False, True]
+    cp = K.context(lm, 4096, 1, True, 2048, 512, True, 9000)
+    kv = K.layout(lm, cp, "f16", "f16", True, False, 9000)
+    assert kv.rs_bytes == 2 * 4 * (3 * (10240 + 2 * 8 * 128) + 128 * 10240)
+    assert kv.total - kv.rs_bytes == 8 * 128 * 2 * 2 * 4096
