@@ -105,3 +105,40 @@ def test_nemotron_h_gguf_mlp_blocks_hold_no_state():
     kv = K.layout(lm, cp, "f16", "f16", True, False, 9000)
     assert kv.rs_bytes == 2 * 4 * (3 * (10240 + 2 * 8 * 128) + 128 * 10240)
     assert kv.total - kv.rs_bytes == 8 * 128 * 2 * 2 * 4096
+
+
+def phi2():
+    # microsoft/phi-2 config.json: 32 layers, hidden 2560, 32 heads (no GQA) of 80
+    from servefit.models.spec import ModelSpec
+
+    return ModelSpec(name="microsoft/phi-2", architecture="PhiForCausalLM", model_type="phi", num_hidden_layers=32,
+                     hidden_size=2560, num_attention_heads=32, num_key_value_heads=32, head_dim=80,
+                     intermediate_size=10240, vocab_size=51200, max_position_embeddings=2048)
+
+
+@pytest.mark.parametrize(("fa", "version", "rejected"), [
+    ("auto", "b9000", True),  # the check runs only for LLAMA_FLASH_ATTN_TYPE_AUTO: 80 % 32 != 0
+    ("on", "b9000", False),
+    ("off", "b9000", False),
+])
+def test_block_size_check_is_for_fa_auto_only(fa, version, rejected):
+    cfg, p = run(f"llama-server -m phi-2-Q4_K_M.gguf -c 2048 -np 1 -ctk q4_0 -fa {fa}", spec=phi2, version=version)
+    codes = {f.code for f in cfg.findings + p.findings}
+    assert ("LCPP004" in codes) == rejected
+    assert (p.outcome == "rejected_config") == rejected
+    if not rejected:  # K rows of 2560 q4_0 values (80 blocks of 18 bytes), V f16
+        assert p.detail.kv_buffer_mib == 32 * (2560 // 32 * 18 + 2560 * 2) * 2048 / MIB
+
+
+def test_no_block_size_check_before_fa_auto():
+    cfg, p = run("llama-server -m phi-2-Q4_K_M.gguf -c 2048 -np 1 -ctk q4_0", spec=phi2, version="b6000")
+    assert p.outcome != "rejected_config"
+
+
+@pytest.mark.parametrize(("version", "rejected"), [("b9000", False), ("b10300", True)])
+def test_mla_differing_cache_types_refused_from_pr_25871(version, rejected):
+    cfg, p = run("llama-server -m x-Q4_K_M.gguf -c 8192 -np 1 -fa on -ctk q8_0 -ctv f16",
+                 spec=lambda: resolve_model("deepseek-ai/DeepSeek-V2-Lite-Chat"), version=version, g=gpu(400000))
+    assert (p.outcome == "rejected_config") == rejected
+    if not rejected:  # V-less: -ctv does nothing; K rows of 576 q8_0 values
+        assert p.detail.kv_buffer_mib == round(27 * (576 // 32 * 34) * 8192 / MIB, 2)

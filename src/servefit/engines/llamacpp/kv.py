@@ -164,7 +164,8 @@ def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_fu
 
 
 def block_problem(lm: LModel, type_k: str, type_v: str) -> str | None:
-    """llama_init_from_model with flash attention: the cache type's block must divide the head size."""
+    """llama_init_from_model with -fa auto: a quantized cache type's block must divide n_embd_head_k / _v (the
+    caller applies the build and -fa conditions)."""
     from servefit.models.gguf import type_by_name
 
     for name, t, hd in (("K", type_k, lm.head_k), ("V", type_v, lm.head_v)):

@@ -269,12 +269,19 @@ def findings_for_model(cfg: EngineConfig, lm: LModel, fa: bool) -> list[Finding]
                            f" / V {s['cache_type_v']} on this device; CUDA builds have f16, q8_0/q8_0 and q4_0/q4_0)",
                            span=sp.get("cache_type_v"), site=cfg.site.name if cfg.site else "",
                            setting="cache_type_v"))
-    if fa and (s["cache_type_k"] in QUANTIZED_KV or s["cache_type_v"] in QUANTIZED_KV):
+    b = V.build(cfg.version)
+    # src/llama-context.cpp llama_init_from_model (from #15434, b6325; read at b6646 / b7108): the block-size check
+    # runs only `if (params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_AUTO && ggml_is_quantized(type))`, before
+    # auto is resolved: -fa auto fails whatever it would pick, -fa on / off skip it; builds before have no check
+    if b >= V.FA_AUTO and s["flash_attn"] == "auto" and (s["cache_type_k"] in QUANTIZED_KV
+                                                          or s["cache_type_v"] in QUANTIZED_KV):
         why = K.block_problem(lm, s["cache_type_k"], s["cache_type_v"])
         if why:
             out.append(finding("LCPP004", f"llama_init_from_model: {why}", span=sp.get("cache_type_k"),
                                site=cfg.site.name if cfg.site else "", setting="cache_type_k"))
-    if lm.mla and s["cache_type_k"] != s["cache_type_v"]:
+    # PR #25871 (2026-07-18, extended in review to hparams.is_mla()): llama_init_from_model refuses differing K and V
+    # types where V is a view of K; before it -ctv was ignored for those models (no V cache since #19067)
+    if lm.mla and s["cache_type_k"] != s["cache_type_v"] and b >= V.MLA_SAME_TYPES:
         out.append(finding("LCPP005", f"model does not support different K ({s['cache_type_k']}) and V "
                            f"({s['cache_type_v']}) cache types (MLA stores K only)",
                            span=sp.get("cache_type_v") or sp.get("cache_type_k"),

@@ -30,6 +30,8 @@ MLA_V_LESS = 7830
 # create_memory passed cparams.n_ctx (all streams) as the hybrid attention cache's per-stream size, so without
 # --kv-unified the attention layers of Qwen3-Next / Granite 4 / Nemotron-H / Jamba held -np times the cells.
 HYBRID_KV_SEQ = 8010
+# PR #25871 (2026-07-18; b9986 is dated 2026-07-14): MLA / DeepSeek V4 models refuse -ctk != -ctv. Approximate (+-40).
+MLA_SAME_TYPES = 10030
 # src/llama.cpp llama_params_fit_impl step 2 before PR #18372 ("llama-fit-params: fix Gemma 3 calculation", opened
 # 2025-12-25; b7539 is that day's build, issue #18376): the context cut in proportion to the KV; from it the line
 # between two dry runs. Approximate (+-15 builds).
