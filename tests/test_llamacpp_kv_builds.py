@@ -142,3 +142,15 @@ def test_mla_differing_cache_types_refused_from_pr_25871(version, rejected):
     assert (p.outcome == "rejected_config") == rejected
     if not rejected:  # V-less: -ctv does nothing; K rows of 576 q8_0 values
         assert p.detail.kv_buffer_mib == round(27 * (576 // 32 * 34) * 8192 / MIB, 2)
+
+
+# OpenELM-270M (catalog: its configuration_openelm.py entry): KV heads per layer 3 x5, 4 x7, 5 x4 of 64 (layer-wise
+# scaling, as convert_hf_to_gguf.py writes head_count_kv per layer)
+@pytest.mark.parametrize(("fa", "per_cell"), [
+    ("on", 63 * 64 * 2 * 2),  # each layer its own K and V width
+    # without flash attention V is stored transposed at hparams.n_embd_v_gqa_max() (5 x 64) in every layer
+    ("off", 63 * 64 * 2 + 16 * 320 * 2),
+])
+def test_openelm_kv_heads_per_layer(fa, per_cell):
+    d = detail("apple/OpenELM-270M", f"-c 2048 -np 1 -fa {fa}", "b9000")
+    assert d.kv_buffer_mib == round(per_cell * 2048 / MIB, 2)

@@ -194,6 +194,14 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     else:
         head_k = m.head_dim
         n_head_kv = [0 if k in ("mamba", "linear", "none") else m.num_key_value_heads for k in kinds]
+    n_head = [m.num_attention_heads] * n
+    if m.model_type == "openelm":
+        # convert_hf_to_gguf.py OpenELMModel writes head_count / head_count_kv per layer (layer-wise scaling) and
+        # llama.cpp caches each layer's own n_embd_k_gqa(il); the catalog's num_key_value_heads is the widest
+        from servefit.models.arch_openelm import layer_shapes
+
+        shapes = layer_shapes(m)
+        n_head, n_head_kv = [q for q, _, _ in shapes], [kv for _, kv, _ in shapes]
     head_swa = head_k
     if m.layout.get("global_head_dim"):
         # Gemma 4 (src/models/gemma4.cpp): full layers carry the global head size and KV heads
@@ -230,7 +238,7 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         n_embd_r, n_embd_s = int(mb["conv_state_elems"]), int(mb.get("ssm_state_elems") or 0)
     lm = LModel(
         arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
-        n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
+        n_ctx_train=m.max_position_embeddings, n_head=n_head, n_head_kv=n_head_kv,
         head_k=head_k, head_v=head_v, head_k_swa=head_swa,
         head_v_swa=head_v if m.model_type == "mimo_v2_flash" else m.head_dim, swa=swa, n_swa=int(window),
         mla=mla, recurrent=recurrent, n_embd_r=n_embd_r, n_embd_s=n_embd_s, n_ff=m.intermediate_size, n_expert=m.num_experts,
