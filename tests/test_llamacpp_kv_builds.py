@@ -154,3 +154,34 @@ def test_mla_differing_cache_types_refused_from_pr_25871(version, rejected):
 def test_openelm_kv_heads_per_layer(fa, per_cell):
     d = detail("apple/OpenELM-270M", f"-c 2048 -np 1 -fa {fa}", "b9000")
     assert d.kv_buffer_mib == round(per_cell * 2048 / MIB, 2)
+
+
+# Sliding-window families at -c 32768 -np 1 -fa on, b9000: the SWA cache holds PAD(min(n_ctx, n_swa + n_ubatch), 256)
+# cells (llama_kv_cache_iswa); per layer-cell K + V f16 = KV heads x head x 4 bytes. Layer facts from each catalog
+# entry (its config.json) and the arch's set_swa_pattern in llama-model.cpp load_hparams.
+@pytest.mark.parametrize(("name", "full", "swa", "cell", "swa_cells"), [
+    # Gemma 2 9B: 42 layers, pattern 2 (even layers SWA, window 4096), 8 KV heads x 256
+    ("google/gemma-2-9b-it", 21, 21, 8 * 256 * 4, 4608),
+    # Gemma 3n E2B: 30 layers, pattern 5 (window 512), the last 10 share earlier layers' KV
+    # (n_layer_kv_from_start = 20): 4 full + 16 SWA layers of 2 KV heads x 256 hold a cache
+    ("google/gemma-3n-E2B-it", 4, 16, 2 * 256 * 4, 1024),
+    # Llama 4 Scout: chunked attention, n_swa 8192, pattern 4, 8 KV heads x 128
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 12, 36, 8 * 128 * 4, 8704),
+    # Command R7B (cohere2): pattern 4, window 4096, 8 KV heads x 128
+    ("CohereLabs/c4ai-command-r7b-12-2024", 8, 24, 8 * 128 * 4, 4608),
+])
+def test_sliding_window_families(name, full, swa, cell, swa_cells):
+    d = detail(name, "-c 32768 -np 1 -fa on", "b9000")
+    assert d.kv_cache_cells_swa == swa_cells
+    assert d.kv_buffer_swa_mib == swa * cell * swa_cells / MIB
+    assert d.kv_buffer_mib == (full * 32768 + swa * swa_cells) * cell / MIB
+
+
+@pytest.mark.parametrize(("name", "per_cell"), [
+    ("microsoft/Phi-3-mini-4k-instruct", 32 * 32 * 96 * 4),  # LLM_ARCH_PHI3: "Phi SWA is currently disabled"
+    ("mistralai/Mistral-7B-Instruct-v0.1", 32 * 8 * 128 * 4),  # LLM_ARCH_LLAMA reads no sliding window
+])
+def test_windows_llama_cpp_ignores(name, per_cell):
+    d = detail(name, "-c 32768 -np 1 -fa on", "b9000")
+    assert d.kv_cache_cells_swa is None
+    assert d.kv_buffer_mib == per_cell * 32768 / MIB
