@@ -35,3 +35,25 @@ def test_runner_hybrid_model_holds_the_whole_context_per_sequence():
     rb, _ = runner_buffers({"quant": "Q4_K_M"}, spec, gpu(80000), 1, (0, 13, 5), 8192, 2, 512, 41, True, "f16")
     assert rb is not None
     assert (rb.kv_cache_cells, rb.kv_buffer_mib) == (16384, 4 * 4 * 128 * 2 * 2 * 16384 * 2 / MIB)
+
+
+def _kv_line(name: str, cmd: str, version: str, np_: str = "2") -> list[str]:
+    from test_ollama_engine import ENGINE, site
+    from test_ollama_engine import gpu as ogpu
+
+    s = site(cmd, env={"OLLAMA_NUM_PARALLEL": np_, "OLLAMA_CONTEXT_LENGTH": "8192"})
+    cfg = ENGINE.parse(s, version)
+    p = ENGINE.plan(cfg, resolve_model(name), ogpu(200000), 1)
+    return [m for m in p.messages if '"kv cache"' in m]
+
+
+def test_ollama_engine_counts_the_recurrent_state_as_cache():
+    # Qwen3-Next on the Ollama engine (v0.15.5+) and forced to one slot (server/sched.go): 12 attention layers x 2 KV
+    # heads x 256 x K,V f16 at 8192 cells = 192 MiB, plus 36 state layers of f32 conv 3 x 8192 and delta state
+    # 128 x 128 x 32 for one slot (kvcache/recurrent.go, created in each layer's context) = 75.375 MiB
+    assert _kv_line("Qwen/Qwen3-Next-80B-A3B-Instruct", "ollama run qwen3-next:80b", "0.20.0") == [
+        'msg="kv cache" device=CUDA0 size="267.4 MiB"']
+    # Nemotron-Nano-9B-v2 (v0.17.1+): 4 attention layers x 8 x 128 (128 MiB) + 27 Mamba-2 layers of conv
+    # 3 x (10240 + 2 x 8 x 128) and state 128 x 80 x 128 (138.8 MiB)
+    assert _kv_line("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "ollama run nemotron-nano:9b", "0.20.0") == [
+        'msg="kv cache" device=CUDA0 size="266.8 MiB"']
