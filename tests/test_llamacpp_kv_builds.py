@@ -185,3 +185,16 @@ def test_windows_llama_cpp_ignores(name, per_cell):
     d = detail(name, "-c 32768 -np 1 -fa on", "b9000")
     assert d.kv_cache_cells_swa is None
     assert d.kv_buffer_mib == per_cell * 32768 / MIB
+
+
+@pytest.mark.parametrize(("ctk", "ctv", "k_row", "v_row"), [
+    ("q8_0", "q4_0", 1024 // 32 * 34, 1024 // 32 * 18),
+    ("q5_1", "iq4_nl", 1024 // 32 * 24, 1024 // 32 * 18),
+    ("q4_1", "q5_0", 1024 // 32 * 20, 1024 // 32 * 22),
+    ("f32", "bf16", 1024 * 4, 1024 * 2),
+])
+def test_k_and_v_types_size_each_half(ctk, ctv, k_row, v_row):
+    # Llama 3.1 8B: 32 layers, K and V rows of 8 heads x 128 = 1024 values; ggml_row_size per type
+    # (block of 32: q8_0 34 B, q4_0 / iq4_nl 18, q4_1 20, q5_0 22, q5_1 24)
+    _, p = run(f"llama-server -m x-Q4_K_M.gguf -c 4096 -np 1 -fa on -ctk {ctk} -ctv {ctv}", version="b9000")
+    assert p.detail.kv_buffer_mib == 32 * (k_row + v_row) * 4096 / MIB
