@@ -204,8 +204,16 @@ def test_ctx_padding_and_streams():
     assert (p.detail.n_ctx_per_seq, p.detail.n_ctx) == (3584, 3584 * 3)
     _, p = run("llama-server -m x-Q4_K_M.gguf -c 10000 -np 3 -kvu -fa on")
     assert (p.detail.n_ctx_per_seq, p.detail.n_ctx) == (10240, 10240)
-    _, p = run("llama-server -m x-Q4_K_M.gguf -c 10000 -np 3", version="b6000")  # FA off: padded to 32
-    assert p.detail.n_ctx_per_seq == 10016 // 3
+    # b5913 - b6867 (llama_model::create_memory, Ollama's vendored b6646 / b6840): each stream holds
+    # PAD(ceil(n_ctx / np), padding) cells, padding 32 with FA off: ceil(10000 / 3) = 3334 -> 3360
+    _, p = run("llama-server -m x-Q4_K_M.gguf -c 10000 -np 3", version="b6000")
+    assert (p.detail.n_ctx_per_seq, p.detail.n_ctx, p.detail.kv_buffer_mib) == (3360, 3 * 3360, 3 * 3360 / 8)
+    _, p = run("llama-server -m x-Q4_K_M.gguf -c 4096 -np 3 -fa", version="b6000")  # ceil 1366 -> PAD 256 = 1536
+    assert (p.detail.kv_cache_cells, p.detail.kv_buffer_mib) == (1536, 3 * 1536 / 8)
+    _, p = run("llama-server -m x-Q4_K_M.gguf -c 8193 -np 2 -fa", version="b6000")  # ceil 4097 -> 4352, not 4096
+    assert p.detail.kv_cache_cells == 4352
+    _, p = run("llama-server -m x-Q4_K_M.gguf -c 4000 -np 3 -kvu -fa", version="b6000")  # unified: PAD(4000, 256)
+    assert (p.detail.kv_cache_cells, p.detail.n_ctx_per_seq) == (4096, 4096)
 
 
 def test_sliding_window_gemma3():
@@ -285,9 +293,19 @@ def test_explicit_ngl_and_ctx_can_oom():
     assert any("out of memory" in m for m in p.messages)
 
 
-def test_no_fit_before_b7407_means_oom_with_default_context():
-    _, p = run("llama-server -m x-Q4_K_M.gguf -ngl 99", g=gpu(12000), version="b7000")
+def test_no_fit_before_b7407_means_oom_with_the_training_context():
+    # -c 0 is the training context (131072 cells: 16 GiB of KV) and nothing lowers it before --fit
+    _, p = run("llama-server -m x-Q4_K_M.gguf -c 0 -ngl 99", g=gpu(12000), version="b7000")
     assert p.outcome == "oom_at_load"
+
+
+@pytest.mark.parametrize(("version", "cells"), [("b3900", 131072), ("b4500", 4096), ("b7000", 4096)])
+def test_unset_context_is_the_builds_default(version, cells):
+    # common/common.h common_params::n_ctx: 0 (training context) before PR #10136, 4096 from it until --fit
+    # (b7407) made it 0 again; llama-server took it as is
+    _, p = run("llama-server -m x-Q4_K_M.gguf -np 1 -ngl 99", g=gpu(80000), version=version)
+    assert (p.detail.kv_cache_cells, p.detail.kv_buffer_mib) == (cells, cells / 8)
+    assert any(f.code == "LCPP008" and ("defaults to -c 4096" in f.message) == (cells == 4096) for f in p.findings)
 
 
 def test_two_gpus_split_layers_and_pipeline_copies():

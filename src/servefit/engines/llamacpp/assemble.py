@@ -50,7 +50,7 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     fit_on = bool(s["fit"])
     ngl_user = PL.ngl_value(s["n_gpu_layers"], lm, fit_on)
     ctx_user = int(s["ctx_size"])
-    fr = F.FitResult(ctx=ctx_user or lm.n_ctx_train, ngl=ngl_user if ngl_user is not None else lm.n_layer + 1)
+    fr = F.FitResult(ctx=ctx_user or int(s.get("ctx_default") or 0) or lm.n_ctx_train, ngl=ngl_user if ngl_user is not None else lm.n_layer + 1)
     if fit_on:
         fr = F.run_fit(inp, ctx_user, ngl_user)
         if fr.splits:
@@ -162,7 +162,11 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
     if not cp.unified and cp.n_seq > 1 and (ctx_user or cp.n_ctx_seq < lm.n_ctx_train):
         # an unset -c under --fit from fit.FIT_STREAMS gives every slot the training length
         out.append(split_context(cp, ctx_user, s, sp, V.build(cfg.version), site))
-    if not ctx_user:
+    if not ctx_user and s.get("ctx_default"):
+        out.append(finding("LCPP008", f"no -c: llama-server b{V.build(cfg.version)} defaults to -c {s['ctx_default']} "
+                           f"(the model was trained for {lm.n_ctx_train}; -c 0 takes that; KV cache "
+                           f"{u.kv.total / 2**30:.2f} GiB)", span=sp.get("model"), site=site, setting="ctx_size"))
+    elif not ctx_user:
         what = (f"fit lowers it to {fr.ctx}" if fr.changed_ctx else f"KV cache {u.kv.total / 2**30:.2f} GiB")
         out.append(finding("LCPP008", f"no -c: the context defaults to the training length {lm.n_ctx_train} "
                            f"({what})", span=sp.get("model"), site=site, setting="ctx_size"))

@@ -176,6 +176,9 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     s["gguf_base"], s["gguf_quant"] = base, quant
     # values as the engine holds them
     s["ctx_size"] = int(vals.get("ctx_size", 0) or 0)
+    # common/common.h common_params::n_ctx, what an unset -c means: 4096 from PR #10136 until --fit (b7407) made it 0
+    # again (the training context, which fit may lower); 0 before #10136. -c 0 is the training context on every build.
+    s["ctx_default"] = 4096 if "ctx_size" not in vals and V.CTX_4096 <= b < V.FIT else 0
     s["parallel"] = int(vals.get("parallel", -1 if b >= V.NP_AUTO else 1))
     s["batch_size"] = int(vals.get("batch_size", 2048))
     s["ubatch_size"] = int(vals.get("ubatch_size", 512))

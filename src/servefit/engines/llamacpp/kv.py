@@ -52,7 +52,7 @@ class CtxParams:
 def context(lm: LModel, ctx: int, n_seq: int, unified: bool, n_batch: int, n_ubatch: int, fa: bool,
             b: int) -> CtxParams:
     n_seq = max(1, min(int(n_seq), 256))  # LLAMA_MAX_SEQ
-    n_ctx = ctx if ctx > 0 else lm.n_ctx_train
+    n_ctx = raw = ctx if ctx > 0 else lm.n_ctx_train
     if b >= V.PAD_256:
         n_ctx = pad(n_ctx, 256)
     elif b < V.NO_PAD:
@@ -63,15 +63,32 @@ def context(lm: LModel, ctx: int, n_seq: int, unified: bool, n_batch: int, n_uba
                          n_ubatch=min(n_batch, n_ubatch), n_batch=n_batch, kv_cells=n_ctx)
     if unified:
         n_ctx_seq = n_ctx
+    elif b < V.NO_PAD:
+        # src/llama-model.cpp llama_model::create_memory (b5913 - b6867; read in the copies Ollama vendored at
+        # llama.cpp b6646 and b6840): n_ctx_per_stream = PAD(ceil(n_ctx / n_seq_max), padding), n_ctx = that x
+        # n_seq_max, so -c 4096 -np 3 with flash attention holds 3 x 1536 cells, not 3 x 1365
+        n_ctx_seq = pad(-(-raw // n_seq), 256 if fa else 32)
+        n_ctx = n_ctx_seq * n_seq
     else:
         n_ctx_seq = n_ctx // n_seq
         if b >= V.PAD_256:
             n_ctx_seq = pad(n_ctx_seq, 256)
         n_ctx = n_ctx_seq * n_seq
+    kv_cells = 0
+    hybrid = any(lm.recurrent) and any(lm.has_kv(il) for il in range(lm.n_layer))  # llm_arch_is_hybrid's models
+    if not unified and hybrid and b < V.HYBRID_KV_SEQ:
+        # src/llama-model.cpp llama_model::create_memory, the llm_arch_is_hybrid branch until PR #19559: the
+        # attention cache gets attn_kv_size = cparams.n_ctx (every stream's cells) for each of the n_seq_max
+        # streams. Before b6868 that n_ctx is only padded (PAD(n_ctx, padding), no per-stream split: Ollama's
+        # vendored b6646 / b6840), and the context's n_ctx_per_seq() is that n_ctx / n_seq_max
+        if b < V.NO_PAD:
+            n_ctx = pad(raw, 256 if fa else 32)
+            n_ctx_seq = n_ctx // n_seq
+        kv_cells = n_ctx
     n_batch = min(n_batch, n_ctx)  # causal models: n_batch = min(n_ctx, n_batch)
     n_ubatch = min(n_batch, n_ubatch)
     return CtxParams(n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_seq=n_seq, n_stream=1 if unified else n_seq,
-                     unified=unified, n_ubatch=n_ubatch, n_batch=n_batch)
+                     unified=unified, n_ubatch=n_ubatch, n_batch=n_batch, kv_cells=kv_cells)
 
 
 @dataclass
@@ -83,6 +100,7 @@ class KvLayout:
     cells_swa: int  # per stream (0: no SWA cache)
     n_stream: int
     layer_bytes: list[int] = field(default_factory=list)  # KV (or RS) bytes of each layer, all streams
+    layer_rs: list[int] = field(default_factory=list)  # the recurrent-state part of each layer's bytes
     k_bytes: int = 0
     v_bytes: int = 0
     rs_bytes: int = 0
@@ -112,23 +130,28 @@ def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_fu
             else:
                 size_swa = min(size_base, pad(want, 1 if b >= V.NO_PAD else 256 if fa else 32))
     out = KvLayout(cells_base=size_base, cells_swa=size_swa, n_stream=cp.n_stream)
-    v_max = max((lm.v_width(il) for il in range(lm.n_layer) if lm.has_kv(il)), default=0)
-    widths = {lm.v_width(il) for il in range(lm.n_layer) if lm.has_kv(il)}
+    v_max = max((lm.v_width(il, b) for il in range(lm.n_layer) if lm.has_kv(il)), default=0)
+    widths = {lm.v_width(il, b) for il in range(lm.n_layer) if lm.has_kv(il)}
     if not fa and len(widths) > 1:
         out.v_padded_to = v_max
     mem_rs = max(1, cp.n_seq)
     for il in range(lm.n_layer):
         if lm.recurrent and lm.recurrent[il]:
             rs = 4 * (lm.n_embd_r + lm.n_embd_s) * mem_rs  # f32 rows, src/llama-memory-recurrent.cpp
-            out.layer_bytes.append(rs)
             out.rs_bytes += rs
-            continue
+            out.layer_rs.append(rs)
+            if not lm.has_kv(il):
+                out.layer_bytes.append(rs)
+                continue
+        else:
+            rs = 0
+            out.layer_rs.append(0)
         if not lm.has_kv(il):
             out.layer_bytes.append(0)
             continue
         cells = size_swa if (lm.swa[il] and size_swa) else size_base
         kw = lm.k_width(il)
-        vw = out.v_padded_to or lm.v_width(il)
+        vw = out.v_padded_to or lm.v_width(il, b)
         k = row_bytes(type_k, kw) * cells * cp.n_stream
         v = row_bytes(type_v, vw) * cells * cp.n_stream if vw else 0
         out.k_bytes += k
@@ -136,12 +159,13 @@ def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_fu
         if lm.swa[il] and size_swa:
             out.swa_bytes += k + v
         out.bytes_per_token += row_bytes(type_k, kw) + (row_bytes(type_v, vw) if vw else 0)
-        out.layer_bytes.append(k + v)
+        out.layer_bytes.append(rs + k + v)
     return out
 
 
 def block_problem(lm: LModel, type_k: str, type_v: str) -> str | None:
-    """llama_init_from_model with flash attention: the cache type's block must divide the head size."""
+    """llama_init_from_model with -fa auto: a quantized cache type's block must divide n_embd_head_k / _v (the
+    caller applies the build and -fa conditions)."""
     from servefit.models.gguf import type_by_name
 
     for name, t, hd in (("K", type_k, lm.head_k), ("V", type_v, lm.head_v)):

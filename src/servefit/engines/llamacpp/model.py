@@ -9,6 +9,7 @@ from typing import Any
 
 from servefit import data
 from servefit.core import UsageError
+from servefit.engines.llamacpp.versions import MLA_V_LESS
 from servefit.memory.kv import MHA_CACHE_MLA_TYPES
 from servefit.models.gguf import ArrayLen, GgufInfo, TensorInfo, read_gguf
 from servefit.models.gguf_names import dynamic_quant
@@ -17,6 +18,7 @@ from servefit.models.gguf_spec import swa_layers
 from servefit.models.spec import ModelSpec
 
 RECURRENT_ARCHS = {"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"}
+FALCON_H1 = ("falcon-h1", "falcon_h1")  # the GGUF's name and the catalog's model_type
 HYBRID_ARCHS = {"jamba", "falcon-h1", "nemotron_h", "nemotron_h_moe", "granitehybrid", "qwen3next", "lfm2",
                 "lfm2moe", "plamo2", "kimi-linear", "kimi-k3", "qwen35", "qwen35moe"}
 
@@ -64,7 +66,7 @@ class LModel:
         return not any(t.name == "output.weight" for t in self.tensors)
 
     def has_kv(self, il: int) -> bool:
-        if self.recurrent and self.recurrent[il]:
+        if self.recurrent and self.recurrent[il] and self.arch not in FALCON_H1:  # Falcon-H1: attention and SSM
             return False
         if self.n_head_kv[il] == 0:
             return False
@@ -75,8 +77,11 @@ class LModel:
         hd = self.head_k_swa if self.swa[il] else self.head_k
         return hd * self.n_head_kv[il]
 
-    def v_width(self, il: int) -> int:
-        if self.mla:
+    def v_width(self, il: int, b: int | None = None) -> int:
+        """hparams.n_embd_v_gqa(il) as cached at build b (None: the newest). MLA models (hparams.is_mla()) cache
+        no V from PR #19067 (src/llama-kv-cache.cpp llama_kv_cache::llama_kv_cache: has_v = !is_mla); before it V
+        held n_embd_head_v = kv_lora_rank (the GGUF's value_length) per cell as well."""
+        if self.mla and (b is None or b >= MLA_V_LESS):
             return 0
         hd = self.head_v_swa if self.swa[il] else self.head_v
         return hd * self.n_head_kv[il]
@@ -95,6 +100,27 @@ def _per_layer(v: Any, n: int, default: int) -> list[int]:
     return [int(v)] * n
 
 
+def recurrent_layers(info: GgufInfo, arch: str, n: int, n_head_kv: list[int]) -> list[bool]:
+    """hparams.recurrent_layer_arr as src/llama-model.cpp::load_hparams sets it per architecture (read in the copy
+    Ollama vendored at llama.cpp a5bb8ba4, and src/models/qwen35.cpp): Falcon-H1 every layer (each also holds
+    attention KV: create_memory's filter_attn and filter_recr both return true); Qwen3-Next / Qwen3.5 every layer
+    but each full_attention_interval-th (default 4; an attention.recurrent_layers array wins), whatever
+    head_count_kv says; Nemotron-H the layers with neither KV heads nor a feed-forward (its MLP / MoE blocks are
+    neither); the other hybrids the layers without KV heads."""
+    if arch in RECURRENT_ARCHS or arch in FALCON_H1:
+        return [True] * n
+    if arch in ("qwen3next", "qwen35", "qwen35moe"):
+        arr = info.get("attention.recurrent_layers")
+        if isinstance(arr, list) and arr:
+            return [bool(x) for x in arr[:n]] + [False] * max(0, n - len(arr))
+        every = int(info.get("full_attention_interval", 4) or 4)
+        return [(i + 1) % every != 0 for i in range(n)]
+    if arch in ("nemotron_h", "nemotron_h_moe"):
+        ff = _per_layer(info.get("feed_forward_length"), n, 0)
+        return [n_head_kv[i] == 0 and ff[i] == 0 for i in range(n)]
+    return [arch in HYBRID_ARCHS and n_head_kv[i] == 0 for i in range(n)]
+
+
 def from_gguf(info: GgufInfo) -> LModel:
     """src/llama-model.cpp::load_hparams over the keys of docs PART C."""
     n = int(info.get("block_count", 0) or 0)
@@ -108,7 +134,7 @@ def from_gguf(info: GgufInfo) -> LModel:
     head_v = int(info.get("attention.value_length", 0) or hk_default)
     swa, window = swa_layers(info, n)
     arch = info.arch
-    recurrent = [arch in RECURRENT_ARCHS or (arch in HYBRID_ARCHS and n_head_kv[i] == 0) for i in range(n)]
+    recurrent = recurrent_layers(info, arch, n, n_head_kv)
     d_conv = int(info.get("ssm.conv_kernel", 0) or 0)
     d_inner = int(info.get("ssm.inner_size", 0) or 0)
     d_state = int(info.get("ssm.state_size", 0) or 0)
@@ -156,6 +182,8 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     else:
         swa, window = [False] * n, 0
     recurrent = [k in ("mamba", "linear") for k in kinds]
+    if arch in FALCON_H1:  # load_hparams LLM_ARCH_FALCON_H1: recurrent_layer_arr all true, attention in every layer too
+        recurrent = [True] * n
     # MiniCPM3: llama.cpp reads no key_length_mla for it (llama-model.cpp LLM_ARCH_MINICPM3 hparams:
     # q/kv LoRA ranks only), so hparams.is_mla() is false and K and V are cached per head as in vLLM
     # (V width taken as head_dim here: the GGUF's value_length was not confirmed)
@@ -166,6 +194,14 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
     else:
         head_k = m.head_dim
         n_head_kv = [0 if k in ("mamba", "linear", "none") else m.num_key_value_heads for k in kinds]
+    n_head = [m.num_attention_heads] * n
+    if m.model_type == "openelm":
+        # convert_hf_to_gguf.py OpenELMModel writes head_count / head_count_kv per layer (layer-wise scaling) and
+        # llama.cpp caches each layer's own n_embd_k_gqa(il); the catalog's num_key_value_heads is the widest
+        from servefit.models.arch_openelm import layer_shapes
+
+        shapes = layer_shapes(m)
+        n_head, n_head_kv = [q for q, _, _ in shapes], [kv for _, kv, _ in shapes]
     head_swa = head_k
     if m.layout.get("global_head_dim"):
         # Gemma 4 (src/models/gemma4.cpp): full layers carry the global head size and KV heads
@@ -175,6 +211,8 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         head_k, kv_full = attention_shape(m, "full")
         n_head_kv = [kv_full if k == "full" else h for k, h in zip(kinds, n_head_kv, strict=True)]
     head_v = head_k if head_swa != head_k else m.head_dim
+    if mla:  # convert_hf_to_gguf.py DeepseekV2Model.set_gguf_parameters: value_length = kv_lora_rank
+        head_v = m.kv_lora_rank
     if m.model_type == "mimo_v2_flash":  # src/models/mimo2-iswa.cpp: n_head_kv(il), K n_embd_head_k, V n_embd_head_v
         from servefit.models.arch_mimo_v2 import kv_shape
 
@@ -182,7 +220,10 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         head_v = kv_shape(m, "full")[2]
     shared = int(m.layout.get("num_kv_shared_layers") or 0)  # gemma4.cpp: n_layer_kv_from_start
     mb = m.mamba or {}
-    d_inner = int(mb.get("d_inner") or mb.get("intermediate_size") or 0)
+    # Mamba-2 configs that give heads x head size instead (Falcon-H1's mamba_d_ssm = mamba_n_heads x mamba_d_head,
+    # which convert_hf_to_gguf.py writes as ssm.inner_size)
+    d_inner = int(mb.get("d_inner") or mb.get("intermediate_size")
+                  or int(mb.get("num_heads") or 0) * int(mb.get("head_dim") or 0))
     d_state = int(mb.get("d_state") or mb.get("state_size") or 0)
     d_conv = int(mb.get("d_conv") or mb.get("conv_kernel") or 0)
     n_group = int(mb.get("n_groups") or 0)
@@ -197,7 +238,7 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         n_embd_r, n_embd_s = int(mb["conv_state_elems"]), int(mb.get("ssm_state_elems") or 0)
     lm = LModel(
         arch=arch, name=m.name, n_layer=n, n_embd=m.hidden_size, n_vocab=m.vocab_size,
-        n_ctx_train=m.max_position_embeddings, n_head=[m.num_attention_heads] * n, n_head_kv=n_head_kv,
+        n_ctx_train=m.max_position_embeddings, n_head=n_head, n_head_kv=n_head_kv,
         head_k=head_k, head_v=head_v, head_k_swa=head_swa,
         head_v_swa=head_v if m.model_type == "mimo_v2_flash" else m.head_dim, swa=swa, n_swa=int(window),
         mla=mla, recurrent=recurrent, n_embd_r=n_embd_r, n_embd_s=n_embd_s, n_ff=m.intermediate_size, n_expert=m.num_experts,

@@ -170,8 +170,8 @@ def _usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int) -> Usage:
     rs_by: dict[int, int] = {}
     for il, nbytes in enumerate(kv.layer_bytes):
         kv_by[kv_dev[il]] = kv_by.get(kv_dev[il], 0) + nbytes
-        if lm.recurrent and lm.recurrent[il]:
-            rs_by[kv_dev[il]] = rs_by.get(kv_dev[il], 0) + nbytes
+        if kv.layer_rs[il]:
+            rs_by[kv_dev[il]] = rs_by.get(kv_dev[il], 0) + kv.layer_rs[il]
     comp = C.compute_buffer(lm, cp, kv, inp.fa, b, int(s.get("draft_max") or 0) if s.get("model_draft") else 0)
     gpus_used = sorted({d for d in pl.layer_dev if d != P.CPU} | {d for d in kv_by if d != P.CPU})
     if not gpus_used and inp.n_dev:
@@ -269,12 +269,19 @@ def findings_for_model(cfg: EngineConfig, lm: LModel, fa: bool) -> list[Finding]
                            f" / V {s['cache_type_v']} on this device; CUDA builds have f16, q8_0/q8_0 and q4_0/q4_0)",
                            span=sp.get("cache_type_v"), site=cfg.site.name if cfg.site else "",
                            setting="cache_type_v"))
-    if fa and (s["cache_type_k"] in QUANTIZED_KV or s["cache_type_v"] in QUANTIZED_KV):
+    b = V.build(cfg.version)
+    # src/llama-context.cpp llama_init_from_model (from #15434, b6325; read at b6646 / b7108): the block-size check
+    # runs only `if (params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_AUTO && ggml_is_quantized(type))`, before
+    # auto is resolved: -fa auto fails whatever it would pick, -fa on / off skip it; builds before have no check
+    if b >= V.FA_AUTO and s["flash_attn"] == "auto" and (s["cache_type_k"] in QUANTIZED_KV
+                                                          or s["cache_type_v"] in QUANTIZED_KV):
         why = K.block_problem(lm, s["cache_type_k"], s["cache_type_v"])
         if why:
             out.append(finding("LCPP004", f"llama_init_from_model: {why}", span=sp.get("cache_type_k"),
                                site=cfg.site.name if cfg.site else "", setting="cache_type_k"))
-    if lm.mla and s["cache_type_k"] != s["cache_type_v"]:
+    # PR #25871 (2026-07-18, extended in review to hparams.is_mla()): llama_init_from_model refuses differing K and V
+    # types where V is a view of K; before it -ctv was ignored for those models (no V cache since #19067)
+    if lm.mla and s["cache_type_k"] != s["cache_type_v"] and b >= V.MLA_SAME_TYPES:
         out.append(finding("LCPP005", f"model does not support different K ({s['cache_type_k']}) and V "
                            f"({s['cache_type_v']}) cache types (MLA stores K only)",
                            span=sp.get("cache_type_v") or sp.get("cache_type_k"),

@@ -7,6 +7,10 @@ import re
 
 CURRENT = "b10309"  # newest modelled (ggml-org/llama.cpp 82bb48500, 2026-08)
 
+# common/common.h common_params::n_ctx: 0 (the training context) until PR #10136 ("llama : adjust default context
+# size", 2024-11-02; b4079 is dated 2024-11-14: approximate, +-30 builds), 4096 from then, 0 again from --fit (FIT: the
+# vendored common.h of llama.cpp 17f7f4b still reads 4096, ec98e2002 reads 0)
+CTX_4096 = 4000
 ISWA = 5435  # SWA layers get their own, window-sized cache (#13194, merged 2025-05-20; b5439 has it)
 # the SWA cache holds n_swa + n_ubatch cells, n_batch before (#13833, opened 2025-05-27 on top of #13845; the merge
 # build was not read: approximate, +-40 builds)
@@ -18,7 +22,16 @@ NO_PAD = 6868  # KV padding (256 with FA, 32 without) removed (#16812)
 NP_AUTO = 6925  # server -np auto = 4 with unified KV (#16736)
 PAD_256 = 6975  # n_ctx and SWA cache padded to 256 (#17046)
 ROUTER = 7389  # no -m: router mode, --models-dir / --models-max (#17470, Dec 2025; b7389 has it, issue #18035)
-FIT = 7407  # --fit, default on (#16653)
+FIT = 7407  # --fit, default on (#16653); common_params::n_ctx back to 0
+# PR #19067 ("kv-cache : support V-less cache", 2026-01-24, the day of #19070): MLA models (hparams.is_mla(): DeepSeek
+# V2/V3, Kimi K2, GLM-4.7-Flash) cache K only; before, V held kv_lora_rank per cell. Approximate (+-40 builds).
+MLA_V_LESS = 7830
+# PR #19559 ("memory : fix kv cache size for hybrid models", 2026-02-12; b8006 is dated that day): llama_model::
+# create_memory passed cparams.n_ctx (all streams) as the hybrid attention cache's per-stream size, so without
+# --kv-unified the attention layers of Qwen3-Next / Granite 4 / Nemotron-H / Jamba held -np times the cells.
+HYBRID_KV_SEQ = 8010
+# PR #25871 (2026-07-18; b9986 is dated 2026-07-14): MLA / DeepSeek V4 models refuse -ctk != -ctv. Approximate (+-40).
+MLA_SAME_TYPES = 10030
 # src/llama.cpp llama_params_fit_impl step 2 before PR #18372 ("llama-fit-params: fix Gemma 3 calculation", opened
 # 2025-12-25; b7539 is that day's build, issue #18376): the context cut in proportion to the KV; from it the line
 # between two dry runs. Approximate (+-15 builds).

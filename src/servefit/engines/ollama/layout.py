@@ -48,6 +48,20 @@ def cache_cells(v: tuple[int, ...], arch: str, num_ctx: int, np_: int, num_batch
     return cells, K.pad(np_ * mem + max_batch, pad)
 
 
+RECURRENT_BASE = (0, 17, 1)  # kvcache/recurrent.go, the state cache LFM2 / Nemotron-H / Qwen3-Next share
+
+
+def recurrent_state_bytes(lm: LModel, v: tuple[int, ...], np_: int) -> int:
+    """A state layer's cache on the Ollama engine (model/models/{qwen3next,nemotronh,lfm2}/cache.go): conv state
+    ConvDim x ConvChannels and the recurrent state, f32, for every one of the maxSequences (num_parallel) slots,
+    allocated in the layer's context (ml.Context.Layer), so the runner counts it as that layer's cache. The sizes
+    are llama.cpp's n_embd_r / n_embd_s (qwen3next: (conv_kernel - 1) x (d_inner + 2 n_group d_state) and head_v^2
+    x value heads; nemotronh: d_state x head_dim x heads); LFM2 keeps one recurrent float per slot from the shared
+    kvcache.Recurrent base of v0.17.1 (RecurrentStateSize: 1), none with its own cache before."""
+    lfm2_state = 1 if lm.arch.startswith("lfm2") and v >= RECURRENT_BASE else 0
+    return 4 * (lm.n_embd_r + lm.n_embd_s + lfm2_state) * np_
+
+
 def llama_runner_estimate(lm: LModel, ctx: dict[str, Any], batch: int, kvt: str, metal: bool
                           ) -> tuple[list[int], int, int]:
     """(kv per layer, partial graph, full graph) for a llama-runner model, v0.12.11+ llm/server.go
@@ -72,15 +86,18 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
     cells, swa_cells = cache_cells(ctx["v"], ctx["arch"], num_ctx, np_, int(s.get("num_batch", 512)), fa, lm.n_swa)
     grp = CL.groups(lm)
     layer_w = [grp.get(f"blk.{i}", 0) for i in range(lm.n_layer)]
+    eng = bool(ctx.get("eng"))
     layer_kv = []
     for il in range(lm.n_layer):
+        if eng and lm.recurrent and lm.recurrent[il]:
+            layer_kv.append(recurrent_state_bytes(lm, ctx["v"], np_))
+            continue
         if not lm.has_kv(il):
             layer_kv.append(0)
             continue
         c = swa_cells if lm.swa[il] else cells
         layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, lm.v_width(il)) if lm.v_width(il) else 0)) * c)
     out_w = grp.get("output_norm", 0) + (grp["output"] if "output" in grp else grp.get("token_embd", 0))
-    eng = bool(ctx.get("eng"))
     buffer = 0
     if eng:
         cp = K.CtxParams(n_ctx=cells, n_ctx_seq=cells, n_seq=np_, n_stream=1, unified=True, n_ubatch=batch,

@@ -12,9 +12,16 @@ from servefit.engines.ollama.detail import RunnerBuffers
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
-# Ollama release -> llama.cpp build it vendored (llama/ or llm/llama.cpp submodule), approximate
-VENDORED = [((0, 0, 0), "b3800"), ((0, 5, 0), "b4500"), ((0, 6, 0), "b5000"), ((0, 7, 0), "b5600"),
-            ((0, 10, 0), "b6100"), ((0, 13, 0), "b6800")]
+# Ollama release -> llama.cpp build its llama runner vendored: llama/build-info.cpp LLAMA_COMMIT in the commit
+# that updated llama/llama.cpp and the first release tag holding it (ollama/ollama history). Exact where the
+# commit names its build (v0.12.4 b6646, v0.12.11 b6840, v0.13.2 b7108); the others are placed by their date
+# (+-50): 40c6d79f v0.5.2, 46e3556e v0.5.8, d7cfe1ff v0.5.13, 71e90e88 v0.6.6, e1e8e099 v0.6.8, de4c07f9 v0.7.0
+# (kept until v0.11.5: before the separate SWA cache of #13194 and the KV streams of #14363), e54d41be v0.11.5,
+# df1b612 v0.12.6, 17f7f4b v0.13.3, ec98e2002 v0.13.5 (a5bb8ba4 came in and was reverted before v0.15.5)
+VENDORED = [((0, 0, 0), "b3800"), ((0, 5, 2), "b4300"), ((0, 5, 8), "b4600"), ((0, 5, 13), "b4780"),
+            ((0, 6, 6), "b5140"), ((0, 6, 8), "b5240"), ((0, 7, 0), "b5340"), ((0, 11, 5), "b6150"),
+            ((0, 12, 4), "b6646"), ((0, 12, 6), "b6730"), ((0, 12, 11), "b6840"), ((0, 13, 2), "b7108"),
+            ((0, 13, 3), "b7320"), ((0, 13, 5), "b7440")]
 
 
 def vendored_build(v: tuple[int, ...]) -> str:
