@@ -205,3 +205,37 @@ def test_gpus_hidden_on_purpose(tmp_path: Path, capsys: pytest.CaptureFixture[st
                             "it is a CPU build), so its memory is not checked"),
         (18, 12, "info", "the image vllm/vllm-openai-cpu:v0.11.0 is vLLM's CPU build: the server runs on the CPU, "
                          "and servefit plans GPU memory, so its memory is not checked")]
+
+
+CPU_VLLM = """services:
+  vllm:
+    image: public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:{v}
+    command: --model meta-llama/Llama-3.1-8B-Instruct --max-model-len 65536 --host 127.0.0.1{extra}
+{env}"""
+
+
+@pytest.mark.parametrize(("v", "extra", "env", "said"), [
+    # Llama 3.1 8B: 32 layers x K and V x 8 heads x 128 x 2 bytes = 131,072 B a token; 65,536 tokens = 8 GiB
+    ("v0.9.2", "", "", "the 4.00 GiB of vLLM 0.9.2's default (VLLM_CPU_KVCACHE_SPACE unset)"),
+    ("v0.20.0", "", "    environment:\n      VLLM_CPU_KVCACHE_SPACE: \"4\"\n",
+     "the 4.00 GiB that VLLM_CPU_KVCACHE_SPACE=4 gives"),
+    ("v0.20.0", "", "    environment:\n      VLLM_CPU_KVCACHE_SPACE: \"8\"\n", None),  # fits exactly
+    ("v0.13.0", "", "", None),  # half a NUMA node's memory by default: not known
+    ("v0.10.0", " --kv-cache-dtype fp8", "", None),  # fp8_e5m2 up to 0.11: 4 GiB hold 65,536 tokens
+    ("v0.12.0", " --kv-cache-dtype fp8", "", "the 4.00 GiB of vLLM 0.12.0's default (VLLM_CPU_KVCACHE_SPACE unset)"),
+])
+def test_the_cpu_build_refuses_a_length_its_kv_space_cannot_hold(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 v: str, extra: str, env: str, said: str | None) -> None:
+    f = tmp_path / "compose.yaml"
+    f.write_text(CPU_VLLM.format(v=v, extra=extra, env=env))
+    main(["lint", str(f), "--format", "json", "--fail-on", "never"])
+    got = [(x["location"]["line"], x["location"]["column"], x["message"])
+           for x in json.loads(capsys.readouterr().out) if x["code"] == "VLLM026"]
+    if said is None:
+        assert got == []
+        return
+    msg = (f"max-model-len 65,536 needs 8.00 GiB of KV cache on the CPU, more than {said}: vLLM refuses to start; "
+           "the largest that fits is 32,768 (or set VLLM_CPU_KVCACHE_SPACE to 8 or more)")
+    assert got == [(4, 71, msg)]
+    assert main(["estimate", str(f)]) == 2  # every command says it
+    assert capsys.readouterr().err.endswith(f"; {msg}\n")

@@ -30,6 +30,24 @@ def storage_model(srv: Server) -> None:
 VALUES_MODEL_KEYS = ("modelName", "model_name")
 
 
+def cpu_checks(srv: Server, engine: Any) -> list[Any]:
+    """The start checks of an engine's CPU build that need only the model (vLLM's KV space), where the
+    model is known; nothing where it is not (SF120 already says the memory is not checked)."""
+    from servefit.pipeline import Target, resolve_site_model
+
+    t, cfg = srv.target, srv.config
+    assert cfg is not None
+    if "$" in (srv.model_ref or ""):
+        return []
+    try:
+        model = resolve_site_model(engine, srv.site, cfg, Target(
+            gpu="", engine_version=cfg.version, online=t.online,
+            model=str(t.model.value) if t.model is not None else None, model_config=t.model_config))
+    except UsageError:
+        return []
+    return list(engine.cpu_checks(cfg, model))
+
+
 def values_model(srv: Server) -> None:
     """A values file read without its chart's templates (helm is not on PATH, or --no-render) whose
     command has no model: the templates add it, from the values key named for it when that holds
@@ -63,6 +81,10 @@ def plan_server(srv: Server, engine: Any) -> None:
         srv.error = text
         out.append(finding("SF120", text, site=site.name, span=off.span or anchor(site),
                            severity="warning" if warn else None))
+        if off.runs_on == "the CPU" and hasattr(engine, "cpu_checks"):  # what the CPU build refuses (vLLM's KV space)
+            refused = cpu_checks(srv, engine)
+            out.extend(refused)
+            srv.error += "".join(f"; {f.message}" for f in refused)  # estimate and tune say it too
         return
     hidden = no_gpu_visible(site)
     if hidden:  # SF118 says so in lint; estimate and tune give this reason

@@ -155,6 +155,12 @@ class VllmEngine(Engine):
         require_planned(model, "vLLM")
         return plan(cfg, model, gpu, count)
 
+    def cpu_checks(self, cfg: EngineConfig, model: ModelSpec) -> list[Finding]:
+        """What the CPU build refuses at start (engines/vllm/cpu_build.py)."""
+        from servefit.engines.vllm.cpu_build import check
+
+        return check(cfg, model)
+
     def knobs(self, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> list[Knob]:
         from servefit.engines.vllm.knobs import knobs
 
