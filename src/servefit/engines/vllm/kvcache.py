@@ -20,7 +20,9 @@ from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
-HYBRID_PREFIX_CACHING_FROM = (0, 26, 0)  # hybrid_state
+# hybrid_state: the release from which prefix caching is on by default for a hybrid model
+# (engine/arg_utils.py::EngineArgs._set_default_chunked_prefill_and_prefix_caching_args)
+HYBRID_PREFIX_CACHING_FROM = (0, 28, 0)
 KDA_CONV_SPEC_FROM = (0, 27, 1)  # mamba_utils.py kda_state_shape: speculative tokens lengthen the conv window
 KDA_SSM_DTYPE_FROM = (0, 30, 0)  # kda_state_dtype takes mamba_ssm_cache_dtype (float32 / bfloat16)
 
@@ -172,7 +174,8 @@ def mamba_state_blocks(version: tuple[int, ...], prefix_caching: bool, num_spec:
     """Blocks one request's recurrent state holds (MambaSpec.max_memory_usage_bytes): one before
     v0.15; from v0.15 `1 + num_speculative_blocks` ("none", prefix caching off) or `2 + ...`
     ("align", prefix caching on for models without Mamba prefix-caching support, which is every
-    GatedDeltaNet model). The "all" mode of Mamba2 models with prefix caching is not modelled."""
+    GatedDeltaNet model). The "all" mode of Mamba2 models with prefix caching is not modelled.
+    Whether prefix caching is on by default is hybrid_state's to say (HYBRID_PREFIX_CACHING_FROM)."""
     if version < (0, 15, 0):
         return 1
     return (2 if prefix_caching else 1) + num_spec
@@ -222,9 +225,14 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     alignment = hybrid_alignment(model, version, env)
     block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
     prefix = settings.get("enable_prefix_caching")
-    # config/model.py::ModelConfig.is_prefix_caching_supported sets the default: off for hybrid models
-    # up to 0.25 ("Hybrid models do not support prefix caching since the feature is still
-    # experimental", read in the 0.14.0 - 0.25.1 wheels), on from 0.26.0
+    # The default for a hybrid model, by release: up to 0.25 config/model.py::ModelConfig
+    # .is_prefix_caching_supported says no ("Hybrid models do not support prefix caching since the
+    # feature is still experimental", read in the 0.14.0 - 0.25.1 wheels); in 0.26.0 - 0.27.1 it says
+    # yes but engine/arg_utils.py::EngineArgs._set_default_chunked_prefill_and_prefix_caching_args keeps
+    # it opt-in (`is_prefix_caching_supported and not model_config.is_hybrid`, read in the 0.26.0,
+    # 0.27.0 and 0.27.1 wheels); from 0.28.0 the default is is_prefix_caching_supported alone (read in
+    # the 0.28.0 - 0.33.0 wheels), so "align" mode and its 2 state blocks. --enable-prefix-caching
+    # decides where given (model_executor/models/config.py::MambaModelConfig.verify_and_update_config).
     default = version >= HYBRID_PREFIX_CACHING_FROM
     return mamba_state_blocks(version, default if prefix is None else bool(prefix), n_spec), block, page
 
