@@ -130,8 +130,7 @@ def mamba_blocks_short(model: ModelSpec, cfg: EngineConfig, gpu: GpuSpec, r: Res
     Mamba cache block and the pool has fewer blocks than --max-num-seqs: from 0.20.0
     config/compilation.py::CompilationConfig.resolve_cudagraph_mode_and_sizes raises where the resolved
     mode has full graphs, the KV-cache config has a MambaSpec group and max_num_reqs > num_blocks
-    (read in the 0.20.0, 0.21.0, 0.22.0, 0.24.0, 0.25.1, 0.26.0, 0.27.0, 0.27.1, 0.28.0 and 0.33.0
-    wheels; both model runners call it once the KV cache is allocated). 0.18 - 0.19 cap the capture
+    (read in the 0.20.0 - 0.22.0 and 0.24.0 - 0.33.0 wheels, 0.23 not read; both model runners call it once the KV cache is allocated). 0.18 - 0.19 cap the capture
     sizes to the blocks instead (_cap_capture_sizes_for_mamba, no error)."""
     from servefit.engines.vllm.graphs import graph_sizes
 
