@@ -132,7 +132,7 @@ def mamba_blocks_short(model: ModelSpec, cfg: EngineConfig, gpu: GpuSpec, r: Res
     mode has full graphs, the KV-cache config has a MambaSpec group and max_num_reqs > num_blocks
     (read in the 0.20.0 - 0.22.0 and 0.24.0 - 0.33.0 wheels, 0.23 not read; both model runners call it
     once the KV cache is allocated). 0.18 - 0.19 cap the capture sizes to the blocks instead
-    (_cap_capture_sizes_for_mamba, no error)."""
+    (CompilationConfig.adjust_cudagraph_sizes_for_mamba_cache, no error)."""
     from servefit.engines.vllm.graphs import graph_sizes
 
     if not e.v1 or r.version < MAMBA_BLOCKS_CHECK_FROM or r.max_num_seqs <= num_blocks:
