@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.vllm.era import Era
+from servefit.engines.vllm.mamba_cache import hybrid_prefix_caching, mamba_cache_mode
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.arch_mimo_v2 import is_mimo_v2
 from servefit.models.spec import ModelSpec
 
-HYBRID_PREFIX_CACHING_FROM = (0, 26, 0)  # hybrid_state
 KDA_CONV_SPEC_FROM = (0, 27, 1)  # mamba_utils.py kda_state_shape: speculative tokens lengthen the conv window
 KDA_SSM_DTYPE_FROM = (0, 30, 0)  # kda_state_dtype takes mamba_ssm_cache_dtype (float32 / bfloat16)
 
@@ -172,7 +172,8 @@ def mamba_state_blocks(version: tuple[int, ...], prefix_caching: bool, num_spec:
     """Blocks one request's recurrent state holds (MambaSpec.max_memory_usage_bytes): one before
     v0.15; from v0.15 `1 + num_speculative_blocks` ("none", prefix caching off) or `2 + ...`
     ("align", prefix caching on for models without Mamba prefix-caching support, which is every
-    GatedDeltaNet model). The "all" mode of Mamba2 models with prefix caching is not modelled."""
+    GatedDeltaNet model). The "all" mode of Mamba2 models with prefix caching is not modelled.
+    Whether prefix caching is on, and the mode, are mamba_cache.py's to say."""
     if version < (0, 15, 0):
         return 1
     return (2 if prefix_caching else 1) + num_spec
@@ -221,12 +222,10 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
         return mamba_state_blocks(version, False, n_spec), block_size, page
     alignment = hybrid_alignment(model, version, env)
     block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
-    prefix = settings.get("enable_prefix_caching")
-    # config/model.py::ModelConfig.is_prefix_caching_supported sets the default: off for hybrid models
-    # up to 0.25 ("Hybrid models do not support prefix caching since the feature is still
-    # experimental", read in the 0.14.0 - 0.25.1 wheels), on from 0.26.0
-    default = version >= HYBRID_PREFIX_CACHING_FROM
-    return mamba_state_blocks(version, default if prefix is None else bool(prefix), n_spec), block, page
+    # prefix caching and the Mamba cache mode by release (mamba_cache.py); the "all" mode is planned as
+    # "align" and the plan says so (mamba_cache.all_mode_note)
+    mode = mamba_cache_mode(settings, model, version, hybrid_prefix_caching(settings, version))
+    return mamba_state_blocks(version, mode != "none", n_spec), block, page
 
 
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,

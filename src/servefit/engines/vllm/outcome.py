@@ -111,7 +111,35 @@ def verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     elif out.outcome == "started":
         out.messages.append(f"GPU KV cache size: {tokens:,} tokens")
         out.messages.append(f"Maximum concurrency for {max_len:,} tokens per request: {conc:.2f}x")
+    # the pool is allocated and logged; then graph capture checks it (mamba_blocks_short)
+    if out.outcome == "started" and mamba_blocks_short(model, cfg, gpu, r, e, lay, num_blocks):
+        out.outcome, v.code, v.fit, v.max_num_seqs = "rejected_config", "VLLM025", num_blocks, r.max_num_seqs
+        out.messages.append(f"max_num_seqs ({r.max_num_seqs}) exceeds available Mamba cache blocks ({num_blocks}). "
+                            "Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot "
+                            f"proceed. Please lower max_num_seqs to at most {num_blocks} or increase "
+                            "gpu_memory_utilization.")
     return v
+
+
+MAMBA_BLOCKS_CHECK_FROM = (0, 20, 0)  # mamba_blocks_short
+
+
+def mamba_blocks_short(model: ModelSpec, cfg: EngineConfig, gpu: GpuSpec, r: Resolved, e: Era, lay,
+                       num_blocks: int) -> bool:
+    """Whether vLLM stops before capturing graphs because each decode sequence of a full graph needs one
+    Mamba cache block and the pool has fewer blocks than --max-num-seqs: from 0.20.0
+    config/compilation.py::CompilationConfig.resolve_cudagraph_mode_and_sizes raises where the resolved
+    mode has full graphs, the KV-cache config has a MambaSpec group and max_num_reqs > num_blocks
+    (read in the 0.20.0 - 0.22.0 and 0.24.0 - 0.33.0 wheels, 0.23 not read; both model runners call it
+    once the KV cache is allocated). 0.18 - 0.19 cap the capture sizes to the blocks instead
+    (CompilationConfig.adjust_cudagraph_sizes_for_mamba_cache, no error)."""
+    from servefit.engines.vllm.graphs import graph_sizes
+
+    if not e.v1 or r.version < MAMBA_BLOCKS_CHECK_FROM or r.max_num_seqs <= num_blocks:
+        return False
+    if not any(g.kind == "mamba" for g in lay.groups):
+        return False
+    return bool(graph_sizes(model, r, e, cfg, gpu)[1])  # full graphs captured (has_full_cudagraphs)
 
 
 def _v0_cache_lines(cfg: EngineConfig, e: Era, num_blocks: int, block_size: int, max_len: int,

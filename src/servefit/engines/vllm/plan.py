@@ -32,6 +32,7 @@ from servefit.engines.vllm.kvcache import (
     layout,
     speculative,
 )
+from servefit.engines.vllm.mamba_cache import all_mode_note
 from servefit.engines.vllm.mm_profiling import encoder_data_parallel
 from servefit.engines.vllm.non_torch import CONSUMED_FROM, non_torch_bytes
 from servefit.engines.vllm.non_torch import notes as non_torch_notes
@@ -373,6 +374,8 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
         a.append("Kimi Delta Attention layers: the chunked-prefill working buffers, the prefill checkpoint state "
                  "block and Kimi-K3's attention-residual buffers are not in the activation estimate, which can "
                  "overstate the KV cache by a few GiB (a Kimi-Linear start-up log showed about 3 GiB)")
+    if state_planned and (note := all_mode_note(s, model, r.version)):
+        a.append(note)
     if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
         # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")

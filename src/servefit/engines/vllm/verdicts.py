@@ -5,7 +5,9 @@ vLLM's own checks, by outcome:
 - VLLM020: v1/worker/gpu_worker.py::init_device (free memory below the requested utilization);
 - VLLM005: weights (and the profiling run) larger than the GPU: CUDA out of memory;
 - VLLM004: v1/core/kv_cache_utils.py (no memory left for the cache blocks);
-- VLLM003: kv_cache_utils.py::_check_enough_kv_cache_memory (one max-length request does not fit).
+- VLLM003: kv_cache_utils.py::_check_enough_kv_cache_memory (one max-length request does not fit);
+- VLLM025: config/compilation.py::resolve_cudagraph_mode_and_sizes (fewer Mamba cache blocks than
+  --max-num-seqs for full CUDA graphs; outcome.py::mamba_blocks_short).
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ class Verdict:
     max_len: int = 0
     fit: int = 0
     max_num_batched_tokens: int = 0
+    max_num_seqs: int = 0  # for VLLM025 (fit: the blocks the pool has)
 
 
 def findings(cfg: EngineConfig, gpu: GpuSpec, plan, v: Verdict, cudagraph_subtracted: bool) -> list[Finding]:
     """The finding of the outcome, if vLLM does not start."""
     rules = {"VLLM020": free_memory_below_budget, "VLLM005": weights_exceed_gpu, "VLLM004": no_kv_cache_memory,
-             "VLLM003": max_model_len_exceeds_kv_cache}
+             "VLLM003": max_model_len_exceeds_kv_cache, "VLLM025": mamba_blocks_below_max_num_seqs}
     check = rules.get(v.code)
     return [check(cfg, gpu, plan, v, cudagraph_subtracted)] if check is not None else []
 
@@ -86,3 +89,12 @@ def max_model_len_exceeds_kv_cache(cfg: EngineConfig, gpu: GpuSpec, plan, v: Ver
     return finding("VLLM003", f"max-model-len {v.max_len:,} needs {v.needed / GiB:.2f} GiB of KV cache per GPU, "
                               f"{v.check / GiB:.2f} GiB is left on the {gpu.name}; the largest that fits is {v.fit:,}",
                    span=cfg.spans.get("max_model_len"), setting="max_model_len")
+
+
+@rule("VLLM025")
+def mamba_blocks_below_max_num_seqs(cfg: EngineConfig, gpu: GpuSpec, plan, v: Verdict, cg_in: bool) -> Finding:
+    return finding("VLLM025", f"--max-num-seqs {v.max_num_seqs:,} is more than the {v.fit:,} KV-cache blocks left on the "
+                              f"{gpu.name}: with full CUDA graphs every decode sequence needs one Mamba state block, "
+                              f"so vLLM stops before capturing them; lower --max-num-seqs to at most {v.fit:,}, raise "
+                              "--gpu-memory-utilization, or capture piecewise graphs only",
+                   span=cfg.spans.get("max_num_seqs"), setting="max_num_seqs")
