@@ -43,6 +43,15 @@ def plan(argv: str, model, gpu, version: str, image: str | None = None, env=None
     return ENGINE.plan(cfg, model, gpu, count)
 
 
+def resolved(argv: str, version: str):
+    """The plan's Resolved for argv (max_num_batched_tokens, dtype, TP) as vLLM's defaults fill them."""
+    from servefit.engines.vllm.era import era
+    from servefit.engines.vllm.plan import resolve
+
+    cfg = ENGINE.parse(site_from_argv(argv.split()), version)
+    return resolve(cfg, DSV3_FP8, H200, era(version))
+
+
 def test_dense_warmup_leaves_the_segments_its_largest_buffers_took():
     # M = 8192; shapes (n, k) in module order: qkv (48 x 128, 4096), o_proj (4096, 4096), gate_up (24576, 4096),
     # down (4096, 12288). qkv takes a1q 8192 x 4096 = 32 MiB, its scales 8192 x 32 x 4 = 1 MiB (small pool: one
@@ -77,6 +86,22 @@ def test_moe_warmup_adds_the_grouped_gemm_buffers_at_the_aligned_m():
     # fits in the first, its out 69632 x 7168 x 2 B (952 MiB) takes a third; the scales fit in cached blocks
     ep = res((0, 12, 0), tp=8, ep=True)
     assert warmup_cached_bytes(DSV3_FP8, ep, H200, {}) == linear + (476 + 544 + 952) * MiB
+
+
+def test_grouped_warmup_tokens_are_capped_at_the_fused_moe_chunk():
+    # min(DP x max_num_batched_tokens, VLLM_FUSED_MOE_CHUNK_SIZE): at DP4 with expert parallelism (64 local
+    # experts of 2048) 32768 tokens, capped at 16384 from 0.12 (32768 before): MAX_M = 16384 x 8 + 64 x 127 =
+    # 139200 -> 139264, and 32768 x 8 + 8128 = 270272 -> 270336. Over the linear part: w13's a1q (x 7168 B)
+    # and out (x 4096 x 2 B) and w2's out (x 7168 x 2 B) take segments; w2's a1q and the scales fit
+    def seg(n: int) -> int:
+        return -(-n // (2 * MiB)) * 2 * MiB
+
+    def grouped(max_m: int) -> int:
+        return seg(max_m * 7168) + seg(max_m * 4096 * 2) + seg(max_m * 7168 * 2)
+
+    linear = warmup_cached_bytes(DSV3_FP8, res((0, 12, 0), dp=4, ep=True), H200, {"VLLM_MOE_USE_DEEP_GEMM": "0"})
+    assert warmup_cached_bytes(DSV3_FP8, res((0, 12, 0), dp=4, ep=True), H200, {}) == linear + grouped(139264)
+    assert warmup_cached_bytes(DSV3_FP8, res((0, 11, 0), dp=4, ep=True), H200, {}) == linear + grouped(270336)
 
 
 def test_when_the_warmup_runs():
@@ -115,7 +140,7 @@ def test_deep_gemm_is_known_in_the_official_image_or_a_named_package():
 def test_capture_log_reads_the_larger_warmup_lower():
     argv = "vllm serve m --max-model-len 8192 --tensor-parallel-size 8"
     dg = warmup_cached_bytes(DSV3_FP8, res((0, 12, 0), tp=8), H200, {})
-    fwd = forward_bytes(DSV3_FP8, ENGINE_RESOLVED(argv, "0.12.0"), 8192)
+    fwd = forward_bytes(DSV3_FP8, resolved(argv, "0.12.0"), 8192)
     assert dg > fwd > 0
     # the official image has both: the capture hands back the larger (the autotune forward reuses the blocks)
     img = plan(argv, DSV3_FP8, H200, "0.12.0", image="vllm/vllm-openai:v0.12.0", count=8)
@@ -139,15 +164,10 @@ def test_capture_log_reads_the_larger_warmup_lower():
     assert skip.detail.logged_cuda_graph_bytes == pip.detail.logged_cuda_graph_bytes
     p18 = plan(argv, DSV3_FP8, H200, "0.18.0", image="vllm/vllm-openai:v0.18.0", count=8)
     assert p18.detail.logged_cuda_graph_bytes == p18.memory.cuda_graphs
+    # Model Runner V2 empties the cache before its first reading (v1/worker/gpu/model_runner.py::capture_model)
+    v2 = plan(argv, DSV3_FP8, H200, "0.14.0", image="vllm/vllm-openai:v0.14.0", count=8,
+              env={"VLLM_USE_V2_MODEL_RUNNER": "1"})
+    assert v2.detail.logged_cuda_graph_bytes == v2.memory.cuda_graphs > 0
     # eager: nothing captured, nothing logged
     eager = plan(argv + " --enforce-eager", DSV3_FP8, H200, "0.12.0", image="vllm/vllm-openai:v0.12.0", count=8)
     assert eager.detail.logged_cuda_graph_bytes == eager.memory.cuda_graphs == 0
-
-
-def ENGINE_RESOLVED(argv: str, version: str):  # noqa: N802
-    """The plan's Resolved for argv (max_num_batched_tokens, dtype, TP) as vLLM's defaults fill them."""
-    from servefit.engines.vllm.era import era
-    from servefit.engines.vllm.plan import resolve
-
-    cfg = ENGINE.parse(site_from_argv(argv.split()), version)
-    return resolve(cfg, DSV3_FP8, H200, era(version))
