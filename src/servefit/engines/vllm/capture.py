@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     from servefit.models.spec import ModelSpec
 
 GiB = 2**30
-# [first release that autotunes before capture, first release that empties the cache before reading]
+# [first release that runs kernel_warmup (autotune, DeepGEMM) before capture, first release that empties the
+# cache before reading]
 AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
 

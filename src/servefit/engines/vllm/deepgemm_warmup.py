@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from servefit.engines.vllm.capture import AUTOTUNE_BEFORE_CAPTURE
 from servefit.engines.vllm.forward import FUSED_MOE_CHUNK_SIZE
 from servefit.engines.vllm.graph_pool import pool_reserved
 from servefit.memory.kv import kv_heads_per_rank, latent_cache
@@ -47,9 +48,6 @@ if TYPE_CHECKING:
     from servefit.hardware.spec import GpuSpec
     from servefit.models.spec import ModelSpec
 
-# [first release that warms DeepGEMM up before capture_model, first release that empties the cache before
-# its first reading] (capture.py AUTOTUNE_BEFORE_CAPTURE, the same two code changes)
-WARMUP_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 USE_DEEP_GEMM_BY_DEFAULT = (0, 11, 0)  # envs.py VLLM_USE_DEEP_GEMM: "0" in 0.10.2, "1" from 0.11.0
 WARMUP_CHOICE_FROM = (0, 12, 0)  # envs.py VLLM_DEEP_GEMM_WARMUP (skip / full / relax) replaces VLLM_SKIP_DEEP_GEMM_WARMUP
 DEEP_GEMM_CCS = (90, 100)  # is_deep_gemm_supported: is_device_capability(90) or is_device_capability(100)
@@ -75,7 +73,7 @@ def fp8_block_checkpoint(model: ModelSpec) -> bool:
 def warmup_runs(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None) -> bool:
     """Whether kernel_warmup runs the DeepGEMM warm-up before the capture, given DeepGEMM is installed."""
     env = env or {}
-    first, fixed = WARMUP_BEFORE_CAPTURE
+    first, fixed = AUTOTUNE_BEFORE_CAPTURE  # kernel_warmup before capture_model, up to the emptied cache
     if gpu is None or gpu.compute_capability not in DEEP_GEMM_CCS or not first <= r.version < fixed:
         return False
     if not fp8_block_checkpoint(model) or not _flag(env, "VLLM_USE_DEEP_GEMM", r.version >= USE_DEEP_GEMM_BY_DEFAULT):
