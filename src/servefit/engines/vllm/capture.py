@@ -42,23 +42,28 @@ a CUDA devel final base, later a base image with the JIT dependencies). So the l
 predicted lower from 0.12 to 0.17, in the official image from 0.10.2, and where
 VLLM_HAS_FLASHINFER_CUBIN=1 says so; for a 0.10.2 / 0.11 install of the plain wheel the plan says by
 how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig) skips the
-autotune, as -O0 does. DeepGEMM's warm-up (VLLM_USE_DEEP_GEMM with block-FP8 weights) runs there too
-and is not counted.
+autotune, as -O0 does. kernel_warmup runs DeepGEMM's warm-up first (block-FP8 checkpoints on compute
+capability 9.0 / 10.0 where the deep_gemm package is installed: deepgemm_warmup.py), whose freed buffers
+stay cached the same way; the autotune forward reuses those blocks, so the capture hands back the larger
+of the two (taken as a lower bound: the forward may need blocks the warm-up's do not fit).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from servefit.hardware.spec import GpuSpec
 
 if TYPE_CHECKING:
+    from servefit.core import EngineConfig
     from servefit.engines.vllm.era import Era
     from servefit.engines.vllm.plan import Resolved
     from servefit.models.spec import ModelSpec
 
 GiB = 2**30
-# [first release that autotunes before capture, first release that empties the cache before reading]
+# [first release that runs kernel_warmup (autotune, DeepGEMM) before capture, first release that empties the
+# cache before reading]
 AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
 
@@ -79,6 +84,19 @@ def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | No
     return forward_bytes(model, r, r.max_num_batched_tokens)
 
 
+def capture_release(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, cfg: EngineConfig,
+                    v2_runner: bool = False) -> Released:
+    """What the first capture hands back (Released): the autotune forward (released_at_capture) and the
+    DeepGEMM warm-up's cache (deepgemm_warmup.py; V1 only, where the V1 runner captures), each with whether
+    the install is known to run it."""
+    from servefit.engines.vllm.deepgemm_warmup import deep_gemm_known, warmup_cached_bytes
+
+    image = cfg.site.image if cfg.site else None
+    dg = 0 if not e.v1 or v2_runner or r.enforce_eager else warmup_cached_bytes(model, r, gpu, cfg.env)
+    return Released(released_at_capture(model, r, e, gpu, cfg.settings, v2_runner), autotune_known(cfg.env, r.version, image),
+                    dg, deep_gemm_known(image, cfg.site.packages if cfg.site else ()))
+
+
 def autotune_known(env: dict[str, str] | None, version: tuple[int, int, int] = (0, 12, 0),
                    image: str | None = None) -> bool:
     """Whether FlashInfer can run for the autotune (see above): VLLM_HAS_FLASHINFER_CUBIN=1, a release
@@ -88,22 +106,55 @@ def autotune_known(env: dict[str, str] | None, version: tuple[int, int, int] = (
     return version >= (0, 12, 0) or "vllm/vllm-openai" in (image or "")
 
 
-def logged_graph_bytes(pool: int, released: int, known: bool) -> int:
-    """The "took X GiB" figure: the graphs' memory, less what the capture released where the autotune
-    is known to run (negative when the released cache was larger)."""
-    return pool - released if pool and known else pool
+@dataclass(frozen=True)
+class Released:
+    """What the first capture hands back (see above): the autotune forward's working set and the DeepGEMM
+    warm-up's cached segments (0 where they do not run), and whether the install is known to run each."""
+
+    autotune: int = 0
+    autotune_known: bool = False
+    deep_gemm: int = 0
+    deep_gemm_known: bool = False
+
+    @property
+    def known(self) -> int:
+        """Bytes the log is predicted to read lower: the larger of the warm-ups known to run."""
+        return max(self.autotune if self.autotune_known else 0, self.deep_gemm if self.deep_gemm_known else 0)
+
+    @property
+    def possible(self) -> int:
+        """Bytes it reads lower where every optional package is installed."""
+        return max(self.autotune, self.deep_gemm)
 
 
-def capture_note(released: int, version: str, known: bool) -> str | None:
+def logged_graph_bytes(pool: int, released: Released) -> int:
+    """The "took X GiB" figure: the graphs' memory, less what the capture released where the warm-ups
+    are known to run (negative when the released cache was larger)."""
+    return pool - released.known if pool else pool
+
+
+def capture_note(released: Released, version: str) -> str | None:
     """Why the logged capture figure reads, or may read, lower than the graph memory in the plan."""
-    if not released:
+    if not released.possible:
         return None
-    why = ("a warm-up forward of max-num-batched-tokens just before the capture (FlashInfer autotune) leaves cached "
-           "memory that the capture hands back; the plan counts the graphs' full size")
-    if known:
-        return (f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released / GiB:.2f} GiB lower than "
-                f"the graphs hold: {why} (FlashInfer runs where the flashinfer-cubin package or nvcc is present; "
-                "without either the log shows the full size)")
-    return (f"where FlashInfer is installed (the vllm/vllm-openai image has it; `pip install vllm` does not before "
-            f"0.12), vLLM {version} logs its CUDA-graph capture ('took X GiB') up to {released / GiB:.2f} GiB lower "
-            f"than predicted: {why}")
+    what = " and ".join(w for w, n in (("DeepGEMM's kernel warm-up", released.deep_gemm),
+                                      ("a forward of max-num-batched-tokens (FlashInfer autotune)", released.autotune)) if n)
+    why = (f"{what} just before the capture leave{'' if ' and ' in what else 's'} cached memory that the capture hands "
+           "back; the plan counts the graphs' full size")
+    needs = [n for n, run, known in (("FlashInfer runs where the flashinfer-cubin package or nvcc is present",
+                                      released.autotune, released.autotune_known),
+                                     ("DeepGEMM where the deep_gemm package is installed (the vllm/vllm-openai image)",
+                                      released.deep_gemm, released.deep_gemm_known)) if run and known]
+    missing = [n for n, run, known in (("FlashInfer", released.autotune, released.autotune_known),
+                                       ("DeepGEMM", released.deep_gemm, released.deep_gemm_known)) if run and not known]
+    if released.known:
+        text = (f"vLLM {version} logs its CUDA-graph capture ('took X GiB') about {released.known / GiB:.2f} GiB lower "
+                f"than the graphs hold: {why} ({'; '.join(needs)}; where missing, the log shows the full size)")
+        if released.possible > released.known:
+            text += f"; up to {released.possible / GiB:.2f} GiB lower where {missing[0]} is installed too"
+        return text
+    pip = "; ".join(p for n, p in (("FlashInfer", "`pip install vllm` does not install FlashInfer before 0.12"),
+                                   ("DeepGEMM", "no vLLM wheel installs DeepGEMM")) if n in missing)
+    return (f"where {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} installed (the vllm/vllm-openai "
+            f"image has {'them' if len(missing) > 1 else 'it'}; {pip}), vLLM {version} logs its CUDA-graph capture "
+            f"('took X GiB') up to {released.possible / GiB:.2f} GiB lower than predicted: {why}")

@@ -1,6 +1,7 @@
 """The CUDA-graph memory vLLM captures at start, version by version: which batch sizes and modes it
 captures (graph_sizes), what the captured graphs hold (graph_memory) and what the KV budget subtracts
-for them (graph_estimate). What the capture log line reads next to this is in capture.py.
+for them (graph_estimate). What the capture log line reads next to this is in capture.py; what
+quantized linear kernels add (activation-quant nodes, AWQ / Marlin scratch) in graph_quant.py.
 
 vLLM captures the graphs after the KV cache is allocated (V0 worker/model_runner.py::
 ModelRunner.capture_model; V1 v1/worker/gpu_model_runner.py::GPUModelRunner.capture_model); from 0.20
@@ -27,9 +28,9 @@ from servefit.engines.vllm.graph_mode import (
     spec_decode_without_full_graphs,
 )
 from servefit.engines.vllm.graph_pool import forward_pool
+from servefit.engines.vllm.graph_quant import act_quant_kernels, awq_dequant_pool, marlin_reduce_scratch
 from servefit.engines.vllm.kvcache import speculative
 from servefit.hardware.spec import GpuSpec
-from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
 
@@ -109,34 +110,6 @@ V2_RUNNER_ARCHS = (((0, 23, 0), ("Qwen3ForCausalLM",)),
                    ((0, 26, 0), _V2_MOE), ((0, 27, 0), _V2_026),
                    ((0, 28, 0), _V2_026 + ("KimiK3ForConditionalGeneration",)),
                    ((0, 29, 0), _V2_026 + ("KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM")))
-# Dynamic activation quantization adds a quant kernel before each of a decoder layer's four linear
-# inputs (qkv, o_proj, gate_up, down; a fused-MoE layer quantizes its two expert GEMMs' inputs instead of
-# gate_up / down) to every captured layer: 4 more kernel nodes. The int8 quant is an opaque custom op
-# (quantization/kernels/scaled_mm: apply_weights calls ops.scaled_int8_quant, then the scaled GEMM)
-# that no fusion pass matches (compilation/passes/fusion/rms_quant_fusion.py: QUANT_OPS are FP8 / FP4
-# only, read in the 0.19.0 wheel); the FP8 one is the QuantFP8 CustomOp from 0.10.0
-# (quantization/input_quant_fp8.py), whose native form Inductor fuses into the neighbouring kernels when
-# V1 compiles the model, so it adds no node there. The 0.19 logs of Llama-3.1-8B W8A8 int8 with an fp8
-# KV cache vs FP16 on the same A100 (0.86 vs 0.48 GiB, 51 piecewise + 35 full graphs) agree: 32 layers x
-# 86 graphs x 4 nodes (0.11 GiB) plus the FlashInfer decode wrappers the fp8 KV cache brings
-# (FLASHINFER_DECODE_WORKSPACE, 0.27 GiB) make the 0.38 GiB between them.
-ACT_QUANT_KERNELS = 4
-WEIGHT_ONLY_8BIT = ("bitsandbytes", "bnb", "experts_int8")
-FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
-# awq.py::AWQLinearMethod.apply: from 256 tokens on, the AWQ kernel dequantizes the whole weight to
-# fp16 and runs torch.matmul (FP16_MATMUL_HEURISTIC_CONDITION); captured, the dequantized weight and
-# the matmul output live in the graph pool (one pool for all sizes: the largest). Only the `awq`
-# method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
-# --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
-AWQ_DEQUANT_TOKENS = 256
-# Up to 0.8.5 gptq_marlin_gemm (the GPTQ / AWQ Marlin kernels, csrc/quantization/gptq_marlin/gptq_marlin.cu)
-# allocates per call, beside its output, a_tmp [m, k] in the model's dtype and, for the fp32 global reduce
-# that marlin_utils.py turns on (USE_FP32_REDUCE_DEFAULT), c_tmp [determine_reduce_max_m(m), n] in fp32:
-# m rounded up to 16, 32, 48, 64, then 64 x min(ceil(m / 64), max_par 16). Captured, both sit in the graph
-# pool at the largest size. The symbol marlin::determine_reduce_max_m is in the 0.6.2, 0.6.5, 0.7.3 and
-# 0.8.5 wheels' _C.abi3.so and not in 0.9.0's, 0.9.1's or later ones (a c_tmp of SMs x 64 x 256 floats).
-MARLIN_REDUCE_UNTIL = (0, 9, 0)
-MARLIN_MAX_PAR = 16
 # FlashInfer's attention backend builds a decode wrapper of its own for every FULL decode graph size
 # (v1/attention/backends/flashinfer.py::FlashInferMetadataBuilder._get_decode_wrapper with use_cudagraph:
 # _decode_wrappers_cudagraph[batch_size], read in the 0.12.0, 0.19.0 and 0.24.0 wheels), and each
@@ -257,55 +230,6 @@ def model_runner_v2(model: ModelSpec, r: Resolved, env: dict[str, str] | None = 
     if kinds & {"mamba", "linear"} and (r.version < (0, 27, 0) or not listed):
         return False
     return listed or not model.is_moe
-
-def act_quant_kernels(r: Resolved, e: Era) -> int:
-    """Extra quant kernels per captured layer for dynamic activation quantization (see above)."""
-    sc = r.scheme
-    if sc is None or sc.bits != 8 or sc.name in WEIGHT_ONLY_8BIT:
-        return 0
-    if sc.name in FP8_ACT_QUANT and e.v1 and r.version >= (0, 10, 0):
-        return 0
-    return ACT_QUANT_KERNELS
-
-def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict) -> int:
-    """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
-    largest linear layer at the largest captured size of 256 tokens or more."""
-    if r.scheme is None or not r.scheme.name.startswith("awq"):
-        return 0
-    forced = str(settings.get("quantization") or "") == "awq"
-    cc = gpu.compute_capability if gpu is not None else 0
-    if not forced and cc >= 80 and r.version >= (0, 5, 1):
-        return 0
-    t = max((x for x in sizes if x >= AWQ_DEQUANT_TOKENS), default=0)
-    if not t:
-        return 0
-    h, tp, hd = model.hidden_size, r.tp, model.head_dim
-    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // tp),
-              (model.num_attention_heads * hd // tp, h)]
-    if not model.is_moe:  # AWQ experts run the fused MoE kernels, which do not dequantize
-        shapes += [(h, 2 * model.intermediate_size // tp), (model.intermediate_size // tp, h)]
-    return max((k * n + t * n) * 2 for k, n in shapes)
-
-def marlin_reduce_scratch(model: ModelSpec, r: Resolved, tokens: int, gpu: GpuSpec | None, settings: dict) -> int:
-    """The Marlin GEMM's a_tmp and fp32 c_tmp at `tokens` (see MARLIN_REDUCE_UNTIL) beyond the forward's
-    tensors the pool is priced with: the largest over the attention projections and, for a dense model,
-    gate_up, whose SiluAndMul output (counted in the forward) does not exist yet while the GEMM runs. GPTQ
-    and AWQ checkpoints run Marlin on GPUs that have it, unless --quantization names the plain method."""
-    sc = r.scheme
-    name = sc.name.lower().removesuffix("_marlin") if sc is not None else ""
-    if sc is None or name not in ("gptq", "awq", "compressed-tensors") or sc.bits != 4 or r.version >= MARLIN_REDUCE_UNTIL:
-        return 0
-    if not r.marlin_cc or str(settings.get("quantization") or "") in ("gptq", "awq"):
-        return 0
-    m = tokens
-    reduce_m = next((x for x in (16, 32, 48, 64) if m <= x), 64 * min(-(-m // 64), MARLIN_MAX_PAR))
-    db, h, tp, hd = dtype_bytes(r.dtype), model.hidden_size, max(r.tp, 1), model.head_dim
-    shapes: list[tuple[int, int, float]] = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // tp, 0),
-                                            (model.num_attention_heads * hd // tp, h, 0)]
-    if not model.is_moe:
-        inter = model.intermediate_size // tp
-        shapes.append((h, 2 * inter, m * inter * db))
-    return int(max(0, max(m * k * db + reduce_m * n * 4 - credit for k, n, credit in shapes)))
 
 def moe_extra_kernels(model: ModelSpec) -> float:
     """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers

@@ -217,7 +217,6 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if fp8_ds_mla(model, raw_kv, gpu.compute_capability, r.version, cfg.settings, cfg.env):  # the latent row's bytes, as one figure per latent element
         kv_db = DS_MLA_ROW / (model.kv_lora_rank + model.qk_rope_head_dim)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1) * pcp_kv_shards(cfg.settings, r.version)
-    autotune = capture.autotune_known(cfg.env, r.version, cfg.site.image if cfg.site else None)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
     state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
                                                           kv_db, cfg.env) if hybrid else (None, r.block_size, 0)
@@ -295,9 +294,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             first_consumed = w + non_torch + held if r.version >= CONSUMED_FROM else 0
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(
                 act - held, cg_budget, r.version)
-            released = capture.released_at_capture(model, r, e, gpu, cfg.settings, v2) if cg else 0
-            first_logged_cg = unified.logged_capture(gpu, e, capture.logged_graph_bytes(cg, released, autotune),
-                                                     w + non_torch + kv + held + released, w, cfg.settings)
+            released = capture.capture_release(model, r, e, gpu, cfg, v2) if cg else capture.Released()
+            first_logged_cg = unified.logged_capture(gpu, e, capture.logged_graph_bytes(cg, released),
+                                                     w + non_torch + kv + held + released.known, w, cfg.settings)
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
                 worker_act = activation_peak(model, r, False, False, cfg.settings)
                 worker_avail = avail + act - worker_act
@@ -322,7 +321,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     captured = any(d.cuda_graphs for d in devices)
     out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and captured, captured))
     out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
-    if note := capture.capture_note(released, e.version, autotune):
+    if note := capture.capture_note(released, e.version):
         out.assumptions.append(note)
     if note := flashinfer_note(model, r, e, gpu, cfg):
         out.assumptions.append(note)
