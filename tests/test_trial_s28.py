@@ -1,0 +1,34 @@
+"""Found by running servefit as a new user on public deployment repositories (session 28): each
+case is a minimal file written for the test, in the shape the repository had."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+
+def _sweep(out: str) -> list[tuple[int, ...]]:
+    """explain's "max users at each context" table as (context, users...) rows."""
+    rows = out.split("max users at each context\n", 1)[1].splitlines()[2:]
+    return [tuple(int(c.replace(",", "")) for c in r.replace("|", " ").split()) for r in rows if "|" in r]
+
+
+# HouXianzhoua/llm-inference-platform's scripts/start-tgi-*.sh run TGI with the legacy --max-input-length:
+# explain's sweep added --max-input-tokens beside it (the launcher refuses both), so every cell read 0 users
+# while estimate and tune said 26 users at 4,096 tokens.
+def test_explain_sweeps_a_tgi_server_that_writes_the_legacy_max_input_length(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start.sh"
+    f.write_text("docker run --gpus all ghcr.io/huggingface/text-generation-inference:3.3.4 \\\n"
+                 "  --model-id meta-llama/Llama-3.1-8B-Instruct --quantize bitsandbytes-nf4 \\\n"
+                 "  --max-input-length 1024 --max-total-tokens 4096\n")
+    main(["explain", str(f), "--gpu", "L4"])
+    got = _sweep(capsys.readouterr().out)
+    main(["estimate", str(f), "--gpu", "L4"])
+    est = capsys.readouterr().out
+    # the sweep and estimate agree: 106,803 tokens hold 26 requests of 4,096
+    assert got[:3] == [(2048, 52, 104), (4096, 26, 52), (8192, 13, 26)]
+    assert "KV cache: 131,072 bytes per token; 106,803 tokens\nmax concurrency at 4,096 tokens per request: 26.07x" in est
