@@ -32,3 +32,26 @@ def test_explain_sweeps_a_tgi_server_that_writes_the_legacy_max_input_length(
     # the sweep and estimate agree: 106,803 tokens hold 26 requests of 4,096
     assert got[:3] == [(2048, 52, 104), (4096, 26, 52), (8192, 13, 26)]
     assert "KV cache: 131,072 bytes per token; 106,803 tokens\nmax concurrency at 4,096 tokens per request: 26.07x" in est
+
+
+# awslabs/extending-the-context-length-of-open-source-llms builds its own TGI image beside the script that
+# runs it (`docker build -t mistrallite:1.1.0 .` over a Dockerfile FROM TGI 1.1.0, then
+# `docker run ... $docker_image_id --model-id ...`): the script was read as no server, nothing said.
+def test_a_script_that_runs_the_image_a_script_beside_it_builds(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM ghcr.io/huggingface/text-generation-inference:1.1.0\n"
+                                         "COPY patch.py /opt/patch.py\n")
+    (tmp_path / "build.sh").write_text("docker build -t mytgi:1.1.0 .\n")
+    run = tmp_path / "start.sh"
+    run.write_text("export image=mytgi:1.1.0\n"
+                   "docker run -d --gpus all --shm-size 1g -p 127.0.0.1:8080:80 $image \\\n"
+                   "    --model-id mistralai/Mistral-7B-Instruct-v0.1 --max-input-length 8000 --max-total-tokens 8192\n")
+    main(["models", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert out.startswith(f"{run}:3  tgi  mistralai/Mistral-7B-Instruct-v0.1  -> ")
+    main(["estimate", str(run), "--gpu", "A10G"])
+    assert capsys.readouterr().out.startswith("tgi 1.1.0  ·  mistralai/Mistral-7B-Instruct-v0.1 (→ mistralai/Mistral-7B-v0.1)\n")
+    # an image nothing here builds is still no server
+    run.write_text("docker run --gpus all other/image:1 --model-id mistralai/Mistral-7B-Instruct-v0.1\n")
+    main(["models", str(run)])
+    assert capsys.readouterr().out == "no servers found\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
@@ -40,6 +41,27 @@ def builds_here(path: str, text: str) -> bool:
                     return True
             except (OSError, ValueError):
                 continue
+    return False
+
+
+_DOCKER_RUN = re.compile(r"\b(?:docker|podman)\s+(?:container\s+)?run\b")
+
+
+def runs_built_image(path: str, text: str) -> bool:
+    """A script that runs `docker run` beside a Makefile or script that builds an image from a
+    Dockerfile naming an engine (`docker build -t NAME .` over `FROM <engine image>`): read even
+    when the script itself names no engine (docker_run takes the image from tagged_dockerfile)."""
+    if _DOCKER_RUN.search(text) is None:
+        return False
+    from servefit.safe_io import read_text
+    from servefit.sources import _mentions_engine
+
+    for df in _built_dockerfiles(os.path.dirname(path) or "."):
+        try:
+            if _mentions_engine(read_text(df, 1 << 20)):
+                return True
+        except (OSError, ValueError):
+            continue
     return False
 
 
@@ -165,14 +187,13 @@ def _latest(tag: str) -> str:
     return tag if ":" in tag.rsplit("/", 1)[-1] else tag + ":latest"
 
 
-def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] | None:
-    """(the Dockerfile, its target) that a Makefile or script beside the compose file builds as
-    `image` (`docker build --target serve -t IMAGE .`), or None."""
+def _builds(folder: str) -> Iterator[tuple[str, str, str | None]]:
+    """(tag, Dockerfile, target) of each `docker build -t TAG` that a Makefile or script in the
+    folder runs over a Dockerfile that is there."""
     import shlex
 
     from servefit.safe_io import read_text
 
-    folder = os.path.dirname(compose_path) or "."  # as the user named it: spans name files as every other one does
     for path in _builders(folder):
         try:
             text = read_text(path, 1 << 20).replace("\\\n", " ")
@@ -185,10 +206,20 @@ def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] |
             except ValueError:
                 continue
             args = _build_args(words)
-            if "tag" not in args or "context" not in args or _latest(args["tag"]) != _latest(image):
+            if "tag" not in args or "context" not in args:
                 continue
             df = os.path.normpath(os.path.join(folder, args["file"]) if "file" in args
                                   else os.path.join(folder, args["context"], "Dockerfile"))
             if os.path.isfile(df):
-                return df, args.get("target")
-    return None
+                yield args["tag"], df, args.get("target")
+
+
+def _built_dockerfiles(folder: str) -> set[str]:
+    return {df for _, df, _ in _builds(folder)}
+
+
+def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] | None:
+    """(the Dockerfile, its target) that a Makefile or script beside the compose file builds as
+    `image` (`docker build --target serve -t IMAGE .`), or None."""
+    folder = os.path.dirname(compose_path) or "."  # as the user named it: spans name files as every other one does
+    return next(((df, target) for tag, df, target in _builds(folder) if _latest(tag) == _latest(image)), None)

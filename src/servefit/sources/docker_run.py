@@ -24,6 +24,21 @@ DOCKER_VALUE_LONG = {
 DOCKER_VALUE_SHORT = set("evpwuhlmc")
 
 
+def _built_here(image: Word, entry: Word | None, rest: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
+    """The image a script beside this one builds (`docker build -t NAME .`): the container runs that
+    Dockerfile's last stage, as a compose service with `image: NAME` does (compose_build.built)."""
+    from servefit.sources.compose_build import built, tagged_dockerfile
+
+    df = tagged_dockerfile(image.text, ctx.file)
+    if df is None:
+        return []
+    launches = built(df[0], df[1], [entry] if entry is not None else None, rest or None, entry is not None, env, ctx)
+    span = (rest[0] if rest else image).token().span
+    for launch in launches:  # the server is this `docker run`: its line, as for an engine's image
+        launch.line = span.line if span is not None else launch.line
+    return launches
+
+
 def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     """`docker run [OPTIONS] IMAGE [COMMAND...]`."""
     denv = Vars()
@@ -108,6 +123,8 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     rest = words[j + 1:]
     denv.exported = set(denv.values)
     launches = container(image_word.token(), [entry] if entry is not None else None, rest, ctx, denv)
+    if not launches and not image_word.unresolved:
+        launches = _built_here(image_word, entry, rest, ctx, denv)
     for launch in launches:
         launch.unresolved.extend(unres)
         if gpu is not None and (launch.gpu is None or launch.gpu.count is None):
