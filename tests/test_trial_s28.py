@@ -55,3 +55,22 @@ def test_a_script_that_runs_the_image_a_script_beside_it_builds(tmp_path: Path,
     run.write_text("docker run --gpus all other/image:1 --model-id mistralai/Mistral-7B-Instruct-v0.1\n")
     main(["models", str(run)])
     assert capsys.readouterr().out == "no servers found\n"
+
+
+# haskoe/beancount-ledger's start-llm.sh runs llama-server with --kv-unified --parallel 1: explain's
+# sweep gave N slots one shared cache of C cells, so it read 256 users at every context up to 65,536
+# beside estimate's 1 request; N requests of C tokens need C x N cells, unified or not.
+def test_explain_sweeps_a_unified_llamacpp_cache_by_the_cells_its_requests_hold(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start.sh"
+    f.write_text("llama-server -hf bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M -c 32768 -np 1 --kv-unified "
+                 "--host 127.0.0.1\n")
+    main(["explain", str(f), "--gpu", "L4"])
+    rows = _sweep(capsys.readouterr().out)
+    main(["estimate", str(f), "--gpu", "L4"])
+    assert "KV cache: 131,072 bytes per token; 32,768 tokens\nmax concurrency at 32,768 tokens per request: 1.00x" \
+        in capsys.readouterr().out
+    # 4 x 32,768 = 131,072 cells of 128 KiB (16 GiB) fit the L4 beside the 4.6 GiB of weights; 8 do not. A slot
+    # of a unified cache may grow to all of -c, past the model's 131,072 (so 128 x 2,048 is refused)
+    assert [r[:2] for r in rows] == [(2048, 64), (4096, 32), (8192, 16), (16384, 8), (32768, 4), (65536, 2),
+                                     (131072, 1)]
