@@ -74,3 +74,64 @@ def test_explain_sweeps_a_unified_llamacpp_cache_by_the_cells_its_requests_hold(
     # of a unified cache may grow to all of -c, past the model's 131,072 (so 128 x 2,048 is refused)
     assert [r[:2] for r in rows] == [(2048, 64), (4096, 32), (8192, 16), (16384, 8), (32768, 4), (65536, 2),
                                      (131072, 1)]
+
+
+# neuralmagic/helm-charts' nm-vllm chart writes its command in the template and ends it with
+# `{{- range .Values.apiServer.extraArgs }}` over `extraArgs: []` in values.yaml: tune had no word of
+# the render's own values to insert after, so it showed `--max-model-len 32768` to make by hand ("the
+# chart's template writes this command for every values file") and wrote nothing.
+EMPTY_ARGS_TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llm}
+spec:
+  template:
+    spec:
+      containers:
+        - command:
+            [
+              "python3", "-m", "vllm.entrypoints.openai.api_server",
+              "--model",
+              "{{ .Values.modelName }}",
+              "--port",
+              "{{ .Values.server.port }}",
+              {{- range .Values.server.extraArgs }}
+              {{ quote . }},
+              {{- end }}
+            ]
+          image: "vllm/vllm-openai:v0.11.2"
+          name: vllm
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+
+
+def test_tune_fills_the_empty_values_list_the_template_ranges_over(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: llm\nversion: 0.1.0\n")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "deployment.yaml").write_text(EMPTY_ARGS_TEMPLATE)
+    values = tmp_path / "values.yaml"
+    values.write_text("server:\n  # extra flags\n  extraArgs: []\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n")
+    tpl = str(tmp_path / "templates" / "deployment.yaml")
+    main(["tune", tpl, "--gpu", "L4", "--write"])
+    out = capsys.readouterr().out
+    assert "  change  --max-num-seqs 32, --max-model-len 32768 [safe]\n" in out and "by hand" not in out
+    assert values.read_text() == ('server:\n  # extra flags\n  extraArgs: ["--max-num-seqs", "32", "--max-model-len", '
+                                  '"32768"]\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n')
+    assert (tmp_path / "templates" / "deployment.yaml").read_text() == EMPTY_ARGS_TEMPLATE
+    main(["tune", tpl, "--gpu", "L4", "--write"])
+    assert "change  none: the config is already the best one" in capsys.readouterr().out
+    main(["lint", str(tmp_path), "--gpu", "L4", "--select", "VLLM018"])
+    assert capsys.readouterr().out.startswith("0 errors, 0 warnings, 0 info")
+    # a range past the command (under another key) is no place for its flags: shown, not written
+    (tmp_path / "templates" / "deployment.yaml").write_text(
+        EMPTY_ARGS_TEMPLATE.replace("              {{- range .Values.server.extraArgs }}\n"
+                                    "              {{ quote . }},\n              {{- end }}\n", "")
+        .replace("          name: vllm\n", "          name: vllm\n          volumeMounts:\n"
+                 "            {{- range .Values.server.extraArgs }}\n            - {{ quote . }}\n            {{- end }}\n"))
+    values.write_text("server:\n  extraArgs: []\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n")
+    main(["tune", tpl, "--gpu", "L4", "--write"])
+    assert "by hand: --max-model-len 32768\n" in capsys.readouterr().out
+    assert values.read_text() == "server:\n  extraArgs: []\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n"
