@@ -3,6 +3,7 @@ case is a minimal file written for the test, in the shape the repository had."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,25 @@ def test_tune_fills_the_empty_values_list_the_template_ranges_over(
     main(["tune", tpl, "--gpu", "L4", "--write"])
     assert "by hand: --max-model-len 32768\n" in capsys.readouterr().out
     assert values.read_text() == "server:\n  extraArgs: []\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n"
+
+
+# rrrepos/rx-labs's scripts/run-model.sh runs `docker run --env-file "docker.env" vllm/vllm-openai ...`:
+# the --env-file was skipped, silently. Read, its variables reach the server (an -e over them); not there,
+# it is said as compose's env_file is (SF113).
+def test_docker_run_env_file_is_read_and_a_missing_one_said(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "llama.env").write_text("LLAMA_ARG_CTX_SIZE=65536\nLLAMA_ARG_N_PARALLEL=4\nLLAMA_ARG_BATCH=1024\n")
+    run = tmp_path / "run.sh"
+    run.write_text("docker run --gpus all --env-file llama.env -e LLAMA_ARG_N_PARALLEL=2 -p 127.0.0.1:8080:8080 \\\n"
+                   "  ghcr.io/ggml-org/llama.cpp:server-cuda -hf bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M\n")
+    main(["lint", "--gpu", "L4", "--list-sites", "--format", "json", "."])
+    [site] = json.loads(capsys.readouterr().out)
+    assert {k: site["settings"][k] for k in ("ctx_size", "parallel", "batch_size")} == {
+        "ctx_size": 65536, "parallel": 2, "batch_size": 1024}
+    main(["tune", "run.sh", "--gpu", "L4", "--write"])
+    assert "wrote llama.env" in capsys.readouterr().out and "-e LLAMA_ARG_N_PARALLEL=" in run.read_text()
+    run.write_text(run.read_text().replace("llama.env", "gone.env"))
+    main(["lint", "--gpu", "L4", "."])
+    assert "run.sh:1:34: SF113 --env-file gone.env is not in the repository; the variables it sets are unknown\n" \
+        in capsys.readouterr().out

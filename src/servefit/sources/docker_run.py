@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from servefit.core import GpuHint, Span
+from servefit.core import GpuHint, Span, Token
 from servefit.sources.hints import SHM_MIN, docker_gpus, size_bytes
 from servefit.sources.launch import Ctx, Launch, container
 from servefit.sources.ports import Exposure, published
@@ -22,6 +22,33 @@ DOCKER_VALUE_LONG = {
     "--device-read-bps", "--gpus-all", "--pids-limit", "--network-alias", "--isolation", "--hooks-dir",
 }
 DOCKER_VALUE_SHORT = set("evpwuhlmc")
+
+
+def _env_files(files: list[Word], ctx: Ctx, env: Vars) -> None:
+    """`--env-file FILE`: its variables, under the `-e` ones (docker reads the files first, a later
+    file over an earlier one, then -e). The file is looked for beside the script, then at the
+    repository's root; one that is not there is said, as compose's env_file is."""
+    import os
+
+    from servefit.sources.base import _repo_of, _within
+    from servefit.sources.envfile import load_env_file
+    from servefit.sources.problems import missing_config_file
+
+    here = os.path.dirname(ctx.file) or "."
+    root = _repo_of(here)
+    read: dict[str, Token] = {}
+    for w in files:
+        cands = [os.path.normpath(os.path.join(d, w.text)) for d in (here, root)] if not w.unresolved else []
+        path = next((c for c in cands if _within(c, root) and os.path.isfile(c)), None)
+        vals = load_env_file(path) if path is not None else None
+        if vals is None:
+            ctx.findings.append(missing_config_file(f"--env-file {w.text} is not in the repository; the variables "
+                                                    "it sets are unknown", span=w.token().span))
+            continue
+        read.update(vals)
+    for k, v in read.items():
+        if k not in env.values:
+            env.set(k, v)
 
 
 def _built_here(image: Word, entry: Word | None, rest: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
@@ -48,6 +75,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     unres: list[tuple[str, Span | None]] = []
     exposure: list[Exposure] = []
     mounts: dict[str, str] = {}  # container dir -> host dir (`-v HOST:CONTAINER[:ro]`)
+    env_files: list[Word] = []
     j = 0
     n = len(words)
     while j < n:
@@ -96,6 +124,8 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                 denv.set(name, tok)
             else:
                 unres.append((name, val.token().span))
+        elif flag == "--env-file":
+            env_files.append(val)
         elif flag == "--gpus":
             cnt, src = docker_gpus(v)
             gpu = GpuHint(None, cnt, f"docker run {src}", val.token().span)
@@ -119,6 +149,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                                      val.token().span))
     if j >= n:
         return []
+    _env_files(env_files, ctx, denv)
     image_word = words[j]
     rest = words[j + 1:]
     denv.exported = set(denv.values)
