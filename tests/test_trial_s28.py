@@ -158,3 +158,52 @@ def test_docker_run_env_file_is_read_and_a_missing_one_said(tmp_path: Path, caps
     main(["lint", "--gpu", "L4", "."])
     assert "run.sh:1:34: SF113 --env-file gone.env is not in the repository; the variables it sets are unknown\n" \
         in capsys.readouterr().out
+
+
+# HouXianzhoua/llm-inference-platform's docker-compose.yml runs two servers on device_ids '0'. Beside the
+# other's memory, tune searched only the memory fractions it tries for headroom (vLLM's 0.85 and up), so
+# "nothing meets the needs" while a lower fraction (all that is left beside the other) was the answer.
+SHARED_GPU = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.11.2
+    command: --model Qwen/Qwen2.5-3B-Instruct --max-model-len 8192 --host 127.0.0.1
+    deploy:
+      resources:
+        reservations:
+          devices: [{driver: nvidia, device_ids: ["0"], capabilities: [gpu]}]
+  chat:
+    image: ghcr.io/ggml-org/llama.cpp:server-cuda
+    command: -hf bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M -c 8192 -ngl 99 --host 127.0.0.1
+    deploy:
+      resources:
+        reservations:
+          devices: [{driver: nvidia, device_ids: ["0"], capabilities: [gpu]}]
+"""
+
+
+def test_tune_lowers_the_memory_fraction_to_leave_room_for_a_server_on_the_same_gpu(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = tmp_path / "compose.yaml"
+    f.write_text(SHARED_GPU)
+    main(["lint", ".", "--gpu", "L4", "--select", "SF117"])
+    assert "'vllm' 20.40 GiB, 'chat' 4.85 GiB; 25.25 GiB together" in capsys.readouterr().out
+    main(["tune", "compose.yaml", "--gpu", "L4", "--write"])
+    out = capsys.readouterr().out
+    assert "  change  --max-num-seqs 64, --gpu-memory-utilization 0.77 [safe]\n" in out
+    assert "--host 127.0.0.1 --max-num-seqs 64 --gpu-memory-utilization 0.77\n" in f.read_text()
+    first = f.read_text()
+    main(["tune", "compose.yaml", "--gpu", "L4", "--write"])
+    assert capsys.readouterr().out.count("change  none: the config is already the best one") == 2
+    assert f.read_text() == first
+    main(["lint", ".", "--gpu", "L4", "--select", "SF117"])
+    assert capsys.readouterr().out.startswith("0 errors, 0 warnings, 0 info")
+    # TGI's --cuda-memory-fraction, the same way
+    f.write_text(SHARED_GPU.replace(
+        "image: vllm/vllm-openai:v0.11.2\n    command: --model Qwen/Qwen2.5-3B-Instruct --max-model-len 8192 --host 127.0.0.1",
+        "image: ghcr.io/huggingface/text-generation-inference:3.3.4\n"
+        "    command: --model-id Qwen/Qwen2.5-3B-Instruct --max-total-tokens 8192 --hostname 127.0.0.1"))
+    main(["tune", "compose.yaml", "--gpu", "L4", "--write"])
+    assert "  change  --cuda-memory-fraction 0.77 [safe]\n" in capsys.readouterr().out
+    main(["lint", ".", "--gpu", "L4", "--select", "SF117"])
+    assert capsys.readouterr().out.startswith("0 errors, 0 warnings, 0 info")
