@@ -207,3 +207,27 @@ def test_tune_lowers_the_memory_fraction_to_leave_room_for_a_server_on_the_same_
     assert "  change  --cuda-memory-fraction 0.77 [safe]\n" in capsys.readouterr().out
     main(["lint", ".", "--gpu", "L4", "--select", "SF117"])
     assert capsys.readouterr().out.startswith("0 errors, 0 warnings, 0 info")
+
+
+# ItayPodhajcer/terraform-ollama-aks installs otwld's Ollama chart with a Terraform helm_release (values from a
+# templatefile): "0 servers", nothing said. servefit reads no Terraform; it says so where the file installs an
+# engine's own chart, as it does where a .tf file names an engine image.
+def test_terraform_that_installs_an_engines_chart_is_said_not_read(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "main.tf").write_text(
+        'resource "helm_release" "gpu" {\n  name = "nvidia-device-plugin"\n'
+        '  repository = "https://nvidia.github.io/k8s-device-plugin"\n  chart = "nvidia-device-plugin"\n}\n\n'
+        'resource "helm_release" "llm" {\n  name = "ollama"\n  repository = "https://helm.otwld.com/"\n'
+        '  chart = "ollama"\n  values = [templatefile("${path.module}/values.tpl", {})]\n}\n')
+    main(["lint", str(tmp_path)])
+    assert capsys.readouterr().out == (
+        f"{tmp_path}/main.tf:9:17: SF108 servefit does not read Terraform, and this file installs the Ollama Helm chart "
+        "of https://helm.otwld.com/ here: its values were not checked. Lint the values file it passes (`servefit lint "
+        "values.yaml`) or the manifests it applies\n0 errors, 0 warnings, 1 info in 1 file (0 servers)\n")
+    # vLLM production-stack's chart, the same way
+    (tmp_path / "main.tf").write_text('resource "helm_release" "vllm" {\n  name = "vllm"\n'
+                                      '  repository = "https://vllm-project.github.io/production-stack"\n'
+                                      '  chart = "vllm-stack"\n  values = [file(var.setup_yaml)]\n}\n')
+    main(["lint", str(tmp_path)])
+    assert "main.tf:3:17: SF108 servefit does not read Terraform, and this file installs the vLLM Helm chart of " \
+        "https://vllm-project.github.io/production-stack here" in capsys.readouterr().out
