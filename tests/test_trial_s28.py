@@ -231,3 +231,53 @@ def test_terraform_that_installs_an_engines_chart_is_said_not_read(tmp_path: Pat
     main(["lint", str(tmp_path)])
     assert "main.tf:3:17: SF108 servefit does not read Terraform, and this file installs the vLLM Helm chart of " \
         "https://vllm-project.github.io/production-stack here" in capsys.readouterr().out
+
+
+# rockofox/helm-llama-cpp's template writes llama-server's flags from a values map
+# (`{{- range $key, $value := .Values.llama.args }} - "--{{ $key }}" - "{{ $value }}"`): its words were not
+# traced to the map (LCPP007 pointed at `{{ $value }}` in the template), so tune showed every change as by hand.
+MAP_ARGS_TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: llama}
+spec:
+  template:
+    spec:
+      containers:
+        - name: llama
+          image: "ghcr.io/ggml-org/llama.cpp:server-cuda-b6500"
+          args:
+            - "--host"
+            - "127.0.0.1"
+          {{- range $key, $value := .Values.llama.args }}
+              {{- if $value }}
+            - "--{{ $key }}"
+            - "{{ $value }}"
+              {{- else }}
+            - "--{{ $key }}"
+              {{- end }}
+          {{- end }}
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+
+
+def test_a_values_map_of_flags_is_traced_and_tuned_in_place(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: llama\nversion: 0.1.0\n")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "deployment.yaml").write_text(MAP_ARGS_TEMPLATE)
+    values = tmp_path / "values.yaml"
+    values.write_text('replicaCount: 2\nllama:\n  args:\n    hf-repo: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M"\n'
+                      '    parallel: "2"\n    jinja: ""\n')
+    main(["lint", ".", "--gpu", "L4", "--select", "LCPP007"])
+    assert capsys.readouterr().out.startswith("values.yaml:5:16: LCPP007 no -c: the context (32768 tokens) is shared by "
+                                              "2 slots")
+    main(["tune", "templates/deployment.yaml", "--gpu", "L4", "--write"])
+    out = capsys.readouterr().out
+    assert "  change  --ctx-size 262144, --parallel 8 [safe]\n" in out and "by hand" not in out
+    assert values.read_text() == ('replicaCount: 2\nllama:\n  args:\n    hf-repo: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M"\n'
+                                  '    parallel: "8"\n    jinja: ""\n    ctx-size: 262144\n')
+    main(["tune", "templates/deployment.yaml", "--gpu", "L4", "--write"])
+    assert "change  none: the config is already the best one" in capsys.readouterr().out
