@@ -281,3 +281,14 @@ def test_a_values_map_of_flags_is_traced_and_tuned_in_place(
                                   '    parallel: "8"\n    jinja: ""\n    ctx-size: 262144\n')
     main(["tune", "templates/deployment.yaml", "--gpu", "L4", "--write"])
     assert "change  none: the config is already the best one" in capsys.readouterr().out
+
+
+# aminhaghii/Multi's scripts/start_llama_server.bat runs `start "llama-server" cmd /k ""%SERVER%" --model ..."`:
+# the finding named it `cmd /c`, which the file does not write.
+def test_a_batch_cmd_k_is_named_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "start.bat").write_text('@echo off\nstart "llama" cmd /k "llama-server.exe -m q.gguf -c 2048"\n'
+                                        'cmd /c "ollama serve"\n')
+    main(["lint", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "start.bat:2:1: SF108 `cmd /k`: servefit does not run it" in out
+    assert "start.bat:3:1: SF108 `cmd /c`: servefit does not run it" in out
