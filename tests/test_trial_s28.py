@@ -292,3 +292,12 @@ def test_a_batch_cmd_k_is_named_as_written(tmp_path: Path, capsys: pytest.Captur
     out = capsys.readouterr().out
     assert "start.bat:2:1: SF108 `cmd /k`: servefit does not run it" in out
     assert "start.bat:3:1: SF108 `cmd /c`: servefit does not run it" in out
+
+
+# zeuscsc/OpenReinforcedAgent's start_vllm.sh serves `--model /workspace/vllm-models/vllm-11`: the unknown-model
+# message offered `--online to read it from the Hub`, which cannot read a local path.
+def test_an_unknown_local_path_is_not_offered_the_hub(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "--gpu", "L4", "--", "vllm", "serve", "/workspace/vllm-models/vllm-11"]) == 2
+    assert capsys.readouterr().err == (
+        "servefit: error: unknown model '/workspace/vllm-models/vllm-11'; no catalogued model has a similar family "
+        "and size. Pass --model-config PATH/config.json or a local model directory\n")
