@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
@@ -187,14 +188,32 @@ def _latest(tag: str) -> str:
     return tag if ":" in tag.rsplit("/", 1)[-1] else tag + ":latest"
 
 
-def _builds(folder: str) -> Iterator[tuple[str, str, str | None]]:
+def _builds(folder: str) -> tuple[tuple[str, str, str | None], ...]:
     """(tag, Dockerfile, target) of each `docker build -t TAG` that a Makefile or script in the
-    folder runs over a Dockerfile that is there."""
+    folder runs over a Dockerfile that is there; read once per version of the folder's builders
+    (a folder of many scripts that each `docker run` asks for them once)."""
+    builders = _builders(folder)
+    sig = []
+    for path in builders:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        sig.append((path, st.st_mtime_ns, st.st_size))
+    return _builds_of(folder, tuple(sig))
+
+
+@lru_cache(maxsize=64)
+def _builds_of(folder: str, builders: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, str, str | None], ...]:
+    return tuple(_read_builds(folder, [p for p, _, _ in builders]))
+
+
+def _read_builds(folder: str, builders: list[str]) -> Iterator[tuple[str, str, str | None]]:
     import shlex
 
     from servefit.safe_io import read_text
 
-    for path in _builders(folder):
+    for path in builders:
         try:
             text = read_text(path, 1 << 20).replace("\\\n", " ")
         except (OSError, ValueError):
