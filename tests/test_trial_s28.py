@@ -301,3 +301,25 @@ def test_an_unknown_local_path_is_not_offered_the_hub(capsys: pytest.CaptureFixt
     assert capsys.readouterr().err == (
         "servefit: error: unknown model '/workspace/vllm-models/vllm-11'; no catalogued model has a similar family "
         "and size. Pass --model-config PATH/config.json or a local model directory\n")
+
+
+# JaeikBae/ollama-on-docker builds `docker build -t ollama .` (a CUDA image that installs Ollama and runs
+# `CMD ["bash", "serve.sh"]`) and runs `docker run --network host ollama`: servefit took the local image for
+# ollama/ollama, with its OLLAMA_HOST=0.0.0.0, and reported an open server (SEC002, an error) that binds
+# 127.0.0.1. The local build is what docker runs.
+def test_a_local_build_named_like_an_engine_image_is_that_build(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "Dockerfile").write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+                                         "RUN curl -fsSL https://ollama.com/install.sh | sh\n"
+                                         'RUN echo "ollama serve &" > serve.sh\nCMD ["bash", "serve.sh"]\n')
+    (tmp_path / "run.sh").write_text("docker build -t ollama .\ndocker run -d --gpus=all --network host ollama\n")
+    main(["lint", str(tmp_path)])
+    assert capsys.readouterr().out == (
+        f"{tmp_path}/run.sh:2:41: SF116 `ollama` is built here (docker build -t) from Dockerfile, not pulled as the "
+        "engine's image, and its command starts no server servefit reads: this server was not checked\n"
+        "0 errors, 1 warning, 0 info in 2 files (0 servers)\n")
+    # a build FROM the engine's image is that image's server, with the build's release
+    (tmp_path / "Dockerfile").write_text("FROM ollama/ollama:0.6.2\nENV OLLAMA_HOST=127.0.0.1\n")
+    main(["lint", str(tmp_path), "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["engine"], site["engine_version"], site["env"].get("OLLAMA_HOST")) == ("ollama", "0.6.2", "127.0.0.1")

@@ -112,13 +112,15 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
 
 
 def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
-    """A Dockerfile's own server where a compose service in the run is built from it (its words are
-    written there): the service's is the one that runs."""
+    """A Dockerfile's own server where a compose service, or a script's `docker run` of the image it
+    builds, runs it (its words are written there): the service's or the script's is the one that runs."""
     at = os.path.abspath
-    used = {at(t.span.file) for s in sites if s.workload.service for t in s.argv
-            if t.span is not None and at(t.span.file) != at(s.file)}
-    used |= {at(s.image_span.file) for s in sites if s.workload.service and s.image_span is not None
-             and at(s.image_span.file) != at(s.file)}
+    runs = [s for s in sites if s.workload.service or s.workload.runtime == "docker run"]
+    used = {at(t.span.file) for s in runs for t in s.argv if t.span is not None and at(t.span.file) != at(s.file)}
+    used |= {at(s.image_span.file) for s in runs if s.image_span is not None and at(s.image_span.file) != at(s.file)}
+    # a build's ENV reaches only the containers of its image
+    used |= {at(t.span.file) for s in runs for t in s.env.values() if t.span is not None and at(t.span.file) != at(s.file)
+             and os.path.basename(t.span.file).lower().startswith(("dockerfile", "containerfile"))}
     return [s for s in sites if not (s.name.startswith("dockerfile") and at(s.file) in used)]
 
 

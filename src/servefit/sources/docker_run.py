@@ -51,18 +51,30 @@ def _env_files(files: list[Word], ctx: Ctx, env: Vars) -> None:
             env.set(k, v)
 
 
-def _built_here(image: Word, entry: Word | None, rest: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
-    """The image a script beside this one builds (`docker build -t NAME .`): the container runs that
-    Dockerfile's last stage, as a compose service with `image: NAME` does (compose_build.built)."""
-    from servefit.sources.compose_build import built, tagged_dockerfile
+def _built_here(image: Word, entry: Word | None, rest: list[Word], ctx: Ctx, env: Vars) -> list[Launch] | None:
+    """The image a script beside this one builds (`docker build -t NAME .`): docker runs that local
+    image, so the container runs that Dockerfile's last stage, as a compose service with `image: NAME`
+    does (compose_build.built); None when nothing here builds it. An image named like an engine's
+    (`ollama`) whose Dockerfile starts no server servefit reads is said not read (SF116), not taken for
+    the engine's own image with its defaults (JaeikBae/ollama-on-docker: `CMD ["bash", "serve.sh"]`)."""
+    import os
 
-    df = tagged_dockerfile(image.text, ctx.file)
+    from servefit.sources import detect
+    from servefit.sources.compose_build import built, tagged_dockerfile
+    from servefit.sources.problems import unread_server
+
+    df = None if image.unresolved else tagged_dockerfile(image.text, ctx.file)
     if df is None:
-        return []
+        return None
     launches = built(df[0], df[1], [entry] if entry is not None else None, rest or None, entry is not None, env, ctx)
     span = (rest[0] if rest else image).token().span
     for launch in launches:  # the server is this `docker run`: its line, as for an engine's image
         launch.line = span.line if span is not None else launch.line
+    if not launches and detect.engine_of_image(image.text) is not None:
+        ctx.findings.append(unread_server(
+            f"`{image.text}` is built here (docker build -t) from {os.path.relpath(df[0], os.path.dirname(ctx.file) or '.')}, "
+            "not pulled as the engine's image, and its command starts no server servefit reads: this server was not "
+            "checked", span=image.token().span))
     return launches
 
 
@@ -153,9 +165,9 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     image_word = words[j]
     rest = words[j + 1:]
     denv.exported = set(denv.values)
-    launches = container(image_word.token(), [entry] if entry is not None else None, rest, ctx, denv)
-    if not launches and not image_word.unresolved:
-        launches = _built_here(image_word, entry, rest, ctx, denv)
+    here = _built_here(image_word, entry, rest, ctx, denv)  # a local build of that name is what docker runs
+    launches = here if here is not None else \
+        container(image_word.token(), [entry] if entry is not None else None, rest, ctx, denv)
     for launch in launches:
         launch.unresolved.extend(unres)
         if gpu is not None and (launch.gpu is None or launch.gpu.count is None):
