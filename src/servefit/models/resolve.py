@@ -229,5 +229,7 @@ def resolve_model(ref: str, *, online: bool = False, config_path: str | None = N
         near = f"no catalogued model of its family at that size (the catalog has it at {shown})"
     else:
         near = "no catalogued model has a similar family and size"
-    raise UsageError(f"unknown model '{ref}'{where}; {near}. Pass --model-config PATH/config.json, "
-                     f"a local model directory, or --online to read it from the Hub")
+    # a path is no Hub repository: --online cannot read it
+    hub = ", or --online to read it from the Hub" if _looks_like_repo(ref) else ""
+    raise UsageError(f"unknown model '{ref}'{where}; {near}. Pass --model-config PATH/config.json"
+                     f"{', a local model directory' if hub else ' or a local model directory'}{hub}")

@@ -24,7 +24,7 @@ from typing import Any
 from servefit.core import Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
-from servefit.sources.compose_build import builds_here
+from servefit.sources.compose_build import builds_here, runs_built_image
 from servefit.sources.problems import not_read, not_rendered
 from servefit.sources.unset_vars import unresolved_findings
 from servefit.sources.walk import iter_files
@@ -127,7 +127,7 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
             return result
     result.text = text
     if not _mentions_engine(text) and not _compose_overlay(path) and not _INFERENCE_SERVICE.search(text) \
-            and not builds_here(path, text):
+            and not builds_here(path, text) and not (kind == "script" and runs_built_image(path, text)):
         return result
     from servefit.budget import Exhausted, file_budget
     from servefit.sources.base import FileCtx

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from functools import lru_cache
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
@@ -40,6 +42,27 @@ def builds_here(path: str, text: str) -> bool:
                     return True
             except (OSError, ValueError):
                 continue
+    return False
+
+
+_DOCKER_RUN = re.compile(r"\b(?:docker|podman)\s+(?:container\s+)?run\b")
+
+
+def runs_built_image(path: str, text: str) -> bool:
+    """A script that runs `docker run` beside a Makefile or script that builds an image from a
+    Dockerfile naming an engine (`docker build -t NAME .` over `FROM <engine image>`): read even
+    when the script itself names no engine (docker_run takes the image from tagged_dockerfile)."""
+    if _DOCKER_RUN.search(text) is None:
+        return False
+    from servefit.safe_io import read_text
+    from servefit.sources import _mentions_engine
+
+    for df in _built_dockerfiles(os.path.dirname(path) or "."):
+        try:
+            if _mentions_engine(read_text(df, 1 << 20)):
+                return True
+        except (OSError, ValueError):
+            continue
     return False
 
 
@@ -89,13 +112,15 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
 
 
 def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
-    """A Dockerfile's own server where a compose service in the run is built from it (its words are
-    written there): the service's is the one that runs."""
+    """A Dockerfile's own server where a compose service, or a script's `docker run` of the image it
+    builds, runs it (its words are written there): the service's or the script's is the one that runs."""
     at = os.path.abspath
-    used = {at(t.span.file) for s in sites if s.workload.service for t in s.argv
-            if t.span is not None and at(t.span.file) != at(s.file)}
-    used |= {at(s.image_span.file) for s in sites if s.workload.service and s.image_span is not None
-             and at(s.image_span.file) != at(s.file)}
+    runs = [s for s in sites if s.workload.service or s.workload.runtime == "docker run"]
+    used = {at(t.span.file) for s in runs for t in s.argv if t.span is not None and at(t.span.file) != at(s.file)}
+    used |= {at(s.image_span.file) for s in runs if s.image_span is not None and at(s.image_span.file) != at(s.file)}
+    # a build's ENV reaches only the containers of its image
+    used |= {at(t.span.file) for s in runs for t in s.env.values() if t.span is not None and at(t.span.file) != at(s.file)
+             and os.path.basename(t.span.file).lower().startswith(("dockerfile", "containerfile"))}
     return [s for s in sites if not (s.name.startswith("dockerfile") and at(s.file) in used)]
 
 
@@ -165,15 +190,32 @@ def _latest(tag: str) -> str:
     return tag if ":" in tag.rsplit("/", 1)[-1] else tag + ":latest"
 
 
-def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] | None:
-    """(the Dockerfile, its target) that a Makefile or script beside the compose file builds as
-    `image` (`docker build --target serve -t IMAGE .`), or None."""
+def _builds(folder: str) -> tuple[tuple[str, str, str | None], ...]:
+    """(tag, Dockerfile, target) of each `docker build -t TAG` that a Makefile or script in the
+    folder runs over a Dockerfile that is there; read once per version of the folder's builders
+    (a folder of many scripts that each `docker run` asks for them once)."""
+    builders = _builders(folder)
+    sig = []
+    for path in builders:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        sig.append((path, st.st_mtime_ns, st.st_size))
+    return _builds_of(folder, tuple(sig))
+
+
+@lru_cache(maxsize=64)
+def _builds_of(folder: str, builders: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, str, str | None], ...]:
+    return tuple(_read_builds(folder, [p for p, _, _ in builders]))
+
+
+def _read_builds(folder: str, builders: list[str]) -> Iterator[tuple[str, str, str | None]]:
     import shlex
 
     from servefit.safe_io import read_text
 
-    folder = os.path.dirname(compose_path) or "."  # as the user named it: spans name files as every other one does
-    for path in _builders(folder):
+    for path in builders:
         try:
             text = read_text(path, 1 << 20).replace("\\\n", " ")
         except (OSError, ValueError):
@@ -185,10 +227,20 @@ def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] |
             except ValueError:
                 continue
             args = _build_args(words)
-            if "tag" not in args or "context" not in args or _latest(args["tag"]) != _latest(image):
+            if "tag" not in args or "context" not in args:
                 continue
             df = os.path.normpath(os.path.join(folder, args["file"]) if "file" in args
                                   else os.path.join(folder, args["context"], "Dockerfile"))
             if os.path.isfile(df):
-                return df, args.get("target")
-    return None
+                yield args["tag"], df, args.get("target")
+
+
+def _built_dockerfiles(folder: str) -> set[str]:
+    return {df for _, df, _ in _builds(folder)}
+
+
+def tagged_dockerfile(image: str, compose_path: str) -> tuple[str, str | None] | None:
+    """(the Dockerfile, its target) that a Makefile or script beside the compose file builds as
+    `image` (`docker build --target serve -t IMAGE .`), or None."""
+    folder = os.path.dirname(compose_path) or "."  # as the user named it: spans name files as every other one does
+    return next(((df, target) for tag, df, target in _builds(folder) if _latest(tag) == _latest(image)), None)

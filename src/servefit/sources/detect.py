@@ -338,6 +338,11 @@ def _table(engine: str) -> dict[str, Any]:
     return next((t for name, t in _tables() if name == engine), {})
 
 
+def engine_of_chart_repo(url: str) -> str | None:
+    """The engine whose own Helm chart a chart repository's URL serves (the engines' `chart_repos`)."""
+    return next((name for name, t in _tables() for p in t.get("chart_repos") or () if re.search(p, url)), None)
+
+
 def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
 

@@ -21,7 +21,13 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, LaunchSite, Span, Token
-from servefit.sources.render_patterns import TemplateLine, TemplatePattern, line_patterns, pinned
+from servefit.sources.render_patterns import (
+    TemplateLine,
+    TemplatePattern,
+    enclosing_range,
+    line_patterns,
+    pinned,
+)
 from servefit.sources.text import LineIndex
 
 _SOURCE = re.compile(r"^# Source: (.+)$", re.M)
@@ -64,6 +70,15 @@ class Mapper:
             groups = [m.span(g + 1) for g in range(len(tl.parts))]
             pick = next((g for g, (gs, ge) in enumerate(groups) if gs <= rel < ge),
                         next((g for g, (gs, ge) in reversed(list(enumerate(groups))) if gs <= rel <= ge), None))
+            nxt = pick + 1 if pick is not None and pick + 1 < len(tl.parts) else None
+            if pick is not None and nxt is not None and tl.parts[pick][0] == "lit" and tl.parts[nxt][0] == "act" \
+                    and span.end >= line_start + content + groups[nxt][1]:
+                # a flag written `--{{ $key }}` in a range over a values map: the map's key
+                gs, ge = groups[nxt]
+                key = self._in_range(tpl_.li.text, tl.start + tl.parts[nxt][1], tl.parts[nxt][3],
+                                     self.text[line_start + content + gs:line_start + content + ge], section, keys=True)
+                if key is not None:
+                    return key
             for g, (kind, _a, _b, action) in enumerate(tl.parts):
                 if g != pick:
                     continue
@@ -77,7 +92,9 @@ class Mapper:
                     if hit_v is not None:
                         return hit_v
                 else:  # a range variable, a helper: the value is traced when one values line holds it
-                    hit_v = self._by_text(self.text[span.start:span.end])
+                    hit_v = self._in_range(tpl_.li.text, tl.start + tl.parts[g][1], action,
+                                           self.text[line_start + content + gs:line_start + content + ge], section) \
+                        or self._by_text(self.text[span.start:span.end])
                     if hit_v is not None:
                         return hit_v
                 a, b = tl.start + tl.parts[g][1], tl.start + tl.parts[g][2]
@@ -255,6 +272,32 @@ class Mapper:
             return None
         v, node = hit
         return v.span(node)
+
+    def _in_range(self, template: str, at: int, action: str, rendered: str, section: str | None,
+                  keys: bool = False) -> Span | None:
+        """`{{ $key }}` / `{{ $value }}` of a `range $key, $value := .Values.a.b` over a map of flags
+        (rockofox/helm-llama-cpp's `llama.args`): the key or the value it wrote, in that map."""
+        found = enclosing_range(template, at)
+        if found is None:
+            return None
+        path, key_var, value_var = found
+        word = action.strip().split("|")[0].strip()
+        hit = self._node(path)
+        if hit is None or word not in (key_var, value_var) or (keys and word != key_var):
+            return None
+        v, node = hit
+        text = rendered.strip().strip("\"'")
+        if isinstance(node, MappingNode):
+            pairs = [(k, x) for k, x in node.value if isinstance(k, ScalarNode)]
+            if word == key_var:
+                hits = [k for k, _ in pairs if str(k.value) == text]
+            else:
+                hits = [x for _, x in pairs if isinstance(x, ScalarNode) and str(x.value) == text]
+        elif isinstance(node, SequenceNode) and word == value_var:
+            hits = [x for x in node.value if isinstance(x, ScalarNode) and str(x.value) == text]
+        else:
+            return None
+        return v.span(hits[0]) if len(hits) == 1 else None
 
     def _by_text(self, text: str) -> Span | None:
         """The one scalar in the highest-precedence values file that holds `text` exactly."""

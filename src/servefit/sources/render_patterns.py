@@ -73,3 +73,28 @@ def line_patterns(text: str) -> list[TemplateLine]:
             regex += "(" + re.escape(stripped[pos:]) + ")"
         out.append(TemplateLine(idx, a + (len(raw) - len(raw.lstrip())), re.compile(regex), parts, stripped))
     return out
+
+
+_OPEN = re.compile(r"^\s*(range|if|with|define|block)\b")
+_END = re.compile(r"^\s*end\b")
+_RANGE_VALUES = re.compile(r"^\s*range\s+(?:(\$\w+)\s*,\s*)?(?:(\$\w+)\s*:=\s*)?\.Values((?:\.[A-Za-z_][\w-]*)+)\s*$")
+
+
+def enclosing_range(text: str, offset: int) -> tuple[list[str], str | None, str | None] | None:
+    """The values list or map a template's text at `offset` is inside of: (its key path, the range's
+    key variable, its value variable) of the innermost `range $k, $v := .Values.a.b`, or None."""
+    stack: list[str] = []
+    for m in ACTION.finditer(text, 0, offset):
+        body = m.group(1)
+        if _OPEN.match(body):
+            stack.append(body)
+        elif _END.match(body) and stack:
+            stack.pop()
+    for body in reversed(stack):
+        r = _RANGE_VALUES.match(body)
+        if r is not None:
+            key, value = (r.group(1), r.group(2)) if r.group(1) else (None, r.group(2))
+            return r.group(3).lstrip(".").split("."), key, value
+        if body.lstrip().startswith("range"):
+            return None
+    return None

@@ -1,7 +1,8 @@
 """Terraform (HCL) is not read: its containers are built from variables, `concat()` and
 conditionals that only `terraform plan` evaluates. A .tf file that starts an engine (an engine
-image, a launch command, `python -m` an engine's server module) is said to be unchecked, once,
-at the first such string, so a repository whose servers live in Terraform is not reported clean.
+image, a launch command, `python -m` an engine's server module, a helm_release of the engine's
+own chart) is said to be unchecked, once, at the first such string, so a repository whose
+servers live in Terraform is not reported clean.
 """
 
 from __future__ import annotations
@@ -29,17 +30,30 @@ def _engine_of(literal: str) -> str | None:
     return hit[0] if hit else None
 
 
-def scan(fc: FileCtx) -> None:
+def _title(engine: str) -> str:
     from servefit.engines import get
 
+    try:
+        return get(engine).title or engine
+    except KeyError:
+        return engine
+
+
+def scan(fc: FileCtx) -> None:
+    from servefit.sources import detect
+
     for m in STRING.finditer(fc.text):
+        chart = detect.engine_of_chart_repo(m.group(1)) if "://" in m.group(1) else None
+        if chart is not None:  # a helm_release of the engine's own chart
+            fc.findings.append(not_read(
+                f"servefit does not read Terraform, and this file installs the {_title(chart)} Helm chart of "
+                f"{m.group(1)} here: its values were not checked. Lint the values file it passes "
+                "(`servefit lint values.yaml`) or the manifests it applies", span=fc.li.span(m.start(1), m.end(1))))
+            return
         eng = _engine_of(m.group(1))
         if eng is None:
             continue
-        try:
-            title = get(eng).title or eng
-        except KeyError:
-            title = eng
+        title = _title(eng)
         fc.findings.append(not_read(
             f"servefit does not read Terraform, and this file starts a {title} server here: its settings were not "
             "checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the launch "

@@ -267,7 +267,10 @@ def _command(fc: FileCtx, ctx: Ctx, seg: Src, env: Vars, unres: list[tuple[str, 
         return
     head = program(words[0].text).lower()
     if head in UNREAD:
-        unread(fc, seg.text, seg.span(0, len(seg.text.rstrip())), UNREAD[head])
+        what = UNREAD[head]
+        if head == "cmd" and len(words) > 1 and words[1].text.lower() in ("/k", "/r"):
+            what = f"`cmd {words[1].text.lower()}`"  # as written: /k keeps the window open, /c closes it
+        unread(fc, seg.text, seg.span(0, len(seg.text.rstrip())), what)
         return
     if head in NOT_RUN or words[0].text.startswith(":"):
         return

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from servefit.core import MemoryPlan, UsageError
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder, shared
 from servefit.tune.variants import Variant, families, level_of
 
 if TYPE_CHECKING:
@@ -88,8 +88,10 @@ class GenericAdapter(Adapter):
         frac = s.get(self.fraction_name, x.resolved(self.fraction_name))
         frac_cur = float(frac) if frac is not None else 0.9
         cap = 1 - needs.headroom if needs.headroom is not None else max(frac_cur, self.fraction_ceiling)
-        lower = needs.headroom is not None or "memory" in needs.objective or not self.started(ev.plan, needs)
+        lower = needs.headroom is not None or "memory" in needs.objective or not self.started(ev.plan, needs) \
+            or needs.share is not None
         fracs = [f for f in knobs.get(self.fraction_name, ()) if f <= cap + 1e-9 and (lower or f >= frac_cur)]
+        fracs = shared(fracs, needs)
         tp_cur = int(s.get(self.tp_name) or x.resolved(self.tp_name) or 1)
         per_tp = self.gpus_per_shard(ev)
         tps = [t for t in (1, 2, 4, 8)

@@ -57,6 +57,7 @@ class Needs:
     objective: tuple[str, ...] = ("balanced",)
     variants: tuple[str, ...] = ()  # extra checkpoint refs the user names (--variant)
     target_context: int = 0  # soft target without --min-context: the context the config asks for
+    share: float | None = None  # the GPU's memory left to this server beside those that run with it at once
 
     @property
     def multi(self) -> bool:

@@ -289,6 +289,13 @@ class Patcher(EnvPlacement):
         self.flush_keys()
         if not self.pending_words:
             return
+        empty = self.empty_values_list() if self.values_list_anchor() is None else None
+        if empty is not None:  # `extraArgs: []` the template ranges over: the new flags are its items
+            file, a, b = empty
+            words = [w for _, ws in self.pending_words for w in ws]
+            self.pending_words[0][0].edits.append(
+                Edit(self.span(file, a, b), "[" + ", ".join(style.yaml_quote(w, '"') for w in words) + "]"))
+            return
         anchor = self.anchor()
         piece = None
         if anchor is not None and anchor.span is not None:

@@ -14,6 +14,8 @@ from servefit.tune.placed import DISPLAY, Placed
 
 DQ_ = '"'
 ANCHOR_BEFORE = re.compile(r"&([A-Za-z0-9_.-]+)[ \t]+$")
+_RANGE = re.compile(r"\{\{-?\s*range\s+\.Values((?:\.[A-Za-z_][\w-]*)+)\s*-?\}\}")
+_YAML_KEY = re.compile(r"\n[ \t]*(?:- )?[A-Za-z_][\w.-]*:(?:[ \t]|$)", re.M)
 
 
 
@@ -98,6 +100,37 @@ class YamlPlacement:
         file = items[-1].span.file  # type: ignore[union-attr]
         return max((t for t in items if t.span is not None and t.span.file == file),
                    key=lambda t: t.span.end if t.span else 0)
+
+    def empty_values_list(self) -> tuple[str, int, int] | None:
+        """A server rendered from a Helm chart whose template writes its command's last words with
+        `{{- range .Values.a.b }}` over a list that the render's own values file leaves empty
+        (`extraArgs: []`, neuralmagic/helm-charts' nm-vllm): (that file, the span of `[]`), where
+        new flags go as the list's items; None otherwise."""
+        import os
+
+        from servefit.sources.render_map import _Values
+
+        own = [os.path.normpath(f) for f in self.site.workload.render_own]
+        tpl = [t.span for t in self.argv if t.span is not None and self.exact(t)
+               and os.path.basename(os.path.dirname(t.span.file)) == "templates"]
+        if not own or not tpl or len({sp.file for sp in tpl}) != 1:
+            return None
+        text = self.read(tpl[0].file)
+        last = max(sp.end for sp in tpl)
+        # a range over a values list after the command's last literal word, in the same list (no YAML
+        # key between them: `image:` would be past the command)
+        m = _RANGE.search(text, last)
+        if m is None or _YAML_KEY.search(text, last, m.start()) is not None:
+            return None
+        from yaml.nodes import SequenceNode
+
+        path = m.group(1).lstrip(".").split(".")
+        for f in own:
+            node = _Values(f).get(path)
+            if isinstance(node, SequenceNode) and not node.value and node.flow_style and \
+                    self.read(f)[node.start_mark.index:node.end_mark.index].replace(" ", "") == "[]":
+                return f, node.start_mark.index, node.end_mark.index
+        return None
 
     def _list_item(self, tok: Token) -> bool:
         assert tok.span is not None

@@ -114,7 +114,11 @@ class Session:
             bad = input_error(ev)  # the engine refuses the command itself: no memory setting changes that
             if bad:
                 raise UsageError(f"{bad}: the engine refuses this command; fix it first, then tune")
-            needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0))
+            room = self.room(srv, out)
+            # beside servers that run at once on its GPU, the share of the GPU's memory left to it: the memory
+            # fraction (vLLM's gpu_memory_utilization, TGI's cuda_memory_fraction ...) that leaves them room
+            share = room / ev.gpu.memory_bytes if room is not None and ev.gpu.memory_bytes else None
+            needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0), share=share)
             space = build_space(ev, needs)
         except UsageError as exc:
             from servefit.redact import mask_values, redact_text, site_secret_values
@@ -135,7 +139,6 @@ class Session:
         out.run = study.run(space, needs, strategy=a.sampler, trials=a.trials, storage=storage, study_name=name,
                             seed=a.seed, bench=bench)
         b = out.run.best
-        room = self.room(srv, out)
         if room is not None and b is not None and b.feasible and b.used > room:
             # a llama-swap group with swap: false runs its members at once: the best candidate that
             # fits in what the others hold

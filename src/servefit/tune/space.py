@@ -139,6 +139,15 @@ def kv_allowed(dtype: str, needs: Needs) -> bool:
     return kv_level_of(d) == KV_4BIT and bool(allow & {"4bit", "q4_0", "int4"})
 
 
+def shared(fractions: list[Any], needs: Needs) -> list[Any]:
+    """A memory fraction's candidates beside servers that run at once on the same GPU (needs.share):
+    those within the share, and the share itself (to the hundredth below), which leaves them room."""
+    if needs.share is None:
+        return fractions
+    top = int(needs.share * 100) / 100
+    return sorted({f for f in fractions if f <= top} | ({top} if top > 0 else set()))
+
+
 def admitted(values: Iterable[int], ev: Evaluation, needs: Needs) -> list[int]:
     """Slot / sequence counts worth offering: at least --min-concurrency, and no more than a proxy
     in front lets through at once (llama-swap's concurrencyLimit): slots past it never fill."""

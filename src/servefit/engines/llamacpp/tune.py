@@ -43,9 +43,10 @@ class LlamaCppAdapter(Adapter):
 
     def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         """`-c C x N -np N`: llama.cpp splits -c over the slots (llama-context.cpp n_ctx_seq =
-        n_ctx / n_seq_max) unless the user chose --kv-unified."""
+        n_ctx / n_seq_max) unless the user chose --kv-unified, where the slots share the -c cells
+        (n_ctx_seq = n_ctx): N requests of C tokens hold C x N of them either way."""
         unified = "kv_unified" in ev.config.explicit and bool(ev.config.settings.get("kv_unified"))
-        out: dict[str, Any] = {"ctx_size": context * (1 if unified else users), "parallel": users}
+        out: dict[str, Any] = {"ctx_size": context * users, "parallel": users}
         if not unified:
             out["kv_unified"] = False  # an explicit -np turns the automatic unified cache off
         return out, {}

@@ -50,9 +50,10 @@ class TgiAdapter(GenericAdapter):
         below that): TGI counts tokens, so the users are its pool's tokens / C."""
         s = ev.config.settings
         out: dict[str, Any] = {"max_total_tokens": context}
-        inp = s.get("max_input_tokens")
+        name = input_name(s)  # the legacy --max-input-length where the file writes it: not both (the launcher refuses)
+        inp = s.get(name)
         if inp is None or int(inp) >= context:
-            inp = out["max_input_tokens"] = context - 1  # TGI: max_input_tokens < max_total_tokens
+            inp = out[name] = context - 1  # TGI: max_input_tokens < max_total_tokens
         prefill = s.get("max_batch_prefill_tokens")
         if prefill is not None and int(prefill) < int(inp):
             out["max_batch_prefill_tokens"] = int(inp)

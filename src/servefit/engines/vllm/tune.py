@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.core import EngineConfig, MemoryPlan, UsageError
 from servefit.engines.vllm.detail import of as detail_of
 from servefit.tune.objective import Needs
-from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder
+from servefit.tune.space import Adapter, Dim, admitted, contexts, kv_allowed, kv_level_of, ladder, shared
 from servefit.tune.variants import Variant, checkpoint_variants, families, level_of
 
 if TYPE_CHECKING:
@@ -56,6 +56,7 @@ class VllmAdapter(Adapter):
             any(f.code == "VLLM020" for f in plan.findings)
         cap = 1 - needs.headroom if needs.headroom is not None else util_cur
         utils = [v for v in knobs.get("gpu_memory_utilization", ()) if v <= cap + 1e-9] if lower else []
+        utils = shared(utils, needs)  # beside servers on the same GPU: a fraction that leaves them room
         eager_cur = bool(s.get("enforce_eager"))
         eagers = knobs.get("enforce_eager", (False, True)) if needs.allow_eager else ()
         tp_cur = int(plan.parallel.get("tensor", 1))
