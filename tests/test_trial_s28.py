@@ -272,7 +272,7 @@ def test_a_values_map_of_flags_is_traced_and_tuned_in_place(
     values.write_text('replicaCount: 2\nllama:\n  args:\n    hf-repo: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M"\n'
                       '    parallel: "2"\n    jinja: ""\n')
     main(["lint", ".", "--gpu", "L4", "--select", "LCPP007"])
-    assert capsys.readouterr().out.startswith("values.yaml:5:16: LCPP007 no -c: the context (32768 tokens) is shared by "
+    assert capsys.readouterr().out.startswith("values.yaml:5:16: LCPP007 no -c: the context (4096 tokens) is shared by "
                                               "2 slots")
     main(["tune", "templates/deployment.yaml", "--gpu", "L4", "--write"])
     out = capsys.readouterr().out
