@@ -252,7 +252,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         x.reserved_mem_mib = round(r.reserved_mib, 1)
     out.messages.append(f"Load weight begin. avail mem={pre / GiB:.2f} GB")
     out.messages.append(f"Load weight end. avail mem={(pre - weights) / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB.")
-    _assume(out, cfg, model, gpu, r, sch is not None)
+    _assume(out, cfg, model, gpu, r, sch is not None, state is not None)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse / launch checks refuse
         out.outcome = "rejected_config"
         return out
@@ -287,8 +287,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out = dsv4_pool(out, cfg, r, pools, int(rest))
     else:
         if state is not None:  # mem_cache/memory_pool.py MambaPool's start-up line
+            conv = state.conv_bytes if state.conv_bytes or state.ssm_bytes else state.bytes
             out.messages.append(f"Mamba Cache is allocated. max_mamba_cache_size: {state.slots}, conv_state size: "
-                                f"{state.bytes / GiB:.2f}GB, ssm_state size: 0.00GB")
+                                f"{conv / GiB:.2f}GB, ssm_state size: {state.ssm_bytes / GiB:.2f}GB")
             out.assumptions.append(f"the KV cache figure includes SGLang's per-request state pool ({state.bytes / GiB:.2f} "
                                    f"GiB, {state.slots} slots), carved out of the memory left after the weights first")
         out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio,
@@ -341,7 +342,8 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     return capacity(out, cfg, r, tokens)
 
 
-def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool) -> None:
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool,
+            state_pool_planned: bool = False) -> None:
     s, a = cfg.settings, out.assumptions
     if s.get("mem_fraction_static") is None:
         a.append(f"mem_fraction_static={r.fraction} (SGLang {r.e.version} default for "
@@ -351,7 +353,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     a.append("memory free before the weights load and the weights' load overhead are estimated from terms "
              "calibrated on public start-up logs; SGLang measures them")
     a.extend(device_memory.notes(gpu))
-    if any(k in ("mamba", "linear") for k in model.kinds()):
+    if any(k in ("mamba", "linear") for k in model.kinds()) and not state_pool_planned:
         a.append("recurrent-state (Mamba / linear attention) layers: only attention layers are counted and the "
                  "mamba state pool is not carved out")
     if quantized:
