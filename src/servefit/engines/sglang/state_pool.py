@@ -105,13 +105,14 @@ def recurrent_per_req(model: ModelSpec, attn_tp: int, ssm_dtype: str) -> tuple[i
     (SGLANG_MAMBA_CONV_DTYPE), temporal (heads / TP, head_dim, state_size) in the ssm dtype, times the
     state layers. Gated DeltaNet (Qwen3NextConfig.mamba2_cache_params): conv_dim = 2 x key heads x key
     dim + value heads x value dim, heads = value heads, head_dim = value dim, state_size = key dim.
-    Mamba2 (NemotronHConfig / FalconH1Config): conv_dim = heads x head_dim + 2 x groups x state, the
-    groups first raised to the TP size when TP does not divide them (extra_groups_for_head_shards)."""
+    Mamba2 (NemotronHConfig / FalconH1Config): conv_dim = heads x head_dim + 2 x groups x state. When TP
+    does not divide the groups (a GDN model's key heads), extra_groups_for_head_shards adds tp - groups:
+    1 group becomes TP groups, and 16 key heads on TP 3 become 3, as SGLang computes it."""
     m, tp = model.mamba or {}, max(attn_tp, 1)
     kernel = int(m.get("conv_kernel") or 4)
     if m.get("kind") == "gated_deltanet":
         kh, vh, kd, vd = (int(m[k]) for k in ("num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim"))
-        kh += 0 if kh % tp == 0 else tp - kh  # n_groups = key heads, extended as below
+        kh += 0 if kh % tp == 0 else tp - kh  # n_groups = key heads, extended as for Mamba2
         conv_dim, heads, head_dim, state = 2 * kh * kd + vh * vd, vh, vd, kd
     elif m.get("kind") == "mamba2":
         heads, head_dim, state = int(m["num_heads"]), int(m["head_dim"]), int(m["state_size"])
