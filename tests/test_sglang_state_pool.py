@@ -155,7 +155,14 @@ def test_plan_carves_the_pool_before_the_kv_pool():
     assert "Mamba Cache is allocated. max_mamba_cache_size: 124, conv_state size: 0.34GB, ssm_state size: 17.58GB" \
         in a.messages
     assert a.detail.max_running_requests == 124 // 5
-    assert not any("not carved out" in x for x in a.assumptions)
+    assert "max_running_requests is capped to 24 by the mamba state cache (max_mamba_cache_size=124, 5 state slots " \
+        "per request)" in a.messages
+    assert not any("not carved out" in x or "speculative decoding" in x for x in a.assumptions)
+    # the warning arrived in 0.5.17; 0.5.16 caps as well, silently
+    old = _plan(Q38, "0.5.16", args + ["--max-mamba-cache-size", "124"])
+    assert old.detail.max_running_requests == 24 and not any("capped" in m for m in old.messages)
+    spec = _plan(Q38, "0.5.18", args + ["--speculative-algorithm", "NEXTN"])
+    assert any(x.startswith("speculative decoding: the state pool's intermediate") for x in spec.assumptions)
 
 
 def test_plan_of_qwen3_next_on_052_takes_512_slots():

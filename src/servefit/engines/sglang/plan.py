@@ -26,7 +26,7 @@ from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.forward import activation_bytes
 from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
-from servefit.engines.sglang.state_pool import state_pool
+from servefit.engines.sglang.state_pool import StatePool, state_pool
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
@@ -292,8 +292,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
                                 f"{conv / GiB:.2f}GB, ssm_state size: {state.ssm_bytes / GiB:.2f}GB")
             out.assumptions.append(f"the KV cache figure includes SGLang's per-request state pool ({state.bytes / GiB:.2f} "
                                    f"GiB, {state.slots} slots), carved out of the memory left after the weights first")
-        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio,
-                    state.running_cap if state is not None else None)
+            if s.get("speculative_algorithm"):
+                out.assumptions.append("speculative decoding: the state pool's intermediate (per draft token) states "
+                                       "are not modelled; SGLang takes them from the same budget, so fewer KV tokens")
+        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio, state)
     if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
@@ -306,7 +308,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
           per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float,
-          state_cap: int | None = None) -> MemoryPlan:
+          state: StatePool | None = None) -> MemoryPlan:
     s = cfg.settings
     per_full, per_swa = per_layer
     swa_tokens = int(tokens * ratio) // r.page * r.page if hybrid else 0
@@ -328,7 +330,11 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     dp_div = r.dp if s.get("enable_dp_attention") else 1
     running = min(tokens // 2 if s.get("max_running_requests") is None else int(s["max_running_requests"]) // dp_div,
                   req_pool)
-    running = min(running, state_cap) if state_cap is not None else running  # capped by the state pool's slots
+    if state is not None and state.running_cap < running:  # capped by the state pool's slots
+        running = state.running_cap
+        if r.e.v >= (0, 5, 17):  # kv_cache_configurator.py resolve_max_num_reqs's warning
+            out.messages.append(f"max_running_requests is capped to {running} by the mamba state cache "
+                                f"(max_mamba_cache_size={state.slots}, {state.per_running} state slots per request)")
     max_req_len = min(r.context_len - 1, tokens - 1)
     out.kv_cache_tokens = tokens
     out.max_concurrency = tokens / r.context_len if r.context_len else 0.0

@@ -79,6 +79,7 @@ class StatePool:
     slots: int  # max_mamba_cache_size
     bytes: int  # what the pool takes out of rest_memory
     running_cap: int  # slots // ratio
+    per_running: int = 1  # the ratio: state slots one running request holds
     conv_bytes: int = 0  # MambaPool's conv_state tensor ((slots + 1) requests)
     ssm_bytes: int = 0  # MambaPool's temporal (ssm) state tensor
 
@@ -239,7 +240,7 @@ def state_pool(cfg: EngineConfig, model: ModelSpec, tp: int, pp: int, dp: int, r
             slots = int(budget // per_req)
             slots = slots // dp if recurrent and v < (0, 5, 7) and not mamba2 else slots
     taken = (slots + 1 if padded else slots) * per_req if slots > 0 else 0
-    cap = max(slots, 0) // running_ratio(cfg, model, v, radix, inkling)
-    return StatePool(per_req=per_req, slots=slots, bytes=taken, running_cap=cap,
+    ratio_ = running_ratio(cfg, model, v, radix, inkling)
+    return StatePool(per_req=per_req, slots=slots, bytes=taken, running_cap=max(slots, 0) // ratio_, per_running=ratio_,
                      conv_bytes=int(conv * share) * (slots + 1) if slots > 0 else 0,
                      ssm_bytes=int(ssm * share) * (slots + 1) if slots > 0 else 0)
