@@ -176,3 +176,22 @@ def test_plan_of_qwen3_next_on_052_takes_512_slots():
 def test_short_conv_models_keep_the_not_carved_out_assumption():
     p = _plan("LiquidAI/LFM2-1.2B", "0.5.18")
     assert any("mamba state pool is not carved out" in x for x in p.assumptions)
+
+
+def test_plan_of_nemotron_h():
+    # 4 attention layers x 8 KV heads x 128 x 2 x 2 bytes = 16384 bytes a token; 100 slots are 876150 tokens
+    a = _plan(NEMO, "0.5.18", ["--max-mamba-cache-size", "100"])
+    b = _plan(NEMO, "0.5.18", ["--max-mamba-cache-size", "200"])
+    assert a.kv_bytes_per_token == 16384 and NEMO_REQ * 100 == 876150 * 16384
+    assert a.kv_cache_tokens - b.kv_cache_tokens == 876150
+    assert a.memory.kv_cache - a.kv_cache_tokens * 16384 == 101 * NEMO_REQ
+    assert (a.detail.max_running_requests, b.detail.max_running_requests) == (100 // 5, 200 // 5)
+    # 0.5.4: no radix cache, 512 slots of 143548416 bytes (68.45 GiB) leave the KV pool nothing on an H100
+    p = _plan(NEMO, "0.5.4")
+    assert p.outcome == "oom_at_load"
+    assert f"{512 * NEMO_REQ / GiB:.2f}" == "68.45"
+    assert any(f.code == "SGL004" and "the mamba state pool's 512 slots take 68.45 GiB" in f.message for f in p.findings)
+    q = _plan(NEMO, "0.5.4", ["--max-running-requests", "64"])
+    assert q.outcome == "started" and q.detail.max_running_requests == 64
+    assert q.kv_cache_tokens - _plan(NEMO, "0.5.4", ["--max-running-requests", "128"]).kv_cache_tokens == \
+        64 * NEMO_REQ // 16384 == 560736

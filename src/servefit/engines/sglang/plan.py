@@ -280,6 +280,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
                f"Current value: mem_fraction_static={r.fraction}")
         out.messages.append(f"RuntimeError: {msg}")
+        if state is not None and state.bytes > 0 and rest + state.bytes > 0:  # the state pool took it all
+            why = (f"the mamba state pool's {state.slots} slots take {state.bytes / GiB:.2f} GiB of the "
+                   f"{(rest + state.bytes) / GiB:.2f} GiB left after the weights; lower --max-running-requests or "
+                   "set --max-mamba-cache-size")
+            out.findings.append(finding_at("SGL004", f"{msg} ({why})", cfg, "max_running_requests"))
+            return out
         out.findings.append(finding_at("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
