@@ -201,6 +201,7 @@ def test_ssm_dtype_from_the_flag_or_the_environment():
     q38 = catalog.lookup(Q38)
     half = Q38_CONV + Q38_SSM // 2
     assert state_pool(_cfg("0.5.18", mamba_ssm_dtype="bfloat16"), q38, 1, 1, 1, 38 * GiB).per_req == half
-    env = EngineConfig(engine="sglang", model_ref="m", version="0.5.18", env={"SGLANG_MAMBA_SSM_DTYPE": "bfloat16"})
+    env = EngineConfig(engine="sglang", model_ref="m", version="0.5.18", settings={},
+                       env={"SGLANG_MAMBA_SSM_DTYPE": "bfloat16"})
     assert state_pool(env, q38, 1, 1, 1, 38 * GiB).per_req == half
     assert state_pool(_cfg("0.5.18"), q38, 1, 1, 1, 38 * GiB).per_req == Q38_REQ
