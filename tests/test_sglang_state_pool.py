@@ -205,3 +205,28 @@ def test_ssm_dtype_from_the_flag_or_the_environment():
                        env={"SGLANG_MAMBA_SSM_DTYPE": "bfloat16"})
     assert state_pool(env, q38, 1, 1, 1, 38 * GiB).per_req == half
     assert state_pool(_cfg("0.5.18"), q38, 1, 1, 1, 38 * GiB).per_req == Q38_REQ
+
+
+KIMI = "moonshotai/Kimi-Linear-48B-A3B-Instruct"
+# Kimi-Linear-48B-A3B, 20 KDA layers: conv (3, 3 x 32 x 128 / TP) bf16, temporal (32 / TP, 128, 128) fp32
+KIMI_TP2 = 3 * 32 * 128 // 2 * 3 * 2 * 20 + 16 * 128 * 128 * 4 * 20  # 737280 + 20971520
+
+
+def test_kimi_linear_pool_across_releases():
+    kimi, rest = catalog.lookup(KIMI), 20 * GiB
+    assert recurrent_per_req(kimi, 2, "float32") == (737280, 20971520)
+    slots = int(rest * 0.9 / 1.9 // KIMI_TP2)
+    assert slots == 468
+    assert state_pool(_cfg("0.5.4"), kimi, 2, 1, 1, rest) is None  # configs/kimi_linear.py arrived in 0.5.5
+    # 0.5.5 - 0.5.13 without the radix cache; 0.5.5 - 0.5.6 do not divide a non-GDN model's slots by DP
+    dpa = {"max_running_requests": 64, "enable_dp_attention": True}
+    assert state_pool(_cfg("0.5.5", **dpa), kimi, 2, 1, 2, rest).slots == 64
+    assert state_pool(_cfg("0.5.7", **dpa), kimi, 2, 1, 2, rest).slots == 32
+    assert state_pool(_cfg("0.5.7"), kimi, 2, 1, 1, rest).slots == 512
+    p = state_pool(_cfg("0.5.10"), kimi, 2, 1, 1, rest)  # 0.5.9+: the ratio split even without the radix cache
+    assert (p.slots, p.running_cap) == (slots, slots)
+    # the radix cache from 0.5.14, no_buffer (3 slots a request) until the extra-buffer list names it in 0.5.16
+    assert state_pool(_cfg("0.5.14"), kimi, 2, 1, 1, rest).running_cap == slots // 3
+    p = state_pool(_cfg("0.5.16"), kimi, 2, 1, 1, rest)
+    assert (p.slots, p.running_cap) == (slots, slots // 5)
+    assert state_pool(_cfg("0.5.18"), kimi, 2, 1, 1, rest).slots == slots - 1

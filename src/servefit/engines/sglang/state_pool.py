@@ -1,13 +1,14 @@
 """SGLang's per-request state pool beside the KV pool (the "mamba" pool): the recurrent state of hybrid
 Gated-DeltaNet models (Qwen3-Next, Qwen3.5 / Qwen3.8), of Mamba2 hybrids (Nemotron-H, Falcon-H1,
-Granite-4.0-H), ZAYA1's CCA state (models/arch_zaya.py) and Inkling's short-convolution state
-(models/arch_inkling.py).
+Granite-4.0-H), of Kimi-Linear's KDA layers, ZAYA1's CCA state (models/arch_zaya.py) and Inkling's
+short-convolution state (models/arch_inkling.py).
 
 Which models get the pool (configs/hybrid_arch.py mambaish_config; 0.5.2 - 0.5.6
 model_executor/model_runner.py is_hybrid_gdn / mamba2_config / hybrid_gdn_config): Qwen3-Next from
-0.5.2, Falcon-H1 from 0.5.3, Nemotron-H from 0.5.4, Qwen3.5 (Qwen3_5Config / Qwen3_5MoeConfig) and
-Granite-4.0-H from 0.5.9. The KV pool counts only the attention layers
-(model_runner.py::profile_max_num_token: len(config.full_attention_layer_ids), every release).
+0.5.2, Falcon-H1 from 0.5.3, Nemotron-H from 0.5.4, Kimi-Linear from 0.5.5, Qwen3.5 (Qwen3_5Config /
+Qwen3_5MoeConfig) and Granite-4.0-H from 0.5.9 (LFM2's short convolution and Kimi-K3 are not modelled).
+The KV pool counts only the attention layers (model_runner.py::profile_max_num_token:
+len(config.full_attention_layer_ids), every release).
 
 The slots (max_mamba_cache_size) and the memory taken from rest_memory before the KV pool is profiled
 (0.5.2 - 0.5.6 model_runner.py::profile_max_num_token / handle_max_mamba_cache; 0.5.7 - 0.5.15
@@ -16,7 +17,8 @@ mem_cache/kv_cache_configurator.py::KVCacheConfigurator._handle_max_mamba_cache)
 - 0.5.2 - 0.5.3: --max-mamba-cache-size, else --max-running-requests, else 512; // the DP-attention size;
   the radix cache is switched off ("Hybrid GDN model detected, disable radix cache");
 - 0.5.4 - 0.5.6: Mamba2 models still run without the radix cache ("model detected, disable radix
-  cache") and take the 0.5.2 rule; with the radix cache (Qwen3-Next) the ratio split
+  cache") and take the 0.5.2 rule, as Kimi-Linear does until 0.5.13 ("Disabling Radix Cache for
+  KimiLinearForCausalLM as it is not yet supported"); with the radix cache (Qwen3-Next) the ratio split
   budget = rest x mamba_full_memory_ratio / (1 + ratio), slots = budget // per_req, whatever
   --max-mamba-cache-size says; a GDN model's slots // the DP-attention size;
 - 0.5.7 - 0.5.8: --max-mamba-cache-size or a disabled radix cache take the 0.5.2 rule, else the ratio
@@ -41,9 +43,9 @@ max_running_requests is then capped at slots // ratio (0.5.4 - 0.5.6 model_runne
 The strategy (server_args.py): 0.5.7 - 0.5.13 "auto" means no_buffer; 0.5.14+ "auto" means extra_buffer
 when the overlap schedule is on (or page_size > 1), the linear-attention backend is triton (the default)
 and the architecture is in the extra-buffer list (0.5.18 arg_groups/overrides.py
-_MAMBA_EXTRA_BUFFER_ARCHS: Qwen3-Next, Qwen3.5, Falcon-H1, Granite-4.0-H, Nemotron-H, ...); no_buffer
-otherwise. Inkling always runs extra_buffer (arg_groups/overrides.py); ZAYA1 is not an extra-buffer
-architecture.
+_MAMBA_EXTRA_BUFFER_ARCHS: Qwen3-Next, Qwen3.5, Falcon-H1, Granite-4.0-H, Nemotron-H, Kimi-Linear from
+0.5.16, ...); no_buffer otherwise. Inkling always runs extra_buffer (arg_groups/overrides.py); ZAYA1 is not
+an extra-buffer architecture. SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK (0.5.17+, off by default) is not modelled.
 """
 
 from __future__ import annotations
@@ -64,11 +66,14 @@ FIXED_SLOTS = 512  # 0.5.2 - 0.5.8: max_mamba_cache_size without --max-running-r
 # first release with each architecture's state pool (configs/hybrid_arch.py mambaish_config and its
 # 0.5.2 - 0.5.8 model_runner.py forerunners)
 FIRST = {"Qwen3NextForCausalLM": (0, 5, 2), "FalconH1ForCausalLM": (0, 5, 3), "NemotronHForCausalLM": (0, 5, 4),
-         "Qwen3_5ForConditionalGeneration": (0, 5, 9), "Qwen3_5MoeForConditionalGeneration": (0, 5, 9),
-         "GraniteMoeHybridForCausalLM": (0, 5, 9)}
-# 0.5.14+ server_args.py _support_mamba_cache_extra_buffer (0.5.16+ arg_groups/overrides.py)
-EXTRA_BUFFER_ARCHS = {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration", "Qwen3NextForCausalLM",
-                      "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "NemotronHForCausalLM"}
+         "KimiLinearForCausalLM": (0, 5, 5), "Qwen3_5ForConditionalGeneration": (0, 5, 9),
+         "Qwen3_5MoeForConditionalGeneration": (0, 5, 9), "GraniteMoeHybridForCausalLM": (0, 5, 9)}
+# server_args.py _support_mamba_cache_extra_buffer (0.5.14; 0.5.16+ arg_groups/overrides.py
+# supports_mamba_cache_extra_buffer): the first release listing each architecture
+EXTRA_BUFFER_ARCHS = {"Qwen3_5ForConditionalGeneration": (0, 5, 14), "Qwen3_5MoeForConditionalGeneration": (0, 5, 14),
+                      "Qwen3NextForCausalLM": (0, 5, 14), "FalconH1ForCausalLM": (0, 5, 14),
+                      "GraniteMoeHybridForCausalLM": (0, 5, 14), "NemotronHForCausalLM": (0, 5, 14),
+                      "KimiLinearForCausalLM": (0, 5, 16)}
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,10 @@ def recurrent_per_req(model: ModelSpec, attn_tp: int, ssm_dtype: str) -> tuple[i
         kh, vh, kd, vd = (int(m[k]) for k in ("num_key_heads", "num_value_heads", "key_head_dim", "value_head_dim"))
         kh += 0 if kh % tp == 0 else tp - kh  # n_groups = key heads, extended as for Mamba2
         conv_dim, heads, head_dim, state = 2 * kh * kd + vh * vd, vh, vd, kd
+    elif m.get("kind") == "kda":  # KimiLinearStateShape.create: q, k, v convs of heads x head_dim each
+        heads = int(m["num_value_heads"])
+        head_dim = state = int(m["value_head_dim"])
+        conv_dim = 3 * heads * head_dim
     elif m.get("kind") == "mamba2":
         heads, head_dim, state = int(m["num_heads"]), int(m["head_dim"]), int(m["state_size"])
         groups = int(m.get("n_groups") or 1)
@@ -131,7 +140,7 @@ def recurrent_per_req(model: ModelSpec, attn_tp: int, ssm_dtype: str) -> tuple[i
 def is_recurrent_hybrid(model: ModelSpec, v: tuple[int, ...]) -> bool:
     """A Gated-DeltaNet or Mamba2 hybrid whose state pool this SGLang release allocates."""
     first = FIRST.get(model.architecture)
-    return first is not None and v >= first and (model.mamba or {}).get("kind") in ("gated_deltanet", "mamba2") \
+    return first is not None and v >= first and (model.mamba or {}).get("kind") in ("gated_deltanet", "mamba2", "kda") \
         and bool(state_layers(model))
 
 
@@ -163,7 +172,8 @@ def _extra_buffer(cfg: EngineConfig, model: ModelSpec, v: tuple[int, ...], inkli
     paged = int(_num(s.get("page_size"), int) or 1) > 1
     triton = str(s.get("linear_attn_backend") or "triton") == "triton"
     wants = not s.get("disable_overlap_schedule") or paged
-    return "extra_buffer" if wants and triton and model.architecture in EXTRA_BUFFER_ARCHS else "no_buffer"
+    listed = v >= EXTRA_BUFFER_ARCHS.get(model.architecture, (9, 9, 9))
+    return "extra_buffer" if wants and triton and listed else "no_buffer"
 
 
 def running_ratio(cfg: EngineConfig, model: ModelSpec, v: tuple[int, ...], radix: bool, inkling: bool) -> int:
@@ -215,9 +225,12 @@ def state_pool(cfg: EngineConfig, model: ModelSpec, tp: int, pp: int, dp: int, r
     per_req = int(whole * share)
     given = _num(s.get("max_mamba_cache_size"), int)
     running = _num(s.get("max_running_requests"), int)
-    mamba2 = (model.mamba or {}).get("kind") == "mamba2"
-    # no radix cache: the flag, or forced (0.5.2 - 0.5.3 every hybrid, 0.5.4 - 0.5.6 the Mamba2 ones)
-    radix = not s.get("disable_radix_cache") and not (recurrent and (v < (0, 5, 4) or (mamba2 and v < (0, 5, 7))))
+    mamba2 = (model.mamba or {}).get("kind") in ("mamba2", "kda")  # not a GDN model (hybrid_gdn_config)
+    kimi = model.architecture == "KimiLinearForCausalLM"
+    # no radix cache: the flag, or forced (0.5.2 - 0.5.3 every hybrid, 0.5.4 - 0.5.6 the Mamba2 ones, Kimi-Linear
+    # until 0.5.13: "Disabling Radix Cache for KimiLinearForCausalLM as it is not yet supported")
+    forced = v < (0, 5, 4) or (mamba2 and v < (0, 5, 7)) or (kimi and v < (0, 5, 14))
+    radix = not s.get("disable_radix_cache") and not (recurrent and forced)
     fixed = int(given) if given is not None else int(running) if running is not None else FIXED_SLOTS
     padded = v >= (0, 5, 17)
     # 0.5.4 - 0.5.6 divide by the DP-attention size only a GDN model's slots (hybrid_gdn_config)
