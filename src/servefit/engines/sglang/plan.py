@@ -26,7 +26,7 @@ from servefit.engines.sglang.detail import SglangDetail
 from servefit.engines.sglang.detail import of as detail_of
 from servefit.engines.sglang.forward import activation_bytes
 from servefit.engines.sglang.plan_dsv4 import dsv4_pool, dsv4_pools, release
-from servefit.engines.sglang.state_pool import state_pool
+from servefit.engines.sglang.state_pool import StatePool, state_pool
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.weights import scheme_for, weight_bytes
@@ -252,7 +252,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         x.reserved_mem_mib = round(r.reserved_mib, 1)
     out.messages.append(f"Load weight begin. avail mem={pre / GiB:.2f} GB")
     out.messages.append(f"Load weight end. avail mem={(pre - weights) / GiB:.2f} GB, mem usage={weights / GiB:.2f} GB.")
-    _assume(out, cfg, model, gpu, r, sch is not None)
+    _assume(out, cfg, model, gpu, r, sch is not None, state is not None)
     if any(f.severity == "error" for f in out.findings + cfg.findings):  # argparse / launch checks refuse
         out.outcome = "rejected_config"
         return out
@@ -280,6 +280,12 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         msg = ("Not enough memory. Please try to increase --mem-fraction-static. "
                f"Current value: mem_fraction_static={r.fraction}")
         out.messages.append(f"RuntimeError: {msg}")
+        if state is not None and state.bytes > 0 and rest + state.bytes > 0:  # the state pool took it all
+            why = (f"the mamba state pool's {state.slots} slots take {state.bytes / GiB:.2f} GiB of the "
+                   f"{(rest + state.bytes) / GiB:.2f} GiB left after the weights; lower --max-running-requests or "
+                   "set --max-mamba-cache-size")
+            out.findings.append(finding_at("SGL004", f"{msg} ({why})", cfg, "max_running_requests"))
+            return out
         out.findings.append(finding_at("SGL004", f"{msg} (weights {weights / GiB:.2f} GiB use more than "
                                f"{r.fraction} x {pre / GiB:.2f} GiB)", cfg, "mem_fraction_static"))
         return out
@@ -287,12 +293,15 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         out = dsv4_pool(out, cfg, r, pools, int(rest))
     else:
         if state is not None:  # mem_cache/memory_pool.py MambaPool's start-up line
+            conv = state.conv_bytes if state.conv_bytes or state.ssm_bytes else state.bytes
             out.messages.append(f"Mamba Cache is allocated. max_mamba_cache_size: {state.slots}, conv_state size: "
-                                f"{state.bytes / GiB:.2f}GB, ssm_state size: 0.00GB")
+                                f"{conv / GiB:.2f}GB, ssm_state size: {state.ssm_bytes / GiB:.2f}GB")
             out.assumptions.append(f"the KV cache figure includes SGLang's per-request state pool ({state.bytes / GiB:.2f} "
                                    f"GiB, {state.slots} slots), carved out of the memory left after the weights first")
-        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio,
-                    state.running_cap if state is not None else None)
+            if s.get("speculative_algorithm"):
+                out.assumptions.append("speculative decoding: the state pool's intermediate (per draft token) states "
+                                       "are not modelled; SGLang takes them from the same budget, so fewer KV tokens")
+        out = _pool(out, cfg, model, r, tokens, cell, (per_full, per_swa), n_full, n_swa, hybrid, ratio, state)
     if out.outcome == "started" and not any(f.code == "SGL011" for f in out.findings):
         f = reserve_finding(cfg, model, r, out)
         if f is not None:
@@ -305,7 +314,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 
 def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tokens: int, cell: float,
           per_layer: tuple[float, float], n_full: int, n_swa: int, hybrid: bool, ratio: float,
-          state_cap: int | None = None) -> MemoryPlan:
+          state: StatePool | None = None) -> MemoryPlan:
     s = cfg.settings
     per_full, per_swa = per_layer
     swa_tokens = int(tokens * ratio) // r.page * r.page if hybrid else 0
@@ -327,7 +336,11 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     dp_div = r.dp if s.get("enable_dp_attention") else 1
     running = min(tokens // 2 if s.get("max_running_requests") is None else int(s["max_running_requests"]) // dp_div,
                   req_pool)
-    running = min(running, state_cap) if state_cap is not None else running  # capped by the state pool's slots
+    if state is not None and state.running_cap < running:  # capped by the state pool's slots
+        running = state.running_cap
+        if r.e.v >= (0, 5, 17):  # kv_cache_configurator.py resolve_max_num_reqs's warning
+            out.messages.append(f"max_running_requests is capped to {running} by the mamba state cache "
+                                f"(max_mamba_cache_size={state.slots}, {state.per_running} state slots per request)")
     max_req_len = min(r.context_len - 1, tokens - 1)
     out.kv_cache_tokens = tokens
     out.max_concurrency = tokens / r.context_len if r.context_len else 0.0
@@ -341,7 +354,8 @@ def _pool(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, tok
     return capacity(out, cfg, r, tokens)
 
 
-def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool) -> None:
+def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, quantized: bool,
+            state_pool_planned: bool = False) -> None:
     s, a = cfg.settings, out.assumptions
     if s.get("mem_fraction_static") is None:
         a.append(f"mem_fraction_static={r.fraction} (SGLang {r.e.version} default for "
@@ -351,7 +365,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     a.append("memory free before the weights load and the weights' load overhead are estimated from terms "
              "calibrated on public start-up logs; SGLang measures them")
     a.extend(device_memory.notes(gpu))
-    if any(k in ("mamba", "linear") for k in model.kinds()):
+    if any(k in ("mamba", "linear") for k in model.kinds()) and not state_pool_planned:
         a.append("recurrent-state (Mamba / linear attention) layers: only attention layers are counted and the "
                  "mamba state pool is not carved out")
     if quantized:
