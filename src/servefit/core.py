@@ -125,6 +125,10 @@ class Workload:
     # key, a compose service, a k8s object's name or labels, a unit's Description=): what
     # models/evidence.py reads when the model path names no model
     names: list[tuple[str, str]] = field(default_factory=list)
+    # the command's words are items of one list written with this separator (gcloud's `--args=a,b`), and
+    # where its environment list's last item ends (`--set-env-vars A=1,B=2`): where tune adds to them
+    list_separator: str = ""
+    env_list_end: Span | None = None
 
 
 class ModelDefinition:

@@ -115,7 +115,7 @@ def context(site: LaunchSite) -> str | None:
         return None
     if x.kind or x.chart:
         return "pod"
-    if x.service is not None or x.runtime == "docker run" or site.name.startswith("dockerfile"):
+    if x.service is not None or x.runtime in ("docker run", "Cloud Run") or site.name.startswith("dockerfile"):
         return "container"
     return "host"
 
@@ -203,6 +203,8 @@ def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str
         return [finding("SEC002", f"{auth.title} {nokey} and listens on all interfaces ({reason}); {e.how} "
                                   "publishes it: anyone who can reach that address can run prompts on this server",
                         span=e.span or span, site=site.name)]
+    if site.workload.runtime == "Cloud Run":  # only callers with IAM permission reach it (no --allow-unauthenticated)
+        return []
     if where == "host":
         fix = "bind 127.0.0.1" + (" or pass --api-key" if auth.keys else " and put an authenticating proxy in front")
         return [finding("SEC003", f"{auth.title} {nokey} and listens on every interface of this machine ({reason}): "

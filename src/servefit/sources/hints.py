@@ -18,6 +18,7 @@ from servefit.core import DirectiveValue, GpuHint, LaunchSite, Span, Token
 GPU_LABELS: dict[str, tuple[int, str]] = {
     "nvidia.com/gpu.product": (0, "nvidia.com/gpu.product"),
     "cloud.google.com/gke-accelerator": (1, "cloud.google.com/gke-accelerator"),
+    "run.googleapis.com/accelerator": (1, "run.googleapis.com/accelerator"),  # Cloud Run's service YAML
     "karpenter.k8s.aws/instance-gpu-name": (2, "karpenter.k8s.aws/instance-gpu-name"),
     "gpu.nvidia.com/class": (3, "gpu.nvidia.com/class"),
     "gpu.nvidia.com/model": (3, "gpu.nvidia.com/model"),

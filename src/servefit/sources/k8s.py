@@ -103,13 +103,18 @@ def scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], de
     ns = y.str(y.get(doc, "metadata", "namespace"))
     knative = kind == "Service" and "knative" in (y.str(y.get(doc, "apiVersion")) or "")
     local = (y.str(y.get(doc, "metadata", "labels", "networking.knative.dev/visibility")) or "") == "cluster-local"
+    # Cloud Run's service YAML (run.googleapis.com/ keys): only callers with IAM permission reach it, a grant
+    # to allUsers is not in the file
+    cloud_run = knative and "run.googleapis.com/" in y.text[doc.start_mark.index:doc.end_mark.index]
     for site in fc.sites[before:]:
         give_names([site], object_names(y, doc, kind, labels) + [(site.workload.container, "its container name")])
         if not site.workload.pod_labels:
             site.workload.pod_labels = labels
         if site.workload.namespace is None:
             site.workload.namespace = ns
-        if knative and not local:
+        if cloud_run:
+            site.workload.runtime = "Cloud Run"
+        elif knative and not local:
             add_exposure(site, Exposure(f"Knative Service/{y.str(y.get(doc, 'metadata', 'name'))} (public by default)",
                                         y.span(y.key_node(doc, "kind") or doc)))
     notes: dict[str, str] = {}

@@ -75,6 +75,8 @@ class Facts(TypedDict, total=False):
     engine_version: str  # the release a build installs (`pip install vllm==X`) or builds from source, over its image's tag
     version_source: str  # where that release is written
     packages: list[str]  # pip requirements the build installs (`RUN pip install ...`), as written
+    list_separator: str  # Workload.list_separator
+    env_list_end: Span | None  # Workload.env_list_end
 
 
 @dataclass
@@ -188,6 +190,13 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             return docker_run(words[j + 1:], ctx, sub_env)
         if j < n and texts[j] == "exec":
             container_exec(words[j + 1:], ctx)
+        return []
+    if head == "gcloud":  # `gcloud [beta] run deploy SERVICE --image ...`: a Cloud Run service
+        k = i + 1 + (texts[i + 1:i + 2] in (["beta"], ["alpha"]))
+        if texts[k:k + 2] == ["run", "deploy"]:
+            from servefit.sources.cloud_run import gcloud_run_deploy
+
+            return gcloud_run_deploy(words[k + 2:], ctx, sub_env)
         return []
     if texts[i] == "eval" and i + 1 < n:  # `eval $CMD`: the words joined and read again as shell
         from servefit.sources.shell_run import eval_launches

@@ -162,6 +162,32 @@ class Word:
             return None
         return m.group(1), self.after(m.end())
 
+    def cut(self, a: int, b: int) -> Word:
+        """Characters a to b of the word, each piece still traced to where it is written."""
+        pieces: list[Piece] = []
+        at = 0
+        for p in self.pieces:
+            x, y = max(a - at, 0), min(b - at, len(p.text))
+            if x < y:
+                if p.exp is None:
+                    offs = p.offs[x:y] if p.offs is not None else None
+                    pieces.append(Piece(p.text[x:y], p.char_off(x), p.char_off(y - 1) + 1, None, 0, offs, p.split,
+                                        p.quoted))
+                else:
+                    pieces.append(Piece(p.text[x:y], p.start, p.end, p.exp, p.vstart + x, None, p.split, p.quoted))
+            at += len(p.text)
+        return Word(pieces, self.li, list(self.unresolved))
+
+    def split_on(self, sep: str) -> list[Word]:
+        """The word split at each `sep` (gcloud's list flags: `--args=a,b`), empty parts dropped."""
+        text, out, start = self.text, [], 0
+        for i, ch in enumerate(text + sep):
+            if ch == sep or i == len(text):
+                if i > start:
+                    out.append(self.cut(start, i))
+                start = i + 1
+        return out
+
     def after(self, n: int) -> Word:
         """The word without its first n characters (n inside the first piece)."""
         p0 = self.pieces[0]

@@ -310,8 +310,14 @@ class Patcher(EnvPlacement):
                      and t.span.start <= anchor.span.start and self.exact(t)]
             spans.sort(key=lambda sp: sp.start)
             prev = spans[-2] if len(spans) >= 2 and spans[-1] == anchor.span else None
-            piece = style.insert_words(text, anchor.span, parts, self.quotes(text, anchor.span.file), style.spans_lines(text, spans),
-                                       prev)
+            sep = self.site.workload.list_separator
+            if sep:  # items of one list (gcloud's --args=a,b): more items, in its separator
+                words = [w for ws in parts for w in ws]
+                piece = (anchor.span.end, anchor.span.end, "".join(sep + w for w in words)) \
+                    if all(style.PLAIN_SHELL.match(w) and sep not in w for w in words) else None
+            else:
+                piece = style.insert_words(text, anchor.span, parts, self.quotes(text, anchor.span.file),
+                                           style.spans_lines(text, spans), prev)
         if piece is None:
             for p, _ in self.pending_words:
                 p.applicability = DISPLAY

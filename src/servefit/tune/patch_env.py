@@ -84,6 +84,14 @@ class EnvPlacement(YamlPlacement):
             else:
                 p.applicability = DISPLAY
             return
+        work = self.site.workload
+        if work.list_separator:  # Cloud Run's --set-env-vars A=1,B=2: one more item, else by hand
+            end = work.env_list_end
+            if end is not None and self.readable(end.file) and style.PLAIN_SHELL.match(value):
+                p.edits.append(Edit(self.span(end.file, end.end, end.end), f",{var}={value}"))
+            else:
+                p.applicability = DISPLAY
+            return
         sibs = [t for t in self.site.env.values() if self.exact(t)]
         sibs.sort(key=lambda t: (t.span is None or t.span.file != self.site.file, -(t.span.end if t.span else 0)))
         for sib in sibs:
