@@ -107,14 +107,21 @@ spec:
 """
 
 
+def _chart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, template: str, values: str) -> Path:
+    """A chart in tmp_path (the working directory) with one template and its values.yaml."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Chart.yaml").write_text(f"apiVersion: v2\nname: {name}\nversion: 0.1.0\n")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "deployment.yaml").write_text(template)
+    out = tmp_path / "values.yaml"
+    out.write_text(values)
+    return out
+
+
 def test_tune_fills_the_empty_values_list_the_template_ranges_over(
         helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: llm\nversion: 0.1.0\n")
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "deployment.yaml").write_text(EMPTY_ARGS_TEMPLATE)
-    values = tmp_path / "values.yaml"
-    values.write_text("server:\n  # extra flags\n  extraArgs: []\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n")
+    values = _chart(tmp_path, monkeypatch, "llm", EMPTY_ARGS_TEMPLATE,
+                    "server:\n  # extra flags\n  extraArgs: []\n  port: 8000\nmodelName: Qwen/Qwen2.5-7B-Instruct\n")
     tpl = str(tmp_path / "templates" / "deployment.yaml")
     main(["tune", tpl, "--gpu", "L4", "--write"])
     out = capsys.readouterr().out
@@ -264,13 +271,9 @@ spec:
 
 def test_a_values_map_of_flags_is_traced_and_tuned_in_place(
         helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: llama\nversion: 0.1.0\n")
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "deployment.yaml").write_text(MAP_ARGS_TEMPLATE)
-    values = tmp_path / "values.yaml"
-    values.write_text('replicaCount: 2\nllama:\n  args:\n    hf-repo: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M"\n'
-                      '    parallel: "2"\n    jinja: ""\n')
+    values = _chart(tmp_path, monkeypatch, "llama", MAP_ARGS_TEMPLATE,
+                    'replicaCount: 2\nllama:\n  args:\n    hf-repo: "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M"\n'
+                    '    parallel: "2"\n    jinja: ""\n')
     main(["lint", ".", "--gpu", "L4", "--select", "LCPP007"])
     assert capsys.readouterr().out.startswith("values.yaml:5:16: LCPP007 no -c: the context (4096 tokens) is shared by "
                                               "2 slots")
