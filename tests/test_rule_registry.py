@@ -112,6 +112,7 @@ def test_option_table_codes_are_catalogued() -> None:
 
 
 ENGINE_MODULES = ["servefit.engines.vllm", "servefit.engines.vllm.checks", "servefit.engines.vllm.plan",
+                  "servefit.engines.vllm.cpu_build",
                   "servefit.engines.llamacpp.config", "servefit.engines.llamacpp.planner",
                   "servefit.engines.llamacpp.assemble", "servefit.engines.ollama.config",
                   "servefit.engines.ollama.report", "servefit.engines.ollama_modelfile", "servefit.engines.sglang",
