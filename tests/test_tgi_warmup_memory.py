@@ -94,11 +94,12 @@ def test_the_allocator_releases_its_cache_when_the_prefill_would_not_fit():
     assert plan.memory.weights == weights
     bpt = 80 * (8 // 2) * 128 * 2 * 2  # per shard, flashinfer blocks of one token
     warm = (9999 + 1 - 1) + (50 + 9950 - 1)  # two requests: 9999 prompt + 1 new, 50 prompt + 9950 new
-    context = int(0.40 * GiB) + int(0.25 * GiB) + 128 * MiB  # CUDA context, NCCL, flashinfer's workspace
+    # CUDA context, NCCL, flashinfer's workspace and its three wrappers' 8 MiB int workspaces
+    context = int(0.40 * GiB) + int(0.25 * GiB) + 128 * MiB + 3 * 8 * MiB
     free = A100.memory_bytes - context - weights - warm * bpt - live
     blocks = int(free * 0.90 // bpt) + warm  # 2.4.0: TGI_WIGGLE_ROOM 0.90 of the free memory
-    assert plan.kv_cache_tokens == blocks == 34240
-    # logged: "Setting max batch total tokens to 30816" (+11%: the rest is not explained by the code read)
+    assert plan.kv_cache_tokens == blocks == 34102
+    # logged: "Setting max batch total tokens to 30816" (+10.7%: the rest is not explained by the code read)
 
 
 def test_shard_default_total_is_capped_by_max_position_embeddings_from_3_0_1():

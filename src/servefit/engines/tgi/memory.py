@@ -27,6 +27,16 @@ NCCL = int(0.25 * GiB)  # NCCL buffers per rank when sharded
 # when warmup reads free memory; the paged and flashdecoding backends have none. The CONTEXT
 # term above was calibrated on paged-attention (< 2.3) logs only, so it does not hold it.
 FLASHINFER_WORKSPACE = 128 * MiB
+# Beside that shared float workspace each flashinfer wrapper allocates its own 8 MiB int workspace on the
+# device in its constructor (flashinfer 0.1.6, pinned by TGI 2.3.0 - 3.0.x: python/flashinfer/prefill.py::
+# BatchPrefillWithPagedKVCacheWrapper.__init__ and BatchPrefillWithRaggedKVCacheWrapper.__init__,
+# python/flashinfer/decode.py::BatchDecodeWithPagedKVCacheWrapper.__init__: `self._int_workspace_buffer =
+# torch.empty((8 * 1024 * 1024,), dtype=torch.uint8, device=...)`; the same in v0.2.0.post1 / post2, which
+# server/Makefile-flashinfer builds from 3.1.0). FlashCausalLM.__init__ creates three wrappers before
+# warm-up (create_prefill_state, create_prefill_with_paged_kv_state, create_decode_state in
+# layers/attention/flashinfer.py); the CUDA-graph decode wrappers come after the KV cache is sized.
+FLASHINFER_WRAPPERS = 3
+FLASHINFER_INT_WORKSPACE = 8 * MiB
 # Warmup prefill before 3.0 asked for the log-probabilities of every prompt token: the lm_head
 # output for all N tokens (model dtype) plus log_softmax(out) and the sampler's copies
 # (generate_token: torch.log_softmax(out, -1)); calibrated on the three 2.x logs in
@@ -290,8 +300,9 @@ def kv_blocks(e: Era, total: int, used: int, fraction: float, wiggle: float, blo
 def process_overhead(attention: str, flash: bool, shards: int) -> int:
     """Memory a shard holds outside the weights, KV cache and prefill activations when warmup reads
     free memory: the CUDA context and workspaces, NCCL buffers when sharded, and flashinfer's
-    workspace on that backend (FLASHINFER_WORKSPACE)."""
-    return CONTEXT + (NCCL if shards > 1 else 0) + (FLASHINFER_WORKSPACE if flash and attention == "flashinfer" else 0)
+    workspace and its wrappers' int workspaces on that backend (FLASHINFER_WORKSPACE, FLASHINFER_INT_WORKSPACE)."""
+    flashinfer = FLASHINFER_WORKSPACE + FLASHINFER_WRAPPERS * FLASHINFER_INT_WORKSPACE
+    return CONTEXT + (NCCL if shards > 1 else 0) + (flashinfer if flash and attention == "flashinfer" else 0)
 
 
 def kv_dtype_bytes(kv_cache_dtype: str | None, dtype: str) -> float:
