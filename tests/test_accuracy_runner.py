@@ -106,8 +106,9 @@ TGI_KNOWN_MISSES = {
                     # not shown): 30816 logged; 24970 predicted while what the prefill leaves cached
                     # was clamped to fill the device, 34240 once the allocator's release-and-retry
                     # leaves the live peak (issue 16, tgi branch), 34102 with flashinfer's wrapper int
-                    # workspaces (3 x 8 MiB); precision and flags are partly assumed.
-                    "tgi-2744-2xa100-llama31-70b-input-9999": 0.1066}
+                    # workspaces (3 x 8 MiB), 33668 with the 20 MiB segments the caching allocator gives
+                    # each 19.5 MiB warm-up KV tensor; precision and flags are partly assumed.
+                    "tgi-2744-2xa100-llama31-70b-input-9999": 0.0925}
 
 def test_tgi_cases_meet_the_target():
     out = calibration("tgi")

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.engines.tgi.era import Era
+from servefit.engines.vllm.graph_pool import GraphPool
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.params import is_gated
 from servefit.memory.weights import Scheme, scheme_for, weight_bytes
@@ -266,6 +267,23 @@ def exllama_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capa
         shapes += [(h, (2 if is_gated(model) else 1) * inter), (inter, h)]
     tokens = prefill if e.v >= (2, 1, 1) else 4096 * 16
     return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
+
+
+def kv_tensors_reserved(model: ModelSpec, kv_db: float, shards: int, blocks: int, block: int) -> int:
+    """What PyTorch's caching allocator hands out for a KV cache of `blocks` blocks: models/flash_causal_lm.py::
+    FlashCausalLM.init_kv_cache builds one KVCache per layer, a key and a value tensor of blocks x BLOCK_SIZE x
+    heads x head size each (layers/attention/kv_cache.py::KVCache.__init__; models/cache_manager.py::CacheManager
+    before 2.3), right after warmup's empty_cache. c10/cuda/CUDACachingAllocator.cpp::DeviceCachingAllocator::
+    malloc cudaMallocs a segment rounded up to 2 MiB for a request of 10 MiB or more and splits the block only
+    when more than kSmallSize (1 MiB) would remain, so a tensor whose segment leaves 1 MiB or less keeps that
+    remainder, which no other tensor can use while it lives (the allocator as engines/vllm/graph_pool.py
+    replays it); what mem_get_info then reports as used is these blocks, not the tensors' own bytes."""
+    layers = attention_layer_count(model)
+    if not layers or blocks <= 0:
+        return 0
+    heads, hs = kv_layout(model, kv_db, shards)
+    pool = GraphPool()
+    return sum(pool.malloc(int(blocks * block * heads * hs * kv_db)).size for _ in range(2 * layers))
 
 
 @dataclass
