@@ -39,9 +39,13 @@ FLASHINFER_WORKSPACE = 128 * MiB
 FLASHINFER_WRAPPERS = 3
 FLASHINFER_INT_WORKSPACE = 8 * MiB
 # Warmup prefill before 3.0 asked for the log-probabilities of every prompt token: the lm_head
-# output for all N tokens (model dtype) plus log_softmax(out) and the sampler's copies
-# (generate_token: torch.log_softmax(out, -1)); calibrated on the three 2.x logs in
-# benchmarks/accuracy/cases/tgi.yaml: 6 bytes per logit beyond the head output.
+# output for all N tokens (model dtype) plus log_softmax(out) (generate_token: torch.log_softmax(out, -1));
+# calibrated on the three 2.x logs in benchmarks/accuracy/cases/tgi.yaml: 6 bytes per logit beyond the
+# head output. Only the log_softmax output (one model-dtype tensor) is read in the code: the sampler
+# (next_token_chooser, batch_top_tokens) sees out[prefill_next_token_indices], one row per request (read
+# at v1.4.5 and v2.2.0), and a replay of the head, log_softmax and gather on synthetic Llama-3-8B tensors
+# (torch 2.11, H200, session 28) left the allocator 2 bytes per logit beyond the head output; the other 4
+# are calibrated, not explained (the torch 2.1 - 2.3 builds these releases ship were not replayed).
 LOGPROB_EXTRA_BYTES = 6
 GRAPH_BYTES = 24 * MiB  # per captured decode batch size (display only; captured inside the wiggle room)
 
