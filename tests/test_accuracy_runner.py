@@ -91,21 +91,30 @@ KNOWN_OFF = {
 # error (+-2 points) so a change shows.
 TGI_KNOWN_MISSES = {
                     # Llama-3.3-70B AWQ on 2 x RTX 3090, TGI 3.0.1 (issue 16 second batch, calibration
-                    # by the hash rule, not fitted): 13793 logged, 16017 predicted; the rest (~345 MiB
+                    # by the hash rule, not fitted): 13793 logged, 15864 predicted (16017 before the
+                    # flashinfer wrappers' 3 x 8 MiB int workspaces were counted); the rest (~320 MiB
                     # per shard) is not explained by TGI's code (candidates: NCCL over the NVLink bridge
-                    # the issue names, allocator fragmentation from the AWQ -> Marlin repack at load)
-                    "tgi-2842-2x3090-llama33-70b-awq-tp2": 0.1612,
+                    # the issue names, allocator fragmentation from the AWQ -> Marlin repack at load).
+                    # The issue's nvidia-smi shows driver 550.127.05: drivers before R570 report the 3090
+                    # as 24260 MiB (data/gpus.yaml), 138 MiB more than planned, so the miss is if anything
+                    # larger; the case keeps the catalogue's figure like every other 3090 case.
+                    "tgi-2842-2x3090-llama33-70b-awq-tp2": 0.1501,
                     # issue 16 third batch (tgi3), calibration by the hash rule, measured, not fitted:
                     # Llama-3-8B-Instruct on an RTX 3090 with "TGI 1.4" (1.4.5 and the 1.4 default token
                     # limits assumed: the issue shows no flags): 38928 logged, 29984 predicted; the
                     # 4096-token warm-up prefill's log-probabilities (4096 x 128256 logits, 8 bytes
-                    # each) would have to hold ~1.1 GiB less, which no 1.4.5 code path shows.
+                    # each) would have to hold ~1.1 GiB less, which no 1.4.5 code path shows. The
+                    # issue's "Initial VRAM usage: 0.7 GB" (held before TGI started; not modelled, the
+                    # runner has no in-use figure) and the pre-R570 driver's 24260 MiB (2024-05) move it
+                    # further the same way (about -33% with both: 0.52 GiB less free, 252 blocks of 16).
                     "tgi-1856-rtx3090-llama3-8b-instruct-v14": -0.2298,
                     # Llama-3.1-70B on 2 x A100 80GB, 2.4.0 with max_input_tokens 9999 (max_total_tokens
                     # not shown): 30816 logged; 24970 predicted while what the prefill leaves cached
                     # was clamped to fill the device, 34240 once the allocator's release-and-retry
-                    # leaves the live peak (issue 16, tgi branch); precision and flags are partly assumed.
-                    "tgi-2744-2xa100-llama31-70b-input-9999": 0.1111}
+                    # leaves the live peak (issue 16, tgi branch), 34102 with flashinfer's wrapper int
+                    # workspaces (3 x 8 MiB), 33668 with the 20 MiB segments the caching allocator gives
+                    # each 19.5 MiB warm-up KV tensor; precision and flags are partly assumed.
+                    "tgi-2744-2xa100-llama31-70b-input-9999": 0.0925}
 
 def test_tgi_cases_meet_the_target():
     out = calibration("tgi")

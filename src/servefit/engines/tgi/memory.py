@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from servefit.engines.tgi.era import Era
+from servefit.engines.vllm.graph_pool import GraphPool
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.params import is_gated
 from servefit.memory.weights import Scheme, scheme_for, weight_bytes
@@ -27,10 +28,24 @@ NCCL = int(0.25 * GiB)  # NCCL buffers per rank when sharded
 # when warmup reads free memory; the paged and flashdecoding backends have none. The CONTEXT
 # term above was calibrated on paged-attention (< 2.3) logs only, so it does not hold it.
 FLASHINFER_WORKSPACE = 128 * MiB
+# Beside that shared float workspace each flashinfer wrapper allocates its own 8 MiB int workspace on the
+# device in its constructor (flashinfer 0.1.6, pinned by TGI 2.3.0 - 3.0.x: python/flashinfer/prefill.py::
+# BatchPrefillWithPagedKVCacheWrapper.__init__ and BatchPrefillWithRaggedKVCacheWrapper.__init__,
+# python/flashinfer/decode.py::BatchDecodeWithPagedKVCacheWrapper.__init__: `self._int_workspace_buffer =
+# torch.empty((8 * 1024 * 1024,), dtype=torch.uint8, device=...)`; the same in v0.2.0.post1 / post2, which
+# server/Makefile-flashinfer builds from 3.1.0). FlashCausalLM.__init__ creates three wrappers before
+# warm-up (create_prefill_state, create_prefill_with_paged_kv_state, create_decode_state in
+# layers/attention/flashinfer.py); the CUDA-graph decode wrappers come after the KV cache is sized.
+FLASHINFER_WRAPPERS = 3
+FLASHINFER_INT_WORKSPACE = 8 * MiB
 # Warmup prefill before 3.0 asked for the log-probabilities of every prompt token: the lm_head
-# output for all N tokens (model dtype) plus log_softmax(out) and the sampler's copies
-# (generate_token: torch.log_softmax(out, -1)); calibrated on the three 2.x logs in
-# benchmarks/accuracy/cases/tgi.yaml: 6 bytes per logit beyond the head output.
+# output for all N tokens (model dtype) plus log_softmax(out) (generate_token: torch.log_softmax(out, -1));
+# calibrated on the three 2.x logs in benchmarks/accuracy/cases/tgi.yaml: 6 bytes per logit beyond the
+# head output. Only the log_softmax output (one model-dtype tensor) is read in the code: the sampler
+# (next_token_chooser, batch_top_tokens) sees out[prefill_next_token_indices], one row per request (read
+# at v1.4.5 and v2.2.0), and a replay of the head, log_softmax and gather on synthetic Llama-3-8B tensors
+# (torch 2.11, H200, session 28) left the allocator 2 bytes per logit beyond the head output; the other 4
+# are calibrated, not explained (the torch 2.1 - 2.3 builds these releases ship were not replayed).
 LOGPROB_EXTRA_BYTES = 6
 GRAPH_BYTES = 24 * MiB  # per captured decode batch size (display only; captured inside the wiggle room)
 
@@ -258,6 +273,23 @@ def exllama_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capa
     return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
 
 
+def kv_tensors_reserved(model: ModelSpec, kv_db: float, shards: int, blocks: int, block: int) -> int:
+    """What PyTorch's caching allocator hands out for a KV cache of `blocks` blocks: models/flash_causal_lm.py::
+    FlashCausalLM.init_kv_cache builds one KVCache per layer, a key and a value tensor of blocks x BLOCK_SIZE x
+    heads x head size each (layers/attention/kv_cache.py::KVCache.__init__; models/cache_manager.py::CacheManager
+    before 2.3), right after warmup's empty_cache. c10/cuda/CUDACachingAllocator.cpp::DeviceCachingAllocator::
+    malloc cudaMallocs a segment rounded up to 2 MiB for a request of 10 MiB or more and splits the block only
+    when more than kSmallSize (1 MiB) would remain, so a tensor whose segment leaves 1 MiB or less keeps that
+    remainder, which no other tensor can use while it lives (the allocator as engines/vllm/graph_pool.py
+    replays it); what mem_get_info then reports as used is these blocks, not the tensors' own bytes."""
+    layers = attention_layer_count(model)
+    if not layers or blocks <= 0:
+        return 0
+    heads, hs = kv_layout(model, kv_db, shards)
+    pool = GraphPool()
+    return sum(pool.malloc(int(blocks * block * heads * hs * kv_db)).size for _ in range(2 * layers))
+
+
 @dataclass
 class KvResult:
     """The KV cache TGI's warm-up allocates: its blocks and bytes, and the free memory it was sized from."""
@@ -290,8 +322,9 @@ def kv_blocks(e: Era, total: int, used: int, fraction: float, wiggle: float, blo
 def process_overhead(attention: str, flash: bool, shards: int) -> int:
     """Memory a shard holds outside the weights, KV cache and prefill activations when warmup reads
     free memory: the CUDA context and workspaces, NCCL buffers when sharded, and flashinfer's
-    workspace on that backend (FLASHINFER_WORKSPACE)."""
-    return CONTEXT + (NCCL if shards > 1 else 0) + (FLASHINFER_WORKSPACE if flash and attention == "flashinfer" else 0)
+    workspace and its wrappers' int workspaces on that backend (FLASHINFER_WORKSPACE, FLASHINFER_INT_WORKSPACE)."""
+    flashinfer = FLASHINFER_WORKSPACE + FLASHINFER_WRAPPERS * FLASHINFER_INT_WORKSPACE
+    return CONTEXT + (NCCL if shards > 1 else 0) + (flashinfer if flash and attention == "flashinfer" else 0)
 
 
 def kv_dtype_bytes(kv_cache_dtype: str | None, dtype: str) -> float:

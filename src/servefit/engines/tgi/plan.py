@@ -54,7 +54,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         # < 0.9.4 models/flash_causal_lm.py::FlashCausalLM.warmup(batch, max_total_tokens): the KV cache is
         # CacheManager(math.ceil(max_total_tokens / BLOCK_SIZE) + 10 blocks), allocated before the prefill
         batch.blocks = math.ceil(legacy_bt / r.block) + 10
-    warm_kv = batch.blocks * block_bytes
+    # the warm-up KV tensors as the caching allocator reserves them (a tensor's unsplittable segment tail included)
+    warm_kv = mem.kv_tensors_reserved(model, kv_db, r.shards, batch.blocks, r.block)
     logprobs = d.request_logprobs(s, cfg.env)
     held = mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention) + \
         mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
