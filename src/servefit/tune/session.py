@@ -73,6 +73,7 @@ class Session:
     held: dict[str, int] = field(default_factory=dict)  # bytes each server holds on its GPU: now, or as tuned
     written: dict[str, int] = field(default_factory=dict)  # bytes each server holds as written
     shares: dict[str, Any] = field(default_factory=dict)  # tune.split.Share of servers that split a GPU
+    no_split: dict[str, str] = field(default_factory=dict)  # why a shared GPU is not split, by Together name
 
     def run(self, words: list[str]) -> None:
         """Tune every server the shared assembly finds in the files (or the command after `--`),
@@ -187,7 +188,9 @@ class Session:
             if t is not None:
                 groups.setdefault((srv.site.file, t.name), []).append(srv)
         for members in groups.values():
-            shares = split(members, self.needs)
+            shares, why = split(members, self.needs)
+            if why:
+                self.no_split[members[0].site.workload.together.name] = why
             self.shares.update(shares)
             self.held.update({m: sh.share for m, sh in shares.items()})
 
@@ -205,10 +208,9 @@ class Session:
         for srv in again:
             del self.shares[srv.site.name]
             self.held[srv.site.name] = self.written[srv.site.name]
+        self.no_split.update(void)
         for srv in again:
-            t = self.tunes[by_name[srv.site.name]] = self.tune_server(srv)
-            if t.beside:
-                t.beside += f"; the GPU is not split: {void[srv.site.workload.together.name]}"
+            self.tunes[by_name[srv.site.name]] = self.tune_server(srv)
 
     def takes_share(self, t: SiteTune) -> str:
         """Why the file, once written, does not give the server its share ("" when it does: a feasible answer,
@@ -238,6 +240,8 @@ class Session:
         over = (f"; as written it holds {now / 2**30:.2f} GiB, more than that" if now is not None and now > room
                 else "")
         sh = self.shares.get(srv.site.name)
+        if t.name in self.no_split:
+            over += f"; the GPU is not split: {self.no_split[t.name]}"
         if sh is not None:
             over += (f"; their memory adds past the GPU, so it is split: this server needs {sh.need / 2**30:.2f} GiB "
                      f"(all but its KV cache, and the KV cache of {max(self.needs.min_concurrency, 1)} request(s) "

@@ -19,8 +19,9 @@ The rule:
     Worker.init_device): two vLLM servers on one GPU each need free >= util x total at start, so the second
     fails when the first holds its share unless util leaves the first's share and its own CUDA context free;
   - TGI caps its process at the fraction of the total (torch.cuda.set_per_process_memory_fraction), but sizes
-    its KV cache from the device's free memory at warm-up (flash_causal_lm.py::warmup, 3.x: free - (1 -
-    cuda_memory_fraction x TGI_WIGGLE_ROOM) x total, plus the warm-up batch's blocks; engines/tgi/memory.py::
+    its KV cache from the device's free memory at warm-up (flash_causal_lm.py::warmup through utils/
+    import_utils.py::get_cuda_free_memory, torch.cuda.mem_get_info's free - (1 - fraction) x total; 3.x passes
+    cuda_memory_fraction x TGI_WIGGLE_ROOM, plus the warm-up batch's blocks; engines/tgi/memory.py::
     kv_blocks): what the others hold comes out of its KV cache, so started last it has less (said);
   - SGLang takes its fraction of the memory free when it starts (model_runner.py::profile_max_num_token: rest
     = available after loading - pre_model_load_memory x (1 - mem_fraction_static), pre_model_load_memory the
@@ -37,6 +38,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from servefit.tune.objective import Needs
+
+GIB = 2**30
 
 # the setting each engine sizes itself by, as a fraction of the GPU's memory
 # SGLang's fraction is of the memory free when it starts (model_runner.py::profile_max_num_token)
@@ -84,36 +87,52 @@ def tokens_needed(srv: Any, needs: Needs) -> int:
     return (needs.min_context or int(srv.plan.max_model_len or 0)) * max(needs.min_concurrency, 1)
 
 
-def split(members: list[Any], needs: Needs) -> dict[str, Share]:
+def split(members: list[Any], needs: Needs) -> tuple[dict[str, Share], str]:
     """The shares of the servers of one Together set (sources.assemble.Server, all on the same GPU), by site
-    name; {} when no member sizes by a fraction, some member is not sized, what they hold fits already, or
-    their needs do not fit together."""
+    name, and why there are none where the GPU cannot be split (""  when no member sizes by a fraction, some
+    member is not sized or what they hold fits already)."""
     if len(members) < 2 or any(s.plan is None or s.plan.outcome != "started" or s.evaluation is None
                                for s in members):
-        return {}
+        return {}, ""
     frac = [s for s in members if s.site.engine in FRACTION]
     if not frac:
-        return {}
+        return {}, ""
     total = members[0].evaluation.gpu.memory_bytes
     if not total or sum(held(s.plan) for s in members) <= total:
-        return {}
+        return {}, ""
     fixed = sum(held(s.plan) for s in members if s not in frac)  # llama.cpp, Ollama: as they are
     needs_of = {s.site.name: need_of(s, needs) for s in frac}
     want = sum(needs_of.values())
     left = total - fixed - want
     if left < 0:
-        return {}
+        parts = ", ".join(f"'{label(m)}' {n / GIB:.2f} GiB" for m, n in needs_of.items())
+        rest = f" beside {fixed / GIB:.2f} GiB the others hold" if fixed else ""
+        return {}, f"their needs ({parts}) add past the GPU's {total / GIB:.2f} GiB{rest}"
     out: dict[str, Share] = {}
     for s in frac:
         n = needs_of[s.site.name]
         share = n + left * n // want
-        got = fraction_for(s, share, total - share, tokens_needed(s, needs))
+        tokens = tokens_needed(s, needs)
+        got = fraction_for(s, share, total - share, tokens)
         if got is None:
-            return {}
+            how = LAST.get(s.site.engine, "")
+            return {}, (f"'{label(s.site.name)}' has no fraction that holds no more than its {share / GIB:.2f} GiB "
+                        f"share and, started after the others, still starts with {tokens:,} tokens of KV cache{how}")
         f, last = got
         out[s.site.name] = Share(need=n, share=share, fraction=f, others=total - share,
                                  note=NOTES.get(s.site.engine, "").format(tokens=last))
-    return out
+    return out, ""
+
+
+def label(name: str) -> str:
+    return name.split("/", 1)[-1]
+
+
+# why a server started last has less: its engine sizes its KV cache from the device's free memory
+LAST = {"tgi": " (TGI sizes its KV cache from the memory free on the device at warm-up, so the server that starts "
+               "last has what the others leave; compose's depends_on sets the order)",
+        "sglang": " (SGLang takes its fraction of the memory free when it starts; compose's depends_on sets the "
+                  "order)"}
 
 
 NOTES = {
