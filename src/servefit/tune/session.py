@@ -71,6 +71,9 @@ class Session:
     preloaded: dict[str, str] = field(default_factory=dict)
     named: list[str] = field(default_factory=list)  # the files the user named: writable wherever they are
     held: dict[str, int] = field(default_factory=dict)  # bytes each server holds on its GPU: now, or as tuned
+    written: dict[str, int] = field(default_factory=dict)  # bytes each server holds as written
+    shares: dict[str, Any] = field(default_factory=dict)  # tune.split.Share of servers that split a GPU
+    no_split: dict[str, str] = field(default_factory=dict)  # why a shared GPU is not split, by Together name
 
     def run(self, words: list[str]) -> None:
         """Tune every server the shared assembly finds in the files (or the command after `--`),
@@ -89,8 +92,11 @@ class Session:
                 p = srv.plan
                 if p is not None and p.outcome == "started":
                     self.held[srv.site.name] = p.memory.total - p.memory.free_headroom
+            self.written = dict(self.held)
+            self.split(asm.servers)
             for srv in asm.servers:  # together, as lint and estimate do
                 self.tunes.append(self.tune_server(srv))
+            self.unsplit(asm.servers)
         else:
             text, site = command_site(words)
             self.preloaded[VIRTUAL] = text
@@ -118,6 +124,10 @@ class Session:
             # beside servers that run at once on its GPU, the share of the GPU's memory left to it: the memory
             # fraction (vLLM's gpu_memory_utilization, TGI's cuda_memory_fraction ...) that leaves them room
             share = room / ev.gpu.memory_bytes if room is not None and ev.gpu.memory_bytes else None
+            if site.name in self.shares:  # the GPU split between servers whose fractions add past it
+                share = self.shares[site.name].fraction
+            elif share is not None:
+                share = kept_fraction(ev, share)
             needs = replace(self.needs, target_context=int(ev.plan.max_model_len or 0), share=share)
             space = build_space(ev, needs)
         except UsageError as exc:
@@ -167,6 +177,53 @@ class Session:
             self.held[site.name] = b.used
         return out
 
+    def split(self, servers: list[Any]) -> None:
+        """Servers that run at once on one GPU whose memory, as written, adds past it: the share of the GPU
+        each is tuned to (tune.split), which the others are counted at until they are tuned."""
+        from servefit.tune.split import split
+
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for srv in servers:
+            t = srv.site.workload.together
+            if t is not None:
+                groups.setdefault((srv.site.file, t.name), []).append(srv)
+        for members in groups.values():
+            shares, why = split(members, self.needs)
+            if why:
+                self.no_split[members[0].site.workload.together.name] = why
+            self.shares.update(shares)
+            self.held.update({m: sh.share for m, sh in shares.items()})
+
+    def unsplit(self, servers: list[Any]) -> None:
+        """A split holds only when every server of it takes its share: where one cannot (nothing meets its needs
+        in it, or its change cannot be written), its servers are tuned again beside the others as written."""
+        by_name = {t.site.name: i for i, t in enumerate(self.tunes)}
+        void: dict[str, str] = {}
+        for srv in servers:
+            why = self.takes_share(self.tunes[by_name[srv.site.name]]) if srv.site.name in self.shares else ""
+            if why:
+                void.setdefault(srv.site.workload.together.name, f"'{srv.site.name.split('/', 1)[-1]}' {why}")
+        again = [srv for srv in servers if srv.site.workload.together is not None
+                 and srv.site.workload.together.name in void and srv.site.name in self.shares]
+        for srv in again:
+            del self.shares[srv.site.name]
+            self.held[srv.site.name] = self.written[srv.site.name]
+        self.no_split.update(void)
+        for srv in again:
+            self.tunes[by_name[srv.site.name]] = self.tune_server(srv)
+
+    def takes_share(self, t: SiteTune) -> str:
+        """Why the file, once written, does not give the server its share ("" when it does: a feasible answer,
+        written or already so)."""
+        b = t.chosen
+        if t.error or b is None or not b.feasible:
+            return "has nothing that meets the needs in its share"
+        if t.patch is None or t.patch.applicability == SAFE:
+            return ""
+        if t.patch.applicability == UNSAFE:
+            return "" if self.args.unsafe else "takes its share only with --unsafe"
+        return "cannot take its share: its change cannot be placed in the file"
+
     def room(self, srv: Any, out: SiteTune) -> int | None:
         """The bytes this server may hold when the servers it runs beside (a llama-swap group with
         swap: false, compose services on the same device_ids) hold theirs: as tuned for those tuned before it, as written for the others."""
@@ -179,9 +236,17 @@ class Session:
             return None
         room = ev.gpu.memory_bytes - sum(h for _, h in others)
         held = ", ".join(f"'{m.split('/', 1)[-1]}' {h / 2**30:.2f} GiB" for m, h in others)
-        now = self.held.get(srv.site.name)
+        now = self.written.get(srv.site.name)
         over = (f"; as written it holds {now / 2**30:.2f} GiB, more than that" if now is not None and now > room
                 else "")
+        sh = self.shares.get(srv.site.name)
+        if t.name in self.no_split:
+            over += f"; the GPU is not split: {self.no_split[t.name]}"
+        if sh is not None:
+            over += (f"; their memory adds past the GPU, so it is split: this server needs {sh.need / 2**30:.2f} GiB "
+                     f"(all but its KV cache, and the KV cache of {max(self.needs.min_concurrency, 1)} request(s) "
+                     f"of its context), the rest is shared in proportion to need: {sh.share / 2**30:.2f} GiB, "
+                     f"fraction {sh.fraction:.2f}{sh.note}")
         out.beside = (f"{t.name} {t.how}: beside {held}, this server has "
                       f"{max(room, 0) / 2**30:.2f} GiB of the {ev.gpu.memory_bytes / 2**30:.2f} GiB{over}")
         return room
@@ -262,6 +327,17 @@ class Session:
         from servefit.report.tune import session_dict
 
         return session_dict(self)
+
+
+def kept_fraction(ev: Any, share: float) -> float:
+    """Beside servers that fit with it on its GPU, a memory fraction the file sets is not raised into the room
+    they leave (what a split left over: a second tune writes nothing), only lowered where the room is less."""
+    from servefit.tune.split import FRACTION
+
+    name = FRACTION.get(ev.config.engine)
+    if name is None or name not in ev.config.explicit or ev.config.settings.get(name) is None:
+        return share
+    return min(share, float(ev.config.settings[name]))
 
 
 def unsafe_point(space: Any, point: dict[str, Any]) -> bool:
