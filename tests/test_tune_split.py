@@ -38,15 +38,15 @@ def compose(a: tuple[str, str], b: tuple[str, str]) -> str:
 
 # (file as written, file as tune writes it, tune's change lines, estimate's concurrency lines)
 CASES = {
-    # TGI 3.3.4 sizes its KV cache so the device is cuda_memory_fraction x TGI_WIGGLE_ROOM full: needs 8.86 and
-    # 6.21 GiB (all but the KV cache, plus one 8,192-token request), 22.03 GiB shared in proportion: 12.96 and
-    # 9.08 GiB; 0.65 holds 12.95 GiB, 0.45 8.97 GiB
+    # TGI 3.3.4 sizes its KV cache so the device is cuda_memory_fraction x TGI_WIGGLE_ROOM full: needs 8.89 and
+    # 6.23 GiB (all but the KV cache, plus one 8,192-token request), 22.03 GiB shared in proportion: 12.95 and
+    # 9.08 GiB; 0.64 and 0.45 hold within them
     "two TGI": (
         compose((TGI, TGI_3B.format(f=0.9)), (TGI, TGI_1B.format(f=0.9))),
-        compose((TGI, TGI_3B.format(f=0.65)), (TGI, TGI_1B.format(f=0.45))),
-        ["  change  --cuda-memory-fraction 0.65 [safe]\n", "  change  --cuda-memory-fraction 0.45 [safe]\n"],
-        ["max concurrency at 8,192 tokens per request: 15.54x\n",
-         "max concurrency at 8,192 tokens per request: 13.62x\n"]),
+        compose((TGI, TGI_3B.format(f=0.64)), (TGI, TGI_1B.format(f=0.45))),
+        ["  change  --cuda-memory-fraction 0.64 [safe]\n", "  change  --cuda-memory-fraction 0.45 [safe]\n"],
+        ["max concurrency at 8,192 tokens per request: 14.75x\n",
+         "max concurrency at 8,192 tokens per request: 13.51x\n"]),
     # vLLM 0.11.2: needs 8.06 and 5.00 GiB, shares 13.60 and 8.44 GiB; util x 22.03 GiB plus what vLLM holds
     # outside its budget stays within each, and each started last finds its util x total free
     # (v1/worker/utils.py::request_memory)
