@@ -118,6 +118,8 @@ def test_tied_embeddings_detected(tmp_path):
     ("Qwen3-30B-A3B-UD-Q4_K_XL-00001-of-00002.gguf", "Qwen3-30B-A3B", "Q4_K_M"),
     ("Llama-3.2-3B-Instruct-IQ2_XXS.gguf", "Llama-3.2-3B-Instruct", "IQ2_XXS"),
     ("model.gguf", "model", None),
+    ("gemma4-26b-a4b-it-qat-q4.gguf", "gemma4-26b-a4b-it-qat", "Q4_0"),
+    ("gemma-3-27b-it-qat-q4_0.gguf", "gemma-3-27b-it-qat", "Q4_0"),
 ])
 def test_split_quant(name, base, quant):
     assert N.split_quant(name) == (base, quant)

@@ -195,7 +195,7 @@ def test_tune_lowers_the_memory_fraction_to_leave_room_for_a_server_on_the_same_
     f = tmp_path / "compose.yaml"
     f.write_text(SHARED_GPU)
     main(["lint", ".", "--gpu", "L4", "--select", "SF117"])
-    assert "'vllm' 20.40 GiB, 'chat' 4.85 GiB; 25.25 GiB together" in capsys.readouterr().out
+    assert "'vllm' 20.40 GiB, 'chat' 4.84 GiB; 25.24 GiB together" in capsys.readouterr().out
     main(["tune", "compose.yaml", "--gpu", "L4", "--write"])
     out = capsys.readouterr().out
     # 0.75, not 0.77: vLLM started after llama.cpp finds 16.88 GiB free, below 0.77 x 22.03 = 16.97 GiB, and

@@ -48,6 +48,10 @@ def split_quant(name: str) -> tuple[str, str | None]:
         if m:
             stem = base[: m.start()].rstrip("-_.")
             return stem or base, canonical_quant(q)
+    m = re.search(r"[-_.]qat[-_.]q4$", base, re.I)
+    if m:  # Google's quantization-aware-trained releases ship one GGUF, Q4_0 (google/gemma-3-27b-it-qat-q4_0-gguf):
+        # a `-qat-q4` file is that release (its tensors are Q4_0, the tied embedding Q6_K as llama-quantize makes it)
+        return base[: m.start() + 4], "Q4_0"
     for q in _quant_names():  # the file type first: Q4_K_M-Qwen2.5-7B-Instruct.gguf
         m = re.match(rf"(?:UD[-_])?{re.escape(q)}[-_.](?=[A-Za-z])", base, re.I)
         if m:

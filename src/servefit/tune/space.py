@@ -141,11 +141,14 @@ def kv_allowed(dtype: str, needs: Needs) -> bool:
 
 def shared(fractions: list[Any], needs: Needs) -> list[Any]:
     """A memory fraction's candidates beside servers that run at once on the same GPU (needs.share):
-    those within the share, and the share itself (to the hundredth below), which leaves them room."""
+    those within the share, and the share itself (to the hundredth below), which leaves them room, and the hundredth
+    below that: what the engine holds beyond its fraction (vLLM's CUDA context) can take the share itself past the
+    room, and the session then picks the best candidate that fits (session.py)."""
     if needs.share is None:
         return fractions
     top = int(needs.share * 100) / 100
-    return sorted({f for f in fractions if f <= top} | ({top} if top > 0 else set()))
+    near = {round(top - 0.01, 2)} if top > 0.01 else set()
+    return sorted({f for f in fractions if f <= top} | ({top} if top > 0 else set()) | near)
 
 
 def admitted(values: Iterable[int], ev: Evaluation, needs: Needs) -> list[int]:

@@ -9,6 +9,7 @@ from typing import Any
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.llamacpp import fit as F
 from servefit.engines.llamacpp import model as M
+from servefit.engines.llamacpp import mtp as MT
 from servefit.engines.llamacpp import placement as P
 from servefit.engines.llamacpp import planner as PL
 from servefit.engines.llamacpp import versions as V
@@ -38,6 +39,8 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     site = cfg.site.name if cfg.site else ""
     assumptions: list[str] = []
     lm = M.load(s, spec, assumptions)
+    if MT.mtp_head(s) and lm.arch in MT.RS_ROLLBACK_ARCHS:  # --spec-type draft-mtp loads the MTP block (mtp.py)
+        lm = MT.with_nextn(lm)
     n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
     fa = PL.resolve_fa(s, lm, gpu, b)
     free = [PL.device_free(gpu)] * n_dev

@@ -7,7 +7,8 @@ working set (sizes from the graph built in src/llama-graph.cpp):
 - attention, flash attention off: the KQ scores n_kv x n_tokens x n_head (softmax in place), the
   f32 KQ mask n_kv x pad(n_tokens), and the residual stream (~4 x n_embd x n_tokens);
 - attention, flash attention on: the mask (f32 input + f16 copy) and the residual stream;
-- FFN: gate/up/act/down-input n_ff x n_tokens each (MoE: the n_expert_used selected experts);
+- FFN: up, gate and their GLU product, n_ff x n_tokens each (MoE: the selected experts' activation and down
+  output), the residual stream, and the masks every attention layer reads (ffn_working_set, graph_inputs);
 - output: logits n_vocab x n_outputs + the final norm n_embd x n_tokens. Before b9460 the reserve
   produced logits for all n_ubatch tokens; since, llama-server reserves n_parallel outputs
   (server-context.cpp::server_n_outputs_max).
@@ -73,11 +74,7 @@ def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, dr
         attn = masks + resid
     else:
         attn = 4 * n_kv * t * h + 4 * n_kv * t_pad + resid
-    if lm.n_expert and lm.n_expert_used:  # gate/up/act/down rows of the selected experts + the router
-        ff = lm.n_ff_exp or lm.n_ff
-        ffn = 4 * t * (4 * lm.n_expert_used * ff + e + 2 * lm.n_expert)
-    else:  # gate, up, activation and down input: four n_ff x n_tokens f32 tensors
-        ffn = 4 * t * (4 * lm.n_ff + e)
+    ffn = ffn_working_set(lm, t) + graph_inputs(lm, kv, t, fa)
     n_out = n_outputs(cp, b, draft, lm.embedding)
     out = 4 * vocab * n_out + 4 * e * t
     if n_out >= t and not any(lm.swa) and not _hybrid(lm):  # the logits do not fit a freed hole: they stack on the masks
@@ -86,3 +83,46 @@ def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, dr
     phase = max(phases, key=lambda k: phases[k])
     host = 4 * t * e + 4 * n_kv * t_pad
     return Compute(device=phases[phase], host=host, phase=phase, n_outputs=n_out)
+
+
+def ffn_working_set(lm: LModel, t: int) -> int:
+    """The FFN phase of one layer. Dense (src/llama-graph.cpp build_ffn, LLM_FFN_PAR with SiLU / GELU): up and gate
+    (n_ff x n_tokens each) and their ggml_swiglu_split / ggml_geglu_split product, a new tensor (ggml-alloc.c
+    ggml_op_can_inplace has no GLU op), live together, beside three n_embd-wide residual-stream tensors. MoE
+    (build_moe_ffn): the selected experts' activation (n_expert_used x n_ff_exp per token) is the input of the down
+    projection's mul_mat_id, whose output is n_embd x n_expert_used per token, before the weighted sum; gate and up
+    with their product (3 x n_expert_used x n_ff_exp) where that is larger."""
+    e = lm.n_embd
+    if lm.n_expert and lm.n_expert_used:
+        k, ff = lm.n_expert_used, lm.n_ff_exp or lm.n_ff
+        return 4 * t * (max(3 * k * ff, k * ff + k * e) + 3 * e + 2 * lm.n_expert)
+    return 4 * t * (3 * lm.n_ff + 3 * e)
+
+
+def graph_inputs(lm: LModel, kv: KvLayout, t: int, fa: bool) -> int:
+    """Graph inputs every attention layer reads, live through each layer's FFN: the KQ mask (n_kv x n_tokens; two
+    with a sliding-window cache, build_attn_inp_kv_iswa), as the f16 cast flash attention reads (f32 without it).
+    With the FFN above this matches the logs: Qwen2.5-7B at ub 512 and 16384 cells (CUDA b9500) 148.09 MiB = 3 x 37 +
+    3 x 7 + 16; Qwen3.5-9B at ub 2048 (Vulkan b9849) 416.44 / 416.16 = 3 x 96 + 3 x 32 + 32; Qwen3.8-27B 568.18
+    (planned 560.00, -1.4%). Gemma 4 (src/models/gemma4.cpp) holds more: the masks' f32 copies as well, and the
+    per-layer input embeddings that project_per_layer_inputs makes for every layer at once (n_embd_per_layer x
+    n_layer x n_tokens f32; E2B / E4B): Vulkan b9849 at ub 2048 logs E2B 560.07 MiB (planned 538.00: FFN 324 + masks
+    144 + per-layer inputs 70) and 26B-A4B 428.07 (planned 420.00: 288 + 132) -- the Gemma 4 terms are an
+    observation from those logs, not a simulation of ggml-alloc's placement."""
+    if not any(lm.has_kv(il) for il in range(lm.n_layer)):
+        return 0
+    cells = kv.cells_base + kv.cells_swa
+    if lm.arch != "gemma4":
+        return (2 if fa else 4) * t * cells
+    return (6 if fa else 4) * t * cells + 4 * t * lm.n_embd_per_layer * lm.n_layer
+
+
+def mtp_draft(lm: LModel, cp: CtxParams, fa: bool, n_out: int) -> int:
+    """The compute buffer of the MTP draft context (mtp.py): one decoder layer over the batch, whose FFN phase holds
+    the FFN's three n_ff-wide tensors, two residual-stream tensors and the attention mask (graph_inputs), or the
+    logits of its n_outputs rows. Qwen3.8-27B at ub 2048 and 8192 cells (Vulkan b9849): 520.06 MiB logged =
+    3 x 136 + 2 x 40 + 32 -- an observation from that log."""
+    t = min(cp.n_ctx, cp.n_ubatch)
+    e = lm.n_embd
+    ffn = 4 * t * (3 * lm.n_ff + 2 * e) + (2 if fa else 4) * cp.n_ctx * t
+    return max(ffn, 4 * lm.n_vocab * n_out + 4 * e * t)

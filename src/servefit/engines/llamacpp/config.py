@@ -250,7 +250,7 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     s["mmproj_offload"] = vals.get("mmproj_offload", True) is not False
     s["model_draft"] = vals.get("model_draft") or vals.get("hf_repo_draft")
     for key in ("n_gpu_layers_draft", "ctx_size_draft", "cache_type_k_draft", "cache_type_v_draft", "device",
-                "models_max", "models_dir", "embedding", "verbosity", "draft_max", "lora", "n_predict"):
+                "models_max", "models_dir", "embedding", "verbosity", "draft_max", "lora", "n_predict", "spec_type"):
         if key in vals:
             s[key] = vals[key]
     if str(s.get("device", "")).lower() == "none":

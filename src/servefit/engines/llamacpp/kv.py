@@ -13,7 +13,8 @@
   with flash attention, 32 without); from #13833 (SWA_UBATCH) n_ubatch in place of n_batch; from #14363
   (KV_UNIFIED_OPTION) n_swa*(unified ? n_seq_max : 1); from #16812 (NO_PAD) n_pad is 1 (no padding);
   from #17046 (PAD_256) PAD(min(size_base, ...), 256).
-- recurrent state: src/llama-memory-recurrent.cpp: f32 r/s rows x max(1, n_seq) per recurrent layer.
+- recurrent state: src/llama-memory-recurrent.cpp: f32 r/s rows x max(1, n_seq) x (1 + n_rs_seq) per recurrent
+  layer (n_rs_seq: the speculative-decoding rollback snapshots, mtp.n_rs_seq).
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ class KvLayout:
         return sum(self.layer_bytes)
 
 
-def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_full: bool, b: int) -> KvLayout:
+def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_full: bool, b: int,
+           n_rs_seq: int = 0) -> KvLayout:
     size_base = cp.kv_cells
     size_swa = 0
     # before llama_kv_cache_unified_iswa (src/llama-kv-cache.cpp, #13194) one cache held n_ctx cells
@@ -137,7 +139,8 @@ def layout(lm: LModel, cp: CtxParams, type_k: str, type_v: str, fa: bool, swa_fu
     mem_rs = max(1, cp.n_seq)
     for il in range(lm.n_layer):
         if lm.recurrent and lm.recurrent[il]:
-            rs = 4 * (lm.n_embd_r + lm.n_embd_s) * mem_rs  # f32 rows, src/llama-memory-recurrent.cpp
+            # f32 rows, src/llama-memory-recurrent.cpp: mem_size x (1 + n_rs_seq) of them (speculative rollback, mtp.py)
+            rs = 4 * (lm.n_embd_r + lm.n_embd_s) * mem_rs * (1 + n_rs_seq)
             out.rs_bytes += rs
             out.layer_rs.append(rs)
             if not lm.has_kv(il):

@@ -52,6 +52,9 @@ class LModel:
     n_expert_used: int = 0
     n_ff_exp: int = 0
     embedding: bool = False  # pooling_type present
+    n_embd_per_layer: int = 0  # Gemma 4 E2B / E4B per-layer input embeddings (embedding_length_per_layer_input)
+    n_nextn: int = 0  # MTP blocks appended as the last layers (mtp.with_nextn)
+    nextn_kv_heads: int = 0  # their KV heads (cached in the MTP draft context)
     tensors: list[TensorInfo] = field(default_factory=list)
     ftype: str | None = None
     source: str = "gguf"
@@ -162,6 +165,7 @@ def from_gguf(info: GgufInfo) -> LModel:
         n_expert=int(info.get("expert_count", 0) or 0), n_expert_used=int(info.get("expert_used_count", 0) or 0),
         n_ff_exp=int(info.get("expert_feed_forward_length", 0) or 0),
         embedding=info.get("pooling_type") is not None, tensors=list(info.tensors),
+        n_embd_per_layer=int(info.get("embedding_length_per_layer_input", 0) or 0),
         ftype=None, source="gguf")
 
 
@@ -241,11 +245,22 @@ def from_spec(m: ModelSpec, ftype: str) -> LModel:
         n_ctx_train=m.max_position_embeddings, n_head=n_head, n_head_kv=n_head_kv,
         head_k=head_k, head_v=head_v, head_k_swa=head_swa,
         head_v_swa=head_v if m.model_type == "mimo_v2_flash" else m.head_dim, swa=swa, n_swa=int(window),
-        mla=mla, recurrent=recurrent, n_embd_r=n_embd_r, n_embd_s=n_embd_s, n_ff=m.intermediate_size, n_expert=m.num_experts,
+        mla=mla, recurrent=recurrent, n_embd_r=n_embd_r, n_embd_s=n_embd_s, n_ff=_widest_ff(m), n_expert=m.num_experts,
         n_expert_used=m.num_experts_per_tok, n_ff_exp=m.moe_intermediate_size,
+        n_embd_per_layer=int(m.layout.get("hidden_size_per_layer_input") or 0),
         n_layer_kv_from_start=n - shared if shared else -1,
         tensors=_synth(m, ftype, arch), ftype=ftype, source="catalog")
     return lm
+
+
+def _widest_ff(m: ModelSpec) -> int:
+    """hparams.n_ff(il)'s largest value: Gemma 4's KV-shared layers are twice as wide with use_double_wide_mlp
+    (src/models/gemma4.cpp load_arch_tensors: n_ff_cur = hparams.n_ff(i); the GGUF's per-layer feed_forward_length)."""
+    if m.model_type == "gemma4" and m.layout.get("use_double_wide_mlp"):
+        from servefit.models.arch_gemma4 import layer_mlp_width
+
+        return max(layer_mlp_width(m, i) for i in range(m.num_hidden_layers))
+    return m.intermediate_size
 
 
 _SYNTH: dict[tuple[str, str, str], tuple[TensorInfo, ...]] = {}

@@ -11,6 +11,7 @@ from typing import Any
 from servefit.core import EngineConfig, Finding
 from servefit.engines.llamacpp import compute as C
 from servefit.engines.llamacpp import kv as K
+from servefit.engines.llamacpp import mtp as MT
 from servefit.engines.llamacpp import placement as P
 from servefit.engines.llamacpp import versions as V
 from servefit.engines.llamacpp.config import QUANTIZED_KV, needs_flash_attention
@@ -163,7 +164,7 @@ def usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int = 0) -> Usage:
 def _usage(inp: Inputs, ctx: int, ngl: int, n_cpu_moe: int) -> Usage:
     s, lm, b = inp.s, inp.lm, inp.b
     cp = K.context(lm, ctx, s["parallel"], s["kv_unified"], s["batch_size"], s["ubatch_size"], inp.fa, b)
-    kv = K.layout(lm, cp, s["cache_type_k"], s["cache_type_v"], inp.fa, s["swa_full"], b)
+    kv = K.layout(lm, cp, s["cache_type_k"], s["cache_type_v"], inp.fa, s["swa_full"], b, MT.n_rs_seq(s, lm))
     pl, on_cpu = _placed(inp, ngl, max(s["n_cpu_moe"], n_cpu_moe))
     kv_dev = P.kv_devices(pl, lm.n_layer, s["kv_offload"], s["split_mode"], s["main_gpu"])
     kv_by: dict[int, int] = {}
@@ -236,6 +237,13 @@ def extras(cfg: EngineConfig, lm: LModel, assumptions: list[str]) -> list[Extra]
         else:
             assumptions.append(f"projector {os.path.basename(str(mm))} not readable here: its weights "
                                "(hundreds of MiB to ~1 GiB) are not counted")
+    if lm.n_nextn and MT.mtp_head(s):  # the MTP draft context (mtp.py): its KV and compute buffer, no weights of its own
+        b = V.build(cfg.version)
+        cp = K.context(lm, int(s["ctx_size"] or lm.n_ctx_train), s["parallel"], s["kv_unified"], s["batch_size"],
+                       s["ubatch_size"], True, b)
+        kv = MT.draft_kv_bytes(lm, cp.n_ctx, str(s.get("cache_type_k_draft", "f16")),
+                               str(s.get("cache_type_v_draft", "f16")))
+        out.append(Extra("draft", kv=kv, compute=C.mtp_draft(lm, cp, True, C.n_outputs(cp, b))))
     draft = s.get("model_draft")
     if draft:
         try:
