@@ -132,3 +132,36 @@ def test_a_cloud_run_service_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[
                                                                       "cloud.google.com/gke-accelerator"), "kn.yaml")
     main(["lint", str(knative), "--format", "json", "--fail-on", "never", "--select", "SEC"])
     assert [x["code"] for x in json.loads(capsys.readouterr().out)] == ["SEC002"]  # Knative: public by default
+
+
+SOURCE_DOCKERFILE = """FROM ollama/ollama:0.12.3
+ENV OLLAMA_HOST 0.0.0.0:8080
+ENV MODEL gemma3:4b
+RUN ollama serve & sleep 5 && ollama pull $MODEL
+ENTRYPOINT ["ollama", "serve"]
+"""
+SOURCE_DEPLOY = """gcloud run deploy ollama-gemma \\
+  --source ./ollama \\
+  --set-env-vars OLLAMA_NUM_PARALLEL=4 \\
+  --gpu 1 --gpu-type nvidia-l4 \\
+  --no-allow-unauthenticated
+"""
+
+
+def test_source_builds_the_folders_dockerfile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--source DIR` (Google's Ollama-on-Cloud-Run guide): Cloud Build builds DIR's Dockerfile and the service
+    runs it; the model its build pulls is the one it serves, and the Dockerfile is not a second server."""
+    (tmp_path / "ollama").mkdir()
+    (tmp_path / "ollama" / "Dockerfile").write_text(SOURCE_DOCKERFILE)
+    f = _write(tmp_path, SOURCE_DEPLOY)
+    main(["estimate", str(tmp_path), "--format", "json"])
+    [est] = json.loads(capsys.readouterr().out)
+    assert (est["server"]["name"], est["model"]["resolved"], est["engine_version"]) == (
+        "script:2", "google/gemma-3-4b-it", "0.12.3")
+    assert est["gpu"]["name"] == "NVIDIA L4"
+    main(["lint", str(tmp_path), "--format", "json", "--fail-on", "never", "--select", "SEC,SF115"])
+    assert json.loads(capsys.readouterr().out) == []  # IAM guards it; the model is known
+    assert main(["tune", str(tmp_path), "--write", "--min-context", "16384"]) == 0
+    assert "  change  OLLAMA_CONTEXT_LENGTH=65536 [safe]\n" in capsys.readouterr().out
+    assert f.read_text() == SOURCE_DEPLOY.replace("OLLAMA_NUM_PARALLEL=4 ", "OLLAMA_NUM_PARALLEL=4,"
+                                                  "OLLAMA_CONTEXT_LENGTH=65536 ")

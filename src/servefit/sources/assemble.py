@@ -267,7 +267,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)
-    if any(s.workload.service or s.workload.runtime == "docker run" for s in sites):
+    if any(s.workload.service or s.workload.runtime in ("docker run", "Cloud Run") for s in sites):
         from servefit.sources.compose_build import drop_built
 
         sites = drop_built(sites)

@@ -34,6 +34,35 @@ def items(word: Word) -> list[Word]:
     return (word.after(3) if word.text.startswith("^") and sep != "," else word).split_on(sep)
 
 
+def _from_source(source: Word, entry: list[Word] | None, args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
+    """`--source DIR`: Cloud Build builds DIR's Dockerfile (buildpacks where it has none, which name no
+    server); the service runs that image, as a compose service built from it does (compose_build.built)."""
+    import os
+
+    from servefit.sources.base import _repo_of, _within
+    from servefit.sources.compose_build import built
+
+    if source.unresolved:
+        return []
+    here = os.path.dirname(ctx.file) or "."
+    path = os.path.normpath(os.path.join(here, source.text, "Dockerfile"))
+    if not os.path.isfile(path) or not _within(path, _repo_of(here)):
+        return []
+    launches = built(path, None, entry, args or None, entry is not None, env, ctx)
+    if launches:  # the models its RUN commands pull are the ones the image serves (`ollama pull $MODEL`)
+        from servefit.safe_io import read_text
+        from servefit.sources.base import FileCtx
+        from servefit.sources.dockerfile import stages
+        from servefit.sources.ollama_client import ollama_client
+
+        for words in stages(FileCtx.of(path, read_text(path, 1 << 20)))[-1].built:
+            ollama_client(words, ctx)
+    line = source.token().span
+    for launch in launches:  # the server is this command: its line, as for an image
+        launch.line = line.line if line is not None else launch.line
+    return launches
+
+
 def gcloud_run_deploy(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     """The words after `gcloud [beta] run deploy`."""
     vals: dict[str, Word] = {}
@@ -54,7 +83,8 @@ def gcloud_run_deploy(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             j += 1
         j += 1
     image = vals.get("--image")
-    if image is None:  # --source: Cloud Build builds the directory's Dockerfile
+    source = vals.get("--source")
+    if image is None and source is None:
         return []
     denv = env.copy()
     env_end = None
@@ -68,7 +98,12 @@ def gcloud_run_deploy(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                 env_end = item.token().span if separator(vals[key]) == "," else None  # tune adds `,NAME=VALUE`
     entry = items(vals["--command"]) if "--command" in vals else None
     args = items(vals["--args"]) if "--args" in vals else []
-    launches = container(image.token(), entry, args, ctx, denv)
+    if image is not None:
+        launches = container(image.token(), entry, args, ctx, denv)
+    else:
+        assert source is not None
+        launches = _from_source(source, entry, args, ctx, denv)
+        image = source
     gpus = vals.get("--gpu")
     kind = vals.get("--gpu-type")
     hint = None

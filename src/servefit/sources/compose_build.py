@@ -115,7 +115,7 @@ def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
     """A Dockerfile's own server where a compose service, or a script's `docker run` of the image it
     builds, runs it (its words are written there): the service's or the script's is the one that runs."""
     at = os.path.abspath
-    runs = [s for s in sites if s.workload.service or s.workload.runtime == "docker run"]
+    runs = [s for s in sites if s.workload.service or s.workload.runtime in ("docker run", "Cloud Run")]
     used = {at(t.span.file) for s in runs for t in s.argv if t.span is not None and at(t.span.file) != at(s.file)}
     used |= {at(s.image_span.file) for s in runs if s.image_span is not None and at(s.image_span.file) != at(s.file)}
     # a build's ENV reaches only the containers of its image
