@@ -35,3 +35,44 @@ def test_a_ray_node_in_an_image_named_after_vllm_is_not_a_vllm_server(
                  "    command: --model Qwen/Qwen2.5-7B-Instruct --max-model-len 8192\n")
     main(["models", str(f)])
     assert capsys.readouterr().out.startswith(f"{f}:4  vllm  Qwen/Qwen2.5-7B-Instruct  -> ")
+
+
+# suparious/chat-with-tools' backends/vllm/vllm_start_rocm.sh builds its `docker run ... rocm/vllm ...` line with
+# `cmd+=` in a function and runs it with `eval "${docker_cmd}"`; it also lists containers with
+# `docker ps -a --format '{{.Names}}'`. The Go template docker fills made servefit call the script a template
+# (SF104, "lint the script it renders into"), and the eval it does not run was never named.
+def test_a_script_that_evals_a_built_command_says_so_and_a_docker_format_is_no_template(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start.sh"
+    f.write_text("build() {\n"
+                 "  local cmd=\"docker run -d rocm/vllm:latest\"\n"
+                 "  cmd+=\" python -m vllm.entrypoints.openai.api_server --model ${MODEL_ID}\"\n"
+                 "  echo \"$cmd\"\n"
+                 "}\n"
+                 "if docker ps -a --format '{{.Names}}' | grep -q vllm; then docker rm -f vllm; fi\n"
+                 "docker_cmd=$(build)\n"
+                 "id=$(eval \"${docker_cmd}\")\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == (
+        f"{f}:8:6: SF108 `eval \"${{docker_cmd}}\"` runs a command line the script builds when it runs: servefit does "
+        "not run it, so the server it starts was not read; write the command out, or lint it with "
+        "`servefit lint -- COMMAND`\n0 errors, 0 warnings, 1 info in 1 file (0 servers)\n")
+
+
+# Tomas148-M/MiniLLMBot's LLM_FineTunning/autoscript.sh writes a Modelfile from a heredoc (`TEMPLATE "[INST]
+# {{ .Prompt }} [/INST]"`) and runs `ollama create`: the Modelfile's template was taken for the script's own
+# template syntax (SF104), though the script is plain shell that starts no server.
+def test_a_modelfile_template_in_a_heredoc_is_not_template_syntax_of_the_script(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "autoscript.sh"
+    f.write_text("cat > /tmp/Modelfile <<EOF\n"
+                 "FROM /models/qwen2.5-3b-instruct-q4_k_m.gguf\n"
+                 "TEMPLATE \"[INST] {{ .Prompt }} [/INST]\"\n"
+                 "EOF\n"
+                 "ollama create qwen2-model -f /tmp/Modelfile\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    # a script that is a template still says so
+    f.write_text("# starts vllm\n{{ .Values.serverCommand }}\n")
+    main(["lint", str(f)])
+    assert "SF104 template syntax ({{ }}): this script is a template" in capsys.readouterr().out
