@@ -76,3 +76,24 @@ def test_a_modelfile_template_in_a_heredoc_is_not_template_syntax_of_the_script(
     f.write_text("# starts vllm\n{{ .Values.serverCommand }}\n")
     main(["lint", str(f)])
     assert "SF104 template syntax ({{ }}): this script is a template" in capsys.readouterr().out
+
+
+# robbypambudi/ray-vllm-benchmark's deployer/config.yaml is a Ray Serve config (`serve deploy config.yaml`)
+# whose application imports vLLM's server: a RayService's serveConfigV2 of the same text is said as not read
+# (SF116), the file itself was read as nothing at all.
+def test_a_ray_serve_config_file_running_vllm_is_said_as_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text("applications:\n"
+                 "  - name: llm\n"
+                 "    route_prefix: /\n"
+                 "    import_path: vllm.entrypoints.openai.api_server:app\n"
+                 "    deployments:\n"
+                 "      - name: VLLMDeployment\n"
+                 "        ray_actor_options: {num_gpus: 2}\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == (
+        f"{f}:1:1: SF116 this Ray Serve config runs vLLM in a Ray Serve application (import_path "
+        "vllm.entrypoints.openai.api_server:app), whose Python code sets the engine's arguments: servefit does not "
+        "read Ray Serve applications, so this server's settings were not checked\n"
+        "0 errors, 1 warning, 0 info in 1 file (0 servers)\n")

@@ -301,10 +301,18 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             from servefit.sources import skypilot
 
             skypilot.scan(y, d, fc)
+        elif "applications" in keys and _ray_serve_config(y, d, fc):
+            continue
         elif not _engine_config(y, d, fc, detect.owners("config_files")):
             from servefit.sources import helm
 
             helm.scan_values(y, d, fc)
+
+
+def _ray_serve_config(y: Any, doc: Any, fc: Any) -> bool:
+    from servefit.sources.k8s_custom import ray_serve_config
+
+    return ray_serve_config(y, doc, fc)
 
 
 def _engine_config(y: Any, doc: Any, fc: Any, owners: list[tuple[str, Any]]) -> bool:
