@@ -97,3 +97,19 @@ def test_a_ray_serve_config_file_running_vllm_is_said_as_not_read(
         "vllm.entrypoints.openai.api_server:app), whose Python code sets the engine's arguments: servefit does not "
         "read Ray Serve applications, so this server's settings were not checked\n"
         "0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
+
+
+# wvdschel/llamaland's containers/llama-cpp/run.sh builds `LLAMA_OPTS="... ${LLAMA_EXTRA_OPTS}"`, then
+# `CMD="llama-server ... ${LLAMA_OPTS}"` and runs `exec ${CMD}`: the unset variable two strings deep was
+# both SF001 and an LCPP001 error ("invalid argument: ${LLAMA_EXTRA_OPTS}"), as if the file passed that text.
+def test_an_unset_variable_two_strings_deep_is_sf001_not_an_invalid_argument(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text('OPTS="--ctx-size 4096 ${EXTRA}"\n'
+                 'CMD="llama-server -m /m/qwen2.5-7b-instruct-q4_k_m.gguf ${OPTS}"\n'
+                 "exec ${CMD}\n")
+    assert main(["lint", str(f), "--gpu", "L4", "--engine-version", "b6500"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:1:23: SF001 ${{EXTRA}} is not set in this repository: the value it gives llama.cpp is not known, so it "
+        f"is not checked\n{f}:2:6: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by "
+        "its name, quant Q4_K_M; no file to read)\n0 errors, 0 warnings, 2 info in 1 file (1 server)\n")

@@ -3,9 +3,13 @@ server with where it would get a value (a pod's valueFrom, compose's shell, Slur
 
 from __future__ import annotations
 
+import re
+
 from servefit.core import Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def shown_var(var: str) -> str:
@@ -76,7 +80,10 @@ def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | N
     if text is None and (span is None or (span.file, span.start) not in where):
         return None
     said = text if text is not None else message
-    return next((v for v, _ in site.unresolved_spans if v.startswith("$") and len(v) > 2 and v in said), None)
+    # a variable's name as the words show it: a command substitution as written (`$(nproc)`), a name as
+    # `${EXTRA}` or `$EXTRA` (`OPTS="... ${EXTRA}"` inside `CMD="llama-server ${OPTS}"` run as `${CMD}`)
+    return next((v for v, _ in site.unresolved_spans if (v.startswith("$") and len(v) > 2 and v in said)
+                 or (NAME_RE.fullmatch(v) and re.search(rf"\$(?:\{{{v}\}}|{v}\b)", said))), None)
 
 
 # files beside a compose file that hold example values: docker compose reads none of them, only `.env`
