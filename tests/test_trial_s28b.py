@@ -113,3 +113,23 @@ def test_an_unset_variable_two_strings_deep_is_sf001_not_an_invalid_argument(
         f"{f}:1:23: SF001 ${{EXTRA}} is not set in this repository: the value it gives llama.cpp is not known, so it "
         f"is not checked\n{f}:2:6: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by "
         "its name, quant Q4_K_M; no file to read)\n0 errors, 0 warnings, 2 info in 1 file (1 server)\n")
+
+
+# countzero/windows_llama.cpp's examples/speculative_decoding.ps1 runs llama-server with a bare `--flash-attn`
+# and `--spec-draft-p-min` (from b9093) beside `--ctx-size-draft` (removed in b9409): SF005 said b9093 "has every
+# option it uses" while LCPP002 said that build refuses the bare switch; no build takes them all, and that is said.
+def test_a_bare_fa_with_options_of_a_later_build_is_said_to_fit_no_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "spec.sh"
+    f.write_text("llama-server --model /m/Qwen2.5-Coder-32B-Instruct.IQ3_XXS.gguf -ngl 99 --flash-attn \\\n"
+                 "  --model-draft /m/Qwen2.5-Coder-0.5B-Instruct.IQ4_XS.gguf --ctx-size-draft 16384 --spec-draft-p-min 0.5\n")
+    main(["lint", str(f), "--gpu", "RTX 4090"])
+    out = capsys.readouterr().out
+    assert (f"{f}:1:73: SF005 llama.cpp b10309 assumed: no version given, and no release has every option this config "
+            "uses: -fa (a bare switch only before b6325), --spec-draft-p-min (added in b9093); the newest release "
+            "modelled; pass --engine-version bNNNN or pin the image tag\n") in out
+    assert "has every option it uses" not in out
+    # a bare -fa alone still dates the config to the last build that takes it
+    f.write_text("llama-server --model /m/Qwen2.5-Coder-32B-Instruct.IQ3_XXS.gguf -ngl 99 --flash-attn\n")
+    main(["lint", str(f), "--gpu", "RTX 4090"])
+    assert "SF005 llama.cpp b6301 assumed: no version given; -fa (a bare switch" in capsys.readouterr().out

@@ -102,8 +102,10 @@ def _bare_fa_dates(parsed: Parsed, table: Any, implied: Implied | None, version:
     raw = parsed.values.get("flash_attn")
     if version or moving_tag(site) or not (raw == [] or raw is True):
         return implied
-    if implied is not None:  # the options already date it (before b6325, or to no build at all)
-        return implied
+    if implied is not None and (implied.version is None or V.build(implied.version) < V.FA_AUTO):
+        return implied  # the options already date it (before b6325, or to no build at all)
+    # else none, or an option removed later dates it to a build that refuses the bare switch: the newest
+    # build before b6325 takes them all where it has every option (`--ctx-size-draft` is in both)
     before = [r for r in table.releases if V.build(r) < V.FA_AUTO]
     if not before:
         return implied
@@ -111,7 +113,13 @@ def _bare_fa_dates(parsed: Parsed, table: Any, implied: Implied | None, version:
     for name in where:  # an option a later build added: no build takes them all
         h = table.history.get(name) or table.env_history.get(name)
         if h is not None and not h.present(newest):
-            return implied
+            if implied is None:
+                return implied
+            # the options dated it to a build that refuses the bare switch: say that no build takes them all,
+            # not that this one has every option (countzero/windows_llama.cpp: --ctx-size-draft with -fa)
+            where["-fa"] = parsed.flag_spans.get("flash_attn") or parsed.spans.get("flash_attn")
+            return Implied(None, (("-fa", f"a bare switch only before b{V.FA_AUTO}"),
+                                  (name, h.why_absent(newest))))
     where["-fa"] = parsed.flag_spans.get("flash_attn") or parsed.spans.get("flash_attn")
     return Implied(newest, (("-fa", f"a bare switch, as builds before b{V.FA_AUTO} take it: from then it needs "
                                     "on|off|auto"),))
