@@ -133,3 +133,28 @@ def test_a_bare_fa_with_options_of_a_later_build_is_said_to_fit_no_build(
     f.write_text("llama-server --model /m/Qwen2.5-Coder-32B-Instruct.IQ3_XXS.gguf -ngl 99 --flash-attn\n")
     main(["lint", str(f), "--gpu", "RTX 4090"])
     assert "SF005 llama.cpp b6301 assumed: no version given; -fa (a bare switch" in capsys.readouterr().out
+
+
+# seungrokj/ai_sprint_paris' scripts/0_container.sh opens a shell in `rocm/vllm-dev:nightly_...` (`docker run -it`,
+# no command): AMD's rocm/vllm images are the `final` stage of vLLM's docker/Dockerfile.rocm (`CMD ["/bin/bash"]`,
+# no ENTRYPOINT; only the vllm-openai stage, vllm/vllm-openai-rocm, adds `vllm serve`), yet servefit invented a
+# vLLM server there with no model (SEC004, SF110). The vLLM release in their tags (`..._vllm_0.8.3`) was not read.
+def test_amds_rocm_vllm_images_run_a_shell_and_name_their_vllm_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "container.sh"
+    f.write_text("docker run --rm -it --device=/dev/kfd --device=/dev/dri rocm/vllm-dev:nightly_0610_rc2_20250605\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == (
+        f"{f}:1:57: SF116 rocm/vllm-dev:nightly_0610_rc2_20250605 runs vLLM only when a command starts it (`vllm serve "
+        "MODEL` or `python -m vllm.entrypoints.openai.api_server` after the image, its default command being a bash "
+        "shell); this container's command starts none that servefit can read, so no server was read here. Give the "
+        "container that command, or lint the script it runs\n0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
+    f.write_text("docker run -d --device /dev/kfd rocm/vllm:rocm6.3.1_vllm_0.8.3 \\\n"
+                 "  vllm serve Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1 --max-model-len 8192\n")
+    main(["estimate", str(f), "--gpu", "MI300X"])
+    assert capsys.readouterr().out.startswith("vllm 0.8.3  ·  Qwen/Qwen2.5-7B-Instruct\n")
+    # vLLM's own ROCm image keeps its `vllm serve` entrypoint
+    f.write_text("docker run -d --device /dev/kfd vllm/vllm-openai-rocm:v0.14.0 --model Qwen/Qwen2.5-7B-Instruct "
+                 "--host 127.0.0.1\n")
+    main(["models", str(f)])
+    assert capsys.readouterr().out.startswith(f"{f}:1  vllm  Qwen/Qwen2.5-7B-Instruct  -> ")
