@@ -158,3 +158,28 @@ def test_amds_rocm_vllm_images_run_a_shell_and_name_their_vllm_release(
                  "--host 127.0.0.1\n")
     main(["models", str(f)])
     assert capsys.readouterr().out.startswith(f"{f}:1  vllm  Qwen/Qwen2.5-7B-Instruct  -> ")
+
+
+# Gunther-Schulz/local-llm-coding-setup's start-llama-server-native.sh serves Qwen2.5-Coder-14B (trained on 32,768)
+# at --ctx-size 81920 with --rope-scale 2.5: llama.cpp logs "n_ctx_seq > n_ctx_train" whatever the scaling, and
+# servefit's LCPP011 warning made tune count the file's own context as serving 0 users and halve it, though the
+# file stretches RoPE over exactly that length (common/arg.cpp: --rope-scale N "expands context by a factor of N").
+def test_a_context_the_file_stretches_rope_over_is_kept_by_tune(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start.sh"
+    f.write_text("llama-server -m /m/qwen2.5-coder-7b-instruct-q4_k_m.gguf -ngl 99 --ctx-size 65536 --rope-scale 2 "
+                 "--parallel 1 -fa on --host 127.0.0.1\n")
+    main(["lint", str(f), "--gpu", "RTX 4090", "--engine-version", "b6500"])
+    assert (f"{f}:1:77: LCPP011 n_ctx_seq (65536) > n_ctx_train (32768) -- possible training context overflow "
+            "(llama.cpp logs it; --rope-scale 2 stretches RoPE over 65,536 tokens, as this file asks)") \
+        in capsys.readouterr().out
+    main(["tune", str(f), "--gpu", "RTX 4090", "--engine-version", "b6500", "--diff"])
+    out = capsys.readouterr().out
+    assert "  now     context 65,536 x 1 user, KV f16, weights Q4_K_M, headroom 64.2%: meets the needs\n" in out
+    assert "  tuned   context 65,536 x 4 users" in out
+    # without the stretch the same context stays a warning
+    f.write_text("llama-server -m /m/qwen2.5-coder-7b-instruct-q4_k_m.gguf -ngl 99 --ctx-size 65536 "
+                 "--parallel 1 -fa on --host 127.0.0.1\n")
+    main(["lint", str(f), "--gpu", "RTX 4090", "--engine-version", "b6500"])
+    assert "LCPP011 n_ctx_seq (65536) > n_ctx_train (32768) -- possible training context overflow [GPU" \
+        in capsys.readouterr().out

@@ -203,6 +203,9 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     if s["parallel"] < 0:
         s["parallel"] = 4 if b >= V.NP_AUTO else 1
     s["swa_full"] = bool(vals.get("swa_full", False))
+    for k in ("rope_scale", "rope_freq_scale"):  # the context the file stretches RoPE over (LCPP011)
+        if vals.get(k) is not None:
+            s[k] = vals[k]
     s["kv_offload"] = not vals.get("no_kv_offload", False) and vals.get("kv_offload", True) is not False
     # before -ngl auto (b7553) -1 was the "unset" sentinel: common/common.cpp common_model_params_to_llama
     # copies n_gpu_layers into llama_model_default_params only `if (params.n_gpu_layers != -1)`, so -ngl -1
