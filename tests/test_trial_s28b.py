@@ -183,3 +183,43 @@ def test_a_context_the_file_stretches_rope_over_is_kept_by_tune(
     main(["lint", str(f), "--gpu", "RTX 4090", "--engine-version", "b6500"])
     assert "LCPP011 n_ctx_seq (65536) > n_ctx_train (32768) -- possible training context overflow [GPU" \
         in capsys.readouterr().out
+
+
+# quang-vo-ds/video-understanding-chatbot's docker-compose.yaml runs its Ollama service as
+# `entrypoint: ["env", "LLM_NAME=llama3.1", "/bin/sh", "/scripts/run-ollama.sh"]` over a bind-mounted ./scripts:
+# the `env` prefix hid the script, so the compose service (GPU, published port 11434) was no server, the script
+# alone was read with `$LLM_NAME` unset (SF001), and SEC002 was missed. Read, tune then put its variables in the
+# service's `environment:` list, not as keys after the entrypoint line (the env prefix's value is no entry).
+def test_a_compose_entrypoint_run_through_env_reads_the_mounted_script_with_its_variables(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the repository the script is linted in: the compose file above it is looked at
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run-ollama.sh").write_text("#!/bin/bash\nollama serve &\npid=$!\nsleep 5\n"
+                                                        "ollama run $LLM_NAME --verbose\nwait $pid\n")
+    f = tmp_path / "docker-compose.yaml"
+    f.write_text("services:\n"
+                 "  ollama:\n"
+                 "    image: ollama/ollama:0.12.6\n"
+                 "    environment:\n"
+                 "      - OLLAMA_KEEP_ALIVE=24h\n"
+                 "    ports:\n"
+                 "      - 11434:11434\n"
+                 "    volumes:\n"
+                 "      - ./scripts:/scripts\n"
+                 "    deploy:\n"
+                 "      resources:\n"
+                 "        reservations:\n"
+                 "          devices:\n"
+                 "            - {driver: nvidia, count: 1, capabilities: [gpu]}\n"
+                 "    entrypoint: [\"env\", \"LLM_NAME=llama3.1\", \"/bin/sh\", \"/scripts/run-ollama.sh\"]\n")
+    main(["models", "."])
+    assert capsys.readouterr().out == ("docker-compose.yaml:15  ollama  llama3.1  -> meta-llama/Llama-3.1-8B-Instruct "
+                                       "(8.03B) from catalog\n")
+    main(["lint", "scripts/run-ollama.sh", "--gpu", "A10G"])
+    out = capsys.readouterr().out
+    assert "SF001" not in out and "docker-compose.yaml:7:9: SEC002 Ollama has no authentication" in out
+    main(["tune", "docker-compose.yaml", "--gpu", "A10G", "--write"])
+    capsys.readouterr()
+    assert f.read_text().startswith("services:\n  ollama:\n    image: ollama/ollama:0.12.6\n    environment:\n"
+                                    "      - OLLAMA_KEEP_ALIVE=24h\n      - OLLAMA_CONTEXT_LENGTH=")
+    assert f.read_text().endswith("    entrypoint: [\"env\", \"LLM_NAME=llama3.1\", \"/bin/sh\", \"/scripts/run-ollama.sh\"]\n")
