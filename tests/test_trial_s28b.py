@@ -223,3 +223,17 @@ def test_a_compose_entrypoint_run_through_env_reads_the_mounted_script_with_its_
     assert f.read_text().startswith("services:\n  ollama:\n    image: ollama/ollama:0.12.6\n    environment:\n"
                                     "      - OLLAMA_KEEP_ALIVE=24h\n      - OLLAMA_CONTEXT_LENGTH=")
     assert f.read_text().endswith("    entrypoint: [\"env\", \"LLM_NAME=llama3.1\", \"/bin/sh\", \"/scripts/run-ollama.sh\"]\n")
+
+
+# devopsrustem/slurmv4's 3/13.sh starts SGLang as `LD_LIBRARY_PATH=/usr/local/cuda-13.1/lib64:$LD_LIBRARY_PATH ...
+# python3 -m sglang.launch_server ...`: the inherited value the prefix extends was SF001 ("the value it gives SGLang
+# is not known"), though it sets no setting; `export LD_LIBRARY_PATH=...:$LD_LIBRARY_PATH` already said nothing.
+def test_a_prefix_that_extends_its_own_inherited_value_is_no_unset_variable(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("CUDA_VISIBLE_DEVICES=$GPU LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH \\\n"
+                 "  python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1\n")
+    main(["lint", str(f), "--gpu", "H100"])
+    assert capsys.readouterr().out == (
+        f"{f}:1:22: SF001 ${{GPU}} is not set in this repository: the value it gives SGLang is not known, so it is not "
+        "checked\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")

@@ -231,8 +231,8 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     unres: list[tuple[str, Span | None]] = []
     for w in argv_words:
         unres.extend(w.unresolved)
-    for w in prefix.values():
-        unres.extend(w.unresolved)
+    for var, w in prefix.items():  # `LD_LIBRARY_PATH=/x:$LD_LIBRARY_PATH`: the inherited value extended, no setting
+        unres.extend(u for u in w.unresolved if u[0] != var)
     proc_env = _env_of(sub_env, ctx.exported_only)
     launch = Launch(hit[1], [w.token() for w in argv_words], proc_env, argv_words[0].line,
                     unresolved=unres, env_taint=dict(sub_env.taint))
