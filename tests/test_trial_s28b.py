@@ -237,3 +237,14 @@ def test_a_prefix_that_extends_its_own_inherited_value_is_no_unset_variable(
     assert capsys.readouterr().out == (
         f"{f}:1:22: SF001 ${{GPU}} is not set in this repository: the value it gives SGLang is not known, so it is not "
         "checked\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+
+
+# shenpeijun0212/S-GRPO's deploy_dpsk/serving.sh takes `model_name=$1` and `nnodes=$2`: SF001 said "$1 is not set in
+# this repository", as if a variable were missing, where the value is the script's first argument.
+def test_a_script_argument_is_said_as_the_argument_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serving.sh"
+    f.write_text("model_name=$1\npython3 -m sglang.launch_server --model-path $model_name --host 127.0.0.1\n")
+    main(["lint", str(f), "--gpu", "H100"])
+    assert capsys.readouterr().out == (
+        f"{f}:1:12: SF001 $1: argument 1 the script is called with is not known: the value it gives SGLang is not "
+        "checked\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")

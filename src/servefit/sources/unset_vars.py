@@ -145,8 +145,11 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
-            elif var in ("$@", "$*", "%*") or (var.startswith("%") and var[1:].isdigit()):
+            elif var in ("$@", "$*", "%*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
+            elif var[:1] in "$%" and var[1:].isdigit():  # `model_name=$1`: one argument, named as such
+                msg = (f"{var}: argument {var[1:]} the script is called with is not known: the value it gives {eng} "
+                       "is not checked")
             else:
                 msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}"
                        f"{sample_sets(site, var)}: the value it gives {eng} is not known, so it is not checked")
