@@ -31,7 +31,7 @@ def test_bash_c_payload_takes_the_outer_shells_unknown_values(tmp_path, capsys):
     rc, out = _lint(capsys, str(f), "--gpu", "H100")
     lines = [ln.split(": ", 1)[1] for ln in out.splitlines() if ": SF001 " in ln or ": VLLM" in ln]
     assert lines == [
-        "SF001 $1 is not set in this repository: the value it gives vLLM is not known, so it is not checked",
+        "SF001 $1: argument 1 the script is called with is not known: the value it gives vLLM is not checked",
         "SF001 $(awk -v f=\"${FREE_KB:-0}\" 'BEGIN {…) is computed when the server starts: the value it "
         "gives vLLM is not known here"]
     assert rc == 0 and f"{f}:2:7: SF001" in out and f"{f}:3:6: SF001" in out

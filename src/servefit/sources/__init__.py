@@ -301,10 +301,18 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             from servefit.sources import skypilot
 
             skypilot.scan(y, d, fc)
+        elif "applications" in keys and _ray_serve_config(y, d, fc):
+            continue
         elif not _engine_config(y, d, fc, detect.owners("config_files")):
             from servefit.sources import helm
 
             helm.scan_values(y, d, fc)
+
+
+def _ray_serve_config(y: Any, doc: Any, fc: Any) -> bool:
+    from servefit.sources.k8s_custom import ray_serve_config
+
+    return ray_serve_config(y, doc, fc)
 
 
 def _engine_config(y: Any, doc: Any, fc: Any, owners: list[tuple[str, Any]]) -> bool:
@@ -323,6 +331,17 @@ def _templated(fc: Any) -> None:
 
 
 _JINJA = re.compile(r"\{%-?\s*(?:extends|block|if|for|set|macro|include)\b")
+# a Go template a program takes as an argument (`docker ps --format '{{.Names}}'`, `kubectl -o go-template=`),
+# or an Ollama Modelfile's TEMPLATE written from a heredoc: text the program fills, not a template of the script
+_GO_TEMPLATE_ARG = re.compile(r"(?:--format|--template|go-template|\s-f)[= ]\s*['\"]?[^'\"\n]*$|^\s*TEMPLATE\s",
+                              re.IGNORECASE)
+# `eval "$cmd"` / `eval "${docker_cmd}"`: a command line held in a variable, built as the script runs
+_RUNTIME_EVAL = re.compile(r"(?m)(?:^|[;&|(`]|\$\()\s*(eval\s+[\"']?\$\{?\w+\}?[\"']?)")
+
+
+def _go_template_arg(text: str, at: int) -> bool:
+    line = text[text.rfind("\n", 0, at) + 1:at]
+    return _GO_TEMPLATE_ARG.search(line) is not None
 
 
 def _template_script(fc: Any, kind: str) -> None:
@@ -330,8 +349,14 @@ def _template_script(fc: Any, kind: str) -> None:
     engine and gave no server: its commands are not shell until rendered, so that is said, not skipped."""
     from servefit.sources.yamlpos import TEMPLATE
 
-    m = _JINJA.search(fc.text) or TEMPLATE.search(fc.text)
+    m = _JINJA.search(fc.text) or next((t for t in TEMPLATE.finditer(fc.text) if not _go_template_arg(fc.text, t.start())),
+                                       None)
     if m is None:
+        if kind == "script" and (e := _RUNTIME_EVAL.search(fc.text)) is not None:
+            fc.findings.append(not_read(
+                f"`{e.group(1)}` runs a command line the script builds when it runs: servefit does not run it, "
+                "so the server it starts was not read; write the command out, or lint it with "
+                "`servefit lint -- COMMAND`", span=fc.li.span(e.start(1), e.end(1))))
         return
     what = {"dockerfile": "Dockerfile", "systemd": "unit", "make": "Makefile", "supervisor": "program file"}.get(
         kind, "script")

@@ -245,8 +245,13 @@ def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs:
     flags = flags or Flags()
     configs = configs or Configs()
     findings = list(findings or [])
-    sites = link(sites, {f.path for f in files or []})
-    sites, dropped = dedupe(sites)
+    linked = link(sites, {f.path for f in files or []})
+    kept = {id(s) for s in linked}
+    # a script's own server dropped for the container that runs it (drop_run_scripts): its SF001 went with it,
+    # the container's reading says its own (`env LLM_NAME=llama3.1 /bin/sh /scripts/run-ollama.sh` sets it)
+    gone = {(s.name, s.file) for s in sites if id(s) not in kept and s.name.startswith("script:")}
+    findings = [f for f in findings if not (f.code == "SF001" and f.span is not None and (f.site, f.span.file) in gone)]
+    sites, dropped = dedupe(linked)
     if dropped:
         findings = [f for f in findings if not (f.span is not None and (f.site, f.span.file) in dropped)]
     from servefit.models.lock import one_context_per_folder

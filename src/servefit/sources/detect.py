@@ -417,8 +417,8 @@ def image_entrypoint(image: str | None, engine: str | None = None) -> tuple[list
     image's documented entrypoint rather than servefit's assumption for a rebuild). `engine`: the
     engine the image is known to carry (server_build_image) where its name alone does not say."""
     eng = engine or engine_of_image(image)
-    if eng is None or image is None:
-        return None
+    if eng is None or image is None or launcher_image(image) is not None:
+        return None  # an image that runs its engine only when a command starts it has no engine entrypoint
     table = _table(eng)
     if not table:
         from servefit.engines import get

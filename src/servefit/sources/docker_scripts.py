@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from dataclasses import dataclass
 
 from servefit.core import LaunchSite, Token
@@ -103,6 +104,23 @@ def copied_script(words: list[Word], copies: list[Copy], workdir: str,
     return words, i, local
 
 
+def _env_prefix(words: list[Word], env: Vars) -> tuple[list[Word], Vars]:
+    """`env NAME=V ... CMD` (compose `entrypoint: ["env", "LLM_NAME=llama3.1", "/bin/sh", "/scripts/run.sh"]`):
+    CMD runs with those variables set, as env(1) runs it."""
+    if not words or detect.program(words[0].text) != "env":
+        return words, env
+    k, out = 1, env.copy()
+    while k < len(words) and (m := ASSIGN.match(words[k].text)) is not None:
+        src = words[k].to_src()
+        out.set(m.group(1), Token(m.group(2), src.span(m.start(2), m.end(2))))
+        out.exported.add(m.group(1))
+        k += 1
+    return (words[k:], out) if k > 1 else (words, env)
+
+
+ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
 def run_copied(image: Token | None, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
                copies: list[Copy], workdir: str, context: str) -> list[Launch] | None:
     """The servers a container starts through a script of the repository that the image holds
@@ -112,6 +130,7 @@ def run_copied(image: Token | None, entry: list[Word] | None, cmd: list[Word] | 
 
     words = list(entry or []) + list(cmd or [])
     own = bool(entry) or detect.image_entrypoint(image.text if image else None) is None
+    words, env = _env_prefix(words, env)
     hit = copied_script(words, copies, workdir, context) if own and words else None
     if hit is None:
         return None

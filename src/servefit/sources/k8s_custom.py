@@ -8,6 +8,7 @@ import re
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from servefit.core import Span
 from servefit.sources import detect
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import to_int
@@ -180,11 +181,28 @@ def ray_serve_apps(y: Y, doc: Node, fc: FileCtx) -> None:
     """SF116 on a RayService whose Ray Serve applications run an engine (serveConfigV2 names it: an
     import path, a pip requirement, a deployment): their Python code builds the engine's arguments
     (KubeRay's vLLM sample reads MODEL_ID and TENSOR_PARALLELISM there), which servefit does not read."""
+    node = y.get(doc, "spec", "serveConfigV2")
+    name = y.str(y.get(doc, "metadata", "name")) or "this RayService"
+    at = y.key_node(y.get(doc, "spec"), "serveConfigV2") or node
+    _serve_apps(y.str(node) or "", f"RayService {name}", y.span(at) if at is not None else None, fc)
+
+
+def ray_serve_config(y: Y, doc: Node, fc: FileCtx) -> bool:
+    """A Ray Serve config file (`serve deploy` / `serve run config.yaml`: `applications:` with an `import_path`
+    each) whose applications run an engine: SF116, as for a RayService's serveConfigV2."""
+    apps = y.get(doc, "applications")
+    if not isinstance(apps, SequenceNode) or not any(y.get(a, "import_path") is not None for a in y.seq(apps)):
+        return False
+    at = y.key_node(doc, "applications")
+    _serve_apps(y.text[apps.start_mark.index:apps.end_mark.index], "this Ray Serve config",
+                y.span(at) if at is not None else None, fc)
+    return True
+
+
+def _serve_apps(text: str, who: str, span: Span | None, fc: FileCtx) -> None:
     from servefit.engines import get
     from servefit.sources.problems import unread_server
 
-    node = y.get(doc, "spec", "serveConfigV2")
-    text = y.str(node) or ""
     found = [(name, t) for name, t in detect.owners("markers")
              if re.search("|".join(t), text, re.I)]
     if not found:
@@ -192,9 +210,7 @@ def ray_serve_apps(y: Y, doc: Node, fc: FileCtx) -> None:
     title = get(found[0][0]).title
     path = re.search(r"import_path:\s*['\"]?([^\s'\"]+)", text)
     app = f" (import_path {path.group(1)})" if path else ""
-    name = y.str(y.get(doc, "metadata", "name")) or "this RayService"
-    at = y.key_node(y.get(doc, "spec"), "serveConfigV2") or node
     fc.findings.append(unread_server(
-        f"RayService {name} runs {title} in a Ray Serve application{app}, whose Python code sets the engine's "
+        f"{who} runs {title} in a Ray Serve application{app}, whose Python code sets the engine's "
         "arguments: servefit does not read Ray Serve applications, so this server's settings were not checked",
-        span=y.span(at) if at is not None else None))
+        span=span))

@@ -32,6 +32,9 @@ LIST_WORDS = {"for", "select"}
 # a program, never a model: one in a bin folder (`/usr/bin/supervisord`), a script, or a process manager
 PROGRAM_PATH = re.compile(r"^(?:/(?:usr/(?:local/)?)?s?bin/\S+|\S+\.(?:sh|bash|py)|(?:\S*/)?(?:supervisord|tini|dumb-init))$")
 DOCKER = {"docker", "podman", "nerdctl"}
+# a cluster node's launcher given as an engine image's command (`ray start --head`, ray-project's images with
+# vLLM installed): a command, never the engine's arguments (vLLM would take `--head` for `--headless`)
+NODE_STARTERS = {"ray"}
 COMPOSE = {"docker-compose", "podman-compose"}
 
 
@@ -237,8 +240,8 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     unres: list[tuple[str, Span | None]] = []
     for w in argv_words:
         unres.extend(w.unresolved)
-    for w in prefix.values():
-        unres.extend(w.unresolved)
+    for var, w in prefix.items():  # `LD_LIBRARY_PATH=/x:$LD_LIBRARY_PATH`: the inherited value extended, no setting
+        unres.extend(u for u in w.unresolved if u[0] != var)
     proc_env = _env_of(sub_env, ctx.exported_only)
     launch = Launch(hit[1], [w.token() for w in argv_words], proc_env, argv_words[0].line,
                     unresolved=unres, env_taint=dict(sub_env.taint))
@@ -269,6 +272,7 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                                           or detect.program(texts[0]) in detect.SHELLS
                                           or detect.program(texts[0]) in SKIP_WORDS
                                           or detect.program(texts[0]).startswith("python")
+                                          or detect.program(texts[0]) in NODE_STARTERS
                                           or PROGRAM_PATH.match(texts[0]) is not None)
         if cmd and (starts_command or ie is None):
             if ie is not None and ie[2] and starts_command:
@@ -298,7 +302,15 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                 env_named_options(found[0], eng, img or "", env)
         else:
             found = []
-    if not found:
+    if not found and image is not None and not entry and cmd and detect.program(cmd[0].text) in NODE_STARTERS \
+            and detect.engine_of_image(img) is not None:
+        from servefit.sources.helm import image_not_read
+
+        ctx.findings.append(image_not_read(image, why=(
+            f"this container starts a Ray node (`{' '.join(w.text for w in cmd[:2])}`), not the server: a server Ray "
+            "runs there comes from a Ray Serve application or a job servefit does not read, so its settings were "
+            "not checked")))
+    elif not found:
         _launcher_not_started(image, ctx)
     for launch in found:
         if launch.image is None:

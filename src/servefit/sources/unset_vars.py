@@ -3,9 +3,13 @@ server with where it would get a value (a pod's valueFrom, compose's shell, Slur
 
 from __future__ import annotations
 
+import re
+
 from servefit.core import Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
+
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def shown_var(var: str) -> str:
@@ -76,7 +80,10 @@ def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | N
     if text is None and (span is None or (span.file, span.start) not in where):
         return None
     said = text if text is not None else message
-    return next((v for v, _ in site.unresolved_spans if v.startswith("$") and len(v) > 2 and v in said), None)
+    # a variable's name as the words show it: a command substitution as written (`$(nproc)`), a name as
+    # `${EXTRA}` or `$EXTRA` (`OPTS="... ${EXTRA}"` inside `CMD="llama-server ${OPTS}"` run as `${CMD}`)
+    return next((v for v, _ in site.unresolved_spans if (v.startswith("$") and len(v) > 2 and v in said)
+                 or (NAME_RE.fullmatch(v) and re.search(rf"\$(?:\{{{v}\}}|{v}\b)", said))), None)
 
 
 # files beside a compose file that hold example values: docker compose reads none of them, only `.env`
@@ -138,8 +145,11 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
-            elif var in ("$@", "$*", "%*") or (var.startswith("%") and var[1:].isdigit()):
+            elif var in ("$@", "$*", "%*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
+            elif var[:1] in "$%" and var[1:].isdigit():  # `model_name=$1`: one argument, named as such
+                msg = (f"{var}: argument {var[1:]} the script is called with is not known: the value it gives {eng} "
+                       "is not checked")
             else:
                 msg = (f"{_written(site, var, span)} {where_set(site, var) or 'is not set in this repository'}"
                        f"{sample_sets(site, var)}: the value it gives {eng} is not known, so it is not checked")

@@ -293,7 +293,9 @@ def env_entry(text: str, sib: Span, name: str, value: str) -> Piece | None:
     if m:  # compose environment list
         return at, at, f"{pre}{m.group(1)}{m.group(2)}{name}={value}{m.group(2)}{eol}"
     m = re.match(r"([ \t]*)(['\"]?)[A-Za-z_][A-Za-z0-9_]*\2:[ \t]", line)
-    if m:  # compose environment map
+    if m and re.fullmatch(r"[ \t]*(['\"]?)[A-Za-z_][A-Za-z0-9_]*\1:[ \t]*['\"]?", text[a:sib.start].lstrip("\ufeff")):
+        # compose environment map: the sibling is the key's own value, not a word further on (`entrypoint:
+        # ["env", "LLM_NAME=llama3.1", ...]`, whose line is no variable's entry)
         return at, at, f"{pre}{m.group(1)}{name}: {yaml_quote(value, q or DQ)}{eol}"
     m = re.match(r"([ \t]*)(ENV[ \t]+)[A-Za-z_][A-Za-z0-9_]*([= ])", line, re.I)
     if m:  # Dockerfile

@@ -149,6 +149,19 @@ def messages(gpu: GpuSpec, u: PL.Usage, lm: M.LModel, b: int, fa: bool, s: dict[
     return out
 
 
+def _rope_stretch(s: dict[str, Any]) -> tuple[str, float]:
+    """The context factor the file's RoPE scaling gives (common/arg.cpp: `--rope-scale N` sets rope_freq_scale
+    = 1/N, "expands context by a factor of N"; `--rope-freq-scale N` "by a factor of 1/N"); 1 where none."""
+    try:
+        if s.get("rope_scale"):
+            return f"--rope-scale {float(s['rope_scale']):g}", float(s["rope_scale"])
+        if s.get("rope_freq_scale") and float(s["rope_freq_scale"]) > 0:
+            return f"--rope-freq-scale {float(s['rope_freq_scale']):g}", 1 / float(s["rope_freq_scale"])
+    except (TypeError, ValueError):
+        pass
+    return "", 1.0
+
+
 @rule("LCPP006", "LCPP008", "LCPP009", "LCPP010", "LCPP011", "LCPP012", "LCPP013", "LCPP014", "LCPP016", "LCPP017", "LCPP018")
 def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on: bool, ctx_user: int,
            ngl_user: int | None, gpu: GpuSpec, free: list[int], devices: list[DeviceMemory], outcome: str,
@@ -188,8 +201,14 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
                            f"{' and '.join(on_cpu)} run{'s' if on_cpu == ['1 layer'] else ''} on the CPU",
                            span=sp.get("n_gpu_layers") or sp.get("ctx_size"), site=site, setting="n_gpu_layers"))
     if cp.n_ctx_seq > lm.n_ctx_train > 0:
-        out.append(finding("LCPP011", f"n_ctx_seq ({cp.n_ctx_seq}) > n_ctx_train ({lm.n_ctx_train}) -- possible "
-                           "training context overflow", span=sp.get("ctx_size"), site=site, setting="ctx_size"))
+        said = f"n_ctx_seq ({cp.n_ctx_seq}) > n_ctx_train ({lm.n_ctx_train}) -- possible training context overflow"
+        flag, factor = _rope_stretch(s)
+        if factor > 1 and lm.n_ctx_train * factor >= cp.n_ctx_seq:  # the file stretches RoPE to that length itself
+            out.append(finding("LCPP011", f"{said} (llama.cpp logs it; {flag} stretches RoPE over "
+                               f"{int(lm.n_ctx_train * factor):,} tokens, as this file asks)", span=sp.get("ctx_size"),
+                               site=site, setting="ctx_size", severity="info"))
+        else:
+            out.append(finding("LCPP011", said, span=sp.get("ctx_size"), site=site, setting="ctx_size"))
     if fit_on and fr.failed and outcome != "started":
         out.append(finding("LCPP012", f"--fit cannot adjust anything: {fr.failed}", span=sp.get("n_gpu_layers"),
                            site=site, setting="n_gpu_layers"))

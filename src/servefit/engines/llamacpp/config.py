@@ -102,8 +102,10 @@ def _bare_fa_dates(parsed: Parsed, table: Any, implied: Implied | None, version:
     raw = parsed.values.get("flash_attn")
     if version or moving_tag(site) or not (raw == [] or raw is True):
         return implied
-    if implied is not None:  # the options already date it (before b6325, or to no build at all)
-        return implied
+    if implied is not None and (implied.version is None or V.build(implied.version) < V.FA_AUTO):
+        return implied  # the options already date it (before b6325, or to no build at all)
+    # else none, or an option removed later dates it to a build that refuses the bare switch: the newest
+    # build before b6325 takes them all where it has every option (`--ctx-size-draft` is in both)
     before = [r for r in table.releases if V.build(r) < V.FA_AUTO]
     if not before:
         return implied
@@ -111,7 +113,13 @@ def _bare_fa_dates(parsed: Parsed, table: Any, implied: Implied | None, version:
     for name in where:  # an option a later build added: no build takes them all
         h = table.history.get(name) or table.env_history.get(name)
         if h is not None and not h.present(newest):
-            return implied
+            if implied is None:
+                return implied
+            # the options dated it to a build that refuses the bare switch: say that no build takes them all,
+            # not that this one has every option (countzero/windows_llama.cpp: --ctx-size-draft with -fa)
+            where["-fa"] = parsed.flag_spans.get("flash_attn") or parsed.spans.get("flash_attn")
+            return Implied(None, (("-fa", f"a bare switch only before b{V.FA_AUTO}"),
+                                  (name, h.why_absent(newest))))
     where["-fa"] = parsed.flag_spans.get("flash_attn") or parsed.spans.get("flash_attn")
     return Implied(newest, (("-fa", f"a bare switch, as builds before b{V.FA_AUTO} take it: from then it needs "
                                     "on|off|auto"),))
@@ -195,6 +203,9 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
     if s["parallel"] < 0:
         s["parallel"] = 4 if b >= V.NP_AUTO else 1
     s["swa_full"] = bool(vals.get("swa_full", False))
+    for k in ("rope_scale", "rope_freq_scale"):  # the context the file stretches RoPE over (LCPP011)
+        if vals.get(k) is not None:
+            s[k] = vals[k]
     s["kv_offload"] = not vals.get("no_kv_offload", False) and vals.get("kv_offload", True) is not False
     # before -ngl auto (b7553) -1 was the "unset" sentinel: common/common.cpp common_model_params_to_llama
     # copies n_gpu_layers into llama_model_default_params only `if (params.n_gpu_layers != -1)`, so -ngl -1
