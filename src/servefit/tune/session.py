@@ -332,10 +332,10 @@ class Session:
 def kept_fraction(ev: Any, share: float) -> float:
     """Beside servers that fit with it on its GPU, a memory fraction the file sets is not raised into the room
     they leave (what a split left over: a second tune writes nothing), only lowered where the room is less."""
-    from servefit.tune.split import FRACTION
+    from servefit.tune.split import fraction_name
 
-    name = FRACTION.get(ev.config.engine)
-    if name is None or name not in ev.config.explicit or ev.config.settings.get(name) is None:
+    name = fraction_name(ev.config.engine)
+    if not name or name not in ev.config.explicit or ev.config.settings.get(name) is None:
         return share
     return min(share, float(ev.config.settings[name]))
 

@@ -51,6 +51,14 @@ class Adapter:
 
     engine = ""
     always: frozenset[str] = frozenset()  # dimensions written into the settings even when unchanged
+    # a GPU several servers share (tune/split.py): the setting that sizes the engine by a fraction of the GPU,
+    # whether that is of the memory free when it starts (not of the total), why a server started last has
+    # less (said where no split fits), and what the split line says of the engine ({tokens}: its KV tokens
+    # started last)
+    fraction_name = ""
+    fraction_of_free = False
+    started_last = ""
+    split_note = ""
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         raise NotImplementedError

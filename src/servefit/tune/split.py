@@ -43,8 +43,22 @@ GIB = 2**30
 
 # the setting each engine sizes itself by, as a fraction of the GPU's memory
 # SGLang's fraction is of the memory free when it starts (model_runner.py::profile_max_num_token)
-FREE_FRACTION = "sglang"
-FRACTION = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static", "tgi": "cuda_memory_fraction"}
+
+
+def adapter(engine: str | None) -> Any:
+    """The engine's tune adapter (its memory fraction and what a shared GPU means for it), or None."""
+    from servefit.engines import get
+
+    try:
+        return get(engine or "").tune_adapter()
+    except Exception:  # noqa: BLE001 - no plugin for it: not a fraction server
+        return None
+
+
+def fraction_name(engine: str | None) -> str:
+    """The setting that sizes the engine by a fraction of the GPU ("" for llama.cpp, Ollama)."""
+    a = adapter(engine)
+    return str(getattr(a, "fraction_name", "") or "") if a is not None else ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,7 @@ def need_of(srv: Any, needs: Needs) -> int:
     if not bpt and p.kv_cache_tokens:
         bpt = int(p.memory.kv_cache / p.kv_cache_tokens)
     need = held(p) - int(p.memory.kv_cache) + bpt * context * max(needs.min_concurrency, 1)
-    if srv.site.engine == FREE_FRACTION:
+    if getattr(adapter(srv.site.engine), "fraction_of_free", False):
         # a fraction of the memory free at start: started last, beside others holding all but its share s, it
         # gets f x (s - ctx) of it, and started first f x (total - ctx) must stay within s: so s - ctx is at
         # least the geometric mean of (need - ctx) and (total - ctx)
@@ -94,7 +108,7 @@ def split(members: list[Any], needs: Needs) -> tuple[dict[str, Share], str]:
     if len(members) < 2 or any(s.plan is None or s.plan.outcome != "started" or s.evaluation is None
                                for s in members):
         return {}, ""
-    frac = [s for s in members if s.site.engine in FRACTION]
+    frac = [s for s in members if fraction_name(s.site.engine)]
     if not frac:
         return {}, ""
     total = members[0].evaluation.gpu.memory_bytes
@@ -115,35 +129,17 @@ def split(members: list[Any], needs: Needs) -> tuple[dict[str, Share], str]:
         tokens = tokens_needed(s, needs)
         got = fraction_for(s, share, total - share, tokens)
         if got is None:
-            how = LAST.get(s.site.engine, "")
+            how = adapter(s.site.engine).started_last
             return {}, (f"'{label(s.site.name)}' has no fraction that holds no more than its {share / GIB:.2f} GiB "
                         f"share and, started after the others, still starts with {tokens:,} tokens of KV cache{how}")
         f, last = got
         out[s.site.name] = Share(need=n, share=share, fraction=f, others=total - share,
-                                 note=NOTES.get(s.site.engine, "").format(tokens=last))
+                                 note=adapter(s.site.engine).split_note.format(tokens=last))
     return out, ""
 
 
 def label(name: str) -> str:
     return name.split("/", 1)[-1]
-
-
-# why a server started last has less: its engine sizes its KV cache from the device's free memory
-LAST = {"tgi": " (TGI sizes its KV cache from the memory free on the device at warm-up, so the server that starts "
-               "last has what the others leave; compose's depends_on sets the order)",
-        "sglang": " (SGLang takes its fraction of the memory free when it starts; compose's depends_on sets the "
-                  "order)"}
-
-
-NOTES = {
-    "vllm": "; vLLM refuses to start when the memory free is below its fraction of the total "
-            "(v1/worker/utils.py::request_memory), so the fraction leaves the others' shares free",
-    "tgi": "; TGI sizes its KV cache from the memory free on the device at warm-up (flash_causal_lm.py::warmup: "
-           "free - (1 - cuda_memory_fraction x TGI_WIGGLE_ROOM) x total): started after the others its KV cache "
-           "holds {tokens:,} tokens",
-    "sglang": "; SGLang takes its fraction of the memory free when it starts (model_runner.py::"
-              "profile_max_num_token): started after the others its KV pool holds {tokens:,} tokens",
-}
 
 
 def fraction_for(srv: Any, share: int, others: int, tokens: int) -> tuple[float, int] | None:
@@ -153,7 +149,7 @@ def fraction_for(srv: Any, share: int, others: int, tokens: int) -> tuple[float,
     from servefit.engines import get
 
     ev = srv.evaluation
-    name = FRACTION[srv.site.engine]
+    name = fraction_name(srv.site.engine)
     eng = get(ev.config.engine)
     beside = replace(ev.gpu, in_use_bytes=ev.gpu.in_use_bytes + others)
     for pct in range(99, 4, -1):

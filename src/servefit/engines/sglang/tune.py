@@ -25,6 +25,11 @@ class SglangAdapter(GenericAdapter):
     context_name = "context_length"
     seqs_name = "max_running_requests"
     fraction_name = "mem_fraction_static"
+    fraction_of_free = True  # model_runner.py::profile_max_num_token: of the memory free before loading
+    started_last = (" (SGLang takes its fraction of the memory free when it starts; compose's depends_on sets the "
+                    "order)")
+    split_note = ("; SGLang takes its fraction of the memory free when it starts (model_runner.py::"
+                  "profile_max_num_token): started after the others its KV pool holds {tokens:,} tokens")
     tp_name = "tp_size"
     fraction_ceiling = 0.9  # SGLang's own default is often far lower; its OOM message says to raise it
     quant_name = "quantization"

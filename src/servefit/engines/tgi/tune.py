@@ -29,6 +29,11 @@ class TgiAdapter(GenericAdapter):
     # sets it, as it caps the users whatever the KV cache holds; it costs no GPU memory
     seqs_name = "max_concurrent_requests"
     fraction_name = "cuda_memory_fraction"
+    started_last = (" (TGI sizes its KV cache from the memory free on the device at warm-up, so the server that "
+                    "starts last has what the others leave; compose's depends_on sets the order)")
+    split_note = ("; TGI sizes its KV cache from the memory free on the device at warm-up (flash_causal_lm.py::"
+                  "warmup: free - (1 - cuda_memory_fraction x TGI_WIGGLE_ROOM) x total): started after the others "
+                  "its KV cache holds {tokens:,} tokens")
     fraction_ceiling = 1.0  # TGI's default (launcher/src/main.rs Args, cuda_memory_fraction 1.0): a lower one may be raised
     tp_name = "num_shard"
     quant_name = "quantize"

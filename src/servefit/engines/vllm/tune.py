@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 class VllmAdapter(Adapter):
     engine = "vllm"
     request_cap = "max_num_seqs"
+    fraction_name = "gpu_memory_utilization"
+    split_note = ("; vLLM refuses to start when the memory free is below its fraction of the total "
+                  "(v1/worker/utils.py::request_memory), so the fraction leaves the others' shares free")
 
     def cell_settings(self, ev: Any, context: int, users: int) -> tuple[dict[str, Any], dict[str, str]]:
         """--max-model-len C (past the model's own limit only as VLLM_ALLOW_LONG_MAX_MODEL_LEN
