@@ -295,8 +295,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             first_graphs, first_avail, first_logged_act = n_graphs, avail, logged_activation(
                 act - held, cg_budget, r.version)
             released = capture.capture_release(model, r, e, gpu, cfg, v2) if cg else capture.Released()
-            first_logged_cg = unified.logged_capture(gpu, e, capture.logged_graph_bytes(cg, released),
-                                                     w + non_torch + kv + held + released.known, w, cfg.settings)
+            first_logged_cg = capture.logged_graph_bytes(cg, released)
             if not e.v1 and r.tp > 1 and last and act and not kv_override:  # the non-driver workers (detail.py)
                 worker_act = activation_peak(model, r, False, False, cfg.settings)
                 worker_avail = avail + act - worker_act

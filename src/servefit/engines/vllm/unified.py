@@ -21,9 +21,8 @@ release, and what that leaves servefit unable to know: said as assumptions, not 
   worker/model_runner.py and v1/worker/gpu_model_runner.py, torch.accelerator.get_memory_info from 0.33),
   i.e. MemFree: page cache the kernel reclaims to make room for the graphs hides them (with the KV cache
   sized to the utilization ceiling MemFree may sit at the kernel's reclaim floor, and the figure read near
-  0), while host memory taken and files written meanwhile count in. The first is predicted
-  (logged_capture): MemFree before the capture is what the device holds less what vLLM holds then and the
-  checkpoint's files in the page cache, the OS's own memory taken as none; the second is not.
+  0), while host memory taken and files written meanwhile count in. Neither is predicted: both rest on the
+  OS's state (what the page cache holds, what else runs), which the engine's code does not set.
 """
 
 from __future__ import annotations
@@ -42,19 +41,6 @@ def page_cache(gpu: GpuSpec, e: Era, weights: int, settings: dict) -> int:
     if not gpu.integrated or vtuple(e.version) >= MEM_AVAILABLE_FROM or settings.get("load_format") == "dummy":
         return 0
     return weights
-
-
-def logged_capture(gpu: GpuSpec, e: Era, logged: int, held: int, weights: int, settings: dict) -> int:
-    """The capture log's figure on unified memory: the drop in MemFree, which the graphs (`logged`: their
-    memory, less what the capture hands back) lower only as far as MemFree goes before the kernel reclaims
-    page cache instead. MemFree before the capture: the device's total less what vLLM `held` then
-    (weights, non-torch, KV cache, cached blocks) and, from 0.12 (where the budget reads MemAvailable and
-    so leaves the checkpoint's files in the page cache), those files, taken as the weights' size
-    (page_cache charges them to non-torch up to 0.11). Discrete GPUs: `logged` as is."""
-    if not gpu.integrated or logged <= 0:
-        return logged
-    files = weights if vtuple(e.version) >= MEM_AVAILABLE_FROM and settings.get("load_format") != "dummy" else 0
-    return min(logged, max(0, gpu.memory_bytes - held - files))
 
 
 def notes(gpu: GpuSpec, e: Era, budget: int, graphs_subtracted: bool, graphs_captured: bool = False) -> list[str]:
@@ -81,7 +67,6 @@ def notes(gpu: GpuSpec, e: Era, budget: int, graphs_subtracted: bool, graphs_cap
     if graphs_captured:
         out.append("unified memory: the capture log's 'took X GiB' is the drop in CUDA's free memory (the kernel's "
                    "MemFree), not the graphs' size: page cache the kernel reclaims for them hides them (near the "
-                   "utilization ceiling the log can read about 0; predicted with the checkpoint's files in the page "
-                   "cache and the OS's own memory taken as none), host memory and files written meanwhile add in; "
-                   "the plan's CUDA-graph line gives what the graphs hold")
+                   "utilization ceiling the log can read about 0), host memory and files written meanwhile add in; "
+                   "the plan gives what the graphs hold")
     return out
