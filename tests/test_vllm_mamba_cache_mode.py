@@ -161,3 +161,15 @@ def test_graph_capture_check_counts_all_mode_groups():
     assert plan.detail.num_gpu_blocks < 1024
     assert plan.outcome == "rejected_config"
     assert "VLLM025" in codes(cfg, plan)
+
+
+def test_schema_types_the_chunk_size():
+    import json
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent.parent / "src/servefit/schemas/models.schema.json").read_text())
+    mamba = jsonschema.Draft202012Validator(schema["$defs"]["model"]["properties"]["mamba"])
+    assert mamba.is_valid({"kind": "mamba2", "chunk_size": 128})
+    assert not mamba.is_valid({"kind": "mamba2", "chunk_size": 0})
+    assert not mamba.is_valid({"kind": "mamba2", "chunk_size": "128"})
