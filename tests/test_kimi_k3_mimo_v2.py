@@ -69,7 +69,7 @@ def test_kimi_k3_vllm_kda_state_and_mla_latent():
     assert full_kv_bytes_per_token(m, 2, 16) == 24 * 576 * 2  # MLAAttentionSpec: one latent, not split by TP
     # kda_state_shape at TP 16: conv (3 x 12288 / 16, kernel - 1) bf16; recurrent 6 x 128 x 128 fp32
     page = 3 * 12288 // 16 * 3 * 2 + 96 // 16 * 128 * 128 * 4
-    blocks, block, state = hybrid_state({}, m, "bfloat16", 16, (0, 33, 0), 64, 2)
+    blocks, block, state, _ = hybrid_state({}, m, "bfloat16", 16, (0, 33, 0), 64, 2)
     assert state == page == 407040
     # the MLA page holds one state, in blocks of a multiple of 128 (platforms/interface.py _align_hybrid_block_size)
     assert block == 128 * -(-page // (128 * 576 * 2)) == 384

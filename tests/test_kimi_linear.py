@@ -40,7 +40,7 @@ def test_kda_state_at_tp2_as_vllm_0_11_sizes_it():
     # mamba_utils.py kda_state_shape (0.11.1): q, k, v conv windows of (kernel - 1) x 4096 / 2 in bf16,
     # the recurrent state 16 x 128 x 128 in float32 (kda_state_dtype)
     page = 3 * 3 * 2048 * 2 + 16 * 128 * 128 * 4
-    blocks, block, state = hybrid_state({}, m, "bfloat16", 2, (0, 11, 1), 16, 2)
+    blocks, block, state, _ = hybrid_state({}, m, "bfloat16", 2, (0, 11, 1), 16, 2)
     assert state == page == 1_085_440
     # models/config.py HybridAttentionMambaModelConfig: an MLA page is raised in multiples of 64
     assert block == 64 * -(-page // (64 * 576 * 2)) == 960

@@ -88,7 +88,7 @@ def test_qwen38_27b_pool_at_0271_reproduces_the_otel_line():
 
     m = lookup("Qwen/Qwen3.8-27B-FP8")
     e = era("0.27.1")
-    state_blocks, block, page = hybrid_state({}, m, "bfloat16", 1, (0, 27, 1), 16, 2)
+    state_blocks, block, page, _ = hybrid_state({}, m, "bfloat16", 1, (0, 27, 1), 16, 2)
     assert (state_blocks, block, page) == (1, 784, 3_207_168)
     kinds = layer_kinds(m, True, False, state_blocks)
     assert kinds.count(("mamba", 1)) == 48 and kinds.count(("full", 0)) == 16

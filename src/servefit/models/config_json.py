@@ -377,6 +377,10 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         resolved_from=resolved_from, moe_layer_step=step if experts else 1,
     )
     config_layouts.apply(c, spec)  # OPT, encoders, Falcon-H1, Granite 4, Nemotron-H, LFM2 keys
+    # the Mamba2 chunk size vLLM's "all" cache mode aligns to (config/model.py::ModelConfig.get_mamba_chunk_size:
+    # mamba_chunk_size, else chunk_size)
+    if (spec.mamba or {}).get("kind") == "mamba2" and (chunk := _int(_first(c, ("mamba_chunk_size", "chunk_size")))):
+        spec.mamba = {**spec.mamba, "chunk_size": chunk}
     if vision is not None:
         spec.vision_params = count_vision_params(vision, h, model_type, top)
         spec.vision = dict(vision)

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.vllm.era import Era
-from servefit.engines.vllm.mamba_cache import hybrid_prefix_caching, mamba_cache_mode
+from servefit.engines.vllm.mamba_cache import (
+    all_mode_block,
+    all_mode_blocks,
+    hybrid_prefix_caching,
+    mamba_cache_mode,
+    mamba_chunk_size,
+)
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.arch_mimo_v2 import is_mimo_v2
@@ -34,8 +40,10 @@ class Group:
     """Layers vLLM's KV-cache manager pages together: their attention kind and window, which set how many
     blocks a request holds."""
 
-    kind: str  # full | sliding | chunked | mamba (recurrent state: Mamba2 / GatedDeltaNet)
-    window: int  # sliding window or attention chunk size (0 for full); mamba: state blocks per request
+    kind: str  # full | sliding | chunked | mamba (recurrent state: Mamba2 / GatedDeltaNet) | mamba_all
+    # sliding window or attention chunk size (0 for full); mamba: state blocks per request; mamba_all (the
+    # "all" Mamba cache mode, a state block per block of context): the speculative blocks on top
+    window: int
     layers: int  # layers in this group (padding included)
     block_size: int = 0  # tokens per block when unified pages differ from the layout's (0: the layout's)
 
@@ -63,6 +71,8 @@ class KvLayout:
                 total += cdiv(min(g.window + in_flight, max_model_len), bs)
             elif g.kind == "mamba":
                 total += g.window
+            elif g.kind == "mamba_all":  # MambaSpec.max_memory_usage_bytes, mamba_cache_mode "all"
+                total += cdiv(max_model_len, bs) + g.window
             else:
                 total += cdiv(max_model_len, bs)
         return total
@@ -84,9 +94,11 @@ class KvLayout:
 
 
 def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: bool,
-                state_blocks: int | None = None) -> list[tuple[str, int]]:
+                state_blocks: int | None = None, all_mode: bool = False) -> list[tuple[str, int]]:
     """(kind, window) for every layer with a KV-cache spec. Recurrent layers are left out unless
-    `state_blocks` (see mamba_state_blocks) says how many blocks their state takes per request."""
+    `state_blocks` (see mamba_state_blocks) says how many blocks their state takes per request; in the
+    "all" Mamba cache mode (`all_mode`) they are ("mamba_all", the speculative blocks, `state_blocks`)."""
+    state = "mamba_all" if all_mode else "mamba"
     out = []
     kinds = model.kinds()
     shared = int(model.layout.get("num_kv_shared_layers") or 0)
@@ -97,7 +109,7 @@ def layer_kinds(model: ModelSpec, hybrid_manager: bool, disable_sliding_window: 
     both = model.model_type == "zamba2"
     for kind in kinds:
         if (kind in ("mamba", "linear") or (both and kind == "full")) and state_blocks is not None and hybrid_manager:
-            out.append(("mamba", state_blocks))
+            out.append((state, state_blocks))
             if kind != "full":
                 continue
         if kind in ("mamba", "linear", "none"):
@@ -172,7 +184,7 @@ def mamba_state_blocks(version: tuple[int, ...], prefix_caching: bool, num_spec:
     """Blocks one request's recurrent state holds (MambaSpec.max_memory_usage_bytes): one before
     v0.15; from v0.15 `1 + num_speculative_blocks` ("none", prefix caching off) or `2 + ...`
     ("align", prefix caching on for models without Mamba prefix-caching support, which is every
-    GatedDeltaNet model). The "all" mode of Mamba2 models with prefix caching is not modelled.
+    GatedDeltaNet model). The "all" mode's blocks follow the context (all_mode_blocks, Group "mamba_all").
     Whether prefix caching is on, and the mode, are mamba_cache.py's to say."""
     if version < (0, 15, 0):
         return 1
@@ -190,18 +202,20 @@ def speculative(settings: dict[str, Any]) -> tuple[str, int]:
 
 def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int, version: tuple[int, ...],
                  block_size: int, kv_dtype_bytes: float,
-                 env: dict[str, str] | None = None) -> tuple[int | None, int, int]:
-    """(state blocks per request, attention block size, one layer's state page) of a recurrent
-    model (Mamba1 / Mamba2 / GatedDeltaNet, hybrid or not); None blocks when the model has no
-    recurrent layers or its state shape is unknown. The ssm state is fp32 where the model's vLLM
+                 env: dict[str, str] | None = None) -> tuple[int | None, int, int, int]:
+    """(state blocks per request, attention block size, one layer's state page, the "all" mode's state block
+    size) of a recurrent model (Mamba1 / Mamba2 / GatedDeltaNet, hybrid or not); None blocks when the model
+    has no recurrent layers or its state shape is unknown. The ssm state is fp32 where the model's vLLM
     config class says so: Qwen3.5 (its config's mamba_ssm_dtype,
     models/config.py::Qwen3_5ForConditionalGenerationConfig) and Nemotron-H
     (NemotronHForCausalLMConfig.DEFAULT_MAMBA_SSM_CACHE_DTYPE). An attention-free model (Mamba,
     Falcon-Mamba, Mamba2) runs without prefix caching (config/model.py
-    is_prefix_caching_supported: "Attention free models do not support prefix caching")."""
+    is_prefix_caching_supported: "Attention free models do not support prefix caching").
+    The last figure is 0 outside the "all" Mamba cache mode (mamba_cache.py); in it the state blocks are
+    the speculative ones on top of a block per block of context (see all_mode_blocks)."""
     kinds = model.kinds()
     if not any(k in ("mamba", "linear") for k in kinds):
-        return None, block_size, 0
+        return None, block_size, 0, 0
     _, n_spec = speculative(settings)
     conv_dtype = settings.get("mamba_cache_dtype") or "auto"
     conv_b = dtype_bytes(dtype if conv_dtype == "auto" else conv_dtype)
@@ -216,24 +230,31 @@ def hybrid_state(settings: dict[str, Any], model: ModelSpec, dtype: str, tp: int
     # kda_state_shape: the conv window is kernel - 1 long up to 0.26, kernel - 1 + num_spec from 0.27.1
     page = mamba_page_bytes(model, tp, conv_b, ssm_b, 0 if kda and version < KDA_CONV_SPEC_FROM else n_spec)
     if not page:
-        return None, block_size, 0
+        return None, block_size, 0, 0
     attention = any(k in ("full", "sliding", "chunked") for k in kinds)
     if not attention:  # no attention page to align to: the state is its own page
-        return mamba_state_blocks(version, False, n_spec), block_size, page
+        return mamba_state_blocks(version, False, n_spec), block_size, page, 0
     alignment = hybrid_alignment(model, version, env)
-    block = aligned_block_size(block_size, page, layer_bytes_per_token(model, kv_dtype_bytes, tp), alignment)
-    # prefix caching and the Mamba cache mode by release (mamba_cache.py); the "all" mode is planned as
-    # "align" and the plan says so (mamba_cache.all_mode_note)
+    attn_1 = layer_bytes_per_token(model, kv_dtype_bytes, tp)
+    # prefix caching and the Mamba cache mode by release (mamba_cache.py); the "all" mode of a model whose
+    # chunk size the catalog lacks is planned as "align" and the plan says so (mamba_cache.all_mode_note)
     mode = mamba_cache_mode(settings, model, version, hybrid_prefix_caching(settings, version))
-    return mamba_state_blocks(version, mode != "none", n_spec), block, page
+    base = int(settings.get("mamba_block_size") or 0) or mamba_chunk_size(model)
+    if mode == "all" and base:
+        state_block = all_mode_block(base, page, attn_1, block_size, alignment, version)
+        return all_mode_blocks(version, n_spec), max(block_size, state_block), page, state_block
+    block = aligned_block_size(block_size, page, attn_1, alignment)
+    return mamba_state_blocks(version, mode != "none", n_spec), block, page, 0
 
 
 def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: float, tp: int,
-           block_size: int, era: Era, state_page: int = 0) -> KvLayout:
+           block_size: int, era: Era, state_page: int = 0, state_block: int = 0) -> KvLayout:
     """Group layers as the hybrid KV-cache manager does and size one block
     (kv_cache_utils.py::_get_kv_cache_groups_uniform_page_size). Recurrent ("mamba") layers share
     the pool with the attention layers at the attention page size; without attention layers
-    (pure Mamba) a block is one layer's state (`state_page`, MambaSpec.page_size_bytes)."""
+    (pure Mamba) a block is one layer's state (`state_page`, MambaSpec.page_size_bytes). In the "all"
+    mode a state block covers `state_block` tokens (MambaSpec.block_size = mamba_block_size), which
+    hybrid_state makes the attention block but for a larger --block-size up to 0.19."""
     page = int(block_size * layer_bytes_per_token(model, kv_dtype_bytes, tp))
     if state_page and layers and all(kind == "mamba" for kind, _ in layers):
         page = state_page
@@ -251,7 +272,8 @@ def layout(model: ModelSpec, layers: list[tuple[str, int]], kv_dtype_bytes: floa
     for (kind, window), n in buckets.items():
         k = cdiv(n, group_size)
         padding += k * group_size - n
-        groups.extend(Group(kind, window, group_size) for _ in range(k))
+        bs = state_block if kind == "mamba_all" and state_block != block_size else 0
+        groups.extend(Group(kind, window, group_size, bs) for _ in range(k))
     return KvLayout(groups, page, block_size, page * group_size, padding)
 
 

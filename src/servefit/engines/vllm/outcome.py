@@ -137,7 +137,7 @@ def mamba_blocks_short(model: ModelSpec, cfg: EngineConfig, gpu: GpuSpec, r: Res
 
     if not e.v1 or r.version < MAMBA_BLOCKS_CHECK_FROM or r.max_num_seqs <= num_blocks:
         return False
-    if not any(g.kind == "mamba" for g in lay.groups):
+    if not any(g.kind in ("mamba", "mamba_all") for g in lay.groups):
         return False
     return bool(graph_sizes(model, r, e, cfg, gpu)[1])  # full graphs captured (has_full_cudagraphs)
 

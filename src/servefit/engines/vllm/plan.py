@@ -218,9 +218,9 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_db = DS_MLA_ROW / (model.kv_lora_rank + model.qk_rope_head_dim)
     dcp = int(cfg.settings.get("decode_context_parallel_size") or 1) * pcp_kv_shards(cfg.settings, r.version)
     hybrid = not cfg.settings.get("disable_hybrid_kv_cache_manager") and e.v1 and e.hybrid_kv_manager
-    state_blocks, r.block_size, state_page = hybrid_state(cfg.settings, model, r.dtype, r.tp, r.version, r.block_size,
-                                                          kv_db, cfg.env) if hybrid else (None, r.block_size, 0)
-    kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks)
+    state_blocks, r.block_size, state_page, state_block = hybrid_state(
+        cfg.settings, model, r.dtype, r.tp, r.version, r.block_size, kv_db, cfg.env) if hybrid else (None, r.block_size, 0, 0)
+    kinds = layer_kinds(model, hybrid, bool(cfg.settings.get("disable_sliding_window")), state_blocks, bool(state_block))
     # up to 0.9.0 V1 checks one request against the sliding-window specs, then sizes every layer as
     # full attention (kv_cache_utils.py::get_kv_cache_config: check_enough_kv_cache_memory before
     # unify_hybrid_kv_cache_specs)
@@ -273,7 +273,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - cg_budget
         start = sum(stages[:st])
-        lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e, state_page)
+        lay = layout(model, kinds[start:start + stages[st]], kv_db, r.tp, r.block_size, e, state_page, state_block)
         check_lay = lay if check_kinds is kinds else layout(model, check_kinds[start:start + stages[st]], kv_db, r.tp,
                                                               r.block_size, e)
         if v4:  # per-layer compressed, indexer, window and state caches, packed (engines/vllm/kv_dsv4.py)
