@@ -3,6 +3,7 @@ round): each case is a minimal file written for the test, in the shape the repos
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,18 @@ def test_a_script_argument_is_said_as_the_argument_it_is(tmp_path: Path, capsys:
     assert capsys.readouterr().out == (
         f"{f}:1:12: SF001 $1: argument 1 the script is called with is not known: the value it gives SGLang is not "
         "checked\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+
+
+# countzero/windows_llama.cpp and others write `--fa` for llama.cpp's `-fa`: the suggestion was `--tfs`, the
+# closest long flag; the same name with the other number of dashes is what was meant.
+def test_the_suggestion_for_a_flag_with_the_wrong_dashes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("llama-server -m /m/qwen2.5-7b-instruct-q4_k_m.gguf --fa on -c 4096 --host 127.0.0.1\n"
+                 "vllm serve Qwen/Qwen2.5-7B-Instruct -max-model-len 4096 --gpu-memory-utilisation 0.9 --host 127.0.0.1\n")
+    main(["lint", str(f), "--gpu", "L4", "--select", "LCPP001,VLLM001", "--format", "json"])
+
+
+    assert [x["message"].split(" [GPU")[0] for x in json.loads(capsys.readouterr().out)] == [
+        "error: invalid argument: --fa (did you mean -fa?)",  # llama-server's own wording
+        "unrecognized argument: -max-model-len (did you mean --max-model-len?)",
+        "unrecognized argument: --gpu-memory-utilisation (did you mean --gpu-memory-utilization?)"]

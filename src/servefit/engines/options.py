@@ -277,8 +277,14 @@ class OptionTable:
         return f"removed after {opt.until}" if opt is not None and opt.until else "not in later releases"
 
     def suggest(self, flag: str) -> str | None:
+        """The flag meant: the same name with the other number of dashes (`--fa` for llama.cpp's `-fa`),
+        else the closest of the same kind."""
         import difflib
 
+        name = self._norm(flag).lstrip("-")
+        same = next((alt for alt in ("-" + name, "--" + name) if alt != flag and alt in self.by_flag), None)
+        if same is not None:
+            return same
         cands = [k for k in self.by_flag if k.startswith("--")] if flag.startswith("--") else list(self.by_flag)
         close = difflib.get_close_matches(self._norm(flag), cands, n=1, cutoff=0.6)
         return close[0] if close else None
