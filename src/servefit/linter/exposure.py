@@ -115,7 +115,9 @@ def context(site: LaunchSite) -> str | None:
         return None
     if x.kind or x.chart:
         return "pod"
-    if x.service is not None or x.runtime in ("docker run", "Cloud Run") or site.name.startswith("dockerfile"):
+    from servefit.sources.launch import RUNS_IMAGES
+
+    if x.service is not None or x.runtime in RUNS_IMAGES or site.name.startswith("dockerfile"):
         return "container"
     return "host"
 

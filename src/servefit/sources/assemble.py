@@ -22,6 +22,7 @@ from servefit.config import Config, Configs, searching_each_folder_once, user_on
 from servefit.core import EngineConfig, Finding, LaunchSite, MemoryPlan, Span, UsageError
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
+from servefit.sources.launch import RUNS_IMAGES
 from servefit.sources.target import Flags, ServerTarget, resolve
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
         from servefit.sources.compose_layers import drop_shadowed
 
         sites = drop_shadowed(sites)
-    if any(s.workload.service or s.workload.runtime in ("docker run", "Cloud Run") for s in sites):
+    if any(s.workload.service or s.workload.runtime in RUNS_IMAGES for s in sites):
         from servefit.sources.compose_build import drop_built
 
         sites = drop_built(sites)

@@ -22,16 +22,16 @@ SWITCHES = {"--allow-unauthenticated", "--no-allow-unauthenticated", "--no-cpu-t
 DEFAULT_GPU_TYPE = "nvidia-l4"
 
 
-def separator(word: Word) -> str:
-    """The delimiter of a list flag's value: `,`, or the one a `^D^` prefix names (`^;^a;b`)."""
+def delimited(word: Word) -> tuple[str, Word]:
+    """(the delimiter, the items' text) of a list flag's value: `,`, or the one a `^D^` prefix names (`^;^a;b`)."""
     text = word.text
-    return text[1] if text.startswith("^") and text.find("^", 1) == 2 else ","
+    return (text[1], word.after(3)) if text.startswith("^") and text.find("^", 1) == 2 else (",", word)
 
 
 def items(word: Word) -> list[Word]:
     """A list flag's value split into its items."""
-    sep = separator(word)
-    return (word.after(3) if word.text.startswith("^") and sep != "," else word).split_on(sep)
+    sep, body = delimited(word)
+    return body.split_on(sep)
 
 
 def _from_source(source: Word, entry: list[Word] | None, args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
@@ -48,15 +48,7 @@ def _from_source(source: Word, entry: list[Word] | None, args: list[Word], ctx: 
     path = os.path.normpath(os.path.join(here, source.text, "Dockerfile"))
     if not os.path.isfile(path) or not _within(path, _repo_of(here)):
         return []
-    launches = built(path, None, entry, args or None, entry is not None, env, ctx)
-    if launches:  # the models its RUN commands pull are the ones the image serves (`ollama pull $MODEL`)
-        from servefit.safe_io import read_text
-        from servefit.sources.base import FileCtx
-        from servefit.sources.dockerfile import stages
-        from servefit.sources.ollama_client import ollama_client
-
-        for words in stages(FileCtx.of(path, read_text(path, 1 << 20)))[-1].built:
-            ollama_client(words, ctx)
+    launches = built(path, None, entry, args or None, entry is not None, env, ctx, pulls=True)
     line = source.token().span
     for launch in launches:  # the server is this command: its line, as for an image
         launch.line = line.line if line is not None else launch.line
@@ -95,7 +87,7 @@ def gcloud_run_deploy(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                 value = item.after(len(name) + 1)
                 denv.set(name, value.token(), value.unresolved)
                 denv.exported.add(name)
-                env_end = item.token().span if separator(vals[key]) == "," else None  # tune adds `,NAME=VALUE`
+                env_end = item.token().span if delimited(vals[key])[0] == "," else None  # tune adds `,NAME=VALUE`
     entry = items(vals["--command"]) if "--command" in vals else None
     args = items(vals["--args"]) if "--args" in vals else []
     if image is not None:
@@ -119,7 +111,7 @@ def gcloud_run_deploy(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         if hint is not None:
             launch.gpu = hint
         launch.facts["runtime"] = "Cloud Run"
-        launch.facts["list_separator"] = separator(vals["--args"]) if "--args" in vals else ","
+        launch.facts["list_separator"] = delimited(vals["--args"])[0] if "--args" in vals else ","
         launch.facts["env_list_end"] = env_end
         launch.facts["exposure"] = [Exposure("Cloud Run service with --allow-unauthenticated (public on the internet)",
                                              image.token().span)] if public else []

@@ -83,8 +83,9 @@ def dockerfile_of(y, build: Node | None, compose_path: str) -> tuple[str, str | 
 
 
 def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Word] | None, entry_set: bool,
-          env: Vars, ctx: Ctx) -> list[Launch]:
-    """The service's launches when it runs the Dockerfile at `path` (stage `target`, else the last)."""
+          env: Vars, ctx: Ctx, pulls: bool = False) -> list[Launch]:
+    """The service's launches when it runs the Dockerfile at `path` (stage `target`, else the last);
+    `pulls`: the models the stage's RUN commands pull (`ollama pull $MODEL`) are the ones its server has."""
     from servefit.safe_io import read_text
     from servefit.sources.base import FileCtx
     from servefit.sources.dockerfile import run_stage, source_releases, stages
@@ -108,14 +109,22 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
     for k, v in env.values.items():
         merged.set(k, v, env.taint.get(k, []))
     merged.exported = set(merged.values)
-    return run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".", path, source_releases(found))
+    launches = run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".", path, source_releases(found))
+    if pulls and launches:
+        from servefit.sources.ollama_client import ollama_client
+
+        for words in st.built:
+            ollama_client(words, ctx)
+    return launches
 
 
 def drop_built(sites: list[LaunchSite]) -> list[LaunchSite]:
     """A Dockerfile's own server where a compose service, or a script's `docker run` of the image it
     builds, runs it (its words are written there): the service's or the script's is the one that runs."""
     at = os.path.abspath
-    runs = [s for s in sites if s.workload.service or s.workload.runtime in ("docker run", "Cloud Run")]
+    from servefit.sources.launch import RUNS_IMAGES
+
+    runs = [s for s in sites if s.workload.service or s.workload.runtime in RUNS_IMAGES]
     used = {at(t.span.file) for s in runs for t in s.argv if t.span is not None and at(t.span.file) != at(s.file)}
     used |= {at(s.image_span.file) for s in runs if s.image_span is not None and at(s.image_span.file) != at(s.file)}
     # a build's ENV reaches only the containers of its image

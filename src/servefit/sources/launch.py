@@ -53,6 +53,10 @@ class Ctx:
     pulled_vars: list[tuple[str, Span | None]] = field(default_factory=list)  # `ollama pull $MODEL`: unknown here
 
 
+# the runtimes (Facts.runtime) of a script's command that runs an image, a local build of it among them
+RUNS_IMAGES = ("docker run", "Cloud Run")
+
+
 class Facts(TypedDict, total=False):
     """What a wrapper knows about a server beside its words; to_site lifts each into the
     LaunchSite (Workload, image span, model inputs). The wrapper's own facts override those of a

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from servefit.core import EngineConfig, LaunchSite, Span
+from servefit.sources.hints import to_int
 
 
 @dataclass(frozen=True)
@@ -64,20 +65,13 @@ def message(off: OffGpu, cfg: EngineConfig, site: LaunchSite, title: str) -> tup
     parts = [f"{off.what}: the server runs on {off.runs_on}, and servefit plans GPU memory, so its "
              "memory is not checked"]
     unused = []
-    if off.ignores and off.ignores in cfg.explicit and _positive(cfg.settings.get(off.ignores)):
+    if off.ignores and off.ignores in cfg.explicit and to_int(str(cfg.settings.get(off.ignores))):
         unused.append(f"{_flag(off.ignores)} {cfg.settings[off.ignores]} is ignored")
     if gpus:
         unused.append(f"the file gives it {gpus}, which it does not use")
     if unused:
         parts.append(" and ".join(unused) + (f": for a GPU use {off.instead}" if off.instead else ""))
     return "; ".join(parts), bool(unused)
-
-
-def _positive(v: object) -> bool:
-    try:
-        return int(str(v)) != 0
-    except ValueError:
-        return False
 
 
 def _hidden(site: LaunchSite, engine: str) -> OffGpu | None:

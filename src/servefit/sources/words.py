@@ -182,7 +182,7 @@ class Word:
         """The word split at each `sep` (gcloud's list flags: `--args=a,b`), empty parts dropped."""
         text, out, start = self.text, [], 0
         for i, ch in enumerate(text + sep):
-            if ch == sep or i == len(text):
+            if ch == sep:
                 if i > start:
                     out.append(self.cut(start, i))
                 start = i + 1

@@ -23,8 +23,9 @@ from __future__ import annotations
 from servefit.core import EngineConfig, Finding
 from servefit.engines.vllm.checks import derived_max_len
 from servefit.engines.vllm.era import era, vtuple
+from servefit.engines.vllm.kvcache import cdiv
 from servefit.engines.vllm.overrides import as_loaded
-from servefit.memory.kv import latent_cache
+from servefit.memory.kv import latent_cache, layer_bytes_per_token
 from servefit.models.spec import ModelSpec
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
@@ -59,15 +60,14 @@ def check(cfg: EngineConfig, model: ModelSpec) -> list[Finding]:
     max_len = int(given) if given.isdigit() else derived_max_len(loaded, e, False)
     tp = max(int(s.get("tensor_parallel_size") or 1), 1)
     fp8 = str(s.get("kv_cache_dtype") or "auto").startswith("fp8") and v < FP8_FALLBACK_FROM
-    per_token = model.num_hidden_layers * 2 * max(1, model.num_key_value_heads // tp) * model.head_dim * \
-        (1 if fp8 else 2)
+    per_token = int(layer_bytes_per_token(model, 1 if fp8 else 2, tp)) * model.num_hidden_layers
     block = int(s.get("block_size") or (128 if v >= BLOCK_128_FROM else 16))
-    need = -(-max_len // block) * block * per_token
+    need = cdiv(max_len, block) * block * per_token
     room, where = space
     if need <= room:
         return []
     fits = room // per_token // block * block
     return [finding("VLLM026", f"max-model-len {max_len:,} needs {need / GiB:.2f} GiB of KV cache on the CPU, more than "
                                f"the {room / GiB:.2f} GiB {where}: vLLM refuses to start; the largest that fits is "
-                               f"{fits:,} (or set VLLM_CPU_KVCACHE_SPACE to {-(-need // GiB)} or more)",
+                               f"{fits:,} (or set VLLM_CPU_KVCACHE_SPACE to {cdiv(need, GiB)} or more)",
                     span=cfg.spans.get("max_model_len"), setting="max_model_len", site=cfg.site.name if cfg.site else "")]
