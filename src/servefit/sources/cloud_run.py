@@ -48,7 +48,7 @@ def _from_source(source: Word, entry: list[Word] | None, args: list[Word], ctx: 
     path = os.path.normpath(os.path.join(here, source.text, "Dockerfile"))
     if not os.path.isfile(path) or not _within(path, _repo_of(here)):
         return []
-    launches = built(path, None, entry, args or None, entry is not None, env, ctx, pulls=True)
+    launches = built(path, None, entry, args or None, entry is not None, env, ctx)
     line = source.token().span
     for launch in launches:  # the server is this command: its line, as for an image
         launch.line = line.line if line is not None else launch.line

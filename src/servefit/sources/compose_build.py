@@ -83,9 +83,9 @@ def dockerfile_of(y, build: Node | None, compose_path: str) -> tuple[str, str | 
 
 
 def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Word] | None, entry_set: bool,
-          env: Vars, ctx: Ctx, pulls: bool = False) -> list[Launch]:
+          env: Vars, ctx: Ctx) -> list[Launch]:
     """The service's launches when it runs the Dockerfile at `path` (stage `target`, else the last);
-    `pulls`: the models the stage's RUN commands pull (`ollama pull $MODEL`) are the ones its server has."""
+    the models the stage's RUN commands pull (`ollama pull $MODEL`) are the ones its server has."""
     from servefit.safe_io import read_text
     from servefit.sources.base import FileCtx
     from servefit.sources.dockerfile import run_stage, source_releases, stages
@@ -110,7 +110,7 @@ def built(path: str, target: str | None, entry: list[Word] | None, cmd: list[Wor
         merged.set(k, v, env.taint.get(k, []))
     merged.exported = set(merged.values)
     launches = run_stage(st, use_entry, use_cmd, ctx, merged, os.path.dirname(path) or ".", path, source_releases(found))
-    if pulls and launches:
+    if launches:
         from servefit.sources.ollama_client import ollama_client
 
         for words in st.built:
