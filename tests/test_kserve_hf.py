@@ -242,12 +242,16 @@ def test_a_worker_spec_runs_the_multinode_runtime(tmp_path, capsys):
         "a workerSpec runs the multi-node runtime: vLLM's pipeline stages on as many pods (the head and its "
         "workers), each with tensorParallelSize GPUs, over the Ray cluster the pods start (vLLM's Ray backend: its "
         "ranks span the nodes)"]
-    # four ranks over pods of one GPU each: Ray places them (no VLLM008); huggingfaceserver's own server answers
+    # four ranks over two pods of two GPUs each: Ray places them (no VLLM008); huggingfaceserver's own server answers
     assert main(["lint", str(f), "--format", "json", "--fail-on", "never"]) == 0
     assert [x["code"] for x in json.loads(capsys.readouterr().out)] == []
     assert main(["estimate", str(f), "--format", "json"]) == 0
     [est] = json.loads(capsys.readouterr().out)
     assert est["parallel"] == {"tensor": 2, "pipeline": 2, "data": 1}
+    # KServe sets each pod's GPUs to tensorParallelSize, over the file's nvidia.com/gpu: "1"
+    assert (est["gpu"]["count"], est["gpu"]["source"]) == (2, "nodeSelector cloud.google.com/gke-accelerator; count "
+                                                           "from workerSpec.tensorParallelSize (KServe gives each pod "
+                                                           "that many GPUs)")
     assert main(["tune", str(f), "--min-concurrency", "8", "--write"]) == 0
     capsys.readouterr()
     text = f.read_text()
@@ -272,3 +276,12 @@ def test_tune_keeps_tensor_parallel_within_the_gpus_each_stage_has():
     assert tps("vllm serve m --pipeline-parallel-size 2", 2) == (1,)
     assert tps("vllm serve m --pipeline-parallel-size 2", 4) == (1, 2)
     assert tps("vllm serve m", 4) == (1, 2, 4)
+
+
+def test_a_worker_spec_without_tensor_parallel_size_gives_each_pod_one_gpu(tmp_path, capsys):
+    """KServe's default tensorParallelSize is 1: one GPU a pod, whatever the file's resources ask."""
+    f = _write(tmp_path, MULTI.replace("      tensorParallelSize: 2\n", "").replace('nvidia.com/gpu: "1"',
+                                                                                'nvidia.com/gpu: "4"'))
+    assert main(["estimate", str(f), "--format", "json"]) == 0
+    [est] = json.loads(capsys.readouterr().out)
+    assert (est["parallel"], est["gpu"]["count"]) == ({"tensor": 1, "pipeline": 2, "data": 1}, 1)

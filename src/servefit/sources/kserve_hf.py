@@ -18,7 +18,7 @@ from yaml.nodes import Node
 
 from servefit.core import Token
 from servefit.sources.base import FileCtx
-from servefit.sources.hints import best_label, merge
+from servefit.sources.hints import best_label, merge, to_int
 from servefit.sources.k8s import gpu_count, item_words, name_hints
 from servefit.sources.launch import Launch
 from servefit.sources.shell import Vars
@@ -160,6 +160,12 @@ def read(y: Y, doc: Node, pred: Node | None, model: Node | None, fc: FileCtx, la
                              "image_span": release.span if release else None}
     launch = Launch(table()["engine"], argv, {}, line, image=image if release else None, facts=facts)  # type: ignore[arg-type]
     count, count_tok, count_src = gpu_count(y, model)
+    if worker is not None:  # KServe's reconciler sets the GPUs of the head's and each worker's pod to
+        # tensorParallelSize, over what the file's resources say (reconcilers/deployment/deployment_reconciler.go::
+        # addGPUResourceToDeployment)
+        count_tok = y.tok(y.get(worker, "tensorParallelSize"))
+        count = to_int(count_tok.text if count_tok is not None else None) or 1
+        count_src = "workerSpec.tensorParallelSize (KServe gives each pod that many GPUs)"
     hint = merge(best_label(name_hints(y, pred)), count, count_src, count_tok.span if count_tok else None)
     first = len(fc.sites)
     fc.add([launch], f"{label}/kserve-container", hint)
