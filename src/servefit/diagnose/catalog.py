@@ -70,6 +70,7 @@ def _pattern(engine: str, raw: dict[str, Any]) -> P.Pattern:
         targets=tuple(raw.get("targets") or ()), parse=str(raw.get("parse", "")), phase=str(raw.get("phase", "")),
         keys=tuple(raw.get("keys") or ()), names=tuple((str(k), str(v)) for k, v in (raw.get("names") or {}).items()),
         skip=str(raw.get("skip", "")), clears=tuple(raw.get("clears") or ()),
+        recovers=tuple(f"{engine}.{r}" for r in raw.get("recovers") or ()),
         host=bool(raw.get("host", False)), means=str(raw.get("means", "")))
 
 

@@ -88,6 +88,7 @@ class Event:
     state: RunState = field(default_factory=RunState)
     repeats: int = 0
     recovered: Line | None = None  # the engine's line saying it retried another way and went on (no failure)
+    recovered_how: str = "said it retried another way"  # what that line says the engine did instead
     # parser bookkeeping
     body: str | None = None  # the failure message, to spot the same message printed again
     stage_named: bool = False  # the stage comes from a line that names it (outranks guessed words)

@@ -28,7 +28,8 @@ def not_oom(diag: Diagnosis, scan: ScanResult) -> None:
     diag.settings_in_log = dict(err.state.settings)
     lines = {ln.number: ln for ln in (first.line, err.line, err.state.start) if ln is not None}
     diag.evidence = [lines[k] for k in sorted(lines)]
-    diag.timing = "load" if err.state.start is not None and err.state.weights_loaded is None \
+    loading = err.state.start is not None or err.state.loading is not None  # a start, or a load in progress
+    diag.timing = "load" if loading and err.state.weights_loaded is None \
         and err.state.serving is None else ("serving" if err.state.serving is not None else "unknown")
     diag.timing_text = TIMING_TEXT[diag.timing]
     what = err.figures.get("message") or err.line.text.strip()
@@ -74,7 +75,7 @@ def recovered_only(diag: Diagnosis, scan: ScanResult, ev: Event) -> None:
     diag.timing_text = TIMING_TEXT[diag.timing]
     eng = _engine_of(diag.engine)
     title = (eng.title if eng is not None else None) or "The engine"
-    diag.summary = (f"{title} ran out of memory at line {ev.line.number}, then said it retried another way "
+    diag.summary = (f"{title} ran out of memory at line {ev.line.number}, then {ev.recovered_how} "
                     f"(line {ev.recovered.number}: {ev.recovered.text.strip()[:160]}) and no failure follows: "
                     "this log shows no out-of-memory failure.")
     if scan.last_state.serving is None:

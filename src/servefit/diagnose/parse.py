@@ -363,7 +363,10 @@ class Scanner(Tracker):
         window = max(SUPPORT_WINDOW, self.cat.merge_window.get(pat.family, 0))
         if prev is None or prev.recovered is not None or n - prev.line.number > window:
             return
+        if pat.recovers and prev.pattern not in pat.recovers:  # it undoes only the failures it names
+            return
         prev.recovered = self._line(n, text)
+        prev.recovered_how = pat.means or prev.recovered_how
         del self.last_by_family[pat.family]
         for key in pat.clears:  # what the retry runs without
             self.state.info.pop(key, None)

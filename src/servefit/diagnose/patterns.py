@@ -95,8 +95,9 @@ class Pattern:
     names: tuple[tuple[str, str], ...] = ()  # parse=layout: what the line calls a buffer -> figure
     skip: str = ""  # parse=layout: lines containing this are left out (host buffers)
     clears: tuple[str, ...] = ()  # kind=recovered: the figures the retry no longer has
+    recovers: tuple[str, ...] = ()  # kind=recovered: the failures (pattern names) it undoes; empty: any of its family
     host: bool = False  # fatal: the line is about host memory (RAM), not the GPU's
-    means: str = ""  # error: what the failure is and what fixes it, for a log that is not an OOM
+    means: str = ""  # error: what the failure is and what fixes it; recovered: what the engine did instead
 
     @property
     def family(self) -> str:

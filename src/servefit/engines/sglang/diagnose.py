@@ -17,10 +17,13 @@ if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
     from servefit.diagnose.model import Diagnosis, Event
 
+# model_runner.py::init_memory_pool's refusal, and the profiled value <= 0 it is raised on (logged just before)
+REFUSALS = ("sglang.mem_fraction", "sglang.no_pool")
+
 
 def summary(diag: Diagnosis, primary: Event) -> str | None:
     figs = diag.figures
-    if primary.pattern == "sglang.mem_fraction":
+    if primary.pattern in REFUSALS:
         frac = figs.get("mem_fraction_static", diag.settings_in_log.get("mem_fraction_static"))
         share = f"mem_fraction_static ({frac})" if frac is not None else "the share mem_fraction_static sets"
         return f"SGLang found no memory for the KV cache pool: the weights fill {share} of the GPU."
@@ -108,7 +111,7 @@ def _fragmentation(fx: Fixing) -> list[str]:
 
 def _too_large(fx: Fixing) -> list[str]:
     out: list[str] = []
-    if fx.diag.signature == "sglang.mem_fraction":
+    if fx.diag.signature in REFUSALS:
         cur = fx.num(fx.figures.get("mem_fraction_static")) or fx.num(fx.current("mem_fraction_static"))
         to = f" from {cur:g} to {min(0.9, cur + 0.1):.2f}" if cur else ""
         out.append(f"Raise --mem-fraction-static{to} if the weights leave room; otherwise:")
