@@ -126,3 +126,12 @@ def test_club3090_nightly_logs_blocks_over_fifteen_groups():
     assert 1251 // 15 * 816 == 67728 == case["expected"]["kv_tokens"]
     assert d.num_gpu_blocks == 1321
     assert plan.kv_cache_tokens == 1321 // 15 * 816 == 71808
+    assert sum("before the 0.20.1 release" in a for a in plan.assumptions) == 1
+
+
+def test_the_plan_says_a_020_1_prerelease_is_counted_the_0200_way():
+    from servefit.engines.vllm.era import tokens_fix_note
+
+    assert tokens_fix_note("0.20.1") is None and tokens_fix_note("0.20.2rc1.dev9+g01d4d1ad3") is None
+    note = tokens_fix_note("0.20.1rc1.dev16+g7a1eb8ac2")
+    assert note is not None and "0.20.1rc1.dev16+g7a1eb8ac2" in note and "evenly over the KV-cache groups" in note

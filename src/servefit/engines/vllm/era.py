@@ -81,6 +81,15 @@ def prerelease_of(version: str | None, release: tuple[int, int, int]) -> bool:
     return version_tuple(version, CURRENT) == release
 
 
+def tokens_fix_note(version: str | None) -> str | None:
+    """The TOKENS_FIX assumption, in the user's words, for a pre-release of 0.20.1."""
+    if not prerelease_of(version, TOKENS_FIX):
+        return None
+    return (f"vLLM {version} is a build made before the 0.20.1 release: its 'GPU KV cache size' is planned as "
+            "0.20.0 logs it (the blocks divided evenly over the KV-cache groups), not as the 0.20.1 release's "
+            "concurrency x max-model-len; which 0.20.1 pre-release first logs the new count is not known")
+
+
 @dataclass(frozen=True)
 class Era:
     """A vLLM release as the facts the memory model switches on, so a command is planned the way that release
