@@ -332,7 +332,7 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
     s = cfg.settings
     a = out.assumptions
     for note in (main_build_note(cfg.version), before_modelled_note(cfg.version),
-                 tokens_fix_note(cfg.version) if out.detail.kv_groups > 1 else None):
+                 tokens_fix_note(cfg.version) if (out.detail.resolved("kv_groups") or 0) > 1 else None):
         if note:
             a.append(note)
     if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
