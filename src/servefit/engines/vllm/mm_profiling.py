@@ -131,7 +131,7 @@ def qwen_image_tokens(width: int, height: int, unit: int, max_pixels: int) -> in
 # multiple of 8 long (aten attention.cpp::preprocess_mask: mem_eff_alignment 8, pad_bias), a copy held for
 # the call. xformers is a dependency on Linux x86_64 up to 0.11 (METADATA of the 0.9.2, 0.10.2 and 0.11.0
 # wheels: its BlockDiagonalMask needs no such tensor; pixtral.py does not use it on compute 10.0 and
-# later, not modelled) and not from 0.12 ("vLLM does not install xformers by default": 0.12.0 - 0.15.0,
+# later, not modelled) and not from 0.12 (vllm-project/vllm#29262 removed it, the image included: "vLLM does not install xformers by default": 0.12.0 - 0.15.0,
 # 0.17.0, 0.20.0 - 0.22.0, 0.24.0 - 0.28.0 wheels read); from 0.29 the tower runs MMEncoderAttention over
 # cu_seqlens, no mask (0.29.0 - 0.33.0). 0.11.1 / 0.11.2 were not read (planned as 0.11).
 PIXTRAL_DENSE_MASK = ((0, 12, 0), (0, 29, 0))
