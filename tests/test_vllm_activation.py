@@ -170,21 +170,29 @@ def test_v0_gemma3_dummy_prompts_carry_one_image_each():
 
 def test_mistral3_pixtral_tokens_per_image():
     """0.12 on H100 with 4 requests: ceil(1540 / 28)^2 = 3025 tokens an image -> 2 images in the 8192
-    budget, 24,200 patches; the LM forward with their outputs is the peak."""
+    budget, 24,200 patches; the LM forward with their outputs is the peak. The tower holds the dense
+    block-diagonal mask over its patches from 0.12 (no xformers; tests/test_vllm_pixtral_mask.py)."""
     _, p = run("vllm serve m --max-model-len 16000 --max-num-seqs 4", model=MISTRAL3, gpu=H100, version="0.12.0")
     fwd = 8192 * (4 * 5120 + 3 * 32768) * 2
     assert p.memory.activation_peak == fwd + 2 * 3025 * 5120 * 2 + 2 * 12100 * FP32_PIXELS
     # 2048 batched tokens hold no full image: the budget is one image (3025 tokens), whose 12,100 patches
-    # peak at 0.39 GiB in the tower, below the 2048-token forward with that image's outputs
+    # peak at 0.39 GiB in the tower, plus the 12100^2 bf16 mask (12100 % 8 = 4: SDPA's padded copy of it,
+    # 12100 x 12104, stays below the MLP's working set): 0.66 GiB, above the 2048-token forward with that
+    # image's outputs
     _, small = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 2048",
                    model=MISTRAL3, gpu=H100, version="0.12.0")
     tower = 12100 * (PIXELS * 6 + (3 * 1024 + 3 * 4096) * 2)
+    mask = 12100 * 12100 * 2
     lm = 2048 * (4 * 5120 + 3 * 32768) * 2 + 3025 * 5120 * 2 + 12100 * FP32_PIXELS
-    assert tower < lm and small.memory.activation_peak == lm
+    assert tower < lm < tower + mask and small.memory.activation_peak == tower + mask == 707_220_800
+    # with xformers (0.11) no mask: the LM forward is the peak (0.11 caches the output at the budget's rows)
+    _, x = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 2048",
+               model=MISTRAL3, gpu=H100, version="0.11.0")
+    assert x.memory.activation_peak == lm
     # alone at 1024 tokens the LM forward is smaller than the tower
     _, tiny = run("vllm serve m --max-model-len 16000 --max-num-seqs 4 --max-num-batched-tokens 1024",
                   model=MISTRAL3, gpu=H100, version="0.12.0")
-    assert tiny.memory.activation_peak == tower
+    assert tiny.memory.activation_peak == tower + mask
 
 
 def test_0_11_expansion_applies_to_qwen_vl_items_shorter_than_the_budget():

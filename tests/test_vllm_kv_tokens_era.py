@@ -90,3 +90,48 @@ def test_sliding_layers_are_full_attention_before_091():
     assert old.kv_cache_tokens == blocks * 16 and old.max_concurrency == pytest.approx(blocks / (8_388_608 // 16))
     new = ENGINE.plan(ENGINE.parse(site_from_argv(argv), "0.9.1"), m, h100, 1)
     assert new.detail.kv_groups == 6 and new.outcome == "started" and new.max_concurrency > 1
+
+
+@pytest.mark.parametrize("version,fixed", [
+    ("0.20.0", False), ("0.20.1rc1.dev16+g7a1eb8ac2", False), ("0.20.1rc0", False), ("0.20.1.dev3", False),
+    ("0.20.1", True), ("0.20.2rc1.dev9+g01d4d1ad3", True), ("0.21.0rc1", True), ("0.33.0", True),
+])
+def test_kv_tokens_fix_is_not_in_the_020_1_prereleases(version, fixed):
+    """era.TOKENS_FIX: the 0.20.1rc1.dev16 nightly logs 0.20.0's count (its lines at kv_cache_utils.py:1713 /
+    :1718 are 0.20.0's layout), the 0.20.1 release and the 0.20.2rc1.dev9 builds the new one."""
+    e = era(version)
+    assert e.tokens_from_concurrency is fixed
+    m = _model(12, 12)
+    lay = layout(m, layer_kinds(m, True, False), 2, 1, 16, e)
+    assert capacity(lay, 1000, 8192, 2048, e)[0] == (12622 if fixed else 8000)
+
+
+def test_club3090_nightly_logs_blocks_over_fifteen_groups():
+    """The club-3090 2x4090 run (0.20.1rc1.dev16, Qwen3.6-27B + the 5-layer DFlash drafter, TP2): 15 KV
+    groups (4 full + 1 drafter + 10 GatedDeltaNet) of 816-token blocks, so the log's 67,728 tokens are
+    1251 // 15 x 816 = 83 x 816 (the logged 9.74 GiB / (816 x 2048 x 5) = 1251.6 blocks); servefit's pool
+    (1321 blocks) is counted the same way: 1321 // 15 x 816."""
+    import importlib.util
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy" / "run.py"
+    spec = importlib.util.spec_from_file_location("accuracy_run_tokens", run)
+    assert spec is not None and spec.loader is not None
+    acc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(acc)
+    case = next(c for c in acc.load_cases("vllm") if c["id"] == "club3090-37-2x4090-qwen36-27b-int4-dflash-180k")
+    plan = acc.predict(case)
+    d = plan.detail
+    assert (d.kv_groups, d.block_size) == (15, 816)
+    assert 1251 // 15 * 816 == 67728 == case["expected"]["kv_tokens"]
+    assert d.num_gpu_blocks == 1321
+    assert plan.kv_cache_tokens == 1321 // 15 * 816 == 71808
+    assert sum("before the 0.20.1 release" in a for a in plan.assumptions) == 1
+
+
+def test_the_plan_says_a_020_1_prerelease_is_counted_the_0200_way():
+    from servefit.engines.vllm.era import tokens_fix_note
+
+    assert tokens_fix_note("0.20.1") is None and tokens_fix_note("0.20.2rc1.dev9+g01d4d1ad3") is None
+    note = tokens_fix_note("0.20.1rc1.dev16+g7a1eb8ac2")
+    assert note is not None and "0.20.1rc1.dev16+g7a1eb8ac2" in note and "evenly over the KV-cache groups" in note

@@ -41,6 +41,7 @@ from servefit.engines.vllm.mm_profiling import (
     QWEN3_VIDEO_FORMATTED,
     QWEN3_VIDEO_TEXT_FACTOR,
     dummy_image_size,
+    pixtral_mask_bytes,
     qwen3_video_tokens,
     qwen_image_tokens,
 )
@@ -326,6 +327,8 @@ def _fixed_profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_
         items = max(1, min(budget // tok, reqs * max(1, min(images, max_model_len // tok))))
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and tok < budget else tok
         peak = _fixed_peak(width, mlp, pixels, items * patches, db, tp)
+        mask, padded = pixtral_mask_bytes(model, items * patches, db, version)  # Pixtral without xformers
+        peak = mask + max(peak, padded)
         if encoder_dp:  # InternViT, --mm-encoder-tp-mode data: models/vision.py::run_dp_sharded_vision_model pads
             # the batch's tiles to a multiple of the TP size (a float32 copy) and runs one rank's share
             peak = _fixed_peak(width, mlp, pixels, -(-items * patches // tp), db, 1) + items * item_px

@@ -62,6 +62,34 @@ def before_modelled_note(version: str | None) -> str | None:
             f"the way {OLDEST_MODELLED} accounts memory, so its figures are rough")
 
 
+# The "GPU KV cache size" fix (vllm-project/vllm#40694, after issue #40691: the old count divides the
+# blocks evenly over the KV-cache groups at the smallest block size) is in the 0.20.1 release's
+# _report_kv_cache_config but not in main builds numbered 0.20.1rcN.devM, made after the 0.20.1 cut: the
+# 0.20.1rc1.dev16+g7a1eb8ac2 nightly (2026-05-04) logs "GPU KV cache size" at kv_cache_utils.py:1713 and
+# "Maximum concurrency" at :1718, five lines apart as in 0.20.0 (1711 / 1716), where 0.20.1 has 1708 /
+# 1709, and its count is 0.20.0's (blocks // groups x block size). The fix reached 0.20.1 on its release
+# branch; the 0.20.2rc1.dev9 builds log the new count. Which 0.20.1rc1.devM first had it is not known:
+# every pre-release of 0.20.1 is planned with the old count.
+TOKENS_FIX = (0, 20, 1)
+
+
+def prerelease_of(version: str | None, release: tuple[int, int, int]) -> bool:
+    """Whether `version` is a pre-release build (rc / dev) numbered as `release`: `0.20.1rc1.dev16+g7a1eb8ac2`
+    of (0, 20, 1); not the release itself, nor a later one's build (`0.20.2rc1.dev9`)."""
+    if not version or not any(t in version for t in ("rc", "dev")):
+        return False
+    return version_tuple(version, CURRENT) == release
+
+
+def tokens_fix_note(version: str | None) -> str | None:
+    """The TOKENS_FIX assumption, in the user's words, for a pre-release of 0.20.1."""
+    if not prerelease_of(version, TOKENS_FIX):
+        return None
+    return (f"vLLM {version} is a build made before the 0.20.1 release: its 'GPU KV cache size' is planned as "
+            "0.20.0 logs it (the blocks divided evenly over the KV-cache groups), not as the 0.20.1 release's "
+            "concurrency x max-model-len; which 0.20.1 pre-release first logs the new count is not known")
+
+
 @dataclass(frozen=True)
 class Era:
     """A vLLM release as the facts the memory model switches on, so a command is planned the way that release
@@ -101,8 +129,8 @@ def era(version: str | None, env: dict[str, str] | None = None) -> Era:
                                                            v >= (0, 20, 0)),
         null_block_in_check=v >= (0, 33, 0),
         # v1/core/kv_cache_utils.py::_report_kv_cache_config: int(max_concurrency x max_model_len) from
-        # 0.20.1 (0.20.0 still logs num_blocks // len(kv_cache_groups) x min block size)
-        tokens_from_concurrency=v >= (0, 20, 1),
+        # 0.20.1 (0.20.0 still logs num_blocks // len(kv_cache_groups) x min block size); see TOKENS_FIX
+        tokens_from_concurrency=v >= TOKENS_FIX and not prerelease_of(version, TOKENS_FIX),
         # _get_kv_cache_groups_uniform_page_size: group size = the smallest kind's count up to 0.11;
         # the largest kind's when max < min x 1.25 from 0.12, x 1.5 from 0.18 (checked in each wheel)
         group_merge_ratio=1.5 if v >= (0, 18, 0) else (1.25 if v >= (0, 12, 0) else 0.0),

@@ -121,3 +121,30 @@ def qwen_image_tokens(width: int, height: int, unit: int, max_pixels: int) -> in
         h, w = max(unit, math.floor(height / beta / unit) * unit), max(unit, math.floor(width / beta / unit) * unit)
     return (h // unit) * (w // unit)
 
+
+
+# Mistral 3's Pixtral tower (pixtral.py: PixtralHFTransformer for the HF-format checkpoints, VisionTransformer
+# for --config-format mistral) runs every dummy image of the profiling batch as one sequence of all their
+# patches. Where xformers is missing it builds transformers' generate_block_attention_mask, a dense
+# (1, 1, n, n) tensor in the model's dtype over those n patches, kept through every layer, and passes it to
+# F.scaled_dot_product_attention; PyTorch's memory-efficient kernel first pads a mask whose rows are not a
+# multiple of 8 long (aten attention.cpp::preprocess_mask: mem_eff_alignment 8, pad_bias), a copy held for
+# the call. xformers is a dependency on Linux x86_64 up to 0.11 (METADATA of the 0.9.2, 0.10.2 and 0.11.0
+# wheels: its BlockDiagonalMask needs no such tensor; pixtral.py does not use it on compute 10.0 and
+# later, not modelled) and not from 0.12 (vllm-project/vllm#29262 removed it, the image included: "vLLM does not install xformers by default": 0.12.0 - 0.15.0,
+# 0.17.0, 0.20.0 - 0.22.0, 0.24.0 - 0.28.0 wheels read); from 0.29 the tower runs MMEncoderAttention over
+# cu_seqlens, no mask (0.29.0 - 0.33.0). 0.11.1 / 0.11.2 were not read (planned as 0.11).
+PIXTRAL_DENSE_MASK = ((0, 12, 0), (0, 29, 0))
+SDPA_MASK_ALIGNMENT = 8
+
+
+def pixtral_mask_bytes(model: ModelSpec, patches: int, db: float, version: tuple[int, int, int]) -> tuple[int, int]:
+    """(the block-diagonal mask the Pixtral tower keeps through its layers, the padded copy one attention call
+    adds) over `patches` dummy patches, in bytes; (0, 0) for other towers and releases (PIXTRAL_DENSE_MASK)."""
+    v = model.vision or {}
+    lo, hi = PIXTRAL_DENSE_MASK
+    if model.model_type != "mistral3" or v.get("model_type") != "pixtral" or not lo <= version < hi:
+        return 0, 0
+    rest = patches % SDPA_MASK_ALIGNMENT
+    padded = patches * (patches + SDPA_MASK_ALIGNMENT - rest) if rest else 0
+    return int(patches * patches * db), int(padded * db)

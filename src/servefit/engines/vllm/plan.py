@@ -20,7 +20,7 @@ from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.attn_backend import flashinfer_note
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
-from servefit.engines.vllm.era import Era, before_modelled_note, era, main_build_note, vtuple
+from servefit.engines.vllm.era import Era, before_modelled_note, era, main_build_note, tokens_fix_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
 from servefit.engines.vllm.kvcache import (
@@ -331,7 +331,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
 def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e: Era, state_planned: bool) -> None:
     s = cfg.settings
     a = out.assumptions
-    for note in (main_build_note(cfg.version), before_modelled_note(cfg.version)):
+    for note in (main_build_note(cfg.version), before_modelled_note(cfg.version),
+                 tokens_fix_note(cfg.version) if (out.detail.resolved("kv_groups") or 0) > 1 else None):
         if note:
             a.append(note)
     if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
