@@ -292,7 +292,10 @@ def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
         == 4096 * 28672 * 2 + 28672 * 4324 * 4 + 256
     assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 2, 4096) == scratch(4096, 2)
     assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 86, 1, 4096) == 0  # Marlin
-    assert mem.exllama_scratch(gptq, era("2.1.1"), "gptq", 86, 1, 4145) == scratch(4145)  # before Marlin
+    assert mem.exllama_scratch(gptq, era("2.1.0"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # before Marlin
+    # 2.1.1 layers/marlin.py::can_use_gptq_marlin already repacks symmetric GPTQ for Marlin: no ExLlama layer
+    assert mem.exllama_scratch(gptq, era("2.1.1"), "gptq", 86, 1, 4145) == 0
+    assert mem.exllama_scratch(gptq, era("2.1.1"), "gptq", 75, 1, 4145) == scratch(4145)
     assert mem.exllama_scratch(gptq, era("2.0.4"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # default 4096 x 16
     assert mem.exllama_scratch(gptq, era("1.1.0"), "gptq", 86, 1, 4096) == 0  # ExLlama v1 only
     act_order = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "desc_act": True}})
@@ -308,3 +311,33 @@ def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
     plain = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
     _, eight_t4 = run(argv, model=plain, gpu=t4)
     assert on_t4.detail.warmup_activation_bytes - eight_t4.detail.warmup_activation_bytes == scratch(4096)
+
+
+def test_marlin_gemm_buffers_held_with_the_prefill():
+    # gptq_marlin.cu::gptq_marlin_gemm: a_tmp (size_m x size_k, fp16) always; from marlin-kernels 0.3.1
+    # (TGI 2.4.0) the fp32 reduce buffer c_tmp (reduce_max_m x size_n), reduce_max_m = 64 x min(ceil(m / 64), 16)
+    awq = ModelSpec(**{**LLAMA70B.__dict__, "quantization": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                                             "zero_point": True}})
+    # 2 shards: qkv 8192 -> 5120, o 4096 -> 8192, gate_up 8192 -> 28672, down 14336 -> 8192; gate_up is largest
+    assert mem.marlin_scratch(awq, era("3.0.1"), "awq", 86, 2, 4096) == 4096 * 8192 * 2 + 1024 * 28672 * 4 \
+        == 184_549_376
+    assert mem.marlin_scratch(awq, era("3.0.1"), "awq", 86, 2, 100) == \
+        max(100 * 8192 * 2 + 128 * 28672 * 4, 100 * 14336 * 2 + 128 * 8192 * 4)  # ceil(100 / 64) = 2 tiles of 64
+    assert mem.marlin_scratch(awq, era("3.0.1"), "awq", 86, 2, 40) == 40 * 8192 * 2 + 48 * 28672 * 4
+    assert mem.marlin_scratch(awq, era("2.3.1"), "awq", 86, 2, 4096) == 4096 * 14336 * 2  # a_tmp only: down's
+    assert mem.marlin_scratch(awq, era("2.1.1"), "awq", 86, 2, 4096) == 0  # AWQ kernels before 2.2.0
+    assert mem.marlin_scratch(awq, era("3.0.1"), "awq", 75, 2, 4096) == 0  # Marlin needs compute capability 8.0
+    assert mem.marlin_scratch(awq, era("3.0.1"), None, 86, 2, 4096) == 0
+    gptq = ModelSpec(**{**LLAMA70B.__dict__, "quantization": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                              "sym": False}})
+    assert mem.marlin_scratch(gptq, era("3.0.1"), "gptq", 86, 2, 4096) == 0  # asymmetric GPTQ: not Marlin
+    # in the plan the buffers count with the layer's working set: the KV pool of two RTX 3090s shrinks
+    from servefit.hardware.spec import GpuSpec
+
+    rtx = GpuSpec(key="rtx-3090", name="NVIDIA GeForce RTX 3090", vendor="nvidia", memory_bytes=24122 * 2**20,
+                  compute_capability=86)
+    argv = "text-generation-launcher --model-id m --quantize awq --num-shard 2 --max-batch-prefill-tokens 4096"
+    g256 = ModelSpec(**{**awq.__dict__, "quantization": {**awq.quantization, "group_size": 256}})  # not Marlin's
+    _, marlin = run(argv, model=awq, gpu=rtx, count=2, version="3.0.1")
+    _, plain = run(argv, model=g256, gpu=rtx, count=2, version="3.0.1")
+    assert marlin.detail.warmup_activation_bytes - plain.detail.warmup_activation_bytes == 184_549_376
