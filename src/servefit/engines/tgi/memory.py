@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from servefit.engines.tgi.era import Era
 from servefit.engines.vllm.graph_pool import GraphPool
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.params import is_gated
 from servefit.memory.weights import Scheme, scheme_for, weight_bytes
 from servefit.models.spec import ModelSpec
 
@@ -149,7 +148,7 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
     """Memory the warmup prefill still holds in PyTorch's caching allocator when the shard reads
     free memory (no empty_cache in between): one decoder layer's working set (hidden states,
     fused gate_up output and the activated half; fused-MoE intermediates; a quantized GEMM's own
-    buffers, `scratch`: marlin_scratch) plus the lm_head
+    buffers, `scratch`: quant_scratch.py) plus the lm_head
     output, which the allocator cannot carve out of the freed layer blocks (it is allocated
     while the last hidden states are alive). Before 3.0 (or with --enable-prefill-logprobs)
     every prompt token gets log-probabilities, so the head output is tokens x vocab; after, one
@@ -241,73 +240,6 @@ def gemma3_mask_bytes(model: ModelSpec, e: Era, longest: int, requests: int, db:
     sdpa = e.v < (3, 3, 0) or attention != "flashinfer"
     heads = max(1, model.num_attention_heads // max(shards, 1))
     return masks + (int(2 * heads * sq * db) if sdpa else 0)
-
-
-def exllama_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capability: int, shards: int,
-                    prefill: int) -> int:
-    """The ExLlamaV2 scratch buffer a GPTQ (4-bit, no act-order) or EXL2 model allocates at warm-up,
-    before the shard measures free memory (server.py::Warmup -> create_exllama_buffers; layers/gptq/
-    exllamav2.py): one buffer of the largest QuantLinear.scratch_space_fixed = in x out x 2 + 128 +
-    out x tokens x 4 + 128 over the shard's fused qkv / o / gate_up / down projections, with tokens
-    = 4096 x 16 (the default max_input_len x max_batch_size, 1.2.0 - 2.1.0) or the warm-up's
-    max_prefill_tokens x 1 (from 2.1.1). From 2.2.0 GPTQ on compute capability >= 8.0 (symmetric,
-    4 / 8 bits, groups -1 / 32 / 64 / 128) is repacked for Marlin (layers/marlin/gptq.py::
-    can_use_gptq_marlin) and has no ExLlama layers."""
-    if quantize not in ("gptq", "exl2") or e.v < (1, 2, 0):
-        return 0
-    q = model.quantization or {}
-    if quantize == "gptq":
-        bits = int(q.get("bits") or 4)
-        if bits != 4 or q.get("desc_act") or uses_marlin(model, e, quantize, compute_capability):
-            return 0
-    tokens = prefill if e.v >= (2, 1, 1) else 4096 * 16
-    return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in _linear_shapes(model, shards))
-
-
-def _linear_shapes(model: ModelSpec, shards: int) -> list[tuple[int, int]]:
-    """(in, out) features of a decoder layer's linear layers on one shard: the fused qkv and the output
-    projection, and (dense models) the fused gate_up and the down projection."""
-    s = max(shards, 1)
-    h, hd = model.hidden_size, model.head_dim
-    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // s),
-              (model.num_attention_heads * hd // s, h)]
-    if not model.is_moe:
-        inter = model.intermediate_size // s
-        shapes += [(h, (2 if is_gated(model) else 1) * inter), (inter, h)]
-    return shapes
-
-
-def uses_marlin(model: ModelSpec, e: Era, quantize: str | None, compute_capability: int) -> bool:
-    """Whether TGI repacks a GPTQ / AWQ checkpoint for the GPTQ-Marlin kernel: layers/marlin.py::
-    can_use_gptq_marlin from 2.1.1 (GPTQ only, symmetric), layers/gptq/__init__.py (2.2.0) and
-    layers/marlin/gptq.py (2.3.0 on) for AWQ too (asymmetric allowed): compute capability >= 8.0,
-    4 or 8 bits, groups -1 / 32 / 64 / 128."""
-    if quantize not in ("gptq", "awq") or compute_capability < 80 or model.is_moe:
-        return False
-    if e.v < ((2, 1, 1) if quantize == "gptq" else (2, 2, 0)):
-        return False
-    q = model.quantization or {}
-    bits, group = int(q.get("bits") or 4), int(q.get("group_size") or 128)
-    sym = q.get("sym", True) is not False
-    return bits in (4, 8) and group in (-1, 32, 64, 128) and (sym or quantize == "awq")
-
-
-def marlin_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capability: int, shards: int,
-                   tokens: int) -> int:
-    """What one GPTQ-Marlin GEMM allocates beside its output while a prefill of `tokens` runs through a
-    layer (gptq_marlin.cu::gptq_marlin_gemm, TGI's in-tree server/marlin 2.1.1 - 2.2.0, danieldk/marlin-kernels
-    0.2.0 in 2.3.x, 0.3.1 - 0.3.7 in 2.4.0 - 3.1.0, kernels-community/quantization after): `a_tmp =
-    torch::empty({size_m, size_k})` in the activation dtype for the act-order permutation (always allocated),
-    and from marlin-kernels 0.3.1 (TGI 2.4.0) the fp32 global-reduce buffer `c_tmp = torch::empty({reduce_max_m,
-    size_n}, float)` (layers/marlin/gptq.py::GPTQMarlinLinear.forward passes use_fp32_reduce=True), reduce_max_m
-    = determine_reduce_max_m(size_m, max_par = 16): 16, 32, 48 or 64 up to 64 rows, else 64 x min(ceil(m / 64),
-    16). The largest over the layer's linear layers (one GEMM runs at a time)."""
-    if not uses_marlin(model, e, quantize, compute_capability) or tokens <= 0:
-        return 0
-    m = tokens
-    reduce_m = 16 * math.ceil(m / 16) if m <= 64 else 64 * min(math.ceil(m / 64), 16)
-    fp32_reduce = e.v >= (2, 4, 0)
-    return max(m * i * 2 + (reduce_m * o * 4 if fp32_reduce else 0) for i, o in _linear_shapes(model, shards))
 
 
 def kv_tensors_reserved(model: ModelSpec, kv_db: float, shards: int, blocks: int, block: int) -> int:
