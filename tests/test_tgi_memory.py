@@ -369,3 +369,14 @@ def test_awq_split_k_partial_sums_where_marlin_does_not_take_awq():
     assert no_marlin.detail.warmup_activation_bytes - marlin_era.detail.warmup_activation_bytes == \
         1_879_048_192 - 4096 * 14336 * 2  # split-K sums replace Marlin's a_tmp, down_proj's (2.2.0: no c_tmp yet)
     assert split_k.memory.activation_peak > marlin_era.memory.activation_peak
+
+
+def test_moe_gptq_attention_goes_to_marlin_too():
+    # the GPTQ loader is chosen per --quantize (utils/quantization.py::get_loader), so a MoE checkpoint's attention
+    # projections are repacked for Marlin like a dense one's: no ExLlama layer, Marlin buffers over qkv / o only
+    moe = ModelSpec(**{**LLAMA8B.__dict__, "num_experts": 8, "num_experts_per_tok": 2,
+                       "quantization": {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True}})
+    assert qs.uses_marlin(moe, era("3.0.1"), "gptq", 86)
+    assert qs.exllama_scratch(moe, era("3.0.1"), "gptq", 86, 1, 4096) == 0
+    # qkv 4096 -> 6144, o 4096 -> 4096: a_tmp 4096 x 4096 x 2, c_tmp 1024 x 6144 x 4
+    assert qs.marlin_scratch(moe, era("3.0.1"), "gptq", 86, 1, 4096) == 4096 * 4096 * 2 + 1024 * 6144 * 4

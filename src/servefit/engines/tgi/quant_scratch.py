@@ -50,7 +50,7 @@ def uses_marlin(model: ModelSpec, e: Era, quantize: str | None, compute_capabili
     can_use_gptq_marlin from 2.1.1 (GPTQ only, symmetric), layers/gptq/__init__.py (2.2.0) and
     layers/marlin/gptq.py (2.3.0 on) for AWQ too (asymmetric allowed): compute capability >= 8.0,
     4 or 8 bits, groups -1 / 32 / 64 / 128."""
-    if quantize not in ("gptq", "awq") or compute_capability < 80 or model.is_moe:
+    if quantize not in ("gptq", "awq") or compute_capability < 80:
         return False
     if e.v < ((2, 1, 1) if quantize == "gptq" else (2, 2, 0)):
         return False
