@@ -18,9 +18,9 @@ def exllama_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capa
     exllamav2.py): one buffer of the largest QuantLinear.scratch_space_fixed = in x out x 2 + 128 +
     out x tokens x 4 + 128 over the shard's fused qkv / o / gate_up / down projections, with tokens
     = 4096 x 16 (the default max_input_len x max_batch_size, 1.2.0 - 2.1.0) or the warm-up's
-    max_prefill_tokens x 1 (from 2.1.1). From 2.2.0 GPTQ on compute capability >= 8.0 (symmetric,
-    4 / 8 bits, groups -1 / 32 / 64 / 128) is repacked for Marlin (layers/marlin/gptq.py::
-    can_use_gptq_marlin) and has no ExLlama layers."""
+    max_prefill_tokens x 1 (from 2.1.1). From 2.1.1 GPTQ on compute capability >= 8.0 (symmetric,
+    4 / 8 bits, groups -1 / 32 / 64 / 128) is repacked for Marlin (uses_marlin) and has no ExLlama layers,
+    so create_exllama_buffers returns without allocating (`if len(LAYERS) == 0: return`)."""
     if quantize not in ("gptq", "exl2") or e.v < (1, 2, 0):
         return 0
     q = model.quantization or {}
