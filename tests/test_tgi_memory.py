@@ -8,6 +8,7 @@ import math
 from test_tgi_engine import H100, LLAMA8B, run
 
 from servefit.engines.tgi import memory as mem
+from servefit.engines.tgi import quant_scratch as qs
 from servefit.engines.tgi.era import era
 from servefit.models.spec import ModelSpec
 
@@ -288,23 +289,94 @@ def test_exllama_scratch_for_gptq_where_marlin_does_not_take_it():
         shapes = [(4096, 6144 // shards), (4096 // shards, 4096), (4096, 28672 // shards), (14336 // shards, 4096)]
         return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
 
-    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 1, 4324) == scratch(4324) \
+    assert qs.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 1, 4324) == scratch(4324) \
         == 4096 * 28672 * 2 + 28672 * 4324 * 4 + 256
-    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 2, 4096) == scratch(4096, 2)
-    assert mem.exllama_scratch(gptq, era("3.3.7"), "gptq", 86, 1, 4096) == 0  # Marlin
-    assert mem.exllama_scratch(gptq, era("2.1.1"), "gptq", 86, 1, 4145) == scratch(4145)  # before Marlin
-    assert mem.exllama_scratch(gptq, era("2.0.4"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # default 4096 x 16
-    assert mem.exllama_scratch(gptq, era("1.1.0"), "gptq", 86, 1, 4096) == 0  # ExLlama v1 only
+    assert qs.exllama_scratch(gptq, era("3.3.7"), "gptq", 75, 2, 4096) == scratch(4096, 2)
+    assert qs.exllama_scratch(gptq, era("3.3.7"), "gptq", 86, 1, 4096) == 0  # Marlin
+    assert qs.exllama_scratch(gptq, era("2.1.0"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # before Marlin
+    # 2.1.1 layers/marlin.py::can_use_gptq_marlin already repacks symmetric GPTQ for Marlin: no ExLlama layer
+    assert qs.exllama_scratch(gptq, era("2.1.1"), "gptq", 86, 1, 4145) == 0
+    assert qs.exllama_scratch(gptq, era("2.1.1"), "gptq", 75, 1, 4145) == scratch(4145)
+    assert qs.exllama_scratch(gptq, era("2.0.4"), "gptq", 86, 1, 4145) == scratch(4096 * 16)  # default 4096 x 16
+    assert qs.exllama_scratch(gptq, era("1.1.0"), "gptq", 86, 1, 4096) == 0  # ExLlama v1 only
     act_order = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "desc_act": True}})
     eight = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
     asym = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "sym": False}})
-    assert mem.exllama_scratch(act_order, era("3.3.7"), "gptq", 75, 1, 4096) == 0
-    assert mem.exllama_scratch(eight, era("3.3.7"), "gptq", 75, 1, 4096) == 0
-    assert mem.exllama_scratch(asym, era("3.3.7"), "gptq", 86, 1, 4096) == scratch(4096)  # Marlin wants sym
-    assert mem.exllama_scratch(gptq, era("3.3.7"), "awq", 75, 1, 4096) == 0
+    assert qs.exllama_scratch(act_order, era("3.3.7"), "gptq", 75, 1, 4096) == 0
+    assert qs.exllama_scratch(eight, era("3.3.7"), "gptq", 75, 1, 4096) == 0
+    assert qs.exllama_scratch(asym, era("3.3.7"), "gptq", 86, 1, 4096) == scratch(4096)  # Marlin wants sym
+    assert qs.exllama_scratch(gptq, era("3.3.7"), "awq", 75, 1, 4096) == 0
     # in the plan the buffer is held with the warm-up prefill: the T4's pool shrinks by its size
     argv = "text-generation-launcher --model-id m --max-batch-prefill-tokens 4096"
     _, on_t4 = run(argv, model=gptq, gpu=t4)
     plain = ModelSpec(**{**gptq.__dict__, "quantization": {**gptq.quantization, "bits": 8}})
     _, eight_t4 = run(argv, model=plain, gpu=t4)
     assert on_t4.detail.warmup_activation_bytes - eight_t4.detail.warmup_activation_bytes == scratch(4096)
+
+
+def test_marlin_gemm_buffers_held_with_the_prefill():
+    # gptq_marlin.cu::gptq_marlin_gemm: a_tmp (size_m x size_k, fp16) always; from marlin-kernels 0.3.1
+    # (TGI 2.4.0) the fp32 reduce buffer c_tmp (reduce_max_m x size_n), reduce_max_m = 64 x min(ceil(m / 64), 16)
+    awq = ModelSpec(**{**LLAMA70B.__dict__, "quantization": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                                             "zero_point": True}})
+    # 2 shards: qkv 8192 -> 5120, o 4096 -> 8192, gate_up 8192 -> 28672, down 14336 -> 8192; gate_up is largest
+    assert qs.marlin_scratch(awq, era("3.0.1"), "awq", 86, 2, 4096) == 4096 * 8192 * 2 + 1024 * 28672 * 4 \
+        == 184_549_376
+    assert qs.marlin_scratch(awq, era("3.0.1"), "awq", 86, 2, 100) == \
+        max(100 * 8192 * 2 + 128 * 28672 * 4, 100 * 14336 * 2 + 128 * 8192 * 4)  # ceil(100 / 64) = 2 tiles of 64
+    assert qs.marlin_scratch(awq, era("3.0.1"), "awq", 86, 2, 40) == 40 * 8192 * 2 + 48 * 28672 * 4
+    assert qs.marlin_scratch(awq, era("2.3.1"), "awq", 86, 2, 4096) == 4096 * 14336 * 2  # a_tmp only: down's
+    assert qs.marlin_scratch(awq, era("2.1.1"), "awq", 86, 2, 4096) == 0  # AWQ kernels before 2.2.0
+    assert qs.marlin_scratch(awq, era("3.0.1"), "awq", 75, 2, 4096) == 0  # Marlin needs compute capability 8.0
+    assert qs.marlin_scratch(awq, era("3.0.1"), None, 86, 2, 4096) == 0
+    gptq = ModelSpec(**{**LLAMA70B.__dict__, "quantization": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                              "sym": False}})
+    assert qs.marlin_scratch(gptq, era("3.0.1"), "gptq", 86, 2, 4096) == 0  # asymmetric GPTQ: not Marlin
+    # in the plan the buffers count with the layer's working set: the KV pool of two RTX 3090s shrinks
+    from servefit.hardware.spec import GpuSpec
+
+    rtx = GpuSpec(key="rtx-3090", name="NVIDIA GeForce RTX 3090", vendor="nvidia", memory_bytes=24122 * 2**20,
+                  compute_capability=86)
+    argv = "text-generation-launcher --model-id m --quantize awq --num-shard 2 --max-batch-prefill-tokens 4096"
+    # groups of 256 are not Marlin's: llm-awq's kernel with its split-K sums (8 x 4096 x 28672 x 2) instead
+    g256 = ModelSpec(**{**awq.__dict__, "quantization": {**awq.quantization, "group_size": 256}})
+    _, marlin = run(argv, model=awq, gpu=rtx, count=2, version="3.0.1")
+    _, split_k = run(argv, model=g256, gpu=rtx, count=2, version="3.0.1")
+    assert split_k.detail.warmup_activation_bytes - marlin.detail.warmup_activation_bytes == \
+        8 * 4096 * 28672 * 2 - 184_549_376
+
+
+def test_awq_split_k_partial_sums_where_marlin_does_not_take_awq():
+    # llm-awq gemm_cuda_gen.cu::gemm_forward_cuda: _out_feats = torch::empty({8, tokens, out}) in fp16, then .sum(0)
+    awq = ModelSpec(**{**LLAMA8B.__dict__, "quantization": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                                            "zero_point": True}})
+    # largest output on one shard: gate_up, 2 x 14336 = 28672
+    assert qs.awq_split_k_scratch(awq, era("1.4.5"), "awq", 86, 1, 4096) == 8 * 4096 * 28672 * 2 == 1_879_048_192
+    assert qs.awq_split_k_scratch(awq, era("1.4.5"), "awq", 86, 2, 100) == 8 * 100 * 14336 * 2
+    assert qs.awq_split_k_scratch(awq, era("3.3.7"), "awq", 75, 1, 4096) == 8 * 4096 * 28672 * 2  # T4: no Marlin
+    assert qs.awq_split_k_scratch(awq, era("3.3.7"), "awq", 86, 1, 4096) == 0  # Marlin takes it from 2.2.0
+    assert qs.awq_split_k_scratch(awq, era("2.1.1"), "awq", 86, 1, 4096) == 8 * 4096 * 28672 * 2
+    assert qs.awq_split_k_scratch(awq, era("1.0.3"), "awq", 86, 1, 4096) == 0  # no AWQ before 1.1.0
+    assert qs.awq_split_k_scratch(awq, era("1.1.0"), "awq", 86, 1, 100) == 8 * 100 * 28672 * 2
+    assert qs.awq_split_k_scratch(awq, era("1.4.5"), "gptq", 86, 1, 4096) == 0
+    # in the plan it counts with the layer's working set (what warm-up finds cached, and the live peak)
+    argv = "text-generation-launcher --model-id m --quantize awq --max-batch-prefill-tokens 4096"
+    _, split_k = run(argv, model=awq, version="2.1.1")
+    g256 = ModelSpec(**{**awq.__dict__, "quantization": {**awq.quantization, "group_size": 256}})
+    _, marlin_era = run(argv, model=awq, version="2.2.0")
+    assert qs.uses_marlin(awq, era("2.2.0"), "awq", 86) and not qs.uses_marlin(g256, era("2.2.0"), "awq", 86)
+    _, no_marlin = run(argv, model=g256, version="2.2.0")
+    assert no_marlin.detail.warmup_activation_bytes - marlin_era.detail.warmup_activation_bytes == \
+        1_879_048_192 - 4096 * 14336 * 2  # split-K sums replace Marlin's a_tmp, down_proj's (2.2.0: no c_tmp yet)
+    assert split_k.memory.activation_peak > marlin_era.memory.activation_peak
+
+
+def test_moe_gptq_attention_goes_to_marlin_too():
+    # the GPTQ loader is chosen per --quantize (utils/quantization.py::get_loader), so a MoE checkpoint's attention
+    # projections are repacked for Marlin like a dense one's: no ExLlama layer, Marlin buffers over qkv / o only
+    moe = ModelSpec(**{**LLAMA8B.__dict__, "num_experts": 8, "num_experts_per_tok": 2,
+                       "quantization": {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True}})
+    assert qs.uses_marlin(moe, era("3.0.1"), "gptq", 86)
+    assert qs.exllama_scratch(moe, era("3.0.1"), "gptq", 86, 1, 4096) == 0
+    # qkv 4096 -> 6144, o 4096 -> 4096: a_tmp 4096 x 4096 x 2, c_tmp 1024 x 6144 x 4
+    assert qs.marlin_scratch(moe, era("3.0.1"), "gptq", 86, 1, 4096) == 4096 * 4096 * 2 + 1024 * 6144 * 4

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from servefit.engines.tgi.era import Era
 from servefit.engines.vllm.graph_pool import GraphPool
 from servefit.memory.dtypes import dtype_bytes
-from servefit.memory.params import is_gated
 from servefit.memory.weights import Scheme, scheme_for, weight_bytes
 from servefit.models.spec import ModelSpec
 
@@ -145,10 +144,11 @@ def warmup_batch(e: Era, prefill: int, max_input: int | None, max_total: int | N
 
 
 def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
-                    prefill_logprobs: bool) -> int:
+                    prefill_logprobs: bool, scratch: int = 0) -> int:
     """Memory the warmup prefill still holds in PyTorch's caching allocator when the shard reads
     free memory (no empty_cache in between): one decoder layer's working set (hidden states,
-    fused gate_up output and the activated half; fused-MoE intermediates) plus the lm_head
+    fused gate_up output and the activated half; fused-MoE intermediates; a quantized GEMM's own
+    buffers, `scratch`: quant_scratch.py) plus the lm_head
     output, which the allocator cannot carve out of the freed layer blocks (it is allocated
     while the last hidden states are alive). Before 3.0 (or with --enable-prefill-logprobs)
     every prompt token gets log-probabilities, so the head output is tokens x vocab; after, one
@@ -157,7 +157,7 @@ def activation_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: fl
     (`gather_input`, rows x vocab / shards) before gathering every shard's slice into
     `world_out`; the slice is freed on return, so it stays cached beside the rest."""
     h = model.hidden_size
-    fwd = tokens * (4 * h + _mlp_width(model, shards)) * db
+    fwd = tokens * (4 * h + _mlp_width(model, shards)) * db + scratch
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
     head = rows * model.vocab_size * (db + (logprob_extra_bytes(e, db) if rows == tokens else 4)) + tokens * h * db
     if _gathered(model, shards, rows):
@@ -173,7 +173,7 @@ def _gathered(model: ModelSpec, shards: int, rows: int) -> bool:
 
 
 def prefill_live_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: float, shards: int,
-                      prefill_logprobs: bool) -> int:
+                      prefill_logprobs: bool, scratch: int = 0) -> int:
     """The most memory the warm-up prefill holds in live tensors at once, the amount whose allocation
     raises "Not enough memory to handle N prefill tokens": PyTorch's caching allocator frees its
     cached blocks and retries before a CUDA OOM (c10/cuda/CUDACachingAllocator.cpp,
@@ -190,7 +190,7 @@ def prefill_live_peak(model: ModelSpec, e: Era, tokens: int, requests: int, db: 
     use = weights + warm-up KV + `world_out` + its copy (+ non-torch memory) when log_softmax's 3.93 GiB
     output fails."""
     h = model.hidden_size
-    fwd = tokens * (4 * h + _mlp_width(model, shards)) * db
+    fwd = tokens * (4 * h + _mlp_width(model, shards)) * db + scratch
     rows = tokens if (e.warmup_logprobs or prefill_logprobs) else requests
     gathered = _gathered(model, shards, rows)
     logits = rows * model.vocab_size * db
@@ -240,37 +240,6 @@ def gemma3_mask_bytes(model: ModelSpec, e: Era, longest: int, requests: int, db:
     sdpa = e.v < (3, 3, 0) or attention != "flashinfer"
     heads = max(1, model.num_attention_heads // max(shards, 1))
     return masks + (int(2 * heads * sq * db) if sdpa else 0)
-
-
-def exllama_scratch(model: ModelSpec, e: Era, quantize: str | None, compute_capability: int, shards: int,
-                    prefill: int) -> int:
-    """The ExLlamaV2 scratch buffer a GPTQ (4-bit, no act-order) or EXL2 model allocates at warm-up,
-    before the shard measures free memory (server.py::Warmup -> create_exllama_buffers; layers/gptq/
-    exllamav2.py): one buffer of the largest QuantLinear.scratch_space_fixed = in x out x 2 + 128 +
-    out x tokens x 4 + 128 over the shard's fused qkv / o / gate_up / down projections, with tokens
-    = 4096 x 16 (the default max_input_len x max_batch_size, 1.2.0 - 2.1.0) or the warm-up's
-    max_prefill_tokens x 1 (from 2.1.1). From 2.2.0 GPTQ on compute capability >= 8.0 (symmetric,
-    4 / 8 bits, groups -1 / 32 / 64 / 128) is repacked for Marlin (layers/marlin/gptq.py::
-    can_use_gptq_marlin) and has no ExLlama layers."""
-    if quantize not in ("gptq", "exl2") or e.v < (1, 2, 0):
-        return 0
-    q = model.quantization or {}
-    if quantize == "gptq":
-        bits, group = int(q.get("bits") or 4), int(q.get("group_size") or 128)
-        if bits != 4 or q.get("desc_act"):
-            return 0
-        if e.v >= (2, 2, 0) and compute_capability >= 80 and q.get("sym", True) is not False \
-                and group in (-1, 32, 64, 128):
-            return 0
-    s = max(shards, 1)
-    h, hd = model.hidden_size, model.head_dim
-    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // s),
-              (model.num_attention_heads * hd // s, h)]
-    if not model.is_moe:
-        inter = model.intermediate_size // s
-        shapes += [(h, (2 if is_gated(model) else 1) * inter), (inter, h)]
-    tokens = prefill if e.v >= (2, 1, 1) else 4096 * 16
-    return max(i * o * 2 + 128 + o * tokens * 4 + 128 for i, o in shapes)
 
 
 def kv_tensors_reserved(model: ModelSpec, kv_db: float, shards: int, blocks: int, block: int) -> int:

@@ -9,6 +9,7 @@ import math
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan, UsageError
 from servefit.engines.tgi import defaults as d
 from servefit.engines.tgi import memory as mem
+from servefit.engines.tgi import quant_scratch as qs
 from servefit.engines.tgi.checks import err, launcher_checks, shard_checks
 from servefit.engines.tgi.detail import TgiDetail
 from servefit.engines.tgi.resolved import Resolved, resolve
@@ -57,10 +58,14 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     # the warm-up KV tensors as the caching allocator reserves them (a tensor's unsplittable segment tail included)
     warm_kv = mem.kv_tensors_reserved(model, kv_db, r.shards, batch.blocks, r.block)
     logprobs = d.request_logprobs(s, cfg.env)
+    cc = gpu.compute_capability or 0
     held = mem.gemma3_mask_bytes(model, e, batch.longest, batch.requests, db, r.shards, r.attention) + \
-        mem.exllama_scratch(model, e, r.quantize, gpu.compute_capability or 0, r.shards, r.prefill)
-    act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
-    live = mem.prefill_live_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs) + held
+        qs.exllama_scratch(model, e, r.quantize, cc, r.shards, r.prefill)
+    # a quantized GEMM's own buffers beside its output (Marlin's a_tmp / c_tmp, llm-awq's split-K partial sums)
+    scratch = qs.marlin_scratch(model, e, r.quantize, cc, r.shards, batch.tokens) + \
+        qs.awq_split_k_scratch(model, e, r.quantize, cc, r.shards, batch.tokens)
+    act = mem.activation_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs, scratch) + held
+    live = mem.prefill_live_peak(model, e, batch.tokens, batch.requests, db, r.shards, logprobs, scratch) + held
     # torch.cuda.set_per_process_memory_fraction caps what the allocator reserves; the device caps it too, less
     # the process's own non-torch memory and what other processes hold
     limit = min(int(total * r.fraction), total - ctx - gpu.in_use_bytes)
