@@ -30,16 +30,16 @@ def test_unset_context_is_the_line_between_the_training_length_and_fit_ctx():
     kw = dict(g=gpu(12000), version="b7772")
     hi = dry_run("llama-server -m x-Q4_K_M.gguf -c 131072", **kw)
     lo = dry_run("llama-server -m x-Q4_K_M.gguf -c 4096", **kw)
-    assert (hi, lo) == (4403.49 + 16384 + 626.5, 4403.49 + 512 + 258.5)  # KV: 32 layers x 2 x 1024 x f16
-    assert line(4096, 131072, lo, hi, TARGET) == 45312
+    assert (hi, lo) == (4403.49 + 16384 + 416.0, 4403.49 + 512 + 258.5)  # KV: 32 layers x 2 x 1024 x f16
+    assert line(4096, 131072, lo, hi, TARGET) == 45824
     cfg, p = run("llama-server -m x-Q4_K_M.gguf", **kw)
-    assert p.outcome == "started" and p.detail.n_ctx == 45312
-    assert p.detail.kv_buffer_mib == 45312 * 128 / 1024  # 128 KiB per cell
+    assert p.outcome == "started" and p.detail.n_ctx == 45824
+    assert p.detail.kv_buffer_mib == 45824 * 128 / 1024  # 128 KiB per cell
     assert p.detail.n_gpu_layers_offloaded == 33  # one device: the context is final, layers stay
     assert p.messages[:4] == [
-        "llama_params_fit_impl: projected to use 21413 MiB of device memory vs. 11488 MiB of free device memory",
-        "llama_params_fit_impl: cannot meet free memory target of 1024 MiB, need to reduce device memory by 10949 MiB",
-        "llama_params_fit_impl: context size reduced from 131072 to 45312 -> need 10968 MiB less memory in total",
+        "llama_params_fit_impl: projected to use 21203 MiB of device memory vs. 11488 MiB of free device memory",
+        "llama_params_fit_impl: cannot meet free memory target of 1024 MiB, need to reduce device memory by 10739 MiB",
+        "llama_params_fit_impl: context size reduced from 131072 to 45824 -> need 10761 MiB less memory in total",
         "llama_params_fit_impl: entire model can be fit by reducing context"]
     assert {"LCPP008", "LCPP010"} <= codes(cfg, p)
 
@@ -62,14 +62,14 @@ def test_when_even_fit_ctx_is_too_much_the_context_stays_there_and_layers_move()
     _, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(3000), version="b7772")
     assert p.detail.n_ctx == 4096 and p.detail.kv_buffer_mib == 512.0
     assert p.detail.n_gpu_layers_offloaded == 6
-    # the whole difference between the two dry runs: 21413.99 - 5173.99 MiB
-    assert "llama_params_fit_impl: context size reduced from 131072 to 4096 -> need 16240 MiB less memory " \
+    # the whole difference between the two dry runs: 21203.49 - 5173.99 MiB
+    assert "llama_params_fit_impl: context size reduced from 131072 to 4096 -> need 16029 MiB less memory " \
            "in total" in p.messages
 
 
 def test_user_layers_do_not_stop_the_context_but_stop_the_layers():
     _, p = run("llama-server -m x-Q4_K_M.gguf -ngl 99", g=gpu(12000), version="b7772")
-    assert p.detail.n_ctx == 45312 and p.outcome == "started"
+    assert p.detail.n_ctx == 45824 and p.outcome == "started"
     assert not any("failed to fit" in m for m in p.messages)  # one device: the line is final
     cfg, p = run("llama-server -m x-Q4_K_M.gguf -c 131072 -ngl 99", g=gpu(12000), version="b7772")
     assert p.outcome == "oom_at_load" and {"LCPP006", "LCPP012"} <= codes(cfg, p)
@@ -80,10 +80,10 @@ def test_user_layers_do_not_stop_the_context_but_stop_the_layers():
 
 def test_common_fit_cpp_names_from_b8865():
     _, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(12000), version="b9000")
-    assert p.detail.n_ctx == 45312
-    assert p.messages[2].startswith("common_params_fit_impl: context size reduced from 131072 to 45312")
+    assert p.detail.n_ctx == 45824
+    assert p.messages[2].startswith("common_params_fit_impl: context size reduced from 131072 to 45824")
     _, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(80000), version="b8854")
-    assert p.messages[1] == "llama_params_fit_impl: will leave 58074 >= 1024 MiB of free device memory, " \
+    assert p.messages[1] == "llama_params_fit_impl: will leave 58284 >= 1024 MiB of free device memory, " \
                             "no changes needed"
 
 
@@ -117,17 +117,17 @@ def test_two_gpus_keep_a_layer_and_a_half_spare_and_fill_the_last_gpu_first():
 
     model = sum(d["model"] for d in hi.detail.devices_mib.values())
     target = 2 * TARGET - 3 * (model / 32) / 2
-    assert line(4096, 131072, used(lo), used(hi), target) == 110592
+    assert line(4096, 131072, used(lo), used(hi), target) == 113152
     _, p = run("llama-server -m x-Q4_K_M.gguf", **kw)
-    assert p.detail.n_ctx == 110592 and p.detail.n_gpu_layers_offloaded == 33
+    assert p.detail.n_ctx == 113152 and p.detail.n_gpu_layers_offloaded == 33
     assert p.detail.fit["changed_layers"]
     dev = p.detail.devices_mib
     assert sum(dev["CUDA0"].values()) <= TARGET
-    # the last GPU took the most layers that kept its target: 17 (16 blocks + output), not 18 ...
-    for n, fits in ((17, True), (18, False)):
-        _, alone = run(f"llama-server -m x-Q4_K_M.gguf -c 110592 -fit off -ngl {n} -ts 0,1", **kw)
+    # the last GPU took the most layers that kept its target: 18 (17 blocks + output), not 19 ...
+    for n, fits in ((18, True), (19, False)):
+        _, alone = run(f"llama-server -m x-Q4_K_M.gguf -c 113152 -fit off -ngl {n} -ts 0,1", **kw)
         assert (sum(alone.detail.devices_mib["CUDA1"].values()) <= TARGET) is fits
-    assert dev["CUDA1"]["kv"] == 6912.0  # 16 blocks x 110592 cells x 4 KiB
+    assert dev["CUDA1"]["kv"] == 7514.0  # 17 blocks x 113152 cells x 4 KiB
     # ... measured before CUDA0 had layers: with every layer offloaded the pipeline copies come on top,
     # and llama.cpp does not measure that GPU again
     assert sum(dev["CUDA1"].values()) > TARGET
@@ -153,7 +153,7 @@ def test_the_projector_is_loaded_outside_the_fit(tmp_path):
     takes its 512 MiB of the margin (LCPP013 says to raise --fit-target)."""
     mm = _projector(tmp_path / "mmproj-f16.gguf")
     cfg, p = run(f"llama-server -m x-Q4_K_M.gguf --mmproj {mm}", g=gpu(12000), version="b7772")
-    assert p.detail.n_ctx == 45312 and "LCPP013" in codes(cfg, p)
+    assert p.detail.n_ctx == 45824 and "LCPP013" in codes(cfg, p)
     assert round(p.memory.weights / MIB, 2) == 4915.49  # 4403.49 + 512
     assert p.memory.free_headroom < 1024 * MIB  # the projector came out of the margin
 
@@ -162,23 +162,25 @@ def test_llama_server_adds_the_projector_to_the_target_from_pr_21489(tmp_path):
     """From ~b8690 load_model adds the projector's memory to --fit-target: the line aims 512 MiB lower."""
     mm = _projector(tmp_path / "mmproj-f16.gguf")
     lo = 4403.49 + 512 + 258.5
-    hi = 4403.49 + 16384 + 626.5
-    assert line(4096, 131072, lo, hi, TARGET - 512) == 41216
+    hi = 4403.49 + 16384 + 416.0
+    assert line(4096, 131072, lo, hi, TARGET - 512) == 41728
     cfg, p = run(f"llama-server -m x-Q4_K_M.gguf --mmproj {mm}", g=gpu(12000), version="b9000")
-    assert p.detail.n_ctx == 41216 and p.detail.kv_buffer_mib == 41216 * 128 / 1024
+    assert p.detail.n_ctx == 41728 and p.detail.kv_buffer_mib == 41728 * 128 / 1024
     assert "LCPP013" not in codes(cfg, p)
     assert p.messages[:3] == [
         "srv    load_model: [mtmd] estimated memory usage of mmproj is 512.00 MiB",
-        "common_params_fit_impl: projected to use 21413 MiB of device memory vs. 11488 MiB of free device memory",
+        "common_params_fit_impl: projected to use 21203 MiB of device memory vs. 11488 MiB of free device memory",
         "common_params_fit_impl: cannot meet free memory target of 1536 MiB, need to reduce device memory by "
-        "11461 MiB"]
-    assert p.memory.free_headroom >= 1024 * MIB
+        "11251 MiB"]
+    # the line is straight but the compute is not: at 41728 cells the logits (250.5 MiB) outgrow the freed 122 MiB
+    # mask hole and stack on it (compute.py), so the start lands 32 MiB short of the 1024 MiB kept free
+    assert p.memory.free_headroom // MIB == 991
 
 
 def test_a_draft_model_is_reserved_from_b9305():
     cmd = "llama-server -m x-Q4_K_M.gguf -md Llama-3.2-1B-Instruct-Q4_K_M.gguf"
     cfg, before = run(cmd, g=gpu(12000), version="b9297")
-    assert before.detail.n_ctx == 45312 and {"LCPP013", "LCPP006"} <= codes(cfg, before)
+    assert before.detail.n_ctx == 45824 and {"LCPP013", "LCPP006"} <= codes(cfg, before)
     cfg, after = run(cmd, g=gpu(12000), version="b9305")
     # the draft is measured at its training length (131072) before the fit: the target rises by GiBs
     assert after.detail.n_ctx == 4096 and after.outcome == "started"
@@ -251,18 +253,18 @@ def test_before_pr_18372_the_context_is_cut_in_proportion_to_the_kv():
     kw = dict(g=gpu(12000), version="b7500")
     hi = dry_run("llama-server -m x-Q4_K_M.gguf -c 131072", **kw)
     cut = math.ceil((hi - FREE_12000 + 1024) * 1024 / 128)
-    assert cut == 87600
+    assert cut == 85916
     _, p = run("llama-server -m x-Q4_K_M.gguf", **kw)
     assert p.messages[1:4] == [
-        "llama_params_fit_impl: cannot fulfill margin of 1024 MiB, need to reduce device memory by 10949 MiB",
-        f"llama_params_fit_impl: context size reduced from 131072 to {131072 - cut} -> need 10950 MiB less "
+        "llama_params_fit_impl: cannot fulfill margin of 1024 MiB, need to reduce device memory by 10739 MiB",
+        f"llama_params_fit_impl: context size reduced from 131072 to {131072 - cut} -> need 10739 MiB less "
         "memory in total",
         "llama_params_fit_impl: entire model can be fit across devices by reducing context"]
-    assert (p.detail.n_ctx, p.detail.kv_buffer_mib) == (43520, 43520 * 128 / 1024)  # 43472 padded to 256
+    assert (p.detail.n_ctx, p.detail.kv_buffer_mib) == (45312, 45312 * 128 / 1024)  # 45156 padded to 256
     # b7600: the line already, the one margin still (per-device targets and their wording: PR #18679)
     _, p = run("llama-server -m x-Q4_K_M.gguf", g=gpu(12000), version="b7600")
     assert p.messages[1].startswith("llama_params_fit_impl: cannot fulfill margin of 1024 MiB")
-    assert "context size reduced from 131072 to 45312" in p.messages[2]
+    assert "context size reduced from 131072 to 45824" in p.messages[2]
 
 
 def test_the_proportional_cut_left_gemma3_short_of_the_target():
@@ -282,8 +284,8 @@ def test_an_explicit_c_0_keeps_the_training_context_from_pr_19070():
     _, new = run("llama-server -m x-Q4_K_M.gguf -c 0", g=gpu(12000), version="b7900")
     _, old = run("llama-server -m x-Q4_K_M.gguf -c 0", g=gpu(12000), version="b7800")
     assert "llama_params_fit_impl: user has requested full context size of 131072 -> no change" in new.messages
-    assert (new.detail.n_ctx, new.detail.n_gpu_layers_offloaded) == (131072, 15)
-    assert (old.detail.n_ctx, old.detail.n_gpu_layers_offloaded) == (45312, 33)
+    assert (new.detail.n_ctx, new.detail.n_gpu_layers_offloaded) == (131072, 16)
+    assert (old.detail.n_ctx, old.detail.n_gpu_layers_offloaded) == (45824, 33)
 
 
 def test_before_b7553_an_unset_or_999_ngl_is_fits_to_change():

@@ -36,13 +36,28 @@ def test_qwen36_35b_a3b_ub512_is_the_attention_phase():
     assert got == want
 
 
-def test_a_dense_model_still_stacks_the_logits_on_the_masks():
-    # Qwen3-8B (dense, 36 layers, vocab 151936, n_embd 4096) at 131072 / ub 2048, b8193: the logits
-    # 151936 x 2048 f32 + norm, plus the masks less two residual rows (6 x 131072 x 2048 - 8 x 4096 x 2048)
-    want = (151936 * 2048 * 4 + 4096 * 2048 * 4 + 6 * 131072 * 2048 - 8 * 4096 * 2048) / MIB
+def test_a_dense_model_stacks_the_logits_on_the_masks_only_when_they_outgrow_the_hole():
+    # ggml-alloc.c ggml_dyn_tallocr_alloc: best fit among freed blocks, the buffer grows only when none holds the
+    # tensor. Qwen3-8B (dense, vocab 151936, n_embd 4096) at ub 2048, b8193: at 8192 cells the logits (1187 MiB)
+    # outgrow the freed masks (6 x 8192 x 2048 = 96 MiB) and stack on them, less two residual rows ...
+    stacked = (151936 * 2048 * 4 + 4096 * 2048 * 4 + 6 * 8192 * 2048 - 8 * 4096 * 2048) / MIB
+    got = _compute_mib("llama-server -hf Qwen/Qwen3-8B-GGUF:Q8_0 -np 1 -c 8192 -ngl 999 -fa 1 -ub 2048",
+                       "NVIDIA RTX PRO 6000 Blackwell Server Edition", "b8193")
+    assert got == stacked == 1251.0
+    # ... at 131072 the 1536 MiB mask hole holds them: the attention phase (masks + 4 residual rows) is the peak
+    attention = (6 * 131072 * 2048 + 4 * 2048 * 4 * 4096) / MIB
     got = _compute_mib("llama-server -hf Qwen/Qwen3-8B-GGUF:Q8_0 -np 1 -c 131072 -ngl 999 -fa 1 -ub 2048",
                        "NVIDIA RTX PRO 6000 Blackwell Server Edition", "b8193")
-    assert got == want
+    assert got == attention == 1664.0
+
+
+def test_llama31_8b_in_ollamas_llama_runner_logs_the_attention_phase_at_131072():
+    # Ollama 0.21.0's llama runner (calibration ollm-robustness-8xa100-...): n_ctx 131072, ub 512, flash attention
+    # on, one sequence: CUDA1 compute buffer 416.01 MiB = masks 6 x 131072 x 512 (384) + residual 32; the logits
+    # (128256 x 512 x 4 = 250.5 MiB) reuse the freed mask block
+    got = _compute_mib("llama-server -hf bartowski/Meta-Llama-3.1-8B-Instruct-GGUF:Q4_K_M -np 1 -c 131072 -b 512 "
+                       "-ub 512 -ngl 99 -fa on", "NVIDIA A100-SXM4-80GB", "b7440")
+    assert got == 416.0
 
 
 def test_qwen35_recurrent_state_from_the_catalog():

@@ -198,3 +198,12 @@ def test_k_and_v_types_size_each_half(ctk, ctv, k_row, v_row):
     # (block of 32: q8_0 34 B, q4_0 / iq4_nl 18, q4_1 20, q5_0 22, q5_1 24)
     _, p = run(f"llama-server -m x-Q4_K_M.gguf -c 4096 -np 1 -fa on -ctk {ctk} -ctv {ctv}", version="b9000")
     assert p.detail.kv_buffer_mib == 32 * (k_row + v_row) * 4096 / MIB
+
+
+def test_gemma4_12b_unified_is_llama_cpp_gemma4_with_a_window_cache():
+    # google/gemma-4-12B-it (model_type gemma4_unified): its GGUF is general.architecture = gemma4, so the 40 SWA
+    # layers (8 KV heads x 256) hold n_swa + n_ubatch = 1024 + 2048 cells and the 8 full layers (1 KV head x 512,
+    # V cached) the whole context: 128.00 + 960.00 MiB, as build 9849 logged it (HilbertRaum issue 399 sweep)
+    d = detail("google/gemma-4-12B-it", "-c 8192 -np 1 -b 2048 -ub 2048 -fa on", "b9849")
+    assert d.kv_buffer_swa_mib == 40 * 8 * 256 * 2 * 2 * 3072 / MIB == 960.0
+    assert d.kv_buffer_mib == 960.0 + 8 * 512 * 2 * 2 * 8192 / MIB == 1088.0

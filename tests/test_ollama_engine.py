@@ -264,3 +264,21 @@ def test_num_ctx_past_the_model_is_capped_from_0_9_3():
     cfg, p = plan(site(params={"num_ctx": "200000"}, env=env), "0.9.3")
     assert p.detail.num_ctx == 131072
     assert next(f for f in p.findings if f.code == "OLLM009").message.endswith("> 131072; Ollama uses 131072")
+
+
+def test_new_memory_estimates_are_opt_in_until_0_11_11():
+    """PR #11090 made the layout path opt-in for Ollama-engine models (envconfig.NewMemoryEstimates,
+    OLLAMA_NEW_ESTIMATES, default off); PR #12252 turned it on by default (v0.11.11 release notes)."""
+    from servefit.models import resolve_model
+
+    spec = resolve_model("google/gemma-3-4b-it")
+
+    def detail(version, env=None):
+        cfg = ENGINE.parse(site("ollama run gemma3:4b", env=env, params={"num_ctx": "4096"}), version)
+        return ENGINE.plan(cfg, spec, gpu(), 1).detail
+
+    old, opted, new = detail("0.11.10"), detail("0.11.10", {"OLLAMA_NEW_ESTIMATES": "1"}), detail("0.11.11")
+    assert (old.era, opted.era, new.era) == ("classic", "layout", "layout")
+    assert old.memory_required_kv_gib is not None and old.kv_cache_gib is None  # the offload line's figures
+    assert new.memory_required_kv_gib is None and new.kv_cache_gib is not None  # the per-device lines'
+    assert detail("0.11.4", {"OLLAMA_NEW_ESTIMATES": "1"}).era == "classic"  # before the layout path existed

@@ -77,8 +77,14 @@ def compute_buffer(lm: LModel, cp: CtxParams, kv: KvLayout, fa: bool, b: int, dr
     ffn = ffn_working_set(lm, t) + graph_inputs(lm, kv, t, fa)
     n_out = n_outputs(cp, b, draft, lm.embedding)
     out = 4 * vocab * n_out + 4 * e * t
-    if n_out >= t and not any(lm.swa) and not _hybrid(lm):  # the logits do not fit a freed hole: they stack on the masks
-        out += max(0, (masks if fa else 4 * n_kv * t_pad) - 8 * e * t)
+    hole = masks if fa else 4 * n_kv * t_pad
+    if n_out >= t and not any(lm.swa) and not _hybrid(lm) and 4 * vocab * n_out > hole:
+        # ggml/src/ggml-alloc.c::ggml_dyn_tallocr_alloc: a tensor takes the best-fitting freed block that holds it and
+        # grows the buffer's last block only when none does. The masks are freed after the last attention layer: logits
+        # larger than that hole stack on it (Qwen2.5-7B at 32768 / ub 512: 382.01 MiB logged, 386 planned); logits it
+        # holds reuse it and the attention phase stays the peak (Llama-3.1-8B at 131072 / ub 512 in Ollama 0.21's
+        # llama runner: 416.01 MiB logged = masks 384 + residual 32, not logits 250.5 + masks)
+        out += max(0, hole - 8 * e * t)
     phases = {"attention": attn, "ffn": ffn, "output": out}
     phase = max(phases, key=lambda k: phases[k])
     host = 4 * t * e + 4 * n_kv * t_pad

@@ -91,7 +91,7 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     if lm.embedding or arch in table()["single_slot"]:
         num_parallel = 1
     eng = ollama_engine(arch, v, bool(s.get("OLLAMA_NEW_ENGINE")))
-    era = V.era(v, arch, eng)
+    era = V.era(v, arch, eng, bool(s.get("OLLAMA_NEW_ESTIMATES")))
     ctx = {"num_ctx": num_ctx, "requested_ctx": requested_ctx, "ctx_src": ctx_src, "num_parallel": num_parallel,
            "np_auto": np_auto, "era": era, "arch": arch, "n_dev": n_dev, "v": v}
     if era == "llamaserver":

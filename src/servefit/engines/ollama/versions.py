@@ -17,6 +17,11 @@ CTX_CAP = (0, 9, 3)  # llm/server.go NewLlamaServer caps num_ctx at the model's 
 CTX_4096 = (0, 6, 7)  # default num_ctx 4096 (2048 before)
 GPTOSS_8K = (0, 11, 1)  # gpt-oss num_ctx >= 8192 unless VRAM < 20 GiB (until 0.15.4)
 LAYOUT = (0, 11, 5)  # "new memory management": layout/backoff for Ollama-engine models
+# PR #11090 (New Memory Management) made the layout path opt-in for Ollama-engine models: envconfig.NewMemoryEstimates
+# = Bool("OLLAMA_NEW_ESTIMATES"), default off; PR #12252 ("llm: Enable new memory estimates by default", merged
+# 2025-09-11; v0.11.11's release notes: "New memory estimates enabled by default in Ollama's new engine") made it the
+# default. Before it an Ollama-engine model without the variable still logs the classic llm/memory.go offload line.
+NEW_ESTIMATES_DEFAULT = (0, 11, 11)
 FA_AUTO_LLAMA_RUNNER = (0, 13, 4)  # llama-runner models: flash attention "auto" unless the user set it
 CLASSIC_REMOVED = (0, 12, 11)  # llm/memory.go removed: every model on the layout path
 VRAM_TIERS = (0, 15, 5)  # default num_ctx 4k/32k/256k by total VRAM
@@ -38,13 +43,16 @@ def vtuple(v: str | None) -> tuple[int, ...]:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
 
 
-def era(v: tuple[int, ...], arch: str, ollama_engine: bool) -> str:
-    """classic (llm/memory.go EstimateGPULayers) | layout (llm/server.go buildLayout) | llamaserver."""
+def era(v: tuple[int, ...], arch: str, ollama_engine: bool, new_estimates: bool = False) -> str:
+    """classic (llm/memory.go EstimateGPULayers) | layout (llm/server.go buildLayout) | llamaserver.
+    `new_estimates`: OLLAMA_NEW_ESTIMATES set (the layout path's opt-in before v0.11.11)."""
     if v >= LLAMA_SERVER:
         return "llamaserver"
     if v < LAYOUT:
         return "classic"
     if v < CLASSIC_REMOVED and not ollama_engine:
+        return "classic"
+    if v < NEW_ESTIMATES_DEFAULT and not new_estimates:
         return "classic"
     return "layout"
 
