@@ -231,16 +231,21 @@ def model_runner_v2(model: ModelSpec, r: Resolved, env: dict[str, str] | None = 
         return False
     return listed or not model.is_moe
 
-def moe_extra_kernels(model: ModelSpec) -> float:
-    """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers
-    (MOE_EXTRA_KERNELS on each fused-MoE layer: from first_k_dense_replace on, every moe_layer_step-th)."""
+def moe_layer_share(model: ModelSpec) -> float:
+    """Share of the decoder layers that are fused-MoE layers: from first_k_dense_replace on, every
+    moe_layer_step-th."""
     n = model.num_hidden_layers
     if not model.is_moe or n <= 0:
         return 0.0
     step = max(1, model.moe_layer_step)
-    moe = sum(1 for i in range(model.first_k_dense_replace, n) if (i + 1) % step == 0)
+    return sum(1 for i in range(model.first_k_dense_replace, n) if (i + 1) % step == 0) / n
+
+
+def moe_extra_kernels(model: ModelSpec) -> float:
+    """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers
+    (MOE_EXTRA_KERNELS on each fused-MoE layer)."""
     extra = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if model.num_shared_experts else 0)
-    return extra * moe / n
+    return extra * moe_layer_share(model)
 
 
 def split_layers_per_layer(model: ModelSpec, piecewise: int, full: int) -> int:
@@ -287,7 +292,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     else:
         per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
         per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
-    per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e) * GRAPH_NODE)
+    per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e, model, moe_layer_share(model), gpu) * GRAPH_NODE)
     if model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
