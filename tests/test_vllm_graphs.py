@@ -336,6 +336,16 @@ def test_fp8_quant_kernels_captured_inside_opaque_custom_ops():
     # block FP8 MoE up to 0.11.0: qkv and o_proj through the opaque op, the MoE's two: 4, not 4 + 2
     _, sp_blk = run(ARGV, model=replace(block, **moe), gpu=L4, version="0.11.0")
     assert sp_blk.memory.cuda_graphs == pool(35, 19) + 32 * (int(54 * 4 * GRAPH_NODE) + int(54 * 4 * GRAPH_NODE))
+    # compressed-tensors: float 8-bit weights are FP8 (Fp8LinearOp's QuantFP8), int 8-bit ones int8 (4 nodes)
+    def ct(kind: str) -> dict:
+        return {"quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": kind, "strategy": "channel"}}}}
+    _, ct_fp8 = run(ARGV, model=replace(LLAMA8B, quantization=ct("float")), gpu=L4, version="0.11.0")
+    _, ct_int8 = run(ARGV, model=replace(LLAMA8B, quantization=ct("int")), gpu=L4, version="0.11.0")
+    assert ct_fp8.memory.cuda_graphs == pool(35, 19)
+    assert ct_int8.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)
+    _, ct_moe = run(ARGV, model=replace(LLAMA8B, quantization=ct("float"), **moe), gpu=L4, version="0.12.0")
+    assert ct_moe.memory.cuda_graphs == sp8.memory.cuda_graphs
     # below compute capability 8.9 FP8 is weight-only Marlin: no activation quant, whatever the release
     a100 = resolve_gpu("A100-80GB")
     for version in ("0.9.2", "0.11.0", "0.12.0"):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from servefit.engines.vllm.era import Era
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.weights import float8_compressed_tensors
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
 #   QuantFP8 CustomOp (group shape) outside the GEMM op, which Inductor fuses like the per-tensor one
 #   (read in the 0.10.0, 0.10.2, 0.11.0, 0.11.1 and 0.12.0 wheels). Up to then a block-FP8 layer adds the
 #   four quant nodes of an int8 one (qkv and o_proj, and gate_up / down or the fused-MoE op's two).
+# A compressed-tensors FP8 checkpoint (float 8-bit weights: RedHatAI / llm-compressor FP8) quantizes its
+# activations with the same Fp8LinearOp / QuantFP8 (compressed_tensors_w8a8_fp8.py, 0.10.0 wheel), its MoE
+# through fused_experts' use_fp8_w8a8 path: FP8 here, not the int8 kernels.
 # Below compute capability 8.9 FP8 runs as weight-only Marlin (fp8.py::Fp8LinearMethod.use_marlin,
 # Fp8MoEMethod: fused_marlin_moe), which quantizes no activation.
 FP8_MOE_QUANT_KERNELS = 2
@@ -67,9 +71,10 @@ def act_quant_kernels(r: Resolved, e: Era, model: ModelSpec | None = None, moe_s
     sc = r.scheme
     if sc is None or sc.bits != 8 or sc.name in WEIGHT_ONLY_8BIT:
         return 0
-    if sc.name in FP8_ACT_QUANT and gpu is not None and gpu.compute_capability < FP8_ACT_MIN_CC:
+    fp8 = sc.name in FP8_ACT_QUANT or (model is not None and float8_compressed_tensors(model.quantization))
+    if fp8 and gpu is not None and gpu.compute_capability < FP8_ACT_MIN_CC:
         return 0
-    if sc.name in FP8_ACT_QUANT and e.v1 and r.version >= (0, 10, 0):
+    if fp8 and e.v1 and r.version >= (0, 10, 0):
         if model is not None and r.version < BLOCK_FP8_OPAQUE_UNTIL and (model.quantization or {}).get("weight_block_size"):
             return ACT_QUANT_KERNELS
         return FP8_MOE_QUANT_KERNELS * moe_share
