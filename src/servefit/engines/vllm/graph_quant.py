@@ -50,7 +50,11 @@ BLOCK_FP8_OPAQUE_UNTIL = (0, 11, 1)
 FP8_ACT_MIN_CC = 89
 # awq.py::AWQLinearMethod.apply: from 256 tokens on, the AWQ kernel dequantizes the whole weight to
 # fp16 and runs torch.matmul (FP16_MATMUL_HEURISTIC_CONDITION); captured, the dequantized weight and
-# the matmul output live in the graph pool (one pool for all sizes: the largest). Only the `awq`
+# the matmul output live in the graph pool (one pool for all sizes: the largest). Under V1's
+# torch.compile the condition is a Python branch on the traced shape: Dynamo evaluates it once, at the
+# profile run's max_num_batched_tokens, and vLLM runs the compiled code without its guards, so every
+# captured size dequantizes when that trace did (vllm-project/vllm#30783 and #37494 describe it; the
+# branch is plain Python in the 0.10.2 wheel, no custom op shields it). V0 (no compile) decides per size. Only the `awq`
 # method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
 # --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
 AWQ_DEQUANT_TOKENS = 256
@@ -81,16 +85,19 @@ def act_quant_kernels(r: Resolved, e: Era, model: ModelSpec | None = None, moe_s
     return ACT_QUANT_KERNELS
 
 
-def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict) -> int:
+def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict,
+                     compiled: bool = False) -> int:
     """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
-    largest linear layer at the largest captured size of 256 tokens or more."""
+    largest linear layer at the largest captured size that dequantizes (256 tokens or more; any size
+    where the model is `compiled` from a trace of 256 tokens or more)."""
     if r.scheme is None or not r.scheme.name.startswith("awq"):
         return 0
     forced = str(settings.get("quantization") or "") == "awq"
     cc = gpu.compute_capability if gpu is not None else 0
     if not forced and cc >= 80 and r.version >= (0, 5, 1):
         return 0
-    t = max((x for x in sizes if x >= AWQ_DEQUANT_TOKENS), default=0)
+    traced = compiled and r.max_num_batched_tokens >= AWQ_DEQUANT_TOKENS
+    t = max((x for x in sizes if traced or x >= AWQ_DEQUANT_TOKENS), default=0)
     if not t:
         return 0
     h, tp, hd = model.hidden_size, r.tp, model.head_dim

@@ -25,6 +25,7 @@ from servefit.engines.vllm.graph_mode import (
     FULL_DECODE_MODES,
     cudagraph_mode,
     fused_allreduce_tokens,
+    inductor_compiled,
     spec_decode_without_full_graphs,
 )
 from servefit.engines.vllm.graph_pool import forward_pool
@@ -322,7 +323,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
-    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
+    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings, inductor_compiled(e, cfg.settings))
     if full and not piecewise:  # the full graphs' own pool (see above)
         total += forward_pool(model, r, full)
     total += marlin_reduce_scratch(model, r, max(piecewise + full), gpu, cfg.settings)
