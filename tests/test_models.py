@@ -231,7 +231,7 @@ def test_catalog_specs_are_fresh_copies():
     ("unsloth/gemma-3-27b-it-Q4_K_M", "google/gemma-3-27b-it",
      {"quant_method": "gguf", "type": "Q4_K_M", "bits": 4}),
     ("Qwen/Qwen3-30B-A3B-GPTQ-Int4", "Qwen/Qwen3-30B-A3B", {"quant_method": "gptq", "bits": 4, "group_size": 128}),
-    ("Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-8B", {"quant_method": "fp8"}),
+    ("Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-8B", {"quant_method": "fp8", "weight_block_size": [128, 128]}),
     ("casperhansen/llama-3-8b-instruct-awq", "meta-llama/Meta-Llama-3-8B-Instruct",
      {"quant_method": "awq", "bits": 4, "group_size": 128}),
     ("mistralai/Mixtral-8x22B-Instruct-v0.1-AWQ", "mistralai/Mixtral-8x22B-Instruct-v0.1",

@@ -159,3 +159,11 @@ def test_mlx_repacks_are_sized_as_mlx_stores_them(config, bytes_per_param):
     # mlx-community/...-4bit was sized at 2 bytes per parameter while the assumption said "MLX 4-bit"
     s = scheme_for(config)
     assert s is not None and (s.name, s.bytes_per_param) == ("mlx", bytes_per_param)
+
+
+def test_qwen_own_fp8_checkpoints_are_block_wise():
+    from servefit.models.name_variant import parse_variant
+
+    # Qwen's -FP8 checkpoints ship weight_block_size [128, 128]; a third party's FP8 name says nothing of blocks
+    assert parse_variant("Qwen/Qwen3-235B-A22B-FP8").quant == {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    assert parse_variant("someone/Qwen3-235B-A22B-FP8").quant == FP8

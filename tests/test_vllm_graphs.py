@@ -306,3 +306,49 @@ def test_full_decode_sizes_follow_the_decode_query_length_from_0101():
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 64"
     assert run(argv + spec, model=gdn, version="0.10.2")[1].detail.cuda_graph_sizes == 19 + 17
     assert run(argv + spec, model=hybrid, version="0.10.2")[1].detail.cuda_graph_sizes == 19
+
+
+def test_fp8_quant_kernels_captured_inside_opaque_custom_ops():
+    from test_vllm_engine import LLAMA8B
+
+    from servefit.engines.vllm.graphs import GRAPH_NODE
+    from servefit.hardware.catalog import resolve_gpu
+
+    per_tensor = replace(LLAMA8B, quantization={"quant_method": "fp8"})
+    block = replace(LLAMA8B, quantization={"quant_method": "fp8", "weight_block_size": [128, 128]})
+    moe = dict(num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768)
+    # 0.11 at 128 sequences: 35 piecewise + 19 full graphs. Per-tensor FP8's QuantFP8 is fused by Inductor
+    _, dense = run(ARGV, gpu=L4, version="0.11.0")
+    _, fp8 = run(ARGV, model=per_tensor, gpu=L4, version="0.11.0")
+    assert dense.memory.cuda_graphs == fp8.memory.cuda_graphs == pool(35, 19)
+    # a block-FP8 checkpoint up to 0.11.0 runs each linear as apply_w8a8_block_fp8_linear, its group quant
+    # inside: 4 nodes more per layer in each of the 54 graphs; from 0.11.1 QuantFP8 again, fused
+    _, blk = run(ARGV, model=block, gpu=L4, version="0.11.0")
+    assert blk.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)
+    _, blk111 = run(ARGV, model=block, gpu=L4, version="0.11.1")
+    assert blk111.memory.cuda_graphs == pool(35, 19)
+    # an FP8 MoE layer's fused-MoE op quantizes its two GEMMs' inputs inside the op, in every release:
+    # the MoE's 4 kernels and these 2, on every layer
+    _, sp = run(ARGV, model=replace(LLAMA8B, **moe), gpu=L4, version="0.12.0")
+    _, sp8 = run(ARGV, model=replace(per_tensor, **moe), gpu=L4, version="0.12.0")
+    assert sp.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)
+    assert sp8.memory.cuda_graphs == sp.memory.cuda_graphs + 32 * int(54 * 2 * GRAPH_NODE)
+    # block FP8 MoE up to 0.11.0: qkv and o_proj through the opaque op, the MoE's two: 4, not 4 + 2
+    _, sp_blk = run(ARGV, model=replace(block, **moe), gpu=L4, version="0.11.0")
+    assert sp_blk.memory.cuda_graphs == pool(35, 19) + 32 * (int(54 * 4 * GRAPH_NODE) + int(54 * 4 * GRAPH_NODE))
+    # compressed-tensors: float 8-bit weights are FP8 (Fp8LinearOp's QuantFP8), int 8-bit ones int8 (4 nodes)
+    def ct(kind: str) -> dict:
+        return {"quant_method": "compressed-tensors",
+                "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": kind, "strategy": "channel"}}}}
+    _, ct_fp8 = run(ARGV, model=replace(LLAMA8B, quantization=ct("float")), gpu=L4, version="0.11.0")
+    _, ct_int8 = run(ARGV, model=replace(LLAMA8B, quantization=ct("int")), gpu=L4, version="0.11.0")
+    assert ct_fp8.memory.cuda_graphs == pool(35, 19)
+    assert ct_int8.memory.cuda_graphs == pool(35, 19) + 32 * int(54 * 4 * GRAPH_NODE)
+    _, ct_moe = run(ARGV, model=replace(LLAMA8B, quantization=ct("float"), **moe), gpu=L4, version="0.12.0")
+    assert ct_moe.memory.cuda_graphs == sp8.memory.cuda_graphs
+    # below compute capability 8.9 FP8 is weight-only Marlin: no activation quant, whatever the release
+    a100 = resolve_gpu("A100-80GB")
+    for version in ("0.9.2", "0.11.0", "0.12.0"):
+        base = run(ARGV, model=replace(LLAMA8B, **moe), gpu=a100, version=version)[1].memory.cuda_graphs
+        for q in (per_tensor, block):
+            assert run(ARGV, model=replace(q, **moe), gpu=a100, version=version)[1].memory.cuda_graphs == base

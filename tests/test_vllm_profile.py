@@ -147,10 +147,25 @@ def test_awq_dequantized_weight_sits_in_the_graph_pool():
     _, turing = run(argv, model=awq, gpu=T4, version="0.13.0")
     _, turing16 = run(argv, gpu=T4, version="0.13.0")
     assert turing.memory.cuda_graphs - turing16.memory.cuda_graphs == (4096 * 28672 + 512 * 28672) * 2
-    # no captured size reaches 256 tokens: the AWQ GEMM kernel runs, nothing is dequantized
+    # no captured size reaches 256 tokens, yet V1's torch.compile traced the branch at the profile run's
+    # 2048 tokens: every size dequantizes, the largest (128) sets the pool
     _, small = run(argv + " --quantization awq --max-num-seqs 64", model=awq, gpu=L4, version="0.13.0")
     _, small16 = run(argv + " --max-num-seqs 64", gpu=L4, version="0.13.0")
+    assert small.memory.cuda_graphs - small16.memory.cuda_graphs == (4096 * 28672 + 128 * 28672) * 2
+    # a trace under 256 tokens bakes the AWQ GEMM kernel in: nothing is dequantized
+    tiny = " --max-num-seqs 64 --max-num-batched-tokens 128"
+    _, small = run(argv + " --quantization awq" + tiny, model=awq, gpu=L4, version="0.13.0")
+    _, small16 = run(argv + tiny, gpu=L4, version="0.13.0")
     assert small.memory.cuda_graphs == small16.memory.cuda_graphs
+    # without torch.compile (V0) the branch is taken per captured size: 64 sequences stay under 256
+    _, v0 = run(argv + " --quantization awq --max-num-seqs 64", model=awq, gpu=L4, version="0.6.5")
+    _, v016 = run(argv + " --max-num-seqs 64", gpu=L4, version="0.6.5")
+    assert v0.memory.cuda_graphs == v016.memory.cuda_graphs
+    # V1 with an explicit compilation level other than 3 (0.13: FULL graphs without compile) decides per size
+    eager = " --max-num-seqs 64 -cc.mode=0 -cc.cudagraph_mode=FULL"
+    _, nc = run(argv + " --quantization awq" + eager, model=awq, gpu=L4, version="0.13.0")
+    _, nc16 = run(argv + eager, gpu=L4, version="0.13.0")
+    assert nc.memory.cuda_graphs == nc16.memory.cuda_graphs and nc16.memory.cuda_graphs > 0
 
 
 def test_non_torch_by_snapshot_era_and_interconnect():

@@ -127,6 +127,14 @@ def _from_config(method: str, q: dict[str, Any]) -> dict[str, Any]:
     return q
 
 
+def float8_compressed_tensors(quant: dict[str, Any] | None) -> bool:
+    """A compressed-tensors checkpoint whose 8-bit weights are floats (FP8 W8A8 / W8A16, `type: float` in its
+    config group), not int8."""
+    q = _from_config("compressed-tensors", quant or {})
+    return str((quant or {}).get("quant_method", "")).lower() == "compressed-tensors" and q.get("bits") == 8 \
+        and bool(q.get("float"))
+
+
 def kept_params(m: ModelSpec, g: ParamGroups, scheme: Scheme | None) -> list[float] | None:
     """Per decoder layer, the linear parameters the checkpoint keeps unquantized (its skip
     list: see memory/unquantized.py); None when every linear layer is quantized."""

@@ -21,6 +21,11 @@ QUANT_WORDS = {
     "quantized", "unquantized", "mlx", "gguf", "nvfp4", "mxfp4", "fp4", "exl2", "exl3", "marlin", "dwq", "block",
     "kv", "actorder", "e4m3", *ALIASES,
 }
+# Qwen's own -FP8 checkpoints (Qwen3, Qwen3-2507, Qwen3-VL, Qwen3.5 / 3.6 ...) are "fine-grained fp8 quantization
+# with block size of 128" (their model cards): config.json quantization_config {"quant_method": "fp8",
+# "activation_scheme": "dynamic", "fmt": "e4m3", "weight_block_size": [128, 128]}, which vLLM loads with
+# Fp8LinearMethod's block path (quantization/fp8.py: block_quant = weight_block_size is not None).
+QWEN_FP8_BLOCK = (128, 128)
 _GROUP = re.compile(r"^(?:g|gs)(\d+)$|^(\d+)g$")  # g128, gs32, 128g, 32g
 _BPW = re.compile(r"^(\d+(?:\.\d+)?)bpw$")  # exl2's bits per weight: 4.0bpw, 6.5bpw
 _HEAD_BITS = re.compile(r"^h[68]$")  # exl2's lm_head bits (with an exl2 word only)
@@ -78,6 +83,8 @@ def scheme(words: list[str], org: str, gguf_type: str | None, dtype: str | None)
     if "mxfp4" in ws:
         return {"quant_method": "mxfp4"}, "MXFP4"
     if "fp8" in ws:
+        if org.lower() == "qwen" and "fp8" in words:  # Qwen's own -FP8 checkpoints are block-wise (QWEN_FP8_BLOCK)
+            return {"quant_method": "fp8", "weight_block_size": list(QWEN_FP8_BLOCK)}, "FP8 weights, 128 x 128 blocks"
         return {"quant_method": "fp8"}, "FP8 weights"
     if "exl2" in ws or "exl3" in ws:  # ExLlamaV2 / V3: TGI serves exl2; vLLM and SGLang have no such method
         method = "exl3" if "exl3" in ws else "exl2"

@@ -1,5 +1,6 @@
 """The all-reduces vLLM captures in its CUDA graphs under tensor parallelism, and what each costs in the
-captured memory (graphs.graph_memory adds them): vLLM's custom all-reduce where it serves the group,
+captured memory (graphs.graph_memory adds them): vLLM's custom all-reduce where it serves the group and
+the input fits its buffer, the symmetric-memory all-reduce above that on NVSwitch Hopper / Blackwell,
 else NCCL's, priced by whether NCCL allocates with cuMem.
 """
 
@@ -12,6 +13,8 @@ from servefit.hardware.spec import GpuSpec
 
 if TYPE_CHECKING:
     from servefit.engines.vllm.plan import Resolved
+
+MiB = 2**20
 
 # With tensor parallelism every graph holds the all-reduces of the layers it covers: two per decoder
 # layer (after o_proj and after the MLP / MoE) and one for the vocab-parallel embedding
@@ -65,3 +68,56 @@ def nccl_graph_collective(r: Resolved, env: dict[str, str] | None) -> int:
     forced = (env or {}).get("NCCL_CUMEM_ENABLE")
     cumem = r.version >= NCCL_CUMEM_FROM if forced is None else forced.strip() not in ("", "0")
     return NCCL_GRAPH_COLLECTIVE_CUMEM if cumem else NCCL_GRAPH_COLLECTIVE
+
+
+# Which all-reduce a captured call runs, by the bytes of its input (tokens x hidden x dtype bytes):
+# cuda_communicator.py::CudaCommunicator.all_reduce tries the custom all-reduce first, then the torch
+# symmetric-memory one, then pynccl. The custom all-reduce takes inputs under its buffer's max_size
+# (custom_all_reduce.py::CustomAllreduce.should_custom_ar: inp_size < max_size), 8 MiB by default
+# (CustomAllreduce.__init__ max_size=8192 * 1024). Where the symmetric-memory communicator is up
+# (symm_mem.py::SymmMemCommunicator: VLLM_ALLREDUCE_USE_SYMM_MEM, default "0" in 0.10.2 and "1" from
+# 0.11.0 (envs.py); a device capability and group size in SYMM_MEM_ALL_REDUCE_MAX_SIZES; and multicast,
+# handle.multicast_ptr != 0, which needs NVSwitch: GpuSpec.nvls), CustomAllreduce.__init__ lowers
+# max_size to CUSTOM_ALL_REDUCE_MAX_SIZES[cc][tp] where that is smaller, and inputs from there up to
+# SYMM_MEM_ALL_REDUCE_MAX_SIZES[cc][tp] run the symmetric-memory all-reduce, bf16 only
+# (should_use_symm_mem: inp.dtype != torch.bfloat16 -> False; an fp16 input falls through to pynccl).
+# Tables from device_communicators/all_reduce_utils.py, the same in the 0.11.0, 0.12.0, 0.17.0, 0.19.0,
+# 0.20.0, 0.24.0, 0.25.1 and 0.33.0 wheels but for cc 10.3, listed from 0.19 (not in 0.18).
+CUSTOM_AR_MAX = 8 * MiB
+SYMM_MEM_DEFAULT_FROM = (0, 11, 0)
+SYMM_MEM_ENV_FROM = (0, 10, 2)
+SYMM_MEM_CC103_FROM = (0, 19, 0)
+CUSTOM_AR_MAX_WITH_SYMM: dict[int, dict[int, int]] = {
+    90: {2: 64 * MiB, 4: 32 * MiB, 6: MiB // 2, 8: MiB // 4},
+    100: {2: 2 * MiB, 4: 2 * MiB, 6: MiB, 8: MiB},
+    103: {2: 4 * MiB, 4: 4 * MiB, 6: 8 * MiB, 8: 4 * MiB}}
+SYMM_MEM_MAX: dict[int, dict[int, int]] = {
+    90: {2: 64 * MiB, 4: 32 * MiB, 6: 64 * MiB, 8: 64 * MiB},
+    100: {2: 8 * MiB, 4: 32 * MiB, 6: 128 * MiB, 8: 128 * MiB},
+    103: {2: 4 * MiB, 4: 32 * MiB, 6: 32 * MiB, 8: 64 * MiB}}
+
+
+def symm_mem_max(r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None) -> int:
+    """The largest input (exclusive) the symmetric-memory all-reduce takes for this TP group; 0 where
+    the communicator is not up (see above)."""
+    forced = (env or {}).get("VLLM_ALLREDUCE_USE_SYMM_MEM")
+    on = r.version >= SYMM_MEM_DEFAULT_FROM if forced is None else forced.strip() not in ("", "0")
+    if not on or r.version < SYMM_MEM_ENV_FROM or gpu is None or not gpu.nvls:
+        return 0
+    cc = gpu.compute_capability
+    if cc == 103 and r.version < SYMM_MEM_CC103_FROM:
+        return 0
+    return SYMM_MEM_MAX.get(cc, {}).get(r.tp, 0)
+
+
+def allreduce_kind(r: Resolved, gpu: GpuSpec | None, settings: dict, env: dict[str, str] | None,
+                   input_bytes: int) -> str:
+    """"custom", "symm" or "nccl": the all-reduce CudaCommunicator.all_reduce runs for an input of
+    `input_bytes` in this TP group (see above)."""
+    if not custom_allreduce(gpu, r.tp, settings):
+        return "nccl"
+    symm = symm_mem_max(r, gpu, env)
+    ca_max = min(CUSTOM_AR_MAX, CUSTOM_AR_MAX_WITH_SYMM[gpu.compute_capability][r.tp]) if symm and gpu else CUSTOM_AR_MAX
+    if input_bytes < ca_max:
+        return "custom"
+    return "symm" if input_bytes < symm and r.dtype == "bfloat16" else "nccl"

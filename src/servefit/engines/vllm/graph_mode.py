@@ -134,6 +134,18 @@ def cudagraph_mode(model: ModelSpec, r: Resolved, e: Era, settings: dict) -> str
     return _spec_decode_fallback(model, r, s, mode)
 
 
+def inductor_compiled(e: Era, settings: dict) -> bool:
+    """Whether a V1 run that captures graphs runs the model through torch.compile (Dynamo traces it once, at
+    the profile run's max_num_batched_tokens): compilation level / mode 3 (PIECEWISE / VLLM_COMPILE), the
+    default; from 0.13 FULL graphs may be captured without it (an explicit other mode)."""
+    if not e.v1:
+        return False
+    raw = settings.get("compilation_config")
+    cc = raw if isinstance(raw, dict) else ({"level": raw} if raw is not None else {})
+    level = _compile_mode(cc.get("mode", cc.get("level")))
+    return level is None or level == 3
+
+
 def hybrid_full_default(model: ModelSpec, r: Resolved) -> bool:
     """Whether this release sets FULL_AND_PIECEWISE for this model when no mode is given (HYBRID_FULL_DEFAULT):
     layers with a recurrent (Mamba / short-conv) or linear-attention mixer, as ModelConfig.is_hybrid and the

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from servefit.engines.vllm.era import Era
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
+from servefit.memory.weights import float8_compressed_tensors
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -28,9 +29,32 @@ if TYPE_CHECKING:
 ACT_QUANT_KERNELS = 4
 WEIGHT_ONLY_8BIT = ("bitsandbytes", "bnb", "experts_int8")
 FP8_ACT_QUANT = ("fp8", "fbgemm_fp8", "modelopt", "ptpc_fp8", "fp8_dynamic")
+# Two FP8 quant kernels Inductor cannot fuse, because they sit inside an opaque custom op:
+# - the fused-MoE op quantizes its own inputs, before each of its two expert GEMMs
+#   (fused_moe/fused_moe.py::fused_experts_impl calls moe_kernel_quantize_input on the hidden states and
+#   on intermediate_cache2 when use_fp8_w8a8; read in the 0.10.0 and 0.12.0 wheels), inside the
+#   fused-MoE custom op: 2 nodes per FP8 MoE layer in every release;
+# - a block-FP8 checkpoint (weight_block_size) runs each linear through the custom op
+#   torch.ops.vllm.apply_w8a8_block_fp8_linear (quantization/utils/fp8_utils.py: per_token_group_quant_fp8,
+#   then the block-scaled GEMM) up to 0.11.0; from 0.11.1 W8A8BlockFp8LinearOp quantizes with the
+#   QuantFP8 CustomOp (group shape) outside the GEMM op, which Inductor fuses like the per-tensor one
+#   (read in the 0.10.0, 0.10.2, 0.11.0, 0.11.1 and 0.12.0 wheels). Up to then a block-FP8 layer adds the
+#   four quant nodes of an int8 one (qkv and o_proj, and gate_up / down or the fused-MoE op's two).
+# A compressed-tensors FP8 checkpoint (float 8-bit weights: RedHatAI / llm-compressor FP8) quantizes its
+# activations with the same Fp8LinearOp / QuantFP8 (compressed_tensors_w8a8_fp8.py, 0.10.0 wheel), its MoE
+# through fused_experts' use_fp8_w8a8 path: FP8 here, not the int8 kernels.
+# Below compute capability 8.9 FP8 runs as weight-only Marlin (fp8.py::Fp8LinearMethod.use_marlin,
+# Fp8MoEMethod: fused_marlin_moe), which quantizes no activation.
+FP8_MOE_QUANT_KERNELS = 2
+BLOCK_FP8_OPAQUE_UNTIL = (0, 11, 1)
+FP8_ACT_MIN_CC = 89
 # awq.py::AWQLinearMethod.apply: from 256 tokens on, the AWQ kernel dequantizes the whole weight to
 # fp16 and runs torch.matmul (FP16_MATMUL_HEURISTIC_CONDITION); captured, the dequantized weight and
-# the matmul output live in the graph pool (one pool for all sizes: the largest). Only the `awq`
+# the matmul output live in the graph pool (one pool for all sizes: the largest). Under V1's
+# torch.compile the condition is a Python branch on the traced shape: Dynamo evaluates it once, at the
+# profile run's max_num_batched_tokens, and vLLM runs the compiled code without its guards, so every
+# captured size dequantizes when that trace did (vllm-project/vllm#30783 and #37494 describe it; the
+# branch is plain Python in the 0.10.2 wheel, no custom op shields it). V0 (no compile) decides per size. Only the `awq`
 # method does this; awq_marlin (the default for AWQ checkpoints on cc >= 8.0 from 0.5.1, unless
 # --quantization awq forces awq: awq_marlin.py::override_quantization_method) does not.
 AWQ_DEQUANT_TOKENS = 256
@@ -44,26 +68,36 @@ MARLIN_REDUCE_UNTIL = (0, 9, 0)
 MARLIN_MAX_PAR = 16
 
 
-def act_quant_kernels(r: Resolved, e: Era) -> int:
-    """Extra quant kernels per captured layer for dynamic activation quantization (see above)."""
+def act_quant_kernels(r: Resolved, e: Era, model: ModelSpec | None = None, moe_share: float = 0.0,
+                      gpu: GpuSpec | None = None) -> float:
+    """Extra quant kernels per captured layer for dynamic activation quantization (see above), averaged over
+    the layers: `moe_share` is the share of the model's layers that are fused-MoE layers."""
     sc = r.scheme
     if sc is None or sc.bits != 8 or sc.name in WEIGHT_ONLY_8BIT:
         return 0
-    if sc.name in FP8_ACT_QUANT and e.v1 and r.version >= (0, 10, 0):
+    fp8 = sc.name in FP8_ACT_QUANT or (model is not None and float8_compressed_tensors(model.quantization))
+    if fp8 and gpu is not None and gpu.compute_capability < FP8_ACT_MIN_CC:
         return 0
+    if fp8 and e.v1 and r.version >= (0, 10, 0):
+        if model is not None and r.version < BLOCK_FP8_OPAQUE_UNTIL and (model.quantization or {}).get("weight_block_size"):
+            return ACT_QUANT_KERNELS
+        return FP8_MOE_QUANT_KERNELS * moe_share
     return ACT_QUANT_KERNELS
 
 
-def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict) -> int:
+def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict,
+                     compiled: bool = False) -> int:
     """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
-    largest linear layer at the largest captured size of 256 tokens or more."""
+    largest linear layer at the largest captured size that dequantizes (256 tokens or more; any size
+    where the model is `compiled` from a trace of 256 tokens or more)."""
     if r.scheme is None or not r.scheme.name.startswith("awq"):
         return 0
     forced = str(settings.get("quantization") or "") == "awq"
     cc = gpu.compute_capability if gpu is not None else 0
     if not forced and cc >= 80 and r.version >= (0, 5, 1):
         return 0
-    t = max((x for x in sizes if x >= AWQ_DEQUANT_TOKENS), default=0)
+    traced = compiled and r.max_num_batched_tokens >= AWQ_DEQUANT_TOKENS
+    t = max((x for x in sizes if traced or x >= AWQ_DEQUANT_TOKENS), default=0)
     if not t:
         return 0
     h, tp, hd = model.hidden_size, r.tp, model.head_dim

@@ -18,19 +18,21 @@ from servefit.engines.vllm.defaults import capture_sizes
 from servefit.engines.vllm.era import Era
 from servefit.engines.vllm.graph_allreduce import (
     CUSTOM_AR_GRAPH_COLLECTIVE,
-    custom_allreduce,
+    allreduce_kind,
     nccl_graph_collective,
 )
 from servefit.engines.vllm.graph_mode import (
     FULL_DECODE_MODES,
     cudagraph_mode,
     fused_allreduce_tokens,
+    inductor_compiled,
     spec_decode_without_full_graphs,
 )
 from servefit.engines.vllm.graph_pool import forward_pool
 from servefit.engines.vllm.graph_quant import act_quant_kernels, awq_dequant_pool, marlin_reduce_scratch
 from servefit.engines.vllm.kvcache import speculative
 from servefit.hardware.spec import GpuSpec
+from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
 
@@ -78,6 +80,11 @@ NO_MIXER_LAYER_ARCHS = ("NemotronHForCausalLM", "DeciLMForCausalLM")
 NEMOTRON_H_MIXER_KERNELS = 3
 MLP_KERNELS = 4
 GRAPH_PIECE = GRAPH_PIECEWISE_PER_LAYER - DENSE_LAYER_KERNELS * GRAPH_NODE
+# The symmetric-memory all-reduce (graph_allreduce.py) captures three kernels and registers nothing per
+# call: the copy into the symmetric buffer, the multimem / two-shot all-reduce and the copy out
+# (device_communicators/symm_mem.py::SymmMemCommunicator.all_reduce, inside the opaque all-reduce op,
+# so Inductor fuses neither copy; read in the 0.12.0 wheel). Its buffer is allocated once at start.
+SYMM_MEM_GRAPH_COLLECTIVE = int(3 * GRAPH_NODE)
 # Model Runner V2 (v1/worker/gpu/model_runner.py) captures the same graphs (the same piecewise
 # backend, one graph per piece and size, then the FULL decode graphs), yet the pool it logs is much
 # smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
@@ -231,16 +238,21 @@ def model_runner_v2(model: ModelSpec, r: Resolved, env: dict[str, str] | None = 
         return False
     return listed or not model.is_moe
 
-def moe_extra_kernels(model: ModelSpec) -> float:
-    """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers
-    (MOE_EXTRA_KERNELS on each fused-MoE layer: from first_k_dense_replace on, every moe_layer_step-th)."""
+def moe_layer_share(model: ModelSpec) -> float:
+    """Share of the decoder layers that are fused-MoE layers: from first_k_dense_replace on, every
+    moe_layer_step-th."""
     n = model.num_hidden_layers
     if not model.is_moe or n <= 0:
         return 0.0
     step = max(1, model.moe_layer_step)
-    moe = sum(1 for i in range(model.first_k_dense_replace, n) if (i + 1) % step == 0)
+    return sum(1 for i in range(model.first_k_dense_replace, n) if (i + 1) % step == 0) / n
+
+
+def moe_extra_kernels(model: ModelSpec) -> float:
+    """Kernels a layer of this model adds to every graph over a dense layer, averaged over its layers
+    (MOE_EXTRA_KERNELS on each fused-MoE layer)."""
     extra = MOE_EXTRA_KERNELS + (SHARED_EXPERT_KERNELS if model.num_shared_experts else 0)
-    return extra * moe / n
+    return extra * moe_layer_share(model)
 
 
 def split_layers_per_layer(model: ModelSpec, piecewise: int, full: int) -> int:
@@ -287,7 +299,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
     else:
         per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
         per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
-    per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e) * GRAPH_NODE)
+    per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e, model, moe_layer_share(model), gpu) * GRAPH_NODE)
     if model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
@@ -299,15 +311,19 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
             size = str(cfg.env.get("VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE") or "").strip()
             total += int(size) if size.isdigit() else FLASHINFER_FLOAT_WORKSPACE
     if r.tp > 1:  # graphs of sizes FlashInfer's fused all-reduce serves pay no per-call cost (graph_mode.py)
-        call = CUSTOM_AR_GRAPH_COLLECTIVE if custom_allreduce(gpu, r.tp, cfg.settings) else nccl_graph_collective(r, cfg.env)
+        costs = {"custom": CUSTOM_AR_GRAPH_COLLECTIVE, "symm": SYMM_MEM_GRAPH_COLLECTIVE,
+                 "nccl": nccl_graph_collective(r, cfg.env)}
+        row = int(model.hidden_size * dtype_bytes(r.dtype))
         fused = fused_allreduce_tokens(model, r, cfg, gpu)
-        plain = sum(1 for x in piecewise + full if x > fused)
-        plain_drafter = sum(1 for x in set(piecewise) if x > fused) if drafter else 0
-        total += (plain * (2 * layers + 1) + plain_drafter * 2 * drafter) * call
+
+        def call(x: int) -> int:
+            return costs[allreduce_kind(r, gpu, cfg.settings, cfg.env, x * row)] if x > fused else 0
+        total += sum(call(x) for x in piecewise + full) * (2 * layers + 1)
+        total += sum(call(x) for x in set(piecewise)) * 2 * drafter if drafter else 0
     if full and e.v1 and gpu is not None and gpu.compute_capability == 90 and not latent_cache(model):
         heads = max(1, model.num_attention_heads // r.tp)
         total += FA3_MAX_SPLITS * heads * max(full) * (model.head_dim + 1) * 4
-    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings)
+    total += awq_dequant_pool(model, r, piecewise + full, gpu, cfg.settings, inductor_compiled(e, cfg.settings))
     if full and not piecewise:  # the full graphs' own pool (see above)
         total += forward_pool(model, r, full)
     total += marlin_reduce_scratch(model, r, max(piecewise + full), gpu, cfg.settings)
