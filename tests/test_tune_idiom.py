@@ -193,12 +193,12 @@ def test_k8s_env_flow_item_gets_a_sibling_shaped_like_it() -> None:
 def test_yaml_key_entry_lands_after_the_siblings_whole_entry() -> None:
     """A new key goes after a sibling's block (a list under it included), at the sibling's column."""
     from servefit.sources.text import LineIndex
-    from servefit.tune import style
+    from servefit.tune import yaml_keys
 
     text = "vllmConfig:\n  extraArgs:\n  - --x\n  - '1'\n  maxModelLen: 8192\nenv: []\n"
     at = text.index("extraArgs")
     key = LineIndex(text, "v.yaml").span(at, at + len("extraArgs"))
-    s, e, new = style.key_entry(text, key, "maxNumSeqs", "64")
+    s, e, new = yaml_keys.key_entry(text, key, "maxNumSeqs", "64")
     out = text[:s] + new + text[e:]
     assert out == "vllmConfig:\n  extraArgs:\n  - --x\n  - '1'\n  maxNumSeqs: 64\n  maxModelLen: 8192\nenv: []\n"
     assert yaml.safe_load(out)["vllmConfig"]["maxNumSeqs"] == 64

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from servefit.core import Edit, Span, Token
-from servefit.tune import style
+from servefit.tune import style, yaml_keys
 from servefit.tune.placed import DISPLAY, Placed
 
 DQ_ = '"'
@@ -74,7 +74,7 @@ class YamlPlacement:
         hi = after.span.start if after is not None and after.span is not None else len(text)
         if prev is not None and after is None:
             hi = style.line_bounds(text, lo)[2] if lo < len(text) else len(text)
-            hi = max(hi, style.entry_end(text, prev.span)) if prev.span is not None else hi
+            hi = max(hi, yaml_keys.entry_end(text, prev.span)) if prev.span is not None else hi
         mine = [m for m in uses if lo <= m.start() and m.end() <= hi]
         if len(mine) != 1:
             self.shared.add(id(tok))
@@ -145,7 +145,7 @@ class YamlPlacement:
         for i, t in enumerate(argv):
             if t.span is None or not t.text.startswith("-") or self.exact(t) or not self.readable(t.span.file):
                 continue
-            key = style.yaml_key_at(self.read(t.span.file), t.span)
+            key = yaml_keys.yaml_key_at(self.read(t.span.file), t.span)
             if key is None:
                 continue
             val = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].text.startswith("--") else None
@@ -184,14 +184,14 @@ class YamlPlacement:
                     extra_owner.append(p)
                     continue
             elif sib is not None and sib.span is not None:
-                written = style.yaml_key_at(self.read(sib.span.file), sib.span) or ""
+                written = yaml_keys.yaml_key_at(self.read(sib.span.file), sib.span) or ""
                 key = long[2:].replace("-", "_") if "_" in written else long[2:]
             else:
                 key = None
             if sib is None or sib.span is None or key is None:
                 p.applicability = DISPLAY
                 continue
-            s, e, t = style.key_entry(self.read(sib.span.file), sib.span, key, value or "true")
+            s, e, t = yaml_keys.key_entry(self.read(sib.span.file), sib.span, key, value or "true")
             p.edits.append(Edit(self.span(sib.span.file, s, e), t))
         if not extra_args:
             return
@@ -205,5 +205,5 @@ class YamlPlacement:
                 p.applicability = DISPLAY
             return
         items = [f"- {style.yaml_quote(w, DQ_)}" for g in extra_args for w in g]
-        s, e, t = style.key_block(self.read(sib.span.file), sib.span, "extraArgs", items)
+        s, e, t = yaml_keys.key_block(self.read(sib.span.file), sib.span, "extraArgs", items)
         extra_owner[0].edits.append(Edit(self.span(sib.span.file, s, e), t))
