@@ -6,7 +6,7 @@ says which calibration logs (benchmarks/accuracy/cases/vllm.yaml, calibration ha
 
 from __future__ import annotations
 
-from servefit import data
+from servefit.hardware.cuda_context import context_bytes, resident_threads
 from servefit.hardware.spec import GpuSpec
 
 GiB = 2**30
@@ -19,8 +19,11 @@ MiB = 2**20
 # released: builds that call themselves 0.26.1rc1.devN are main on the way to 0.27 and print the
 # 0.27 wording (the AutoScientists log), so the switch is at 0.26.1.
 CONSUMED_FROM = (0, 26, 1)
-# CUDA context + cuBLAS outside the budget, before the snapshot: about 300 MB with lazy module loading
-# (CUDA >= 11.7), PyTorch's maintainers say (pytorch/pytorch issue #107667); a flat figure, not by card.
+# The CUDA context: outside the budget in most releases (taken before the first snapshot), charged in the
+# device-wide ones (device_wide). Its size grows with the card's resident threads (hardware/cuda_context.py:
+# 0.10 GiB on a T4, 0.44 on an A100, 0.53 on an H100; vLLM's own first snapshots show 0.10 on a T4 and 0.41 on
+# A100s); CUDA_CONTEXT, about 300 MB with lazy module loading (CUDA >= 11.7, PyTorch's maintainers in
+# pytorch/pytorch issue #107667), stands in for a card whose threads are not known (cuda_context_bytes).
 CUDA_CONTEXT = int(0.30 * GiB)
 # Non-torch growth of a lone GPU (no communicator): the local memory the CUDA context grows by when a
 # kernel needs more per thread than it holds (it is resized context-wide to local bytes per thread x
@@ -154,7 +157,7 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
     if device_wide(version, v1) and (gpu is None or not gpu.in_use_bytes):
         out.append(f"vLLM {v} counts all memory in use on the GPU that PyTorch did not allocate against the KV "
                    "cache, the CUDA context and other processes' memory included: planned with the CUDA context "
-                   f"({CUDA_CONTEXT / GiB:.2f} GiB) and nothing else on the GPU"
+                   f"({cuda_context_bytes(gpu) / GiB:.2f} GiB) and nothing else on the GPU"
                    + ("; on this unified-memory device that also takes in what the OS and every program hold"
                       if gpu is not None and gpu.unified_memory else
                       "; on a card that also drives a desktop, or under WSL (where the card's memory is shared with "
@@ -166,13 +169,10 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
     return out
 
 
-def resident_threads(gpu: GpuSpec | None) -> int | None:
-    """SMs x max resident threads per SM (data/gpu_sms.yaml), or None for a card not listed there."""
-    if gpu is None or gpu.vendor != "nvidia":
-        return None
-    table = data.load("gpu_sms.yaml")
-    sms, per_sm = table["sms"].get(gpu.key), table["threads_per_sm"].get(str(gpu.compute_capability))
-    return sms * per_sm if sms and per_sm else None
+def cuda_context_bytes(gpu: GpuSpec | None) -> int:
+    """The CUDA context vLLM's process holds on this card (hardware/cuda_context.py::context_bytes, by resident
+    threads); CUDA_CONTEXT where the card's threads are not known."""
+    return context_bytes(gpu) or CUDA_CONTEXT
 
 
 def lmem_growth_bytes(gpu: GpuSpec | None) -> int:
@@ -205,7 +205,7 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     v1 = version >= (0, 8, 0) if v1 is None else v1
     w = min(max(world, 1), max(NON_TORCH_GIB))
     own = lmem_growth_bytes(gpu)
-    context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
+    context = cuda_context_bytes(gpu) + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     nvls = nvls_bytes(tp, gpu, version) if nvls_enabled(env) else 0
     return own + comm_bytes(w, gpu) + nvls + context + consumed
