@@ -98,19 +98,25 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 # Calibration logs this file does not reach, and what the releases' code says about them (read in the
 # 0.6.4.post1, 0.6.5 and 0.10.2 wheels; no term is fitted to them):
 # - 0.6.4 (worker.py::determine_num_available_blocks: mem_get_info used - allocated_bytes.all.current)
-#   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.39 planned), 1.65 of it
-#   before the profile run (initial_memory_usage 15.90 less 14.25 of weights): WSL reports the whole card
-#   (23.99 GiB total; native Linux drivers report 23.55 - 23.64) and the Windows desktop's share is in
-#   "used"; the 0.10.2 log of another WSL card shows 1.33 GiB in use at vLLM's first snapshot, its own
-#   context included. Not known to a plan unless --gpu local reads it (gpu.in_use_bytes); notes() says so.
+#   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.48 planned: the RTX
+#   4090's own context and growth), 1.65 of it before the profile run (initial_memory_usage 15.90 less
+#   14.25 of weights): WSL reports the whole card (23.99 GiB total; native Linux drivers report 23.55 -
+#   23.64) and the Windows desktop's share is in "used"; the 0.10.2 log of another WSL card shows 1.33 GiB
+#   in use at vLLM's first snapshot where its own context is 0.25 GiB. Not known to a plan unless --gpu
+#   local reads it (gpu.in_use_bytes); notes() says so. (The same release on two 48 GB cards at TP2 logs
+#   0.73 GiB, 0.69 planned with the card's own context; 0.56 with a flat 0.30 GiB.)
 # - vLLM PR #10511's own sanity check (H100, Llama-3-8B, 1.79 GiB at TP1, exactly twice that at TP2) ran
 #   the PR's branch before merge; its merged form (0.6.5 utils.py::memory_profiling: used - baseline at
-#   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, so
-#   the figure belongs to that branch's state, not to a release.
+#   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, and
+#   0.6.4's device-wide form gives the H100's context and growth (0.66 planned), so the figure belongs to
+#   that branch's state, not to a release; the branch's code is not retrievable.
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
-#   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned, the
-#   repacked weights' freed blocks being the likely pins; how much stays pinned depends on the caching
-#   allocator's block order, which servefit does not simulate.
+#   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
+#   local memory of Marlin's kernels: their stack frames in 0.6.5's _C.abi3.so are at most 88 B a thread
+#   on sm_90 (the cubins' .nv.info EIATTR_MAX_STACK_SIZE), 23 MB on an H100. Nor the repack itself:
+#   gptq_marlin_repack and marlin_permute_scales (kernels/marlin.py::process_weights_after_loading) free
+#   each old tensor right after its same-sized successor is allocated, so the next layer's reuses the hole
+#   and about one layer's scales (5 MB) stay pinned; what pins the rest is not known.
 # - 0.10.2 (utils::MemorySnapshot: cuda_memory - memory_reserved, from the init_device snapshot) logs
 #   0.02 GiB twice on an RTX 4080 under WSL, 0.056 planned by lmem_growth_bytes' thread scaling; the Ada
 #   logs (RTX 4060 Ti / 4070 Laptop / 4080: 0.03, 0.02, 0.02) do not scale with resident threads as the
