@@ -48,3 +48,21 @@ def test_v1_checks_the_budget_against_the_free_memory_less_this_cards_context():
     assert refused.outcome == "rejected_config"
     assert "Free memory on device (14.48/14.58 GiB) on startup is less than desired GPU memory utilization " \
            "(0.995, 14.51 GiB)" in refused.messages
+
+
+def _profile(mnbt: int, version: str = "0.8.5"):
+    cmd = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 2048 --enforce-eager --max-num-seqs 1 "
+           f"--max-num-batched-tokens {mnbt}\n")
+    return evaluate(scan_file("serve.sh", cmd).sites[0], Target(gpu="RTX 4080", gpus=1, engine_version=version)).plan
+
+
+def test_a_device_wide_release_does_not_count_the_context_twice_at_the_profile():
+    # V1 0.8.5 charges the context in its non-torch figure (gpu_worker.py: used - torch allocated): the profile
+    # peak is weights + activation + that figure. At 1536 batched tokens it leaves 0.21 GiB of the RTX 4080,
+    # less than its 0.24 GiB context: the profile fits (no room for the KV cache), no OOM
+    p = _profile(1536)
+    m = p.memory
+    margin = p.memory.total - m.weights - m.activation_peak - m.non_torch
+    assert 0 < margin < cuda_context_bytes(resolve_gpu("RTX 4080"))
+    assert p.outcome == "no_kv_memory"
+    assert _profile(4096).outcome == "oom_at_load"  # past the card: OOM in the profile

@@ -11,7 +11,7 @@ from servefit.core import EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, unified, verdicts
 from servefit.engines.vllm.era import Era, vtuple
 from servefit.engines.vllm.kvcache import attention_free, capacity
-from servefit.engines.vllm.non_torch import cuda_context_bytes
+from servefit.engines.vllm.non_torch import cuda_context_bytes, device_wide
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -57,7 +57,9 @@ def verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     if out.outcome == "started" and mem.weights + context > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
     cached = unified.page_cache(gpu, e, mem.weights, cfg.settings)  # reclaimable: the budget counts it, no OOM
-    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + context \
+    # the releases whose non-torch figure charges the whole device have the context in it already
+    beside = 0 if device_wide(vtuple(e.version), e.v1) else context
+    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + beside \
             > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
     # --kv-cache-memory-bytes skips the budget (v1/worker/gpu_worker.py::determine_available_memory returns it
