@@ -112,8 +112,9 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   that branch's state, not to a release; the branch's code is not retrievable.
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
 #   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
-#   local memory of Marlin's kernels: their stack frames in 0.6.5's _C.abi3.so are at most 88 B a thread
-#   on sm_90 (the cubins' .nv.info EIATTR_MAX_STACK_SIZE), 23 MB on an H100. Nor the repack itself:
+#   local memory of Marlin's kernels: gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have
+#   stack frames of at most 64 B a thread on sm_90 (EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, its
+#   fatbin entry LZ4-compressed), 17 MB on an H100's 270336 threads. Nor the repack itself:
 #   gptq_marlin_repack and marlin_permute_scales (kernels/marlin.py::process_weights_after_loading) free
 #   each old tensor right after its same-sized successor is allocated, so the next layer's reuses the hole
 #   and about one layer's scales (5 MB) stay pinned; what pins the rest is not known.
