@@ -65,7 +65,7 @@ def test_tune_writes_the_script(repo: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["tune", ".", "--gpu", "L4", "--write"]) == 0
     capsys.readouterr()
     assert (repo / "start.sh").read_text() == SCRIPT.replace(
-        "--max-model-len 131072", "--max-model-len 32768").replace("0.9\n", "0.9 --max-num-seqs 128\n")
+        "--max-model-len 131072", "--max-model-len 32768").replace("0.9\n", "0.9 --max-num-seqs 64\n")
     assert (repo / "Dockerfile").read_text() == DOCKERFILE
     assert _lint(capsys, ".")[1] == [("Dockerfile", 4, "SEC004"), ("start.sh", 3, "VLLM019")]
 

@@ -39,12 +39,11 @@ def test_prodstack_values_get_numbers_and_new_keys_not_a_string(tmp_path: Path,
     rc, _ = tune(capsys, str(p), "--write")
     assert rc == 0
     new = p.read_text()
-    # 2048: vLLM 0.8.5's V1 budget charges the CUDA context (engines/vllm/non_torch.py::device_wide), the
-    # A100's own 0.44 GiB (hardware/cuda_context.py; 4096 with a flat 0.30 GiB before)
-    assert new == old.replace("maxModelLen: 131072", "maxModelLen: 2048").replace(
-        "        gpuMemoryUtilization: 0.9\n", "        gpuMemoryUtilization: 0.9\n        maxNumSeqs: 64\n")
+    # 4096: vLLM 0.8.5's V1 budget charges the CUDA context (engines/vllm/non_torch.py::device_wide)
+    assert new == old.replace("maxModelLen: 131072", "maxModelLen: 4096").replace(
+        "        gpuMemoryUtilization: 0.9\n", "        gpuMemoryUtilization: 0.9\n        maxNumSeqs: 32\n")
     vc = yaml.safe_load(new)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
-    assert vc == {"maxModelLen": 2048, "tensorParallelSize": 4, "gpuMemoryUtilization": 0.9, "maxNumSeqs": 64}
+    assert vc == {"maxModelLen": 4096, "tensorParallelSize": 4, "gpuMemoryUtilization": 0.9, "maxNumSeqs": 32}
     assert main(["lint", str(p), "--format", "json"]) in (0, 1)
     assert "VLLM002" not in capsys.readouterr().out
     rc, out = tune(capsys, str(p), "--diff")

@@ -20,7 +20,7 @@ from servefit.engines.vllm.graphs import (
     GRAPH_FULL_PER_LAYER,
     GRAPH_PIECEWISE_PER_LAYER,
 )
-from servefit.engines.vllm.non_torch import PCIE_NON_TORCH_GIB, non_torch_bytes
+from servefit.engines.vllm.non_torch import CUDA_CONTEXT, PCIE_NON_TORCH_GIB, non_torch_bytes
 from servefit.engines.vllm.profile import SAMPLER_BYTES_PER_LOGIT
 from servefit.hardware.catalog import resolve_gpu
 
@@ -159,15 +159,12 @@ def test_non_torch_by_snapshot_era_and_interconnect():
     alone = 108 * 2048 * 516
     # 0.6.4 charged all device memory torch had not allocated: the CUDA context too; up to 0.6.3 the
     # baseline (init_gpu_memory) is read once the context exists, as from 0.6.5
-    # (the A100's context: 28 MiB + 1980 B x 108 x 2048 threads, hardware/cuda_context.py)
-    context = 28 * 2**20 + 1980 * 108 * 2048
-    assert context == 467304448
-    assert non_torch_bytes(1, 1, a100, (0, 6, 4)) == alone + context
+    assert non_torch_bytes(1, 1, a100, (0, 6, 4)) == alone + CUDA_CONTEXT
     assert non_torch_bytes(1, 1, a100, (0, 6, 3)) == non_torch_bytes(1, 1, a100, (0, 5, 3)) == alone
     assert non_torch_bytes(1, 1, a100, (0, 7, 3)) == alone
     # the V1 engine charged it too up to 0.9.0 (gpu_worker.py: mem_get_info used - torch allocated), not V0
     assert non_torch_bytes(1, 1, a100, (0, 8, 5), v1=True) == non_torch_bytes(1, 1, a100, (0, 9, 0), v1=True) \
-        == alone + context
+        == alone + CUDA_CONTEXT
     assert non_torch_bytes(1, 1, a100, (0, 8, 5), v1=False) == alone
     assert non_torch_bytes(1, 1, a100, (0, 9, 1), v1=True) == non_torch_bytes(1, 1, a100, (0, 11, 0), v1=True) \
         == alone

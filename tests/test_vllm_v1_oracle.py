@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from servefit.engines.vllm.non_torch import lmem_growth_bytes
+from servefit.engines.vllm.non_torch import CUDA_CONTEXT, lmem_growth_bytes
 from servefit.hardware.catalog import resolve_gpu
 from servefit.memory.weights import gguf_scheme, scheme_for
 
@@ -44,8 +44,7 @@ def test_fallback_changes_what_non_torch_counts():
     assert plan.memory.non_torch == lmem_growth_bytes(T4)
     _, forced = run(BASE, gpu=T4, version="0.9.0", env={"VLLM_USE_V1": "1"})  # no fallback when set
     assert v0_note(forced) is None
-    # the T4's own context: 28 MiB + 1980 B x 40 SMs x 1024 threads = 105.3 MiB (hardware/cuda_context.py)
-    assert forced.memory.non_torch == lmem_growth_bytes(T4) + 110460928
+    assert forced.memory.non_torch == lmem_growth_bytes(T4) + CUDA_CONTEXT
 
 
 @pytest.mark.parametrize("quant, version, v0", [("gguf", "0.8.2", True), ("gguf", "0.8.5", True), ("gguf", "0.9.0", False),

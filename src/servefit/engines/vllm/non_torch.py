@@ -19,11 +19,18 @@ MiB = 2**20
 # released: builds that call themselves 0.26.1rc1.devN are main on the way to 0.27 and print the
 # 0.27 wording (the AutoScientists log), so the switch is at 0.26.1.
 CONSUMED_FROM = (0, 26, 1)
-# The CUDA context: outside the budget in most releases (taken before the first snapshot), charged in the
-# device-wide ones (device_wide). Its size grows with the card's resident threads (hardware/cuda_context.py:
-# 0.10 GiB on a T4, 0.44 on an A100, 0.53 on an H100; vLLM's own first snapshots show 0.10 on a T4 and 0.41 on
-# A100s); CUDA_CONTEXT, about 300 MB with lazy module loading (CUDA >= 11.7, PyTorch's maintainers in
-# pytorch/pytorch issue #107667), stands in for a card whose threads are not known (cuda_context_bytes).
+# The CUDA context: outside the budget in most releases (taken before the first snapshot). Its own size grows
+# with the card's resident threads (hardware/cuda_context.py: 0.10 GiB on a T4, 0.44 on an A100, 0.53 on an
+# H100; vLLM's own first snapshots show 0.10 on a T4 and 0.41 on A100s), and the start-up checks use that
+# (cuda_context_bytes; outcome.py). The device-wide releases (device_wide) charge it inside the non-torch
+# figure, which there is "used - torch allocated" after the profile, so it also holds the cached segments a
+# live tensor pins (counts_cached_segments: true in every device-wide release) and whatever else the driver
+# and libraries hold; servefit models none of those, and CUDA_CONTEXT, a flat 0.30 GiB (about 300 MB with
+# lazy module loading, CUDA >= 11.7: PyTorch's maintainers in pytorch/pytorch issue #107667), stands in for
+# the lot there. The card's own context in its place was tried (session 29): calibration moved little (2 x
+# 48 GB TP2 at 0.6.4 -23% -> -6%, but the one native single-GPU 0.6.4 log, an RTX 3090, +3% -> -9%; KV p90
+# 7.8% -> 7.6%), and the held-out half, measured once at the end, got worse (non-torch median 41% -> 63%,
+# concurrency 2.9% -> 3.5%), so the flat figure stays until the cached segments are modelled.
 CUDA_CONTEXT = int(0.30 * GiB)
 # Non-torch growth of a lone GPU (no communicator): the local memory the CUDA context grows by when a
 # kernel needs more per thread than it holds (it is resized context-wide to local bytes per thread x
@@ -98,18 +105,17 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 # Calibration logs this file does not reach, and what the releases' code says about them (read in the
 # 0.6.4.post1, 0.6.5 and 0.10.2 wheels; no term is fitted to them):
 # - 0.6.4 (worker.py::determine_num_available_blocks: mem_get_info used - allocated_bytes.all.current)
-#   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.48 planned: the RTX
-#   4090's own context and growth), 1.65 of it before the profile run (initial_memory_usage 15.90 less
-#   14.25 of weights): WSL reports the whole card (23.99 GiB total; native Linux drivers report 23.55 -
-#   23.64) and the Windows desktop's share is in "used"; the 0.10.2 log of another WSL card shows 1.33 GiB
-#   in use at vLLM's first snapshot where its own context is 0.25 GiB. Not known to a plan unless --gpu
-#   local reads it (gpu.in_use_bytes); notes() says so. (The same release on two 48 GB cards at TP2 logs
-#   0.73 GiB, 0.69 planned with the card's own context; 0.56 with a flat 0.30 GiB.)
+#   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.39 planned), 1.65 of it
+#   before the profile run (initial_memory_usage 15.90 less 14.25 of weights): WSL reports the whole card
+#   (23.99 GiB total; native Linux drivers report 23.55 - 23.64) and the Windows desktop's share is in
+#   "used"; the 0.10.2 log of another WSL card shows 1.33 GiB in use at vLLM's first snapshot, where its
+#   own context is 0.25 GiB. Not known to a plan unless --gpu local reads it (gpu.in_use_bytes); notes()
+#   says so.
 # - vLLM PR #10511's own sanity check (H100, Llama-3-8B, 1.79 GiB at TP1, exactly twice that at TP2) ran
 #   the PR's branch before merge; its merged form (0.6.5 utils.py::memory_profiling: used - baseline at
 #   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, and
-#   0.6.4's device-wide form gives the H100's context and growth (0.66 planned), so the figure belongs to
-#   that branch's state, not to a release; the branch's code is not retrievable.
+#   0.6.4's device-wide form gives the context and the H100's growth (0.43 planned), so the figure belongs
+#   to that branch's state, not to a release; the branch's code is not retrievable.
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
 #   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
 #   local memory of Marlin's kernels: gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have
@@ -164,7 +170,7 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
     if device_wide(version, v1) and (gpu is None or not gpu.in_use_bytes):
         out.append(f"vLLM {v} counts all memory in use on the GPU that PyTorch did not allocate against the KV "
                    "cache, the CUDA context and other processes' memory included: planned with the CUDA context "
-                   f"({cuda_context_bytes(gpu) / GiB:.2f} GiB) and nothing else on the GPU"
+                   f"({CUDA_CONTEXT / GiB:.2f} GiB) and nothing else on the GPU"
                    + ("; on this unified-memory device that also takes in what the OS and every program hold"
                       if gpu is not None and gpu.unified_memory else
                       "; on a card that also drives a desktop, or under WSL (where the card's memory is shared with "
@@ -212,7 +218,7 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     v1 = version >= (0, 8, 0) if v1 is None else v1
     w = min(max(world, 1), max(NON_TORCH_GIB))
     own = lmem_growth_bytes(gpu)
-    context = cuda_context_bytes(gpu) + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
+    context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     nvls = nvls_bytes(tp, gpu, version) if nvls_enabled(env) else 0
     return own + comm_bytes(w, gpu) + nvls + context + consumed
