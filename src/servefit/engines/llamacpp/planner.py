@@ -16,6 +16,7 @@ from servefit.engines.llamacpp import placement as P
 from servefit.engines.llamacpp import versions as V
 from servefit.engines.llamacpp.config import QUANTIZED_KV, needs_flash_attention
 from servefit.engines.llamacpp.model import LModel
+from servefit.hardware.cuda_context import context_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.rules.registry import rule
 
@@ -24,19 +25,10 @@ MIB = 2**20
 # ggml_backend_cuda_device_get_memory = cudaSetDevice, then cudaMemGetInfo's free (MemAvailable on an integrated
 # GPU), read by common/fit.cpp common_get_device_memory_data_impl (src/llama.cpp llama_get_device_memory_data
 # before b8865) once the dry run's model and context exist with no buffer allocated, and logged again as
-# "using device CUDA0 (...) - N MiB free". On an idle card that is the total less this process's CUDA context
-# (lazily loaded modules, no kernel run yet), which grows with the card's resident threads (the local memory the
-# driver reserves per thread; SMs x threads per SM, data/gpu_sms.yaml): 28 MiB + 1980 B per thread, the line
-# through two logs that show total and free: a Tesla T4 (40 x 1024 threads) "VRAM: 14912 MiB" and "14807 MiB
-# free" (105 MiB; the calibration case lcpp-nbchat16's source log) and an H100 80GB HBM3 (132 x 2048) "80552 MiB
-# free" of its 81090 MiB (538 MiB; public llama-server logs of 2026). Checked on logs not used for it, where
-# common_memory_breakdown_print shows cudaMemGetInfo's total and free side by side: an RTX 3090 (82 x 1536)
-# "24124 = 23860 + ..." (ollama/ollama issue #17482; predicted free 23858) and an RTX 5090 (170 x 1536) "32111 =
-# 31605 + ..." (ggml-org/llama.cpp PR #25465; predicted 31590); and an RTX 4090 (128 x 1536) logging 23818 MiB
-# free (predicted 23810 with the pre-R570 total of 24209 MiB, 23712 with the R570+ 24111). The driver, what else
-# runs on the card and a display decide the real figure; plans say what was assumed (free_assumption()).
-CUDA_CONTEXT_BASE = 28 * MIB
-CUDA_CONTEXT_PER_THREAD = 1980
+# "using device CUDA0 (...) - N MiB free". On an idle card that is the total less this process's CUDA context,
+# which grows with the card's resident threads (hardware/cuda_context.py says by how much and from which logs).
+# The driver, what else runs on the card and a display decide the real figure; plans say what was assumed
+# (free_assumption()).
 CUDA_RESERVE = 512 * MIB  # a card with no thread count here (and ROCm / other backends): not measured
 
 
@@ -92,11 +84,9 @@ class Inputs:
 
 
 def cuda_context(gpu: GpuSpec) -> int:
-    """The CUDA context llama-server holds when it reads free memory (see CUDA_CONTEXT_BASE), by resident threads."""
-    from servefit.engines.vllm.non_torch import resident_threads  # the SMs x threads table vLLM's plan uses
-
-    threads = resident_threads(gpu)
-    return CUDA_CONTEXT_BASE + CUDA_CONTEXT_PER_THREAD * threads if threads else CUDA_RESERVE
+    """The CUDA context llama-server holds when it reads free memory (hardware/cuda_context.py), by resident
+    threads; CUDA_RESERVE where the card's threads are not known."""
+    return context_bytes(gpu) or CUDA_RESERVE
 
 
 def device_free(gpu: GpuSpec) -> int:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from servefit.core import EngineConfig, Finding, MemoryPlan
 from servefit.engines.vllm.era import Era, vtuple
+from servefit.engines.vllm.non_torch import cuda_context_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.kv import latent_cache
 from servefit.models.spec import ModelSpec
@@ -218,7 +219,7 @@ def fragmentation_headroom(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r:
 def cuda_graphs_outside_budget(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, r: Resolved, e: Era,
                                plan: MemoryPlan) -> Finding | None:
     m = plan.memory
-    context = 0.30 * 2**30  # the CUDA context lives outside the budget too (non_torch.CUDA_CONTEXT)
+    context = cuda_context_bytes(gpu)  # the CUDA context lives outside the budget too
     if e.cudagraph_subtracted or not m.cuda_graphs or m.free_headroom - context >= 0:
         return None
     return finding("VLLM016", f"CUDA graphs (~{m.cuda_graphs / 2**30:.2f} GiB) are captured after the KV cache "

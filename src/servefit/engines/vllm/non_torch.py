@@ -6,7 +6,7 @@ says which calibration logs (benchmarks/accuracy/cases/vllm.yaml, calibration ha
 
 from __future__ import annotations
 
-from servefit import data
+from servefit.hardware.cuda_context import context_bytes, resident_threads
 from servefit.hardware.spec import GpuSpec
 
 GiB = 2**30
@@ -19,8 +19,18 @@ MiB = 2**20
 # released: builds that call themselves 0.26.1rc1.devN are main on the way to 0.27 and print the
 # 0.27 wording (the AutoScientists log), so the switch is at 0.26.1.
 CONSUMED_FROM = (0, 26, 1)
-# CUDA context + cuBLAS outside the budget, before the snapshot: about 300 MB with lazy module loading
-# (CUDA >= 11.7), PyTorch's maintainers say (pytorch/pytorch issue #107667); a flat figure, not by card.
+# The CUDA context: outside the budget in most releases (taken before the first snapshot). Its own size grows
+# with the card's resident threads (hardware/cuda_context.py: 0.10 GiB on a T4, 0.44 on an A100, 0.53 on an
+# H100; vLLM's own first snapshots show 0.10 on a T4 and 0.41 on A100s), and the start-up checks use that
+# (cuda_context_bytes; outcome.py). The device-wide releases (device_wide) charge it inside the non-torch
+# figure, which there is "used - torch allocated" after the profile, so it also holds the cached segments a
+# live tensor pins (counts_cached_segments: true in every device-wide release) and whatever else the driver
+# and libraries hold; servefit models none of those, and CUDA_CONTEXT, a flat 0.30 GiB (about 300 MB with
+# lazy module loading, CUDA >= 11.7: PyTorch's maintainers in pytorch/pytorch issue #107667), stands in for
+# the lot there. The card's own context in its place was tried (session 29): calibration moved little (2 x
+# 48 GB TP2 at 0.6.4 -23% -> -6%, but the one native single-GPU 0.6.4 log, an RTX 3090, +3% -> -9%; KV p90
+# 7.8% -> 7.6%), and the held-out half, measured once at the end, got worse (non-torch median 41% -> 63%,
+# concurrency 2.9% -> 3.5%), so the flat figure stays until the cached segments are modelled.
 CUDA_CONTEXT = int(0.30 * GiB)
 # Non-torch growth of a lone GPU (no communicator): the local memory the CUDA context grows by when a
 # kernel needs more per thread than it holds (it is resized context-wide to local bytes per thread x
@@ -98,16 +108,22 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   charges whatever else holds the card. A 24 GB card under WSL logs 1.66 GiB (0.39 planned), 1.65 of it
 #   before the profile run (initial_memory_usage 15.90 less 14.25 of weights): WSL reports the whole card
 #   (23.99 GiB total; native Linux drivers report 23.55 - 23.64) and the Windows desktop's share is in
-#   "used"; the 0.10.2 log of another WSL card shows 1.33 GiB in use at vLLM's first snapshot, its own
-#   context included. Not known to a plan unless --gpu local reads it (gpu.in_use_bytes); notes() says so.
+#   "used"; the 0.10.2 log of another WSL card shows 1.33 GiB in use at vLLM's first snapshot, where its
+#   own context is 0.25 GiB. Not known to a plan unless --gpu local reads it (gpu.in_use_bytes); notes()
+#   says so.
 # - vLLM PR #10511's own sanity check (H100, Llama-3-8B, 1.79 GiB at TP1, exactly twice that at TP2) ran
 #   the PR's branch before merge; its merged form (0.6.5 utils.py::memory_profiling: used - baseline at
-#   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, so
-#   the figure belongs to that branch's state, not to a release.
+#   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, and
+#   0.6.4's device-wide form gives the context and the H100's growth (0.43 planned), so the figure belongs
+#   to that branch's state, not to a release; the branch's code is not retrievable.
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
-#   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned, the
-#   repacked weights' freed blocks being the likely pins; how much stays pinned depends on the caching
-#   allocator's block order, which servefit does not simulate.
+#   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
+#   local memory of Marlin's kernels: gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have
+#   stack frames of at most 64 B a thread on sm_90 (EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, its
+#   fatbin entry LZ4-compressed), 17 MB on an H100's 270336 threads. Nor the repack itself:
+#   gptq_marlin_repack and marlin_permute_scales (kernels/marlin.py::process_weights_after_loading) free
+#   each old tensor right after its same-sized successor is allocated, so the next layer's reuses the hole
+#   and about one layer's scales (5 MB) stay pinned; what pins the rest is not known.
 # - 0.10.2 (utils::MemorySnapshot: cuda_memory - memory_reserved, from the init_device snapshot) logs
 #   0.02 GiB twice on an RTX 4080 under WSL, 0.056 planned by lmem_growth_bytes' thread scaling; the Ada
 #   logs (RTX 4060 Ti / 4070 Laptop / 4080: 0.03, 0.02, 0.02) do not scale with resident threads as the
@@ -166,13 +182,10 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
     return out
 
 
-def resident_threads(gpu: GpuSpec | None) -> int | None:
-    """SMs x max resident threads per SM (data/gpu_sms.yaml), or None for a card not listed there."""
-    if gpu is None or gpu.vendor != "nvidia":
-        return None
-    table = data.load("gpu_sms.yaml")
-    sms, per_sm = table["sms"].get(gpu.key), table["threads_per_sm"].get(str(gpu.compute_capability))
-    return sms * per_sm if sms and per_sm else None
+def cuda_context_bytes(gpu: GpuSpec | None) -> int:
+    """The CUDA context vLLM's process holds on this card (hardware/cuda_context.py::context_bytes, by resident
+    threads); CUDA_CONTEXT where the card's threads are not known."""
+    return context_bytes(gpu) or CUDA_CONTEXT
 
 
 def lmem_growth_bytes(gpu: GpuSpec | None) -> int:

@@ -11,7 +11,7 @@ from servefit.core import EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, unified, verdicts
 from servefit.engines.vllm.era import Era, vtuple
 from servefit.engines.vllm.kvcache import attention_free, capacity
-from servefit.engines.vllm.non_torch import CUDA_CONTEXT
+from servefit.engines.vllm.non_torch import cuda_context_bytes, device_wide
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -48,22 +48,25 @@ def verdict(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
         out.outcome = "rejected_config"
     mem = out.memory
     # in use: --gpu local (NVML; on unified memory the OS's MemAvailable, as vLLM reads it: unified.py)
-    v.free_at_start = gpu.memory_bytes - CUDA_CONTEXT - gpu.in_use_bytes
+    context = cuda_context_bytes(gpu)  # this card's own CUDA context, outside every budget
+    v.free_at_start = gpu.memory_bytes - context - gpu.in_use_bytes
     if out.outcome == "started" and budget > v.free_at_start and e.v1:
         out.outcome, v.code = "rejected_config", "VLLM020"
         out.messages.append(f"Free memory on device ({v.free_at_start / GiB:.2f}/{gpu.memory_bytes / GiB:.2f} GiB) on "
                             f"startup is less than desired GPU memory utilization ({r.util}, {budget / GiB:.2f} GiB)")
-    if out.outcome == "started" and mem.weights + CUDA_CONTEXT > gpu.memory_bytes:
+    if out.outcome == "started" and mem.weights + context > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "load"
     cached = unified.page_cache(gpu, e, mem.weights, cfg.settings)  # reclaimable: the budget counts it, no OOM
-    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + CUDA_CONTEXT \
+    # the releases whose non-torch figure charges the whole device have the context in it already
+    beside = 0 if device_wide(vtuple(e.version), e.v1) else context
+    if out.outcome == "started" and mem.weights + mem.activation_peak + mem.non_torch - cached + beside \
             > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "profile"
     # --kv-cache-memory-bytes skips the budget (v1/worker/gpu_worker.py::determine_available_memory returns it
     # as given, 0.10.2 on); gpu_model_runner.py::_allocate_kv_cache_tensors then asks torch for that many bytes
     # beside the weights and non-torch memory (the profile's activations are cached blocks torch frees first)
     if out.outcome == "started" and cfg.settings.get("kv_cache_memory_bytes") and \
-            mem.weights + mem.non_torch - cached + mem.kv_cache + CUDA_CONTEXT + gpu.in_use_bytes > gpu.memory_bytes:
+            mem.weights + mem.non_torch - cached + mem.kv_cache + context + gpu.in_use_bytes > gpu.memory_bytes:
         out.outcome, v.code, v.reason = "oom_at_load", "VLLM005", "kv"
         out.messages.append("CUDA out of memory allocating the KV cache (the size --kv-cache-memory-bytes sets)")
     if attention_free(model) or not any(g.layers for g in lay.groups):
