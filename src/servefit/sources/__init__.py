@@ -289,6 +289,12 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             workflow.scan(y, d, fc)
             if len(fc.sites) > before:
                 continue  # a workflow whose steps start no server is read as before (a job's container image)
+        if "steps" in keys and "jobs" not in keys:
+            from servefit.sources import cloudbuild
+
+            if cloudbuild.is_cloudbuild(y, d):
+                cloudbuild.scan(y, d, fc)
+                continue
         if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
             from servefit.sources import compose
 

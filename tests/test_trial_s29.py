@@ -1,0 +1,85 @@
+"""Found by running servefit as a new user on public deployment repositories (session 29): each
+case is a minimal file written for the test, in the shape the repository had.
+
+Repositories tried (owner/name@commit):
+  ardge-timwu/vllm-helm@576266f46d7ee83c904cc37b7b8c2f6d0b2d6db7
+  open-source-ai-dev/vllm-helm-chart@96a8b51ea80943ee7d0a53b352dcd36d293243d6
+  castai/helm-charts@daa46281449593e410adc31f7fe169043c116895
+  mattbucci/2x-3090-GA102-300-A1-sglang-inference@84aca7276bf4766179dcc683f91ae24b907bfa65
+  mARTin-B78/dgx-spark_lite-llm_llama-swap_vllm_llama-cpp_ollama@71a180d656a1af665e41e660c908ecf3f41c3139
+  dbrucknr/Ollama-Docker-NVIDIA-Toolkit@b6e7103fbce5b2d3bd2fbcd1f7dc17e98f2bbe83
+  thebiss/llama-cpp-mkl-docker@abad8b8c830d2d73e139b5cd7df9c75ed81e8c7c
+  Shuffle/python-apps@ab2f5f54989e3c94b68e4c4e5ae856813fcd7bd8
+  dwdraju/gdg-ottawa@842ef45deaedb8ffe05ffacfae79273682a16117
+  tchangkiat/aws-cdk-stacks@bfa0c600f74f64afcbb40a452f0e330ef856e76e
+  charlescva/interactive-llama@e581ae740631791a4afb0fc93346ff9fc94d9245
+  sarvamai/uidai-deployment@ddc9098d19e1e6e15fefc4449dff99eee2d3ad57
+  lijiawei20161002/password_locking@19307205ab4724f1f1859f6bc8b4dc946e553450
+  msbabo-dmatrix/koyeb-test@e594587a89dd396a4df6cc895cf9f4040fabb67f
+  WohimLee/vLLM-Tutorial@fb3bf32c0cf2d946856a7fb533843bfca2e2705b
+  lum7671/Scripts@a1944a492b8f0880081d776929529899b9b2ac11
+  Tandemn-Labs/tandemn-tuna@6f9326b096e10ffaf35e6fa7d3a8d7837142ad80
+  minish0/ollama-systemd@e757347be0c22d78d1614f43de553fbcb1a3b8b8
+  mitchross/talos-argocd-proxmox@38e5c2f87d13d8b5037bd9f999195fa97956a8f3
+  sostrowsk/dgx-spark-local-llm@4b5486468ec6941d55c25f0b4f9557c7893d8b58
+  Seen-Tomorrow/blackwell-ops@439b4f706b7b9676890462a1236827e34a4d4cce
+  pbseiya/vllm-tb250-mining-rig@7d123410957e4dda7ee8c2228894abbd1045ec2d
+  mbT-Infrastructure/docker-ollama@ce7928c64cd9365e77b2ab0772c007ae3ca150ae
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+
+# A Cloud Build config whose step runs `gcloud run deploy` with the server's flags in `--args` (the
+# deploy scripts Cloud Run GPU tutorials keep as cloudbuild.yaml): no server was found in it.
+def test_a_cloud_build_step_that_deploys_a_cloud_run_service(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "cloudbuild.yaml"
+    f.write_text("substitutions:\n"
+                 "  _MODEL: Qwen/Qwen3-8B\n"
+                 "steps:\n"
+                 "- name: 'gcr.io/cloud-builders/docker'\n"
+                 "  args: ['build', '-t', 'gcr.io/$PROJECT_ID/app', '.']\n"
+                 "- name: 'gcr.io/cloud-builders/gcloud'\n"
+                 "  args: ['run', 'deploy', 'vllm', '--image', 'vllm/vllm-openai:v0.9.2', '--gpu', '1',\n"
+                 "         '--gpu-type', 'nvidia-l4', '--args', '--model=${_MODEL},--max-model-len=32768']\n")
+    assert main(["lint", str(f)]) == 1
+    assert capsys.readouterr().out == (
+        f"{f}:8:82: VLLM003 max-model-len 32,768 needs 4.50 GiB of KV cache per GPU, 3.11 GiB is left on the "
+        "NVIDIA L4; the largest that fits is 22,624 [GPU: nvidia-l4 ×1 from gcloud run deploy --gpu-type]\n"
+        "1 error, 0 warnings, 0 info in 1 file (1 server)\n")
+    main(["models", str(f)])
+    assert capsys.readouterr().out == f"{f}:8  vllm  Qwen/Qwen3-8B  -> Qwen/Qwen3-8B (8.19B) from catalog\n"
+    main(["tune", str(f), "--diff"])
+    out = capsys.readouterr().out
+    assert ("-         '--gpu-type', 'nvidia-l4', '--args', '--model=${_MODEL},--max-model-len=32768']\n"
+            "+         '--gpu-type', 'nvidia-l4', '--args', '--model=${_MODEL},--max-model-len=16384']\n") in out
+
+
+# The same with the Cloud SDK image, whose program is the step's `entrypoint`, and the server's flags in
+# one `--args=` item; a step whose builder runs a program not known here is passed over.
+def test_a_cloud_build_step_with_an_entrypoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "cloudbuild.yaml"
+    f.write_text("steps:\n"
+                 "  - name: 'gcr.io/example/tool'\n"
+                 "    args: ['vllm', 'serve', 'Qwen/Qwen3-8B']\n"
+                 "  - name: 'gcr.io/google.com/cloudsdktool/cloud-sdk'\n"
+                 "    entrypoint: gcloud\n"
+                 "    args:\n"
+                 "      - 'beta'\n"
+                 "      - 'run'\n"
+                 "      - 'deploy'\n"
+                 "      - 'vllm-gemma'\n"
+                 "      - '--image=vllm/vllm-openai:v0.9.2'\n"
+                 "      - '--gpu=1'\n"
+                 "      - '--args=--model=google/gemma-2-9b-it,--max-model-len=8192'\n")
+    main(["lint", "--list-sites", str(f)])
+    out = capsys.readouterr().out
+    assert f"{f}:13  vllm    google/gemma-2-9b-it" in out
+    assert out.count("\n") == 2
