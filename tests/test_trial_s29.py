@@ -83,3 +83,24 @@ def test_a_cloud_build_step_with_an_entrypoint(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert f"{f}:13  vllm    google/gemma-2-9b-it" in out
     assert out.count("\n") == 2
+
+
+# mattbucci/2x-3090-GA102-300-A1-sglang-inference's probe.sh serves a REAP-pruned AWQ GLM-4.5-Air (82B, a
+# size the catalog has no entry for) under `--served-model-name glm45-air-reap`: the path "named no model"
+# and the server was sized as the alias, the full 106B GLM-4.5-Air in bf16 (99.71 GiB per GPU at TP 2).
+def test_a_path_that_names_an_uncatalogued_model_is_not_sized_as_its_served_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "probe.sh"
+    f.write_text("MODEL=/data/models/hf-3rdparty/GLM-4.5-Air-REAP-82B-A12B-AWQ-4bit\n"
+                 "python -m sglang.launch_server \\\n"
+                 "  --model-path \"$MODEL\" --served-model-name glm45-air-reap \\\n"
+                 "  --tp 2 --port 23334 --context-length 4096\n")
+    main(["models", str(f)])
+    assert capsys.readouterr().out == (
+        f"{f}:2  sglang  /data/models/hf-3rdparty/GLM-4.5-Air-REAP-82B-A12B-AWQ-4bit  -> not resolved: unknown model "
+        "'/data/models/hf-3rdparty/GLM-4.5-Air-REAP-82B-A12B-AWQ-4bit'; no catalogued model has a similar family and "
+        "size. Pass --model-config PATH/config.json or a local model directory\n")
+    # a path that names no model is still sized as the name the command serves it under
+    f.write_text("python -m sglang.launch_server --model-path /data/ckpt --served-model-name Qwen2.5-7B-Instruct\n")
+    main(["models", str(f)])
+    assert "-> Qwen/Qwen2.5-7B-Instruct (7.62B) from assumed base" in capsys.readouterr().out
