@@ -104,3 +104,24 @@ def test_a_path_that_names_an_uncatalogued_model_is_not_sized_as_its_served_name
     f.write_text("python -m sglang.launch_server --model-path /data/ckpt --served-model-name Qwen2.5-7B-Instruct\n")
     main(["models", str(f)])
     assert "-> Qwen/Qwen2.5-7B-Instruct (7.62B) from assumed base" in capsys.readouterr().out
+
+
+# mattbucci/2x-3090-GA102-300-A1-sglang-inference's Dockerfile ends `CMD ["python", "-m",
+# "sglang.launch_server", "--help"]` (its entrypoint script takes the real arguments): read as a server,
+# with "SGL002 the following arguments are required: --model-path" and "SGL001 unrecognized argument:
+# --help (did you mean --ep?)". A command that asks an engine for its usage or version starts no server.
+@pytest.mark.parametrize("command", [
+    'CMD ["python", "-m", "sglang.launch_server", "--help"]',
+    "CMD vllm serve Qwen/Qwen3-8B -h",
+    "CMD text-generation-launcher --version",
+    "CMD llama-server --usage",
+])
+def test_a_command_that_prints_the_engines_usage_is_no_server(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              command: str) -> None:
+    f = tmp_path / "Dockerfile"
+    f.write_text(f"FROM python:3.12\n{command}\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    f.write_text("FROM python:3.12\nCMD vllm serve Qwen/Qwen3-8B --max-model-len 4096\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert "(1 server)" in capsys.readouterr().out
