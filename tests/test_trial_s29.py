@@ -125,3 +125,44 @@ def test_a_command_that_prints_the_engines_usage_is_no_server(tmp_path: Path, ca
     f.write_text("FROM python:3.12\nCMD vllm serve Qwen/Qwen3-8B --max-model-len 4096\n")
     main(["lint", str(f), "--gpu", "L4"])
     assert "(1 server)" in capsys.readouterr().out
+
+
+# mattbucci/2x-3090-GA102-300-A1-sglang-inference's scripts/bench/bench_llamacpp.sh loads
+# `$HOME/AI/models/Devstral-.../Devstral-Small-2-24B-Q4_K_M.gguf` (MODELS_DIR="$HOME/AI/models"): the whole
+# path was "a variable", nothing sized, though the file name says which model it is, as it does written out.
+def test_a_model_path_whose_folder_is_a_variable_is_sized_by_its_name(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "bench.sh"
+    f.write_text('MODELS_DIR="$HOME/AI/models"\n'
+                 'MODEL="${1:-$MODELS_DIR/qwen2.5-7b-instruct-q4_k_m.gguf}"\n'
+                 'llama-server -m "$MODEL" -ngl 99 -c 8192\n')
+    main(["models", str(f)])
+    assert capsys.readouterr().out == (
+        f"{f}:3  llamacpp  $HOME/AI/models/qwen2.5-7b-instruct-q4_k_m.gguf  -> Qwen/Qwen2.5-7B-Instruct (7.62B) from "
+        "assumed base (by its name; $HOME is not set here)\n"
+        "    assumed: GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, quant "
+        "Q4_K_M; no file to read)\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == (
+        f"{f}:2:13: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, "
+        "quant Q4_K_M; no file to read)\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    main(["estimate", str(f), "--gpu", "L4"])
+    out = capsys.readouterr().out
+    assert out.startswith("llamacpp b10309  ·  $HOME/AI/models/qwen2.5-7b-instruct-q4_k_m.gguf (→ Qwen/Qwen2.5-7B-Instruct)")
+    assert ("  - model $HOME/AI/models/qwen2.5-7b-instruct-q4_k_m.gguf: $HOME is not set here, so the model is sized "
+            "by the name the path ends in, qwen2.5-7b-instruct-q4_k_m.gguf\n") in out
+    f.write_text("llama-server -m ${HOME}/models/qwen2.5-7b-instruct-q4_k_m.gguf -ngl 99 -c 8192\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == (
+        f"{f}:1:17: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, "
+        "quant Q4_K_M; no file to read)\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    # vLLM's model folder likewise (lijiawei20161002/password_locking serves `--model $HOME/models/NAME`)
+    f.write_text("python -m vllm.entrypoints.openai.api_server \\\n"
+                 "  --model $HOME/models/DeepSeek-R1-Distill-Qwen-1.5B --max-model-len 2048\n")
+    main(["models", str(f)])
+    assert "-> deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B (1.78B) from assumed base (by its name; $HOME is not set " \
+           "here)\n" in capsys.readouterr().out
+    # a folder name that names no model is still not known, and said so
+    f.write_text("python -m vllm.entrypoints.openai.api_server --model $HOME/models/password_locked_model\n")
+    main(["models", str(f)])
+    assert "-> not resolved: the model is a variable ($HOME/models/password_locked_model)" in capsys.readouterr().out

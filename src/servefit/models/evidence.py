@@ -45,6 +45,21 @@ def is_unnamed_path(ref: str) -> bool:
                         or r.count("/") > 1 or (len(r) > 1 and r[1] == ":"))
 
 
+def under_variable(ref: str) -> str | None:
+    """`${HOME}/models/x.gguf`, `$MODEL_DIR/Qwen2.5-7B-Instruct`: the path below its last variable folder
+    ('/models/x.gguf'), where a variable names only a folder and the model's file or folder name is written
+    out (the name is what sizes it); None for any other reference."""
+    from servefit.models import catalog
+
+    parts = ref.strip().split("/")
+    last = max((k for k, p in enumerate(parts) if "$" in p), default=-1)
+    rest = "/" + "/".join(p for p in parts[last + 1:] if p)
+    if last < 0 or any(c in ref for c in "`()") or any(c in rest for c in "{}") \
+            or not all(p.count("{") == p.count("}") for p in parts[:last + 1]):
+        return None
+    return rest if catalog.names_a_family(rest) else None
+
+
 def _usable(value: str) -> bool:
     v = value.strip().strip("\"'")
     return bool(v) and "$" not in v and "{" not in v and any(c.isalpha() for c in v)

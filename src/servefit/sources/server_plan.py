@@ -65,6 +65,25 @@ def values_model(srv: Server) -> None:
             return
 
 
+def variable_folder_model(srv: Server) -> None:
+    """A model path whose folder is a variable not set here but whose name is written out
+    (`-m ${HOME}/models/qwen2.5-7b-instruct-q4_k_m.gguf`, `--model $MODEL_DIR/Qwen2.5-7B-Instruct`): the
+    name is what sizes the model, as for the same path written out (models/evidence.under_variable)."""
+    from servefit.models.evidence import under_variable
+
+    cfg, t = srv.config, srv.target
+    ref = cfg.model_ref if cfg is not None else None
+    if t.model is not None or cfg is None or not ref or "$" not in ref:
+        return
+    named = under_variable(ref)
+    if named is None:
+        return
+    folder = ref[:len(ref) - len(named)] or ref
+    t.model = Part(named, f"by its name; {folder} is not set here", None)
+    cfg.assumptions.append(f"model {ref}: {folder} is not set here, so the model is sized by the name the path "
+                           f"ends in, {named.rsplit('/', 1)[-1]}")
+
+
 @rule("SF002", "SF003", "SF004", "SF110", "SF115", "SF120")
 def plan_server(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
