@@ -166,3 +166,34 @@ def test_a_model_path_whose_folder_is_a_variable_is_sized_by_its_name(tmp_path: 
     f.write_text("python -m vllm.entrypoints.openai.api_server --model $HOME/models/password_locked_model\n")
     main(["models", str(f)])
     assert "-> not resolved: the model is a variable ($HOME/models/password_locked_model)" in capsys.readouterr().out
+
+
+# sostrowsk/dgx-spark-local-llm's start-vllm-int4.sh pins `--revision 67dbeda4...` of poolside/Laguna-S-2.1-INT4,
+# because main was re-quantized with bfloat16 experts (92.84 GiB there, 66.96 GiB at the pinned commit): the
+# estimate sized main's checkpoint and did not say the pinned revision was not what it sized.
+def test_a_pinned_revision_that_is_not_what_was_sized_is_said(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start-vllm-int4.sh"
+    f.write_text("MODELL_REV=67dbeda456e68139f281c40831f9d12049d8fc11\n"
+                 "exec vllm serve poolside/Laguna-S-2.1-INT4 \\\n"
+                 "  --revision \"$MODELL_REV\" --max-model-len 65536 --host 127.0.0.1\n")
+    main(["estimate", str(f), "--gpu", "H200"])
+    assert ("  - --revision 67dbeda456e68139f281c40831f9d12049d8fc11 is not what was sized: poolside/Laguna-S-2.1-INT4 "
+            "is sized as servefit's catalog holds it (the repository as read, not a pinned commit), which may differ "
+            "from that commit in weights or layout\n") in capsys.readouterr().out
+    f.write_text("exec vllm serve poolside/Laguna-S-2.1-INT4 --revision main --max-model-len 65536\n")
+    main(["estimate", str(f), "--gpu", "H200"])
+    assert "--revision" not in capsys.readouterr().out
+
+
+# The same script with --trust-remote-code: SEC005 advised "pin --revision to a reviewed commit", which it does.
+def test_remote_code_pinned_to_a_commit_is_not_told_to_pin_it(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start.sh"
+    f.write_text("vllm serve poolside/Laguna-S-2.1-INT4 --trust-remote-code --host 127.0.0.1 --revision 67dbeda\n")
+    main(["lint", str(f)])
+    assert "SEC005" not in capsys.readouterr().out
+    f.write_text("vllm serve poolside/Laguna-S-2.1-INT4 --trust-remote-code --host 127.0.0.1 --revision v2\n")
+    main(["lint", str(f)])
+    assert f"{f}:1:39: SEC005 --trust-remote-code runs the Python files of poolside/Laguna-S-2.1-INT4" \
+           in capsys.readouterr().out
