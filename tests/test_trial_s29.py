@@ -197,3 +197,30 @@ def test_remote_code_pinned_to_a_commit_is_not_told_to_pin_it(tmp_path: Path,
     main(["lint", str(f)])
     assert f"{f}:1:39: SEC005 --trust-remote-code runs the Python files of poolside/Laguna-S-2.1-INT4" \
            in capsys.readouterr().out
+
+
+# sarvamai/uidai-deployment's yamls/llama-guard/deployment.yaml runs its own build of vLLM
+# (`.../vllm-release-llama-guard:0.5.2.post1.dynlen`) with no command, the model in env MODEL1 that its entrypoint
+# reads: lint and models said "no model given in the command (pass --model REF)", as if the engine's own image
+# had been started bare.
+def test_an_own_build_of_an_engine_image_run_without_a_command(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "deployment.yaml"
+    f.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm-llama-gaurd\nspec:\n  template:\n"
+                 "    spec:\n      containers:\n      - name: vllm\n"
+                 "        image: \"registry.example/sarvam/inference/llm/vllm-release-llama-guard:0.5.2.post1.dynlen\"\n"
+                 "        env:\n        - name: MODEL1\n          value: \"/workspace/meta-llama/Llama-Guard-3-8B\"\n"
+                 "        resources:\n          limits:\n            nvidia.com/gpu: \"1\"\n")
+    said = ("the image registry.example/sarvam/inference/llm/vllm-release-llama-guard:0.5.2.post1.dynlen is not the "
+            "vLLM project's own, and this file gives it no command: the model it serves is set inside the image (its "
+            "ENTRYPOINT, CMD or a script reading the environment), which is not in this repository, so its memory "
+            "was not checked: add `# servefit: model=REF` above the server")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert f"{f}:10:1: SF002 {said}\n" in capsys.readouterr().out
+    main(["models", str(f)])
+    assert capsys.readouterr().out == f"{f}:10  vllm  (none)  -> not resolved: {said}\n"
+    # the vLLM project's image started bare does take its model from the command
+    f.write_text(f.read_text().replace("registry.example/sarvam/inference/llm/vllm-release-llama-guard:0.5.2.post1.dynlen",
+                                       "vllm/vllm-openai:v0.9.2"))
+    main(["models", str(f)])
+    assert capsys.readouterr().out.endswith("-> not resolved: no model given in the command (pass --model REF)\n")

@@ -193,10 +193,26 @@ def plan_server(srv: Server, engine: Any) -> None:
                          "that uses this runtime, and no InferenceService in this file does, so its memory was not "
                          "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService "
                          "in this file")
+        elif not ref and t.model is None and (own := own_build_model(site, engine.title)):
+            srv.error = own
         out.append(finding("SF002", srv.error, site=site.name, span=cfg.spans.get("model") or anchor(site)))
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
         srv.error = f"{type(exc).__name__}: {exc}"
         out.append(plugin_failed(srv.error, site=site.name, span=anchor(site)))
+
+
+def own_build_model(site: Any, title: str) -> str:
+    """Why a server names no model, where it is someone's build of an engine's image
+    (`.../vllm-release-llama-guard:0.5.2`) run with no command from the file: it runs its own ENTRYPOINT /
+    CMD, not the engine image's that servefit knows; "" otherwise."""
+    from servefit.sources.detect import official_image
+
+    if not site.image or official_image(site.image) is not False or any(t.span is not None for t in site.argv):
+        return ""
+    return (f"the image {site.image} is not the {title} project's own, and this file gives it no command: the "
+            "model it serves is set inside the image (its ENTRYPOINT, CMD or a script reading the environment), "
+            "which is not in this repository, so its memory was not checked: add `# servefit: model=REF` above "
+            "the server")
 
 
 @rule("SF111")
