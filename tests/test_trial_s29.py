@@ -29,6 +29,7 @@ Repositories tried (owner/name@commit):
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,23 @@ def test_an_own_build_of_an_engine_image_run_without_a_command(tmp_path: Path,
                                        "vllm/vllm-openai:v0.9.2"))
     main(["models", str(f)])
     assert capsys.readouterr().out.endswith("-> not resolved: no model given in the command (pass --model REF)\n")
+
+
+# thebiss/llama-cpp-mkl-docker's start-server.sh sets LLAMA_ARG_* and runs `export $(compgen -v LLAMA_)` before a
+# bare `llama-server`: the variables were not taken as exported, so the server read as a router with no -m
+# (LCPP015) and none of its LLAMA_ARG_ settings counted.
+def test_export_of_the_variables_compgen_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "start-server.sh"
+    f.write_text("#!/bin/bash\n"
+                 'LLAMA_ARG_CTX_SIZE=${LLAMA_ARG_CTX_SIZE:-"24000"}\n'
+                 "LLAMA_ARG_MODEL=/var/models/qwen2.5-7b-instruct-q4_k_m.gguf\n"
+                 "OTHER_SETTING=1\n"
+                 "export $(compgen -v LLAMA_)\n"
+                 "llama-server\n")
+    main(["lint", "--list-sites", str(f), "--format", "json"])
+    site = json.loads(capsys.readouterr().out)[0]
+    assert site["settings"] == {"ctx_size": 24000}
+    assert site["env"] == {"LLAMA_ARG_CTX_SIZE": "24000", "LLAMA_ARG_MODEL": "/var/models/qwen2.5-7b-instruct-q4_k_m.gguf"}
+    main(["models", str(f)])
+    assert capsys.readouterr().out.startswith(
+        f"{f}:6  llamacpp  /var/models/qwen2.5-7b-instruct-q4_k_m.gguf  -> Qwen/Qwen2.5-7B-Instruct (7.62B)")
