@@ -245,3 +245,20 @@ def test_export_of_the_variables_compgen_lists(tmp_path: Path, capsys: pytest.Ca
     main(["models", str(f)])
     assert capsys.readouterr().out.startswith(
         f"{f}:6  llamacpp  /var/models/qwen2.5-7b-instruct-q4_k_m.gguf  -> Qwen/Qwen2.5-7B-Instruct (7.62B)")
+
+
+# open-source-ai-dev/vllm-helm-chart's values.yaml gives the vLLM image `args: ["--load-format auto"]`, and its
+# templates (not rendered without helm) write `vllm serve {{ .Values.model.name }} ...` around them: the values
+# file was said to have "no model given in the command (pass --model REF)", as if the args were the whole command.
+def test_a_values_files_command_without_a_model_says_the_templates_were_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "values.yaml"
+    f.write_text("model:\n  organization: \"meta-llama\"\n  name: \"Llama-3.2-1B\"\n"
+                 "image:\n  name: \"vllm/vllm-openai\"\n  tag: \"\"\nargs: [\"--load-format auto\"]\n")
+    said = ("this values file's command for vLLM names no model: its chart's templates may add one, and servefit read "
+            "the values file without them, so its memory was not checked: render the chart (helm on PATH) or add "
+            "`# servefit: model=REF` above the server")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert f"{f}:7:9: SF002 {said}\n" in capsys.readouterr().out
+    main(["models", str(f)])
+    assert capsys.readouterr().out == f"{f}:7  vllm  (none)  -> not resolved: {said}\n"

@@ -202,11 +202,16 @@ def plan_server(srv: Server, engine: Any) -> None:
 
 
 def own_build_model(site: Any, title: str) -> str:
-    """Why a server names no model, where it is someone's build of an engine's image
-    (`.../vllm-release-llama-guard:0.5.2`) run with no command from the file: it runs its own ENTRYPOINT /
-    CMD, not the engine image's that servefit knows; "" otherwise."""
+    """Why a server names no model, where a values file is read without the chart templates that write its
+    command, or where it is someone's build of an engine's image (`.../vllm-release-llama-guard:0.5.2`) run with
+    no command from the file (it runs its own ENTRYPOINT / CMD, not the engine image's that servefit knows);
+    "" otherwise."""
     from servefit.sources.detect import official_image
 
+    if site.workload.chart == "values":  # a values file read without its chart's templates, which write the command
+        return (f"this values file's command for {title} names no model: its chart's templates may add one, and "
+                "servefit read the values file without them, so its memory was not checked: render the chart (helm "
+                "on PATH) or add `# servefit: model=REF` above the server")
     if not site.image or official_image(site.image) is not False or any(t.span is not None for t in site.argv):
         return ""
     return (f"the image {site.image} is not the {title} project's own, and this file gives it no command: the "
