@@ -262,3 +262,22 @@ def test_a_values_files_command_without_a_model_says_the_templates_were_not_read
     assert f"{f}:7:9: SF002 {said}\n" in capsys.readouterr().out
     main(["models", str(f)])
     assert capsys.readouterr().out == f"{f}:7  vllm  (none)  -> not resolved: {said}\n"
+
+
+# Seen-Tomorrow/blackwell-ops's scripts/majestic/majestic.ps1 builds paths to its llama-server builds with
+# `$server = Join-Path (Get-FoundryArtifactsRoot) "$ProviderId\$ProfileId\Release\llama-server.exe"` and only tests
+# that they exist: each Join-Path was read as a llama-server started (a router with no model, SF001 on the path's
+# variables). Join-Path names a path; a variable it sets is that path, for the `& $server ...` that runs it.
+def test_join_path_names_a_server_it_does_not_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "majestic.ps1"
+    f.write_text('$server = Join-Path (Get-FoundryArtifactsRoot) "$ProviderId\\$ProfileId\\Release\\llama-server.exe"\n'
+                 "if (Test-Path -LiteralPath $server) { Write-Majestic \"found llama-server.exe\" }\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    f.write_text('$root = "C:\\llama"\n'
+                 '$server = Join-Path $root "cuda\\Release\\llama-server.exe"\n'
+                 "& $server -m C:\\models\\qwen2.5-7b-instruct-q4_k_m.gguf -c 4096 -ngl 99\n")
+    main(["lint", "--list-sites", str(f), "--gpu", "L4", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["line"], site["engine"], site["model_ref"]["written"], site["settings"]["ctx_size"]) == (
+        3, "llamacpp", "C:\\models\\qwen2.5-7b-instruct-q4_k_m.gguf", 4096)
