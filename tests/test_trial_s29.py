@@ -281,3 +281,28 @@ def test_join_path_names_a_server_it_does_not_start(tmp_path: Path, capsys: pyte
     [site] = json.loads(capsys.readouterr().out)
     assert (site["line"], site["engine"], site["model_ref"]["written"], site["settings"]["ctx_size"]) == (
         3, "llamacpp", "C:\\models\\qwen2.5-7b-instruct-q4_k_m.gguf", 4096)
+
+
+# tchangkiat/aws-cdk-stacks's scripts/eks/install-vllm-meta-llama.sh writes its vLLM Deployment from a heredoc
+# (`cat <<EOF >>vllm-meta-llama.yaml` ... `kubectl apply -f vllm-meta-llama.yaml`): no server was read from it.
+def test_a_manifest_a_script_writes_from_a_heredoc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "install-vllm.sh"
+    f.write_text("cat <<EOF >>vllm.yaml\n"
+                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  template:\n    spec:\n"
+                 "      containers:\n      - name: vllm\n"
+                 "        image: ${AWS_ACCOUNT_ID}.dkr.ecr.${AWS_REGION}.amazonaws.com/vllm:arm64\n"
+                 "        command: [\"/bin/sh\", \"-c\"]\n"
+                 "        args: [\"vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 4096\"]\n"
+                 "        resources:\n          limits:\n            nvidia.com/gpu: \"1\"\n"
+                 "EOF\n"
+                 "kubectl apply -f vllm.yaml\n")
+    main(["lint", str(f), "--gpu", "T4"])
+    assert capsys.readouterr().out == (
+        f"{f}:13:17: SEC004 vLLM has no API key and listens on all interfaces (its default without --host): anything "
+        "on the pod network can use it\n"
+        f"{f}:13:17: VLLM021 meta-llama/Llama-3.2-1B-Instruct is bfloat16; the Tesla T4 (compute capability 7.5) runs "
+        "it in float16 [GPU: T4 ×1 from --gpu; count from nvidia.com/gpu limit]\n"
+        "0 errors, 0 warnings, 2 info in 1 file (1 server)\n")
+    main(["tune", str(f), "--gpu", "T4", "--min-context", "8192", "--diff"])
+    assert ('-        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 4096"]\n'
+            '+        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 8192 --max-num-seqs 64"]\n') in capsys.readouterr().out
