@@ -306,3 +306,29 @@ def test_a_manifest_a_script_writes_from_a_heredoc(tmp_path: Path, capsys: pytes
     main(["tune", str(f), "--gpu", "T4", "--min-context", "8192", "--diff"])
     assert ('-        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 4096"]\n'
             '+        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 8192 --max-num-seqs 64"]\n') in capsys.readouterr().out
+
+
+# mattbucci/2x-3090-GA102-300-A1-sglang-inference's scripts/launch.sh builds `CMD=(python -m sglang.launch_server)`
+# in the `else` of `if [[ "$SGLANG_SECURE_LAUNCH" == "1" ]]` (SGLANG_SECURE_LAUNCH="${SGLANG_SECURE_LAUNCH:-0}"),
+# then `CMD+=(... --port "$PORT" ...)` and `exec "${CMD[@]}"`: the comparison was not evaluated, so the `then`
+# branch's program (a wrapper) stood and no server was found, nothing said; and with the server found, the
+# array's `"$PORT"` (set in a sourced file) was an error, "invalid int value: '$PORT'", not a value not known.
+def test_an_array_command_chosen_by_a_string_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "launch.sh"
+    f.write_text('#!/bin/bash\nSECURE="${SGLANG_SECURE_LAUNCH:-0}"\n'
+                 'if [[ "$SECURE" == "1" ]]; then\n    CMD=(/usr/local/libexec/secure-launch.py)\nelse\n'
+                 "    CMD=(python -m sglang.launch_server)\nfi\n"
+                 'CMD+=(\n    --model-path Qwen/Qwen3-8B\n    --context-length 8192\n    --port "$PORT"\n)\n'
+                 'exec "${CMD[@]}"\n')
+    main(["lint", str(f), "--gpu", "H100"])
+    assert capsys.readouterr().out == (
+        f"{f}:11:13: SF001 ${{PORT}} is not set in this repository: the value it gives SGLang is not known, so it is "
+        "not checked\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    # the branch each comparison takes (a pattern in [[ ]] is not compared: both branches read, the first stands)
+    for test, found in (('[ "$SECURE" = 0 ]', False), ('[[ "$SECURE" != "0" ]]', True),
+                        ('! [[ "$SECURE" == "1" ]]', False), ('[[ "$SECURE" == 1* ]]', False)):
+        g = tmp_path / "g.sh"
+        g.write_text(f.read_text().replace('[[ "$SECURE" == "1" ]]', test, 1))
+        main(["models", str(g)])
+        out = capsys.readouterr().out
+        assert ("sglang  Qwen/Qwen3-8B" in out) is found, test

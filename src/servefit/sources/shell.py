@@ -26,7 +26,7 @@ import re
 
 from servefit.core import Span
 from servefit.sources.shell_cond import Branches
-from servefit.sources.shell_expand import Expansions
+from servefit.sources.shell_expand import Expansions, element_key
 from servefit.sources.text import Src
 from servefit.sources.words import ASSIGN, Command, Piece, Vars, Word, apply_assignments
 
@@ -262,15 +262,25 @@ class Scanner(Expansions):
         name, append, first = self.array
         self.array = None
         elems = [w.token() for w in self.words[first:]]
+        taints = [list(w.unresolved) for w in self.words[first:]]  # `ARGS+=(--port "$PORT")`: PORT not set here
         del self.words[first:]
         if not self.assign or self.env is None or self.branches.dead(self.words, self.prev_sep):
             return
         conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
         have = self.env.arrays.get(name)
         if append:
+            base = len(have or [])
             self.env.arrays[name] = (have or []) + elems
         elif not (conditional and have is not None):
+            base = 0
+            for key in [k for k in self.env.taint if k.startswith(name + "[")]:
+                del self.env.taint[key]
             self.env.arrays[name] = elems
+        else:
+            return
+        for k, taint in enumerate(taints):  # each element's unset variables, found where it is expanded
+            if taint:
+                self.env.taint[element_key(name, base + k)] = taint
 
     def _operator(self, i: int) -> int:
         t = self.t
