@@ -332,3 +332,31 @@ def test_an_array_command_chosen_by_a_string_comparison(tmp_path: Path, capsys: 
         main(["models", str(g)])
         out = capsys.readouterr().out
         assert ("sglang  Qwen/Qwen3-8B" in out) is found, test
+
+
+# thebiss/llama-cpp-mkl-docker's start-server.sh runs `source ./settings.sh` (LLAMA_ARG_HOST=0.0.0.0,
+# LLAMA_ARG_CTX_SIZE=24000, ...) before `export $(compgen -v LLAMA_)` and a bare `llama-server`: what the sourced
+# file sets was not read, so the server's settings (and its listening on every interface) were not checked.
+def test_the_variables_a_sourced_file_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "settings.sh").write_text('LLAMA_ARG_HOST=${LLAMA_ARG_HOST:-"0.0.0.0"}\n'
+                                          'LLAMA_ARG_CTX_SIZE=${LLAMA_ARG_CTX_SIZE:-"24000"}\n')
+    f = repo / "start-server.sh"
+    f.write_text("#!/bin/bash\nsource ./settings.sh\nLLAMA_ARG_MODEL=/var/models/qwen2.5-7b-instruct-q4_k_m.gguf\n"
+                 "export $(compgen -v LLAMA_)\nllama-server\n")
+    main(["lint", "--list-sites", str(f), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)[0]["settings"] == {"ctx_size": 24000, "host": "0.0.0.0"}
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out.startswith(
+        f"{repo / 'settings.sh'}:1:35: SEC003 llama-server has no API key and listens on every interface of this "
+        "machine (--host 0.0.0.0)")
+    main(["tune", str(f), "--gpu", "L4", "--diff"])
+    assert ('-LLAMA_ARG_CTX_SIZE=${LLAMA_ARG_CTX_SIZE:-"24000"}\n'
+            '+LLAMA_ARG_CTX_SIZE=${LLAMA_ARG_CTX_SIZE:-"262144"}\n') in capsys.readouterr().out
+    # a file outside the repository is not read, nor one that sources itself twice
+    f.write_text("#!/bin/bash\nsource ../settings.sh\nsource ./start-server.sh\n"
+                 "LLAMA_ARG_MODEL=/var/models/qwen2.5-7b-instruct-q4_k_m.gguf\nexport $(compgen -v LLAMA_)\nllama-server\n")
+    (tmp_path / "settings.sh").write_text("LLAMA_ARG_CTX_SIZE=1000\n")
+    main(["lint", "--list-sites", str(f), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)[0]["settings"] == {}

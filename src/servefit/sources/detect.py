@@ -138,7 +138,7 @@ def _plugin_command(words: list[str]) -> tuple[str, int] | None:
 
 # a command line that asks the engine for its usage or version: every engine prints it and exits (argparse's
 # -h/--help in vLLM and SGLang, clap's in TGI's launcher, llama.cpp's common/arg.cpp -h/--help/--usage and
-# --version, Ollama's cobra -h/--help/-v/--version), so it starts no server
+# --version, Ollama's cobra -h/--help/--version), so it starts no server
 INFO_ONLY = frozenset({"-h", "--help", "--usage", "--version"})
 
 

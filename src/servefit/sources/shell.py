@@ -9,7 +9,8 @@ and heredocs are dropped, `$VAR`, `${VAR}`, `${VAR:-d}`, `${VAR-d}`, `${VAR:=d}`
 `${VAR:?}` expand from the variables known at that point, unquoted expansions are split on
 whitespace, assignments (`X=1`, `export X=1`) update the variables for later commands, and
 arrays (`ARGS=( ... )` over several lines, `ARGS+=(...)`) expand element by element in
-`"${ARGS[@]}"`, `${ARGS[*]}` and `${ARGS[N]}`.
+`"${ARGS[@]}"`, `${ARGS[*]}` and `${ARGS[N]}`; `source FILE` / `. FILE` of a file in the repository
+sets what that file sets.
 
 Spans. A word's span covers the characters it was written with in the original file. When a
 whole word comes from one expansion (`$MAX_LEN`, `$(MAX_LEN)`, `${MAX_LEN}`), its span is the
@@ -54,8 +55,10 @@ class Scanner(Expansions):
 
     def __init__(self, src: Src, env: Vars | None, *, mode: str = "shell", k8s: Vars | None = None,
                  compose: bool = False, shell_env: Vars | None = None,
-                 provided: frozenset[str] = frozenset(), assign: bool = True) -> None:
+                 provided: frozenset[str] = frozenset(), assign: bool = True,
+                 sourced: frozenset[str] = frozenset()) -> None:
         self.src = src
+        self.sourced = sourced | {src.li.file}  # the files `source` has read into this one (none twice)
         self.t = src.text
         self.env = env
         self.mode = mode
@@ -161,7 +164,32 @@ class Scanner(Expansions):
         else:
             if self.assign and self.env is not None and not dead:
                 apply_assignments(cmd, self.env, conditional)
+                if first in ("source", ".") and len(words) > 1:
+                    self._source(words[1])
             self.branches.other(first, words, sep)
+
+    def _source(self, word: Word) -> None:
+        """`source ./settings.sh`, `. lib/env.sh`: the variables a file in the repository sets (its path taken
+        from this script's folder, where such scripts are run from), as bash runs it in this shell; its own
+        servers are read when that file is."""
+        import os
+
+        from servefit.sources.base import MAX_SIDE_FILE, _repo_of, _within
+        from servefit.sources.text import LineIndex
+
+        if word.unresolved or not word.text or self.env is None:
+            return
+        here = os.path.dirname(self.src.li.file) or "."
+        path = os.path.normpath(os.path.join(here, os.path.expanduser(word.text)))
+        try:
+            if path in self.sourced or not _within(path, _repo_of(here)) or not os.path.isfile(path) \
+                    or os.path.getsize(path) > MAX_SIDE_FILE:
+                return
+            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+                text = fh.read()
+        except OSError:
+            return
+        Scanner(Src(text, LineIndex(text, path)), self.env, sourced=self.sourced).commands()
 
     # ---- the scanner
     def _scan(self) -> None:
