@@ -354,6 +354,14 @@ def test_the_variables_a_sourced_file_sets(tmp_path: Path, capsys: pytest.Captur
     main(["tune", str(f), "--gpu", "L4", "--diff"])
     assert ('-LLAMA_ARG_CTX_SIZE=${LLAMA_ARG_CTX_SIZE:-"24000"}\n'
             '+LLAMA_ARG_CTX_SIZE=${LLAMA_ARG_CTX_SIZE:-"262144"}\n') in capsys.readouterr().out
+    # mattbucci's launch.sh: `source "$SCRIPT_DIR/common.sh"` with SCRIPT_DIR the script's own folder
+    f.write_text('#!/bin/bash\nSCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\nsource "$SCRIPT_DIR/settings.sh"\n'
+                 "LLAMA_ARG_MODEL=/var/models/qwen2.5-7b-instruct-q4_k_m.gguf\nexport $(compgen -v LLAMA_)\nllama-server\n")
+    main(["lint", "--list-sites", str(f), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)[0]["settings"] == {"ctx_size": 24000, "host": "0.0.0.0"}
+    f.write_text(f.read_text().replace('source "$SCRIPT_DIR/settings.sh"', '. "$(dirname "$0")/settings.sh"'))
+    main(["lint", "--list-sites", str(f), "--format", "json"])
+    assert json.loads(capsys.readouterr().out)[0]["settings"] == {"ctx_size": 24000, "host": "0.0.0.0"}
     # a file outside the repository is not read, nor one that sources itself twice
     f.write_text("#!/bin/bash\nsource ../settings.sh\nsource ./start-server.sh\n"
                  "LLAMA_ARG_MODEL=/var/models/qwen2.5-7b-instruct-q4_k_m.gguf\nexport $(compgen -v LLAMA_)\nllama-server\n")

@@ -44,6 +44,12 @@ OPENERS = {"if", "while", "until", "for", "case", "select"}
 CLOSERS = {"fi", "done", "esac"}
 
 
+# `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `$(dirname "$0")`, `$(dirname "$(realpath "$0")")`: the folder of
+# the script itself, followed by a path in it
+_SELF = r'"?(?:\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE|\$0|\$\{0\}|\$\((?:realpath|readlink\s+-f)\s+"?(?:\$\{BASH_SOURCE(?:\[0\])?\}|\$0)"?\))"?'
+SCRIPT_DIR = re.compile(rf'(\$\(\s*cd\s+"?\$\(dirname\s+{_SELF}\)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)|\$\(dirname\s+{_SELF}\))/')
+
+
 class Scanner(Expansions):
     """mode: "shell" (operators, comments, heredocs), "split" (quotes and whitespace only:
     compose string commands, systemd, shlex-like), "word" (no splitting: a list item).
@@ -177,10 +183,16 @@ class Scanner(Expansions):
         from servefit.sources.base import MAX_SIDE_FILE, _repo_of, _within
         from servefit.sources.text import LineIndex
 
-        if word.unresolved or not word.text or self.env is None:
+        if not word.text or self.env is None:
             return
+        text = word.text
+        if word.unresolved:  # `source "$SCRIPT_DIR/common.sh"` with SCRIPT_DIR the script's own folder
+            m = SCRIPT_DIR.match(text)
+            if m is None or len(word.unresolved) != 1 or word.unresolved[0][0] != m.group(1):
+                return
+            text = "." + text[m.end(1):]
         here = os.path.dirname(self.src.li.file) or "."
-        path = os.path.normpath(os.path.join(here, os.path.expanduser(word.text)))
+        path = os.path.normpath(os.path.join(here, os.path.expanduser(text)))
         try:
             if path in self.sourced or not _within(path, _repo_of(here)) or not os.path.isfile(path) \
                     or os.path.getsize(path) > MAX_SIDE_FILE:
