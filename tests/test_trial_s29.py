@@ -368,3 +368,18 @@ def test_the_variables_a_sourced_file_sets(tmp_path: Path, capsys: pytest.Captur
     (tmp_path / "settings.sh").write_text("LLAMA_ARG_CTX_SIZE=1000\n")
     main(["lint", "--list-sites", str(f), "--format", "json"])
     assert json.loads(capsys.readouterr().out)[0]["settings"] == {}
+
+
+# minish0/ollama-systemd's 0-download/ollama-download.sh runs `c=$(printf "curl -LO '...ollama-linux-${arch}.tar.zst'")`
+# then `eval "$c"`: SF108 said the eval's server was not read, though the command is a download.
+def test_an_eval_of_a_download_is_not_a_server_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ollama-download.sh"
+    f.write_text("#!/bin/sh\narch=$(uname -m)\n"
+                 "c=$(printf \"curl -LO 'https://ollama.com/download/ollama-linux-${arch}.tar.zst'\")\n"
+                 "printf \"%s\\n\" \"$c\"\neval \"$c\"\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    # a command line built elsewhere is still said
+    f.write_text("#!/bin/sh\n# starts ollama\nc=$(build_command)\neval \"$c\"\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out.startswith(f"{f}:4:1: SF108 `eval \"$c\"` runs a command line the script builds")
