@@ -383,3 +383,22 @@ def test_an_eval_of_a_download_is_not_a_server_not_read(tmp_path: Path, capsys: 
     f.write_text("#!/bin/sh\n# starts ollama\nc=$(build_command)\neval \"$c\"\n")
     main(["lint", str(f)])
     assert capsys.readouterr().out.startswith(f"{f}:4:1: SF108 `eval \"$c\"` runs a command line the script builds")
+
+
+# mARTin-B78/dgx-spark_lite-llm_llama-swap_vllm_llama-cpp_ollama's vllm/vllm.Dockerfile ends
+# `ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]` with no CMD: the arguments come from what runs
+# the image; it was told "no model given in the command (pass --model REF)".
+def test_a_dockerfile_whose_entrypoint_takes_its_arguments_at_run_time(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "vllm.Dockerfile"
+    f.write_text("FROM nvidia/cuda:12.8.0-devel-ubuntu24.04 AS build\nCMD [\"bash\"]\n"
+                 "FROM nvidia/cuda:12.8.0-runtime-ubuntu24.04\nRUN pip install vllm==0.9.2\n"
+                 'ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]\n')
+    said = ("this Dockerfile's ENTRYPOINT starts vLLM with no model and it has no CMD: the arguments come from what runs "
+            "the image (`docker run IMAGE ...`, a compose or Kubernetes file), so its memory was not checked here: lint "
+            "that file, or add `# servefit: model=REF` above the ENTRYPOINT")
+    main(["models", str(f)])
+    assert capsys.readouterr().out == f"{f}:5  vllm  (none)  -> not resolved: {said}\n"
+    f.write_text(f.read_text() + 'CMD ["--port", "8000"]\n')  # a CMD that names no model: as before
+    main(["models", str(f)])
+    assert capsys.readouterr().out.endswith("-> not resolved: no model given in the command (pass --model REF)\n")
