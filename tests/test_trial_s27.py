@@ -321,7 +321,7 @@ def test_an_unrendered_charts_model_is_its_values_model_key(tmp_path: Path, caps
     f.write_text(CHART_VALUES.replace("modelName: Qwen/Qwen3-0.6B", "modelName: qwen3-small"))
     main(["lint", str(tmp_path), "--no-render", "--list-sites", "--format", "json"])
     [site] = json.loads(capsys.readouterr().out)
-    assert site["target"]["model"] is None and site["not_planned"].startswith("vLLM: no model given")
+    assert site["target"]["model"] is None and site["not_planned"].startswith("this values file's command for vLLM names no model: its chart's templates may add one")
 
 
 # Austontatious/lex builds its vLLM image in compose (`build: {context: ./docker/vllm}`, a Dockerfile

@@ -116,6 +116,7 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
         start = site.file if os.path.exists(site.file) else os.getcwd()
         target = replace(target, models=context_for(start, online=target.online))
     model = resolve_site_model(engine, site, cfg, target)
+    pinned_revision(cfg, model)
     gpu, count, source = hardware if hardware is not None else resolve_hardware(site, target)
     plan = engine.plan(cfg, model, gpu, count)
     if not count:  # no count given: as many GPUs as the server's parallelism uses (what the plan assumed)
@@ -165,6 +166,23 @@ def resolve_site_model(engine: Any, site: LaunchSite, cfg: EngineConfig, target:
                 spec.resolved_from = "derivative"
             return spec
         raise
+
+
+def pinned_revision(cfg: EngineConfig, model: ModelSpec) -> None:
+    """`--revision SHA` (vLLM, SGLang, TGI load that commit of the Hub repository): the catalog, and a lock or
+    Hub read without it, hold the repository's main branch, which may have other weights (a checkpoint
+    re-quantized on main): said, as what was sized is not what the pinned revision holds."""
+    rev = str(cfg.settings.get("revision") or "")
+    if not rev or rev == "main" or "$" in rev or model.resolved_from not in ("catalog", "derivative", "hub", "lock"):
+        return
+    if model.resolved_from == "lock" and any(f"(revision {rev[:12]}" in a for a in model.assumptions):
+        return
+    held = {"lock": "the model lock holds it", "hub": "the Hub's main branch holds it"}.get(
+        model.resolved_from, "servefit's catalog holds it (the repository as read, not a pinned commit)")
+    note = (f"--revision {rev} is not what was sized: {model.name} is sized as {held}, which may differ from that "
+            "commit in weights or layout")
+    if note not in cfg.assumptions:
+        cfg.assumptions.append(note)
 
 
 def unresolved_to_assumptions(site: LaunchSite, cfg: EngineConfig, *holders: Any) -> set[str]:

@@ -18,6 +18,7 @@ image OLLAMA_HOST=0.0.0.0:11434. Keys: vLLM `--api-key` or VLLM_API_KEY, llama-s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -228,6 +229,9 @@ def _remote_code(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[s
     if not ref or "$" in ref or ref.startswith(("/", ".", "~")) or "://" in ref or ref.count("/") != 1:
         return []
     org = ref.split("/", 1)[0]
+    revision, _ = _setting(site, cfg, "revision")
+    if revision is not None and re.fullmatch(r"[0-9a-f]{7,40}", revision.strip().lower()):
+        return []  # pinned to a commit, as the finding advises: the code that runs is the one reviewed there
     if org.lower() in TRUSTED_ORGS or org.lower() in {t.lower() for t in trusted}:
         return []
     return [finding("SEC005", f"--trust-remote-code runs the Python files of {ref} at load time, and {org} is not a "

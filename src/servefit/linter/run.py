@@ -190,13 +190,14 @@ def check_server(srv: Server) -> None:
 def _finish(rep: Server) -> None:
     """Site names and anchors on every finding; the ones that depend on the GPU say which GPU
     was assumed and where that came from; a finding on an unresolved variable's text is left
-    to SF001 (the value is not known, so it cannot be wrong)."""
+    to SF001 (the value is not known, so it cannot be wrong), except SF004: a model sized by the name its path
+    ends in, where a variable holds only the folder (server_plan.variable_folder_model), says how it was sized."""
     site = rep.site
     from servefit.sources.unset_vars import var_of
 
     kept = []
     for f in rep.findings:
-        if f.span is not None and f.code != "SF001" and var_of(site, f.span, f.message) is not None:
+        if f.span is not None and f.code not in ("SF001", "SF004") and var_of(site, f.span, f.message) is not None:
             continue
         if not f.site:
             f.site = site.name

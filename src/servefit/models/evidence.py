@@ -30,6 +30,7 @@ from typing import Any
 # option table (data/engines/<engine>.yaml: vLLM --served-model-name / --tokenizer, SGLang
 # --served-model-name / --tokenizer-path, llama-server --alias / -a)
 _OPTIONS = ("served_model_name", "tokenizer", "tokenizer_path", "alias")
+_TOKENIZERS = ("tokenizer", "tokenizer_path")  # paths or Hub ids: not the names a server answers to
 _DOWNLOAD = re.compile(
     r"\b(?:huggingface-cli|hf)\s+download\s+(?:--\S+\s+)*[\"']?([\w.-]+/[\w.-]+)[\"']?([^\n;&|]*)")
 _LOCAL_DIR = re.compile(r"--local-dir(?:=|\s+)[\"']?([^\s\"']+)")
@@ -42,6 +43,21 @@ def is_unnamed_path(ref: str) -> bool:
     r = ref.strip()
     return bool(r) and (r.startswith(("/", ".", "~", "$")) or "\\" in r or r.lower().endswith(".gguf")
                         or r.count("/") > 1 or (len(r) > 1 and r[1] == ":"))
+
+
+def under_variable(ref: str) -> str | None:
+    """`${HOME}/models/x.gguf`, `$MODEL_DIR/Qwen2.5-7B-Instruct`: the path below its last variable folder
+    ('/models/x.gguf'), where a variable names only a folder and the model's file or folder name is written
+    out (the name is what sizes it); None for any other reference."""
+    from servefit.models import catalog
+
+    parts = ref.strip().split("/")
+    last = max((k for k, p in enumerate(parts) if "$" in p), default=-1)
+    rest = "/" + "/".join(p for p in parts[last + 1:] if p)
+    if last < 0 or any(c in ref for c in "`()") or any(c in rest for c in "{}") \
+            or not all(p.count("{") == p.count("}") for p in parts[:last + 1]):
+        return None
+    return rest if catalog.names_a_family(rest) else None
 
 
 def _usable(value: str) -> bool:
@@ -59,7 +75,7 @@ def _under(path: str, folder: str) -> str | None:
     return None
 
 
-def _flag_values(argv: list[str], engine: str) -> list[tuple[str, str]]:
+def _flag_values(argv: list[str], engine: str, options: tuple[str, ...]) -> list[tuple[str, str]]:
     from servefit.engines.options import load_table
 
     try:
@@ -72,7 +88,7 @@ def _flag_values(argv: list[str], engine: str) -> list[tuple[str, str]]:
             continue
         flag, eq, inline = w.partition("=")
         opt, negated = table.lookup(flag)
-        if opt is None or negated or opt.name not in _OPTIONS:
+        if opt is None or negated or opt.name not in options:
             continue
         value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else "")
         if opt.name == "served_model_name":  # a list: the first name
@@ -134,7 +150,11 @@ def candidates(site: Any, engine: str, ref: str) -> list[tuple[str, str]]:
             break
     out.extend(_downloads(str(getattr(site, "file", "") or ""), ref))
     argv = [getattr(t, "text", str(t)) for t in getattr(site, "argv", [])]
-    out.extend(_flag_values(argv, engine))
+    from servefit.models import catalog
+
+    named = catalog.names_a_family(ref)  # `/data/GLM-4.5-Air-REAP-82B-A12B-AWQ-4bit` names its model, one the
+    # catalog lacks: an alias the command serves it under (`--served-model-name glm45-air-reap`) is no better
+    out.extend(_flag_values(argv, engine, _TOKENIZERS if named else _OPTIONS))
     out.extend(deployment_names(site, ref))
     seen: set[str] = set()
     return [c for c in out if not (c[0] in seen or seen.add(c[0]))]  # type: ignore[func-returns-value]

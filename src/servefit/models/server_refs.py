@@ -90,8 +90,11 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
     ref = sref.ref if sref is not None else ""
     out = Resolution(ref)
     if not ref:  # as lint says it: only an engine that loads what requests name runs without one
+        from servefit.sources.server_plan import own_build_model
+
+        own = own_build_model(cfg.site, engine.title) if cfg.site is not None else ""
         out.error = ("the server loads models on request" if getattr(engine, "models_on_request", False)
-                     else "no model given in the command (pass --model REF)")
+                     else own or "no model given in the command (pass --model REF)")
         return out
     if "$" in ref:  # as estimate says it (sources/assemble.py), not "cannot tell which model this GGUF is"
         out.error = (f"the model is a variable ({ref}): its value is not known here (add "

@@ -289,6 +289,12 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             workflow.scan(y, d, fc)
             if len(fc.sites) > before:
                 continue  # a workflow whose steps start no server is read as before (a job's container image)
+        if "steps" in keys and "jobs" not in keys:
+            from servefit.sources import cloudbuild
+
+            if cloudbuild.is_cloudbuild(y, d):
+                cloudbuild.scan(y, d, fc)
+                continue
         if "services" in keys and isinstance(y.get(d, "services"), MappingNode):
             from servefit.sources import compose
 
@@ -344,6 +350,17 @@ def _go_template_arg(text: str, at: int) -> bool:
     return _GO_TEMPLATE_ARG.search(line) is not None
 
 
+def _evals_no_server(text: str, e: re.Match[str]) -> bool:
+    """`c=$(printf "curl -LO '...ollama-linux.tar.zst'")` then `eval "$c"`: every value the file gives the
+    variable starts a program that names no server (a download, a listing), so the eval starts none."""
+    from servefit.sources import detect
+
+    var = re.sub(r"\W", "", e.group(1).split(None, 1)[-1])
+    values = re.findall(rf"(?m)^\s*(?:export\s+|local\s+)?{re.escape(var)}=(.*)$", text)
+    firsts = [re.sub(r"""^[\s"'(]*(?:\$\(\s*(?:printf|echo)\s+)?["']*""", "", v).split(None, 1)[:1] for v in values]
+    return bool(firsts) and all(f and detect.program(f[0]) in detect.NOT_LAUNCH for f in firsts)
+
+
 def _template_script(fc: Any, kind: str) -> None:
     """A script, Dockerfile or unit written as a template (Jinja `{% if %}`, Go `{{ .Values }}`) that mentions an
     engine and gave no server: its commands are not shell until rendered, so that is said, not skipped."""
@@ -352,7 +369,7 @@ def _template_script(fc: Any, kind: str) -> None:
     m = _JINJA.search(fc.text) or next((t for t in TEMPLATE.finditer(fc.text) if not _go_template_arg(fc.text, t.start())),
                                        None)
     if m is None:
-        if kind == "script" and (e := _RUNTIME_EVAL.search(fc.text)) is not None:
+        if kind == "script" and (e := _RUNTIME_EVAL.search(fc.text)) is not None and not _evals_no_server(fc.text, e):
             fc.findings.append(not_read(
                 f"`{e.group(1)}` runs a command line the script builds when it runs: servefit does not run it, "
                 "so the server it starts was not read; write the command out, or lint it with "

@@ -330,7 +330,13 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     from servefit.pipeline import engine_for, unresolved_to_assumptions
     from servefit.sources import detect
-    from servefit.sources.server_plan import not_starting, plan_server, storage_model, values_model
+    from servefit.sources.server_plan import (
+        not_starting,
+        plan_server,
+        storage_model,
+        values_model,
+        variable_folder_model,
+    )
 
     try:
         target = resolve(site, flags, opts)
@@ -369,6 +375,7 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     unknown = unresolved_to_assumptions(site, srv.config)  # `--tp $TP` unset: the default is planned, not a refusal
     storage_model(srv)
     values_model(srv)
+    variable_folder_model(srv)
     if plan:
         plan_server(srv, engine)
     out.extend(srv.config.findings)

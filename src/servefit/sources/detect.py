@@ -136,12 +136,19 @@ def _plugin_command(words: list[str]) -> tuple[str, int] | None:
     return None
 
 
+# a command line that asks the engine for its usage or version: every engine prints it and exits (argparse's
+# -h/--help in vLLM and SGLang, clap's in TGI's launcher, llama.cpp's common/arg.cpp -h/--help/--usage and
+# --version, Ollama's cobra -h/--help/--version), so it starts no server
+INFO_ONLY = frozenset({"-h", "--help", "--usage", "--version"})
+
+
 def find_engine(words: list[str]) -> tuple[int, str, int] | None:
-    """The first position where an engine command starts: (index, engine, length)."""
+    """The first position where an engine command starts: (index, engine, length); None where the
+    command only prints the engine's usage or version (INFO_ONLY)."""
     for k in range(len(words)):
         hit = recognise(words[k:])
         if hit is not None:
-            return k, hit[0], hit[1]
+            return None if INFO_ONLY.intersection(words[k + hit[1]:]) else (k, hit[0], hit[1])
     return None
 
 

@@ -41,6 +41,11 @@ NOT_RUN = {"write-host", "write-output", "echo", "write-verbose", "stop-process"
            "where", "test-path", "set-location", "cd", "push-location", "pop-location", "get-command",
            "remove-item", "copy-item", "move-item", "new-item", "invoke-webrequest", "invoke-restmethod", "iwr",
            "irm", "curl", "wait-process", "get-content", "out-file", "out-null", "start-sleep", "tasklist"}
+# cmdlets (and functions named in their style) of these verbs take a program's path as a string, not start it:
+# `$server = Join-Path $root "cuda\Release\llama-server.exe"`, `Write-Log "started llama-server"`
+NAMING_VERBS = {"join", "split", "resolve", "test", "get", "set", "add", "copy", "move", "remove", "rename", "new",
+                "write", "out", "format", "select", "where", "sort", "measure", "compare", "convertto", "convertfrom",
+                "export", "import", "read", "clear"}
 UNREAD = {"invoke-expression", "iex", "cmd"}  # a `{ }` block (Start-Job, ForEach-Object) is read as statements
 KEYWORDS = {"if", "elseif", "else", "foreach", "for", "while", "do", "switch", "function", "filter", "try", "catch",
             "finally", "param", "until", "trap"}
@@ -293,7 +298,7 @@ def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool)
                 "a User or Machine variable (it reaches programs started in new sessions, not the ones this script "
                 "starts)" if head.endswith("::setenvironmentvariable") else "a .NET method call")
         return
-    if head in NOT_RUN:
+    if head in NOT_RUN or ("-" in head and head.split("-", 1)[0] in NAMING_VERBS):
         return
     if head in ("start-process", "start", "saps"):
         words = start_process(toks[1:], sc)
@@ -313,12 +318,16 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
     first = rhs[0] if rhs else None
     command = first is not None and first.kind == "word" and not first.quoted and \
         not re.fullmatch(r"[-+]?[0-9.]+|\[.*", first.text)
-    if first is not None and (command or (first.kind == "op" and first.text in ("&", "("))):
+    joined = _join_path(rhs, sc) if command and first is not None and first.text.lower() == "join-path" else None
+    if joined is not None:  # `$server = Join-Path $root "bin\llama-server.exe"`: the path, for `& $server ...`
+        command = False
+        rhs = []
+    if joined is None and first is not None and (command or (first.kind == "op" and first.text in ("&", "("))):
         _run(fc, ctx, sc, rhs[1:] if first.text == "(" else rhs, conditional)  # `$p = Start-Process ...`
         words: list[Word] = []
         taint: list[tuple[str, Span | None]] = [("$(" + sc.t[rhs[0].start:].split("\n")[0].strip() + ")", span)]
     else:
-        words = elements(rhs, sc)
+        words = [joined] if joined is not None else elements(rhs, sc)
         taint = []
     low = name.lower()
     if low.startswith("env:"):
@@ -340,6 +349,27 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
         sc.vs.own[low] = words
     else:
         sc.vs.own[low] = words[0]
+
+
+def _join_path(rhs: list[Tok], sc: Scanner) -> Word | None:
+    """`Join-Path A B [C...]` (positional, or -Path / -ChildPath / -AdditionalChildPath): A\\B as one word, its
+    pieces where each part is written; None for any other form (a parenthesised command, -Resolve, a pipeline)."""
+    parts: list[Word] = []
+    for tk in rhs[1:]:
+        if tk.kind == "op" or (tk.kind == "word" and not tk.quoted and tk.text.startswith("-")
+                               and tk.text.lower() not in ("-path", "-childpath", "-additionalchildpath")):
+            return None
+        if not (tk.kind == "word" and not tk.quoted and tk.text.startswith("-")):
+            parts.extend(args_of(tk, sc))
+    if len(parts) < 2:
+        return None
+    pieces: list[Piece] = []
+    for k, w in enumerate(parts):
+        if k:
+            end = pieces[-1].end if pieces else 0
+            pieces.append(Piece("\\", end, end))
+        pieces.extend(w.pieces)
+    return Word(pieces, sc.src.li, [u for w in parts for u in w.unresolved])
 
 
 def _set_environment(sc: Scanner, toks: list[Tok], conditional: bool) -> bool:

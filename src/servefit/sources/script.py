@@ -6,7 +6,8 @@ commands; only exported ones (and `VAR=1 cmd` prefixes) reach the engine's envir
 `ollama pull/run MODEL` lines are kept as the models an Ollama server in the same script loads.
 A Slurm batch script's `#SBATCH` GPU request is the hardware of the servers it starts (sources/slurm.py).
 A systemd unit the script writes from a heredoc (`cat > x.service <<EOF`) is read as that unit; a
-script it writes from one (`cat > run.sh <<EOF`) or runs from one (`bash <<EOF`) as that script.
+script it writes from one (`cat > run.sh <<EOF`) or runs from one (`bash <<EOF`) as that script, and a Kubernetes
+manifest it writes or applies from one (`cat <<EOF > vllm.yaml`, `kubectl apply -f - <<EOF`) as that manifest.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def scan(fc: FileCtx) -> None:
         heredoc_units(fc, env)
     if "<<" in fc.text:
         launches += heredoc_scripts(fc, env)
+        heredoc_manifests(fc, env)
     slurm = gpu_request(fc.text, fc.li.span) if "#SBATCH" in fc.text else None
     for launch in launches:
         gpu = slurm
@@ -53,6 +55,13 @@ _UNIT_HEREDOC = re.compile(r"^[^\n]*?(?:cat|tee)\b[^\n]*?([\w./${}-]+\.service)\
 # `sh -s <<EOF`: one it runs
 _SCRIPT_HEREDOC = re.compile(r"^[^\n]*?(?:(?:cat|tee)\b[^\n]*?[\w./${}-]+\.sh\b|(?<![\w.-])(?:ba|da|z)?sh(?:[ \t]+-s)?)"
                              r"[^\n]*?<<(-?)[ \t]*(['\"]?)(\w+)\2[^\n]*\n", re.M)
+
+
+# `cat <<EOF >> vllm.yaml`, `cat > deploy.yaml <<'EOF'`, `kubectl apply -f - <<EOF`: a Kubernetes manifest the
+# script writes or applies
+_MANIFEST_HEREDOC = re.compile(r"^(?:(?=[^\n]*\b(?:cat|tee)\b)(?=[^\n]*\.ya?ml\b)|(?=[^\n]*\bkubectl\b[^\n]*"
+                               r"\b(?:apply|create)\b[^\n]*-f[ \t]*-(?:\s|$)))[^\n]*?<<(-?)[ \t]*(['\"]?)(\w+)\2[^\n]*\n",
+                               re.M)
 
 
 def _bodies(fc: FileCtx, pattern: re.Pattern[str], env: Vars) -> list[tuple[re.Match[str], Src, bool]]:
@@ -91,6 +100,28 @@ def heredoc_scripts(fc: FileCtx, env: Vars) -> list[Launch]:
         inner = Vars() if quoted else env
         out += from_commands(split_commands(body, inner), fc.ctx(exported_only=True), inner)
     return out
+
+
+def heredoc_manifests(fc: FileCtx, env: Vars) -> None:
+    """Kubernetes manifests the script writes or applies from heredocs, read as the manifests they become. In an
+    unquoted body the shell has expanded `${VAR}` before kubectl reads it, so it is not the text Kubernetes passes
+    on literally (SF107)."""
+    from servefit.sources import k8s
+    from servefit.sources.yamlpos import Y, YamlProblem, compose_all
+
+    for _, body, quoted in _bodies(fc, _MANIFEST_HEREDOC, env):
+        try:
+            docs = compose_all(body)
+        except YamlProblem:
+            continue
+        y = Y(body)
+        kdocs = [d for d in docs if y.get(d, "apiVersion") is not None and y.get(d, "kind") is not None]
+        if not kdocs:
+            continue
+        before = len(fc.findings)
+        k8s.scan(y, kdocs, fc)
+        if not quoted:
+            fc.findings[before:] = [f for f in fc.findings[before:] if f.code != "SF107"]
 
 
 def _heredoc_text(fc: FileCtx, start: int, end: int, quoted: bool) -> Src:

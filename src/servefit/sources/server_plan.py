@@ -65,6 +65,25 @@ def values_model(srv: Server) -> None:
             return
 
 
+def variable_folder_model(srv: Server) -> None:
+    """A model path whose folder is a variable not set here but whose name is written out
+    (`-m ${HOME}/models/qwen2.5-7b-instruct-q4_k_m.gguf`, `--model $MODEL_DIR/Qwen2.5-7B-Instruct`): the
+    name is what sizes the model, as for the same path written out (models/evidence.under_variable)."""
+    from servefit.models.evidence import under_variable
+
+    cfg, t = srv.config, srv.target
+    ref = cfg.model_ref if cfg is not None else None
+    if t.model is not None or cfg is None or not ref or "$" not in ref:
+        return
+    named = under_variable(ref)
+    if named is None:
+        return
+    folder = ref[:len(ref) - len(named)] or ref
+    t.model = Part(named, f"by its name; {folder} is not set here", None)
+    cfg.assumptions.append(f"model {ref}: {folder} is not set here, so the model is sized by the name the path "
+                           f"ends in, {named.rsplit('/', 1)[-1]}")
+
+
 @rule("SF002", "SF003", "SF004", "SF110", "SF115", "SF120")
 def plan_server(srv: Server, engine: Any) -> None:
     from servefit.hardware import catalog_assumption, resolve_target, unlisted, with_memory
@@ -174,10 +193,49 @@ def plan_server(srv: Server, engine: Any) -> None:
                          "that uses this runtime, and no InferenceService in this file does, so its memory was not "
                          "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService "
                          "in this file")
+        elif not ref and t.model is None and (own := own_build_model(site, engine.title)):
+            srv.error = own
         out.append(finding("SF002", srv.error, site=site.name, span=cfg.spans.get("model") or anchor(site)))
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
         srv.error = f"{type(exc).__name__}: {exc}"
         out.append(plugin_failed(srv.error, site=site.name, span=anchor(site)))
+
+
+def own_build_model(site: Any, title: str) -> str:
+    """Why a server names no model, where a values file is read without the chart templates that write its
+    command, or where it is someone's build of an engine's image (`.../vllm-release-llama-guard:0.5.2`) run with
+    no command from the file (it runs its own ENTRYPOINT / CMD, not the engine image's that servefit knows);
+    "" otherwise."""
+    from servefit.sources.detect import official_image
+
+    if site.workload.chart == "values":  # a values file read without its chart's templates, which write the command
+        return (f"this values file's command for {title} names no model: its chart's templates may add one, and "
+                "servefit read the values file without them, so its memory was not checked: render the chart (helm "
+                "on PATH) or add `# servefit: model=REF` above the server")
+    if site.name.startswith("dockerfile") and _entrypoint_only(site.file):
+        return (f"this Dockerfile's ENTRYPOINT starts {title} with no model and it has no CMD: the arguments come "
+                "from what runs the image (`docker run IMAGE ...`, a compose or Kubernetes file), so its memory was "
+                "not checked here: lint that file, or add `# servefit: model=REF` above the ENTRYPOINT")
+    if not site.image or official_image(site.image) is not False or any(t.span is not None for t in site.argv):
+        return ""
+    return (f"the image {site.image} is not the {title} project's own, and this file gives it no command: the "
+            "model it serves is set inside the image (its ENTRYPOINT, CMD or a script reading the environment), "
+            "which is not in this repository, so its memory was not checked: add `# servefit: model=REF` above "
+            "the server")
+
+
+def _entrypoint_only(path: str) -> bool:
+    """The Dockerfile's last stage sets ENTRYPOINT and no CMD (setting ENTRYPOINT resets the CMD a base image has:
+    Dockerfile reference, "Understand how CMD and ENTRYPOINT interact")."""
+    import re
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return False
+    last = re.split(r"(?im)^\s*FROM\s", text)[-1]
+    return re.search(r"(?im)^\s*ENTRYPOINT\s", last) is not None and re.search(r"(?im)^\s*CMD\s", last) is None
 
 
 @rule("SF111")

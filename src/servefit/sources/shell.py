@@ -9,7 +9,8 @@ and heredocs are dropped, `$VAR`, `${VAR}`, `${VAR:-d}`, `${VAR-d}`, `${VAR:=d}`
 `${VAR:?}` expand from the variables known at that point, unquoted expansions are split on
 whitespace, assignments (`X=1`, `export X=1`) update the variables for later commands, and
 arrays (`ARGS=( ... )` over several lines, `ARGS+=(...)`) expand element by element in
-`"${ARGS[@]}"`, `${ARGS[*]}` and `${ARGS[N]}`.
+`"${ARGS[@]}"`, `${ARGS[*]}` and `${ARGS[N]}`; `source FILE` / `. FILE` of a file in the repository
+sets what that file sets.
 
 Spans. A word's span covers the characters it was written with in the original file. When a
 whole word comes from one expansion (`$MAX_LEN`, `$(MAX_LEN)`, `${MAX_LEN}`), its span is the
@@ -26,7 +27,7 @@ import re
 
 from servefit.core import Span
 from servefit.sources.shell_cond import Branches
-from servefit.sources.shell_expand import Expansions
+from servefit.sources.shell_expand import Expansions, element_key
 from servefit.sources.text import Src
 from servefit.sources.words import ASSIGN, Command, Piece, Vars, Word, apply_assignments
 
@@ -43,6 +44,12 @@ OPENERS = {"if", "while", "until", "for", "case", "select"}
 CLOSERS = {"fi", "done", "esac"}
 
 
+# `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `$(dirname "$0")`, `$(dirname "$(realpath "$0")")`: the folder of
+# the script itself, followed by a path in it
+_SELF = r'"?(?:\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE|\$0|\$\{0\}|\$\((?:realpath|readlink\s+-f)\s+"?(?:\$\{BASH_SOURCE(?:\[0\])?\}|\$0)"?\))"?'
+SCRIPT_DIR = re.compile(rf'(\$\(\s*cd\s+"?\$\(dirname\s+{_SELF}\)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)|\$\(dirname\s+{_SELF}\))/')
+
+
 class Scanner(Expansions):
     """mode: "shell" (operators, comments, heredocs), "split" (quotes and whitespace only:
     compose string commands, systemd, shlex-like), "word" (no splitting: a list item).
@@ -54,8 +61,10 @@ class Scanner(Expansions):
 
     def __init__(self, src: Src, env: Vars | None, *, mode: str = "shell", k8s: Vars | None = None,
                  compose: bool = False, shell_env: Vars | None = None,
-                 provided: frozenset[str] = frozenset(), assign: bool = True) -> None:
+                 provided: frozenset[str] = frozenset(), assign: bool = True,
+                 sourced: frozenset[str] = frozenset()) -> None:
         self.src = src
+        self.sourced = sourced | {src.li.file}  # the files `source` has read into this one (none twice)
         self.t = src.text
         self.env = env
         self.mode = mode
@@ -161,7 +170,38 @@ class Scanner(Expansions):
         else:
             if self.assign and self.env is not None and not dead:
                 apply_assignments(cmd, self.env, conditional)
+                if first in ("source", ".") and len(words) > 1:
+                    self._source(words[1])
             self.branches.other(first, words, sep)
+
+    def _source(self, word: Word) -> None:
+        """`source ./settings.sh`, `. lib/env.sh`: the variables a file in the repository sets (its path taken
+        from this script's folder, where such scripts are run from), as bash runs it in this shell; its own
+        servers are read when that file is."""
+        import os
+
+        from servefit.sources.base import MAX_SIDE_FILE, _repo_of, _within
+        from servefit.sources.text import LineIndex
+
+        if not word.text or self.env is None:
+            return
+        text = word.text
+        if word.unresolved:  # `source "$SCRIPT_DIR/common.sh"` with SCRIPT_DIR the script's own folder
+            m = SCRIPT_DIR.match(text)
+            if m is None or len(word.unresolved) != 1 or word.unresolved[0][0] != m.group(1):
+                return
+            text = "." + text[m.end(1):]
+        here = os.path.dirname(self.src.li.file) or "."
+        path = os.path.normpath(os.path.join(here, os.path.expanduser(text)))
+        try:
+            if path in self.sourced or not _within(path, _repo_of(here)) or not os.path.isfile(path) \
+                    or os.path.getsize(path) > MAX_SIDE_FILE:
+                return
+            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+                text = fh.read()
+        except OSError:
+            return
+        Scanner(Src(text, LineIndex(text, path)), self.env, sourced=self.sourced).commands()
 
     # ---- the scanner
     def _scan(self) -> None:
@@ -262,15 +302,25 @@ class Scanner(Expansions):
         name, append, first = self.array
         self.array = None
         elems = [w.token() for w in self.words[first:]]
+        taints = [list(w.unresolved) for w in self.words[first:]]  # `ARGS+=(--port "$PORT")`: PORT not set here
         del self.words[first:]
         if not self.assign or self.env is None or self.branches.dead(self.words, self.prev_sep):
             return
         conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
         have = self.env.arrays.get(name)
         if append:
+            base = len(have or [])
             self.env.arrays[name] = (have or []) + elems
         elif not (conditional and have is not None):
+            base = 0
+            for key in [k for k in self.env.taint if k.startswith(name + "[")]:
+                del self.env.taint[key]
             self.env.arrays[name] = elems
+        else:
+            return
+        for k, taint in enumerate(taints):  # each element's unset variables, found where it is expanded
+            if taint:
+                self.env.taint[element_key(name, base + k)] = taint
 
     def _operator(self, i: int) -> int:
         t = self.t

@@ -11,8 +11,8 @@ _BRACKETS = {"[": "]", "[[": "]]"}
 
 
 def string_test(words: list[Word]) -> bool | None:
-    """The value of `[ -n W ]`, `[[ -z W ]]`, `test -n W`, `[[ W ]]` (and `!` before them) when W's
-    value is known; None for any other command or a value servefit does not know."""
+    """The value of `[ -n W ]`, `[[ -z W ]]`, `test -n W`, `[[ W ]]`, `[[ A == B ]]` / `[ A != B ]` (and `!`
+    before them) when the values are known; None for any other command or a value servefit does not know."""
     texts = [w.text for w in words]
     negate = False
     while texts[:1] == ["!"]:
@@ -23,17 +23,29 @@ def string_test(words: list[Word]) -> bool | None:
         body = words[1:-1]
     else:
         return None
+    if len(body) == 3 and body[1].text in ("=", "==", "!=") and not body[1].unresolved:
+        # `[[ "$SECURE" == "1" ]]`, `[ "$A" = x ]`: a string comparison of two known values (an unquoted glob on
+        # the right is a pattern in [[ ]]: not compared here)
+        if any(_unknown(w) for w in (body[0], body[2])):
+            return None
+        equal = (body[0].text == body[2].text) != (body[1].text == "!=")
+        return equal != negate
     if len(body) == 2 and body[0].text in ("-n", "-z"):
         op, w = body[0].text, body[1]
     elif len(body) == 1 and body[0].text not in ("-n", "-z"):
         op, w = "-n", body[0]
     else:
         return None
-    if w.unresolved or any(p.exp is None and p.text and not p.quoted and any(c in p.text for c in "*?[")
-                           for p in w.pieces):
+    if _unknown(w):
         return None
     value = bool(w.text) if op == "-n" else not w.text
     return value != negate
+
+
+def _unknown(w: Word) -> bool:
+    """A value servefit does not know, or an unquoted glob (a pattern, not a string)."""
+    return bool(w.unresolved) or any(p.exp is None and p.text and not p.quoted and any(c in p.text for c in "*?[")
+                                     for p in w.pieces)
 
 
 class Branches:

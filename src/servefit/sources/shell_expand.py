@@ -31,6 +31,11 @@ def _substitutions(text: str, unres: object) -> list[tuple[int, int]]:
     return out
 
 
+def element_key(name: str, k: int) -> str:
+    """Where Vars.taint keeps the unset variables of element k of array `name`."""
+    return f"{name}[{k}]"
+
+
 class Expansions:
     """What the Scanner (sources/shell.py) does with the text of one word: literal pieces,
     expansions from the variables known, and what could not be expanded."""
@@ -227,14 +232,15 @@ class Expansions:
         if elems is None:
             self._unresolved(name, a, b, quoted)
             return b
+        first = int(which) if which.isdigit() else 0
         if which.isdigit():
-            elems = elems[int(which):int(which) + 1]
+            elems = elems[first:first + 1]
         for k, tok in enumerate(elems):
             if k and (which == "@" or not quoted):
                 self._end_word()  # type: ignore[attr-defined]
             elif k:
                 self._lit(b, b, quoted, " ")
-            self._exp(tok, a, b, quoted, name, env)
+            self._exp(tok, a, b, quoted, element_key(name, first + k), env)
         if not elems:
             self.at_seen = True
         return b

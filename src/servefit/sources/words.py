@@ -220,6 +220,9 @@ class Command:
 KEYWORDS = {"then", "do", "else", "elif", "{", "!"}
 
 
+_COMPGEN = re.compile(r"\$\(\s*compgen\s+(?:-v|-A\s+variable)\s+(\w+)\s*\)|`\s*compgen\s+(?:-v|-A\s+variable)\s+(\w+)\s*`")
+
+
 def apply_assignments(cmd: Command, env: Vars, conditional: bool = False) -> None:
     """`X=1`, `export X=1 Y`, `readonly`, `declare -x`, `unset X`: update the variables. Under
     a condition servefit does not evaluate (inside `if`, after `&&`), a variable that already
@@ -246,6 +249,9 @@ def apply_assignments(cmd: Command, env: Vars, conditional: bool = False) -> Non
                     env.exported.add(name)
             elif NAME.fullmatch(w.text) and first == "export":
                 env.exported.add(w.text)
+            elif first == "export" and (m := _COMPGEN.fullmatch(w.text)) is not None:
+                # `export $(compgen -v LLAMA_)`: bash lists the names of the variables set with that prefix
+                env.exported.update(n for n in env.values if n.startswith(m.group(1) or m.group(2)))
         return
     if first == "unset" and not conditional:
         for w in words[1:]:
