@@ -72,21 +72,21 @@ def test_the_rule_brief_and_the_recognition_tables_read_back_as_built(cache):
     from servefit.rules import catalog
     from servefit.sources import detect
 
-    for fn in (catalog.brief, detect._tables):
+    for fn in (catalog.brief, detect.engine_tables):
         fn.cache_clear()
     try:
-        built, tables = catalog.brief(), detect._tables()
+        built, tables = catalog.brief(), detect.engine_tables()
         assert len(list(cache.glob("rules-brief-*.marshal"))) == 1 and len(list(cache.glob("recognise-*.marshal"))) == 1
-        for fn in (catalog.brief, detect._tables):
+        for fn in (catalog.brief, detect.engine_tables):
             fn.cache_clear()
-        assert catalog.brief() == built and detect._tables() == tables
+        assert catalog.brief() == built and detect.engine_tables() == tables
         assert built["VLLM017"] == ("fragmentation-headroom", "warning", {"max": 0.95})
         assert built["VLLM019"] == ("low-concurrency", "info", {"min": 2})
         assert {code: (e["name"], e["severity"]) for code, e in catalog.rules().items()} == {
             code: b[:2] for code, b in built.items()}
         assert sorted(name for name, _ in tables) == sorted(BUILTIN)
     finally:
-        for fn in (catalog.brief, detect._tables):
+        for fn in (catalog.brief, detect.engine_tables):
             fn.cache_clear()
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "servefit"
 ENGINES = ("vllm", "llamacpp", "ollama", "tgi", "sglang")
@@ -77,17 +77,17 @@ def test_commands(words: list[str], expected: tuple[str, int] | None) -> None:
 ])
 def test_images(image: str, engine: str | None, version: str | None) -> None:
     assert detect.engine_of_image(image) == engine
-    assert detect.version_of_image(image) == version
+    assert image_release.version_of_image(image) == version
 
 
 def test_image_entrypoints() -> None:
-    assert detect.image_entrypoint("vllm/vllm-openai:v0.8.5") == (
+    assert image_release.image_entrypoint("vllm/vllm-openai:v0.8.5") == (
         ["python3", "-m", "vllm.entrypoints.openai.api_server"], [], True)
-    assert detect.image_entrypoint("vllm/vllm-openai:v0.11.0") == (["vllm", "serve"], [], True)
-    assert detect.image_entrypoint("myorg/vllm:latest") == (["vllm", "serve"], [], False)
-    assert detect.image_entrypoint("ollama/ollama:0.12.3") == (["/bin/ollama"], ["serve"], True)
-    assert detect.image_entrypoint("lmsysorg/sglang:latest") == (["python3", "-m", "sglang.launch_server"], [], False)
-    assert detect.image_entrypoint("busybox") is None
+    assert image_release.image_entrypoint("vllm/vllm-openai:v0.11.0") == (["vllm", "serve"], [], True)
+    assert image_release.image_entrypoint("myorg/vllm:latest") == (["vllm", "serve"], [], False)
+    assert image_release.image_entrypoint("ollama/ollama:0.12.3") == (["/bin/ollama"], ["serve"], True)
+    assert image_release.image_entrypoint("lmsysorg/sglang:latest") == (["python3", "-m", "sglang.launch_server"], [], False)
+    assert image_release.image_entrypoint("busybox") is None
 
 
 def test_markers_and_model_commands() -> None:

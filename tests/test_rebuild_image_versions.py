@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from servefit.sources import detect, scan_file
+from servefit.sources import detect, image_release, scan_file
 
 
 @pytest.mark.parametrize("image, version", [
@@ -31,7 +31,7 @@ from servefit.sources import detect, scan_file
 ])
 def test_tag_version_of_rebuilds(image: str, version: str | None) -> None:
     assert detect.engine_of_image(image) == "vllm"
-    assert detect.version_of_image(image) == version
+    assert image_release.version_of_image(image) == version
 
 
 DEPLOY = """apiVersion: apps/v1
@@ -76,8 +76,8 @@ def test_the_version_warning_says_the_tag_is_the_rebuilds_own() -> None:
 
 def test_an_ngc_sglang_release_is_no_sglang_version() -> None:
     assert detect.engine_of_image("nvcr.io/nvidia/sglang:25.11-py3") == "sglang"
-    assert detect.version_of_image("nvcr.io/nvidia/sglang:25.11-py3") is None
-    assert detect.version_of_image("lmsysorg/sglang:v0.5.3-cu126") == "0.5.3"
+    assert image_release.version_of_image("nvcr.io/nvidia/sglang:25.11-py3") is None
+    assert image_release.version_of_image("lmsysorg/sglang:v0.5.3-cu126") == "0.5.3"
 
 
 def test_an_ngc_image_in_a_deployment_is_modelled_as_the_newest_with_the_reason() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from servefit.cli import main
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 
 DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-tgi-inference"
 
@@ -45,7 +45,7 @@ TERRAFORM = """resource "aws_sagemaker_model" "llm" {
 ])
 def test_the_tgi_version_in_the_tag(tag: str, version: str | None) -> None:
     assert detect.engine_of_image(f"{DLC}:{tag}") == "tgi"
-    assert detect.version_of_image(f"{DLC}:{tag}") == version
+    assert image_release.version_of_image(f"{DLC}:{tag}") == version
 
 
 def _estimate(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> dict:

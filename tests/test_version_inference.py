@@ -263,7 +263,7 @@ def test_a_moving_image_tag_is_the_newest(image, version, dated):
     site = site_from_argv("vllm serve Qwen/Qwen3-8B --use-v2-block-manager".split(), {})
     site.engine, site.image = "vllm", image
     from servefit import engines
-    from servefit.sources.detect import version_of_image
+    from servefit.sources.image_release import version_of_image
 
     cfg = engines.get("vllm").parse(site, version_of_image(image))
     assert cfg.version == version

@@ -109,7 +109,8 @@ def moving_tag(site: LaunchSite | None) -> str | None:
     version in the tag, a digest, another image, someone else's build of the engine)."""
     import re
 
-    from servefit.sources.detect import engine_of_image, official_image, split_image
+    from servefit.sources.detect import engine_of_image, split_image
+    from servefit.sources.image_release import official_image
 
     if site is None or not site.image or "@" in site.image or engine_of_image(site.image) != site.engine:
         return None
@@ -123,8 +124,9 @@ def moving_tag(site: LaunchSite | None) -> str | None:
 
 def own_release_image(image: str | None) -> bool:
     """A rebuild or someone's own image whose tag looks like a release (`1.0`, `b6000`) but is not the
-    engine's (detect.version_of_image gives none)."""
-    from servefit.sources.detect import LLAMA_BUILD, VERSION, split_image, version_of_image
+    engine's (image_release.version_of_image gives none)."""
+    from servefit.sources.detect import split_image
+    from servefit.sources.image_release import LLAMA_BUILD, VERSION, version_of_image
 
     tag = split_image(image)[1] if image else None
     looks = bool(tag and (VERSION.match(tag) or LLAMA_BUILD.search(tag.replace("-", " "))))

@@ -329,7 +329,7 @@ def build(site: LaunchSite, flags: Flags, configs: Configs, *, plan: bool = True
 @rule("SF109")
 def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     from servefit.pipeline import engine_for, unresolved_to_assumptions
-    from servefit.sources import detect
+    from servefit.sources import image_release
     from servefit.sources.server_plan import (
         not_starting,
         plan_server,
@@ -356,7 +356,7 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
                                     "this server is listed but its settings are not checked",
                            site=site.name, span=anchor(site)))
         return srv
-    fork = detect.fork_of(site.image) if site.image else None
+    fork = image_release.fork_of(site.image) if site.image else None
     if fork is not None:  # another project's server under the engine's name: its options are not the engine's
         srv.error = (f"{site.image} runs {fork}, a fork of {engine.title} with its own options and memory planning "
                      "that servefit does not model")

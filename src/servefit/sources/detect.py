@@ -32,7 +32,7 @@ RUNNERS = {"uv", "conda", "mamba", "micromamba", "poetry", "pipenv", "pixi", "pd
 
 
 @cache
-def _tables() -> tuple[tuple[str, dict[str, Any]], ...]:
+def engine_tables() -> tuple[tuple[str, dict[str, Any]], ...]:
     """(engine, recognition table) for every built-in engine, in image-priority order: the
     `recognise` key of data/engines/<name>.yaml."""
     from servefit import data
@@ -59,13 +59,13 @@ def _tables() -> tuple[tuple[str, dict[str, Any]], ...]:
 
 @cache
 def _image_patterns() -> tuple[tuple[str, tuple[re.Pattern[str], ...], dict[str, Any]], ...]:
-    return tuple((name, tuple(re.compile(p) for p in t.get("images") or ()), t) for name, t in _tables())
+    return tuple((name, tuple(re.compile(p) for p in t.get("images") or ()), t) for name, t in engine_tables())
 
 
 @cache
 def markers() -> re.Pattern[str]:
     """The words that make a file worth reading: every engine's markers, and llama-swap."""
-    parts = [m for _, t in _tables() for m in t.get("markers") or ()] + [r"llama[-_.]?swap"]
+    parts = [m for _, t in engine_tables() for m in t.get("markers") or ()] + [r"llama[-_.]?swap"]
     return re.compile("|".join(parts), re.I)
 
 
@@ -74,7 +74,7 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
     if not words:
         return None
     prog = program(words[0])
-    for name, t in _tables():
+    for name, t in engine_tables():
         for entry in t.get("programs") or ():
             if not _names_program(entry, prog) or entry.get("path_contains", "") not in words[0]:
                 continue
@@ -84,7 +84,7 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
             return (name, 2) if len(words) > 1 and words[1] == then else None
     mod, n = _python_module(words)
     if mod is not None:
-        for name, t in _tables():
+        for name, t in engine_tables():
             for entry in t.get("python_modules") or ():
                 if entry["module"] != mod:
                     continue
@@ -97,7 +97,7 @@ def recognise(words: list[str]) -> tuple[str, int] | None:
 
 def python_modules(engine: str) -> tuple[str, ...]:
     """The `python -m` modules that start this engine's server (data/engines/<name>.yaml)."""
-    return tuple(e["module"] for e in _table(engine).get("python_modules") or ())
+    return tuple(e["module"] for e in engine_data(engine).get("python_modules") or ())
 
 
 def wrapper_of(words: list[str]) -> dict[str, Any] | None:
@@ -106,7 +106,7 @@ def wrapper_of(words: list[str]) -> dict[str, Any] | None:
     mod, _ = _python_module(words)
     if mod is None:
         return None
-    return next((e["wrapper"] for _, t in _tables() for e in t.get("python_modules") or ()
+    return next((e["wrapper"] for _, t in engine_tables() for e in t.get("python_modules") or ()
                  if e["module"] == mod and e.get("wrapper")), None)
 
 
@@ -157,7 +157,7 @@ def trait(engine: str | None, key: str) -> Any:
     built-ins' from their data, a plugin's from its attribute of that name; None when absent."""
     if not engine:
         return None
-    table = _table(engine)
+    table = engine_data(engine)
     if table:
         return table.get(key)
     from servefit.engines import plugins
@@ -174,12 +174,12 @@ def models_on_request(engine: str | None) -> bool:
 
 def owners(key: str) -> list[tuple[str, Any]]:
     """(engine, value) for every built-in engine whose recognition data has `key`."""
-    return [(name, t[key]) for name, t in _tables() if t.get(key)]
+    return [(name, t[key]) for name, t in engine_tables() if t.get(key)]
 
 
 def server_command(engine: str) -> list[str]:
     """The command that starts the engine's server (`ollama serve`), from its first program."""
-    for entry in _table(engine).get("programs") or ():
+    for entry in engine_data(engine).get("programs") or ():
         return [entry["program"]] + ([entry["then"]] if entry.get("then") else [])
     return [engine]
 
@@ -190,7 +190,7 @@ def modelfile_ref(words: list[str]) -> str | None:
     if len(words) < 3:
         return None
     prog = program(words[0])
-    for _, t in _tables():
+    for _, t in engine_tables():
         for entry in t.get("modelfile_commands") or ():
             if entry["program"] == prog and words[1] in entry["verbs"]:
                 for j in range(2, len(words) - 1):
@@ -205,7 +205,7 @@ def mentions_ollama_model(words: list[str]) -> str | None:
     if len(words) < 3:
         return None
     prog = program(words[0])
-    for _, t in _tables():
+    for _, t in engine_tables():
         for entry in t.get("model_commands") or ():
             if entry["program"] == prog and words[1] in entry["verbs"]:
                 return words[2]
@@ -263,69 +263,16 @@ def launcher_image(image: str | None) -> tuple[str, str] | None:
     if not image:
         return None
     repo = split_image(image)[0].lower()
-    for name, table in _tables():
+    for name, table in engine_tables():
         for entry in table.get("launcher_images") or ():
             if re.search(entry["image"], repo):
                 return name, entry["starts"]
     return None
 
 
-VERSION = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+|\.dev\d+)?)")
-LLAMA_BUILD = re.compile(r"\bb(\d{3,5})\b")
-
-
-def version_of_image(image: str | None) -> str | None:
-    """The engine version an image tag names (`v0.11.0` -> "0.11.0"; llama.cpp `server-b6000`
-    -> "b6000"); None for `latest`, `main`, digests and tags without a version."""
-    if not image:
-        return None
-    repo, tag = split_image(image)
-    if not tag:
-        return None
-    eng = engine_of_image(image)
-    m = VERSION.match(tag)
-    build = image_build(image) or {}
-    if build.get("tag_version"):  # the engine's version is elsewhere in the tag (2.1.1-tgi1.4.0-gpu-...)
-        hit = re.search(build["tag_version"], tag)
-        return hit.group(1) if hit else None
-    if eng is not None and any(re.search(p, repo.lower()) for p in _table(eng).get("own_release_images") or ()):
-        # a rebuild numbering its own releases (nm-vllm v0.1.0 is no vLLM 0.1.0): the engine inside
-        # only where the build's release notes say it (NGC's vLLM 25.10 carries vLLM 0.10.2)
-        return (build.get("versions") or {}).get(m.group(1)) if m else None
-    if release_image(image) is False:
-        # someone's own image of the engine (myorg/vllm-srv:1.0): its tag names that image's
-        # releases, not the engine's, so the version is unknown (SF005 says which one is assumed)
-        return None
-    if m:
-        return m.group(1)
-    m = LLAMA_BUILD.search(tag.replace("-", " "))
-    if m and eng is not None and _table(eng).get("build_tags"):
-        return "b" + m.group(1)
-    return None
-
-
-def image_build(image: str | None) -> dict[str, Any] | None:
-    """The engine data's entry (`image_builds`) for a build of the engine by others whose tags or
-    environment differ from the engine's own images (NGC's, SageMaker's); None for any other."""
-    eng = engine_of_image(image)
-    if eng is None or image is None:
-        return None
-    repo = split_image(image)[0].lower()
-    return next((b for b in _table(eng).get("image_builds") or () if re.search(b["image"], repo)), None)
-
-
-def build_env(engine: str | None) -> dict[str, str]:
-    """The variables builds of the engine by others pass on under the engine's names (the
-    SageMaker TGI container's entrypoint: SM_NUM_GPUS -> NUM_SHARD), from its image_builds data."""
-    out: dict[str, str] = {}
-    for b in _table(engine).get("image_builds") or () if engine else ():
-        out.update(b.get("env") or {})
-    return out
-
-
 def model_keys(engine: str) -> dict[str, Any]:
     """Where an engine's command names the model: {flags, env, positional}."""
-    return dict(_table(engine).get("model") or {})
+    return dict(engine_data(engine).get("model") or {})
 
 
 def reads_setting_env(engine: str, name: str) -> bool:
@@ -341,102 +288,10 @@ def reads_setting_env(engine: str, name: str) -> bool:
 
 
 @cache
-def _table(engine: str) -> dict[str, Any]:
-    return next((t for name, t in _tables() if name == engine), {})
+def engine_data(engine: str) -> dict[str, Any]:
+    return next((t for name, t in engine_tables() if name == engine), {})
 
 
 def engine_of_chart_repo(url: str) -> str | None:
     """The engine whose own Helm chart a chart repository's URL serves (the engines' `chart_repos`)."""
-    return next((name for name, t in _tables() for p in t.get("chart_repos") or () if re.search(p, url)), None)
-
-
-def _vkey(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", v)[:3])
-
-
-def official_image(image: str) -> bool | None:
-    """Whether the image is the engine's own (`vllm/vllm-openai`) rather than someone's build of it
-    (`opea/vllm-gaudi`) or a fork's image of the same name (IBM's TGIS); None where the engine's data
-    lists no official images."""
-    eng = engine_of_image(image)
-    if eng is not None and fork_of(image) is not None:
-        return False
-    return _one_of(image, _table(eng).get("official_images") if eng else None)
-
-
-# `vllm==0.11.2`, `vllm==0.10.1.1` (a four-part patch release), `sglang[all]==0.4.6.post1`: a requirement
-# pinned to one release
-_PIP_PIN = re.compile(r"^([A-Za-z0-9_.-]+)(?:\[[\w,.-]*\])?==v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+|rc\d+)?)$")
-
-
-def pip_release(requirement: str) -> tuple[str, str] | None:
-    """(engine, release) for a pip requirement that pins one of an engine's packages (the engine data's
-    `pip_packages`) with `==`, else None."""
-    m = _PIP_PIN.match(requirement)
-    if m is None:
-        return None
-    pkg = m.group(1).lower()
-    return next(((name, m.group(2)) for name, table in _tables() if pkg in (table.get("pip_packages") or ())), None)
-
-
-def source_release(url: str, tag: str) -> str | None:
-    """The engine a build clones from its own repository (`url`) at a release tag (the engine data's
-    `source_repos`: llama.cpp's bNNNN), or None."""
-    for name, table in _tables():
-        for src in table.get("source_repos") or ():
-            if re.search(src["repo"], url) and re.fullmatch(src["release"], tag):
-                return name
-    return None
-
-
-def fork_of(image: str | None) -> str | None:
-    """What an image named after an engine runs when it is another project's server with its own
-    options (the engine data's `forks`: quay.io/opendatahub/text-generation-inference is IBM's TGIS),
-    as the finding names it; None for any other image."""
-    eng = engine_of_image(image)
-    if eng is None or image is None:
-        return None
-    repo = split_image(image)[0].lower()
-    return next((f["name"] for f in _table(eng).get("forks") or () if re.search(f["image"], repo)), None)
-
-
-def _one_of(image: str, names: list[str] | None) -> bool | None:
-    """Whether the image is one of `names` (None where there are none). A mirror or pull-through
-    cache keeps the image's name behind its own host and path (harbor.corp/vllm/vllm-openai,
-    us-docker.pkg.dev/acme/library/vllm-openai, mirror.corp/ggml-org/llama.cpp)."""
-    if not names:
-        return None
-    repo = split_image(image)[0].lower().removeprefix("docker.io/")
-    return repo in names or repo.rsplit("/", 1)[-1] in {o.rsplit("/", 1)[-1] for o in names}
-
-
-def release_image(image: str) -> bool | None:
-    """Whether the image's tags are the engine's releases: the engine's own images (official_images,
-    or release_images where the official ones document no entrypoint, as SGLang's), not someone's
-    build of it (myorg/vllm-srv:1.0); None where the engine's data lists neither."""
-    eng = engine_of_image(image)
-    t = _table(eng) if eng else {}
-    return _one_of(image, t.get("release_images") or t.get("official_images"))
-
-
-def image_entrypoint(image: str | None, engine: str | None = None) -> tuple[list[str], list[str], bool] | None:
-    """(the ENTRYPOINT an engine image runs, its default CMD, whether that is the official
-    image's documented entrypoint rather than servefit's assumption for a rebuild). `engine`: the
-    engine the image is known to carry (server_build_image) where its name alone does not say."""
-    eng = engine or engine_of_image(image)
-    if eng is None or image is None or launcher_image(image) is not None:
-        return None  # an image that runs its engine only when a command starts it has no engine entrypoint
-    table = _table(eng)
-    if not table:
-        from servefit.engines import get
-
-        cmd = get(eng).image_command(image)
-        return (cmd, [], False) if cmd else None
-    known = bool(official_image(image))
-    ver = version_of_image(image)
-    for entry in table.get("image_entrypoint") or ():
-        before = entry.get("before")
-        if before is not None and not (ver and _vkey(ver) < _vkey(str(before))):
-            continue
-        return list(entry["command"]), list(entry.get("cmd") or ()), known
-    return None
+    return next((name for name, t in engine_tables() for p in t.get("chart_repos") or () if re.search(p, url)), None)

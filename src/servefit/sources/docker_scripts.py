@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from servefit.core import LaunchSite, Token
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 from servefit.sources.launch import Ctx, Launch
 from servefit.sources.shell import Vars, Word, split_commands
 from servefit.sources.text import Src
@@ -129,7 +129,7 @@ def run_copied(image: Token | None, entry: list[Word] | None, cmd: list[Word] | 
     from servefit.sources.k8s_scripts import run_script
 
     words = list(entry or []) + list(cmd or [])
-    own = bool(entry) or detect.image_entrypoint(image.text if image else None) is None
+    own = bool(entry) or image_release.image_entrypoint(image.text if image else None) is None
     words, env = _env_prefix(words, env)
     hit = copied_script(words, copies, workdir, context) if own and words else None
     if hit is None:

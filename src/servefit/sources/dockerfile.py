@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from servefit.core import Token
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 from servefit.sources.base import FileCtx
 from servefit.sources.docker_scripts import Copy, copy_of, run_copied
 from servefit.sources.launch import Ctx, Launch, container
@@ -281,7 +281,7 @@ def pinned_release(built: list[list[Word]], engine: str) -> str | None:
                 for w in texts[i + 1:]:
                     if w in ("&&", "||", ";"):
                         break
-                    pin = detect.pip_release(w.strip("'\""))
+                    pin = image_release.pip_release(w.strip("'\""))
                     if pin is not None and pin[0] == engine:
                         out = pin[1]
     return out
@@ -299,7 +299,7 @@ def source_releases(found: list[Stage]) -> dict[str, str]:
             branch = next((texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("--branch", "-b")), None)
             branch = branch or next((t.split("=", 1)[1] for t in texts if t.startswith("--branch=")), None)
             for url in texts[2:] if branch else ():
-                engine = detect.source_release(url, branch or "")
+                engine = image_release.source_release(url, branch or "")
                 if engine is not None:
                     out.setdefault(engine, branch or "")
     return out

@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 from servefit.core import Finding, GpuHint, Span, Token
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 from servefit.sources.hints import count_visible_devices
 from servefit.sources.ollama_client import container_exec, ollama_client
 from servefit.sources.ports import Exposure
@@ -269,7 +269,7 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
     else:
         texts = [w.text for w in cmd or []]
         eng_of_image = detect.engine_of_image(img) or detect.server_build_image(img, texts)
-        ie = detect.image_entrypoint(img) or (detect.image_entrypoint(img, eng_of_image) if eng_of_image else None)
+        ie = image_release.image_entrypoint(img) or (image_release.image_entrypoint(img, eng_of_image) if eng_of_image else None)
         # a command rather than the engine's arguments: a server, a shell, or a Python program (an
         # engine image running `python3 -m sglang.bench_serving` is a benchmark client, no server)
         starts_command = bool(texts) and (detect.recognise(texts) is not None

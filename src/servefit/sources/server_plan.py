@@ -121,7 +121,7 @@ def plan_server(srv: Server, engine: Any) -> None:
         # the server loads models on request (`ollama serve`): none is named here. Said once: by
         # the engine's own rule for it (Engine.unnamed_models_code: llama.cpp's LCPP015), else SF115
         from servefit.sources.base import CREATED_NAME
-        from servefit.sources.detect import official_image
+        from servefit.sources.image_release import official_image
 
         if site.image and official_image(site.image) is False:
             # someone's own build of the engine's image (ghcr.io/x/llama-server:qwen2.5-1.5b) may set the
@@ -206,7 +206,7 @@ def own_build_model(site: Any, title: str) -> str:
     command, or where it is someone's build of an engine's image (`.../vllm-release-llama-guard:0.5.2`) run with
     no command from the file (it runs its own ENTRYPOINT / CMD, not the engine image's that servefit knows);
     "" otherwise."""
-    from servefit.sources.detect import official_image
+    from servefit.sources.image_release import official_image
 
     if site.workload.chart == "values":  # a values file read without its chart's templates, which write the command
         return (f"this values file's command for {title} names no model: its chart's templates may add one, and "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from servefit.core import GpuHint, LaunchSite, ModelInputs, Workload
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 from servefit.sources.launch import Facts, Launch
 
 
@@ -12,7 +12,7 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
     """A LaunchSite from a launch plus what the wrapper knows (name, hardware)."""
     seen: set[str] = set()
     unresolved = []
-    aliases = detect.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
+    aliases = image_release.build_env(launch.engine)  # the SageMaker TGI container's SM_NUM_GPUS is read as NUM_SHARD
     for var, taint in launch.env_taint.items():  # a setting's variable written with an unset one
         if var in launch.env and detect.reads_setting_env(launch.engine, aliases.get(var, var)):
             launch.unresolved.extend(t for t in taint if t not in launch.unresolved)
@@ -39,7 +39,7 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
         elif hint.count is None and launch.gpu.count is not None:
             hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
     version = x.get("engine_version") or (
-        detect.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None)
+        image_release.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None)
     return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
                       image=launch.image, engine_version=version,
                       gpu=hint, name=name, unresolved=unresolved, workload=work,

@@ -298,7 +298,7 @@ def router_mode(site: LaunchSite, s: dict[str, Any], spans: dict[str, Any], b: i
     """No -m / -hf / -mu / -dr: llama-server is a router (tools/server/server.cpp: is_router_server =
     model path and hf_repo empty) that loads the models requests name, from --models-dir or its
     cache, keeping up to --models-max (default 4, 0 = no limit) loaded at once."""
-    from servefit.sources.detect import official_image
+    from servefit.sources.image_release import official_image
 
     first = site.argv[0].span if site.argv else None
     if site.image and official_image(site.image) is False:

@@ -15,7 +15,7 @@ from servefit.engines.tgi.concepts import add_hints
 from servefit.engines.tgi.era import CURRENT, vtuple
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
-from servefit.sources import detect
+from servefit.sources import image_release
 
 if TYPE_CHECKING:
     from servefit.diagnose.fixes import Fixing
@@ -73,7 +73,7 @@ class TgiEngine(Engine):
         args = list(site.argv[n:])
         parsed = parse_argv(table, args, version, site=site.name, unpinned=unpinned("TGI", None, site, version))
         env = dict(site.env)
-        sagemaker = detect.build_env("tgi")  # sagemaker-entrypoint.sh: HF_* / SM_* -> the launcher's variables
+        sagemaker = image_release.build_env("tgi")  # sagemaker-entrypoint.sh: HF_* / SM_* -> the launcher's variables
         if (site.image and "tgi-inference" in site.image) or ("HF_MODEL_ID" in env and "MODEL_ID" not in env):
             for src, dst in sagemaker.items():
                 if src in env:

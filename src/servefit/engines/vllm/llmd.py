@@ -25,7 +25,7 @@ import re
 from yaml.nodes import MappingNode, Node
 
 from servefit.core import GpuHint, Token
-from servefit.sources import detect
+from servefit.sources import detect, image_release
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.helm import flag, hint_of, image_not_read, true
 from servefit.sources.hints import label_hint, merge, to_int
@@ -139,7 +139,7 @@ def _hint(y: Y, root: Node, spec: Node, c: Node, role: str) -> GpuHint | None:
 def _entrypoint(image: str) -> tuple[str, ...] | None:
     """What an image runs when the chart gives it only arguments (imageDefault)."""
     if detect.engine_of_image(image) == "vllm":
-        ie = detect.image_entrypoint(image)
+        ie = image_release.image_entrypoint(image)
         return tuple(ie[0]) if ie else None
     repo = detect.split_image(image)[0].lower()
     return API_SERVER if "/llm-d/llm-d" in repo or repo.startswith("llm-d/llm-d") else None
