@@ -70,7 +70,10 @@ WEIGHTS_KNOWN_MISSES = {"meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
                         # fifth batch, calibration: Qwen2.5(-Coder)-1.5B with Model Runner V2 on 0.30 / 0.31
                         # logs "Model loading took 2.98 GiB" where the checkpoint is 2.88 GiB
                         "reidharris-a100-40gb-qwen25-coder-15b-16k-0310": -0.0325,
-                        "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325}
+                        "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325,
+                        # issue 16 vlogs gather, calibration: Google's Gemma 4 E2B QAT W4A16 (compressed-tensors)
+                        # checkpoint on 0.30.0 logs 8.01 GiB, above its 7.75 GiB on disk; 7.20 planned
+                        "gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300": -0.1012}
 
 
 # Vision-language models are catalogued although vLLM V0's profiling of their encoders is known
@@ -171,6 +174,18 @@ VLLM_NOT_EVALUABLE: set[str] = set()
 # doubled KV element size (about -50%) fails every fp8-KV case.
 KV_TOKENS_TOLERANCE = 0.08
 KNOWN_MISSES = {
+    # issue 16 vlogs gather (session 29), calibration by the hash rule, measured, not fitted:
+    # Qwen2.5-7B with online --quantization fp8 on an RTX 5090, 0.29.0 V2 runner, torch.compile cache cold:
+    # the log's consumed memory is 1.1 GiB above the plan and its activation peak 2.2x it (9.62 / 1.36 GiB
+    # logged, 8.48 / 0.61 planned), so the KV pool is 11% smaller; the warm twin of the same repository
+    # (servebench-5090-qwen25-7b-noprefix-warm-8k-0290) is within 1.2%
+    ("servebench-5090-qwen25-7b-fp8online-8k-0290", "kv_tokens"): 0.1095,
+    ("servebench-5090-qwen25-7b-fp8online-8k-0290", "max_concurrency"): 0.1096,
+    # Gemma 4 E2B QAT W4A16 on an L4, 0.30.0 V2 runner: KV memory +10% (weights 0.81 GiB under: WEIGHTS_KNOWN_MISSES),
+    # tokens and concurrency +44%: the log's 106.61x over 8,192 tokens implies ~1.31x the blocks a request
+    # holds in the plan's 5-group unified-page layout (kvcache.py _unified_layout), not yet explained
+    ("gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300", "kv_tokens"): 0.4388,
+    ("gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300", "max_concurrency"): 0.4388,
     # session 27 gather, calibration by the hash rule (not fitted): V0 0.6.4.post1 on a 24 GB card under WSL
     # logs non_torch_memory=1.66GiB where 0.39 GiB is planned, so the KV pool (3.51 GiB) is 1.3 GiB smaller
     ("m2a-wsl-24gb-qwen25-7b-v0-16k-064", "max_concurrency"): 0.3769,
