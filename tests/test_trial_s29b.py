@@ -1,0 +1,59 @@
+"""Found by running servefit as a new platform engineer on Kubernetes operators' and charts' deployment
+files from public repositories (session 29, second trial): each case is a minimal file written for the
+test, in the shape the repository had.
+
+Repositories tried (owner/name@commit):
+  kubernetes-sigs/lws@060ab4da17eea1f0865fcbd3236bb1075e2cea32
+  mostlygeek/llama-swap@0bdb3720199f530b622a1934c0db89f32c94819c
+  vllm-project/production-stack@a6c01db05f65f556235413ba8dbcfb0c01132fff
+  rh-aiservices-bu/llm-on-openshift@2b63898660f1ac651003e73a8ffe2a06b3d611f7
+  vllm-project/aibrix@e3e10f9e4aebe9aac5e7d992fb87d2648e01628b
+  GoogleCloudPlatform/kubernetes-engine-samples@2b5036514162a489145c5e5570bc320efbcb37bf
+  awslabs/data-on-eks@a546a1905d017a93a11fb44d17d08d286f7bfb44
+  kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70
+  NVIDIA/nim-deploy@3c6bcbd05f0c70612d2ed96112248e623035ed05
+  sulibot/home-ops (Flux HelmRelease)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+
+# vllm-project/production-stack's tutorials/assets/values-17-kv-aware.yaml runs LMCache's image
+# `lmcache/vllm-openai` at tag `v0.3.9post2`: that is LMCache 0.3.9 (LMCache's docker/Dockerfile installs a
+# vLLM release or nightly beside it), read as vLLM 0.3.9, so --host, --port and --enable-prefix-caching were
+# VLLM001 errors and gpt-oss VLLM024 "cannot load".
+LMCACHE_VALUES = """servingEngineSpec:
+  modelSpec:
+  - name: "gpt-oss-20b"
+    repository: "lmcache/vllm-openai"
+    tag: "v0.3.9post2"
+    modelURL: "openai/gpt-oss-20b"
+    requestGPU: 1
+    vllmConfig:
+      enablePrefixCaching: true
+      maxModelLen: 8000
+"""
+
+
+def test_lmcache_image_tag_is_lmcache_release_not_vllm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "values-17-kv-aware.yaml"
+    f.write_text(LMCACHE_VALUES)
+    assert main(["lint", str(f), "--gpu", "H100"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:3:1: SEC004 vLLM has no API key and listens on all interfaces (--host 0.0.0.0): anything on the pod "
+        "network can use it\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vllm 0.33.0  ·  openai/gpt-oss-20b\n")
+    assert ("the tag of lmcache/vllm-openai:v0.3.9post2 counts that build's own releases, not vLLM's: pass "
+            "--engine-version") in out
+    # vLLM's own image keeps its tag's version
+    f.write_text(LMCACHE_VALUES.replace("lmcache/vllm-openai", "vllm/vllm-openai").replace("v0.3.9post2", "v0.10.0"))
+    main(["estimate", str(f), "--gpu", "H100"])
+    assert capsys.readouterr().out.startswith("vllm 0.10.0  ·  ")
