@@ -23,7 +23,6 @@ import pytest
 
 from servefit.cli import main
 
-
 # vllm-project/production-stack's tutorials/assets/values-17-kv-aware.yaml runs LMCache's image
 # `lmcache/vllm-openai` at tag `v0.3.9post2`: that is LMCache 0.3.9 (LMCache's docker/Dockerfile installs a
 # vLLM release or nightly beside it), read as vLLM 0.3.9, so --host, --port and --enable-prefix-caching were
