@@ -56,3 +56,44 @@ def test_lmcache_image_tag_is_lmcache_release_not_vllm(tmp_path: Path, capsys: p
     f.write_text(LMCACHE_VALUES.replace("lmcache/vllm-openai", "vllm/vllm-openai").replace("v0.3.9post2", "v0.10.0"))
     main(["estimate", str(f), "--gpu", "H100"])
     assert capsys.readouterr().out.startswith("vllm 0.10.0  ·  ")
+
+
+# rh-aiservices-bu/llm-on-openshift's llm-servers/vllm/cpu/gitops/deployment.yaml runs its own CPU build of vLLM
+# (`quay.io/rh-aiservices-bu/vllm-cpu-openai-ubi9`, built with VLLM_TARGET_DEVICE=cpu) in a pod with no GPU: with
+# --gpu it was "starts" on one H100, a GPU the pod never asks for.
+CPU_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+        - name: server
+          image: 'quay.io/rh-aiservices-bu/vllm-cpu-openai-ubi9:0.3'
+          args: ["--model", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "--max-model-len", "2048"]
+          resources:
+            limits:
+              cpu: '2'
+"""
+
+
+def test_own_vllm_cpu_build_is_not_planned_on_a_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "deployment.yaml"
+    f.write_text(CPU_DEPLOYMENT)
+    for gpu in ([], ["--gpu", "H100"]):
+        assert main(["lint", str(f), *gpu]) == 0
+        out = capsys.readouterr().out
+        assert (f"{f}:10:19: SF120 the image quay.io/rh-aiservices-bu/vllm-cpu-openai-ubi9:0.3 is a CPU build of vLLM "
+                "(its name says so): the server runs on the CPU, and servefit plans GPU memory, so its memory is not "
+                "checked\n") in out
+        assert "SF110" not in out
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 2  # its one server is not estimated, said why
+    assert "is a CPU build of vLLM (its name says so)" in capsys.readouterr().err
+    # a name that only contains the letters is not a CPU build; vLLM's own CPU image keeps its words
+    f.write_text(CPU_DEPLOYMENT.replace("vllm-cpu-openai-ubi9", "vllm-openai-ubi9"))
+    main(["lint", str(f), "--gpu", "H100"])
+    assert "SF120" not in capsys.readouterr().out
+    f.write_text(CPU_DEPLOYMENT.replace("quay.io/rh-aiservices-bu/vllm-cpu-openai-ubi9:0.3", "vllm/vllm-openai-cpu:v0.11.0"))
+    main(["lint", str(f)])
+    assert "the image vllm/vllm-openai-cpu:v0.11.0 is vLLM's CPU build:" in capsys.readouterr().out
