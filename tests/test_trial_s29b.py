@@ -97,3 +97,45 @@ def test_own_vllm_cpu_build_is_not_planned_on_a_gpu(tmp_path: Path, capsys: pyte
     f.write_text(CPU_DEPLOYMENT.replace("quay.io/rh-aiservices-bu/vllm-cpu-openai-ubi9:0.3", "vllm/vllm-openai-cpu:v0.11.0"))
     main(["lint", str(f)])
     assert "the image vllm/vllm-openai-cpu:v0.11.0 is vLLM's CPU build:" in capsys.readouterr().out
+
+
+# vllm-project/production-stack's tutorials/assets/values-19-sleep-mode-aware.yaml gives vllmConfig only
+# `extraArgs: ["--enable-sleep-mode"]`: tune found --max-num-seqs 512 and --max-num-batched-tokens 4096 and wrote
+# neither ("make them by hand"), where a vllmConfig with any mapped key took `maxNumSeqs:` beside it and the other
+# in extraArgs. With no key to write beside, both go in extraArgs, which the chart's template appends as they are.
+SLEEP_VALUES = """servingEngineSpec:
+  modelSpec:
+  - name: "granite"
+    repository: "vllm/vllm-openai"
+    tag: "latest"
+    modelURL: "ibm-granite/granite-3.0-3b-a800m-instruct"
+    requestGPU: 1
+    vllmConfig:
+      extraArgs: ["--enable-sleep-mode"]
+"""
+
+
+def test_prodstack_values_with_only_extra_args_take_the_tuned_flags_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "values-19-sleep-mode-aware.yaml"
+    f.write_text(SLEEP_VALUES)
+    assert main(["tune", str(f), "--gpu", "H100", "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "change  --max-num-seqs 512, --max-num-batched-tokens 4096 [safe]" in out and "by hand" not in out
+    written = SLEEP_VALUES.replace('["--enable-sleep-mode"]', '["--enable-sleep-mode", "--max-num-seqs", "512", '
+                                   '"--max-num-batched-tokens", "4096"]')
+    assert f.read_text() == written
+    assert main(["tune", str(f), "--gpu", "H100", "--write"]) == 0
+    assert "change  none: the config is already the best one" in capsys.readouterr().out
+    assert f.read_text() == written
+    main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["settings"]["max_num_seqs"], site["settings"]["max_num_batched_tokens"]) == (512, 4096)
+    # a vllmConfig key still takes the chart's own key beside it
+    f.write_text(SLEEP_VALUES.replace("      extraArgs", "      maxModelLen: 4096\n      extraArgs"))
+    main(["tune", str(f), "--gpu", "H100", "--write"])
+    capsys.readouterr()
+    assert f.read_text().endswith('      maxModelLen: 4096\n      maxNumSeqs: 512\n'
+                                  '      extraArgs: ["--enable-sleep-mode", "--max-num-batched-tokens", "4096"]\n')

@@ -178,7 +178,9 @@ class YamlPlacement:
         extra_owner: list[Placed] = []
         for p, long, value in self.pending_keys:
             if self.prodstack:
-                key = known.get(long[2:])
+                # with no vllmConfig key to write beside, the flag goes in extraArgs, which the chart's
+                # template appends as they are (deployment-vllm-multi.yaml: `range .extraArgs`)
+                key = known.get(long[2:]) if sib is not None else None
                 if key is None:
                     extra_args.append([long] if not value else [long, value])
                     extra_owner.append(p)
