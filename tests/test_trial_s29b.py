@@ -139,3 +139,62 @@ def test_prodstack_values_with_only_extra_args_take_the_tuned_flags_there(
     capsys.readouterr()
     assert f.read_text().endswith('      maxModelLen: 4096\n      maxNumSeqs: 512\n'
                                   '      extraArgs: ["--enable-sleep-mode", "--max-num-batched-tokens", "4096"]\n')
+
+
+# vllm-project/aibrix's samples/disaggregation/neuron/pool.yaml runs `sh -c "vllm serve ... --model <model-path>
+# --served-model-name <model-name> --kv-transfer-config '{...}'"`: the placeholders were read as bash reads them
+# (two redirections each, taking the next word), so the words shifted and the --kv-transfer-config JSON became
+# the model: SF002 "unknown model '{"kv_connector":...}'". A `<placeholder>` is the one unknown word it stands for.
+PLACEHOLDER_POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: vllm
+spec:
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:v0.10.0
+      command: ["sh", "-c"]
+      args:
+        - |
+          vllm serve \\
+            --model <model-path> \\
+            --served-model-name <model-name> \\
+            --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+      resources:
+        limits:
+          nvidia.com/gpu: 1
+"""
+
+
+def test_angle_bracket_placeholders_are_unknown_words_not_redirections(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "pool.yaml"
+    f.write_text(PLACEHOLDER_POD)
+    assert main(["lint", str(f), "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if "SF0" in ln] == [
+        f"{f}:13:21: SF001 <model-path> is a placeholder to fill in: the value it gives vLLM is not known, so it is "
+        "not checked",
+        f"{f}:14:33: SF001 <model-name> is a placeholder to fill in: the value it gives vLLM is not known, so it is "
+        "not checked"]
+    main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["model_ref"]["written"] == "<model-path>"
+    assert site["settings"]["kv_transfer_config"] == {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 2
+    assert capsys.readouterr().err == "servefit: error: the model is a placeholder to fill in (<model-path>): pass --model REF\n"
+    main(["models", str(f)])
+    assert capsys.readouterr().out == (f"{f}:12  vllm  <model-path>  -> not resolved: the model is a placeholder to fill "
+                                       "in (<model-path>): pass --model REF\n")
+    # a list item and a real redirection
+    f.write_text(PLACEHOLDER_POD.replace('command: ["sh", "-c"]\n      args:\n        - |\n', 'args: ["--model", "<m>"]\n'
+                                         '      x:\n        - |\n'))
+    main(["lint", str(f), "--gpu", "H100"])
+    assert f"{f}:9:26: SF001 <m> is a placeholder to fill in" in capsys.readouterr().out
+    s = tmp_path / "run.sh"
+    s.write_text("vllm serve Qwen/Qwen3-8B --max-model-len 4096 <input.txt >log.txt\n")
+    main(["lint", str(s), "--gpu", "H100", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["model"], site["settings"], site["unresolved"]) == ("Qwen/Qwen3-8B", {"max_model_len": 4096}, [])
