@@ -198,3 +198,74 @@ def test_angle_bracket_placeholders_are_unknown_words_not_redirections(
     main(["lint", str(s), "--gpu", "H100", "--list-sites", "--format", "json"])
     [site] = json.loads(capsys.readouterr().out)
     assert (site["model"], site["settings"], site["unresolved"]) == ("Qwen/Qwen3-8B", {"max_model_len": 4096}, [])
+
+
+# vllm-project/aibrix's samples/heterogeneous: a kustomization over two Deployments of the same model, one per GPU
+# type, whose commands share most words (`vllm`, also a label; `serve`, `--trust-remote-code`). A word of the build was traced to
+# the first resource file that held it, so both servers were listed at kustomization.yaml:1 (or both in the first
+# Deployment's file) and the second one's findings were folded into the first's.
+HETERO_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: coder-{gpu}
+  labels:
+    model.aibrix.ai/engine: vllm
+spec:
+  template:
+    spec:
+      nodeSelector:
+        nvidia.com/gpu.product: {product}
+      containers:
+      - name: llm-engine
+        command:
+        - vllm
+        - serve
+        - --model
+        - /models/deepseek-coder-6.7b-instruct
+        - --trust-remote-code
+        - --max-model-len
+        - "{length}"
+        image: vllm/vllm-openai:v0.10.0
+        resources:
+          limits:
+            nvidia.com/gpu: "1"
+"""
+HETERO_KUSTOMIZATION = """kind: Kustomization
+resources:
+- coder-l20-deployment.yaml
+- coder-l4-deployment.yaml
+patches:
+- patch: |-
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: coder-l4
+      labels:
+        min_replicas: "1"
+  target:
+    kind: Deployment
+    name: coder-l4
+"""
+
+
+def test_kustomize_build_traces_each_server_to_its_own_resource_file(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    (tmp_path / "kustomization.yaml").write_text(HETERO_KUSTOMIZATION)
+    (tmp_path / "coder-l20-deployment.yaml").write_text(
+        HETERO_DEPLOYMENT.format(gpu="l20", product="NVIDIA-L20", length=15000))
+    (tmp_path / "coder-l4-deployment.yaml").write_text(
+        HETERO_DEPLOYMENT.format(gpu="l4", product="NVIDIA-L4", length=10240))
+    main(["lint", str(tmp_path), "--list-sites", "--format", "json"])
+    sites = json.loads(capsys.readouterr().out)
+    got = [(Path(s["file"]).name, s["line"], s["settings"]["max_model_len"],
+            Path(s["settings_raw"]["max_model_len"]["location"]["file"]).name,
+            s["settings_raw"]["max_model_len"]["location"]["line"]) for s in sites]
+    assert got == [("coder-l20-deployment.yaml", 16, 15000, "coder-l20-deployment.yaml", 21),
+                   ("coder-l4-deployment.yaml", 16, 10240, "coder-l4-deployment.yaml", 21)]
+    # each server's own finding, in its own file
+    main(["lint", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert [ln.split(": ", 1)[0] for ln in out.splitlines() if "SF004" in ln] == [
+        f"{tmp_path / 'coder-l20-deployment.yaml'}:18:11", f"{tmp_path / 'coder-l4-deployment.yaml'}:18:11"]

@@ -276,7 +276,7 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         result = scan_file(virtual, proc.stdout)
         sources = [f for f in tree if f.endswith((".yaml", ".yml")) and os.path.basename(f) not in KUSTOMIZATIONS]
         mapper = render_map.Mapper(d, proc.stdout, sources, virtual,
-                                   fallback=(k, "built by kustomize; not traced to one line of its files"))
+                                   fallback=(k, "built by kustomize; not traced to one line of its files"), scoped=True)
         label = os.path.relpath(d) if not os.path.isabs(d) else d
         _adopt(out, result, mapper, label, f"kustomize build {label}")
 
