@@ -269,3 +269,89 @@ def test_kustomize_build_traces_each_server_to_its_own_resource_file(
     out = capsys.readouterr().out
     assert [ln.split(": ", 1)[0] for ln in out.splitlines() if "SF004" in ln] == [
         f"{tmp_path / 'coder-l20-deployment.yaml'}:18:11", f"{tmp_path / 'coder-l4-deployment.yaml'}:18:11"]
+
+
+# GoogleCloudPlatform/kubernetes-engine-samples' ai-ml/llm-serving-gemma/vllm/vllm-7b-kvcache/kustomization.yaml
+# names `../vllm-7b.yaml` as a resource and patches its args (--kv-cache-dtype=fp8_e5m2, --max-model-len=1200):
+# kustomize's load restrictor refuses a file outside the kustomization's folder, so the build failed with its raw
+# "security; file ... is not in or below ..." and the overlay's settings were never checked.
+BASE_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-gemma-deployment
+spec:
+  template:
+    spec:
+      containers:
+      - name: inference-server
+        image: vllm/vllm-openai:v0.10.0
+        args:
+        - --model=$(MODEL_ID)
+        - --tensor-parallel-size=1
+        env:
+        - name: MODEL_ID
+          value: google/gemma-7b
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+      nodeSelector:
+        cloud.google.com/gke-accelerator: nvidia-l4
+"""
+KV_PATCH = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-gemma-deployment
+spec:
+  template:
+    spec:
+      containers:
+      - name: inference-server
+        args:
+        - --model=$(MODEL_ID)
+        - --tensor-parallel-size=1
+        - --kv-cache-dtype=fp8_e5m2
+        - --max-model-len=1200
+"""
+KV_KUSTOMIZATION = """apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+ - ../vllm-7b.yaml
+patches:
+  - path: patch.yaml
+    target:
+      kind: Deployment
+      name: vllm-gemma-deployment
+"""
+
+
+def test_an_overlay_of_a_file_outside_its_folder_is_built_and_said(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)  # the repository: both files are its own
+    (tmp_path / "vllm-7b.yaml").write_text(BASE_DEPLOYMENT)
+    overlay = tmp_path / "vllm-7b-kvcache"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(KV_KUSTOMIZATION)
+    (overlay / "patch.yaml").write_text(KV_PATCH)
+    main(["lint", "vllm-7b-kvcache", "--format", "json"])
+    [note] = [f for f in json.loads(capsys.readouterr().out) if f["code"] == "SF104"]
+    assert note["message"] == (
+        "kustomize refuses ../vllm-7b.yaml, a file outside this kustomization's folder, so `kubectl apply -k` fails "
+        "here; make it a folder with its own kustomization.yaml, or build with --load-restrictor LoadRestrictionsNone "
+        "(servefit built it that way to check its servers)")
+    loc = note["location"]
+    assert (loc["file"], loc["line"], loc["column"]) == ("vllm-7b-kvcache/kustomization.yaml", 4, 4)
+    main(["lint", "vllm-7b-kvcache", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["settings"] == {"kv_cache_dtype": "fp8_e5m2", "max_model_len": 1200, "tensor_parallel_size": 1}
+    raw = site["settings_raw"]
+    assert [(k, raw[k]["location"]["file"], raw[k]["location"]["line"], raw[k]["location"]["col"])
+            for k in ("model", "max_model_len", "kv_cache_dtype")] == [
+        ("model", "vllm-7b-kvcache/patch.yaml", 11, 19),  # the patch's args replace the base's: a word both write
+        ("max_model_len", "vllm-7b-kvcache/patch.yaml", 14, 27), ("kv_cache_dtype", "vllm-7b-kvcache/patch.yaml", 13, 28)]
+    # a build that fails for another reason says kustomize's own words, as before
+    (overlay / "patch.yaml").unlink()
+    main(["lint", "vllm-7b-kvcache", "--format", "json"])
+    [note] = [f for f in json.loads(capsys.readouterr().out) if f["code"] == "SF104"]
+    assert note["message"].startswith("kustomize could not build this: ")

@@ -42,8 +42,8 @@ class Mapper:
     def __init__(self, chart: str, rendered: str, values: list[str], virtual: str,
                  fallback: tuple[str, str] | None = None, scoped: bool = False) -> None:
         self.chart = chart
-        # a kustomize build: `values` are its resources, none over another; text is traced within the file
-        # that defines the rendered resource (kind and name), and only where it is written once there
+        # a kustomize build: `values` are its files, patches first; text is traced within the files that may
+        # have written the rendered resource (its kind and name), the first that holds it, where it is written once
         self.scoped = scoped
         self.virtual = virtual
         self.fallback = fallback  # (file, note) for what no template or values file explains
@@ -321,16 +321,13 @@ class Mapper:
 
     def _by_text(self, text: str, among: list[_Values] | None = None) -> Span | None:
         """The one scalar in the highest-precedence values file that holds `text` exactly (a kustomize
-        build: the one scalar of its resource files, none over another)."""
+        build: of the files that may have written the resource, `among`)."""
         text = text.strip()
         if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
             text = text[1:-1]
         if not text.strip():
             return None
-        if self.scoped:
-            held = [(v, n) for v in (among or self.values) for n in v.scalars.get(text, [])]
-            return held[0][0].span(held[0][1]) if len(held) == 1 else None
-        for v in self.values:
+        for v in among or self.values:  # a kustomization's files come patches first (render._tree)
             nodes = v.scalars.get(text, [])
             if len(nodes) == 1:
                 return v.span(nodes[0])
@@ -352,6 +349,10 @@ class Mapper:
             return tok.value_span
         at = self.span(Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
         tpl = self.span(s)
+        if self.scoped and tpl.file not in (self.virtual, self.fallback[0] if self.fallback else None) \
+                and tpl.end - tpl.start == len(tok.text) and tpl.line == tpl.end_line:
+            # a kustomize build copies the word as written: the value is where the word is, past its `=`
+            return Span(tpl.file, tpl.line, tpl.col + k, tpl.end_line, tpl.end_col, tpl.start + k, tpl.end)
         return at if at.file not in (tpl.file, self.virtual) else tok.value_span
 
     def _walk(self, obj: Any) -> Any:
