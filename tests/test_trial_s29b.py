@@ -355,3 +355,46 @@ def test_an_overlay_of_a_file_outside_its_folder_is_built_and_said(
     main(["lint", "vllm-7b-kvcache", "--format", "json"])
     [note] = [f for f in json.loads(capsys.readouterr().out) if f["code"] == "SF104"]
     assert note["message"].startswith("kustomize could not build this: ")
+
+
+# sulibot/home-ops' kubernetes/apps/tier-2-applications/ollama/app/helmrelease.yaml: a Flux HelmRelease of bjw-s'
+# app-template whose controller is named `ollama` (`controllers.ollama.containers.app`, image docker.io/ollama/ollama,
+# OLLAMA_* in env). `ollama` is also the top-level key of otwld's ollama chart, and the key was skipped at any depth,
+# so the file was "0 servers" with nothing said.
+APP_TEMPLATE_RELEASE = """apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: ollama
+spec:
+  chartRef:
+    kind: OCIRepository
+    name: ollama
+  values:
+    controllers:
+      ollama:
+        containers:
+          app:
+            image:
+              repository: docker.io/ollama/ollama
+              tag: 0.30.10
+            env:
+              OLLAMA_NUM_PARALLEL: 1
+              OLLAMA_CONTEXT_LENGTH: 8192
+              OLLAMA_KV_CACHE_TYPE: q8_0
+"""
+
+
+def test_app_template_controller_named_ollama_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "helmrelease.yaml"
+    f.write_text(APP_TEMPLATE_RELEASE)
+    main(["lint", str(f), "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["engine"], site["line"], site["engine_version"]) == ("ollama", 15, "0.30.10")
+    assert site["settings"] == {"OLLAMA_CONTEXT_LENGTH": 8192, "OLLAMA_KV_CACHE_TYPE": "q8_0", "OLLAMA_NUM_PARALLEL": 1}
+    assert site["settings_raw"]["OLLAMA_CONTEXT_LENGTH"]["location"]["line"] == 19
+    # otwld's chart keeps its own top-level `ollama:` key, read by its plugin as before
+    f.write_text("ollama:\n  gpu:\n    enabled: true\n  models:\n    pull:\n      - llama3.2:3b\n")
+    main(["models", str(f)])
+    assert "llama3.2:3b" in capsys.readouterr().out
