@@ -398,3 +398,46 @@ def test_app_template_controller_named_ollama_is_read(tmp_path: Path, capsys: py
     f.write_text("ollama:\n  gpu:\n    enabled: true\n  models:\n    pull:\n      - llama3.2:3b\n")
     main(["models", str(f)])
     assert "llama3.2:3b" in capsys.readouterr().out
+
+
+# kaito-project/kaito's examples/inference: Workspaces (and InferenceSets) that serve a preset (`inference.preset.name`)
+# with vLLM arguments in a ConfigMap (`max-model-len: 131072`, `tensor-parallel-size: 2`): KAITO's controller writes
+# the pod, so servefit read nothing, and said nothing: "0 servers" over 49 files.
+KAITO_WORKSPACE = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ds-inference-params
+data:
+  inference_config.yaml: |
+    vllm:
+      max-model-len: 131072
+      tensor-parallel-size: 2
+---
+apiVersion: kaito.sh/v1beta1
+kind: Workspace
+metadata:
+  name: workspace-deepseek-r1-distill-qwen-14b
+resource:
+  instanceType: "Standard_NC24ads_A100_v4"
+inference:
+  preset:
+    name: "deepseek-r1-distill-qwen-14b"
+  config: "ds-inference-params"
+"""
+
+
+def test_kaito_preset_workspace_is_said_not_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "kaito_workspace_custom_config.yaml"
+    f.write_text(KAITO_WORKSPACE)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:19:11: SF116 KAITO Workspace workspace-deepseek-r1-distill-qwen-14b serves preset "
+        "deepseek-r1-distill-qwen-14b with vLLM, in a pod KAITO's controller writes from the preset, with the vLLM "
+        "arguments of ConfigMap ds-inference-params: servefit does not read KAITO presets, so this server's settings "
+        "were not checked\n0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
+    # a file that names no engine at all, with the transformers runtime picked by annotation
+    f.write_text("apiVersion: kaito.sh/v1beta1\nkind: Workspace\nmetadata:\n  name: ws\n  annotations:\n"
+                 "    kaito.sh/runtime: transformers\ninference:\n  preset:\n    name: phi-4-mini-instruct\n")
+    main(["lint", str(f)])
+    assert f"{f}:9:11: SF116 KAITO Workspace ws serves preset phi-4-mini-instruct with Hugging Face transformers," \
+        in capsys.readouterr().out
