@@ -229,7 +229,7 @@ def kaito_preset(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
     preset = y.get(inference, "preset", "name") if kind != "MultiRoleInference" else y.get(doc, "spec", "model", "name")
     if preset is None:
         return
-    runtime = (y.str(y.get(doc, "metadata", "annotations", "kaito.sh/runtime")) or "vllm").lower()
+    runtime = (y.str(y.get(doc, "metadata", "annotations", "kaito.sh/runtime")) or "").lower()
     engine = "Hugging Face transformers" if runtime == "transformers" else "vLLM"
     config = y.str(y.get(inference, "config"))
     where = f", with the vLLM arguments of ConfigMap {config}" if config and engine == "vLLM" else ""
