@@ -441,3 +441,20 @@ def test_kaito_preset_workspace_is_said_not_skipped(tmp_path: Path, capsys: pyte
     main(["lint", str(f)])
     assert f"{f}:9:11: SF116 KAITO Workspace ws serves preset phi-4-mini-instruct with Hugging Face transformers," \
         in capsys.readouterr().out
+
+
+# alpha-hack-program/doc-bot's gitops/kb-chat chart runs its chat UI from OpenShift's internal registry, where the
+# path names the project: image-registry.openshift-image-registry.svc:5000/vllm-mistral-7b/kb-chat. The `vllm` of
+# the namespace made it a vLLM server with no model ("no model given in the command").
+def test_engine_word_in_a_registry_namespace_is_not_the_image(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from servefit.sources.detect import engine_of_image
+
+    f = tmp_path / "kb-chat.yaml"
+    f.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: kb-chat\nspec:\n  template:\n    spec:\n"
+                 "      containers:\n        - name: kb-chat\n"
+                 "          image: image-registry.openshift-image-registry.svc:5000/vllm-mistral-7b/kb-chat:latest\n")
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    assert [engine_of_image(i) for i in ("x/vllm-mistral-7b/kb-chat:1", "x/sglang-demo/ui:1", "vllm/vllm-openai:v0.10.0",
+                                         "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0", "lmsysorg/sglang:v0.5.0")] == [
+        None, None, "vllm", "vllm", "sglang"]
