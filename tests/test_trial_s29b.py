@@ -458,3 +458,36 @@ def test_engine_word_in_a_registry_namespace_is_not_the_image(tmp_path: Path, ca
     assert [engine_of_image(i) for i in ("x/vllm-mistral-7b/kb-chat:1", "x/sglang-demo/ui:1", "vllm/vllm-openai:v0.10.0",
                                          "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0", "lmsysorg/sglang:v0.5.0")] == [
         None, None, "vllm", "vllm", "sglang"]
+
+
+# williamrobotma/ollama-modelfiles' benchmarks/llamacpp-parity/run.sh builds llama-server's command in an array
+# from a matrix row it `read`s (`launch_cmd=("$llama_bin" -m "$gguf" ... -c "$ctx")`, then
+# `launch_cmd+=("${flag_words[@]}")`): the unknown values lost their "unknown" mark in the array, so they were
+# checked as written: LCPP002 "-c: invalid int value: '$ctx'" and LCPP001 "invalid argument: ${flag_words[@]}".
+ARRAY_SCRIPT = """#!/bin/bash
+llama_bin=llama-server
+for row in "${matrix_rows[@]}"; do
+    IFS=$'\\t' read -r label gguf ctx sampling_flags <<<"$row"
+    launch_cmd=("$llama_bin" -m "$gguf" --port 8080 -c "$ctx")
+    read -ra flag_words <<<"$sampling_flags"
+    launch_cmd+=("${flag_words[@]}")
+    launch_cmd+=(-fa on)
+    "${launch_cmd[@]}" &
+done
+"""
+
+
+def test_unknown_values_stay_unknown_through_a_bash_array(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "run.sh"
+    f.write_text(ARRAY_SCRIPT)
+    assert main(["lint", str(f), "--gpu", "H100"]) == 0
+    assert [ln.split(": ", 1)[1] for ln in capsys.readouterr().out.splitlines()[:-1]] == [
+        "SF001 ${gguf} is not set in this repository: the value it gives llama.cpp is not known, so it is not checked",
+        "SF001 ${ctx} is not set in this repository: the value it gives llama.cpp is not known, so it is not checked",
+        "SF001 ${flag_words} is not set in this repository: the value it gives llama.cpp is not known, so it is not "
+        "checked"]
+    main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["settings"]["port"], site["settings"]["flash_attn"]) == ("8080", "on")  # the known words as before

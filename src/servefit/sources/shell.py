@@ -277,15 +277,19 @@ class Scanner(Expansions):
         name, append, first = self.array
         self.array = None
         elems = [w.token() for w in self.words[first:]]
+        taints = [list(w.unresolved) for w in self.words[first:]]  # `("$ctx")`: still unknown when the array expands
         del self.words[first:]
         if not self.assign or self.env is None or self.branches.dead(self.words, self.prev_sep):
             return
         conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
         have = self.env.arrays.get(name)
         if append:
+            had = self.env.array_taint.get(name) or [[] for _ in have or []]
             self.env.arrays[name] = (have or []) + elems
+            self.env.array_taint[name] = had + taints
         elif not (conditional and have is not None):
             self.env.arrays[name] = elems
+            self.env.array_taint[name] = taints
 
     def _operator(self, i: int) -> int:
         t = self.t

@@ -227,14 +227,18 @@ class Expansions:
         if elems is None:
             self._unresolved(name, a, b, quoted)
             return b
+        taints = env.array_taint.get(name) or []
         if which.isdigit():
             elems = elems[int(which):int(which) + 1]
+            taints = taints[int(which):int(which) + 1]
         for k, tok in enumerate(elems):
             if k and (which == "@" or not quoted):
                 self._end_word()  # type: ignore[attr-defined]
             elif k:
                 self._lit(b, b, quoted, " ")
             self._exp(tok, a, b, quoted, name, env)
+            if k < len(taints):
+                self.unres.extend(taints[k])
         if not elems:
             self.at_seen = True
         return b

@@ -24,6 +24,7 @@ class Vars:
         self.taint: dict[str, list[tuple[str, Span | None]]] = {}
         self.exported: set[str] = set()
         self.arrays: dict[str, list[Token]] = {}  # bash arrays: `args=(vllm serve ...)`, `args+=(...)`
+        self.array_taint: dict[str, list[list[tuple[str, Span | None]]]] = {}  # each element's unresolved names
 
     def get(self, name: str) -> Token | None:
         return self.values.get(name)
@@ -41,6 +42,7 @@ class Vars:
         out.taint = dict(self.taint)
         out.exported = set(self.exported)
         out.arrays = dict(self.arrays)
+        out.array_taint = dict(self.array_taint)
         return out
 
 
