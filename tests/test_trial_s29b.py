@@ -491,3 +491,63 @@ def test_unknown_values_stay_unknown_through_a_bash_array(tmp_path: Path, capsys
     main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"])
     [site] = json.loads(capsys.readouterr().out)
     assert (site["settings"]["port"], site["settings"]["flash_attn"]) == ("8080", "on")  # the known words as before
+
+
+# Lintasarta/sglang-helm runs Llama-3.2-90B on 8 GPUs with no --tp (out of memory while loading); its template writes
+# `{{- range .Values.extraArgs }}` after the command and values.yaml leaves `extraArgs: {}`. tune found
+# `--tensor-parallel-size 8` and said "display-only": only an empty `[]` took the new flags.
+SGL_TEMPLATE = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Values.app }}
+spec:
+  template:
+    spec:
+      containers:
+      - name: {{ .Values.app }}
+        image: {{ .Values.image }}
+        command: ["python3", "-m", "sglang.launch_server"]
+        args:
+          - "--model-path"
+          - "{{ .Values.modelName }}"
+          - "--port"
+          - "8000"
+          {{- range .Values.extraArgs }}
+          - {{ . | quote }}
+          {{- end }}
+        resources:
+          limits:
+            nvidia.com/gpu: "8"
+"""
+SGL_VALUES = """app: llama-32-90b-instruct
+image: lmsysorg/sglang:v0.5.0-cu126
+modelName: meta-llama/Llama-3.2-90B-Vision-Instruct
+# extraArgs:
+#   - "--tp"
+#   - "8"
+extraArgs: {}
+"""
+
+
+def test_chart_values_empty_mapping_the_template_ranges_over_takes_tuned_flags(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)  # the repository tune writes in
+    chart = tmp_path / "sglang-helm"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: sglang\nversion: 0.1.0\n")
+    (chart / "templates" / "deployment.yaml").write_text(SGL_TEMPLATE)
+    (chart / "values.yaml").write_text(SGL_VALUES)
+    tpl = chart / "templates" / "deployment.yaml"
+    assert main(["tune", str(tpl), "--gpu", "H100", "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "--tensor-parallel-size 8 [safe]" in out and "display-only" not in out
+    first = (chart / "values.yaml").read_text()
+    assert first == SGL_VALUES.replace("extraArgs: {}", 'extraArgs: ["--tensor-parallel-size", "8"]')
+    main(["tune", str(tpl), "--gpu", "H100", "--write"])
+    assert "change  none: the config is already the best one" in capsys.readouterr().out
+    assert (chart / "values.yaml").read_text() == first
+    main(["lint", str(chart), "--gpu", "H100", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["settings"]["tp_size"], site["verdict"]) == (8, "started")
