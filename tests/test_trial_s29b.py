@@ -12,7 +12,11 @@ Repositories tried (owner/name@commit):
   awslabs/data-on-eks@a546a1905d017a93a11fb44d17d08d286f7bfb44
   kaito-project/kaito@056b8280b1a8debf644bc6f4399e913a1f9c7e70
   NVIDIA/nim-deploy@3c6bcbd05f0c70612d2ed96112248e623035ed05
-  sulibot/home-ops (Flux HelmRelease)
+  sulibot/home-ops@34144891668675714f3e2086e0d212b7db7c7de0 (Flux HelmRelease of bjw-s app-template)
+  pkstaz/pdf-comparator-ai@d0764aea33c7816aae33085fde86d2aee7f0a869 (Argo CD Application over its own chart)
+  alpha-hack-program/doc-bot@3f0a9a76e5daa66694c336ed31f5d5fc075e8296
+  williamrobotma/ollama-modelfiles@723bc929202564ee2cd8710a65b4efea22467d9f
+  Lintasarta/sglang-helm@eb547ade3e948430174a9329536eaa0d915391f4
 """
 
 from __future__ import annotations
