@@ -17,6 +17,7 @@ Repositories tried (owner/name@commit):
   alpha-hack-program/doc-bot@3f0a9a76e5daa66694c336ed31f5d5fc075e8296
   williamrobotma/ollama-modelfiles@723bc929202564ee2cd8710a65b4efea22467d9f
   Lintasarta/sglang-helm@eb547ade3e948430174a9329536eaa0d915391f4
+  ckodex-labs/ckodex-kserve-llm@403256e60817e4e14f0c9d93b507a9a9bbeba763 (config/samples, LLMInferenceService)
 """
 
 from __future__ import annotations
