@@ -96,6 +96,11 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
         out.error = ("the server loads models on request" if getattr(engine, "models_on_request", False)
                      else own or "no model given in the command (pass --model REF)")
         return out
+    from servefit.sources.shell import placeholder
+
+    if placeholder(ref):  # as estimate says it (sources/server_plan.py)
+        out.error = f"the model is a placeholder to fill in ({ref}): pass --model REF"
+        return out
     if "$" in ref:  # as estimate says it (sources/assemble.py), not "cannot tell which model this GGUF is"
         out.error = (f"the model is a variable ({ref}): its value is not known here (add "
                      "`# servefit: model=ORG/NAME` to the file, or pass --model REF to estimate)")

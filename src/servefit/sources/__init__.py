@@ -195,7 +195,8 @@ def _directives(path: str, result: ScanResult) -> None:
 
 
 # a KServe InferenceService names its runtime, not its engine: read it to say when the runtime is missing
-_INFERENCE_SERVICE = re.compile(r"(?m)^\s*kind:\s*InferenceService\b")
+# resources that run an engine the file need not name: KServe's InferenceService, KAITO's preset Workspace
+_INFERENCE_SERVICE = re.compile(r"(?m)^\s*kind:\s*InferenceService\b|^\s*apiVersion:\s*kaito\.sh/")
 
 
 def _compose_overlay(path: str) -> bool:

@@ -130,7 +130,7 @@ def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = f
             unread.append(image)
         if depth < 4:
             for k, _, v in y.items(node):
-                if k in owned:
+                if k in owned and depth == 0:  # an engine chart's own top-level key, not a name (`controllers.ollama`)
                     continue
                 at = f"{path}.{k}" if path else k
                 if isinstance(v, MappingNode):

@@ -179,6 +179,11 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
     elif (kind in POD_PATHS or (kind == "Service" and "knative" in api)) and (
             kind not in RUNTIMES or y.get(doc, "spec", "containers") is not None):
         pod_sites(y, y.get(doc, *POD_PATHS.get(kind, ("spec", "template", "spec"))), fc, cms, label, kind)
+    elif kind in ("Workspace", "InferenceSet", "MultiRoleInference") and api.startswith("kaito.sh/") and \
+            y.get(doc, "inference", "template") is None and y.get(doc, "spec", "template", "inference", "template") is None:
+        from servefit.sources.k8s_custom import kaito_preset
+
+        kaito_preset(y, doc, fc, kind)
     elif (owner := _resource_owner(kind)) is not None:
         from servefit import engines
 

@@ -214,3 +214,27 @@ def _serve_apps(text: str, who: str, span: Span | None, fc: FileCtx) -> None:
         f"{who} runs {title} in a Ray Serve application{app}, whose Python code sets the engine's "
         "arguments: servefit does not read Ray Serve applications, so this server's settings were not checked",
         span=span))
+
+
+def kaito_preset(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
+    """SF116 on a KAITO Workspace / InferenceSet / MultiRoleInference (prefill and decode roles) that serves a preset: KAITO's controller writes the pod, its
+    image and command from the preset (vLLM, unless the `kaito.sh/runtime: transformers` annotation or a cluster
+    without KAITO's vLLM feature gate picks Hugging Face transformers: kaito api/v1alpha1/labels.go
+    GetWorkspaceRuntimeName), with the vLLM arguments of the ConfigMap `inference.config` names. servefit does not
+    read KAITO's presets, so the server is said, not silently skipped (a `template` pod is read as any pod)."""
+    from servefit.sources.problems import unread_server
+
+    spec = y.get(doc, "spec", "template") if kind == "InferenceSet" else doc
+    inference = y.get(spec, "inference")
+    preset = y.get(inference, "preset", "name") if kind != "MultiRoleInference" else y.get(doc, "spec", "model", "name")
+    if preset is None:
+        return
+    runtime = (y.str(y.get(doc, "metadata", "annotations", "kaito.sh/runtime")) or "").lower()
+    engine = "Hugging Face transformers" if runtime == "transformers" else "vLLM"
+    config = y.str(y.get(inference, "config"))
+    where = f", with the vLLM arguments of ConfigMap {config}" if config and engine == "vLLM" else ""
+    name = y.str(y.get(doc, "metadata", "name")) or "unnamed"
+    fc.findings.append(unread_server(
+        f"KAITO {kind} {name} serves preset {y.str(preset)} with {engine}, in a pod KAITO's controller writes from the "
+        f"preset{where}: servefit does not read KAITO presets, so this server's settings were not checked",
+        span=y.span(preset)))

@@ -266,6 +266,19 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         except (subprocess.TimeoutExpired, OSError) as exc:
             out.findings.append(not_rendered(f"kustomize could not build this: {exc}", span=anchor))
             continue
+        outside = _outside(k, tree, proc) if proc.returncode != 0 else []
+        if outside:
+            # a resource file outside the kustomization's folder: kustomize's load restrictor refuses it
+            # (kustomize api/loader: "security; file ... is not in or below ..."); the files are the repository's
+            # own, so the build goes on without the restriction, and the refusal is said
+            proc = subprocess.run([*cmd, "--load-restrictor=LoadRestrictionsNone", d], capture_output=True, text=True,
+                                  timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+            if proc.returncode == 0:
+                out.findings.append(not_rendered(
+                    f"kustomize refuses {', '.join(outside)}, a file outside this kustomization's folder, so `kubectl "
+                    "apply -k` fails here; make it a folder with its own kustomization.yaml, or build with "
+                    "--load-restrictor LoadRestrictionsNone (servefit built it that way to check its servers)",
+                    span=_written_at(k, outside[0]) or anchor))
         if proc.returncode != 0:
             err = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "no message")
             out.findings.append(not_rendered(f"kustomize could not build this: {err.removeprefix('Error: ')}",
@@ -276,9 +289,25 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
         result = scan_file(virtual, proc.stdout)
         sources = [f for f in tree if f.endswith((".yaml", ".yml")) and os.path.basename(f) not in KUSTOMIZATIONS]
         mapper = render_map.Mapper(d, proc.stdout, sources, virtual,
-                                   fallback=(k, "built by kustomize; not traced to one line of its files"))
+                                   fallback=(k, "built by kustomize; not traced to one line of its files"), scoped=True)
         label = os.path.relpath(d) if not os.path.isabs(d) else d
         _adopt(out, result, mapper, label, f"kustomize build {label}")
+
+
+def _outside(kfile: str, tree: list[str], proc: Any) -> list[str]:
+    """The resource files, as the kustomization names them, that the load restrictor refused (outside
+    its folder, inside the repository); empty when the build failed for another reason."""
+    from servefit.sources.base import _repo_of, _within
+
+    if "is not in or below" not in proc.stderr:
+        return []
+    d = os.path.dirname(kfile) or "."
+    root = _repo_of(d)
+    if not all(_within(os.path.abspath(f), root) for f in tree):
+        return []
+    here = os.path.abspath(d)
+    return [os.path.relpath(f, d) for f in _uses(kfile)[1]
+            if os.path.isfile(f) and not os.path.abspath(f).startswith(here + os.sep)]
 
 
 def _adopt(out: Rendered, result: Any, mapper: Any, label: str | None, how: str,
@@ -381,6 +410,19 @@ def _values_paths(chart: str, values: list[str]) -> list[str]:
     own = [os.path.normpath(os.path.join(chart, n)) for n in ("values.yaml", "values.yml")
            if os.path.isfile(os.path.join(chart, n))]
     return list(reversed(own + [v for v in values if os.path.isfile(v)]))
+
+
+def _written_at(path: str, text: str):  # -> Span | None
+    """Where text is first written in the file (a kustomization's resource entry)."""
+    from servefit.safe_io import read_text
+    from servefit.sources.text import LineIndex
+
+    try:
+        body = read_text(path, 1 << 20)
+    except (OSError, ValueError):
+        return None
+    at = body.find(text)
+    return LineIndex(body, path).span(at, at + len(text)) if at >= 0 else None
 
 
 def _anchor(chart: str):  # -> Span

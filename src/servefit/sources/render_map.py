@@ -40,8 +40,11 @@ class Mapper:
     """Maps spans of one render (its text) back to the chart's templates and values files."""
 
     def __init__(self, chart: str, rendered: str, values: list[str], virtual: str,
-                 fallback: tuple[str, str] | None = None) -> None:
+                 fallback: tuple[str, str] | None = None, scoped: bool = False) -> None:
         self.chart = chart
+        # a kustomize build: `values` are its files, patches first; text is traced within the files that may
+        # have written the rendered resource (its kind and name), the first that holds it, where it is written once
+        self.scoped = scoped
         self.virtual = virtual
         self.fallback = fallback  # (file, note) for what no template or values file explains
         self.text = rendered
@@ -53,6 +56,7 @@ class Mapper:
         self.notes: dict[tuple[str, int, int], str] = {}
         self._matched: dict[int, tuple[TemplatePattern, TemplateLine, re.Match[str], int] | None] = {}
         self._sections = [(m.start(), m.group(1).strip()) for m in _SOURCE.finditer(rendered)]
+        self._docs = _resources(rendered) if scoped else []
         self._match_all()
 
     # ------------------------------------------------------------------ public
@@ -101,7 +105,7 @@ class Mapper:
                 return self._note(tpl_.li.span(a, b),
                                   f"set by `{tpl_.li.text[a:b]}` in this template; not traced to one values line")
         value = self.text[span.start:span.end]
-        unique = self._by_text(value)
+        unique = self._by_text(value, self._scope(span.start))
         if unique is not None:
             return unique
         if tpl is None:
@@ -127,7 +131,11 @@ class Mapper:
         if not spans and img is not None and img.file != self.virtual and \
                 (self.fallback is None or img.file != self.fallback[0]):
             spans = [img]  # a server its image starts (ollama/ollama): where the image is written
-        first = next((s for s in spans if tpl is not None and s.file == tpl.path), spans[0] if spans else None)
+        # the template's line, else the first word traced to a file of the user's (a kustomize build: words that
+        # several resources share, `vllm`, map to none, so the kustomization is the last resort)
+        fallback = self.fallback[0] if self.fallback is not None else None
+        first = next((s for s in spans if tpl is not None and s.file == tpl.path), None) or \
+            next((s for s in spans if s.file not in (fallback, self.virtual)), spans[0] if spans else None)
         if first is not None:
             site.file, site.line = first.file, first.line
         elif tpl is not None:
@@ -299,14 +307,27 @@ class Mapper:
             return None
         return v.span(hits[0]) if len(hits) == 1 else None
 
-    def _by_text(self, text: str) -> Span | None:
-        """The one scalar in the highest-precedence values file that holds `text` exactly."""
+    def _scope(self, off: int) -> list[_Values] | None:
+        """A kustomize build: the files that may have written the rendered resource at off: those that
+        define it (its kind, and its name or one kustomize prefixed / suffixed) and the patches that name
+        no resource (a JSON patch); None where no file defines it, or no build."""
+        doc = next(((kind, name) for start, kind, name in reversed(self._docs) if start <= off), None)
+        if doc is None:
+            return None
+        kind, name = doc
+        if not any(k == kind and n and n in name for v in self.values for k, n in v.resources):
+            return None
+        return [v for v in self.values if not v.resources or any(k == kind and n and n in name for k, n in v.resources)]
+
+    def _by_text(self, text: str, among: list[_Values] | None = None) -> Span | None:
+        """The one scalar in the highest-precedence values file that holds `text` exactly (a kustomize
+        build: of the files that may have written the resource, `among`)."""
         text = text.strip()
         if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
             text = text[1:-1]
         if not text.strip():
             return None
-        for v in self.values:
+        for v in among or self.values:  # a kustomization's files come patches first (render._tree)
             nodes = v.scalars.get(text, [])
             if len(nodes) == 1:
                 return v.span(nodes[0])
@@ -328,6 +349,10 @@ class Mapper:
             return tok.value_span
         at = self.span(Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
         tpl = self.span(s)
+        if self.scoped and tpl.file not in (self.virtual, self.fallback[0] if self.fallback else None) \
+                and tpl.end - tpl.start == len(tok.text) and tpl.line == tpl.end_line:
+            # a kustomize build copies the word as written: the value is where the word is, past its `=`
+            return Span(tpl.file, tpl.line, tpl.col + k, tpl.end_line, tpl.end_col, tpl.start + k, tpl.end)
         return at if at.file not in (tpl.file, self.virtual) else tok.value_span
 
     def _walk(self, obj: Any) -> Any:
@@ -355,6 +380,24 @@ class Mapper:
         return obj
 
 
+_DOC_START = re.compile(r"^---[ \t]*$", re.M)
+_KIND = re.compile(r"^kind:[ \t]*(\S+)", re.M)
+_NAME = re.compile(r"^metadata:[ \t]*\n(?:[ \t]+.*\n)*?[ \t]+name:[ \t]*[\"']?([^\s\"']+)", re.M)
+
+
+def _resources(rendered: str) -> list[tuple[int, str, str]]:
+    """(offset, kind, name) of each document of `kustomize build` output (plain block YAML, `---` between)."""
+    starts = [0] + [m.end() for m in _DOC_START.finditer(rendered)]
+    out = []
+    for k, a in enumerate(starts):
+        b = starts[k + 1] if k + 1 < len(starts) else len(rendered)
+        chunk = rendered[a:b]
+        kind, name = _KIND.search(chunk), _NAME.search(chunk)
+        if kind and name:
+            out.append((a, kind.group(1), name.group(1)))
+    return out
+
+
 def _own_values(folder: str) -> list[str]:
     return [os.path.normpath(os.path.join(folder, n)) for n in ("values.yaml", "values.yml")
             if os.path.isfile(os.path.join(folder, n))]
@@ -370,6 +413,7 @@ class _Values:
         self.path = path
         self.root: Node | None = None
         self.scalars: dict[str, list[Node]] = {}
+        self.resources: list[tuple[str, str]] = []
         try:
             from servefit.safe_io import read_text
 
@@ -379,7 +423,10 @@ class _Values:
             return
         self.y = Y(fc.src)
         self.root = docs[0] if docs else None
-        stack: list[Node] = [self.root] if self.root is not None else []
+        # (kind, metadata.name) of each document: a kustomize build's resources (Mapper._scope)
+        self.resources = [(self.y.str(self.y.get(d, "kind")) or "", self.y.str(self.y.get(d, "metadata", "name")) or "")
+                          for d in docs if isinstance(d, MappingNode)]
+        stack: list[Node] = list(docs)
         while stack:
             node = stack.pop()
             if isinstance(node, MappingNode):

@@ -144,6 +144,11 @@ def plan_server(srv: Server, engine: Any) -> None:
             out.append(finding("SF115", f"{why}, so {whose} memory was not checked: add `# servefit: model=REF` above "
                                         "it for the model it serves", site=site.name, span=span))
         return
+    from servefit.sources.shell import placeholder
+
+    if placeholder(ref):
+        srv.error = f"the model is a placeholder to fill in ({ref}): pass --model REF"
+        return  # SF001 says so
     if "$" in ref:
         from servefit.sources.unset_vars import sample_sets
 

@@ -39,6 +39,16 @@ RUN_SPLIT = re.compile(r"[^\s'\"\\$]+")
 RUN_WORD = re.compile(r"[^$]+")
 RUN_DQ = re.compile(r"[^\"\\$`]+")
 RUN_SQ = re.compile(r"[^'$]+")
+# `<model-path>`: a placeholder docs and samples ask the reader to fill in. Bash would read it as two
+# redirections (`<model-path` then `>` taking the next word), so the words around it would shift;
+# servefit keeps it as the one unknown word it stands for (SF001 says it), never as a value.
+PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z0-9_.:/@-]*>(?=[\s;|&)\"']|$)")
+
+
+def placeholder(text: str) -> bool:
+    """Whether text is a whole `<placeholder>` word."""
+    m = PLACEHOLDER.match(text)
+    return m is not None and m.end() == len(text)
 ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+)?=")
 OPENERS = {"if", "while", "until", "for", "case", "select"}
 CLOSERS = {"fi", "done", "esac"}
@@ -213,6 +223,11 @@ class Scanner(Expansions):
         run = RUN_SHELL if shell else RUN_SPLIT
         while i < n:
             c = t[i]
+            if c == "<" and self.cur is None and (ph := PLACEHOLDER.match(t, i)) is not None \
+                    and (mode != "word" or ph.end() == n):
+                self._unresolved(ph.group(), i, ph.end(), False)
+                i = ph.end()
+                continue
             if mode == "word":
                 if c == "$":
                     i = self._dollar(i, False)

@@ -145,6 +145,8 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
+            elif var.startswith("<"):  # sources/shell.py PLACEHOLDER
+                msg = f"{var} is a placeholder to fill in: the value it gives {eng} is not known, so it is not checked"
             elif var in ("$@", "$*", "%*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             elif var[:1] in "$%" and var[1:].isdigit():  # `model_name=$1`: one argument, named as such

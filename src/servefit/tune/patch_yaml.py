@@ -104,7 +104,7 @@ class YamlPlacement:
     def empty_values_list(self) -> tuple[str, int, int] | None:
         """A server rendered from a Helm chart whose template writes its command's last words with
         `{{- range .Values.a.b }}` over a list that the render's own values file leaves empty
-        (`extraArgs: []`, neuralmagic/helm-charts' nm-vllm): (that file, the span of `[]`), where
+        (`extraArgs: []` or `{}`, neuralmagic/helm-charts' nm-vllm): (that file, the span of `[]`), where
         new flags go as the list's items; None otherwise."""
         import os
 
@@ -122,13 +122,15 @@ class YamlPlacement:
         m = _RANGE.search(text, last)
         if m is None or _YAML_KEY.search(text, last, m.start()) is not None:
             return None
-        from yaml.nodes import SequenceNode
+        from yaml.nodes import MappingNode, SequenceNode
 
         path = m.group(1).lstrip(".").split(".")
         for f in own:
             node = _Values(f).get(path)
-            if isinstance(node, SequenceNode) and not node.value and node.flow_style and \
-                    self.read(f)[node.start_mark.index:node.end_mark.index].replace(" ", "") == "[]":
+            # `[]`, or `{}` (Lintasarta/sglang-helm: `extraArgs: {}`): `range` over either writes nothing, and over
+            # the list written in its place writes each item
+            if isinstance(node, (SequenceNode, MappingNode)) and not node.value and node.flow_style and \
+                    self.read(f)[node.start_mark.index:node.end_mark.index].replace(" ", "") in ("[]", "{}"):
                 return f, node.start_mark.index, node.end_mark.index
         return None
 
@@ -178,7 +180,9 @@ class YamlPlacement:
         extra_owner: list[Placed] = []
         for p, long, value in self.pending_keys:
             if self.prodstack:
-                key = known.get(long[2:])
+                # with no vllmConfig key to write beside, the flag goes in extraArgs, which the chart's
+                # template appends as they are (deployment-vllm-multi.yaml: `range .extraArgs`)
+                key = known.get(long[2:]) if sib is not None else None
                 if key is None:
                     extra_args.append([long] if not value else [long, value])
                     extra_owner.append(p)
