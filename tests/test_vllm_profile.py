@@ -482,3 +482,27 @@ def test_model_runner_v2_penalty_statistics_are_consumed_memory_from_0_26_1():
 
     r = SimpleNamespace(version=(0, 27, 1), max_num_seqs=2)
     assert v2_sampler_state_bytes(replace(LLAMA8B, vocab_size=151655), r, True) == 2 * (151655 + 4740) * 4
+
+
+def test_awq_kernel_dequantizes_in_the_profile_forward():
+    """awq.py::AWQLinearMethod.apply dequantizes the whole weight to fp16 from 256 tokens on, in the profile
+    run's forward too: its peak is gate_up's stage (hidden tensors, its output and the fp16 [4096, 28672]
+    weight) where it beats the MLP's own (gate_up and SiluAndMul outputs); awq_marlin does not dequantize."""
+    awq = replace(LLAMA8B, quantization={"quant_method": "awq", "bits": 4, "group_size": 128})
+    argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"  # a small dummy sampler: the forward peaks
+    _, marlin = run(argv, model=awq, gpu=L4, version="0.13.0")
+    _, forced = run(argv + " --quantization awq", model=awq, gpu=L4, version="0.13.0")
+    assert marlin.memory.activation_peak == 2048 * (4 * 4096 + 3 * 14336) * 2
+    gate_up = 2048 * (4 * 4096 + 2 * 14336) * 2 + 4096 * 2 * 14336 * 2
+    down = 2048 * (4 * 4096 + 3 * 14336) * 2 + 14336 * 4096 * 2
+    assert forced.memory.activation_peak == max(gate_up, down) == gate_up
+    # under 256 tokens the AWQ GEMM kernel runs as it is: no fp16 weight
+    tiny = " --max-num-batched-tokens 128 --max-model-len 128"
+    _, small = run("vllm serve m --max-num-seqs 4" + tiny + " --quantization awq", model=awq, gpu=L4, version="0.13.0")
+    _, small_marlin = run("vllm serve m --max-num-seqs 4" + tiny, model=awq, gpu=L4, version="0.13.0")
+    assert small.memory.activation_peak == small_marlin.memory.activation_peak
+    # from 0.21 awq_marlin runs on Turing (get_min_capability 75): a T4 no longer takes the plain kernel
+    _, t4_013 = run(argv, model=awq, gpu=T4, version="0.13.0")
+    _, t4_021 = run(argv, model=awq, gpu=T4, version="0.21.0")
+    assert t4_013.memory.activation_peak == gate_up
+    assert t4_021.memory.activation_peak == 2048 * (4 * 4096 + 3 * 14336) * 2

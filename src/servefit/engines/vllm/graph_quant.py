@@ -85,27 +85,54 @@ def act_quant_kernels(r: Resolved, e: Era, model: ModelSpec | None = None, moe_s
     return ACT_QUANT_KERNELS
 
 
+def plain_awq(r: Resolved, settings: dict) -> bool:
+    """Whether an AWQ checkpoint runs the `awq` method's kernel (the one that dequantizes): awq_marlin
+    takes AWQ from 0.5.1 on GPUs Marlin runs on (get_min_capability: 8.0 in 0.11, 7.5 in 0.21, the same
+    as gptq_marlin's: Resolved.marlin_cc) unless --quantization awq forces the plain method
+    (awq_marlin.py::override_quantization_method)."""
+    if r.scheme is None or not r.scheme.name.startswith("awq"):
+        return False
+    return str(settings.get("quantization") or "") == "awq" or not r.marlin_cc or r.version < (0, 5, 1)
+
+
+def awq_linear_shapes(model: ModelSpec, r: Resolved) -> list[tuple[int, int]]:
+    """(in, out) per rank of the linear layers the AWQ kernel runs: qkv, o, and a dense model's gate_up
+    and down (AWQ experts run the fused MoE kernels, which do not dequantize)."""
+    h, tp, hd = model.hidden_size, r.tp, model.head_dim
+    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // tp),
+              (model.num_attention_heads * hd // tp, h)]
+    if not model.is_moe:
+        shapes += [(h, 2 * model.intermediate_size // tp), (model.intermediate_size // tp, h)]
+    return shapes
+
+
 def awq_dequant_pool(model: ModelSpec, r: Resolved, sizes: list[int], gpu: GpuSpec | None, settings: dict,
                      compiled: bool = False) -> int:
     """The AWQ kernel's dequantized weight and matmul output in the graph pool (see above): the
     largest linear layer at the largest captured size that dequantizes (256 tokens or more; any size
     where the model is `compiled` from a trace of 256 tokens or more)."""
-    if r.scheme is None or not r.scheme.name.startswith("awq"):
-        return 0
-    forced = str(settings.get("quantization") or "") == "awq"
-    cc = gpu.compute_capability if gpu is not None else 0
-    if not forced and cc >= 80 and r.version >= (0, 5, 1):
+    if not plain_awq(r, settings):
         return 0
     traced = compiled and r.max_num_batched_tokens >= AWQ_DEQUANT_TOKENS
     t = max((x for x in sizes if traced or x >= AWQ_DEQUANT_TOKENS), default=0)
     if not t:
         return 0
-    h, tp, hd = model.hidden_size, r.tp, model.head_dim
-    shapes = [(h, (model.num_attention_heads + 2 * model.num_key_value_heads) * hd // tp),
-              (model.num_attention_heads * hd // tp, h)]
-    if not model.is_moe:  # AWQ experts run the fused MoE kernels, which do not dequantize
-        shapes += [(h, 2 * model.intermediate_size // tp), (model.intermediate_size // tp, h)]
-    return max((k * n + t * n) * 2 for k, n in shapes)
+    return max((k * n + t * n) * 2 for k, n in awq_linear_shapes(model, r))
+
+
+def awq_dequant_forward(model: ModelSpec, r: Resolved, t: int, settings: dict) -> int:
+    """The profile run's forward of t tokens where the AWQ kernel dequantizes (t >= 256: see above): the
+    four hidden-width tensors, the fp16 weight of the layer being run and its output, beside what the MLP
+    still holds (forward.py mlp_bytes): gate_up's output while down runs (LlamaMLP.forward keeps
+    `gate_up` referenced), so the largest of gate_up (dequantized h x 2I) and down (I x h, with gate_up's
+    and the activation's outputs). 0 where the kernel does not dequantize."""
+    if t < AWQ_DEQUANT_TOKENS or not plain_awq(r, settings):
+        return 0
+    db, h, inter = dtype_bytes(r.dtype), model.hidden_size, model.intermediate_size // max(r.tp, 1)
+    down = (inter, h)
+    # down's output is one of the four hidden-width tensors; its input and gate_up's output are still held
+    return max(int(t * (4 * h + (3 * inter if (k, n) == down and not model.is_moe else n)) * db) + k * n * 2
+               for k, n in awq_linear_shapes(model, r))
 
 
 def marlin_reduce_scratch(model: ModelSpec, r: Resolved, tokens: int, gpu: GpuSpec | None, settings: dict) -> int:

@@ -21,6 +21,7 @@ from servefit.engines.vllm.forward import (
     moe_workspace_bytes,
     pooling_runner,
 )
+from servefit.engines.vllm.graph_quant import awq_dequant_forward
 from servefit.engines.vllm.non_torch import CONSUMED_FROM
 from servefit.engines.vllm.weights import VOCAB_PAD
 from servefit.hardware.spec import GpuSpec
@@ -241,7 +242,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    fwd = forward_bytes(model, r, t) + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
+    fwd = max(forward_bytes(model, r, t), awq_dequant_forward(model, r, t, settings or {})) \
+        + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
     if pooling_runner(model, settings or {}, v1):
         last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
     reqs = enc.seqs if enc and enc.seqs else min(r.max_num_seqs, r.max_num_batched_tokens)
