@@ -174,3 +174,12 @@ def test_a_note_after_the_last_argument_does_not_break_the_continuation():
     got = cmds(text)
     assert got[0].texts == ["vllm", "serve", "M"] and got[1].texts == ["--c", "3"]
     assert got[0].broken is not None and (got[0].broken.line, got[0].broken.col, got[0].broken.end_col) == (2, 3, 10)
+
+
+def test_inside_double_quotes_escapes_and_an_empty_word():
+    # bash: `\"` `\\` `\$` lose the backslash inside "...", `\n` keeps it; `""` is a word of its own (an empty
+    # value passed to the flag), and `"${EMPTY[@]}"` of an empty array is no word at all
+    text = 'echo "a\\"b" "c\\\\d" "\\$X" "e\\nf" --api-key "" "${EMPTY[@]}" end\n'
+    env = Vars()
+    env.arrays["EMPTY"] = []
+    assert texts(text, env) == [["echo", 'a"b', "c\\d", "$X", "e\\nf", "--api-key", "", "end"]]

@@ -27,18 +27,16 @@ import re
 
 from servefit.core import Span
 from servefit.sources.shell_cond import Branches
-from servefit.sources.shell_expand import Expansions, element_key
-from servefit.sources.text import Src
+from servefit.sources.shell_expand import Expansions
+from servefit.sources.shell_source import sourced_file
+from servefit.sources.text import LineIndex, Src
 from servefit.sources.words import ASSIGN, Command, Piece, Vars, Word, apply_assignments
 
-__all__ = ["Command", "Piece", "Scanner", "Vars", "Word", "apply_assignments", "expand_word", "split_commands",
-           "split_words"]
+__all__ = ["Command", "Piece", "Scanner", "Vars", "Word", "expand_word", "split_commands", "split_words"]
 
 RUN_SHELL = re.compile(r"[^\s'\"\\$;&|<>()`]+")
 RUN_SPLIT = re.compile(r"[^\s'\"\\$]+")
 RUN_WORD = re.compile(r"[^$]+")
-RUN_DQ = re.compile(r"[^\"\\$`]+")
-RUN_SQ = re.compile(r"[^'$]+")
 # `<model-path>`: a placeholder docs and samples ask the reader to fill in. Bash would read it as two
 # redirections (`<model-path` then `>` taking the next word), so the words around it would shift;
 # servefit keeps it as the one unknown word it stands for (SF001 says it), never as a value.
@@ -49,15 +47,11 @@ def placeholder(text: str) -> bool:
     """Whether text is a whole `<placeholder>` word."""
     m = PLACEHOLDER.match(text)
     return m is not None and m.end() == len(text)
+
+
 ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+)?=")
 OPENERS = {"if", "while", "until", "for", "case", "select"}
 CLOSERS = {"fi", "done", "esac"}
-
-
-# `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)`, `$(dirname "$0")`, `$(dirname "$(realpath "$0")")`: the folder of
-# the script itself, followed by a path in it
-_SELF = r'"?(?:\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE|\$0|\$\{0\}|\$\((?:realpath|readlink\s+-f)\s+"?(?:\$\{BASH_SOURCE(?:\[0\])?\}|\$0)"?\))"?'
-SCRIPT_DIR = re.compile(rf'(\$\(\s*cd\s+"?\$\(dirname\s+{_SELF}\)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)|\$\(dirname\s+{_SELF}\))/')
 
 
 class Scanner(Expansions):
@@ -65,13 +59,11 @@ class Scanner(Expansions):
     compose string commands, systemd, shlex-like), "word" (no splitting: a list item).
 
     `env`: the variables `$X` / `${X}` read (None: that syntax is not expanded, as in a k8s
-    list item). `k8s`: container env for `$(X)`. `compose`: `$$` is an escaped `$`; with
-    `shell_env`, `$$X` is a variable the shell inside the container expands.
+    list item). `k8s`: container env for `$(X)`. `compose`: `$$` is an escaped `$`.
     `provided`: names the runtime fills in itself (llama-swap `${PORT}`): kept as written."""
 
     def __init__(self, src: Src, env: Vars | None, *, mode: str = "shell", k8s: Vars | None = None,
-                 compose: bool = False, shell_env: Vars | None = None,
-                 provided: frozenset[str] = frozenset(), assign: bool = True,
+                 compose: bool = False, provided: frozenset[str] = frozenset(),
                  sourced: frozenset[str] = frozenset()) -> None:
         self.src = src
         self.sourced = sourced | {src.li.file}  # the files `source` has read into this one (none twice)
@@ -80,9 +72,8 @@ class Scanner(Expansions):
         self.mode = mode
         self.k8s = k8s
         self.compose = compose
-        self.shell_env = shell_env
         self.provided = provided
-        self.assign = assign and mode == "shell"
+        self.assign = mode == "shell"
         self.cmds: list[Command] = []
         self.words: list[Word] = []
         self.cur: list[Piece] | None = None
@@ -185,33 +176,12 @@ class Scanner(Expansions):
             self.branches.other(first, words, sep)
 
     def _source(self, word: Word) -> None:
-        """`source ./settings.sh`, `. lib/env.sh`: the variables a file in the repository sets (its path taken
-        from this script's folder, where such scripts are run from), as bash runs it in this shell; its own
-        servers are read when that file is."""
-        import os
-
-        from servefit.sources.base import MAX_SIDE_FILE, _repo_of, _within
-        from servefit.sources.text import LineIndex
-
-        if not word.text or self.env is None:
-            return
-        text = word.text
-        if word.unresolved:  # `source "$SCRIPT_DIR/common.sh"` with SCRIPT_DIR the script's own folder
-            m = SCRIPT_DIR.match(text)
-            if m is None or len(word.unresolved) != 1 or word.unresolved[0][0] != m.group(1):
-                return
-            text = "." + text[m.end(1):]
-        here = os.path.dirname(self.src.li.file) or "."
-        path = os.path.normpath(os.path.join(here, os.path.expanduser(text)))
-        try:
-            if path in self.sourced or not _within(path, _repo_of(here)) or not os.path.isfile(path) \
-                    or os.path.getsize(path) > MAX_SIDE_FILE:
-                return
-            with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-                text = fh.read()
-        except OSError:
-            return
-        Scanner(Src(text, LineIndex(text, path)), self.env, sourced=self.sourced).commands()
+        """`source ./settings.sh`, `. lib/env.sh`: bash runs the file in this shell, so its variables are set
+        here (sources/shell_source.py: which file); its own servers are read when that file is."""
+        got = sourced_file(word, self.src.li.file, self.sourced)
+        if got is not None and self.env is not None:
+            path, text = got
+            Scanner(Src(text, LineIndex(text, path)), self.env, sourced=self.sourced).commands()
 
     # ---- the scanner
     def _scan(self) -> None:
@@ -311,31 +281,17 @@ class Scanner(Expansions):
 
     def _array_end(self) -> None:
         """`)`: the elements become the array's value (each word's token: where it is written), under
-        the same rule as a plain assignment inside a condition (sources/words.py apply_assignments)."""
+        the same rule as a plain assignment inside a condition (sources/words.py Vars.set_array)."""
         self._end_word()
         assert self.array is not None
         name, append, first = self.array
         self.array = None
         elems = [w.token() for w in self.words[first:]]
-        taints = [list(w.unresolved) for w in self.words[first:]]  # `ARGS+=(--port "$PORT")`: PORT not set here
+        taints = [list(w.unresolved) for w in self.words[first:]]
         del self.words[first:]
         if not self.assign or self.env is None or self.branches.dead(self.words, self.prev_sep):
             return
-        conditional = self.depth > 0 or self.prev_sep in ("&&", "||")
-        have = self.env.arrays.get(name)
-        if append:
-            base = len(have or [])
-            self.env.arrays[name] = (have or []) + elems
-        elif not (conditional and have is not None):
-            base = 0
-            for key in [k for k in self.env.taint if k.startswith(name + "[")]:
-                del self.env.taint[key]
-            self.env.arrays[name] = elems
-        else:
-            return
-        for k, taint in enumerate(taints):  # each element's unset variables, found where it is expanded
-            if taint:
-                self.env.taint[element_key(name, base + k)] = taint
+        self.env.set_array(name, elems, taints, append, self.depth > 0 or self.prev_sep in ("&&", "||"))
 
     def _operator(self, i: int) -> int:
         t = self.t
@@ -387,40 +343,6 @@ class Scanner(Expansions):
         self.heredocs = []
         return i
 
-    def _dquote(self, i: int, close: str = '"') -> int:
-        t = self.t
-        n = len(t)
-        if self.cur is None:
-            self.cur = []
-        start_len = len(self.cur)
-        self.at_seen = False
-        while i < n:
-            c = t[i]
-            if c == close:
-                i += 1
-                break
-            if c == "\\" and close == '"':
-                nxt = t[i + 1:i + 2]
-                if nxt == "\n":
-                    i += 2
-                elif nxt in ('"', "\\", "$", "`"):
-                    self._lit(i + 1, i + 2, True)
-                    i += 2
-                else:
-                    self._lit(i, i + 1, True)
-                    i += 1
-            elif c == "$":
-                i = self._dollar(i, True)
-            elif c == "`" and self.mode == "shell":
-                i = self._backtick(i, True)
-            else:
-                m = (RUN_DQ if close == '"' else RUN_SQ).match(t, i)
-                j = m.end() if m else i + 1
-                self._lit(i, j, True)
-                i = j
-        if len(self.cur) == start_len and not self.at_seen:  # "" is an empty word, not nothing
-            self._lit(i - 1, i - 1, True, "")
-        return i
 
 def split_commands(src: Src, env: Vars | None = None, **kw: object) -> list[Command]:
     """Shell-tokenize `src` into simple commands (variables assigned on the way land in env)."""

@@ -1,7 +1,7 @@
 """The pieces of a word and the `$` expansions of the shell word splitter (sources/shell.py):
-`$VAR`, `${VAR}`, `${VAR:-d}`, `${VAR-d}`, `${VAR:=d}`, `${VAR:+a}`, `${VAR:?}`, `$(VAR)` for k8s,
-compose's `$$`, and command substitutions, which stay as written and unresolved. See shell.py's
-docstring for where a word's span points."""
+`$VAR`, `${VAR}`, `${VAR:-d}`, `${VAR-d}`, `${VAR:=d}`, `${VAR:+a}`, `${VAR:?}`, `"${ARR[@]}"`, `$(VAR)`
+for k8s, compose's `$$`, the inside of `"..."`, and command substitutions, which stay as written and
+unresolved. See shell.py's docstring for where a word's span points."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import re
 from servefit.budget import charge
 from servefit.core import Span, Token
 from servefit.sources.text import Src
-from servefit.sources.words import NAME, Piece, Vars
+from servefit.sources.words import NAME, Piece, Vars, element_key
 
 BRACE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])(:?[-=+?])?")
 ARRAY_REF = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\[([@*]|[0-9]+)\]")
 K8S_REF = re.compile(r"\(([A-Za-z_][A-Za-z0-9_]*)\)")
+RUN_DQ = re.compile(r"[^\"\\$`]+")
+RUN_SQ = re.compile(r"[^'$]+")
 
 
 def _substitutions(text: str, unres: object) -> list[tuple[int, int]]:
@@ -31,11 +33,6 @@ def _substitutions(text: str, unres: object) -> list[tuple[int, int]]:
     return out
 
 
-def element_key(name: str, k: int) -> str:
-    """Where Vars.taint keeps the unset variables of element k of array `name`."""
-    return f"{name}[{k}]"
-
-
 class Expansions:
     """What the Scanner (sources/shell.py) does with the text of one word: literal pieces,
     expansions from the variables known, and what could not be expanded."""
@@ -46,7 +43,6 @@ class Expansions:
     mode: str
     k8s: Vars | None
     compose: bool
-    shell_env: Vars | None
     provided: frozenset[str]
     cur: list[Piece] | None
     unres: list[tuple[str, Span | None]]
@@ -124,12 +120,6 @@ class Expansions:
         nxt = t[i + 1:i + 2]
         shell = self.mode == "shell"
         if nxt == "$" and self.compose:
-            if self.shell_env is not None:
-                m = NAME.match(t, i + 2)
-                if m:
-                    return self._var(m.group(), i, m.end(), quoted, self.shell_env)
-                if t[i + 2:i + 3] == "{":
-                    return self._brace(i + 1, quoted, self.shell_env)
             self._lit(i + 1, i + 2, quoted)
             return i + 2
         if nxt == "$" and self.k8s is not None and t[i + 2:i + 3] == "(":
@@ -168,6 +158,43 @@ class Expansions:
             return j + 1
         self._lit(i, i + 1, quoted)
         return i + 1
+
+    def _dquote(self, i: int, close: str = '"') -> int:
+        """The text from just after an opening quote to its close: `"..."` (escapes and expansions
+        inside, no splitting), or compose's `'...'`, which compose interpolates as well."""
+        t = self.t
+        n = len(t)
+        if self.cur is None:
+            self.cur = []
+        start_len = len(self.cur)
+        self.at_seen = False
+        while i < n:
+            c = t[i]
+            if c == close:
+                i += 1
+                break
+            if c == "\\" and close == '"':
+                nxt = t[i + 1:i + 2]
+                if nxt == "\n":
+                    i += 2
+                elif nxt in ('"', "\\", "$", "`"):
+                    self._lit(i + 1, i + 2, True)
+                    i += 2
+                else:
+                    self._lit(i, i + 1, True)
+                    i += 1
+            elif c == "$":
+                i = self._dollar(i, True)
+            elif c == "`" and self.mode == "shell":
+                i = self._backtick(i, True)
+            else:
+                m = (RUN_DQ if close == '"' else RUN_SQ).match(t, i)
+                j = m.end() if m else i + 1
+                self._lit(i, j, True)
+                i = j
+        if len(self.cur) == start_len and not self.at_seen:  # "" is an empty word, not nothing
+            self._lit(i - 1, i - 1, True, "")
+        return i
 
     def _var(self, name: str, a: int, b: int, quoted: bool, env: Vars) -> int:
         tok = env.get(name)

@@ -15,6 +15,11 @@ ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def element_key(name: str, k: int) -> str:
+    """Where Vars.taint keeps the unset variables of element k of array `name`."""
+    return f"{name}[{k}]"
+
+
 class Vars:
     """Variables known at a point: name -> value Token (span = where the value is written),
     plus the unresolved names each value carries, and which names are exported."""
@@ -34,6 +39,27 @@ class Vars:
             self.taint[name] = list(unresolved)
         else:
             self.taint.pop(name, None)
+
+    def set_array(self, name: str, elems: list[Token], taints: list[list[tuple[str, Span | None]]], append: bool,
+                  conditional: bool) -> None:
+        """`NAME=(...)` / `NAME+=(...)`: each element a Token (where it is written) with its own unset
+        variables (`ARGS+=(--port "$PORT")`: PORT not set here), found where the element is expanded.
+        Under a condition, an array that already has a value keeps it, as apply_assignments does for
+        a plain variable; `+=` appends either way."""
+        have = self.arrays.get(name)
+        if append:
+            base = len(have or [])
+            self.arrays[name] = (have or []) + elems
+        elif not (conditional and have is not None):
+            base = 0
+            for key in [k for k in self.taint if k.startswith(name + "[")]:
+                del self.taint[key]
+            self.arrays[name] = elems
+        else:
+            return
+        for k, taint in enumerate(taints):
+            if taint:
+                self.taint[element_key(name, base + k)] = taint
 
     def copy(self) -> Vars:
         charge_entries(len(self.values))  # a snapshot per command: commands x variables, bounded per file
