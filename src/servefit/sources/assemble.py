@@ -28,7 +28,7 @@ from servefit.sources.target import Flags, ServerTarget, resolve
 if TYPE_CHECKING:
     from servefit.pipeline import Evaluation
 
-# the files rendering starts from (sources/render.py: CHART_FILE, KUSTOMIZATIONS): without one
+# the files rendering starts from (render_scope.CHART_FILE, kustomize.KUSTOMIZATIONS): without one
 # among the linted files the renderer is not loaded
 RENDER_ROOTS = frozenset(("Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"))
 

@@ -1,5 +1,5 @@
 """A Helm template as one pattern per line (its literal text exact, each `{{ }}` action any
-text), to find the template line that wrote each line of `helm template` output (render_map.py)."""
+text), to find the template line that wrote each line of `helm template` output (render_match.py)."""
 
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ class YamlPlacement:
         new flags go as the list's items; None otherwise."""
         import os
 
-        from servefit.sources.render_map import _Values
+        from servefit.sources.render_values import ValuesFile
 
         own = [os.path.normpath(f) for f in self.site.workload.render_own]
         tpl = [t.span for t in self.argv if t.span is not None and self.exact(t)
@@ -126,7 +126,7 @@ class YamlPlacement:
 
         path = m.group(1).lstrip(".").split(".")
         for f in own:
-            node = _Values(f).get(path)
+            node = ValuesFile(f).get(path)
             # `[]`, or `{}` (Lintasarta/sglang-helm: `extraArgs: {}`): `range` over either writes nothing, and over
             # the list written in its place writes each item
             if isinstance(node, (SequenceNode, MappingNode)) and not node.value and node.flow_style and \
