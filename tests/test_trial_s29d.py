@@ -1,0 +1,97 @@
+"""Found by running servefit as a new platform engineer on deployment files of the engines other than vLLM
+(Text Generation Inference, SGLang, llama.cpp, Ollama) from public repositories (session 29, third trial):
+each case is a minimal file written for the test, in the shape the repository had.
+
+Repositories tried (owner/name@commit):
+  awslabs/extending-the-context-length-of-open-source-llms@638d900403be6949675e4ca4ff79dfc861e79b33
+  HouXianzhoua/llm-inference-platform@04e01d361ac64af06f574e0e6ec78ea91861ec23
+  marieai/marie-ai@35ea04789d8fdef8f9d26b18213439c83181b7fc (config/sglang, workspaces/*/sglang.sh, tgi.sh)
+  countzero/windows_llama.cpp@c4ada68829f8e5e1e3fd2ee81c8f017fc66cc076
+  genglinliu/WebCoach@7f16afcaa4543c383877cb8a267dd9f2a96c5d45
+  hamelsmu/llama-inference@e97035da3c7deecd2cedf25d98c215d7f2e2c5f1
+  jshin49/llama-recipes@570aab3b28c0de2c705a36ab020dd8886f36f541
+  huggingface/Google-Cloud-Containers@8d6aa78b23eb54fdf6bcb8cc1ce26ba7e593fdd9 (containers/tgi, examples/gke)
+  Siryoos/kserve-vllm-mini@627b171ad83a8637443f85f6919455dfaca2717e
+  khteh/Ollama@dd57d1dc14d61f34ca50b6f64d653d4e4418486b
+  ChemaAlfonso/kraken-labs-video-transcriber@08b83c965fba931076ded488c8bf8b608dd324df
+  dmitrymailk/hidden_capacity_reasoning@1d7f5af2715f1b84ba089934995f6338ffadd924
+  substratusai/helm@aca799410e55e339a4539366d5e7db0e38ad8c53
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+# huggingface/Google-Cloud-Containers' containers/tgi/gpu/3.0.1/Dockerfile is built from the repository root
+# (`docker build -f containers/tgi/gpu/3.0.1/Dockerfile .`): it ADDs TGI's source archive at tag v3.0.1, builds the
+# launcher on a plain CUDA image and copies `containers/tgi/gpu/3.0.1/entrypoint.sh` (a path in the build context,
+# not beside the Dockerfile) as its ENTRYPOINT. servefit looked for the script beside the Dockerfile, found none,
+# and read the entrypoint alone: TGI with no version (the newest, 3.3.7, said as assumed), the Dockerfile silent.
+TGI_SOURCE_DOCKERFILE = """# Fetch and extract the TGI sources
+FROM alpine AS tgi
+RUN mkdir -p /tgi
+ADD https://github.com/huggingface/text-generation-inference/archive/refs/tags/v3.0.1.tar.gz /tgi/sources.tar.gz
+RUN tar -C /tgi -xf /tgi/sources.tar.gz --strip-components=1
+
+FROM nvidia/cuda:12.1.0-base-ubuntu22.04 AS base
+COPY --from=tgi /tgi/launcher /usr/local/bin/text-generation-launcher
+
+FROM base
+COPY --chmod=775 containers/tgi/gpu/3.0.1/entrypoint.sh entrypoint.sh
+ENTRYPOINT ["./entrypoint.sh"]
+"""
+
+TGI_ENTRYPOINT = """#!/bin/bash
+export MODEL_ID="Qwen/Qwen2-7B-Instruct"
+exec text-generation-launcher --max-total-tokens 8192 $@
+"""
+
+
+def _gcc_repo(root: Path) -> tuple[Path, Path]:
+    (root / ".git").mkdir()
+    d = root / "containers" / "tgi" / "gpu" / "3.0.1"
+    d.mkdir(parents=True)
+    (d / "Dockerfile").write_text(TGI_SOURCE_DOCKERFILE)
+    (d / "entrypoint.sh").write_text(TGI_ENTRYPOINT)
+    return d / "Dockerfile", d / "entrypoint.sh"
+
+
+def test_dockerfile_copying_a_script_by_its_build_context_path_runs_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, script = _gcc_repo(tmp_path)
+    for target in (tmp_path / "containers", script):  # the repository, or the script alone (a pre-commit hook)
+        assert main(["lint", str(target), "--gpu", "L4", "--list-sites"]) == 0
+        rows = capsys.readouterr().out.splitlines()
+        assert len(rows) == 2, rows
+        assert rows[1].split()[0].endswith("/containers/tgi/gpu/3.0.1/Dockerfile:12")  # the Dockerfile's ENTRYPOINT
+        assert rows[1].split()[1] == "tgi"
+        assert "max_total_tokens=8192 model_id=Qwen/Qwen2-7B-Instruct" in rows[1]
+        assert "3.0.1 (the release the file builds from source)" in rows[1]
+    assert main(["estimate", str(tmp_path / "containers"), "--gpu", "L4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tgi 3.0.1  ·  Qwen/Qwen2-7B-Instruct\n")
+    assert "TGI 3.3.7 assumed" not in out
+    assert "  - TGI_WIGGLE_ROOM=0.95 (TGI 3.0.1 default)\n" in out  # 3.3.7 keeps 0.9
+
+
+def test_tgi_source_archive_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ADD .../archive/<tag>.tar.gz` (the TPU Dockerfile's form, without refs/tags) names the release too; an archive of
+    another repository, or at a branch, names none."""
+    _, script = _gcc_repo(tmp_path)
+    dockerfile = script.parent / "Dockerfile"
+    for url, version in (
+            ("https://github.com/huggingface/text-generation-inference/archive/v2.4.1.tar.gz", "2.4.1"),
+            ("https://github.com/huggingface/text-generation-inference/archive/refs/heads/main.tar.gz", None),
+            ("https://github.com/huggingface/optimum-tpu/archive/refs/tags/v0.2.3.tar.gz", None)):
+        dockerfile.write_text(TGI_SOURCE_DOCKERFILE.replace(
+            "https://github.com/huggingface/text-generation-inference/archive/refs/tags/v3.0.1.tar.gz", url))
+        main(["lint", str(dockerfile.parent), "--gpu", "L4", "--list-sites"])
+        row = capsys.readouterr().out.splitlines()[1]
+        if version:
+            assert f" {version} (the release the file builds from source)" in row
+        else:
+            assert "the release the file builds from source" not in row
