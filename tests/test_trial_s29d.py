@@ -95,3 +95,70 @@ def test_tgi_source_archive_release(tmp_path: Path, capsys: pytest.CaptureFixtur
             assert f" {version} (the release the file builds from source)" in row
         else:
             assert "the release the file builds from source" not in row
+
+
+
+# Ollama on Linux is configured with a drop-in of the unit its installer writes (`systemctl edit ollama` ->
+# /etc/systemd/system/ollama.service.d/override.conf, Environment= lines only): DeepifyAI/local-ai-infrastructure's
+# chapter-03 14_sudo.sh writes one from a heredoc, wbic16/exo-plan's scripts/ollama-latency.sh another. A drop-in
+# whose unit is not in the repository has no ExecStart=, so servefit found no server in it ("No servers found"):
+# every OLLAMA_* setting went unchecked and unsaid.
+OLLAMA_DROPIN = """[Service]
+Environment="OLLAMA_HOST=127.0.0.1:11434"
+Environment="OLLAMA_KV_CACHE_TYPE=q8_0"
+Environment="OLLAMA_FLASH_ATTENTION=1"
+Environment="OLLAMA_NUM_PARALLEL=1"
+"""
+
+OLLAMA_DROPIN_SCRIPT = """#!/bin/bash
+sudo mkdir -p /etc/systemd/system/ollama.service.d
+sudo tee /etc/systemd/system/ollama.service.d/environment.conf > /dev/null <<EOF
+[Service]
+Environment="OLLAMA_HOST=0.0.0.0:11434"
+Environment="OLLAMA_NUM_PARALLEL=4"
+EOF
+sudo systemctl daemon-reload
+sudo systemctl restart ollama
+"""
+
+
+def test_ollama_drop_in_without_its_unit_is_the_installed_server(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "ollama.service.d"
+    d.mkdir()
+    f = d / "override.conf"
+    f.write_text(OLLAMA_DROPIN)
+    script = tmp_path / "setup.sh"
+    script.write_text(OLLAMA_DROPIN_SCRIPT)
+    assert main(["lint", str(tmp_path), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:1:1: SF115 Ollama loads the models requests name, and this file names none, so their memory was not "
+        "checked: add `# servefit: model=REF` above it for the model it serves\n"
+        f"{script}:4:1: SF115 Ollama loads the models requests name, and this file names none, so their memory was not "
+        "checked: add `# servefit: model=REF` above it for the model it serves\n"
+        f"{script}:5:26: SEC003 Ollama has no authentication at all and listens on every interface of this machine "
+        "(OLLAMA_HOST=0.0.0.0:11434): anyone who can reach port 11434 can use it; bind 127.0.0.1 and put an "
+        "authenticating proxy in front\n"
+        "0 errors, 1 warning, 2 info in 2 files (2 servers)\n")
+    assert main(["estimate", str(f), "--gpu", "L4", "--model", "llama3.1:8b"]) == 0
+    out = capsys.readouterr().out
+    assert ("  - a drop-in of ollama.service, which the engine's installer writes: the server is its "
+            "ExecStart=/usr/local/bin/ollama serve, with this drop-in's environment\n") in out
+    assert "KV cache: 69,632 bytes per token" in out  # OLLAMA_KV_CACHE_TYPE=q8_0 with flash attention read
+    # tune writes Environment= lines in the drop-in, and a second run writes nothing
+    assert main(["tune", str(f), "--gpu", "L4", "--model", "llama3.1:8b", "--write"]) == 0
+    capsys.readouterr()
+    assert f.read_text() == OLLAMA_DROPIN.replace("OLLAMA_KV_CACHE_TYPE=q8_0", "OLLAMA_KV_CACHE_TYPE=f16").replace(
+        'OLLAMA_NUM_PARALLEL=1"\n', 'OLLAMA_NUM_PARALLEL=4"\nEnvironment="OLLAMA_CONTEXT_LENGTH=32768"\n')
+    written = f.read_text()
+    main(["tune", str(f), "--gpu", "L4", "--model", "llama3.1:8b", "--write"])
+    capsys.readouterr()
+    assert f.read_text() == written
+
+
+def test_drop_in_of_a_unit_no_installer_writes_stays_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "vllm.service.d"
+    d.mkdir()
+    (d / "override.conf").write_text('[Service]\nEnvironment="VLLM_LOGGING_LEVEL=DEBUG"\n')
+    assert main(["lint", str(tmp_path), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
