@@ -16,6 +16,12 @@ Repositories tried (owner/name@commit):
   ChemaAlfonso/kraken-labs-video-transcriber@08b83c965fba931076ded488c8bf8b608dd324df
   dmitrymailk/hidden_capacity_reasoning@1d7f5af2715f1b84ba089934995f6338ffadd924
   substratusai/helm@aca799410e55e339a4539366d5e7db0e38ad8c53
+  chrisspen/llama.cpp-daemon@bde6c9eda25a269149cc79fffcd526210eacbe50
+  DeepifyAI/local-ai-infrastructure@11a63821341ebde6585f115530a86ca1f445ae15
+  wbic16/exo-plan@6a97ead961a1adbb3c06dcd38c44183c70507acd
+  YangZhou08/LongBench@a49eb5b73896d588d3b26f8f2509cb9ebe32cb07
+  pintar-team/llama-server@e7955b020a2dcafffae9e159b92bae6393bfcf64
+  RubricLab/inference@2cb6cf700479b8e07dfac57eab8fc00a29acfa8d
 """
 
 from __future__ import annotations
@@ -162,3 +168,35 @@ def test_drop_in_of_a_unit_no_installer_writes_stays_silent(tmp_path: Path, caps
     (d / "override.conf").write_text('[Service]\nEnvironment="VLLM_LOGGING_LEVEL=DEBUG"\n')
     assert main(["lint", str(tmp_path), "--gpu", "L4"]) == 0
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+
+
+# pintar-team/llama-server's llama-cuda/Dockerfile builds llama-server from its llama.cpp submodule and ends in
+# `ENTRYPOINT ["/llama-server"]` with no CMD: an image whose users give `-m ...` at `docker run` (its README's
+# `docker run --gpus all ... local/llama.cpp:server-cuda -m /models/7B/ggml-model-q4_0.gguf ...`). servefit read the
+# bare binary as llama.cpp's router mode (LCPP015 warning "no -m: llama-server runs as a router ... up to 4 at once").
+BARE_LLAMA_DOCKERFILE = """ARG CUDA_VERSION=12.4.1
+FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu22.04 as build
+WORKDIR /app
+COPY ./llama.cpp /app
+RUN make clean && make -j8
+
+FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu22.04 as runtime
+COPY --from=build /app/llama-server /llama-server
+ENTRYPOINT ["/llama-server"]
+"""
+
+
+def test_dockerfile_with_the_bare_llama_server_entrypoint_is_not_a_router(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Dockerfile"
+    f.write_text(BARE_LLAMA_DOCKERFILE)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:9:14: SF115 the Dockerfile's command is the bare llama.cpp server: the model and settings are the "
+        "arguments `docker run IMAGE ...` gives it, which are not in this file, so its memory was not checked: add "
+        "`# servefit: model=REF` above it for the model it serves\n"
+        "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    # a command with its own arguments and no -m is still the router
+    f.write_text(BARE_LLAMA_DOCKERFILE.replace('["/llama-server"]', '["/llama-server", "--port", "8080"]'))
+    main(["lint", str(f), "--gpu", "L4"])
+    assert ": LCPP015 no -m: llama-server runs as a router" in capsys.readouterr().out
