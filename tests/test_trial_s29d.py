@@ -200,3 +200,32 @@ def test_dockerfile_with_the_bare_llama_server_entrypoint_is_not_a_router(
     f.write_text(BARE_LLAMA_DOCKERFILE.replace('["/llama-server"]', '["/llama-server", "--port", "8080"]'))
     main(["lint", str(f), "--gpu", "L4"])
     assert ": LCPP015 no -m: llama-server runs as a router" in capsys.readouterr().out
+
+
+# Ollama looks each setting up by its exact name (envconfig.Var) and says nothing about others: a drop-in with
+# OLLAMA_CONTEXT_LENGHT leaves the context at its default (OLLM008 shows the 4096 it gets), and servefit said
+# nothing about the misspelt line. A name far from every variable stays silent:
+# DeepifyAI/local-ai-infrastructure's chapter-05 10_OLLAMA_NUM_GPU_2.sh sets OLLAMA_NUM_GPU=2, which ipex-llm's
+# Ollama build reads.
+MISSPELT_DROPIN = """[Service]
+Environment="OLLAMA_CONTEXT_LENGHT=16384"
+Environment="OLLAMA_KEEPALIVE=-1"
+Environment="OLLAMA_NUM_GPU=2"
+Environment="OLLAMA_NUM_PARALLEL=2"
+"""
+
+
+def test_misspelt_ollama_variable_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "ollama.service.d"
+    d.mkdir()
+    f = d / "override.conf"
+    f.write_text(MISSPELT_DROPIN)
+    assert main(["lint", str(f), "--gpu", "L4", "--model", "llama3.1:8b"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:1:1: OLLM008 num_ctx not set: VRAM-based default for 22 GiB gives 4096 tokens (the model supports "
+        "131072); longer prompts are truncated [GPU: L4 ×1 from --gpu]\n"
+        f"{f}:2:36: OLLM016 OLLAMA_CONTEXT_LENGHT is not a variable Ollama reads (did you mean OLLAMA_CONTEXT_LENGTH?): "
+        "the server ignores it, so OLLAMA_CONTEXT_LENGTH keeps its default [GPU: L4 ×1 from --gpu]\n"
+        f"{f}:3:31: OLLM016 OLLAMA_KEEPALIVE is not a variable Ollama reads (did you mean OLLAMA_KEEP_ALIVE?): the "
+        "server ignores it, so OLLAMA_KEEP_ALIVE keeps its default [GPU: L4 ×1 from --gpu]\n"
+        "0 errors, 3 warnings, 0 info in 1 file (1 server)\n")
