@@ -3,25 +3,26 @@
 each case is a minimal file written for the test, in the shape the repository had.
 
 Repositories tried (owner/name@commit):
-  awslabs/extending-the-context-length-of-open-source-llms@638d900403be6949675e4ca4ff79dfc861e79b33
-  HouXianzhoua/llm-inference-platform@04e01d361ac64af06f574e0e6ec78ea91861ec23
-  marieai/marie-ai@35ea04789d8fdef8f9d26b18213439c83181b7fc (config/sglang, workspaces/*/sglang.sh, tgi.sh)
-  countzero/windows_llama.cpp@c4ada68829f8e5e1e3fd2ee81c8f017fc66cc076
+  huggingface/Google-Cloud-Containers@8d6aa78b23eb54fdf6bcb8cc1ce26ba7e593fdd9 (containers/tgi, examples/gke)
   genglinliu/WebCoach@7f16afcaa4543c383877cb8a267dd9f2a96c5d45
   hamelsmu/llama-inference@e97035da3c7deecd2cedf25d98c215d7f2e2c5f1
-  jshin49/llama-recipes@570aab3b28c0de2c705a36ab020dd8886f36f541
-  huggingface/Google-Cloud-Containers@8d6aa78b23eb54fdf6bcb8cc1ce26ba7e593fdd9 (containers/tgi, examples/gke)
   Siryoos/kserve-vllm-mini@627b171ad83a8637443f85f6919455dfaca2717e
   khteh/Ollama@dd57d1dc14d61f34ca50b6f64d653d4e4418486b
   ChemaAlfonso/kraken-labs-video-transcriber@08b83c965fba931076ded488c8bf8b608dd324df
   dmitrymailk/hidden_capacity_reasoning@1d7f5af2715f1b84ba089934995f6338ffadd924
-  substratusai/helm@aca799410e55e339a4539366d5e7db0e38ad8c53
   chrisspen/llama.cpp-daemon@bde6c9eda25a269149cc79fffcd526210eacbe50
   DeepifyAI/local-ai-infrastructure@11a63821341ebde6585f115530a86ca1f445ae15
   wbic16/exo-plan@6a97ead961a1adbb3c06dcd38c44183c70507acd
   YangZhou08/LongBench@a49eb5b73896d588d3b26f8f2509cb9ebe32cb07
   pintar-team/llama-server@e7955b020a2dcafffae9e159b92bae6393bfcf64
   RubricLab/inference@2cb6cf700479b8e07dfac57eab8fc00a29acfa8d
+Also run again, though earlier trials had tried them (nothing new found there):
+  awslabs/extending-the-context-length-of-open-source-llms@638d900403be6949675e4ca4ff79dfc861e79b33
+  HouXianzhoua/llm-inference-platform@04e01d361ac64af06f574e0e6ec78ea91861ec23
+  marieai/marie-ai@35ea04789d8fdef8f9d26b18213439c83181b7fc
+  countzero/windows_llama.cpp@c4ada68829f8e5e1e3fd2ee81c8f017fc66cc076
+  jshin49/llama-recipes@570aab3b28c0de2c705a36ab020dd8886f36f541
+  substratusai/helm@aca799410e55e339a4539366d5e7db0e38ad8c53
 """
 
 from __future__ import annotations
