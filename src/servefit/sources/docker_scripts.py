@@ -59,6 +59,26 @@ def _is_script(local: str) -> bool:
     return head.startswith("#!") and "sh" in head
 
 
+def _in_context(source: str, context: str) -> str:
+    """The repository file a COPY source names: in the Dockerfile's folder, else in the nearest folder
+    above it (inside the repository) that holds that path, as a build run from the repository root
+    (`docker build -f containers/tgi/gpu/3.0.1/Dockerfile .` copying `containers/tgi/gpu/3.0.1/entrypoint.sh`)
+    gives it; the Dockerfile's folder where no folder holds it."""
+    from servefit.sources.base import _repo_of, _within
+
+    rel = source.lstrip("/")  # `COPY /src/x`: in the context
+    first = os.path.normpath(os.path.join(context, rel))
+    if "/" not in rel.rstrip("/") or os.path.exists(first):
+        return first
+    root, d = _repo_of(context), os.path.abspath(context)
+    while (parent := os.path.dirname(d)) != d and _within(parent, root):
+        d = parent
+        cand = os.path.normpath(os.path.join(d, rel))
+        if os.path.exists(cand):
+            return cand
+    return first
+
+
 def _local_file(path: str, copies: list[Copy], context: str) -> str | None:
     """The build-context file the image holds at `path`, from the last COPY that puts one there."""
     for c in reversed(copies):
@@ -67,7 +87,7 @@ def _local_file(path: str, copies: list[Copy], context: str) -> str | None:
         for s in c.sources:
             if any(ch in s for ch in "*?[$"):
                 continue
-            local = os.path.normpath(os.path.join(context, s.lstrip("/")))  # `COPY /src/x`: in the context
+            local = _in_context(s, context)
             if os.path.isdir(local):  # a folder's contents land under dest
                 if path.startswith(dest.rstrip("/") + "/"):
                     cand = os.path.join(local, *path[len(dest.rstrip("/")) + 1:].split("/"))

@@ -47,6 +47,7 @@ class Stage:
     built: list[list[Word]] = field(default_factory=list)  # RUN commands: `ollama pull X` puts X in the image
     workdir: str = "/"
     copies: list[Copy] = field(default_factory=list)  # COPY / ADD of build-context files
+    fetched: list[str] = field(default_factory=list)  # URLs an ADD puts in the image (a source archive)
 
 
 def _exec_form(src: Src) -> list[Src] | None:
@@ -163,6 +164,8 @@ def stages(fc: FileCtx) -> list[Stage]:
             c = copy_of(texts, st.workdir)
             if c is not None:
                 st.copies.append(c)
+            elif instr == "ADD":
+                st.fetched.extend(t for t in texts if "://" in t)
             st.built.extend(_models_copied(texts, found[:-1]))
         elif instr == "RUN" and not rest.text.lstrip().startswith("["):
             st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
@@ -289,9 +292,14 @@ def pinned_release(built: list[list[Word]], engine: str) -> str | None:
 
 def source_releases(found: list[Stage]) -> dict[str, str]:
     """{engine: release} for each engine a stage of the file builds from its own repository at a release
-    tag: `git clone --branch b7327 https://github.com/ggml-org/llama.cpp` (`-b`, `--branch=`)."""
+    tag: `git clone --branch b7327 https://github.com/ggml-org/llama.cpp` (`-b`, `--branch=`), or `ADD` of
+    its source archive at a tag (`.../text-generation-inference/archive/refs/tags/v3.0.1.tar.gz`)."""
     out: dict[str, str] = {}
     for st in found:
+        for url in st.fetched:
+            hit = image_release.archive_release(url)
+            if hit is not None:
+                out.setdefault(*hit)
         for words in st.built:
             texts = [w.text for w in words]
             if texts[:2] != ["git", "clone"]:
@@ -299,9 +307,9 @@ def source_releases(found: list[Stage]) -> dict[str, str]:
             branch = next((texts[i + 1] for i, t in enumerate(texts[:-1]) if t in ("--branch", "-b")), None)
             branch = branch or next((t.split("=", 1)[1] for t in texts if t.startswith("--branch=")), None)
             for url in texts[2:] if branch else ():
-                engine = image_release.source_release(url, branch or "")
-                if engine is not None:
-                    out.setdefault(engine, branch or "")
+                hit = image_release.source_release(url, branch or "")
+                if hit is not None:
+                    out.setdefault(*hit)
     return out
 
 

@@ -92,14 +92,25 @@ def pip_release(requirement: str) -> tuple[str, str] | None:
     return next(((name, m.group(2)) for name, table in engine_tables() if pkg in (table.get("pip_packages") or ())), None)
 
 
-def source_release(url: str, tag: str) -> str | None:
-    """The engine a build clones from its own repository (`url`) at a release tag (the engine data's
-    `source_repos`: llama.cpp's bNNNN), or None."""
+def source_release(url: str, tag: str) -> tuple[str, str] | None:
+    """(engine, release) for a build that fetches the engine's own repository (`url`) at a release tag
+    (the engine data's `source_repos`: llama.cpp's bNNNN, TGI's vX.Y.Z, whose release is X.Y.Z), or None."""
     for name, table in engine_tables():
         for src in table.get("source_repos") or ():
-            if re.search(src["repo"], url) and re.fullmatch(src["release"], tag):
-                return name
+            m = re.fullmatch(src["release"], tag)
+            if re.search(src["repo"], url) and m:
+                return name, (m.group(1) if m.re.groups else tag)
     return None
+
+
+# a GitHub source archive at a tag: https://github.com/OWNER/REPO/archive/refs/tags/v3.0.1.tar.gz (or /archive/v3.0.1.zip)
+ARCHIVE = re.compile(r"^(https?://github\.com/[^/]+/[^/]+)/archive/(?:refs/tags/)?(.+?)\.(?:tar\.gz|tgz|zip)$")
+
+
+def archive_release(url: str) -> tuple[str, str] | None:
+    """(engine, release) for a source archive of the engine's repository at a release tag, or None."""
+    m = ARCHIVE.match(url.strip("'\""))
+    return source_release(m.group(1), m.group(2)) if m else None
 
 
 def fork_of(image: str | None) -> str | None:

@@ -5,7 +5,8 @@ Variables assigned earlier in the script (`X=1`, `export X=1`, `${X:=d}`) expand
 commands; only exported ones (and `VAR=1 cmd` prefixes) reach the engine's environment.
 `ollama pull/run MODEL` lines are kept as the models an Ollama server in the same script loads.
 A Slurm batch script's `#SBATCH` GPU request is the hardware of the servers it starts (sources/slurm.py).
-A systemd unit the script writes from a heredoc (`cat > x.service <<EOF`) is read as that unit; a
+A systemd unit the script writes from a heredoc (`cat > x.service <<EOF`) is read as that unit, and a drop-in
+(`tee /etc/systemd/system/ollama.service.d/env.conf <<EOF`) as that drop-in; a
 script it writes from one (`cat > run.sh <<EOF`) or runs from one (`bash <<EOF`) as that script, and a Kubernetes
 manifest it writes or applies from one (`cat <<EOF > vllm.yaml`, `kubectl apply -f - <<EOF`) as that manifest.
 """
@@ -89,7 +90,8 @@ def heredoc_units(fc: FileCtx, env: Vars) -> None:
     from servefit.sources.systemd import entries, scan_unit
 
     for m, body, quoted in _bodies(fc, _UNIT_HEREDOC, env):
-        scan_unit(fc, entries(body), os.path.basename(m.group(1)), None if quoted else env)
+        drop_in = body if fc.text.startswith(".d/", m.end(1)) else None  # `tee .../ollama.service.d/env.conf <<EOF`
+        scan_unit(fc, entries(body), os.path.basename(m.group(1)), None if quoted else env, drop_in)
 
 
 def heredoc_scripts(fc: FileCtx, env: Vars) -> list[Launch]:

@@ -129,6 +129,11 @@ def plan_server(srv: Server, engine: Any) -> None:
             why = said = (f"the image {site.image} is not the {engine.title} project's own: the model it serves "
                           "(its ENV or CMD) is not known here")
             span, whose = site.image_span or anchor(site), "its"
+        elif site.name.startswith("dockerfile") and len(site.argv) <= 1:
+            # `ENTRYPOINT ["/llama-server"]` and no CMD: the image's users give its arguments at `docker run`
+            why = said = (f"the Dockerfile's command is the bare {engine.title} server: the model and settings "
+                          "are the arguments `docker run IMAGE ...` gives it, which are not in this file")
+            span, whose = anchor(site), "its"
         elif site.inputs.file_refs and site.inputs.definition is None and \
                 (made := next((n for n, where in site.workload.names if where == CREATED_NAME), None)):
             why = said = (f"`ollama create {made}` builds the model it serves from {', '.join(site.inputs.file_refs)}, "

@@ -46,6 +46,9 @@ def scan(fc: FileCtx) -> None:
     if d.endswith(".d") and os.path.isfile(d[:-2]):
         return  # read with its unit
     items = entries(fc.src)
+    if d.endswith(".service.d"):  # a drop-in whose unit the repository does not hold (an installer wrote it)
+        scan_unit(fc, items, os.path.basename(d[:-2]), drop_in=fc.src)
+        return
     for conf in sorted(glob.glob(os.path.join(glob.escape(fc.path) + ".d", "*.conf"))):
         text = read_text(conf)
         if text is not None:
@@ -53,9 +56,26 @@ def scan(fc: FileCtx) -> None:
     scan_unit(fc, items, os.path.basename(fc.path))
 
 
-def scan_unit(fc: FileCtx, items: list[tuple[str, str, Src]], unit: str, outer: Vars | None = None) -> None:
+def _packaged_exec(unit: str, at: Src) -> list[Src]:
+    """The ExecStart= of a unit an engine's installer writes (the engine data's `packaged_units`: Ollama's
+    ollama.service runs `ollama serve`), for a drop-in that only sets its environment: zero characters wide
+    at the drop-in's `[Service]`, since the drop-in does not write it; [] for any other unit."""
+    from servefit.sources.detect import engine_tables
+
+    for _, table in engine_tables():
+        for u in table.get("packaged_units") or ():
+            if u["unit"] == unit:
+                text = " ".join(u["exec_start"])
+                return [Src(text, at.li, offs=[at.off(0)] * (len(text) + 1))]
+    return []
+
+
+def scan_unit(fc: FileCtx, items: list[tuple[str, str, Src]], unit: str, outer: Vars | None = None,
+              drop_in: Src | None = None) -> None:
     """The servers of one unit's entries (`unit`: its file name). `outer`: the variables of a
-    script that writes the unit from a heredoc, which the shell expands before systemd reads it."""
+    script that writes the unit from a heredoc, which the shell expands before systemd reads it.
+    `drop_in`: the text of a drop-in read without its unit (`ollama.service.d/override.conf`): with no
+    ExecStart= it runs the installed unit's command, where an engine's installer writes that unit."""
     env = outer.copy() if outer is not None else Vars()
     env.exported = set()
     files: list[Src] = []
@@ -89,6 +109,9 @@ def scan_unit(fc: FileCtx, items: list[tuple[str, str, Src]], unit: str, outer: 
         for k, v in vals.items():
             env.set(k, v)
     env.exported = set(env.values) - (set(outer.values) if outer is not None else set())
+    packaged = not execs and drop_in is not None
+    if packaged and drop_in is not None:
+        execs = _packaged_exec(unit, drop_in)
     for val in execs:
         i = 0
         while i < len(val.text) and val.text[i] in "@-:+!|":
@@ -96,6 +119,9 @@ def scan_unit(fc: FileCtx, items: list[tuple[str, str, Src]], unit: str, outer: 
         words = split_words(sub(val, i), env)
         ctx = fc.ctx(exported_only=outer is not None)  # a script's variables expand the text, not the service's env
         launches = from_words(words, ctx, env)
+        for launch in launches if packaged else ():
+            launch.facts["notes"] = [f"a drop-in of {unit}, which the engine's installer writes: the server is its "
+                                     f"ExecStart={val.text}, with this drop-in's environment"]
         first = len(fc.sites)
         fc.add(launches, f"systemd/{unit}", None, None, ctx.ollama_models)
         give_names(fc.sites[first:], [(desc, "its unit's Description") for desc in described] +

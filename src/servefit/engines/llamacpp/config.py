@@ -306,6 +306,11 @@ def router_mode(site: LaunchSite, s: dict[str, Any], spans: dict[str, Any], b: i
         # Dockerfile may set ENV LLAMA_ARG_MODEL, which servefit cannot see, so no router is claimed
         # (SF115 says the model is not known)
         return []
+    if site.name.startswith("dockerfile") and len(site.argv) <= 1:
+        # a Dockerfile whose ENTRYPOINT is the bare server (`ENTRYPOINT ["/llama-server"]`, no CMD: llama.cpp's own
+        # .devops/cuda.Dockerfile server target) defines an image: `docker run IMAGE -m ...` gives the arguments
+        # (pintar-team/llama-server), so no router is claimed (SF115 says the model is not known)
+        return []
     n = int(s.get("models_max", 4) or 0)
     if n == 1:
         return []

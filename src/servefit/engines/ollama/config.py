@@ -72,6 +72,25 @@ def _program(w: str) -> str:
     return os.path.basename(w)
 
 
+@rule("OLLM016")
+def misspelled_env(site: LaunchSite, known: Any) -> list[Finding]:
+    """An OLLAMA_* variable that no release's envconfig/config.go reads and that is one slip from one it does
+    (OLLAMA_CONTEXT_LENGHT, OLLAMA_KEEPALIVE): the server never looks it up, so the setting is lost. Names
+    far from every variable are left alone: forks read their own (ipex-llm's OLLAMA_NUM_GPU)."""
+    import difflib
+
+    out = []
+    for var, tok in site.env.items():
+        if not var.startswith("OLLAMA_") or var in known:
+            continue
+        near = difflib.get_close_matches(var, list(known), n=1, cutoff=0.85)
+        if near:
+            out.append(finding("OLLM016", f"{var} is not a variable Ollama reads (did you mean {near[0]}?): the "
+                                          f"server ignores it, so {near[0]} keeps its default", span=tok.span,
+                               site=site.name, setting=near[0]))
+    return out
+
+
 @rule("OLLM005", "OLLM014", "OLLM015")
 def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineConfig:
     table = load_table("ollama")  # the OLLAMA_* variables each release's envconfig reads
@@ -143,6 +162,7 @@ def parse(site: LaunchSite, version: str | None, command_length: int) -> EngineC
                 spans[var] = tok.span
         elif var.startswith("LLAMA_ARG_"):
             s.setdefault("llama_env", {})[var] = tok
+    findings.extend(misspelled_env(site, load_table("ollama").env_history))
     kvt = str(s.get("OLLAMA_KV_CACHE_TYPE", "") or "").lower()
     s["kv_cache_type"] = kvt or "f16"
     fa = s.get("OLLAMA_FLASH_ATTENTION")
