@@ -193,18 +193,17 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         if y.get(pod, "containers") is not None:
             pod_sites(y, pod, fc, cms, label, kind)
         else:  # a custom resource (RoleBasedGroup, RayService, ...): every pod template in its spec
-            from servefit.sources.k8s_custom import custom_pods, ray_started, unread_engine_images
+            from servefit.sources import k8s_custom as kc
 
-            before, ray = len(fc.sites), ray_started(y, doc)
-            for where, found, size in custom_pods(y, y.get(doc, "spec")):
-                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"), ray)
+            before, ray, heads = len(fc.sites), kc.ray_started(y, doc), kc.ray_head_gpus(y, doc)
+            for where, found, size in kc.custom_pods(y, y.get(doc, "spec")):
+                group = heads.get(id(found)) or group_gpus(y, found, size, "leader-worker")
+                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group, ray)
             if len(fc.sites) == before:
                 said = len(fc.findings)
-                unread_engine_images(y, doc, fc, kind, ray)
+                kc.unread_engine_images(y, doc, fc, kind, ray)
                 if kind == "RayService" and len(fc.findings) == said:
-                    from servefit.sources.k8s_custom import ray_serve_apps
-
-                    ray_serve_apps(y, doc, fc)
+                    kc.ray_serve_apps(y, doc, fc)
 
 
 def group_gpus(y: Y, pod: Node | None, size: int, what: str) -> tuple[int, str] | None:
