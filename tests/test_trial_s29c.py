@@ -97,3 +97,40 @@ def test_ray_cluster_fleet_counts_worker_pods_gpus(tmp_path: Path, capsys: pytes
     f.write_text(text)
     assert main(["estimate", str(f), "--gpu", "L4"]) == 0
     assert "3 × NVIDIA L4" in capsys.readouterr().out.splitlines()[1]
+
+
+# TGI012 quoted flash_llama_modeling.py's ValueError for every model whose KV heads do not divide among the
+# shards. Gemma (1 KV head) over 8 shards loads through flash_gemma_modeling.py::_load_gqa, which asserts the
+# fused q/k/v weight's shape: each shard holds 256 query rows and 32 rows each of K and V (320), where the
+# assertion wants (1 + 2 × 1) × 256. Llama's ValueError exists from v2.1.0 only.
+def _tgi012(capsys: pytest.CaptureFixture[str], model: str, shards: int, version: str, *more: str) -> str:
+    main(["estimate", "--gpu", "L4", "--gpus", str(shards), "--engine-version", version, "--",
+          "text-generation-launcher", "--model-id", model, "--num-shard", str(shards), *more])
+    return next(line for line in capsys.readouterr().out.splitlines() if "TGI012" in line).strip()
+
+
+def test_tgi012_quotes_the_model_familys_own_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _tgi012(capsys, "google/gemma-2b", 8, "3.3.6") == "TGI012 [error] AssertionError: [320, 2048] != [768, 2048]"
+    assert _tgi012(capsys, "google/gemma-2b", 8, "2.0.4") == "TGI012 [error] AssertionError: [320, 2048] != [768, 2048]"
+    # a bitsandbytes weight is no UnquantizedWeight: the shape is not asserted there
+    assert _tgi012(capsys, "google/gemma-2b", 8, "3.3.6", "--quantize", "bitsandbytes") == (
+        "TGI012 [error] num_key_value_heads 1 does not divide among num_shard=8: TGI's gemma code splits K and V by "
+        "head, so the shards fail while loading the model")
+    assert _tgi012(capsys, "meta-llama/Meta-Llama-3-8B", 16, "3.3.6") == (
+        "TGI012 [error] ValueError: `num_key_value_heads` must be divisible by `num_shards` (got "
+        "`num_key_value_heads`: 8 and `num_shards`: 16")
+    assert _tgi012(capsys, "meta-llama/Meta-Llama-3-8B", 16, "2.0.4").startswith(
+        "TGI012 [error] num_key_value_heads 8 does not divide among num_shard=16: TGI's llama code")
+
+
+def test_tgi_kv_rows_that_do_not_split_fail_in_get_sharded() -> None:
+    from dataclasses import replace
+
+    from servefit.engines.tgi.kv_shards import kv_heads_error
+    from servefit.models.catalog import lookup
+
+    gemma = lookup("google/gemma-2b")
+    assert gemma is not None
+    # utils/weights.py::Weights.get_sharded: k_proj's 1 × 20 rows over 8 shards
+    assert kv_heads_error(replace(gemma, head_dim=20), 8, (3, 3, 6), False) == (
+        "AssertionError: The choosen size 20 is not compatible with sharding on 8 shards")
