@@ -134,3 +134,57 @@ def test_tgi_kv_rows_that_do_not_split_fail_in_get_sharded() -> None:
     # utils/weights.py::Weights.get_sharded: k_proj's 1 × 20 rows over 8 shards
     assert kv_heads_error(replace(gemma, head_dim=20), 8, (3, 3, 6), False) == (
         "AssertionError: The choosen size 20 is not compatible with sharding on 8 shards")
+
+
+# A Deployment running vLLM's CUDA image whose container asks for no GPU (only memory) was planned on
+# whatever --gpu named, silently: the NVIDIA device plugin gives a container only the GPUs its
+# `nvidia.com/gpu` resource counts, so vLLM sees none. Ollama and llama.cpp run on the CPU there.
+NO_GPU = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          args: ["--model", "Qwen/Qwen2.5-1.5B-Instruct"]
+          resources:
+            limits:
+              memory: 16Gi
+"""
+ASKS_NONE = ("the container asks Kubernetes for no GPU (no nvidia.com/gpu or amd.com/gpu in its resources, no GPU "
+             "node selector or runtimeClassName)")
+
+
+def test_a_pod_that_asks_for_no_gpu_is_not_planned_on_the_gpu_flag(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "deployment.yaml"
+    f.write_text(NO_GPU)
+    said = (f"{ASKS_NONE}: vLLM sees no GPU (it needs one unless it is a CPU build), so its memory is not checked (for "
+            "a GPU add a `nvidia.com/gpu` limit in the container's resources)")
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert f"{f}:11:19: SF120 {said}\n" in capsys.readouterr().out
+    for command in ("estimate", "explain"):
+        assert main([command, str(f), "--gpu", "L4"]) == 2
+        assert capsys.readouterr().err == f"servefit: error: {said}\n"
+    ollama = NO_GPU.replace("vllm/vllm-openai:v0.10.1", "ollama/ollama:0.11.4").replace(
+        'args: ["--model", "Qwen/Qwen2.5-1.5B-Instruct"]', 'env: [{name: OLLAMA_CONTEXT_LENGTH, value: "8192"}]')
+    f.write_text(ollama)
+    main(["lint", str(f), "--gpu", "L4"])
+    assert (f"{f}:10:1: SF120 {ASKS_NONE}: the server runs on the CPU, and servefit plans GPU memory, so its memory "
+            "is not checked\n") in capsys.readouterr().out
+    # any way of asking for a GPU or device: a GPU count, a GPU node label, the NVIDIA runtime, another device
+    for asks in (NO_GPU.replace("memory: 16Gi", "nvidia.com/gpu: 1"),
+                 NO_GPU.replace("      containers:", "      nodeSelector: {cloud.google.com/gke-accelerator: nvidia-l4}\n"
+                                "      containers:"),
+                 NO_GPU.replace("      containers:", "      runtimeClassName: nvidia\n      containers:"),
+                 NO_GPU.replace("memory: 16Gi", "aws.amazon.com/neuron: 1")):
+        f.write_text(asks)
+        main(["lint", str(f), "--gpu", "L4"])
+        assert "SF120" not in capsys.readouterr().out
+    # an operator's kind may give its pods GPUs from its own fields: not said there
+    f.write_text(NO_GPU.replace("apiVersion: apps/v1\nkind: Deployment", "apiVersion: example.com/v1\nkind: Server"))
+    main(["lint", str(f), "--gpu", "L4"])
+    assert "SF120" not in capsys.readouterr().out
