@@ -7,8 +7,10 @@ Repositories tried (owner/name@commit):
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import k8stools
 import pytest
 
 from servefit.cli import main
@@ -188,3 +190,102 @@ def test_a_pod_that_asks_for_no_gpu_is_not_planned_on_the_gpu_flag(tmp_path: Pat
     f.write_text(NO_GPU.replace("apiVersion: apps/v1\nkind: Deployment", "apiVersion: example.com/v1\nkind: Server"))
     main(["lint", str(f), "--gpu", "L4"])
     assert "SF120" not in capsys.readouterr().out
+
+
+# `servefit estimate overlay/kustomization.yaml` said "no serving engine found in this file" while `lint` built
+# the kustomization and found the server. And tune wrote `--max-num-seqs 32` into the base's args list before
+# `--port 8000`, where the overlay's JSON patch replaces args/5 (the port's value) by position: after the
+# insertion args/5 is "32", and the overlay would have replaced that instead.
+BASE = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.10.1
+          args:
+            - --model
+            - Qwen/Qwen2.5-1.5B-Instruct
+            - --max-model-len
+            - "8192"
+            - --port
+            - "8000"
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+OVERLAY = """resources:
+  - ../base
+patches:
+  - target:
+      kind: Deployment
+      name: vllm
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/args/5
+        value: "8080"
+"""
+
+
+@pytest.fixture
+def kubectl(monkeypatch: pytest.MonkeyPatch) -> Path:
+    where, why = k8stools.tools_dir()
+    if where is None:
+        pytest.skip(f"no kubectl here: {why}")
+    monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ.get('PATH', '')}")
+    return where
+
+
+def _overlay(tmp_path: Path, overlay: str = OVERLAY) -> Path:
+    (tmp_path / "base").mkdir(parents=True)
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "base" / "deployment.yaml").write_text(BASE)
+    (tmp_path / "base" / "kustomization.yaml").write_text("resources:\n  - deployment.yaml\n")
+    k = tmp_path / "overlay" / "kustomization.yaml"
+    k.write_text(overlay)
+    return k
+
+
+def test_estimate_and_tune_take_a_kustomization(tmp_path: Path, kubectl: Path, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    k = _overlay(tmp_path)
+    for command in ("estimate", "explain"):
+        assert main([command, str(k), "--gpu", "L4"]) == 0
+        assert capsys.readouterr().out.startswith("vllm 0.10.1  ·  Qwen/Qwen2.5-1.5B-Instruct\n")
+    assert main(["tune", str(k), "--gpu", "L4", "--write"]) == 1  # a change not written
+    out = capsys.readouterr().out
+    assert (f"  change  --max-model-len 32768, --max-num-seqs 32 (not written: the JSON patch in {k} indexes "
+            "/spec/template/spec/containers/0/args/5 by position, and an item inserted into that list would move "
+            "what it patches) [display-only]\n") in out
+    assert (tmp_path / "base" / "deployment.yaml").read_text() == BASE
+    # a patch that appends (`args/-`) makes its value the list's last item: that is the overlay's, so the
+    # insertion after it is shown too, not written as a key of the kustomization
+    k = _overlay(tmp_path / "b", OVERLAY.replace("args/5", "args/-").replace("op: replace", "op: add")
+                 .replace('"8080"', "--disable-log-requests"))
+    assert main(["tune", str(k), "--gpu", "L4", "--write"]) == 1
+    assert (f"--max-num-seqs 32 (not written: the last item of that list is a patch's value in {k}; add it there)"
+            in capsys.readouterr().out)
+    assert "max-num-seqs" not in k.read_text()
+    # a strategic merge patch matches by name and moves nothing: tune writes into the base
+    k = _overlay(tmp_path / "c", """resources:
+  - ../base
+patches:
+  - patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: vllm
+      spec:
+        template:
+          spec:
+            containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.10.1
+""")
+    monkeypatch.chdir(tmp_path / "c")
+    assert main(["tune", str(k), "--gpu", "L4", "--write"]) == 0
+    assert "display-only" not in capsys.readouterr().out
+    assert '- "8000"\n            - --max-num-seqs\n            - "32"\n' in (tmp_path / "c" / "base" / "deployment.yaml").read_text()
