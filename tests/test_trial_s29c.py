@@ -3,6 +3,8 @@ a minimal file written for the test, in the shape the repository had.
 
 Repositories tried (owner/name@commit):
   vllm-project/aibrix@75e6e274c637c618796af098c79a1c39efc1652a (samples/distributed/fleet-two-node.yaml)
+  huggingface/text-generation-inference at v2.0.4, v2.1.0 and v3.3.6 (server/text_generation_server/models/
+    custom_modeling/flash_gemma_modeling.py::_load_gqa, flash_llama_modeling.py::FlashLlamaAttention)
 """
 
 from __future__ import annotations
