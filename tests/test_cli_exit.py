@@ -21,6 +21,7 @@ spec:
         - name: vllm
           image: vllm/vllm-openai:v0.11.0
           args: ["meta-llama/Llama-3.1-70B-Instruct", "--max-model-len", "131072"]
+          resources: {{limits: {{nvidia.com/gpu: 1}}}}
 """
 
 

@@ -93,6 +93,7 @@ spec:
       - name: server
         image: vllm/vllm-openai:latest
         args: ["--model", "/data"]
+        resources: {limits: {nvidia.com/gpu: 1}}
 """)
     assert srv.site.workload.names[:2] == [("gemma-2-9b-it", "its label ai.gke.io/model"),
                                            ("llama-3-8b", "the Deployment's name")]
@@ -115,6 +116,7 @@ spec:
       - name: vllm
         image: vllm/vllm-openai:latest
         args: ["--model", "/mnt/models"]
+        resources: {limits: {nvidia.com/gpu: 1}}
 """)
     name, why = sized(srv)
     assert name == "Qwen/Qwen3-8B" and "its label app.kubernetes.io/name is 'qwen3-8b'" in why
@@ -222,6 +224,7 @@ spec:
       - name: server
         image: ghcr.io/huggingface/text-generation-inference:2.4.0
         args: ["--model-id", "/data"]
+        resources: {limits: {nvidia.com/gpu: 1}}
 """)
     name, why = sized(srv)
     assert name.startswith("mistralai/Mistral-7B") and "the Deployment's name is 'mistral-7b-instruct'" in why

@@ -49,7 +49,7 @@ def test_a_file_with_three_servers_yields_three_sites():
     assert llama.engine_version == "b6700"
     assert argv(ollama) == ["/bin/ollama", "serve"]
     assert {k: t.text for k, t in ollama.env.items()} == {"OLLAMA_NUM_PARALLEL": "4", "OLLAMA_CONTEXT_LENGTH": "8192"}
-    assert at(ollama.env["OLLAMA_NUM_PARALLEL"]) == (50, 19, "4")
+    assert at(ollama.env["OLLAMA_NUM_PARALLEL"]) == (53, 19, "4")
     assert r.findings == []
 
 

@@ -96,7 +96,7 @@ def test_own_vllm_cpu_build_is_not_planned_on_a_gpu(tmp_path: Path, capsys: pyte
     assert main(["estimate", str(f), "--gpu", "H100"]) == 2  # its one server is not estimated, said why
     assert "is a CPU build of vLLM (its name says so)" in capsys.readouterr().err
     # a name that only contains the letters is not a CPU build; vLLM's own CPU image keeps its words
-    f.write_text(CPU_DEPLOYMENT.replace("vllm-cpu-openai-ubi9", "vllm-openai-ubi9"))
+    f.write_text(CPU_DEPLOYMENT.replace("vllm-cpu-openai-ubi9", "vllm-openai-ubi9").replace("cpu: '2'", "nvidia.com/gpu: 1"))
     main(["lint", str(f), "--gpu", "H100"])
     assert "SF120" not in capsys.readouterr().out
     f.write_text(CPU_DEPLOYMENT.replace("quay.io/rh-aiservices-bu/vllm-cpu-openai-ubi9:0.3", "vllm/vllm-openai-cpu:v0.11.0"))

@@ -129,6 +129,9 @@ class Workload:
     # where its environment list's last item ends (`--set-env-vars A=1,B=2`): where tune adds to them
     list_separator: str = ""
     env_list_end: Span | None = None
+    # a Kubernetes container that asks for no GPU: no GPU or other device resource, no GPU node selector or
+    # affinity, no runtimeClassName (the NVIDIA device plugin then gives it none)
+    no_gpu_request: bool = False
 
 
 class ModelDefinition:

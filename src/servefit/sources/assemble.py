@@ -186,6 +186,9 @@ def assemble_named(paths: list[str], flags: Flags | None = None) -> Assembly:
     written = {os.path.abspath(t.span.file) for srv in asm.servers for t in srv.site.argv if t.span is not None}
     found |= {os.path.abspath(p) for p in paths if (chart := chart_of(p)) is not None
               and any(w.startswith(os.path.abspath(chart) + os.sep) for w in written)}  # a chart's file: its render
+    built = {srv.site.workload.rendered for srv in asm.servers}  # a kustomization: its build (render.py::kustomizations)
+    found |= {os.path.abspath(p) for p in paths if os.path.basename(p) in RENDER_ROOTS and
+              {f"kustomize build {d}" for d in (os.path.dirname(p) or ".", os.path.relpath(os.path.dirname(p) or "."))} & built}
     for path in paths:
         if os.path.isfile(path) and os.path.abspath(path) not in found:
             why = next((f for f in asm.findings if f.span is not None

@@ -193,18 +193,17 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         if y.get(pod, "containers") is not None:
             pod_sites(y, pod, fc, cms, label, kind)
         else:  # a custom resource (RoleBasedGroup, RayService, ...): every pod template in its spec
-            from servefit.sources.k8s_custom import custom_pods, ray_started, unread_engine_images
+            from servefit.sources import k8s_custom as kc
 
-            before, ray = len(fc.sites), ray_started(y, doc)
-            for where, found, size in custom_pods(y, y.get(doc, "spec")):
-                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group_gpus(y, found, size, "leader-worker"), ray)
+            before, ray, heads = len(fc.sites), kc.ray_started(y, doc), kc.ray_head_gpus(y, doc)
+            for where, found, size in kc.custom_pods(y, y.get(doc, "spec")):
+                group = heads.get(id(found)) or group_gpus(y, found, size, "leader-worker")
+                pod_sites(y, found, fc, cms, f"{label}{where}", kind, group, ray)
             if len(fc.sites) == before:
                 said = len(fc.findings)
-                unread_engine_images(y, doc, fc, kind, ray)
+                kc.unread_engine_images(y, doc, fc, kind, ray)
                 if kind == "RayService" and len(fc.findings) == said:
-                    from servefit.sources.k8s_custom import ray_serve_apps
-
-                    ray_serve_apps(y, doc, fc)
+                    kc.ray_serve_apps(y, doc, fc)
 
 
 def group_gpus(y: Y, pod: Node | None, size: int, what: str) -> tuple[int, str] | None:
@@ -362,8 +361,24 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
     runtime, opaque = runtime_env(y, c, cms)
     fc.add(launches, f"{label}/{cname}", hint,
            {"k8s_kind": kind, "container": cname, "ports": [p for p in ports if p], "runtime_env": runtime,
-            "env_opaque": opaque}, ctx.ollama_models)
+            "env_opaque": opaque, "no_gpu_request": kind in _OWN_PODS and count is None and group is None and not (hint and hint.name)
+            and not _devices(y, pod, more if more is not None else c) and env.get("NVIDIA_VISIBLE_DEVICES") is None},
+           ctx.ollama_models)
     return launches
+
+
+# kinds whose pod template is the pod that runs, resources as written (an operator's kind may give its
+# pods GPUs from fields of its own: Dynamo's service `resources.limits.gpu`, KServe's predictor)
+_OWN_PODS = frozenset({"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "Rollout", "ReplicationController",
+                       "CronJob", "Pod", "LeaderWorkerSet"})
+
+
+def _devices(y: Y, pod: Node | None, c: Node) -> bool:
+    """Whether the pod or container asks for a device some other way than a GPU count: a runtimeClassName
+    (the NVIDIA runtime), an extended resource (`google.com/tpu`, `aws.amazon.com/neuron`), a resource claim."""
+    res = y.get(c, "resources")
+    return y.get(pod, "runtimeClassName") is not None or y.get(pod, "resourceClaims") is not None or \
+        y.get(res, "claims") is not None or any("/" in k for part in ("limits", "requests") for k, _, _ in y.items(y.get(res, part)))
 
 
 def _resource_owner(kind: str) -> str | None:

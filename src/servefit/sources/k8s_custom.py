@@ -133,6 +133,39 @@ def ray_started(y: Y, doc: Node) -> frozenset[int]:
     return frozenset(out)
 
 
+def ray_head_gpus(y: Y, doc: Node) -> dict[int, tuple[int, str]]:
+    """The GPUs a Ray cluster's worker pods add to its head pod's (by the head's pod spec): a server on
+    the head with the Ray backend (vLLM's, where the head's own GPUs are fewer than its world size:
+    vllm/config.py ParallelConfig.__post_init__) places its ranks on the worker pods too. A worker group
+    runs `replicas` pods (at least `minReplicas`; KubeRay's default is 0), each of `numOfHosts` hosts
+    (default 1): ray-operator/apis/ray/v1/raycluster_types.go WorkerGroupSpec and
+    controllers/ray/utils/util.go GetWorkerGroupDesiredReplicas. KubeRay's RayCluster, RayService and
+    RayJob and AIBrix's RayClusterFleet (`spec.template.spec`) all nest the same cluster spec."""
+    from servefit.sources.k8s import gpu_count
+
+    out: dict[int, tuple[int, str]] = {}
+    stack: list[tuple[Node, int]] = [(doc, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, MappingNode) or depth >= 12:
+            continue
+        head = y.get(node, "headGroupSpec", "template", "spec")
+        if head is not None:
+            gpus, parts = 0, []
+            for g in y.seq(y.get(node, "workerGroupSpecs")):
+                each = sum(gpu_count(y, c)[0] or 0 for c in y.seq(y.get(g, "template", "spec", "containers")))
+                replicas = max(to_int(y.str(y.get(g, "replicas"))) or 0, to_int(y.str(y.get(g, "minReplicas"))) or 0)
+                pods = replicas * (to_int(y.str(y.get(g, "numOfHosts"))) or 1)
+                if each and pods:
+                    gpus += each * pods
+                    parts.append(f"{pods} pod(s) × {each} of Ray worker group {y.str(y.get(g, 'groupName')) or '?'}")
+            if gpus:
+                out[id(head)] = (gpus, "+ " + " + ".join(parts) + " (the server's Ray ranks run there too)")
+            continue
+        stack.extend((v, depth + 1) for _, _, v in y.items(node))
+    return out
+
+
 def unread_engine_images(y: Y, doc: Node, fc: FileCtx, kind: str, ray: frozenset[int] = frozenset()) -> None:
     """SF116 on each engine image a resource runs where no server was read from it: a container with
     no command (what its image runs there is not known) or one whose command is a wrapper named after

@@ -84,6 +84,7 @@ class Facts(TypedDict, total=False):
     packages: list[str]  # pip requirements the build installs (`RUN pip install ...`), as written
     list_separator: str  # Workload.list_separator
     env_list_end: Span | None  # Workload.env_list_end
+    no_gpu_request: bool  # Workload.no_gpu_request
 
 
 @dataclass

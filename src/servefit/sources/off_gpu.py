@@ -50,14 +50,15 @@ def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
             continue
         return OffGpu(e["runs_on"], f"the image {site.image} is {e['what']}", site.image_span,
                       e.get("instead", ""), e.get("ignores", ""))
-    return _hidden(site, cfg.engine)
+    return _hidden(site, cfg.engine) or _not_requested(site, cfg.engine)
 
 
 def message(off: OffGpu, cfg: EngineConfig, site: LaunchSite, title: str) -> tuple[str, bool]:
     """The finding's text, and whether it is a warning: the engine fails without a GPU, or the file
     gives the server GPUs or sets a GPU setting the build ignores."""
     if off.fails:
-        return f"{off.what}: {title} sees no GPU (it needs one unless it is a CPU build), so its memory is not checked", True
+        fix = f" (for a GPU add {off.instead})" if off.instead else ""
+        return f"{off.what}: {title} sees no GPU (it needs one unless it is a CPU build), so its memory is not checked{fix}", True
     hint, gpus = site.gpu, ""
     if hint is not None and (hint.count or hint.name):
         n = hint.count
@@ -90,6 +91,22 @@ def _hidden(site: LaunchSite, engine: str) -> OffGpu | None:
     shown = tok.text.strip() or '""'
     cpu = bool(trait(engine, "runs_on_cpu"))
     return OffGpu("the CPU" if cpu else "", f"CUDA_VISIBLE_DEVICES={shown} hides every GPU", tok.span, fails=not cpu)
+
+
+def _not_requested(site: LaunchSite, engine: str) -> OffGpu | None:
+    """A Kubernetes container that asks for no GPU (Workload.no_gpu_request): the NVIDIA and AMD device
+    plugins give a container only the GPUs its `nvidia.com/gpu` / `amd.com/gpu` resource counts, so the
+    engine sees none. llama.cpp and Ollama run on the CPU; vLLM, SGLang and TGI need a GPU unless they
+    are a CPU build. Whatever --gpu names is not what this pod gets."""
+    from servefit.sources.detect import trait
+
+    if not site.workload.no_gpu_request or (site.gpu is not None and (site.gpu.count is not None or site.gpu.name)):
+        return None
+    cpu = bool(trait(engine, "runs_on_cpu"))
+    what = ("the container asks Kubernetes for no GPU (no nvidia.com/gpu or amd.com/gpu in its resources, no GPU "
+            "node selector or runtimeClassName)")
+    return OffGpu("the CPU" if cpu else "", what, None, "a `nvidia.com/gpu` limit in the container's resources",
+                  fails=not cpu)
 
 
 def _in_force(entry: dict, version: str | None) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from servefit.core import Edit, Span, Token
 from servefit.sources.text import LineIndex
 from servefit.tune import style
+from servefit.tune.json_patch_lists import keep_list_positions
 from servefit.tune.occurrences import Occurrence, occurrences, option_table
 from servefit.tune.patch_env import EnvPlacement
 from servefit.tune.placed import DISPLAY, SAFE, UNSAFE, Patch, Placed, Reader, fmt, keep_to_own_files, reader
@@ -348,6 +349,7 @@ def make_patch(space: Space, point: dict[str, Any], read: Reader | None = None) 
             pt.flag(p, name)
     pt.flush()
     keep_to_own_files(space.ev.site.workload.render_own, placed)
+    keep_list_positions(space.ev.site, placed)
     return Patch(site=space.ev.site, placed=placed)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from servefit.core import EngineConfig, Finding
 from servefit.engines.tgi import defaults as d
+from servefit.engines.tgi.kv_shards import kv_heads_error
 from servefit.engines.tgi.resolved import Resolved
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
@@ -112,9 +113,8 @@ def shard_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int, 
             out.append(shard_invalid(f"ValueError: `num_heads` must be divisible by `num_shards` (got `num_heads`: "
                             f"{model.num_attention_heads} and `num_shards`: {r.shards}", cfg, "num_shard"))
         elif model.num_key_value_heads % r.shards:
-            out.append(shard_invalid(f"ValueError: `num_key_value_heads` must be divisible by `num_shards` (got "
-                            f"`num_key_value_heads`: {model.num_key_value_heads} and `num_shards`: {r.shards}",
-                            cfg, "num_shard"))
+            quantized = r.quantize is not None or bool(model.quantization)
+            out.append(shard_invalid(kv_heads_error(model, r.shards, r.e.v, quantized), cfg, "num_shard"))
     kv = s.get("kv_cache_dtype")
     if kv:
         amd = gpu.vendor == "amd"
