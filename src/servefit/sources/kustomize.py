@@ -30,7 +30,7 @@ def kustomize_cmd() -> list[str] | None:
     return [kubectl, "kustomize"] if kubectl else None
 
 
-def _kustomization(d: str) -> str | None:
+def kustomization_file(d: str) -> str | None:
     return next((os.path.join(d, n) for n in KUSTOMIZATIONS if os.path.isfile(os.path.join(d, n))), None)
 
 
@@ -56,15 +56,15 @@ def _uses(kfile: str) -> tuple[list[str], list[str], bool]:
     return [os.path.normpath(os.path.join(d, p)) for p in patches], local, remote
 
 
-def _tree(kfile: str, depth: int = 0) -> tuple[list[str], bool]:
+def kustomization_tree(kfile: str, depth: int = 0) -> tuple[list[str], bool]:
     """Every file a kustomization reads, its own first; and whether any of them is remote."""
     own, refs, remote = _uses(kfile)
     files = [kfile, *own]
     for r in refs:
         if os.path.isdir(r):
-            sub = _kustomization(r)
+            sub = kustomization_file(r)
             if sub is not None and depth < 20:
-                more, rem = _tree(sub, depth + 1)
+                more, rem = kustomization_tree(sub, depth + 1)
                 files += more
                 remote = remote or rem
         elif os.path.isfile(r):
@@ -84,7 +84,7 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
     cmd = kustomize_cmd() if enabled else None
     for k in tops:
         d = os.path.dirname(k) or "."
-        tree, remote = _tree(k)
+        tree, remote = kustomization_tree(k)
         anchor = at_top(k)
         if cmd is None or remote:
             why = ("rendering is off (--no-render)" if not enabled else "it uses a remote resource (building it "

@@ -140,7 +140,7 @@ class ValuesLookup:
             text = text[1:-1]
         if not text.strip():
             return None
-        for v in among or self.files:  # a kustomization's files come patches first (kustomize._tree)
+        for v in among or self.files:  # a kustomization's files come patches first (kustomize.kustomization_tree)
             nodes = v.scalars.get(text, [])
             if len(nodes) == 1:
                 return v.span(nodes[0])

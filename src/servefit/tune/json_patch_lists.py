@@ -34,17 +34,17 @@ def positional_paths(site: LaunchSite) -> tuple[list[str], list[tuple[str, str]]
     import yaml
 
     from servefit.safe_io import load_yaml
-    from servefit.sources import render
+    from servefit.sources import kustomize
 
     how = site.workload.rendered or ""
     if not how.startswith("kustomize build "):
         return [], []
-    kfile = render._kustomization(how.removeprefix("kustomize build "))
+    kfile = kustomize.kustomization_file(how.removeprefix("kustomize build "))
     if kfile is None:
         return [], []
-    tree, _ = render._tree(kfile)
+    tree, _ = kustomize.kustomization_tree(kfile)
     found: list[tuple[str, str]] = []
-    for k in (f for f in tree if os.path.basename(f) in render.KUSTOMIZATIONS):
+    for k in (f for f in tree if os.path.basename(f) in kustomize.KUSTOMIZATIONS):
         try:
             doc = load_yaml(k)
         except (OSError, ValueError, yaml.YAMLError):
