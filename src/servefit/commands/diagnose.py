@@ -12,7 +12,7 @@ from servefit.core import UsageError
 if TYPE_CHECKING:
     from servefit.core import LaunchSite
     from servefit.diagnose.model import Diagnosis
-    from servefit.sources.assemble import Server
+    from servefit.sources.server_build import Server
 
 
 

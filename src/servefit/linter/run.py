@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from servefit.config import Config, Configs
 from servefit.core import Finding, LaunchSite, UsageError
 from servefit.rules.registry import rule
-from servefit.sources.assemble import Server, anchor
+from servefit.sources.server_build import Server, anchor
 from servefit.sources.target import Flags
 from servefit.suppressions import Suppression, scan_text
 
@@ -165,7 +165,7 @@ def _unique(findings: list[Finding]) -> list[Finding]:
 
 def lint_site(site: LaunchSite, options: LintOptions) -> Server:
     """One site through the assembly and the rules (tests and fuzzers)."""
-    from servefit.sources.assemble import build
+    from servefit.sources.server_build import build
 
     srv = build(site, options.flags(), options.resolver(), plan=options.evaluate)
     check_server(srv)

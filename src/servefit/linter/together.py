@@ -8,7 +8,7 @@ from __future__ import annotations
 from servefit.core import Finding, Together
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
-from servefit.sources.assemble import Server
+from servefit.sources.server_build import Server
 
 GIB = 2**30
 

@@ -10,9 +10,9 @@ from typing import Any
 from servefit.core import UsageError
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
-from servefit.sources.assemble import Server, anchor, plugin_failed
 from servefit.sources.hints import no_gpu_visible
 from servefit.sources.off_gpu import message, off_gpu
+from servefit.sources.server_build import Server, anchor, plugin_failed
 from servefit.sources.target import Part
 
 

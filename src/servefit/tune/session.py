@@ -105,7 +105,7 @@ class Session:
         self.finish()
 
     def tune_server(self, srv: Any) -> SiteTune:
-        """Tune one assembled server (sources.assemble.Server) from its plan."""
+        """Tune one assembled server (sources.server_build.Server) from its plan."""
         from servefit.tune import study
         from servefit.tune.space import build_space
 

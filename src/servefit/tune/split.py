@@ -102,7 +102,7 @@ def tokens_needed(srv: Any, needs: Needs) -> int:
 
 
 def split(members: list[Any], needs: Needs) -> tuple[dict[str, Share], str]:
-    """The shares of the servers of one Together set (sources.assemble.Server, all on the same GPU), by site
+    """The shares of the servers of one Together set (sources.server_build.Server, all on the same GPU), by site
     name, and why there are none where the GPU cannot be split (""  when no member sizes by a fraction, some
     member is not sized or what they hold fits already)."""
     if len(members) < 2 or any(s.plan is None or s.plan.outcome != "started" or s.evaluation is None
