@@ -132,6 +132,7 @@ class Workload:
     # a Kubernetes container that asks for no GPU: no GPU or other device resource, no GPU node selector or
     # affinity, no runtimeClassName (the NVIDIA device plugin then gives it none)
     no_gpu_request: bool = False
+    args_at_run: bool = False  # a Dockerfile ENTRYPOINT with no CMD: its arguments come from `docker run`
 
 
 class ModelDefinition:

@@ -48,6 +48,7 @@ class Stage:
     workdir: str = "/"
     copies: list[Copy] = field(default_factory=list)  # COPY / ADD of build-context files
     fetched: list[str] = field(default_factory=list)  # URLs an ADD puts in the image (a source archive)
+    written: set[str] = field(default_factory=set)  # CMD / ENTRYPOINT written in this stage (not inherited)
 
 
 def _exec_form(src: Src) -> list[Src] | None:
@@ -171,6 +172,7 @@ def stages(fc: FileCtx) -> list[Stage]:
             st.built.extend(c.words for c in split_commands(rest, st.scope.copy()))
         elif instr in ("CMD", "ENTRYPOINT"):
             words = _command(rest, st)
+            st.written.add(instr)
             if instr == "CMD":
                 st.cmd = words
             else:
@@ -222,6 +224,9 @@ def scan(fc: FileCtx) -> None:
     for w in st.exec_vars:
         fc.findings.append(literal_variable(f"the exec form passes {w.text!r} to the engine literally: "
                                             "no shell expands variables here", span=w.token().span))
+    if "ENTRYPOINT" in st.written and "CMD" not in st.written:  # setting ENTRYPOINT resets the base image's CMD
+        for launch in launches:  # (Dockerfile reference): the arguments are what runs the image gives
+            launch.facts["args_at_run"] = True
     fc.add(launches, "dockerfile" + (f"/{st.name}" if st.name else ""), None, None, ctx.ollama_models)
 
 

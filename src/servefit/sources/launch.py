@@ -85,6 +85,7 @@ class Facts(TypedDict, total=False):
     list_separator: str  # Workload.list_separator
     env_list_end: Span | None  # Workload.env_list_end
     no_gpu_request: bool  # Workload.no_gpu_request
+    args_at_run: bool  # Workload.args_at_run
 
 
 @dataclass

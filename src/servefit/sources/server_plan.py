@@ -222,7 +222,7 @@ def own_build_model(site: Any, title: str) -> str:
         return (f"this values file's command for {title} names no model: its chart's templates may add one, and "
                 "servefit read the values file without them, so its memory was not checked: render the chart (helm "
                 "on PATH) or add `# servefit: model=REF` above the server")
-    if site.name.startswith("dockerfile") and _entrypoint_only(site.file):
+    if site.workload.args_at_run:
         return (f"this Dockerfile's ENTRYPOINT starts {title} with no model and it has no CMD: the arguments come "
                 "from what runs the image (`docker run IMAGE ...`, a compose or Kubernetes file), so its memory was "
                 "not checked here: lint that file, or add `# servefit: model=REF` above the ENTRYPOINT")
@@ -232,20 +232,6 @@ def own_build_model(site: Any, title: str) -> str:
             "model it serves is set inside the image (its ENTRYPOINT, CMD or a script reading the environment), "
             "which is not in this repository, so its memory was not checked: add `# servefit: model=REF` above "
             "the server")
-
-
-def _entrypoint_only(path: str) -> bool:
-    """The Dockerfile's last stage sets ENTRYPOINT and no CMD (setting ENTRYPOINT resets the CMD a base image has:
-    Dockerfile reference, "Understand how CMD and ENTRYPOINT interact")."""
-    import re
-
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError:
-        return False
-    last = re.split(r"(?im)^\s*FROM\s", text)[-1]
-    return re.search(r"(?im)^\s*ENTRYPOINT\s", last) is not None and re.search(r"(?im)^\s*CMD\s", last) is None
 
 
 @rule("SF111")
