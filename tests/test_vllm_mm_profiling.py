@@ -52,8 +52,8 @@ def test_encoder_data_parallel_peak_runs_the_rank_share_on_the_whole_tower():
     assert split is not None and whole is not None and (whole.items, whole.tokens_per_item) == (32, 256)
     patches = 32 * 256 * 4
     # 16 of the 32 images on the busiest rank, through an unsharded MLP, plus the whole batch's float32 pixels
-    assert whole.peak == encoder.vit_peak_bytes(m, patches // 2, 2, 1) + 4 * 1176 * patches
-    assert split.peak == encoder.vit_peak_bytes(m, patches, 2, 2) and whole.peak < split.peak
+    assert whole.peak == encoder.vit_peak_bytes(m, patches // 2, 2, 1, version=(0, 11, 0)) + 4 * 1176 * patches
+    assert split.peak == encoder.vit_peak_bytes(m, patches, 2, 2, version=(0, 11, 0)) and whole.peak < split.peak
     assert (whole.outputs, whole.inputs) == (split.outputs, split.inputs)
 
 
@@ -76,6 +76,38 @@ def test_dummy_image_size_override_from_012():
         return p
 
     full, small, later = prof((0, 11, 0)), prof((0, 12, 0)), prof((0, 13, 0))
-    assert full.peak == encoder.vit_peak_bytes(m, 65536, 2) and full.inputs == 4 * 1176 * 65536
-    assert small.peak == later.peak == encoder.vit_peak_bytes(m, 1296, 2) and small.inputs == 4 * 1176 * 1296
+    assert full.peak == encoder.vit_peak_bytes(m, 65536, 2, version=(0, 11, 0)) and full.inputs == 4 * 1176 * 65536
+    assert small.peak == encoder.vit_peak_bytes(m, 1296, 2, version=(0, 12, 0)) and \
+        later.peak == encoder.vit_peak_bytes(m, 1296, 2, version=(0, 13, 0)) and small.inputs == 4 * 1176 * 1296
     assert (small.outputs, later.outputs) == (16384 * 3584 * 2, 324 * 3584 * 2)
+
+
+def test_qwen2_vl_attention_half_with_rotary_copies_0092_to_010():
+    # qwen2_vl.py::Qwen2VisionAttention.forward, 0.9.2 - 0.10.2: block input + norm1 output (2 x 1280), qkv (3 x 1280),
+    # contiguous q, k, v (3 x 1280), and while q (then k) is rotated a float32 copy (2 x 1280 in bf16 units), the
+    # float32 output of flash-attn's apply_rotary_emb (2 x 1280) and the bf16 cast (1280): 13 x 1280 x 2 bytes; the
+    # rotary table rot_pos_emb (head_dim 80 / 2 float32) with its cos and sin: 3 x 40 x 4; the float32 pixels
+    # 3 x 2 x 14 x 14 x 4. The MLP half is (3 x 1280 + 2 x 4 x 1280) x 2 = 28160 bytes, below the 33280.
+    m = resolve_model("Qwen/Qwen2-VL-2B-Instruct")
+    patches = 65536
+    assert encoder.vit_peak_bytes(m, patches, 2, version=(0, 10, 2)) == patches * (4704 + 33280 + 480) \
+        == 2_520_776_704
+    # 0.12 rotates views in bf16 (no copies): the MLP half; 0.9.1 casts in the model and keeps the bf16 pixels
+    assert encoder.vit_peak_bytes(m, patches, 2, version=(0, 12, 0)) == patches * (4704 + 28160)
+    assert encoder.vit_peak_bytes(m, patches, 2, version=(0, 9, 1)) == patches * (4704 + 2352 + 28160)
+    # TP 2 (Qwen2.5-VL 7B, 0.10.2): split_qkv all-gathers the qkv (3 x 1280) and keeps it while the per-rank
+    # contiguous q, k, v (3 x 640) are made: (2 x 1280 + 3 x 640 + 3 x 1280 + 3 x 640) x 2 + the rotary table 160
+    # = 20640, above the rotation's (2 x 1280 + 11 x 640) x 2 + 480 = 19680 and the MLP half
+    # (3 x 1280 + 3 x 3420 // 2) x 2 + 160 = 18100
+    q25 = resolve_model("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert encoder.vit_peak_bytes(q25, 1000, 2, 2, version=(0, 10, 2)) == 1000 * (4704 + 20640)
+    assert encoder.vit_peak_bytes(q25, 1000, 2, 2, version=(0, 11, 0)) == 1000 * (4704 + (3840 + 5130) * 2)
+
+
+def test_qwen2_vl_eager_profile_on_a_wsl_rtx4080_0102():
+    # the imageworks calibration log (0.10.2, eager, 16384-token dummy video = 65536 patches): "Actual usage is 4.15 GiB
+    # for weight, 2.36 GiB for peak activation" on a 15.99 GiB card; the encoder's peak is the activation
+    site = site_from_argv(["vllm", "serve", "Qwen/Qwen2-VL-2B-Instruct", "--max-model-len", "4096", "--enforce-eager",
+                           "--gpu-memory-utilization", "0.8"], {})
+    plan = evaluate(site, Target(gpu="RTX 4080", engine_version="0.10.2", gpu_memory=int(15.99 * 2**30))).plan
+    assert plan.memory.activation_peak == 2_520_776_704  # 2.348 GiB

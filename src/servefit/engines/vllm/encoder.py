@@ -28,9 +28,8 @@ V1 keeps them too: profile_run holds batched_dummy_mm_inputs (the items' pixel v
 _get_mm_dummy_batch) until it returns, through the dummy LM forward and the sampler run
 (v1/worker/gpu_model_runner.py::GPUModelRunner.profile_run, read in the 0.11.0 and 0.25.1 wheels).
 
-The encoder's own peak is estimated (not calibrated on logs): a ViT block's hidden states,
-residual and norm output plus its MLP intermediates over all dummy patches (flash attention:
-no patches^2 term), plus the pixel values (fp32 and a 16-bit copy)."""
+The encoder's own peak: the larger of a ViT block's two halves over all dummy patches (flash
+attention: no patches^2 term), plus the pixel values (see vit_peak_bytes)."""
 
 from __future__ import annotations
 
@@ -187,7 +186,29 @@ def patch_inputs(model: ModelSpec) -> int:
     return int(v.get("in_chans", 3)) * int(v.get("temporal_patch_size", 2)) * int(v.get("patch_size", 14)) ** 2
 
 
-def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> int:
+# Qwen2-VL / Qwen2.5-VL pixel values at the tower's peak: from 0.9.2 the tower casts the float32 batch into a
+# local that patch_embed's output replaces, so only the float32 values stay through the blocks (qwen2_vl.py /
+# qwen2_5_vl.py, read in the 0.9.2, 0.10.0, 0.10.2, 0.11.0, 0.12.0, 0.19.0, 0.24.0, 0.29.0 wheels); before it (0.7.3,
+# 0.8.5, 0.9.0, 0.9.1) _process_image_input / _process_video_input keep a .type(visual.dtype) copy beside them, as
+# Qwen3-VL's do in every release read.
+QWEN_VL_CAST_IN_TOWER_FROM = (0, 9, 2)
+# The attention half of a Qwen2-VL / Qwen2.5-VL block, 0.9.2 - 0.10 (Qwen2VisionAttention.forward,
+# Qwen2_5_VisionAttention.forward and the blocks' forward, read in the 0.9.2, 0.10.0, 0.10.2 wheels): beside the
+# block input and norm1's output (held by the module call), the qkv output (3 widths per rank), contiguous q, k, v
+# (3) and, while q then k is rotated (apply_rotary_pos_emb_vision: t.float(), vllm_flash_attn's apply_rotary_emb
+# writing a new tensor, .type_as), a float32 copy, its float32 output and the cast (2 + 2 + 1), with the rotary
+# table (rot_pos_emb, head_dim / 2 float32 a patch) and its cos and sin; with TP, split_qkv's all-gathered qkv is
+# held while the per-rank copies are made. Above the MLP half. 0.11 rotates q and k concatenated (qk_concat, 0.11.0
+# wheel: 2 + 4 + 4 + 2): not applied, as the one 0.11 log of such a tower (Qwen3-VL-Embedding, T4) sits below even
+# the MLP-half figure (its dummy image is not the one servefit sizes), so no 0.11 figure can be checked. From 0.12
+# q, k, v stay views and the rotation runs in the model's dtype (0.12.0 wheel): below the MLP half.
+QWEN_VL_ROTARY_ATTENTION = ((0, 9, 2), (0, 11, 0))
+
+
+def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1, *, version: tuple[int, int, int]) -> int:
+    """A Qwen-VL tower's peak over `patches` patches: the pixel values (QWEN_VL_CAST_IN_TOWER_FROM) and the larger
+    of a block's two halves, the MLP's (hidden states, norm output, intermediates) and, where read, the
+    attention's (QWEN_VL_ROTARY_ATTENTION)."""
     v = model.vision
     kind = qwen_vl_kind(v, model.model_type)
     e = int(v.get("hidden_size", 0)) if kind == "qwen2_5_vl" else int(v.get("embed_dim") or v.get("hidden_size", 0))
@@ -197,7 +218,18 @@ def vit_peak_bytes(model: ModelSpec, patches: int, db: float, tp: int = 1) -> in
         mlp = 2 * int(v.get("intermediate_size", 4 * e))  # linear_fc1 output + GELU output
     else:
         mlp = 2 * int(float(v.get("mlp_ratio", 4)) * e)  # fc1 output + activation
-    return int(patches * (patch_inputs(model) * (4 + db) + (3 * e + mlp // max(tp, 1)) * db))
+    tp = max(tp, 1)
+    half = (3 * e + mlp // tp) * db
+    cast_in_tower = bool(kind) and version >= QWEN_VL_CAST_IN_TOWER_FROM
+    lo, hi = QWEN_VL_ROTARY_ATTENTION
+    heads = int(v.get("num_heads") or v.get("num_attention_heads") or 0)
+    if kind and heads and lo <= version < hi:
+        rope = e // heads // 2 * 4  # rot_pos_emb: head_dim / 2 float32 per patch
+        rank = e // tp
+        rotary = (2 * e + 11 * rank) * db + 3 * rope  # + cos, sin
+        gather = (5 * e + 6 * rank) * db + rope if tp > 1 else 0
+        half = max(half + rope, rotary, gather)
+    return int(patches * (patch_inputs(model) * (4 if cast_in_tower else 4 + db) + half))
 
 
 def deepstack_buffer_bytes(model: ModelSpec, settings: dict[str, Any], max_num_batched_tokens: int, db: float) -> int:
@@ -265,12 +297,12 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
         # modality's max tokens per item (QWEN3_VIDEO_FORMATTED), later releases keep the output as it is
         rows = budget if V1_EXPANDED <= version < (0, 12, 0) and enc_tok < budget else \
             tok if version < QWEN3_VIDEO_FORMATTED[1] else enc_tok
-        peak = vit_peak_bytes(model, patches, db, tp)
+        peak = vit_peak_bytes(model, patches, db, tp, version=version)
         if encoder_dp:  # --mm-encoder-tp-mode data (mm_profiling.py): the busiest rank's share of the items on the
             # whole tower, from a float32 copy of its items' pixel values (models/vision.py::
             # run_dp_sharded_mrope_vision_model: balanced by patches, torch.cat of the rank's items), beside the batch
             local = -(-items // tp) * enc_tok * merge * merge
-            peak = vit_peak_bytes(model, local, db, 1) + 4 * patch_inputs(model) * patches
+            peak = vit_peak_bytes(model, local, db, 1, version=version) + 4 * patch_inputs(model) * patches
         return EncoderProfile(peak=peak, outputs=int(items * rows * out_hidden * db),
                               lm_tokens=0, items=items, tokens_per_item=tok, modality=modality,
                               inputs=4 * patch_inputs(model) * patches)
@@ -294,8 +326,8 @@ def profile(model: ModelSpec, settings: dict[str, Any], *, v1: bool, max_model_l
     # tensor (or a list) into torch.concat(list(...)), a new tensor, which image_input / video_input keep
     # until forward returns, beside the runner's (read in the 0.7.3 and 0.8.4 wheels)
     copies = px * (image_patches + video_patches)
-    image_pass = vit_peak_bytes(model, image_patches, db, tp) + px * video_patches + copies if images else 0
-    video_pass = vit_peak_bytes(model, video_patches, db, tp) + px * image_patches + copies + \
+    image_pass = vit_peak_bytes(model, image_patches, db, tp, version=version) + px * video_patches + copies if images else 0
+    video_pass = vit_peak_bytes(model, video_patches, db, tp, version=version) + px * image_patches + copies + \
         int(seqs * images * per_image * out_hidden * db) if videos else 0
     modality = "+".join(m for m, n in (("image", images), ("video", videos)) if n)
     return EncoderProfile(peak=embeds + max(image_pass, video_pass), outputs=0, lm_tokens=lm_tokens,
