@@ -104,7 +104,6 @@ class Era:
     tokens_from_concurrency: bool  # "GPU KV cache size" = int(concurrency x max_model_len)
     group_merge_ratio: float  # KV groups take the largest kind's layer count below this ratio (0: never)
     hybrid_kv_manager: bool  # V1 keeps sliding-window layers in their own KV groups
-    swa_in_flight_batches: int  # multiplier of max_num_batched_tokens for SWA admission
     auto_max_model_len: bool  # --max-model-len auto / -1
     big_gpu_tier: bool  # >=160 GiB batch-default row
     yarn_uses_original: bool  # derived len = original_max_position_embeddings x factor
@@ -137,7 +136,6 @@ def era(version: str | None, env: dict[str, str] | None = None) -> Era:
         # kv_cache_utils.py::get_kv_cache_config: up to 0.9.0 unify_hybrid_kv_cache_specs turns every
         # sliding-window layer into full attention; from 0.9.1 only with --disable-hybrid-kv-cache-manager
         hybrid_kv_manager=v >= (0, 9, 1),
-        swa_in_flight_batches=2 if v >= (0, 33, 0) else 1,
         auto_max_model_len=v >= (0, 20, 0),
         big_gpu_tier=v >= (0, 28, 0),  # engine/arg_utils.py::get_batch_defaults (0.27.1 vs 0.28.0)
         yarn_uses_original=v < (0, 33, 0),

@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
 from servefit.engines.vllm import capture, checks, dflash, kv_dsv4, kvcache, unified
 from servefit.engines.vllm.architectures import architecture_check
+from servefit.engines.vllm.async_sched import in_flight_tokens
 from servefit.engines.vllm.attn_backend import flashinfer_note
 from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, before_modelled_note, era, main_build_note, tokens_fix_note, vtuple
-from servefit.engines.vllm.forward import held_after_profile
+from servefit.engines.vllm.forward import held_after_profile, pooling_runner
 from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
 from servefit.engines.vllm.kvcache import (
     DS_MLA_ROW,
@@ -238,7 +239,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
             drafter_note = drafter_note or "the DFlash drafter's KV page differs from the target's; sized at the target's page"
     out.kv_bytes_per_token = kv_dsv4.bytes_per_token(model, r.block_size) if v4 else \
         full_kv_bytes_per_token(model, kv_db, r.tp)
-    in_flight = r.max_num_batched_tokens * (e.swa_in_flight_batches if r.pp == 1 else r.pp)
+    in_flight = in_flight_tokens(cfg.settings, r.version, r.max_num_batched_tokens, r.pp,  # async_sched.py
+                                 pooling_runner(model, cfg.settings, e.v1), model_runner_v2(model, r, cfg.env, cfg.settings))
     max_len = r.max_model_len if isinstance(r.max_model_len, int) else r.derived_len
     # the MTP module's weights load with the model (weights.py MTP_MODULE; DeepSeek-V4's layout is not modelled)
     mtp_weights = e.v1 and speculative(cfg.settings)[0] == "mtp" and not is_deepseek_v4(model)
