@@ -10,7 +10,7 @@ import pytest
 from servefit import data
 from servefit.core import MemoryPlan, UsageError
 from servefit.engines.options import FlagHistory
-from servefit.engines.vllm import encoder
+from servefit.engines.vllm import encoder, vision_tower
 from servefit.memory.params import param_groups
 from servefit.memory.weights import scheme_for, weight_bytes
 from servefit.models import catalog, catalog_entries
@@ -76,7 +76,7 @@ def allowance(m: ModelSpec, tp: int) -> float:
         rotary = int(m.original_max_position_embeddings * float(rs.get("factor", 1))) * m.head_dim * 2
     kv = 2 * m.hidden_size * m.head_dim * 2 * m.num_hidden_layers if m.num_key_value_heads < tp else 0
     pad = 2 * 64 * m.hidden_size * 2
-    vision = 0 if encoder.sharded(m) else 2 * m.vision_params * (tp - 1)
+    vision = 0 if vision_tower.sharded(m) else 2 * m.vision_params * (tp - 1)
     if m.model_type in ("gemma4", "gemma4_text"):  # the full layers' RoPE cache and K/V slots (tests/test_gemma4.py)
         rotary += m.max_position_embeddings * int(m.layout.get("global_head_dim") or 0) * 2
         kv += vllm_unloaded_params(m) * 2 // tp

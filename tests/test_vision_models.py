@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from servefit.cli import main
-from servefit.engines.vllm import encoder
+from servefit.engines.vllm import encoder, vision_tower
 from servefit.models import count_params, resolve_model
 from servefit.models.architecture import count_text_params
 from servefit.models.config_json import from_config
@@ -206,8 +206,8 @@ def test_internvit_300m_and_projector_count_by_hand():
 
 
 def test_internvit_is_sharded_under_tensor_parallelism():
-    assert encoder.sharded(resolve_model("OpenGVLab/InternVL3-78B"))  # vLLM intern_vit.py: parallel linears
-    assert not encoder.sharded(resolve_model("google/gemma-3-27b-it"))  # SigLIP: replicated on every rank
+    assert vision_tower.sharded(resolve_model("OpenGVLab/InternVL3-78B"))  # vLLM intern_vit.py: parallel linears
+    assert not vision_tower.sharded(resolve_model("google/gemma-3-27b-it"))  # SigLIP: replicated on every rank
 
 
 def test_v0_fixed_tower_pixel_values_held():

@@ -3,7 +3,7 @@ and --mm-encoder-tp-mode data, release by release."""
 
 from __future__ import annotations
 
-from servefit.engines.vllm import encoder, mm_profiling
+from servefit.engines.vllm import encoder, mm_profiling, vision_tower
 from servefit.models import resolve_model
 from servefit.models.vision import count_vision_params
 from servefit.pipeline import Target, evaluate, site_from_argv
@@ -52,8 +52,8 @@ def test_encoder_data_parallel_peak_runs_the_rank_share_on_the_whole_tower():
     assert split is not None and whole is not None and (whole.items, whole.tokens_per_item) == (32, 256)
     patches = 32 * 256 * 4
     # 16 of the 32 images on the busiest rank, through an unsharded MLP, plus the whole batch's float32 pixels
-    assert whole.peak == encoder.vit_peak_bytes(m, patches // 2, 2, 1, version=(0, 11, 0)) + 4 * 1176 * patches
-    assert split.peak == encoder.vit_peak_bytes(m, patches, 2, 2, version=(0, 11, 0)) and whole.peak < split.peak
+    assert whole.peak == vision_tower.vit_peak_bytes(m, patches // 2, 2, 1, version=(0, 11, 0)) + 4 * 1176 * patches
+    assert split.peak == vision_tower.vit_peak_bytes(m, patches, 2, 2, version=(0, 11, 0)) and whole.peak < split.peak
     assert (whole.outputs, whole.inputs) == (split.outputs, split.inputs)
 
 
@@ -76,9 +76,9 @@ def test_dummy_image_size_override_from_012():
         return p
 
     full, small, later = prof((0, 11, 0)), prof((0, 12, 0)), prof((0, 13, 0))
-    assert full.peak == encoder.vit_peak_bytes(m, 65536, 2, version=(0, 11, 0)) and full.inputs == 4 * 1176 * 65536
-    assert small.peak == encoder.vit_peak_bytes(m, 1296, 2, version=(0, 12, 0)) and \
-        later.peak == encoder.vit_peak_bytes(m, 1296, 2, version=(0, 13, 0)) and small.inputs == 4 * 1176 * 1296
+    assert full.peak == vision_tower.vit_peak_bytes(m, 65536, 2, version=(0, 11, 0)) and full.inputs == 4 * 1176 * 65536
+    assert small.peak == vision_tower.vit_peak_bytes(m, 1296, 2, version=(0, 12, 0)) and \
+        later.peak == vision_tower.vit_peak_bytes(m, 1296, 2, version=(0, 13, 0)) and small.inputs == 4 * 1176 * 1296
     assert (small.outputs, later.outputs) == (16384 * 3584 * 2, 324 * 3584 * 2)
 
 
@@ -90,18 +90,18 @@ def test_qwen2_vl_attention_half_with_rotary_copies_0092_to_010():
     # 3 x 2 x 14 x 14 x 4. The MLP half is (3 x 1280 + 2 x 4 x 1280) x 2 = 28160 bytes, below the 33280.
     m = resolve_model("Qwen/Qwen2-VL-2B-Instruct")
     patches = 65536
-    assert encoder.vit_peak_bytes(m, patches, 2, version=(0, 10, 2)) == patches * (4704 + 33280 + 480) \
+    assert vision_tower.vit_peak_bytes(m, patches, 2, version=(0, 10, 2)) == patches * (4704 + 33280 + 480) \
         == 2_520_776_704
     # 0.12 rotates views in bf16 (no copies): the MLP half; 0.9.1 casts in the model and keeps the bf16 pixels
-    assert encoder.vit_peak_bytes(m, patches, 2, version=(0, 12, 0)) == patches * (4704 + 28160)
-    assert encoder.vit_peak_bytes(m, patches, 2, version=(0, 9, 1)) == patches * (4704 + 2352 + 28160)
+    assert vision_tower.vit_peak_bytes(m, patches, 2, version=(0, 12, 0)) == patches * (4704 + 28160)
+    assert vision_tower.vit_peak_bytes(m, patches, 2, version=(0, 9, 1)) == patches * (4704 + 2352 + 28160)
     # TP 2 (Qwen2.5-VL 7B, 0.10.2): split_qkv all-gathers the qkv (3 x 1280) and keeps it while the per-rank
     # contiguous q, k, v (3 x 640) are made: (2 x 1280 + 3 x 640 + 3 x 1280 + 3 x 640) x 2 + the rotary table 160
     # = 20640, above the rotation's (2 x 1280 + 11 x 640) x 2 + 480 = 19680 and the MLP half
     # (3 x 1280 + 3 x 3420 // 2) x 2 + 160 = 18100
     q25 = resolve_model("Qwen/Qwen2.5-VL-7B-Instruct")
-    assert encoder.vit_peak_bytes(q25, 1000, 2, 2, version=(0, 10, 2)) == 1000 * (4704 + 20640)
-    assert encoder.vit_peak_bytes(q25, 1000, 2, 2, version=(0, 11, 0)) == 1000 * (4704 + (3840 + 5130) * 2)
+    assert vision_tower.vit_peak_bytes(q25, 1000, 2, 2, version=(0, 10, 2)) == 1000 * (4704 + 20640)
+    assert vision_tower.vit_peak_bytes(q25, 1000, 2, 2, version=(0, 11, 0)) == 1000 * (4704 + (3840 + 5130) * 2)
 
 
 def test_qwen2_vl_eager_profile_on_a_wsl_rtx4080_0102():

@@ -86,9 +86,9 @@ def stage_weights(model: ModelSpec, r: Resolved, mtp: bool = False) -> list[int]
         unloaded = vllm_unloaded_params(model) * db / max(model.num_hidden_layers, 1)
     tower_tp = 1
     if model.vision:  # a Qwen-VL tower is tensor-parallel like the LM (qwen2_5_vl.py: Column/RowParallelLinear)
-        from servefit.engines.vllm import encoder
+        from servefit.engines.vllm import vision_tower
 
-        tower_tp = r.tp if encoder.sharded(model) and not r.encoder_dp else 1  # data mode: replicated
+        tower_tp = r.tp if vision_tower.sharded(model) and not r.encoder_dp else 1  # data mode: replicated
     out, start = [], 0
     for stage, n in enumerate(counts):
         layers_b = sum(per_layer[start:start + n]) * scale
