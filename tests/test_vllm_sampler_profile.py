@@ -22,6 +22,7 @@ from test_vllm_engine import L4, LLAMA8B, run  # noqa: E402
     ("0.10.1.1", {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, False), ("0.11.0", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, True),
     ("0.13.0", {}, False), ("0.13.0", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, True),  # opt-in from 0.12
     ("0.9.0", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, False), ("0.12.0", {}, False),
+    ("0.11.1", {}, False), ("0.11.2", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, True),  # opt-in already in 0.11.1's wheel
 ])
 def test_which_sampler_profiles(version, env, expected):
     cfg, _ = run("vllm serve m --max-model-len 8192", version=version)
