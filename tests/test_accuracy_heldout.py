@@ -111,6 +111,24 @@ SUBTERM_KNOWN_MISSES = {("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "
                         # drop the GB10 reports (MemFree, with page cache the kernel reclaims for the graphs) is
                         # not the graphs' memory, and rests on the OS's state (engines/vllm/unified.py)
                         ("sparkbench-gb10-nemotron3-nano-4b-bf16-fp8kv-48k", "cuda_graph_gib"): 32.5687,
+                        # llm-d's v0.11.0 runs on H100 (the vllm/vllm-openai image, so FlashInfer's autotune
+                        # forward of 8192 tokens runs before the capture): the figures were in the data but not
+                        # compared until session 30 (measured, not fitted). Four dense runs log -0.88 to -0.33
+                        # GiB, each 0.5 - 1.7 GiB below the graphs less the segments that forward reserves (the
+                        # two TP 2 runs the furthest), Qwen3-0.6B logs 0.10 GiB where 0.56 are predicted, and
+                        # gpt-oss hands back less than its forward's working set (0.39 / 1.03 GiB logged)
+                        ("llmd-h100-gpt-oss-20b-16k", "cuda_graph_gib"): -0.3757,
+                        ("llmd-h100-gpt-oss-120b-16k", "cuda_graph_gib"): -0.4377,
+                        ("llmd-2xh100-llama33-70b-fp8-tp2-16k", "cuda_graph_gib"): -3.8889,
+                        ("llmd-h100-llama31-8b-16k", "cuda_graph_gib"): -1.0180,
+                        ("llmd-h100-qwen3-0p6b-16k", "cuda_graph_gib"): 4.5613,
+                        ("llmd-h100-qwen3-32b-16k", "cuda_graph_gib"): -1.3470,
+                        ("llmd-2xh100-qwen3-32b-tp2-16k", "cuda_graph_gib"): -5.1749,
+                        # Qwen3-0.6B on a DGX Spark (GB10, unified memory; NVIDIA's 0.24 dev build) with Model Runner
+                        # V2 logs 0.60 GiB where 0.17 are predicted (session 30's gather, measured, not fitted): V2's
+                        # factor rests on two 1.5B logs on discrete cards, and the GB10's free-memory drop runs above
+                        # the V1 pool too (Qwen2.5-0.5B there: -22% to -29%)
+                        ("tennsoku-gb10-qwen3-06b-2k-u015-smoke-024", "cuda_graph_gib"): -0.7186,
                         # TGI pools missed on the third batch (the reasons are in
                         # tests/test_accuracy_runner.py TGI_KNOWN_MISSES)
                         ("tgi-1856-rtx3090-llama3-8b-instruct-v14", "max_batch_total_tokens"): -0.2298,
@@ -175,7 +193,8 @@ def test_vllm_calibration_targets_met(rows):
     # logs 0.18 GiB (0.13 predicted with V0's own graph pool, -28%; 0.10 and -47% without it), Qwen3-235B-A22B-FP8
     # TP8+EP on 0.10.0 logs 2.60 GiB (-11%), and Phi-4 GPTQ on V0 0.6.5 (H100) logs 0.27 GiB (-17%).
     # 28.7% with the issue-16 vlogs gather's calibration logs (measured, not fitted): gpt-oss-120b on
-    # 0.11.2 (H100, 83 piecewise + 35 full graphs) logs 0.29 GiB where 0.84 are predicted (+190%),
+    # 0.11.2 (H100, 83 piecewise + 35 full graphs) logs 0.29 GiB where 0.84 were predicted (+190%; 0.13
+    # and -55% since session 30, the 0.11.1 wheel requiring FlashInfer, so its autotune runs),
     # Nanbeige4.1-3B with max_num_seqs 1 on 0.11.2 logs 0.06 GiB for its two sizes (0.02 predicted,
     # -69%), and Qwen2.5-0.5B / Gemma 4 E2B on Model Runner V2 (0.29 / 0.30) +61% / -25%
     graphs = _errors(rows, "vllm", "calibration", "cuda_graph_gib")

@@ -40,6 +40,7 @@ def test_which_requirements_install_flashinfer(packages, expected):
     ("0.10.1.1", {}, True), ("0.11.0", {}, True), ("0.9.2", {}, True),
     ("0.9.1", {}, False),  # before 0.9.2 FlashInfer's sampler is opt-in
     ("0.12.0", {}, False),  # opt-in again from 0.12, installed or not
+    ("0.11.1", {}, False),  # already in 0.11.1 (its TopKTopPSampler.__init__: "Users must opt in explicitly")
     ("0.10.1.1", {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, False),  # the variable wins over the install
 ])
 def test_an_installed_flashinfer_decides_the_sampler_between_0_9_2_and_0_11(version, env, expected):

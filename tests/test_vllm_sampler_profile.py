@@ -22,6 +22,7 @@ from test_vllm_engine import L4, LLAMA8B, run  # noqa: E402
     ("0.10.1.1", {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, False), ("0.11.0", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, True),
     ("0.13.0", {}, False), ("0.13.0", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, True),  # opt-in from 0.12
     ("0.9.0", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, False), ("0.12.0", {}, False),
+    ("0.11.1", {}, False), ("0.11.2", {"VLLM_USE_FLASHINFER_SAMPLER": "1"}, True),  # opt-in already in 0.11.1's wheel
 ])
 def test_which_sampler_profiles(version, env, expected):
     cfg, _ = run("vllm serve m --max-model-len 8192", version=version)
@@ -40,7 +41,7 @@ def test_flashinfer_sampler_profile_and_the_note_where_it_depends_on_the_install
     assert native.memory.activation_peak == unset.memory.activation_peak == 256 * 128256 * 39
     notes = [a for a in unset.assumptions if a.startswith("PyTorch's top-k")]
     assert notes == ["PyTorch's top-k / top-p sampler: vLLM 0.11.0 samples with FlashInfer instead where FlashInfer is "
-                     "installed (optional before 0.12) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
+                     "installed (an optional extra up to 0.11.0) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
                      "0.76 GiB smaller, and the KV cache that much larger"]
     assert not [a for a in fi.assumptions + native.assumptions if a.startswith("PyTorch's top-k")]
     _, later = run(argv, version="0.13.0")

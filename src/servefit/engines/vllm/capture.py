@@ -13,8 +13,9 @@ capture and subtracted from the figure. Which blocks those are depends on the re
   9.0 and up, with FlashInfer present, it runs flashinfer_autotune: a dummy forward of
   max_num_batched_tokens tokens (runner._dummy_run(max_num_batched_tokens, is_profile=True)), whose
   freed activations stay cached. capture_model takes its first reading without emptying the cache,
-  so the log reads that forward's working set lower than the graphs hold, and can print a negative
-  figure. (0.10.1 runs kernel_warmup after capture_model, and only on compute capability 10.0.)
+  so the log reads lower than the graphs hold by the segments that forward left reserved (what
+  mem_get_info sees: the caching allocator's cudaMalloc'd segments, not the bytes the tensors used,
+  graph_pool.py), and can print a negative figure. (0.10.1 runs kernel_warmup after capture_model, and only on compute capability 10.0.)
 - from 0.18: capture_model calls torch.accelerator.empty_cache() before its first reading (read in the
   0.18.0 wheel; 0.17.0 does not), and Model Runner V2 (v1/worker/gpu/model_runner.py) always has.
 
@@ -35,12 +36,13 @@ and capture_model empties the cache again before its first reading (read in the 
 
 Whether the autotune runs depends on the install: utils/flashinfer.py::has_flashinfer needs the flashinfer
 package and, without the flashinfer-cubin package (or VLLM_HAS_FLASHINFER_CUBIN=1), nvcc on the PATH for
-its JIT. FlashInfer is an optional extra of the 0.10.2 / 0.11 wheels and a dependency of the wheel from
-0.12 (flashinfer-python in the 0.12.0 and 0.13.0 METADATA; flashinfer-cubin too from 0.19.1); the
+its JIT. FlashInfer is an optional extra of the 0.10.2 / 0.11.0 wheels and a dependency of the wheel from
+0.11.1 (Requires-Dist: flashinfer-python==0.5.2 in the 0.11.1 METADATA, 0.5.3 in 0.12.0's, without an
+extra; has_flashinfer reads the same in 0.11.1 and 0.12.0; flashinfer-cubin too from 0.19.1); the
 vllm/vllm-openai image installs it and keeps the CUDA toolchain for FlashInfer's JIT (docker/Dockerfile:
 a CUDA devel final base, later a base image with the JIT dependencies). So the logged figure is
-predicted lower from 0.12 to 0.17, in the official image from 0.10.2, and where
-VLLM_HAS_FLASHINFER_CUBIN=1 says so; for a 0.10.2 / 0.11 install of the plain wheel the plan says by
+predicted lower from 0.11.1 to 0.17, in the official image from 0.10.2, and where
+VLLM_HAS_FLASHINFER_CUBIN=1 says so; for a 0.10.2 / 0.11.0 install of the plain wheel the plan says by
 how much it may read lower. From 0.17 --no-enable-flashinfer-autotune (KernelConfig) skips the
 autotune, as -O0 does. kernel_warmup runs DeepGEMM's warm-up first (block-FP8 checkpoints on compute
 capability 9.0 / 10.0 where the deep_gemm package is installed: deepgemm_warmup.py), whose freed buffers
@@ -66,22 +68,27 @@ GiB = 2**30
 # cache before reading]
 AUTOTUNE_BEFORE_CAPTURE = ((0, 10, 2), (0, 18, 0))
 AUTOTUNE_MIN_CC = 90  # current_platform.has_device_capability(90)
+# The first wheel that requires flashinfer-python outright (0.11.1 METADATA; 0.11.0's lists it under an extra)
+FLASHINFER_WHEEL_DEPENDENCY = (0, 11, 1)
 
 
 def released_at_capture(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, settings: dict,
                         v2_runner: bool = False) -> int:
     """Bytes the first capture hands back to the device that the capture log subtracts from its
-    figure (see the module docstring): the autotune forward's working set at max_num_batched_tokens,
-    priced as the activation estimate prices a forward (profile.forward_bytes). Model Runner V2
-    empties the cache before its first reading (v1/worker/gpu/model_runner.py::capture_model, 0.14 on)."""
-    from servefit.engines.vllm.profile import forward_bytes
+    figure (see the module docstring): the segments the autotune forward of max_num_batched_tokens
+    left reserved, as the caching allocator carves that forward's tensors (graph_pool.forward_pool:
+    a dense decoder traced tensor by tensor, so a freed block too small for the next request stays
+    reserved beside the segment cudaMalloc'd for it; other models at their working set,
+    profile.forward_bytes). Model Runner V2 empties the cache before its first reading
+    (v1/worker/gpu/model_runner.py::capture_model, 0.14 on)."""
+    from servefit.engines.vllm.graph_pool import forward_pool
 
     first, fixed = AUTOTUNE_BEFORE_CAPTURE
     if not e.v1 or v2_runner or r.enforce_eager or gpu is None or gpu.compute_capability < AUTOTUNE_MIN_CC:
         return 0
     if not first <= r.version < fixed or settings.get("enable_flashinfer_autotune") is False:
         return 0
-    return forward_bytes(model, r, r.max_num_batched_tokens)
+    return forward_pool(model, r, [r.max_num_batched_tokens])
 
 
 def capture_release(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, cfg: EngineConfig,
@@ -100,10 +107,10 @@ def capture_release(model: ModelSpec, r: Resolved, e: Era, gpu: GpuSpec | None, 
 def autotune_known(env: dict[str, str] | None, version: tuple[int, int, int] = (0, 12, 0),
                    image: str | None = None) -> bool:
     """Whether FlashInfer can run for the autotune (see above): VLLM_HAS_FLASHINFER_CUBIN=1, a release
-    whose wheel depends on FlashInfer (0.12 on), or the vllm/vllm-openai image."""
+    whose wheel depends on FlashInfer (0.11.1 on: see the module docstring), or the vllm/vllm-openai image."""
     if str((env or {}).get("VLLM_HAS_FLASHINFER_CUBIN", "")).strip().lower() in ("1", "true"):
         return True
-    return version >= (0, 12, 0) or "vllm/vllm-openai" in (image or "")
+    return version >= FLASHINFER_WHEEL_DEPENDENCY or "vllm/vllm-openai" in (image or "")
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ def capture_note(released: Released, version: str) -> str | None:
         if released.possible > released.known:
             text += f"; up to {released.possible / GiB:.2f} GiB lower where {missing[0]} is installed too"
         return text
-    pip = "; ".join(p for n, p in (("FlashInfer", "`pip install vllm` does not install FlashInfer before 0.12"),
+    pip = "; ".join(p for n, p in (("FlashInfer", "`pip install vllm` does not install FlashInfer before 0.11.1"),
                                    ("DeepGEMM", "no vLLM wheel installs DeepGEMM")) if n in missing)
     return (f"where {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} installed (the vllm/vllm-openai "
             f"image has {'them' if len(missing) > 1 else 'it'}; {pip}), vLLM {version} logs its CUDA-graph capture "

@@ -181,7 +181,9 @@ def forward_pool(model: ModelSpec, r: Resolved, sizes: list[int]) -> int:
     into one pool (graph_memory_pool handed on), each forward's tensors freed when its capture ends. A dense
     model's forward is traced tensor by tensor (_dense_forward; the same tensors profile.forward_bytes
     counts at its peak: four hidden-width ones, gate_up's output and SiluAndMul's); any other is its
-    working set at each size as forward_bytes prices it, four hidden-width tensors and the rest as one."""
+    working set at each size as forward_bytes prices it, four hidden-width tensors and the rest as one.
+    With one size it is also what an eager forward leaves reserved in the default pool, the same
+    allocator's rules (capture.released_at_capture: the autotune forward before capture_model)."""
     from servefit.engines.vllm.profile import forward_bytes
 
     db = dtype_bytes(r.dtype)

@@ -396,5 +396,5 @@ def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> st
     if native - fi < 0.01 * GiB:
         return None
     return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
-            f"installed (optional before 0.12) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
+            f"installed (an optional extra up to 0.11.0) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
             f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")

@@ -68,10 +68,10 @@ V2_RUNNER_FP32_COPY_UNTIL = (0, 28, 0)
 # nothing: it holds the model-dtype logits, their fp32 copy, the top-k-masked logits and the
 # probabilities, 2 + 4 + 4 + 4 bytes per logit, where the native path's sort (values and int64
 # indices, plus the sort's scratch) gives the 39 above. Which one profiles, per release
-# (TopKTopPSampler.__init__): 0.9.2 - 0.11 use FlashInfer whenever FlashInfer >= 0.2.3 is installed
-# (an optional extra of the pip package before 0.12, a dependency from 0.12) unless
-# VLLM_USE_FLASHINFER_SAMPLER=0; 0.12 - 0.20 only with VLLM_USE_FLASHINFER_SAMPLER=1 (read in the
-# 0.12.0, 0.13.0, 0.19.1 and 0.20.0 wheels). From
+# (TopKTopPSampler.__init__): 0.9.2 - 0.11.0 use FlashInfer whenever FlashInfer >= 0.2.3 is installed
+# (an optional extra of the pip package up to 0.11.0, a dependency from 0.11.1) unless
+# VLLM_USE_FLASHINFER_SAMPLER=0; from 0.11.1 to 0.20 only with VLLM_USE_FLASHINFER_SAMPLER=1 (read in
+# the 0.11.1, 0.12.0, 0.13.0, 0.19.1 and 0.20.0 wheels: "Users must opt in explicitly"). From
 # 0.16 the calibrated 15 stands for either. The dennislee22 0.10.1.1 calibration logs (Qwen2-7B, 256
 # requests; "Using FlashInfer for top-p & top-k sampling." at topk_topp_sampler.py:50, the repository's
 # README installs with `pip install vllm ... flashinfer-python`) keep 0.94 - 0.97 GiB more for the KV cache
@@ -81,7 +81,7 @@ V2_RUNNER_FP32_COPY_UNTIL = (0, 28, 0)
 # the install, not on the command: a build whose install lines name FlashInfer (flashinfer_installed) plans
 # FlashInfer's; otherwise, without the variable, the plan keeps 39 and says so.
 FLASHINFER_SAMPLER_BYTES_PER_LOGIT = 14
-FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 12, 0))  # when installed
+FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 11, 1))  # when installed
 # A V1 engine compiles the model (torch.compile, Inductor) in the first forward of its profile
 # (v1/worker/gpu_worker.py::Worker.determine_available_memory runs model_runner.profile_run inside
 # utils/mem_utils.py::memory_profiling). With an empty compile cache the compilation's temporaries
@@ -207,7 +207,7 @@ def flashinfer_installed(packages: list[str] | tuple[str, ...]) -> bool | None:
 
 def flashinfer_sampler(r: Resolved, env: dict[str, str] | None, packages: list[str] | tuple[str, ...] = ()) -> bool | None:
     """Whether the dummy sampler run uses FlashInfer's sampler before 0.16 (see
-    FLASHINFER_SAMPLER_BYTES_PER_LOGIT): decided by VLLM_USE_FLASHINFER_SAMPLER where set; in 0.9.2 - 0.11
+    FLASHINFER_SAMPLER_BYTES_PER_LOGIT): decided by VLLM_USE_FLASHINFER_SAMPLER where set; in 0.9.2 - 0.11.0
     without it, by whether the build installs FlashInfer (`packages`: the pip requirements of its install
     lines, flashinfer_installed; v1/sample/ops/topk_topp_sampler.py::TopKTopPSampler.__init__ takes
     forward_cuda when `import flashinfer.sampling` succeeds, read in the 0.9.2, 0.10.0, 0.10.2 and 0.11.0
