@@ -99,7 +99,11 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
             layer_kv.append(0)
             continue
         c = swa_cells if lm.swa[il] else cells
-        layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, lm.v_width(il)) if lm.v_width(il) else 0)) * c)
+        # kvcache/causal.go Causal.Put allocates a value tensor of the value's width in every layer: MLA models
+        # (model/models/deepseek2, glm4moelite: nn.AttentionWithVMLA(query, key, value = the kv_lora_rank latent))
+        # keep a V of kv_lora_rank beside the K of kv_lora_rank + rope, unlike llama.cpp's V-less MLA cache
+        vw = lm.v_width(il, 0)
+        layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, vw) if vw else 0)) * c)
     out_w = grp.get("output_norm", 0) + (grp["output"] if "output" in grp else grp.get("token_embd", 0))
     buffer = 0
     if eng:
