@@ -45,7 +45,7 @@ def test_command_and_tags():
     assert ENGINE.command_length(["ollama", "serve"]) == 2 and ENGINE.command_length(["/bin/ollama", "run", "x"]) == 2
     assert ENGINE.command_length(["ollama", "list"]) == 0
     assert resolve_tag("llama3.1:8b-instruct-q4_K_M")[:2] == ("meta-llama/Llama-3.1-8B-Instruct", "Q4_K_M")
-    assert resolve_tag("gpt-oss:20b")[:2] == ("openai/gpt-oss-20b", "MXFP4_MOE")
+    assert resolve_tag("gpt-oss:20b")[:2] == ("openai/gpt-oss-20b", "OLLAMA_MXFP4")  # Ollama's own conversion
     assert resolve_tag("llama3.1:70b-instruct-q8_0")[:2] == ("meta-llama/Llama-3.1-70B-Instruct", "Q8_0")
     assert resolve_tag("qwen2.5")[0] == "Qwen/Qwen2.5-7B-Instruct"
     assert resolve_tag("registry.ollama.ai/library/gemma3:27b-it-fp16")[:2] == ("google/gemma-3-27b-it", "F16")

@@ -57,3 +57,14 @@ def test_ollama_engine_counts_the_recurrent_state_as_cache():
     # 3 x (10240 + 2 x 8 x 128) and state 128 x 80 x 128 (138.8 MiB)
     assert _kv_line("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "ollama run nemotron-nano:9b", "0.20.0") == [
         'msg="kv cache" device=CUDA0 size="266.8 MiB"']
+
+
+@pytest.mark.parametrize(("v", "num_batch", "ubatch"), [
+    ((0, 12, 6), 1024, 512),  # n_batch = 1024 only: llama_context_default_params' n_ubatch 512 stays
+    ((0, 12, 6), 256, 256),  # cparams.n_ubatch = min(n_batch, n_ubatch)
+    ((0, 13, 3), 1024, 1024),  # llama/llama.go NewContextParams: n_batch = 1024 x np, n_ubatch = 1024
+])
+def test_runner_ubatch_follows_new_context_params(v, num_batch, ubatch):
+    rb, _ = runner_buffers({"quant": "Q4_K_M"}, llama8b(), gpu(80000), 1, v, 8192, 2, num_batch, 33, True, "f16")
+    assert rb is not None
+    assert rb.n_ubatch == ubatch

@@ -72,7 +72,7 @@ def test_the_issues_families_are_covered(name):
                                                    "phi3:medium -> microsoft/Phi-3-medium-128k-instruct (Q4_0)")),
     ("granite4:tiny-h", Tag("ibm-granite/granite-4.0-h-tiny", "Q4_K_M", 131072,
                             "granite4:tiny-h -> ibm-granite/granite-4.0-h-tiny (Q4_K_M)")),
-    ("gpt-oss:20b", Tag("openai/gpt-oss-20b", "MXFP4_MOE", 131072, "gpt-oss:20b -> openai/gpt-oss-20b (MXFP4_MOE)")),
+    ("gpt-oss:20b", Tag("openai/gpt-oss-20b", "OLLAMA_MXFP4", 131072, "gpt-oss:20b -> openai/gpt-oss-20b (OLLAMA_MXFP4)")),
     ("nomic-embed-text", Tag("nomic-ai/nomic-embed-text-v1.5", "F16", 2048,
                              "nomic-embed-text:latest -> nomic-ai/nomic-embed-text-v1.5 (F16)")),
     ("mistral:7b-instruct-v0.3-fp16", Tag("mistralai/Mistral-7B-Instruct-v0.3", "F16", 32768,

@@ -32,7 +32,7 @@ from servefit.models import resolve_model
     ("granite3.1-moe:1b", "ibm-granite/granite-3.1-1b-a400m-instruct", "Q8_0", 131072),
     ("qwen3-embedding:0.6b", "Qwen/Qwen3-Embedding-0.6B", "Q8_0", 32768),  # and its own context
     ("qwen3-embedding", "Qwen/Qwen3-Embedding-8B", "Q4_K_M", 40960),
-    ("gpt-oss-safeguard:120b", "openai/gpt-oss-safeguard-120b", "MXFP4_MOE", 131072),
+    ("gpt-oss-safeguard:120b", "openai/gpt-oss-safeguard-120b", "OLLAMA_MXFP4", 131072),
     ("qwen3-next", "Qwen/Qwen3-Next-80B-A3B-Instruct", "Q4_K_M", 262144),
     ("olmo-3:32b", "allenai/Olmo-3-1125-32B", "Q4_K_M", 65536),
     ("lfm2", "LiquidAI/LFM2-24B-A2B", "Q4_K_M", 128000),

@@ -229,8 +229,10 @@ def synth_tensors(m: ModelSpec, ftype: str, arch: str | None = None) -> list[Ten
         n = 1
         for d in shape:
             n *= d
-        if len(shape) < 2 or (native_mxfp4 and name.endswith("_exps.bias")):  # F32 in the public files (289 F32
-            t = "F32"                                                        # tensors: 12 a block, + output_norm)
+        if ftype == "OLLAMA_MXFP4" and native_mxfp4 and name.endswith("_exps.bias"):
+            t = "F16"  # Ollama's converter (convert/reader.go tensorBase.Kind): a 2-D tensor is F16
+        elif len(shape) < 2 or (native_mxfp4 and name.endswith("_exps.bias")):  # F32 in the public files (289 F32
+            t = "F32"                                                          # tensors: 12 a block, + output_norm)
         elif native_mxfp4 and "_exps." in name:
             t = "MXFP4"
         elif not _allows(name, len(shape)):

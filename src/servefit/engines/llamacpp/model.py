@@ -302,6 +302,7 @@ def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> L
                            f"sized as plain {quant} ({lm.weight_bytes / 2**30:.2f} GiB; the file is likely larger: "
                            "a model lock or --online reads its header)")
         return lm
-    assumptions.append(f"weights sized from {spec.name} as llama-quantize makes {quant} "
+    maker = "Ollama's converter writes it" if quant == "OLLAMA_MXFP4" else f"llama-quantize makes {quant}"
+    assumptions.append(f"weights sized from {spec.name} as {maker} "
                        f"({lm.weight_bytes / 2**30:.2f} GiB; the real file may differ slightly)")
     return lm

@@ -26,6 +26,7 @@ class RunnerBuffers(EngineDetail):
     n_ctx_per_seq: int = 0
     n_gpu_layers_offloaded: int = 0
     kv_cache_cells: int = 0
+    n_ubatch: int = 0  # llama_context: n_ubatch as the runner logs it
     runner_llama_cpp_build: str = ""
 
 

@@ -24,6 +24,9 @@ from servefit.hardware.spec import GpuSpec
 from servefit.models.gguf import row_bytes
 
 SWA_MEM = {"gptoss": 4096, "gpt-oss": 4096, "gemma4": 4096}  # kvcache.NewSWAMemCache(window, 4096, ...)
+# model/models/llama4/model.go: kvcache.NewChunkedAttentionCache(chunk_size) sets only chunkSize; its swaWindowSize stays
+# 0, which Causal.Init reads as math.MaxInt32, so the chunked layers hold maxSequences x capacity cells like the rest
+CHUNKED_FULL = {"llama4"}
 CACHE_BATCH_CLAMPED = (0, 12, 0)  # llm/server.go: opts.NumBatch = min(opts.NumBatch, opts.NumCtx)
 SWA_PLUS_ONE = (0, 12, 4)  # Causal.Init: memory >= window + 1 with several sequences; ">= capacity" -> full
 PAD_256_NO_FA = (0, 13, 2)  # ggml Backend.CacheConfig: CachePadding 256 without flash attention (32 before)
@@ -38,7 +41,7 @@ def cache_cells(v: tuple[int, ...], arch: str, num_ctx: int, np_: int, num_batch
     pad = 256 if fa or v >= PAD_256_NO_FA else 32
     max_batch = min(num_batch, num_ctx) if v >= CACHE_BATCH_CLAMPED else num_batch
     cells = K.pad(num_ctx * np_, pad)
-    if not window:
+    if not window or arch in CHUNKED_FULL:
         return cells, cells
     mem = SWA_MEM.get(arch, window)
     if v >= SWA_PLUS_ONE and np_ > 1:
@@ -96,7 +99,11 @@ def layout_plan(cfg: EngineConfig, lm: LModel, gpu: GpuSpec, free: list[int], ct
             layer_kv.append(0)
             continue
         c = swa_cells if lm.swa[il] else cells
-        layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, lm.v_width(il)) if lm.v_width(il) else 0)) * c)
+        # kvcache/causal.go Causal.Put allocates a value tensor of the value's width in every layer: MLA models
+        # (model/models/deepseek2, glm4moelite: nn.AttentionWithVMLA(query, key, value = the kv_lora_rank latent))
+        # keep a V of kv_lora_rank beside the K of kv_lora_rank + rope, unlike llama.cpp's V-less MLA cache
+        vw = lm.v_width(il, 0)
+        layer_kv.append((row_bytes(kvt, lm.k_width(il)) + (row_bytes(kvt, vw) if vw else 0)) * c)
     out_w = grp.get("output_norm", 0) + (grp["output"] if "output" in grp else grp.get("token_embd", 0))
     buffer = 0
     if eng:

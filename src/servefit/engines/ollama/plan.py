@@ -60,10 +60,21 @@ def default_num_ctx(s: dict[str, Any], v: tuple[int, ...], arch: str, gpu: GpuSp
     if v >= V.VRAM_TIERS:  # server/routes.go::Serve "vram-based default context"
         tier = 262144 if total >= 47 * GIB else 32768 if total >= 23 * GIB else 4096
         return tier, f"VRAM-based default for {total / GIB:.0f} GiB"
-    base = 4096 if v >= V.CTX_4096 else 2048
-    if v >= V.GPTOSS_8K and arch in ("gptoss", "gpt-oss", "qwen3vl", "qwen3vlmoe") and total >= 20 * GIB:
-        return max(base, 8192), "Ollama default (gpt-oss minimum 8192)"
-    return base, "Ollama default"
+    return (4096 if v >= V.CTX_4096 else 2048), "Ollama default"
+
+
+def context_floor(num_ctx: int, v: tuple[int, ...], arch: str, total_vram: int) -> int:
+    """server/routes.go::scheduleRunner after modelOptions (so whatever set num_ctx: request, Modelfile
+    PARAMETER, OLLAMA_CONTEXT_LENGTH or the default): gpt-oss gets opts.NumCtx = max(opts.NumCtx, 8192), from
+    v0.11.0 (ModelFamilies contains "gptoss") to v0.15.4; from v0.11.4 only when !s.lowVRAM (Serve: the GPUs'
+    TotalMemory - OLLAMA_GPU_OVERHEAD summed is >= lowVRAMThreshold, 20 GiB); qwen3vl / qwen3vlmoe from v0.12.7.
+    v0.15.5 drops it for the VRAM-based default context."""
+    families = ("gptoss", "gpt-oss") + (("qwen3vl", "qwen3vlmoe") if v >= V.QWEN3VL_8K else ())
+    if not V.GPTOSS_8K <= v < V.VRAM_TIERS or arch not in families:
+        return num_ctx
+    if v >= V.GPTOSS_8K_LOW_VRAM and total_vram < 20 * GIB:
+        return num_ctx
+    return max(num_ctx, 8192)
 
 
 def minimum_memory(gpu: GpuSpec) -> int:
@@ -81,6 +92,11 @@ def plan(cfg: EngineConfig, spec: ModelSpec, gpu: GpuSpec, count: int) -> Memory
     arch = ollama_arch(lm)
     n_dev = 1 if gpu.vendor == "apple" else max(1, count or 1)
     num_ctx, ctx_src = default_num_ctx(s, v, arch, gpu, n_dev)
+    total_vram = n_dev * max(0, gpu.memory_bytes - int(s.get("OLLAMA_GPU_OVERHEAD") or 0))
+    floored = context_floor(num_ctx, v, arch, total_vram)
+    if floored != num_ctx:
+        ctx_src = f"{ctx_src}, raised to Ollama's gpt-oss minimum of {floored}"
+        num_ctx = floored
     requested_ctx = num_ctx
     if lm.n_ctx_train and num_ctx > lm.n_ctx_train and v >= V.CTX_CAP:
         num_ctx = lm.n_ctx_train  # llm/server.go "requested context size too large for model" (v0.9.3+)

@@ -9,6 +9,7 @@ from typing import Any
 
 from servefit.core import LaunchSite, Token
 from servefit.engines.ollama.detail import RunnerBuffers
+from servefit.engines.ollama.versions import RUNNER_UBATCH
 from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
@@ -42,8 +43,15 @@ def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int,
     from servefit.engines.llamacpp.detail import of as llama_detail
 
     build = vendored_build(v)
+    # llama/llama.go NewContextParams starts from llama_context_default_params() (n_ubatch 512): before v0.13.3 it
+    # sets only n_batch = num_batch, so llama.cpp's n_ubatch = min(n_batch, 512); from v0.13.3 n_batch = num_batch x
+    # np and n_ubatch = num_batch
+    if v >= RUNNER_UBATCH:
+        n_batch, n_ubatch = num_batch * num_parallel, num_batch
+    else:
+        n_batch, n_ubatch = num_batch, min(num_batch, 512)
     words = ["llama-server", "-m", str(s.get("model_path") or "model.gguf"), "-c", str(num_ctx * num_parallel),
-             "-np", str(num_parallel), "-b", str(num_batch), "-ub", str(num_batch), "-ngl", str(layers)]
+             "-np", str(num_parallel), "-b", str(n_batch), "-ub", str(n_ubatch), "-ngl", str(layers)]
     if kvt != "f16":
         words += ["-ctk", kvt, "-ctv", kvt]
     site = LaunchSite(file="<ollama runner>", line=0, argv=[Token(w) for w in words], engine="llamacpp",
@@ -65,5 +73,6 @@ def runner_buffers(s: dict[str, Any], spec: ModelSpec, gpu: GpuSpec, n_dev: int,
     out = RunnerBuffers(model_buffer_mib=x.model_buffer_mib, model_buffer_host_mib=x.model_buffer_host_mib,
                         kv_buffer_mib=x.kv_buffer_mib, compute_buffer_mib=x.compute_buffer_mib,
                         n_ctx_per_seq=x.n_ctx_per_seq, n_gpu_layers_offloaded=x.n_gpu_layers_offloaded,
-                        kv_cache_cells=x.kv_cache_cells, runner_llama_cpp_build=build)
+                        kv_cache_cells=x.kv_cache_cells, n_ubatch=x.n_ubatch,
+                        runner_llama_cpp_build=build)
     return out, [m for m in p.messages if "buffer size" in m or "offloaded" in m]

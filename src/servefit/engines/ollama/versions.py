@@ -15,7 +15,10 @@ def default_parallel(v: tuple[int, ...]) -> int:
     return 1 if v >= NUM_PARALLEL_1 else 2 if v >= (0, 6, 7) else 4
 CTX_CAP = (0, 9, 3)  # llm/server.go NewLlamaServer caps num_ctx at the model's context_length
 CTX_4096 = (0, 6, 7)  # default num_ctx 4096 (2048 before)
-GPTOSS_8K = (0, 11, 1)  # gpt-oss num_ctx >= 8192 unless VRAM < 20 GiB (until 0.15.4)
+GPTOSS_8K = (0, 11, 0)  # server/routes.go::scheduleRunner: gpt-oss num_ctx >= 8192, whatever set it (until 0.15.4)
+GPTOSS_8K_LOW_VRAM = (0, 11, 4)  # ... only when the GPUs hold >= 20 GiB in all (!s.lowVRAM)
+QWEN3VL_8K = (0, 12, 7)  # qwen3vl / qwen3vlmoe join the list
+RUNNER_UBATCH = (0, 13, 3)  # llama/llama.go NewContextParams: n_batch = num_batch x np, n_ubatch = num_batch
 LAYOUT = (0, 11, 5)  # "new memory management": layout/backoff for Ollama-engine models
 # PR #11090 (New Memory Management) made the layout path opt-in for Ollama-engine models: envconfig.NewMemoryEstimates
 # = Bool("OLLAMA_NEW_ESTIMATES"), default off; PR #12252 ("llm: Enable new memory estimates by default", merged
