@@ -1,0 +1,66 @@
+"""Found by running servefit as a new user on deployment files off the vLLM-in-Kubernetes path (llama.cpp,
+Ollama, TGI, SGLang, vLLM outside Kubernetes) from public repositories (session 30, second trial): each case
+is a minimal file written for the test, in the shape the repository had.
+
+Repositories tried (owner/name@commit):
+  sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+# sheeanit/cli's llama-serv.sh starts llama-server with `--no-escape`: llama.cpp's common/arg.cpp has it as the
+# negation of `-e, --escape` (a switch), and it was read as a flag taking a value, so the next flag was eaten
+# and lint said LCPP002 "expected one argument" (estimate stopped there). The same for `-no-ag` (b10001+).
+# Its 20 of 33 layers on the GPU keep the rest of the KV cache in system memory, which estimate put down to
+# "layers with a sliding window or a state" (Llama 3.1 has neither).
+LLAMA_SERV = """#!/bin/bash
+BIN=/opt/llamacpp/llama-server
+MODEL="/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"
+LAYERS=20
+
+$BIN -m "$MODEL" \\
+    --ctx-size 2048 -ngl $LAYERS \\
+    --no-escape \\
+    --host 127.0.0.1 --port 8080
+"""
+
+
+def test_llamacpp_negation_of_a_short_switch_takes_no_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "llama-serv.sh"
+    f.write_text(LLAMA_SERV)
+    assert main(["lint", str(f), "--gpu", "L4", "--engine-version", "b6301"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:3:8: SF004 GGUF 'Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf' taken as meta-llama/Llama-3.1-8B-Instruct "
+        "(by its name, quant Q4_K_M; no file to read)\n"
+        f"{f}:4:8: LCPP009 offloaded 20/33 layers to GPU (-ngl); 13 layers run on the CPU [GPU: L4 ×1 from --gpu]\n"
+        "0 errors, 1 warning, 1 info in 1 file (1 server)\n")
+    f.write_text(LLAMA_SERV.replace("--no-escape", "-no-ag"))
+    assert main(["lint", str(f), "--gpu", "L4", "--engine-version", "b10001"]) == 0
+    assert "LCPP002" not in capsys.readouterr().out
+
+
+def test_llamacpp_kv_cache_of_cpu_layers_is_said_as_system_memory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "llama-serv.sh"
+    f.write_text(LLAMA_SERV)
+    assert main(["estimate", str(f), "--gpu", "L4", "--engine-version", "b6301"]) == 0
+    out = capsys.readouterr().out
+    assert ("KV cache: 131,072 bytes per token; 2,048 tokens; 0.09 GiB of it in system memory, with the layers "
+            "-ngl leaves on the CPU\n") in out
+    assert "llama_kv_cache:        CPU KV buffer size =    96.00 MiB" in out
+    # pipeline stages each hold their own layers' cache: the sum over the GPUs is the whole of it
+    for cmd in (["llama-server", "-m", "/m/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", "-c", "8192", "-ngl", "99"],
+                ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "-pp", "2"]):
+        main(["estimate", "--gpu", "L4", "--gpus", "2", "--", *cmd])
+        line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("KV cache:"))
+        assert line.startswith("KV cache: 131,072 bytes per token; ") and line.count(";") == 1, line
+    # a sliding window still says so
+    main(["estimate", "--gpu", "L4", "--", "vllm", "serve", "google/gemma-3-4b-it", "--max-model-len", "8192"])
+    assert "; layers with a sliding window or a state hold less than every token" in capsys.readouterr().out
