@@ -64,3 +64,20 @@ def test_llamacpp_kv_cache_of_cpu_layers_is_said_as_system_memory(
     # a sliding window still says so
     main(["estimate", "--gpu", "L4", "--", "vllm", "serve", "google/gemma-3-4b-it", "--max-model-len", "8192"])
     assert "; layers with a sliding window or a state hold less than every token" in capsys.readouterr().out
+
+
+# tune on the same script said "now context 2,048 x 0 users, ...: offloaded": its own outcome word, and 0 users
+# for a server that starts with one slot. Each outcome tune gives a plan that starts but does not count as
+# serving is said in words, and such a plan shows no user count.
+def test_tune_says_why_the_file_does_not_count_in_words(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from servefit.report.plan import VERDICT
+
+    f = tmp_path / "llama-serv.sh"
+    f.write_text(LLAMA_SERV)
+    assert main(["tune", str(f), "--gpu", "L4", "--engine-version", "b6301", "--diff"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "  now     context 2,048, KV f16, weights Q4_K_M, headroom 84.4%: starts, but with layers on the CPU "
+        "(slow; --allow offload counts it)")
+    for outcome in ("offloaded", "context_past_training", "slots_too_short", "oom_under_load",
+                    "no_room_for_another_model", "little_headroom"):
+        assert VERDICT[outcome].startswith("starts, but ")
