@@ -4,6 +4,7 @@ is a minimal file written for the test, in the shape the repository had.
 
 Repositories tried (owner/name@commit):
   sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
+  realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232
 """
 
 from __future__ import annotations
@@ -81,3 +82,47 @@ def test_tune_says_why_the_file_does_not_count_in_words(tmp_path: Path, capsys: 
     for outcome in ("offloaded", "context_past_training", "slots_too_short", "oom_under_load",
                     "no_room_for_another_model", "little_headroom"):
         assert VERDICT[outcome].startswith("starts, but ")
+
+
+# realtmxi/local-deployment's production_scripts/service.sh (run by its Slurm jobs) restarts SGLang in a loop in a
+# background function that kills the server when it is stopped (`trap '...; kill $SGLANG_PID; exit' SIGTERM EXIT`)
+# and waits for it; the script then waits for that function. The trap read as "started for the script's own use
+# and stopped when it exits" (a model-pull Job's `ollama serve &`), so no server was found (0 servers).
+SERVICE_SH = """#!/bin/bash
+MODEL_PATH=/models/Llama-3.1-8B-Instruct
+manage_sglang() {
+    local SGLANG_PID
+    trap 'echo "[SGLANG_MGR] Exiting"; kill $SGLANG_PID 2>/dev/null; exit' SIGTERM EXIT
+    while true; do
+        /opt/llm/.venv/bin/python3 -m sglang.launch_server \\
+            --model-path "$MODEL_PATH" \\
+            --host 127.0.0.1 \\
+            --tp-size 1 \\
+            --trust-remote-code &
+        SGLANG_PID=$!
+        wait $SGLANG_PID
+        sleep 15
+    done
+}
+manage_sglang &
+SGLANG_MGR_PID=$!
+wait $SGLANG_MGR_PID
+"""
+
+
+def test_a_server_a_script_waits_for_is_one_though_a_trap_kills_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "service.sh"
+    f.write_text(SERVICE_SH)
+    assert main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"]) == 0
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["line"], site["engine"], site["model_ref"]["resolved"], site["verdict"]) == (
+        7, "sglang", "meta-llama/Llama-3.1-8B-Instruct", "started")
+    assert site["settings"] == {"host": "127.0.0.1", "model_path": "/models/Llama-3.1-8B-Instruct", "tp_size": 1,
+                                "trust_remote_code": True}
+    # a script that pulls a model with a server it starts and stops (no wait) still starts none
+    f.write_text("ollama serve &\npid=$!\ntrap 'kill $pid' EXIT\nsleep 5\nollama pull llama3.2:3b\n")
+    main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"])
+    assert json.loads(capsys.readouterr().out) == []

@@ -150,9 +150,11 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
 
 
 def _stops_on_exit(cmds: list[Command]) -> bool:
-    """`trap 'kill $pid' EXIT`: the script kills what it started in the background when it ends."""
+    """`trap 'kill $pid' EXIT`: the script kills what it started in the background when it ends, and does not
+    `wait` for it (a script that waits serves until the server stops: a Slurm job's restart loop)."""
     return any(c.words and c.words[0].text == "trap" and len(c.words) > 2 and "kill" in c.words[1].text
-               and any(w.text in ("EXIT", "0") for w in c.words[2:]) for c in cmds)
+               and any(w.text in ("EXIT", "0") for w in c.words[2:]) for c in cmds) \
+        and not any(c.words and c.words[0].text == "wait" for c in cmds)
 
 
 def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
