@@ -4,7 +4,7 @@ is a minimal file written for the test, in the shape the repository had.
 
 Repositories tried (owner/name@commit):
   sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
-  realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232
+  realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232 (Slurm jobs of SGLang, a DGX Spark vLLM in docker run)
 """
 
 from __future__ import annotations
@@ -126,3 +126,23 @@ def test_a_server_a_script_waits_for_is_one_though_a_trap_kills_it(
     f.write_text("ollama serve &\npid=$!\ntrap 'kill $pid' EXIT\nsleep 5\nollama pull llama3.2:3b\n")
     main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"])
     assert json.loads(capsys.readouterr().out) == []
+
+
+# realtmxi/local-deployment's glm_4.7_flash.sh runs `scitrera/dgx-spark-vllm:0.14.0-t5`: scitrera's DGX Spark builds
+# follow vLLM's releases (scitrera/cuda-containers README: `0.15.0-t4` is vLLM 0.15.0 with Transformers 4), and
+# servefit said "the tag counts that build's own releases, not vLLM's" and modelled the newest vLLM.
+SPARK_RUN = """docker run --gpus all --network host \\
+    scitrera/dgx-spark-vllm:0.15.0-t4 \\
+    vllm serve Qwen/Qwen3-8B --max-model-len 32768 --host 127.0.0.1 --port 8004
+"""
+
+
+def test_scitrera_dgx_spark_image_tag_names_the_vllm_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sh"
+    f.write_text(SPARK_RUN)
+    assert main(["estimate", str(f), "--gpu", "DGX Spark"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vllm 0.15.0  ·  Qwen/Qwen3-8B\n")
+    assert "assumed" not in out.split("assumptions:")[1].split("\n")[1]
+    assert "counts that build's own releases" not in out
