@@ -4,6 +4,7 @@ is a minimal file written for the test, in the shape the repository had.
 
 Repositories tried (owner/name@commit):
   sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
+  WittenYeh/LSMCache@ca5b85a509483244df999b747eabd529ad7ebb10 (a fork of SGLang: its CI workflows, docker/, scripts)
   realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232 (Slurm jobs of SGLang, a DGX Spark vLLM in docker run)
 """
 
@@ -146,3 +147,25 @@ def test_scitrera_dgx_spark_image_tag_names_the_vllm_release(
     assert out.startswith("vllm 0.15.0  ·  Qwen/Qwen3-8B\n")
     assert "assumed" not in out.split("assumptions:")[1].split("\n")[1]
     assert "counts that build's own releases" not in out
+
+
+# WittenYeh/LSMCache's CI (a fork of SGLang) starts a container with `docker run -dt ... IMAGE` and no command, to
+# `docker exec` into it. lmsysorg/sglang sets no server entrypoint (its Dockerfile has none: docs.sglang.ai always
+# gives `python3 -m sglang.launch_server` as the command), so such a container runs a shell; it was read as
+# `python3 -m sglang.launch_server` with no arguments: SGL002 "the following arguments are required: --model-path".
+CI_RUN = """docker run -dt \\
+  -v /work:/sglang-checkout/ --ipc=host \\
+  --name ci_sglang \\
+  lmsysorg/sglang:v0.5.3-cu126
+"""
+
+
+def test_sglang_image_run_without_a_command_is_no_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ci.sh"
+    f.write_text(CI_RUN)
+    assert main(["lint", str(f), "--gpu", "A100-80GB"]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    # given SGLang's arguments, the container runs them as before
+    f.write_text(CI_RUN.replace("cu126\n", "cu126 python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B\n"))
+    assert main(["lint", str(f), "--gpu", "A100-80GB", "--exit-zero"]) == 0
+    assert "(1 server)" in capsys.readouterr().out
