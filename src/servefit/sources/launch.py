@@ -291,7 +291,7 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                     "(Dockerfile `ENTRYPOINT`, k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
-        elif ie is not None and not cmd and not ie[2] and image_release.release_image(img) is True:
+        elif ie is not None and not cmd and not ie[2] and img and image_release.release_image(img) is True:
             found = []  # the engine's own image sets no server entrypoint (lmsysorg/sglang): it runs a shell
         elif ie is not None:
             eng = eng_of_image
