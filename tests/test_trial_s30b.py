@@ -169,3 +169,31 @@ def test_sglang_image_run_without_a_command_is_no_server(tmp_path: Path, capsys:
     f.write_text(CI_RUN.replace("cu126\n", "cu126 python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B\n"))
     assert main(["lint", str(f), "--gpu", "A100-80GB", "--exit-zero"]) == 0
     assert "(1 server)" in capsys.readouterr().out
+
+
+# WittenYeh/LSMCache's scripts/playground/launch_tgi.sh mounts the weights at the container's root and serves
+# `--model-id /Llama-2-7b-chat-hf`: sized as meta-llama/Llama-2-7b-hf without a word, where `/models/NAME` says
+# SF004 "resolved ... by name (a local folder of that name)". A folder at the root is a local folder too.
+LAUNCH_TGI = """docker run --name tgi --rm -ti --gpus all -p 127.0.0.1:24000:24000 \\
+  -v /home/ubuntu/model_weights/Llama-2-7b-chat-hf:/Llama-2-7b-chat-hf \\
+  ghcr.io/huggingface/text-generation-inference:1.1.0 \\
+  --model-id /Llama-2-7b-chat-hf --num-shard 1 \\
+  --max-input-length 2048 --max-total-tokens 4096 \\
+  --port 24000
+"""
+
+
+def test_model_in_a_folder_at_the_root_is_said_resolved_by_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "launch_tgi.sh"
+    f.write_text(LAUNCH_TGI)
+    assert main(["lint", str(f), "--gpu", "H100"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:4:3: SEC004 TGI has no API key and listens on all interfaces (its default without --hostname): anything "
+        "on the container network can use it\n"
+        f"{f}:4:14: SF004 resolved '/Llama-2-7b-chat-hf' to catalog entry 'meta-llama/Llama-2-7b-hf' by name (a local "
+        "folder of that name); assumed the same checkpoint\n0 errors, 0 warnings, 2 info in 1 file (1 server)\n")
+    # the repository's own name without its organization is still the catalog's entry, said nothing of
+    main(["lint", "--gpu", "H100", "--", "vllm", "serve", "Llama-2-7b-chat-hf", "--max-model-len", "4096",
+          "--host", "127.0.0.1"])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (1 server)\n"
