@@ -5,6 +5,7 @@ is a minimal file written for the test, in the shape the repository had.
 Repositories tried (owner/name@commit):
   sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
   WittenYeh/LSMCache@ca5b85a509483244df999b747eabd529ad7ebb10 (a fork of SGLang: its CI workflows, docker/, scripts)
+  GardenVarietyAI/rose@7f68e761e748512680c8d5305741c1411a11fcd5 (compose with a CUDA overlay, entrypoint scripts)
   realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232 (Slurm jobs of SGLang, a DGX Spark vLLM in docker run)
 """
 
@@ -197,3 +198,59 @@ def test_model_in_a_folder_at_the_root_is_said_resolved_by_name(
     main(["lint", "--gpu", "H100", "--", "vllm", "serve", "Llama-2-7b-chat-hf", "--max-model-len", "4096",
           "--host", "127.0.0.1"])
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (1 server)\n"
+
+
+# GardenVarietyAI/rose's docker-compose.yml runs llama.cpp's CPU image with a mounted llama-server/entrypoint.sh, and
+# docker-compose.cuda.yml (its overlay) the CUDA image with entrypoint-cuda.sh. The layered service is the deployment
+# and the base alone gives way to it; the base's script then came back as a server of its own ("script:", no image,
+# SEC003 "listens on every interface of this machine"), and the base's SF001 stayed behind for a server not reported.
+ROSE_BASE = """services:
+  llama-server:
+    image: ghcr.io/ggml-org/llama.cpp:server-b7464
+    ports:
+      - "127.0.0.1:8080:8080"
+    volumes:
+      - ./llama-server/entrypoint.sh:/entrypoint.sh:ro
+    entrypoint: [ "/entrypoint.sh" ]
+"""
+ROSE_CUDA = """services:
+  llama-server:
+    image: ghcr.io/ggml-org/llama.cpp:server-cuda-b7464
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - capabilities: ["gpu"]
+              count: 1
+              driver: nvidia
+    volumes:
+      - ./llama-server/entrypoint-cuda.sh:/entrypoint-cuda.sh:ro
+    entrypoint: ["/entrypoint-cuda.sh"]
+"""
+ROSE_SCRIPT = """#!/bin/sh
+set -e
+exec /app/llama-server \\
+  -m "$LLAMA_MODEL_PATH" \\
+  --host 0.0.0.0 --port 8080 \\
+  -ngl -1 \\
+  -c {ctx}
+"""
+
+
+def test_script_of_a_compose_service_an_overlay_shadows_is_not_a_server_of_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    (tmp_path / "docker-compose.yml").write_text(ROSE_BASE)
+    (tmp_path / "docker-compose.cuda.yml").write_text(ROSE_CUDA)
+    (tmp_path / "llama-server").mkdir()
+    (tmp_path / "llama-server" / "entrypoint.sh").write_text(ROSE_SCRIPT.format(ctx=2048))
+    (tmp_path / "llama-server" / "entrypoint-cuda.sh").write_text(ROSE_SCRIPT.format(ctx=32768))
+    assert main(["lint", str(tmp_path), "--gpu", "L4", "--list-sites", "--format", "json"]) == 0
+    sites = json.loads(capsys.readouterr().out)
+    assert [(s["name"], s["settings"]["ctx_size"], s["engine_version"]) for s in sites] == [
+        ("compose/llama-server+docker-compose.cuda.yml", 32768, "b7464")]
+    main(["lint", str(tmp_path), "--gpu", "L4", "--format", "json"])
+    assert [(f["code"], f["location"]["file"], f["location"]["line"]) for f in json.loads(capsys.readouterr().out)] == [
+        ("SF001", str(tmp_path / "llama-server" / "entrypoint-cuda.sh"), 4),
+        ("SEC004", str(tmp_path / "llama-server" / "entrypoint-cuda.sh"), 5)]
