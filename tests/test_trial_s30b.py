@@ -6,6 +6,7 @@ Repositories tried (owner/name@commit):
   sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
   WittenYeh/LSMCache@ca5b85a509483244df999b747eabd529ad7ebb10 (a fork of SGLang: its CI workflows, docker/, scripts)
   GardenVarietyAI/rose@7f68e761e748512680c8d5305741c1411a11fcd5 (compose with a CUDA overlay, entrypoint scripts)
+  muhac/llm-action@9baa2771838a1f23a74db0a0fd62dc7fa09f670c (vLLM in GitHub Actions)
   realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232 (Slurm jobs of SGLang, a DGX Spark vLLM in docker run)
 """
 
@@ -254,3 +255,38 @@ def test_script_of_a_compose_service_an_overlay_shadows_is_not_a_server_of_its_o
     assert [(f["code"], f["location"]["file"], f["location"]["line"]) for f in json.loads(capsys.readouterr().out)] == [
         ("SF001", str(tmp_path / "llama-server" / "entrypoint-cuda.sh"), 4),
         ("SEC004", str(tmp_path / "llama-server" / "entrypoint-cuda.sh"), 5)]
+
+
+# muhac/llm-action's .github/workflows/dev.yml starts `vllm serve` in a job on `runs-on: ubuntu-latest` (it builds
+# vLLM's CPU wheel first): GitHub's standard hosted runners have no GPU, and servefit planned the server on the
+# --gpu it was given. Such a job is said not planned (SF120), as a pod that asks for no GPU is.
+WORKFLOW = """name: Run LLMs
+on: push
+jobs:
+  code:
+    runs-on: {runner}
+    steps:
+      - name: Run vLLM server
+        run: vllm serve Qwen/Qwen3-1.7B --max-model-len 4096 --host 127.0.0.1 &> vllm.log &
+"""
+
+
+def test_server_in_a_job_on_a_github_hosted_runner_has_no_gpu(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / ".github" / "workflows"
+    d.mkdir(parents=True)
+    f = d / "dev.yml"
+    for runner in ("ubuntu-latest", "[ubuntu-24.04]", "windows-2022"):
+        f.write_text(WORKFLOW.format(runner=runner))
+        assert main(["lint", str(f), "--gpu", "L4"]) == 0  # a warning; fail-on is error
+        assert capsys.readouterr().out == (
+            f"{f}:8:14: SF120 the job runs on GitHub's hosted runner {runner.strip('[]')}, which has no GPU: vLLM sees no "
+            "GPU (it needs one unless it is a CPU build), so its memory is not checked (for a GPU add a GPU runner: "
+            "`runs-on:` the label of a self-hosted or GPU larger runner)\n0 errors, 1 warning, 0 info in 1 file (1 server)\n")
+        assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+        assert "the job runs on GitHub's hosted runner" in capsys.readouterr().err
+    # a self-hosted or larger runner's labels say nothing of its GPUs: planned on --gpu as before
+    for runner in ("[self-hosted, gpu]", "ubuntu-22.04-gpu-t4", "${{ matrix.os }}"):
+        f.write_text(WORKFLOW.format(runner=runner))
+        assert main(["lint", str(f), "--gpu", "L4"]) == 0
+        assert "SF120" not in capsys.readouterr().out

@@ -86,6 +86,7 @@ class Facts(TypedDict, total=False):
     env_list_end: Span | None  # Workload.env_list_end
     no_gpu_request: bool  # Workload.no_gpu_request
     args_at_run: bool  # Workload.args_at_run
+    runner: str  # Workload.runner
 
 
 @dataclass
