@@ -8,6 +8,8 @@ Repositories tried (owner/name@commit):
   GardenVarietyAI/rose@7f68e761e748512680c8d5305741c1411a11fcd5 (compose with a CUDA overlay, entrypoint scripts)
   muhac/llm-action@9baa2771838a1f23a74db0a0fd62dc7fa09f670c (vLLM in GitHub Actions)
   realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232 (Slurm jobs of SGLang, a DGX Spark vLLM in docker run)
+  and one Makefile the code index holds without naming its repository (find_string "TOOL_CALL_PARSER ?= hermes",
+  read_file id 2075637502): vLLM in docker run with commented make variables and $(if ...)
 """
 
 from __future__ import annotations
@@ -290,3 +292,42 @@ def test_server_in_a_job_on_a_github_hosted_runner_has_no_gpu(
         f.write_text(WORKFLOW.format(runner=runner))
         assert main(["lint", str(f), "--gpu", "L4"]) == 0
         assert "SF120" not in capsys.readouterr().out
+
+
+# A public Makefile (see the module docstring) sets `DTYPE ?= auto # auto, bfloat16, ...`, `QUANTIZATION ?= # fp8, awq`
+# and runs vLLM with `--dtype $(DTYPE) $(if $(QUANTIZATION),--quantization $(QUANTIZATION))`. make drops the comment
+# of a variable definition (GNU make manual 6.2) and keeps one branch of `$(if ...)` (8.4): the comments were read
+# as the values (13 VLLM001 "unrecognized arguments", the model taken as '#'), and the `$(if ...)` word as the model.
+MAKEFILE = """MODEL      ?= Qwen/Qwen2.5-7B-Instruct
+DTYPE      ?= auto # auto, bfloat16, half, float16, float32
+QUANTIZATION ?= {quant}# fp8, awq, gptq, gguf (empty = no quantization)
+TENSOR_PARALLEL ?= 1 # number of GPUs for tensor parallelism
+TAG = v\\#1
+
+run:
+\tdocker run -d --name vllm --gpus all -p 127.0.0.1:8000:8000 --ipc=host \\
+\t  vllm/vllm-openai:v0.10.1 \\
+\t  --model "$(MODEL)" \\
+\t  --served-model-name "$(TAG)" \\
+\t  --dtype $(DTYPE) \\
+\t  $(if $(QUANTIZATION),--quantization $(QUANTIZATION),--max-model-len 8192) \\
+\t  --tensor-parallel-size $(TENSOR_PARALLEL)
+"""
+
+
+def test_makefile_variable_comments_and_if_are_make_s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "Makefile"
+    for quant, settings in (("", {"max_model_len": 8192}), ("fp8 ", {"quantization": "fp8"})):
+        f.write_text(MAKEFILE.format(quant=quant))
+        assert main(["lint", str(f), "--gpu", "H100", "--list-sites", "--format", "json"]) == 0
+        [site] = json.loads(capsys.readouterr().out)
+        assert (site["model"], site["settings"]) == ("Qwen/Qwen2.5-7B-Instruct", {
+            "dtype": "auto", "served_model_name": ["v#1"], "tensor_parallel_size": 1, **settings})
+        assert main(["lint", str(f), "--gpu", "H100"]) == 0
+        assert "VLLM001" not in capsys.readouterr().out
+    # a condition on a variable the file does not set is not known: said, not guessed
+    f.write_text(MAKEFILE.format(quant="").replace("$(if $(QUANTIZATION)", "$(if $(QUANT)"))
+    main(["lint", str(f), "--gpu", "H100"])
+    assert "SF001 $(if ${QUANT},--quantization ${QUANTIZATION},--max-model-…) is computed" in capsys.readouterr().out
