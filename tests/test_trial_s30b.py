@@ -6,6 +6,7 @@ Repositories tried (owner/name@commit):
   sheeanit/cli@842fd5d69c22ea6bfca0642d57d00189f75d05c7
   WittenYeh/LSMCache@ca5b85a509483244df999b747eabd529ad7ebb10 (a fork of SGLang: its CI workflows, docker/, scripts)
   GardenVarietyAI/rose@7f68e761e748512680c8d5305741c1411a11fcd5 (compose with a CUDA overlay, entrypoint scripts)
+  djismgaming/docs-llama-swap@8f59e427d224ba892b5c44477e21ae606e18b767 (llama-swap with macros, Windows paths, --fit-ctx)
   muhac/llm-action@9baa2771838a1f23a74db0a0fd62dc7fa09f670c (vLLM in GitHub Actions)
   realtmxi/local-deployment@aeff2ba4d5467ec706f1bee27ce9d7f6aca3c232 (Slurm jobs of SGLang, a DGX Spark vLLM in docker run)
   and one Makefile the code index holds without naming its repository (find_string "TOOL_CALL_PARSER ?= hermes",
@@ -331,3 +332,39 @@ def test_makefile_variable_comments_and_if_are_make_s(tmp_path: Path, capsys: py
     f.write_text(MAKEFILE.format(quant="").replace("$(if $(QUANTIZATION)", "$(if $(QUANT)"))
     main(["lint", str(f), "--gpu", "H100"])
     assert "SF001 $(if ${QUANT},--quantization ${QUANTIZATION},--max-model-…) is computed" in capsys.readouterr().out
+
+
+# djismgaming/docs-llama-swap's config.yaml serves Qwen3-Coder-30B-A3B Q4_K_M on a 24 GB Radeon with `--fit-ctx 60000`
+# and no -c / -ngl: --fit keeps that context by moving the experts of one layer to the CPU. LCPP009 said so on the
+# model's first line, column 1 (no -ngl or -c to point at), not on --fit-ctx; and tune wrote `--ctx-size 131072
+# --parallel 2` as "safe", which --fit meets by moving the experts of 20 layers to the CPU: the file's --fit-ctx
+# lets fit move as many experts as it moves for the file's own config, not more.
+SWAP = """macros:
+  "llamacpp-rocm": >
+    /opt/llamacpp-rocm/llama-server
+    --port ${PORT}
+
+models:
+  Qwen3 Coder 30B A3B Q4_K_M ROCm:
+    ttl: 900
+    cmd: |
+      ${llamacpp-rocm}
+      -m /models/Qwen3-Coder-30B-A3B-Instruct-GGUF/Qwen3-Coder-30B-A3B-Instruct-Q4_K_M.gguf
+      --jinja
+      --fit-ctx 60000
+"""
+
+
+def test_fit_ctx_moves_experts_said_there_and_tune_moves_no_more(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text(SWAP)
+    gpu = ["--gpu", "RX 7900 XTX", "--engine-version", "b10309"]
+    assert main(["lint", str(f), *gpu]) == 0
+    assert (f"{f}:13:17: LCPP009 offloaded 49/49 layers to GPU (--fit); the experts of 1 layer run on the CPU"
+            in capsys.readouterr().out)
+    assert main(["tune", str(f), *gpu, "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "  now     context 60,160 x 1 user, KV f16, weights Q4_K_M, headroom 4.3%: meets the needs\n" in out
+    assert "  change  none: the config is already the best one\n" in out
+    assert f.read_text() == SWAP
