@@ -368,3 +368,49 @@ def test_fit_ctx_moves_experts_said_there_and_tune_moves_no_more(
     assert "  now     context 60,160 x 1 user, KV f16, weights Q4_K_M, headroom 4.3%: meets the needs\n" in out
     assert "  change  none: the config is already the best one\n" in out
     assert f.read_text() == SWAP
+
+
+# Setup scripts of public repositories install Ollama with its Linux installer and pull a model
+# (`curl -fsSL https://ollama.com/install.sh | sh` then `ollama pull qwen2.5:7b`), some writing the environment
+# drop-in a line at a time (`echo 'Environment="OLLAMA_HOST=0.0.0.0:11434"' | sudo tee -a .../override.conf`, the
+# code index's find_string "ollama.service.d/override.conf"). The installer writes ollama.service and starts it
+# (scripts/install.sh, configure_systemd); no server was found in either, and the echoed drop-in was not read.
+INSTALL = """#!/bin/bash
+curl -fsSL https://ollama.com/install.sh | sh
+sudo mkdir -p /etc/systemd/system/ollama.service.d
+echo '[Service]'                              | sudo tee /etc/systemd/system/ollama.service.d/override.conf
+echo 'Environment="OLLAMA_HOST=0.0.0.0:11434"' | sudo tee -a /etc/systemd/system/ollama.service.d/override.conf
+echo 'Environment="OLLAMA_NUM_PARALLEL=4"' | sudo tee -a /etc/systemd/system/ollama.service.d/override.conf
+sudo systemctl daemon-reload && sudo systemctl restart ollama
+ollama pull qwen2.5:7b
+"""
+
+
+def test_ollama_installer_starts_a_server_with_the_drop_in_the_script_echoes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    f = tmp_path / "setup.sh"
+    f.write_text(INSTALL)
+    assert main(["lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json"]) == 0
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["engine"], site["model_ref"]["resolved"], site["env"]) == (
+        "ollama", "Qwen/Qwen2.5-7B-Instruct", {"OLLAMA_HOST": "0.0.0.0:11434", "OLLAMA_NUM_PARALLEL": "4"})
+    main(["lint", str(f), "--gpu", "L4"])
+    assert f"{f}:5:32: SEC003 Ollama has no authentication at all and listens on every interface" in capsys.readouterr().out
+    # the installer alone: its unit with the defaults, serving what the script pulls
+    f.write_text("#!/bin/bash\ncurl -fsSL https://ollama.com/install.sh | sh\nollama pull qwen2.5:7b\n")
+    main(["lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["line"], site["name"], site["env"], site["model_ref"]["resolved"]) == (
+        2, "systemd/ollama.service", {}, "Qwen/Qwen2.5-7B-Instruct")
+    main(["estimate", str(f), "--gpu", "L4"])
+    assert ("Ollama's Linux installer (ollama.com/install.sh) writes ollama.service and starts it: the server is its "
+            "ExecStart=/usr/local/bin/ollama serve, with the defaults") in capsys.readouterr().out
+    # one that starts `ollama serve` itself, or only prints the installer's line, adds none
+    f.write_text("curl -fsSL https://ollama.com/install.sh | sh\nollama serve &\nollama pull qwen2.5:7b\n")
+    main(["lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json"])
+    assert [s["line"] for s in json.loads(capsys.readouterr().out)] == [2]
+    f.write_text('echo "run: curl -fsSL https://ollama.com/install.sh | sh"\n')
+    main(["lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json"])
+    assert json.loads(capsys.readouterr().out) == []
