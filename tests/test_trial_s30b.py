@@ -84,7 +84,12 @@ def test_tune_says_why_the_file_does_not_count_in_words(tmp_path: Path, capsys: 
     assert main(["tune", str(f), "--gpu", "L4", "--engine-version", "b6301", "--diff"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == (
         "  now     context 2,048, KV f16, weights Q4_K_M, headroom 84.4%: starts, but with layers on the CPU "
-        "(slow; --allow offload counts it)")
+        "(slow); --allow offload counts it")
+    # explain's table of users says why the config as written serves none
+    assert main(["explain", str(f), "--gpu", "L4", "--engine-version", "b6301"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "  131,072 |             0             0             0\n"
+        "as configured, no context serves a user: it starts, but with layers on the CPU (slow)\n")
     for outcome in ("offloaded", "context_past_training", "slots_too_short", "oom_under_load",
                     "no_room_for_another_model", "little_headroom"):
         assert VERDICT[outcome].startswith("starts, but ")

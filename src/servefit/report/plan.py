@@ -28,7 +28,7 @@ VERDICT = {
     # tune's word for a llama.cpp plan that starts but keeps less free than --fit's margin (LCPP018)
     "little_headroom": "starts, but with less free than llama.cpp's --fit margin (LCPP018)",
     # tune's words for the other plans that start but do not count as serving (tune/space.py shortfall)
-    "offloaded": "starts, but with layers on the CPU (slow; --allow offload counts it)",
+    "offloaded": "starts, but with layers on the CPU (slow)",
     "context_past_training": "starts, but a slot holds more than the model was trained for (LCPP011)",
     "slots_too_short": "starts, but each slot holds less than a request the file asks for (LCPP007)",
     "oom_under_load": "starts, but out of memory under the first long prefill or at CUDA-graph capture (SGL011)",

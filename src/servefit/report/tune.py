@@ -61,6 +61,8 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
 
     state = VERDICT.get(cur.outcome, cur.outcome) if cur.outcome != "started" else \
         ("meets the needs" if cur.feasible else "misses the needs")
+    if cur.outcome == "offloaded":
+        state += "; --allow offload counts it"
     out.append(f"  now     {describe(cur)}: {state}")
     if t.beside:
         out.append(f"  beside  {t.beside}")
