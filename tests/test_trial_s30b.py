@@ -419,3 +419,73 @@ def test_ollama_installer_starts_a_server_with_the_drop_in_the_script_echoes(
     f.write_text('echo "run: curl -fsSL https://ollama.com/install.sh | sh"\n')
     main(["lint", str(f), "--gpu", "L4", "--list-sites", "--format", "json"])
     assert json.loads(capsys.readouterr().out) == []
+
+
+# realtmxi/local-deployment's Slurm jobs (glm_4.6.sh: `#SBATCH --gres=gpu:nvidia_h200:4`, MODEL_PATH=..., TP_SIZE=4)
+# run `bash ".../production_scripts/service.sh" $MODEL_PATH $PORT $TP_SIZE $REMOTE_SSH_URL`, and service.sh starts
+# SGLang with `--model-path "$MODEL_PATH" --tp-size "$TP_SIZE"` from `MODEL_PATH=$1` ...: the jobs had no server,
+# and service.sh read alone had a model "$1" (SF001). The called script is read with the call's arguments.
+JOB = """#!/bin/bash
+#SBATCH --job-name=sglang-server
+#SBATCH --gres=gpu:nvidia_h200:4
+
+PORT=12003
+MODEL_PATH=/models/Llama-3.3-70B-Instruct
+TP_SIZE=4
+
+bash "/n/lab/llm-workload/production_scripts/service.sh" $MODEL_PATH $PORT $TP_SIZE
+"""
+SERVICE = """#!/bin/bash
+MODEL_PATH=$1
+PORT=$2
+TP_SIZE=$3
+python3 -m sglang.launch_server \\
+    --model-path "$MODEL_PATH" \\
+    --host 127.0.0.1 \\
+    --port "$PORT" \\
+    --tp-size "$TP_SIZE" \\
+    --enable-metrics &
+wait
+"""
+
+
+def test_slurm_job_runs_the_service_script_with_its_arguments(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    d = tmp_path / "production_scripts"
+    d.mkdir()
+    (d / "job.sh").write_text(JOB)
+    (d / "service.sh").write_text(SERVICE)
+    assert main(["lint", str(d), "--gpu", "H200", "--list-sites", "--format", "json"]) == 0
+    [site] = json.loads(capsys.readouterr().out)
+    assert (site["file"], site["line"], site["name"], site["model_ref"]["resolved"], site["gpu"]["count"]) == (
+        str(d / "job.sh"), 9, "run/service.sh@9", "meta-llama/Llama-3.3-70B-Instruct", 4)
+    assert site["settings"] == {"enable_metrics": True, "host": "127.0.0.1", "model_path": "/models/Llama-3.3-70B-Instruct",
+                                "port": 12003, "tp_size": 4}
+    assert main(["lint", str(d), "--gpu", "H200"]) == 0
+    assert "SF001" not in capsys.readouterr().out
+    # a new flag has no place in the job (its words are variables' values): said by hand, the file kept
+    f = d / "job.sh"
+    assert main(["tune", str(f), "--gpu", "H200", "--min-concurrency", "64", "--write"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "by hand: --context-length" in out
+    assert f.read_text() == JOB and (d / "service.sh").read_text() == SERVICE
+
+
+# tune inserted new flags after `vllm` when every word after `serve` is a variable's value
+# (`vllm --max-num-seqs 128 --max-model-len 32768 serve $MODEL --tensor-parallel-size $TP`), and after a variable's
+# assigned value (`TP_SIZE=4 --context-length 32768`): both break the script; they are said by hand.
+def test_tune_writes_no_flag_between_program_words_or_into_an_assignment(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    text = "MODEL=Qwen/Qwen2.5-7B-Instruct\nTP=1\nvllm serve $MODEL --tensor-parallel-size $TP\n"
+    f.write_text(text)
+    main(["tune", str(f), "--gpu", "L4", "--engine-version", "0.10.1", "--write"])
+    out = capsys.readouterr().out
+    assert "by hand: --max-model-len" in out
+    assert f.read_text() == text
+    # a word written in the command still takes them after it
+    f.write_text("MODEL=Qwen/Qwen2.5-7B-Instruct\nvllm serve $MODEL --tensor-parallel-size 1\n")
+    assert main(["tune", str(f), "--gpu", "L4", "--engine-version", "0.10.1", "--write"]) == 0
+    assert f.read_text().startswith("MODEL=Qwen/Qwen2.5-7B-Instruct\nvllm serve $MODEL --tensor-parallel-size 1 --max")

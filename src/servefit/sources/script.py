@@ -29,6 +29,13 @@ def scan(fc: FileCtx) -> None:
     cmds = split_commands(fc.src, env)
     ctx = fc.ctx(exported_only=True)
     launches = from_commands(cmds, ctx, env)
+    calls: dict[int, str] = {}
+    if ".sh" in fc.text:  # `bash service.sh $MODEL $TP`: the script it runs, with those arguments
+        from servefit.sources.script_calls import called_scripts
+
+        for launch, path in called_scripts(fc, cmds, env):
+            calls[id(launch)] = os.path.basename(path)
+            launches.append(launch)
     if ".service" in fc.text and "<<" in fc.text:
         heredoc_units(fc, env)
     if "<<" in fc.text:
@@ -43,7 +50,9 @@ def scan(fc: FileCtx) -> None:
                           slurm.span)
         # a batch script's task variables (SLURM_NODEID, SLURM_PROCID) are Slurm's (sources/slurm.py)
         facts = Facts(runtime="slurm") if slurm is not None or "#SBATCH" in fc.text else None
-        fc.add([launch], f"script:{launch.line}", gpu, facts, ctx.ollama_models)
+        # a called script's server is the caller's (not a "script:" one: the called script read alone gives way)
+        name = f"script:{launch.line}" if id(launch) not in calls else f"run/{calls[id(launch)]}@{launch.line}"
+        fc.add([launch], name, gpu, facts, ctx.ollama_models)
     if ".service.d/" in fc.text and "echo" in fc.text:
         echoed_drop_ins(fc)
     if "install.sh" in fc.text and not any(site.engine == "ollama" for site in fc.sites):
