@@ -502,3 +502,38 @@ def test_tune_writes_no_flag_between_program_words_or_into_an_assignment(
     f.write_text("MODEL=Qwen/Qwen2.5-7B-Instruct\nvllm serve $MODEL --tensor-parallel-size 1\n")
     assert main(["tune", str(f), "--gpu", "L4", "--engine-version", "0.10.1", "--write"]) == 0
     assert f.read_text().startswith("MODEL=Qwen/Qwen2.5-7B-Instruct\nvllm serve $MODEL --tensor-parallel-size 1 --max")
+
+
+# The same for `sbatch deploy.sbatch MODEL` (a TGI launcher job taking its model as $1, the shape of public
+# alignment repositories' deploy scripts): Slurm runs the batch script with the arguments, and its own #SBATCH
+# request is the server's GPUs.
+TGI_JOB = """#!/bin/bash
+#SBATCH --job-name=tgi
+#SBATCH --gres=gpu:a100:2
+model_path=$1
+max_input_tokens=3072
+max_total_tokens=4096
+
+text-generation-launcher --port 8001 --hostname 127.0.0.1 \\
+--max-batch-prefill-tokens ${max_input_tokens} \\
+--max-input-tokens ${max_input_tokens} \\
+--max-total-tokens ${max_total_tokens} \\
+--model-id ${model_path}
+"""
+
+
+def test_sbatch_of_a_batch_script_with_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    (tmp_path / "deploy.sbatch").write_text(TGI_JOB)
+    (tmp_path / "submit.sh").write_text("sbatch --time=01:00:00 deploy.sbatch Qwen/Qwen2.5-7B-Instruct\n")
+    for named in (tmp_path, tmp_path / "submit.sh"):  # the caller names no engine: read for the script it runs
+        assert main(["lint", str(named), "--gpu", "A100-80GB", "--list-sites", "--format", "json"]) == 0
+        [site] = json.loads(capsys.readouterr().out)
+        assert (site["name"], site["model_ref"]["resolved"], site["gpu"]["count"], site["gpu"]["source"]) == (
+            "run/deploy.sbatch@1", "Qwen/Qwen2.5-7B-Instruct", 2, "--gpu; Slurm #SBATCH --gres=gpu:a100:2")
+    # run with bash, the #SBATCH lines are comments: the caller's GPUs, none here
+    (tmp_path / "submit.sh").write_text("bash deploy.sbatch Qwen/Qwen2.5-7B-Instruct\n")
+    main(["lint", str(tmp_path / "submit.sh"), "--gpu", "A100-80GB", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["gpu"]["count"] == 1

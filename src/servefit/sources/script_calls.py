@@ -8,6 +8,7 @@ called script read alone (SF001: "argument 1 the script is called with is not kn
 from __future__ import annotations
 
 import os
+import re
 
 from servefit.sources.base import FileCtx, read_text
 from servefit.sources.launch import Launch, from_commands
@@ -16,18 +17,38 @@ from servefit.sources.text import LineIndex, Src
 from servefit.sources.words import Command
 
 SHELLS = {"bash", "sh", "dash", "zsh"}
+SCRIPTS = (".sh", ".sbatch", ".slurm")  # `sbatch job.sbatch MODEL`: Slurm runs the batch script with those arguments
 
 
-def called_scripts(fc: FileCtx, cmds: list[Command], env: Vars) -> list[tuple[Launch, str]]:
-    """(the server, the called script's path) for each command that runs a script of the repository with
-    arguments; the launch's line is the calling command's."""
-    out: list[tuple[Launch, str]] = []
+# `bash path/service.sh ARG`, `sbatch job.sbatch ARG`, `./run.sh ARG`: a script run with at least one argument
+_CALL = re.compile(r"^[ \t]*(?:(?:ba|da|z)?sh[ \t]+|sbatch[ \t]+(?:-\S+[ \t]+)*)?[\"']?([\w./${}-]+\.(?:sh|sbatch|slurm))"
+                   r"[\"']?[ \t]+[^\s#&|;]", re.M)
+
+
+def calls_engine_script(path: str, text: str) -> bool:
+    """Whether the script runs a script of the repository that mentions an engine, with arguments: read even
+    when the caller itself names no engine (a Slurm job handing its model to the service script)."""
+    from servefit.sources import _mentions_engine
+    from servefit.sources.base import FileCtx
+
+    fc = FileCtx.of(path, text)
+    for m in _CALL.finditer(text):
+        ref = fc.near(m.group(1))
+        if ref is not None and os.path.abspath(ref) != os.path.abspath(path) and _mentions_engine(read_text(ref) or ""):
+            return True
+    return False
+
+
+def called_scripts(fc: FileCtx, cmds: list[Command], env: Vars) -> list[tuple[Launch, str, bool]]:
+    """(the server, the called script's path, whether Slurm runs it: `sbatch`, so its #SBATCH lines count) for
+    each command that runs a script of the repository with arguments; the launch's line is the calling command's."""
+    out: list[tuple[Launch, str, bool]] = []
     for cmd in cmds:
         t = cmd.texts
-        k = 1 if t and os.path.basename(t[0]) in SHELLS else 0
+        k = 1 if t and os.path.basename(t[0]) in SHELLS | {"sbatch"} else 0
         while 0 < k < len(t) and t[k].startswith("-") and t[k] not in ("-c", "-s"):  # `bash -x script.sh`
             k += 1
-        if k >= len(t) or not t[k].endswith(".sh") or len(t) == k + 1 or cmd.words[k].unresolved or \
+        if k >= len(t) or not t[k].endswith(SCRIPTS) or len(t) == k + 1 or cmd.words[k].unresolved or \
                 (k and t[k - 1] in ("-c", "-s")):
             continue
         path = fc.near(t[k])
@@ -48,5 +69,5 @@ def called_scripts(fc: FileCtx, cmds: list[Command], env: Vars) -> list[tuple[La
             launch.line = cmd.words[0].line
             for w in cmd.words[k + 1:]:
                 launch.unresolved.extend(u for u in w.unresolved if u not in launch.unresolved)
-            out.append((launch, path))
+            out.append((launch, path, t[0] == "sbatch"))
     return out
