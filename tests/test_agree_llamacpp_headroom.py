@@ -39,7 +39,7 @@ def test_tune_fixes_what_lcpp018_reports(tmp_path: Path, capsys: pytest.CaptureF
     assert _lint(capsys, f) == [("LCPP018", "CUDA0 keeps only 624 MiB free [GPU: RTX4090 ×1 from --gpu]")]
     main(["tune", str(f), "--gpu", "RTX4090", "--write"])
     out = capsys.readouterr().out
-    assert ("  now     context 131,072 x 0 users, KV f16, weights Q6_K, headroom 2.6%: starts, but with less free "
+    assert ("  now     context 131,072, KV f16, weights Q6_K, headroom 2.6%: starts, but with less free "
             "than llama.cpp's --fit margin (LCPP018)\n") in out
     assert "  change  --ubatch-size 512 [safe]\n" in out
     assert f.read_text() == CMD.format(ctx=131072).replace("-ub 1024", "-ub 512")

@@ -21,7 +21,8 @@ def test_tune_splits_a_context_past_training(tmp_path: Path, capsys: pytest.Capt
     main(["tune", str(f), "--gpu", "l4", "--write"])
     out = capsys.readouterr().out
     # headroom: 13.6% with the L4's ~196 MiB CUDA context (12.2% when servefit took a flat 512 MiB)
-    assert "  now     context 262,144 x 0 users, KV f16, weights Q4_K_M, headroom 13.6%: context_past_training" in out
+    assert ("  now     context 262,144, KV f16, weights Q4_K_M, headroom 13.6%: starts, but a slot holds more than "
+            "the model was trained for (LCPP011)") in out
     assert f.read_text() == SCRIPT.replace("--host 127.0.0.1\n", "--host 127.0.0.1 --parallel 8\n")
     main(["lint", str(f), "--gpu", "l4", "--format", "json", "--fail-on", "never"])
     assert [x["code"] for x in json.loads(capsys.readouterr().out) if x["severity"] != "info"] == []

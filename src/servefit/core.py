@@ -133,6 +133,7 @@ class Workload:
     # affinity, no runtimeClassName (the NVIDIA device plugin then gives it none)
     no_gpu_request: bool = False
     args_at_run: bool = False  # a Dockerfile ENTRYPOINT with no CMD: its arguments come from `docker run`
+    runner: str | None = None  # the GitHub-hosted runner label a workflow job runs on (no GPU: no_gpu_request)
 
 
 class ModelDefinition:

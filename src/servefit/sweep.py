@@ -190,6 +190,15 @@ def max_users(ev: Evaluation, variants: dict[str, dict[str, object]], upto: int 
     return out
 
 
+def none_served(ev: Evaluation, users: dict[str, list[tuple[int, int]]]) -> str:
+    """Why the config as written serves no user at any context (the outcome of its shortest cell: layers
+    left on the CPU, a model too large), or "" when it serves some."""
+    mine = users.get("as configured") or []
+    if not mine or any(n for _, n in mine):
+        return ""
+    return cell(ev, mine[0][0], 1).outcome
+
+
 def _allowed(ev: Evaluation, needs: str | list[str] | None) -> bool:
     """kv_fp8: an FP8 KV cache (any GPU but an NVIDIA one before Ampere); unquantized_cc75: online FP8
     weights (an unquantized model on compute capability 7.5+)."""

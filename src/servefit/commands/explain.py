@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             parts.append(sweep_report.paging_table(sweep.paging(ev, context, args.batch), context, args.batch))
         if "context" in kinds and "batch" in kinds:
             parts.append(sweep_report.grid_table(sweep.grid(ev)))
-        parts.append(sweep_report.users_table(sweep.max_users(ev, sweep.variants(ev))))
+        users = sweep.max_users(ev, sweep.variants(ev))
+        parts.append(sweep_report.users_table(users, sweep.none_served(ev, users)))
     _emit("\n\n".join(parts) + "\n", args.output)
     return exit_code(evs, args)
 

@@ -118,7 +118,7 @@ def _with_history(opts: list[Option], hist: dict[str, Any]) -> list[Option]:
     for flag, h in flags.items():
         if flag in known or h.get("negates") and flag == "--no-" + h["negates"][2:]:
             continue  # argparse-style `--no-X` is X's own negation (resolve)
-        last = _newest(h.get("arity", "1"))
+        last = _newest(h.get("arity", "0" if h.get("negates") else "1"))  # a negation is a switch
         name = flag.lstrip("-").replace("-", "_")
         out.append(Option(name=name, flags=(flag,), type="bool" if last == "0" else "str",
                           nargs=last if last in ("?", "*", "+") else None, negatable=flag in negated,

@@ -177,7 +177,7 @@ def _recipe(ref: str) -> _Recipe | None:
         # A local directory of that name (/models/Meta-Llama-3.1-405B-Instruct-FP8) is a download.
         hits = None
     if hits and ":" not in base:
-        if not org:
+        if not org and not local:  # the repo's own name without its organization; `/NAME` is a local folder
             return _Recipe(hits[0])
         where = "a local folder of that name" if local else "a copy under another organization"
         return _Recipe(hits[0], f"resolved '{ref}' to catalog entry '{_name(hits[0])}' by name ({where}); "

@@ -27,6 +27,12 @@ VERDICT = {
     "rejected_config": "refuses the configuration",
     # tune's word for a llama.cpp plan that starts but keeps less free than --fit's margin (LCPP018)
     "little_headroom": "starts, but with less free than llama.cpp's --fit margin (LCPP018)",
+    # tune's words for the other plans that start but do not count as serving (tune/space.py shortfall)
+    "offloaded": "starts, but with layers on the CPU (slow)",
+    "context_past_training": "starts, but a slot holds more than the model was trained for (LCPP011)",
+    "slots_too_short": "starts, but each slot holds less than a request the file asks for (LCPP007)",
+    "oom_under_load": "starts, but out of memory under the first long prefill or at CUDA-graph capture (SGL011)",
+    "no_room_for_another_model": "starts, but leaves no room for another model (OLLAMA_MAX_LOADED_MODELS)",
 }
 
 
@@ -130,9 +136,17 @@ def render_text(ev: Evaluation, color: bool = False, named: bool = False) -> str
     tail = [f"verdict: {verdict}"]
     if p.kv_bytes_per_token:
         swa = getattr(p.detail, "kv_cache_cells_swa", None)  # llama.cpp's iSWA cache: the window's cells only
-        # vLLM counts tokens as full-attention context: windowed and state layers hold less than that
-        fuller = p.kv_bytes_per_token * (p.kv_cache_tokens or 0) > 1.1 * p.memory.kv_cache > 0
+        # vLLM counts tokens as full-attention context: windowed and state layers hold less than that. The
+        # cache of pipeline stages (vLLM PP, llama.cpp's layer split) is the sum over the GPUs, and llama.cpp
+        # keeps the cache of the layers -ngl leaves on the CPU in system memory (llama-kv-cache.cpp: each
+        # layer's buffer on its layer's device)
+        host = max(0.0, getattr(p.detail, "kv_buffer_mib", 0.0) - getattr(p.detail, "kv_buffer_gpu_mib", 0.0))
+        host *= 2**20
+        held = sum(d.kv_cache for d in devices)
+        fuller = p.kv_bytes_per_token * (p.kv_cache_tokens or 0) > 1.1 * (held + host) > 0
         tail.append(f"KV cache: {p.kv_bytes_per_token:,} bytes per token; {p.kv_cache_tokens:,} tokens{each}"
+                    + (f"; {host / 2**30:.2f} GiB of it in system memory, with the layers -ngl leaves on the CPU"
+                       if host >= 2**20 else "")
                     + (f"; the sliding-window layers keep {swa:,} of them (their window), so the cache is smaller "
                        "than bytes per token x tokens" if swa and swa < p.kv_cache_tokens else
                        "; layers with a sliding window or a state hold less than every token, so the cache is "

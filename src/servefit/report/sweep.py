@@ -49,7 +49,10 @@ def grid_table(grid: list[list[Row]]) -> str:
     return "\n".join(lines)
 
 
-def users_table(users: dict[str, list[tuple[int, int]]]) -> str:
+def users_table(users: dict[str, list[tuple[int, int]]], none_served: str = "") -> str:
+    """`none_served`: the outcome that leaves the config as written with no user at any context."""
+    from servefit.report.plan import VERDICT
+
     names = list(users)
     contexts = [c for c, _ in users[names[0]]] if names else []
     width = max(12, *(len(n) for n in names)) if names else 12
@@ -57,6 +60,8 @@ def users_table(users: dict[str, list[tuple[int, int]]]) -> str:
     lines = ["max users at each context", head, "─" * len(head)]
     for i, c in enumerate(contexts):
         lines.append(f"{c:>9,} | " + " ".join(f"{users[n][i][1]:>{width}}" for n in names))
+    if none_served:
+        lines.append(f"as configured, no context serves a user: it {VERDICT.get(none_served, none_served)}")
     return "\n".join(lines)
 
 

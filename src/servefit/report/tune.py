@@ -25,7 +25,9 @@ def _title(engine: str) -> str:
 
 
 def describe(r: Any) -> str:
-    s = f"context {_n(r.context)} x {r.users} user{'s' if r.users != 1 else ''}, KV {r.labels.get('kv', '?')}, " \
+    # a plan that does not count as serving counts no users (tune/space.py): its verdict says why
+    users = f" x {r.users} user{'s' if r.users != 1 else ''}" if r.users or r.outcome == "started" else ""
+    s = f"context {_n(r.context)}{users}, KV {r.labels.get('kv', '?')}, " \
         f"weights {r.labels.get('weights', '?')}, headroom {r.headroom * 100:.1f}%"
     if r.metric is not None and r.message:
         s += f", measured {r.message}"
@@ -59,6 +61,8 @@ def render_site(t: Any, unsafe: bool) -> list[str]:
 
     state = VERDICT.get(cur.outcome, cur.outcome) if cur.outcome != "started" else \
         ("meets the needs" if cur.feasible else "misses the needs")
+    if cur.outcome == "offloaded":
+        state += "; --allow offload counts it"
     out.append(f"  now     {describe(cur)}: {state}")
     if t.beside:
         out.append(f"  beside  {t.beside}")

@@ -26,6 +26,7 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources.compose_build import builds_here, runs_built_image
 from servefit.sources.problems import not_read
+from servefit.sources.script_calls import calls_engine_script
 from servefit.sources.templated import template_script, templated_yaml
 from servefit.sources.unset_vars import unresolved_findings
 from servefit.sources.walk import iter_files
@@ -128,7 +129,8 @@ def scan_file(path: str, text: str | None = None) -> ScanResult:
             return result
     result.text = text
     if not _mentions_engine(text) and not _compose_overlay(path) and not _INFERENCE_SERVICE.search(text) \
-            and not builds_here(path, text) and not (kind == "script" and runs_built_image(path, text)):
+            and not builds_here(path, text) and not (kind == "script" and (runs_built_image(path, text)
+                                                                          or calls_engine_script(path, text))):
         return result
     from servefit.budget import Exhausted, file_budget
     from servefit.sources.base import FileCtx

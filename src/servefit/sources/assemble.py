@@ -206,7 +206,11 @@ def assemble_sites(sites: list[LaunchSite], flags: Flags | None = None, configs:
     # a script's own server dropped for the container that runs it (drop_run_scripts): its SF001 went with it,
     # the container's reading says its own (`env LLM_NAME=llama3.1 /bin/sh /scripts/run-ollama.sh` sets it)
     gone = {(s.name, s.file) for s in sites if id(s) not in kept and s.name.startswith("script:")}
-    findings = [f for f in findings if not (f.code == "SF001" and f.span is not None and (f.site, f.span.file) in gone)]
+    # and a compose service read alone, shadowed by the overlay read on top of it (drop_shadowed), with the
+    # unset variables of the script it runs: the layered service says its own
+    shadowed = {s.name for s in sites if id(s) not in kept and s.workload.service} - {s.name for s in linked}
+    findings = [f for f in findings if not (f.code == "SF001" and (f.site in shadowed or (
+        f.span is not None and (f.site, f.span.file) in gone)))]
     sites, dropped = dedupe(linked)
     if dropped:
         findings = [f for f in findings if not (f.span is not None and (f.site, f.span.file) in dropped)]
@@ -224,6 +228,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
     the compose file or manifest that serves it sits beside it)."""
     from servefit import engines
 
+    runners = list(sites)  # a script a compose service runs stays its, also when an overlay shadows that service
     if any(s.workload.compose_files or s.workload.compose_extends for s in sites):  # layered compose reads only
         from servefit.sources.compose_layers import drop_shadowed
 
@@ -235,7 +240,7 @@ def link(sites: list[LaunchSite], scanned: set[str] | None = None) -> list[Launc
     if any(s.name.startswith("script:") for s in sites):
         from servefit.sources.docker_scripts import drop_run_scripts
 
-        sites = drop_run_scripts(sites)
+        sites = drop_run_scripts(sites, runners)
     for name in dict.fromkeys(s.engine for s in sites if s.engine):
         try:
             eng = engines.get(name)

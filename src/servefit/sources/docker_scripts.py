@@ -178,12 +178,14 @@ def script_src(local: str, context: str) -> Src | None:
     return FileCtx.of(local, text).src if text is not None else None
 
 
-def drop_run_scripts(sites: list[LaunchSite]) -> list[LaunchSite]:
+def drop_run_scripts(sites: list[LaunchSite], runners: list[LaunchSite] | None = None) -> list[LaunchSite]:
     """A script's own server where a Dockerfile in the run (or a compose service built from it)
-    starts it, its words the script's: that reading carries the image's version and environment."""
+    starts it, its words the script's: that reading carries the image's version and environment.
+    `runners`: the sites before a compose overlay shadowed its base (the base's service still runs
+    its script: GardenVarietyAI/rose's CPU compose file beside its CUDA overlay)."""
     at = os.path.abspath
-    used = {at(t.span.file) for s in sites if not s.name.startswith("script:") for t in s.argv
-            if t.span is not None and at(t.span.file) != at(s.file)}
+    used = {at(t.span.file) for s in (runners if runners is not None else sites) if not s.name.startswith("script:")
+            for t in s.argv if t.span is not None and at(t.span.file) != at(s.file)}
     return [s for s in sites if not (s.name.startswith("script:") and at(s.file) in used)]
 
 

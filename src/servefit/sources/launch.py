@@ -86,6 +86,7 @@ class Facts(TypedDict, total=False):
     env_list_end: Span | None  # Workload.env_list_end
     no_gpu_request: bool  # Workload.no_gpu_request
     args_at_run: bool  # Workload.args_at_run
+    runner: str  # Workload.runner
 
 
 @dataclass
@@ -150,9 +151,11 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
 
 
 def _stops_on_exit(cmds: list[Command]) -> bool:
-    """`trap 'kill $pid' EXIT`: the script kills what it started in the background when it ends."""
+    """`trap 'kill $pid' EXIT`: the script kills what it started in the background when it ends, and does not
+    `wait` for it (a script that waits serves until the server stops: a Slurm job's restart loop)."""
     return any(c.words and c.words[0].text == "trap" and len(c.words) > 2 and "kill" in c.words[1].text
-               and any(w.text in ("EXIT", "0") for w in c.words[2:]) for c in cmds)
+               and any(w.text in ("EXIT", "0") for w in c.words[2:]) for c in cmds) \
+        and not any(c.words and c.words[0].text == "wait" for c in cmds)
 
 
 def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
@@ -289,6 +292,8 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                     "(Dockerfile `ENTRYPOINT`, k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
+        elif ie is not None and not cmd and not ie[2] and img and image_release.release_image(img) is True:
+            found = []  # the engine's own image sets no server entrypoint (lmsysorg/sglang): it runs a shell
         elif ie is not None:
             eng = eng_of_image
             assert eng is not None

@@ -94,7 +94,7 @@ def _hidden(site: LaunchSite, engine: str) -> OffGpu | None:
 
 
 def _not_requested(site: LaunchSite, engine: str) -> OffGpu | None:
-    """A Kubernetes container that asks for no GPU (Workload.no_gpu_request): the NVIDIA and AMD device
+    """A Kubernetes container that asks for no GPU (Workload.no_gpu_request), or a CI job on a runner without one: the NVIDIA and AMD device
     plugins give a container only the GPUs its `nvidia.com/gpu` / `amd.com/gpu` resource counts, so the
     engine sees none. llama.cpp and Ollama run on the CPU; vLLM, SGLang and TGI need a GPU unless they
     are a CPU build. Whatever --gpu names is not what this pod gets."""
@@ -103,6 +103,10 @@ def _not_requested(site: LaunchSite, engine: str) -> OffGpu | None:
     if not site.workload.no_gpu_request or (site.gpu is not None and (site.gpu.count is not None or site.gpu.name)):
         return None
     cpu = bool(trait(engine, "runs_on_cpu"))
+    if site.workload.runner:  # a GitHub Actions job on a standard hosted runner (sources/workflow.py)
+        return OffGpu("the CPU" if cpu else "", f"the job runs on GitHub's hosted runner {site.workload.runner}, which "
+                      "has no GPU", None, "a GPU runner: `runs-on:` the label of a self-hosted or GPU larger runner",
+                      fails=not cpu)
     what = ("the container asks Kubernetes for no GPU (no nvidia.com/gpu or amd.com/gpu in its resources, no GPU "
             "node selector or runtimeClassName)")
     return OffGpu("the CPU" if cpu else "", what, None, "a `nvidia.com/gpu` limit in the container's resources",

@@ -17,11 +17,11 @@ import os
 import re
 
 from servefit.core import GpuHint
-from servefit.sources.base import FileCtx
-from servefit.sources.launch import Facts, Launch, from_commands
+from servefit.sources.base import FileCtx, read_text
+from servefit.sources.launch import Ctx, Facts, Launch, from_commands
 from servefit.sources.shell import Vars, split_commands
 from servefit.sources.slurm import gpu_request
-from servefit.sources.text import Src
+from servefit.sources.text import LineIndex, Src
 
 
 def scan(fc: FileCtx) -> None:
@@ -29,21 +29,89 @@ def scan(fc: FileCtx) -> None:
     cmds = split_commands(fc.src, env)
     ctx = fc.ctx(exported_only=True)
     launches = from_commands(cmds, ctx, env)
+    calls: dict[int, str] = {}
+    own_gpu: dict[int, GpuHint | None] = {}  # a batch script's own #SBATCH request (`sbatch job.sbatch MODEL`)
+    if ".sh" in fc.text or "sbatch" in fc.text:  # `bash service.sh $MODEL $TP`: the script it runs, with them
+        from servefit.sources.script_calls import called_scripts
+
+        for launch, path, batch in called_scripts(fc, cmds, env):
+            calls[id(launch)] = os.path.basename(path)
+            launches.append(launch)
+            text = (read_text(path) or "") if batch else ""
+            own_gpu[id(launch)] = gpu_request(text, LineIndex(text, path).span) if "#SBATCH" in text else None
     if ".service" in fc.text and "<<" in fc.text:
         heredoc_units(fc, env)
     if "<<" in fc.text:
         launches += heredoc_scripts(fc, env)
         heredoc_manifests(fc, env)
-    slurm = gpu_request(fc.text, fc.li.span) if "#SBATCH" in fc.text else None
+    mine = gpu_request(fc.text, fc.li.span) if "#SBATCH" in fc.text else None
     for launch in launches:
+        slurm = mine or own_gpu.get(id(launch))
         gpu = slurm
         if slurm is not None and launch.gpu is not None and launch.gpu.count is not None:
             # CUDA_VISIBLE_DEVICES set in the script narrows the allocation
             gpu = GpuHint(slurm.name, launch.gpu.count, f"{slurm.source}; count from {launch.gpu.source}",
                           slurm.span)
         # a batch script's task variables (SLURM_NODEID, SLURM_PROCID) are Slurm's (sources/slurm.py)
-        facts = Facts(runtime="slurm") if slurm is not None or "#SBATCH" in fc.text else None
-        fc.add([launch], f"script:{launch.line}", gpu, facts, ctx.ollama_models)
+        facts = Facts(runtime="slurm") if slurm is not None or "#SBATCH" in fc.text or id(launch) in own_gpu and \
+            own_gpu[id(launch)] is not None else None
+        # a called script's server is the caller's (not a "script:" one: the called script read alone gives way)
+        name = f"script:{launch.line}" if id(launch) not in calls else f"run/{calls[id(launch)]}@{launch.line}"
+        fc.add([launch], name, gpu, facts, ctx.ollama_models)
+    if ".service.d/" in fc.text and "echo" in fc.text:
+        echoed_drop_ins(fc)
+    if "install.sh" in fc.text and not any(site.engine == "ollama" for site in fc.sites):
+        installed_ollama(fc, ctx)
+
+
+# `echo 'Environment="OLLAMA_HOST=0.0.0.0"' | sudo tee -a /etc/systemd/system/ollama.service.d/override.conf`:
+# a drop-in the script writes a line at a time
+_ECHO_DROP_IN = re.compile(r"^[ \t]*echo[ \t]+(?:'([^'\n]*)'|\"([^\"\\\n]*)\")[ \t]*\|[ \t]*(?:sudo[ \t]+)?tee\b"
+                           r"(?:[ \t]+-a)?[ \t]+\S*?([\w.-]+\.service)\.d/[\w.-]+\.conf\b", re.M)
+
+
+def echoed_drop_ins(fc: FileCtx) -> None:
+    """Drop-ins the script writes with `echo LINE | tee [-a] UNIT.service.d/NAME.conf`, read as the drop-in
+    those lines make (each character where the script writes it)."""
+    from servefit.sources.systemd import entries, scan_unit
+
+    lines: dict[str, list[tuple[str, int]]] = {}
+    for m in _ECHO_DROP_IN.finditer(fc.text):
+        g = 1 if m.group(1) is not None else 2
+        lines.setdefault(m.group(3), []).append((m.group(g), m.start(g)))
+    for unit, parts in lines.items():
+        text, offs = "", []
+        for line, at in parts:
+            text += line + "\n"
+            offs += list(range(at, at + len(line))) + [at + len(line)]
+        body = Src(text, fc.li, offs=offs + [offs[-1] if offs else 0])
+        scan_unit(fc, entries(body), unit, None, body)
+
+
+# `curl -fsSL https://ollama.com/install.sh | sh`: Ollama's Linux installer (scripts/install.sh, configure_systemd)
+# writes ollama.service (`ExecStart=/usr/local/bin/ollama serve`) and, where systemd runs, enables and starts it
+_INSTALLER = re.compile(r"^[ \t]*(?:sudo[ \t]+)?(?:curl|wget)\b[^\n]*\bollama\.(?:com|ai)/install\.sh\b[^\n]*\|[ \t]*"
+                        r"(?:sudo[ \t]+(?:-E[ \t]+)?)?(?:ba)?sh\b", re.M)
+
+
+def installed_ollama(fc: FileCtx, ctx: Ctx) -> None:
+    """The server Ollama's installer starts, where the script writes no drop-in and starts no `ollama serve` itself:
+    the installed unit's `ollama serve` with its defaults, serving the models the script pulls."""
+    from servefit.sources.launch import from_words
+    from servefit.sources.shell import split_words
+    from servefit.sources.systemd import _packaged_exec
+
+    m = _INSTALLER.search(fc.text)
+    if m is None:
+        return
+    at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
+    for exec_start in _packaged_exec("ollama.service", Src(fc.text[at:], fc.li, offs=list(range(at, len(fc.text) + 1)))):
+        launches = from_words(split_words(exec_start, Vars()), ctx, Vars())
+        for launch in launches:
+            launch.line = fc.li.pos(at)[0]
+            launch.facts["notes"] = ["Ollama's Linux installer (ollama.com/install.sh) writes ollama.service and "
+                                     f"starts it: the server is its ExecStart={exec_start.text}, with the defaults"]
+        fc.add(launches, "systemd/ollama.service", None, None, ctx.ollama_models)
 
 
 # `cat > /etc/systemd/system/x.service <<EOF`, `sudo tee x.service > /dev/null << 'EOF'`: a unit the

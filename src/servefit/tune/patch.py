@@ -149,8 +149,12 @@ class Patcher(EnvPlacement):
             n = nxt.get(id(t))
             return n is None or n.text.startswith("-") or (n.span is not None and t.span is not None and n.span.file == t.span.file
                                  and n.span.start >= t.span.end and self.exact(n) and not self._a_default(n))
-        # nor after the default of `${CTX:-131072}`: a word there would land inside the expansion
-        cands = [t for t in cands if closes(t) and not self._a_default(t)]
+        # nor after the default of `${CTX:-131072}`: a word there would land inside the expansion; nor after a
+        # value a shell variable is assigned (`TP_SIZE=4`, expanded in the command): that writes into the
+        # assignment; nor between the program's words (`vllm` of `vllm serve $MODEL`)
+        inner = self.argv[:max(0, self.skip - 1)]
+        cands = [t for t in cands if closes(t) and not self._a_default(t) and not self._assigned(t)
+                 and not any(t is a for a in inner)]
         if self.site.file.endswith((".yaml", ".yml")) and any(n for n, w in self.site.workload.names
                                                                if "llama-swap" in w):
             # a llama-swap macro (declared above the model's cmd) is every model's that uses it
@@ -161,6 +165,15 @@ class Patcher(EnvPlacement):
         start = first.span.start if first is not None and first.span is not None else 0
         cands = [t for t in cands if t.span is not None and t.span.start >= start]
         return max(cands, key=lambda t: t.span.end if t.span else 0) if cands else None
+
+    def _assigned(self, t: Token) -> bool:
+        """The value of a shell assignment (`NAME=value`, `export NAME="value"`), not a word of the command."""
+        if t.span is None or t.span.file.endswith((".yaml", ".yml", ".json")):
+            return False
+        text = self.read(t.span.file)
+        head = text[text.rfind("\n", 0, t.span.start) + 1:t.span.start]
+        return re.search(r"(?:^|[\s;&|(])(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)?)?"
+                         r"[A-Za-z_]\w*=[\"']?$", head) is not None
 
     def flags_written(self) -> bool:
         """Whether a new flag has a place among words of the command past the program's (flags, a

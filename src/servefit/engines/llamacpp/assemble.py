@@ -199,7 +199,9 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
             on_cpu.append(f"the experts of {fr.n_cpu_moe} layer{'s' if fr.n_cpu_moe != 1 else ''}")
         out.append(finding("LCPP009", f"offloaded {u.pl.n_offloaded}/{n_all} layers to GPU ({how}); "
                            f"{' and '.join(on_cpu)} run{'s' if on_cpu == ['1 layer'] else ''} on the CPU",
-                           span=sp.get("n_gpu_layers") or sp.get("ctx_size"), site=site, setting="n_gpu_layers"))
+                           # with --fit, the context --fit-ctx keeps is what moves layers or experts off the GPU
+                           span=sp.get("n_gpu_layers") or sp.get("ctx_size") or sp.get("fit_ctx"), site=site,
+                           setting="n_gpu_layers"))
     if cp.n_ctx_seq > lm.n_ctx_train > 0:
         said = f"n_ctx_seq ({cp.n_ctx_seq}) > n_ctx_train ({lm.n_ctx_train}) -- possible training context overflow"
         flag, factor = _rope_stretch(s)

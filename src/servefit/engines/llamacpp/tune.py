@@ -56,6 +56,7 @@ class LlamaCppAdapter(Adapter):
     file_cells: tuple[int, int] | None = None
     file_slots: dict[str, Any] = {}
     fit_ctx_asked = False  # the file sets --fit-ctx: fit may move experts to the CPU to keep that context
+    file_cpu_moe = 0  # the layers whose experts --fit moves to the CPU for the file's own config
 
     def dims(self, ev: Evaluation, needs: Needs) -> list[Dim]:
         s, x = ev.config.settings, detail_of(ev.plan)
@@ -68,6 +69,7 @@ class LlamaCppAdapter(Adapter):
             par_cur = 1
         self.file_cells = (ctx_cur, par_cur)
         self.fit_ctx_asked = "fit_ctx" in ev.config.explicit
+        self.file_cpu_moe = int((x.fit or {}).get("n_cpu_moe") or 0)
         self.file_slots = {k: (s.get(k), k in ev.config.explicit) for k in ("ctx_size", "parallel", "kv_unified")}
         ctxs = contexts(knobs.get("ctx_size", CTX_LADDER), max(_limit(ev), ctx_cur), needs, ctx_cur)
         # a slot shorter than the file asks of a request (-n N lets one generate N tokens) stops it
@@ -168,9 +170,11 @@ class LlamaCppAdapter(Adapter):
     def started(self, plan: MemoryPlan, needs: Needs) -> bool:
         x = detail_of(plan)
         # the experts --fit moves to the CPU to make room (fit.py, LCPP009) are offload as layers are,
-        # unless the file's --fit-ctx asks fit to keep that context by moving weights off the GPU
+        # unless the file's --fit-ctx asks fit to keep that context by moving weights off the GPU: then as
+        # many as fit moves for the file's own config, no more (a longer context tune picks would move more)
+        moved = int((x.fit or {}).get("n_cpu_moe") or 0)
         on_gpu = x.n_gpu_layers_offloaded >= x.n_layers_total and \
-            (self.fit_ctx_asked or not (x.fit or {}).get("n_cpu_moe"))
+            moved <= (self.file_cpu_moe if self.fit_ctx_asked else 0)
         return plan.outcome == "started" and (on_gpu or needs.allow_offload) and not self.too_short(plan) \
             and not past_training(plan) and not little_headroom(plan)
 
