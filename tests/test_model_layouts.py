@@ -3,7 +3,7 @@ is a checkpoint's safetensors count (llmfit 1.1.17's model database), reproduced
 
 from __future__ import annotations
 
-from servefit.engines.vllm import encoder
+from servefit.engines.vllm import encoder, vision_tower
 from servefit.models import catalog, count_params
 from servefit.models.architecture import count_text_params
 from servefit.models.spec import ModelSpec
@@ -78,4 +78,4 @@ def test_qwen3_towers_profile_like_qwen2_vl_with_their_processor_limits():
     vl = encoder.profile(spec("Qwen/Qwen3-VL-8B-Instruct"), {}, v1=True, max_model_len=32768, max_num_seqs=4,
                          max_num_batched_tokens=8192, chunked_prefill=True, db=2)
     assert vl is not None and vl.outputs == vl.items * vl.tokens_per_item * 4096 * 4 * 2  # + 3 deepstack levels
-    assert encoder.sharded(m) and encoder.sharded(spec("Qwen/Qwen3-VL-8B-Instruct"))
+    assert vision_tower.sharded(m) and vision_tower.sharded(spec("Qwen/Qwen3-VL-8B-Instruct"))
