@@ -8,6 +8,8 @@ Repositories tried (owner/name@commit):
   Lintasarta/vllm-helm@1a4ef6c5b766f3b593ebc5f9f424a64b914b4388 (Helm chart)
   canstralian/DeepSeek-Coder-V2@f628e256070a85977bf15269c7e3733f3c6b972d (SGLang launch script)
   lahlfors/cybernetic-governance-engine@2bcc2f2e64f749a27aad59a5ebb0033106c61656 (envsubst manifests, Cloud Build)
+  xiz2002/Practice_NestedCompose@3d41c232491d0b20150cb93b88012c555b00e78a (compose + override, Ollama Dockerfile)
+  sachinsshetty/warehouse@f04f627ffeabd79de4ee1c6c0011e6d1e41d828f (compose files for vLLM and Ollama)
 """
 
 from __future__ import annotations
@@ -66,3 +68,34 @@ def test_envsubst_variable_the_container_does_not_set_is_unknown_not_literal(
     found = [(d["code"], d["location"]["line"]) for d in json.loads(capsys.readouterr().out)
              if d["code"] in ("SF001", "SF107")]
     assert found == [("SF107", 21)]
+
+
+# sachinsshetty/warehouse's foodguardian-compose.yml runs ollama/ollama through `./entrypoint.sh`, bind-mounted at
+# /entrypoint.sh, a file the repository does not have: SF116 called the service "container 'container'" and sent the
+# reader to "a ConfigMap or volume elsewhere", Kubernetes words for a compose file.
+MOUNTED_SCRIPT_COMPOSE = """services:
+  ollama:
+    image: ollama/ollama:latest
+    volumes:
+      - ./entrypoint.sh:/entrypoint.sh
+    entrypoint: ["/usr/bin/bash", "/entrypoint.sh"]
+"""
+
+
+def test_compose_script_not_in_repository_is_said_in_compose_words(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "foodguardian-compose.yml"
+    f.write_text(MOUNTED_SCRIPT_COMPOSE)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:6:36: SF116 service 'ollama' of ollama/ollama:latest runs Ollama through the script /entrypoint.sh, "
+        "and the file it is copied or mounted from is not in the repository: no server was read here, so its "
+        "settings and memory are not checked. Lint the script itself, or start the engine in the container's "
+        "command\n0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
+    # a Dockerfile that COPYs a script it does not have says so of its stage
+    d = tmp_path / "Dockerfile"
+    d.write_text("FROM ollama/ollama:0.6.0 AS serve\nCOPY start.sh /start.sh\nENTRYPOINT [\"/bin/bash\", \"/start.sh\"]\n")
+    main(["lint", str(d), "--gpu", "L4"])
+    assert capsys.readouterr().out.startswith(
+        f"{d}:3:27: SF116 stage 'serve' (FROM ollama/ollama:0.6.0) runs Ollama through the script /start.sh, and the "
+        "file it is copied or mounted from is not in the repository: ")

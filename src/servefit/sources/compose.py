@@ -255,7 +255,7 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     wd_node = _last(y, svcs, "working_dir")
     workdir = expand_word(y.scalar_src(wd_node), interp, compose=True).text if isinstance(wd_node, ScalarNode) else "/"
     mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), workdir,
-                         os.path.dirname(home) or ".") if pmap else None
+                         os.path.dirname(home) or ".", f"service {sname!r} of {{image}}") if pmap else None
     build_node = _last(y, svcs, "build")
     # a service that builds its image runs that build: `image:` beside `build:` is the tag compose gives
     # it (local/vllm-openai:lexi), not an image pulled, so its name and tag say nothing of the release

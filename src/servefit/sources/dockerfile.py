@@ -236,7 +236,8 @@ def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: 
     repository (read there, run in this image), else as its entrypoint and command say. A release
     of the engine the build installs (`pip install vllm==0.11.2`) is the version it runs, else one the
     file builds from source (`built_from`: source_releases)."""
-    found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
+    found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context,
+                       f"stage {st.name!r} (FROM {{image}})" if st.name else "this Dockerfile's image (FROM {image})")
     launches = found if found is not None else container(st.image, entry, cmd, ctx, env)
     where = dockerfile or "the Dockerfile"
     packages = pip_requirements(st.built)
