@@ -10,6 +10,7 @@ Repositories tried (owner/name@commit):
   lahlfors/cybernetic-governance-engine@2bcc2f2e64f749a27aad59a5ebb0033106c61656 (envsubst manifests, Cloud Build)
   xiz2002/Practice_NestedCompose@3d41c232491d0b20150cb93b88012c555b00e78a (compose + override, Ollama Dockerfile)
   sachinsshetty/warehouse@f04f627ffeabd79de4ee1c6c0011e6d1e41d828f (compose files for vLLM and Ollama)
+  ECMWFCode4Earth/EarthReach@bef0daf9617f98443ba4cc39d113915ef099f377 (compose over a uv-built vLLM image, .env.example)
 """
 
 from __future__ import annotations
@@ -99,3 +100,29 @@ def test_compose_script_not_in_repository_is_said_in_compose_words(tmp_path: Pat
     assert capsys.readouterr().out.startswith(
         f"{d}:3:27: SF116 stage 'serve' (FROM ollama/ollama:0.6.0) runs Ollama through the script /start.sh, and the "
         "file it is copied or mounted from is not in the repository: ")
+
+
+# ECMWFCode4Earth/EarthReach's vllm/.env.example leaves MODEL_DIR_PATH empty (`MODEL_DIR_PATH=`), a blank for the
+# reader: SF001 and estimate said ".env.example sets it ... copy it to .env to use its values", which would hand
+# `vllm serve` no model at all. A value it does give (VLLM_PORT=8000) keeps the old words.
+EARTHREACH_COMPOSE = """services:
+  vllm-server:
+    image: vllm/vllm-openai:v0.9.0
+    command: --model ${MODEL_DIR_PATH} --port ${VLLM_PORT}
+"""
+
+
+def test_sample_env_file_that_leaves_the_variable_empty_says_fill_it_in(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "docker-compose.yaml").write_text(EARTHREACH_COMPOSE)
+    (tmp_path / ".env.example").write_text('MODEL_NAME="google/gemma-3-4b-it"\nMODEL_DIR_PATH=\nVLLM_PORT=8000\n')
+    main(["lint", str(tmp_path), "--gpu", "L4", "--format", "json"])
+    assert [d["message"] for d in json.loads(capsys.readouterr().out) if d["code"] == "SF001"] == [
+        "${MODEL_DIR_PATH} is not set in this repository (.env.example leaves it empty, to be filled in: set it in "
+        ".env, the file docker compose reads): the value it gives vLLM is not known, so it is not checked",
+        "${VLLM_PORT} is not set in this repository (.env.example sets it, but docker compose reads only .env: copy "
+        "it to .env to use its values): the value it gives vLLM is not known, so it is not checked"]
+    assert main(["estimate", str(tmp_path), "--gpu", "L4"]) == 2
+    assert capsys.readouterr().err == (
+        "servefit: error: the model is a variable (${MODEL_DIR_PATH}) (.env.example leaves it empty, to be filled "
+        "in: set it in .env, the file docker compose reads): its value is not known here (pass --model REF)\n")
