@@ -11,6 +11,7 @@ Repositories tried (owner/name@commit):
   xiz2002/Practice_NestedCompose@3d41c232491d0b20150cb93b88012c555b00e78a (compose + override, Ollama Dockerfile)
   sachinsshetty/warehouse@f04f627ffeabd79de4ee1c6c0011e6d1e41d828f (compose files for vLLM and Ollama)
   ECMWFCode4Earth/EarthReach@bef0daf9617f98443ba4cc39d113915ef099f377 (compose over a uv-built vLLM image, .env.example)
+  paul-heyse/Medical_KG_rev@1011ba2fdb9f8d82ca5938acdafdabdd1a2d9688 (kustomize base and overlays, compose, Dockerfiles)
 """
 
 from __future__ import annotations
@@ -126,3 +127,34 @@ def test_sample_env_file_that_leaves_the_variable_empty_says_fill_it_in(tmp_path
     assert capsys.readouterr().err == (
         "servefit: error: the model is a variable (${MODEL_DIR_PATH}) (.env.example leaves it empty, to be filled "
         "in: set it in .env, the file docker compose reads): its value is not known here (pass --model REF)\n")
+
+
+# paul-heyse/Medical_KG_rev's ops/vllm/Dockerfile.qwen3-embedding-8b writes its CMD's JSON array over several lines
+# with no `\\`: Docker reads `"python",` as an instruction and the build stops. servefit read `CMD [` as a shell
+# form and said SF106 "the container runs `vllm serve /bin/sh -c [ ...`", an image that is never built.
+UNCLOSED_CMD = """ARG VLLM_BASE_IMAGE=vllm/vllm-openai:v0.11.0
+FROM ${VLLM_BASE_IMAGE}
+ENV MODEL_PATH=/models/qwen3-embedding-8b
+CMD [
+  "python",
+  "-m",
+  "vllm.entrypoints.openai.api_server",
+  "--config",
+  "/config/vllm.yaml"
+]
+"""
+
+
+def test_dockerfile_exec_form_over_lines_without_backslash_does_not_build(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Dockerfile.qwen3-embedding-8b"
+    f.write_text(UNCLOSED_CMD)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:4:1: SF105 the JSON array of CMD goes on past its line with no \\ at the line's end: docker build "
+        "stops at line 5 ('\"python\",'), which is no instruction, so no image is built; end each line of the array "
+        "but the last with \\, or write it on one line\n0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
+    # with a backslash at each line's end it is one instruction, the exec form Docker runs
+    f.write_text(UNCLOSED_CMD.replace("[\n", "[ \\\n").replace(",\n", ", \\\n").replace('yaml"\n', 'yaml" \\\n'))
+    main(["lint", str(f), "--gpu", "L4", "--format", "json"])
+    assert [d["code"] for d in json.loads(capsys.readouterr().out) if d["code"] in ("SF105", "SF106")] == ["SF106"]

@@ -202,7 +202,36 @@ def _models_copied(words: list[str], earlier: list[Stage]) -> list[list[Word]]:
     return []
 
 
+def _unclosed_exec_form(fc: FileCtx) -> tuple[str, Src] | None:
+    """A CMD / ENTRYPOINT / RUN whose JSON array goes on past its line with no `\\` at the line's end
+    (`CMD [` then `"python",` on the next line): Docker reads the next line as an instruction and stops
+    the build there (moby/buildkit frontend/dockerfile/instructions/parse.go, ParseInstruction: an
+    UnknownInstructionError), so no image is built. What to say (SF105), else None. A file
+    with a heredoc (`<<EOF`) is not judged: its body lines are no instructions."""
+    if "<<" in fc.text:
+        return None
+    m = ESCAPE.search(fc.text[:500])
+    lines = [ln for ln in logical_lines(fc.src, m.group(1) if m else "\\") if ln.text.strip()]
+    for line, nxt in zip(lines, lines[1:]):
+        im = INSTR.match(line.text)
+        rest = line.text[im.end():].strip() if im else ""
+        if im and im.group(1).upper() in ("CMD", "ENTRYPOINT", "RUN") and rest.startswith("[") \
+                and not rest.endswith("]") and INSTR.match(nxt.text) is None:
+            at = nxt.span(0, 0).line
+            return (f"the JSON array of {im.group(1).upper()} goes on past its line with no \\ at the line's end: "
+                    f"docker build stops at line {at} ({nxt.text.strip()[:40]!r}), which is no instruction, so no "
+                    "image is built; end each line of the array but the last with \\, or write it on one line",
+                    line)
+    return None
+
+
 def scan(fc: FileCtx) -> None:
+    unclosed = _unclosed_exec_form(fc)
+    if unclosed is not None:
+        from servefit.rules.catalog import finding
+
+        fc.findings.append(finding("SF105", unclosed[0], span=unclosed[1].span(0, len(unclosed[1].text.rstrip()))))
+        return
     found = stages(fc)
     if not found:
         return
