@@ -158,3 +158,41 @@ def test_dockerfile_exec_form_over_lines_without_backslash_does_not_build(
     f.write_text(UNCLOSED_CMD.replace("[\n", "[ \\\n").replace(",\n", ", \\\n").replace('yaml"\n', 'yaml" \\\n'))
     main(["lint", str(f), "--gpu", "L4", "--format", "json"])
     assert [d["code"] for d in json.loads(capsys.readouterr().out) if d["code"] in ("SF105", "SF106")] == ["SF106"]
+
+
+# paul-heyse/Medical_KG_rev's ops/k8s/base/deployment-vllm-server.yaml selects nodes with `accelerator: nvidia-gpu`, a
+# label that says the node has a GPU, not which: lint said SF003 "unknown GPU 'nvidia-gpu'; did you mean: a10g,
+# dgx-spark, t4?" and estimate refused the server for a GPU name nobody wrote. It is no GPU model: SF110, and --gpu
+# sizes it.
+GENERIC_LABEL = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-server
+spec:
+  template:
+    spec:
+      nodeSelector:
+        accelerator: nvidia-gpu
+      containers:
+        - name: vllm-server
+          image: vllm/vllm-openai:v0.11.0
+          command: [python, -m, vllm.entrypoints.openai.api_server]
+          args: [--model=Qwen/Qwen2.5-7B-Instruct, --max-model-len=32768]
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+
+
+def test_node_label_that_names_no_gpu_model_is_no_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "deployment-vllm-server.yaml"
+    f.write_text(GENERIC_LABEL)
+    main(["lint", str(f), "--format", "json"])
+    assert [(d["code"], d["location"]["line"]) for d in json.loads(capsys.readouterr().out)] == [
+        ("SEC004", 13), ("SF110", 13)]
+    assert main(["estimate", str(f), "--gpu", "A100-80GB"]) == 0
+    assert capsys.readouterr().out.startswith("vllm 0.11.0  ·  Qwen/Qwen2.5-7B-Instruct\n1 × NVIDIA A100-SXM4-80GB ")
+    # a label value that names a model is still read
+    f.write_text(GENERIC_LABEL.replace("nvidia-gpu", "nvidia-tesla-t4"))
+    main(["estimate", str(f)])
+    assert "1 × Tesla T4 " in capsys.readouterr().out

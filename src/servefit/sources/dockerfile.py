@@ -212,7 +212,7 @@ def _unclosed_exec_form(fc: FileCtx) -> tuple[str, Src] | None:
         return None
     m = ESCAPE.search(fc.text[:500])
     lines = [ln for ln in logical_lines(fc.src, m.group(1) if m else "\\") if ln.text.strip()]
-    for line, nxt in zip(lines, lines[1:]):
+    for line, nxt in zip(lines, lines[1:], strict=False):
         im = INSTR.match(line.text)
         rest = line.text[im.end():].strip() if im else ""
         if im and im.group(1).upper() in ("CMD", "ENTRYPOINT", "RUN") and rest.startswith("[") \
