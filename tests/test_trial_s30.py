@@ -196,3 +196,43 @@ def test_node_label_that_names_no_gpu_model_is_no_gpu(tmp_path: Path, capsys: py
     f.write_text(GENERIC_LABEL.replace("nvidia-gpu", "nvidia-tesla-t4"))
     main(["estimate", str(f)])
     assert "1 × Tesla T4 " in capsys.readouterr().out
+
+
+# paul-heyse/Medical_KG_rev's docker-compose.vllm.yml gives vllm/vllm-openai:v0.11.0 (ENTRYPOINT `vllm serve`) the command
+# `python -m vllm.entrypoints.openai.api_server --model ...`: lint said SF106 "the engine rejects it", while estimate
+# printed "verdict: starts" and tune proposed --max-num-seqs 512 for a container that exits at argparse.
+DOUBLED_COMPOSE = """services:
+  vllm-server:
+    image: vllm/vllm-openai:v0.11.0
+    command: >
+      python -m vllm.entrypoints.openai.api_server
+        --model Qwen/Qwen2.5-7B-Instruct
+        --max-model-len 32768
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: 1
+              capabilities: [gpu]
+"""
+REFUSED = ("the container runs `vllm serve python -m vllm.entrypoints.openai.api_server ...` (vllm/vllm-openai:v0.11.0 "
+           "already runs `vllm serve`), which the engine rejects: set the entrypoint or pass only the engine's arguments")
+
+
+def test_command_doubled_on_the_images_entrypoint_is_not_estimated_as_starting(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.vllm.yml"
+    f.write_text(DOUBLED_COMPOSE)
+    main(["lint", str(f), "--gpu", "H100", "--format", "json"])
+    assert [(d["code"], d["location"]["line"]) for d in json.loads(capsys.readouterr().out)] == [("SEC004", 5), ("SF106", 5)]
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 2
+    assert capsys.readouterr().err == f"servefit: error: {REFUSED}\n"
+    assert main(["explain", str(f), "--gpu", "H100"]) == 2
+    assert capsys.readouterr().err == f"servefit: error: {REFUSED}\n"
+    main(["tune", str(f), "--gpu", "H100", "--diff"])
+    assert capsys.readouterr().out == f"compose/vllm-server ({f}:5)\n  error: {REFUSED}\n\nno changes to write\n"
+    # the entrypoint set in the file: the server starts and is sized
+    f.write_text(DOUBLED_COMPOSE.replace("    command: >", "    entrypoint: []\n    command: >"))
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 0
+    assert "verdict: starts" in capsys.readouterr().out

@@ -133,6 +133,9 @@ class Workload:
     # affinity, no runtimeClassName (the NVIDIA device plugin then gives it none)
     no_gpu_request: bool = False
     args_at_run: bool = False  # a Dockerfile ENTRYPOINT with no CMD: its arguments come from `docker run`
+    # the command the container really runs, which the engine rejects (SF106: a command given as arguments to
+    # the image's own entrypoint): the server is read as meant, and not planned as if it started
+    refused: str = ""
 
 
 class ModelDefinition:

@@ -86,6 +86,7 @@ class Facts(TypedDict, total=False):
     env_list_end: Span | None  # Workload.env_list_end
     no_gpu_request: bool  # Workload.no_gpu_request
     args_at_run: bool  # Workload.args_at_run
+    refused: str  # Workload.refused
 
 
 @dataclass
@@ -281,14 +282,19 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                                           or detect.program(texts[0]) in NODE_STARTERS
                                           or PROGRAM_PATH.match(texts[0]) is not None)
         if cmd and (starts_command or ie is None):
+            runs = ""
             if ie is not None and ie[2] and starts_command:
                 shown = " ".join(ie[0])
+                runs = f"`{shown} {' '.join(texts[:3])} ...`"
                 ctx.findings.append(finding(
                     "SF106", f"{img} already runs `{shown}`; with this command the container runs "
-                    f"`{shown} {' '.join(texts[:3])} ...` and the engine rejects it. Set the entrypoint "
+                    f"{runs} and the engine rejects it. Set the entrypoint "
                     "(Dockerfile `ENTRYPOINT`, k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
+            for launch in found if runs else []:  # estimate, explain and tune say so too, not "starts" (SF106)
+                launch.facts["refused"] = (f"the container runs {runs} ({img} already runs `{shown}`), which the "
+                                           "engine rejects: set the entrypoint or pass only the engine's arguments")
         elif ie is not None:
             eng = eng_of_image
             assert eng is not None

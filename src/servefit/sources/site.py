@@ -31,7 +31,7 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])),
                     version_source=x.get("version_source"), list_separator=x.get("list_separator", ""),
                     env_list_end=x.get("env_list_end"), no_gpu_request=x.get("no_gpu_request", False),
-                    args_at_run=x.get("args_at_run", False))
+                    args_at_run=x.get("args_at_run", False), refused=x.get("refused", ""))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:
