@@ -12,6 +12,11 @@ Repositories tried (owner/name@commit):
   sachinsshetty/warehouse@f04f627ffeabd79de4ee1c6c0011e6d1e41d828f (compose files for vLLM and Ollama)
   ECMWFCode4Earth/EarthReach@bef0daf9617f98443ba4cc39d113915ef099f377 (compose over a uv-built vLLM image, .env.example)
   paul-heyse/Medical_KG_rev@1011ba2fdb9f8d82ca5938acdafdabdd1a2d9688 (kustomize base and overlays, compose, Dockerfiles)
+  abhishek9sharma/scratchpad@699e6767972a370fd91942fa19c9fd33e24e2e55 (TGI docker run scripts)
+  open-thought/arc-agi-2@2d4e09315a57735a594933aa0a5548e968379f72 (TGI launch scripts)
+  satheshshiva/gpt_practice@7de7a18ef86177f59ff08d51f5d283dbfa27cf90 (Makefile targets running vllm serve)
+  SEPIA-Framework/sepia-llm-experiments@aa6a6d68a71267231ee8549a49bca92cb8b0c8b5 (llama-server script)
+  tomasruizt/lewidi2025@41a06bd4988237e182fd3c0618fc80266cd53706 (Makefile, Slurm sbatch templates)
 """
 
 from __future__ import annotations
@@ -236,3 +241,27 @@ def test_command_doubled_on_the_images_entrypoint_is_not_estimated_as_starting(
     f.write_text(DOUBLED_COMPOSE.replace("    command: >", "    entrypoint: []\n    command: >"))
     assert main(["estimate", str(f), "--gpu", "H100"]) == 0
     assert "verdict: starts" in capsys.readouterr().out
+
+
+# tomasruizt/lewidi2025's Makefile runs `vllm serve Qwen/Qwen3-4B ... --max-num-seqs 10`: estimate's assumptions said
+# "scheduler defaults for this GPU: max_num_seqs=10, max_num_batched_tokens=8192", the user's own 10 called a default.
+MAKEFILE = """vllm-qwen3-thinking:
+\tvllm serve Qwen/Qwen3-4B \\
+\t\t--max-model-len 20000 \\
+\t\t--max-num-seqs 10 \\
+\t\t--port 8000
+"""
+
+
+def test_scheduler_setting_the_command_gives_is_not_called_a_default(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Makefile"
+    f.write_text(MAKEFILE)
+    assert main(["estimate", str(f), "--gpu", "H100", "--engine-version", "0.12.0"]) == 0
+    out = capsys.readouterr().out
+    assert "  - scheduler default for this GPU: max_num_batched_tokens=8192\n" in out
+    assert "max_num_seqs=10" not in out
+    f.write_text(MAKEFILE.replace("\t\t--max-num-seqs 10 \\\n", ""))
+    main(["estimate", str(f), "--gpu", "H100", "--engine-version", "0.12.0"])
+    assert "  - scheduler defaults for this GPU: max_num_seqs=1024, max_num_batched_tokens=8192\n" in \
+        capsys.readouterr().out
