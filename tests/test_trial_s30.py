@@ -17,6 +17,7 @@ Repositories tried (owner/name@commit):
   satheshshiva/gpt_practice@7de7a18ef86177f59ff08d51f5d283dbfa27cf90 (Makefile targets running vllm serve)
   SEPIA-Framework/sepia-llm-experiments@aa6a6d68a71267231ee8549a49bca92cb8b0c8b5 (llama-server script)
   tomasruizt/lewidi2025@41a06bd4988237e182fd3c0618fc80266cd53706 (Makefile, Slurm sbatch templates)
+  jspaulsen/llama-cpp-docker@a69f8c994d99acd193b95f83c40de00f3d8322fc (llama.cpp built from a tag, compose, entrypoint script)
 """
 
 from __future__ import annotations
@@ -265,3 +266,34 @@ def test_scheduler_setting_the_command_gives_is_not_called_a_default(tmp_path: P
     main(["estimate", str(f), "--gpu", "H100", "--engine-version", "0.12.0"])
     assert "  - scheduler defaults for this GPU: max_num_seqs=1024, max_num_batched_tokens=8192\n" in \
         capsys.readouterr().out
+
+
+# jspaulsen/llama-cpp-docker's Dockerfile builds llama.cpp at tag b7327 (before router mode) and ends with
+# `ENTRYPOINT ["llama-server"]`, no CMD: lint said SF002 "models/7B/ggml-model-f16.gguf: cannot tell which model this
+# GGUF is", llama-server's built-in default path, a file nobody wrote, where the model is what `docker run IMAGE ...`
+# gives (as its Dockerfile-cpu, through a script, and every newer build were told: SF115).
+BUILT_AT_TAG = """FROM nvidia/cuda:12.8.0-devel-ubuntu22.04 AS build
+ARG LLAMA_CPP_TAG="b7327"
+RUN git clone --branch ${LLAMA_CPP_TAG} https://github.com/ggerganov/llama.cpp.git && cd llama.cpp && \\
+  cmake -B build -DGGML_CUDA=ON && cmake --build build --config Release
+FROM nvidia/cuda:12.8.0-runtime-ubuntu22.04
+COPY --from=build /srv/llama.cpp/build/bin/llama-server /usr/local/bin/llama-server
+ENTRYPOINT ["llama-server"]
+"""
+
+
+def test_bare_entrypoint_of_an_old_llamacpp_build_takes_its_model_at_docker_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "Dockerfile"
+    f.write_text(BUILT_AT_TAG)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:7:14: SF115 the Dockerfile's command is the bare llama.cpp server: the model and settings are the "
+        "arguments `docker run IMAGE ...` gives it, which are not in this file, so its memory was not checked: add "
+        "`# servefit: model=REF` above it for the model it serves\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    # a script that runs that build with no -m does load the default path (llama-server b7327 falls back to it)
+    s = tmp_path / "run.sh"
+    s.write_text("llama-server --port 8080\n")
+    f.unlink()
+    main(["estimate", str(s), "--gpu", "L4", "--engine-version", "b7327"])
+    assert "models/7B/ggml-model-f16.gguf" in capsys.readouterr().err
