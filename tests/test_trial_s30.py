@@ -18,6 +18,8 @@ Repositories tried (owner/name@commit):
   SEPIA-Framework/sepia-llm-experiments@aa6a6d68a71267231ee8549a49bca92cb8b0c8b5 (llama-server script)
   tomasruizt/lewidi2025@41a06bd4988237e182fd3c0618fc80266cd53706 (Makefile, Slurm sbatch templates)
   jspaulsen/llama-cpp-docker@a69f8c994d99acd193b95f83c40de00f3d8322fc (llama.cpp built from a tag, compose, entrypoint script)
+  anon-kunn/glm47flash@92356a9c0ce1bf6eaafbfe087374db349b3263d9 (Dockerfile over a local llama.cpp image, run script)
+  MooseStack/containerized_llama.cpp_serving@be26b98207f84c6e8608f5701c73bc2c51fa0df6 (KServe ServingRuntimes, Containerfile)
 """
 
 from __future__ import annotations
@@ -297,3 +299,38 @@ def test_bare_entrypoint_of_an_old_llamacpp_build_takes_its_model_at_docker_run(
     f.unlink()
     main(["estimate", str(s), "--gpu", "L4", "--engine-version", "b7327"])
     assert "models/7B/ggml-model-f16.gguf" in capsys.readouterr().err
+
+
+# MooseStack/containerized_llama.cpp_serving's ServingRuntime-llamacpp-Nvidia.yaml runs `llama-server --model
+# /mnt/models/*.gguf` through `sh -c`: the GGUF KServe mounts there from an InferenceService's storageUri. Lint said
+# SF002 "cannot tell which model this GGUF is (unknown model '*' ...)": llama.cpp's catalog name of the glob was
+# compared with KServe's mount path, not the path as written.
+LLAMACPP_RUNTIME = """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: llamacpp-nvidia
+spec:
+  containers:
+    - name: kserve-container
+      image: ghcr.io/ggerganov/llama.cpp:latest-cuda
+      command:
+        - "/bin/sh"
+        - "-c"
+        - /app/llama-server --model /mnt/models/*.gguf "$@"
+        - '--'
+      args:
+        - --n-gpu-layers
+        - 999
+"""
+
+
+def test_llamacpp_runtime_model_in_kserves_mount_is_the_inference_services(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ServingRuntime-llamacpp-Nvidia.yaml"
+    f.write_text(LLAMACPP_RUNTIME)
+    main(["lint", str(f), "--gpu", "L40S", "--format", "json"])
+    assert [(d["code"], d["location"]["line"], d["message"]) for d in json.loads(capsys.readouterr().out)] == [
+        ("SF002", 12, "the model is the one KServe downloads to /mnt/models from the storageUri of an InferenceService "
+                      "that uses this runtime, and no InferenceService in this file does, so its memory was not "
+                      "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService in "
+                      "this file")]
