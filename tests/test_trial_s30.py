@@ -20,6 +20,12 @@ Repositories tried (owner/name@commit):
   jspaulsen/llama-cpp-docker@a69f8c994d99acd193b95f83c40de00f3d8322fc (llama.cpp built from a tag, compose, entrypoint script)
   anon-kunn/glm47flash@92356a9c0ce1bf6eaafbfe087374db349b3263d9 (Dockerfile over a local llama.cpp image, run script)
   MooseStack/containerized_llama.cpp_serving@be26b98207f84c6e8608f5701c73bc2c51fa0df6 (KServe ServingRuntimes, Containerfile)
+  ParisNeo/vllm_deployer@b8d9b67d1b3e043545ac6ccb018709985b42acd3 (install / systemd scripts: a Python launcher, 0 servers)
+  phil65/ollama-github-action@4d8d7fb6828be65668d91c1a2d261c80c00cfbe2 (composite action, compose, entrypoint script)
+  teddylee777/langserve_ollama@8b0a1f0d914e2bc4f62fc5677c73eca8b996543e (Modelfiles over local GGUFs)
+  devopsrustem/slurmv4@3e72c525e42396bc3352c8f20b886b804516b058 (multi-node SGLang launch notes)
+  trackit/eks-auto-mode-gpu@e04a0fc6b760161f6521cc353fabe6e64f633901 (Terraform helm_release over a local chart)
+  jhlu2019/GustoBot@12e2411c7afc99203c72356508aa0547b593d673 (vllm serve from conda environments named per release)
 """
 
 from __future__ import annotations
@@ -334,3 +340,31 @@ def test_llamacpp_runtime_model_in_kserves_mount_is_the_inference_services(
                       "that uses this runtime, and no InferenceService in this file does, so its memory was not "
                       "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService in "
                       "this file")]
+
+
+# jhlu2019/GustoBot's scripts run `/home/kdsoft/miniconda3/envs/vllm-0.9.0/bin/vllm serve ...` and
+# `.../envs/vllm-0.10.1/bin/vllm serve ...`: the environment is named after the release it holds, the file's only word
+# for it, and servefit planned the newest release (or one its options date), SF005 "no version given".
+CONDA_ENV_SCRIPT = """#!/bin/bash
+/home/kdsoft/miniconda3/envs/vllm-0.9.0/bin/vllm serve "/data/models/Qwen3-30B-A3B" \\
+  --tensor-parallel-size 4 \\
+  --max-model-len 32768 \\
+  --enable-reasoning \\
+  --reasoning-parser deepseek_r1
+"""
+
+
+def test_release_named_by_the_environment_the_engine_runs_from(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "vllm_start_qwen3_30b_a3b.sh"
+    f.write_text(CONDA_ENV_SCRIPT)
+    main(["lint", str(f), "--gpu", "A100-80GB", "--format", "json"])
+    assert [d["code"] for d in json.loads(capsys.readouterr().out) if d["code"].startswith(("SF005", "VLLM0"))] == [
+        "VLLM023"]
+    assert main(["estimate", str(f), "--gpu", "A100-80GB"]) == 0
+    assert capsys.readouterr().out.startswith("vllm 0.9.0  ·  ")
+    # another engine's environment, or one named without a release, says nothing of vLLM's: the options date it
+    for env in ("sglang-0.4.6", "deepseekocr"):
+        f.write_text(CONDA_ENV_SCRIPT.replace("vllm-0.9.0", env))
+        main(["estimate", str(f), "--gpu", "A100-80GB"])
+        assert capsys.readouterr().out.startswith("vllm 0.9.2  ·  ")
