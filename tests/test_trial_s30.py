@@ -26,6 +26,8 @@ Repositories tried (owner/name@commit):
   devopsrustem/slurmv4@3e72c525e42396bc3352c8f20b886b804516b058 (multi-node SGLang launch notes)
   trackit/eks-auto-mode-gpu@e04a0fc6b760161f6521cc353fabe6e64f633901 (Terraform helm_release over a local chart)
   jhlu2019/GustoBot@12e2411c7afc99203c72356508aa0547b593d673 (vllm serve from conda environments named per release)
+  arkady-emelyanov/vllm-sglang-demo@8ae6dc3f705fa0a0864883cf25ae5a3bed24b215 (compose x- anchors, build args, mounted scripts)
+  freechat-fun/freechat-vllm@6bf5f7ba02c9d21d90ac5a61ff1b318a0ee58980 (Helm values for a remote chart, helm scripts)
 """
 
 from __future__ import annotations
@@ -368,3 +370,35 @@ def test_release_named_by_the_environment_the_engine_runs_from(tmp_path: Path,
         f.write_text(CONDA_ENV_SCRIPT.replace("vllm-0.9.0", env))
         main(["estimate", str(f), "--gpu", "A100-80GB"])
         assert capsys.readouterr().out.startswith("vllm 0.9.2  ·  ")
+
+
+# arkady-emelyanov/vllm-sglang-demo's compose service builds its image (`build:` with BASE_IMAGE=vllm/vllm-openai) and
+# runs `./serve.vllm.sh`, bind-mounted at /serve.sh, through `bash -c /serve.sh`: the service's server was looked for in
+# the built image alone (the mount is no COPY), so none was read there, and the script was linted as if run on the host
+# (SEC003 "every interface of this machine"), its published port and its .env.template unseen.
+BUILT_AND_MOUNTED = """services:
+  openai-endpoint:
+    build:
+      context: .
+      args:
+        - BASE_IMAGE=vllm/vllm-openai:latest
+    ports:
+      - "30000:30000"
+    volumes:
+      - ./serve.vllm.sh:/serve.sh
+    entrypoint: ["/bin/bash", "-c"]
+    command: ["/serve.sh"]
+"""
+
+
+def test_compose_service_that_builds_its_image_runs_the_script_it_mounts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "docker-compose.yaml").write_text(BUILT_AND_MOUNTED)
+    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER vllm\n")
+    (tmp_path / "serve.vllm.sh").write_text("#!/usr/bin/env bash\nvllm serve ${MODEL_PATH} \\\n  --port 30000\n")
+    (tmp_path / ".env.template").write_text("MODEL_PATH=TinyLlama/TinyLlama-1.1B-Chat-v1.0\n")
+    main(["lint", str(tmp_path), "--gpu", "L4", "--format", "json"])
+    got = [(d["code"], Path(d["location"]["file"]).name, d["location"]["line"], d.get("server"))
+           for d in json.loads(capsys.readouterr().out)]
+    assert got == [("SEC002", "docker-compose.yaml", 8, "compose/openai-endpoint"),
+                   ("SF001", "serve.vllm.sh", 2, "compose/openai-endpoint")]
