@@ -228,9 +228,9 @@ def _unclosed_exec_form(fc: FileCtx) -> tuple[str, Src] | None:
 def scan(fc: FileCtx) -> None:
     unclosed = _unclosed_exec_form(fc)
     if unclosed is not None:
-        from servefit.rules.catalog import finding
+        from servefit.sources.problems import unreadable
 
-        fc.findings.append(finding("SF105", unclosed[0], span=unclosed[1].span(0, len(unclosed[1].text.rstrip()))))
+        fc.findings.append(unreadable(unclosed[0], span=unclosed[1].span(0, len(unclosed[1].text.rstrip()))))
         return
     found = stages(fc)
     if not found:
