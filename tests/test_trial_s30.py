@@ -402,3 +402,42 @@ def test_compose_service_that_builds_its_image_runs_the_script_it_mounts(
            for d in json.loads(capsys.readouterr().out)]
     assert got == [("SEC002", "docker-compose.yaml", 8, "compose/openai-endpoint"),
                    ("SF001", "serve.vllm.sh", 2, "compose/openai-endpoint")]
+
+
+# paul-heyse/Medical_KG_rev's ops/k8s/base/kustomization.yaml lists deployment-mineru-workers.yaml, which the repository
+# does not have: each overlay's SF104 repeated kustomize's whole accumulation chain, five absolute paths long, with the
+# one fact (the missing file) at its end.
+BASE_KUSTOMIZATION = """apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - deployment-vllm-server.yaml
+  - deployment-mineru-workers.yaml
+"""
+VLLM_SERVER = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-server
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm-server
+          image: vllm/vllm-openai:v0.11.0
+          args: [--model=Qwen/Qwen2.5-7B-Instruct]
+"""
+
+
+def test_kustomize_file_listed_but_missing_is_named(helm_on_path: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    base, prod = tmp_path / "ops/k8s/base", tmp_path / "ops/k8s/overlays/production"
+    base.mkdir(parents=True)
+    prod.mkdir(parents=True)
+    (base / "kustomization.yaml").write_text(BASE_KUSTOMIZATION)
+    (base / "deployment-vllm-server.yaml").write_text(VLLM_SERVER)
+    (prod / "kustomization.yaml").write_text("resources:\n  - ../../base\n")
+    main(["lint", "ops/k8s/overlays", "--format", "json"])
+    assert [d["message"] for d in json.loads(capsys.readouterr().out) if d["code"] == "SF104"] == [
+        "kustomize could not build this: ../../base/kustomization.yaml lists deployment-mineru-workers.yaml, which is "
+        "not in the repository (kustomize stops there: `kubectl apply -k` fails the same way)"]
