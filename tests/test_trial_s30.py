@@ -28,6 +28,7 @@ Repositories tried (owner/name@commit):
   jhlu2019/GustoBot@12e2411c7afc99203c72356508aa0547b593d673 (vllm serve from conda environments named per release)
   arkady-emelyanov/vllm-sglang-demo@8ae6dc3f705fa0a0864883cf25ae5a3bed24b215 (compose x- anchors, build args, mounted scripts)
   freechat-fun/freechat-vllm@6bf5f7ba02c9d21d90ac5a61ff1b318a0ee58980 (Helm values for a remote chart, helm scripts)
+  louis030195/text-generation-inference-helm@f4f30d8e66d23301abdf1fe9c9f787ee5bff683f (TGI chart, values beside it)
 """
 
 from __future__ import annotations
@@ -441,3 +442,56 @@ def test_kustomize_file_listed_but_missing_is_named(helm_on_path: Path, tmp_path
     assert [d["message"] for d in json.loads(capsys.readouterr().out) if d["code"] == "SF104"] == [
         "kustomize could not build this: ../../base/kustomization.yaml lists deployment-mineru-workers.yaml, which is "
         "not in the repository (kustomize stops there: `kubectl apply -k` fails the same way)"]
+
+
+# louis030195/text-generation-inference-helm keeps its values.yaml at the repository's root, beside charts/: SF116 said
+# "run `servefit lint --values values.yaml`", and run so, helm could not render the chart with it (its ingress template
+# reads .Values.model, the values give `models:`); SF116 still said to run `servefit lint --values values.yaml`.
+TGI_DEPLOYMENT = """{{- range .Values.models }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .shortName }}
+spec:
+  template:
+    spec:
+      containers:
+      - name: text-generation-inference
+        image: {{ $.Values.image.repository }}:{{ $.Values.image.tag }}
+        args: ["--model-id", "{{ .name }}", "--num-shard", "1"]
+---
+{{- end }}
+"""
+TGI_INGRESS = """apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: {{ .Values.model.shortName }}
+"""
+TGI_VALUES = """models:
+  - name: bigscience/bloomz-7b1
+    shortName: bloomz-7b1
+image:
+  repository: ghcr.io/huggingface/text-generation-inference
+  tag: latest
+"""
+
+
+def test_values_given_with_a_chart_that_does_not_render_gets_no_advice_to_give_it(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    chart = tmp_path / "charts/text-generation-inference"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: text-generation-inference\nversion: 0.1.0\n")
+    (chart / "templates/deployment.yaml").write_text(TGI_DEPLOYMENT)
+    (chart / "templates/ingress.yaml").write_text(TGI_INGRESS)
+    (tmp_path / "values.yaml").write_text(TGI_VALUES)
+    main(["lint", ".", "--format", "json"])
+    [before] = [d["message"] for d in json.loads(capsys.readouterr().out) if d["code"] == "SF116"]
+    assert before.endswith("so this server's settings were not checked: run `servefit lint --values values.yaml`")
+    main(["lint", ".", "--values", "values.yaml", "--format", "json"])
+    [after] = [d["message"] for d in json.loads(capsys.readouterr().out) if d["code"] == "SF116"]
+    assert after == (
+        "ghcr.io/huggingface/text-generation-inference:latest runs Text Generation Inference, but the command it runs "
+        "comes from the templates of chart charts/text-generation-inference, which helm could not render with this "
+        "file (SF104 on the chart says why), so this server's settings were not checked")
