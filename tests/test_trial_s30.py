@@ -29,6 +29,9 @@ Repositories tried (owner/name@commit):
   arkady-emelyanov/vllm-sglang-demo@8ae6dc3f705fa0a0864883cf25ae5a3bed24b215 (compose x- anchors, build args, mounted scripts)
   freechat-fun/freechat-vllm@6bf5f7ba02c9d21d90ac5a61ff1b318a0ee58980 (Helm values for a remote chart, helm scripts)
   louis030195/text-generation-inference-helm@f4f30d8e66d23301abdf1fe9c9f787ee5bff683f (TGI chart, values beside it)
+  inf-monkeys/helm-charts@6e6787b2a043d78d152051ab8b346c0ab0b8d87d (vLLM chart, GPTQ Mixtral on vLLM 0.4.2)
+  JaeikBae/ollama-on-docker@16db006f2f63f2abaa9fb47911221fd7394ab04b (Dockerfile writing its serve script with RUN echo)
+  stur86/tinyfacts-gen@9a798ccbf4be5c151df01797b2129dffcb4e8eb7 (Ollama client scripts: 0 servers, right)
 """
 
 from __future__ import annotations
