@@ -60,8 +60,10 @@ def test_commands_agree(capsys: pytest.CaptureFixture[str], path: Path, gpu: lis
     if not sites:
         assert rc_est == 2 and "no serving engine" in err
         return
-    if not planned:  # nothing can be planned: estimate says why in one line
-        assert rc_est == 2 and err.startswith("servefit: error:")
+    if not planned:  # nothing can be planned: estimate says why, one line for each server (the last the error)
+        lines = err.splitlines()
+        assert rc_est == 2 and lines[-1].startswith("servefit: error:")
+        assert all(" not estimated: " in line for line in lines[:-1]), err
     elif rc_est == 2:  # a flag or value the engine refuses: estimate stops, lint has it as an error
         code = err.rsplit("[", 1)[1].split("]")[0]
         assert any(d["code"] == code and d["severity"] == "error" for d in findings), err

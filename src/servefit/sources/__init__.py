@@ -25,7 +25,7 @@ from servefit.core import Finding, LaunchSite, Span
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources.compose_build import builds_here, runs_built_image
-from servefit.sources.problems import not_read
+from servefit.sources.problems import not_read, unreadable
 from servefit.sources.script_calls import calls_engine_script
 from servefit.sources.templated import template_script, templated_yaml
 from servefit.sources.unset_vars import unresolved_findings
@@ -258,7 +258,6 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         _yaml(fc, result)
 
 
-@rule("SF105")
 def _yaml(fc: Any, result: ScanResult) -> None:
     from yaml.nodes import MappingNode
 
@@ -276,7 +275,7 @@ def _yaml(fc: Any, result: ScanResult) -> None:
         if templated:
             templated_yaml(fc)
         else:
-            fc.findings.append(finding("SF105", str(exc), span=exc.span or fc.li.span(0, 0)))
+            fc.findings.append(unreadable(str(exc), span=exc.span or fc.li.span(0, 0)))
         return
     y = Y(fc.src)
     k8s_docs = [d for d in docs if y.get(d, "apiVersion") is not None and y.get(d, "kind") is not None]

@@ -176,7 +176,9 @@ def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding
         from servefit.sources.helm import NO_CHART, chart_here
 
         helm = render and rendering.helm_path() is not None
-        findings = [replace(f, message=f.message.replace(NO_CHART, chart_here(charts, f.span.file, helm)))
+        given = {os.path.abspath(v) for v in values or []}
+        findings = [replace(f, message=f.message.replace(NO_CHART, chart_here(
+                        charts, f.span.file, helm, os.path.abspath(f.span.file) in given)))
                     if f.code == "SF116" and f.span is not None and NO_CHART in f.message else f for f in findings]
     return sites, findings, out.notes
 

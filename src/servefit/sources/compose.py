@@ -255,7 +255,7 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     wd_node = _last(y, svcs, "working_dir")
     workdir = expand_word(y.scalar_src(wd_node), interp, compose=True).text if isinstance(wd_node, ScalarNode) else "/"
     mounted = run_copied(image, entry, cmd, ctx, env, mounts_as_copies(pmap), workdir,
-                         os.path.dirname(home) or ".") if pmap else None
+                         os.path.dirname(home) or ".", f"service {sname!r} of {{image}}") if pmap else None
     build_node = _last(y, svcs, "build")
     # a service that builds its image runs that build: `image:` beside `build:` is the tag compose gives
     # it (local/vllm-openai:lexi), not an image pulled, so its name and tag say nothing of the release
@@ -263,7 +263,7 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
     launches = mounted if mounted is not None else [] if df is not None else container(image, entry, cmd, ctx, env)
     if not launches and df is None and build_node is None and image is not None and not unset:
         df = tagged_dockerfile(image.text, home)  # `image: NAME` that a Makefile beside it builds
-    if df is not None:
+    if df is not None and not mounted:  # a script mounted into the built image is what its command runs
         launches = built(df[0], df[1], entry, cmd, entry_node is not None, env, ctx)  # the repo's own image
         key = next((k for svc in reversed(svcs) if (k := y.key_node(svc, "build" if build_node is not None else "image"))
                     is not None), None)

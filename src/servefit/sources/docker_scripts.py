@@ -142,10 +142,11 @@ ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
 def run_copied(image: Token | None, entry: list[Word] | None, cmd: list[Word] | None, ctx: Ctx, env: Vars,
-               copies: list[Copy], workdir: str, context: str) -> list[Launch] | None:
+               copies: list[Copy], workdir: str, context: str, owner: str) -> list[Launch] | None:
     """The servers a container starts through a script of the repository that the image holds
     (a Dockerfile's COPY) or that is mounted into it (a compose bind mount); None when its command
-    runs no script. A CMD alone follows an engine image's own entrypoint: it is not run."""
+    runs no script. A CMD alone follows an engine image's own entrypoint: it is not run. `owner` names the
+    container in what is said of a script not read ("service 'ollama' of {image}")."""
     from servefit.sources.k8s_scripts import run_script
 
     words = list(entry or []) + list(cmd or [])
@@ -155,7 +156,7 @@ def run_copied(image: Token | None, entry: list[Word] | None, cmd: list[Word] | 
     if hit is None:
         return None
     src = script_src(hit[2], context) if hit[2] is not None else None
-    found = run_script(image, (hit[1], src), hit[0], None, ctx, env)
+    found = run_script(image, (hit[1], src), hit[0], None, ctx, env, owner)
     for launch in found:  # the server is where the container runs the script; its words are the script's
         launch.line = words[0].line
     return found

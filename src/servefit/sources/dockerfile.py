@@ -202,7 +202,36 @@ def _models_copied(words: list[str], earlier: list[Stage]) -> list[list[Word]]:
     return []
 
 
+def _unclosed_exec_form(fc: FileCtx) -> tuple[str, Src] | None:
+    """A CMD / ENTRYPOINT / RUN whose JSON array goes on past its line with no `\\` at the line's end
+    (`CMD [` then `"python",` on the next line): Docker reads the next line as an instruction and stops
+    the build there (moby/buildkit frontend/dockerfile/instructions/parse.go, ParseInstruction: an
+    UnknownInstructionError), so no image is built. What to say (SF105), else None. A file
+    with a heredoc (`<<EOF`) is not judged: its body lines are no instructions."""
+    if "<<" in fc.text:
+        return None
+    m = ESCAPE.search(fc.text[:500])
+    lines = [ln for ln in logical_lines(fc.src, m.group(1) if m else "\\") if ln.text.strip()]
+    for line, nxt in zip(lines, lines[1:], strict=False):
+        im = INSTR.match(line.text)
+        rest = line.text[im.end():].strip() if im else ""
+        if im and im.group(1).upper() in ("CMD", "ENTRYPOINT", "RUN") and rest.startswith("[") \
+                and not rest.endswith("]") and INSTR.match(nxt.text) is None:
+            at = nxt.span(0, 0).line
+            return (f"the JSON array of {im.group(1).upper()} goes on past its line with no \\ at the line's end: "
+                    f"docker build stops at line {at} ({nxt.text.strip()[:40]!r}), which is no instruction, so no "
+                    "image is built; end each line of the array but the last with \\, or write it on one line",
+                    line)
+    return None
+
+
 def scan(fc: FileCtx) -> None:
+    unclosed = _unclosed_exec_form(fc)
+    if unclosed is not None:
+        from servefit.sources.problems import unreadable
+
+        fc.findings.append(unreadable(unclosed[0], span=unclosed[1].span(0, len(unclosed[1].text.rstrip()))))
+        return
     found = stages(fc)
     if not found:
         return
@@ -236,7 +265,8 @@ def run_stage(st: Stage, entry: list[Word] | None, cmd: list[Word] | None, ctx: 
     repository (read there, run in this image), else as its entrypoint and command say. A release
     of the engine the build installs (`pip install vllm==0.11.2`) is the version it runs, else one the
     file builds from source (`built_from`: source_releases)."""
-    found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context)
+    found = run_copied(st.image, entry, cmd, ctx, env, st.copies, st.workdir, context,
+                       f"stage {st.name!r} (FROM {{image}})" if st.name else "this Dockerfile's image (FROM {image})")
     launches = found if found is not None else container(st.image, entry, cmd, ctx, env)
     where = dockerfile or "the Dockerfile"
     packages = pip_requirements(st.built)

@@ -169,10 +169,14 @@ def _values_like(path: str) -> bool:
     return False
 
 
-def chart_here(charts: list[str], values: str, helm: bool) -> str:
+def chart_here(charts: list[str], values: str, helm: bool, passed: bool = False) -> str:
     """NO_CHART's advice where the repository does hold a chart, but this values file is not one servefit pairs
-    with it (it renders a chart with the values files in or beside its directory)."""
+    with it (it renders a chart with the values files in or beside its directory). A file given with --values
+    was rendered with the chart, and the render failed (SF104 says how): no advice to pass it again."""
     which = f"chart {charts[0]}" if len(charts) == 1 else f"one of the charts {', '.join(charts)}"
+    if passed:
+        return (f"the command it runs comes from the templates of {which}, which helm could not render with this "
+                "file (SF104 on the chart says why), so this server's settings were not checked")
     how = f"`servefit lint --values {values}`" + ("" if helm else " with helm 3 on PATH")
     return (f"the command it runs comes from the templates of {which}, and servefit renders a chart only with "
             f"the values files in or beside its directory, so this server's settings were not checked: run {how}")

@@ -49,10 +49,15 @@ def best_label(cands: list[NameHint]) -> NameHint | None:
     return min(cands, key=lambda h: h.priority)
 
 
+# words of a label value that says a node has a GPU, not which: `accelerator: nvidia-gpu`, `accelerator: "true"`
+_NO_MODEL = re.compile(r"(?i)(?:nvidia|amd|intel|gpus?|cuda|true|yes|enabled|present)(?:[-_ ](?:nvidia|amd|intel|gpus?|cuda))*")
+
+
 def label_hint(key: str, value: Token, where: str, alternatives: int = 1) -> NameHint | None:
-    """A GPU name from one node-selector / affinity label."""
+    """A GPU name from one node-selector / affinity label; a value that names no model (`nvidia-gpu`)
+    is none (the GPU stays unknown, SF110), not an unknown GPU."""
     entry = GPU_LABELS.get(key)
-    if entry is None or not value.text or "$" in value.text or "{{" in value.text:
+    if entry is None or not value.text or "$" in value.text or "{{" in value.text or _NO_MODEL.fullmatch(value.text):
         return None
     src = f"{where} {entry[1]}"
     if alternatives > 1:

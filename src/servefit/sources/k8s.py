@@ -282,9 +282,12 @@ def item_words(y: Y, node: Node | None, env: Vars) -> list[Word] | None:
     return None
 
 
-def _literal_variables(launches: list[Launch], items: list[Word], fc: FileCtx) -> None:
+def _literal_variables(launches: list[Launch], items: list[Word], fc: FileCtx, known: set[str], opaque: bool) -> None:
     """SF107: a `${VAR}` / `$VAR` in a command or args item reaches the engine as text, because
-    Kubernetes expands `$(VAR)` there and nothing else (a `sh -c` payload is the shell's)."""
+    Kubernetes expands `$(VAR)` there and nothing else (a `sh -c` payload is the shell's). Only where the
+    container's env sets VAR (`known`, or an `envFrom` of names not known here) does `$(VAR)` mend it; a
+    name the container does not set is filled in before the file is applied (envsubst, a deploy script:
+    `image: ${IMAGE_NAME}` beside it), so it is a value not known here (SF001), not a typo to rewrite."""
     written = {(t.span.file, t.span.start): w.text for w in items if LITERAL_VAR.search(w.text)
                for t in [w.token()] if t.span is not None}
     if not written:
@@ -295,6 +298,9 @@ def _literal_variables(launches: list[Launch], items: list[Word], fc: FileCtx) -
             key = (tok.span.file, tok.span.start) if tok.span is not None else None
             if key in written and key not in shell and LITERAL_VAR.search(tok.text):
                 name = LITERAL_VAR.search(tok.text).group(1)  # type: ignore[union-attr]
+                if name not in known and not opaque:
+                    launch.unresolved.append((name, tok.span))
+                    continue
                 fc.findings.append(literal_variable(
                     f"Kubernetes passes {tok.text!r} to the engine literally: it expands $(VAR) in command "
                     f"and args, not ${{VAR}}; write $({name})", span=tok.span))
@@ -341,7 +347,8 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
         launches = run_script(image, script, (cmd or []) + (args or []), y.str(y.get(c, "name")), ctx, env)
     if not launches:
         return []
-    _literal_variables(launches, (cmd or []) + (args or []), fc)
+    runtime, opaque = runtime_env(y, c, cms)
+    _literal_variables(launches, (cmd or []) + (args or []), fc, set(env.values) | set(runtime), opaque)
     # a postStart hook that pulls models (otwld's ollama-helm: `ollama pull MODEL` once the server
     # answers) names what the Ollama server loads; the hook itself is no server
     hook = item_words(y, y.get(c, "lifecycle", "postStart", "exec", "command"), env)
@@ -358,7 +365,6 @@ def one_container(y: Y, c: Node, fc: FileCtx, cms: ConfigMaps, label: str, kind:
     set_shm(y, c, launches, host_ipc, mem_vols)
     cname = y.str(y.get(c, "name")) or "container"
     ports = [to_int(y.str(y.get(p, "containerPort"))) for p in y.seq(y.get(c, "ports"))]
-    runtime, opaque = runtime_env(y, c, cms)
     fc.add(launches, f"{label}/{cname}", hint,
            {"k8s_kind": kind, "container": cname, "ports": [p for p in ports if p], "runtime_env": runtime,
             "env_opaque": opaque, "no_gpu_request": kind in _OWN_PODS and count is None and group is None and not (hint and hint.name)

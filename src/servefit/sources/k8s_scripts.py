@@ -88,8 +88,9 @@ def script_launches(src: Src, args: list[Word], ctx: Ctx, env: Vars) -> list[Lau
 
 
 def run_script(image: Token | None, script: tuple[int, Src | None], words: list[Word], cname: str | None,
-               ctx: Ctx, env: Vars) -> list[Launch]:
-    """The servers a container starts through a mounted script (`words`: its command then args)."""
+               ctx: Ctx, env: Vars, owner: str = "") -> list[Launch]:
+    """The servers a container starts through a mounted script (`words`: its command then args); `owner`
+    names the container outside Kubernetes (a compose service, a Dockerfile's image), `{image}` standing for its image."""
     from servefit.sources.launch import container
 
     i, src = script
@@ -102,12 +103,15 @@ def run_script(image: Token | None, script: tuple[int, Src | None], words: list[
             if image is not None and image.span is not None:
                 launch.facts.setdefault("image_span", image.span)
     if not found:
-        unread_script(image, words[i], src is not None, cname, ctx)
+        unread_script(image, words[i], src is not None, cname, ctx, owner)
     return found
 
 
-def unread_script(image: Token | None, script: Word, in_file: bool, cname: str | None, ctx: Ctx) -> None:
-    """SF116 where an engine image runs a script and no server was read from it."""
+def unread_script(image: Token | None, script: Word, in_file: bool, cname: str | None, ctx: Ctx,
+                  owner: str = "") -> None:
+    """SF116 where an engine image runs a script and no server was read from it. A compose service or a
+    Dockerfile (`owner`) has its script from the repository (a bind mount, a COPY): one not read is a file
+    the repository lacks, not a ConfigMap's."""
     from servefit.engines import get
     from servefit.sources import detect
     from servefit.sources.problems import unread_server
@@ -116,8 +120,11 @@ def unread_script(image: Token | None, script: Word, in_file: bool, cname: str |
     if eng is None or image is None:
         return
     why = ("it starts no server servefit can read" if in_file else
+           "the file it is copied or mounted from is not in the repository" if owner else
            "its text is not in this file (mounted from a ConfigMap or volume elsewhere, or built into the image)")
+    who = owner.replace("{image}", image.text) if owner else f"container '{cname or 'container'}' of {image.text}"
     ctx.findings.append(unread_server(
-        f"container '{cname or 'container'}' of {image.text} runs {get(eng).title} through the script {script.text}, "
+        f"{who} runs {get(eng).title} through the "
+        f"script {script.text}, "
         f"and {why}: no server was read here, so its settings and memory are not checked. Lint the script "
         "itself, or start the engine in the container's command", span=script.token().span))

@@ -116,8 +116,7 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
                     span=_written_at(k, outside[0]) or anchor))
         if proc.returncode != 0:
             err = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "no message")
-            out.findings.append(not_rendered(f"kustomize could not build this: {err.removeprefix('Error: ')}",
-                                        span=anchor))
+            out.findings.append(not_rendered(f"kustomize could not build this: {_build_error(err, d)}", span=anchor))
             continue
         out.values_files.update(os.path.normpath(f) for f in tree)
         virtual = os.path.join(d, ".rendered-kustomize.yaml")
@@ -127,6 +126,26 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
                                    fallback=(k, "built by kustomize; not traced to one line of its files"), scoped=True)
         label = os.path.relpath(d) if not os.path.isabs(d) else d
         adopt(out, result, mapper, label, f"kustomize build {label}")
+
+
+# kustomize's error for a file a kustomization lists that is not there: its whole accumulation chain with absolute
+# paths, the one fact at its end (api/internal/target/kusttarget.go accumulateResources; the loader's lstat)
+_MISSING = re.compile(r"lstat (\S+?): no such file or directory")
+
+
+def _build_error(err: str, d: str) -> str:
+    """kustomize's error, as the reader needs it: a listed file that is not there is named, relative to the
+    kustomization being built, with the kustomization that lists it; anything else as kustomize says it."""
+    m = _MISSING.search(err)
+    if m is None:
+        return err.removeprefix("Error: ")
+    missing = m.group(1)
+    folder = os.path.dirname(missing)
+    kfile = next((os.path.join(folder, n) for n in KUSTOMIZATIONS if os.path.isfile(os.path.join(folder, n))),
+                 os.path.join(folder, "kustomization.yaml"))
+    lists = os.path.relpath(kfile, os.path.abspath(d))
+    return (f"{lists} lists {os.path.basename(missing)}, which is not in the repository (kustomize stops there: "
+            "`kubectl apply -k` fails the same way)")
 
 
 def _outside(kfile: str, tree: list[str], proc: Any) -> list[str]:

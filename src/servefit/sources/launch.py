@@ -87,6 +87,7 @@ class Facts(TypedDict, total=False):
     no_gpu_request: bool  # Workload.no_gpu_request
     args_at_run: bool  # Workload.args_at_run
     runner: str  # Workload.runner
+    refused: str  # Workload.refused
 
 
 @dataclass
@@ -284,14 +285,19 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
                                           or detect.program(texts[0]) in NODE_STARTERS
                                           or PROGRAM_PATH.match(texts[0]) is not None)
         if cmd and (starts_command or ie is None):
+            runs = ""
             if ie is not None and ie[2] and starts_command:
                 shown = " ".join(ie[0])
+                runs = f"`{shown} {' '.join(texts[:3])} ...`"
                 ctx.findings.append(finding(
                     "SF106", f"{img} already runs `{shown}`; with this command the container runs "
-                    f"`{shown} {' '.join(texts[:3])} ...` and the engine rejects it. Set the entrypoint "
+                    f"{runs} and the engine rejects it. Set the entrypoint "
                     "(Dockerfile `ENTRYPOINT`, k8s `command`, compose `entrypoint`) or pass only the engine's arguments",
                     span=cmd[0].token().span))
             found = from_words(list(cmd), ctx, env)
+            for launch in found if runs else []:  # estimate, explain and tune say so too, not "starts" (SF106)
+                launch.facts["refused"] = (f"the container runs {runs} ({img} already runs `{shown}`), which the "
+                                           "engine rejects: set the entrypoint or pass only the engine's arguments")
         elif ie is not None and not cmd and not ie[2] and img and image_release.release_image(img) is True:
             found = []  # the engine's own image sets no server entrypoint (lmsysorg/sglang): it runs a shell
         elif ie is not None:

@@ -41,6 +41,13 @@ def literal_variable(message: str, **where: Any) -> Finding:
     return finding("SF107", message, **where)
 
 
+@rule("SF105")
+def unreadable(message: str, **where: Any) -> Finding:
+    """A file that mentions an engine and cannot be read: YAML that does not parse, a Dockerfile that
+    `docker build` stops on (a JSON CMD written over lines with no `\\`)."""
+    return finding("SF105", message, **where)
+
+
 @rule("SF116")
 def unread_server(message: str, **where: Any) -> Finding:
     """A values file runs an engine image, but the command it runs comes from templates servefit

@@ -134,9 +134,12 @@ def _build(site: LaunchSite, flags: Flags, opts: Config, plan: bool) -> Server:
     storage_model(srv)
     values_model(srv)
     variable_folder_model(srv)
-    if plan:
+    if plan and not site.workload.refused:
         plan_server(srv, engine)
     out.extend(srv.config.findings)
+    if site.workload.refused:  # the command as meant is parsed (its own errors said); lint says SF106 where it is written
+        srv.error = site.workload.refused
+        return srv
     if srv.evaluation is not None:
         p = srv.evaluation.plan  # a finding about a setting given as an unset variable judges a default (SF001 says so)
         p.findings = [f for f in p.findings if f.setting not in unknown or f.code.startswith("SF")]

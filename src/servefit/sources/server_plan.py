@@ -193,12 +193,14 @@ def plan_server(srv: Server, engine: Any) -> None:
     except UsageError as exc:
         srv.error = str(exc)
         path = site.workload.storage_path
-        if path and ref.startswith(path) and not site.workload.storage_model and t.model is None and \
+        # the model as written: llama.cpp's ref is a catalog name from the GGUF's (`/mnt/models/*.gguf` -> `*`)
+        written = str(cfg.settings.get("model") or ref) if t.model is None else ref
+        if path and written.startswith(path) and not site.workload.storage_model and t.model is None and \
                 site.workload.kind == "InferenceService":  # KServe's built-in runtime (sources/kserve_hf.py)
             srv.error = (f"the model is the one KServe downloads to {path} from this InferenceService's storageUri, "
                          "which names no Hugging Face model (an hf:// one or --model_id would), so its memory was not "
                          "checked: pass --model ORG/NAME or add `# servefit: model=ORG/NAME` beside the server")
-        elif path and ref.startswith(path) and not site.workload.storage_model and t.model is None:
+        elif path and written.startswith(path) and not site.workload.storage_model and t.model is None:
             srv.error = (f"the model is the one KServe downloads to {path} from the storageUri of an InferenceService "
                          "that uses this runtime, and no InferenceService in this file does, so its memory was not "
                          "checked: add `# servefit: model=ORG/NAME` beside the server, or put the InferenceService "

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 from servefit.core import GpuHint, LaunchSite, ModelInputs, Workload
 from servefit.sources import detect, image_release
 from servefit.sources.launch import Facts, Launch
+
+# a program run from an environment named after the release it holds: `~/miniconda3/envs/vllm-0.10.1/bin/vllm`,
+# `/opt/venvs/sglang_0.4.6.post1/bin/python`
+_ENV_RELEASE = re.compile(r"(?:^|/)(vllm|sglang)[-_]?v?(\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?)/bin/[^/]+$", re.I)
+
+
+def env_release(launch: Launch) -> tuple[str, str] | None:
+    """The release the environment the program runs from is named after (its only word for the version:
+    no image tag, no pin), and where that is said; None when its path names none, or another engine."""
+    m = _ENV_RELEASE.search(launch.argv[0].text) if launch.argv else None
+    if m is None or m.group(1).lower() != launch.engine:
+        return None
+    return m.group(2), f"the name of the environment it runs from ({launch.argv[0].text})"
 
 
 def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
@@ -23,6 +38,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
     x = launch.facts.copy()
     if facts:
         x.update(facts)
+    if not x.get("engine_version") and (found := env_release(launch)) is not None:
+        x["engine_version"], x["version_source"] = found
     work = Workload(kind=x.get("k8s_kind"), chart=x.get("chart"), service=x.get("service"),
                     container=x.get("container"), runtime=x.get("runtime"), runtime_env=x.get("runtime_env", []),
                     env_opaque=x.get("env_opaque", False), ports=x.get("ports", []),
@@ -31,7 +48,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     compose_extends=x.get("compose_extends", []), notes=list(x.get("notes", [])),
                     version_source=x.get("version_source"), list_separator=x.get("list_separator", ""),
                     env_list_end=x.get("env_list_end"), no_gpu_request=x.get("no_gpu_request", False),
-                    args_at_run=x.get("args_at_run", False), runner=x.get("runner"))
+                    args_at_run=x.get("args_at_run", False), runner=x.get("runner"),
+                    refused=x.get("refused", ""))
     config_only = bool(x.get("config_only", False))
     hint = gpu
     if launch.gpu is not None:

@@ -94,7 +94,8 @@ SAMPLE_ENV = (".env.example", ".env.sample", ".env.template", ".env.dist", "exam
 
 def sample_sets(site: LaunchSite, var: str) -> str:
     """For a compose service: a sample env file beside the compose file that sets the variable (said,
-    never taken as its value: compose does not read it)."""
+    never taken as its value: compose does not read it). One that leaves it empty (`MODEL_DIR_PATH=`) is a
+    blank for the reader to fill in: copying it would give the engine nothing."""
     import os
 
     from servefit.sources.envfile import load_env_file
@@ -105,7 +106,10 @@ def sample_sets(site: LaunchSite, var: str) -> str:
     here = os.path.dirname(site.file)
     for sample in SAMPLE_ENV:
         path = os.path.join(here, sample)
-        if os.path.isfile(path) and name in (load_env_file(path) or {}):
+        value = (load_env_file(path) or {}).get(name) if os.path.isfile(path) else None
+        if value is not None and not value.text.strip():
+            return f" ({sample} leaves it empty, to be filled in: set it in .env, the file docker compose reads)"
+        if value is not None:
             return f" ({sample} sets it, but docker compose reads only .env: copy it to .env to use its values)"
     return ""
 

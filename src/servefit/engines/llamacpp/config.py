@@ -276,7 +276,9 @@ def parse(site: LaunchSite, version: str | None) -> EngineConfig:
             "q4_0/q4_0). With -fa off, or on builds before b6325 (flash attention off by default), llama-server "
             "refuses: \"quantized V cache requires flash_attn to be enabled\"; write -fa on",
             span=spans.get("cache_type_v"), site=site.name, setting="flash_attn", severity="info"))
-    if not ref and b < V.ROUTER:  # before router mode: common/arg.cpp falls back to DEFAULT_MODEL_PATH
+    # before router mode: common/arg.cpp falls back to DEFAULT_MODEL_PATH; not for a Dockerfile's bare ENTRYPOINT
+    # with no CMD, whose arguments (the model among them) are what `docker run IMAGE ...` gives (SF115 says so)
+    if not ref and b < V.ROUTER and not site.workload.args_at_run:
         s["model"] = ref = "models/7B/ggml-model-f16.gguf"
     elif not ref:
         findings.extend(router_mode(site, s, spans, b))

@@ -337,9 +337,11 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
                  tokens_fix_note(cfg.version) if (out.detail.resolved("kv_groups") or 0) > 1 else None):
         if note:
             a.append(note)
-    if s.get("max_num_seqs") is None or s.get("max_num_batched_tokens") is None:
-        a.append(f"scheduler defaults for this GPU: max_num_seqs={r.max_num_seqs}, "
-                 f"max_num_batched_tokens={r.max_num_batched_tokens}")
+    # only what the command leaves unset is a default (`--max-num-seqs 10` is the user's own)
+    unset = [f"{k}={v}" for k, v in (("max_num_seqs", r.max_num_seqs), ("max_num_batched_tokens", r.max_num_batched_tokens))
+             if s.get(k) is None]
+    if unset:
+        a.append(f"scheduler default{'s' if len(unset) > 1 else ''} for this GPU: {', '.join(unset)}")
     if s.get("gpu_memory_utilization") is None:
         a.append(f"gpu_memory_utilization={r.util} (vLLM {e.version} default)")
     if is_deepseek_v4(model):
