@@ -60,7 +60,7 @@ def scan(fc: FileCtx) -> None:
         fc.add([launch], name, gpu, facts, ctx.ollama_models)
     if ".service.d/" in fc.text and "echo" in fc.text:
         echoed_drop_ins(fc)
-    if "install.sh" in fc.text and not any(site.engine == "ollama" for site in fc.sites):
+    if "install.sh" in fc.text:
         installed_ollama(fc, ctx)
 
 
@@ -107,6 +107,8 @@ def installed_ollama(fc: FileCtx, ctx: Ctx) -> None:
     at = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
     for exec_start in _packaged_exec("ollama.service", Src(fc.text[at:], fc.li, offs=list(range(at, len(fc.text) + 1)))):
         launches = from_words(split_words(exec_start, Vars()), ctx, Vars())
+        if any(site.engine == launch.engine for site in fc.sites for launch in launches):
+            return  # the script starts or configures that server itself
         for launch in launches:
             launch.line = fc.li.pos(at)[0]
             launch.facts["notes"] = ["Ollama's Linux installer (ollama.com/install.sh) writes ollama.service and "
