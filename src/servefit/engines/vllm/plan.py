@@ -45,6 +45,7 @@ from servefit.engines.vllm.profile import (
     encoder_profile,
     flashinfer_sampler,
     logged_activation,
+    sampler_note,
     triton_topk_buffer,
     v2_sampler_state_bytes,
 )
@@ -382,21 +383,3 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
     if (any(k in ("mamba", "linear") for k in model.kinds()) or model.mamba) and not state_planned:
         # Falcon-H1 (a mixer in every layer), releases before the hybrid KV-cache manager
         a.append("recurrent-state (Mamba / linear attention) layers are not counted in the KV cache")
-
-
-def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> str | None:
-    """0.9.2 - 0.11 sample with FlashInfer where it is installed (profile.FLASHINFER_SAMPLER_BYTES_PER_LOGIT):
-    where the build's install lines name it, say so; where the install is unknown, planned with PyTorch's
-    sampler: say how much KV cache FlashInfer's smaller profile would add."""
-    which = flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])  # the build's pip installs
-    if e.v1 and which and "VLLM_USE_FLASHINFER_SAMPLER" not in (cfg.env or {}):
-        return f"FlashInfer's top-k / top-p sampler, which vLLM {e.version} profiles where FlashInfer is installed, as the build does"
-    if not e.v1 or attention_free(model) or which is not None:
-        return None
-    v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
-    native, fi = (activation_peak(model, r, True, True, cfg.settings, v2, f) for f in (False, True))
-    if native - fi < 0.01 * GiB:
-        return None
-    return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
-            f"installed (an optional extra up to 0.11.0) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
-            f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")

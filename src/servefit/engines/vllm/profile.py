@@ -29,6 +29,7 @@ from servefit.memory.dtypes import dtype_bytes
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
+    from servefit.core import EngineConfig
     from servefit.engines.vllm.encoder import EncoderProfile
     from servefit.engines.vllm.plan import Resolved
 
@@ -280,3 +281,24 @@ def logged_activation(act: int, estimate_applied: int, version: tuple[int, int, 
     """The "X GiB for peak activation" vLLM logs at start: the torch peak, plus from 0.26.1 the
     CUDA-graph estimate the budget subtracts (see CONSUMED_FROM)."""
     return act + estimate_applied if version >= CONSUMED_FROM else act
+
+
+def sampler_note(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> str | None:
+    """0.9.2 - 0.11 sample with FlashInfer where it is installed (profile.FLASHINFER_SAMPLER_BYTES_PER_LOGIT):
+    where the build's install lines name it, say so; where the install is unknown, planned with PyTorch's
+    sampler: say how much KV cache FlashInfer's smaller profile would add."""
+    from servefit.engines.vllm.graphs import model_runner_v2
+    from servefit.engines.vllm.kvcache import attention_free
+
+    which = flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])  # the build's pip installs
+    if e.v1 and which and "VLLM_USE_FLASHINFER_SAMPLER" not in (cfg.env or {}):
+        return f"FlashInfer's top-k / top-p sampler, which vLLM {e.version} profiles where FlashInfer is installed, as the build does"
+    if not e.v1 or attention_free(model) or which is not None:
+        return None
+    v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
+    native, fi = (activation_peak(model, r, True, True, cfg.settings, v2, f) for f in (False, True))
+    if native - fi < 0.01 * GiB:
+        return None
+    return (f"PyTorch's top-k / top-p sampler: vLLM {e.version} samples with FlashInfer instead where FlashInfer is "
+            f"installed (an optional extra up to 0.11.0) and VLLM_USE_FLASHINFER_SAMPLER is not 0; its profile is "
+            f"{(native - fi) / GiB:.2f} GiB smaller, and the KV cache that much larger")
