@@ -14,7 +14,11 @@ vLLM creates the parameters in module order at model construction (torch.empty o
 default loader copies the checkpoint into them, so the order below is the model's own: the embedding,
 then per decoder layer qkv_proj, o_proj (the rotary cos/sin cache with the first layer: get_rope caches
 one), gate_up_proj and down_proj, then lm_head (llama.py / qwen2.py LlamaModel / Qwen2Model). Biases and
-norms (the small pool, 2 MiB segments) are left out: a few MiB at most."""
+norms (the small pool, 2 MiB segments) are left out: a few MiB at most. Read in the 0.6.6.post1 wheel:
+utils.py::memory_profiling (non_torch_increase = used - baseline - weights - the allocated_bytes.all.current
+increase), worker/model_runner.py::load_model (weights: DeviceMemoryProfiler, max_memory_allocated),
+model_loader/loader.py (the model is built under `with target_device`) and rotary_embedding.py::
+RotaryEmbedding.__init__ (cos_sin_cache cast to the model dtype, a registered buffer)."""
 
 from __future__ import annotations
 
