@@ -117,7 +117,12 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   0.6.4's device-wide form gives the context and the H100's growth (0.43 planned), so the figure belongs
 #   to that branch's state, not to a release; the branch's code is not retrievable.
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
-#   counts_cached_segments): an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
+#   counts_cached_segments). For a plain dense model the pinned part is the free tails of the weights'
+#   segments, which the allocator's rounding rules give exactly (segments.py; nothing fitted): a 0.6.6.post1
+#   L40S log of Qwen2.5-1.5B (fp16) shows 0.23 GiB, 0.105 by the thread scaling alone, 0.248 with its
+#   0.143 GiB of tails (calibration, hpml6998-l40s-qwen25-1p5b-fp16-4k-066post1); Llama-3-8B's tensors are
+#   whole 2 MiB multiples and leave almost none (0.6.6 A100 log: 0.10). Quantized layouts are not
+#   modelled: an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
 #   local memory of Marlin's kernels: gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have
 #   stack frames of at most 64 B a thread on sm_90 (EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, its
 #   fatbin entry LZ4-compressed), 17 MB on an H100's 270336 threads. Nor the repack itself:
@@ -178,7 +183,8 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
     if counts_cached_segments(version, v1):
         out.append(f"vLLM {v} also counts memory PyTorch has cached but cannot release (a segment a live tensor "
                    "still uses) as non-torch memory, which can reach GiBs (1.79 GiB on one H100 in vLLM's own "
-                   "check of this accounting, PR #10511); not predicted (later releases stopped counting it)")
+                   "check of this accounting, PR #10511); planned only for the free tails of the segments that "
+                   "hold a plain dense model's weights (later releases stopped counting it)")
     return out
 
 
@@ -196,7 +202,7 @@ def lmem_growth_bytes(gpu: GpuSpec | None) -> int:
 
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
-                    v1: bool | None = None, env: dict[str, str] | None = None) -> int:
+                    v1: bool | None = None, env: dict[str, str] | None = None, weight_tails: int = 0) -> int:
     """Memory outside torch's allocator that vLLM's profile charges to the budget: the card's own
     growth (lmem_growth_bytes; cuBLAS handles and lazily loaded kernels also land here), NCCL and
     custom all-reduce buffers (2 x 8 MiB IPC buffers per GPU, torch tensors in 0.5.3, cudaMalloc
@@ -214,14 +220,17 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     profile, with init_gpu_memory read in init_device after torch.cuda.set_device, so the context is
     outside it as from 0.6.5 (read in the 0.5.3 and 0.6.3 wheels). From 0.27 the runner's persistent
     buffers count too (CONSUMED_EXTRA). `v1`: the engine in use (default: V1 from 0.8; the plan passes V0
-    where 0.8 - 0.10 fall back to it, v1_oracle.py, so a T4 or a GGUF run there carries no CUDA context)."""
+    where 0.8 - 0.10 fall back to it, v1_oracle.py, so a T4 or a GGUF run there carries no CUDA context).
+    `weight_tails`: the free tails of the weights' segments (segments.weight_tail_bytes), charged by 0.6.5 -
+    0.6.6 (counts_cached_segments; the device-wide releases' flat CUDA_CONTEXT stands in for them there)."""
     v1 = version >= (0, 8, 0) if v1 is None else v1
     w = min(max(world, 1), max(NON_TORCH_GIB))
     own = lmem_growth_bytes(gpu)
     context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     nvls = nvls_bytes(tp, gpu, version) if nvls_enabled(env) else 0
-    return own + comm_bytes(w, gpu) + nvls + context + consumed
+    tails = weight_tails if counts_cached_segments(version, v1) and not device_wide(version, v1) else 0
+    return own + comm_bytes(w, gpu) + nvls + context + consumed + tails
 
 
 def nvls_enabled(env: dict[str, str] | None) -> bool:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import capture, checks, dflash, kv_dsv4, kvcache, unified
+from servefit.engines.vllm import capture, checks, dflash, kv_dsv4, kvcache, segments, unified
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.async_sched import in_flight_tokens
 from servefit.engines.vllm.attn_backend import flashinfer_note
@@ -268,7 +268,8 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])),
                                                               drafter.target_layers if drafter else 0)
-        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env)
+        tails = segments.weight_tail_bytes(model, dtype_bytes(r.dtype), r.tp) if r.pp == 1 and r.scheme is None else 0
+        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env, tails)  # segments.py
         non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
