@@ -102,7 +102,7 @@ def test_tune_says_why_the_file_does_not_count_in_words(tmp_path: Path, capsys: 
     assert main(["explain", str(f), "--gpu", "L4", "--engine-version", "b6301"]) == 0
     assert capsys.readouterr().out.endswith(
         "  131,072 |             0             0             0\n"
-        "as configured, no context serves a user: it starts, but with layers on the CPU (slow)\n")
+        "as configured, no context serves a user; the server starts, but with layers on the CPU (slow)\n")
     for outcome in ("offloaded", "context_past_training", "slots_too_short", "oom_under_load",
                     "no_room_for_another_model", "little_headroom"):
         assert VERDICT[outcome].startswith("starts, but ")

@@ -61,7 +61,7 @@ def users_table(users: dict[str, list[tuple[int, int]]], none_served: str = "") 
     for i, c in enumerate(contexts):
         lines.append(f"{c:>9,} | " + " ".join(f"{users[n][i][1]:>{width}}" for n in names))
     if none_served:
-        lines.append(f"as configured, no context serves a user: it {VERDICT.get(none_served, none_served)}")
+        lines.append(f"as configured, no context serves a user; the server {VERDICT.get(none_served, none_served)}")
     return "\n".join(lines)
 
 
