@@ -1,0 +1,62 @@
+"""Found by running servefit as a new platform engineer on Kubernetes deployment files from public
+repositories (session 30, third trial): each case is a minimal file written for the test, in the shape
+the repository had.
+
+Repositories tried (owner/name@commit):
+  ray-project/kuberay@feeaf72facab4881ba2b179248bb67315634e229
+  sgl-project/ome@17b77edad23bae262e0c9adb7f12039397a5d33d
+  opea-project/GenAIInfra@9200b371d3eb08a33607b23e6f66b7ae5afc4346
+  kserve/kserve@aaac4e294dae2c7b1aa1886447793f3aa1c30912
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+# ray-project/kuberay's ray-operator/config/samples/ray-service.high-throughput-llm.yaml runs Ray Serve LLM
+# (`ray.serve.llm:build_openai_app`), whose llm_configs run vLLM, with no engine word and no engine_kwargs: the
+# file was read as holding nothing (0 servers, no finding) while its sibling with engine_kwargs got SF116.
+RAY_SERVE_LLM = """apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: qwen-35-4b
+spec:
+  serveConfigV2: |
+    applications:
+    - name: llm_app
+      import_path: ray.serve.llm:build_openai_app
+      args:
+        llm_configs:
+            - model_loading_config:
+                model_id: qwen-3.5-4b
+                model_source: Qwen/Qwen3.5-4b
+              accelerator_type: L4
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+          - name: ray-head
+            image: rayproject/ray-llm:2.56.0-py312-cu130
+"""
+
+
+def test_ray_serve_llm_app_without_engine_words_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ray-service.high-throughput-llm.yaml"
+    f.write_text(RAY_SERVE_LLM)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:6:3: SF116 RayService qwen-35-4b runs vLLM in a Ray Serve application (import_path "
+        "ray.serve.llm:build_openai_app), whose Python code sets the engine's arguments: servefit does not read Ray "
+        "Serve applications, so this server's settings were not checked\n0 errors, 1 warning, 0 info in 1 file "
+        "(0 servers)\n")
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    assert "RayService qwen-35-4b runs vLLM in a Ray Serve application" in capsys.readouterr().err
+    # an application of one's own that names no engine stays unsaid
+    f.write_text(RAY_SERVE_LLM.replace("ray.serve.llm:build_openai_app", "fruit.deployment:graph"))
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
