@@ -60,3 +60,46 @@ def test_ray_serve_llm_app_without_engine_words_is_said(tmp_path: Path, capsys: 
     f.write_text(RAY_SERVE_LLM.replace("ray.serve.llm:build_openai_app", "fruit.deployment:graph"))
     assert main(["lint", str(f)]) == 0
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+
+
+# sgl-project/sglang's docker/k8s-sglang-distributed-sts.yaml serves the weights mounted at `/llm-folder`:
+# the unknown-model finding suggested llm-jp/llm-jp-4-8b-base, llm-jp-3-150m and llm-jp-3-1.8b, as `llm` was
+# read as the llm-jp family's word (and `llm-jp-3-7b` got deepseek-llm-7b-chat).
+SGLANG_STS = """apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: distributed-sglang
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+      - name: sglang-container
+        image: docker.io/lmsysorg/sglang:v0.5.2
+        command:
+        - /bin/bash
+        - -c
+        args:
+        - |
+          python3 -m sglang.launch_server \\
+          --model /llm-folder \\
+          --tensor-parallel-size 8 \\
+          --port 8000
+        resources:
+          limits:
+            nvidia.com/gpu: "8"
+"""
+
+
+def test_llm_in_a_mount_path_suggests_no_llm_jp_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from servefit.models import catalog
+
+    f = tmp_path / "k8s-sglang-distributed-sts.yaml"
+    f.write_text(SGLANG_STS)
+    assert main(["lint", str(f), "--gpu", "H100"]) == 0
+    assert f"{f}:18:19: SF002 unknown model '/llm-folder'; no catalogued model has a similar family and size. Pass " \
+        "--model-config PATH/config.json or a local model directory\n" in capsys.readouterr().out
+    assert catalog.nearest("llm-jp-3-7b") == []
+    # llm-jp's own names still resolve, by their family words and size
+    spec = catalog.lookup("llm-jp-3-1.8b-instruct")
+    assert spec is not None and spec.name == "llm-jp/llm-jp-3-1.8b"
