@@ -103,3 +103,58 @@ def test_llm_in_a_mount_path_suggests_no_llm_jp_model(tmp_path: Path, capsys: py
     # llm-jp's own names still resolve, by their family words and size
     spec = catalog.lookup("llm-jp-3-1.8b-instruct")
     assert spec is not None and spec.name == "llm-jp/llm-jp-3-1.8b"
+
+
+# NVIDIA Dynamo's components/backends/sglang/deploy/disagg-multinode.yaml (as in the yuekaizhang/dynamo fork)
+# gives its Frontend service only the runtime image: the operator starts it as `python3 -m dynamo.frontend`
+# (deploy/cloud/operator/internal/dynamo/component_frontend.go), yet it was read as an SGLang server started
+# by its image, with the error SGL002 "the following arguments are required: --model-path".
+DYNAMO_DISAGG = """apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: sglang-disagg-multinode
+spec:
+  backendFramework: sglang
+  services:
+    Frontend:
+      componentType: main
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.4.1
+    decode:
+      componentType: worker
+      resources:
+        limits:
+          gpu: "8"
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.4.1
+          command: ["sh", "-c"]
+          args:
+            - >-
+              python3 -m dynamo.sglang.decode_worker
+              --model-path meta-llama/Llama-3.3-70B-Instruct
+              --tp-size 8
+              --disaggregation-mode decode
+              --mem-fraction-static 0.82
+"""
+
+
+def test_dynamo_frontend_without_command_is_no_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "disagg-multinode.yaml"
+    f.write_text(DYNAMO_DISAGG)
+    assert main(["models", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:25  sglang  meta-llama/Llama-3.3-70B-Instruct  -> meta-llama/Llama-3.3-70B-Instruct (70.55B) "
+        "from catalog\n")
+    assert main(["lint", str(f), "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "SGL002" not in out and "SF116" not in out and out.endswith("(1 server)\n")
+    # a frontend that writes its own command is read as written; so is a worker's image with no command
+    f.write_text(DYNAMO_DISAGG.replace("componentType: main", "componentType: frontend").replace(
+        "image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.4.1\n    decode:",
+        "image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:0.4.1\n          command: [python3, -m, sglang.launch_server, "
+        "--model-path, Qwen/Qwen3-8B]\n    decode:"))
+    assert main(["models", str(f)]) == 0
+    assert capsys.readouterr().out.startswith(f"{f}:14  sglang  Qwen/Qwen3-8B  -> Qwen/Qwen3-8B")

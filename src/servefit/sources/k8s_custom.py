@@ -44,7 +44,8 @@ def _pods(y: Y, node: Node | None, templates: dict[str | None, Node | None], whe
             return [(where, _with_container(node, runner), size)]
         services = y.get(node, "services")  # DynamoGraphDeployment: the services by name
         if isinstance(services, MappingNode):
-            return [hit for key, _, v in y.items(services) for hit in _pods(y, v, templates, f"{where}/{key}", size, depth + 1)]
+            return [hit for key, _, v in y.items(services) if not dynamo_frontend(y, v)
+                    for hit in _pods(y, v, templates, f"{where}/{key}", size, depth + 1)]
         extra = y.get(node, "extraPodSpec")  # NVIDIA Dynamo's DynamoGraphDeployment service: its pod's main container
         main = y.get(extra, "mainContainer") if isinstance(extra, MappingNode) else None
         if isinstance(main, MappingNode) and y.get(main, "image") is not None and extra is not None:
@@ -66,6 +67,17 @@ def _pods(y: Y, node: Node | None, templates: dict[str | None, Node | None], whe
             out.extend(_pods(y, item, templates, f"{where}/{named}" if named else where, size, depth + 1))
         return out
     return []
+
+
+def dynamo_frontend(y: Y, service: Node | None) -> bool:
+    """A DynamoGraphDeployment service the operator starts as Dynamo's frontend: `componentType: frontend`
+    (`main` before) whose main container writes no command gets `python3 -m dynamo.frontend` (dynamo
+    deploy/cloud/operator/internal/dynamo/component_frontend.go FrontendDefaults.GetBaseContainer), an HTTP
+    router, not an engine, whatever engine the runtime image carries."""
+    if (y.str(y.get(service, "componentType")) or "").lower() not in ("frontend", "main"):
+        return False
+    main = y.get(service, "extraPodSpec", "mainContainer")
+    return y.get(main, "command") is None and y.get(main, "args") is None
 
 
 def _with_container(pod: Node, runner: Node) -> MappingNode:
