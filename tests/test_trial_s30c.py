@@ -7,6 +7,12 @@ Repositories tried (owner/name@commit):
   sgl-project/ome@17b77edad23bae262e0c9adb7f12039397a5d33d
   opea-project/GenAIInfra@9200b371d3eb08a33607b23e6f66b7ae5afc4346
   kserve/kserve@aaac4e294dae2c7b1aa1886447793f3aa1c30912
+  sgl-project/sglang@622284e36e92c9b331ed8945e2e78cda6539e5fd (docker/k8s-sglang-distributed-sts.yaml)
+  yuekaizhang/dynamo@28546bad2602e67eb9436de6198776855ba08040 (components/backends/*/deploy, a fork of ai-dynamo/dynamo)
+  InftyAI/llmaz@3c13ff343e28cdbe842fd3c659e3daf0d1e27e91
+  jharmison-redhat/openshift-setup@a7c329ed8c104eca215595ce5df9c5dc0c7f61c5
+  llm-d/llm-d@f458af2e7b1f088cbcc399d1c0337b191ff71101 (its snapshot holds no deployment files)
+  4by4inc-pixell/Infra-Deploy-Automation@4f059b5222e33b11b11f58d729e42797eca19857 (no engine in it)
 """
 
 from __future__ import annotations
@@ -158,3 +164,69 @@ def test_dynamo_frontend_without_command_is_no_engine(tmp_path: Path, capsys: py
         "--model-path, Qwen/Qwen3-8B]\n    decode:"))
     assert main(["models", str(f)]) == 0
     assert capsys.readouterr().out.startswith(f"{f}:14  sglang  Qwen/Qwen3-8B  -> Qwen/Qwen3-8B")
+
+
+# InftyAI/llmaz's docs/examples/multi-nodes/service.yaml: llmaz's inference Service runs `spec.workloadTemplate`
+# as a LeaderWorkerSet (api/inference/v1alpha1/service_types.go: lws.LeaderWorkerTemplate), so a TP 2 server over
+# `size: 2` pods of one GPU each has 2 GPUs; its pods were read alone, and SGL010 said only 1 was available.
+LLMAZ_SERVICE = """apiVersion: inference.llmaz.io/v1alpha1
+kind: Service
+metadata:
+  name: llama3-8b-instruct
+spec:
+  replicas: 2
+  workloadTemplate:
+    size: 2
+    leaderTemplate:
+      spec:
+        containers:
+          - name: model-runner
+            image: lmsysorg/sglang:v0.4.6
+            command:
+              - python3
+              - -m
+              - sglang.launch_server
+              - --model-path
+              - meta-llama/Llama-3.1-8B-Instruct
+              - --tp
+              - "2"
+              - --nnodes
+              - "2"
+              - --context-length
+              - "8192"
+            resources:
+              limits:
+                nvidia.com/gpu: "1"
+    workerTemplate:
+      spec:
+        containers:
+          - name: model-runner
+            image: lmsysorg/sglang:v0.4.6
+            command:
+              - python3
+              - -m
+              - sglang.launch_server
+              - --model-path
+              - meta-llama/Llama-3.1-8B-Instruct
+              - --tp
+              - "2"
+              - --nnodes
+              - "2"
+              - --context-length
+              - "8192"
+            resources:
+              limits:
+                nvidia.com/gpu: "1"
+"""
+
+
+def test_llmaz_service_workload_template_is_a_leader_worker_group(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "service.yaml"
+    f.write_text(LLMAZ_SERVICE)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    out = capsys.readouterr().out
+    assert "SGL010" not in out and out.endswith("0 errors, 0 warnings, 0 info in 1 file (2 servers)\n"), out
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 0
+    assert ("2 × NVIDIA L4 (22.03 GiB as the driver reports it; --gpu; count from nvidia.com/gpu limit + 1 worker "
+            "pod(s) × 1 (LeaderWorkerSet size 2))  ·  TP 2 PP 1") in capsys.readouterr().out

@@ -151,8 +151,10 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
                 from servefit.sources import llamaswap
 
                 llamaswap.scan_embedded(y.scalar_src(v), fc, f"{label}/{key}")
-    elif kind == "LeaderWorkerSet":
-        lwt = y.get(doc, "spec", "leaderWorkerTemplate")
+    elif kind == "LeaderWorkerSet" or (kind == "Service" and api.startswith("inference.llmaz.io/")):
+        # llmaz's Service runs its `workloadTemplate` as a LeaderWorkerSet (llmaz api/inference/v1alpha1
+        # service_types.go: WorkloadTemplate is lws' LeaderWorkerTemplate)
+        lwt = y.get(doc, "spec", "leaderWorkerTemplate") or y.get(doc, "spec", "workloadTemplate")
         size = to_int(y.str(y.get(lwt, "size"))) or 1
         worker = y.get(lwt, "workerTemplate", "spec")
         leader = y.get(lwt, "leaderTemplate", "spec") or worker
