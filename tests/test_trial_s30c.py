@@ -230,3 +230,40 @@ def test_llmaz_service_workload_template_is_a_leader_worker_group(
     assert main(["estimate", str(f), "--gpu", "L4"]) == 0
     assert ("2 × NVIDIA L4 (22.03 GiB as the driver reports it; --gpu; count from nvidia.com/gpu limit + 1 worker "
             "pod(s) × 1 (LeaderWorkerSet size 2))  ·  TP 2 PP 1") in capsys.readouterr().out
+
+
+# InftyAI/llmaz's config/samples and docs/examples/*/playground.yaml: a Playground (with its OpenModel) was read as
+# holding nothing, 0 servers and no finding, though llmaz runs the BackendRuntime it names (vLLM by default).
+LLMAZ_PLAYGROUND = """apiVersion: llmaz.io/v1alpha1
+kind: OpenModel
+metadata:
+  name: opt-125m
+spec:
+  familyName: opt
+  source:
+    modelHub:
+      modelID: facebook/opt-125m
+---
+apiVersion: inference.llmaz.io/v1alpha1
+kind: Playground
+metadata:
+  name: opt-125m
+spec:
+  replicas: 1
+  modelClaim:
+    modelName: opt-125m
+"""
+
+
+def test_llmaz_playground_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "playground.yaml"
+    f.write_text(LLMAZ_PLAYGROUND)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:18:16: SF116 llmaz Playground opt-125m serves model opt-125m with vLLM (BackendRuntime vllm), in a pod "
+        "llmaz's controller writes from that BackendRuntime's command and recommended arguments, which are not in "
+        "this file: servefit does not read BackendRuntimes, so this server's settings were not checked\n"
+        "0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
+    f.write_text(LLMAZ_PLAYGROUND + "  backendRuntimeConfig:\n    backendName: llamacpp\n")
+    assert main(["lint", str(f)]) == 0
+    assert "serves model opt-125m with llama.cpp (BackendRuntime llamacpp)" in capsys.readouterr().out

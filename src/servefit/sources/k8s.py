@@ -186,6 +186,10 @@ def _scan_doc(y: Y, doc: Node, fc: FileCtx, cms: ConfigMaps, docs: list[Node], d
         from servefit.sources.k8s_custom import kaito_preset
 
         kaito_preset(y, doc, fc, kind)
+    elif kind == "Playground" and api.startswith("inference.llmaz.io/"):
+        from servefit.sources.k8s_custom import llmaz_playground
+
+        llmaz_playground(y, doc, fc)
     elif (owner := _resource_owner(kind)) is not None:
         from servefit import engines
 

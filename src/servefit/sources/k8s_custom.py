@@ -283,3 +283,28 @@ def kaito_preset(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
         f"KAITO {kind} {name} serves preset {y.str(preset)} with {engine}, in a pod KAITO's controller writes from the "
         f"preset{where}: servefit does not read KAITO presets, so this server's settings were not checked",
         span=y.span(preset)))
+
+
+_LLMAZ_BACKENDS = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp", "ollama": "Ollama", "tgi": "TGI",
+                   "tensorrt-llm": "TensorRT-LLM"}  # llmaz chart's BackendRuntimes, by name
+
+
+def llmaz_playground(y: Y, doc: Node, fc: FileCtx) -> None:
+    """SF116 on an llmaz Playground: llmaz's controller writes the pod from the BackendRuntime it names
+    (`backendRuntimeConfig.backendName`, vLLM by default: llmaz api/inference/v1alpha1/playground_types.go),
+    its command and arguments from that runtime's recommended configs, which are not in the file: the server is
+    said, not silently skipped. The model is the OpenModel the claim names (its `modelID` where this file holds it)."""
+    from servefit.sources.problems import unread_server
+
+    spec = y.get(doc, "spec")
+    backend = (y.str(y.get(spec, "backendRuntimeConfig", "backendName")) or "vllm").lower()
+    claims = y.seq(y.get(spec, "modelClaims", "models"))
+    claim = y.get(spec, "modelClaim", "modelName") or (y.get(claims[0], "name") if claims else None)
+    model = y.str(claim)
+    name = y.str(y.get(doc, "metadata", "name")) or "unnamed"
+    at = claim if claim is not None else y.get(doc, "kind")
+    fc.findings.append(unread_server(
+        f"llmaz Playground {name} serves model {model or '?'} with {_LLMAZ_BACKENDS.get(backend, backend)} (BackendRuntime "
+        f"{backend}), in a pod llmaz's controller writes from that BackendRuntime's command and recommended "
+        "arguments, which are not in this file: servefit does not read BackendRuntimes, so this server's settings "
+        "were not checked", span=y.span(at) if at is not None else None))
