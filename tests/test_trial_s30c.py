@@ -10,6 +10,7 @@ Repositories tried (owner/name@commit):
   sgl-project/sglang@622284e36e92c9b331ed8945e2e78cda6539e5fd (docker/k8s-sglang-distributed-sts.yaml)
   yuekaizhang/dynamo@28546bad2602e67eb9436de6198776855ba08040 (components/backends/*/deploy, a fork of ai-dynamo/dynamo)
   InftyAI/llmaz@3c13ff343e28cdbe842fd3c659e3daf0d1e27e91
+  substratusai/kubeai@2f32ef498da629f96fd417ddfaaf22c28d40787e (manifests/models)
   jharmison-redhat/openshift-setup@a7c329ed8c104eca215595ce5df9c5dc0c7f61c5
   llm-d/llm-d@f458af2e7b1f088cbcc399d1c0337b191ff71101 (its snapshot holds no deployment files)
   4by4inc-pixell/Infra-Deploy-Automation@4f059b5222e33b11b11f58d729e42797eca19857 (no engine in it)
@@ -267,3 +268,38 @@ def test_llmaz_playground_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[
     f.write_text(LLMAZ_PLAYGROUND + "  backendRuntimeConfig:\n    backendName: llamacpp\n")
     assert main(["lint", str(f)]) == 0
     assert "serves model opt-125m with llama.cpp (BackendRuntime llamacpp)" in capsys.readouterr().out
+
+
+# substratusai/kubeai's manifests/models/*-cpu.yaml and *-tpu.yaml: a Model on the `cpu` or `google-tpu-*`
+# resourceProfile got SF110 "no GPU is known for this server ... pass --gpu NAME", and --gpu L4 planned it on an L4,
+# though KubeAI gives those pods no GPU (its chart runs vLLM's CPU and TPU builds there).
+KUBEAI_MODEL = """apiVersion: kubeai.org/v1
+kind: Model
+metadata:
+  name: gemma-2b-it-tpu
+spec:
+  features: [TextGeneration]
+  url: hf://google/gemma-2b-it
+  engine: VLLM
+  args:
+    - --max-model-len=8192
+  resourceProfile: google-tpu-v5e-1x1:1
+"""
+
+
+def test_kubeai_cpu_and_tpu_profiles_run_off_the_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "gemma-2b-it-tpu.yaml"
+    f.write_text(KUBEAI_MODEL)
+    for gpu in ([], ["--gpu", "L4"]):
+        assert main(["lint", str(f), *gpu]) == 0
+        out = capsys.readouterr().out
+        assert (f"{f}:11:20: SF120 KubeAI resourceProfile google-tpu-v5e-1x1:1 asks for a Google TPU: the server runs on "
+                "a TPU, and servefit plans GPU memory, so its memory is not checked\n") in out, out
+        assert "SF110" not in out
+    f.write_text(KUBEAI_MODEL.replace("google-tpu-v5e-1x1:1", "cpu:6"))
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    assert "KubeAI resourceProfile cpu:6 asks for CPUs only: the server runs on the CPU" in capsys.readouterr().err
+    # a GPU profile is planned on its GPU
+    f.write_text(KUBEAI_MODEL.replace("google-tpu-v5e-1x1:1", "nvidia-gpu-l4:1"))
+    assert main(["estimate", str(f)]) == 0
+    assert "NVIDIA L4" in capsys.readouterr().out

@@ -134,6 +134,9 @@ class Workload:
     no_gpu_request: bool = False
     args_at_run: bool = False  # a Dockerfile ENTRYPOINT with no CMD: its arguments come from `docker run`
     runner: str | None = None  # the GitHub-hosted runner label a workflow job runs on (no GPU: no_gpu_request)
+    # where an operator's profile runs the server instead of a GPU, what says so and where it is written:
+    # ("a TPU", "KubeAI resourceProfile google-tpu-v5e-1x1:1 asks for a Google TPU", its span)
+    profile_off_gpu: tuple[str, str, Span | None] | None = None
     # the command the container really runs, which the engine rejects (SF106: a command given as arguments to
     # the image's own entrypoint): the server is read as meant, and not planned as if it started
     refused: str = ""

@@ -13,7 +13,7 @@ from servefit.sources import detect, kserve_hf
 from servefit.sources.base import FileCtx, give_names
 from servefit.sources.hints import to_int
 from servefit.sources.k8s import ConfigMaps, name_hints, one_container, pod_sites
-from servefit.sources.launch import Launch
+from servefit.sources.launch import Facts, Launch
 from servefit.sources.shell import Vars, expand_word
 from servefit.sources.yamlpos import Y
 
@@ -114,7 +114,13 @@ def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:
             if pname.startswith(pre):
                 pname = pname[len(pre):]
         hint = GpuHint(pname, to_int(cnt) or 1, "KubeAI resourceProfile", prof.span)
-    fc.add([launch], label, hint, {"k8s_kind": "Model"}, [model] if pulled else None)
+    facts: Facts = {"k8s_kind": "Model"}
+    # KubeAI's chart's `cpu` and `google-tpu-*` profiles ask for no GPU: vLLM runs there as its CPU or TPU build
+    # (charts/kubeai/values.yaml resourceProfiles.*.imageName, modelServers.VLLM.images.cpu / google-tpu)
+    for pre, runs_on, asks in (("cpu:", "the CPU", "CPUs only"), ("google-tpu-", "a TPU", "a Google TPU")):
+        if prof is not None and prof.text.startswith(pre):
+            facts["profile_off_gpu"] = (runs_on, f"KubeAI resourceProfile {prof.text} asks for {asks}", prof.span)
+    fc.add([launch], label, hint, facts, [model] if pulled else None)
 
 
 

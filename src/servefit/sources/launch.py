@@ -87,6 +87,7 @@ class Facts(TypedDict, total=False):
     no_gpu_request: bool  # Workload.no_gpu_request
     args_at_run: bool  # Workload.args_at_run
     runner: str  # Workload.runner
+    profile_off_gpu: tuple[str, str, Span | None]  # Workload.profile_off_gpu
     refused: str  # Workload.refused
 
 

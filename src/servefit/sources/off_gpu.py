@@ -50,6 +50,8 @@ def off_gpu(site: LaunchSite, cfg: EngineConfig) -> OffGpu | None:
             continue
         return OffGpu(e["runs_on"], f"the image {site.image} is {e['what']}", site.image_span,
                       e.get("instead", ""), e.get("ignores", ""))
+    if site.workload.profile_off_gpu is not None:
+        return OffGpu(*site.workload.profile_off_gpu)
     return _hidden(site, cfg.engine) or _not_requested(site, cfg.engine)
 
 

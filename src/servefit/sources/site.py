@@ -49,6 +49,7 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
                     version_source=x.get("version_source"), list_separator=x.get("list_separator", ""),
                     env_list_end=x.get("env_list_end"), no_gpu_request=x.get("no_gpu_request", False),
                     args_at_run=x.get("args_at_run", False), runner=x.get("runner"),
+                    profile_off_gpu=x.get("profile_off_gpu"),
                     refused=x.get("refused", ""))
     config_only = bool(x.get("config_only", False))
     hint = gpu
