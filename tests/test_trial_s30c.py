@@ -303,3 +303,37 @@ def test_kubeai_cpu_and_tpu_profiles_run_off_the_gpu(tmp_path: Path, capsys: pyt
     f.write_text(KUBEAI_MODEL.replace("google-tpu-v5e-1x1:1", "nvidia-gpu-l4:1"))
     assert main(["estimate", str(f)]) == 0
     assert "NVIDIA L4" in capsys.readouterr().out
+
+
+# A Terraform kubectl_manifest whose `yaml_body` heredoc holds a vLLM Deployment (the shape of the KubeRay
+# RayService in awslabs' and others' Terraform, `yaml_body = <<YAML ... YAML`): only quoted strings were looked
+# at, so the unquoted `image:` in the heredoc went unseen and the file was reported clean with 0 findings.
+TF_HEREDOC = """resource "kubectl_manifest" "vllm" {
+  yaml_body = <<-YAML
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: vllm
+    spec:
+      template:
+        spec:
+          containers:
+          - name: vllm
+            image: vllm/vllm-openai:v0.9.0
+  YAML
+}
+"""
+
+
+def test_terraform_heredoc_manifest_is_said_unread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "main.tf"
+    f.write_text(TF_HEREDOC)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:12:20: SF108 servefit does not read Terraform, and this file starts a vLLM server here: its settings "
+        "were not checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the "
+        "launch command (`servefit estimate -- vllm serve ...`)\n0 errors, 0 warnings, 1 info in 1 file (0 servers)\n")
+    # a heredoc that starts no engine says nothing
+    f.write_text(TF_HEREDOC.replace("vllm/vllm-openai:v0.9.0", "nginx:1.27"))
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"

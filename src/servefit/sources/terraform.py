@@ -1,8 +1,9 @@
 """Terraform (HCL) is not read: its containers are built from variables, `concat()` and
 conditionals that only `terraform plan` evaluates. A .tf file that starts an engine (an engine
 image, a launch command, `python -m` an engine's server module, a helm_release of the engine's
-own chart) is said to be unchecked, once, at the first such string, so a repository whose
-servers live in Terraform is not reported clean.
+own chart) is said to be unchecked, once, at the first such string (quoted, or a line of a heredoc
+such as a kubectl_manifest's `yaml_body`), so a repository whose servers live in Terraform is not
+reported clean.
 """
 
 from __future__ import annotations
@@ -14,6 +15,19 @@ from servefit.sources.problems import not_read
 
 STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 INTERP = re.compile(r"\$\{[^}]*\}")
+# a heredoc (`yaml_body = <<-YAML ... YAML`, `<<EOF`): a manifest's `image:` and command lines are unquoted there
+HEREDOC = re.compile(r"<<-?([A-Za-z_][A-Za-z0-9_]*)[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M)
+YAML_VALUE = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:[A-Za-z_][\w.-]*:[ \t]*)?(?:[|>][-+]?[ \t]*)?['\"]?([^'\"\n#]+?)['\"]?[ \t]*$",
+                        re.M)
+
+
+def _literals(text: str) -> list[tuple[int, int, str]]:
+    """Each quoted string, and each line's value in a heredoc, as (start, end, text), in file order."""
+    found = [(m.start(1), m.end(1), m.group(1)) for m in STRING.finditer(text)]
+    for h in HEREDOC.finditer(text):
+        found += [(h.start(2) + v.start(1), h.start(2) + v.end(1), v.group(1))
+                  for v in YAML_VALUE.finditer(h.group(2)) if v.group(1).strip()]
+    return sorted(set(found))
 
 
 def _engine_of(literal: str) -> str | None:
@@ -42,15 +56,15 @@ def _title(engine: str) -> str:
 def scan(fc: FileCtx) -> None:
     from servefit.sources import detect
 
-    for m in STRING.finditer(fc.text):
-        chart = detect.engine_of_chart_repo(m.group(1)) if "://" in m.group(1) else None
+    for start, end, literal in _literals(fc.text):
+        chart = detect.engine_of_chart_repo(literal) if "://" in literal else None
         if chart is not None:  # a helm_release of the engine's own chart
             fc.findings.append(not_read(
                 f"servefit does not read Terraform, and this file installs the {_title(chart)} Helm chart of "
-                f"{m.group(1)} here: its values were not checked. Lint the values file it passes "
-                "(`servefit lint values.yaml`) or the manifests it applies", span=fc.li.span(m.start(1), m.end(1))))
+                f"{literal} here: its values were not checked. Lint the values file it passes "
+                "(`servefit lint values.yaml`) or the manifests it applies", span=fc.li.span(start, end)))
             return
-        eng = _engine_of(m.group(1))
+        eng = _engine_of(literal)
         if eng is None:
             continue
         title = _title(eng)
@@ -58,7 +72,7 @@ def scan(fc: FileCtx) -> None:
             f"servefit does not read Terraform, and this file starts a {title} server here: its settings were not "
             "checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the launch "
             f"command (`servefit estimate -- {' '.join(_command(eng))} ...`)",
-            span=fc.li.span(m.start(1), m.end(1))))
+            span=fc.li.span(start, end)))
         return
 
 
