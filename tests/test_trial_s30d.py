@@ -1,0 +1,172 @@
+"""Found by running servefit as a new user on SGLang / TGI / vLLM deployment files for HPC launchers
+(Slurm `srun`, `docker exec` into a running container) and cloud run configurations (dstack, SkyPilot)
+from public repositories (session 30, fourth trial): each case is a minimal file written for the test, in
+the shape the repository had.
+
+Repositories tried (owner/name@commit):
+  dstackai/dstack@511c318c8a7672fb2a925041bfc2d7301a26272e (mkdocs/docs/examples/inference/{sglang,vllm}.md)
+  crazyguitar/pysheeet@fbe35ba514d08ede114004716ead573fe99441a4 (src/llm/{sglang,vllm}/run.sbatch, src/nixl)
+  shenpeijun0212/S-GRPO@75c354075441add65f368b98e858b489471af63d (deploy_dpsk/serving.sh)
+  nebius/nebius-ps-services@eaaa35f68c0b8fdfde65e56418f742e6f4115e84 (examples/inference/vllm SkyPilot tasks)
+  princeton-ddss/blackfish@c13f9ae6bf5fb603068a7c7c17ad300e0c97362e (Jinja job templates: not readable)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+# dstackai/dstack's mkdocs/docs/examples/inference/sglang.md runs SGLang as a dstack service: `commands` in the
+# `image`, `env` as `- K=V` items, `--tp $DSTACK_GPUS_NUM` from `resources.gpu: H100:4`. servefit read the file as
+# an image reference only (SF116 "the program that reads it builds the command") and checked nothing.
+DSTACK_SERVICE = """type: service
+name: qwen
+
+image: lmsysorg/sglang:v0.5.10.post1
+
+env:
+  - HF_TOKEN
+  - MODEL_ID=Qwen/Qwen2.5-7B-Instruct
+
+commands:
+  - |
+    python3 -m sglang.launch_server \\
+      --model-path $MODEL_ID \\
+      --port 30000 \\
+      --tp $DSTACK_GPUS_NUM \\
+      --mem-fraction-static 0.8 \\
+      --context-length 32768
+
+port: 30000
+
+resources:
+  gpu: L4:2
+"""
+
+
+def test_dstack_service_commands_are_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "qwen.dstack.yml"
+    f.write_text(DSTACK_SERVICE)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (1 server)\n"
+    assert main(["estimate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("sglang 0.5.10.post1  ·  Qwen/Qwen2.5-7B-Instruct\n2 × NVIDIA L4 (22.03 GiB as the driver "
+                          "reports it; dstack resources.gpu)  ·  TP 2 PP 1\n")
+    assert main(["tune", str(f), "--diff"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "       --tp $DSTACK_GPUS_NUM \\\n-      --mem-fraction-static 0.8 \\\n+      --mem-fraction-static 0.88 \\\n"
+        "       --context-length 32768\n \n port: 30000\n")
+    assert main(["tune", str(f), "--write"]) == 0
+    capsys.readouterr()
+    assert f.read_text() == DSTACK_SERVICE.replace("0.8 \\", "0.88 \\")
+    assert main(["tune", str(f), "--write"]) == 0
+    assert "wrote" not in capsys.readouterr().out
+    assert f.read_text() == DSTACK_SERVICE.replace("0.8 \\", "0.88 \\")
+    # --gpu overrides the file's GPU; the count still comes from resources.gpu
+    assert main(["estimate", str(f), "--gpu", "A100-80GB"]) == 0
+    assert "TP 2 PP 1" in capsys.readouterr().out.splitlines()[1]
+
+
+# dstack's disaggregated example: each `replicas` group has its own `commands`, `resources` and `image`; a
+# service with `auth: false` is open to anyone through the gateway (by default it asks for the user's token).
+DSTACK_REPLICAS = """type: service
+name: prefill-decode
+auth: false
+
+env:
+  MODEL_ID: Qwen/Qwen2.5-7B-Instruct
+
+replicas:
+  - count: 1
+    commands:
+      - pip install smg
+    resources:
+      cpu: 4
+  - count: 1..4
+    image: lmsysorg/sglang:v0.5.10.post1
+    commands:
+      - |
+        python3 -m sglang.launch_server --model-path $MODEL_ID \\
+          --disaggregation-mode prefill --host 0.0.0.0 --port 8000 --tp $DSTACK_GPUS_NUM
+    resources:
+      gpu: {name: [H100, H200], count: 2}
+
+port: 8000
+"""
+
+
+def test_dstack_replica_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "pd.dstack.yml"
+    f.write_text(DSTACK_REPLICAS)
+    assert main(["lint", str(f)]) == 1
+    assert capsys.readouterr().out == (
+        f"{f}:3:7: SEC002 SGLang has no API key and listens on all interfaces (--host 0.0.0.0); dstack service with "
+        "auth: false (open through the dstack gateway) publishes it: anyone who can reach that address can run "
+        "prompts on this server\n"
+        "1 error, 0 warnings, 0 info in 1 file (1 server)\n")
+    assert main(["estimate", str(f)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith(
+        "2 × NVIDIA H100 80GB HBM3 (79.19 GiB as the driver reports it; dstack resources.gpu (first of 2 names); ")
+    # without `auth: false` the gateway asks for a token: the --host 0.0.0.0 inside the container is a machine's
+    f.write_text(DSTACK_REPLICAS.replace("auth: false\n", ""))
+    main(["lint", str(f)])
+    assert "SEC002" not in capsys.readouterr().out
+
+
+# crazyguitar/pysheeet's src/llm/sglang/run.sbatch starts SGLang on each node as
+# `srun --nodes=1 --nodelist=N bash -c "docker exec -d NAME bash -c 'python3 -m sglang.launch_server ...'"`: neither
+# the `bash -c` behind srun nor the command `docker exec` runs in a container was read, so the file had no server.
+SRUN_EXEC = """#!/bin/bash
+#SBATCH --nodes=1
+#SBATCH --gres=gpu:4
+srun --nodes=1 --nodelist="$HEAD_NODE" bash -c "
+  docker exec -d sglang-node-0 bash -c 'python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --tp 4 --host 127.0.0.1'
+"
+srun --ntasks-per-node=1 bash -c "vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 4 --host 127.0.0.1"
+"""
+
+
+def test_srun_bash_c_and_docker_exec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "run.sbatch"
+    f.write_text(SRUN_EXEC)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:7:46: VLLM018 max-model-len is not set: vLLM uses Qwen/Qwen2.5-7B-Instruct's 32,768 tokens [GPU: L4 ×4 "
+        "from --gpu; count from Slurm #SBATCH --gres=gpu:4]\n0 errors, 1 warning, 0 info in 1 file (2 servers)\n")
+    assert main(["estimate", str(f), "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "sglang " in out and "vllm " in out and out.count("TP 4 PP 1") == 2
+    # `docker exec` alone, and a plain `bash -c` after other launcher words
+    f.write_text("docker exec -it -e X=1 box python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out.endswith("(1 server)\n")
+    # an Ollama client command inside a container is still not a server
+    f.write_text("docker exec -it ollama ollama run llama3\ndocker exec ollama ollama pull qwen2.5:7b\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+
+
+# pysheeet's run.sbatch passes the script's own arguments to SGLang as `${SERVE_ARGS_STR}` (a `printf '%q '` of
+# them): SGL002 "the following arguments are required: --model-path" was an error, though those words may hold it.
+SPLAT = """#!/bin/bash
+SERVE_ARGS=("$@")
+SERVE_ARGS_STR=$(printf '%q ' "${SERVE_ARGS[@]}")
+python3 -m sglang.launch_server ${SERVE_ARGS_STR} --host 127.0.0.1 --port 30000
+"""
+
+
+def test_sglang_model_path_may_come_from_a_variable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text(SPLAT)
+    main(["lint", str(f)])
+    out = capsys.readouterr().out
+    assert "SGL002" not in out
+    assert f"{f}:3:16: SF001 $(printf '%q ' \"${{SERVE_ARGS[@]}}\") is computed when the server starts" in out
+    # no such word: the engine's own error stands
+    f.write_text("python3 -m sglang.launch_server --host 127.0.0.1\n")
+    main(["lint", str(f)])
+    assert f"{f}:1:1: SGL002 the following arguments are required: --model-path\n" in capsys.readouterr().out
