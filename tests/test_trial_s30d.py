@@ -170,3 +170,34 @@ def test_sglang_model_path_may_come_from_a_variable(tmp_path: Path, capsys: pyte
     f.write_text("python3 -m sglang.launch_server --host 127.0.0.1\n")
     main(["lint", str(f)])
     assert f"{f}:1:1: SGL002 the following arguments are required: --model-path\n" in capsys.readouterr().out
+
+
+# A SkyPilot task for SGLang over two GKE nodes writes `resources.gpus: H100:8`: `gpus` is SkyPilot's alias of
+# `accelerators` (sky/resources.py RESOURCE_CONFIG_ALIASES = {'gpus': 'accelerators'}), but only `accelerators`
+# was read, so the server had no GPU (SF110) and `--tp 16` over the 2 x 8 GPUs was not checked.
+SKY_GPUS = """resources:
+  infra: k8s
+  gpus: H100:8
+  ports: 30000
+
+num_nodes: 2
+
+run: |
+  python -m sglang.launch_server --model-path Qwen/Qwen2.5-72B-Instruct --tp 16 --nnodes 2 \\
+    --node-rank $SKYPILOT_NODE_RANK --dist-init-addr 10.0.0.1:5000 --host 127.0.0.1 --port 30000
+"""
+
+
+def test_skypilot_gpus_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "sglang-tcpx.yaml"
+    f.write_text(SKY_GPUS)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (1 server)\n"
+    assert main(["estimate", str(f)]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "8 × NVIDIA H100 80GB HBM3 (79.19 GiB as the driver reports it; SkyPilot resources.gpus; 'H100' taken as the "
+        "H100 SXM5 80 GB (NVIDIA H100 80GB HBM3); use h100-pcie or h100-nvl for the others)  ·  TP 16 PP 1")
+    # in an any_of alternative too
+    f.write_text(SKY_GPUS.replace("  gpus: H100:8\n", "  any_of:\n    - gpus: A100-80GB:8\n"))
+    main(["estimate", str(f)])
+    assert "SkyPilot resources.gpus (first of resources.any_of)" in capsys.readouterr().out
