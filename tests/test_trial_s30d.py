@@ -201,3 +201,42 @@ def test_skypilot_gpus_alias(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     f.write_text(SKY_GPUS.replace("  gpus: H100:8\n", "  any_of:\n    - gpus: A100-80GB:8\n"))
     main(["estimate", str(f)])
     assert "SkyPilot resources.gpus (first of resources.any_of)" in capsys.readouterr().out
+
+
+# HPC sites run the engines' Docker images with Apptainer / Singularity from Slurm jobs (princeton-ddss/blackfish's
+# job templates: `apptainer instance run --nv ... vllm-openai_v0.8.3.sif NAME --model ...`; Snellius and LUMI
+# guides: `apptainer run --nv docker://vllm/vllm-openai:TAG --model ...`): `run` starts the image's entrypoint with
+# the arguments after the image, which was not read (no server), and `exec IMAGE CMD` did not take the release
+# from a `docker://` image's tag.
+APPTAINER = """#!/bin/bash
+#SBATCH --gres=gpu:a100:1
+apptainer run --nv --bind /scratch:/scratch docker://vllm/vllm-openai:v0.8.5 --model Qwen/Qwen2.5-7B-Instruct --max-model-len 8192
+singularity exec --nv -e --env VLLM_USE_V1=1 docker://vllm/vllm-openai:v0.9.2 vllm serve Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1
+apptainer instance run --nv docker://ghcr.io/huggingface/text-generation-inference:2.3.0 tgi --model-id Qwen/Qwen2.5-7B-Instruct --hostname 127.0.0.1
+apptainer run --nv ./vllm.sif --model Qwen/Qwen2.5-7B-Instruct
+"""
+
+
+def test_apptainer_run_and_exec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sbatch"
+    f.write_text(APPTAINER)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (  # a local .sif's runscript is not known: 3 servers, not 4
+        f"{f}:3:78: SEC003 vLLM has no API key and listens on every interface of this machine (its default without "
+        "--host): anyone who can reach it can use it; bind 127.0.0.1 or pass --api-key\n"
+        f"{f}:4:90: VLLM018 max-model-len is not set: vLLM uses Qwen/Qwen2.5-7B-Instruct's 32,768 tokens [GPU: a100 "
+        "×1 from Slurm #SBATCH --gres=gpu:a100:1; 'A100' taken as the 80 GB SXM4 card (NVIDIA A100-SXM4-80GB); older "
+        "clouds often mean the 40 GB one: use a100-sxm4-40gb or a100-pcie-80gb]\n"
+        "0 errors, 2 warnings, 0 info in 1 file (3 servers)\n")
+    assert main(["estimate", str(f)]) == 0
+    heads = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("vllm ", "tgi "))]
+    assert heads == ["vllm 0.8.5  ·  Qwen/Qwen2.5-7B-Instruct", "vllm 0.9.2  ·  Qwen/Qwen2.5-7B-Instruct",
+                     "tgi 2.3.0  ·  Qwen/Qwen2.5-7B-Instruct"]
+    assert main(["tune", str(f), "--write"]) == 0
+    capsys.readouterr()
+    lines = f.read_text().splitlines()
+    assert lines[2] == ("apptainer run --nv --bind /scratch:/scratch docker://vllm/vllm-openai:v0.8.5 --model "
+                        "Qwen/Qwen2.5-7B-Instruct --max-model-len 16384 --max-num-seqs 64 --max-num-batched-tokens 4096")
+    after = f.read_text()
+    main(["tune", str(f), "--write"])
+    assert "wrote" not in capsys.readouterr().out and f.read_text() == after

@@ -225,6 +225,10 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             if head in DOCKER and texts[j - 1] != "compose":
                 return _exec_in_container(words[j + 1:], ctx, sub_env)
         return []
+    if head in ("apptainer", "singularity"):
+        from servefit.sources.apptainer import apptainer
+
+        return apptainer(words[i + 1:], ctx, sub_env)
     if head == "gcloud":  # `gcloud [beta] run deploy SERVICE --image ...`: a Cloud Run service
         k = i + 1 + (texts[i + 1:i + 2] in (["beta"], ["alpha"]))
         if texts[k:k + 2] == ["run", "deploy"]:
