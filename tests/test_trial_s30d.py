@@ -240,3 +240,39 @@ def test_apptainer_run_and_exec(tmp_path: Path, capsys: pytest.CaptureFixture[st
     after = f.read_text()
     main(["tune", str(f), "--write"])
     assert "wrote" not in capsys.readouterr().out and f.read_text() == after
+
+
+# dstack's TGI task: the model and limits in `env` (TGI reads MODEL_ID, MAX_INPUT_LENGTH, MAX_TOTAL_TOKENS from
+# its environment), `NUM_SHARD=$DSTACK_GPUS_NUM`, and `gpu: 24GB`, a memory-only spec: one GPU of any model with
+# that much memory, so DSTACK_GPUS_NUM is 1 (no SF001), and no GPU model is named (SF110 asks for one).
+DSTACK_TGI = """type: task
+name: llama31-task-tgi
+
+image: ghcr.io/huggingface/text-generation-inference:3.3.6
+
+env:
+  - HUGGING_FACE_HUB_TOKEN
+  - MODEL_ID=meta-llama/Meta-Llama-3.1-8B-Instruct
+  - MAX_INPUT_LENGTH=4000
+  - MAX_TOTAL_TOKENS=4096
+commands:
+  - NUM_SHARD=$DSTACK_GPUS_NUM text-generation-launcher --hostname 127.0.0.1
+ports: [80]
+
+resources:
+  gpu: 24GB
+"""
+
+
+def test_dstack_tgi_memory_only_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "task.dstack.yml"
+    f.write_text(DSTACK_TGI)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:12:32: SF110 no GPU is known for this server, so its memory was not checked: pass --gpu NAME or add "
+        "`# servefit: gpu=NAME` to the file\n0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("tgi 3.3.6  ·  meta-llama/Meta-Llama-3.1-8B-Instruct (→ meta-llama/Llama-3.1-8B-Instruct)\n"
+                          "1 × NVIDIA L4 (22.03 GiB as the driver reports it; --gpu; count from dstack resources.gpu)  ·  "
+                          "TP 1 PP 1\n")

@@ -1,7 +1,7 @@
 """dstack run configurations (`.dstack.yml`, `type: task` / `service`): the `commands` list runs as one
 shell script in the container `image` (its tag names the engine version), with `env` (`- K=V` items or a
 mapping) exported to it. `resources.gpu` names the GPU (`H100:4`, `A100:80GB:8`, `{name: [L4, A10G],
-count: 2}`; a memory-only spec such as `24GB` names none) and `DSTACK_GPUS_PER_NODE` / `DSTACK_GPUS_NUM`
+count: 2}`; a memory-only spec such as `24GB` names no model, one GPU) and `DSTACK_GPUS_PER_NODE` / `DSTACK_GPUS_NUM`
 / `DSTACK_NODES_NUM` resolve from its count and `nodes`, pointing there. Variables dstack fills in per node
 (`DSTACK_NODE_RANK`, `DSTACK_MASTER_NODE_IP`) are kept as written. Each `replicas` group's own `commands`
 is read the same way.
@@ -47,9 +47,7 @@ def gpu_hint(y: Y, res: Node | None) -> GpuHint | None:
             names = names.value[0]
         name = y.str(names) if isinstance(names, ScalarNode) else None
         cnt = _COUNT.match(y.str(y.get(gpu, "count")) or "1")
-        if not name:
-            return None
-        return GpuHint(name, int(cnt.group(1)) if cnt else 1, src, y.span(gpu))
+        return GpuHint(name or None, int(cnt.group(1)) if cnt else 1, src, y.span(gpu))
     t = y.tok(gpu) if isinstance(gpu, ScalarNode) else None
     if t is None or not t.text:
         return None
@@ -64,7 +62,7 @@ def gpu_hint(y: Y, res: Node | None) -> GpuHint | None:
             if len(listed) > 1:
                 src += f" (first of {len(listed)} names)"
             name = listed[0].strip()
-    return GpuHint(name, count, src, t.span) if name else None
+    return GpuHint(name or None, count, src, t.span)  # `24GB`: one GPU of that much memory, any model
 
 
 def _env(y: Y, node: Node | None, env: Vars) -> None:
