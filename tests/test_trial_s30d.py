@@ -276,3 +276,33 @@ def test_dstack_tgi_memory_only_gpu(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert out.startswith("tgi 3.3.6  ·  meta-llama/Meta-Llama-3.1-8B-Instruct (→ meta-llama/Llama-3.1-8B-Instruct)\n"
                           "1 × NVIDIA L4 (22.03 GiB as the driver reports it; --gpu; count from dstack resources.gpu)  ·  "
                           "TP 1 PP 1\n")
+
+
+# vLLM multi-node data parallel from Slurm: the head node serves the API, the others run `vllm serve ... --headless`,
+# which starts no API server (vllm/entrypoints/cli/serve.py ServeSubcommand.cmd: `if args.headless or
+# args.api_server_count < 1: run_headless(args)`); SEC003 said the headless nodes listened on every interface.
+DP_HEADLESS = """#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --gpus-per-node=rtx_4090:4
+srun --nodes=1 -w "$HEAD" bash -c "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --tensor-parallel-size 4 \\
+  --data-parallel-size 2 --data-parallel-size-local 1 --data-parallel-address 10.0.0.1 --host 127.0.0.1" &
+srun --nodes=1 -w "$WORKER" bash -c "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --tensor-parallel-size 4 \\
+  --data-parallel-size 2 --data-parallel-size-local 1 --data-parallel-start-rank 1 --data-parallel-address 10.0.0.1 \\
+  --headless" &
+wait
+"""
+
+
+def test_headless_vllm_node_serves_no_api(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "dp.sbatch"
+    f.write_text(DP_HEADLESS)
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (2 servers)\n"
+    # without --headless the second node runs an API server on every interface
+    f.write_text(DP_HEADLESS.replace(" \\\n  --headless", ""))
+    main(["lint", str(f)])
+    assert f"{f}:6:38: SEC003 vLLM has no API key and listens on every interface of this machine (its default " \
+           "without --host)" in capsys.readouterr().out
+    f.write_text(DP_HEADLESS.replace("--headless", "--api-server-count 0"))
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (2 servers)\n"

@@ -171,7 +171,7 @@ def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = (
     out: list[Finding] = []
     auth = auth_of(site.engine)
     where = context(site)
-    if auth is not None and where is not None and _serves_http(site):
+    if auth is not None and where is not None and _serves_http(site) and not _headless(site, cfg):
         out.extend(_exposure(site, cfg, auth, where))
     out.extend(_remote_code(site, cfg, trusted))
     out.extend(_adapters(site))
@@ -190,6 +190,15 @@ def _serves_http(site: LaunchSite) -> bool:
         return False  # KServe's built-in runtime: huggingfaceserver answers (kserve ModelServer), not vLLM's server
     w = detect.wrapper_of([t.text for t in site.argv])
     return w is None or w.get("serves_http", True)
+
+
+def _headless(site: LaunchSite, cfg: EngineConfig | None) -> bool:
+    """`vllm serve --headless` (or `--api-server-count 0`) runs the engine cores of a multi-node data-parallel
+    deployment with no API server (vllm/entrypoints/cli/serve.py ServeSubcommand.cmd: run_headless)."""
+    if site.engine != "vllm":
+        return False
+    settings = cfg.settings if cfg is not None else {}
+    return settings.get("headless") is True or str(settings.get("api_server_count", "")) == "0"
 
 
 @rule("SEC002", "SEC003", "SEC004")
