@@ -8,7 +8,12 @@ Repositories tried (owner/name@commit):
   crazyguitar/pysheeet@fbe35ba514d08ede114004716ead573fe99441a4 (src/llm/{sglang,vllm}/run.sbatch, src/nixl)
   shenpeijun0212/S-GRPO@75c354075441add65f368b98e858b489471af63d (deploy_dpsk/serving.sh)
   nebius/nebius-ps-services@eaaa35f68c0b8fdfde65e56418f742e6f4115e84 (examples/inference/vllm SkyPilot tasks)
-  princeton-ddss/blackfish@c13f9ae6bf5fb603068a7c7c17ad300e0c97362e (Jinja job templates: not readable)
+  princeton-ddss/blackfish@c13f9ae6bf5fb603068a7c7c17ad300e0c97362e (Jinja job templates, image templated: no server)
+  Strivin0311/llms-tgl-service@3650735ade3eea34e061d9183625896f8b58b4ca (tgl_server.sh, TGI docker run)
+  uv-python/raycluster@bafa8402bbb21a1f43db555c346b791cb0d755a4 (slurm-jobs: its own start-cluster.py builds the command)
+  Dmitriuso/bot-antosha-tgi@e77b2f9fe804d6984ba46dd56ec8ae0b57daa676 (run_tgi.sh)
+  nichnikov/train-llm-tutorial@5c304913eca91340b9315272abc1a25537ac94f7 (run_llm.bash, TGI env vars)
+  jbohnslav/modal_chat@8cdd8bb92757813b1c8959bd6d5c59b4ab1ccffb (vllm_server.py, a Modal app: Python is not read)
 """
 
 from __future__ import annotations
