@@ -311,3 +311,22 @@ def test_headless_vllm_node_serves_no_api(tmp_path: Path, capsys: pytest.Capture
     f.write_text(DP_HEADLESS.replace("--headless", "--api-server-count 0"))
     main(["lint", str(f)])
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (2 servers)\n"
+
+
+# The worker nodes of a Slurm data-parallel job are started in `for i in $(seq 1 7); do srun ... --data-parallel-
+# start-rank $i ...; done`: SF001 said "${i} is not set in this repository", though the loop sets it.
+LOOP = """#!/bin/bash
+for i in $(seq 1 7); do
+  vllm serve Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1 --max-model-len 4096 --data-parallel-size 8 \\
+    --data-parallel-size-local 1 --data-parallel-start-rank $i --headless &
+done
+"""
+
+
+def test_for_loop_variable_is_said_to_come_from_the_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "workers.sh"
+    f.write_text(LOOP)
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == (
+        f"{f}:2:5: SF001 ${{i}} takes each value of its `for` loop in turn: the value it gives vLLM is not known here\n"
+        "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
