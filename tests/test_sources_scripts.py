@@ -187,5 +187,5 @@ def test_a_model_pulled_by_a_variable_is_said_not_known(tmp_path):
     [site] = r.sites
     assert [t.text for t in site.inputs.pulled] == ["$i", "qwen2.5:7b"]
     assert [(x.code, x.span.line, x.span.col, x.message) for x in r.findings] == [
-        ("SF001", 5, 15, "${i} is not set in this repository: the value it gives Ollama is not known, so it is not "
-                         "checked")]
+        ("SF001", 4, 5, "${i} takes each value of its `for` loop in turn: the value it gives Ollama is not known "
+                        "here")]  # the loop sets it (session 30 trial, test_trial_s30d)

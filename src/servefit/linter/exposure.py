@@ -40,6 +40,7 @@ class Auth:
     host_env: str | None = None  # the address (host[:port]) comes from this variable instead
     no_auth: bool = False  # the server has no authentication at all
     image_host: str | None = None  # what the engine's official image sets, when it binds all
+    no_api_server: tuple[str, ...] = ()  # `setting=value` with which it serves no API (vLLM --headless)
 
 
 def auth_of(engine: str | None) -> Auth | None:
@@ -55,7 +56,7 @@ def auth_of(engine: str | None) -> Auth | None:
         return None
     return Auth(d["title"], d.get("host_setting"), bool(d.get("binds_all")), tuple(d.get("key_settings") or ()),
                 tuple(d.get("key_env") or ()), d.get("default_port"), d.get("host_env"), bool(d.get("no_auth")),
-                d.get("image_host"))
+                d.get("image_host"), tuple(d.get("no_api_server") or ()))
 RAW_FLAGS = {"host": ("--host",), "hostname": ("--hostname",), "api_key": ("--api-key", "--api_key"),
              "api_key_file": ("--api-key-file",), "port": ("--port",), "trust_remote_code": ("--trust-remote-code",)}
 ALL_INTERFACES = {"0.0.0.0", "::", "[::]", "*", "0"}
@@ -171,7 +172,7 @@ def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = (
     out: list[Finding] = []
     auth = auth_of(site.engine)
     where = context(site)
-    if auth is not None and where is not None and _serves_http(site):
+    if auth is not None and where is not None and _serves_http(site) and not _no_api_server(auth, cfg):
         out.extend(_exposure(site, cfg, auth, where))
     out.extend(_remote_code(site, cfg, trusted))
     out.extend(_adapters(site))
@@ -190,6 +191,13 @@ def _serves_http(site: LaunchSite) -> bool:
         return False  # KServe's built-in runtime: huggingfaceserver answers (kserve ModelServer), not vLLM's server
     w = detect.wrapper_of([t.text for t in site.argv])
     return w is None or w.get("serves_http", True)
+
+
+def _no_api_server(auth: Auth, cfg: EngineConfig | None) -> bool:
+    """The engine runs without its API server (`vllm serve --headless`, `--api-server-count 0`: the engine
+    cores of a multi-node data-parallel worker): data/engines/<name>.yaml `listen.no_api_server`."""
+    settings = cfg.settings if cfg is not None else {}
+    return any(str(settings.get(k, "")) == v for k, _, v in (c.partition("=") for c in auth.no_api_server))
 
 
 @rule("SEC002", "SEC003", "SEC004")

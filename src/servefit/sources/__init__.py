@@ -7,7 +7,7 @@ whose name no wrapper reads is not opened, and a file that mentions no engine (t
 module each: k8s (+ KServe, LWS, KubeAI, VLLMRuntime, HelmRelease, ConfigMap-embedded
 llama-swap), helm (values files), compose, dockerfile, script, makefile (recipes), workflow
 (GitHub Actions `run:` steps), systemd, supervisor (supervisord programs), winbatch and powershell (Windows .bat/.cmd and .ps1
-scripts), skypilot, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
+scripts), skypilot, dstack, llamaswap, and modelfile (written with the Ollama plugin, used when present); an engine's own config files
 (vLLM's `--config` YAML), charts and operator resources are read by its plugin.
 
 Spans: see shell.py for how a value that came through a variable is located.
@@ -306,6 +306,8 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             from servefit.sources import llamaswap
 
             llamaswap.scan(y, d, fc)
+        elif "type" in keys and keys & {"commands", "replicas"} and _dstack(y, d, fc):
+            continue
         elif "run" in keys and keys & {"resources", "envs", "setup", "num_nodes", "service", "file_mounts"}:
             from servefit.sources import skypilot
 
@@ -316,6 +318,15 @@ def _yaml(fc: Any, result: ScanResult) -> None:
             from servefit.sources import helm
 
             helm.scan_values(y, d, fc)
+
+
+def _dstack(y: Any, doc: Any, fc: Any) -> bool:
+    from servefit.sources import dstack
+
+    if not dstack.is_dstack(y, doc):
+        return False
+    dstack.scan(y, doc, fc)
+    return True
 
 
 def _ray_serve_config(y: Any, doc: Any, fc: Any) -> bool:

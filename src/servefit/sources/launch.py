@@ -19,7 +19,7 @@ from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect, image_release
 from servefit.sources.hints import count_visible_devices
-from servefit.sources.ollama_client import container_exec, ollama_client
+from servefit.sources.ollama_client import EXEC_VALUE, container_exec, ollama_client
 from servefit.sources.ports import Exposure
 from servefit.sources.shell import Command, Vars, Word, split_commands
 from servefit.sources.text import LineIndex
@@ -129,6 +129,25 @@ def _shell_payload(words: list[Word], i: int) -> Word | None:
     return None
 
 
+def _exec_in_container(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
+    """`docker exec -d NAME bash -c 'python3 -m sglang.launch_server ...'`: a server started inside a
+    container that is already running (its image is not known here); the command after the name."""
+    texts = [w.text for w in words]
+    k = 0
+    while k < len(texts) and texts[k].startswith("-"):
+        k += 2 if texts[k] in EXEC_VALUE else 1
+    return from_words(words[k + 1:], ctx, env) if k + 1 < len(words) else []
+
+
+def _wrapped_shell(words: list[Word], start: int) -> int | None:
+    """`srun --nodes=1 bash -c "vllm serve ..."`, `apptainer exec --nv IMG bash -c '...'`: a launcher's
+    command that is itself an `sh -c` string; the position of that shell, or None."""
+    for k in range(start + 1, len(words)):
+        if detect.program(words[k].text) in detect.SHELLS and _shell_payload(words, k) is not None:
+            return k
+    return None
+
+
 @rule("SF103")
 def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
     from servefit.budget import SERVERS_PER_FILE
@@ -204,7 +223,13 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             return docker_run(words[j + 1:], ctx, sub_env)
         if j < n and texts[j] == "exec":
             container_exec(words[j + 1:], ctx)
+            if head in DOCKER and texts[j - 1] != "compose":
+                return _exec_in_container(words[j + 1:], ctx, sub_env)
         return []
+    if head in ("apptainer", "singularity"):
+        from servefit.sources.apptainer import apptainer
+
+        return apptainer(words[i + 1:], ctx, sub_env)
     if head == "gcloud":  # `gcloud [beta] run deploy SERVICE --image ...`: a Cloud Run service
         k = i + 1 + (texts[i + 1:i + 2] in (["beta"], ["alpha"]))
         if texts[k:k + 2] == ["run", "deploy"]:
@@ -245,7 +270,8 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         return found
     hit = detect.find_engine(texts[start:])
     if hit is None:
-        return []
+        inner_shell = _wrapped_shell(words, start)
+        return from_words(words[inner_shell:], ctx, sub_env) if inner_shell else []
     k = start + hit[0]
     argv_words = words[k:]
     unres: list[tuple[str, Span | None]] = []

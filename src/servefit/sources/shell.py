@@ -165,6 +165,12 @@ class Scanner(Expansions):
         if first in OPENERS:
             self.depth += 1
             self.branches.opened(first, words, sep)
+            if first in ("for", "select") and len(words) > 1 and self.env is not None and self.assign \
+                    and re.fullmatch(r"[A-Za-z_]\w*", words[1].text):
+                # `for i in $(seq 1 7)`: the loop sets the name to each value in turn (not one value here)
+                tok = words[1].token()
+                self.env.set(words[1].text, type(tok)(f"${words[1].text}", tok.span),
+                             [(f"for {words[1].text}", tok.span)])
         elif first in CLOSERS:
             self.depth = max(0, self.depth - 1)
             self.branches.closed()

@@ -22,15 +22,24 @@ PROVIDED = frozenset({"SKYPILOT_NODE_RANK", "SKYPILOT_NODE_IPS", "SKYPILOT_TASK_
                       "SKYPILOT_SETUP_NODE_IPS", "SKYPILOT_SETUP_NODE_RANK", "SKYPILOT_SERVE_REPLICA_ID"})
 
 
+def _acc(y: Y, node: Node | None) -> tuple[Node | None, str]:
+    """`accelerators`, or its alias `gpus` (sky/resources.py RESOURCE_CONFIG_ALIASES), and the key used."""
+    for key in ("accelerators", "gpus"):
+        if y.get(node, key) is not None:
+            return y.get(node, key), key
+    return None, "accelerators"
+
+
 def accelerators(y: Y, res: Node | None) -> GpuHint | None:
-    acc = y.get(res, "accelerators")
+    acc, field = _acc(y, res)
     note = ""
     if acc is None:
         for alt in ("any_of", "ordered"):
             opts = y.seq(y.get(res, alt))
             for o in opts:
-                if y.get(o, "accelerators") is not None:
-                    acc, note = y.get(o, "accelerators"), f" (first of resources.{alt})"
+                acc, field = _acc(y, o)
+                if acc is not None:
+                    note = f" (first of resources.{alt})"
                     break
             if acc is not None:
                 break
@@ -48,16 +57,16 @@ def accelerators(y: Y, res: Node | None) -> GpuHint | None:
         if (ctok is None or not ctok.text or v.tag == "tag:yaml.org,2002:null") and ":" in key:
             # `{ H100:8, H200:8 }` (SkyPilot's set form): YAML reads each `NAME:COUNT` as a key
             name, _, cnt = key.partition(":")
-            return GpuHint(name.strip(), to_int(cnt.strip()) or 1, "SkyPilot resources.accelerators" + note,
+            return GpuHint(name.strip(), to_int(cnt.strip()) or 1, f"SkyPilot resources.{field}" + note,
                            y.span(kn))
-        return GpuHint(key, to_int(ctok.text) if ctok else 1, "SkyPilot resources.accelerators" + note,
+        return GpuHint(key, to_int(ctok.text) if ctok else 1, f"SkyPilot resources.{field}" + note,
                        ctok.span if ctok is not None else y.span(kn))
     if isinstance(acc, ScalarNode):
         t = y.tok(acc)
         if t is None or not t.text:
             return None
         name, _, cnt = t.text.partition(":")
-        return GpuHint(name.strip(), to_int(cnt) if cnt else 1, "SkyPilot resources.accelerators" + note, t.span)
+        return GpuHint(name.strip(), to_int(cnt) if cnt else 1, f"SkyPilot resources.{field}" + note, t.span)
     return None
 
 

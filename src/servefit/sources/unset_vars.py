@@ -18,6 +18,8 @@ def shown_var(var: str) -> str:
     if var.startswith(("$(", "`")):
         first = var.splitlines()[0] if var else var
         return first if first == var and len(var) <= 60 else first[:57].rstrip() + "…)"
+    if var.startswith("for "):  # a `for` loop's variable (sources/shell.py)
+        return f"${{{var[4:]}}}"
     return var if var.startswith(("$", "%", "set /a")) else f"${{{var}}}"
 
 
@@ -149,6 +151,9 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
+            elif var.startswith("for "):
+                msg = (f"{shown_var(var)} takes each value of its `for` loop in turn: the value it gives {eng} is not "
+                       "known here")
             elif var.startswith("<"):  # sources/shell.py PLACEHOLDER
                 msg = f"{var} is a placeholder to fill in: the value it gives {eng} is not known, so it is not checked"
             elif var in ("$@", "$*", "%*"):

@@ -152,7 +152,7 @@ class SglangEngine(Engine):
             tok = site.env.get(k)
             if tok is not None and tok.span is not None:
                 cfg.spans[f"env:{k}"] = tok.span
-        if model_ref is None:
+        if model_ref is None and not _splat(site):
             cfg.findings.append(finding("SGL002", "the following arguments are required: --model-path",
                                         span=site.argv[0].span if site.argv else None, site=site.name,
                                         setting="model_path"))
@@ -267,3 +267,11 @@ def _config_words(path: str) -> list[Token]:
 
 
 ENGINE = SglangEngine()
+
+
+def _splat(site: LaunchSite) -> bool:
+    """An argument that is a whole unset variable or command output (`launch_server $EXTRA`,
+    `${SERVE_ARGS_STR}`): its words may hold --model-path, so its absence is not known (SF001 says so)."""
+    at = {(sp.file, sp.start) for _, sp in site.unresolved_spans if sp is not None}
+    return any(t.text.startswith("$") and t.span is not None and (t.span.file, t.span.start) in at
+               for t in site.argv[1:])
