@@ -1,0 +1,95 @@
+"""Leftovers of the session-30 trials on public deployment repositories: each case is a minimal
+file written for the test, in the shape the repository had.
+
+Repositories (owner/name@commit):
+  jspaulsen/llama-cpp-docker@a71d1e8124821db3dd62c330c18a552f1d22b753
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+
+# jspaulsen/llama-cpp-docker: `image: llama-cpp-docker` is built from the repository's Dockerfile
+# under a tag a Makefile variable names, and the service sets llama-server's LLAMA_ARG_* variables:
+# no server and no message came of it.
+def test_a_compose_service_of_an_unknown_image_with_llama_arg_env(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.yml"
+    f.write_text("services:\n"
+                 "  llama:\n"
+                 "    image: llama-cpp-docker\n"
+                 "    environment:\n"
+                 "      - GGML_CUDA_NO_PINNED=1\n"
+                 "      - LLAMA_ARG_MODEL=/models/qwen2.5-7b-instruct-q4_k_m.gguf\n"
+                 "      - LLAMA_ARG_CTX_SIZE=4096\n"
+                 "      - LLAMA_ARG_N_GPU_LAYERS=99\n"
+                 "    deploy:\n"
+                 "      resources:\n"
+                 "        reservations:\n"
+                 "          devices:\n"
+                 "            - driver: nvidia\n"
+                 "              count: 1\n"
+                 "              capabilities: [gpu]\n")
+    assert main(["lint", str(f)]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:3:1: SF110 no GPU is known for this server, so its memory was not checked: pass --gpu NAME or add "
+        "`# servefit: gpu=NAME` to the file\n"
+        "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("llamacpp b10309  ·  Qwen/Qwen2.5-7B-Instruct\n")
+    assert "KV cache: 57,344 bytes per token; 4,096 tokens\n" in out
+    assert ("  - llama-cpp-docker is not an image servefit knows, but its environment sets llama-server's own "
+            "variables (LLAMA_ARG_CTX_SIZE, LLAMA_ARG_MODEL, LLAMA_ARG_N_GPU_LAYERS): it is read as llama-server "
+            "with its command as the arguments; lint the image's Dockerfile to be sure\n") in out
+
+
+# an image named after nothing that only LLAMA_ARG_* marks is read too (the variables make the file
+# worth reading); a LLAMA_ARG_ name llama-server does not have makes no server
+def test_only_llama_arg_env_marks_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.yml"
+    f.write_text("services:\n"
+                 "  web:\n"
+                 "    image: local/inference\n"
+                 "    environment:\n"
+                 "      LLAMA_ARG_MODEL: /models/qwen2.5-7b-instruct-q4_k_m.gguf\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == (
+        f"{f}:5:24: LCPP008 no -c: the context defaults to the training length 32768 (KV cache 1.75 GiB) "
+        "[GPU: L4 ×1 from --gpu]\n"
+        f"{f}:5:24: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, "
+        "quant Q4_K_M; no file to read)\n"
+        "0 errors, 1 warning, 1 info in 1 file (1 server)\n")
+    f.write_text("services:\n"
+                 "  web:\n"
+                 "    image: local/inference\n"
+                 "    environment:\n"
+                 "      LLAMA_ARG_NOT_AN_OPTION: 1\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    # a container whose command is a program of its own is not llama-server, whatever its environment
+    f.write_text("services:\n"
+                 "  web:\n"
+                 "    image: local/inference\n"
+                 "    command: [python, app.py]\n"
+                 "    environment:\n"
+                 "      LLAMA_ARG_MODEL: /models/qwen2.5-7b-instruct-q4_k_m.gguf\n")
+    main(["lint", str(f)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    # its arguments are llama-server's
+    f.write_text("services:\n"
+                 "  web:\n"
+                 "    image: local/inference\n"
+                 "    command: [--ctx-size, '8192']\n"
+                 "    environment:\n"
+                 "      LLAMA_ARG_MODEL: /models/qwen2.5-7b-instruct-q4_k_m.gguf\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == (
+        f"{f}:6:24: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, "
+        "quant Q4_K_M; no file to read)\n"
+        "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
