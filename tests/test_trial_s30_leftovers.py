@@ -3,6 +3,7 @@ file written for the test, in the shape the repository had.
 
 Repositories (owner/name@commit):
   jspaulsen/llama-cpp-docker@a71d1e8124821db3dd62c330c18a552f1d22b753
+  freechat-fun/freechat-vllm@f92fab764585e7de2d2e858369736231e050900a
 """
 
 from __future__ import annotations
@@ -93,3 +94,33 @@ def test_only_llama_arg_env_marks_the_file(tmp_path: Path, capsys: pytest.Captur
         f"{f}:6:24: SF004 GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, "
         "quant Q4_K_M; no file to read)\n"
         "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+
+
+# freechat-fun/freechat-vllm: configs/helm holds a Chart.yaml (no templates) and values for the
+# remote chart its install script names (`helm install -f values.yaml ... repo/vllm`); the values
+# set only a `vllm:` section's env: 0 servers and no message.
+def test_values_for_a_chart_not_in_the_repository_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".git").mkdir()
+    d = tmp_path / "configs" / "helm"
+    d.mkdir(parents=True)
+    (d / "Chart.yaml").write_text("apiVersion: v2\nname: freechat-vllm\ntype: application\nversion: v0.11.0\n")
+    (d / "values.yaml").write_text("replicaCount: 1\n"
+                                   "tolerations:\n"
+                                   "  - effect: NoSchedule\n"
+                                   "    key: nvidia.com/gpu\n"
+                                   "    operator: Exists\n"
+                                   "vllm:\n"
+                                   "  env:\n"
+                                   "    - name: VLLM_USE_MODELSCOPE\n"
+                                   "      value: \"True\"\n")
+    main(["lint", str(tmp_path)])
+    assert capsys.readouterr().out == (
+        f"{d / 'values.yaml'}:6:1: SF116 this values file configures vLLM (its `vllm:` section), but the command "
+        "it runs comes from the templates of a chart servefit does not read, so this server's settings were not "
+        "checked: put the chart in the repository (servefit renders it with helm) or lint the output of "
+        "`helm template`\n"
+        "0 errors, 1 warning, 0 info in 2 files (0 servers)\n")
+    # a section named after nothing an engine is called is no server's
+    (d / "values.yaml").write_text("frontend:\n  env:\n    - name: VLLM_URL\n      value: http://vllm:8000\n")
+    main(["lint", str(tmp_path)])
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 2 files (0 servers)\n"
