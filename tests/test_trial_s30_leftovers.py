@@ -124,3 +124,31 @@ def test_values_for_a_chart_not_in_the_repository_say_so(tmp_path: Path, capsys:
     (d / "values.yaml").write_text("frontend:\n  env:\n    - name: VLLM_URL\n      value: http://vllm:8000\n")
     main(["lint", str(tmp_path)])
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 2 files (0 servers)\n"
+
+
+# tune's change line named `--max-total-tokens 32768` while it wrote MAX_TOTAL_TOKENS in the
+# service's environment (TGI's env form); the line names what it writes, as the file writes it
+def test_tune_names_the_variable_it_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.yml"
+    f.write_text("services:\n"
+                 "  tgi:\n"
+                 "    image: ghcr.io/huggingface/text-generation-inference:2.4.1\n"
+                 "    environment:\n"
+                 "      - MODEL_ID=Qwen/Qwen2.5-7B-Instruct\n"
+                 "      - MAX_TOTAL_TOKENS=4096\n"
+                 "      - MAX_INPUT_LENGTH=2048\n")
+    main(["tune", str(f), "--gpu", "L4"])
+    out = capsys.readouterr().out
+    assert "  change  MAX_TOTAL_TOKENS=32768 [safe]\n" in out
+    main(["tune", str(f), "--gpu", "L4", "--diff"])
+    assert "-      - MAX_TOTAL_TOKENS=4096\n+      - MAX_TOTAL_TOKENS=32768\n" in capsys.readouterr().out
+    # llama.cpp's LLAMA_ARG_* form: the one it changes and the one it adds beside them
+    f.write_text("services:\n"
+                 "  llama:\n"
+                 "    image: ghcr.io/ggml-org/llama.cpp:server-cuda-b7327\n"
+                 "    environment:\n"
+                 "      - LLAMA_ARG_CTX_SIZE=2048\n"
+                 "      - LLAMA_ARG_MODEL=/models/Meta-Llama-3.1-8B-Instruct-Q5_K_M.gguf\n"
+                 "      - LLAMA_ARG_N_GPU_LAYERS=99\n")
+    main(["tune", str(f), "--gpu", "L4"])
+    assert "  change  LLAMA_ARG_CTX_SIZE=65536, LLAMA_ARG_N_PARALLEL=8 [safe]\n" in capsys.readouterr().out
