@@ -152,3 +152,34 @@ def test_tune_names_the_variable_it_writes(tmp_path: Path, capsys: pytest.Captur
                  "      - LLAMA_ARG_N_GPU_LAYERS=99\n")
     main(["tune", str(f), "--gpu", "L4"])
     assert "  change  LLAMA_ARG_CTX_SIZE=65536, LLAMA_ARG_N_PARALLEL=8 [safe]\n" in capsys.readouterr().out
+
+
+# a notes script with `python -m sglang.launch_server ...`: the `...` was an unrecognized argument
+# and --model-path a missing one (SGL001 + SGL002 errors); it stands for arguments left out
+def test_an_elided_argument_list_is_said_not_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "notes.sh"
+    f.write_text("#!/bin/bash\n# start the server\npython -m sglang.launch_server ...\n")
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:3:1: SF002 the model is not in the command: it may be among the arguments `...` stands for "
+        "(pass --model REF)\n"
+        f"{f}:3:32: SF001 `...` leaves out SGLang's arguments here: they are not known, so they are not checked\n"
+        "0 errors, 1 warning, 1 info in 1 file (1 server)\n")
+    # after the model, the rest is left out: the server is sized; `...` inside a word is a word
+    f.write_text("python -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct ...\n"
+                 "echo Loading... && ls ../models\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out == (
+        f"{f}:1:1: SGL006 the KV pool holds 7725 tokens, less than context_len=32768: requests longer than 7719 "
+        "input tokens are rejected (max_req_input_len) [GPU: L4 ×1 from --gpu]\n"
+        f"{f}:1:70: SF001 `...` leaves out SGLang's arguments here: they are not known, so they are not checked\n"
+        "0 errors, 1 warning, 1 info in 1 file (1 server)\n")
+
+
+def test_only_a_whole_word_of_three_dots_is_elided() -> None:
+    from servefit.sources.shell import Vars, split_commands
+    from servefit.sources.text import whole
+
+    [cmd] = split_commands(whole("serve ... a... ...b .../x ...", "t.sh"), Vars())
+    assert [w.text for w in cmd.words] == ["serve", "a...", "...b", ".../x"]
+    assert [v for v, _ in cmd.unresolved] == ["...", "..."]
