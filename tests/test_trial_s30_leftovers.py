@@ -183,3 +183,20 @@ def test_only_a_whole_word_of_three_dots_is_elided() -> None:
     [cmd] = split_commands(whole("serve ... a... ...b .../x ...", "t.sh"), Vars())
     assert [w.text for w in cmd.words] == ["serve", "a...", "...b", ".../x"]
     assert [v for v, _ in cmd.unresolved] == ["...", "..."]
+
+
+# SF004 called `gs://bucket/...` "a local folder of that name": it is an object-store path
+def test_an_object_store_model_path_is_named_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("vllm serve gs://my-bucket/models/Qwen2.5-7B-Instruct --host 127.0.0.1\n"
+                 "vllm serve s3://bkt/Qwen2.5-7B-Instruct-AWQ --host 127.0.0.1\n"
+                 "vllm serve /models/Qwen2.5-7B-Instruct-AWQ --host 127.0.0.1\n")
+    main(["lint", str(f), "--gpu", "L4"])
+    sf004 = [line for line in capsys.readouterr().out.splitlines() if " SF004 " in line]
+    assert sf004 == [
+        f"{f}:1:12: SF004 resolved 'gs://my-bucket/models/Qwen2.5-7B-Instruct' to catalog entry "
+        "'Qwen/Qwen2.5-7B-Instruct' by name (an object-store path of that name); assumed the same checkpoint",
+        f"{f}:2:12: SF004 resolved 's3://bkt/Qwen2.5-7B-Instruct-AWQ' to catalog entry 'Qwen/Qwen2.5-7B-Instruct' "
+        "by name (an object-store path named after it); assumed AWQ 4-bit, group 128",
+        f"{f}:3:12: SF004 resolved '/models/Qwen2.5-7B-Instruct-AWQ' to catalog entry 'Qwen/Qwen2.5-7B-Instruct' "
+        "by name (a local folder named after it); assumed AWQ 4-bit, group 128"]
