@@ -200,3 +200,18 @@ def test_an_object_store_model_path_is_named_as_one(tmp_path: Path, capsys: pyte
         "by name (an object-store path named after it); assumed AWQ 4-bit, group 128",
         f"{f}:3:12: SF004 resolved '/models/Qwen2.5-7B-Instruct-AWQ' to catalog entry 'Qwen/Qwen2.5-7B-Instruct' "
         "by name (a local folder named after it); assumed AWQ 4-bit, group 128"]
+
+
+# estimate said how a GGUF's name was read three times: "GGUF 'x.gguf' taken as ...", "model 'x.gguf'
+# taken as ... by its name (...)" and "weights sized from ... as llama-quantize makes ..."
+def test_a_gguf_name_is_read_once_in_the_assumptions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("llama-server -m /models/qwen2.5-7b-instruct-q4_k_m.gguf -c 4096 -ngl 99 --host 127.0.0.1\n")
+    main(["estimate", str(f), "--gpu", "L4", "--engine-version", "b7327"])
+    out = capsys.readouterr().out
+    named = [line for line in out.splitlines() if "Qwen2.5-7B-Instruct" in line or "llama-quantize" in line]
+    assert named == [
+        "llamacpp b7327  ·  Qwen/Qwen2.5-7B-Instruct",
+        "  - GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, quant Q4_K_M; "
+        "no file to read)",
+        "  - weights sized as llama-quantize makes Q4_K_M (4.36 GiB; the real file may differ slightly)"]
