@@ -215,3 +215,17 @@ def test_a_gguf_name_is_read_once_in_the_assumptions(tmp_path: Path, capsys: pyt
         "  - GGUF 'qwen2.5-7b-instruct-q4_k_m.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, quant Q4_K_M; "
         "no file to read)",
         "  - weights sized as llama-quantize makes Q4_K_M (4.36 GiB; the real file may differ slightly)"]
+
+
+# tune's "KV auto (bfloat16)" for an AWQ checkpoint known by its name: AutoAWQ writes float16
+# checkpoints, and vLLM's auto dtype (so its auto KV dtype) is the checkpoint's; the size is the same
+def test_an_awq_checkpoint_runs_in_float16(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve.sh"
+    f.write_text("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --host 127.0.0.1 --max-model-len 8192\n")
+    main(["tune", str(f), "--gpu", "L4"])
+    out = capsys.readouterr().out
+    assert ("  now     context 8,192 x 31 users, KV auto (float16), weights awq (checkpoint), headroom 8.8%: "
+            "meets the needs\n") in out
+    f.write_text("vllm serve Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1 --max-model-len 8192\n")
+    main(["tune", str(f), "--gpu", "L4"])
+    assert "  now     context 8,192 x " in (out := capsys.readouterr().out) and "KV auto (bfloat16)" in out

@@ -144,6 +144,11 @@ def lookup(ref: str) -> ModelSpec | None:
         return spec
     if r.quant is not None:
         spec.quantization = copy.deepcopy(r.quant)
+        if r.quant.get("quant_method") == "awq":
+            # AutoAWQ loads the model to quantize in float16 (awq/models/base.py from_pretrained, torch_dtype
+            # default torch.float16) and saves its config so: the checkpoint's dtype, which the engines'
+            # auto dtype follows (vLLM config/model.py::_get_and_verify_dtype -> _resolve_auto_dtype)
+            spec.torch_dtype = "float16"
     elif r.dtype:
         spec.quantization = None
         spec.torch_dtype = r.dtype
