@@ -107,7 +107,9 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
         cfg = engine.parse(site, target.engine_version or site.engine_version)
     ref = target.model or cfg.model_ref
     if not ref and not target.model_config:
-        raise UsageError(f"{engine.title}: no model given in the command (pass --model REF)")
+        from servefit.sources.unset_vars import model_among_unknown_args
+
+        raise UsageError(f"{engine.title}: {model_among_unknown_args(site) or 'no model given in the command (pass --model REF)'}")
     if target.models is None:  # the lock and model mapping that apply to this file
         from dataclasses import replace
 

@@ -144,6 +144,11 @@ def lookup(ref: str) -> ModelSpec | None:
         return spec
     if r.quant is not None:
         spec.quantization = copy.deepcopy(r.quant)
+        if r.quant.get("quant_method") == "awq":
+            # AutoAWQ loads the model to quantize in float16 (awq/models/base.py from_pretrained, torch_dtype
+            # default torch.float16) and saves its config so: the checkpoint's dtype, which the engines'
+            # auto dtype follows (vLLM config/model.py::_get_and_verify_dtype -> _resolve_auto_dtype)
+            spec.torch_dtype = "float16"
     elif r.dtype:
         spec.quantization = None
         spec.torch_dtype = r.dtype
@@ -179,7 +184,7 @@ def _recipe(ref: str) -> _Recipe | None:
     if hits and ":" not in base:
         if not org and not local:  # the repo's own name without its organization; `/NAME` is a local folder
             return _Recipe(hits[0])
-        where = "a local folder of that name" if local else "a copy under another organization"
+        where = f"{_folder(ref)} of that name" if local else "a copy under another organization"
         return _Recipe(hits[0], f"resolved '{ref}' to catalog entry '{_name(hits[0])}' by name ({where}); "
                                 f"assumed the same checkpoint")
     v = parse_variant(ref)
@@ -190,7 +195,7 @@ def _recipe(ref: str) -> _Recipe | None:
         best, best_variants = min(cands, key=lambda c: (len(c[1] ^ v.variants), c[0]))
         org_as_written = names.split_ref(ref)[0]
         if local:
-            why = "a local folder named after it"
+            why = f"{_folder(ref)} named after it"
         elif ollama:
             why = "an Ollama tag of that model"
         elif org and name_rules.repacker(org) and v.quant and org.lower() != _split(_name(best))[0].lower():
@@ -203,7 +208,7 @@ def _recipe(ref: str) -> _Recipe | None:
     d = names.derive(ref, idx.names)
     if d is None:
         return None if ollama or ref.lower().endswith(".gguf") else _close(ref, v, local)
-    why = f"a local folder named after it; {d.why}" if local else d.why
+    why = f"{_folder(ref)} named after it; {d.why}" if local else d.why
     return _derived(d.entry, ref, why, v, ollama, False, d.context, d.guess)
 
 
@@ -221,7 +226,20 @@ def _close(ref: str, v: Variant, local: bool) -> _Recipe | None:
     if hit is None:
         return None
     why = name_close.why(word, size, from_library, hit[0], pool, hit[1], idx.names)
-    return _derived(hit[0], ref, f"a local folder named after it; {why}" if local else why, v, False, False, guess=True)
+    return _derived(hit[0], ref, f"{_folder(ref)} named after it; {why}" if local else why, v, False, False, guess=True)
+
+
+OBJECT_STORES = frozenset({"gs", "gcs", "s3", "s3a", "az", "abfs", "abfss", "wasb", "wasbs", "oss", "r2", "cos", "obs"})
+
+
+def _folder(ref: str) -> str:
+    """What a path-like model reference is: an object-store path (`gs://bucket/...`, `s3://...`), which the
+    server or an init step downloads, another URL's location, or a local folder."""
+    m = re.match(r"([a-z][a-z0-9+.-]*)://", ref.strip(), re.I)
+    if m is None:
+        return "a local folder"
+    scheme = m.group(1).lower()
+    return "an object-store path" if scheme in OBJECT_STORES else f"a {scheme}:// location"
 
 
 def names_a_model(name: str) -> bool:

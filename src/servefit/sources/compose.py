@@ -31,6 +31,7 @@ from servefit.sources.detect import markers, models_on_request
 from servefit.sources.docker_scripts import mounts_as_copies, run_copied
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
+from servefit.sources.image_env import llama_arg_server
 from servefit.sources.launch import Facts, container
 from servefit.sources.ports import Exposure, published
 from servefit.sources.problems import missing_config_file, unknown_image
@@ -269,6 +270,8 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
                     is not None), None)
         for launch in launches:  # the server is the service: its line is that of its `build:`
             launch.line = y.span(key).line if key is not None else launch.line
+    if not launches and df is None and image is not None and not entry and (not cmd or cmd[0].text.startswith("-")):
+        launches = llama_arg_server(image, cmd or [], env, ctx)  # an image built elsewhere, set by LLAMA_ARG_*
     if not launches:
         if image is not None and unset and not entry and markers().search(sname):  # the image decides
             fc.findings.append(unknown_image(image, sname, unset[0]))

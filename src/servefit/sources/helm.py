@@ -11,6 +11,8 @@ has the span of the value.
 
 from __future__ import annotations
 
+import re
+
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import Finding, GpuHint, Severity, Token
@@ -142,6 +144,23 @@ def generic(y: Y, root: Node, fc: FileCtx, label: str, owned: frozenset[str] = f
         helm_values = label != "helm" or _values_like(fc.path)
         for image in unread:
             fc.findings.append(image_not_read(image) if helm_values else image_not_read(image, NOT_VALUES, severity="info"))
+        if not unread and label == "helm" and helm_values:
+            _engine_section_not_read(y, root, fc)
+
+
+def _engine_section_not_read(y: Y, root: Node, fc: FileCtx) -> None:
+    """SF116 on a values file whose top-level section is named after an engine (`vllm:` with its
+    env, freechat-fun/freechat-vllm) but that names no image or command: the chart it is for (a
+    remote one, `helm install -f values.yaml repo/vllm`) writes the server, so it was not read."""
+    from servefit.engines import get
+
+    for key, knode, _ in y.items(root):
+        eng = next((name for name, t in detect.engine_tables()
+                    if any(re.fullmatch(m, key, re.I) for m in t.get("markers") or ())), None)
+        if eng is not None:
+            fc.findings.append(unread_server(f"this values file configures {get(eng).title} (its `{key}:` "
+                                             f"section), but {NO_CHART}", span=y.span(knode)))
+            return
 
 
 NO_CHART = ("the command it runs comes from the templates of a chart servefit does not read, so this server's "

@@ -14,6 +14,7 @@ from servefit.sources.hints import no_gpu_visible
 from servefit.sources.off_gpu import message, off_gpu
 from servefit.sources.server_build import Server, anchor, plugin_failed
 from servefit.sources.target import Part
+from servefit.sources.unset_vars import model_among_unknown_args
 
 
 def storage_model(srv: Server) -> None:
@@ -207,6 +208,8 @@ def plan_server(srv: Server, engine: Any) -> None:
                          "in this file")
         elif not ref and t.model is None and (own := own_build_model(site, engine.title)):
             srv.error = own
+        elif not ref and t.model is None and (among := model_among_unknown_args(site)):
+            srv.error = among
         out.append(finding("SF002", srv.error, site=site.name, span=cfg.spans.get("model") or anchor(site)))
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not stop the run
         srv.error = f"{type(exc).__name__}: {exc}"

@@ -43,6 +43,11 @@ RUN_WORD = re.compile(r"[^$]+")
 PLACEHOLDER = re.compile(r"<[A-Za-z][A-Za-z0-9_.:/@-]*>(?=[\s;|&)\"']|$)")
 
 
+# `python -m sglang.launch_server ...` in notes and READMEs: `...` as a whole word stands for arguments
+# the text leaves out; like "$@" it is no word the engine gets, and SF001 says the arguments are unknown.
+ELIDED = re.compile(r"\.\.\.(?=[\s;|&)]|$)")
+
+
 def placeholder(text: str) -> bool:
     """Whether text is a whole `<placeholder>` word."""
     m = PLACEHOLDER.match(text)
@@ -203,6 +208,11 @@ class Scanner(Expansions):
                     and (mode != "word" or ph.end() == n):
                 self._unresolved(ph.group(), i, ph.end(), False)
                 i = ph.end()
+                continue
+            if c == "." and mode != "word" and self.cur is None and ELIDED.match(t, i) is not None:
+                self.cur = []  # a word of no pieces: it vanishes, and its SF001 stays with the command
+                self._unresolved("...", i, i + 3, False, keep=False)  # `serve ...`: arguments left out
+                i += 3
                 continue
             if mode == "word":
                 if c == "$":

@@ -156,6 +156,8 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
                        "known here")
             elif var.startswith("<"):  # sources/shell.py PLACEHOLDER
                 msg = f"{var} is a placeholder to fill in: the value it gives {eng} is not known, so it is not checked"
+            elif var == "...":  # sources/shell.py ELIDED
+                msg = f"`...` leaves out {eng}'s arguments here: they are not known, so they are not checked"
             elif var in ("$@", "$*", "%*"):
                 msg = f"{var}: the arguments the script is called with are not known; they are not checked"
             elif var[:1] in "$%" and var[1:].isdigit():  # `model_name=$1`: one argument, named as such
@@ -166,3 +168,12 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
                        f"{sample_sets(site, var)}: the value it gives {eng} is not known, so it is not checked")
             out.append(unresolved(msg, span or None, site.name))
     return out
+
+
+def model_among_unknown_args(site: LaunchSite | None) -> str | None:
+    """Where a command names no model but leaves arguments unknown (`serve ...` in notes, a script's
+    "$@"): the model may be among them, so that is what is said, not that none is given."""
+    elided = next((v for v, _ in site.unresolved_spans if v in ("...", "$@", "$*", "%*")), None) if site else None
+    if elided is None:
+        return None
+    return f"the model is not in the command: it may be among the arguments `{elided}` stands for (pass --model REF)"

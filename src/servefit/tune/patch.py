@@ -248,7 +248,7 @@ class Patcher(EnvPlacement):
             return
         env = next((v for v in (opt.env if opt is not None else ()) if v in self.site.env), None)
         if env is not None:
-            self.env(p, env, shown=False)
+            self.env(p, env)
             return
         if is_bool and not new:
             return
@@ -258,7 +258,7 @@ class Patcher(EnvPlacement):
         if opt is not None and opt.env and self._env_configured():
             # a server the environment configures (the image's own command, a unit's bare
             # `ExecStart=llama-server` beside its Environment= lines): the new setting joins them
-            self.env(p, opt.env[0], shown=False)
+            self.env(p, opt.env[0])
             return
         self.pending_words.append((p, [long] if is_bool else [long, fmt(new)]))
 

@@ -90,7 +90,9 @@ class LlamaCppEngine(Engine):
                 cfg.settings["gguf_base"], cfg.settings["gguf_quant"] = base, quant
         spec = resolve_gguf_ref(str(ref), online=bool(getattr(target, "online", False)),
                                 context=getattr(target, "models", None), hf_repo=cfg.settings.get("hf_repo"))
-        if spec.gguf is not None:  # sized from the real header (model lock, Hub): not by its name
+        # sized from the real header (model lock, Hub): not by its name; or the resolver says how the
+        # name was read (gguf_names: "GGUF 'x.gguf' taken as ..."), once
+        if spec.gguf is not None or any(a.startswith("GGUF ") and " taken as " in a for a in spec.assumptions):
             cfg.assumptions[:] = [a for a in cfg.assumptions if " by its name" not in a]
         return spec
 

@@ -303,6 +303,7 @@ def load(settings: dict[str, Any], spec: ModelSpec, assumptions: list[str]) -> L
                            "a model lock or --online reads its header)")
         return lm
     maker = "Ollama's converter writes it" if quant == "OLLAMA_MXFP4" else f"llama-quantize makes {quant}"
-    assumptions.append(f"weights sized from {spec.name} as {maker} "
+    said = any(f" taken as {spec.name}" in a for a in spec.assumptions)  # the GGUF's name resolution names it
+    assumptions.append(f"weights sized {'' if said else f'from {spec.name} '}as {maker} "
                        f"({lm.weight_bytes / 2**30:.2f} GiB; the real file may differ slightly)")
     return lm

@@ -152,7 +152,8 @@ class SglangEngine(Engine):
             tok = site.env.get(k)
             if tok is not None and tok.span is not None:
                 cfg.spans[f"env:{k}"] = tok.span
-        if model_ref is None and not _splat(site):
+        elided = any(v in ("...", "$@", "$*", "%*") for v, _ in site.unresolved_spans)  # SF001 says so
+        if model_ref is None and not elided and not _splat(site):
             cfg.findings.append(finding("SGL002", "the following arguments are required: --model-path",
                                         span=site.argv[0].span if site.argv else None, site=site.name,
                                         setting="model_path"))
