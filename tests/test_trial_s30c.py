@@ -261,13 +261,16 @@ def test_llmaz_playground_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[
     f.write_text(LLMAZ_PLAYGROUND)
     assert main(["lint", str(f)]) == 0
     assert capsys.readouterr().out == (
-        f"{f}:18:16: SF116 llmaz Playground opt-125m serves model opt-125m with vLLM (BackendRuntime vllm), in a pod "
-        "llmaz's controller writes from that BackendRuntime's command and recommended arguments, which are not in "
-        "this file: servefit does not read BackendRuntimes, so this server's settings were not checked\n"
+        f"{f}:18:16: SF116 llmaz Playground opt-125m serves model opt-125m with vLLM (llmaz's default BackendRuntime), in a "
+        "pod llmaz's controller writes from that BackendRuntime's command and recommended arguments, which are not "
+        "in this file: servefit does not read BackendRuntimes, so this server's settings were not checked\n"
         "0 errors, 1 warning, 0 info in 1 file (0 servers)\n")
     f.write_text(LLMAZ_PLAYGROUND + "  backendRuntimeConfig:\n    backendName: llamacpp\n")
     assert main(["lint", str(f)]) == 0
     assert "serves model opt-125m with llama.cpp (BackendRuntime llamacpp)" in capsys.readouterr().out
+    f.write_text(LLMAZ_PLAYGROUND + "  backendRuntimeConfig:\n    backendName: tensorrt-llm\n")
+    assert main(["lint", str(f)]) == 0
+    assert "serves model opt-125m with TensorRT-LLM (BackendRuntime tensorrt-llm)" in capsys.readouterr().out
 
 
 # substratusai/kubeai's manifests/models/*-cpu.yaml and *-tpu.yaml: a Model on the `cpu` or `google-tpu-*`

@@ -285,8 +285,8 @@ def kaito_preset(y: Y, doc: Node, fc: FileCtx, kind: str) -> None:
         span=y.span(preset)))
 
 
-_LLMAZ_BACKENDS = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp", "ollama": "Ollama", "tgi": "TGI",
-                   "tensorrt-llm": "TensorRT-LLM"}  # llmaz chart's BackendRuntimes, by name
+# llmaz's BackendRuntimes are named as servefit names engines (engines.title), plus one servefit does not model
+_LLMAZ_OTHER_BACKENDS = {"tensorrt-llm": "TensorRT-LLM"}
 
 
 def llmaz_playground(y: Y, doc: Node, fc: FileCtx) -> None:
@@ -294,17 +294,19 @@ def llmaz_playground(y: Y, doc: Node, fc: FileCtx) -> None:
     (`backendRuntimeConfig.backendName`, vLLM by default: llmaz api/inference/v1alpha1/playground_types.go),
     its command and arguments from that runtime's recommended configs, which are not in the file: the server is
     said, not silently skipped. The model is the OpenModel the claim names (its `modelID` where this file holds it)."""
+    from servefit.engines import title
     from servefit.sources.problems import unread_server
 
     spec = y.get(doc, "spec")
-    backend = (y.str(y.get(spec, "backendRuntimeConfig", "backendName")) or "vllm").lower()
+    named = (y.str(y.get(spec, "backendRuntimeConfig", "backendName")) or "").lower()
+    shown = title(named) or _LLMAZ_OTHER_BACKENDS.get(named, named) if named else "vLLM"  # llmaz's default
+    runtime = f"BackendRuntime {named}" if named else "llmaz's default BackendRuntime"
     claims = y.seq(y.get(spec, "modelClaims", "models"))
     claim = y.get(spec, "modelClaim", "modelName") or (y.get(claims[0], "name") if claims else None)
     model = y.str(claim)
     name = y.str(y.get(doc, "metadata", "name")) or "unnamed"
     at = claim if claim is not None else y.get(doc, "kind")
     fc.findings.append(unread_server(
-        f"llmaz Playground {name} serves model {model or '?'} with {_LLMAZ_BACKENDS.get(backend, backend)} (BackendRuntime "
-        f"{backend}), in a pod llmaz's controller writes from that BackendRuntime's command and recommended "
-        "arguments, which are not in this file: servefit does not read BackendRuntimes, so this server's settings "
+        f"llmaz Playground {name} serves model {model or '?'} with {shown} ({runtime}), in a pod llmaz's controller "
+        "writes from that BackendRuntime's command and recommended arguments, which are not in this file: servefit does not read BackendRuntimes, so this server's settings "
         "were not checked", span=y.span(at) if at is not None else None))
