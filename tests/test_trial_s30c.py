@@ -340,3 +340,53 @@ def test_terraform_heredoc_manifest_is_said_unread(tmp_path: Path, capsys: pytes
     f.write_text(TF_HEREDOC.replace("vllm/vllm-openai:v0.9.0", "nginx:1.27"))
     assert main(["lint", str(f)]) == 0
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+
+
+# ai-dynamo's agg.yaml gives its container one string of args (`python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B ...
+# | tee ...`); in a plain Deployment of an engine image the image's entrypoint gets that whole line as one argument
+# (vLLM takes it as the model name and refuses it): estimate said "unknown model '<the whole line>'" and lint
+# said nothing about it.
+ONE_STRING_ARGS = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm-agg
+spec:
+  template:
+    spec:
+      containers:
+        - name: main
+          image: vllm/vllm-openai:v0.11.0
+          args:
+            - "vllm serve Qwen/Qwen3-0.6B --max-model-len 8192 2>&1 | tee /tmp/vllm.log"
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""
+
+
+def test_one_string_command_line_in_args_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "deploy.yaml"
+    f.write_text(ONE_STRING_ARGS)
+    assert main(["lint", str(f)]) == 0  # a warning
+    out = capsys.readouterr().out
+    assert f"{f}:12:16: SF106 vllm/vllm-openai:v0.11.0 already runs `vllm serve`, and this command is one string " \
+        "holding a command line: the engine gets `vllm serve 'vllm serve Qwen/Qwen3-0.6B --max-model-len 81...'`, " \
+        "the whole line as one argument, and rejects it. Write each word as its own list item, or run the line " \
+        "through a shell (k8s `command: [sh, -c]`, compose `entrypoint: [sh, -c]`)\n" in out
+    assert out.endswith("0 errors, 1 warning, 1 info in 1 file (1 server)\n")
+    assert main(["estimate", str(f), "--gpu", "L4"]) == 2
+    assert "the whole line as one argument, and rejects it: write each word as its own list item" in \
+        capsys.readouterr().err
+    # the same words as list items, or the line run through a shell, start the server: no SF106
+    for fixed in (ONE_STRING_ARGS.replace(
+            '- "vllm serve Qwen/Qwen3-0.6B --max-model-len 8192 2>&1 | tee /tmp/vllm.log"',
+            '- "Qwen/Qwen3-0.6B"\n            - "--max-model-len"\n            - "8192"'),
+            ONE_STRING_ARGS.replace("          args:\n", "          command: [sh, -c]\n          args:\n"),
+            # a rebuilt image whose entrypoint servefit only assumes: the line is read as the server meant
+            ONE_STRING_ARGS.replace("vllm/vllm-openai:v0.11.0", "registry.example.com/ml/vllm-custom:2025.1")):
+        f.write_text(fixed)
+        main(["lint", str(f)])
+        assert "SF106" not in capsys.readouterr().out
+        assert main(["estimate", str(f), "--gpu", "L4"]) in (0, 1)
+        out = capsys.readouterr().out
+        assert "verdict: starts" in out and "Qwen/Qwen3-0.6B" in out

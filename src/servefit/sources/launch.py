@@ -325,6 +325,20 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
             for launch in found if runs else []:  # estimate, explain and tune say so too, not "starts" (SF106)
                 launch.facts["refused"] = (f"the container runs {runs} ({img} already runs `{shown}`), which the "
                                            "engine rejects: set the entrypoint or pass only the engine's arguments")
+        elif ie is not None and cmd and _command_in_one_word(cmd[0]):
+            # k8s `args: ["vllm serve MODEL --max-model-len 8192 | tee log"]`: the server meant is read; an official
+            # image's entrypoint gets the whole line as one argument (vLLM takes it as the model name and refuses it)
+            found = from_commands(split_commands(cmd[0].to_src(), env.copy()), ctx, env)
+            if ie[2]:
+                shown = " ".join(ie[0])
+                said = cmd[0].text if len(cmd[0].text) <= 48 else cmd[0].text[:45] + "..."
+                why = (f"{img} already runs `{shown}`, and this command is one string holding a command line: the "
+                       f"engine gets `{shown} '{said}'`, the whole line as one argument, and rejects it")
+                ctx.findings.append(finding("SF106", why + ". Write each word as its own list item, or run the line "
+                                            "through a shell (k8s `command: [sh, -c]`, compose `entrypoint: [sh, -c]`)",
+                                            span=cmd[0].token().span))
+                for launch in found:
+                    launch.facts["refused"] = why + ": write each word as its own list item, or run it through a shell"
         elif ie is not None and not cmd and not ie[2] and img and image_release.release_image(img) is True:
             found = []  # the engine's own image sets no server entrypoint (lmsysorg/sglang): it runs a shell
         elif ie is not None:
@@ -362,6 +376,14 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
         if image is not None and image.span is not None:
             launch.facts.setdefault("image_span", image.span)
     return found
+
+
+def _command_in_one_word(word: Word) -> bool:
+    """Whether a container's first argument is a whole command line written as one string (a server, a shell or a
+    Python program, then more words), not an argument."""
+    words = word.text.split()
+    return len(words) > 1 and (detect.recognise(words) is not None or detect.program(words[0]) in detect.SHELLS
+                               or detect.program(words[0]).startswith("python"))
 
 
 def _launcher_not_started(image: Token | None, ctx: Ctx) -> None:
