@@ -35,6 +35,10 @@ class Span:
         return {"file": self.file, "line": self.line, "col": self.col,
                 "end_line": self.end_line, "end_col": self.end_col}
 
+    def skip(self, k: int) -> Span:
+        """This span less its first `k` characters (on its first line: the value after `KEY=`, past `docker://`)."""
+        return Span(self.file, self.line, self.col + k, self.end_line, self.end_col, self.start + k, self.end)
+
 
 @dataclass(frozen=True)
 class Token:

@@ -17,7 +17,6 @@ from servefit.sources.shell import Vars, Word
 if TYPE_CHECKING:
     from servefit.sources.launch import Ctx, Launch
 
-PROGRAMS = {"apptainer", "singularity"}
 # the options of run / exec that take a value (`apptainer exec --help`); `-e` is --cleanenv, a flag
 VALUE = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--pwd", "--overlay", "-o",
          "--mount", "--security", "--network", "--network-args", "--hostname", "--app", "-S", "--scratch",
@@ -55,11 +54,8 @@ def apptainer(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     if verb == "exec":
         found = from_words(rest, ctx, cenv)
     elif ref is not None:
-        tok = image.token()
-        s = tok.span
-        k = len("docker://")
-        span = type(s)(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end) if s else None
-        found = container(Token(ref, span), None, rest, ctx, cenv)
+        s = image.token().span
+        found = container(Token(ref, s.skip(len("docker://")) if s else None), None, rest, ctx, cenv)
     else:
         return []  # a local .sif: its runscript is not known
     for launch in found:

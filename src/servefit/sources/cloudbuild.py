@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from servefit.core import Span, Token
+from servefit.core import Token
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import from_commands, from_words
 from servefit.sources.shell import Vars, expand_word, split_commands
@@ -54,8 +54,7 @@ def _step_env(y: Y, node: Node | None, env: Vars) -> None:
         key, _, _ = tok.text.partition("=")
         s = tok.span
         k = len(key) + 1
-        value = Token(tok.text[k:], Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end)
-                      if s is not None and s.line == s.end_line else s)
+        value = Token(tok.text[k:], s.skip(k) if s is not None and s.line == s.end_line else s)
         env.set(key, value)
         env.exported.add(key)
 

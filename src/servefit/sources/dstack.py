@@ -80,7 +80,7 @@ def _env(y: Y, node: Node | None, env: Vars) -> None:
         off = len(key) + 1
         s = t.span
         if s is not None and s.line == s.end_line and s.end - s.start == len(t.text):
-            s = type(s)(s.file, s.line, s.col + off, s.end_line, s.end_col, s.start + off, s.end)
+            s = s.skip(off)
         env.set(key.strip(), Token(val, s))
 
 

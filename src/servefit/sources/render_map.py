@@ -133,12 +133,12 @@ class Mapper:
         if s is None or s.file != self.virtual or not tok.text.startswith("-") or k <= 1 or k >= len(tok.text) \
                 or s.line != s.end_line or s.end - s.start != len(tok.text):
             return tok.value_span
-        at = self.span(Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
+        at = self.span(s.skip(k))
         tpl = self.span(s)
         if self.scoped and tpl.file not in (self.virtual, self.fallback[0] if self.fallback else None) \
                 and tpl.end - tpl.start == len(tok.text) and tpl.line == tpl.end_line:
             # a kustomize build copies the word as written: the value is where the word is, past its `=`
-            return Span(tpl.file, tpl.line, tpl.col + k, tpl.end_line, tpl.end_col, tpl.start + k, tpl.end)
+            return tpl.skip(k)
         return at if at.file not in (tpl.file, self.virtual) else tok.value_span
 
     def _walk(self, obj: Any) -> Any:

@@ -17,11 +17,11 @@ import os
 import re
 
 from servefit.core import GpuHint
-from servefit.sources.base import FileCtx, read_text
+from servefit.sources.base import FileCtx
 from servefit.sources.launch import Ctx, Facts, Launch, from_commands
 from servefit.sources.shell import Vars, split_commands
 from servefit.sources.slurm import gpu_request
-from servefit.sources.text import LineIndex, Src
+from servefit.sources.text import Src
 
 
 def scan(fc: FileCtx) -> None:
@@ -34,11 +34,10 @@ def scan(fc: FileCtx) -> None:
     if ".sh" in fc.text or "sbatch" in fc.text:  # `bash service.sh $MODEL $TP`: the script it runs, with them
         from servefit.sources.script_calls import called_scripts
 
-        for launch, path, batch in called_scripts(fc, cmds, env):
+        for launch, path, own in called_scripts(fc, cmds, env):
             calls[id(launch)] = os.path.basename(path)
             launches.append(launch)
-            text = (read_text(path) or "") if batch else ""
-            own_gpu[id(launch)] = gpu_request(text, LineIndex(text, path).span) if "#SBATCH" in text else None
+            own_gpu[id(launch)] = own
     if ".service" in fc.text and "<<" in fc.text:
         heredoc_units(fc, env)
     if "<<" in fc.text:
@@ -53,8 +52,7 @@ def scan(fc: FileCtx) -> None:
             gpu = GpuHint(slurm.name, launch.gpu.count, f"{slurm.source}; count from {launch.gpu.source}",
                           slurm.span)
         # a batch script's task variables (SLURM_NODEID, SLURM_PROCID) are Slurm's (sources/slurm.py)
-        facts = Facts(runtime="slurm") if slurm is not None or "#SBATCH" in fc.text or id(launch) in own_gpu and \
-            own_gpu[id(launch)] is not None else None
+        facts = Facts(runtime="slurm") if slurm is not None or "#SBATCH" in fc.text else None
         # a called script's server is the caller's (not a "script:" one: the called script read alone gives way)
         name = f"script:{launch.line}" if id(launch) not in calls else f"run/{calls[id(launch)]}@{launch.line}"
         fc.add([launch], name, gpu, facts, ctx.ollama_models)

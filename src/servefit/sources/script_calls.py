@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import re
 
+from servefit.core import GpuHint
 from servefit.sources.base import FileCtx, read_text
+from servefit.sources.detect import SHELLS
 from servefit.sources.launch import Launch, from_commands
 from servefit.sources.shell import Vars, split_commands
+from servefit.sources.slurm import gpu_request
 from servefit.sources.text import LineIndex, Src
 from servefit.sources.words import Command
 
-SHELLS = {"bash", "sh", "dash", "zsh"}
 SCRIPTS = (".sh", ".sbatch", ".slurm")  # `sbatch job.sbatch MODEL`: Slurm runs the batch script with those arguments
 
 
@@ -29,7 +31,6 @@ def calls_engine_script(path: str, text: str) -> bool:
     """Whether the script runs a script of the repository that mentions an engine, with arguments: read even
     when the caller itself names no engine (a Slurm job handing its model to the service script)."""
     from servefit.sources import _mentions_engine
-    from servefit.sources.base import FileCtx
 
     fc = FileCtx.of(path, text)
     for m in _CALL.finditer(text):
@@ -39,10 +40,10 @@ def calls_engine_script(path: str, text: str) -> bool:
     return False
 
 
-def called_scripts(fc: FileCtx, cmds: list[Command], env: Vars) -> list[tuple[Launch, str, bool]]:
-    """(the server, the called script's path, whether Slurm runs it: `sbatch`, so its #SBATCH lines count) for
+def called_scripts(fc: FileCtx, cmds: list[Command], env: Vars) -> list[tuple[Launch, str, GpuHint | None]]:
+    """(the server, the called script's path, its own #SBATCH GPU request where Slurm runs it: `sbatch`) for
     each command that runs a script of the repository with arguments; the launch's line is the calling command's."""
-    out: list[tuple[Launch, str, bool]] = []
+    out: list[tuple[Launch, str, GpuHint | None]] = []
     for cmd in cmds:
         t = cmd.texts
         k = 1 if t and os.path.basename(t[0]) in SHELLS | {"sbatch"} else 0
@@ -64,10 +65,12 @@ def called_scripts(fc: FileCtx, cmds: list[Command], env: Vars) -> list[tuple[La
             inner.set(str(j), w.token(), w.unresolved + w.substituted_refs())
         ctx = fc.ctx(exported_only=True)
         ctx.depth += 1
-        found = from_commands(split_commands(Src(text, LineIndex(text, path)), inner), ctx, inner)
+        li = LineIndex(text, path)
+        found = from_commands(split_commands(Src(text, li), inner), ctx, inner)
+        own = gpu_request(text, li.span) if t[0] == "sbatch" and "#SBATCH" in text else None
         for launch in found:
             launch.line = cmd.words[0].line
             for w in cmd.words[k + 1:]:
                 launch.unresolved.extend(u for u in w.unresolved if u not in launch.unresolved)
-            out.append((launch, path, t[0] == "sbatch"))
+            out.append((launch, path, own))
     return out

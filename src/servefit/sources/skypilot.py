@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from servefit.core import GpuHint, Span, Token
+from servefit.core import GpuHint, Token
 from servefit.sources.base import FileCtx
 from servefit.sources.hints import to_int
 from servefit.sources.launch import Facts, from_commands
@@ -76,7 +76,7 @@ def _count_token(hint: GpuHint) -> Token:
     s = hint.span
     if s is not None and s.line == s.end_line and s.end - s.start > len(text):
         k = s.end - s.start - len(text)
-        return Token(text, Span(s.file, s.line, s.col + k, s.end_line, s.end_col, s.start + k, s.end))
+        return Token(text, s.skip(k))
     return Token(text, s)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from servefit.engines.vllm.weights import VOCAB_PAD
 from servefit.models.spec import ModelSpec
 
 MiB = 2**20
@@ -31,7 +32,6 @@ SMALL_SIZE = 1 * MiB  # kSmallSize: larger requests use the large pool
 LARGE_BUFFER = 20 * MiB  # kLargeBuffer: the segment a 1 - 10 MiB request opens
 MIN_LARGE_ALLOC = 10 * MiB  # kMinLargeAlloc
 ROUND_LARGE = 2 * MiB  # kRoundLarge
-VOCAB_PAD = 64  # VocabParallelEmbedding pads the vocabulary to a multiple of 64 (as weights.VOCAB_PAD)
 # decoder families whose parameters are the plain Llama layout (fused qkv_proj and gate_up_proj)
 PLAIN_LAYOUT = ("llama", "qwen2", "qwen3", "mistral")
 
