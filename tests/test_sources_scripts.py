@@ -189,3 +189,22 @@ def test_a_model_pulled_by_a_variable_is_said_not_known(tmp_path):
     assert [(x.code, x.span.line, x.span.col, x.message) for x in r.findings] == [
         ("SF001", 4, 5, "${i} takes each value of its `for` loop in turn: the value it gives Ollama is not known "
                         "here")]  # the loop sets it (session 30 trial, test_trial_s30d)
+
+
+def test_an_option_line_after_a_server_without_a_backslash_is_its_own_command(tmp_path):
+    """haskoe/beancount-ledger start-llm.sh's shape: `-fa on` ends its line with no `\\`, so `--host 0.0.0.0`
+    runs as a command of its own (ShellCheck SC2215); the server starts without it. A comment that ends
+    the continuation is SF103's, said once; an option line after a command that starts nothing is not this."""
+    f = tmp_path / "start-llm.sh"
+    f.write_text("#!/bin/bash\n"
+                 "llama-server \\\n  -m /models/gemma-2-2b-it-q8_0.gguf \\\n  --ctx-size 4096 \\\n  -fa on\n"
+                 "  --host 0.0.0.0\n\n"
+                 "llama-server \\\n  -m /models/qwen.gguf \\\n#  -fa on\n  --host 0.0.0.0 --port 8080 &\n"
+                 "echo started\n  --port 9\n", encoding="utf-8")
+    r = scan_file(str(f))
+    first = r.sites[0]
+    assert argv(first) == ["llama-server", "-m", "/models/gemma-2-2b-it-q8_0.gguf", "--ctx-size", "4096", "-fa", "on"]
+    assert [(x.code, x.span.line, x.span.col) for x in r.findings] == [("SF121", 6, 3), ("SF103", 10, 1)]
+    assert r.findings[0].message == ("`--host 0.0.0.0` is a command of its own: the line before it does not end in "
+                                     "`\\`, so bash starts the server without these options and then fails on "
+                                     "`--host: command not found`")

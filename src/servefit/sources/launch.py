@@ -149,15 +149,23 @@ def _wrapped_shell(words: list[Word], start: int) -> int | None:
 
 
 @rule("SF103")
+@rule("SF121")
 def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
     from servefit.budget import SERVERS_PER_FILE
 
     out: list[Launch] = []
     stops = _stops_on_exit(cmds)
+    served = False  # the command before this one started a server and ended at a line break
     for cmd in cmds:
         if len(out) > SERVERS_PER_FILE:  # the file reader reports the bound; the rest is not looked at
             break
+        if served and cmd.words and _option_word(cmd.words[0].text):
+            ctx.findings.append(finding(
+                "SF121", f"`{' '.join(cmd.texts)}` is a command of its own: the line before it does not end "
+                "in `\\`, so bash starts the server without these options and then fails on "
+                f"`{cmd.words[0].text}: command not found`", span=cmd.words[0].token().span))
         found = from_words(cmd.words, ctx, cmd.env if cmd.env is not None else env)
+        served = bool(found) and cmd.sep == "\n" and cmd.broken is None  # SF103 says that one
         if found and cmd.sep == "&" and stops:
             continue  # started for the script's own use (`ollama pull` in a model Job) and stopped when it exits
         for launch in found:
@@ -169,6 +177,11 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
                     span=cmd.broken))
         out.extend(found)
     return out
+
+
+def _option_word(text: str) -> bool:
+    """`--host`, `-fa`: a word only an option can be (ShellCheck's SC2215, a flag used as a command name)."""
+    return re.match(r"--?[A-Za-z]", text) is not None
 
 
 def _stops_on_exit(cmds: list[Command]) -> bool:
