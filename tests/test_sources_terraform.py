@@ -27,7 +27,7 @@ def test_a_vllm_container_in_terraform_is_reported_unchecked() -> None:
     [f] = r.findings
     assert (f.code, f.severity) == ("SF108", "info")
     assert f.message == (
-        "servefit does not read Terraform, and this file starts a vLLM server here: its settings were not checked. "
+        "servefit does not read Terraform, and this file starts vLLM here: its settings were not checked. "
         "Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the launch command "
         "(`servefit estimate -- vllm serve ...`)")
     assert (f.span.line, f.span.col) == (7, 20)
@@ -37,7 +37,7 @@ def test_a_vllm_container_in_terraform_is_reported_unchecked() -> None:
 def test_a_python_module_split_over_list_items_names_the_engine() -> None:
     tf = 'locals {\n  cmd = ["python3", "-m", "sglang.launch_server", "--tp", "2"]\n}\n'
     [f] = scan_file("sgl.tf", tf).findings
-    assert "starts a SGLang server" in f.message
+    assert "starts SGLang here" in f.message
     assert f.message.endswith("(`servefit estimate -- sglang serve ...`)")
     assert tf[f.span.start:f.span.end] == "sglang.launch_server"
 

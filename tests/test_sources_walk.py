@@ -78,3 +78,17 @@ def test_templates_are_reported_not_parsed(tmp_path):
               "kind: Deployment\nspec:\n  image: vllm/vllm-openai\n  args: [{{ .Values.model | quote }}]\n")
     [f] = scan_file(p).findings
     assert f.code == "SF104" and (f.span.line, f.span.col) == (4, 10)
+
+
+def test_a_terraform_template_written_as_yaml_is_said_as_one(tmp_path):
+    """ooiyeefei/rafay-templates' ollama-values.yaml: a values file with templatefile() directives (`%{ if x ~}`),
+    not YAML until Terraform renders it: SF104 naming Terraform, not a YAML error. `${var}` alone is no template."""
+    p = write(tmp_path / "ollama-values.yaml",
+              "# values for the ollama chart\n\n%{ if ollama_on_gpu ~}\nnodeSelector:\n  accelerator: nvidia\n"
+              "%{ endif ~}\nollama:\n  gpu:\n    enabled: ${ollama_on_gpu}\n")
+    [f] = scan_file(p).findings
+    assert (f.code, f.span.line, f.span.col) == ("SF104", 3, 1)
+    assert f.message == ("template syntax (%{ }): this file is a Terraform template, not YAML until templatefile() "
+                         "renders it, so it was not read; lint the file Terraform writes from it")
+    plain = write(tmp_path / "compose.yaml", "services:\n  o:\n    image: ollama/ollama:${TAG}\n    x: '50%{y}'\n")
+    assert [f.code for f in scan_file(plain).findings if f.code in ("SF104", "SF105")] == []

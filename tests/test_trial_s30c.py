@@ -333,7 +333,7 @@ def test_terraform_heredoc_manifest_is_said_unread(tmp_path: Path, capsys: pytes
     f.write_text(TF_HEREDOC)
     assert main(["lint", str(f)]) == 0
     assert capsys.readouterr().out == (
-        f"{f}:12:20: SF108 servefit does not read Terraform, and this file starts a vLLM server here: its settings "
+        f"{f}:12:20: SF108 servefit does not read Terraform, and this file starts vLLM here: its settings "
         "were not checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the "
         "launch command (`servefit estimate -- vllm serve ...`)\n0 errors, 0 warnings, 1 info in 1 file (0 servers)\n")
     # a heredoc that starts no engine says nothing

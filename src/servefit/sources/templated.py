@@ -12,11 +12,18 @@ from servefit.sources.problems import not_read, not_rendered
 
 def templated_yaml(fc: Any) -> None:
     """A YAML file with template syntax (a chart's template): not YAML until rendered, said, not skipped."""
-    i = fc.text.find("{{")
-    i = i if i >= 0 else fc.text.find("{%")
+    from servefit.sources.yamlpos import TEMPLATE
+
+    m = TEMPLATE.search(fc.text)
+    i = m.start() if m is not None else 0
+    if m is not None and m.group().startswith("%{"):  # Terraform's templatefile() renders it
+        fc.findings.append(not_rendered(
+            "template syntax (%{ }): this file is a Terraform template, not YAML until templatefile() renders it, "
+            "so it was not read; lint the file Terraform writes from it", span=fc.li.span(i, i + 2)))
+        return
     fc.findings.append(not_rendered("template syntax ({{ }}): this file is not YAML until rendered, so it was not read; "
                  "servefit reads the chart's values file, or lint `helm template` output",
-        span=fc.li.span(max(i, 0), max(i, 0) + 2)))
+        span=fc.li.span(i, i + 2)))
 
 
 _JINJA = re.compile(r"\{%-?\s*(?:extends|block|if|for|set|macro|include)\b")

@@ -69,7 +69,7 @@ def scan(fc: FileCtx) -> None:
             continue
         title = _title(eng)
         fc.findings.append(not_read(
-            f"servefit does not read Terraform, and this file starts a {title} server here: its settings were not "
+            f"servefit does not read Terraform, and this file starts {title} here: its settings were not "
             "checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the launch "
             f"command (`servefit estimate -- {' '.join(_command(eng))} ...`)",
             span=fc.li.span(start, end)))

@@ -31,7 +31,8 @@ _DEEP_DASH = re.compile(r"(?:-[ \t]+){48}")
 _DEEP_INDENT = re.compile(r"\n {1200}")
 MERGE_TAG = "tag:yaml.org,2002:merge"
 TEMPLATE = re.compile(r"\{\{-?\s*(?:\.|\$|include|if\b|else|end\b|range|with\b|template|toYaml|tpl|"
-                      r"default|required|/\*|-)|\{%-?\s*(?:if|for|set|endif|endfor)\b")
+                      r"default|required|/\*|-)|\{%-?\s*(?:if|for|set|endif|endfor)\b"
+                      r"|%\{~?\s*(?:if|for|else|endif|endfor)\b")  # the last: a Terraform templatefile's directives
 
 
 class YamlProblem(Exception):
@@ -52,7 +53,7 @@ def too_deep(text: str) -> bool:
 
 
 def is_templated(text: str) -> bool:
-    return ("{{" in text or "{%" in text) and TEMPLATE.search(text) is not None
+    return ("{{" in text or "{%" in text or "%{" in text) and TEMPLATE.search(text) is not None
 
 
 def compose_all(src: Src) -> list[Node]:
