@@ -109,11 +109,16 @@ def kustomizations(files: list[str], out: Rendered, enabled: bool = True) -> Non
             proc = subprocess.run([*cmd, "--load-restrictor=LoadRestrictionsNone", d], capture_output=True, text=True,
                                   timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
             if proc.returncode == 0:
+                lister = outside[0][0]
+                names = [name for kf, name in outside if kf == lister]
+                what = "a file" if len(names) == 1 else "files"
+                where = "this kustomization's folder" if lister == k else \
+                    f"the folder of {os.path.relpath(lister, d)}, which lists {'it' if len(names) == 1 else 'them'}"
                 out.findings.append(not_rendered(
-                    f"kustomize refuses {', '.join(outside)}, a file outside this kustomization's folder, so `kubectl "
+                    f"kustomize refuses {', '.join(names)}, {what} outside {where}, so `kubectl "
                     "apply -k` fails here; make it a folder with its own kustomization.yaml, or build with "
                     "--load-restrictor LoadRestrictionsNone (servefit built it that way to check its servers)",
-                    span=_written_at(k, outside[0]) or anchor))
+                    span=_written_at(lister, outside[0][1]) or anchor))
         if proc.returncode != 0:
             err = next((ln.strip() for ln in proc.stderr.splitlines() if ln.strip()), "no message")
             out.findings.append(not_rendered(f"kustomize could not build this: {_build_error(err, d)}", span=anchor))
@@ -148,21 +153,24 @@ def _build_error(err: str, d: str) -> str:
             "`kubectl apply -k` fails the same way)")
 
 
-def _outside(kfile: str, tree: list[str], proc: Any) -> list[str]:
-    """The resource files, as the kustomization names them, that the load restrictor refused (outside
-    its folder, inside the repository); empty when the build failed for another reason."""
+def _outside(kfile: str, tree: list[str], proc: Any) -> list[tuple[str, str]]:
+    """The resource files the load restrictor refused, each as (the kustomization or component that lists it,
+    the name it is listed by): outside that kustomization's folder, inside the repository; empty when the build
+    failed for another reason. Nested ones count: kustomize applies the restriction to every folder it builds."""
     from servefit.sources.base import _repo_of, _within
 
     if "is not in or below" not in proc.stderr:
         return []
-    d = os.path.dirname(kfile) or "."
-    root = _repo_of(d)
+    root = _repo_of(os.path.dirname(kfile) or ".")
     if not all(_within(os.path.abspath(f), root) for f in tree):
         return []
-    here = os.path.abspath(d)
-    return [os.path.relpath(f, d) for f in _uses(kfile)[1]
-            if os.path.isfile(f) and not os.path.abspath(f).startswith(here + os.sep)]
-
+    out = []
+    for k in (f for f in tree if os.path.basename(f) in KUSTOMIZATIONS):
+        d = os.path.dirname(k) or "."
+        here = os.path.abspath(d)
+        out += [(k, os.path.relpath(f, d)) for f in _uses(k)[1]
+                if os.path.isfile(f) and not os.path.abspath(f).startswith(here + os.sep)]
+    return out
 
 
 def _mentions_engine(path: str) -> bool:

@@ -1,0 +1,74 @@
+"""Session 31's real-file trial: shapes from public deployment repositories (named with their commits) that
+servefit read wrongly or silently, each reduced to the part that mattered.
+
+- haskoe/beancount-ledger@fcd55a9 start-llm.sh (tests/test_sources_scripts.py: SF121)
+- ooiyeefei/rafay-templates@35ba831 apps/openwebui/helm/ollama-values.yaml (tests/test_sources_walk.py: SF104)
+- jesse-gonzalez/nai-llm-fleet-infra@c183e6d clusters/*/platform/kustomization.yaml (here)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from servefit.cli import main
+
+BASE = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.10.0
+        args: ["--model", "Qwen/Qwen2.5-7B-Instruct"]
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+"""
+PATCH = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        args: ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"]
+"""
+
+
+def test_a_component_listing_a_file_outside_its_folder_is_built_and_said_where(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """nai-llm-fleet-infra's cluster kustomization uses a component (_profiles/kind-stacks/kserve) that lists
+    ../../_base/*.yaml: kustomize's load restrictor refuses those in the component's folder, and the raw
+    accumulation chain ("security; file ... is not in or below ...") was all servefit said. The component's
+    line is named, and the build goes on without the restriction so its servers are checked with the patch."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "_base").mkdir()
+    (tmp_path / "_base" / "vllm.yaml").write_text(BASE)
+    comp = tmp_path / "_profiles" / "stack"
+    comp.mkdir(parents=True)
+    (comp / "kustomization.yaml").write_text("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n\n"
+                                             "resources:\n- ../../_base/vllm.yaml\npatches:\n- path: patch.yaml\n")
+    (comp / "patch.yaml").write_text(PATCH)
+    cluster = tmp_path / "clusters" / "dev"
+    cluster.mkdir(parents=True)
+    (cluster / "kustomization.yaml").write_text("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                                                "components:\n- ../../_profiles/stack\n")
+    main(["lint", "clusters/dev", "--format", "json"])
+    [note] = [f for f in json.loads(capsys.readouterr().out) if f["code"] == "SF104"]
+    assert note["message"] == (
+        "kustomize refuses ../../_base/vllm.yaml, a file outside the folder of ../../_profiles/stack/kustomization.yaml, "
+        "which lists it, so `kubectl apply -k` fails here; make it a folder with its own kustomization.yaml, or build "
+        "with --load-restrictor LoadRestrictionsNone (servefit built it that way to check its servers)")
+    loc = note["location"]
+    assert (loc["file"], loc["line"], loc["column"]) == ("_profiles/stack/kustomization.yaml", 5, 3)
+    main(["lint", "clusters/dev", "--list-sites", "--format", "json"])
+    [site] = json.loads(capsys.readouterr().out)
+    assert site["settings"]["max_model_len"] == 8192
