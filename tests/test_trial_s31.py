@@ -72,3 +72,49 @@ def test_a_component_listing_a_file_outside_its_folder_is_built_and_said_where(
     main(["lint", "clusters/dev", "--list-sites", "--format", "json"])
     [site] = json.loads(capsys.readouterr().out)
     assert site["settings"]["max_model_len"] == 8192
+
+
+FULL_IMAGE = """services:
+  llama:
+    image: ghcr.io/ggml-org/llama.cpp:full-cuda{tag}
+    command: {first} -m /models/qwen2.5-7b-instruct-q4_k_m.gguf -c 4096 -ngl 99
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: 1
+              capabilities: [gpu]
+"""
+
+
+@pytest.mark.parametrize("tag, first, served", [
+    ("", "--server", True), ("-b6000", "-s", True),  # tools.sh: `--server` / `-s` exec ./llama-server "$@"
+    ("", "--run", False), ("", "--bench", False),  # llama-cli, llama-bench: no server
+])
+def test_the_full_image_runs_its_tools_script_and_serves_with_server(tmp_path: Path, tag: str, first: str,
+                                                                      served: bool) -> None:
+    """A compose service of llama.cpp's full image (ENTRYPOINT /app/tools.sh) with `--server -m ...` runs
+    llama-server with the rest; it was 0 servers and nothing said (the image's name does not say server)."""
+    from servefit.sources import scan_file
+
+    f = tmp_path / "compose.yaml"
+    f.write_text(FULL_IMAGE.format(tag=tag, first=first))
+    sites = scan_file(str(f)).sites
+    if not served:
+        assert sites == []
+        return
+    [site] = sites
+    assert site.engine == "llamacpp"
+    assert [t.text for t in site.argv] == ["/app/llama-server", "-m", "/models/qwen2.5-7b-instruct-q4_k_m.gguf",
+                                           "-c", "4096", "-ngl", "99"]
+    assert (site.argv[1].span.line, site.argv[1].span.col) == (4, 15 + len(first))
+    assert site.engine_version == ("b6000" if tag else None)
+
+
+def test_someone_elses_full_image_is_not_the_projects_tools_script(tmp_path: Path) -> None:
+    from servefit.sources import scan_file
+
+    f = tmp_path / "compose.yaml"
+    f.write_text(FULL_IMAGE.format(tag="", first="--server").replace("ghcr.io/ggml-org/llama.cpp", "myorg/llama-tools"))
+    assert scan_file(str(f)).sites == []

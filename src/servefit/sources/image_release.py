@@ -26,7 +26,7 @@ def version_of_image(image: str | None) -> str | None:
     repo, tag = split_image(image)
     if not tag:
         return None
-    eng = engine_of_image(image)
+    eng = image_engine(image)
     m = VERSION.match(tag)
     build = image_build(image) or {}
     if build.get("tag_version"):  # the engine's version is elsewhere in the tag (2.1.1-tgi1.4.0-gpu-...)
@@ -141,6 +141,28 @@ def release_image(image: str) -> bool | None:
     eng = engine_of_image(image)
     t = engine_data(eng) if eng else {}
     return _one_of(image, t.get("release_images") or t.get("official_images"))
+
+
+def _dispatch(image: str) -> tuple[str, dict[str, Any]] | None:
+    """(engine, image_dispatch entry) for an engine's own image whose entrypoint is a dispatch script."""
+    tag = (split_image(image)[1] or "").lower()
+    for name, table in engine_tables():
+        for d in table.get("image_dispatch") or ():
+            if re.search(d["tag"], tag) and _one_of(image, table.get("official_images")):
+                return name, d
+    return None
+
+
+def image_engine(image: str) -> str | None:
+    """The engine an image carries: as its name says, or as its dispatch script runs it (llama.cpp's full-b6000)."""
+    return engine_of_image(image) or ((_dispatch(image) or (None,))[0])
+
+
+def dispatched(image: str | None, args: list[str]) -> tuple[str, list[str]] | None:
+    """(engine, the server's command) where an engine's own image runs a script that picks the program by its
+    first argument and these arguments pick the server (llama.cpp's full images: `--server ...`); None otherwise."""
+    hit = _dispatch(image) if image and args else None
+    return (hit[0], list(hit[1]["command"])) if hit is not None and args[0] in hit[1]["first"] else None
 
 
 def image_entrypoint(image: str | None, engine: str | None = None) -> tuple[list[str], list[str], bool] | None:

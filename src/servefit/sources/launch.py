@@ -148,8 +148,7 @@ def _wrapped_shell(words: list[Word], start: int) -> int | None:
     return None
 
 
-@rule("SF103")
-@rule("SF121")
+@rule("SF103", "SF121")
 def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
     from servefit.budget import SERVERS_PER_FILE
 
@@ -177,6 +176,15 @@ def from_commands(cmds: list[Command], ctx: Ctx, env: Vars) -> list[Launch]:
                     span=cmd.broken))
         out.extend(found)
     return out
+
+
+def _image_launch(eng: str, program: list[str], args: list[Word], default_cmd: list[str], image: Token | None,
+                  ctx: Ctx, env: Vars) -> Launch:
+    """The server an engine image runs: its program, then the container's arguments (or the image's CMD)."""
+    argv = [Token(w) for w in program] + ([w.token() for w in args] if args else [Token(w) for w in default_cmd])
+    unres = [u for w in args for u in w.unresolved]
+    line = args[0].line if args else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
+    return Launch(eng, argv, dict(env.values), line, unresolved=unres, env_taint=dict(env.taint))
 
 
 def _option_word(text: str) -> bool:
@@ -310,8 +318,11 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
     (k8s `args`, compose `command`), or the engine image's own entrypoint when none is set."""
     img = image.text if image is not None else None
     found: list[Launch]
+    disp = image_release.dispatched(img, [w.text for w in cmd or []]) if not entry else None
     if entry:
         found = from_words(list(entry) + list(cmd or []), ctx, env)
+    elif disp is not None and cmd:  # llama.cpp's full image: `--server ...` runs llama-server with the rest
+        found = [_image_launch(disp[0], disp[1], cmd[1:], [], image, ctx, env)]
     else:
         texts = [w.text for w in cmd or []]
         eng_of_image = detect.engine_of_image(img) or detect.server_build_image(img, texts)
@@ -357,16 +368,7 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
         elif ie is not None:
             eng = eng_of_image
             assert eng is not None
-            argv = [Token(w) for w in ie[0]]
-            unres: list[tuple[str, Span | None]] = []
-            if cmd:
-                argv += [w.token() for w in cmd]
-                for w in cmd:
-                    unres.extend(w.unresolved)
-            else:
-                argv += [Token(w) for w in ie[1]]
-            line = cmd[0].line if cmd else (ctx.li.pos(image.span.start)[0] if image and image.span else 0)
-            found = [Launch(eng, argv, dict(env.values), line, unresolved=unres, env_taint=dict(env.taint))]
+            found = [_image_launch(eng, ie[0], cmd or [], ie[1], image, ctx, env)]
             if not cmd and not ie[2]:
                 from servefit.sources.image_env import env_named_options
 

@@ -59,7 +59,8 @@ def to_site(launch: Launch, file: str, name: str, gpu: GpuHint | None = None,
         elif hint.count is None and launch.gpu.count is not None:
             hint = GpuHint(hint.name, launch.gpu.count, f"{hint.source}; count from {launch.gpu.source}", hint.span)
     version = x.get("engine_version") or (
-        image_release.version_of_image(launch.image) if detect.engine_of_image(launch.image) == launch.engine else None)
+        image_release.version_of_image(launch.image)
+        if launch.image and image_release.image_engine(launch.image) == launch.engine else None)
     return LaunchSite(file=file, line=launch.line, argv=launch.argv, env=launch.env, engine=launch.engine,
                       image=launch.image, engine_version=version,
                       gpu=hint, name=name, unresolved=unresolved, workload=work,
