@@ -118,3 +118,27 @@ def test_someone_elses_full_image_is_not_the_projects_tools_script(tmp_path: Pat
     f = tmp_path / "compose.yaml"
     f.write_text(FULL_IMAGE.format(tag="", first="--server").replace("ghcr.io/ggml-org/llama.cpp", "myorg/llama-tools"))
     assert scan_file(str(f)).sites == []
+
+
+def test_a_config_naming_no_maximum_length_takes_max_model_len_as_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """BLOOM's config names no maximum length (ALiBi, no max_position_embeddings / n_positions / seq_length): vLLM
+    takes --max-model-len as given and assumes 2048 only without it (config/model.py::_get_and_verify_max_len, 'If
+    max_model_len is specified, we use it'). It was VLLM006 'greater than the derived max_model_len (2048)'. A
+    config.json read from disk says the same; a model whose config names 2048 is still refused above it."""
+    from servefit.models.catalog import lookup
+
+    def codes(*args: str) -> list[str]:
+        main(["lint", "--gpu", "a100-80gb", "--engine-version", "0.11.0", "--select", "VLLM", "--format", "json",
+              *args])
+        return [f["code"] for f in json.loads(capsys.readouterr().out)]
+
+    bloom = lookup("bigscience/bloom-560m")
+    assert bloom is not None and not bloom.max_length_in_config
+    assert codes("--", "vllm", "serve", "bigscience/bloom-560m", "--max-model-len", "4096") == []
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["BloomForCausalLM"], "model_type": "bloom", "n_layer": 24, "hidden_size": 1024,
+        "n_head": 16, "vocab_size": 250880}))
+    assert codes("--model-config", str(tmp_path / "config.json"), "--", "vllm", "serve", "/models/bloom",
+                 "--max-model-len", "4096") == []
+    assert codes("--", "vllm", "serve", "facebook/opt-125m", "--max-model-len", "4096") == ["VLLM006"]

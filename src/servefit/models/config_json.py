@@ -372,6 +372,7 @@ def from_config(cfg: dict[str, Any], name: str, *, resolved_from: str = "config"
         sliding_window=sliding, attention_chunk_size=_int(c.get("attention_chunk_size")),
         layer_types=layer_types, mamba=mamba, rope_scaling=rope, original_max_position_embeddings=orig,
         model_max_length=_int(top.get("model_max_length") or c.get("model_max_length")),
+        max_length_in_config=bool(max_pos or _int(top.get("model_max_length") or c.get("model_max_length"))),
         quantization=dict(quant) if isinstance(quant, dict) else None,
         multimodal=vision is not None or text is not None,
         resolved_from=resolved_from, moe_layer_step=step if experts else 1,

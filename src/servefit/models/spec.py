@@ -55,6 +55,9 @@ class ModelSpec:
     rope_scaling: dict[str, Any] | None = None
     original_max_position_embeddings: int = 0
     model_max_length: int = 0  # config.json "model_max_length" when present
+    # False where the config names no maximum length at all (BLOOM's ALiBi: no max_position_embeddings, n_positions,
+    # seq_length...): max_position_embeddings is then the engines' fallback, and vLLM takes --max-model-len as given
+    max_length_in_config: bool = True
     quantization: dict[str, Any] | None = None  # quantization_config: quant_method, bits, group_size...
     multimodal: bool = False
     vision_params: int = 0  # parameters of a vision tower (counted in params)

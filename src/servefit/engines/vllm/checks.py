@@ -99,7 +99,9 @@ def config_checks(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int,
                            span=sp.get("gpu_memory_utilization"), setting="gpu_memory_utilization"))
     ml = s.get("max_model_len")
     allow_long = cfg.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").lower() in ("1", "true")
-    if isinstance(ml, int) and ml > r.derived_len and not allow_long:
+    # a config naming no maximum length (BLOOM): vLLM takes max_model_len as given, and assumes 2048 only without it
+    # (config/model.py::_get_and_verify_max_len, "If max_model_len is specified, we use it", 0.4 - 0.33)
+    if isinstance(ml, int) and ml > r.derived_len and not allow_long and model.max_length_in_config:
         out.append(finding(
             "VLLM006", f"User-specified max_model_len ({ml}) is greater than the derived max_model_len "
                        f"({r.derived_len} for {model.name}). Set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override.",
