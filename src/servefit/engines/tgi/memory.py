@@ -20,6 +20,11 @@ MiB = 2**20
 # computes, these): the CUDA context, cuBLAS / flash-attention workspaces and allocator slack
 # that sit outside the weights, the warmup KV blocks and the prefill activations.
 CONTEXT = int(0.40 * GiB)
+# The card's own CUDA context in its place (hardware/cuda_context.py::context_bytes, with or without vLLM's
+# lmem_growth_bytes, plus 0 - 0.1 GiB) was tried in session 31: the calibration median moved 6.4% -> 4.5 - 5.5%
+# only by trading cases (the A10G log tgi-ec2 -6.0% -> -0.1 .. -6.5%, the one 3.x log, tgi-2842 on RTX 3090s,
+# +6.8% -> +5.9 .. +13.5%, each better where the other is worse), as vLLM's own trial of it went
+# (engines/vllm/non_torch.py::CUDA_CONTEXT), so the flat figure stays.
 NCCL = int(0.25 * GiB)  # NCCL buffers per rank when sharded
 # From 2.3 the flashinfer backend keeps one 128 MiB workspace per shard for its prefill and decode
 # wrappers (layers/attention/flashinfer.py::get_workspace, torch.empty(128 * 1024 * 1024, uint8),
