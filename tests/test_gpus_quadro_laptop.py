@@ -29,6 +29,12 @@ CARDS = {
     "NVIDIA GeForce RTX 4060": ("rtx-4060", 7805, 8188, 89, True, True, 24),
     "NVIDIA GeForce RTX 4060 Laptop GPU": ("rtx-4060-laptop", 7805, 8188, 89, True, True, 24),
     "NVIDIA GeForce RTX 4070 Laptop GPU": ("rtx-4070-laptop", 7805, 8188, 89, True, True, 36),
+    "RTX 4060 Ti 8GB": ("rtx-4060-ti-8gb", 7805, 8188, 89, True, True, 34),
+    "RTX 4070 Super": ("rtx-4070-super", 12036, 12282, 89, True, True, 56),
+    "NVIDIA GeForce RTX 4070 SUPER": ("rtx-4070-super", 12036, 12282, 89, True, True, 56),
+    "NVIDIA GeForce RTX 4070 Ti SUPER": ("rtx-4070-ti-super", 16048, 16376, 89, True, True, 66),
+    "4070 Ti Super": ("rtx-4070-ti-super", 16048, 16376, 89, True, True, 66),
+    "RTX 4070 8GB": ("rtx-4070-laptop", 7805, 8188, 89, True, True, 36),
     "NVIDIA GeForce RTX 5060 Ti": ("rtx-5060-ti-16gb", 15848, 16311, 120, True, True, 36),
     "NVIDIA GeForce RTX 5070": ("rtx-5070", 11755, 0, 120, True, True, 48),
     "5070": ("rtx-5070", 11755, 0, 120, True, True, 48),
@@ -118,3 +124,23 @@ def test_transposed_digits_come_first(name: str, first: str) -> None:
     with pytest.raises(UsageError) as info:
         resolve_gpu(name)
     assert str(info.value).split("did you mean: ")[1].split(",")[0] == first
+
+
+@pytest.mark.parametrize(("name", "key"), [
+    ("RTX 4070 12GB", "rtx-4070"), ("rtx-4070-12gb", "rtx-4070"), ("RTX 3060 12GB", "rtx-3060"),
+    ("RTX 4080 16G", "rtx-4080"), ("A100 81GB", None), ("RTX 4090 24 GB", "rtx-4090"),
+    ("RTX 4070 16GB", None), ("RTX 3060 8GB", None), ("RTX 6000 48GB", None)])
+def test_a_name_with_its_boards_memory_after_it(name: str, key: str | None) -> None:
+    """'RTX 4070 12GB': the card the name means where its board holds that many GB; a size the card does not
+    come in (the 8 GB RTX 3060 is not catalogued) or an ambiguous name stays unknown, not guessed."""
+    gpu = lookup(name)
+    assert (gpu.key if gpu else None) == key
+    if key is None:
+        with pytest.raises(UsageError):
+            resolve_gpu(name)
+
+
+def test_the_8gb_rtx_4070_is_the_laptop_card_and_says_so() -> None:
+    assert catalog_assumption(resolve_gpu("RTX 4070 8GB"), "RTX 4070 8GB") == (
+        "'RTX 4070 8GB' taken as the RTX 4070 Laptop GPU: the desktop RTX 4070 has 12 GB")
+    assert resolve_gpu("RTX 4060 Ti").key == "rtx-4060-ti-16gb"  # unchanged: the 16 GB card, said

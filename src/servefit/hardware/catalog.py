@@ -218,8 +218,25 @@ def lookup(name: str) -> GpuSpec | None:
     if name.strip().endswith(_ELLIPSES):
         key = _truncated(cat, name)
     else:
-        key = cat.exact.get(normalize(name)) or cat.loose.get(_core(name))
+        key = cat.exact.get(normalize(name)) or cat.loose.get(_core(name)) or _sized(cat, name)
     return cat.by_key[key] if key else None
+
+
+_SIZED = re.compile(r"^(.+?)[\s_-]+(\d+)\s*(?:gib|gb|g)$", re.IGNORECASE)
+
+
+def _sized(cat: _Catalog, name: str) -> str | None:
+    """"RTX 4070 12GB", "T4 16GB": a card's name with its board's memory written after it, where no alias says
+    so: the card the name means, when its board holds that many GB (a 12 GB board shows 12282 MiB), else None."""
+    m = _SIZED.match(name.strip())
+    if m is None:
+        return None
+    base = cat.exact.get(normalize(m.group(1))) or cat.loose.get(_core(m.group(1)))
+    if base is None:
+        return None
+    g = cat.by_key[base]
+    board = (g.smi_memory_bytes or g.memory_bytes) / 2**30
+    return base if round(board) == int(m.group(2)) else None
 
 
 def _truncated(cat: _Catalog, name: str) -> str | None:
