@@ -393,6 +393,26 @@ def test_v2_runner_budgets_its_graph_estimate_and_logs_it_with_the_activation():
     assert eager.detail.logged_activation_bytes == eager.memory.activation_peak
 
 
+def test_v2_runner_before_029_budgets_no_graph_estimate():
+    # 0.18 - 0.28: Model Runner V2's profile_cudagraph_memory returns 0 (v1/worker/gpu/model_runner.py,
+    # "TBD whether we keep this API"), so determine_available_memory subtracts nothing for its graphs
+    # although it captures them; 0.29 calls _profile_cudagraph_memory (the pool + 0.17 GiB above)
+    argv = "vllm serve m --max-model-len 8192"
+    for version in ("0.24.0", "0.28.0"):
+        _, p = run(argv, version=version)
+        m = p.memory
+        assert m.cuda_graphs > 0, version
+        assert p.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch, version
+    _, v29 = run(argv, version="0.29.0")
+    m = v29.memory
+    estimate = m.cuda_graphs + int(0.17 * GiB)
+    assert v29.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch - estimate
+    # the V1 runner on 0.28 still subtracts its pool
+    _, v1 = run(argv, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.28.0")
+    m = v1.memory
+    assert v1.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch - m.cuda_graphs
+
+
 def test_consumed_memory_from_the_0261_main_builds():
     # 0.26.1 was never released: 0.26.1rc1.devN builds are main on the way to 0.27 and budget the
     # consumed memory (+0.09 GiB on one GPU), which 0.26.0 does not
