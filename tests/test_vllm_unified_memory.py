@@ -28,8 +28,8 @@ BIG = GpuSpec(key="x", name="NVIDIA RTX PRO 7000", vendor="nvidia", memory_bytes
               compute_capability=120, fp8=True)
 
 
-def plan(argv: str, gpu: GpuSpec, version: str | None):
-    cfg = ENGINE.parse(site_from_argv(argv.split()), version)
+def plan(argv: str, gpu: GpuSpec, version: str | None, env: dict[str, str] | None = None):
+    cfg = ENGINE.parse(site_from_argv(argv.split(), env), version)
     return cfg, ENGINE.plan(cfg, LLAMA8B, gpu, 1)
 
 
@@ -90,7 +90,8 @@ def test_unified_memory_start_check_and_what_it_assumes():
     assert p.outcome == "rejected_config" and "VLLM020" in [f.code for f in p.findings]
     assert p.messages[0] == ("Free memory on device (121.39/121.69 GiB) on startup is less than desired GPU memory "
                              "utilization (0.999, 121.57 GiB)")
-    _, p = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1")
+    v1 = {"VLLM_USE_V2_MODEL_RUNNER": "0"}  # 0.25.1 runs Llama with Model Runner V2, which budgets no graphs
+    _, p = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1", v1)
     assert p.outcome == "started"
     [avail, graphs, took] = [a for a in p.assumptions if a.startswith("unified memory")]
     assert avail == ("unified memory: vLLM reads the memory the OS reports available (MemAvailable): it refuses to "
@@ -103,6 +104,9 @@ def test_unified_memory_start_check_and_what_it_assumes():
                     "MemFree), not the graphs' size: page cache the kernel reclaims for them hides them (near the "
                     "utilization ceiling the log can read about 0), host memory and files written meanwhile add in; "
                     "the plan gives what the graphs hold")
+    # Model Runner V2 before 0.29 subtracts no graph estimate (graphs.graph_estimate): no note on it
+    _, v2 = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1")
+    assert [a for a in v2.assumptions if a.startswith("unified memory")] == [avail, took]
     _, old = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.9", GB10, "0.11.0")
     [note, old_took] = [a for a in old.assumptions if a.startswith("unified memory")]  # no graph estimate before 0.20
     assert old_took == took

@@ -332,6 +332,13 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         total += CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
     return graphs, int(total)
 
+def graphs_budgeted(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> bool:
+    """Whether the KV budget subtracts a CUDA-graph estimate: from 0.18 where the variable leaves it on
+    (Era.cudagraph_subtracted), except Model Runner V2 before 0.29, whose estimate is 0 (graph_estimate)."""
+    return e.cudagraph_subtracted and not (r.version < V2_ESTIMATE_FROM
+                                           and model_runner_v2(model, r, cfg.env, cfg.settings))
+
+
 def graph_estimate(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig, pool: int,
                    gpu: GpuSpec | None = None) -> int:
     """What the KV budget subtracts for CUDA graphs from 0.20 (gpu_worker.py::
