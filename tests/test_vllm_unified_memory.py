@@ -112,7 +112,7 @@ def test_unified_memory_start_check_and_what_it_assumes():
     assert old_took == took
     assert note.startswith("unified memory: vLLM 0.11.0 reads free memory from CUDA, which on this device counts the "
                            "page cache as used: it refuses to start unless 109.52 GiB of the 121.69 GiB are free")
-    _, first = plan("vllm serve m --max-model-len 8192", GB10, "0.12.0")  # the first release that reads MemAvailable
+    _, first = plan("vllm serve m --max-model-len 8192", GB10, "0.11.1")  # the first release that reads MemAvailable
     assert [a[:77] for a in first.assumptions if a.startswith("unified memory")] == [
         "unified memory: vLLM reads the memory the OS reports available (MemAvailable)", took[:77]]
     _, eager = plan("vllm serve m --max-model-len 8192 --enforce-eager", GB10, "0.25.1")
@@ -157,12 +157,14 @@ def test_gpu_local_on_a_gb10_reads_the_os_memory_as_vllm_does(nvml, capsys, tmp_
 
 
 def test_up_to_011_the_checkpoint_in_the_page_cache_counts_against_the_kv_cache():
-    """0.11 reads CUDA's free memory (MemFree on GB10): the files read while loading stay in the page
-    cache and count as non-torch growth; from 0.12 MemAvailable leaves them out. --load-format dummy
-    reads no file."""
+    """0.11.0 reads CUDA's free memory (MemFree on GB10): the files read while loading stay in the page
+    cache and count as non-torch growth; from 0.11.1 MemAvailable leaves them out (mem_utils.py::
+    MemorySnapshot.measure, shared_sysmem_device_mem_sms). --load-format dummy reads no file."""
     argv = "vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.9"
     _, old = plan(argv, GB10, "0.11.0")
-    _, new = plan(argv, GB10, "0.12.0")
+    _, new = plan(argv, GB10, "0.11.1")
+    _, v12 = plan(argv, GB10, "0.12.0")
+    assert v12.memory.non_torch == new.memory.non_torch
     _, dummy = plan(argv + " --load-format dummy", GB10, "0.11.0")
     _, h100 = plan(argv, lookup("H100"), "0.11.0")
     assert old.memory.non_torch == dummy.memory.non_torch + old.memory.weights == h100.memory.non_torch + old.memory.weights

@@ -3,14 +3,15 @@ release, and what that leaves servefit unable to know: said as assumptions, not 
 
 - CUDA's free memory there (cudaMemGetInfo, torch.cuda.mem_get_info) is the kernel's MemFree, which
   counts the page cache as used; its total is the OS's MemTotal (121.69 GiB on a GB10).
-- Up to 0.11 vLLM takes CUDA's figures as they are (vllm/utils/__init__.py::MemorySnapshot.measure).
-- From 0.12 every memory snapshot on compute capability 8.7 / 11.0 / 12.1 (Orin, Thor, Spark) replaces
+- Up to 0.11.0 vLLM takes CUDA's figures as they are (vllm/utils/__init__.py::MemorySnapshot.measure).
+- From 0.11.1 every memory snapshot on compute capability 8.7 / 11.0 / 12.1 (Orin, Thor, Spark) replaces
   the free figure with psutil.virtual_memory().available, the kernel's MemAvailable
-  (vllm/utils/mem_utils.py::MemorySnapshot.measure); from 0.20 on any device CUDA calls integrated
+  (vllm/utils/mem_utils.py::MemorySnapshot.measure, shared_sysmem_device_mem_sms: not in the 0.11.0
+  wheel; in the 0.11.1, 0.11.2, 0.12 - 0.15 and 0.17 - 0.19 wheels); from 0.20 on any device CUDA calls integrated
   (platforms/cuda.py::is_integrated_gpu). The start-up check (v1/worker/utils.py::request_memory:
   free < ceil(total x util) refuses to start) and the non-torch growth the budget charges then count
   every process's memory, the OS's and vLLM's own host memory included.
-- Up to 0.11 the checkpoint's files, read into the page cache while the weights load, lower MemFree
+- Up to 0.11.0 the checkpoint's files, read into the page cache while the weights load, lower MemFree
   after the start-up snapshot: vLLM's non-torch growth (total - free - torch's reserved) counts them,
   about the weights' size, against the KV cache (page_cache).
 - From 0.20 the CUDA-graph estimate the budget subtracts is read from CUDA's free memory around two
@@ -31,11 +32,11 @@ from servefit.engines.vllm.era import Era, vtuple
 from servefit.hardware.spec import GpuSpec
 
 GiB = 2**30
-MEM_AVAILABLE_FROM = (0, 12, 0)
+MEM_AVAILABLE_FROM = (0, 11, 1)
 
 
 def page_cache(gpu: GpuSpec, e: Era, weights: int, settings: dict) -> int:
-    """Bytes of checkpoint files a release reading MemFree (up to 0.11) charges as non-torch memory on
+    """Bytes of checkpoint files a release reading MemFree (up to 0.11.0) charges as non-torch memory on
     unified memory: the files read while loading, taken as the size of the weights this GPU loads
     (none with --load-format dummy, which reads no file)."""
     if not gpu.integrated or vtuple(e.version) >= MEM_AVAILABLE_FROM or settings.get("load_format") == "dummy":
