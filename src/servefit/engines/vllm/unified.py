@@ -16,10 +16,11 @@ release, and what that leaves servefit unable to know: said as assumptions, not 
   about the weights' size, against the KV cache (page_cache).
 - From 0.20 the CUDA-graph estimate the budget subtracts is read from CUDA's free memory around two
   captures per mode (v1/worker/gpu_model_runner.py::profile_cudagraph_memory), i.e. MemFree, so files
-  written meanwhile (kernels compiled on a first start) enlarge it.
+  written meanwhile (kernels compiled on a first start) enlarge it (Model Runner V2 estimates none before
+  0.29: graphs.graph_estimate).
 - In every release the capture log's figure ("Graph capturing finished ..., took X GiB", and from 0.20 the
   pool's "actual") is the drop in CUDA's free memory across capture_model (torch.cuda.mem_get_info in
-  worker/model_runner.py and v1/worker/gpu_model_runner.py, torch.accelerator.get_memory_info from 0.33),
+  worker/model_runner.py and v1/worker/gpu_model_runner.py, torch.accelerator.get_memory_info from 0.25),
   i.e. MemFree: page cache the kernel reclaims to make room for the graphs hides them (with the KV cache
   sized to the utilization ceiling MemFree may sit at the kernel's reclaim floor, and the figure read near
   0), while host memory taken and files written meanwhile count in. Neither is predicted: both rest on the
