@@ -10,7 +10,15 @@ release, and what that leaves servefit unable to know: said as assumptions, not 
   wheel; in the 0.11.1, 0.11.2, 0.12 - 0.15 and 0.17 - 0.19 wheels); from 0.20 on any device CUDA calls integrated
   (platforms/cuda.py::is_integrated_gpu). The start-up check (v1/worker/utils.py::request_memory:
   free < ceil(total x util) refuses to start) and the non-torch growth the budget charges then count
-  every process's memory, the OS's and vLLM's own host memory included.
+  every process's memory, the OS's and vLLM's own host memory included: from the init snapshot
+  (v1/worker/gpu_worker.py::Worker.init_device, taken before the model runner is built) to the one after
+  the profile (utils/mem_utils.py::memory_profiling), the EngineCore process builds the model runner's
+  host buffers, loads the weights and, in profile_run, compiles the model with torch.compile (Dynamo and
+  Inductor in-process: "torch.compile took 14.68 s" between "Model loading took" and "Available KV cache
+  memory" in the GB10 0.24 V2 log of calibration case tennsoku-gb10-qwen3-06b-2k-u015-smoke-024). How
+  much host memory that takes is not set by vLLM's code (imports, compiler state, the compile cache being
+  cold or warm), so it is not predicted: the calibration GB10 0.24 logs (V1 and V2, utilization 0.15,
+  same image) log 0.83 - 1.16 GiB less KV cache than planned, 0.83 - 1.14 GiB across starts of one command.
 - Up to 0.11.0 the checkpoint's files, read into the page cache while the weights load, lower MemFree
   after the start-up snapshot: vLLM's non-torch growth (total - free - torch's reserved) counts them,
   about the weights' size, against the KV cache (page_cache).
