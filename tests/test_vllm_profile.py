@@ -25,7 +25,7 @@ from servefit.engines.vllm.profile import SAMPLER_BYTES_PER_LOGIT
 from servefit.hardware.catalog import resolve_gpu
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_vllm_engine import H100, L4, LLAMA8B, T4, run  # noqa: E402
+from test_vllm_engine import H100, L4, LLAMA8B, T4, codes, run  # noqa: E402
 
 GiB = 2**30
 PADDED_VOCAB = 128256  # Llama-3's vocab is already a multiple of vLLM's padding (64)
@@ -391,6 +391,41 @@ def test_v2_runner_budgets_its_graph_estimate_and_logs_it_with_the_activation():
     # eager: no graphs, nothing estimated
     _, eager = run("vllm serve m --max-model-len 8192 --enforce-eager", version="0.31.0")
     assert eager.detail.logged_activation_bytes == eager.memory.activation_peak
+
+
+def test_v2_runner_before_029_budgets_no_graph_estimate():
+    # 0.18 - 0.28: Model Runner V2's profile_cudagraph_memory returns 0 (v1/worker/gpu/model_runner.py,
+    # "TBD whether we keep this API"), so determine_available_memory subtracts nothing for its graphs
+    # although it captures them; 0.29 calls _profile_cudagraph_memory (the pool + 0.17 GiB above)
+    argv = "vllm serve m --max-model-len 8192"
+    for version in ("0.24.0", "0.28.0"):
+        _, p = run(argv, version=version)
+        m = p.memory
+        assert m.cuda_graphs > 0, version
+        assert p.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch, version
+    _, v29 = run(argv, version="0.29.0")
+    m = v29.memory
+    estimate = m.cuda_graphs + int(0.17 * GiB)
+    assert v29.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch - estimate
+    # the V1 runner on 0.28 still subtracts its pool
+    _, v1 = run(argv, env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.28.0")
+    m = v1.memory
+    assert v1.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch - m.cuda_graphs
+
+
+def test_v2_runner_before_029_warns_its_graphs_fall_outside_the_budget():
+    # what vLLM does not budget must fit outside it: Llama-3.1-8B on an H100 at 0.99, 0.28 V2 runner,
+    # leaves 0.31 GiB beside 0.49 GiB of graphs (VLLM016, and the plan says why); the V1 runner on 0.28
+    # and V2 on 0.29 subtract their estimate, so neither warns
+    argv = "vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.99"
+    cfg, p = run(argv, gpu=H100, version="0.28.0")
+    assert "VLLM016" in codes(cfg, p)
+    assert ("CUDA graphs are captured after the KV cache is sized (Model Runner V2 budgets no estimate for "
+            "them before 0.29)") in p.assumptions
+    for env, version in (({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "0.28.0"), (None, "0.29.0")):
+        cfg, p = run(argv, gpu=H100, env=env, version=version)
+        assert "VLLM016" not in codes(cfg, p), (env, version)
+        assert not [a for a in p.assumptions if "captured after the KV cache" in a], (env, version)
 
 
 def test_consumed_memory_from_the_0261_main_builds():

@@ -28,8 +28,8 @@ BIG = GpuSpec(key="x", name="NVIDIA RTX PRO 7000", vendor="nvidia", memory_bytes
               compute_capability=120, fp8=True)
 
 
-def plan(argv: str, gpu: GpuSpec, version: str | None):
-    cfg = ENGINE.parse(site_from_argv(argv.split()), version)
+def plan(argv: str, gpu: GpuSpec, version: str | None, env: dict[str, str] | None = None):
+    cfg = ENGINE.parse(site_from_argv(argv.split(), env), version)
     return cfg, ENGINE.plan(cfg, LLAMA8B, gpu, 1)
 
 
@@ -90,7 +90,8 @@ def test_unified_memory_start_check_and_what_it_assumes():
     assert p.outcome == "rejected_config" and "VLLM020" in [f.code for f in p.findings]
     assert p.messages[0] == ("Free memory on device (121.39/121.69 GiB) on startup is less than desired GPU memory "
                              "utilization (0.999, 121.57 GiB)")
-    _, p = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1")
+    v1 = {"VLLM_USE_V2_MODEL_RUNNER": "0"}  # 0.25.1 runs Llama with Model Runner V2, which budgets no graphs
+    _, p = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1", v1)
     assert p.outcome == "started"
     [avail, graphs, took] = [a for a in p.assumptions if a.startswith("unified memory")]
     assert avail == ("unified memory: vLLM reads the memory the OS reports available (MemAvailable): it refuses to "
@@ -103,12 +104,15 @@ def test_unified_memory_start_check_and_what_it_assumes():
                     "MemFree), not the graphs' size: page cache the kernel reclaims for them hides them (near the "
                     "utilization ceiling the log can read about 0), host memory and files written meanwhile add in; "
                     "the plan gives what the graphs hold")
+    # Model Runner V2 before 0.29 subtracts no graph estimate (graphs.graph_estimate): no note on it
+    _, v2 = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.95", GB10, "0.25.1")
+    assert [a for a in v2.assumptions if a.startswith("unified memory")] == [avail, took]
     _, old = plan("vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.9", GB10, "0.11.0")
     [note, old_took] = [a for a in old.assumptions if a.startswith("unified memory")]  # no graph estimate before 0.20
     assert old_took == took
     assert note.startswith("unified memory: vLLM 0.11.0 reads free memory from CUDA, which on this device counts the "
                            "page cache as used: it refuses to start unless 109.52 GiB of the 121.69 GiB are free")
-    _, first = plan("vllm serve m --max-model-len 8192", GB10, "0.12.0")  # the first release that reads MemAvailable
+    _, first = plan("vllm serve m --max-model-len 8192", GB10, "0.11.1")  # the first release that reads MemAvailable
     assert [a[:77] for a in first.assumptions if a.startswith("unified memory")] == [
         "unified memory: vLLM reads the memory the OS reports available (MemAvailable)", took[:77]]
     _, eager = plan("vllm serve m --max-model-len 8192 --enforce-eager", GB10, "0.25.1")
@@ -153,12 +157,14 @@ def test_gpu_local_on_a_gb10_reads_the_os_memory_as_vllm_does(nvml, capsys, tmp_
 
 
 def test_up_to_011_the_checkpoint_in_the_page_cache_counts_against_the_kv_cache():
-    """0.11 reads CUDA's free memory (MemFree on GB10): the files read while loading stay in the page
-    cache and count as non-torch growth; from 0.12 MemAvailable leaves them out. --load-format dummy
-    reads no file."""
+    """0.11.0 reads CUDA's free memory (MemFree on GB10): the files read while loading stay in the page
+    cache and count as non-torch growth; from 0.11.1 MemAvailable leaves them out (mem_utils.py::
+    MemorySnapshot.measure, shared_sysmem_device_mem_sms). --load-format dummy reads no file."""
     argv = "vllm serve m --max-model-len 8192 --gpu-memory-utilization 0.9"
     _, old = plan(argv, GB10, "0.11.0")
-    _, new = plan(argv, GB10, "0.12.0")
+    _, new = plan(argv, GB10, "0.11.1")
+    _, v12 = plan(argv, GB10, "0.12.0")
+    assert v12.memory.non_torch == new.memory.non_torch
     _, dummy = plan(argv + " --load-format dummy", GB10, "0.11.0")
     _, h100 = plan(argv, lookup("H100"), "0.11.0")
     assert old.memory.non_torch == dummy.memory.non_torch + old.memory.weights == h100.memory.non_torch + old.memory.weights

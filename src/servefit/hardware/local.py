@@ -75,7 +75,7 @@ def _memory(nv: Any, handle: Any) -> tuple[int, int, int] | None:
 
 def system_memory(path: str | None = None) -> tuple[int, int]:
     """(MemTotal, MemAvailable) in bytes: on a unified-memory GPU CUDA's total is MemTotal, and from
-    0.12 vLLM takes MemAvailable as the free memory (vllm/utils/mem_utils.py::MemorySnapshot.measure,
+    0.11.1 vLLM takes MemAvailable as the free memory (vllm/utils/mem_utils.py::MemorySnapshot.measure,
     psutil.virtual_memory().available)."""
     fields: dict[str, int] = {}
     try:

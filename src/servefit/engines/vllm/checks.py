@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from servefit.core import EngineConfig, Finding, MemoryPlan
 from servefit.engines.vllm.era import Era, vtuple
+from servefit.engines.vllm.graphs import graphs_budgeted
 from servefit.engines.vllm.non_torch import cuda_context_bytes
 from servefit.hardware.spec import GpuSpec
 from servefit.memory.kv import latent_cache
@@ -222,7 +223,7 @@ def cuda_graphs_outside_budget(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec
                                plan: MemoryPlan) -> Finding | None:
     m = plan.memory
     context = cuda_context_bytes(gpu)  # the CUDA context lives outside the budget too
-    if e.cudagraph_subtracted or not m.cuda_graphs or m.free_headroom - context >= 0:
+    if graphs_budgeted(model, r, e, cfg) or not m.cuda_graphs or m.free_headroom - context >= 0:
         return None
     return finding("VLLM016", f"CUDA graphs (~{m.cuda_graphs / 2**30:.2f} GiB) are captured after the KV cache "
                               f"takes the budget; only {(m.total - m.budget) / 2**30:.2f} GiB is outside it",

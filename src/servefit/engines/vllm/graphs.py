@@ -104,6 +104,7 @@ GRAPH_V2_RUNNER_FACTOR = 0.38
 # above on the one 0.26 log (Qwen3-Coder-30B-A3B: 0.15 / 0.11).
 # Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
 GRAPH_V2_ESTIMATE_EXTRA = int(0.17 * GiB)
+V2_ESTIMATE_FROM = (0, 29, 0)  # Model Runner V2 profiles its graphs from 0.29 (graph_estimate)
 # Which architectures default to Model Runner V2, per release (config/vllm.py::VllmConfig.
 # use_v2_model_runner and _is_default_v2_model_runner_model, read in each wheel): none before 0.22;
 # listed dense unquantized architectures in 0.22 / 0.23; listed ones in 0.24; from 0.25 every
@@ -331,11 +332,23 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         total += CUBLAS_WORKSPACE_SM90 - CUBLAS_WORKSPACE
     return graphs, int(total)
 
+def graphs_budgeted(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> bool:
+    """Whether the KV budget subtracts a CUDA-graph estimate: from 0.18 where the variable leaves it on
+    (Era.cudagraph_subtracted), except Model Runner V2 before 0.29, whose estimate is 0 (graph_estimate)."""
+    return e.cudagraph_subtracted and not (r.version < V2_ESTIMATE_FROM
+                                           and model_runner_v2(model, r, cfg.env, cfg.settings))
+
+
 def graph_estimate(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig, pool: int,
                    gpu: GpuSpec | None = None) -> int:
     """What the KV budget subtracts for CUDA graphs from 0.20 (gpu_worker.py::
     Worker.determine_available_memory, cudagraph_memory_estimate): the pool itself for the V1 runner,
-    the pool plus the FULL graphs' extrapolation baseline for Model Runner V2 (GRAPH_V2_ESTIMATE_EXTRA)."""
+    the pool plus the FULL graphs' extrapolation baseline for Model Runner V2 (GRAPH_V2_ESTIMATE_EXTRA).
+    Model Runner V2 before 0.29 estimates nothing: v1/worker/gpu/model_runner.py::GPUModelRunner.
+    profile_cudagraph_memory returns 0 ("TBD whether we keep this API", read in the 0.18 - 0.28 wheels),
+    so no "Estimated CUDA graph memory" line and nothing subtracted; 0.29 calls _profile_cudagraph_memory."""
     if not pool or not model_runner_v2(model, r, cfg.env, cfg.settings):
         return pool
+    if r.version < V2_ESTIMATE_FROM:
+        return 0
     return pool + (GRAPH_V2_ESTIMATE_EXTRA if graph_sizes(model, r, e, cfg, gpu)[1] else 0)

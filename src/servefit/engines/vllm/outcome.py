@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from servefit.core import EngineConfig, MemoryPlan
 from servefit.engines.vllm import checks, unified, verdicts
 from servefit.engines.vllm.era import Era, vtuple
+from servefit.engines.vllm.graphs import graphs_budgeted
 from servefit.engines.vllm.kvcache import attention_free, capacity
 from servefit.engines.vllm.non_torch import cuda_context_bytes, device_wide
 from servefit.hardware.spec import GpuSpec
@@ -26,7 +27,7 @@ def outcome(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, 
     """The outcome of the start-up and vLLM's log lines; then the findings that say so (verdicts.py)
     and the capacity advice (checks.advice). `lays`: the KV layout and the one the memory check uses."""
     v = verdict(out, cfg, model, gpu, r, e, lays, num_blocks, avail, max_len, in_flight, dcp, budget)
-    out.findings.extend(verdicts.findings(cfg, gpu, out, v, e.cudagraph_subtracted))
+    out.findings.extend(verdicts.findings(cfg, gpu, out, v, graphs_budgeted(model, r, e, cfg)))
     advice = checks.advice(cfg, model, gpu, r, e, out)
     if out.outcome in ("oom_at_load", "no_kv_memory"):
         # CUDA graphs are captured after the KV cache is allocated (gpu_model_runner.capture_model

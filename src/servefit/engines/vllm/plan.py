@@ -23,7 +23,7 @@ from servefit.engines.vllm.defaults import batch_defaults, nvml_reports_memory
 from servefit.engines.vllm.detail import VllmDetail
 from servefit.engines.vllm.era import Era, before_modelled_note, era, main_build_note, tokens_fix_note, vtuple
 from servefit.engines.vllm.forward import held_after_profile, pooling_runner
-from servefit.engines.vllm.graphs import graph_estimate, graph_memory, model_runner_v2
+from servefit.engines.vllm.graphs import graph_estimate, graph_memory, graphs_budgeted, model_runner_v2
 from servefit.engines.vllm.kvcache import (
     DS_MLA_ROW,
     attention_free,
@@ -273,7 +273,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
-        cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if e.cudagraph_subtracted else 0
+        cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if graphs_budgeted(model, r, e, cfg) else 0
         kv_override = cfg.settings.get("kv_cache_memory_bytes")
         avail = int(kv_override) if kv_override else budget - w - act - non_torch - cg_budget
         start = sum(stages[:st])
@@ -322,7 +322,7 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
     if note := mxfp4_note(model, r, gpu.compute_capability):
         out.assumptions.append(note)
     captured = any(d.cuda_graphs for d in devices)
-    out.assumptions.extend(unified.notes(gpu, e, budget, e.cudagraph_subtracted and captured, captured))
+    out.assumptions.extend(unified.notes(gpu, e, budget, graphs_budgeted(model, r, e, cfg) and captured, captured))
     out.assumptions.extend(non_torch_notes(gpu, r.version, e.v1, r.tp, cfg.env))
     if note := capture.capture_note(released, e.version):
         out.assumptions.append(note)
@@ -355,8 +355,10 @@ def _assume(out: MemoryPlan, cfg: EngineConfig, model: ModelSpec, r: Resolved, e
              "public start-up logs; vLLM measures them at start")
     if note := sampler_note(model, r, e, cfg):
         a.append(note)
-    if not e.cudagraph_subtracted and not r.enforce_eager:
-        a.append("CUDA graphs are captured after the KV cache is sized (not subtracted before 0.20)")
+    if not graphs_budgeted(model, r, e, cfg) and not r.enforce_eager:
+        a.append("CUDA graphs are captured after the KV cache is sized (" + (
+            "Model Runner V2 budgets no estimate for them before 0.29)" if e.cudagraph_subtracted
+            else "not subtracted before 0.20)"))
     if note := compile_cache_note(r, e, s):
         a.append(note)
     if r.scheme is not None:

@@ -3,22 +3,32 @@ release, and what that leaves servefit unable to know: said as assumptions, not 
 
 - CUDA's free memory there (cudaMemGetInfo, torch.cuda.mem_get_info) is the kernel's MemFree, which
   counts the page cache as used; its total is the OS's MemTotal (121.69 GiB on a GB10).
-- Up to 0.11 vLLM takes CUDA's figures as they are (vllm/utils/__init__.py::MemorySnapshot.measure).
-- From 0.12 every memory snapshot on compute capability 8.7 / 11.0 / 12.1 (Orin, Thor, Spark) replaces
+- Up to 0.11.0 vLLM takes CUDA's figures as they are (vllm/utils/__init__.py::MemorySnapshot.measure).
+- From 0.11.1 every memory snapshot on compute capability 8.7 / 11.0 / 12.1 (Orin, Thor, Spark) replaces
   the free figure with psutil.virtual_memory().available, the kernel's MemAvailable
-  (vllm/utils/mem_utils.py::MemorySnapshot.measure); from 0.20 on any device CUDA calls integrated
+  (vllm/utils/mem_utils.py::MemorySnapshot.measure, shared_sysmem_device_mem_sms: not in the 0.11.0
+  wheel; in the 0.11.1, 0.11.2, 0.12 - 0.15 and 0.17 - 0.19 wheels); from 0.20 on any device CUDA calls integrated
   (platforms/cuda.py::is_integrated_gpu). The start-up check (v1/worker/utils.py::request_memory:
   free < ceil(total x util) refuses to start) and the non-torch growth the budget charges then count
-  every process's memory, the OS's and vLLM's own host memory included.
-- Up to 0.11 the checkpoint's files, read into the page cache while the weights load, lower MemFree
+  every process's memory, the OS's and vLLM's own host memory included: from the init snapshot
+  (v1/worker/gpu_worker.py::Worker.init_device, taken before the model runner is built) to the one after
+  the profile (utils/mem_utils.py::memory_profiling), the EngineCore process builds the model runner's
+  host buffers, loads the weights and, in profile_run, compiles the model with torch.compile (Dynamo and
+  Inductor in-process: "torch.compile took 14.68 s" between "Model loading took" and "Available KV cache
+  memory" in the GB10 0.24 V2 log of calibration case tennsoku-gb10-qwen3-06b-2k-u015-smoke-024). How
+  much host memory that takes is not set by vLLM's code (imports, compiler state, the compile cache being
+  cold or warm), so it is not predicted: the calibration GB10 0.24 logs (V1 and V2, utilization 0.15,
+  same image) log 0.83 - 1.16 GiB less KV cache than planned, 0.83 - 1.14 GiB across starts of one command.
+- Up to 0.11.0 the checkpoint's files, read into the page cache while the weights load, lower MemFree
   after the start-up snapshot: vLLM's non-torch growth (total - free - torch's reserved) counts them,
   about the weights' size, against the KV cache (page_cache).
 - From 0.20 the CUDA-graph estimate the budget subtracts is read from CUDA's free memory around two
   captures per mode (v1/worker/gpu_model_runner.py::profile_cudagraph_memory), i.e. MemFree, so files
-  written meanwhile (kernels compiled on a first start) enlarge it.
+  written meanwhile (kernels compiled on a first start) enlarge it (Model Runner V2 estimates none before
+  0.29: graphs.graph_estimate).
 - In every release the capture log's figure ("Graph capturing finished ..., took X GiB", and from 0.20 the
   pool's "actual") is the drop in CUDA's free memory across capture_model (torch.cuda.mem_get_info in
-  worker/model_runner.py and v1/worker/gpu_model_runner.py, torch.accelerator.get_memory_info from 0.33),
+  worker/model_runner.py and v1/worker/gpu_model_runner.py, torch.accelerator.get_memory_info from 0.25),
   i.e. MemFree: page cache the kernel reclaims to make room for the graphs hides them (with the KV cache
   sized to the utilization ceiling MemFree may sit at the kernel's reclaim floor, and the figure read near
   0), while host memory taken and files written meanwhile count in. Neither is predicted: both rest on the
@@ -31,11 +41,11 @@ from servefit.engines.vllm.era import Era, vtuple
 from servefit.hardware.spec import GpuSpec
 
 GiB = 2**30
-MEM_AVAILABLE_FROM = (0, 12, 0)
+MEM_AVAILABLE_FROM = (0, 11, 1)
 
 
 def page_cache(gpu: GpuSpec, e: Era, weights: int, settings: dict) -> int:
-    """Bytes of checkpoint files a release reading MemFree (up to 0.11) charges as non-torch memory on
+    """Bytes of checkpoint files a release reading MemFree (up to 0.11.0) charges as non-torch memory on
     unified memory: the files read while loading, taken as the size of the weights this GPU loads
     (none with --load-format dummy, which reads no file)."""
     if not gpu.integrated or vtuple(e.version) >= MEM_AVAILABLE_FROM or settings.get("load_format") == "dummy":
