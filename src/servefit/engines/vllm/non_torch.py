@@ -121,14 +121,16 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   segments, which the allocator's rounding rules give exactly (segments.py; nothing fitted): a 0.6.6.post1
 #   L40S log of Qwen2.5-1.5B (fp16) shows 0.23 GiB, 0.105 by the thread scaling alone, 0.248 with its
 #   0.143 GiB of tails (calibration, hpml6998-l40s-qwen25-1p5b-fp16-4k-066post1); Llama-3-8B's tensors are
-#   whole 2 MiB multiples and leave almost none (0.6.6 A100 log: 0.10). Quantized layouts are not
-#   modelled: an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
-#   local memory of Marlin's kernels: gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have
-#   stack frames of at most 64 B a thread on sm_90 (EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, its
-#   fatbin entry LZ4-compressed), 17 MB on an H100's 270336 threads. Nor the repack itself:
-#   gptq_marlin_repack and marlin_permute_scales (kernels/marlin.py::process_weights_after_loading) free
-#   each old tensor right after its same-sized successor is allocated, so the next layer's reuses the hole
-#   and about one layer's scales (5 MB) stay pinned; what pins the rest is not known.
+#   whole 2 MiB multiples and leave almost none (0.6.6 A100 log: 0.10). GPTQ checkpoints that
+#   gptq_marlin runs pin more (segments.py gptq_marlin_free_bytes, worked through the allocator with
+#   frees; nothing fitted): the repack of each layer (kernels/marlin.py::process_weights_after_loading)
+#   frees the old qweight and scales after their successors are allocated, and the next, differently sized
+#   successor takes the best-fitting freed block and keeps the rest of its segment. An H100 Phi-4
+#   GPTQ-Marlin 0.6.5 log shows 0.26 GiB, 0.13 by the thread scaling alone, 0.279 with the 0.149 GiB the
+#   repack leaves (davidshare-h100-phi4-gptq-util015). (Not the local memory of Marlin's kernels:
+#   gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have stack frames of at most 64 B a
+#   thread on sm_90, EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, 17 MB on an H100's 270336 threads.)
+#   Other quantized layouts are not modelled.
 # - 0.10.2 (utils::MemorySnapshot: cuda_memory - memory_reserved, from the init_device snapshot) logs
 #   0.02 GiB twice on an RTX 4080 under WSL, 0.056 planned by lmem_growth_bytes' thread scaling; the Ada
 #   logs (RTX 4060 Ti / 4070 Laptop / 4080: 0.03, 0.02, 0.02) do not scale with resident threads as the
@@ -184,7 +186,8 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
         out.append(f"vLLM {v} also counts memory PyTorch has cached but cannot release (a segment a live tensor "
                    "still uses) as non-torch memory, which can reach GiBs (1.79 GiB on one H100 in vLLM's own "
                    "check of this accounting, PR #10511); planned only for the free tails of the segments that "
-                   "hold a plain dense model's weights (later releases stopped counting it)")
+                   "hold a plain dense model's weights and what GPTQ-Marlin's repack leaves (later releases "
+                   "stopped counting it)")
     return out
 
 
