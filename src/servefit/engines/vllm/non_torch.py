@@ -115,7 +115,9 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   the PR's branch before merge; its merged form (0.6.5 utils.py::memory_profiling: used - baseline at
 #   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, and
 #   0.6.4's device-wide form gives the context and the H100's growth (0.43 planned), so the figure belongs
-#   to that branch's state, not to a release; the branch's code is not retrievable.
+#   to that branch's state, not to a release; the branch's code is not retrievable (the stored snapshot
+#   of the author's fork, youkaichao/vllm, has no branch newer than 2024-10-23; the PR's description says
+#   only that it "added the initial pytorch memory, to be aligned with the pytorch memory profiler").
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
 #   counts_cached_segments). For a plain dense model the pinned part is the free tails of the weights'
 #   segments, which the allocator's rounding rules give exactly (segments.py; nothing fitted): a 0.6.6.post1
@@ -141,7 +143,18 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   (calibration median 7.2% -> 4.5%) but moves the KV-only logs on the same cards the wrong way (an
 #   RTX 3090 at 0.17.1 with a 0.49 GiB pool +6% -> +14%; KV median 1.8% -> 2.2%) and breaks the met
 #   held-out token-median target, so whatever those logs lack is charged here until it is found: the
-#   thread scaling stays.
+#   thread scaling stays. Session 31 checked two kernels the profile runs by compiling them (nvcc 13.0,
+#   ptxas -v; the releases' own builds used CUDA 12, so the exact bytes may differ): FlashAttention 2's
+#   non-paged prefill (flash-attention v2.6.3 flash_fwd_launch_template.h::run_mha_fwd_hdim128, V0's
+#   prefill path) picks Flash_fwd_kernel_traits<128, 128, 64, 4> on 8.0 / 9.0, which spills (255
+#   registers, a 232 B stack frame), and <128, 64, 64, 4> on 8.6 / 8.9 (is_sm8x), which does not (190
+#   registers, no frame): a reason for V0's Ampere / Ada consumer logs to lack the local-memory growth the
+#   A100 and H100 show. But V1's paged path (the split-KV kernel, <128, 64, 128, 4>) has no frame on any
+#   card, and FlashInfer 0.3.1's TopKTopPSamplingFromProbKernel (the V1 sampler from 0.10 where FlashInfer
+#   is installed) none on 8.0 / 8.9 / 9.0, so neither explains the H100's 0.13 on V1 nor, alone, the
+#   consumer cards; the card split was tried again (0.02 GiB on 8.6 / 8.7 / 8.9): the same calibration
+#   KV-only logs (RTX 3090 / A6000 / L40S / 2 x 3090, V1) moved the wrong way (KV p90 8.2% -> 10.3%), and
+#   the L40S 0.6.6 log above (-29%) with them.
 
 
 def device_wide(version: tuple[int, int, int], v1: bool) -> bool:
