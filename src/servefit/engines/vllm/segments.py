@@ -133,7 +133,7 @@ def weight_tail_bytes(model: ModelSpec, dtype_bytes: float, tp: int, marlin: boo
     """Reserved, unallocated bytes in the weights' segments (0 where the layout is not modelled). `marlin`:
     a GPTQ checkpoint runs gptq_marlin here (the plan's call: Resolved.marlin_cc, no --quantization gptq)."""
     if model.quantization:
-        return gptq_marlin_free_bytes(model, dtype_bytes, tp) or 0 if marlin else 0
+        return (gptq_marlin_free_bytes(model, dtype_bytes, tp) or 0) if marlin else 0
     sizes = weight_allocations(model, dtype_bytes, tp)
     return free_tail_bytes(sizes) if sizes else 0
 
