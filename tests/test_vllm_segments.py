@@ -145,3 +145,22 @@ def test_phi4_gptq_marlin_on_0_6_5_charges_what_the_repack_pins():
     # --quantization gptq forces the plain kernel (no repack modelled); a T4 has no gptq_marlin
     assert run(argv + " --quantization gptq", model=PHI4_GPTQ, gpu=H100, version="0.6.5")[1].memory.non_torch == own
     assert run(argv, model=PHI4_GPTQ, gpu=T4, version="0.6.5")[1].memory.non_torch == 40 * 1024 * 516
+
+
+def test_device_wide_releases_charge_the_repack_but_not_a_plain_models_tails():
+    # 0.6.4 (V0) and V1 up to 0.9.0 take used - allocated: the repack's pinned blocks are in it, on top of
+    # the flat context that stands in for the context and a plain model's tails (non_torch.device_wide)
+    argv = "vllm serve m --max-model-len 2048 --gpu-memory-utilization 0.15"
+    own = 132 * 2048 * 516
+    for version in ("0.6.4", "0.8.5"):
+        assert run(argv, model=PHI4_GPTQ, gpu=H100, version=version)[1].memory.non_torch == \
+            own + CUDA_CONTEXT + 159_516_672
+    # 0.9.0's Marlin workspace is one int32 per SM (marlin_make_workspace_new), which packs the small pool
+    # differently: 2,207,744 B less stays pinned
+    assert gptq_marlin_free_bytes(PHI4_GPTQ, 2, 1, workspace_sms=132) == 157_308_928
+    assert run(argv, model=PHI4_GPTQ, gpu=H100, version="0.9.0")[1].memory.non_torch == \
+        own + CUDA_CONTEXT + 157_308_928
+    assert run(argv, model=PHI4_GPTQ, gpu=H100, version="0.9.1")[1].memory.non_torch == own  # reserved
+    # a plain model's tails stay out of the device-wide figure
+    plain = replace(PHI4_GPTQ, quantization=None)
+    assert run(argv, model=plain, gpu=H100, version="0.6.4")[1].memory.non_torch == own + CUDA_CONTEXT

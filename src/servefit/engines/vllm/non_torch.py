@@ -129,7 +129,10 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   frees the old qweight and scales after their successors are allocated, and the next, differently sized
 #   successor takes the best-fitting freed block and keeps the rest of its segment. An H100 Phi-4
 #   GPTQ-Marlin 0.6.5 log shows 0.26 GiB, 0.13 by the thread scaling alone, 0.279 with the 0.149 GiB the
-#   repack leaves (davidshare-h100-phi4-gptq-util015). (Not the local memory of Marlin's kernels:
+#   repack leaves (davidshare-h100-phi4-gptq-util015). The device-wide releases (0.6.4, V1 up to 0.9.0)
+#   charge those pinned blocks too, on top of the flat context (the same repack in the 0.6.4.post1, 0.8.5
+#   and 0.9.0 wheels): checked on a calibration log held apart from all this, Qwen2.5-7B GPTQ-Int4 on an
+#   L40S under V1 0.8.5 (KV tokens logged only): +0.9% -> +0.2%. (Not the local memory of Marlin's kernels:
 #   gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have stack frames of at most 64 B a
 #   thread on sm_90, EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, 17 MB on an H100's 270336 threads.)
 #   Other quantized layouts are not modelled.
@@ -218,7 +221,8 @@ def lmem_growth_bytes(gpu: GpuSpec | None) -> int:
 
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
-                    v1: bool | None = None, env: dict[str, str] | None = None, weight_tails: int = 0) -> int:
+                    v1: bool | None = None, env: dict[str, str] | None = None, weight_tails: int = 0,
+                    repacked: bool = False) -> int:
     """Memory outside torch's allocator that vLLM's profile charges to the budget: the card's own
     growth (lmem_growth_bytes; cuBLAS handles and lazily loaded kernels also land here), NCCL and
     custom all-reduce buffers (2 x 8 MiB IPC buffers per GPU, torch tensors in 0.5.3, cudaMalloc
@@ -238,14 +242,16 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     buffers count too (CONSUMED_EXTRA). `v1`: the engine in use (default: V1 from 0.8; the plan passes V0
     where 0.8 - 0.10 fall back to it, v1_oracle.py, so a T4 or a GGUF run there carries no CUDA context).
     `weight_tails`: the free tails of the weights' segments (segments.weight_tail_bytes), charged by 0.6.5 -
-    0.6.6 (counts_cached_segments; the device-wide releases' flat CUDA_CONTEXT stands in for them there)."""
+    0.6.6 (counts_cached_segments; the device-wide releases' flat CUDA_CONTEXT stands in for them there);
+    `repacked`: they are what GPTQ-Marlin's repack pins (segments.gptq_marlin_free_bytes), which a plain
+    model's figure does not hold, so the device-wide releases charge them too."""
     v1 = version >= (0, 8, 0) if v1 is None else v1
     w = min(max(world, 1), max(NON_TORCH_GIB))
     own = lmem_growth_bytes(gpu)
     context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     nvls = nvls_bytes(tp, gpu, version) if nvls_enabled(env) else 0
-    tails = weight_tails if counts_cached_segments(version, v1) and not device_wide(version, v1) else 0
+    tails = weight_tails if counts_cached_segments(version, v1) and (repacked or not device_wide(version, v1)) else 0
     return own + comm_bytes(w, gpu) + nvls + context + consumed + tails
 
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from servefit import data
 from servefit.engines.vllm.weights import VOCAB_PAD
+from servefit.hardware.spec import GpuSpec
 from servefit.models.spec import ModelSpec
 
 MiB = 2**20
@@ -129,16 +131,18 @@ def weight_allocations(model: ModelSpec, dtype_bytes: float, tp: int) -> list[in
     return [int(x) for x in sizes]
 
 
-def weight_tail_bytes(model: ModelSpec, dtype_bytes: float, tp: int, marlin: bool = False) -> int:
+def weight_tail_bytes(model: ModelSpec, dtype_bytes: float, tp: int, marlin: bool = False,
+                      workspace_sms: int = 0) -> int:
     """Reserved, unallocated bytes in the weights' segments (0 where the layout is not modelled). `marlin`:
-    a GPTQ checkpoint runs gptq_marlin here (the plan's call: Resolved.marlin_cc, no --quantization gptq)."""
+    a GPTQ checkpoint runs gptq_marlin here (the plan's call: Resolved.marlin_cc, no --quantization gptq);
+    `workspace_sms`: see gptq_marlin_free_bytes."""
     if model.quantization:
-        return (gptq_marlin_free_bytes(model, dtype_bytes, tp) or 0) if marlin else 0
+        return (gptq_marlin_free_bytes(model, dtype_bytes, tp, workspace_sms) or 0) if marlin else 0
     sizes = weight_allocations(model, dtype_bytes, tp)
     return free_tail_bytes(sizes) if sizes else 0
 
 
-def gptq_marlin_free_bytes(model: ModelSpec, dtype_bytes: float, tp: int) -> int | None:
+def gptq_marlin_free_bytes(model: ModelSpec, dtype_bytes: float, tp: int, workspace_sms: int = 0) -> int | None:
     """What a GPTQ checkpoint run by gptq_marlin leaves reserved and unused after load (both pools, after
     empty_cache), read in the 0.6.5 wheel. Construction (with target_device) creates each linear's
     parameters in gptq_marlin.py::GPTQMarlinLinearMethod.create_weights order: qweight (int32, in/8 x out),
@@ -148,7 +152,9 @@ def gptq_marlin_free_bytes(model: ModelSpec, dtype_bytes: float, tp: int) -> int
     utils/marlin_utils.py::marlin_make_workspace), replaces g_idx and qzeros by empty tensors (freed: no
     act-order, no zero points), repacks qweight into a new tensor of the same size and frees the old
     (ops.gptq_marlin_repack) and permutes the scales into a new one through a 64-entry index tensor
-    (marlin_permute_scales: s.reshape(-1, 64)[:, scale_perm]), freeing the old. Each freed block is reused
+    (marlin_permute_scales: s.reshape(-1, 64)[:, scale_perm]), freeing the old; the same in the 0.6.4.post1,
+    0.8.5 and 0.9.0 wheels (kernels/mixed_precision/marlin.py), except that 0.9.0's workspace is one int32
+    per SM (marlin_make_workspace_new: `workspace_sms`, the card's SMs). Each freed block is reused
     by the next best-fitting request, so the repacked weights pin parts of freed segments. None where this
     is not modelled: act-order (desc_act: marlin_sort_g_idx's argsort), asymmetric or 2/3-bit checkpoints,
     channel-wise scales, and the layouts weight_allocations leaves out."""
@@ -191,7 +197,7 @@ def gptq_marlin_free_bytes(model: ModelSpec, dtype_bytes: float, tp: int) -> int
     if not model.tie_word_embeddings:
         alloc.malloc(int(embed * dtype_bytes))
     for k, n, (qweight, g_idx, qzeros, scales) in linears:
-        alloc.malloc(n // 64 * 16 * 4)  # the workspace, kept
+        alloc.malloc(workspace_sms * 4 if workspace_sms else n // 64 * 16 * 4)  # the workspace, kept
         alloc.free(g_idx)
         alloc.free(qzeros)
         alloc.malloc(k // pack * n * 4)
@@ -202,3 +208,14 @@ def gptq_marlin_free_bytes(model: ModelSpec, dtype_bytes: float, tp: int) -> int
         alloc.free(scales)
     alloc.release()
     return alloc.free_bytes()
+
+
+MARLIN_SM_WORKSPACE_FROM = (0, 9, 0)  # marlin_make_workspace_new (read in the 0.9.0 wheel; 0.8.5 sizes it by out)
+
+
+def workspace_sms(gpu: GpuSpec, version: tuple[int, int, int]) -> int:
+    """The SMs gptq_marlin's workspace is sized by from 0.9.0 (the H100's 132 where the card is not listed);
+    0 before, where it is sized by the layer's output."""
+    if version < MARLIN_SM_WORKSPACE_FROM:
+        return 0
+    return int(data.load("gpu_sms.yaml")["sms"].get(gpu.key) or 132)
