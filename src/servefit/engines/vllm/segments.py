@@ -152,7 +152,7 @@ def gptq_marlin_free_bytes(model: ModelSpec, dtype_bytes: float, tp: int, worksp
     utils/marlin_utils.py::marlin_make_workspace), replaces g_idx and qzeros by empty tensors (freed: no
     act-order, no zero points), repacks qweight into a new tensor of the same size and frees the old
     (ops.gptq_marlin_repack) and permutes the scales into a new one through a 64-entry index tensor
-    (marlin_permute_scales: s.reshape(-1, 64)[:, scale_perm]), freeing the old; the same in the 0.6.4.post1,
+    (marlin_permute_scales: s.reshape(-1, 64)[:, scale_perm]), freeing the old; the same in the 0.6.4.post1, 0.7.3,
     0.8.5 and 0.9.0 wheels (kernels/mixed_precision/marlin.py), except that 0.9.0's workspace is one int32
     per SM (marlin_make_workspace_new: `workspace_sms`, the card's SMs). Each freed block is reused
     by the next best-fitting request, so the repacked weights pin parts of freed segments. None where this
