@@ -94,6 +94,13 @@ NVLS_MIB_PER_RANK = ((0, 6, 4), 288), ((0, 9, 0), 144), ((99, 0, 0), 32)
 # 0.11 - its 0.125 GiB MoE workspace); mean 0.088. Fitted before as 0.23 on the same logs with the MoE
 # workspace and V2's statistics in it (0.10 - 0.24 apart; the MoE workspace then counted twice); no
 # other calibration log shows this term, so there is no held-apart check of it.
+# The consumed figure is a drop in free memory (0.30.0 utils/mem_utils.py::memory_profiling:
+# before_create.free_memory - after_profile.free_memory, after empty_cache), so it also holds the free tails
+# of the weights' segments (segments.py), which none of the terms above count in these releases. Charging
+# the modelled tails in place of this constant where the layout is modelled (session 31: plain dense models;
+# Qwen2.5-1.5B's 0.143 GiB is more than the 0.07 - 0.09 left on its two logs) moves calibration consumed
+# median 2.7% -> 1.2%, but KV mixed (Qwen2.5-1.5B T4 +1.1% -> +0.5%, A100 +1.3% -> +1.1%; Qwen3-14B L40S
+# +6.2% -> +7.0%, three Qwen2.5 RTX 5090 0.29 logs +0.2 to +0.3 points): not adopted.
 CONSUMED_EXTRA = int(0.09 * GiB)
 
 # Releases that charge every byte in use on the device that torch has not allocated, the CUDA context
@@ -115,20 +122,27 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   the PR's branch before merge; its merged form (0.6.5 utils.py::memory_profiling: used - baseline at
 #   init_device - weights - allocated increase) logs 0.10 GiB for the same model on an A100 in 0.6.6, and
 #   0.6.4's device-wide form gives the context and the H100's growth (0.43 planned), so the figure belongs
-#   to that branch's state, not to a release; the branch's code is not retrievable.
+#   to that branch's state, not to a release; the branch's code is not retrievable (the stored snapshot
+#   of the author's fork, youkaichao/vllm, has no branch newer than 2024-10-23; the PR's description says
+#   only that it "added the initial pytorch memory, to be aligned with the pytorch memory profiler").
 # - 0.6.5 - 0.6.6 count PyTorch's cached segments a live tensor pins (allocated, not reserved: see
 #   counts_cached_segments). For a plain dense model the pinned part is the free tails of the weights'
 #   segments, which the allocator's rounding rules give exactly (segments.py; nothing fitted): a 0.6.6.post1
 #   L40S log of Qwen2.5-1.5B (fp16) shows 0.23 GiB, 0.105 by the thread scaling alone, 0.248 with its
 #   0.143 GiB of tails (calibration, hpml6998-l40s-qwen25-1p5b-fp16-4k-066post1); Llama-3-8B's tensors are
-#   whole 2 MiB multiples and leave almost none (0.6.6 A100 log: 0.10). Quantized layouts are not
-#   modelled: an H100 GPTQ-Marlin 0.6.5 log shows 0.26 GiB against 0.13 planned. Not the
-#   local memory of Marlin's kernels: gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have
-#   stack frames of at most 64 B a thread on sm_90 (EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, its
-#   fatbin entry LZ4-compressed), 17 MB on an H100's 270336 threads. Nor the repack itself:
-#   gptq_marlin_repack and marlin_permute_scales (kernels/marlin.py::process_weights_after_loading) free
-#   each old tensor right after its same-sized successor is allocated, so the next layer's reuses the hole
-#   and about one layer's scales (5 MB) stay pinned; what pins the rest is not known.
+#   whole 2 MiB multiples and leave almost none (0.6.6 A100 log: 0.10). GPTQ checkpoints that
+#   gptq_marlin runs pin more (segments.py gptq_marlin_free_bytes, worked through the allocator with
+#   frees; nothing fitted): the repack of each layer (kernels/marlin.py::process_weights_after_loading)
+#   frees the old qweight and scales after their successors are allocated, and the next, differently sized
+#   successor takes the best-fitting freed block and keeps the rest of its segment. An H100 Phi-4
+#   GPTQ-Marlin 0.6.5 log shows 0.26 GiB, 0.13 by the thread scaling alone, 0.279 with the 0.149 GiB the
+#   repack leaves (davidshare-h100-phi4-gptq-util015). The device-wide releases (0.6.4, V1 up to 0.9.0)
+#   charge those pinned blocks too, on top of the flat context (the same repack in the 0.6.4.post1, 0.8.5
+#   and 0.9.0 wheels): checked on a calibration log held apart from all this, Qwen2.5-7B GPTQ-Int4 on an
+#   L40S under V1 0.8.5 (KV tokens logged only): +0.9% -> +0.2%. (Not the local memory of Marlin's kernels:
+#   gptq_marlin.cu's marlin::Marlin kernels in 0.6.5's _C.abi3.so have stack frames of at most 64 B a
+#   thread on sm_90, EIATTR_FRAME_SIZE in the sm_90 cubin's .nv.info, 17 MB on an H100's 270336 threads.)
+#   Other quantized layouts are not modelled.
 # - 0.10.2 (utils::MemorySnapshot: cuda_memory - memory_reserved, from the init_device snapshot) logs
 #   0.02 GiB twice on an RTX 4080 under WSL, 0.056 planned by lmem_growth_bytes' thread scaling; the Ada
 #   logs (RTX 4060 Ti / 4070 Laptop / 4080: 0.03, 0.02, 0.02) do not scale with resident threads as the
@@ -139,7 +153,18 @@ V1_DEVICE_WIDE_UNTIL = (0, 9, 1)
 #   (calibration median 7.2% -> 4.5%) but moves the KV-only logs on the same cards the wrong way (an
 #   RTX 3090 at 0.17.1 with a 0.49 GiB pool +6% -> +14%; KV median 1.8% -> 2.2%) and breaks the met
 #   held-out token-median target, so whatever those logs lack is charged here until it is found: the
-#   thread scaling stays.
+#   thread scaling stays. Session 31 checked two kernels the profile runs by compiling them (nvcc 13.0,
+#   ptxas -v; the releases' own builds used CUDA 12, so the exact bytes may differ): FlashAttention 2's
+#   non-paged prefill (flash-attention v2.6.3 flash_fwd_launch_template.h::run_mha_fwd_hdim128, V0's
+#   prefill path) picks Flash_fwd_kernel_traits<128, 128, 64, 4> on 8.0 / 9.0, which spills (255
+#   registers, a 232 B stack frame), and <128, 64, 64, 4> on 8.6 / 8.9 (is_sm8x), which does not (190
+#   registers, no frame): a reason for V0's Ampere / Ada consumer logs to lack the local-memory growth the
+#   A100 and H100 show. But V1's paged path (the split-KV kernel, <128, 64, 128, 4>) has no frame on any
+#   card, and FlashInfer 0.3.1's TopKTopPSamplingFromProbKernel (the V1 sampler from 0.10 where FlashInfer
+#   is installed) none on 8.0 / 8.9 / 9.0, so neither explains the H100's 0.13 on V1 nor, alone, the
+#   consumer cards; the card split was tried again (0.02 GiB on 8.6 / 8.7 / 8.9): the same calibration
+#   KV-only logs (RTX 3090 / A6000 / L40S / 2 x 3090, V1) moved the wrong way (KV p90 8.2% -> 10.3%), and
+#   the L40S 0.6.6 log above (-29%) with them.
 
 
 def device_wide(version: tuple[int, int, int], v1: bool) -> bool:
@@ -184,7 +209,8 @@ def notes(gpu: GpuSpec | None, version: tuple[int, int, int], v1: bool, tp: int 
         out.append(f"vLLM {v} also counts memory PyTorch has cached but cannot release (a segment a live tensor "
                    "still uses) as non-torch memory, which can reach GiBs (1.79 GiB on one H100 in vLLM's own "
                    "check of this accounting, PR #10511); planned only for the free tails of the segments that "
-                   "hold a plain dense model's weights (later releases stopped counting it)")
+                   "hold a plain dense model's weights and what GPTQ-Marlin's repack leaves (later releases "
+                   "stopped counting it)")
     return out
 
 
@@ -202,7 +228,8 @@ def lmem_growth_bytes(gpu: GpuSpec | None) -> int:
 
 
 def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version: tuple[int, int, int] = (0, 33, 0),
-                    v1: bool | None = None, env: dict[str, str] | None = None, weight_tails: int = 0) -> int:
+                    v1: bool | None = None, env: dict[str, str] | None = None, weight_tails: int = 0,
+                    repacked: bool = False) -> int:
     """Memory outside torch's allocator that vLLM's profile charges to the budget: the card's own
     growth (lmem_growth_bytes; cuBLAS handles and lazily loaded kernels also land here), NCCL and
     custom all-reduce buffers (2 x 8 MiB IPC buffers per GPU, torch tensors in 0.5.3, cudaMalloc
@@ -222,14 +249,16 @@ def non_torch_bytes(world: int, tp: int = 1, gpu: GpuSpec | None = None, version
     buffers count too (CONSUMED_EXTRA). `v1`: the engine in use (default: V1 from 0.8; the plan passes V0
     where 0.8 - 0.10 fall back to it, v1_oracle.py, so a T4 or a GGUF run there carries no CUDA context).
     `weight_tails`: the free tails of the weights' segments (segments.weight_tail_bytes), charged by 0.6.5 -
-    0.6.6 (counts_cached_segments; the device-wide releases' flat CUDA_CONTEXT stands in for them there)."""
+    0.6.6 (counts_cached_segments; the device-wide releases' flat CUDA_CONTEXT stands in for them there);
+    `repacked`: they are what GPTQ-Marlin's repack pins (segments.gptq_marlin_free_bytes), which a plain
+    model's figure does not hold, so the device-wide releases charge them too."""
     v1 = version >= (0, 8, 0) if v1 is None else v1
     w = min(max(world, 1), max(NON_TORCH_GIB))
     own = lmem_growth_bytes(gpu)
     context = CUDA_CONTEXT + (gpu.in_use_bytes if gpu is not None else 0) if device_wide(version, v1) else 0
     consumed = CONSUMED_EXTRA if version >= CONSUMED_FROM else 0
     nvls = nvls_bytes(tp, gpu, version) if nvls_enabled(env) else 0
-    tails = weight_tails if counts_cached_segments(version, v1) and not device_wide(version, v1) else 0
+    tails = weight_tails if counts_cached_segments(version, v1) and (repacked or not device_wide(version, v1)) else 0
     return own + comm_bytes(w, gpu) + nvls + context + consumed + tails
 
 

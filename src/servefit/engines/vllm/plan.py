@@ -268,8 +268,11 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
                                                               bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])),
                                                               drafter.target_layers if drafter else 0)
-        tails = segments.weight_tail_bytes(model, dtype_bytes(r.dtype), r.tp) if r.pp == 1 and r.scheme is None else 0
-        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env, tails)  # segments.py
+        marlin = r.marlin_cc and str(cfg.settings.get("quantization") or "") != "gptq"  # GPTQ runs gptq_marlin
+        tails = (segments.weight_tail_bytes(model, dtype_bytes(r.dtype), r.tp, marlin, segments.workspace_sms(gpu, r.version))
+                 if r.pp == 1 and (r.scheme is None or r.scheme.name == "gptq") else 0)
+        non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env, tails,
+                                    repacked=r.scheme is not None)  # segments.py
         non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
