@@ -116,9 +116,10 @@ SUBTERM_KNOWN_MISSES = {("videocut-2xh100-qwen3-vl-30b-a3b-tp2-64k-s256-0120", "
                         # compared until session 30 (measured, not fitted). Four dense runs log -0.88 to -0.33
                         # GiB, each 0.5 - 1.7 GiB below the graphs less the segments that forward reserves (the
                         # two TP 2 runs the furthest), Qwen3-0.6B logs 0.10 GiB where 0.56 are predicted, and
-                        # gpt-oss hands back less than its forward's working set (0.39 / 1.03 GiB logged)
-                        ("llmd-h100-gpt-oss-20b-16k", "cuda_graph_gib"): -0.3757,
-                        ("llmd-h100-gpt-oss-120b-16k", "cuda_graph_gib"): -0.4377,
+                        # gpt-oss-20b logs 0.39 GiB where 0.62 are predicted. Session 31: gpt-oss captures up to
+                        # 992 tokens in 0.11.0 (GptOssForCausalLMConfig, graphs.py GPT_OSS_CAPTURE: 81 + 81
+                        # graphs, not 67 + 67); gpt-oss-120b's 1.03 GiB is then met (-0.1%), the 20b's is not
+                        ("llmd-h100-gpt-oss-20b-16k", "cuda_graph_gib"): 0.5964,
                         ("llmd-2xh100-llama33-70b-fp8-tp2-16k", "cuda_graph_gib"): -3.8889,
                         ("llmd-h100-llama31-8b-16k", "cuda_graph_gib"): -1.0180,
                         ("llmd-h100-qwen3-0p6b-16k", "cuda_graph_gib"): 4.5613,

@@ -171,10 +171,10 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
         mode = "PIECEWISE" if mode == "FULL_AND_PIECEWISE" else "NONE"
         if mode == "NONE":
             return [], []
-    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
-                          [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
-                          s.get("max_cudagraph_capture_size")
-                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
+    listed = [int(x) for x in explicit] if explicit and len(explicit) > 1 else None
+    top = s.get("max_cudagraph_capture_size") or (int(explicit[0]) if explicit and len(explicit) == 1 else None)
+    listed, top = model_capture_override(model, r, listed, top)
+    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens, listed, top,
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
                           blackwell=gpu is not None and gpu.compute_capability // 10 == 10,
                           full_decode=mode in FULL_DECODE_MODES[1:] or (mode == "FULL" and r.version >= (0, 24, 0)))
@@ -188,6 +188,29 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
     if lora_specialized(r, s):
         return piecewise * 2, full * 2
     return piecewise, full
+
+
+# gpt-oss raises the largest capture size (model_executor/models/config.py::GptOssForCausalLMConfig.
+# verify_and_update_config, "Overriding max cuda graph capture size to N for performance"): 0.10.1 -
+# 0.10.2 replace a one-element cuda_graph_sizes below 1024 with [1, 2, 4] + range(8, 256, 8) +
+# range(256, 1025, 16), 0.11.0 the same up to 992; from 0.11.1 max_cudagraph_capture_size = 1024 where
+# neither it nor cudagraph_capture_sizes is set (read in the 0.10.1.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2,
+# 0.12.0, 0.29.0 wheels). max_num_seqs no longer bounds the sizes; max_num_batched_tokens still does.
+GPT_OSS_CAPTURE = ((0, 10, 1), (0, 11, 0), (0, 11, 1))
+
+
+def model_capture_override(model: ModelSpec, r: Resolved, listed: list[int] | None,
+                           top: int | None) -> tuple[list[int] | None, int | None]:
+    """(explicit sizes, largest size) once the model's own config hook has run (GPT_OSS_CAPTURE)."""
+    first, to_992, to_max = GPT_OSS_CAPTURE
+    if model.architecture != "GptOssForCausalLM" or r.version < first or listed is not None:
+        return listed, top
+    if r.version >= to_max:
+        return listed, top or 1024
+    ceiling = 992 if r.version >= to_992 else 1024
+    if top is not None and top >= ceiling:
+        return listed, top
+    return [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, ceiling + 1, 16)), None
 
 
 def lora_specialized(r: Resolved, settings: dict) -> bool:
