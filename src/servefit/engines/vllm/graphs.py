@@ -86,12 +86,22 @@ GRAPH_PIECE = GRAPH_PIECEWISE_PER_LAYER - DENSE_LAYER_KERNELS * GRAPH_NODE
 # so Inductor fuses neither copy; read in the 0.12.0 wheel). Its buffer is allocated once at start.
 SYMM_MEM_GRAPH_COLLECTIVE = int(3 * GRAPH_NODE)
 # Model Runner V2 (v1/worker/gpu/model_runner.py) captures the same graphs (the same piecewise
-# backend, one graph per piece and size, then the FULL decode graphs), yet the pool it logs is much
-# smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
+# backend, one graph per piece and size, then the FULL decode graphs), yet from 0.29 the pool it logs is
+# much smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
 # x (51 piecewise + 35 full) graphs, where the V1 runner's terms above give 0.44. x0.38 on the
 # per-layer terms, least squares on those two calibration logs (the only V2 logs with a pool).
 # Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
+# Why from 0.29 only: there V2's profile_cudagraph_memory (v1/worker/gpu/cudagraph_utils.py, called by
+# gpu_worker.py::determine_available_memory whenever graphs are captured, whatever
+# VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS says) captures every PIECEWISE graph and the two largest FULL
+# ones into a throwaway pool before the KV cache, and the logged capture is the process's second
+# capture of the same graphs; the same logs show the first reading higher ("took 0.22 GiB" then 0.09
+# for Qwen2.5-0.5B, 0.48 then 0.28 for Gemma 4 E2B). Up to 0.28 V2's profile_cudagraph_memory is a stub
+# that returns 0 (read in the 0.20.0, 0.22.0, 0.24.0, 0.25.1, 0.26.0, 0.27.1 and 0.28.0 wheels; the real
+# one in 0.29.0, 0.30.0 and 0.31.0), so the logged capture is the first, as the V1 runner's is, and is
+# priced with the V1 terms; nothing is subtracted from the KV budget for it (graph_estimate).
 GRAPH_V2_RUNNER_FACTOR = 0.38
+V2_PROFILES_GRAPHS_FROM = (0, 29, 0)
 # What Model Runner V2 budgets for its graphs is not the pool it later captures but
 # v1/worker/gpu/cudagraph_utils.py::profile_cudagraph_memory: piecewise graphs captured in full into
 # a throwaway pool over a minimal KV cache, and only the two largest FULL graphs, extrapolated as
@@ -323,7 +333,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
         per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
     per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e, model, moe_layer_share(model), gpu) * GRAPH_NODE)
-    if model_runner_v2(model, r, cfg.env, cfg.settings):
+    if r.version >= V2_PROFILES_GRAPHS_FROM and model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
@@ -358,7 +368,10 @@ def graph_estimate(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig, poo
                    gpu: GpuSpec | None = None) -> int:
     """What the KV budget subtracts for CUDA graphs from 0.20 (gpu_worker.py::
     Worker.determine_available_memory, cudagraph_memory_estimate): the pool itself for the V1 runner,
-    the pool plus the FULL graphs' extrapolation baseline for Model Runner V2 (GRAPH_V2_ESTIMATE_EXTRA)."""
+    the pool plus the FULL graphs' extrapolation baseline for Model Runner V2 (GRAPH_V2_ESTIMATE_EXTRA),
+    nothing for Model Runner V2 before 0.29, whose profile_cudagraph_memory returns 0 (V2_PROFILES_GRAPHS_FROM)."""
     if not pool or not model_runner_v2(model, r, cfg.env, cfg.settings):
         return pool
+    if r.version < V2_PROFILES_GRAPHS_FROM:
+        return 0
     return pool + (GRAPH_V2_ESTIMATE_EXTRA if graph_sizes(model, r, e, cfg, gpu)[1] else 0)
