@@ -186,6 +186,13 @@ KNOWN_MISSES = {
     # 0.26 async scheduling reserves two, VllmConfig.max_in_flight_tokens; engines/vllm/async_sched.py)
     ("gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300", "kv_tokens"): 0.1015,
     ("gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300", "max_concurrency"): 0.1015,
+    # Qwen3-14B on an L40S, 0.28.0 (a dense architecture: Model Runner V2 by default; the blog's four-line
+    # excerpt does not show it): +6.2% while the plan subtracted a V2 graph estimate from the KV budget.
+    # Up to 0.28 V2's profile_cudagraph_memory returns 0 (read in the 0.20 - 0.28 wheels: graphs.py
+    # V2_PROFILES_GRAPHS_FROM), so vLLM subtracts nothing there, and the plan's other non-KV terms are
+    # 0.4 GiB short of what this run kept (its AWQ, tuned and TP2 twins: +4.3%, +1.7%, +4.3%)
+    ("newblog-l40s-qwen3-14b-bf16-40k", "kv_tokens"): 0.0975,
+    ("newblog-l40s-qwen3-14b-bf16-40k", "max_concurrency"): 0.0982,
     # session 27 gather, calibration by the hash rule (not fitted): V0 0.6.4.post1 on a 24 GB card under WSL
     # logs non_torch_memory=1.66GiB where 0.39 GiB is planned, so the KV pool (3.51 GiB) is 1.3 GiB smaller
     ("m2a-wsl-24gb-qwen25-7b-v0-16k-064", "max_concurrency"): 0.3769,
@@ -206,11 +213,6 @@ KNOWN_MISSES = {
     # v0.8.5 on an L40S: the command is not shown (utilization assumed default), 22% more tokens
     ("vllm-pr17122-l40s-llama31-8b-32k", "kv_tokens"): 0.2206,
     ("vllm-pr17122-l40s-llama31-8b-32k", "max_concurrency"): 0.2210,
-    # Qwen3-14B bf16 on an L40S, 0.28.0, Model Runner V2 (the default there for a dense model): before 0.29
-    # V2's profile_cudagraph_memory returns 0 (v1/worker/gpu/model_runner.py, read in the 0.18 - 0.28 wheels),
-    # so nothing is subtracted for its graphs (graphs.graph_estimate); +6.2% while the pool + 0.17 GiB was
-    ("newblog-l40s-qwen3-14b-bf16-40k", "kv_tokens"): 0.0975,
-    ("newblog-l40s-qwen3-14b-bf16-40k", "max_concurrency"): 0.0984,
     # (dennislee22's v0.10.1.1 Qwen2-7B runs, -19% / -11% at utilization 0.25 with the native sampler: their
     # install step names flashinfer-python, so FlashInfer's sampler is planned; now within tolerance)
     # V0 0.6.4 on an RTX 3090 at 29k: the profiled peak there depends on the chunked-prefill switch

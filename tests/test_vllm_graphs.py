@@ -354,3 +354,31 @@ def test_fp8_quant_kernels_captured_inside_opaque_custom_ops():
         base = run(ARGV, model=replace(LLAMA8B, **moe), gpu=a100, version=version)[1].memory.cuda_graphs
         for q in (per_tensor, block):
             assert run(ARGV, model=replace(q, **moe), gpu=a100, version=version)[1].memory.cuda_graphs == base
+
+
+def test_gpt_oss_raises_the_largest_capture_size():
+    """model_executor/models/config.py::GptOssForCausalLMConfig.verify_and_update_config (graphs.py
+    GPT_OSS_CAPTURE): the largest size goes to 1024 (992 in 0.11.0) whatever max_num_seqs."""
+    from test_vllm_engine import GPT_OSS_20B
+
+    def count(extra: str, version: str) -> int:
+        _, p = run(ARGV + extra, model=GPT_OSS_20B, gpu=L4, version=version)
+        return p.detail.cuda_graph_sizes
+
+    # 0.10.0 has no hook: [1, 2, 4] + 8..256 step 8 (256 = 2 x 128 sequences)
+    assert count("", "0.10.0") == 35
+    # 0.10.1 / 0.10.2: the list [1, 2, 4] + 8..248 step 8 + 256..1024 step 16 (3 + 31 + 49), piecewise only
+    assert count("", "0.10.1") == 83
+    assert count("", "0.10.2") == 83
+    assert count("--cuda-graph-sizes 64", "0.10.2") == 83  # one size below 1024: replaced too
+    # 0.11.0: up to 992 (3 + 31 + 47 piecewise), full decode graphs up to 128 sequences (19)
+    assert count("", "0.11.0") == 81 + 19
+    # 0.11.1 on: max_cudagraph_capture_size 1024 (stride 16 from 256), still clipped by the token budget
+    assert count("", "0.11.2") == 83 + 19
+    assert count("", "0.29.0") == 83 + 19
+    assert count("--max-num-batched-tokens 512", "0.12.0") == 51 + 19
+    # a size the user set is kept
+    assert count("--max-cudagraph-capture-size 256", "0.12.0") == 35 + 19
+    # other models keep the default ceiling, min(2 x max_num_seqs, 512)
+    _, llama = run(ARGV, gpu=L4, version="0.12.0")
+    assert llama.detail.cuda_graph_sizes == 35 + 19

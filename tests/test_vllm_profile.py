@@ -323,16 +323,22 @@ def test_model_runner_v2_default_per_release():
 
 
 def test_model_runner_v2_graph_pool_by_hand():
-    # Llama-3.1-8B, max_num_seqs 128 on 0.25.1 (a dense listed architecture: Model Runner V2):
-    # 35 piecewise + 19 full sizes as on 0.11; per layer 35 x 262144 + 19 x 104857 = 11,167,323 B,
-    # x 0.38 -> 4,243,582 B, x 32 layers = 135,794,624 B. On 0.21.0 (V1 runner) the same sizes
-    # give 32 x 11,167,323 = 357,354,336 B.
+    # Llama-3.1-8B, max_num_seqs 128 on 0.29.0 (Model Runner V2, whose profile_cudagraph_memory captures
+    # every piecewise graph before the logged capture): 35 piecewise + 19 full sizes as on 0.11; per layer
+    # 35 x 262144 + 19 x 104857 = 11,167,323 B, x 0.38 -> 4,243,582 B, x 32 layers = 135,794,624 B.
+    # On 0.21.0 (V1 runner) the same sizes give 32 x 11,167,323 = 357,354,336 B, and so does V2 on 0.25.1:
+    # its profile_cudagraph_memory is a stub up to 0.28, so the logged capture is the process's first.
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 128"
-    _, v2 = run(argv, version="0.25.1")
+    _, v2 = run(argv, version="0.29.0")
     assert v2.detail.cuda_graph_sizes == 35 + 19
     assert v2.memory.cuda_graphs == 135_794_624
     _, v1 = run(argv, version="0.21.0")
     assert v1.memory.cuda_graphs == 357_354_336
+    _, v2_025 = run(argv, version="0.25.1")
+    assert v2_025.detail.cuda_graph_sizes == 35 + 19
+    assert v2_025.memory.cuda_graphs == 357_354_336
+    # the same V2 run at 0.28 and at 0.29: x0.38 from 0.29 only
+    assert run(argv, version="0.28.0")[1].memory.cuda_graphs == 357_354_336
 
 
 def test_total_consumed_from_027_counts_persistent_buffers():
@@ -391,6 +397,13 @@ def test_v2_runner_budgets_its_graph_estimate_and_logs_it_with_the_activation():
     # eager: no graphs, nothing estimated
     _, eager = run("vllm serve m --max-model-len 8192 --enforce-eager", version="0.31.0")
     assert eager.detail.logged_activation_bytes == eager.memory.activation_peak
+    # V2 up to 0.28: profile_cudagraph_memory returns 0, so the KV budget subtracts nothing for the graphs
+    # it captures and the logged peak is the torch peak alone
+    _, v2_028 = run("vllm serve m --max-model-len 8192", version="0.28.0")
+    m = v2_028.memory
+    assert m.cuda_graphs > 0
+    assert v2_028.detail.available_kv_cache_bytes == m.budget - m.weights - m.activation_peak - m.non_torch
+    assert v2_028.detail.logged_activation_bytes == m.activation_peak
 
 
 def test_v2_runner_before_029_budgets_no_graph_estimate():

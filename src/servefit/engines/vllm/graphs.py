@@ -86,12 +86,22 @@ GRAPH_PIECE = GRAPH_PIECEWISE_PER_LAYER - DENSE_LAYER_KERNELS * GRAPH_NODE
 # so Inductor fuses neither copy; read in the 0.12.0 wheel). Its buffer is allocated once at start.
 SYMM_MEM_GRAPH_COLLECTIVE = int(3 * GRAPH_NODE)
 # Model Runner V2 (v1/worker/gpu/model_runner.py) captures the same graphs (the same piecewise
-# backend, one graph per piece and size, then the FULL decode graphs), yet the pool it logs is much
-# smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
+# backend, one graph per piece and size, then the FULL decode graphs), yet from 0.29 the pool it logs is
+# much smaller: 0.20 GiB on 0.31.0 (A100 40GB) and 0.15 GiB on 0.30.0 (T4) for Qwen2.5-1.5B's 28 layers
 # x (51 piecewise + 35 full) graphs, where the V1 runner's terms above give 0.44. x0.38 on the
 # per-layer terms, least squares on those two calibration logs (the only V2 logs with a pool).
 # Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
+# Why from 0.29 only: there V2's profile_cudagraph_memory (v1/worker/gpu/cudagraph_utils.py, called by
+# gpu_worker.py::determine_available_memory whenever graphs are captured, whatever
+# VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS says) captures every PIECEWISE graph and the two largest FULL
+# ones into a throwaway pool before the KV cache, and the logged capture is the process's second
+# capture of the same graphs; the same logs show the first reading higher ("took 0.22 GiB" then 0.09
+# for Qwen2.5-0.5B, 0.48 then 0.28 for Gemma 4 E2B). Up to 0.28 V2's profile_cudagraph_memory is a stub
+# that returns 0 (read in the 0.20.0, 0.22.0, 0.24.0, 0.25.1, 0.26.0, 0.27.1 and 0.28.0 wheels; the real
+# one in 0.29.0, 0.30.0 and 0.31.0), so the logged capture is the first, as the V1 runner's is, and is
+# priced with the V1 terms; nothing is subtracted from the KV budget for it (graph_estimate).
 GRAPH_V2_RUNNER_FACTOR = 0.38
+V2_PROFILES_GRAPHS_FROM = (0, 29, 0)
 # What Model Runner V2 budgets for its graphs is not the pool it later captures but
 # v1/worker/gpu/cudagraph_utils.py::profile_cudagraph_memory: piecewise graphs captured in full into
 # a throwaway pool over a minimal KV cache, and only the two largest FULL graphs, extrapolated as
@@ -104,7 +114,6 @@ GRAPH_V2_RUNNER_FACTOR = 0.38
 # above on the one 0.26 log (Qwen3-Coder-30B-A3B: 0.15 / 0.11).
 # Calibration cases reidharris-a100-40gb-qwen25-coder-15b-16k-0310 and llmlab-t4-qwen25-15b-fp16-4k-0300.
 GRAPH_V2_ESTIMATE_EXTRA = int(0.17 * GiB)
-V2_ESTIMATE_FROM = (0, 29, 0)  # Model Runner V2 profiles its graphs from 0.29 (graph_estimate)
 # Which architectures default to Model Runner V2, per release (config/vllm.py::VllmConfig.
 # use_v2_model_runner and _is_default_v2_model_runner_model, read in each wheel): none before 0.22;
 # listed dense unquantized architectures in 0.22 / 0.23; listed ones in 0.24; from 0.25 every
@@ -172,10 +181,10 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
         mode = "PIECEWISE" if mode == "FULL_AND_PIECEWISE" else "NONE"
         if mode == "NONE":
             return [], []
-    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens,
-                          [int(x) for x in explicit] if explicit and len(explicit) > 1 else None,
-                          s.get("max_cudagraph_capture_size")
-                          or (int(explicit[0]) if explicit and len(explicit) == 1 else None),
+    listed = [int(x) for x in explicit] if explicit and len(explicit) > 1 else None
+    top = s.get("max_cudagraph_capture_size") or (int(explicit[0]) if explicit and len(explicit) == 1 else None)
+    listed, top = model_capture_override(model, r, listed, top)
+    sizes = capture_sizes(e, r.max_num_seqs, r.max_num_batched_tokens, listed, top,
                           decode_query_len=q if r.version >= (0, 11, 0) else 1,
                           blackwell=gpu is not None and gpu.compute_capability // 10 == 10,
                           full_decode=mode in FULL_DECODE_MODES[1:] or (mode == "FULL" and r.version >= (0, 24, 0)))
@@ -189,6 +198,29 @@ def graph_sizes(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig,
     if lora_specialized(r, s):
         return piecewise * 2, full * 2
     return piecewise, full
+
+
+# gpt-oss raises the largest capture size (model_executor/models/config.py::GptOssForCausalLMConfig.
+# verify_and_update_config, "Overriding max cuda graph capture size to N for performance"): 0.10.1 -
+# 0.10.2 replace a one-element cuda_graph_sizes below 1024 with [1, 2, 4] + range(8, 256, 8) +
+# range(256, 1025, 16), 0.11.0 the same up to 992; from 0.11.1 max_cudagraph_capture_size = 1024 where
+# neither it nor cudagraph_capture_sizes is set (read in the 0.10.1.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2,
+# 0.12.0, 0.29.0 wheels). max_num_seqs no longer bounds the sizes; max_num_batched_tokens still does.
+GPT_OSS_CAPTURE = ((0, 10, 1), (0, 11, 0), (0, 11, 1))
+
+
+def model_capture_override(model: ModelSpec, r: Resolved, listed: list[int] | None,
+                           top: int | None) -> tuple[list[int] | None, int | None]:
+    """(explicit sizes, largest size) once the model's own config hook has run (GPT_OSS_CAPTURE)."""
+    first, to_992, to_max = GPT_OSS_CAPTURE
+    if model.architecture != "GptOssForCausalLM" or r.version < first or listed is not None:
+        return listed, top
+    if r.version >= to_max:
+        return listed, top or 1024
+    ceiling = 992 if r.version >= to_992 else 1024
+    if top is not None and top >= ceiling:
+        return listed, top
+    return [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, ceiling + 1, 16)), None
 
 
 def lora_specialized(r: Resolved, settings: dict) -> bool:
@@ -301,7 +333,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
         per_layer = len(piecewise) * GRAPH_PIECEWISE_PER_LAYER + len(full) * GRAPH_FULL_PER_LAYER
         per_layer += int((len(piecewise) + len(full)) * moe_extra_kernels(model) * GRAPH_NODE)
     per_layer += int((len(piecewise) + len(full)) * act_quant_kernels(r, e, model, moe_layer_share(model), gpu) * GRAPH_NODE)
-    if model_runner_v2(model, r, cfg.env, cfg.settings):
+    if r.version >= V2_PROFILES_GRAPHS_FROM and model_runner_v2(model, r, cfg.env, cfg.settings):
         per_layer = int(per_layer * GRAPH_V2_RUNNER_FACTOR)
     drafter = drafter_layers(r, cfg.settings) if last_stage else 0
     drafter_graphs = len(set(piecewise)) if drafter else 0
@@ -335,7 +367,7 @@ def graph_memory(model: ModelSpec, r: Resolved, e: Era, layers: int, cfg: Engine
 def graphs_budgeted(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig) -> bool:
     """Whether the KV budget subtracts a CUDA-graph estimate: from 0.18 where the variable leaves it on
     (Era.cudagraph_subtracted), except Model Runner V2 before 0.29, whose estimate is 0 (graph_estimate)."""
-    return e.cudagraph_subtracted and not (r.version < V2_ESTIMATE_FROM
+    return e.cudagraph_subtracted and not (r.version < V2_PROFILES_GRAPHS_FROM
                                            and model_runner_v2(model, r, cfg.env, cfg.settings))
 
 
@@ -349,6 +381,6 @@ def graph_estimate(model: ModelSpec, r: Resolved, e: Era, cfg: EngineConfig, poo
     so no "Estimated CUDA graph memory" line and nothing subtracted; 0.29 calls _profile_cudagraph_memory."""
     if not pool or not model_runner_v2(model, r, cfg.env, cfg.settings):
         return pool
-    if r.version < V2_ESTIMATE_FROM:
+    if r.version < V2_PROFILES_GRAPHS_FROM:
         return 0
     return pool + (GRAPH_V2_ESTIMATE_EXTRA if graph_sizes(model, r, e, cfg, gpu)[1] else 0)
