@@ -94,6 +94,21 @@ FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 11, 1))  # when installed
 # says so. Calibration logs, Qwen2.5-1.5B fp16 at 2048 batched tokens: torch peak 0.12 GiB warm (0.30.0,
 # T4) and 0.44 GiB cold (0.31.0, A100 40GB; "Compiling a graph for compile range (1, 2048)").
 COLD_COMPILE_GIB = 0.44 - 0.12
+# Hidden-width tensors alive at a decoder layer's peak in the profiling forward. V0 runs the model eagerly
+# (worker/model_runner.py::ModelRunner.profile_run calls the nn.Module; no torch.compile). Read in the
+# 0.6.4.post1 wheel, models/llama.py: LlamaModel.forward's loop keeps its reference to the layer's input
+# while the layer runs; LlamaDecoderLayer.forward's fused add + RMSNorm (layernorm.py::RMSNorm.forward_cuda,
+# ops.fused_add_rms_norm) works in place on that input and the residual, and the layer keeps its reference to
+# the MLP's input while LlamaMLP.forward runs gate_up_proj and SiluAndMul (x is rebound after the activation,
+# so gate_up's output is gone before down_proj). At SiluAndMul: the layer's input, the residual and the MLP's
+# input (3 x hidden) beside gate_up's output and the activation's (3 x intermediate); in the attention half
+# the layer's input, the residual and o_proj's output beside qkv and the attention output. vLLM issue #10517's V0 logs of Llama-3.1-8B on
+# an RTX 3090 (peak_torch_memory 17.06 GiB at 20,000 batched tokens, 17.98 at 29,000; weights 14.99 GiB) rise
+# by 109,760 bytes a token, 3 x 4096 x 2 + 3 x 14336 x 2 = 110,592 (four hidden-width tensors would be
+# 118,784), and both peaks are that times the tokens (2.06 and 2.99 GiB). V1 compiles the layers between the
+# attention ops with Inductor, which plans those buffers itself: four, as calibrated on V1 logs (not re-read).
+EAGER_HIDDEN = 3
+COMPILED_HIDDEN = 4
 
 
 # The dummy sampler's top-k/top-p goes through vLLM's Triton kernel where FlashInfer's sampler is not
@@ -243,7 +258,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    fwd = max(forward_bytes(model, r, t), awq_dequant_forward(model, r, t, settings or {})) \
+    fwd = max(forward_bytes(model, r, t, COMPILED_HIDDEN if v1 else EAGER_HIDDEN),
+              awq_dequant_forward(model, r, t, settings or {})) \
         + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
     if pooling_runner(model, settings or {}, v1):
         last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
@@ -267,14 +283,14 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     return max(enc.peak, enc.outputs + enc.inputs + lm) if enc else lm
 
 
-def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
+def forward_bytes(model: ModelSpec, r: Resolved, tokens: int, hidden: int = COMPILED_HIDDEN) -> int:
     """Working set of one forward of `tokens` tokens, the larger of a decoder layer's two halves: the
-    hidden states and the MLP's or the fused-MoE kernel's intermediates (forward.py mlp_bytes), or the
-    attention's projections beside the MoE workspace that outlives the MLP (forward.py
-    attention_stage_bytes, moe_workspace_bytes)."""
+    `hidden` hidden-width tensors (EAGER_HIDDEN, COMPILED_HIDDEN) and the MLP's or the fused-MoE kernel's
+    intermediates (forward.py mlp_bytes), or the attention's projections beside the MoE workspace that
+    outlives the MLP (forward.py attention_stage_bytes, moe_workspace_bytes)."""
     db = dtype_bytes(r.dtype)
-    mlp = int(tokens * 4 * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
-    return max(mlp, attention_stage_bytes(model, r, tokens, db) + moe_workspace_bytes(model, r, tokens, db))
+    mlp = int(tokens * hidden * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
+    return max(mlp, attention_stage_bytes(model, r, tokens, db, hidden) + moe_workspace_bytes(model, r, tokens, db))
 
 
 def logged_activation(act: int, estimate_applied: int, version: tuple[int, int, int]) -> int:
