@@ -279,7 +279,7 @@ def test_logged_activation_leaves_out_the_moe_workspace_from_0_26_1():
     t = 2048
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4 --max-num-batched-tokens 2048 --enforce-eager"
     workspace = t * 8 * (2048 + 2048) * 2
-    attention_half = t * (4 * 2048 + 2 * 4096 + 2 * 512) * 2
+    attention_half = t * (3 * 2048 + 2 * 4096 + 2 * 512) * 2  # eager: profile.EAGER_HIDDEN
     _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.27.1")
     _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.26.0")
     assert new.memory.activation_peak == old.memory.activation_peak == attention_half + workspace
@@ -366,13 +366,17 @@ def test_v0_eager_forward_holds_three_hidden_tensors():
     SiluAndMul the loop's reference to the layer's input, the residual and the MLP's input beside gate_up's and
     the activation's outputs. vLLM issue #10517's 0.6.4 logs of Llama-3.1-8B (peak_torch_memory 17.06 / 17.98
     GiB at 20,000 / 29,000 batched tokens, weights 14.99 GiB: no chunked prefill below 32K) rise by 109,760 B a
-    token: 3 x 4096 x 2 + 3 x 14336 x 2 = 110,592. V1 compiles the layers and keeps four."""
+    token: 3 x 4096 x 2 + 3 x 14336 x 2 = 110,592. V1 compiles the layers and keeps four, unless eager."""
     for tokens in (20000, 29000):
         _, p = run(f"vllm serve m --max-model-len {tokens}", version="0.6.4")
         assert p.memory.activation_peak == tokens * (3 * 4096 + 3 * 14336) * 2 == tokens * 110_592
     # the same forward on V1 (8192 batched tokens on a card of 70 GiB and more, 4 requests: the forward is the peak)
     _, p = run("vllm serve m --max-model-len 8192 --max-num-seqs 4", gpu=H100, version="0.11.0")
     assert p.memory.activation_peak == 8192 * (4 * 4096 + 3 * 14336) * 2
+    # V1 does not compile with --enforce-eager or compilation level 0 (0.11.0 config/__init__.py: NO_COMPILATION)
+    for flag in ("--enforce-eager", "--compilation-config 0"):
+        _, p = run("vllm serve m --max-model-len 8192 --max-num-seqs 4 " + flag, gpu=H100, version="0.11.0")
+        assert p.memory.activation_peak == 8192 * (3 * 4096 + 3 * 14336) * 2, flag
 
 
 def test_attention_half_counts_the_same_hidden_width_tensors():

@@ -170,12 +170,18 @@ def v2_sampler_state_bytes(model: ModelSpec, r: Resolved, v2_runner: bool) -> in
     return r.max_num_seqs * (model.vocab_size + -(-model.vocab_size // 32)) * 4
 
 
+def compiles(r: Resolved, v1: bool, settings: dict) -> bool:
+    """Whether vLLM compiles the model (torch.compile): V1 unless eager (--enforce-eager: no compilation
+    unless a level is set, config/__init__.py::VllmConfig.__post_init__ in the 0.11.0 wheel, mode NONE in
+    0.29.0's config/vllm.py) or compilation_config level / mode 0."""
+    raw = settings.get("compilation_config")  # a dict, or the bare level (graph_mode.py reads it the same way)
+    level = raw.get("mode", raw.get("level")) if isinstance(raw, dict) else raw
+    return v1 and not r.enforce_eager and not (level is not None and str(level).upper() in ("0", "NONE", "NO_COMPILATION"))
+
+
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
-    """The warm-cache assumption (see COLD_COMPILE_GIB), for engines that compile the model: V1
-    unless eager (-O0 / --enforce-eager) or compilation_config level / mode 0."""
-    cc = settings.get("compilation_config")
-    level = cc.get("mode", cc.get("level")) if isinstance(cc, dict) else None
-    if not e.v1 or r.enforce_eager or (level is not None and str(level).upper() in ("0", "NONE", "NO_COMPILATION")):
+    """The warm-cache assumption (see COLD_COMPILE_GIB), for engines that compile the model (compiles)."""
+    if not compiles(r, e.v1, settings):
         return None
     return ("a warm torch.compile cache: a first start, or one after changing max-model-len or "
             "max-num-batched-tokens, counts the compilation's temporary memory in the activation peak and "
@@ -258,7 +264,7 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    fwd = max(forward_bytes(model, r, t, COMPILED_HIDDEN if v1 else EAGER_HIDDEN),
+    fwd = max(forward_bytes(model, r, t, COMPILED_HIDDEN if compiles(r, v1, settings or {}) else EAGER_HIDDEN),
               awq_dequant_forward(model, r, t, settings or {})) \
         + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
     if pooling_runner(model, settings or {}, v1):
