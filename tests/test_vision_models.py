@@ -142,7 +142,8 @@ def test_v0_pixel_values_stay_on_the_gpu():
     r = Resolved(dtype="bfloat16", tp=1, pp=1, util=0.9, max_model_len=8192, derived_len=8192, max_num_seqs=256,
                  max_num_batched_tokens=8192, chunked_prefill=False, block_size=16, kv_dtype="bfloat16", scheme=None,
                  enforce_eager=False, version=(0, 8, 4))
-    fwd = profile.forward_bytes(m, r, 32768)
+    fwd = profile.forward_bytes(m, r, 32768, profile.EAGER_HIDDEN)  # V0 runs the model eagerly
+    assert fwd == 32768 * (3 * 3584 + 3 * 18944) * 2
     assert profile.activation_peak(m, r, True, v1=False, settings={}) == max(fwd + 4 * pixels, p.peak)
     assert fwd + 4 * pixels > p.peak
 

@@ -66,9 +66,9 @@ def test_before_0_8_the_w1_and_w2_outputs_had_buffers_of_their_own():
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4"
     t = 8192
     _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.7.3")
-    assert old.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (1536 + 768 + 2048) * 2 + t * 128 * 2 * 2
+    assert old.memory.activation_peak == t * 3 * 2048 * 2 + t * 8 * (1536 + 768 + 2048) * 2 + t * 128 * 2 * 2  # V0: eager
     _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
-    assert new.memory.activation_peak == t * 4 * 2048 * 2 + t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2
+    assert new.memory.activation_peak == t * 3 * 2048 * 2 + t * 8 * (2048 + 768) * 2 + t * 128 * 2 * 2  # V0
 
 
 def test_data_parallel_gathers_every_rank_tokens_into_the_moe_layer():
@@ -163,7 +163,7 @@ def test_v0_gemma3_dummy_prompts_carry_one_image_each():
     argv = "vllm serve m --max-model-len 16384 --max-num-seqs {}"
     _, few = run(argv.format(8), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
     # 8 images: the forward wins, their float32 pixels beside it
-    assert few.memory.activation_peak == 16384 * (4 * 5376 + 3 * 21504) * 2 + 8 * 4096 * FP32_PIXELS
+    assert few.memory.activation_peak == 16384 * (3 * 5376 + 3 * 21504) * 2 + 8 * 4096 * FP32_PIXELS  # V0: eager
     _, many = run(argv.format(256), model=GEMMA3, gpu=H100, version="0.8.5", env={"VLLM_USE_V1": "0"})
     assert many.memory.activation_peak == 64 * 4096 * (PIXELS * 6 + (3 * 1152 + 2 * 4304) * 2)  # 64 images
 
@@ -248,7 +248,7 @@ def test_llava_and_paligemma_encode_one_fixed_image():
     from servefit.engines.vllm.encoder import fixed_tower
 
     _, p = run("vllm serve m --max-model-len 4096", model=LLAVA15, gpu=H100, version="0.6.3")
-    assert p.memory.activation_peak == 4095 * (4 * 4096 + 3 * 11008) * 2 + 7 * 576 * FP32_PIXELS
+    assert p.memory.activation_peak == 4095 * (3 * 4096 + 3 * 11008) * 2 + 7 * 576 * FP32_PIXELS  # V0: eager
     assert any("7 dummy image item(s) of 576 tokens; the LM profiling forward runs 4,095" in a for a in p.assumptions)
     pali = replace(LLAVA15, model_type="paligemma", vision={"model_type": "siglip_vision_model", "hidden_size": 1152,
                                                             "intermediate_size": 4304, "image_size": 224,
@@ -279,7 +279,7 @@ def test_logged_activation_leaves_out_the_moe_workspace_from_0_26_1():
     t = 2048
     argv = "vllm serve m --max-model-len 8192 --max-num-seqs 4 --max-num-batched-tokens 2048 --enforce-eager"
     workspace = t * 8 * (2048 + 2048) * 2
-    attention_half = t * (4 * 2048 + 2 * 4096 + 2 * 512) * 2
+    attention_half = t * (3 * 2048 + 2 * 4096 + 2 * 512) * 2  # eager: profile.EAGER_HIDDEN
     _, new = run(argv, model=QWEN3_MOE, gpu=H100, version="0.27.1")
     _, old = run(argv, model=QWEN3_MOE, gpu=H100, version="0.26.0")
     assert new.memory.activation_peak == old.memory.activation_peak == attention_half + workspace
@@ -359,3 +359,35 @@ def test_triton_topk_buffer_rows_stop_at_the_sm_count():
     r = SimpleNamespace(version=(0, 30, 0), max_num_seqs=20, max_num_batched_tokens=2048)
     assert triton_topk_buffer(LLAMA8B, r, T4, None, False, True) == 32 * 128256 * 4
     assert triton_topk_buffer(LLAMA8B, r, T4, None, False, False) == 0  # a rank that does not sample
+
+
+def test_v0_eager_forward_holds_three_hidden_tensors():
+    """V0 runs the model eagerly (profile.py EAGER_HIDDEN, read in the 0.6.4.post1 wheel's models/llama.py): at
+    SiluAndMul the loop's reference to the layer's input, the residual and the MLP's input beside gate_up's and
+    the activation's outputs. vLLM issue #10517's 0.6.4 logs of Llama-3.1-8B (peak_torch_memory 17.06 / 17.98
+    GiB at 20,000 / 29,000 batched tokens, weights 14.99 GiB: no chunked prefill below 32K) rise by 109,760 B a
+    token: 3 x 4096 x 2 + 3 x 14336 x 2 = 110,592. V1 compiles the layers and keeps four, unless eager."""
+    for tokens in (20000, 29000):
+        _, p = run(f"vllm serve m --max-model-len {tokens}", version="0.6.4")
+        assert p.memory.activation_peak == tokens * (3 * 4096 + 3 * 14336) * 2 == tokens * 110_592
+    # the same forward on V1 (8192 batched tokens on a card of 70 GiB and more, 4 requests: the forward is the peak)
+    _, p = run("vllm serve m --max-model-len 8192 --max-num-seqs 4", gpu=H100, version="0.11.0")
+    assert p.memory.activation_peak == 8192 * (4 * 4096 + 3 * 14336) * 2
+    # V1 does not compile with --enforce-eager or compilation level 0 (0.11.0 config/__init__.py: NO_COMPILATION)
+    for flag in ("--enforce-eager", "--compilation-config 0"):
+        _, p = run("vllm serve m --max-model-len 8192 --max-num-seqs 4 " + flag, gpu=H100, version="0.11.0")
+        assert p.memory.activation_peak == 8192 * (3 * 4096 + 3 * 14336) * 2, flag
+
+
+def test_attention_half_counts_the_same_hidden_width_tensors():
+    """The attention half (forward.py attention_stage_bytes) holds as many hidden-width tensors as the MLP
+    half: three in V0's eager forward (the layer's input, the residual, o_proj's output), four compiled,
+    beside qkv (q + 2 kv) and the attention output (q): Llama-3.1-8B, 32 x 128 q, 8 x 128 kv."""
+    from servefit.engines.vllm.forward import attention_stage_bytes
+    from servefit.engines.vllm.plan import Resolved
+
+    r = Resolved(dtype="bfloat16", tp=1, pp=1, util=0.9, max_model_len=8192, derived_len=8192, max_num_seqs=256,
+                 max_num_batched_tokens=8192, chunked_prefill=False, block_size=16, kv_dtype="bfloat16", scheme=None,
+                 enforce_eager=False, version=(0, 6, 4))
+    assert attention_stage_bytes(LLAMA8B, r, 1000, 2, 3) == 1000 * (3 * 4096 + 2 * 4096 + 2 * 1024) * 2
+    assert attention_stage_bytes(LLAMA8B, r, 1000, 2) == 1000 * (4 * 4096 + 2 * 4096 + 2 * 1024) * 2

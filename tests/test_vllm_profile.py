@@ -44,7 +44,7 @@ def test_v0_driver_peaks_at_the_dummy_sampler_not_on_top_of_the_forward():
 
 def test_v0_forward_wins_when_it_is_larger_than_the_sampler():
     _, p = run("vllm serve m --max-model-len 32768 --max-num-seqs 8", version="0.7.3")
-    assert p.memory.activation_peak == 32768 * (4 * 4096 + 3 * 14336) * 2
+    assert p.memory.activation_peak == 32768 * (3 * 4096 + 3 * 14336) * 2  # V0 runs eagerly: profile.EAGER_HIDDEN
 
 
 def test_graph_count_per_era():

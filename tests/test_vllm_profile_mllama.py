@@ -36,7 +36,7 @@ def test_v0_tower_scales_with_max_num_seqs_not_batched_tokens():
     """8 sequences: 2.2 GiB of tower, so the LM forward of all 65,536 tokens is the peak again."""
     m = lookup("meta-llama/Llama-3.2-11B-Vision")
     _, p = run(ARGV.format(8), model=m, gpu=H100, version="0.6.6")
-    fwd = 65536 * (4 * 4096 + 3 * 14336) * 2
+    fwd = 65536 * (3 * 4096 + 3 * 14336) * 2  # V0 runs eagerly: profile.EAGER_HIDDEN
     assert _tower(8) < fwd and p.memory.activation_peak == fwd
     _, p32 = run(ARGV.format(32), model=m, gpu=H100, version="0.6.6")
     assert p32.memory.activation_peak == _tower(32) > fwd

@@ -92,9 +92,10 @@ def mlp_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
     return int(max(routed, dense) if mixed else routed)
 
 
-def attention_stage_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> int:
-    """The attention half of a decoder layer in a forward of t tokens on one rank: the 4 hidden-width
-    tensors counted for the MLP half (the residual, the normed input, the layer's output...), the QKV
+def attention_stage_bytes(model: ModelSpec, r: Resolved, t: int, db: float, hidden: int = 4) -> int:
+    """The attention half of a decoder layer in a forward of t tokens on one rank: the `hidden` hidden-width
+    tensors counted for the MLP half (profile.py EAGER_HIDDEN / COMPILED_HIDDEN: the residual, the layer's
+    input, o_proj's output...), the QKV
     projection's output (q + 2 kv per rank) and the attention output (q per rank) before o_proj
     (model_executor/models/llama.py::LlamaAttention.forward, qwen3_moe.py::Qwen3MoeAttention.forward).
     Below the MLP half for a dense model (3 x intermediate > 2 q + 2 kv); above it for a MoE whose
@@ -105,7 +106,7 @@ def attention_stage_bytes(model: ModelSpec, r: Resolved, t: int, db: float) -> i
     tp = max(r.tp, 1)
     q = model.num_attention_heads // tp * model.head_dim
     kv = kv_heads_per_rank(model, tp) * model.head_dim
-    return int(t * (4 * model.hidden_size + 2 * q + 2 * kv) * db)
+    return int(t * (hidden * model.hidden_size + 2 * q + 2 * kv) * db)
 
 
 # From 0.14 an unquantized MoE runs through the modular kernel (unquantized_fused_moe_method.py:

@@ -94,6 +94,26 @@ FLASHINFER_SAMPLER_BY_DEFAULT = ((0, 9, 2), (0, 11, 1))  # when installed
 # says so. Calibration logs, Qwen2.5-1.5B fp16 at 2048 batched tokens: torch peak 0.12 GiB warm (0.30.0,
 # T4) and 0.44 GiB cold (0.31.0, A100 40GB; "Compiling a graph for compile range (1, 2048)").
 COLD_COMPILE_GIB = 0.44 - 0.12
+# Hidden-width tensors alive at a decoder layer's peak in the profiling forward. V0 runs the model eagerly
+# (worker/model_runner.py::ModelRunner.profile_run calls the nn.Module; no torch.compile). Read in the
+# 0.6.4.post1 wheel, models/llama.py: LlamaModel.forward's loop keeps its reference to the layer's input
+# while the layer runs; LlamaDecoderLayer.forward's fused add + RMSNorm (layernorm.py::RMSNorm.forward_cuda,
+# ops.fused_add_rms_norm) works in place on that input and the residual, and the layer keeps its reference to
+# the MLP's input while LlamaMLP.forward runs gate_up_proj and SiluAndMul (x is rebound after the activation,
+# so gate_up's output is gone before down_proj). At SiluAndMul: the layer's input, the residual and the MLP's
+# input (3 x hidden) beside gate_up's output and the activation's (3 x intermediate); in the attention half
+# the layer's input, the residual and o_proj's output beside qkv and the attention output. vLLM issue #10517's V0 logs of Llama-3.1-8B on
+# an RTX 3090 (peak_torch_memory 17.06 GiB at 20,000 batched tokens, 17.98 at 29,000; weights 14.99 GiB) rise
+# by 109,760 bytes a token, 3 x 4096 x 2 + 3 x 14336 x 2 = 110,592 (four hidden-width tensors would be
+# 118,784), and both peaks are that times the tokens (2.06 and 2.99 GiB). V1 compiles the layers between the
+# attention ops with Inductor, which plans those buffers itself: four, as calibrated on V1 logs. The one V1 pair
+# that isolates the slope (0.29.0, Qwen2.5-7B on an RTX 5090, warm cache, 2048 and 8192 batched tokens: 0.64 and
+# 1.42 GiB logged with the same 0.38 GiB graph estimate) rises about 136,300 bytes a token, nearer three
+# (135,168) than four (142,336); three for V1 moves 33 calibration figures, most of them away from their logs,
+# as the V1 terms beside it were fitted with four, so V1 keeps four until those are re-derived. Without
+# compilation (compiles) V1 runs the same eager code as V0: three.
+EAGER_HIDDEN = 3
+COMPILED_HIDDEN = 4
 
 
 # The dummy sampler's top-k/top-p goes through vLLM's Triton kernel where FlashInfer's sampler is not
@@ -155,12 +175,18 @@ def v2_sampler_state_bytes(model: ModelSpec, r: Resolved, v2_runner: bool) -> in
     return r.max_num_seqs * (model.vocab_size + -(-model.vocab_size // 32)) * 4
 
 
+def compiles(r: Resolved, v1: bool, settings: dict) -> bool:
+    """Whether vLLM compiles the model (torch.compile): V1 unless eager (--enforce-eager: no compilation
+    unless a level is set, config/__init__.py::VllmConfig.__post_init__ in the 0.11.0 wheel, mode NONE in
+    0.29.0's config/vllm.py) or compilation_config level / mode 0."""
+    raw = settings.get("compilation_config")  # a dict, or the bare level (graph_mode.py reads it the same way)
+    level = raw.get("mode", raw.get("level")) if isinstance(raw, dict) else raw
+    return v1 and not r.enforce_eager and not (level is not None and str(level).upper() in ("0", "NONE", "NO_COMPILATION"))
+
+
 def compile_cache_note(r: Resolved, e: Era, settings: dict) -> str | None:
-    """The warm-cache assumption (see COLD_COMPILE_GIB), for engines that compile the model: V1
-    unless eager (-O0 / --enforce-eager) or compilation_config level / mode 0."""
-    cc = settings.get("compilation_config")
-    level = cc.get("mode", cc.get("level")) if isinstance(cc, dict) else None
-    if not e.v1 or r.enforce_eager or (level is not None and str(level).upper() in ("0", "NONE", "NO_COMPILATION")):
+    """The warm-cache assumption (see COLD_COMPILE_GIB), for engines that compile the model (compiles)."""
+    if not compiles(r, e.v1, settings):
         return None
     return ("a warm torch.compile cache: a first start, or one after changing max-model-len or "
             "max-num-batched-tokens, counts the compilation's temporary memory in the activation peak and "
@@ -243,7 +269,8 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     db = dtype_bytes(r.dtype)
     enc = encoder_profile(model, r, settings or {}, v1)
     t = enc.lm_tokens if enc and enc.lm_tokens else r.max_num_batched_tokens
-    fwd = max(forward_bytes(model, r, t), awq_dequant_forward(model, r, t, settings or {})) \
+    fwd = max(forward_bytes(model, r, t, COMPILED_HIDDEN if compiles(r, v1, settings or {}) else EAGER_HIDDEN),
+              awq_dequant_forward(model, r, t, settings or {})) \
         + (int(aux_layers * t * model.hidden_size * db) if last_stage else 0)
     if pooling_runner(model, settings or {}, v1):
         last_stage = False  # the pooler's outputs (a vector or one row per token) stay below the forward's peak
@@ -267,14 +294,14 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     return max(enc.peak, enc.outputs + enc.inputs + lm) if enc else lm
 
 
-def forward_bytes(model: ModelSpec, r: Resolved, tokens: int) -> int:
+def forward_bytes(model: ModelSpec, r: Resolved, tokens: int, hidden: int = COMPILED_HIDDEN) -> int:
     """Working set of one forward of `tokens` tokens, the larger of a decoder layer's two halves: the
-    hidden states and the MLP's or the fused-MoE kernel's intermediates (forward.py mlp_bytes), or the
-    attention's projections beside the MoE workspace that outlives the MLP (forward.py
-    attention_stage_bytes, moe_workspace_bytes)."""
+    `hidden` hidden-width tensors (EAGER_HIDDEN, COMPILED_HIDDEN) and the MLP's or the fused-MoE kernel's
+    intermediates (forward.py mlp_bytes), or the attention's projections beside the MoE workspace that
+    outlives the MLP (forward.py attention_stage_bytes, moe_workspace_bytes)."""
     db = dtype_bytes(r.dtype)
-    mlp = int(tokens * 4 * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
-    return max(mlp, attention_stage_bytes(model, r, tokens, db) + moe_workspace_bytes(model, r, tokens, db))
+    mlp = int(tokens * hidden * model.hidden_size * db) + mlp_bytes(model, r, tokens, db)
+    return max(mlp, attention_stage_bytes(model, r, tokens, db, hidden) + moe_workspace_bytes(model, r, tokens, db))
 
 
 def logged_activation(act: int, estimate_applied: int, version: tuple[int, int, int]) -> int:
