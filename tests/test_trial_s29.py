@@ -224,7 +224,9 @@ def test_an_own_build_of_an_engine_image_run_without_a_command(tmp_path: Path,
     f.write_text(f.read_text().replace("registry.example/sarvam/inference/llm/vllm-release-llama-guard:0.5.2.post1.dynlen",
                                        "vllm/vllm-openai:v0.9.2"))
     main(["models", str(f)])
-    assert capsys.readouterr().out.endswith("-> not resolved: no model given in the command (pass --model REF)\n")
+    assert capsys.readouterr().out.endswith(
+        "-> not resolved: no model given in the command: vLLM 0.9.2 would load its default, facebook/opt-125m (pass "
+        "--model REF to check the model you mean)\n")  # vLLM's --model default before 0.10 (Qwen/Qwen3-0.6B from 0.10)
 
 
 # thebiss/llama-cpp-mkl-docker's start-server.sh sets LLAMA_ARG_* and runs `export $(compgen -v LLAMA_)` before a
@@ -399,6 +401,8 @@ def test_a_dockerfile_whose_entrypoint_takes_its_arguments_at_run_time(tmp_path:
             "that file, or add `# servefit: model=REF` above the ENTRYPOINT")
     main(["models", str(f)])
     assert capsys.readouterr().out == f"{f}:5  vllm  (none)  -> not resolved: {said}\n"
-    f.write_text(f.read_text() + 'CMD ["--port", "8000"]\n')  # a CMD that names no model: as before
+    f.write_text(f.read_text() + 'CMD ["--port", "8000"]\n')  # a CMD that names no model: vLLM's default loads
     main(["models", str(f)])
-    assert capsys.readouterr().out.endswith("-> not resolved: no model given in the command (pass --model REF)\n")
+    assert capsys.readouterr().out.endswith(
+        "-> not resolved: no model given in the command: vLLM 0.9.2 would load its default, facebook/opt-125m (pass "
+        "--model REF to check the model you mean)\n")

@@ -142,3 +142,34 @@ def test_a_config_naming_no_maximum_length_takes_max_model_len_as_given(
     assert codes("--model-config", str(tmp_path / "config.json"), "--", "vllm", "serve", "/models/bloom",
                  "--max-model-len", "4096") == []
     assert codes("--", "vllm", "serve", "facebook/opt-125m", "--max-model-len", "4096") == ["VLLM006"]
+
+
+@pytest.mark.parametrize("image, said", [
+    ("vllm/vllm-openai:v0.9.2", "vLLM: no model given in the command: vLLM 0.9.2 would load its default, "
+                                "facebook/opt-125m (pass --model REF to check the model you mean)"),
+    ("vllm/vllm-openai:v0.10.0", "vLLM: no model given in the command: vLLM 0.10.0 would load its default, "
+                                 "Qwen/Qwen3-0.6B (pass --model REF to check the model you mean)"),
+    ("ghcr.io/huggingface/text-generation-inference:2.4.0",
+     "Text Generation Inference: no model given in the command: Text Generation Inference 2.4.0 would load its "
+     "default, bigscience/bloom-560m (pass --model REF to check the model you mean)"),
+])
+def test_an_engine_run_with_no_model_is_said_to_load_its_default(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], image: str, said: str) -> None:
+    """dagnaputra/nlp@41a5ccc docker-compose.yml's llm-service: vllm/vllm-openai with no command. vLLM's parser
+    defaults --model (facebook/opt-125m, Qwen/Qwen3-0.6B from 0.10.0: config/model.py ModelConfig.model) and TGI's
+    launcher --model-id (bigscience/bloom-560m), so the container serves that model: said, with the release's own
+    default, by lint and estimate alike."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(f"services:\n  llm-service:\n    image: {image}\n    ports: [\"127.0.0.1:8001:8000\"]\n")
+    main(["lint", str(f), "--gpu", "l4", "--format", "json", "--fail-on", "never"])
+    assert [x["message"] for x in json.loads(capsys.readouterr().out) if x["code"] == "SF002"] == [said]
+    assert main(["estimate", str(f), "--gpu", "l4"]) == 2
+    assert capsys.readouterr().err.strip() == f"servefit: error: {said}"
+
+
+def test_an_engine_without_a_default_model_says_only_that_none_is_given() -> None:
+    from servefit.engines.option_data import flag_default
+
+    assert flag_default("vllm", "--model", "0.6.3") == "facebook/opt-125m"
+    assert flag_default("vllm", "--model", None) == "Qwen/Qwen3-0.6B"
+    assert flag_default("sglang", "--model-path", "0.5.4") is None

@@ -107,9 +107,10 @@ def evaluate(site: LaunchSite, target: Target, cfg: EngineConfig | None = None,
         cfg = engine.parse(site, target.engine_version or site.engine_version)
     ref = target.model or cfg.model_ref
     if not ref and not target.model_config:
+        from servefit.models.server_refs import no_model
         from servefit.sources.unset_vars import model_among_unknown_args
 
-        raise UsageError(f"{engine.title}: {model_among_unknown_args(site) or 'no model given in the command (pass --model REF)'}")
+        raise UsageError(f"{engine.title}: {model_among_unknown_args(site) or no_model(engine, cfg)}")
     if target.models is None:  # the lock and model mapping that apply to this file
         from dataclasses import replace
 

@@ -22,12 +22,22 @@ def flag_arity(engine: str, flag: str, version: str | None) -> str | None:
     """How many values `flag` takes in `version` ("0" a bare switch, "1", "?"), from the releases' own
     parsers (data/engines/<engine>_history.yaml `arity`, keyed by the release it took effect in); the newest
     release's when `version` is None; None where the history does not say."""
-    arity = ((_history(engine).get("flags") or {}).get(flag) or {}).get("arity")
-    if not isinstance(arity, dict):
-        return None if arity is None else str(arity)
+    return _in_release(engine, flag, "arity", version)
+
+
+def flag_default(engine: str, flag: str, version: str | None) -> str | None:
+    """`flag`'s default in `version` as the releases' own parsers have it (the history's `default`, keyed
+    by the release it took effect in: vLLM's --model facebook/opt-125m, then Qwen/Qwen3-0.6B from 0.10.0)."""
+    return _in_release(engine, flag, "default", version)
+
+
+def _in_release(engine: str, flag: str, key: str, version: str | None) -> str | None:
+    per = ((_history(engine).get("flags") or {}).get(flag) or {}).get(key)
+    if not isinstance(per, dict):
+        return None if per is None else str(per)
     if version is None:
-        return _newest(arity)
-    past = [(k, a) for k, a in arity.items() if _vkey(str(k)) <= _vkey(version)]
+        return _newest(per)
+    past = [(k, a) for k, a in per.items() if _vkey(str(k)) <= _vkey(version)]
     return str(max(past, key=lambda ka: _vkey(str(ka[0])))[1]) if past else None
 
 

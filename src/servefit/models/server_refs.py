@@ -61,6 +61,21 @@ def server_ref(cfg: EngineConfig, ctx: ModelContext | None = None) -> ServerRef 
     return ServerRef(ref, note=what)
 
 
+def no_model(engine: Any, cfg: EngineConfig) -> str:
+    """Why a server names no model, with the model the engine then loads where its parser has a default
+    (vLLM: facebook/opt-125m, Qwen/Qwen3-0.6B from 0.10; TGI's launcher: bigscience/bloom-560m)."""
+    from servefit.engines.option_data import flag_default
+    from servefit.sources.detect import engine_data
+
+    flags = (engine_data(engine.name).get("model") or {}).get("flags") or ()
+    default = next((d for f in flags if (d := flag_default(engine.name, f, cfg.version))), None)
+    if default is None:
+        return "no model given in the command (pass --model REF)"
+    release = f"{engine.title} {cfg.version}" if cfg.version else engine.title
+    return f"no model given in the command: {release} would load its default, {default} (pass --model REF to " \
+           "check the model you mean)"
+
+
 # ------------------------------------------------------------------------- what it resolved to
 
 _SOURCES = {"lock": "lock", "catalog": "catalog", "hf-cache": "HF cache", "local": "local config",
@@ -94,7 +109,7 @@ def resolve_server(engine: Any, cfg: EngineConfig, ctx: ModelContext) -> Resolut
 
         own = own_build_model(cfg.site, engine.title) if cfg.site is not None else ""
         out.error = ("the server loads models on request" if getattr(engine, "models_on_request", False)
-                     else own or "no model given in the command (pass --model REF)")
+                     else own or no_model(engine, cfg))
         return out
     from servefit.sources.shell import placeholder
 
