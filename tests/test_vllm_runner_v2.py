@@ -16,7 +16,7 @@ QWEN_VOCAB = replace(LLAMA8B, vocab_size=151936)  # cdiv(151936, 32) = 4748 bitm
 
 
 def r(version=(0, 28, 0), seqs=256, tokens=2048):
-    return SimpleNamespace(version=version, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+    return SimpleNamespace(version=version, max_num_seqs=seqs, max_num_batched_tokens=tokens, dtype="bfloat16")
 
 
 def test_sampler_tables_bitmask_request_and_input_buffers_at_256_requests():
@@ -43,6 +43,21 @@ def test_speculative_steps_widen_the_bitmask_and_draft_tokens():
     base = persistent_bytes(QWEN_VOCAB, r(), {}, True, True, False, 40960)
     assert persistent_bytes(QWEN_VOCAB, r(), spec, True, True, False, 40960) - base == \
         3 * 4_862_976 + 256 * 3 * 8
+
+
+def test_probabilistic_drafting_caches_the_draft_logits():
+    # draft_sample_method "probabilistic": draft_logits, 256 requests x 2 steps x 151,936 in bf16 from 0.28
+    # (head_dtype), fp32 before; greedy (the default) keeps none, nor does a first pipeline stage
+    mtp = {"method": "mtp", "num_speculative_tokens": 2}
+    prob = {"speculative_config": {**mtp, "draft_sample_method": "probabilistic"}}
+    greedy = {"speculative_config": mtp}
+    for version, per in (((0, 28, 0), 2), ((0, 27, 0), 4)):
+        diff = persistent_bytes(QWEN_VOCAB, r(version=version), prob, True, True, False, 40960) - \
+            persistent_bytes(QWEN_VOCAB, r(version=version), greedy, True, True, False, 40960)
+        assert diff == 256 * 2 * 151936 * per
+    assert diff == 311_164_928
+    assert persistent_bytes(QWEN_VOCAB, r(), prob, True, False, False, 40960) == \
+        persistent_bytes(QWEN_VOCAB, r(), greedy, True, False, False, 40960)
 
 
 def test_ngram_keeps_the_token_ids_on_the_gpu_from_0_32():

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.non_torch import CONSUMED_FROM
 from servefit.engines.vllm.profile import v2_sampler_state_bytes
+from servefit.memory.dtypes import dtype_bytes
 from servefit.models.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -50,6 +51,13 @@ INPUT_BUFFER_PER_TOKEN = 4 + 8 + 1
 # "ngram_gpu"): max_num_seqs x max_model_len int32. 0.31 and earlier keep it in UVA host memory.
 DENSE_TOKEN_IDS_FROM = (0, 32, 0)
 NGRAM_METHODS = ("ngram", "ngram_gpu")
+# A drafting model's speculator (spec_decode/speculator.py::DraftModelSpeculator.__init__, built on the last
+# pipeline stage) with --speculative-config draft_sample_method "probabilistic" (the default is "greedy",
+# config/speculative.py) caches its proposal distribution: draft_logits, max_num_seqs x speculative steps x
+# the draft's vocabulary, fp32 in 0.25.0 - 0.27.0, from 0.28 in model_config.head_dtype (draft_logits_spec:
+# the model's dtype for a generating model unless its config sets head_dtype). The speculator's own input
+# buffers and per-request scalars (a few bytes a request) are left out.
+DRAFT_LOGITS_HEAD_DTYPE_FROM = (0, 28, 0)
 
 
 def persistent_bytes(model: ModelSpec, r: Resolved, settings: dict, v2_runner: bool, last_stage: bool,
@@ -67,6 +75,11 @@ def persistent_bytes(model: ModelSpec, r: Resolved, settings: dict, v2_runner: b
     total += r.max_num_batched_tokens * INPUT_BUFFER_PER_TOKEN
     if method in NGRAM_METHODS and r.version >= DENSE_TOKEN_IDS_FROM:
         total += reqs * max_len * 4
+    sc = settings.get("speculative_config")
+    if last_stage and method and method not in NGRAM_METHODS and isinstance(sc, dict) \
+            and sc.get("draft_sample_method") == "probabilistic":
+        per_logit = dtype_bytes(r.dtype) if r.version >= DRAFT_LOGITS_HEAD_DTYPE_FROM else 4
+        total += int(reqs * steps * model.vocab_size * per_logit)
     if last_stage and not pooling:
         total += v2_sampler_state_bytes(model, r, v2_runner) + reqs * SAMPLER_TABLES_PER_REQUEST
         # structured_outputs.py::StructuredOutputsWorker: logits_indices and grammar_bitmask
