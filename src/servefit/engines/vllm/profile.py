@@ -101,40 +101,46 @@ COLD_COMPILE_GIB = 0.44 - 0.12
 # flashinfer_sampler_supported(), i.e. VLLM_USE_FLASHINFER_SAMPLER unset or 1 and
 # FlashInferBackend.supports_compute_capability, 8.0 - 12.1 in the 0.27.0, 0.30.0 and 0.33.0 wheels;
 # otherwise forward_native -> apply_top_k_top_p, which takes the Triton kernel for 8 requests or more in
-# 0.27.0 and for any batch in 0.30.0 and 0.33.0; 0.28 / 0.29 not read, planned as 0.27). Model Runner
-# V2's sampler has no FlashInfer path: 0.33's warm-up pass (SamplingParams.for_sampler_warmup: top-k 50,
-# top-p 0.9; v1/worker/gpu/model_runner.py::_dummy_sampler_run) always runs it, and its dummy batch is
-# greedy before 0.33. v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton allocates a
+# 0.27.0 and for any batch in 0.30.0 and 0.33.0; 0.28 / 0.29 not read, planned as 0.27). From 0.31
+# flashinfer_sampler_supported also refuses a card of 16 SMs or fewer (FLASHINFER_SAMPLER_MAX_SMS: "top-k
+# masking requires more than 16 SMs"; not in the 0.30.0 wheel). Model Runner V2 samples its dummy batch
+# greedily before 0.33; 0.33's warm-up pass (SamplingParams.for_sampler_warmup: temperature 0.9, top-k 50,
+# top-p 0.9, no seed, raw logprobs; v1/worker/gpu/model_runner.py::_dummy_sampler_run) is eligible for
+# the fused sampler, and v1/worker/gpu/sample/sampler.py::Sampler (use_flashinfer =
+# flashinfer_sampler_supported(), read in the 0.27.0 - 0.33.0 wheels; _sample_random in 0.33.0) takes
+# FlashInfer's on the same cards as the V1 runner, the Triton kernel elsewhere.
+# v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton allocates a
 # per-program buffer of min(next_power_of_2(min(SMs, requests)), SMs) rows x vocab in fp32 and keeps it
 # in _TRITON_BUFFER_CACHE after the run (the small-batch split pipeline's cache is about 1 MiB: left out).
 FLASHINFER_SAMPLER_MIN_CC = 80
 TRITON_TOPK_MIN_REQS = 8
 TRITON_TOPK_ANY_BATCH_FROM = (0, 30, 0)
+FLASHINFER_SAMPLER_MAX_SMS = 16
+FLASHINFER_SAMPLER_SMS_FROM = (0, 31, 0)
 
 
 def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None,
                        v2_runner: bool, last_stage: bool) -> int:
     """Bytes of the Triton top-k/top-p buffer the dummy sampler keeps from 0.26.1, where vLLM counts it as
     consumed memory rather than peak activation (see FLASHINFER_SAMPLER_MIN_CC and forward.py
-    held_after_profile); 0 where FlashInfer samples (the V1 runner's default on 8.0+ cards), on Model
-    Runner V2 before 0.33, on a rank that does not sample, or off NVIDIA GPUs."""
+    held_after_profile); 0 where FlashInfer samples (the default on 8.0 - 12.1 cards, from 0.31 of more than 16
+    SMs; V2 too from 0.33), on Model Runner V2 before 0.33, on a rank that does not sample, or off NVIDIA GPUs."""
     if r.version < CONSUMED_FROM or not last_stage or gpu is None or gpu.vendor != "nvidia":
         return 0  # before 0.26.1 the buffer only matters inside the torch peak, which the sampler figure prices
     from servefit import data
 
-    if v2_runner:
-        if r.version < V2_RUNNER_SAMPLER_UNTIL:
-            return 0
-    else:
-        flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
-        try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
-            flashinfer_off = flag is not None and int(flag) == 0
-        except ValueError:
-            flashinfer_off = False
-        if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
-            return 0
-    reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
+    if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
+        return 0
     sms = data.load("gpu_sms.yaml")["sms"].get(gpu.key)
+    flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
+    try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
+        flashinfer_off = flag is not None and int(flag) == 0
+    except ValueError:
+        flashinfer_off = False
+    few_sms = r.version >= FLASHINFER_SAMPLER_SMS_FROM and sms is not None and sms <= FLASHINFER_SAMPLER_MAX_SMS
+    if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121 and not few_sms:
+        return 0
+    reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
     if not sms or reqs < 1 or (reqs < TRITON_TOPK_MIN_REQS and r.version < TRITON_TOPK_ANY_BATCH_FROM):
         return 0
     programs = min(sms, reqs)
