@@ -264,9 +264,10 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         last = st == r.pp - 1
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
-        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
-                                                              bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])),
-                                                              drafter.target_layers if drafter else 0)
+        fi, kept = runner_v2.warmup_sampler(model, r, gpu, cfg.env, v2, last) or \
+            (bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])), 0)
+        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2, fi,
+                                                              drafter.target_layers if drafter else 0, kept)
         tails = segments.weight_tail_bytes(model, dtype_bytes(r.dtype), r.tp) if r.pp == 1 and r.scheme is None else 0
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env, tails)  # segments.py
         # Model Runner V2's request, input and sampler tensors: consumed memory from 0.26.1 (runner_v2.py)

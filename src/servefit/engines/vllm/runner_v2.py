@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING
 
 from servefit.engines.vllm.kvcache import speculative
 from servefit.engines.vllm.non_torch import CONSUMED_FROM
-from servefit.engines.vllm.profile import v2_sampler_state_bytes
+from servefit.engines.vllm.profile import (
+    V2_RUNNER_SAMPLER_UNTIL,
+    flashinfer_sampler_selected,
+    triton_topk_buffer,
+    v2_sampler_state_bytes,
+)
+from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.models.spec import ModelSpec
 
@@ -87,3 +93,14 @@ def persistent_bytes(model: ModelSpec, r: Resolved, settings: dict, v2_runner: b
         # speculative steps + the one sampled token (model_runner.py::load_model)
         total += reqs * (1 + steps) * (1 + -(-model.vocab_size // 32)) * 4
     return total
+
+
+def warmup_sampler(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None, v2_runner: bool,
+                   last_stage: bool) -> tuple[bool, int] | None:
+    """For 0.33's warm-up pass of the V2 sampler (profile.py V2_WARMUP_FP32_COPY): whether FlashInfer's sampler
+    draws (v1/worker/gpu/sample/sampler.py::Sampler.use_flashinfer, flashinfer_sampler_supported: CUDA only)
+    and the bytes the Triton top-k/top-p kernel keeps otherwise; None on the V1 runner or before 0.33."""
+    if not v2_runner or r.version < V2_RUNNER_SAMPLER_UNTIL:
+        return None
+    flashinfer = gpu is not None and gpu.vendor == "nvidia" and flashinfer_sampler_selected(r, gpu, env)
+    return flashinfer, triton_topk_buffer(model, r, gpu, env, v2_runner, last_stage)
