@@ -15,8 +15,8 @@ from servefit.cli import build_parser, main
 
 SCRIPT = ("#!/bin/sh\n# servefit: gpu=L4\n"
           "vllm serve meta-llama/Llama-3.1-8B-Instruct --host 127.0.0.1 --max-model-len 131072\n")
-ERR = ("max-model-len 131,072 needs 16.00 GiB of KV cache per GPU, 4.20 GiB is left on the NVIDIA L4; the largest "
-       "that fits is 34,400 [GPU: L4 ×1 from servefit directive (line 2)]")
+ERR = ("max-model-len 131,072 needs 16.00 GiB of KV cache per GPU, 4.22 GiB is left on the NVIDIA L4; the largest "
+       "that fits is 34,576 [GPU: L4 ×1 from servefit directive (line 2)]")
 
 
 @pytest.fixture

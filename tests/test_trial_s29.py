@@ -307,7 +307,7 @@ def test_a_manifest_a_script_writes_from_a_heredoc(tmp_path: Path, capsys: pytes
         "0 errors, 0 warnings, 2 info in 1 file (1 server)\n")
     main(["tune", str(f), "--gpu", "T4", "--min-context", "8192", "--diff"])
     assert ('-        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 4096"]\n'
-            '+        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 8192 --max-num-seqs 64"]\n') in capsys.readouterr().out
+            '+        args: ["vllm serve meta-llama/Llama-3.2-1B-Instruct --max-model-len 8192 --max-num-seqs 128"]\n') in capsys.readouterr().out
 
 
 # mattbucci/2x-3090-GA102-300-A1-sglang-inference's scripts/launch.sh builds `CMD=(python -m sglang.launch_server)`

@@ -336,12 +336,16 @@ def test_triton_topk_buffer_is_consumed_memory_from_0_26_1():
     assert few.detail.logged_activation_bytes == few.memory.activation_peak
     _, few30 = run(argv + " --max-num-seqs 4", gpu=H100, env=off, version="0.30.0")
     assert few30.memory.activation_peak - few30.detail.logged_activation_bytes == 4 * 128256 * 4
-    # Model Runner V2 samples its dummy batch greedily up to 0.32; 0.33's warm-up pass (top-k 50, top-p
-    # 0.9) runs the Triton kernel whatever FlashInfer's setting; 0.26.0 logs no split
+    # Model Runner V2 samples its dummy batch greedily up to 0.32; 0.33's warm-up pass (temperature 0.9,
+    # top-k 50, top-p 0.9) takes the fused sampler, FlashInfer's where the V1 runner's would
+    # (v1/worker/gpu/sample/sampler.py::Sampler._sample_random), the Triton kernel where FlashInfer is off;
+    # 0.26.0 logs no split
     _, v2 = run(argv, gpu=H100, env={"VLLM_USE_FLASHINFER_SAMPLER": "0"}, version="0.27.1")
     assert v2.detail.logged_activation_bytes == v2.memory.activation_peak
     _, v2_33 = run(argv, gpu=H100, version="0.33.0")
-    assert v2_33.memory.activation_peak - v2_33.detail.logged_activation_bytes == buffer
+    assert v2_33.memory.activation_peak == v2_33.detail.logged_activation_bytes
+    _, v2_33_off = run(argv, gpu=H100, env={"VLLM_USE_FLASHINFER_SAMPLER": "0"}, version="0.33.0")
+    assert v2_33_off.memory.activation_peak - v2_33_off.detail.logged_activation_bytes == buffer
     _, old = run(argv, gpu=H100, env=off, version="0.26.0")
     assert old.detail.logged_activation_bytes == old.memory.activation_peak and old.detail.logged_consumed_bytes == 0
 
@@ -391,3 +395,24 @@ def test_attention_half_counts_the_same_hidden_width_tensors():
                  enforce_eager=False, version=(0, 6, 4))
     assert attention_stage_bytes(LLAMA8B, r, 1000, 2, 3) == 1000 * (3 * 4096 + 2 * 4096 + 2 * 1024) * 2
     assert attention_stage_bytes(LLAMA8B, r, 1000, 2) == 1000 * (4 * 4096 + 2 * 4096 + 2 * 1024) * 2
+
+
+def test_flashinfer_sampler_needs_more_than_16_sms_from_0_31():
+    """From 0.31 flashinfer_sampler_supported refuses a card of 16 SMs or fewer (v1/sample/ops/
+    topk_topp_sampler.py: "top-k masking requires more than 16 SMs"): an A2 (8.6, 10 SMs) takes the
+    Triton path there, min(next_pow2(10), 10) = 10 rows x 128256 x 4 B kept; 0.30 samples with FlashInfer."""
+    from types import SimpleNamespace
+
+    from servefit.engines.vllm.profile import triton_topk_buffer
+    from servefit.hardware.catalog import resolve_gpu
+
+    a2 = resolve_gpu("A2")
+    assert a2 is not None and a2.compute_capability == 86
+    for version, want in (((0, 30, 0), 0), ((0, 31, 0), 10 * 128256 * 4), ((0, 33, 0), 10 * 128256 * 4)):
+        r = SimpleNamespace(version=version, max_num_seqs=256, max_num_batched_tokens=2048)
+        assert triton_topk_buffer(LLAMA8B, r, a2, None, False, True) == want
+    # Model Runner V2 from 0.33 (its warm-up pass) the same; before, its greedy dummy batch samples no top-k
+    assert triton_topk_buffer(LLAMA8B, SimpleNamespace(version=(0, 33, 0), max_num_seqs=256, max_num_batched_tokens=2048),
+                              a2, None, True, True) == 10 * 128256 * 4
+    assert triton_topk_buffer(LLAMA8B, SimpleNamespace(version=(0, 32, 0), max_num_seqs=256, max_num_batched_tokens=2048),
+                              a2, None, True, True) == 0

@@ -355,7 +355,9 @@ def test_model_runner_v2_samples_a_greedy_dummy_batch_before_033():
     # Llama-3.1-8B (LlamaForCausalLM, dense: Model Runner V2 from 0.25) on an L4: 2048 tokens over 256
     # requests. Up to 0.32 the V2 dummy sampler holds the bf16 logits only (256 x 128256 x 2 B =
     # 63 MiB), below the forward's 2048 x (4 x 4096 + 3 x 14336) x 2 B = 232 MiB; 0.33's warm-up pass
-    # runs the fp32 pipeline, priced at 15 B per logit (470 MiB), which then sets the peak.
+    # runs the fp32 pipeline (profile.py V2_WARMUP_FP32_COPY): on the L4 FlashInfer's sampler draws, bf16
+    # logits, their fp32 copy, the top-k-masked logits and their softmax, 2 + 4 + 4 + 4 = 14 B per logit
+    # (438 MiB), which then sets the peak.
     fwd = 2048 * (4 * 4096 + 3 * 14336) * 2
     _, v31 = run("vllm serve m --max-model-len 8192", version="0.31.0")
     assert v31.memory.activation_peak == fwd
@@ -363,7 +365,15 @@ def test_model_runner_v2_samples_a_greedy_dummy_batch_before_033():
     _, small = run("vllm serve m --max-model-len 4096 --max-num-batched-tokens 256", version="0.31.0")
     assert small.memory.activation_peak == 256 * PADDED_VOCAB * 2
     _, v33 = run("vllm serve m --max-model-len 8192", version="0.33.0")
-    assert v33.memory.activation_peak == 256 * PADDED_VOCAB * 15
+    assert v33.memory.activation_peak == 256 * PADDED_VOCAB * 14
+    # without FlashInfer's sampler (VLLM_USE_FLASHINFER_SAMPLER=0, or a T4) the Triton kernel masks in
+    # place: bf16 logits and their fp32 copy, 6 B per logit, plus the buffer it keeps, on an H100 (132 SMs)
+    # 132 rows x 128256 x 4 B; a 256-token batch so that the sampler sets the peak
+    off = {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+    _, tri = run("vllm serve m --max-model-len 4096 --max-num-batched-tokens 256 --enforce-eager", gpu=H100, env=off,
+                 version="0.33.0")
+    assert tri.memory.activation_peak == 256 * PADDED_VOCAB * 6 + 132 * 128256 * 4 == 264_720_384
+    assert tri.memory.activation_peak - tri.detail.logged_activation_bytes == 132 * 128256 * 4  # kept: consumed
     # the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0) keeps its 15 B per logit on 0.31
     _, v1 = run("vllm serve m --max-model-len 8192", env={"VLLM_USE_V2_MODEL_RUNNER": "0"}, version="0.31.0")
     assert v1.memory.activation_peak == 256 * PADDED_VOCAB * 15
@@ -529,7 +539,11 @@ def test_model_runner_v2_penalty_statistics_are_consumed_memory_from_0_26_1():
     v1_runner = {"VLLM_USE_V2_MODEL_RUNNER": "0"}
     _, v2 = run(argv, version="0.31.0")
     _, v1 = run(argv, env=v1_runner, version="0.31.0")
-    assert v2.memory.non_torch - v1.memory.non_torch == 64 * (128256 + 4008) * 4 == 33_859_584
+    penalties = 64 * (128256 + 4008) * 4
+    assert penalties == 33_859_584
+    # with the sampler's other tables, the grammar bitmask and the request / input buffers (runner_v2.py):
+    # 64 x 17,924 + 64 x (1 + 4008) x 4 + 64 x 32 + 4 + 2048 x 13
+    assert v2.memory.non_torch - v1.memory.non_torch == penalties + 1_147_136 + 1_026_304 + 2_052 + 26_624
     _, v2_old = run(argv, version="0.26.0")
     _, v1_old = run(argv, env=v1_runner, version="0.26.0")
     assert v2_old.memory.non_torch == v1_old.memory.non_torch

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from servefit.core import DeviceMemory, EngineConfig, MemoryPlan
-from servefit.engines.vllm import capture, checks, dflash, kv_dsv4, kvcache, segments, unified
+from servefit.engines.vllm import capture, checks, dflash, kv_dsv4, kvcache, runner_v2, segments, unified
 from servefit.engines.vllm.architectures import architecture_check
 from servefit.engines.vllm.async_sched import in_flight_tokens
 from servefit.engines.vllm.attn_backend import flashinfer_note
@@ -47,7 +47,6 @@ from servefit.engines.vllm.profile import (
     logged_activation,
     sampler_note,
     triton_topk_buffer,
-    v2_sampler_state_bytes,
 )
 from servefit.engines.vllm.v1_oracle import note as v0_note
 from servefit.engines.vllm.v1_oracle import v0_fallback
@@ -265,15 +264,18 @@ def plan(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, count: int) -> Memor
         last = st == r.pp - 1
         # an attention-free model (encoder-only pooling) is not profiled: no KV cache to size
         v2 = model_runner_v2(model, r, cfg.env, cfg.settings)
-        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2,
-                                                              bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])),
-                                                              drafter.target_layers if drafter else 0)
+        fi, kept = runner_v2.warmup_sampler(model, r, gpu, cfg.env, v2, last) or \
+            (bool(flashinfer_sampler(r, cfg.env, cfg.site.packages if cfg.site else [])), 0)
+        act = 0 if attention_free(model) else activation_peak(model, r, last, e.v1, cfg.settings, v2, fi,
+                                                              drafter.target_layers if drafter else 0, kept)
         marlin = r.marlin_cc and str(cfg.settings.get("quantization") or "") != "gptq"  # GPTQ runs gptq_marlin
         tails = (segments.weight_tail_bytes(model, dtype_bytes(r.dtype), r.tp, marlin, segments.workspace_sms(gpu, r.version))
                  if r.pp == 1 and (r.scheme is None or r.scheme.name == "gptq") else 0)
         non_torch = non_torch_bytes(r.tp * r.pp, r.tp, gpu, r.version, e.v1, cfg.env, tails,
                                     repacked=r.scheme is not None)  # segments.py
-        non_torch += v2_sampler_state_bytes(model, r, v2)  # consumed memory from 0.26.1 (profile.py)
+        # Model Runner V2's request, input and sampler tensors: consumed memory from 0.26.1 (runner_v2.py)
+        non_torch += runner_v2.persistent_bytes(model, r, cfg.settings, v2, last,
+                                                pooling_runner(model, cfg.settings, e.v1), max_len)
         non_torch += unified.page_cache(gpu, e, w, cfg.settings)
         n_graphs, cg = graph_memory(model, r, e, pp_layers(model.num_hidden_layers, r.pp)[st], cfg, gpu, last)
         cg_budget = graph_estimate(model, r, e, cfg, cg, gpu) if graphs_budgeted(model, r, e, cfg) else 0

@@ -58,12 +58,23 @@ SAMPLER_BYTES_PER_LOGIT_016 = 15
 # logits in the model's dtype (compute_logits); before 0.28 apply_sampling_params first copies them to a
 # new fp32 tensor whatever the batch asks (V2_RUNNER_FP32_COPY_UNTIL: read in the 0.22.0, 0.24.0 - 0.26.0
 # and 0.27.0 wheels; 0.28.0 and 0.29.0 return early). 0.33 adds a second pass with SamplingParams.for_sampler_warmup (the fp32 logits
-# pipeline with penalties, top-k/top-p and logprobs): priced with the V1 figure above (no 0.33 log).
+# pipeline with penalties, top-k/top-p and logprobs): V2_WARMUP_FP32_COPY below (no 0.33 log).
 # Calibration: the 0.30.0 T4 log's torch peak (0.46 logged less the 0.34 graph estimate = 0.12 GiB)
 # is the forward's 0.126; the 0.31.0 A100 40GB log's (0.79 - 0.35 = 0.44) is that of a first start
 # that compiled the model (see COLD_COMPILE_GIB).
 V2_RUNNER_SAMPLER_UNTIL = (0, 33, 0)
 V2_RUNNER_FP32_COPY_UNTIL = (0, 28, 0)
+# 0.33's warm-up pass, read in the 0.33.0 wheel: the model-dtype logits stay; Sampler.apply_sampling_params
+# copies them to fp32 (4 B) and applies penalties, bias, bad words, temperature and min-p in place; then
+# Sampler._sample_random either calls flashinfer_sample (v1/sample/ops/topk_topp_sampler.py: with per-request
+# top-k and top-p tensors flashinfer.sampling.top_k_top_p_sampling_from_logits, which in the
+# flashinfer-python 0.7.2.post1 the wheel pins takes no fast path for a tensor top_k and allocates the
+# top-k-masked logits and their softmax, fp32: 8 B) or, where FlashInfer's sampler is not selected
+# (flashinfer_sampler_selected), masks in place with the Triton kernel, whose per-program buffer it keeps
+# (triton_topk_buffer: `kept`), and draws with the Gumbel kernel's per-block partials. The logprobs that
+# follow (sample/logprob.py::compute_topk_scores, 5 per request) take a top-k of the logits: small.
+V2_WARMUP_FP32_COPY = 4
+V2_WARMUP_FLASHINFER = 8
 # FlashInfer's top-k/top-p sampler (v1/sample/ops/topk_topp_sampler.py::flashinfer_sample ->
 # flashinfer.sampling.top_k_top_p_sampling_from_logits, read in the 0.10.0 and 0.12.0 wheels) sorts
 # nothing: it holds the model-dtype logits, their fp32 copy, the top-k-masked logits and the
@@ -121,40 +132,55 @@ COMPILED_HIDDEN = 4
 # flashinfer_sampler_supported(), i.e. VLLM_USE_FLASHINFER_SAMPLER unset or 1 and
 # FlashInferBackend.supports_compute_capability, 8.0 - 12.1 in the 0.27.0, 0.30.0 and 0.33.0 wheels;
 # otherwise forward_native -> apply_top_k_top_p, which takes the Triton kernel for 8 requests or more in
-# 0.27.0 and for any batch in 0.30.0 and 0.33.0; 0.28 / 0.29 not read, planned as 0.27). Model Runner
-# V2's sampler has no FlashInfer path: 0.33's warm-up pass (SamplingParams.for_sampler_warmup: top-k 50,
-# top-p 0.9; v1/worker/gpu/model_runner.py::_dummy_sampler_run) always runs it, and its dummy batch is
-# greedy before 0.33. v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton allocates a
+# 0.27.0 and for any batch in 0.30.0 and 0.33.0; 0.28 / 0.29 not read, planned as 0.27). From 0.31
+# flashinfer_sampler_supported also refuses a card of 16 SMs or fewer (FLASHINFER_SAMPLER_MAX_SMS: "top-k
+# masking requires more than 16 SMs"; not in the 0.30.0 wheel). Model Runner V2 samples its dummy batch
+# greedily before 0.33; 0.33's warm-up pass (SamplingParams.for_sampler_warmup: temperature 0.9, top-k 50,
+# top-p 0.9, no seed, raw logprobs; v1/worker/gpu/model_runner.py::_dummy_sampler_run) is eligible for
+# the fused sampler, and v1/worker/gpu/sample/sampler.py::Sampler (use_flashinfer =
+# flashinfer_sampler_supported(), read in the 0.27.0 - 0.33.0 wheels; _sample_random in 0.33.0) takes
+# FlashInfer's on the same cards as the V1 runner, the Triton kernel elsewhere.
+# v1/sample/ops/topk_topp_triton.py::apply_top_k_top_p_triton allocates a
 # per-program buffer of min(next_power_of_2(min(SMs, requests)), SMs) rows x vocab in fp32 and keeps it
 # in _TRITON_BUFFER_CACHE after the run (the small-batch split pipeline's cache is about 1 MiB: left out).
 FLASHINFER_SAMPLER_MIN_CC = 80
 TRITON_TOPK_MIN_REQS = 8
 TRITON_TOPK_ANY_BATCH_FROM = (0, 30, 0)
+FLASHINFER_SAMPLER_MAX_SMS = 16
+FLASHINFER_SAMPLER_SMS_FROM = (0, 31, 0)
+
+
+def flashinfer_sampler_selected(r: Resolved, gpu: GpuSpec, env: dict[str, str] | None) -> bool:
+    """Whether v1/sample/ops/topk_topp_sampler.py::flashinfer_sampler_supported picks FlashInfer's top-k /
+    top-p sampler on this NVIDIA card (see FLASHINFER_SAMPLER_MIN_CC; the 0.11.1+ default)."""
+    from servefit import data
+
+    sms = data.load("gpu_sms.yaml")["sms"].get(gpu.key)
+    flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
+    try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
+        flashinfer_off = flag is not None and int(flag) == 0
+    except ValueError:
+        flashinfer_off = False
+    few_sms = r.version >= FLASHINFER_SAMPLER_SMS_FROM and sms is not None and sms <= FLASHINFER_SAMPLER_MAX_SMS
+    return not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121 and not few_sms
 
 
 def triton_topk_buffer(model: ModelSpec, r: Resolved, gpu: GpuSpec | None, env: dict[str, str] | None,
                        v2_runner: bool, last_stage: bool) -> int:
     """Bytes of the Triton top-k/top-p buffer the dummy sampler keeps from 0.26.1, where vLLM counts it as
     consumed memory rather than peak activation (see FLASHINFER_SAMPLER_MIN_CC and forward.py
-    held_after_profile); 0 where FlashInfer samples (the V1 runner's default on 8.0+ cards), on Model
-    Runner V2 before 0.33, on a rank that does not sample, or off NVIDIA GPUs."""
+    held_after_profile); 0 where FlashInfer samples (the default on 8.0 - 12.1 cards, from 0.31 of more than 16
+    SMs; V2 too from 0.33), on Model Runner V2 before 0.33, on a rank that does not sample, or off NVIDIA GPUs."""
     if r.version < CONSUMED_FROM or not last_stage or gpu is None or gpu.vendor != "nvidia":
         return 0  # before 0.26.1 the buffer only matters inside the torch peak, which the sampler figure prices
     from servefit import data
 
-    if v2_runner:
-        if r.version < V2_RUNNER_SAMPLER_UNTIL:
-            return 0
-    else:
-        flag = (env or {}).get("VLLM_USE_FLASHINFER_SAMPLER")
-        try:  # envs.py reads it with bool(int(...)); a value int() refuses stops vLLM at start
-            flashinfer_off = flag is not None and int(flag) == 0
-        except ValueError:
-            flashinfer_off = False
-        if not flashinfer_off and FLASHINFER_SAMPLER_MIN_CC <= gpu.compute_capability <= 121:
-            return 0
-    reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
+    if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
+        return 0
+    if flashinfer_sampler_selected(r, gpu, env):
+        return 0
     sms = data.load("gpu_sms.yaml")["sms"].get(gpu.key)
+    reqs = min(r.max_num_seqs, r.max_num_batched_tokens)
     if not sms or reqs < 1 or (reqs < TRITON_TOPK_MIN_REQS and r.version < TRITON_TOPK_ANY_BATCH_FROM):
         return 0
     programs = min(sms, reqs)
@@ -251,7 +277,7 @@ def flashinfer_sampler(r: Resolved, env: dict[str, str] | None, packages: list[s
 
 def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = True,
                     settings: dict | None = None, v2_runner: bool = False,
-                    flashinfer: bool | None = False, aux_layers: int = 0) -> int:
+                    flashinfer: bool | None = False, aux_layers: int = 0, kept: int = 0) -> int:
     """Peak of profile_run on the rank that samples: a forward of max_num_batched_tokens (gated MLP
     or fused-MoE intermediates dominate) or the dummy sampler over min(max_num_seqs, tokens)
     requests, whichever is larger (gpu_model_runner.py::profile_run, _dummy_sampler_run); from 0.14
@@ -262,7 +288,9 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     vision tower adds the encoder's profiling run (encoder.py): in V1 its peak, or its outputs
     held through the LM run; in V0 its peak, and the uncut dummy prompts set the LM's tokens.
     Model Runner V2 before 0.33 holds only the model-dtype logits in its sampler, before 0.28 with
-    their fp32 copy (see V2_RUNNER_SAMPLER_UNTIL); `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler).
+    their fp32 copy (see V2_RUNNER_SAMPLER_UNTIL), from 0.33 its warm-up pass (V2_WARMUP_FP32_COPY);
+    `flashinfer` says whether FlashInfer's sampler runs (flashinfer_sampler; for that pass
+    runner_v2.warmup_sampler), `kept` what the sampler allocates on top and keeps (its Triton buffer).
     `aux_layers`: target layers whose hidden states a drafter takes (DFlash: dflash_config.target_layer_ids);
     the forward keeps one new tokens x hidden tensor per layer to its end (qwen3_next.py / interfaces.py
     _maybe_add_hidden_state: hidden_states + residual, appended as each layer is passed; read in 0.20.1)."""
@@ -278,13 +306,15 @@ def activation_peak(model: ModelSpec, r: Resolved, last_stage: bool, v1: bool = 
     padded_vocab = math.ceil(model.vocab_size / VOCAB_PAD) * VOCAB_PAD
     if v2_runner and r.version < V2_RUNNER_SAMPLER_UNTIL:
         per_logit = db + (4 if r.version < V2_RUNNER_FP32_COPY_UNTIL else 0)
+    elif v2_runner:  # 0.33's warm-up pass (V2_WARMUP_FP32_COPY)
+        per_logit = db + V2_WARMUP_FP32_COPY + (V2_WARMUP_FLASHINFER if flashinfer else 0)
     elif v1 and r.version < (0, 16, 0) and flashinfer:
         per_logit = FLASHINFER_SAMPLER_BYTES_PER_LOGIT
     elif v1 and r.version >= (0, 16, 0):
         per_logit = SAMPLER_BYTES_PER_LOGIT_016
     else:
         per_logit = SAMPLER_BYTES_PER_LOGIT
-    sampler = int(reqs * padded_vocab * per_logit) if last_stage else 0
+    sampler = int(reqs * padded_vocab * per_logit) + kept if last_stage else 0
     if sampler:  # an unquantized MoE's workspace outlives the forward (forward.py moe_workspace_bytes)
         sampler += moe_workspace_bytes(model, r, t, db)
     lm = max(fwd, sampler)
