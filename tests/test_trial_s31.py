@@ -173,3 +173,47 @@ def test_an_engine_without_a_default_model_says_only_that_none_is_given() -> Non
     assert flag_default("vllm", "--model", "0.6.3") == "facebook/opt-125m"
     assert flag_default("vllm", "--model", None) == "Qwen/Qwen3-0.6B"
     assert flag_default("sglang", "--model-path", "0.5.4") is None
+
+
+LIGHT = """services:
+  llamacpp:
+    image: ghcr.io/ggml-org/llama.cpp:light-cuda
+    environment:
+      GGML_CUDA_NO_PINNED: "1"
+      LLAMA_ARG_CTX_SIZE: "2048"
+      LLAMA_ARG_N_GPU_LAYERS: "99"
+    ports:
+      - 11800:11800
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]
+"""
+
+
+def test_the_light_image_runs_the_cli_and_serves_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A compose service of llama.cpp's light image (its Dockerfile's light target: ENTRYPOINT ["/app/llama-cli"])
+    with LLAMA_ARG_* set and a port published: it was read as a llama-server router (LCPP015); the container
+    runs the command-line client, which serves nothing. Said once (SF116), no server planned; lint and estimate
+    agree. A k8s container of the same image, and one with arguments, say the same."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(LIGHT)
+    said = ("ghcr.io/ggml-org/llama.cpp:light-cuda runs llama-cli, a command-line client, not a server: this container "
+            "serves nothing (its arguments go to llama-cli); for a server use a server tag (server, server-cuda, "
+            "server-rocm, server-vulkan)")
+    main(["lint", str(f), "--gpu", "rtx4090", "--format", "json", "--fail-on", "never"])
+    out = json.loads(capsys.readouterr().out)
+    assert [(x["code"], x["location"]["line"], x["location"]["column"], x["message"]) for x in out] == [
+        ("SF116", 3, 12, said)]
+    assert main(["estimate", str(f), "--gpu", "rtx4090"]) == 2
+    assert said in capsys.readouterr().err
+    k8s = tmp_path / "deploy.yaml"
+    k8s.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: llama\nspec:\n  template:\n    spec:\n"
+                   "      containers:\n      - name: llama\n        image: ghcr.io/ggml-org/llama.cpp:light-cuda-b6000\n"
+                   "        args: [\"-m\", \"/models/qwen2.5-7b-instruct-q4_k_m.gguf\", \"-p\", \"hi\"]\n"
+                   "        resources:\n          limits:\n            nvidia.com/gpu: 1\n")
+    main(["lint", str(k8s), "--gpu", "rtx4090", "--format", "json", "--fail-on", "never"])
+    assert [x["code"] for x in json.loads(capsys.readouterr().out)] == ["SF116"]

@@ -24,6 +24,7 @@ import os
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from servefit.core import GpuHint, LaunchSite, Span, Together, Token
+from servefit.sources import image_release
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_build import built, dockerfile_of, tagged_dockerfile
 from servefit.sources.compose_layers import LayeredY, extended, layers
@@ -270,7 +271,8 @@ def _service(y: LayeredY, sname: str, svcs: list[Node], fc: FileCtx, interp: Var
                     is not None), None)
         for launch in launches:  # the server is the service: its line is that of its `build:`
             launch.line = y.span(key).line if key is not None else launch.line
-    if not launches and df is None and image is not None and not entry and (not cmd or cmd[0].text.startswith("-")):
+    if not launches and df is None and image is not None and not entry and (not cmd or cmd[0].text.startswith("-")) \
+            and image_release.client_image(image.text) is None:  # llama.cpp's light image: said (SF116), no server
         launches = llama_arg_server(image, cmd or [], env, ctx)  # an image built elsewhere, set by LLAMA_ARG_*
     if not launches:
         if image is not None and unset and not entry and markers().search(sname):  # the image decides

@@ -153,6 +153,19 @@ def _dispatch(image: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def client_image(image: str | None) -> tuple[str, dict[str, Any]] | None:
+    """(engine, image_clients entry) for an engine's own image whose tag runs a command-line client, not the
+    server (llama.cpp's light images run llama-cli); None for any other."""
+    if not image:
+        return None
+    tag = (split_image(image)[1] or "").lower()
+    for name, table in engine_tables():
+        for c in table.get("image_clients") or ():
+            if re.search(c["tag"], tag) and _one_of(image, table.get("official_images")):
+                return name, c
+    return None
+
+
 def image_engine(image: str) -> str | None:
     """The engine an image carries: as its name says, or as its dispatch script runs it (llama.cpp's full-b6000)."""
     return engine_of_image(image) or ((_dispatch(image) or (None,))[0])

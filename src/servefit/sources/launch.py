@@ -319,8 +319,16 @@ def container(image: Token | None, entry: list[Word] | None, cmd: list[Word] | N
     img = image.text if image is not None else None
     found: list[Launch]
     disp = image_release.dispatched(img, [w.text for w in cmd or []]) if not entry else None
+    client = image_release.client_image(img) if not entry else None
     if entry:
         found = from_words(list(entry) + list(cmd or []), ctx, env)
+    elif client is not None and image is not None:  # llama.cpp's light image: llama-cli, whatever the arguments
+        from servefit.sources.problems import unread_server
+
+        ctx.findings.append(unread_server(
+            f"{img} runs {client[1]['runs']}, a command-line client, not a server: this container serves nothing "
+            f"(its arguments go to {client[1]['runs']}); for a server use {client[1]['instead']}", span=image.span))
+        found = []
     elif disp is not None and cmd:  # llama.cpp's full image: `--server ...` runs llama-server with the rest
         found = [_image_launch(disp[0], disp[1], cmd[1:], [], image, ctx, env)]
     else:
