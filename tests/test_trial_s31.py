@@ -4,6 +4,10 @@ servefit read wrongly or silently, each reduced to the part that mattered.
 - haskoe/beancount-ledger@fcd55a9 start-llm.sh (tests/test_sources_scripts.py: SF121)
 - ooiyeefei/rafay-templates@35ba831 apps/openwebui/helm/ollama-values.yaml (tests/test_sources_walk.py: SF104)
 - jesse-gonzalez/nai-llm-fleet-infra@c183e6d clusters/*/platform/kustomization.yaml (here)
+- dagnaputra/nlp@41a5ccc docker-compose.yml (here: an engine image run with no model)
+- compose files of llama.cpp's full and light images, shapes the code search returned without a repository
+  (here: tools.sh's `--server`, the light image's llama-cli)
+- BLOOM with --max-model-len (a leftover of session 30's trial; here)
 """
 
 from __future__ import annotations
