@@ -27,7 +27,8 @@ VALUE = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir
 
 def apptainer(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     """`words` after the program name: `run|exec|instance run [OPTIONS] IMAGE ...`."""
-    from servefit.sources.launch import container, from_words
+    from servefit.sources.container import container
+    from servefit.sources.launch import from_words
 
     texts = [w.text for w in words]
     instance = texts[:2] == ["instance", "run"]

@@ -8,8 +8,9 @@ publishes it on the internet."""
 from __future__ import annotations
 
 from servefit.core import GpuHint
+from servefit.sources.container import container
 from servefit.sources.hints import to_int
-from servefit.sources.launch import Ctx, Launch, container
+from servefit.sources.launch import Ctx, Launch
 from servefit.sources.ports import Exposure
 from servefit.sources.words import Vars, Word
 

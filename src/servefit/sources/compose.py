@@ -28,12 +28,13 @@ from servefit.sources import image_release
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_build import built, dockerfile_of, tagged_dockerfile
 from servefit.sources.compose_layers import LayeredY, extended, layers
+from servefit.sources.container import container
 from servefit.sources.detect import markers, models_on_request
 from servefit.sources.docker_scripts import mounts_as_copies, run_copied
 from servefit.sources.envfile import load_env_file
 from servefit.sources.hints import SHM_MIN, count_visible_devices, size_bytes, to_int
 from servefit.sources.image_env import llama_arg_server
-from servefit.sources.launch import Facts, container
+from servefit.sources.launch import Facts
 from servefit.sources.ports import Exposure, published
 from servefit.sources.problems import missing_config_file, unknown_image
 from servefit.sources.shell import Vars, Word, expand_word, split_words

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from servefit.core import GpuHint, Span, Token
+from servefit.sources.container import container
 from servefit.sources.hints import SHM_MIN, docker_gpus, size_bytes
-from servefit.sources.launch import Ctx, Launch, container
+from servefit.sources.launch import Ctx, Launch
 from servefit.sources.ports import Exposure, published
 from servefit.sources.shell import Vars, Word
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from servefit.core import Token
 from servefit.sources import detect, image_release
 from servefit.sources.base import FileCtx
+from servefit.sources.container import container
 from servefit.sources.docker_scripts import Copy, copy_of, run_copied
-from servefit.sources.launch import Ctx, Launch, container
+from servefit.sources.launch import Ctx, Launch
 from servefit.sources.ollama_client import ollama_client
 from servefit.sources.problems import literal_variable
 from servefit.sources.shell import Piece, Vars, Word, expand_word, split_commands, split_words

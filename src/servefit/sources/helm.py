@@ -18,8 +18,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from servefit.core import Finding, GpuHint, Severity, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
+from servefit.sources.container import container
 from servefit.sources.hints import NameHint, best_label, label_hint, merge, to_int
-from servefit.sources.launch import container
 from servefit.sources.problems import unread_server
 from servefit.sources.shell import Vars, Word, expand_word, split_words
 from servefit.sources.yamlpos import Y

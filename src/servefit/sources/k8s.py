@@ -21,10 +21,11 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from servefit.core import GpuHint, LaunchSite, Token
 from servefit.sources import detect
 from servefit.sources.base import FileCtx, give_names
+from servefit.sources.container import container
 from servefit.sources.hints import GPU_RESOURCES, NameHint, best_label, label_hint, merge, to_int
 from servefit.sources.k8s_pod import container_env, memory_volumes, runtime_env, set_shm
 from servefit.sources.k8s_scripts import ConfigMaps, mounted_files, run_script, script_of
-from servefit.sources.launch import Launch, container, from_words
+from servefit.sources.launch import Launch, from_words
 from servefit.sources.ports import Exposure, port_list
 from servefit.sources.ports import add as add_exposure
 from servefit.sources.problems import literal_variable

@@ -91,7 +91,7 @@ def run_script(image: Token | None, script: tuple[int, Src | None], words: list[
                ctx: Ctx, env: Vars, owner: str = "") -> list[Launch]:
     """The servers a container starts through a mounted script (`words`: its command then args); `owner`
     names the container outside Kubernetes (a compose service, a Dockerfile's image), `{image}` standing for its image."""
-    from servefit.sources.launch import container
+    from servefit.sources.container import container
 
     i, src = script
     if src is None:

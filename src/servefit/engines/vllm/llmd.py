@@ -27,11 +27,12 @@ from yaml.nodes import MappingNode, Node
 from servefit.core import GpuHint, Token
 from servefit.sources import detect, image_release
 from servefit.sources.base import FileCtx, give_names
+from servefit.sources.container import container
 from servefit.sources.helm import flag, hint_of, image_not_read, true
 from servefit.sources.hints import label_hint, merge, to_int
 from servefit.sources.k8s import item_words
 from servefit.sources.k8s_pod import container_env, memory_volumes, runtime_env, set_shm
-from servefit.sources.launch import Launch, container
+from servefit.sources.launch import Launch
 from servefit.sources.yamlpos import Y
 
 SIMULATOR = "llm-d-inference-sim"
