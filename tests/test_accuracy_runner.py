@@ -71,6 +71,8 @@ WEIGHTS_KNOWN_MISSES = {"meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
                         # logs "Model loading took 2.98 GiB" where the checkpoint is 2.88 GiB
                         "reidharris-a100-40gb-qwen25-coder-15b-16k-0310": -0.0325,
                         "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325,
+                        # issue 16 s31 gather, calibration: the same card and model with prefix caching on
+                        "llmlab-t4-qwen25-15b-fp16-4k-prefixcache-0300": -0.0325,
                         # issue 16 vlogs gather, calibration: Google's Gemma 4 E2B QAT W4A16 (compressed-tensors)
                         # checkpoint on 0.30.0 logs 8.01 GiB, above its 7.75 GiB on disk; 7.20 planned
                         "gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300": -0.1012}
