@@ -228,6 +228,13 @@ KNOWN_MISSES = {
     # the non-torch term scaled with the card's resident threads)
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1260,
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1256,
+    # issue 16 s31 gather, calibration by the hash rule (measured, not fitted): Qwen2.5-7B on a DGX Spark (GB10,
+    # unified memory), 0.24.0 dev, utilization 0.25: 2.3 GiB less KV memory than planned (13.23 logged, 15.54
+    # planned). On unified memory every snapshot reads MemAvailable, so the host memory the EngineCore takes
+    # while loading and compiling counts against the KV cache (unified.py, not predicted); this lab's 0.5B and
+    # 0.6B runs at 0.15 log 0.8 - 1.2 GiB less than planned, within the tolerance
+    ("tennsoku-gb10-qwen25-7b-32k-u025-seq128-longctx-024", "kv_tokens"): 0.1743,
+    ("tennsoku-gb10-qwen25-7b-32k-u025-seq128-longctx-024", "max_concurrency"): 0.1743,
     # (club3090-37-2x4090-qwen36-27b-int4-dflash-180k, pinned at +199% while its 0.20.1rc1.dev16 nightly was
     # planned with the 0.20.1 release's concurrency-derived count: the nightly logs 0.20.0's, blocks // 15
     # groups x 816, era.TOKENS_FIX; now +6.0%, within tolerance; tests/test_vllm_kv_tokens_era.py)
