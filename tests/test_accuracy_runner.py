@@ -235,6 +235,10 @@ KNOWN_MISSES = {
     # 0.6B runs at 0.15 log 0.8 - 1.2 GiB less than planned, within the tolerance
     ("tennsoku-gb10-qwen25-7b-32k-u025-seq128-longctx-024", "kv_tokens"): 0.1743,
     ("tennsoku-gb10-qwen25-7b-32k-u025-seq128-longctx-024", "max_concurrency"): 0.1743,
+    # the same lab's --quantization fp8_per_tensor run (0.24 online FP8, memory/weights.py ONLINE_SHORTHANDS; weights
+    # now -1.0% as --quantization fp8 elsewhere): 1.9 GiB less KV memory than planned, the same unified-memory charge
+    ("tennsoku-gb10-qwen25-7b-fp8pertensor-8k-u025-seq128-024", "kv_tokens"): 0.0976,
+    ("tennsoku-gb10-qwen25-7b-fp8pertensor-8k-u025-seq128-024", "max_concurrency"): 0.0978,
     # (club3090-37-2x4090-qwen36-27b-int4-dflash-180k, pinned at +199% while its 0.20.1rc1.dev16 nightly was
     # planned with the 0.20.1 release's concurrency-derived count: the nightly logs 0.20.0's, blocks // 15
     # groups x 816, era.TOKENS_FIX; now +6.0%, within tolerance; tests/test_vllm_kv_tokens_era.py)

@@ -35,12 +35,30 @@ class Scheme:
     embeddings: bool = False  # the embedding and lm_head are stored in the scheme too (GGUF)
 
 
+# vLLM's online-quantization shorthands for `--quantization` on an unquantized checkpoint
+# (vllm/config/quantization.py::_ONLINE_SHORTHANDS, from 0.22; quantization/__init__.py registers each as
+# OnlineQuantizationConfig): name -> (bytes per quantized weight, MoE experts only). fp8_per_tensor,
+# fp8_per_block and fp8_per_channel (0.24+) store FP8 weights in the linear and MoE layers with an fp32
+# scale per tensor / 128x128 block / output row (under 0.4% of the weights, left out); mxfp8 adds an e8m0
+# scale per 32 weights; int8_per_channel_weight_only (int8) and nvfp4_per_token (0.27+: NVFP4, a fp8
+# scale per 16) set only `moe`, so a model's linear layers stay in the model dtype. The 0.29+ "mxfp4"
+# shorthand is not here: it shares its name with gpt-oss's checkpoint method (the MXFP4 scheme below).
+ONLINE_SHORTHANDS: dict[str, tuple[float, bool, int]] = {
+    "fp8_per_tensor": (1.0, False, 8), "fp8_per_block": (1.0, False, 8), "fp8_per_channel": (1.0, False, 8),
+    "mxfp8": (1.0 + 1 / 32, False, 8), "int8_per_channel_weight_only": (1.0, True, 8),
+    "nvfp4_per_token": (0.5 + 1 / 16, True, 4),
+}
+
+
 def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Scheme | None:
     """The storage scheme for a checkpoint's quantization_config, or an online method
     (`--quantization fp8`). None means unquantized."""
     method = (override or (quant or {}).get("quant_method") or "").lower()
     if not method or method in ("none", "auto"):
         return None
+    if override and method in ONLINE_SHORTHANDS:
+        per_weight, experts_only, bits = ONLINE_SHORTHANDS[method]
+        return Scheme(method, per_weight, experts_only=experts_only, bits=bits)
     given = quant or {}
     q = _from_config(method, given)
     if q is not given:  # the method the engine picks from the config (ModelOpt NVFP4: modelopt_fp4)
