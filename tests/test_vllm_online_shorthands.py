@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from test_vllm_engine import DSV3, L4, LLAMA8B, run
 
-from servefit.memory.weights import ONLINE_SHORTHANDS, scheme_for
+from servefit.memory.weights import ONLINE_SHORTHANDS, online_shorthand, scheme_for
 
 GiB = 2**30
 DENSE_FP8 = ("fp8_per_tensor", "fp8_per_block", "fp8_per_channel")
@@ -14,25 +14,27 @@ DENSE_FP8 = ("fp8_per_tensor", "fp8_per_block", "fp8_per_channel")
 
 @pytest.mark.parametrize("name", DENSE_FP8)
 def test_fp8_shorthands_store_one_byte_a_weight_in_every_linear_layer(name):
-    s = scheme_for(None, name)
+    s = online_shorthand(name)
     assert s is not None and (s.name, s.bytes_per_param, s.experts_only, s.bits) == (name, 1.0, False, 8)
 
 
 def test_mxfp8_adds_an_e8m0_scale_per_32_weights():
-    s = scheme_for(None, "mxfp8")
+    s = online_shorthand("MXFP8")
     assert s is not None and (s.bytes_per_param, s.experts_only, s.bits) == (1.03125, False, 8)
 
 
 @pytest.mark.parametrize("name,per_weight,bits", [("int8_per_channel_weight_only", 1.0, 8),
                                                   ("nvfp4_per_token", 0.5625, 4)])
 def test_moe_only_shorthands_leave_the_linear_layers_alone(name, per_weight, bits):
-    s = scheme_for(None, name)
+    s = online_shorthand(name)
     assert s is not None and (s.bytes_per_param, s.experts_only, s.bits) == (per_weight, True, bits)
 
 
-def test_a_shorthand_is_read_only_as_a_flag_not_as_a_checkpoint_method():
-    # a checkpoint's own quant_method goes through its config (plan.py passes no override then)
+def test_a_shorthand_is_read_only_as_a_vllm_flag_not_as_a_checkpoint_method():
+    # a checkpoint's own quant_method goes through its config; scheme_for (shared with SGLang) does not
+    # read the vLLM shorthands, vllm/plan.py does
     assert scheme_for({"quant_method": "fp8"}).bytes_per_param == 1.0
+    assert online_shorthand("fp8") is None and online_shorthand(None) is None
     assert set(ONLINE_SHORTHANDS) == {*DENSE_FP8, "mxfp8", "int8_per_channel_weight_only", "nvfp4_per_token"}
 
 

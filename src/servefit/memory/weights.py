@@ -50,15 +50,22 @@ ONLINE_SHORTHANDS: dict[str, tuple[float, bool, int]] = {
 }
 
 
+def online_shorthand(name: str | None) -> Scheme | None:
+    """The storage of a vLLM online-quantization shorthand given as --quantization (ONLINE_SHORTHANDS);
+    None for any other name."""
+    method = (name or "").lower()
+    if method not in ONLINE_SHORTHANDS:
+        return None
+    per_weight, experts_only, bits = ONLINE_SHORTHANDS[method]
+    return Scheme(method, per_weight, experts_only=experts_only, bits=bits)
+
+
 def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Scheme | None:
     """The storage scheme for a checkpoint's quantization_config, or an online method
     (`--quantization fp8`). None means unquantized."""
     method = (override or (quant or {}).get("quant_method") or "").lower()
     if not method or method in ("none", "auto"):
         return None
-    if override and method in ONLINE_SHORTHANDS:
-        per_weight, experts_only, bits = ONLINE_SHORTHANDS[method]
-        return Scheme(method, per_weight, experts_only=experts_only, bits=bits)
     given = quant or {}
     q = _from_config(method, given)
     if q is not given:  # the method the engine picks from the config (ModelOpt NVFP4: modelopt_fp4)
