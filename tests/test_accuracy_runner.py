@@ -71,6 +71,8 @@ WEIGHTS_KNOWN_MISSES = {"meetingtr-h100-qwen36-27b-fp8-eager-4k-0271": 0.0264,
                         # logs "Model loading took 2.98 GiB" where the checkpoint is 2.88 GiB
                         "reidharris-a100-40gb-qwen25-coder-15b-16k-0310": -0.0325,
                         "llmlab-t4-qwen25-15b-fp16-4k-0300": -0.0325,
+                        # issue 16 s31 gather, calibration: the same card and model with prefix caching on
+                        "llmlab-t4-qwen25-15b-fp16-4k-prefixcache-0300": -0.0325,
                         # issue 16 vlogs gather, calibration: Google's Gemma 4 E2B QAT W4A16 (compressed-tensors)
                         # checkpoint on 0.30.0 logs 8.01 GiB, above its 7.75 GiB on disk; 7.20 planned
                         "gemma4dev-l4-gemma4-e2b-qat-w4a16-8k-0300": -0.1012}
@@ -226,6 +228,17 @@ KNOWN_MISSES = {
     # the non-torch term scaled with the card's resident threads)
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "kv_tokens"): -0.1260,
     ("anton-rtx3090-qwen3-30b-a3b-awq-2k-0100", "max_concurrency"): -0.1256,
+    # issue 16 s31 gather, calibration by the hash rule (measured, not fitted): Qwen2.5-7B on a DGX Spark (GB10,
+    # unified memory), 0.24.0 dev, utilization 0.25: 2.3 GiB less KV memory than planned (13.23 logged, 15.54
+    # planned). On unified memory every snapshot reads MemAvailable, so the host memory the EngineCore takes
+    # while loading and compiling counts against the KV cache (unified.py, not predicted); this lab's 0.5B and
+    # 0.6B runs at 0.15 log 0.8 - 1.2 GiB less than planned, within the tolerance
+    ("tennsoku-gb10-qwen25-7b-32k-u025-seq128-longctx-024", "kv_tokens"): 0.1743,
+    ("tennsoku-gb10-qwen25-7b-32k-u025-seq128-longctx-024", "max_concurrency"): 0.1743,
+    # the same lab's --quantization fp8_per_tensor run (0.24 online FP8, memory/weights.py ONLINE_SHORTHANDS; weights
+    # now -1.0% as --quantization fp8 elsewhere): 1.9 GiB less KV memory than planned, the same unified-memory charge
+    ("tennsoku-gb10-qwen25-7b-fp8pertensor-8k-u025-seq128-024", "kv_tokens"): 0.0976,
+    ("tennsoku-gb10-qwen25-7b-fp8pertensor-8k-u025-seq128-024", "max_concurrency"): 0.0978,
     # (club3090-37-2x4090-qwen36-27b-int4-dflash-180k, pinned at +199% while its 0.20.1rc1.dev16 nightly was
     # planned with the 0.20.1 release's concurrency-derived count: the nightly logs 0.20.0's, blocks // 15
     # groups x 816, era.TOKENS_FIX; now +6.0%, within tolerance; tests/test_vllm_kv_tokens_era.py)

@@ -35,6 +35,31 @@ class Scheme:
     embeddings: bool = False  # the embedding and lm_head are stored in the scheme too (GGUF)
 
 
+# vLLM's online-quantization shorthands for `--quantization` on an unquantized checkpoint
+# (vllm/config/quantization.py::_ONLINE_SHORTHANDS, from 0.22; quantization/__init__.py registers each as
+# OnlineQuantizationConfig): name -> (bytes per quantized weight, MoE experts only). fp8_per_tensor,
+# fp8_per_block and fp8_per_channel (0.24+) store FP8 weights in the linear and MoE layers with an fp32
+# scale per tensor / 128x128 block / output row (under 0.4% of the weights, left out); mxfp8 adds an e8m0
+# scale per 32 weights; int8_per_channel_weight_only (int8) and nvfp4_per_token (0.27+: NVFP4, a fp8
+# scale per 16) set only `moe`, so a model's linear layers stay in the model dtype. The 0.29+ "mxfp4"
+# shorthand is not here: it shares its name with gpt-oss's checkpoint method (the MXFP4 scheme below).
+ONLINE_SHORTHANDS: dict[str, tuple[float, bool, int]] = {
+    "fp8_per_tensor": (1.0, False, 8), "fp8_per_block": (1.0, False, 8), "fp8_per_channel": (1.0, False, 8),
+    "mxfp8": (1.0 + 1 / 32, False, 8), "int8_per_channel_weight_only": (1.0, True, 8),
+    "nvfp4_per_token": (0.5 + 1 / 16, True, 4),
+}
+
+
+def online_shorthand(name: str | None) -> Scheme | None:
+    """The storage of a vLLM online-quantization shorthand given as --quantization (ONLINE_SHORTHANDS);
+    None for any other name."""
+    method = (name or "").lower()
+    if method not in ONLINE_SHORTHANDS:
+        return None
+    per_weight, experts_only, bits = ONLINE_SHORTHANDS[method]
+    return Scheme(method, per_weight, experts_only=experts_only, bits=bits)
+
+
 def scheme_for(quant: dict[str, Any] | None, override: str | None = None) -> Scheme | None:
     """The storage scheme for a checkpoint's quantization_config, or an online method
     (`--quantization fp8`). None means unquantized."""

@@ -61,7 +61,7 @@ from servefit.hardware.spec import GpuSpec
 from servefit.memory.dtypes import dtype_bytes
 from servefit.memory.kv import full_kv_bytes_per_token, latent_cache, layer_bytes_per_token
 from servefit.memory.params import param_groups
-from servefit.memory.weights import Scheme, kept_params, scheme_for
+from servefit.memory.weights import Scheme, kept_params, online_shorthand, scheme_for
 from servefit.models.arch_deepseek_v4 import is_deepseek_v4
 from servefit.models.spec import ModelSpec
 
@@ -158,6 +158,8 @@ def resolve(cfg: EngineConfig, model: ModelSpec, gpu: GpuSpec, e: Era) -> Resolv
     # a quantized checkpoint's own config sets the storage (vLLM rejects a --quantization of another
     # family, VLLM014; within a family, e.g. modelopt for an NVFP4 checkpoint, the checkpoint's wins)
     scheme = scheme_for(model.quantization, None if model.quantization else quant_override or None)
+    if not model.quantization and online_shorthand(quant_override):  # 0.22+ online shorthands (fp8_per_tensor, ...)
+        scheme = online_shorthand(quant_override)
     eager = bool(s.get("enforce_eager")) or str(s.get("optimization_level", "")) == "0"
     util = s.get("gpu_memory_utilization")
     pp = int(s.get("pipeline_parallel_size") or 1)
