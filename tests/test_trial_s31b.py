@@ -45,3 +45,60 @@ def test_apptainer_run_of_a_pulled_sif_is_the_engine_image(tmp_path: Path, capsy
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "tgi 1.4.5  ·  codellama/CodeLlama-13b-hf"
     assert "engine says: Setting max batch total tokens to 64656" in out
+
+
+# bradrlaw/ai-server@a3e705c config/llama-swap.base.yaml: Gemma 4 31B with its MTP drafter, the separate ~490 MB
+# gemma4-assistant GGUF (`--model-draft .../gemma4-31B-it-assistant-Q8_0.gguf --spec-type draft-mtp`). servefit took
+# the drafter by its name for the 31B model itself at Q8_0 (+30 GiB) and said the server runs out of memory while
+# loading (LCPP006, "needs 70.97 GiB (model 17.39 + KV 6.56 + compute 2.15)", a sum that did not add up); the
+# author measured it at ~28 GB on the card. llama.cpp's gemma4-assistant arch is a few layers of the drafter's own
+# width (src/models/gemma4-assistant.cpp), so a name with `assistant` never resolves to the base model.
+GEMMA_SWAP = """macros:
+  "llama-server": "/srv/ai/src/llama.cpp/build/bin/llama-server"
+  "models_dir": "/srv/ai/models"
+  "common": >
+    --host 127.0.0.1 --port ${PORT}
+    --n-gpu-layers 999
+    --flash-attn on
+models:
+  "gemma-31b":
+    env:
+      - "CUDA_VISIBLE_DEVICES=1"
+    cmd: |
+      ${llama-server}
+      --model ${models_dir}/gemma-4-31b/gemma-4-31B-it-qat-UD-Q4_K_XL.gguf
+      --ctx-size 131072
+      --cache-type-k q8_0 --cache-type-v q8_0
+      --parallel 1
+      --batch-size 2048 --ubatch-size 2048
+      --model-draft ${models_dir}/gemma-4-31b/mtp-draft/gemma4-31B-it-assistant-Q8_0.gguf
+      --spec-type draft-mtp --spec-draft-n-max 3 --n-gpu-layers-draft 99
+      ${common}
+"""
+
+
+def test_a_gemma4_assistant_drafter_is_not_the_31b_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "llama-swap.yaml"
+    f.write_text(GEMMA_SWAP)
+    assert main(["estimate", str(f), "--gpu", "V100-32GB", "--engine-version", "b10309"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: starts" in out
+    assert "engine says: common_params_fit_impl: projected to use 26723 MiB of device memory vs. 32163 MiB" in out
+    assert "  - draft model gemma4-31B-it-assistant-Q8_0.gguf could not be sized; not counted\n" in out
+    assert main(["lint", str(f), "--gpu", "V100-32GB", "--engine-version", "b10309"]) == 0
+    assert "LCPP006" not in capsys.readouterr().out
+
+
+def test_lcpp006_names_the_draft_models_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The out-of-memory breakdown adds up: a draft model's weights, KV and compute are named with the rest. A build
+    before --fit (b7407) has no fit plan to leave the draft out of, nor a --fit-target to raise: no LCPP013."""
+    f = tmp_path / "serve.sh"
+    f.write_text("llama-server -m /m/Qwen2.5-32B-Instruct-Q4_K_M.gguf -md /m/Qwen2.5-7B-Instruct-Q8_0.gguf "
+                 "-c 32768 -ngl 99 -ngld 99\n")
+    assert main(["lint", str(f), "--gpu", "RTX-4090", "--engine-version", "b6800"]) == 1
+    assert capsys.readouterr().out == (
+        f"{f}:1:17: SF004 GGUF 'Qwen2.5-32B-Instruct-Q4_K_M.gguf' taken as Qwen/Qwen2.5-32B-Instruct (by its name, "
+        "quant Q4_K_M; no file to read)\n"
+        f"{f}:1:93: LCPP006 CUDA0 needs 36.11 GiB (model 18.07 + KV 8.00 + compute 0.37 + projector / draft model "
+        "9.66) but has 23.16 GiB free [GPU: RTX-4090 ×1 from --gpu]\n"
+        "1 error, 0 warnings, 1 info in 1 file (1 server)\n")
