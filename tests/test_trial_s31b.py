@@ -102,3 +102,31 @@ def test_lcpp006_names_the_draft_models_share(tmp_path: Path, capsys: pytest.Cap
         f"{f}:1:93: LCPP006 CUDA0 needs 36.11 GiB (model 18.07 + KV 8.00 + compute 0.37 + projector / draft model "
         "9.66) but has 23.16 GiB free [GPU: RTX-4090 ×1 from --gpu]\n"
         "1 error, 0 warnings, 1 info in 1 file (1 server)\n")
+
+
+# atoy3731/ai-stack@0fe3659 open-webui/values.yaml: the Open WebUI chart's bundled Ollama turned off
+# (`ollama: {enabled: false}`, the chart's dependency condition `ollama.enabled`) because Ollama runs from its own
+# otwld chart beside it. servefit warned that this values file configures an Ollama server it could not read
+# (SF116); with the subchart off there is no server there.
+OPEN_WEBUI = """ollama:
+  enabled: false
+
+ollamaUrls:
+  - http://ollama.ollama:11434
+
+ingress:
+  enabled: true
+  host: ai.example.org
+"""
+
+
+def test_a_values_section_switched_off_starts_no_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "open-webui"
+    d.mkdir()
+    (d / "values.yaml").write_text(OPEN_WEBUI)
+    assert main(["lint", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    (d / "values.yaml").write_text(OPEN_WEBUI.replace("enabled: false", "enabled: true", 1))
+    main(["lint", str(tmp_path)])
+    assert f"{d / 'values.yaml'}:1:1: SF116 this values file configures Ollama (its `ollama:` section)" in \
+        capsys.readouterr().out
