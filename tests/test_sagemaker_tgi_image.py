@@ -86,5 +86,5 @@ def test_terraform_running_it_is_said_unchecked(tmp_path: Path, capsys: pytest.C
     f.write_text(TERRAFORM)
     main(["lint", str(f)])
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"{f}:3:14: SF108 servefit does not read Terraform, and this file starts a Text "
-                             "Generation Inference server here")
+    assert out[0].startswith(f"{f}:3:14: SF108 servefit does not read Terraform, and this file starts Text "
+                             "Generation Inference here")

@@ -130,3 +130,31 @@ def test_a_values_section_switched_off_starts_no_server(tmp_path: Path, capsys: 
     main(["lint", str(tmp_path)])
     assert f"{d / 'values.yaml'}:1:1: SF116 this values file configures Ollama (its `ollama:` section)" in \
         capsys.readouterr().out
+
+
+# FireBall1725/homelab-applications@c4f8e87 apps/app-ai/ollama-admin: the web UI ghcr.io/ollama-admin/ollama-admin,
+# which manages an Ollama on another host (DEFAULT_OLLAMA_URL), was taken for an Ollama server by its image name:
+# SEC004 (no authentication) and SF120 (no GPU) about a server that is not there.
+OLLAMA_ADMIN = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ollama-admin
+spec:
+  template:
+    spec:
+      containers:
+        - name: main
+          image: ghcr.io/ollama-admin/ollama-admin:0.15.5
+          env:
+            - name: DEFAULT_OLLAMA_URL
+              value: http://ollama:11434
+"""
+
+
+def test_the_ollama_admin_web_ui_is_no_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "deploy.yaml").write_text(OLLAMA_ADMIN)
+    assert main(["lint", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (0 servers)\n"
+    (tmp_path / "deploy.yaml").write_text(OLLAMA_ADMIN.replace("ollama-admin/ollama-admin", "ollama/ollama"))
+    main(["lint", str(tmp_path)])
+    assert "(1 server)" in capsys.readouterr().out
