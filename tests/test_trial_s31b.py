@@ -158,3 +158,35 @@ def test_the_ollama_admin_web_ui_is_no_server(tmp_path: Path, capsys: pytest.Cap
     (tmp_path / "deploy.yaml").write_text(OLLAMA_ADMIN.replace("ollama-admin/ollama-admin", "ollama/ollama"))
     main(["lint", str(tmp_path)])
     assert "(1 server)" in capsys.readouterr().out
+
+
+# altpsyche/local-llm@cb9a33c scripts/test-platform.ps1 and scripts/gen-llama-swap.ps1: 'llama-server' as a string
+# argument inside a parenthesized pipeline (`Assert "..." ((Get-BobExeName 'llama-server' -Os windows) -eq ...)`), and
+# an array of option strings joined into a generated llama-swap macro (`$cfg.macros['srv'] = $srvParts -join ' '`),
+# were read as llama-server launches: LCPP001 errors on `-Os`, `-eq`, `-join` and on the one-string "-ngl 99".
+# PowerShell runs a program named by a string or variable only after `&`, and a `( )` group is one computed
+# argument whose own pipeline runs apart.
+PS_TEST = """Assert "exe name win -> .exe"     ((Get-BobExeName 'llama-server' -Os windows) -eq 'llama-server.exe')
+'llama-server' -eq $name
+$srvBin = '${env.LLAMA_LOCAL_ROOT}/bin/' + (Get-BobExeName 'llama-server')
+$ngl = 99
+$srvParts = @(
+    $srvBin,
+    '--port ${PORT}',
+    "-ngl $ngl"
+) | Where-Object { $_ -ne '' }
+$cfg.macros['srv'] = $srvParts -join ' '
+$v = (& llama-server -m C:\\m\\Qwen2.5-7B-Instruct-Q4_K_M.gguf -c 4096)
+(& llama-server -m C:\\m\\Qwen2.5-7B-Instruct-Q4_K_M.gguf -c 8192) | Out-Null
+"""
+
+
+def test_powershell_strings_and_groups_are_no_launches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "test-platform.ps1"
+    f.write_text(PS_TEST)
+    assert main(["models", str(f)]) == 0
+    one = ("  llamacpp  C:\\m\\Qwen2.5-7B-Instruct-Q4_K_M.gguf  -> Qwen/Qwen2.5-7B-Instruct (7.62B) from assumed base\n"
+           "    assumed: GGUF 'Qwen2.5-7B-Instruct-Q4_K_M.gguf' taken as Qwen/Qwen2.5-7B-Instruct (by its name, quant "
+           "Q4_K_M; no file to read)\n")
+    assert capsys.readouterr().out == f"{f}:11{one}{f}:12{one}"
+
