@@ -190,3 +190,66 @@ def test_powershell_strings_and_groups_are_no_launches(tmp_path: Path, capsys: p
            "Q4_K_M; no file to read)\n")
     assert capsys.readouterr().out == f"{f}:11{one}{f}:12{one}"
 
+
+
+# amasu/dgx-spark-qwen38@3b68c27: docker-compose.yml runs SGLang (a local image tag, `entrypoint: [python3, -m,
+# sglang.launch_server]`) and docker-compose.fp8-legacy.yml, beside it, is a complete vLLM stack the README starts on
+# its own (`docker compose -f docker-compose.fp8-legacy.yml up -d`). Read as an overlay of the base, the base's SGLang
+# entrypoint ran the vLLM image and arguments: SGL001 errors on --gpu-memory-utilization, --max-model-len... A file
+# beside the base whose service runs another engine is an alternative, read alone.
+SGL_BASE = """services:
+  qwen38:
+    image: ${SERVE_IMAGE:-qwen38-dflash2:v1.2.2}
+    network_mode: host
+    entrypoint: ["python3", "-m", "sglang.launch_server"]
+    command:
+      - --model-path
+      - Qwen/Qwen2.5-7B-Instruct
+      - --mem-fraction-static
+      - "0.50"
+      - --host
+      - 127.0.0.1
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]
+"""
+VLLM_ALT = """services:
+  qwen38:
+    image: vllm/vllm-openai:v0.10.1
+    command:
+      - --model
+      - Qwen/Qwen2.5-7B-Instruct
+      - --gpu-memory-utilization
+      - "0.85"
+      - --max-model-len
+      - "32768"
+    ports:
+      - "127.0.0.1:8000:8000"
+    deploy:
+      resources:
+        reservations:
+          devices:
+            - driver: nvidia
+              count: all
+              capabilities: [gpu]
+"""
+
+
+def test_a_compose_file_for_another_engine_is_read_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "docker-compose.yml").write_text(SGL_BASE)
+    (tmp_path / "docker-compose.fp8-legacy.yml").write_text(VLLM_ALT)
+    assert main(["lint", str(tmp_path), "--gpu", "H100"]) == 0
+    assert capsys.readouterr().out == (
+        f"{tmp_path / 'docker-compose.fp8-legacy.yml'}:5:9: SEC004 vLLM has no API key and listens on all interfaces "
+        "(its default without --host): anything on the container network can use it\n"
+        "0 errors, 0 warnings, 1 info in 2 files (2 servers)\n")
+    assert main(["models", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == (
+        f"{tmp_path / 'docker-compose.fp8-legacy.yml'}:5  vllm  Qwen/Qwen2.5-7B-Instruct  -> Qwen/Qwen2.5-7B-Instruct "
+        "(7.62B) from catalog\n"
+        f"{tmp_path / 'docker-compose.yml'}:5  sglang  Qwen/Qwen2.5-7B-Instruct  -> Qwen/Qwen2.5-7B-Instruct "
+        "(7.62B) from catalog\n")
