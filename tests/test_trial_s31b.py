@@ -253,3 +253,38 @@ def test_a_compose_file_for_another_engine_is_read_alone(tmp_path: Path, capsys:
         "(7.62B) from catalog\n"
         f"{tmp_path / 'docker-compose.yml'}:5  sglang  Qwen/Qwen2.5-7B-Instruct  -> Qwen/Qwen2.5-7B-Instruct "
         "(7.62B) from catalog\n")
+
+
+# kevchoi/llm-platform@a68c51f old/tgi/docker-compose.yml: `command: ['--model-id meta-llama/Llama-3.2-1B']`, the
+# option and its value in one list item. clap takes the whole item as one unknown argument; servefit's message cut
+# it at the space and ran the rest into the quote ("unexpected argument '--model-id' foundmeta-llama/Llama-3.2-1B").
+TGI_ONE_ITEM = """services:
+  tgi-server:
+    image: ghcr.io/huggingface/text-generation-inference:3.3.4
+    command:
+      - '--model-id meta-llama/Llama-3.2-1B'
+    ports:
+      - "127.0.0.1:8080:80"
+"""
+
+
+def test_tgi_names_an_option_with_its_value_in_one_item_whole(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "docker-compose.yml"
+    f.write_text(TGI_ONE_ITEM)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 1
+    assert capsys.readouterr().out == (
+        f"{f}:5:10: SEC004 TGI has no API key and listens on all interfaces (its default without --hostname): anything "
+        "on the container network can use it\n"
+        f"{f}:5:10: SF002 Text Generation Inference: no model given in the command (pass --model REF)\n"
+        f"{f}:5:10: TGI001 error: unexpected argument '--model-id meta-llama/Llama-3.2-1B' found; the option and its "
+        "value are one argument here: write each as its own list item\n"
+        "1 error, 1 warning, 1 info in 1 file (1 server)\n")
+    g = tmp_path / "serve.sh"
+    g.write_text("text-generation-launcher --model-id x/y --max_total_tokens 4096 --gpu-memory-utilization 0.9\n")
+    main(["lint", str(g), "--gpu", "L4"])
+    out = capsys.readouterr().out
+    assert "TGI001 error: unexpected argument '--max_total_tokens' found; tip: a similar argument exists: " \
+           "'--max-total-tokens'" in out
+    assert "TGI001 error: unexpected argument '--gpu-memory-utilization' found (--gpu-memory-utilization is vllm's " \
+           "memory fraction setting; TGI calls it --cuda-memory-fraction)" in out
