@@ -288,3 +288,28 @@ def test_tgi_names_an_option_with_its_value_in_one_item_whole(tmp_path: Path,
            "'--max-total-tokens'" in out
     assert "TGI001 error: unexpected argument '--gpu-memory-utilization' found (--gpu-memory-utilization is vllm's " \
            "memory fraction setting; TGI calls it --cuda-memory-fraction)" in out
+
+
+# ThomasBrazier/ollama-open-research@2bad896 ollama_entrypoint.sh (a compose service's entrypoint): `ollama serve &`
+# then `while read -r model; do ollama pull "$model"; done < models.txt`. servefit said ${model} "is not set in this
+# repository"; bash's `read` sets it to each line of models.txt in turn.
+PULL_LOOP = """#!/bin/bash
+/bin/ollama serve &
+pid=$!
+sleep 5
+while read -r model; do
+  ollama pull "$model"
+done < models.txt
+wait $pid
+"""
+
+
+def test_a_while_read_loop_variable_is_said_to_take_each_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "ollama_entrypoint.sh"
+    f.write_text(PULL_LOOP)
+    assert main(["lint", str(f), "--gpu", "RTX-4090"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:5:15: SF001 ${{model}} takes each line its `while read` loop reads in turn: the value it gives Ollama is "
+        "not known here\n"
+        "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
