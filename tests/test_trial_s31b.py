@@ -313,3 +313,44 @@ def test_a_while_read_loop_variable_is_said_to_take_each_line(tmp_path: Path,
         f"{f}:5:15: SF001 ${{model}} takes each line its `while read` loop reads in turn: the value it gives Ollama is "
         "not known here\n"
         "0 errors, 0 warnings, 1 info in 1 file (1 server)\n")
+
+
+# IsaacGHX/AgentFlow_Isaac@9ae78bb scripts/serve_vllm.sh: the server's command line is a string typed into a tmux
+# session (`tmux send-keys -t "$TMUX_SESSION:0" "$CMD_START" C-m`); a benchmark script hands one to a shell function
+# (`run_engine sglang "source .../activate && exec python -m sglang.launch_server ..."`, run there with
+# `setsid bash -c "$launch"`). servefit found no server in either file and said nothing.
+TMUX = """#!/bin/bash
+MODEL="Qwen/Qwen2.5-7B-Instruct"
+PORT=8007
+TMUX_SESSION="vllm_agentflow7"
+tmux new-session -d -s "$TMUX_SESSION"
+CMD_START="
+    source .venv/bin/activate;
+    export CUDA_VISIBLE_DEVICES=7;
+    vllm serve \\"$MODEL\\" \\
+        --host 0.0.0.0 \\
+        --port $PORT
+"
+tmux send-keys -t "${TMUX_SESSION}:0" "$CMD_START" C-m
+run_engine() {
+  local name="$1" launch="$2"
+  setsid bash -c "$launch" > "server_${name}.log" 2>&1 &
+}
+run_engine sglang "source .venvs/sglang/bin/activate && exec python -m sglang.launch_server --model-path $MODEL"
+echo "vllm serve $MODEL"
+"""
+
+
+def test_a_server_command_handed_over_as_one_string_is_said_unread(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "serve_vllm.sh"
+    f.write_text(TMUX)
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == (
+        f"{f}:6:12: SF108 `tmux` is given a server's command as one argument (`vllm serve Qwen/Qwen2.5-7B-Instruct "
+        "--host 0.0.0.0 --port 8007`): servefit does not run `tmux`, so that server was not read; write the command "
+        "on a line of its own, or lint it with `servefit lint -- COMMAND`\n"
+        f"{f}:18:20: SF108 `run_engine` is given a server's command as one argument (`python -m "
+        "sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct`): servefit does not run `run_engine`, so that "
+        "server was not read; write the command on a line of its own, or lint it with `servefit lint -- COMMAND`\n"
+        "0 errors, 0 warnings, 2 info in 1 file (0 servers)\n")

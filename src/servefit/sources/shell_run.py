@@ -47,3 +47,26 @@ def eval_launches(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         for w in args:
             launch.unresolved.extend(w.unresolved + w.substituted_refs())
     return found
+
+
+def server_in_argument(words: list[Word], ctx: Ctx) -> None:
+    """SF108 where a program servefit does not run is handed a server's whole command line as one argument
+    (`run_engine sglang "source venv/bin/activate && exec python -m sglang.launch_server ..."`, a shell function
+    that runs it with `bash -c "$2"`; `tmux new -d "vllm serve ..."`): that server is not read, and said so."""
+    from servefit.sources.problems import not_read
+
+    for w in words[1:]:
+        if not any(c.isspace() for c in w.text.strip()):
+            continue
+        for c in split_commands(w.to_src(), Vars()):
+            texts = [x.text for x in c.words]
+            hit = detect.find_engine(texts)
+            if hit is None:
+                continue
+            said = " ".join(texts[hit[0]:])
+            said = said if len(said) <= 80 else said[:77] + "..."
+            ctx.findings.append(not_read(
+                f"`{words[0].text}` is given a server's command as one argument (`{said}`): servefit does not run "
+                f"`{words[0].text}`, so that server was not read; write the command on a line of its own, or lint it "
+                "with `servefit lint -- COMMAND`", span=w.token().span))
+            return
