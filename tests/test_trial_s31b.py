@@ -341,16 +341,25 @@ echo "vllm serve $MODEL"
 """
 
 
-def test_a_server_command_handed_over_as_one_string_is_said_unread(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_command_handed_over_as_one_string_is_read_or_said_unread(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """tmux's send-keys types the line and Enter (C-m) runs it in the pane's shell (tmux(1)): that server is read,
+    with the variables the typed line exports; the shell function's string is said unread."""
     f = tmp_path / "serve_vllm.sh"
     f.write_text(TMUX)
     assert main(["lint", str(f), "--gpu", "L4"]) == 0
     assert capsys.readouterr().out == (
-        f"{f}:6:12: SF108 `tmux` is given a server's command as one argument (`vllm serve Qwen/Qwen2.5-7B-Instruct "
-        "--host 0.0.0.0 --port 8007`): servefit does not run `tmux`, so that server was not read; write the command "
-        "on a line of its own, or lint it with `servefit lint -- COMMAND`\n"
+        f"{f}:13:40: SEC003 vLLM has no API key and listens on every interface of this machine (--host 0.0.0.0): "
+        "anyone who can reach port 8007 can use it; bind 127.0.0.1 or pass --api-key\n"
+        f"{f}:13:40: VLLM018 max-model-len is not set: vLLM uses Qwen/Qwen2.5-7B-Instruct's 32,768 tokens [GPU: L4 ×1 "
+        "from --gpu; count from CUDA_VISIBLE_DEVICES]\n"
         f"{f}:18:20: SF108 `run_engine` is given a server's command as one argument (`python -m "
         "sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct`): servefit does not run `run_engine`, so that "
         "server was not read; write the command on a line of its own, or lint it with `servefit lint -- COMMAND`\n"
-        "0 errors, 0 warnings, 2 info in 1 file (0 servers)\n")
+        "0 errors, 2 warnings, 1 info in 1 file (1 server)\n")
+    f.write_text(TMUX.replace('"$CMD_START" C-m', '"$CMD_START"'))  # typed, never run
+    main(["lint", str(f), "--gpu", "L4"])
+    assert capsys.readouterr().out.endswith("0 errors, 0 warnings, 1 info in 1 file (0 servers)\n")
+    f.write_text('tmux new-session -d -s v "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --host 127.0.0.1"\n')
+    assert main(["lint", str(f), "--gpu", "L4"]) == 0
+    assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (1 server)\n"

@@ -247,6 +247,10 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             if head in DOCKER and texts[j - 1] != "compose":
                 return _exec_in_container(words[j + 1:], ctx, sub_env)
         return []
+    if head == "tmux":  # a server started in a tmux session: its shell-command, or keys typed with Enter
+        from servefit.sources.tmux import tmux
+
+        return tmux(words[i + 1:], ctx, sub_env)
     if head in ("apptainer", "singularity"):
         from servefit.sources.apptainer import apptainer
 

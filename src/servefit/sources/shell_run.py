@@ -52,7 +52,7 @@ def eval_launches(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
 def server_in_argument(words: list[Word], ctx: Ctx) -> None:
     """SF108 where a program servefit does not run is handed a server's whole command line as one argument
     (`run_engine sglang "source venv/bin/activate && exec python -m sglang.launch_server ..."`, a shell function
-    that runs it with `bash -c "$2"`; `tmux new -d "vllm serve ..."`): that server is not read, and said so."""
+    that runs it with `bash -c "$2"`; `ssh gpu-host "vllm serve ..."`): that server is not read, and said so."""
     from servefit.sources.problems import not_read
 
     for w in words[1:]:
