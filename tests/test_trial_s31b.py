@@ -363,3 +363,28 @@ def test_a_server_command_handed_over_as_one_string_is_read_or_said_unread(
     f.write_text('tmux new-session -d -s v "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 8192 --host 127.0.0.1"\n')
     assert main(["lint", str(f), "--gpu", "L4"]) == 0
     assert capsys.readouterr().out == "0 errors, 0 warnings, 0 info in 1 file (1 server)\n"
+
+
+# blockfeed/llama-swap_homelab@6474d9a config.yaml: `--n-gpu-layers 100,100` on two vision models. llama.cpp reads
+# -ngl with std::stoi (common/arg.cpp), the number the text starts with: 100, all layers. servefit refused it as
+# an invalid value (LCPP002, an error) and planned with -ngl auto.
+NGL_SWAP = """models:
+  "qwen2vl-7b":
+    cmd: >
+      /opt/llama/bin/llama-server --port ${PORT} --host 127.0.0.1
+      --model /opt/llama/models/Qwen2.5-7B-Instruct-Q6_K.gguf
+      --n-gpu-layers 100,100
+      --ctx-size 65536
+"""
+
+
+def test_ngl_is_read_as_stoi_reads_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "config.yaml"
+    f.write_text(NGL_SWAP)
+    assert main(["lint", str(f), "--gpu", "RTX-4090", "--engine-version", "b6800"]) == 0
+    assert "LCPP002" not in capsys.readouterr().out
+    assert main(["estimate", str(f), "--gpu", "RTX-4090", "--engine-version", "b6800"]) == 0
+    assert "engine says: load_tensors: offloaded 29/29 layers to GPU" in capsys.readouterr().out
+    f.write_text(NGL_SWAP.replace("100,100", "x100"))
+    assert main(["lint", str(f), "--gpu", "RTX-4090", "--engine-version", "b6800"]) == 1
+    assert "LCPP002 argument -ngl: invalid value 'x100' (a number, auto or all)" in capsys.readouterr().out
