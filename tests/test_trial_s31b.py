@@ -1,6 +1,17 @@
 """Session 31's second real-file trial (Ollama, llama.cpp, SGLang, TGI deployments): shapes from public
 repositories (named with their commits) that servefit read wrongly or silently, each reduced to the part
 that mattered.
+
+- nemo6655/TDPFuzz@1d3b49e access_adapt/start_tgi_servers.sh (apptainer run of a pulled .sif)
+- bradrlaw/ai-server@a3e705c config/llama-swap.base.yaml (Gemma 4 assistant drafter; LCPP006 breakdown)
+- atoy3731/ai-stack@0fe3659 open-webui/values.yaml (`ollama: {enabled: false}`)
+- FireBall1725/homelab-applications@c4f8e87 apps/app-ai/ollama-admin (a web UI, no Ollama server)
+- altpsyche/local-llm@cb9a33c scripts/test-platform.ps1, scripts/gen-llama-swap.ps1 (PowerShell expressions)
+- amasu/dgx-spark-qwen38@3b68c27 docker-compose.fp8-legacy.yml (a compose file for another engine)
+- kevchoi/llm-platform@a68c51f old/tgi/docker-compose.yml (TGI001 on an option and value in one item)
+- ThomasBrazier/ollama-open-research@2bad896 ollama_entrypoint.sh (`while read` loop variable)
+- IsaacGHX/AgentFlow_Isaac@9ae78bb scripts/serve_vllm.sh (tmux send-keys; a command handed to a function)
+- blockfeed/llama-swap_homelab@6474d9a config.yaml (`--n-gpu-layers 100,100`)
 """
 
 from __future__ import annotations
