@@ -349,13 +349,15 @@ run_engine() {
 }
 run_engine sglang "source .venvs/sglang/bin/activate && exec python -m sglang.launch_server --model-path $MODEL"
 echo "vllm serve $MODEL"
+log_info "Running: vllm serve $MODEL --port $PORT"
 """
 
 
 def test_a_server_command_handed_over_as_one_string_is_read_or_said_unread(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """tmux's send-keys types the line and Enter (C-m) runs it in the pane's shell (tmux(1)): that server is read,
-    with the variables the typed line exports; the shell function's string is said unread."""
+    with the variables the typed line exports; the shell function's string is said unread, a log line's text
+    (`log_info "Running: vllm serve ..."`) is not."""
     f = tmp_path / "serve_vllm.sh"
     f.write_text(TMUX)
     assert main(["lint", str(f), "--gpu", "L4"]) == 0

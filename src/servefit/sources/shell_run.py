@@ -7,7 +7,7 @@ from __future__ import annotations
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect
-from servefit.sources.launch import Ctx, Launch, from_commands
+from servefit.sources.launch import SKIP_WORDS, Ctx, Launch, from_commands
 from servefit.sources.shell import Vars, Word, split_commands
 from servefit.sources.text import Src
 
@@ -60,10 +60,12 @@ def server_in_argument(words: list[Word], ctx: Ctx) -> None:
             continue
         for c in split_commands(w.to_src(), Vars()):
             texts = [x.text for x in c.words]
-            hit = detect.find_engine(texts)
-            if hit is None:
+            k = 0  # the command's own program, past `exec`, `nohup`, `VAR=value`: a log line's text is no command
+            while k < len(texts) and (texts[k] in SKIP_WORDS or c.words[k].assignment() is not None):
+                k += 1
+            if detect.recognise(texts[k:]) is None:
                 continue
-            said = " ".join(texts[hit[0]:])
+            said = " ".join(texts[k:])
             said = said if len(said) <= 80 else said[:77] + "..."
             ctx.findings.append(not_read(
                 f"`{words[0].text}` is given a server's command as one argument (`{said}`): servefit does not run "
