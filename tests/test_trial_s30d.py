@@ -226,13 +226,16 @@ def test_apptainer_run_and_exec(tmp_path: Path, capsys: pytest.CaptureFixture[st
     f = tmp_path / "serve.sbatch"
     f.write_text(APPTAINER)
     assert main(["lint", str(f)]) == 0
-    assert capsys.readouterr().out == (  # a local .sif's runscript is not known: 3 servers, not 4
+    assert capsys.readouterr().out == (  # a local .sif's runscript is not known: 3 servers, not 4, and said so
         f"{f}:3:78: SEC003 vLLM has no API key and listens on every interface of this machine (its default without "
         "--host): anyone who can reach it can use it; bind 127.0.0.1 or pass --api-key\n"
         f"{f}:4:90: VLLM018 max-model-len is not set: vLLM uses Qwen/Qwen2.5-7B-Instruct's 32,768 tokens [GPU: a100 "
         "×1 from Slurm #SBATCH --gres=gpu:a100:1; 'A100' taken as the 80 GB SXM4 card (NVIDIA A100-SXM4-80GB); older "
         "clouds often mean the 40 GB one: use a100-sxm4-40gb or a100-pcie-80gb]\n"
-        "0 errors, 2 warnings, 0 info in 1 file (3 servers)\n")
+        f"{f}:6:20: SF108 `apptainer run` starts the runscript of ./vllm.sif, which servefit cannot read, so the "
+        "server it starts with these options was not checked: run the engine's image as docker://REPO:TAG, or keep "
+        "the name `apptainer pull docker://REPO:TAG` gives it (NAME_TAG.sif)\n"
+        "0 errors, 2 warnings, 1 info in 1 file (3 servers)\n")
     assert main(["estimate", str(f)]) == 0
     heads = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("vllm ", "tgi "))]
     assert heads == ["vllm 0.8.5  ·  Qwen/Qwen2.5-7B-Instruct", "vllm 0.9.2  ·  Qwen/Qwen2.5-7B-Instruct",

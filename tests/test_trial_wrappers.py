@@ -55,16 +55,17 @@ def test_a_hybrid_int4fp8_checkpoint_is_sized_as_int4():
 
 def test_estimate_of_several_servers_skips_the_one_with_bad_input(tmp_path, capsys):
     """estimate stopped the whole file at one server's invalid flag (exit 2, nothing estimated)
-    while explain and tune went on: the bad server is now named on stderr and the rest estimated."""
+    while explain and tune went on: the bad server is now named on stderr and the rest estimated. (`-ngl x9`:
+    std::stoi finds no number; `-ngl 9,9` is 9 to llama.cpp.)"""
     f = tmp_path / "config.yaml"
     f.write_text('models:\n  "ok":\n    cmd: llama-server --port ${PORT} -m /m/Qwen3-8B-Q4_K_M.gguf -c 4096\n'
-                 '  "broken":\n    cmd: llama-server --port ${PORT} -m /m/Qwen3-8B-Q4_K_M.gguf -c 4096 -ngl 9,9\n')
+                 '  "broken":\n    cmd: llama-server --port ${PORT} -m /m/Qwen3-8B-Q4_K_M.gguf -c 4096 -ngl x9\n')
     rc = main(["estimate", str(f), "--gpu", "RTX 4090"])
     got = capsys.readouterr()
     assert rc == 1 and got.out.startswith("llamacpp ") and got.out.count("verdict: ") == 1
     assert got.err == (f"servefit: {f}:5 (llama-swap/broken) not estimated: {f}:5:78: llama.cpp: argument -ngl: "
-                       "invalid value '9,9' (a number, auto or all) [LCPP002]\n")
+                       "invalid value 'x9' (a number, auto or all) [LCPP002]\n")
     # alone, the same server is still one line and exit 2
-    f.write_text('models:\n  "broken":\n    cmd: llama-server -m /m/Qwen3-8B-Q4_K_M.gguf -ngl 9,9\n')
+    f.write_text('models:\n  "broken":\n    cmd: llama-server -m /m/Qwen3-8B-Q4_K_M.gguf -ngl x9\n')
     assert main(["estimate", str(f), "--gpu", "RTX 4090"]) == 2
     assert capsys.readouterr().err.startswith("servefit: error: ")

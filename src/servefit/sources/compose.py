@@ -27,7 +27,7 @@ from servefit.core import GpuHint, LaunchSite, Span, Together, Token
 from servefit.sources import image_release
 from servefit.sources.base import FileCtx, _repo_of, _within, give_names
 from servefit.sources.compose_build import built, dockerfile_of, tagged_dockerfile
-from servefit.sources.compose_layers import LayeredY, extended, layers
+from servefit.sources.compose_layers import LayeredY, alternative, extended, layers
 from servefit.sources.container import container
 from servefit.sources.detect import markers, models_on_request
 from servefit.sources.docker_scripts import mounts_as_copies, run_copied
@@ -183,14 +183,16 @@ def scan(y: Y, root: Node, fc: FileCtx) -> None:
     names = [k for k, _, _ in y.items(y.get(root, "services"))] if overlay else \
         list(dict.fromkeys(k for _, yy, rr in stack for k, _, _ in yy.items(yy.get(rr, "services"))))
     for sname in names:
-        svcs: list[Node] = [n for _, yy, rr in stack if isinstance(n := yy.get(rr, "services", sname), MappingNode)]
+        alone = overlay and alternative(stack, sname)  # a compose file for another engine, run on its own
+        svcs: list[Node] = [n for _, yy, rr in (stack[1:] if alone else stack)
+                            if isinstance(n := yy.get(rr, "services", sname), MappingNode)]
         own = set(map(id, svcs))
         svcs = [b for svc in svcs for b in [*extended(ly, svc), svc]]  # `extends:` bases merge under the service
         bases = [(f, name) for b in svcs if id(b) not in own and (f := ly.file_of(b))
                  and (name := _name_in(ly, f, b))]
         if svcs:
             first = len(fc.sites)
-            _service(ly, sname, svcs, fc, interp, files, bases)
+            _service(ly, sname, svcs, fc, interp, [fc.path] if alone else files, bases)
             for dev, at in _device_ids(ly, svcs, interp) if len(fc.sites) > first else ():
                 pinned.setdefault(dev, []).append((sname, fc.sites[first:], at))
     _shared_gpus(pinned)

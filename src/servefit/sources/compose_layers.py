@@ -5,7 +5,8 @@ docker compose reads compose.yaml (or docker-compose.yml) and, by default, the o
 beside it (compose.override.yaml, docker-compose.override.yml). Other overlays
 (docker-compose.gpu.yml, compose.prod.yaml) are named with -f on top of the base; servefit reads
 each one found beside a base file on top of that base, for the services it names, and the base
-alone is then not reported for those services (the layered one is the deployment)."""
+alone is then not reported for those services (the layered one is the deployment). A file whose service runs
+another engine than the base's is a stack of its own (`docker compose -f docker-compose.vllm.yml up`), read alone."""
 
 from __future__ import annotations
 
@@ -55,6 +56,30 @@ def layers(path: str, y: Y, root: Node) -> list[Layer]:
         above = _read(over)
         return [(path, y, root)] + ([above] if above is not None else [])
     return [(path, y, root)]
+
+
+def alternative(stack: list[Layer], sname: str) -> bool:
+    """The overlay's service runs another engine than the base's (`docker-compose.vllm.yml` beside an SGLang
+    `docker-compose.yml`, each started alone with `docker compose -f FILE up`): layered, the base's entrypoint would
+    run the overlay's image and command, which no one deploys, so the overlay is read on its own."""
+    if len(stack) != 2:
+        return False
+    engines = [_engine(yy, yy.get(rr, "services", sname)) for _, yy, rr in stack]
+    return None not in engines and engines[0] != engines[1]
+
+
+def _engine(y: Y, svc: Node | None) -> str | None:
+    """The engine a service names by its image, else by its entrypoint (`python3 -m sglang.launch_server`)."""
+    from servefit.sources import detect
+
+    if not isinstance(svc, MappingNode):
+        return None
+    image = y.str(y.get(svc, "image")) or ""
+    eng = detect.engine_of_image(re.sub(r"\$\{[^}]*:-([^}]*)\}", r"\1", image)) if image else None
+    entry = y.get(svc, "entrypoint")
+    words = [y.str(n) or "" for n in y.seq(entry)] if isinstance(entry, SequenceNode) else (y.str(entry) or "").split()
+    hit = detect.recognise(words)
+    return eng or (hit[0] if hit else None)
 
 
 def _read(path: str) -> Layer | None:

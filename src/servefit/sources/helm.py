@@ -154,13 +154,22 @@ def _engine_section_not_read(y: Y, root: Node, fc: FileCtx) -> None:
     remote one, `helm install -f values.yaml repo/vllm`) writes the server, so it was not read."""
     from servefit.engines import get
 
-    for key, knode, _ in y.items(root):
+    for key, knode, vnode in y.items(root):
         eng = next((name for name, t in detect.engine_tables()
                     if any(re.fullmatch(m, key, re.I) for m in t.get("markers") or ())), None)
+        if eng is not None and _switched_off(y, vnode):
+            continue  # open-webui's `ollama: {enabled: false}`: the chart's dependency condition leaves it out
         if eng is not None:
             fc.findings.append(unread_server(f"this values file configures {get(eng).title} (its `{key}:` "
                                              f"section), but {NO_CHART}", span=y.span(knode)))
             return
+
+
+def _switched_off(y: Y, node: Node) -> bool:
+    """A section `enabled: false` turns off: a subchart whose Chart.yaml dependency has `condition: NAME.enabled`
+    (helm.sh/docs/topics/charts/#tags-and-condition-fields-in-dependencies) is not rendered at all."""
+    flag = y.get(node, "enabled") if isinstance(node, MappingNode) else None
+    return isinstance(flag, ScalarNode) and str(flag.value).strip().lower() in ("false", "no", "off")
 
 
 NO_CHART = ("the command it runs comes from the templates of a chart servefit does not read, so this server's "

@@ -238,6 +238,10 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
             if head in DOCKER and texts[j - 1] != "compose":
                 return _exec_in_container(words[j + 1:], ctx, sub_env)
         return []
+    if head == "tmux":  # a server started in a tmux session: its shell-command, or keys typed with Enter
+        from servefit.sources.tmux import tmux
+
+        return tmux(words[i + 1:], ctx, sub_env)
     if head in ("apptainer", "singularity"):
         from servefit.sources.apptainer import apptainer
 
@@ -283,7 +287,12 @@ def from_words(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
     hit = detect.find_engine(texts[start:])
     if hit is None:
         inner_shell = _wrapped_shell(words, start)
-        return from_words(words[inner_shell:], ctx, sub_env) if inner_shell else []
+        if inner_shell:
+            return from_words(words[inner_shell:], ctx, sub_env)
+        from servefit.sources.shell_run import server_in_argument
+
+        server_in_argument(words[start:], ctx)
+        return []
     k = start + hit[0]
     argv_words = words[k:]
     unres: list[tuple[str, Span | None]] = []

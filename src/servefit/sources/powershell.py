@@ -11,8 +11,10 @@ bare arguments, `$name`, `${name}` and `$env:NAME` expand (`$(...)` is computed 
 not known here); single quotes are literal. A bare `$name` holding an array and a splat `@name` give
 one argument per element. `& "C:\\llama\\llama-server.exe" args`, a bare program, `Start-Process
 [-FilePath] X [-ArgumentList] "..." | "a","b" | $array` (the elements joined and split again by
-the C runtime's rules, as Start-Process passes them: sources/ps_args.py) and `wsl ...` start servers. Statements inside
-`{ }` (if, foreach, functions) are conditional: a variable already set keeps its value.
+the C runtime's rules, as Start-Process passes them: sources/ps_args.py) and `wsl ...` start servers; a statement
+that starts with a string, a variable or `(` is an expression (no program runs without `&`), and a `( )` group is one
+argument whose pipeline runs apart. Statements inside `{ }` (if, foreach, functions) are conditional: a variable
+already set keeps its value.
 `[Environment]::SetEnvironmentVariable("NAME", "v")` (the Process target) sets one too. `Invoke-Expression`,
 `cmd /c`, other .NET calls and the User or Machine targets are not run: one
 that names an engine is said not read (SF108).
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from servefit.core import Span, Token
 from servefit.sources.base import FileCtx
 from servefit.sources.launch import Ctx
-from servefit.sources.ps_args import args_of, elements, start_process
+from servefit.sources.ps_args import args_of, elements, join_path, start_process, subexpressions
 from servefit.sources.shell import Piece, Vars, Word
 from servefit.sources.text import Src
 from servefit.sources.winbatch import _wsl, assign, launch_words, lookup, unread, wsl_env
@@ -281,10 +283,16 @@ def scan(fc: FileCtx) -> None:
 
 
 def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool) -> None:
-    if toks[0].kind == "op" and toks[0].text in ("&", "."):
+    call = toks[0].kind == "op" and toks[0].text in ("&", ".")
+    if call:
         toks = toks[1:]
     if len(toks) > 1 and toks[0].kind == "var" and toks[1].kind == "op" and toks[1].text in ("=", "+="):
         _assign(fc, ctx, sc, toks, conditional)
+        return
+    if toks and not call and (toks[0].kind in ("op", "var") or toks[0].quoted or toks[0].text.startswith("$")):
+        # `'llama-server' -eq $x`, `$cfg.macros['srv'] = $parts -join ' '`: an expression; its `( )` groups still run
+        for inner in subexpressions(toks, sc)[1]:
+            _run(fc, ctx, sc, inner, conditional)
         return
     if not toks or toks[0].word is None:
         return
@@ -303,7 +311,10 @@ def _run(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bool)
     if head in ("start-process", "start", "saps"):
         words = start_process(toks[1:], sc)
     else:
-        words = [w for tk in toks for w in args_of(tk, sc)]
+        flat, groups = subexpressions(toks, sc)
+        for inner in groups:  # `( ... )` runs its own pipeline to give one argument
+            _run(fc, ctx, sc, inner, conditional)
+        words = [w for tk in flat for w in args_of(tk, sc)]
     env = sc.vs.env
     if words and program(words[0].text).lower() == "wsl":
         words, env = _wsl(words[1:]), wsl_env(env)
@@ -318,7 +329,7 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
     first = rhs[0] if rhs else None
     command = first is not None and first.kind == "word" and not first.quoted and \
         not re.fullmatch(r"[-+]?[0-9.]+|\[.*", first.text)
-    joined = _join_path(rhs, sc) if command and first is not None and first.text.lower() == "join-path" else None
+    joined = join_path(rhs, sc) if command and first is not None and first.text.lower() == "join-path" else None
     if joined is not None:  # `$server = Join-Path $root "bin\llama-server.exe"`: the path, for `& $server ...`
         command = False
         rhs = []
@@ -327,7 +338,7 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
         words: list[Word] = []
         taint: list[tuple[str, Span | None]] = [("$(" + sc.t[rhs[0].start:].split("\n")[0].strip() + ")", span)]
     else:
-        words = [joined] if joined is not None else elements(rhs, sc)
+        words = [joined] if joined is not None else elements(subexpressions(rhs, sc)[0], sc)
         taint = []
     low = name.lower()
     if low.startswith("env:"):
@@ -349,27 +360,6 @@ def _assign(fc: FileCtx, ctx: Ctx, sc: Scanner, toks: list[Tok], conditional: bo
         sc.vs.own[low] = words
     else:
         sc.vs.own[low] = words[0]
-
-
-def _join_path(rhs: list[Tok], sc: Scanner) -> Word | None:
-    """`Join-Path A B [C...]` (positional, or -Path / -ChildPath / -AdditionalChildPath): A\\B as one word, its
-    pieces where each part is written; None for any other form (a parenthesised command, -Resolve, a pipeline)."""
-    parts: list[Word] = []
-    for tk in rhs[1:]:
-        if tk.kind == "op" or (tk.kind == "word" and not tk.quoted and tk.text.startswith("-")
-                               and tk.text.lower() not in ("-path", "-childpath", "-additionalchildpath")):
-            return None
-        if not (tk.kind == "word" and not tk.quoted and tk.text.startswith("-")):
-            parts.extend(args_of(tk, sc))
-    if len(parts) < 2:
-        return None
-    pieces: list[Piece] = []
-    for k, w in enumerate(parts):
-        if k:
-            end = pieces[-1].end if pieces else 0
-            pieces.append(Piece("\\", end, end))
-        pieces.extend(w.pieces)
-    return Word(pieces, sc.src.li, [u for w in parts for u in w.unresolved])
 
 
 def _set_environment(sc: Scanner, toks: list[Tok], conditional: bool) -> bool:

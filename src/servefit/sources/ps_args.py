@@ -2,7 +2,8 @@
 a splat `@name` (one argument per element), a list written `"a", "b"` / `@("a" "b")` with `+`
 joining strings, and `Start-Process`'s `-FilePath` / `-ArgumentList`, whose elements Start-Process
 joins with spaces for the program to split again by the C runtime's rules (sources/winsplit.py).
-A module of its own to keep the statement reader short."""
+`Join-Path` and `( )` groups (subexpressions) are read here too. A module of its own to keep the statement
+reader short."""
 
 from __future__ import annotations
 
@@ -17,6 +18,39 @@ if TYPE_CHECKING:
 START_FLAGS = {"filepath": "file", "path": "file", "pspath": "file", "argumentlist": "args", "args": "args"}
 START_VALUE = {"workingdirectory", "windowstyle", "redirectstandardoutput", "redirectstandarderror",
                "redirectstandardinput", "verb", "credential", "environment"}
+
+
+def subexpressions(toks: list[Tok], sc: Scanner) -> tuple[list[Tok], list[list[Tok]]]:
+    """The statement with each `( ... )` group as one token whose value is computed when the script runs
+    (`Assert "x" ((Get-ExeName 'llama-server' -Os windows) -eq 'y')`: one argument, not the words inside),
+    and the groups' own statements, which PowerShell runs to compute them. `@( )` arrays keep their elements."""
+    from servefit.sources.powershell import Tok
+
+    out: list[Tok] = []
+    groups: list[list[Tok]] = []
+    k = 0
+    while k < len(toks):
+        tk = toks[k]
+        if not (tk.kind == "op" and tk.text == "("):
+            out.append(tk)
+            k += 1
+            continue
+        depth, j = 0, k
+        while j < len(toks):
+            depth += (toks[j].kind == "op" and toks[j].text in ("(", "@(")) - (toks[j].kind == "op" and toks[j].text == ")")
+            if depth == 0:
+                break
+            j += 1
+        inner = toks[k + 1:j]
+        if inner:
+            groups.append(inner)
+        end = toks[j].start + 1 if j < len(toks) else len(sc.t)
+        text = sc.t[tk.start:end]
+        span = sc.src.span(tk.start, end)
+        word = Word([Piece(text, sc.src.off(tk.start), sc.src.end_off(end))], sc.src.li, [(f"${text}", span)])
+        out.append(Tok("word", text, tk.start, word, "", True))
+        k = j + 1
+    return out, groups
 
 
 def args_of(tk: Tok, sc: Scanner) -> list[Word]:
@@ -92,3 +126,24 @@ def start_process(toks: list[Tok], sc: Scanner) -> list[Word]:
     for w in elements(args, sc):
         out.extend(split_windows(w.to_src()) if any(c in w.text for c in ' \t"') else [w])
     return out
+
+
+def join_path(rhs: list[Tok], sc: Scanner) -> Word | None:
+    """`Join-Path A B [C...]` (positional, or -Path / -ChildPath / -AdditionalChildPath): A\\B as one word, its
+    pieces where each part is written; None for any other form (a parenthesised command, -Resolve, a pipeline)."""
+    parts: list[Word] = []
+    for tk in rhs[1:]:
+        if tk.kind == "op" or (tk.kind == "word" and not tk.quoted and tk.text.startswith("-")
+                               and tk.text.lower() not in ("-path", "-childpath", "-additionalchildpath")):
+            return None
+        if not (tk.kind == "word" and not tk.quoted and tk.text.startswith("-")):
+            parts.extend(args_of(tk, sc))
+    if len(parts) < 2:
+        return None
+    pieces: list[Piece] = []
+    for k, w in enumerate(parts):
+        if k:
+            end = pieces[-1].end if pieces else 0
+            pieces.append(Piece("\\", end, end))
+        pieces.extend(w.pieces)
+    return Word(pieces, sc.src.li, [u for w in parts for u in w.unresolved])

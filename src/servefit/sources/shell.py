@@ -176,6 +176,8 @@ class Scanner(Expansions):
                 tok = words[1].token()
                 self.env.set(words[1].text, type(tok)(f"${words[1].text}", tok.span),
                              [(f"for {words[1].text}", tok.span)])
+            elif first in ("while", "until") and self.env is not None and self.assign:
+                self._read_names(words[1:])
         elif first in CLOSERS:
             self.depth = max(0, self.depth - 1)
             self.branches.closed()
@@ -185,6 +187,22 @@ class Scanner(Expansions):
                 if first in ("source", ".") and len(words) > 1:
                     self._source(words[1])
             self.branches.other(first, words, sep)
+
+    def _read_names(self, words: list[Word]) -> None:
+        """`while read -r model; do ... done < models.txt`: read sets each name to a line's words in turn (bash's
+        `read` builtin; -a -d -i -n -N -p -t -u take a value), not one value here."""
+        texts = [w.text for w in words]
+        if texts[:1] != ["read"]:
+            return
+        k = 1
+        while k < len(texts) and texts[k].startswith("-"):
+            k += 2 if texts[k] in ("-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u") else 1
+        for w in words[k:]:
+            if not re.fullmatch(r"[A-Za-z_]\w*", w.text):
+                break
+            tok = w.token()
+            assert self.env is not None
+            self.env.set(w.text, type(tok)(f"${w.text}", tok.span), [(f"read {w.text}", tok.span)])
 
     def _source(self, word: Word) -> None:
         """`source ./settings.sh`, `. lib/env.sh`: bash runs the file in this shell, so its variables are set

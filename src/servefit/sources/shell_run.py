@@ -7,7 +7,7 @@ from __future__ import annotations
 from servefit.rules.catalog import finding
 from servefit.rules.registry import rule
 from servefit.sources import detect
-from servefit.sources.launch import Ctx, Launch, from_commands
+from servefit.sources.launch import SKIP_WORDS, Ctx, Launch, from_commands
 from servefit.sources.shell import Vars, Word, split_commands
 from servefit.sources.text import Src
 
@@ -47,3 +47,28 @@ def eval_launches(args: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
         for w in args:
             launch.unresolved.extend(w.unresolved + w.substituted_refs())
     return found
+
+
+def server_in_argument(words: list[Word], ctx: Ctx) -> None:
+    """SF108 where a program servefit does not run is handed a server's whole command line as one argument
+    (`run_engine sglang "source venv/bin/activate && exec python -m sglang.launch_server ..."`, a shell function
+    that runs it with `bash -c "$2"`; `ssh gpu-host "vllm serve ..."`): that server is not read, and said so."""
+    from servefit.sources.problems import not_read
+
+    for w in words[1:]:
+        if not any(c.isspace() for c in w.text.strip()):
+            continue
+        for c in split_commands(w.to_src(), Vars()):
+            texts = [x.text for x in c.words]
+            k = 0  # the command's own program, past `exec`, `nohup`, `VAR=value`: a log line's text is no command
+            while k < len(texts) and (texts[k] in SKIP_WORDS or c.words[k].assignment() is not None):
+                k += 1
+            if detect.recognise(texts[k:]) is None:
+                continue
+            said = " ".join(texts[k:])
+            said = said if len(said) <= 80 else said[:77] + "..."
+            ctx.findings.append(not_read(
+                f"`{words[0].text}` is given a server's command as one argument (`{said}`): servefit does not run "
+                f"`{words[0].text}`, so that server was not read; write the command on a line of its own, or lint it "
+                "with `servefit lint -- COMMAND`", span=w.token().span))
+            return

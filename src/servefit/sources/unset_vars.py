@@ -18,8 +18,8 @@ def shown_var(var: str) -> str:
     if var.startswith(("$(", "`")):
         first = var.splitlines()[0] if var else var
         return first if first == var and len(var) <= 60 else first[:57].rstrip() + "…)"
-    if var.startswith("for "):  # a `for` loop's variable (sources/shell.py)
-        return f"${{{var[4:]}}}"
+    if var.startswith(("for ", "read ")):  # a `for` loop's variable, or one `while read` sets (sources/shell.py)
+        return f"${{{var.split(' ', 1)[1]}}}"
     return var if var.startswith(("$", "%", "set /a")) else f"${{{var}}}"
 
 
@@ -154,6 +154,9 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             elif var.startswith("for "):
                 msg = (f"{shown_var(var)} takes each value of its `for` loop in turn: the value it gives {eng} is not "
                        "known here")
+            elif var.startswith("read "):
+                msg = (f"{shown_var(var)} takes each line its `while read` loop reads in turn: the value it gives {eng} "
+                       "is not known here")
             elif var.startswith("<"):  # sources/shell.py PLACEHOLDER
                 msg = f"{var} is a placeholder to fill in: the value it gives {eng} is not known, so it is not checked"
             elif var == "...":  # sources/shell.py ELIDED

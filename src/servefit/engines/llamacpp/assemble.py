@@ -171,9 +171,11 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
     cp = u.cp
     if outcome == "oom_at_load":
         d = over[0]
+        extra = u.extra_by_dev.get(d, 0)  # the projector / draft model's weights, KV and compute on this device
+        more = f" + projector / draft model {extra / 2**30:.2f}" if extra else ""
         out.append(finding("LCPP006", f"{dev_name(gpu, d)} needs {u.used(d) / 2**30:.2f} GiB (model "
                            f"{u.pl.on(d) / 2**30:.2f} + KV {u.kv_by_dev.get(d, 0) / 2**30:.2f} + compute "
-                           f"{u.compute_by_dev.get(d, 0) / 2**30:.2f}) but has {free[d] / 2**30:.2f} GiB free",
+                           f"{u.compute_by_dev.get(d, 0) / 2**30:.2f}{more}) but has {free[d] / 2**30:.2f} GiB free",
                            span=sp.get("ctx_size") or sp.get("n_gpu_layers"), site=site, setting="ctx_size"))
     if not cp.unified and cp.n_seq > 1 and (ctx_user or cp.n_ctx_seq < lm.n_ctx_train):
         # an unset -c under --fit from fit.FIT_STREAMS gives every slot the training length
@@ -215,8 +217,9 @@ def advice(cfg: EngineConfig, lm: M.LModel, u: PL.Usage, fr: F.FitResult, fit_on
         out.append(finding("LCPP012", f"--fit cannot adjust anything: {fr.failed}", span=sp.get("n_gpu_layers"),
                            site=site, setting="n_gpu_layers"))
     b = V.build(cfg.version)
+    # builds before --fit (b7407) have no plan to leave them out of, nor a --fit-target to raise
     outside = [k for k, name in (("mmproj", "mmproj"), ("model_draft", "draft"))
-               if s.get(k) and not (fit_on and b >= (F.MMPROJ_FIT if name == "mmproj" else F.DRAFT_FIT))]
+               if s.get(k) and b >= V.FIT and not (fit_on and b >= (F.MMPROJ_FIT if name == "mmproj" else F.DRAFT_FIT))]
     if outside:  # llama-server adds them to --fit-target itself from those builds (fit.py)
         out.append(finding("LCPP013", "the projector / draft model is loaded outside --fit's plan; keep "
                            "--fit-target above its size", span=sp.get(outside[0]), site=site, setting="mmproj"))

@@ -70,13 +70,19 @@ def _fa(parsed: Parsed, b: int, findings: list[Finding], site: str) -> str | Non
 
 
 def _ngl(text: Any, b: int) -> int | str:
-    """-ngl N | auto (-1) | all (-2); values above the layer count mean all."""
+    """-ngl N | auto (-1) | all (-2); values above the layer count mean all. N is read by std::stoi (common/arg.cpp:
+    the int handler before b7553, `params.n_gpu_layers = std::stoi(value)` after), the number it starts with:
+    `-ngl 100,100` is 100."""
+    from servefit.engines.argv import _cpp_number
+
     s = str(text).strip().lower()
     if s in ("auto", "-1"):
         return "auto"
     if s in ("all", "-2"):
         return "all"
-    n = int(s)
+    n = int(_cpp_number("int", s))
+    if n in (-1, -2):
+        return "auto" if n == -1 else "all"
     if n < 0:
         raise ValueError(s)
     return n

@@ -141,10 +141,16 @@ class TgiEngine(Engine):
 def _fix_choice_hints(findings: list) -> None:
     for f in findings:
         if f.code == "TGI001" and f.message.startswith("unrecognized argument: "):  # clap's wording
-            flag, _, rest = f.message[len("unrecognized argument: "):].partition(" ")
-            if rest.startswith("(did you mean "):
-                rest = "; tip: a similar argument exists: '" + rest[len("(did you mean "):].rstrip("?)") + "'"
-            f.message = f"error: unexpected argument '{flag}' found" + (" " + rest if rest and rest[0] == "(" else rest)
+            # the argument may hold a space (a compose list item `'--model-id meta-llama/Llama-3.2-1B'`): the hint
+            # in parentheses, if any, follows it
+            flag, paren, rest = f.message[len("unrecognized argument: "):].partition(" (")
+            if rest.startswith("did you mean "):
+                rest = "; tip: a similar argument exists: '" + rest[len("did you mean "):].rstrip("?)") + "'"
+            elif paren:
+                rest = " (" + rest
+            if " " in flag and flag.startswith("-"):
+                rest += "; the option and its value are one argument here: write each as its own list item"
+            f.message = f"error: unexpected argument '{flag}' found{rest}"
         if f.code == "TGI002" and ("--kv-cache-dtype" in f.message or "KV_CACHE_DTYPE" in f.message):
             for other, ours in KV_HINTS.items():
                 if f"'{other}'" in f.message:
