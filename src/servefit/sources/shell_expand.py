@@ -202,6 +202,10 @@ class Expansions:
             self._exp(tok, a, b, quoted, name, env)
         elif name in self.provided:
             self._lit(a, b, quoted)
+        elif name in ("@", "*") and self.cur:
+            # `NNODES=$@`, `--pp=$@`: text before it makes a word that stays, its value unknown;
+            # vanishing would let the next word take the flag's place (`--pp $NNODES --x ray`)
+            self._unresolved("$" + name, a, b, quoted)
         elif name in ("@", "*"):
             self._unresolved("$" + name, a, b, quoted, keep=False)
             self.at_seen = True
