@@ -4,6 +4,8 @@ reduced to the part that mattered.
 
 - olcf/olcf_containers_examples@032b962 frontier/sample_apps/vllm/start_head_lustre.sh (`NNODES=$@`)
 - abdshomad/learn-vllm-from-pavlo@111d99a scripts/06_launch_vllm_single_node.sh (`source "$REPO_ROOT/scripts/..."`)
+- modal-projects/open-source-av-ragbot@6575c02 server/llm/{vllm,sglang}_server.py (Modal apps: Python is not read)
+- kwkoo/kserve-vllm@2d98251 yaml/base/inferenceservice (a ServingRuntime's bash script, built by kustomize)
 """
 
 from __future__ import annotations
@@ -82,3 +84,142 @@ def test_a_file_sourced_from_the_folder_above_the_scripts_own_is_read(
     assert site["model"] == "/mnt/shared/cluster-llm/TinyLlama-1.1B-Chat-v1.0"
     assert site["settings"] == {"port": 8000, "tensor_parallel_size": 2}
     assert site["unresolved"] == []
+
+
+MODAL_VLLM = """import modal
+
+MODEL_NAME = "Qwen/Qwen3-4B-Instruct-2507"
+N_GPU = 1
+VLLM_PORT = 8000
+app = modal.App("vllm-service")
+
+
+@app.cls(gpu=f"H100:{N_GPU}")
+class VLLMServer:
+    @modal.enter()
+    def start(self):
+        import subprocess
+
+        cmd = [
+            "vllm",
+            "serve",
+            MODEL_NAME,
+            "--port",
+            str(VLLM_PORT),
+        ]
+        cmd += ["--tensor-parallel-size", str(N_GPU)]
+        subprocess.Popen(cmd)
+"""
+MODAL_SGLANG = """import sys
+
+from vllm import LLM
+
+MODEL = "Qwen/Qwen3-4B"
+
+
+def start(port):
+    llm = LLM(MODEL)  # offline: no server
+    cmd = [sys.executable, "-m", "sglang.launch_server", "--model-path", MODEL, "--port", str(port)]
+    return cmd, llm
+"""
+
+
+def test_a_python_app_that_starts_a_server_is_named_as_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """open-source-av-ragbot's Modal apps start vLLM (`cmd = ["vllm", "serve", MODEL_NAME, ...]`) and SGLang
+    (`python -m sglang.launch_server`) with subprocess.Popen: servefit said "0 errors, 0 warnings, 0 info
+    (0 servers)", as if the repository had nothing to check. Python is not read, and now that is said, at the
+    command; `from vllm import LLM` starts no server and is not named."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vllm_server.py").write_text(MODAL_VLLM)
+    (tmp_path / "sglang_server.py").write_text(MODAL_SGLANG)
+    (tmp_path / "predict.py").write_text('import os\n\n\ndef setup(m):\n    os.system(f"python3 -m vllm.entrypoints.openai.api_server --model {m} &")\n')
+    (tmp_path / "offline.py").write_text("from vllm import LLM\nllm = LLM('Qwen/Qwen3-4B')\nprint(['vllm', 'x'])\n")
+    main(["lint", ".", "--format", "json"])
+    found = [(f["code"], f["location"]["file"], f["location"]["line"], f["location"]["column"], f["message"])
+             for f in json.loads(capsys.readouterr().out)]
+    assert found == [
+        ("SF108", "predict.py", 5, 15,
+         "servefit does not read Python, and this file starts vLLM here: its settings were not checked. "
+         "Lint the command it runs (`servefit estimate -- vllm serve ...`)"),
+        ("SF108", "sglang_server.py", 10, 11,
+         "servefit does not read Python, and this file starts SGLang here: its settings were not checked. "
+         "Lint the command it runs (`servefit estimate -- sglang serve ...`)"),
+        ("SF108", "vllm_server.py", 15, 15,
+         "servefit does not read Python, and this file starts vLLM here: its settings were not checked. "
+         "Lint the command it runs (`servefit estimate -- vllm serve ...`)")]
+
+
+RUNTIME = """apiVersion: serving.kserve.io/v1alpha1
+kind: ServingRuntime
+metadata:
+  name: llm
+spec:
+  supportedModelFormats:
+  - name: vllm
+    autoSelect: true
+  containers:
+  - name: kserve-container
+    image: docker.io/vllm/vllm-openai:v0.10.0
+    command:
+    - bash
+    - "-c"
+    - |
+      GPU_COUNT="$(echo -n $NVIDIA_VISIBLE_DEVICES | awk -F, '{ print NF }')"
+      exec python3 -m vllm.entrypoints.openai.api_server \\
+        --port 8080 \\
+        --model /mnt/models \\
+        --tensor-parallel-size $GPU_COUNT $@
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llm
+spec:
+  predictor:
+    model:
+      modelFormat:
+        name: vllm
+      resources:
+        limits:
+          nvidia.com/gpu: "4"
+      runtime: llm
+      storage:
+        key: aws-connection-models
+        path: /vicuna/
+"""
+
+
+def test_a_built_server_whose_model_is_unknown_says_so_beside_an_unknown_value(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """kwkoo/kserve-vllm's runtime counts the GPUs in its script (`$(echo -n $NVIDIA_VISIBLE_DEVICES | awk ...)`)
+    and serves /mnt/models, which KServe fills from the InferenceService's storage. Built by kustomize, neither word
+    is traced to its line, so both sit at the top of kustomization.yaml, and the unknown model's SF002 was taken for a
+    finding about the unknown GPU count and dropped: the server was not checked and nothing said why."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "llm.yaml").write_text(RUNTIME)
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- llm.yaml\n")
+    main(["lint", ".", "--gpu", "A10G", "--format", "json"])
+    found = [(f["code"], f["location"]["file"], f["location"]["line"]) for f in json.loads(capsys.readouterr().out)]
+    assert found == [("SEC004", "kustomization.yaml", 1), ("SF001", "kustomization.yaml", 1),
+                     ("SF002", "kustomization.yaml", 1), ("SF001", "llm.yaml", 16)]
+
+
+def test_an_inference_service_whose_runtime_the_build_reads_is_not_called_unchecked(
+        helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """kwkoo/kserve-vllm keeps the ServingRuntime and the InferenceService in two files of one kustomization. Read
+    alone, inference.yaml's runtime is elsewhere (SF114: "did not check it"), and that stayed beside the built server
+    that was checked. The build's reading replaces it; an InferenceService whose runtime the build lacks too is
+    still said, once, at its own line."""
+    monkeypatch.chdir(tmp_path)
+    runtime, isvc = RUNTIME.split("---\n")
+    (tmp_path / "serving-runtime.yaml").write_text(runtime)
+    (tmp_path / "inference.yaml").write_text(isvc)
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- serving-runtime.yaml\n- inference.yaml\n")
+    main(["lint", ".", "--gpu", "A10G", "--format", "json"])
+    assert [f["code"] for f in json.loads(capsys.readouterr().out) if f["code"].startswith("SF11")] == []
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- inference.yaml\n")
+    main(["lint", ".", "--gpu", "A10G", "--format", "json"])
+    found = [(f["code"], f["location"]["file"], f["location"]["line"]) for f in json.loads(capsys.readouterr().out)
+             if f["code"] == "SF114"]
+    assert found == [("SF114", "inference.yaml", 13)]

@@ -73,7 +73,7 @@ def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | N
     """The unset variable a finding (at `span`, saying `message`) or a value (`text`) is about:
     written at that place, or carried inside a value whose place is a whole string (`CMD="... $N"`
     run as `$CMD`: every word of it points at the string) and named in the message or the value."""
-    if span is not None:
+    if span is not None and span.end > span.start:  # an empty span is a place not traced (a kustomize build's top)
         hit = next((v for v, sp in site.unresolved_spans if sp is not None and (sp.file, sp.start) == (span.file, span.start)),
                    None)
         if hit is not None:
