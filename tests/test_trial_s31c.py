@@ -6,6 +6,7 @@ reduced to the part that mattered.
 - abdshomad/learn-vllm-from-pavlo@111d99a scripts/06_launch_vllm_single_node.sh (`source "$REPO_ROOT/scripts/..."`)
 - modal-projects/open-source-av-ragbot@6575c02 server/llm/{vllm,sglang}_server.py (Modal apps: Python is not read)
 - kwkoo/kserve-vllm@2d98251 yaml/base/inferenceservice (a ServingRuntime's bash script, built by kustomize)
+- robertgshaw2-neuralmagic/vllm-k8s@d811b74 vllm-kserve-pvc/ (the runtime in the next file)
 """
 
 from __future__ import annotations
@@ -223,3 +224,27 @@ def test_an_inference_service_whose_runtime_the_build_reads_is_not_called_unchec
     found = [(f["code"], f["location"]["file"], f["location"]["line"]) for f in json.loads(capsys.readouterr().out)
              if f["code"] == "SF114"]
     assert found == [("SF114", "inference.yaml", 13)]
+
+
+def test_an_inference_service_whose_runtime_is_in_the_next_file_names_that_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """robertgshaw2-neuralmagic/vllm-k8s@d811b74 vllm-kserve-pvc/ keeps the InferenceService (runtime: nm-vllm) and
+    its ServingRuntime in two files of one folder, applied one after the other: servefit told the user to define
+    the runtime ("put the ServingRuntime in this file"), which the folder already does. The file is named, with
+    the two ways to have them read together."""
+    monkeypatch.chdir(tmp_path)
+    runtime, isvc = RUNTIME.split("---\n")
+    (tmp_path / "serving-runtime.yml").write_text(runtime.replace("name: llm", "name: nm-vllm"))
+    (tmp_path / "inference-service.yml").write_text(isvc.replace("runtime: llm", "runtime: nm-vllm"))
+    (tmp_path / "other.yml").write_text(runtime.replace("name: llm", "name: nm-vllm-2"))
+    main(["lint", "inference-service.yml", "--format", "json"])
+    [f] = json.loads(capsys.readouterr().out)
+    assert (f["code"], f["location"]["line"], f["location"]["column"]) == ("SF114", 13, 16)
+    assert f["message"] == (
+        "InferenceService llm: runtime 'nm-vllm' is in serving-runtime.yml, not in this file, and servefit reads an "
+        "InferenceService with its runtime only when they are read together, so it did not check this server; put "
+        "both in one file (another `---` document), or list both in a kustomization.yaml and lint its folder")
+    (tmp_path / "serving-runtime.yml").unlink()
+    main(["lint", "inference-service.yml", "--format", "json"])
+    [f] = json.loads(capsys.readouterr().out)
+    assert f["message"].startswith("InferenceService llm: runtime 'nm-vllm' is not in this file")
