@@ -7,6 +7,7 @@ reduced to the part that mattered.
 - modal-projects/open-source-av-ragbot@6575c02 server/llm/{vllm,sglang}_server.py (Modal apps: Python is not read)
 - kwkoo/kserve-vllm@2d98251 yaml/base/inferenceservice (a ServingRuntime's bash script, built by kustomize)
 - robertgshaw2-neuralmagic/vllm-k8s@d811b74 vllm-kserve-pvc/ (the runtime in the next file)
+- umesh-khatiwada/skypilot-gpu-manage-k8s@2512793 nvidia-setup/skypilot/05_sglang_serve.yaml (SF129)
 """
 
 from __future__ import annotations
@@ -248,3 +249,46 @@ def test_an_inference_service_whose_runtime_is_in_the_next_file_names_that_file(
     main(["lint", "inference-service.yml", "--format", "json"])
     [f] = json.loads(capsys.readouterr().out)
     assert f["message"].startswith("InferenceService llm: runtime 'nm-vllm' is not in this file")
+
+
+SKY_SGLANG = """envs:
+  MODEL_NAME: Qwen/Qwen2.5-1.5B-Instruct
+
+resources:
+  infra: k8s/default
+  accelerators: RTX4060:1
+  ports: 30000
+
+setup: |
+  pip install "sglang[all]"
+
+run: |
+  python -m sglang.launch_server \\
+    --model-path $MODEL_NAME \\
+    --port 30000 \\
+    --mem-fraction-static 0.85
+"""
+
+
+@pytest.mark.parametrize(("host", "found"), [
+    ("", [("SF129", 7, 10, "SGLang listens on 127.0.0.1 only (its default without --host), so SkyPilot "
+                           "resources.ports 30000 (opened to the internet) publishes a port that nothing outside this "
+                           "machine can reach: every request on it fails; pass --host 0.0.0.0 (with --api-key)")]),
+    (" --host localhost", [("SF129", 7, 10, "SGLang listens on 127.0.0.1 only (--host localhost), so SkyPilot "
+                                            "resources.ports 30000 (opened to the internet) publishes a port that "
+                                            "nothing outside this machine can reach: every request on it fails; pass "
+                                            "--host 0.0.0.0 (with --api-key)")]),
+    (" --host 0.0.0.0 --api-key $KEY", []),
+])
+def test_a_published_port_of_a_server_on_loopback_only_is_said(
+        host: str, found: list[tuple[str, int, int, str]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """umesh-khatiwada/skypilot-gpu-manage-k8s opens SkyPilot port 30000 for SGLang launched without --host: SGLang
+    listens on 127.0.0.1 by default (sglang srt/server_args.py ServerArgs.host = "127.0.0.1"), so the opened port
+    reaches nothing and servefit said nothing (0 findings). The port is named with the way to listen on it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sglang.yaml").write_text(SKY_SGLANG.replace("--port 30000", "--port 30000" + host))
+    main(["lint", "sglang.yaml", "--gpu", "RTX4060", "--format", "json"])
+    got = [(f["code"], f["location"]["line"], f["location"]["column"], f["message"])
+           for f in json.loads(capsys.readouterr().out) if f["code"] in ("SF129", "SEC002")]
+    assert got == found
