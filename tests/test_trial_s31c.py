@@ -8,6 +8,7 @@ reduced to the part that mattered.
 - kwkoo/kserve-vllm@2d98251 yaml/base/inferenceservice (a ServingRuntime's bash script, built by kustomize)
 - robertgshaw2-neuralmagic/vllm-k8s@d811b74 vllm-kserve-pvc/ (the runtime in the next file)
 - umesh-khatiwada/skypilot-gpu-manage-k8s@2512793 nvidia-setup/skypilot/05_sglang_serve.yaml (SF129)
+- nikocevicstefan/vllm-serve@b7357af vllm-serve.sh (`${PRESET_CONFIGS[${PRESET}_port]}`)
 """
 
 from __future__ import annotations
@@ -292,3 +293,26 @@ def test_a_published_port_of_a_server_on_loopback_only_is_said(
     got = [(f["code"], f["location"]["line"], f["location"]["column"], f["message"])
            for f in json.loads(capsys.readouterr().out) if f["code"] in ("SF129", "SEC002")]
     assert got == found
+
+
+PRESETS = """#!/bin/bash
+declare -A PRESET_CONFIGS
+PRESET_CONFIGS[Default_port]=8000
+read -p "Preset: " PRESET
+CONFIG_PORT="${PRESET_CONFIGS[${PRESET}_port]}"
+vllm serve Qwen/Qwen2.5-7B-Instruct --host 127.0.0.1 --port "$CONFIG_PORT"
+"""
+
+
+def test_an_array_element_picked_by_a_computed_key_is_not_called_unset(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """nikocevicstefan/vllm-serve's wizard keeps its presets in an associative array and picks one by the preset
+    the user types: servefit said "${PRESET_CONFIGS} is not set in this repository", untrue (the script fills it)
+    and not what the value is. The element is named as written, and why its value is not known."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "vllm-serve.sh").write_text(PRESETS)
+    main(["lint", "vllm-serve.sh", "--format", "json"])
+    got = [(f["code"], f["location"]["line"], f["location"]["column"], f["message"])
+           for f in json.loads(capsys.readouterr().out) if f["code"] == "SF001"]
+    assert got == [("SF001", 5, 14, "${PRESET_CONFIGS[${PRESET}_port]} is the element of PRESET_CONFIGS that the "
+                                    "script picks when it runs: the value it gives vLLM is not known here")]

@@ -151,6 +151,9 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
+            elif var.startswith("${") and "[" in var:  # sources/shell_expand.py: an element by a computed key
+                msg = (f"{shown_var(var)} is the element of {var[2:var.index('[')]} that the script picks when it "
+                       f"runs: the value it gives {eng} is not known here")
             elif var.startswith("for "):
                 msg = (f"{shown_var(var)} takes each value of its `for` loop in turn: the value it gives {eng} is not "
                        "known here")
