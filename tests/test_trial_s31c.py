@@ -9,6 +9,11 @@ reduced to the part that mattered.
 - robertgshaw2-neuralmagic/vllm-k8s@d811b74 vllm-kserve-pvc/ (the runtime in the next file)
 - umesh-khatiwada/skypilot-gpu-manage-k8s@2512793 nvidia-setup/skypilot/05_sglang_serve.yaml (SF129)
 - nikocevicstefan/vllm-serve@b7357af vllm-serve.sh (`${PRESET_CONFIGS[${PRESET}_port]}`)
+
+Also tried, with nothing fixed here (see the session report): aatchison/deploy-vllm-k8s@89212b9 (MIG resources:
+the slice's memory is not taken from `nvidia.com/mig-4g.96gb`), crusoecloud/vllm-rayservice-model-serving-examples@880179b
+(a RayService's `ray.serve.llm:build_openai_app` llm_configs are said not read, SF116),
+PhenixForge/vllm-serving-kubernetes-platform@5916fc6, benhurjoel/vllm-deployment-ocp-helm@4cfff02.
 """
 
 from __future__ import annotations
