@@ -183,7 +183,6 @@ def test_sglang_model_path_may_come_from_a_variable(tmp_path: Path, capsys: pyte
 SKY_GPUS = """resources:
   infra: k8s
   gpus: H100:8
-  ports: 30000
 
 num_nodes: 2
 

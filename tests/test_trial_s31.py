@@ -221,3 +221,17 @@ def test_the_light_image_runs_the_cli_and_serves_nothing(tmp_path: Path, capsys:
                    "        resources:\n          limits:\n            nvidia.com/gpu: 1\n")
     main(["lint", str(k8s), "--gpu", "rtx4090", "--format", "json", "--fail-on", "never"])
     assert [x["code"] for x in json.loads(capsys.readouterr().out)] == ["SF116"]
+
+
+@pytest.mark.parametrize("publish, codes", [("    network_mode: host\n", []), ("    ports: [\"30000:30000\"]\n", ["SF129"])])
+def test_a_loopback_server_on_the_hosts_network_is_reachable_there(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   publish: str, codes: list[str]) -> None:
+    """Sonsal/vllm_cluster@7661033 sglang/compose.yaml's shape with --host 127.0.0.1: under network_mode: host the
+    container's loopback is the host's, so the server is reachable on the host (not published, not dead: no
+    SF129); a published port in front of a loopback listener reaches nothing (SF129)."""
+    f = tmp_path / "compose.yaml"
+    f.write_text("services:\n  sglang:\n    image: lmsysorg/sglang:v0.5.4\n" + publish +
+                 "    command: python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-3B-Instruct --host 127.0.0.1 "
+                 "--port 30000\n")
+    main(["lint", str(f), "--gpu", "l4", "--format", "json", "--fail-on", "never"])
+    assert [x["code"] for x in json.loads(capsys.readouterr().out) if x["code"].startswith(("SF129", "SEC"))] == codes

@@ -6,6 +6,7 @@
 - SEC004 unauthenticated-pod-listener: the same, in a container nothing in the file publishes.
 - SEC005 trust-remote-code-untrusted: --trust-remote-code on a Hub model of an unknown publisher.
 - SEC006 modelfile-remote-adapter: a Modelfile ADAPTER fetched from a URL.
+- SF129 published-loopback-listener: the file publishes a port of a server that listens on 127.0.0.1 only.
 
 Defaults as the engines have them: vLLM binds every interface unless --host is given
 (vllm/entrypoints/openai/api_server.py: `create_server_socket((args.host or "", port))`), TGI's
@@ -60,6 +61,7 @@ def auth_of(engine: str | None) -> Auth | None:
 RAW_FLAGS = {"host": ("--host",), "hostname": ("--hostname",), "api_key": ("--api-key", "--api_key"),
              "api_key_file": ("--api-key-file",), "port": ("--port",), "trust_remote_code": ("--trust-remote-code",)}
 ALL_INTERFACES = {"0.0.0.0", "::", "[::]", "*", "0"}
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 # Original publishers whose architectures ship modelling code on the Hub (rule docs list them).
 TRUSTED_ORGS = frozenset(o.lower() for o in (
     "meta-llama", "mistralai", "Qwen", "google", "microsoft", "nvidia", "deepseek-ai", "openai", "ibm-granite",
@@ -174,6 +176,7 @@ def check(site: LaunchSite, cfg: EngineConfig | None, trusted: Iterable[str] = (
     where = context(site)
     if auth is not None and where is not None and _serves_http(site) and not _no_api_server(auth, cfg):
         out.extend(_exposure(site, cfg, auth, where))
+        out.extend(_unreachable(site, cfg, auth, where))
     out.extend(_remote_code(site, cfg, trusted))
     out.extend(_adapters(site))
     return out
@@ -224,6 +227,47 @@ def _exposure(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str
     return [finding("SEC004", f"{auth.title} {nokey} and listens on all interfaces ({reason}): anything on the "
                               f"{'pod' if where == 'pod' else 'container'} network can use it",
                     span=span, site=site.name)]
+
+
+def _loopback(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) -> tuple[str, str] | None:
+    """(how it listens on loopback only, how to listen on all interfaces) or None when it does not."""
+    from servefit.sources.detect import engine_of_image
+
+    if auth.host_env:
+        tok = site.env.get(auth.host_env)
+        if tok is not None:
+            host = tok.text.split("://", 1)[-1].rsplit(":", 1)[0] if ":" in tok.text else tok.text
+            return (f"{auth.host_env}={tok.text}", f"set {auth.host_env}=0.0.0.0") if host in LOOPBACK else None
+        fix = f"set {auth.host_env}=0.0.0.0"
+    else:
+        value, _ = _setting(site, cfg, auth.host or "")
+        fix = f"pass --{(auth.host or '').replace('_', '-')} 0.0.0.0"
+        if value is not None:
+            return (f"--{(auth.host or '').replace('_', '-')} {value}", fix) if value in LOOPBACK else None
+        if auth.binds_all:
+            return None
+    if where != "host" and engine_of_image(site.image) == (site.engine or "") and auth.image_host:
+        return None
+    return f"its default without {'--' + (auth.host or '').replace('_', '-') if auth.host else auth.host_env}", fix
+
+
+@rule("SF129")
+def _unreachable(site: LaunchSite, cfg: EngineConfig | None, auth: Auth, where: str) -> list[Finding]:
+    """SF129: a port published (a NodePort or LoadBalancer Service, compose `ports`, SkyPilot `ports`, ...) for a
+    server that listens on 127.0.0.1 only: what comes in on it finds nothing listening outside the loopback."""
+    loop = _loopback(site, cfg, auth, where)
+    port = _port(site, cfg, auth)
+    # the published port is the server's (or every port is): another port is not this server's to reach
+    # host networking: the server's 127.0.0.1 is the host's, reachable there (not dead, only not published)
+    exps = [e for e in site.workload.exposures if (not e.ports or port in e.ports) and not e.host_network]
+    if loop is None or not exps:
+        return []
+    (reason, fix), e = loop, exps[0]
+    inside = {"pod": "its pod", "container": "its container"}.get(where, "this machine")
+    key = f" (with {' or '.join('--' + k.replace('_', '-') for k in auth.keys[:1])})" if auth.keys else ""
+    return [finding("SF129", f"{auth.title} listens on 127.0.0.1 only ({reason}), so {e.how} publishes a port that "
+                             f"nothing outside {inside} can reach: every request on it fails; {fix}{key}",
+                    span=e.span, site=site.name)]
 
 
 @rule("SEC005")

@@ -69,6 +69,8 @@ def file_kind(path: str, head: str | None = None) -> str | None:
         return "script"
     if low.endswith(".tf"):
         return "terraform"
+    if low.endswith(".py"):
+        return "python"
     if low.endswith((".ps1", ".bat", ".cmd")):
         return "windows"
     if base in ("Makefile", "makefile", "GNUmakefile") or low.endswith(".mk"):
@@ -246,6 +248,10 @@ def _dispatch(kind: str, fc: Any, result: ScanResult) -> None:
         from servefit.sources import terraform
 
         terraform.scan(fc)
+    elif kind == "python":
+        from servefit.sources import python_app
+
+        python_app.scan(fc)
     elif kind == "make":
         from servefit.sources import makefile
 

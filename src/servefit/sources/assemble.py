@@ -166,10 +166,16 @@ def _rendered(walked: list[str], sites: list[LaunchSite], findings: list[Finding
         return sites, findings, {}
     charts = sorted(out.charts)
     sites = [s for s in sites if os.path.normpath(s.file) not in out.values_files] + out.sites
+    # an InferenceService whose runtime is in another file the build reads: the build found the server, so the
+    # file read alone's SF114 is untrue; one the build still cannot place is said at the file's own line
+    read = [f for f in findings if f.span is not None and os.path.normpath(f.span.file) in out.values_files]
+    unplaced = {f.message for f in out.findings if f.code == "SF114"} & {f.message for f in read if f.code == "SF114"}
     findings = [f for f in findings if not (f.code in ("SF104", "SF116") and f.span is not None
                                             and rendering.in_chart(f.span.file, charts))
                 and not (f.code == "SF116" and f.span is not None
-                         and os.path.normpath(f.span.file) in out.values_files)] + out.findings
+                         and os.path.normpath(f.span.file) in out.values_files)
+                and not (f.code == "SF114" and id(f) in {id(r) for r in read} and f.message not in unplaced)] + \
+        [f for f in out.findings if not (f.code == "SF114" and f.message in unplaced)]
     if charts:
         from dataclasses import replace
 

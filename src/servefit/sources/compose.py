@@ -318,7 +318,8 @@ def _exposure(y: Y, svcs: list[Node], interp: Vars) -> list[Exposure]:
     out: list[Exposure] = []
     mode = y.tok(_last(y, svcs, "network_mode"))
     if mode is not None and mode.text == "host":
-        out.append(Exposure("compose network_mode: host (the container shares the host's interfaces)", mode.span))
+        out.append(Exposure("compose network_mode: host (the container shares the host's interfaces)", mode.span,
+                            host_network=True))
     for p in [p for svc in svcs for p in y.seq(y.get(svc, "ports"))]:
         t = y.tok(p)
         if t is not None:

@@ -159,7 +159,7 @@ def docker_run(words: list[Word], ctx: Ctx, env: Vars) -> list[Launch]:
                 exposure.append(e)
         elif flag in ("--network", "--net") and v == "host":
             exposure.append(Exposure(f"docker run {flag} host (the container shares the host's interfaces)",
-                                     val.token().span))
+                                     val.token().span, host_network=True))
     if j >= n:
         return []
     _env_files(env_files, ctx, denv)

@@ -327,7 +327,7 @@ def pod_sites(y: Y, pod: Node | None, fc: FileCtx, cms: ConfigMaps, label: str, 
         for site in fc.sites[before:]:
             if host_net is not None and host_net.text.lower() == "true":
                 add_exposure(site, Exposure("hostNetwork: true (the pod listens on the node's interfaces)",
-                                            host_net.span))
+                                            host_net.span, host_network=True))
             for p in y.seq(y.get(c, "ports")):
                 hp = y.tok(y.get(p, "hostPort"))
                 if hp is not None and (y.str(y.get(p, "hostIP")) or "") not in ("127.0.0.1", "::1"):

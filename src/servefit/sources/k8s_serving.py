@@ -76,6 +76,14 @@ def _runtime_not_found(y: Y, doc: Node, at: Node | None, runtime: str | None, fm
             not markers().search(f"{runtime or ''} {fmt or ''}"):
         return  # an sklearn or xgboost model: not a server servefit checks
     name = y.str(y.get(doc, "metadata", "name")) or "this InferenceService"
+    beside = _runtime_beside(fc.path, runtime) if runtime else None
+    if beside:
+        fc.findings.append(runtime_not_found(
+            f"InferenceService {name}: runtime {runtime!r} is in {beside}, not in this file, and servefit reads an "
+            "InferenceService with its runtime only when they are read together, so it did not check this server; "
+            f"put both in one file (another `---` document), or list both in a kustomization.yaml and lint its folder",
+            span=y.span(at) if at is not None else None))
+        return
     if runtime:
         what = f"runtime {runtime!r} is not in this file (a ServingRuntime or ClusterServingRuntime defined elsewhere)"
     else:
@@ -85,6 +93,36 @@ def _runtime_not_found(y: Y, doc: Node, at: Node | None, runtime: str | None, fm
         f"InferenceService {name}: {what}, so servefit does not know which server runs the model and did not "
         "check it; put the ServingRuntime in this file (another `---` document) or give the predictor its own "
         "containers", span=y.span(at) if at is not None else None))
+
+
+def _runtime_beside(path: str, runtime: str) -> str | None:
+    """The name of a YAML file in the same folder that defines the ServingRuntime `runtime`, if one does."""
+    import os
+    import re
+
+    from servefit.sources.base import MAX_SIDE_FILE
+
+    folder = os.path.dirname(path) or "."
+    kind = re.compile(r"(?m)^kind:[ \t]*['\"]?(?:Cluster)?ServingRuntime['\"]?[ \t]*$")
+    named = re.compile(rf"(?m)^[ \t]+name:[ \t]*['\"]?{re.escape(runtime)}['\"]?[ \t]*(?:#.*)?$")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None
+    for f in names:
+        other = os.path.join(folder, f)
+        if not f.lower().endswith((".yaml", ".yml")) or os.path.abspath(other) == os.path.abspath(path):
+            continue
+        try:
+            if not os.path.isfile(other) or os.path.getsize(other) > MAX_SIDE_FILE:
+                continue
+            with open(other, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        if any(kind.search(d) and named.search(d) for d in re.split(r"(?m)^---[ \t]*$", text)):
+            return f
+    return None
 
 
 def kubeai_model(y: Y, doc: Node, fc: FileCtx, label: str) -> None:

@@ -23,6 +23,7 @@ class Exposure:
     how: str  # what publishes it, as the user wrote it: 'compose ports "8000:8000"'
     span: Span | None
     ports: tuple[int, ...] = ()  # the container ports it forwards to; () when unknown or all
+    host_network: bool = False  # the container shares the host's interfaces: its loopback is the host's
 
 
 def add(site: LaunchSite, exp: Exposure) -> None:

@@ -207,7 +207,7 @@ class Scanner(Expansions):
     def _source(self, word: Word) -> None:
         """`source ./settings.sh`, `. lib/env.sh`: bash runs the file in this shell, so its variables are set
         here (sources/shell_source.py: which file); its own servers are read when that file is."""
-        got = sourced_file(word, self.src.li.file, self.sourced)
+        got = sourced_file(word, self.src.li.file, self.sourced, self.env)
         if got is not None and self.env is not None:
             path, text = got
             Scanner(Src(text, LineIndex(text, path)), self.env, sourced=self.sourced).commands()

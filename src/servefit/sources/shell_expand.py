@@ -202,6 +202,10 @@ class Expansions:
             self._exp(tok, a, b, quoted, name, env)
         elif name in self.provided:
             self._lit(a, b, quoted)
+        elif name in ("@", "*") and self.cur:
+            # `NNODES=$@`, `--pp=$@`: text before it makes a word that stays, its value unknown;
+            # vanishing would let the next word take the flag's place (`--pp $NNODES --x ray`)
+            self._unresolved("$" + name, a, b, quoted)
         elif name in ("@", "*"):
             self._unresolved("$" + name, a, b, quoted, keep=False)
             self.at_seen = True
@@ -224,7 +228,9 @@ class Expansions:
         name, op = m.group(1), m.group(2)
         if not op:
             if m.end() != len(inner):  # ${X/a/b}, ${X:0:3}, ${X%.*}: not evaluated
-                self._unresolved(name, i, j, quoted)
+                # ${CONFIGS[${PRESET}_port]}: an element picked by a key the script computes, named as written
+                # (the array may well be set: "CONFIGS is not set" would be untrue)
+                self._unresolved(t[i:j] if inner[m.end()] == "[" else name, i, j, quoted)
                 return j
             return self._var(name, i, j, quoted, env)
         tok = env.get(name)

@@ -44,7 +44,7 @@ def _engine_of(literal: str) -> str | None:
     return hit[0] if hit else None
 
 
-def _title(engine: str) -> str:
+def engine_title(engine: str) -> str:
     from servefit.engines import get
 
     try:
@@ -60,23 +60,23 @@ def scan(fc: FileCtx) -> None:
         chart = detect.engine_of_chart_repo(literal) if "://" in literal else None
         if chart is not None:  # a helm_release of the engine's own chart
             fc.findings.append(not_read(
-                f"servefit does not read Terraform, and this file installs the {_title(chart)} Helm chart of "
+                f"servefit does not read Terraform, and this file installs the {engine_title(chart)} Helm chart of "
                 f"{literal} here: its values were not checked. Lint the values file it passes "
                 "(`servefit lint values.yaml`) or the manifests it applies", span=fc.li.span(start, end)))
             return
         eng = _engine_of(literal)
         if eng is None:
             continue
-        title = _title(eng)
+        title = engine_title(eng)
         fc.findings.append(not_read(
             f"servefit does not read Terraform, and this file starts {title} here: its settings were not "
             "checked. Lint the manifests it applies (`kubectl get deploy NAME -o yaml > deploy.yaml`) or the launch "
-            f"command (`servefit estimate -- {' '.join(_command(eng))} ...`)",
+            f"command (`servefit estimate -- {' '.join(launch_words(eng))} ...`)",
             span=fc.li.span(start, end)))
         return
 
 
-def _command(engine: str) -> list[str]:
+def launch_words(engine: str) -> list[str]:
     from servefit.sources import detect
 
     return detect.server_command(engine) or [engine]

@@ -73,7 +73,7 @@ def var_of(site: LaunchSite, span: Span | None, message: str = "", text: str | N
     """The unset variable a finding (at `span`, saying `message`) or a value (`text`) is about:
     written at that place, or carried inside a value whose place is a whole string (`CMD="... $N"`
     run as `$CMD`: every word of it points at the string) and named in the message or the value."""
-    if span is not None:
+    if span is not None and span.end > span.start:  # an empty span is a place not traced (a kustomize build's top)
         hit = next((v for v, sp in site.unresolved_spans if sp is not None and (sp.file, sp.start) == (span.file, span.start)),
                    None)
         if hit is not None:
@@ -151,6 +151,9 @@ def unresolved_findings(sites: list[LaunchSite]) -> list[Finding]:
             eng = title(site.engine) or site.engine or "the engine"
             if var.startswith(("$(", "`")):
                 msg = f"{shown_var(var)} is computed when the server starts: the value it gives {eng} is not known here"
+            elif var.startswith("${") and "[" in var:  # sources/shell_expand.py: an element by a computed key
+                msg = (f"{shown_var(var)} is the element of {var[2:var.index('[')]} that the script picks when it "
+                       f"runs: the value it gives {eng} is not known here")
             elif var.startswith("for "):
                 msg = (f"{shown_var(var)} takes each value of its `for` loop in turn: the value it gives {eng} is not "
                        "known here")
