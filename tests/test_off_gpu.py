@@ -46,10 +46,18 @@ def test_cpu_image_with_a_gpu_and_ngl_is_a_warning(tmp_path: Path, capsys: pytes
         "which it does not use: for a GPU use the server-cuda tag (server-rocm, server-vulkan for other GPUs)"))]
 
 
-@pytest.mark.parametrize("tag", ["server", "server-b4500", "full", "light-b6000"])
+@pytest.mark.parametrize("tag", ["server", "server-b4500", "full"])
 def test_cpu_image_alone_is_said_not_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:
     assert _lint(tmp_path, capsys, "compose.yaml", LLAMA.format(tag=tag, ngl=" -ngl 0", gpu="")) == [
         (3, 12, "info", CPU_BUILD.format(tag=tag))]
+
+
+def test_the_light_image_is_no_server_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The light images run llama-cli (ENTRYPOINT /app/llama-cli), on the CPU or a GPU: no server, said once."""
+    f = tmp_path / "compose.yaml"
+    f.write_text(LLAMA.format(tag="light-b6000", ngl=" -ngl 0", gpu=""))
+    main(["lint", str(f), "--gpu", "L4", "--format", "json", "--fail-on", "never"])
+    assert [(x["code"], x["location"]["line"]) for x in json.loads(capsys.readouterr().out)] == [("SF116", 3)]
 
 
 @pytest.mark.parametrize("tag", ["server-cuda", "server-cuda-b6000", "server-vulkan", "server-rocm"])
