@@ -143,27 +143,26 @@ def release_image(image: str) -> bool | None:
     return _one_of(image, t.get("release_images") or t.get("official_images"))
 
 
-def _dispatch(image: str) -> tuple[str, dict[str, Any]] | None:
-    """(engine, image_dispatch entry) for an engine's own image whose entrypoint is a dispatch script."""
+def _by_tag(image: str, key: str) -> tuple[str, dict[str, Any]] | None:
+    """(engine, entry) for an engine's own image whose tag one of its `key` entries names (image_dispatch,
+    image_clients in data/engines/<name>.yaml); None for any other image."""
     tag = (split_image(image)[1] or "").lower()
     for name, table in engine_tables():
-        for d in table.get("image_dispatch") or ():
-            if re.search(d["tag"], tag) and _one_of(image, table.get("official_images")):
-                return name, d
+        for entry in table.get(key) or ():
+            if re.search(entry["tag"], tag) and _one_of(image, table.get("official_images")):
+                return name, entry
     return None
+
+
+def _dispatch(image: str) -> tuple[str, dict[str, Any]] | None:
+    """(engine, image_dispatch entry) for an engine's own image whose entrypoint is a dispatch script."""
+    return _by_tag(image, "image_dispatch")
 
 
 def client_image(image: str | None) -> tuple[str, dict[str, Any]] | None:
     """(engine, image_clients entry) for an engine's own image whose tag runs a command-line client, not the
     server (llama.cpp's light images run llama-cli); None for any other."""
-    if not image:
-        return None
-    tag = (split_image(image)[1] or "").lower()
-    for name, table in engine_tables():
-        for c in table.get("image_clients") or ():
-            if re.search(c["tag"], tag) and _one_of(image, table.get("official_images")):
-                return name, c
-    return None
+    return _by_tag(image, "image_clients") if image else None
 
 
 def image_engine(image: str) -> str | None:
